@@ -1,0 +1,35 @@
+"""ember: PyTorch's architecture, built in Python.
+
+Importing ember builds the layer cake bottom-up: core types, the dispatcher, the operator
+registry loaded from ``_ops/native_functions.yaml`` (kernels from ``_kernels``), then the Python
+bindings generated from the schemas, which become the functions of this module and the methods
+of :class:`Tensor`.
+"""
+from ._core.dtype import (ALIASES as _ALIASES, dtype, finfo, get_default_dtype, iinfo,  # noqa: F401
+                          set_default_dtype)
+from ._core.device import (channels_last, channels_last_3d, contiguous_format, device,  # noqa: F401
+                           layout, memory_format, preserve_format, sparse_coo, strided)
+from ._core.promotion import can_cast, promote_types  # noqa: F401
+from ._core.size import Size  # noqa: F401
+from ._core.storage import UntypedStorage  # noqa: F401
+from ._tensor import Tensor  # noqa: F401
+
+globals().update(_ALIASES)
+bool = _ALIASES["bool"]  # noqa: A001  (PyTorch shadows the builtin too)
+float = _ALIASES["float"]  # noqa: A001
+int = _ALIASES["int"]  # noqa: A001
+
+from ._ops import registry as _registry  # noqa: E402
+from ._ops import bindings as _bindings  # noqa: E402
+from ._ops.overload import ops  # noqa: E402,F401
+
+_aten_lib = _registry.install()
+globals().update(_bindings.generate(Tensor))
+
+from . import _C  # noqa: E402,F401
+from ._factories import *  # noqa: E402,F401,F403
+from .random import *  # noqa: E402,F401,F403
+from ._tensor_str import set_printoptions  # noqa: E402,F401
+from ._tensor_ops import install as _install_operators  # noqa: E402
+
+_install_operators()

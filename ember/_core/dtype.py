@@ -1,0 +1,150 @@
+"""Scalar types (``ember.float32`` ...), their NumPy twins, ``finfo``/``iinfo`` and the default dtype.
+
+bfloat16 comes from ``ml_dtypes``; every other dtype is a plain NumPy dtype.
+"""
+import threading
+
+import ml_dtypes
+import numpy as np
+
+# Category ranks used by type promotion: bool < integral < floating < complex.
+BOOL, INTEGRAL, FLOATING, COMPLEX = 0, 1, 2, 3
+
+
+class dtype:
+    """A tensor element type, e.g. ``ember.float32``. Instances are singletons; compare with ``is``."""
+
+    __slots__ = ("name", "_np", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "_category", "_short", "__weakref__")
+
+    def __init__(self, name, np_dtype, category, signed, short):
+        self.name = name
+        self._np = np.dtype(np_dtype)
+        self.itemsize = self._np.itemsize
+        self._category = category
+        self.is_floating_point = category == FLOATING
+        self.is_complex = category == COMPLEX
+        self.is_signed = signed
+        self._short = short  # PyTorch's "Float", "Long" ... used in messages and Tensor.type()
+
+    def __repr__(self):
+        return "ember." + self.name
+
+    def __reduce__(self):
+        return (_dtype_from_name, (self.name,))
+
+    def to_real(self):
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+    def to_complex(self):
+        return {"float32": complex64, "float64": complex128, "float16": complex64,
+                "bfloat16": complex64}.get(self.name, self)
+
+
+bool_ = dtype("bool", np.bool_, BOOL, False, "Bool")
+uint8 = dtype("uint8", np.uint8, INTEGRAL, False, "Byte")
+int8 = dtype("int8", np.int8, INTEGRAL, True, "Char")
+int16 = dtype("int16", np.int16, INTEGRAL, True, "Short")
+int32 = dtype("int32", np.int32, INTEGRAL, True, "Int")
+int64 = dtype("int64", np.int64, INTEGRAL, True, "Long")
+float16 = dtype("float16", np.float16, FLOATING, True, "Half")
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOATING, True, "BFloat16")
+float32 = dtype("float32", np.float32, FLOATING, True, "Float")
+float64 = dtype("float64", np.float64, FLOATING, True, "Double")
+complex64 = dtype("complex64", np.complex64, COMPLEX, True, "ComplexFloat")
+complex128 = dtype("complex128", np.complex128, COMPLEX, True, "ComplexDouble")
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+              complex64, complex128)
+
+# PyTorch's public aliases, exported from ``ember`` as well.
+ALIASES = {
+    "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16, "int32": int32,
+    "int": int32, "int64": int64, "long": int64, "float16": float16, "half": float16,
+    "bfloat16": bfloat16, "float32": float32, "float": float32, "float64": float64,
+    "double": float64, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
+    "cdouble": complex128,
+}
+
+_BY_NP = {d._np: d for d in ALL_DTYPES}
+
+
+def _dtype_from_name(name):
+    return ALIASES[name]
+
+
+def from_numpy_dtype(np_dtype):
+    """The ember dtype of a NumPy dtype; TypeError for dtypes ember does not support."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
+            "and bool.") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Default dtype (process-wide, as in PyTorch).
+
+_default = {"dtype": float32}
+
+
+def get_default_dtype():
+    return _default["dtype"]
+
+
+def set_default_dtype(d):
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    if d not in (float32, float64, float16, bfloat16):
+        raise TypeError(f"invalid default dtype {d}")
+    _default["dtype"] = d
+
+
+def default_complex_dtype():
+    return complex128 if _default["dtype"] is float64 else complex64
+
+
+# ---------------------------------------------------------------------------------------------
+# finfo / iinfo
+
+class finfo:
+    """Machine limits of a floating-point dtype, with PyTorch's field names."""
+
+    def __init__(self, type=None):
+        type = get_default_dtype() if type is None else type
+        if not isinstance(type, dtype) or type._category < FLOATING:
+            raise TypeError("torch.finfo() requires a floating point input type. "
+                            "Use torch.iinfo to handle 'torch.finfo'")
+        info = ml_dtypes.finfo(type.to_real()._np)
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = self.tiny
+        self.resolution = float(info.resolution)
+        self.dtype = type.to_real().name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integer dtype, with PyTorch's field names."""
+
+    def __init__(self, type):
+        if not isinstance(type, dtype) or type._category != INTEGRAL:
+            raise TypeError("torch.iinfo() requires an integer input type. "
+                            "Use torch.finfo to handle 'torch.iinfo'")
+        info = np.iinfo(type._np)
+        self.bits = info.bits
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = type.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

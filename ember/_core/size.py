@@ -1,0 +1,54 @@
+"""``ember.Size``: the tuple subclass that ``Tensor.shape`` returns."""
+import math
+
+
+class Size(tuple):
+    __slots__ = ()
+
+    def __new__(cls, seq=()):
+        try:
+            return tuple.__new__(cls, [int(operator_index(s)) for s in seq])
+        except TypeError:
+            raise TypeError(f"torch.Size() takes an iterable of 'int' (item is "
+                            f"'{type(next(s for s in seq if not _is_int(s))).__name__}')") from None
+
+    def __repr__(self):
+        return f"ember.Size([{', '.join(map(str, self))}])"
+
+    __str__ = __repr__
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def numel(self):
+        return math.prod(self)
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+
+def _is_int(s):
+    try:
+        operator_index(s)
+        return True
+    except TypeError:
+        return False
+
+
+def operator_index(s):
+    import operator
+    if hasattr(s, "_size") and hasattr(s, "item"):  # a 0-dim integer tensor
+        return int(s.item())
+    return operator.index(s)

@@ -1,0 +1,175 @@
+"""``UntypedStorage``: bytes on a device, with no dtype and no shape, and the allocators behind them.
+
+A CPU storage owns (or borrows) a NumPy buffer; a meta storage has a byte count and no memory.
+Kernels that produce a fresh NumPy array hand it to :func:`from_array`, which adopts the array's
+memory without copying.
+"""
+import numpy as np
+
+from .device import CPU, META, device as _device
+
+
+class CPUAllocator:
+    """Allocates zero-copy NumPy byte buffers and keeps PyTorch-style statistics."""
+
+    def __init__(self):
+        self.allocated_bytes = 0
+        self.num_allocs = 0
+
+    def allocate(self, nbytes):
+        self.num_allocs += 1
+        self.allocated_bytes += nbytes
+        return np.empty(nbytes, dtype=np.uint8)
+
+
+class MetaAllocator:
+    """Meta storages hold no memory; the allocator only records the request."""
+
+    def allocate(self, nbytes):
+        return None
+
+
+_allocators = {"cpu": CPUAllocator(), "meta": MetaAllocator()}
+
+
+def get_allocator(dev):
+    return _allocators[dev.type]
+
+
+def set_allocator(device_type, allocator):
+    """Install the allocator for a device type (how out-of-tree backends bring their memory)."""
+    _allocators[device_type] = allocator
+
+
+class UntypedStorage:
+    """A flat run of bytes on one device. Views of a tensor share one storage."""
+
+    __slots__ = ("_buf", "_bytes", "_nbytes", "device", "_resizable", "_allocator", "__weakref__")
+
+    def __init__(self, size=0, *, device=None):
+        dev = CPU if device is None else _device(device)
+        alloc = get_allocator(dev)
+        self._buf = alloc.allocate(size)
+        self._bytes = self._buf
+        self._nbytes = size
+        self.device = dev
+        self._resizable = True
+        self._allocator = alloc
+
+    # -- inspection -------------------------------------------------------------------------
+    def nbytes(self):
+        return self._nbytes
+
+    def size(self):
+        return self._nbytes
+
+    def __len__(self):
+        return self._nbytes
+
+    def element_size(self):
+        return 1
+
+    def resizable(self):
+        return self._resizable
+
+    @property
+    def allocator(self):
+        return self._allocator
+
+    @property
+    def is_meta(self):
+        return self.device.type == "meta"
+
+    def data_ptr(self):
+        buf = self._buf
+        if buf is None:
+            return 0
+        if isinstance(buf, np.ndarray):
+            return buf.__array_interface__["data"][0]
+        return buf.data_ptr()
+
+    def _data(self):
+        """The storage as a 1-d uint8 NumPy array (CPU only)."""
+        b = self._bytes
+        if b is None:
+            if self._buf is None:
+                raise NotImplementedError(
+                    f"Cannot access data of a storage on the '{self.device.type}' device")
+            b = self._bytes = _byte_view(self._buf)
+        return b
+
+    def tolist(self):
+        return self._data().tolist()
+
+    def __getitem__(self, i):
+        return self._data()[i].tolist() if isinstance(i, slice) else int(self._data()[i])
+
+    def __setitem__(self, i, v):
+        self._data()[i] = v
+
+    def fill_(self, value):
+        self._data()[:] = value
+        return self
+
+    def copy_(self, src, non_blocking=False):
+        if src.nbytes() != self._nbytes:
+            raise RuntimeError(f"size mismatch: {src.nbytes()} vs {self._nbytes}")
+        if self.device.type != "meta":
+            self._data()[:] = src._data()
+        return self
+
+    def resize_(self, nbytes):
+        if not self._resizable:
+            raise RuntimeError("Trying to resize storage that is not resizable")
+        if self.device.type == "meta":
+            self._nbytes = nbytes
+            return self
+        new = self._allocator.allocate(nbytes)
+        n = min(nbytes, self._nbytes)
+        new[:n] = self._data()[:n]
+        self._buf = self._bytes = new
+        self._nbytes = nbytes
+        return self
+
+    def clone(self):
+        s = UntypedStorage(self._nbytes, device=self.device)
+        return s.copy_(self)
+
+    def __repr__(self):
+        if self.device.type == "meta":
+            return f"[ember.storage.UntypedStorage(device=meta) of size {self._nbytes}]"
+        body = "\n".join(f" {v}" for v in self._data().tolist())
+        return f"{body}\n[ember.storage.UntypedStorage(device={self.device}) of size {self._nbytes}]"
+
+
+def _byte_view(arr):
+    """A uint8 view of all the memory an array spans (the array must be dense, lowest stride >0)."""
+    if arr.dtype == np.uint8 and arr.ndim == 1:
+        return arr
+    if arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return arr.reshape(-1, order="A").view(np.uint8)
+    # a dense array in some other dimension order: walk to its permuted-contiguous form
+    order = np.argsort(arr.strides)[::-1]
+    return arr.transpose(order).reshape(-1).view(np.uint8)
+
+
+def from_array(arr, dev=CPU):
+    """Adopt a fresh dense NumPy array's memory as a storage, without copying."""
+    s = UntypedStorage.__new__(UntypedStorage)
+    s._buf = arr
+    s._bytes = None
+    s._nbytes = arr.nbytes
+    s.device = dev
+    s._resizable = True
+    s._allocator = _allocators[dev.type]
+    return s
+
+
+def meta_storage(nbytes):
+    s = UntypedStorage.__new__(UntypedStorage)
+    s._buf = s._bytes = None
+    s._nbytes = nbytes
+    s.device = META
+    s._resizable = True
+    s._allocator = _allocators["meta"]
+    return s

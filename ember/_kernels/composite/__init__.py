@@ -1,0 +1,7 @@
+"""Device-independent kernels: view ops (pure metadata, via ``ember._core.strides``) and
+CompositeImplicitAutograd decompositions written in ember ops."""
+from .basic import *  # noqa: F401,F403
+from .conversions import *  # noqa: F401,F403
+from .factory import *  # noqa: F401,F403
+from .math import *  # noqa: F401,F403
+from .views import *  # noqa: F401,F403

@@ -1,0 +1,10 @@
+"""Composite kernels for conversions and Python-scalar access."""
+__all__ = ["item"]
+
+
+def item(self):
+    from ..._ops.overload import ops
+    n = self.numel()
+    if n != 1:
+        raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+    return ops.aten._local_scalar_dense.default._call(self)

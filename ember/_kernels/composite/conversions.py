@@ -1,0 +1,2 @@
+"""composite/conversions kernels."""
+__all__ = []

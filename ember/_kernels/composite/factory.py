@@ -1,0 +1,2 @@
+"""composite/factory kernels."""
+__all__ = []

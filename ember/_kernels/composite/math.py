@@ -1,0 +1,2 @@
+"""composite/math kernels."""
+__all__ = []

@@ -1,0 +1,9 @@
+"""CPU kernels on NumPy. Each accepts tensors of any strides (through cached NumPy views of their
+storage) and returns fresh tensors built from the arrays NumPy produced, without copies."""
+from .copy import *  # noqa: F401,F403
+from .factory import *  # noqa: F401,F403
+from .factory_more import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403

@@ -1,0 +1,2 @@
+"""cpu/linalg kernels."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""cpu/random kernels."""
+__all__ = []

@@ -1,0 +1,93 @@
+"""out= and in-place kernels derived from a functional op (what ``autogen`` registers).
+
+Both compute the functional result first and check it against the destination before writing,
+so a failing call leaves ``out``/``self`` untouched, as PyTorch guarantees.
+"""
+import warnings
+
+from .._core.promotion import can_cast
+from .._dispatch.keys import DEVICE_TO_BACKEND, bit
+
+
+def _overload(qualname):
+    from .._ops.overload import ops
+    base, _, ov = qualname.partition(".")
+    return getattr(getattr(ops.aten, base), ov or "default")
+
+
+def _fmt(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def copy_into(dst, src):
+    """Write ``src`` into ``dst`` with the backend copy kernel (no version bump, no autograd:
+    callers are kernels that already sit below those layers)."""
+    from .._ops.overload import ops
+    ks = bit(DEVICE_TO_BACKEND[dst._device.type]) | bit(DEVICE_TO_BACKEND[src._device.type])
+    ops.aten.copy_.default._entry.redispatch(ks, dst, src, False)
+
+
+def check_out(opname, result, out):
+    if not can_cast(result._dtype, out._dtype):
+        raise RuntimeError(f"{opname}: result type {result._dtype._short} can't be cast to the "
+                           f"desired output type {out._dtype._short}")
+    if out._device != result._device:
+        raise RuntimeError(f"{opname}: Expected out tensor to have device {result._device}, but "
+                           f"got {out._device} instead")
+
+
+def resize_output(opname, out, shape):
+    """PyTorch's at::native::resize_output: warn when a non-empty out of another shape is resized."""
+    if tuple(out._size) == tuple(shape):
+        return
+    if out.numel() != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {_fmt(out._size)}, "
+            f"which does not match the required output shape {_fmt(shape)}. This behavior is "
+            f"deprecated, and in a future PyTorch release outputs will not be resized unless they "
+            f"have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
+            f"to zero elements with t.resize_(0).", UserWarning, stacklevel=4)
+    out._resize_metadata(tuple(shape))
+
+
+def write_out(opname, results, outs):
+    for r, o in zip(results, outs):
+        check_out(opname, r, o)
+    for r, o in zip(results, outs):
+        resize_output(opname, o, r._size)
+        copy_into(o, r)
+
+
+def out_wrapper(functional_qualname):
+    op = _overload(functional_qualname)
+    nout = len(op._schema.returns)
+    opname = op._schema.name
+
+    def out_kernel(*args):
+        outs = args[-nout:]
+        result = op._call(*args[:-nout])
+        results = (result,) if nout == 1 else tuple(result)
+        write_out(opname, results, outs)
+        return outs[0] if nout == 1 else tuple(outs)
+    return out_kernel
+
+
+def inplace_wrapper(functional_qualname):
+    op = _overload(functional_qualname)
+    opname = op._schema.name
+
+    def inplace_kernel(self, *args):
+        result = op._call(self, *args)
+        check_inplace(opname, self, result)
+        copy_into(self, result)
+        return self
+    return inplace_kernel
+
+
+def check_inplace(opname, self, result):
+    if tuple(result._size) != tuple(self._size):
+        raise RuntimeError(f"output with shape {_fmt(self._size)} doesn't match the broadcast shape "
+                           f"{_fmt(result._size)}")
+    if not can_cast(result._dtype, self._dtype):
+        raise RuntimeError(f"result type {result._dtype._short} can't be cast to the desired output "
+                           f"type {self._dtype._short}")

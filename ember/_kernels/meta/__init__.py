@@ -1,0 +1,6 @@
+"""Meta kernels: compute only output shapes, strides and dtypes; no data is touched."""
+from .factory import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403
+from .rules import *  # noqa: F401,F403

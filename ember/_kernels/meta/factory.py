@@ -1,0 +1,2 @@
+"""meta/factory kernels."""
+__all__ = []

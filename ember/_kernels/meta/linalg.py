@@ -1,0 +1,2 @@
+"""meta/linalg kernels."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""meta/pointwise kernels."""
+__all__ = []

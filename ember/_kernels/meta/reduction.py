@@ -1,0 +1,2 @@
+"""meta/reduction kernels."""
+__all__ = []

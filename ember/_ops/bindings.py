@@ -1,0 +1,426 @@
+"""Python bindings generated from the schemas: ``ember.add``, ``Tensor.add``, ``Tensor.add_``.
+
+For each op name the generator writes a small Python function (see :func:`source`) that binds the
+caller's arguments with Python's own machinery, converts the few argument types that need it
+(devices, dtypes, ``int[N]``), routes ``out=`` to the out overload, and calls the overload's
+dispatcher entry with every argument positional. When an op name has several overloads
+(``max(input)``, ``max(input, dim)``, ``max(input, other)``) the candidates are tried in order,
+each checking its argument types, and a call that fits none raises PyTorch's
+"received an invalid combination of arguments" TypeError quoting the signatures tried.
+
+Overloads that only differ from another by ``Scalar`` in place of ``Tensor`` (``add.Scalar``)
+get no Python binding: as in PyTorch, numbers passed to the Tensor form become wrapped numbers.
+"""
+import collections
+import numbers
+import operator
+
+from .._core import dtype as _dt
+from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
+from .overload import default_value, ops, py_name
+
+_declared = []  # (qualname-without-ns, variants)
+_sources = {}
+NUMBER_TYPES = (int, float, bool, complex)
+
+
+class NoMatch(Exception):
+    pass
+
+
+def declare(name, variants, python=True):
+    if python:
+        _declared.append((name, tuple(variants)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument conversion and checks used by generated code.
+
+_PY_TYPE_DTYPES = {float: _dt.float64, int: _dt.int64, bool: _dt.bool_, complex: _dt.complex128}
+
+
+def to_dtype(v, arg="dtype", fname="op"):
+    if isinstance(v, _dt.dtype):
+        return v
+    d = _PY_TYPE_DTYPES.get(v)
+    if d is not None:
+        return d
+    raise TypeError(f"{fname}(): argument '{arg}' must be torch.dtype, not {type(v).__name__}")
+
+
+def to_device(v):
+    if v is None or v.__class__ is _device:
+        return v
+    try:
+        return _device(v)
+    except RuntimeError:
+        raise
+    except TypeError:
+        raise TypeError(f"expected a device (str, int or ember.device), got {type(v).__name__}") from None
+
+
+def is_number(v):
+    return v.__class__ in NUMBER_TYPES or (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
+
+
+def is_int(v):
+    if v.__class__ is int:
+        return True
+    if v.__class__ is bool:
+        return False
+    try:
+        operator.index(v)
+        return not hasattr(v, "_keyset") or (v.numel() == 1 and not v.is_floating_point())
+    except TypeError:
+        return False
+
+
+def int_list(v, n=None):
+    if v.__class__ is int or (n is not None and is_int(v) and not isinstance(v, (list, tuple))):
+        if n is None:
+            raise NoMatch
+        return (int(operator.index(v)),) * n
+    if not isinstance(v, (list, tuple)):
+        raise NoMatch
+    try:
+        return tuple(operator.index(x) for x in v)
+    except TypeError:
+        raise NoMatch from None
+
+
+def _type_name(v):
+    if hasattr(v, "_keyset"):
+        return "Tensor"
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(sorted({_type_name(x) for x in v}))
+        return f"{type(v).__name__} of [{inner}]" if v else type(v).__name__
+    return type(v).__name__
+
+
+def got(args, kwargs):
+    parts = [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+def invalid_combination(fname, sigs, args, kwargs):
+    return TypeError(f"{fname}() received an invalid combination of arguments - got "
+                     f"{got(args, kwargs)}, but expected one of:\n"
+                     + "\n".join(f" * {s}" for s in sigs))
+
+
+def arg_error(fname, pname, pos, expected, v):
+    return TypeError(f"{fname}(): argument '{pname}' (position {pos}) must be {expected}, "
+                     f"not {_type_name(v)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation.
+
+_PY_TYPE_NAMES = {"Tensor": "Tensor", "int": "int", "SymInt": "int", "float": "float",
+                  "Scalar": "Number", "bool": "bool", "str": "str", "ScalarType": "dtype",
+                  "Device": "Device", "Layout": "layout", "MemoryFormat": "memory_format",
+                  "Generator": "Generator", "Dimname": "name"}
+
+
+def _py_sig(schema, method, out_arg):
+    parts = []
+    star = False
+    for a in schema.arguments:
+        if method and a.name == "self":
+            continue
+        if a.kwarg_only and not star:
+            parts.append("*")
+            star = True
+        t = _PY_TYPE_NAMES.get(a.base, a.base)
+        if a.is_list:
+            t = f"tuple of {t}s" if a.base != "Tensor" else "tuple of Tensors"
+        if a.optional:
+            t += "?"
+        name = "input" if (a.name == "self" and not method) else a.name
+        s = f"{t} {name}"
+        if a.has_default():
+            s += f" = {a.default}"
+        parts.append(s)
+    if out_arg:
+        if not star:
+            parts.append("*")
+        parts.append("Tensor out = None")
+    return "(" + ", ".join(parts) + ")"
+
+
+class _Cand:
+    def __init__(self, ov, out_ov, allow_numbers):
+        self.ov = ov
+        self.out_ov = out_ov
+        self.allow_numbers = allow_numbers
+
+
+def _is_out(schema):
+    return any(a.is_write and a.kwarg_only for a in schema.arguments)
+
+
+def _sig_key(schema, scalar_as_tensor):
+    return tuple((a.name, "Tensor" if (scalar_as_tensor and a.base == "Scalar") else a.base,
+                  a.is_list) for a in schema.arguments)
+
+
+def _candidates(overloads, method):
+    funcs = [o for o in overloads if not _is_out(o._schema)]
+    outs = [o for o in overloads if _is_out(o._schema)]
+    # Scalar twins of Tensor overloads get no binding; the Tensor form accepts numbers instead.
+    keys = {_sig_key(o._schema, False): o for o in funcs}
+    kept, allow = [], set()
+    for o in funcs:
+        twin = keys.get(_sig_key(o._schema, True))
+        if twin is not None and twin is not o and any(a.base == "Scalar" for a in o._schema.arguments):
+            allow.add(id(twin))
+            continue
+        kept.append(o)
+    cands = []
+    for o in kept:
+        names = [a.name for a in o._schema.arguments]
+        out_ov = None
+        for oo in outs:
+            if [a.name for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)] == names:
+                out_ov = oo
+        pointwise = "pointwise" in o.tags
+        cands.append(_Cand(o, out_ov, id(o) in allow or pointwise))
+    return cands
+
+
+def _convert_lines(a, var, fname, pos, strict):
+    """Lines converting/checking one argument inside a generated function."""
+    lines = []
+    opt = a.optional
+    guard = f"{var} is not None and " if opt else ""
+    b = a.base
+    if b == "Tensor" and not a.is_list:
+        if opt:
+            lines.append(f"if {var} is not None and not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+        elif strict == "numbers":
+            lines.append(f"if not isinstance({var}, Tensor) and not _is_number({var}): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+        else:
+            lines.append(f"if not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+    elif b == "Tensor":
+        lines.append(f"if not isinstance({var}, (list, tuple)): raise _bad({pos}, {var!r}, 'tuple of Tensors', {var})")
+    elif b in ("int", "SymInt") and a.is_list:
+        lines.append(f"if {guard}{var}.__class__ is not tuple: {var} = _int_list({var}, {a.list_size})")
+    elif b in ("int", "SymInt"):
+        if strict is True:
+            lines.append(f"if {guard}not _is_int({var}): raise _NoMatch")
+    elif b == "ScalarType":
+        lines.append(f"if {guard}{var}.__class__ is not _dtype_cls: {var} = _to_dtype({var}, {var!r}, {fname!r})")
+    elif b == "Device":
+        lines.append(f"if {guard}{var}.__class__ is not _device_cls: {var} = _to_device({var})")
+    elif strict is True:
+        check = {"float": "isinstance({v}, (int, float)) and not isinstance({v}, bool) or _is_number({v}) and not isinstance({v}, complex)",
+                 "Scalar": "_is_number({v})",
+                 "bool": "isinstance({v}, bool)",
+                 "str": "isinstance({v}, str)",
+                 "Layout": "isinstance({v}, _layout_cls)",
+                 "MemoryFormat": "isinstance({v}, _mf_cls)"}.get(b)
+        if check and not a.is_list:
+            lines.append(f"if {guard}not ({check.format(v=var)}): raise _NoMatch")
+    return lines
+
+
+def _params(schema, method, out_overload, varargs):
+    """The generated function's parameter list and the positional argument expression."""
+    params, call_args = [], []
+    star = False
+    for i, a in enumerate(schema.arguments):
+        var = py_name(a.name)
+        if a.name == "self":
+            var = "self" if method else "input"
+        call_args.append(var)
+        if method and a.name == "self":
+            params.append("self")
+            continue
+        if varargs is a:
+            params.append(f"*{var}")
+            star = True
+            continue
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        if a.has_default():
+            params.append(f"{var}=_D[{i}]")
+        else:
+            params.append(var)
+    if out_overload is not None:
+        if not star:
+            params.append("*")
+        params.append("out=None")
+    return params, call_args
+
+
+def _varargs_param(schema, method):
+    positional = [a for a in schema.arguments if not a.kwarg_only and not (method and a.name == "self")]
+    if len(positional) == 1 and positional[0].base in ("int", "SymInt") and positional[0].is_list \
+            and not positional[0].has_default():
+        return positional[0]
+    return None
+
+
+_FACTORY_ARGS = {"dtype", "layout", "device", "pin_memory"}
+
+
+def _gen(fname, cands, method):
+    """Source of one binding function plus the namespace it needs."""
+    ns = {}
+    lines = []
+    single = len(cands) == 1
+    sigs = [_py_sig(c.ov._schema, method, c.out_ov is not None) for c in cands]
+    ns["_SIGS"] = sigs
+    body = []
+    for ci, c in enumerate(cands):
+        sch = c.ov._schema
+        varargs = _varargs_param(sch, method) if single else None
+        params, call_args = _params(sch, method, c.out_ov, varargs)
+        ns[f"_D{ci}"] = {i: default_value(a) for i, a in enumerate(sch.arguments) if a.has_default()}
+        ns[f"_c{ci}"] = c.ov._call
+        if c.out_ov is not None:
+            ns[f"_o{ci}"] = c.out_ov._call
+        factory = not method and _FACTORY_ARGS <= {a.name for a in sch.arguments} \
+            and not any(a.base == "Tensor" for a in sch.arguments)
+        if factory:
+            params.append("requires_grad=False")
+        named = [r.name for r in sch.returns]
+        if len(sch.returns) > 1 and all(named):
+            tname = sch.name.rstrip("_")
+            ns[f"_rt{ci}"] = return_type(tname, tuple(named))
+        conv = []
+        for pos, a in enumerate(sch.arguments):
+            if method and a.name == "self":
+                continue
+            var = call_args[pos]
+            strict = True if not single else ("numbers" if c.allow_numbers and pos > 0 else False)
+            if c.allow_numbers and not single and a.base == "Tensor" and pos > 0:
+                strict = "numbers"
+            conv.extend(_convert_lines(a, var, fname, pos + 1 - (1 if method else 0), strict))
+        params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
+        if varargs is not None:
+            v = call_args[sch.arguments.index(varargs)]
+            params_src += ", **_kw"
+            conv.insert(0, f"{v} = _varargs({v}, _kw, {v!r})")
+        args_src = ", ".join(call_args)
+        call = f"_c{ci}({args_src})"
+        if c.out_ov is not None:
+            call = f"(_c{ci}({args_src}) if out is None else _out(_o{ci}, ({args_src}{',' if len(call_args) == 1 else ''}), out))"
+        if f"_rt{ci}" in ns:
+            call = f"_rt{ci}(*{call})"
+        fn_lines = [f"def _b{ci}({params_src}):"]
+        fn_lines += ["    " + ln for ln in conv]
+        if factory:
+            fn_lines.append(f"    r = {call}")
+            fn_lines.append("    return r.requires_grad_() if requires_grad else r")
+        else:
+            fn_lines.append(f"    return {call}")
+        body.append("\n".join(fn_lines))
+    src = "\n\n".join(body) + "\n\n"
+    if single:
+        src += f"{fname} = _b0\n"
+        ns["_bad"] = _bad_factory(fname, sigs, method)
+    else:
+        ns["_bad"] = lambda *a: NoMatch()
+        self_p = "self, " if method else ""
+        tries = "\n".join(
+            f"    try:\n        return _b{ci}({self_p}*args, **kwargs)\n"
+            f"    except (_NoMatch, TypeError) as e:\n        if not _binding_error(e): raise"
+            for ci in range(len(cands)))
+        src += (f"def {fname}({self_p}*args, **kwargs):\n{tries}\n"
+                f"    raise _invalid({fname!r}, _SIGS, args, kwargs)\n")
+    return src, ns
+
+
+def _bad_factory(fname, sigs, method):
+    def bad(pos, pname, expected, v):
+        return arg_error(fname, "input" if pname == "input" else pname, pos, expected, v)
+    return bad
+
+
+def _binding_error(e):
+    """True when a TypeError came from binding the arguments (try the next candidate)."""
+    if isinstance(e, NoMatch):
+        return True
+    tb = e.__traceback__
+    # an error raised by Python's argument binding has no frame inside the binder itself
+    depth = 0
+    while tb is not None:
+        depth += 1
+        tb = tb.tb_next
+    return depth <= 1
+
+
+def _varargs(v, kw, name):
+    if kw:
+        if name in kw and not v and len(kw) == 1:
+            return int_list(kw[name])
+        raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
+    if len(v) == 1 and not is_int(v[0]):
+        return int_list(v[0])
+    return int_list(v)
+
+
+def _out(call, args, out):
+    if isinstance(out, (list, tuple)):
+        return call(*args, *out)
+    return call(*args, out)
+
+
+_return_types = {}
+
+
+def return_type(name, fields):
+    key = (name, fields)
+    t = _return_types.get(key)
+    if t is None:
+        t = collections.namedtuple(name, fields)
+        t.__module__ = "ember.return_types"
+        _return_types[key] = t
+    return t
+
+
+def generate(tensor_cls):
+    """Build every binding: returns {name: function} for the ember namespace and installs
+    methods on ``tensor_cls``."""
+    by_name = collections.OrderedDict()
+    for name, variants in _declared:
+        base, _, overload = name.partition(".")
+        by_name.setdefault(base, []).append((overload or "default", variants))
+    functions = {}
+    common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number, "_is_int": is_int,
+              "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
+              "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
+              "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
+              "_varargs": _varargs, "_binding_error": _binding_error}
+    for base, items in by_name.items():
+        packet = getattr(ops.aten, base)
+        all_ovs = [getattr(packet, ov) for ov, _ in items]
+        for method in (False, True):
+            want = "method" if method else "function"
+            chosen = [getattr(packet, ov) for ov, variants in items if want in variants]
+            if not chosen:
+                continue
+            outs = [o for o in all_ovs if _is_out(o._schema)] if not method else []
+            cands = _candidates(chosen + [o for o in outs if o not in chosen], method)
+            if not cands:
+                continue
+            src, ns = _gen(base, cands, method)
+            ns.update(common)
+            exec(compile(src, f"<binding {'Tensor.' if method else 'ember.'}{base}>", "exec"), ns)
+            fn = ns[base]
+            fn.__name__ = fn.__qualname__ = base
+            fn.__doc__ = "\n".join(str(c.ov._schema) for c in cands)
+            _sources[("method" if method else "function", base)] = src
+            if method:
+                setattr(tensor_cls, base, fn)
+            else:
+                fn.__module__ = "ember"
+                functions[base] = fn
+    return functions
+
+
+def source(name, method=False):
+    """The generated source of ``ember.<name>`` (or ``Tensor.<name>`` with method=True)."""
+    return _sources[("method" if method else "function", name)]

@@ -1,0 +1,242 @@
+"""``OpOverload`` / ``OpOverloadPacket`` and the ``ember.ops.<namespace>`` objects.
+
+``ember.ops.aten.add`` is a packet; ``ember.ops.aten.add.Tensor`` is an overload, callable with
+any mix of positional and keyword arguments (it normalizes them against its schema and enters
+the dispatcher). Generated bindings skip normalization and call ``overload._call`` directly.
+"""
+import keyword
+
+from .._dispatch import dispatcher as _d
+from .._dispatch.keys import DispatchKeySet, parse_key
+from .._dispatch.schema import NO_DEFAULT
+
+
+class OpOverload:
+    def __init__(self, entry, packet):
+        self._entry = entry
+        entry.overload = self
+        self._schema = entry.schema
+        self._ns = entry.namespace
+        self._opname = entry.schema.name
+        self._overloadname = entry.schema.overload_name or "default"
+        self.__name__ = f"{self._opname}.{self._overloadname}"
+        self.__qualname__ = self.__name__
+        self.__module__ = f"ember._ops.{self._ns}"
+        self._overloadpacket = packet
+        self._call = _d.make_call(entry)
+        self._normalize = _make_normalizer(entry.schema, entry.qualname)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*self._normalize(*args, **kwargs))
+
+    def redispatch(self, keyset, *args, **kwargs):
+        return self._entry.redispatch(keyset, *self._normalize(*args, **kwargs))
+
+    def __repr__(self):
+        return f"{self._ns}.{self._opname}.{self._overloadname}"
+
+    def name(self):
+        return self._entry.qualname
+
+    @property
+    def namespace(self):
+        return self._ns
+
+    @property
+    def overloadpacket(self):
+        return self._overloadpacket
+
+    @property
+    def tags(self):
+        return self._entry.tags
+
+    @property
+    def is_view(self):
+        return any(r.alias and not r.is_write for r in self._schema.returns)
+
+    def has_kernel_for_dispatch_key(self, key):
+        return self._entry.has_kernel(parse_key(key))
+
+    def _dispatch_key_of(self, keys):
+        return self._entry._slot(parse_key(keys))
+
+    def decompose(self, *args, **kwargs):
+        """Run the CompositeImplicitAutograd kernel, if the op has one."""
+        from .._dispatch.keys import K
+        k = self._entry._kernel(K.CompositeImplicitAutograd)
+        if k is None:
+            return NotImplemented
+        return k.fn(*self._normalize(*args, **kwargs))
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        return (_resolve_overload, (self._ns, self._opname, self._overloadname))
+
+
+def _resolve_overload(ns, name, overload):
+    return getattr(getattr(getattr(ops, ns), name), overload)
+
+
+class OpOverloadPacket:
+    """All overloads of one op name. Calling it picks the overload that binds the arguments."""
+
+    def __init__(self, ns, name):
+        self._ns = ns
+        self._qualified_op_name = f"{ns}::{name}"
+        self.__name__ = name
+        self.__module__ = f"ember._ops.{ns}"
+        self._overloads = {}
+
+    def __getattr__(self, overload):
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        try:
+            return self._overloads[overload]
+        except KeyError:
+            raise AttributeError(f"The underlying op of '{self}' has no overload name "
+                                 f"'{overload}'") from None
+
+    def overloads(self):
+        return list(self._overloads)
+
+    def __repr__(self):
+        return f"{self._ns}.{self.__name__}"
+
+    def __call__(self, *args, **kwargs):
+        errors = []
+        for ov in self._overloads.values():
+            try:
+                norm = ov._normalize(*args, **kwargs)
+            except TypeError as e:
+                errors.append(str(e))
+                continue
+            if _types_match(ov._schema, norm):
+                return ov._call(*norm)
+        raise TypeError(f"{self}() received an invalid combination of arguments; tried:\n  "
+                        + "\n  ".join(str(o._schema) for o in self._overloads.values()))
+
+
+def _types_match(schema, values):
+    from .._tensor import Tensor
+    for a, v in zip(schema.arguments, values):
+        if a.base == "Tensor" and not a.is_list and not a.optional and not isinstance(v, Tensor):
+            return False
+    return True
+
+
+class _Namespace:
+    """``ember.ops.aten``: attribute access yields op packets."""
+
+    def __init__(self, name):
+        self.name = name
+        self._packets = {}
+
+    def __getattr__(self, op):
+        try:
+            return self._packets[op]
+        except KeyError:
+            raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{op}'") from None
+
+    def __repr__(self):
+        return f"<ember.ops.{self.name}>"
+
+    def __dir__(self):
+        return list(self._packets)
+
+
+class _Ops:
+    """``ember.ops``: namespaces are created on first registration."""
+
+    def __init__(self):
+        self._namespaces = {}
+
+    def __getattr__(self, ns):
+        if ns.startswith("__"):
+            raise AttributeError(ns)
+        try:
+            return self._namespaces[ns]
+        except KeyError:
+            raise AttributeError(f"No such operator namespace {ns!r}") from None
+
+    def namespace(self, ns):
+        if ns not in self._namespaces:
+            self._namespaces[ns] = _Namespace(ns)
+        return self._namespaces[ns]
+
+
+ops = _Ops()
+
+
+def add_overload(entry):
+    """Create the OpOverload for a freshly defined entry and hang it under ember.ops."""
+    ns = ops.namespace(entry.namespace)
+    name = entry.schema.name
+    packet = ns._packets.get(name)
+    if packet is None:
+        packet = ns._packets[name] = OpOverloadPacket(entry.namespace, name)
+    ov = OpOverload(entry, packet)
+    packet._overloads[ov._overloadname] = ov
+    return ov
+
+
+def remove_overload(entry):
+    ns = ops.namespace(entry.namespace)
+    packet = ns._packets.get(entry.schema.name)
+    if packet is not None:
+        packet._overloads.pop(entry.schema.overload_name or "default", None)
+        if not packet._overloads:
+            del ns._packets[entry.schema.name]
+
+
+# ---------------------------------------------------------------------------------------------
+
+def py_name(name):
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def default_value(arg):
+    """A schema default as the Python object a kernel receives."""
+    v = arg.default
+    if arg.base == "MemoryFormat" and isinstance(v, str):
+        from .._core import device as dev
+        return getattr(dev, v)
+    if arg.base == "ScalarType" and isinstance(v, str):
+        from .._core import dtype as dt
+        return dt.ALIASES[v]
+    if arg.is_list and arg.list_size and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (v,) * arg.list_size
+    return v
+
+
+def _make_normalizer(schema, qualname):
+    """Generate ``normalize(*args, **kwargs) -> tuple`` with the schema's own Python signature."""
+    params, names, consts = [], [], {}
+    star = False
+    for i, a in enumerate(schema.arguments):
+        n = py_name(a.name)
+        names.append(n)
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        if a.has_default():
+            consts[f"_d{i}"] = default_value(a)
+            params.append(f"{n}=_d{i}")
+        else:
+            params.append(n)
+    ret = ", ".join(names) + ("," if len(names) == 1 else "")
+    src = f"def normalize({', '.join(params)}):\n    return ({ret})\n"
+    ns = dict(consts)
+    exec(compile(src, f"<normalize {qualname}>", "exec"), ns)
+    inner = ns["normalize"]
+    renamed = {a.name: py_name(a.name) for a in schema.arguments if py_name(a.name) != a.name}
+
+    def normalize(*args, **kwargs):
+        if renamed:
+            kwargs = {renamed.get(k, k): v for k, v in kwargs.items()}
+        try:
+            return inner(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{qualname}() {str(e).partition(') ')[2] or e}; schema: {schema}") from None
+    return normalize

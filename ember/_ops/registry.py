@@ -1,0 +1,201 @@
+"""Loads ``native_functions.yaml`` into the dispatcher through :class:`ember.library.Library`.
+
+For each entry: ``func`` is defined; each ``dispatch`` key gets the named kernel, looked up in the
+kernel package of that key (``ember._kernels.cpu``, ``.meta``, ``.composite``); an entry with no
+``dispatch`` is CompositeImplicitAutograd with the kernel named after the op; ``autogen`` adds
+out= (and in-place) variants whose kernels wrap the functional op. Two kernels every operator
+gets without writing them (PyTorch generates the same):
+
+* BackendSelect, for factory ops (a ``Device?`` argument and no Tensor argument): routes the call
+  to the backend of the requested device;
+* ADInplaceOrView, for ops that write to an argument (``Tensor(a!)``): bumps the version counter
+  of each written tensor after the kernels below it ran.
+"""
+import os
+
+import yaml
+
+from .._dispatch import dispatcher as _d
+from .._dispatch.keys import DEVICE_TO_BACKEND, K, below, bit
+from .._dispatch.schema import parse_schema
+
+YAML_PATH = os.path.join(os.path.dirname(__file__), "native_functions.yaml")
+
+_KERNEL_PACKAGES = {
+    K.CPU: "ember._kernels.cpu",
+    K.Meta: "ember._kernels.meta",
+    K.CUDA: "ember._kernels.cuda",
+    K.CompositeExplicitAutograd: "ember._kernels.composite",
+    K.CompositeExplicitAutogradNonFunctional: "ember._kernels.composite",
+    K.CompositeImplicitAutograd: "ember._kernels.composite",
+}
+
+
+def _kernel_by_name(key, name):
+    import importlib
+    pkg = importlib.import_module(_KERNEL_PACKAGES[key])
+    try:
+        return getattr(pkg, name)
+    except AttributeError:
+        raise RuntimeError(f"native_functions.yaml names kernel {name!r} for {key.name}, but "
+                           f"{pkg.__name__} has no such function") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels generated for every operator.
+
+def _default_device():
+    from .._core.factory_defaults import current_device
+    return current_device()
+
+
+def _backend_select_kernel(entry, dev_idx):
+    mask = below(K.BackendSelect)
+    tensor_idx = [i for i, a in enumerate(entry.schema.arguments) if a.base == "Tensor"]
+
+    def backend_select(ks, *args):
+        dev = args[dev_idx]
+        if dev is None:
+            dev = _default_device()
+        ks2 = bit(DEVICE_TO_BACKEND[dev.type]) if dev is not None else bit(K.CPU)
+        for i in tensor_idx:
+            ks2 |= getattr(args[i], "_keyset", 0)
+        return entry.redispatch((ks | ks2) & mask, *args)
+    return backend_select
+
+
+def _inplace_or_view_kernel(entry):
+    mask = below(K.ADInplaceOrView)
+    written = [i for i, a in enumerate(entry.schema.arguments) if a.is_write]
+    redispatch = entry.redispatch
+
+    def ad_inplace_or_view(ks, *args):
+        out = redispatch(ks & mask, *args)
+        for i in written:
+            a = args[i]
+            if isinstance(a, (list, tuple)):
+                for t in a:
+                    t._bump_version()
+            else:
+                a._bump_version()
+        return out
+    return ad_inplace_or_view
+
+
+def _generated_kernels(entry):
+    from ..library import fallthrough_kernel  # noqa: F401  (import order)
+    schema = entry.schema
+    names = [a.name for a in schema.arguments]
+    has_tensor = any(a.base == "Tensor" for a in schema.arguments)
+    name = schema.name
+    if ("device" in names and not has_tensor and not name.endswith("_like")
+            and not name.startswith("new_")):
+        dev_idx = names.index("device")
+        entry.register(K.BackendSelect, _d.Kernel(_backend_select_kernel(entry, dev_idx), _d.KEYSET,
+                                                  "generated BackendSelect kernel"))
+    if schema.is_mutable:
+        entry.register(K.ADInplaceOrView, _d.Kernel(_inplace_or_view_kernel(entry), _d.KEYSET,
+                                                    "generated ADInplaceOrView kernel"))
+
+
+# ---------------------------------------------------------------------------------------------
+# autogen: out= and in-place variants wrapping the functional op.
+
+def out_schema(functional_schema_text, overload="out"):
+    """The out= schema PyTorch's autogen derives from a functional schema."""
+    fs = parse_schema(functional_schema_text)
+    head, _, rest = functional_schema_text.partition("(")
+    base = fs.name
+    args_text = rest[: rest.rindex(")")]
+    star = "" if any(a.kwarg_only for a in fs.arguments) else "*, "
+    if len(fs.returns) == 1:
+        outs = "Tensor(a!) out"
+        ret = "Tensor(a!)"
+    else:
+        letters = "abcdefgh"
+        names = [r.name or f"out{i}" for i, r in enumerate(fs.returns)]
+        outs = ", ".join(f"Tensor({letters[i]}!) {n}" for i, n in enumerate(names))
+        ret = "(" + ", ".join(f"Tensor({letters[i]}!) {n}" for i, n in enumerate(names)) + ")"
+    sep = ", " if args_text.strip() else ""
+    return f"{base}.{overload}({args_text}{sep}{star}{outs}) -> {ret}"
+
+
+def _load_entries():
+    with open(YAML_PATH) as f:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return yaml.load(f, Loader=loader) or []
+
+
+def load(lib):
+    """Register every native function with ``lib`` (the aten DEF library)."""
+    from . import bindings
+    from .._kernels import generic
+    lib_impl = lib.impl
+    for e in _load_entries():
+        func = e["func"]
+        tags = e.get("tags", ())
+        if isinstance(tags, str):
+            tags = [t.strip() for t in tags.split(",")]
+        name = lib.define(func, tags=tags)
+        variants = [v.strip() for v in e.get("variants", "function").split(",")]
+        bindings.declare(name, variants, e.get("python", True))
+        dispatch = e.get("dispatch")
+        if dispatch is None:
+            base, _, overload = name.partition(".")
+            kname = base + (f"_{overload}" if overload else "")
+            dispatch = {"CompositeImplicitAutograd": kname}
+        for keys, kname in dispatch.items():
+            for key in keys.split(","):
+                key = K[key.strip()]
+                lib_impl(name, _kernel_by_name(key, kname), key.name, _kind=_d.PLAIN,
+                         _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
+        for auto in _as_list(e.get("autogen")):
+            base, _, overload = auto.partition(".")
+            if overload.startswith("out") or "_out" in overload:
+                sch = out_schema(func, overload)
+                oname = lib.define(sch, tags=tags)
+                bindings.declare(oname, [], e.get("python", True))
+                lib_impl(oname, generic.out_wrapper(name), "CompositeExplicitAutograd", _kind=_d.PLAIN,
+                         _debug=f"autogen out= wrapper of {name}")
+            elif base.endswith("_"):
+                sch = inplace_schema(func, auto)
+                iname = lib.define(sch, tags=list(tags) + ["inplace"])
+                bindings.declare(iname, variants, e.get("python", True))
+                lib_impl(iname, generic.inplace_wrapper(name), "CompositeExplicitAutograd",
+                         _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
+            else:
+                raise RuntimeError(f"autogen {auto!r} of {func!r}: only out= and in-place variants")
+
+
+def inplace_schema(functional_schema_text, inplace_name):
+    head, _, rest = functional_schema_text.partition("(")
+    args_text = rest[: rest.rindex(")")]
+    args_text = args_text.replace("Tensor self", "Tensor(a!) self", 1)
+    return f"{inplace_name}({args_text}) -> Tensor(a!)"
+
+
+def _as_list(v):
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",")]
+    return list(v)
+
+
+# Keys that every op skips unless it registers a kernel there (PyTorch 2.13's defaults). The
+# Autograd keys stay fallthrough until the autograd package registers its kernels.
+DEFAULT_FALLTHROUGH_KEYS = [K.BackendSelect, K.ADInplaceOrView, K.AutocastCPU, K.AutocastXPU,
+                            K.AutocastCUDA, K.AutocastPrivateUse1, K.AutogradOther, K.AutogradCPU,
+                            K.AutogradCUDA, K.AutogradPrivateUse1, K.AutogradMeta,
+                            K.AutogradNestedTensor]
+
+
+def install():
+    """Called once at import: default fallthroughs, the generated-kernel hook, then the yaml."""
+    from ..library import Library, _entry_setup_hooks, fallthrough_kernel
+    _entry_setup_hooks.append(_generated_kernels)
+    lib = Library("aten", "DEF")
+    for key in DEFAULT_FALLTHROUGH_KEYS:
+        lib.fallback(fallthrough_kernel, key.name)
+    load(lib)
+    return lib

@@ -1,0 +1,543 @@
+"""``ember.Tensor``: the Python face of a TensorImpl.
+
+A tensor is (storage, sizes, strides, storage_offset, dtype, device) plus its dispatch key set and
+a version counter shared with its views. No method here computes bytes: operator methods are
+generated from ``native_functions.yaml`` (``ember._ops.bindings``) and enter the dispatcher;
+what is defined here is metadata access and the Python protocols (``len``, ``iter``, ``bool``,
+``repr``, numbers) built on those operators.
+"""
+import numpy as np
+
+from ._core import dtype as _dt
+from ._core import strides as _st
+from ._core.device import CPU, META, contiguous_format, device as _device, preserve_format, strided
+from ._core.size import Size
+from ._core.storage import UntypedStorage, from_array, get_allocator, meta_storage
+from ._dispatch.keys import DispatchKeySet, tensor_keyset
+
+_NP_TO_DT = {d._np: d for d in _dt.ALL_DTYPES}
+_KEYSETS = {}
+
+
+def _keyset_for(dev, inference=False):
+    k = (dev.type, inference)
+    ks = _KEYSETS.get(k)
+    if ks is None:
+        ks = _KEYSETS[k] = tensor_keyset(dev.type, inference)
+    return ks
+
+
+class Tensor:
+    __slots__ = ("_storage", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
+                 "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
+                 "_autograd", "__weakref__")
+
+    # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
+    def __new__(cls, *args, device=None):
+        from . import _factories
+        return _factories.legacy_new(cls, args, device)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(self._size)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._size)
+        if not self._size:
+            _scalar_size_error(dim)
+        return self._size[_st.wrap_dim(dim, len(self._size))]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return tuple(self._stride)
+        if not self._size:
+            _scalar_size_error(dim)
+        return self._stride[_st.wrap_dim(dim, len(self._size))]
+
+    def dim(self):
+        return len(self._size)
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return len(self._size)
+
+    def numel(self):
+        return _st.numel(self._size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return _st.numel(self._size) * self._dtype.itemsize
+
+    def storage_offset(self):
+        return self._offset
+
+    def untyped_storage(self):
+        return self._storage
+
+    def data_ptr(self):
+        return self._storage.data_ptr() + self._offset * self._dtype.itemsize if \
+            self._storage.data_ptr() else 0
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def layout(self):
+        return strided
+
+    @property
+    def is_cpu(self):
+        return self._device.type == "cpu"
+
+    @property
+    def is_cuda(self):
+        return self._device.type == "cuda"
+
+    @property
+    def is_meta(self):
+        return self._device.type == "meta"
+
+    @property
+    def is_sparse(self):
+        return False
+
+    @property
+    def is_quantized(self):
+        return False
+
+    def get_device(self):
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_complex(self):
+        return self._dtype.is_complex
+
+    def is_signed(self):
+        return self._dtype.is_signed
+
+    def is_contiguous(self, memory_format=contiguous_format):
+        if memory_format is contiguous_format:
+            return _st.is_contiguous(self._size, self._stride)
+        if memory_format.__class__.__name__ == "memory_format" and memory_format._name.startswith("channels_last"):
+            return _st.is_channels_last(self._size, self._stride)
+        raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format}")
+
+    def is_non_overlapping_and_dense(self):
+        return _st.is_non_overlapping_and_dense(self._size, self._stride)
+
+    def _dispatch_key_set(self):
+        return DispatchKeySet(self._keyset)
+
+    def is_inference(self):
+        return self._vc is None
+
+    # -- views and versions -------------------------------------------------------------------
+    @property
+    def _base(self):
+        return self._base_
+
+    def _is_view(self):
+        return self._base_ is not None
+
+    @property
+    def _version(self):
+        if self._vc is None:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._vc[0]
+
+    def _bump_version(self):
+        vc = self._vc
+        if vc is not None:
+            vc[0] += 1
+
+    def _resize_metadata(self, shape, memory_format=None):
+        """Give this tensor a new contiguous shape, growing its storage if needed (resize_)."""
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                               f"[{', '.join(map(str, shape))}]")
+        if memory_format is not None and memory_format._name == "channels_last":
+            stride = _st.channels_last_strides(shape)
+        else:
+            stride = _st.contiguous_strides(shape)
+        need = (self._offset + _st.numel(shape)) * self._dtype.itemsize
+        if need > self._storage.nbytes():
+            self._storage.resize_(need)
+        self._size, self._stride, self._np = shape, stride, None
+
+    def _nd(self):
+        """This tensor as a NumPy array over its storage (cached; CPU only)."""
+        a = self._np
+        if a is None:
+            a = self._np = _np_view(self)
+        return a
+
+    # -- autograd-facing attributes (the autograd package gives them behaviour) ----------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def data(self):
+        t = _alias(self, self._size, self._stride, self._offset)
+        t._vc = [0] if self._vc is not None else None
+        t._base_ = None
+        return t
+
+    @data.setter
+    def data(self, other):
+        for s in ("_storage", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_np"):
+            setattr(self, s, getattr(other, s))
+
+    # -- conversions to Python and NumPy --------------------------------------------------------
+    def item(self):
+        from ._ops.overload import ops
+        return ops.aten.item.default._call(self)
+
+    def tolist(self):
+        if self._device.type != "cpu":
+            return self.cpu().tolist()
+        a = self._nd()
+        if self._dtype is _dt.bfloat16:
+            a = a.astype(np.float32)
+        return a.tolist()
+
+    def numpy(self, *, force=False):
+        if force:
+            t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
+            return t._nd()
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self._dtype is _dt.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self._nd()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy() if self._dtype is not _dt.bfloat16 else self._nd()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __len__(self):
+        if not self._size:
+            raise TypeError("len() of a 0-d tensor")
+        return self._size[0]
+
+    def __iter__(self):
+        if not self._size:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
+                               if n else "Boolean value of Tensor with no values is ambiguous")
+        return bool(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self._dtype._category > _dt.INTEGRAL or self.numel() != 1 or self._dtype is _dt.bool_:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self, *, tensor_contents=None):
+        from . import _tensor_str
+        return _tensor_str._str(self, tensor_contents=tensor_contents)
+
+    def __format__(self, spec):
+        if not self._size:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def type(self, dtype=None, non_blocking=False):
+        if dtype is None:
+            prefix = "torch." if self._device.type == "cpu" else f"torch.{self._device.type}."
+            return f"{prefix}{self._dtype._short}Tensor"
+        if isinstance(dtype, str):
+            name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
+            dtype = next(d for d in _dt.ALL_DTYPES if d._short == name)
+        return self.to(dtype)
+
+    # -- device and dtype moves -----------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        from . import _factories
+        return _factories.tensor_to(self, *args, **kwargs)
+
+    def cpu(self, memory_format=preserve_format):
+        return self.to("cpu", memory_format=memory_format)
+
+    def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
+        dev = _device("cuda", device if isinstance(device, int) else None) if not isinstance(
+            device, (str, _device)) else _device(device)
+        return self.to(dev, non_blocking=non_blocking, memory_format=memory_format)
+
+    def float(self, memory_format=preserve_format):
+        return self.to(_dt.float32, memory_format=memory_format)
+
+    def double(self, memory_format=preserve_format):
+        return self.to(_dt.float64, memory_format=memory_format)
+
+    def half(self, memory_format=preserve_format):
+        return self.to(_dt.float16, memory_format=memory_format)
+
+    def bfloat16(self, memory_format=preserve_format):
+        return self.to(_dt.bfloat16, memory_format=memory_format)
+
+    def int(self, memory_format=preserve_format):
+        return self.to(_dt.int32, memory_format=memory_format)
+
+    def long(self, memory_format=preserve_format):
+        return self.to(_dt.int64, memory_format=memory_format)
+
+    def short(self, memory_format=preserve_format):
+        return self.to(_dt.int16, memory_format=memory_format)
+
+    def char(self, memory_format=preserve_format):
+        return self.to(_dt.int8, memory_format=memory_format)
+
+    def byte(self, memory_format=preserve_format):
+        return self.to(_dt.uint8, memory_format=memory_format)
+
+    def bool(self, memory_format=preserve_format):
+        return self.to(_dt.bool_, memory_format=memory_format)
+
+    def cfloat(self, memory_format=preserve_format):
+        return self.to(_dt.complex64, memory_format=memory_format)
+
+    def cdouble(self, memory_format=preserve_format):
+        return self.to(_dt.complex128, memory_format=memory_format)
+
+    # -- shape helpers that are Python-level in PyTorch too --------------------------------------
+    @property
+    def T(self):
+        return self.permute(*range(self.dim() - 1, -1, -1))
+
+    @property
+    def mT(self):
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
+    def expand_as(self, other):
+        return self.expand(other._size)
+
+    def view_as(self, other):
+        return self.view(other._size)
+
+    def reshape_as(self, other):
+        return self.reshape(other._size)
+
+    def type_as(self, other):
+        return self.to(other._dtype)
+
+    def __getitem__(self, index):
+        from . import _indexing
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from . import _indexing
+        _indexing.setitem(self, index, value)
+
+    def __reduce_ex__(self, proto):
+        from . import _factories
+        return _factories.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        new = self.clone()
+        new._requires_grad = self._requires_grad
+        memo[id(self)] = new
+        return new
+
+
+def _scalar_size_error(dim):
+    raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+
+
+# ---------------------------------------------------------------------------------------------
+# Construction helpers shared by kernels. The fast ones skip __new__ (which parses user input).
+
+_new = object.__new__
+
+
+def make_tensor(storage, size, stride, offset, dtype, device, cls=Tensor):
+    t = _new(cls)
+    t._storage = storage
+    t._size = size
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._device = device
+    t._keyset = _keyset_for(device, _inference_mode_on())
+    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
+    t._base_ = None
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
+
+
+def wrap_array(a, device=CPU):
+    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy)."""
+    if a.__class__ is not np.ndarray:
+        a = np.asarray(a)
+    dtype = _NP_TO_DT.get(a.dtype)
+    if dtype is None:
+        raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
+    shape = a.shape
+    if a.flags.c_contiguous:
+        stride = _st.contiguous_strides(shape)
+    else:
+        isz = dtype.itemsize
+        stride = tuple(s // isz for s in a.strides)
+        if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
+            a = np.ascontiguousarray(a)
+            stride = _st.contiguous_strides(shape)
+    t = _new(Tensor)
+    t._storage = from_array(a, device)
+    t._size = shape
+    t._stride = stride
+    t._offset = 0
+    t._dtype = dtype
+    t._device = device
+    t._keyset = _keyset_for(device, _inference_mode_on())
+    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
+    t._base_ = None
+    t._np = a
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
+
+
+def empty_tensor(size, dtype, device, stride=None):
+    """A fresh tensor with uninitialized storage on ``device`` (contiguous unless ``stride``)."""
+    size = tuple(size)
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"[{', '.join(map(str, size))}]")
+    if stride is None:
+        stride = _st.contiguous_strides(size)
+    nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
+    if device.type == "meta":
+        storage = meta_storage(nbytes)
+    elif device.type == "cpu":
+        storage = from_array(get_allocator(device).allocate(nbytes), device)
+    else:
+        storage = UntypedStorage(nbytes, device=device)
+    return make_tensor(storage, size, stride, 0, dtype, device)
+
+
+def _alias(base, size, stride, offset, dtype=None):
+    """A tensor sharing ``base``'s storage (the building block of every view)."""
+    t = _new(Tensor)
+    t._storage = base._storage
+    t._size = size
+    t._stride = stride
+    t._offset = offset
+    t._dtype = base._dtype if dtype is None else dtype
+    t._device = base._device
+    t._keyset = base._keyset
+    t._vc = base._vc
+    t._base_ = base._base_ if base._base_ is not None else base
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
+
+
+def _np_view(t):
+    if t._device.type != "cpu":
+        raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
+    isz = t._dtype.itemsize
+    buf = t._storage._data()
+    return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))
+
+
+# Set by ember.autograd.grad_mode once inference_mode exists; plain function call on creation.
+from ._dispatch import tls as _tls  # noqa: E402
+from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
+
+_ADINPLACE = _bit(_K.ADInplaceOrView)
+
+
+def _inference_mode_on():
+    return _tls.state.inference

@@ -1,0 +1,26 @@
+"""Shared test fixtures. PyTorch is the oracle: tests that compare with it take the ``torch``
+fixture and are skipped when it is not installed."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(scope="session")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import cupy  # noqa: F401
+        has_cuda = cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        has_cuda = False
+    if not has_cuda:
+        skip = pytest.mark.skip(reason="no CUDA device")
+        for item in items:
+            if "cuda" in item.keywords:
+                item.add_marker(skip)

@@ -1,0 +1,47 @@
+"""Helpers for comparing ember with PyTorch."""
+import numpy as np
+
+import ember
+
+
+def to_torch_dtype(torch, d):
+    return getattr(torch, d.name)
+
+
+def to_ember_dtype(d):
+    return getattr(ember, str(d).split(".")[-1])
+
+
+def from_np(a):
+    """An ember tensor with the contents of a NumPy array (a copy, by the kernel-result path)."""
+    from ember._tensor import wrap_array
+    return wrap_array(np.array(a, copy=True))
+
+
+def to_np(t):
+    """An ember or torch tensor's values as a NumPy array (bfloat16 as float32)."""
+    if hasattr(t, "_keyset"):
+        a = t._nd()
+        if t.dtype.name == "bfloat16":
+            a = a.astype(np.float32)
+        return np.array(a)
+    t = t.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        t = t.float()
+    return t.numpy()
+
+
+def to_torch(torch, t):
+    """An ember CPU tensor as a torch tensor with equal values, shape and dtype."""
+    a = to_np(t)
+    out = torch.from_numpy(np.ascontiguousarray(a).copy())
+    return out.to(to_torch_dtype(torch, t.dtype))
+
+
+def assert_same(e, t, rtol=1e-5, atol=1e-6, check_stride=False):
+    """ember tensor ``e`` equals torch tensor ``t``: dtype, shape (strides if asked), values."""
+    assert e.dtype.name == str(t.dtype).split(".")[-1], (e.dtype, t.dtype)
+    assert tuple(e.shape) == tuple(t.shape), (e.shape, t.shape)
+    if check_stride:
+        assert e.stride() == t.stride(), (e.stride(), t.stride())
+    np.testing.assert_allclose(to_np(e), to_np(t), rtol=rtol, atol=atol, equal_nan=True)
