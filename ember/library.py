@@ -47,7 +47,7 @@ class Library:
         return f"Library(kind={self.kind}, ns={self.ns}, dispatch_key={self.dispatch_key})>"
 
     # -- define -------------------------------------------------------------------------------
-    def define(self, schema, alias_analysis="", *, tags=()):
+    def define(self, schema, alias_analysis="", *, tags=(), _debug=None):
         if self.kind == "IMPL":
             raise RuntimeError("define is not allowed in an IMPL library")
         name = schema[: schema.index("(")].strip()
@@ -61,7 +61,7 @@ class Library:
             tags = (tags,)
         qualname = f"{self.ns}::{name}"
         entry = _d.define(qualname, schema, tags=[str(t) for t in tags],
-                          debug=_caller_debug())
+                          debug=_debug or _caller_debug())
         _setup_entry(entry)
         self._defs.append(qualname)
         _ov.add_overload(entry)
@@ -86,7 +86,7 @@ class Library:
         kind = _kind or (_d.KEYSET if with_keyset else _d.PLAIN)
         if with_keyset and _kind is None:
             user_fn = fn
-            fn = lambda ks, *args, _f=user_fn: _f(DispatchKeySet(ks), *args)
+            fn = lambda ks, *args, _f=user_fn: _f(DispatchKeySet(ks), *args)  # noqa: E731
         if entry.has_kernel(key):
             warnings.warn(f"Overriding a previously registered kernel for the same operator and the "
                           f"same dispatch key\n  operator: {entry.qualname}\n  dispatch key: {key.name}",
@@ -104,7 +104,7 @@ class Library:
             kind = _d.BOXED_KEYSET if with_keyset else _d.BOXED
             if with_keyset:
                 user_fn = fn
-                fn = lambda op, ks, *args, _f=user_fn: _f(op, DispatchKeySet(ks), *args)
+                fn = lambda op, ks, *args, _f=user_fn, **kw: _f(op, DispatchKeySet(ks), *args, **kw)
             kernel = _d.Kernel(fn, kind, _caller_debug())
         _d.register_fallback(key, kernel)
         self._fallbacks.append((key, kernel))

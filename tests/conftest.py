@@ -22,5 +22,5 @@ def pytest_collection_modifyitems(config, items):
     if not has_cuda:
         skip = pytest.mark.skip(reason="no CUDA device")
         for item in items:
-            if "cuda" in item.keywords:
+            if item.get_closest_marker("cuda") is not None:
                 item.add_marker(skip)

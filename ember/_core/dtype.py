@@ -124,7 +124,7 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = float(info.resolution)
+        self.resolution = float(10.0 ** -info.precision)
         self.dtype = type.to_real().name
 
     def __repr__(self):

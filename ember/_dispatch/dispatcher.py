@@ -167,10 +167,8 @@ class OperatorEntry:
             call = fn
         elif kind == KEYSET:
             call = functools.partial(fn, masked)
-        elif kind == BOXED:
-            call = functools.partial(fn, self.overload)
         else:
-            call = functools.partial(fn, self.overload, masked)
+            call = _boxed(fn, self, () if kind == BOXED else (masked,))
         if _trace.enabled:
             return _traced(call, label, self.qualname, key)
         self.cache[ks] = call
@@ -182,6 +180,20 @@ class OperatorEntry:
         if call is None:
             call = self.resolve(ks, "redispatch")
         return call(*args)
+
+
+def _boxed(fn, entry, extra):
+    """Adapt a boxed kernel ``fn(op, [keyset,] *args, **kwargs)`` to the positional calling
+    convention: keyword-only schema arguments are passed by keyword, as PyTorch's boxed
+    fallbacks receive them."""
+    args = entry.schema.arguments
+    npos = sum(1 for a in args if not a.kwarg_only)
+    kw_names = [a.name for a in args if a.kwarg_only]
+    op = entry.overload
+
+    def boxed(*values):
+        return fn(op, *extra, *values[:npos], **dict(zip(kw_names, values[npos:])))
+    return boxed
 
 
 def _missing_kernel(entry, key):
@@ -273,6 +285,7 @@ def define(qualname, schema_text, tags=(), debug=""):
             raise RuntimeError(f"Tried to register an operator ({qualname}) with the same name and "
                                f"overload name multiple times.")
         schema = parse_schema(schema_text)
+        schema.namespace = qualname.partition("::")[0]
         entry = OperatorEntry(qualname, schema, tags, debug)
         _operators[qualname] = entry
         return entry
@@ -339,7 +352,7 @@ def set_dispatch_trace(enabled, stream=None):
 
 def dump(qualname):
     entry = _lookup(qualname)
-    lines = [f"name: {entry.qualname}", f"schema: {entry.namespace}::{entry.schema}",
+    lines = [f"name: {entry.qualname}", f"schema: {entry.schema}",
              f"debug: {entry.debug or 'registered through ember.library'}",
              "alias analysis kind: FROM_SCHEMA"]
     for key in sorted(entry.kernels, key=lambda k: (k >= 100, k)):

@@ -66,9 +66,10 @@ class Argument:
 
 
 class FunctionSchema:
-    __slots__ = ("name", "overload_name", "arguments", "returns", "_str")
+    __slots__ = ("name", "overload_name", "arguments", "returns", "namespace", "_str")
 
-    def __init__(self, name, overload_name, arguments, returns):
+    def __init__(self, name, overload_name, arguments, returns, namespace=None):
+        self.namespace = namespace  # "aten"; printed as "aten::name", as PyTorch prints _schema
         self.name = name
         self.overload_name = overload_name
         self.arguments = arguments
@@ -96,6 +97,8 @@ class FunctionSchema:
                     star = True
                 args.append(str(a))
             name = self.name + (f".{self.overload_name}" if self.overload_name else "")
+            if self.namespace:
+                name = f"{self.namespace}::{name}"
             if len(self.returns) == 1 and not self.returns[0].name:
                 rets = str(self.returns[0])
             else:
@@ -180,7 +183,6 @@ def _parse_arg(text, kwarg_only):
 
 def _parse_return(text):
     text = text.strip()
-    m = re.match(r"^(.*?)(?:\s+([A-Za-z_][A-Za-z0-9_]*))?$", text)
     type_str, name = text, None
     if " " in text and not text.endswith(")") and not text.endswith("]"):
         type_str, _, name = text.rpartition(" ")
@@ -192,6 +194,10 @@ def _parse_return(text):
 def parse_schema(text):
     """Parse ``[ns::]name[.overload](args) -> returns``."""
     text = text.strip()
+    namespace = None
+    head = text[: text.index("(")]
+    if "::" in head:
+        namespace, _, text = text.partition("::")
     lp = text.index("(")
     full = text[:lp].strip()
     depth = 0
@@ -224,4 +230,4 @@ def parse_schema(text):
         returns = [_parse_return(r) for r in _split_top(ret_text[1:-1])]
     else:
         returns = [_parse_return(ret_text)]
-    return FunctionSchema(name, overload, args, returns)
+    return FunctionSchema(name, overload, args, returns, namespace)

@@ -22,12 +22,12 @@ state = _State()
 
 
 def _bits(keys):
+    if isinstance(keys, (str, K)):
+        return bit(parse_key(keys))
     if isinstance(keys, int):
         return keys
     if hasattr(keys, "repr_"):
         return keys.repr_
-    if isinstance(keys, (str, K)):
-        return bit(parse_key(keys))
     r = 0
     for k in keys:
         r |= bit(parse_key(k))

@@ -33,6 +33,9 @@ class OpOverload:
         return self._entry.redispatch(keyset, *self._normalize(*args, **kwargs))
 
     def __repr__(self):
+        return f"<OpOverload(op='{self._ns}.{self._opname}', overload='{self._overloadname}')>"
+
+    def __str__(self):
         return f"{self._ns}.{self._opname}.{self._overloadname}"
 
     def name(self):
@@ -102,6 +105,9 @@ class OpOverloadPacket:
         return list(self._overloads)
 
     def __repr__(self):
+        return f"<OpOverloadPacket(op='{self._ns}.{self.__name__}')>"
+
+    def __str__(self):
         return f"{self._ns}.{self.__name__}"
 
     def __call__(self, *args, **kwargs):
