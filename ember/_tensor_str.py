@@ -1,10 +1,292 @@
-"""Printing tensors in PyTorch's format."""
+"""Printing tensors in PyTorch's format: ``repr(t)`` and ``ember.set_printoptions``.
+
+The text is exactly PyTorch's (``torch/_tensor_str.py``): one fixed-width format per tensor
+chosen from its (summarized) values, nested rows indented under ``tensor(``, ``...`` past
+``threshold`` elements, lines wrapped at ``linewidth``, then the suffixes (device, size, dtype,
+grad_fn / requires_grad) in PyTorch's order. Unlike PyTorch, which slices, masks and stacks with
+tensor operators to do this, values are read straight from the tensor's NumPy view, so printing
+dispatches no operators (only a non-CPU, non-meta tensor is first copied with ``.cpu()``).
+"""
+import contextlib
+import dataclasses
+import math
+
+import numpy as np
+
+from ._core import dtype as _dt
 
 
-def _str(self, tensor_contents=None):
-    return f"tensor(<{tuple(self._size)}, {self._dtype}>)"
+@dataclasses.dataclass
+class _PrinterOptions:
+    precision: int = 4
+    threshold: float = 1000
+    edgeitems: int = 3
+    linewidth: int = 80
+    sci_mode: bool | None = None
+
+
+PRINT_OPTS = _PrinterOptions()
+
+# set_printoptions(profile=...) presets; an unknown profile name is ignored, as in PyTorch.
+_PROFILES = {
+    "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+    "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+    "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80),
+}
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
                      sci_mode=None):
-    raise NotImplementedError
+    """Set the options used by ``repr(tensor)``. ``sci_mode`` is always set (None = automatic)."""
+    for name, value in _PROFILES.get(profile, {}).items():
+        setattr(PRINT_OPTS, name, value)
+    for name, value in (("precision", precision), ("threshold", threshold),
+                        ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if value is not None:
+            setattr(PRINT_OPTS, name, value)
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions():
+    """The current print options as a dict that can be passed back to ``set_printoptions``."""
+    return dataclasses.asdict(PRINT_OPTS)
+
+
+@contextlib.contextmanager
+def printoptions(**kwargs):
+    """Temporarily change the print options (same arguments as ``set_printoptions``)."""
+    old = get_printoptions()
+    set_printoptions(**kwargs)
+    try:
+        yield
+    finally:
+        set_printoptions(**old)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading values
+
+def _host_array(t):
+    """``t``'s values as a NumPy array that Python can format (bfloat16 widened to float32)."""
+    a = (t if t._device.type == "cpu" else t.cpu())._nd()
+    if t._dtype is _dt.bfloat16:
+        a = a.astype(np.float32)
+    return a
+
+
+def _summarized(a):
+    """The values that ``repr`` shows of a summarized array, flattened (PyTorch's
+    ``get_summarized_data``; like it, a 1-d array with ``edgeitems=0`` keeps every value,
+    because ``a[-0:]`` is the whole array)."""
+    edge = PRINT_OPTS.edgeitems
+    if a.ndim == 0:
+        return a.reshape(1)
+    if a.ndim == 1:
+        return np.concatenate((a[:edge], a[-edge:])) if a.shape[0] > 2 * edge else a
+    if not edge:
+        return a.reshape(-1)[:0]
+    n = a.shape[0]
+    rows = [*range(edge), *range(n - edge, n)] if n > 2 * edge else range(n)
+    return np.concatenate([_summarized(a[i]) for i in rows])
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting numbers
+
+class _Formatter:
+    """One fixed-width format for every value of a real tensor (PyTorch's ``_Formatter``).
+
+    Floats print as integers with a trailing ``.`` when every finite value is integral
+    (int mode), in scientific notation when the nonzero finite magnitudes span more than
+    1000x, exceed 1e8 or go below 1e-4 (or as ``sci_mode`` forces), else with ``precision``
+    decimals. Widths are measured on nonzero finite values only, so nan/inf/0 never widen.
+    """
+
+    def __init__(self, values, floating):
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        if not floating:
+            self.max_width = max([1, *(len(str(v)) for v in values.tolist())])
+            return
+        values = values.astype(np.float64)
+        finite = values[np.isfinite(values) & (values != 0)]
+        if finite.size == 0:
+            return
+        magnitude = np.abs(finite)
+        lo, hi = float(magnitude.min()), float(magnitude.max())  # floats: overflow -> inf
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        if PRINT_OPTS.sci_mode is None:
+            self.sci_mode = bool(hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4)
+        else:
+            self.sci_mode = PRINT_OPTS.sci_mode
+        p = PRINT_OPTS.precision
+        if self.sci_mode:
+            widths = (len(f"{v:.{p}e}") for v in finite.tolist())
+        elif self.int_mode:
+            widths = (len(f"{v:.0f}") + 1 for v in finite.tolist())  # + 1 for the "."
+        else:
+            widths = (len(f"{v:.{p}f}") for v in finite.tolist())
+        self.max_width = max(self.max_width, *widths)
+
+    def width(self):
+        return self.max_width
+
+    def format(self, value):
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = f"{value:{self.max_width}.{PRINT_OPTS.precision}e}"
+        elif self.int_mode:
+            text = f"{value:.0f}"
+            if math.isfinite(value):
+                text += "."  # marks a floating tensor; nan and inf need no mark
+        else:
+            text = f"{value:.{PRINT_OPTS.precision}f}"
+        return text.rjust(self.max_width)
+
+
+def _format_value(value, real_fmt, imag_fmt):
+    """One element as text; complex values join their real and imaginary parts (``1.+2.j``)."""
+    if imag_fmt is None:
+        return real_fmt.format(value)
+    real = real_fmt.format(value.real)
+    imag = (imag_fmt.format(value.imag) + "j").lstrip()
+    # The imaginary part carries its own sign when negative (or "-0."); otherwise add "+".
+    return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
+# ---------------------------------------------------------------------------------------------
+# Laying out rows
+
+def _vector_str(a, indent, summarize, real_fmt, imag_fmt):
+    edge = PRINT_OPTS.edgeitems
+    element_length = real_fmt.width() + 2  # ", " between elements
+    if imag_fmt is not None:
+        element_length += imag_fmt.width() + 1  # the "j"
+    per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / element_length))
+
+    def fmt(part):
+        return [_format_value(v, real_fmt, imag_fmt) for v in part.tolist()]
+
+    if summarize and not edge:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * edge:
+        data = fmt(a[:edge]) + [" ..."] + fmt(a[-edge:])
+    else:
+        data = fmt(a)
+    lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _array_str(a, indent, summarize, real_fmt, imag_fmt):
+    """Nested brackets; rows of a k-d array are separated by k-1 blank-line breaks."""
+    if a.ndim == 0:
+        return _format_value(a.item(), real_fmt, imag_fmt)
+    if a.ndim == 1:
+        return _vector_str(a, indent, summarize, real_fmt, imag_fmt)
+    edge = PRINT_OPTS.edgeitems
+    n = a.shape[0]
+
+    def row(i):
+        return _array_str(a[i], indent + 1, summarize, real_fmt, imag_fmt)
+
+    if summarize and n > 2 * edge:
+        rows = [row(i) for i in range(edge)] + ["..."] + [row(i) for i in range(n - edge, n)]
+    else:
+        rows = [row(i) for i in range(n)]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _tensor_str(t, indent):
+    """The bracketed values of a non-empty strided tensor."""
+    summarize = t.numel() > PRINT_OPTS.threshold
+    a = _host_array(t)
+
+    def formatter(part):
+        return _Formatter(_summarized(part) if summarize else part.reshape(-1),
+                          floating=t._dtype._category >= _dt.FLOATING)
+
+    if t._dtype.is_complex:
+        return _array_str(a, indent, summarize, formatter(a.real), formatter(a.imag))
+    return _array_str(a, indent, summarize, formatter(a), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole repr
+
+def _add_suffixes(tensor_str, suffixes, indent):
+    """Append ``, suffix`` items, moving one to a new line when it would pass ``linewidth``."""
+    parts = [tensor_str]
+    last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1  # PyTorch's count, kept exact
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def _grad_fn_name(t):
+    """PyTorch prints ``type(grad_fn).__name__``; ember nodes may instead carry a ``name``."""
+    try:
+        grad_fn = t.grad_fn
+    except RuntimeError:
+        return "Invalid"  # as PyTorch, for views whose grad_fn cannot be rebuilt
+    if grad_fn is None:
+        return None
+    name = getattr(grad_fn, "name", None)
+    if callable(name):
+        name = name()
+    return (name or type(grad_fn).__name__).rsplit("::", 1)[-1]
+
+
+def _is_plain(t):
+    from ._tensor import Tensor
+    cls = type(t)
+    return cls is Tensor or (cls.__name__ == "Parameter" and cls.__module__.startswith("ember"))
+
+
+def _str(self, *, tensor_contents=None):
+    prefix = "tensor(" if _is_plain(self) else f"{type(self).__name__}("
+    indent = len(prefix)
+    suffixes = []
+    default_dtype = _dt.get_default_dtype()
+
+    if self._device.type != "cpu":
+        suffixes.append(f"device='{self._device}'")
+
+    if self._device.type == "meta":
+        suffixes.append(f"size={tuple(self._size)}")
+        if self._dtype is not default_dtype:
+            suffixes.append(f"dtype={self._dtype}")
+        tensor_str = "..."
+    elif self.numel() == 0:
+        if len(self._size) != 1:  # NumPy-style: (0,) is implied by "[]"
+            suffixes.append(f"size={tuple(self._size)}")
+        if self._dtype is not default_dtype:  # no values to tell an int64 tensor by
+            suffixes.append(f"dtype={self._dtype}")
+        tensor_str = "[]"
+    else:
+        if not PRINT_OPTS.edgeitems:
+            suffixes.append(f"size={tuple(self._size)}")
+        # Values already show these dtypes: default float ("1."), int64 ("1"), bool, complex.
+        implied = (default_dtype, _dt.default_complex_dtype(), _dt.int64, _dt.bool_)
+        if self._dtype not in implied:
+            suffixes.append(f"dtype={self._dtype}")
+        tensor_str = None if tensor_contents is not None else _tensor_str(self, indent)
+    if tensor_contents is not None:
+        tensor_str = tensor_contents
+
+    grad_fn_name = _grad_fn_name(self)
+    if grad_fn_name is not None:
+        suffixes.append(f"grad_fn=<{grad_fn_name}>")
+    elif self.requires_grad:
+        suffixes.append("requires_grad=True")
+
+    return _add_suffixes(prefix + tensor_str, suffixes, indent)
+

@@ -163,9 +163,9 @@ def test_keyset_kernel_redispatches_and_fallthrough_skips():
 def test_boxed_fallback_sees_every_op_and_is_undone():
     seen = []
 
-    def fallback(op, ks, *args):
+    def fallback(op, ks, *args, **kwargs):
         seen.append(str(op))
-        return op.redispatch(ks.remove("Tracer"), *args)
+        return op.redispatch(ks.remove("Tracer"), *args, **kwargs)
 
     lib = Library("_", "IMPL", "Tracer")
     lib.fallback(fallback, with_keyset=True)

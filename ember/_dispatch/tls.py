@@ -16,6 +16,7 @@ class _State(threading.local):
         self.included = DEFAULT_INCLUDED
         self.excluded = DEFAULT_EXCLUDED
         self.inference = False  # inference_mode: new tensors are inference tensors
+        self.grad_enabled = True  # GradMode: autograd kernels record graph nodes only when set
 
 
 state = _State()

@@ -20,6 +20,7 @@ from .._dispatch.keys import DEVICE_TO_BACKEND, K, below, bit
 from .._dispatch.schema import parse_schema
 
 YAML_PATH = os.path.join(os.path.dirname(__file__), "native_functions.yaml")
+_YAML_DEBUG = "registered at ember/_ops/native_functions.yaml"
 
 _KERNEL_PACKAGES = {
     K.CPU: "ember._kernels.cpu",
@@ -136,7 +137,7 @@ def load(lib):
         tags = e.get("tags", ())
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",")]
-        name = lib.define(func, tags=tags)
+        name = lib.define(func, tags=tags, _debug=_YAML_DEBUG)
         variants = [v.strip() for v in e.get("variants", "function").split(",")]
         bindings.declare(name, variants, e.get("python", True))
         dispatch = e.get("dispatch")
@@ -153,13 +154,14 @@ def load(lib):
             base, _, overload = auto.partition(".")
             if overload.startswith("out") or "_out" in overload:
                 sch = out_schema(func, overload)
-                oname = lib.define(sch, tags=tags)
+                oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(oname, [], e.get("python", True))
                 lib_impl(oname, generic.out_wrapper(name), "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
-                iname = lib.define(sch, tags=list(tags) + ["inplace"])
+                iname = lib.define(sch, tags=list(tags) + ["inplace"],
+                                   _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(iname, variants, e.get("python", True))
                 lib_impl(iname, generic.inplace_wrapper(name), "CompositeExplicitAutograd",
                          _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
