@@ -1,0 +1,135 @@
+"""ember beside PyTorch, case by case, in one process run.
+
+Each case is timed in ember and (when installed) in PyTorch, interleaved round by round so that
+machine noise hits both alike; the table shows medians and the ember/PyTorch ratio (time ratio:
+lower is better for ember; for throughput cases the rate is shown too).
+
+    python benchmarks/run.py              # every case
+    python benchmarks/run.py add          # cases whose name contains "add"
+"""
+import gc
+import statistics
+import sys
+import time
+
+import os
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ember  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+except ImportError:  # the table then shows ember alone
+    torch = None
+
+CASES = []
+
+
+def case(name, unit=None, work=None):
+    """Register a benchmark: ``setup(lib)`` returns the zero-argument callable to time.
+    ``work`` (e.g. bytes or flops per call) turns times into a rate shown in ``unit``."""
+    def deco(setup):
+        CASES.append((name, setup, unit, work))
+        return setup
+    return deco
+
+
+def _ones(lib, *shape, requires_grad=False):
+    return lib.ones(*shape, requires_grad=requires_grad)
+
+
+@case("add 1-element")
+def _(lib):
+    a, b = _ones(lib, 1), _ones(lib, 1)
+    return lambda: a + b
+
+
+@case("add 1000-element")
+def _(lib):
+    a, b = _ones(lib, 1000), _ones(lib, 1000)
+    return lambda: a + b
+
+
+@case("add 1-element, inference_mode")
+def _(lib):
+    with lib.inference_mode():
+        a, b = _ones(lib, 1), _ones(lib, 1)
+
+    def run():
+        with lib.inference_mode():
+            return a + b
+    return run
+
+
+@case("mul 1-element, requires_grad")
+def _(lib):
+    a, b = _ones(lib, 1, requires_grad=True), _ones(lib, 1)
+    return lambda: a * b
+
+
+@case("add 16M float32", unit="GB/s", work=3 * 4 * (1 << 24))
+def _(lib):
+    a, b = lib.rand(1 << 24), lib.rand(1 << 24)
+    return lambda: a + b
+
+
+@case("mm 1024x1024 float32", unit="GFLOP/s", work=2 * 1024 ** 3)
+def _(lib):
+    a, b = lib.rand(1024, 1024), lib.rand(1024, 1024)
+    return lambda: lib.mm(a, b)
+
+
+def _time_once(fn, inner):
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def _calibrate(fn):
+    inner = 1
+    while _time_once(fn, inner) * inner < 0.02 and inner < 1 << 20:
+        inner *= 2
+    return inner
+
+
+def run(filter_=None, rounds=7):
+    libs = [("ember", ember)] + ([("torch", torch)] if torch is not None else [])
+    print(f"{'case':34} {'ember':>12} {'pytorch':>12} {'ratio':>7}  rate (ember / pytorch)")
+    for name, setup, unit, work in CASES:
+        if filter_ and filter_ not in name:
+            continue
+        fns = {}
+        for lname, lib in libs:
+            try:
+                fns[lname] = setup(lib)
+                fns[lname]()
+            except Exception as e:  # an op ember does not have yet: say so, keep going
+                fns.pop(lname, None)
+                print(f"{name:34} {lname} cannot run it: {type(e).__name__}: {e}"[:140])
+        if "ember" not in fns:
+            continue
+        inner = {k: _calibrate(f) for k, f in fns.items()}
+        samples = {k: [] for k in fns}
+        gc.collect()
+        for _ in range(rounds):
+            for k, f in fns.items():
+                samples[k].append(_time_once(f, inner[k]))
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        e = med["ember"]
+        t = med.get("torch")
+        ratio = f"{e / t:6.2f}x" if t else "     -"
+        rate = ""
+        if work:
+            rate = f"{work / e / 1e9:.1f}" + (f" / {work / t / 1e9:.1f}" if t else "") + f" {unit}"
+        print(f"{name:34} {_fmt(e):>12} {_fmt(t) if t else '-':>12} {ratio:>7}  {rate}")
+
+
+def _fmt(s):
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    return f"{s * 1e3:.2f} ms"
+
+
+if __name__ == "__main__":
+    run(sys.argv[1] if len(sys.argv) > 1 else None)
