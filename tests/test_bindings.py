@@ -1,0 +1,115 @@
+"""Generated Python bindings: argument binding, varargs sizes, out= routing and PyTorch's resize
+rules, argument errors quoting the schemas, and the untouched-on-failure guarantee."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember._ops import bindings
+from helpers import from_np, to_np
+
+
+def test_function_and_method_forms():
+    a = from_np(np.arange(3, dtype=np.float32))
+    assert to_np(ember.add(a, a)).tolist() == [0, 2, 4]
+    assert to_np(ember.add(input=a, other=a, alpha=2)).tolist() == [0, 3, 6]
+    assert to_np(a.add(a, alpha=3)).tolist() == [0, 4, 8]
+    assert to_np(a.add(2)).tolist() == [2, 3, 4]  # a number in a Tensor position: wrapped number
+    assert "def add(" in bindings.source("add") or "add = _b0" in bindings.source("add")
+
+
+def test_varargs_and_sequence_sizes():
+    for t in [ember.empty(2, 3), ember.empty((2, 3)), ember.empty([2, 3]), ember.empty(size=(2, 3)),
+              ember.empty(ember.Size([2, 3]))]:
+        assert t.shape == (2, 3)
+    x = ember.empty(6)
+    assert x.view(2, 3).shape == x.view((2, 3)).shape == x.view([2, 3]).shape == (2, 3)
+
+
+def test_dtype_and_device_arguments():
+    assert ember.empty(2, dtype=ember.float64).dtype is ember.float64
+    assert ember.empty(2, dtype=float).dtype is ember.float64  # Python types, as PyTorch accepts
+    assert ember.empty(2, device="meta").device == ember.device("meta")
+    assert ember.empty(2, device=ember.device("cpu")).device.type == "cpu"
+    with pytest.raises(TypeError, match="dtype"):
+        ember.empty(2, dtype="float32")
+    with pytest.raises(RuntimeError):
+        ember.empty(2, device="nope")
+
+
+def test_argument_type_errors_name_the_op(torch):
+    a = from_np(np.zeros(2, np.float32))
+    with pytest.raises(TypeError) as e:
+        ember.add(a, "x")
+    with pytest.raises(TypeError):
+        torch.add(torch.zeros(2), "x")
+    assert "add()" in str(e.value) and "'other'" in str(e.value)
+    with pytest.raises(TypeError, match="add"):
+        ember.add("x", a)
+    with pytest.raises(TypeError):
+        ember.add(a, a, bogus=1)
+
+
+def test_out_writes_in_place_and_returns_out():
+    a = from_np(np.arange(4, dtype=np.float32))
+    out = ember.empty(4)
+    r = ember.add(a, a, out=out)
+    assert r is out and to_np(out).tolist() == [0, 2, 4, 6]
+    assert out._version == 1
+
+
+def test_out_resize_rules_match_pytorch(torch):
+    a = from_np(np.arange(4, dtype=np.float32))
+    empty_out = ember.empty(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # resizing an empty out is silent
+        ember.add(a, a, out=empty_out)
+    assert empty_out.shape == (4,)
+    wrong = ember.empty(2, 2)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        ember.add(a, a, out=wrong)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        torch.add(torch.ones(4), torch.ones(4), out=torch.empty(2, 2))
+    assert wrong.shape == (4,) and to_np(wrong).tolist() == [0, 2, 4, 6]
+
+
+def test_failed_out_leaves_out_untouched(torch):
+    a = from_np(np.arange(4, dtype=np.float32))
+    out = from_np(np.full(4, 7, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        ember.add(a, a, out=out)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        torch.add(torch.ones(4), torch.ones(4), out=torch.zeros(4, dtype=torch.long))
+    assert to_np(out).tolist() == [7, 7, 7, 7] and out._version == 0
+
+
+def test_failed_inplace_leaves_self_untouched(torch):
+    small = from_np(np.ones(3, np.float32))
+    big = from_np(np.ones((2, 3), np.float32))
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        small.add_(big)
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        torch.ones(3).add_(torch.ones(2, 3))
+    assert to_np(small).tolist() == [1, 1, 1] and small._version == 0
+    ints = from_np(np.ones(3, np.int64))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        ints.add_(small)
+    assert to_np(ints).tolist() == [1, 1, 1]
+
+
+def test_broadcast_error_is_pytorchs(torch):
+    a, b = from_np(np.ones(3, np.float32)), from_np(np.ones(4, np.float32))
+    with pytest.raises(RuntimeError) as e:
+        a + b
+    with pytest.raises(RuntimeError) as t:
+        torch.ones(3) + torch.ones(4)
+    assert str(e.value) == str(t.value)
+
+
+def test_operator_with_unsupported_operand_returns_notimplemented():
+    a = from_np(np.ones(2, np.float32))
+    with pytest.raises(TypeError):
+        a + "x"
+    with pytest.raises(TypeError):
+        a + [1, 2]
