@@ -270,7 +270,7 @@ class Tensor:
         return self._nd()
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy() if self._dtype is not _dt.bfloat16 else self._nd()
+        a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __len__(self):
@@ -291,16 +291,16 @@ class Tensor:
         return bool(self.item())
 
     def __int__(self):
-        return int(self.item())
+        return int(_conversion_value(self, "int64_t"))
 
     def __float__(self):
-        return float(self.item())
+        return float(_conversion_value(self, "double"))
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(_conversion_value(self, None))
 
     def __index__(self):
-        if self._dtype._category > _dt.INTEGRAL or self.numel() != 1 or self._dtype is _dt.bool_:
+        if self._dtype._category > _dt.INTEGRAL or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -417,6 +417,19 @@ class Tensor:
         new._requires_grad = self._requires_grad
         memo[id(self)] = new
         return new
+
+
+def _conversion_value(t, c_type):
+    """The one value ``int()``/``float()``/``complex()`` convert. As in PyTorch, the tensor must
+    have one element, and a nonzero imaginary part cannot be dropped (to C type ``c_type``)."""
+    if t.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    value = t.item()
+    if c_type is not None and isinstance(value, complex):
+        if value.imag:
+            raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+        value = value.real
+    return value
 
 
 def _scalar_size_error(dim):

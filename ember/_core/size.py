@@ -9,8 +9,9 @@ class Size(tuple):
         try:
             return tuple.__new__(cls, [int(operator_index(s)) for s in seq])
         except TypeError:
-            raise TypeError(f"torch.Size() takes an iterable of 'int' (item is "
-                            f"'{type(next(s for s in seq if not _is_int(s))).__name__}')") from None
+            i, bad = next((i, s) for i, s in enumerate(seq) if not _is_int(s))
+            raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
+                            f"'{type(bad).__name__}')") from None
 
     def __repr__(self):
         return f"ember.Size([{', '.join(map(str, self))}])"
