@@ -35,6 +35,8 @@ def numel(size):
 
 def is_contiguous(size, stride):
     """PyTorch's rule: dims of size 1 may have any stride; empty tensors are contiguous."""
+    if 0 in size:
+        return True
     expected = 1
     for sz, st in zip(reversed(size), reversed(stride)):
         if sz == 0:
@@ -108,7 +110,7 @@ def broadcast_shapes(*shapes):
                 out[j] = sz
                 continue
             raise RuntimeError(f"The size of tensor a ({cur}) must match the size of tensor b "
-                               f"({sz}) at non-singleton dimension {i}")
+                               f"({sz}) at non-singleton dimension {j}")
     return tuple(out)
 
 
@@ -181,3 +183,90 @@ def suggest_memory_format_strides(size, stride):
     if is_channels_last(size, stride) and len(size) == 4:
         return channels_last_strides(size)
     return contiguous_strides(tuple(size))
+
+
+# ---- view geometry: (sizes, strides) of a view of (size, stride), PyTorch's rules -------------
+
+def _fmt_list(xs):
+    return "[" + ", ".join(map(str, xs)) + "]"
+
+
+def expand_geometry(size, stride, target):
+    """ATen's inferExpandGeometry: sizes/strides of ``expand(target)``; a new or size-1 dim gets
+    stride 0, -1 keeps an existing size."""
+    ndim, tdim = len(size), len(target)
+    out_size, out_stride = [0] * tdim, [0] * tdim
+    for i in range(tdim - 1, -1, -1):
+        offset = tdim - 1 - i
+        d = ndim - 1 - offset
+        sz = size[d] if d >= 0 else 1
+        st = stride[d] if d >= 0 else out_size[i + 1] * out_stride[i + 1] if i + 1 < tdim else 1
+        t = target[i]
+        if t == -1:
+            if d < 0:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            t = sz
+        if sz != t:
+            if sz != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({t}) must match the existing "
+                                   f"size ({sz}) at non-singleton dimension {i}.  Target sizes: "
+                                   f"{_fmt_list(target)}.  Tensor sizes: {_fmt_list(size)}")
+            st = 0
+        if t < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {t}: "
+                               f"{_fmt_list(target)}")
+        out_size[i], out_stride[i] = t, st
+    return tuple(out_size), tuple(out_stride)
+
+
+def diagonal_geometry(size, stride, offset, dim1, dim2):
+    """Sizes, strides and the storage-offset shift of ``diagonal(offset, dim1, dim2)``: both dims
+    are removed and one of stride ``stride[dim1] + stride[dim2]`` is appended."""
+    if offset >= 0:
+        n = max(min(size[dim1], size[dim2] - offset), 0)
+        shift = offset * stride[dim2] if n else 0
+    else:
+        n = max(min(size[dim1] + offset, size[dim2]), 0)
+        shift = -offset * stride[dim1] if n else 0
+    keep = [d for d in range(len(size)) if d not in (dim1, dim2)]
+    return (tuple(size[d] for d in keep) + (n,),
+            tuple(stride[d] for d in keep) + (stride[dim1] + stride[dim2],), shift)
+
+
+def unfold_geometry(size, stride, dim, width, step):
+    """``unfold(dim, width, step)``: dim becomes the window count (stride * step) and a last dim
+    of ``width`` with the old stride is appended. A 0-dim tensor acts as size 1."""
+    if not size:
+        return (width,), (1,)
+    new_size, new_stride = list(size), list(stride)
+    new_size[dim] = (size[dim] - width) // step + 1
+    new_stride[dim] = stride[dim] * step
+    return tuple(new_size) + (width,), tuple(new_stride) + (stride[dim],)
+
+
+def dtype_view_geometry(size, stride, offset, ratio_num, ratio_den, describe):
+    """Reinterpret elements as ones ``ratio_den / ratio_num`` times as wide (``view(dtype)``).
+
+    One of the ratios is 1. Shrinking (ratio_num > 1) splits the last dim; growing (ratio_den > 1)
+    merges it and needs every other stride, the last size and the offset divisible. ``describe``
+    ends PyTorch's messages ("to view Float as Double (different element sizes)")."""
+    if not size:
+        raise RuntimeError(f"self.dim() cannot be 0 {describe}")
+    if ratio_num > 1:
+        if stride[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {describe}, but got {stride[-1]}")
+        r = ratio_num
+        return (size[:-1] + (size[-1] * r,), tuple(s * r for s in stride[:-1]) + (1,), offset * r)
+    r = ratio_den
+    if size[-1] % r:
+        raise RuntimeError(f"self.size(-1) must be divisible by {r} {describe}, but got {size[-1]}")
+    if offset % r:
+        raise RuntimeError(f"self.storage_offset() must be divisible by {r} {describe}, but got "
+                           f"{offset}")
+    if stride[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {describe}, but got {stride[-1]}")
+    for d, s in enumerate(stride[:-1]):
+        if s % r:
+            raise RuntimeError(f"self.stride({d}) must be divisible by {r} {describe}, but got {s}")
+    return (size[:-1] + (size[-1] // r,), tuple(s // r for s in stride[:-1]) + (1,), offset // r)

@@ -5,3 +5,4 @@ from .conversions import *  # noqa: F401,F403
 from .factory import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403

@@ -7,3 +7,4 @@ from .linalg import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403

@@ -4,3 +4,4 @@ from .linalg import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .rules import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403

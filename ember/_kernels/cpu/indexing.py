@@ -1,0 +1,63 @@
+"""CPU kernels of advanced indexing: ``index.Tensor`` (gather by NumPy fancy indexing) and
+``_index_put_impl_`` (scatter, optionally accumulating). Shapes and checks come from the meta
+kernels; what only data can tell (bounds, mask counts) is checked here."""
+import warnings
+
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..meta.indexing import check_index_put, index_shape
+from ._util import nd, wrap
+
+__all__ = ["index_Tensor", "_index_put_impl_"]
+
+
+def _mask_counts(indices):
+    return {i: int(np.count_nonzero(nd(t))) for i, t in enumerate(indices)
+            if t is not None and t._dtype in (_dt.bool_, _dt.uint8)}
+
+
+def _numpy_index(self, indices):
+    """The NumPy index tuple for ``indices``; integer indices are bounds-checked with PyTorch's
+    message (the dim it names counts advanced indices only, as PyTorch's does)."""
+    out, d, nth = [], 0, 0
+    for t in indices:
+        if t is None:
+            out.append(slice(None))
+            d += 1
+            continue
+        a = nd(t)
+        if t._dtype is _dt.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                          "torch.bool instead.", UserWarning, stacklevel=2)
+            a = a.astype(np.bool_)
+        if a.dtype == np.bool_:
+            out.extend(np.nonzero(a))
+            d += a.ndim
+            nth += a.ndim
+            continue
+        size = self._size[d]
+        if a.size and (a.min() < -size or a.max() >= size):
+            bad = a[(a < -size) | (a >= size)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for dimension {nth} with size {size}")
+        out.append(a)
+        d += 1
+        nth += 1
+    return tuple(out)
+
+
+def index_Tensor(self, indices):
+    index_shape(self, indices, _mask_counts(indices))
+    return wrap(np.ascontiguousarray(nd(self)[_numpy_index(self, indices)]))
+
+
+def _index_put_impl_(self, indices, values, accumulate=False, unsafe=False):
+    check_index_put(self, indices, values, _mask_counts(indices))
+    a, idx, v = nd(self), _numpy_index(self, indices), nd(values)
+    if np.may_share_memory(a, v):
+        v = v.copy()
+    if accumulate:
+        np.add.at(a, idx, v)
+    else:
+        a[idx] = v
+    return self
