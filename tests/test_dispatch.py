@@ -282,9 +282,12 @@ def test_dispatch_trace_prints_calls_and_redispatches():
         ember._C._set_dispatch_trace(False)
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("[call] op=[aten::add.Tensor], key=[")
-    inplace = [i for i, l in enumerate(lines) if "aten::add_.Tensor" in l]
-    assert lines[inplace[0]] == "[call] op=[aten::add_.Tensor], key=[ADInplaceOrView]"
-    assert lines[inplace[1]].startswith(" [redispatch] op=[aten::add_.Tensor], key=[")
+    inplace = [l for l in lines if "aten::add_.Tensor" in l]
+    assert inplace[0].startswith("[call] op=[aten::add_.Tensor], key=[")
+    # the version bump layer runs as a redispatch below whatever ran first (autograd, once it exists)
+    assert any(l.lstrip().startswith("[redispatch] op=[aten::add_.Tensor], key=[ADInplaceOrView]")
+               or l == "[call] op=[aten::add_.Tensor], key=[ADInplaceOrView]" for l in inplace)
+    assert any(l.startswith(" [redispatch]") for l in inplace)
     assert any(l.startswith("  ") for l in lines)  # nested calls are indented
     assert "aten::add.Tensor" in _d.get_entry("aten::add.Tensor").qualname
     b = a + a  # trace off: nothing printed, cache back in use
