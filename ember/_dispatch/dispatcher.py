@@ -60,10 +60,12 @@ class OperatorEntry:
         self.tags = tuple(tags)
         self.debug = debug
         self.kernels = {}  # DispatchKey (runtime or alias) -> [Kernel], last one wins
-        self.cache = {}  # raw key set -> callable(*args)
+        self.cache = {}  # raw key set -> callable(*args), for calls entering the dispatcher
+        self.rcache = {}  # the same for redispatches (kept apart so observers can tell them apart)
         self._table = {}
         self._mask = None
         self.overload = None  # the OpOverload, set by ember._ops
+        self.device_check = True  # False for ops declared "device_check: NoCheck" (copy_, _to_copy)
         ns, _, rest = qualname.partition("::")
         self.namespace = ns
 
@@ -85,6 +87,7 @@ class OperatorEntry:
 
     def invalidate(self):
         self.cache.clear()
+        self.rcache.clear()
         self._table.clear()
         self._mask = None
 
@@ -156,7 +159,7 @@ class OperatorEntry:
 
     # -- calling ------------------------------------------------------------------------------
     def resolve(self, ks, label="call"):
-        """The callable for a key set; cached unless the dispatch trace is on."""
+        """The callable for a key set (wrapped for observers while any is registered), cached."""
         masked = ks & self.mask()
         key = highest(masked)
         k, _ = self._slot(key)
@@ -169,14 +172,14 @@ class OperatorEntry:
             call = functools.partial(fn, masked)
         else:
             call = _boxed(fn, self, () if kind == BOXED else (masked,))
-        if _trace.enabled:
-            return _traced(call, label, self.qualname, key)
-        self.cache[ks] = call
+        if _observers:
+            call = _observed(call, label, self, key)
+        (self.cache if label == "call" else self.rcache)[ks] = call
         return call
 
     def redispatch(self, ks, *args):
         ks = getattr(ks, "repr_", ks)
-        call = self.cache.get(ks)
+        call = self.rcache.get(ks)
         if call is None:
             call = self.resolve(ks, "redispatch")
         return call(*args)
@@ -256,7 +259,7 @@ def make_call(entry):
         f"def call({params}):\n"
         f"    ks = (({extract}) | _state.included) & ~_state.excluded\n"
         f"    b = ks & {BACKEND_BITS}\n"
-        f"    if b & (b - 1):\n"
+        f"    if b & (b - 1) and _entry.device_check:\n"
         f"        _check_same_device(_entry, ({params}{',' if len(names) == 1 else ''}))\n"
         f"    k = _cache.get(ks)\n"
         f"    if k is None:\n"
@@ -315,36 +318,73 @@ def _invalidate_all():
 
 
 # ---------------------------------------------------------------------------------------------
-# Dispatch trace: TORCH_SHOW_DISPATCH_TRACE=1 or EMBER_SHOW_DISPATCH_TRACE=1.
+# Observers: objects told about every operator call (the dispatch trace, the profiler).
+#
+# An observer has ``enter(entry, key, label, args) -> token`` and ``exit(token)``; ``label`` is
+# "call" for a call entering the dispatcher and "redispatch" for a kernel redispatching below
+# itself. While any observer is registered, the cached callables are wrapped; with none, the
+# cached callables are the kernels themselves, so an idle observer costs nothing per op.
 
-class _Trace(threading.local):
-    enabled = bool(os.environ.get("TORCH_SHOW_DISPATCH_TRACE") or
-                   os.environ.get("EMBER_SHOW_DISPATCH_TRACE"))
-    depth = 0
-
-
-_trace = _Trace()
-_trace_stream = [sys.stderr]
+_observers = []
 
 
-def _traced(call, label, qualname, key):
-    def traced(*args):
-        _trace_stream[0].write(f"{' ' * _trace.depth}[{label}] op=[{qualname}], key=[{key.name}]\n")
-        _trace.depth += 1
+def add_observer(obs):
+    _observers.append(obs)
+    _invalidate_all()
+
+
+def remove_observer(obs):
+    if obs in _observers:
+        _observers.remove(obs)
+    _invalidate_all()
+
+
+def _observed(call, label, entry, key):
+    observers = tuple(_observers)
+
+    def observed(*args):
+        tokens = [o.enter(entry, key, label, args) for o in observers]
         try:
             return call(*args)
         finally:
-            _trace.depth -= 1
-    return traced
+            for o, tok in zip(reversed(observers), reversed(tokens)):
+                o.exit(tok)
+    return observed
+
+
+class DispatchTrace:
+    """TORCH_SHOW_DISPATCH_TRACE=1 (or EMBER_SHOW_DISPATCH_TRACE=1): one line per call and
+    redispatch, indented by nesting depth, in PyTorch's format."""
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self._depth = threading.local()
+
+    def enter(self, entry, key, label, args):
+        depth = getattr(self._depth, "n", 0)
+        (self.stream or sys.stderr).write(
+            f"{' ' * depth}[{label}] op=[{entry.qualname}], key=[{key.name}]\n")
+        self._depth.n = depth + 1
+
+    def exit(self, token):
+        self._depth.n -= 1
+
+
+_trace = [None]
 
 
 def set_dispatch_trace(enabled, stream=None):
-    """Turn the dispatch trace on or off (process-wide); caches are dropped so the slow traced
-    path is used while it is on, and the hot path is untouched when it is off."""
-    _Trace.enabled = bool(enabled)
-    _trace.enabled = bool(enabled)
-    _trace_stream[0] = stream if stream is not None else sys.stderr
-    _invalidate_all()
+    """Turn the dispatch trace on or off (process-wide)."""
+    if _trace[0] is not None:
+        remove_observer(_trace[0])
+        _trace[0] = None
+    if enabled:
+        _trace[0] = DispatchTrace(stream)
+        add_observer(_trace[0])
+
+
+if os.environ.get("TORCH_SHOW_DISPATCH_TRACE") or os.environ.get("EMBER_SHOW_DISPATCH_TRACE"):
+    set_dispatch_trace(True)
 
 
 # ---------------------------------------------------------------------------------------------
