@@ -33,3 +33,5 @@ from ._tensor_str import get_printoptions, set_printoptions  # noqa: E402,F401
 from ._tensor_ops import install as _install_operators  # noqa: E402
 
 _install_operators()
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: E402,F401,E501
+

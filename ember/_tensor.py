@@ -91,8 +91,10 @@ class Tensor:
         return self._storage
 
     def data_ptr(self):
-        return self._storage.data_ptr() + self._offset * self._dtype.itemsize if \
-            self._storage.data_ptr() else 0
+        # an empty tensor has no data pointer (PyTorch's TensorImpl::data() returns nullptr)
+        if not self._storage.data_ptr() or 0 in self._size:
+            return 0
+        return self._storage.data_ptr() + self._offset * self._dtype.itemsize
 
     @property
     def dtype(self):
@@ -172,6 +174,11 @@ class Tensor:
         vc = self._vc
         if vc is not None:
             vc[0] += 1
+        elif not _tls.state.inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                               "allowed.You can make a clone to get a normal tensor before doing "
+                               "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
+                               "details.")
 
     def _resize_metadata(self, shape, memory_format=None):
         """Give this tensor a new contiguous shape, growing its storage if needed (resize_)."""
@@ -195,7 +202,7 @@ class Tensor:
             a = self._np = _np_view(self)
         return a
 
-    # -- autograd-facing attributes (the autograd package gives them behaviour) ----------------
+    # -- autograd-facing attributes (behaviour lives in ember.autograd) ---------------------------
     @property
     def requires_grad(self):
         return self._requires_grad
@@ -211,16 +218,42 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        self._requires_grad = bool(requires_grad)
+        if requires_grad and self._vc is None and not _tls.state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        if self._grad_fn is None:
+            self._requires_grad = bool(requires_grad)
         return self
 
     @property
     def grad(self):
+        if self._grad_fn is not None and not (self._autograd is not None
+                                              and self._autograd.retains_grad):
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                "access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for "
+                "more information.", UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
     def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if tuple(value._size) != tuple(self._size):
+                raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
 
     @property
     def grad_fn(self):
@@ -229,6 +262,10 @@ class Tensor:
     @property
     def is_leaf(self):
         return self._grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
 
     @property
     def data(self):
@@ -241,6 +278,27 @@ class Tensor:
     def data(self, other):
         for s in ("_storage", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_np"):
             setattr(self, s, getattr(other, s))
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        from .autograd import graph
+        return graph.register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        from .autograd import graph
+        return graph.register_post_accumulate_grad_hook(self, hook)
+
+    def retain_grad(self):
+        from .autograd import graph
+        graph.retain_grad(self)
+
+    @property
+    def retains_grad(self):
+        return self._grad_fn is not None and self._autograd is not None and \
+            self._autograd.retains_grad
 
     # -- conversions to Python and NumPy --------------------------------------------------------
     def item(self):

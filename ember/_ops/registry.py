@@ -140,6 +140,8 @@ def load(lib):
         name = lib.define(func, tags=tags, _debug=_YAML_DEBUG)
         variants = [v.strip() for v in e.get("variants", "function").split(",")]
         bindings.declare(name, variants, e.get("python", True))
+        if e.get("device_check") == "NoCheck":  # the op moves data between devices itself
+            _d.get_entry(f"{lib.ns}::{name}").device_check = False
         dispatch = e.get("dispatch")
         if dispatch is None:
             base, _, overload = name.partition(".")
@@ -185,11 +187,10 @@ def _as_list(v):
 
 
 # Keys that every op skips unless it registers a kernel there (PyTorch 2.13's defaults). The
-# Autograd keys stay fallthrough until the autograd package registers its kernels.
+# Autograd keys are not among them: ember.autograd registers per-op kernels generated from
+# derivatives.yaml plus a fallback for every other op (see install()).
 DEFAULT_FALLTHROUGH_KEYS = [K.BackendSelect, K.ADInplaceOrView, K.AutocastCPU, K.AutocastXPU,
-                            K.AutocastCUDA, K.AutocastPrivateUse1, K.AutogradOther, K.AutogradCPU,
-                            K.AutogradCUDA, K.AutogradPrivateUse1, K.AutogradMeta,
-                            K.AutogradNestedTensor]
+                            K.AutocastCUDA, K.AutocastPrivateUse1]
 
 
 def install():
@@ -200,4 +201,6 @@ def install():
     for key in DEFAULT_FALLTHROUGH_KEYS:
         lib.fallback(fallthrough_kernel, key.name)
     load(lib)
+    from ..autograd import derivatives
+    derivatives.install(lib)
     return lib

@@ -1,0 +1,413 @@
+"""Helper functions that ``derivatives.yaml`` formulas call (PyTorch's
+``torch/csrc/autograd/FunctionsManual.cpp``, same names), written in ember ops only so that a
+backward pass is itself differentiable (double backward).
+
+Formulas are evaluated with :data:`NAMESPACE` as globals: every public ``ember`` function plus
+these helpers. Broadcasting is not handled here: the engine sums each gradient down to its
+input's shape (``validate_outputs``), as PyTorch's engine does.
+"""
+import math
+
+__all__ = []
+
+M_PI = math.pi
+M_LN2 = math.log(2.0)
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _is_number(x):
+    return not hasattr(x, "_keyset")
+
+
+def zeros_from_meta(meta):
+    shape, dtype, device = meta
+    return _E().zeros(shape, dtype=dtype, device=device)
+
+
+def maybe_multiply(grad, s):
+    return grad if (_is_number(s) and s == 1) else grad * s
+
+
+def handle_r_to_c(self_dtype, grad):
+    if not (self_dtype.is_complex) and grad._dtype.is_complex:
+        return _E().real(grad)
+    return grad
+
+
+def mul_tensor_backward(grad, other, self_dtype):
+    return handle_r_to_c(self_dtype, grad * other)
+
+
+def div_tensor_self_backward(grad, other, self_dtype, rounding_mode=None):
+    if rounding_mode is not None:
+        return _E().zeros_like(grad)
+    return handle_r_to_c(self_dtype, grad / other)
+
+
+def div_tensor_other_backward(grad, self, other, rounding_mode=None):
+    if rounding_mode is not None:
+        return _E().zeros_like(grad)
+    return -grad * ((self / other) / other)
+
+
+def pow_backward(grad, self, exponent):
+    if exponent == 0.0:
+        return _E().zeros_like(self)
+    return grad * (exponent * self.pow(exponent - 1))
+
+
+def pow_backward_self(grad, self, exponent):
+    E = _E()
+    g = grad * (exponent * self.pow(exponent - 1))
+    return E.where(exponent == 0.0, E.zeros_like(g), g)
+
+
+def pow_backward_exponent(grad, self, exponent, result):
+    E = _E()
+    if _is_number(self):
+        if self == 0.0:
+            return E.where(exponent >= 0, E.zeros_like(grad), grad * (result * math.log(self)
+                                                                    if self > 0 else math.nan))
+        return grad * (result * math.log(self))
+    cond = (self == 0) & (exponent >= 0)
+    g = grad * (result * E.log(self))
+    return E.where(cond, E.zeros_like(g), g)
+
+
+def unsqueeze_multiple(t, dims, ndim):
+    dims = sorted(d % ndim for d in dims)
+    for d in dims:
+        t = t.unsqueeze(d)
+    return t
+
+
+def _reduced_dims(dims, ndim):
+    if dims is None or (not _is_number(dims) and len(dims) == 0):
+        return list(range(ndim))
+    if isinstance(dims, int):
+        dims = [dims]
+    return [d % ndim if ndim else 0 for d in dims]
+
+
+def sum_backward(grad, sizes, dims, keepdim):
+    ndim = len(sizes)
+    if not keepdim and ndim > 0:
+        dims = _reduced_dims(dims, ndim)
+        grad = unsqueeze_multiple(grad, dims, ndim)
+    return grad.expand(sizes)
+
+
+def mean_backward(grad, sizes, dims, numel, keepdim):
+    ndim = len(sizes)
+    rdims = _reduced_dims(dims, ndim)
+    n = 1
+    for d in rdims:
+        n *= sizes[d] if ndim else 1
+    if dims is None or len(dims) == 0:
+        n = numel
+    return sum_backward(grad, sizes, dims, keepdim) / n
+
+
+def evenly_distribute_backward(grad, input, value):
+    E = _E()
+    mask = (input == value)
+    if input._dtype.is_floating_point and bool(value != value):
+        mask = input != input  # the max of a tensor holding NaN is NaN: spread over the NaNs
+    count = mask.sum()
+    return mask * (grad / count)
+
+
+def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
+    E = _E()
+    ndim = len(sizes)
+    if ndim == 0:
+        return grad
+    dim = dim % ndim
+    if not keepdim:
+        grad = grad.unsqueeze(dim)
+        indices = indices.unsqueeze(dim)
+    # one-hot along ``dim``: positions equal to the selected index get the gradient
+    shape = [1] * ndim
+    shape[dim] = sizes[dim]
+    pos = E.arange(sizes[dim], device=grad._device).view(shape)
+    return E.where(pos == indices, grad, E.zeros((), dtype=grad._dtype, device=grad._device))
+
+
+def mm_mat1_backward(grad, mat2, alpha=1):
+    return maybe_multiply(grad.mm(mat2.t()), alpha)
+
+
+def mm_mat2_backward(grad, mat1, alpha=1):
+    return maybe_multiply(mat1.t().mm(grad), alpha)
+
+
+def restore_reduced_dims(t, dims, keepdim):
+    if keepdim:
+        return t
+    ndim = t.dim() + len(dims)
+    return unsqueeze_multiple(t, dims, ndim) if dims else t
+
+
+def scale_grad_by_count(grad, mask, dims):
+    return (grad / mask.sum(list(dims), keepdim=True)) * mask
+
+
+def amax_amin_backward(grad, self, result, dims, keepdim):
+    dims = _reduced_dims(dims, self.dim())
+    mask = restore_reduced_dims(result, dims, keepdim) == self
+    return scale_grad_by_count(restore_reduced_dims(grad, dims, keepdim), mask, dims)
+
+
+def permute_backwards(grad, dims):
+    ndim = len(dims)
+    inv = [0] * ndim
+    for i, d in enumerate(dims):
+        inv[d % ndim] = i
+    return grad.permute(inv)
+
+
+def unsqueeze_to(grad, dims, sizes):
+    """Undo a squeeze: re-insert the size-1 dims that were squeezed away."""
+    ndim = len(sizes)
+    if dims is None:
+        dims = [i for i, s in enumerate(sizes) if s == 1]
+    elif isinstance(dims, int):
+        dims = [dims]
+    for d in sorted(d % ndim if ndim else 0 for d in dims):
+        if ndim and sizes[d] == 1:
+            grad = grad.unsqueeze(d)
+    return grad.reshape(sizes)
+
+
+def _zeros_new(grad, sizes):
+    return _E().zeros(sizes, dtype=grad._dtype, device=grad._device)
+
+
+def _aten():
+    from .._ops.overload import ops
+    return ops.aten
+
+
+def select_backward(grad, sizes, dim, index):
+    g = _zeros_new(grad, sizes)
+    _aten().select.int(g, dim, index).copy_(grad)
+    return g
+
+
+def slice_backward(grad, sizes, dim, start, end, step):
+    g = _zeros_new(grad, sizes)
+    _aten().slice.Tensor(g, dim, start, end, step).copy_(grad)
+    return g
+
+
+def diagonal_backward(grad, sizes, offset, dim1, dim2):
+    g = _zeros_new(grad, sizes)
+    g.diagonal(offset, dim1, dim2).copy_(grad)
+    return g
+
+
+def split_backward(grads, split_sizes, dim, sizes, dtype, device):
+    """Each piece's gradient goes to its slice of a zero gradient (missing pieces stay 0)."""
+    g = _E().zeros(sizes, dtype=dtype, device=device)
+    dim = dim % len(sizes)
+    start = 0
+    for piece, n in zip(grads, split_sizes):
+        if piece is not None:
+            g.narrow(dim, start, n).copy_(piece)
+        start += n
+    return g
+
+
+def split_sizes_of(split_size, sizes, dim):
+    n = sizes[dim % len(sizes)]
+    out = []
+    while n > 0:
+        out.append(min(split_size, n))
+        n -= split_size
+    return out or [0]
+
+
+def unbind_backward(grads, dim, sizes, dtype, device):
+    g = _E().zeros(sizes, dtype=dtype, device=device)
+    dim = dim % len(sizes)
+    for i, piece in enumerate(grads):
+        if piece is not None:
+            _aten().select.int(g, dim, i).copy_(piece)
+    return g
+
+
+def unfold_backward(grad, sizes, dim, size, step):
+    """Each window element adds back into its source position (windows may overlap)."""
+    g = _zeros_new(grad, sizes)
+    nwin = grad.size(dim)
+    ndim = len(sizes)
+    d = dim % ndim if ndim else 0
+    for w in range(nwin):
+        piece = grad.select(d, w).movedim(-1, d) if ndim else grad.select(0, w)
+        tgt = g.narrow(d, w * step, size) if ndim else g
+        tgt.add_(piece)
+    return g
+
+
+def as_strided_backward(grad, in_size, in_stride, in_offset, size, stride, storage_offset):
+    """Scatter ``grad`` back through an ``as_strided`` view, relative to the input's storage.
+    Supports output geometries without overlapping elements (PyTorch handles overlap too)."""
+    from .._core import strides as _st
+    E = _E()
+    offset = in_offset if storage_offset is None else storage_offset
+    extent = max(_st.storage_extent(in_size, in_stride, in_offset),
+                 _st.storage_extent(size, stride, offset))
+    flat = E.zeros((extent,), dtype=grad._dtype, device=grad._device)
+    if _st.numel(size) and not _st.is_non_overlapping_and_dense(size, stride) and any(
+            s == 0 for s, n in zip(stride, size) if n > 1):
+        raise NotImplementedError("as_strided backward with overlapping output elements is not "
+                                  "supported by ember")
+    flat.as_strided(size, stride, offset).copy_(grad)
+    return flat.as_strided(in_size, in_stride, in_offset)
+
+
+def to_copy_backward(grad, dtype, device):
+    if grad._dtype.is_complex and not dtype.is_complex:
+        grad = _E().real(grad)
+    return grad.to(dtype=dtype, device=device)
+
+
+def sigmoid_backward(grad, result):
+    return grad * (result * (1 - result))
+
+
+def tanh_backward(grad, result):
+    return grad * (1 - result * result)
+
+
+def threshold_backward(grad, self, threshold):
+    E = _E()
+    return E.where(self <= threshold, E.zeros((), dtype=grad._dtype, device=grad._device), grad)
+
+
+def clamp_backward(grad, self, min, max):
+    E = _E()
+    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    if min is not None and max is not None:
+        return E.where((self >= min) & (self <= max), grad, zero)
+    if min is not None:
+        return E.where(self >= min, grad, zero)
+    if max is not None:
+        return E.where(self <= max, grad, zero)
+    return grad
+
+
+def where_self_backward(condition, grad):
+    E = _E()
+    return E.where(condition, grad, E.zeros((), dtype=grad._dtype, device=grad._device))
+
+
+def where_other_backward(condition, grad):
+    E = _E()
+    return E.where(condition, E.zeros((), dtype=grad._dtype, device=grad._device), grad)
+
+
+def masked_fill_backward(grad, mask):
+    return grad.masked_select(mask).sum() if hasattr(grad, "masked_select") else (grad * mask).sum()
+
+
+def cat_tensors_backward(grad, sizes_list, dim):
+    out = []
+    start = 0
+    ndim = grad.dim()
+    for sizes in sizes_list:
+        if len(sizes) == 1 and sizes[0] == 0 and ndim != 1:
+            out.append(None)  # legacy empty tensor in cat: no gradient
+            continue
+        d = dim % ndim
+        n = sizes[d]
+        out.append(grad.narrow(d, start, n))
+        start += n
+    return out
+
+
+def stack_tensors_backward(grad, dim, n):
+    return list(grad.unbind(dim % grad.dim()))
+
+
+def softmax_backward_data(grad, output, dim):
+    return output * (grad - (grad * output).sum(dim, keepdim=True))
+
+
+def log_softmax_backward_data(grad, output, dim):
+    return grad - _E().exp(output) * grad.sum(dim, keepdim=True)
+
+
+def var_backward(grad, self, dim, correction, keepdim):
+    ndim = self.dim()
+    dims = _reduced_dims(dim, ndim)
+    n = 1
+    for d in dims:
+        n *= self._size[d] if ndim else 1
+    c = 1 if correction is None else correction
+    if not keepdim and ndim:
+        grad = unsqueeze_multiple(grad, dims, ndim)
+    mean = self.mean(dims, keepdim=True) if ndim else self
+    return (2.0 / max(n - c, 0)) * grad * (self - mean)
+
+
+def std_backward(result, grad, self, dim, correction, keepdim):
+    return var_backward(grad / (result * 2), self, dim, correction, keepdim)
+
+
+def expand_backward(grad, sizes):
+    from .engine import sum_to
+    return sum_to(grad, sizes)
+
+
+def prod_backward(grad, self, result, dim, keepdim):
+    """d prod / d x_i = product of the other elements: result / x_i without zeros; with one zero
+    in a slice only that position gets a gradient; with two or more, none does."""
+    E = _E()
+    if dim is None:
+        self_flat = self.reshape(-1)
+        g = prod_backward(grad.reshape(1), self_flat, result.reshape(1), 0, True)
+        return g.reshape(self.shape)
+    if not keepdim and self.dim():
+        grad = grad.unsqueeze(dim)
+        result = result.unsqueeze(dim)
+    is_zero = self == 0
+    n_zero = is_zero.sum(dim, keepdim=True)
+    others = E.where(is_zero, E.ones((), dtype=self._dtype), self).prod(dim, keepdim=True)
+    zero = E.zeros((), dtype=self._dtype)
+    at_zero = E.where(n_zero == 1, others, zero)
+    safe = E.where(is_zero, E.ones((), dtype=self._dtype), self)
+    return grad * E.where(is_zero, at_zero, E.where(n_zero == 0, result / safe, zero))
+
+
+def index_backward(grad, sizes, indices):
+    g = _zeros_new(grad, sizes)
+    return g.index_put(indices, grad, True)
+
+
+def sign_of(t):
+    """sign(t) in the dtype of t, from comparisons (differentiable-free, as sign's grad is 0)."""
+    return (t > 0).to(t._dtype) - (t < 0).to(t._dtype)
+
+
+def _namespace():
+    import ember
+    ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("__")}
+    ns.update({k: v for k, v in globals().items() if not k.startswith("_") and callable(v)})
+    from .._ops.overload import ops
+    ns.update(M_PI=M_PI, M_LN2=M_LN2, math=math, sum_to=expand_backward, ops=ops)
+    return ns
+
+
+# Globals for formula evaluation, filled on first use (ember is fully imported by then).
+NAMESPACE = {}
+
+
+def ensure_namespace():
+    if not NAMESPACE:
+        NAMESPACE.update(_namespace())
+

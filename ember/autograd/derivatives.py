@@ -1,0 +1,557 @@
+"""Autograd as a dispatch layer: kernels on the ``Autograd`` alias key, generated from
+``ember/_ops/derivatives.yaml`` (PyTorch's ``VariableType`` codegen, done at import).
+
+For each yaml entry whose ``name:`` matches a defined operator's schema exactly:
+
+* a Node class named as PyTorch names it (``MulBackward0``: CamelCase op name + ``Backward`` +
+  the index of the overload among the yaml entries of that name), whose ``apply`` evaluates the
+  formulas (Python expressions over ember ops, so the backward is itself differentiable);
+  ``_saved_<name>`` attributes expose what it saved;
+* an autograd kernel (``fn(keyset, *args)``). Its fast path, taken when grad mode is off or no
+  differentiable input requires grad, redispatches below the autograd keys at once. Otherwise it
+  runs the op below autograd (with the autograd keys excluded, so ops called inside the kernel
+  below are not recorded), creates the node, saves what the formulas use, and sets the outputs'
+  ``grad_fn``.
+
+In-place variants (``mul_.Tensor``) reuse their functional entry (``mul.Tensor``), as PyTorch
+does; out= variants are never differentiable. Every other op falls to :func:`_autograd_fallback`
+(a backend fallback on the Autograd keys): ops without a formula record a ``NotImplemented``
+node whose backward raises "the derivative for 'X' is not implemented.". Ops that are
+CompositeImplicitAutograd need no formula: the dispatcher sends their Autograd key to the
+decomposition, whose ops record themselves.
+"""
+import ast
+import os
+import re
+
+import yaml
+
+from .._dispatch import dispatcher as _d
+from .._dispatch import tls as _tls
+from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
+from . import anomaly_mode, _formulas
+from .graph import Node, SavedTensor, gradient_edge
+
+YAML_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_ops", "derivatives.yaml")
+
+_state = _tls.state
+BELOW_AUTOGRAD = below(K.AutogradOther)  # redispatch mask: every key under the autograd layer
+
+# qualname -> DerivativeInfo, filled by install()
+derivatives = {}
+# yaml entries whose op is not defined (yet): name -> reason; the coverage test reads it
+skipped = {}
+# ops registered with a kernel that never records
+never_recorded = set()
+
+# PyTorch's gen_variable_type.DONT_REQUIRE_DERIVATIVE: outputs depend only on shape/device, or
+# are integral/boolean, so these ops never record a node.
+DONT_REQUIRE_DERIVATIVE = {
+    "empty_like", "ones_like", "full_like", "zeros_like", "rand_like", "randn_like",
+    "randint_like", "new_empty", "new_empty_strided", "new_full", "new_zeros", "new_ones",
+    "__and__", "__iand__", "__ilshift__", "__ior__", "__irshift__", "__ixor__", "__lshift__",
+    "__or__", "__rshift__", "__xor__", "argmax", "argmin", "argsort", "searchsorted",
+    "bucketize", "isnan", "isinf", "isneginf", "isposinf", "isin", "signbit", "allclose",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "quantize_per_tensor",
+    "quantize_per_channel", "record_stream",
+}
+
+# "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor.
+_DERIVED = {
+    "sym_sizes": lambda t: tuple(t._size),
+    "sizes": lambda t: tuple(t._size),
+    "sym_strides": lambda t: tuple(t._stride),
+    "scalar_type": lambda t: t._dtype,
+    "dim": lambda t: len(t._size),
+    "sym_numel": lambda t: t.numel(),
+    "device": lambda t: t._device,
+    "sym_storage_offset": lambda t: t._offset,
+}
+_DERIVED_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(" + "|".join(_DERIVED) + r")\(\)")
+_SPECIAL_KEYS = {"name", "output_differentiability", "dispatch", "node_name"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading the yaml.
+
+class DerivativeInfo:
+    """One parsed ``derivatives.yaml`` entry bound to an operator schema."""
+
+    def __init__(self, entry_yaml, schema, node_name):
+        self.schema = schema
+        self.node_name = node_name
+        args = schema.arguments
+        self.arg_names = [a.name for a in args]
+        self.returns = schema.returns
+        ret_names = [r.name for r in schema.returns if r.name]
+        self.result_names = (["result"] if len(schema.returns) == 1 else
+                             [f"result{i}" for i in range(len(schema.returns))]) + ret_names
+        od = entry_yaml.get("output_differentiability")
+        self.output_differentiability = list(od) if od is not None else None
+        formulas = []
+        diff = set()
+        for key, text in entry_yaml.items():
+            if key in _SPECIAL_KEYS or key.startswith("result"):
+                continue
+            names = [n.strip() for n in key.split(",")]
+            for n in names:
+                if n not in self.arg_names:
+                    raise RuntimeError(f"derivatives.yaml: {schema}: {n!r} is not an argument")
+            text = str(text).strip()
+            if text == "non_differentiable":
+                continue
+            diff.update(names)
+            formulas.append((names, text))
+        # Differentiable inputs, in schema order: they define the node's edges.
+        self.diff_args = [i for i, a in enumerate(args) if a.name in diff]
+        used = set()
+        derived = set()
+        compiled = []
+        for names, text in formulas:
+            src = _DERIVED_RE.sub(lambda m: (derived.add((m[1], m[2])), f"{m[1]}_{m[2]}")[1], text)
+            try:
+                code = compile(src, f"<derivative of {schema} wrt {', '.join(names)}>", "eval")
+            except SyntaxError as e:
+                raise RuntimeError(f"derivatives.yaml: bad formula for {schema}: {text}") from e
+            used.update(n.id for n in ast.walk(ast.parse(src, mode="eval"))
+                        if isinstance(n, ast.Name))
+            compiled.append(([self.arg_names.index(n) for n in names], code, text))
+        self.formulas = compiled
+        self.saved_args = [i for i, n in enumerate(self.arg_names) if n in used]
+        self.saved_derived = sorted((self.arg_names.index(a), a, attr) for a, attr in derived
+                                    if a in self.arg_names)
+        self.saved_results = [n for n in self.result_names if n in used]
+        self.uses_grad_input_mask = "grad_input_mask" in used
+        self.uses_all_grads = "grads" in used or any(f"grad_{n}" in used for n in ret_names)
+
+
+def _camel(name):
+    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
+
+
+def _load_yaml():
+    with open(YAML_PATH) as f:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return yaml.load(f, Loader=loader) or []
+
+
+def _qualname(schema):
+    return f"aten::{schema.name}" + (f".{schema.overload_name}" if schema.overload_name else "")
+
+
+def _sig(schema):
+    """Schema text without namespace, for comparing a yaml ``name:`` with a defined op."""
+    return str(schema).split("::", 1)[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated nodes.
+
+class GeneratedNode(Node):
+    """Base of the nodes made from derivatives.yaml. Per-class: ``_info``."""
+
+    _info = None
+
+    def __init__(self):
+        super().__init__()
+        self._saved = {}
+
+    def release_variables(self):
+        for v in self._saved.values():
+            if isinstance(v, SavedTensor):
+                v.release()
+            elif isinstance(v, list):
+                for s in v:
+                    if isinstance(s, SavedTensor):
+                        s.release()
+        self._released = True
+
+    def _unpack(self, name):
+        v = self._saved[name]
+        if isinstance(v, SavedTensor):
+            return v.unpack(self)
+        if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
+            return [s.unpack(self) for s in v]
+        return v
+
+    def apply(self, grads):
+        info = self._info
+        if any(g is None for g in grads):
+            grads = [g if g is not None else _formulas.zeros_from_meta(m)
+                     for g, m in zip(grads, self._out_meta)]
+        if not _formulas.NAMESPACE:
+            _formulas.ensure_namespace()
+        env = {name: self._unpack(name) for name in self._saved}
+        env["grad"] = grads[0]
+        env["grads"] = grads
+        for r in info.returns:
+            if r.name:
+                env["grad_" + r.name] = grads[info.returns.index(r)]
+        # Edge layout: each differentiable arg has one edge, or len(list) edges for Tensor[].
+        out = [None] * len(self._next)
+        needed_args = self._needed_args()
+        if info.uses_grad_input_mask:
+            env["grad_input_mask"] = [i in needed_args for i in info.diff_args]
+        for arg_idx, code, _text in info.formulas:
+            if not any(i in needed_args for i in arg_idx):
+                continue
+            val = eval(code, _formulas.NAMESPACE, env)
+            if len(arg_idx) == 1:
+                self._place(out, arg_idx[0], val)
+            else:
+                for i, v in zip(arg_idx, val):
+                    self._place(out, i, v)
+        return out
+
+    def _needed_args(self):
+        need = set()
+        for arg_idx, (start, n) in self._edge_slices.items():
+            if any(self._next[k][0] is not None for k in range(start, start + n)):
+                need.add(arg_idx)
+        return need
+
+    def _place(self, out, arg_idx, val):
+        start, n = self._edge_slices[arg_idx]
+        if self._is_list_arg[arg_idx]:
+            for k, v in enumerate(val):
+                out[start + k] = v
+        else:
+            out[start] = val
+
+
+def _saved_property(name):
+    def get(self):
+        return self._unpack(name)
+    return property(get)
+
+
+def _make_node_class(info):
+    attrs = {"_info": info, "__module__": "ember.autograd.generated"}
+    saved = [info.arg_names[i] for i in info.saved_args] + \
+        [f"{a}_{attr}" for _, a, attr in info.saved_derived] + info.saved_results
+    for name in saved:
+        attrs[f"_saved_{name}"] = _saved_property(name)
+    attrs["_saved_names"] = tuple(saved)
+    return type(info.node_name, (GeneratedNode,), attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording.
+
+def _is_differentiable_dtype(t):
+    d = t._dtype
+    return d.is_floating_point or d.is_complex
+
+
+def _check_inplace(t, name):
+    """PyTorch's check_inplace: leaves that require grad (and their views) are off limits."""
+    if t._grad_fn is None and t._requires_grad and t._base_ is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    base = t._base_
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
+def _forward_below(entry, ks, args):
+    """Run the op under the autograd layer (``AutoDispatchBelowADInplaceOrView``'s role)."""
+    saved = _state.excluded
+    _state.excluded = saved | AUTOGRAD_BITS
+    try:
+        return entry.redispatch(ks & BELOW_AUTOGRAD, *args)
+    finally:
+        _state.excluded = saved
+
+
+def _collect_edges(node, args, diff_args, is_list_arg):
+    nxt, meta, slices = [], [], {}
+    for i in diff_args:
+        a = args[i]
+        start = len(nxt)
+        items = (a if a is not None else ()) if is_list_arg[i] else (a,)
+        for t in items:
+            if hasattr(t, "_keyset") and t._requires_grad:
+                nxt.append(gradient_edge(t))
+                meta.append((t._size, t._dtype))
+            else:
+                nxt.append((None, 0))
+                meta.append(None)
+        slices[i] = (start, len(nxt) - start)
+    node._next = tuple(nxt)
+    node._edge_meta = tuple(meta)
+    node._edge_slices = slices
+
+
+def _save(node, info, args, outputs, pre_saved):
+    saved = node._saved
+    for i in info.saved_args:
+        name = info.arg_names[i]
+        if name in pre_saved:
+            saved[name] = pre_saved[name]
+            continue
+        saved[name] = _save_value(args[i], False, node)
+    for i, a, attr in info.saved_derived:
+        v = args[i]
+        saved[f"{a}_{attr}"] = _DERIVED[attr](v) if hasattr(v, "_keyset") else None
+    for name in info.saved_results:
+        if name == "result":
+            idx = 0
+        elif name.startswith("result") and name[6:].isdigit():
+            idx = int(name[6:])
+        else:
+            idx = [r.name for r in info.returns].index(name)
+        saved[name] = _save_value(outputs[idx], True, node)
+
+
+def _save_value(v, is_output, node):
+    if hasattr(v, "_keyset"):
+        return SavedTensor(v, is_output, node.name())
+    if isinstance(v, (list, tuple)) and v and all(hasattr(x, "_keyset") for x in v):
+        return [SavedTensor(x, is_output, node.name()) for x in v]
+    return v
+
+
+def _set_history(outs, node, diff_mask):
+    metas = []
+    for i, o in enumerate(outs):
+        metas.append((o._size, o._dtype, o._device) if hasattr(o, "_keyset") else None)
+    node._out_meta = tuple(metas)
+    for i, o in enumerate(outs):
+        if diff_mask[i] and hasattr(o, "_keyset") and _is_differentiable_dtype(o):
+            o._grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+
+
+def make_autograd_kernel(entry, info, inplace=False):
+    """The kernel for one op: generated source for the fast path, a closure for recording."""
+    schema = entry.schema
+    args = schema.arguments
+    is_list_arg = {i: a.is_list for i, a in enumerate(args)}
+    node_cls = getattr(info, "node_cls", None)
+    if node_cls is None:
+        node_cls = info.node_cls = _make_node_class(info)
+    nret = len(schema.returns)
+    ret_is_list = nret == 1 and schema.returns[0].is_list
+    # PyTorch's rule: without output_differentiability, a formula that only uses ``grad`` makes
+    # only output 0 differentiable.
+    diff_mask = info.output_differentiability or (
+        [True] * nret if info.uses_all_grads else [True] + [False] * (nret - 1))
+    self_idx = 0
+    need_clone_self = inplace and "self" in [info.arg_names[i] for i in info.saved_args]
+    redispatch_entry = entry
+
+    def record(ks, a):
+        if inplace:
+            _check_inplace(a[self_idx], schema.name)
+        pre = {}
+        if need_clone_self:
+            # The formula needs self's value from before the in-place write: save a copy.
+            pre["self"] = a[self_idx].clone()
+        out = _forward_below(redispatch_entry, ks, a)
+        node = node_cls()
+        if anomaly_mode._state.enabled:
+            anomaly_mode.record_trace(node)
+        _collect_edges(node, a, info.diff_args, is_list_arg)
+        node._is_list_arg = is_list_arg
+        outs = out if (nret > 1 or ret_is_list) else (out,)
+        if ret_is_list:
+            diff = [diff_mask[0]] * len(outs)
+        else:
+            diff = diff_mask
+        if pre:
+            pre = {k: SavedTensor(v, False, None) for k, v in pre.items()}
+        _save(node, info, a, outs, pre)
+        if inplace:
+            _rebase_history(a[self_idx], node)
+        else:
+            _set_history(outs, node, diff)
+        return out
+
+    return _generate_kernel(entry, info.diff_args, args, record)
+
+
+def _rebase_history(t, node):
+    """After an in-place op: ``t`` is now the output of ``node`` (CopySlices for a view)."""
+    from .views import copy_slices
+    node._out_meta = ((t._size, t._dtype, t._device),)
+    if t._base_ is not None and _is_differentiable_dtype(t):
+        copy_slices(t, node)
+        return
+    t._grad_fn = node
+    t._output_nr = 0
+    t._requires_grad = True
+
+
+def _generate_kernel(entry, check_idx, args, record):
+    """``kernel(ks, a0, a1, ...)``: the fast path as straight-line code (it runs on every op)."""
+    names = [f"a{i}" for i in range(len(args))]
+    conds = []
+    for i in check_idx:
+        if args[i].is_list:
+            conds.append(f"_any_rg({names[i]})")
+        else:
+            conds.append(f"getattr({names[i]}, '_requires_grad', False)")
+    cond = " or ".join(conds) if conds else "False"
+    params = ", ".join(names)
+    tup = params + ("," if len(names) == 1 else "")
+    src = (
+        f"def autograd_kernel(ks, {params}):\n"
+        f"    if _state.grad_enabled and ({cond}):\n"
+        f"        return _record(ks, ({tup}))\n"
+        f"    m = ks & {BELOW_AUTOGRAD}\n"
+        f"    k = _cache.get(m)\n"
+        f"    if k is None:\n"
+        f"        k = _resolve(m, 'redispatch')\n"
+        f"    return k({params})\n"
+    )
+    ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
+          "_any_rg": _any_rg}
+    exec(compile(src, f"<autograd kernel {entry.qualname}>", "exec"), ns)
+    fn = ns["autograd_kernel"]
+    fn._source = src
+    return fn
+
+
+def _any_rg(ts):
+    if ts is None:
+        return False
+    for t in ts:
+        if t is not None and t._requires_grad:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops without a formula.
+
+class NotImplementedNode(Node):
+    """Backward of an op that has no derivative formula."""
+
+    def __init__(self, opname):
+        super().__init__()
+        self.opname = opname
+
+    def name(self):
+        return "torch::autograd::NotImplemented"
+
+    def apply(self, grads):
+        raise RuntimeError(f"the derivative for '{self.opname}' is not implemented.")
+
+
+def _autograd_fallback(op, ks, *args, **kwargs):
+    """Backend fallback on the Autograd keys for every op without an autograd kernel. Boxed
+    calling convention: keyword-only schema arguments arrive by keyword, in schema order."""
+    if kwargs:
+        args = args + tuple(kwargs.values())
+    if _state.grad_enabled:
+        req = [a for a in _tensors_in(args) if a._requires_grad]
+        if req:
+            return _record_not_implemented(op, ks, args, req)
+    return op._entry.redispatch(ks & BELOW_AUTOGRAD, *args)
+
+
+def _tensors_in(args):
+    for a in args:
+        if hasattr(a, "_keyset"):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for t in a:
+                if hasattr(t, "_keyset"):
+                    yield t
+
+
+def _record_not_implemented(op, ks, args, req):
+    schema = op._schema
+    if schema.kind_is_out:
+        raise RuntimeError(f"{schema.name}(): functions with out=... arguments don't support "
+                           f"automatic differentiation, but one of the arguments requires grad.")
+    written = [a for a, s in zip(args, schema.arguments) if s.is_write and hasattr(a, "_keyset")]
+    for t in written:
+        _check_inplace(t, schema.name)
+    out = _forward_below(op._entry, ks, args)
+    ns = schema.namespace or "aten"
+    node = NotImplementedNode(schema.name if ns == "aten" else f"{ns}::{schema.name}")
+    tensors = list(_tensors_in(args))
+    node._next = tuple(gradient_edge(t) for t in tensors)
+    node._edge_meta = tuple((t._size, t._dtype) for t in tensors)
+    outs = out if isinstance(out, tuple) else (out,)
+    if written:
+        for t in written:
+            t._grad_fn, t._output_nr, t._requires_grad = node, 0, True
+        node._out_meta = tuple((t._size, t._dtype, t._device) for t in written)
+    else:
+        _set_history(outs, node, [True] * len(outs))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Installation.
+
+def install(lib):
+    """Register the autograd kernels for every op that has a formula, and the fallback."""
+    from .._dispatch.schema import parse_schema
+    counters = {}
+    infos = {}
+    for e in _load_yaml():
+        schema = parse_schema(e["name"])
+        # PyTorch numbers nodes per op name with the in-place "_" dropped (fill_ -> FillBackward2)
+        base = schema.name[:-1] if schema.name.endswith("_") and not \
+            schema.name.endswith("__") else schema.name
+        n = counters.get(base, 0)
+        counters[base] = n + 1
+        qual = _qualname(schema)
+        entry = _d.get_entry(qual)
+        if entry is None:
+            skipped[qual] = "operator not defined"
+            continue
+        if _sig(entry.schema) != _sig(schema):
+            skipped[qual] = f"schema mismatch: yaml has {_sig(schema)}, op is {_sig(entry.schema)}"
+            continue
+        info = DerivativeInfo(e, entry.schema, e.get("node_name") or f"{_camel(base)}Backward{n}")
+        infos[qual] = info
+        derivatives[qual] = info
+        kernel = make_autograd_kernel(entry, info, inplace=entry.schema.is_mutable)
+        lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
+                 _debug="autograd kernel generated from ember/_ops/derivatives.yaml")
+    # In-place variants reuse the functional entry (mul_.Tensor -> mul.Tensor).
+    for qual, entry in list(_d._operators.items()):
+        s = entry.schema
+        if not qual.startswith("aten::") or not s.name.endswith("_") or qual in derivatives:
+            continue
+        info = _functional_info(s, infos)
+        if info is None:
+            continue
+        fqual = _qualname(info.schema)
+        derivatives[qual] = info
+        kernel = make_autograd_kernel(entry, info, inplace=True)
+        lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
+                 _debug=f"autograd kernel (in-place, formula of {fqual}) from derivatives.yaml")
+    # Ops PyTorch never records (gen_variable_type.DONT_REQUIRE_DERIVATIVE): a kernel that
+    # always takes the fast path, so their outputs never require grad.
+    for qual, entry in list(_d._operators.items()):
+        if qual.startswith("aten::") and qual not in derivatives and \
+                entry.schema.name in DONT_REQUIRE_DERIVATIVE:
+            lib.impl(qual, _generate_kernel(entry, (), entry.schema.arguments, None), "Autograd",
+                     _kind=_d.KEYSET, _debug="autograd kernel: never records (no derivative)")
+            never_recorded.add(qual)
+    fallback = _d.Kernel(_autograd_fallback, _d.BOXED_KEYSET,
+                         "autograd fallback (ember/autograd/derivatives.py)")
+    for key in AUTOGRAD_KEYS:
+        _d.register_fallback(key, fallback)
+
+
+def _arg_sig(schema):
+    return [(a.name, a.base, a.is_list, a.optional) for a in schema.arguments]
+
+
+def _functional_info(inplace_schema, infos):
+    """The entry of the functional op an in-place op belongs to: same base name without the
+    trailing underscore and the same arguments (PyTorch matches by signature, not overload)."""
+    sig = _arg_sig(inplace_schema)
+    base = inplace_schema.name[:-1]
+    for info in infos.values():
+        if info.schema.name == base and _arg_sig(info.schema) == sig:
+            return info
+    return None

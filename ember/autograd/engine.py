@@ -1,0 +1,353 @@
+"""The backward engine: runs a recorded graph in reverse (PyTorch's ``Engine::execute``).
+
+1. Roots: each output's gradient edge, seeded with its gradient.
+2. ``compute_dependencies``: count incoming edges of every node reachable from the roots.
+3. With ``inputs`` (``autograd.grad`` or ``backward(inputs=...)``) mark which nodes lead to
+   an input (``exec_info``); the others are skipped, and the gradients reaching the inputs are
+   captured instead of (or besides) being accumulated.
+4. Ready nodes run highest ``sequence_nr`` first (the most recently recorded); each node's
+   incoming gradients are summed in its input buffer. Per node, in order: tensor pre-hooks,
+   retains_grad hooks, Node pre-hooks, ``apply``, Node post-hooks, then (without
+   ``retain_graph``) its saved tensors are released.
+5. Each produced gradient is checked against the forward input it belongs to: summed down to
+   its shape (broadcasting) and cast to its dtype, as PyTorch's ``validate_outputs`` does.
+
+The calling thread runs every node; gradients are ember tensors computed with ember ops, so with
+``create_graph=True`` (grad mode on while nodes run) the backward pass is itself recorded.
+"""
+import heapq
+import itertools
+import sys
+
+from .._dispatch import tls as _tls
+from . import anomaly_mode
+from .graph import AccumulateGrad, gradient_edge
+
+__all__ = ["run_backward", "accumulate_grad"]
+
+_state = _tls.state
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _shape_str(shape):
+    return f"torch.Size([{', '.join(map(str, shape))}])"
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradient arithmetic, all through ember ops.
+
+def sum_to(grad, shape):
+    """Reduce ``grad`` to ``shape`` by summing broadcast dimensions (``sum_to_size``)."""
+    shape = tuple(shape)
+    gshape = tuple(grad._size)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    E = _E()
+    if dims:
+        grad = E.sum(grad, dims, keepdim=True)
+    if lead:
+        grad = grad.view(shape)
+    elif tuple(grad._size) != shape:
+        grad = grad.view(shape)
+    return grad
+
+
+def _is_expandable(small, big):
+    if len(small) > len(big):
+        return False
+    for s, b in zip(reversed(small), reversed(big)):
+        if s != b and s != 1:
+            return False
+    return True
+
+
+def _validate(node, grads):
+    """PyTorch's ``validate_outputs``: one grad per edge, shaped and typed like its input."""
+    nxt = node._next
+    if len(grads) != len(nxt):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(nxt)}, got {len(grads)})")
+    out = list(grads)
+    for i, g in enumerate(out):
+        if g is None or nxt[i][0] is None:
+            continue
+        meta = node._edge_meta[i] if i < len(node._edge_meta) else None
+        if meta is None:
+            continue
+        shape, dtype = meta
+        if tuple(g._size) != tuple(shape):
+            if not _is_expandable(tuple(shape), tuple(g._size)):
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                    f"[{', '.join(map(str, g._size))}] but expected shape compatible with "
+                    f"[{', '.join(map(str, shape))}]")
+            g = sum_to(g, shape)
+        if g._dtype is not dtype:
+            g = g.to(dtype)
+        out[i] = g
+    return out
+
+
+def _zeros(meta):
+    shape, dtype, device = meta
+    return _E().zeros(shape, dtype=dtype, device=device)
+
+
+def accumulate_grad(var, new):
+    """AccumulateGrad's table (``torch/csrc/autograd/functions/accumulate_grad.h``)."""
+    old = var._grad
+    if old is None:
+        if (not _state.grad_enabled and new._base_ is None and new._grad_fn is None
+                and sys.getrefcount(new) <= _STEAL_REFS
+                and tuple(new._stride) == tuple(var._stride)):
+            var._grad = new  # steal: nobody else holds it
+        else:
+            g = new.clone() if _state.grad_enabled else _detached_clone(new, var)
+            var._grad = g
+    elif not _state.grad_enabled:
+        old.add_(new)
+    else:
+        var._grad = old + new
+
+
+def _detached_clone(new, var):
+    from .._tensor import empty_tensor
+    from .._kernels.generic import copy_into
+    out = empty_tensor(var._size, new._dtype, new._device,
+                       stride=var._stride if var.is_non_overlapping_and_dense() else None)
+    copy_into(out, new)
+    return out
+
+
+# References to a stealable gradient: the engine's local, accumulate_grad's argument, and
+# getrefcount's own argument (measured on CPython; a larger count means someone else holds it).
+_STEAL_REFS = 4
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _roots(tensors, grad_tensors):
+    E = _E()
+    edges, grads = [], []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        edge = gradient_edge(t)
+        if edge[0] is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               f"a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not (t._dtype.is_floating_point or t._dtype.is_complex):
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
+                                   f"but got {t._dtype}")
+            g = E.ones_like(t) if hasattr(E, "ones_like") else E.ones(t._size, dtype=t._dtype)
+        else:
+            if tuple(g._size) != tuple(t._size):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{_shape_str(g._size)} and output[{i}] has a shape of "
+                                   f"{_shape_str(t._size)}.")
+        edges.append(edge)
+        grads.append(g)
+    return edges, grads
+
+
+def _compute_dependencies(root_nodes):
+    deps = {}
+    seen = set()
+    stack = list(root_nodes)
+    for n in root_nodes:
+        seen.add(n)
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n._next:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, seen
+
+
+def _exec_needed(all_nodes, target_nodes):
+    """Nodes on some path to a target (PyTorch's exec_info), computed bottom-up."""
+    needed = set(target_nodes)
+    # Iterate to a fixed point in reverse topological-ish order: a node is needed if any
+    # successor is. Sorting by sequence_nr (creation order) makes one pass nearly enough.
+    order = sorted(all_nodes, key=lambda n: n._sequence_nr if not isinstance(n, AccumulateGrad)
+                   else -1)
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n in needed:
+                continue
+            if any(nx is not None and nx in needed for nx, _ in n._next):
+                needed.add(n)
+                changed = True
+    return needed
+
+
+def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
+                 allow_unused=True, accumulate_grad=True):
+    """Run the graph behind ``tensors``. Returns the captured gradients of ``inputs`` when
+    ``accumulate_grad`` is False (``autograd.grad``), else None."""
+    root_edges, root_grads = _roots(tensors, grad_tensors)
+
+    # Input edges: where the gradients we want to capture (or accumulate) arrive.
+    input_edges = None
+    if inputs is not None:
+        input_edges = []
+        for i, t in enumerate(inputs):
+            edge = gradient_edge(t)
+            if edge[0] is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            input_edges.append(edge)
+
+    root_nodes = []
+    for n, _ in root_edges:
+        if n not in root_nodes:
+            root_nodes.append(n)
+    deps, all_nodes = _compute_dependencies(root_nodes)
+
+    needed = None
+    captures = None
+    if input_edges is not None:
+        needed = _exec_needed(all_nodes, [e[0] for e in input_edges])
+        captures = {}  # (node, input_nr) -> [indices into inputs]
+        for i, e in enumerate(input_edges):
+            captures.setdefault(e, []).append(i)
+    captured = [None] * (len(input_edges) if input_edges is not None else 0)
+
+    buffers = {}
+    for (n, nr), g in zip(root_edges, root_grads):
+        buf = buffers.get(n)
+        if buf is None:
+            buf = buffers[n] = [None] * _num_inputs(n)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+
+    ready = []
+    counter = itertools.count()
+    for n in root_nodes:
+        if deps.get(n, 0) == 0:
+            heapq.heappush(ready, (-n._sequence_nr, next(counter), n))
+
+    prev_grad = _state.grad_enabled
+    _state.grad_enabled = bool(create_graph)
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * _num_inputs(node)
+            outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
+                                accumulate_grad)
+            if outputs is None:
+                continue
+            for (nxt, nr), g in zip(node._next, outputs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * _num_inputs(nxt)
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                    del g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    if needed is not None and nxt not in needed:
+                        buffers.pop(nxt, None)
+                        continue
+                    heapq.heappush(ready, (-nxt._sequence_nr, next(counter), nxt))
+    finally:
+        _state.grad_enabled = prev_grad
+
+    if input_edges is None:
+        return None
+    if accumulate_grad:
+        # backward(inputs=...): non-leaf inputs get their captured gradient in .grad.
+        for t, g in zip(inputs, captured):
+            if g is not None and t._grad_fn is not None:
+                _state_grad = _state.grad_enabled
+                _state.grad_enabled = bool(create_graph)
+                try:
+                    t._grad = g if t._grad is None else t._grad + g
+                finally:
+                    _state.grad_enabled = _state_grad
+        return None
+    for i, g in enumerate(captured):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                               f"used in the graph. Set allow_unused=True if this is the desired "
+                               f"behavior.")
+    return captured
+
+
+def _num_inputs(node):
+    return max(len(node._out_meta), 1)
+
+
+def _run_node(node, grads, keep_graph, needed, captures, captured, accumulate):
+    """Hooks, capture, apply, validation, release. Returns the grads for node._next or None."""
+    # Tensor pre-hooks, then retains_grad hooks, then Node pre-hooks.
+    for i in range(len(grads)):
+        for h in node._tensor_hooks_for(i):
+            if grads[i] is None:
+                continue
+            r = h(grads[i])
+            if r is not None:
+                grads[i] = r
+    if node._retains_grad_hooks:
+        for i, h in list(node._retains_grad_hooks.items()):
+            if grads[i] is not None:
+                h(grads[i])
+    if node._pre_hooks:
+        for h in tuple(node._pre_hooks.values()):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+
+    if captures is not None:
+        for i in range(len(grads)):
+            idx = captures.get((node, i))
+            if idx is not None:
+                for k in idx:
+                    captured[k] = grads[i]
+        is_acc = isinstance(node, AccumulateGrad)
+        if is_acc and (not accumulate or (node, 0) not in captures):
+            return None  # autograd.grad never writes .grad; backward(inputs=) only for inputs
+        if not is_acc and needed is not None and not any(
+                nx is not None and nx in needed for nx, _ in node._next):
+            return None
+
+    if all(g is None for g in grads) and not isinstance(node, AccumulateGrad):
+        outputs = [None] * len(node._next)
+    else:
+        if anomaly_mode._state.enabled:
+            outputs = anomaly_mode.run_with_anomaly(node, grads)
+        else:
+            outputs = node.apply(grads)
+        if isinstance(node, AccumulateGrad):
+            outputs = ()
+        else:
+            outputs = _validate(node, outputs)
+            if anomaly_mode._state.enabled and anomaly_mode._state.check_nan:
+                anomaly_mode.check_nan(node, outputs)
+
+    if node._post_hooks:
+        for h in tuple(node._post_hooks.values()):
+            r = h(tuple(outputs), tuple(grads))
+            if r is not None:
+                outputs = list(r)
+    if not keep_graph:
+        node.release_variables()
+    return outputs

@@ -1,0 +1,160 @@
+"""Grad modes: thread-local switches that decide whether autograd kernels record the graph.
+
+``no_grad`` / ``enable_grad`` / ``set_grad_enabled`` flip one flag (``tls.state.grad_enabled``,
+PyTorch's ``GradMode``); the autograd kernels still run, they just skip recording.
+``inference_mode`` goes further, as PyTorch's does: it also removes ADInplaceOrView from the
+thread's included key set and excludes every Autograd key, so the dispatcher never enters the
+autograd layer, and it marks tensors created inside as inference tensors (no version counter, key
+set ``{CPU, AutocastCPU}``). All of them work as context managers and as decorators.
+"""
+import functools
+import inspect
+
+from .._dispatch import tls as _tls
+from .._dispatch.keys import AUTOGRAD_BITS, K, bit
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
+
+_state = _tls.state
+_ADINPLACE = bit(K.ADInplaceOrView)
+
+
+def is_grad_enabled():
+    return _state.grad_enabled
+
+
+def is_inference_mode_enabled():
+    return _state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager that can also decorate a function (or generator function), entering a
+    fresh copy of itself around every call."""
+
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise RuntimeError("Decorating classes is not supported.")
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def gen_wrapper(*args, **kwargs):
+                gen = func(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as e:
+                        with self.clone():
+                            response = gen.throw(e)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            return gen_wrapper
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class _GradModeSetter(_DecoratorContextManager):
+    _mode = None
+
+    def __enter__(self):
+        self.prev = _state.grad_enabled
+        _state.grad_enabled = self._mode
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self.prev
+        return False
+
+
+class no_grad(_GradModeSetter):
+    """Disable gradient recording in this thread (context manager or decorator)."""
+    _mode = False
+
+    def __init__(self, orig_func=None):
+        # PyTorch accepts ``@no_grad`` without parentheses too.
+        self._orig = orig_func
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class enable_grad(_GradModeSetter):
+    """Enable gradient recording in this thread (context manager or decorator)."""
+    _mode = True
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode on or off. Takes effect immediately (a plain call works, as in PyTorch), and
+    restores the previous mode when used as a context manager."""
+
+    def __init__(self, mode):
+        self.prev = _state.grad_enabled
+        self.mode = bool(mode)
+        _state.grad_enabled = self.mode
+
+    def __call__(self, func):
+        _state.grad_enabled = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        _state.grad_enabled = self.mode
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self.prev
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """InferenceMode: no autograd layer at all, and new tensors are inference tensors."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    def __enter__(self):
+        self._saved = (_state.included, _state.excluded, _state.inference, _state.grad_enabled)
+        if self.mode:
+            _state.included &= ~_ADINPLACE
+            _state.excluded |= AUTOGRAD_BITS
+            _state.grad_enabled = False
+        else:
+            _state.included |= _ADINPLACE
+            _state.excluded &= ~AUTOGRAD_BITS
+            _state.grad_enabled = True
+        _state.inference = self.mode
+
+    def __exit__(self, *exc):
+        _state.included, _state.excluded, _state.inference, _state.grad_enabled = self._saved
+        return False
+
+    def clone(self):
+        return self.__class__(self.mode)

@@ -1,0 +1,366 @@
+"""The autograd graph: :class:`Node`, :class:`AccumulateGrad`, saved tensors and hooks.
+
+A ``Node`` is one recorded backward function. ``_next`` holds its edges, ``(node, input_nr)`` per
+differentiable forward input (``None`` where that input needs no gradient); Python shows them as
+``next_functions``. Nodes get a per-thread ``sequence_nr`` so that the engine runs the most
+recently recorded ready node first, as PyTorch's does. A leaf that requires grad is reached
+through its ``AccumulateGrad`` node, which the leaf holds weakly (a fresh one is made when the
+old one was collected), and which writes ``.grad``.
+
+Saved tensors (:class:`SavedTensor`) record the version counter at save time; unpacking after an
+in-place change, or after backward freed them, raises PyTorch's errors.
+"""
+import itertools
+import re
+import threading
+import weakref
+
+from .._dispatch import tls as _tls
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_gradient_edge"]
+
+_state = _tls.state
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+class _SeqCounter(threading.local):
+    def __init__(self):
+        self.next = itertools.count()
+
+
+_seq = _SeqCounter()
+_handle_ids = itertools.count()
+
+
+class RemovableHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict_ref = weakref.ref(hooks_dict) if hooks_dict is not None else None
+        self.id = next(_handle_ids)
+
+    def remove(self):
+        d = self.hooks_dict_ref() if self.hooks_dict_ref is not None else None
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """A dict that can be weakly referenced (handles point at it weakly)."""
+    __slots__ = ("__weakref__",)
+
+
+def _add_hook(d, fn):
+    h = RemovableHandle(d)
+    d[h.id] = fn
+    return h
+
+
+class Node:
+    """Base class of every backward function (generated ``XxxBackward0`` nodes, AccumulateGrad,
+    custom Function nodes). Subclasses implement ``apply(grads) -> grads per next edge``."""
+
+    _saved_names = ()
+
+    def __init__(self):
+        self._next = ()  # ((node or None, input_nr), ...)
+        self._edge_meta = ()  # per edge: (shape, dtype) of the forward input, for validation
+        self._out_meta = ()  # per forward output: (shape, dtype, device), to materialize zeros
+        self._sequence_nr = next(_seq.next)
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None  # output_nr -> _HookDict of fn(grad)
+        self._retains_grad_hooks = None  # output_nr -> fn(grad)
+        self._metadata = None
+        self._released = False
+        self._anomaly_trace = None
+
+    # -- Python API ------------------------------------------------------------------------------
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return tuple((n, i) if n is not None else (None, 0) for n, i in self._next)
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
+    def requires_grad(self):
+        return True
+
+    def register_hook(self, fn):
+        """Post-hook ``fn(grad_inputs, grad_outputs)``; a non-None return replaces grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = _HookDict()
+        return _add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """Pre-hook ``fn(grad_outputs)``; a non-None return replaces grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        return _add_hook(self._pre_hooks, fn)
+
+    def _register_tensor_pre_hook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        d = self._tensor_pre_hooks.get(output_nr)
+        if d is None:
+            d = self._tensor_pre_hooks[output_nr] = _HookDict()
+        return _add_hook(d, fn)
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    def _set_sequence_nr(self, n):
+        self._sequence_nr = n
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- engine interface -----------------------------------------------------------------------
+    def apply(self, grads):
+        raise NotImplementedError
+
+    def release_variables(self):
+        self._released = True
+
+    def _tensor_hooks_for(self, output_nr):
+        """Tensor pre-hooks registered on this node's output ``output_nr`` (in order)."""
+        if self._tensor_pre_hooks is None:
+            return ()
+        d = self._tensor_pre_hooks.get(output_nr)
+        return tuple(d.values()) if d else ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-tensor autograd state kept outside the hot slots (PyTorch's AutogradMeta extras).
+
+class AutogradMeta:
+    __slots__ = ("grad_accumulator", "leaf_hooks", "retains_grad", "post_acc_hooks", "name")
+
+    def __init__(self):
+        self.grad_accumulator = None  # weakref to AccumulateGrad
+        self.leaf_hooks = None  # _HookDict of tensor hooks on a leaf
+        self.retains_grad = False
+        self.post_acc_hooks = None
+        self.name = None
+
+
+def autograd_meta(t):
+    m = t._autograd
+    if m is None:
+        m = t._autograd = AutogradMeta()
+    return m
+
+
+def grad_accumulator(t):
+    """The (unique, weakly held) AccumulateGrad node of a leaf that requires grad."""
+    m = autograd_meta(t)
+    acc = m.grad_accumulator() if m.grad_accumulator is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        m.grad_accumulator = weakref.ref(acc)
+    return acc
+
+
+def gradient_edge(t):
+    """The edge a gradient for tensor ``t`` flows into: (grad_fn, output_nr), the leaf's
+    AccumulateGrad, or (None, 0) when it needs no gradient."""
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)
+
+
+class GradientEdge(tuple):
+    """``torch.autograd.graph.GradientEdge(node, output_nr)``."""
+
+    def __new__(cls, node, output_nr):
+        return super().__new__(cls, (node, output_nr))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+
+
+def get_gradient_edge(t):
+    node, nr = gradient_edge(t)
+    return GradientEdge(node, nr)
+
+
+class AccumulateGrad(Node):
+    """Sink node of a leaf: adds the incoming gradient into ``variable.grad`` following PyTorch's
+    table (steal when possible, in-place ``+=`` without create_graph, new tensor with it)."""
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self._sequence_nr = 2 ** 64 - 1  # UINT64_MAX: runs as soon as it is ready
+        self._out_meta = ((variable._size, variable._dtype, variable._device),)
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    def _tensor_hooks_for(self, output_nr):
+        m = self.variable._autograd
+        if m is None or not m.leaf_hooks:
+            return ()
+        return tuple(m.leaf_hooks.values())
+
+    def apply(self, grads):
+        from . import engine
+        new = grads[0]
+        var = self.variable
+        if new is None:
+            return ()
+        engine.accumulate_grad(var, new)
+        m = var._autograd
+        if m is not None and m.post_acc_hooks:
+            for h in tuple(m.post_acc_hooks.values()):
+                h(var)
+        return ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Saved tensors.
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+          "backward through the graph a second time or if you need to access saved tensors after "
+          "calling backward.")
+
+_INFERENCE_SAVE = ("Inference tensors cannot be saved for backward. Please do not use Tensors "
+                   "created in inference mode in computation tracked by autograd. To work around "
+                   "this, you can make a clone to get a normal tensor and use it in autograd, or "
+                   "use `torch.no_grad()` instead of `torch.inference_mode()`.")
+
+
+class SavedTensor:
+    """PyTorch's SavedVariable. An output of the node that saves it is stored without its
+    grad_fn (the node would otherwise own itself in a cycle) and rebuilt on unpack."""
+
+    __slots__ = ("data", "version", "is_output", "output_nr", "grad_fn_name", "released",
+                 "requires_grad", "leaf_ref")
+
+    def __init__(self, t, is_output, node_name=None):
+        if t._vc is None:
+            raise RuntimeError(_INFERENCE_SAVE)
+        self.version = t._vc[0]
+        self.is_output = is_output
+        self.output_nr = t._output_nr
+        self.released = False
+        self.requires_grad = t._requires_grad
+        fn = t._grad_fn
+        # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0.
+        name = node_name if is_output else (fn.name() if fn is not None else None)
+        self.grad_fn_name = _BACKWARD_SUFFIX.sub("", name) if name else None
+        if is_output:
+            self.data = _shallow(t)
+        else:
+            self.data = t
+        self.leaf_ref = None
+
+    def unpack(self, node=None):
+        if self.released:
+            raise RuntimeError(_FREED)
+        d = self.data
+        if d._vc[0] != self.version:
+            raise RuntimeError(self._version_error(d))
+        if not self.is_output:
+            return d
+        t = _shallow(d)
+        if self.requires_grad and node is not None:
+            t._grad_fn = node
+            t._output_nr = self.output_nr
+            t._requires_grad = True
+        return t
+
+    def _version_error(self, d):
+        from . import anomaly_mode
+        what = f"[{d.type()} [{', '.join(map(str, d._size))}]]"
+        out = f", which is output {self.output_nr} of {self.grad_fn_name}," if self.grad_fn_name \
+            else ""
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
+                "gradient. The variable in question was changed in there or anywhere later. Good "
+                "luck!") if anomaly_mode.is_anomaly_enabled() else (
+                "Hint: enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return (f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what}{out} is at version {d._vc[0]}; expected version "
+                f"{self.version} instead. {hint}")
+
+    def release(self):
+        self.released = True
+        self.data = None
+
+
+def _shallow(t):
+    """A new Tensor object over the same storage, geometry and version counter, with no
+    autograd history (what SavedVariable keeps for outputs)."""
+    from .._tensor import _alias
+    s = _alias(t, t._size, t._stride, t._offset)
+    s._base_ = t._base_
+    return s
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor-level hooks (Tensor.register_hook, retain_grad, register_post_accumulate_grad_hook).
+
+def register_tensor_hook(t, hook):
+    """On a non-leaf: a tensor pre-hook on its grad_fn's output slot; on a leaf: a hook its
+    AccumulateGrad runs before accumulating (kept on the tensor, as PyTorch keeps it)."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._grad_fn is not None:
+        return t._grad_fn._register_tensor_pre_hook(t._output_nr, hook)
+    m = autograd_meta(t)
+    if m.leaf_hooks is None:
+        m.leaf_hooks = _HookDict()
+    return _add_hook(m.leaf_hooks, hook)
+
+
+def register_post_accumulate_grad_hook(t, hook):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    m = autograd_meta(t)
+    if m.post_acc_hooks is None:
+        m.post_acc_hooks = _HookDict()
+    return _add_hook(m.post_acc_hooks, hook)
+
+
+def retain_grad(t):
+    if not t._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t._grad_fn is None:
+        return  # leaves always keep .grad
+    m = autograd_meta(t)
+    if m.retains_grad:
+        return
+    m.retains_grad = True
+    ref = weakref.ref(t)
+
+    def retains_grad_hook(grad):
+        var = ref()
+        if var is None:
+            return
+        var._grad = grad.clone() if var._grad is None else var._grad + grad
+
+    fn = t._grad_fn
+    if fn._retains_grad_hooks is None:
+        fn._retains_grad_hooks = {}
+    fn._retains_grad_hooks[t._output_nr] = retains_grad_hook

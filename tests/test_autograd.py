@@ -1,0 +1,617 @@
+"""Autograd: grad modes, engine, derivatives.yaml formulas, hooks, errors, custom Function,
+gradcheck — compared with PyTorch wherever PyTorch defines the behaviour."""
+import gc
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import derivatives as D
+from helpers import assert_same, from_np, to_torch
+
+RNG = np.random.default_rng(0)
+
+
+def _pair(torch, *shape, dtype=np.float64, requires_grad=True, positive=False):
+    a = RNG.standard_normal(shape).astype(dtype)
+    if positive:
+        a = np.abs(a) + 0.5
+    e = from_np(a).requires_grad_(requires_grad)
+    t = torch.from_numpy(a.copy()).requires_grad_(requires_grad)
+    return e, t
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeds
+
+def test_seed_002_trace():
+    a = ember.tensor(2.0, requires_grad=True)
+    b = ember.tensor(3.0, requires_grad=True)
+    c = a * b
+    d = c + a
+    d.backward()
+    assert a.grad.item() == 4.0 and b.grad.item() == 2.0
+    assert d.grad_fn.name() == "AddBackward0"
+    assert c.grad_fn.name() == "MulBackward0"
+    (n0, _), (n1, _) = d.grad_fn.next_functions
+    assert n0 is c.grad_fn and type(n1).__name__ == "AccumulateGrad"
+
+
+def test_seed_003_graph_walk():
+    x = ember.randn(4, 4, requires_grad=True)
+    w = ember.randn(4, 4, requires_grad=True)
+    b = ember.randn(4, requires_grad=True)
+    z = ember.addmm(b, x, w).sum()
+    names = []
+    node = z.grad_fn
+    while node:
+        names.append(type(node).__name__)
+        node = node.next_functions[0][0] if node.next_functions else None
+    assert names == ["SumBackward0", "AddmmBackward0", "AccumulateGrad"]
+
+
+def test_seed_002_fused_scale_clamp(torch):
+    def make(lib):
+        class FusedScaleClamp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, scale, lo, hi):
+                ctx.save_for_backward(x)
+                ctx.scale = scale
+                ctx.lo, ctx.hi = lo, hi
+                return lib.clamp(x * scale, min=lo, max=hi)
+
+            @staticmethod
+            def backward(ctx, grad_y):
+                (x,) = ctx.saved_tensors
+                s, lo, hi = ctx.scale, ctx.lo, ctx.hi
+                scaled = x * s
+                mask = (scaled > lo) & (scaled < hi)
+                return grad_y * s * mask.to(grad_y.dtype), None, None, None
+        return FusedScaleClamp
+
+    if not hasattr(ember, "clamp"):
+        pytest.skip("clamp not defined yet")
+    xe, xt = _pair(torch, 8, dtype=np.float32)
+    ye = make(ember).apply(xe, 2.0, -1.0, 1.0)
+    yt = make(torch).apply(xt, 2.0, -1.0, 1.0)
+    assert type(ye.grad_fn).__name__ == type(yt.grad_fn).__name__ == "FusedScaleClampBackward"
+    ye.sum().backward()
+    yt.sum().backward()
+    assert_same(xe.grad, xt.grad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients vs PyTorch
+
+def _binary_cases():
+    return [
+        ("add", lambda L, a, b: L.add(a, b, alpha=2)),
+        ("sub", lambda L, a, b: a - b),
+        ("mul", lambda L, a, b: a * b),
+        ("div", lambda L, a, b: a / b),
+        ("pow", lambda L, a, b: L.pow(a, b)),
+        ("maximum", lambda L, a, b: L.maximum(a, b)),
+        ("where", lambda L, a, b: L.where(a > 0, a, b)),
+    ]
+
+
+@pytest.mark.parametrize("name,fn", _binary_cases(), ids=[c[0] for c in _binary_cases()])
+def test_binary_grads_broadcast(torch, name, fn):
+    if not all(hasattr(ember, n) for n in ("pow", "maximum", "where")) and name in (
+            "pow", "maximum", "where"):
+        pytest.skip(f"{name} not defined yet")
+    ae, at = _pair(torch, 3, 4, positive=True)
+    be, bt = _pair(torch, 4, positive=True)
+    ye, yt = fn(ember, ae, be), fn(torch, at, bt)
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ge, gt = _pair(torch, 3, 4, requires_grad=False)
+    ye.backward(ge)
+    yt.backward(gt)
+    assert_same(ae.grad, at.grad)
+    assert_same(be.grad, bt.grad)
+
+
+UNARY = ["neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "relu", "abs", "reciprocal"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_grads(torch, name):
+    if not hasattr(ember, name):
+        pytest.skip(f"{name} not defined yet")
+    ae, at = _pair(torch, 5, positive=name in ("log", "sqrt"))
+    ye, yt = getattr(ember, name)(ae), getattr(torch, name)(at)
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ye.sum().backward()
+    yt.sum().backward()
+    assert_same(ae.grad, at.grad)
+
+
+REDUCTIONS = [
+    ("sum", lambda x: x.sum()),
+    ("sum_dim", lambda x: x.sum(1)),
+    ("sum_keepdim", lambda x: x.sum((0, 2), keepdim=True)),
+    ("mean", lambda x: x.mean()),
+    ("mean_dim", lambda x: x.mean(-1)),
+    ("max", lambda x: x.max()),
+    ("min_dim", lambda x: x.min(1)[0]),
+    ("max_dim_keep", lambda x: x.max(2, keepdim=True)[0]),
+]
+
+
+@pytest.mark.parametrize("name,fn", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_reduction_grads(torch, name, fn):
+    ae, at = _pair(torch, 2, 3, 4)
+    ye, yt = fn(ae), fn(at)
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ge, gt = _pair(torch, *yt.shape, requires_grad=False)
+    ye.backward(ge)
+    yt.backward(gt)
+    assert_same(ae.grad, at.grad)
+
+
+MATMUL = [
+    ("mm", lambda L, a, b, c: L.mm(a, b)),
+    ("addmm", lambda L, a, b, c: L.addmm(c, a, b, beta=0.5, alpha=2.0)),
+    ("mv", lambda L, a, b, c: L.mv(a, c)),
+    ("dot", lambda L, a, b, c: L.dot(c, c * 2)),
+    ("bmm", lambda L, a, b, c: L.bmm(a.unsqueeze(0), b.unsqueeze(0))),
+]
+
+
+@pytest.mark.parametrize("name,fn", MATMUL, ids=[m[0] for m in MATMUL])
+def test_matmul_grads(torch, name, fn):
+    ae, at = _pair(torch, 3, 3)
+    be, bt = _pair(torch, 3, 3)
+    ce, ct = _pair(torch, 3)
+    ye, yt = fn(ember, ae, be, ce), fn(torch, at, bt, ct)
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ye.sum().backward()
+    yt.sum().backward()
+    for e, t in ((ae, at), (be, bt), (ce, ct)):
+        if t.grad is None:
+            assert e.grad is None
+        else:
+            assert_same(e.grad, t.grad)
+
+
+VIEWS = [
+    ("view", lambda x: x.view(4, 6)),
+    ("transpose", lambda x: x.transpose(0, 2)),
+    ("permute", lambda x: x.permute(2, 0, 1)),
+    ("select", lambda x: x.select(1, 2)),
+    ("slice", lambda x: x[:, 1:3]),
+    ("unsqueeze", lambda x: x.unsqueeze(1)),
+    ("squeeze", lambda x: x[:, :1].squeeze(1)),
+    ("expand", lambda x: x[:1].expand(5, 3, 4)),
+    ("t", lambda x: x[0].t()),
+    ("diagonal", lambda x: x.diagonal(0, 1, 2)),
+    ("as_strided", lambda x: x.as_strided((2, 2), (4, 1), 1)),
+    ("unfold", lambda x: x.unfold(2, 2, 1)),
+    ("split", lambda x: x.split(2, 2)[1]),
+    ("unbind", lambda x: x.unbind(0)[1]),
+    ("clone", lambda x: x.clone()),
+    ("to_double", lambda x: x.to(ember.float32 if hasattr(x, "_keyset") else __import__("torch").float32)),
+]
+
+
+@pytest.mark.parametrize("name,fn", VIEWS, ids=[v[0] for v in VIEWS])
+def test_view_grads(torch, name, fn):
+    ae, at = _pair(torch, 2, 3, 4)
+    ye, yt = fn(ae), fn(at)
+    assert ye.grad_fn.name() == yt.grad_fn.name()
+    ge, gt = _pair(torch, *yt.shape, dtype=np.float32 if name == "to_double" else np.float64,
+                   requires_grad=False)
+    ye.backward(ge)
+    yt.backward(gt)
+    assert_same(ae.grad, at.grad)
+
+
+def test_saved_attributes(torch):
+    x = ember.randn(3, requires_grad=True)
+    y = x * 2
+    assert y.grad_fn._saved_self is not None
+    assert y.grad_fn._saved_other == 2
+    s = x.sum()
+    assert s.grad_fn._saved_self_sym_sizes == (3,)
+    assert (x + x).grad_fn._saved_alpha == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Double backward, gradcheck
+
+def test_double_backward(torch):
+    xe, xt = _pair(torch, 4)
+    for L, x in ((ember, xe), (torch, xt)):
+        y = (x * x * x).sum()
+        (g,) = L.autograd.grad(y, x, create_graph=True)
+        g.sum().backward()
+    assert_same(xe.grad, xt.grad)  # d/dx sum(3x^2) = 6x
+
+
+def test_gradcheck_and_gradgradcheck():
+    x = ember.randn(3, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(3, 3, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda a, b: ember.mv(b, a.exp()) / (a * a + 1), (x, w))
+    assert ember.autograd.gradgradcheck(lambda a, b: (ember.mv(b, a) * a).sum(), (x, w))
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        class Bad(ember.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+        ember.autograd.gradcheck(Bad.apply, (x,))
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine semantics
+
+def test_autograd_grad_api(torch):
+    xe, xt = _pair(torch, 3)
+    ue, ut = _pair(torch, 2)
+    for L, x, u in ((ember, xe, ue), (torch, xt, ut)):
+        y = (x * 3).sum()
+        with pytest.raises(RuntimeError) as ei:
+            L.autograd.grad(y, [x, u], retain_graph=True)
+        g = L.autograd.grad(y, [x, u], allow_unused=True, retain_graph=True)
+        assert g[1] is None
+        g = L.autograd.grad(y, [x, u], materialize_grads=True)
+        assert float(g[1].sum()) == 0.0
+        assert x.grad is None  # autograd.grad never writes .grad
+    assert "appears to not have been used in the graph" in str(ei.value)
+
+
+def test_backward_inputs_and_non_leaf():
+    a = ember.randn(3, requires_grad=True)
+    b = ember.randn(3, requires_grad=True)
+    h = a * 2
+    y = (h * b).sum()
+    y.backward(inputs=[a, h])
+    assert b.grad is None
+    np.testing.assert_allclose(a.grad._nd(), 2 * b._nd())
+    np.testing.assert_allclose(h._grad._nd(), b._nd())
+
+
+def test_backward_twice_error_and_retain_graph(torch):
+    x = ember.randn(3, requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad._nd(), 4 * x._nd())
+    with pytest.raises(RuntimeError) as ei:
+        y.backward()
+    xt = torch.randn(3, requires_grad=True)
+    yt = (xt * xt).sum()
+    yt.backward()
+    with pytest.raises(RuntimeError) as et:
+        yt.backward()
+    assert str(ei.value) == str(et.value)
+
+
+def test_root_errors(torch):
+    for L in (ember, torch):
+        with pytest.raises(RuntimeError) as e1:
+            L.ones(2).backward()
+        x = L.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as e2:
+            (x * 2).backward()
+        with pytest.raises(RuntimeError) as e3:
+            (x * 2).sum().backward(L.ones(2))
+        if L is ember:
+            msgs = [str(e.value) for e in (e1, e2, e3)]
+    assert msgs == [str(e.value) for e in (e1, e2, e3)]
+
+
+def test_version_counter_errors(torch):
+    msgs = []
+    for L in (ember, torch):
+        x = L.ones(3, requires_grad=True)
+        y = x.sigmoid() if hasattr(L, "sigmoid") else x.exp()
+        z = y * 2
+        y.mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            z.sum().backward()
+        msgs.append(str(e.value))
+        w = L.ones(3)
+        y2 = x * w
+        w.add_(1)
+        with pytest.raises(RuntimeError) as e:
+            y2.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[:2] == msgs[2:]
+
+
+def test_inplace_leaf_errors(torch):
+    for L in (ember, torch):
+        x = L.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                               "in an in-place operation."):
+            x.add_(1)
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+            x[0:2].add_(1)
+        with L.no_grad():
+            x.add_(1)  # allowed without grad mode
+        assert float(x.sum()) == 6.0
+
+
+def test_inplace_recorded_and_views(torch):
+    res = []
+    for L in (ember, torch):
+        x = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        y = x * 1
+        y.mul_(x)  # y = x^2 via an in-place op: rebase history
+        assert y.grad_fn.name() == "MulBackward0"
+        z = x * 2
+        v = z[1:3]
+        v.mul_(3)  # in-place through a view: CopySlices on the base
+        assert z.grad_fn.name() == "torch::autograd::CopySlices"
+        (y.sum() + z.sum()).backward()
+        res.append(x.grad)
+    assert_same(res[0], res[1])
+
+
+def test_accumulate_grad_semantics():
+    x = ember.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    g = x.grad
+    (x * 3).sum().backward()
+    assert x.grad is g  # accumulated in place without create_graph
+    np.testing.assert_allclose(g._nd(), [5, 5, 5])
+    (x * x).sum().backward(create_graph=True)
+    assert x.grad is not g and x.grad.grad_fn is not None  # new tensor, with a graph
+    y = ember.ones(2, requires_grad=True)
+    seed = ember.ones(2)
+    y.backward(seed)
+    assert y.grad is not seed  # a user-held gradient is copied, never stolen
+
+
+def test_non_leaf_grad_warning_and_retain_grad(torch):
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert y.grad is None
+    assert "is not a leaf Tensor is being accessed" in str(w[0].message)
+    y.retain_grad()
+    assert y.retains_grad
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad._nd(), [4, 4])
+
+
+def test_hooks_order(torch):
+    logs = []
+    for L in (ember, torch):
+        log = []
+        a = L.ones(2, requires_grad=True)
+        b = a * 2
+        c = b.sin() if hasattr(L, "sin") else b.exp()
+        b.register_hook(lambda g: log.append("hook on b"))
+        b.grad_fn.register_prehook(lambda go: log.append("MulBackward0 pre-hook"))
+        b.grad_fn.register_hook(lambda gi, go: log.append("MulBackward0 post-hook"))
+        a.register_hook(lambda g: log.append("hook on leaf a"))
+        a.register_post_accumulate_grad_hook(lambda t: log.append("post-accumulate hook"))
+        h = b.register_hook(lambda g: log.append("removed"))
+        h.remove()
+        c.sum().backward()
+        logs.append(log)
+    assert logs[0] == logs[1]
+
+
+def test_hook_replaces_grad():
+    x = ember.ones(3, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad._nd(), [20, 20, 20])
+
+
+def test_not_implemented_fallback():
+    lib = ember.library.Library("ag_test", "DEF")
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: ember.ops.aten.mul.Tensor._call(x, 2) if False else x.clone(),
+             "CPU")
+    try:
+        x = ember.ones(2, requires_grad=True)
+        y = ember.ops.ag_test.twice(x)
+        assert y.requires_grad and y.grad_fn.name() == "torch::autograd::NotImplemented"
+        with pytest.raises(RuntimeError, match="the derivative for 'ag_test::twice' is not "
+                                               "implemented."):
+            y.sum().backward()
+        z = ember.ops.ag_test.twice(ember.ones(2))  # nothing requires grad: plain redispatch
+        assert not z.requires_grad and z.grad_fn is None
+    finally:
+        lib._destroy()
+
+
+def test_out_variant_error(torch):
+    msgs = []
+    for L in (ember, torch):
+        x = L.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            L.add(x, x, out=L.empty(2))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Grad modes
+
+def test_no_grad_modes():
+    x = ember.ones(2, requires_grad=True)
+    with ember.no_grad():
+        assert not ember.is_grad_enabled()
+        y = x * 2
+        with ember.enable_grad():
+            assert (x * 2).requires_grad
+    assert not y.requires_grad and y.grad_fn is None
+
+    @ember.no_grad()
+    def f(t):
+        return t * 2
+    assert not f(x).requires_grad
+    with ember.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert ember.is_grad_enabled()
+    ember.set_grad_enabled(False)
+    assert not ember.is_grad_enabled()
+    ember.set_grad_enabled(True)
+
+
+def test_inference_mode_keysets(torch):
+    x = ember.ones(2, requires_grad=True)
+    with ember.inference_mode():
+        assert ember.is_inference_mode_enabled()
+        i = ember.ones(2)
+        j = x * 2
+    assert i.is_inference() and j.is_inference() and not j.requires_grad
+    assert i._dispatch_key_set() == ember._C.DispatchKeySet(["CPU", "AutocastCPU"])
+    assert str(torch._C._dispatch_keys(torch.ones(1))) == \
+        "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)"
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        (x * i).sum().backward()
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside "
+                                           "InferenceMode is not allowed"):
+        i.add_(1)
+    with pytest.raises(RuntimeError, match="Inference tensors do not track version counter."):
+        i._version
+    with pytest.raises(RuntimeError, match="Setting requires_grad=True on inference tensor"):
+        i.requires_grad_()
+
+
+# ---------------------------------------------------------------------------------------------
+# custom Function
+
+def test_function_setup_context_and_flags(torch):
+    class Sq(ember.autograd.Function):
+        @staticmethod
+        def forward(x, k):
+            return x * x * k, (x > 0)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, k = inputs
+            ctx.save_for_backward(x)
+            ctx.k = k
+            ctx.mark_non_differentiable(output[1])
+            assert ctx.needs_input_grad == (True, False)
+
+        @staticmethod
+        def backward(ctx, g, _g2):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x * ctx.k, None
+
+    x = ember.tensor([1.0, -2.0], requires_grad=True)
+    y, m = Sq.apply(x, 3.0)
+    assert not m.requires_grad and y.grad_fn.name() == "SqBackward"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad._nd(), [6.0, -12.0])
+
+
+def test_function_wrong_number_of_grads(torch):
+    msgs = []
+    for L in (ember, torch):
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = L.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            Two.apply(x, x).sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_function_mark_dirty_and_once_differentiable():
+    class AddOne(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        @ember.autograd.once_differentiable
+        def backward(ctx, g):
+            assert not ember.is_grad_enabled()
+            return g
+
+    a = ember.ones(2, requires_grad=True)
+    b = a * 1
+    c = AddOne.apply(b)
+    assert c is b and b.grad_fn.name() == "AddOneBackward"
+    c.sum().backward()
+    np.testing.assert_allclose(a.grad._nd(), [1, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage and memory
+
+# Ops with tensor inputs and outputs that legitimately have no formula, and why. They fall to
+# the autograd fallback (a NotImplemented node if an input requires grad).
+EXEMPT_PREFIXES = {
+    # integral/boolean only: no floating-point inputs can reach them (PyTorch has no formula)
+    "aten::bitwise_and": "integral/bool only", "aten::bitwise_or": "integral/bool only",
+    "aten::bitwise_xor": "integral/bool only", "aten::bitwise_not": "integral/bool only",
+    "aten::bitwise_and_": "integral/bool only", "aten::bitwise_or_": "integral/bool only",
+    "aten::bitwise_xor_": "integral/bool only", "aten::bitwise_not_": "integral/bool only",
+    "aten::logical_and_": "bool result", "aten::logical_or_": "bool result",
+    "aten::logical_xor_": "bool result", "aten::logical_not_": "bool result",
+    # PyTorch has no formula either: backward raises "the derivative for ... is not implemented"
+    "aten::floor_divide": "no formula in PyTorch", "aten::floor_divide_": "no formula in PyTorch",
+    "aten::remainder.Scalar_Tensor": "no formula in PyTorch",
+    # hand-written in PyTorch: resizing a tensor that requires grad is an error there
+    "aten::resize_": "manual in PyTorch (errors when requires_grad)",
+}
+
+
+def _needs_formula(entry):
+    from ember._dispatch.keys import K
+    s = entry.schema
+    if s.kind_is_out:
+        return False  # out= variants are never differentiable
+    if not any(a.base == "Tensor" for a in s.arguments) or \
+            not any(r.base == "Tensor" for r in s.returns):
+        return False  # factories and scalar-returning ops have nothing to differentiate
+    return not entry.has_kernel(K.CompositeImplicitAutograd)  # CIA: decomposition is recorded
+
+
+def test_every_differentiable_op_has_a_formula():
+    from ember._dispatch.dispatcher import _operators
+    missing = [q for q, e in sorted(_operators.items())
+               if q.startswith("aten::") and q not in D.derivatives and q not in D.never_recorded
+               and _needs_formula(e) and q not in EXEMPT_PREFIXES
+               and q.split(".")[0] not in EXEMPT_PREFIXES]
+    assert not missing, missing
+
+
+def test_schema_mismatches_are_reported():
+    bad = {k: v for k, v in D.skipped.items() if v.startswith("schema mismatch")}
+    assert not bad, bad
+
+
+def test_training_loop_memory_does_not_grow():
+    w = ember.randn(8, 8, requires_grad=True)
+    x = ember.randn(4, 8)
+    gc.collect()
+    gc.disable()
+    try:
+        import ember.autograd.graph as G
+        counts = []
+        for step in range(1000):
+            loss = ember.mm(x, w).sum()
+            loss.backward()
+            with ember.no_grad():
+                w.sub_(w.grad * 0.001)
+            w.grad = None
+            if step in (10, 999):
+                counts.append(sum(1 for o in gc.get_objects() if isinstance(o, G.Node)))
+    finally:
+        gc.enable()
+    assert counts[1] <= counts[0]
