@@ -1,3 +1,417 @@
-"""Python-level tensor creation that PyTorch also writes by hand: ``Tensor(...)`` legacy
-construction, ``tensor``/``as_tensor``/``from_numpy``, and ``Tensor.to``."""
-__all__ = []
+"""Python-level tensor creation that PyTorch also writes by hand (torch/csrc/utils/tensor_new.cpp):
+``tensor``/``as_tensor``/``asarray``/``from_numpy``, the legacy ``Tensor(...)`` constructor,
+``Tensor.to`` argument parsing, and pickling support.
+
+Data from Python goes through one NumPy array: :func:`_data_to_array` walks nested sequences the
+way PyTorch does (sizes from the first elements, ragged rows rejected with PyTorch's messages,
+dtype inferred by promotion over every leaf), then the array is adopted without another copy.
+"""
+import collections.abc
+import numbers
+import warnings
+
+import numpy as np
+
+from ._core import dtype as _dt
+from ._core import factory_defaults
+from ._core import strides as _st
+from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
+                           device as _device, preserve_format)
+from ._core.promotion import promote_types
+from ._core.storage import from_array, meta_storage
+from ._tensor import Tensor, _alias, make_tensor, wrap_array
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy"]
+
+_PY_SCALARS = (bool, int, float, complex)
+_NUMBER_TYPES = (numbers.Number, np.generic)
+
+
+def _to_dtype(d, fname):
+    if d is None:
+        return None
+    from ._ops.bindings import to_dtype
+    return to_dtype(d, "dtype", fname)
+
+
+def _target_device(device):
+    if device is None:
+        return factory_defaults.current_device() or CPU
+    return _device(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Nested Python data -> NumPy array
+
+def _is_sequence(x):
+    if isinstance(x, (list, tuple, range, np.ndarray)):
+        return not (isinstance(x, np.ndarray) and x.ndim == 0)
+    return (isinstance(x, collections.abc.Sequence) and not isinstance(x, (str, bytes))
+            and not isinstance(x, Tensor))
+
+
+def _sizes(data):
+    """PyTorch's compute_sizes: follow the first element down while it is a sequence."""
+    sizes = []
+    x = data
+    while _is_sequence(x):
+        n = len(x)
+        sizes.append(n)
+        if n == 0:
+            break
+        x = x[0]
+    return sizes
+
+
+def _leaves(data, sizes):
+    """All scalars of ``data`` in row-major order, checking every row has its dimension's length."""
+    level = [data]
+    for dim, n in enumerate(sizes):
+        nxt = []
+        for item in level:
+            if not _is_sequence(item):
+                raise TypeError("not a sequence")
+            if len(item) != n:
+                raise ValueError(f"expected sequence of length {n} at dim {dim} (got {len(item)})")
+            nxt.extend(item)
+        level = nxt
+    return level
+
+
+def _numpy_dtype(np_dtype):
+    """The ember dtype of a NumPy array's dtype, with PyTorch's TypeError for unsupported ones."""
+    try:
+        return _dt.from_numpy_dtype(np_dtype)
+    except TypeError:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only "
+                        f"supported types are: float64, float32, float16, complex64, complex128, "
+                        f"int64, int32, int16, int8, uint8, and bool.") from None
+
+
+def _leaf_dtype(x):
+    """The dtype PyTorch infers for one scalar of a nested sequence."""
+    if x.__class__ in _PY_SCALARS:
+        from ._kernels.meta.factory import scalar_dtype
+        return scalar_dtype(x)
+    if isinstance(x, np.generic):
+        return _numpy_dtype(x.dtype)
+    if isinstance(x, Tensor):
+        return x._dtype
+    if _is_sequence(x):  # a ragged leaf: its elements still decide the dtype
+        return _infer_dtype(_leaves(x, _sizes(x)))
+    if isinstance(x, str):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if isinstance(x, _PY_SCALARS):  # subclasses of Python numbers
+        from ._kernels.meta.factory import scalar_dtype
+        return scalar_dtype(x)
+    raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+
+def _infer_dtype(leaves, types=None):
+    if types is None:
+        types = {x.__class__ for x in leaves}
+    if types <= {bool}:
+        return _dt.bool_ if leaves else _dt.get_default_dtype()
+    if types <= {bool, int}:
+        return _dt.int64
+    if types <= {bool, int, float}:
+        return _dt.get_default_dtype()
+    if types <= {bool, int, float, complex}:
+        return _dt.default_complex_dtype()
+    result = None
+    for x in leaves:
+        d = _leaf_dtype(x)
+        result = d if result is None else promote_types(result, d)
+    return result
+
+
+def _scalar_of(x, target):
+    """A leaf as a value NumPy can store, with PyTorch's errors for what cannot be stored."""
+    if isinstance(x, Tensor):
+        if x.numel() != 1:
+            if x._dtype._category <= _dt.INTEGRAL:
+                raise TypeError("only integer tensors of a single element can be converted to an index")
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return x.item()
+    if isinstance(x, str):
+        raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if _is_sequence(x) or not isinstance(x, _NUMBER_TYPES):
+        name = type(x).__name__
+        if target._category <= _dt.INTEGRAL:
+            raise TypeError(f"'{name}' object cannot be interpreted as an integer")
+        raise TypeError(f"must be real number, not {name}")
+    if isinstance(x, complex) and not target.is_complex:
+        raise TypeError("must be real number, not complex")
+    return x
+
+
+def _checked_astype(arr, target):
+    """``arr`` (int64/float64/complex/bool work array) as ``target``: integer targets reject values
+    out of range as PyTorch does (unsigned ones wrap negatives down to -max)."""
+    if target._category == _dt.INTEGRAL and arr.dtype.kind in "iuf":
+        from ._kernels.meta.factory import LIMITS
+        lo, hi = LIMITS[target]
+        if arr.dtype.kind == "f":
+            bad = ~np.isfinite(arr) | (arr < lo) | (arr > hi)
+        else:
+            bad = (arr > hi) | (arr < (lo if target.is_signed else -hi))
+        if bad.any():
+            raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
+    with np.errstate(all="ignore"):
+        return arr.astype(target._np)
+
+
+def _data_to_array(data, dtype):
+    """A fresh NumPy array holding ``data`` (no Tensor), with PyTorch's inferred dtype."""
+    if isinstance(data, np.ndarray):
+        d = _numpy_dtype(data.dtype)
+        return np.array(data, dtype=(dtype or d)._np, copy=True)
+    if isinstance(data, np.generic):
+        d = _numpy_dtype(data.dtype)
+        return np.array(data, dtype=(dtype or d)._np)
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    sizes = _sizes(data)
+    if not sizes and not isinstance(data, _NUMBER_TYPES):
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
+    leaves = _leaves(data, sizes) if sizes else [data]
+    kinds = {x.__class__ for x in leaves}
+    target = dtype or _infer_dtype(leaves, kinds)
+    if kinds <= {bool, int, float} or (kinds <= {bool, int, float, complex} and target.is_complex):
+        values = leaves  # plain Python numbers: NumPy converts them in one call
+    else:
+        values = [_scalar_of(x, target) for x in leaves]
+        kinds = {v.__class__ for v in values}
+    work = (np.complex128 if target.is_complex else np.float64 if target.is_floating_point
+            else np.bool_ if target is _dt.bool_ else None)
+    if work is None:  # integer target: keep Python ints exact, floats as floats
+        work = np.float64 if kinds - {bool, int} else np.int64
+    try:
+        arr = np.array(values, dtype=work)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    return _checked_astype(arr, target).reshape(sizes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public constructors
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (nested sequences, scalars, arrays, tensors)."""
+    dtype = _to_dtype(dtype, "tensor")
+    dev = _target_device(device)
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                      "requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+        t = _copy(data.data, dtype, dev)
+    else:
+        t = wrap_array(_data_to_array(data, dtype))
+        if dev.type != "cpu":
+            t = _copy(t, None, dev)
+    return t.requires_grad_() if requires_grad else t
+
+
+def _copy(t, dtype, dev):
+    from ._ops.overload import ops
+    return ops.aten._to_copy.default._call(t, dtype, None, dev, None, False, None)
+
+
+def from_numpy(ndarray):
+    """A CPU tensor SHARING ``ndarray``'s memory: writes through either one show in the other."""
+    if not isinstance(ndarray, np.ndarray):
+        cls = type(ndarray)
+        name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+        raise TypeError(f"expected np.ndarray (got {name})")
+    dtype = _numpy_dtype(ndarray.dtype) if ndarray.dtype.isnative else None
+    if dtype is None:
+        raise ValueError("given numpy array has byte order different from the native byte order. "
+                         "Conversion between byte orders is currently not supported.")
+    isz = ndarray.itemsize
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    if any(s % isz for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    if not ndarray.flags.writeable:
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means writing to this tensor will result in "
+                      "undefined behavior. You may want to copy the array to protect its data or "
+                      "make it writable before converting it to a tensor. This type of warning "
+                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+    stride = tuple(s // isz for s in ndarray.strides)
+    if ndarray.size:
+        span = 1 + sum((n - 1) * s for n, s in zip(ndarray.shape, stride))
+        # a 1-d view from the first element to the last: the array's memory, not a copy
+        flat = np.lib.stride_tricks.as_strided(ndarray, shape=(span,), strides=(isz,))
+        storage = from_array(flat.view(np.uint8))
+    else:
+        storage = from_array(np.empty(0, np.uint8))
+    storage._resizable = False  # the memory belongs to NumPy
+    return make_tensor(storage, tuple(ndarray.shape), stride, 0, dtype, CPU)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory with a tensor or array when dtype and device allow."""
+    dtype = _to_dtype(dtype, "as_tensor")
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and ndarray_shareable(data):
+        t = from_numpy(data)
+        if (dtype is None or dtype is t._dtype) and _target_device(device) == CPU:
+            return t
+        return _copy(t, dtype, _target_device(device))
+    return tensor(data, dtype=dtype, device=device)
+
+
+def ndarray_shareable(a):
+    return (a.dtype.isnative and all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
+            and _dt._BY_NP.get(a.dtype) is not None)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """PyTorch's asarray: shares memory unless ``copy=True`` or a conversion needs one."""
+    dtype = _to_dtype(dtype, "asarray")
+    if copy:
+        t = obj.data if isinstance(obj, Tensor) else None
+        t = _copy(t, dtype, _target_device(device) if device is not None else t._device) \
+            if t is not None else tensor(obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+    return t.requires_grad_() if requires_grad else t
+
+
+# ---------------------------------------------------------------------------------------------
+# ember.Tensor(...): the legacy constructor
+
+def legacy_new(cls, args, device):
+    """``Tensor(*sizes)`` -> uninitialized default-dtype tensor; ``Tensor(sequence)`` -> data
+    converted to the default dtype; ``Tensor(tensor)`` -> an alias of it; ``Tensor()`` -> empty."""
+    from . import empty
+    if device is not None:
+        dev = _device(device)
+        if dev.type != "cpu":
+            raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                               f"{dev.type} was passed")
+    default = _dt.get_default_dtype()
+    if not args:
+        return empty(0, dtype=default)
+    first = args[0]
+    if len(args) == 1 and isinstance(first, Tensor):
+        return _alias(first, first._size, first._stride, first._offset)
+    from ._core.size import Size
+    if len(args) == 1 and not isinstance(first, Size) and (
+            _is_sequence(first) or isinstance(first, np.ndarray)):
+        return wrap_array(_data_to_array(first, default))
+    if len(args) == 1 and isinstance(first, Size):
+        args = tuple(first)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return empty(args, dtype=default)
+    raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor.to
+
+_TO_SIGNATURES = [
+    "(torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)",
+    "(torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)",
+    "(Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)",
+]
+_DTYPE_LIKE = (bool, int, float, complex)
+
+
+def _is_dtype(x):
+    return isinstance(x, _dt.dtype) or x in _DTYPE_LIKE
+
+
+def _parse_to(args, kwargs):
+    """(device, dtype, non_blocking, copy, memory_format) from any form of Tensor.to's arguments."""
+    args = list(args)
+    device = dtype = None
+    if args and isinstance(args[0], Tensor):
+        other = args.pop(0)
+        device, dtype = other._device, other._dtype
+    elif args and _is_dtype(args[0]):
+        dtype = args.pop(0)
+    elif args and (args[0] is None or isinstance(args[0], (str, _device, int))):
+        device = args.pop(0)
+        if args and _is_dtype(args[0]):
+            dtype = args.pop(0)
+    flags = {"non_blocking": False, "copy": False, "memory_format": None}
+    for name, v in zip(("non_blocking", "copy"), args):
+        flags[name] = v
+    if len(args) > 2 or not set(kwargs) <= {"device", "dtype", "non_blocking", "copy",
+                                            "memory_format"}:
+        raise TypeError
+    device = kwargs.get("device", device)
+    dtype = kwargs.get("dtype", dtype)
+    flags.update((k, v) for k, v in kwargs.items() if k in flags)
+    if not all(isinstance(flags[k], bool) for k in ("non_blocking", "copy")):
+        raise TypeError
+    return device, dtype, flags["non_blocking"], flags["copy"], flags["memory_format"]
+
+
+def tensor_to(self, *args, **kwargs):
+    """Every form of ``Tensor.to``; returns ``self`` when nothing would change, as PyTorch does."""
+    try:
+        device, dtype, non_blocking, copy, memory_format = _parse_to(args, kwargs)
+        dtype = _to_dtype(dtype, "to")
+        device = None if device is None else _device(device)
+    except TypeError:
+        from ._ops.bindings import invalid_combination
+        raise invalid_combination("to", _TO_SIGNATURES, args, kwargs) from None
+    if memory_format is None:
+        memory_format = preserve_format
+    if (not copy and (dtype is None or dtype is self._dtype)
+            and (device is None or device == self._device)
+            and memory_format in (preserve_format, _suggest_memory_format(self))):
+        return self
+    from ._ops.overload import ops
+    return ops.aten._to_copy.default._call(self, dtype, None, device, None, non_blocking,
+                                           memory_format)
+
+
+def _suggest_memory_format(t):
+    """PyTorch's suggest_memory_format: channels_last(_3d) for tensors strided that way, else
+    contiguous_format (whatever the actual strides: a transposed matrix suggests contiguous)."""
+    if len(t._size) in (4, 5) and not t.is_contiguous() and _st.is_channels_last(t._size, t._stride):
+        return channels_last if len(t._size) == 4 else channels_last_3d
+    return contiguous_format
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False):
+    """``Tensor.new_tensor``: ``tensor(data)`` with this tensor's dtype and device as defaults."""
+    return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
+                  requires_grad=requires_grad)
+
+
+Tensor.new_tensor = new_tensor  # hand-written in PyTorch too (python_variable_methods.cpp)
+
+
+# ---------------------------------------------------------------------------------------------
+# pickle
+
+def reduce_tensor(t):
+    """``__reduce_ex__`` of a tensor: its storage bytes (or byte count on meta) and its layout."""
+    s = t._storage
+    data = s.nbytes() if t._device.type == "meta" else bytes(s._data())
+    return (_rebuild_tensor, (data, t._dtype, tuple(t._size), tuple(t._stride), t._offset,
+                              t._device, t._requires_grad))
+
+
+def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):
+    if device.type == "meta":
+        storage = meta_storage(data)
+    else:
+        storage = from_array(np.frombuffer(data, np.uint8).copy(), device)
+    t = make_tensor(storage, size, stride, offset, dtype, device)
+    return t.requires_grad_() if requires_grad else t
+

@@ -153,7 +153,20 @@ def _parse_default(text, base):
     return text
 
 
+# PyTorch prints enum defaults by value: ScalarType (dtype=long -> 4) and MemoryFormat.
+_ENUM_DEFAULTS = {
+    "ScalarType": {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
+                   "float32": 6, "float64": 7, "complex64": 9, "complex128": 10, "bool": 11,
+                   "bfloat16": 15},
+    "MemoryFormat": {"contiguous_format": 0, "preserve_format": 1, "channels_last": 2,
+                     "channels_last_3d": 3},
+}
+
+
 def _fmt_default(v, arg):
+    if isinstance(v, float) or (arg.base == "float" and v.__class__ is int):
+        s = "%.17g" % v  # c10 prints doubles with 17 digits and marks integral ones with "."
+        return s + "." if s.lstrip("-").isdigit() else s
     if v is None:
         return "None"
     if v is True:
@@ -163,7 +176,9 @@ def _fmt_default(v, arg):
     if isinstance(v, tuple):
         return "[" + ", ".join(_fmt_default(x, arg) for x in v) + "]"
     if isinstance(v, str):
-        return v if arg.base in ("MemoryFormat", "ScalarType") else f'"{v}"'
+        if arg.base in _ENUM_DEFAULTS:
+            return str(_ENUM_DEFAULTS[arg.base].get(v, v))
+        return f'"{v}"'
     return repr(v)
 
 

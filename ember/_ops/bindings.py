@@ -168,11 +168,19 @@ def _candidates(overloads, method):
     funcs = [o for o in overloads if not _is_out(o._schema)]
     outs = [o for o in overloads if _is_out(o._schema)]
     # Scalar twins of Tensor overloads get no binding; the Tensor form accepts numbers instead.
-    keys = {_sig_key(o._schema, False): o for o in funcs}
+    # Overloads equal up to Scalar<->Tensor are twins; the one with the fewest Scalars is kept
+    # (add.Scalar's alpha is a Scalar too, so both sides are compared with Scalars as Tensors).
+    def n_scalars(o):
+        return sum(a.base == "Scalar" for a in o._schema.arguments)
+    keys = {}
+    for o in funcs:
+        k = _sig_key(o._schema, True)
+        if k not in keys or n_scalars(o) < n_scalars(keys[k]):
+            keys[k] = o
     kept, allow = [], set()
     for o in funcs:
-        twin = keys.get(_sig_key(o._schema, True))
-        if twin is not None and twin is not o and any(a.base == "Scalar" for a in o._schema.arguments):
+        twin = keys[_sig_key(o._schema, True)]
+        if twin is not o and n_scalars(o) > n_scalars(twin):
             allow.add(id(twin))
             continue
         kept.append(o)
@@ -275,14 +283,16 @@ def _gen(fname, cands, method):
     body = []
     for ci, c in enumerate(cands):
         sch = c.ov._schema
-        varargs = _varargs_param(sch, method) if single else None
+        varargs = _varargs_param(sch, method)
         params, call_args = _params(sch, method, c.out_ov, varargs)
         ns[f"_D{ci}"] = {i: default_value(a) for i, a in enumerate(sch.arguments) if a.has_default()}
         ns[f"_c{ci}"] = c.ov._call
         if c.out_ov is not None:
             ns[f"_o{ci}"] = c.out_ov._call
-        factory = not method and _FACTORY_ARGS <= {a.name for a in sch.arguments} \
-            and not any(a.base == "Tensor" for a in sch.arguments)
+        # factories take requires_grad= (PyTorch's Python binding adds it), *_like and new_* too
+        factory = _FACTORY_ARGS <= {a.name for a in sch.arguments} and (
+            not any(a.base == "Tensor" for a in sch.arguments)
+            or sch.name.endswith("_like") or sch.name.startswith("new_"))
         if factory:
             params.append("requires_grad=False")
         named = [r.name for r in sch.returns]
@@ -302,7 +312,7 @@ def _gen(fname, cands, method):
         if varargs is not None:
             v = call_args[sch.arguments.index(varargs)]
             params_src += ", **_kw"
-            conv.insert(0, f"{v} = _varargs({v}, _kw, {v!r})")
+            conv.insert(0, f"{v} = _varargs({v}, _kw, {v!r}, {single}, {fname!r})")
         args_src = ", ".join(call_args)
         call = f"_c{ci}({args_src})"
         if c.out_ov is not None:
@@ -352,14 +362,25 @@ def _binding_error(e):
     return depth <= 1
 
 
-def _varargs(v, kw, name):
+def _varargs(v, kw, name, single=True, fname="op"):
     if kw:
         if name in kw and not v and len(kw) == 1:
-            return int_list(kw[name])
-        raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
-    if len(v) == 1 and not is_int(v[0]):
-        return int_list(v[0])
-    return int_list(v)
+            v = (kw[name],)
+        elif not single:  # another overload may take this keyword (rand(2, generator=g))
+            raise NoMatch
+        else:
+            raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
+    try:
+        if len(v) == 1 and not is_int(v[0]):
+            return int_list(v[0])
+        return int_list(v)
+    except NoMatch:
+        if not single:
+            raise
+        bad = v[0] if len(v) == 1 else v
+        where = "" if kw else " (position 1)"  # PyTorch names the position only if positional
+        raise TypeError(f"{fname}(): argument '{name}'{where} must be tuple of ints, "
+                        f"not {_type_name(bad)}") from None
 
 
 def _out(call, args, out):

@@ -1,2 +1,35 @@
-"""composite/conversions kernels."""
-__all__ = []
+"""Copies that change layout, dtype or device: ``clone``, ``_to_copy`` (behind ``Tensor.to``)
+and ``contiguous``. Each allocates with ``empty``/``empty_strided`` on the target device and
+fills with ``copy_``, so one definition serves every pair of devices."""
+from ..._core import strides as _st
+from ..._ops.overload import ops
+
+__all__ = ["clone", "_to_copy", "contiguous"]
+
+
+def clone(self, memory_format=None):
+    from .factory import empty_like
+    r = empty_like(self, None, None, None, None, memory_format)
+    return ops.aten.copy_.default._call(r, self, False)
+
+
+def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    dtype = dtype or self._dtype
+    device = device or self._device
+    if memory_format is None or memory_format._name == "preserve_format":
+        stride = _st.suggest_memory_format_strides(self._size, self._stride)
+        r = ops.aten.empty_strided.default._call(self._size, stride, dtype, layout, device,
+                                                 pin_memory)
+    else:
+        r = ops.aten.empty.memory_format._call(self._size, dtype, layout, device, pin_memory,
+                                               memory_format)
+    return ops.aten.copy_.default._call(r, self, non_blocking)
+
+
+def contiguous(self, memory_format):
+    if memory_format._name == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if self.is_contiguous(memory_format):
+        return self
+    return clone(self, memory_format)

@@ -1,26 +1,32 @@
-"""CPU copy kernels: ``copy_`` (any strides, dtype conversion, host<-other device) and
-``_local_scalar_dense`` (``item()``)."""
+"""CPU copy kernels: ``copy_`` (broadcasting, any strides, dtype conversion, overlapping source
+and destination, host <- other device) and ``_local_scalar_dense`` (``item()``)."""
+import warnings
+
 import numpy as np
 
+from ..meta.rules import check_copy
 from ._util import nd
 
 __all__ = ["copy_", "_local_scalar_dense"]
 
 
 def copy_(self, src, non_blocking=False):
-    dst = nd(self)
     if src._device.type == "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    dst = nd(self)
     s = nd(src) if src._device.type == "cpu" else src._to_host_array()
-    if dst.shape != s.shape:
-        try:
-            s = np.broadcast_to(s, dst.shape)
-        except ValueError:
-            raise RuntimeError(f"The size of tensor a ({dst.shape}) must match the size of tensor b "
-                               f"({s.shape}) for copy_") from None
-    if np.may_share_memory(dst, s):
+    if s.shape != dst.shape:
+        check_copy(self, src)
+        s = np.broadcast_to(s, dst.shape)
+    if src._dtype.is_complex and not self._dtype.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=2)
+        s = s.real
+    if np.may_share_memory(dst, s):  # e.g. x[1:].copy_(x[:-1]): read everything before writing
         s = s.copy()
-    np.copyto(dst, s, casting="unsafe")
+    # float -> int of nan/inf is unspecified in PyTorch too; NumPy's warning would be noise
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(dst, s, casting="unsafe")
     return self
 
 

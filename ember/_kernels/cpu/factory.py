@@ -1,20 +1,95 @@
-"""CPU factory kernels: allocation of uninitialized tensors."""
-from ..._core import strides as _st
+"""CPU factory kernels: allocation (empty, empty_strided), constant tensors (zeros, ones, full,
+scalar_tensor), in-place fills (fill_, zero_) and resize_.
+
+Dtype inference and argument checks come from the meta rules (``meta/factory.py``) so both
+devices agree on every result's dtype and on every error.
+"""
+import numpy as np
+
 from ..._core.device import CPU
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
+from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
+from ._util import nd, wrap
+from .copy import copy_
 
-__all__ = ["empty_memory_format", "empty_strided"]
+__all__ = ["empty_memory_format", "empty_strided", "zeros", "ones", "full", "scalar_tensor",
+           "fill_Scalar", "fill_Tensor", "zero_", "resize_"]
 
 
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
-    dtype = dtype or get_default_dtype()
-    stride = None
-    if memory_format is not None and memory_format._name == "channels_last":
-        stride = _st.channels_last_strides(tuple(size))
-    return empty_tensor(size, dtype, device or CPU, stride)
+    stride = None if memory_format is None else memory_format_strides(size, memory_format)
+    return empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     return empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
+
+
+def _constant(size, dtype, maker):
+    size = tuple(size)
+    check_size(size)
+    return wrap(maker(size, dtype._np))
+
+
+def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):
+    if any(s < 0 for s in size):  # ATen's CPU zeros checks before allocating, in its own words
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
+    return _constant(size, dtype or get_default_dtype(), np.zeros)
+
+
+def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _constant(size, dtype or get_default_dtype(), np.ones)
+
+
+def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = dtype or scalar_dtype(fill_value)
+    check_fits(fill_value, dtype)
+    return _constant(size, dtype, lambda shape, npd: np.full(shape, _cast(fill_value, dtype), npd))
+
+
+def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = dtype or get_default_dtype()
+    check_fits(s, dtype)
+    return wrap(np.array(_cast(s, dtype), dtype._np))
+
+
+def _cast(value, dtype):
+    """A checked Python number as the value NumPy should store: real part for real dtypes,
+    truth for bool, truncation for integers, two's-complement wrap for unsigned."""
+    if isinstance(value, complex) and not dtype.is_complex:
+        value = value.real
+    if dtype.is_floating_point or dtype.is_complex or dtype._np.kind == "b":
+        return value
+    value = int(value)
+    if value < 0 and not dtype.is_signed:
+        value += 1 << (8 * dtype.itemsize)
+    return value
+
+
+def fill_Scalar(self, value):
+    check_fits(value, self._dtype)
+    nd(self)[...] = _cast(value, self._dtype)
+    return self
+
+
+def fill_Tensor(self, value):
+    if not hasattr(value, "_keyset"):  # the binding passes numbers to the Tensor overload
+        return fill_Scalar(self, value)
+    if value._size:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{len(value._size)} dimensions.")
+    return copy_(self, value)
+
+
+def zero_(self):
+    nd(self)[...] = 0
+    return self
+
+
+def resize_(self, size, memory_format=None):
+    if memory_format is not None:
+        memory_format_strides(size, memory_format)  # PyTorch's rank check for channels_last
+    self._resize_metadata(size, memory_format)
+    return self

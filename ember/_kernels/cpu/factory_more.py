@@ -1,2 +1,64 @@
-"""cpu/factory_more kernels."""
-__all__ = []
+"""CPU kernels for ranges and the identity: arange (three overloads), linspace, eye.
+
+Values are computed as PyTorch's CPU kernels compute them: arange as ``start + i * step`` in the
+accumulation type (int64 or double), linspace symmetrically from both ends so the last value is
+exactly ``end``.
+"""
+import numpy as np
+
+from ..._core.dtype import get_default_dtype
+from ..meta.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
+from ._util import wrap
+
+__all__ = ["arange", "arange_start", "arange_start_step", "linspace", "eye", "eye_m"]
+
+
+def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = arange_dtype(start, end, step, dtype)
+    xs, xst, n = arange_params(start, end, step, dtype)
+    acc = np.int64 if isinstance(xs, int) else np.float64
+    values = np.arange(n, dtype=acc)
+    values *= xst
+    values += xs
+    return wrap(values.astype(dtype._np, copy=False))
+
+
+def arange(end, dtype=None, layout=None, device=None, pin_memory=None):
+    return arange_start_step(0, end, 1, dtype)
+
+
+def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=None):
+    return arange_start_step(start, end, 1, dtype)
+
+
+def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
+    check_steps(steps)
+    dtype = linspace_dtype(start, end, dtype)
+    # step in the result type for floating dtypes, in double for integral ones (as ATen does)
+    if dtype.is_complex:
+        work = dtype._np
+    elif dtype.is_floating_point:
+        work = dtype._np if dtype.itemsize >= 4 else np.float32
+    else:
+        work = np.float64
+        start, end = int(start), int(end)
+    a, b = np.array(start, work), np.array(end, work)
+    if steps == 1:
+        return wrap(np.full(1, start, dtype._np))
+    step = (b - a) / np.array(steps - 1, work)
+    idx = np.arange(steps)
+    half = steps // 2
+    out = np.empty(steps, work)
+    out[:half] = a + step * idx[:half].astype(work)
+    out[half:] = b - step * (steps - idx[half:] - 1).astype(work)
+    return wrap(out.astype(dtype._np, copy=False))
+
+
+def eye_m(n, m, dtype=None, layout=None, device=None, pin_memory=None):
+    check_eye(n, m)
+    return wrap(np.eye(n, m, dtype=(dtype or get_default_dtype())._np))
+
+
+def eye(n, dtype=None, layout=None, device=None, pin_memory=None):
+    return eye_m(n, n, dtype)
+

@@ -2,18 +2,16 @@
 from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
-from ..._core.promotion import result_type_of
 from ..._tensor import empty_tensor
 
-__all__ = ["meta_empty_memory_format", "meta_empty_strided", "meta_copy_", "meta_binary",
+__all__ = ["meta_empty_memory_format", "meta_empty_strided", "meta_copy_", "check_copy",
            "meta_local_scalar_dense"]
 
 
 def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                              memory_format=None):
-    stride = None
-    if memory_format is not None and memory_format._name == "channels_last":
-        stride = _st.channels_last_strides(tuple(size))
+    from .factory import memory_format_strides
+    stride = None if memory_format is None else memory_format_strides(size, memory_format)
     return empty_tensor(size, dtype or get_default_dtype(), META, stride)
 
 
@@ -21,20 +19,21 @@ def meta_empty_strided(size, stride, dtype=None, layout=None, device=None, pin_m
     return empty_tensor(size, dtype or get_default_dtype(), META, tuple(stride))
 
 
+def check_copy(self, src):
+    """copy_ broadcasts src to self's shape, never the other way round."""
+    shape = _st.broadcast_shapes(self._size, src._size)
+    if shape != tuple(self._size):
+        raise RuntimeError(f"output with shape [{', '.join(map(str, self._size))}] doesn't match "
+                           f"the broadcast shape [{', '.join(map(str, shape))}]")
+
+
 def meta_copy_(self, src, non_blocking=False):
-    _st.broadcast_shapes(self._size, src._size)
+    # A copy between a meta and a CPU tensor lands here (Meta is the highest backend key).
+    if self._device.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    check_copy(self, src)
     return self
 
 
 def meta_local_scalar_dense(self):
     raise RuntimeError("Tensor.item() cannot be called on meta tensors")
-
-
-def shape_of(x):
-    return getattr(x, "_size", ())
-
-
-def meta_binary(self, other, *args):
-    """Broadcast shape and promoted dtype of a pointwise binary op."""
-    shape = _st.broadcast_shapes(self._size, shape_of(other))
-    return empty_tensor(shape, result_type_of((self, other)), META)
