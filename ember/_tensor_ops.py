@@ -1,50 +1,143 @@
 """Python operators on Tensor (``+``, ``-``, ``@``, ``==``, ``+=`` ...), each mapped to the aten
-overload PyTorch calls for it. A right-hand operand that is neither a Tensor nor a number makes
-the operator return NotImplemented, so Python can try the other operand."""
+overload PyTorch calls for it. An operand that is neither a Tensor nor a number makes the operator
+return NotImplemented, so Python can try the other operand.
+
+Where PyTorch picks a different overload for a Python-number operand (``a == 1`` is
+``aten::eq.Scalar``, ``a ** 2`` is ``aten::pow.Tensor_Scalar``) the table names both.
+"""
 import numbers
 
-from ._ops.overload import ops
+from . import overrides as _overrides
+from ._ops.overload import default_value, ops
 from ._tensor import Tensor
 
-_FAST = {int, float, bool, complex}
+_NUMBERS = frozenset((int, float, bool, complex))
 
+# operator -> (tensor-operand overload, number-operand overload or None for the same one,
+#              how the operands are passed: "self" = op(self, other), "swap" = op(other, self))
+BINARY = {
+    "__add__": ("add.Tensor", None, "self"),
+    "__radd__": ("add.Tensor", None, "self"),
+    "__iadd__": ("add_.Tensor", None, "self"),
+    "__sub__": ("sub.Tensor", None, "self"),
+    "__rsub__": ("rsub.Tensor", "rsub.Scalar", "self"),
+    "__isub__": ("sub_.Tensor", None, "self"),
+    "__mul__": ("mul.Tensor", None, "self"),
+    "__rmul__": ("mul.Tensor", None, "self"),
+    "__imul__": ("mul_.Tensor", None, "self"),
+    "__truediv__": ("div.Tensor", None, "self"),
+    "__itruediv__": ("div_.Tensor", None, "self"),
+    "__floordiv__": ("floor_divide.default", None, "self"),
+    "__rfloordiv__": ("floor_divide.default", None, "swap"),
+    "__ifloordiv__": ("floor_divide_.Tensor", None, "self"),
+    "__mod__": ("remainder.Tensor", "remainder.Scalar", "self"),
+    "__rmod__": ("remainder.Tensor", "remainder.Scalar_Tensor", "swap"),
+    "__imod__": ("remainder_.Tensor", "remainder_.Scalar", "self"),
+    "__pow__": ("pow.Tensor_Tensor", "pow.Tensor_Scalar", "self"),
+    "__rpow__": ("pow.Tensor_Tensor", "pow.Scalar", "swap"),
+    "__ipow__": ("pow_.Tensor", "pow_.Scalar", "self"),
+    "__matmul__": ("matmul.default", False, "self"),
+    "__rmatmul__": ("matmul.default", False, "swap"),
+    "__and__": ("bitwise_and.Tensor", "bitwise_and.Scalar", "self"),
+    "__rand__": ("bitwise_and.Tensor", "bitwise_and.Scalar", "self"),
+    "__iand__": ("bitwise_and_.Tensor", "bitwise_and_.Scalar", "self"),
+    "__or__": ("bitwise_or.Tensor", "bitwise_or.Scalar", "self"),
+    "__ror__": ("bitwise_or.Tensor", "bitwise_or.Scalar", "self"),
+    "__ior__": ("bitwise_or_.Tensor", "bitwise_or_.Scalar", "self"),
+    "__xor__": ("bitwise_xor.Tensor", "bitwise_xor.Scalar", "self"),
+    "__rxor__": ("bitwise_xor.Tensor", "bitwise_xor.Scalar", "self"),
+    "__ixor__": ("bitwise_xor_.Tensor", "bitwise_xor_.Scalar", "self"),
+    "__eq__": ("eq.Tensor", "eq.Scalar", "self"),
+    "__ne__": ("ne.Tensor", "ne.Scalar", "self"),
+    "__lt__": ("lt.Tensor", "lt.Scalar", "self"),
+    "__le__": ("le.Tensor", "le.Scalar", "self"),
+    "__gt__": ("gt.Tensor", "gt.Scalar", "self"),
+    "__ge__": ("ge.Tensor", "ge.Scalar", "self"),
+}
 
-def _ok(other):
-    return other.__class__ in _FAST or isinstance(other, (Tensor, numbers.Number))
-
-
-def _binary(overload, extra=()):
-    call = overload._call
-
-    def fn(self, other):
-        if other.__class__ not in _FAST and not isinstance(other, (Tensor, numbers.Number)):
-            return NotImplemented
-        return call(self, other, *extra)
-    return fn
-
-
-def _reflected(overload, extra=()):
-    call = overload._call
-
-    def fn(self, other):
-        if not _ok(other):
-            return NotImplemented
-        return call(other, self, *extra)
-    return fn
-
-
-# Python operator -> (aten packet name, overload, extra positional args, reflected?)
-_TABLE = {
-    "__add__": ("add", "Tensor", (1,), False),
-    "__radd__": ("add", "Tensor", (1,), False),
-    "__iadd__": ("add_", "Tensor", (1,), False),
+UNARY = {
+    "__neg__": "neg.default",
+    "__pos__": "positive.default",
+    "__abs__": "abs.default",
 }
 
 
+def _overload(qualname):
+    name, _, ov = qualname.partition(".")
+    return getattr(getattr(ops.aten, name), ov)
+
+
+def _is_number(x):
+    return x.__class__ in _NUMBERS or (isinstance(x, numbers.Number) and not isinstance(x, Tensor))
+
+
+def _args(qualname, prefix, first, second):
+    """Source of the positional arguments of a call to ``qualname`` (the dispatcher takes every
+    argument positionally: ``add.Tensor(a, b, 1)``) and the namespace holding its defaults."""
+    schema = _overload(qualname)._schema
+    ns = {f"{prefix}{i}": default_value(a) for i, a in enumerate(schema.arguments[2:])}
+    return ", ".join([first, second, *ns]), ns
+
+
+def _binary(tensor_qualname, number_qualname, order, dunder=None):
+    """``op(self, other)`` for a binary operator, generated so the hot path is one type check
+    and one dispatcher call. number_qualname: the overload for a Python-number operand (None:
+    the tensor overload takes numbers too; False: numbers are not accepted)."""
+    first, second = ("self", "other") if order == "self" else ("other", "self")
+    t_args, ns = _args(tensor_qualname, "_t", first, second)
+    ns.update(_on_tensor=_overload(tensor_qualname)._call, Tensor=Tensor, _is_number=_is_number,
+              _NUMBERS=_NUMBERS, _TF_ON=_overrides._TF_ON, _tf_check=_overrides._check,
+              _tf_op=_overrides._dispatch_operator)
+    method = tensor_qualname.partition(".")[0]
+    src = ["def op(self, other):",
+           f"    if _TF_ON and _tf_check((self, other)): return _tf_op({dunder!r}, {method!r}, self, other)",
+           "    if other.__class__ is Tensor or isinstance(other, Tensor):",
+           f"        return _on_tensor({t_args})"]
+    if number_qualname is not False:
+        n_qualname = number_qualname or tensor_qualname
+        n_args, n_ns = _args(n_qualname, "_n", first, second)
+        ns.update(n_ns, _on_number=_overload(n_qualname)._call)
+        src += ["    if other.__class__ in _NUMBERS or _is_number(other):",
+                f"        return _on_number({n_args})"]
+    src.append("    return NotImplemented")
+    exec(compile("\n".join(src) + "\n", f"<operator {tensor_qualname}>", "exec"), ns)
+    return ns["op"]
+
+
+def _rtruediv(self, other):
+    # PyTorch computes ``number / tensor`` as ``reciprocal(tensor) * number``
+    if _overrides._TF_ON and _overrides._check((self, other)):
+        return _overrides._dispatch_operator("__rtruediv__", None, self, other)
+    if not _is_number(other):
+        return NotImplemented
+    return ops.aten.mul.Tensor._call(ops.aten.reciprocal.default._call(self), other)
+
+
+def _invert(self):
+    # PyTorch checks the dtype in Python, before any kernel: a TypeError, not a kernel error
+    if self._dtype.is_floating_point or self._dtype.is_complex:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return ops.aten.bitwise_not.default._call(self)
+
+
+def _unary(qualname):
+    call = _overload(qualname)._call
+    method = qualname.partition(".")[0]
+
+    def op(self):
+        if _overrides._TF_ON and _overrides._check((self,)):
+            return _overrides._dispatch_operator(None, method, self)
+        return call(self)
+    return op
+
+
 def install():
-    for dunder, (name, ov, extra, reflected) in _TABLE.items():
-        packet = getattr(ops.aten, name, None)
-        if packet is None or ov not in packet._overloads:
-            continue
-        overload = getattr(packet, ov)
-        setattr(Tensor, dunder, (_reflected if reflected else _binary)(overload, extra))
+    for dunder, (on_tensor, on_number, order) in BINARY.items():
+        setattr(Tensor, dunder, _binary(on_tensor, on_number, order, dunder))
+    Tensor.__rtruediv__ = _rtruediv
+    Tensor.__invert__ = _invert
+    for dunder, qualname in UNARY.items():
+        setattr(Tensor, dunder, _unary(qualname))
+    # ``==`` returns a tensor; Tensor.__hash__ (defined in _tensor.py) stays identity-based, as
+    # PyTorch's, so tensors remain usable as dict keys.

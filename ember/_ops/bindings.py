@@ -17,6 +17,7 @@ import operator
 
 from .._core import dtype as _dt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
+from .. import overrides as _overrides
 from .overload import default_value, ops, py_name
 
 _declared = []  # (qualname-without-ns, variants)
@@ -320,6 +321,9 @@ def _gen(fname, cands, method):
         if f"_rt{ci}" in ns:
             call = f"_rt{ci}(*{call})"
         fn_lines = [f"def _b{ci}({params_src}):"]
+        if single:
+            fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
+                                                          c.out_ov is not None, factory, ns))
         fn_lines += ["    " + ln for ln in conv]
         if factory:
             fn_lines.append(f"    r = {call}")
@@ -338,9 +342,61 @@ def _gen(fname, cands, method):
             f"    try:\n        return _b{ci}({self_p}*args, **kwargs)\n"
             f"    except (_NoMatch, TypeError) as e:\n        if not _binding_error(e): raise"
             for ci in range(len(cands)))
-        src += (f"def {fname}({self_p}*args, **kwargs):\n{tries}\n"
+        tf_args = "(self,) + args" if method else "args"
+        src += (f"def {fname}({self_p}*args, **kwargs):\n"
+                f"    if _TF_ON and _tf_check({tf_args} + tuple(kwargs.values())):\n"
+                f"        return _tf_bound({fname}, {tf_args}, kwargs)\n{tries}\n"
                 f"    raise _invalid({fname!r}, _SIGS, args, kwargs)\n")
     return src, ns
+
+
+_NODEFAULT = object()
+
+
+def _torch_function_line(sch, method, call_args, varargs, ci, has_out, factory, ns):
+    """The first line of a binding: hand the call to ``__torch_function__`` when a Tensor
+    subclass or a TorchFunctionMode asks for it. With neither in the process, ``_TF_ON`` is an
+    empty list and this line costs one global lookup."""
+    tensors, pos, pos_defaults, kw_names, kw_vals, kw_defaults = [], [], [], [], [], []
+    for i, (a, var) in enumerate(zip(sch.arguments, call_args)):
+        if a.base == "Tensor":
+            tensors.append(var)
+        default = f"_D{ci}[{i}]" if a.has_default() else "_NODEF"
+        if a is varargs:
+            pos.append(f"*{var}")
+            continue
+        if a.kwarg_only:
+            kw_names.append(repr(a.name))
+            kw_vals.append(var)
+            kw_defaults.append(default)
+        else:
+            pos.append(var)
+            pos_defaults.append(default)
+    for extra, default in (("out", "None"), ("requires_grad", "False")):
+        if extra == "out" and has_out or extra == "requires_grad" and factory:
+            kw_names.append(repr(extra))
+            kw_vals.append(extra)
+            kw_defaults.append(default)
+            if extra == "out":
+                tensors.append("out")
+    if varargs is not None:
+        pos_defaults = ["_NODEF"] * len(pos)  # keep every vararg
+        kw_names.append("*_kw")
+        kw_vals.append("*_kw.values()")
+        kw_defaults.append("*[_NODEF] * len(_kw)")
+    if not tensors:
+        tensors = ["*(" + ", ".join(pos + kw_vals) + ",)"] if pos or kw_vals else []
+
+    def tup(items):
+        return "(" + ", ".join(items) + ("," if items else "") + ")"
+    if varargs is not None:
+        pos_src = "(" + ", ".join(pos) + ("," if len(pos) == 1 else "") + ")"
+        pos_defaults_src = f"(_NODEF,) * len({pos_src})"
+    else:
+        pos_src, pos_defaults_src = tup(pos), tup(pos_defaults)
+    ns["_NODEF"] = _NODEFAULT
+    return (f"if _TF_ON and _tf_check({tup(tensors)}): return _tf_named(_b{ci}, {pos_src}, "
+            f"{pos_defaults_src}, ({tup(kw_names)}, {tup(kw_vals)}), {tup(kw_defaults)})")
 
 
 def _bad_factory(fname, sigs, method):
@@ -414,7 +470,9 @@ def generate(tensor_cls):
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
-              "_varargs": _varargs, "_binding_error": _binding_error}
+              "_varargs": _varargs, "_binding_error": _binding_error,
+              "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
+              "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
     for base, items in by_name.items():
         packet = getattr(ops.aten, base)
         all_ovs = [getattr(packet, ov) for ov, _ in items]

@@ -8,3 +8,4 @@ from .pointwise import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .amp import *  # noqa: F401,F403

@@ -1,34 +1,502 @@
-"""CPU pointwise kernels."""
+"""CPU pointwise kernels, generated from two tables: ``BINARY`` and ``UNARY``.
+
+Each row names the NumPy function that computes the op and its dtype rule (how PyTorch picks the
+result dtype from the operands' dtypes). Every overload of an op (``add.Tensor``, ``add.Scalar``,
+the in-place ``add_.Tensor`` ...) is generated from its row, so an op is defined exactly once.
+The rules and the operand checks are shared with the Meta kernels (``meta/pointwise.py``).
+
+Operands may be Python numbers ("wrapped numbers"): they take part in type promotion weakly
+(``result_type_of``) and are converted to the computation dtype before NumPy sees them, so NumPy's
+own promotion never decides a dtype. In-place kernels check the broadcast shape and castability
+first, then let NumPy write straight into ``self``; a failing call leaves ``self`` untouched.
+"""
 import numpy as np
 
-from ..._core.promotion import result_type_of
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..._core.promotion import can_cast, result_type_of
+from ..._tensor import Tensor
 from ._util import nd, wrap
 
-__all__ = ["add_Tensor", "add__Tensor"]
+# ---------------------------------------------------------------------------------------------
+# dtype rules: operands -> result dtype. The computation runs in the promoted dtype, except
+# where the rule says otherwise (comparisons compute in the promoted dtype and return bool).
+
+PROMOTE = "promote"        # PyTorch's result_type
+INT_TO_FLOAT = "float"     # result_type, integral/bool promoted to the default float dtype
+COMPARE = "compare"        # computed in result_type, result bool
+LOGICAL = "logical"        # result bool, inputs of any dtype
+INTEGRAL = "integral"      # result_type, which must be integral or bool (bitwise ops)
+SAME = "same"              # unary: the input's dtype
 
 
-def binary_dtype(a, b):
-    """PyTorch's result dtype for two operands, with the common same-dtype case first."""
-    bd = getattr(b, "_dtype", None)
-    if bd is a._dtype:
-        return bd
-    if bd is None and a._size and a._dtype.is_floating_point and b.__class__ in (int, float):
-        return a._dtype
-    return result_type_of((a, b))
+def result_dtype(rule, operands):
+    """(computation dtype, result dtype) of a pointwise op under ``rule``."""
+    if rule == SAME:
+        dt = operands[0]._dtype
+        return dt, dt
+    dt = result_type_of(operands)
+    if rule == PROMOTE or rule == INTEGRAL:
+        return dt, dt
+    if rule == INT_TO_FLOAT:
+        if dt._category < D.FLOATING:
+            dt = D.get_default_dtype()
+        return dt, dt
+    if rule == COMPARE:
+        return dt, D.bool_
+    return None, D.bool_  # LOGICAL
+
+
+# ---------------------------------------------------------------------------------------------
+# Operand checks (dtype-level, so the Meta kernels raise the same errors). Each receives the op
+# name, the operands and the computation dtype.
+
+def _not_implemented(name, dt):
+    return NotImplementedError(f'"{name}_cpu" not implemented for \'{dt._short}\'')
+
+
+def _is_bool(x):
+    return getattr(x, "_dtype", None) is D.bool_ or x.__class__ is bool
+
+
+def check_sub(name, operands, dt):
+    self, other = operands[0], operands[1]
+    if _is_bool(self) and _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(self) or _is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def check_integral(name, operands, dt):
+    if dt._category > D.INTEGRAL:
+        raise _not_implemented(name, dt)
+
+
+def no_bool(kernel):
+    """Check for ops PyTorch has no bool kernel for (named as its dtype-dispatch error does)."""
+    def check(name, operands, dt):
+        if dt is D.bool_:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    return check
+
+
+def check_pow(name, operands, dt):
+    e = operands[1]
+    # PyTorch answers x ** 0 and x ** 1 (Python numbers) before dispatching on dtype
+    if not (e.__class__ in (int, float, bool) and e in (0, 1)):
+        no_bool("pow")(name, operands, dt)
+    # only a Python-number exponent is checked; PyTorch lets tensor exponents through
+    if dt._category <= D.INTEGRAL and e.__class__ is int and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def check_not_bool(message):
+    def check(name, operands, dt):
+        if dt is D.bool_:
+            raise RuntimeError(message)
+    return check
+
+
+def check_abs(name, operands, dt):
+    if dt is D.bool_:
+        raise _not_implemented(name, dt)
+
+
+def check_alpha(dt, alpha):
+    """add/sub/rsub's alpha must fit the result dtype (PyTorch's alpha_check)."""
+    if alpha.__class__ is bool and dt is not D.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt._category <= D.INTEGRAL and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+
+
+ROUNDING_MODES = (None, "trunc", "floor")
+
+
+def check_rounding_mode(mode):
+    if mode not in ROUNDING_MODES:
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{mode}'")
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy functions for ops NumPy has no exact ufunc for. Inputs arrive in the computation dtype.
+
+def _check_int_divisor(b, dt):
+    if dt._category <= D.INTEGRAL and not np.all(b):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def floor_divide(a, b, dt):
+    _check_int_divisor(b, dt)
+    return np.floor_divide(a, b)
+
+
+def remainder(a, b, dt):
+    _check_int_divisor(b, dt)
+    return np.remainder(a, b)
+
+
+def trunc_divide(a, b, dt):
+    if dt._category <= D.INTEGRAL:
+        _check_int_divisor(b, dt)
+        q = np.floor_divide(a, b)
+        # floor and trunc differ where the exact quotient is negative and not whole
+        fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        return q + fix.astype(q.dtype)
+    return np.trunc(np.true_divide(a, b))
+
+
+def power(a, b, dt):
+    if dt._category > D.INTEGRAL or np.all(np.asarray(b) >= 0):
+        return np.power(a, b)
+    # integer ** negative integer: 1 for base 1, +-1 for base -1, 0 otherwise (C integer pow)
+    r = np.power(a, np.maximum(b, 0))
+    neg = b < 0
+    odd = np.remainder(b, 2) != 0
+    ones = np.ones_like(r)
+    small = np.where(a == 1, ones, np.where(a == -1, np.where(odd, -ones, ones), 0 * ones))
+    return np.where(neg, small, r)
+
+
+def sigmoid(x, dt):
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def relu(x, dt):
+    return np.maximum(x, x.dtype.type(0))
+
+
+def _ufunc(f):
+    """Adapt a NumPy ufunc to the (arrays..., dt) convention of the functions above."""
+    def fn(*args):
+        return f(*args[:-1])
+    fn.ufunc = f
+    return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables: op name -> (numpy function, dtype rule, operand check or None).
+
+BINARY = {
+    "add": (_ufunc(np.add), PROMOTE, None),
+    "sub": (_ufunc(np.subtract), PROMOTE, check_sub),
+    "mul": (_ufunc(np.multiply), PROMOTE, None),
+    "div": (_ufunc(np.true_divide), INT_TO_FLOAT, None),
+    "div_trunc": (trunc_divide, PROMOTE, no_bool("div_trunc_cpu")),
+    "div_floor": (floor_divide, PROMOTE, no_bool("div_floor_cpu")),
+    "floor_divide": (floor_divide, PROMOTE, no_bool("div_floor_cpu")),
+    "remainder": (remainder, PROMOTE, no_bool("remainder_cpu")),
+    "pow": (power, PROMOTE, check_pow),
+    "eq": (_ufunc(np.equal), COMPARE, None),
+    "ne": (_ufunc(np.not_equal), COMPARE, None),
+    "lt": (_ufunc(np.less), COMPARE, None),
+    "le": (_ufunc(np.less_equal), COMPARE, None),
+    "gt": (_ufunc(np.greater), COMPARE, None),
+    "ge": (_ufunc(np.greater_equal), COMPARE, None),
+    "logical_and": (_ufunc(np.logical_and), LOGICAL, None),
+    "logical_or": (_ufunc(np.logical_or), LOGICAL, None),
+    "logical_xor": (_ufunc(np.logical_xor), LOGICAL, None),
+    "bitwise_and": (_ufunc(np.bitwise_and), INTEGRAL, check_integral),
+    "bitwise_or": (_ufunc(np.bitwise_or), INTEGRAL, check_integral),
+    "bitwise_xor": (_ufunc(np.bitwise_xor), INTEGRAL, check_integral),
+    "maximum": (_ufunc(np.maximum), PROMOTE, None),
+    "minimum": (_ufunc(np.minimum), PROMOTE, None),
+}
+
+UNARY = {
+    "neg": (_ufunc(np.negative), SAME, check_not_bool(
+        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+        "invert a mask, use the `~` or `logical_not()` operator instead.")),
+    "abs": (_ufunc(np.abs), SAME, check_abs),
+    "relu": (relu, SAME, check_not_bool("Boolean inputs not supported for relu")),
+    "exp": (_ufunc(np.exp), INT_TO_FLOAT, None),
+    "log": (_ufunc(np.log), INT_TO_FLOAT, None),
+    "sqrt": (_ufunc(np.sqrt), INT_TO_FLOAT, None),
+    "sin": (_ufunc(np.sin), INT_TO_FLOAT, None),
+    "cos": (_ufunc(np.cos), INT_TO_FLOAT, None),
+    "tanh": (_ufunc(np.tanh), INT_TO_FLOAT, None),
+    "sigmoid": (sigmoid, INT_TO_FLOAT, None),
+    "reciprocal": (_ufunc(np.reciprocal), INT_TO_FLOAT, None),
+    "logical_not": (_ufunc(np.logical_not), LOGICAL, None),
+    "bitwise_not": (_ufunc(np.invert), INTEGRAL, check_integral),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Operand conversion and the shared evaluation path.
+
+def as_array(x, dt):
+    """Operand ``x`` (tensor or Python number) as a NumPy array/scalar of dtype ``dt``."""
+    if x.__class__ is Tensor or hasattr(x, "_keyset"):
+        a = nd(x)
+        return a if x._dtype is dt else a.astype(dt._np)
+    # a wrapped number converts like PyTorch's scalar-to-dtype cast (ints wrap around)
+    return np.asarray(x).astype(dt._np)
+
+
+def _arrays(operands, cdt):
+    if cdt is None:  # logical ops: truth values of operands of any dtype
+        return [nd(x) != 0 if hasattr(x, "_keyset") else bool(x) for x in operands]
+    return [as_array(x, cdt) for x in operands]
+
+
+def _quiet():
+    """PyTorch computes 1/0, overflow and NaN silently; NumPy would warn."""
+    return np.errstate(all="ignore")
+
+
+def _prepare(name, operands, alpha, out=None):
+    """Row, dtypes and NumPy operands of an op (after its checks, and the in-place checks
+    against ``out``); ``alpha`` scales the last operand in the computation dtype (add/sub)."""
+    fn, rule, check = BINARY[name] if len(operands) == 2 else UNARY[name]
+    cdt, rdt = result_dtype(rule, operands)
+    check_operands(name, operands, check, cdt, rdt, out)
+    arrays = _arrays(operands, cdt)
+    if alpha is not None:
+        check_alpha(cdt, alpha)
+        if not (alpha == 1 and alpha.__class__ is int):
+            arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt))
+    return fn, cdt, rdt, arrays
+
+
+def check_operands(name, operands, check, cdt, rdt, out=None):
+    """PyTorch's order: broadcast errors, then (in-place) the output's shape and castability,
+    then the op's own dtype check (which runs when the kernel dispatches on dtype)."""
+    if len(operands) > 1:
+        sizes = [x._size for x in operands if hasattr(x, "_keyset")]
+        if any(sz != sizes[0] for sz in sizes):
+            _st.broadcast_shapes(*sizes)
+    if out is not None:
+        check_inplace(out, operands, rdt)
+    if check is not None:
+        check(name, operands, cdt if cdt is not None else rdt)
+
+
+def _broadcast_error(operands, err):
+    """NumPy's broadcast ValueError as PyTorch's RuntimeError (naming the mismatched sizes)."""
+    _st.broadcast_shapes(*[getattr(x, "_size", ()) for x in operands])
+    raise err
+
+
+def evaluate(name, *operands, alpha=None):
+    """Run BINARY/UNARY[name] on tensors/numbers; returns (result array, result dtype)."""
+    fn, cdt, rdt, arrays = _prepare(name, operands, alpha)
+    try:
+        with _quiet():
+            r = fn(*arrays, cdt)
+    except ValueError as e:
+        _broadcast_error(operands, e)
+    if getattr(r, "dtype", None) != rdt._np:
+        r = np.asarray(r).astype(rdt._np)
+    return r, rdt
+
+
+def _fmt(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def check_inplace(self, operands, rdt):
+    """PyTorch's in-place checks: the broadcast must keep self's shape; the result must cast."""
+    shape = _st.broadcast_shapes(*[getattr(x, "_size", ()) for x in operands])
+    if shape != self._size:
+        raise RuntimeError(f"output with shape {_fmt(self._size)} doesn't match the broadcast "
+                           f"shape {_fmt(shape)}")
+    if not can_cast(rdt, self._dtype):
+        raise RuntimeError(f"result type {rdt._short} can't be cast to the desired output type "
+                           f"{self._dtype._short}")
+
+
+def evaluate_into(name, self, *operands, alpha=None):
+    """In-place form of :func:`evaluate`: checks first, then writes into ``self``."""
+    fn, cdt, rdt, arrays = _prepare(name, operands, alpha, self)
+    dst = nd(self)
+    uf = getattr(fn, "ufunc", None)
+    with _quiet():
+        if uf is not None:
+            uf(*arrays, out=dst, casting="unsafe")
+        else:
+            np.copyto(dst, fn(*arrays, cdt), casting="unsafe")
+    return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels. The same-dtype tensor/tensor case of add/sub/mul skips promotion (and NumPy's
+# error-state context, which costs more than the addition): it is the hot path of ``a + b``.
+
+_NEP50_EXACT = (D.float32, D.float64)
+
+
+def _number_fast(self, other):
+    """True when NumPy may take Python number ``other`` as is: NumPy 2 converts an int/float to
+    a float32/float64 array's dtype exactly as PyTorch converts a wrapped number."""
+    return (other.__class__ is float or other.__class__ is int) and self._dtype in _NEP50_EXACT
 
 
 def add_Tensor(self, other, alpha=1):
-    dt = binary_dtype(self, other)
-    b = nd(other)
-    if alpha != 1:
-        b = np.multiply(b, alpha, dtype=dt._np)
-    return wrap(np.add(nd(self), b, dtype=dt._np))
+    if alpha.__class__ is int and alpha == 1:
+        try:
+            if getattr(other, "_dtype", None) is self._dtype:
+                return wrap(np.add(nd(self), nd(other)))
+            if _number_fast(self, other):
+                return wrap(np.add(nd(self), other))
+        except ValueError as e:
+            _broadcast_error((self, other), e)
+    return wrap(evaluate("add", self, other, alpha=alpha)[0])
+
+
+def sub_Tensor(self, other, alpha=1):
+    if alpha.__class__ is int and alpha == 1:
+        try:
+            if getattr(other, "_dtype", None) is self._dtype and self._dtype is not D.bool_:
+                return wrap(np.subtract(nd(self), nd(other)))
+            if _number_fast(self, other):
+                return wrap(np.subtract(nd(self), other))
+        except ValueError as e:
+            _broadcast_error((self, other), e)
+    return wrap(evaluate("sub", self, other, alpha=alpha)[0])
+
+
+def rsub_Tensor(self, other, alpha=1):
+    return wrap(evaluate("sub", other, self, alpha=alpha)[0])
+
+
+def mul_Tensor(self, other):
+    try:
+        if getattr(other, "_dtype", None) is self._dtype:
+            return wrap(np.multiply(nd(self), nd(other)))
+        if _number_fast(self, other):
+            return wrap(np.multiply(nd(self), other))
+    except ValueError as e:
+        _broadcast_error((self, other), e)
+    return wrap(evaluate("mul", self, other)[0])
+
+
+def div_Tensor(self, other):
+    return wrap(evaluate("div", self, other)[0])
+
+
+def div_Tensor_mode(self, other, rounding_mode):
+    check_rounding_mode(rounding_mode)
+    return wrap(evaluate(_DIV_MODES[rounding_mode], self, other)[0])
+
+
+_DIV_MODES = {None: "div", "trunc": "div_trunc", "floor": "div_floor"}
+
+
+def _binary_kernel(name):
+    def kernel(self, other):
+        return wrap(evaluate(name, self, other)[0])
+    kernel.__name__ = name
+    return kernel
+
+
+def _unary_kernel(name):
+    def kernel(self):
+        return wrap(evaluate(name, self)[0])
+    kernel.__name__ = name
+    return kernel
+
+
+def _inplace_kernel(name, nargs):
+    if nargs == 1:
+        def kernel(self):
+            return evaluate_into(name, self, self)
+    else:
+        def kernel(self, other):
+            return evaluate_into(name, self, self, other)
+    kernel.__name__ = name + "_"
+    return kernel
 
 
 def add__Tensor(self, other, alpha=1):
-    a = nd(self)
-    b = nd(other)
-    if alpha != 1:
-        b = np.multiply(b, alpha)
-    np.add(a, b, out=a, casting="unsafe")
-    return self
+    if alpha.__class__ is int and alpha == 1 and other.__class__ is Tensor \
+            and other._dtype is self._dtype \
+            and other._size == self._size and self._dtype is not D.bool_:
+        a = nd(self)
+        np.add(a, nd(other), out=a)
+        return self
+    return evaluate_into("add", self, self, other, alpha=alpha)
+
+
+def sub__Tensor(self, other, alpha=1):
+    return evaluate_into("sub", self, self, other, alpha=alpha)
+
+
+def div__Tensor_mode(self, other, rounding_mode):
+    check_rounding_mode(rounding_mode)
+    return evaluate_into(_DIV_MODES[rounding_mode], self, self, other)
+
+
+def where_self(condition, self, other):
+    if condition._dtype is not D.bool_ and condition._dtype is not D.uint8:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition._dtype._short}")
+    dt = result_type_of((self, other))
+    try:
+        r = np.where(nd(condition), as_array(self, dt), as_array(other, dt))
+    except ValueError as e:
+        _broadcast_error((condition, self, other), e)
+    return wrap(np.asarray(r).astype(dt._np, copy=False))
+
+
+# Generated kernels, named as native_functions.yaml names them: <op>_<overload> (CPU) for every
+# overload sharing a row. The Scalar overloads take a number where the Tensor ones take a tensor;
+# the kernels accept both.
+_ALIASES = {
+    "add_Scalar": add_Tensor, "sub_Scalar": sub_Tensor, "rsub_Scalar": rsub_Tensor,
+    "mul_Scalar": mul_Tensor, "div_Scalar": div_Tensor, "div_Scalar_mode": div_Tensor_mode,
+    "add__Scalar": add__Tensor, "sub__Scalar": sub__Tensor, "div__Scalar_mode": div__Tensor_mode,
+}
+_BINARY_OVERLOADS = {
+    # op -> functional overload names (the first is the Tensor one), in-place overload names
+    "mul": ((), ("Tensor", "Scalar")),
+    "div": ((), ("Tensor", "Scalar")),
+    "floor_divide": (("", "Scalar"), ("Tensor", "Scalar")),
+    "remainder": (("Tensor", "Scalar", "Scalar_Tensor"), ("Tensor", "Scalar")),
+    "pow": (("Tensor_Tensor", "Tensor_Scalar", "Scalar"), ("Tensor", "Scalar")),
+    "eq": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "ne": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "lt": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "le": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "gt": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "ge": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "logical_and": (("",), ("",)),
+    "logical_or": (("",), ("",)),
+    "logical_xor": (("",), ("",)),
+    "bitwise_and": (("Tensor", "Scalar", "Scalar_Tensor"), ("Tensor", "Scalar")),
+    "bitwise_or": (("Tensor", "Scalar", "Scalar_Tensor"), ("Tensor", "Scalar")),
+    "bitwise_xor": (("Tensor", "Scalar", "Scalar_Tensor"), ("Tensor", "Scalar")),
+    "maximum": (("",), ()),
+    "minimum": (("",), ()),
+}
+
+
+def kernel_name(op, overload):
+    return f"{op}_{overload}" if overload else op
+
+
+def _generate():
+    kernels = dict(_ALIASES)
+    for op, (functional, inplace) in _BINARY_OVERLOADS.items():
+        for ov in functional:
+            kernels[kernel_name(op, ov)] = _binary_kernel(op)
+        for ov in inplace:
+            kernels.setdefault(kernel_name(op + "_", ov), _inplace_kernel(op, 2))
+    for op in UNARY:
+        kernels[op] = _unary_kernel(op)
+        kernels[op + "_"] = _inplace_kernel(op, 1)
+    return kernels
+
+
+_GENERATED = _generate()
+globals().update(_GENERATED)
+
+__all__ = ["add_Tensor", "sub_Tensor", "rsub_Tensor", "mul_Tensor", "div_Tensor",
+           "div_Tensor_mode", "add__Tensor", "sub__Tensor", "div__Tensor_mode", "where_self",
+           *_GENERATED]

@@ -5,3 +5,4 @@ from .pointwise import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .rules import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .amp import *  # noqa: F401,F403
