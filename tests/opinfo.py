@@ -470,3 +470,19 @@ def covered_ops():
             if v:
                 names.add(v)
     return names
+
+
+# ---------------------------------------------------------------------------------------------
+# More of the table lives in tests/opinfo_<area>.py, one module per op area, each appending to
+# OPS (and NOT_IN_TABLE) with the helpers above. They are loaded last, in name order.
+
+def _load_areas():
+    import importlib
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for fname in sorted(os.listdir(here)):
+        if fname.startswith("opinfo_") and fname.endswith(".py"):
+            importlib.import_module(fname[:-3])
+
+
+_load_areas()
