@@ -476,6 +476,101 @@ class Tensor:
         memo[id(self)] = new
         return new
 
+    # -- extension points: __torch_function__, __torch_dispatch__, subclass construction --------
+    # (behaviour lives in ember/overrides.py and ember/utils/_python_dispatch.py)
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        from . import overrides
+        return overrides._default_torch_function(cls, func, types, args, kwargs)
+
+    @staticmethod
+    def __torch_dispatch__(func, types, args=(), kwargs=None):
+        return NotImplemented
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        from . import overrides
+        overrides._overrides_cache.clear()
+        # From now on bindings check their arguments' types. ember's own subclasses opt out of
+        # __torch_function__ (Parameter, Buffer) or turn the check on when instantiated.
+        if not cls.__module__.startswith("ember.") and overrides._type_overrides(cls):
+            overrides._TF_ON.append(cls)
+
+    def as_subclass(self, cls):
+        """A ``cls`` instance sharing this tensor's data and staying on its autograd graph."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, "
+                            f"not {type(cls).__name__}")
+        from .overrides import DisableTorchFunctionSubclass
+        if self._requires_grad and _tls.state.grad_enabled:
+            from ._ops.overload import ops
+            with DisableTorchFunctionSubclass():
+                src = ops.aten.alias.default._call(self)
+        else:
+            src = _alias(self, self._size, self._stride, self._offset)
+            src._base_ = self._base_
+        return _rewrap(src, cls)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
+                       dispatch_device=False, dispatch_layout=False, _extra_dispatch_keys=None,
+                       storage_size=None):
+        """A ``cls`` instance aliasing ``data`` (detached: shares storage and version counter)."""
+        src = _alias(data, data._size, data._stride, data._offset)
+        src._base_ = data._base_
+        t = _rewrap(src, cls)
+        t.requires_grad_(require_grad)
+        return t
+
+    @staticmethod
+    def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None, memory_format=None,
+                               dtype=None, layout=strided, device=None, pin_memory=False,
+                               requires_grad=False, dispatch_sizes_strides_policy=None,
+                               dispatch_device=False, dispatch_layout=False,
+                               _extra_dispatch_keys=None, storage_size=None):
+        """A ``cls`` instance with metadata only (no data): the outer tensor of a wrapper
+        subclass whose ``__torch_dispatch__`` computes on the tensors it wraps."""
+        dev = CPU if device is None else _device(device)
+        dtype = _dt.get_default_dtype() if dtype is None else dtype
+        size = tuple(int(s) for s in size)
+        stride = _st.contiguous_strides(size) if strides is None else tuple(strides)
+        offset = 0 if storage_offset is None else int(storage_offset)
+        nbytes = _st.storage_extent(size, stride, offset) * dtype.itemsize
+        storage = UntypedStorage.__new__(UntypedStorage)
+        storage._buf = storage._bytes = None
+        storage._nbytes = nbytes if storage_size is None else storage_size
+        storage.device = dev
+        storage._resizable = False
+        storage._allocator = None
+        t = make_tensor(storage, size, stride, offset, dtype, dev, cls=cls)
+        _note_subclass(cls)
+        if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
+            t._keyset |= _PYTHON_KEYS
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+def _rewrap(src, cls):
+    """``src``'s TensorImpl (storage, metadata, autograd fields) as a ``cls`` instance; a class
+    with a ``__torch_dispatch__`` gets the Python keys in its key set."""
+    if cls is Tensor and src.__class__ is Tensor:
+        return src
+    t = _new(cls)
+    for name in Tensor.__slots__:
+        if name != "__weakref__":
+            setattr(t, name, getattr(src, name))
+    if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
+        t._keyset |= _PYTHON_KEYS
+    _note_subclass(cls)
+    return t
+
+
+def _note_subclass(cls):
+    from . import overrides
+    if cls not in overrides._TF_ON and overrides._type_overrides(cls):
+        overrides._TF_ON.append(cls)
+
 
 def _conversion_value(t, c_type):
     """The one value ``int()``/``float()``/``complex()`` convert. As in PyTorch, the tensor must
@@ -521,30 +616,48 @@ def make_tensor(storage, size, stride, offset, dtype, device, cls=Tensor):
 
 
 def wrap_array(a, device=CPU):
-    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy)."""
+    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
+
+    This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
+    type number, contiguous strides from a dict, the storage built inline."""
     if a.__class__ is not np.ndarray:
         a = np.asarray(a)
-    dtype = _NP_TO_DT.get(a.dtype)
+    dtype = _NUM_TO_DT.get(a.dtype.num)
     if dtype is None:
-        raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
+        dtype = _NP_TO_DT.get(a.dtype)
+        if dtype is None:
+            raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
     shape = a.shape
     if a.flags.c_contiguous:
-        stride = _st.contiguous_strides(shape)
+        stride = _CONTIGUOUS.get(shape)
+        if stride is None:
+            stride = _CONTIGUOUS[shape] = _st.contiguous_strides(shape)
     else:
         isz = dtype.itemsize
         stride = tuple(s // isz for s in a.strides)
         if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
             a = np.ascontiguousarray(a)
             stride = _st.contiguous_strides(shape)
+    storage = _new(UntypedStorage)
+    storage._buf = a
+    storage._bytes = None
+    storage._nbytes = a.nbytes
+    storage.device = device
+    storage._resizable = True
+    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
     t = _new(Tensor)
-    t._storage = from_array(a, device)
+    t._storage = storage
     t._size = shape
     t._stride = stride
     t._offset = 0
     t._dtype = dtype
     t._device = device
-    t._keyset = _keyset_for(device, _inference_mode_on())
-    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
+    if device is CPU:
+        ks = _CPU_INFERENCE_KS if _tls.state.inference else _CPU_KS
+    else:
+        ks = _keyset_for(device, _tls.state.inference)
+    t._keyset = ks
+    t._vc = None if ks & _ADINPLACE == 0 else [0]
     t._base_ = None
     t._np = a
     t._requires_grad = False
@@ -608,6 +721,12 @@ from ._dispatch import tls as _tls  # noqa: E402
 from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
 
 _ADINPLACE = _bit(_K.ADInplaceOrView)
+_NUM_TO_DT = {d._np.num: d for d in _dt.ALL_DTYPES}
+_CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
+_CPU_KS = _keyset_for(CPU, False)
+_CPU_INFERENCE_KS = _keyset_for(CPU, True)
+_CPU_ALLOCATOR = get_allocator(CPU)
+_PYTHON_KEYS = _bit(_K.Python) | _bit(_K.PythonTLSSnapshot)
 
 
 def _inference_mode_on():
