@@ -23,6 +23,7 @@ except ImportError:  # the table then shows ember alone
     torch = None
 
 CASES = []
+_open_profilers = []  # profilers a case left running; stopped when its timing is done
 
 
 def case(name, unit=None, work=None):
@@ -41,6 +42,17 @@ def _ones(lib, *shape, requires_grad=False):
 @case("add 1-element")
 def _(lib):
     a, b = _ones(lib, 1), _ones(lib, 1)
+    return lambda: a + b
+
+
+@case("add 1-element, profiler active")
+def _(lib):
+    # The profiler's own cost per op: one event per dispatcher call, recorded and then discarded
+    # (a fresh profile per timed batch would time the table building too).
+    a, b = _ones(lib, 1), _ones(lib, 1)
+    prof = lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU])
+    prof.__enter__()
+    _open_profilers.append(prof)
     return lambda: a + b
 
 
@@ -123,6 +135,8 @@ def run(filter_=None, rounds=7):
         if work:
             rate = f"{work / e / 1e9:.1f}" + (f" / {work / t / 1e9:.1f}" if t else "") + f" {unit}"
         print(f"{name:34} {_fmt(e):>12} {_fmt(t) if t else '-':>12} {ratio:>7}  {rate}")
+        while _open_profilers:
+            _open_profilers.pop().__exit__(None, None, None)
 
 
 def _fmt(s):

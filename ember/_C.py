@@ -37,3 +37,49 @@ def _set_dispatch_trace(enabled, stream=None):
 
 def _dispatch_find_schema_or_throw(name, overload=""):
     return _d._lookup(f"{name}.{overload}" if overload else name).schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Extension points: __torch_function__ / __torch_dispatch__ guards and mode stacks.
+
+from .overrides import (DisableTorchFunction, DisableTorchFunctionSubclass,  # noqa: E402,F401
+                        _disabled_torch_function_impl, _is_torch_function_enabled,
+                        _is_torch_function_mode_enabled, _len_torch_function_stack)
+from .utils import _python_dispatch as _pd  # noqa: E402
+from .utils._python_dispatch import _DisableTorchDispatch, _len_torch_dispatch_stack  # noqa: E402,F401,E501
+from ._tensor import Tensor as _Tensor  # noqa: E402
+
+# Assigning this to a subclass's __torch_dispatch__ opts it out, like PyTorch's.
+_disabled_torch_dispatch_impl = _Tensor.__torch_dispatch__
+
+
+def _get_function_stack_at(i):
+    from .overrides import _tls
+    return _tls.modes[i]
+
+
+def _get_dispatch_stack_at(i):
+    return _pd._tls.stack[i]
+
+
+def _push_on_torch_function_stack(mode):
+    from .overrides import _push_mode
+    _push_mode(mode)
+
+
+def _pop_torch_function_stack():
+    from .overrides import _pop_mode
+    return _pop_mode()
+
+
+def _push_on_torch_dispatch_stack(mode):
+    _pd._push_mode(mode)
+
+
+def _pop_torch_dispatch_stack(mode_key=None):
+    return _pd._pop_mode()
+
+
+_pd.install()
+from . import overrides as _overrides  # noqa: E402
+_overrides.install(_Tensor)

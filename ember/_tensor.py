@@ -13,6 +13,7 @@ from ._core import strides as _st
 from ._core.device import CPU, META, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, get_allocator, meta_storage
+from ._core.storage import _alloc_observers, _notify_alloc
 from ._dispatch.keys import DispatchKeySet, tensor_keyset
 
 _NP_TO_DT = {d._np: d for d in _dt.ALL_DTYPES}
@@ -645,6 +646,8 @@ def wrap_array(a, device=CPU):
     storage.device = device
     storage._resizable = True
     storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
+    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
+        _notify_alloc(storage)
     t = _new(Tensor)
     t._storage = storage
     t._size = shape

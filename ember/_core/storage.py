@@ -31,6 +31,17 @@ class MetaAllocator:
 
 _allocators = {"cpu": CPUAllocator(), "meta": MetaAllocator()}
 
+# Allocation observers (the memory profiler): each is called as ``obs(storage)`` right after a
+# storage gets its memory. Empty unless a profiler with profile_memory=True is running, so the
+# cost when unused is one truth test per new storage. An observer that wants frees attaches a
+# ``weakref.finalize`` to the storage.
+_alloc_observers = []
+
+
+def _notify_alloc(storage):
+    for obs in _alloc_observers:
+        obs(storage)
+
 
 def get_allocator(dev):
     return _allocators[dev.type]
@@ -55,6 +66,8 @@ class UntypedStorage:
         self.device = dev
         self._resizable = True
         self._allocator = alloc
+        if _alloc_observers:
+            _notify_alloc(self)
 
     # -- inspection -------------------------------------------------------------------------
     def nbytes(self):
@@ -162,6 +175,8 @@ def from_array(arr, dev=CPU):
     s.device = dev
     s._resizable = True
     s._allocator = _allocators[dev.type]
+    if _alloc_observers:
+        _notify_alloc(s)
     return s
 
 
@@ -172,4 +187,6 @@ def meta_storage(nbytes):
     s.device = META
     s._resizable = True
     s._allocator = _allocators["meta"]
+    if _alloc_observers:
+        _notify_alloc(s)
     return s

@@ -120,7 +120,9 @@ def accumulate_grad(var, new):
 
 
 def _detached_clone(new, var):
-    from .._tensor import empty_tensor
+    from .._tensor import Tensor, empty_tensor
+    if type(new) is not Tensor:  # a subclass (__torch_dispatch__) copies itself through the ops
+        return new.clone()
     from .._kernels.generic import copy_into
     out = empty_tensor(var._size, new._dtype, new._device,
                        stride=var._stride if var.is_non_overlapping_and_dense() else None)

@@ -1,7 +1,11 @@
-"""CPU reduction kernels (sum, mean, prod, amax/amin, all/any, max/min, argmax/argmin),
-generated from the ``REDUCTIONS`` table: op -> (NumPy reduction, dtype rule, whether an empty
-reduction is an error). Dimension handling, result dtypes and PyTorch's errors live in
-:func:`reduce_dims` and :func:`reduction_dtype`, shared with the Meta kernels."""
+"""CPU reduction and scan kernels.
+
+Plain reductions (sum, nansum, mean, prod, amax/amin, all/any) come from the ``REDUCTIONS``
+table: op -> (NumPy reduction, dtype rule, whether an empty reduction is an error). Statistics
+(std/var and their _mean twins, norm, logsumexp, count_nonzero, aminmax) and the scans along one
+dim (``SCANS``: cumsum, cumprod, cummax, cummin, logcumsumexp) follow. Dimension handling, result
+dtypes and PyTorch's errors live in :func:`reduce_dims`, :func:`reduction_dtype` and the other
+``*_dtype``/``check_*`` rules, shared with the Meta kernels."""
 import numpy as np
 
 from ..._core import dtype as D
@@ -18,6 +22,7 @@ LOGICAL = "logical"        # all/any: bool (uint8 stays uint8)
 #        float32 as PyTorch's CPU kernel does)
 REDUCTIONS = {
     "sum": (np.sum, ACCUMULATE, False, True),
+    "nansum": (np.nansum, ACCUMULATE, False, True),
     "prod": (np.prod, ACCUMULATE, False, False),
     "mean": (np.mean, MEAN, False, True),
     "amax": (np.max, SAME, True, False),
@@ -31,6 +36,8 @@ _ACC = {D.float16: D.float32, D.bfloat16: D.float32}
 
 def reduction_dtype(name, rule, self, dtype=None):
     """PyTorch's result dtype of reduction ``name`` (with its errors for unsupported dtypes)."""
+    if name == "nansum" and self._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     if rule == ACCUMULATE:
         if dtype is not None:
             return dtype
@@ -107,6 +114,10 @@ def sum(self, dtype=None):  # noqa: A001  (PyTorch's name)
 
 def sum_dim_IntList(self, dim, keepdim=False, dtype=None):
     return _reduce("sum", self, dim, keepdim, dtype)
+
+
+def nansum(self, dim=None, keepdim=False, dtype=None):
+    return _reduce("nansum", self, dim, keepdim, dtype)
 
 
 def prod(self, dtype=None):
@@ -226,6 +237,3 @@ def argmin(self, dim=None, keepdim=False):
     return _arg("argmin", self, dim, keepdim)
 
 
-__all__ = ["sum", "sum_dim_IntList", "prod", "prod_dim_int", "mean", "mean_dim", "amax", "amin",
-           "all", "all_dim", "all_dims", "any", "any_dim", "any_dims", "max", "min", "max_dim",
-           "min_dim", "argmax", "argmin"]

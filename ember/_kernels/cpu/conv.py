@@ -1,0 +1,380 @@
+"""CPU convolutions: ``aten::convolution`` (regular and transposed, 1-3 spatial dims, stride,
+padding, dilation, groups) and its fused backward ``aten::convolution_backward``, plus
+``im2col``/``col2im`` (``F.unfold``/``F.fold``).
+
+Everything is built from three NumPy primitives on channels-last copies of the data:
+
+* :func:`_im2col` pads the input once into an ``(N, *spatial, C)`` buffer and takes every
+  kernel window with one ``as_strided`` view; the single copy that reshapes the view gives the
+  column matrix ``(G, N, out_positions, K*Cg)`` (C innermost, so it is built from contiguous
+  runs of channels);
+* a forward convolution is then ONE batched GEMM per group (``weight @ cols^T``), which lands
+  directly in NCHW order;
+* the input gradient is the GEMM ``grad_out^T @ weight`` followed by :func:`_col2im`, which adds
+  the columns back into the padded buffer with one strided add per kernel offset.
+
+A transposed convolution is the input gradient of the regular convolution whose weight it
+shares, and its backward uses the forward/weight-gradient primitives, as in ATen.
+"""
+import itertools
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..._core import dtype as D
+from ._util import nd, wrap
+
+__all__ = ["convolution", "convolution_backward", "im2col", "col2im"]
+
+
+def _shape(s):
+    return "[" + ", ".join(map(str, s)) + "]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks (shared with the Meta kernels)
+
+def expand_param(name, value, k):
+    """PyTorch's expand_param_if_needed: a one-element list stands for every spatial dim."""
+    value = list(value)
+    if len(value) == 1:
+        return value * k
+    if len(value) != k:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {k} values "
+                           f"to match the convolution dimensions, but got {name}={_shape(value)}")
+    return value
+
+
+def check_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                      groups):
+    """convolution's checks, in ATen's order; returns (output shape, stride, padding, dilation,
+    output_padding) with the parameters expanded to one value per spatial dim."""
+    wd = len(weight._size)
+    if wd < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    k = wd - 2
+    stride = expand_param("stride", stride, k)
+    padding = expand_param("padding", padding, k)
+    dilation = expand_param("dilation", dilation, k)
+    output_padding = expand_param("output_padding", output_padding, k)
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if len(input._size) != wd:
+        raise RuntimeError(f"Expected {wd}-dimensional input for {wd}-dimensional weight "
+                           f"{_shape(weight._size)}, but got {len(input._size)}-dimensional input "
+                           f"of size {_shape(input._size)} instead")
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(f"expected scalar type {input._dtype._short} but found "
+                           f"{weight._dtype._short}")
+    if bias is not None and bias._dtype is not input._dtype:
+        raise RuntimeError(f"Input type (torch.{input._dtype._short}Tensor) and bias type "
+                           f"(torch.{bias._dtype._short}Tensor) should be the same or input "
+                           f"should be a MKLDNN tensor and bias is a dense tensor")
+    n, c = input._size[:2]
+    spatial = input._size[2:]
+    ksize = weight._size[2:]
+    if not transposed:
+        if weight._size[0] % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"{_shape(weight._size)} instead")
+        if c != weight._size[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {_shape(weight._size)}, "
+                               f"expected input{_shape(input._size)} to have "
+                               f"{weight._size[1] * groups} channels, but got {c} channels "
+                               f"instead")
+        out_c = weight._size[0]
+        padded = [s + 2 * p for s, p in zip(spatial, padding)]
+        eff = [d * (kk - 1) + 1 for d, kk in zip(dilation, ksize)]
+        if any(p < e for p, e in zip(padded, eff)):
+            raise RuntimeError(f"Calculated padded input size per channel: "
+                               f"({' x '.join(map(str, padded))}). Kernel size: "
+                               f"({' x '.join(map(str, eff))}). Kernel size can't be greater "
+                               f"than actual input size")
+        out = [(p - e) // s + 1 for p, e, s in zip(padded, eff, stride)]
+    else:
+        if c != weight._size[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {_shape(weight._size)}, "
+                               f"expected input{_shape(input._size)} to have {weight._size[0]} "
+                               f"channels, but got {c} channels instead")
+        if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+            raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={_shape(output_padding)} "
+                               f"stride={_shape(stride)} dilation={_shape(dilation)}")
+        out_c = weight._size[1] * groups
+        out = [(s - 1) * st - 2 * p + d * (kk - 1) + op + 1 for s, st, p, d, kk, op in
+               zip(spatial, stride, padding, dilation, ksize, output_padding)]
+        if any(o <= 0 for o in out):
+            raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))})"
+                               f". Calculated output size per channel: "
+                               f"({' x '.join(map(str, out))}). Output size is too small")
+    if bias is not None and (len(bias._size) != 1 or bias._size[0] != out_c):
+        raise RuntimeError(f"Given weight of size {_shape(weight._size)}, expected bias to be "
+                           f"1-dimensional with {out_c} elements, but got bias of size "
+                           f"{_shape(bias._size)} instead")
+    if input._dtype.is_complex:
+        raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for "
+                                  f"'{input._dtype._short}'")
+    if input._dtype is D.bool_:
+        raise RuntimeError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
+    return (n, out_c, *out), stride, padding, dilation, output_padding
+
+
+# ---------------------------------------------------------------------------------------------
+# NumPy primitives. Shapes: x (N, C, *S); w (O, C/G, *K) for a regular convolution.
+
+def _compute_dtype(a):
+    """float16/bfloat16 are computed in float32 (NumPy has no fast half GEMM)."""
+    return np.float32 if a.dtype == np.float16 or a.dtype.name == "bfloat16" else a.dtype
+
+
+def _padded_channels_last(x, padding, extra=None):
+    """(N, *S+2p, C) zero-padded copy of x (N, C, *S)."""
+    n, c, *s = x.shape
+    extra = extra or [0] * len(s)
+    xp = np.zeros((n, *[a + 2 * p + e for a, p, e in zip(s, padding, extra)], c), x.dtype)
+    xp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = np.moveaxis(x, 1, -1)
+    return xp
+
+
+def _im2col(x, ksize, stride, padding, dilation, groups, out):
+    """Columns (G, N, prod(out), prod(K) * Cg) of x (N, C, *S)."""
+    xp = _padded_channels_last(x, padding)
+    n, c = x.shape[:2]
+    k = len(ksize)
+    st = xp.strides
+    view = as_strided(xp, (n, *out, *ksize, groups, c // groups),
+                      (st[0], *[st[1 + i] * stride[i] for i in range(k)],
+                       *[st[1 + i] * dilation[i] for i in range(k)], st[-1] * (c // groups),
+                       st[-1]))
+    # (N, *O, *K, G, Cg) -> (G, N, *O, *K, Cg): the reshape is the one copy
+    view = np.moveaxis(view, 1 + 2 * k, 0)
+    return view.reshape(groups, n, math.prod(out), math.prod(ksize) * (c // groups))
+
+
+def _wmat(w, groups):
+    """Weight (O, Cg, *K) as (G, Og, prod(K) * Cg), matching the column layout (K outer)."""
+    o, cg = w.shape[:2]
+    wt = np.moveaxis(w, 1, -1)  # (O, *K, Cg)
+    return wt.reshape(groups, o // groups, -1)
+
+
+def _col2im(dcols, x_shape, ksize, stride, padding, dilation, groups, out):
+    """Adjoint of _im2col: sums columns (G, N, prod(O), prod(K)*Cg) back into (N, C, *S)."""
+    n, c, *s = x_shape
+    k = len(ksize)
+    cg = c // groups
+    dxp = np.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], groups, cg), dcols.dtype)
+    cols = dcols.reshape(groups, n, *out, *ksize, cg)
+    cols = np.moveaxis(cols, 0, 1 + 2 * k)  # (N, *O, *K, G, Cg)
+    for offs in itertools.product(*[range(kk) for kk in ksize]):
+        dst = (slice(None), *[slice(o * d, o * d + st * (m - 1) + 1, st) for o, d, st, m in
+                              zip(offs, dilation, stride, out)])
+        dxp[dst] += cols[(slice(None),) * (1 + k) + offs]
+    dxp = dxp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])]
+    return np.ascontiguousarray(np.moveaxis(dxp.reshape(n, *s, c), -1, 1))
+
+
+def _conv_forward(x, w, stride, padding, dilation, groups):
+    n, o = x.shape[0], w.shape[0]
+    ksize = w.shape[2:]
+    out = [(a + 2 * p - d * (kk - 1) - 1) // st + 1 for a, p, d, kk, st in
+           zip(x.shape[2:], padding, dilation, ksize, stride)]
+    cols = _im2col(x, ksize, stride, padding, dilation, groups, out)  # (G, N, M, K)
+    y = np.matmul(_wmat(w, groups)[:, None], np.swapaxes(cols, -1, -2))  # (G, N, Og, M)
+    if groups == 1:
+        return y.reshape(n, o, *out)
+    return np.ascontiguousarray(np.swapaxes(y, 0, 1)).reshape(n, o, *out)
+
+
+def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
+    n, o, *out = gy.shape
+    g = gy.reshape(n, groups, o // groups, -1).transpose(1, 0, 3, 2)  # (G, N, M, Og)
+    dcols = np.matmul(g, _wmat(w, groups)[:, None])  # (G, N, M, K*Cg)
+    return _col2im(dcols, x_shape, w.shape[2:], stride, padding, dilation, groups, out)
+
+
+def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
+    n, o, *out = gy.shape
+    cols = _im2col(x, w_shape[2:], stride, padding, dilation, groups, out)
+    cols = cols.reshape(groups, -1, cols.shape[-1])  # (G, N*M, K*Cg)
+    g = np.ascontiguousarray(gy.reshape(n, groups, o // groups, -1).transpose(1, 2, 0, 3))
+    gw = np.matmul(g.reshape(groups, o // groups, -1), cols)  # (G, Og, K*Cg)
+    gw = gw.reshape(o, *w_shape[2:], w_shape[1])
+    return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
+
+
+def _transposed_shapes(x_shape, w_shape, stride, padding, dilation, output_padding, groups):
+    n, c, *s = x_shape
+    out = [(a - 1) * st - 2 * p + d * (kk - 1) + op + 1 for a, st, p, d, kk, op in
+           zip(s, stride, padding, dilation, w_shape[2:], output_padding)]
+    return (n, w_shape[1] * groups, *out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+def _as_compute(t):
+    a = nd(t)
+    cd = _compute_dtype(a)
+    return a.astype(cd, copy=False) if a.dtype != cd else a
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    shape, stride, padding, dilation, output_padding = check_convolution(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    dt = input._dtype._np
+    if 0 in shape:
+        return wrap(np.zeros(shape, dt))
+    x, w = _as_compute(input), _as_compute(weight)
+    if transposed:
+        y = _conv_grad_input(x, w, shape, stride, padding, dilation, groups)
+    else:
+        y = _conv_forward(x, w, stride, padding, dilation, groups)
+    if bias is not None:
+        y += _as_compute(bias).reshape(-1, *[1] * (len(shape) - 2))
+    return wrap(y.astype(dt, copy=False))
+
+
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                         transposed, output_padding, groups, output_mask):
+    _, stride, padding, dilation, output_padding = check_convolution(
+        input, weight, None, stride, padding, dilation, transposed, output_padding, groups)
+    dt = input._dtype._np
+    gy, x, w = _as_compute(grad_output), _as_compute(input), _as_compute(weight)
+    empty = 0 in gy.shape or 0 in x.shape
+    gi = gw = gb = None
+    if output_mask[0]:
+        if empty:
+            gi = np.zeros(x.shape, dt)
+        elif transposed:
+            gi = _conv_forward(gy, w, stride, padding, dilation, groups)
+        else:
+            gi = _conv_grad_input(gy, w, x.shape, stride, padding, dilation, groups)
+        gi = wrap(gi.astype(dt, copy=False))
+    if output_mask[1]:
+        if empty:
+            gw = np.zeros(w.shape, dt)
+        elif transposed:
+            gw = _conv_grad_weight(gy, x, w.shape, stride, padding, dilation, groups)
+        else:
+            gw = _conv_grad_weight(x, gy, w.shape, stride, padding, dilation, groups)
+        gw = wrap(gw.astype(dt, copy=False))
+    if output_mask[2]:
+        axes = (0,) + tuple(range(2, gy.ndim))
+        gb = wrap(np.asarray(gy.sum(axes), dtype=dt).reshape(bias_sizes or (gy.shape[1],)))
+    return gi, gw, gb
+
+
+# ---------------------------------------------------------------------------------------------
+# im2col / col2im (F.unfold / F.fold): (N, C*kh*kw, L) columns in PyTorch's channel-major order
+
+def _pair_checks(name, kernel_size, dilation, padding, stride):
+    for arg, v, what in (("kernel_size", kernel_size, "kernel size"), ("dilation", dilation,
+                         "dilation"), ("padding", padding, "padding"), ("stride", stride,
+                                                                         "stride")):
+        if len(v) != 2:
+            raise RuntimeError(f"It is expected {arg} equals to 2, but got size {len(v)}")
+    if any(k <= 0 for k in kernel_size):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
+                           f"{kernel_size[0]} kernel_width: {kernel_size[1]}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: "
+                           f"{dilation[0]} dilation_width: {dilation[1]}")
+    if any(p < 0 for p in padding):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {padding[0]} "
+                           f"pad_width: {padding[1]}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: "
+                           f"{stride[0]} stride_width: {stride[1]}")
+
+
+def check_im2col(self, kernel_size, dilation, padding, stride):
+    _pair_checks("im2col", kernel_size, dilation, padding, stride)
+    nd_ = len(self._size)
+    if nd_ not in (3, 4) or 0 in self._size[-3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{_shape(self._size)}")
+    h, w = self._size[-2:]
+    oh = (h + 2 * padding[0] - (dilation[0] * (kernel_size[0] - 1) + 1)) // stride[0] + 1
+    ow = (w + 2 * padding[1] - (dilation[1] * (kernel_size[1] - 1) + 1)) // stride[1] + 1
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size="
+                           f"({kernel_size[0]}, {kernel_size[1]}), dilation=({dilation[0]}, "
+                           f"{dilation[1]}), padding=({padding[0]}, {padding[1]}), calculated "
+                           f"shape of the array of sliding blocks as ({oh}, {ow}), but its "
+                           f"components must be at least one.")
+    c = self._size[-3]
+    shape = (c * kernel_size[0] * kernel_size[1], oh * ow)
+    return (shape if nd_ == 3 else (self._size[0], *shape)), (oh, ow)
+
+
+def check_col2im(self, output_size, kernel_size, dilation, padding, stride):
+    _pair_checks("col2im", kernel_size, dilation, padding, stride)
+    if len(output_size) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size "
+                           f"{len(output_size)}")
+    nd_ = len(self._size)
+    if nd_ not in (2, 3) or 0 in self._size[-2:]:
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{_shape(self._size)}")
+    kk = kernel_size[0] * kernel_size[1]
+    if self._size[-2] % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={self._size[-2]} and "
+                           f"kernel_size=({kernel_size[0]}, {kernel_size[1]})")
+    oh = (output_size[0] + 2 * padding[0] - (dilation[0] * (kernel_size[0] - 1) + 1)) \
+        // stride[0] + 1
+    ow = (output_size[1] + 2 * padding[1] - (dilation[1] * (kernel_size[1] - 1) + 1)) \
+        // stride[1] + 1
+    if oh * ow != self._size[-1]:
+        raise RuntimeError(f"Given output_size=({output_size[0]}, {output_size[1]}), "
+                           f"kernel_size=({kernel_size[0]}, {kernel_size[1]}), dilation="
+                           f"({dilation[0]}, {dilation[1]}), padding=({padding[0]}, "
+                           f"{padding[1]}), stride=({stride[0]}, {stride[1]}), expected size of "
+                           f"input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {oh} * {ow} = {oh * ow}, but got input.size(2)="
+                           f"{self._size[-1]}.")
+    c = self._size[-2] // kk
+    shape = (c, *output_size)
+    return (shape if nd_ == 2 else (self._size[0], *shape)), (oh, ow)
+
+
+def im2col(self, kernel_size, dilation, padding, stride):
+    shape, out = check_im2col(self, kernel_size, dilation, padding, stride)
+    x = nd(self)
+    x4 = x if x.ndim == 4 else x[None]
+    n, c = x4.shape[:2]
+    if n == 0:
+        return wrap(np.zeros(shape, x.dtype))
+    cols = _im2col(x4, kernel_size, stride, padding, dilation, 1, out)[0]  # (N, L, kh*kw*C)
+    cols = cols.reshape(n, -1, kernel_size[0] * kernel_size[1], c)
+    res = np.ascontiguousarray(cols.transpose(0, 3, 2, 1)).reshape(shape)
+    return wrap(res)
+
+
+def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    shape, out = check_col2im(self, output_size, kernel_size, dilation, padding, stride)
+    a = nd(self)
+    a3 = a if a.ndim == 3 else a[None]
+    n = a3.shape[0]
+    if n == 0:
+        return wrap(np.zeros(shape, a.dtype))
+    c = shape[-3]
+    kk = kernel_size[0] * kernel_size[1]
+    cols = a3.reshape(n, c, kk, -1).transpose(0, 3, 2, 1)  # (N, L, K, C)
+    cols = cols.reshape(1, n, out[0] * out[1], kk * c)
+    res = _col2im(cols, (n, c, *output_size), kernel_size, stride, padding, dilation, 1, out)
+    return wrap(res.reshape(shape))

@@ -1,0 +1,904 @@
+"""CPU kernels of ``torch.nn.functional``'s native ops: activations (and their ``*_backward``
+ops), softmax/log_softmax, layer/batch/group norm, nll_loss, embedding, dropout, mse/bce losses.
+
+PyTorch gives the heavy ops of a training step a dedicated fused backward op
+(``_softmax_backward_data``, ``native_layer_norm_backward``, ``nll_loss_backward``,
+``embedding_dense_backward``...): each is one NumPy kernel here too, so a backward pass costs a
+few array passes instead of a graph of small ops. Half-precision inputs compute in float32 and
+round once at the end (PyTorch's "opmath" type). The argument checks and shape/dtype rules are
+the ``check_*``/``*_shapes`` functions below; the Meta kernels (``meta/nn.py``) call the same
+ones, so both devices reject the same calls.
+"""
+import math
+
+import numpy as np
+from scipy import special as _sp
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ...random import generator_of
+from ._util import nd, wrap
+
+_HALF = (D.float16, D.bfloat16)
+
+
+def _work(dt):
+    """NumPy dtype a kernel computes in for tensors of dtype ``dt``."""
+    return np.float32 if dt in _HALF else dt._np
+
+
+def _arr(t):
+    a = nd(t)
+    w = _work(t._dtype)
+    return a if a.dtype == w else a.astype(w)
+
+
+def _res(r, dt):
+    """Result array ``r`` (fresh) as a tensor of dtype ``dt``."""
+    r = np.asarray(r)
+    if r.dtype != dt._np:
+        r = r.astype(dt._np)
+    return wrap(r)
+
+
+def _quiet():
+    return np.errstate(all="ignore")
+
+
+def _fmt(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks shared with the Meta kernels.
+
+def check_floating(kernel, *tensors):
+    """PyTorch's dtype dispatch of a floating-only kernel."""
+    for t in tensors:
+        if t is not None and t._dtype._category != D.FLOATING:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
+
+
+def check_numeric(kernel, *tensors):
+    for t in tensors:
+        if t is not None and (t._dtype is D.bool_ or t._dtype._category > D.FLOATING):
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
+
+
+def check_same_shape(name, a, b):
+    if a._size != b._size:
+        raise RuntimeError(f"{name}: expected {_fmt(a._size)} and {_fmt(b._size)} to have the "
+                           f"same shape")
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations. Each row: (forward(x, *params), input gradient(x, grad, *params), dtype check).
+# x and grad arrive in the computation dtype; params are the schema's Scalars after ``self``.
+
+_SQRT1_2 = 1 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_GELU_K = math.sqrt(2 / math.pi)
+_GELU_C = 0.044715
+
+
+def _check_approximate(approximate):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh.")
+
+
+def _gelu(x, approximate="none"):
+    if approximate == "tanh":
+        inner = x.dtype.type(_GELU_K) * (x + x.dtype.type(_GELU_C) * x * x * x)
+        return 0.5 * x * (1 + np.tanh(inner))
+    return 0.5 * x * (1 + _sp.erf(x * x.dtype.type(_SQRT1_2)))
+
+
+def _gelu_grad(x, g, approximate="none"):
+    if approximate == "tanh":
+        x2 = x * x
+        t = np.tanh(x.dtype.type(_GELU_K) * (x + x.dtype.type(_GELU_C) * x2 * x))
+        dinner = x.dtype.type(_GELU_K) * (1 + x.dtype.type(3 * _GELU_C) * x2)
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)
+    cdf = 0.5 * (1 + _sp.erf(x * x.dtype.type(_SQRT1_2)))
+    pdf = np.exp(-0.5 * x * x) * x.dtype.type(_INV_SQRT_2PI)
+    return g * (cdf + x * pdf)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _silu_grad(x, g):
+    s = _sigmoid(x)
+    return g * (s * (1 + x * (1 - s)))
+
+
+def _softplus(x, beta=1, threshold=20):
+    bx = x * beta
+    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / beta)
+
+
+def _softplus_grad(x, g, beta=1, threshold=20):
+    bx = x * beta
+    z = np.exp(bx)
+    return np.where(bx > threshold, g, g * z / (z + 1))
+
+
+def _mish(x):
+    return x * np.tanh(_softplus(x))
+
+
+def _mish_grad(x, g):
+    t = np.tanh(_softplus(x))
+    return g * (t + x * _sigmoid(x) * (1 - t * t))
+
+
+def _elu(x, alpha=1, scale=1, input_scale=1):
+    return np.where(x > 0, x * scale, np.expm1(x * input_scale) * (alpha * scale))
+
+
+def _celu(x, alpha=1.0):
+    return _elu(x, alpha, 1, 1.0 / alpha)
+
+
+def _celu_grad(x, g, alpha=1.0):
+    return np.where(x > 0, g, g * np.exp(x / alpha))
+
+
+def _leaky_relu(x, negative_slope=0.01):
+    return np.where(x > 0, x, x * negative_slope)
+
+
+def _leaky_relu_grad(x, g, negative_slope=0.01):
+    return np.where(x > 0, g, g * negative_slope)
+
+
+def _hardtanh(x, min_val=-1, max_val=1):
+    return np.minimum(np.maximum(x, min_val), max_val)
+
+
+def _hardtanh_grad(x, g, min_val=-1, max_val=1):
+    return np.where((x <= min_val) | (x >= max_val), 0, g)
+
+
+def _hardsigmoid(x):
+    return np.clip(x / 6 + 0.5, 0, 1)
+
+
+def _hardsigmoid_grad(x, g):
+    return np.where((x > -3) & (x < 3), g / 6, 0)
+
+
+def _hardswish(x):
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+def _hardswish_grad(x, g):
+    return np.where(x < -3, 0, np.where(x <= 3, g * (x / 3 + 0.5), g))
+
+
+def _check_lambd(lambd):
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+
+
+def _softshrink(x, lambd=0.5):
+    _check_lambd(lambd)
+    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))
+
+
+def _shrink_grad(x, g, lambd=0.5):
+    return np.where((x >= -lambd) & (x <= lambd), 0, g)
+
+
+def _hardshrink(x, lambd=0.5):
+    return np.where((x >= -lambd) & (x <= lambd), 0, x)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+def _threshold_grad(x, g, threshold):
+    return np.where(x <= threshold, 0, g)
+
+
+ACTIVATIONS = {
+    # name: (forward, gradient, dtype check, PyTorch's kernel name for dtype errors)
+    "gelu": (_gelu, _gelu_grad, check_floating, "GeluKernelImpl"),
+    "silu": (lambda x: x * _sigmoid(x), _silu_grad, check_floating, "silu_cpu"),
+    "mish": (_mish, _mish_grad, check_floating, "mish_cpu"),
+    "elu": (_elu, None, check_floating, "elu_cpu"),
+    "celu": (_celu, _celu_grad, check_floating, "elu_cpu"),
+    "leaky_relu": (_leaky_relu, _leaky_relu_grad, check_floating, "leaky_relu_cpu"),
+    "hardtanh": (_hardtanh, _hardtanh_grad, check_numeric, "hardtanh_cpu"),
+    "hardsigmoid": (_hardsigmoid, _hardsigmoid_grad, check_floating, "hardsigmoid_cpu"),
+    "hardswish": (_hardswish, _hardswish_grad, check_floating, "hardswish_cpu"),
+    "softplus": (_softplus, _softplus_grad, check_floating, "softplus_cpu"),
+    "softshrink": (_softshrink, _shrink_grad, check_floating, "softshrink_cpu"),
+    "hardshrink": (_hardshrink, _shrink_grad, check_floating, "hardshrink_cpu"),
+    "threshold": (_threshold, _threshold_grad, check_numeric, "threshold_cpu"),
+}
+
+
+def check_activation(name, self, params):
+    fwd, grad, check, kernel = ACTIVATIONS[name]
+    check(kernel, self)
+    if name == "gelu":
+        _check_approximate(*params)
+    if name in ("softshrink",):
+        _check_lambd(*params)
+
+
+def _activation(name, self, params):
+    check_activation(name, self, params)
+    with _quiet():
+        return ACTIVATIONS[name][0](_arr(self), *params)
+
+
+def _activation_kernels(name):
+    def functional(self, *params):
+        return _res(_activation(name, self, params), self._dtype)
+
+    def inplace(self, *params):
+        np.copyto(nd(self), _activation(name, self, params), casting="unsafe")
+        return self
+
+    def backward(grad_output, self, *params):
+        ACTIVATIONS[name][2](ACTIVATIONS[name][3], self)
+        check_same_shape(f"{name}_backward", grad_output, self)
+        with _quiet():
+            r = ACTIVATIONS[name][1](_arr(self), _arr(grad_output), *params)
+        return _res(r, self._dtype)
+    functional.__name__, inplace.__name__, backward.__name__ = name, name + "_", name + "_backward"
+    return functional, inplace, backward
+
+
+_GENERATED = {}
+for _name in ACTIVATIONS:
+    _f, _i, _b = _activation_kernels(_name)
+    _GENERATED[_name], _GENERATED[_name + "_"] = _f, _i
+    if ACTIVATIONS[_name][1] is not None and _name != "celu":
+        _GENERATED[_name + "_backward"] = _b
+globals().update(_GENERATED)
+
+
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    check_floating("elu_backward_cpu", self_or_result)
+    x, g = _arr(self_or_result), _arr(grad_output)
+    with _quiet():
+        if is_result:
+            r = np.where(x <= 0, g * input_scale * (x + alpha * scale), g * scale)
+        else:
+            r = np.where(x <= 0, g * (input_scale * alpha * scale) * np.exp(x * input_scale),
+                         g * scale)
+    return _res(r, grad_output._dtype)
+
+
+def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
+    check_floating("leaky_relu_backward_cpu", self)
+    if self_is_result and negative_slope < 0:
+        raise RuntimeError("In-place leakyReLu backward calculation is triggered with a negative "
+                           "slope which is not supported. This is caused by calling in-place "
+                           "forward function with a negative slope, please call out-of-place "
+                           "version instead. File an issue at https://github.com/pytorch/pytorch "
+                           "if you do require supporting in-place leakRelu backward calculation "
+                           "with negative slope")
+    return _res(_leaky_relu_grad(_arr(self), _arr(grad_output), negative_slope), self._dtype)
+
+
+def log_sigmoid_forward(self):
+    check_floating("log_sigmoid_forward_cpu", self)
+    x = _arr(self)
+    with _quiet():
+        z = np.exp(-np.abs(x))
+        out = np.minimum(x, 0) - np.log1p(z)
+    return _res(out, self._dtype), _res(z, self._dtype)
+
+
+def log_sigmoid_backward(grad_output, self, buffer):
+    check_floating("log_sigmoid_backward_cpu", self)
+    x, g, z = _arr(self), _arr(grad_output), _arr(buffer)
+    neg = x < 0
+    with _quiet():
+        r = g * (neg - np.where(neg, 1, -1) * (z / (1 + z)))
+    return _res(r, self._dtype)
+
+
+def glu_shape(self, dim):
+    if self.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _st.wrap_dim(dim, self.dim())
+    n = self._size[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    return d, self._size[:d] + (n // 2,) + self._size[d + 1:]
+
+
+def glu(self, dim=-1):
+    check_floating("glu_cpu", self)
+    d, _ = glu_shape(self, dim)
+    a, b = np.split(_arr(self), 2, axis=d)
+    with _quiet():
+        return _res(a * _sigmoid(b), self._dtype)
+
+
+def glu_backward(grad_output, self, dim):
+    check_floating("glu_backward_cpu", self)
+    d, _ = glu_shape(self, dim)
+    a, b = np.split(_arr(self), 2, axis=d)
+    g = _arr(grad_output)
+    with _quiet():
+        s = _sigmoid(b)
+        ga = g * s
+        r = np.concatenate([ga, ga * a * (1 - s)], axis=d)
+    return _res(r, self._dtype)
+
+
+def check_prelu(self, weight):
+    check_floating("prelu_cpu", self, weight)
+    _st.broadcast_shapes(self._size, weight._size)
+
+
+def _prelu_kernel(self, weight):
+    check_prelu(self, weight)
+    x, w = _arr(self), _arr(weight)
+    return _res(np.where(x > 0, x, w * x), self._dtype)
+
+
+def _prelu_kernel_backward(grad_output, self, weight):
+    check_prelu(self, weight)
+    x, w, g = _arr(self), _arr(weight), _arr(grad_output)
+    pos = x > 0
+    gi = np.where(pos, g, w * g)
+    gw = np.where(pos, 0, x * g)
+    return _res(gi, self._dtype), _res(_sum_to(gw, weight._size), weight._dtype)
+
+
+def _sum_to(a, shape):
+    """Sum a broadcast result back to ``shape``."""
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and a.shape[i + lead] != 1)
+    if axes:
+        a = a.sum(axis=axes, keepdims=True)
+    return a.reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax / log_softmax and their fused backward ops.
+
+def check_softmax(self, dim, half_to_float, name="softmax"):
+    if half_to_float:
+        raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
+    check_floating(f"{name}_lastdim_kernel_impl", self)
+    return _st.wrap_dim(dim, self.dim())
+
+
+def _axis(a, d):
+    return d if a.ndim else None
+
+
+def _softmax(self, dim, half_to_float):
+    d = check_softmax(self, dim, half_to_float)
+    x = _arr(self)
+    if x.size == 0:
+        return _res(x.copy(), self._dtype)
+    ax = _axis(x, d)
+    with _quiet():
+        e = x - x.max(axis=ax, keepdims=True)
+        np.exp(e, out=e)
+        e /= e.sum(axis=ax, keepdims=True)
+    return _res(e, self._dtype)
+
+
+def _log_softmax(self, dim, half_to_float):
+    d = check_softmax(self, dim, half_to_float, "log_softmax")
+    x = _arr(self)
+    if x.size == 0:
+        return _res(x.copy(), self._dtype)
+    ax = _axis(x, d)
+    with _quiet():
+        r = x - x.max(axis=ax, keepdims=True)
+        r -= np.log(np.exp(r).sum(axis=ax, keepdims=True))
+    return _res(r, self._dtype)
+
+
+def check_softmax_backward(grad_output, output, dim, input_dtype):
+    check_same_shape("softmax_backward", grad_output, output)
+    check_floating("softmax_backward_data", grad_output)
+    return _st.wrap_dim(dim, output.dim())
+
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    d = check_softmax_backward(grad_output, output, dim, input_dtype)
+    g, y = _arr(grad_output), _arr(output)
+    ax = _axis(y, d)
+    gy = g * y
+    gy -= y * gy.sum(axis=ax, keepdims=True)
+    return _res(gy, input_dtype)
+
+
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    d = check_softmax_backward(grad_output, output, dim, input_dtype)
+    g, y = _arr(grad_output), _arr(output)
+    ax = _axis(y, d)
+    with _quiet():
+        r = np.exp(y)
+        r *= -g.sum(axis=ax, keepdims=True)
+        r += g
+    return _res(r, input_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalization. Every statistic is computed in float32/float64 and kept in the input's dtype,
+# as PyTorch's CPU kernels do.
+
+def layer_norm_shapes(input, normalized_shape, weight, bias):
+    """(M, N, stats shape) of native_layer_norm, after PyTorch's argument checks."""
+    ns = tuple(normalized_shape)
+    if len(ns) < 1:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t._size != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {_fmt(t._size)} and normalized_shape = {_fmt(ns)}")
+    k = len(ns)
+    if input.dim() < k or input._size[input.dim() - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={_fmt(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size"
+                           f"{_fmt(input._size)}")
+    axis = input.dim() - k
+    m = math.prod(input._size[:axis])
+    n = math.prod(ns)
+    return m, n, input._size[:axis] + (1,) * k
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    check_floating("LayerNormKernelImpl", input)
+    m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
+    x = _arr(input).reshape(m, n)
+    with _quiet():
+        mean = x.mean(axis=1, keepdims=True) if n else np.zeros((m, 1), x.dtype)
+        xc = x - mean
+        var = np.einsum("ij,ij->i", xc, xc)[:, None] / max(n, 1)
+        rstd = 1 / np.sqrt(var + x.dtype.type(eps))
+        xc *= rstd
+        if weight is not None:
+            xc *= _arr(weight).reshape(1, n)
+        if bias is not None:
+            xc += _arr(bias).reshape(1, n)
+    dt = input._dtype
+    return (_res(xc.reshape(input._size), dt), _res(mean.reshape(stat_shape), dt),
+            _res(rstd.reshape(stat_shape), dt))
+
+
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                               output_mask):
+    m, n, _ = layer_norm_shapes(input, normalized_shape, weight, bias)
+    x = _arr(input).reshape(m, n)
+    g = _arr(grad_out).reshape(m, n)
+    mu, rs = _arr(mean).reshape(m, 1), _arr(rstd).reshape(m, 1)
+    xhat = (x - mu) * rs
+    gi = gw = gb = None
+    if output_mask[0]:
+        dxhat = g * _arr(weight).reshape(1, n) if weight is not None else g
+        a = dxhat.mean(axis=1, keepdims=True)
+        b = np.einsum("ij,ij->i", dxhat, xhat)[:, None] / max(n, 1)
+        r = dxhat - a
+        r -= xhat * b
+        r *= rs
+        gi = _res(r.reshape(input._size), input._dtype)
+    if output_mask[1] and weight is not None:
+        gw = _res(np.einsum("ij,ij->j", g, xhat).reshape(weight._size), weight._dtype)
+    if output_mask[2] and bias is not None:
+        gb = _res(g.sum(axis=0).reshape(bias._size), bias._dtype)
+    return gi, gw, gb
+
+
+def batch_norm_shapes(input, weight, bias, running_mean, running_var):
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
+    c = input._size[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    return c
+
+
+def _bn_axes(x):
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def _per_channel(a, ndim):
+    return a.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    check_floating("batch_norm_cpu", input)
+    c = batch_norm_shapes(input, weight, bias, running_mean, running_var)
+    x = _arr(input)
+    axes = _bn_axes(x)
+    dt = input._dtype
+    with _quiet():
+        if training:
+            count = x.size // max(c, 1)
+            mean = x.mean(axis=axes)
+            var = x.var(axis=axes)
+            invstd = 1 / np.sqrt(var + eps)
+            if running_mean is not None:
+                rm = nd(running_mean)
+                np.copyto(rm, (1 - momentum) * rm + momentum * mean, casting="unsafe")
+            if running_var is not None:
+                rv = nd(running_var)
+                unbiased = var * count / max(count - 1, 1) if count > 1 else var * np.nan
+                np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
+            save_mean, save_invstd = _res(mean, dt), _res(invstd, dt)
+        else:
+            if running_mean is None or running_var is None:
+                raise RuntimeError("running_mean and running_var must be defined in evaluation "
+                                   "mode")
+            mean = _arr(running_mean).astype(x.dtype)
+            invstd = 1 / np.sqrt(_arr(running_var).astype(x.dtype) + eps)
+            save_mean, save_invstd = _res(np.zeros(0), dt), _res(np.zeros(0), dt)
+        y = (x - _per_channel(mean, x.ndim)) * _per_channel(invstd, x.ndim)
+        if weight is not None:
+            y *= _per_channel(_arr(weight), x.ndim)
+        if bias is not None:
+            y += _per_channel(_arr(bias), x.ndim)
+    return _res(y, dt), save_mean, save_invstd
+
+
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+                               save_invstd, train, eps, output_mask):
+    x, g = _arr(input), _arr(grad_out)
+    axes = _bn_axes(x)
+    nd_ = x.ndim
+    with _quiet():
+        if train:
+            mean, invstd = _arr(save_mean), _arr(save_invstd)
+        else:
+            mean = _arr(running_mean)
+            invstd = 1 / np.sqrt(_arr(running_var) + eps)
+        xhat = (x - _per_channel(mean, nd_)) * _per_channel(invstd, nd_)
+        gsum = g.sum(axis=axes)
+        dotp = (g * xhat).sum(axis=axes)
+        w = _arr(weight) if weight is not None else np.ones_like(mean)
+        gi = gw = gb = None
+        if output_mask[0]:
+            scale = _per_channel(invstd * w, nd_)
+            if train:
+                n = x.size // max(x.shape[1], 1)
+                r = (g - _per_channel(gsum / n, nd_) - xhat * _per_channel(dotp / n, nd_)) * scale
+            else:
+                r = g * scale
+            gi = _res(r, input._dtype)
+        if output_mask[1]:
+            gw = _res(dotp, weight._dtype if weight is not None else input._dtype)
+        if output_mask[2]:
+            gb = _res(gsum, weight._dtype if weight is not None else input._dtype)
+    return gi, gw, gb
+
+
+def check_group_norm(input, weight, bias, N, C, HxW, group):
+    if group <= 0 or C % group:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {_fmt(input._size)} and num_groups={group}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != C):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {_fmt(t._size)} and "
+                               f"input of shape {_fmt(input._size)}")
+    if input.numel() != N * C * HxW:
+        raise RuntimeError(f"Expected input to have {N * C * HxW} elements, got {input.numel()}")
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    check_floating("GroupNormKernelImpl", input)
+    check_group_norm(input, weight, bias, N, C, HxW, group)
+    x = _arr(input).reshape(N, group, -1)
+    with _quiet():
+        mean = x.mean(axis=2, keepdims=True)
+        xc = x - mean
+        var = (xc * xc).mean(axis=2, keepdims=True)
+        rstd = 1 / np.sqrt(var + eps)
+        y = (xc * rstd).reshape(N, C, HxW)
+        if weight is not None:
+            y *= _arr(weight).reshape(1, C, 1)
+        if bias is not None:
+            y += _arr(bias).reshape(1, C, 1)
+    dt = input._dtype
+    return (_res(y.reshape(input._size), dt), _res(mean.reshape(N, group), dt),
+            _res(rstd.reshape(N, group), dt))
+
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group,
+                               output_mask):
+    x = _arr(input).reshape(N, group, C // group, HxW)
+    g = _arr(grad_out).reshape(N, group, C // group, HxW)
+    mu = _arr(mean).reshape(N, group, 1, 1)
+    rs = _arr(rstd).reshape(N, group, 1, 1)
+    xhat = (x - mu) * rs
+    gi = gw = gb = None
+    if output_mask[0]:
+        w = _arr(weight).reshape(1, group, C // group, 1) if weight is not None else 1
+        dxhat = g * w
+        n = (C // group) * HxW
+        a = dxhat.sum(axis=(2, 3), keepdims=True) / max(n, 1)
+        b = (dxhat * xhat).sum(axis=(2, 3), keepdims=True) / max(n, 1)
+        gi = _res(((dxhat - a - xhat * b) * rs).reshape(input._size), input._dtype)
+    wdt = weight._dtype if weight is not None else input._dtype
+    if output_mask[1]:
+        gw = _res((g * xhat).sum(axis=(0, 3)).reshape(C), wdt)
+    if output_mask[2]:
+        gb = _res(g.sum(axis=(0, 3)).reshape(C), wdt)
+    return gi, gw, gb
+
+
+# ---------------------------------------------------------------------------------------------
+# nll_loss: forward returns (output, total_weight) as PyTorch's; the backward op scatters
+# -weight[target] / total_weight into a zero gradient, one fancy-index write.
+
+_REDUCTIONS = ("none", "mean", "sum")  # PyTorch's at::Reduction enum: 0, 1, 2
+
+
+def nll_loss_shapes(self, target, weight, reduction, ignore_index):
+    """Output shape of nll_loss_forward after PyTorch's checks."""
+    if self.dim() < 1 or self.dim() > 2:
+        raise ValueError(f"Expected 1 or 2 dimensions (got {self.dim()})") if self.dim() > 2 \
+            else RuntimeError("input tensor should be 1D or 2D")
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    no_batch = self.dim() == 1 and target.dim() == 0
+    if not no_batch and self._size[0] != target._size[0]:
+        raise ValueError(f"Expected input batch_size ({self._size[0]}) to match target "
+                         f"batch_size ({target._size[0]}).")
+    if target._dtype is not D.int64 and target._dtype is not D.uint8:
+        raise RuntimeError(f"expected scalar type Long but found {target._dtype._short}")
+    n_classes = self._size[-1]
+    if weight is not None and weight.numel() != n_classes:
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes "
+                           f"or no classes but got weight tensor of shape: {_fmt(weight._size)}")
+    if reduction == 0 and self.dim() == 2:
+        return (self._size[0],)
+    return ()
+
+
+def _nll_parts(self, target, weight, ignore_index):
+    """(log-probabilities [N, C], targets [N], per-sample weights [N], valid mask [N])."""
+    x = _arr(self)
+    x = x.reshape(1, -1) if x.ndim == 1 else x
+    t = nd(target).reshape(-1).astype(np.int64, copy=False)
+    valid = t != ignore_index
+    c = x.shape[1]
+    safe = np.where(valid, t, 0)
+    if safe.size and (safe.min() < 0 or safe.max() >= c):
+        bad = safe[(safe < 0) | (safe >= c)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    w = _arr(weight).reshape(-1)[safe] if weight is not None else np.ones(t.shape, x.dtype)
+    w = np.where(valid, w, 0).astype(x.dtype, copy=False)
+    return x, safe, w, valid
+
+
+def nll_loss_forward(self, target, weight, reduction, ignore_index):
+    check_floating("nll_loss_out_frame", self)
+    nll_loss_shapes(self, target, weight, reduction, ignore_index)
+    x, t, w, _ = _nll_parts(self, target, weight, ignore_index)
+    picked = -x[np.arange(t.shape[0]), t] * w
+    dt = self._dtype
+    if reduction == 0:
+        out = picked.reshape(nll_loss_shapes(self, target, weight, 0, ignore_index))
+        return _res(out, dt), _res(np.zeros((), x.dtype), dt)
+    total = w.sum()
+    loss = picked.sum()
+    if reduction == 1:
+        with _quiet():
+            loss = loss / total
+    return _res(loss, dt), _res(total, dt)
+
+
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    x, t, w, _ = _nll_parts(self, target, weight, ignore_index)
+    g = _arr(grad_output)
+    if reduction == 0:
+        coef = -w * g.reshape(-1)
+    else:
+        coef = -w * g.reshape(())
+        if reduction == 1:
+            with _quiet():
+                coef = coef / _arr(total_weight).reshape(())
+    gi = np.zeros(x.shape, x.dtype)
+    gi[np.arange(t.shape[0]), t] = coef
+    return _res(gi.reshape(self._size), self._dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding: a gather forward; the backward adds each row of grad into its index's row with one
+# np.add.at (rows of padding_idx stay zero).
+
+def check_embedding(weight, indices):
+    if indices._dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got torch.{indices._dtype.__str__().split('.')[-1].capitalize()}Tensor instead (while checking arguments for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    return indices._size + (weight._size[1],)
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    check_embedding(weight, indices)
+    idx = nd(indices)
+    n = weight._size[0]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError("index out of range in self")
+    return wrap(nd(weight)[idx])
+
+
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+                             scale_grad_by_freq):
+    idx = nd(indices).reshape(-1).astype(np.int64, copy=False)
+    d = grad_output._size[-1]
+    g = _arr(grad_output).reshape(-1, d)
+    if padding_idx >= 0:
+        keep = idx != padding_idx
+        idx, g = idx[keep], g[keep]
+    if scale_grad_by_freq:
+        counts = np.bincount(idx, minlength=num_weights)
+        g = g / counts[idx][:, None]
+    out = np.zeros((num_weights, d), g.dtype)
+    if idx.size:
+        if idx.size > 4 * num_weights:
+            # many repeats: one matrix product with a one-hot count matrix beats add.at
+            onehot = np.zeros((num_weights, idx.size), g.dtype)
+            onehot[idx, np.arange(idx.size)] = 1
+            out = onehot @ g
+        else:
+            np.add.at(out, idx, g)
+    return _res(out, grad_output._dtype)
+
+
+def embedding_renorm_(self, indices, max_norm, norm_type):
+    w = nd(self)
+    rows = np.unique(nd(indices).reshape(-1))
+    sub = w[rows].astype(np.float64)
+    norms = np.linalg.norm(sub, ord=norm_type, axis=1) if norm_type != 2 else \
+        np.sqrt((sub * sub).sum(axis=1))
+    scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    w[rows] = (sub * scale[:, None]).astype(w.dtype)
+    return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout: the mask is drawn from the generator in one call.
+
+def check_dropout(input, p):
+    if p < 0 or p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def native_dropout(input, p, train):
+    check_dropout(input, p)
+    if train is False or (train is None and False):
+        return wrap(nd(input).copy()), wrap(np.ones(input._size, np.bool_))
+    x = nd(input)
+    if p == 1:
+        return _res(np.zeros(x.shape, x.dtype), input._dtype), wrap(np.zeros(x.shape, np.bool_))
+    mask = generator_of(None).random(input._size, dtype=np.float32) >= p
+    scale = 1.0 / (1.0 - p)
+    r = _arr(input) * mask
+    r *= r.dtype.type(scale)
+    return _res(r, input._dtype), wrap(mask)
+
+
+def native_dropout_backward(grad_output, mask, scale):
+    if mask._dtype is not D.bool_:
+        raise RuntimeError(f"Mask should be Bool Scalar Type{mask._dtype._short}")
+    g = _arr(grad_output)
+    r = g * nd(mask)
+    r *= r.dtype.type(scale)
+    return _res(r, grad_output._dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses with native kernels.
+
+def loss_shapes(name, self, target, reduction):
+    if reduction not in (0, 1, 2):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    shape = _st.broadcast_shapes(self._size, target._size)
+    return shape if reduction == 0 else ()
+
+
+def _reduce(r, reduction):
+    if reduction == 1:
+        return r.mean() if r.size else np.asarray(np.nan, r.dtype)
+    if reduction == 2:
+        return r.sum()
+    return r
+
+
+def mse_loss(self, target, reduction=1):
+    check_floating("mse_cpu", self)
+    loss_shapes("mse_loss", self, target, reduction)
+    d = _arr(self) - _arr(target)
+    return _res(_reduce(d * d, reduction), self._dtype)
+
+
+def mse_loss_backward(grad_output, self, target, reduction):
+    d = _arr(self) - _arr(target)
+    d = np.broadcast_to(d, _st.broadcast_shapes(self._size, target._size))
+    g = _arr(grad_output)
+    r = 2 * d * g
+    if reduction == 1:
+        r = r / max(d.size, 1)
+    return _res(_sum_to(r, self._size), self._dtype)
+
+
+def check_bce(self, target, weight):
+    if self._size != target._size:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({self.shape}) is deprecated. Please ensure they have the same "
+                         f"size.")
+
+
+_BCE_CLAMP = -100.0  # PyTorch clamps log(p) at -100 so that p = 0 or 1 gives a finite loss
+
+
+def binary_cross_entropy(self, target, weight=None, reduction=1):
+    check_floating("binary_cross_entropy", self)
+    check_bce(self, target, weight)
+    x, y = _arr(self), _arr(target)
+    if x.size and (x.min() < 0 or x.max() > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with _quiet():
+        r = -(y * np.maximum(np.log(x), _BCE_CLAMP) + (1 - y) * np.maximum(np.log1p(-x),
+                                                                           _BCE_CLAMP))
+    if weight is not None:
+        r = r * _arr(weight)
+    return _res(_reduce(r, reduction), self._dtype)
+
+
+_BCE_EPS = 1e-12
+
+
+def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
+    x, y, g = _arr(self), _arr(target), _arr(grad_output)
+    with _quiet():
+        r = g * (x - y) / np.maximum((1 - x) * x, x.dtype.type(_BCE_EPS))
+    if weight is not None:
+        r = r * _arr(weight)
+    if reduction == 1:
+        r = r / max(x.size, 1)
+    return _res(np.broadcast_to(r, self._size).copy(), self._dtype)
+
+
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+    check_floating("binary_cross_entropy_with_logits", self)
+    check_bce(self, target, weight)
+    x, y = _arr(self), _arr(target)
+    with _quiet():
+        # log(1 + exp(-x)) computed stably as softplus(-x)
+        sp = np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x)))
+        if pos_weight is not None:
+            lw = 1 + (_arr(pos_weight) - 1) * y
+            r = (1 - y) * x + lw * sp
+        else:
+            r = (1 - y) * x + sp
+    if weight is not None:
+        r = r * _arr(weight)
+    return _res(_reduce(r, reduction), self._dtype)
+
+
+__all__ = [
+    *_GENERATED, "elu_backward", "leaky_relu_backward", "log_sigmoid_forward",
+    "log_sigmoid_backward", "glu", "glu_backward", "_prelu_kernel", "_prelu_kernel_backward",
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
+    "native_batch_norm_backward", "native_group_norm", "native_group_norm_backward",
+    "nll_loss_forward", "nll_loss_backward", "embedding", "embedding_dense_backward",
+    "embedding_renorm_", "native_dropout", "native_dropout_backward", "mse_loss",
+    "mse_loss_backward", "binary_cross_entropy", "binary_cross_entropy_backward",
+    "binary_cross_entropy_with_logits",
+]

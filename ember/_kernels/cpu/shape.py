@@ -1,0 +1,366 @@
+"""CPU kernels of the shape and indexing ops on NumPy: concatenation, flips and rolls, triangles,
+repeat, gather/scatter (with reductions), index_select/add/copy/fill, masks, take/put, nonzero,
+diag_embed, trace and cross. The checks and shape rules are the Meta kernels'
+(``meta/shape.py``); what only the data can tell (index bounds, mask counts) is checked here.
+
+Gather and scatter address elements through one coordinate tuple (``_coords``): the index
+tensor along ``dim`` and broadcast ``arange``s along the other dims, so every variant is a
+single NumPy fancy-indexing expression or ``ufunc.at`` call."""
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..meta import shape as R
+from ._util import nd, own, wrap
+
+__all__ = ["cat", "stack", "flip", "roll", "tril", "triu", "repeat", "gather", "scatter_src",
+           "scatter_value", "scatter_reduce", "scatter_value_reduce", "scatter_add",
+           "scatter_reduce_two", "index_select", "index_add", "index_copy", "index_fill_int_Scalar",
+           "index_fill_int_Tensor", "masked_fill_Scalar", "masked_fill_Tensor", "masked_select",
+           "masked_scatter", "take", "put", "nonzero", "repeat_interleave_Tensor", "diag_embed",
+           "trace", "linalg_cross"]
+
+
+def _as(a, dtype):
+    return np.asarray(a).astype(dtype._np, copy=False)
+
+
+def _check_bounds(idx, size, dim):
+    """gather/scatter indices must lie in [0, size) (no negative indices, as in PyTorch)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        bad = idx[(idx < 0) | (idx >= size)].flat[0]
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _wrap_index(idx, size, msg):
+    """Indices in [-size, size) made non-negative; others raise IndexError(msg(index))."""
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        bad = idx[(idx < -size) | (idx >= size)].flat[0]
+        raise IndexError(msg(bad))
+    return np.where(idx < 0, idx + size, idx)
+
+
+# -- concatenation ---------------------------------------------------------------------------
+
+def cat(tensors, dim=0):
+    shape, dtype = R.cat_shape(tensors, dim)
+    parts = [_as(nd(t), dtype) for t in tensors if not R._is_legacy_empty(t)]
+    if not parts:
+        return wrap(np.empty(shape, dtype._np))
+    d = _st.wrap_dim(dim, parts[0].ndim)
+    return wrap(np.concatenate(parts, axis=d))
+
+
+def stack(tensors, dim=0):
+    R.check_stack(tensors)
+    d = _st.wrap_dim(dim, tensors[0].dim() + 1)
+    dtype = R.cat_shape([t.unsqueeze(0) if t.dim() == 0 else t for t in tensors], 0)[1]
+    return wrap(np.stack([_as(nd(t), dtype) for t in tensors], axis=d))
+
+
+# -- reordering --------------------------------------------------------------------------------
+
+def flip(self, dims):
+    dims = R.flip_dims(self, dims)
+    a = nd(self)
+    return wrap(np.flip(a, tuple(dims)).copy() if dims and a.ndim else a.copy())
+
+
+def roll(self, shifts, dims=()):
+    shifts, dims = R.roll_args(self, shifts, dims)
+    a = nd(self)
+    if not dims:  # roll the flattened tensor
+        return wrap(np.roll(a.reshape(-1), shifts[0]).reshape(a.shape))
+    return wrap(own(np.roll(a, shifts, axis=dims)))
+
+
+def tril(self, diagonal=0):
+    R.check_tri("tril", self)
+    return wrap(own(np.tril(nd(self), diagonal)))
+
+
+def triu(self, diagonal=0):
+    R.check_tri("triu", self)
+    return wrap(own(np.triu(nd(self), diagonal)))
+
+
+def repeat(self, repeats):
+    shape = R.repeat_shape(self, repeats)
+    a = nd(self)
+    a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
+    return wrap(own(np.tile(a, tuple(repeats))).reshape(shape))
+
+
+def repeat_interleave_Tensor(repeats, output_size=None):
+    """The indices [0]*r0 + [1]*r1 + ...: what repeat_interleave(self, repeats) gathers."""
+    if repeats.dim() > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if repeats._dtype not in (D.int64, D.int32):
+        raise RuntimeError("repeats has to be Long or Int tensor")
+    r = nd(repeats).reshape(-1)
+    if r.size and r.min() < 0:
+        raise RuntimeError("repeats can not be negative")
+    out = np.repeat(np.arange(r.size, dtype=r.dtype), r)
+    if output_size is not None and output_size != out.size:
+        raise RuntimeError("allocated size does not match required size")
+    return wrap(out)
+
+
+# -- gather / scatter --------------------------------------------------------------------------
+
+def _coords(index_shape, d, idx):
+    """The fancy-index tuple addressing element [i0, .., idx[i], .., in] for every position of
+    the index tensor: ``idx`` along dim d, broadcast aranges along the others."""
+    n = len(index_shape)
+    out = []
+    for k in range(n):
+        if k == d:
+            out.append(idx)
+        else:
+            shape = [1] * n
+            shape[k] = index_shape[k]
+            out.append(np.arange(index_shape[k]).reshape(shape))
+    return tuple(out)
+
+
+def _as_nd(a):
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _region(a, shape):
+    """The leading ``shape`` block of ``a`` (src of scatter may be larger than index)."""
+    return a[tuple(slice(0, s) for s in shape)]
+
+
+def gather(self, dim, index, sparse_grad=False):
+    d = R.check_gather(self, dim, index)
+    a, idx = _as_nd(nd(self)), nd(index)
+    if idx.size == 0:
+        return wrap(np.empty(idx.shape, a.dtype))
+    idx = _as_nd(idx)
+    _check_bounds(idx, a.shape[d], d)
+    return wrap(own(a[_coords(idx.shape, d, idx)]).reshape(index._size))
+
+
+def _scatter(self, dim, index, src, name, how=None, include_self=True):
+    """self with src (array or scalar) written at the scattered positions, combined by ``how``
+    (None: assignment; else a scatter_reduce name)."""
+    d = R.check_scatter(name, self, dim, index, src if hasattr(src, "_keyset") else None)
+    r = _as_nd(nd(self)).copy()
+    idx = nd(index)
+    if idx.size == 0:
+        return wrap(r.reshape(self._size))
+    idx = _as_nd(idx)
+    _check_bounds(idx, r.shape[d], d)
+    pos = _coords(idx.shape, d, idx)
+    v = _region(_as_nd(nd(src)), idx.shape) if hasattr(src, "_keyset") else \
+        np.full(idx.shape, src).astype(r.dtype)
+    if how is None:
+        r[pos] = v
+    else:
+        _reduce_at(r, pos, v, how, include_self)
+    return wrap(r.reshape(self._size))
+
+
+_IDENTITY = {"sum": lambda dt: 0, "mean": lambda dt: 0, "prod": lambda dt: 1,
+             "amax": lambda dt: (-np.inf if dt.kind == "f" else
+                                 (False if dt.kind == "b" else np.iinfo(dt).min)),
+             "amin": lambda dt: (np.inf if dt.kind == "f" else
+                                 (True if dt.kind == "b" else np.iinfo(dt).max))}
+_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+          "amin": np.minimum}
+
+
+def _reduce_at(r, pos, v, how, include_self):
+    """scatter_reduce in place on r: positions scattered to start from the reduction's identity
+    when include_self is False; mean divides by the number of contributions (floor division
+    for integers, as PyTorch)."""
+    if not include_self:
+        r[pos] = _IDENTITY[how](r.dtype)
+    if r.dtype == np.bool_ and how in ("sum", "mean"):
+        np.logical_or.at(r, pos, v)
+    elif r.dtype == np.bool_ and how == "prod":
+        np.logical_and.at(r, pos, v)
+    else:
+        _UFUNC[how].at(r, pos, v)
+    if how == "mean":
+        count = np.full(r.shape, 1 if include_self else 0, np.int64)
+        np.add.at(count, pos, 1)
+        safe = np.maximum(count, 1)
+        if r.dtype.kind in "iu":
+            r[...] = np.floor_divide(r, safe)
+        elif r.dtype.kind != "b":
+            r[...] = (r / safe).astype(r.dtype)
+
+
+def scatter_src(self, dim, index, src):
+    return _scatter(self, dim, index, src, "scatter")
+
+
+def scatter_value(self, dim, index, value):
+    return _scatter(self, dim, index, value, "scatter")
+
+
+def scatter_reduce(self, dim, index, src, reduce):  # noqa: A002  (schema name)
+    R.check_scatter_reduce(reduce, False)
+    return _scatter(self, dim, index, src, "scatter", R.SCATTER_REDUCES[reduce])
+
+
+def scatter_value_reduce(self, dim, index, value, reduce):  # noqa: A002
+    R.check_scatter_reduce(reduce, False)
+    return _scatter(self, dim, index, value, "scatter", R.SCATTER_REDUCES[reduce])
+
+
+def scatter_add(self, dim, index, src):
+    return _scatter(self, dim, index, src, "scatter_add", "sum")
+
+
+def scatter_reduce_two(self, dim, index, src, reduce, include_self=True):  # noqa: A002
+    R.check_scatter_reduce(reduce, True)
+    return _scatter(self, dim, index, src, "scatter_reduce", reduce, include_self)
+
+
+# -- index_* ops -------------------------------------------------------------------------------
+
+def _index_along(self, d, index, msg):
+    size = self._size[d] if self.dim() else 1
+    return _wrap_index(nd(index).reshape(-1), size, msg)
+
+
+def index_select(self, dim, index):
+    d, shape = R.check_index_select(self, dim, index)
+    idx = _index_along(self, d, index, lambda i: "index out of range in self")
+    return wrap(own(np.take(_as_nd(nd(self)), idx, axis=d)).reshape(shape))
+
+
+def _index_write(name, self, dim, index, source, how):
+    d = R.check_index_source(name, self, dim, index, source)
+    r = _as_nd(nd(self)).copy()
+    idx = _index_along(self, d, index, lambda i: f"{name}(): index {i} is out of bounds for "
+                                                 f"dimension {d} with size {r.shape[d]}")
+    pos = (slice(None),) * d + (idx,)
+    src = nd(source).reshape(r.shape[:d] + (idx.size,) + r.shape[d + 1:])
+    how(r, pos, src)
+    return wrap(r.reshape(self._size))
+
+
+def index_add(self, dim, index, source, alpha=1):
+    def add(r, pos, src):
+        if r.dtype == np.bool_:
+            np.logical_or.at(r, pos, src)
+        else:
+            np.add.at(r, pos, src if alpha == 1 else (src * alpha).astype(r.dtype))
+    return _index_write("index_add_", self, dim, index, source, add)
+
+
+def index_copy(self, dim, index, source):
+    def copy(r, pos, src):
+        r[pos] = src
+    return _index_write("index_copy_", self, dim, index, source, copy)
+
+
+def _index_fill(self, dim, index, value):
+    d = R.check_index_fill(self, dim, index, value if hasattr(value, "_keyset") else None)
+    r = _as_nd(nd(self)).copy()
+    idx = _index_along(self, d, index, lambda i: f"index {i} is out of bounds for dimension {d} "
+                                                 f"with size {r.shape[d]}")
+    r[(slice(None),) * d + (idx,)] = nd(value)
+    return wrap(r.reshape(self._size))
+
+
+def index_fill_int_Scalar(self, dim, index, value):
+    return _index_fill(self, dim, index, value)
+
+
+def index_fill_int_Tensor(self, dim, index, value):
+    return _index_fill(self, dim, index, value)
+
+
+# -- masks --------------------------------------------------------------------------------------
+
+def _masked_fill(self, mask, value, value_t=None):
+    shape = R.check_masked_fill(self, mask, value_t)
+    r = np.broadcast_to(nd(self), shape).copy()
+    r[np.broadcast_to(nd(mask), shape)] = value
+    return wrap(r)
+
+
+def masked_fill_Scalar(self, mask, value):
+    return _masked_fill(self, mask, value)
+
+
+def masked_fill_Tensor(self, mask, value):
+    return _masked_fill(self, mask, nd(value), value)
+
+
+def masked_select(self, mask):
+    shape = R.check_masked_select(self, mask)
+    return wrap(own(np.broadcast_to(nd(self), shape)[np.broadcast_to(nd(mask), shape)]))
+
+
+def masked_scatter(self, mask, source):
+    shape = R.check_masked_scatter(self, mask, source)
+    r = np.broadcast_to(nd(self), shape).copy()
+    m = np.broadcast_to(nd(mask), shape)
+    n = int(np.count_nonzero(m))
+    src = nd(source).reshape(-1)
+    if src.size < n:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    r[m] = src[:n]
+    return wrap(r)
+
+
+def take(self, index):
+    R.check_take(self, index)
+    a = nd(self).reshape(-1)
+    idx = _wrap_index(nd(index), a.size, lambda i: f"out of range: tried to access index {i} on "
+                                                   f"a tensor of {a.size} elements.")
+    return wrap(own(a[idx]))
+
+
+def put(self, index, source, accumulate=False):
+    R.check_put(self, index, source)
+    r = nd(self).copy()
+    flat = r.reshape(-1)
+    idx = _wrap_index(nd(index).reshape(-1), flat.size,
+                      lambda i: f"out of range: tried to access index {i} on a tensor of "
+                                f"{flat.size} elements.")
+    src = nd(source).reshape(-1)
+    if accumulate:
+        np.add.at(flat, idx, src)
+    else:
+        flat[idx] = src
+    return wrap(r)
+
+
+def nonzero(self):
+    return wrap(np.argwhere(nd(self)).astype(np.int64))
+
+
+# -- diagonals, trace, cross ---------------------------------------------------------------------
+
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    shape, d1, d2 = R.diag_embed_shape(self, offset, dim1, dim2)
+    a = _as_nd(nd(self))
+    n = shape[d1]
+    z = np.zeros(a.shape[:-1] + (n, n), a.dtype)
+    k = np.arange(a.shape[-1])
+    z[..., k + max(-offset, 0), k + max(offset, 0)] = a
+    # the two new dims sit last in z; move them to dim1, dim2 (in increasing order)
+    order = sorted([(d1, -2), (d2, -1)])
+    z = np.moveaxis(z, [s for _, s in order], [d for d, _ in order])
+    return wrap(np.ascontiguousarray(z))
+
+
+def trace(self):
+    dtype = R.trace_dtype(self)
+    a = nd(self)
+    acc = np.float32 if dtype in (D.float16, D.bfloat16) else dtype._np
+    return wrap(np.asarray(np.trace(a, dtype=acc)).astype(dtype._np))
+
+
+def linalg_cross(self, other, dim=-1):
+    shape, d, dtype = R.cross_shape(self, other, dim)
+    a = np.broadcast_to(_as(nd(self), dtype), shape)
+    b = np.broadcast_to(_as(nd(other), dtype), shape)
+    return wrap(own(np.cross(a, b, axis=d)).astype(dtype._np, copy=False))

@@ -1,0 +1,443 @@
+"""Meta kernels of the shape and indexing ops (cat, flip, roll, tril, repeat, gather, scatter,
+index_select/add/copy/fill, masked_fill/scatter, take, put_, diag_embed, trace, cross), and the
+shape/dtype rules with PyTorch's checks that the CPU kernels (``cpu/shape.py``) share.
+Ops whose result shape depends on data (nonzero, masked_select) have no Meta kernel, as in
+PyTorch."""
+from functools import reduce
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..._core.device import META
+from ..._core.promotion import promote_types
+from ..._tensor import empty_tensor
+
+_fmt = _st._fmt_list
+_INDEX_DTYPES = (D.int64, D.int32)
+
+
+def _empty(shape, dtype):
+    return empty_tensor(tuple(shape), dtype, META)
+
+
+# -- concatenation ---------------------------------------------------------------------------
+
+def _is_legacy_empty(t):
+    return t._size == (0,)
+
+
+def cat_shape(tensors, dim):
+    """cat's result shape and dtype. Legacy 1-D empty tensors are skipped (PyTorch keeps that
+    rule for old code that used ``torch.tensor([])`` as a neutral element)."""
+    if len(tensors) == 0:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    dtype = reduce(promote_types, (t._dtype for t in tensors))
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    real = [(i, t) for i, t in enumerate(tensors) if not _is_legacy_empty(t)]
+    if not real:
+        return tensors[0]._size, dtype
+    i0, ref = real[0]
+    d = _st.wrap_dim(dim, ref.dim())
+    total = 0
+    for i, t in real:
+        if t.dim() != ref.dim():
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and "
+                               f"{t.dim()}")
+        for k in range(ref.dim()):
+            if k != d and t._size[k] != ref._size[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected "
+                                   f"size {ref._size[k]} but got size {t._size[k]} for tensor "
+                                   f"number {i} in the list.")
+        total += t._size[d]
+    shape = list(ref._size)
+    shape[d] = total
+    return tuple(shape), dtype
+
+
+def check_stack(tensors):
+    if len(tensors) == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t._size != tensors[0]._size:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{_fmt(tensors[0]._size)} at entry 0 and {_fmt(t._size)} at entry "
+                               f"{i}")
+
+
+# -- reordering --------------------------------------------------------------------------------
+
+def flip_dims(self, dims):
+    out = [_st.wrap_dim(d, self.dim()) for d in dims]
+    seen = set()
+    for d in out:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    return out
+
+
+def roll_args(self, shifts, dims):
+    if len(shifts) == 0:
+        raise RuntimeError("`shifts` required")
+    if len(dims) == 0 and len(shifts) == 1:
+        return list(shifts), []
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                           f"{len(dims)}")
+    return list(shifts), [_st.wrap_dim(d, self.dim()) for d in dims]
+
+
+def check_tri(name, self):
+    if self.dim() < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+
+
+def repeat_shape(self, repeats):
+    repeats = tuple(repeats)
+    if len(repeats) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    padded = (1,) * (len(repeats) - self.dim()) + tuple(self._size)
+    shape = tuple(s * r for s, r in zip(padded, repeats))
+    if any(r < 0 for r in repeats):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {_fmt(shape)}")
+    return shape
+
+
+# -- gather / scatter --------------------------------------------------------------------------
+
+def _check_index_long(name, index):
+    if index._dtype is not D.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+
+
+def check_gather(self, dim, index):
+    """gather's checks; returns the wrapped dim (the result has index's shape)."""
+    _check_index_long("gather", index)
+    d = _st.wrap_dim(dim, self.dim())
+    nd_self, nd_index = max(self.dim(), 1), max(index.dim(), 1)
+    if index.numel() == 0:
+        return d
+    if nd_self != nd_index:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k in range(index.dim()):
+        if k != d and index._size[k] > (self._size[k] if self.dim() else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{_fmt(index._size)} to be no larger than self "
+                               f"{_fmt(self._size)} apart from dimension {d}")
+    return d
+
+
+def check_scatter(name, self, dim, index, src=None):
+    """scatter's checks (src is None for the value overloads); returns the wrapped dim."""
+    _check_index_long(name, index)
+    d = _st.wrap_dim(dim, self.dim())
+    if src is not None and src._dtype is not self._dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    if index.numel() == 0:
+        return d
+    if max(self.dim(), 1) != max(index.dim(), 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and max(src.dim(), 1) != max(index.dim(), 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    for k in range(index.dim()):
+        if k != d and index._size[k] > self._size[k]:
+            raise RuntimeError(f"Expected index {_fmt(index._size)} to be no larger than self "
+                               f"{_fmt(self._size)} apart from dimension {d} and to be no larger "
+                               f"size than src {_fmt(src._size if src is not None else ())}")
+        if src is not None and index._size[k] > src._size[k]:
+            raise RuntimeError(f"Expected index {_fmt(index._size)} to be no larger than self "
+                               f"{_fmt(self._size)} apart from dimension {d} and to be no larger "
+                               f"size than src {_fmt(src._size)}")
+    return d
+
+
+SCATTER_REDUCES = {"add": "sum", "multiply": "prod"}  # scatter's reduce= names -> scatter_reduce's
+SCATTER_REDUCE_TWO = ("sum", "prod", "mean", "amax", "amin")
+
+
+def check_scatter_reduce(reduce_, two):
+    if two:
+        if reduce_ not in SCATTER_REDUCE_TWO:
+            raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                               f"{reduce_}")
+    elif reduce_ not in SCATTER_REDUCES:
+        raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce_}")
+
+
+# -- index_* ops -------------------------------------------------------------------------------
+
+def check_index_select(self, dim, index):
+    """Returns (wrapped dim, result shape)."""
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._dtype not in _INDEX_DTYPES:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d = _st.wrap_dim(dim, self.dim())
+    shape = list(self._size)
+    if shape:
+        shape[d] = index.numel()
+    return d, tuple(shape)
+
+
+def check_index_source(name, self, dim, index, source):
+    """Checks shared by index_add / index_copy; returns the wrapped dim."""
+    d = _st.wrap_dim(dim, self.dim())
+    if index.dim() > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+    if name == "index_copy_":
+        if index._dtype is not D.int64:
+            raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                               f"{index._dtype._short}")
+    elif index._dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"{name}(): self ({self._dtype._short}) and source "
+                           f"({source._dtype._short}) must have the same scalar type")
+    n_src = source._size[d] if source.dim() else 1
+    if index.numel() != n_src:
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim) ({n_src})")
+    if source.dim() != self.dim() and max(source.dim(), 1) != max(self.dim(), 1):
+        raise IndexError(f"{name}(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality "
+                         f"({source.dim()}), destination dimensionality ({self.dim()})")
+    for k in range(source.dim()):
+        if k != d and source._size[k] != self._size[k]:
+            raise RuntimeError(f"{name}(): Source/destination tensor must have same slice shapes. "
+                               f"Destination slice shape: {_fmt(self._size)} at dimension {d} "
+                               f"and source slice shape: {_fmt(source._size)} at dimension 0.")
+    return d
+
+
+def check_index_fill(self, dim, index, value=None):
+    d = _st.wrap_dim(dim, self.dim())
+    if index._dtype is not D.int64:
+        raise RuntimeError("index_fill_(): Expected dtype int64 for index.")
+    if index.dim() > 1:
+        raise IndexError("Index has to be a vector/scalar")
+    if value is not None and value.dim() != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.dim()} dimension(s).")
+    return d
+
+
+# -- masks --------------------------------------------------------------------------------------
+
+def check_masked_fill(self, mask, value=None):
+    """Returns the out-of-place result shape (self and mask broadcast together)."""
+    if mask._dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask._dtype.name}")
+    if value is not None and value.dim() != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.dim()} dimension(s).")
+    return _st.broadcast_shapes(self._size, mask._size)
+
+
+def check_masked_select(self, mask):
+    if mask._dtype is not D.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    return _st.broadcast_shapes(self._size, mask._size)
+
+
+def check_masked_scatter(self, mask, source):
+    if mask._dtype is not D.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{mask._dtype.name}")
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got"
+                           f"{self._dtype._short} and {source._dtype._short}")
+    return _st.broadcast_shapes(self._size, mask._size)
+
+
+def check_take(self, index):
+    if index._dtype is not D.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{index._dtype._short}")
+
+
+def check_put(self, index, source):
+    if index._dtype is not D.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
+                           f"{index._dtype._short}")
+    if source._dtype is not self._dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {self._dtype._short} and source.dtype = "
+                           f"{source._dtype._short}")
+    if source.numel() != index.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                           f"{index.numel()}")
+
+
+# -- diagonals, trace, cross ---------------------------------------------------------------------
+
+def diag_embed_shape(self, offset, dim1, dim2):
+    nd = self.dim() + 1
+    d1, d2 = _st.wrap_dim(dim1, nd), _st.wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = (self._size[-1] if self.dim() else 1) + abs(offset)
+    rest = list(self._size[:-1])
+    shape = []
+    for k in range(nd):
+        shape.append(n if k in (d1, d2) else rest.pop(0))
+    return tuple(shape), d1, d2
+
+
+def trace_dtype(self):
+    if self.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
+    return D.int64 if self._dtype._category <= D.INTEGRAL else self._dtype
+
+
+def cross_shape(self, other, dim):
+    if self.dim() != other.dim():
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    shape = _st.broadcast_shapes(self._size, other._size)
+    d = _st.wrap_dim(dim, len(shape))
+    if self._size[d] != 3 or other._size[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{self._size[d]} and {other._size[d]}")
+    return shape, d, promote_types(self._dtype, other._dtype)
+
+
+def check_block_diag(tensors):
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.dim()} dimensions")
+
+
+# -- Meta kernels -------------------------------------------------------------------------------
+
+def meta_cat(tensors, dim=0):
+    shape, dtype = cat_shape(tensors, dim)
+    return _empty(shape, dtype)
+
+
+def meta_flip(self, dims):
+    flip_dims(self, dims)
+    return _empty(self._size, self._dtype)
+
+
+def meta_roll(self, shifts, dims=()):
+    roll_args(self, shifts, dims)
+    return _empty(self._size, self._dtype)
+
+
+def meta_tril(self, diagonal=0):
+    check_tri("tril", self)
+    return _empty(self._size, self._dtype)
+
+
+def meta_triu(self, diagonal=0):
+    check_tri("triu", self)
+    return _empty(self._size, self._dtype)
+
+
+def meta_repeat(self, repeats):
+    return _empty(repeat_shape(self, repeats), self._dtype)
+
+
+def meta_gather(self, dim, index, sparse_grad=False):
+    check_gather(self, dim, index)
+    return _empty(index._size, self._dtype)
+
+
+def meta_scatter_src(self, dim, index, src):
+    check_scatter("scatter", self, dim, index, src)
+    return _empty(self._size, self._dtype)
+
+
+def meta_scatter_value(self, dim, index, value):
+    check_scatter("scatter", self, dim, index)
+    return _empty(self._size, self._dtype)
+
+
+def meta_scatter_reduce(self, dim, index, src, reduce):  # noqa: A002  (schema name)
+    check_scatter("scatter", self, dim, index, src)
+    check_scatter_reduce(reduce, False)
+    return _empty(self._size, self._dtype)
+
+
+def meta_scatter_value_reduce(self, dim, index, value, reduce):  # noqa: A002
+    check_scatter("scatter", self, dim, index)
+    check_scatter_reduce(reduce, False)
+    return _empty(self._size, self._dtype)
+
+
+def meta_scatter_add(self, dim, index, src):
+    check_scatter("scatter_add", self, dim, index, src)
+    return _empty(self._size, self._dtype)
+
+
+def meta_scatter_reduce_two(self, dim, index, src, reduce, include_self=True):  # noqa: A002
+    check_scatter("scatter_reduce", self, dim, index, src)
+    check_scatter_reduce(reduce, True)
+    return _empty(self._size, self._dtype)
+
+
+def meta_index_select(self, dim, index):
+    return _empty(check_index_select(self, dim, index)[1], self._dtype)
+
+
+def meta_index_add(self, dim, index, source, alpha=1):
+    check_index_source("index_add_", self, dim, index, source)
+    return _empty(self._size, self._dtype)
+
+
+def meta_index_copy(self, dim, index, source):
+    check_index_source("index_copy_", self, dim, index, source)
+    return _empty(self._size, self._dtype)
+
+
+def meta_index_fill_int_Scalar(self, dim, index, value):
+    check_index_fill(self, dim, index)
+    return _empty(self._size, self._dtype)
+
+
+def meta_index_fill_int_Tensor(self, dim, index, value):
+    check_index_fill(self, dim, index, value)
+    return _empty(self._size, self._dtype)
+
+
+def meta_masked_fill_Scalar(self, mask, value):
+    return _empty(check_masked_fill(self, mask), self._dtype)
+
+
+def meta_masked_fill_Tensor(self, mask, value):
+    return _empty(check_masked_fill(self, mask, value), self._dtype)
+
+
+def meta_masked_scatter(self, mask, source):
+    return _empty(check_masked_scatter(self, mask, source), self._dtype)
+
+
+def meta_take(self, index):
+    check_take(self, index)
+    return _empty(index._size, self._dtype)
+
+
+def meta_put(self, index, source, accumulate=False):
+    check_put(self, index, source)
+    return _empty(self._size, self._dtype)
+
+
+def meta_diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    return _empty(diag_embed_shape(self, offset, dim1, dim2)[0], self._dtype)
+
+
+def meta_trace(self):
+    return _empty((), trace_dtype(self))
+
+
+def meta_linalg_cross(self, other, dim=-1):
+    shape, _, dtype = cross_shape(self, other, dim)
+    return _empty(shape, dtype)
+
+
+__all__ = [n for n in dir() if n.startswith("meta_")]

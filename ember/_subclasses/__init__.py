@@ -1,0 +1,3 @@
+"""``ember._subclasses``: Tensor subclasses built on ``__torch_dispatch__`` (FakeTensor)."""
+from .fake_tensor import (DataDependentOutputException, DynamicOutputShapeException,  # noqa: F401
+                          FakeTensor, FakeTensorMode, UnsupportedFakeTensorException)

@@ -1,0 +1,4 @@
+"""``ember.nn``: modules, parameters, initializers and utilities for building networks."""
+from . import functional, init, utils  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401

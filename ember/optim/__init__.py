@@ -1,0 +1,6 @@
+"""``ember.optim``: optimizers and learning-rate schedulers."""
+from . import lr_scheduler  # noqa: F401
+from ._algorithms import (SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam,  # noqa: F401
+                          RMSprop)
+from .lbfgs import LBFGS  # noqa: F401
+from .optimizer import Optimizer  # noqa: F401

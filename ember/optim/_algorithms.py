@@ -1,0 +1,434 @@
+"""The optimizers of ``ember.optim`` with PyTorch's single-tensor update rules.
+
+Each ``step`` walks the parameters that have a gradient, creates their state on first use (the
+same keys and dtypes as PyTorch, so state dicts interchange), and updates them in place under
+``no_grad``. PyTorch's fused ``addcmul_``/``addcdiv_``/``lerp_`` are written with ``mul_``/
+``add_``/``div``: the same arithmetic, rounded once more.
+"""
+
+from .. import get_default_dtype, maximum, tensor, zeros_like, full_like
+from .optimizer import Optimizer, _get_value, _use_grad
+
+__all__ = ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
+           "Adadelta"]
+
+# (argument, test, message) rows shared by the constructors' validation.
+_CHECKS = {
+    "lr": (lambda v: 0.0 <= v, "Invalid learning rate: {}"),
+    "eps": (lambda v: 0.0 <= v, "Invalid epsilon value: {}"),
+    "momentum": (lambda v: 0.0 <= v, "Invalid momentum value: {}"),
+    "weight_decay": (lambda v: 0.0 <= v, "Invalid weight_decay value: {}"),
+    "alpha": (lambda v: 0.0 <= v, "Invalid alpha value: {}"),
+    "lr_decay": (lambda v: 0.0 <= v, "Invalid lr_decay value: {}"),
+    "momentum_decay": (lambda v: 0.0 <= v, "Invalid momentum_decay value: {}"),
+    "rho": (lambda v: 0.0 <= v <= 1.0, "Invalid rho value: {}"),
+    "initial_accumulator_value": (lambda v: 0.0 <= v, "Invalid initial_accumulator_value value: {}"),
+}
+
+
+def _validate(**kwargs):
+    lr = kwargs.get("lr")
+    if hasattr(lr, "numel") and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    for name, value in kwargs.items():
+        if name == "betas":
+            for i, b in enumerate(value):
+                if not 0.0 <= b < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+            continue
+        ok, message = _CHECKS[name]
+        if not ok(value):
+            raise ValueError(message.format(value))
+
+
+def _step_tensor(value=0.0):
+    """The scalar ``step`` counter PyTorch keeps in optimizer state (default float dtype)."""
+    return tensor(value, dtype=get_default_dtype())
+
+
+def _grad(p, maximize):
+    return -p.grad if maximize else p.grad
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
+        _validate(lr=lr, momentum=momentum, weight_decay=weight_decay)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr, momentum = _get_value(group["lr"]), group["momentum"]
+            dampening, wd = group["dampening"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = _grad(p, group["maximize"])
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = state["momentum_buffer"] = grad.clone().detach()
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                    grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+                p.add_(grad, alpha=-lr)
+        return loss
+
+
+def _closure_loss(closure):
+    if closure is None:
+        return None
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        return closure()
+
+
+class Adam(Optimizer):
+    _decoupled_default = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _validate(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", self._decoupled_default)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                grad = _grad(p, group["maximize"])
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                state["step"] += 1
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                step = state["step"].item()
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                step_size = lr / bias_correction1
+                if group["amsgrad"]:
+                    max_sq = state["max_exp_avg_sq"]
+                    max_sq.copy_(maximum(max_sq, exp_avg_sq))
+                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                else:
+                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                p.add_(exp_avg / denom, alpha=-step_size)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 1e-2)."""
+
+    _decoupled_default = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+
+class Adamax(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _validate(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_inf"] = zeros_like(p)
+                grad = _grad(p, group["maximize"])
+                state["step"] += 1
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
+                clr = lr / (1 - beta1 ** state["step"].item())
+                p.add_(exp_avg / exp_inf, alpha=-clr)
+        return loss
+
+
+class NAdam(Optimizer):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _validate(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay,
+                  momentum_decay=momentum_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
+            momentum_decay = group["momentum_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["mu_product"] = _step_tensor(1.0)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                grad = _grad(p, group["maximize"])
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                state["step"] += 1
+                step = state["step"].item()
+                bias_correction2 = 1 - beta2 ** step
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+                state["mu_product"] *= mu
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+                mu_product = state["mu_product"].item()
+                mu_product_next = mu_product * mu_next
+                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
+                p.add_(exp_avg / denom, alpha=(-lr * mu_next) / (1.0 - mu_product_next))
+        return loss
+
+
+class RAdam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _validate(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                grad = _grad(p, group["maximize"])
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                state["step"] += 1
+                step = state["step"].item()
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        grad = grad.add(p, alpha=wd)
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                bias_corrected_exp_avg = exp_avg / bias_correction1
+                # Rectify the adaptive learning rate once its variance is tractable (rho_t > 5).
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                    p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                else:
+                    p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+        return loss
+
+
+class RMSprop(Optimizer):
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _validate(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = _get_value(group["lr"]), group["alpha"], group["eps"]
+            wd, momentum = group["weight_decay"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = zeros_like(p)
+                grad = _grad(p, group["maximize"])
+                state["step"] += 1
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                square_avg = state["square_avg"]
+                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                if group["centered"]:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
+                    avg = square_avg.sub(grad_avg * grad_avg).sqrt_()
+                else:
+                    avg = square_avg.sqrt()
+                avg = avg.add_(eps)
+                if momentum > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(momentum).add_(grad / avg)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.add_(grad / avg, alpha=-lr)
+        return loss
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _validate(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                  initial_accumulator_value=initial_accumulator_value, eps=eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        # Unlike the others, Adagrad creates its state up front.
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _step_tensor()
+                state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                state["step"] += 1
+                step = state["step"].item()
+                grad = _grad(p, group["maximize"])
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                clr = lr / (1 + (step - 1) * group["lr_decay"])
+                state["sum"].add_(grad * grad)
+                std = state["sum"].sqrt().add_(eps)
+                p.add_(grad / std, alpha=-clr)
+        return loss
+
+
+class Adadelta(Optimizer):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _validate(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        loss = _closure_loss(closure)
+        for group in self.param_groups:
+            lr, rho, eps, wd = (_get_value(group["lr"]), group["rho"], group["eps"],
+                                group["weight_decay"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_tensor()
+                    state["square_avg"] = zeros_like(p)
+                    state["acc_delta"] = zeros_like(p)
+                state["step"] += 1
+                grad = _grad(p, group["maximize"])
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+                square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
+                std = square_avg.add(eps).sqrt_()
+                delta = acc_delta.add(eps).sqrt_()
+                delta.div_(std).mul_(grad)
+                acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
+                p.add_(delta, alpha=-lr)
+        return loss
+
+

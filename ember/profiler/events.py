@@ -1,0 +1,422 @@
+"""Profiler results: events, their averages, the summary table and the Chrome trace.
+
+The names and formats are PyTorch's (``torch/autograd/profiler_util.py``): ``FunctionEvent``
+(one range), ``FunctionEventAvg`` (the events sharing a key, summed), ``EventList`` with
+``key_averages``, ``table`` (columns ``Name | Self CPU % | Self CPU | CPU total % | CPU total |
+CPU time avg | [CPU Mem | Self CPU Mem] | # of Calls | [Input Shapes] | [Source Location] |
+[Total FLOPs]``), ``export_chrome_trace`` (JSON that chrome://tracing and Perfetto open) and
+``export_stacks`` (folded stacks for flame graphs). Times are in microseconds.
+"""
+import json
+import math
+import os
+import socket
+from collections import OrderedDict
+
+__all__ = ["FunctionEvent", "FunctionEventAvg", "EventList"]
+
+
+def _format_time(time_us):
+    if time_us >= 1e6:
+        return f"{time_us / 1e6:.3f}s"
+    if time_us >= 1e3:
+        return f"{time_us / 1e3:.3f}ms"
+    return f"{time_us:.3f}us"
+
+
+def _format_time_share(time_us, total_time_us):
+    if total_time_us == 0:
+        return "NaN"
+    return f"{time_us * 100.0 / total_time_us:.2f}%"
+
+
+def _format_memory(nbytes):
+    KB, MB, GB = 1024, 1024 ** 2, 1024 ** 3
+    if abs(nbytes) >= GB:
+        return f"{nbytes * 1.0 / GB:.2f} GB"
+    if abs(nbytes) >= MB:
+        return f"{nbytes * 1.0 / MB:.2f} MB"
+    if abs(nbytes) >= KB:
+        return f"{nbytes * 1.0 / KB:.2f} KB"
+    return str(nbytes) + " B"
+
+
+class Interval:
+    def __init__(self, start, end):
+        self.start, self.end = start, end
+
+    def elapsed_us(self):
+        return self.end - self.start
+
+
+class _TimeStrings:
+    """The ``*_str`` properties PyTorch's events have."""
+
+    @property
+    def self_cpu_time_total_str(self):
+        return _format_time(self.self_cpu_time_total)
+
+    @property
+    def cpu_time_total_str(self):
+        return _format_time(self.cpu_time_total)
+
+    @property
+    def cpu_time_str(self):
+        return _format_time(self.cpu_time)
+
+
+class FunctionEvent(_TimeStrings):
+    """One recorded range: an operator call, a user range, or a backward node."""
+
+    def __init__(self, id, name, thread, start_us, end_us, category="cpu_op", input_shapes=None,
+                 input_types=None, input_strides=None, concrete_inputs=None, stack=None,
+                 cpu_memory_usage=0, self_cpu_memory_usage=0, flops=0):
+        self.id = id
+        self.name = name
+        self.key = name
+        self.thread = thread
+        self.time_range = Interval(start_us, end_us)
+        self.category = category
+        self.is_user_annotation = category == "user_annotation"
+        self.input_shapes = input_shapes if input_shapes is not None else []
+        self.input_types = input_types or []
+        self.input_strides = input_strides or []
+        self.concrete_inputs = concrete_inputs or []
+        self.stack = stack if stack is not None else []
+        self.cpu_memory_usage = cpu_memory_usage
+        self.self_cpu_memory_usage = self_cpu_memory_usage
+        self.flops = flops
+        self.cpu_parent = None
+        self.cpu_children = []
+        self.count = 1
+        self.node_id = -1
+        self.sequence_nr = -1
+        self.overload_name = ""
+        self.device_type = "CPU"
+        self.use_device = None
+        self.is_async = False
+        self.is_legacy = False
+        self.device_time_total = self.self_device_time_total = 0.0
+        self.device_memory_usage = self.self_device_memory_usage = 0
+
+    @property
+    def cpu_time_total(self):
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_cpu_time_total(self):
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def cpu_time(self):
+        return self.cpu_time_total
+
+    def __repr__(self):
+        return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={self.cpu_time_total_str} "
+                f"start_us={self.time_range.start:.3f} end_us={self.time_range.end:.3f} "
+                f"cpu_children={[c.id for c in self.cpu_children]} input_shapes={self.input_shapes} "
+                f"cpu_memory_usage={self.cpu_memory_usage} thread={self.thread}>")
+
+
+class FunctionEventAvg(_TimeStrings):
+    """The events that share a key (name, and input shapes / stack when grouped by them)."""
+
+    def __init__(self):
+        self.key = None
+        self.count = 0
+        self.node_id = -1
+        self.is_async = False
+        self.is_legacy = False
+        self.cpu_time_total = 0.0
+        self.self_cpu_time_total = 0.0
+        self.device_time_total = self.self_device_time_total = 0.0
+        self.input_shapes = None
+        self.overload_name = ""
+        self.stack = None
+        self.scope = None
+        self.cpu_memory_usage = 0
+        self.self_cpu_memory_usage = 0
+        self.device_memory_usage = self.self_device_memory_usage = 0
+        self.cpu_parent = None
+        self.device_type = "CPU"
+        self.is_user_annotation = False
+        self.use_device = None
+        self.flops = 0
+
+    def add(self, other):
+        if self.key is None:
+            self.key = other.key
+            self.node_id = other.node_id
+            self.input_shapes = other.input_shapes
+            self.stack = other.stack
+            self.cpu_parent = other.cpu_parent
+            self.is_user_annotation = other.is_user_annotation
+        self.cpu_time_total += other.cpu_time_total
+        self.self_cpu_time_total += other.self_cpu_time_total
+        self.cpu_memory_usage += other.cpu_memory_usage
+        self.self_cpu_memory_usage += other.self_cpu_memory_usage
+        self.count += other.count
+        self.flops += other.flops
+        return self
+
+    def __iadd__(self, other):
+        return self.add(other)
+
+    @property
+    def cpu_time(self):
+        return 0.0 if self.count == 0 else self.cpu_time_total / self.count
+
+    def __repr__(self):
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
+                f"cpu_time={self.cpu_time_str} input_shapes={self.input_shapes} "
+                f"cpu_memory_usage={self.cpu_memory_usage}>")
+
+
+class EventList(list):
+    """A list of events with PyTorch's summary methods."""
+
+    def __init__(self, *args, profile_memory=False, with_flops=False, use_device=None,
+                 trace_meta=None):
+        super().__init__(*args)
+        self._profile_memory = profile_memory
+        self._with_flops = with_flops
+        self._use_device = use_device
+        self._trace_meta = trace_meta or {}
+
+    @property
+    def self_cpu_time_total(self):
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
+        stats = OrderedDict()
+        for evt in self:
+            key = [evt.key]
+            if group_by_input_shapes:
+                key.append(str(evt.input_shapes))
+            if group_by_stack_n > 0:
+                key += evt.stack[:group_by_stack_n]
+            stats.setdefault(tuple(key), FunctionEventAvg()).add(evt)
+        avg = EventList(stats.values(), profile_memory=self._profile_memory,
+                        with_flops=self._with_flops, use_device=self._use_device)
+        for evt in avg:
+            if not group_by_input_shapes:
+                evt.input_shapes = ""
+            if not group_by_stack_n:
+                evt.stack = []
+        return avg
+
+    def total_average(self):
+        total = FunctionEventAvg()
+        for evt in self:
+            total.add(evt)
+        total.key = "Total"
+        return total
+
+    def table(self, sort_by=None, row_limit=100, max_src_column_width=75,
+              max_name_column_width=55, max_shapes_column_width=80, header=None,
+              top_level_events_only=False, time_unit=None):
+        return _build_table(self, sort_by=sort_by, row_limit=row_limit, header=header,
+                            max_src_column_width=max_src_column_width,
+                            max_name_column_width=max_name_column_width,
+                            max_shapes_column_width=max_shapes_column_width,
+                            with_flops=self._with_flops, profile_memory=self._profile_memory,
+                            top_level_events_only=top_level_events_only, time_unit=time_unit)
+
+    def __str__(self):
+        return self.table()
+
+    @staticmethod
+    def supported_export_stacks_metrics():
+        return ["self_cpu_time_total", "self_cuda_time_total", "self_xpu_time_total",
+                "self_privateuse1_time_total"]
+
+    def export_stacks(self, path, metric):
+        if metric not in self.supported_export_stacks_metrics():
+            raise ValueError("metric should be one of: "
+                             + str(self.supported_export_stacks_metrics()))
+        translate_table = str.maketrans(" ;\t\n", "____")
+        attr = metric.replace("cuda", "device").replace("xpu", "device").replace(
+            "privateuse1", "device")
+        with open(path, "w") as f:
+            for evt in self:
+                if evt.stack:
+                    value = getattr(evt, attr)
+                    if int(value) > 0:
+                        frames = ";".join(e.translate(translate_table) for e in reversed(evt.stack))
+                        f.write(f"{frames} {int(value)}\n")
+
+    def export_chrome_trace(self, path):
+        with open(path, "w") as f:
+            json.dump(self._chrome_trace(), f)
+
+    def _chrome_trace(self):
+        meta = self._trace_meta
+        pid = os.getpid()
+        base_ns = meta.get("baseTimeNanoseconds", 0)
+        events = [
+            {"ph": "M", "name": "process_name", "ts": 0, "pid": pid, "tid": 0,
+             "args": {"name": "python"}},
+            {"ph": "M", "name": "process_labels", "ts": 0, "pid": pid, "tid": 0,
+             "args": {"labels": "CPU"}},
+        ]
+        for tid in sorted({e.thread for e in self}):
+            events.append({"ph": "M", "name": "thread_name", "ts": 0, "pid": pid, "tid": tid,
+                           "args": {"name": f"thread {tid} (python)"}})
+        for idx, e in enumerate(self):
+            args = {"External id": e.id + 1, "Record function id": 0, "Ev Idx": idx}
+            if e.input_shapes:
+                args.update({"Input Dims": e.input_shapes, "Input type": e.input_types,
+                             "Input Strides": e.input_strides,
+                             "Concrete Inputs": e.concrete_inputs})
+            if e.flops:
+                args["flops"] = e.flops
+            events.append({"ph": "X", "cat": e.category, "name": e.name, "pid": pid,
+                           "tid": e.thread, "ts": base_ns / 1e3 + e.time_range.start,
+                           "dur": e.cpu_time_total, "args": args})
+            if e.stack:
+                # with_stack: the Python frames, one python_function event per frame
+                for frame in e.stack:
+                    events.append({"ph": "X", "cat": "python_function", "name": frame,
+                                   "pid": pid, "tid": e.thread,
+                                   "ts": base_ns / 1e3 + e.time_range.start, "dur": 0,
+                                   "args": {}})
+        for ts_us, nbytes, tid, total, addr in meta.get("memory", ()):
+            events.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
+                           "pid": pid, "tid": tid, "ts": base_ns / 1e3 + ts_us,
+                           "args": {"Total Reserved": total, "Total Allocated": total,
+                                    "Bytes": nbytes, "Device Id": -1, "Device Type": 0,
+                                    "Addr": addr}})
+        trace = {"schemaVersion": 1, "deviceProperties": [],
+                 "trace_id": meta.get("trace_id", "")}
+        # PyTorch writes these two flags only when they are on.
+        if self._profile_memory:
+            trace["profile_memory"] = 1
+        if meta.get("record_shapes"):
+            trace["record_shapes"] = 1
+        trace.update({"host_name": socket.gethostname(), "displayTimeUnit": "ms",
+                      "baseTimeNanoseconds": base_ns, "traceEvents": events,
+                      "traceName": meta.get("traceName", "")})
+        return trace
+
+
+def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_column_width=75,
+                 max_name_column_width=55, max_shapes_column_width=80, with_flops=False,
+                 profile_memory=False, top_level_events_only=False, time_unit=None):
+    """PyTorch's summary table, column for column (CPU only: there are no device columns)."""
+    if len(events) == 0:
+        return ""
+    has_input_shapes = any(e.input_shapes for e in events)
+    if sort_by is not None:
+        attr = sort_by.replace("cuda", "device").replace("xpu", "device").replace(
+            "privateuse1", "device")
+        events = sorted(events, key=lambda e: getattr(e, attr), reverse=True)
+
+    name_column_width = min(max(len(e.key) for e in events) + 4, max_name_column_width)
+    shapes_column_width = min(max(len(str(e.input_shapes)) for e in events) + 4,
+                              max_shapes_column_width)
+    stacks = [e.stack for e in events if e.stack]
+    has_stack = bool(stacks)
+    src_column_width = None
+    if has_stack:
+        src_column_width = min(max(max(len(s) for s in st) for st in stacks) + 4,
+                               max_src_column_width)
+
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if profile_memory:
+        headers += ["CPU Mem", "Self CPU Mem"]
+    headers.append("# of Calls")
+
+    SPACING = 2
+    fmt, sep, line_length = [""], [""], [-SPACING]
+
+    def add_column(padding, text_dir=">"):
+        fmt[0] += "{: " + text_dir + str(padding) + "}" + " " * SPACING
+        sep[0] += "-" * padding + " " * SPACING
+        line_length[0] += padding + SPACING
+
+    add_column(name_column_width)
+    for _ in headers[1:]:
+        add_column(12)
+    if has_input_shapes:
+        headers.append("Input Shapes")
+        add_column(shapes_column_width)
+    if has_stack:
+        headers.append("Source Location")
+        add_column(src_column_width, text_dir="<")
+    flops_scale = 1.0
+    if with_flops:
+        raw = [e.flops for e in events if e.flops > 0]
+        if raw:
+            names = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+            log = max(0, min(math.log10(min(raw)) / 3, float(len(names) - 1)))
+            flops_scale = pow(10, math.floor(log) * -3.0)
+            headers.append(f"Total {names[int(log)]}")
+            add_column(12)
+        else:
+            with_flops = False
+
+    def fmt_time(us):
+        if time_unit == "s":
+            return f"{us / 1e6:.3f}s"
+        if time_unit == "ms":
+            return f"{us / 1e3:.3f}ms"
+        if time_unit == "us":
+            return f"{us:.3f}us"
+        return _format_time(us)
+
+    def trim_path(path, width):
+        if len(path) > width:
+            path = path[len(path) - width:]
+            if len(path) > 3:
+                path = "..." + path[3:]
+        return path
+
+    total_self = sum(e.self_cpu_time_total for e in events)
+    out = []
+
+    def append(s):
+        out.append(s)
+        out.append("\n")
+
+    if header is not None:
+        append("=" * line_length[0])
+        append(header)
+    if top_level_events_only:
+        append("=" * line_length[0])
+        append("This report only display top-level ops statistics")
+    append(sep[0])
+    append(fmt[0].format(*headers))
+    append(sep[0])
+    shown = 0
+    for e in events:
+        if shown == row_limit:
+            break
+        if top_level_events_only and e.cpu_parent is not None:
+            continue
+        shown += 1
+        name = e.key
+        if len(name) >= max_name_column_width - 3:
+            name = name[: max_name_column_width - 3] + "..."
+        row = [name, _format_time_share(e.self_cpu_time_total, total_self),
+               fmt_time(e.self_cpu_time_total),
+               _format_time_share(e.cpu_time_total, total_self),
+               fmt_time(e.cpu_time_total), fmt_time(e.cpu_time)]
+        if profile_memory:
+            row += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
+        row.append(e.count)
+        if has_input_shapes:
+            row.append(str(e.input_shapes)[:shapes_column_width])
+        if has_stack:
+            row.append(trim_path(e.stack[0], src_column_width) if e.stack else "")
+        if with_flops:
+            row.append("--" if e.flops <= 0 else f"{e.flops * flops_scale:8.3f}")
+        append(fmt[0].format(*row))
+        if has_stack:
+            blank = [""] * (len(headers) - 1)
+            for entry in e.stack[1:]:
+                append(fmt[0].format(*(blank + [trim_path(entry, src_column_width)])))
+            append(fmt[0].format(*(blank + [""])))
+    append(sep[0])
+    append(f"Self CPU time total: {fmt_time(total_self)}")
+    return "".join(out)

@@ -1,0 +1,14 @@
+"""``ember.utils``: data loading (``ember.utils.data``), hook helpers and dispatch helpers.
+
+Submodules load on first access: ``ember`` itself imports parts of this package while it is
+still initializing, and ``data`` needs the finished ``ember`` namespace.
+"""
+import importlib
+
+__all__ = ["data", "hooks"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,328 @@
+"""``DataLoader``: batches from a dataset, in the main process or in worker processes.
+
+With ``num_workers > 0`` each worker is a separate process (``multiprocessing``, fork where
+available) with its own index queue; the main process hands out up to
+``prefetch_factor * num_workers`` batches of indices round-robin and yields results in order.
+Worker ``i`` is seeded with ``base_seed + i`` (``base_seed`` drawn from the loader's generator),
+as in PyTorch, and ``worker_init_fn(i)`` runs first in it.
+"""
+import itertools
+import multiprocessing
+import queue
+
+from . import worker as _worker
+from .collate import default_collate, default_convert
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+__all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
+
+get_worker_info = _worker.get_worker_info
+
+
+class _InfiniteConstantSampler:
+    """The 'sampler' of an iterable dataset: ``None`` forever."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+class DataLoader:
+    """Iterates over ``dataset`` in batches; PyTorch's arguments and rules."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                             "disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+
+        if isinstance(dataset, IterableDataset):
+            self._dataset_kind_iterable = True
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
+                                 f"option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
+                                 f"option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        else:
+            self._dataset_kind_iterable = False
+            shuffle = bool(shuffle)
+
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+
+        if sampler is None:
+            if self._dataset_kind_iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        self._iterator = None
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __iter__(self):
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = _MultiProcessingIter(self)
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        if self.num_workers == 0:
+            return _SingleProcessIter(self)
+        return _MultiProcessingIter(self)
+
+    def __len__(self):
+        if self._dataset_kind_iterable:
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                from math import ceil
+                length = length // self.batch_size if self.drop_last else \
+                    ceil(length / self.batch_size)
+            return length
+        return len(self._index_sampler)
+
+    def _shared_seed(self):
+        """The base seed for workers, drawn from the loader's generator (or the default)."""
+        from ... import empty, int64
+        return int(empty((), dtype=int64).random_(generator=self.generator).item())
+
+
+class _BaseIter:
+    def __init__(self, loader):
+        self._dataset = loader.dataset
+        self._iterable = loader._dataset_kind_iterable
+        self._auto_collation = loader._auto_collation
+        self._drop_last = loader.drop_last
+        self._index_sampler = loader._index_sampler
+        self._collate_fn = loader.collate_fn
+        self._num_yielded = 0
+        self._sampler_iter = iter(self._index_sampler)
+        self._base_seed = loader._shared_seed()
+
+    def _reset(self, loader):
+        self._sampler_iter = iter(self._index_sampler)
+        self._num_yielded = 0
+
+    def __iter__(self):
+        return self
+
+    def _next_index(self):
+        return next(self._sampler_iter)
+
+    def __len__(self):
+        return len(self._index_sampler)
+
+
+class _SingleProcessIter(_BaseIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        self._dataset_iter = iter(self._dataset) if self._iterable else None
+
+    def __next__(self):
+        index = self._next_index()
+        data = _worker._fetch(self._dataset, self._auto_collation, self._collate_fn,
+                              self._drop_last, self._dataset_iter, index)
+        self._num_yielded += 1
+        return data
+
+
+class _MultiProcessingIter(_BaseIter):
+    def __init__(self, loader):
+        super().__init__(loader)
+        self._num_workers = loader.num_workers
+        self._prefetch_factor = loader.prefetch_factor
+        self._timeout = loader.timeout if loader.timeout > 0 else None
+        self._persistent = loader.persistent_workers
+        ctx = loader.multiprocessing_context
+        if ctx is None:
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        elif isinstance(ctx, str):
+            ctx = multiprocessing.get_context(ctx)
+        self._worker_result_queue = ctx.Queue()
+        self._workers_done_event = ctx.Event()
+        self._index_queues = []
+        self._workers = []
+        for i in range(self._num_workers):
+            index_queue = ctx.Queue()
+            index_queue.cancel_join_thread()
+            w = ctx.Process(target=_worker._worker_loop,
+                            args=(self._iterable, self._dataset, index_queue,
+                                  self._worker_result_queue, self._workers_done_event,
+                                  self._auto_collation, self._collate_fn, self._drop_last,
+                                  self._base_seed, loader.worker_init_fn, i, self._num_workers))
+            w.daemon = True
+            w.start()
+            self._index_queues.append(index_queue)
+            self._workers.append(w)
+        self._shutdown = False
+        self._start_epoch(first=True)
+
+    def _start_epoch(self, first=False):
+        self._send_idx = 0  # next task id to send
+        self._rcvd_idx = 0  # next task id to yield
+        self._task_info = {}  # task id -> (worker id,) pending, or (worker id, data) done
+        self._tasks_outstanding = 0
+        self._workers_status = [True] * self._num_workers
+        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        if not first:
+            # Persistent workers: wait for each to acknowledge the new epoch.
+            resume = _worker._ResumeIteration()
+            for q in self._index_queues:
+                q.put(resume)
+            pending = self._num_workers
+            while pending > 0:
+                r, _ = self._get_data()
+                if isinstance(r, _worker._ResumeIteration):
+                    pending -= 1
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _reset(self, loader):
+        super()._reset(loader)
+        self._start_epoch()
+
+    def _try_put_index(self):
+        try:
+            index = self._next_index()
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):  # find the next active worker
+            worker_queue_idx = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker_queue_idx]:
+                break
+        else:
+            return
+        self._index_queues[worker_queue_idx].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (worker_queue_idx,)
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _get_data(self):
+        try:
+            return self._worker_result_queue.get(timeout=self._timeout)
+        except queue.Empty:
+            failed = [w.pid for w in self._workers if not w.is_alive()]
+            if failed:
+                raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, failed))}) "
+                                   "exited unexpectedly") from None
+            raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
+
+    def __next__(self):
+        while True:
+            # Skip tasks of workers that ran out of data (iterable datasets).
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info[self._rcvd_idx]
+                worker_id = info[0]
+                if len(info) == 2 or self._workers_status[worker_id]:
+                    break
+                del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent:
+                    self._shutdown_workers()
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:
+                data = self._task_info.pop(self._rcvd_idx)[1]
+                self._rcvd_idx += 1
+                return self._process_data(data)
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if isinstance(data, _worker._IterableDatasetStopIteration):
+                self._workers_status[data.worker_id] = False
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx:
+                self._task_info[idx] += (data,)  # arrived early: keep until its turn
+            else:
+                del self._task_info[idx]
+                self._rcvd_idx += 1
+                return self._process_data(data)
+
+    def _process_data(self, data):
+        self._try_put_index()
+        self._num_yielded += 1
+        if isinstance(data, _worker._ExceptionWrapper):
+            self._shutdown_workers()
+            data.reraise()
+        return data
+
+    def _shutdown_workers(self):
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self._workers_done_event.set()
+        for q in self._index_queues:
+            q.put(None)
+        for w in self._workers:
+            w.join(timeout=5)
+            if w.is_alive():
+                w.terminate()
+        for q in self._index_queues:
+            q.cancel_join_thread()
+            q.close()
+        self._worker_result_queue.cancel_join_thread()
+        self._worker_result_queue.close()
+
+    def __del__(self):
+        self._shutdown_workers()
+
+
