@@ -53,6 +53,10 @@ class _Global:
         self.module = module
         self.name = name
 
+    def __call__(self, *args):
+        # Callable only so that pickle accepts it as a reduce function; never called here.
+        raise TypeError(f"{self.module}.{self.name} is a reference written into a pickle")
+
 
 class _StorageRef:
     """A storage met while pickling: written once to ``data/<key>``."""

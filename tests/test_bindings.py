@@ -113,3 +113,30 @@ def test_operator_with_unsupported_operand_returns_notimplemented():
         a + "x"
     with pytest.raises(TypeError):
         a + [1, 2]
+
+
+def _traced_ops(fn):
+    import io
+    buf = io.StringIO()
+    ember._C._set_dispatch_trace(True, buf)
+    try:
+        fn()
+    finally:
+        ember._C._set_dispatch_trace(False)
+    return [l.split("op=[")[1].split("]")[0] for l in buf.getvalue().splitlines()
+            if l.startswith("[call]")]
+
+
+def test_numbers_pick_scalar_overloads_as_pytorch_does(torch):
+    x = from_np(np.arange(3, dtype=np.float32))
+    assert _traced_ops(lambda: x.pow(2))[0] == "aten::pow.Tensor_Scalar"
+    assert _traced_ops(lambda: x.eq(1))[0] == "aten::eq.Scalar"
+    assert _traced_ops(lambda: x.pow(x))[0] == "aten::pow.Tensor_Tensor"
+    # add/sub/mul/div hide their Scalar overloads: numbers become wrapped numbers
+    assert _traced_ops(lambda: x.add(1))[0] == "aten::add.Tensor"
+    assert _traced_ops(lambda: ember.mul(x, 2))[0] == "aten::mul.Tensor"
+    # ops outside PyTorch's numbers-as-tensors list reject a number for a Tensor parameter
+    with pytest.raises(TypeError):
+        torch.maximum(torch.ones(2), 2)
+    with pytest.raises(TypeError, match="maximum"):
+        ember.maximum(x, 2)

@@ -160,40 +160,34 @@ def _is_out(schema):
     return any(a.is_write and a.kwarg_only for a in schema.arguments)
 
 
-def _sig_key(schema, scalar_as_tensor):
-    return tuple((a.name, "Tensor" if (scalar_as_tensor and a.base == "Scalar") else a.base,
-                  a.is_list) for a in schema.arguments)
+# PyTorch gives these Scalar overloads no Python binding (gen_python_functions.py's
+# SKIP_PYTHON_BINDINGS_SIGNATURES): the Tensor overload takes the number as a wrapped number.
+SKIP_PYTHON_BINDINGS = {"add.Scalar", "add_.Scalar", "sub.Scalar", "sub_.Scalar", "mul.Scalar",
+                        "mul_.Scalar", "div.Scalar", "div_.Scalar", "div.Scalar_mode",
+                        "div_.Scalar_mode"}
+# Ops whose Tensor parameters accept Python numbers (PythonArgParser's
+# should_allow_numbers_as_tensors); every other op needs a Scalar overload to take a number.
+ALLOW_NUMBERS_AS_TENSORS = {"add", "add_", "div", "div_", "divide", "divide_", "mul", "mul_",
+                            "multiply", "multiply_", "sub", "sub_", "subtract", "subtract_",
+                            "true_divide", "true_divide_", "to", "_to_copy", "copy_",
+                            "floor_divide", "floor_divide_", "_conj"}
 
 
 def _candidates(overloads, method):
-    funcs = [o for o in overloads if not _is_out(o._schema)]
+    funcs = [o for o in overloads if not _is_out(o._schema)
+             and f"{o._schema.name}.{o._schema.overload_name}" not in SKIP_PYTHON_BINDINGS]
     outs = [o for o in overloads if _is_out(o._schema)]
-    # Scalar twins of Tensor overloads get no binding; the Tensor form accepts numbers instead.
-    # Overloads equal up to Scalar<->Tensor are twins; the one with the fewest Scalars is kept
-    # (add.Scalar's alpha is a Scalar too, so both sides are compared with Scalars as Tensors).
-    def n_scalars(o):
-        return sum(a.base == "Scalar" for a in o._schema.arguments)
-    keys = {}
-    for o in funcs:
-        k = _sig_key(o._schema, True)
-        if k not in keys or n_scalars(o) < n_scalars(keys[k]):
-            keys[k] = o
-    kept, allow = [], set()
-    for o in funcs:
-        twin = keys[_sig_key(o._schema, True)]
-        if twin is not o and n_scalars(o) > n_scalars(twin):
-            allow.add(id(twin))
-            continue
-        kept.append(o)
     cands = []
-    for o in kept:
+    for o in funcs:
         names = [a.name for a in o._schema.arguments]
         out_ov = None
         for oo in outs:
             if [a.name for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)] == names:
                 out_ov = oo
-        pointwise = "pointwise" in o.tags
-        cands.append(_Cand(o, out_ov, id(o) in allow or pointwise))
+        cands.append(_Cand(o, out_ov, o._schema.name in ALLOW_NUMBERS_AS_TENSORS))
+    # A number matches a Scalar parameter only: keep Tensor overloads first so a tensor argument
+    # never lands in a Scalar slot, as PyTorch's signature order does.
+    cands.sort(key=lambda c: sum(a.base == "Scalar" for a in c.ov._schema.arguments))
     return cands
 
 

@@ -721,7 +721,8 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 def check_embedding(weight, indices):
     if indices._dtype not in (D.int64, D.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got torch.{indices._dtype.__str__().split('.')[-1].capitalize()}Tensor instead (while checking arguments for embedding)")
+                           f"following scalar types: Long, Int; but got torch.{indices._dtype._short}Tensor "
+                           f"instead (while checking arguments for embedding)")
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
     return indices._size + (weight._size[1],)
@@ -780,7 +781,7 @@ def check_dropout(input, p):
 
 def native_dropout(input, p, train):
     check_dropout(input, p)
-    if train is False or (train is None and False):
+    if train is False:  # None means training, as in ATen
         return wrap(nd(input).copy()), wrap(np.ones(input._size, np.bool_))
     x = nd(input)
     if p == 1:

@@ -1,4 +1,4 @@
-"""CPU pointwise kernels, generated from two tables: ``BINARY`` and ``UNARY``.
+"""CPU pointwise kernels, generated from three tables: ``UNARY``, ``BINARY`` and ``TERNARY``.
 
 Each row names the NumPy function that computes the op and its dtype rule (how PyTorch picks the
 result dtype from the operands' dtypes). Every overload of an op (``add.Tensor``, ``add.Scalar``,
@@ -9,8 +9,15 @@ Operands may be Python numbers ("wrapped numbers"): they take part in type promo
 (``result_type_of``) and are converted to the computation dtype before NumPy sees them, so NumPy's
 own promotion never decides a dtype. In-place kernels check the broadcast shape and castability
 first, then let NumPy write straight into ``self``; a failing call leaves ``self`` untouched.
+
+Ops with non-tensor arguments (``logit``'s eps, ``clamp``'s bounds, ``lerp``'s weight ...) pass
+them as ``params``: the row's function receives ``(*arrays, dtype, *params)``. Special functions
+NumPy lacks (erf, erfinv, lgamma, digamma) come from ``scipy.special``.
 """
+import math
+
 import numpy as np
+import scipy.special as _sp
 
 from ..._core import dtype as D
 from ..._core import strides as _st
@@ -28,20 +35,26 @@ COMPARE = "compare"        # computed in result_type, result bool
 LOGICAL = "logical"        # result bool, inputs of any dtype
 INTEGRAL = "integral"      # result_type, which must be integral or bool (bitwise ops)
 SAME = "same"              # unary: the input's dtype
+TO_REAL = "real"           # unary: the input's dtype, complex -> its real dtype (abs)
+FLOAT_REAL = "float_real"  # INT_TO_FLOAT, complex -> its real dtype (angle)
+FIRST = "first"            # the first operand's dtype, which the others must share (lerp)
 
 
 def result_dtype(rule, operands):
     """(computation dtype, result dtype) of a pointwise op under ``rule``."""
-    if rule == SAME:
+    if rule == SAME or rule == FIRST:
         dt = operands[0]._dtype
         return dt, dt
+    if rule == TO_REAL:
+        dt = operands[0]._dtype
+        return dt, dt.to_real()
     dt = result_type_of(operands)
     if rule == PROMOTE or rule == INTEGRAL:
         return dt, dt
-    if rule == INT_TO_FLOAT:
+    if rule == INT_TO_FLOAT or rule == FLOAT_REAL:
         if dt._category < D.FLOATING:
             dt = D.get_default_dtype()
-        return dt, dt
+        return dt, (dt.to_real() if rule == FLOAT_REAL else dt)
     if rule == COMPARE:
         return dt, D.bool_
     return None, D.bool_  # LOGICAL
@@ -114,6 +127,71 @@ def check_alpha(dt, alpha):
                            "point number.")
 
 
+def not_for(categories, kernel=None, message=None, exc=NotImplementedError):
+    """Reject computation dtypes of the given categories: with PyTorch's dtype-dispatch error
+    naming ``kernel``, or with a fixed ``message``."""
+    def check(name, operands, dt):
+        if dt._category in categories:
+            raise exc(message if message is not None else
+                      f'"{kernel}" not implemented for \'{dt._short}\'')
+    return check
+
+
+def all_of(*checks):
+    def check(name, operands, dt):
+        for c in checks:
+            c(name, operands, dt)
+    return check
+
+
+_NOT_FLOAT = (D.BOOL, D.INTEGRAL, D.COMPLEX)
+_NOT_REAL_FLOAT = (D.BOOL, D.INTEGRAL)
+_INEXACT = (D.BOOL, D.COMPLEX)
+
+
+def check_int_fmod(name, operands, dt):
+    not_for(_INEXACT, "fmod_cpu")(name, operands, dt)
+
+
+def check_addcdiv(name, operands, dt):
+    t1, t2 = operands[1], operands[2]
+    if all(getattr(t, "_dtype", D.float32)._category <= D.INTEGRAL for t in (t1, t2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+            "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    not_for((D.BOOL,), "addcdiv_cpu_out")(name, operands, dt)
+
+
+def _c_name(dt):
+    from ..meta.factory import C_TYPE_NAMES
+    return C_TYPE_NAMES[dt]
+
+
+def lerp_check(kernel):
+    """lerp computes in self's dtype: end (and a tensor weight) must share it."""
+    def check(name, operands, dt):
+        for what, x in zip(("end", "weight"), operands[1:]):
+            if hasattr(x, "_keyset") and x._dtype is not dt:
+                raise RuntimeError(f"expected dtype {_c_name(dt)} for `{what}` but got dtype "
+                                   f"{_c_name(x._dtype)}")
+        not_for(_NOT_REAL_FLOAT, kernel)(name, operands, dt)
+    return check
+
+
+def check_clamp_scalars(name, operands, dt):
+    """clamp converts Python-number bounds to an integral result dtype with an overflow check."""
+    if dt._category > D.INTEGRAL:
+        return
+    info = np.iinfo(dt._np) if dt is not D.bool_ else None
+    for b in operands[1:]:
+        if not hasattr(b, "_keyset") and info is not None and not (info.min <= b <= info.max):
+            raise RuntimeError(f"value cannot be converted to type {_c_name(dt)} without overflow")
+
+
 ROUNDING_MODES = (None, "trunc", "floor")
 
 
@@ -180,6 +258,163 @@ def _ufunc(f):
     return fn
 
 
+def _half_as_float(f):
+    """Compute float16/bfloat16 in float32 (NumPy/SciPy lack half loops for many functions;
+    PyTorch computes half ops in float too); other dtypes go to ``f`` as they are."""
+    def fn(*args):
+        dt = args[-1]
+        arrays = args[:-1]
+        if dt is D.float16 or dt is D.bfloat16:
+            arrays = [np.asarray(a, np.float32) for a in arrays]
+        return f(*arrays)
+    return fn
+
+
+def sign(x, dt):
+    if dt is D.bool_:
+        return x.copy()
+    # 0 for NaN and for -0.0, as PyTorch's (0 < x) - (x < 0)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def sgn(x, dt):
+    if dt._category != D.COMPLEX:
+        return sign(x, dt)
+    a = np.abs(x)
+    return np.where(a == 0, x.dtype.type(0), x / np.where(a == 0, 1, a))
+
+
+def _integral_identity(f):
+    """floor/ceil/trunc/round leave integers as they are (a copy, never an alias)."""
+    def fn(x, dt):
+        if dt._category <= D.INTEGRAL:
+            return x.copy()
+        return _half_as_float(f)(x, dt)
+    return fn
+
+
+def round_decimals(x, dt, decimals):
+    # PyTorch: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for negative d
+    a = np.asarray(x, np.float32) if dt in (D.float16, D.bfloat16) else x
+    if decimals >= 0:
+        p = a.dtype.type(10.0 ** decimals)
+        return np.rint(a * p) / p
+    p = a.dtype.type(10.0 ** -decimals)
+    return np.rint(a / p) * p
+
+
+def frac(x):
+    return x - np.trunc(x)
+
+
+def rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+def logit(x, dt, eps):
+    if dt in (D.float16, D.bfloat16):
+        x = np.asarray(x, np.float32)
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def digamma(x):
+    # PyTorch: digamma(+-0) = -+inf (SciPy agrees); negative integers give NaN in both
+    return _sp.psi(x)
+
+
+def nan_to_num(x, dt, nan, posinf, neginf):
+    if dt._category <= D.INTEGRAL:
+        return x.copy()
+    from ..._core.dtype import finfo
+    info = finfo(dt)
+    real = x.real.dtype.type if dt.is_complex else x.dtype.type
+    return np.nan_to_num(x, nan=real(0.0 if nan is None else nan),
+                         posinf=real(info.max if posinf is None else posinf),
+                         neginf=real(info.min if neginf is None else neginf))
+
+
+def isposinf(x):
+    return np.isinf(x) & (x > 0)
+
+
+def isneginf(x):
+    return np.isinf(x) & (x < 0)
+
+
+def signbit(x, dt):
+    if dt._category <= D.INTEGRAL:
+        return x < 0
+    return np.signbit(np.asarray(x, np.float32) if dt is D.bfloat16 else x)
+
+
+def angle(x, dt):
+    if dt.is_complex:
+        return np.angle(x)
+    x = np.asarray(x, np.float32) if dt in (D.float16, D.bfloat16) else x
+    # PyTorch: pi for negative numbers, 0 otherwise, NaN kept
+    return np.where(np.isnan(x), x, np.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0)))
+
+
+def fmod(a, b, dt):
+    _check_int_divisor(b, dt)
+    return _half_as_float(np.fmod)(a, b, dt)
+
+
+def xlogy(x, y):
+    # 0 where x == 0 unless y is NaN (PyTorch's convention; log(0) would give NaN)
+    return np.where((x == 0) & ~np.isnan(y), x.dtype.type(0), x * np.log(y))
+
+
+def logaddexp(a, b, dt):
+    if dt.is_complex:  # NumPy's logaddexp has no complex loop
+        return np.log(np.exp(a) + np.exp(b))
+    return _half_as_float(np.logaddexp)(a, b, dt)
+
+
+def _shift_bits(a):
+    return a.dtype.itemsize * 8
+
+
+def left_shift(a, b, dt):
+    # PyTorch: shifting by a negative amount or by the width or more gives 0
+    bits = _shift_bits(np.asarray(a))
+    out_of_range = (b < 0) | (b >= bits)
+    return np.where(out_of_range, 0, np.left_shift(a, np.clip(b, 0, bits - 1))).astype(
+        np.result_type(a, b))
+
+
+def right_shift(a, b, dt):
+    # ... and an out-of-range right shift fills with the sign bit
+    bits = _shift_bits(np.asarray(a))
+    out_of_range = (b < 0) | (b >= bits)
+    fill = np.where(a < 0, -1, 0) if dt.is_signed else 0
+    return np.where(out_of_range, fill, np.right_shift(a, np.clip(b, 0, bits - 1))).astype(
+        np.result_type(a, b))
+
+
+def clamp(x, lo, hi, dt):
+    # max then min: NaN bounds propagate, and min > max gives max, as in PyTorch
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def lerp(start, end, weight, dt):
+    # PyTorch's two-sided formula: exact at weight 0 and at weight 1
+    if dt in (D.float16, D.bfloat16):
+        start, end, weight = (np.asarray(v, np.float32) for v in (start, end, weight))
+    diff = end - start
+    return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+
+
+def addcmul(x, t1, t2, dt, value):
+    return x + x.dtype.type(value) * (t1 * t2)  # value in the computation dtype (0.5 -> 0 for ints)
+
+
+def addcdiv(x, t1, t2, dt, value):
+    return x + x.dtype.type(value) * (t1 / t2)
+
+
 # ---------------------------------------------------------------------------------------------
 # The tables: op name -> (numpy function, dtype rule, operand check or None).
 
@@ -207,13 +442,43 @@ BINARY = {
     "bitwise_xor": (_ufunc(np.bitwise_xor), INTEGRAL, check_integral),
     "maximum": (_ufunc(np.maximum), PROMOTE, None),
     "minimum": (_ufunc(np.minimum), PROMOTE, None),
+    "fmod": (fmod, PROMOTE, check_int_fmod),
+    "atan2": (_half_as_float(np.arctan2), INT_TO_FLOAT, not_for((D.COMPLEX,), "atan2_cpu")),
+    "hypot": (_half_as_float(np.hypot), PROMOTE, not_for(_NOT_FLOAT, "hypot_cpu")),
+    "fmax": (_ufunc(np.fmax), PROMOTE, not_for(
+        (D.COMPLEX,), message="fmax not implemented for complex tensors.", exc=RuntimeError)),
+    "fmin": (_ufunc(np.fmin), PROMOTE, not_for(
+        (D.COMPLEX,), message="fmin not implemented for complex tensors.", exc=RuntimeError)),
+    "copysign": (_half_as_float(np.copysign), INT_TO_FLOAT, not_for((D.COMPLEX,), "copysign_cpu")),
+    "logaddexp": (logaddexp, PROMOTE, not_for(_NOT_REAL_FLOAT, "logaddexp_cpu")),
+    "logaddexp2": (_half_as_float(np.logaddexp2), PROMOTE, not_for(_NOT_FLOAT, "logaddexp2_cpu")),
+    "xlogy": (_half_as_float(xlogy), INT_TO_FLOAT, not_for((D.COMPLEX,), "xlogy_cpu")),
+    "bitwise_left_shift": (left_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "lshift_cpu")),
+    "bitwise_right_shift": (right_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "rshift_cpu")),
+    "clamp_min": (_ufunc(np.maximum), PROMOTE, all_of(
+        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
+        not_for((D.BOOL,), "clamp_min_scalar_cpu"), check_clamp_scalars)),
+    "clamp_max": (_ufunc(np.minimum), PROMOTE, all_of(
+        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
+        not_for((D.BOOL,), "clamp_max_scalar_cpu"), check_clamp_scalars)),
+    "lerp": (lerp, FIRST, lerp_check("lerp_kernel_scalar")),
+    "polar": (None, FIRST, None),  # placeholder replaced below
+}
+
+TERNARY = {
+    "clamp": (clamp, PROMOTE, all_of(
+        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
+        not_for((D.BOOL,), "clamp_scalar_cpu"), check_clamp_scalars)),
+    "lerp": (lerp, FIRST, lerp_check("lerp_kernel_tensor")),
+    "addcmul": (addcmul, PROMOTE, not_for((D.BOOL,), "addcmul_cpu_out")),
+    "addcdiv": (addcdiv, PROMOTE, check_addcdiv),
 }
 
 UNARY = {
     "neg": (_ufunc(np.negative), SAME, check_not_bool(
         "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
         "invert a mask, use the `~` or `logical_not()` operator instead.")),
-    "abs": (_ufunc(np.abs), SAME, check_abs),
+    "abs": (_ufunc(np.abs), TO_REAL, check_abs),
     "relu": (relu, SAME, check_not_bool("Boolean inputs not supported for relu")),
     "exp": (_ufunc(np.exp), INT_TO_FLOAT, None),
     "log": (_ufunc(np.log), INT_TO_FLOAT, None),
@@ -225,6 +490,51 @@ UNARY = {
     "reciprocal": (_ufunc(np.reciprocal), INT_TO_FLOAT, None),
     "logical_not": (_ufunc(np.logical_not), LOGICAL, None),
     "bitwise_not": (_ufunc(np.invert), INTEGRAL, check_integral),
+    "sign": (sign, SAME, not_for((D.COMPLEX,), message=(
+        "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+        "torch.sgn instead."))),
+    "sgn": (sgn, SAME, None),
+    "exp2": (_half_as_float(np.exp2), INT_TO_FLOAT, None),
+    "expm1": (_half_as_float(np.expm1), INT_TO_FLOAT, None),
+    "log2": (_half_as_float(np.log2), INT_TO_FLOAT, None),
+    "log10": (_half_as_float(np.log10), INT_TO_FLOAT, None),
+    "log1p": (_half_as_float(np.log1p), INT_TO_FLOAT, None),
+    "rsqrt": (_half_as_float(rsqrt), INT_TO_FLOAT, None),
+    "tan": (_half_as_float(np.tan), INT_TO_FLOAT, None),
+    "asin": (_half_as_float(np.arcsin), INT_TO_FLOAT, None),
+    "acos": (_half_as_float(np.arccos), INT_TO_FLOAT, None),
+    "atan": (_half_as_float(np.arctan), INT_TO_FLOAT, None),
+    "sinh": (_half_as_float(np.sinh), INT_TO_FLOAT, None),
+    "cosh": (_half_as_float(np.cosh), INT_TO_FLOAT, None),
+    "asinh": (_half_as_float(np.arcsinh), INT_TO_FLOAT, None),
+    "acosh": (_half_as_float(np.arccosh), INT_TO_FLOAT, None),
+    "atanh": (_half_as_float(np.arctanh), INT_TO_FLOAT, None),
+    "logit": (logit, INT_TO_FLOAT, not_for((D.COMPLEX,), "logit_cpu")),
+    "erf": (_half_as_float(_sp.erf), INT_TO_FLOAT, not_for((D.COMPLEX,), "erf_vml_cpu")),
+    "erfc": (_half_as_float(_sp.erfc), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfc_vml_cpu")),
+    "erfinv": (_half_as_float(_sp.erfinv), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfinv_vml_cpu")),
+    "lgamma": (_half_as_float(_sp.gammaln), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
+    "digamma": (_half_as_float(digamma), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
+    "floor": (_integral_identity(np.floor), SAME, all_of(not_for((D.BOOL,), "floor_vml_cpu"), not_for(
+        (D.COMPLEX,), message="floor is not supported for complex inputs"))),
+    "ceil": (_integral_identity(np.ceil), SAME, all_of(not_for((D.BOOL,), "ceil_vml_cpu"), not_for(
+        (D.COMPLEX,), message="ceil is not supported for complex inputs"))),
+    "trunc": (_integral_identity(np.trunc), SAME, all_of(not_for((D.BOOL,), "trunc_vml_cpu"), not_for(
+        (D.COMPLEX,), message="trunc is not supported for complex inputs"))),
+    "round": (_integral_identity(np.rint), SAME, not_for(_INEXACT, "round_vml_cpu")),
+    "round_decimals": (round_decimals, SAME, not_for(_INEXACT + (D.INTEGRAL,), "round_cpu")),
+    "frac": (_half_as_float(frac), SAME, not_for(_NOT_FLOAT, "frac_cpu")),
+    "nan_to_num": (nan_to_num, SAME, None),
+    "isnan": (_ufunc(np.isnan), COMPARE, None),
+    "isinf": (_half_as_float(np.isinf), COMPARE, None),
+    "isposinf": (_half_as_float(isposinf), COMPARE, not_for(
+        (D.COMPLEX,), message="isposinf does not support complex inputs.", exc=RuntimeError)),
+    "isneginf": (_half_as_float(isneginf), COMPARE, not_for(
+        (D.COMPLEX,), message="isneginf does not support complex inputs.", exc=RuntimeError)),
+    "signbit": (signbit, COMPARE, not_for(
+        (D.COMPLEX,), message="signbit is not implemented for complex tensors.")),
+    "angle": (angle, FLOAT_REAL, None),
+    "conj_physical": (_ufunc(np.conjugate), SAME, None),
 }
 
 

@@ -6,9 +6,13 @@ table: op -> (NumPy reduction, dtype rule, whether an empty reduction is an erro
 dim (``SCANS``: cumsum, cumprod, cummax, cummin, logcumsumexp) follow. Dimension handling, result
 dtypes and PyTorch's errors live in :func:`reduce_dims`, :func:`reduction_dtype` and the other
 ``*_dtype``/``check_*`` rules, shared with the Meta kernels."""
+import builtins
+import warnings
+
 import numpy as np
 
 from ..._core import dtype as D
+from ..._core.promotion import promote_types
 from ..._core import strides as _st
 from ._util import own, wrap
 
@@ -237,3 +241,297 @@ def argmin(self, dim=None, keepdim=False):
     return _arg("argmin", self, dim, keepdim)
 
 
+# -- aminmax -----------------------------------------------------------------------------------
+
+def aminmax_dims(self, dim):
+    """aminmax reduces every dim (an empty input is an error: no identity) or the one given."""
+    if dim is None:
+        if _st.numel(self._size) == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        return tuple(range(len(self._size)))
+    return reduce_dims("aminmax", self, dim, True)
+
+
+def aminmax(self, dim=None, keepdim=False):
+    dims = aminmax_dims(self, dim)
+    a = self._nd()
+    return (wrap(own(np.asarray(np.min(a, axis=dims, keepdims=keepdim)))),
+            wrap(own(np.asarray(np.max(a, axis=dims, keepdims=keepdim)))))
+
+
+# -- std / var and their _mean twins ----------------------------------------------------------
+
+# op -> (takes the square root, returns the mean too)
+MOMENTS = {"var": (False, False), "std": (True, False),
+           "var_mean": (False, True), "std_mean": (True, True)}
+
+
+def check_moments(name, self):
+    """std/var need floating or complex input; the result is real."""
+    if self._dtype._category < D.FLOATING:
+        what = "std and var" if name in ("std", "var") else name
+        raise RuntimeError(f"{what} only support floating point and complex dtypes")
+    return self._dtype.to_real()
+
+
+def _reduced_count(size, dims):
+    n = 1
+    for d in dims:
+        n *= size[d]
+    return n
+
+
+def _moments(name, self, dim, correction, keepdim):
+    check_moments(name, self)
+    dims = reduce_dims(name, self, dim, False)
+    root, with_mean = MOMENTS[name]
+    a = self._nd()
+    a = a.astype(np.complex128 if self._dtype.is_complex else np.float64)
+    n = _reduced_count(self._size, dims)
+    dof = n - (1 if correction is None else correction)
+    if dof <= 0:
+        warnings.warn(f"{name.split('_')[0]}(): degrees of freedom is <= 0. Correction should be "
+                      f"strictly less than the reduction factor (input numel divided by output "
+                      f"numel).", UserWarning, stacklevel=3)
+    with np.errstate(all="ignore"):
+        mean = np.sum(a, axis=dims, keepdims=True) / n
+        dev = a - mean
+        r = np.sum((dev * np.conj(dev)).real, axis=dims, keepdims=keepdim) / builtins.max(dof, 0)
+        if root:
+            r = np.sqrt(r)
+    out = wrap(own(np.asarray(r).astype(self._dtype.to_real()._np)))
+    if not with_mean:
+        return out
+    if not keepdim:
+        mean = mean.reshape(reduced_shape(self._size, dims, False))
+    return out, wrap(own(np.asarray(mean).astype(self._dtype._np)))
+
+
+def var_correction(self, dim=None, correction=None, keepdim=False):
+    return _moments("var", self, dim, correction, keepdim)
+
+
+def std_correction(self, dim=None, correction=None, keepdim=False):
+    return _moments("std", self, dim, correction, keepdim)
+
+
+def var_mean_correction(self, dim=None, correction=None, keepdim=False):
+    return _moments("var_mean", self, dim, correction, keepdim)
+
+
+def std_mean_correction(self, dim=None, correction=None, keepdim=False):
+    return _moments("std_mean", self, dim, correction, keepdim)
+
+
+# -- norm (the aten overloads; ember.norm in _functional_ops.py has torch.norm's semantics) -----
+
+def norm_dtype(self, dtype):
+    """The real result dtype of norm, with PyTorch's errors for integral input or output."""
+    if dtype is not None:
+        if dtype._category < D.FLOATING:
+            raise RuntimeError(f"norm(): the desired output dtype should be either floating point "
+                               f"or complex. Got {dtype._short} instead.")
+        if self._dtype._category < D.FLOATING:
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {self._dtype._short}")
+        if promote_types(self._dtype, dtype) is not dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
+                               f"should be convertible without narrowing to the specified dtype "
+                               f"({dtype._short})")
+        return dtype.to_real()
+    if self._dtype._category < D.FLOATING:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{self._dtype._short} instead.")
+    return self._dtype.to_real()
+
+
+def norm_dims(self, p, dim):
+    """The reduced dims of norm; the inf and negative norms have no identity on empty input."""
+    dims = reduce_dims("norm", self, dim, False)
+    if p is not None and (p < 0 or p == np.inf) and _st.numel(self._size) == 0:
+        what = "inf" if p == np.inf else ("-inf" if p == -np.inf else p)
+        if dim is None or len(dim) == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        for d in dims:
+            if self._size[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the "
+                                   f"dimension {d}because this dimension is empty and the "
+                                   f"operation does not have an identity")
+    return dims
+
+
+def _p_norm(x, p, dims, keepdim):
+    """The p-norm of |x| (float64) over ``dims``, for p in 0, +-inf, 1, 2 and any other real."""
+    kw = dict(axis=dims, keepdims=keepdim)
+    if p == 0:
+        return np.sum(x != 0, dtype=np.float64, **kw)
+    if p == np.inf:
+        return np.max(x, **kw)
+    if p == -np.inf:
+        return np.min(x, **kw)
+    if p == 1:
+        return np.sum(x, **kw)
+    if p == 2:
+        return np.sqrt(np.sum(x * x, **kw))
+    return np.sum(x ** p, **kw) ** (1.0 / p)
+
+
+def _norm(self, p, dim, keepdim, dtype):
+    rdt = norm_dtype(self, dtype)
+    p = 2 if p is None else p
+    dims = norm_dims(self, p, dim)
+    a = self._nd()
+    if dtype is not None:
+        a = a.astype(dtype._np)
+    with np.errstate(all="ignore"):
+        r = _p_norm(np.abs(a).astype(np.float64), p, dims, keepdim)
+    return wrap(own(np.asarray(r).astype(rdt._np)))
+
+
+def norm_Scalar(self, p=2):
+    return _norm(self, p, None, False, None)
+
+
+def norm_ScalarOpt_dtype(self, p, dtype):
+    return _norm(self, p, None, False, dtype)
+
+
+def norm_ScalarOpt_dim(self, p, dim, keepdim=False):
+    return _norm(self, p, dim, keepdim, None)
+
+
+def norm_ScalarOpt_dim_dtype(self, p, dim, keepdim, dtype):
+    return _norm(self, p, dim, keepdim, dtype)
+
+
+# -- logsumexp, count_nonzero --------------------------------------------------------------------
+
+def logsumexp_dtype(self):
+    """Integral and bool inputs give the default floating dtype."""
+    return self._dtype if self._dtype._category >= D.FLOATING else D.get_default_dtype()
+
+
+def logsumexp_dims(self, dim, keepdim):
+    ndim = len(self._size)
+    if len(dim) == 0 and not keepdim and ndim and _st.numel(self._size):
+        # PyTorch reduces every dim of the max with keepdim and cannot add it back to the result
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"[{', '.join(['1'] * ndim)}]")
+    return reduce_dims("logsumexp", self, dim, False)
+
+
+def logsumexp(self, dim, keepdim=False):
+    rdt = logsumexp_dtype(self)
+    dims = logsumexp_dims(self, dim, keepdim)
+    a = self._nd().astype(np.complex128 if rdt.is_complex else np.float64)
+    with np.errstate(all="ignore"):
+        if a.size:
+            m = np.max(a.real, axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)  # all -inf (or +inf) slices: no shift
+        else:
+            m = np.zeros((1,) * a.ndim)
+        r = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
+    if not keepdim:
+        r = r.reshape(reduced_shape(self._size, dims, False))
+    return wrap(own(np.asarray(r).astype(rdt._np)))
+
+
+def count_nonzero(self, dim=None):
+    dims = reduce_dims("count_nonzero", self, dim, False)
+    return wrap(own(np.asarray(np.count_nonzero(self._nd(), axis=dims), dtype=np.int64)))
+
+
+def count_nonzero_dim_IntList(self, dim):
+    return count_nonzero(self, dim)
+
+
+# -- scans along one dim ---------------------------------------------------------------------
+
+FLOAT_ONLY = "float_only"  # logcumsumexp: floating inputs only, dtype kept
+
+# op -> (NumPy ufunc whose .accumulate is the scan, dtype rule)
+SCANS = {
+    "cumsum": (np.add, ACCUMULATE),
+    "cumprod": (np.multiply, ACCUMULATE),
+    "logcumsumexp": (np.logaddexp, FLOAT_ONLY),
+}
+
+
+def scan_dtype(name, self, dtype=None):
+    rule = SCANS[name][1] if name in SCANS else SAME
+    if rule == FLOAT_ONLY and self._dtype._category != D.FLOATING:
+        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{self._dtype._short}\'')
+    return reduction_dtype(name, rule, self, dtype)
+
+
+def _scan_axis(self, dim):
+    """(array with at least one dim, axis) for a scan along ``dim`` (0-dim tensors scan one
+    element)."""
+    d = _st.wrap_dim(dim, len(self._size))
+    a = self._nd()
+    return (a.reshape(1), 0) if a.ndim == 0 else (a, d)
+
+
+def _scan(name, self, dim, dtype=None):
+    rdt = scan_dtype(name, self, dtype)
+    a, axis = _scan_axis(self, dim)
+    acc = _ACC.get(rdt, rdt)
+    with np.errstate(all="ignore"):
+        r = SCANS[name][0].accumulate(a.astype(acc._np, copy=False), axis=axis)
+    return wrap(own(r.reshape(self._size).astype(rdt._np, copy=False)))
+
+
+def cumsum(self, dim, dtype=None):
+    return _scan("cumsum", self, dim, dtype)
+
+
+def cumprod(self, dim, dtype=None):
+    return _scan("cumprod", self, dim, dtype)
+
+
+def logcumsumexp(self, dim):
+    return _scan("logcumsumexp", self, dim)
+
+
+# op -> (running extremum ufunc); the index is the last position that set the running value
+CUM_EXTREMA = {"cummax": np.maximum, "cummin": np.minimum}
+
+
+def check_cum_extremum(name, self, dim):
+    if self._dtype.is_complex:
+        raise RuntimeError(f"{name} does not support complex inputs")
+    return _st.wrap_dim(dim, len(self._size))
+
+
+def _cum_extremum(name, self, dim):
+    check_cum_extremum(name, self, dim)
+    a, axis = _scan_axis(self, dim)
+    values = CUM_EXTREMA[name].accumulate(a, axis=axis)
+    # a position updates the running value when it equals it (ties update, as PyTorch's >=)
+    # or is NaN (NaN propagates and each later NaN takes over the index)
+    sets = (a == values) | (a != a)
+    shape = [1] * a.ndim
+    shape[axis] = a.shape[axis]
+    pos = np.arange(a.shape[axis], dtype=np.int64).reshape(shape)
+    idx = np.maximum.accumulate(np.where(sets, pos, 0), axis=axis)
+    return (wrap(own(values.reshape(self._size))),
+            wrap(own(idx.reshape(self._size).astype(np.int64, copy=False))))
+
+
+def cummax(self, dim):
+    return _cum_extremum("cummax", self, dim)
+
+
+def cummin(self, dim):
+    return _cum_extremum("cummin", self, dim)
+
+
+__all__ = ["sum", "sum_dim_IntList", "nansum", "prod", "prod_dim_int", "mean", "mean_dim",
+           "amax", "amin", "all", "all_dim", "all_dims", "any", "any_dim", "any_dims", "max", "min",
+           "max_dim", "min_dim", "argmax", "argmin", "aminmax", "var_correction",
+           "std_correction", "var_mean_correction", "std_mean_correction", "norm_Scalar",
+           "norm_ScalarOpt_dtype", "norm_ScalarOpt_dim", "norm_ScalarOpt_dim_dtype", "logsumexp",
+           "count_nonzero", "count_nonzero_dim_IntList", "cumsum", "cumprod", "logcumsumexp",
+           "cummax", "cummin"]

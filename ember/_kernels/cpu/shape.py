@@ -54,7 +54,7 @@ def cat(tensors, dim=0):
 def stack(tensors, dim=0):
     R.check_stack(tensors)
     d = _st.wrap_dim(dim, tensors[0].dim() + 1)
-    dtype = R.cat_shape([t.unsqueeze(0) if t.dim() == 0 else t for t in tensors], 0)[1]
+    dtype = R.result_dtype(tensors)
     return wrap(np.stack([_as(nd(t), dtype) for t in tensors], axis=d))
 
 
@@ -364,3 +364,16 @@ def linalg_cross(self, other, dim=-1):
     a = np.broadcast_to(_as(nd(self), dtype), shape)
     b = np.broadcast_to(_as(nd(other), dtype), shape)
     return wrap(own(np.cross(a, b, axis=d)).astype(dtype._np, copy=False))
+
+
+def block_diag(tensors):
+    mats, shape, dtype = R.block_diag_shape(tensors)
+    r = np.zeros(shape, dtype._np)
+    i = j = 0
+    for t, (h, w) in zip(tensors, mats):
+        r[i:i + h, j:j + w] = nd(t).reshape(h, w)
+        i, j = i + h, j + w
+    return wrap(r)
+
+
+__all__ += ["block_diag"]

@@ -1,6 +1,7 @@
-"""Meta kernels of the reductions: result shape and dtype from the same rules (and errors) as the
-CPU kernels (``cpu/reduction.py``), without touching data."""
+"""Meta kernels of the reductions and scans: result shape and dtype from the same rules (and
+errors) as the CPU kernels (``cpu/reduction.py``), without touching data."""
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
 from ..cpu import reduction as _r
@@ -54,7 +55,68 @@ def _arg(name):
     return k
 
 
+def _aminmax(self, dim=None, keepdim=False):
+    shape = _r.reduced_shape(self._size, _r.aminmax_dims(self, dim), keepdim)
+    return empty_tensor(shape, self._dtype, META), empty_tensor(shape, self._dtype, META)
+
+
+def _moments(name):
+    def k(self, dim=None, correction=None, keepdim=False):
+        rdt = _r.check_moments(name, self)
+        shape = _r.reduced_shape(self._size, _r.reduce_dims(name, self, dim, False), keepdim)
+        if _r.MOMENTS[name][1]:
+            return empty_tensor(shape, rdt, META), empty_tensor(shape, self._dtype, META)
+        return empty_tensor(shape, rdt, META)
+    return k
+
+
+def _norm(self, p, dim, keepdim, dtype):
+    rdt = _r.norm_dtype(self, dtype)
+    dims = _r.norm_dims(self, 2 if p is None else p, dim)
+    return empty_tensor(_r.reduced_shape(self._size, dims, keepdim), rdt, META)
+
+
+def _logsumexp(self, dim, keepdim=False):
+    rdt = _r.logsumexp_dtype(self)
+    shape = _r.reduced_shape(self._size, _r.logsumexp_dims(self, dim, keepdim), keepdim)
+    return empty_tensor(shape, rdt, META)
+
+
+def _count_nonzero(self, dim=None):
+    dims = _r.reduce_dims("count_nonzero", self, dim, False)
+    return empty_tensor(_r.reduced_shape(self._size, dims, False), D.int64, META)
+
+
+def _scan(name):
+    def k(self, dim, dtype=None):
+        rdt = _r.scan_dtype(name, self, dtype)
+        _st.wrap_dim(dim, len(self._size))
+        return empty_tensor(self._size, rdt, META)
+    return k
+
+
+def _cum_extremum(name):
+    def k(self, dim):
+        _r.check_cum_extremum(name, self, dim)
+        return empty_tensor(self._size, self._dtype, META), empty_tensor(self._size, D.int64, META)
+    return k
+
+
 _KERNELS = {
+    "meta_nansum": _along("nansum"), "meta_aminmax": _aminmax,
+    "meta_var_correction": _moments("var"), "meta_std_correction": _moments("std"),
+    "meta_var_mean_correction": _moments("var_mean"),
+    "meta_std_mean_correction": _moments("std_mean"),
+    "meta_norm_Scalar": lambda self, p=2: _norm(self, p, None, False, None),
+    "meta_norm_ScalarOpt_dtype": lambda self, p, dtype: _norm(self, p, None, False, dtype),
+    "meta_norm_ScalarOpt_dim": lambda self, p, dim, keepdim=False: _norm(self, p, dim, keepdim,
+                                                                          None),
+    "meta_norm_ScalarOpt_dim_dtype": _norm,
+    "meta_logsumexp": _logsumexp,
+    "meta_count_nonzero": _count_nonzero, "meta_count_nonzero_dim_IntList": _count_nonzero,
+    "meta_cumsum": _scan("cumsum"), "meta_cumprod": _scan("cumprod"),
+    "meta_logcumsumexp": lambda self, dim: _scan("logcumsumexp")(self, dim),
+    "meta_cummax": _cum_extremum("cummax"), "meta_cummin": _cum_extremum("cummin"),
     "meta_sum": _full("sum"), "meta_sum_dim_IntList": _along("sum"),
     "meta_prod": _full("prod"), "meta_prod_dim_int": _along("prod"),
     "meta_mean": _full("mean"), "meta_mean_dim": _along("mean"),

@@ -25,12 +25,16 @@ def _is_legacy_empty(t):
     return t._size == (0,)
 
 
+def result_dtype(tensors):
+    return reduce(promote_types, (t._dtype for t in tensors))
+
+
 def cat_shape(tensors, dim):
     """cat's result shape and dtype. Legacy 1-D empty tensors are skipped (PyTorch keeps that
     rule for old code that used ``torch.tensor([])`` as a neutral element)."""
     if len(tensors) == 0:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    dtype = reduce(promote_types, (t._dtype for t in tensors))
+    dtype = result_dtype(tensors)
     for i, t in enumerate(tensors):
         if t.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -316,6 +320,28 @@ def check_block_diag(tensors):
 
 def meta_cat(tensors, dim=0):
     shape, dtype = cat_shape(tensors, dim)
+    return _empty(shape, dtype)
+
+
+def meta_stack(tensors, dim=0):
+    check_stack(tensors)
+    d = _st.wrap_dim(dim, tensors[0].dim() + 1)
+    shape = list(tensors[0]._size)
+    shape.insert(d, len(tensors))
+    return _empty(shape, result_dtype(tensors))
+
+
+def block_diag_shape(tensors):
+    """(rows, cols) of each input as a matrix, and the result shape and dtype."""
+    check_block_diag(tensors)
+    mats = [(1, 1) if t.dim() == 0 else ((1, t._size[0]) if t.dim() == 1 else tuple(t._size))
+            for t in tensors]
+    shape = (sum(m[0] for m in mats), sum(m[1] for m in mats))
+    return mats, shape, result_dtype(tensors) if tensors else D.float32
+
+
+def meta_block_diag(tensors):
+    _, shape, dtype = block_diag_shape(tensors)
     return _empty(shape, dtype)
 
 
