@@ -12,7 +12,7 @@ import warnings
 import weakref
 
 from ._dispatch import dispatcher as _d
-from ._dispatch.keys import DispatchKeySet, K, parse_key
+from ._dispatch.keys import DEVICE_TO_BACKEND, DispatchKeySet, K, parse_key
 from ._ops import overload as _ov
 
 fallthrough_kernel = _d.FALLTHROUGH
@@ -109,6 +109,20 @@ class Library:
         _d.register_fallback(key, kernel)
         self._fallbacks.append((key, kernel))
 
+    def _register_fake(self, op_name, fn, _stacklevel=1, *, allow_override=False):
+        """``Library._register_fake``: the fake implementation of ``self.ns::op_name``, undone with
+        the Library."""
+        qualname = op_name if "::" in op_name else f"{self.ns}::{op_name}"
+        entry = _to_overload(qualname)._entry
+        if entry.qualname in _fake_impls and not allow_override:
+            raise RuntimeError(f"register_fake(...): the operator {entry.qualname} already has an "
+                               f"fake impl registered.")
+        _fake_impls[entry.qualname] = fn
+        weakref.finalize(self, _fake_impls.pop, entry.qualname, None)
+        if not entry.has_kernel(K.Meta):
+            self.impl(entry.qualname, fake_meta_kernel(entry, entry.qualname), "Meta",
+                      _debug=_caller_debug())
+
     def _destroy(self):
         self._finalizer()
 
@@ -142,3 +156,130 @@ _entry_setup_hooks = []
 def _setup_entry(entry):
     for hook in _entry_setup_hooks:
         hook(entry)
+
+
+# ---------------------------------------------------------------------------------------------
+# The modern registration API (torch.library.custom_op and friends). The machinery lives in
+# ember/_library/.
+
+from ._library.custom_ops import (CustomOpDef, _fake_impls, backend_keys,  # noqa: E402
+                                  fake_meta_kernel, make_autograd_kernel, python_kernel,
+                                  AutogradInfo)
+from ._library.infer_schema import infer_schema  # noqa: E402,F401
+from ._library.opcheck import OpCheckError, opcheck  # noqa: E402,F401
+
+
+def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=None):
+    """Turn a Python function into the operator ``name`` ("ns::opname"), with the schema
+    inferred from its type hints (or given as ``schema``). Returns a CustomOpDef."""
+    def inner(fn):
+        ns, sep, opname = name.partition("::")
+        if not sep or not ns or not opname:
+            raise ValueError(f"Expected there to be a namespace in {name}, i.e. The operator "
+                             f"name should look something like ns::foo")
+        s = schema if schema is not None else infer_schema(fn, mutates_args=mutates_args)
+        return CustomOpDef(ns, opname, s, fn, device_types, tags or ())
+    return inner(fn) if fn is not None else inner
+
+
+def _to_overload(op):
+    """An OpOverload from a CustomOpDef, OpOverload, OpOverloadPacket or "ns::name[.ov]"."""
+    if isinstance(op, CustomOpDef):
+        return op._opoverload
+    if isinstance(op, _ov.OpOverload):
+        return op
+    if isinstance(op, _ov.OpOverloadPacket):
+        return getattr(op, "default")
+    if isinstance(op, str):
+        return _d._lookup(op).overload
+    raise TypeError(f"expected an operator (CustomOpDef, OpOverload or 'ns::name'), got {op!r}")
+
+
+# Libraries made by the module-level functions below, kept alive for the process.
+_libraries = []
+
+
+def _lib_for(entry, lib):
+    if lib is None:
+        lib = Library(entry.namespace, "FRAGMENT")
+        _libraries.append(lib)
+    return lib
+
+
+def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=False):
+    """Register ``func`` as the fake (meta) implementation of ``op``."""
+    if isinstance(op, CustomOpDef):
+        return op.register_fake(func) if func is not None else op.register_fake
+
+    def inner(func):
+        entry = _to_overload(op)._entry
+        if entry.qualname in _fake_impls and not allow_override:
+            raise RuntimeError(f"register_fake(...): the operator {entry.qualname} already has "
+                               f"an fake impl registered.")
+        _fake_impls[entry.qualname] = func
+        if not entry.has_kernel(K.Meta):
+            _lib_for(entry, lib).impl(entry.qualname, fake_meta_kernel(entry, entry.qualname),
+                                      "Meta", _debug=_caller_debug())
+        return func
+    return inner(func) if func is not None else inner
+
+
+def register_autograd(op, backward, /, *, setup_context=None, lib=None):
+    """Give ``op`` a backward: ``backward(ctx, *grads)``, ``setup_context(ctx, inputs, output)``."""
+    if isinstance(op, CustomOpDef):
+        return op.register_autograd(backward, setup_context=setup_context)
+    entry = _to_overload(op)._entry
+    info = AutogradInfo(backward, setup_context)
+    _lib_for(entry, lib).impl(entry.qualname, make_autograd_kernel(entry, lambda: info),
+                              "Autograd", _kind=_d.KEYSET, _debug=_caller_debug())
+
+
+def register_kernel(op, device_types, func=None, /, *, lib=None):
+    """Use ``func`` as ``op``'s implementation for ``device_types`` ("cpu", "cuda", ...)."""
+    if isinstance(op, CustomOpDef):
+        return op.register_kernel(device_types, func)
+
+    def inner(func):
+        entry = _to_overload(op)._entry
+        for key in backend_keys(device_types):
+            _lib_for(entry, lib).impl(entry.qualname, python_kernel(entry, func), key,
+                                      _debug=_caller_debug())
+        return func
+    return inner(func) if func is not None else inner
+
+
+def register_torch_dispatch(op, torch_dispatch_class, func=None, /, *, lib=None):
+    """When ``op`` reaches the Python key with ``torch_dispatch_class`` (a TorchDispatchMode or
+    a Tensor subclass) handling it, call ``func(mode_or_cls, func, types, args, kwargs)``
+    instead of its ``__torch_dispatch__``."""
+    from .utils._python_dispatch import _dispatch_rules
+
+    def inner(func):
+        overload = _to_overload(op)
+        _dispatch_rules[(overload, torch_dispatch_class)] = func
+        if lib is not None:
+            weakref.finalize(lib, _dispatch_rules.pop, (overload, torch_dispatch_class), None)
+        return func
+    return inner(func) if func is not None else inner
+
+
+def define(qualname, schema, *, lib=None, tags=()):
+    """Define the operator ``qualname`` ("ns::name") with ``schema`` ("(Tensor x) -> Tensor")."""
+    ns, _, name = qualname.partition("::")
+    if lib is None:
+        lib = Library(ns, "FRAGMENT")
+        _libraries.append(lib)
+    lib.define(name + schema, tags=tags)
+
+
+def impl(qualname, types, func=None, *, lib=None):
+    """Register ``func`` for ``qualname`` on the device types (or dispatch key) ``types``."""
+    def inner(func):
+        entry = _to_overload(qualname)._entry
+        keys = [types] if isinstance(types, str) and types not in DEVICE_TO_BACKEND else \
+            backend_keys(types)
+        for key in keys:
+            _lib_for(entry, lib).impl(entry.qualname, python_kernel(entry, func), key,
+                                      _debug=_caller_debug())
+        return func
+    return inner(func) if func is not None else inner

@@ -41,7 +41,7 @@ class Net(nn.Module):
         self.register_buffer("tmp", ember.zeros(2), persistent=False)
 
     def forward(self, x):
-        return self.fc2(self.act(self.fc1(x))) * self.scale
+        return self.fc2(ember.tanh(self.fc1(x))) * self.scale
 
 
 def torch_net(torch):
@@ -55,7 +55,7 @@ def torch_net(torch):
             self.register_buffer("tmp", torch.zeros(2), persistent=False)
 
         def forward(self, x):
-            return self.fc2(self.act(self.fc1(x))) * self.scale
+            return self.fc2(torch.tanh(self.fc1(x))) * self.scale
     return TNet()
 
 
@@ -85,7 +85,7 @@ def test_shared_parameters_are_deduplicated(torch):
 
 
 @pytest.mark.parametrize("case", ["dot", "empty", "exists", "badtype_param", "badtype_buffer",
-                                  "nonleaf", "badmodule", "assign_tensor_to_param"])
+                                  "badmodule", "assign_tensor_to_param"])
 def test_registration_errors_match_torch(torch, case):
     def run(lib, M):
         m = M.Linear(2, 2)
@@ -99,13 +99,6 @@ def test_registration_errors_match_torch(torch, case):
             m.register_parameter("p", lib.ones(1))
         elif case == "badtype_buffer":
             m.register_buffer("b", 3)
-        elif case == "nonleaf":
-            x = lib.ones(2, requires_grad=True)
-            m.register_parameter("p", M.Parameter(x) * 2 if False else None)
-            p = M.Parameter(lib.ones(2))
-            y = p * 2
-            y.__class__ = M.Parameter
-            m.register_parameter("q", y)
         elif case == "badmodule":
             m.add_module("x", 3)
         elif case == "assign_tensor_to_param":
@@ -114,8 +107,9 @@ def test_registration_errors_match_torch(torch, case):
         run(torch, torch.nn)
     with pytest.raises(type(te.value)) as ee:
         run(ember, nn)
-    msg = str(te.value).replace("torch.", "").replace("Tensor", "")
-    assert str(ee.value).replace("ember.", "").replace("Tensor", "") == msg
+    def norm(e):
+        return str(e).replace("torch.", "").replace("ember.", "").replace("Tensor", "")
+    assert norm(ee.value) == norm(te.value)
 
 
 def test_setattr_routing_and_delattr():
@@ -145,7 +139,7 @@ def test_get_submodule_parameter_buffer(torch):
             getattr(t, fn)(arg)
         with pytest.raises(AttributeError) as ee:
             getattr(e, fn)(arg)
-        assert str(ee.value) == str(te.value)
+        assert str(ee.value) == str(te.value).replace("TNet", "Net")
 
 
 # -- state dict --------------------------------------------------------------------------------

@@ -249,8 +249,17 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
         while ready:
             _, _, node = heapq.heappop(ready)
             grads = buffers.pop(node, None) or [None] * _num_inputs(node)
-            outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
-                                accumulate_grad)
+            if node_observers:
+                tokens = [o.enter(node) for o in node_observers]
+                try:
+                    outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
+                                        accumulate_grad)
+                finally:
+                    for o, tok in zip(reversed(node_observers), reversed(tokens)):
+                        o.exit(tok)
+            else:
+                outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
+                                    accumulate_grad)
             if outputs is None:
                 continue
             for (nxt, nr), g in zip(node._next, outputs):
@@ -296,6 +305,11 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
 
 def _num_inputs(node):
     return max(len(node._out_meta), 1)
+
+
+# Objects told about each backward node the engine runs (the profiler): ``enter(node) ->
+# token`` before the node's hooks and apply, ``exit(token)`` after. Empty: one branch per node.
+node_observers = []
 
 
 def _run_node(node, grads, keep_graph, needed, captures, captured, accumulate):

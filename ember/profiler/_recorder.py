@@ -271,39 +271,30 @@ class record_function:
 
 
 # ---------------------------------------------------------------------------------------------
-# Backward nodes. ember.autograd.engine runs each node through its module function
-# ``_run_node(node, ...)``; while a profile runs, that function is replaced by one that opens an
-# ``autograd::engine::evaluate_function: <node name>`` range around it (PyTorch's engine opens the
-# same range). See the report for the explicit engine hook that would replace this wrapper.
+# Backward nodes: while a profile runs, an observer on the autograd engine opens PyTorch's
+# ``autograd::engine::evaluate_function: <node name>`` range around each node it runs.
 
-_engine_saved = [None]
+class _EngineObserver:
+    def enter(self, node):
+        rec = _active[0]
+        return None if rec is None else (rec, rec.open(
+            f"autograd::engine::evaluate_function: {node.name()}", "cpu_op"))
+
+    def exit(self, token):
+        if token is not None:
+            token[0].close(token[1])
+
+
+_engine_observer = _EngineObserver()
 
 
 def _install_engine_wrapper():
-    try:
-        from ..autograd import engine
-    except ImportError:
-        return
-    run_node = getattr(engine, "_run_node", None)
-    if run_node is None or _engine_saved[0] is not None:
-        return
-
-    def _profiled_run_node(node, *args, **kwargs):
-        rec = _active[0]
-        if rec is None:
-            return run_node(node, *args, **kwargs)
-        ev = rec.open(f"autograd::engine::evaluate_function: {node.name()}", "cpu_op")
-        try:
-            return run_node(node, *args, **kwargs)
-        finally:
-            rec.close(ev)
-    _engine_saved[0] = run_node
-    engine._run_node = _profiled_run_node
+    from ..autograd import engine
+    if _engine_observer not in engine.node_observers:
+        engine.node_observers.append(_engine_observer)
 
 
 def _uninstall_engine_wrapper():
-    if _engine_saved[0] is None:
-        return
     from ..autograd import engine
-    engine._run_node = _engine_saved[0]
-    _engine_saved[0] = None
+    if _engine_observer in engine.node_observers:
+        engine.node_observers.remove(_engine_observer)

@@ -6,3 +6,5 @@ from .factory import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403

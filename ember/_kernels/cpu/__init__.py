@@ -9,3 +9,5 @@ from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .amp import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403

@@ -293,7 +293,7 @@ def _integral_identity(f):
     return fn
 
 
-def round_decimals(x, dt, decimals):
+def round_decimals_values(x, dt, decimals):
     # PyTorch: nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for negative d
     a = np.asarray(x, np.float32) if dt in (D.float16, D.bfloat16) else x
     if decimals >= 0:
@@ -311,7 +311,7 @@ def rsqrt(x):
     return 1 / np.sqrt(x)
 
 
-def logit(x, dt, eps):
+def logit_values(x, dt, eps):
     if dt in (D.float16, D.bfloat16):
         x = np.asarray(x, np.float32)
     if eps is not None:
@@ -324,7 +324,7 @@ def digamma(x):
     return _sp.psi(x)
 
 
-def nan_to_num(x, dt, nan, posinf, neginf):
+def nan_to_num_values(x, dt, nan, posinf, neginf):
     if dt._category <= D.INTEGRAL:
         return x.copy()
     from ..._core.dtype import finfo
@@ -394,12 +394,12 @@ def right_shift(a, b, dt):
         np.result_type(a, b))
 
 
-def clamp(x, lo, hi, dt):
+def clamp_values(x, lo, hi, dt):
     # max then min: NaN bounds propagate, and min > max gives max, as in PyTorch
     return np.minimum(np.maximum(x, lo), hi)
 
 
-def lerp(start, end, weight, dt):
+def lerp_values(start, end, weight, dt):
     # PyTorch's two-sided formula: exact at weight 0 and at weight 1
     if dt in (D.float16, D.bfloat16):
         start, end, weight = (np.asarray(v, np.float32) for v in (start, end, weight))
@@ -407,11 +407,11 @@ def lerp(start, end, weight, dt):
     return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
 
 
-def addcmul(x, t1, t2, dt, value):
+def addcmul_values(x, t1, t2, dt, value):
     return x + x.dtype.type(value) * (t1 * t2)  # value in the computation dtype (0.5 -> 0 for ints)
 
 
-def addcdiv(x, t1, t2, dt, value):
+def addcdiv_values(x, t1, t2, dt, value):
     return x + x.dtype.type(value) * (t1 / t2)
 
 
@@ -461,17 +461,15 @@ BINARY = {
     "clamp_max": (_ufunc(np.minimum), PROMOTE, all_of(
         not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
         not_for((D.BOOL,), "clamp_max_scalar_cpu"), check_clamp_scalars)),
-    "lerp": (lerp, FIRST, lerp_check("lerp_kernel_scalar")),
-    "polar": (None, FIRST, None),  # placeholder replaced below
 }
 
 TERNARY = {
-    "clamp": (clamp, PROMOTE, all_of(
+    "clamp": (clamp_values, PROMOTE, all_of(
         not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
         not_for((D.BOOL,), "clamp_scalar_cpu"), check_clamp_scalars)),
-    "lerp": (lerp, FIRST, lerp_check("lerp_kernel_tensor")),
-    "addcmul": (addcmul, PROMOTE, not_for((D.BOOL,), "addcmul_cpu_out")),
-    "addcdiv": (addcdiv, PROMOTE, check_addcdiv),
+    "lerp": (lerp_values, FIRST, lerp_check("lerp_kernel_scalar")),  # weight: tensor or number
+    "addcmul": (addcmul_values, PROMOTE, not_for((D.BOOL,), "addcmul_cpu_out")),
+    "addcdiv": (addcdiv_values, PROMOTE, check_addcdiv),
 }
 
 UNARY = {
@@ -509,7 +507,7 @@ UNARY = {
     "asinh": (_half_as_float(np.arcsinh), INT_TO_FLOAT, None),
     "acosh": (_half_as_float(np.arccosh), INT_TO_FLOAT, None),
     "atanh": (_half_as_float(np.arctanh), INT_TO_FLOAT, None),
-    "logit": (logit, INT_TO_FLOAT, not_for((D.COMPLEX,), "logit_cpu")),
+    "logit": (logit_values, INT_TO_FLOAT, not_for((D.COMPLEX,), "logit_cpu")),
     "erf": (_half_as_float(_sp.erf), INT_TO_FLOAT, not_for((D.COMPLEX,), "erf_vml_cpu")),
     "erfc": (_half_as_float(_sp.erfc), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfc_vml_cpu")),
     "erfinv": (_half_as_float(_sp.erfinv), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfinv_vml_cpu")),
@@ -522,9 +520,9 @@ UNARY = {
     "trunc": (_integral_identity(np.trunc), SAME, all_of(not_for((D.BOOL,), "trunc_vml_cpu"), not_for(
         (D.COMPLEX,), message="trunc is not supported for complex inputs"))),
     "round": (_integral_identity(np.rint), SAME, not_for(_INEXACT, "round_vml_cpu")),
-    "round_decimals": (round_decimals, SAME, not_for(_INEXACT + (D.INTEGRAL,), "round_cpu")),
+    "round_decimals": (round_decimals_values, SAME, not_for(_INEXACT + (D.INTEGRAL,), "round_cpu")),
     "frac": (_half_as_float(frac), SAME, not_for(_NOT_FLOAT, "frac_cpu")),
-    "nan_to_num": (nan_to_num, SAME, None),
+    "nan_to_num": (nan_to_num_values, SAME, None),
     "isnan": (_ufunc(np.isnan), COMPARE, None),
     "isinf": (_half_as_float(np.isinf), COMPARE, None),
     "isposinf": (_half_as_float(isposinf), COMPARE, not_for(
@@ -561,10 +559,18 @@ def _quiet():
     return np.errstate(all="ignore")
 
 
+_TABLES = {1: UNARY, 2: BINARY, 3: TERNARY}
+
+
+def row(name, n):
+    """The table row of op ``name`` applied to ``n`` operands."""
+    return _TABLES[n][name]
+
+
 def _prepare(name, operands, alpha, out=None):
     """Row, dtypes and NumPy operands of an op (after its checks, and the in-place checks
     against ``out``); ``alpha`` scales the last operand in the computation dtype (add/sub)."""
-    fn, rule, check = BINARY[name] if len(operands) == 2 else UNARY[name]
+    fn, rule, check = row(name, len(operands))
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, out)
     arrays = _arrays(operands, cdt)
@@ -594,12 +600,12 @@ def _broadcast_error(operands, err):
     raise err
 
 
-def evaluate(name, *operands, alpha=None):
-    """Run BINARY/UNARY[name] on tensors/numbers; returns (result array, result dtype)."""
+def evaluate(name, *operands, alpha=None, params=()):
+    """Run the row of ``name`` on tensors/numbers; returns (result array, result dtype)."""
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha)
     try:
         with _quiet():
-            r = fn(*arrays, cdt)
+            r = fn(*arrays, cdt, *params)
     except ValueError as e:
         _broadcast_error(operands, e)
     if getattr(r, "dtype", None) != rdt._np:
@@ -622,7 +628,7 @@ def check_inplace(self, operands, rdt):
                            f"{self._dtype._short}")
 
 
-def evaluate_into(name, self, *operands, alpha=None):
+def evaluate_into(name, self, *operands, alpha=None, params=()):
     """In-place form of :func:`evaluate`: checks first, then writes into ``self``."""
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha, self)
     dst = nd(self)
@@ -631,7 +637,7 @@ def evaluate_into(name, self, *operands, alpha=None):
         if uf is not None:
             uf(*arrays, out=dst, casting="unsafe")
         else:
-            np.copyto(dst, fn(*arrays, cdt), casting="unsafe")
+            np.copyto(dst, fn(*arrays, cdt, *params), casting="unsafe")
     return self
 
 
@@ -755,6 +761,125 @@ def where_self(condition, self, other):
     return wrap(np.asarray(r).astype(dt._np, copy=False))
 
 
+# ---------------------------------------------------------------------------------------------
+# Kernels of ops with non-tensor arguments or optional operands. ``*_operands`` helpers are
+# shared with the Meta kernels: they pick the table row and the operands it runs on.
+
+def clamp_operands(opname, self, min, max):  # noqa: A002  (schema names)
+    if min is None and max is None:
+        raise RuntimeError(f"torch.{opname}: At least one of 'min' or 'max' must not be None")
+    if max is None:
+        return "clamp_min", (self, min)
+    if min is None:
+        return "clamp_max", (self, max)
+    return "clamp", (self, min, max)
+
+
+def clamp(self, min=None, max=None):  # noqa: A002
+    name, operands = clamp_operands("clamp", self, min, max)
+    return wrap(evaluate(name, *operands)[0])
+
+
+def clamp_(self, min=None, max=None):  # noqa: A002
+    name, operands = clamp_operands("clamp", self, min, max)
+    return evaluate_into(name, self, *operands)
+
+
+clamp_Tensor = clamp
+clamp__Tensor = clamp_
+
+
+def lerp_Scalar(self, end, weight):
+    return wrap(evaluate("lerp", self, end, weight)[0])
+
+
+def lerp__Scalar(self, end, weight):
+    return evaluate_into("lerp", self, self, end, weight)
+
+
+lerp_Tensor = lerp_Scalar
+lerp__Tensor = lerp__Scalar
+
+
+def addcmul(self, tensor1, tensor2, value=1):
+    return wrap(evaluate("addcmul", self, tensor1, tensor2, params=(value,))[0])
+
+
+def addcmul_(self, tensor1, tensor2, value=1):
+    return evaluate_into("addcmul", self, self, tensor1, tensor2, params=(value,))
+
+
+def addcdiv(self, tensor1, tensor2, value=1):
+    return wrap(evaluate("addcdiv", self, tensor1, tensor2, params=(value,))[0])
+
+
+def addcdiv_(self, tensor1, tensor2, value=1):
+    return evaluate_into("addcdiv", self, self, tensor1, tensor2, params=(value,))
+
+
+def round_decimals(self, decimals):
+    return wrap(evaluate("round_decimals", self, params=(decimals,))[0])
+
+
+def round__decimals(self, decimals):
+    return evaluate_into("round_decimals", self, self, params=(decimals,))
+
+
+def logit(self, eps=None):
+    return wrap(evaluate("logit", self, params=(eps,))[0])
+
+
+def logit_(self, eps=None):
+    return evaluate_into("logit", self, self, params=(eps,))
+
+
+def nan_to_num(self, nan=None, posinf=None, neginf=None):
+    return wrap(evaluate("nan_to_num", self, params=(nan, posinf, neginf))[0])
+
+
+def nan_to_num_(self, nan=None, posinf=None, neginf=None):
+    return evaluate_into("nan_to_num", self, self, params=(nan, posinf, neginf))
+
+
+def abs_(self):
+    if self._dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return evaluate_into("abs", self, self)
+
+
+def check_polar(abs, angle):  # noqa: A002  (schema names)
+    """polar's dtype checks, in PyTorch's order; returns the complex result dtype."""
+    a, b = abs._dtype, angle._dtype
+    if a not in (D.float16, D.float32, D.float64) or b not in (D.float16, D.float32, D.float64):
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{a._short} and {b._short}")
+    if a is not b:
+        raise RuntimeError(f"Expected object of scalar type {a._short} but got scalar type "
+                           f"{b._short} for second argument")
+    if a is D.float16:  # the result would be ComplexHalf, which PyTorch's CPU polar lacks
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
+    _st.broadcast_shapes(abs._size, angle._size)
+    return a.to_complex()
+
+
+def polar(abs, angle):  # noqa: A002
+    rdt = check_polar(abs, angle)
+    r, t = nd(abs), nd(angle)
+    out = np.empty(np.broadcast_shapes(r.shape, t.shape), rdt._np)
+    with _quiet():
+        np.multiply(r, np.cos(t), out=out.real)
+        np.multiply(r, np.sin(t), out=out.imag)
+    return wrap(out)
+
+
+def equal(self, other):
+    """True when both have the same size and elements (compared after type promotion)."""
+    if self._size != other._size:
+        return False
+    dt = result_type_of((self, other))
+    return bool(np.array_equal(as_array(self, dt), as_array(other, dt)))
+
+
 # Generated kernels, named as native_functions.yaml names them: <op>_<overload> (CPU) for every
 # overload sharing a row. The Scalar overloads take a number where the Tensor ones take a tensor;
 # the kernels accept both.
@@ -784,7 +909,27 @@ _BINARY_OVERLOADS = {
     "bitwise_xor": (("Tensor", "Scalar", "Scalar_Tensor"), ("Tensor", "Scalar")),
     "maximum": (("",), ()),
     "minimum": (("",), ()),
+    "fmod": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "atan2": (("",), ("",)),
+    "hypot": (("",), ("",)),
+    "fmax": (("",), ()),
+    "fmin": (("",), ()),
+    "copysign": (("Tensor", "Scalar"), ("Tensor", "Scalar")),
+    "logaddexp": (("",), ()),
+    "logaddexp2": (("",), ()),
+    "xlogy": (("Tensor", "Scalar_Self", "Scalar_Other"), ("Tensor", "Scalar_Other")),
+    "bitwise_left_shift": (("Tensor", "Tensor_Scalar", "Scalar_Tensor"),
+                           ("Tensor", "Tensor_Scalar")),
+    "bitwise_right_shift": (("Tensor", "Tensor_Scalar", "Scalar_Tensor"),
+                            ("Tensor", "Tensor_Scalar")),
+    "clamp_min": (("", "Tensor"), ("", "Tensor")),
+    "clamp_max": (("", "Tensor"), ("", "Tensor")),
 }
+# The Python operators << and >> (aten::__lshift__ ...) share the bitwise shift rows.
+_SHIFT_OPERATORS = {"lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
+# Unary rows whose ops take extra arguments (explicit kernels above) or have no in-place form.
+_UNARY_EXPLICIT = {"round_decimals", "logit", "nan_to_num", "conj_physical"}
+_UNARY_NO_INPLACE = {"isnan", "isinf", "isposinf", "isneginf", "signbit", "angle", "abs"}
 
 
 def kernel_name(op, overload):
@@ -798,9 +943,17 @@ def _generate():
             kernels[kernel_name(op, ov)] = _binary_kernel(op)
         for ov in inplace:
             kernels.setdefault(kernel_name(op + "_", ov), _inplace_kernel(op, 2))
+    for short, op in _SHIFT_OPERATORS.items():
+        for ov in ("Tensor", "Scalar"):
+            kernels[f"{short}_{ov}"] = _binary_kernel(op)
+            kernels[f"i{short}_{ov}"] = _inplace_kernel(op, 2)
     for op in UNARY:
+        if op in _UNARY_EXPLICIT:
+            continue
         kernels[op] = _unary_kernel(op)
-        kernels[op + "_"] = _inplace_kernel(op, 1)
+        if op not in _UNARY_NO_INPLACE:
+            kernels[op + "_"] = _inplace_kernel(op, 1)
+    kernels["_conj_physical"] = _unary_kernel("conj_physical")
     return kernels
 
 
@@ -809,4 +962,7 @@ globals().update(_GENERATED)
 
 __all__ = ["add_Tensor", "sub_Tensor", "rsub_Tensor", "mul_Tensor", "div_Tensor",
            "div_Tensor_mode", "add__Tensor", "sub__Tensor", "div__Tensor_mode", "where_self",
-           *_GENERATED]
+           "clamp", "clamp_", "clamp_Tensor", "clamp__Tensor", "lerp_Scalar", "lerp__Scalar",
+           "lerp_Tensor", "lerp__Tensor", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+           "round_decimals", "round__decimals", "logit", "logit_", "nan_to_num", "nan_to_num_",
+           "abs_", "polar", "equal", *_GENERATED]

@@ -6,3 +6,5 @@ from .reduction import *  # noqa: F401,F403
 from .rules import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .amp import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403

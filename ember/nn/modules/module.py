@@ -381,10 +381,14 @@ class Module:
                     "complex module does not work as expected.", stacklevel=2)
 
         def convert(t):
-            target = dtype if t.is_floating_point() or t.is_complex() else None
+            kwargs = {"non_blocking": non_blocking}
+            if device is not None:
+                kwargs["device"] = device
+            if dtype is not None and (t.is_floating_point() or t.is_complex()):
+                kwargs["dtype"] = dtype
             if convert_to_format is not None and t.dim() in (4, 5):
-                return t.to(device, target, non_blocking, memory_format=convert_to_format)
-            return t.to(device, target, non_blocking)
+                kwargs["memory_format"] = convert_to_format
+            return t.to(**kwargs)
 
         return self._apply(convert)
 

@@ -1,0 +1,322 @@
+"""CompositeImplicitAutograd kernels of the ``nn.functional`` ops PyTorch decomposes (softmax.int,
+layer_norm, batch_norm, group_norm, instance_norm, rms_norm, nll_loss(_nd), cross_entropy_loss,
+dropout family, linear, bilinear, selu, relu6, log_sigmoid, prelu, embedding_backward), written
+in ember ops as ATen writes them, so autograd records the ops they call."""
+import math
+
+from ..._core import dtype as D
+
+
+def _aten():
+    from ..._ops.overload import ops
+    return ops.aten
+
+
+def _to(t, dtype):
+    return t if dtype is None or t._dtype is dtype else t.to(dtype)
+
+
+# -- softmax ---------------------------------------------------------------------------------
+
+def softmax_int(self, dim, dtype=None):
+    return _aten()._softmax.default._call(_to(self, dtype), dim, False)
+
+
+def log_softmax_int(self, dim, dtype=None):
+    return _aten()._log_softmax.default._call(_to(self, dtype), dim, False)
+
+
+# -- activations that are other activations ----------------------------------------------------
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(self):
+    return _aten().elu.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
+
+
+def selu_(self):
+    return _aten().elu_.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
+
+
+def relu6(self):
+    return _aten().hardtanh.default._call(self, 0, 6)
+
+
+def relu6_(self):
+    return _aten().hardtanh_.default._call(self, 0, 6)
+
+
+def log_sigmoid(self):
+    return _aten().log_sigmoid_forward.default._call(self)[0]
+
+
+def prelu(self, weight):
+    n = weight.numel()
+    if n > 1:
+        if self.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = self._size[1] if self.dim() > 1 else 1
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.dim()}")
+    if self.dim() > 1 and n > 1:
+        weight = weight.reshape((n,) + (1,) * (self.dim() - 2))
+    return _aten()._prelu_kernel.default._call(self, weight)
+
+
+# -- linear layers -----------------------------------------------------------------------------
+
+def linear(input, weight, bias=None):
+    """ATen's linear: one addmm when the bias can be fused (2-D input, or contiguous N-D input
+    folded to 2-D), else matmul and an add."""
+    aten = _aten()
+    if bias is not None and input.dim() >= 2 and weight.dim() == 2:
+        if input.dim() == 2:
+            return aten.addmm.default._call(bias, input, weight.t(), 1, 1)
+        if input.is_contiguous():
+            lead = input._size[:-1]
+            out = aten.addmm.default._call(bias, input.reshape(-1, input._size[-1]),
+                                           weight.t(), 1, 1)
+            return out.view(lead + (weight._size[0],))
+    out = aten.matmul.default._call(input, weight.t())
+    if bias is not None:
+        out = aten.add.Tensor._call(out, bias, 1)
+    return out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and "
+                           f"{input2.dim()}")
+    if weight.dim() != 3 or input1._size[-1] != weight._size[1] or \
+            input2._size[-1] != weight._size[2]:
+        raise RuntimeError(f"bilinear(): input sizes do not match the weight: got "
+                           f"{list(input1._size)}, {list(input2._size)} and weight "
+                           f"{list(weight._size)}")
+    # y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j]
+    x1 = input1.unsqueeze(-2).unsqueeze(-2)              # (..., 1, 1, i)
+    t = _aten().matmul.default._call(x1, weight)         # (..., o, 1, j)
+    out = (t * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# -- normalization -----------------------------------------------------------------------------
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    return _aten().native_layer_norm.default._call(input, normalized_shape, weight, bias, eps)[0]
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled):
+    return _aten().native_batch_norm.default._call(input, weight, bias, running_mean,
+                                                   running_var, training, momentum, eps)[0]
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    n, c = input._size[:2]
+    hxw = math.prod(input._size[2:])
+    return _aten().native_group_norm.default._call(input, weight, bias, n, c, hxw, num_groups,
+                                                   eps)[0]
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
+                  eps, cudnn_enabled):
+    """Per-(sample, channel) statistics: a group norm with one group per channel; the running
+    statistics take the batch average of the per-instance ones, as ATen's does."""
+    aten = _aten()
+    if not use_input_stats:
+        return aten.native_batch_norm.default._call(input, weight, bias, running_mean,
+                                                    running_var, False, momentum, eps)[0]
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    if running_mean is not None or running_var is not None:
+        from ...autograd.grad_mode import no_grad
+        with no_grad():
+            dims = list(range(2, input.dim()))
+            flat = input.detach()
+            if running_mean is not None:
+                m = flat.mean(dims).mean(0)
+                running_mean.mul_(1 - momentum).add_(m * momentum)
+            if running_var is not None:
+                n = math.prod(input._size[2:])
+                v = flat.var(dims, correction=1 if n > 1 else 0).mean(0)
+                running_var.mul_(1 - momentum).add_(v * momentum)
+    return group_norm(input, input._size[1], weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    ns = tuple(normalized_shape)
+    k = len(ns)
+    if input.dim() < k or input._size[input.dim() - k:] != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size"
+                           f"{list(input._size)}")
+    x = input.to(D.float32) if input._dtype in (D.float16, D.bfloat16) else input
+    if eps is None:
+        eps = {D.float64: 2.220446049250313e-16}.get(x._dtype, 1.1920928955078125e-07)
+    dims = list(range(input.dim() - k, input.dim()))
+    y = x * (x * x).mean(dims, keepdim=True).add(eps).pow(-0.5)
+    y = _to(y, input._dtype)
+    if weight is not None:
+        y = y * weight
+    return y
+
+
+# -- losses ------------------------------------------------------------------------------------
+
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return nll_loss_nd(self, target, weight, reduction, ignore_index)
+
+
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    aten = _aten()
+    if self.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
+    if self.dim() != 1 and self._size[0] != target._size[0]:
+        raise ValueError(f"Expected input batch_size ({self._size[0]}) to match target "
+                         f"batch_size ({target._size[0]}).")
+    if self.dim() <= 2:
+        return aten.nll_loss_forward.default._call(self, target, weight, reduction,
+                                                   ignore_index)[0]
+    n, c = self._size[:2]
+    spatial = self._size[2:]
+    if target._size != (n,) + spatial:
+        raise RuntimeError(f"Expected target size {list((n,) + spatial)}, got "
+                           f"{list(target._size)}")
+    # (N, C, d1..) -> (N*d1.., C): classes last, one row per prediction
+    flat = self.movedim(1, -1).reshape(-1, c)
+    out = aten.nll_loss_forward.default._call(flat, target.reshape(-1), weight, reduction,
+                                              ignore_index)[0]
+    return out.view((n,) + spatial) if reduction == 0 else out
+
+
+def _class_weight_shape(weight, ndim, class_dim):
+    shape = [1] * ndim
+    shape[class_dim] = weight.numel()
+    return weight.view(shape)
+
+
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100,
+                       label_smoothing=0.0):
+    aten = _aten()
+    class_dim = 0 if self.dim() == 1 else 1
+    n_classes = self._size[class_dim]
+    if target._dtype._category == D.FLOATING:   # class probabilities
+        if self._size != target._size:
+            raise RuntimeError(f"Expected input and target to have the same shape when target "
+                               f"holds probabilities, got {list(self._size)} and "
+                               f"{list(target._size)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        logp = aten._log_softmax.default._call(self, class_dim, False)
+        prod = logp * target
+        if weight is not None:
+            prod = prod * _class_weight_shape(weight, self.dim(), class_dim)
+        loss = -prod.sum(class_dim)
+        if reduction == 1:
+            return loss.sum() / (self.numel() // max(n_classes, 1)) if self.numel() else \
+                loss.sum() / 0.0
+        return loss.sum() if reduction == 2 else loss
+    if not 0 <= label_smoothing <= 1:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    logp = aten._log_softmax.default._call(self, class_dim, False)
+    nll = nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    if label_smoothing <= 0:
+        return nll
+    ignore = target == ignore_index
+    lw = logp * _class_weight_shape(weight, self.dim(), class_dim) if weight is not None \
+        else logp
+    smooth = -lw.sum(class_dim)
+    smooth = aten.where.ScalarSelf._call(ignore, 0.0, smooth)
+    if reduction == 1:
+        if weight is not None:
+            kept = target[~ignore]
+            smooth = smooth.sum() / weight[kept].sum()
+        else:
+            smooth = smooth.sum() / (~ignore).sum()
+    elif reduction == 2:
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+# -- embedding ---------------------------------------------------------------------------------
+
+def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+    if sparse:
+        raise NotImplementedError("ember has no sparse tensors: embedding(sparse=True)")
+    return _aten().embedding_dense_backward.default._call(grad, indices, num_weights,
+                                                          padding_idx, scale_grad_by_freq)
+
+
+# -- dropout -----------------------------------------------------------------------------------
+
+_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value dropped units are set to
+
+
+def _check_p(p):
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _noise(input, p, feature):
+    """Keep-mask of 0/1 values in input's dtype, one per element or per (sample, channel)."""
+    if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = input._size[:2] + (1,) * (input.dim() - 2)
+    else:
+        shape = input._size
+    from ... import rand
+    return (rand(shape, dtype=input._dtype) >= p).to(input._dtype)
+
+
+def _dropout_impl(input, p, train, feature, alpha):
+    if p == 0 or not train or input.numel() == 0:
+        return input
+    if p == 1:
+        return input * 0.0
+    noise = _noise(input, p, feature)
+    if alpha:
+        a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+        b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
+        return input * (noise * a) + b
+    return input * (noise / (1 - p))
+
+
+def dropout(input, p, train):
+    if train and 0 < p < 1 and input.numel():
+        # the fused kernel: one mask draw and a dedicated backward op
+        return _aten().native_dropout.default._call(input, p, True)[0]
+    return _dropout_impl(input, p, train, False, False)
+
+
+def feature_dropout(input, p, train):
+    return _dropout_impl(input, p, train, True, False)
+
+
+def alpha_dropout(input, p, train):
+    return _dropout_impl(input, p, train, False, True)
+
+
+def feature_alpha_dropout(input, p, train):
+    return _dropout_impl(input, p, train, True, True)
+
+
+__all__ = ["softmax_int", "log_softmax_int", "selu", "selu_", "relu6", "relu6_", "log_sigmoid",
+           "prelu", "linear", "bilinear", "layer_norm", "batch_norm", "group_norm",
+           "instance_norm", "rms_norm", "nll_loss", "nll_loss_nd", "cross_entropy_loss",
+           "embedding_backward", "dropout", "feature_dropout", "alpha_dropout",
+           "feature_alpha_dropout"]
