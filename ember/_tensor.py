@@ -258,6 +258,9 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._base_ is not None and self._autograd is not None:  # a view: maybe regenerated
+            from .autograd.graph import current_grad_fn
+            return current_grad_fn(self)
         return self._grad_fn
 
     @property
@@ -714,6 +717,8 @@ def _alias(base, size, stride, offset, dtype=None):
 def _np_view(t):
     if t._device.type != "cpu":
         raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
+    if 0 in t._size:  # no elements: the offset may lie past an empty storage (zeros(0, 3)[:, 1])
+        return np.empty(t._size, t._dtype._np)
     isz = t._dtype.itemsize
     buf = t._storage._data()
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))

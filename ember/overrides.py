@@ -156,7 +156,13 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
         if ret is not NotImplemented:
             return ret
     for arg in overloaded:
-        ret = type(arg).__torch_function__(public_api, types, args, kwargs)
+        method = arg.__torch_function__
+        if getattr(method, "__self__", None) is arg:
+            import warnings
+            warnings.warn("Defining your `__torch_function__` as a plain method is deprecated and "
+                          "will be an error in future, please define it as a classmethod.",
+                          DeprecationWarning, stacklevel=2)
+        ret = method(public_api, types, args, kwargs)
         if ret is not NotImplemented:
             return ret
     name = getattr(public_api, "__qualname__", None) or getattr(public_api, "__name__", public_api)

@@ -25,7 +25,7 @@ def to_np(t):
         if t.dtype.name == "bfloat16":
             a = a.astype(np.float32)
         return np.array(a)
-    t = t.detach().cpu()
+    t = t.detach().cpu().resolve_conj()  # torch.conj is a lazy view; numpy() refuses it
     if str(t.dtype) == "torch.bfloat16":
         t = t.float()
     return t.numpy()

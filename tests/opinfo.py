@@ -59,6 +59,7 @@ class OpInfo:
     out: Optional[str] = None           # "add.out"
     rtol: float = 1e-5
     atol: float = 1e-6
+    meta_tags: tuple = ()               # ("dynamic_output_shape",): a composite over such ops
 
     def __repr__(self):
         return self.name

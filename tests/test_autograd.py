@@ -561,6 +561,8 @@ EXEMPT_PREFIXES = {
     "aten::bitwise_xor": "integral/bool only", "aten::bitwise_not": "integral/bool only",
     "aten::bitwise_and_": "integral/bool only", "aten::bitwise_or_": "integral/bool only",
     "aten::bitwise_xor_": "integral/bool only", "aten::bitwise_not_": "integral/bool only",
+    "aten::bitwise_left_shift": "integral only", "aten::bitwise_left_shift_": "integral only",
+    "aten::bitwise_right_shift": "integral only", "aten::bitwise_right_shift_": "integral only",
     "aten::logical_and_": "bool result", "aten::logical_or_": "bool result",
     "aten::logical_xor_": "bool result", "aten::logical_not_": "bool result",
     # PyTorch has no formula either: backward raises "the derivative for ... is not implemented"

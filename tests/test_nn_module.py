@@ -533,3 +533,127 @@ def test_loss_modules_match_torch(torch):
             np.testing.assert_allclose(to_np(le), lt.numpy(), rtol=1e-5)
     with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
         assert nn.MSELoss(size_average=False).reduction == "sum"
+
+
+# -- recurrent and transformer layers, nn.utils ---------------------------------------------------
+
+RNNS = [("LSTM", dict(num_layers=2, bidirectional=True, batch_first=True)),
+        ("GRU", dict(num_layers=2)), ("RNN", dict(nonlinearity="relu", bias=False)),
+        ("LSTM", dict(proj_size=2))]
+
+
+@pytest.mark.parametrize("name,kw", RNNS, ids=[r[0] for r in RNNS])
+@needs("stack", "cat", "chunk", "unbind")
+def test_recurrent_layers_match_torch(torch, name, kw):
+    import warnings
+    t = getattr(torch.nn, name)(3, 4, **kw)
+    e = getattr(nn, name)(3, 4, **kw)
+    copy_weights(e, t)
+    assert repr(e) == repr(t)
+    x = np.random.default_rng(0).standard_normal((2, 5, 3)).astype(np.float32)
+    xe = ember.tensor(x, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    ye, _ = e(xe)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yt, _ = t(xt)
+    np.testing.assert_allclose(to_np(ye.detach()), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
+    ye.sum().backward()
+    yt.sum().backward()
+    np.testing.assert_allclose(to_np(xe.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for (n, pe), (_, pt) in zip(e.named_parameters(), t.named_parameters()):
+        np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=n)
+
+
+@needs("stack", "chunk")
+def test_recurrent_cells_match_torch(torch):
+    x = np.random.default_rng(1).standard_normal((3, 2)).astype(np.float32)
+    for name in ("RNNCell", "LSTMCell", "GRUCell"):
+        t = getattr(torch.nn, name)(2, 4)
+        e = getattr(nn, name)(2, 4)
+        copy_weights(e, t)
+        ye, yt = e(ember.tensor(x)), t(torch.tensor(x))
+        ye = ye[0] if isinstance(ye, tuple) else ye
+        yt = yt[0] if isinstance(yt, tuple) else yt
+        np.testing.assert_allclose(to_np(ye.detach()), yt.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+@needs("multi_head_attention_forward", "layer_norm", "relu", "triu")
+def test_transformer_matches_torch(torch):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
+    e = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0)
+    copy_weights(e, t)
+    assert repr(e) == repr(t)
+    src = np.random.default_rng(0).standard_normal((5, 2, 8)).astype(np.float32)
+    tgt = np.random.default_rng(1).standard_normal((3, 2, 8)).astype(np.float32)
+    ye = e(ember.tensor(src), ember.tensor(tgt),
+           tgt_mask=nn.Transformer.generate_square_subsequent_mask(3))
+    yt = t(torch.tensor(src), torch.tensor(tgt),
+           tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(3))
+    np.testing.assert_allclose(to_np(ye.detach()), yt.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs("stack", "clamp")
+def test_clip_grad_matches_torch(torch):
+    for norm_type in (2.0, 1.0, float("inf")):
+        e, t = Net(), torch_net(torch)
+        copy_weights(e, t)
+        x = np.ones((2, 4), np.float32)
+        (e(ember.tensor(x)) * 10).sum().backward()
+        (t(torch.tensor(x)) * 10).sum().backward()
+        ne = nn.utils.clip_grad_norm_(e.parameters(), 0.5, norm_type=norm_type)
+        nt = torch.nn.utils.clip_grad_norm_(t.parameters(), 0.5, norm_type=norm_type)
+        assert float(ne) == pytest.approx(float(nt), rel=1e-5)
+        for pe, pt in zip(e.parameters(), t.parameters()):
+            np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-5, atol=1e-7)
+    nn.utils.clip_grad_value_(e.parameters(), 1e-3)
+    torch.nn.utils.clip_grad_value_(t.parameters(), 1e-3)
+    for pe, pt in zip(e.parameters(), t.parameters()):
+        np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-6)
+
+
+@needs("cat")
+def test_parameters_vector_round_trip():
+    m = Net()
+    vec = nn.utils.parameters_to_vector(m.parameters())
+    assert tuple(vec.shape) == (sum(p.numel() for p in m.parameters()),)
+    nn.utils.vector_to_parameters(vec * 0 + 1, m.parameters())
+    assert all((to_np(p) == 1).all() for p in m.parameters())
+    with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
+        nn.utils.vector_to_parameters([1], m.parameters())
+
+
+def test_weight_norm_parametrization_matches_torch(torch):
+    t, e = torch.nn.Linear(4, 3), nn.Linear(4, 3)
+    copy_weights(e, t)
+    torch.nn.utils.parametrizations.weight_norm(t)
+    nn.utils.parametrizations.weight_norm(e)
+    assert list(e.state_dict().keys()) == list(t.state_dict().keys())
+    assert type(e).__name__ == type(t).__name__ == "ParametrizedLinear"
+    np.testing.assert_allclose(to_np(e.weight.detach()), t.weight.detach().numpy(), rtol=1e-6)
+    x = np.ones((2, 4), np.float32)
+    e(ember.tensor(x)).sum().backward()
+    t(torch.tensor(x)).sum().backward()
+    for (n, pe), (_, pt) in zip(e.named_parameters(), t.named_parameters()):
+        np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-5, err_msg=n)
+    nn.utils.parametrize.remove_parametrizations(e, "weight")
+    torch.nn.utils.parametrize.remove_parametrizations(t, "weight")
+    assert type(e) is nn.Linear and list(e.state_dict().keys()) == list(t.state_dict().keys())
+    np.testing.assert_allclose(to_np(e.weight), t.weight.detach().numpy(), rtol=1e-6)
+
+
+@needs("mv", "dot")
+def test_spectral_norm_normalizes_largest_singular_value():
+    ember.manual_seed(0)
+    m = nn.utils.parametrizations.spectral_norm(nn.Linear(6, 5))
+    for _ in range(20):
+        m(ember.ones(1, 6))
+    s = np.linalg.svd(to_np(m.weight.detach()), compute_uv=False)
+    assert abs(s[0] - 1.0) < 1e-3
+    assert "parametrizations.weight.original" in m.state_dict()
+    assert "parametrizations.weight.0._u" in m.state_dict()

@@ -129,6 +129,7 @@ def _test_aot_dispatch(op, args, kwargs, atol, rtol):
             self.ops.append(func)
             return func(*a, **(kw or {}))
 
+    _test_faketensor(op, args, kwargs, atol, rtol)  # tracing runs the op on FakeTensors first
     eager_args, eager_kwargs = tree_map(_clone, args), tree_map(_clone, kwargs)
     traced_args, traced_kwargs = tree_map(_clone, args), tree_map(_clone, kwargs)
     eager = op(*eager_args, **eager_kwargs)

@@ -237,7 +237,7 @@ def _params(schema, method, out_overload, varargs):
             var = "self" if method else "input"
         call_args.append(var)
         if method and a.name == "self":
-            params.append("self")
+            params.insert(0, "self")  # the bound tensor, wherever the schema puts it (polygamma)
             continue
         if varargs is a:
             params.append(f"*{var}")

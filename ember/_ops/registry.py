@@ -105,7 +105,7 @@ def _generated_kernels(entry):
 def out_schema(functional_schema_text, overload="out"):
     """The out= schema PyTorch's autogen derives from a functional schema."""
     fs = parse_schema(functional_schema_text)
-    head, _, rest = functional_schema_text.partition("(")
+    head, _, rest = functional_schema_text.rpartition(" -> ")[0].partition("(")
     base = fs.name
     args_text = rest[: rest.rindex(")")]
     star = "" if any(a.kwarg_only for a in fs.arguments) else "*, "
@@ -116,7 +116,9 @@ def out_schema(functional_schema_text, overload="out"):
         letters = "abcdefgh"
         names = [r.name or f"out{i}" for i, r in enumerate(fs.returns)]
         outs = ", ".join(f"Tensor({letters[i]}!) {n}" for i, n in enumerate(names))
-        ret = "(" + ", ".join(f"Tensor({letters[i]}!) {n}" for i, n in enumerate(names)) + ")"
+        # returns stay unnamed when the functional's are (_unique2.out: -> (Tensor(a!), ...))
+        ret = "(" + ", ".join(f"Tensor({letters[i]}!)" + (f" {r.name}" if r.name else "")
+                              for i, r in enumerate(fs.returns)) + ")"
     sep = ", " if args_text.strip() else ""
     return f"{base}.{overload}({args_text}{sep}{star}{outs}) -> {ret}"
 
@@ -154,7 +156,7 @@ def load(lib):
                          _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
         for auto in _as_list(e.get("autogen")):
             base, _, overload = auto.partition(".")
-            if overload.startswith("out") or "_out" in overload:
+            if overload.lower().startswith("out") or "_out" in overload or "values" in overload:  # xlogy.OutTensor, sort.values
                 sch = out_schema(func, overload)
                 oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(oname, [], e.get("python", True))

@@ -50,7 +50,8 @@ class DataDependentOutputException(RuntimeError):
 # Ops PyTorch tags data_dependent_output / dynamic_output_shape (besides the yaml tags).
 _DATA_DEPENDENT = {"_local_scalar_dense", "item", "equal", "is_nonzero", "allclose", "tolist"}
 _DYNAMIC_SHAPE = {"nonzero", "argwhere", "masked_select", "unique", "_unique", "_unique2",
-                  "unique_consecutive", "unique_dim", "nonzero_static_dynamic"}
+                  "unique_consecutive", "unique_dim", "repeat_interleave.Tensor",
+                  "bincount"}
 
 
 class FakeTensor(Tensor):
@@ -180,11 +181,13 @@ class FakeTensorMode(TorchDispatchMode):
         name = func._opname
         if name in _DATA_DEPENDENT or "data_dependent_output" in func.tags:
             raise DataDependentOutputException(func)
-        if name in _DYNAMIC_SHAPE or (name == "index" and _has_mask_index(args)):
+        if name in _DYNAMIC_SHAPE or f"{name}.{func._overloadname}" in _DYNAMIC_SHAPE or \
+                (name == "index" and _has_mask_index(args)):
             raise DynamicOutputShapeException(func)
         for t in _tensors(args, kwargs):
             if not isinstance(t, FakeTensor):
-                if not self.allow_non_fake_inputs:
+                # 0-dim CPU tensors are constants (autograd formulas make them): converted
+                if not self.allow_non_fake_inputs and (t._size or t._device.type != "cpu"):
                     raise AssertionError(
                         f"Please convert all Tensors to FakeTensors first or instantiate "
                         f"FakeTensorMode with 'allow_non_fake_inputs'. Found in {func}")

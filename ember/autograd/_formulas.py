@@ -255,19 +255,47 @@ def unfold_backward(grad, sizes, dim, size, step):
 
 def as_strided_backward(grad, in_size, in_stride, in_offset, size, stride, storage_offset):
     """Scatter ``grad`` back through an ``as_strided`` view, relative to the input's storage.
-    Supports output geometries without overlapping elements (PyTorch handles overlap too)."""
+    Where the output's elements overlap (several read one memory location) their gradients are
+    summed; where the input's do, each location's gradient is shared among the input elements
+    reading it (PyTorch's ``as_strided_backward``)."""
     from .._core import strides as _st
     E = _E()
     offset = in_offset if storage_offset is None else storage_offset
     extent = max(_st.storage_extent(in_size, in_stride, in_offset),
                  _st.storage_extent(size, stride, offset))
     flat = E.zeros((extent,), dtype=grad._dtype, device=grad._device)
-    if _st.numel(size) and not _st.is_non_overlapping_and_dense(size, stride) and any(
-            s == 0 for s, n in zip(stride, size) if n > 1):
-        raise NotImplementedError("as_strided backward with overlapping output elements is not "
-                                  "supported by ember")
-    flat.as_strided(size, stride, offset).copy_(grad)
+    if _maybe_overlapping(size, stride):
+        flat.index_put_((_storage_indices(size, stride, offset, grad._device),),
+                        grad.reshape(-1), accumulate=True)
+    else:
+        flat.as_strided(size, stride, offset).copy_(grad)
+    if _maybe_overlapping(in_size, in_stride):
+        count = E.zeros((extent,), dtype=grad._dtype, device=grad._device)
+        count.index_put_((_storage_indices(in_size, in_stride, in_offset, grad._device),),
+                         E.ones((_st.numel(in_size),), dtype=grad._dtype, device=grad._device),
+                         accumulate=True)
+        flat = flat / count.clamp_min(1)
     return flat.as_strided(in_size, in_stride, in_offset)
+
+
+def _maybe_overlapping(size, stride):
+    """Whether two elements of this geometry can share a memory location: sorted by stride,
+    each dimension must step past everything the smaller ones reach."""
+    reach = 0
+    for st, n in sorted((st, n) for n, st in zip(size, stride) if n > 1):
+        if st <= reach:
+            return True
+        reach += (n - 1) * st
+    return False
+
+
+def _storage_indices(size, stride, offset, device):
+    """The storage index of every element of a strided geometry, flattened."""
+    E = _E()
+    idx = E.full((), offset, dtype=E.int64, device=device)
+    for n, st in zip(size, stride):
+        idx = idx.unsqueeze(-1) + E.arange(n, dtype=E.int64, device=device) * st
+    return idx.reshape(-1)
 
 
 def to_copy_backward(grad, dtype, device):
@@ -411,3 +439,15 @@ def ensure_namespace():
     if not NAMESPACE:
         NAMESPACE.update(_namespace())
 
+
+
+# nn.functional helpers (ember/autograd/_formulas_nn.py)
+from ._formulas_nn import *  # noqa: E402,F401,F403
+
+from ._formulas_shape import *  # noqa: E402,F401,F403  (shape/indexing/linalg helpers)
+
+from ._formulas_pointwise import *  # noqa: E402,F401,F403  (pointwise helpers)
+
+from ._formulas_reduction import *  # noqa: E402,F401,F403  (reduction/scan/sorting helpers)
+
+from ._formulas_conv import *  # noqa: E402,F401,F403  (convolution/pooling/resampling helpers)

@@ -31,6 +31,7 @@ from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas
 from .graph import Node, SavedTensor, gradient_edge
+from .views import check_view_inplace, mark_no_grad_views, track_views
 
 YAML_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_ops", "derivatives.yaml")
 
@@ -104,25 +105,37 @@ class DerivativeInfo:
             formulas.append((names, text))
         # Differentiable inputs, in schema order: they define the node's edges.
         self.diff_args = [i for i, a in enumerate(args) if a.name in diff]
-        used = set()
+        used = {}  # a dict as an ordered set
         derived = set()
         compiled = []
         for names, text in formulas:
-            src = _DERIVED_RE.sub(lambda m: (derived.add((m[1], m[2])), f"{m[1]}_{m[2]}")[1], text)
+            src = _DERIVED_RE.sub(lambda m: self._derived_name(m, derived), text)
             try:
                 code = compile(src, f"<derivative of {schema} wrt {', '.join(names)}>", "eval")
             except SyntaxError as e:
                 raise RuntimeError(f"derivatives.yaml: bad formula for {schema}: {text}") from e
-            used.update(n.id for n in ast.walk(ast.parse(src, mode="eval"))
-                        if isinstance(n, ast.Name))
+            found = sorted((n.col_offset, n.id) for n in ast.walk(ast.parse(src, mode="eval"))
+                           if isinstance(n, ast.Name))
+            for _, n in found:  # in order of appearance: PyTorch saves in that order
+                used.setdefault(n)
             compiled.append(([self.arg_names.index(n) for n in names], code, text))
         self.formulas = compiled
-        self.saved_args = [i for i, n in enumerate(self.arg_names) if n in used]
+        self.saved_args = [self.arg_names.index(n) for n in used if n in self.arg_names]
         self.saved_derived = sorted((self.arg_names.index(a), a, attr) for a, attr in derived
                                     if a in self.arg_names)
         self.saved_results = [n for n in self.result_names if n in used]
         self.uses_grad_input_mask = "grad_input_mask" in used
         self.uses_all_grads = "grads" in used or any(f"grad_{n}" in used for n in ret_names)
+
+
+    def _derived_name(self, m, derived):
+        """``x.sizes()`` of an argument is saved as ``x_sizes``; of anything else (``grad``) it
+        is computed when the formula runs."""
+        name, attr = m[1], m[2]
+        if name in self.arg_names:
+            derived.add((name, attr))
+            return f"{name}_{attr}"
+        return f"_DERIVED[{attr!r}]({name})"
 
 
 def _camel(name):
@@ -181,6 +194,7 @@ class GeneratedNode(Node):
                      for g, m in zip(grads, self._out_meta)]
         if not _formulas.NAMESPACE:
             _formulas.ensure_namespace()
+            _formulas.NAMESPACE["_DERIVED"] = _DERIVED
         env = {name: self._unpack(name) for name in self._saved}
         env["grad"] = grads[0]
         env["grads"] = grads
@@ -244,7 +258,10 @@ def _is_differentiable_dtype(t):
 
 
 def _check_inplace(t, name):
-    """PyTorch's check_inplace: leaves that require grad (and their views) are off limits."""
+    """PyTorch's check_inplace: leaves that require grad (and their views) are off limits, and
+    so are views that forbid in-place writes (made in no_grad mode, multi-output views)."""
+    if t._base_ is not None:
+        check_view_inplace(t)
     if t._grad_fn is None and t._requires_grad and t._base_ is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
@@ -341,6 +358,10 @@ def make_autograd_kernel(entry, info, inplace=False):
     self_idx = 0
     need_clone_self = inplace and "self" in [info.arg_names[i] for i in info.saved_args]
     redispatch_entry = entry
+    # A differentiable view op (its output aliases its input): views keep creation metadata.
+    is_view = (not inplace and bool(info.diff_args) and diff_mask[0] and
+               any(r.alias and not r.is_write for r in schema.returns))
+    multi_output = is_view and (nret > 1 or ret_is_list)
 
     def record(ks, a):
         if inplace:
@@ -360,16 +381,27 @@ def make_autograd_kernel(entry, info, inplace=False):
             diff = [diff_mask[0]] * len(outs)
         else:
             diff = diff_mask
-        if pre:
-            pre = {k: SavedTensor(v, False, None) for k, v in pre.items()}
-        _save(node, info, a, outs, pre)
         if inplace:
             _rebase_history(a[self_idx], node)
         else:
             _set_history(outs, node, diff)
+            if is_view:
+                track_views(outs, node, multi_output)
+        # Saved after the history is set, as PyTorch does: a saved output then knows it requires
+        # grad (its unpacked value gets this node as grad_fn, so double backward goes through
+        # it), and saved-tensor pack hooks see outputs with their grad_fn.
+        if pre:
+            pre = {k: SavedTensor(v, False, None) for k, v in pre.items()}
+        _save(node, info, a, outs, pre)
         return out
 
-    return _generate_kernel(entry, info.diff_args, args, record)
+    post = None
+    if is_view:
+        node_name = info.node_name
+
+        def post(out, base_requires_grad):
+            mark_no_grad_views(out, base_requires_grad, node_name, multi_output)
+    return _generate_kernel(entry, info.diff_args, args, record, post, multi_output)
 
 
 def _rebase_history(t, node):
@@ -384,8 +416,10 @@ def _rebase_history(t, node):
     t._requires_grad = True
 
 
-def _generate_kernel(entry, check_idx, args, record):
-    """``kernel(ks, a0, a1, ...)``: the fast path as straight-line code (it runs on every op)."""
+def _generate_kernel(entry, check_idx, args, record, post=None, post_always=False):
+    """``kernel(ks, a0, a1, ...)``: the fast path as straight-line code (it runs on every op).
+    ``post(out, any_input_requires_grad)``, for view ops, runs after a call that did not record:
+    when an input requires grad (grad mode is off then), or always with ``post_always``."""
     names = [f"a{i}" for i in range(len(args))]
     conds = []
     for i in check_idx:
@@ -404,10 +438,16 @@ def _generate_kernel(entry, check_idx, args, record):
         f"    k = _cache.get(m)\n"
         f"    if k is None:\n"
         f"        k = _resolve(m, 'redispatch')\n"
-        f"    return k({params})\n"
     )
+    if post is None:
+        src += f"    return k({params})\n"
+    elif post_always:
+        src += f"    out = k({params})\n    _post(out, bool({cond}))\n    return out\n"
+    else:
+        src += (f"    out = k({params})\n    if {cond}:\n        _post(out, True)\n"
+                f"    return out\n")
     ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
-          "_any_rg": _any_rg}
+          "_any_rg": _any_rg, "_post": post}
     exec(compile(src, f"<autograd kernel {entry.qualname}>", "exec"), ns)
     fn = ns["autograd_kernel"]
     fn._source = src

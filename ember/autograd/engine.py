@@ -18,12 +18,13 @@ The calling thread runs every node; gradients are ember tensors computed with em
 import heapq
 import itertools
 import sys
+import threading
 
 from .._dispatch import tls as _tls
 from . import anomaly_mode
 from .graph import AccumulateGrad, gradient_edge
 
-__all__ = ["run_backward", "accumulate_grad"]
+__all__ = ["run_backward", "accumulate_grad", "current_graph_task_id", "will_engine_execute_node"]
 
 _state = _tls.state
 
@@ -245,6 +246,7 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
 
     prev_grad = _state.grad_enabled
     _state.grad_enabled = bool(create_graph)
+    _tasks.stack.append(_GraphTask(all_nodes, needed))
     try:
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -280,6 +282,7 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
                         continue
                     heapq.heappush(ready, (-nxt._sequence_nr, next(counter), nxt))
     finally:
+        _tasks.stack.pop()
         _state.grad_enabled = prev_grad
 
     if input_edges is None:
@@ -301,6 +304,45 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
                                f"used in the graph. Set allow_unused=True if this is the desired "
                                f"behavior.")
     return captured
+
+
+# ---------------------------------------------------------------------------------------------
+# The running graph task, for hooks that need to know about the whole backward pass
+# (register_multi_grad_hook): PyTorch's _current_graph_task_id / _will_engine_execute_node.
+
+class _GraphTask:
+    __slots__ = ("id", "nodes", "needed")
+    _ids = itertools.count()
+
+    def __init__(self, nodes, needed):
+        self.id = next(self._ids)
+        self.nodes = nodes  # every node reachable from the roots
+        self.needed = needed  # with inputs=: the nodes on a path to an input, else None
+
+
+class _TaskStack(threading.local):
+    def __init__(self):
+        self.stack = []  # a backward run from a hook nests
+
+
+_tasks = _TaskStack()
+
+
+def current_graph_task_id():
+    """Id of the backward pass running in this thread, or -1 outside one."""
+    return _tasks.stack[-1].id if _tasks.stack else -1
+
+
+def will_engine_execute_node(node):
+    """Whether the running backward pass will reach ``node`` (a grad_fn or AccumulateGrad)."""
+    if not _tasks.stack:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward "
+                           "pass")
+    task = _tasks.stack[-1]
+    if task.needed is not None and isinstance(node, AccumulateGrad):
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are "
+                           "currently running autograd.grad(). This is currently not supported.")
+    return node in (task.needed if task.needed is not None else task.nodes)
 
 
 def _num_inputs(node):

@@ -17,7 +17,9 @@ import weakref
 
 from .._dispatch import tls as _tls
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_gradient_edge"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_gradient_edge",
+           "GradientEdge", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook"]
 
 _state = _tls.state
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
@@ -147,7 +149,8 @@ class Node:
 # Per-tensor autograd state kept outside the hot slots (PyTorch's AutogradMeta extras).
 
 class AutogradMeta:
-    __slots__ = ("grad_accumulator", "leaf_hooks", "retains_grad", "post_acc_hooks", "name")
+    __slots__ = ("grad_accumulator", "leaf_hooks", "retains_grad", "post_acc_hooks", "name",
+                 "view_version", "creation_meta")
 
     def __init__(self):
         self.grad_accumulator = None  # weakref to AccumulateGrad
@@ -155,6 +158,11 @@ class AutogradMeta:
         self.retains_grad = False
         self.post_acc_hooks = None
         self.name = None
+        # differentiable views (ember/autograd/views.py): the version counter when grad_fn was
+        # set (a later in-place write to the base regenerates grad_fn), and how the view was
+        # made when in-place writes to it are forbidden (PyTorch's CreationMeta)
+        self.view_version = None
+        self.creation_meta = None
 
 
 def autograd_meta(t):
@@ -179,10 +187,19 @@ def gradient_edge(t):
     AccumulateGrad, or (None, 0) when it needs no gradient."""
     fn = t._grad_fn
     if fn is not None:
+        m = t._autograd
+        if m is not None and m.view_version is not None and m.view_version != t._vc[0]:
+            from .views import regenerate_grad_fn
+            fn = regenerate_grad_fn(t, m)
         return (fn, t._output_nr)
     if t._requires_grad:
         return (grad_accumulator(t), 0)
     return (None, 0)
+
+
+def current_grad_fn(t):
+    """``t.grad_fn``: for a view whose base was written in place since, the regenerated one."""
+    return gradient_edge(t)[0] if t._grad_fn is not None else None
 
 
 class GradientEdge(tuple):
@@ -250,10 +267,15 @@ _INFERENCE_SAVE = ("Inference tensors cannot be saved for backward. Please do no
 
 class SavedTensor:
     """PyTorch's SavedVariable. An output of the node that saves it is stored without its
-    grad_fn (the node would otherwise own itself in a cycle) and rebuilt on unpack."""
+    grad_fn (the node would otherwise own itself in a cycle) and rebuilt on unpack.
+
+    Under :class:`saved_tensors_hooks` the innermost pack hook replaces the tensor by whatever it
+    returns (``packed``) and the matching unpack hook turns that back into a tensor when the
+    backward needs it; the version check is then skipped, as in PyTorch (the hooks own the
+    data)."""
 
     __slots__ = ("data", "version", "is_output", "output_nr", "grad_fn_name", "released",
-                 "requires_grad", "leaf_ref")
+                 "requires_grad", "packed", "unpack_hook")
 
     def __init__(self, t, is_output, node_name=None):
         if t._vc is None:
@@ -267,18 +289,42 @@ class SavedTensor:
         # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0.
         name = node_name if is_output else (fn.name() if fn is not None else None)
         self.grad_fn_name = _BACKWARD_SUFFIX.sub("", name) if name else None
-        if is_output:
+        self.unpack_hook = None
+        if _hooks.stack:
+            self.data = None
+            self._pack(t)
+        elif is_output:
             self.data = _shallow(t)
         else:
             self.data = t
-        self.leaf_ref = None
+
+    def _pack(self, t):
+        pack_hook, self.unpack_hook = _hooks.stack[-1]
+        prev = _state.grad_enabled
+        _state.grad_enabled = False  # PyTorch runs pack hooks with grad mode off
+        try:
+            self.packed = pack_hook(t)
+        finally:
+            _state.grad_enabled = prev
+        if t._vc[0] != self.version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
 
     def unpack(self, node=None):
         if self.released:
             raise RuntimeError(_FREED)
-        d = self.data
-        if d._vc[0] != self.version:
-            raise RuntimeError(self._version_error(d))
+        if self.unpack_hook is not None:
+            d = self.unpack_hook(self.packed)
+            if not hasattr(d, "_keyset"):
+                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(d).__name__}")
+        else:
+            d = self.data
+            if d._vc[0] != self.version:
+                raise RuntimeError(self._version_error(d))
         if not self.is_output:
             return d
         t = _shallow(d)
@@ -305,15 +351,90 @@ class SavedTensor:
     def release(self):
         self.released = True
         self.data = None
+        if self.unpack_hook is not None:
+            self.packed = None
 
 
 def _shallow(t):
     """A new Tensor object over the same storage, geometry and version counter, with no
     autograd history (what SavedVariable keeps for outputs)."""
-    from .._tensor import _alias
+    from .._tensor import Tensor, _alias, _rewrap
     s = _alias(t, t._size, t._stride, t._offset)
     s._base_ = t._base_
+    if type(t) is not Tensor:  # a subclass (FakeTensor, wrapper subclasses) stays one
+        s = _rewrap(s, type(t))
+        s.__dict__.update(t.__dict__)
     return s
+
+
+# ---------------------------------------------------------------------------------------------
+# Saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks and friends).
+
+class _SavedTensorsHooksState(threading.local):
+    def __init__(self):
+        self.stack = []  # (pack_hook, unpack_hook), innermost last
+        self.disabled_error = None  # message while disable_saved_tensors_hooks is active
+
+
+_hooks = _SavedTensorsHooksState()
+
+
+class saved_tensors_hooks:
+    """Context manager: tensors saved for backward inside it go through ``pack_hook(tensor) ->
+    anything`` when saved and ``unpack_hook(anything) -> tensor`` when the backward needs them.
+    Nested managers: the innermost pair applies. Thread-local, like PyTorch's."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks.disabled_error is not None:
+            raise RuntimeError(_hooks.disabled_error)
+        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _hooks.stack.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors live on the CPU until the backward needs them, then go back to their
+    device (``pin_memory``: pack into page-locked memory, so the copy back can be async)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            if not pin_memory:
+                return (tensor.device, tensor.cpu())
+            import ember
+            packed = ember.empty(tuple(tensor.size()), dtype=tensor.dtype,
+                                 pin_memory=ember.cuda.is_available())
+            packed.copy_(tensor)
+            return (tensor.device, packed)
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class disable_saved_tensors_hooks:
+    """Inside it, entering :class:`saved_tensors_hooks` raises ``RuntimeError(error_message)``
+    (for features that cannot work with them)."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self.prev = _hooks.disabled_error
+        _hooks.disabled_error = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _hooks.disabled_error = self.prev
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,3 +485,76 @@ def retain_grad(t):
     if fn._retains_grad_hooks is None:
         fn._retains_grad_hooks = {}
     fn._retains_grad_hooks[t._output_nr] = retains_grad_hook
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks over several tensors.
+
+class _MultiHandle:
+    """Removes every per-tensor hook of one ``register_multi_grad_hook`` call."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _grad_fn_of(t):
+    return t._grad_fn if t._grad_fn is not None else grad_accumulator(t)
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """``mode="all"``: ``fn(grads)`` runs once per backward pass, after the gradients of every
+    one of ``tensors`` that this pass reaches are computed (``None`` for the others).
+    ``mode="any"``: ``fn(grad)`` runs once per pass, on the first of their gradients."""
+    from . import engine
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "any":
+        ran = set()  # ids of the graph tasks whose hook already ran
+
+        def wrapped_fn(grad):
+            task = engine.current_graph_task_id()
+            with lock:
+                if task in ran:
+                    return
+                ran.add(task)
+            fn(grad)
+        return _MultiHandle(tuple(t.register_hook(wrapped_fn) for t in tensors
+                                  if t.requires_grad))
+
+    count = {}  # graph task id -> gradients seen so far
+    buffer = {}  # graph task id -> the gradients, by tensor
+    expected = {}  # graph task id -> how many of the tensors this pass reaches
+    grad_fns = [_grad_fn_of(t) if t.requires_grad else None for t in tensors]
+
+    def inner_hook(idx):
+        def hook(grad):
+            task = engine.current_graph_task_id()
+            with lock:
+                if task not in buffer:
+                    buffer[task] = [None] * len(tensors)
+                    expected[task] = sum(engine.will_engine_execute_node(g) for g in grad_fns
+                                         if g is not None)
+                buffer[task][idx] = grad
+                seen = count[task] = count.get(task, 0) + 1
+                if seen < expected[task]:
+                    return
+                grads = buffer.pop(task)
+                del count[task], expected[task]
+            fn(grads)
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(inner_hook(i)) for i, t in enumerate(tensors)
+                              if t.requires_grad))

@@ -1,15 +1,38 @@
-"""Views + in-place: ``CopySlices`` (PyTorch's ``torch/csrc/autograd/functions/tensor.cpp``).
+"""Views + in-place (PyTorch's ``torch/csrc/autograd/functions/tensor.cpp`` and the view parts
+of ``variable.cpp``).
 
-When an in-place op writes through a view ``v`` of ``base``, the base's history must change too:
-``base.grad_fn`` becomes a ``CopySlices`` wrapping the in-place op's node ``fn``. Its backward
-takes the gradient of the whole base, runs ``fn`` on the slice the view covers, writes the result
-back into that slice (the rest of the base passes through unchanged), and sends ``fn``'s other
-gradients to ``fn``'s other inputs. The view's own ``grad_fn`` becomes an ``AsStridedBackward0``
-reading its slice out of the new base history.
+* ``CopySlices``: when an in-place op writes through a view ``v`` of ``base``, the base's history
+  must change too: ``base.grad_fn`` becomes a ``CopySlices`` wrapping the in-place op's node
+  ``fn``. Its backward takes the gradient of the whole base, runs ``fn`` on the slice the view
+  covers, writes the result back into that slice (the rest of the base passes through
+  unchanged), and sends ``fn``'s other gradients to ``fn``'s other inputs.
+* View replay: a differentiable view remembers the version counter (shared with its base) when
+  its ``grad_fn`` was set. Once an in-place write to the base (or to another view of it) moved
+  the counter, its ``grad_fn`` is regenerated on next use as an ``AsStridedBackward0`` reading
+  its slice out of the base's new history, as PyTorch does lazily in ``VariableHooks::grad_fn``.
+* Creation meta: views made in no_grad mode (of a base that requires grad) and the outputs of
+  multi-output view ops (``unbind``, ``split``, ``split_with_sizes``) cannot be written in place
+  while autograd records; :func:`check_view_inplace` raises PyTorch's errors.
 """
-from .graph import Node, gradient_edge
+from .graph import Node, autograd_meta, gradient_edge
 
-__all__ = ["CopySlices", "copy_slices"]
+__all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
+           "mark_no_grad_views", "check_view_inplace"]
+
+# CreationMeta values (PyTorch's enum names); the multi-output one carries the node's name and
+# the output index for the message: (MULTI_OUTPUT_NODE, "Unbind", 0).
+NO_GRAD_MODE = "NO_GRAD_MODE"
+MULTI_OUTPUT_NODE = "MULTI_OUTPUT_NODE"
+
+_NO_GRAD_MSG = ("A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+                "You can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked).")
+_MULTI_MSG = ("Output {nr} of {name} is a view and is being modified inplace. This view is the "
+              "output of a function that returns multiple views. Such functions do not allow "
+              "the output views to be modified inplace. You should replace the inplace "
+              "operation by an out-of-place one.")
 
 
 def _E():
@@ -17,12 +40,16 @@ def _E():
     return ember
 
 
+def _geom(t):
+    return (tuple(t._size), tuple(t._stride), t._offset)
+
+
 class CopySlices(Node):
     def __init__(self, base, view, fn):
         super().__init__()
         self.fn = fn
-        self.base_geom = (tuple(base._size), tuple(base._stride), base._offset)
-        self.view_geom = (tuple(view._size), tuple(view._stride), view._offset)
+        self.base_geom = _geom(base)
+        self.view_geom = _geom(view)
         self._next = (gradient_edge(base),) + tuple(fn._next[1:])
         self._edge_meta = ((base._size, base._dtype),) + tuple(fn._edge_meta[1:])
         self._out_meta = ((base._size, base._dtype, base._device),)
@@ -43,8 +70,7 @@ class CopySlices(Node):
         if res[0] is not None:
             grad_slice.copy_(res[0])
         else:
-            grad_slice.zero_() if hasattr(grad_slice, "zero_") else grad_slice.copy_(
-                E.zeros(vsize, dtype=grad._dtype, device=grad._device))
+            grad_slice.zero_()
         return [result] + list(res[1:])
 
     def release_variables(self):
@@ -52,13 +78,13 @@ class CopySlices(Node):
         self._released = True
 
 
-class AsStridedViewBackward(Node):
+class AsStridedBackward0(Node):
     """Gradient of a view w.r.t. its base after an in-place op rewrote the base's history."""
 
     def __init__(self, base, view):
         super().__init__()
-        self.base_geom = (tuple(base._size), tuple(base._stride), base._offset)
-        self.view_geom = (tuple(view._size), tuple(view._stride), view._offset)
+        self.base_geom = _geom(base)
+        self.view_geom = _geom(view)
         self._next = (gradient_edge(base),)
         self._edge_meta = ((base._size, base._dtype),)
         self._out_meta = ((view._size, view._dtype, view._device),)
@@ -67,15 +93,15 @@ class AsStridedViewBackward(Node):
         return "AsStridedBackward0"
 
     def apply(self, grads):
-        E = _E()
-        grad = grads[0]
-        bsize, bstride, boff = self.base_geom
-        vsize, vstride, voff = self.view_geom
-        # a zero gradient laid out like the base, so the view's geometry applies to it
-        result = E.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device).copy_(
-            E.zeros(bsize, dtype=grad._dtype, device=grad._device))
-        result.as_strided(vsize, vstride, voff - boff + result._offset).copy_(grad)
-        return [result]
+        from ._formulas import as_strided_backward
+        return [as_strided_backward(grads[0], *self.base_geom, *self.view_geom)]
+
+
+def _set_view_history(view, fn):
+    view._grad_fn = fn
+    view._output_nr = 0
+    view._requires_grad = True
+    autograd_meta(view).view_version = view._vc[0]
 
 
 def copy_slices(view, fn):
@@ -88,6 +114,66 @@ def copy_slices(view, fn):
     base._grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
-    view._grad_fn = AsStridedViewBackward(base, view)
-    view._output_nr = 0
-    view._requires_grad = True
+    _set_view_history(view, AsStridedBackward0(base, view))
+
+
+def regenerate_grad_fn(view, meta):
+    """The view's grad_fn after its base was written in place since it was last set."""
+    base = view._base_
+    if base._requires_grad:
+        _set_view_history(view, AsStridedBackward0(base, view))
+    else:
+        meta.view_version = view._vc[0]
+    return view._grad_fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Creation meta: called by the autograd kernels of view ops (ember/autograd/derivatives.py).
+
+def track_views(outs, node, multi_output):
+    """After a view op recorded ``node``: remember each view's version (for replay) and, for a
+    multi-output op, forbid in-place writes to its outputs."""
+    for o in outs:
+        if o._base_ is None or o._grad_fn is not node:
+            continue
+        m = autograd_meta(o)
+        m.view_version = o._vc[0]
+        if multi_output:
+            m.creation_meta = (MULTI_OUTPUT_NODE, _forward_name(node.name()), o._output_nr)
+
+
+def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
+    """A view op that did not record: in no_grad mode with a base that requires grad the views
+    require grad too (as leaves) and cannot be written in place once grad mode is back; with
+    grad mode on (nothing required grad) a multi-output op's outputs still cannot be."""
+    from .._dispatch import tls
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    no_grad = not tls.state.grad_enabled
+    if not no_grad and not multi_output:
+        return
+    for i, o in enumerate(outs):
+        if o._base_ is None or not (o._dtype.is_floating_point or o._dtype.is_complex):
+            continue
+        if no_grad:
+            if not base_requires_grad:
+                continue
+            o._requires_grad = True
+            autograd_meta(o).creation_meta = (NO_GRAD_MODE,)
+        else:
+            autograd_meta(o).creation_meta = (MULTI_OUTPUT_NODE, _forward_name(node_name), i)
+
+
+def _forward_name(node_name):
+    from .graph import _BACKWARD_SUFFIX
+    return _BACKWARD_SUFFIX.sub("", node_name)
+
+
+def check_view_inplace(t):
+    """PyTorch's ``handle_view_on_rebase``: raise for views that must not be written in place."""
+    m = t._autograd
+    if m is None or m.creation_meta is None or t._base_ is None:
+        return
+    cm = m.creation_meta
+    if cm[0] == NO_GRAD_MODE:
+        raise RuntimeError(_NO_GRAD_MSG)
+    raise RuntimeError(_MULTI_MSG.format(nr=cm[2], name=cm[1]))

@@ -1,16 +1,1092 @@
-"""``nn.functional``: the stateless forms of the layers.
+"""``ember.nn.functional``: the stateless forms of the layers, with PyTorch's signatures.
 
-(Placeholder holding ``linear`` only; the op-library helper owns this file and fills it in.)
+This module is the Python layer over the aten ops: it normalizes arguments (``reduction=`` and
+the legacy ``size_average``/``reduce``, ``padding_idx``, implicit softmax dims, ``inplace=``),
+raises PyTorch's argument errors and warnings, and calls the op PyTorch's functional calls. The
+heavy ops are native with fused backward kernels (``ember/_kernels/cpu/nn.py``); losses and
+distances PyTorch builds from other ops are written here the same way, in ember ops.
+Convolution, pooling, resampling, padding and folding live in ``_functional_conv``.
 """
-__all__ = ["linear"]
+import importlib.util
+import math
+import warnings
 
+import numpy as np
+
+from .._ops.overload import ops
+
+_aten = ops.aten
+
+
+def _E():
+    import ember
+    return ember
+
+
+# ---------------------------------------------------------------------------------------------
+# reduction= handling (torch.nn._reduction)
+
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction_enum(reduction):
+    try:
+        return _REDUCTION[reduction]
+    except (KeyError, TypeError):
+        raise ValueError(f"{reduction} is not a valid value for reduction") from None
+
+
+def _legacy_reduction(size_average, reduce, reduction, emit_warning=True):
+    """PyTorch's legacy_get_string: size_average/reduce override reduction= (with a warning)."""
+    if size_average is None and reduce is None:
+        return reduction
+    if emit_warning:
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      "reduction='mean' instead." if (size_average is None or size_average) and
+                      (reduce is None or reduce) else
+                      "size_average and reduce args will be deprecated, please use "
+                      f"reduction='{'sum' if reduce is None or reduce else 'none'}' instead.",
+                      stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _check_same_size(name, input, target):
+    if target.size() != input.size():
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
+                      f"size ({input.size()}). This will likely lead to incorrect results due to "
+                      f"broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Linear layers and embeddings
 
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias``, as ATen's linear: one fused addmm for 2-D input with bias."""
-    from .. import addmm, matmul
-    if input.dim() == 2 and bias is not None:
-        return addmm(bias, input, weight.t())
-    output = matmul(input, weight.t())
-    if bias is not None:
-        output = output + bias
-    return output
+    """``input @ weight.T + bias``: ATen's linear, one fused addmm whenever the bias allows."""
+    return _aten.linear.default(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    return _aten.bilinear.default(input1, input2, weight, bias)
+
+
+def _padding_idx(padding_idx, num):
+    if padding_idx is None:
+        return -1
+    if padding_idx > 0:
+        if padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+    elif padding_idx < 0:
+        if padding_idx < -num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = num + padding_idx
+    return padding_idx
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    if max_norm is not None:
+        input = input.contiguous()
+        with _E().no_grad():
+            _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
+    return _aten.embedding.default(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Bags become rows of a padded (bags, longest bag) index matrix: one embedding gather,
+    then a masked sum / mean / max over each row."""
+    E = _E()
+    if weight.dtype == E.long and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                      f"per_sample_weights is only supported for mode='sum' "
+                                      f"(got mode='{mode}'). Please open a feature request on "
+                                      f"GitHub.")
+        if per_sample_weights.size() != input.size():
+            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                             f"is not None, then it must have the same shape as the input "
+                             f"({input.shape})")
+    if not weight.dim() == 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    idx = input.numpy() if input.dim() else input.reshape(1).numpy()
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        rows = np.asarray(idx, np.int64)
+        valid = np.ones(rows.shape, bool)
+        psw = per_sample_weights
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = np.asarray(offsets.numpy(), np.int64)
+        ends = np.append(off[1:], len(idx)) if not include_last_offset else off[1:]
+        starts = off if not include_last_offset else off[:-1]
+        lengths = np.maximum(ends - starts, 0)
+        width = int(lengths.max()) if lengths.size else 0
+        pos = starts[:, None] + np.arange(width)[None, :]
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        rows = np.where(valid, np.asarray(idx, np.int64)[np.where(valid, pos, 0)]
+                        if len(idx) else 0, 0)
+        psw = None
+        if per_sample_weights is not None:
+            psw = per_sample_weights[E.from_numpy(np.where(valid, pos, 0))]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if padding_idx >= 0:
+        valid = valid & (rows != padding_idx)
+    if max_norm is not None:
+        with E.no_grad():
+            _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
+    emb = _aten.embedding.default(weight, E.from_numpy(np.ascontiguousarray(rows)), -1,
+                                  scale_grad_by_freq, False)
+    mask = E.from_numpy(valid).unsqueeze(-1)
+    if mode == "max":
+        filled = E.where(mask, emb, E.full((), -math.inf, dtype=emb.dtype))
+        out = filled.amax(1)
+        return E.where(mask.any(1), out, E.zeros((), dtype=emb.dtype))
+    m = mask.to(emb.dtype)
+    if psw is not None:
+        m = m * psw.unsqueeze(-1)
+    out = (emb * m).sum(1)
+    if mode == "mean":
+        count = E.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
+        out = out / count.to(emb.dtype)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    E = _E()
+    if tensor.dtype != E.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max()) + 1
+    if tensor.numel():
+        if int(tensor.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == E.arange(num_classes)).to(E.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalization
+
+def _verify_batch_size(size):
+    n = size[0]
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{size}")
+
+
+def _verify_spatial_size(size):
+    n = 1
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{size}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    if training:
+        _verify_batch_size(input.size())
+    return _E().batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                           eps, False)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return _E().instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+                              momentum, eps, False)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return _aten.native_layer_norm.default(input, list(normalized_shape), weight, bias, eps)[0]
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] +
+                       list(input.size()[2:]))
+    return _E().group_norm(input, num_groups, weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _E().rms_norm(input, list(normalized_shape), weight, eps)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Each channel divided by (k + alpha/size * sum of squares over ``size`` neighbouring
+    channels)^beta, the window zero-padded at both ends as PyTorch's avg_pool does."""
+    E = _E()
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = input * input
+    c = input.size(1)
+    front, back = size // 2, (size - 1) // 2
+    zeros = lambda n: E.zeros((input.size(0), n) + tuple(input.shape[2:]),  # noqa: E731
+                              dtype=input.dtype)
+    padded = E.cat([zeros(front), sq, zeros(back)], 1)
+    window = padded.narrow(1, 0, c)
+    for i in range(1, size):  # a loop over the window, not over elements
+        window = window + padded.narrow(1, i, c)
+    div = (window * (alpha / size) + k).pow(beta)
+    return input / div
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    E = _E()
+    denom = _vector_norm(input, p, dim, keepdim=True)
+    denom = E.maximum(denom, E.full((), eps, dtype=denom.dtype)).expand_as(input)
+    if out is None:
+        return input / denom
+    return E.div(input, denom, out=out)
+
+
+def _vector_norm(x, p, dim, keepdim=False):
+    E = _E()
+    if p == 2:
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    a = E.abs(x)
+    if p == math.inf:
+        return a.amax(dim, keepdim=keepdim)
+    if p == 1:
+        return a.sum(dim, keepdim=keepdim)
+    if p == 0:
+        return (a != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+    return a.pow(p).sum(dim, keepdim=keepdim).pow(1.0 / p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _inplace_result(input, result, inplace):
+    if inplace and result is not input:
+        return input.copy_(result)
+    return result
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    return _inplace_result(input, _E().dropout(input, p, training), inplace)
+
+
+def _feature_dropout(name, input, p, training, inplace, dims):
+    _check_p(p)
+    nd = input.dim()
+    if nd not in dims:
+        if name == "dropout1d":
+            raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D "
+                               f"input. Note that dropout1d exists to provide channel-wise "
+                               f"dropout on inputs with 1 spatial dimension, a channel "
+                               f"dimension, and an optional batch dimension (i.e. 2D or 3D "
+                               f"inputs).")
+        warnings.warn(f"{name}: Received a {nd}-D input to {name}(), which is deprecated and "
+                      f"will result in an error in a future release. To retain the behavior and "
+                      f"silence this warning, please use dropout instead. Note that {name} "
+                      f"exists to provide channel-wise dropout on inputs with "
+                      f"{dims[1] - 2} spatial dimensions, a channel dimension, and an "
+                      f"optional batch dimension (i.e. {dims[0]}D or {dims[1]}D inputs).",
+                      stacklevel=3)
+    batched = nd != dims[0]
+    x = input if batched else input.unsqueeze(0)
+    result = _E().feature_dropout(x, p, training)
+    if not batched:
+        result = result.squeeze(0)
+    return _inplace_result(input, result, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout("dropout2d", input, p, training, inplace, (3, 4))
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout("dropout3d", input, p, training, inplace, (4, 5))
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    return _inplace_result(input, _E().alpha_dropout(input, p, training), inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    return _inplace_result(input, _E().feature_alpha_dropout(input, p, training), inplace)
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations: the op and, for inplace=True, its in-place form.
+
+def threshold(input, threshold, value, inplace=False):
+    if inplace:
+        return _aten.threshold_.default(input, threshold, value)
+    return _aten.threshold.default(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    return _aten.threshold_.default(input, threshold, value)
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _aten.hardtanh_.default(input, min_val, max_val)
+    return _aten.hardtanh.default(input, min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _aten.hardtanh_.default(input, min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    return _aten.relu6_.default(input) if inplace else _aten.relu6.default(input)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _aten.elu_.default(input, alpha) if inplace else _aten.elu.default(input, alpha)
+
+
+def elu_(input, alpha=1.0):
+    return _aten.elu_.default(input, alpha)
+
+
+def selu(input, inplace=False):
+    return _aten.selu_.default(input) if inplace else _aten.selu.default(input)
+
+
+def selu_(input):
+    return _aten.selu_.default(input)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _aten.celu_.default(input, alpha) if inplace else _aten.celu.default(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return _aten.celu_.default(input, alpha)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    if inplace:
+        return _aten.leaky_relu_.default(input, negative_slope)
+    return _aten.leaky_relu.default(input, negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _aten.leaky_relu_.default(input, negative_slope)
+
+
+def prelu(input, weight):
+    return _aten.prelu.default(input, weight)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training,
+    and is their mean in evaluation."""
+    E = _E()
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = E.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+    result = E.where(input >= 0, input, input * slope)
+    return _inplace_result(input, result, inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, True)
+
+
+def glu(input, dim=-1):
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    return _aten.glu.default(input, dim)
+
+
+def gelu(input, approximate="none"):
+    return _aten.gelu.default(input, approximate=approximate)
+
+
+def logsigmoid(input):
+    return _aten.log_sigmoid.default(input)
+
+
+def hardshrink(input, lambd=0.5):
+    return _aten.hardshrink.default(input, lambd)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def softsign(input):
+    return input / (_E().abs(input) + 1)
+
+
+def softplus(input, beta=1, threshold=20):
+    return _aten.softplus.default(input, beta, threshold)
+
+
+def softshrink(input, lambd=0.5):
+    return _aten.softshrink.default(input, lambd)
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def hardsigmoid(input, inplace=False):
+    return _aten.hardsigmoid_.default(input) if inplace else _aten.hardsigmoid.default(input)
+
+
+def silu(input, inplace=False):
+    return _aten.silu_.default(input) if inplace else _aten.silu.default(input)
+
+
+def mish(input, inplace=False):
+    return _aten.mish_.default(input) if inplace else _aten.mish.default(input)
+
+
+def hardswish(input, inplace=False):
+    return _aten.hardswish_.default(input) if inplace else _aten.hardswish.default(input)
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax family
+
+def _get_softmax_dim(name, ndim, stacklevel):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
+    return _aten.softmax.int(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return _aten.log_softmax.int(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
+    return _aten.softmax.int(-input if dtype is None else -input.to(dtype), dim, None)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    E = _E()
+    u = E.rand(logits.shape, dtype=logits.dtype)
+    gumbels = -E.log(-E.log(u))  # -log(Exp(1)) samples
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    d = dim % max(logits.dim(), 1)
+    index = y_soft.argmax(d, keepdim=True)
+    shape = [1] * logits.dim()
+    shape[d] = logits.shape[d]
+    y_hard = (E.arange(logits.shape[d]).view(shape) == index).to(logits.dtype)
+    return y_hard - y_soft.detach() + y_soft
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _aten.nll_loss_nd.default(input, target, weight, _reduction_enum(reduction),
+                                     ignore_index)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _aten.cross_entropy_loss.default(input, target, weight, _reduction_enum(reduction),
+                                            ignore_index, label_smoothing)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_same_size("mse_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if weight is not None:
+        return _reduce(weight * (input - target) ** 2, reduction)
+    return _aten.mse_loss.default(input, target, _reduction_enum(reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_same_size("l1_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = _E().abs(input - target)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _check_same_size("smooth_l1_loss", input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    E = _E()
+    d = E.abs(input - target)
+    if beta == 0:
+        return _reduce(d, reduction)
+    loss = E.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _check_same_size("huber_loss", input, target)
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta.")
+    E = _E()
+    d = E.abs(input - target)
+    loss = E.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
+                         f"size ({input.size()}) is deprecated. Please ensure they have the same "
+                         f"size.")
+    if weight is not None:
+        weight = weight.expand(input.shape)
+    return _aten.binary_cross_entropy.default(input, target, weight, _reduction_enum(reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size "
+                         f"({input.size()})")
+    return _aten.binary_cross_entropy_with_logits.default(input, target, weight, pos_weight,
+                                                          _reduction_enum(reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    E = _E()
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if log_target:
+        loss = E.exp(target) * (target - input)
+    else:
+        loss = E.xlogy(target, target) - target * input if hasattr(E, "xlogy") else \
+            E.where(target > 0, target * E.log(target), E.zeros((), dtype=target.dtype)) - \
+            target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.size(0) if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in _REDUCTION:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    E = _E()
+    if log_input:
+        loss = E.exp(input) - target * input
+    else:
+        loss = input - target * E.log(input + eps)
+    if full:
+        stirling = target * E.log(target) - target + 0.5 * E.log(2 * math.pi * target)
+        loss = loss + E.where(target > 1, stirling, E.zeros((), dtype=loss.dtype))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    E = _E()
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = E.full(input.shape, float(var), dtype=input.dtype)
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = var.unsqueeze(-1)
+        elif input.size()[:-1] == var.size()[:-1] and var.size(-1) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTION:
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    with E.no_grad():
+        clamped = E.maximum(var, E.full((), eps, dtype=var.dtype))
+    var = var + (clamped - var).detach()  # clamp without blocking var's gradient
+    loss = 0.5 * (E.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def _relu_(x):
+    return x.relu()
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.size()}, input2: {input2.size()}, "
+                           f"target: {target.size()} ")
+    return _reduce(_relu_(-target * (input1 - input2) + margin), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    E = _E()
+    zero = E.zeros((), dtype=input.dtype)
+    margin_clamp = _relu_(margin - input)
+    out_margin = E.where(target != 1, margin_clamp, zero)
+    out_self = E.where(target != -1, input, zero)
+    return _reduce(out_margin + out_self, reduction)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    E = _E()
+    epst = E.full((), eps, dtype=x1.dtype)
+    n1 = E.maximum((x1 * x1).sum(dim, keepdim=True).sqrt(), epst)
+    n2 = E.maximum((x2 * x2).sum(dim, keepdim=True).sqrt(), epst)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    E = _E()
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    zero = E.zeros((), dtype=cos.dtype)
+    pos = E.where(target == 1, 1 - cos, zero)
+    neg = E.where(target == -1, _relu_(cos - margin), zero)
+    return _reduce(pos + neg, reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    d = x1 - x2 + eps
+    return _vector_norm(d, p, -1 if d.dim() else 0, keepdim) if d.dim() else _E().abs(d)
+
+
+def pdist(input, p=2):
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    n = input.size(0)
+    i, j = np.triu_indices(n, 1)
+    E = _E()
+    a = input[E.from_numpy(i)]
+    b = input[E.from_numpy(j)]
+    return _vector_norm(a - b, p, -1)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Distances between the rows of x1 and x2 (batched); p=2 through one matmul,
+    ||a||^2 + ||b||^2 - 2 a.b, as PyTorch's mm path does."""
+    E = _E()
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x1.size(-1) != x2.size(-1):
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.size(-1)} "
+                           f"X2: {x2.size(-1)}")
+    if p == 2 and compute_mode != "donot_use_mm_for_euclid_dist":
+        n1 = (x1 * x1).sum(-1, keepdim=True)
+        n2 = (x2 * x2).sum(-1, keepdim=True)
+        d2 = n1 - 2 * E.matmul(x1, x2.transpose(-1, -2)) + n2.transpose(-1, -2)
+        return E.maximum(d2, E.zeros((), dtype=d2.dtype)).sqrt()
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return _vector_norm(diff, p, -1)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a_dim}D, positive "
+                           f"{p_dim}D, and negative {n_dim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _E().minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_relu_(margin + d_pos - d_neg), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater "
+                         f"than 0, got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _E().minimum(d_neg, dist(positive, negative))
+    return _reduce(_relu_(margin + d_pos - d_neg), reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(-logsigmoid(target * input), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.dim() - 1) / input.size(-1)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C; the targets of a
+    sample are its entries of ``target`` before the first -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    E = _E()
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(x.shape).numpy()
+    n, c = x.shape
+    is_target = np.zeros((n, c), bool)
+    for_row = np.cumprod(t >= 0, axis=1).astype(bool)  # entries before the first -1
+    rows = np.repeat(np.arange(n), c)[for_row.reshape(-1)]
+    is_target[rows, t[for_row]] = True
+    tmask = E.from_numpy(is_target)
+    # pair[n, j, i] = relu(1 - x[n, j] + x[n, i]) for target j, non-target i
+    pair = _relu_(1 - x.unsqueeze(2) + x.unsqueeze(1))
+    w = (tmask.unsqueeze(2) & ~tmask.unsqueeze(1)).to(x.dtype)
+    loss = (pair * w).sum((1, 2)) / c
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    E = _E()
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target.reshape(-1)
+    c = x.size(1)
+    xt = x.gather(1, t.unsqueeze(1)) if hasattr(x, "gather") else \
+        x[E.arange(x.size(0)), t].unsqueeze(1)
+    z = _relu_(margin - xt + x)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].unsqueeze(1)
+    notself = (E.arange(c).unsqueeze(0) != t.unsqueeze(1)).to(x.dtype)
+    loss = (z * notself).sum(1) / c
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist Temporal Classification: the forward (alpha) recursion over time in log
+    space, vectorized over the batch and the extended label sequence (one step per frame)."""
+    E = _E()
+    if log_probs.dim() == 2:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    T, N, C = log_probs.shape
+    il = [int(v) for v in (input_lengths.tolist() if hasattr(input_lengths, "tolist")
+                           else input_lengths)]
+    tl = [int(v) for v in (target_lengths.tolist() if hasattr(target_lengths, "tolist")
+                           else target_lengths)]
+    tg = targets.numpy() if hasattr(targets, "numpy") else np.asarray(targets)
+    smax = 2 * max(tl + [0]) + 1
+    ext = np.full((N, smax), blank, np.int64)
+    offset = 0
+    for b in range(N):  # per sample bookkeeping of label indices (not per element)
+        lab = tg[b, :tl[b]] if tg.ndim == 2 else tg[offset:offset + tl[b]]
+        offset += tl[b]
+        ext[b, 1:2 * tl[b]:2] = lab
+    s_len = np.array([2 * v + 1 for v in tl])
+    valid = np.arange(smax)[None, :] < s_len[:, None]
+    skip = np.zeros((N, smax), bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    neg_inf = E.full((), -math.inf, dtype=log_probs.dtype)
+    ext_t = E.from_numpy(ext)
+    bidx = E.arange(N).unsqueeze(1)
+    valid_t, skip_t = E.from_numpy(valid), E.from_numpy(skip)
+
+    def lse(*xs):
+        m = xs[0]
+        for x in xs[1:]:
+            m = E.maximum(m, x)
+        empty = m == -math.inf  # every term -inf: the result is -inf, with a zero gradient
+        safe = E.where(empty, E.zeros((), dtype=m.dtype), m)
+        s = sum(E.exp(x - safe) for x in xs)
+        s = E.where(empty, E.ones((), dtype=s.dtype), s)
+        return E.where(empty, neg_inf, E.log(s) + safe)
+
+    start = np.zeros((N, smax), bool)
+    start[:, 0] = True
+    start[:, 1] = np.array(tl) > 0 if smax > 1 else False
+    emit = log_probs[0][bidx, ext_t]
+    alpha = E.where(E.from_numpy(start & valid), emit, neg_inf)
+    finals = [None] * N
+    for t in range(1, T):  # the recursion runs over time steps
+        shift1 = E.cat([neg_inf.expand(N, 1), alpha[:, :-1]], 1)
+        shift2 = E.cat([neg_inf.expand(N, 2), alpha[:, :-2]], 1) if smax > 2 else \
+            neg_inf.expand(N, smax)
+        shift2 = E.where(skip_t, shift2, neg_inf)
+        new = lse(alpha, shift1, shift2) + log_probs[t][bidx, ext_t]
+        active = E.from_numpy((np.array(il) > t)[:, None] & valid)
+        alpha = E.where(active, new, E.where(E.from_numpy(valid), alpha, neg_inf))
+    idx_last = E.from_numpy(np.stack([s_len - 1, np.maximum(s_len - 2, 0)], 1))
+    ends = alpha[E.arange(N).unsqueeze(1), idx_last]
+    ends = E.where(E.from_numpy(np.stack([np.ones(N, bool), np.array(tl) > 0], 1)), ends, neg_inf)
+    nll = -lse(ends[:, 0], ends[:, 1])
+    # PyTorch's CTC backward returns exp(log_probs) - (alpha-beta term): the gradient with
+    # respect to the logits behind a log_softmax. A term of value zero whose gradient is
+    # exp(log_probs) on each sample's frames gives ember's autograd the same gradient.
+    frames = E.from_numpy((np.arange(T)[:, None] < np.array(il)[None, :])[..., None])
+    mass = (E.exp(log_probs) * frames.to(log_probs.dtype)).sum((0, 2))
+    nll = nll + (mass - mass.detach())
+    if zero_infinity:
+        nll = E.where(nll == math.inf, E.zeros((), dtype=nll.dtype), nll)
+    if reduction == "mean":
+        lengths = E.from_numpy(np.maximum(np.array(tl), 1)).to(nll.dtype)
+        return (nll / lengths).mean()
+    return _reduce(nll, reduction)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """PyTorch's math path (``_scaled_dot_product_attention_math``): softmax(q k^T * scale +
+    mask) v, with a boolean mask meaning "may attend"; ``enable_gqa`` repeats key/value heads to
+    match the query's."""
+    E = _E()
+    L, S = query.size(-2), key.size(-2)
+    scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if enable_gqa and query.dim() >= 3:
+        hq, hk = query.size(-3), key.size(-3)
+        if hq % hk:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads "
+                               "in query")
+        rep = hq // hk
+        if rep > 1:
+            key = key.unsqueeze(-3).expand(*key.shape[:-2], rep, S, key.size(-1)) \
+                .reshape(*key.shape[:-3], hq, S, key.size(-1))
+            value = value.unsqueeze(-3).expand(*value.shape[:-2], rep, S, value.size(-1)) \
+                .reshape(*value.shape[:-3], hq, S, value.size(-1))
+    scores = E.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        causal = E.from_numpy(np.tril(np.ones((L, S), bool)))
+        scores = E.where(causal, scores, E.full((), -math.inf, dtype=scores.dtype))
+    if attn_mask is not None:
+        if attn_mask.dtype == E.bool:
+            scores = E.where(attn_mask, scores, E.full((), -math.inf, dtype=scores.dtype))
+        else:
+            scores = scores + attn_mask
+    attn = _aten._softmax.default(scores, -1, False)
+    if dropout_p > 0.0:
+        attn = _E().dropout(attn, dropout_p, True)
+    return E.matmul(attn, value)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention's computation for (L, N, E) inputs (or unbatched (L, E))."""
+    E = _E()
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if use_separate_proj_weight:
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias.chunk(3)
+        q = linear(query, q_proj_weight, bq)
+        k = linear(key, k_proj_weight, bk)
+        v = linear(value, v_proj_weight, bv)
+    else:
+        wq, wk, wv = in_proj_weight.chunk(3)
+        bq, bk, bv = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    if attn_mask is not None and attn_mask.dim() == 2:
+        attn_mask = attn_mask.unsqueeze(0)
+    if bias_k is not None and bias_v is not None:
+        k = E.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = E.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        if attn_mask is not None:
+            attn_mask = E.cat([attn_mask, E.zeros(attn_mask.shape[:-1] + (1,),
+                                                  dtype=attn_mask.dtype)], -1)
+        if key_padding_mask is not None:
+            key_padding_mask = E.cat([key_padding_mask,
+                                      E.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
+    # (L, N, E) -> (N * heads, L, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = (static_k if static_k is not None else
+         k.reshape(k.size(0), bsz * num_heads, head_dim).transpose(0, 1))
+    v = (static_v if static_v is not None else
+         v.reshape(v.size(0), bsz * num_heads, head_dim).transpose(0, 1))
+    if add_zero_attn:
+        k = E.cat([k, E.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
+        v = E.cat([v, E.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = E.cat([attn_mask, E.zeros(attn_mask.shape[:-1] + (1,),
+                                                  dtype=attn_mask.dtype)], -1)
+        if key_padding_mask is not None:
+            key_padding_mask = E.cat([key_padding_mask,
+                                      E.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
+    src_len = k.size(1)
+    scores = E.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
+    neg_inf = E.full((), -math.inf, dtype=scores.dtype)
+    if attn_mask is not None:
+        if attn_mask.dtype == E.bool:
+            scores = E.where(attn_mask, neg_inf, scores)
+        else:
+            scores = scores + attn_mask
+    if key_padding_mask is not None:
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        scores = scores.reshape(bsz, num_heads, tgt_len, src_len)
+        if kpm.dtype == E.bool:
+            scores = E.where(kpm, neg_inf, scores)
+        else:
+            scores = scores + kpm
+        scores = scores.reshape(bsz * num_heads, tgt_len, src_len)
+    weights = _aten._softmax.default(scores, -1, False)
+    if dropout_p > 0.0 and training:
+        weights = _E().dropout(weights, dropout_p, True)
+    out = E.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if not need_weights:
+        return (out if batched else out.squeeze(1)), None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(1)
+    if not batched:
+        return out.squeeze(1), weights.squeeze(0)
+    return out, weights
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2) \
+        .reshape((n, c) + rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+# convolution, pooling, resampling, padding, folding: the conv helper's module (when present)
+if importlib.util.find_spec(__name__.rpartition(".")[0] + "._functional_conv") is not None:
+    from ._functional_conv import *  # noqa: F401,F403,E402

@@ -5,7 +5,11 @@ still initializing, and ``data`` needs the finished ``ember`` namespace.
 """
 import importlib
 
-__all__ = ["data", "hooks"]
+from .backend_registration import (generate_methods_for_privateuse1_backend,  # noqa: F401
+                                   rename_privateuse1_backend)
+
+__all__ = ["data", "hooks", "rename_privateuse1_backend",
+           "generate_methods_for_privateuse1_backend"]
 
 
 def __getattr__(name):

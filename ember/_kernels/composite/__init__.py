@@ -4,7 +4,13 @@ from .basic import *  # noqa: F401,F403
 from .conversions import *  # noqa: F401,F403
 from .factory import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
+from .resample import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403

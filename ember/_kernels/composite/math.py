@@ -68,26 +68,9 @@ def min_dim_min(self, dim, keepdim, min, min_indices):  # noqa: A002
 
 
 # -- matmul ----------------------------------------------------------------------------------------
-
-def _reshape(t, shape):
-    """``t`` viewed as ``shape``, through a contiguous copy when its strides do not allow it."""
-    aten = _aten()
-    shape = _st.infer_size(tuple(shape), _st.numel(t._size))
-    if _st.compute_view_stride(t._size, t._stride, shape) is None:
-        c = aten.empty.memory_format._call(t._size, t._dtype, None, t._device, None, None)
-        t = aten.copy_.default._call(c, t, False)
-    return aten.view.default._call(t, shape)
-
-
-def _expand(t, shape):
-    """``t`` broadcast to ``shape`` (stride 0 along the broadcast dims)."""
-    if t._size == tuple(shape):
-        return t
-    off = len(shape) - len(t._size)
-    stride = [0] * off + [0 if s == 1 and n != 1 else st
-                          for s, st, n in zip(t._size, t._stride, shape[off:])]
-    return _aten().as_strided.default._call(t, tuple(shape), tuple(stride), None)
-
+# The same aten ops as ATen's matmul (checked with a TorchDispatchMode): unsqueeze/squeeze_ for a
+# vector operand of mm, reshape + mm/mv + _unsafe_view when self's batch dims fold into its rows,
+# else expand + reshape to (batch, n, m) + bmm + _unsafe_view.
 
 def matmul(self, other):
     aten = _aten()
@@ -100,31 +83,32 @@ def matmul(self, other):
     if d1 == 2 and d2 == 1:
         return aten.mv.default._call(self, other)
     if d1 == 1 and d2 == 2:
-        r = aten.mm.default._call(_reshape(self, (1, self._size[0])), other)
-        return _reshape(r, (other._size[1],))
+        r = aten.mm.default._call(aten.unsqueeze.default._call(self, 0), other)
+        return aten.squeeze_.dim._call(r, 0)
     if d1 == 2 and d2 == 2:
         return aten.mm.default._call(self, other)
     if d1 >= 3 and d2 <= 2:
         # fold the batch dims of self into its rows: one mm (or mv) instead of a bmm
-        folded = _reshape(self, (-1, self._size[-1]))
+        folded = aten.reshape.default._call(self, (-1, self._size[-1]))
         if d2 == 1:
-            return _reshape(aten.mv.default._call(folded, other), self._size[:-1])
+            r = aten.mv.default._call(folded, other)
+            return aten._unsafe_view.default._call(r, self._size[:-1])
         r = aten.mm.default._call(folded, other)
-        return _reshape(r, self._size[:-1] + (other._size[1],))
+        return aten._unsafe_view.default._call(r, self._size[:-1] + (other._size[1],))
     # batched: broadcast the batch dims, then one bmm over the flattened batch
-    n = self._size[-2] if d1 > 1 else 1
-    m1 = self._size[-1]
-    m2 = other._size[-2] if d2 > 1 else other._size[-1]
-    p = other._size[-1] if d2 > 1 else 1
-    batch = _st.broadcast_shapes(self._size[:-2], other._size[:-2])
+    t1 = aten.unsqueeze.default._call(self, 0) if d1 == 1 else self
+    t2 = aten.unsqueeze.default._call(other, -1) if d2 == 1 else other
+    n, m1 = t1._size[-2:]
+    m2, p = t2._size[-2:]
+    batch = _st.broadcast_shapes(t1._size[:-2], t2._size[:-2])
     b = _st.numel(batch)
-    t1 = _reshape(self, (n, m1)) if d1 == 1 else self
-    t2 = _reshape(other, (m2, p)) if d2 == 1 else other
-    t1 = _reshape(_expand(t1, batch + (n, m1)), (b, n, m1))
-    t2 = _reshape(_expand(t2, batch + (m2, p)), (b, m2, p))
+    t1 = aten.reshape.default._call(aten.expand.default._call(t1, batch + (n, m1), False),
+                                    (b, n, m1))
+    t2 = aten.reshape.default._call(aten.expand.default._call(t2, batch + (m2, p), False),
+                                    (b, m2, p))
     r = aten.bmm.default._call(t1, t2)
     out_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
-    return _reshape(r, out_shape)
+    return aten._unsafe_view.default._call(r, out_shape)
 
 
 __all__ = ["true_divide_Tensor", "true_divide_Scalar", "true_divide__Tensor",

@@ -98,10 +98,13 @@ def bilinear(input1, input2, weight, bias=None):
         raise RuntimeError(f"bilinear(): input sizes do not match the weight: got "
                            f"{list(input1._size)}, {list(input2._size)} and weight "
                            f"{list(weight._size)}")
-    # y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j]
-    x1 = input1.unsqueeze(-2).unsqueeze(-2)              # (..., 1, 1, i)
-    t = _aten().matmul.default._call(x1, weight)         # (..., o, 1, j)
-    out = (t * input2.unsqueeze(-2).unsqueeze(-2)).sum(-1).squeeze(-1)
+    # y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j]: one mm of x1 with W as (i, o*j)
+    aten = _aten()
+    o, i, j = weight._size
+    lead = input1._size[:-1]
+    w = weight.permute(1, 0, 2).reshape(i, o * j)
+    t = aten.mm.default._call(input1.reshape(-1, i), w).reshape(lead + (o, j))
+    out = (t * input2.unsqueeze(-2)).sum(-1)
     if bias is not None:
         out = out + bias
     return out
@@ -176,7 +179,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 # -- losses ------------------------------------------------------------------------------------
 
 def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
-    return nll_loss_nd(self, target, weight, reduction, ignore_index)
+    return _aten().nll_loss_forward.default._call(self, target, weight, reduction,
+                                                  ignore_index)[0]
 
 
 def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
@@ -243,8 +247,9 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
     smooth = aten.where.ScalarSelf._call(ignore, 0.0, smooth)
     if reduction == 1:
         if weight is not None:
-            kept = target[~ignore]
-            smooth = smooth.sum() / weight[kept].sum()
+            # the weights of the non-ignored targets (ignored ones index class 0, then drop out)
+            picked = weight[aten.where.ScalarSelf._call(ignore, 0, target)]
+            smooth = smooth.sum() / (picked * (~ignore).to(picked._dtype)).sum()
         else:
             smooth = smooth.sum() / (~ignore).sum()
     elif reduction == 2:

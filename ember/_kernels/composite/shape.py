@@ -29,7 +29,7 @@ def _atleast(t, n):
     if n == 1:
         return _reshape(t, (1,))
     if n == 2:
-        return _reshape(t, (1,) + s)
+        return _reshape(t, (1, 1) if len(s) == 0 else (1,) + s)
     return _reshape(t, {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)])
 
 
@@ -183,7 +183,8 @@ def take_along_dim(self, indices, dim=None):
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{indices._dtype._short}")
     if dim is None:
-        return A.gather.default._call(_reshape(self, (-1,)), 0, _reshape(indices, (-1,)), False)
+        flat = A.view.default._call
+        return A.gather.default._call(flat(self, (-1,)), 0, flat(indices, (-1,)), False)
     d = _st.wrap_dim(dim, self.dim())
     if self.dim() != indices.dim():
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
@@ -243,7 +244,6 @@ def meshgrid_indexing(tensors, indexing):
         view[i] = -1
         grids.append(A.expand.default._call(A.view.default._call(t, tuple(view)), shape, False))
     if swap:
-        grids = [A.transpose.int._call(g, 0, 1) for g in grids]
         grids[0], grids[1] = grids[1], grids[0]
     return grids
 
@@ -304,3 +304,23 @@ def cross(self, other, dim=None):
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     return A.linalg_cross.default._call(self, other, dim)
+
+
+def _unsafe_view(self, size):
+    """A tensor of shape ``size`` over self's storage that is not a view of it (no base, its own
+    version counter): what ATen returns when a fresh intermediate (a reshape's copy, a bmm
+    result) is reshaped, so autograd does not treat it as a view."""
+    from ..._tensor import _alias
+    shape = _st.infer_size(tuple(size), _st.numel(self._size))
+    stride = _st.compute_view_stride(self._size, self._stride, shape)
+    if stride is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.")
+    t = _alias(self, shape, tuple(stride), self._offset)
+    t._base_ = None
+    t._vc = None if self._vc is None else [0]
+    return t
+
+
+__all__ += ["_unsafe_view"]

@@ -11,3 +11,7 @@ from .indexing import *  # noqa: F401,F403
 from .amp import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
+from .resample import *  # noqa: F401,F403

@@ -346,8 +346,14 @@ def _pair_checks(name, kernel_size, dilation, padding, stride):
                            f"{stride[0]} stride_width: {stride[1]}")
 
 
+def _floating_only(name, dtype):
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{dtype._short}'")
+
+
 def check_im2col(self, kernel_size, dilation, padding, stride):
     _pair_checks("im2col", kernel_size, dilation, padding, stride)
+    _floating_only("im2col_out_cpu", self._dtype)
     nd_ = len(self._size)
     if nd_ not in (3, 4) or 0 in self._size[-3:]:
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
@@ -369,6 +375,7 @@ def check_im2col(self, kernel_size, dilation, padding, stride):
 
 def check_col2im(self, output_size, kernel_size, dilation, padding, stride):
     _pair_checks("col2im", kernel_size, dilation, padding, stride)
+    _floating_only("col2im_out_cpu", self._dtype)
     if len(output_size) != 2:
         raise RuntimeError(f"It is expected output_size equals to 2, but got size "
                            f"{len(output_size)}")

@@ -24,7 +24,7 @@ _HALF = (D.float16, D.bfloat16)
 
 def _work(dt):
     """NumPy dtype a kernel computes in for tensors of dtype ``dt``."""
-    return np.float32 if dt in _HALF else dt._np
+    return np.float32 if dt is D.float16 or dt is D.bfloat16 else dt._np
 
 
 def _arr(t):
@@ -375,33 +375,32 @@ def check_softmax(self, dim, half_to_float, name="softmax"):
     return _st.wrap_dim(dim, self.dim())
 
 
-def _axis(a, d):
-    return d if a.ndim else None
+def _rows(x):
+    """A 0-dim input as one row (NumPy reductions of 0-dim arrays return scalars)."""
+    return x.reshape(1) if x.ndim == 0 else x
 
 
 def _softmax(self, dim, half_to_float):
     d = check_softmax(self, dim, half_to_float)
-    x = _arr(self)
+    x = _rows(_arr(self))
     if x.size == 0:
         return _res(x.copy(), self._dtype)
-    ax = _axis(x, d)
     with _quiet():
-        e = x - x.max(axis=ax, keepdims=True)
+        e = x - x.max(axis=d, keepdims=True)
         np.exp(e, out=e)
-        e /= e.sum(axis=ax, keepdims=True)
-    return _res(e, self._dtype)
+        e /= e.sum(axis=d, keepdims=True)
+    return _res(e.reshape(self._size), self._dtype)
 
 
 def _log_softmax(self, dim, half_to_float):
     d = check_softmax(self, dim, half_to_float, "log_softmax")
-    x = _arr(self)
+    x = _rows(_arr(self))
     if x.size == 0:
         return _res(x.copy(), self._dtype)
-    ax = _axis(x, d)
     with _quiet():
-        r = x - x.max(axis=ax, keepdims=True)
-        r -= np.log(np.exp(r).sum(axis=ax, keepdims=True))
-    return _res(r, self._dtype)
+        r = x - x.max(axis=d, keepdims=True)
+        r -= np.log(np.exp(r).sum(axis=d, keepdims=True))
+    return _res(r.reshape(self._size), self._dtype)
 
 
 def check_softmax_backward(grad_output, output, dim, input_dtype):
@@ -412,22 +411,20 @@ def check_softmax_backward(grad_output, output, dim, input_dtype):
 
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     d = check_softmax_backward(grad_output, output, dim, input_dtype)
-    g, y = _arr(grad_output), _arr(output)
-    ax = _axis(y, d)
+    g, y = _rows(_arr(grad_output)), _rows(_arr(output))
     gy = g * y
-    gy -= y * gy.sum(axis=ax, keepdims=True)
-    return _res(gy, input_dtype)
+    gy -= y * gy.sum(axis=d, keepdims=True)
+    return _res(gy.reshape(output._size), input_dtype)
 
 
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     d = check_softmax_backward(grad_output, output, dim, input_dtype)
-    g, y = _arr(grad_output), _arr(output)
-    ax = _axis(y, d)
+    g, y = _rows(_arr(grad_output)), _rows(_arr(output))
     with _quiet():
         r = np.exp(y)
-        r *= -g.sum(axis=ax, keepdims=True)
+        r *= -g.sum(axis=d, keepdims=True)
         r += g
-    return _res(r, input_dtype)
+    return _res(r.reshape(output._size), input_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,14 +477,16 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     x = _arr(input).reshape(m, n)
     g = _arr(grad_out).reshape(m, n)
     mu, rs = _arr(mean).reshape(m, 1), _arr(rstd).reshape(m, 1)
-    xhat = (x - mu) * rs
+    xhat = x - mu
+    xhat *= rs
     gi = gw = gb = None
     if output_mask[0]:
         dxhat = g * _arr(weight).reshape(1, n) if weight is not None else g
-        a = dxhat.mean(axis=1, keepdims=True)
-        b = np.einsum("ij,ij->i", dxhat, xhat)[:, None] / max(n, 1)
-        r = dxhat - a
-        r -= xhat * b
+        inv_n = x.dtype.type(1 / max(n, 1))
+        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place
+        r = xhat * (np.einsum("ij,ij->i", dxhat, xhat)[:, None] * inv_n)
+        r += dxhat.sum(axis=1, keepdims=True) * inv_n
+        np.subtract(dxhat, r, out=r)
         r *= rs
         gi = _res(r.reshape(input._size), input._dtype)
     if output_mask[1] and weight is not None:
@@ -647,14 +646,13 @@ _REDUCTIONS = ("none", "mean", "sum")  # PyTorch's at::Reduction enum: 0, 1, 2
 def nll_loss_shapes(self, target, weight, reduction, ignore_index):
     """Output shape of nll_loss_forward after PyTorch's checks."""
     if self.dim() < 1 or self.dim() > 2:
-        raise ValueError(f"Expected 1 or 2 dimensions (got {self.dim()})") if self.dim() > 2 \
-            else RuntimeError("input tensor should be 1D or 2D")
+        raise RuntimeError("input tensor should be 1D or 2D")
     if target.dim() > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     no_batch = self.dim() == 1 and target.dim() == 0
     if not no_batch and self._size[0] != target._size[0]:
-        raise ValueError(f"Expected input batch_size ({self._size[0]}) to match target "
-                         f"batch_size ({target._size[0]}).")
+        raise RuntimeError(f"size mismatch (got input: {_fmt(self._size)}, target: "
+                           f"{_fmt(target._size)})")
     if target._dtype is not D.int64 and target._dtype is not D.uint8:
         raise RuntimeError(f"expected scalar type Long but found {target._dtype._short}")
     n_classes = self._size[-1]

@@ -182,14 +182,24 @@ def lerp_check(kernel):
     return check
 
 
-def check_clamp_scalars(name, operands, dt):
-    """clamp converts Python-number bounds to an integral result dtype with an overflow check."""
-    if dt._category > D.INTEGRAL:
-        return
-    info = np.iinfo(dt._np) if dt is not D.bool_ else None
-    for b in operands[1:]:
-        if not hasattr(b, "_keyset") and info is not None and not (info.min <= b <= info.max):
+def clamp_check(scalar_kernel, tensor_kernel=None):
+    """clamp rejects complex, and bool in its scalar kernels (and in two-sided clamp.Tensor);
+    Python-number bounds are converted to an integral dtype with c10's overflow check (unsigned
+    types accept -max..max)."""
+    def check(name, operands, dt):
+        if dt.is_complex:
+            raise NotImplementedError("clamp is not supported for complex types")
+        numbers = [b for b in operands[1:] if not hasattr(b, "_keyset")]
+        kernel = scalar_kernel if numbers else tensor_kernel
+        if dt is D.bool_ and kernel is not None:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+        if not numbers or dt._category > D.INTEGRAL:
+            return
+        info = np.iinfo(dt._np)
+        lo = -info.max if info.min == 0 else info.min
+        if any(not (lo <= b <= info.max) for b in numbers):
             raise RuntimeError(f"value cannot be converted to type {_c_name(dt)} without overflow")
+    return check
 
 
 ROUNDING_MODES = (None, "trunc", "floor")
@@ -270,16 +280,16 @@ def _half_as_float(f):
     return fn
 
 
-def sign(x, dt):
+def sign_values(x, dt):
     if dt is D.bool_:
         return x.copy()
     # 0 for NaN and for -0.0, as PyTorch's (0 < x) - (x < 0)
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
-def sgn(x, dt):
+def sgn_values(x, dt):
     if dt._category != D.COMPLEX:
-        return sign(x, dt)
+        return sign_values(x, dt)
     a = np.abs(x)
     return np.where(a == 0, x.dtype.type(0), x / np.where(a == 0, 1, a))
 
@@ -303,11 +313,11 @@ def round_decimals_values(x, dt, decimals):
     return np.rint(a / p) * p
 
 
-def frac(x):
+def frac_values(x):
     return x - np.trunc(x)
 
 
-def rsqrt(x):
+def rsqrt_values(x):
     return 1 / np.sqrt(x)
 
 
@@ -319,9 +329,15 @@ def logit_values(x, dt, eps):
     return np.log(x / (1 - x))
 
 
-def digamma(x):
+def digamma_values(x):
     # PyTorch: digamma(+-0) = -+inf (SciPy agrees); negative integers give NaN in both
     return _sp.psi(x)
+
+
+def polygamma_values(x, dt, n):
+    if dt in (D.float16, D.bfloat16):
+        x = np.asarray(x, np.float32)
+    return digamma_values(x) if n == 0 else _sp.polygamma(n, x)
 
 
 def nan_to_num_values(x, dt, nan, posinf, neginf):
@@ -329,27 +345,29 @@ def nan_to_num_values(x, dt, nan, posinf, neginf):
         return x.copy()
     from ..._core.dtype import finfo
     info = finfo(dt)
+    if dt is D.bfloat16:  # np.nan_to_num has no bfloat16 loop; float32 holds every bfloat16
+        x = np.asarray(x, np.float32)
     real = x.real.dtype.type if dt.is_complex else x.dtype.type
     return np.nan_to_num(x, nan=real(0.0 if nan is None else nan),
                          posinf=real(info.max if posinf is None else posinf),
                          neginf=real(info.min if neginf is None else neginf))
 
 
-def isposinf(x):
+def isposinf_values(x):
     return np.isinf(x) & (x > 0)
 
 
-def isneginf(x):
+def isneginf_values(x):
     return np.isinf(x) & (x < 0)
 
 
-def signbit(x, dt):
+def signbit_values(x, dt):
     if dt._category <= D.INTEGRAL:
         return x < 0
     return np.signbit(np.asarray(x, np.float32) if dt is D.bfloat16 else x)
 
 
-def angle(x, dt):
+def angle_values(x, dt):
     if dt.is_complex:
         return np.angle(x)
     x = np.asarray(x, np.float32) if dt in (D.float16, D.bfloat16) else x
@@ -357,17 +375,17 @@ def angle(x, dt):
     return np.where(np.isnan(x), x, np.where(x < 0, x.dtype.type(math.pi), x.dtype.type(0)))
 
 
-def fmod(a, b, dt):
+def fmod_values(a, b, dt):
     _check_int_divisor(b, dt)
     return _half_as_float(np.fmod)(a, b, dt)
 
 
-def xlogy(x, y):
+def xlogy_values(x, y):
     # 0 where x == 0 unless y is NaN (PyTorch's convention; log(0) would give NaN)
     return np.where((x == 0) & ~np.isnan(y), x.dtype.type(0), x * np.log(y))
 
 
-def logaddexp(a, b, dt):
+def logaddexp_values(a, b, dt):
     if dt.is_complex:  # NumPy's logaddexp has no complex loop
         return np.log(np.exp(a) + np.exp(b))
     return _half_as_float(np.logaddexp)(a, b, dt)
@@ -442,7 +460,7 @@ BINARY = {
     "bitwise_xor": (_ufunc(np.bitwise_xor), INTEGRAL, check_integral),
     "maximum": (_ufunc(np.maximum), PROMOTE, None),
     "minimum": (_ufunc(np.minimum), PROMOTE, None),
-    "fmod": (fmod, PROMOTE, check_int_fmod),
+    "fmod": (fmod_values, PROMOTE, check_int_fmod),
     "atan2": (_half_as_float(np.arctan2), INT_TO_FLOAT, not_for((D.COMPLEX,), "atan2_cpu")),
     "hypot": (_half_as_float(np.hypot), PROMOTE, not_for(_NOT_FLOAT, "hypot_cpu")),
     "fmax": (_ufunc(np.fmax), PROMOTE, not_for(
@@ -450,23 +468,17 @@ BINARY = {
     "fmin": (_ufunc(np.fmin), PROMOTE, not_for(
         (D.COMPLEX,), message="fmin not implemented for complex tensors.", exc=RuntimeError)),
     "copysign": (_half_as_float(np.copysign), INT_TO_FLOAT, not_for((D.COMPLEX,), "copysign_cpu")),
-    "logaddexp": (logaddexp, PROMOTE, not_for(_NOT_REAL_FLOAT, "logaddexp_cpu")),
+    "logaddexp": (logaddexp_values, PROMOTE, not_for(_NOT_REAL_FLOAT, "logaddexp_cpu")),
     "logaddexp2": (_half_as_float(np.logaddexp2), PROMOTE, not_for(_NOT_FLOAT, "logaddexp2_cpu")),
-    "xlogy": (_half_as_float(xlogy), INT_TO_FLOAT, not_for((D.COMPLEX,), "xlogy_cpu")),
+    "xlogy": (_half_as_float(xlogy_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "xlogy_cpu")),
     "bitwise_left_shift": (left_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "lshift_cpu")),
     "bitwise_right_shift": (right_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "rshift_cpu")),
-    "clamp_min": (_ufunc(np.maximum), PROMOTE, all_of(
-        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
-        not_for((D.BOOL,), "clamp_min_scalar_cpu"), check_clamp_scalars)),
-    "clamp_max": (_ufunc(np.minimum), PROMOTE, all_of(
-        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
-        not_for((D.BOOL,), "clamp_max_scalar_cpu"), check_clamp_scalars)),
+    "clamp_min": (_ufunc(np.maximum), PROMOTE, clamp_check("clamp_min_scalar_cpu")),
+    "clamp_max": (_ufunc(np.minimum), PROMOTE, clamp_check("clamp_max_scalar_cpu")),
 }
 
 TERNARY = {
-    "clamp": (clamp_values, PROMOTE, all_of(
-        not_for((D.COMPLEX,), message="clamp is not supported for complex types"),
-        not_for((D.BOOL,), "clamp_scalar_cpu"), check_clamp_scalars)),
+    "clamp": (clamp_values, PROMOTE, clamp_check("clamp_scalar_cpu", "clamp_cpu")),
     "lerp": (lerp_values, FIRST, lerp_check("lerp_kernel_scalar")),  # weight: tensor or number
     "addcmul": (addcmul_values, PROMOTE, not_for((D.BOOL,), "addcmul_cpu_out")),
     "addcdiv": (addcdiv_values, PROMOTE, check_addcdiv),
@@ -488,16 +500,16 @@ UNARY = {
     "reciprocal": (_ufunc(np.reciprocal), INT_TO_FLOAT, None),
     "logical_not": (_ufunc(np.logical_not), LOGICAL, None),
     "bitwise_not": (_ufunc(np.invert), INTEGRAL, check_integral),
-    "sign": (sign, SAME, not_for((D.COMPLEX,), message=(
+    "sign": (sign_values, SAME, not_for((D.COMPLEX,), message=(
         "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
         "torch.sgn instead."))),
-    "sgn": (sgn, SAME, None),
+    "sgn": (sgn_values, SAME, None),
     "exp2": (_half_as_float(np.exp2), INT_TO_FLOAT, None),
     "expm1": (_half_as_float(np.expm1), INT_TO_FLOAT, None),
     "log2": (_half_as_float(np.log2), INT_TO_FLOAT, None),
     "log10": (_half_as_float(np.log10), INT_TO_FLOAT, None),
     "log1p": (_half_as_float(np.log1p), INT_TO_FLOAT, None),
-    "rsqrt": (_half_as_float(rsqrt), INT_TO_FLOAT, None),
+    "rsqrt": (_half_as_float(rsqrt_values), INT_TO_FLOAT, None),
     "tan": (_half_as_float(np.tan), INT_TO_FLOAT, None),
     "asin": (_half_as_float(np.arcsin), INT_TO_FLOAT, None),
     "acos": (_half_as_float(np.arccos), INT_TO_FLOAT, None),
@@ -512,7 +524,8 @@ UNARY = {
     "erfc": (_half_as_float(_sp.erfc), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfc_vml_cpu")),
     "erfinv": (_half_as_float(_sp.erfinv), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfinv_vml_cpu")),
     "lgamma": (_half_as_float(_sp.gammaln), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
-    "digamma": (_half_as_float(digamma), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
+    "digamma": (_half_as_float(digamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
+    "polygamma": (polygamma_values, INT_TO_FLOAT, not_for((D.COMPLEX,), "polygamma")),
     "floor": (_integral_identity(np.floor), SAME, all_of(not_for((D.BOOL,), "floor_vml_cpu"), not_for(
         (D.COMPLEX,), message="floor is not supported for complex inputs"))),
     "ceil": (_integral_identity(np.ceil), SAME, all_of(not_for((D.BOOL,), "ceil_vml_cpu"), not_for(
@@ -521,17 +534,17 @@ UNARY = {
         (D.COMPLEX,), message="trunc is not supported for complex inputs"))),
     "round": (_integral_identity(np.rint), SAME, not_for(_INEXACT, "round_vml_cpu")),
     "round_decimals": (round_decimals_values, SAME, not_for(_INEXACT + (D.INTEGRAL,), "round_cpu")),
-    "frac": (_half_as_float(frac), SAME, not_for(_NOT_FLOAT, "frac_cpu")),
+    "frac": (_half_as_float(frac_values), SAME, not_for(_NOT_FLOAT, "frac_cpu")),
     "nan_to_num": (nan_to_num_values, SAME, None),
     "isnan": (_ufunc(np.isnan), COMPARE, None),
     "isinf": (_half_as_float(np.isinf), COMPARE, None),
-    "isposinf": (_half_as_float(isposinf), COMPARE, not_for(
+    "isposinf": (_half_as_float(isposinf_values), COMPARE, not_for(
         (D.COMPLEX,), message="isposinf does not support complex inputs.", exc=RuntimeError)),
-    "isneginf": (_half_as_float(isneginf), COMPARE, not_for(
+    "isneginf": (_half_as_float(isneginf_values), COMPARE, not_for(
         (D.COMPLEX,), message="isneginf does not support complex inputs.", exc=RuntimeError)),
-    "signbit": (signbit, COMPARE, not_for(
+    "signbit": (signbit_values, COMPARE, not_for(
         (D.COMPLEX,), message="signbit is not implemented for complex tensors.")),
-    "angle": (angle, FLOAT_REAL, None),
+    "angle": (angle_values, FLOAT_REAL, None),
     "conj_physical": (_ufunc(np.conjugate), SAME, None),
 }
 
@@ -833,6 +846,16 @@ def logit_(self, eps=None):
     return evaluate_into("logit", self, self, params=(eps,))
 
 
+def check_polygamma_order(n):
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+
+
+def polygamma(n, self):
+    check_polygamma_order(n)
+    return wrap(evaluate("polygamma", self, params=(n,))[0])
+
+
 def nan_to_num(self, nan=None, posinf=None, neginf=None):
     return wrap(evaluate("nan_to_num", self, params=(nan, posinf, neginf))[0])
 
@@ -928,7 +951,7 @@ _BINARY_OVERLOADS = {
 # The Python operators << and >> (aten::__lshift__ ...) share the bitwise shift rows.
 _SHIFT_OPERATORS = {"lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
 # Unary rows whose ops take extra arguments (explicit kernels above) or have no in-place form.
-_UNARY_EXPLICIT = {"round_decimals", "logit", "nan_to_num", "conj_physical"}
+_UNARY_EXPLICIT = {"round_decimals", "logit", "nan_to_num", "conj_physical", "polygamma"}
 _UNARY_NO_INPLACE = {"isnan", "isinf", "isposinf", "isneginf", "signbit", "angle", "abs"}
 
 
@@ -965,4 +988,5 @@ __all__ = ["add_Tensor", "sub_Tensor", "rsub_Tensor", "mul_Tensor", "div_Tensor"
            "clamp", "clamp_", "clamp_Tensor", "clamp__Tensor", "lerp_Scalar", "lerp__Scalar",
            "lerp_Tensor", "lerp__Tensor", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
            "round_decimals", "round__decimals", "logit", "logit_", "nan_to_num", "nan_to_num_",
+           "polygamma",
            "abs_", "polar", "equal", *_GENERATED]

@@ -459,7 +459,9 @@ SCANS = {
 }
 
 
-def scan_dtype(name, self, dtype=None):
+def scan_dtype(name, self, dim, dtype=None):
+    """The result dtype of a scan (after checking ``dim``, as PyTorch does first)."""
+    _st.wrap_dim(dim, len(self._size))
     rule = SCANS[name][1] if name in SCANS else SAME
     if rule == FLOAT_ONLY and self._dtype._category != D.FLOATING:
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{self._dtype._short}\'')
@@ -475,7 +477,7 @@ def _scan_axis(self, dim):
 
 
 def _scan(name, self, dim, dtype=None):
-    rdt = scan_dtype(name, self, dtype)
+    rdt = scan_dtype(name, self, dim, dtype)
     a, axis = _scan_axis(self, dim)
     acc = _ACC.get(rdt, rdt)
     with np.errstate(all="ignore"):
@@ -500,13 +502,17 @@ CUM_EXTREMA = {"cummax": np.maximum, "cummin": np.minimum}
 
 
 def check_cum_extremum(name, self, dim):
+    """An empty input returns at once in PyTorch, before its dim is checked."""
     if self._dtype.is_complex:
         raise RuntimeError(f"{name} does not support complex inputs")
-    return _st.wrap_dim(dim, len(self._size))
+    if _st.numel(self._size):
+        _st.wrap_dim(dim, len(self._size))
 
 
 def _cum_extremum(name, self, dim):
     check_cum_extremum(name, self, dim)
+    if _st.numel(self._size) == 0:
+        return wrap(np.empty(self._size, self._dtype._np)), wrap(np.empty(self._size, np.int64))
     a, axis = _scan_axis(self, dim)
     values = CUM_EXTREMA[name].accumulate(a, axis=axis)
     # a position updates the running value when it equals it (ties update, as PyTorch's >=)

@@ -33,11 +33,18 @@ def _check_bounds(idx, size, dim):
 
 
 def _wrap_index(idx, size, msg):
-    """Indices in [-size, size) made non-negative; others raise IndexError(msg(index))."""
+    """Indices in [-size, size) made non-negative; for others ``msg(index)`` raises."""
     if idx.size and (idx.min() < -size or idx.max() >= size):
         bad = idx[(idx < -size) | (idx >= size)].flat[0]
-        raise IndexError(msg(bad))
+        msg(bad)
     return np.where(idx < 0, idx + size, idx)
+
+
+def _raise(exc, message):
+    """A callback raising ``exc(message(bad_index))`` for the bounds checks above."""
+    def fail(i):
+        raise exc(message(i))
+    return fail
 
 
 # -- concatenation ---------------------------------------------------------------------------
@@ -96,7 +103,8 @@ def repeat_interleave_Tensor(repeats, output_size=None):
     if repeats.dim() > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if repeats._dtype not in (D.int64, D.int32):
-        raise RuntimeError("repeats has to be Long or Int tensor")
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{repeats._dtype._short}'")
     r = nd(repeats).reshape(-1)
     if r.size and r.min() < 0:
         raise RuntimeError("repeats can not be negative")
@@ -222,22 +230,31 @@ def scatter_reduce_two(self, dim, index, src, reduce, include_self=True):  # noq
 
 # -- index_* ops -------------------------------------------------------------------------------
 
-def _index_along(self, d, index, msg):
+def _index_along(self, d, index, msg, negative=True):
+    """index as a flat array of non-negative positions along dim d; negative positions count
+    from the end only where the op allows them (index_fill); others raise ``msg``'s error."""
     size = self._size[d] if self.dim() else 1
-    return _wrap_index(nd(index).reshape(-1), size, msg)
+    idx = nd(index).reshape(-1)
+    if not negative and idx.size and idx.min() < 0:
+        msg(idx[idx < 0][0])
+    return _wrap_index(idx, size, msg)
 
 
 def index_select(self, dim, index):
     d, shape = R.check_index_select(self, dim, index)
-    idx = _index_along(self, d, index, lambda i: "index out of range in self")
+    idx = _index_along(self, d, index, _raise(IndexError, lambda i: "index out of range in self"),
+                       negative=False)
     return wrap(own(np.take(_as_nd(nd(self)), idx, axis=d)).reshape(shape))
 
 
 def _index_write(name, self, dim, index, source, how):
     d = R.check_index_source(name, self, dim, index, source)
     r = _as_nd(nd(self)).copy()
-    idx = _index_along(self, d, index, lambda i: f"{name}(): index {i} is out of bounds for "
-                                                 f"dimension {d} with size {r.shape[d]}")
+    # index_copy_ names itself and raises IndexError; index_add_ raises RuntimeError
+    exc, prefix = (IndexError, f"{name}(): ") if name == "index_copy_" else (RuntimeError, "")
+    idx = _index_along(self, d, index, _raise(exc, lambda i: f"{prefix}index {i} is out of bounds "
+                                                             f"for dimension {d} with size "
+                                                             f"{r.shape[d]}"), negative=False)
     pos = (slice(None),) * d + (idx,)
     src = nd(source).reshape(r.shape[:d] + (idx.size,) + r.shape[d + 1:])
     how(r, pos, src)
@@ -262,8 +279,9 @@ def index_copy(self, dim, index, source):
 def _index_fill(self, dim, index, value):
     d = R.check_index_fill(self, dim, index, value if hasattr(value, "_keyset") else None)
     r = _as_nd(nd(self)).copy()
-    idx = _index_along(self, d, index, lambda i: f"index {i} is out of bounds for dimension {d} "
-                                                 f"with size {r.shape[d]}")
+    idx = _index_along(self, d, index, _raise(IndexError, lambda i: f"index {i} is out of bounds "
+                                                                    f"for dimension {d} with size "
+                                                                    f"{r.shape[d]}"))
     r[(slice(None),) * d + (idx,)] = nd(value)
     return wrap(r.reshape(self._size))
 
@@ -313,8 +331,10 @@ def masked_scatter(self, mask, source):
 def take(self, index):
     R.check_take(self, index)
     a = nd(self).reshape(-1)
-    idx = _wrap_index(nd(index), a.size, lambda i: f"out of range: tried to access index {i} on "
-                                                   f"a tensor of {a.size} elements.")
+    idx = _wrap_index(nd(index), a.size, _raise(IndexError, lambda i: f"out of range: tried to "
+                                                                      f"access index {i} on a "
+                                                                      f"tensor of {a.size} "
+                                                                      f"elements."))
     return wrap(own(a[idx]))
 
 
@@ -323,8 +343,8 @@ def put(self, index, source, accumulate=False):
     r = nd(self).copy()
     flat = r.reshape(-1)
     idx = _wrap_index(nd(index).reshape(-1), flat.size,
-                      lambda i: f"out of range: tried to access index {i} on a tensor of "
-                                f"{flat.size} elements.")
+                      _raise(IndexError, lambda i: f"out of range: tried to access index {i} "
+                                                   f"on a tensor of {flat.size} elements."))
     src = nd(source).reshape(-1)
     if accumulate:
         np.add.at(flat, idx, src)

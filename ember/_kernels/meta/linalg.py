@@ -25,3 +25,127 @@ def meta_addmm(self, mat1, mat2, beta=1, alpha=1):
 
 
 __all__ = ["meta_mm", "meta_bmm", "meta_mv", "meta_dot", "meta_addmm"]
+
+
+def meta_baddbmm(self, batch1, batch2, beta=1, alpha=1):
+    return empty_tensor(_la.check_baddbmm(self, batch1, batch2), batch1._dtype, META)
+
+
+def meta_addbmm(self, batch1, batch2, beta=1, alpha=1):
+    return empty_tensor(_la.check_addbmm(self, batch1, batch2), batch1._dtype, META)
+
+
+def meta_addmv(self, mat, vec, beta=1, alpha=1):
+    return empty_tensor(_la.check_addmv(self, mat, vec), mat._dtype, META)
+
+
+def meta_vdot(self, other):
+    return empty_tensor(_la.check_vdot(self, other), self._dtype, META)
+
+
+__all__ += ["meta_baddbmm", "meta_addbmm", "meta_addmv", "meta_vdot"]
+
+
+# -- decompositions and solvers: the CPU kernels' checks, then LAPACK's output shapes -----------
+
+def _e(shape, dtype):
+    return empty_tensor(tuple(shape), dtype, META)
+
+
+def _real(dt):
+    return dt.to_real() if dt.is_complex else dt
+
+
+def meta_linalg_inv_ex(A, check_errors=False):
+    _la.check_square("linalg.inv", A)
+    _la.check_float("linalg.inv", A)
+    return _e(A._size, A._dtype), _e(A._size[:-2], _la.D.int32)
+
+
+def meta__linalg_det(A):
+    _la.check_square("linalg.det", A)
+    _la.check_float("linalg.det", A)
+    return _e(A._size[:-2], A._dtype), _e(A._size, A._dtype), _e(A._size[:-1], _la.D.int32)
+
+
+def meta__linalg_slogdet(A):
+    _la.check_square("linalg.slogdet", A)
+    _la.check_float("linalg.slogdet", A)
+    b = A._size[:-2]
+    return (_e(b, A._dtype), _e(b, _real(A._dtype)), _e(A._size, A._dtype),
+            _e(A._size[:-1], _la.D.int32))
+
+
+def meta__linalg_solve_ex(A, B, left=True, check_errors=False):
+    _la.check_square("linalg.solve", A)
+    _la.check_float("linalg.solve", A)
+    if A._dtype is not B._dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {A._dtype._short} and B of type {B._dtype._short} instead")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B._size == A._size[:-1])
+    bb = B._size + (1,) if vector else B._size
+    k = bb[-2] if left else bb[-1]
+    if k != A._size[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({_la._x(A._size)} and "
+                           f"{_la._x(B._size)})")
+    batch = _la._st.broadcast_shapes(A._size[:-2], bb[:-2])
+    x = batch + (bb[-2:-1] if vector else bb[-2:])
+    return (_e(x, A._dtype), _e(batch + A._size[-2:], A._dtype),
+            _e(batch + A._size[-1:], _la.D.int32), _e(batch, _la.D.int32))
+
+
+def meta_linalg_cholesky_ex(self, upper=False, check_errors=False):
+    _la.check_square("linalg.cholesky", self)
+    _la.check_float("linalg.cholesky", self)
+    return _e(self._size, self._dtype), _e(self._size[:-2], _la.D.int32)
+
+
+def meta_cholesky(self, upper=False):
+    return meta_linalg_cholesky_ex(self, upper)[0]
+
+
+def meta_linalg_qr(A, mode="reduced"):
+    _la._check_matrix("linalg.qr", A)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    m, n = A._size[-2:]
+    k = m if mode == "complete" else min(m, n)
+    q = (0,) if mode == "r" else A._size[:-2] + (m, k)
+    return _e(q, A._dtype), _e(A._size[:-2] + (k, n), A._dtype)
+
+
+def meta__linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
+    _la._check_matrix("linalg.svd", A)
+    m, n = A._size[-2:]
+    k = min(m, n)
+    b = A._size[:-2]
+    u = b + (m, m if full_matrices else k) if compute_uv else (0,)
+    vh = b + (n if full_matrices else k, n) if compute_uv else (0,)
+    return _e(u, A._dtype), _e(b + (k,), _real(A._dtype)), _e(vh, A._dtype)
+
+
+def meta_linalg_eig(self):
+    _la.check_square("linalg.eig", self, "input")
+    _la.check_float("linalg.eig", self, "input")
+    c = self._dtype if self._dtype.is_complex else self._dtype.to_complex()
+    return _e(self._size[:-1], c), _e(self._size, c)
+
+
+def meta__linalg_eigh(A, UPLO="L", compute_v=True):
+    _la.check_square("linalg.eigh", A)
+    _la.check_float("linalg.eigh", A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return _e(A._size[:-1], _real(A._dtype)), _e(A._size if compute_v else (0,), A._dtype)
+
+
+def meta_linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
+    dims, out = _la.vector_norm_check(self, ord, dim, dtype)
+    return _e(_la.vector_norm_shape(self, dims, keepdim), out)
+
+
+__all__ += ["meta_linalg_inv_ex", "meta__linalg_det", "meta__linalg_slogdet",
+            "meta__linalg_solve_ex", "meta_linalg_cholesky_ex", "meta_cholesky", "meta_linalg_qr",
+            "meta__linalg_svd", "meta_linalg_eig", "meta__linalg_eigh", "meta_linalg_vector_norm"]

@@ -1,7 +1,6 @@
 """Meta kernels of the reductions and scans: result shape and dtype from the same rules (and
 errors) as the CPU kernels (``cpu/reduction.py``), without touching data."""
 from ..._core import dtype as D
-from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
 from ..cpu import reduction as _r
@@ -89,8 +88,7 @@ def _count_nonzero(self, dim=None):
 
 def _scan(name):
     def k(self, dim, dtype=None):
-        rdt = _r.scan_dtype(name, self, dtype)
-        _st.wrap_dim(dim, len(self._size))
+        rdt = _r.scan_dtype(name, self, dim, dtype)
         return empty_tensor(self._size, rdt, META)
     return k
 

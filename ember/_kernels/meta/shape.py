@@ -113,8 +113,8 @@ def repeat_shape(self, repeats):
 # -- gather / scatter --------------------------------------------------------------------------
 
 def _check_index_long(name, index):
-    if index._dtype is not D.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index._dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
 def check_gather(self, dim, index):
@@ -198,12 +198,15 @@ def check_index_source(name, self, dim, index, source):
     elif index._dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     if source._dtype is not self._dtype:
-        raise RuntimeError(f"{name}(): self ({self._dtype._short}) and source "
-                           f"({source._dtype._short}) must have the same scalar type")
+        raise RuntimeError(f"{name}(): self and source expected to have the same dtype, but got "
+                           f"(self) {self._dtype._short} and (source) {source._dtype._short}")
     n_src = source._size[d] if source.dim() else 1
     if index.numel() != n_src:
+        if name == "index_copy_":  # PyTorch raises IndexError here, RuntimeError in index_add_
+            raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                             f"to source.size(dim) ({n_src})")
         raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
-                           f"source.size(dim) ({n_src})")
+                           f"source.size(dim): ({n_src}), for dim: {d}")
     if source.dim() != self.dim() and max(source.dim(), 1) != max(self.dim(), 1):
         raise IndexError(f"{name}(): When source and destination are not scalars, their "
                          f"dimensionality must match. Source dimensionality "
@@ -219,7 +222,7 @@ def check_index_source(name, self, dim, index, source):
 def check_index_fill(self, dim, index, value=None):
     d = _st.wrap_dim(dim, self.dim())
     if index._dtype is not D.int64:
-        raise RuntimeError("index_fill_(): Expected dtype int64 for index.")
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if index.dim() > 1:
         raise IndexError("Index has to be a vector/scalar")
     if value is not None and value.dim() != 0:
@@ -272,7 +275,7 @@ def check_put(self, index, source):
                            f"self.dtype = {self._dtype._short} and source.dtype = "
                            f"{source._dtype._short}")
     if source.numel() != index.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, index.numel() = "
                            f"{index.numel()}")
 

@@ -1,0 +1,545 @@
+"""Linear-algebra ops that PyTorch decomposes (CompositeImplicitAutograd), in ember ops as ATen
+writes them: products (inner, outer, tensordot, kron, multi_dot, chain_matmul, einsum), the
+checked forms of the *_ex solvers (linalg_inv, linalg_solve, linalg_cholesky raise LinAlgError
+on a non-zero info), det/slogdet/svd/eigh wrappers, norms, pinv, matrix_rank, matrix_power.
+
+einsum contracts two operands at a time with one ``bmm`` each, in the order ``opt_einsum``
+chooses when ``ember.backends.opt_einsum`` is enabled (left to right otherwise), as PyTorch."""
+import math
+import warnings
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..._ops.overload import ops
+from ..cpu.linalg import raise_for_cholesky, raise_for_info
+
+__all__ = ["inner", "outer", "ger", "tensordot", "kron", "linalg_multi_dot", "chain_matmul",
+           "einsum", "linalg_inv", "inverse", "linalg_det", "det", "linalg_slogdet", "slogdet",
+           "logdet", "linalg_solve_ex", "linalg_solve", "linalg_cholesky", "linalg_svd",
+           "linalg_svdvals", "svd", "linalg_eigvals", "linalg_eigh", "linalg_eigvalsh",
+           "linalg_norm", "linalg_norm_ord_str", "linalg_matrix_norm",
+           "linalg_matrix_norm_str_ord", "linalg_pinv", "linalg_pinv_atol_rtol_float",
+           "linalg_matrix_rank", "linalg_matrix_rank_atol_rtol_float", "linalg_matrix_power",
+           "matrix_power"]
+
+A = ops.aten
+
+
+def _reshape(t, shape):
+    return A.reshape.default._call(t, tuple(shape))
+
+
+def _mH(t):
+    return A.transpose.int._call(t, -2, -1)
+
+
+def _on_cpu(t):
+    return t._device.type != "meta"
+
+
+# -- products ------------------------------------------------------------------------------------
+
+def tensordot(self, other, dims_self, dims_other):
+    if len(dims_self) != len(dims_other):
+        raise RuntimeError("both dimension lists should have same length")
+    ds = [_st.wrap_dim(d, self.dim()) for d in dims_self]
+    do = [_st.wrap_dim(d, other.dim()) for d in dims_other]
+    for a, b in zip(ds, do):
+        if self._size[a] != other._size[b]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{self._size[a]} in dim {a} and second has size "
+                               f"{other._size[b]} in dim {b}")
+    free_s = [d for d in range(self.dim()) if d not in ds]
+    free_o = [d for d in range(other.dim()) if d not in do]
+    k = math.prod(self._size[d] for d in ds)
+    ls = _reshape(A.permute.default._call(self, free_s + ds),
+                  (math.prod(self._size[d] for d in free_s), k))
+    ro = _reshape(A.permute.default._call(other, do + free_o),
+                  (k, math.prod(other._size[d] for d in free_o)))
+    r = A.mm.default._call(ls, ro)
+    return _reshape(r, [self._size[d] for d in free_s] + [other._size[d] for d in free_o])
+
+
+def inner(self, other):
+    if self.dim() == 0 or other.dim() == 0:
+        return A.mul.Tensor._call(self, other)
+    if self._size[-1] != other._size[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {_st._fmt_list(self._size)} and "
+                           f"{_st._fmt_list(other._size)}")
+    return tensordot(self, other, [-1], [-1])
+
+
+def outer(self, vec2):
+    for t, name in ((self, "self"), (vec2, "vec2")):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
+    return A.mul.Tensor._call(_reshape(self, (self._size[0], 1)), vec2)
+
+
+def ger(self, vec2):
+    return outer(self, vec2)
+
+
+def kron(self, other):
+    n = max(self.dim(), other.dim())
+    sa = (1,) * (n - self.dim()) + tuple(self._size)
+    sb = (1,) * (n - other.dim()) + tuple(other._size)
+    a = _reshape(self, [x for s in sa for x in (s, 1)])
+    b = _reshape(other, [x for s in sb for x in (1, s)])
+    return _reshape(A.mul.Tensor._call(a, b), [x * y for x, y in zip(sa, sb)])
+
+
+def _chain_order(dims):
+    """Matrix-chain order by dynamic programming: split[i][j] of the cheapest product."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def linalg_multi_dot(tensors):
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    for t in (first, last):
+        if t.dim() not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the first and last tensors should be 1D or 2D but "
+                               f"got {t.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    for i, t in enumerate(tensors[1:], 1):
+        if t._dtype is not first._dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 "
+                               f"is {first._dtype._short} and tensor {i} is {t._dtype._short}")
+    mats = list(tensors)
+    if first.dim() == 1:
+        mats[0] = A.unsqueeze.default._call(first, 0)
+    if last.dim() == 1:
+        mats[-1] = A.unsqueeze.default._call(last, 1)
+    for i in range(n - 1):
+        if mats[i]._size[1] != mats[i + 1]._size[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{_st._fmt_list(mats[i]._size)} and "
+                               f"{_st._fmt_list(mats[i + 1]._size)} cannot be multiplied")
+    split = _chain_order([m._size[0] for m in mats] + [mats[-1]._size[1]])
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return A.mm.default._call(product(i, k), product(k + 1, j))
+    r = product(0, n - 1)
+    shape = ([] if first.dim() == 1 else [r._size[0]]) + ([] if last.dim() == 1 else [r._size[1]])
+    return _reshape(r, shape) if len(shape) != 2 else r
+
+
+def chain_matmul(matrices):
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=3)
+    if len(matrices) == 0:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for t in matrices:
+        if t.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {t.dim()}, expected 2 instead.")
+    if len(matrices) == 1:
+        return A.clone.default._call(matrices[0], None)
+    return linalg_multi_dot(matrices)
+
+
+# -- einsum ----------------------------------------------------------------------------------------
+
+def _einsum_parse(equation, tensors):
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) > len(tensors):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    if len(inputs) < len(tensors):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    n_ell = max([t.dim() - len(s.replace("...", "")) for s, t in zip(inputs, tensors)
+                 if "..." in s] + [0])
+    ell = [chr(0x100 + i) for i in range(n_ell)]  # placeholder labels for the ellipsis dims
+    subs = []
+    for i, (s, t) in enumerate(zip(inputs, tensors)):
+        for c in s.replace("...", ""):
+            if not c.isalpha():
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{eq.index(c)} in the equation string, subscripts must be in "
+                                   f"[a-zA-Z]")
+        if "..." in s:
+            k = t.dim() - len(s.replace("...", ""))
+            s = s.replace("...", "".join(ell[n_ell - k:]) if k else "")
+        elif len(s) != t.dim():
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) "
+                               f"does not match the number of dimensions ({t.dim()}) for operand "
+                               f"{i} and no ellipsis was given")
+        subs.append(s)
+    if arrow:
+        out = rhs.replace("...", "".join(ell))
+        for c in out:
+            if c not in "".join(subs):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   f"equation for any input operand")
+    else:
+        counts = {}
+        for s in subs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = "".join(ell) + "".join(sorted(c for c, n in counts.items()
+                                            if n == 1 and c not in ell))
+    return subs, out
+
+
+def _einsum_diagonals(t, labels):
+    """Repeated labels within one operand take the diagonal (moved to the last dim)."""
+    while len(set(labels)) != len(labels):
+        c = next(c for c in labels if labels.count(c) > 1)
+        i = labels.index(c)
+        j = labels.index(c, i + 1)
+        t = A.diagonal.default._call(t, 0, i, j)
+        labels = [x for k, x in enumerate(labels) if k not in (i, j)] + [c]
+    return t, labels
+
+
+def _sum_labels(t, labels, drop):
+    dims = [i for i, c in enumerate(labels) if c in drop]
+    if not dims:
+        return t, labels
+    t = A.sum.dim_IntList._call(t, dims, False, None)
+    return t, [c for c in labels if c not in drop]
+
+
+def _contract(a, la, b, lb, keep, sizes):
+    """One pairwise contraction as a bmm: batch (shared, kept), a-only, b-only, and contracted
+    (shared, not kept) labels."""
+    a, la = _sum_labels(a, la, {c for c in la if c not in lb and c not in keep})
+    b, lb = _sum_labels(b, lb, {c for c in lb if c not in la and c not in keep})
+    batch = [c for c in la if c in lb and c in keep]
+    con = [c for c in la if c in lb and c not in keep]
+    ao = [c for c in la if c not in lb]
+    bo = [c for c in lb if c not in la]
+    pa = A.permute.default._call(a, [la.index(c) for c in batch + ao + con])
+    pb = A.permute.default._call(b, [lb.index(c) for c in batch + con + bo])
+    pa = A.expand.default._call(pa, tuple(sizes[c] for c in batch + ao + con), False)
+    pb = A.expand.default._call(pb, tuple(sizes[c] for c in batch + con + bo), False)
+    nb, na, nc, nbo = (math.prod(sizes[c] for c in g) for g in (batch, ao, con, bo))
+    r = A.bmm.default._call(_reshape(pa, (nb, na, nc)), _reshape(pb, (nb, nc, nbo)))
+    labels = batch + ao + bo
+    return _reshape(r, [sizes[c] for c in labels]), labels
+
+
+def _einsum_path(subs, out, tensors):
+    """Pairs of operand positions to contract, each result appended last (opt_einsum's format)."""
+    from ... import backends
+    n = len(subs)
+    if n > 2 and backends.opt_einsum.enabled and backends.opt_einsum.is_available():
+        oe = backends.opt_einsum.get_opt_einsum()
+        letters = {}
+        for c in "".join(subs) + out:  # opt_einsum wants plain letters for the ellipsis labels
+            letters.setdefault(c, oe.get_symbol(len(letters)))
+        eq = ",".join("".join(letters[c] for c in s) for s in subs) + "->" + \
+            "".join(letters[c] for c in out)
+        path, _ = oe.contract_path(eq, *[tuple(t._size) for t in tensors], shapes=True,
+                                   optimize=backends.opt_einsum.strategy)
+        return [tuple(p) for p in path]
+    return [(0, 1)] * (n - 1)
+
+
+def einsum(equation, tensors, path=None):
+    subs, out = _einsum_parse(equation, tensors)
+    sizes = {}
+    for i, (s, t) in enumerate(zip(subs, tensors)):
+        for c, n in zip(s, t._size):
+            if c in sizes and sizes[c] != n and 1 not in (sizes[c], n):
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped): subscript {c} has size {n} for operand "
+                                   f"{i} which does not broadcast with previously seen size "
+                                   f"{sizes[c]}")
+            sizes[c] = max(sizes.get(c, n), n)
+    operands = [_einsum_diagonals(t, list(s)) for s, t in zip(subs, tensors)]
+    if len(operands) == 1:
+        t, labels = operands[0]
+        t, labels = _sum_labels(t, labels, {c for c in labels if c not in out})
+    else:
+        steps = [tuple(p) for p in path] if path is not None else \
+            _einsum_path(subs, out, tensors)
+        for step in steps:
+            i, j = sorted(step)
+            b, lb = operands.pop(j)
+            a, la = operands.pop(i)
+            keep = set(out)
+            for _, lab in operands:
+                keep.update(lab)
+            operands.append(_contract(a, la, b, lb, keep, sizes))
+        t, labels = operands[0]
+        t, labels = _sum_labels(t, labels, {c for c in labels if c not in out})
+    t = A.permute.default._call(t, [labels.index(c) for c in out])
+    shape = tuple(sizes[c] for c in out)
+    return t if tuple(t._size) == shape else A.expand.default._call(t, shape, False)
+
+
+# -- checked solvers -----------------------------------------------------------------------------
+
+def linalg_inv(A_):
+    inv, info = A.linalg_inv_ex.default._call(A_, False)
+    if _on_cpu(info):
+        raise_for_info("linalg.inv", info, A_.dim() == 2)
+    return inv
+
+
+def inverse(self):
+    return linalg_inv(self)
+
+
+def linalg_det(A_):
+    return A._linalg_det.default._call(A_)[0]
+
+
+def det(self):
+    return linalg_det(self)
+
+
+def linalg_slogdet(A_):
+    sign, logabsdet, _, _ = A._linalg_slogdet.default._call(A_)
+    return sign, logabsdet
+
+
+def slogdet(self):
+    return linalg_slogdet(self)
+
+
+def logdet(self):
+    sign, logabsdet = linalg_slogdet(self)
+    nan = A.full_like.default._call(logabsdet, math.nan, None, None, None, None, None)
+    return A.where.self._call(A.eq.Scalar._call(sign, -1), nan, logabsdet)
+
+
+def linalg_solve_ex(A_, B, left=True, check_errors=False):
+    result, _, _, info = A._linalg_solve_ex.default._call(A_, B, left, check_errors)
+    return result, info
+
+
+def linalg_solve(A_, B, left=True):
+    result, info = linalg_solve_ex(A_, B, left, False)
+    if _on_cpu(info) and bool(A.any.default._call(info)):
+        from ..cpu.linalg import LinAlgError
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
+                          "singular.")
+    return result
+
+
+def linalg_cholesky(self, upper=False):
+    L, info = A.linalg_cholesky_ex.default._call(self, upper, False)
+    if _on_cpu(info):
+        raise_for_cholesky(info, self.dim() == 2)
+    return L
+
+
+# -- spectral -----------------------------------------------------------------------------------
+
+def linalg_svd(A_, full_matrices=True, driver=None):
+    return A._linalg_svd.default._call(A_, full_matrices, True, driver)
+
+
+def linalg_svdvals(A_, driver=None):
+    # singular vectors are needed for the backward pass only
+    return A._linalg_svd.default._call(A_, False, A_.requires_grad, driver)[1]
+
+
+def svd(self, some=True, compute_uv=True):
+    U, S, Vh = A._linalg_svd.default._call(self, not some, True, None)
+    if compute_uv:
+        return U, S, _mH(Vh)
+    m, n = self._size[-2:]
+    return (A.new_zeros.default._call(self, self._size[:-2] + (m, m), None, None, None, None), S,
+            A.new_zeros.default._call(self, self._size[:-2] + (n, n), None, None, None, None))
+
+
+def linalg_eigvals(self):
+    return A.linalg_eig.default._call(self)[0]
+
+
+def linalg_eigh(self, UPLO="L"):
+    return A._linalg_eigh.default._call(self, UPLO, True)
+
+
+def linalg_eigvalsh(self, UPLO="L"):
+    return A._linalg_eigh.default._call(self, UPLO, self.requires_grad)[0]
+
+
+# -- norms -----------------------------------------------------------------------------------------
+
+def _vector_norm(t, ord, dim, keepdim, dtype):
+    return A.linalg_vector_norm.default._call(t, ord, dim, keepdim, dtype)
+
+
+def linalg_matrix_norm(self, ord, dim=(-2, -1), keepdim=False, dtype=None):
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(map(str, dim))}")
+    if self.dim() < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    d0, d1 = (_st.wrap_dim(d, self.dim()) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
+                           f"{dim[1]})")
+    ord = float(ord)
+    if abs(ord) == 2:
+        rest = [d for d in range(self.dim()) if d not in (d0, d1)]
+        t = A.permute.default._call(self, rest + [d0, d1])
+        if dtype is not None:
+            t = A._to_copy.default._call(t, dtype, None, None, None, False, None)
+        s = linalg_svdvals(t)
+        r = (A.amax if ord > 0 else A.amin).default._call(s, [-1], False)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = A.unsqueeze.default._call(r, d)
+        return r
+    if abs(ord) not in (1, math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
+    # 1-norm: largest column sum (sum over d0, reduce over d1); inf-norm: the transpose
+    sum_dim, red_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    s = _vector_norm(self, 1, [sum_dim], True, dtype)
+    r = (A.amax if ord > 0 else A.amin).default._call(s, [red_dim], True)
+    if not keepdim:
+        r = A.squeeze.dims._call(r, [d0, d1])
+    return r
+
+
+def linalg_matrix_norm_str_ord(self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(map(str, dim))}")
+    if ord == "fro":
+        return _vector_norm(self, 2, list(dim), keepdim, dtype)
+    if ord == "nuc":
+        d0, d1 = (_st.wrap_dim(d, self.dim()) for d in dim)
+        rest = [d for d in range(self.dim()) if d not in (d0, d1)]
+        t = A.permute.default._call(self, rest + [d0, d1])
+        r = A.sum.dim_IntList._call(linalg_svdvals(t), [-1], False, None)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = A.unsqueeze.default._call(r, d)
+        return r
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def linalg_norm(self, ord=None, dim=None, keepdim=False, dtype=None):
+    if dim is not None:
+        if len(dim) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
+                               f"Got {_st._fmt_list(dim)}")
+    elif ord is not None and self.dim() not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {self.dim()}D.")
+    if ord is not None and ((dim is not None and len(dim) == 2) or
+                            (dim is None and self.dim() == 2)):
+        return linalg_matrix_norm(self, ord, dim if dim is not None else (0, 1), keepdim, dtype)
+    return _vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype)
+
+
+def linalg_norm_ord_str(self, ord, dim=None, keepdim=False, dtype=None):
+    if dim is not None:
+        if len(dim) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it mut be of length 1 or 2. "
+                               f"Got {_st._fmt_list(dim)}")
+    elif self.dim() not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be "
+                           f"1D or 2D. Got {self.dim()}D.")
+    return linalg_matrix_norm_str_ord(self, ord, dim if dim is not None else (0, 1), keepdim,
+                                      dtype)
+
+
+# -- pinv, rank, powers ------------------------------------------------------------------------------
+
+def _tolerance(S, atol, rtol, m, n):
+    """max(atol, rtol * largest singular value), with PyTorch's default rtol."""
+    if rtol is None:
+        rtol = 0.0 if (atol is not None and atol > 0) else \
+            D.finfo(S._dtype).eps * max(m, n)
+    smax = A.amax.default._call(S, [-1], True)
+    tol = A.mul.Scalar._call(smax, rtol)
+    if atol is not None:
+        tol = A.clamp_min.default._call(tol, atol)
+    return tol
+
+
+def linalg_pinv_atol_rtol_float(self, atol=None, rtol=None, hermitian=False):
+    m, n = self._size[-2:]
+    if hermitian:
+        L, V = linalg_eigh(self)
+        S = A.abs.default._call(L)
+        tol = _tolerance(S, atol, rtol, m, n)
+        inv = A.where.self._call(A.gt.Tensor._call(S, tol), A.reciprocal.default._call(L),
+                                 A.zeros_like.default._call(L, None, None, None, None, None))
+        return A.matmul.default._call(A.mul.Tensor._call(V, A.unsqueeze.default._call(inv, -2)),
+                                      _mH(V))
+    U, S, Vh = linalg_svd(self, False)
+    tol = _tolerance(S, atol, rtol, m, n)
+    inv = A.where.self._call(A.gt.Tensor._call(S, tol), A.reciprocal.default._call(S),
+                             A.zeros_like.default._call(S, None, None, None, None, None))
+    return A.matmul.default._call(A.mul.Tensor._call(_mH(Vh), A.unsqueeze.default._call(inv, -2)),
+                                  _mH(U))
+
+
+def linalg_pinv(self, rcond, hermitian=False):
+    return linalg_pinv_atol_rtol_float(self, 0.0, rcond, hermitian)
+
+
+def linalg_matrix_rank_atol_rtol_float(self, atol=None, rtol=None, hermitian=False):
+    if self.dim() < 2:
+        raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 "
+                           "dimensions.")
+    m, n = self._size[-2:]
+    if hermitian:
+        S = A.abs.default._call(A._linalg_eigh.default._call(self, "L", False)[0])
+    else:
+        S = A._linalg_svd.default._call(self, False, False, None)[1]
+    tol = _tolerance(S, atol, rtol, m, n)
+    return A.sum.dim_IntList._call(A.gt.Tensor._call(S, tol), [-1], False, None)
+
+
+def linalg_matrix_rank(self, tol, hermitian=False):
+    return linalg_matrix_rank_atol_rtol_float(self, tol, 0.0, hermitian)
+
+
+def linalg_matrix_power(self, n):
+    if self.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if self._size[-1] != self._size[-2]:
+        raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they "
+                           f"are {self._size[-2]} by {self._size[-1]} matrices")
+    if n == 0:
+        eye = A.eye.default._call(self._size[-1], self._dtype, None, self._device, None)
+        return A.clone.default._call(A.expand.default._call(eye, self._size, False), None)
+    t = self
+    if n < 0:
+        t = linalg_inv(self)
+        n = -n
+    result, base = None, t
+    while n:  # repeated squaring
+        if n & 1:
+            result = base if result is None else A.matmul.default._call(result, base)
+        n >>= 1
+        if n:
+            base = A.matmul.default._call(base, base)
+    return result if result is not t else A.clone.default._call(result, None)
+
+
+def matrix_power(self, n):
+    return linalg_matrix_power(self, n)

@@ -1,0 +1,230 @@
+"""Pointwise ops PyTorch defines by decomposition, written in ember ops (every call goes through
+the dispatcher), and the complex views.
+
+* CompositeImplicitAutograd: ``square`` (pow), ``clip`` (clamp), ``isfinite``, ``isclose``,
+  ``float_power`` (pow in double), ``real``/``imag`` (views of ``view_as_real``), ``conj``,
+  ``conj_physical``, ``resolve_conj``, ``is_conj``;
+* CompositeExplicitAutograd: ``allclose`` and the views ``view_as_real``/``view_as_complex``,
+  which reinterpret a complex element as two real ones (sizes, strides and offset doubled or
+  halved; the storage and version counter are shared).
+
+ember has no conjugate bit: ``conj`` of a complex tensor materializes the conjugate (a new
+tensor, not a view), so ``is_conj`` is always False and ``resolve_conj`` returns its input.
+"""
+import math
+
+from ..._core import dtype as _dt
+from ..._tensor import _alias
+from ..._ops.overload import ops
+from .. import generic as _generic
+
+__all__ = [
+    "square", "square_", "clip", "clip_", "clip_Tensor", "clip__Tensor", "isfinite", "isclose",
+    "allclose", "float_power_Tensor_Tensor", "float_power_Tensor_Scalar", "float_power_Scalar",
+    "float_power__Tensor", "float_power__Scalar", "view_as_real", "view_as_complex", "real",
+    "imag", "conj", "conj_physical", "conj_physical_", "resolve_conj", "is_conj", "polygamma_",
+]
+
+_aten = ops.aten
+
+
+# ---- aliases and simple decompositions -----------------------------------------------------------
+
+def square(self):
+    return _aten.pow.Tensor_Scalar._call(self, 2)
+
+
+def square_(self):
+    return _aten.pow_.Scalar._call(self, 2)
+
+
+def polygamma_(self, n):
+    # the in-place form takes (self, n), the functional one (n, self): no shared formula
+    result = _aten.polygamma.default._call(n, self)
+    _generic.check_inplace("polygamma_", self, result)
+    return _aten.copy_.default._call(self, result, False)
+
+
+def clip(self, min=None, max=None):  # noqa: A002  (schema names)
+    return _aten.clamp.default._call(self, min, max)
+
+
+def clip_(self, min=None, max=None):  # noqa: A002
+    return _aten.clamp_.default._call(self, min, max)
+
+
+def clip_Tensor(self, min=None, max=None):  # noqa: A002
+    return _aten.clamp.Tensor._call(self, min, max)
+
+
+def clip__Tensor(self, min=None, max=None):  # noqa: A002
+    return _aten.clamp_.Tensor._call(self, min, max)
+
+
+def isfinite(self):
+    if self._dtype._category <= _dt.INTEGRAL:  # integers are always finite
+        return _aten.ones_like.default._call(self, _dt.bool_, None, None, None, None)
+    if self._dtype.is_complex:
+        return _aten.bitwise_and.Tensor._call(isfinite(real(self)), isfinite(imag(self)))
+    not_nan = _aten.eq.Tensor._call(self, self)
+    not_inf = _aten.ne.Scalar._call(_aten.abs.default._call(self), math.inf)
+    return _aten.bitwise_and.Tensor._call(not_nan, not_inf)
+
+
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|self - other| <= atol + rtol * |other|, or exactly equal (infinities), as PyTorch."""
+    if self._dtype is not other._dtype:
+        raise RuntimeError(f"{self._dtype._short} did not match {other._dtype._short}")
+    if self._dtype.is_complex and equal_nan:
+        raise RuntimeError("isclose with equal_nan=True is not supported for complex inputs.")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    close = _aten.eq.Tensor._call(self, other)
+    inexact = self._dtype._category >= _dt.FLOATING
+    if equal_nan and inexact:
+        both_nan = _aten.bitwise_and.Tensor._call(_aten.isnan.default._call(self),
+                                                  _aten.isnan.default._call(other))
+        close = _aten.bitwise_or.Tensor._call(close, both_nan)
+    if (rtol == 0 and atol == 0) or not inexact:
+        return close
+    allowed = _aten.add.Scalar._call(
+        _aten.abs.default._call(_aten.mul.Scalar._call(other, rtol)), atol, 1)
+    actual = _aten.abs.default._call(_aten.sub.Tensor._call(self, other, 1))
+    within = _aten.bitwise_and.Tensor._call(isfinite(actual),
+                                            _aten.le.Tensor._call(actual, allowed))
+    return _aten.bitwise_or.Tensor._call(close, within)
+
+
+def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(_aten.all.default._call(isclose(self, other, rtol, atol, equal_nan)).item())
+
+
+# ---- float_power: pow computed in double (complex double when an operand is complex) -----------
+
+def _is_complex(x):
+    return x._dtype.is_complex if hasattr(x, "_keyset") else isinstance(x, complex)
+
+
+def _double(*operands):
+    return _dt.complex128 if any(_is_complex(x) for x in operands) else _dt.float64
+
+
+def _to(t, dtype):
+    if t._dtype is dtype:
+        return t
+    return _aten._to_copy.default._call(t, dtype, None, None, None, False, None)
+
+
+def _number(x, dtype):
+    return complex(x) if dtype.is_complex else float(x)
+
+
+def float_power_Tensor_Tensor(self, exponent):
+    if not hasattr(exponent, "_keyset"):  # a wrapped number (torch.float_power(t, 2.5))
+        return float_power_Tensor_Scalar(self, exponent)
+    dt = _double(self, exponent)
+    return _aten.pow.Tensor_Tensor._call(_to(self, dt), _to(exponent, dt))
+
+
+def float_power_Tensor_Scalar(self, exponent):
+    dt = _double(self, exponent)
+    return _aten.pow.Tensor_Scalar._call(_to(self, dt), _number(exponent, dt))
+
+
+def float_power_Scalar(self, exponent):
+    dt = _double(self, exponent)
+    return _aten.pow.Scalar._call(_number(self, dt), _to(exponent, dt))
+
+
+def _check_float_power_(self, dt):
+    if self._dtype is not dt:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype._short} but "
+                           f"the operation's result requires dtype {dt._short}")
+
+
+def float_power__Tensor(self, exponent):
+    if not hasattr(exponent, "_keyset"):
+        return float_power__Scalar(self, exponent)
+    dt = _double(self, exponent)
+    _check_float_power_(self, dt)
+    return _aten.pow_.Tensor._call(self, _to(exponent, dt))
+
+
+def float_power__Scalar(self, exponent):
+    dt = _double(self, exponent)
+    _check_float_power_(self, dt)
+    return _aten.pow_.Scalar._call(self, _number(exponent, dt))
+
+
+# ---- complex views -----------------------------------------------------------------------------
+
+def view_as_real(self):
+    if not self._dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    size = tuple(self._size) + (2,)
+    stride = tuple(2 * s for s in self._stride) + (1,)
+    return _alias(self, size, stride, 2 * self._offset, self._dtype.to_real())
+
+
+_VIEW_AS_COMPLEX = {_dt.float32: _dt.complex64, _dt.float64: _dt.complex128}
+
+
+def view_as_complex(self):
+    dt = self._dtype
+    if dt not in _VIEW_AS_COMPLEX and dt is not _dt.float16:
+        raise RuntimeError(f"view_as_complex is only supported for half, float and double "
+                           f"tensors, but got a tensor of scalar type: {dt._short}")
+    if dt is _dt.float16:  # PyTorch answers ComplexHalf, a dtype ember does not have
+        raise RuntimeError("view_as_complex: ember has no complex32 (ComplexHalf) dtype")
+    if not self._size:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if self._size[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if self._stride[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in self._stride[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if self._offset % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return _alias(self, tuple(self._size[:-1]), tuple(s // 2 for s in self._stride[:-1]),
+                  self._offset // 2, _VIEW_AS_COMPLEX[dt])
+
+
+def real(self):
+    if not self._dtype.is_complex:
+        return self
+    return _aten.select.int._call(_aten.view_as_real.default._call(self), -1, 0)
+
+
+def imag(self):
+    if not self._dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _aten.select.int._call(_aten.view_as_real.default._call(self), -1, 1)
+
+
+# ---- conjugation (materialized: ember has no conjugate bit) --------------------------------------
+
+def conj_physical(self):
+    if not self._dtype.is_complex:
+        return self
+    return _aten._conj_physical.default._call(self)
+
+
+def conj(self):
+    return conj_physical(self)
+
+
+def conj_physical_(self):
+    if not self._dtype.is_complex:
+        return self
+    return _aten.copy_.default._call(self, _aten._conj_physical.default._call(self), False)
+
+
+def resolve_conj(self):
+    return self
+
+
+def is_conj(self):
+    return False

@@ -1,0 +1,364 @@
+"""CPU resampling kernels: the upsample family behind ``F.interpolate`` (nearest, nearest-exact,
+linear, bilinear, bicubic, trilinear) with their backwards, the padding ops behind ``F.pad``
+(constant_pad_nd, reflection_pad*d, replication_pad*d with backwards), pixel_shuffle /
+pixel_unshuffle, and grid_sampler_2d (+ backward).
+
+Every resampling here is separable: along each spatial axis, output position ``o`` reads a few
+input positions with fixed weights. An axis is therefore described by an index table
+(nearest/padding: forward is a gather, exact) or by an ``(out, in)`` weight matrix
+(linear/cubic: forward multiplies by it); a backward is the transposed operator along each axis.
+The tables follow ATen's UpSample.h formulas (source-index rules, float32 arithmetic for float
+inputs)."""
+import math
+
+import numpy as np
+
+from ..._core import dtype as D
+from ._util import nd, wrap
+
+_UPSAMPLE = ["upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+             "upsample_nearest_exact1d", "upsample_nearest_exact2d",
+             "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
+             "upsample_bicubic2d", "upsample_trilinear3d"]
+__all__ = (_UPSAMPLE + [n + "_backward" for n in _UPSAMPLE] +
+           ["constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
+            "replication_pad1d", "replication_pad2d", "replication_pad3d",
+            "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward",
+            "replication_pad1d_backward", "replication_pad2d_backward",
+            "replication_pad3d_backward", "pixel_shuffle", "pixel_unshuffle"])
+
+
+def _half_to_float(a):
+    return a.astype(np.float32) if a.dtype.name in ("float16", "bfloat16") else a
+
+
+def _apply(a, mats, transpose=False):
+    """Multiply the last len(mats) axes of a by (out, in) matrices (their transposes if asked)."""
+    k = len(mats)
+    for i, m in enumerate(mats):
+        ax = a.ndim - k + i
+        a = np.moveaxis(np.moveaxis(a, ax, -1) @ (m if transpose else m.T), -1, ax)
+    return np.ascontiguousarray(a)
+
+
+def _one_hot(idx, n, dtype):
+    m = np.zeros((len(idx), n), dtype)
+    m[np.arange(len(idx)), idx] = 1
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# Upsampling: one table per axis
+
+def _scale(in_size, out_size, align_corners, scale):
+    """ATen's area_pixel_compute_scale (align_corners None: the nearest modes)."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+
+
+def _nearest_index(n, m, scale, exact):
+    s = np.float32(_scale(n, m, None, scale))
+    dst = np.arange(m, dtype=np.float32) + (np.float32(0.5) if exact else 0)
+    return np.minimum(np.floor(dst * s).astype(np.int64), n - 1)
+
+
+def _linear_matrix(n, m, align_corners, scale, dtype):
+    s = np.asarray(_scale(n, m, align_corners, scale), dtype)
+    dst = np.arange(m, dtype=dtype)
+    src = s * dst if align_corners else np.maximum(s * (dst + 0.5) - 0.5, 0)
+    i0 = src.astype(np.int64)
+    i1 = i0 + (i0 < n - 1)
+    l1 = src - i0
+    w = np.zeros((m, n), dtype)
+    np.add.at(w, (np.arange(m), i0), 1 - l1)
+    np.add.at(w, (np.arange(m), i1), l1)
+    return w
+
+
+def _cubic_matrix(n, m, align_corners, scale, dtype):
+    s = np.asarray(_scale(n, m, align_corners, scale), dtype)
+    dst = np.arange(m, dtype=dtype)
+    src = s * dst if align_corners else s * (dst + 0.5) - 0.5
+    i = np.floor(src).astype(np.int64)
+    t = src - i
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    coeffs = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    w = np.zeros((m, n), dtype)
+    for j, c in enumerate(coeffs):
+        np.add.at(w, (np.arange(m), np.clip(i - 1 + j, 0, n - 1)), c)
+    return w
+
+
+# op name -> (spatial dims, mode)
+_MODES = {"upsample_nearest1d": (1, "nearest"), "upsample_nearest2d": (2, "nearest"),
+          "upsample_nearest3d": (3, "nearest"), "upsample_nearest_exact1d": (1, "exact"),
+          "upsample_nearest_exact2d": (2, "exact"), "upsample_nearest_exact3d": (3, "exact"),
+          "upsample_linear1d": (1, "linear"), "upsample_bilinear2d": (2, "linear"),
+          "upsample_bicubic2d": (2, "cubic"), "upsample_trilinear3d": (3, "linear")}
+_AXES = {1: "W", 2: "HW", 3: "DHW"}
+_FLOAT_ONLY = {"linear", "cubic"}
+
+
+def check_upsample(name, input_size, output_size, dtype):
+    k, mode = _MODES[name]
+    if len(output_size) != k:
+        raise RuntimeError(f"It is expected output_size equals to {k}, but got size "
+                           f"{len(output_size)}")
+    if len(input_size) != k + 2:
+        raise RuntimeError(f"It is expected input_size equals to {k + 2}, but got size "
+                           f"{len(input_size)}")
+    spatial = input_size[2:]
+    if any(s <= 0 for s in spatial) or any(o <= 0 for o in output_size):
+        axes = _AXES[k]
+        raise RuntimeError("Input and output sizes should be greater than 0, but got input ("
+                           + ", ".join(f"{a}: {s}" for a, s in zip(axes, spatial)) +
+                           ") output (" + ", ".join(f"{a}: {s}" for a, s in zip(axes, output_size))
+                           + ")")
+    if input_size[1] == 0:
+        raise RuntimeError(f"Non-empty {k + 2}D data tensor expected but got a tensor with sizes "
+                           f"[{', '.join(map(str, input_size))}]")
+    if not dtype.is_floating_point and (mode in _FLOAT_ONLY or dtype is not D.uint8):
+        kind = name.replace("_exact", "")
+        raise NotImplementedError(f"\"{kind}_channels_last\" not implemented for "
+                                  f"'{dtype._short}'")
+    return (*input_size[:2], *output_size)
+
+
+def _split_args(name, args):
+    """(align_corners, scales) from the arguments after output_size."""
+    if _MODES[name][1] in _FLOAT_ONLY:
+        return args[0], list(args[1:])
+    return None, list(args)
+
+
+def _tables(name, input_size, output_size, align_corners, scales, dtype):
+    k, mode = _MODES[name]
+    out = []
+    for n, m, s in zip(input_size[2:], output_size, scales + [None] * k):
+        if mode == "linear":
+            out.append(_linear_matrix(n, m, align_corners, s, dtype))
+        elif mode == "cubic":
+            out.append(_cubic_matrix(n, m, align_corners, s, dtype))
+        else:
+            out.append(_nearest_index(n, m, s, mode == "exact"))
+    return out
+
+
+def _upsample(name):
+    def kernel(self, output_size, *args):
+        shape = check_upsample(name, tuple(self._size), output_size, self._dtype)
+        align_corners, scales = _split_args(name, args)
+        x = nd(self)
+        if 0 in shape:
+            return wrap(np.zeros(shape, x.dtype))
+        if _MODES[name][1] in ("nearest", "exact"):
+            idx = _tables(name, x.shape, output_size, None, scales, None)
+            return wrap(np.ascontiguousarray(x[(Ellipsis, *np.ix_(*idx))]))
+        a = _half_to_float(x)
+        mats = _tables(name, x.shape, output_size, align_corners, scales, a.dtype)
+        return wrap(_apply(a, mats).astype(x.dtype, copy=False))
+    kernel.__name__ = name
+    return kernel
+
+
+def _upsample_backward(name):
+    def kernel(grad_output, output_size, input_size, *args):
+        shape = check_upsample(name, tuple(input_size), output_size, grad_output._dtype)
+        if tuple(grad_output._size) != shape:
+            for i, (a, b) in enumerate(zip(shape, grad_output._size)):
+                if a != b:
+                    raise RuntimeError(f"Expected grad_output to have the same shape as output; "
+                                       f"output.size({i}) = {a} but got grad_output.size({i}) = "
+                                       f"{b}")
+            raise RuntimeError(f"Expected grad_output to be a tensor of dimension {len(shape)} "
+                               f"but got: dimension {len(grad_output._size)}")
+        align_corners, scales = _split_args(name, args)
+        g = nd(grad_output)
+        if 0 in input_size or 0 in shape:
+            return wrap(np.zeros(tuple(input_size), g.dtype))
+        a = g.astype(np.float64) if g.dtype != np.float32 else g
+        tables = _tables(name, input_size, output_size, align_corners, scales, a.dtype)
+        mats = [t if t.ndim == 2 else _one_hot(t, n, a.dtype)
+                for t, n in zip(tables, input_size[2:])]
+        return wrap(_apply(a, mats, transpose=True).astype(g.dtype, copy=False))
+    kernel.__name__ = name + "_backward"
+    return kernel
+
+
+for _n in _UPSAMPLE:
+    globals()[_n] = _upsample(_n)
+    globals()[_n + "_backward"] = _upsample_backward(_n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding
+
+def check_constant_pad(self, pad):
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    nd_ = len(self._size)
+    if len(pad) // 2 > nd_:
+        raise RuntimeError(f"Length of pad should be no more than twice the number of dimensions "
+                           f"of the input. Pad length is {len(pad)}while the input has "
+                           f"{nd_}dimensions.")
+    shape = list(self._size)
+    for i in range(len(pad) // 2):
+        d = nd_ - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        new = shape[d] + lo + hi
+        if shape[d] + min(lo, 0) < 0 or shape[d] + min(lo, 0) + min(hi, 0) < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if new < 0:
+            raise RuntimeError(f"The input size {shape[d]}, plus negative padding {lo} and {hi} "
+                               f"resulted in a negative output size, which is invalid. Check "
+                               f"dimension {d} of your input.")
+        shape[d] = new
+    return tuple(shape)
+
+
+def constant_pad_nd(self, pad, value=0):
+    shape = check_constant_pad(self, pad)
+    x = nd(self)
+    res = np.full(shape, value).astype(x.dtype) if x.dtype != np.bool_ else \
+        np.full(shape, bool(value))
+    src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = x.shape[d]
+        src[d] = slice(max(-lo, 0), n - max(-hi, 0))
+        dst[d] = slice(max(lo, 0), max(lo, 0) + max(0, n - max(-lo, 0) - max(-hi, 0)))
+    res[tuple(dst)] = x[tuple(src)]
+    return wrap(res)
+
+
+def _pad_index(n, lo, hi, mode):
+    """Source index of each output position of an axis of size n padded by (lo, hi)."""
+    i = np.arange(-lo, n + hi)
+    if mode == "reflection":
+        i = np.abs(i)
+        return np.where(i >= n, 2 * (n - 1) - i, i)
+    return np.clip(i, 0, n - 1)
+
+
+def check_pad(mode, k, self, padding):
+    name = f"{mode}_pad{k}d"
+    if len(padding) != 2 * k:
+        raise RuntimeError(f"padding size is expected to be {2 * k}, but got: {len(padding)}")
+    nd_ = len(self._size)
+    if nd_ not in (k + 1, k + 2) or 0 in self._size[nd_ - k - 1:]:
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"[{', '.join(map(str, self._size))}]")
+    shape = list(self._size)
+    for i in range(k):
+        d = nd_ - 1 - i
+        lo, hi = padding[2 * i], padding[2 * i + 1]
+        if mode == "reflection" and (lo >= shape[d] or hi >= shape[d]):
+            raise RuntimeError(f"Argument #{4 + 2 * i if k > 1 else 4}: Padding size should be "
+                               f"less than the corresponding input dimension, but got: padding "
+                               f"({lo}, {hi}) at dimension {d} of input "
+                               f"[{', '.join(map(str, self._size))}]")
+        shape[d] += lo + hi
+        if shape[d] < 1:
+            raise RuntimeError(f"input ({'x'.join(map(str, self._size[-k:]))}) is too small. "
+                               f"Calculated output {'x'.join(map(str, shape[-k:]))}")
+    if self._dtype is D.bool_:
+        raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+    return tuple(shape)
+
+
+def _pad_tables(mode, k, size, padding):
+    return [_pad_index(size[-k + j], padding[2 * (k - 1 - j)], padding[2 * (k - 1 - j) + 1], mode)
+            for j in range(k)]
+
+
+def _pad(mode, k):
+    def kernel(self, padding):
+        shape = check_pad(mode, k, self, padding)
+        x = nd(self)
+        if 0 in shape:
+            return wrap(np.zeros(shape, x.dtype))
+        idx = _pad_tables(mode, k, x.shape, padding)
+        return wrap(np.ascontiguousarray(x[(Ellipsis, *np.ix_(*idx))]))
+    kernel.__name__ = f"{mode}_pad{k}d"
+    return kernel
+
+
+def _pad_backward(mode, k):
+    def kernel(grad_output, self, padding):
+        shape = check_pad(mode, k, self, padding)
+        if tuple(grad_output._size) != shape:
+            raise RuntimeError(f"gradOutput width unexpected. Expected: {shape[-1]}, Got: "
+                               f"{grad_output._size[-1]}")
+        g = nd(grad_output)
+        if 0 in shape:
+            return wrap(np.zeros(self._size, g.dtype))
+        a = g.astype(np.float64) if g.dtype != np.float32 else g
+        idx = _pad_tables(mode, k, self._size, padding)
+        mats = [_one_hot(t, n, a.dtype) for t, n in zip(idx, self._size[-k:])]
+        return wrap(_apply(a, mats, transpose=True).astype(g.dtype, copy=False))
+    kernel.__name__ = f"{mode}_pad{k}d_backward"
+    return kernel
+
+
+for _m in ("reflection", "replication"):
+    for _k in (1, 2, 3):
+        globals()[f"{_m}_pad{_k}d"] = _pad(_m, _k)
+        globals()[f"{_m}_pad{_k}d_backward"] = _pad_backward(_m, _k)
+
+
+# ---------------------------------------------------------------------------------------------
+# pixel_shuffle / pixel_unshuffle: reshape + transpose
+
+def check_pixel_shuffle(name, self, factor, shuffle):
+    if len(self._size) < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {len(self._size)} dimension(s)")
+    word = "upscale_factor" if shuffle else "downscale_factor"
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {word}, but got {factor}")
+    *lead, c, h, w = self._size
+    if shuffle:
+        if c % (factor * factor):
+            raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                               f"divisible by the square of upscale_factor, but input.size(-3)="
+                               f"{c} is not divisible by {factor * factor}")
+        return (*lead, c // (factor * factor), h * factor, w * factor)
+    if h % factor:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, "
+                           f"but input.size(-2)={h} is not divisible by {factor}")
+    if w % factor:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, "
+                           f"but input.size(-1)={w} is not divisible by {factor}")
+    return (*lead, c * factor * factor, h // factor, w // factor)
+
+
+def pixel_shuffle(self, upscale_factor):
+    shape = check_pixel_shuffle("pixel_shuffle", self, upscale_factor, True)
+    x = nd(self)
+    *lead, c, h, w = x.shape
+    r = upscale_factor
+    n = len(lead)
+    a = x.reshape(*lead, c // (r * r), r, r, h, w)
+    a = a.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return wrap(np.ascontiguousarray(a).reshape(shape))
+
+
+def pixel_unshuffle(self, downscale_factor):
+    shape = check_pixel_shuffle("pixel_unshuffle", self, downscale_factor, False)
+    x = nd(self)
+    *lead, c, h, w = x.shape
+    r = downscale_factor
+    n = len(lead)
+    a = x.reshape(*lead, c, h // r, r, w // r, r)
+    a = a.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return wrap(np.ascontiguousarray(a).reshape(shape))

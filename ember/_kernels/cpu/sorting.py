@@ -1,0 +1,407 @@
+"""CPU kernels that order values: sort, topk, kthvalue, median/nanmedian, mode, unique (sorted,
+by dim, consecutive), bincount, histc, searchsorted and bucketize.
+
+Everything that selects by rank goes through one stable sort (:func:`stable_argsort`: NaN sorts
+last ascending and first descending, ties keep their input order), so the indices PyTorch's
+stable CPU sort returns are reproduced. The shape/dtype rules and errors (``check_*``,
+``*_shape``) are shared with the Meta kernels in ``meta/sorting.py``; the ops whose output size
+depends on the data (unique, bincount) have no Meta kernel, as in PyTorch.
+"""
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ._util import own, wrap
+from .reduction import reduce_dims, reduced_shape
+
+# dtypes NumPy cannot order natively are compared as float32 (exact for both)
+_KEY = {D.float16: np.float32, D.bfloat16: np.float32}
+
+
+def _fmt(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _not_implemented(kernel, dt):
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._short}\'')
+
+
+def _keys(self):
+    """The tensor's values as an array NumPy sorts correctly (at least 1-d)."""
+    a = self._nd()
+    k = _KEY.get(self._dtype)
+    if k is not None:
+        a = a.astype(k)
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def stable_argsort(a, axis, descending=False):
+    """Stable argsort along ``axis``; descending keeps ties in input order (not reversed)."""
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    rev = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(rev, axis)
+
+
+def _result(self, values, idx, shape):
+    return wrap(own(values.reshape(shape))), wrap(own(idx.reshape(shape).astype(np.int64, copy=False)))
+
+
+# -- sort / topk -------------------------------------------------------------------------------
+
+def check_sort(name, self, dim):
+    if self._dtype.is_complex:
+        raise RuntimeError(f"{name}(): does not support complex input")
+    return _st.wrap_dim(dim, len(self._size))
+
+
+def _sort(self, dim, descending):
+    d = check_sort("sort", self, dim)
+    a = self._nd()
+    a1 = a.reshape(1) if a.ndim == 0 else a
+    idx = stable_argsort(_keys(self), d, descending)
+    return _result(self, np.take_along_axis(a1, idx, d), idx, self._size)
+
+
+def sort(self, dim=-1, descending=False):
+    return _sort(self, dim, descending)
+
+
+def sort_stable(self, stable, dim=-1, descending=False):
+    return _sort(self, dim, descending)  # the CPU sort is always stable
+
+
+def topk_shape(self, k, dim):
+    if self._dtype is D.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    d = check_sort("topk", self, dim)
+    n = self._size[d] if self._size else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    shape = list(self._size)
+    if shape:
+        shape[d] = k
+    return d, tuple(shape)
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema name)
+    d, shape = topk_shape(self, k, dim)
+    a = self._nd()
+    a1 = a.reshape(1) if a.ndim == 0 else a
+    idx = np.take(stable_argsort(_keys(self), d, largest), np.arange(k), axis=d)
+    return _result(self, np.take_along_axis(a1, idx, d), idx, shape)
+
+
+# -- rank selections along a dim: kthvalue, median, nanmedian, mode ------------------------------
+
+# op -> (the kernel name PyTorch's dtype error names, whether bool is supported)
+SELECTIONS = {"kthvalue": ("kthvalue_cpu", False), "median": ("median_cpu", False),
+              "nanmedian": ("nanmedian_cpu", False), "mode": ("mode", True)}
+
+
+def check_selection(name, self):
+    kernel, bool_ok = SELECTIONS[name]
+    if (self._dtype is D.bool_ and not bool_ok) or self._dtype.is_complex:
+        _not_implemented(kernel, self._dtype)
+
+
+def selection_dim(name, self, dim, keepdim, check_dtype=True):
+    """(wrapped dim, result shape) of a selection along ``dim``; empty dims are an error. The
+    dtype is checked last (``check_dtype=False`` defers it to the caller), as in PyTorch."""
+    dims = reduce_dims(name, self, dim, True)
+    d = _st.wrap_dim(dim, len(self._size))
+    if check_dtype:
+        check_selection(name, self)
+    return d, reduced_shape(self._size, dims, keepdim)
+
+
+def _select_rank(self, d, shape, rank):
+    """Values and indices at stable-sorted position ``rank`` along ``d`` (``rank`` broadcasts
+    against the input with ``d`` of size 1)."""
+    a = self._nd()
+    a1 = a.reshape(1) if a.ndim == 0 else a
+    idx = stable_argsort(_keys(self), d)
+    pick = np.take_along_axis(idx, np.broadcast_to(rank, idx.shape[:d] + (1,) + idx.shape[d + 1:]),
+                              d)
+    return _result(self, np.take_along_axis(a1, pick, d), pick, shape)
+
+
+def kthvalue_shape(self, k, dim, keepdim):
+    d, shape = selection_dim("kthvalue", self, dim, keepdim, check_dtype=False)
+    n = self._size[d] if self._size else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    check_selection("kthvalue", self)
+    return d, shape
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    d, shape = kthvalue_shape(self, k, dim, keepdim)
+    return _select_rank(self, d, shape, np.array(k - 1))
+
+
+def _nan_counts(self, d):
+    a = _keys(self)
+    return np.sum(a != a, axis=d, keepdims=True), a.shape[d]
+
+
+def median_dim(self, dim, keepdim=False):
+    d, shape = selection_dim("median", self, dim, keepdim)
+    n_nan, n = _nan_counts(self, d)
+    # any NaN makes the median NaN: the first NaN sits right after the valid values
+    return _select_rank(self, d, shape, np.where(n_nan > 0, n - n_nan, (n - 1) // 2))
+
+
+def nanmedian_dim(self, dim, keepdim=False):
+    d, shape = selection_dim("nanmedian", self, dim, keepdim)
+    n_nan, n = _nan_counts(self, d)
+    return _select_rank(self, d, shape, np.maximum((n - n_nan - 1) // 2, 0))
+
+
+def _full_median(name, self):
+    if _st.numel(self._size) == 0:  # NaN in the input's dtype, before any dtype check
+        with np.errstate(invalid="ignore"):
+            return wrap(np.array(np.nan).astype(self._dtype._np))
+    check_selection(name, self)
+    flat = wrap(self._nd().reshape(-1).copy())
+    values, _ = (median_dim if name == "median" else nanmedian_dim)(flat, 0)
+    return values
+
+
+def median(self):
+    return _full_median("median", self)
+
+
+def nanmedian(self):
+    return _full_median("nanmedian", self)
+
+
+def mode(self, dim=-1, keepdim=False):
+    d, shape = selection_dim("mode", self, dim, keepdim)
+    a = self._nd()
+    if a.ndim == 0 or a.size == 0:  # one element (index 0) or no slices at all
+        return _result(self, a.copy(), np.zeros(a.shape, np.int64), shape)
+    keys = np.moveaxis(_keys(self), d, -1)
+    n = keys.shape[-1]
+    rows = keys.reshape(-1, n)
+    order = np.argsort(rows, axis=1, kind="stable")
+    s = np.take_along_axis(rows, order, 1)
+    # run length so far at each sorted position; its first maximum ends the longest run of the
+    # smallest value, whose last element (stable sort) has the largest input index, as PyTorch
+    new_run = np.ones(s.shape, bool)
+    new_run[:, 1:] = s[:, 1:] != s[:, :-1]
+    pos = np.arange(n)
+    run_len = pos - np.maximum.accumulate(np.where(new_run, pos, 0), axis=1) + 1
+    j = np.argmax(run_len, axis=1)[:, None]
+    idx = np.take_along_axis(order, j, 1)
+    values = np.take_along_axis(np.moveaxis(a, d, -1).reshape(-1, n), idx, 1)
+    return _result(self, values, idx, shape)
+
+
+# -- unique (data-dependent sizes: no Meta kernels) ---------------------------------------------
+
+def _empty_index():
+    return wrap(np.zeros((0,), np.int64))
+
+
+def _unique_outputs(self, values, inverse, counts, inverse_shape, return_inverse, return_counts):
+    return (wrap(own(values.astype(self._dtype._np, copy=False))),
+            wrap(own(inverse.reshape(inverse_shape).astype(np.int64))) if return_inverse
+            else _empty_index(),
+            wrap(own(counts.astype(np.int64))) if return_counts else _empty_index())
+
+
+def _runs(s_rows_equal_prev, n):
+    """Group ids (0-based) and counts from 'equal to the previous element' flags of length n."""
+    new = np.ones(n, bool)
+    new[1:] = ~s_rows_equal_prev
+    group = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    return group, np.diff(np.append(starts, n)), starts
+
+
+def _unique2(self, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+    if self._dtype.is_complex:
+        _not_implemented("unique", self._dtype)
+    flat = _keys(self).reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    s = flat[order]
+    # NaN != NaN, so every NaN is its own value, as in PyTorch (always sorted on CPU)
+    group, counts, starts = _runs(s[1:] == s[:-1], s.size)
+    inverse = np.empty(s.size, np.int64)
+    inverse[order] = group
+    values = self._nd().reshape(-1)[order[starts]]
+    return _unique_outputs(self, values, inverse, counts, self._size, return_inverse,
+                           return_counts)
+
+
+def _unique_slices(self, dim, name):
+    """(wrapped dim, rows: the slices along ``dim`` flattened to rows of keys)."""
+    d = _st.wrap_dim(dim, len(self._size), scalar_ok=False)
+    if _st.numel(self._size) == 0 and self._size[d] != 0:
+        raise RuntimeError(f"There are 0 sized dimensions, and they aren't selected, so "
+                           f"{name} cannot be applied")
+    keys = np.moveaxis(_keys(self), d, 0)
+    return d, keys.reshape(keys.shape[0], -1)
+
+
+def _slices_out(self, d, take):
+    return np.take(self._nd(), take, axis=d)
+
+
+def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+    d, rows = _unique_slices(self, dim, "unique")
+    n = rows.shape[0]
+    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(n)
+    s = rows[order]
+    group, counts, starts = _runs(np.all(s[1:] == s[:-1], axis=1), n)
+    inverse = np.empty(n, np.int64)
+    inverse[order] = group
+    return _unique_outputs(self, _slices_out(self, d, order[starts]), inverse, counts, (n,),
+                           return_inverse, return_counts)
+
+
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    if dim is None:
+        flat = _keys(self).reshape(-1)
+        group, counts, starts = _runs(flat[1:] == flat[:-1], flat.size)
+        values = self._nd().reshape(-1)[starts]
+        return _unique_outputs(self, values, group, counts, self._size, return_inverse,
+                               return_counts)
+    d, rows = _unique_slices(self, dim, "unique_consecutive")
+    n = rows.shape[0]
+    group, counts, starts = _runs(np.all(rows[1:] == rows[:-1], axis=1), n)
+    return _unique_outputs(self, _slices_out(self, d, starts), group, counts, (n,),
+                           return_inverse, return_counts)
+
+
+# -- counting: bincount (data-dependent size), histc ------------------------------------------
+
+def bincount(self, weights=None, minlength=0):
+    if self._dtype._category != D.INTEGRAL:
+        _not_implemented("bincount_cpu", self._dtype)
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    # weights of dtype float keep it; every other weights dtype counts in double
+    rdt = D.int64 if weights is None else (D.float32 if weights._dtype is D.float32
+                                           else D.float64)
+    a = self._nd()
+    if a.ndim == 1 and a.size == 0:
+        return wrap(np.zeros((minlength,), rdt._np))
+    if a.ndim != 1 or a.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None
+    if weights is not None:
+        if len(weights._size) != 1 or weights._size[0] != self._size[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        w = weights._nd().astype(np.float64)
+    return wrap(own(np.bincount(a.astype(np.int64), w, minlength).astype(rdt._np, copy=False)))
+
+
+def check_histc(self, bins, min, max):  # noqa: A002  (schema names)
+    if self._dtype._category != D.FLOATING:
+        _not_implemented("histogram_cpu", self._dtype)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    return (bins,)
+
+
+def histc(self, bins=100, min=0, max=0):  # noqa: A002
+    check_histc(self, bins, min, max)
+    a = self._nd().reshape(-1).astype(np.float64)
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    inside = a[(a >= lo) & (a <= hi)]
+    # the bin of x is floor((x - lo) * bins / (hi - lo)); x == hi belongs to the last bin
+    b = np.minimum(((inside - lo) * bins / (hi - lo)).astype(np.int64), bins - 1)
+    return wrap(np.bincount(b, minlength=bins).astype(self._dtype._np))
+
+
+# -- searchsorted / bucketize ----------------------------------------------------------------
+
+def check_searchsorted(seq, self_shape, self_dtype, out_int32, right, side, sorter):
+    """PyTorch's checks; returns (NumPy side, result dtype)."""
+    for dt in (seq._dtype, self_dtype):
+        if dt is D.bool_ or dt.is_complex:
+            _not_implemented("searchsorted_out_cpu", dt)
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
+                           f"{side}")
+    if side == "left" and right:
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got "
+                           "side of left while right was True")
+    if len(seq._size) == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if len(seq._size) > 1 and (len(self_shape) != len(seq._size) or
+                               tuple(seq._size[:-1]) != tuple(self_shape[:-1])):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           f"first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {_fmt(seq._size)} and input "
+                           f"value tensor {_fmt(self_shape)}")
+    if sorter is not None:
+        if tuple(sorter._size) != tuple(seq._size):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {_fmt(seq._size)}and got sorter "
+                               f"tensor {_fmt(sorter._size)}")
+        if sorter._dtype is not D.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {sorter._dtype._short}")
+    return ("right" if right or side == "right" else "left"), (D.int32 if out_int32 else D.int64)
+
+
+def _searchsorted(seq, values, self_shape, self_dtype, out_int32, right, side, sorter):
+    np_side, rdt = check_searchsorted(seq, self_shape, self_dtype, out_int32, right, side, sorter)
+    s = _keys(seq)
+    if sorter is not None:
+        s = np.take_along_axis(s, sorter._nd(), -1)
+    v = np.asarray(values, dtype=np.float64 if _KEY.get(self_dtype) else None)
+    if s.ndim == 1:
+        r = np.searchsorted(s, v, np_side)
+    else:  # one search per leading row (each row has its own boundaries)
+        rows, vrows = s.reshape(-1, s.shape[-1]), v.reshape(-1, v.shape[-1])
+        r = np.stack([np.searchsorted(b, x, np_side) for b, x in zip(rows, vrows)])
+    return wrap(own(np.asarray(r).reshape(self_shape).astype(rdt._np)))
+
+
+def searchsorted_Tensor(sorted_sequence, self, out_int32=False, right=False, side=None,
+                        sorter=None):
+    return _searchsorted(sorted_sequence, self._nd(), self._size, self._dtype, out_int32, right,
+                         side, sorter)
+
+
+def searchsorted_Scalar(sorted_sequence, self, out_int32=False, right=False, side=None,
+                        sorter=None):
+    from ..._core.promotion import scalar_dtype
+    return _searchsorted(sorted_sequence, self, (), scalar_dtype(self), out_int32, right, side,
+                         sorter)
+
+
+def check_bucketize(boundaries):
+    if len(boundaries._size) != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{len(boundaries._size)})")
+
+
+def bucketize_Tensor(self, boundaries, out_int32=False, right=False):
+    check_bucketize(boundaries)
+    return searchsorted_Tensor(boundaries, self, out_int32, right)
+
+
+def bucketize_Scalar(self, boundaries, out_int32=False, right=False):
+    check_bucketize(boundaries)
+    return searchsorted_Scalar(boundaries, self, out_int32, right)
+
+
+__all__ = ["sort", "sort_stable", "topk", "kthvalue", "median", "median_dim", "nanmedian",
+           "nanmedian_dim", "mode", "_unique2", "unique_dim", "unique_consecutive", "bincount",
+           "histc", "searchsorted_Tensor", "searchsorted_Scalar", "bucketize_Tensor",
+           "bucketize_Scalar"]

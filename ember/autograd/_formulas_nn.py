@@ -1,0 +1,105 @@
+"""Helpers the ``nn.functional`` entries of ``derivatives.yaml`` call (PyTorch's
+FunctionsManual names), re-exported by ``_formulas`` so formulas see them.
+
+Most nn backward ops are ``python: false`` (PyTorch keeps them out of ``torch.*`` too), so the
+names below give formulas PyTorch's spelling (``gelu_backward(grad, self, approximate)``) for
+the dispatcher call ``ops.aten.gelu_backward.default``.
+"""
+
+def _op(name, overload="default"):
+    def call(*args, **kwargs):
+        from .._ops.overload import ops
+        return getattr(getattr(ops.aten, name), overload)(*args, **kwargs)
+    call.__name__ = name.lstrip("_")
+    return call
+
+
+_BACKWARD_OPS = [
+    "gelu_backward", "silu_backward", "mish_backward", "elu_backward", "leaky_relu_backward",
+    "hardtanh_backward", "hardsigmoid_backward", "hardswish_backward", "softplus_backward",
+    "softshrink_backward", "hardshrink_backward", "log_sigmoid_backward", "glu_backward",
+    "_prelu_kernel_backward", "native_layer_norm_backward", "native_batch_norm_backward",
+    "native_group_norm_backward", "nll_loss_backward", "embedding_backward",
+    "native_dropout_backward", "mse_loss_backward", "binary_cross_entropy_backward",
+    "nll_loss", "embedding", "_softmax_backward_data", "_log_softmax_backward_data",
+]
+# (a leading underscore would hide a helper from formulas: _prelu_kernel_backward is spelled
+# prelu_kernel_backward there)
+_HELPERS = {n.lstrip("_"): _op(n) for n in _BACKWARD_OPS}
+globals().update(_HELPERS)
+
+
+def not_implemented(name):
+    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+
+
+def dropout_scale(p, train):
+    """The scale native_dropout's backward multiplies by (ATen's formula)."""
+    if train is False:
+        return 1.0
+    return 0.0 if p == 1 else 1.0 / (1.0 - p)
+
+
+def _reduce(t, reduction):
+    return t.mean() if reduction == 1 else (t.sum() if reduction == 2 else t)
+
+
+def _grad_scale(grad, reduction, numel):
+    return grad / numel if reduction == 1 else grad
+
+
+def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
+    import ember
+    g = ember.log(1 - self) - ember.log(self)
+    g = g * _grad_scale(grad, reduction, self.numel())
+    return g * weight if weight is not None else g
+
+
+def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight,
+                                              reduction):
+    import ember
+    s = ember.sigmoid(self)
+    if pos_weight is not None:
+        t = pos_weight * target
+        g = (t + 1 - target) * s - t
+    else:
+        g = s - target
+    g = g * _grad_scale(grad, reduction, self.numel())
+    return g * weight if weight is not None else g
+
+
+def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight,
+                                                     reduction):
+    import ember
+    if pos_weight is not None:
+        # d/dy [(1-y) x + (1 + (pw-1) y) softplus(-x)] = -x + (pw-1) softplus(-x)
+        g = -self + (pos_weight - 1) * -ember.nn.functional.logsigmoid(self)
+    else:
+        g = -self
+    g = g * _grad_scale(grad, reduction, self.numel())
+    return g * weight if weight is not None else g
+
+
+def embedding_dense_double_backward(grad, indices, padding_idx):
+    import ember
+    out = ember.embedding(grad, indices)
+    if padding_idx >= 0:
+        keep = (indices != padding_idx).unsqueeze(-1).to(out.dtype)
+        out = out * keep
+    return out
+
+
+def softmax_double_backward(grad, grad_output, dim, output):
+    return grad_output * grad - (output * grad_output).sum(dim, keepdim=True) * grad - \
+        grad_output * (output * grad).sum(dim, keepdim=True)
+
+
+def log_softmax_double_backward(grad, grad_output, dim, output):
+    import ember
+    return -grad_output.sum(dim, keepdim=True) * ember.exp(output) * grad
+
+
+__all__ = [*_HELPERS, "not_implemented", "dropout_scale",
+           "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
+           "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
+           "softmax_double_backward", "log_softmax_double_backward"]

@@ -1,0 +1,53 @@
+"""Backward helpers of the pointwise ops (PyTorch's FunctionsManual.cpp names), written in ember
+ops so that backward passes are themselves differentiable. Star-imported by ``_formulas``."""
+import math
+
+from ._formulas import _E
+
+__all__ = ["sgn_backward", "logit_backward", "angle_backward", "copysign_tensor_self_backward",
+           "polar_backward", "fmax_fmin_self_mask"]
+
+
+def sgn_backward(self, grad, result):
+    """d sgn: zero for real inputs; for complex x, (g - sgn(x)^2 conj(g)) / (2|x|), 0 at x = 0."""
+    E = _E()
+    if not self._dtype.is_complex:
+        return E.zeros_like(grad)
+    a = self.abs()
+    g = (grad - (result * result) * grad.conj()) / (2 * a)
+    return g.masked_fill(a == 0, 0)
+
+
+def logit_backward(grad, self, eps):
+    """1 / (x (1 - x)); outside [eps, 1 - eps] the clamped input has no gradient (0), and
+    without eps a point outside [0, 1] has none either (NaN)."""
+    E = _E()
+    g = grad / (self * (1 - self))
+    if eps is None:
+        return E.where((self < 0) | (self > 1), E.full_like(g, math.nan), g)
+    return E.where((self < eps) | (self > 1 - eps), E.zeros_like(g), g)
+
+
+def angle_backward(grad, self):
+    E = _E()
+    if not self._dtype.is_complex:
+        return E.zeros_like(self)
+    g = (grad * self) / self.abs().pow(2) * 1j
+    return E.where(self == 0, E.zeros_like(g), g)
+
+
+def copysign_tensor_self_backward(grad, self, result):
+    ratio = (result / self).masked_fill(self == 0, 0)
+    return grad * ratio
+
+
+def polar_backward(grad, result):
+    """(d abs, d angle) of polar(abs, angle) = abs * e^(i angle)."""
+    E = _E()
+    g = grad.conj()
+    return E.real(g * result.sgn()), E.real(g * (result * 1j))
+
+
+def fmax_fmin_self_mask(self, other, self_wins):
+    """Where fmax/fmin took ``self``: it won the comparison or ``other`` is NaN."""
+    return self_wins | other.isnan()

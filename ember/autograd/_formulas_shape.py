@@ -1,0 +1,312 @@
+"""Backward helpers for the shape, indexing and linear-algebra ops (PyTorch's FunctionsManual
+names), in ember ops so that backward passes are differentiable. ``_formulas`` re-exports them
+into the namespace derivatives.yaml formulas are evaluated in."""
+import math
+
+__all__ = ["repeat_backward", "gather_backward", "index_select_backward",
+           "index_source_backward", "masked_scatter_backward", "masked_select_backward", "take_backward",
+           "block_diag_backward", "trace_backward", "scatter_reduce_backward",
+           "linalg_det_backward", "slogdet_backward", "cholesky_backward", "svd_backward",
+           "linalg_eigh_backward", "linalg_qr_backward", "linalg_vector_norm_backward",
+           "linalg_solve_backward", "inv_backward", "mH"]
+
+
+def _E():
+    import ember
+    return ember
+
+
+def repeat_backward(grad, repeats, input_shape):
+    """Sum the copies: view each repeated dim r*s as (r, s) and sum over the r axis."""
+    repeats = list(repeats)
+    lead = len(repeats) - len(input_shape)
+    for _ in range(lead):  # the leading dims repeat a size-1 prefix
+        grad = grad.sum(0)
+    split = []
+    for r, s in zip(repeats[lead:], input_shape):
+        split += [r, s]
+    g = grad.reshape(split) if split else grad
+    if split:
+        g = g.sum(list(range(0, len(split), 2)))
+    return g.reshape(input_shape)
+
+
+def gather_backward(grad, self, dim, index, sparse_grad=False):
+    return _E().zeros_like(self).scatter_add(dim, index, grad)
+
+
+def index_select_backward(grad, sizes, dim, index):
+    E = _E()
+    return E.zeros(sizes, dtype=grad.dtype, device=grad.device).index_add(dim, index, grad)
+
+
+def index_source_backward(grad, dim, index, source):
+    """Gradient reaching ``source`` of index_add/index_copy: grad's selected slices."""
+    g = grad.index_select(dim, index) if grad.dim() else grad.reshape(1)[index.reshape(-1)]
+    return g.reshape(source.shape)
+
+
+def masked_scatter_backward(grad, mask, sizes):
+    """source's gradient: the masked elements of grad, in order, padded with zeros."""
+    E = _E()
+    n = math.prod(sizes)
+    g = grad.masked_select(mask)
+    diff = n - g.numel()
+    if diff > 0:
+        g = E.cat([g, E.zeros(diff, dtype=g.dtype, device=g.device)])
+    return g[:n].reshape(sizes)
+
+
+def masked_select_backward(grad, self, mask):
+    from .._core.strides import broadcast_shapes
+    E = _E()
+    shape = broadcast_shapes(self._size, mask._size)
+    return E.zeros(shape, dtype=grad.dtype, device=grad.device).masked_scatter(mask, grad)
+
+
+def take_backward(grad, self, index):
+    return _E().zeros_like(self).put_(index, grad, True)
+
+
+def block_diag_backward(grad, sizes):
+    out, i, j = [], 0, 0
+    for s in sizes:
+        h, w = (1, 1) if len(s) == 0 else ((1, s[0]) if len(s) == 1 else s)
+        out.append(grad[i:i + h, j:j + w].reshape(s))
+        i, j = i + h, j + w
+    return out
+
+
+def trace_backward(grad, sizes):
+    E = _E()
+    return grad * E.eye(sizes[0], sizes[1], dtype=grad.dtype, device=grad.device)
+
+
+def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result):
+    """PyTorch's scatter_reduce_backward (sum, mean, prod, amax, amin)."""
+    E = _E()
+    if reduce == "sum":
+        return grad, grad.gather(dim, index)
+    if reduce == "mean":
+        n = E.ones_like(self) if include_self else E.zeros_like(self)
+        n = n.scatter_add(dim, index, E.ones_like(src))
+        n = n.masked_fill(n == 0, 1)
+        g_self = grad / n
+        return (g_self if include_self else g_self.masked_fill(_scattered(self, dim, index), 0),
+                g_self.gather(dim, index))
+    if reduce == "prod":
+        # d result / d x = result / x where x != 0; at zeros, the product of the others
+        masked_self = self.masked_fill(self == 0, 1)
+        masked_src = src.masked_fill(src == 0, 1)
+        zeros_self = (self == 0).to(grad.dtype)
+        zeros_src = E.zeros_like(self).scatter_add(dim, index, (src == 0).to(grad.dtype))
+        if include_self:
+            zeros_src = zeros_src + zeros_self
+        prod_nonzero = (masked_self if include_self else E.ones_like(self)).scatter_reduce(
+            dim, index, masked_src, "prod", include_self=True)
+        g_self = E.where(self == 0, E.where(zeros_src == 1, grad * prod_nonzero, 0.0),
+                         grad * result / masked_self)
+        res_g = result.gather(dim, index)
+        cnt = zeros_src.gather(dim, index)
+        pn = prod_nonzero.gather(dim, index)
+        gg = grad.gather(dim, index)
+        g_src = E.where(src == 0, E.where(cnt == 1, gg * pn, 0.0), gg * res_g / masked_src)
+        if not include_self:
+            g_self = g_self.masked_fill(_scattered(self, dim, index), 0)
+        return g_self, g_src
+    # amax / amin: the gradient is shared evenly between the elements equal to the result
+    value = result.gather(dim, index)
+    self_is = (self == result).to(grad.dtype)
+    src_is = (src == value).to(grad.dtype)
+    n = (self_is if include_self else E.zeros_like(self_is)).scatter_add(dim, index, src_is)
+    g = grad / n.masked_fill(n == 0, 1)
+    g_self = self_is * g if include_self else \
+        (self_is * g).masked_fill(_scattered(self, dim, index), 0)
+    return g_self, src_is * g.gather(dim, index)
+
+
+def _scattered(self, dim, index):
+    """Positions of self that receive at least one scattered value."""
+    E = _E()
+    return E.zeros_like(self, dtype=E.bool).scatter(dim, index, True)
+
+
+# -- linear algebra ----------------------------------------------------------------------------
+
+def mH(t):
+    return t.transpose(-2, -1).conj() if t.is_complex() else t.transpose(-2, -1)
+
+
+def inv_backward(grad, inverse):
+    ih = mH(inverse)
+    return -(ih @ grad @ ih)
+
+
+def linalg_det_backward(grad, det, A, LU, pivots):
+    """d det(A) = det(A) A^{-H}; computed through a solve so singular A gives finite values when
+    it can (PyTorch falls back to an SVD-based formula there; ember uses the pseudo-inverse)."""
+    E = _E()
+    g = (grad * det.conj()).unsqueeze(-1).unsqueeze(-1)
+    return g * mH(E.linalg.pinv(A))
+
+
+def slogdet_backward(grad_sign, grad_logabsdet, A, sign, LU, pivots):
+    E = _E()
+    g = grad_logabsdet.unsqueeze(-1).unsqueeze(-1)
+    return g * mH(E.linalg.inv(A))
+
+
+def cholesky_backward(grad, upper, L):
+    """PyTorch's cholesky_backward: gA = L^{-H} Φ(L^H gL) L^{-1}, symmetrized."""
+    E = _E()
+    if upper:
+        L = mH(L)
+        grad = mH(grad)
+    phi = mH(L) @ grad
+    phi = phi.tril()
+    phi = phi - 0.5 * E.diag_embed(phi.diagonal(0, -2, -1))
+    eye = E.eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    L_inv = E.linalg.solve_triangular(L, eye, upper=False) if hasattr(E.linalg, "solve_triangular") \
+        else E.linalg.inv(L)
+    gA = mH(L_inv) @ phi @ L_inv
+    return 0.5 * (gA + mH(gA))
+
+
+def linalg_eigh_backward(gL, gV, L, V):
+    """Real symmetric case: gA = V (diag(gL) + F ∘ (V^T gV)) V^T, F_ij = 1 / (λ_j - λ_i)."""
+    E = _E()
+    out = None
+    if gV is not None:
+        diff = L.unsqueeze(-2) - L.unsqueeze(-1)
+        n = L.shape[-1]
+        eye = E.eye(n, dtype=E.bool, device=L.device)
+        F = E.where(eye, E.zeros((), dtype=L.dtype), 1.0 / E.where(eye, E.ones((), dtype=L.dtype),
+                                                                   diff))
+        VhgV = mH(V) @ gV
+        inner = F * (VhgV - mH(VhgV)) * 0.5
+        out = inner
+    if gL is not None:
+        d = E.diag_embed(gL)
+        out = d if out is None else out + d
+    if out is None:
+        return None
+    return V @ out @ mH(V)
+
+
+def svd_backward(gU, gS, gVh, U, S, Vh, full_matrices):
+    """Real SVD backward (PyTorch's svd_backward, reduced case)."""
+    E = _E()
+    if full_matrices and (gU is not None or gVh is not None):
+        m, n = U.shape[-2], Vh.shape[-1]
+        k = S.shape[-1]
+        U = U[..., :k]
+        Vh = Vh[..., :k, :]
+        gU = gU[..., :k] if gU is not None else None
+        gVh = gVh[..., :k, :] if gVh is not None else None
+    if gU is None and gVh is None:
+        return U @ (gS.unsqueeze(-1) * Vh) if gS is not None else None
+    V = mH(Vh)
+    gV = mH(gVh) if gVh is not None else None
+    k = S.shape[-1]
+    m, n = U.shape[-2], V.shape[-2]
+    S2 = S * S
+    diff = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    eye = E.eye(k, dtype=E.bool, device=S.device)
+    F = E.where(eye, E.zeros((), dtype=S.dtype), 1.0 / E.where(eye, E.ones((), dtype=S.dtype), diff))
+    Sd = E.diag_embed(S)
+    inner = E.zeros_like(Sd)
+    if gU is not None:
+        UhgU = mH(U) @ gU
+        inner = inner + (F * (UhgU - mH(UhgU))) @ Sd
+    if gV is not None:
+        VhgV = mH(V) @ gV
+        inner = inner + Sd @ (F * (VhgV - mH(VhgV)))
+    if gS is not None:
+        inner = inner + E.diag_embed(gS)
+    gA = U @ inner @ Vh
+    Sinv = (1.0 / S).unsqueeze(-2)
+    if gU is not None and m > k:
+        gA = gA + (gU - U @ (mH(U) @ gU)) * Sinv @ Vh
+    if gV is not None and n > k:
+        gA = gA + U @ mH((gV - V @ (mH(V) @ gV)) * Sinv)
+    return gA
+
+
+def linalg_qr_backward(gQ, gR, Q, R, mode):
+    """QR backward for m >= n (reduced): PyTorch's linalg_qr_backward."""
+    E = _E()
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
+                           "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
+                           "differentiate through linalg.qr.")
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:
+        raise NotImplementedError("The derivative of linalg.qr is not implemented when "
+                                  "mode='complete' and nrows > ncols, or when nrows < ncols.")
+    gA = None
+    M = E.zeros(R.shape[:-2] + (n, n), dtype=R.dtype, device=R.device)
+    if gR is not None:
+        M = M + R @ mH(gR)
+    if gQ is not None:
+        M = M - mH(gQ) @ Q
+    M = M.tril(-1)
+    M = M + mH(M)
+    M = M - E.diag_embed(M.diagonal(0, -2, -1)) * 0.5
+    b = (gQ if gQ is not None else E.zeros_like(Q)) + Q @ M.tril()
+    # gA = b R^{-H}
+    gA = E.linalg.solve(R, mH(b), left=True)
+    return mH(gA)
+
+
+def linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim):
+    E = _E()
+    if dim is not None and not keepdim and self.dim():
+        dims = sorted(d % self.dim() for d in (dim if isinstance(dim, (list, tuple)) else [dim]))
+        for d in dims:
+            grad = grad.unsqueeze(d)
+            result = result.unsqueeze(d)
+    elif dim is None and not keepdim and self.dim():
+        grad = grad.reshape([1] * self.dim())
+        result = result.reshape([1] * self.dim())
+    ord = float(ord)
+    if ord == 0.0:
+        return E.zeros_like(self)
+    if ord == 1.0:
+        return self.sgn() * grad
+    if ord == 2.0:
+        return self * (grad / result).masked_fill(result == 0, 0)
+    if math.isinf(ord):
+        mask = (self.abs() == result).to(self.dtype)
+        n = mask.sum(dim if dim is not None else list(range(self.dim())), keepdim=True) \
+            if self.dim() else mask
+        return self.sgn() * grad * mask / n
+    scale = self.abs().pow(ord - 2) * self * (grad / result.pow(ord - 1))
+    return scale.masked_fill(result == 0, 0)
+
+
+def linalg_solve_backward(grad, result, A, left):
+    E = _E()
+    gB = E.linalg.solve(mH(A), grad, left=left)
+    gA = -(gB @ mH(result)) if left else -(mH(result) @ gB)
+    return gA, gB
+
+
+def linalg_eig_backward(grads):
+    raise NotImplementedError("ember: the derivative of linalg_eig (complex eigenvectors) is not "
+                              "implemented yet")
+
+
+def linalg_lstsq_backward(grad, self, b):
+    """The solution is pinv(A) B: differentiate through the pseudo-inverse."""
+    from .. import autograd
+    E = _E()
+    with E.enable_grad():
+        a = self.detach().requires_grad_(True)
+        bb = b.detach().requires_grad_(True)
+        x = E.linalg.pinv(a) @ (bb if bb.dim() == a.dim() else bb.unsqueeze(-1))
+        x = x if bb.dim() == a.dim() else x.squeeze(-1)
+        ga, gb = autograd.grad(x, (a, bb), grad, allow_unused=True)
+    return ga, gb
+
+
+__all__ += ["linalg_eig_backward", "linalg_lstsq_backward"]

@@ -1,0 +1,167 @@
+"""``ember.linalg``: PyTorch's ``torch.linalg`` functions. Each calls its ``linalg_*`` aten op
+(declared in native_functions.yaml: CPU kernels on LAPACK through NumPy/SciPy, or composites of
+them as in PyTorch) through the generated binding, so ``out=`` and argument checking behave as
+in every other op. Failures that depend on the values (a singular matrix, a matrix that is not
+positive-definite) raise :class:`LinAlgError`, a RuntimeError as in PyTorch."""
+import builtins as _builtins
+
+from .._kernels.cpu.linalg import LinAlgError
+
+__all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "lstsq",
+           "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh",
+           "eigvalsh", "norm", "vector_norm", "matrix_norm", "pinv", "matrix_rank",
+           "matrix_power", "cross", "multi_dot"]
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _out(out):
+    return {} if out is None else {"out": out}
+
+
+def inv(A, *, out=None):
+    return _E().linalg_inv(A, **_out(out))
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.inv_ex: out= is not supported yet")
+    return _E().linalg_inv_ex(A, check_errors=check_errors)
+
+
+def det(A, *, out=None):
+    return _E().linalg_det(A, **_out(out))
+
+
+def slogdet(A, *, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.slogdet: out= is not supported yet")
+    return _E().linalg_slogdet(A)
+
+
+def solve(A, B, *, left=True, out=None):
+    return _E().linalg_solve(A, B, left=left, **_out(out))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.solve_ex: out= is not supported yet")
+    return _E().linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    return _E().linalg_lstsq(A, B, rcond, driver=driver)
+
+
+def cholesky(A, *, upper=False, out=None):
+    return _E().linalg_cholesky(A, upper=upper, **_out(out))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.cholesky_ex: out= is not supported yet")
+    return _E().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
+
+
+def qr(A, mode="reduced", *, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.qr: out= is not supported yet")
+    return _E().linalg_qr(A, mode)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.svd: out= is not supported yet")
+    return _E().linalg_svd(A, full_matrices, driver=driver)
+
+
+def svdvals(A, *, driver=None, out=None):
+    return _E().linalg_svdvals(A, driver=driver, **_out(out))
+
+
+def eig(A, *, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.eig: out= is not supported yet")
+    return _E().linalg_eig(A)
+
+
+def eigvals(A, *, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.eigvals: out= is not supported yet")
+    return _E().linalg_eigvals(A)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    if out is not None:
+        raise NotImplementedError("ember.linalg.eigh: out= is not supported yet")
+    return _E().linalg_eigh(A, UPLO)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    return _E().linalg_eigvalsh(A, UPLO, **_out(out))
+
+
+def _dims(dim):
+    return [dim] if isinstance(dim, int) else dim
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    E = _E()
+    if isinstance(ord, str):
+        return E.ops.aten.linalg_norm.ord_str(A, ord, _dims(dim), keepdim, dtype=dtype,
+                                              **_out(out))
+    return E.ops.aten.linalg_norm.default(A, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    return _E().linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    aten = _E().ops.aten
+    op = aten.linalg_matrix_norm.str_ord if isinstance(ord, str) else \
+        aten.linalg_matrix_norm.default
+    if out is not None:
+        op = aten.linalg_matrix_norm.str_ord_out if isinstance(ord, str) else \
+            aten.linalg_matrix_norm.out
+        return op(A, ord, list(dim), keepdim, dtype=dtype, out=out)
+    return op(A, ord, list(dim), keepdim, dtype=dtype)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    aten = _E().ops.aten
+    if rcond is not None:  # the legacy form: rtol given positionally
+        if out is not None:
+            return aten.linalg_pinv.out(A, _builtins.float(rcond), hermitian, out=out)
+        return aten.linalg_pinv.default(A, _builtins.float(rcond), hermitian)
+    if out is not None:
+        return aten.linalg_pinv.atol_rtol_float_out(A, atol=atol, rtol=rtol, hermitian=hermitian,
+                                                    out=out)
+    return aten.linalg_pinv.atol_rtol_float(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    aten = _E().ops.aten
+    if tol is not None:  # the legacy form: an absolute tolerance
+        if out is not None:
+            return aten.linalg_matrix_rank.out(A, _builtins.float(tol), hermitian, out=out)
+        return aten.linalg_matrix_rank.default(A, _builtins.float(tol), hermitian)
+    if out is not None:
+        return aten.linalg_matrix_rank.atol_rtol_float_out(A, atol=atol, rtol=rtol,
+                                                           hermitian=hermitian, out=out)
+    return aten.linalg_matrix_rank.atol_rtol_float(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def matrix_power(A, n, *, out=None):
+    return _E().linalg_matrix_power(A, n, **_out(out))
+
+
+def cross(input, other, *, dim=-1, out=None):  # noqa: A002  (PyTorch's name)
+    return _E().linalg_cross(input, other, dim=dim, **_out(out))
+
+
+def multi_dot(tensors, *, out=None):
+    return _E().linalg_multi_dot(list(tensors), **_out(out))

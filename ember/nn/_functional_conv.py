@@ -1,0 +1,394 @@
+"""``ember.nn.functional``'s convolution, pooling, resampling, padding and folding functions, with
+PyTorch's signatures and argument handling (``torch/nn/functional.py`` and the C++ front ends
+``torch.conv2d``, ``torch._C._nn.avg_pool2d``...): they normalize ints/tuples/None and call
+the aten op PyTorch calls. Re-exported by ``ember.nn.functional``."""
+import math
+import warnings
+
+from .._ops.overload import ops
+
+_aten = ops.aten
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d",
+           "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "interpolate",
+           "upsample", "upsample_nearest", "upsample_bilinear", "pad", "unfold", "fold",
+           "pixel_shuffle", "pixel_unshuffle"]
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _tuple(v, n):
+    """An int (or a 1-element sequence) repeated n times; a sequence as a list."""
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    return [v] * n
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolutions (torch.conv*d: ints or tuples; padding may be 'same' / 'valid')
+
+def _conv(k, input, weight, bias, stride, padding, dilation, groups):
+    name = f"conv{k}d"
+    op = getattr(_aten, name)
+    if isinstance(padding, str):
+        return op.padding(input, weight, bias, _tuple(stride, k), padding, _tuple(dilation, k),
+                          groups)
+    return op.default(input, weight, bias, _tuple(stride, k), _tuple(padding, k),
+                      _tuple(dilation, k), groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(k, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    if isinstance(padding, str):
+        raise TypeError(f"conv_transpose{k}d(): argument 'padding' must be tuple of ints, not str")
+    op = getattr(_aten, f"conv_transpose{k}d")
+    op = op.default if k == 1 else op.input
+    return op(input, weight, bias, _tuple(stride, k), _tuple(padding, k),
+              _tuple(output_padding, k), groups, _tuple(dilation, k))
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling
+
+def _stride(stride, kernel_size, k):
+    return [] if stride is None else _tuple(stride, k)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _aten.avg_pool1d.default(input, _tuple(kernel_size, 1), _stride(stride, kernel_size, 1),
+                                    _tuple(padding, 1), ceil_mode, count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _aten.avg_pool2d.default(input, _tuple(kernel_size, 2), _stride(stride, kernel_size, 2),
+                                    _tuple(padding, 2), ceil_mode, count_include_pad,
+                                    divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _aten.avg_pool3d.default(input, _tuple(kernel_size, 3), _stride(stride, kernel_size, 3),
+                                    _tuple(padding, 3), ceil_mode, count_include_pad,
+                                    divisor_override)
+
+
+def _max_pool_args(k, kernel_size, stride, padding, dilation):
+    return (_tuple(kernel_size, k), _stride(stride, kernel_size, k), _tuple(padding, k),
+            _tuple(dilation, k))
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _aten.max_pool1d_with_indices.default(
+        input, *_max_pool_args(1, kernel_size, stride, padding, dilation), ceil_mode)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _aten.max_pool2d_with_indices.default(
+        input, *_max_pool_args(2, kernel_size, stride, padding, dilation), ceil_mode)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    return _aten.max_pool3d_with_indices.default(
+        input, *_max_pool_args(3, kernel_size, stride, padding, dilation), ceil_mode)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _aten.max_pool1d.default(input, *_max_pool_args(1, kernel_size, stride, padding,
+                                                           dilation), ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _aten.max_pool2d.default(input, *_max_pool_args(2, kernel_size, stride, padding,
+                                                           dilation), ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _aten.max_pool3d.default(input, *_max_pool_args(3, kernel_size, stride, padding,
+                                                           dilation), ceil_mode)
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """torch.nn.functional._unpool_output_size: the default size, or a checked explicit one."""
+    k = len(kernel_size)
+    input_size = input.shape
+    default = [(input_size[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+               for d in range(k)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == k + 2:
+        output_size = output_size[2:]
+    if len(output_size) != k:
+        raise ValueError(f"output_size should be a sequence containing {k} or {k + 2} elements, "
+                         f"but it has a length of '{len(output_size)}'")
+    for d in range(k):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f'{lo} and {hi})')
+    return output_size
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    kernel_size = _tuple(kernel_size, 1)
+    stride = _tuple(stride, 1) if stride is not None else kernel_size
+    padding = _tuple(padding, 1)
+    size = _unpool_output_size(input, kernel_size, stride, padding, output_size) + [1]
+    out = _aten.max_unpool2d.default(input.unsqueeze(-1), indices.unsqueeze(-1), size)
+    return out.squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    kernel_size = _tuple(kernel_size, 2)
+    stride = _tuple(stride, 2) if stride is not None else kernel_size
+    padding = _tuple(padding, 2)
+    size = _unpool_output_size(input, kernel_size, stride, padding, output_size)
+    return _aten.max_unpool2d.default(input, indices, size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    kernel_size = _tuple(kernel_size, 3)
+    stride = _tuple(stride, 3) if stride is not None else kernel_size
+    padding = _tuple(padding, 3)
+    size = _unpool_output_size(input, kernel_size, stride, padding, output_size)
+    return _aten.max_unpool3d.default(input, indices, size, stride, padding)
+
+
+def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
+    """PyTorch's lp_pool: (sum over the window of x^p)^(1/p), from an average pool."""
+    E = _E()
+    ks = _tuple(kernel_size, k)
+    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[k]
+    out = pool(input.pow(norm_type), ks, stride, 0, ceil_mode)
+    return (E.sign(out) * E.abs(out).clamp_min(0)).mul(math.prod(ks)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _adaptive_size(input, output_size, k):
+    """Output sizes with None meaning "the input's size along that dim"."""
+    sizes = _tuple(output_size, k)
+    return [input.shape[-k + i] if s is None else s for i, s in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _aten.adaptive_avg_pool1d.default(input, _tuple(output_size, 1))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _aten.adaptive_avg_pool2d.default(input, _adaptive_size(input, output_size, 2))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _aten.adaptive_avg_pool3d.default(input, _adaptive_size(input, output_size, 3))
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _aten.adaptive_max_pool1d.default(input, _tuple(output_size, 1))
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _aten.adaptive_max_pool2d.default(input, _adaptive_size(input, output_size, 2))
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _aten.adaptive_max_pool3d.default(input, _adaptive_size(input, output_size, 3))
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    res = adaptive_max_pool1d_with_indices(input, output_size)
+    return res if return_indices else res[0]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    res = adaptive_max_pool2d_with_indices(input, output_size)
+    return res if return_indices else res[0]
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    res = adaptive_max_pool3d_with_indices(input, output_size)
+    return res if return_indices else res[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# interpolate (torch.nn.functional.interpolate, argument logic ported as is)
+
+_INTERP_OPS = {  # (mode, spatial dims) -> aten op taking (input, output_size[, align], scales)
+    ("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d",
+    ("nearest", 3): "upsample_nearest3d", ("nearest-exact", 1): "_upsample_nearest_exact1d",
+    ("nearest-exact", 2): "_upsample_nearest_exact2d",
+    ("nearest-exact", 3): "_upsample_nearest_exact3d", ("linear", 1): "upsample_linear1d",
+    ("bilinear", 2): "upsample_bilinear2d", ("bicubic", 2): "upsample_bicubic2d",
+    ("trilinear", 3): "upsample_trilinear3d",
+}
+_ALIGNED = {"linear", "bilinear", "bicubic", "trilinear"}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if dim < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.dim()}D) for the modes: nearest | linear | bilinear | bicubic "
+                         f"| trilinear | area | nearest-exact (got {mode})")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(f"Input and output must have the same number of spatial "
+                                 f"dimensions, but got input with spatial dimensions of "
+                                 f"{list(input.shape[2:])} and output size of {size}. Please "
+                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 f"output size in (o1, o2, ...,oK) format.")
+            output_size = list(size)
+        else:
+            output_size = [size] * dim
+        scale_factors = None
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                                 f"dimensions, but got input with spatial dimensions of "
+                                 f"{list(input.shape[2:])} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, "
+                                 f"...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+        output_size = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor is not None and recompute_scale_factor:
+        output_size = [int(math.floor(float(input.shape[i + 2]) * scale_factors[i]))
+                       for i in range(dim)]
+        scale_factors = None
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if mode == "area":
+        return {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d,
+                3: adaptive_avg_pool3d}[dim](input, output_size)
+    op = _INTERP_OPS.get((mode, dim))
+    if op is None:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    vec = getattr(_aten, op).vec
+    if mode in _ALIGNED:
+        return vec(input, output_size, align_corners, scale_factors)
+    return vec(input, output_size, scale_factors)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding, folding, pixel shuffle
+
+def pad(input, pad, mode="constant", value=None):
+    return _aten.pad.default(input, list(pad), mode, value)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    return _aten.im2col.default(input, _tuple(kernel_size, 2), _tuple(dilation, 2),
+                                _tuple(padding, 2), _tuple(stride, 2))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    return _aten.col2im.default(input, _tuple(output_size, 2), _tuple(kernel_size, 2),
+                                _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2))
+
+
+def pixel_shuffle(input, upscale_factor):
+    return _aten.pixel_shuffle.default(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    return _aten.pixel_unshuffle.default(input, downscale_factor)

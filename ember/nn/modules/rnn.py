@@ -1,0 +1,332 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their ``*Cell`` forms.
+
+Parameters, their names (``weight_ih_l0``, ``..._reverse``), shapes and initialization are
+PyTorch's; the recurrence is written step by step with ``F.linear`` and pointwise ops (PyTorch's
+gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``). ``PackedSequence`` inputs are not supported.
+"""
+import math
+import numbers
+
+from ... import cat, empty, stack, zeros
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity):
+    pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _lstm_cell(x, hc, w_ih, w_hh, b_ih, b_hh, w_hr=None):
+    h, c = hc
+    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    if w_hr is not None:
+        h = F.linear(h, w_hr)
+    return h, c
+
+
+def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    gi = F.linear(x, w_ih, b_ih)
+    gh = F.linear(h, w_hh, b_hh)
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first",
+                     "dropout", "bidirectional", "proj_size"]
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None,
+                 dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        if (not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1
+                or isinstance(dropout, bool)):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(num_directions):
+                real_hidden_size = proj_size if proj_size > 0 else hidden_size
+                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
+                params = [Parameter(empty((gate_size, layer_input_size), **factory_kwargs)),
+                          Parameter(empty((gate_size, real_hidden_size), **factory_kwargs))]
+                names = ["weight_ih_l{}{}", "weight_hh_l{}{}"]
+                if bias:
+                    params += [Parameter(empty(gate_size, **factory_kwargs)),
+                               Parameter(empty(gate_size, **factory_kwargs))]
+                    names += ["bias_ih_l{}{}", "bias_hh_l{}{}"]
+                if proj_size > 0:
+                    params.append(Parameter(empty((proj_size, hidden_size), **factory_kwargs)))
+                    names.append("weight_hr_l{}{}")
+                suffix = "_reverse" if direction == 1 else ""
+                names = [n.format(layer, suffix) for n in names]
+                for name, param in zip(names, params):
+                    setattr(self, name, param)
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        return [[getattr(self, w) for w in weights] for weights in self._all_weights]
+
+    def flatten_parameters(self):
+        """A cuDNN layout optimization in PyTorch; nothing to do here."""
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    def _layer_weights(self, layer, direction):
+        suffix = "_reverse" if direction == 1 else ""
+        get = lambda n: getattr(self, f"{n}_l{layer}{suffix}", None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
+
+    def _run(self, input, hx):
+        """Shared forward: ``input`` is (L, N, H_in); ``hx`` a tensor or an (h, c) pair shaped
+        (layers * directions, N, H). Returns the output and the final states."""
+        num_directions = 2 if self.bidirectional else 1
+        is_lstm = self.mode == "LSTM"
+        steps = input.unbind(0)
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(num_directions):
+                idx = layer * num_directions + direction
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
+                state = (hx[0][idx], hx[1][idx]) if is_lstm else hx[idx]
+                order = range(len(steps)) if direction == 0 else range(len(steps) - 1, -1, -1)
+                out_t = [None] * len(steps)
+                for t in order:
+                    if is_lstm:
+                        state = _lstm_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh, w_hr)
+                        out_t[t] = state[0]
+                    elif self.mode == "GRU":
+                        state = _gru_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh)
+                        out_t[t] = state
+                    else:
+                        state = _rnn_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh,
+                                          "tanh" if self.mode == "RNN_TANH" else "relu")
+                        out_t[t] = state
+                outs.append(out_t)
+                if is_lstm:
+                    h_n.append(state[0])
+                    c_n.append(state[1])
+                else:
+                    h_n.append(state)
+            steps = [cat([o[t] for o in outs], -1) if num_directions == 2 else outs[0][t]
+                     for t in range(len(steps))]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                steps = [F.dropout(s, self.dropout, True) for s in steps]
+        output = stack(steps, 0)
+        if is_lstm:
+            return output, (stack(h_n, 0), stack(c_n, 0))
+        return output, stack(h_n, 0)
+
+    def _forward(self, input, hx):
+        is_lstm = self.mode == "LSTM"
+        batched = input.dim() == 3
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}D instead")
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        num_directions = 2 if self.bidirectional else 1
+        batch = input.size(1)
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            shape = (self.num_layers * num_directions, batch)
+            h0 = zeros(shape + (real_hidden,), dtype=input.dtype, device=input.device)
+            hx = (h0, zeros(shape + (self.hidden_size,), dtype=input.dtype,
+                            device=input.device)) if is_lstm else h0
+        elif not batched:
+            hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
+        output, hidden = self._run(input, hx)
+        if not batched:
+            output = output.squeeze(1)
+            hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
+                else hidden.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, hidden
+
+    def forward(self, input, hx=None):
+        return self._forward(input, hx)
+
+
+class RNN(RNNBase):
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or "
+                             "'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+
+class GRU(RNNBase):
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+
+class RNNCellBase(Module):
+    __constants__ = ["input_size", "hidden_size", "bias"]
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(empty((num_chunks * hidden_size, input_size),
+                                         **factory_kwargs))
+        self.weight_hh = Parameter(empty((num_chunks * hidden_size, hidden_size),
+                                         **factory_kwargs))
+        if bias:
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, **factory_kwargs))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, **factory_kwargs))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self):
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _prepare(self, input, hx, lstm=False):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
+                             f"{input.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            z = zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
+            hx = (z, z) if lstm else z
+        elif not batched:
+            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0)) if lstm else hx.unsqueeze(0)
+        return input, hx, batched
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        input, hx, batched = self._prepare(input, hx)
+        ret = _rnn_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
+                        self.nonlinearity)
+        return ret if batched else ret.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        input, hx, batched = self._prepare(input, hx, lstm=True)
+        h, c = _lstm_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        input, hx, batched = self._prepare(input, hx)
+        ret = _gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return ret if batched else ret.squeeze(0)

@@ -1,0 +1,402 @@
+"""ember.nn.functional against torch.nn.functional: values and gradients (float64) of every
+function in the table, argument errors, random functions' statistics, and gradcheck on the fused
+backward kernels (softmax, log_softmax, layer_norm, nll_loss, embedding)."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as EF
+
+_rng = np.random.default_rng(0)
+
+
+def _pair(torch, a, requires_grad=True):
+    a = np.asarray(a)
+    e = ember.from_numpy(a.copy())
+    t = torch.from_numpy(a.copy())
+    if requires_grad and a.dtype.kind == "f":
+        e.requires_grad_(True)
+        t.requires_grad_(True)
+    return e, t
+
+
+class C:
+    """An argument array that must not require grad (weights, running stats, targets)."""
+    def __init__(self, a):
+        self.a = np.asarray(a)
+
+
+def _randn(*shape):
+    return _rng.standard_normal(shape)
+
+
+def _labels(n, c, shape=None):
+    return _rng.integers(0, c, shape or (n,))
+
+
+# name: (function name, argument builders, kwargs). Builders are arrays (tensors) or plain
+# values; float arrays get requires_grad on both sides.
+CASES = {
+    "linear": ("linear", [_randn(3, 4), _randn(5, 4), _randn(5)], {}),
+    "linear_3d": ("linear", [_randn(2, 3, 4), _randn(5, 4), _randn(5)], {}),
+    "linear_nobias": ("linear", [_randn(3, 4), _randn(5, 4)], {}),
+    "bilinear": ("bilinear", [_randn(3, 4), _randn(3, 2), _randn(5, 4, 2), _randn(5)], {}),
+    "embedding": ("embedding", [_labels(6, 5, (2, 3)), _randn(5, 3)], {}),
+    "embedding_pad": ("embedding", [np.array([[0, 2, 2], [4, 2, 1]]), _randn(5, 3)],
+                      {"padding_idx": 2}),
+    "embedding_freq": ("embedding", [np.array([0, 2, 2, 1]), _randn(5, 3)],
+                       {"scale_grad_by_freq": True}),
+    "embedding_bag_mean": ("embedding_bag", [np.array([0, 2, 2, 4, 1, 3]), _randn(5, 3),
+                                             np.array([0, 2, 2, 5])], {}),
+    "embedding_bag_sum2d": ("embedding_bag", [np.array([[0, 2], [4, 1]]), _randn(5, 3)],
+                            {"mode": "sum"}),
+    "embedding_bag_max": ("embedding_bag", [np.array([0, 2, 2, 4, 1]), _randn(5, 3),
+                                            np.array([0, 3])], {"mode": "max"}),
+    "batch_norm_train": ("batch_norm", [_randn(4, 3, 2), C(np.zeros(3)), C(np.ones(3)), _randn(3),
+                                        _randn(3)], {"training": True}),
+    "batch_norm_eval": ("batch_norm", [_randn(4, 3), C(_randn(3) * 0.1), C(np.abs(_randn(3)) + 0.5),
+                                       _randn(3), _randn(3)], {"training": False}),
+    "layer_norm": ("layer_norm", [_randn(4, 3, 5), (3, 5), _randn(3, 5), _randn(3, 5)], {}),
+    "layer_norm_plain": ("layer_norm", [_randn(4, 6), (6,)], {}),
+    "group_norm": ("group_norm", [_randn(2, 6, 4), 3, _randn(6), _randn(6)], {}),
+    "instance_norm": ("instance_norm", [_randn(2, 3, 5)], {}),
+    "instance_norm_affine": ("instance_norm", [_randn(2, 3, 5)], {}),
+    "rms_norm": ("rms_norm", [_randn(3, 4), (4,), _randn(4)], {}),
+    "local_response_norm": ("local_response_norm", [_randn(2, 5, 3), 3], {}),
+    "normalize": ("normalize", [_randn(3, 4)], {}),
+    "softmax": ("softmax", [_randn(3, 4)], {"dim": 1}),
+    "softmax_dim0": ("softmax", [_randn(3, 4, 2)], {"dim": 0}),
+    "log_softmax": ("log_softmax", [_randn(3, 4)], {"dim": -1}),
+    "softmin": ("softmin", [_randn(3, 4)], {"dim": 1}),
+    "cross_entropy": ("cross_entropy", [_randn(5, 4), _labels(5, 4)], {}),
+    "cross_entropy_sum_w": ("cross_entropy", [_randn(5, 4), _labels(5, 4), C(np.abs(_randn(4)))],
+                            {"reduction": "sum"}),
+    "cross_entropy_ignore": ("cross_entropy", [_randn(5, 4), np.array([0, -100, 2, 3, -100])],
+                             {}),
+    "cross_entropy_none": ("cross_entropy", [_randn(5, 4), _labels(5, 4)], {"reduction": "none"}),
+    "cross_entropy_smooth": ("cross_entropy", [_randn(5, 4), _labels(5, 4)],
+                             {"label_smoothing": 0.2}),
+    "cross_entropy_smooth_w": ("cross_entropy", [_randn(5, 4), np.array([0, 1, -100, 3, 1]),
+                                                 C(np.abs(_randn(4)))], {"label_smoothing": 0.1}),
+    "cross_entropy_probs": ("cross_entropy", [_randn(5, 4), C(np.abs(_randn(5, 4)))], {}),
+    "cross_entropy_nd": ("cross_entropy", [_randn(2, 4, 3), _labels(2, 4, (2, 3))], {}),
+    "cross_entropy_1d": ("cross_entropy", [_randn(4), np.array(2)], {}),
+    "nll_loss": ("nll_loss", [_randn(5, 4), _labels(5, 4)], {}),
+    "nll_loss_w": ("nll_loss", [_randn(5, 4), _labels(5, 4), C(np.abs(_randn(4)))], {}),
+    "mse_loss": ("mse_loss", [_randn(3, 4), _randn(3, 4)], {}),
+    "mse_loss_none": ("mse_loss", [_randn(3, 4), _randn(3, 4)], {"reduction": "none"}),
+    "l1_loss": ("l1_loss", [_randn(3, 4), _randn(3, 4)], {}),
+    "smooth_l1_loss": ("smooth_l1_loss", [_randn(3, 4), _randn(3, 4)], {"beta": 0.5}),
+    "huber_loss": ("huber_loss", [_randn(3, 4), _randn(3, 4)], {"delta": 0.7}),
+    "bce": ("binary_cross_entropy", [_rng.uniform(0.05, 0.95, (3, 4)),
+                                     _rng.uniform(0, 1, (3, 4))], {}),
+    "bce_w": ("binary_cross_entropy", [_rng.uniform(0.05, 0.95, (3, 4)),
+                                       _rng.uniform(0, 1, (3, 4)), C(np.abs(_randn(4)))], {}),
+    "bce_logits": ("binary_cross_entropy_with_logits", [_randn(3, 4), _rng.uniform(0, 1, (3, 4))],
+                   {}),
+    "bce_logits_pw": ("binary_cross_entropy_with_logits", [_randn(3, 4),
+                                                           _rng.uniform(0, 1, (3, 4))],
+                      {"pos_weight": "PW"}),
+    "kl_div": ("kl_div", [_randn(3, 4), _rng.uniform(0.1, 1, (3, 4))], {"reduction": "batchmean"}),
+    "kl_div_log": ("kl_div", [_randn(3, 4), _randn(3, 4)], {"reduction": "sum",
+                                                            "log_target": True}),
+    "poisson_nll": ("poisson_nll_loss", [_randn(3, 4), np.abs(_randn(3, 4)) * 3], {}),
+    "poisson_nll_full": ("poisson_nll_loss", [np.abs(_randn(3, 4)) + 0.1,
+                                              np.abs(_randn(3, 4)) * 3],
+                         {"log_input": False, "full": True}),
+    "gaussian_nll": ("gaussian_nll_loss", [_randn(3, 4), _randn(3, 4),
+                                           np.abs(_randn(3, 4)) + 0.1], {}),
+    "margin_ranking": ("margin_ranking_loss", [_randn(5), _randn(5),
+                                               np.sign(_randn(5))], {"margin": 0.3}),
+    "hinge_embedding": ("hinge_embedding_loss", [_randn(5), np.sign(_randn(5))], {}),
+    "cosine_embedding": ("cosine_embedding_loss", [_randn(4, 3), _randn(4, 3),
+                                                   np.array([1, -1, 1, -1])], {"margin": 0.1}),
+    "triplet_margin": ("triplet_margin_loss", [_randn(4, 3), _randn(4, 3), _randn(4, 3)],
+                       {"swap": True}),
+    "multilabel_soft_margin": ("multilabel_soft_margin_loss", [_randn(3, 4),
+                                                               _rng.integers(0, 2, (3, 4))
+                                                               .astype(float)], {}),
+    "multilabel_margin": ("multilabel_margin_loss", [_randn(3, 4),
+                                                     np.array([[3, 0, -1, 1], [0, 1, 2, 3],
+                                                               [1, -1, 0, 0]])], {}),
+    "multi_margin": ("multi_margin_loss", [_randn(3, 4), _labels(3, 4)], {}),
+    "multi_margin_p2": ("multi_margin_loss", [_randn(3, 4), _labels(3, 4)], {"p": 2}),
+    "soft_margin": ("soft_margin_loss", [_randn(3, 4), C(np.sign(_randn(3, 4)))], {}),
+    "cosine_similarity": ("cosine_similarity", [_randn(3, 4), _randn(3, 4)], {}),
+    "pairwise_distance": ("pairwise_distance", [_randn(3, 4), _randn(3, 4)], {}),
+    "pdist": ("pdist", [_randn(4, 3)], {}),
+    "sdpa": ("scaled_dot_product_attention", [_randn(2, 3, 4, 5), _randn(2, 3, 6, 5),
+                                              _randn(2, 3, 6, 5)], {}),
+    "sdpa_causal": ("scaled_dot_product_attention", [_randn(2, 4, 5), _randn(2, 4, 5),
+                                                     _randn(2, 4, 5)], {"is_causal": True}),
+    "sdpa_boolmask": ("scaled_dot_product_attention",
+                      [_randn(2, 3, 5), _randn(2, 4, 5), _randn(2, 4, 5),
+                       np.array([[True, False, True, True]] * 3)], {"scale": 0.3}),
+    "sdpa_floatmask": ("scaled_dot_product_attention",
+                       [_randn(2, 3, 5), _randn(2, 4, 5), _randn(2, 4, 5), _randn(3, 4)], {}),
+    "sdpa_gqa": ("scaled_dot_product_attention", [_randn(1, 4, 3, 2), _randn(1, 2, 3, 2),
+                                                  _randn(1, 2, 3, 2)], {"enable_gqa": True}),
+    "ctc_loss": ("ctc_loss", [np.log(_rng.dirichlet(np.ones(5), (6, 2))), _rng.integers(1, 5, (2, 3)),
+                              np.array([6, 5]), np.array([3, 2])], {}),
+}
+
+ACTIVATIONS = {
+    "relu": {}, "relu6": {}, "elu": {"alpha": 0.7}, "selu": {}, "celu": {"alpha": 1.3},
+    "leaky_relu": {"negative_slope": 0.2}, "hardtanh": {"min_val": -0.5, "max_val": 0.8},
+    "gelu": {}, "gelu_tanh": {"approximate": "tanh"}, "silu": {}, "mish": {},
+    "softplus": {"beta": 2, "threshold": 3}, "softsign": {}, "hardsigmoid": {}, "hardswish": {},
+    "logsigmoid": {}, "tanhshrink": {}, "softshrink": {"lambd": 0.3}, "hardshrink": {"lambd": 0.3},
+    "threshold": {"threshold": 0.1, "value": -2.0}, "glu": {"dim": 0}, "tanh": {}, "sigmoid": {},
+}
+for _a, _kw in ACTIVATIONS.items():
+    CASES["act_" + _a] = (_a.replace("_tanh", ""), [_randn(4, 3)], _kw)
+CASES["act_prelu"] = ("prelu", [_randn(2, 3, 4), np.abs(_randn(3))], {})
+CASES["act_prelu_scalar"] = ("prelu", [_randn(2, 3), np.array([0.25])], {})
+
+
+def _build(torch, args, kwargs):
+    e_args, t_args, leaves = [], [], []
+    for a in args:
+        if isinstance(a, C):
+            e, t = _pair(torch, a.a, requires_grad=False)
+            e_args.append(e)
+            t_args.append(t)
+        elif isinstance(a, np.ndarray):
+            e, t = _pair(torch, a)
+            e_args.append(e)
+            t_args.append(t)
+            if a.dtype.kind == "f":
+                leaves.append((e, t))
+        else:
+            e_args.append(a)
+            t_args.append(a)
+    e_kw, t_kw = dict(kwargs), dict(kwargs)
+    if kwargs.get("pos_weight") == "PW":
+        e, t = _pair(torch, np.abs(_randn(4)) + 0.5, requires_grad=False)
+        e_kw["pos_weight"], t_kw["pos_weight"] = e, t
+    return e_args, t_args, e_kw, t_kw, leaves
+
+
+def _torch_fn(torch, name):
+    return getattr(torch.nn.functional, name, None) or getattr(torch, name)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_values_and_grads(torch, case):
+    name, args, kwargs = CASES[case]
+    e_args, t_args, e_kw, t_kw, leaves = _build(torch, args, kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_out = _torch_fn(torch, name)(*t_args, **t_kw)
+        e_out = getattr(EF, name)(*e_args, **e_kw)
+    assert tuple(e_out.shape) == tuple(t_out.shape)
+    assert str(e_out.dtype) == str(t_out.dtype).replace("torch", "ember")
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-6,
+                               atol=1e-8)
+    if not leaves:
+        return
+    g = _randn(*t_out.shape) if t_out.dim() else np.array(1.3)
+    t_out.backward(torch.from_numpy(g.copy()))
+    e_out.backward(ember.from_numpy(g.copy()))
+    for e, t in leaves:
+        if t.grad is None:
+            assert e.grad is None or not np.any(e.grad.numpy())
+            continue
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-8,
+                                   err_msg=f"{case}: gradient")
+
+
+def test_grad_fn_names(torch):
+    x = ember.randn(3, 4, requires_grad=True)
+    assert type(EF.cross_entropy(x, ember.tensor([0, 1, 2])).grad_fn).__name__ == \
+        "NllLossBackward0"
+    assert type(EF.softmax(x, 1).grad_fn).__name__ == "SoftmaxBackward0"
+    assert type(EF.log_softmax(x, 1).grad_fn).__name__ == "LogSoftmaxBackward0"
+    assert type(EF.layer_norm(x, (4,)).grad_fn).__name__ == "NativeLayerNormBackward0"
+    assert type(EF.gelu(x).grad_fn).__name__ == "GeluBackward0"
+
+
+def test_running_stats(torch):
+    x = _randn(6, 3, 4)
+    for momentum in (0.1, 0.5):
+        e_rm, e_rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+        t_rm, t_rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+        EF.batch_norm(ember.from_numpy(x), e_rm, e_rv, training=True, momentum=momentum)
+        torch.nn.functional.batch_norm(torch.from_numpy(x), t_rm, t_rv, training=True,
+                                       momentum=momentum)
+        np.testing.assert_allclose(e_rm.numpy(), t_rm.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(e_rv.numpy(), t_rv.numpy(), rtol=1e-10)
+    e_rm, e_rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+    t_rm, t_rv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    EF.instance_norm(ember.from_numpy(x), e_rm, e_rv)
+    torch.nn.functional.instance_norm(torch.from_numpy(x), t_rm, t_rv)
+    np.testing.assert_allclose(e_rm.numpy(), t_rm.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(e_rv.numpy(), t_rv.numpy(), rtol=1e-10)
+
+
+def test_embedding_max_norm(torch):
+    w = _randn(5, 3) * 3
+    ew, tw = ember.from_numpy(w.copy()), torch.from_numpy(w.copy())
+    idx = np.array([0, 2, 2])
+    e = EF.embedding(ember.from_numpy(idx), ew, max_norm=1.0)
+    t = torch.nn.functional.embedding(torch.from_numpy(idx), tw, max_norm=1.0)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(ew.numpy(), tw.numpy(), rtol=1e-6)
+
+
+def test_one_hot(torch):
+    t = np.array([[0, 3], [2, 1]])
+    for n in (-1, 5):
+        assert np.array_equal(EF.one_hot(ember.from_numpy(t), n).numpy(),
+                              torch.nn.functional.one_hot(torch.from_numpy(t), n).numpy())
+    assert EF.one_hot(ember.from_numpy(t)).dtype == ember.int64
+    for bad, n in ((np.array([0, -1]), -1), (np.array([0, 5]), 3)):
+        with pytest.raises(RuntimeError):
+            torch.nn.functional.one_hot(torch.from_numpy(bad), n)
+        with pytest.raises(RuntimeError):
+            EF.one_hot(ember.from_numpy(bad), n)
+
+
+@pytest.mark.parametrize("fn", ["dropout", "alpha_dropout", "feature_alpha_dropout",
+                                "dropout2d"])
+def test_dropout_statistics(fn):
+    ember.manual_seed(0)
+    x = ember.ones(200, 50, 4, 4) if fn != "dropout" else ember.ones(100000)
+    y = getattr(EF, fn)(x, 0.3, True)
+    a = y.numpy()
+    if fn in ("dropout", "dropout2d"):
+        assert set(np.unique(a)) <= {0.0, np.float32(1 / 0.7)}
+        assert abs((a == 0).mean() - 0.3) < 0.02
+        assert abs(a.mean() - 1.0) < 0.05
+    else:
+        assert abs((a < a.max()).mean() - 0.3) < 0.02
+    # evaluation mode is the identity
+    assert getattr(EF, fn)(x, 0.3, False) is x
+
+
+def test_dropout_grad_uses_mask():
+    ember.manual_seed(1)
+    x = ember.randn(50, 40, requires_grad=True)
+    y = EF.dropout(x, 0.5)
+    y.sum().backward()
+    kept = y.detach().numpy() != 0
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 2.0, 0.0))
+    assert type(y.grad_fn).__name__ == "NativeDropoutBackward0"
+
+
+def test_dropout_inplace_and_errors(torch):
+    x = ember.ones(10)
+    assert EF.dropout(x, 0.5, True, inplace=True) is x
+    for f in (EF.dropout, torch.nn.functional.dropout):
+        with pytest.raises(ValueError):
+            f(torch.ones(3) if f is torch.nn.functional.dropout else ember.ones(3), 1.5)
+
+
+def test_rrelu_and_gumbel(torch):
+    ember.manual_seed(0)
+    x = ember.from_numpy(_randn(1000))
+    y = EF.rrelu(x, 0.1, 0.3, training=True).numpy()
+    neg = x.numpy() < 0
+    ratio = y[neg] / x.numpy()[neg]
+    assert ratio.min() >= 0.1 - 1e-6 and ratio.max() <= 0.3 + 1e-6
+    np.testing.assert_allclose(EF.rrelu(x, 0.1, 0.3).numpy(),
+                               torch.nn.functional.rrelu(torch.from_numpy(x.numpy()), 0.1, 0.3)
+                               .numpy())
+    logits = ember.randn(5, 4)
+    s = EF.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(s.sum(-1).numpy(), np.ones(5), rtol=1e-5)
+    h = EF.gumbel_softmax(logits, hard=True).numpy()
+    assert set(np.unique(h)) <= {0.0, 1.0} and np.all(h.sum(-1) == 1)
+
+
+def test_cdist(torch):
+    a, b = _randn(2, 4, 3), _randn(2, 5, 3)
+    for p in (2.0, 1.0, 3.0):
+        e = ember.cdist(ember.from_numpy(a), ember.from_numpy(b), p) if hasattr(ember, "cdist") \
+            else EF.cdist(ember.from_numpy(a), ember.from_numpy(b), p)
+        t = torch.cdist(torch.from_numpy(a), torch.from_numpy(b), p)
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-8)
+
+
+def test_multi_head_attention_forward(torch):
+    L, N, E, H = 3, 2, 4, 2
+    q, k, v = _randn(L, N, E), _randn(5, N, E), _randn(5, N, E)
+    w_in, b_in, w_out, b_out = _randn(3 * E, E), _randn(3 * E), _randn(E, E), _randn(E)
+    mask = np.zeros((N, 5), bool)
+    mask[0, -1] = True
+    args = lambda m, T: (T(q), T(k), T(v), E, H, T(w_in), T(b_in), None, None, False, 0.0,  # noqa
+                         T(w_out), T(b_out))
+    e_out, e_w = EF.multi_head_attention_forward(*args(EF, ember.from_numpy),
+                                                 key_padding_mask=ember.from_numpy(mask))
+    t_out, t_w = torch.nn.functional.multi_head_attention_forward(
+        *args(None, torch.from_numpy), key_padding_mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(e_out.numpy(), t_out.numpy(), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(e_w.numpy(), t_w.numpy(), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, T: F.cross_entropy(T(_randn(3, 4)), T(np.array([0, 4, 1]))),
+    lambda F, T: F.nll_loss(T(_randn(3, 4)), T(np.array([0, 1]))),
+    lambda F, T: F.layer_norm(T(_randn(3, 4)), (3,)),
+    lambda F, T: F.group_norm(T(_randn(2, 6, 3)), 4),
+    lambda F, T: F.glu(T(_randn(3, 3)), 1),
+    lambda F, T: F.softmax(T(np.array([1, 2])), 0),
+    lambda F, T: F.gelu(T(_randn(3)), approximate="bad"),
+    lambda F, T: F.embedding(T(np.array([0, 7])), T(_randn(5, 2))),
+    lambda F, T: F.binary_cross_entropy(T(_rng.uniform(0, 1, 3)), T(_rng.uniform(0, 1, 4))),
+    lambda F, T: F.batch_norm(T(_randn(1, 3)), None, None, training=True),
+    lambda F, T: F.softshrink(T(_randn(3)), -1.0),
+    lambda F, T: F.mse_loss(T(_randn(3)), T(_randn(3)), reduction="bad"),
+], ids=["ce-target-oob", "nll-batch", "ln-shape", "gn-groups", "glu-odd", "softmax-int",
+        "gelu-approx", "embedding-oob", "bce-size", "bn-one-value", "softshrink-neg",
+        "bad-reduction"])
+def test_errors_match_torch(torch, call):
+    with pytest.raises(Exception) as t_exc:
+        call(torch.nn.functional, torch.from_numpy)
+    with pytest.raises(Exception) as e_exc:
+        call(EF, ember.from_numpy)
+    assert type(e_exc.value) is type(t_exc.value), (e_exc.value, t_exc.value)
+
+
+def test_implicit_softmax_dim_warns(torch):
+    with pytest.warns(UserWarning, match="Implicit dimension choice"):
+        r = EF.softmax(ember.randn(2, 3))
+    assert r.shape == (2, 3)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: EF.softmax(x, 1), lambda x: EF.log_softmax(x, 0),
+    lambda x: EF.layer_norm(x, (4,)), lambda x: EF.gelu(x), lambda x: EF.silu(x),
+    lambda x: EF.cross_entropy(x, ember.tensor([0, 3, 1])),
+    lambda x: EF.group_norm(x.reshape(3, 2, 2), 2),
+], ids=["softmax", "log_softmax", "layer_norm", "gelu", "silu", "cross_entropy", "group_norm"])
+def test_gradcheck(fn):
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(fn, (x,))
+
+
+def test_embedding_gradcheck():
+    w = ember.randn(5, 3, dtype=ember.float64, requires_grad=True)
+    idx = ember.tensor([[0, 2], [2, 4]])
+    assert ember.autograd.gradcheck(lambda w: EF.embedding(idx, w), (w,))
+
+
+def test_half_precision(torch):
+    x = _randn(3, 5).astype(np.float32)
+    for dt in ("float16", "bfloat16"):
+        e = ember.from_numpy(x).to(getattr(ember, dt))
+        t = torch.from_numpy(x).to(getattr(torch, dt))
+        for f in ("softmax", "log_softmax"):
+            r_e = getattr(EF, f)(e, 1)
+            r_t = getattr(torch.nn.functional, f)(t, 1)
+            assert str(r_e.dtype).split(".")[-1] == dt
+            np.testing.assert_allclose(r_e.float().numpy(), r_t.float().numpy(), atol=2e-2,
+                                       rtol=2e-2)
+        r_e = EF.layer_norm(e, (5,))
+        r_t = torch.nn.functional.layer_norm(t, (5,))
+        np.testing.assert_allclose(r_e.float().numpy(), r_t.float().numpy(), atol=5e-2,
+                                   rtol=5e-2)
+    _ = math
