@@ -58,7 +58,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa
     return op(*args, **kwargs)
 
 
-def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False,  # noqa: A002
+                   dim=None):
     return unique(self, sorted, return_inverse, return_counts, dim)
 
 

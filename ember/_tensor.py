@@ -448,6 +448,25 @@ class Tensor:
                                f"Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1)
 
+    # -- complex parts: views (aten::real / aten::imag); assigning writes through, as in PyTorch
+    @property
+    def real(self):
+        from ._ops.overload import ops
+        return ops.aten.real.default(self)
+
+    @real.setter
+    def real(self, value):
+        self.real.copy_(value)
+
+    @property
+    def imag(self):
+        from ._ops.overload import ops
+        return ops.aten.imag.default(self)
+
+    @imag.setter
+    def imag(self, value):
+        self.imag.copy_(value)
+
     def expand_as(self, other):
         return self.expand(other._size)
 

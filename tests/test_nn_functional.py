@@ -1,7 +1,6 @@
 """ember.nn.functional against torch.nn.functional: values and gradients (float64) of every
 function in the table, argument errors, random functions' statistics, and gradcheck on the fused
 backward kernels (softmax, log_softmax, layer_norm, nll_loss, embedding)."""
-import math
 import warnings
 
 import numpy as np
@@ -399,4 +398,3 @@ def test_half_precision(torch):
         r_t = torch.nn.functional.layer_norm(t, (5,))
         np.testing.assert_allclose(r_e.float().numpy(), r_t.float().numpy(), atol=5e-2,
                                    rtol=5e-2)
-    _ = math

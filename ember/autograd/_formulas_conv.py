@@ -36,14 +36,20 @@ def convolution_double_backward(ggI, ggW, ggb, gO, weight, input, stride, paddin
         return aten.convolution_backward.default(gO, x, w, None, stride, padding, dilation,
                                                  transposed, output_padding, groups, mask)
 
+    # an undefined (None) incoming gradient contributes nothing
     g_gO = g_input = g_weight = None
     if grad_input_mask[0]:
-        g_gO = conv(ggI, weight) + conv(input, ggW)
-        if ggb is not None:
-            g_gO = g_gO + ggb.reshape([1, -1] + [1] * (input.dim() - 2))
-    if grad_input_mask[1]:
+        terms = [conv(ggI, weight) if ggI is not None else None,
+                 conv(input, ggW) if ggW is not None else None,
+                 ggb.reshape([1, -1] + [1] * (input.dim() - 2)) if ggb is not None else None]
+        for t in terms:
+            if t is not None:
+                g_gO = t if g_gO is None else g_gO + t
+        if g_gO is not None and tuple(g_gO.shape) != tuple(gO.shape):
+            g_gO = g_gO.expand(gO.shape)
+    if grad_input_mask[1] and ggW is not None:
         g_input = back(input, ggW, [True, False, False])[0]
-    if grad_input_mask[2]:
+    if grad_input_mask[2] and ggI is not None:
         g_weight = back(ggI, weight, [False, True, False])[1]
     return g_gO, g_input, g_weight
 

@@ -190,7 +190,9 @@ class GeneratedNode(Node):
     def apply(self, grads):
         info = self._info
         if any(g is None for g in grads):
-            grads = [g if g is not None else _formulas.zeros_from_meta(m)
+            # outputs that were never defined (no meta: convolution_backward's masked-out
+            # results) stay None, as undefined tensors do in PyTorch
+            grads = [g if g is not None or m is None else _formulas.zeros_from_meta(m)
                      for g, m in zip(grads, self._out_meta)]
         if not _formulas.NAMESPACE:
             _formulas.ensure_namespace()

@@ -53,14 +53,15 @@ def _numerical_jacobian(func, inputs, idx, eps):
 def _analytical_jacobian(func, inputs, diff_idx):
     import ember
     from . import grad as autograd_grad
+    """Jacobians of the outputs that require grad: ({(output, input): matrix}, their indices)."""
     outs = _as_tuple(func(*inputs))
     diff_inputs = [inputs[i] for i in diff_idx]
     jacs = {}
+    diff_outputs = set()
     for j, o in enumerate(outs):
         if not _is_tensor(o) or not o.requires_grad:
-            for i in diff_idx:
-                jacs[(j, i)] = np.zeros((inputs[i].numel(), o.numel() if _is_tensor(o) else 0))
             continue
+        diff_outputs.add(j)
         n = o.numel()
         cols = {i: np.zeros((inputs[i].numel(), n)) for i in diff_idx}
         for k in range(n):
@@ -74,7 +75,7 @@ def _analytical_jacobian(func, inputs, diff_idx):
                     cols[i][:, k] = np.array(gi.detach()._nd(), dtype=np.float64).reshape(-1)
         for i in diff_idx:
             jacs[(j, i)] = cols[i]
-    return jacs
+    return jacs, diff_outputs
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
@@ -92,13 +93,20 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating "
                           f"point or complex. This check will likely fail if all the inputs are "
                           f"not of double precision floating point or complex. ")
-    analytical = _analytical_jacobian(func, inputs, diff_idx)
+    analytical, diff_outputs = _analytical_jacobian(func, inputs, diff_idx)
     for i in diff_idx:
         numerical = _numerical_jacobian(func, inputs, i, eps)
         for j, num in enumerate(numerical):
-            ana = analytical.get((j, i))
-            if ana is None or num.size == 0:
+            if not diff_outputs:
+                # nothing differentiable comes out: the function must not depend on the input
+                if num.size and not np.allclose(num, 0.0, rtol=rtol, atol=atol):
+                    if not raise_exception:
+                        return False
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
                 continue
+            ana = analytical.get((j, i))
+            if j not in diff_outputs or num.size == 0:
+                continue  # outputs that do not require grad are not compared, as in PyTorch
             if not np.allclose(ana, num, rtol=rtol, atol=atol):
                 if not raise_exception:
                     return False

@@ -424,6 +424,9 @@ def linalg_matrix_norm_str_ord(self, ord="fro", dim=(-2, -1), keepdim=False, dty
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
                            f"{' '.join(map(str, dim))}")
+    if self.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
     if ord == "fro":
         return _vector_norm(self, 2, list(dim), keepdim, dtype)
     if ord == "nuc":

@@ -113,7 +113,7 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     _check_quantile(self, q, interpolation)
     aten = _aten()
     ndim = len(self._size)
-    x = aten.reshape.default._call(self, [-1]) if dim is None else \
+    x = aten.reshape.default._call(self, [-1]) if dim is None or ndim == 0 else \
         aten.movedim.int._call(self, dim, -1)
     sorted_ = aten.sort.default._call(x, -1, False)[0]  # NaN sorts last
     n = sorted_._size[-1]
@@ -222,7 +222,7 @@ def _scan_into(name, self, dim, dtype, out):
     if dtype is not None and dtype is not out._dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {dtype._short}, but got "
                            f"{out._dtype._short} instead")
-    if out._dtype is D.bool_ and self.numel():
+    if out._dtype is D.bool_ and self.numel() and self.dim():  # 0-dim and empty: no kernel runs
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
     result = getattr(_aten(), name).default._call(self, dim, out._dtype)
     generic.write_out(name, (result,), (out,))

@@ -61,7 +61,7 @@ _MODES = {"constant", "reflect", "replicate", "circular"}
 def pad(self, pad, mode="constant", value=None):
     aten = _aten()
     if mode not in _MODES:
-        raise RuntimeError(f"Unrecognised padding mode {mode}")
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode == "constant":
         return aten.constant_pad_nd.default._call(self, pad, 0 if value is None else value)
     if value is not None and value != 0:
@@ -105,5 +105,7 @@ def pad_circular_(self, pad):
         # negative pads crop first; the wrap then runs over the cropped length (as ATen's copies)
         start, kept = max(-lo, 0), n + min(lo, 0) + min(hi, 0)
         idx = wrap_array(start + (np.arange(-lo, n + hi, dtype=np.int64) - start) % kept)
+        if self._device != idx._device:
+            idx = aten._to_copy.default._call(idx, None, None, self._device, None, False, None)
         out = aten.index.Tensor._call(out, [None] * d + [idx])
     return out

@@ -82,6 +82,9 @@ def tensor_split_indices(self, indices, dim=0):
 
 def tensor_split_tensor_indices_or_sections(self, tensor_indices_or_sections, dim=0):
     t = tensor_indices_or_sections
+    if t._device.type == "meta":
+        raise NotImplementedError("tensor_split: the split points of a meta tensor are unknown "
+                                  "(the result depends on its values)")
     if t._device.type != "cpu":
         raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be on cpu, but "
                            f"it's on {t._device}")
@@ -183,7 +186,7 @@ def take_along_dim(self, indices, dim=None):
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{indices._dtype._short}")
     if dim is None:
-        flat = A.view.default._call
+        flat = A.view.default._call  # a view, as ATen's: non-viewable inputs raise
         return A.gather.default._call(flat(self, (-1,)), 0, flat(indices, (-1,)), False)
     d = _st.wrap_dim(dim, self.dim())
     if self.dim() != indices.dim():
@@ -324,3 +327,39 @@ def _unsafe_view(self, size):
 
 
 __all__ += ["_unsafe_view"]
+
+
+# -- out= forms of the concatenations: PyTorch's cat.out raises TypeError for an out dtype the
+# inputs cannot be cast to (the stacks all write through it) --------------------------------------
+
+def _cat_into(result, out):
+    from ..._core.promotion import can_cast
+    from .. import generic
+    if not can_cast(result._dtype, out._dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{out._dtype._short}")
+    generic.write_out("cat", (result,), (out,))
+    return out
+
+
+def cat_out(tensors, dim, out):
+    return _cat_into(A.cat.default._call(tensors, dim), out)
+
+
+def stack_out(tensors, dim, out):
+    return _cat_into(A.stack.default._call(tensors, dim), out)
+
+
+def hstack_out(tensors, out):
+    return _cat_into(hstack(tensors), out)
+
+
+def vstack_out(tensors, out):
+    return _cat_into(vstack(tensors), out)
+
+
+def dstack_out(tensors, out):
+    return _cat_into(dstack(tensors), out)
+
+
+__all__ += ["cat_out", "stack_out", "hstack_out", "vstack_out", "dstack_out"]

@@ -138,11 +138,10 @@ def _compute_dtype(a):
     return np.float32 if a.dtype == np.float16 or a.dtype.name == "bfloat16" else a.dtype
 
 
-def _padded_channels_last(x, padding, extra=None):
+def _padded_channels_last(x, padding):
     """(N, *S+2p, C) zero-padded copy of x (N, C, *S)."""
     n, c, *s = x.shape
-    extra = extra or [0] * len(s)
-    xp = np.zeros((n, *[a + 2 * p + e for a, p, e in zip(s, padding, extra)], c), x.dtype)
+    xp = np.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], c), x.dtype)
     xp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = np.moveaxis(x, 1, -1)
     return xp
 
@@ -260,13 +259,6 @@ def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
 
 
-def _transposed_shapes(x_shape, w_shape, stride, padding, dilation, output_padding, groups):
-    n, c, *s = x_shape
-    out = [(a - 1) * st - 2 * p + d * (kk - 1) + op + 1 for a, st, p, d, kk, op in
-           zip(s, stride, padding, dilation, w_shape[2:], output_padding)]
-    return (n, w_shape[1] * groups, *out)
-
-
 # ---------------------------------------------------------------------------------------------
 # Kernels
 
@@ -353,7 +345,6 @@ def _floating_only(name, dtype):
 
 def check_im2col(self, kernel_size, dilation, padding, stride):
     _pair_checks("im2col", kernel_size, dilation, padding, stride)
-    _floating_only("im2col_out_cpu", self._dtype)
     nd_ = len(self._size)
     if nd_ not in (3, 4) or 0 in self._size[-3:]:
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
@@ -368,6 +359,7 @@ def check_im2col(self, kernel_size, dilation, padding, stride):
                            f"{dilation[1]}), padding=({padding[0]}, {padding[1]}), calculated "
                            f"shape of the array of sliding blocks as ({oh}, {ow}), but its "
                            f"components must be at least one.")
+    _floating_only("im2col_out_cpu", self._dtype)
     c = self._size[-3]
     shape = (c * kernel_size[0] * kernel_size[1], oh * ow)
     return (shape if nd_ == 3 else (self._size[0], *shape)), (oh, ow)
@@ -375,7 +367,6 @@ def check_im2col(self, kernel_size, dilation, padding, stride):
 
 def check_col2im(self, output_size, kernel_size, dilation, padding, stride):
     _pair_checks("col2im", kernel_size, dilation, padding, stride)
-    _floating_only("col2im_out_cpu", self._dtype)
     if len(output_size) != 2:
         raise RuntimeError(f"It is expected output_size equals to 2, but got size "
                            f"{len(output_size)}")
@@ -401,6 +392,7 @@ def check_col2im(self, output_size, kernel_size, dilation, padding, stride):
                            f"input's dimension 2 to match the calculated number of sliding "
                            f"blocks {oh} * {ow} = {oh * ow}, but got input.size(2)="
                            f"{self._size[-1]}.")
+    _floating_only("col2im_out_cpu", self._dtype)
     c = self._size[-2] // kk
     shape = (c, *output_size)
     return (shape if nd_ == 2 else (self._size[0], *shape)), (oh, ow)

@@ -279,7 +279,8 @@ def _lu(a):
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            f, p = _sla.lu_factor(m[i], check_finite=False)
+            # PyTorch's LU tensor holds LAPACK's column-major factors: those of A^T row-major
+            f, p = _sla.lu_factor(m[i].T, check_finite=False)
         lu[i], piv[i] = f, p[:k] + 1
         zero = np.flatnonzero(np.diagonal(f) == 0)
         info[i] = zero[0] + 1 if zero.size else 0
@@ -349,9 +350,9 @@ def _linalg_solve_ex(A, B, left=True, check_errors=False):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({_x(A._size)} and {_x(B._size)})")
     batch = _st.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
+    lu, piv, info = _lu(a)  # of A itself: its batch is not broadcast (as PyTorch's)
     a = np.broadcast_to(a, batch + a.shape[-2:])
     bb = np.broadcast_to(bb, batch + bb.shape[-2:])
-    lu, piv, info = _lu(a)
     with np.errstate(all="ignore"):
         try:
             x = np.linalg.solve(a, bb) if a.size and bb.size else np.zeros(bb.shape, a.dtype)
@@ -482,7 +483,8 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     if a.size == 0:
         w, v = np.zeros(a.shape[:-1], real), a.copy()
     else:
-        w, v = np.linalg.eigh(a, UPLO=UPLO)
+        # LAPACK reads the row-major matrix as its transpose: the other triangle is the one asked
+        w, v = np.linalg.eigh(a, UPLO="U" if UPLO == "L" else "L")
     if not compute_v:
         v = np.empty((0,), a.dtype)
     return wrap(np.ascontiguousarray(w).astype(real)), wrap(np.ascontiguousarray(v))
@@ -524,7 +526,8 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
         sol = sol[..., 0]
     # residuals: only for full-rank tall problems with a driver other than gelsy (as PyTorch)
     full = m > n and driver != "gelsy" and all(int(r) == n for r in ranks)
-    residuals = (np.stack(res).reshape(batch + (bm.shape[-1],)).astype(a.dtype)
+    fit = np.matmul(am, np.stack(sols)) - bm
+    residuals = ((fit * fit).sum(-2).reshape(batch + (bm.shape[-1],)).astype(a.dtype)
                  if full else np.empty((0,), a.dtype))
     if vector and full:
         residuals = residuals[..., 0]

@@ -132,7 +132,9 @@ def _max_pool(name, k, self, kernel_size, stride, padding, dilation, ceil_mode):
     out = shape[-k:]
     if b == 0:
         return wrap(np.zeros(shape, x.dtype)), wrap(np.zeros(shape, np.int64))
-    cd = np.float32 if x.dtype.name in ("float16", "bfloat16") else x.dtype
+    # integers widen to int64 so that the padding value is below every real value
+    cd = np.float32 if x.dtype.name in ("float16", "bfloat16") else \
+        np.int64 if x.dtype.kind in "iu" else x.dtype
     win = _windows(x.reshape(b, *spatial).astype(cd, copy=False), k, kernel_size, stride,
                    padding, dilation, out, _lowest(np.dtype(cd)))
     win = win.reshape(b, *out, -1)
@@ -216,9 +218,16 @@ def _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
 
 
 def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override):
+    nd_ = len(self._size)
+    if k == 2 and nd_ < 3:  # ATen reads input.size(-3) before any check
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd_, 1)}, "
+                         f"{max(nd_, 1) - 1}], but got -3)")
     res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if k == 3 and self._dtype in (D.float16, D.bfloat16):
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for "
+                                  f"'{self._dtype._short}'")
     _float_or_long(name, self._dtype)
     return res
 
@@ -309,15 +318,19 @@ def check_adaptive(name, self, k, output_size, ints=()):
         sep = ": " if name.startswith("adaptive_max") else ""
         raise RuntimeError(f"{name}(): Expected {k + 1}D or {k + 2}D tensor, but got{sep}"
                            f"{'' if sep else ' '}[{', '.join(map(str, self._size))}]")
-    for i in range(1, nd_):
+    # adaptive_avg_pool2d only needs non-empty spatial dims; the others every non-batch dim
+    first = nd_ - k if name == "adaptive_avg_pool2d" else 1
+    for i in range(first, nd_):
         if self._size[i] == 0:
+            sizes = ", ".join(map(str, self._size))
             raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes [{', '.join(map(str, self._size))}]"
-                               f" with dimension {i} being empty")
+                               f"dimensions, but input has sizes [{sizes}] with dimension {i} "
+                               f"being empty")
     if any(o < 0 for o in output_size):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{', '.join(map(str, output_size))}}}")
-    _float_or_long(name, self._dtype, ints)
+    if name != "adaptive_avg_pool2d" or 0 not in self._size:  # 2d avg: only in its loop
+        _float_or_long(name, self._dtype, ints)
     return (*self._size[:-k], *output_size)
 
 
@@ -441,6 +454,8 @@ def check_max_unpool(name, self, indices, output_size, k):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(self._size)}) but got indices tensor with shape: "
                            f"{list(indices._size)}")
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{self._dtype._short}'")
     return (*self._size[:-k], *output_size)
 
 

@@ -9,7 +9,6 @@ input positions with fixed weights. An axis is therefore described by an index t
 (linear/cubic: forward multiplies by it); a backward is the transposed operator along each axis.
 The tables follow ATen's UpSample.h formulas (source-index rules, float32 arithmetic for float
 inputs)."""
-import math
 
 import numpy as np
 

@@ -45,7 +45,8 @@ def stable_argsort(a, axis, descending=False):
 
 
 def _result(self, values, idx, shape):
-    return wrap(own(values.reshape(shape))), wrap(own(idx.reshape(shape).astype(np.int64, copy=False)))
+    idx = idx.reshape(shape).astype(np.int64, copy=False)
+    return wrap(own(values.reshape(shape))), wrap(own(idx))
 
 
 # -- sort / topk -------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def topk_shape(self, k, dim):
     n = self._size[d] if self._size else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    shape = list(self._size)
+    shape = list(self._size)  # 0-dim inputs give 0-dim results
     if shape:
         shape[d] = k
     return d, tuple(shape)
@@ -88,7 +89,9 @@ def topk_shape(self, k, dim):
 def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema name)
     d, shape = topk_shape(self, k, dim)
     a = self._nd()
-    a1 = a.reshape(1) if a.ndim == 0 else a
+    if a.ndim == 0:  # the value itself, whatever k (0 or 1)
+        return wrap(a.copy()), wrap(np.zeros((), np.int64))
+    a1 = a
     idx = np.take(stable_argsort(_keys(self), d, largest), np.arange(k), axis=d)
     return _result(self, np.take_along_axis(a1, idx, d), idx, shape)
 
@@ -243,7 +246,7 @@ def _unique_slices(self, dim, name):
         raise RuntimeError(f"There are 0 sized dimensions, and they aren't selected, so "
                            f"{name} cannot be applied")
     keys = np.moveaxis(_keys(self), d, 0)
-    return d, keys.reshape(keys.shape[0], -1)
+    return d, keys.reshape(keys.shape[0], _st.numel(keys.shape[1:]))
 
 
 def _slices_out(self, d, take):
@@ -258,12 +261,13 @@ def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False
     group, counts, starts = _runs(np.all(s[1:] == s[:-1], axis=1), n)
     inverse = np.empty(n, np.int64)
     inverse[order] = group
+    # along a dim PyTorch always returns the inverse and the counts
     return _unique_outputs(self, _slices_out(self, d, order[starts]), inverse, counts, (n,),
-                           return_inverse, return_counts)
+                           True, True)
 
 
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
-    if dim is None:
+    if dim is None or (dim == 0 and len(self._size) == 1):  # PyTorch's test, literally dim == 0
         flat = _keys(self).reshape(-1)
         group, counts, starts = _runs(flat[1:] == flat[:-1], flat.size)
         values = self._nd().reshape(-1)[starts]
@@ -272,8 +276,7 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
     d, rows = _unique_slices(self, dim, "unique_consecutive")
     n = rows.shape[0]
     group, counts, starts = _runs(np.all(rows[1:] == rows[:-1], axis=1), n)
-    return _unique_outputs(self, _slices_out(self, d, starts), group, counts, (n,),
-                           return_inverse, return_counts)
+    return _unique_outputs(self, _slices_out(self, d, starts), group, counts, (n,), True, True)
 
 
 # -- counting: bincount (data-dependent size), histc ------------------------------------------
@@ -311,7 +314,7 @@ def check_histc(self, bins, min, max):  # noqa: A002  (schema names)
 
 def histc(self, bins=100, min=0, max=0):  # noqa: A002
     check_histc(self, bins, min, max)
-    a = self._nd().reshape(-1).astype(np.float64)
+    a = self._nd().reshape(-1).astype(np.float64)  # only for the range
     lo, hi = float(min), float(max)
     if lo == hi and a.size:
         lo, hi = float(a.min()), float(a.max())
@@ -319,10 +322,16 @@ def histc(self, bins=100, min=0, max=0):  # noqa: A002
         lo, hi = lo - 1, hi + 1
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
-    inside = a[(a >= lo) & (a <= hi)]
-    # the bin of x is floor((x - lo) * bins / (hi - lo)); x == hi belongs to the last bin
-    b = np.minimum(((inside - lo) * bins / (hi - lo)).astype(np.int64), bins - 1)
-    return wrap(np.bincount(b, minlength=bins).astype(self._dtype._np))
+    # PyTorch's histc bins in the input's dtype (each operation rounded there):
+    # floor((x - lo) * bins / (hi - lo)); x == hi belongs to the last bin
+    t = self._dtype._np
+    x = self._nd().reshape(-1)
+    x = x[(x >= lo) & (x <= hi)]
+    lo_t, hi_t = t.type(lo), t.type(hi)
+    with np.errstate(all="ignore"):
+        pos = ((x - lo_t) * t.type(bins) / (hi_t - lo_t)).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)
+    return wrap(np.bincount(pos, minlength=bins).astype(t))
 
 
 # -- searchsorted / bucketize ----------------------------------------------------------------

@@ -91,8 +91,8 @@ def meta__linalg_solve_ex(A, B, left=True, check_errors=False):
                            f"{_la._x(B._size)})")
     batch = _la._st.broadcast_shapes(A._size[:-2], bb[:-2])
     x = batch + (bb[-2:-1] if vector else bb[-2:])
-    return (_e(x, A._dtype), _e(batch + A._size[-2:], A._dtype),
-            _e(batch + A._size[-1:], _la.D.int32), _e(batch, _la.D.int32))
+    return (_e(x, A._dtype), _e(A._size, A._dtype), _e(A._size[:-1], _la.D.int32),
+            _e(A._size[:-2], _la.D.int32))
 
 
 def meta_linalg_cholesky_ex(self, upper=False, check_errors=False):

@@ -113,7 +113,7 @@ _KERNELS = {
     "meta_logsumexp": _logsumexp,
     "meta_count_nonzero": _count_nonzero, "meta_count_nonzero_dim_IntList": _count_nonzero,
     "meta_cumsum": _scan("cumsum"), "meta_cumprod": _scan("cumprod"),
-    "meta_logcumsumexp": lambda self, dim: _scan("logcumsumexp")(self, dim),
+    "meta_logcumsumexp": _scan("logcumsumexp"),
     "meta_cummax": _cum_extremum("cummax"), "meta_cummin": _cum_extremum("cummin"),
     "meta_sum": _full("sum"), "meta_sum_dim_IntList": _along("sum"),
     "meta_prod": _full("prod"), "meta_prod_dim_int": _along("prod"),

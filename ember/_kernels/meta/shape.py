@@ -183,6 +183,9 @@ def check_index_select(self, dim, index):
     shape = list(self._size)
     if shape:
         shape[d] = index.numel()
+    elif index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
     return d, tuple(shape)
 
 
@@ -440,6 +443,12 @@ def meta_masked_fill_Scalar(self, mask, value):
 
 def meta_masked_fill_Tensor(self, mask, value):
     return _empty(check_masked_fill(self, mask, value), self._dtype)
+
+
+def meta_masked_select(self, mask):
+    check_masked_select(self, mask)
+    raise NotImplementedError("aten::masked_select: the result size depends on the mask's "
+                              "values, which meta tensors do not have")
 
 
 def meta_masked_scatter(self, mask, source):
