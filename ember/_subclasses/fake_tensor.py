@@ -224,7 +224,9 @@ class FakeTensorMode(TorchDispatchMode):
         def to_fake(x):
             if isinstance(x, Tensor):
                 orig = originals.get(id(x))
-                if orig is not None:  # in-place / out=: the argument itself
+                if orig is not None:  # in-place / out=: the argument itself, with the metadata
+                    for name in _GEOMETRY:  # an in-place view op (squeeze_, t_) gave it
+                        setattr(orig, name, getattr(x, name))
                     return orig
                 return _wrap(self, x, dev)
             return x
@@ -248,6 +250,9 @@ class FakeTensorMode(TorchDispatchMode):
             from .._core.factory_defaults import current_device
             common = current_device() or _device("cpu")
         return _claimed(common)
+
+
+_GEOMETRY = ("_storage", "_size", "_stride", "_offset")
 
 
 def _has_mask_index(args):

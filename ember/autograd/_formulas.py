@@ -370,6 +370,23 @@ def log_softmax_backward_data(grad, output, dim):
     return grad - _E().exp(output) * grad.sum(dim, keepdim=True)
 
 
+def clamp_backward_min_max(grad, self, min, max, grad_input_mask):
+    """Gradients of clamp's tensor bounds: a bound gets the gradient where it was the result."""
+    E = _E()
+    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    gmin = gmax = None
+    if min is not None and max is not None:
+        if grad_input_mask[0]:
+            gmin = E.where((self < min).logical_and(min < max), grad, zero)
+        if grad_input_mask[1]:
+            gmax = E.where((self > max).logical_or(max < min), grad, zero)
+    elif min is not None and grad_input_mask[0]:
+        gmin = E.where(self < min, grad, zero)
+    elif max is not None and grad_input_mask[1]:
+        gmax = E.where(self > max, grad, zero)
+    return gmin, gmax
+
+
 def var_backward(grad, self, dim, correction, keepdim):
     ndim = self.dim()
     dims = _reduced_dims(dim, ndim)
@@ -380,7 +397,9 @@ def var_backward(grad, self, dim, correction, keepdim):
     if not keepdim and ndim:
         grad = unsqueeze_multiple(grad, dims, ndim)
     mean = self.mean(dims, keepdim=True) if ndim else self
-    return (2.0 / max(n - c, 0)) * grad * (self - mean)
+    # a double division, as in PyTorch: no degrees of freedom left gives inf (not an error)
+    factor = 2.0 / (n - c) if n != c else math.inf
+    return factor * grad * (self - mean)
 
 
 def std_backward(result, grad, self, dim, correction, keepdim):

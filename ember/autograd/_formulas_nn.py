@@ -30,7 +30,8 @@ globals().update(_HELPERS)
 
 
 def not_implemented(name):
-    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+    # PyTorch's not_implemented() formula raises NotImplementedError (a RuntimeError subclass)
+    raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
 
 def dropout_scale(p, train):

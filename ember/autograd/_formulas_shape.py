@@ -233,29 +233,22 @@ def svd_backward(gU, gS, gVh, U, S, Vh, full_matrices):
 
 
 def linalg_qr_backward(gQ, gR, Q, R, mode):
-    """QR backward for m >= n (reduced): PyTorch's linalg_qr_backward."""
-    E = _E()
+    """PyTorch's linalg_qr_backward for m >= n (reduced, or complete when square):
+    gA = (gQ + Q syminvadj(triu(gR R^H - Q^H gQ))) R^{-H}."""
     if mode == "r":
         raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when "
                            "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to "
                            "differentiate through linalg.qr.")
     m, n = Q.shape[-2], R.shape[-1]
-    if m < n:
+    if m < n or (mode == "complete" and m > n):
         raise NotImplementedError("The derivative of linalg.qr is not implemented when "
                                   "mode='complete' and nrows > ncols, or when nrows < ncols.")
-    gA = None
-    M = E.zeros(R.shape[:-2] + (n, n), dtype=R.dtype, device=R.device)
-    if gR is not None:
-        M = M + R @ mH(gR)
-    if gQ is not None:
-        M = M - mH(gQ) @ Q
-    M = M.tril(-1)
-    M = M + mH(M)
-    M = M - E.diag_embed(M.diagonal(0, -2, -1)) * 0.5
-    b = (gQ if gQ is not None else E.zeros_like(Q)) + Q @ M.tril()
-    # gA = b R^{-H}
-    gA = E.linalg.solve(R, mH(b), left=True)
-    return mH(gA)
+    E = _E()
+    M = (gR @ mH(R) - mH(Q) @ gQ).triu()
+    M = M + mH(M) - E.diag_embed(M.diagonal(0, -2, -1))  # syminvadj: halves the doubled diagonal
+    gA = Q @ M + gQ
+    # X R^H = gA  <=>  R X^H = gA^H
+    return mH(E.linalg.solve(R, mH(gA)))
 
 
 def linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim):

@@ -206,11 +206,11 @@ class GeneratedNode(Node):
         # Edge layout: each differentiable arg has one edge, or len(list) edges for Tensor[].
         out = [None] * len(self._next)
         needed_args = self._needed_args()
-        if info.uses_grad_input_mask:
-            env["grad_input_mask"] = [i in needed_args for i in info.diff_args]
         for arg_idx, code, _text in info.formulas:
             if not any(i in needed_args for i in arg_idx):
                 continue
+            if info.uses_grad_input_mask:  # per formula: one flag per input it computes
+                env["grad_input_mask"] = [i in needed_args for i in arg_idx]
             val = eval(code, _formulas.NAMESPACE, env)
             if len(arg_idx) == 1:
                 self._place(out, arg_idx[0], val)
@@ -479,6 +479,8 @@ class NotImplementedNode(Node):
         return "torch::autograd::NotImplemented"
 
     def apply(self, grads):
+        if "::" not in self.opname:  # an aten op: PyTorch's autograd_not_implemented message
+            raise RuntimeError(f"derivative for aten::{self.opname} is not implemented")
         raise RuntimeError(f"the derivative for '{self.opname}' is not implemented.")
 
 

@@ -1,0 +1,172 @@
+"""Pointwise behaviour the OpInfo table cannot express: ops answering a Python bool (equal,
+allclose, is_conj), the complex views' aliasing (view_as_real/complex, real/imag and their
+setters), the shift operators, and error messages compared with PyTorch's."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from helpers import assert_same, from_np, to_np, to_torch
+
+
+def _pair(torch, a, dtype="float32"):
+    return from_np(np.asarray(a).astype(getattr(ember, dtype)._np)), \
+        torch.tensor(np.asarray(a)).to(getattr(torch, dtype))
+
+
+@pytest.mark.parametrize("a, b", [
+    ([1.0, 2.0], [1.0, 2.0]), ([1.0, 2.0], [1.0, 2.5]), ([1.0, 2.0], [1.0, 2.0, 3.0]),
+    ([math.nan], [math.nan]), ([[1.0, 2.0]], [1.0, 2.0])])
+def test_equal(torch, a, b):
+    (ea, ta), (eb, tb) = _pair(torch, a), _pair(torch, b)
+    assert ember.equal(ea, eb) is torch.equal(ta, tb)
+    assert ea.equal(eb) is ta.equal(tb)
+
+
+def test_equal_promotes_dtypes(torch):
+    (ea, ta), (eb, tb) = _pair(torch, [1, 2], "int64"), _pair(torch, [1, 2], "float32")
+    assert ember.equal(ea, eb) is torch.equal(ta, tb) is True
+
+
+@pytest.mark.parametrize("kw", [{}, {"rtol": 0.1}, {"atol": 0.5}, {"equal_nan": True}])
+def test_allclose(torch, kw):
+    (ea, ta), (eb, tb) = _pair(torch, [1.0, math.nan, 3.0]), _pair(torch, [1.05, math.nan, 3.0])
+    assert ember.allclose(ea, eb, **kw) is torch.allclose(ta, tb, **kw)
+    assert ea.allclose(eb, **kw) is ta.allclose(tb, **kw)
+
+
+def test_allclose_errors_like_pytorch(torch):
+    (ea, ta), (eb, tb) = _pair(torch, [1.0], "float32"), _pair(torch, [1.0], "float64")
+    with pytest.raises(RuntimeError) as t_err:
+        torch.allclose(ta, tb)
+    with pytest.raises(RuntimeError) as e_err:
+        ember.allclose(ea, eb)
+    assert str(e_err.value) == str(t_err.value)
+
+
+def test_view_as_real_is_a_view_with_pytorch_geometry(torch):
+    z = np.array([[1 + 2j, 3 - 1j], [0.5j, -2]], dtype=np.complex64)
+    e, t = from_np(z), torch.from_numpy(z.copy())
+    for fe, ft in [(lambda x: x, lambda x: x), (lambda x: x.t(), lambda x: x.t()),
+                   (lambda x: x[1:], lambda x: x[1:])]:
+        er, tr = ember.view_as_real(fe(e)), torch.view_as_real(ft(t))
+        assert_same(er, tr, check_stride=True)
+        assert er.storage_offset() == tr.storage_offset()
+        assert er._base is e
+    r = ember.view_as_real(e)
+    r[0, 0, 1] = 7.0  # writes through to the complex tensor
+    assert to_np(e)[0, 0] == 1 + 7j
+
+
+def test_view_as_complex_roundtrip(torch):
+    a = np.arange(12, dtype=np.float64).reshape(3, 2, 2)
+    e, t = from_np(a), torch.from_numpy(a.copy())
+    ec, tc = ember.view_as_complex(e[1:]), torch.view_as_complex(t[1:])
+    assert_same(ec, tc, check_stride=True)
+    assert ec.storage_offset() == tc.storage_offset()
+    ec[0, 0] = 5 - 5j
+    assert to_np(e)[1, 0].tolist() == [5.0, -5.0]
+
+
+def test_view_as_complex_half_is_a_known_gap():
+    with pytest.raises(RuntimeError, match="complex32"):
+        ember.view_as_complex(ember.ones(2, dtype=ember.float16))
+
+
+def test_real_imag_properties_are_views_and_assignable(torch):
+    z = np.array([1 + 2j, -3 + 0.5j], dtype=np.complex128)
+    e, t = from_np(z), torch.from_numpy(z.copy())
+    assert_same(e.real, t.real, check_stride=True)
+    assert_same(e.imag, t.imag, check_stride=True)
+    assert_same(ember.real(e), torch.real(t))
+    v = e._version
+    e.imag = ember.tensor([9.0, 8.0], dtype=ember.float64)
+    t.imag = torch.tensor([9.0, 8.0], dtype=torch.float64)
+    assert_same(e, t)
+    assert e._version > v
+    x = ember.ones(3)
+    assert x.real is x  # a real tensor is its own real part, as in PyTorch
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        x.imag
+
+
+def test_conj_is_materialized():
+    """ember has no conjugate bit: conj copies, is_conj is False, resolve_conj is identity."""
+    z = ember.tensor([1 + 2j, 3 - 4j])
+    c = ember.conj(z)
+    assert to_np(c).tolist() == [1 - 2j, 3 + 4j]
+    assert not c.is_conj() and not ember.is_conj(z)
+    assert ember.resolve_conj(z) is z
+    r = ember.ones(2)
+    assert ember.conj(r) is r and ember.conj_physical(r) is r
+    z.conj_physical_()
+    assert to_np(z).tolist() == [1 - 2j, 3 + 4j]
+
+
+def test_shift_operators(torch):
+    a = np.array([1, -2, 3, 100], dtype=np.int64)
+    e, t = from_np(a), torch.from_numpy(a.copy())
+    s = np.array([1, 2, 64, -1], dtype=np.int64)
+    es, ts = from_np(s), torch.from_numpy(s.copy())
+    assert_same(e << 2, t << 2)
+    assert_same(e >> 1, t >> 1)
+    assert_same(e << es, t << ts)
+    assert_same(e >> es, t >> ts)
+    assert_same(3 << es.abs() % 8, 3 << ts.abs() % 8)
+    assert_same(256 >> es.abs() % 8, 256 >> ts.abs() % 8)
+    e <<= 1
+    t <<= 1
+    assert_same(e, t)
+    e >>= es.abs() % 3
+    t >>= ts.abs() % 3
+    assert_same(e, t)
+    with pytest.raises(NotImplementedError):
+        ember.ones(2) << 1
+    with pytest.raises(NotImplementedError):
+        torch.ones(2) << 1
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.clamp(x),
+    lambda m, x: m.clamp(x.to(m.complex64), 0, 1),
+    lambda m, x: m.lerp(x, x.double(), 0.5),
+    lambda m, x: m.addcdiv(x, x.long(), x.long()),
+    lambda m, x: m.polar(x, x.double()),
+    lambda m, x: m.view_as_real(x),
+    lambda m, x: m.view_as_complex(x),
+    lambda m, x: m.isclose(x, x, rtol=-1.0),
+    lambda m, x: m.sign(x.to(m.complex64)),
+    lambda m, x: m.polygamma(-1, x),
+    lambda m, x: x.float_power_(2),
+])
+def test_error_messages_match_pytorch(torch, call):
+    a = np.array([0.25, 0.5, 0.75], dtype=np.float32)
+    with pytest.raises(Exception) as t_err:
+        call(torch, torch.from_numpy(a.copy()))
+    with pytest.raises(Exception) as e_err:
+        call(ember, from_np(a))
+    assert type(e_err.value) is type(t_err.value)
+    assert str(e_err.value) == str(t_err.value).split("\n")[0]
+
+
+def test_wrapped_numbers_promote_like_pytorch(torch):
+    x = ember.tensor([1, 2, 3])
+    tx = to_torch(torch, x)
+    assert_same(ember.clamp(x, 0.5, 2.5), torch.clamp(tx, 0.5, 2.5))
+    assert_same(ember.clamp_min(x, 1.5), torch.clamp_min(tx, 1.5))
+    assert_same(ember.float_power(x, 2), torch.float_power(tx, 2))
+    assert_same(ember.float_power(x, 2j), torch.float_power(tx, 2j))
+    assert_same(ember.xlogy(2, x), torch.xlogy(2, tx))
+    assert_same(ember.copysign(x, -1), torch.copysign(tx, -1))
+    assert_same(ember.fmod(x, 2), torch.fmod(tx, 2))
+    assert_same(ember.square(x), torch.square(tx))
+
+
+def test_meta_kernels_need_no_data():
+    m = ember.empty((2, 3), device="meta")
+    assert ember.erfinv(m).device.type == "meta"
+    assert ember.clamp(m, 0, 1).shape == (2, 3)
+    assert ember.polar(m, m).dtype is ember.complex64
+    assert ember.view_as_real(ember.empty(4, dtype=ember.complex64, device="meta")).shape == (4, 2)
+    assert ember.isclose(m, m).dtype is ember.bool
