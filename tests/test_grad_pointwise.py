@@ -1,6 +1,5 @@
 """Gradients of the pointwise ops against PyTorch's (float64), plus gradcheck on a few, including
 complex ops (view_as_real/complex, polar, angle, sgn, conj) and the in-place forms."""
-import math
 
 import numpy as np
 import pytest

@@ -5,7 +5,7 @@ import math
 from ._formulas import _E
 
 __all__ = ["sgn_backward", "logit_backward", "angle_backward", "copysign_tensor_self_backward",
-           "polar_backward", "fmax_fmin_self_mask"]
+           "polar_backward", "fmax_fmin_self_mask", "clamp_backward_min_max"]
 
 
 def sgn_backward(self, grad, result):
@@ -51,3 +51,21 @@ def polar_backward(grad, result):
 def fmax_fmin_self_mask(self, other, self_wins):
     """Where fmax/fmin took ``self``: it won the comparison or ``other`` is NaN."""
     return self_wins | other.isnan()
+
+
+def clamp_backward_min_max(grad, self, min, max, grad_input_mask):  # noqa: A002  (schema names)
+    """Gradients of clamp.Tensor's bounds: a bound gets the gradient where it was the result
+    (with both bounds, max wins where min > max)."""
+    E = _E()
+    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    gmin = gmax = None
+    if min is not None and max is not None:
+        if grad_input_mask[0]:
+            gmin = E.where((self < min) & (min < max), grad, zero)
+        if grad_input_mask[1]:
+            gmax = E.where((self > max) | (max < min), grad, zero)
+    elif min is not None and grad_input_mask[0]:
+        gmin = E.where(self < min, grad, zero)
+    elif max is not None and grad_input_mask[1]:
+        gmax = E.where(self > max, grad, zero)
+    return gmin, gmax

@@ -6,7 +6,6 @@ identity autograd Function, so the graph gets one node in front of the module (w
 the gradients w.r.t. the inputs) and one behind it (whose pre-hook sees the gradients w.r.t. the
 outputs). The user's hooks run from those two node hooks.
 """
-import itertools
 import weakref
 from collections import OrderedDict
 

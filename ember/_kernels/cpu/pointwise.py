@@ -146,11 +146,8 @@ def all_of(*checks):
 
 _NOT_FLOAT = (D.BOOL, D.INTEGRAL, D.COMPLEX)
 _NOT_REAL_FLOAT = (D.BOOL, D.INTEGRAL)
-_INEXACT = (D.BOOL, D.COMPLEX)
-
-
-def check_int_fmod(name, operands, dt):
-    not_for(_INEXACT, "fmod_cpu")(name, operands, dt)
+_BOOL_COMPLEX = (D.BOOL, D.COMPLEX)
+_NOT_INTEGRAL = (D.BOOL, D.FLOATING, D.COMPLEX)
 
 
 def check_addcdiv(name, operands, dt):
@@ -460,7 +457,7 @@ BINARY = {
     "bitwise_xor": (_ufunc(np.bitwise_xor), INTEGRAL, check_integral),
     "maximum": (_ufunc(np.maximum), PROMOTE, None),
     "minimum": (_ufunc(np.minimum), PROMOTE, None),
-    "fmod": (fmod_values, PROMOTE, check_int_fmod),
+    "fmod": (fmod_values, PROMOTE, not_for(_BOOL_COMPLEX, "fmod_cpu")),
     "atan2": (_half_as_float(np.arctan2), INT_TO_FLOAT, not_for((D.COMPLEX,), "atan2_cpu")),
     "hypot": (_half_as_float(np.hypot), PROMOTE, not_for(_NOT_FLOAT, "hypot_cpu")),
     "fmax": (_ufunc(np.fmax), PROMOTE, not_for(
@@ -471,8 +468,8 @@ BINARY = {
     "logaddexp": (logaddexp_values, PROMOTE, not_for(_NOT_REAL_FLOAT, "logaddexp_cpu")),
     "logaddexp2": (_half_as_float(np.logaddexp2), PROMOTE, not_for(_NOT_FLOAT, "logaddexp2_cpu")),
     "xlogy": (_half_as_float(xlogy_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "xlogy_cpu")),
-    "bitwise_left_shift": (left_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "lshift_cpu")),
-    "bitwise_right_shift": (right_shift, PROMOTE, not_for(_INEXACT + (D.FLOATING,), "rshift_cpu")),
+    "bitwise_left_shift": (left_shift, PROMOTE, not_for(_NOT_INTEGRAL, "lshift_cpu")),
+    "bitwise_right_shift": (right_shift, PROMOTE, not_for(_NOT_INTEGRAL, "rshift_cpu")),
     "clamp_min": (_ufunc(np.maximum), PROMOTE, clamp_check("clamp_min_scalar_cpu")),
     "clamp_max": (_ufunc(np.minimum), PROMOTE, clamp_check("clamp_max_scalar_cpu")),
 }
@@ -532,8 +529,9 @@ UNARY = {
         (D.COMPLEX,), message="ceil is not supported for complex inputs"))),
     "trunc": (_integral_identity(np.trunc), SAME, all_of(not_for((D.BOOL,), "trunc_vml_cpu"), not_for(
         (D.COMPLEX,), message="trunc is not supported for complex inputs"))),
-    "round": (_integral_identity(np.rint), SAME, not_for(_INEXACT, "round_vml_cpu")),
-    "round_decimals": (round_decimals_values, SAME, not_for(_INEXACT + (D.INTEGRAL,), "round_cpu")),
+    "round": (_integral_identity(np.rint), SAME, not_for(_BOOL_COMPLEX, "round_vml_cpu")),
+    "round_decimals": (round_decimals_values, SAME, not_for(_NOT_REAL_FLOAT + (D.COMPLEX,),
+                                                            "round_cpu")),
     "frac": (_half_as_float(frac_values), SAME, not_for(_NOT_FLOAT, "frac_cpu")),
     "nan_to_num": (nan_to_num_values, SAME, None),
     "isnan": (_ufunc(np.isnan), COMPARE, None),
