@@ -179,7 +179,8 @@ _binary("xlogy.Scalar_Self", None, "xlogy.OutScalar_Self", NUMERIC, lhs="number"
 _binary("xlogy.Scalar_Other", "xlogy_.Scalar_Other", "xlogy.OutScalar_Other", NUMERIC,
         rhs="number", positive=True, rtol=1e-2, atol=1e-3)
 OPS.append(OpInfo("xlogy.Tensor", lambda op: iter([Sample(
-    (T(np.array([0.0, 0.0, 2.0, 0.0]), "float64"), T(np.array([0.0, math.nan, -1.0, 3.0]), "float64")),
+    (T(np.array([0.0, 0.0, 2.0, 0.0]), "float64"),
+     T(np.array([0.0, math.nan, -1.0, 3.0]), "float64")),
     desc="x == 0")]), ALL, "xlogy_.Tensor", "xlogy.OutTensor"))
 
 _SHIFT_DTYPES = INTEGRAL + ("float32",)
@@ -269,8 +270,9 @@ _add("lerp.Tensor", lambda op: lerp_samples(op, "tensor"), ALL, "lerp_.Tensor", 
 def addc_samples(op, nonzero=False):
     for dt in op.dtypes:
         for value in (1, 2, 0.5):
-            yield Sample((tensor((2, 3), dt), tensor((2, 3), dt), tensor((2, 3), dt, nonzero=nonzero)),
-                         {"value": value}, desc=f"{dt} value={value}")
+            yield Sample((tensor((2, 3), dt), tensor((2, 3), dt),
+                          tensor((2, 3), dt, nonzero=nonzero)), {"value": value},
+                         desc=f"{dt} value={value}")
         yield Sample((tensor((3, 4), dt, "transposed"), tensor((3, 4), dt, "sliced"),
                       tensor((3, 4), dt, "expanded", nonzero=nonzero)), desc=f"{dt} strided")
         yield Sample((tensor((2, 1), dt), tensor((3,), dt), tensor((), dt, nonzero=nonzero)),
@@ -344,7 +346,8 @@ def view_as_complex_samples(op):
         yield Sample((tensor((2, 3, 2), dt, "expanded"),), desc=f"{dt} expanded")
         yield Sample((tensor((2,), dt),), desc=f"{dt} 1-d")
     # (no "transposed" error sample: the harness's transposed torch tensor is contiguous)
-    for bad in [tensor((2, 3), "float32"), tensor((2, 2), "int64"), tensor((2, 2), "bfloat16"), tensor((), "float32"),
+    for bad in [tensor((2, 3), "float32"), tensor((2, 2), "int64"), tensor((2, 2), "bfloat16"),
+                tensor((), "float32"),
                 tensor((3, 2), "float32", "sliced")]:
         yield Sample((bad,), desc=f"error {bad.dtype} {bad.layout} {bad.values.shape}")
 

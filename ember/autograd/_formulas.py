@@ -28,6 +28,12 @@ def zeros_from_meta(meta):
     return _E().zeros(shape, dtype=dtype, device=device)
 
 
+def _conj(x):
+    """``x.conj()`` for tensors (a no-op on real ones); Python numbers pass through (a complex
+    Python number is conjugated too)."""
+    return x.conjugate() if _is_number(x) else x.conj()
+
+
 def maybe_multiply(grad, s):
     return grad if (_is_number(s) and s == 1) else grad * s
 
@@ -39,30 +45,30 @@ def handle_r_to_c(self_dtype, grad):
 
 
 def mul_tensor_backward(grad, other, self_dtype):
-    return handle_r_to_c(self_dtype, grad * other)
+    return handle_r_to_c(self_dtype, grad * _conj(other))
 
 
 def div_tensor_self_backward(grad, other, self_dtype, rounding_mode=None):
     if rounding_mode is not None:
         return _E().zeros_like(grad)
-    return handle_r_to_c(self_dtype, grad / other)
+    return handle_r_to_c(self_dtype, grad / _conj(other))
 
 
 def div_tensor_other_backward(grad, self, other, rounding_mode=None):
     if rounding_mode is not None:
         return _E().zeros_like(grad)
-    return -grad * ((self / other) / other)
+    return -grad * _conj((self / other) / other)
 
 
 def pow_backward(grad, self, exponent):
     if exponent == 0.0:
         return _E().zeros_like(self)
-    return grad * (exponent * self.pow(exponent - 1))
+    return grad * _conj(exponent * self.pow(exponent - 1))
 
 
 def pow_backward_self(grad, self, exponent):
     E = _E()
-    g = grad * (exponent * self.pow(exponent - 1))
+    g = grad * _conj(exponent * self.pow(exponent - 1))
     return E.where(exponent == 0.0, E.zeros_like(g), g)
 
 
@@ -72,9 +78,9 @@ def pow_backward_exponent(grad, self, exponent, result):
         if self == 0.0:
             return E.where(exponent >= 0, E.zeros_like(grad), grad * (result * math.log(self)
                                                                     if self > 0 else math.nan))
-        return grad * (result * math.log(self))
+        return grad * _conj(result * math.log(self))
     cond = (self == 0) & (exponent >= 0)
-    g = grad * (result * E.log(self))
+    g = grad * _conj(result * E.log(self))
     return E.where(cond, E.zeros_like(g), g)
 
 
@@ -138,11 +144,11 @@ def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
 
 
 def mm_mat1_backward(grad, mat2, alpha=1):
-    return maybe_multiply(grad.mm(mat2.t()), alpha)
+    return maybe_multiply(grad.mm(mat2.t().conj()), alpha)
 
 
 def mm_mat2_backward(grad, mat1, alpha=1):
-    return maybe_multiply(mat1.t().mm(grad), alpha)
+    return maybe_multiply(mat1.t().conj().mm(grad), alpha)
 
 
 def restore_reduced_dims(t, dims, keepdim):
@@ -305,11 +311,11 @@ def to_copy_backward(grad, dtype, device):
 
 
 def sigmoid_backward(grad, result):
-    return grad * (result * (1 - result))
+    return grad * (result * (1 - result)).conj()
 
 
 def tanh_backward(grad, result):
-    return grad * (1 - result * result)
+    return grad * (1 - result * result).conj()
 
 
 def threshold_backward(grad, self, threshold):

@@ -137,10 +137,14 @@ def not_for(categories, kernel=None, message=None, exc=NotImplementedError):
     return check
 
 
-def all_of(*checks):
+def check_rounding(op):
+    """floor/ceil/trunc: no bool kernel, and complex numbers have no order to round in."""
+    no_bool_kernel = not_for((D.BOOL,), f"{op}_vml_cpu")
+    no_complex = not_for((D.COMPLEX,), message=f"{op} is not supported for complex inputs")
+
     def check(name, operands, dt):
-        for c in checks:
-            c(name, operands, dt)
+        no_bool_kernel(name, operands, dt)
+        no_complex(name, operands, dt)
     return check
 
 
@@ -523,12 +527,9 @@ UNARY = {
     "lgamma": (_half_as_float(_sp.gammaln), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
     "digamma": (_half_as_float(digamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
     "polygamma": (polygamma_values, INT_TO_FLOAT, not_for((D.COMPLEX,), "polygamma")),
-    "floor": (_integral_identity(np.floor), SAME, all_of(not_for((D.BOOL,), "floor_vml_cpu"), not_for(
-        (D.COMPLEX,), message="floor is not supported for complex inputs"))),
-    "ceil": (_integral_identity(np.ceil), SAME, all_of(not_for((D.BOOL,), "ceil_vml_cpu"), not_for(
-        (D.COMPLEX,), message="ceil is not supported for complex inputs"))),
-    "trunc": (_integral_identity(np.trunc), SAME, all_of(not_for((D.BOOL,), "trunc_vml_cpu"), not_for(
-        (D.COMPLEX,), message="trunc is not supported for complex inputs"))),
+    "floor": (_integral_identity(np.floor), SAME, check_rounding("floor")),
+    "ceil": (_integral_identity(np.ceil), SAME, check_rounding("ceil")),
+    "trunc": (_integral_identity(np.trunc), SAME, check_rounding("trunc")),
     "round": (_integral_identity(np.rint), SAME, not_for(_BOOL_COMPLEX, "round_vml_cpu")),
     "round_decimals": (round_decimals_values, SAME, not_for(_NOT_REAL_FLOAT + (D.COMPLEX,),
                                                             "round_cpu")),
