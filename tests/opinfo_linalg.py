@@ -373,6 +373,8 @@ NOT_IN_TABLE.update({
                           "reconstruction in tests/test_grad_linalg.py",
     "linalg_eigvals.default": "complex eigenvalues in LAPACK's order: checked sorted in "
                               "tests/test_grad_linalg.py",
+    "_linalg_check_errors.default": "raises LinAlgError from info: checked through linalg_inv, "
+                                    "linalg_solve and linalg_cholesky's singular samples",
     "_unsafe_view.default": "internal to matmul: checked by matmul's entry and "
                             "tests/test_grad_linalg.py",
     "_unsafe_view.out": "internal to matmul (out= form generated with it)",

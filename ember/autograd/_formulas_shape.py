@@ -289,17 +289,33 @@ def linalg_eig_backward(grads):
                               "implemented yet")
 
 
-def linalg_lstsq_backward(grad, self, b):
-    """The solution is pinv(A) B: differentiate through the pseudo-inverse."""
+def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):
+    """The solution is pinv(A) B and the residuals |A X - B|^2 summed over rows: differentiate
+    both through the pseudo-inverse."""
     from .. import autograd
     E = _E()
     with E.enable_grad():
         a = self.detach().requires_grad_(True)
         bb = b.detach().requires_grad_(True)
-        x = E.linalg.pinv(a) @ (bb if bb.dim() == a.dim() else bb.unsqueeze(-1))
-        x = x if bb.dim() == a.dim() else x.squeeze(-1)
-        ga, gb = autograd.grad(x, (a, bb), grad, allow_unused=True)
+        vector = bb.dim() != a.dim()
+        B = bb.unsqueeze(-1) if vector else bb
+        X = E.linalg.pinv(a) @ B
+        outs, grads = [X.squeeze(-1) if vector else X], [grad_solution]
+        if residuals.numel():
+            fit = a @ X - B
+            r = (fit * fit).sum(-2)
+            outs.append(r.squeeze(-1) if vector else r)
+            grads.append(grad_residuals)
+        ga, gb = autograd.grad(outs, (a, bb), grads, allow_unused=True)
     return ga, gb
 
 
-__all__ += ["linalg_eig_backward", "linalg_lstsq_backward"]
+def index_fill_value_backward(grad, dim, index):
+    """value's gradient in index_fill: the filled slices of grad (negative indices wrapped)."""
+    if grad.dim() == 0:
+        return grad.sum()
+    size = grad.shape[dim]
+    return grad.index_select(dim, index.remainder(size)).sum()
+
+
+__all__ += ["linalg_eig_backward", "linalg_lstsq_backward", "index_fill_value_backward"]

@@ -11,7 +11,6 @@ import warnings
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
-from ..cpu.linalg import raise_for_cholesky, raise_for_info
 
 __all__ = ["inner", "outer", "ger", "tensordot", "kron", "linalg_multi_dot", "chain_matmul",
            "einsum", "linalg_inv", "inverse", "linalg_det", "det", "linalg_slogdet", "slogdet",
@@ -33,8 +32,8 @@ def _mH(t):
     return A.transpose.int._call(t, -2, -1)
 
 
-def _on_cpu(t):
-    return t._device.type != "meta"
+def _check_errors(info, api_name, is_matrix):
+    A._linalg_check_errors.default._call(info, api_name, is_matrix)
 
 
 # -- products ------------------------------------------------------------------------------------
@@ -295,8 +294,7 @@ def einsum(equation, tensors, path=None):
 
 def linalg_inv(A_):
     inv, info = A.linalg_inv_ex.default._call(A_, False)
-    if _on_cpu(info):
-        raise_for_info("linalg.inv", info, A_.dim() == 2)
+    _check_errors(info, "linalg.inv", A_.dim() == 2)
     return inv
 
 
@@ -334,17 +332,13 @@ def linalg_solve_ex(A_, B, left=True, check_errors=False):
 
 def linalg_solve(A_, B, left=True):
     result, info = linalg_solve_ex(A_, B, left, False)
-    if _on_cpu(info) and bool(A.any.default._call(info)):
-        from ..cpu.linalg import LinAlgError
-        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
-                          "singular.")
+    _check_errors(info, "torch.linalg.solve", A_.dim() == 2)
     return result
 
 
 def linalg_cholesky(self, upper=False):
     L, info = A.linalg_cholesky_ex.default._call(self, upper, False)
-    if _on_cpu(info):
-        raise_for_cholesky(info, self.dim() == 2)
+    _check_errors(info, "linalg.cholesky", self.dim() == 2)
     return L
 
 
@@ -527,9 +521,10 @@ def linalg_matrix_power(self, n):
     if self._size[-1] != self._size[-2]:
         raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {self._size[-2]} by {self._size[-1]} matrices")
-    if n == 0:
+    if n == 0:  # identities written over a copy of self (so the result stays in its graph)
         eye = A.eye.default._call(self._size[-1], self._dtype, None, self._device, None)
-        return A.clone.default._call(A.expand.default._call(eye, self._size, False), None)
+        r = A.clone.default._call(self, None)
+        return A.copy_.default._call(r, A.expand.default._call(eye, self._size, False), False)
     t = self
     if n < 0:
         t = linalg_inv(self)

@@ -593,6 +593,18 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
     return wrap(np.asarray(r).reshape(shape).astype(out._np))
 
 
-__all__ += ["linalg_inv_ex", "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex",
+def _linalg_check_errors(info, api_name, is_matrix):
+    """PyTorch's _linalg_check_errors: LinAlgError for a non-zero LAPACK info, worded by api."""
+    if "cholesky" in api_name:
+        return raise_for_cholesky(info, is_matrix)
+    if "solve" in api_name:
+        if np.any(nd(info) > 0):
+            raise LinAlgError(f"{api_name}: The solver failed because the input matrix is "
+                              f"singular.")
+        return None
+    return raise_for_info(api_name, info, is_matrix)
+
+
+__all__ += ["_linalg_check_errors", "linalg_inv_ex", "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex",
             "linalg_cholesky_ex", "cholesky", "linalg_qr", "_linalg_svd", "linalg_eig",
             "_linalg_eigh", "linalg_lstsq", "linalg_vector_norm"]

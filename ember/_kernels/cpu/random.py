@@ -1,6 +1,8 @@
-"""CPU random kernels: the in-place samplers (uniform_, normal_, random_ and its ranges) and the
-tensor-parameter ``normal`` overloads. rand/randn/randint/normal(float, float, size) are
-composites over these (``composite/factory.py``), as in PyTorch.
+"""CPU random kernels: the in-place samplers (uniform_, normal_, random_ and its ranges,
+bernoulli_, exponential_, geometric_, cauchy_, log_normal_), the tensor-parameter ``normal``
+overloads, multinomial, poisson and randperm. rand/randn/randint/normal(float, float, size),
+randint_like, bernoulli and randperm's functional forms are composites over these
+(``composite/factory.py``, ``composite/random.py``), as in PyTorch.
 
 Each draws from ``generator`` (or the default generator) through ``ember.random.generator_of``;
 argument checks are the meta rules, so both devices reject the same calls.
@@ -14,10 +16,15 @@ from ..._core import strides as _st
 from ...random import generator_of
 from ..meta.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
                             random_default_bounds)
+from ..meta.random_ops import (check_bernoulli_float, check_bernoulli_tensor, check_cauchy,
+                               check_exponential, check_geometric, check_log_normal, check_poisson,
+                               check_randperm, multinomial_shape)
 from ._util import nd, wrap
 
 __all__ = ["uniform_", "normal_", "random_", "random__from", "random__to", "normal_Tensor_float",
-           "normal_float_Tensor", "normal_Tensor_Tensor"]
+           "normal_float_Tensor", "normal_Tensor_Tensor", "randperm_generator_out",
+           "bernoulli__Tensor", "bernoulli__float", "multinomial", "poisson", "exponential_",
+           "geometric_", "cauchy_", "log_normal_"]
 
 
 def _work_dtype(d):
@@ -110,3 +117,105 @@ def normal_Tensor_Tensor(mean, std, generator=None):
     shape = _st.broadcast_shapes(mean._size, std._size)
     _check_std_tensor(std)
     return _normal(nd(mean), nd(std), shape, dtype, generator)
+
+
+# ---------------------------------------------------------------------------------------------
+# Permutations and discrete distributions
+
+def randperm_generator_out(n, generator, out):
+    check_randperm(n, out._dtype)
+    out._resize_metadata((n,))  # PyTorch resizes randperm's out silently
+    np.copyto(nd(out), generator_of(generator).permutation(n), casting="unsafe")
+    return out
+
+
+def _work_dtype_of_p(p):
+    return np.float64 if p._dtype is _dt.float64 else np.float32
+
+
+def bernoulli__Tensor(self, p, generator=None):
+    """Each element of self becomes 1 with the probability at the same (broadcast) place of p."""
+    check_bernoulli_tensor(self, p)
+    probs = nd(p)
+    if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too, as in PyTorch
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an enhancement "
+                           "request to PyTorch.)")
+    u = generator_of(generator).random(self._size, dtype=_work_dtype_of_p(p))
+    np.copyto(nd(self), u < probs, casting="unsafe")
+    return self
+
+
+def bernoulli__float(self, p=0.5, generator=None):
+    check_bernoulli_float(self, p)
+    u = generator_of(generator).random(self._size, dtype=np.float64)
+    np.copyto(nd(self), u < p, casting="unsafe")
+    return self
+
+
+def multinomial(self, num_samples, replacement=False, generator=None):
+    """Category indices drawn from each row of (unnormalised) probabilities."""
+    shape = multinomial_shape(self, num_samples, replacement)
+    rows = self._size[0] if len(self._size) == 2 else 1
+    probs = nd(self).astype(np.float64).reshape(rows, self._size[-1])
+    if not (np.isfinite(probs) & (probs >= 0)).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = probs.sum(axis=1, keepdims=True)
+    if (total <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = generator_of(generator)
+    k = probs.shape[1]
+    if replacement:
+        # inverse CDF, all rows at once: row r's CDF is shifted by r so one sorted array holds them
+        cdf = np.cumsum(probs / total, axis=1)
+        cdf /= cdf[:, -1:]
+        offset = np.arange(rows, dtype=np.float64)[:, None]
+        u = rng.random((rows, num_samples)) + offset
+        idx = np.searchsorted((cdf + offset).ravel(), u.ravel(), side="right").reshape(u.shape)
+        idx = np.minimum(idx - offset.astype(np.int64) * k, k - 1)
+    else:
+        # exponential race: the k largest p / Exp(1) are a weighted sample without replacement
+        keys = probs / rng.standard_exponential(probs.shape)
+        idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    return wrap(np.ascontiguousarray(idx, dtype=np.int64).reshape(shape))
+
+
+# Rates beyond this have no sampler in NumPy; there a Poisson draw is its rate to ~1e-9.
+_POISSON_MAX_RATE = 1e18
+
+
+def poisson(self, generator=None):
+    check_poisson(self)
+    rate = nd(self).astype(np.float64)
+    if not (rate >= 0).all():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    huge = rate > _POISSON_MAX_RATE
+    draws = generator_of(generator).poisson(np.where(huge, 0.0, rate)).astype(np.float64)
+    return wrap(np.where(huge, rate, draws).astype(self._dtype._np))
+
+
+# ---------------------------------------------------------------------------------------------
+# In-place continuous and geometric samplers
+
+def exponential_(self, lambd=1.0, generator=None):
+    check_exponential(self, lambd)
+    work = _work_dtype(self._dtype)
+    e = generator_of(generator).standard_exponential(self._size, dtype=work)
+    return _store(self, e / work(lambd))
+
+
+def geometric_(self, p, generator=None):
+    """Number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+    check_geometric(self, p)
+    return _store(self, generator_of(generator).geometric(p, self._size))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, generator=None):
+    check_cauchy(self, sigma)
+    c = generator_of(generator).standard_cauchy(self._size)
+    return _store(self, median + sigma * c)
+
+
+def log_normal_(self, mean=1.0, std=2.0, generator=None):
+    check_log_normal(self, std)
+    return _store(self, generator_of(generator).lognormal(mean, std, self._size))

@@ -228,8 +228,8 @@ def random_bounds(self, from_, to):
     """Validated inclusive [low, high] of random_(from, to) (to=None: up to the dtype's max)."""
     d = self._dtype
     name = RANDOM_TYPE_NAMES[d]
-    top = _random_max(d)
     if to is None:
+        top = _random_max(d)
         if from_ > top:
             raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to "
                                f"'to_inc' casted to dtype, but got from={from_} > to_inc={top}")
@@ -237,12 +237,16 @@ def random_bounds(self, from_, to):
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
                            f">= to={to}")
+    if d.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean "
+                           "types")
     lo, hi = (0, 1) if d is _dt.bool_ else LIMITS[d]
     if not lo <= from_ <= hi:
         raise RuntimeError(f"from is out of bounds for {name}")
     if not lo <= to - 1 <= hi:
         raise RuntimeError(f"to - 1 is out of bounds for {name}")
     if d.is_floating_point:
+        top = _random_max(d)
         digits = FLOAT_DIGITS[d]
         for what, v in (("from", from_), ("to - 1", to - 1)):
             if not -top <= v <= top:
