@@ -240,7 +240,8 @@ def index_select_samples(op):
         for lay, x in _per_layout(dt):
             yield Sample((x, 0, _idx([2, 0, 2])), desc=f"{dt} {lay}")
             yield Sample((x, 1, _idx([3, 1], "int32")), desc=f"{dt} {lay} int32")
-        yield Sample((tensor((3, 4), dt), 0, _idx([-1])), desc=f"{dt} negative error")
+        for d in (0, 1):  # (PyTorch's contiguous dim-1 path raises RuntimeError, others IndexError)
+            yield Sample((tensor((3, 4), dt), d, _idx([-1])), desc=f"{dt} dim {d} negative error")
         yield Sample((tensor((), dt), 0, _idx([0, 0])), desc=f"{dt} 0-dim")
         yield Sample((tensor((3, 4), dt), 0, _idx(1)), desc=f"{dt} 0-dim index")
     yield Sample((tensor((3, 4), "float32"), 0, _idx([3])), desc="out of range")

@@ -155,9 +155,13 @@ def load(lib):
                 lib_impl(name, _kernel_by_name(key, kname), key.name, _kind=_d.PLAIN,
                          _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
         for auto in _as_list(e.get("autogen")):
-            base, _, overload = auto.partition(".")
-            if overload.lower().startswith("out") or "_out" in overload or "values" in overload:  # xlogy.OutTensor, sort.values
-                sch = out_schema(func, overload)
+            # "name.overload", or a whole out= schema where PyTorch names the out argument
+            # otherwise ("... *, Tensor(a!) grad_input) -> Tensor(a!)")
+            explicit = "(" in auto
+            base, _, overload = auto[: auto.index("(")].partition(".") if explicit else auto.partition(".")
+            if explicit or overload.lower().startswith("out") or "_out" in overload \
+                    or "values" in overload:  # xlogy.OutTensor, sort.values
+                sch = auto if explicit else out_schema(func, overload)
                 oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(oname, [], e.get("python", True))
                 lib_impl(oname, generic.out_wrapper(name), "CompositeExplicitAutograd", _kind=_d.PLAIN,
@@ -184,7 +188,7 @@ def _as_list(v):
     if v is None:
         return []
     if isinstance(v, str):
-        return [x.strip() for x in v.split(",")]
+        return [v.strip()] if "(" in v else [x.strip() for x in v.split(",")]
     return list(v)
 
 

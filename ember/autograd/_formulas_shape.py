@@ -310,12 +310,5 @@ def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):
     return ga, gb
 
 
-def index_fill_value_backward(grad, dim, index):
-    """value's gradient in index_fill: the filled slices of grad (negative indices wrapped)."""
-    if grad.dim() == 0:
-        return grad.sum()
-    size = grad.shape[dim]
-    return grad.index_select(dim, index.remainder(size)).sum()
 
-
-__all__ += ["linalg_eig_backward", "linalg_lstsq_backward", "index_fill_value_backward"]
+__all__ += ["linalg_eig_backward", "linalg_lstsq_backward"]

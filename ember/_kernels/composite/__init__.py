@@ -14,3 +14,5 @@ from .conv import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403

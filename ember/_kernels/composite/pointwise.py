@@ -16,13 +16,12 @@ import math
 from ..._core import dtype as _dt
 from ..._tensor import _alias
 from ..._ops.overload import ops
-from .. import generic as _generic
 
 __all__ = [
     "square", "square_", "clip", "clip_", "clip_Tensor", "clip__Tensor", "isfinite", "isclose",
     "allclose", "float_power_Tensor_Tensor", "float_power_Tensor_Scalar", "float_power_Scalar",
     "float_power__Tensor", "float_power__Scalar", "view_as_real", "view_as_complex", "real",
-    "imag", "conj", "conj_physical", "conj_physical_", "resolve_conj", "is_conj", "polygamma_",
+    "imag", "conj", "conj_physical", "conj_physical_", "resolve_conj", "is_conj",
 ]
 
 _aten = ops.aten
@@ -36,13 +35,6 @@ def square(self):
 
 def square_(self):
     return _aten.pow_.Scalar._call(self, 2)
-
-
-def polygamma_(self, n):
-    # the in-place form takes (self, n), the functional one (n, self): no shared formula
-    result = _aten.polygamma.default._call(n, self)
-    _generic.check_inplace("polygamma_", self, result)
-    return _aten.copy_.default._call(self, result, False)
 
 
 def clip(self, min=None, max=None):  # noqa: A002  (schema names)

@@ -11,7 +11,7 @@ from .factory import empty_like
 __all__ = ["randperm", "randperm_generator", "randperm_out", "bernoulli", "bernoulli_p",
            "bernoulli_Tensor", "bernoulli_float_out", "randint_like", "randint_like_low_dtype",
            "randint_like_Tensor", "randint_like_out", "randint_like_low_dtype_out",
-           "randint_like_Tensor_out"]
+           "randint_like_Tensor_out", "poisson_out"]
 
 
 def randperm_generator(n, generator, dtype=_dt.int64, layout=None, device=None,
@@ -83,4 +83,9 @@ def randint_like_low_dtype_out(self, low, high, memory_format=None, out=None):
 def randint_like_Tensor_out(self, high, memory_format=None, out=None):
     r = randint_like_Tensor(self, high, memory_format=memory_format)
     write_out("randint_like", (r,), (out,))
+    return out
+
+
+def poisson_out(self, generator=None, out=None):
+    write_out("poisson", (ops.aten.poisson.default._call(self, generator),), (out,))
     return out

@@ -6,6 +6,7 @@ from .factory_more import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .amp import *  # noqa: F401,F403

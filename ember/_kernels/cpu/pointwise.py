@@ -857,6 +857,11 @@ def polygamma(n, self):
     return wrap(evaluate("polygamma", self, params=(n,))[0])
 
 
+def polygamma_(self, n):  # the in-place form takes (self, n)
+    check_polygamma_order(n)
+    return evaluate_into("polygamma", self, self, params=(n,))
+
+
 def nan_to_num(self, nan=None, posinf=None, neginf=None):
     return wrap(evaluate("nan_to_num", self, params=(nan, posinf, neginf))[0])
 
@@ -989,5 +994,5 @@ __all__ = ["add_Tensor", "sub_Tensor", "rsub_Tensor", "mul_Tensor", "div_Tensor"
            "clamp", "clamp_", "clamp_Tensor", "clamp__Tensor", "lerp_Scalar", "lerp__Scalar",
            "lerp_Tensor", "lerp__Tensor", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
            "round_decimals", "round__decimals", "logit", "logit_", "nan_to_num", "nan_to_num_",
-           "polygamma",
+           "polygamma", "polygamma_",
            "abs_", "polar", "equal", *_GENERATED]

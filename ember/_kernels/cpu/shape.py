@@ -242,8 +242,14 @@ def _index_along(self, d, index, msg, negative=True):
 
 def index_select(self, dim, index):
     d, shape = R.check_index_select(self, dim, index)
-    idx = _index_along(self, d, index, _raise(IndexError, lambda i: "index out of range in self"),
-                       negative=False)
+    size = self._size[d] if self.dim() else 1
+    if d == 1 and _st.is_contiguous(self._size, self._stride):
+        # PyTorch's contiguous dim-1 fast path reports a bad index differently
+        fail = _raise(RuntimeError, lambda i: f"INDICES element is out of DATA bounds, id={i} "
+                                              f"axis_dim={size}")
+    else:
+        fail = _raise(IndexError, lambda i: "index out of range in self")
+    idx = _index_along(self, d, index, fail, negative=False)
     return wrap(own(np.take(_as_nd(nd(self)), idx, axis=d)).reshape(shape))
 
 

@@ -12,3 +12,5 @@ from .sorting import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
+from .random_ops import *  # noqa: F401,F403

@@ -103,6 +103,11 @@ def meta_polygamma(n, self):
     return _meta("polygamma", self)
 
 
+def meta_polygamma_(self, n):
+    _pw.check_polygamma_order(n)
+    return _meta_into("polygamma", self, self)
+
+
 def meta_abs_(self):
     if self._dtype.is_complex:
         raise RuntimeError("In-place abs is not supported for complex tensors.")
@@ -170,4 +175,4 @@ globals().update(_GENERATED)
 meta_clamp_Tensor = meta_clamp
 meta_clamp__Tensor = meta_clamp_
 __all__ = ["meta_where_self", "meta_clamp", "meta_clamp_", "meta_clamp_Tensor",
-           "meta_clamp__Tensor", "meta_abs_", "meta_polar", "meta_polygamma", *_GENERATED]
+           "meta_clamp__Tensor", "meta_abs_", "meta_polar", "meta_polygamma", "meta_polygamma_", *_GENERATED]
