@@ -56,8 +56,7 @@ def progress(prefix, done, total, extra="", width=30):
     """One line of a text progress bar, redrawn in place with a carriage return."""
     filled = width * done // total
     bar = "#" * filled + "-" * (width - filled)
-    end = "\n" if done == total else ""
-    print(f"\r{prefix} [{bar}] {done}/{total} {extra}", end=end, flush=True)
+    print(f"\r{prefix} [{bar}] {done}/{total} {extra}", end="", flush=True)
 
 
 @torch.no_grad()
@@ -73,9 +72,9 @@ def evaluate(model, loader):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--width", type=int, default=16, help="channels of the first conv")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a short run for the test suite")
@@ -111,7 +110,7 @@ def main(argv=None):
             progress(f"epoch {epoch:2d}/{args.epochs}", step, len(train_loader),
                      f"loss {running / seen:.4f}")
         losses.append(running / seen)
-        print(f"          test accuracy {evaluate(model, test_loader):.2%}")
+        print(f", test accuracy {evaluate(model, test_loader):.2%}")
 
     accuracy = evaluate(model, test_loader)
     elapsed = time.perf_counter() - start

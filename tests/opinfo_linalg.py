@@ -180,16 +180,6 @@ def solve_samples(op, layouts=_LAYOUTS):
                      data_dependent=True)
 
 
-def qr_samples(op):
-    for dt in op.dtypes:
-        for mode in ("reduced", "complete", "r"):
-            for shape in ((4, 3), (3, 3), (2, 5, 3)):
-                yield Sample((well(shape[:-2] + (shape[-2], shape[-1]), dt)
-                              if shape[-1] == shape[-2] else tensor(shape, dt), mode),
-                             desc=f"{dt} {mode} {shape}")
-    yield Sample((tensor((3, 3), "float64"), "bad"), desc="mode error")
-
-
 def svd_samples(op):
     name = op.name
     for dt in op.dtypes:

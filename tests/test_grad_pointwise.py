@@ -117,7 +117,7 @@ def test_inplace_forms_record_the_functional_formula(torch):
                   (torch, lambda a: torch.tensor(a, requires_grad=True))):
         x = mk(np.array([0.2, 0.5, 0.7]))
         y = x * 1
-        y.logit_().clamp_(-0.5, 0.5).erf_().exp_().polygamma_(1)
+        y.logit_().clamp_(-0.5, 0.5).erf_().add_(2).polygamma_(1)
         y.sum().backward()
         if m is ember:
             e_grad = to_np(x.grad)

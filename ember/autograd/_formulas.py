@@ -476,3 +476,5 @@ from ._formulas_pointwise import *  # noqa: E402,F401,F403  (pointwise helpers)
 from ._formulas_reduction import *  # noqa: E402,F401,F403  (reduction/scan/sorting helpers)
 
 from ._formulas_conv import *  # noqa: E402,F401,F403  (convolution/pooling/resampling helpers)
+
+from ._formulas_fft import *  # noqa: E402,F401,F403  (FFT helpers)

@@ -14,7 +14,7 @@ from ..._core import strides as _st
 from ..._ops.overload import ops
 from ..generic import write_out
 
-__all__ = ["fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
+__all__ = ["_fft_r2c_out", "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
            "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_hfft2", "fft_ihfft2", "fft_fftn",
            "fft_ifftn", "fft_rfftn", "fft_irfftn", "fft_hfftn", "fft_ihfftn", "fft_fftfreq",
            "fft_rfftfreq", "fft_fftfreq_out", "fft_rfftfreq_out", "fft_fftshift",
@@ -63,6 +63,16 @@ def _resize(x, dims, sizes):
         if x._size[d] > n:
             x = ops.aten.slice.Tensor._call(x, d, 0, n, 1)
     return ops.aten.constant_pad_nd.default._call(x, pad, 0) if must_pad else x
+
+
+def _fft_r2c_out(self, dim, normalization, onesided, out):
+    """The two-sided transform fills the mirrored half in place in out: complex outs only."""
+    if not onesided and not out._dtype.is_complex:
+        raise NotImplementedError(f'"_fft_fill_with_conjugate_symmetry" not implemented for '
+                                  f"'{out._dtype._short}'")
+    write_out("_fft_r2c", (ops.aten._fft_r2c.default._call(self, dim, normalization, onesided),),
+              (out,))
+    return out
 
 
 def _conj(x):
@@ -233,7 +243,7 @@ def fft_ihfftn(self, s=None, dim=None, norm=None):
     r = _conj(ops.aten._fft_r2c.default._call(x, dims[-1:], mode, True))
     if len(dims) == 1:
         return r
-    return ops.aten._fft_c2c.default._call(r, dims[:-1], mode, True)
+    return ops.aten._fft_c2c.default._call(r, dims[:-1], mode, False)
 
 
 def fft_fft2(self, s=None, dim=(-2, -1), norm=None):
@@ -267,6 +277,8 @@ def _freq_out(name, n, d, indices, out):
     """indices (an int64 tensor) * 1/(n*d), computed in out's dtype, written into out."""
     if not (out._dtype.is_floating_point or out._dtype.is_complex):
         raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    if out._dtype.is_complex:  # PyTorch builds the indices with arange, which has no complex
+        raise NotImplementedError(f'"arange_cpu" not implemented for \'{out._dtype._short}\'')
     r = ops.aten._to_copy.default._call(indices, out._dtype, None, None, None, False, None)
     span = n * d
     scale = 1.0 / span if span else math.copysign(math.inf, span)  # C++ division by zero
@@ -287,18 +299,18 @@ def fft_rfftfreq_out(n, d=1.0, out=None):
     return _freq_out("rfftfreq", n, d, i, out)
 
 
-def _freq(out_fn, n, d, dtype, layout, device, pin_memory):
-    out = ops.aten.empty.memory_format._call([n], dtype or _dt.get_default_dtype(), layout, device,
+def _freq(out_fn, size, n, d, dtype, layout, device, pin_memory):
+    out = ops.aten.empty.memory_format._call([size], dtype or _dt.get_default_dtype(), layout, device,
                                              pin_memory, None)
     return out_fn(n, d, out)
 
 
 def fft_fftfreq(n, d=1.0, dtype=None, layout=None, device=None, pin_memory=None):
-    return _freq(fft_fftfreq_out, n, d, dtype, layout, device, pin_memory)
+    return _freq(fft_fftfreq_out, n, n, d, dtype, layout, device, pin_memory)
 
 
 def fft_rfftfreq(n, d=1.0, dtype=None, layout=None, device=None, pin_memory=None):
-    return _freq(fft_rfftfreq_out, n, d, dtype, layout, device, pin_memory)
+    return _freq(fft_rfftfreq_out, n // 2 + 1, n, d, dtype, layout, device, pin_memory)
 
 
 def _shift(x, dim, amount):

@@ -6,6 +6,8 @@ diag_embed, trace and cross. The checks and shape rules are the Meta kernels'
 Gather and scatter address elements through one coordinate tuple (``_coords``): the index
 tensor along ``dim`` and broadcast ``arange``s along the other dims, so every variant is a
 single NumPy fancy-indexing expression or ``ufunc.at`` call."""
+import warnings
+
 import numpy as np
 
 from ..._core import dtype as D
@@ -211,6 +213,9 @@ def scatter_value(self, dim, index, value):
 
 def scatter_reduce(self, dim, index, src, reduce):  # noqa: A002  (schema name)
     R.check_scatter_reduce(reduce, False)
+    warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be "
+                  "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
+                  "reduction options.", UserWarning, stacklevel=2)
     return _scatter(self, dim, index, src, "scatter", R.SCATTER_REDUCES[reduce])
 
 
