@@ -16,6 +16,7 @@ import os
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import ember  # noqa: E402
+import gpt  # noqa: E402  (benchmarks/gpt.py: the GPT model, built from either library)
 
 try:
     import torch  # noqa: E402
@@ -107,80 +108,18 @@ def _(lib):
     return step
 
 
-def _gpt(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4):
-    """examples/train_gpt.py's model, built from ``lib`` (ember or torch) so both run the same."""
-    nn, F = lib.nn, lib.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
-            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
-            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
-                                     nn.Linear(4 * width, width))
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2)
-                       for t in self.qkv(self.ln1(x)).split(C, dim=2))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-            return x + self.mlp(self.ln2(x))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(context, width)
-            self.blocks = nn.ModuleList(Block() for _ in range(n_layer))
-            self.ln_f, self.head = nn.LayerNorm(width), nn.Linear(width, vocab, bias=False)
-            self.head.weight = self.tok.weight
-
-        def forward(self, idx, targets):
-            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
-            for block in self.blocks:
-                x = block(x)
-            return F.cross_entropy(self.head(self.ln_f(x)).view(-1, vocab), targets.view(-1))
-
-    lib.manual_seed(0)
-    return GPT()
-
-
-def _gpt_step(lib, batch=16, context=64, vocab=65):
-    """One training step of the GPT: forward, backward, clip, AdamW."""
-    model = _gpt(lib, vocab=vocab, context=context)
-    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = lib.randint(vocab, (batch, context)), lib.randint(vocab, (batch, context))
-
-    def step():
-        loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    return step
-
-
-case("GPT step (AdamW), 2 layers, 4 heads, width 128, ctx 64, batch 16, vocab 65")(_gpt_step)
+case("GPT step (AdamW), 2 layers, 4 heads, width 128, ctx 64, batch 16, vocab 65")(gpt.train_step)
 
 GPT_RSS = "GPT peak RSS over 20 steps"
 
 
-def _peak_rss_child(lname):
-    """Run in a fresh process: 20 GPT steps, then print the peak resident set size in MiB."""
-    import resource
-    lib = ember if lname == "ember" else __import__("torch")
-    step = _gpt_step(lib)
-    for _ in range(20):
-        step()
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux
-
-
 def _peak_rss(w):
+    """Peak memory, not time: 20 GPT steps in a fresh process per library (benchmarks/gpt.py)."""
     import subprocess
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt.py")
     names = ["ember"] + (["torch"] if torch is not None else [])
-    rss = {n: float(subprocess.run([sys.executable, __file__, "--peak-rss-child", n],
-                                   capture_output=True, text=True, check=True).stdout)
-           for n in names}
+    rss = {n: float(subprocess.run([sys.executable, script, n], capture_output=True, text=True,
+                                   check=True).stdout) for n in names}
     e, t = rss["ember"], rss.get("torch")
     ratio = f"{e / t:6.2f}x" if t else "     -"
     print(f"{GPT_RSS:{w}} {e:>8.0f} MiB {f'{t:.0f} MiB' if t else '-':>12} {ratio:>7}")
@@ -244,7 +183,4 @@ def _fmt(s):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--peak-rss-child"]:
-        _peak_rss_child(sys.argv[2])
-    else:
-        run(sys.argv[1] if len(sys.argv) > 1 else None)
+    run(sys.argv[1] if len(sys.argv) > 1 else None)

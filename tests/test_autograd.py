@@ -620,3 +620,33 @@ def test_training_loop_memory_does_not_grow():
     finally:
         gc.enable()
     assert counts[1] <= counts[0]
+
+
+@pytest.mark.parametrize("fn", [lambda t: t.exp(), lambda t: t.sigmoid(), lambda t: t.tanh(),
+                                lambda t: t.sqrt(), lambda t: t.reciprocal()],
+                         ids=["exp", "sigmoid", "tanh", "sqrt", "reciprocal"])
+def test_double_backward_through_saved_results(torch, fn):
+    """Formulas that use ``result``: the saved output is unpacked with its grad_fn, so the
+    second derivative flows through it."""
+    x = ember.tensor([0.5, 1.0, 2.0], dtype=ember.float64, requires_grad=True)
+    tx = torch.tensor([0.5, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    outs = []
+    for lib, inp in ((ember, x), (torch, tx)):
+        (g,) = lib.autograd.grad(fn(inp).sum(), inp, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), inp)
+        outs.append(gg)
+    assert_same(outs[0], outs[1], rtol=1e-10, atol=1e-12)
+
+
+def test_saved_tensors_in_formula_order(torch):
+    """Tensors are saved in the order the formulas name them (what pack hooks observe)."""
+    order = {}
+    for lib in (ember, torch):
+        seen = []
+        x = lib.ones(2, requires_grad=True)
+        y = lib.full((2,), 3.0, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: seen.append(t.tolist()) or t,
+                                                    lambda t: t):
+            x * y
+        order[lib.__name__] = seen
+    assert order["ember"] == order["torch"]

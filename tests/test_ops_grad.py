@@ -176,7 +176,7 @@ def _values(g, like_shape):
     if g is None or getattr(g, "_is_zerotensor", lambda: False)():  # PyTorch's ZeroTensor
         return np.zeros(like_shape)
     a = g.detach()
-    return a._nd() if hasattr(a, "_nd") else a.numpy()
+    return a._nd() if hasattr(a, "_nd") else a.resolve_conj().resolve_neg().numpy()
 
 
 def check_parity(torch, op, sample, rng):

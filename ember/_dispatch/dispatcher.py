@@ -242,37 +242,47 @@ def check_same_device(entry, args):
 
 
 def make_call(entry):
-    """Generate ``call(*args)``: extract key sets, apply TLS, look up the cache, call."""
-    args = entry.schema.arguments
-    names = [f"a{i}" for i in range(len(args))]
-    parts = []
-    for n, a in zip(names, args):
-        if a.base != "Tensor":
-            continue
-        if a.is_list:
-            parts.append(f"_list_ks({n})")
-        else:
-            parts.append(f"getattr({n}, '_keyset', 0)")
+    """``call(*args)`` for one overload: extract key sets, apply TLS, look up the cache, call.
+
+    The code depends only on the schema's shape (how many arguments, which are Tensors or Tensor
+    lists), so it is compiled once per shape and bound to each entry through a closure factory."""
+    kinds = tuple("L" if a.base == "Tensor" and a.is_list else "T" if a.base == "Tensor" else "-"
+                  for a in entry.schema.arguments)
+    factory = _CALL_FACTORIES.get(kinds)
+    if factory is None:
+        factory = _CALL_FACTORIES[kinds] = _compile_call_factory(kinds)
+    call = factory(entry.cache, entry.resolve, entry)
+    call.__qualname__ = call.__name__ = entry.qualname
+    return call
+
+
+_CALL_FACTORIES = {}
+
+
+def _compile_call_factory(kinds):
+    names = [f"a{i}" for i in range(len(kinds))]
+    parts = [f"_list_ks({n})" if k == "L" else f"getattr({n}, '_keyset', 0)"
+             for n, k in zip(names, kinds) if k != "-"]
     extract = " | ".join(parts) if parts else "0"
     params = ", ".join(names)
     src = (
-        f"def call({params}):\n"
-        f"    ks = (({extract}) | _state.included) & ~_state.excluded\n"
-        f"    b = ks & {BACKEND_BITS}\n"
-        f"    if b & (b - 1) and _entry.device_check:\n"
-        f"        _check_same_device(_entry, ({params}{',' if len(names) == 1 else ''}))\n"
-        f"    k = _cache.get(ks)\n"
-        f"    if k is None:\n"
-        f"        k = _resolve(ks)\n"
-        f"    return k({params})\n"
+        f"def factory(_cache, _resolve, _entry):\n"
+        f"    def call({params}):\n"
+        f"        ks = (({extract}) | _state.included) & ~_state.excluded\n"
+        f"        b = ks & {BACKEND_BITS}\n"
+        f"        if b & (b - 1) and _entry.device_check:\n"
+        f"            _check_same_device(_entry, ({params}{',' if len(names) == 1 else ''}))\n"
+        f"        k = _cache.get(ks)\n"
+        f"        if k is None:\n"
+        f"            k = _resolve(ks)\n"
+        f"        return k({params})\n"
+        f"    call._source = _SRC\n"
+        f"    return call\n"
     )
-    ns = {"_list_ks": _list_ks, "_state": tls.state, "_cache": entry.cache,
-          "_resolve": entry.resolve, "_check_same_device": check_same_device, "_entry": entry}
-    exec(compile(src, f"<dispatch {entry.qualname}>", "exec"), ns)
-    call = ns["call"]
-    call.__qualname__ = call.__name__ = entry.qualname
-    call._source = src
-    return call
+    ns = {"_list_ks": _list_ks, "_state": tls.state, "_check_same_device": check_same_device,
+          "_SRC": src}
+    exec(compile(src, f"<dispatch call factory {''.join(kinds)}>", "exec"), ns)
+    return ns["factory"]
 
 
 # ---------------------------------------------------------------------------------------------

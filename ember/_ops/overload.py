@@ -4,6 +4,7 @@
 any mix of positional and keyword arguments (it normalizes them against its schema and enters
 the dispatcher). Generated bindings skip normalization and call ``overload._call`` directly.
 """
+import functools
 import keyword
 
 from .._dispatch import dispatcher as _d
@@ -24,7 +25,12 @@ class OpOverload:
         self.__module__ = f"ember._ops.{self._ns}"
         self._overloadpacket = packet
         self._call = _d.make_call(entry)
-        self._normalize = _make_normalizer(entry.schema, entry.qualname)
+
+    @functools.cached_property
+    def _normalize(self):
+        """Binds (args, kwargs) to the schema; generated on first use (bindings never need it),
+        which keeps ``import ember`` from compiling a thousand functions nobody calls."""
+        return _make_normalizer(self._schema, self._entry.qualname)
 
     def __call__(self, *args, **kwargs):
         return self._call(*self._normalize(*args, **kwargs))

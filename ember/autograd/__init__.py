@@ -2,9 +2,12 @@
 
 * :mod:`.derivatives` registers an autograd kernel per op (generated from
   ``ember/_ops/derivatives.yaml``) on the Autograd keys, plus a fallback for the rest;
-* :mod:`.graph` has the recorded nodes, saved tensors and hooks; :mod:`.engine` runs them;
+* :mod:`.graph` has the recorded nodes, saved tensors and hooks (``saved_tensors_hooks``,
+  ``save_on_cpu``, ``register_multi_grad_hook``); :mod:`.engine` runs them;
+* :mod:`.views` keeps views and in-place writes consistent (CopySlices, view replay);
 * :mod:`.grad_mode` the thread-local modes; :mod:`.function` custom ``Function`` s;
-  :mod:`.gradcheck` finite-difference checks; :mod:`.anomaly_mode` debugging help.
+  :mod:`.gradcheck` finite-difference checks; :mod:`.anomaly_mode` debugging help;
+  :mod:`.functional` vjp / jvp / jacobian / hessian / vhp / hvp.
 """
 from . import anomaly_mode, engine, graph, grad_mode  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401

@@ -110,8 +110,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             if not np.allclose(ana, num, rtol=rtol, atol=atol):
                 if not raise_exception:
                     return False
-                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input {i},\n"
-                                     f"numerical:{num}\nanalytical:{ana}\n")
+                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input "
+                                     f"{i},\nnumerical:{num}\nanalytical:{ana}\n")
     return True
 
 

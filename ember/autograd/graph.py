@@ -8,7 +8,9 @@ through its ``AccumulateGrad`` node, which the leaf holds weakly (a fresh one is
 old one was collected), and which writes ``.grad``.
 
 Saved tensors (:class:`SavedTensor`) record the version counter at save time; unpacking after an
-in-place change, or after backward freed them, raises PyTorch's errors.
+in-place change, or after backward freed them, raises PyTorch's errors. ``saved_tensors_hooks``
+(and ``save_on_cpu``) let user code pack and unpack them. ``register_multi_grad_hook`` watches
+the gradients of several tensors within one backward pass.
 """
 import itertools
 import re

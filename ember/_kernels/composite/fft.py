@@ -294,8 +294,13 @@ def fft_fftfreq_out(n, d=1.0, out=None):
     return _freq_out("fftfreq", n, d, i, out)
 
 
+def _half(n):
+    """n / 2 + 1 with C++'s division (truncation: a negative n still gives one bin)."""
+    return int(n / 2) + 1
+
+
 def fft_rfftfreq_out(n, d=1.0, out=None):
-    i = ops.aten.arange.default._call(n // 2 + 1, _dt.int64, None, out._device, None)
+    i = ops.aten.arange.default._call(_half(n), _dt.int64, None, out._device, None)
     return _freq_out("rfftfreq", n, d, i, out)
 
 
@@ -310,7 +315,7 @@ def fft_fftfreq(n, d=1.0, dtype=None, layout=None, device=None, pin_memory=None)
 
 
 def fft_rfftfreq(n, d=1.0, dtype=None, layout=None, device=None, pin_memory=None):
-    return _freq(fft_rfftfreq_out, n // 2 + 1, n, d, dtype, layout, device, pin_memory)
+    return _freq(fft_rfftfreq_out, _half(n), n, d, dtype, layout, device, pin_memory)
 
 
 def _shift(x, dim, amount):

@@ -233,7 +233,12 @@ __all__ = ["mm", "bmm", "mv", "dot", "addmm", "baddbmm", "addbmm", "addmv", "vdo
 # return an ``info`` tensor instead of raising; the composite ops (linalg_inv, linalg_solve,
 # linalg_cholesky) turn a non-zero info into LinAlgError.
 
-import scipy.linalg as _sla  # noqa: E402
+
+
+def _sla():
+    """scipy.linalg, imported on first use (it costs ~0.3 s at import time)."""
+    import scipy.linalg
+    return scipy.linalg
 
 from ..._core import strides as _st  # noqa: E402
 
@@ -280,7 +285,7 @@ def _lu(a):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # PyTorch's LU tensor holds LAPACK's column-major factors: those of A^T row-major
-            f, p = _sla.lu_factor(m[i].T, check_finite=False)
+            f, p = _sla().lu_factor(m[i].T, check_finite=False)
         lu[i], piv[i] = f, p[:k] + 1
         zero = np.flatnonzero(np.diagonal(f) == 0)
         info[i] = zero[0] + 1 if zero.size else 0
@@ -515,7 +520,7 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
     sols, res, ranks, svals = [], [], [], []
     for i in range(am.shape[0]):  # SciPy's lstsq is per matrix
         drv = "gelsy" if driver == "gels" else driver
-        x, r, rank, sv = _sla.lstsq(am[i], bm[i], cond=rc, lapack_driver=drv,
+        x, r, rank, sv = _sla().lstsq(am[i], bm[i], cond=rc, lapack_driver=drv,
                                     check_finite=False)
         sols.append(x)
         res.append(r)

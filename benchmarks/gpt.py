@@ -1,0 +1,74 @@
+"""The GPT of examples/train_gpt.py, built from either library, for the benchmarks.
+
+``lib`` is ember or torch: both build the same model (2 layers, 4 heads, width 128, context 64,
+vocabulary 65, tied head) and time the same training step. Run as a script it measures the
+peak resident memory of 20 steps in a fresh process holding only the one library (Linux):
+
+    python benchmarks/gpt.py ember      # prints the peak RSS in MiB
+"""
+import os
+import sys
+
+
+def build(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                     nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2)
+                       for t in self.qkv(self.ln1(x)).split(C, dim=2))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, width), nn.Embedding(context, width)
+            self.blocks = nn.ModuleList(Block() for _ in range(n_layer))
+            self.ln_f, self.head = nn.LayerNorm(width), nn.Linear(width, vocab, bias=False)
+            self.head.weight = self.tok.weight
+
+        def forward(self, idx, targets):
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            for block in self.blocks:
+                x = block(x)
+            return F.cross_entropy(self.head(self.ln_f(x)).view(-1, vocab), targets.view(-1))
+
+    lib.manual_seed(0)
+    return GPT()
+
+
+def train_step(lib, batch=16, context=64, vocab=65):
+    """A zero-argument training step: forward, backward, gradient clipping, AdamW."""
+    model = build(lib, vocab=vocab, context=context)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = lib.randint(vocab, (batch, context)), lib.randint(vocab, (batch, context))
+
+    def step():
+        loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return step
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "ember":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    step = train_step(__import__(sys.argv[1]))
+    for _ in range(20):
+        step()
+    # VmHWM, not getrusage's ru_maxrss: on Linux ru_maxrss survives exec, so a child would
+    # report its parent's peak when that is higher
+    with open("/proc/self/status") as f:
+        print(next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024)
