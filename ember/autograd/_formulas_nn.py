@@ -103,4 +103,28 @@ def log_softmax_double_backward(grad, grad_output, dim, output):
 __all__ = [*_HELPERS, "not_implemented", "dropout_scale",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
            "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
-           "softmax_double_backward", "log_softmax_double_backward"]
+           "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all"]
+
+
+def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, mask):
+    """native_group_norm's backward with PyTorch's three differentiable outputs: the fused kernel
+    for the output's gradient, plus what arrives through ``mean`` and ``rstd`` (each a function
+    of the group's elements: d mean/dx = 1/M, d rstd/dx = -rstd^3 (x - mean) / M)."""
+    g_out, g_mean, g_rstd = grads
+    if g_out is not None:
+        gi, gw, gb = native_group_norm_backward(g_out, input, mean, rstd, weight, N, C, HxW,
+                                                group, mask)
+    else:
+        gi = gw = gb = None
+    if mask[0] and (g_mean is not None or g_rstd is not None):
+        x = input.reshape(N, group, -1)
+        m = x.shape[2]
+        extra = 0
+        if g_mean is not None:
+            extra = g_mean.unsqueeze(-1) / m
+        if g_rstd is not None:
+            centered = x - mean.unsqueeze(-1)
+            extra = extra - (g_rstd * rstd.pow(3)).unsqueeze(-1) * centered / m
+        extra = extra.expand(x.shape).reshape(input.shape)
+        gi = extra if gi is None else gi + extra
+    return gi, gw, gb
