@@ -92,6 +92,38 @@ def _(lib):
     return lambda: lib.mm(a, b)
 
 
+# conv2d: 8x64x56x56 input, 64 3x3 filters, padding 1. One forward is 2*N*Cout*H*W*Cin*9 flops;
+# the backward computes the input gradient and the weight gradient, twice the forward's work.
+_CONV_FLOPS = 2 * 8 * 64 * 56 * 56 * 64 * 9
+
+
+def _conv_inputs(lib, requires_grad=False):
+    lib.manual_seed(0)
+    x = lib.randn(8, 64, 56, 56, requires_grad=requires_grad)
+    w = lib.randn(64, 64, 3, 3, requires_grad=requires_grad)
+    b = lib.randn(64, requires_grad=requires_grad)
+    return x, w, b
+
+
+@case("conv2d forward 8x64x56x56, 64 3x3 filters, pad 1", unit="GFLOP/s", work=_CONV_FLOPS)
+def _(lib):
+    x, w, b = _conv_inputs(lib)
+    return lambda: lib.nn.functional.conv2d(x, w, b, padding=1)
+
+
+@case("conv2d backward 8x64x56x56, 64 3x3 filters, pad 1", unit="GFLOP/s", work=2 * _CONV_FLOPS)
+def _(lib):
+    # Times the backward alone: the graph is built once and kept (retain_graph) across calls.
+    x, w, b = _conv_inputs(lib, requires_grad=True)
+    out = lib.nn.functional.conv2d(x, w, b, padding=1)
+    g = lib.ones_like(out)
+
+    def run():
+        x.grad = w.grad = b.grad = None
+        out.backward(g, retain_graph=True)
+    return run
+
+
 @case("MLP 784-256-256-10 SGD step, batch 128")
 def _(lib):
     nn = lib.nn

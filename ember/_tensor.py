@@ -29,7 +29,9 @@ def _keyset_for(dev, inference=False):
 
 
 class Tensor:
-    __slots__ = ("_storage", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
+    # ``_storage_`` holds the UntypedStorage, or, for a kernel result nobody has asked the storage
+    # of yet, the fresh NumPy array it will adopt (see the ``_storage`` property and wrap_array).
+    __slots__ = ("_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
                  "_autograd", "__weakref__")
 
@@ -87,6 +89,17 @@ class Tensor:
 
     def storage_offset(self):
         return self._offset
+
+    @property
+    def _storage(self):
+        s = self._storage_
+        if s.__class__ is np.ndarray:  # built on first use: most op results are never asked
+            s = self._storage_ = _adopt(s, self._device)
+        return s
+
+    @_storage.setter
+    def _storage(self, storage):
+        self._storage_ = storage
 
     def untyped_storage(self):
         return self._storage
@@ -580,6 +593,7 @@ def _rewrap(src, cls):
     if cls is Tensor and src.__class__ is Tensor:
         return src
     t = _new(cls)
+    src._storage  # noqa: B018  (materialize it: both tensors must share one storage object)
     for name in Tensor.__slots__:
         if name != "__weakref__":
             setattr(t, name, getattr(src, name))
@@ -661,17 +675,10 @@ def wrap_array(a, device=CPU):
         if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
             a = np.ascontiguousarray(a)
             stride = _st.contiguous_strides(shape)
-    storage = _new(UntypedStorage)
-    storage._buf = a
-    storage._bytes = None
-    storage._nbytes = a.nbytes
-    storage.device = device
-    storage._resizable = True
-    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
-    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
-        _notify_alloc(storage)
     t = _new(Tensor)
-    t._storage = storage
+    # The UntypedStorage is built lazily from the array (Tensor._storage); the memory profiler
+    # must see every allocation as it happens, so it gets the storage now.
+    t._storage_ = _adopt(a, device) if _alloc_observers or device is not CPU else a
     t._size = shape
     t._stride = stride
     t._offset = 0
@@ -691,6 +698,20 @@ def wrap_array(a, device=CPU):
     t._output_nr = 0
     t._autograd = None
     return t
+
+
+def _adopt(a, device):
+    """The UntypedStorage of a kernel's fresh result array (from_array, inlined: it is hot)."""
+    storage = _new(UntypedStorage)
+    storage._buf = a
+    storage._bytes = None
+    storage._nbytes = a.nbytes
+    storage.device = device
+    storage._resizable = True
+    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
+    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
+        _notify_alloc(storage)
+    return storage
 
 
 def empty_tensor(size, dtype, device, stride=None):

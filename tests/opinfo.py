@@ -431,6 +431,9 @@ _add("matmul.default", matmul_samples, ("float32", "float64", "int64"), None, "m
 # Ops declared in native_functions.yaml that other test files cover, with the reason.
 _ELSEWHERE = {
     "factory: values or randomness checked by tests/test_factories.py and tests/test_random.py": """
+        zeros.out ones.out full.out arange.out arange.start_out linspace.out eye.out eye.m_out
+        rand.out rand.generator_out randn.out randn.generator_out randint.out randint.generator_out
+        randint.low_out randint.low_generator_out
         empty.memory_format empty_strided.default empty_like.default arange.default arange.start
         arange.start_step eye.default eye.m full.default full_like.default linspace.default
         ones.default ones_like.default zeros.default zeros_like.default new_empty.default

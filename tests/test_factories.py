@@ -364,3 +364,24 @@ def test_binding_errors(torch):
                  lambda L: L.linspace(0, 1, steps=3), lambda L: L.zeros(2, dtype=float)):
         e, t = call(ember), call(torch)
         assert e.shape == tuple(t.shape) and e.dtype.name == str(t.dtype)[6:]
+
+
+def test_factory_out_takes_dtype_and_device_from_out(torch):
+    import warnings
+    for name, args in [("zeros", (3,)), ("ones", (2, 2)), ("full", ((2,), 7)), ("arange", (5,)),
+                       ("arange", (1, 7, 2)), ("linspace", (0, 1, 5)), ("eye", (2, 3))]:
+        for dt in ["float64", "int32"]:
+            e_out = ember.empty(0, dtype=getattr(ember, dt))
+            t_out = torch.empty(0, dtype=getattr(torch, dt))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # an empty out is resized silently
+                r = getattr(ember, name)(*args, out=e_out)
+            getattr(torch, name)(*args, out=t_out)
+            assert r is e_out and e_out.dtype.name == dt
+            assert e_out.tolist() == t_out.tolist(), (name, args, dt)
+    t = ember.empty(4, dtype=ember.int64)
+    assert ember.randint(3, 9, (4,), out=t) is t and all(3 <= v < 9 for v in t.tolist())
+    with pytest.raises(RuntimeError, match="dtype Long does not match dtype of out parameter"):
+        ember.zeros(3, dtype=ember.int64, out=ember.empty(3))
+    with pytest.raises(RuntimeError, match="dtype Long does not match dtype of out parameter"):
+        torch.zeros(3, dtype=torch.int64, out=torch.empty(3))

@@ -58,18 +58,39 @@ def write_out(opname, results, outs):
         copy_into(o, r)
 
 
-def out_wrapper(functional_qualname):
+def out_wrapper(functional_qualname, out_qualname=None):
+    """The out= kernel of a functional op. A factory's out= schema omits the TensorOptions
+    (``zeros.out(size, *, out)``): those arguments are taken from ``out`` (dtype, device) or
+    left at their defaults."""
     op = _overload(functional_qualname)
     nout = len(op._schema.returns)
     opname = op._schema.name
+    fargs = op._schema.arguments
+    out_names = None
+    if out_qualname is not None:
+        out_names = [a.name for a in _overload(out_qualname)._schema.arguments][:-nout]
+    if out_names is None or out_names == [a.name for a in fargs]:
+        def out_kernel(*args):
+            outs = args[-nout:]
+            result = op._call(*args[:-nout])
+            results = (result,) if nout == 1 else tuple(result)
+            write_out(opname, results, outs)
+            return outs[0] if nout == 1 else tuple(outs)
+        return out_kernel
 
-    def out_kernel(*args):
+    from .._ops.overload import default_value
+    where = [out_names.index(a.name) if a.name in out_names else None for a in fargs]
+
+    def factory_out_kernel(*args):
         outs = args[-nout:]
-        result = op._call(*args[:-nout])
+        given = {"dtype": outs[0]._dtype, "device": outs[0]._device}
+        full = [args[i] if i is not None else given.get(a.name, default_value(a))
+                for a, i in zip(fargs, where)]
+        result = op._call(*full)
         results = (result,) if nout == 1 else tuple(result)
         write_out(opname, results, outs)
         return outs[0] if nout == 1 else tuple(outs)
-    return out_kernel
+    return factory_out_kernel
 
 
 def inplace_wrapper(functional_qualname):

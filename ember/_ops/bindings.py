@@ -180,11 +180,18 @@ def _candidates(overloads, method):
     cands = []
     for o in funcs:
         names = [a.name for a in o._schema.arguments]
-        out_ov = None
+        out_ov = out_idx = None
         for oo in outs:
-            if [a.name for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)] == names:
-                out_ov = oo
-        cands.append(_Cand(o, out_ov, o._schema.name in ALLOW_NUMBERS_AS_TENSORS))
+            onames = [a.name for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)]
+            if onames == names:
+                out_ov, out_idx = oo, None
+            elif out_ov is None and set(names) - set(onames) <= _TENSOR_OPTIONS \
+                    and onames == [n for n in names if n in onames]:
+                # a factory's out= form drops the TensorOptions (zeros.out(size, *, out))
+                out_ov, out_idx = oo, [names.index(n) for n in onames]
+        c = _Cand(o, out_ov, o._schema.name in ALLOW_NUMBERS_AS_TENSORS)
+        c.out_idx = out_idx
+        cands.append(c)
     # A number matches a Scalar parameter only: keep Tensor overloads first so a tensor argument
     # never lands in a Scalar slot, as PyTorch's signature order does.
     cands.sort(key=lambda c: sum(a.base == "Scalar" for a in c.ov._schema.arguments))
@@ -310,7 +317,12 @@ def _gen(fname, cands, method):
             conv.insert(0, f"{v} = _varargs({v}, _kw, {v!r}, {single}, {fname!r})")
         args_src = ", ".join(call_args)
         call = f"_c{ci}({args_src})"
-        if c.out_ov is not None:
+        if c.out_ov is not None and c.out_idx is not None:
+            sub = "".join(f"{call_args[i]}, " for i in c.out_idx)
+            dt = call_args[[a.name for a in sch.arguments].index("dtype")] \
+                if "dtype" in [a.name for a in sch.arguments] else "None"
+            call = f"(_c{ci}({args_src}) if out is None else _factory_out(_o{ci}, ({sub}), out, {dt}, {fname!r}))"
+        elif c.out_ov is not None:
             call = f"(_c{ci}({args_src}) if out is None else _out(_o{ci}, ({args_src}{',' if len(call_args) == 1 else ''}), out))"
         if f"_rt{ci}" in ns:
             call = f"_rt{ci}(*{call})"
@@ -433,6 +445,18 @@ def _varargs(v, kw, name, single=True, fname="op"):
                         f"not {_type_name(bad)}") from None
 
 
+_TENSOR_OPTIONS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
+
+
+def _factory_out(call, args, out, dtype, fname):
+    """A factory called with out=: the out tensor decides dtype and device (PyTorch checks that
+    an explicit dtype agrees with it)."""
+    if dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype {dtype._short} does not match dtype of out parameter "
+                           f"({out.dtype._short})")
+    return call(*args, out)
+
+
 def _out(call, args, out):
     if isinstance(out, (list, tuple)):
         return call(*args, *out)
@@ -464,7 +488,7 @@ def generate(tensor_cls):
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
-              "_varargs": _varargs, "_binding_error": _binding_error,
+              "_varargs": _varargs, "_binding_error": _binding_error, "_factory_out": _factory_out,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
     for base, items in by_name.items():

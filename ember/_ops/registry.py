@@ -164,7 +164,7 @@ def load(lib):
                 sch = auto if explicit else out_schema(func, overload)
                 oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(oname, [], e.get("python", True))
-                lib_impl(oname, generic.out_wrapper(name), "CompositeExplicitAutograd", _kind=_d.PLAIN,
+                lib_impl(oname, generic.out_wrapper(name, oname), "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
