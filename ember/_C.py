@@ -83,3 +83,20 @@ def _pop_torch_dispatch_stack(mode_key=None):
 _pd.install()
 from . import overrides as _overrides  # noqa: E402
 _overrides.install(_Tensor)
+
+
+def _python_module(name):
+    """``ember._C._nn`` / ``_linalg`` / ``_fft`` / ``_special``: the bindings of the ops that
+    native_functions.yaml marks ``python_module: <name>``, as PyTorch groups them."""
+    import types
+
+    from ._ops import bindings
+    mod = types.ModuleType(f"ember._C._{name}")
+    mod.__dict__.update(bindings.python_modules.get(name, {}))
+    return mod
+
+
+_nn = _python_module("nn")
+_linalg = _python_module("linalg")
+_fft = _python_module("fft")
+_special = _python_module("special")

@@ -656,7 +656,7 @@ def wrap_array(a, device=CPU):
     """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
 
     This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
-    type number, contiguous strides from a dict, the storage built inline."""
+    type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
     if a.__class__ is not np.ndarray:
         a = np.asarray(a)
     dtype = _NUM_TO_DT.get(a.dtype.num)

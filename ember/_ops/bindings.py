@@ -29,9 +29,15 @@ class NoMatch(Exception):
     pass
 
 
-def declare(name, variants, python=True):
+def declare(name, variants, python=True, python_module=None):
+    """Record an overload for binding. ``python_module`` (PyTorch's field: nn, linalg, fft,
+    special) puts its function in ``ember._C._<module>`` instead of the ``ember`` namespace."""
     if python:
-        _declared.append((name, tuple(variants)))
+        _declared.append((name, tuple(variants), python_module))
+
+
+# python_module -> {name: function}: what ember._C._nn, _linalg, _fft, _special hold
+python_modules = collections.defaultdict(dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,9 +486,12 @@ def generate(tensor_cls):
     """Build every binding: returns {name: function} for the ember namespace and installs
     methods on ``tensor_cls``."""
     by_name = collections.OrderedDict()
-    for name, variants in _declared:
+    module_of = {}
+    for name, variants, pymod in _declared:
         base, _, overload = name.partition(".")
         by_name.setdefault(base, []).append((overload or "default", variants))
+        if pymod:
+            module_of[base] = pymod
     functions = {}
     common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number, "_is_int": is_int,
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
@@ -513,8 +522,13 @@ def generate(tensor_cls):
             if method:
                 setattr(tensor_cls, base, fn)
             else:
-                fn.__module__ = "ember"
-                functions[base] = fn
+                pymod = module_of.get(base)
+                if pymod:
+                    fn.__module__ = f"ember._C._{pymod}"
+                    python_modules[pymod][base] = fn
+                else:
+                    fn.__module__ = "ember"
+                    functions[base] = fn
     return functions
 
 

@@ -141,7 +141,8 @@ def load(lib):
             tags = [t.strip() for t in tags.split(",")]
         name = lib.define(func, tags=tags, _debug=_YAML_DEBUG)
         variants = [v.strip() for v in e.get("variants", "function").split(",")]
-        bindings.declare(name, variants, e.get("python", True))
+        pymod = e.get("python_module")
+        bindings.declare(name, variants, e.get("python", True), pymod)
         if e.get("device_check") == "NoCheck":  # the op moves data between devices itself
             _d.get_entry(f"{lib.ns}::{name}").device_check = False
         dispatch = e.get("dispatch")
@@ -163,14 +164,16 @@ def load(lib):
                     or "values" in overload:  # xlogy.OutTensor, sort.values
                 sch = auto if explicit else out_schema(func, overload)
                 oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
-                bindings.declare(oname, [], e.get("python", True))
+                bindings.declare(oname, [], e.get("python", True), pymod)
                 lib_impl(oname, generic.out_wrapper(name, oname), "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
                 iname = lib.define(sch, tags=list(tags) + ["inplace"],
                                    _debug=_YAML_DEBUG + f" (autogen from {name})")
-                bindings.declare(iname, variants, e.get("python", True))
+                # autogen'd in-place variants are methods, as PyTorch declares them
+                bindings.declare(iname, [v for v in variants if v == "method"], e.get("python", True),
+                                 pymod)
                 lib_impl(iname, generic.inplace_wrapper(name), "CompositeExplicitAutograd",
                          _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
             else:

@@ -409,7 +409,9 @@ def var_backward(grad, self, dim, correction, keepdim):
 
 
 def std_backward(result, grad, self, dim, correction, keepdim):
-    return var_backward(grad / (result * 2), self, dim, correction, keepdim)
+    # where the std is 0 the gradient is 0, not nan (PyTorch masks it the same way)
+    return var_backward((grad / (result * 2)).masked_fill(result == 0, 0), self, dim, correction,
+                        keepdim)
 
 
 def expand_backward(grad, sizes):
@@ -450,6 +452,10 @@ def sign_of(t):
 def _namespace():
     import ember
     ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("__")}
+    # ops PyTorch binds under torch._C._nn / _linalg / _fft / _special are named bare in formulas
+    from .._ops.bindings import python_modules
+    for fns in python_modules.values():
+        ns.update(fns)
     ns.update({k: v for k, v in globals().items() if not k.startswith("_") and callable(v)})
     from .._ops.overload import ops
     ns.update(M_PI=M_PI, M_LN2=M_LN2, math=math, sum_to=expand_backward, ops=ops)

@@ -18,12 +18,14 @@ import threading
 import weakref
 
 from .._dispatch import tls as _tls
+from .._dispatch.keys import DispatchKey as _DispatchKey, bit as _bit
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_gradient_edge",
            "GradientEdge", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "register_multi_grad_hook"]
 
 _state = _tls.state
+_PYTHON_KEY = _bit(_DispatchKey.Python)
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
@@ -295,6 +297,11 @@ class SavedTensor:
         if _hooks.stack:
             self.data = None
             self._pack(t)
+        elif is_output and _state.included & ~_state.excluded & _PYTHON_KEY:
+            # PyTorch's shallow copy of a saved output goes through Python's detach while a
+            # TorchDispatchMode is active (Python key included): the mode sees aten.detach
+            from .._ops.overload import ops
+            self.data = ops.aten.detach.default._call(t)
         elif is_output:
             self.data = _shallow(t)
         else:

@@ -3,13 +3,18 @@
 native_functions.yaml), so ``out=``, argument parsing and autograd behave as in every other op. fftfreq and rfftfreq
 add the ``out=`` that PyTorch's parser merges into factory signatures."""
 from .._ops.overload import ops as _ops
-from .. import (fft_fft as fft, fft_fft2 as fft2, fft_fftfreq as _fftfreq,  # noqa: F401
-                fft_fftn as fftn, fft_fftshift as fftshift, fft_hfft as hfft, fft_hfft2 as hfft2,
-                fft_hfftn as hfftn, fft_ifft as ifft, fft_ifft2 as ifft2, fft_ifftn as ifftn,
-                fft_ifftshift as ifftshift, fft_ihfft as ihfft, fft_ihfft2 as ihfft2,
-                fft_ihfftn as ihfftn, fft_irfft as irfft, fft_irfft2 as irfft2,
-                fft_irfftn as irfftn, fft_rfft as rfft, fft_rfft2 as rfft2,
-                fft_rfftfreq as _rfftfreq, fft_rfftn as rfftn)
+from .._C import _fft as _bindings  # the generated fft_* bindings (python_module: fft)
+
+fft, ifft, fft2, ifft2 = _bindings.fft_fft, _bindings.fft_ifft, _bindings.fft_fft2, _bindings.fft_ifft2
+fftn, ifftn = _bindings.fft_fftn, _bindings.fft_ifftn
+rfft, irfft, rfft2, irfft2 = (_bindings.fft_rfft, _bindings.fft_irfft, _bindings.fft_rfft2,
+                              _bindings.fft_irfft2)
+rfftn, irfftn = _bindings.fft_rfftn, _bindings.fft_irfftn
+hfft, ihfft, hfft2, ihfft2 = (_bindings.fft_hfft, _bindings.fft_ihfft, _bindings.fft_hfft2,
+                              _bindings.fft_ihfft2)
+hfftn, ihfftn = _bindings.fft_hfftn, _bindings.fft_ihfftn
+fftshift, ifftshift = _bindings.fft_fftshift, _bindings.fft_ifftshift
+_fftfreq, _rfftfreq = _bindings.fft_fftfreq, _bindings.fft_rfftfreq
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
            "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq",

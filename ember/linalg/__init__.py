@@ -18,90 +18,96 @@ def _E():
     return ember
 
 
+def _L():
+    """``ember._C._linalg``: the generated bindings of the ``linalg_*`` aten ops."""
+    from .. import _C
+    return _C._linalg
+
+
 def _out(out):
     return {} if out is None else {"out": out}
 
 
 def inv(A, *, out=None):
-    return _E().linalg_inv(A, **_out(out))
+    return _L().linalg_inv(A, **_out(out))
 
 
 def inv_ex(A, *, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.inv_ex: out= is not supported yet")
-    return _E().linalg_inv_ex(A, check_errors=check_errors)
+    return _L().linalg_inv_ex(A, check_errors=check_errors)
 
 
 def det(A, *, out=None):
-    return _E().linalg_det(A, **_out(out))
+    return _L().linalg_det(A, **_out(out))
 
 
 def slogdet(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.slogdet: out= is not supported yet")
-    return _E().linalg_slogdet(A)
+    return _L().linalg_slogdet(A)
 
 
 def solve(A, B, *, left=True, out=None):
-    return _E().linalg_solve(A, B, left=left, **_out(out))
+    return _L().linalg_solve(A, B, left=left, **_out(out))
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.solve_ex: out= is not supported yet")
-    return _E().linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+    return _L().linalg_solve_ex(A, B, left=left, check_errors=check_errors)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
-    return _E().linalg_lstsq(A, B, rcond, driver=driver)
+    return _L().linalg_lstsq(A, B, rcond, driver=driver)
 
 
 def cholesky(A, *, upper=False, out=None):
-    return _E().linalg_cholesky(A, upper=upper, **_out(out))
+    return _L().linalg_cholesky(A, upper=upper, **_out(out))
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.cholesky_ex: out= is not supported yet")
-    return _E().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
+    return _L().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
 
 
 def qr(A, mode="reduced", *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.qr: out= is not supported yet")
-    return _E().linalg_qr(A, mode)
+    return _L().linalg_qr(A, mode)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.svd: out= is not supported yet")
-    return _E().linalg_svd(A, full_matrices, driver=driver)
+    return _L().linalg_svd(A, full_matrices, driver=driver)
 
 
 def svdvals(A, *, driver=None, out=None):
-    return _E().linalg_svdvals(A, driver=driver, **_out(out))
+    return _L().linalg_svdvals(A, driver=driver, **_out(out))
 
 
 def eig(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eig: out= is not supported yet")
-    return _E().linalg_eig(A)
+    return _L().linalg_eig(A)
 
 
 def eigvals(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eigvals: out= is not supported yet")
-    return _E().linalg_eigvals(A)
+    return _L().linalg_eigvals(A)
 
 
 def eigh(A, UPLO="L", *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eigh: out= is not supported yet")
-    return _E().linalg_eigh(A, UPLO)
+    return _L().linalg_eigh(A, UPLO)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    return _E().linalg_eigvalsh(A, UPLO, **_out(out))
+    return _L().linalg_eigvalsh(A, UPLO, **_out(out))
 
 
 def _dims(dim):
@@ -117,7 +123,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    return _E().linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+    return _L().linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
@@ -156,12 +162,12 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
 
 
 def matrix_power(A, n, *, out=None):
-    return _E().linalg_matrix_power(A, n, **_out(out))
+    return _L().linalg_matrix_power(A, n, **_out(out))
 
 
 def cross(input, other, *, dim=-1, out=None):  # noqa: A002  (PyTorch's name)
-    return _E().linalg_cross(input, other, dim=dim, **_out(out))
+    return _L().linalg_cross(input, other, dim=dim, **_out(out))
 
 
 def multi_dot(tensors, *, out=None):
-    return _E().linalg_multi_dot(list(tensors), **_out(out))
+    return _L().linalg_multi_dot(list(tensors), **_out(out))

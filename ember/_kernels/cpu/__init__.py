@@ -16,3 +16,4 @@ from .sorting import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
+from .grid import *  # noqa: F401,F403

@@ -670,11 +670,16 @@ def _number_fast(self, other):
 
 def add_Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1:
+        # nd() inlined (self is a tensor here; its cached array is almost always there)
+        x = self._np
+        if x is None:
+            x = self._nd()
         try:
             if getattr(other, "_dtype", None) is self._dtype:
-                return wrap(np.add(nd(self), nd(other)))
+                y = other._np
+                return wrap(np.add(x, other._nd() if y is None else y))
             if _number_fast(self, other):
-                return wrap(np.add(nd(self), other))
+                return wrap(np.add(x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
     return wrap(evaluate("add", self, other, alpha=alpha)[0])
@@ -682,11 +687,15 @@ def add_Tensor(self, other, alpha=1):
 
 def sub_Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1:
+        x = self._np
+        if x is None:
+            x = self._nd()
         try:
             if getattr(other, "_dtype", None) is self._dtype and self._dtype is not D.bool_:
-                return wrap(np.subtract(nd(self), nd(other)))
+                y = other._np
+                return wrap(np.subtract(x, other._nd() if y is None else y))
             if _number_fast(self, other):
-                return wrap(np.subtract(nd(self), other))
+                return wrap(np.subtract(x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
     return wrap(evaluate("sub", self, other, alpha=alpha)[0])
@@ -697,11 +706,15 @@ def rsub_Tensor(self, other, alpha=1):
 
 
 def mul_Tensor(self, other):
+    x = self._np
+    if x is None:
+        x = self._nd()
     try:
         if getattr(other, "_dtype", None) is self._dtype:
-            return wrap(np.multiply(nd(self), nd(other)))
+            y = other._np
+            return wrap(np.multiply(x, other._nd() if y is None else y))
         if _number_fast(self, other):
-            return wrap(np.multiply(nd(self), other))
+            return wrap(np.multiply(x, other))
     except ValueError as e:
         _broadcast_error((self, other), e)
     return wrap(evaluate("mul", self, other)[0])

@@ -14,3 +14,4 @@ from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .random_ops import *  # noqa: F401,F403
+from .grid import *  # noqa: F401,F403
