@@ -10,7 +10,7 @@ import numpy as np
 
 from ._core import dtype as _dt
 from ._core import strides as _st
-from ._core.device import CPU, META, contiguous_format, device as _device, preserve_format, strided
+from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, get_allocator, meta_storage
 from ._core.storage import _alloc_observers, _notify_alloc

@@ -6,7 +6,6 @@ makes is undone when the Library is destroyed (``lib._destroy()`` or garbage col
 test can override ``aten::add.Tensor`` on CPU for a scope. ember's own aten ops are registered
 through this same class from ``native_functions.yaml``.
 """
-import inspect
 import traceback
 import warnings
 import weakref

@@ -2,8 +2,6 @@
 
 bfloat16 comes from ``ml_dtypes``; every other dtype is a plain NumPy dtype.
 """
-import threading
-
 import ml_dtypes
 import numpy as np
 

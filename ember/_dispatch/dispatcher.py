@@ -8,7 +8,7 @@ alias), else the key's backend fallback, else "missing". Fallthrough slots are r
 op's key mask up front, so they cost nothing at call time.
 
 The steady-state call is: OR the tensor arguments' key sets, apply the thread-local include and
-exclude sets, look the result up in a per-operator cache, call. :func:`_make_call` generates that
+exclude sets, look the result up in a per-operator cache, call. :func:`make_call` builds that
 function per overload so that no schema is consulted on the hot path.
 """
 import functools
@@ -17,8 +17,8 @@ import sys
 import threading
 
 from . import tls
-from .keys import (ALIAS_EXPANSION, AUTOGRAD_KEYS, BACKEND_BITS, BACKEND_OF_AUTOGRAD, BACKENDS,
-                   NUM_RUNTIME_KEYS, DispatchKey, DispatchKeySet, K, bit, highest, parse_key)
+from .keys import (ALIAS_EXPANSION, AUTOGRAD_KEYS, BACKEND_BITS, BACKEND_OF_AUTOGRAD,
+                   NUM_RUNTIME_KEYS, DispatchKey, K, bit, highest, parse_key)
 from .schema import parse_schema
 
 PLAIN, KEYSET, BOXED, BOXED_KEYSET = "plain", "keyset", "boxed", "boxed_keyset"
@@ -34,7 +34,7 @@ class _Fallthrough:
 FALLTHROUGH = _Fallthrough()
 _RUNTIME_KEYS = [DispatchKey(i) for i in range(NUM_RUNTIME_KEYS)]
 
-# key -> (fn, kind, debug) registered with Library.fallback
+# runtime key -> Kernel registered with Library.fallback (FALLTHROUGH for fallthroughs)
 _backend_fallbacks = {}
 # "ns::name.overload" -> OperatorEntry
 _operators = {}

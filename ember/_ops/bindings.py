@@ -284,7 +284,6 @@ _FACTORY_ARGS = {"dtype", "layout", "device", "pin_memory"}
 def _gen(fname, cands, method):
     """Source of one binding function plus the namespace it needs."""
     ns = {}
-    lines = []
     single = len(cands) == 1
     sigs = [_py_sig(c.ov._schema, method, c.out_ov is not None) for c in cands]
     ns["_SIGS"] = sigs

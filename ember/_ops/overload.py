@@ -8,8 +8,7 @@ import functools
 import keyword
 
 from .._dispatch import dispatcher as _d
-from .._dispatch.keys import DispatchKeySet, parse_key
-from .._dispatch.schema import NO_DEFAULT
+from .._dispatch.keys import parse_key
 
 
 class OpOverload:

@@ -84,7 +84,6 @@ def _inplace_or_view_kernel(entry):
 
 
 def _generated_kernels(entry):
-    from ..library import fallthrough_kernel  # noqa: F401  (import order)
     schema = entry.schema
     names = [a.name for a in schema.arguments]
     has_tensor = any(a.base == "Tensor" for a in schema.arguments)

@@ -278,13 +278,44 @@ def _forward_below(entry, ks, args):
     saved = _state.excluded
     _state.excluded = saved | AUTOGRAD_BITS
     try:
-        return entry.redispatch(ks & BELOW_AUTOGRAD, *args)
+        m = ks & BELOW_AUTOGRAD
+        k = entry.rcache.get(m)  # entry.redispatch, inlined: this runs for every recorded op
+        if k is None:
+            k = entry.resolve(m, "redispatch")
+        return k(*args)
     finally:
         _state.excluded = saved
 
 
-def _collect_edges(node, args, diff_args, is_list_arg):
-    nxt, meta, slices = [], [], {}
+def _edge_slices(diff_args, is_list_arg):
+    """The edge layout of an op without Tensor[] differentiable arguments (one edge each), the
+    same for every call; None when a list argument makes it depend on the call."""
+    if any(is_list_arg[i] for i in diff_args):
+        return None
+    return {i: (k, 1) for k, i in enumerate(diff_args)}
+
+
+def _collect_edges(node, args, diff_args, is_list_arg, slices=None):
+    """The node's edges (one per differentiable tensor input) and their metadata. ``slices``:
+    the precomputed layout from :func:`_edge_slices` (shared by every node of the op, read only)."""
+    nxt, meta = [], []
+    if slices is not None:
+        for i in diff_args:
+            t = args[i]
+            if getattr(t, "_requires_grad", False):
+                fn = t._grad_fn
+                # gradient_edge, inlined for the common case: a non-view output of another op
+                nxt.append((fn, t._output_nr) if fn is not None and t._autograd is None
+                           else gradient_edge(t))
+                meta.append((t._size, t._dtype))
+            else:
+                nxt.append((None, 0))
+                meta.append(None)
+        node._next = tuple(nxt)
+        node._edge_meta = tuple(meta)
+        node._edge_slices = slices
+        return
+    slices = {}
     for i in diff_args:
         a = args[i]
         start = len(nxt)
@@ -302,17 +333,10 @@ def _collect_edges(node, args, diff_args, is_list_arg):
     node._edge_slices = slices
 
 
-def _save(node, info, args, outputs, pre_saved):
-    saved = node._saved
-    for i in info.saved_args:
-        name = info.arg_names[i]
-        if name in pre_saved:
-            saved[name] = pre_saved[name]
-            continue
-        saved[name] = _save_value(args[i], False, node)
-    for i, a, attr in info.saved_derived:
-        v = args[i]
-        saved[f"{a}_{attr}"] = _DERIVED[attr](v) if hasattr(v, "_keyset") else None
+def _save_plan(info):
+    """What :func:`_save` stores, resolved once per op: (arg index, name) pairs, derived values,
+    and (name, output index) pairs for saved results."""
+    results = []
     for name in info.saved_results:
         if name == "result":
             idx = 0
@@ -320,14 +344,34 @@ def _save(node, info, args, outputs, pre_saved):
             idx = int(name[6:])
         else:
             idx = [r.name for r in info.returns].index(name)
-        saved[name] = _save_value(outputs[idx], True, node)
+        results.append((name, idx))
+    return ([(i, info.arg_names[i]) for i in info.saved_args],
+            [(i, f"{a}_{attr}", _DERIVED[attr]) for i, a, attr in info.saved_derived], results)
 
 
-def _save_value(v, is_output, node):
+def _save(node, plan, args, outputs, pre_saved):
+    saved = node._saved
+    arg_items, derived, results = plan
+    node_name = None
+    for i, name in arg_items:
+        if pre_saved and name in pre_saved:
+            saved[name] = pre_saved[name]
+            continue
+        saved[name] = _save_value(args[i], False, node_name)
+    for i, name, fn in derived:
+        v = args[i]
+        saved[name] = fn(v) if hasattr(v, "_keyset") else None
+    if results:
+        node_name = node.name()
+        for name, idx in results:
+            saved[name] = _save_value(outputs[idx], True, node_name)
+
+
+def _save_value(v, is_output, node_name):
     if hasattr(v, "_keyset"):
-        return SavedTensor(v, is_output, node.name())
+        return SavedTensor(v, is_output, node_name)
     if isinstance(v, (list, tuple)) and v and all(hasattr(x, "_keyset") for x in v):
-        return [SavedTensor(x, is_output, node.name()) for x in v]
+        return [SavedTensor(x, is_output, node_name) for x in v]
     return v
 
 
@@ -358,6 +402,8 @@ def make_autograd_kernel(entry, info, inplace=False):
     diff_mask = info.output_differentiability or (
         [True] * nret if info.uses_all_grads else [True] + [False] * (nret - 1))
     self_idx = 0
+    slices = _edge_slices(info.diff_args, is_list_arg)
+    plan = _save_plan(info)
     need_clone_self = inplace and "self" in [info.arg_names[i] for i in info.saved_args]
     redispatch_entry = entry
     # A differentiable view op (its output aliases its input): views keep creation metadata.
@@ -376,7 +422,7 @@ def make_autograd_kernel(entry, info, inplace=False):
         node = node_cls()
         if anomaly_mode._state.enabled:
             anomaly_mode.record_trace(node)
-        _collect_edges(node, a, info.diff_args, is_list_arg)
+        _collect_edges(node, a, info.diff_args, is_list_arg, slices)
         node._is_list_arg = is_list_arg
         outs = out if (nret > 1 or ret_is_list) else (out,)
         if ret_is_list:
@@ -394,7 +440,7 @@ def make_autograd_kernel(entry, info, inplace=False):
         # it), and saved-tensor pack hooks see outputs with their grad_fn.
         if pre:
             pre = {k: SavedTensor(v, False, None) for k, v in pre.items()}
-        _save(node, info, a, outs, pre)
+        _save(node, plan, a, outs, pre)
         return out
 
     post = None

@@ -73,19 +73,21 @@ class Node:
     custom Function nodes). Subclasses implement ``apply(grads) -> grads per next edge``."""
 
     _saved_names = ()
+    # Per-node state starts as these class-level defaults (immutable values: assigning one makes
+    # an instance attribute), so creating a node, once per recorded op, sets one attribute.
+    _next = ()  # ((node or None, input_nr), ...)
+    _edge_meta = ()  # per edge: (shape, dtype) of the forward input, for validation
+    _out_meta = ()  # per forward output: (shape, dtype, device), to materialize zeros
+    _pre_hooks = None
+    _post_hooks = None
+    _tensor_pre_hooks = None  # output_nr -> _HookDict of fn(grad)
+    _retains_grad_hooks = None  # output_nr -> fn(grad)
+    _metadata = None
+    _released = False
+    _anomaly_trace = None
 
     def __init__(self):
-        self._next = ()  # ((node or None, input_nr), ...)
-        self._edge_meta = ()  # per edge: (shape, dtype) of the forward input, for validation
-        self._out_meta = ()  # per forward output: (shape, dtype, device), to materialize zeros
         self._sequence_nr = next(_seq.next)
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None  # output_nr -> _HookDict of fn(grad)
-        self._retains_grad_hooks = None  # output_nr -> fn(grad)
-        self._metadata = None
-        self._released = False
-        self._anomaly_trace = None
 
     # -- Python API ------------------------------------------------------------------------------
     def name(self):
@@ -292,7 +294,7 @@ class SavedTensor:
         fn = t._grad_fn
         # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0.
         name = node_name if is_output else (fn.name() if fn is not None else None)
-        self.grad_fn_name = _BACKWARD_SUFFIX.sub("", name) if name else None
+        self.grad_fn_name = name  # "SigmoidBackward0": the message strips the suffix
         self.unpack_hook = None
         if _hooks.stack:
             self.data = None
@@ -346,8 +348,8 @@ class SavedTensor:
     def _version_error(self, d):
         from . import anomaly_mode
         what = f"[{d.type()} [{', '.join(map(str, d._size))}]]"
-        out = f", which is output {self.output_nr} of {self.grad_fn_name}," if self.grad_fn_name \
-            else ""
+        name = _BACKWARD_SUFFIX.sub("", self.grad_fn_name or "")
+        out = f", which is output {self.output_nr} of {name}," if name else ""
         hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
                 "gradient. The variable in question was changed in there or anywhere later. Good "
                 "luck!") if anomaly_mode.is_anomaly_enabled() else (

@@ -16,3 +16,4 @@ from .resample import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
+from .grid import *  # noqa: F401,F403
