@@ -6,11 +6,13 @@ memory without copying.
 """
 import numpy as np
 
+from .allocator import cpu_cache as _cpu_cache
 from .device import CPU, META, device as _device
 
 
 class CPUAllocator:
-    """Allocates zero-copy NumPy byte buffers and keeps PyTorch-style statistics."""
+    """Allocates zero-copy NumPy byte buffers and keeps PyTorch-style statistics; large blocks
+    come from the caching allocator (``ember/_core/allocator.py``)."""
 
     def __init__(self):
         self.allocated_bytes = 0
@@ -19,7 +21,7 @@ class CPUAllocator:
     def allocate(self, nbytes):
         self.num_allocs += 1
         self.allocated_bytes += nbytes
-        return np.empty(nbytes, dtype=np.uint8)
+        return _cpu_cache.allocate(nbytes)
 
 
 class MetaAllocator:

@@ -169,7 +169,10 @@ class OperatorEntry:
         if kind == PLAIN:
             call = fn
         elif kind == KEYSET:
-            call = functools.partial(fn, masked)
+            # a generated autograd kernel can bind itself to the key set (and the kernel below
+            # it) once; any other keyset kernel gets the key set as its first argument
+            bind = getattr(fn, "_bind", None)
+            call = bind(masked) if bind is not None else functools.partial(fn, masked)
         else:
             call = _boxed(fn, self, () if kind == BOXED else (masked,))
         if _observers:

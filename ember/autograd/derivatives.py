@@ -166,7 +166,7 @@ class GeneratedNode(Node):
     _info = None
 
     def __init__(self):
-        super().__init__()
+        Node.__init__(self)  # not super(): one node per recorded op, the cheaper call counts
         self._saved = {}
 
     def release_variables(self):
@@ -376,6 +376,18 @@ def _save_value(v, is_output, node_name):
 
 
 def _set_history(outs, node, diff_mask):
+    if len(outs) == 1:  # the common case, unrolled
+        o = outs[0]
+        if hasattr(o, "_keyset"):
+            node._out_meta = ((o._size, o._dtype, o._device),)
+            d = o._dtype
+            if diff_mask[0] and (d.is_floating_point or d.is_complex):
+                o._grad_fn = node
+                o._output_nr = 0
+                o._requires_grad = True
+        else:
+            node._out_meta = (None,)
+        return
     metas = []
     for i, o in enumerate(outs):
         metas.append((o._size, o._dtype, o._device) if hasattr(o, "_keyset") else None)
@@ -414,10 +426,10 @@ def make_autograd_kernel(entry, info, inplace=False):
     def record(ks, a):
         if inplace:
             _check_inplace(a[self_idx], schema.name)
-        pre = {}
+        pre = None
         if need_clone_self:
             # The formula needs self's value from before the in-place write: save a copy.
-            pre["self"] = a[self_idx].clone()
+            pre = {"self": a[self_idx].clone()}
         out = _forward_below(redispatch_entry, ks, a)
         node = node_cls()
         if anomaly_mode._state.enabled:
@@ -478,6 +490,13 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
     cond = " or ".join(conds) if conds else "False"
     params = ", ".join(names)
     tup = params + ("," if len(names) == 1 else "")
+    if post is None:
+        tail = f"    return k({params})\n"
+    elif post_always:
+        tail = f"    out = k({params})\n    _post(out, bool({cond}))\n    return out\n"
+    else:
+        tail = (f"    out = k({params})\n    if {cond}:\n        _post(out, True)\n"
+                f"    return out\n")
     src = (
         f"def autograd_kernel(ks, {params}):\n"
         f"    if _state.grad_enabled and ({cond}):\n"
@@ -486,19 +505,29 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
         f"    k = _cache.get(m)\n"
         f"    if k is None:\n"
         f"        k = _resolve(m, 'redispatch')\n"
+    ) + tail
+    # The same kernel bound to one key set (the dispatcher caches one per key set, see
+    # OperatorEntry.resolve): no functools.partial, and the kernel below is found once.
+    bound_tail = "".join("    " + line + "\n" for line in tail.splitlines())
+    src += (
+        f"\ndef bind(ks):\n"
+        f"    m = ks & {BELOW_AUTOGRAD}\n"
+        f"    k = None\n"
+        f"    def autograd_kernel({params}):\n"
+        f"        nonlocal k\n"
+        f"        if _state.grad_enabled and ({cond}):\n"
+        f"            return _record(ks, ({tup}))\n"
+        f"        if k is None:\n"
+        f"            k = _resolve(m, 'redispatch')\n"
+        f"{bound_tail}"
+        f"    return autograd_kernel\n"
     )
-    if post is None:
-        src += f"    return k({params})\n"
-    elif post_always:
-        src += f"    out = k({params})\n    _post(out, bool({cond}))\n    return out\n"
-    else:
-        src += (f"    out = k({params})\n    if {cond}:\n        _post(out, True)\n"
-                f"    return out\n")
     ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
           "_any_rg": _any_rg, "_post": post}
     exec(compile(src, f"<autograd kernel {entry.qualname}>", "exec"), ns)
     fn = ns["autograd_kernel"]
     fn._source = src
+    fn._bind = ns["bind"]
     return fn
 
 

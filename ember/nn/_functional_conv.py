@@ -353,7 +353,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if op is None:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                                   f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
-                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+                                  f"bicubic | trilinear | lanczos | area | nearest-exact (got "
+                                  f"{mode})")
     vec = getattr(_aten, op).vec
     if mode in _ALIGNED:
         return vec(input, output_size, align_corners, scale_factors)

@@ -17,3 +17,4 @@ from .linalg import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
+from .api import *  # noqa: F401,F403

@@ -4,9 +4,7 @@ AffineGridGenerator.cpp, UpSample.cpp front ends): ``grid_sampler`` (picks the 2
 the ``.vec`` overloads of the ``_upsample_*2d_aa`` ops (output size from scale factors)."""
 from .resample import _compute_output_size
 
-__all__ = ["grid_sampler", "affine_grid_generator", "affine_grid_generator_backward",
-           "_upsample_bilinear2d_aa_vec", "_upsample_bicubic2d_aa_vec",
-           "_upsample_lanczos2d_aa_vec"]
+__all__ = ["grid_sampler", "affine_grid_generator", "affine_grid_generator_backward"]
 
 
 def _aten():
@@ -25,6 +23,10 @@ def _linspace_from_neg_one(like, steps, align_corners):
     aten = _aten()
     opts = (like._dtype, None, like._device, None)
     if steps <= 1:
+        if like._dtype.itemsize == 2 and like._dtype.is_floating_point:
+            # ATen builds this 0 with at::tensor, which has no half-precision kernel
+            raise NotImplementedError(f"\"tensor_cpu\" not implemented for "
+                                      f"'{like._dtype._short}'")
         return aten.scalar_tensor.default._call(0, *opts)
     r = aten.linspace.default._call(-1, 1, steps, *opts)
     if not align_corners:
@@ -96,3 +98,4 @@ def _aa_vec(name):
 
 for _n in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa", "_upsample_lanczos2d_aa"):
     globals()[_n + "_vec"] = _aa_vec(_n)
+    __all__.append(_n + "_vec")

@@ -35,11 +35,6 @@ def _shape_str(size):
     return "[" + ", ".join(map(str, size)) + "]"
 
 
-def _compute_dtype(a):
-    """float32 / float64 arithmetic (half types computed in float32, as ATen's opmath)."""
-    return np.float64 if a.dtype == np.float64 else np.float32
-
-
 # ---------------------------------------------------------------------------------------------
 # grid_sampler: checks
 
@@ -121,7 +116,8 @@ def _reflect(x, size, align_corners):
 
 def _pad_coordinates(x, size, padding_mode, align_corners, k):
     """ATen's compute_coordinates: the padded source coordinate and its gradient factor. The 3-D
-    kernel then sends non-finite or huge coordinates to -100 (outside: safe_downgrade_to_int_range)."""
+    kernel then sends non-finite or huge coordinates to -100, outside the image
+    (safe_downgrade_to_int_range)."""
     grad = 1
     if padding_mode == BORDER:
         x, grad = _clip(x, size, k)
@@ -202,11 +198,12 @@ def _gather(xf, flat, valid):
 
 
 def _flatten(input, grid):
+    """(input array, input as (N, C, points), grid as (N, points, k)). Half types are computed in
+    their own precision, rounding after each operation as ATen's vectorized kernel does."""
     x, g = nd(input), nd(grid)
-    ct = _compute_dtype(x)
     n, c = x.shape[:2]
-    xf = x.reshape(n, c, -1).astype(ct, copy=False)
-    gf = g.reshape(n, -1, g.shape[-1]).astype(ct, copy=False)
+    xf = x.reshape(n, c, math.prod(x.shape[2:]))
+    gf = g.reshape(n, math.prod(g.shape[1:-1]), g.shape[-1])
     return x, xf, gf
 
 
@@ -215,9 +212,10 @@ def _grid_sampler(k):
         shape = check_grid_sampler(k, input, grid, interpolation_mode, padding_mode)
         x, xf, gf = _flatten(input, grid)
         out = np.zeros(xf.shape[:2] + gf.shape[1:2], xf.dtype)
-        if out.size:
+        # non-finite grid values flow through as ATen's (NaN weights, out-of-range taps)
+        with np.errstate(invalid="ignore", over="ignore"):
             for flat, valid, w, _ in _corners(x.shape[2:], gf, interpolation_mode, padding_mode,
-                                              align_corners):
+                                              align_corners) if out.size else ():
                 out += _gather(xf, flat, valid) * w[:, None, :]
         return wrap(out.reshape(shape).astype(x.dtype, copy=False))
     kernel.__name__ = f"grid_sampler_{k}d"
@@ -235,15 +233,17 @@ def _grid_sampler_backward(k):
             raise RuntimeError(f"expected scalar type {input._dtype._short} but found "
                                f"{grad_output._dtype._short}")
         x, xf, gf = _flatten(input, grid)
+        if xf.dtype.itemsize == 2:  # half types: gradients accumulated in float32
+            xf, gf = xf.astype(np.float32), gf.astype(np.float32)
         n, c, p = xf.shape
-        go = nd(grad_output).reshape(n, c, -1).astype(xf.dtype, copy=False)
+        go = nd(grad_output).reshape(n, c, gf.shape[1]).astype(xf.dtype, copy=False)
         g_input = np.zeros(n * c * p, np.float64) if output_mask[0] else None
         g_grid = np.zeros(gf.shape, xf.dtype)
-        if go.size and p:
-            # input index of every (batch, channel) row, for one bincount per corner
-            row = (np.arange(n * c).reshape(n, c, 1) * p)
+        # input index of every (batch, channel) row, for one bincount per corner
+        row = (np.arange(n * c).reshape(n, c, 1) * p)
+        with np.errstate(invalid="ignore", over="ignore"):
             for flat, valid, w, dws in _corners(x.shape[2:], gf, interpolation_mode,
-                                                padding_mode, align_corners):
+                                                padding_mode, align_corners) if go.size else ():
                 if g_input is not None:
                     contrib = np.where(valid[:, None, :], go * w[:, None, :], 0)
                     g_input += np.bincount((row + flat[:, None, :]).ravel(), contrib.ravel(),
@@ -361,7 +361,7 @@ def _upsample_aa(name):
         x = nd(self)
         if 0 in shape:
             return wrap(np.zeros(shape, x.dtype))
-        ct = np.float64 if x.dtype == np.uint8 else _compute_dtype(x)
+        ct = np.float64 if x.dtype == np.uint8 else x.dtype
         mats = _aa_mats(name, x.shape, output_size, align_corners, [scales_h, scales_w],
                         np.dtype(ct))
         if x.dtype == np.uint8:

@@ -21,6 +21,7 @@ import scipy.special as _sp
 
 from ..._core import dtype as D
 from ..._core import strides as _st
+from ..._core.allocator import THRESHOLD as _BIG, cpu_cache as _cpu_cache
 from ..._core.promotion import can_cast, result_type_of
 from ..._tensor import Tensor
 from ._util import nd, wrap
@@ -668,6 +669,15 @@ def _number_fast(self, other):
     return (other.__class__ is float or other.__class__ is int) and self._dtype in _NEP50_EXACT
 
 
+def _large(ufunc, x, y):
+    """``ufunc(x, y)`` for operands of at least THRESHOLD bytes: written into a block of the
+    caching allocator (warm pages instead of fresh ones) when ``x`` is C-contiguous and ``y``
+    is a number or an array of the same shape, so the result layout is the one NumPy picks."""
+    if x.flags.c_contiguous and (y.__class__ is not np.ndarray or y.shape == x.shape):
+        return ufunc(x, y, out=_cpu_cache.empty(x.shape, x.dtype, x.nbytes))
+    return ufunc(x, y)
+
+
 def add_Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1:
         # nd() inlined (self is a tensor here; its cached array is almost always there)
@@ -677,9 +687,11 @@ def add_Tensor(self, other, alpha=1):
         try:
             if getattr(other, "_dtype", None) is self._dtype:
                 y = other._np
-                return wrap(np.add(x, other._nd() if y is None else y))
+                if y is None:
+                    y = other._nd()
+                return wrap(np.add(x, y) if x.nbytes < _BIG else _large(np.add, x, y))
             if _number_fast(self, other):
-                return wrap(np.add(x, other))
+                return wrap(np.add(x, other) if x.nbytes < _BIG else _large(np.add, x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
     return wrap(evaluate("add", self, other, alpha=alpha)[0])
@@ -693,9 +705,12 @@ def sub_Tensor(self, other, alpha=1):
         try:
             if getattr(other, "_dtype", None) is self._dtype and self._dtype is not D.bool_:
                 y = other._np
-                return wrap(np.subtract(x, other._nd() if y is None else y))
+                if y is None:
+                    y = other._nd()
+                return wrap(np.subtract(x, y) if x.nbytes < _BIG else _large(np.subtract, x, y))
             if _number_fast(self, other):
-                return wrap(np.subtract(x, other))
+                return wrap(np.subtract(x, other) if x.nbytes < _BIG
+                            else _large(np.subtract, x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
     return wrap(evaluate("sub", self, other, alpha=alpha)[0])
@@ -712,9 +727,12 @@ def mul_Tensor(self, other):
     try:
         if getattr(other, "_dtype", None) is self._dtype:
             y = other._np
-            return wrap(np.multiply(x, other._nd() if y is None else y))
+            if y is None:
+                y = other._nd()
+            return wrap(np.multiply(x, y) if x.nbytes < _BIG else _large(np.multiply, x, y))
         if _number_fast(self, other):
-            return wrap(np.multiply(x, other))
+            return wrap(np.multiply(x, other) if x.nbytes < _BIG
+                        else _large(np.multiply, x, other))
     except ValueError as e:
         _broadcast_error((self, other), e)
     return wrap(evaluate("mul", self, other)[0])
