@@ -180,3 +180,259 @@ def _tensor_nonzero(self, *, as_tuple=False):
 
 
 _Tensor.nonzero = _tensor_nonzero
+
+
+# -- API surface: torch/functional.py and torch/__init__.py functions (issue 3 follow-up) ---------
+
+__all__ += ["broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d",
+            "cdist", "unravel_index", "is_tensor", "is_storage", "typename",
+            "set_num_threads", "get_num_threads", "set_num_interop_threads",
+            "get_num_interop_threads", "set_default_device", "get_default_device",
+            "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+            "get_deterministic_debug_mode", "set_float32_matmul_precision",
+            "get_float32_matmul_precision"]
+
+
+def broadcast_tensors(*tensors):
+    """torch.broadcast_tensors: varargs over aten ``broadcast_tensors``."""
+    return tuple(_ops.aten.broadcast_tensors.default(list(tensors)))
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes (torch._refs._broadcast_shapes): ints count as 1-d shapes."""
+    from ._core.size import Size
+    shapes = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
+    if not shapes:
+        return Size([])
+    for shape in shapes:
+        if not isinstance(shape, (list, tuple)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {shape}")
+    common = [1] * max(len(s) for s in shapes)
+    for arg_idx, shape in enumerate(shapes):
+        for idx in range(-1, -1 - len(shape), -1):
+            if shape[idx] == common[idx]:
+                continue
+            if common[idx] == 1:
+                if shape[idx] < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[idx] = shape[idx]
+            if shape[idx] != 1 and common[idx] != shape[idx]:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[idx]} "
+                                   f"at {idx}! Mismatching argument at index {arg_idx} had "
+                                   f"{shape}; but expected shape should be broadcastable to "
+                                   f"{common}")
+    return Size(common)
+
+
+def _atleast(op):
+    def fn(*tensors):
+        # one tensor -> a tensor; several (or one sequence) -> a tuple, as torch/functional.py
+        if len(tensors) == 1:
+            tensors = tensors[0]
+        if isinstance(tensors, _Tensor):
+            return op.default(tensors)
+        return tuple(op.Sequence(list(tensors)))
+    return fn
+
+
+atleast_1d = _atleast(_ops.aten.atleast_1d)
+atleast_2d = _atleast(_ops.aten.atleast_2d)
+atleast_3d = _atleast(_ops.aten.atleast_3d)
+atleast_1d.__name__, atleast_2d.__name__, atleast_3d.__name__ = "atleast_1d", "atleast_2d", \
+    "atleast_3d"
+
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """torch.cdist: the compute_mode string picks aten ``cdist``'s integer mode."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    return _ops.aten.cdist.default(x1, x2, p, _CDIST_MODES[compute_mode])
+
+
+def unravel_index(indices, shape):
+    """torch.unravel_index: the coordinates of flat ``indices`` in ``shape``, one tensor per
+    dimension (torch/functional.py's ``_unravel_index``)."""
+    import itertools
+    import operator
+    from ._core import dtype as D
+    from ._core.size import Size
+    from ._factories import tensor
+    dt = indices.dtype
+    if dt.is_complex or dt.is_floating_point or dt is D.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {dt}")
+    if isinstance(shape, int):
+        shape = Size([shape])
+    elif isinstance(shape, (list, tuple)):
+        for dim in shape:
+            if not isinstance(dim, int):
+                raise TypeError(f"expected 'shape' sequence to only contain ints, but got "
+                                f"{type(dim)}")
+        shape = Size(shape)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    if not all(dim >= 0 for dim in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {tuple(shape)}")
+    coefs = list(reversed(list(itertools.accumulate(reversed(list(shape[1:]) + [1]),
+                                                    func=operator.mul))))
+    coefs = tensor(coefs, device=indices.device, dtype=D.int64)
+    sizes = tensor(list(shape), device=indices.device, dtype=D.int64)
+    return (indices.unsqueeze(-1).floor_divide(coefs) % sizes).unbind(-1)
+
+
+def is_tensor(obj, /):
+    return isinstance(obj, _Tensor)
+
+
+def is_storage(obj, /):
+    from ._core.storage import UntypedStorage
+    return type(obj) is UntypedStorage
+
+
+def typename(obj, /):
+    """torch.typename: 'torch.FloatTensor' for tensors, else the qualified name."""
+    if isinstance(obj, _Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in {"", "builtins"} else f"{module}.{qualname}"
+
+
+# Threads. ember's parallelism is NumPy's BLAS: set_num_threads sets the BLAS pool size through
+# threadpoolctl when it is installed; without it the value is only recorded (and reported back).
+def _default_threads():
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+_threads = {"intra": None, "interop": None, "interop_set": False}
+
+
+def _positive_int(name, n):
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"{name} expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError(f"{name} expects a positive integer")
+
+
+def set_num_threads(int):  # noqa: A002  (PyTorch's parameter name)
+    _positive_int("set_num_threads", int)
+    _threads["intra"] = int
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=int, user_api="blas")
+
+
+def get_num_threads():
+    return _threads["intra"] or _default_threads()
+
+
+def set_num_interop_threads(int):  # noqa: A002
+    _positive_int("set_num_interop_threads", int)
+    if _threads["interop_set"]:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _threads["interop"], _threads["interop_set"] = int, True
+
+
+def get_num_interop_threads():
+    return _threads["interop"] or _default_threads()
+
+
+def set_default_device(device):
+    """torch.set_default_device: the device factories use when none is given (None: cpu);
+    ``with ember.device(...)`` still takes precedence."""
+    from ._core import factory_defaults
+    from ._core.device import device as _device
+    factory_defaults.set_default_device(None if device is None else _device(device))
+
+
+def get_default_device():
+    from ._core import factory_defaults
+    from ._core.device import device as _device
+    return factory_defaults.current_device() or _device("cpu")
+
+
+# Determinism: ember's CPU kernels are deterministic; the flags are recorded for programs that
+# set and read them.
+_determinism = {"mode": False, "warn_only": False}
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    if not isinstance(mode, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
+                        f"bool, not {type(mode).__name__}")
+    if not isinstance(warn_only, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
+                        f"not {type(warn_only).__name__}")
+    _determinism["mode"], _determinism["warn_only"] = mode, warn_only
+
+
+def are_deterministic_algorithms_enabled():
+    return _determinism["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    return _determinism["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode):
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, `warn`, "
+                               f"`error`, but got {debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    elif not isinstance(debug_mode, int):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode():
+    if not _determinism["mode"]:
+        return 0
+    return 1 if _determinism["warn_only"] else 2
+
+
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision):
+    """Recorded only: ember's float32 matmuls are always computed in full float32 ('highest')."""
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      f"setFloat32MatmulPrecision call has no effect.")
+        return
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision():
+    return _matmul_precision[0]
+
+
+__all__ += ["kl_div"]
+
+
+def kl_div(input, target, reduction=0, *, log_target=False):  # noqa: A002
+    """torch.kl_div: aten ``kl_div``, but PyTorch's Python binding defaults ``reduction`` to 0
+    (none), not the schema's 1 (mean): ``torch.kl_div(a, b)`` is elementwise."""
+    return _ops.aten.kl_div.default(input, target, reduction, log_target=log_target)

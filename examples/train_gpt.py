@@ -136,7 +136,7 @@ def estimate_loss(model, data, batch_size, context, batches=8):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1500)
+    parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--width", type=int, default=128)

@@ -1,4 +1,5 @@
-"""The thread-local default device that ``with ember.device(...)`` sets for factory functions."""
+"""The thread-local default device for factory functions: ``with ember.device(...)`` pushes one,
+``ember.set_default_device`` sets the one used when none is pushed."""
 import threading
 
 _tls = threading.local()
@@ -6,7 +7,7 @@ _tls = threading.local()
 
 def current_device():
     stack = getattr(_tls, "stack", None)
-    return stack[-1] if stack else None
+    return stack[-1] if stack else getattr(_tls, "default", None)
 
 
 def push_device(d):
@@ -17,3 +18,9 @@ def push_device(d):
 
 def pop_device():
     _tls.stack.pop()
+
+
+def set_default_device(d):
+    """ember.set_default_device: the device used when no ``with ember.device(...)`` is active
+    (None restores cpu)."""
+    _tls.default = d

@@ -484,3 +484,5 @@ from ._formulas_reduction import *  # noqa: E402,F401,F403  (reduction/scan/sort
 from ._formulas_conv import *  # noqa: E402,F401,F403  (convolution/pooling/resampling helpers)
 
 from ._formulas_fft import *  # noqa: E402,F401,F403  (FFT helpers)
+
+from ._formulas_api import *  # noqa: E402,F401,F403  (API-surface helpers: renorm)

@@ -2,11 +2,13 @@
 ops: the aliases (``absolute`` = ``abs``, ``divide`` = ``div``, ``concat`` = ``cat``, ...), each
 overload calling the same overload of the op it aliases through the dispatcher, so autograd,
 out= and in-place behaviour are the base op's."""
+from ..._core import dtype as _D
 from ..._ops.overload import ops
 
 __all__ = []
 
 _aten = ops.aten
+_BOOL = _D.bool_
 
 # alias -> (the op it aliases, the overloads both declare); PyTorch's alias overloads take exactly
 # the base overload's arguments
@@ -244,7 +246,7 @@ def diff(self, n=1, dim=-1, prepend=None, append=None):
     length = x.shape[dim]
     narrow = _aten.narrow.default._call
     # bool differences are xor, as in PyTorch; n past the length leaves an empty dim
-    step = _aten.logical_xor.default._call if x.dtype.is_bool else \
+    step = _aten.logical_xor.default._call if (x.dtype is _BOOL) else \
         (lambda a, b: _aten.sub.Tensor._call(a, b, 1))
     for _ in range(min(n, length)):
         length -= 1
@@ -265,7 +267,7 @@ def _slices(y, dim):
 
 def _x_spacing(name, y, x, dim):
     """The differences of the sample points ``x``, viewed to broadcast against y's slices."""
-    if y.dtype.is_bool or x.dtype.is_bool:
+    if (y.dtype is _BOOL) or (x.dtype is _BOOL):
         raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
                            f"supported")
     if x.dim() == 1:
@@ -281,7 +283,7 @@ def _x_spacing(name, y, x, dim):
 
 
 def _check_dx(name, y, dx):
-    if y.dtype.is_bool:
+    if (y.dtype is _BOOL):
         raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
     if isinstance(dx, (bool, complex)):
         raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
@@ -334,11 +336,18 @@ def cumulative_trapezoid_dx(y, dx=1, dim=-1):
     return _aten.cumsum.default._call(total, dim, None)
 
 
+def _is_true(t):
+    """A one-element bool tensor's value; data-dependent, so Meta tensors raise (as PyTorch)."""
+    if t.device.type == "meta":
+        raise NotImplementedError("cov: a data-dependent check cannot run on Meta tensors")
+    return bool(_aten.item.default._call(t))
+
+
 def _check_weights(kind, w, n, integral):
     if w.dim() > 1:
         raise RuntimeError(f"cov(): expected {kind} to have one or fewer dimensions but got {kind} "
                            f"with {w.dim()} dimensions")
-    ok = (not w.dtype.is_floating_point and not w.dtype.is_complex and not w.dtype.is_bool) \
+    ok = (not w.dtype.is_floating_point and not w.dtype.is_complex and not (w.dtype is _BOOL)) \
         if integral else w.dtype.is_floating_point
     if not ok:
         want = "integral" if integral else "floating point"
@@ -347,7 +356,7 @@ def _check_weights(kind, w, n, integral):
     if w.numel() != n:
         raise RuntimeError(f"cov(): expected {kind} to have the same numel as there are "
                            f"observations in the input but got {w.numel()} != {n}")
-    if n and bool(_aten.item.default._call(_aten.lt.Scalar._call(_aten.min.default._call(w), 0))):
+    if n and _is_true(_aten.lt.Scalar._call(_aten.min.default._call(w), 0)):
         raise RuntimeError(f"cov(): {kind} cannot be negative")
 
 
@@ -356,7 +365,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
     if self.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {self.dim()} dimensions")
-    if self.dtype.is_bool:
+    if (self.dtype is _BOOL):
         raise RuntimeError("cov(): bool dtype is not supported for input")
     a = _aten
     x = a.view.default._call(self, [1, -1]) if self.dim() < 2 else self
@@ -373,7 +382,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
                                               x.device, None)
     else:
         w_sum = a.sum.default._call(w, None)
-        if not bool(a.item.default._call(a.ne.Scalar._call(w_sum, 0))):
+        if not _is_true(a.ne.Scalar._call(w_sum, 0)):
             raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     xw = x if w is None else a.mul.Tensor._call(x, w)
     avg = a.div.Tensor._call(a.sum.dim_IntList._call(xw, [1], False, None), w_sum)
@@ -383,7 +392,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
         norm_factor = a.sub.Tensor._call(w_sum, corr, 1)
     else:
         norm_factor = a.sub.Tensor._call(w_sum, correction, 1)
-    if bool(a.item.default._call(a.le.Scalar._call(norm_factor, 0))):
+    if _is_true(a.le.Scalar._call(norm_factor, 0)):
         import warnings
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.")
@@ -395,8 +404,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
 
 
 def _long():
-    from ..._core import dtype as D
-    return D.int64
+    return _D.int64
 
 
 def corrcoef(self):
@@ -438,3 +446,186 @@ def vander(x, N=None, increasing=False):
 
 __all__ += ["diff", "trapezoid_x", "trapezoid_dx", "trapz_x", "trapz_dx",
             "cumulative_trapezoid_x", "cumulative_trapezoid_dx", "cov", "corrcoef", "vander"]
+
+
+# -- distances and kl_div: the top-level names of the nn.functional kernels -----------------------
+
+_CDIST_MODE_NAMES = {None: "use_mm_for_euclid_dist_if_necessary", 1: "use_mm_for_euclid_dist",
+                     2: "donot_use_mm_for_euclid_dist"}
+
+
+def _F():
+    from ...nn import functional
+    return functional
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    if compute_mode not in _CDIST_MODE_NAMES:
+        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+    return _F().cdist(x1, x2, p, _CDIST_MODE_NAMES[compute_mode])
+
+
+def pdist(self, p=2.0):
+    return _F().pdist(self, p)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    x1, x2 = broadcast_tensors([x1, x2])  # ATen broadcasts before reducing over dim
+    return _F().cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    return _F().pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def kl_div(self, target, reduction=1, log_target=False):
+    """aten::kl_div (Loss.cpp): pointwise target * (log target - input), reduced by the
+    integer ``reduction`` (0 none, 1 mean, 2 sum)."""
+    a = _aten
+    if log_target:
+        loss = a.mul.Tensor._call(a.exp.default._call(target),
+                                  a.sub.Tensor._call(target, self, 1))
+    else:
+        loss = a.sub.Tensor._call(a.xlogy.Tensor._call(target, target),
+                                  a.mul.Tensor._call(target, self), 1)
+    if reduction == 1:
+        return a.mean.default._call(loss, None)
+    return a.sum.default._call(loss, None) if reduction == 2 else loss
+
+
+def dist(self, other, p=2):
+    return _aten.norm.Scalar._call(_aten.sub.Tensor._call(self, other, 1), p)
+
+
+__all__ += ["cdist", "pdist", "cosine_similarity", "pairwise_distance", "kl_div", "dist"]
+
+
+# -- pointwise decompositions -------------------------------------------------------------------
+
+def isreal(self):
+    if not self.dtype.is_complex:
+        return _aten.ones_like.default._call(self, _BOOL, None, None, None, None)
+    return _aten.eq.Scalar._call(_aten.imag.default._call(self), 0)
+
+
+def _deg_rad(factor):
+    def functional(self):
+        if self.dtype.is_complex:
+            raise RuntimeError(f"{'deg2rad' if factor < 1 else 'rad2deg'} is not supported for "
+                               f"complex tensors.")
+        if not self.dtype.is_floating_point:  # integers and bool give the default float dtype
+            self = _aten._to_copy.default._call(self, _D.get_default_dtype(), None, None, None,
+                                                False, None)
+        return _aten.mul.Tensor._call(self, factor)
+    return functional
+
+
+import math as _math  # noqa: E402
+deg2rad = _deg_rad(_math.pi / 180.0)
+rad2deg = _deg_rad(180.0 / _math.pi)
+
+
+def ldexp_Tensor(self, other):
+    return _aten.mul.Tensor._call(self, _aten.exp2.default._call(other))
+
+
+def ldexp_(self, other):
+    return _aten.mul_.Tensor._call(self, _aten.exp2.default._call(other))
+
+
+def ldexp_out(self, other, out):
+    return _aten.mul.out._call(self, _aten.exp2.default._call(other), out)
+
+
+def renorm(self, p, dim, maxnorm):
+    """Each slice along ``dim`` scaled down to norm ``maxnorm`` where its p-norm exceeds it
+    (factor maxnorm / (norm + 1e-7), as ATen's renorm)."""
+    if self.dtype.is_complex:
+        raise RuntimeError("renorm: Norm of complex type is not supported")
+    if not p > 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    ndim = self.dim()
+    if ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {ndim} dimensions")
+    dim = _wrap(dim, ndim)
+    reduce = [d for d in range(ndim) if d != dim]
+    a = _aten
+    norm = a.linalg_vector_norm.default._call(self, p, reduce, True, None)
+    scale = a.div.Tensor._call(maxnorm, a.add.Tensor._call(norm, 1e-7, 1))
+    factor = a.where.ScalarOther._call(a.gt.Scalar._call(norm, maxnorm), scale, 1.0)
+    return a.mul.Tensor._call(self, a._to_copy.default._call(factor, self.dtype, None, None,
+                                                             None, False, None))
+
+
+__all__ += ["isreal", "deg2rad", "rad2deg", "ldexp_Tensor", "ldexp_", "ldexp_out", "renorm"]
+
+
+# -- scatter into a view, and the *_copy form of each view op -----------------------------------
+
+def _scatter_into(self, src, view):
+    """A copy of self with ``view(copy)`` overwritten by src (shapes must match exactly)."""
+    out = _aten.clone.default._call(self, None)
+    target = view(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(target.shape)}")
+    _aten.copy_.default._call(target, src, False)
+    return out
+
+
+def select_scatter(self, src, dim, index):
+    return _scatter_into(self, src, lambda t: _aten.select.int._call(t, dim, index))
+
+
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    return _scatter_into(self, src, lambda t: _aten.slice.Tensor._call(t, dim, start, end, step))
+
+
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+    return _scatter_into(self, src,
+                         lambda t: _aten.diagonal.default._call(t, offset, dim1, dim2))
+
+
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    return _scatter_into(self, src, lambda t: _aten.as_strided.default._call(
+        t, size, stride, storage_offset))
+
+
+__all__ += ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter"]
+
+# view-copy op -> the view overload it copies (PyTorch's functionalization "*_copy" ops)
+_VIEW_COPIES = {
+    "alias_copy": "alias.default", "as_strided_copy": "as_strided.default",
+    "detach_copy": "detach.default", "diagonal_copy": "diagonal.default",
+    "expand_copy": "expand.default", "narrow_copy": "narrow.default",
+    "permute_copy": "permute.default", "select_copy_int": "select.int",
+    "slice_copy_Tensor": "slice.Tensor", "split_copy_Tensor": "split.Tensor",
+    "split_with_sizes_copy": "split_with_sizes.default", "squeeze_copy": "squeeze.default",
+    "squeeze_copy_dim": "squeeze.dim", "squeeze_copy_dims": "squeeze.dims",
+    "t_copy": "t.default", "transpose_copy_int": "transpose.int",
+    "unbind_copy_int": "unbind.int", "unfold_copy": "unfold.default",
+    "unsqueeze_copy": "unsqueeze.default",
+    "view_copy": "reshape.default",  # takes any strides, as PyTorch's: the copy needs no view
+    "view_copy_dtype": "view.dtype", "view_as_real_copy": "view_as_real.default",
+    "view_as_complex_copy": "view_as_complex.default",
+}
+
+
+def _view_copy(view):
+    name, _, overload = view.partition(".")
+
+    def kernel(*args):
+        from ..._core.device import contiguous_format
+        res = getattr(getattr(_aten, name), overload)._call(*args)
+        clone = _aten.clone.default._call
+        if isinstance(res, (list, tuple)):
+            return [clone(r, contiguous_format) for r in res]
+        return clone(res, contiguous_format)
+    return kernel
+
+
+for _kname, _view in _VIEW_COPIES.items():
+    globals()[_kname] = _view_copy(_view)
+    __all__.append(_kname)

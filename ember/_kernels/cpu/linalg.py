@@ -4,6 +4,7 @@ PyTorch's messages, are shared with the Meta kernels; ``matmul`` is a composite 
 import numpy as np
 
 from ..._core import dtype as D
+from ..._core.blas import matmul as _matmul
 from ._util import nd, wrap
 
 # C++ type names PyTorch prints in mm's dtype-mismatch message
@@ -110,7 +111,7 @@ def check_dot(self, tensor):
 
 def _product(a, b, dt):
     # NumPy returns float32 for bfloat16 products; PyTorch keeps the operand dtype
-    return wrap(np.asarray(np.matmul(a, b)).astype(dt._np, copy=False))
+    return wrap(np.asarray(_matmul(a, b)).astype(dt._np, copy=False))
 
 
 def mm(self, mat2):
@@ -135,14 +136,7 @@ def dot(self, tensor):
 
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     shape = check_addmm(self, mat1, mat2)
-    dt = mat1._dtype
-    r = np.matmul(nd(mat1), nd(mat2))
-    if alpha != 1:
-        r = r * alpha
-    if beta != 0:  # beta == 0 ignores self entirely (NaN/inf in self do not propagate)
-        r = r + (nd(self) if beta == 1 else nd(self) * beta)
-    r = np.broadcast_to(np.asarray(r), shape).astype(dt._np)
-    return wrap(r)
+    return _scaled_sum(_matmul(nd(mat1), nd(mat2)), nd(self), beta, alpha, shape, mat1._dtype)
 
 
 def check_baddbmm(self, batch1, batch2):
@@ -196,28 +190,34 @@ def check_vdot(self, other):
 def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
     """alpha * product + beta * self, where beta == 0 ignores self (NaN in self does not
     propagate), as every BLAS-style op (addmm, addmv, baddbmm, addbmm) does."""
-    r = product if alpha == 1 else product * alpha
+    r = np.asarray(product if alpha == 1 else product * alpha)  # fresh: free to write into
     if beta != 0:
-        r = r + (self_arr if beta == 1 else self_arr * beta)
-    return wrap(np.broadcast_to(np.asarray(r), shape).astype(dt._np))
+        s = self_arr if beta == 1 else self_arr * beta
+        if r.shape == shape and np.result_type(r, s) == r.dtype:
+            np.add(r, s, out=r)  # the same sum, without a second result-sized array
+        else:
+            r = r + s
+    if r.shape != shape or r.dtype != dt._np:
+        r = np.broadcast_to(r, shape).astype(dt._np)
+    return wrap(r)
 
 
 def baddbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_baddbmm(self, batch1, batch2)
-    return _scaled_sum(np.matmul(nd(batch1), nd(batch2)), nd(self), beta, alpha, shape,
+    return _scaled_sum(_matmul(nd(batch1), nd(batch2)), nd(self), beta, alpha, shape,
                        batch1._dtype)
 
 
 def addbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_addbmm(self, batch1, batch2)
-    prod = np.matmul(nd(batch1), nd(batch2)).sum(0) if batch1._size[0] else \
+    prod = _matmul(nd(batch1), nd(batch2)).sum(0) if batch1._size[0] else \
         np.zeros(shape, batch1._dtype._np)
     return _scaled_sum(prod, nd(self), beta, alpha, shape, batch1._dtype)
 
 
 def addmv(self, mat, vec, beta=1, alpha=1):
     shape = check_addmv(self, mat, vec)
-    return _scaled_sum(np.matmul(nd(mat), nd(vec)), nd(self), beta, alpha, shape, mat._dtype)
+    return _scaled_sum(_matmul(nd(mat), nd(vec)), nd(self), beta, alpha, shape, mat._dtype)
 
 
 def vdot(self, other):

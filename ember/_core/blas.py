@@ -1,0 +1,70 @@
+"""The thread pool of the BLAS behind NumPy (OpenBLAS), sized per product.
+
+A BLAS call on a pool of threads waits for the slowest of them: when the machine has no idle
+core, a thread that the scheduler set aside makes a 1 ms product take a scheduler time slice
+(tens of ms). Products too small to gain much from splitting (below ``SMALL_WORK``
+multiply-adds: every matmul of a small model) therefore run on one thread; larger ones use the
+configured pool (``ember.set_num_threads``). Switching costs two C calls (~0.3 us each).
+Kernels call :func:`matmul` in place of ``np.matmul``.
+
+Only OpenBLAS, found among the libraries loaded by the process, is controlled; with another
+BLAS (or none found) :func:`matmul` is ``np.matmul``.
+"""
+import ctypes
+
+import numpy as np
+
+SMALL_WORK = 1 << 27  # multiply-adds (m*k*n): below this a product runs on one thread
+
+_PREFIXES = ("scipy_openblas", "openblas")
+_SUFFIXES = ("64_", "")
+
+
+def _find():
+    """(set_num_threads, get_num_threads) of the OpenBLAS NumPy loaded, or (None, None)."""
+    try:
+        import numpy.linalg  # noqa: F401  (makes sure NumPy's BLAS is loaded)
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:  # not Linux: leave the pool alone
+        return None, None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in _PREFIXES:
+            for suffix in _SUFFIXES:
+                set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                get_fn = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                if set_fn is not None and get_fn is not None:
+                    set_fn.restype = None
+                    set_fn.argtypes = [ctypes.c_int]
+                    get_fn.restype = ctypes.c_int
+                    return set_fn, get_fn
+    return None, None
+
+
+_set, _get = _find()
+_pool = [_get() if _get is not None else None]  # the configured pool size
+
+
+def set_threads(n):
+    """Size the BLAS pool (what ``ember.set_num_threads`` sets); True if a BLAS took it."""
+    _pool[0] = n
+    if _set is None:
+        return False
+    _set(n)
+    return True
+
+
+def matmul(a, b):
+    """``np.matmul(a, b)``, on one BLAS thread when the product is small (and the pool has more
+    than one). The work estimate, ``a.size * n``, is m*k*n for matrices and batches alike."""
+    if _set is None or _pool[0] == 1 or a.size * (b.shape[-1] if b.ndim else 1) >= SMALL_WORK:
+        return np.matmul(a, b)
+    _set(1)
+    try:
+        return np.matmul(a, b)
+    finally:
+        _set(_pool[0])
