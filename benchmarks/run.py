@@ -6,6 +6,11 @@ lower is better for ember; for throughput cases the rate is shown too).
 
     python benchmarks/run.py              # every case
     python benchmarks/run.py add          # cases whose name contains "add"
+    python benchmarks/run.py --threads 1  # both libraries on N threads (ember: its BLAS pool)
+
+On a machine whose cores are busy with other work, a pool of threads waits for the slowest one
+(a BLAS call or a PyTorch kernel then takes a scheduler time slice); ``--threads 1`` compares the
+libraries without that noise.
 """
 import gc
 import statistics
@@ -214,5 +219,18 @@ def _fmt(s):
     return f"{s * 1e3:.2f} ms"
 
 
+def _set_threads(argv):
+    """Apply and remove ``--threads N`` from the command line."""
+    if "--threads" not in argv:
+        return argv
+    i = argv.index("--threads")
+    n = int(argv[i + 1])
+    ember.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+    return argv[:i] + argv[i + 2:]
+
+
 if __name__ == "__main__":
-    run(sys.argv[1] if len(sys.argv) > 1 else None)
+    args = _set_threads(sys.argv[1:])
+    run(args[0] if args else None)

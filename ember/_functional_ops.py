@@ -308,8 +308,9 @@ def typename(obj, /):
     return qualname if module in {"", "builtins"} else f"{module}.{qualname}"
 
 
-# Threads. ember's parallelism is NumPy's BLAS: set_num_threads sets the BLAS pool size through
-# threadpoolctl when it is installed; without it the value is only recorded (and reported back).
+# Threads. ember's parallelism is NumPy's BLAS: set_num_threads sets the BLAS pool size (OpenBLAS
+# directly, see ember/_core/blas.py; another BLAS through threadpoolctl when it is installed;
+# without either the value is only recorded and reported back).
 def _default_threads():
     import os
     try:
@@ -331,6 +332,9 @@ def _positive_int(name, n):
 def set_num_threads(int):  # noqa: A002  (PyTorch's parameter name)
     _positive_int("set_num_threads", int)
     _threads["intra"] = int
+    from ._core import blas
+    if blas.set_threads(int):
+        return
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

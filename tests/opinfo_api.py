@@ -1,8 +1,6 @@
 """OpInfo entries of the PyTorch API-surface ops (issue 3 follow-up): the aliases (absolute,
 arccos, divide, greater, concat, ...), sampled lightly since their base ops are covered in full
 elsewhere, and the ops added with them. Loaded by tests/opinfo.py."""
-import numpy as np
-
 from opinfo import (DT, NOT_IN_TABLE, OPS, OpInfo, Sample, T, binary_samples, tensor,  # noqa: F401
                     unary_samples, values)
 from opinfo_shape import cat_samples
@@ -210,16 +208,22 @@ _add("corrcoef.default", cov_samples, rtol=1e-4, atol=1e-5,
      meta_tags=("dynamic_output_shape",))
 
 
+# vander and as_strided_scatter: integer samples only here, because tests/test_ops_grad.py
+# differentiates every float sample against PyTorch, whose backward of these two is broken
+# (vander: a version-counter error; as_strided_scatter: a wrong gradient for self). Their float
+# values are compared in tests/test_api_surface.py, their gradients checked in
+# tests/test_grad_api.py. detach_copy likewise: PyTorch marks its output as requiring grad but
+# has no derivative for it.
 def vander_samples(op):
-    for dt in ("float32", "float64", "int64", "int32", "uint8", "bool"):
+    for dt in ("int64", "int32", "uint8", "bool"):
         x = tensor((4,), dt, low=-3, high=3)
         yield Sample((x,), desc=dt)
         yield Sample((x, 3, True), desc=f"{dt} N=3 increasing")
-    yield Sample((tensor((4,), "float32", "sliced"), 0), desc="N=0")
-    yield Sample((tensor((4,), "float32"), 1), desc="N=1")
-    yield Sample((tensor((0,), "float32"),), desc="empty")
-    yield Sample((tensor((2, 2), "float32"),), desc="2-d error")
-    yield Sample((tensor((4,), "float32"), -1), desc="negative N error")
+    yield Sample((tensor((4,), "int64", "sliced"), 0), desc="N=0")
+    yield Sample((tensor((4,), "int64"), 1), desc="N=1")
+    yield Sample((tensor((0,), "int64"),), desc="empty")
+    yield Sample((tensor((2, 2), "int64"),), desc="2-d error")
+    yield Sample((tensor((4,), "int64"), -1), desc="negative N error")
 
 
 _add("vander.default", vander_samples, rtol=1e-4)
@@ -347,14 +351,14 @@ def as_strided_scatter_samples(op):
     for dt in op.dtypes:
         yield Sample((tensor((3, 4), dt), tensor((2, 2), dt), [2, 2], [4, 1], 1), desc=dt)
         yield Sample((tensor((3, 4), dt), tensor((3,), dt), [3], [5]), desc=f"{dt} diagonal")
-    yield Sample((tensor((3, 4), "float32"), tensor((2, 3), "float32"), [2, 2], [4, 1]),
+    yield Sample((tensor((3, 4), "int64"), tensor((2, 3), "int64"), [2, 2], [4, 1]),
                  desc="shape error")
 
 
 _add("select_scatter.default", select_scatter_samples, _FEW, None, "select_scatter.out")
 _add("slice_scatter.default", slice_scatter_samples, _FEW, None, "slice_scatter.out")
 _add("diagonal_scatter.default", diagonal_scatter_samples, _FEW, None, "diagonal_scatter.out")
-_add("as_strided_scatter.default", as_strided_scatter_samples, _FEW, None,
+_add("as_strided_scatter.default", as_strided_scatter_samples, ("int64", "bool"), None,
      "as_strided_scatter.out")
 
 
@@ -391,8 +395,10 @@ _VIEW_COPY_ARGS = {  # overload -> (extra args, out overload)
 }
 for _v, (_args, _out) in _VIEW_COPY_ARGS.items():
     # as_strided reads the storage, whose layout the test builds differently for each library
-    _lays = ("contiguous",) if _v.startswith("as_strided") else ("contiguous", "transposed", "sliced")
-    _add(_v, view_copy_samples(_args, _lays), ("float32", "int64"), None, _out)
+    _lays = ("contiguous",) if _v.startswith("as_strided") else \
+        ("contiguous", "transposed", "sliced")
+    _dts = ("int64", "bool") if _v.startswith("detach") else ("float32", "int64")
+    _add(_v, view_copy_samples(_args, _lays), _dts, None, _out)
 OPS[-1].samples = lambda op: iter([Sample((tensor((2, 3, 4), "float32"), DT("int32"))),
                                    Sample((tensor((2, 3, 4), "int64"), DT("float64")))])
 _add("t_copy.default", lambda op: iter([Sample((tensor((3, 4), "float32", "sliced"),)),

@@ -283,3 +283,16 @@ def test_split_family_methods(torch):
     assert_same(e.narrow_copy(1, 1, 2), t.narrow_copy(1, 1, 2))
     assert e.ravel()._base is e
     assert_same(ember.row_stack([e[0], e[1]]), torch.row_stack([t[0], t[1]]))
+
+
+def test_float_values_kept_out_of_the_table(torch):
+    """vander and as_strided_scatter on floats (their table entries are integer-only)."""
+    e, t = _pair(torch, np.array([0.5, -1.5, 2.0, 3.0]))
+    for args in ((), (3, True), (0,), (1,)):
+        assert_same(ember.vander(e, *args), torch.vander(t, *args))
+    for dt in ("float32", "float64"):
+        a, ta = _pair(torch, np.arange(12.0).reshape(3, 4).astype(dt))
+        b, tb = _pair(torch, -np.arange(4.0).reshape(2, 2).astype(dt))
+        assert_same(ember.as_strided_scatter(a, b, [2, 2], [4, 1], 1),
+                    torch.as_strided_scatter(ta, tb, [2, 2], [4, 1], 1))
+        assert_same(ember.detach_copy(a), torch.detach_copy(ta))

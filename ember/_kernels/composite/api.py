@@ -543,7 +543,7 @@ def renorm(self, p, dim, maxnorm):
     if self.dtype.is_complex:
         raise RuntimeError("renorm: Norm of complex type is not supported")
     if not p > 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     ndim = self.dim()
