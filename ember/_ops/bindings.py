@@ -331,6 +331,8 @@ def _gen(fname, cands, method):
             call = f"(_c{ci}({args_src}) if out is None else _out(_o{ci}, ({args_src}{',' if len(call_args) == 1 else ''}), out))"
         if f"_rt{ci}" in ns:
             call = f"_rt{ci}(*{call})"
+        elif len(sch.returns) == 1 and sch.returns[0].is_list:
+            call = f"tuple({call})"  # PyTorch returns a Tensor[] as a tuple
         fn_lines = [f"def _b{ci}({params_src}):"]
         if single:
             fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
