@@ -72,3 +72,21 @@ def test_large_results_match_pytorch(torch):
     tm = to_torch(torch, m)
     assert_same(m.t() + m.t(), tm.t() + tm.t())
     assert_same(m + m[0], tm + tm[0])
+
+
+def test_free_blocks_are_released_under_the_limit(monkeypatch):
+    from ember._core import allocator
+    gc.collect()
+    ember.cpu.empty_cache()
+    base = ember.cpu.memory_reserved()
+    monkeypatch.setattr(allocator, "LIMIT", base + 3 * THRESHOLD)
+    x = ember.ones(N)
+    kept = [x + i for i in range(2)]  # two blocks in use
+    del kept
+    before = ember.cpu.memory_stats()
+    y = ember.empty(N + (1 << 16)).fill_(1.0)  # another size: the two free blocks make room for it
+    after = ember.cpu.memory_stats()
+    assert after["num_alloc_requests"] == before["num_alloc_requests"] + 1
+    assert after["num_cache_bypassed"] == before["num_cache_bypassed"]  # it was cached
+    assert ember.cpu.memory_reserved() <= base + 3 * THRESHOLD
+    assert y.sum().item() == N + (1 << 16) and x[0].item() == 1.0

@@ -170,3 +170,14 @@ def test_meta_kernels_need_no_data():
     assert ember.polar(m, m).dtype is ember.complex64
     assert ember.view_as_real(ember.empty(4, dtype=ember.complex64, device="meta")).shape == (4, 2)
     assert ember.isclose(m, m).dtype is ember.bool
+
+
+def test_complex_logaddexp_ties_keep_pytorchs_branch(torch):
+    import numpy as np
+    import ember
+    from helpers import from_np
+    for a, b in [(1 + 3j, 1 - 3j), (-2 + 2.5j, -2 - 2.9j)]:
+        e = ember.logaddexp(from_np(np.array([a], np.complex64)), from_np(np.array([b], np.complex64)))
+        t = torch.logaddexp(torch.tensor([a], dtype=torch.complex64),
+                            torch.tensor([b], dtype=torch.complex64))
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)

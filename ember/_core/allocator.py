@@ -14,8 +14,9 @@ free to hand out again. Requests below ``THRESHOLD`` go straight to NumPy (small
 malloc's free lists, which are already warm).
 
 Sizes are rounded up to ``ROUND`` bytes so that nearby sizes share blocks; blocks are never split.
-Cached blocks are kept until ``empty_cache()``; once ``LIMIT`` bytes are reserved, new requests of
-a size with no free block bypass the cache.
+Cached blocks are kept until ``empty_cache()`` or until a request would take the cache past
+``LIMIT`` bytes: the free blocks are released then, and if that is not enough the request bypasses
+the cache.
 """
 import sys
 import threading
@@ -24,7 +25,7 @@ import numpy as np
 
 THRESHOLD = 1 << 20  # 1 MiB: smaller requests are not cached
 ROUND = 1 << 16  # 64 KiB granularity of block sizes
-LIMIT = 2 << 30  # at most 2 GiB reserved by the cache
+LIMIT = 1 << 30  # at most 1 GiB reserved by the cache
 
 _getrefcount = sys.getrefcount
 
@@ -70,7 +71,8 @@ class CachingAllocator:
             blk = self._take(size)
             if blk is not None:
                 self.num_cache_hits += 1
-            elif self.reserved_bytes + size > LIMIT:
+            elif self.reserved_bytes + size > LIMIT and (
+                    self._release_free() or self.reserved_bytes + size > LIMIT):
                 self.num_bypassed += 1
                 return np.empty(nbytes, np.uint8)
             else:
@@ -95,14 +97,18 @@ class CachingAllocator:
     def empty_cache(self):
         """Release every cached block that nothing uses any more."""
         with self._lock:
-            for size in list(self._buckets):
-                bucket = self._buckets[size]
-                keep = [blk for blk in bucket if _getrefcount(blk) > _FREE]
-                self.reserved_bytes -= size * (len(bucket) - len(keep))
-                if keep:
-                    self._buckets[size] = keep
-                else:
-                    del self._buckets[size]
+            self._release_free()
+
+    def _release_free(self):
+        """(Lock held.) Drop the free blocks; returns None so it can sit in a condition."""
+        for size in list(self._buckets):
+            bucket = self._buckets[size]
+            keep = [blk for blk in bucket if _getrefcount(blk) > _FREE]
+            self.reserved_bytes -= size * (len(bucket) - len(keep))
+            if keep:
+                self._buckets[size] = keep
+            else:
+                del self._buckets[size]
 
     def memory_stats(self):
         allocated = self.allocated_bytes()

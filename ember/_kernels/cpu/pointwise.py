@@ -389,7 +389,7 @@ def xlogy_values(x, y):
 
 def logaddexp_values(a, b, dt):
     if dt.is_complex:  # NumPy's logaddexp has no complex loop; PyTorch's branch: max + log1p
-        b_max = b.real >= a.real  # (exp(min - max)), max by real part
+        b_max = b.real > a.real  # (exp(min - max)), max by real part; a ties goes to a
         hi, lo = np.where(b_max, b, a), np.where(b_max, a, b)
         return hi + np.log1p(np.exp(lo - hi))
     return _half_as_float(np.logaddexp)(a, b, dt)
