@@ -143,11 +143,21 @@ def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
     return E.where(pos == indices, grad, E.zeros((), dtype=grad._dtype, device=grad._device))
 
 
-def mm_mat1_backward(grad, mat2, alpha=1):
+def _column_major(sizes, strides):
+    return sizes is not None and len(strides) == 2 and strides[0] == 1 and strides[1] == sizes[0]
+
+
+def mm_mat1_backward(grad, mat2, alpha=1, sizes=None, strides=None):
+    # a column-major input (a transposed weight) gets its gradient column-major too, so that
+    # AccumulateGrad can keep it without copying it into the parameter's layout (as PyTorch)
+    if _column_major(sizes, strides):
+        return maybe_multiply(mat2.conj().mm(grad.t()).t(), alpha)
     return maybe_multiply(grad.mm(mat2.t().conj()), alpha)
 
 
-def mm_mat2_backward(grad, mat1, alpha=1):
+def mm_mat2_backward(grad, mat1, alpha=1, sizes=None, strides=None):
+    if _column_major(sizes, strides):
+        return maybe_multiply(grad.t().mm(mat1.conj()).t(), alpha)
     return maybe_multiply(mat1.t().conj().mm(grad), alpha)
 
 

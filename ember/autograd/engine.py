@@ -107,7 +107,9 @@ def accumulate_grad(var, new):
     """AccumulateGrad's table (``torch/csrc/autograd/functions/accumulate_grad.h``)."""
     old = var._grad
     if old is None:
-        if (not _state.grad_enabled and new._base_ is None and new._grad_fn is None
+        # PyTorch's rule: grad mode off, nobody else holds the gradient, and its strides obey
+        # the parameter's layout (a view is fine: it keeps its storage alive)
+        if (not _state.grad_enabled and new._grad_fn is None
                 and sys.getrefcount(new) <= _STEAL_REFS
                 and tuple(new._stride) == tuple(var._stride)):
             var._grad = new  # steal: nobody else holds it
@@ -131,9 +133,10 @@ def _detached_clone(new, var):
     return out
 
 
-# References to a stealable gradient: the engine's local, accumulate_grad's argument, and
-# getrefcount's own argument (measured on CPython; a larger count means someone else holds it).
-_STEAL_REFS = 4
+# References to a stealable gradient: AccumulateGrad.apply's local, accumulate_grad's argument,
+# and getrefcount's own argument (apply has taken it out of its grads list; measured on CPython).
+# A larger count means someone else holds it, and it is copied instead.
+_STEAL_REFS = 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +284,9 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
                         buffers.pop(nxt, None)
                         continue
                     heapq.heappush(ready, (-nxt._sequence_nr, next(counter), nxt))
+            # the buffers now own the gradients: dropping this list lets AccumulateGrad see a
+            # gradient nobody else holds and steal it instead of copying
+            outputs = None
     finally:
         _tasks.stack.pop()
         _state.grad_enabled = prev_grad

@@ -248,6 +248,7 @@ class AccumulateGrad(Node):
         var = self.variable
         if new is None:
             return ()
+        grads[0] = None  # so that accumulate_grad can tell whether anyone else holds it
         engine.accumulate_grad(var, new)
         m = var._autograd
         if m is not None and m.post_acc_hooks:

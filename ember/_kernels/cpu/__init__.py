@@ -17,3 +17,4 @@ from .conv import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
+from .foreach import *  # noqa: F401,F403

@@ -15,3 +15,4 @@ from .resample import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .random_ops import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
+from .foreach import *  # noqa: F401,F403

@@ -1,0 +1,197 @@
+"""CPU kernels of the multi-tensor ("foreach") ops the optimizers use (PyTorch's ForeachOps).
+
+One dispatcher call updates a whole list of tensors: the kernel loops over the list and calls
+NumPy on each tensor's array, in place (``out=``). That fast path serves lists whose tensors are
+all float32 or all float64 with matching shapes across the lists; anything else (other dtypes,
+mixed dtypes, broadcasting) takes PyTorch's "slow path": the single-tensor op per element, through
+the dispatcher, so dtype rules and error messages are exactly the single op's.
+"""
+import numpy as np
+
+from ..._core import dtype as D
+from ._util import nd, wrap
+
+__all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_add_List",
+           "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
+           "_foreach_lerp__Scalar", "_foreach_addcmul__Scalar", "_foreach_addcdiv__ScalarList",
+           "_foreach_maximum__List", "_foreach_sqrt", "_foreach_neg"]
+
+_FAST_DTYPES = (D.float32, D.float64)
+
+
+def _aten():
+    from ..._ops.overload import ops  # late: the op table is built after the kernels load
+    return ops.aten
+
+
+def _check_lengths(*lists):
+    n = len(lists[0])
+    if n == 0:
+        raise RuntimeError("Tensor list must have at least one tensor.")
+    for other in lists[1:]:
+        if len(other) != n:
+            raise RuntimeError(f"Tensor lists must have the same number of tensors, got {n} and "
+                               f"{len(other)}")
+
+
+def _fast(*lists):
+    """True when every tensor shares the first one's float32/float64 dtype and its list
+    neighbours have the same shape (no broadcasting, no promotion)."""
+    dt = lists[0][0]._dtype
+    if dt not in _FAST_DTYPES:
+        return False
+    for group in zip(*lists):
+        size = group[0]._size
+        for t in group:
+            if t._dtype is not dt or t._size != size:
+                return False
+    return True
+
+
+def _foreach_add__Scalar(self, scalar):
+    _check_lengths(self)
+    if not _fast(self):
+        for t in self:
+            _aten().add_.Tensor._call(t, scalar, 1)
+        return None
+    for t in self:
+        a = nd(t)
+        np.add(a, a.dtype.type(scalar), out=a)
+    return None
+
+
+def _foreach_add__List(self, other, alpha=1):
+    _check_lengths(self, other)
+    if not _fast(self, other):
+        for t, o in zip(self, other):
+            _aten().add_.Tensor._call(t, o, alpha)
+        return None
+    for t, o in zip(self, other):
+        a, b = nd(t), nd(o)
+        if not (alpha == 1 and alpha.__class__ is int):
+            b = np.multiply(b, a.dtype.type(alpha))  # alpha scales other in the result dtype
+        np.add(a, b, out=a)
+    return None
+
+
+def _foreach_add_List(self, other, alpha=1):
+    _check_lengths(self, other)
+    if not _fast(self, other):
+        return tuple(_aten().add.Tensor._call(t, o, alpha) for t, o in zip(self, other))
+    results = []
+    for t, o in zip(self, other):
+        a, b = nd(t), nd(o)
+        if not (alpha == 1 and alpha.__class__ is int):
+            b = np.multiply(b, a.dtype.type(alpha))
+        results.append(wrap(np.add(a, b)))
+    return tuple(results)
+
+
+def _foreach_mul__Scalar(self, scalar):
+    _check_lengths(self)
+    if not _fast(self):
+        for t in self:
+            _aten().mul_.Tensor._call(t, scalar)
+        return None
+    for t in self:
+        a = nd(t)
+        np.multiply(a, a.dtype.type(scalar), out=a)
+    return None
+
+
+def _foreach_mul__List(self, other):
+    _check_lengths(self, other)
+    if not _fast(self, other):
+        for t, o in zip(self, other):
+            _aten().mul_.Tensor._call(t, o)
+        return None
+    for t, o in zip(self, other):
+        a = nd(t)
+        np.multiply(a, nd(o), out=a)
+    return None
+
+
+def _foreach_div__ScalarList(self, scalars):
+    _check_lengths(self, scalars)
+    if not _fast(self):
+        for t, s in zip(self, scalars):
+            _aten().div_.Tensor._call(t, s)
+        return None
+    for t, s in zip(self, scalars):
+        a = nd(t)
+        np.true_divide(a, a.dtype.type(s), out=a)
+    return None
+
+
+def _foreach_lerp__Scalar(self, tensors1, weight):
+    _check_lengths(self, tensors1)
+    if not _fast(self, tensors1):
+        for t, e in zip(self, tensors1):
+            _aten().lerp_.Scalar._call(t, e, weight)
+        return None
+    for t, e in zip(self, tensors1):
+        start, end = nd(t), nd(e)
+        w = start.dtype.type(weight)
+        diff = np.subtract(end, start)
+        # PyTorch's two-sided formula (exact at weight 0 and 1), as lerp's single-tensor kernel
+        if abs(weight) < 0.5:
+            np.multiply(diff, w, out=diff)
+            np.add(start, diff, out=start)
+        else:
+            np.multiply(diff, start.dtype.type(1 - w), out=diff)
+            np.subtract(end, diff, out=start)
+    return None
+
+
+def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
+    _check_lengths(self, tensor1, tensor2)
+    if not _fast(self, tensor1, tensor2):
+        for t, a, b in zip(self, tensor1, tensor2):
+            _aten().addcmul_.default._call(t, a, b, value)
+        return None
+    for t, a, b in zip(self, tensor1, tensor2):
+        x = nd(t)
+        prod = np.multiply(nd(a), nd(b))
+        np.multiply(prod, x.dtype.type(value), out=prod)
+        np.add(x, prod, out=x)
+    return None
+
+
+def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
+    _check_lengths(self, tensor1, tensor2, scalars)
+    if not _fast(self, tensor1, tensor2):
+        for t, a, b, s in zip(self, tensor1, tensor2, scalars):
+            _aten().addcdiv_.default._call(t, a, b, s)
+        return None
+    for t, a, b, s in zip(self, tensor1, tensor2, scalars):
+        x = nd(t)
+        quot = np.true_divide(nd(a), nd(b))
+        np.multiply(quot, x.dtype.type(s), out=quot)
+        np.add(x, quot, out=x)
+    return None
+
+
+def _foreach_maximum__List(self, other):
+    _check_lengths(self, other)
+    if not _fast(self, other):
+        for t, o in zip(self, other):
+            _aten().copy_.default._call(t, _aten().maximum.default._call(t, o), False)
+        return None
+    for t, o in zip(self, other):
+        a = nd(t)
+        np.maximum(a, nd(o), out=a)
+    return None
+
+
+def _foreach_sqrt(self):
+    _check_lengths(self)
+    if not _fast(self):
+        return tuple(_aten().sqrt.default._call(t) for t in self)
+    return tuple(wrap(np.sqrt(nd(t))) for t in self)
+
+
+def _foreach_neg(self):
+    _check_lengths(self)
+    if not _fast(self):
+        return tuple(_aten().neg.default._call(t) for t in self)
+    return tuple(wrap(np.negative(nd(t))) for t in self)
