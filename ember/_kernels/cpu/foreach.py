@@ -9,6 +9,7 @@ the dispatcher, so dtype rules and error messages are exactly the single op's.
 import numpy as np
 
 from ..._core import dtype as D
+from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ._util import nd, wrap
 
 __all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_add_List",
@@ -22,6 +23,18 @@ _FAST_DTYPES = (D.float32, D.float64)
 def _aten():
     from ..._ops.overload import ops  # late: the op table is built after the kernels load
     return ops.aten
+
+
+def _slow_path():
+    """The single-tensor in-place ops of a slow path run below ADInplaceOrView: the foreach op
+    already bumped each tensor's version once, as in PyTorch."""
+    return ExcludeDispatchKeyGuard("ADInplaceOrView")
+
+
+def _empty(a):
+    # A fresh result/temporary array: NumPy returns a scalar, not an array, for 0-dim operands
+    # unless given one.
+    return np.empty(a.shape, a.dtype)
 
 
 def _check_lengths(*lists):
@@ -51,8 +64,9 @@ def _fast(*lists):
 def _foreach_add__Scalar(self, scalar):
     _check_lengths(self)
     if not _fast(self):
-        for t in self:
-            _aten().add_.Tensor._call(t, scalar, 1)
+        with _slow_path():
+            for t in self:
+                _aten().add_.Tensor._call(t, scalar, 1)
         return None
     for t in self:
         a = nd(t)
@@ -63,8 +77,9 @@ def _foreach_add__Scalar(self, scalar):
 def _foreach_add__List(self, other, alpha=1):
     _check_lengths(self, other)
     if not _fast(self, other):
-        for t, o in zip(self, other):
-            _aten().add_.Tensor._call(t, o, alpha)
+        with _slow_path():
+            for t, o in zip(self, other):
+                _aten().add_.Tensor._call(t, o, alpha)
         return None
     for t, o in zip(self, other):
         a, b = nd(t), nd(o)
@@ -83,15 +98,16 @@ def _foreach_add_List(self, other, alpha=1):
         a, b = nd(t), nd(o)
         if not (alpha == 1 and alpha.__class__ is int):
             b = np.multiply(b, a.dtype.type(alpha))
-        results.append(wrap(np.add(a, b)))
+        results.append(wrap(np.add(a, b, out=_empty(a))))
     return tuple(results)
 
 
 def _foreach_mul__Scalar(self, scalar):
     _check_lengths(self)
     if not _fast(self):
-        for t in self:
-            _aten().mul_.Tensor._call(t, scalar)
+        with _slow_path():
+            for t in self:
+                _aten().mul_.Tensor._call(t, scalar)
         return None
     for t in self:
         a = nd(t)
@@ -102,8 +118,9 @@ def _foreach_mul__Scalar(self, scalar):
 def _foreach_mul__List(self, other):
     _check_lengths(self, other)
     if not _fast(self, other):
-        for t, o in zip(self, other):
-            _aten().mul_.Tensor._call(t, o)
+        with _slow_path():
+            for t, o in zip(self, other):
+                _aten().mul_.Tensor._call(t, o)
         return None
     for t, o in zip(self, other):
         a = nd(t)
@@ -114,8 +131,9 @@ def _foreach_mul__List(self, other):
 def _foreach_div__ScalarList(self, scalars):
     _check_lengths(self, scalars)
     if not _fast(self):
-        for t, s in zip(self, scalars):
-            _aten().div_.Tensor._call(t, s)
+        with _slow_path():
+            for t, s in zip(self, scalars):
+                _aten().div_.Tensor._call(t, s)
         return None
     for t, s in zip(self, scalars):
         a = nd(t)
@@ -126,13 +144,14 @@ def _foreach_div__ScalarList(self, scalars):
 def _foreach_lerp__Scalar(self, tensors1, weight):
     _check_lengths(self, tensors1)
     if not _fast(self, tensors1):
-        for t, e in zip(self, tensors1):
-            _aten().lerp_.Scalar._call(t, e, weight)
+        with _slow_path():
+            for t, e in zip(self, tensors1):
+                _aten().lerp_.Scalar._call(t, e, weight)
         return None
     for t, e in zip(self, tensors1):
         start, end = nd(t), nd(e)
         w = start.dtype.type(weight)
-        diff = np.subtract(end, start)
+        diff = np.subtract(end, start, out=_empty(start))
         # PyTorch's two-sided formula (exact at weight 0 and 1), as lerp's single-tensor kernel
         if abs(weight) < 0.5:
             np.multiply(diff, w, out=diff)
@@ -146,12 +165,13 @@ def _foreach_lerp__Scalar(self, tensors1, weight):
 def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
     _check_lengths(self, tensor1, tensor2)
     if not _fast(self, tensor1, tensor2):
-        for t, a, b in zip(self, tensor1, tensor2):
-            _aten().addcmul_.default._call(t, a, b, value)
+        with _slow_path():
+            for t, a, b in zip(self, tensor1, tensor2):
+                _aten().addcmul_.default._call(t, a, b, value)
         return None
     for t, a, b in zip(self, tensor1, tensor2):
         x = nd(t)
-        prod = np.multiply(nd(a), nd(b))
+        prod = np.multiply(nd(a), nd(b), out=_empty(x))
         np.multiply(prod, x.dtype.type(value), out=prod)
         np.add(x, prod, out=x)
     return None
@@ -160,12 +180,13 @@ def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
 def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
     _check_lengths(self, tensor1, tensor2, scalars)
     if not _fast(self, tensor1, tensor2):
-        for t, a, b, s in zip(self, tensor1, tensor2, scalars):
-            _aten().addcdiv_.default._call(t, a, b, s)
+        with _slow_path():
+            for t, a, b, s in zip(self, tensor1, tensor2, scalars):
+                _aten().addcdiv_.default._call(t, a, b, s)
         return None
     for t, a, b, s in zip(self, tensor1, tensor2, scalars):
         x = nd(t)
-        quot = np.true_divide(nd(a), nd(b))
+        quot = np.true_divide(nd(a), nd(b), out=_empty(x))
         np.multiply(quot, x.dtype.type(s), out=quot)
         np.add(x, quot, out=x)
     return None
@@ -174,8 +195,9 @@ def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
 def _foreach_maximum__List(self, other):
     _check_lengths(self, other)
     if not _fast(self, other):
-        for t, o in zip(self, other):
-            _aten().copy_.default._call(t, _aten().maximum.default._call(t, o), False)
+        with _slow_path():
+            for t, o in zip(self, other):
+                _aten().copy_.default._call(t, _aten().maximum.default._call(t, o), False)
         return None
     for t, o in zip(self, other):
         a = nd(t)
@@ -187,11 +209,11 @@ def _foreach_sqrt(self):
     _check_lengths(self)
     if not _fast(self):
         return tuple(_aten().sqrt.default._call(t) for t in self)
-    return tuple(wrap(np.sqrt(nd(t))) for t in self)
+    return tuple(wrap(np.sqrt(a, out=_empty(a))) for a in map(nd, self))
 
 
 def _foreach_neg(self):
     _check_lengths(self)
     if not _fast(self):
         return tuple(_aten().neg.default._call(t) for t in self)
-    return tuple(wrap(np.negative(nd(t))) for t in self)
+    return tuple(wrap(np.negative(a, out=_empty(a))) for a in map(nd, self))
