@@ -573,10 +573,6 @@ EXEMPT_PREFIXES = {
     "aten::scatter_.value_reduce": "no formula in PyTorch",
     # hand-written in PyTorch: resizing a tensor that requires grad is an error there
     "aten::resize_": "manual in PyTorch (errors when requires_grad)",
-    # Tensor[] results: derivatives.py has no per-element formulas for lists (PyTorch generates
-    # them); backward raises "not implemented". The optimizers call these under no_grad.
-    "aten::_foreach_add": "Tensor[] result", "aten::_foreach_sqrt": "Tensor[] result",
-    "aten::_foreach_neg": "Tensor[] result",
 }
 
 

@@ -398,3 +398,12 @@ def test_half_precision(torch):
         r_t = torch.nn.functional.layer_norm(t, (5,))
         np.testing.assert_allclose(r_e.float().numpy(), r_t.float().numpy(), atol=5e-2,
                                    rtol=5e-2)
+
+
+def test_hardswish_gradient_at_the_kinks_matches_pytorch(torch):
+    x = [-3.0, -2.5, 0.0, 3.0, 3.5, -3.5]
+    e = ember.tensor(x, requires_grad=True)
+    ember.nn.functional.hardswish(e).sum().backward()
+    t = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.hardswish(t).sum().backward()
+    assert e.grad.tolist() == t.grad.tolist()

@@ -18,3 +18,4 @@ from .fft import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .api import *  # noqa: F401,F403
+from .foreach import *  # noqa: F401,F403

@@ -10,12 +10,11 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
-from ._util import nd, wrap
+from ._util import nd
 
-__all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_add_List",
-           "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
+__all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
            "_foreach_lerp__Scalar", "_foreach_addcmul__Scalar", "_foreach_addcdiv__ScalarList",
-           "_foreach_maximum__List", "_foreach_sqrt", "_foreach_neg"]
+           "_foreach_maximum__List"]
 
 _FAST_DTYPES = (D.float32, D.float64)
 
@@ -89,17 +88,6 @@ def _foreach_add__List(self, other, alpha=1):
     return None
 
 
-def _foreach_add_List(self, other, alpha=1):
-    _check_lengths(self, other)
-    if not _fast(self, other):
-        return tuple(_aten().add.Tensor._call(t, o, alpha) for t, o in zip(self, other))
-    results = []
-    for t, o in zip(self, other):
-        a, b = nd(t), nd(o)
-        if not (alpha == 1 and alpha.__class__ is int):
-            b = np.multiply(b, a.dtype.type(alpha))
-        results.append(wrap(np.add(a, b, out=_empty(a))))
-    return tuple(results)
 
 
 def _foreach_mul__Scalar(self, scalar):
@@ -205,15 +193,4 @@ def _foreach_maximum__List(self, other):
     return None
 
 
-def _foreach_sqrt(self):
-    _check_lengths(self)
-    if not _fast(self):
-        return tuple(_aten().sqrt.default._call(t) for t in self)
-    return tuple(wrap(np.sqrt(a, out=_empty(a))) for a in map(nd, self))
 
-
-def _foreach_neg(self):
-    _check_lengths(self)
-    if not _fast(self):
-        return tuple(_aten().neg.default._call(t) for t in self)
-    return tuple(wrap(np.negative(a, out=_empty(a))) for a in map(nd, self))

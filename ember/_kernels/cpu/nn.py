@@ -202,7 +202,8 @@ def _hardswish(x):
 
 
 def _hardswish_grad(x, g):
-    return np.where(x < -3, 0, np.where(x <= 3, g * (x / 3 + 0.5), g))
+    # PyTorch 2.13 takes the outer pieces at the kinks: 0 at x = -3 and g at x = 3
+    return np.where(x <= -3, 0, np.where(x < 3, g * (x / 3 + 0.5), g))
 
 
 def _check_lambd(lambd):

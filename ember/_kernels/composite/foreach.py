@@ -1,0 +1,26 @@
+"""The functional foreach ops as decompositions into their single-tensor op: PyTorch generates a
+per-element derivative for them, and decomposing gives ember the same gradients. (The in-place
+forms the optimizers use have fast CPU kernels in ``cpu/foreach.py``.)"""
+from ..cpu.foreach import _check_lengths
+
+__all__ = ["_foreach_sqrt", "_foreach_neg", "_foreach_add_List"]
+
+
+def _aten():
+    from ..._ops.overload import ops
+    return ops.aten
+
+
+def _foreach_sqrt(self):
+    _check_lengths(self)
+    return tuple(_aten().sqrt.default._call(t) for t in self)
+
+
+def _foreach_neg(self):
+    _check_lengths(self)
+    return tuple(_aten().neg.default._call(t) for t in self)
+
+
+def _foreach_add_List(self, other, alpha=1):
+    _check_lengths(self, other)
+    return tuple(_aten().add.Tensor._call(t, o, alpha) for t, o in zip(self, other))
