@@ -57,6 +57,23 @@ def _grad(p, maximize):
     return -p.grad if maximize else p.grad
 
 
+def _params_with_state(optimizer, group, buffers, **counters):
+    """(param, state, grad) for each of the group's params that has a gradient. A param seen for
+    the first time gets PyTorch's initial state, in PyTorch's key order: ``step``, the scalar
+    ``counters`` (e.g. NAdam's ``mu_product=1.0``), then a zero tensor per name in ``buffers``."""
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = _step_tensor()
+            for name, value in counters.items():
+                state[name] = _step_tensor(value)
+            for name in buffers:
+                state[name] = zeros_like(p)
+        yield p, state, _grad(p, group["maximize"])
+
+
 def _use_foreach(group, params):
     """PyTorch's default choice, restricted to what ember's foreach kernels serve: foreach unless
     the user said False (or asked for a differentiable step), with all parameters dense CPU tensors
@@ -277,15 +294,7 @@ class Adamax(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_inf"] = zeros_like(p)
-                grad = _grad(p, group["maximize"])
+            for p, state, grad in _params_with_state(self, group, ("exp_avg", "exp_inf")):
                 state["step"] += 1
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
@@ -316,16 +325,8 @@ class NAdam(Optimizer):
             beta1, beta2 = group["betas"]
             lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
             momentum_decay = group["momentum_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["mu_product"] = _step_tensor(1.0)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                grad = _grad(p, group["maximize"])
+            for p, state, grad in _params_with_state(self, group, ("exp_avg", "exp_avg_sq"),
+                                                     mu_product=1.0):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
                 step = state["step"].item()
@@ -365,15 +366,7 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                grad = _grad(p, group["maximize"])
+            for p, state, grad in _params_with_state(self, group, ("exp_avg", "exp_avg_sq")):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
                 step = state["step"].item()
@@ -500,16 +493,8 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr, rho, eps, wd = (_get_value(group["lr"]), group["rho"], group["eps"],
                                 group["weight_decay"])
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["square_avg"] = zeros_like(p)
-                    state["acc_delta"] = zeros_like(p)
+            for p, state, grad in _params_with_state(self, group, ("square_avg", "acc_delta")):
                 state["step"] += 1
-                grad = _grad(p, group["maximize"])
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
