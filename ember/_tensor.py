@@ -722,6 +722,7 @@ def empty_tensor(size, dtype, device, stride=None):
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"[{', '.join(map(str, size))}]")
     if stride is None:
+        _st.check_storage_size(size, dtype.itemsize)
         stride = _st.contiguous_strides(size)
     nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
     if device.type == "meta":

@@ -19,9 +19,20 @@ class CPUAllocator:
         self.num_allocs = 0
 
     def allocate(self, nbytes):
+        try:
+            block = _cpu_cache.allocate(nbytes)
+        except (MemoryError, ValueError):  # NumPy's words for "no such memory"
+            raise allocation_error(nbytes) from None
         self.num_allocs += 1
         self.allocated_bytes += nbytes
-        return _cpu_cache.allocate(nbytes)
+        return block
+
+
+def allocation_error(nbytes):
+    """PyTorch's CPU allocator failure, in its words."""
+    return RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                        f"can't allocate memory: you tried to allocate {nbytes} bytes. "
+                        f"Error code 12 (Cannot allocate memory)")
 
 
 class MetaAllocator:

@@ -83,6 +83,16 @@ def storage_extent(size, stride, offset):
     return offset + 1 + sum((sz - 1) * st for sz, st in zip(size, stride))
 
 
+def check_storage_size(size, itemsize):
+    """PyTorch's overflow check on a new tensor's byte count (it must fit a signed 64-bit int)."""
+    n = itemsize
+    for s in size:
+        n *= s
+    if n >= 1 << 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes="
+                           f"[{', '.join(map(str, size))}]")
+
+
 def wrap_dim(dim, ndim, scalar_ok=True):
     """PyTorch's maybe_wrap_dim: negative dims count from the end; a 0-dim tensor acts as 1-dim."""
     if ndim == 0 and scalar_ok:

@@ -1,3 +1,11 @@
 """Backend kernels, one package per dispatch key: ``cpu`` (NumPy), ``meta`` (shapes and dtypes
 only), ``composite`` (device-independent kernels written in ember ops or pure metadata), and
 ``generic`` (the out=/in-place wrappers that ``autogen`` derives from a functional op)."""
+
+import warnings as _warnings
+
+# The hot path of add/sub/mul skips NumPy's error-state context (it costs more than the
+# addition), so ``inf * 0`` would make NumPy warn where PyTorch is silent. Floating-point
+# warnings raised from ember's own kernel modules are NumPy's, never ember's: ignore them there.
+_warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow) encountered",
+                         RuntimeWarning, r"ember\._kernels\.")

@@ -116,8 +116,45 @@ def invalid_combination(fname, sigs, args, kwargs):
 
 
 def arg_error(fname, pname, pos, expected, v):
-    return TypeError(f"{fname}(): argument '{pname}' (position {pos}) must be {expected}, "
+    where = "" if pos is None else f" (position {pos})"
+    return TypeError(f"{fname}(): argument '{pname}'{where} must be {expected}, "
                      f"not {_type_name(v)}")
+
+
+def tensor_list(v, pos, single):
+    """Check a ``Tensor[]`` argument's elements with PythonArgParser's message (the argument
+    index counted from 0, as PyTorch prints it)."""
+    for i, t in enumerate(v):
+        if not hasattr(t, "_keyset"):
+            if not single:
+                raise NoMatch
+            raise TypeError(f"expected Tensor as element {i} in argument {pos - 1}, "
+                            f"but got {_type_name(t)}")
+    return v
+
+
+# PyTorch's Python binding of cat refuses an empty list itself; stack's check lives in its
+# CompositeExplicitAutograd kernel, which PyTorch reaches with no tensors but ember's dispatcher,
+# finding no dispatch key, does not.
+EMPTY_TENSOR_LIST = {
+    "cat": (ValueError, "torch.cat(): expected a non-empty list of Tensors"),
+    "concat": (ValueError, "torch.cat(): expected a non-empty list of Tensors"),
+    "concatenate": (ValueError, "torch.cat(): expected a non-empty list of Tensors"),
+    "stack": (RuntimeError, "stack expects a non-empty TensorList"),
+}
+
+
+def empty_tensor_list(fname):
+    exc, msg = EMPTY_TENSOR_LIST[fname]
+    return exc(msg)
+
+
+def check_numbers(fname, args):
+    """After a failed call: a Scalar/float argument that is no number is PyTorch's TypeError,
+    not whatever the kernel raised converting it. ``args`` holds (position or None, name, value)."""
+    for pos, name, v in args:
+        if v is not None and not is_number(v) and not hasattr(v, "_keyset"):
+            raise arg_error(fname, name, pos, "Number", v) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +256,10 @@ def _convert_lines(a, var, fname, pos, strict):
             lines.append(f"if not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
     elif b == "Tensor":
         lines.append(f"if not isinstance({var}, (list, tuple)): raise _bad({pos}, {var!r}, 'tuple of Tensors', {var})")
+        if fname in EMPTY_TENSOR_LIST:
+            lines.append(f"if not {var}: raise _empty_list({fname!r})")
+        if not a.elem_optional:
+            lines.append(f"_tensor_list({var}, {pos}, {strict is not True})")
     elif b in ("int", "SymInt") and a.is_list:
         lines.append(f"if {guard}{var}.__class__ is not tuple: {var} = _int_list({var}, {a.list_size})")
     elif b in ("int", "SymInt"):
@@ -338,11 +379,25 @@ def _gen(fname, cands, method):
             fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
                                                           c.out_ov is not None, factory, ns))
         fn_lines += ["    " + ln for ln in conv]
-        if factory:
-            fn_lines.append(f"    r = {call}")
-            fn_lines.append("    return r.requires_grad_() if requires_grad else r")
+        numbers = [(None if a.kwarg_only else pos + 1 - (1 if method else 0), a.name, var)
+                   for pos, (a, var) in enumerate(zip(sch.arguments, call_args))
+                   if single and a.base in ("Scalar", "float") and not a.is_list]
+        if numbers:
+            # a try block costs nothing until it catches: the check runs on failure only
+            fn_lines.append("    try:")
+            indent = "        "
         else:
-            fn_lines.append(f"    return {call}")
+            indent = "    "
+        if factory:
+            fn_lines.append(f"{indent}r = {call}")
+            fn_lines.append(f"{indent}return r.requires_grad_() if requires_grad else r")
+        else:
+            fn_lines.append(f"{indent}return {call}")
+        if numbers:
+            items = ", ".join(f"({p}, {n!r}, {v})" for p, n, v in numbers)
+            fn_lines.append("    except (TypeError, ValueError):")
+            fn_lines.append(f"        _check_numbers({fname!r}, ({items},))")
+            fn_lines.append("        raise")
         body.append("\n".join(fn_lines))
     src = "\n\n".join(body) + "\n\n"
     if single:
@@ -498,7 +553,8 @@ def generate(tensor_cls):
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
-              "_varargs": _varargs, "_binding_error": _binding_error, "_factory_out": _factory_out,
+              "_varargs": _varargs, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
+              "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
     for base, items in by_name.items():

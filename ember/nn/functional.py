@@ -134,6 +134,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                          f"{weight.dim()}")
     padding_idx = _padding_idx(padding_idx, weight.size(0))
     idx = input.numpy() if input.dim() else input.reshape(1).numpy()
+    flat, n = idx.reshape(-1), weight.size(0)
+    bad = np.flatnonzero((flat < 0) | (flat >= n))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {flat[bad[0]]} which is not in "
+                           f"the valid range [0, {n})")
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "

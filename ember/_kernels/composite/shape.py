@@ -33,16 +33,24 @@ def _atleast(t, n):
     return _reshape(t, {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)])
 
 
+def _check_nonempty(tensors, name):
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+
+
 def hstack(tensors):
+    _check_nonempty(tensors, "hstack")
     ts = [_atleast(t, 1) for t in tensors]
     return A.cat.default._call(ts, 0 if ts and ts[0].dim() == 1 else 1)
 
 
 def vstack(tensors):
+    _check_nonempty(tensors, "vstack")
     return A.cat.default._call([_atleast(t, 2) for t in tensors], 0)
 
 
 def dstack(tensors):
+    _check_nonempty(tensors, "dstack")
     return A.cat.default._call([_atleast(t, 3) for t in tensors], 2)
 
 

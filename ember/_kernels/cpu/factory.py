@@ -6,7 +6,9 @@ devices agree on every result's dtype and on every error.
 """
 import numpy as np
 
+from ..._core import strides as _st
 from ..._core.device import CPU
+from ..._core.storage import allocation_error
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
 from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
@@ -30,7 +32,11 @@ def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory
 def _constant(size, dtype, maker):
     size = tuple(size)
     check_size(size)
-    return wrap(maker(size, dtype._np))
+    _st.check_storage_size(size, dtype.itemsize)
+    try:
+        return wrap(maker(size, dtype._np))
+    except (MemoryError, ValueError):
+        raise allocation_error(_st.numel(size) * dtype.itemsize) from None
 
 
 def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):

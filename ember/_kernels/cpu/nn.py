@@ -759,7 +759,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     check_embedding(weight, indices)
     idx = nd(indices)
     n = weight._size[0]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
+    if idx.size and (idx.min() < 0 or idx.max() >= n):  # no negative indices
         raise IndexError("index out of range in self")
     return wrap(nd(weight)[idx])
 

@@ -659,6 +659,11 @@ def evaluate_into(name, self, *operands, alpha=None, params=()):
 # ---------------------------------------------------------------------------------------------
 # Kernels. The same-dtype tensor/tensor case of add/sub/mul skips promotion (and NumPy's
 # error-state context, which costs more than the addition): it is the hot path of ``a + b``.
+#
+# _FP_WARNING: without the error-state context NumPy warns on ``inf * 0`` or an overflow, where
+# PyTorch is silent. ember/_kernels/__init__.py filters those warnings out of its kernel modules;
+# where the user's filters turn them into errors instead, the fast path catches the
+# RuntimeWarning (a try block costs nothing until it catches) and the quiet slow path redoes it.
 
 _NEP50_EXACT = (D.float32, D.float64)
 
@@ -694,6 +699,8 @@ def add_Tensor(self, other, alpha=1):
                 return wrap(np.add(x, other) if x.nbytes < _BIG else _large(np.add, x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
+        except RuntimeWarning:  # see _FP_WARNING
+            pass
     return wrap(evaluate("add", self, other, alpha=alpha)[0])
 
 
@@ -713,6 +720,8 @@ def sub_Tensor(self, other, alpha=1):
                             else _large(np.subtract, x, other))
         except ValueError as e:
             _broadcast_error((self, other), e)
+        except RuntimeWarning:  # see _FP_WARNING
+            pass
     return wrap(evaluate("sub", self, other, alpha=alpha)[0])
 
 
@@ -735,6 +744,8 @@ def mul_Tensor(self, other):
                         else _large(np.multiply, x, other))
     except ValueError as e:
         _broadcast_error((self, other), e)
+    except RuntimeWarning:  # see _FP_WARNING
+        pass
     return wrap(evaluate("mul", self, other)[0])
 
 
@@ -780,7 +791,10 @@ def add__Tensor(self, other, alpha=1):
             and other._dtype is self._dtype \
             and other._size == self._size and self._dtype is not D.bool_:
         a = nd(self)
-        np.add(a, nd(other), out=a)
+        try:
+            np.add(a, nd(other), out=a)
+        except RuntimeWarning:  # see _FP_WARNING: the sum is written before NumPy checks flags
+            pass
         return self
     return evaluate_into("add", self, self, other, alpha=alpha)
 

@@ -22,13 +22,21 @@ MEAN = "mean"              # mean: floating/complex only
 SAME = "same"              # amax/amin: the input's dtype
 LOGICAL = "logical"        # all/any: bool (uint8 stays uint8)
 
+def _mean(a, axis=None, keepdims=False, dtype=None):
+    """np.mean without its "Mean of empty slice" warning: an empty mean is 0/0, NaN, silently
+    as in PyTorch (the caller holds NumPy's error state at "ignore")."""
+    if a.size:
+        return np.mean(a, axis=axis, keepdims=keepdims, dtype=dtype)
+    return np.true_divide(np.sum(a, axis=axis, keepdims=keepdims, dtype=dtype), 0)
+
+
 # op -> (numpy reduction, dtype rule, empty reduction raises, half precision accumulates in
 #        float32 as PyTorch's CPU kernel does)
 REDUCTIONS = {
     "sum": (np.sum, ACCUMULATE, False, True),
     "nansum": (np.nansum, ACCUMULATE, False, True),
     "prod": (np.prod, ACCUMULATE, False, False),
-    "mean": (np.mean, MEAN, False, True),
+    "mean": (_mean, MEAN, False, True),
     "amax": (np.max, SAME, True, False),
     "amin": (np.min, SAME, True, False),
     "all": (np.all, LOGICAL, False, False),

@@ -261,11 +261,15 @@ def index_select(self, dim, index):
 def _index_write(name, self, dim, index, source, how):
     d = R.check_index_source(name, self, dim, index, source)
     r = _as_nd(nd(self)).copy()
-    # index_copy_ names itself and raises IndexError; index_add_ raises RuntimeError
-    exc, prefix = (IndexError, f"{name}(): ") if name == "index_copy_" else (RuntimeError, "")
-    idx = _index_along(self, d, index, _raise(exc, lambda i: f"{prefix}index {i} is out of bounds "
-                                                             f"for dimension {d} with size "
-                                                             f"{r.shape[d]}"), negative=False)
+    # index_copy_ names itself and raises IndexError; index_add_ raises RuntimeError, except on a
+    # 0-d or 1-d self, where its scalar loop reports "index out of range in self"
+    if name == "index_add_" and self.dim() <= 1:
+        fail = _raise(IndexError, lambda i: "index out of range in self")
+    else:
+        exc, prefix = (IndexError, f"{name}(): ") if name == "index_copy_" else (RuntimeError, "")
+        fail = _raise(exc, lambda i: f"{prefix}index {i} is out of bounds for dimension {d} "
+                                     f"with size {r.shape[d]}")
+    idx = _index_along(self, d, index, fail, negative=False)
     pos = (slice(None),) * d + (idx,)
     src = nd(source).reshape(r.shape[:d] + (idx.size,) + r.shape[d + 1:])
     how(r, pos, src)
@@ -308,7 +312,7 @@ def index_fill_int_Tensor(self, dim, index, value):
 # -- masks --------------------------------------------------------------------------------------
 
 def _masked_fill(self, mask, value, value_t=None):
-    shape = R.check_masked_fill(self, mask, value_t)
+    shape = R.check_masked_fill(self, mask, value_t, None if value_t is not None else value)
     r = np.broadcast_to(nd(self), shape).copy()
     r[np.broadcast_to(nd(mask), shape)] = value
     return wrap(r)

@@ -236,14 +236,18 @@ def check_index_fill(self, dim, index, value=None):
 
 # -- masks --------------------------------------------------------------------------------------
 
-def check_masked_fill(self, mask, value=None):
-    """Returns the out-of-place result shape (self and mask broadcast together)."""
+def check_masked_fill(self, mask, value=None, scalar=None):
+    """Returns the out-of-place result shape (self and mask broadcast together). A Scalar value
+    must fit self's dtype, as for ``fill_``."""
     if mask._dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask._dtype.name}")
     if value is not None and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
+    if scalar is not None:
+        from .factory import check_fits
+        check_fits(scalar, self._dtype)
     return _st.broadcast_shapes(self._size, mask._size)
 
 
@@ -438,7 +442,7 @@ def meta_index_fill_int_Tensor(self, dim, index, value):
 
 
 def meta_masked_fill_Scalar(self, mask, value):
-    return _empty(check_masked_fill(self, mask), self._dtype)
+    return _empty(check_masked_fill(self, mask, scalar=value), self._dtype)
 
 
 def meta_masked_fill_Tensor(self, mask, value):
