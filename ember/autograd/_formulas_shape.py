@@ -86,7 +86,8 @@ def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, r
     """PyTorch's scatter_reduce_backward (sum, mean, prod, amax, amin)."""
     E = _E()
     if reduce == "sum":
-        return grad, grad.gather(dim, index)
+        g_self = grad if include_self else grad.masked_fill(_scattered(self, dim, index), 0)
+        return g_self, grad.gather(dim, index)
     if reduce == "mean":
         n = E.ones_like(self) if include_self else E.zeros_like(self)
         n = n.scatter_add(dim, index, E.ones_like(src))
@@ -280,13 +281,35 @@ def linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim):
 def linalg_solve_backward(grad, result, A, left):
     E = _E()
     gB = E.linalg.solve(mH(A), grad, left=left)
+    if result.dim() == A.dim() - 1:  # a vector right-hand side (left=True only)
+        return -(gB.unsqueeze(-1) @ mH(result.unsqueeze(-1))), gB
     gA = -(gB @ mH(result)) if left else -(mH(result) @ gB)
     return gA, gB
 
 
-def linalg_eig_backward(grads):
-    raise NotImplementedError("ember: the derivative of linalg_eig (complex eigenvectors) is not "
-                              "implemented yet")
+def linalg_eig_backward(gL, gV, L, V, self):
+    """PyTorch's linalg_eig_backward (general case): with E_ij = conj(L_j - L_i),
+    gA = V^{-H} (diag(gL) + (V^H gV - V^H V re(diag(V^H gV))) / E) V^H, real part for a real A."""
+    E = _E()
+    if gL is None and gV is None:
+        return None
+    n = L.shape[-1]
+    eye = E.eye(n, dtype=E.bool, device=L.device)
+    if gV is not None:
+        VhgV = mH(V) @ gV
+        diag = VhgV.diagonal(0, -2, -1)
+        if (diag.imag.abs() > 1e-4 * (1 + diag.abs())).any():
+            raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified loss "
+                               "function depends on this quantity, so it is ill-defined.")
+        Lc = L.conj()
+        Econj = E.where(eye, E.ones((), dtype=L.dtype), Lc.unsqueeze(-2) - Lc.unsqueeze(-1))
+        gA = (VhgV - mH(V) @ (V * diag.real.to(V.dtype).unsqueeze(-2))) / Econj
+        gA = E.where(eye, E.diag_embed(gL) if gL is not None else E.zeros((), dtype=L.dtype), gA)
+    else:
+        gA = E.diag_embed(gL)
+    gA = E.linalg.solve(mH(V), gA @ mH(V))
+    return gA if self.is_complex() else gA.real
 
 
 def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):

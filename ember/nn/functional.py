@@ -832,20 +832,20 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C; the targets of a
-    sample are its entries of ``target`` before the first -1."""
+    sample are its entries of ``target`` before the first -1, a repeated one counted each time
+    (PyTorch's loop runs over the target entries)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     E = _E()
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape).numpy()
     n, c = x.shape
-    is_target = np.zeros((n, c), bool)
+    count = np.zeros((n, c), np.int64)
     for_row = np.cumprod(t >= 0, axis=1).astype(bool)  # entries before the first -1
     rows = np.repeat(np.arange(n), c)[for_row.reshape(-1)]
-    is_target[rows, t[for_row]] = True
-    tmask = E.from_numpy(is_target)
+    np.add.at(count, (rows, t[for_row]), 1)
     # pair[n, j, i] = relu(1 - x[n, j] + x[n, i]) for target j, non-target i
     pair = _relu_(1 - x.unsqueeze(2) + x.unsqueeze(1))
-    w = (tmask.unsqueeze(2) & ~tmask.unsqueeze(1)).to(x.dtype)
+    w = E.from_numpy(count[:, :, None] * (count == 0)[:, None, :]).to(x.dtype)
     loss = (pair * w).sum((1, 2)) / c
     if input.dim() < 2:
         loss = loss.reshape(())

@@ -241,8 +241,8 @@ def _diff_input(self, n, dim, prepend, append):
 
 def diff(self, n=1, dim=-1, prepend=None, append=None):
     x, dim = _diff_input(self, n, dim, prepend, append)
-    if n == 0:
-        return _aten.clone.default._call(x, None)
+    if n == 0:  # PyTorch returns the input itself, without prepend and append
+        return _aten.clone.default._call(self, None)
     length = x.shape[dim]
     narrow = _aten.narrow.default._call
     # bool differences are xor, as in PyTorch; n past the length leaves an empty dim

@@ -468,7 +468,10 @@ def _tolerance(S, atol, rtol, m, n):
     if rtol is None:
         rtol = 0.0 if (atol is not None and atol > 0) else \
             D.finfo(S._dtype).eps * max(m, n)
-    smax = A.amax.default._call(S, [-1], True)
+    if S._size[-1]:
+        smax = A.amax.default._call(S, [-1], True)
+    else:  # no singular values: nothing to compare, any tolerance will do
+        smax = A.zeros.default._call(S._size[:-1] + (1,), S._dtype, None, S._device, None)
     tol = A.mul.Scalar._call(smax, rtol)
     if atol is not None:
         tol = A.clamp_min.default._call(tol, atol)

@@ -66,6 +66,8 @@ def prelu(self, weight):
                            f"ndim = {weight.dim()}")
     if self.dim() > 1 and n > 1:
         weight = weight.reshape((n,) + (1,) * (self.dim() - 2))
+    elif self.dim() == 0 and weight.dim():  # the result keeps a 0-d input's shape
+        weight = weight.reshape(())
     return _aten()._prelu_kernel.default._call(self, weight)
 
 

@@ -1,6 +1,8 @@
 """CPU matrix products (mm, bmm, addmm, mv, dot) on ``numpy.matmul``. The argument checks, with
 PyTorch's messages, are shared with the Meta kernels; ``matmul`` is a composite of these ops
 (``composite/math.py``)."""
+import math
+
 import numpy as np
 
 from ..._core import dtype as D
@@ -267,7 +269,7 @@ def check_float(name, A, arg="A"):
 
 def _matrices(a):
     """The matrices of a (..., m, n) array, as one (batch, m, n) array."""
-    return a.reshape((-1,) + a.shape[-2:])
+    return a.reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])  # -1 is ambiguous for 0x0
 
 
 def _lu(a):
@@ -488,8 +490,7 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     if a.size == 0:
         w, v = np.zeros(a.shape[:-1], real), a.copy()
     else:
-        # LAPACK reads the row-major matrix as its transpose: the other triangle is the one asked
-        w, v = np.linalg.eigh(a, UPLO="U" if UPLO == "L" else "L")
+        w, v = np.linalg.eigh(a, UPLO=UPLO)
     if not compute_v:
         v = np.empty((0,), a.dtype)
     return wrap(np.ascontiguousarray(w).astype(real)), wrap(np.ascontiguousarray(v))
