@@ -359,6 +359,9 @@ def _save(node, plan, args, outputs, pre_saved):
             continue
         saved[name] = _save_value(args[i], False, node_name)
     for i, name, fn in derived:
+        if pre_saved and name in pre_saved:
+            saved[name] = pre_saved[name]
+            continue
         v = args[i]
         saved[name] = fn(v) if hasattr(v, "_keyset") else None
     if results:
@@ -424,17 +427,23 @@ def make_autograd_kernel(entry, info, inplace=False):
     multi_output = is_view and (nret > 1 or ret_is_list)
 
     def record(ks, a):
+        pre = None
         if inplace:
             _check_inplace(a[self_idx], schema.name)
-        pre = None
-        if need_clone_self:
-            # The formula needs self's value from before the in-place write: save a copy.
-            pre = {"self": a[self_idx].clone()}
+            # An in-place op may change self's value and metadata (squeeze_, t_): its edge, the
+            # sizes a formula uses and (for formulas that need it) its value are taken first.
+            node = node_cls()
+            _collect_edges(node, a, info.diff_args, is_list_arg, slices)
+            pre = {name: fn(a[i]) if hasattr(a[i], "_keyset") else None
+                   for i, name, fn in plan[1]}
+            if need_clone_self:
+                pre["self"] = SavedTensor(a[self_idx].clone(), False, None)
         out = _forward_below(redispatch_entry, ks, a)
-        node = node_cls()
+        if not inplace:
+            node = node_cls()
+            _collect_edges(node, a, info.diff_args, is_list_arg, slices)
         if anomaly_mode._state.enabled:
             anomaly_mode.record_trace(node)
-        _collect_edges(node, a, info.diff_args, is_list_arg, slices)
         node._is_list_arg = is_list_arg
         outs = out if (nret > 1 or ret_is_list) else (out,)
         if ret_is_list:
@@ -450,8 +459,6 @@ def make_autograd_kernel(entry, info, inplace=False):
         # Saved after the history is set, as PyTorch does: a saved output then knows it requires
         # grad (its unpacked value gets this node as grad_fn, so double backward goes through
         # it), and saved-tensor pack hooks see outputs with their grad_fn.
-        if pre:
-            pre = {k: SavedTensor(v, False, None) for k, v in pre.items()}
         _save(node, plan, a, outs, pre)
         return out
 

@@ -212,7 +212,8 @@ def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
     ks = _tuple(kernel_size, k)
     pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[k]
     out = pool(input.pow(norm_type), ks, stride, 0, ceil_mode)
-    return (E.sign(out) * E.abs(out).clamp_min(0)).mul(math.prod(ks)).pow(1.0 / norm_type)
+    # relu, as PyTorch: its gradient at an all-zero window is 0 where clamp_min would pass NaN
+    return (E.sign(out) * E.relu(E.abs(out))).mul(math.prod(ks)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):

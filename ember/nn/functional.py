@@ -299,8 +299,9 @@ def _vector_norm(x, p, dim, keepdim=False):
         return a.amax(dim, keepdim=keepdim)
     if p == 1:
         return a.sum(dim, keepdim=keepdim)
-    if p == 0:
-        return (a != 0).to(x.dtype).sum(dim, keepdim=keepdim)
+    if p == 0:  # a count, whose (zero) gradient PyTorch still returns
+        return _aten.linalg_vector_norm.default(x, 0, [dim] if isinstance(dim, int) else dim,
+                                                keepdim)
     return a.pow(p).sum(dim, keepdim=keepdim).pow(1.0 / p)
 
 
