@@ -265,6 +265,8 @@ def _convert_lines(a, var, fname, pos, strict):
     elif b in ("int", "SymInt"):
         if strict is True:
             lines.append(f"if {guard}not _is_int({var}): raise _NoMatch")
+            # a 0-d integer tensor passes as an int: the kernel gets the Python int
+            lines.append(f"if {guard}{var}.__class__ is not int: {var} = _index({var})")
     elif b == "ScalarType":
         lines.append(f"if {guard}{var}.__class__ is not _dtype_cls: {var} = _to_dtype({var}, {var!r}, {fname!r})")
     elif b == "Device":
@@ -553,7 +555,7 @@ def generate(tensor_cls):
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
-              "_varargs": _varargs, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
+              "_varargs": _varargs, "_index": operator.index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}

@@ -236,8 +236,12 @@ def _make_normalizer(schema, qualname):
             params.append(f"{n}=_d{i}")
         else:
             params.append(n)
+    # an int given for int[N] means N copies, as PyTorch's argument parser reads it
+    expand = [f"    if {n}.__class__ is int: {n} = ({n},) * {a.list_size}\n"
+              for n, a in zip(names, schema.arguments)
+              if a.is_list and a.list_size and a.base in ("int", "SymInt")]
     ret = ", ".join(names) + ("," if len(names) == 1 else "")
-    src = f"def normalize({', '.join(params)}):\n    return ({ret})\n"
+    src = f"def normalize({', '.join(params)}):\n{''.join(expand)}    return ({ret})\n"
     ns = dict(consts)
     exec(compile(src, f"<normalize {qualname}>", "exec"), ns)
     inner = ns["normalize"]

@@ -334,4 +334,18 @@ def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):
 
 
 
-__all__ += ["linalg_eig_backward", "linalg_lstsq_backward"]
+def pinv_backward(grad, pinvA, A):
+    """PyTorch's pinv_backward, grouped to multiply the smallest matrices."""
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh, gradh = mH(pinvA), mH(grad)
+    if m <= n:
+        K = gradh @ pinvA
+        KpinvAh = K @ pinvAh
+        return (-mH(pinvA @ K) + KpinvAh - (A @ pinvA) @ KpinvAh
+                + (pinvAh @ pinvA) @ (gradh - K @ A))
+    K = pinvA @ gradh
+    pinvAhK = pinvAh @ K
+    return -mH(K @ pinvA) + (gradh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
+
+
+__all__ += ["linalg_eig_backward", "linalg_lstsq_backward", "pinv_backward"]

@@ -120,6 +120,26 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
+    """ATen's _batch_norm_impl_index: its checks, then an empty input's clone (scaled by the
+    first weight and bias, which keeps the gradient chain and leaves the running statistics
+    alone), else native_batch_norm."""
+    # ATen reads sizes()[1] unchecked: past a 1-d input's sizes it finds 0
+    c = input._size[1] if input.dim() > 1 else 0
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None:
+            if t.numel() != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+        elif not training and name.startswith("running"):
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    if input.numel() == 0:
+        aten = _aten()
+        out = aten.clone.default._call(input, None)
+        if weight is not None:
+            out = aten.mul.Tensor._call(out, aten.select.int._call(weight, 0, 0))
+        if bias is not None:
+            out = aten.add.Tensor._call(out, aten.select.int._call(bias, 0, 0), 1)
+        return out
     return _aten().native_batch_norm.default._call(input, weight, bias, running_mean,
                                                    running_var, training, momentum, eps)[0]
 

@@ -201,6 +201,9 @@ def take_along_dim(self, indices, dim=None):
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
                            f"number of dimensions, but got {self.dim()} dimensions for input, "
                            f"and {indices.dim()} dimensions for indices")
+    if self.dim() and self._size[d]:
+        # PyTorch 2.13 takes the indices modulo the dim's size (so -1 is the last element)
+        indices = A.remainder.Scalar._call(indices, self._size[d])
     s = list(self._size)
     s[d] = indices._size[d] if indices.dim() else 1
     idx = A.expand.default._call(indices, _st.broadcast_shapes(tuple(s), indices._size), False)

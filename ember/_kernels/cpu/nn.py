@@ -526,9 +526,7 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 
 
 def batch_norm_shapes(input, weight, bias, running_mean, running_var):
-    if input.dim() < 2:
-        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
-    c = input._size[1]
+    c = input._size[_st.wrap_dim(1, input.dim())]  # PyTorch's IndexError for a 1-d input
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):
         if t is not None and t.numel() != c:

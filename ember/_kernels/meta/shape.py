@@ -118,12 +118,13 @@ def _check_index_long(name, index):
 
 
 def check_gather(self, dim, index):
-    """gather's checks; returns the wrapped dim (the result has index's shape)."""
-    _check_index_long("gather", index)
+    """gather's checks; returns the wrapped dim (the result has index's shape). An empty index
+    of any dtype gives an empty result, as in PyTorch."""
     d = _st.wrap_dim(dim, self.dim())
     nd_self, nd_index = max(self.dim(), 1), max(index.dim(), 1)
     if index.numel() == 0:
         return d
+    _check_index_long("gather", index)
     if nd_self != nd_index:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     for k in range(index.dim()):

@@ -12,9 +12,9 @@ class _InstanceNorm(_NormBase):
     _no_batch_dim = 0
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
-                 track_running_stats=False, device=None, dtype=None):
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         device=device, dtype=dtype)
+                         device=device, dtype=dtype, bias=bias)
 
     def _check_input_dim(self, input):
         n = self._no_batch_dim
