@@ -5,6 +5,7 @@ so a failing call leaves ``out``/``self`` untouched, as PyTorch guarantees.
 """
 import warnings
 
+from .._core import overlap as _overlap
 from .._core.promotion import can_cast
 from .._dispatch.keys import DEVICE_TO_BACKEND, bit
 
@@ -20,11 +21,28 @@ def _fmt(shape):
 
 
 def copy_into(dst, src):
-    """Write ``src`` into ``dst`` with the backend copy kernel (no version bump, no autograd:
-    callers are kernels that already sit below those layers)."""
+    """Write ``src`` (a result of dst's shape) into ``dst`` with the backend copy kernel (no
+    version bump, no autograd: callers are kernels that already sit below those layers).
+
+    Where ``dst`` is expanded (an op PyTorch lets write an expanded tensor, like masked_fill_),
+    each memory location keeps the last value written to it, as ATen's sequential loop leaves
+    it: only the last slice along each stride-0 dim is copied, so copy_ sees no overlap."""
     from .._ops.overload import ops
+    if 0 in dst._stride and dst._size == src._size:
+        dst, src = _last_written(dst, src)
     ks = bit(DEVICE_TO_BACKEND[dst._device.type]) | bit(DEVICE_TO_BACKEND[src._device.type])
     ops.aten.copy_.default._entry.redispatch(ks, dst, src, False)
+
+
+def _last_written(dst, src):
+    from .._tensor import _alias
+    size, d_off, s_off = list(dst._size), dst._offset, src._offset
+    for d, (sz, st) in enumerate(zip(dst._size, dst._stride)):
+        if st == 0 and sz > 1:
+            size[d] = 1
+            s_off += (sz - 1) * src._stride[d]
+    size = tuple(size)
+    return _alias(dst, size, dst._stride, d_off), _alias(src, size, src._stride, s_off)
 
 
 def check_out(opname, result, out):
@@ -58,10 +76,16 @@ def write_out(opname, results, outs):
         copy_into(o, r)
 
 
-def out_wrapper(functional_qualname, out_qualname=None):
+def _check_overlap(outs, inputs):
+    """TensorIterator's memory-overlap checks, which PyTorch runs for pointwise ops."""
+    for o in outs:
+        _overlap.check_write(o, inputs)
+
+
+def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     """The out= kernel of a functional op. A factory's out= schema omits the TensorOptions
     (``zeros.out(size, *, out)``): those arguments are taken from ``out`` (dtype, device) or
-    left at their defaults."""
+    left at their defaults. A pointwise op's ``out`` may not overlap its inputs."""
     op = _overload(functional_qualname)
     nout = len(op._schema.returns)
     opname = op._schema.name
@@ -72,6 +96,8 @@ def out_wrapper(functional_qualname, out_qualname=None):
     if out_names is None or out_names == [a.name for a in fargs]:
         def out_kernel(*args):
             outs = args[-nout:]
+            if pointwise:
+                _check_overlap(outs, args[:-nout])
             result = op._call(*args[:-nout])
             results = (result,) if nout == 1 else tuple(result)
             write_out(opname, results, outs)
@@ -93,11 +119,28 @@ def out_wrapper(functional_qualname, out_qualname=None):
     return factory_out_kernel
 
 
-def inplace_wrapper(functional_qualname):
+# In-place ops PyTorch still lets write an expanded tensor, with a deprecation warning
+_EXPANDED_WRITE_DEPRECATED = {
+    "masked_fill_": "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the "
+                    "tensor before performing this operation. This also applies to advanced "
+                    "indexing e.g. tensor[mask] = scalar",
+}
+
+
+def inplace_wrapper(functional_qualname, pointwise=False):
     op = _overload(functional_qualname)
     opname = op._schema.name
 
+    deprecated = _EXPANDED_WRITE_DEPRECATED.get(opname + "_")
+
     def inplace_kernel(self, *args):
+        if deprecated and _overlap.has_internal_overlap(self) == _overlap.YES:
+            warnings.warn(deprecated, UserWarning, stacklevel=3)
+            for t in args:
+                if hasattr(t, "_keyset"):
+                    _overlap.assert_no_partial_overlap(self, t)
+        elif pointwise:
+            _overlap.check_write(self, args)
         result = op._call(self, *args)
         check_inplace(opname, self, result)
         copy_into(self, result)

@@ -164,7 +164,8 @@ def load(lib):
                 sch = auto if explicit else out_schema(func, overload)
                 oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
                 bindings.declare(oname, [], e.get("python", True), pymod)
-                lib_impl(oname, generic.out_wrapper(name, oname), "CompositeExplicitAutograd", _kind=_d.PLAIN,
+                lib_impl(oname, generic.out_wrapper(name, oname, "pointwise" in tags),
+                         "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
@@ -173,7 +174,8 @@ def load(lib):
                 # autogen'd in-place variants are methods, as PyTorch declares them
                 bindings.declare(iname, [v for v in variants if v == "method"], e.get("python", True),
                                  pymod)
-                lib_impl(iname, generic.inplace_wrapper(name), "CompositeExplicitAutograd",
+                lib_impl(iname, generic.inplace_wrapper(name, "pointwise" in tags),
+                         "CompositeExplicitAutograd",
                          _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
             else:
                 raise RuntimeError(f"autogen {auto!r} of {func!r}: only out= and in-place variants")

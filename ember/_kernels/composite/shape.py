@@ -5,6 +5,7 @@ rot90 (CompositeExplicitAutograd: flips and a transpose, with its own derivative
 import warnings
 
 from ..._core import dtype as D
+from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._ops.overload import ops
 
@@ -353,11 +354,20 @@ def _cat_into(result, out):
     return out
 
 
+def _check_no_overlap(tensors, out):
+    """cat and stack read every input while writing out: no overlap at all, as ATen checks."""
+    _overlap.assert_no_internal_overlap(out)
+    for t in tensors:
+        _overlap.assert_no_overlap(out, t)
+
+
 def cat_out(tensors, dim, out):
+    _check_no_overlap(tensors, out)
     return _cat_into(A.cat.default._call(tensors, dim), out)
 
 
 def stack_out(tensors, dim, out):
+    _check_no_overlap(tensors, out)
     return _cat_into(A.stack.default._call(tensors, dim), out)
 
 

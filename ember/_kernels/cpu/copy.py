@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ..._core import overlap as _overlap
 from ..meta.rules import check_copy
 from ._util import nd
 
@@ -13,6 +14,8 @@ __all__ = ["copy_", "_local_scalar_dense"]
 def copy_(self, src, non_blocking=False):
     if src._device.type == "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if 0 in self._stride or src._storage_ is self._storage_:  # cheap: may overlap
+        _overlap.check_write(self, (src,))
     dst = nd(self)
     s = nd(src) if src._device.type == "cpu" else src._to_host_array()
     if s.shape != dst.shape:

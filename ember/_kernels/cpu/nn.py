@@ -16,6 +16,7 @@ from scipy import special as _sp
 
 from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
+from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ...random import generator_of
 from ._util import nd, wrap
@@ -270,6 +271,7 @@ def _activation_kernels(name):
         return _res(_activation(name, self, params), self._dtype)
 
     def inplace(self, *params):
+        _overlap.assert_no_internal_overlap(self)
         np.copyto(nd(self), _activation(name, self, params), casting="unsafe")
         return self
 

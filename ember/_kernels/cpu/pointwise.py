@@ -20,6 +20,7 @@ import numpy as np
 import scipy.special as _sp
 
 from ..._core import dtype as D
+from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._core.allocator import THRESHOLD as _BIG, cpu_cache as _cpu_cache
 from ..._core.promotion import can_cast, result_type_of
@@ -645,6 +646,7 @@ def check_inplace(self, operands, rdt):
 
 def evaluate_into(name, self, *operands, alpha=None, params=()):
     """In-place form of :func:`evaluate`: checks first, then writes into ``self``."""
+    _overlap.check_write(self, operands)
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha, self)
     dst = nd(self)
     uf = getattr(fn, "ufunc", None)
@@ -790,6 +792,8 @@ def add__Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1 and other.__class__ is Tensor \
             and other._dtype is self._dtype \
             and other._size == self._size and self._dtype is not D.bool_:
+        if 0 in self._stride or other._storage_ is self._storage_:  # cheap: may overlap
+            _overlap.check_write(self, (other,))
         a = nd(self)
         try:
             np.add(a, nd(other), out=a)
