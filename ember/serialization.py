@@ -11,17 +11,27 @@ Loading is safe by default (``weights_only=True``): the unpickler resolves only 
 of globals (tensor/parameter rebuilders, storages, dtypes, ``Size``, ``device``, ``OrderedDict``
 and plain containers), so a file cannot make ``load`` run arbitrary code. ``add_safe_globals``
 extends the list; ``weights_only=False`` is the trusting full unpickler.
+
+Also read: PyTorch's legacy (pre-1.6) format, a stream of pickles (magic number, protocol
+version, system info, the object, the storage keys) followed by each storage's element count and
+bytes. Every tensor is checked against its storage's size before it is built, as PyTorch does;
+a damaged zip says so. ``save`` writes a temporary file beside the target and renames it into
+place, so a failed save never destroys the previous checkpoint.
 """
+import _compat_pickle
 import collections
 import contextlib
 import io
 import os
 import pickle
+import struct
+import tempfile
 import zipfile
 
 import numpy as np
 
 from ._core import dtype as _dt
+from ._core import strides as _st
 from ._core.device import CPU, device as _device
 from ._core.size import Size
 from ._core.storage import from_array
@@ -124,6 +134,33 @@ def _is_path(f):
     return isinstance(f, (str, os.PathLike))
 
 
+@contextlib.contextmanager
+def _atomic_write(path):
+    """A binary file object whose contents replace ``path`` only once everything is written
+    (same directory, so the final rename is atomic); the new file keeps the old one's mode."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
          _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
     """Write ``obj`` (tensors, state dicts, nested containers) to ``f`` in PyTorch's format."""
@@ -134,7 +171,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
     pickler = _Pickler(buf, pickle_protocol)
     pickler.dump(obj)
     with contextlib.ExitStack() as stack:
-        target = stack.enter_context(open(f, "wb")) if _is_path(f) else f
+        target = stack.enter_context(_atomic_write(f)) if _is_path(f) else f
         with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as zf:
             zf.writestr(f"{name}/data.pkl", buf.getvalue())
             if not _disable_byteorder_record:
@@ -150,8 +187,16 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                        metadata=None):
-    untyped, dtype = storage
-    t = make_tensor(untyped, tuple(size), tuple(stride), storage_offset, dtype, CPU)
+    untyped, dtype, *view_offset = storage  # a legacy storage view adds its element offset
+    if view_offset:
+        storage_offset += view_offset[0]
+    size, stride = tuple(size), tuple(stride)
+    needed = _st.storage_extent(size, stride, storage_offset) * dtype.itemsize
+    if _st.numel(size) and needed > untyped.nbytes():
+        # PyTorch's set_ would have to grow the loaded storage, which it refuses: a crafted
+        # file cannot make a tensor read memory outside its own bytes
+        raise RuntimeError("Trying to resize storage that is not resizable")
+    t = make_tensor(untyped, size, stride, storage_offset, dtype, CPU)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -194,6 +239,11 @@ def _torch_globals():
 
 
 _TORCH_GLOBALS = _torch_globals()
+# What PyTorch's weights-only unpickler allows besides torch's own names
+_DEFAULT_SAFE_GLOBALS = {("collections", "Counter"): collections.Counter,
+                         ("builtins", "set"): set, ("builtins", "complex"): complex,
+                         ("builtins", "bytearray"): bytearray,
+                         ("_codecs", "encode"): __import__("_codecs").encode}
 _safe_globals = {}
 
 
@@ -246,11 +296,22 @@ class _Unpickler(pickle.Unpickler):
         self.load_storage = load_storage
 
     def find_class(self, module, name):
+        # a protocol 0-2 pickle names Python 2's modules (__builtin__.set): map them as
+        # pickle's own Unpickler does
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         key = (module, name)
         if key in _TORCH_GLOBALS:
             return _TORCH_GLOBALS[key]
+        if key in _DEFAULT_SAFE_GLOBALS:
+            return _DEFAULT_SAFE_GLOBALS[key]
         if key in _safe_globals:
             return _safe_globals[key]
+        twin = _ember_twin(module, name, self.weights_only)
+        if twin is not None:
+            return twin
         if self.weights_only:
             raise pickle.UnpicklingError(_UNSAFE_MESSAGE.format(
                 f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
@@ -262,11 +323,84 @@ class _Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
     def persistent_load(self, saved_id):
-        typename, storage_type, key, location, numel = saved_id
-        if typename != "storage":
+        if saved_id[0] != "storage":
             raise pickle.UnpicklingError(f"Unknown typename for persistent_load, expected "
-                                         f"'storage' but got '{typename}'")
-        return self.load_storage(key, storage_type.dtype, numel)
+                                         f"'storage' but got '{saved_id[0]}'")
+        return self.load_storage(saved_id)
+
+
+def _ember_twin(module, name, weights_only):
+    """``torch.nn.modules.linear.Linear`` in a whole-module checkpoint is ember's class of the
+    same path, when the user allowed it (or loads with ``weights_only=False``)."""
+    if not module.startswith("torch.") and module != "torch":
+        return None
+    twin_module = "ember" + module[len("torch"):]
+    if (twin_module, name) in _safe_globals:
+        return _safe_globals[(twin_module, name)]
+    if weights_only:
+        return None
+    import importlib
+    try:
+        return getattr(importlib.import_module(twin_module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _no_storage(saved_id):
+    raise pickle.UnpicklingError("bare pickle references a storage")
+
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_CORRUPT_ZIP = ("PytorchStreamReader failed reading zip archive: failed finding central "
+                "directory. This is an internal miniz error. If you are seeing this error, there "
+                "is a high likelihood that your checkpoint file is corrupted. This can happen if "
+                "the checkpoint was not saved properly, was transferred incorrectly, or the file "
+                "was modified after saving.")
+LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
+LEGACY_PROTOCOL_VERSION = 1001
+
+
+def _legacy_load(f, weights_only):
+    """PyTorch's pre-zip format, after its magic number: protocol version, system info, the
+    object (storages as persistent ids), the storage keys, then per storage its element count
+    (int64) and bytes."""
+    version = _Unpickler(f, weights_only, _no_storage).load()
+    if version != LEGACY_PROTOCOL_VERSION:
+        raise RuntimeError(f"Invalid protocol version: {version}")
+    sys_info = _Unpickler(f, weights_only, _no_storage).load()
+    little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
+    storages = {}  # root key -> (bytearray to fill, storage, dtype)
+
+    def load_storage(saved_id):
+        _, storage_type, key, location, numel, *view = saved_id
+        dtype = storage_type.dtype
+        if key not in storages:
+            buf = np.zeros(numel * dtype.itemsize, np.uint8)
+            storages[key] = (buf, from_array(buf), dtype)
+        _, storage, _ = storages[key]
+        if view and view[0] is not None:  # (view key, element offset, element count)
+            return storage, dtype, view[0][1]
+        return storage, dtype
+
+    result = _Unpickler(f, weights_only, load_storage).load()
+    keys = _Unpickler(f, weights_only, _no_storage).load()
+    for key in keys:
+        buf, _, dtype = storages[key]
+        head = f.read(8)
+        if len(head) < 8:
+            raise RuntimeError(f"unexpected EOF, expected {8 - len(head)} more bytes. The file "
+                               f"might be corrupted.")
+        (numel,) = struct.unpack("<q" if little else ">q", head)
+        if numel * dtype.itemsize != buf.size:
+            raise RuntimeError(f"storage has wrong byte size: expected {buf.size} got "
+                               f"{numel * dtype.itemsize}")
+        data = f.read(buf.size)
+        if len(data) < buf.size:
+            raise RuntimeError(f"unexpected EOF, expected {buf.size - len(data)} more bytes. The "
+                               f"file might be corrupted.")
+        arr = np.frombuffer(data, np.dtype(dtype._np).newbyteorder("<" if little else ">"))
+        buf[:] = arr.astype(dtype._np).view(np.uint8)
+    return result
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
@@ -276,12 +410,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         weights_only = True
     with contextlib.ExitStack() as stack:
         fobj = stack.enter_context(open(f, "rb")) if _is_path(f) else f
+        start = fobj.tell()
         if not zipfile.is_zipfile(fobj):
-            fobj.seek(0)
-            # A bare pickle: no storages can be referenced.
-            def no_storage(*args):
-                raise pickle.UnpicklingError("bare pickle references a storage")
-            return _Unpickler(fobj, weights_only, no_storage).load()
+            fobj.seek(start)
+            if fobj.read(4) == _ZIP_MAGIC:  # a zip's first bytes, but no central directory
+                raise RuntimeError(_CORRUPT_ZIP)
+            fobj.seek(start)
+            first = _Unpickler(fobj, weights_only, _no_storage).load()
+            if first.__class__ is int and first == LEGACY_MAGIC_NUMBER:
+                return _map_location(_legacy_load(fobj, weights_only), map_location)
+            return first  # a bare pickle: no storages can be referenced
         fobj.seek(0)
         zf = stack.enter_context(zipfile.ZipFile(fobj))
         names = zf.namelist()
@@ -294,7 +432,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             byteorder = zf.read(prefix + "byteorder").decode().strip()
         loaded = {}
 
-        def load_storage(key, dtype, numel):
+        def load_storage(saved_id):
+            _, storage_type, key, location, numel = saved_id
+            dtype = storage_type.dtype
             if key not in loaded:
                 raw = zf.read(f"{prefix}data/{key}")
                 npdt = np.dtype(dtype._np)
