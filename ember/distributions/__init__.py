@@ -1,4 +1,11 @@
-r"""
+r"""``ember.distributions``: probability distributions, transforms, constraints and KL
+divergences. The Python sources are PyTorch's ``torch.distributions`` (BSD licence), running
+on ember's operators; ``_ops.py`` holds the few operations ember spells differently or lacks.
+Sampling from Gamma, Beta, Dirichlet, Chi2, StudentT, FisherSnedecor, NegativeBinomial,
+Binomial, InverseGamma, Wishart and LKJCholesky, and ``Gamma.cdf``, raise NotImplementedError
+until ember has ``_standard_gamma``, ``_sample_dirichlet``, ``binomial`` and ``gammainc``.
+
+
 The ``distributions`` package contains parameterizable probability distributions
 and sampling functions. This allows the construction of stochastic computation
 graphs and stochastic gradient estimators for optimization. This package
