@@ -1,4 +1,5 @@
-"""``ember.utils``: data loading (``ember.utils.data``), hook helpers and dispatch helpers.
+"""``ember.utils``: data loading (``ember.utils.data``), activation checkpointing, hook and
+dispatch helpers.
 
 Submodules load on first access: ``ember`` itself imports parts of this package while it is
 still initializing, and ``data`` needs the finished ``ember`` namespace.
@@ -8,7 +9,7 @@ import importlib
 from .backend_registration import (generate_methods_for_privateuse1_backend,  # noqa: F401
                                    rename_privateuse1_backend)
 
-__all__ = ["data", "hooks", "rename_privateuse1_backend",
+__all__ = ["checkpoint", "data", "hooks", "rename_privateuse1_backend",
            "generate_methods_for_privateuse1_backend"]
 
 

@@ -2,7 +2,8 @@
 
 Parameters, their names (``weight_ih_l0``, ``..._reverse``), shapes and initialization are
 PyTorch's; the recurrence is written step by step with ``F.linear`` and pointwise ops (PyTorch's
-gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``). ``PackedSequence`` inputs are not supported.
+gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``). A ``PackedSequence`` input runs step by step
+on the shrinking batch its ``batch_sizes`` describe, and the output is packed the same way.
 """
 import math
 import numbers
@@ -11,6 +12,7 @@ from ... import cat, empty, stack, zeros
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -143,48 +145,108 @@ class RNNBase(Module):
         get = lambda n: getattr(self, f"{n}_l{layer}{suffix}", None)  # noqa: E731
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _run(self, input, hx):
-        """Shared forward: ``input`` is (L, N, H_in); ``hx`` a tensor or an (h, c) pair shaped
-        (layers * directions, N, H). Returns the output and the final states."""
+    def _cell(self, x, state, weights):
+        w_ih, w_hh, b_ih, b_hh, w_hr = weights
+        if self.mode == "LSTM":
+            state = _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, w_hr)
+            return state, state[0]
+        if self.mode == "GRU":
+            state = _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+        else:
+            state = _rnn_cell(x, state, w_ih, w_hh, b_ih, b_hh,
+                              "tanh" if self.mode == "RNN_TANH" else "relu")
+        return state, state
+
+    def _run(self, steps, hx, batch_sizes=None):
+        """Shared forward over ``steps``, the per-time-step inputs (rows = batch). ``hx`` is a
+        tensor or an (h, c) pair shaped (layers * directions, N, H). ``batch_sizes`` (packed
+        input, decreasing) gives how many rows each step has; ``None`` means all N. Returns the
+        per-step outputs and the final states."""
         num_directions = 2 if self.bidirectional else 1
         is_lstm = self.mode == "LSTM"
-        steps = input.unbind(0)
+        if batch_sizes is None:
+            batch_sizes = [steps[0].size(0)] * len(steps)
+        # A state is a tuple of tensors (h,) or (h, c) so both kinds slice the same way.
+        take = lambda st, a, b: tuple(s[a:b] for s in st)  # noqa: E731
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(num_directions):
                 idx = layer * num_directions + direction
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(layer, direction)
-                state = (hx[0][idx], hx[1][idx]) if is_lstm else hx[idx]
-                order = range(len(steps)) if direction == 0 else range(len(steps) - 1, -1, -1)
+                weights = self._layer_weights(layer, direction)
+                init = (hx[0][idx], hx[1][idx]) if is_lstm else (hx[idx],)
                 out_t = [None] * len(steps)
-                for t in order:
-                    if is_lstm:
-                        state = _lstm_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh, w_hr)
-                        out_t[t] = state[0]
-                    elif self.mode == "GRU":
-                        state = _gru_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh)
-                        out_t[t] = state
-                    else:
-                        state = _rnn_cell(steps[t], state, w_ih, w_hh, b_ih, b_hh,
-                                          "tanh" if self.mode == "RNN_TANH" else "relu")
-                        out_t[t] = state
-                outs.append(out_t)
-                if is_lstm:
-                    h_n.append(state[0])
-                    c_n.append(state[1])
+                if direction == 0:
+                    # Sequences end as the batch shrinks: park their final state, keep the rest.
+                    state, done, rows = init, [], batch_sizes[0]
+                    for t, b in enumerate(batch_sizes):
+                        if b < rows:
+                            done.append(take(state, b, rows))
+                            state, rows = take(state, 0, b), b
+                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
+                                                   weights)
+                        state = new if is_lstm else (new,)
+                    final = tuple(cat([s, *(d[i] for d in reversed(done))], 0) if done else s
+                                  for i, s in enumerate(state))
                 else:
-                    h_n.append(state)
+                    # Backwards, sequences join as the batch grows, starting from their h0.
+                    rows = batch_sizes[-1]
+                    state = take(init, 0, rows)
+                    for t in range(len(steps) - 1, -1, -1):
+                        b = batch_sizes[t]
+                        if b > rows:
+                            state = tuple(cat([s, i[rows:b]], 0) for s, i in zip(state, init))
+                            rows = b
+                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
+                                                   weights)
+                        state = new if is_lstm else (new,)
+                    final = state
+                outs.append(out_t)
+                h_n.append(final[0])
+                if is_lstm:
+                    c_n.append(final[1])
             steps = [cat([o[t] for o in outs], -1) if num_directions == 2 else outs[0][t]
                      for t in range(len(steps))]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 steps = [F.dropout(s, self.dropout, True) for s in steps]
-        output = stack(steps, 0)
         if is_lstm:
-            return output, (stack(h_n, 0), stack(c_n, 0))
-        return output, stack(h_n, 0)
+            return steps, (stack(h_n, 0), stack(c_n, 0))
+        return steps, stack(h_n, 0)
+
+    def _initial_state(self, batch, like):
+        num_directions = 2 if self.bidirectional else 1
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        shape = (self.num_layers * num_directions, batch)
+        h0 = zeros(shape + (real_hidden,), dtype=like.dtype, device=like.device)
+        if self.mode == "LSTM":
+            return h0, zeros(shape + (self.hidden_size,), dtype=like.dtype, device=like.device)
+        return h0
+
+    def _forward_packed(self, packed, hx):
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        batch_sizes = [int(b) for b in batch_sizes.tolist()]
+        is_lstm = self.mode == "LSTM"
+        if hx is None:
+            hx = self._initial_state(batch_sizes[0], data)
+        elif sorted_indices is not None:
+            # hx rows follow the caller's batch order; the packed rows are sorted by length.
+            hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
+                else hx.index_select(1, sorted_indices)
+        offsets = [0]
+        for b in batch_sizes:
+            offsets.append(offsets[-1] + b)
+        steps = [data[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
+        outputs, hidden = self._run(steps, hx, batch_sizes)
+        output = PackedSequence(cat(outputs, 0), packed.batch_sizes, sorted_indices,
+                                unsorted_indices)
+        if unsorted_indices is not None:
+            hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
+                else hidden.index_select(1, unsorted_indices)
+        return output, hidden
 
     def _forward(self, input, hx):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         is_lstm = self.mode == "LSTM"
         batched = input.dim() == 3
         if input.dim() not in (2, 3):
@@ -194,17 +256,12 @@ class RNNBase(Module):
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
-        num_directions = 2 if self.bidirectional else 1
-        batch = input.size(1)
-        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:
-            shape = (self.num_layers * num_directions, batch)
-            h0 = zeros(shape + (real_hidden,), dtype=input.dtype, device=input.device)
-            hx = (h0, zeros(shape + (self.hidden_size,), dtype=input.dtype,
-                            device=input.device)) if is_lstm else h0
+            hx = self._initial_state(input.size(1), input)
         elif not batched:
             hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
-        output, hidden = self._run(input, hx)
+        steps, hidden = self._run(input.unbind(0), hx)
+        output = stack(steps, 0)
         if not batched:
             output = output.squeeze(1)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
