@@ -440,9 +440,9 @@ def _check_same(pg, name, numel, dtype):
 def _avg_finish(arr, n, then):
     def finish():
         if arr.dtype.kind in "fc":
-            arr /= n
+            np.divide(arr, n, out=arr)
         else:
-            arr //= n
+            np.floor_divide(arr, n, out=arr)
         then()
     return finish
 

@@ -26,7 +26,6 @@ from ..modules.module import Module
 __all__ = ["DistributedDataParallel"]
 
 _MiB = 1024 * 1024
-_DEFAULT_FIRST_BUCKET_BYTES = _MiB
 
 
 def _bucket_assignment(params, order, limits):
@@ -176,7 +175,7 @@ class DistributedDataParallel(Module):
 
     def _build_buckets(self, order):
         groups = _bucket_assignment(self._params, order,
-                                    [_DEFAULT_FIRST_BUCKET_BYTES, self.bucket_bytes_cap])
+                                    [dist._DEFAULT_FIRST_BUCKET_BYTES, self.bucket_bytes_cap])
         self._buckets = [_Bucket(k, [self._params[i] for i in g], g)
                          for k, g in enumerate(groups)]
         self._where = {}
