@@ -259,28 +259,36 @@ def check_ddp(rank, W):
 
 
 def main():
-    mode = sys.argv[1]
-    if mode == "timeout":
-        dist.init_process_group("gloo", timeout=timedelta(seconds=2))
-    else:
-        dist.init_process_group("gloo")
+    """argv: the checks, then how the run ends: ``kill`` (rank 1 is killed inside a collective:
+    the launcher must stop the job and fail) or ``leave`` (the last rank exits quietly: the
+    others' collective times out naming it)."""
+    end = sys.argv[1]
+    dist.init_process_group("gloo")
     rank, W = dist.get_rank(), dist.get_world_size()
     assert rank == int(os.environ["RANK"]) and W == int(os.environ["WORLD_SIZE"])
-    if mode == "all":
-        check_collectives(rank, W)
-        check_ddp(rank, W)
-    elif mode == "kill":  # rank 1 dies in the middle; the launcher must end the job
-        for i in range(1000):
-            if rank == 1 and i == 3:
-                os.kill(os.getpid(), signal.SIGKILL)
-            dist.all_reduce(torch.ones(4))
-            time.sleep(0.01)
-    elif mode == "timeout":  # rank 1 leaves quietly: rank 0's collective names it
-        if rank == 1:
-            os._exit(0)
-        time.sleep(0.5)
-        dist.all_reduce(torch.ones(4))
+    check_collectives(rank, W)
+    check_ddp(rank, W)
     print(f"PASS {rank}", flush=True)
+    if end == "kill":
+        if rank == 1:
+            time.sleep(0.5)  # rank 0 is waiting in the all_reduce by now
+            os.kill(os.getpid(), signal.SIGKILL)
+        dist.all_reduce(torch.ones(4))
+        print(f"rank {rank} finished a collective without rank 1", flush=True)
+    elif end == "leave":
+        short = dist.new_group(list(range(W)), timeout=timedelta(seconds=1))
+        alive = dist.new_group(list(range(W - 1)))
+        dist.barrier()
+        if rank == W - 1:
+            os._exit(0)
+        time.sleep(0.3)
+        try:
+            dist.all_reduce(torch.ones(4), group=short)
+            print(f"rank {rank}: no timeout", flush=True)
+        except dist.DistBackendError as e:
+            print(f"TIMEOUT {rank}: {e}", flush=True)
+        dist.barrier(group=alive)  # rank 0 hosts the store: it stays until all have asked it
+        os._exit(0)
     dist.destroy_process_group()
 
 
