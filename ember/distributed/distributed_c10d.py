@@ -321,7 +321,6 @@ def destroy_process_group(group=None):
             try:
                 pg.store.add("ember/destroyed", 1)
                 if pg.global_rank == 0:
-                    pg.store.wait([], timeout=0)
                     import time
                     deadline = time.monotonic() + 5
                     while (int(pg.store.add("ember/destroyed", 0)) < pg.world_size
