@@ -57,7 +57,7 @@ def main():
     for n in SIZES:
         e, t = rows.get(("ember", n)), rows.get(("torch", n))
         label = f"{n // 1024} KB" if n < 1024 ** 2 else f"{n // 1024 ** 2} MB"
-        print(f"{label:>8} {e:13.3f} {t:14.3f} {n / e / 1e6:11.2f} {n / t / 1e6:10.2f}")
+        print(f"{label:>8} {e:13.3f} {t:14.3f} {n / e / 1e6:11.3f} {n / t / 1e6:10.3f}")
 
 
 if __name__ == "__main__":
