@@ -8,6 +8,8 @@ says ember.
 
     python examples/train_gpt.py               # 2 layers, 4 heads, width 128, context 64
     python examples/train_gpt.py --quick       # a few seconds, for the test suite
+    python -m ember.distributed.run --standalone --nproc-per-node 2 examples/train_gpt.py --ddp
+                                               # data parallel over 2 processes
 """
 import argparse
 import math
@@ -147,7 +149,20 @@ def main(argv=None):
     parser.add_argument("--sample-chars", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--quick", action="store_true", help="a short run for the test suite")
+    parser.add_argument("--ddp", action="store_true",
+                        help="DistributedDataParallel; start with python -m ember.distributed.run")
+    parser.add_argument("--checkpoint", default=None, help="save the trained weights here")
     args = parser.parse_args(argv)
+    rank, world = 0, 1
+    if args.ddp:
+        import ember.distributed as dist
+        dist.init_process_group("gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if args.batch_size % world:
+            raise SystemExit(f"--batch-size {args.batch_size} is not divisible by {world} ranks")
+    master = rank == 0
+    if not master:  # one rank reports
+        sys.stdout = open(os.devnull, "w")
     if args.quick:
         args.steps, args.eval_batches, args.sample_chars = 30, 2, 60
 
@@ -165,6 +180,11 @@ def main(argv=None):
     optimizer = configure_optimizer(model, args.lr, weight_decay=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(max(1, args.steps // 20), args.steps))
+    raw_model = model
+    if args.ddp:
+        from ember.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model)  # rank 0's weights; gradients averaged over the ranks
+        torch.manual_seed(args.seed + rank)  # each rank draws its own batches
     n_params = sum(p.numel() for p in model.parameters())
     print(f"text: {len(text):,} characters, vocabulary {len(chars)}; "
           f"model {n_params:,} parameters")
@@ -175,7 +195,7 @@ def main(argv=None):
     train_seconds = 0.0  # training steps only, evaluation excluded
     for step in range(1, args.steps + 1):
         step_start = time.perf_counter()
-        x, y = get_batch(train_data, args.batch_size, args.context)
+        x, y = get_batch(train_data, args.batch_size // world, args.context)
         _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -193,10 +213,15 @@ def main(argv=None):
             print(f"\nstep {step:4d}: val loss {val:.3f}")
 
     prompt = torch.tensor([[stoi["\n"]]], dtype=torch.long)
-    sample = "".join(chars[i] for i in model.generate(prompt, args.sample_chars)[0].tolist())
+    sample = "".join(chars[i]
+                     for i in raw_model.generate(prompt, args.sample_chars)[0].tolist())
     print("sample:" + sample)
     print(f"final: val loss {first_val:.3f} -> {val:.3f}, {args.steps} steps, "
           f"{train_seconds / args.steps * 1e3:.0f} ms/step, {time.perf_counter() - start:.1f} s")
+    if args.checkpoint and master:  # one copy of the weights: rank 0 writes it
+        torch.save(raw_model.state_dict(), args.checkpoint)
+    if args.ddp:
+        dist.destroy_process_group()
     return {"first_val": first_val, "val": val, "sample": sample,
             "step_seconds": train_seconds / args.steps}
 

@@ -287,6 +287,10 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
             # the buffers now own the gradients: dropping this list lets AccumulateGrad see a
             # gradient nobody else holds and steal it instead of copying
             outputs = None
+        # final callbacks (queue_callback), in order; one may queue more
+        task = _tasks.stack[-1]
+        while task.callbacks:
+            task.callbacks.pop(0)()
     finally:
         _tasks.stack.pop()
         _state.grad_enabled = prev_grad
@@ -317,10 +321,11 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
 # (register_multi_grad_hook): PyTorch's _current_graph_task_id / _will_engine_execute_node.
 
 class _GraphTask:
-    __slots__ = ("id", "nodes", "needed")
+    __slots__ = ("id", "nodes", "needed", "callbacks")
     _ids = itertools.count()
 
     def __init__(self, nodes, needed):
+        self.callbacks = []  # run once the graph is done (DistributedDataParallel's reducer)
         self.id = next(self._ids)
         self.nodes = nodes  # every node reachable from the roots
         self.needed = needed  # with inputs=: the nodes on a path to an input, else None
@@ -337,6 +342,14 @@ _tasks = _TaskStack()
 def current_graph_task_id():
     """Id of the backward pass running in this thread, or -1 outside one."""
     return _tasks.stack[-1].id if _tasks.stack else -1
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the running backward pass has finished its graph
+    (``Variable._execution_engine.queue_callback``)."""
+    if not _tasks.stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _tasks.stack[-1].callbacks.append(callback)
 
 
 def will_engine_execute_node(node):

@@ -2,3 +2,5 @@
 from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
+from . import parallel  # noqa: F401,E402  (DistributedDataParallel; mpi4py loads lazily)
+from .parallel import DataParallel  # noqa: F401,E402

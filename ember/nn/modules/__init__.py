@@ -39,6 +39,7 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropy
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 
 # Only the classes are re-exported by ``from .modules import *`` (not the submodule names).
 __all__ = sorted(n for n in dir() if n[:1].isupper())

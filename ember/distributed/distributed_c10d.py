@@ -1,0 +1,964 @@
+"""PyTorch's ``torch.distributed`` API (``distributed_c10d.py``): process groups, rendezvous and
+the collectives on tensors. Tensors are handed to the MPI engine (:mod:`._mpi`) as NumPy views
+of their storage; every collective is a non-blocking MPI request inside a ``Work``.
+"""
+import enum
+import io
+import os
+import pickle
+import warnings
+from datetime import timedelta
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+
+from . import _mpi
+from ._mpi import CompletedWork, DistBackendError, Work
+from ._store import FileStore, HashStore, Store, TCPStore
+
+__all__ = [
+    "Backend", "ReduceOp", "GroupMember", "group", "ProcessGroup", "Work", "DistBackendError",
+    "is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
+    "init_process_group", "destroy_process_group", "new_group", "get_rank", "get_world_size",
+    "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks",
+    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather",
+    "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
+    "send", "recv", "isend", "irecv", "batch_isend_irecv", "P2POp", "barrier",
+    "monitored_barrier", "broadcast_object_list", "all_gather_object", "gather_object",
+    "scatter_object_list", "Store", "TCPStore", "FileStore", "HashStore",
+]
+
+default_pg_timeout = timedelta(minutes=30)
+
+
+class Backend(str):
+    """Backend names: ``gloo`` and ``mpi`` both run on the MPI engine (CPU tensors)."""
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    MPI = "mpi"
+    backend_list = [UNDEFINED, GLOO, NCCL, MPI]
+
+    def __new__(cls, name):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got: "
+                             f"{type(name)}")
+        value = getattr(Backend, name.upper(), Backend.UNDEFINED)
+        if value == Backend.UNDEFINED:
+            value = name.lower()
+        return super().__new__(cls, value)
+
+
+class ReduceOp:
+    """PyTorch's ``ReduceOp``: ``ReduceOp.SUM`` etc. are ``ReduceOp.RedOpType`` members."""
+
+    class RedOpType(enum.Enum):
+        SUM = 0
+        AVG = 1
+        PRODUCT = 2
+        MIN = 3
+        MAX = 4
+        BAND = 5
+        BOR = 6
+        BXOR = 7
+        PREMUL_SUM = 8
+        UNUSED = 9
+
+        def __repr__(self):
+            return f"<RedOpType.{self.name}: {self.value}>"
+
+    SUM = RedOpType.SUM
+    AVG = RedOpType.AVG
+    PRODUCT = RedOpType.PRODUCT
+    MIN = RedOpType.MIN
+    MAX = RedOpType.MAX
+    BAND = RedOpType.BAND
+    BOR = RedOpType.BOR
+    BXOR = RedOpType.BXOR
+    PREMUL_SUM = RedOpType.PREMUL_SUM
+    UNUSED = RedOpType.UNUSED
+
+    def __init__(self, op):
+        self.op = op if isinstance(op, ReduceOp.RedOpType) else ReduceOp.RedOpType(op)
+
+
+def _op_name(op):
+    if isinstance(op, ReduceOp):
+        op = op.op
+    if not isinstance(op, ReduceOp.RedOpType) or op.name in ("PREMUL_SUM", "UNUSED"):
+        raise ValueError(f"Unsupported ReduceOp {op}")
+    return op.name
+
+
+class ProcessGroup:
+    """A communicator over some ranks; ``rank()``/``size()`` are this process's place in it."""
+
+    def __init__(self, comm, backend, global_ranks, store, timeout, world):
+        self._comm = comm
+        self._backend = Backend(backend)
+        self.global_ranks = list(global_ranks)
+        self.store = store
+        self.timeout_s = timeout.total_seconds()
+        self.world_size = world[1]  # of the default group: for naming missing ranks
+        self.global_rank = world[0]
+        self.group_name = ""
+
+    def rank(self):
+        return self._comm.Get_rank()
+
+    def size(self):
+        return self._comm.Get_size()
+
+    def name(self):
+        return self._backend
+
+    def _get_backend_name(self):
+        return str(self._backend)
+
+    def __repr__(self):
+        return f"ProcessGroup(backend={self._backend!r}, rank={self.rank()}, size={self.size()})"
+
+
+class GroupMember:
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+class group:  # noqa: N801 (PyTorch's name)
+    WORLD = None
+
+
+class _World:
+    default_pg = None
+    groups = []
+
+
+def _set_world(pg):
+    _World.default_pg = pg
+    GroupMember.WORLD = pg
+    group.WORLD = pg
+
+
+# --- state queries
+
+def is_available():
+    """Whether the MPI engine (mpi4py) can be imported."""
+    return _mpi.available()
+
+
+def is_mpi_available():
+    return _mpi.available()
+
+
+def is_gloo_available():
+    return _mpi.available()
+
+
+def is_nccl_available():
+    return False
+
+
+def is_initialized():
+    return _World.default_pg is not None
+
+
+def is_torchelastic_launched():
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def _get_default_group():
+    if _World.default_pg is None:
+        raise ValueError("Default process group has not been initialized, please make sure to "
+                         "call init_process_group.")
+    return _World.default_pg
+
+
+def _group(g):
+    return _get_default_group() if g is None else g
+
+
+def _not_in_group(g):
+    return g is GroupMember.NON_GROUP_MEMBER
+
+
+def _warn_not_in_group(op_name):
+    warnings.warn(f"Running {op_name} on global rank {get_rank()} which does not belong to the "
+                  f"given group.")
+
+
+def get_rank(group=None):
+    if _not_in_group(group):
+        return -1
+    return _group(group).rank()
+
+
+def get_world_size(group=None):
+    if _not_in_group(group):
+        return -1
+    return _group(group).size()
+
+
+def get_backend(group=None):
+    if _not_in_group(group):
+        raise ValueError("Invalid process group specified")
+    return _group(group)._backend
+
+
+def get_process_group_ranks(group):
+    return list(_group(group).global_ranks)
+
+
+def get_global_rank(group, group_rank):
+    g = _group(group)
+    if not 0 <= group_rank < g.size():
+        raise ValueError(f"Group rank {group_rank} is not part of group {g}")
+    return g.global_ranks[group_rank]
+
+
+def get_group_rank(group, global_rank):
+    g = _group(group)
+    try:
+        return g.global_ranks.index(global_rank)
+    except ValueError:
+        raise ValueError(f"Global rank {global_rank} is not part of group {g}") from None
+
+
+# --- init
+
+def _env(name, what):
+    v = os.environ.get(name)
+    if v is None:
+        raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: "
+                         f"environment variable {name} expected, but not set")
+    return v
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
+    """Join this process to the others (PyTorch's signature). ``backend`` ``"gloo"``/``"mpi"``
+    (or None) runs on MPI; rendezvous by ``init_method`` (``env://`` default, ``tcp://``,
+    ``file://``) or ``store``; under ``mpiexec`` without ``RANK`` the MPI world is the group."""
+    if _World.default_pg is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    if store is not None and init_method is not None:
+        raise ValueError("Cannot specify both init_method and store.")
+    backend = Backend(backend or "gloo")
+    for part in str(backend).split(","):  # "cpu:gloo,cuda:nccl"
+        name = part.split(":")[-1]
+        if name == "nccl":
+            raise RuntimeError("ember.distributed: the nccl backend is not available here (it "
+                               "needs CuPy's NCCL and a CUDA device); use gloo or mpi")
+        if name not in ("gloo", "mpi"):
+            raise RuntimeError(f"Invalid backend: '{name}'")
+    if timeout is None:
+        timeout = default_pg_timeout
+    elif not isinstance(timeout, timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "
+                        f"{type(timeout)}")
+    MPI = _mpi.mpi()
+
+    if store is None:
+        env_has_rank = "RANK" in os.environ or rank != -1
+        url = init_method or "env://"
+        if url == "env://" and not env_has_rank and MPI.COMM_WORLD.Get_size() > 1:
+            # started by mpiexec alone: the MPI world is the group (PyTorch's mpi backend)
+            rank, world_size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+        else:
+            store, rank, world_size = _rendezvous(url, rank, world_size, timeout)
+    else:
+        if rank < 0 or world_size < 1:
+            raise ValueError("rank and world_size must be given with a store")
+    comm = _mpi.connect(store, rank, world_size, timeout.total_seconds())
+    pg = ProcessGroup(comm, backend, range(world_size), store, timeout, (rank, world_size))
+    pg.group_name = group_name or "0"
+    _set_world(pg)
+    _World.groups = [pg]
+
+
+def _rendezvous(url, rank, world_size, timeout):
+    u = urlparse(url)
+    q = {k: v[0] for k, v in parse_qs(u.query).items()}
+    if "rank" in q:
+        rank = int(q["rank"])
+    if "world_size" in q:
+        world_size = int(q["world_size"])
+    if u.scheme == "env":
+        if rank == -1:
+            rank = int(_env("RANK", "rank"))
+        if world_size == -1:
+            world_size = int(_env("WORLD_SIZE", "world size"))
+        if world_size == 1:
+            return HashStore(timeout), rank, world_size
+        host = _env("MASTER_ADDR", "master address")
+        port = int(_env("MASTER_PORT", "master port"))
+    elif u.scheme == "tcp":
+        host, port = u.hostname, u.port
+        if port is None:
+            raise ValueError(f"port number missing in {url}")
+    elif u.scheme == "file":
+        if rank == -1 or world_size == -1:
+            raise ValueError("rank and world_size must be given for file:// rendezvous")
+        return FileStore(u.path, world_size, timeout), rank, world_size
+    else:
+        raise RuntimeError(f"No rendezvous handler for {u.scheme}://")
+    if rank < 0 or world_size < 1:
+        raise ValueError(f"rank ({rank}) and world_size ({world_size}) must be given")
+    # The master's server must survive a peer's connection attempt before it is up: the
+    # clients retry until the timeout.
+    st = TCPStore(host, port, world_size, is_master=(rank == 0), timeout=timeout, rank=rank)
+    return st, rank, world_size
+
+
+def destroy_process_group(group=None):
+    if group is None or group is _World.default_pg:
+        pg = _get_default_group()
+        for g in _World.groups:
+            if g._comm is not None:
+                g._comm.Free()
+                g._comm = None
+        if isinstance(pg.store, TCPStore):
+            # rank 0 hosts the store: leave it up until every rank is done with it
+            try:
+                pg.store.add("ember/destroyed", 1)
+                if pg.global_rank == 0:
+                    import time
+                    deadline = time.monotonic() + 5
+                    while (int(pg.store.add("ember/destroyed", 0)) < pg.world_size
+                           and time.monotonic() < deadline):
+                        time.sleep(0.005)
+                pg.store.close()
+            except OSError:
+                pass
+        _set_world(None)
+        _World.groups = []
+    else:
+        if group._comm is not None:
+            group._comm.Free()
+            group._comm = None
+        if group in _World.groups:
+            _World.groups.remove(group)
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None, device_id=None):
+    """A group over ``ranks`` (global ranks; every process of the world must call it)."""
+    world = _get_default_group()
+    ranks = sorted(range(world.size())) if ranks is None else sorted(int(r) for r in ranks)
+    for r in ranks:
+        if not 0 <= r < world.size():
+            raise ValueError(f"Invalid rank {r}: the world size is {world.size()}")
+    MPI = _mpi.mpi()
+    comm = world._comm.Create(world._comm.Get_group().Incl(ranks))
+    if comm == MPI.COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    t = timeout if timeout is not None else timedelta(seconds=world.timeout_s)
+    pg = ProcessGroup(comm, backend or world._backend, ranks, world.store, t,
+                      (world.global_rank, world.world_size))
+    pg.group_name = str(len(_World.groups))
+    _World.groups.append(pg)
+    return pg
+
+
+# --- tensors <-> buffers
+
+def _tensor_mod():
+    import ember
+    return ember
+
+
+def _check_tensor(t, name="tensor"):
+    from .._tensor import Tensor
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
+                        f"torch.Tensor\n             but got {type(t)} instead.")
+    if t.device.type != "cpu":
+        raise RuntimeError(f"ember's MPI backend works on CPU tensors; got a {t.device.type} "
+                           f"tensor")
+
+
+def _check_list(ts, name):
+    if not isinstance(ts, (list, tuple)):
+        raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
+                        f"List[torch.Tensor]\n             but got {type(ts)} instead.")
+    for t in ts:
+        _check_tensor(t, name)
+
+
+def _buffer(t, reducing=False):
+    """``(array, writeback)``: a contiguous array MPI can use for ``t``. For a contiguous tensor
+    of a dtype MPI knows it is ``t``'s own memory; otherwise a staged copy that ``writeback``
+    copies into ``t`` (bfloat16 reduces in float32)."""
+    a = t._nd()
+    if reducing and (a.dtype.name == "bfloat16"):
+        staged = a.astype(np.float32)
+    elif a.flags.c_contiguous:
+        return a, (lambda: t._bump_version())
+    else:
+        staged = np.ascontiguousarray(a)
+
+    def writeback():
+        ember = _tensor_mod()
+        with ember.no_grad():
+            t.copy_(ember.from_numpy(staged.reshape(t.shape)))
+
+    return staged, writeback
+
+
+def _input(t):
+    a = t._nd()
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+def _run(pg, work, async_op):
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _wait_quiet(pg, reqs, name):
+    Work(reqs, pg, name).wait()
+
+
+def _check_same(pg, name, numel, dtype):
+    """All ranks call a collective with the same number of elements and dtype, or each raises
+    an error naming every rank's size (MPI would truncate, corrupt or hang)."""
+    from .._core import dtype as _dt
+    codes = list(_dt.ALL_DTYPES)
+    mine = np.array([numel, codes.index(dtype)], dtype=np.int64)
+    every = np.empty((pg.size(), 2), dtype=np.int64)
+    _wait_quiet(pg, [pg._comm.Iallgather(mine, every)], name)
+    if (every != every[0]).any():
+        per_rank = ", ".join(f"rank {pg.global_ranks[r]}: {int(every[r, 0])} x "
+                             f"{codes[int(every[r, 1])]}" for r in range(pg.size()))
+        raise RuntimeError(f"{name}: the tensors differ across ranks in "
+                           f"{'size' if (every[:, 0] != every[0, 0]).any() else 'dtype'} "
+                           f"({per_rank})")
+
+
+def _avg_finish(arr, n, then):
+    def finish():
+        if arr.dtype.kind in "fc":
+            np.divide(arr, n, out=arr)
+        else:
+            np.floor_divide(arr, n, out=arr)
+        then()
+    return finish
+
+
+def _group_rank(pg, global_rank, group_rank, what):
+    if group_rank is not None:
+        if global_rank is not None:
+            raise ValueError(f"Can not specify both {what} and group_{what}")
+        return group_rank
+    if global_rank is None:
+        global_rank = 0
+    return get_group_rank(pg, global_rank) if pg is not _World.default_pg else global_rank
+
+
+# --- collectives
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("all_reduce")
+    pg = _group(group)
+    opn = _op_name(op)
+    _check_same(pg, "all_reduce", tensor.numel(), tensor.dtype)
+    return _run(pg, _allreduce_array(pg, tensor, opn), async_op)
+
+
+def _allreduce_array(pg, tensor, opn, name="all_reduce"):
+    arr, writeback = _buffer(tensor, reducing=True)
+    MPI = _mpi.mpi()
+    req = pg._comm.Iallreduce(MPI.IN_PLACE, _mpi.mpi_array(arr), _mpi.reduce_op(opn, arr.dtype))
+    fin = _avg_finish(arr, pg.size(), writeback) if opn == "AVG" else writeback
+    return Work([req], pg, name, fin, keep=(arr, tensor), result=[tensor])
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("broadcast")
+    pg = _group(group)
+    root = _group_rank(pg, src, group_src, "src")
+    _check_same(pg, "broadcast", tensor.numel(), tensor.dtype)
+    arr, writeback = _buffer(tensor)
+    req = pg._comm.Ibcast(_mpi.mpi_array(arr), root=root)
+    return _run(pg, Work([req], pg, "broadcast", writeback, keep=(arr,), result=[tensor]),
+                async_op)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("reduce")
+    pg = _group(group)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    opn = _op_name(op)
+    _check_same(pg, "reduce", tensor.numel(), tensor.dtype)
+    arr, writeback = _buffer(tensor, reducing=True)
+    MPI = _mpi.mpi()
+    mop = _mpi.reduce_op(opn, arr.dtype)
+    if pg.rank() == root:
+        req = pg._comm.Ireduce(MPI.IN_PLACE, _mpi.mpi_array(arr), mop, root=root)
+        fin = _avg_finish(arr, pg.size(), writeback) if opn == "AVG" else writeback
+    else:
+        req = pg._comm.Ireduce(_mpi.mpi_array(arr), None, mop, root=root)
+        fin = None
+    return _run(pg, Work([req], pg, "reduce", fin, keep=(arr,), result=[tensor]), async_op)
+
+
+def _scatter_back(flat, outs):
+    """A finish that copies the row ``i`` of ``flat`` into ``outs[i]``."""
+    def finish():
+        ember = _tensor_mod()
+        with ember.no_grad():
+            for i, o in enumerate(outs):
+                o.copy_(ember.from_numpy(flat[i].reshape(o.shape)))
+    return finish
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    _check_list(tensor_list, "tensor_list")
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("all_gather")
+    pg = _group(group)
+    if len(tensor_list) != pg.size():
+        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors for a group of "
+                         f"{pg.size()} ranks")
+    for o in tensor_list:
+        if o.numel() != tensor.numel():
+            raise RuntimeError(f"all_gather: an output tensor has {o.numel()} elements but the "
+                               f"input has {tensor.numel()}")
+    _check_same(pg, "all_gather", tensor.numel(), tensor.dtype)
+    src = _input(tensor)
+    flat = np.empty((pg.size(), src.size), dtype=src.dtype)
+    req = pg._comm.Iallgather(_mpi.mpi_array(src.reshape(-1)), _mpi.mpi_array(flat))
+    return _run(pg, Work([req], pg, "all_gather", _scatter_back(flat, tensor_list),
+                         keep=(src, flat), result=[list(tensor_list)]), async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    _check_tensor(output_tensor, "output_tensor")
+    _check_tensor(input_tensor, "input_tensor")
+    if _not_in_group(group):
+        return _warn_not_in_group("all_gather_into_tensor")
+    pg = _group(group)
+    if output_tensor.numel() != input_tensor.numel() * pg.size():
+        raise ValueError(f"output tensor size must be equal to world_size times input tensor "
+                         f"size (output {output_tensor.numel()}, input {input_tensor.numel()}, "
+                         f"world_size {pg.size()})")
+    _check_same(pg, "all_gather_into_tensor", input_tensor.numel(), input_tensor.dtype)
+    src = _input(input_tensor)
+    out, writeback = _buffer(output_tensor)
+    req = pg._comm.Iallgather(_mpi.mpi_array(src.reshape(-1)), _mpi.mpi_array(out))
+    return _run(pg, Work([req], pg, "all_gather_into_tensor", writeback, keep=(src, out),
+                         result=[output_tensor]), async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("gather")
+    pg = _group(group)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    if pg.rank() == root:
+        if not gather_list:
+            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
+        if len(gather_list) != pg.size():
+            raise ValueError(f"gather: gather_list has {len(gather_list)} tensors for a group of "
+                             f"{pg.size()} ranks")
+        _check_list(gather_list, "gather_list")
+    elif gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
+                         "ranks.")
+    _check_same(pg, "gather", tensor.numel(), tensor.dtype)
+    src = _input(tensor).reshape(-1)
+    if pg.rank() == root:
+        flat = np.empty((pg.size(), src.size), dtype=src.dtype)
+        req = pg._comm.Igather(_mpi.mpi_array(src), _mpi.mpi_array(flat), root=root)
+        work = Work([req], pg, "gather", _scatter_back(flat, gather_list), keep=(src, flat),
+                    result=[list(gather_list)])
+    else:
+        req = pg._comm.Igather(_mpi.mpi_array(src), None, root=root)
+        work = Work([req], pg, "gather", keep=(src,), result=[])
+    return _run(pg, work, async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("scatter")
+    pg = _group(group)
+    root = _group_rank(pg, src, group_src, "src")
+    _check_same(pg, "scatter", tensor.numel(), tensor.dtype)
+    out, writeback = _buffer(tensor)
+    if pg.rank() == root:
+        if not scatter_list:
+            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
+        _check_list(scatter_list, "scatter_list")
+        if len(scatter_list) != pg.size():
+            raise ValueError(f"scatter: scatter_list has {len(scatter_list)} tensors for a group "
+                             f"of {pg.size()} ranks")
+        for t in scatter_list:
+            if t.numel() != tensor.numel():
+                raise RuntimeError(f"scatter: a tensor of scatter_list has {t.numel()} elements "
+                                   f"but the output tensor has {tensor.numel()}")
+        flat = np.stack([_input(t).reshape(-1) for t in scatter_list])
+        req = pg._comm.Iscatter(_mpi.mpi_array(flat), _mpi.mpi_array(out), root=root)
+        keep = (flat, out)
+    else:
+        if scatter_list:
+            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
+                             "ranks.")
+        req = pg._comm.Iscatter(None, _mpi.mpi_array(out), root=root)
+        keep = (out,)
+    return _run(pg, Work([req], pg, "scatter", writeback, keep=keep, result=[tensor]), async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    _check_tensor(output, "output")
+    _check_list(input_list, "input_list")
+    if _not_in_group(group):
+        return _warn_not_in_group("reduce_scatter")
+    pg = _group(group)
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors for a group "
+                         f"of {pg.size()} ranks")
+    for t in input_list:
+        if t.numel() != output.numel():
+            raise RuntimeError(f"reduce_scatter: an input tensor has {t.numel()} elements but the "
+                               f"output has {output.numel()}")
+    return _reduce_scatter(pg, output, [_input(t).reshape(-1) for t in input_list], op,
+                           "reduce_scatter", async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    _check_tensor(output, "output")
+    _check_tensor(input, "input")
+    if _not_in_group(group):
+        return _warn_not_in_group("reduce_scatter_tensor")
+    pg = _group(group)
+    if input.numel() != output.numel() * pg.size():
+        raise ValueError(f"input tensor must be the same size as output size times world size "
+                         f"(input {input.numel()}, output {output.numel()}, world_size "
+                         f"{pg.size()})")
+    flat = _input(input).reshape(pg.size(), -1)
+    return _reduce_scatter(pg, output, list(flat), op, "reduce_scatter_tensor", async_op)
+
+
+def _reduce_scatter(pg, output, rows, op, name, async_op):
+    opn = _op_name(op)
+    _check_same(pg, name, output.numel(), output.dtype)
+    send = np.stack(rows) if rows else np.empty((0,))
+    out, writeback = _buffer(output, reducing=True)
+    if send.dtype != out.dtype:  # bfloat16 reduces in float32
+        send = send.astype(out.dtype)
+    req = pg._comm.Ireduce_scatter_block(_mpi.mpi_array(send), _mpi.mpi_array(out),
+                                          _mpi.reduce_op(opn, out.dtype))
+    fin = _avg_finish(out, pg.size(), writeback) if opn == "AVG" else writeback
+    return _run(pg, Work([req], pg, name, fin, keep=(send, out), result=[output]), async_op)
+
+
+def _alltoallv(pg, send, send_counts, recv, recv_counts, name, finish, result, async_op):
+    MPI = _mpi.mpi()
+    sd = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(np.int64)
+    rd = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
+    sc = np.asarray(send_counts, dtype=np.int64)
+    rc = np.asarray(recv_counts, dtype=np.int64)
+    # counts must agree pairwise: what i sends to j is what j expects from i
+    every = np.empty((pg.size(), pg.size()), dtype=np.int64)
+    _wait_quiet(pg, [pg._comm.Iallgather(sc, every)], name)
+    expected = every[:, pg.rank()]
+    if (expected != rc).any():
+        bad = [pg.global_ranks[j] for j in range(pg.size()) if expected[j] != rc[j]]
+        raise RuntimeError(f"{name}: split sizes disagree across ranks: rank "
+                           f"{pg.global_ranks[pg.rank()]} expects {rc.tolist()} elements from "
+                           f"ranks {list(pg.global_ranks)} but they send "
+                           f"{expected.tolist()} (mismatch with ranks {bad})")
+    dt = MPI._typedict[send.dtype.char] if send.dtype.char in MPI._typedict else None
+    if dt is None:  # bfloat16 and friends: count bytes
+        k = send.dtype.itemsize
+        send, recv_m = send.view(np.uint8), recv.view(np.uint8)
+        sc, rc, sd, rd = sc * k, rc * k, sd * k, rd * k
+        dt = MPI.BYTE
+    else:
+        recv_m = recv
+    req = pg._comm.Ialltoallv([send, (sc, sd), dt], [recv_m, (rc, rd), dt])
+    return _run(pg, Work([req], pg, name, finish, keep=(send, recv, sc, rc, sd, rd),
+                         result=result), async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    _check_tensor(output, "output")
+    _check_tensor(input, "input")
+    if _not_in_group(group):
+        return _warn_not_in_group("all_to_all_single")
+    pg = _group(group)
+    n = pg.size()
+    row_in = input.numel() // max(input.shape[0], 1) if input.dim() else 1
+    row_out = output.numel() // max(output.shape[0], 1) if output.dim() else 1
+
+    def counts(splits, t, row, what):
+        if splits is None or len(splits) == 0:
+            if t.shape[0] % n:
+                raise ValueError(f"all_to_all_single: the {what} tensor's first dimension "
+                                 f"({t.shape[0]}) is not divisible by the group size ({n})")
+            return [t.numel() // n] * n
+        if len(splits) != n:
+            raise ValueError(f"all_to_all_single: {len(splits)} {what} split sizes for a group of "
+                             f"{n} ranks")
+        if sum(splits) != t.shape[0]:
+            raise ValueError(f"all_to_all_single: {what} split sizes sum to {sum(splits)} but the "
+                             f"tensor's first dimension is {t.shape[0]}")
+        return [int(s) * row for s in splits]
+
+    sc = counts(input_split_sizes, input, row_in, "input")
+    rc = counts(output_split_sizes, output, row_out, "output")
+    send = _input(input).reshape(-1)
+    recv, writeback = _buffer(output)
+    return _alltoallv(pg, send, sc, recv.reshape(-1), rc, "all_to_all_single", writeback,
+                      [output], async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    _check_list(output_tensor_list, "output_tensor_list")
+    _check_list(input_tensor_list, "input_tensor_list")
+    if _not_in_group(group):
+        return _warn_not_in_group("all_to_all")
+    pg = _group(group)
+    if len(input_tensor_list) != pg.size() or len(output_tensor_list) != pg.size():
+        raise ValueError(f"all_to_all: the tensor lists must have one tensor per rank "
+                         f"({pg.size()})")
+    send = np.concatenate([_input(t).reshape(-1) for t in input_tensor_list])
+    rc = [t.numel() for t in output_tensor_list]
+    recv = np.empty(sum(rc), dtype=send.dtype)
+    bounds = np.cumsum([0] + rc)
+
+    def finish():
+        ember = _tensor_mod()
+        with ember.no_grad():
+            for i, o in enumerate(output_tensor_list):
+                o.copy_(ember.from_numpy(recv[bounds[i]:bounds[i + 1]].reshape(o.shape)))
+
+    return _alltoallv(pg, send, [t.numel() for t in input_tensor_list], recv, rc, "all_to_all",
+                      finish, [list(output_tensor_list)], async_op)
+
+
+# --- point to point
+
+def _peer(pg, rank, group_rank, what):
+    if group_rank is not None:
+        return group_rank
+    if rank is None:
+        raise ValueError(f"{what} must be given")
+    return get_group_rank(pg, rank) if pg is not _World.default_pg else rank
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("isend")
+    pg = _group(group)
+    peer = _peer(pg, dst, group_dst, "dst")
+    if peer == pg.rank():
+        raise ValueError("Invalid destination rank: should not be the same as the rank of the "
+                         "current process.")
+    src = _input(tensor).reshape(-1)
+    req = pg._comm.Isend(_mpi.mpi_array(src), dest=peer, tag=tag)
+    return Work([req], pg, "send", keep=(src,), result=[tensor])
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        return _warn_not_in_group("irecv")
+    pg = _group(group)
+    MPI = _mpi.mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src,
+                                                                          "src")
+    out, writeback = _buffer(tensor)
+    req = pg._comm.Irecv(_mpi.mpi_array(out), source=peer, tag=tag)
+    work = Work([req], pg, "recv", writeback, keep=(out,), result=[tensor])
+    work._source = peer
+    return work
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    w = isend(tensor, dst, group, tag, group_dst)
+    if w is not None:
+        w.wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor``; returns the sender's rank."""
+    _check_tensor(tensor)
+    if _not_in_group(group):
+        _warn_not_in_group("recv")
+        return -1
+    pg = _group(group)
+    if src is None and group_src is None:
+        # from any rank: probe for the sender first (with the group's timeout), then receive
+        MPI = _mpi.mpi()
+        import time
+        status = MPI.Status()
+        deadline = time.monotonic() + pg.timeout_s
+        while not pg._comm.Iprobe(source=MPI.ANY_SOURCE, tag=tag, status=status):
+            if time.monotonic() > deadline:
+                raise DistBackendError(f"[Rank {pg.global_rank}] recv from any source timed out "
+                                       f"after {pg.timeout_s * 1000:.0f} ms")
+            time.sleep(0)
+        group_src = status.Get_source()
+    w = irecv(tensor, src, group, tag, group_src)
+    w.wait()
+    return pg.global_ranks[w._source]
+
+
+class P2POp:
+    """One operation of ``batch_isend_irecv``."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+        self.group_peer = group_peer
+
+
+def batch_isend_irecv(p2p_op_list):
+    works = []
+    for p in p2p_op_list:
+        if p.op in (isend, send):
+            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+        else:
+            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    return works
+
+
+# --- barriers
+
+def barrier(group=None, async_op=False, device_ids=None):
+    if _not_in_group(group):
+        return _warn_not_in_group("barrier")
+    pg = _group(group)
+    return _run(pg, Work([pg._comm.Ibarrier()], pg, "barrier"), async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """Rank 0 waits for every other rank (naming the ones that did not come, as PyTorch), then
+    releases them."""
+    if _not_in_group(group):
+        return _warn_not_in_group("monitored_barrier")
+    pg = _group(group)
+    t = (timeout.total_seconds() if timeout is not None else pg.timeout_s)
+    MPI = _mpi.mpi()
+    tag = 0x7E3B
+    comm = pg._comm
+    token = np.zeros(1, dtype=np.int8)
+    if pg.rank() == 0:
+        bufs = [np.zeros(1, dtype=np.int8) for _ in range(pg.size())]
+        reqs = {r: comm.Irecv(bufs[r], source=r, tag=tag) for r in range(1, pg.size())}
+        import time
+        deadline = time.monotonic() + t
+        while reqs and time.monotonic() < deadline:
+            for r in [r for r, q in reqs.items() if q.Test()]:
+                del reqs[r]
+        if reqs:
+            for q in reqs.values():
+                q.Cancel()
+            missing = sorted(pg.global_ranks[r] for r in reqs)
+            if wait_all_ranks:
+                raise RuntimeError(f"Ranks {', '.join(map(str, missing))} failed to pass "
+                                   f"monitoredBarrier in {int(t * 1000)} ms")
+            raise RuntimeError(f"Rank {missing[0]} failed to pass monitoredBarrier in "
+                               f"{int(t * 1000)} ms")
+        sends = [comm.Isend(token, dest=r, tag=tag) for r in range(1, pg.size())]
+        Work(sends, pg, "monitored_barrier", keep=(token,)).wait(t)
+    else:
+        s = comm.Isend(token, dest=0, tag=tag)
+        r = comm.Irecv(np.zeros(1, dtype=np.int8), source=0, tag=tag)
+        Work([s, r], pg, "monitored_barrier", keep=(token,)).wait(t)
+
+
+# --- objects (pickled into byte arrays)
+
+def _pickle(obj):
+    f = io.BytesIO()
+    pickle.Pickler(f).dump(obj)
+    return np.frombuffer(f.getvalue(), dtype=np.uint8)
+
+
+def _allgather_bytes(pg, data, name, root=None):
+    """Every rank's byte array (``root``: gathered only there; others get None)."""
+    n = pg.size()
+    sizes = np.empty(n, dtype=np.int64)
+    mine = np.array([data.size], dtype=np.int64)
+    _wait_quiet(pg, [pg._comm.Iallgather(mine, sizes)], name)
+    displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    if root is None:
+        out = np.empty(int(sizes.sum()), dtype=np.uint8)
+        Work([pg._comm.Iallgatherv(data, [out, (sizes, displs)])], pg, name,
+             keep=(data, out, sizes, displs)).wait()
+    elif pg.rank() == root:
+        out = np.empty(int(sizes.sum()), dtype=np.uint8)
+        Work([pg._comm.Igatherv(data, [out, (sizes, displs)], root=root)], pg, name,
+             keep=(data, out, sizes, displs)).wait()
+    else:
+        Work([pg._comm.Igatherv(data, None, root=root)], pg, name, keep=(data,)).wait()
+        return None
+    return [out[displs[i]:displs[i] + sizes[i]].tobytes() for i in range(n)]
+
+
+def all_gather_object(object_list, obj, group=None):
+    if _not_in_group(group):
+        return _warn_not_in_group("all_gather_object")
+    pg = _group(group)
+    for i, b in enumerate(_allgather_bytes(pg, _pickle(obj), "all_gather_object")):
+        object_list[i] = pickle.loads(b)
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    if _not_in_group(group):
+        return _warn_not_in_group("gather_object")
+    pg = _group(group)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    if pg.rank() == root and object_gather_list is None:
+        raise ValueError("Argument ``object_gather_list`` must be specified on destination "
+                         "rank.")
+    got = _allgather_bytes(pg, _pickle(obj), "gather_object", root=root)
+    if got is not None:
+        for i, b in enumerate(got):
+            object_gather_list[i] = pickle.loads(b)
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    if _not_in_group(group):
+        return _warn_not_in_group("broadcast_object_list")
+    pg = _group(group)
+    root = _group_rank(pg, src, group_src, "src")
+    size = np.zeros(1, dtype=np.int64)
+    data = None
+    if pg.rank() == root:
+        data = _pickle(list(object_list))
+        size[0] = data.size
+    Work([pg._comm.Ibcast(size, root=root)], pg, "broadcast_object_list", keep=(size,)).wait()
+    if pg.rank() != root:
+        data = np.empty(int(size[0]), dtype=np.uint8)
+    Work([pg._comm.Ibcast(data, root=root)], pg, "broadcast_object_list", keep=(data,)).wait()
+    if pg.rank() != root:
+        objs = pickle.loads(data.tobytes())
+        for i, o in enumerate(objs):
+            object_list[i] = o
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
+                        group=None, group_src=None):
+    if _not_in_group(group):
+        return _warn_not_in_group("scatter_object_list")
+    pg = _group(group)
+    root = _group_rank(pg, src, group_src, "src")
+    objs = [None]
+    if pg.rank() == root:
+        objs = [list(scatter_object_input_list)]
+    broadcast_object_list(objs, src=pg.global_ranks[root], group=group)
+    scatter_object_output_list[0] = objs[0][pg.rank()]

@@ -1,0 +1,405 @@
+"""``DistributedDataParallel``: PyTorch's algorithm (``torch/nn/parallel/distributed.py`` and the
+C++ ``Reducer``) in Python.
+
+* construction: every rank checks it holds the same parameter shapes, then takes rank 0's
+  parameters and buffers (one coalesced broadcast per dtype);
+* gradients live in flat buckets, parameters assigned in reverse registration order (roughly
+  the order backward produces them): the first bucket up to 1 MiB, the others ``bucket_cap_mb``;
+* a hook after each parameter's gradient accumulation copies it into its bucket; a bucket whose
+  gradients are all there is all-reduced asynchronously (buckets launch in index order, the same
+  on every rank, as MPI requires) while backward goes on;
+* when the last bucket has launched, a callback at the end of backward
+  (``Variable._execution_engine.queue_callback``) waits for the reductions and writes the averaged
+  gradients back into ``.grad``;
+* after the first iteration the buckets are rebuilt in the order the gradients actually arrived
+  (rank 0's order, so that every rank agrees).
+
+Beyond PyTorch: when a parameter got no gradient the error names it (pytorch#43259).
+"""
+from contextlib import contextmanager
+
+import ember
+import ember.distributed as dist
+
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+_MiB = 1024 * 1024
+
+
+def _bucket_assignment(params, order, limits):
+    """Indices of ``params`` (taken in ``order``) grouped into buckets per dtype; the ``k``-th
+    bucket of a dtype closes once it reaches ``limits[min(k, len(limits)-1)]`` bytes
+    (PyTorch's ``compute_bucket_assignment_by_size``)."""
+    open_, counts, done = {}, {}, []
+    for i in order:
+        p = params[i]
+        key = p.dtype
+        b = open_.setdefault(key, [[], 0])
+        b[0].append(i)
+        b[1] += p.numel() * p.element_size()
+        limit = limits[min(counts.get(key, 0), len(limits) - 1)]
+        if b[1] >= limit:
+            done.append(b[0])
+            counts[key] = counts.get(key, 0) + 1
+            del open_[key]
+    done.extend(b[0] for b in open_.values() if b[0])
+    return done
+
+
+class GradBucket:
+    """What a comm hook gets: one bucket's flat gradient buffer and its parameters."""
+
+    def __init__(self, index, buffer, params, offsets, is_last):
+        self._index, self._buffer, self._params = index, buffer, params
+        self._offsets, self._is_last = offsets, is_last
+
+    def index(self):
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def set_buffer(self, buffer):
+        self._buffer.copy_(buffer)
+
+    def gradients(self):
+        return [self._buffer[o:o + p.numel()].view(p.shape)
+                for p, o in zip(self._params, self._offsets)]
+
+    def parameters(self):
+        return list(self._params)
+
+    def is_last(self):
+        return self._is_last
+
+
+class _Bucket:
+    def __init__(self, index, params, param_idx):
+        self.index = index
+        self.param_idx = param_idx
+        self.params = params
+        self.offsets, n = [], 0
+        for p in params:
+            self.offsets.append(n)
+            n += p.numel()
+        self.buffer = ember.zeros(n, dtype=params[0].dtype)
+        self.views = [self.buffer[o:o + p.numel()].view(p.shape)
+                      for p, o in zip(params, self.offsets)]
+        self.pending = len(params)
+        self.work = None  # Work or Future of the running reduction
+
+
+class DistributedDataParallel(Module):
+    """Data parallelism over processes: wrap the model, run forward/backward as usual, and each
+    backward leaves the gradients averaged over the ranks."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 init_sync=True, process_group=None, bucket_cap_mb=None,
+                 find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False,
+                 delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
+                 mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
+        super().__init__()
+        if process_group is None:
+            process_group = dist.distributed_c10d._get_default_group()
+        self.module = module
+        self.process_group = process_group
+        self.device_ids = device_ids
+        self.output_device = output_device
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.static_graph = static_graph
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * _MiB)
+        self._named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not self._named:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
+                               "any parameter that requires a gradient.")
+        self._params = [p for _, p in self._named]
+        self._names = [n for n, _ in self._named]
+        self._index = {id(p): i for i, p in enumerate(self._params)}
+        self._comm_hook = None
+        self._comm_state = None
+        self._verify_param_shapes()
+        if init_sync:
+            self._broadcast_coalesced(self._params + [b for b in module.buffers()])
+        # reverse registration order, first bucket 1 MiB (PyTorch's initial assignment)
+        self._build_buckets(list(reversed(range(len(self._params)))))
+        self._rebuilt = False
+        self._ready_order = []
+        self._expect_hooks = False
+        self._require_finalize = False
+        self._unused = []
+        self._static_unused = None
+        self._hooks = [p.register_post_accumulate_grad_hook(self._make_hook(i))
+                       for i, p in enumerate(self._params)]
+
+    # --- construction
+
+    def _verify_param_shapes(self):
+        shapes = [tuple(p.shape) for p in self._params]
+        every = [None] * self.process_group.size()
+        dist.all_gather_object(every, shapes, group=self.process_group)
+        for r, s in enumerate(every):
+            if len(s) != len(shapes):
+                raise RuntimeError(f"DDP expects same model across all ranks, but Rank "
+                                   f"{self.process_group.rank()} has {len(shapes)} params, while "
+                                   f"rank {r} has inconsistent {len(s)} params.")
+            for i, (a, b) in enumerate(zip(shapes, s)):
+                if a != b:
+                    raise RuntimeError(f"DDP expects same model across all ranks, but Rank "
+                                       f"{self.process_group.rank()} has parameter "
+                                       f"{self._names[i]} of shape {list(a)} while rank {r} has "
+                                       f"shape {list(b)}.")
+
+    def _broadcast_coalesced(self, tensors, src=0):
+        """Rank ``src``'s values of ``tensors``: one flat broadcast per dtype."""
+        by_dtype = {}
+        for t in tensors:
+            by_dtype.setdefault(t.dtype, []).append(t)
+        with ember.no_grad():
+            for ts in by_dtype.values():
+                flat = ember.cat([t.detach().reshape(-1) for t in ts])
+                dist.broadcast(flat, src=self.process_group.global_ranks[src],
+                               group=self.process_group)
+                o = 0
+                for t in ts:
+                    n = t.numel()
+                    t.copy_(flat[o:o + n].view(t.shape))
+                    o += n
+
+    def _build_buckets(self, order):
+        groups = _bucket_assignment(self._params, order,
+                                    [dist._DEFAULT_FIRST_BUCKET_BYTES, self.bucket_bytes_cap])
+        self._buckets = [_Bucket(k, [self._params[i] for i in g], g)
+                         for k, g in enumerate(groups)]
+        self._where = {}
+        for b in self._buckets:
+            for j, i in enumerate(b.param_idx):
+                self._where[i] = (b, j)
+        if self.gradient_as_bucket_view:
+            with ember.no_grad():
+                for b in self._buckets:
+                    for p, v in zip(b.params, b.views):
+                        if p.grad is not None:
+                            v.copy_(p.grad)
+                        p.grad = v
+
+    def _rebuild_buckets(self):
+        """Buckets in the order gradients arrived during the first iteration, rank 0's order."""
+        order = [list(self._ready_order)]
+        dist.broadcast_object_list(order, src=self.process_group.global_ranks[0],
+                                   group=self.process_group)
+        order = order[0]
+        if sorted(order) == list(range(len(self._params))):
+            self._build_buckets(order)
+        self._rebuilt = True
+
+    # --- forward
+
+    def forward(self, *inputs, **kwargs):
+        if self._require_finalize:
+            self._unfinished_reduction_error()
+        grad_on = ember.is_grad_enabled()
+        if self.require_forward_param_sync and self.broadcast_buffers:
+            bufs = list(self.module.buffers())
+            if bufs and self.process_group.size() > 1:
+                self._broadcast_coalesced(bufs)
+        out = self.module(*inputs, **kwargs)
+        if grad_on and self.require_backward_grad_sync:
+            self._prepare_for_backward(out)
+        else:
+            self._expect_hooks = False
+        return out
+
+    def _prepare_for_backward(self, out):
+        self._expect_hooks = True
+        self._require_finalize = True
+        self._next_bucket = 0
+        self._launched_finalize = False
+        self._received = [False] * len(self._params)
+        self._local_used = [False] * len(self._params)
+        for b in self._buckets:
+            b.pending = len(b.params)
+            b.work = None
+        self._unused = []
+        if self.find_unused_parameters or (self.static_graph and not self._rebuilt):
+            if self.static_graph and self._static_unused is not None:
+                self._unused = list(self._static_unused)
+            else:
+                self._unused = self._find_unused(out)
+                if self.static_graph:
+                    self._static_unused = list(self._unused)
+
+    def _find_unused(self, out):
+        """Parameters the outputs' graph does not reach (PyTorch walks the autograd graph)."""
+        from ...autograd.graph import AccumulateGrad
+        seen, stack, reached = set(), [], set()
+        for t in _tensors_in(out):
+            if t.grad_fn is not None:
+                stack.append(t.grad_fn)
+            elif t.requires_grad and id(t) in self._index:
+                reached.add(self._index[id(t)])
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if isinstance(n, AccumulateGrad):
+                i = self._index.get(id(n.variable))
+                if i is not None:
+                    reached.add(i)
+            for nx, _ in n._next:
+                if nx is not None:
+                    stack.append(nx)
+        return [i for i in range(len(self._params)) if i not in reached]
+
+    # --- backward
+
+    def _make_hook(self, i):
+        def hook(param):
+            if self._expect_hooks:
+                if self._unused:
+                    unused, self._unused = self._unused, []
+                    for j in unused:  # locally unused: zeros take part in the average
+                        self._mark_ready(j, used=False)
+                self._mark_ready(i, used=True)
+        return hook
+
+    def _mark_ready(self, i, used):
+        if self._received[i]:
+            raise RuntimeError(f"Expected to mark a variable ready only once. Parameter "
+                               f"{self._names[i]} (index {i}) got its gradient twice in one "
+                               f"backward pass (a module used in a loop, or reentrant "
+                               f"checkpointing); try static_graph=True.")
+        self._received[i] = True
+        self._local_used[i] = used
+        if not self._rebuilt:
+            self._ready_order.append(i)
+        b, j = self._where[i]
+        p = self._params[i]
+        with ember.no_grad():
+            if not used or p.grad is None:
+                b.views[j].zero_()
+            elif not (self.gradient_as_bucket_view and p.grad is b.views[j]):
+                b.views[j].copy_(p.grad)
+        b.pending -= 1
+        if b.pending == 0:
+            self._launch_ready_buckets()
+
+    def _launch_ready_buckets(self):
+        while self._next_bucket < len(self._buckets) and \
+                self._buckets[self._next_bucket].pending == 0:
+            b = self._buckets[self._next_bucket]
+            if self._comm_hook is not None:
+                gb = GradBucket(b.index, b.buffer, b.params, b.offsets,
+                                b.index == len(self._buckets) - 1)
+                b.work = self._comm_hook(self._comm_state, gb)
+            else:
+                with ember.no_grad():
+                    b.buffer.div_(self.process_group.size())
+                b.work = dist.distributed_c10d._allreduce_array(
+                    self.process_group, b.buffer, "SUM", name="DDP bucket all_reduce")
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets) and not self._launched_finalize:
+            self._launched_finalize = True
+            from ...autograd.variable import Variable
+            Variable._execution_engine.queue_callback(self._finalize_backward)
+
+    def _finalize_backward(self):
+        self._expect_hooks = False
+        globally_used = None
+        if self.find_unused_parameters or self.static_graph:
+            # a parameter no rank used keeps grad None (PyTorch's local_used_map all-reduce)
+            used = ember.tensor([1 if u else 0 for u in self._local_used], dtype=ember.int32)
+            dist.distributed_c10d._allreduce_array(self.process_group, used, "MAX").wait()
+            globally_used = used.tolist()
+        with ember.no_grad():
+            for b in self._buckets:
+                w = b.work
+                if self._comm_hook is not None:
+                    result = w.wait()
+                    if result is not b.buffer:
+                        b.buffer.copy_(result)
+                else:
+                    w.wait()
+                for j, (p, i) in enumerate(zip(b.params, b.param_idx)):
+                    if globally_used is not None and not globally_used[i]:
+                        continue
+                    v = b.views[j]
+                    if self.gradient_as_bucket_view:
+                        if p.grad is not v:
+                            p.grad = v
+                    elif p.grad is None:
+                        p.grad = v.clone()
+                    else:
+                        p.grad.copy_(v)
+                b.work = None
+        self._require_finalize = False
+        if not self._rebuilt and not self.find_unused_parameters:
+            self._rebuild_buckets()
+        self._rebuilt = True
+
+    def _unfinished_reduction_error(self):
+        missing = [i for i in range(len(self._params)) if not self._received[i]]
+        names = ", ".join(f"{self._names[i]} (index {i})" for i in missing)
+        self._require_finalize = False
+        raise RuntimeError(
+            "Expected to have finished reduction in the prior iteration before starting a new "
+            "one. This error indicates that your module has parameters that were not used in "
+            "producing loss. You can enable unused parameter detection by passing the keyword "
+            "argument `find_unused_parameters=True` to `torch.nn.parallel."
+            "DistributedDataParallel`, and by making sure all `forward` function outputs "
+            "participate in calculating loss.\n"
+            f"Parameters which did not receive grad for rank {self.process_group.rank()}: "
+            f"{names}")
+
+    # --- API
+
+    @contextmanager
+    def no_sync(self):
+        """Backward passes inside accumulate gradients locally; the first one outside averages
+        the accumulated sum."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def register_comm_hook(self, state, hook):
+        """``hook(state, GradBucket) -> Future[Tensor]`` reduces the buckets instead of the
+        default all-reduce (once, before the first backward)."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self._comm_hook = hook
+        self._comm_state = state
+
+    def _get_ddp_logging_data(self):
+        return {"bucket_sizes": [b.buffer.numel() * b.buffer.element_size()
+                                 for b in self._buckets],
+                "num_buckets": len(self._buckets), "rebuilt": self._rebuilt}
+
+    def _bucket_param_names(self):
+        """The parameter names of each bucket, in bucket order (for tests and debugging)."""
+        return [[self._names[i] for i in b.param_idx] for b in self._buckets]
+
+
+def _tensors_in(obj):
+    from ..._tensor import Tensor
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors_in(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors_in(o)
