@@ -219,18 +219,28 @@ def _fmt(s):
     return f"{s * 1e3:.2f} ms"
 
 
-def _set_threads(argv):
-    """Apply and remove ``--threads N`` from the command line."""
-    if "--threads" not in argv:
-        return argv
-    i = argv.index("--threads")
-    n = int(argv[i + 1])
-    ember.set_num_threads(n)
-    if torch is not None:
-        torch.set_num_threads(n)
-    return argv[:i] + argv[i + 2:]
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(
+        description="ember beside PyTorch, case by case, in one process run.")
+    parser.add_argument("filter", nargs="?", default=None,
+                        help="run only the cases whose name contains this text")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="run both libraries on N threads (ember: its BLAS pool)")
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per case (median)")
+    parser.add_argument("--list", action="store_true", help="print the case names and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(name for name, *_ in CASES))
+        return
+    if args.filter and not any(args.filter in name for name, *_ in CASES):
+        parser.error(f"no case name contains {args.filter!r} (--list shows them)")
+    if args.threads is not None:
+        ember.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    run(args.filter, args.rounds)
 
 
 if __name__ == "__main__":
-    args = _set_threads(sys.argv[1:])
-    run(args[0] if args else None)
+    main()

@@ -53,10 +53,14 @@ class DigitsCNN(nn.Module):
 
 
 def progress(prefix, done, total, extra="", width=30):
-    """One line of a text progress bar, redrawn in place with a carriage return."""
+    """One line of a text progress bar, redrawn in place with a carriage return on a terminal;
+    into a file or pipe only the finished bar is written, once."""
+    tty = sys.stdout.isatty()
+    if not tty and done < total:
+        return
     filled = width * done // total
     bar = "#" * filled + "-" * (width - filled)
-    print(f"\r{prefix} [{bar}] {done}/{total} {extra}", end="", flush=True)
+    print(f"{chr(13) if tty else ''}{prefix} [{bar}] {done}/{total} {extra}", end="", flush=True)
 
 
 @torch.no_grad()

@@ -204,10 +204,13 @@ def main(argv=None):
         scheduler.step()
         loss = loss.item()
         train_seconds += time.perf_counter() - step_start
-        filled = 30 * step // args.steps
-        print(f"\r[{'#' * filled}{'-' * (30 - filled)}] step {step}/{args.steps} "
-              f"loss {loss:.3f} {train_seconds / step * 1e3:.0f} ms/step", end="", flush=True)
-        if step % eval_every == 0 or step == args.steps:
+        evaluating = step % eval_every == 0 or step == args.steps
+        if sys.stdout.isatty() or evaluating:  # into a file or pipe: one line per evaluation
+            filled = 30 * step // args.steps
+            print(f"{chr(13) if sys.stdout.isatty() else ''}[{'#' * filled}{'-' * (30 - filled)}] "
+                  f"step {step}/{args.steps} loss {loss:.3f} "
+                  f"{train_seconds / step * 1e3:.0f} ms/step", end="", flush=True)
+        if evaluating:
             val = estimate_loss(model, val_data, args.batch_size, args.context,
                                 args.eval_batches)
             print(f"\nstep {step:4d}: val loss {val:.3f}")
