@@ -191,7 +191,10 @@ def check_vdot(self, other):
 
 def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
     """alpha * product + beta * self, where beta == 0 ignores self (NaN in self does not
-    propagate), as every BLAS-style op (addmm, addmv, baddbmm, addbmm) does."""
+    propagate), as every BLAS-style op (addmm, addmv, baddbmm, addbmm) does. An integral
+    result takes alpha and beta converted to its type first (0.6 -> 0), as ATen's scalar_t does."""
+    if dt._category <= D.INTEGRAL:
+        alpha, beta = int(alpha), int(beta)
     r = np.asarray(product if alpha == 1 else product * alpha)  # fresh: free to write into
     if beta != 0:
         s = self_arr if beta == 1 else self_arr * beta
