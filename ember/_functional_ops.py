@@ -416,21 +416,26 @@ def get_deterministic_debug_mode():
     return 1 if _determinism["warn_only"] else 2
 
 
-_matmul_precision = ["highest"]
-
-
 def set_float32_matmul_precision(precision):
-    """Recorded only: ember's float32 matmuls are always computed in full float32 ('highest')."""
+    """The internal precision of float32 matmuls on devices that have a faster reduced mode
+    (CUDA's TF32): "highest", "high" or "medium". Shared with
+    ``ember.backends.cuda.matmul.allow_tf32`` (True is "high"), as in PyTorch. ember's CPU
+    matmuls have no reduced mode and always compute in full float32."""
+    from .backends._context import ctx
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
         import warnings
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       f"setFloat32MatmulPrecision call has no effect.")
         return
-    _matmul_precision[0] = precision
+    ctx.float32_matmul_precision = precision
 
 
 def get_float32_matmul_precision():
-    return _matmul_precision[0]
+    from .backends._context import ctx
+    return ctx.float32_matmul_precision
 
 
 __all__ += ["kl_div"]
