@@ -372,28 +372,33 @@ def get_default_device():
     return factory_defaults.current_device() or _device("cpu")
 
 
-# Determinism: ember's CPU kernels are deterministic; the flags are recorded for programs that
-# set and read them.
-_determinism = {"mode": False, "warn_only": False}
+# Determinism: the flags live in ember.backends._context, where kernels without a deterministic
+# implementation (alert_not_deterministic) and the empty factories (fill_uninitialized) read
+# them.
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Make ops without a deterministic implementation raise (or warn, with ``warn_only``), and
+    fill fresh memory from empty factories (``ember.utils.deterministic``)."""
+    from .backends._context import ctx
     if not isinstance(mode, bool):
         raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
                         f"bool, not {type(mode).__name__}")
     if not isinstance(warn_only, bool):
         raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
                         f"not {type(warn_only).__name__}")
-    _determinism["mode"], _determinism["warn_only"] = mode, warn_only
+    ctx.deterministic, ctx.deterministic_warn_only = mode, warn_only
 
 
 def are_deterministic_algorithms_enabled():
-    return _determinism["mode"]
+    from .backends._context import ctx
+    return ctx.deterministic
 
 
 def is_deterministic_algorithms_warn_only_enabled():
-    return _determinism["warn_only"]
+    from .backends._context import ctx
+    return ctx.deterministic_warn_only
 
 
 def set_deterministic_debug_mode(debug_mode):
@@ -411,9 +416,9 @@ def set_deterministic_debug_mode(debug_mode):
 
 
 def get_deterministic_debug_mode():
-    if not _determinism["mode"]:
+    if not are_deterministic_algorithms_enabled():
         return 0
-    return 1 if _determinism["warn_only"] else 2
+    return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
 
 
 def set_float32_matmul_precision(precision):

@@ -54,3 +54,48 @@ class _Context:
 
 
 ctx = _Context()
+
+
+# Determinism (``ember.use_deterministic_algorithms``, ``ember.utils.deterministic``)
+ctx.deterministic = False
+ctx.deterministic_warn_only = False
+ctx.deterministic_fill_uninitialized_memory = True
+
+
+def alert_not_deterministic(caller):
+    """PyTorch's ``alertNotDeterministic``: a kernel with no deterministic implementation calls
+    this; under ``use_deterministic_algorithms(True)`` it raises (or warns, with warn_only)."""
+    if not ctx.deterministic:
+        return
+    if ctx.deterministic_warn_only:
+        import warnings
+        warnings.warn(f"{caller} does not have a deterministic implementation, but you set "
+                      f"'torch.use_deterministic_algorithms(True, warn_only=True)'. You can file "
+                      f"an issue at https://github.com/pytorch/pytorch/issues to help us "
+                      f"prioritize adding deterministic support for this operation.",
+                      stacklevel=3)
+        return
+    raise RuntimeError(
+        f"{caller} does not have a deterministic implementation, but you set "
+        f"'torch.use_deterministic_algorithms(True)'. You can turn off determinism just for this "
+        f"operation, or you can use the 'warn_only=True' option, if that's acceptable for your "
+        f"application. You can also file an issue at https://github.com/pytorch/pytorch/issues "
+        f"to help us prioritize adding deterministic support for this operation.")
+
+
+def fill_uninitialized(array):
+    """PyTorch's ``fill_empty_deterministic_``: when deterministic algorithms and
+    ``fill_uninitialized_memory`` are both on, fresh memory (a NumPy view of it) is filled with
+    NaN (floating and complex dtypes), the dtype's largest value (integers) or True (bool)."""
+    if not (ctx.deterministic and ctx.deterministic_fill_uninitialized_memory) or not array.size:
+        return
+    import numpy as np
+    kind = array.dtype.kind
+    if kind in "fc" or array.dtype.name == "bfloat16" or kind == "V":
+        array[...] = np.nan
+    elif kind == "b":
+        array[...] = True
+    elif kind in "iu":
+        array[...] = np.iinfo(array.dtype).max
+    else:  # ml_dtypes float8 etc. report kind "V"/"f"; anything else is left as is
+        pass
