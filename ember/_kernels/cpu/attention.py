@@ -18,7 +18,8 @@ from ._util import nd, wrap
 __all__ = ["_scaled_dot_product_flash_attention_for_cpu",
            "_scaled_dot_product_flash_attention_for_cpu_backward"]
 
-_TILE_ELEMENTS = 1 << 22  # score-tile budget (all heads together): 16 MiB in float32
+_TILE_ELEMENTS = 1 << 24  # score-tile budget (all heads together): 64 MiB in float32
+_MAX_BLOCK = 256  # keys per block: bounds the tile by (queries x 256) whatever the budget
 
 
 def _work(t):
@@ -66,7 +67,7 @@ def _bias(mask, is_causal, s0, s1, shapes, dt):
 
 def _block(shapes):
     B, Hq, Hk, rep, L, S, E, _ = shapes
-    return int(max(32, min(S, _TILE_ELEMENTS // max(1, B * Hq * L))))
+    return int(max(32, min(S, _MAX_BLOCK, _TILE_ELEMENTS // max(1, B * Hq * L))))
 
 
 def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0,
