@@ -38,7 +38,7 @@ from ._functional_ops import *  # noqa: E402,F401,F403  (torch.unique, torch.nor
 
 from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state functions; amp, cpu, cuda, profiler)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
-from . import backends, linalg  # noqa: E402,F401  (torch.backends, torch.linalg)
+from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp)
 from . import testing  # noqa: E402,F401  (torch.testing)

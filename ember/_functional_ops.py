@@ -372,28 +372,33 @@ def get_default_device():
     return factory_defaults.current_device() or _device("cpu")
 
 
-# Determinism: ember's CPU kernels are deterministic; the flags are recorded for programs that
-# set and read them.
-_determinism = {"mode": False, "warn_only": False}
+# Determinism: the flags live in ember.backends._context, where kernels without a deterministic
+# implementation (alert_not_deterministic) and the empty factories (fill_uninitialized) read
+# them.
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Make ops without a deterministic implementation raise (or warn, with ``warn_only``), and
+    fill fresh memory from empty factories (``ember.utils.deterministic``)."""
+    from .backends._context import ctx
     if not isinstance(mode, bool):
         raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
                         f"bool, not {type(mode).__name__}")
     if not isinstance(warn_only, bool):
         raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
                         f"not {type(warn_only).__name__}")
-    _determinism["mode"], _determinism["warn_only"] = mode, warn_only
+    ctx.deterministic, ctx.deterministic_warn_only = mode, warn_only
 
 
 def are_deterministic_algorithms_enabled():
-    return _determinism["mode"]
+    from .backends._context import ctx
+    return ctx.deterministic
 
 
 def is_deterministic_algorithms_warn_only_enabled():
-    return _determinism["warn_only"]
+    from .backends._context import ctx
+    return ctx.deterministic_warn_only
 
 
 def set_deterministic_debug_mode(debug_mode):
@@ -411,26 +416,31 @@ def set_deterministic_debug_mode(debug_mode):
 
 
 def get_deterministic_debug_mode():
-    if not _determinism["mode"]:
+    if not are_deterministic_algorithms_enabled():
         return 0
-    return 1 if _determinism["warn_only"] else 2
-
-
-_matmul_precision = ["highest"]
+    return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
 
 
 def set_float32_matmul_precision(precision):
-    """Recorded only: ember's float32 matmuls are always computed in full float32 ('highest')."""
+    """The internal precision of float32 matmuls on devices that have a faster reduced mode
+    (CUDA's TF32): "highest", "high" or "medium". Shared with
+    ``ember.backends.cuda.matmul.allow_tf32`` (True is "high"), as in PyTorch. ember's CPU
+    matmuls have no reduced mode and always compute in full float32."""
+    from .backends._context import ctx
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
         import warnings
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       f"setFloat32MatmulPrecision call has no effect.")
         return
-    _matmul_precision[0] = precision
+    ctx.float32_matmul_precision = precision
 
 
 def get_float32_matmul_precision():
-    return _matmul_precision[0]
+    from .backends._context import ctx
+    return ctx.float32_matmul_precision
 
 
 __all__ += ["kl_div"]

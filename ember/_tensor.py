@@ -134,6 +134,18 @@ class Tensor:
     def is_meta(self):
         return self._device.type == "meta"
 
+    # Devices ember has no kernels for: a tensor can never live there, but programs test them.
+    is_xpu = property(lambda self: self._device.type == "xpu", doc="Is on an XPU device.")
+    is_mps = property(lambda self: self._device.type == "mps", doc="Is on an MPS device.")
+    is_mtia = property(lambda self: self._device.type == "mtia", doc="Is on an MTIA device.")
+    is_ipu = property(lambda self: self._device.type == "ipu", doc="Is on an IPU device.")
+    is_maia = property(lambda self: self._device.type == "maia", doc="Is on a MAIA device.")
+    is_xla = property(lambda self: self._device.type == "xla", doc="Is on an XLA device.")
+    is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Is a Vulkan tensor.")
+    is_mkldnn = property(lambda self: False, doc="Is an MKL-DNN (opaque) tensor: never.")
+    is_sparse_csr = property(lambda self: False, doc="Has a sparse compressed layout: never.")
+    is_nested = property(lambda self: False, doc="Is a nested tensor: never.")
+
     @property
     def is_sparse(self):
         return False

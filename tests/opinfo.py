@@ -459,6 +459,9 @@ _ELSEWHERE = {
         _local_scalar_dense.default item.default""",
     "indexing: checked by tests/test_indexing.py": """
         index.Tensor index_put.default index_put_.default _index_put_impl_.default""",
+    "fused CPU attention: values and gradients against PyTorch in tests/test_backends_sdpa.py": """
+        _scaled_dot_product_flash_attention_for_cpu.default
+        _scaled_dot_product_flash_attention_for_cpu_backward.default""",
     "mixed-precision helpers: checked by the autocast/GradScaler tests": """
         _amp_foreach_non_finite_check_and_unscale_.default _amp_update_scale_.default""",
 }

@@ -6,7 +6,7 @@ class device:
     ``device('cuda', 0)``. Hashable, compares by (type, index), prints as PyTorch does."""
 
     __slots__ = ("type", "index")
-    _types = {"cpu", "cuda", "meta", "privateuseone"}
+    _types = {"cpu", "cuda", "mps", "meta", "privateuseone"}
 
     def __new__(cls, type, index=None):
         if isinstance(type, device):

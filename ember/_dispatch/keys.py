@@ -11,7 +11,7 @@ from enum import IntEnum
 # Runtime keys, lowest priority (runs last) first. The position is the bit index.
 _RUNTIME_ORDER = [
     # dense backends: where bytes are computed
-    "CPU", "CUDA", "PrivateUse1", "Meta",
+    "CPU", "CUDA", "MPS", "PrivateUse1", "Meta",
     "SparseCPU", "SparseCUDA", "QuantizedCPU", "QuantizedCUDA", "NestedTensorCPU", "NestedTensorCUDA",
     "BackendSelect",
     "Fake",
@@ -20,7 +20,8 @@ _RUNTIME_ORDER = [
     "Functionalize",
     "Conjugate", "Negative", "ZeroTensor",
     "ADInplaceOrView",
-    "AutogradOther", "AutogradCPU", "AutogradCUDA", "AutogradPrivateUse1", "AutogradMeta",
+    "AutogradOther", "AutogradCPU", "AutogradCUDA", "AutogradMPS", "AutogradPrivateUse1",
+    "AutogradMeta",
     "AutogradNestedTensor",
     "Tracer",
     "AutocastCPU", "AutocastXPU", "AutocastCUDA", "AutocastPrivateUse1",
@@ -59,18 +60,21 @@ def bit(key):
     return 1 << key
 
 
-BACKENDS = [K.CPU, K.CUDA, K.PrivateUse1, K.Meta]
+# MPS has a key (so a tensor on device="mps" fails in the dispatcher with PyTorch's message, as
+# in a PyTorch build without MPS) but no kernels.
+BACKENDS = [K.CPU, K.CUDA, K.MPS, K.PrivateUse1, K.Meta]
 BACKEND_BITS = sum(bit(k) for k in BACKENDS)
-AUTOGRAD_OF = {K.CPU: K.AutogradCPU, K.CUDA: K.AutogradCUDA, K.PrivateUse1: K.AutogradPrivateUse1,
-               K.Meta: K.AutogradMeta}
+AUTOGRAD_OF = {K.CPU: K.AutogradCPU, K.CUDA: K.AutogradCUDA, K.MPS: K.AutogradMPS,
+               K.PrivateUse1: K.AutogradPrivateUse1, K.Meta: K.AutogradMeta}
 BACKEND_OF_AUTOGRAD = {v: k for k, v in AUTOGRAD_OF.items()}
 AUTOCAST_OF = {K.CPU: K.AutocastCPU, K.CUDA: K.AutocastCUDA, K.PrivateUse1: K.AutocastPrivateUse1}
-AUTOGRAD_KEYS = [K.AutogradOther, K.AutogradCPU, K.AutogradCUDA, K.AutogradPrivateUse1,
-                 K.AutogradMeta, K.AutogradNestedTensor]
+AUTOGRAD_KEYS = [K.AutogradOther, K.AutogradCPU, K.AutogradCUDA, K.AutogradMPS,
+                 K.AutogradPrivateUse1, K.AutogradMeta, K.AutogradNestedTensor]
 AUTOGRAD_BITS = sum(bit(k) for k in AUTOGRAD_KEYS)
 AUTOCAST_KEYS = [K.AutocastCPU, K.AutocastXPU, K.AutocastCUDA, K.AutocastPrivateUse1]
 AUTOCAST_BITS = sum(bit(k) for k in AUTOCAST_KEYS)
-DEVICE_TO_BACKEND = {"cpu": K.CPU, "cuda": K.CUDA, "meta": K.Meta, "privateuseone": K.PrivateUse1}
+DEVICE_TO_BACKEND = {"cpu": K.CPU, "cuda": K.CUDA, "mps": K.MPS, "meta": K.Meta,
+                     "privateuseone": K.PrivateUse1}
 
 
 def below(key):

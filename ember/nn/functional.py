@@ -957,6 +957,31 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v. On the CPU the backend is chosen by PyTorch's rules
+    (``ember.backends._sdp``): the fused blockwise kernel
+    ``aten::_scaled_dot_product_flash_attention_for_cpu`` when it can take the inputs and is
+    enabled, else the math decomposition (``sdpa_kernel([SDPBackend.MATH])`` forces it)."""
+    if query.device.type == "cpu":
+        from ..backends import _sdp
+        if is_causal and attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        choice = _sdp.fused_sdp_choice(query, key, value, attn_mask, dropout_p, is_causal,
+                                       scale, enable_gqa)
+        if choice == _sdp.SDPBackend.ERROR:
+            raise RuntimeError(_sdp._NO_VIABLE)
+        if choice == _sdp.SDPBackend.FLASH_ATTENTION:
+            if attn_mask is not None and attn_mask.dtype == _E().bool:
+                # PyTorch's convert_boolean_attn_mask: True may attend
+                attn_mask = _E().where(attn_mask, _E().zeros((), dtype=query.dtype),
+                                       _E().full((), -math.inf, dtype=query.dtype))
+            return _aten._scaled_dot_product_flash_attention_for_cpu.default(
+                query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+    return _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+               enable_gqa=False):
     """PyTorch's math path (``_scaled_dot_product_attention_math``): softmax(q k^T * scale +
     mask) v, with a boolean mask meaning "may attend"; ``enable_gqa`` repeats key/value heads to
     match the query's."""

@@ -8,7 +8,11 @@ import numpy as np
 
 from ..._core import strides as _st
 from ..._core.device import CPU
+<<<<<<< HEAD
 from ..._core.storage import allocation_error
+=======
+from ...backends._context import fill_uninitialized
+>>>>>>> backends
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
 from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
@@ -22,11 +26,15 @@ __all__ = ["empty_memory_format", "empty_strided", "zeros", "ones", "full", "sca
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
     stride = None if memory_format is None else memory_format_strides(size, memory_format)
-    return empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
+    out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
+    fill_uninitialized(nd(out))  # only under use_deterministic_algorithms (PyTorch's empty_cpu)
+    return out
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
-    return empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
+    out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
+    fill_uninitialized(nd(out))
+    return out
 
 
 def _constant(size, dtype, maker):
@@ -97,5 +105,12 @@ def zero_(self):
 def resize_(self, size, memory_format=None):
     if memory_format is not None:
         memory_format_strides(size, memory_format)  # PyTorch's rank check for channels_last
+    old_nbytes = self._storage.nbytes()
     self._resize_metadata(size, memory_format)
+    if self._storage.nbytes() > old_nbytes:
+        # PyTorch's fill_resize_deterministic_: only the elements in the newly grown bytes
+        flat = nd(self).reshape(-1) if self.is_contiguous() else None
+        if flat is not None:
+            first = max(0, -(-old_nbytes // self._dtype.itemsize) - self._offset)
+            fill_uninitialized(flat[first:])
     return self

@@ -10,6 +10,8 @@ import warnings
 
 import numpy as np
 
+from ...backends._context import alert_not_deterministic
+
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..meta import shape as R
@@ -355,6 +357,8 @@ def take(self, index):
 
 def put(self, index, source, accumulate=False):
     R.check_put(self, index, source)
+    if not accumulate:  # which duplicate index wins is unspecified (PyTorch alerts put_ too)
+        alert_not_deterministic("put_")
     r = nd(self).copy()
     flat = r.reshape(-1)
     idx = _wrap_index(nd(index).reshape(-1), flat.size,

@@ -1,0 +1,156 @@
+"""Which kernel ``scaled_dot_product_attention`` runs: ``SDPBackend``, ``SDPAParams`` and
+PyTorch's selection rules (``aten/src/ATen/native/transformers/sdp_utils_cpp.cpp``).
+
+On the CPU PyTorch tries the fused flash kernel first, then the math decomposition; each fused
+kernel has a list of constraints, and when the user has disabled every kernel that could run,
+the reasons are warned and "No available kernel" raised. ember keeps the same order, the same
+constraints and the same messages. ember has no CUDA attention kernels, so the CUDA fused
+backends can never run (``can_use_cuda_kernel`` says why)."""
+import enum
+import warnings
+
+from ._context import ctx
+
+
+class SDPBackend(enum.IntEnum):
+    """The backends of scaled_dot_product_attention (values as PyTorch's ``_SDPBackend``)."""
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+SDPBackend.__module__ = "ember.nn.attention"
+
+
+class SDPAParams:
+    """The arguments of one scaled_dot_product_attention call, as the kernel checks see them."""
+
+    def __init__(self, query, key, value, attn_mask, dropout, is_causal, enable_gqa):
+        self.query, self.key, self.value, self.attn_mask = query, key, value, attn_mask
+        self.dropout = float(dropout)
+        self.is_causal = bool(is_causal)
+        self.enable_gqa = bool(enable_gqa)
+
+
+SDPAParams.__module__ = "ember.backends.cuda"
+
+# c10's names for scalar types in these messages (caffe2 TypeMeta names)
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int32": "int", "int64": "long int", "int16": "short int",
+              "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+_FLASH_CPU_DTYPES = ("float32", "float64", "bfloat16", "float16")
+
+
+def _dtname(t):
+    name = str(t.dtype).rpartition(".")[2]
+    return _CPP_NAMES.get(name, name)
+
+
+def _sizes(t):
+    return "[" + ", ".join(str(s) for s in t.shape) + "]"
+
+
+def _flash_cpu_reasons(p):
+    """The first failed constraint of PyTorch's ``use_flash_attention_cpp`` as a message, or
+    None when the CPU flash kernel can run ``p``."""
+    q, k, v, m = p.query, p.key, p.value, p.attn_mask
+    if not ctx.sdp["flash"]:
+        return "Flash attention has been runtime disabled."
+    if p.dropout > 0.0:
+        return "Both fused kernels do not support non-zero dropout."
+    if not (q.dim() == 4 and k.dim() == 4 and v.dim() == 4):
+        return (f"All fused kernels requires query, key and value to be 4 dimensional, but got "
+                f"Query dim: {q.dim()}, Key dim: {k.dim()}, Value dim: {v.dim()} instead.")
+    if not (q.size(0) == k.size(0) == v.size(0)):
+        return (f"For dense inputs, both fused kernels require query, key and value to have the "
+                f"same batch_size. Query.sizes(): {_sizes(q)}, Key.sizes(): {_sizes(k)}, "
+                f"Value.sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using "
+                f"unsqueeze and expand_to before passing them into the kernel.")
+    hq, hk, hv = q.size(1), k.size(1), v.size(1)
+    if p.enable_gqa:
+        if hk != hv or hq % hk:
+            return (f"FlashAttentionV2 only supports grouped query attention, where the number of "
+                    f"heads in key/value must divide number of heads in query. Got input Key "
+                    f"sizes(): {k.size(1)}, Value sizes(): {v.size(1)}, Query sizes(): "
+                    f"{q.size(1)} instead.")
+    elif not (hq == hk == hv):
+        return (f"For dense input, both fused kernels require query, key and value to have the "
+                f"same num_heads. Query.sizes(): {_sizes(q)}, Key sizes(): {_sizes(k)}, Value "
+                f"sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze "
+                f"and expand_to before passing them into the kernel.")
+    if m is not None:
+        L, S = q.size(2), k.size(2)
+        ok = (m.dim() == 2 and m.size(0) in (1, L) and m.size(1) in (1, S)) or \
+             (m.dim() == 4 and m.size(0) in (1, q.size(0)) and m.size(1) in (1, hq)
+              and m.size(2) in (1, L) and m.size(3) in (1, S))
+        if not ok:
+            return ("Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x "
+                    "{KV_seq_len, 1}); 4d - ({Batch, 1} x {Num_heads, 1} x {Q_seq_len, 1}  x "
+                    "{KV_seq_len, 1})")
+    if not (q.size(-1) == k.size(-1) == v.size(-1)):
+        return (f"Flash attention requires q,k,v to have the same last dimension. Got "
+                f"Query.size(-1): {q.size(-1)}, Key.size(-1): {k.size(-1)}, Value.size(-1): "
+                f"{v.size(-1)} instead.")
+    if q.size(2) == 0 or k.size(2) == 0:
+        return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
+                f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
+    if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
+        return (f"All fused kernels require the last dimension of the input to have stride 1. "
+                f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
+                f"Value.stride(-1): {v.stride(-1)}")
+    names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
+    if not (names[0] == names[1] == names[2] and names[0] in _FLASH_CPU_DTYPES):
+        return (f"Expected query, key and value to all be of dtype: {{Float, Double, BFloat16, "
+                f"Half}}. Got Query dtype: {_dtname(q)}, Key dtype: {_dtname(k)}, and Value "
+                f"dtype: {_dtname(v)} instead.")
+    return None
+
+
+def use_flash_attention_cpp(params, debug=False):
+    """Whether the fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu``) can run
+    ``params``; with ``debug`` the failed constraint is warned."""
+    reason = _flash_cpu_reasons(params)
+    if reason is not None and debug:
+        warnings.warn(reason, stacklevel=3)
+    return reason is None
+
+
+def select_sdp_backend_cpp(params):
+    """PyTorch's ``select_sdp_backend_cpp``: flash if it can run, else math if enabled; with
+    neither, the reasons are warned and RuntimeError raised."""
+    if not ctx.sdp["math"] and not ctx.sdp["flash"]:
+        return SDPBackend.ERROR
+    if use_flash_attention_cpp(params):
+        return SDPBackend.FLASH_ATTENTION
+    if ctx.sdp["math"]:
+        return SDPBackend.MATH
+    warnings.warn("Flash attention kernel not used because:", stacklevel=3)
+    use_flash_attention_cpp(params, debug=True)
+    raise RuntimeError("No available kernel.  Aborting execution.")
+
+
+def fused_sdp_choice(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                     scale=None, enable_gqa=False):
+    """``aten::_fused_sdp_choice`` for the CPU: the backend's int value."""
+    return int(select_sdp_backend_cpp(SDPAParams(query, key, value, attn_mask, dropout_p,
+                                                 is_causal, enable_gqa)))
+
+
+_NO_VIABLE = ("No viable backend for scaled_dot_product_attention was found. This is likely due "
+              "to turning off both the math kernel and the fused kernels.")
+
+
+def can_use_cuda_kernel(kernel, params, debug):
+    """The CUDA fused kernels (flash, memory-efficient, cuDNN): ember has none, so False; with
+    ``debug`` a warning says so."""
+    if not isinstance(params, SDPAParams):
+        raise TypeError(f"can_use_{kernel.split()[0].lower()}_attention(): argument 'params' "
+                        f"must be SDPAParams, not {type(params).__name__}")
+    if debug:
+        warnings.warn(f"{kernel} can't be used because: ember has no CUDA {kernel.lower()} "
+                      f"kernel (ember.backends.cuda.is_built() is False).", stacklevel=3)
+    return False
