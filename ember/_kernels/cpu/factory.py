@@ -8,11 +8,8 @@ import numpy as np
 
 from ..._core import strides as _st
 from ..._core.device import CPU
-<<<<<<< HEAD
 from ..._core.storage import allocation_error
-=======
 from ...backends._context import fill_uninitialized
->>>>>>> backends
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
 from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
