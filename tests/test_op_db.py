@@ -19,6 +19,7 @@ delete its line, and the list only shrinks. A summary line gives the counts.
 """
 import collections
 import functools
+import itertools
 import math
 import types
 
@@ -32,9 +33,9 @@ cmi = pytest.importorskip("torch.testing._internal.common_methods_invocations")
 
 from op_db_expected import EXPECTED  # noqa: E402
 
-FORWARD_SAMPLES = 3    # per dtype
+FORWARD_SAMPLES = 2    # per dtype
 GRADIENT_SAMPLES = 2   # float64 samples differentiated
-INT_DTYPES = 3         # integer/bool dtypes tried per entry, beyond float32/float64
+INT_DTYPES = 2         # integer/bool dtypes tried per entry, beyond float32/float64
 _TOL = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2), torch.float32: (1e-5, 1e-5),
         torch.complex64: (1e-5, 1e-5)}
 _INT_ORDER = [torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8]
@@ -195,6 +196,8 @@ def _to_ember(x, cache, requires_grad=None):
         return getattr(ember, str(x).split(".")[1])
     if isinstance(x, torch.device):
         return ember.device(str(x))
+    if isinstance(x, (torch.memory_format, torch.layout)):
+        return getattr(ember, str(x).split(".")[1])
     if isinstance(x, torch.Size):
         return ember.Size(x)
     if isinstance(x, list):
@@ -316,7 +319,8 @@ def test_forward(op):
     values = not _random(op)
     for dtype in _dtypes(op):
         torch.manual_seed(0)
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:FORWARD_SAMPLES]
+        samples = itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False),
+                                   FORWARD_SAMPLES)
         for sample in samples:
             torch.manual_seed(0)
             ember.manual_seed(0)
@@ -338,7 +342,8 @@ def test_gradient(op):
     _STATS["gradient_entries"].add(entry_id(op))
     fn = _resolve(op)
     torch.manual_seed(0)
-    samples = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))[:GRADIENT_SAMPLES]
+    samples = itertools.islice(op.sample_inputs("cpu", torch.float64, requires_grad=True),
+                               GRADIENT_SAMPLES)
     rng = np.random.default_rng(0)
     for sample in samples:
         t_inputs = _differentiable([sample.input, list(sample.args), list(sample.kwargs.values())])
@@ -371,10 +376,9 @@ def test_gradient(op):
 
 
 def _error_inputs(op):
-    try:
-        return list(op.error_inputs("cpu"))
-    except NotImplementedError:
+    if op.error_inputs_func is None:
         return []
+    return list(op.error_inputs("cpu"))
 
 
 @pytest.mark.parametrize("op", _params("errors"))
