@@ -86,8 +86,10 @@ for _cls in (C._Interval, C._HalfOpenInterval):
 
 biject_to.register(C._Simplex, lambda c: T.StickBreakingTransform())
 transform_to.register(C._Simplex, lambda c: T.SoftmaxTransform())
-_both(C._LowerCholesky, lambda c: T.LowerCholeskyTransform())
-_both(C._PositiveDefinite, lambda c: T.PositiveDefiniteTransform())
+# onto, not one-to-one on the whole space of square matrices: transform_to only
+transform_to.register(C._LowerCholesky, lambda c: T.LowerCholeskyTransform())
+transform_to.register(C._PositiveDefinite, lambda c: T.PositiveDefiniteTransform())
+transform_to.register(C._PositiveSemidefinite, lambda c: T.PositiveDefiniteTransform())
 _both(C._CorrCholesky, lambda c: T.CorrCholeskyTransform())
 
 
