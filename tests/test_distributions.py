@@ -309,6 +309,7 @@ def test_transforms_match_torch(torch):
         (E.StickBreakingTransform(), T.StickBreakingTransform()),
         (E.SoftmaxTransform(), T.SoftmaxTransform()),
         (E.PowerTransform(2.0), T.PowerTransform(2.0)),
+        (E.CorrCholeskyTransform(), T.CorrCholeskyTransform()),
     ]
     for et, tt in pairs:
         xe, xt = _conv(ember, x), _conv(torch, x)

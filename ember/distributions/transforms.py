@@ -620,9 +620,10 @@ class CorrCholeskyTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y, intermediates=None):
         from .utils import tril_matrix_to_vec
-        # d w_ij / d r_ij = sqrt(1 - sum_{k<j} w_ik^2): half the log of the leftover stick
+        # d w_ij / d r_ij = sqrt(1 - sum_{k<j} w_ik^2): half the log of the stick left before
+        # column j, i.e. the cumulative sum up to column j-1 (the triangle below diagonal -1)
         left = 1 - y.square().cumsum(-1)
-        stick = 0.5 * tril_matrix_to_vec(left[..., :-1].log(), diag=-1)
+        stick = 0.5 * tril_matrix_to_vec(left, diag=-2).log()
         tanh_term = 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
         return stick.sum(-1) + tanh_term.sum(-1)
 

@@ -66,7 +66,10 @@ def tril_matrix_to_vec(mat, diag=0):
     n = mat.shape[-1]
     if not (-n <= diag < n):
         raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
-    rows, cols = zip(*_tril_indices(n, diag))
+    idx = _tril_indices(n, diag)
+    if not idx:  # e.g. below diagonal -2 of a 2x2 matrix: nothing
+        return mat.new_zeros(mat.shape[:-2] + (0,))
+    rows, cols = zip(*idx)
     return mat[..., list(rows), list(cols)]
 
 
