@@ -42,3 +42,4 @@ from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerat
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp)
 from . import testing  # noqa: E402,F401  (torch.testing)
+from . import distributions  # noqa: E402,F401  (torch.distributions)

@@ -1,5 +1,6 @@
 """Argument rules and Meta kernels of the distribution samplers: randperm, bernoulli, multinomial,
-poisson and the in-place exponential_/geometric_/cauchy_/log_normal_.
+poisson, the in-place exponential_/geometric_/cauchy_/log_normal_, and the gamma, Dirichlet and
+binomial samplers of ember.distributions.
 
 The ``check_*`` rules raise PyTorch's exceptions (types and messages) and are shared with the CPU
 kernels (``cpu/random.py``), so both devices reject the same calls. Checks that need the data
@@ -13,7 +14,8 @@ from .factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
 
 __all__ = ["meta_randperm_generator_out", "meta_bernoulli__Tensor", "meta_bernoulli__float",
            "meta_multinomial", "meta_poisson", "meta_exponential_", "meta_geometric_",
-           "meta_cauchy_", "meta_log_normal_"]
+           "meta_cauchy_", "meta_log_normal_", "meta__standard_gamma",
+           "meta__standard_gamma_grad", "meta__sample_dirichlet", "meta_binomial"]
 
 # randperm into a floating dtype: the largest n whose values [0, n) are all exact (bfloat16 is
 # not checked by PyTorch).
@@ -158,3 +160,32 @@ def meta_cauchy_(self, median=0.0, sigma=1.0, generator=None):
 def meta_log_normal_(self, mean=1.0, std=2.0, generator=None):
     check_log_normal(self, std)
     return self
+
+
+def check_standard_gamma(self, name):
+    if not self._dtype.is_floating_point:
+        _not_implemented(name, self._dtype)
+
+
+def binomial_shape(count, prob):
+    if not count._dtype.is_floating_point or count._dtype is not prob._dtype:
+        _not_implemented("binomial_cpu", count._dtype)
+    return _st.broadcast_shapes(count._size, prob._size)
+
+
+def meta__standard_gamma(self, generator=None):
+    check_standard_gamma(self, "_standard_gamma")
+    return empty_tensor(self._size, self._dtype, META)
+
+
+def meta__standard_gamma_grad(self, output):
+    return empty_tensor(_st.broadcast_shapes(self._size, output._size), self._dtype, META)
+
+
+def meta__sample_dirichlet(self, generator=None):
+    check_standard_gamma(self, "_sample_dirichlet")
+    return empty_tensor(self._size, self._dtype, META)
+
+
+def meta_binomial(count, prob, generator=None):
+    return empty_tensor(binomial_shape(count, prob), count._dtype, META)
