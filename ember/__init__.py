@@ -36,6 +36,7 @@ _install_operators()
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: E402,F401,E501
 from ._functional_ops import *  # noqa: E402,F401,F403  (torch.unique, torch.norm, ...: Python-level ops)
 from ._linalg_functional import *  # noqa: E402,F401,F403  (torch.lu, svd_lowrank, pca_lowrank)
+from ._spectral import *  # noqa: E402,F401,F403  (torch.stft with center/pad_mode)
 
 from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state functions; amp, cpu, cuda, profiler)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
