@@ -120,7 +120,9 @@ def householder_samples(op):
 
 def cond_samples(op):
     strs = op.name.startswith("linalg_cond.p_str")
-    ords = ("fro", "nuc") if strs else (None, 2, -2, 1, float("inf"))
+    # orders through the inverse (1, inf, 'fro') are left to tests/test_linalg_extras.py:
+    # PyTorch's own backward fails for them (it fills the saved inverse in place)
+    ords = ("nuc",) if strs else (None, 2, -2)
     for dt in op.dtypes:
         for o in ords:
             yield Sample((T(_well((3, 3)), dt, "transposed"), o), desc=f"{dt} {o}")
@@ -166,3 +168,6 @@ NOT_IN_TABLE.update({name: _ELSEWHERE for name in """
     linalg_ldl_factor.out linalg_ldl_solve.default linalg_ldl_solve.out matrix_exp.default
     pinverse.default linalg_diagonal.default linalg_tensorinv.default linalg_tensorinv.out
     linalg_tensorsolve.default linalg_tensorsolve.out""".split()})
+NOT_IN_TABLE.update({name: "checked against torch.stft / torch.istft (values, round trip, "
+                           "gradients, errors) by tests/test_stft.py"
+                     for name in ("stft.default", "stft.center", "istft.default")})
