@@ -35,11 +35,14 @@ from ._tensor_ops import install as _install_operators  # noqa: E402
 _install_operators()
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled  # noqa: E402,F401,E501
 from ._functional_ops import *  # noqa: E402,F401,F403  (torch.unique, torch.norm, ...: Python-level ops)
+from ._linalg_functional import *  # noqa: E402,F401,F403  (torch.lu, svd_lowrank, pca_lowrank)
+from ._spectral import *  # noqa: E402,F401,F403  (torch.stft with center/pad_mode)
 
 from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state functions; amp, cpu, cuda, profiler)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
 from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
+from . import masked  # noqa: E402,F401  (torch.masked)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp)
 from . import testing  # noqa: E402,F401  (torch.testing)
 from . import distributions  # noqa: E402,F401  (torch.distributions)

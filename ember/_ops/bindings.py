@@ -223,10 +223,13 @@ def _candidates(overloads, method):
     cands = []
     for o in funcs:
         names = [a.name for a in o._schema.arguments]
+        bases = [a.base for a in o._schema.arguments]
         out_ov = out_idx = None
         for oo in outs:
-            onames = [a.name for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)]
-            if onames == names:
+            oargs = [a for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)]
+            onames = [a.name for a in oargs]
+            # same names and argument types (linalg_cond.out, not .p_str_out, for p: Scalar?)
+            if onames == names and (out_ov is None or [a.base for a in oargs] == bases):
                 out_ov, out_idx = oo, None
             elif out_ov is None and set(names) - set(onames) <= _TENSOR_OPTIONS \
                     and onames == [n for n in names if n in onames]:

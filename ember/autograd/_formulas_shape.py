@@ -349,3 +349,211 @@ def pinv_backward(grad, pinvA, A):
 
 
 __all__ += ["linalg_eig_backward", "linalg_lstsq_backward", "pinv_backward"]
+
+
+# -- issue 18: LU, triangular/Cholesky solves, Householder products, matrix_exp -------------------
+# PyTorch's FunctionsManual formulas; householder_product, ormqr and lu_solve (for LU) differentiate
+# a composite of differentiable ember ops instead of PyTorch's hand-derived expressions.
+
+def _pad_to(t, rows, cols):
+    """t zero-padded at the bottom/right to (..., rows, cols)."""
+    E = _E()
+    r, c = t.shape[-2], t.shape[-1]
+    if c < cols:
+        t = E.cat([t, t.new_zeros(tuple(t.shape[:-1]) + (cols - c,))], -1)
+    if r < rows:
+        t = E.cat([t, t.new_zeros(tuple(t.shape[:-2]) + (rows - r, cols))], -2)
+    return t
+
+
+def _solve_tri(A, B, upper, left=True, unitriangular=False):
+    return _E().linalg.solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def linalg_lu_backward(gL, gU, P, L, U, pivot):
+    """PyTorch's linalg_lu_backward (square, wide and tall cases)."""
+    E = _E()
+    if gL is None and gU is None:
+        return None
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    if m == n:
+        # gA = P L^{-H} [L^H gL o 1_L + gU U^H o 1_U] U^{-H}
+        gA = (mH(L) @ gL).tril(-1) if gL is not None else None
+        if gU is not None:
+            t = (gU @ mH(U)).triu()
+            gA = t if gA is None else gA + t
+        gA = _solve_tri(mH(U), gA, upper=False, left=False)
+        gA = _solve_tri(mH(L), gA, upper=True, left=True, unitriangular=True)
+        return P @ gA if pivot else gA
+    if m < n:
+        U1 = U[..., :, :k]
+        gA = mH(L) @ gL if gL is not None else None
+        if gU is not None:
+            t = gU.triu() @ mH(U)
+            gA = -t if gA is None else gA - t
+        gA = _solve_tri(mH(U1), gA.tril(-1), upper=False, left=False)
+        if gU is not None:
+            gA = E.cat([gA + gU[..., :, :k].triu(), gU[..., :, k:]], -1)
+        gA = _solve_tri(mH(L), gA, upper=True, left=True, unitriangular=True)
+        if gU is None:
+            gA = E.cat([gA, E.zeros_like(U[..., :, k:])], -1)
+        return P @ gA if pivot else gA
+    L1 = L[..., :k, :]
+    gA = gU @ mH(U) if gU is not None else None
+    if gL is not None:
+        t = mH(L) @ gL.tril(-1)
+        gA = -t if gA is None else gA - t
+    gA = _solve_tri(mH(L1), gA.triu(), upper=True, left=True, unitriangular=True)
+    if gL is not None:
+        gA = E.cat([gA + gL[..., :k, :].tril(-1), gL[..., k:, :]], -2)
+    gA = _solve_tri(mH(U), gA, upper=False, left=False)
+    if gL is None:
+        gA = E.cat([gA, E.zeros_like(L[..., k:, :])], -2)
+    return P @ gA if pivot else gA
+
+
+def lu_factor_ex_backward(grad, LU, pivots, pivot):
+    E = _E()
+    P, L, U = E.lu_unpack(LU, pivots, True, pivot)
+    k = min(LU.shape[-2], LU.shape[-1])
+    return linalg_lu_backward(grad[..., :, :k].tril(-1), grad[..., :k, :].triu(), P, L, U, pivot)
+
+
+def lu_unpack_backward(gL, gU, sizes):
+    """LU_data's gradient: L's strict lower and U's upper triangle, placed where they came from."""
+    if gL is None and gU is None:
+        return None
+    m, n = sizes[-2], sizes[-1]
+    out = None
+    if gL is not None:
+        out = _pad_to(gL.tril(-1), m, n)
+    if gU is not None:
+        t = _pad_to(gU.triu(), m, n)
+        out = t if out is None else out + t
+    return out
+
+
+def linalg_solve_triangular_backward(grad, A, X, upper, left, unitriangular, grad_input_mask):
+    gB = _solve_tri(mH(A), grad, upper=not upper, left=left, unitriangular=unitriangular)
+    gA = None
+    if grad_input_mask[0]:
+        gA = -(gB @ mH(X)) if left else -(mH(X) @ gB)
+        gA = gA.triu(int(unitriangular)) if upper else gA.tril(-int(unitriangular))
+    return gA, (gB if grad_input_mask[1] else None)
+
+
+def triangular_solve_backward(grad_x, grad_m, b, a, x, upper, transpose, unitriangular,
+                              grad_input_mask):
+    E = _E()
+    gb = ga = None
+    if grad_x is not None:
+        # op(A)^H Y = grad_x, op(A) = A^T when transpose
+        gb = _solve_tri(a.conj() if transpose else mH(a), grad_x,
+                        upper=upper if transpose else not upper, unitriangular=unitriangular)
+        if grad_input_mask[1]:
+            ga = -(x.conj() @ gb.transpose(-2, -1)) if transpose else -(gb @ mH(x))
+            ga = ga.triu(int(unitriangular)) if upper else ga.tril(-int(unitriangular))
+    if grad_m is not None and grad_input_mask[1]:
+        ga = grad_m if ga is None else ga + grad_m
+    if gb is None and grad_input_mask[0]:
+        gb = E.zeros_like(b)
+    return gb, ga
+
+
+def cholesky_solve_backward(grad, self, input2, result, upper, grad_input_mask):
+    E = _E()
+    g_self = E.cholesky_solve(grad, input2, upper)
+    g_in = None
+    if grad_input_mask[1]:
+        common = g_self @ mH(result)
+        common = common + mH(common)
+        g_in = -(input2 @ common) if upper else -(common @ input2)
+    return (g_self if grad_input_mask[0] else None), g_in
+
+
+def cholesky_inverse_backward(grad, L, upper, inverse):
+    common = grad + mH(grad)
+    common = inverse @ (common @ inverse)
+    return -(L @ common) if upper else -(common @ L)
+
+
+def linalg_matrix_exp_differential(self, grad, adjoint):
+    """exp([[A^H, G], [0, A^H]]) holds the adjoint differential in its top-right block."""
+    E = _E()
+    n = self.shape[-1]
+    a = mH(self) if adjoint else self
+    top = E.cat([a, grad], -1)
+    bottom = E.cat([E.zeros_like(a), a], -1)
+    big = E.linalg.matrix_exp(E.cat([top, bottom], -2))
+    return big[..., :n, n:]
+
+
+def _householder_q(v, tau):
+    """Q = H_1 ... H_k (m x m) in differentiable ember ops, H_i = I - tau_i w_i w_i^H."""
+    E = _E()
+    m, k = v.shape[-2], tau.shape[-1]
+    eye = E.eye(m, dtype=v.dtype, device=v.device)
+    W = v[..., :, :k].tril(-1) + eye[:, :k]
+    q = eye.expand(tuple(v.shape[:-2]) + (m, m))
+    for i in reversed(range(k)):
+        w = W[..., :, i:i + 1]
+        q = q - tau[..., i:i + 1].unsqueeze(-1) * (w @ (mH(w) @ q))
+    return q
+
+
+def _vjp(fn, inputs, grad):
+    """The gradients of fn(*inputs) for ``grad``, by differentiating fn's ember ops."""
+    from .. import autograd
+    E = _E()
+    with E.enable_grad():
+        xs = [x.detach().requires_grad_(True) for x in inputs]
+        out = fn(*xs)
+        return autograd.grad([out], xs, [grad], allow_unused=True)
+
+
+def householder_product_backward(grad, result, input, tau):
+    n = input.shape[-1]
+    return _vjp(lambda v, t: _householder_q(v, t)[..., :, :n], (input, tau), grad)
+
+
+def ormqr_backward(grad, result, self, input2, input3, left, transpose, grad_input_mask):
+    def f(v, t, c):
+        q = _householder_q(v, t)
+        if transpose:
+            q = mH(q)
+        return q @ c if left else c @ q
+    return _vjp(f, (self, input2, input3), grad)
+
+
+def linalg_lu_solve_LU(grad, LU, pivots, X, left, adjoint):
+    """LU's gradient: X = op(A)^{-1} B (or B op(A)^{-1}) with A = P L U written in lu_unpack and
+    triangular solves, differentiated with B held fixed (B rebuilt from the solution X)."""
+    E = _E()
+    with E.no_grad():
+        P, L, U = E.lu_unpack(LU, pivots)
+        A = P @ L @ U
+        B = (mH(A) @ X if adjoint else A @ X) if left else (X @ mH(A) if adjoint else X @ A)
+
+    def f(lu):
+        P, L, U = E.lu_unpack(lu, pivots)
+        if left and not adjoint:  # X = U^{-1} L^{-1} P^T B
+            Y = _solve_tri(L, P.mT @ B, upper=False, unitriangular=True)
+            return _solve_tri(U, Y, upper=True)
+        if left:  # A^H X = B:  X = P L^{-H} U^{-H} B
+            Y = _solve_tri(mH(U), B, upper=False)
+            return P @ _solve_tri(mH(L), Y, upper=True, unitriangular=True)
+        if not adjoint:  # X A = B:  X = B U^{-1} L^{-1} P^T
+            Y = _solve_tri(U, B, upper=True, left=False)
+            return _solve_tri(L, Y, upper=False, left=False, unitriangular=True) @ P.mT
+        # X A^H = B:  X = B P L^{-H} U^{-H}
+        Y = _solve_tri(mH(L), B @ P, upper=True, left=False, unitriangular=True)
+        return _solve_tri(mH(U), Y, upper=False, left=False)
+    return _vjp(f, (LU,), grad)[0]
+
+
+__all__ += ["linalg_lu_backward", "lu_factor_ex_backward", "lu_unpack_backward",
+            "linalg_solve_triangular_backward", "triangular_solve_backward",
+            "cholesky_solve_backward", "cholesky_inverse_backward",
+            "linalg_matrix_exp_differential", "householder_product_backward", "ormqr_backward",
+            "linalg_lu_solve_LU"]

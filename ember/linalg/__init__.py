@@ -10,7 +10,10 @@ from .._kernels.cpu.linalg import LinAlgError
 __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "lstsq",
            "cholesky", "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh",
            "eigvalsh", "norm", "vector_norm", "matrix_norm", "pinv", "matrix_rank",
-           "matrix_power", "cross", "multi_dot"]
+           "matrix_power", "cross", "multi_dot", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "solve_triangular", "cond", "diagonal", "householder_product", "ldl_factor",
+           "ldl_factor_ex", "ldl_solve", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "matrix_exp"]
 
 
 def _E():
@@ -171,3 +174,18 @@ def cross(input, other, *, dim=-1, out=None):  # noqa: A002  (PyTorch's name)
 
 def multi_dot(tensors, *, out=None):
     return _L().linalg_multi_dot(list(tensors), **_out(out))
+
+
+# -- issue 18: the generated bindings as they are (their signatures are PyTorch's) ---------------
+from .._C import _linalg as _bindings  # noqa: E402
+
+lu, lu_factor, lu_factor_ex = (_bindings.linalg_lu, _bindings.linalg_lu_factor,
+                               _bindings.linalg_lu_factor_ex)
+lu_solve, solve_triangular = _bindings.linalg_lu_solve, _bindings.linalg_solve_triangular
+cond, diagonal = _bindings.linalg_cond, _bindings.linalg_diagonal
+householder_product = _bindings.linalg_householder_product
+ldl_factor, ldl_factor_ex, ldl_solve = (_bindings.linalg_ldl_factor, _bindings.linalg_ldl_factor_ex,
+                                        _bindings.linalg_ldl_solve)
+tensorinv, tensorsolve = _bindings.linalg_tensorinv, _bindings.linalg_tensorsolve
+vander, vecdot, matrix_exp = _bindings.linalg_vander, _bindings.linalg_vecdot, \
+    _bindings.linalg_matrix_exp

@@ -15,6 +15,7 @@ from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .api import *  # noqa: F401,F403

@@ -544,3 +544,204 @@ def linalg_matrix_power(self, n):
 
 def matrix_power(self, n):
     return linalg_matrix_power(self, n)
+
+
+# -- issue 18: the checked LU/LDL factorizations, cond, tensorinv/tensorsolve, vander, vecdot and
+# the legacy names (qr, pinverse, lu_solve, matrix_exp, orgqr), decomposed as ATen does ----------
+
+def _warn_once(key, msg):
+    from ..cpu.linalg import warn_once
+    warn_once(key, msg)
+
+
+def linalg_lu_factor(A_, pivot=True):
+    LU, pivots, info = A.linalg_lu_factor_ex.default._call(A_, pivot, False)
+    _check_errors(info, "torch.linalg.lu_factor", A_.dim() == 2)
+    return LU, pivots
+
+
+def _lu_with_info(self, pivot=True, check_errors=True):
+    _warn_once("lu", "torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+               "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
+               "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\n"
+               "LU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\n"
+               "LU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)\n"
+               "should be replaced with\n"
+               "LU, pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
+    # check_errors is ignored, as in ATen: torch.lu reports failures through get_infos only
+    return A.linalg_lu_factor_ex.default._call(self, pivot, False)
+
+
+def lu_solve(self, LU_data, LU_pivots):
+    _warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solve"
+               "and will be removed in a future PyTorch release.\nNote that torch.linalg.lu_solve "
+               "has its arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be "
+               "replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)")
+    return A.linalg_lu_solve.default._call(LU_data, LU_pivots, self, True, False)
+
+
+def linalg_ldl_factor(self, hermitian=False):
+    LD, pivots, info = A.linalg_ldl_factor_ex.default._call(self, hermitian, False)
+    _check_errors(info, "torch.linalg.ldl_factor", self.dim() == 2)
+    return LD, pivots
+
+
+def qr(self, some=True):
+    _warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in "
+               "a future PyTorch release.\nThe boolean parameter 'some' has been replaced with a "
+               "string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\n"
+               "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
+    return A.linalg_qr.default._call(self, "reduced" if some else "complete")
+
+
+def pinverse(self, rcond=1e-15):
+    if self.dim() < 2:
+        raise RuntimeError("linalg.pinv(" + self._dtype._short + "{" + _st._fmt_list(self._size)[1:-1]
+                           + "}): expected a tensor with 2 or more dimensions of float, double, "
+                           "cfloat or cdouble types")
+    return linalg_pinv(self, rcond, False)
+
+
+def matrix_exp(self):
+    return A.linalg_matrix_exp.default._call(self)
+
+
+def orgqr(self, input2):
+    return A.linalg_householder_product.default._call(self, input2)
+
+
+def linalg_diagonal(A_, offset=0, dim1=-2, dim2=-1):
+    return A.diagonal.default._call(A_, offset, dim1, dim2)
+
+
+def linalg_vecdot(x, y, dim=-1):
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {x._dtype._short}")
+    if x._dtype is not y._dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x "
+                           f"of type {x._dtype._short} and y of type {y._dtype._short} instead")
+    if x.dim() == 1 and y.dim() == 1:  # ATen takes vdot's path (and its size message) here
+        return A.vdot.default._call(x, y)
+    xc = A.conj.default._call(x) if x._dtype.is_complex else x
+    return A.sum.dim_IntList._call(A.mul.Tensor._call(xc, y), [dim], False, None)
+
+
+def linalg_vander(x, N=None):
+    t = x._dtype
+    if not (t in (D.float32, D.float64, D.complex64, D.complex128) or
+            (not t.is_floating_point and not t.is_complex and t is not D.bool_)):
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, "
+                           f"but got {t._short}")
+    x_ = A.unsqueeze.default._call(x, -1) if x.dim() == 0 else x
+    shape = list(x_._size)
+    n = shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    # powers 1..n-1 as a running product; the column of ones first
+    powers = A.cumprod.default._call(
+        A.expand.default._call(A.unsqueeze.default._call(x_, -1), shape + [n - 1], False), -1,
+        None)
+    ones = A.new_ones.default._call(powers, shape + [1], None, None, None, None)
+    return A.cat.default._call([ones, powers], -1)
+
+
+def linalg_tensorinv(self, ind=2):
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    start, end = list(self._size[:ind]), list(self._size[ind:])
+    p_start, p_end = math.prod(start), math.prod(end)
+    if p_start != p_end:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {p_end} != {p_start}")
+    inv, info = A.linalg_inv_ex.default._call(_reshape(self, (p_start, p_end)), False)
+    _check_errors(info, "inv", True)
+    return _reshape(inv, end + start)
+
+
+def linalg_tensorsolve(self, other, dims=None):
+    n = self.dim()
+    s = self
+    if dims is not None:
+        dest = list(range(n - len(dims), n))
+        s = A.movedim.intlist._call(s, list(dims), dest)
+    result_shape = list(s._size[other.dim():])
+    rp, op = math.prod(result_shape), math.prod(other._size)
+    if rp != op:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
+                           f"== prod(self.shape[:other.ndim]), but got {rp} != {op}")
+    r = linalg_solve(_reshape(s, (rp, rp)), _reshape(other, (op,)))
+    return _reshape(r, result_shape)
+
+
+_COND_ORDS = (2, -2, 1, -1, math.inf, -math.inf)
+
+
+def _cond_empty(self):
+    dt = self._dtype.to_real() if self._dtype.is_complex else self._dtype
+    return A.zeros.default._call(self._size[:-2], dt, None, self._device, None)
+
+
+def _cond_helper(self, ord):
+    inverse, info = A.linalg_inv_ex.default._call(self, False)
+    bad = A.gt.Scalar._call(A.unsqueeze.default._call(A.unsqueeze.default._call(info, -1), -1), 0)
+    inf = A.full_like.default._call(inverse, math.inf, None, None, None, None, None)
+    inverse = A.where.self._call(bad, inf, inverse)
+    if isinstance(ord, str):
+        na = linalg_matrix_norm_str_ord(self, ord)
+        ni = linalg_matrix_norm_str_ord(inverse, ord)
+    else:
+        na = linalg_matrix_norm(self, ord)
+        ni = linalg_matrix_norm(inverse, ord)
+    # 0 * inf is NaN: NumPy reports an infinite condition number there
+    return A.nan_to_num.default._call(A.mul.Tensor._call(na, ni), math.inf, math.inf, -math.inf)
+
+
+def _cond_square(self, label):
+    name = f"linalg.cond(ord={label})"
+    if self.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if self._size[-1] != self._size[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{self._size[-2]} by {self._size[-1]} matrices")
+
+
+def linalg_cond(self, p=None):
+    if self.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    ord = 2 if p is None else p
+    if ord not in _COND_ORDS:
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {ord:g}" if isinstance(ord, float)
+                           else f"linalg.cond got an invalid norm type: {ord}")
+    if self.numel() == 0:
+        return _cond_empty(self)
+    if abs(ord) == 2:
+        s = linalg_svdvals(self)
+        smax = A.narrow.default._call(s, -1, 0, 1)
+        smin = A.narrow.default._call(s, -1, s._size[-1] - 1, 1)
+        r = A.div.Tensor._call(smin, smax) if ord == -2 else A.div.Tensor._call(smax, smin)
+        return A.squeeze.dim._call(r, -1)
+    # the label C++'s std::to_string prints: "1" for an int, "1.000000" / "inf" for a float
+    label = (("inf" if ord > 0 else "-inf") if math.isinf(ord) else f"{ord:f}") \
+        if isinstance(ord, float) else str(ord)
+    _cond_square(self, label)
+    return _cond_helper(self, ord)
+
+
+def linalg_cond_p_str(self, p):
+    _cond_square(self, p)
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if self.numel() == 0:
+        return _cond_empty(self)
+    if p == "nuc":  # from the singular values (matrix_norm's nuc raises on infinities)
+        s = linalg_svdvals(self)
+        return A.mul.Tensor._call(A.sum.dim_IntList._call(s, [-1], False, None),
+                                  A.sum.dim_IntList._call(A.reciprocal.default._call(s), [-1],
+                                                          False, None))
+    return _cond_helper(self, p)
+
+
+__all__ += ["linalg_lu_factor", "_lu_with_info", "lu_solve", "linalg_ldl_factor", "qr",
+            "pinverse", "matrix_exp", "orgqr", "linalg_diagonal", "linalg_vecdot", "linalg_vander",
+            "linalg_tensorinv", "linalg_tensorsolve", "linalg_cond", "linalg_cond_p_str"]

@@ -153,3 +153,76 @@ def meta__linalg_check_errors(info, api_name, is_matrix):
 __all__ += ["meta__linalg_check_errors", "meta_linalg_inv_ex", "meta__linalg_det", "meta__linalg_slogdet",
             "meta__linalg_solve_ex", "meta_linalg_cholesky_ex", "meta_cholesky", "meta_linalg_qr",
             "meta__linalg_svd", "meta_linalg_eig", "meta__linalg_eigh", "meta_linalg_vector_norm"]
+
+
+# -- issue 18: LU, triangular and Cholesky solves, LDL, Householder products, matrix_exp ---------
+
+_I32 = _la.D.int32
+
+
+def meta_linalg_lu_factor_ex(A, pivot=True, check_errors=False):
+    s_lu, s_piv, s_info = _la.check_lu_factor(A, "torch.lu_factor", pivot)
+    return _e(s_lu, A._dtype), _e(s_piv, _I32), _e(s_info, _I32)
+
+
+def meta_linalg_lu(A, pivot=True):
+    return tuple(_e(s, A._dtype) for s in _la.check_linalg_lu(A, pivot))
+
+
+def meta_lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    shapes = _la.check_lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+    return tuple(_e(s, LU_data._dtype) for s in shapes)
+
+
+def meta_linalg_lu_solve(LU, pivots, B, left=True, adjoint=False):
+    return _e(_la.check_lu_solve(LU, pivots, B, left, adjoint), LU._dtype)
+
+
+def meta_linalg_solve_triangular(self, B, upper, left=True, unitriangular=False):
+    return _e(_la.check_solve_triangular(self, B, upper, left, unitriangular), self._dtype)
+
+
+def meta_triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    sx, sa = _la.check_triangular_solve(self, A)
+    return _e(sx, self._dtype), _e(sa, A._dtype)
+
+
+def meta_cholesky_solve(self, input2, upper=False):
+    return _e(_la.check_cholesky_solve(self, input2), self._dtype)
+
+
+def meta_cholesky_inverse(self, upper=False):
+    return _e(_la.check_cholesky_inverse(self, upper), self._dtype)
+
+
+def meta_geqrf(self):
+    sa, st = _la.check_geqrf(self)
+    return _e(sa, self._dtype), _e(st, self._dtype)
+
+
+def meta_linalg_householder_product(input, tau):
+    return _e(_la.check_householder_product(input, tau), input._dtype)
+
+
+def meta_ormqr(self, input2, input3, left=True, transpose=False):
+    return _e(_la.check_ormqr(self, input2, input3, left, transpose), self._dtype)
+
+
+def meta_linalg_matrix_exp(self):
+    return _e(_la.check_matrix_exp(self), self._dtype)
+
+
+def meta_linalg_ldl_factor_ex(self, hermitian=False, check_errors=False):
+    s_ld, s_piv, s_info = _la.check_ldl_factor(self, hermitian)
+    return _e(s_ld, self._dtype), _e(s_piv, _I32), _e(s_info, _I32)
+
+
+def meta_linalg_ldl_solve(LD, pivots, B, hermitian=False):
+    return _e(_la.check_ldl_solve(LD, pivots, B, hermitian), LD._dtype)
+
+
+__all__ += ["meta_linalg_lu_factor_ex", "meta_linalg_lu", "meta_lu_unpack", "meta_linalg_lu_solve",
+            "meta_linalg_solve_triangular", "meta_triangular_solve", "meta_cholesky_solve",
+            "meta_cholesky_inverse", "meta_geqrf", "meta_linalg_householder_product",
+            "meta_ormqr", "meta_linalg_matrix_exp", "meta_linalg_ldl_factor_ex",
+            "meta_linalg_ldl_solve"]
