@@ -224,6 +224,8 @@ def _leaves(x):
 
 def _as_numpy(x):
     if isinstance(x, torch.Tensor):
+        if x._is_zerotensor():  # PyTorch's lazily-zero gradient
+            return np.zeros(tuple(x.shape))
         x = x.detach().resolve_conj().resolve_neg()
         if x.dtype == torch.bfloat16:
             x = x.float()
