@@ -40,5 +40,6 @@ from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
 from . import backends, linalg  # noqa: E402,F401  (torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
+from . import special  # noqa: E402,F401  (torch.special)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp)
 from . import testing  # noqa: E402,F401  (torch.testing)

@@ -18,3 +18,4 @@ from .pool import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .foreach import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403

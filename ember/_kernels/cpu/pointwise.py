@@ -332,6 +332,11 @@ def logit_values(x, dt, eps):
     return np.log(x / (1 - x))
 
 
+def lgamma_values(x):
+    # PyTorch: lgamma(-inf) = +inf (|Gamma| grows without bound); SciPy's gammaln gives -inf
+    return np.where(x == -np.inf, x.dtype.type(np.inf), _sp.gammaln(x))
+
+
 def digamma_values(x):
     # PyTorch: digamma(+-0) = -+inf (SciPy agrees); negative integers give NaN in both
     return _sp.psi(x)
@@ -528,7 +533,7 @@ UNARY = {
     "erf": (_half_as_float(_sp.erf), INT_TO_FLOAT, not_for((D.COMPLEX,), "erf_vml_cpu")),
     "erfc": (_half_as_float(_sp.erfc), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfc_vml_cpu")),
     "erfinv": (_half_as_float(_sp.erfinv), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfinv_vml_cpu")),
-    "lgamma": (_half_as_float(_sp.gammaln), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
+    "lgamma": (_half_as_float(lgamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
     "digamma": (_half_as_float(digamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
     "polygamma": (polygamma_values, INT_TO_FLOAT, not_for((D.COMPLEX,), "polygamma")),
     "floor": (_integral_identity(np.floor), SAME, check_rounding("floor")),

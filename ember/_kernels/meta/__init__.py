@@ -16,3 +16,4 @@ from .fft import *  # noqa: F401,F403
 from .random_ops import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .foreach import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
