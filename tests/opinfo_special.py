@@ -200,3 +200,115 @@ _add("special_softmax.default", alias_samples)
 OPS.append(OpInfo("special_log_softmax.default", lambda op: (
     Sample(s.args[:2], {"dtype": s.args[2]} if len(s.args) > 2 else {}, desc=s.desc)
     for s in alias_samples(op)), ALL, **_TOL))
+
+
+# ---------------------------------------------------------------------------------------------
+# Top-level ops added with the special functions (issue 18): heaviside, gcd, lcm, nextafter,
+# frexp, complex, isin, addr, fill, resolve_neg, sum_to_size. The factories (logspace,
+# triu_indices, tril_indices) are checked by tests/test_missing_ops.py.
+
+from opinfo import NOT_IN_TABLE, INTS  # noqa: E402
+
+NOT_IN_TABLE.update(dict.fromkeys(
+    "logspace.default logspace.out triu_indices.default triu_indices.out tril_indices.default "
+    "tril_indices.out".split(), "factory: checked by tests/test_missing_ops.py"))
+
+
+def same_dtype_samples(op):
+    for dt in op.dtypes:
+        yield Sample((_specials(dt), _specials(dt)), desc=f"{dt} specials")
+        yield Sample((tensor((2, 3), dt), tensor((3,), dt)), desc=f"{dt} broadcast")
+        yield Sample((tensor((2, 3), dt, "transposed"), tensor((), dt)), desc=f"{dt} 0-dim")
+    yield Sample((tensor((2, 3), "float32"), tensor((2, 3), "float64")), desc="mixed dtypes")
+    yield Sample((tensor((2, 3), "int32"), tensor((2, 3), "int64")), desc="mixed ints")
+    yield Sample((tensor((2, 3), "float32"), tensor((4,), "float32")), desc="broadcast error")
+    yield Sample((_complex((2,), "complex64"), _complex((2,), "complex64")), desc="complex")
+
+
+_add("heaviside.default", same_dtype_samples, ALL, "heaviside_.default", "heaviside.out")
+_add("gcd.default", same_dtype_samples, ALL, "gcd_.default", "gcd.out")
+_add("lcm.default", same_dtype_samples, ALL, "lcm_.default", "lcm.out")
+_add("nextafter.default", same_dtype_samples, ALL, "nextafter_.default", "nextafter.out",
+     rtol=0, atol=0)
+OPS.append(OpInfo("gcd.default", lambda op: iter([Sample(
+    (T(np.array([0, -4, -6, 0, 7]), "int64"), T(np.array([0, 6, -4, 5, 0]), "int64")),
+    desc="zeros and signs")]), INTS, "gcd_.default", "gcd.out"))
+OPS.append(OpInfo("lcm.default", lambda op: iter([Sample(
+    (T(np.array([0, -4, -6, 3, 7]), "int64"), T(np.array([0, 6, -4, 5, 0]), "int64")),
+    desc="zeros and signs")]), INTS, "lcm_.default", "lcm.out"))
+_add("frexp.Tensor", unary_samples, ALL, None, "frexp.Tensor_out")
+
+
+def complex_samples(op):
+    # (float16 would give ComplexHalf, a dtype ember does not have)
+    for dt in ("float32", "float64", "int64"):
+        yield Sample((tensor((2, 3), dt), tensor((3,), dt)), desc=dt)
+    yield Sample((tensor((2, 3), "float32"), tensor((2, 3), "float64")), desc="mixed")
+    yield Sample((tensor((2, 3), "float32"), tensor((4,), "float32")), desc="broadcast error")
+    yield Sample((_specials("float64"), _specials("float64")), desc="specials")
+
+
+OPS.append(OpInfo("complex.default", complex_samples, ALL, None, "complex.out"))
+
+
+def isin_samples(op):
+    name = op.name.split(".")[1]
+    for dt in ("float32", "int64", "bool", "uint8", "float16"):
+        for invert in (False, True):
+            kw = {"invert": invert}
+            if name == "Tensor_Tensor":
+                yield Sample((tensor((3, 4), dt), tensor((5,), dt)), kw, desc=f"{dt} {invert}")
+                yield Sample((tensor((3, 4), dt), tensor((2, 2), "float64")), kw, desc="mixed")
+            elif name == "Tensor_Scalar":
+                yield Sample((tensor((3, 4), dt), 2), kw, desc=f"{dt} {invert}")
+            else:
+                yield Sample((2, tensor((3, 4), dt)), kw, desc=f"{dt} {invert}")
+
+
+for _ov in ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor"):
+    OPS.append(OpInfo(f"isin.{_ov}", isin_samples, ALL, None, f"isin.{_ov}_out"))
+
+
+def addr_samples(op):
+    for dt in ("float32", "float64", "int64", "bool"):
+        yield Sample((tensor((2, 3), dt), tensor((2,), dt), tensor((3,), dt)), desc=dt)
+        yield Sample((tensor((3,), dt), tensor((2,), dt), tensor((3,), dt)), desc=f"{dt} bcast")
+    f = "float64"
+    yield Sample((_specials(f), tensor((3,), f), tensor((3,), f)), {"beta": 0, "alpha": 2},
+                 desc="beta=0 ignores NaN")
+    yield Sample((tensor((2, 3), f), tensor((2,), f), tensor((3,), f)), {"beta": 0.5,
+                                                                         "alpha": -1.5})
+    yield Sample((tensor((2, 3), "int64"), tensor((2,), "int64"), tensor((3,), "int64")),
+                 {"beta": 2, "alpha": 3}, desc="int scalars")
+    yield Sample((tensor((2, 3), f), tensor((2, 2), f), tensor((3,), f)), desc="2-D vec1")
+    yield Sample((tensor((2, 3), "float32"), tensor((2,), "int64"), tensor((3,), f)),
+                 desc="mixed dtypes")
+
+
+OPS.append(OpInfo("addr.default", addr_samples, ALL, "addr_.default", "addr.out", rtol=1e-5))
+
+
+def fill_samples(op):
+    tensor_value = op.name.endswith("Tensor")
+    for dt in ("float32", "int64", "bool", "float16"):
+        value = T(np.array(2.5), "float64") if tensor_value else 2.5
+        yield Sample((tensor((2, 3), dt), value), desc=dt)
+        yield Sample((tensor((3, 4), dt, "transposed"), value), desc=f"{dt} transposed")
+    if tensor_value:
+        yield Sample((tensor((2, 3), "float32"), tensor((2,), "float32")), desc="non-0-dim value")
+
+
+OPS.append(OpInfo("fill.Scalar", fill_samples, ALL))
+OPS.append(OpInfo("fill.Tensor", fill_samples, ALL))
+OPS.append(OpInfo("resolve_neg.default", unary_samples, ALL))
+
+
+def sum_to_size_samples(op):
+    for dt in ("float32", "int64", "float64"):
+        x = tensor((2, 3, 4), dt)
+        for size in ([1, 3, 1], [4], [3, 4], [2, 3, 4], [1, 1, 1], []):
+            yield Sample((x, size), desc=f"{dt} {size}")
+    yield Sample((tensor((2, 3), "float32"), [3, 3]), desc="not expandable")
+
+
+OPS.append(OpInfo("sum_to_size.default", sum_to_size_samples, ALL, rtol=1e-5))
