@@ -120,3 +120,17 @@ def test_methods_exist_like_torch():
         assert hasattr(ember.Tensor, name) == hasattr(torch.Tensor, name), name
     for name in ("complex", "isin", "logspace", "triu_indices", "tril_indices", "fill"):
         assert callable(getattr(ember, name)), name
+
+
+def test_addr_inplace_gradient():
+    grads = []
+    for m in (ember, torch):
+        s = m.ones(2, 3, dtype=m.float64, requires_grad=True)
+        v = m.tensor([1.0, -2.0], dtype=m.float64, requires_grad=True)
+        w = m.tensor([1.0, 2.0, 0.5], dtype=m.float64, requires_grad=True)
+        r = s.clone()
+        r.addr_(v, w, beta=2, alpha=3)
+        (r * r).sum().backward()
+        grads.append([np.asarray(g.grad.tolist()) for g in (s, v, w)])
+    for e, t in zip(*grads):
+        np.testing.assert_allclose(e, t, rtol=1e-7)
