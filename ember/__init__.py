@@ -43,6 +43,8 @@ from . import nn, optim, utils, safetensors; from .serialization import save, lo
 from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import masked  # noqa: E402,F401  (torch.masked)
+from . import special  # noqa: E402,F401  (torch.special)
+from . import signal  # noqa: E402,F401  (torch.signal.windows)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp)
 from . import testing  # noqa: E402,F401  (torch.testing)
 from . import distributions  # noqa: E402,F401  (torch.distributions)

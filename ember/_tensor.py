@@ -6,6 +6,8 @@ generated from ``native_functions.yaml`` (``ember._ops.bindings``) and enter the
 what is defined here is metadata access and the Python protocols (``len``, ``iter``, ``bool``,
 ``repr``, numbers) built on those operators.
 """
+import warnings
+
 import numpy as np
 
 from ._core import dtype as _dt
@@ -472,6 +474,34 @@ class Tensor:
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                                f"Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1)
+
+    @property
+    def mH(self):
+        if self.dim() == 0:
+            warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+            return self.conj()
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                               f"Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1).conj()
+
+    @property
+    def H(self):
+        if self.dim() == 0:
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+            return self.conj()
+        if self.dim() != 2:
+            extra = (". For batches of matrices, consider using tensor.mH" if self.dim() > 2
+                     else ".")
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.dim()}-D tensor{extra}")
+        return self.transpose(-2, -1).conj()
+
+    def __rdiv__(self, other):
+        """``other / self`` (PyTorch's alias of __rtruediv__, also taking a tensor)."""
+        if isinstance(other, Tensor):
+            return other.div(self)
+        return self.__rtruediv__(other)
 
     # -- complex parts: views (aten::real / aten::imag); assigning writes through, as in PyTorch
     @property

@@ -20,3 +20,5 @@ from .random import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .api import *  # noqa: F401,F403
 from .foreach import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
+from .missing_ops import *  # noqa: F401,F403

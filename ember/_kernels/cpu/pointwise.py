@@ -332,6 +332,11 @@ def logit_values(x, dt, eps):
     return np.log(x / (1 - x))
 
 
+def lgamma_values(x):
+    # PyTorch: lgamma(-inf) = +inf (|Gamma| grows without bound); SciPy's gammaln gives -inf
+    return np.where(x == -np.inf, x.dtype.type(np.inf), _sp.gammaln(x))
+
+
 def digamma_values(x):
     # PyTorch: digamma(+-0) = -+inf (SciPy agrees); negative integers give NaN in both
     return _sp.psi(x)
@@ -340,7 +345,27 @@ def digamma_values(x):
 def polygamma_values(x, dt, n):
     if dt in (D.float16, D.bfloat16):
         x = np.asarray(x, np.float32)
-    return digamma_values(x) if n == 0 else _sp.polygamma(n, x)
+    if n == 0:
+        return digamma_values(x)
+    return trigamma_values(x) if n == 1 else _sp.polygamma(n, x)
+
+
+def trigamma_values(x):
+    """PyTorch's trigamma (not SciPy's): x < 1/2 is reflected, psi1(x) = pi^2 / sin^2(pi x) -
+    psi1(1 - x), so poles give large finite values and -inf gives NaN; then six recurrence
+    steps and the asymptotic series."""
+    t = x.dtype.type
+    x = np.asarray(x)
+    reflect = x < 0.5
+    with np.errstate(all="ignore"):
+        result = np.where(reflect, -t(math.pi) ** 2 / np.sin(t(math.pi) * x) ** 2, t(0))
+        x = np.where(reflect, 1 - x, x)
+        for _ in range(6):
+            result = result + 1 / (x * x)
+            x = x + 1
+        ixx = 1 / (x * x)
+        result = result + (1 + 1 / (2 * x) + ixx * (t(1 / 6) - ixx * (t(1 / 30) - ixx * t(1 / 42)))) / x
+    return np.where(reflect, -result, result)
 
 
 def nan_to_num_values(x, dt, nan, posinf, neginf):
@@ -528,7 +553,7 @@ UNARY = {
     "erf": (_half_as_float(_sp.erf), INT_TO_FLOAT, not_for((D.COMPLEX,), "erf_vml_cpu")),
     "erfc": (_half_as_float(_sp.erfc), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfc_vml_cpu")),
     "erfinv": (_half_as_float(_sp.erfinv), INT_TO_FLOAT, not_for((D.COMPLEX,), "erfinv_vml_cpu")),
-    "lgamma": (_half_as_float(_sp.gammaln), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
+    "lgamma": (_half_as_float(lgamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "lgamma_vml_cpu")),
     "digamma": (_half_as_float(digamma_values), INT_TO_FLOAT, not_for((D.COMPLEX,), "digamma")),
     "polygamma": (polygamma_values, INT_TO_FLOAT, not_for((D.COMPLEX,), "polygamma")),
     "floor": (_integral_identity(np.floor), SAME, check_rounding("floor")),

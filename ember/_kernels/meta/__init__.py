@@ -17,3 +17,6 @@ from .random_ops import *  # noqa: F401,F403
 from .grid import *  # noqa: F401,F403
 from .foreach import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
+from .pointwise_more import *  # noqa: F401,F403
+from .misc_ops import *  # noqa: F401,F403
