@@ -33,6 +33,11 @@ CASES = {
     "atan2_out_overlap": lambda m: (lambda a: m.atan2(a[:-1], a[1:], out=a[1:]))(m.arange(4.)),
     "sub_expanded_other_ok": lambda m: m.zeros(3).sub_(m.ones(1).expand(3)),
     "cat_out_full": lambda m: (lambda a: m.cat([a], out=a))(m.arange(4.)),
+    "gather_out_is_input": lambda m: (lambda x: m.gather(x, 0, m.tensor([0, 1, 2]), out=x))(m.arange(6.)),
+    "take_out_expanded": lambda m: m.take(m.arange(6.), m.tensor([0, 1, 2]), out=m.zeros(1).expand(3)),
+    "index_select_out_view": lambda m: (lambda x: m.index_select(x, 0, m.tensor([0, 1]), out=x[:2]))(m.arange(6.)),
+    "masked_select_out_is_input": lambda m: (lambda x: m.masked_select(x, x > 2, out=x))(m.arange(6.)),
+    "gather_out_fresh_ok": lambda m: m.gather(m.arange(6.), 0, m.tensor([0, 1, 2]), out=m.zeros(3)),
 }
 
 

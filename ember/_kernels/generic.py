@@ -82,6 +82,19 @@ def _check_overlap(outs, inputs):
         _overlap.check_write(o, inputs)
 
 
+# ATen's own out= kernels of these ops refuse any overlap between an output and an input (they
+# read inputs while writing), beyond TensorIterator's rule for pointwise ops
+_OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue", "bernoulli"}
+
+
+def _check_no_overlap(outs, inputs):
+    for o in outs:
+        _overlap.assert_no_internal_overlap(o)
+        for t in inputs:
+            if hasattr(t, "_keyset"):
+                _overlap.assert_no_overlap(o, t)
+
+
 def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     """The out= kernel of a functional op. A factory's out= schema omits the TensorOptions
     (``zeros.out(size, *, out)``): those arguments are taken from ``out`` (dtype, device) or
@@ -90,14 +103,16 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     nout = len(op._schema.returns)
     opname = op._schema.name
     fargs = op._schema.arguments
+    check = _check_overlap if pointwise else \
+        _check_no_overlap if opname in _OUT_NO_OVERLAP else None
     out_names = None
     if out_qualname is not None:
         out_names = [a.name for a in _overload(out_qualname)._schema.arguments][:-nout]
     if out_names is None or out_names == [a.name for a in fargs]:
         def out_kernel(*args):
             outs = args[-nout:]
-            if pointwise:
-                _check_overlap(outs, args[:-nout])
+            if check is not None:
+                check(outs, args[:-nout])
             result = op._call(*args[:-nout])
             results = (result,) if nout == 1 else tuple(result)
             write_out(opname, results, outs)

@@ -54,6 +54,12 @@ def _legacy_reduction(size_average, reduce, reduction, emit_warning=True):
     return "sum" if reduce else "none"
 
 
+def _check_reduction(reduction):
+    """PyTorch's _Reduction.get_enum, for losses that check before computing."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
 def _reduce(loss, reduction):
     if reduction == "mean":
         return loss.mean()
@@ -83,9 +89,10 @@ def bilinear(input1, input2, weight, bias=None):
     return _aten.bilinear.default(input1, input2, weight, bias)
 
 
-def _padding_idx(padding_idx, num):
+def _padding_idx(padding_idx, weight):
     if padding_idx is None:
         return -1
+    num = weight.size(0)
     if padding_idx > 0:
         if padding_idx >= num:
             raise AssertionError("Padding_idx must be within num_embeddings")
@@ -98,7 +105,7 @@ def _padding_idx(padding_idx, num):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    padding_idx = _padding_idx(padding_idx, weight)
     if max_norm is not None:
         input = input.contiguous()
         with _E().no_grad():
@@ -132,7 +139,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if not weight.dim() == 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
-    padding_idx = _padding_idx(padding_idx, weight.size(0))
+    padding_idx = _padding_idx(padding_idx, weight)
     idx = input.numpy() if input.dim() else input.reshape(1).numpy()
     flat, n = idx.reshape(-1), weight.size(0)
     bad = np.flatnonzero((flat < 0) | (flat >= n))
@@ -795,6 +802,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
     if not (a_dim == p_dim == n_dim):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
@@ -840,6 +849,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     sample are its entries of ``target`` before the first -1, a repeated one counted each time
     (PyTorch's loop runs over the target entries)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
     E = _E()
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape).numpy()
@@ -860,6 +870,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     E = _E()
