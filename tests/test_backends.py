@@ -15,6 +15,17 @@ from ember.nn.attention import SDPBackend, sdpa_kernel
 torch = pytest.importorskip("torch")
 import torch.nn.attention  # noqa: E402,F401
 
+
+@pytest.fixture(autouse=True)
+def _oracle_flags_mutable():
+    """torch.testing._internal (imported by test_op_db.py) calls torch.backends'
+    disable_global_flags(); the oracle here is PyTorch with its flags as a program sees them."""
+    module_globals = torch.backends.flags_frozen.__globals__  # torch.backends' own namespace
+    frozen = torch.backends.flags_frozen()
+    module_globals["__allow_nonbracketed_mutation_flag"] = True
+    yield
+    module_globals["__allow_nonbracketed_mutation_flag"] = not frozen
+
 MODULES = ["cpu", "cuda", "cudnn", "cusparselt", "mha", "mps", "mkl", "mkldnn", "nnpack",
            "openmp", "opt_einsum", "miopen", "kleidiai", "quantized"]
 
