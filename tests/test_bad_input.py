@@ -37,6 +37,10 @@ ERRORS = {
     "zeros_overflow_2d": lambda m: m.zeros(2 ** 40, 2 ** 40),
     "empty_overflow": lambda m: m.empty(2 ** 62),
     "zeros_unallocatable": lambda m: m.zeros(2 ** 61, dtype=m.int8),
+    "avg_pool1d_negative_padding": lambda m: m.nn.functional.avg_pool1d(m.ones(1, 1, 4), 2, padding=-1),
+    "max_pool1d_negative_padding": lambda m: m.nn.functional.max_pool1d(m.ones(1, 1, 4), 2, padding=-1),
+    "max_pool2d_negative_padding": lambda m: m.nn.functional.max_pool2d(m.ones(1, 1, 4, 4), 2, padding=-1),
+    "rms_norm_empty_shape": lambda m: m.nn.functional.rms_norm(m.ones(2, 3), []),
 }
 
 

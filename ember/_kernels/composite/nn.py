@@ -183,6 +183,9 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     ns = tuple(normalized_shape)
     k = len(ns)
+    if not k:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
     if input.dim() < k or input._size[input.dim() - k:] != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"

@@ -41,6 +41,10 @@ def max_pool1d_with_indices(self, kernel_size, stride=(), padding=(0,), dilation
 
 
 def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    # ATen's max_pool1d (without indices) is a kernel of its own, with its own words
+    p = _one("max_pool1d", "padding", padding)
+    if p[0] < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p[0]}")
     return max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 

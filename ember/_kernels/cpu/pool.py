@@ -79,6 +79,8 @@ def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode,
         raise RuntimeError(f"dilation should be greater than zero, but got "
                            f"{' '.join(f'dilation{c}: {v}' for c, v in zip('THW'[-k:], dilation))}")
     for p, kk, d in zip(padding, kernel_size, dilation):
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
         if p > (d * (kk - 1) + 1) // 2:
             if dilated:
                 raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
