@@ -45,3 +45,13 @@ def assert_same(e, t, rtol=1e-5, atol=1e-6, check_stride=False):
     if check_stride:
         assert e.stride() == t.stride(), (e.stride(), t.stride())
     np.testing.assert_allclose(to_np(e), to_np(t), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def report_line(request, line):
+    """Print a module's summary line under pytest's output, with or without -s."""
+    plugins = request.config.pluginmanager
+    tr, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
+    if tr is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            tr.write_line("")
+            tr.write_line(line)

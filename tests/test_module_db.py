@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 
 import ember
+from helpers import report_line
 
 torch = pytest.importorskip("torch")
 cm = pytest.importorskip("torch.testing._internal.common_modules")
 
 from op_db_expected import EXPECTED  # noqa: E402
-from test_op_db import Unresolved, _as_numpy, _compare, _differentiable, _to_ember  # noqa: E402
+from test_op_db import (Unresolved, _as_numpy, _compare, _differentiable, _to_ember,  # noqa: E402
+                        xfail_params)
 
 INPUTS = 2  # module inputs tried per mode
 MODULES = [m for m in cm.module_db if torch.float64 in m.dtypes or torch.float32 in m.dtypes]
@@ -37,21 +39,11 @@ def summary(request):
     line = (f"module_db: {len(MODULES)} modules, {len(_STATS['resolved'])} resolved, "
             f"{len(_STATS['forward'])} forward-all-pass, {len(_STATS['gradient'])} "
             f"gradient-all-pass")
-    plugins = request.config.pluginmanager
-    tr, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-    if tr is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            tr.write_line("")
-            tr.write_line(line)
+    report_line(request, line)
 
 
 def _params(kind):
-    out = []
-    for m in MODULES:
-        key = f"module:{m.name}:{kind}"
-        marks = [pytest.mark.xfail(strict=True, reason=EXPECTED[key])] if key in EXPECTED else []
-        out.append(pytest.param(m, id=m.name, marks=marks))
-    return out
+    return xfail_params(MODULES, lambda m: m.name, lambda m: f"module:{m.name}:{kind}")
 
 
 def _pairs(info, dtype, requires_grad):

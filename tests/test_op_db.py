@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import ember
+from helpers import report_line
 
 torch = pytest.importorskip("torch")
 cmi = pytest.importorskip("torch.testing._internal.common_methods_invocations")
@@ -292,21 +293,18 @@ def summary(request):
             f"{len(s['gradient_entries'])} gradient-all-pass, {len(s['errors'])}/"
             f"{len(s['error_entries'])} error-input types matching, "
             f"{len(EXPECTED)} expected failures listed")
-    plugins = request.config.pluginmanager
-    tr, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-    if tr is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            tr.write_line("")
-            tr.write_line(line)
+    report_line(request, line)
+
+
+def xfail_params(items, ident, key):
+    """pytest params of ``items``, a strict xfail where ``key(item)`` is listed in EXPECTED."""
+    return [pytest.param(x, id=ident(x), marks=[pytest.mark.xfail(strict=True,
+                                                                  reason=EXPECTED[key(x)])]
+                         if key(x) in EXPECTED else []) for x in items]
 
 
 def _params(kind):
-    out = []
-    for op in ENTRIES:
-        key = f"{entry_id(op)}:{kind}"
-        marks = [pytest.mark.xfail(strict=True, reason=EXPECTED[key])] if key in EXPECTED else []
-        out.append(pytest.param(op, id=entry_id(op), marks=marks))
-    return out
+    return xfail_params(ENTRIES, entry_id, lambda op: f"{entry_id(op)}:{kind}")
 
 
 def _resolve(op):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ember
+from helpers import report_line
 import ember.autograd.derivatives as D
 from ember._dispatch.dispatcher import get_entry
 from ember._dispatch.keys import K
@@ -40,12 +41,7 @@ def coverage_report(request):
             f"to PyTorch's, {len(s['gradcheck'])} passing gradcheck ("
             f"{len(s['gradcheck_failed'])} failing it like PyTorch); {len(s['skipped'])} "
             f"table entries skipped (" + ", ".join(f"{n} {r}" for r, n in reasons.most_common()) + ")")
-    plugins = request.config.pluginmanager
-    tr, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
-    if tr is not None and capture is not None:
-        with capture.global_and_fixture_disabled():  # shown with or without -s
-            tr.write_line("")
-            tr.write_line(line)
+    report_line(request, line)
 
 
 def _qualname(name):

@@ -71,6 +71,15 @@ def assert_no_overlap(a, b):
         raise RuntimeError(_PARTIAL)
 
 
+def check_no_overlap(out, inputs):
+    """An op that reads its inputs while writing ``out`` (cat, gather, ...): out may not repeat
+    locations nor touch any input."""
+    assert_no_internal_overlap(out)
+    for t in inputs:
+        if hasattr(t, "_keyset"):
+            assert_no_overlap(out, t)
+
+
 def check_write(out, inputs):
     """TensorIterator's check on an op writing ``out`` and reading ``inputs`` (tensors or not)."""
     assert_no_internal_overlap(out)

@@ -89,10 +89,7 @@ _OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue"
 
 def _check_no_overlap(outs, inputs):
     for o in outs:
-        _overlap.assert_no_internal_overlap(o)
-        for t in inputs:
-            if hasattr(t, "_keyset"):
-                _overlap.assert_no_overlap(o, t)
+        _overlap.check_no_overlap(o, inputs)
 
 
 def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):

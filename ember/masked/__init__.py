@@ -299,31 +299,27 @@ def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype
                     dtype=dtype, mask=mask, take_sqrt=True)
 
 
-def softmax(input, dim, *, dtype=None, mask=None):
+def _normalizer(name, fill_like, input, dim, dtype, mask):
+    """softmax/log_softmax/softmin: masked-out elements take the identity of ``fill_like``
+    (amax: -inf, amin: +inf), so they get no weight."""
     if dtype is None:
         dtype = input.dtype
     dim_ = _canonical_dim(dim, input.ndim)[0]
-    mask_input = _combine_input_and_mask("amax", input, mask)
-    _check_strided("softmax", mask_input)
-    return _E.nn.functional.softmax(mask_input, dim_, dtype=dtype)
+    mask_input = _combine_input_and_mask(fill_like, input, mask)
+    _check_strided(name, mask_input)
+    return getattr(_E.nn.functional, name)(mask_input, dim_, dtype=dtype)
+
+
+def softmax(input, dim, *, dtype=None, mask=None):
+    return _normalizer("softmax", "amax", input, dim, dtype, mask)
 
 
 def log_softmax(input, dim, *, dtype=None, mask=None):
-    if dtype is None:
-        dtype = input.dtype
-    dim_ = _canonical_dim(dim, input.ndim)[0]
-    mask_input = _combine_input_and_mask("amax", input, mask)
-    _check_strided("log_softmax", mask_input)
-    return _E.nn.functional.log_softmax(mask_input, dim_, dtype=dtype)
+    return _normalizer("log_softmax", "amax", input, dim, dtype, mask)
 
 
 def softmin(input, dim, *, dtype=None, mask=None):
-    if dtype is None:
-        dtype = input.dtype
-    dim_ = _canonical_dim(dim, input.ndim)[0]
-    mask_input = _combine_input_and_mask("amin", input, mask)
-    _check_strided("softmin", mask_input)
-    return _E.nn.functional.softmin(mask_input, dim_, dtype=dtype)
+    return _normalizer("softmin", "amin", input, dim, dtype, mask)
 
 
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):

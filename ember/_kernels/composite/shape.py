@@ -354,20 +354,13 @@ def _cat_into(result, out):
     return out
 
 
-def _check_no_overlap(tensors, out):
-    """cat and stack read every input while writing out: no overlap at all, as ATen checks."""
-    _overlap.assert_no_internal_overlap(out)
-    for t in tensors:
-        _overlap.assert_no_overlap(out, t)
-
-
 def cat_out(tensors, dim, out):
-    _check_no_overlap(tensors, out)
+    _overlap.check_no_overlap(out, tensors)  # cat reads every input while writing out
     return _cat_into(A.cat.default._call(tensors, dim), out)
 
 
 def stack_out(tensors, dim, out):
-    _check_no_overlap(tensors, out)
+    _overlap.check_no_overlap(out, tensors)
     return _cat_into(A.stack.default._call(tensors, dim), out)
 
 
