@@ -24,6 +24,8 @@ from ._ops import bindings as _bindings  # noqa: E402
 from ._ops.overload import ops  # noqa: E402,F401
 
 _aten_lib = _registry.install()
+from ._kernels import cuda as _cuda_kernels  # noqa: E402
+_cuda_kernels.register()  # the CUDA key: the runtime's kernels and the host-kernel fallback
 globals().update(_bindings.generate(Tensor))
 
 from . import _C  # noqa: E402,F401

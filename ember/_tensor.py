@@ -349,7 +349,7 @@ class Tensor:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
         if self._device.type != "cpu":
-            raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. Use "
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "

@@ -38,8 +38,22 @@ class Generator:
 
     def __init__(self, device="cpu"):
         dev = _device(device)
-        if dev.type != "cpu":
+        if dev.type == "cuda":
+            import ember.cuda  # a CUDA generator belongs to a device of the started runtime
+            ember.cuda._lazy_init()
+            dev = _device("cuda", ember.cuda._get_device_index(dev, optional=True))
+        elif dev.type != "cpu":
             raise RuntimeError(f"{dev.type.upper()} device type not an accelerator.")
+        self._init(dev)
+
+    @classmethod
+    def _for_device(cls, dev):
+        """A generator for ``dev`` without the checks (the CUDA runtime makes its defaults)."""
+        self = object.__new__(cls)
+        self._init(dev)
+        return self
+
+    def _init(self, dev):
         self.device = dev
         self._seed = DEFAULT_SEED
         self._np = np.random.Generator(np.random.PCG64(DEFAULT_SEED))
@@ -92,8 +106,12 @@ default_generator = Generator()
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it. Like PyTorch, anything int() accepts is a seed."""
-    return default_generator.manual_seed(int(seed))
+    """Seed the default generator and every CUDA device's (queued until CUDA starts), as
+    PyTorch; returns the default generator. Anything int() accepts is a seed."""
+    import ember.cuda  # seeding every device is ember.cuda's job; it imports this module
+    gen = default_generator.manual_seed(int(seed))
+    ember.cuda.manual_seed_all(gen.initial_seed())
+    return gen
 
 
 def seed():

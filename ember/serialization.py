@@ -71,11 +71,12 @@ class _Global:
 class _StorageRef:
     """A storage met while pickling: written once to ``data/<key>``."""
 
-    __slots__ = ("storage", "dtype")
+    __slots__ = ("storage", "dtype", "location")
 
-    def __init__(self, storage, dtype):
+    def __init__(self, storage, dtype, location="cpu"):
         self.storage = storage
         self.dtype = dtype
+        self.location = location  # where the tensor lived: load puts it back there
 
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
@@ -89,8 +90,21 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file, protocol):
         super().__init__(file, protocol)
         self.storages = {}  # id(storage) -> (key, _StorageRef)
+        self.host_copies = {}  # id(device storage) -> (device storage, host storage)
         self.dispatch = dict(pickle._Pickler.dispatch)
         self.dispatch[_Global] = _Pickler._save_global_ref
+
+    def _host_copy(self, storage):
+        """A device storage's bytes in host memory (one copy per storage, so views stay views)."""
+        copies = self.host_copies
+        entry = copies.get(id(storage))
+        if entry is None:
+            from .cuda import _lazy_init
+            buf = np.empty(storage.nbytes(), np.uint8)
+            if buf.nbytes:
+                _lazy_init().memcpy_dtoh(buf, storage.data_ptr(), 0)
+            entry = copies[id(storage)] = (storage, from_array(buf))
+        return entry[1]
 
     def _save_global_ref(self, obj):
         self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
@@ -99,8 +113,8 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, _StorageRef):
             key, _ = self.storages.setdefault(id(obj.storage), (str(len(self.storages)), obj))
             nbytes = obj.storage.nbytes()
-            return ("storage", _Global("torch", _STORAGE_NAMES[obj.dtype.name]), key, "cpu",
-                    nbytes // obj.dtype.itemsize)
+            return ("storage", _Global("torch", _STORAGE_NAMES[obj.dtype.name]), key,
+                    obj.location, nbytes // obj.dtype.itemsize)
         return None
 
     def reducer_override(self, obj):
@@ -109,9 +123,10 @@ class _Pickler(pickle._Pickler):
             return (_REBUILD_PARAMETER, (obj.detach(), obj.requires_grad,
                                          collections.OrderedDict()))
         if isinstance(obj, Tensor):
-            if obj.device.type != "cpu":
-                obj = obj.cpu()
-            ref = _StorageRef(obj._storage, obj.dtype)
+            if obj.device.type != "cpu":  # the bytes of its device storage, copied once
+                ref = _StorageRef(self._host_copy(obj._storage), obj.dtype, str(obj.device))
+            else:
+                ref = _StorageRef(obj._storage, obj.dtype)
             return (_REBUILD_TENSOR, (ref, obj.storage_offset(), Size(obj.shape),
                                       tuple(obj.stride()), obj.requires_grad,
                                       collections.OrderedDict()))
@@ -442,22 +457,48 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                     npdt = npdt.newbyteorder(">")
                 arr = np.frombuffer(raw, npdt).astype(dtype._np, copy=True)
                 loaded[key] = (from_array(arr.view(np.uint8).reshape(-1)), dtype)
+                locations[id(loaded[key][0])] = location
             return loaded[key]
 
+        locations = {}  # id(loaded storage) -> the location it was saved from
         result = _Unpickler(io.BytesIO(zf.read(pkl)), weights_only, load_storage).load()
-    return _map_location(result, map_location)
+    return _map_location(result, map_location, locations)
 
 
-def _map_location(obj, map_location):
-    if map_location is None:
+def _map_location(obj, map_location, locations=None):
+    """Put loaded tensors where ``map_location`` says, by default back where they were saved
+    from (``"cuda:0"``...), as PyTorch's ``default_restore_location``."""
+    locations = locations or {}
+    if map_location is None and all(loc == "cpu" for loc in locations.values()):
         return obj
     if callable(map_location) and not isinstance(map_location, (str, _device)):
-        return _walk(obj, lambda t: map_location(t, "cpu"))
-    if isinstance(map_location, dict):
-        target = map_location.get("cpu", "cpu")
-    else:
-        target = map_location
-    return _walk(obj, lambda t: t.to(target))
+        return _walk(obj, lambda t: map_location(t, locations.get(id(t._storage), "cpu")))
+
+    def restore(t):
+        loc = locations.get(id(t._storage), "cpu")
+        if map_location is None:
+            target = loc
+        elif isinstance(map_location, dict):
+            target = map_location.get(loc, loc)
+        else:
+            target = map_location
+        target = _device(target)
+        if target.type == "cuda":
+            from . import cuda
+            if not cuda.is_available():
+                raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                                   "torch.cuda.is_available() is False. If you are running on a "
+                                   "CPU-only machine, please use torch.load with "
+                                   "map_location=torch.device('cpu') to map your storages to "
+                                   "the CPU.")
+        if t.device == target:
+            return t
+        moved = t.detach().to(target)
+        from .nn.parameter import Parameter
+        if isinstance(t, Parameter):
+            return Parameter(moved, t.requires_grad)
+        return moved.requires_grad_(t.requires_grad) if t.requires_grad else moved
+    return _walk(obj, restore)
 
 
 def _walk(obj, fn):

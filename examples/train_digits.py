@@ -64,10 +64,11 @@ def progress(prefix, done, total, extra="", width=30):
 
 
 @torch.no_grad()
-def evaluate(model, loader):
+def evaluate(model, loader, device="cpu"):
     model.eval()
     correct = total = 0
     for images, labels in loader:
+        images, labels = images.to(device), labels.to(device)
         correct += (model(images).argmax(dim=1) == labels).sum().item()
         total += labels.numel()
     model.train()
@@ -82,7 +83,9 @@ def main(argv=None):
     parser.add_argument("--width", type=int, default=16, help="channels of the first conv")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a short run for the test suite")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
     if args.quick:
         args.epochs = 2
 
@@ -92,7 +95,7 @@ def main(argv=None):
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True)
     test_loader = DataLoader(test_set, batch_size=256)
 
-    model = DigitsCNN(args.width)
+    model = DigitsCNN(args.width).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=args.epochs * len(train_loader))
@@ -104,6 +107,7 @@ def main(argv=None):
     for epoch in range(1, args.epochs + 1):
         running, seen = 0.0, 0
         for step, (images, labels) in enumerate(train_loader, 1):
+            images, labels = images.to(device), labels.to(device)
             loss = F.cross_entropy(model(images), labels)
             optimizer.zero_grad()
             loss.backward()
@@ -114,9 +118,9 @@ def main(argv=None):
             progress(f"epoch {epoch:2d}/{args.epochs}", step, len(train_loader),
                      f"loss {running / seen:.4f}")
         losses.append(running / seen)
-        print(f", test accuracy {evaluate(model, test_loader):.2%}")
+        print(f", test accuracy {evaluate(model, test_loader, device):.2%}")
 
-    accuracy = evaluate(model, test_loader)
+    accuracy = evaluate(model, test_loader, device)
     elapsed = time.perf_counter() - start
     print(f"final: test accuracy {accuracy:.2%} ({round(accuracy * len(test_set))}/"
           f"{len(test_set)}), train loss {losses[0]:.4f} -> {losses[-1]:.4f}, "

@@ -79,7 +79,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None):
         B, T = idx.shape
-        pos = torch.arange(T, dtype=torch.long)
+        pos = torch.arange(T, dtype=torch.long, device=idx.device)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for block in self.blocks:
             x = block(x)
@@ -121,17 +121,18 @@ def warmup_cosine(warmup, total, min_ratio=0.1):
     return factor
 
 
-def get_batch(data, batch_size, context):
+def get_batch(data, batch_size, context, device="cpu"):
     starts = torch.randint(len(data) - context - 1, (batch_size,))
     x = torch.stack([data[i:i + context] for i in starts.tolist()])
     y = torch.stack([data[i + 1:i + 1 + context] for i in starts.tolist()])
-    return x, y
+    return x.to(device), y.to(device)
 
 
 @torch.no_grad()
-def estimate_loss(model, data, batch_size, context, batches=8):
+def estimate_loss(model, data, batch_size, context, batches=8, device="cpu"):
     model.eval()
-    losses = [model(*get_batch(data, batch_size, context))[1].item() for _ in range(batches)]
+    losses = [model(*get_batch(data, batch_size, context, device))[1].item()
+              for _ in range(batches)]
     model.train()
     return sum(losses) / len(losses)
 
@@ -152,7 +153,9 @@ def main(argv=None):
     parser.add_argument("--ddp", action="store_true",
                         help="DistributedDataParallel; start with python -m ember.distributed.run")
     parser.add_argument("--checkpoint", default=None, help="save the trained weights here")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
     rank, world = 0, 1
     if args.ddp:
         import ember.distributed as dist
@@ -176,7 +179,7 @@ def main(argv=None):
     split = int(0.9 * len(data))
     train_data, val_data = data[:split], data[split:]
 
-    model = GPT(len(chars), args.context, args.width, args.layers, args.heads)
+    model = GPT(len(chars), args.context, args.width, args.layers, args.heads).to(device)
     optimizer = configure_optimizer(model, args.lr, weight_decay=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(max(1, args.steps // 20), args.steps))
@@ -190,12 +193,13 @@ def main(argv=None):
           f"model {n_params:,} parameters")
 
     eval_every = max(1, args.steps // 5)
-    first_val = estimate_loss(model, val_data, args.batch_size, args.context, args.eval_batches)
+    first_val = estimate_loss(model, val_data, args.batch_size, args.context, args.eval_batches,
+                              device)
     print(f"step    0: val loss {first_val:.3f}")
     train_seconds = 0.0  # training steps only, evaluation excluded
     for step in range(1, args.steps + 1):
         step_start = time.perf_counter()
-        x, y = get_batch(train_data, args.batch_size // world, args.context)
+        x, y = get_batch(train_data, args.batch_size // world, args.context, device)
         _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -212,10 +216,10 @@ def main(argv=None):
                   f"{train_seconds / step * 1e3:.0f} ms/step", end="", flush=True)
         if evaluating:
             val = estimate_loss(model, val_data, args.batch_size, args.context,
-                                args.eval_batches)
+                                args.eval_batches, device)
             print(f"\nstep {step:4d}: val loss {val:.3f}")
 
-    prompt = torch.tensor([[stoi["\n"]]], dtype=torch.long)
+    prompt = torch.tensor([[stoi["\n"]]], dtype=torch.long, device=device)
     sample = "".join(chars[i]
                      for i in raw_model.generate(prompt, args.sample_chars)[0].tolist())
     print("sample:" + sample)

@@ -118,7 +118,7 @@ class UntypedStorage:
         """The storage as a 1-d uint8 NumPy array (CPU only)."""
         b = self._bytes
         if b is None:
-            if self._buf is None:
+            if self._buf is None or self.device.type == "cuda":
                 raise NotImplementedError(
                     f"Cannot access data of a storage on the '{self.device.type}' device")
             b = self._bytes = _byte_view(self._buf)
@@ -152,8 +152,13 @@ class UntypedStorage:
             return self
         new = self._allocator.allocate(nbytes)
         n = min(nbytes, self._nbytes)
-        new[:n] = self._data()[:n]
-        self._buf = self._bytes = new
+        if self.device.type == "cpu":
+            new[:n] = self._data()[:n]
+            self._bytes = new
+        else:  # device memory is copied on the device
+            self._allocator.copy_bytes(new, self._buf, n)
+            self._bytes = None
+        self._buf = new
         self._nbytes = nbytes
         return self
 

@@ -1,8 +1,8 @@
 """``ember.accelerator``: the device-generic API over the current accelerator, as PyTorch 2.13's
 ``torch.accelerator``.
 
-ember's accelerator is the one it can compute on besides the CPU: CUDA when ember has CUDA
-kernels (``ember.backends.cuda.is_built()``), or the out-of-tree backend renamed onto
+ember's accelerator is the one it can compute on besides the CPU: CUDA when ember has a CUDA
+runtime (``ember.backends.cuda.is_built()``), or the out-of-tree backend renamed onto
 PrivateUse1 that registered a device module (``ember.utils.backend_registration``). Every
 function delegates to that device module (``ember.cuda``, ``ember.<name>``). On a machine with
 neither, ``current_accelerator()`` is None, ``is_available()`` False, ``device_count()`` 0 and

@@ -152,5 +152,5 @@ def can_use_cuda_kernel(kernel, params, debug):
                         f"must be SDPAParams, not {type(params).__name__}")
     if debug:
         warnings.warn(f"{kernel} can't be used because: ember has no CUDA {kernel.lower()} "
-                      f"kernel (ember.backends.cuda.is_built() is False).", stacklevel=3)
+                      f"kernel.", stacklevel=3)
     return False

@@ -634,6 +634,14 @@ def simulated():
     return os.environ.get("EMBER_CUDA_SIMULATE", "0") not in ("", "0")
 
 
+def is_built():
+    """Whether a runtime can exist here: the simulation is asked for, or CuPy is installed."""
+    if simulated():
+        return True
+    import importlib.util
+    return importlib.util.find_spec("cupy") is not None
+
+
 _runtime = None
 
 

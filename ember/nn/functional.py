@@ -1015,11 +1015,13 @@ def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
                 .reshape(*value.shape[:-3], hq, S, value.size(-1))
     scores = E.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
-        causal = E.from_numpy(np.tril(np.ones((L, S), bool)))
-        scores = E.where(causal, scores, E.full((), -math.inf, dtype=scores.dtype))
+        causal = E.ones(L, S, dtype=E.bool, device=scores.device).tril()
+        scores = E.where(causal, scores, E.full((), -math.inf, dtype=scores.dtype,
+                                                 device=scores.device))
     if attn_mask is not None:
         if attn_mask.dtype == E.bool:
-            scores = E.where(attn_mask, scores, E.full((), -math.inf, dtype=scores.dtype))
+            scores = E.where(attn_mask, scores, E.full((), -math.inf, dtype=scores.dtype,
+                                                       device=scores.device))
         else:
             scores = scores + attn_mask
     attn = _aten._softmax.default(scores, -1, False)

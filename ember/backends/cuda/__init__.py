@@ -2,7 +2,7 @@
 caches, preferred BLAS/linear-algebra libraries and the scaled-dot-product-attention backend
 flags.
 
-``is_built()`` tells whether ember has CUDA kernels registered with its dispatcher.
+``is_built()`` tells whether ember has a CUDA runtime (CuPy, or the simulated device).
 ``matmul.allow_tf32`` is the other face of ``ember.set_float32_matmul_precision`` (as in
 PyTorch: True means "high"). The SDP flags (``enable_flash_sdp``, ``enable_math_sdp``, ...) are
 the ones ``nn.functional.scaled_dot_product_attention`` reads to choose its kernel on every
@@ -27,13 +27,12 @@ __all__ = ["is_built", "cuFFTPlanCacheAttrContextProp", "cuFFTPlanCache",
 
 
 def is_built():
-    r"""Return whether ember has CUDA kernels (any aten operator registered on the CUDA key).
+    r"""Return whether ember has a CUDA runtime: CuPy is installed (``pip install ember[cuda]``)
+    or the simulated device was asked for (``EMBER_CUDA_SIMULATE=1``).
 
-    Like PyTorch's, this does not mean CUDA is available on this machine."""
-    from ..._dispatch import dispatcher
-    from ..._dispatch.keys import DispatchKey
-    return any(e.namespace == "aten" and e.has_kernel(DispatchKey.CUDA)
-               for e in list(dispatcher._operators.values()))
+    Like PyTorch's "compiled with CUDA", this does not mean a GPU is available on this machine."""
+    from ...cuda import _runtime
+    return _runtime.is_built()
 
 
 def _device_count():

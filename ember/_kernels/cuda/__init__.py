@@ -1,0 +1,317 @@
+"""Kernels on the ``CUDA`` dispatch key.
+
+What the device runtime itself provides is registered per op: ``empty``/``empty_strided`` (memory
+from the caching allocator on the current stream), ``copy_`` between host and device and within
+the device (the runtime's memcpy on the current stream), ``record_stream``.
+
+Every other op reaches :func:`host_kernel_fallback`, the CUDA key's backend fallback, which runs
+the op's CPU kernel:
+
+* on the simulated device, directly on device memory: a CUDA tensor is handed to the CPU kernel
+  as a CPU tensor over the same bytes (the simulated device's memory is host memory), and the
+  kernel is launched on the current stream (recorded instead while the stream is being captured
+  into a CUDA graph, and replayed by the graph);
+* on a real GPU, through host staging copies (device → host, the CPU kernel, host → device for
+  what it wrote). This keeps every op correct on a GPU until the CUDA kernels of part 2 of the
+  CUDA work register themselves on this key and take over op by op.
+
+Fresh results are copied into device memory from the caching allocator, so memory statistics
+count every tensor the program makes; results that are an input (in-place, ``out=``) or a view of
+one are returned as that input or as a view of its device storage.
+"""
+import numpy as np
+
+from ... import library
+from ..._core import strides as _st
+from ..._core.device import CPU, device as _device
+from ..._core.storage import UntypedStorage
+from ..._dispatch.keys import K, bit
+from ..._tensor import Tensor, empty_tensor, make_tensor
+
+_CPU_KEYS = bit(K.CPU)
+
+
+def _cuda():
+    import ember.cuda  # the runtime module imports ember: a true cycle, resolved at call time
+    return ember.cuda
+
+
+def _device_of(dev):
+    """``cuda`` → ``cuda:<current>``; checks the index against the device count."""
+    cuda = _cuda()
+    cuda._lazy_init()
+    idx = cuda._get_device_index(dev, optional=True)
+    return _device("cuda", idx)
+
+
+# ---------------------------------------------------------------------------------------------
+# Allocation and copies: what the runtime does itself.
+
+def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
+                        memory_format=None):
+    from ..._core.dtype import get_default_dtype
+    dev = _device_of(device)
+    dtype = dtype or get_default_dtype()
+    stride = None
+    if memory_format is not None and memory_format._name in ("channels_last",
+                                                             "channels_last_3d"):
+        stride = _st.channels_last_strides(tuple(size))
+    with _cuda().device(dev.index):
+        return empty_tensor(size, dtype, dev, stride=stride)
+
+
+def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    from ..._core.dtype import get_default_dtype
+    dev = _device_of(device)
+    with _cuda().device(dev.index):
+        return empty_tensor(size, dtype or get_default_dtype(), dev, stride=tuple(stride))
+
+
+def _dense_bytes(t):
+    """(first byte, byte count) of a tensor whose elements are one dense run, else None."""
+    if not (t.is_contiguous() or (t._size and _st.is_non_overlapping_and_dense(t._size,
+                                                                                t._stride))):
+        return None
+    isz = t._dtype.itemsize
+    lo = t._offset + sum(s * (n - 1) for n, s in zip(t._size, t._stride) if s < 0)
+    return lo * isz, t.numel() * isz
+
+
+def copy_(self, src, non_blocking=False):
+    """Host ↔ device and device ↔ device copies through the runtime when both sides are the
+    same dtype and layout and dense; anything else (casts, broadcasting, strided) runs as a
+    kernel through the fallback."""
+    cuda = _cuda()
+    if (self._dtype == src._dtype and self._size == src._size and self._stride == src._stride
+            and self.numel()):
+        d, s = _dense_bytes(self), _dense_bytes(src)
+        if d is not None and s is not None:
+            rt = cuda._lazy_init()
+            dev = self._device if self._device.type == "cuda" else src._device
+            stream = cuda.streams.current_stream_handle(dev.index)
+            if self._device.type == "cuda" and src._device.type == "cuda":
+                rt.memcpy_dtod(self._storage.data_ptr() + d[0], src._storage.data_ptr() + s[0],
+                               d[1], stream)
+            elif self._device.type == "cuda":
+                host = src._storage._data()[s[0]:s[0] + s[1]]
+                rt.memcpy_htod(self._storage.data_ptr() + d[0], host, stream)
+            else:
+                rt.memcpy_dtoh(self._storage._data()[d[0]:d[0] + d[1]],
+                               src._storage.data_ptr() + s[0], stream)
+            return self
+    return host_kernel_fallback(_copy_op(), self, src, non_blocking)
+
+
+def _copy_op():
+    from ..._ops.overload import ops
+    return ops.aten.copy_.default
+
+
+def resize_(self, size, memory_format=None):
+    """Grow or shrink the tensor's view of its storage; a larger one moves to a new block
+    (the old bytes copied on the device), as PyTorch's resize_ on CUDA."""
+    with _cuda().device(self._device.index):
+        self._resize_metadata(size, memory_format)
+    return self
+
+
+def record_stream(self, s):
+    """Keep the block alive until the work queued on ``s`` so far is done (the allocator
+    records an event on ``s`` when the tensor is freed)."""
+    self._storage._buf.record_stream(s.cuda_stream)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fallback: CPU kernels on device tensors.
+
+class _Staging:
+    """The host side of one fallback call: a CPU tensor for each CUDA tensor argument, sharing
+    one host buffer per device storage (so views of one storage stay views of one buffer)."""
+
+    def __init__(self, rt):
+        self.rt = rt
+        self.buffers = {}  # id(device storage) -> (device storage, host uint8 array)
+
+    def host_buffer(self, storage):
+        entry = self.buffers.get(id(storage))
+        if entry is None:
+            n = storage.nbytes()
+            ptr = storage.data_ptr()
+            if self.rt.simulated:
+                buf = self.rt.host_view(ptr, n) if n else np.empty(0, np.uint8)
+            else:
+                buf = np.empty(n, np.uint8)
+                if n:
+                    self.rt.memcpy_dtoh(buf, ptr, 0)
+            entry = self.buffers[id(storage)] = (storage, buf)
+        return entry[1]
+
+    def host_tensor(self, t):
+        from ..._core.storage import from_array
+        buf = self.host_buffer(t._storage)
+        st = from_array(buf, CPU)
+        h = make_tensor(st, t._size, t._stride, t._offset, t._dtype, CPU)
+        if t._vc is not None and h._vc is not None:
+            h._vc = t._vc  # in-place kernels bump the device tensor's version
+        return h
+
+    def write_back(self, storage):
+        """Real GPU: copy a host buffer the kernel wrote back to the device."""
+        if not self.rt.simulated:
+            _, buf = self.buffers[id(storage)]
+            if buf.nbytes:
+                self.rt.memcpy_htod(storage.data_ptr(), buf, 0)
+
+    def device_view_of(self, h):
+        """If CPU result ``h`` lies in one of the staged buffers, the same view on the device
+        storage; else None."""
+        if not h._size or h.numel() == 0:
+            return None
+        hp = h._storage.data_ptr()
+        for storage, buf in self.buffers.values():
+            base = buf.__array_interface__["data"][0] if buf.nbytes else None
+            if base is not None and base <= hp < base + buf.nbytes:
+                isz = h._dtype.itemsize
+                off = (hp - base) // isz + h._offset
+                return make_tensor(storage, h._size, h._stride, off, h._dtype,
+                                   storage.device)
+        return None
+
+
+def _to_device(h, dev, rt, stream):
+    """A fresh CPU result as a new device tensor (same strides when dense)."""
+    stride = h._stride if h.is_non_overlapping_and_dense() else None
+    with _cuda().device(dev.index):
+        out = empty_tensor(h._size, h._dtype, dev, stride=stride)
+    _store(out, h, rt, stream)
+    return out
+
+
+def _store(out, h, rt, stream):
+    """Write CPU result ``h`` into device tensor ``out``'s storage (same size; dense)."""
+    n = out._storage.nbytes()
+    if not n:
+        return
+    if h._stride != out._stride:
+        h = h.contiguous()
+    src = h._storage._data()[h._offset * h._dtype.itemsize:][:n]
+    if rt.simulated:  # the kernel's own write: it is already running on the stream
+        np.copyto(rt.host_view(out._storage.data_ptr(), n), src)
+    else:
+        rt.memcpy_htod(out._storage.data_ptr(), src, stream)
+
+
+def _flat(x):
+    return [y for v in x for y in _flat(v)] if isinstance(x, (list, tuple)) else [x]
+
+
+def host_kernel_fallback(op, *args, **kwargs):
+    """Run ``op``'s CPU kernel on CUDA arguments (see the module docstring)."""
+    if op._entry.namespace != "aten":  # stands in for aten's CUDA kernels only
+        from ..._dispatch.dispatcher import _missing_kernel
+        raise _missing_kernel(op._entry, K.CUDA)
+    cuda = _cuda()
+    rt = cuda._lazy_init()
+    schema = op._schema
+    dev = _common_device(args, kwargs)
+    stream = cuda.streams.current_stream_handle(dev.index)
+    staging = _Staging(rt)
+
+    def host(v, arg):
+        if isinstance(v, Tensor):
+            return staging.host_tensor(v) if v._device.type == "cuda" else v
+        if isinstance(v, (list, tuple)) and v and any(isinstance(x, Tensor) for x in v):
+            return type(v)(host(x, arg) for x in v)
+        if isinstance(v, _device) and v.type == "cuda":
+            return CPU
+        if v is None and arg is not None and arg.base == "Generator":
+            return cuda.default_generators[dev.index]
+        return v
+
+    # Positional in schema order (a boxed fallback gets the keyword-only arguments by keyword).
+    values = list(args) + [kwargs[a.name] for a in schema.arguments[len(args):]
+                           if a.name in kwargs]
+    host_values = [host(v, a) for v, a in zip(values, schema.arguments)]
+
+    def run():
+        return op._entry.redispatch(_CPU_KEYS, *host_values)
+
+    capturing = rt.stream_is_capturing(stream)
+    if capturing and not rt.simulated:
+        raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
+                           f"({op} has no CUDA kernel yet and runs on the host)")
+    if rt.simulated and not capturing:
+        box = []
+        rt.launch(stream, lambda: box.append(run()))
+        out = box[0]
+    else:
+        out = run()
+    if capturing and not isinstance(out, (Tensor, list, tuple, type(None))):
+        raise _runtime_capture_error(f"{op} returns a Python value to the host")
+    for a, v in zip(schema.arguments, values):
+        if a.is_write:
+            for t in _flat(v):
+                if isinstance(t, Tensor) and t._device.type == "cuda":
+                    staging.write_back(t._storage)
+
+    originals = {id(h): d for h, d in zip(_flat(host_values), _flat(values))
+                 if isinstance(h, Tensor)}
+    fresh = {}  # id(host result) -> device tensor it was copied into
+
+    def back(o):
+        if isinstance(o, Tensor):
+            d = originals.get(id(o))
+            if d is not None:
+                return d
+            if o._device.type != "cpu":
+                return o
+            view = staging.device_view_of(o)
+            if view is not None:
+                return view
+            r = fresh[id(o)] = _to_device(o, dev, rt, stream)
+            return r
+        if isinstance(o, (list, tuple)):
+            return type(o)(back(x) for x in o)
+        return o
+
+    result = back(out)
+    if capturing:
+        # The graph replays the kernel on the captured memory: inputs, in-place results and views
+        # are the captured bytes themselves; fresh results are stored into the same outputs.
+        targets = [fresh.get(id(o)) for o in _flat(out)]
+
+        def replay():
+            for r, h in zip(targets, _flat(run())):
+                if r is not None:
+                    _store(r, h, rt, stream)
+        rt.launch(stream, replay)
+    return result
+
+
+def _runtime_capture_error(what):
+    from ...cuda._runtime import capture_error
+    return capture_error(what)
+
+
+def _common_device(args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            d = getattr(t, "_device", None) if isinstance(t, Tensor) else \
+                t if isinstance(t, _device) else None
+            if d is not None and d.type == "cuda":
+                return d if d.index is not None else _device_of(d)
+    return _device_of(None)
+
+
+_libs = []
+
+
+def register():
+    """Put this module's kernels and the fallback on the CUDA key (once the aten ops exist).
+    ``record_stream`` is named in ``native_functions.yaml`` instead: it is CUDA-only."""
+    lib = library.Library("aten", "IMPL", "CUDA")
+    for name, fn in {"empty.memory_format": empty_memory_format, "empty_strided": empty_strided,
+                     "copy_": copy_, "resize_": resize_}.items():
+        lib.impl(name, fn, "CUDA")
+    lib.fallback(host_kernel_fallback, "CUDA")
+    _libs.append(lib)

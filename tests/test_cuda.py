@@ -1,0 +1,365 @@
+"""``ember.cuda``: devices, tensors on ``cuda``, the host-kernel fallback, random generators,
+streams, events and CUDA graphs. These run on a real GPU when one is present, else on the
+simulated device (``EMBER_CUDA_SIMULATE=1``); the few that steer the simulation itself (holding a
+stream back) skip on a real GPU."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.cuda import _runtime
+
+_REAL_GPU = not _runtime.simulated() and ember.cuda.device_count() > 0
+sim_only = pytest.mark.skipif(_REAL_GPU, reason="steers the simulated device")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cuda_device():
+    """The simulated device for this module unless a real GPU is here."""
+    if _REAL_GPU:
+        yield
+        return
+    saved = os.environ.get("EMBER_CUDA_SIMULATE")
+    os.environ["EMBER_CUDA_SIMULATE"] = "1"
+    yield
+    if saved is None:
+        del os.environ["EMBER_CUDA_SIMULATE"]
+    else:
+        os.environ["EMBER_CUDA_SIMULATE"] = saved
+
+
+# ---------------------------------------------------------------------------------------------
+# devices
+
+def test_device_queries():
+    assert ember.cuda.is_available() and ember.cuda.device_count() >= 1
+    assert ember.backends.cuda.is_built()
+    assert ember.cuda.current_device() == 0
+    props = ember.cuda.get_device_properties(0)
+    assert props.total_memory > 0 and props.multi_processor_count >= 1
+    assert ember.cuda.get_device_name() == props.name
+    assert ember.cuda.get_device_capability() == (props.major, props.minor)
+    if not _REAL_GPU:
+        assert "simulated" in props.name and (props.major, props.minor) == (9, 0)
+        assert props.total_memory == int(os.environ.get("EMBER_CUDA_SIMULATE_MEMORY_MB",
+                                                        "16384")) << 20
+    free, total = ember.cuda.mem_get_info()
+    assert 0 < free <= total == props.total_memory
+    assert ember.cuda.is_bf16_supported() is (props.major >= 8)
+    assert ember.accelerator.current_accelerator() == ember.device("cuda")
+    assert ember.accelerator.is_available()
+
+
+def test_bad_device_index():
+    n = ember.cuda.device_count()
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        ember.cuda.set_device(n)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        ember.zeros(2, device=f"cuda:{n}")
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        ember.cuda.get_device_properties(n)
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        ember.cuda.get_device_properties("cpu")
+    ember.cuda.set_device(-1)  # negative: nothing happens, as PyTorch
+    assert ember.cuda.current_device() == 0
+
+
+def test_device_context_manager():
+    with ember.cuda.device(0):
+        assert ember.cuda.current_device() == 0
+    x = ember.ones(2, device="cuda")
+    with ember.cuda.device_of(x):
+        assert ember.cuda.current_device() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# tensors
+
+def test_tensors_move_and_print():
+    x = ember.arange(6.0).reshape(2, 3)
+    for y in (x.cuda(), x.to("cuda"), x.to(device="cuda:0"), ember.tensor(x.tolist(),
+                                                                           device="cuda")):
+        assert y.device == ember.device("cuda", 0) and y.is_cuda and not x.is_cuda
+        assert y.get_device() == 0
+        assert np.array_equal(y.cpu().numpy(), x.numpy())
+    y = x.cuda()
+    assert repr(y) == "tensor([[0., 1., 2.],\n        [3., 4., 5.]], device='cuda:0')"
+    assert y.type() == "torch.cuda.FloatTensor"
+    assert y.tolist() == x.tolist() and y[1, 2].item() == 5.0
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        y.numpy()
+
+
+def test_factories_on_cuda():
+    for t in (ember.zeros(2, 3, device="cuda"), ember.ones(4, device="cuda", dtype=ember.int32),
+              ember.full((2,), 7.0, device="cuda"), ember.arange(5, device="cuda"),
+              ember.empty(3, device="cuda"), ember.eye(3, device="cuda"),
+              ember.linspace(0, 1, 5, device="cuda")):
+        assert t.is_cuda
+    assert ember.zeros(2, 3, device="cuda").sum().item() == 0
+    assert ember.arange(5, device="cuda").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_mixing_devices_is_an_error():
+    a = ember.ones(3, device="cuda")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        a + ember.ones(3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ember.mm(ember.ones(2, 2, device="cuda"), ember.ones(2, 2))
+    # a 0-dim CPU tensor is a scalar: it mixes, as in PyTorch
+    assert (a * ember.tensor(2.0)).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_ops_match_cpu():
+    g = ember.Generator().manual_seed(0)
+    a = ember.randn(4, 5, generator=g)
+    b = ember.randn(5, 3, generator=g)
+    cases = [
+        lambda a, b: a @ b, lambda a, b: (a * 2 + 1).relu().sum(0),
+        lambda a, b: a.softmax(-1), lambda a, b: a[:, 1:4].t().contiguous(),
+        lambda a, b: ember.cat([a, a], 1), lambda a, b: a.max(1),
+        lambda a, b: ember.nn.functional.layer_norm(a, (5,)),
+        lambda a, b: a.argsort(1), lambda a, b: a.masked_fill(a > 0, 0.0),
+        lambda a, b: a.to(ember.float16), lambda a, b: a.cumsum(0),
+    ]
+    for f in cases:
+        want, got = f(a, b), f(a.cuda(), b.cuda())
+        want = want if isinstance(want, tuple) else (want,)
+        got = got if isinstance(got, tuple) else (got,)
+        for w, h in zip(want, got):
+            assert h.is_cuda and h.dtype == w.dtype and h.shape == w.shape
+            assert np.array_equal(h.cpu().numpy(), w.numpy())
+
+
+def test_custom_op_without_a_cuda_kernel_is_an_error():
+    """The host fallback stands in for aten's CUDA kernels only; another namespace's op with a
+    CPU kernel alone cannot run on CUDA, as in PyTorch."""
+    lib = ember.library.Library("cudatest", "DEF")
+    lib.define("triple(Tensor x) -> Tensor")
+    ember.library.Library("cudatest", "IMPL", "CPU").impl("triple", lambda x: x * 3)
+    assert ember.ops.cudatest.triple(ember.ones(1)).tolist() == [3.0]
+    with pytest.raises(NotImplementedError, match="Could not run 'cudatest::triple' with "
+                                                  "arguments from the 'CUDA' backend"):
+        ember.ops.cudatest.triple(ember.ones(1, device="cuda"))
+
+
+def test_views_and_in_place_share_device_memory():
+    x = ember.zeros(4, 4, device="cuda")
+    row = x[1]
+    assert row.is_cuda and row.data_ptr() == x.data_ptr() + 4 * 4
+    row.fill_(3.0)
+    x[:, 0].add_(1.0)
+    want = np.zeros((4, 4), np.float32)
+    want[1] = 3
+    want[:, 0] += 1
+    assert np.array_equal(x.cpu().numpy(), want)
+    assert x._version > 0
+    out = ember.empty(4, device="cuda")
+    r = ember.add(ember.ones(4, device="cuda"), 1, out=out)
+    assert r is out and out.tolist() == [2.0] * 4
+
+
+def test_autograd_on_cuda():
+    w = ember.randn(3, 2, requires_grad=True)
+    wc = w.detach().cuda().requires_grad_()
+    x = ember.randn(5, 3)
+    (x @ w).tanh().sum().backward()
+    (x.cuda() @ wc).tanh().sum().backward()
+    assert wc.grad.is_cuda
+    assert np.allclose(wc.grad.cpu().numpy(), w.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_module_cuda_and_state_dict_round_trip(tmp_path):
+    m = ember.nn.Linear(3, 2).cuda()
+    assert m.weight.is_cuda and m.bias.is_cuda
+    path = tmp_path / "m.pt"
+    ember.save(m.state_dict(), path)
+    sd = ember.load(path)
+    assert sd["weight"].is_cuda and ember.equal(sd["weight"], m.weight.detach())
+    cpu = ember.load(path, map_location="cpu")
+    assert not cpu["weight"].is_cuda
+    assert np.array_equal(cpu["weight"].numpy(), m.weight.detach().cpu().numpy())
+
+
+def test_resize_on_cuda():
+    x = ember.arange(4.0, device="cuda")
+    x.resize_(8)
+    assert x.shape == (8,) and x[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# ---------------------------------------------------------------------------------------------
+# random numbers
+
+def test_cuda_generators():
+    ember.manual_seed(123)  # seeds every device too, as PyTorch
+    assert ember.cuda.initial_seed() == 123
+    a = ember.randn(5, device="cuda")
+    ember.cuda.manual_seed(123)
+    b = ember.randn(5, device="cuda")
+    assert a.tolist() == b.tolist()
+    state = ember.cuda.get_rng_state()
+    c = ember.rand(3, device="cuda")
+    ember.cuda.set_rng_state(state)
+    assert ember.rand(3, device="cuda").tolist() == c.tolist()
+    cpu_state = ember.get_rng_state()
+    ember.randn(100, device="cuda")  # the device generator leaves the CPU one alone
+    assert ember.equal(ember.get_rng_state(), cpu_state)
+    g = ember.Generator(device="cuda").manual_seed(5)
+    assert g.device == ember.device("cuda", 0)
+    d1 = ember.randn(4, device="cuda", generator=g)
+    g.manual_seed(5)
+    assert ember.randn(4, device="cuda", generator=g).tolist() == d1.tolist()
+    x = ember.ones(1000, device="cuda")
+    y = ember.nn.functional.dropout(x, 0.5)
+    assert y.is_cuda and 300 < (y == 0).sum().item() < 700
+
+
+# ---------------------------------------------------------------------------------------------
+# streams and events
+
+def test_streams_and_context():
+    default = ember.cuda.default_stream()
+    assert ember.cuda.current_stream() == default and default.cuda_stream == 0
+    s = ember.cuda.Stream()
+    assert s != default and s.device == ember.device("cuda", 0)
+    with ember.cuda.stream(s):
+        assert ember.cuda.current_stream() == s
+        x = ember.ones(3, device="cuda") * 2
+    assert ember.cuda.current_stream() == default
+    default.wait_stream(s)
+    s.synchronize()
+    assert s.query() and x.tolist() == [2.0] * 3
+    with ember.cuda.stream(None):  # None: no switch
+        assert ember.cuda.current_stream() == default
+    hi = ember.cuda.Stream(priority=-100)
+    least, greatest = ember.cuda.Stream.priority_range()
+    assert hi.priority == greatest  # out-of-range priorities are clamped
+
+
+def test_events_timing_and_errors():
+    start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)
+    assert start.query()  # never recorded: complete
+    start.record()
+    ember.ones(1000, device="cuda").sum()
+    end.record()
+    end.synchronize()
+    assert start.query() and end.query() and start.elapsed_time(end) >= 0.0
+    plain = ember.cuda.Event()
+    plain.record()
+    with pytest.raises(RuntimeError, match="enable_timing=True"):
+        plain.elapsed_time(end)
+    with pytest.raises(RuntimeError, match="must be recorded"):
+        ember.cuda.Event(enable_timing=True).elapsed_time(end)
+
+
+@sim_only
+def test_held_stream_keeps_events_pending():
+    rt = _runtime.get_runtime()
+    s = ember.cuda.Stream()
+    rt.hold(s.cuda_stream)
+    with ember.cuda.stream(s):
+        ember.ones(4, device="cuda").add_(1)
+    ev = s.record_event()
+    assert not ev.query() and not s.query()
+    other = ember.cuda.Stream()
+    other.wait_event(ev)  # work after this on `other` waits for `s`
+    assert not other.query() or True
+    ev.synchronize()
+    assert ev.query() and s.query()
+
+
+def test_synchronize():
+    ember.ones(3, device="cuda").mul_(2)
+    ember.cuda.synchronize()
+    assert ember.cuda.current_stream().query()
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA graphs
+
+def _needs_graph_kernels():
+    if _REAL_GPU:
+        pytest.skip("capturing the host-kernel fallback needs the simulated device (no CUDA "
+                    "kernels for these ops yet)")
+
+
+def test_graph_capture_and_replay():
+    _needs_graph_kernels()
+    x = ember.zeros(4, device="cuda")
+    g = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(g):
+        y = (x * 2 + 1).relu()
+    assert not ember.cuda.is_current_stream_capturing()
+    x.copy_(ember.tensor([1.0, -2.0, 3.0, -4.0]))
+    g.replay()
+    assert y.tolist() == [3.0, 0.0, 7.0, 0.0]
+    x.fill_(10.0)
+    g.replay()
+    assert y.tolist() == [21.0] * 4
+    assert g.pool() is not None
+    g.reset()
+    with pytest.raises(RuntimeError, match="without a preceding successful capture"):
+        g.replay()
+
+
+def test_graph_capture_errors():
+    _needs_graph_kernels()
+    g = ember.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="non-default stream"):
+        g.capture_begin()
+    x = ember.ones(2, device="cuda")
+    g = ember.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+        with ember.cuda.graph(g):
+            (x + 1).sum().item()
+    assert not ember.cuda.is_current_stream_capturing()
+
+
+def test_make_graphed_callables_matches_eager():
+    _needs_graph_kernels()
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Tanh(),
+                                ember.nn.Linear(8, 2)).cuda()
+    ref = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Tanh(),
+                              ember.nn.Linear(8, 2)).cuda()
+    ref.load_state_dict(model.state_dict())
+    sample = ember.randn(3, 4, device="cuda", requires_grad=True)
+    graphed = ember.cuda.make_graphed_callables(model, (sample,))
+    for seed in range(3):
+        x = ember.randn(3, 4, generator=ember.Generator().manual_seed(seed)).cuda()
+        x.requires_grad_()
+        xr = x.detach().clone().requires_grad_()
+        out = graphed(x)
+        out.square().sum().backward()
+        ref(xr).square().sum().backward()
+        assert np.allclose(out.detach().cpu().numpy(), ref(xr).detach().cpu().numpy(),
+                           atol=1e-6)
+        assert np.allclose(x.grad.cpu().numpy(), xr.grad.cpu().numpy(), atol=1e-6)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert np.allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# the examples train on cuda with the CPU's losses
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+
+
+def test_digits_cnn_trains_on_cuda_like_cpu(capsys):
+    import train_digits
+    cpu = train_digits.main(["--device", "cpu", "--epochs", "1"])
+    gpu = train_digits.main(["--device", "cuda", "--epochs", "1"])
+    assert np.allclose(gpu["losses"], cpu["losses"], rtol=1e-5)
+    assert gpu["accuracy"] == pytest.approx(cpu["accuracy"], abs=0.01)
+
+
+def test_gpt_trains_on_cuda_like_cpu(capsys):
+    import train_gpt
+    args = ["--steps", "6", "--eval-batches", "1", "--sample-chars", "5",
+            "--width", "32", "--context", "16"]
+    cpu = train_gpt.main(args + ["--device", "cpu"])
+    gpu = train_gpt.main(args + ["--device", "cuda"])
+    assert gpu["first_val"] == pytest.approx(cpu["first_val"], rel=1e-5)
+    assert gpu["val"] == pytest.approx(cpu["val"], rel=1e-5)
