@@ -1346,6 +1346,7 @@ def register_free_memory_callback(fn):
 # The process's allocators and the data pointers storages hold
 
 _allocators = {}
+_history = None  # the last record_memory_history arguments, for allocators made later
 
 
 def get_allocator(device):
@@ -1359,7 +1360,33 @@ def get_allocator(device):
         if not 0 <= device < rt.device_count():
             raise RuntimeError("CUDA error: invalid device ordinal")
         a = _allocators[device] = DeviceCachingAllocator(rt, device)
+        if _history is not None:
+            a.record_memory_history(*_history[0], **_history[1])
     return a
+
+
+def record_memory_history(*args, **kwargs):
+    """Set history recording on every device's allocator, now and for those made later."""
+    global _history
+    _history = (args, kwargs)
+    for a in _allocators.values():
+        a.record_memory_history(*args, **kwargs)
+
+
+# MempoolId_t = (capture id, handle id): graph captures without a pool get (n, 0); pools made
+# by graph_pool_handle() or MemPool get (0, n). Two counters, as PyTorch's.
+_capture_uid = [0]
+_pool_uid = [0]
+
+
+def next_capture_pool_id():
+    _capture_uid[0] += 1
+    return (_capture_uid[0], 0)
+
+
+def next_user_pool_id():
+    _pool_uid[0] += 1
+    return (0, _pool_uid[0])
 
 
 def _initialized_allocators():
@@ -1368,8 +1395,10 @@ def _initialized_allocators():
 
 def _reset_for_tests():
     """Forget the allocators (tests that install a fresh runtime)."""
+    global _history
     _allocators.clear()
     _by_ptr.clear()
+    _history = None
 
 
 _by_ptr = {}  # ptr -> Block, for caching_allocator_delete and record_stream by address
