@@ -17,6 +17,7 @@ and event classes above this layer never see CuPy or NumPy objects. Errors: ``ma
 retries); every other failure is a ``RuntimeError`` in CUDA's words (``CUDA error: ...``).
 """
 import bisect
+import contextlib
 import itertools
 import mmap
 import os
@@ -86,7 +87,9 @@ class Runtime:
     def device_synchronize(self, device): raise NotImplementedError
 
     # memory
-    def malloc(self, device, nbytes): raise NotImplementedError
+    def malloc(self, device, nbytes, relaxed=False): raise NotImplementedError  # relaxed: in
+    # cudaStreamCaptureModeRelaxed, allowed while a stream captures (the caching allocator's
+    # cudaMallocMaybeCapturing)
     def free(self, device, ptr): raise NotImplementedError
     def memcpy_htod(self, dst, src_array, stream): raise NotImplementedError
     def memcpy_dtoh(self, dst_array, src, stream): raise NotImplementedError
@@ -196,8 +199,9 @@ class SimulatedRuntime(Runtime):
             self._finish(s)
 
     # -- memory --------------------------------------------------------------------------------
-    def malloc(self, device, nbytes):
-        self._forbid_during_capture("cudaMalloc")
+    def malloc(self, device, nbytes, relaxed=False):
+        if not relaxed:
+            self._forbid_during_capture("cudaMalloc")
         if self.in_use + nbytes > self.capacity:
             raise DeviceOutOfMemory(nbytes)
         buf = np.empty(max(nbytes, 1), np.uint8)
@@ -478,8 +482,8 @@ class CupyRuntime(Runtime):
         with self.cupy.cuda.Device(device):
             self.rt.deviceSynchronize()
 
-    def malloc(self, device, nbytes):
-        with self.cupy.cuda.Device(device):
+    def malloc(self, device, nbytes, relaxed=False):
+        with self.cupy.cuda.Device(device), self._capture_mode(relaxed):
             try:
                 return self.rt.malloc(nbytes)
             except self.rt.CUDARuntimeError as e:
@@ -490,6 +494,25 @@ class CupyRuntime(Runtime):
     def free(self, device, ptr):
         with self.cupy.cuda.Device(device):
             self.rt.free(ptr)
+
+    @contextlib.contextmanager
+    def _capture_mode(self, relaxed):
+        """cudaThreadExchangeStreamCaptureMode(relaxed) around a call, when asked for and when
+        cuda-bindings has it."""
+        if not relaxed:
+            yield
+            return
+        try:
+            from cuda.bindings import runtime as cudart
+        except ImportError:
+            yield
+            return
+        relaxed_mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
+        _, old = cudart.cudaThreadExchangeStreamCaptureMode(relaxed_mode)
+        try:
+            yield
+        finally:
+            cudart.cudaThreadExchangeStreamCaptureMode(old)
 
     def memcpy_htod(self, dst, src_array, stream):
         src = np.ascontiguousarray(src_array)
