@@ -26,6 +26,7 @@ that ``ember.cuda.memory`` presents. Beyond PyTorch: a fragmentation figure (fre
 that are partly in use, over reserved bytes) in the statistics and in the OOM message.
 """
 import bisect
+import functools
 import os
 import sys
 import time
@@ -436,6 +437,23 @@ class _RingBuffer:
 # ---------------------------------------------------------------------------------------------
 # The allocator
 
+def _exclusive(method):
+    """Run ``method`` with the allocator marked busy. A tensor freed by Python's cyclic garbage
+    collector can die at any allocation, including one inside the allocator's own work; its
+    block is then queued (:meth:`CUDADataPtr.free`) and freed here once the allocator is done,
+    never while its pools are half updated."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        self._busy += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy -= 1
+            if not self._busy and self._deferred_frees:
+                self.free_deferred()
+    return run
+
+
 class DeviceCachingAllocator:
     """The caching allocator of one device (see the module docstring)."""
 
@@ -457,6 +475,8 @@ class DeviceCachingAllocator:
         self.expandable_segments = []
         self.graph_pools = {}
         self.graph_pools_freeable = {}
+        self._busy = 0  # > 0 while a public method runs (see _exclusive)
+        self._deferred_frees = []
         self.block_to_cudagraph_stream_uses = {}
         self.oom_observers = []
         self.trace_trackers = []
@@ -513,6 +533,7 @@ class DeviceCachingAllocator:
         self.trace_trackers.append(tracker)
 
     # -- malloc --------------------------------------------------------------------------------
+    @_exclusive
     def malloc(self, orig_size, stream=0):
         """A block of at least ``orig_size`` bytes usable on ``stream``."""
         context = self._gather(STATE)
@@ -619,6 +640,7 @@ class DeviceCachingAllocator:
         return block
 
     # -- free ----------------------------------------------------------------------------------
+    @_exclusive
     def free(self, block):
         """Give ``block`` back; it becomes reusable once the streams it was used on are done."""
         if not block.allocated:
@@ -697,6 +719,7 @@ class DeviceCachingAllocator:
         return src.size
 
     # -- streams and events --------------------------------------------------------------------
+    @_exclusive
     def record_stream(self, block, stream):
         """Mark ``block`` as used on ``stream``: freeing it then waits for that stream's work."""
         if stream == block.stream:
@@ -1104,6 +1127,7 @@ class DeviceCachingAllocator:
         es.release()
 
     # -- public operations ---------------------------------------------------------------------
+    @_exclusive
     def set_memory_fraction(self, fraction):
         _, total = self.runtime.mem_get_info(self.device)
         self.allowed_memory_maximum = int(fraction * total)
@@ -1113,6 +1137,7 @@ class DeviceCachingAllocator:
     def get_memory_fraction(self):
         return self.fraction
 
+    @_exclusive
     def empty_cache(self):
         """Give every whole cached segment back to the device."""
         self._release_cached_blocks(self._gather(ALL))
@@ -1214,6 +1239,7 @@ class DeviceCachingAllocator:
             segs.append(blocks)
         return segs
 
+    @_exclusive
     def snapshot(self):
         """The segments as PyTorch's snapshot records (a list of dicts, by address)."""
         pool_to_id = {gp: mid for mid, gp in self.graph_pools.items()}
@@ -1253,6 +1279,7 @@ class DeviceCachingAllocator:
         return [te.as_dict() for te in self.alloc_buffer.get()]
 
     # -- CUDA graph private pools --------------------------------------------------------------
+    @_exclusive
     def begin_allocate_to_pool(self, mempool_id, filter):
         """From now on, allocations on streams for which ``filter(stream)`` is true come from
         the private pool ``mempool_id`` (made now, or shared with the graphs already using it)."""
@@ -1268,6 +1295,7 @@ class DeviceCachingAllocator:
                 raise RuntimeError("beginAllocateToPool: already recording to mempool_id")
         self.captures_underway.append((mempool_id, filter))
 
+    @_exclusive
     def end_allocate_to_pool(self, mempool_id):
         mempool_id = tuple(mempool_id)
         for k, (mid, _) in enumerate(self.captures_underway):
@@ -1276,6 +1304,12 @@ class DeviceCachingAllocator:
                 return
         raise RuntimeError("endAllocatePool: not currently recording to mempool_id")
 
+    def free_deferred(self):
+        """Free the blocks whose tensors died while the allocator was busy."""
+        while self._deferred_frees:
+            self.free(self._deferred_frees.pop())
+
+    @_exclusive
     def release_pool(self, mempool_id):
         """A graph using pool ``mempool_id`` was reset; at no users left, its cached segments
         become releasable (by ``empty_cache`` or an allocation's retry)."""
@@ -1430,7 +1464,11 @@ class CUDADataPtr:
         block, self.block = self.block, None
         if block is not None and block.allocated:
             _by_ptr.pop(block.ptr, None)
-            self._allocator.free(block)
+            a = self._allocator
+            if a._busy:  # finalized by a GC pass inside the allocator's own work: free it after
+                a._deferred_frees.append(block)
+            else:
+                a.free(block)
 
     def __del__(self):
         try:
