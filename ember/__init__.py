@@ -42,6 +42,7 @@ from ._spectral import *  # noqa: E402,F401,F403  (torch.stft with center/pad_mo
 
 from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state functions; amp, cpu, cuda, profiler)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
+from .cuda import OutOfMemoryError  # noqa: E402,F401  (torch.OutOfMemoryError)
 from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import masked  # noqa: E402,F401  (torch.masked)

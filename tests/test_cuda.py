@@ -304,6 +304,19 @@ def test_graph_capture_and_replay():
         g.replay()
 
 
+def test_graph_of_device_copies():
+    """Copies are the runtime's own work: captured and replayed on a GPU too."""
+    x = ember.arange(4.0, device="cuda")
+    y = ember.zeros(4, device="cuda")
+    g = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(g):
+        y.copy_(x)
+    x.copy_(ember.tensor([5.0, 6.0, 7.0, 8.0]))
+    g.replay()
+    ember.cuda.synchronize()
+    assert y.tolist() == [5.0, 6.0, 7.0, 8.0]
+
+
 def test_graph_capture_errors():
     _needs_graph_kernels()
     g = ember.cuda.CUDAGraph()
@@ -365,3 +378,93 @@ def test_gpt_trains_on_cuda_like_cpu(capsys):
     gpu = train_gpt.main(args + ["--device", "cuda"])
     assert gpu["first_val"] == pytest.approx(cpu["first_val"], rel=1e-5)
     assert gpu["val"] == pytest.approx(cpu["val"], rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# the caching allocator under tensors
+
+def _fresh_stats():
+    import gc
+    gc.collect()
+    ember.cuda.synchronize()
+    ember.cuda.empty_cache()
+    ember.cuda.reset_peak_memory_stats()
+    return ember.cuda.memory_allocated(), ember.cuda.memory_reserved()
+
+
+def test_tensor_allocations_follow_pytorchs_arithmetic():
+    a0, r0 = _fresh_stats()
+    x = ember.ones(1, device="cuda")  # 4 bytes -> one 512-byte block of a 2 MiB segment
+    assert ember.cuda.memory_allocated() - a0 == 512
+    assert ember.cuda.memory_reserved() - r0 == 2 << 20
+    y = ember.empty(3 << 20, dtype=ember.uint8, device="cuda")  # 3 MiB -> a 20 MiB segment
+    assert ember.cuda.memory_allocated() - a0 == 512 + (3 << 20)
+    assert ember.cuda.memory_reserved() - r0 == (2 << 20) + (20 << 20)
+    z = ember.empty(25 << 20, dtype=ember.uint8, device="cuda")  # large: rounded to 2 MiB
+    assert ember.cuda.memory_reserved() - r0 == (2 << 20) + (20 << 20) + (26 << 20)
+    stats = ember.cuda.memory_stats()
+    assert stats["allocation.all.current"] >= 3 and stats["segment.large_pool.current"] >= 2
+    del x, y, z
+    assert ember.cuda.memory_allocated() == a0
+    assert ember.cuda.memory_reserved() - r0 == 48 << 20  # cached until empty_cache
+    ember.cuda.empty_cache()
+    assert ember.cuda.memory_reserved() == r0
+    assert ember.cuda.max_memory_allocated() >= a0 + (28 << 20)
+
+
+def test_blocks_are_reused_and_summary_reads_like_pytorchs():
+    _fresh_stats()
+    x = ember.empty(1000, device="cuda")
+    ptr = x.data_ptr()
+    del x
+    assert ember.empty(1000, device="cuda").data_ptr() == ptr  # the cached block again
+    text = ember.cuda.memory_summary()
+    assert text.splitlines()[1] == "|                  PyTorch CUDA memory summary, device ID 0" \
+                                   "                 |"
+    assert "Allocated memory" in text and "GPU reserved segments" in text
+
+
+@sim_only
+def test_out_of_memory_through_tensors_leaves_the_allocator_usable(monkeypatch):
+    _fresh_stats()
+    total = ember.cuda.get_device_properties(0).total_memory
+    ember.cuda.set_per_process_memory_fraction(0.001)  # a few MiB of a simulated device
+    try:
+        with pytest.raises(ember.cuda.OutOfMemoryError, match="CUDA out of memory. Tried to "
+                                                              "allocate") as info:
+            ember.empty(total // 100, dtype=ember.uint8, device="cuda")
+        assert isinstance(info.value, RuntimeError) and ember.OutOfMemoryError is \
+            ember.cuda.OutOfMemoryError
+        assert ember.cuda.memory_stats()["num_ooms"] >= 1
+        assert ember.ones(10, device="cuda").sum().item() == 10.0  # still usable
+    finally:
+        ember.cuda.set_per_process_memory_fraction(1.0)
+
+
+def test_autocast_and_grad_scaler_on_cuda():
+    a, b = ember.randn(4, 4, device="cuda"), ember.randn(4, 4, device="cuda")
+    assert ember._C._dispatch_keys(a).has("AutocastCUDA")
+    with ember.autocast("cuda"):
+        c = a @ b
+        d = ember.nn.functional.softmax(c, -1)
+    assert c.dtype == ember.float16 and d.dtype == ember.float32 and c.is_cuda
+    with ember.autocast("cuda", dtype=ember.bfloat16):
+        assert (a @ b).dtype == ember.bfloat16
+    m = ember.nn.Linear(4, 2).cuda()
+    opt = ember.optim.SGD(m.parameters(), lr=0.1)
+    scaler = ember.amp.GradScaler("cuda")
+    assert scaler.is_enabled()
+    before = m.weight.detach().clone()
+    with ember.autocast("cuda"):
+        loss = m(a).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 65536.0 and not ember.equal(m.weight.detach(), before)
+    inf_grad = ember.nn.Linear(4, 2).cuda()
+    opt2 = ember.optim.SGD(inf_grad.parameters(), lr=0.1)
+    (inf_grad(a).sum() * float("inf")).backward()
+    w = inf_grad.weight.detach().clone()
+    scaler.step(opt2)  # an inf gradient: the step is skipped and the scale backs off
+    scaler.update()
+    assert ember.equal(inf_grad.weight.detach(), w) and scaler.get_scale() == 32768.0

@@ -538,7 +538,10 @@ class CupyRuntime(Runtime):
         return self.rt.streamGetPriority(stream)
 
     def stream_priority_range(self):
-        least, greatest = self.rt.deviceGetStreamPriorityRange()
+        from cuda.bindings import runtime as cudart  # CuPy does not wrap this call
+        err, least, greatest = cudart.cudaDeviceGetStreamPriorityRange()
+        if int(err):
+            raise RuntimeError(f"CUDA error: {err}")
         return least, greatest
 
     def stream_query(self, stream):
