@@ -6,7 +6,11 @@ memory they allocate comes from the graph's private pool of the caching allocato
 their inputs and outputs at the addresses captured. Operations that synchronise with the host
 (``.item()``, device → host copies, ``synchronize``) are errors during capture, as on a GPU.
 """
+import warnings
+
 from .. import autograd
+from .._tensor import Tensor
+from ..overrides import DisableTorchFunctionSubclass
 from . import _caching_allocator
 from .streams import Stream, current_stream, stream as _stream_ctx
 
@@ -133,7 +137,6 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
     """Graphed versions of ``callables`` (functions or modules): each call copies its inputs into
     the captured static inputs and replays the forward graph; backward replays the backward
     graph. All graphs share one memory pool."""
-    from .. import Tensor
     from ..nn import Module
     just_one = not isinstance(callables, tuple)
     if just_one:
@@ -211,10 +214,46 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
+class _ReplayOutput(Tensor):
+    """An output handed out by a graphed callable. Its memory is the graph's static output, so
+    the callable's next replay overwrites it; PyTorch then silently shows the new values, and
+    users keep losing results that way (a list of per-step losses that all read the last one).
+    Using such an output after a later replay warns, once per output."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        for t in _tensors(args, kwargs):
+            replay = getattr(t, "_replay", None)
+            if replay is not None and replay[0].count != replay[1]:
+                t._replay = None
+                warnings.warn("ember.cuda: this output of a graphed callable was overwritten "
+                              "by a later replay of its CUDA graph; it now holds the later "
+                              "call's values. Clone it (out.clone()) before calling the graphed "
+                              "callable again to keep them.", UserWarning, stacklevel=4)
+        with DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def _tensors(args, kwargs):
+    for v in list(args) + list((kwargs or {}).values()):
+        if isinstance(v, (list, tuple)):
+            yield from _tensors(v, None)
+        elif isinstance(v, Tensor):
+            yield v
+
+
+class _ReplayCounter:
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+
 def _graphed(fwd_graph, bwd_graph, static_inputs, static_outputs, static_grad_outputs,
              static_grad_inputs, n_user_args):
     """The autograd.Function that replays one callable's graphs."""
     single = len(static_outputs) == 1
+    replays = _ReplayCounter()
 
     class Graphed(autograd.Function):
         @staticmethod
@@ -238,5 +277,14 @@ def _graphed(fwd_graph, bwd_graph, static_inputs, static_outputs, static_grad_ou
 
     def fn(*args):
         out = Graphed.apply(*args)
+        replays.count += 1
+        out = tuple(_mark(o, replays) for o in out)
         return out[0] if single else out
+    return fn
+
+
+def _mark(t, replays):
+    r = t.as_subclass(_ReplayOutput)
+    r._replay = (replays, replays.count)
+    return r
     return fn
