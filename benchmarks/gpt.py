@@ -10,7 +10,7 @@ import os
 import sys
 
 
-def build(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4):
+def build(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4, device="cpu"):
     nn, F = lib.nn, lib.nn.functional
 
     class Block(nn.Module):
@@ -38,20 +38,22 @@ def build(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4):
             self.head.weight = self.tok.weight
 
         def forward(self, idx, targets):
-            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1]))
+            x = self.tok(idx) + self.pos(lib.arange(idx.shape[1], device=idx.device))
             for block in self.blocks:
                 x = block(x)
             return F.cross_entropy(self.head(self.ln_f(x)).view(-1, vocab), targets.view(-1))
 
     lib.manual_seed(0)
-    return GPT()
+    return GPT().to(device)
 
 
-def train_step(lib, batch=16, context=64, vocab=65):
-    """A zero-argument training step: forward, backward, gradient clipping, AdamW."""
-    model = build(lib, vocab=vocab, context=context)
+def train_step(lib, batch=16, context=64, vocab=65, device="cpu", **sizes):
+    """A zero-argument training step: forward, backward, gradient clipping, AdamW. ``sizes``:
+    ``width``, ``n_layer``, ``n_head`` of :func:`build`."""
+    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = lib.randint(vocab, (batch, context)), lib.randint(vocab, (batch, context))
+    x = lib.randint(vocab, (batch, context)).to(device)
+    y = lib.randint(vocab, (batch, context)).to(device)
 
     def step():
         loss = model(x, y)

@@ -27,6 +27,7 @@ from ..._core.device import CPU, device as _device
 from ..._core.storage import UntypedStorage
 from ..._dispatch.keys import K, bit
 from ..._tensor import Tensor, empty_tensor, make_tensor
+from . import cupy_path
 
 _CPU_KEYS = bit(K.CPU)
 
@@ -224,19 +225,25 @@ def host_kernel_fallback(op, *args, **kwargs):
             return type(v)(host(x, arg) for x in v)
         if isinstance(v, _device) and v.type == "cuda":
             return CPU
-        if v is None and arg is not None and arg.base == "Generator":
-            return cuda.default_generators[dev.index]
         return v
 
     # Positional in schema order (a boxed fallback gets the keyword-only arguments by keyword).
     values = list(args) + [kwargs[a.name] for a in schema.arguments[len(args):]
                            if a.name in kwargs]
+    # Random ops draw from the device's generator, not the CPU's.
+    values = [cuda.default_generators[dev.index] if v is None and a.base == "Generator" else v
+              for v, a in zip(values, schema.arguments)]
     host_values = [host(v, a) for v, a in zip(values, schema.arguments)]
 
     def run():
         return op._entry.redispatch(_CPU_KEYS, *host_values)
 
     capturing = rt.stream_is_capturing(stream)
+    if not rt.simulated and not capturing and cupy_path.supported(op):
+        try:
+            return cupy_path.run(op, values, dev, stream)
+        except cupy_path._Unsupported:
+            pass  # this kernel needs the host: staged below, and from now on
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")

@@ -1,0 +1,110 @@
+"""ember on a GPU beside PyTorch, from one run (issue 16's figures). Run where a GPU is lent:
+
+    python benchmarks/cuda.py [--quick] [--json FILE]
+
+Each case is timed the same way for both libraries: warm-up calls, then the median of timed
+repetitions, each ended by a device synchronize. Cases: ``mm`` 4096³ in fp32, tf32 and bf16;
+``add`` on 256M float32 against the device-to-device copy bandwidth measured in the same run;
+softmax and layer_norm on 8192×4096 float32; a GPT training step at a GPU-sized configuration.
+ember's CUDA ops today are its CPU kernels computing through CuPy (NumPy's dispatch protocols) or,
+where a kernel needs the host, through staging copies; the figures say where that stands.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def timeit(fn, sync, reps=10, warmup=3):
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def cases(lib, quick):
+    dev = "cuda"
+    sync = lib.cuda.synchronize
+    n = 2048 if quick else 4096
+    out = {}
+    for name, dtype, tf32 in (("mm fp32", lib.float32, False), ("mm tf32", lib.float32, True),
+                              ("mm bf16", lib.bfloat16, False)):
+        lib.backends.cuda.matmul.allow_tf32 = tf32
+        a = lib.randn(n, n, device=dev).to(dtype)
+        b = lib.randn(n, n, device=dev).to(dtype)
+        try:
+            t = timeit(lambda: lib.mm(a, b), sync)
+            out[name] = {"s": t, "TFLOP/s": 2 * n ** 3 / t / 1e12}
+        except Exception as e:  # noqa: BLE001  (reported, not hidden)
+            out[name] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    lib.backends.cuda.matmul.allow_tf32 = False
+    numel = (1 << 26) if quick else (1 << 28)
+    x = lib.ones(numel, device=dev)
+    y = lib.ones(numel, device=dev)
+    t_add = timeit(lambda: lib.add(x, y), sync)
+    dst = lib.empty(numel, device=dev)
+    t_copy = timeit(lambda: dst.copy_(x), sync)
+    # add reads two arrays and writes one; a copy reads one and writes one
+    out["add 256M"] = {"s": t_add, "GB/s": 3 * 4 * numel / t_add / 1e9,
+                       "copy GB/s": 2 * 4 * numel / t_copy / 1e9}
+    out["add 256M"]["fraction of copy bandwidth"] = out["add 256M"]["GB/s"] / \
+        out["add 256M"]["copy GB/s"]
+    del x, y, dst
+    m = lib.randn(8192, 4096, device=dev)
+    out["softmax 8192x4096"] = {"s": timeit(lambda: lib.softmax(m, -1), sync)}
+    w, bias = lib.ones(4096, device=dev), lib.zeros(4096, device=dev)
+    out["layer_norm 8192x4096"] = {"s": timeit(
+        lambda: lib.nn.functional.layer_norm(m, (4096,), w, bias), sync)}
+    del m
+    import gpt
+    sizes = dict(width=256, n_layer=4, n_head=8) if quick else dict(width=512, n_layer=6,
+                                                                    n_head=8)
+    step = gpt.train_step(lib, batch=16, context=256, device=dev, **sizes)
+    out["GPT step"] = {"s": timeit(step, sync, reps=5, warmup=2), **sizes,
+                       "batch": 16, "context": 256}
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    import torch
+    import ember
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
+    results["torch_cases"] = cases(torch, args.quick)
+    results["ember_cases"] = cases(ember, args.quick)
+    from ember._kernels.cuda import cupy_path
+    results["ember_ops_on_host"] = sorted(str(op) for op in cupy_path.host_only)
+    print(f"{'case':24s} {'ember':>12s} {'torch':>12s} {'ember/torch':>12s}")
+    for k, theirs in results["torch_cases"].items():
+        mine = results["ember_cases"][k]
+        if "s" in mine and "s" in theirs:
+            print(f"{k:24s} {mine['s'] * 1e3:10.3f}ms {theirs['s'] * 1e3:10.3f}ms "
+                  f"{mine['s'] / theirs['s']:11.2f}x")
+        else:
+            print(f"{k:24s} {mine.get('error', '')[:60]} | {theirs.get('error', '')[:40]}")
+    add = results["ember_cases"]["add 256M"]
+    print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch add: "
+          f"{results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")
+    print("ember ops run through host staging:", ", ".join(results["ember_ops_on_host"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
