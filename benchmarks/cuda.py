@@ -17,7 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# (not this folder itself: this file's name would shadow the ``cuda`` package CuPy imports)
 
 
 def timeit(fn, sync, reps=10, warmup=3):
@@ -67,7 +67,11 @@ def cases(lib, quick):
     out["layer_norm 8192x4096"] = {"s": timeit(
         lambda: lib.nn.functional.layer_norm(m, (4096,), w, bias), sync)}
     del m
-    import gpt
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gpt", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt.py"))
+    gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpt)
     sizes = dict(width=256, n_layer=4, n_head=8) if quick else dict(width=512, n_layer=6,
                                                                     n_head=8)
     step = gpt.train_step(lib, batch=16, context=256, device=dev, **sizes)
