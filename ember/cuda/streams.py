@@ -97,6 +97,10 @@ class Stream:
         event.record(self)
         return event
 
+    def __cuda_stream__(self):
+        """The CUDA stream protocol (version 0, raw handle): CuPy and others can wrap it."""
+        return (0, self.cuda_stream)
+
     def __eq__(self, other):
         return isinstance(other, Stream) and self.cuda_stream == other.cuda_stream \
             and self.device_index == other.device_index

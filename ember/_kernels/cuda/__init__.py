@@ -241,7 +241,8 @@ def host_kernel_fallback(op, *args, **kwargs):
     capturing = rt.stream_is_capturing(stream)
     if not rt.simulated and not capturing and cupy_path.supported(op):
         try:
-            return cupy_path.run(op, values, dev, stream)
+            return cupy_path.run(op, values, dev, stream,
+                                 lambda h: _to_device(h, dev, rt, stream))
         except cupy_path._Unsupported:
             pass  # this kernel needs the host: staged below, and from now on
     if capturing and not rt.simulated:

@@ -105,9 +105,10 @@ class _Unsupported(Exception):
     pass
 
 
-def run(op, values, dev, stream):
+def run(op, values, dev, stream, to_device):
     """Run ``op``'s CPU kernel on CuPy views; returns the result, or raises _Unsupported when the
-    kernel leaves NumPy's protocols (the caller runs it on the host)."""
+    kernel leaves NumPy's protocols (the caller runs it on the host). ``to_device(t)`` moves a
+    host result the kernel made (``arange``'s NumPy array, say) to the device."""
     cp = _cp()
     originals = {}
 
@@ -126,7 +127,7 @@ def run(op, values, dev, stream):
     args = [alias(v) for v in values]
     _sync_math_mode(cp)
     try:
-        with cp.cuda.ExternalStream(stream, dev.index) if stream else _null():
+        with _cupy_stream(cp, stream) if stream else _null():
             out = op._entry.redispatch(bit(K.CPU), *args)
     except (TypeError, AttributeError, NotImplementedError, ValueError, RuntimeError) as e:
         host_only.add(op)
@@ -139,11 +140,9 @@ def run(op, values, dev, stream):
                 return d
             if o._device.type == "cpu":
                 arr = o._np
-                if not is_device_array(arr):
-                    if o.numel() == 0 or arr is None:
-                        raise _Unsupported(f"{op} returned a host tensor")
-                    return o  # a host result the kernel made on purpose (rare): the caller moves it
-                return adopt(arr, o._dtype)
+                if is_device_array(arr):
+                    return adopt(arr, o._dtype)
+                return to_device(o)  # a host result (a factory's NumPy array): copied over
             return o
         if isinstance(o, (list, tuple)):
             return type(o)(back(x) for x in o)
@@ -166,6 +165,26 @@ def _sync_math_mode(cp):
         cublas.setMathMode(handle, cublas.CUBLAS_TF32_TENSOR_OP_MATH if tf32
                            else cublas.CUBLAS_DEFAULT_MATH)
         _math_mode[0] = tf32
+
+
+_streams = {}  # ember stream handle -> CuPy's Stream object over it
+
+
+class _StreamHandle:
+    """A raw stream handle in the CUDA stream protocol (``__cuda_stream__``)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def _cupy_stream(cp, handle):
+    s = _streams.get(handle)
+    if s is None:
+        s = _streams[handle] = cp.cuda.Stream.from_external(_StreamHandle(handle))
+    return s
 
 
 class _null:
