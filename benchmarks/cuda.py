@@ -16,8 +16,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-# (not this folder itself: this file's name would shadow the ``cuda`` package CuPy imports)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# This file's name would shadow the ``cuda`` package CuPy imports: take its folder (which Python
+# puts first on the path of a script) off the path, and put the repository on.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+sys.path.insert(0, os.path.join(_HERE, ".."))
 
 
 def timeit(fn, sync, reps=10, warmup=3):
@@ -69,7 +72,7 @@ def cases(lib, quick):
     del m
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "gpt", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt.py"))
+        "gpt", os.path.join(_HERE, "gpt.py"))
     gpt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpt)
     sizes = dict(width=256, n_layer=4, n_head=8) if quick else dict(width=512, n_layer=6,

@@ -126,11 +126,17 @@ def run(op, values, dev, stream, to_device):
     from ..._dispatch.keys import K, bit
     args = [alias(v) for v in values]
     _sync_math_mode(cp)
+    # A kernel that fails part way may have drawn random numbers: the host run must see the
+    # generators as they were.
+    from ...random import Generator
+    generators = [(g, g.get_state()) for g in values if isinstance(g, Generator)]
     try:
         with _cupy_stream(cp, stream) if stream else _null():
             out = op._entry.redispatch(bit(K.CPU), *args)
     except (TypeError, AttributeError, NotImplementedError, ValueError, RuntimeError) as e:
         host_only.add(op)
+        for g, state in generators:
+            g.set_state(state)
         raise _Unsupported(f"{op}: {type(e).__name__}: {e}") from None
 
     def back(o):
