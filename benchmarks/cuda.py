@@ -94,7 +94,7 @@ def main(argv=None):
     results["torch_cases"] = cases(torch, args.quick)
     results["ember_cases"] = cases(ember, args.quick)
     from ember._kernels.cuda import cupy_path
-    results["ember_ops_on_host"] = sorted(str(op) for op in cupy_path.host_only)
+    results["ember_ops_on_host"] = {str(op): why for op, why in cupy_path.host_only.items()}
     print(f"{'case':24s} {'ember':>12s} {'torch':>12s} {'ember/torch':>12s}")
     for k, theirs in results["torch_cases"].items():
         mine = results["ember_cases"][k]
@@ -106,7 +106,9 @@ def main(argv=None):
     add = results["ember_cases"]["add 256M"]
     print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch add: "
           f"{results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")
-    print("ember ops run through host staging:", ", ".join(results["ember_ops_on_host"]))
+    print("ember ops run through host staging, and why:")
+    for op, why in sorted(results["ember_ops_on_host"].items()):
+        print(f"  {op}: {why[:150]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

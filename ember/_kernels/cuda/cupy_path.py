@@ -21,7 +21,7 @@ from ..._core.storage import UntypedStorage
 from ..._tensor import Tensor, make_tensor
 
 _cupy = None
-host_only = set()  # ops whose CPU kernel is not NumPy-protocol clean: they run on the host
+host_only = {}  # op -> why its CPU kernel cannot run on CuPy arrays (it runs on the host)
 stats = {"device": 0, "host": 0}  # calls run each way (ember.cuda reports them)
 
 
@@ -134,7 +134,7 @@ def run(op, values, dev, stream, to_device):
         with _cupy_stream(cp, stream) if stream else _null():
             out = op._entry.redispatch(bit(K.CPU), *args)
     except (TypeError, AttributeError, NotImplementedError, ValueError, RuntimeError) as e:
-        host_only.add(op)
+        host_only[op] = f"{type(e).__name__}: {e}"
         for g, state in generators:
             g.set_state(state)
         raise _Unsupported(f"{op}: {type(e).__name__}: {e}") from None
