@@ -700,9 +700,6 @@ def wrap_array(a, device=CPU):
     This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
     type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
     if a.__class__ is not np.ndarray:
-        adopt = DEVICE_ARRAY_TYPES.get(a.__class__)
-        if adopt is not None:  # a kernel's result in device memory (a CuPy array on a GPU)
-            return adopt(a)
         a = np.asarray(a)
     dtype = _NUM_TO_DT.get(a.dtype.num)
     if dtype is None:
@@ -817,9 +814,6 @@ from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
 _ADINPLACE = _bit(_K.ADInplaceOrView)
 _NUM_TO_DT = {d._np.num: d for d in _dt.ALL_DTYPES}
 _CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
-# Array classes of device memory that kernels may return -> the function adopting one as a
-# tensor (ember/_kernels/cuda/cupy_path.py registers CuPy's on a GPU).
-DEVICE_ARRAY_TYPES = {}
 _CPU_KS = _keyset_for(CPU, False)
 _CPU_INFERENCE_KS = _keyset_for(CPU, True)
 _CPU_ALLOCATOR = get_allocator(CPU)

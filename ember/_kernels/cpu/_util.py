@@ -1,7 +1,7 @@
 """Helpers every CPU kernel uses: NumPy views of tensors and adoption of result arrays."""
 import numpy as np
 
-from ..._tensor import DEVICE_ARRAY_TYPES, wrap_array as wrap  # noqa: F401  (wrap: for kernels)
+from ..._tensor import wrap_array as wrap  # noqa: F401  (re-exported for kernels)
 
 
 def nd(x):
@@ -15,8 +15,7 @@ def nd(x):
 def own(a):
     """A result array that does not alias any input (copy only if NumPy returned a view)."""
     if a.__class__ is not np.ndarray:
-        if a.__class__ not in DEVICE_ARRAY_TYPES:  # (a device array is handled as NumPy's)
-            return np.asarray(a)
+        return np.asarray(a)
     if a.base is not None:
         return a.copy()
     return a

@@ -27,7 +27,6 @@ from ..._core.device import CPU, device as _device
 from ..._core.storage import UntypedStorage
 from ..._dispatch.keys import K, bit
 from ..._tensor import Tensor, empty_tensor, make_tensor
-from . import cupy_path
 
 _CPU_KEYS = bit(K.CPU)
 
@@ -239,12 +238,6 @@ def host_kernel_fallback(op, *args, **kwargs):
         return op._entry.redispatch(_CPU_KEYS, *host_values)
 
     capturing = rt.stream_is_capturing(stream)
-    if not rt.simulated and not capturing and cupy_path.supported(op):
-        try:
-            return cupy_path.run(op, values, dev, stream,
-                                 lambda h: _to_device(h, dev, rt, stream))
-        except cupy_path._Unsupported:
-            pass  # this kernel needs the host: staged below, and from now on
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")
