@@ -490,3 +490,22 @@ def test_autocast_and_grad_scaler_on_cuda():
     scaler.step(opt2)  # an inf gradient: the step is skipped and the scale backs off
     scaler.update()
     assert ember.equal(inf_grad.weight.detach(), w) and scaler.get_scale() == 32768.0
+
+
+def test_nvtx_ranges_show_in_the_profiler():
+    from ember.cuda import nvtx
+    from ember.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        assert nvtx.range_push("outer") == 0
+        assert nvtx.range_push("inner") == 1
+        ember.ones(2, device="cuda").sum()
+        assert nvtx.range_pop() == 1
+        assert nvtx.range_pop() == 0
+        with nvtx.range("step {}", 3):
+            pass
+        rid = nvtx.range_start("started")
+        nvtx.mark("a mark")
+        nvtx.range_end(rid)
+    names = {e.name for e in prof.events()}
+    assert {"outer", "inner", "step 3", "started", "a mark"} <= names
+    assert nvtx.range_pop() == -1  # nothing open
