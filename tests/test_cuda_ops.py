@@ -1,0 +1,118 @@
+"""The op table (tests/opinfo.py) on ``cuda``: every sample of every op runs on the CPU and on the
+CUDA device — the simulated one in CI, a real GPU when one is here — with the same inputs (the
+same strides and offsets: device tensors alias a copy of each CPU storage), and must give the
+same values, dtypes and shapes, or the same exception type. In-place variants must write the
+device tensor itself."""
+import os
+import warnings
+
+import pytest
+
+import ember
+from ember._tensor import make_tensor
+from ember.cuda import _runtime
+from helpers import assert_same
+from opinfo import OPS
+from test_ops import _ids, _tol, ember_args, overload
+
+_REAL_GPU = not _runtime.simulated() and ember.cuda.device_count() > 0
+# Arguments PyTorch requires on the CPU even when the op runs on CUDA (by position).
+_CPU_ARGS = {"tensor_split.tensor_indices_or_sections": (1,)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cuda_device():
+    """The simulated device for this module unless a real GPU is here."""
+    if _REAL_GPU:
+        yield
+        return
+    saved = os.environ.get("EMBER_CUDA_SIMULATE")
+    os.environ["EMBER_CUDA_SIMULATE"] = "1"
+    yield
+    if saved is None:
+        del os.environ["EMBER_CUDA_SIMULATE"]
+    else:
+        os.environ["EMBER_CUDA_SIMULATE"] = saved
+
+
+def _to_cuda(x, storages):
+    """``x`` with every tensor on cuda, keeping sizes, strides, offsets and shared storages."""
+    if hasattr(x, "_keyset"):
+        st = x._storage
+        dev = storages.get(id(st))
+        if dev is None:
+            raw = ember.empty(st.nbytes(), dtype=ember.uint8)
+            raw._storage.copy_(st)
+            dev = storages[id(st)] = raw.cuda()._storage
+        return make_tensor(dev, x._size, x._stride, x._offset, x._dtype, dev.device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_cuda(v, storages) for v in x)
+    return x
+
+
+def _run(fn, *args, **kwargs):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args, **kwargs), None
+    except Exception as e:  # noqa: BLE001  (compared with the CPU's exception below)
+        return None, e
+
+
+def _compare(op, cpu, dev, desc):
+    if isinstance(cpu, (tuple, list)):
+        assert isinstance(dev, (tuple, list)) and len(cpu) == len(dev), desc
+        for c, d in zip(cpu, dev):
+            _compare(op, c, d, desc)
+        return
+    if not hasattr(cpu, "_keyset"):
+        assert cpu == dev or (cpu != cpu and dev != dev), f"{op.name} [{desc}]: {cpu} != {dev}"
+        return
+    assert dev.device.type == "cuda", f"{op.name} [{desc}]: result on {dev.device}"
+    rtol, atol = _tol(op, dev)
+    try:
+        assert_same(dev.cpu(), cpu, rtol=rtol, atol=atol)
+    except AssertionError as err:
+        raise AssertionError(f"{op.name} [{desc}]: {err}") from None
+
+
+@pytest.mark.parametrize("op", OPS, ids=_ids(OPS))
+def test_values_on_cuda(op):
+    e_op = overload(ember.ops, op.name)
+    tags = {str(t) for t in e_op.tags}
+    for s in op.samples(op):
+        ea, ek = ember_args(s)
+        keep = _CPU_ARGS.get(op.name, ())
+        da = [a if i in keep else _to_cuda(a, {}) for i, a in enumerate(ea)]
+        dk = {k: _to_cuda(v, {}) for k, v in ek.items()}
+        if "nondeterministic_seeded" in tags:
+            ember.manual_seed(0)
+        cpu, cpu_exc = _run(e_op, *ea, **ek)
+        if "nondeterministic_seeded" in tags:
+            ember.manual_seed(0)  # the device generator gets the same seed and stream
+        dev, dev_exc = _run(e_op, *da, **dk)
+        if cpu_exc is not None:
+            assert dev_exc is not None and type(dev_exc) is type(cpu_exc), \
+                f"{op.name} [{s.desc}]: CPU raised {cpu_exc!r}, cuda {dev_exc!r}"
+            continue
+        assert dev_exc is None, f"{op.name} [{s.desc}]: cuda raised {dev_exc!r}"
+        _compare(op, cpu, dev, s.desc)
+
+
+@pytest.mark.parametrize("op", [o for o in OPS if o.inplace],
+                         ids=_ids([o for o in OPS if o.inplace]))
+def test_inplace_on_cuda(op):
+    e_op = overload(ember.ops, op.inplace)
+    for s in op.samples(op):
+        ea, ek = ember_args(s)
+        da = _to_cuda(ea, {})
+        dk = {k: _to_cuda(v, {}) for k, v in ek.items()}
+        cpu, cpu_exc = _run(e_op, *ea, **ek)
+        dev, dev_exc = _run(e_op, *da, **dk)
+        if cpu_exc is not None:
+            assert dev_exc is not None and type(dev_exc) is type(cpu_exc), \
+                f"{op.inplace} [{s.desc}]: CPU raised {cpu_exc!r}, cuda {dev_exc!r}"
+            continue
+        assert dev_exc is None, f"{op.inplace} [{s.desc}]: cuda raised {dev_exc!r}"
+        assert dev is da[0], f"{op.inplace} [{s.desc}]: the result is not self"
+        _compare(op, cpu, dev, s.desc)
