@@ -86,10 +86,9 @@ class Runtime:
     def mem_get_info(self, device): raise NotImplementedError  # (free, total)
     def device_synchronize(self, device): raise NotImplementedError
 
-    # memory
-    def malloc(self, device, nbytes, relaxed=False): raise NotImplementedError  # relaxed: in
-    # cudaStreamCaptureModeRelaxed, allowed while a stream captures (the caching allocator's
-    # cudaMallocMaybeCapturing)
+    # memory (malloc(relaxed=True): in cudaStreamCaptureModeRelaxed, so allowed while a stream
+    # captures, as the caching allocator's cudaMallocMaybeCapturing)
+    def malloc(self, device, nbytes, relaxed=False): raise NotImplementedError
     def free(self, device, ptr): raise NotImplementedError
     def memcpy_htod(self, dst, src_array, stream): raise NotImplementedError
     def memcpy_dtoh(self, dst_array, src, stream): raise NotImplementedError
