@@ -258,6 +258,43 @@ def check_ddp(rank, W):
     eq(xs.grad, xr.grad[lo:hi], "SyncBatchNorm input gradient", atol=1e-5)
 
 
+def check_ddp_gpt(rank, W):
+    """The GPT of examples/train_gpt.py, 5 steps with clipping: DDP over the ranks' shards of the
+    batch equals one process on the whole batch. SGD with momentum, not the example's AdamW:
+    the attention's key bias has a gradient that is zero up to rounding, and Adam scales any
+    rounding difference up to a full learning-rate step, in PyTorch as here."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))), "examples"))
+    from train_gpt import GPT
+    B, T, V = 2 * W, 16, 65
+    torch.manual_seed(11)
+    X, Y = torch.randint(V, (B, T)), torch.randint(V, (B, T))
+    lo, hi = rank * (B // W), (rank + 1) * (B // W)
+
+    def train(model, x, y):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.1)
+        for _ in range(5):
+            _, loss = model(x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        return model
+
+    def fresh(seed):
+        torch.manual_seed(seed)
+        return GPT(V, context=T, width=32, n_layer=2, n_head=4)
+
+    ref = train(fresh(0), X, Y)
+    model = DDP(fresh(rank + 3))  # rank 0's weights win at construction
+    with torch.no_grad():
+        for p, q in zip(model.module.parameters(), fresh(0).parameters()):
+            p.copy_(q)
+    train(model, X[lo:hi], Y[lo:hi])
+    for (n, p), q in zip(model.module.named_parameters(), ref.parameters()):
+        eq(p.detach(), q.detach(), f"DDP GPT {n}", atol=1e-6)
+
+
 def main():
     """argv: the checks, then how the run ends: ``kill`` (rank 1 is killed inside a collective:
     the launcher must stop the job and fail) or ``leave`` (the last rank exits quietly: the
@@ -268,6 +305,7 @@ def main():
     assert rank == int(os.environ["RANK"]) and W == int(os.environ["WORLD_SIZE"])
     check_collectives(rank, W)
     check_ddp(rank, W)
+    check_ddp_gpt(rank, W)
     print(f"PASS {rank}", flush=True)
     if end == "kill":
         if rank == 1:
