@@ -1,7 +1,9 @@
-"""All-reduce bandwidth of ember.distributed (MPI) against PyTorch's gloo, 2 ranks on this
-machine, both started by ``python -m ember.distributed.run``:
+"""ember.distributed (MPI) against PyTorch's gloo, 2 ranks on this machine, both started by
+``python -m ember.distributed.run``: all-reduce bandwidth, and a DistributedDataParallel training
+step of the GPT of ``benchmarks/gpt.py`` (each rank: batch 8, context 64; AdamW; median of 10
+steps after 3 warm-up steps).
 
-    python benchmarks/distributed.py            # runs both and prints the table
+    python benchmarks/distributed.py            # runs both and prints the tables
 """
 import os
 import subprocess
@@ -36,7 +38,35 @@ def rank_main(engine):
             best = min(best, (time.perf_counter() - start) / iters)
         if rank == 0:
             print(f"RESULT {engine} {nbytes} {best * 1e3:.4f}", flush=True)
+    step_ms = ddp_gpt_step(torch, dist)
+    if rank == 0:
+        print(f"RESULT {engine} gpt {step_ms:.4f}", flush=True)
     dist.destroy_process_group()
+
+
+def ddp_gpt_step(torch, dist):
+    """Median milliseconds of one DDP training step of the benchmark GPT."""
+    import importlib.util
+    import statistics
+    spec = importlib.util.spec_from_file_location("gpt", os.path.join(ROOT, "benchmarks",
+                                                                      "gpt.py"))
+    gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpt)
+    model = torch.nn.parallel.DistributedDataParallel(gpt.build(torch))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    torch.manual_seed(dist.get_rank())
+    x, y = torch.randint(65, (8, 64)), torch.randint(65, (8, 64))
+    times = []
+    for i in range(13):
+        dist.barrier()
+        start = time.perf_counter()
+        loss = model(x, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i >= 3:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
 def main():
@@ -48,7 +78,7 @@ def main():
         for line in p.stdout.splitlines():
             if line.startswith("RESULT"):
                 _, e, n, ms = line.split()
-                rows[(e, int(n))] = float(ms)
+                rows[(e, n if n == "gpt" else int(n))] = float(ms)
         if p.returncode:
             print(p.stdout, p.stderr)
     print("all_reduce, 2 ranks, float32 (ms per call; bandwidth = bytes / time)")
@@ -58,6 +88,9 @@ def main():
         e, t = rows.get(("ember", n)), rows.get(("torch", n))
         label = f"{n // 1024} KB" if n < 1024 ** 2 else f"{n // 1024 ** 2} MB"
         print(f"{label:>8} {e:13.3f} {t:14.3f} {n / e / 1e6:11.3f} {n / t / 1e6:10.3f}")
+    e, t = rows.get(("ember", "gpt")), rows.get(("torch", "gpt"))
+    print(f"DDP GPT training step, 2 ranks: ember {e:.1f} ms, torch gloo {t:.1f} ms, "
+          f"ember/torch {e / t:.2f}x")
 
 
 if __name__ == "__main__":
@@ -65,3 +98,4 @@ if __name__ == "__main__":
         rank_main(sys.argv[1])
     else:
         main()
+
