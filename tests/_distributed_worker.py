@@ -295,6 +295,37 @@ def check_ddp_gpt(rank, W):
         eq(p.detach(), q.detach(), f"DDP GPT {n}", atol=1e-6)
 
 
+def check_cuda(rank, W):
+    """Collectives and DDP on CUDA tensors (through host memory, as PyTorch's gloo does them;
+    the launcher's environment gives each rank the simulated device in CI)."""
+    t = torch.full((5,), float(rank + 1), device="cuda")
+    dist.all_reduce(t)
+    assert t.is_cuda
+    eq(t.cpu(), torch.full((5,), float(sum(range(1, W + 1)))), "all_reduce of a CUDA tensor")
+    out = torch.empty(W * 3, device="cuda")
+    dist.all_gather_into_tensor(out, torch.full((3,), float(rank), device="cuda"))
+    eq(out.cpu(), torch.arange(W).repeat_interleave(3).float(), "all_gather_into_tensor (cuda)")
+    B = 4 * W
+    torch.manual_seed(123)
+    X, Y = torch.randn(B, 5), torch.randn(B, 3)
+    lo, hi = rank * (B // W), (rank + 1) * (B // W)
+    ref = mlp(0)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        nn.functional.mse_loss(ref(X), Y).backward()
+        opt.step()
+    model = DDP(mlp(0).cuda())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(X[lo:hi].cuda()), Y[lo:hi].cuda()).backward()
+        opt.step()
+    for (n, p), q in zip(model.module.named_parameters(), ref.parameters()):
+        assert p.is_cuda
+        eq(p.detach().cpu(), q.detach(), f"DDP on cuda {n}", atol=1e-6)
+
+
 def main():
     """argv: the checks, then how the run ends: ``kill`` (rank 1 is killed inside a collective:
     the launcher must stop the job and fail) or ``leave`` (the last rank exits quietly: the
@@ -306,6 +337,8 @@ def main():
     check_collectives(rank, W)
     check_ddp(rank, W)
     check_ddp_gpt(rank, W)
+    if torch.cuda.is_available():
+        check_cuda(rank, W)
     print(f"PASS {rank}", flush=True)
     if end == "kill":
         if rank == 1:

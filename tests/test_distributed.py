@@ -17,17 +17,19 @@ WORKER = os.path.join(ROOT, "tests", "_distributed_worker.py")
 needs_mpi = pytest.mark.skipif(not dist.is_available(), reason="mpi4py is not installed")
 
 
-def launch(nproc, end, timeout=120):
+def launch(nproc, end, timeout=120, env=None):
     t = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--standalone",
                         "--nproc-per-node", str(nproc), WORKER, end], cwd=ROOT,
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else {**os.environ, **env})
     return p, time.monotonic() - t
 
 
 @needs_mpi
 def test_two_ranks_then_a_rank_is_killed():
-    p, _ = launch(2, "kill")
+    # each rank gets the simulated CUDA device: the worker checks collectives and DDP on cuda
+    p, _ = launch(2, "kill", env={"EMBER_CUDA_SIMULATE": "1"})
     out = p.stdout + p.stderr
     # every collective and the DDP checks passed on both ranks
     assert "PASS 0" in out and "PASS 1" in out, out

@@ -371,9 +371,9 @@ def _check_tensor(t, name="tensor"):
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         f"torch.Tensor\n             but got {type(t)} instead.")
-    if t.device.type != "cpu":
-        raise RuntimeError(f"ember's MPI backend works on CPU tensors; got a {t.device.type} "
-                           f"tensor")
+    if t.device.type not in ("cpu", "cuda"):
+        raise RuntimeError(f"ember's MPI backend works on CPU and CUDA tensors; got a "
+                           f"{t.device.type} tensor")
 
 
 def _check_list(ts, name):
@@ -387,7 +387,21 @@ def _check_list(ts, name):
 def _buffer(t, reducing=False):
     """``(array, writeback)``: a contiguous array MPI can use for ``t``. For a contiguous tensor
     of a dtype MPI knows it is ``t``'s own memory; otherwise a staged copy that ``writeback``
-    copies into ``t`` (bfloat16 reduces in float32)."""
+    copies into ``t`` (bfloat16 reduces in float32). A CUDA tensor goes through host memory, as
+    with PyTorch's gloo (the simulated device's memory is host memory already)."""
+    if t._device.type == "cuda":
+        from .._kernels.cuda import host_array
+        a, staged = host_array(t)
+        if staged or (reducing and a.dtype.name == "bfloat16") \
+                or not a.flags.c_contiguous:
+            staged = np.ascontiguousarray(a, np.float32 if a.dtype.name == "bfloat16" else None)
+
+            def writeback():
+                ember = _tensor_mod()
+                with ember.no_grad():
+                    t.copy_(ember.from_numpy(staged.reshape(t.shape)).to(t.dtype))
+            return staged, writeback
+        return a, (lambda: t._bump_version())
     a = t._nd()
     if reducing and (a.dtype.name == "bfloat16"):
         staged = a.astype(np.float32)
@@ -405,6 +419,10 @@ def _buffer(t, reducing=False):
 
 
 def _input(t):
+    if t._device.type == "cuda":
+        from .._kernels.cuda import host_array
+        a = host_array(t)[0]
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
     a = t._nd()
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 

@@ -178,6 +178,16 @@ class _Staging:
         return None
 
 
+def host_array(t):
+    """``(array, staged)``: CUDA tensor ``t``'s elements as a NumPy array — on the simulated
+    device a view of its memory (``staged`` False), on a GPU a host copy (``staged`` True: writes
+    to it reach the device only through a copy back)."""
+    rt = _cuda()._lazy_init()
+    staging = _Staging(rt)
+    h = staging.host_tensor(t)
+    return h._nd(), not rt.simulated
+
+
 def _to_device(h, dev, rt, stream):
     """A fresh CPU result as a new device tensor (same strides when dense)."""
     stride = h._stride if h.is_non_overlapping_and_dense() else None
