@@ -13,6 +13,30 @@ def torch():
     return pytest.importorskip("torch")
 
 
+@pytest.fixture(scope="module")
+def cuda_device():
+    """A CUDA device for a test module: the real GPU when one is here (and the simulation is
+    not asked for), else the simulated device, started for the module and forgotten after it so
+    that later modules see this machine as it is (no CUDA)."""
+    import ember
+    from ember.cuda import _runtime
+    if not _runtime.simulated() and ember.cuda.device_count() > 0:
+        yield "gpu"
+        return
+    saved = os.environ.get("EMBER_CUDA_SIMULATE")
+    os.environ["EMBER_CUDA_SIMULATE"] = "1"
+    try:
+        yield "simulated"
+    finally:
+        if saved is None:
+            del os.environ["EMBER_CUDA_SIMULATE"]
+        else:
+            os.environ["EMBER_CUDA_SIMULATE"] = saved
+        import gc
+        gc.collect()
+        ember.cuda._forget_runtime()
+
+
 def pytest_collection_modifyitems(config, items):
     try:
         import cupy  # noqa: F401

@@ -21,18 +21,9 @@ _CPU_ARGS = {"tensor_split.tensor_indices_or_sections": (1,)}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cuda_device():
-    """The simulated device for this module unless a real GPU is here."""
-    if _REAL_GPU:
-        yield
-        return
-    saved = os.environ.get("EMBER_CUDA_SIMULATE")
-    os.environ["EMBER_CUDA_SIMULATE"] = "1"
+def _on_cuda(cuda_device):
+    """Every test here runs with a CUDA device (tests/conftest.py)."""
     yield
-    if saved is None:
-        del os.environ["EMBER_CUDA_SIMULATE"]
-    else:
-        os.environ["EMBER_CUDA_SIMULATE"] = saved
 
 
 def _to_cuda(x, storages):

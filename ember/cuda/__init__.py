@@ -86,6 +86,23 @@ def _lazy_init():
         return rt
 
 
+def _forget_runtime():
+    """Back to "not initialized": the runtime, allocators, generators and streams are dropped
+    (tests that start the simulated device for a while and then need a machine without CUDA).
+    Tensors still holding device memory keep their allocator alive until they go."""
+    global _initialized, default_generators
+    from . import _caching_allocator
+    from .streams import _state as streams_state
+    with _init_lock:
+        _initialized = False
+        default_generators = ()
+        _caching_allocator._reset_for_tests()
+        _runtime._set_runtime_for_tests(None)
+        streams_state.device = 0
+        streams_state.streams.clear()
+        graphs.graph.default_capture_stream = None
+
+
 def _get_device_index(device, optional=False, allow_cpu=False):
     """PyTorch's ``_get_device_index``: an int from an int, a device, a string or None (the
     current device when ``optional``)."""
