@@ -10,6 +10,7 @@ import numbers
 from . import overrides as _overrides
 from ._ops.overload import default_value, ops
 from ._tensor import Tensor
+from ._core.codegen import compile_source
 
 _NUMBERS = frozenset((int, float, bool, complex))
 
@@ -106,7 +107,7 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
         src += ["    if other.__class__ in _NUMBERS or _is_number(other):",
                 f"        return _on_number({n_args})"]
     src.append("    return NotImplemented")
-    exec(compile("\n".join(src) + "\n", f"<operator {tensor_qualname}>", "exec"), ns)
+    compile_source("\n".join(src), f"<ember operator Tensor.{dunder}>", ns)
     return ns["op"]
 
 

@@ -17,6 +17,7 @@ import sys
 import threading
 
 from . import tls
+from .._core.codegen import compile_source
 from .keys import (ALIAS_EXPANSION, AUTOGRAD_KEYS, BACKEND_BITS, BACKEND_OF_AUTOGRAD,
                    NUM_RUNTIME_KEYS, DispatchKey, K, bit, highest, parse_key)
 from .schema import parse_schema
@@ -284,7 +285,7 @@ def _compile_call_factory(kinds):
     )
     ns = {"_list_ks": _list_ks, "_state": tls.state, "_check_same_device": check_same_device,
           "_SRC": src}
-    exec(compile(src, f"<dispatch call factory {''.join(kinds)}>", "exec"), ns)
+    compile_source(src, f"<ember dispatch call factory {''.join(kinds)}>", ns)
     return ns["factory"]
 
 

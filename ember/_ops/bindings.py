@@ -19,6 +19,7 @@ from .._core import dtype as _dt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
 from .overload import default_value, ops, py_name
+from .._core.codegen import compile_source
 
 _declared = []  # (qualname-without-ns, variants)
 _sources = {}
@@ -576,7 +577,7 @@ def generate(tensor_cls):
                 continue
             src, ns = _gen(base, cands, method)
             ns.update(common)
-            exec(compile(src, f"<binding {'Tensor.' if method else 'ember.'}{base}>", "exec"), ns)
+            compile_source(src, f"<ember binding {'Tensor.' if method else 'ember.'}{base}>", ns)
             fn = ns[base]
             fn.__name__ = fn.__qualname__ = base
             fn.__doc__ = "\n".join(str(c.ov._schema) for c in cands)

@@ -9,6 +9,7 @@ import keyword
 
 from .._dispatch import dispatcher as _d
 from .._dispatch.keys import parse_key
+from .._core.codegen import compile_source
 
 
 class OpOverload:
@@ -243,7 +244,7 @@ def _make_normalizer(schema, qualname):
     ret = ", ".join(names) + ("," if len(names) == 1 else "")
     src = f"def normalize({', '.join(params)}):\n{''.join(expand)}    return ({ret})\n"
     ns = dict(consts)
-    exec(compile(src, f"<normalize {qualname}>", "exec"), ns)
+    compile_source(src, f"<ember normalizer {qualname}>", ns)
     inner = ns["normalize"]
     renamed = {a.name: py_name(a.name) for a in schema.arguments if py_name(a.name) != a.name}
 

@@ -32,6 +32,7 @@ from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas
 from .graph import Node, SavedTensor, gradient_edge
 from .views import check_view_inplace, mark_no_grad_views, track_views
+from .._core.codegen import compile_source
 
 YAML_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_ops", "derivatives.yaml")
 
@@ -111,7 +112,8 @@ class DerivativeInfo:
         for names, text in formulas:
             src = _DERIVED_RE.sub(lambda m: self._derived_name(m, derived), text)
             try:
-                code = compile(src, f"<derivative of {schema} wrt {', '.join(names)}>", "eval")
+                code = compile_source(src, f"<ember derivative of {schema} wrt "
+                                           f"{', '.join(names)}>", None, mode="eval")
             except SyntaxError as e:
                 raise RuntimeError(f"derivatives.yaml: bad formula for {schema}: {text}") from e
             found = sorted((n.col_offset, n.id) for n in ast.walk(ast.parse(src, mode="eval"))
@@ -531,7 +533,7 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
     )
     ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
           "_any_rg": _any_rg, "_post": post}
-    exec(compile(src, f"<autograd kernel {entry.qualname}>", "exec"), ns)
+    compile_source(src, f"<ember autograd kernel {entry.qualname}>", ns)
     fn = ns["autograd_kernel"]
     fn._source = src
     fn._bind = ns["bind"]
