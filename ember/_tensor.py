@@ -807,7 +807,6 @@ def _np_view(t):
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))
 
 
-# Set by ember.autograd.grad_mode once inference_mode exists; plain function call on creation.
 from ._dispatch import tls as _tls  # noqa: E402
 from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
 

@@ -82,10 +82,6 @@ def below(key):
     return bit(key) - 1
 
 
-def after_autograd_mask():
-    return FULL & ~AUTOGRAD_BITS
-
-
 def tensor_keyset(device_type, inference=False):
     """The key set a fresh tensor carries (matches PyTorch 2.13's _dispatch_keys)."""
     backend = DEVICE_TO_BACKEND[device_type]

@@ -378,14 +378,6 @@ def stack_tensors_backward(grad, dim, n):
     return list(grad.unbind(dim % grad.dim()))
 
 
-def softmax_backward_data(grad, output, dim):
-    return output * (grad - (grad * output).sum(dim, keepdim=True))
-
-
-def log_softmax_backward_data(grad, output, dim):
-    return grad - _E().exp(output) * grad.sum(dim, keepdim=True)
-
-
 def clamp_backward_min_max(grad, self, min, max, grad_input_mask):
     """Gradients of clamp's tensor bounds: a bound gets the gradient where it was the result."""
     E = _E()
@@ -452,11 +444,6 @@ def prod_backward(grad, self, result, dim, keepdim):
 def index_backward(grad, sizes, indices):
     g = _zeros_new(grad, sizes)
     return g.index_put(indices, grad, True)
-
-
-def sign_of(t):
-    """sign(t) in the dtype of t, from comparisons (differentiable-free, as sign's grad is 0)."""
-    return (t > 0).to(t._dtype) - (t < 0).to(t._dtype)
 
 
 def _namespace():

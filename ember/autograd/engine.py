@@ -98,11 +98,6 @@ def _validate(node, grads):
     return out
 
 
-def _zeros(meta):
-    shape, dtype, device = meta
-    return _E().zeros(shape, dtype=dtype, device=device)
-
-
 def accumulate_grad(var, new):
     """AccumulateGrad's table (``torch/csrc/autograd/functions/accumulate_grad.h``)."""
     old = var._grad
