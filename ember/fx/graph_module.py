@@ -279,7 +279,7 @@ class GraphModule(Module):
 
     # -- copying and pickling ---------------------------------------------------------------
     def __deepcopy__(self, memo):
-        res = Module.__new__(type(self))
+        res = type(self).__new__(type(self))  # a class of its own, as every GraphModule
         memo[id(self)] = res
         fake_mod = Module()
         fake_mod.__dict__ = copy.deepcopy(

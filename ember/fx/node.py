@@ -153,8 +153,8 @@ class Node:
 
     def _remove_from_list(self):
         p, n = self._prev, self._next
+        # the node keeps its own links, so an iteration standing on it can go on
         p._next, n._prev = n, p
-        self._prev = self._next = self
 
     # -- arguments and uses -----------------------------------------------------------------
     @property
@@ -283,13 +283,13 @@ class Node:
         """The node as one line of ``print(graph)``."""
         if self.op == "placeholder":
             arg_str = str(self.target)
-            arg_str += f"(default={self.args[0]})" if self.args else ""
+            default = f"(default={self.args[0]})" if self.args else ""
             if placeholder_names is not None:
-                placeholder_names.append(arg_str)
+                placeholder_names.append(arg_str + default)
                 return None
             typename = f"{_type_repr(self.type)} " if self.type else ""
             return (f"%{self.name} : {typename}[num_users={len(self.users)}] = "
-                    f"{self.op}[target={arg_str}]")
+                    f"{self.op}[target={arg_str}]{default}")
         if self.op == "get_attr":
             typename = f"{_type_repr(self.type)} " if self.type is not None else ""
             return (f"%{self.name} : {typename}[num_users={len(self.users)}] = "

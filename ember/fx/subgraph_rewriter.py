@@ -15,7 +15,7 @@ __all__ = ["Match", "replace_pattern", "ReplacedPatterns"]
 
 
 class Match(NamedTuple):
-    anchor: Node  # the graph node matched by the pattern's (first) returned node
+    anchor: Node  # the pattern's (first) returned node, as PyTorch reports it
     nodes_map: dict  # pattern node -> graph node
 
 
@@ -106,7 +106,7 @@ def _replace_pattern(gm, pattern, replacement):
         if inner & used:
             continue  # overlaps an earlier match
         used |= inner
-        matches.append(Match(anchor=gn, nodes_map=nodes_map))
+        matches.append(Match(anchor=matcher.returned[0], nodes_map=nodes_map))
 
     results = []
     for match in matches:
@@ -117,7 +117,14 @@ def _replace_pattern(gm, pattern, replacement):
                              "inputs")
         val_map = {rp: ph_map[pp] for rp, pp in zip(rep_placeholders, matcher.placeholders)}
         anchor = match.anchor
-        with graph.inserting_before(anchor):
+        # the replacement goes just before the first reader of what the match returns (its
+        # inputs are all defined by then), as PyTorch places it
+        returning = [match.nodes_map[p] for p in matcher.returned]
+        user_nodes = {u for n in returning for u in n.users}
+        first_user = next((n for n in graph.nodes if n in user_nodes), None)
+        insert = graph.inserting_before(first_user) if first_user is not None else \
+            graph.inserting_after(match.nodes_map[anchor])
+        with insert:
             copied = graph.graph_copy(replacement_graph, val_map)
         new_nodes = [val_map[n] for n in replacement_graph.nodes
                      if n.op not in ("placeholder", "output")]
