@@ -1,0 +1,1 @@
+"""``ember.fx.experimental``: ``proxy_tensor.make_fx`` (aten-level tracing)."""

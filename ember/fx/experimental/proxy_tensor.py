@@ -1,0 +1,275 @@
+"""``make_fx``: record the aten-level graph of a function, as the dispatcher runs it.
+
+Where ``symbolic_trace`` runs the program on Proxies at the Python level, ``make_fx`` runs it
+on real tensors (``tracing_mode="real"``) or FakeTensors (``"fake"``) with a
+:class:`ProxyTorchDispatchMode` on the dispatch-mode stack. Every operator call reaches the
+dispatcher's Python key after autograd and the composite decompositions have run, so the mode
+sees the OpOverloads that actually execute (``aten.add.Tensor``, ``aten._softmax.default``);
+it runs each one (on the next mode down, or the kernels), and records a ``call_function`` node
+whose arguments are the nodes that produced the input tensors. Each tensor is tracked by
+identity, so an in-place op makes its result node the tensor's producer from then on. Tensors
+the graph did not produce (captured constants, module parameters) become ``get_attr`` nodes on
+attributes ``_tensor_constant<N>`` / ``_param_constant<N>`` of the returned GraphModule.
+"""
+import inspect
+
+from ..._tensor import Tensor
+from ...nn import Module, Parameter
+from ...utils import _pytree as pytree
+from ...utils._python_dispatch import TorchDispatchMode
+from .._symbolic_trace import Tracer
+from ..graph import Graph
+from ..graph_module import GraphModule
+from ..proxy import Proxy
+
+__all__ = ["make_fx", "ProxyTorchDispatchMode", "PythonKeyTracer", "get_isolated_graphmodule"]
+
+
+class PythonKeyTracer(Tracer):
+    """The tracer ``make_fx`` records into: tensors that are not produced by the graph become
+    constants on its root module; every module is a leaf (no module calls are recorded:
+    the ops inside them are)."""
+
+    def __init__(self):
+        super().__init__(autowrap_modules=())
+        self.tensor_tracker = {}  # id(tensor) -> (tensor, Proxy of the node that produced it)
+        self.constant_attrs = {}  # id(tensor) -> (tensor, get_attr name)
+
+    def proxy_for(self, t):
+        hit = self.tensor_tracker.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
+
+    def track(self, t, proxy):
+        self.tensor_tracker[id(t)] = (t, proxy)
+
+    def constant(self, t, real=None):
+        """A ``get_attr`` proxy for a tensor the graph did not produce (stored on the root:
+        ``real`` when ``t`` is its FakeTensor)."""
+        hit = self.constant_attrs.get(id(t))
+        if hit is not None and hit[0] is t:
+            return self.proxy(self.create_node("get_attr", hit[1], (), {}))
+        prefix = "_param_constant" if isinstance(t, Parameter) else "_tensor_constant"
+        name = self.get_fresh_qualname(prefix)
+        setattr(self.root, name, real if real is not None else t)
+        self.constant_attrs[id(t)] = (t, name)
+        return self.proxy(self.create_node("get_attr", name, (), {}))
+
+
+def _snapshot(val, fake_mode):
+    """What ``meta['val']`` keeps for a value: a FakeTensor (metadata, no data) for tensors."""
+    from ..._subclasses.fake_tensor import FakeTensor
+    if isinstance(val, FakeTensor):
+        return val
+    if isinstance(val, Tensor):
+        fake = fake_mode.from_tensor(val)
+        fake_mode._memo.pop(id(val), None)  # a later in-place op may change val's metadata
+        return fake
+    if isinstance(val, (tuple, list)):
+        return type(val)(_snapshot(v, fake_mode) for v in val) \
+            if not hasattr(val, "_fields") else val
+    return val
+
+
+def _set_meta(proxy, val, fake_mode):
+    from ..passes.shape_prop import _extract_tensor_metadata
+    node = proxy.node
+    node.meta["val"] = _snapshot(val, fake_mode)
+    if isinstance(val, Tensor):
+        node.meta["tensor_meta"] = _extract_tensor_metadata(val)
+
+
+class ProxyTorchDispatchMode(TorchDispatchMode):
+    """Runs each op and records it in ``tracer.graph``; see the module docstring."""
+
+    def __init__(self, tracer, tracing_mode, pre_dispatch=False, decomposition_table=None,
+                 fake_mode=None, meta_mode=None):
+        super().__init__()
+        self.tracer = tracer
+        self.tracing_mode = tracing_mode
+        self.pre_dispatch = pre_dispatch
+        self.decomposition_table = decomposition_table or {}
+        self.fake_mode = fake_mode  # set in fake mode: constants are converted with it
+        self.meta_mode = meta_mode  # makes meta['val'] snapshots of real tensors
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        decomposition = self.decomposition_table.get(func)
+        if decomposition is not None:
+            with self:  # the ops of the decomposition are recorded in its place
+                return decomposition(*args, **kwargs)
+        tracer = self.tracer
+
+        # arguments as graph values: the producing node, or a constant get_attr
+        def to_proxy(x):
+            if not isinstance(x, Tensor):
+                return x
+            p = tracer.proxy_for(x)
+            if p is not None:
+                return p
+            if self.fake_mode is not None and not _is_fake(x):
+                fake = self.fake_mode.from_tensor(x)
+                p = tracer.constant(fake, real=x)
+                tracer.track(fake, p)
+                _set_meta(p, fake, self.meta_mode)
+                return p
+            p = tracer.constant(x)
+            tracer.track(x, p)
+            _set_meta(p, x, self.meta_mode)
+            return p
+        proxy_args = pytree.tree_map(to_proxy, _lists_as_lists(func, args))
+        proxy_kwargs = pytree.tree_map(to_proxy, kwargs)
+
+        if self.fake_mode is not None:  # real constants run as their FakeTensors
+            def to_fake(x):
+                if isinstance(x, Tensor) and not _is_fake(x):
+                    return self.fake_mode.from_tensor(x)
+                return x
+            args = pytree.tree_map(to_fake, args)
+            kwargs = pytree.tree_map(to_fake, kwargs)
+
+        out = func(*args, **kwargs)
+
+        name = tracer.graph._target_to_str(func.overloadpacket.__name__)
+        proxy_out = tracer.create_proxy("call_function", func, proxy_args, proxy_kwargs,
+                                        name=name)
+        self._track_outputs(out, proxy_out)
+        return out
+
+    def _track_outputs(self, out, proxy_out):
+        tracer = self.tracer
+        _set_meta(proxy_out, out, self.meta_mode)
+        if isinstance(out, Tensor):
+            tracer.track(out, proxy_out)
+        elif isinstance(out, (tuple, list)):
+            for i, o in enumerate(out):
+                if isinstance(o, Tensor):
+                    item = proxy_out[i]
+                    _set_meta(item, o, self.meta_mode)
+                    tracer.track(o, item)
+                elif isinstance(o, (tuple, list)):  # Tensor[] inside a tuple
+                    item = proxy_out[i]
+                    for j, oo in enumerate(o):
+                        if isinstance(oo, Tensor):
+                            inner = item[j]
+                            _set_meta(inner, oo, self.meta_mode)
+                            tracer.track(oo, inner)
+
+
+def _lists_as_lists(func, args):
+    """List-typed schema arguments as Python lists (``[0]``, not ``(0,)``), as PyTorch's
+    argument parser hands them to the mode."""
+    schema_args = func._schema.arguments
+    return tuple(list(a) if i < len(schema_args) and schema_args[i].is_list
+                 and isinstance(a, tuple) else a for i, a in enumerate(args))
+
+
+def _is_fake(t):
+    from ..._subclasses.fake_tensor import FakeTensor
+    return isinstance(t, FakeTensor)
+
+
+def _arg_names(f, n):
+    """Names of the placeholders' groups: the function's positional parameters, ``arg<i>``
+    for values passed to ``*args`` (and for modules and other callables)."""
+    fn = inspect.unwrap(f)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return [f"arg{i}" for i in range(n)]
+    names = list(code.co_varnames[:code.co_argcount])
+    if inspect.ismethod(f):
+        names = names[1:]
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(n)]
+
+
+def make_fx(f, decomposition_table=None, tracing_mode="real", _allow_non_fake_inputs=False,
+            *, pre_dispatch=False, record_module_stack=False, _allow_fake_constant=False,
+            _error_on_data_dependent_ops=True, record_stack_traces=False):
+    """``make_fx(f)(*args)`` runs ``f`` on ``args`` and returns the GraphModule of the aten
+    ops it ran. ``decomposition_table`` maps OpOverloads to Python functions run (and traced)
+    instead of the op. ``tracing_mode``: ``"real"`` runs on the given tensors, ``"fake"`` on
+    FakeTensors made from them (no data computed)."""
+    if tracing_mode not in ("real", "fake", "symbolic"):
+        raise AssertionError(f"Unexpected tracing type: {tracing_mode}")
+    decomposition_table = dict(decomposition_table or {})
+
+    def wrapped(*args):
+        if tracing_mode == "symbolic":
+            raise NotImplementedError(
+                "make_fx(tracing_mode='symbolic') needs symbolic sizes (SymInt backed by a "
+                "ShapeEnv), which ember does not have yet; use tracing_mode='real' or 'fake'")
+        if pre_dispatch:
+            raise NotImplementedError(
+                "make_fx(pre_dispatch=True) needs the PreDispatch key, which ember's "
+                "dispatcher does not have yet; ops are recorded after autograd")
+        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs,
+                      record_stack_traces)
+    return wrapped
+
+
+def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs,
+           record_stack_traces):
+    from ..._subclasses.fake_tensor import FakeTensorMode
+    from ...utils._python_dispatch import _disable_current_modes
+    tracer = PythonKeyTracer()
+    tracer.graph = Graph(tracer_cls=PythonKeyTracer)
+    tracer.root = Module()
+    tracer.tensor_attrs = {}
+    tracer.record_stack_traces = record_stack_traces
+    from ..proxy import Scope
+    tracer.scope = Scope("", None)
+
+    # fake mode: the inputs become FakeTensors of one FakeTensorMode
+    fake_mode = None
+    meta_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    if tracing_mode == "fake":
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs)
+        meta_mode = fake_mode
+
+        def to_fake(x):
+            return fake_mode.from_tensor(x) if isinstance(x, Tensor) and not _is_fake(x) else x
+        args = pytree.tree_map(to_fake, args)
+
+    # one placeholder per leaf of each argument: <name>_1, <name>_2, ... (PyTorch's names)
+    names = _arg_names(f, len(args))
+    for name, arg in zip(names, args):
+        leaves, _ = pytree.tree_flatten(arg)
+        for cnt, leaf in enumerate(leaves, start=1):
+            proxy = tracer.create_proxy("placeholder", f"{name}_{cnt}", (), {})
+            if isinstance(leaf, Tensor):
+                tracer.track(leaf, proxy)
+                _set_meta(proxy, leaf, meta_mode)
+            else:
+                proxy.node.meta["val"] = leaf
+
+    mode = ProxyTorchDispatchMode(tracer, tracing_mode, decomposition_table=decomposition_table,
+                                  fake_mode=fake_mode, meta_mode=meta_mode)
+    with _disable_current_modes():
+        if fake_mode is not None:
+            with fake_mode, mode:
+                out = f(*args)
+        else:
+            with mode:
+                out = f(*args)
+
+    def out_arg(x):
+        if isinstance(x, Tensor):
+            p = tracer.proxy_for(x)
+            if p is None:
+                p = tracer.constant(x)
+            return p.node
+        if isinstance(x, Proxy):
+            return x.node
+        return x
+    tracer.create_node("output", "output", (pytree.tree_map(out_arg, out),), {})
+    name = getattr(f, "__name__", None) or type(f).__name__
+    if isinstance(f, Module):
+        name = type(f).__name__
+    return GraphModule(tracer.root, tracer.graph, name)
+
+
+def get_isolated_graphmodule(func, args, kwargs, tracing_mode="real", decomposition_table=None):
+    """A graph of ``func(*args, **kwargs)`` traced on its own (no outer trace interferes)."""
+    from ...utils._python_dispatch import _disable_current_modes
+    with _disable_current_modes():
+        return make_fx(lambda *a: func(*a, **kwargs), decomposition_table=decomposition_table,
+                       tracing_mode=tracing_mode)(*args)
