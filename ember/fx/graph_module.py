@@ -13,6 +13,7 @@ import linecache
 import sys
 import traceback
 
+from .._core.codegen import compile_source
 from ..nn import Module
 from .graph import Graph, _custom_builtins
 
@@ -22,10 +23,10 @@ _next_id = itertools.count()
 
 
 def _exec_with_source(src, globals_):
-    """Compile ``src`` under a fresh ``<eval_with_key>.N`` name kept in ``linecache``."""
+    """Compile ``src`` under a fresh ``<eval_with_key>.N`` name (PyTorch's) kept in
+    ``linecache``."""
     key = f"<eval_with_key>.{next(_next_id)}"
-    linecache.cache[key] = (len(src), None, src.splitlines(True), key)
-    exec(compile(src, key, "exec"), globals_)
+    compile_source(src, key, globals_)
     return key
 
 
