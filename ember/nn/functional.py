@@ -302,18 +302,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def _vector_norm(x, p, dim, keepdim=False):
-    E = _E()
-    if p == 2:
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
-    a = E.abs(x)
-    if p == math.inf:
-        return a.amax(dim, keepdim=keepdim)
-    if p == 1:
-        return a.sum(dim, keepdim=keepdim)
-    if p == 0:  # a count, whose (zero) gradient PyTorch still returns
-        return _aten.linalg_vector_norm.default(x, 0, [dim] if isinstance(dim, int) else dim,
-                                                keepdim)
-    return a.pow(p).sum(dim, keepdim=keepdim).pow(1.0 / p)
+    from .._kernels.composite.api import p_norm  # the distance kernels' norm, one home
+    return p_norm(x, p, dim, keepdim)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -743,11 +733,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    E = _E()
-    epst = E.full((), eps, dtype=x1.dtype)
-    n1 = E.maximum((x1 * x1).sum(dim, keepdim=True).sqrt(), epst)
-    n2 = E.maximum((x2 * x2).sum(dim, keepdim=True).sqrt(), epst)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    return _aten.cosine_similarity.default(x1, x2, dim, eps)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
@@ -766,37 +752,22 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    d = x1 - x2 + eps
-    return _vector_norm(d, p, -1 if d.dim() else 0, keepdim) if d.dim() else _E().abs(d)
+    return _aten.pairwise_distance.default(x1, x2, p, eps, keepdim)
 
 
 def pdist(input, p=2):
-    if input.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
-    n = input.size(0)
-    i, j = np.triu_indices(n, 1)
-    E = _E()
-    a = input[E.from_numpy(i)]
-    b = input[E.from_numpy(j)]
-    return _vector_norm(a - b, p, -1)
+    return _aten.pdist.default(input, p)
+
+
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """Distances between the rows of x1 and x2 (batched); p=2 through one matmul,
-    ||a||^2 + ||b||^2 - 2 a.b, as PyTorch's mm path does."""
-    E = _E()
-    if x1.dim() < 2 or x2.dim() < 2:
-        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
-    if x1.size(-1) != x2.size(-1):
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.size(-1)} "
-                           f"X2: {x2.size(-1)}")
-    if p == 2 and compute_mode != "donot_use_mm_for_euclid_dist":
-        n1 = (x1 * x1).sum(-1, keepdim=True)
-        n2 = (x2 * x2).sum(-1, keepdim=True)
-        d2 = n1 - 2 * E.matmul(x1, x2.transpose(-1, -2)) + n2.transpose(-1, -2)
-        return E.maximum(d2, E.zeros((), dtype=d2.dtype)).sqrt()
-    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return _vector_norm(diff, p, -1)
+    """Distances between the rows of x1 and x2 (batched): ``aten::cdist``."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    return _aten.cdist.default(x1, x2, p, _CDIST_MODES[compute_mode])
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
