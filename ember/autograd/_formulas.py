@@ -8,6 +8,10 @@ input's shape (``validate_outputs``), as PyTorch's engine does.
 """
 import math
 
+from .._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
+
 __all__ = []
 
 M_PI = math.pi
@@ -203,20 +207,15 @@ def _zeros_new(grad, sizes):
     return _E().zeros(sizes, dtype=grad._dtype, device=grad._device)
 
 
-def _aten():
-    from .._ops.overload import ops
-    return ops.aten
-
-
 def select_backward(grad, sizes, dim, index):
     g = _zeros_new(grad, sizes)
-    _aten().select.int(g, dim, index).copy_(grad)
+    _aten.select.int(g, dim, index).copy_(grad)
     return g
 
 
 def slice_backward(grad, sizes, dim, start, end, step):
     g = _zeros_new(grad, sizes)
-    _aten().slice.Tensor(g, dim, start, end, step).copy_(grad)
+    _aten.slice.Tensor(g, dim, start, end, step).copy_(grad)
     return g
 
 
@@ -252,7 +251,7 @@ def unbind_backward(grads, dim, sizes, dtype, device):
     dim = dim % len(sizes)
     for i, piece in enumerate(grads):
         if piece is not None:
-            _aten().select.int(g, dim, i).copy_(piece)
+            _aten.select.int(g, dim, i).copy_(piece)
     return g
 
 
@@ -466,7 +465,6 @@ NAMESPACE = {}
 def ensure_namespace():
     if not NAMESPACE:
         NAMESPACE.update(_namespace())
-
 
 
 # nn.functional helpers (ember/autograd/_formulas_nn.py)

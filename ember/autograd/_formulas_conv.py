@@ -3,13 +3,12 @@ FunctionsManual names), in ember ops so that backward passes stay differentiable
 ``_formulas`` (and so into the formula namespace) by its last line."""
 import math
 
+from .._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
+
 __all__ = ["convolution_backward_", "convolution_double_backward", "max_pool_double_backward",
            "constant_pad_nd_backward"]
-
-
-def _aten():
-    from .._ops.overload import ops
-    return ops.aten
 
 
 def convolution_backward_(grad, input, weight, bias, stride, padding, dilation, transposed,
@@ -17,7 +16,7 @@ def convolution_backward_(grad, input, weight, bias, stride, padding, dilation, 
     """convolution's gradients through the fused convolution_backward op."""
     bias_sizes = None if bias is None else list(bias.shape)
     mask = list(grad_input_mask) + [False] * (3 - len(grad_input_mask))
-    return _aten().convolution_backward.default(grad, input, weight, bias_sizes, stride, padding,
+    return _aten.convolution_backward.default(grad, input, weight, bias_sizes, stride, padding,
                                                 dilation, transposed, output_padding, groups,
                                                 mask)
 
@@ -26,7 +25,7 @@ def convolution_double_backward(ggI, ggW, ggb, gO, weight, input, stride, paddin
                                 transposed, output_padding, groups, grad_input_mask):
     """Gradients of convolution_backward's outputs (gI, gW, gb) w.r.t. (grad_output, input,
     weight): convolution is bilinear, so each is one convolution or one convolution_backward."""
-    aten = _aten()
+    aten = _aten
 
     def conv(x, w):
         return aten.convolution.default(x, w, None, stride, padding, dilation, transposed,
@@ -66,4 +65,4 @@ def max_pool_double_backward(grad, indices, dim):
 
 def constant_pad_nd_backward(grad, pad):
     """Padding's adjoint is the negative padding (a crop)."""
-    return _aten().constant_pad_nd.default(grad, [-p for p in pad], 0)
+    return _aten.constant_pad_nd.default(grad, [-p for p in pad], 0)

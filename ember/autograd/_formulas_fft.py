@@ -1,18 +1,16 @@
 """derivatives.yaml helpers of the FFT primitives (PyTorch's FunctionsManual names), in ember ops
 so that backward passes stay differentiable. Imported into ``_formulas`` by its last lines."""
+from .._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 __all__ = ["fft_r2c_backward", "fft_c2r_backward"]
-
-
-def _aten():
-    from .._ops.overload import ops
-    return ops.aten
 
 
 def fft_r2c_backward(grad, dim, normalization, onesided, self_sizes):
     """The adjoint of a real-to-complex FFT: an inverse (unnormalised-direction) C2C FFT of the
     gradient, zero-filled back to the full spectrum when the forward pass kept one side."""
-    aten = _aten()
+    aten = _aten
     if not onesided:
         return aten.real.default(aten._fft_c2c.default(grad, dim, normalization, False))
     last = dim[-1] % len(self_sizes)
@@ -29,7 +27,7 @@ def fft_c2r_backward(grad, dim, normalization):
     """The adjoint of a one-sided complex-to-real FFT: an R2C FFT of the gradient, with the bins
     whose mirror image the one-sided input left out (1 .. n - onesided_length) counted twice."""
     import ember
-    g = _aten()._fft_r2c.default(grad, dim, normalization, True)
+    g = _aten._fft_r2c.default(grad, dim, normalization, True)
     last = dim[-1] % grad.dim()
     double = grad.shape[last] - g.shape[last]
     if double > 0:

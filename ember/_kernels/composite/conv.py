@@ -1,13 +1,12 @@
 """CompositeImplicitAutograd convolution entry points (ATen's Convolution.cpp front ends):
 conv1d/2d/3d (with int or 'same'/'valid' padding) and conv_transpose1d/2d/3d, which add the
 unbatched case and string padding on top of ``aten::convolution``."""
+from ..._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
+
 __all__ = ["conv1d", "conv2d", "conv3d", "conv1d_padding", "conv2d_padding", "conv3d_padding",
            "conv_transpose1d", "conv_transpose2d_input", "conv_transpose3d_input"]
-
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
 
 
 def _batchify(input, k, name):
@@ -17,13 +16,13 @@ def _batchify(input, k, name):
         raise RuntimeError(f"Expected {k + 1}D (unbatched) or {k + 2}D (batched) input to {name}, "
                            f"but got input of size: [{', '.join(map(str, input._size))}]")
     if d == k + 1:
-        return _aten().unsqueeze.default._call(input, 0), True
+        return _aten.unsqueeze.default._call(input, 0), True
     return input, False
 
 
 def _conv(k, name, input, weight, bias, stride, padding, dilation, groups, transposed=False,
           output_padding=(0,)):
-    aten = _aten()
+    aten = _aten
     x, unbatched = _batchify(input, k, name)
     y = aten.convolution.default._call(x, weight, bias, list(stride), list(padding),
                                        list(dilation), transposed, list(output_padding), groups)
@@ -50,9 +49,9 @@ def _conv_padding_str(k, name, input, weight, bias, stride, padding, dilation, g
         pad = []
         for t in reversed(total):
             pad += [0, t % 2]
-        x = _aten().constant_pad_nd.default._call(x, pad, 0)
+        x = _aten.constant_pad_nd.default._call(x, pad, 0)
     y = _conv(k, name, x, weight, bias, stride, sym, dilation, groups)
-    return _aten().squeeze.dim._call(y, 0) if unbatched else y
+    return _aten.squeeze.dim._call(y, 0) if unbatched else y
 
 
 def conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):

@@ -3,24 +3,22 @@ AffineGridGenerator.cpp, UpSample.cpp front ends): ``grid_sampler`` (picks the 2
 ``affine_grid_generator`` (CompositeExplicitAutograd: base grid @ theta^T) with its backward, and
 the ``.vec`` overloads of the ``_upsample_*2d_aa`` ops (output size from scale factors)."""
 from .resample import _compute_output_size
+from ..._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 __all__ = ["grid_sampler", "affine_grid_generator", "affine_grid_generator_backward"]
 
 
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
-
-
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
-    op = _aten().grid_sampler_2d if len(input._size) == 4 else _aten().grid_sampler_3d
+    op = _aten.grid_sampler_2d if len(input._size) == 4 else _aten.grid_sampler_3d
     return op.default._call(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def _linspace_from_neg_one(like, steps, align_corners):
     """The normalized pixel centers along one axis: -1..1, pulled in by (n - 1) / n when the
     corners are not aligned; a single 0 for a length-1 axis."""
-    aten = _aten()
+    aten = _aten
     opts = (like._dtype, None, like._device, None)
     if steps <= 1:
         if like._dtype.itemsize == 2 and like._dtype.is_floating_point:
@@ -36,7 +34,7 @@ def _linspace_from_neg_one(like, steps, align_corners):
 
 def _base_grid(like, size, align_corners):
     """(N, *spatial, k + 1): the x, y(, z) coordinates of every output point, then a 1."""
-    aten = _aten()
+    aten = _aten
     n, spatial = size[0], list(size[2:])
     k = len(spatial)
     base = aten.empty.memory_format._call([n] + spatial + [k + 1], like._dtype, None,
@@ -57,7 +55,7 @@ def _check_size(size):
 
 def affine_grid_generator(theta, size, align_corners):
     _check_size(size)
-    aten = _aten()
+    aten = _aten
     n, spatial = size[0], list(size[2:])
     k = len(spatial)
     base = _base_grid(theta, size, align_corners)
@@ -71,7 +69,7 @@ def affine_grid_generator(theta, size, align_corners):
 
 def affine_grid_generator_backward(grad, size, align_corners):
     _check_size(size)
-    aten = _aten()
+    aten = _aten
     n, spatial = size[0], list(size[2:])
     k = len(spatial)
     base = _base_grid(grad, size, align_corners)
@@ -91,7 +89,7 @@ def _aa_vec(name):
                                f"{len(input._size)}")
         out = _compute_output_size(input._size, output_size, scale_factors)
         scales = list(scale_factors) if scale_factors is not None else [None, None]
-        return getattr(_aten(), name).default._call(input, out, align_corners, *scales)
+        return getattr(_aten, name).default._call(input, out, align_corners, *scales)
     kernel.__name__ = name + "_vec"
     return kernel
 

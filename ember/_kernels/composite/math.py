@@ -4,49 +4,47 @@ the aliases PyTorch decomposes (true_divide -> div, max.other -> maximum, where'
 dot / mv / mm / bmm by the operands' ranks exactly as ATen's ``matmul`` does."""
 from ..._core import strides as _st
 from .. import generic as _generic
+from ..._ops.overload import ops
 
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 
 # -- aliases -------------------------------------------------------------------------------------
 
 def true_divide_Tensor(self, other):
-    return _aten().div.Tensor._call(self, other)
+    return _aten.div.Tensor._call(self, other)
 
 
 def true_divide_Scalar(self, other):
-    return _aten().div.Scalar._call(self, other)
+    return _aten.div.Scalar._call(self, other)
 
 
 def true_divide__Tensor(self, other):
-    return _aten().div_.Tensor._call(self, other)
+    return _aten.div_.Tensor._call(self, other)
 
 
 def true_divide__Scalar(self, other):
-    return _aten().div_.Scalar._call(self, other)
+    return _aten.div_.Scalar._call(self, other)
 
 
 def max_other(self, other):
-    return _aten().maximum.default._call(self, other)
+    return _aten.maximum.default._call(self, other)
 
 
 def min_other(self, other):
-    return _aten().minimum.default._call(self, other)
+    return _aten.minimum.default._call(self, other)
 
 
 def where_ScalarSelf(condition, self, other):
-    return _aten().where.self._call(condition, self, other)
+    return _aten.where.self._call(condition, self, other)
 
 
 def where_ScalarOther(condition, self, other):
-    return _aten().where.self._call(condition, self, other)
+    return _aten.where.self._call(condition, self, other)
 
 
 def where_Scalar(condition, self, other):
-    return _aten().where.self._call(condition, self, other)
+    return _aten.where.self._call(condition, self, other)
 
 
 def positive(self):
@@ -58,12 +56,12 @@ def positive(self):
 # -- out= forms whose out names differ from the returns' (PyTorch's max.dim_max quirk) ----------
 
 def max_dim_max(self, dim, keepdim, max, max_values):  # noqa: A002  (schema names)
-    _generic.write_out("max", _aten().max.dim._call(self, dim, keepdim), (max, max_values))
+    _generic.write_out("max", _aten.max.dim._call(self, dim, keepdim), (max, max_values))
     return max, max_values
 
 
 def min_dim_min(self, dim, keepdim, min, min_indices):  # noqa: A002
-    _generic.write_out("min", _aten().min.dim._call(self, dim, keepdim), (min, min_indices))
+    _generic.write_out("min", _aten.min.dim._call(self, dim, keepdim), (min, min_indices))
     return min, min_indices
 
 
@@ -73,7 +71,7 @@ def min_dim_min(self, dim, keepdim, min, min_indices):  # noqa: A002
 # else expand + reshape to (batch, n, m) + bmm + _unsafe_view.
 
 def matmul(self, other):
-    aten = _aten()
+    aten = _aten
     d1, d2 = len(self._size), len(other._size)
     if d1 == 0 or d2 == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D "

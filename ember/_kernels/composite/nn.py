@@ -5,11 +5,9 @@ in ember ops as ATen writes them, so autograd records the ops they call."""
 import math
 
 from ..._core import dtype as D
+from ..._ops.overload import ops
 
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 
 def _to(t, dtype):
@@ -19,11 +17,11 @@ def _to(t, dtype):
 # -- softmax ---------------------------------------------------------------------------------
 
 def softmax_int(self, dim, dtype=None):
-    return _aten()._softmax.default._call(_to(self, dtype), dim, False)
+    return _aten._softmax.default._call(_to(self, dtype), dim, False)
 
 
 def log_softmax_int(self, dim, dtype=None):
-    return _aten()._log_softmax.default._call(_to(self, dtype), dim, False)
+    return _aten._log_softmax.default._call(_to(self, dtype), dim, False)
 
 
 # -- activations that are other activations ----------------------------------------------------
@@ -33,23 +31,23 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(self):
-    return _aten().elu.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
+    return _aten.elu.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
 
 
 def selu_(self):
-    return _aten().elu_.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
+    return _aten.elu_.default._call(self, _SELU_ALPHA, _SELU_SCALE, 1)
 
 
 def relu6(self):
-    return _aten().hardtanh.default._call(self, 0, 6)
+    return _aten.hardtanh.default._call(self, 0, 6)
 
 
 def relu6_(self):
-    return _aten().hardtanh_.default._call(self, 0, 6)
+    return _aten.hardtanh_.default._call(self, 0, 6)
 
 
 def log_sigmoid(self):
-    return _aten().log_sigmoid_forward.default._call(self)[0]
+    return _aten.log_sigmoid_forward.default._call(self)[0]
 
 
 def prelu(self, weight):
@@ -68,7 +66,7 @@ def prelu(self, weight):
         weight = weight.reshape((n,) + (1,) * (self.dim() - 2))
     elif self.dim() == 0 and weight.dim():  # the result keeps a 0-d input's shape
         weight = weight.reshape(())
-    return _aten()._prelu_kernel.default._call(self, weight)
+    return _aten._prelu_kernel.default._call(self, weight)
 
 
 # -- linear layers -----------------------------------------------------------------------------
@@ -76,7 +74,7 @@ def prelu(self, weight):
 def linear(input, weight, bias=None):
     """ATen's linear: one addmm when the bias can be fused (2-D input, or contiguous N-D input
     folded to 2-D), else matmul and an add."""
-    aten = _aten()
+    aten = _aten
     if bias is not None and input.dim() >= 2 and weight.dim() == 2:
         if input.dim() == 2:
             return aten.addmm.default._call(bias, input, weight.t(), 1, 1)
@@ -101,7 +99,7 @@ def bilinear(input1, input2, weight, bias=None):
                            f"{list(input1._size)}, {list(input2._size)} and weight "
                            f"{list(weight._size)}")
     # y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j]: one mm of x1 with W as (i, o*j)
-    aten = _aten()
+    aten = _aten
     o, i, j = weight._size
     lead = input1._size[:-1]
     w = weight.permute(1, 0, 2).reshape(i, o * j)
@@ -115,7 +113,7 @@ def bilinear(input1, input2, weight, bias=None):
 # -- normalization -----------------------------------------------------------------------------
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
-    return _aten().native_layer_norm.default._call(input, normalized_shape, weight, bias, eps)[0]
+    return _aten.native_layer_norm.default._call(input, normalized_shape, weight, bias, eps)[0]
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
@@ -133,14 +131,14 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         elif not training and name.startswith("running"):
             raise RuntimeError(f"{name} must be defined in evaluation mode")
     if input.numel() == 0:
-        aten = _aten()
+        aten = _aten
         out = aten.clone.default._call(input, None)
         if weight is not None:
             out = aten.mul.Tensor._call(out, aten.select.int._call(weight, 0, 0))
         if bias is not None:
             out = aten.add.Tensor._call(out, aten.select.int._call(bias, 0, 0), 1)
         return out
-    return _aten().native_batch_norm.default._call(input, weight, bias, running_mean,
+    return _aten.native_batch_norm.default._call(input, weight, bias, running_mean,
                                                    running_var, training, momentum, eps)[0]
 
 
@@ -150,7 +148,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
                            f"{input.dim()}")
     n, c = input._size[:2]
     hxw = math.prod(input._size[2:])
-    return _aten().native_group_norm.default._call(input, weight, bias, n, c, hxw, num_groups,
+    return _aten.native_group_norm.default._call(input, weight, bias, n, c, hxw, num_groups,
                                                    eps)[0]
 
 
@@ -158,7 +156,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
                   eps, cudnn_enabled):
     """Per-(sample, channel) statistics: a group norm with one group per channel; the running
     statistics take the batch average of the per-instance ones, as ATen's does."""
-    aten = _aten()
+    aten = _aten
     if not use_input_stats:
         return aten.native_batch_norm.default._call(input, weight, bias, running_mean,
                                                     running_var, False, momentum, eps)[0]
@@ -204,12 +202,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 # -- losses ------------------------------------------------------------------------------------
 
 def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
-    return _aten().nll_loss_forward.default._call(self, target, weight, reduction,
+    return _aten.nll_loss_forward.default._call(self, target, weight, reduction,
                                                   ignore_index)[0]
 
 
 def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
-    aten = _aten()
+    aten = _aten
     if self.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
     if self.dim() != 1 and self._size[0] != target._size[0]:
@@ -238,7 +236,7 @@ def _class_weight_shape(weight, ndim, class_dim):
 
 def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100,
                        label_smoothing=0.0):
-    aten = _aten()
+    aten = _aten
     class_dim = 0 if self.dim() == 1 else 1
     n_classes = self._size[class_dim]
     if target._dtype._category == D.FLOATING:   # class probabilities
@@ -287,7 +285,7 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
 def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
     if sparse:
         raise NotImplementedError("ember has no sparse tensors: embedding(sparse=True)")
-    return _aten().embedding_dense_backward.default._call(grad, indices, num_weights,
+    return _aten.embedding_dense_backward.default._call(grad, indices, num_weights,
                                                           padding_idx, scale_grad_by_freq)
 
 
@@ -329,7 +327,7 @@ def _dropout_impl(input, p, train, feature, alpha):
 def dropout(input, p, train):
     if train and 0 < p < 1 and input.numel():
         # the fused kernel: one mask draw and a dedicated backward op
-        return _aten().native_dropout.default._call(input, p, True)[0]
+        return _aten.native_dropout.default._call(input, p, True)[0]
     return _dropout_impl(input, p, train, False, False)
 
 

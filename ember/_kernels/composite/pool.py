@@ -2,14 +2,13 @@
 max_pool1d/2d/3d and max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d/2d/3d and
 adaptive_max_pool1d, each expressed through the 2-D/3-D pooling ops (1-D ops pool a
 ``(..., 1, L)`` view)."""
+from ..._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
+
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "adaptive_max_pool1d"]
-
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
 
 
 def _one(name, arg, v, allow_empty=False):
@@ -28,7 +27,7 @@ def _check_1d_input(name, self):
 
 def max_pool1d_with_indices(self, kernel_size, stride=(), padding=(0,), dilation=(1,),
                             ceil_mode=False):
-    aten = _aten()
+    aten = _aten
     _check_1d_input("max_pool1d", self)
     k = _one("max_pool1d", "kernel_size", kernel_size)
     s = _one("max_pool1d", "stride", stride, allow_empty=True) or k
@@ -49,18 +48,18 @@ def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
 
 
 def max_pool2d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    return _aten().max_pool2d_with_indices.default._call(self, kernel_size, stride, padding,
+    return _aten.max_pool2d_with_indices.default._call(self, kernel_size, stride, padding,
                                                          dilation, ceil_mode)[0]
 
 
 def max_pool3d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    return _aten().max_pool3d_with_indices.default._call(self, kernel_size, stride, padding,
+    return _aten.max_pool3d_with_indices.default._call(self, kernel_size, stride, padding,
                                                          dilation, ceil_mode)[0]
 
 
 def avg_pool1d(self, kernel_size, stride=(), padding=(0,), ceil_mode=False,
                count_include_pad=True):
-    aten = _aten()
+    aten = _aten
     for arg, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
         if len(v) != 1 and not (arg == "stride" and not v):
             raise RuntimeError(f"avg_pool1d() argument '{arg}' should contain one int (got "
@@ -82,7 +81,7 @@ def _check_1d_adaptive(name, self, output_size):
 
 
 def adaptive_avg_pool1d(self, output_size):
-    aten = _aten()
+    aten = _aten
     _check_1d_adaptive("adaptive_avg_pool1d", self, output_size)
     x = aten.unsqueeze.default._call(self, -2)
     out = aten._adaptive_avg_pool2d.default._call(x, [1, output_size[0]])
@@ -90,15 +89,15 @@ def adaptive_avg_pool1d(self, output_size):
 
 
 def adaptive_avg_pool2d(self, output_size):
-    return _aten()._adaptive_avg_pool2d.default._call(self, output_size)
+    return _aten._adaptive_avg_pool2d.default._call(self, output_size)
 
 
 def adaptive_avg_pool3d(self, output_size):
-    return _aten()._adaptive_avg_pool3d.default._call(self, output_size)
+    return _aten._adaptive_avg_pool3d.default._call(self, output_size)
 
 
 def adaptive_max_pool1d(self, output_size):
-    aten = _aten()
+    aten = _aten
     _check_1d_adaptive("adaptive_max_pool1d", self, output_size)
     x = aten.unsqueeze.default._call(self, -2)
     out, idx = aten.adaptive_max_pool2d.default._call(x, [1, output_size[0]])

@@ -3,52 +3,50 @@
 quantile/nanquantile (sort, rank, pick, interpolate: ``aten/src/ATen/native/Sorting.cpp``),
 argsort and msort (-> sort). Autograd records the ops they call, so they need no formula."""
 from ..._core import dtype as D
+from ..._ops.overload import ops
 
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 
 # -- std / var with ``unbiased`` -> the correction overloads ------------------------------------
 
 def std(self, unbiased=True):
-    return _aten().std.correction._call(self, None, int(unbiased), False)
+    return _aten.std.correction._call(self, None, int(unbiased), False)
 
 
 def std_dim(self, dim, unbiased=True, keepdim=False):
-    return _aten().std.correction._call(self, dim, int(unbiased), keepdim)
+    return _aten.std.correction._call(self, dim, int(unbiased), keepdim)
 
 
 def var(self, unbiased=True):
-    return _aten().var.correction._call(self, None, int(unbiased), False)
+    return _aten.var.correction._call(self, None, int(unbiased), False)
 
 
 def var_dim(self, dim, unbiased=True, keepdim=False):
-    return _aten().var.correction._call(self, dim, int(unbiased), keepdim)
+    return _aten.var.correction._call(self, dim, int(unbiased), keepdim)
 
 
 def std_mean(self, unbiased=True):
-    return _aten().std_mean.correction._call(self, None, int(unbiased), False)
+    return _aten.std_mean.correction._call(self, None, int(unbiased), False)
 
 
 def std_mean_dim(self, dim, unbiased=True, keepdim=False):
-    return _aten().std_mean.correction._call(self, dim, int(unbiased), keepdim)
+    return _aten.std_mean.correction._call(self, dim, int(unbiased), keepdim)
 
 
 def var_mean(self, unbiased=True):
-    return _aten().var_mean.correction._call(self, None, int(unbiased), False)
+    return _aten.var_mean.correction._call(self, None, int(unbiased), False)
 
 
 def var_mean_dim(self, dim, unbiased=True, keepdim=False):
-    return _aten().var_mean.correction._call(self, dim, int(unbiased), keepdim)
+    return _aten.var_mean.correction._call(self, dim, int(unbiased), keepdim)
 
 
 def nanmean(self, dim=None, keepdim=False, dtype=None):
     if self._dtype._category < D.FLOATING:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {self._dtype._short}")
-    aten = _aten()
+    aten = _aten
     count = aten.sum.dim_IntList._call(aten.eq.Tensor._call(self, self), dim, keepdim, None)
     return aten.div.Tensor._call(aten.nansum.default._call(self, dim, keepdim, dtype), count)
 
@@ -56,15 +54,15 @@ def nanmean(self, dim=None, keepdim=False, dtype=None):
 # -- argsort / msort -> sort ----------------------------------------------------------------------
 
 def argsort(self, dim=-1, descending=False):
-    return _aten().sort.default._call(self, dim, descending)[1]
+    return _aten.sort.default._call(self, dim, descending)[1]
 
 
 def argsort_stable(self, stable, dim=-1, descending=False):
-    return _aten().sort.stable._call(self, stable, dim, descending)[1]
+    return _aten.sort.stable._call(self, stable, dim, descending)[1]
 
 
 def msort(self):
-    return _aten().sort.default._call(self, 0, False)[0]
+    return _aten.sort.default._call(self, 0, False)[0]
 
 
 # -- quantile / nanquantile ---------------------------------------------------------------------
@@ -86,19 +84,19 @@ def _check_quantile(self, q, interpolation):
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
     if q._device.type != "meta":  # a data check: PyTorch skips it on Meta as well
-        aten = _aten()
+        aten = _aten
         ok = aten.logical_and.default._call(aten.ge.Scalar._call(q, 0), aten.le.Scalar._call(q, 1))
         if not aten.all.default._call(ok).item():
             raise RuntimeError("quantile() q values must be in the range [0, 1]")
 
 
 def _to(t, dtype):
-    return _aten()._to_copy.default._call(t, dtype, None, None, None, False, None)
+    return _aten._to_copy.default._call(t, dtype, None, None, None, False, None)
 
 
 def _gather_last(sorted_, idx):
     """``sorted_[..., idx[..., j]]`` for each row, through advanced indexing."""
-    aten = _aten()
+    aten = _aten
     n, k = sorted_._size[-1], idx._size[-1]
     rows = sorted_.numel() // n if n else 0
     flat = aten.reshape.default._call(sorted_, [rows, n])
@@ -111,7 +109,7 @@ def _gather_last(sorted_, idx):
 
 def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     _check_quantile(self, q, interpolation)
-    aten = _aten()
+    aten = _aten
     ndim = len(self._size)
     x = aten.reshape.default._call(self, [-1]) if dim is None or ndim == 0 else \
         aten.movedim.int._call(self, dim, -1)
@@ -164,7 +162,7 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
 def _q_tensor(self, q):
     if not 0 <= q <= 1:
         raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
-    return _aten().scalar_tensor.default._call(q, self._dtype, None, self._device, None)
+    return _aten.scalar_tensor.default._call(q, self._dtype, None, self._device, None)
 
 
 def quantile(self, q, dim=None, keepdim=False, interpolation="linear"):
@@ -199,7 +197,7 @@ def _check_nan_out(self, dtype, out):
 def nansum_out(self, dim=None, keepdim=False, dtype=None, out=None):
     from .. import generic
     _check_nan_out(self, dtype, out)
-    generic.write_out("nansum", (_aten().nansum.default._call(self, dim, keepdim, dtype),), (out,))
+    generic.write_out("nansum", (_aten.nansum.default._call(self, dim, keepdim, dtype),), (out,))
     return out
 
 
@@ -224,7 +222,7 @@ def _scan_into(name, self, dim, dtype, out):
                            f"{out._dtype._short} instead")
     if out._dtype is D.bool_ and self.numel() and self.dim():  # 0-dim and empty: no kernel runs
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
-    result = getattr(_aten(), name).default._call(self, dim, out._dtype)
+    result = getattr(_aten, name).default._call(self, dim, out._dtype)
     generic.write_out(name, (result,), (out,))
     return out
 

@@ -6,13 +6,11 @@ import math
 import numpy as np
 
 from ..cpu import resample as _r
+from ..._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 __all__ = ["pad", "pad_circular_"]
-
-
-def _aten():
-    from ..._ops.overload import ops
-    return ops.aten
 
 
 def _compute_output_size(input_size, output_size, scale_factors):
@@ -43,7 +41,7 @@ def _vec(name):
                                f"{len(input._size)}")
         out = _compute_output_size(input._size, output_size, scale_factors)
         scales = list(scale_factors) if scale_factors is not None else [None] * k
-        op = getattr(_aten(), aten_name).default
+        op = getattr(_aten, aten_name).default
         return op._call(input, out, align, *scales) if with_align else \
             op._call(input, out, *scales)
     kernel.__name__ = aten_name + "_vec"
@@ -59,7 +57,7 @@ _MODES = {"constant", "reflect", "replicate", "circular"}
 
 
 def pad(self, pad, mode="constant", value=None):
-    aten = _aten()
+    aten = _aten
     if mode not in _MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode == "constant":
@@ -86,7 +84,7 @@ def pad(self, pad, mode="constant", value=None):
 def pad_circular_(self, pad):
     """Circular padding: each padded dim gathers its positions modulo the (cropped) length."""
     from ..._tensor import wrap_array
-    aten = _aten()
+    aten = _aten
     k = len(pad) // 2
     dim = len(self._size)
     if len(pad) % 2 or dim - k not in (1, 2):

@@ -11,17 +11,15 @@ import numpy as np
 from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ._util import nd
+from ..._ops.overload import ops
+
+_aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
 __all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
            "_foreach_lerp__Scalar", "_foreach_addcmul__Scalar", "_foreach_addcdiv__ScalarList",
            "_foreach_maximum__List"]
 
 _FAST_DTYPES = (D.float32, D.float64)
-
-
-def _aten():
-    from ..._ops.overload import ops  # late: the op table is built after the kernels load
-    return ops.aten
 
 
 def _slow_path():
@@ -65,7 +63,7 @@ def _foreach_add__Scalar(self, scalar):
     if not _fast(self):
         with _slow_path():
             for t in self:
-                _aten().add_.Tensor._call(t, scalar, 1)
+                _aten.add_.Tensor._call(t, scalar, 1)
         return None
     for t in self:
         a = nd(t)
@@ -78,7 +76,7 @@ def _foreach_add__List(self, other, alpha=1):
     if not _fast(self, other):
         with _slow_path():
             for t, o in zip(self, other):
-                _aten().add_.Tensor._call(t, o, alpha)
+                _aten.add_.Tensor._call(t, o, alpha)
         return None
     for t, o in zip(self, other):
         a, b = nd(t), nd(o)
@@ -88,14 +86,12 @@ def _foreach_add__List(self, other, alpha=1):
     return None
 
 
-
-
 def _foreach_mul__Scalar(self, scalar):
     _check_lengths(self)
     if not _fast(self):
         with _slow_path():
             for t in self:
-                _aten().mul_.Tensor._call(t, scalar)
+                _aten.mul_.Tensor._call(t, scalar)
         return None
     for t in self:
         a = nd(t)
@@ -108,7 +104,7 @@ def _foreach_mul__List(self, other):
     if not _fast(self, other):
         with _slow_path():
             for t, o in zip(self, other):
-                _aten().mul_.Tensor._call(t, o)
+                _aten.mul_.Tensor._call(t, o)
         return None
     for t, o in zip(self, other):
         a = nd(t)
@@ -121,7 +117,7 @@ def _foreach_div__ScalarList(self, scalars):
     if not _fast(self):
         with _slow_path():
             for t, s in zip(self, scalars):
-                _aten().div_.Tensor._call(t, s)
+                _aten.div_.Tensor._call(t, s)
         return None
     for t, s in zip(self, scalars):
         a = nd(t)
@@ -134,7 +130,7 @@ def _foreach_lerp__Scalar(self, tensors1, weight):
     if not _fast(self, tensors1):
         with _slow_path():
             for t, e in zip(self, tensors1):
-                _aten().lerp_.Scalar._call(t, e, weight)
+                _aten.lerp_.Scalar._call(t, e, weight)
         return None
     for t, e in zip(self, tensors1):
         start, end = nd(t), nd(e)
@@ -155,7 +151,7 @@ def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
     if not _fast(self, tensor1, tensor2):
         with _slow_path():
             for t, a, b in zip(self, tensor1, tensor2):
-                _aten().addcmul_.default._call(t, a, b, value)
+                _aten.addcmul_.default._call(t, a, b, value)
         return None
     for t, a, b in zip(self, tensor1, tensor2):
         x = nd(t)
@@ -170,7 +166,7 @@ def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
     if not _fast(self, tensor1, tensor2):
         with _slow_path():
             for t, a, b, s in zip(self, tensor1, tensor2, scalars):
-                _aten().addcdiv_.default._call(t, a, b, s)
+                _aten.addcdiv_.default._call(t, a, b, s)
         return None
     for t, a, b, s in zip(self, tensor1, tensor2, scalars):
         x = nd(t)
@@ -185,12 +181,11 @@ def _foreach_maximum__List(self, other):
     if not _fast(self, other):
         with _slow_path():
             for t, o in zip(self, other):
-                _aten().copy_.default._call(t, _aten().maximum.default._call(t, o), False)
+                _aten.copy_.default._call(t, _aten.maximum.default._call(t, o), False)
         return None
     for t, o in zip(self, other):
         a = nd(t)
         np.maximum(a, nd(o), out=a)
     return None
-
 
 
