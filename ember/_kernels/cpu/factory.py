@@ -60,16 +60,18 @@ def honour_pin_memory(kernel):
     """Wrap a CPU factory kernel whose result is a fresh array so that ``pin_memory=True``
     gives that result in pinned memory (PyTorch's factories allocate with empty(pin_memory))."""
     import inspect
-    sig = inspect.signature(kernel)
+    at = list(inspect.signature(kernel).parameters).index("pin_memory")
 
     def pinned_factory(*args, **kwargs):
-        bound = sig.bind(*args, **kwargs)
-        if not bound.arguments.get("pin_memory"):
+        # the dispatcher passes every argument positionally, in schema order
+        if len(args) > at and args[at]:
+            args = args[:at] + (None,) + args[at + 1:]
+        elif kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = None
+        else:
             return kernel(*args, **kwargs)
-        bound.arguments["pin_memory"] = None
-        r = kernel(*bound.args, **bound.kwargs)
-        out = _pinned_empty(r._size, r._dtype, r._stride)
-        return copy_(out, r)
+        r = kernel(*args, **kwargs)
+        return copy_(_pinned_empty(r._size, r._dtype, r._stride), r)
 
     pinned_factory.__name__ = kernel.__name__
     pinned_factory.__doc__ = kernel.__doc__
