@@ -30,6 +30,7 @@ globals().update(_bindings.generate(Tensor))
 
 from . import _C  # noqa: E402,F401
 from ._factories import *  # noqa: E402,F401,F403
+from ._dlpack import from_dlpack  # noqa: E402,F401
 from .random import *  # noqa: E402,F401,F403
 from ._tensor_str import get_printoptions, set_printoptions  # noqa: E402,F401
 from ._tensor_ops import install as _install_operators  # noqa: E402

@@ -205,17 +205,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-        t = _copy(data.data, dtype, dev)
+        t = _copy(data.data, dtype, dev, pin_memory)
     else:
         t = wrap_array(_data_to_array(data, dtype))
-        if dev.type != "cpu":
-            t = _copy(t, None, dev)
+        if dev.type != "cpu" or pin_memory:
+            t = _copy(t, None, dev, pin_memory)
     return t.requires_grad_() if requires_grad else t
 
 
-def _copy(t, dtype, dev):
+def _copy(t, dtype, dev, pin_memory=False):
     from ._ops.overload import ops
-    return ops.aten._to_copy.default._call(t, dtype, None, dev, None, False, None)
+    return ops.aten._to_copy.default._call(t, dtype, None, dev, pin_memory or None, False, None)
 
 
 def from_numpy(ndarray):
@@ -390,7 +390,7 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=
                pin_memory=False):
     """``Tensor.new_tensor``: ``tensor(data)`` with this tensor's dtype and device as defaults."""
     return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
-                  requires_grad=requires_grad)
+                  requires_grad=requires_grad, pin_memory=pin_memory)
 
 
 Tensor.new_tensor = new_tensor  # hand-written in PyTorch too (python_variable_methods.cpp)

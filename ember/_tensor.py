@@ -358,6 +358,16 @@ class Tensor:
             raise TypeError("Got unsupported ScalarType BFloat16")
         return self._nd()
 
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (``ember._dlpack``). ``stream``: the
+        consumer's CUDA stream, made to wait for the current stream's work (-1: no wait)."""
+        from . import _dlpack
+        return _dlpack.tensor_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from . import _dlpack
+        return _dlpack.dl_device_of(self)
+
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)

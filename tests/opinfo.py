@@ -431,6 +431,8 @@ _add("matmul.default", matmul_samples, ("float32", "float64", "int64"), None, "m
 # Ops declared in native_functions.yaml that other test files cover, with the reason.
 _ELSEWHERE = {
     "CUDA-only (the caching allocator's stream uses): tests/test_cuda.py": "record_stream.default",
+    "pinned host memory (needs the accelerator's host allocator): tests/test_cuda_interop.py":
+        "is_pinned.default pin_memory.default _pin_memory.default _pin_memory.out",
     "factory: values or randomness checked by tests/test_factories.py and tests/test_random.py": """
         zeros.out ones.out full.out arange.out arange.start_out linspace.out eye.out eye.m_out
         rand.out rand.generator_out randn.out randn.generator_out randint.out randint.generator_out

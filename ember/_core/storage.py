@@ -166,6 +166,22 @@ class UntypedStorage:
         s = UntypedStorage(self._nbytes, device=self.device)
         return s.copy_(self)
 
+    # -- pinned memory (through the Tensor ops, as PyTorch's storage methods) ------------------
+    def _as_byte_tensor(self):
+        from .._tensor import make_tensor
+        from .dtype import uint8
+        return make_tensor(self, (self._nbytes,), (1,), 0, uint8, self.device)
+
+    def is_pinned(self, device=None):
+        """Whether this CPU storage is in pinned (page-locked) memory."""
+        return self._as_byte_tensor().is_pinned(device)
+
+    def pin_memory(self, device=None):
+        """This storage copied into pinned memory, unless it is pinned already."""
+        if self.device.type != "cpu":
+            raise TypeError("cannot pin 'torch.storage.UntypedStorage' only CPU memory can be pinned")
+        return self._as_byte_tensor().pin_memory(device).untyped_storage()
+
     def __repr__(self):
         if self.device.type == "meta":
             return f"[ember.storage.UntypedStorage(device=meta) of size {self._nbytes}]"

@@ -176,8 +176,12 @@ def empty_cache() -> None:
 
 
 def empty_host_cache() -> None:
-    r"""Release unused cached pinned host memory."""
-    _module()
+    r"""Release unused cached pinned host memory (the caching host allocator's free blocks)."""
+    acc = _accelerator()
+    _module(acc)
+    if acc.type == "cuda":
+        from ..cuda import _host_allocator
+        _host_allocator.empty_cache()
 
 
 def memory_stats(device_index=None, /):

@@ -295,7 +295,11 @@ from .memory import *  # noqa: E402,F401,F403
 from .graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
                      is_current_stream_capturing, make_graphed_callables)
 from ._caching_allocator import OutOfMemoryError  # noqa: E402,F401
+from ._host_allocator import (host_memory_stats, host_memory_stats_as_nested_dict,  # noqa: E402,F401
+                              reset_accumulated_host_memory_stats, reset_peak_host_memory_stats)
 
 __all__ += memory.__all__ + ["CUDAGraph", "graph", "graph_pool_handle",
                              "is_current_stream_capturing", "make_graphed_callables",
-                             "OutOfMemoryError", "memory", "nvtx", "graphs", "amp"]
+                             "OutOfMemoryError", "memory", "nvtx", "graphs", "amp",
+                             "host_memory_stats", "host_memory_stats_as_nested_dict",
+                             "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats"]

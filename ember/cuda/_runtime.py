@@ -90,10 +90,18 @@ class Runtime:
     # captures, as the caching allocator's cudaMallocMaybeCapturing)
     def malloc(self, device, nbytes, relaxed=False): raise NotImplementedError
     def free(self, device, ptr): raise NotImplementedError
-    def memcpy_htod(self, dst, src_array, stream): raise NotImplementedError
-    def memcpy_dtoh(self, dst_array, src, stream): raise NotImplementedError
+    # Host <-> device copies. ``pinned=True``: the host array is page-locked memory (from
+    # ``host_alloc``) that the caller keeps alive until the copy completes, and the copy is
+    # asynchronous on ``stream`` (a non_blocking copy); otherwise the call returns with the copy
+    # done, as cudaMemcpyAsync on pageable memory (the host array may be a temporary).
+    def memcpy_htod(self, dst, src_array, stream, pinned=False): raise NotImplementedError
+    def memcpy_dtoh(self, dst_array, src, stream, pinned=False): raise NotImplementedError
     def memcpy_dtod(self, dst, src, nbytes, stream): raise NotImplementedError
     def memset(self, ptr, value, nbytes, stream): raise NotImplementedError
+
+    # pinned (page-locked) host memory, for the caching host allocator: cudaHostAlloc/cudaFreeHost
+    def host_alloc(self, nbytes): raise NotImplementedError  # -> host address
+    def free_host(self, ptr): raise NotImplementedError
 
     # streams and events
     def stream_create(self, device, priority=0): raise NotImplementedError
@@ -168,6 +176,7 @@ class SimulatedRuntime(Runtime):
         self._bases = []  # sorted start addresses of live allocations and reservations
         self._regions = {}  # start -> (nbytes, host uint8 array, mapped page set or None)
         self._handles = {}  # physical handle -> size
+        self._host = {}  # pinned host allocations: address -> host array
         self._ids = itertools.count(1)
         self._streams = {0: _SimStream(0, 0)}
         self._events = {}
@@ -243,15 +252,33 @@ class SimulatedRuntime(Runtime):
         raise RuntimeError(f"CUDA error: an illegal memory access was encountered (address "
                            f"{ptr:#x}, {nbytes} bytes)")
 
-    def memcpy_htod(self, dst, src_array, stream):
+    def memcpy_htod(self, dst, src_array, stream, pinned=False):
+        # Either way the host bytes are read at launch (the simulated device runs work when it is
+        # launched), so a pageable source may be a temporary, as with CUDA's staging copy.
         src = np.ascontiguousarray(src_array).reshape(-1).view(np.uint8)
         self._launch(stream, lambda: np.copyto(self.host_view(dst, src.nbytes), src))
 
-    def memcpy_dtoh(self, dst_array, src, stream):
-        self._forbid_during_capture("a device-to-host copy", stream)
+    def memcpy_dtoh(self, dst_array, src, stream, pinned=False):
         dst = dst_array.reshape(-1).view(np.uint8)
+        if pinned:  # asynchronous: one more work item on the stream, which the caller syncs
+            self._launch(stream, lambda: np.copyto(dst, self.host_view(src, dst.nbytes)))
+            return
+        self._forbid_during_capture("a device-to-host copy", stream)
         self.stream_synchronize(stream)  # pageable host memory: the copy is synchronous
         np.copyto(dst, self.host_view(src, dst.nbytes))
+
+    def host_alloc(self, nbytes):
+        """Pinned host memory: plain host memory here (every host page is "pinned" for a device
+        that is the host); kept by address until :meth:`free_host`."""
+        buf = np.empty(max(nbytes, 1), np.uint8)
+        ptr = buf.__array_interface__["data"][0]
+        self._host[ptr] = buf
+        return ptr
+
+    def free_host(self, ptr):
+        if self._host.pop(ptr, None) is None:
+            raise RuntimeError("CUDA error: invalid argument (cudaFreeHost of an address that "
+                               "cudaHostAlloc did not return)")
 
     def memcpy_dtod(self, dst, src, nbytes, stream):
         self._launch(stream, lambda: np.copyto(self.host_view(dst, nbytes),
@@ -513,15 +540,26 @@ class CupyRuntime(Runtime):
         finally:
             cudart.cudaThreadExchangeStreamCaptureMode(old)
 
-    def memcpy_htod(self, dst, src_array, stream):
+    def memcpy_htod(self, dst, src_array, stream, pinned=False):
         src = np.ascontiguousarray(src_array)
         self.rt.memcpyAsync(dst, src.ctypes.data, src.nbytes, self.rt.memcpyHostToDevice, stream)
-        self.rt.streamSynchronize(stream)  # pageable source: it must outlive the copy
+        if not pinned:
+            self.rt.streamSynchronize(stream)  # pageable source: it must outlive the copy
 
-    def memcpy_dtoh(self, dst_array, src, stream):
+    def memcpy_dtoh(self, dst_array, src, stream, pinned=False):
         self.rt.memcpyAsync(dst_array.ctypes.data, src, dst_array.nbytes,
                             self.rt.memcpyDeviceToHost, stream)
-        self.rt.streamSynchronize(stream)
+        if not pinned:
+            self.rt.streamSynchronize(stream)
+
+    def host_alloc(self, nbytes):
+        try:
+            return self.rt.hostAlloc(nbytes, 0)  # cudaHostAllocDefault
+        except self.rt.CUDARuntimeError as e:
+            raise RuntimeError(f"CUDA error: {e}") from None
+
+    def free_host(self, ptr):
+        self.rt.freeHost(ptr)
 
     def memcpy_dtod(self, dst, src, nbytes, stream):
         self.rt.memcpyAsync(dst, src, nbytes, self.rt.memcpyDeviceToDevice, stream)

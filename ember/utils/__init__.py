@@ -9,7 +9,7 @@ import importlib
 from .backend_registration import (generate_methods_for_privateuse1_backend,  # noqa: F401
                                    rename_privateuse1_backend)
 
-__all__ = ["checkpoint", "data", "deterministic", "hooks", "rename_privateuse1_backend",
+__all__ = ["checkpoint", "data", "deterministic", "dlpack", "hooks", "rename_privateuse1_backend",
            "generate_methods_for_privateuse1_backend"]
 
 

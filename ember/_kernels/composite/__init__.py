@@ -2,6 +2,7 @@
 CompositeImplicitAutograd decompositions written in ember ops."""
 from .basic import *  # noqa: F401,F403
 from .conversions import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
 from .factory import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403

@@ -17,6 +17,8 @@ def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_bl
              memory_format=None):
     dtype = dtype or self._dtype
     device = device or self._device
+    if non_blocking and self._device.type == "cuda" and device.type == "cpu":
+        pin_memory = True  # PyTorch's pin_out: the async device-to-host copy needs pinned memory
     if memory_format is None or memory_format._name == "preserve_format":
         stride = _st.suggest_memory_format_strides(self._size, self._stride)
         r = ops.aten.empty_strided.default._call(self._size, stride, dtype, layout, device,

@@ -22,3 +22,12 @@ from .attention import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .pointwise_more import *  # noqa: F401,F403
 from .misc_ops import *  # noqa: F401,F403
+
+from .factory import honour_pin_memory as _honour_pin_memory  # noqa: E402
+
+# Factories that build their result directly rather than through empty: pin_memory=True gives the
+# result in pinned memory, as PyTorch's (which allocate with empty(..., pin_memory)).
+(zeros, ones, full, scalar_tensor, arange, arange_start, arange_start_step, linspace, logspace,
+ eye, eye_m, triu_indices, tril_indices) = map(_honour_pin_memory, (
+    zeros, ones, full, scalar_tensor, arange, arange_start, arange_start_step, linspace,  # noqa: F405
+    logspace, eye, eye_m, triu_indices, tril_indices))  # noqa: F405

@@ -11,7 +11,8 @@ from ..._core.device import CPU
 from ..._core.storage import allocation_error
 from ...backends._context import fill_uninitialized
 from ..._core.dtype import get_default_dtype
-from ..._tensor import empty_tensor
+from ..._core.storage import from_array
+from ..._tensor import empty_tensor, make_tensor
 from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
 from ._util import nd, wrap
 from .copy import copy_
@@ -23,15 +24,58 @@ __all__ = ["empty_memory_format", "empty_strided", "zeros", "ones", "full", "sca
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
     stride = None if memory_format is None else memory_format_strides(size, memory_format)
-    out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
+    if pin_memory:
+        out = _pinned_empty(size, dtype or get_default_dtype(), stride)
+    else:
+        out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
     fill_uninitialized(nd(out))  # only under use_deterministic_algorithms (PyTorch's empty_cpu)
     return out
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
-    out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
+    if pin_memory:
+        out = _pinned_empty(size, dtype or get_default_dtype(), tuple(stride))
+    else:
+        out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
     fill_uninitialized(nd(out))
     return out
+
+
+def _pinned_empty(size, dtype, stride=None):
+    """PyTorch's empty_cpu with pin_memory=True: the storage comes from the accelerator's
+    caching host allocator (``ember.cuda._host_allocator``)."""
+    from ...cuda import _host_allocator
+    size = tuple(size)
+    if any(s < 0 for s in size):
+        return empty_tensor(size, dtype, CPU, stride)  # raises PyTorch's negative-size error
+    if stride is None:
+        _st.check_storage_size(size, dtype.itemsize)
+        stride = _st.contiguous_strides(size)
+    nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
+    storage = from_array(_host_allocator.allocate(nbytes), CPU)
+    return make_tensor(storage, size, stride, 0, dtype, CPU)
+
+
+def honour_pin_memory(kernel):
+    """Wrap a CPU factory kernel whose result is a fresh array so that ``pin_memory=True``
+    gives that result in pinned memory (PyTorch's factories allocate with empty(pin_memory))."""
+    import inspect
+    at = list(inspect.signature(kernel).parameters).index("pin_memory")
+
+    def pinned_factory(*args, **kwargs):
+        # the dispatcher passes every argument positionally, in schema order
+        if len(args) > at and args[at]:
+            args = args[:at] + (None,) + args[at + 1:]
+        elif kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = None
+        else:
+            return kernel(*args, **kwargs)
+        r = kernel(*args, **kwargs)
+        return copy_(_pinned_empty(r._size, r._dtype, r._stride), r)
+
+    pinned_factory.__name__ = kernel.__name__
+    pinned_factory.__doc__ = kernel.__doc__
+    return pinned_factory
 
 
 def _constant(size, dtype, maker):
@@ -111,3 +155,4 @@ def resize_(self, size, memory_format=None):
             first = max(0, -(-old_nbytes // self._dtype.itemsize) - self._offset)
             fill_uninitialized(flat[first:])
     return self
+

@@ -2,7 +2,8 @@
 
 What the device runtime itself provides is registered per op: ``empty``/``empty_strided`` (memory
 from the caching allocator on the current stream), ``copy_`` between host and device and within
-the device (the runtime's memcpy on the current stream), ``record_stream``.
+the device (the runtime's memcpy on the current stream; ``non_blocking`` copies from or into pinned
+memory are asynchronous), ``record_stream``.
 
 Every other op reaches :func:`host_kernel_fallback`, the CUDA key's backend fallback, which runs
 the op's CPU kernel:
@@ -50,6 +51,7 @@ def _device_of(dev):
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
     from ..._core.dtype import get_default_dtype
+    _check_not_pinned(pin_memory)
     dev = _device_of(device)
     dtype = dtype or get_default_dtype()
     stride = None
@@ -62,9 +64,15 @@ def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=N
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     from ..._core.dtype import get_default_dtype
+    _check_not_pinned(pin_memory)
     dev = _device_of(device)
     with _cuda().device(dev.index):
         return empty_tensor(size, dtype or get_default_dtype(), dev, stride=tuple(stride))
+
+
+def _check_not_pinned(pin_memory):
+    if pin_memory:  # PyTorch's empty_cuda
+        raise RuntimeError("Only dense CPU tensors can be pinned")
 
 
 def _dense_bytes(t):
@@ -92,14 +100,28 @@ def copy_(self, src, non_blocking=False):
             if self._device.type == "cuda" and src._device.type == "cuda":
                 rt.memcpy_dtod(self._storage.data_ptr() + d[0], src._storage.data_ptr() + s[0],
                                d[1], stream)
-            elif self._device.type == "cuda":
-                host = src._storage._data()[s[0]:s[0] + s[1]]
-                rt.memcpy_htod(self._storage.data_ptr() + d[0], host, stream)
             else:
-                rt.memcpy_dtoh(self._storage._data()[d[0]:d[0] + d[1]],
-                               src._storage.data_ptr() + s[0], stream)
+                # From or into pinned memory a non_blocking copy is asynchronous on the stream,
+                # and the host block is tied to the stream (it is reused only after the copy);
+                # with pageable memory it completes before returning, as in CUDA.
+                to_device = self._device.type == "cuda"
+                host_t, off = (src, s[0]) if to_device else (self, d[0])
+                host = host_t._storage._data()[off:off + d[1]]
+                host_ptr = host_t._storage.data_ptr() + off
+                pinned = non_blocking and _host_allocator().is_pinned_ptr(host_ptr)
+                if to_device:
+                    rt.memcpy_htod(self._storage.data_ptr() + d[0], host, stream, pinned=pinned)
+                else:
+                    rt.memcpy_dtoh(host, src._storage.data_ptr() + s[0], stream, pinned=pinned)
+                if pinned:
+                    _host_allocator().record_event(host_ptr, stream, dev.index)
             return self
     return host_kernel_fallback(_copy_op(), self, src, non_blocking)
+
+
+def _host_allocator():
+    from ...cuda import _host_allocator
+    return _host_allocator
 
 
 def _copy_op():

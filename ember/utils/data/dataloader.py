@@ -9,7 +9,9 @@ as in PyTorch, and ``worker_init_fn(i)`` runs first in it.
 import itertools
 import multiprocessing
 import queue
+import warnings
 
+from . import _pin_memory
 from . import worker as _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -145,6 +147,20 @@ class DataLoader:
         return int(empty((), dtype=int64).random_(generator=self.generator).item())
 
 
+def _pin_memory_enabled(loader):
+    """PyTorch's rule: pin batches when asked and an accelerator is there; warn otherwise."""
+    from ... import accelerator
+    if loader.pin_memory and loader.pin_memory_device:
+        warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as "
+                      f"the device,ignore pin_memory_device='{loader.pin_memory_device}'.",
+                      stacklevel=5)
+    if loader.pin_memory and not accelerator.is_available():
+        warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                      "device pinned memory won't be used.", stacklevel=5)
+        return False
+    return bool(loader.pin_memory)
+
+
 class _BaseIter:
     def __init__(self, loader):
         self._dataset = loader.dataset
@@ -156,6 +172,7 @@ class _BaseIter:
         self._num_yielded = 0
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = loader._shared_seed()
+        self._pin_memory = _pin_memory_enabled(loader)
 
     def _reset(self, loader):
         self._sampler_iter = iter(self._index_sampler)
@@ -180,6 +197,8 @@ class _SingleProcessIter(_BaseIter):
         index = self._next_index()
         data = _worker._fetch(self._dataset, self._auto_collation, self._collate_fn,
                               self._drop_last, self._dataset_iter, index)
+        if self._pin_memory:
+            data = _pin_memory.pin_memory(data)
         self._num_yielded += 1
         return data
 
@@ -303,6 +322,8 @@ class _MultiProcessingIter(_BaseIter):
         if isinstance(data, _worker._ExceptionWrapper):
             self._shutdown_workers()
             data.reraise()
+        if self._pin_memory:  # in the main process (PyTorch uses a thread for this)
+            data = _pin_memory.pin_memory(data)
         return data
 
     def _shutdown_workers(self):
