@@ -1,9 +1,8 @@
 """Host <-> device interop: pinned memory and the caching host allocator, non_blocking copies,
 DataLoader(pin_memory=True), DLPack with NumPy (and CuPy on a real GPU). On the simulated device
-unless a real GPU is present (the fixture of test_cuda.py); tests that steer the simulation (holding
+unless a real GPU is present (the cuda_device fixture of tests/conftest.py); tests that steer the simulation (holding
 a stream back) skip on a real GPU."""
 import gc
-import os
 import warnings
 
 import numpy as np
@@ -17,18 +16,9 @@ sim_only = pytest.mark.skipif(_REAL_GPU, reason="steers the simulated device")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def cuda_device():
-    """The simulated device for this module unless a real GPU is here."""
-    if _REAL_GPU:
-        yield
-        return
-    saved = os.environ.get("EMBER_CUDA_SIMULATE")
-    os.environ["EMBER_CUDA_SIMULATE"] = "1"
+def _on_cuda(cuda_device):
+    """Every test here runs with a CUDA device (tests/conftest.py)."""
     yield
-    if saved is None:
-        del os.environ["EMBER_CUDA_SIMULATE"]
-    else:
-        os.environ["EMBER_CUDA_SIMULATE"] = saved
 
 
 @pytest.fixture

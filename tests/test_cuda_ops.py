@@ -3,7 +3,6 @@ CUDA device — the simulated one in CI, a real GPU when one is here — with th
 same strides and offsets: device tensors alias a copy of each CPU storage), and must give the
 same values, dtypes and shapes, or the same exception type. In-place variants must write the
 device tensor itself."""
-import os
 import warnings
 
 import pytest
