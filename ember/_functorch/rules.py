@@ -584,3 +584,69 @@ def dropout_impl(input, p, train, feature=False, alpha=False):
         return a.add.Tensor._call(a.mul.Tensor._call(input, a.mul.Scalar._call(noise, scale)),
                                   shift, 1)
     return a.mul.Tensor._call(input, a.div.Scalar._call(noise, 1 - p))
+
+
+# -- elementwise losses: the unreduced loss is pointwise; the reduction is per sample ----------
+
+def _reduce(loss, reduction):
+    a = aten()
+    if reduction == 1:
+        return a.mean.default._call(loss, None)
+    if reduction == 2:
+        return a.sum.default._call(loss, None)
+    return loss
+
+
+def _batch_both(args, first, count=2):
+    """The loss kernels want input and target of one shape: batch the unbatched one too."""
+    level = level_of(args[first:first + count])
+    size = batch_size(args[first:first + count], level)
+    for i in range(first, first + count):
+        if not _batched(args[i], level):
+            args[i] = make_batched(materialize(args[i], level, size), 0, level)
+    return args
+
+
+def _elementwise_loss(name):
+    from .._dispatch import dispatcher as _d
+    from .batching import pointwise_rule
+    entry = _d.get_entry(f"aten::{name}")
+    unreduced = pointwise_rule(entry)
+    ri = [a.name for a in entry.schema.arguments].index("reduction")
+
+    def loss_rule(*args):
+        new = _batch_both(list(args), 0)
+        new[ri] = 0
+        return _reduce(unreduced(*new), args[ri])
+    return loss_rule
+
+
+def _elementwise_loss_backward(name):
+    """Backward of an elementwise loss: linear in grad_output, so the unreduced backward at a
+    ones grad_output, times grad_output (over the sample's numel for a mean)."""
+    from .._dispatch import dispatcher as _d
+    from .batching import pointwise_rule
+    entry = _d.get_entry(f"aten::{name}")
+    unreduced = pointwise_rule(entry)
+    ri = [a.name for a in entry.schema.arguments].index("reduction")
+
+    def loss_backward_rule(grad_output, self, *rest):
+        a = aten()
+        reduction = rest[ri - 2]
+        new = list(rest)
+        new[ri - 2] = 0
+        ones = a.ones_like.default._call(self, None, None, None, None, None)
+        ones, self, target = _batch_both([ones, self, new[0]], 0, count=3)
+        g = a.mul.Tensor._call(unreduced(ones, self, target, *new[1:]), grad_output)
+        if reduction == 1:
+            g = a.div.Scalar._call(g, max(self.numel(), 1))
+        return g
+    return loss_backward_rule
+
+
+for _n in ("mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"):
+    if hasattr(aten(), _n):
+        rule(f"aten::{_n}", origin="loss")(_elementwise_loss(_n))
+for _n in ("mse_loss_backward", "binary_cross_entropy_backward"):
+    if hasattr(aten(), _n):
+        rule(f"aten::{_n}", origin="loss")(_elementwise_loss_backward(_n))

@@ -19,7 +19,11 @@ def _is_tensor(x):
 
 
 def _fname(func):
-    return getattr(func, "__name__", repr(func))
+    if hasattr(func, "__name__"):
+        return func.__name__
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_fname(func.func)}, ...)"
+    return repr(func)
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
@@ -150,10 +154,11 @@ def _flat_vmap(func, batch, flat_args, flat_dims, args_spec, out_dims, randomnes
 
 def _unwrap_outputs(out, out_dims, layer, name):
     flat, spec = tree_flatten(out)
-    if not isinstance(out_dims, (int, tuple)) and out_dims is not None:
-        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): out_dims must be an int, "
-                         f"None or a python collection of ints representing where in the "
-                         f"outputs the vmapped dimension should appear.")
+    for d in tree_flatten(out_dims)[0]:
+        if not (d is None or isinstance(d, int)):
+            raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an "
+                             f"int, None or a python collection of ints representing where in "
+                             f"the outputs the vmapped dimension should appear.")
     dims = _broadcast_dims(out_dims, spec, len(flat), "out",
                            f"vmap({name}, ..., out_dims={out_dims})(<inputs>)")
     result = []
