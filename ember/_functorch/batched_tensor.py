@@ -12,12 +12,15 @@ The BatchedTensor itself has no storage of its own to read: ``.item()``, ``.toli
 """
 from .._dispatch.keys import K, bit
 from .._tensor import Tensor, _new, _PYTHON_KEYS
+from ..overrides import _disabled_torch_function_impl
 
 _BATCHED = bit(K.FuncTorchBatched)
 
 
 class BatchedTensor(Tensor):
     __slots__ = ("_value", "_bdim", "_level")
+    # results are BatchedTensors made by the batching kernels, never subclass conversions
+    __torch_function__ = _disabled_torch_function_impl
 
     # -- autograd lives on the physical value -----------------------------------------------
     @property
