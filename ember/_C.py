@@ -100,3 +100,40 @@ _nn = _python_module("nn")
 _linalg = _python_module("linalg")
 _fft = _python_module("fft")
 _special = _python_module("special")
+
+
+class _FunctorchModule:
+    """``ember._C._functorch``: the vmap switches PyTorch exposes from its C extension."""
+
+    @staticmethod
+    def _set_vmap_fallback_enabled(enabled):
+        """Let ops without a batching rule loop over the batch (True) or raise (False)."""
+        from ._functorch import batching
+        batching.set_fallback_enabled(enabled)
+
+    @staticmethod
+    def _is_vmap_fallback_enabled():
+        from ._functorch import batching
+        return batching.get_fallback_enabled()
+
+    @staticmethod
+    def is_batchedtensor(tensor):
+        from ._functorch.batched_tensor import BatchedTensor
+        return isinstance(tensor, BatchedTensor)
+
+    @staticmethod
+    def maybe_get_level(tensor):
+        from ._functorch.batched_tensor import BatchedTensor
+        return tensor._level if isinstance(tensor, BatchedTensor) else -1
+
+    @staticmethod
+    def maybe_get_bdim(tensor):
+        from ._functorch.batched_tensor import BatchedTensor
+        return tensor._bdim if isinstance(tensor, BatchedTensor) else -1
+
+    @staticmethod
+    def get_unwrapped(tensor):
+        return tensor._value
+
+
+_functorch = _FunctorchModule()

@@ -1,19 +1,46 @@
 """``ember.func``: the function-transform API of ``torch.func`` (``grad``, ``grad_and_value``,
-``vjp``), implemented over ember's autograd rather than functorch's transform levels.
+``vjp``, ``vmap``, ``functional_call``, ``stack_module_state``).
 
-Each call runs the function on fresh copies of the differentiated arguments (pytrees of tensors)
-that require grad, then differentiates with :func:`ember.autograd.grad` under
-``create_graph=True``. Results keep their graph only when they depend on tensors from outside
-the call (an enclosing ``grad``, or arguments and closure tensors that require grad), so
-``grad(grad(f))`` works and a plain ``grad(f)(x)`` returns tensors that need no grad, as in
-PyTorch. There is no ``vmap``: batched transforms are not provided.
+``vmap`` lives in :mod:`ember._functorch` (BatchedTensors on the FuncTorchBatched key). The
+reverse-mode transforms run over ember's autograd: each call runs the function on fresh copies
+of the differentiated arguments (pytrees of tensors) that require grad, then differentiates with
+:func:`ember.autograd.grad` under ``create_graph=True``. Results keep their graph only when they
+depend on tensors from outside the call (an enclosing ``grad``, or arguments and closure tensors
+that require grad), so ``grad(grad(f))`` works and a plain ``grad(f)(x)`` returns tensors that
+need no grad, as in PyTorch.
+
+Under ``vmap``, autograd records its graph on the physical (whole-batch) tensors. A ``grad``
+inside a ``vmap`` first gives every differentiated input a batch dim at every enclosing vmap
+level (an expanded view where it had none), so each sample owns its slice of the leaf; the
+per-sample scalar outputs are then differentiated together with a ones cotangent, which yields
+every sample's gradient at once because samples never interact under vmap.
 """
+from .._functorch import batching as _batching
+from .._functorch import randomness as _randomness
+from .._functorch.batched_tensor import BatchedTensor, physical, wrap_like
+from .._functorch.functional_call import functional_call, stack_module_state
+from .._functorch.interpreter import push_grad, vmap_layers
+from .._functorch.vmap import vmap
 from ..autograd import grad as _autograd_grad
 from ..autograd.graph import AccumulateGrad
 from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "grad_and_value", "vjp"]
+__all__ = ["grad", "grad_and_value", "vjp", "vmap", "functional_call", "stack_module_state",
+           "batching_rule_coverage"]
+
+_batching.install()
+_randomness.install()
+
+
+def batching_rule_coverage():
+    """Beyond PyTorch: how vmap handles each aten overload (out= variants left out).
+
+    A dict: ``"rule"`` maps ops with a batching rule to the family it comes from;
+    ``"decomposition"`` lists CompositeImplicitAutograd ops (batched through the ops they call);
+    ``"randomness"`` lists random ops (governed by vmap's ``randomness``); ``"fallback"`` lists
+    the ops that run once per sample with the performance warning."""
+    return _batching.coverage()
 
 
 def _is_tensor(x):
@@ -38,16 +65,68 @@ def _check_argnums(argnums, n_args):
     return nums
 
 
+def _add_level(x, layer):
+    """``x`` batched at ``layer`` too: an expanded view along a new batch dim, inserted below
+    the levels higher than ``layer`` so wrappers stay ordered by level."""
+    if x.__class__ is BatchedTensor and x._level > layer.level:
+        from .._functorch.batched_tensor import make_batched
+        return make_batched(_add_level(x._value, layer), x._bdim, x._level)
+    from .._functorch.batched_tensor import make_batched
+    return make_batched(x.unsqueeze(0).expand(layer.batch_size, *x.shape), 0, layer.level)
+
+
+def _levels(x):
+    out = set()
+    while x.__class__ is BatchedTensor:
+        out.add(x._level)
+        x = x._value
+    return out
+
+
 def _wrap_inputs(tree):
     """Flatten a pytree of tensors into fresh tensors that require grad (views of the caller's
-    tensors that require grad, so an enclosing graph stays connected)."""
+    tensors that require grad, so an enclosing graph stays connected). Returns the logical
+    inputs, the physical leaves autograd differentiates, and the spec."""
     leaves, spec = tree_flatten(tree)
-    wrapped = []
+    layers = vmap_layers()
+    wrapped, leaves_phys = [], []
     for x in leaves:
         if not _is_tensor(x):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
-        wrapped.append(x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True))
-    return wrapped, spec
+        have = _levels(x)
+        for layer in layers:
+            if layer.level not in have:
+                x = _add_level(x, layer)
+        p = physical(x)
+        leaf = p.view_as(p) if p.requires_grad else p.detach().requires_grad_(True)
+        leaves_phys.append(leaf)
+        wrapped.append(wrap_like(x, leaf))
+    return wrapped, leaves_phys, spec
+
+
+def _ones_cotangent(out):
+    """The cotangent of a (per-sample scalar) output: ones over its physical tensor."""
+    p = physical(out)
+    return p, p.new_ones(p.shape) if out.__class__ is BatchedTensor else None
+
+
+def _align_to(c, template):
+    """Cotangent ``c`` laid out like ``physical(template)``: batched at the same levels with
+    the same batch dims (expanding levels ``c`` lacks)."""
+    while template.__class__ is BatchedTensor:
+        level = template._level
+        if c.__class__ is BatchedTensor and c._level == level:
+            v, bd = c._value, c._bdim
+        else:
+            if c.__class__ is BatchedTensor and c._level > level:
+                raise RuntimeError("vjp: a cotangent is batched at a vmap level its output is "
+                                   "not batched at")
+            size = template._value._size[template._bdim]
+            v, bd = c.unsqueeze(0).expand(size, *c.shape), 0
+        if bd != template._bdim:
+            v = v.movedim(bd, template._bdim)
+        c, template = v, template._value
+    return c
 
 
 def _depends_on_outer(tensors, own):
@@ -82,11 +161,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
     ``(scalar, aux)`` with ``has_aux``)."""
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
-        with enable_grad():
+        with enable_grad(), push_grad():
             args = list(args)
-            flat, specs = {}, {}
+            flat, phys, specs = {}, {}, {}
             for a in nums:
-                flat[a], specs[a] = _wrap_inputs(args[a])
+                flat[a], phys[a], specs[a] = _wrap_inputs(args[a])
                 args[a] = tree_unflatten(flat[a], specs[a])
             out = func(*args, **kwargs)
             aux = None
@@ -102,14 +181,16 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"scalar Tensor, got tensor with {out.dim()} dims. Maybe you "
                                    f"wanted to use the vjp or jacrev APIs instead?")
-            inputs = [x for a in nums for x in flat[a]]
-            if out.requires_grad:
-                gs = _autograd_grad(out, inputs, create_graph=True, allow_unused=True)
+            logical = [x for a in nums for x in flat[a]]
+            inputs = [x for a in nums for x in phys[a]]
+            out_phys, ones = _ones_cotangent(out)
+            if out_phys.requires_grad:
+                gs = _autograd_grad(out_phys, inputs, ones, create_graph=True, allow_unused=True)
             else:
                 gs = (None,) * len(inputs)
         gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, inputs)]
-        gs = _finish(gs, inputs)
-        value = _finish([out], inputs)[0]
+        gs = [wrap_like(x, g) for x, g in zip(logical, _finish(gs, inputs))]
+        value = wrap_like(out, _finish([out_phys], inputs)[0])
         grads, k = [], 0
         for a in nums:
             n = len(flat[a])
@@ -135,8 +216,8 @@ def grad(func, argnums=0, has_aux=False):
 def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` returns one gradient per primal
     (a tuple), and can be called any number of times."""
-    with enable_grad():
-        flat, spec = _wrap_inputs(tuple(primals))
+    with enable_grad(), push_grad():
+        flat, phys, spec = _wrap_inputs(tuple(primals))
         out = func(*tree_unflatten(flat, spec))
         aux = None
         if has_aux:
@@ -155,17 +236,19 @@ def vjp(func, *primals, has_aux=False):
         if len(cts) != len(outs):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
                                "pytree structure of outputs to the function.")
-        pairs = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
+        pairs = [(physical(o), _align_to(c, o)) for o, c in zip(outs, cts) if o.requires_grad]
         with enable_grad():
             if pairs:
-                gs = _autograd_grad(tuple(o for o, _ in pairs), flat, tuple(c for _, c in pairs),
+                gs = _autograd_grad(tuple(o for o, _ in pairs), phys, tuple(c for _, c in pairs),
                                     retain_graph=True, create_graph=True, allow_unused=True)
             else:
-                gs = (None,) * len(flat)
-        gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, flat)]
-        return tree_unflatten(_finish(gs, flat + cts), spec)
+                gs = (None,) * len(phys)
+        gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, phys)]
+        gs = _finish(gs, phys + [physical(c) for c in cts])
+        return tree_unflatten([wrap_like(x, g) for x, g in zip(flat, gs)], spec)
 
-    result = tree_unflatten(_finish(outs, flat), out_spec)
+    result = tree_unflatten([wrap_like(o, p) for o, p in
+                             zip(outs, _finish([physical(o) for o in outs], phys))], out_spec)
     if has_aux:
         return result, vjp_fn, aux
     return result, vjp_fn
