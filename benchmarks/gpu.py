@@ -1,6 +1,10 @@
 """ember on a GPU beside PyTorch, from one run (issue 16's figures). Run where a GPU is lent:
 
-    python benchmarks/cuda.py [--quick] [--json FILE]
+    python benchmarks/gpu.py [--quick] [--json FILE]
+
+(Not ``benchmarks/cuda.py``: a script's folder comes first on ``sys.path``, and a ``cuda.py``
+there would shadow the ``cuda`` package that CuPy and cuda-bindings import, for every script in
+the folder.)
 
 Each case is timed the same way for both libraries: warm-up calls, then the median of timed
 repetitions, each ended by a device synchronize. Cases: ``mm`` 4096³ in fp32, tf32 and bf16;
@@ -17,9 +21,6 @@ import sys
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# This file's name would shadow the ``cuda`` package CuPy imports: take its folder (which Python
-# puts first on the path of a script) off the path, and put the repository on.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.join(_HERE, ".."))
 
 
