@@ -26,19 +26,11 @@ import warnings
 from .._core import strides as _st
 from .._dispatch import dispatcher as _d
 from .._dispatch.keys import K
+from .._core.dtype import bool_ as _BOOL
+from .._ops.overload import ops
 from .batched_tensor import BatchedTensor, make_batched, raise_data_dependent, raise_item
 
-from .._core.dtype import bool_ as _BOOL
-
-_aten = None
-
-
-def aten():
-    global _aten
-    if _aten is None:
-        from .._ops.overload import ops
-        _aten = ops.aten
-    return _aten
+aten = ops.aten  # ops resolve when called
 
 
 # qualname -> where its rule comes from ("pointwise", "reduction", "manual", ...)
@@ -88,7 +80,7 @@ def front(x, level):
     if x.__class__ is BatchedTensor and x._level == level:
         v, bd = x._value, x._bdim
         if bd:
-            v = aten().movedim.int._call(v, bd, 0)
+            v = aten.movedim.int._call(v, bd, 0)
         return v, True
     return x, False
 
@@ -109,14 +101,14 @@ def materialize(x, level, size):
     v, b = front(x, level)
     if b:
         return v
-    return aten().expand.default._call(aten().unsqueeze.default._call(x, 0),
+    return aten.expand.default._call(aten.unsqueeze.default._call(x, 0),
                                        (size,) + tuple(x._size), False)
 
 
 def pad(v, logical_rank, rank):
     """Insert size-1 dims after the batch dim so the logical rank becomes ``rank``."""
     for _ in range(rank - logical_rank):
-        v = aten().unsqueeze.default._call(v, 1)
+        v = aten.unsqueeze.default._call(v, 1)
     return v
 
 
@@ -195,7 +187,7 @@ def pointwise_rule(entry):
                 r = a.dim()
                 if fix is not None and not r and a._dtype is not fix and \
                         a._dtype is not _BOOL and i != inplace:
-                    a = aten()._to_copy.default._call(a, fix, None, None, None, False, None)
+                    a = aten._to_copy.default._call(a, fix, None, None, None, False, None)
                 v, _ = front(a, level)
                 new[i] = pad(v, r, rank)
                 any_batched = True
@@ -235,7 +227,7 @@ def same_bdim_rule(entry):
 # Family: reductions (tag ``reduction``).
 
 def _full_reduction_rules():
-    a = aten()
+    a = aten
     # overload reducing every element -> (the dim overload, how to call it on (B, N))
     return {
         "aten::sum": lambda v, dtype=None: a.sum.dim_IntList._call(v, [1], False, dtype),
@@ -256,7 +248,7 @@ def _full_reduction_rules():
 
 
 def _flat(v, level_size):
-    return aten().reshape.default._call(v, (level_size, -1))
+    return aten.reshape.default._call(v, (level_size, -1))
 
 
 def full_reduction_rule(qualname, how):
@@ -301,9 +293,9 @@ def reduction_rule(entry):
             out = call(*new)
             if keepdim:
                 shape = (b,) + (1,) * r
-                out = out.__class__(aten().reshape.default._call(o, shape) for o in out) \
+                out = out.__class__(aten.reshape.default._call(o, shape) for o in out) \
                     if isinstance(out, (tuple, list)) else \
-                    aten().reshape.default._call(out, shape)
+                    aten.reshape.default._call(out, shape)
             return wrap(out, level)
         if isinstance(dim, (list, tuple)):
             new[di] = [wrap_dim(d, r) + 1 for d in dim]
@@ -407,11 +399,11 @@ def trailing_rule(entry, keep=None, tensors="self"):
             return self if writes else wrap(out, level)
         r = self.dim()
         lead = v._size[:1 + r - keep]
-        new[tpos[0]] = aten().reshape.default._call(v, (-1,) + v._size[1 + r - keep:])
+        new[tpos[0]] = aten.reshape.default._call(v, (-1,) + v._size[1 + r - keep:])
         out = call(*new)
 
         def unfold(o):
-            return aten().reshape.default._call(o, lead + o._size[1:])
+            return aten.reshape.default._call(o, lead + o._size[1:])
         if isinstance(out, (tuple, list)):
             return wrap(out.__class__(unfold(o) for o in out), level)
         return wrap(unfold(out), level)
@@ -449,7 +441,7 @@ def loop_fallback(op, args):
         a = args[w]
         if hasattr(a, "_keyset") and not (a.__class__ is BatchedTensor and a._level == level):
             inplace_error()
-    select = aten().select.int._call
+    select = aten.select.int._call
 
     def sample(a, i):
         if a.__class__ is BatchedTensor and a._level == level:
@@ -467,7 +459,7 @@ def loop_fallback(op, args):
 
 def _stack_results(results, level, name):
     first = results[0]
-    stack = aten().stack.default._call
+    stack = aten.stack.default._call
     if first is None:
         return None
     if isinstance(first, (tuple, list)):

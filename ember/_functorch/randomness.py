@@ -61,7 +61,7 @@ def randperm_kernel(entry):
             if layer.randomness == "same":
                 return call(*args)
             outs = [call(*args) for _ in range(layer.batch_size)]
-            out = aten().stack.default._call(outs, 0)
+            out = aten.stack.default._call(outs, 0)
         return make_batched(out, 0, layer.level)
     return random_randperm
 
@@ -79,7 +79,7 @@ def like_kernel(entry, target):
     """``rand_like(x)`` is ``rand(x.shape)`` with x's dtype and device: the factory's kernel
     then applies the mode."""
     name, overload, nscalars = target
-    factory = getattr(getattr(aten(), name), overload)._call
+    factory = getattr(getattr(aten, name), overload)._call
     n_args = len(entry.schema.arguments)
     names = [a.name for a in entry.schema.arguments]
 
@@ -112,11 +112,11 @@ def inplace_kernel(entry):
                     call(*new)
                 return self
             # one draw for a single sample (batched at the layers further out), then broadcast
-            sample = aten().select.int._call(self._value, self._bdim, 0)
+            sample = aten.select.int._call(self._value, self._bdim, 0)
             with hidden(layer):
-                tmp = aten().empty_like.default._call(sample, None, None, None, None, None)
+                tmp = aten.empty_like.default._call(sample, None, None, None, None, None)
                 call(tmp, *rest)
-            aten().copy_.default._call(self, tmp, False)
+            aten.copy_.default._call(self, tmp, False)
             return self
         if layer.randomness == "different":
             raise RuntimeError(
@@ -155,9 +155,9 @@ def tensor_input_kernel(entry):
         with hidden(layer):
             if multinomial and rank == 2:
                 x = new[0]
-                new[0] = aten().reshape.default._call(x, (-1, x._size[-1]))
+                new[0] = aten.reshape.default._call(x, (-1, x._size[-1]))
                 out = call(*new)
-                out = aten().reshape.default._call(out, x._size[:2] + out._size[-1:])
+                out = aten.reshape.default._call(out, x._size[:2] + out._size[-1:])
             else:
                 out = call(*new)
         return wrap(out, level)

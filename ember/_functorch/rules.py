@@ -22,7 +22,7 @@ def _view_rule(name, aliasing):
     """view/reshape and friends: the size gains the batch size. ``aliasing`` ops must return a
     view; when the batch dim had to move, the physical view may not exist where the logical
     one does, and a copy (as reshape makes) is returned instead."""
-    call = getattr(aten(), name).default._call
+    call = getattr(aten, name).default._call
 
     def view_batch_rule(self, size):
         level = self._level
@@ -35,13 +35,13 @@ def _view_rule(name, aliasing):
         except RuntimeError:
             if self._bdim == 0:
                 raise
-            return make_batched(aten().reshape.default._call(v, size), 0, level)
+            return make_batched(aten.reshape.default._call(v, size), 0, level)
     return view_batch_rule
 
 
 for _n, _alias in (("view", True), ("_unsafe_view", False), ("reshape", False),
                    ("view_copy", False), ("_reshape_copy", False), ("reshape_copy", False)):
-    if hasattr(aten(), _n):
+    if hasattr(aten, _n):
         rule(f"aten::{_n}", origin="view")(_view_rule(_n, _alias))
 
 
@@ -57,7 +57,7 @@ def expand_rule(self, size, implicit=False):
                            f"provided ({len(size)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({r})")
     v = pad(v, r, len(size))
-    return make_batched(aten().expand.default._call(v, (v._size[0],) + size, implicit), 0, level)
+    return make_batched(aten.expand.default._call(v, (v._size[0],) + size, implicit), 0, level)
 
 
 @rule("aten::permute", origin="view")
@@ -70,7 +70,7 @@ def permute_rule(self, dims):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {r} is not equal to len(dims) = {len(dims)}")
-    return make_batched(aten().permute.default._call(v, [0] + dims), 0, level)
+    return make_batched(aten.permute.default._call(v, [0] + dims), 0, level)
 
 
 @rule("aten::t", origin="view")
@@ -82,7 +82,7 @@ def t_rule(self):
     if r < 2:
         return make_batched(self._value, self._bdim, level)
     v, _ = front(self, level)
-    return make_batched(aten().transpose.int._call(v, 1, 2), 0, level)
+    return make_batched(aten.transpose.int._call(v, 1, 2), 0, level)
 
 
 @rule("aten::squeeze", origin="view")
@@ -90,7 +90,7 @@ def squeeze_rule(self):
     level = self._level
     dims = [d for d, s in enumerate(self._size) if s == 1]
     v, _ = front(self, level)
-    return make_batched(aten().squeeze.dims._call(v, [d + 1 for d in dims]), 0, level)
+    return make_batched(aten.squeeze.dims._call(v, [d + 1 for d in dims]), 0, level)
 
 
 @rule("aten::flatten.using_ints", origin="view")
@@ -103,12 +103,12 @@ def flatten_rule(self, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     v, _ = front(self, level)
-    return make_batched(aten().flatten.using_ints._call(v, s + 1, e + 1), 0, level)
+    return make_batched(aten.flatten.using_ints._call(v, s + 1, e + 1), 0, level)
 
 
 def _flat0(self):
     v, _ = front(self, self._level)
-    return aten().reshape.default._call(v, (v._size[0], 1))
+    return aten.reshape.default._call(v, (v._size[0], 1))
 
 
 def _inplace_view(functional):
@@ -121,11 +121,11 @@ def _inplace_view(functional):
 
 
 for _q, _f in (("aten::squeeze_", lambda s: squeeze_rule(s)),
-               ("aten::squeeze_.dim", lambda s, d: aten().squeeze.dim._call(s, d)),
-               ("aten::squeeze_.dims", lambda s, d: aten().squeeze.dims._call(s, d)),
-               ("aten::unsqueeze_", lambda s, d: aten().unsqueeze.default._call(s, d)),
+               ("aten::squeeze_.dim", lambda s, d: aten.squeeze.dim._call(s, d)),
+               ("aten::squeeze_.dims", lambda s, d: aten.squeeze.dims._call(s, d)),
+               ("aten::unsqueeze_", lambda s, d: aten.unsqueeze.default._call(s, d)),
                ("aten::t_", lambda s: t_rule(s)),
-               ("aten::transpose_", lambda s, a, b: aten().transpose.int._call(s, a, b)),
+               ("aten::transpose_", lambda s, a, b: aten.transpose.int._call(s, a, b)),
                ("aten::as_strided_", None)):
     if _f is not None:
         rule(_q, origin="view")(_inplace_view(_f))
@@ -135,7 +135,7 @@ for _q, _f in (("aten::squeeze_", lambda s: squeeze_rule(s)),
 def contiguous_rule(self, memory_format=None):
     level = self._level
     v, _ = front(self, level)
-    return make_batched(aten().clone.default._call(v, None) if not v.is_contiguous() else v,
+    return make_batched(aten.clone.default._call(v, None) if not v.is_contiguous() else v,
                         0, level)
 
 
@@ -149,19 +149,19 @@ def repeat_rule(self, repeats):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
     v = pad(v, r, len(repeats))
-    return make_batched(aten().repeat.default._call(v, (1,) + repeats), 0, level)
+    return make_batched(aten.repeat.default._call(v, (1,) + repeats), 0, level)
 
 
 @rule("aten::roll", origin="dims")
 def roll_rule(self, shifts, dims=()):
     level = self._level
     if not dims:
-        flat = aten().flatten.using_ints._call(self, 0, -1)
-        out = aten().roll.default._call(flat, shifts, [0])
-        return aten().view.default._call(out, tuple(self._size))
+        flat = aten.flatten.using_ints._call(self, 0, -1)
+        out = aten.roll.default._call(flat, shifts, [0])
+        return aten.view.default._call(out, tuple(self._size))
     v, _ = front(self, level)
     r = self.dim()
-    return make_batched(aten().roll.default._call(v, shifts, [wrap_dim(d, r) + 1 for d in dims]),
+    return make_batched(aten.roll.default._call(v, shifts, [wrap_dim(d, r) + 1 for d in dims]),
                         0, level)
 
 
@@ -171,7 +171,7 @@ def _new_factory(name):
     def new_factory_rule(self, size, *rest):
         level = self._level
         b = self._value._size[self._bdim]
-        out = getattr(aten(), name).default._call(self._value, (b,) + tuple(size), *rest)
+        out = getattr(aten, name).default._call(self._value, (b,) + tuple(size), *rest)
         return make_batched(out, 0, level)
     return new_factory_rule
 
@@ -191,7 +191,7 @@ def copy_rule(self, src, non_blocking=False):
     s, sb = front(src, level)
     if sb:
         s = pad(s, src.dim(), self.dim())
-    aten().copy_.default._call(v, s, non_blocking)
+    aten.copy_.default._call(v, s, non_blocking)
     return self
 
 
@@ -212,10 +212,10 @@ def _mm_like(a, b, level):
     if ba and not bb and rb == 2 and ra == 2:
         # (B, n, k) @ (k, m): fold the batch into the rows, one mm
         n, k = va._size[1:]
-        out = aten().mm.default._call(aten().reshape.default._call(va, (-1, k)), vb)
-        return make_batched(aten().view.default._call(out, (va._size[0], n, vb._size[1])), 0,
+        out = aten.mm.default._call(aten.reshape.default._call(va, (-1, k)), vb)
+        return make_batched(aten.view.default._call(out, (va._size[0], n, vb._size[1])), 0,
                             level)
-    return make_batched(aten().matmul.default._call(va, vb), 0, level)
+    return make_batched(aten.matmul.default._call(va, vb), 0, level)
 
 
 def _check_2d(name, a, b):
@@ -249,13 +249,13 @@ def matmul_rule(self, other):
     if ra == 0 or rb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{ra}D and {rb}D")
-    a = aten().unsqueeze.default._call(self, 0) if ra == 1 else self
-    b = aten().unsqueeze.default._call(other, 1) if rb == 1 else other
+    a = aten.unsqueeze.default._call(self, 0) if ra == 1 else self
+    b = aten.unsqueeze.default._call(other, 1) if rb == 1 else other
     out = _mm_like(a, b, level)
     if rb == 1:
-        out = aten().squeeze.dim._call(out, -1)
+        out = aten.squeeze.dim._call(out, -1)
     if ra == 1:
-        out = aten().squeeze.dim._call(out, -2 if rb != 1 else -1)
+        out = aten.squeeze.dim._call(out, -2 if rb != 1 else -1)
     return out
 
 
@@ -269,7 +269,7 @@ def dot_rule(self, other):
     if self.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.dim()}D and {other.dim()}D "
                            f"tensors")
-    return aten().sum.default._call(aten().mul.Tensor._call(self, other), None)
+    return aten.sum.default._call(aten.mul.Tensor._call(self, other), None)
 
 
 @rule("aten::addmm", origin="matmul")
@@ -289,12 +289,12 @@ def baddbmm_rule(self, batch1, batch2, beta=1, alpha=1):
 
 @rule("aten::addbmm", origin="matmul")
 def addbmm_rule(self, batch1, batch2, beta=1, alpha=1):
-    prod = aten().sum.dim_IntList._call(bmm_rule(batch1, batch2), [0], False, None)
+    prod = aten.sum.dim_IntList._call(bmm_rule(batch1, batch2), [0], False, None)
     return _add_scaled(self, prod, beta, alpha)
 
 
 def _add_scaled(self, prod, beta, alpha):
-    a = aten()
+    a = aten
     if alpha != 1:
         prod = a.mul.Scalar._call(prod, alpha)
     if beta == 0:  # self is ignored (its NaNs too), as in PyTorch
@@ -306,7 +306,7 @@ def _add_scaled(self, prod, beta, alpha):
 
 @rule("aten::linear", origin="matmul")
 def linear_rule(input, weight, bias=None):
-    a = aten()
+    a = aten
     out = matmul_rule(input, a.t.default._call(weight) if weight.dim() == 2 else weight)
     if bias is not None:
         out = a.add.Tensor._call(out, bias, 1)
@@ -318,7 +318,7 @@ def linear_rule(input, weight, bias=None):
 @rule("aten::convolution", origin="convolution")
 def convolution_rule(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                      groups):
-    a = aten()
+    a = aten
     level = level_of((input, weight, bias))
     conv = a.convolution.default._call
     wb = _batched(weight, level)
@@ -353,7 +353,7 @@ def convolution_rule(input, weight, bias, stride, padding, dilation, transposed,
 
 @rule("aten::native_layer_norm", origin="normalization")
 def layer_norm_rule(input, normalized_shape, weight, bias, eps):
-    a = aten()
+    a = aten
     level = level_of((input, weight, bias))
     v, ib = front(input, level)
     if not ib:
@@ -373,7 +373,7 @@ def layer_norm_rule(input, normalized_shape, weight, bias, eps):
 
 @rule("aten::native_batch_norm", origin="normalization")
 def batch_norm_rule(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    a = aten()
+    a = aten
     args = (input, weight, bias, running_mean, running_var)
     level = level_of(args)
     b = batch_size(args, level)
@@ -417,14 +417,14 @@ def batch_norm_rule(input, weight, bias, running_mean, running_var, training, mo
 
 
 def _unflat(t, b, c, level):
-    return make_batched(aten().view.default._call(t, (b, c)), 0, level)
+    return make_batched(aten.view.default._call(t, (b, c)), 0, level)
 
 
 # -- embedding --------------------------------------------------------------------------------
 
 @rule("aten::embedding", origin="manual")
 def embedding_rule(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    a = aten()
+    a = aten
     level = level_of((weight, indices))
     emb = a.embedding.default._call
     if not _batched(weight, level):
@@ -446,7 +446,7 @@ def embedding_rule(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sp
 # -- losses: written over logical ops, which batch through their own rules ---------------------
 
 def _nll_parts(self, target, weight, ignore_index):
-    a = aten()
+    a = aten
     cdim = 0 if self.dim() == 1 else 1
     mask = a.ne.Scalar._call(target, ignore_index)
     safe = a.where.ScalarOther._call(mask, target, 0)
@@ -461,7 +461,7 @@ def _nll_parts(self, target, weight, ignore_index):
 
 @rule("aten::nll_loss_forward", origin="loss")
 def nll_loss_forward_rule(self, target, weight, reduction, ignore_index):
-    a = aten()
+    a = aten
     _check_nll(self, target)
     cdim, mask, safe, picked, w = _nll_parts(self, target, weight, ignore_index)
     losses = a.neg.default._call(a.mul.Tensor._call(picked, w))
@@ -486,7 +486,7 @@ def _check_nll(self, target):
 @rule("aten::nll_loss_backward", origin="loss")
 def nll_loss_backward_rule(grad_output, self, target, weight, reduction, ignore_index,
                            total_weight):
-    a = aten()
+    a = aten
     cdim, mask, safe, picked, w = _nll_parts(self, target, weight, ignore_index)
     g = a.neg.default._call(a.mul.Tensor._call(w, grad_output))
     if reduction == 1:
@@ -500,7 +500,7 @@ def nll_loss_backward_rule(grad_output, self, target, weight, reduction, ignore_
 
 @rule("aten::index_select", origin="indexing")
 def index_select_rule(self, dim, index):
-    a = aten()
+    a = aten
     level = level_of((self, index))
     r = self.dim()
     d = wrap_dim(dim, r) if r else 0
@@ -524,7 +524,7 @@ def index_select_rule(self, dim, index):
 
 @rule("aten::index.Tensor", origin="indexing")
 def index_rule(self, indices):
-    a = aten()
+    a = aten
     level = level_of((self, indices))
     given = [i for i, t in enumerate(indices) if t is not None]
     adjacent = given == list(range(given[0], given[-1] + 1)) if given else True
@@ -561,7 +561,7 @@ _ALPHA = 1.7580993408473766
 def dropout_impl(input, p, train, feature=False, alpha=False):
     """ATen's _dropout_impl over logical ops: a Bernoulli(1-p) mask (per element, or per
     feature map) scales the input; alpha dropout keeps the SELU mean and variance."""
-    a = aten()
+    a = aten
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not train or p == 0 or input.numel() == 0:
@@ -589,7 +589,7 @@ def dropout_impl(input, p, train, feature=False, alpha=False):
 # -- elementwise losses: the unreduced loss is pointwise; the reduction is per sample ----------
 
 def _reduce(loss, reduction):
-    a = aten()
+    a = aten
     if reduction == 1:
         return a.mean.default._call(loss, None)
     if reduction == 2:
@@ -631,7 +631,7 @@ def _elementwise_loss_backward(name):
     ri = [a.name for a in entry.schema.arguments].index("reduction")
 
     def loss_backward_rule(grad_output, self, *rest):
-        a = aten()
+        a = aten
         reduction = rest[ri - 2]
         new = list(rest)
         new[ri - 2] = 0
@@ -645,8 +645,8 @@ def _elementwise_loss_backward(name):
 
 
 for _n in ("mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"):
-    if hasattr(aten(), _n):
+    if hasattr(aten, _n):
         rule(f"aten::{_n}", origin="loss")(_elementwise_loss(_n))
 for _n in ("mse_loss_backward", "binary_cross_entropy_backward"):
-    if hasattr(aten(), _n):
+    if hasattr(aten, _n):
         rule(f"aten::{_n}", origin="loss")(_elementwise_loss_backward(_n))
