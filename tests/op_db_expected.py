@@ -68,10 +68,6 @@ EXPECTED = {
         'Failed: DID NOT RAISE Exception',
     'complex:errors':
         'Unresolved: ember.complex is missing',
-    'empty_permuted:errors':
-        'Unresolved: ember.empty_permuted is missing',
-    'empty_permuted:forward':
-        'Unresolved: ember.empty_permuted is missing',
     'gather:errors':
         'Failed: DID NOT RAISE RuntimeError',
     'gradient:errors':
@@ -166,8 +162,6 @@ EXPECTED = {
         'IndexError: Dimension out of range (expected to be in range of [-3, 2], but got 3)',
     'native_dropout_backward:forward':
         "wrong values: AssertionError: dtype ember.int64, PyTorch torch.float32 assert 'int64' == 'float32' - float32",
-    'new_empty_strided:forward':
-        "AttributeError: 'Tensor' object has no attribute 'new_empty_strided'",
     'nn.functional.adaptive_avg_pool2d:errors':
         'RuntimeError: adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [2, 2]',
     'nn.functional.adaptive_avg_pool3d:errors':
@@ -236,14 +230,10 @@ EXPECTED = {
         'NotImplementedError: "im2col_out_cpu" not implemented for \'Bool\'',
     'nn.functional.upsample_bilinear:forward':
         'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
-    'nonzero_static:forward':
-        'Unresolved: ember.nonzero_static is missing',
     'pca_lowrank:forward':
         "AttributeError: module 'ember' has no attribute 'pca_lowrank'",
     'pca_lowrank:gradient':
         "AttributeError: module 'ember' has no attribute 'pca_lowrank'",
-    'resize_as_:forward':
-        "AttributeError: module 'ember' has no attribute 'resize_as_'",
     'sparse.mm.reduce:forward':
         'Unresolved: no ember twin for <built-in function _sparse_mm>',
     'sparse.mm.reduce:gradient':
@@ -272,10 +262,6 @@ EXPECTED = {
         'Unresolved: ember._scaled_mm is missing',
     'torch._scaled_mm_v2:forward':
         'Unresolved: ember._scaled_mm_v2 is missing',
-    'torch.ops.aten._safe_softmax.default:forward':
-        'Unresolved: ember.ops.aten._safe_softmax is missing',
-    'torch.ops.aten._safe_softmax.default:gradient':
-        'Unresolved: ember.ops.aten._safe_softmax is missing',
     'unsafe_chunk:forward':
         'Unresolved: ember.unsafe_chunk is missing',
     'unsafe_chunk:gradient':

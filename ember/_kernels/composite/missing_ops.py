@@ -1,5 +1,6 @@
 """Decompositions added for issue 18, written in ember ops: addr (beta * self + alpha *
-outer(vec1, vec2)), the functional fill, resolve_neg and sum_to_size."""
+outer(vec1, vec2)), the functional fill, resolve_neg, sum_to_size, nonzero_static, resize_as_,
+new_empty_strided, empty_permuted and _safe_softmax."""
 from ..._ops.overload import ops
 
 _aten = ops.aten
@@ -47,4 +48,57 @@ def sum_to_size(self, size):
     return sum_to(self, size)
 
 
-__all__ = ["addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size"]
+def nonzero_static(self, size, fill_value=-1):
+    """``nonzero`` with a fixed number of rows: truncated to ``size``, or padded with
+    ``fill_value`` rows (what compiled code can allocate before it knows the data)."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"size: {size}")
+    found = _aten.nonzero.default._call(self)
+    n, ndim = found.size(0), found.size(1)
+    if n >= size:
+        return _aten.slice.Tensor._call(found, 0, 0, size, 1).clone()
+    pad = _aten.full.default._call([size - n, ndim], fill_value, found._dtype, None,
+                                   found._device, None)
+    return _aten.cat.default._call([found, pad], 0)
+
+
+def resize_as_(self, the_template, memory_format=None):
+    return _aten.resize_.default._call(self, list(the_template._size), memory_format)
+
+
+def new_empty_strided(self, size, stride, dtype=None, layout=None, device=None,
+                      pin_memory=None):
+    return _aten.empty_strided.default._call(size, stride, dtype or self._dtype, layout,
+                                             device or self._device, pin_memory)
+
+
+def empty_permuted(size, physical_layout, dtype=None, layout=None, device=None,
+                   pin_memory=None):
+    """An empty tensor of logical ``size`` whose memory holds the dims in ``physical_layout``
+    order (the last one fastest)."""
+    size, order = list(size), list(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; got {len(size)} and {len(order)}"
+                           if len(order) != len(size) else
+                           f"physical_layout must be a permutation of the dims; got {order}")
+    stride = [0] * len(size)
+    step = 1
+    for d in reversed(order):
+        stride[d] = step
+        step *= max(size[d], 1)
+    return _aten.empty_strided.default._call(size, stride, dtype, layout, device, pin_memory)
+
+
+def _safe_softmax(self, dim, dtype=None):
+    """softmax, with rows that are all -inf (fully masked attention rows) giving 0, not NaN."""
+    out = _aten._softmax.default._call(self if dtype is None else
+                                       _aten._to_copy.default._call(self, dtype), dim, False)
+    masked = _aten.all.dim._call(_aten.eq.Scalar._call(self, float("-inf")), dim, True)
+    zero = _aten.zeros.default._call([], out._dtype, None, out._device, None)
+    return _aten.where.self._call(masked, zero, out)
+
+
+__all__ = ["addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
+           "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax"]
