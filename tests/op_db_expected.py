@@ -262,12 +262,4 @@ EXPECTED = {
         'Unresolved: ember._scaled_mm is missing',
     'torch._scaled_mm_v2:forward':
         'Unresolved: ember._scaled_mm_v2 is missing',
-    'unsafe_chunk:forward':
-        'Unresolved: ember.unsafe_chunk is missing',
-    'unsafe_chunk:gradient':
-        'Unresolved: ember.unsafe_chunk is missing',
-    'unsafe_split:forward':
-        'Unresolved: ember.unsafe_split is missing',
-    'unsafe_split:gradient':
-        'Unresolved: ember.unsafe_split is missing',
 }

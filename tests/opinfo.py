@@ -432,7 +432,8 @@ _add("matmul.default", matmul_samples, ("float32", "float64", "int64"), None, "m
 _ELSEWHERE = {
     "checked against PyTorch's own OpInfo database (tests/test_op_db.py)": """
         _safe_softmax.default empty_permuted.default new_empty_strided.default
-        nonzero_static.default nonzero_static.out resize_as_.default""",
+        nonzero_static.default nonzero_static.out resize_as_.default unsafe_split.Tensor
+        unsafe_split_with_sizes.default unsafe_chunk.default""",
     "CUDA-only (the caching allocator's stream uses): tests/test_cuda.py": "record_stream.default",
     "pinned host memory (needs the accelerator's host allocator): tests/test_cuda_interop.py":
         "is_pinned.default pin_memory.default _pin_memory.default _pin_memory.out",

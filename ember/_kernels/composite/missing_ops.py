@@ -1,4 +1,5 @@
-"""Decompositions added for issue 18, written in ember ops: addr (beta * self + alpha *
+"""Decompositions added for issue 18, written in ember ops: the unsafe_split/unsafe_chunk family,
+addr (beta * self + alpha *
 outer(vec1, vec2)), the functional fill, resolve_neg, sum_to_size, nonzero_static, resize_as_,
 new_empty_strided, empty_permuted and _safe_softmax."""
 from ..._ops.overload import ops
@@ -100,5 +101,26 @@ def _safe_softmax(self, dim, dtype=None):
     return _aten.where.self._call(masked, zero, out)
 
 
-__all__ = ["addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
+def _unviewed(parts):
+    """The pieces as tensors over the same memory that autograd does not track as views
+    (PyTorch's ``unsafe_*`` ops: in-place changes to one piece are the caller's business)."""
+    from ..._tensor import make_tensor
+    return [make_tensor(t._storage, t._size, t._stride, t._offset, t._dtype, t._device)
+            for t in parts]
+
+
+def unsafe_split_Tensor(self, split_size, dim=0):
+    return _unviewed(_aten.split.Tensor._call(self, split_size, dim))
+
+
+def unsafe_split_with_sizes(self, split_sizes, dim=0):
+    return _unviewed(_aten.split_with_sizes.default._call(self, split_sizes, dim))
+
+
+def unsafe_chunk(self, chunks, dim=0):
+    sizes = [t.size(dim) for t in _aten.chunk.default._call(self, chunks, dim)]
+    return _aten.unsafe_split_with_sizes.default._call(self, sizes, dim)
+
+
+__all__ = ["unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
            "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax"]
