@@ -160,8 +160,6 @@ EXPECTED = {
         'Failed: DID NOT RAISE RuntimeError',
     'narrow_copy:errors':
         'IndexError: Dimension out of range (expected to be in range of [-3, 2], but got 3)',
-    'native_dropout_backward:forward':
-        "wrong values: AssertionError: dtype ember.int64, PyTorch torch.float32 assert 'int64' == 'float32' - float32",
     'nn.functional.adaptive_avg_pool2d:errors':
         'RuntimeError: adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [2, 2]',
     'nn.functional.adaptive_avg_pool3d:errors':
@@ -172,10 +170,6 @@ EXPECTED = {
         'RuntimeError: adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [2, 2, 2]',
     'nn.functional.bilinear:forward':
         "wrong values: AssertionError: dtype ember.int64, PyTorch torch.int32 assert 'int64' == 'int32' - int32",
-    'nn.functional.channel_shuffle:forward':
-        'Unresolved: ember.channel_shuffle is missing',
-    'nn.functional.channel_shuffle:gradient':
-        'Unresolved: ember.channel_shuffle is missing',
     'nn.functional.fractional_max_pool2d:forward':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool2d'",
     'nn.functional.fractional_max_pool2d:gradient':

@@ -433,7 +433,8 @@ _ELSEWHERE = {
     "checked against PyTorch's own OpInfo database (tests/test_op_db.py)": """
         _safe_softmax.default empty_permuted.default new_empty_strided.default
         nonzero_static.default nonzero_static.out resize_as_.default unsafe_split.Tensor
-        unsafe_split_with_sizes.default unsafe_chunk.default""",
+        unsafe_split_with_sizes.default unsafe_chunk.default channel_shuffle.default
+        native_channel_shuffle.default""",
     "CUDA-only (the caching allocator's stream uses): tests/test_cuda.py": "record_stream.default",
     "pinned host memory (needs the accelerator's host allocator): tests/test_cuda_interop.py":
         "is_pinned.default pin_memory.default _pin_memory.default _pin_memory.out",

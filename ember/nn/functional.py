@@ -1095,16 +1095,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 
 def channel_shuffle(input, groups):
-    n, c = input.shape[:2]
-    if c % groups:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
-                           f"and {groups} groups.")
-    rest = tuple(input.shape[2:])
-    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2) \
-        .reshape((n, c) + rest)
+    return _aten.channel_shuffle.default(input, groups)
 
 
-native_channel_shuffle = channel_shuffle
+def native_channel_shuffle(input, groups):
+    return _aten.native_channel_shuffle.default(input, groups)
 
 # convolution, pooling, resampling, padding, folding: the conv helper's module (when present)
 if importlib.util.find_spec(__name__.rpartition(".")[0] + "._functional_conv") is not None:

@@ -122,5 +122,25 @@ def unsafe_chunk(self, chunks, dim=0):
     return _aten.unsafe_split_with_sizes.default._call(self, sizes, dim)
 
 
-__all__ = ["unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
+def channel_shuffle(self, groups):
+    """Regroup the channels: (N, g, C/g, *) -> (N, C/g, g, *) -> (N, C, *) (ShuffleNet)."""
+    if self.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes [{', '.join(map(str, self._size))}]")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c, rest = self._size[0], self._size[1], list(self._size[2:])
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    grouped = _aten.reshape.default._call(self, [n, groups, c // groups] + rest)
+    swapped = _aten.transpose.int._call(grouped, 1, 2)
+    return _aten.reshape.default._call(swapped, [n, c] + rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+__all__ = ["channel_shuffle", "native_channel_shuffle", "unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
            "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax"]

@@ -18,6 +18,7 @@ from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
+from ..._core.promotion import result_type_of
 from ...random import generator_of
 from ._util import nd, wrap
 
@@ -820,13 +821,19 @@ def native_dropout(input, p, train):
     return _res(r, input._dtype), wrap(mask)
 
 
-def native_dropout_backward(grad_output, mask, scale):
+def dropout_backward_dtype(grad_output, mask, scale):
+    """grad * mask * scale promotes as PyTorch's kernel does: an integer gradient times the
+    float scale is a float tensor."""
     if mask._dtype is not D.bool_:
         raise RuntimeError(f"Mask should be Bool Scalar Type{mask._dtype._short}")
-    g = _arr(grad_output)
-    r = g * nd(mask)
+    return result_type_of((grad_output, float(scale)))
+
+
+def native_dropout_backward(grad_output, mask, scale):
+    dt = dropout_backward_dtype(grad_output, mask, scale)
+    r = _arr(grad_output).astype(dt._np) * nd(mask)
     r *= r.dtype.type(scale)
-    return _res(r, grad_output._dtype)
+    return _res(r, dt)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ def meta_native_dropout(input, p, train):
 
 
 def meta_native_dropout_backward(grad_output, mask, scale):
-    return _like(grad_output)
+    return _like(grad_output, _nn.dropout_backward_dtype(grad_output, mask, scale))
 
 
 def meta_mse_loss(self, target, reduction=1):
