@@ -34,10 +34,20 @@ class dtype:
     def to_real(self):
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
+    @property
+    def _cpp(self):
+        """c10's (caffe2 TypeMeta) name for the type, as ATen's messages print it."""
+        return _CPP_NAMES.get(self._short, self._short)
+
     def to_complex(self):
         return {"float32": complex64, "float64": complex128, "float16": complex64,
                 "bfloat16": complex64}.get(self.name, self)
 
+
+_CPP_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "Short": "short int",
+              "Int": "int", "Long": "long int", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
+              "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
+              "ComplexDouble": "c10::complex<double>"}
 
 bool_ = dtype("bool", np.bool_, BOOL, False, "Bool")
 uint8 = dtype("uint8", np.uint8, INTEGRAL, False, "Byte")

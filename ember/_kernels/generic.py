@@ -85,6 +85,16 @@ def _check_overlap(outs, inputs):
 # ATen's own out= kernels of these ops refuse any overlap between an output and an input (they
 # read inputs while writing), beyond TensorIterator's rule for pointwise ops
 _OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue", "bernoulli"}
+# Ops whose out= must have self's dtype exactly (ATen checks it before anything else)
+_OUT_SAME_DTYPE = {"gather"}
+
+
+def _check_same_dtype(outs, inputs):
+    self = inputs[0]
+    for o in outs:
+        if o._dtype is not self._dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {self._dtype._cpp}, but got "
+                               f"{o._dtype._cpp} instead")
 
 
 def _check_no_overlap(outs, inputs):
@@ -100,15 +110,16 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     nout = len(op._schema.returns)
     opname = op._schema.name
     fargs = op._schema.arguments
-    check = _check_overlap if pointwise else \
-        _check_no_overlap if opname in _OUT_NO_OVERLAP else None
+    checks = [_check_overlap] if pointwise else \
+        [_check_same_dtype] * (opname in _OUT_SAME_DTYPE) + \
+        [_check_no_overlap] * (opname in _OUT_NO_OVERLAP)
     out_names = None
     if out_qualname is not None:
         out_names = [a.name for a in _overload(out_qualname)._schema.arguments][:-nout]
     if out_names is None or out_names == [a.name for a in fargs]:
         def out_kernel(*args):
             outs = args[-nout:]
-            if check is not None:
+            for check in checks:
                 check(outs, args[:-nout])
             result = op._call(*args[:-nout])
             results = (result,) if nout == 1 else tuple(result)

@@ -71,6 +71,9 @@ def is_number(v):
     return v.__class__ in NUMBER_TYPES or (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
 
 
+_INTEGRAL = _dt.INTEGRAL
+
+
 def is_int(v):
     if v.__class__ is int:
         return True
@@ -78,7 +81,8 @@ def is_int(v):
         return False
     try:
         operator.index(v)
-        return not hasattr(v, "_keyset") or (v.numel() == 1 and not v.is_floating_point())
+        # a one-element tensor counts only if integral (not bool, float or complex), as PyTorch
+        return not hasattr(v, "_keyset") or (v.numel() == 1 and v._dtype._category == _INTEGRAL)
     except TypeError:
         return False
 

@@ -37,17 +37,11 @@ class SDPAParams:
 
 SDPAParams.__module__ = "ember.backends.cuda"
 
-# c10's names for scalar types in these messages (caffe2 TypeMeta names)
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16", "int32": "int", "int64": "long int", "int16": "short int",
-              "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 _FLASH_CPU_DTYPES = ("float32", "float64", "bfloat16", "float16")
 
 
 def _dtname(t):
-    name = str(t.dtype).rpartition(".")[2]
-    return _CPP_NAMES.get(name, name)
+    return t.dtype._cpp
 
 
 def _sizes(t):

@@ -10,11 +10,6 @@ from ..._core.blas import matmul as _matmul
 from ._util import nd, wrap
 
 # C++ type names PyTorch prints in mm's dtype-mismatch message
-_C_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "Short": "short int",
-            "Int": "int", "Long": "long int", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
-            "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
-            "ComplexDouble": "c10::complex<double>"}
-
 
 def _x(shape):
     return "x".join(map(str, shape))
@@ -36,7 +31,7 @@ def check_mm(self, mat2, first="self"):
                            f"{_x(mat2._size)})")
     if self._dtype is not mat2._dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_C_NAMES[self._dtype._short]} != {_C_NAMES[mat2._dtype._short]}")
+                           f"{self._dtype._cpp} != {mat2._dtype._cpp}")
     _no_bool(self._dtype)
     return (self._size[0], mat2._size[1])
 

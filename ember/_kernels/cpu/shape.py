@@ -315,6 +315,8 @@ def index_fill_int_Tensor(self, dim, index, value):
 
 def _masked_fill(self, mask, value, value_t=None):
     shape = R.check_masked_fill(self, mask, value_t, None if value_t is not None else value)
+    if not self._dtype.is_complex and np.iscomplexobj(value):
+        value = np.real(value)  # an imaginary part of 0 (anything else failed the check)
     r = np.broadcast_to(nd(self), shape).copy()
     r[np.broadcast_to(nd(mask), shape)] = value
     return wrap(r)
@@ -325,6 +327,10 @@ def masked_fill_Scalar(self, mask, value):
 
 
 def masked_fill_Tensor(self, mask, value):
+    if value._dtype.is_complex and not self._dtype.is_complex and value.dim() == 0:
+        # the value is read as a scalar of self's type: an imaginary part cannot fit
+        from ..meta.factory import check_fits
+        check_fits(complex(nd(value)), self._dtype)
     return _masked_fill(self, mask, nd(value), value)
 
 
