@@ -25,7 +25,7 @@ import numpy as np
 from ... import library
 from ..._core import strides as _st
 from ..._core.device import CPU, device as _device
-from ..._core.storage import UntypedStorage
+from ..._core.dtype import get_default_dtype
 from ..._dispatch.keys import K, bit
 from ..._tensor import Tensor, empty_tensor, make_tensor
 
@@ -50,7 +50,6 @@ def _device_of(dev):
 
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
-    from ..._core.dtype import get_default_dtype
     _check_not_pinned(pin_memory)
     dev = _device_of(device)
     dtype = dtype or get_default_dtype()
@@ -63,7 +62,6 @@ def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=N
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
-    from ..._core.dtype import get_default_dtype
     _check_not_pinned(pin_memory)
     dev = _device_of(device)
     with _cuda().device(dev.index):
@@ -150,8 +148,9 @@ class _Staging:
     """The host side of one fallback call: a CPU tensor for each CUDA tensor argument, sharing
     one host buffer per device storage (so views of one storage stay views of one buffer)."""
 
-    def __init__(self, rt):
+    def __init__(self, rt, stream):
         self.rt = rt
+        self.stream = stream  # the copies are ordered with the op's stream
         self.buffers = {}  # id(device storage) -> (device storage, host uint8 array)
 
     def host_buffer(self, storage):
@@ -164,7 +163,7 @@ class _Staging:
             else:
                 buf = np.empty(n, np.uint8)
                 if n:
-                    self.rt.memcpy_dtoh(buf, ptr, 0)
+                    self.rt.memcpy_dtoh(buf, ptr, self.stream)
             entry = self.buffers[id(storage)] = (storage, buf)
         return entry[1]
 
@@ -182,7 +181,7 @@ class _Staging:
         if not self.rt.simulated:
             _, buf = self.buffers[id(storage)]
             if buf.nbytes:
-                self.rt.memcpy_htod(storage.data_ptr(), buf, 0)
+                self.rt.memcpy_htod(storage.data_ptr(), buf, self.stream)
 
     def device_view_of(self, h):
         """If CPU result ``h`` lies in one of the staged buffers, the same view on the device
@@ -204,8 +203,9 @@ def host_array(t):
     """``(array, staged)``: CUDA tensor ``t``'s elements as a NumPy array — on the simulated
     device a view of its memory (``staged`` False), on a GPU a host copy (``staged`` True: writes
     to it reach the device only through a copy back)."""
-    rt = _cuda()._lazy_init()
-    staging = _Staging(rt)
+    cuda = _cuda()
+    rt = cuda._lazy_init()
+    staging = _Staging(rt, cuda.streams.current_stream_handle(t._device.index))
     h = staging.host_tensor(t)
     return h._nd(), not rt.simulated
 
@@ -247,7 +247,7 @@ def host_kernel_fallback(op, *args, **kwargs):
     schema = op._schema
     dev = _common_device(args, kwargs)
     stream = cuda.streams.current_stream_handle(dev.index)
-    staging = _Staging(rt)
+    staging = _Staging(rt, stream)
 
     def host(v, arg):
         if isinstance(v, Tensor):
