@@ -651,3 +651,15 @@ def test_saved_tensors_in_formula_order(torch):
             x * y
         order[lib.__name__] = seen
     assert order["ember"] == order["torch"]
+
+
+def test_resize_of_a_tensor_that_requires_grad_is_refused():
+    """PyTorch's manual autograd kernel of resize_ (and resize_as_, which decomposes to it)."""
+    for t in (ember.ones(3, requires_grad=True), ember.ones(3, requires_grad=True) * 2):
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            t.resize_(2)
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            t.resize_as_(ember.ones(2))
+    y = ember.ones(2)
+    y.resize_as_(ember.ones(2, 3))
+    assert y.shape == (2, 3)

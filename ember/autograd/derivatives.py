@@ -664,10 +664,25 @@ def install(lib):
             lib.impl(qual, _generate_kernel(entry, (), entry.schema.arguments, None), "Autograd",
                      _kind=_d.KEYSET, _debug="autograd kernel: never records (no derivative)")
             never_recorded.add(qual)
+    # PyTorch's hand-written autograd kernel of resize_ (VariableTypeManual.cpp): a tensor that
+    # requires grad may not change size; resize_as_ decomposes to resize_.
+    resize = _d.get_entry("aten::resize_")
+    lib.impl("aten::resize_", _resize_kernel(resize), "Autograd", _kind=_d.KEYSET,
+             _debug="autograd kernel of resize_ (manual, as PyTorch's)")
     fallback = _d.Kernel(_autograd_fallback, _d.BOXED_KEYSET,
                          "autograd fallback (ember/autograd/derivatives.py)")
     for key in AUTOGRAD_KEYS:
         _d.register_fallback(key, fallback)
+
+
+def _resize_kernel(entry):
+    below_autograd = below(K.AutogradOther)
+
+    def resize_(ks, self, size, memory_format=None):
+        if self._requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        return entry.redispatch(ks & below_autograd, self, size, memory_format)
+    return resize_
 
 
 def _arg_sig(schema):
