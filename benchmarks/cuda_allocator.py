@@ -56,25 +56,6 @@ def time_pairs(alloc, free, size, n, sync):
     return (time.perf_counter() - t) / n * 1e6
 
 
-def curves(trace):
-    allocated = reserved = 0
-    out = []
-    for e in trace:
-        a = e["action"]
-        if a == "alloc":
-            allocated += e["size"]
-        elif a == "free_completed":
-            allocated -= e["size"]
-        elif a in ("segment_alloc", "segment_map"):
-            reserved += e["size"]
-        elif a in ("segment_free", "segment_unmap"):
-            reserved -= e["size"]
-        else:
-            continue
-        out.append((allocated, reserved))
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="benchmarks/out")
@@ -127,6 +108,7 @@ def main():
     for name, snap in (("ember", e_snap), ("torch", t_snap)):
         with open(os.path.join(args.out, f"{name}_trace.pickle"), "wb") as f:
             pickle.dump(snap, f)
+    from ember.cuda._memory_viz import curves
     ec, tc = curves(e_snap["device_traces"][0]), curves(t_snap["device_traces"][0])
     result["events"] = {"ember": len(ec), "torch": len(tc)}
     result["peak_reserved_MiB"] = {"ember": max(r for _, r in ec) / MiB,

@@ -161,19 +161,29 @@ def mlp(seed):
                          nn.Linear(16, 3))
 
 
-def check_ddp(rank, W):
+def mse_steps(model, x, y, steps):
+    """``steps`` of SGD (lr 0.1) on the mean squared error; returns the model."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return model
+
+
+def mlp_data(rank, W):
+    """The full batch every rank knows, and this rank's shard of it."""
     B = 4 * W
     torch.manual_seed(123)
     X, Y = torch.randn(B, 5), torch.randn(B, 3)
-    lo, hi = rank * (B // W), (rank + 1) * (B // W)
+    return X, Y, slice(rank * (B // W), (rank + 1) * (B // W))
 
-    # reference: one process, full batch
-    ref = mlp(0)
-    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    for _ in range(5):
-        opt.zero_grad()
-        nn.functional.mse_loss(ref(X), Y).backward()
-        opt.step()
+
+def check_ddp(rank, W):
+    X, Y, shard = mlp_data(rank, W)
+    lo, hi = shard.start, shard.stop
+    B = 4 * W
+    ref = mse_steps(mlp(0), X, Y, 5)  # reference: one process, full batch
 
     # DDP from a different initialization on each rank (rank 0's wins); tiny buckets so that
     # there are several, launched while backward goes on, and rebuilt after step 1
@@ -305,22 +315,9 @@ def check_cuda(rank, W):
     out = torch.empty(W * 3, device="cuda")
     dist.all_gather_into_tensor(out, torch.full((3,), float(rank), device="cuda"))
     eq(out.cpu(), torch.arange(W).repeat_interleave(3).float(), "all_gather_into_tensor (cuda)")
-    B = 4 * W
-    torch.manual_seed(123)
-    X, Y = torch.randn(B, 5), torch.randn(B, 3)
-    lo, hi = rank * (B // W), (rank + 1) * (B // W)
-    ref = mlp(0)
-    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    for _ in range(3):
-        opt.zero_grad()
-        nn.functional.mse_loss(ref(X), Y).backward()
-        opt.step()
-    model = DDP(mlp(0).cuda())
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(3):
-        opt.zero_grad()
-        nn.functional.mse_loss(model(X[lo:hi].cuda()), Y[lo:hi].cuda()).backward()
-        opt.step()
+    X, Y, shard = mlp_data(rank, W)
+    ref = mse_steps(mlp(0), X, Y, 3)
+    model = mse_steps(DDP(mlp(0).cuda()), X[shard].cuda(), Y[shard].cuda(), 3)
     for (n, p), q in zip(model.module.named_parameters(), ref.parameters()):
         assert p.is_cuda
         eq(p.detach().cpu(), q.detach(), f"DDP on cuda {n}", atol=1e-6)

@@ -19,8 +19,8 @@ def cuda_device():
     not asked for), else the simulated device, started for the module and forgotten after it so
     that later modules see this machine as it is (no CUDA)."""
     import ember
-    from ember.cuda import _runtime
-    if not _runtime.simulated() and ember.cuda.device_count() > 0:
+    from helpers import real_gpu
+    if real_gpu():
         yield "gpu"
         return
     saved = os.environ.get("EMBER_CUDA_SIMULATE")

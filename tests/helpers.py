@@ -4,6 +4,13 @@ import numpy as np
 import ember
 
 
+def real_gpu():
+    """Whether a real GPU (CuPy) is here and the simulation is not asked for: the CUDA test
+    modules then run on it instead of the simulated device."""
+    from ember.cuda import _runtime
+    return not _runtime.simulated() and ember.cuda.device_count() > 0
+
+
 def to_torch_dtype(torch, d):
     return getattr(torch, d.name)
 

@@ -11,15 +11,13 @@ import pytest
 
 import ember
 from ember.cuda import _runtime
+from helpers import real_gpu
 
-_REAL_GPU = not _runtime.simulated() and ember.cuda.device_count() > 0
+_REAL_GPU = real_gpu()
 sim_only = pytest.mark.skipif(_REAL_GPU, reason="steers the simulated device")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _on_cuda(cuda_device):
-    """Every test here runs with a CUDA device (tests/conftest.py)."""
-    yield
+pytestmark = pytest.mark.usefixtures("cuda_device")  # the GPU or the simulated device
 
 
 # ---------------------------------------------------------------------------------------------

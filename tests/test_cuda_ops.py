@@ -9,20 +9,16 @@ import pytest
 
 import ember
 from ember._tensor import make_tensor
-from ember.cuda import _runtime
-from helpers import assert_same
+from helpers import assert_same, real_gpu
 from opinfo import OPS
 from test_ops import _ids, _tol, ember_args, overload
 
-_REAL_GPU = not _runtime.simulated() and ember.cuda.device_count() > 0
+_REAL_GPU = real_gpu()
 # Arguments PyTorch requires on the CPU even when the op runs on CUDA (by position).
 _CPU_ARGS = {"tensor_split.tensor_indices_or_sections": (1,)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _on_cuda(cuda_device):
-    """Every test here runs with a CUDA device (tests/conftest.py)."""
-    yield
+pytestmark = pytest.mark.usefixtures("cuda_device")  # the GPU or the simulated device
 
 
 def _to_cuda(x, storages):

@@ -99,7 +99,7 @@ def segment_plot(snapshot, width=900):
     return "\n".join(out)
 
 
-def _curves(trace):
+def curves(trace):
     """(allocated, reserved) bytes after each event of one device's trace."""
     allocated = reserved = 0
     points = []
@@ -126,7 +126,7 @@ def trace_plot(snapshot, device=0, width=900, height=320):
     zero at the oldest recorded event."""
     traces = snapshot.get("device_traces", [])
     trace = traces[device] if device < len(traces) else []
-    pts = _curves(trace)
+    pts = curves(trace)
     top = max((max(a, r) for a, r in pts), default=1) or 1
     left, bottom, pw, ph = 70, height - 30, width - 90, height - 60
     n = max(len(pts) - 1, 1)

@@ -12,15 +12,10 @@ from .. import autograd
 from .._tensor import Tensor
 from ..overrides import DisableTorchFunctionSubclass
 from . import _caching_allocator
-from .streams import Stream, current_stream, stream as _stream_ctx
+from .streams import Stream, _rt, current_stream, stream as _stream_ctx
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
            "make_graphed_callables"]
-
-def _rt():
-    from . import _lazy_init  # ember.cuda imports this module: resolved at call time
-    return _lazy_init()
-
 
 def graph_pool_handle():
     """An opaque id for a memory pool that several graphs may share (``pool=``)."""
@@ -197,7 +192,7 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
     results = []
     for i, c in enumerate(callables):
         fn = _graphed(fwd_graphs[i], bwd_graphs[i], static_inputs[i], static_outputs[i],
-                      static_grad_outputs[i], static_grad_inputs[i], len(sample_args[i]))
+                      static_grad_outputs[i], static_grad_inputs[i])
         if isinstance(c, Module):
             def forward(*args, _fn=fn, _params=params[i], _module=c, _orig=c.forward):
                 if _module.training:
@@ -250,7 +245,7 @@ class _ReplayCounter:
 
 
 def _graphed(fwd_graph, bwd_graph, static_inputs, static_outputs, static_grad_outputs,
-             static_grad_inputs, n_user_args):
+             static_grad_inputs):
     """The autograd.Function that replays one callable's graphs."""
     single = len(static_outputs) == 1
     replays = _ReplayCounter()
