@@ -23,3 +23,4 @@ from .api import *  # noqa: F401,F403
 from .foreach import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .missing_ops import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
