@@ -22,10 +22,6 @@ EXPECTED = {
         'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
     '_batch_norm_with_update:gradient':
         'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
-    '_chunk_cat:errors':
-        'Unresolved: ember._chunk_cat is missing',
-    '_chunk_cat:forward':
-        'Unresolved: ember._chunk_cat is missing',
     '_native_batch_norm_legit:forward':
         'Unresolved: ember._native_batch_norm_legit is missing',
     '_native_batch_norm_legit:gradient':
@@ -38,14 +34,6 @@ EXPECTED = {
         'Unresolved: ember.segment_reduce is missing',
     '_segment_reduce.offsets:gradient':
         'Unresolved: ember.segment_reduce is missing',
-    '_unsafe_masked_index:forward':
-        'Unresolved: ember._unsafe_masked_index is missing',
-    '_unsafe_masked_index:gradient':
-        'Unresolved: ember._unsafe_masked_index is missing',
-    '_unsafe_masked_index_put_accumulate:forward':
-        'Unresolved: ember._unsafe_masked_index_put_accumulate is missing',
-    '_unsafe_masked_index_put_accumulate:gradient':
-        'Unresolved: ember._unsafe_masked_index_put_accumulate is missing',
     'amax:errors':
         'ValueError: maximum supported dimension for an ndarray is currently 64, found 65',
     'amin:errors':
@@ -86,22 +74,6 @@ EXPECTED = {
         'Unresolved: ember.histogramdd is missing',
     'index_add:errors':
         'IndexError: index_add_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality (1), destination dimensi',
-    'index_reduce.amax:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amax:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amin:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amin:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.mean:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.mean:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.prod:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.prod:gradient':
-        'Unresolved: ember.index_reduce is missing',
     'jiterator_2inputs_2outputs:forward':
         'Unresolved: no ember twin for <torch.cuda.jiterator._JittedFunction object at 0x7ff5a2e38b50>',
     'jiterator_4inputs_with_extra_args:forward':
