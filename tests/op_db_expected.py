@@ -58,12 +58,6 @@ EXPECTED = {
         'Unresolved: ember.complex is missing',
     'gather:errors':
         'Failed: DID NOT RAISE RuntimeError',
-    'gradient:errors':
-        'Unresolved: ember.gradient is missing',
-    'gradient:forward':
-        'Unresolved: ember.gradient is missing',
-    'gradient:gradient':
-        'Unresolved: ember.gradient is missing',
     'hash_tensor:forward':
         'Unresolved: ember.hash_tensor is missing',
     'histogram:forward':

@@ -279,7 +279,156 @@ def _unsafe_masked_index_put_accumulate(self, mask, indices, values):
     kept = _aten.masked_fill.Scalar._call(values, _aten.logical_not.default._call(mask), 0)
     return _aten.index_put.default._call(self, clamped, kept, True)
 
+
+# -- gradient: central differences inside, one-sided (first or second order) at the edges ----
+def _check_gradient(self, spacing_size, dims, edge_order):
+    if self._dtype is D.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if spacing_size is not None and dims is None and spacing_size != self.dim():
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a "
+                           f"list of length equal to 'self.dim() = {self.dim()}', since dim "
+                           f"argument was not given, but got a list of length {spacing_size}")
+    if spacing_size is not None and dims is not None and spacing_size != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a spacing "
+                           f"argument of length {spacing_size} and a dim argument of length "
+                           f"{len(dims)}.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dims is not None:
+        seen = set()
+        for d in dims:
+            w = _wrap(d, self.dim())
+            if w in seen:
+                raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+            seen.add(w)
+    for d in (range(self.dim()) if dims is None else dims):
+        if self._size[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+
+
+def _slice(t, d, start, end=None):
+    return _aten.slice.Tensor._call(t, d, start, end, 1)
+
+
+def _gradient_uniform(self, spacing, dims, edge_order):
+    """Scalar spacing per dim (ATen's ``gradient_helper_float``)."""
+    out = []
+    for d, h in zip(dims, spacing):
+        d = _wrap(d, self.dim())
+        sub, mul = _aten.sub.Tensor._call, _aten.mul.Tensor._call
+
+        def term(c, a, b=None):
+            return mul(_slice(self, d, a, b), c)
+        center = sub(_slice(self, d, 2), _slice(self, d, 0, -2), 1)
+        if edge_order == 1:
+            first = sub(_slice(self, d, 1, 2), _slice(self, d, 0, 1), 1)
+            last = sub(_slice(self, d, -1), _slice(self, d, -2, -1), 1)
+        else:
+            first = _aten.add.Tensor._call(sub(term(-1.5, 0, 1), term(-2, 1, 2), 1),
+                                           term(-0.5, 2, 3), 1)
+            last = _aten.add.Tensor._call(sub(term(0.5, -3, -2), term(2, -2, -1), 1),
+                                          term(1.5, -1), 1)
+        parts = [_aten.div.Tensor._call(first, h), _aten.div.Tensor._call(
+            _aten.div.Tensor._call(center, 2), h), _aten.div.Tensor._call(last, h)]
+        out.append(_aten.cat.default._call(parts, d))
+    return out
+
+
+def _gradient_coordinates(self, coordinates, dims, edge_order):
+    """Coordinates per dim: non-uniform second-order differences (ATen's ``gradient_helper``)."""
+    for c in coordinates:
+        if c._device != self._device:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device, "
+                               f"but got devices {self._device} and {c._device}!")
+    add, sub, mul, div = (_aten.add.Tensor._call, _aten.sub.Tensor._call,
+                          _aten.mul.Tensor._call, _aten.div.Tensor._call)
+    out = []
+    for d, coords in zip(dims, coordinates):
+        if coords.dim() != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
+                               f"dimension, but got an element with {coords.dim()} dimensions!")
+        d = _wrap(d, self.dim())
+        shape = [1] * self.dim()
+        shape[d] = -1
+        dx = _aten.diff.default._call(coords, 1, 0, None, None)
+        dx1, dx2 = _slice(dx, 0, 0, -1), _slice(dx, 0, 1)
+
+        def along(t):
+            return _aten.reshape.default._call(t, shape)
+        a = along(div(mul(dx2, -1), mul(dx1, add(dx1, dx2, 1))))
+        b = along(div(sub(dx2, dx1, 1), mul(dx1, dx2)))
+        c = along(div(dx1, mul(dx2, add(dx1, dx2, 1))))
+        center = add(add(mul(a, _slice(self, d, 0, -2)), mul(b, _slice(self, d, 1, -1)), 1),
+                     mul(c, _slice(self, d, 2)), 1)
+        h0, h1 = _aten.select.int._call(dx, 0, 0), _aten.select.int._call(dx, 0, 1)
+        hl, hm = _aten.select.int._call(dx, 0, -1), _aten.select.int._call(dx, 0, -2)
+        if edge_order == 1:
+            first = div(sub(_slice(self, d, 1, 2), _slice(self, d, 0, 1), 1), h0)
+            last = div(sub(_slice(self, d, -1), _slice(self, d, -2, -1), 1), hl)
+        else:
+            s01, sml = add(h0, h1, 1), add(hl, hm, 1)
+            ca = div(mul(add(mul(h0, 2.0), h1, 1), -1), mul(h0, s01))
+            cb = div(s01, mul(h0, h1))
+            cc = div(mul(h0, -1), mul(h1, s01))
+            first = add(add(mul(ca, _slice(self, d, 0, 1)), mul(cb, _slice(self, d, 1, 2)), 1),
+                        mul(cc, _slice(self, d, 2, 3)), 1)
+            ca = div(hl, mul(hm, sml))
+            cb = div(mul(sml, -1), mul(hl, hm))
+            cc = div(add(mul(hl, 2), hm, 1), mul(hl, sml))
+            last = add(add(mul(ca, _slice(self, d, -3, -2)), mul(cb, _slice(self, d, -2, -1)), 1),
+                       mul(cc, _slice(self, d, -1)), 1)
+        out.append(_aten.cat.default._call([first, center, last], d))
+    return out
+
+
+def _all_dims(self, dim):
+    return list(range(self.dim())) if dim is None else [dim]
+
+
+def gradient_scalarint(self, spacing=None, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    steps = [1.0 if spacing is None else spacing] * len(dims)
+    _check_gradient(self, None if spacing is None else len(steps),
+                    None if dim is None else dims, edge_order)
+    return _gradient_uniform(self, steps, dims, edge_order)
+
+
+def gradient_scalararray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(dim), dim, edge_order)
+    return _gradient_uniform(self, [spacing] * len(dim), dim, edge_order)
+
+
+def gradient_array(self, dim, edge_order=1):
+    _check_gradient(self, len(dim), dim, edge_order)
+    return _gradient_uniform(self, [1.0] * len(dim), dim, edge_order)
+
+
+def gradient_scalarrayint(self, spacing, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    _check_gradient(self, len(spacing), None if dim is None else dims, edge_order)
+    return _gradient_uniform(self, spacing, dims, edge_order)
+
+
+def gradient_scalarrayarray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(spacing), dim, edge_order)
+    return _gradient_uniform(self, spacing, dim, edge_order)
+
+
+def gradient_tensorarrayint(self, spacing, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    _check_gradient(self, len(spacing), None if dim is None else dims, edge_order)
+    return _gradient_coordinates(self, spacing, dims, edge_order)
+
+
+def gradient_tensorarray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(spacing), dim, edge_order)
+    return _gradient_coordinates(self, spacing, dim, edge_order)
+
 __all__ = ["channel_shuffle", "native_channel_shuffle", "unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
            "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax", "index_reduce",
            "index_reduce_", "_chunk_cat", "_unsafe_masked_index",
-           "_unsafe_masked_index_put_accumulate"]
+           "_unsafe_masked_index_put_accumulate", "gradient_scalarint", "gradient_scalararray",
+           "gradient_array", "gradient_scalarrayint", "gradient_scalarrayarray",
+           "gradient_tensorarrayint", "gradient_tensorarray"]
