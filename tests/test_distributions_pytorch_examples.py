@@ -1,16 +1,18 @@
 """PyTorch's own distribution test cases as the oracle: the ``_get_examples()`` and
-``_get_bad_examples()`` lists of PyTorch's test/distributions/test_distributions.py.
+``_get_bad_examples()`` lists of PyTorch's test/distributions/test_distributions.py, and the KL
+pairs of its ``TestKL.setUp`` (finite and infinite examples).
 
 The installed torch wheel does not ship that file (there is no
 ``torch.testing._internal.distributions``), so the test reads it from
 ``$EMBER_PYTORCH_DISTRIBUTION_TESTS`` (the file's path) or from a PyTorch source checkout next
-to the imported torch, takes just those two functions out of it (``ast``; the rest of the file
-is never run), builds every example in torch and, from the same converted parameters, in
+to the imported torch, takes just those functions out of it (``ast``; the rest of the file is
+never run), builds every example in torch and, from the same converted parameters, in
 ember, and compares batch/event shapes, sample shape and support, mean, mode, variance,
 stddev, entropy, log_prob, cdf, icdf and enumerate_support. Every bad example must raise
-ValueError in ember as in PyTorch. Differences are listed in ``EXPECTED_FAILURES`` with their
+ValueError in ember as in PyTorch, and every KL pair must give PyTorch's value. Differences are listed in ``EXPECTED_FAILURES`` with their
 reasons; one that stops failing fails the test, so the table stays true."""
 import ast
+import contextlib
 import inspect
 import math
 import os
@@ -38,23 +40,63 @@ def _source_path():
     return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
 
 
+@contextlib.contextmanager
+def _validation(on):
+    """PyTorch's and ember's default validate_args set to ``on`` for the block."""
+    saved_t, saved_e = torch.distributions.Distribution._validate_args, \
+        ED.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(on)
+    ED.Distribution.set_default_validate_args(on)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(saved_t)
+        ED.Distribution.set_default_validate_args(saved_e)
+
+
+class _SetUpBase:
+    """Stands in for TestKL's unittest base class: only its setUp runs."""
+
+    def setUp(self):
+        pass
+
+
+def _kl_setup_class(tree):
+    """TestKL with its setUp alone, on a base that does nothing else."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "TestKL":
+            body = [n for n in node.body if isinstance(n, ast.FunctionDef) and
+                    n.name == "setUp"]
+            return [ast.ClassDef(name="TestKL", bases=[ast.Name("_SetUpBase", ast.Load())],
+                                 keywords=[], body=body, decorator_list=[], type_params=[])]
+    return []
+
+
 def _load_examples():
-    """(examples, bad_examples) from PyTorch's test file, or None when it is not here."""
+    """(examples, bad_examples, kl) from PyTorch's test file, or None when it is not here;
+    kl is the setUp'd TestKL (finite_examples, infinite_examples)."""
     path = _source_path()
     if path is None:
         return None
     tree = ast.parse(path.read_text(), str(path))
     wanted = [n for n in tree.body
               if isinstance(n, ast.FunctionDef) and n.name in ("_get_examples",
-                                                                "_get_bad_examples")]
+                                                                "_get_bad_examples",
+                                                                "pairwise")]
+    wanted += _kl_setup_class(tree)
     namespace = {"torch": torch, "math": math, "inf": math.inf, "nan": math.nan,
-                 "Example": namedtuple("Example", ["Dist", "params"])}
+                 "Example": namedtuple("Example", ["Dist", "params"]),
+                 "_SetUpBase": _SetUpBase}
     namespace.update({n: getattr(torch.distributions, n) for n in torch.distributions.__all__})
     namespace.update({n: getattr(torch.distributions.transforms, n)
                       for n in torch.distributions.transforms.__all__})
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(path), "exec"), namespace)
+    exec(compile(ast.fix_missing_locations(ast.Module(body=wanted, type_ignores=[])),
+                 str(path), "exec"), namespace)
     torch.manual_seed(0)  # the examples draw random parameters
-    return namespace["_get_examples"](), namespace["_get_bad_examples"]()
+    kl = namespace["TestKL"]()
+    with _validation(False):  # KL tests check formulas; some revisions' pairs are invalid
+        kl.setUp()
+    return namespace["_get_examples"](), namespace["_get_bad_examples"](), kl
 
 
 _LOADED = _load_examples()
@@ -62,7 +104,7 @@ if _LOADED is None:
     pytest.skip(f"PyTorch's test/distributions/test_distributions.py is not shipped with the "
                 f"installed torch {torch.__version__}: set {_ENV} to its path to run PyTorch's "
                 f"own distribution examples against ember", allow_module_level=True)
-EXAMPLES, BAD_EXAMPLES = _LOADED
+EXAMPLES, BAD_EXAMPLES, KL = _LOADED
 
 # (family, example index, what) -> why ember differs from PyTorch there. Keep it exact: an
 # entry that starts passing fails its test.
@@ -86,23 +128,44 @@ def to_ember(v):
     if isinstance(v, list):
         return [to_ember(x) for x in v]
     if isinstance(v, torch.distributions.Distribution):
-        return _rebuild(getattr(ED, type(v).__name__), v, lambda name: v.__dict__.get(name))
+        # a test's own subclass (TestKL's Binomial30) becomes the family it derives from
+        family = next(c for c in type(v).__mro__ if c.__module__.startswith(
+            "torch.distributions") and hasattr(ED, c.__name__))
+        return _rebuild(getattr(ED, family.__name__), v, lambda name: _ctor_value(v, name),
+                        family)
     if isinstance(v, torch.distributions.transforms.Transform):
         return _rebuild(getattr(ED.transforms, type(v).__name__), v,
                         lambda name: getattr(v, name, None))
     return v  # numbers, and the callables of the bad examples
 
 
-def _rebuild(cls, obj, lookup):
-    """``cls`` called with ``obj``'s constructor arguments, read back from its attributes
-    (the parameter a distribution was given is the one in its __dict__)."""
+def _ctor_value(dist, name):
+    """The constructor argument ``name`` of a torch distribution: the attribute it stored, or
+    a plain property over its state (Beta's concentrations, Chi2's df); lazily derived forms
+    (a MultivariateNormal's other two matrices) are left out."""
+    if name in dist.__dict__:
+        return dist.__dict__[name]
+    if isinstance(getattr(type(dist), name, None), property):
+        return getattr(dist, name)
+    return None
+
+
+def _rebuild(cls, obj, lookup, torch_cls=None):
+    """``cls`` called with ``obj``'s constructor arguments (those of ``torch_cls``, by
+    default its own class), read back from its attributes (the parameter a distribution was
+    given is the one in its __dict__)."""
     kwargs = {}
-    for name in inspect.signature(type(obj).__init__).parameters:
+    for name in inspect.signature((torch_cls or type(obj)).__init__).parameters:
         if name in ("self", "validate_args", "cache_size"):
             continue
         value = lookup(name)
         if value is not None:
             kwargs[name] = to_ember(value)
+    # the three matrix forms are exclusive; any one that has been computed is as good
+    matrices = [k for k in ("covariance_matrix", "precision_matrix", "scale_tril")
+                if k in kwargs]
+    for extra in matrices[1:]:
+        del kwargs[extra]
     if "probs" in kwargs and "logits" in kwargs:  # one was given, the other derived
         given = "probs" if obj.__dict__["probs"] is getattr(obj, "_param", None) else "logits"
         del kwargs["logits" if given == "probs" else "probs"]
@@ -197,13 +260,8 @@ def _ids(examples):
 @pytest.fixture(autouse=True)
 def _validate_args():
     # PyTorch's distribution tests run with validation on; so does this one, in both
-    saved_t, saved_e = torch.distributions.Distribution._validate_args, \
-        ED.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    ED.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(saved_t)
-    ED.Distribution.set_default_validate_args(saved_e)
+    with _validation(True):
+        yield
 
 
 @pytest.mark.parametrize("name,index,params", _ids(EXAMPLES),
@@ -239,3 +297,25 @@ def test_every_pytorch_family_has_an_example():
     names = {ex.Dist.__name__ for ex in EXAMPLES}
     assert len(names) >= 40
     assert all(hasattr(ED, n) for n in names)
+
+
+def _kl_ids(pairs):
+    return [f"{type(p).__name__}-{type(q).__name__}-{i}" for i, (p, q) in enumerate(pairs)]
+
+
+_FINITE = [(p, q) for (p, _), (_, q) in KL.finite_examples]
+
+
+@pytest.mark.parametrize("p,q", _FINITE, ids=_kl_ids(_FINITE))
+def test_pytorch_kl_finite_example(p, q):
+    expected = torch.distributions.kl_divergence(p, q)
+    with _validation(False):
+        got = ED.kl_divergence(to_ember(p), to_ember(q))
+    assert _same(got, expected) is None, _same(got, expected)
+
+
+@pytest.mark.parametrize("p,q", KL.infinite_examples, ids=_kl_ids(KL.infinite_examples))
+def test_pytorch_kl_infinite_example(p, q):
+    assert bool((torch.distributions.kl_divergence(p, q) == math.inf).all())
+    with _validation(False):
+        assert bool((ED.kl_divergence(to_ember(p), to_ember(q)) == math.inf).all())
