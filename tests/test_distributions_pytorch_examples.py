@@ -9,8 +9,9 @@ to the imported torch, takes just those functions out of it (``ast``; the rest o
 never run), builds every example in torch and, from the same converted parameters, in
 ember, and compares batch/event shapes, sample shape and support, mean, mode, variance,
 stddev, entropy, log_prob, cdf, icdf and enumerate_support. Every bad example must raise
-ValueError in ember as in PyTorch, and every KL pair must give PyTorch's value. Differences are listed in ``EXPECTED_FAILURES`` with their
-reasons; one that stops failing fails the test, so the table stays true."""
+ValueError in ember as in PyTorch, and every KL pair must give PyTorch's value. Differences
+are listed in ``EXPECTED_FAILURES`` with their reasons; one that stops failing fails the test,
+so the table stays true."""
 import ast
 import contextlib
 import inspect

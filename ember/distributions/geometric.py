@@ -1,4 +1,5 @@
-"""PyTorch's module path ``torch.distributions.geometric``: Geometric (defined in ``discrete.py``)."""
+"""PyTorch's module path ``torch.distributions.geometric``: Geometric
+(defined in ``discrete.py``)."""
 from .discrete import Geometric
 
 __all__ = ["Geometric"]
