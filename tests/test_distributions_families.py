@@ -293,3 +293,17 @@ def test_module_paths_match_torch(torch):
     assert Normal is ED.Normal and OneHotCategoricalStraightThrough.has_rsample
     assert sorted(set(TD.__all__) - set(ED.__all__)) == []
     assert math.isclose(float(Normal(0.0, 1.0).cdf(ember.tensor(0.0))), 0.5)
+
+
+def test_gaussian_kl_event_shape_errors_as_torch(torch):
+    def gaussians(mod, n):
+        D = mod.distributions
+        return (D.MultivariateNormal(mod.zeros(n), mod.eye(n)),
+                D.LowRankMultivariateNormal(mod.zeros(n), mod.ones(n, 1), mod.ones(n)))
+    for i in range(2):
+        for j in range(2):
+            with pytest.raises(ValueError) as t:
+                torch.distributions.kl_divergence(gaussians(torch, 2)[i], gaussians(torch, 3)[j])
+            with pytest.raises(ValueError) as e:
+                ED.kl_divergence(gaussians(ember, 2)[i], gaussians(ember, 3)[j])
+            assert str(e.value) == str(t.value)

@@ -221,10 +221,17 @@ def _kl_pareto_pareto(p, q):
 
 # ---- Gaussians ---------------------------------------------------------------------------
 
+def _event_shape_message(kind):
+    # PyTorch's text, with the run of spaces its line continuation leaves inside the string
+    return (f"KL-divergence between two {kind}Multivariate Normals with" + " " * 26
+            + "different event shapes cannot be computed")
+
+
 def _gaussian_kl(p, p_factor, p_log_det, q):
     """KL(p || q) for Gaussians, q a MultivariateNormal, p's covariance = A A^T (A given)."""
     if p.event_shape != q.event_shape:
-        raise ValueError(f"KL-divergence between two {'Low Rank ' if isinstance(p, LowRankMultivariateNormal) else ''}Multivariate Normals with different event shapes cannot be computed")
+        raise ValueError(_event_shape_message(
+            "(Low Rank) " if isinstance(p, LowRankMultivariateNormal) else ""))
     q_tril = q._unbroadcasted_scale_tril
     n = p.event_shape[0]
     batch = ember.broadcast_shapes(p_factor.shape[:-2], q_tril.shape[:-2])
@@ -269,8 +276,7 @@ def _lowrank_inverse_root(q):
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_lowrank_lowrank(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two Low Rank Multivariate Normals with "
-                         "different event shapes cannot be computed")
+        raise ValueError(_event_shape_message("Low Rank "))
     term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
     term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
     # trace(q_cov^-1 p_cov) = trace([qD^-1 - A^T A] (pD + pW pW^T))
@@ -285,8 +291,7 @@ def _kl_lowrank_lowrank(p, q):
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
 def _kl_mvn_lowrank(p, q):
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
-                         "different event shapes cannot be computed")
+        raise ValueError(_event_shape_message("(Low Rank) "))
     p_tril = p._unbroadcasted_scale_tril
     term1 = _lowrank_logdet(q) - 2 * _half_log_det(p_tril)
     term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
