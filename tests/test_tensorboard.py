@@ -195,3 +195,33 @@ def test_import_error_names_the_package(monkeypatch):
     with pytest.raises(ImportError, match="requires the `tensorboard` package.*pip install "
                                           "tensorboard"):
         importlib.import_module("ember.utils.tensorboard")
+
+
+def test_hparams_and_pr_curves_match_torch(torch, tmp_path):
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 100)
+    preds = rng.uniform(0, 1, 100)
+
+    def log(w, mod):
+        w.add_hparams({"lr": 0.1, "opt": "sgd", "bs": mod.tensor([32.0]), "flag": True},
+                      {"hparam/loss": 0.25}, hparam_domain_discrete={"opt": ["sgd", "adam"]},
+                      run_name="trial")
+        w.add_pr_curve("pr", mod.tensor(labels.tolist()), mod.tensor(preds.tolist()), 4,
+                       num_thresholds=11)
+        w.add_pr_curve_raw("pr_raw", [5, 3], [2, 1], [1, 2], [0, 2], [0.7, 0.75], [1.0, 0.6],
+                           5, num_thresholds=2)
+    e, t = _both(torch, tmp_path, log)
+    ea, ta = _read(e), _read(t)
+    for tag in ("pr", "pr_raw"):
+        (pe,), (pt,) = ea.Tensors(tag), ta.Tensors(tag)
+        assert pe.step == pt.step and pe.tensor_proto == pt.tensor_proto
+        assert ea.summary_metadata[tag] == ta.summary_metadata[tag]
+    eh, th = _read(e / "trial"), _read(t / "trial")
+    assert set(eh.summary_metadata) == set(th.summary_metadata) >= {
+        "_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info"}
+    for tag in ("_hparams_/experiment", "_hparams_/session_start_info",
+                "_hparams_/session_end_info"):
+        assert eh.summary_metadata[tag] == th.summary_metadata[tag]
+    assert [s.value for s in eh.Scalars("hparam/loss")] == [0.25]
+    with pytest.raises(TypeError, match="hparam_dict and metric_dict should be dictionary."):
+        SummaryWriter(str(tmp_path / "bad")).add_hparams([], {})

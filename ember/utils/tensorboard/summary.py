@@ -1,4 +1,5 @@
-"""Summary protobufs for each kind of logged value (scalar, histogram, image, text), built
+"""Summary protobufs for each kind of logged value (scalar, histogram, image, text,
+hyperparameters, precision-recall curves), built
 from ember tensors or NumPy arrays exactly as PyTorch builds them, so TensorBoard's plugins
 read them alike."""
 import io
@@ -15,7 +16,7 @@ import ember
 from ._utils import convert_to_HWC
 
 __all__ = ["make_np", "scalar", "histogram", "histogram_raw", "make_histogram", "image",
-           "make_image", "text"]
+           "make_image", "text", "hparams", "pr_curve", "pr_curve_raw", "compute_curve"]
 
 
 def make_np(x):
@@ -123,3 +124,116 @@ def text(tag, text):
                          tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]))
     return Summary(value=[Summary.Value(tag=tag + "/text_summary", metadata=smd,
                                         tensor=tensor)])
+
+
+def _hparam_info(name, dtype, domain):
+    """HParamInfo of one hyperparameter; ``domain`` is a struct ListValue or None."""
+    from tensorboard.plugins.hparams.api_pb2 import DataType, HParamInfo
+    return HParamInfo(name=name, type=DataType.Value(dtype), domain_discrete=domain)
+
+
+def _plugin_summary(tag, content):
+    from tensorboard.plugins.hparams.metadata import PLUGIN_DATA_VERSION, PLUGIN_NAME
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+    data = HParamsPluginData(version=PLUGIN_DATA_VERSION, **content)
+    smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name=PLUGIN_NAME, content=data.SerializeToString()))
+    return Summary(value=[Summary.Value(tag=tag, metadata=smd)])
+
+
+def hparams(hparam_dict=None, metric_dict=None, hparam_domain_discrete=None):
+    """The hparams plugin's three summaries (experiment, session start, session end) for one
+    run: ``hparam_dict`` values are numbers (bools count as numbers, as in PyTorch),
+    strings or one-element tensors; ``metric_dict``'s keys name the metrics."""
+    from google.protobuf import struct_pb2
+    from tensorboard.plugins.hparams.api_pb2 import Experiment, MetricInfo, MetricName, Status
+    from tensorboard.plugins.hparams.metadata import (EXPERIMENT_TAG, SESSION_END_INFO_TAG,
+                                                      SESSION_START_INFO_TAG)
+    from tensorboard.plugins.hparams.plugin_data_pb2 import SessionEndInfo, SessionStartInfo
+    if not isinstance(hparam_dict, dict):
+        raise TypeError("parameter: hparam_dict should be a dictionary, nothing logged.")
+    if not isinstance(metric_dict, dict):
+        raise TypeError("parameter: metric_dict should be a dictionary, nothing logged.")
+    hparam_domain_discrete = hparam_domain_discrete or {}
+    if not isinstance(hparam_domain_discrete, dict):
+        raise TypeError("parameter: hparam_domain_discrete should be a dictionary, nothing "
+                        "logged.")
+    for k, v in hparam_domain_discrete.items():
+        if (k not in hparam_dict or not isinstance(v, list)
+                or not all(isinstance(d, type(hparam_dict[k])) for d in v)):
+            raise TypeError(f"parameter: hparam_domain_discrete[{k}] should be a list of same "
+                            f"type as hparam_dict[{k}].")
+
+    def domain(k, field):
+        if k not in hparam_domain_discrete:
+            return None
+        return struct_pb2.ListValue(values=[struct_pb2.Value(**{field: d})
+                                            for d in hparam_domain_discrete[k]])
+
+    hps = []
+    ssi = SessionStartInfo()
+    for k, v in hparam_dict.items():
+        if v is None:
+            continue
+        if isinstance(v, (int, float)):
+            ssi.hparams[k].number_value = v
+            hps.append(_hparam_info(k, "DATA_TYPE_FLOAT64", domain(k, "number_value")))
+        elif isinstance(v, str):
+            ssi.hparams[k].string_value = v
+            hps.append(_hparam_info(k, "DATA_TYPE_STRING", domain(k, "string_value")))
+        elif isinstance(v, ember.Tensor):
+            ssi.hparams[k].number_value = make_np(v).reshape(-1)[0]
+            hps.append(_hparam_info(k, "DATA_TYPE_FLOAT64", None))
+        else:
+            raise ValueError("value should be one of int, float, str, bool, or torch.Tensor")
+    experiment = Experiment(hparam_infos=hps,
+                            metric_infos=[MetricInfo(name=MetricName(tag=k)) for k in metric_dict])
+    return (_plugin_summary(EXPERIMENT_TAG, {"experiment": experiment}),
+            _plugin_summary(SESSION_START_INFO_TAG, {"session_start_info": ssi}),
+            _plugin_summary(SESSION_END_INFO_TAG, {"session_end_info": SessionEndInfo(
+                status=Status.Value("STATUS_SUCCESS"))}))
+
+
+def _pr_curve_summary(tag, data, num_thresholds):
+    from tensorboard.plugins.pr_curve.plugin_data_pb2 import PrCurvePluginData
+    content = PrCurvePluginData(version=0, num_thresholds=num_thresholds).SerializeToString()
+    smd = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="pr_curves",
+                                                                 content=content))
+    tensor = TensorProto(dtype="DT_FLOAT", float_val=data.reshape(-1).tolist(),
+                         tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=n)
+                                                            for n in data.shape[:2]]))
+    return Summary(value=[Summary.Value(tag=tag, metadata=smd, tensor=tensor)])
+
+
+def compute_curve(labels, predictions, num_thresholds=None, weights=None):
+    """Rows TP, FP, TN, FN, precision, recall at ``num_thresholds`` evenly spaced thresholds
+    (a prediction counts as positive at every threshold up to its bucket)."""
+    minimum_count = 1e-7
+    if weights is None:
+        weights = 1.0
+    bucket_indices = np.int32(np.floor(predictions * (num_thresholds - 1)))
+    float_labels = labels.astype(np.float64)
+    histogram_range = (0, num_thresholds - 1)
+    tp_buckets, _ = np.histogram(bucket_indices, bins=num_thresholds, range=histogram_range,
+                                 weights=float_labels * weights)
+    fp_buckets, _ = np.histogram(bucket_indices, bins=num_thresholds, range=histogram_range,
+                                 weights=(1.0 - float_labels) * weights)
+    tp = np.cumsum(tp_buckets[::-1])[::-1]
+    fp = np.cumsum(fp_buckets[::-1])[::-1]
+    tn = fp[0] - fp
+    fn = tp[0] - tp
+    precision = tp / np.maximum(minimum_count, tp + fp)
+    recall = tp / np.maximum(minimum_count, tp + fn)
+    return np.stack((tp, fp, tn, fn, precision, recall))
+
+
+def pr_curve(tag, labels, predictions, num_thresholds=127, weights=None):
+    num_thresholds = min(num_thresholds, 127)  # more breaks the protobuf, as in PyTorch
+    data = compute_curve(labels, predictions, num_thresholds=num_thresholds, weights=weights)
+    return _pr_curve_summary(tag, data, num_thresholds)
+
+
+def pr_curve_raw(tag, tp, fp, tn, fn, precision, recall, num_thresholds=127, weights=None):
+    num_thresholds = min(num_thresholds, 127)
+    return _pr_curve_summary(tag, np.stack((tp, fp, tn, fn, precision, recall)),
+                             num_thresholds)

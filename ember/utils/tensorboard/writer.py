@@ -10,7 +10,8 @@ from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from ._fx_graph import graph
-from .summary import histogram, histogram_raw, image, scalar, text
+from .summary import (histogram, histogram_raw, hparams, image, make_np, pr_curve, pr_curve_raw,
+                      scalar, text)
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -57,7 +58,9 @@ class FileWriter:
 class SummaryWriter:
     """Logs to event files that TensorBoard reads: ``add_scalar``, ``add_scalars`` (one
     sub-run per key), ``add_histogram`` (``add_histogram_raw``), ``add_image``/``add_images``,
-    ``add_text``, ``add_graph`` (via ``ember.fx``). ``purge_step`` makes TensorBoard drop
+    ``add_text``, ``add_graph`` (via ``ember.fx``), ``add_hparams``, ``add_pr_curve``
+    (``add_pr_curve_raw``). Not here: embeddings, audio, video, figures, meshes and custom
+    scalar layouts. ``purge_step`` makes TensorBoard drop
     events logged at that step or later by an earlier run in the same directory."""
 
     def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10,
@@ -99,6 +102,22 @@ class SummaryWriter:
 
     def get_logdir(self):
         return self.log_dir
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
+                    global_step=None):
+        """Hyperparameters and their metrics for TensorBoard's HParams tab, in a sub-run
+        ``<log_dir>/<run_name>`` (default: the current time)."""
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        exp, ssi, sei = hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        if not run_name:
+            run_name = str(time.time())
+        logdir = os.path.join(self._get_file_writer().get_logdir(), run_name)
+        with SummaryWriter(log_dir=logdir) as w_hp:
+            for summary in (exp, ssi, sei):
+                w_hp.file_writer.add_summary(summary, global_step)
+            for k, v in metric_dict.items():
+                w_hp.add_scalar(k, v, global_step)
 
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
                    double_precision=False):
@@ -157,6 +176,22 @@ class SummaryWriter:
         ``ember.fx``; with ``input_to_model`` each node also records its output shape."""
         self._get_file_writer().add_graph(graph(model, input_to_model, verbose,
                                                 use_strict_trace))
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
+                     weights=None, walltime=None):
+        """A precision-recall curve of ``predictions`` (probabilities) against binary
+        ``labels``."""
+        labels, predictions = make_np(labels), make_np(predictions)
+        self._get_file_writer().add_summary(
+            pr_curve(tag, labels, predictions, num_thresholds, weights), global_step, walltime)
+
+    def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts,
+                         true_negative_counts, false_negative_counts, precision, recall,
+                         global_step=None, num_thresholds=127, weights=None, walltime=None):
+        self._get_file_writer().add_summary(
+            pr_curve_raw(tag, true_positive_counts, false_positive_counts,
+                         true_negative_counts, false_negative_counts, precision, recall,
+                         num_thresholds, weights), global_step, walltime)
 
     def flush(self):
         if self.all_writers is None:
