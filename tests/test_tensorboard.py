@@ -225,3 +225,29 @@ def test_hparams_and_pr_curves_match_torch(torch, tmp_path):
     assert [s.value for s in eh.Scalars("hparam/loss")] == [0.25]
     with pytest.raises(TypeError, match="hparam_dict and metric_dict should be dictionary."):
         SummaryWriter(str(tmp_path / "bad")).add_hparams([], {})
+
+
+class _Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: symbolic tracing cannot follow it
+            return self.fc(x).relu()
+        return self.fc(x)
+
+
+def test_add_graph_with_control_flow_records_one_run(tmp_path):
+    x = ember.ones(2, 3)
+    with SummaryWriter(str(tmp_path)) as w:
+        with pytest.warns(UserWarning, match="cannot trace _Branchy"):
+            w.add_graph(_Branchy(), x)
+    nodes = {n.name: n for n in _read(tmp_path).Graph().node}
+    ops = sorted(n.op for n in nodes.values())
+    assert "aten.addmm.default" in ops and "aten.relu.default" in ops  # the branch x took
+    assert nodes["output/output.1"].op == "IO Node"
+    assert [d.size for d in nodes["output/output.1"].attr["_output_shapes"].list.shape[0].dim] \
+        == [2, 4]
+    with pytest.raises(ember.fx.proxy.TraceError):
+        SummaryWriter(str(tmp_path / "none")).add_graph(_Branchy())  # no inputs to run

@@ -1,10 +1,14 @@
 """A module's graph as TensorBoard's ``GraphDef``, from ``ember.fx``: PyTorch records the graph
 with ``torch.jit.trace``; ember traces the module symbolically (``ember.fx.symbolic_trace``)
-and, given example inputs, runs it once under ``ShapeProp`` for each node's output shape.
+and, given example inputs, runs it once under ``ShapeProp`` for each node's output shape. A
+module symbolic tracing cannot follow (control flow on tensor values) is recorded instead as
+the aten-level graph of one run on the example inputs (``make_fx``), which is what tracing
+records too: the branches those inputs take.
 Nodes are named by module scope (``Net/Sequential[seq]/Linear[1]/seq_1``), so TensorBoard
 groups them per submodule; placeholders and outputs are ``IO Node``s under ``input/`` and
 ``output/``, as PyTorch names them."""
 import contextlib
+import warnings
 
 from tensorboard.compat.proto.config_pb2 import RunMetadata
 from tensorboard.compat.proto.graph_pb2 import GraphDef
@@ -12,6 +16,8 @@ from tensorboard.compat.proto.step_stats_pb2 import DeviceStepStats, StepStats
 from tensorboard.compat.proto.versions_pb2 import VersionDef
 
 import ember
+
+from ember._ops.overload import OpOverload
 
 from ._proto_graph import node_proto
 
@@ -42,6 +48,8 @@ def _op_name(root, node):
         return type(root.get_submodule(node.target)).__name__
     if node.op == "call_function":
         target = node.target
+        if isinstance(target, OpOverload):
+            return str(target)
         module = getattr(target, "__module__", None) or ""
         name = getattr(target, "__qualname__", None) or getattr(target, "__name__", str(target))
         return f"{module}.{name}" if module else name
@@ -67,16 +75,26 @@ def graph(model, args, verbose=False, use_strict_trace=True):
     """``(GraphDef, RunMetadata)`` of ``model`` for ``FileWriter.add_graph``.
     ``use_strict_trace`` concerns ``torch.jit.trace``'s container checks; symbolic tracing has
     none, so it is accepted and has no effect."""
-    if isinstance(model, ember.fx.GraphModule):
-        gm = model
+    if args is not None and not isinstance(args, (tuple, list)):
+        args = (args,)
+    try:
+        gm = model if isinstance(model, ember.fx.GraphModule) else \
+            ember.fx.symbolic_trace(model)
+    except ember.fx.proxy.TraceError as e:
+        if args is None:
+            raise
+        warnings.warn(f"add_graph: ember.fx.symbolic_trace cannot trace {type(model).__name__} "
+                      f"({e}); recording the aten-level graph of one run on the example inputs "
+                      "instead, whose control flow follows those inputs", UserWarning,
+                      stacklevel=3)
+        from ember.fx.experimental.proxy_tensor import make_fx
+        with _set_model_to_eval(model), ember.no_grad():
+            gm = make_fx(lambda *a: model(*a))(*args)  # nodes carry their tensor_meta
     else:
-        gm = ember.fx.symbolic_trace(model)
-    if args is not None:
-        if not isinstance(args, (tuple, list)):
-            args = (args,)
-        from ember.fx.passes.shape_prop import ShapeProp
-        with _set_model_to_eval(gm), ember.no_grad():
-            ShapeProp(gm).propagate(*args)
+        if args is not None:
+            from ember.fx.passes.shape_prop import ShapeProp
+            with _set_model_to_eval(gm), ember.no_grad():
+                ShapeProp(gm).propagate(*args)
     if verbose:
         print(gm.graph)
     # scopes and op names from the user's module: the GraphModule keeps the leaf modules but
