@@ -110,10 +110,6 @@ EXPECTED = {
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool3d'",
     'module:nn.KLDivLoss:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 1 / 1 (100%)',
-    'module:nn.LinearCrossEntropyLoss:forward':
-        'Unresolved: ember.nn.modules.loss.LinearCrossEntropyLoss is missing',
-    'module:nn.LinearCrossEntropyLoss:gradient':
-        'Unresolved: ember.nn.modules.loss.LinearCrossEntropyLoss is missing',
     'module:nn.TransformerEncoder:forward':
         'Unresolved: no ember twin for TransformerEncoderLayer(',
     'module:nn.TransformerEncoder:gradient':
@@ -144,24 +140,6 @@ EXPECTED = {
         'NotImplementedError: "upsample_bicubic2d_channels_last" not implemented for \'Byte\'',
     'nn.functional.interpolate.bilinear:forward':
         'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
-    'nn.functional.linear_cross_entropy.chunked:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
     'nn.functional.local_response_norm:forward':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 7 / 18 (38.9%)',
     'nn.functional.multi_head_attention_forward:forward':

@@ -18,6 +18,7 @@ the database is rebuilt with ``torch`` bound to ember. What still fails is liste
 delete its line, and the list only shrinks. A summary line gives the counts.
 """
 import collections
+import dataclasses
 import functools
 import itertools
 import math
@@ -201,6 +202,12 @@ def _to_ember(x, cache, requires_grad=None):
         return getattr(ember, str(x).split(".")[1])
     if isinstance(x, torch.Size):
         return ember.Size(x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type) and \
+            type(x).__module__.startswith("torch."):  # an options object: ember's twin class
+        cls = _getattr(_ember_home("ember" + type(x).__module__[len("torch"):]),
+                       type(x).__name__, type(x).__module__)
+        return cls(**{f.name: _to_ember(getattr(x, f.name), cache)
+                      for f in dataclasses.fields(x)})
     if isinstance(x, list):
         return [_to_ember(v, cache) for v in x]
     if isinstance(x, tuple):

@@ -581,6 +581,86 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                             ignore_index, label_smoothing)
 
 
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``; with
+    ``options`` (``nn.LinearCrossEntropyOptions``) the batch is processed in chunks, so the
+    full logits never exist (LLM vocabulary heads)."""
+    E = _E()
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
+                           f"{in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if options is not None:
+        chunkable = (not out_features and reduction in ("mean", "sum", "none")
+                     and label_smoothing == 0.0 and target.dtype == E.int64)
+        if chunkable:
+            return _chunked_linear_cross_entropy(input, linear_weight, target, linear_bias,
+                                                 weight, reduction, ignore_index, options)
+        warnings.warn(f"linear_cross_entropy: ``options`` ignored; chunked path needs reduction "
+                      f"in {{'mean','sum','none'}}, label_smoothing == 0, target.dtype == "
+                      f"int64, out_features == (). Got reduction={reduction!r}, "
+                      f"label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={out_features}, tracing=False, linear_bias.shape="
+                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.",
+                      stacklevel=2)
+    if out_features:
+        linear_weight = linear_weight.reshape((math.prod(out_features, start=num_classes),
+                                               in_features))
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(math.prod(out_features, start=num_classes))
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=ignore_index, label_smoothing=label_smoothing)
+
+
+def _chunked_linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction,
+                                  ignore_index, options):
+    from ._linear_cross_entropy import (ChunkedLinearCrossEntropy,
+                                        ChunkedLinearCrossEntropyNoReduction)
+    E = _E()
+    batched = input.dim() == 2
+    if not batched:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    opts = options._adjust(num_batches=input.shape[0], in_features=input.shape[1],
+                           num_classes=linear_weight.shape[0], dtype=input.dtype,
+                           device=input.device)
+    acc = opts.acc_dtype
+    if input.dtype != acc and not (input.dtype in (E.float16, E.bfloat16)
+                                   and acc == E.float32):
+        raise RuntimeError(f"linear_cross_entropy supports float32 acc_dtype with "
+                           f"float16/bfloat16 inputs, but got {acc} acc_dtype and "
+                           f"{input.dtype} inputs.")
+    if reduction == "none":
+        out = ChunkedLinearCrossEntropyNoReduction.apply(
+            input, linear_weight, target, linear_bias, weight, ignore_index,
+            opts.batch_chunk_size, acc)
+    else:
+        out = ChunkedLinearCrossEntropy.apply(
+            input, linear_weight, target, linear_bias, weight, reduction, ignore_index,
+            opts.batch_chunk_size, acc, opts.allow_retain_graph)
+    return out if batched or reduction != "none" else out.squeeze(0)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
