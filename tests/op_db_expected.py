@@ -156,10 +156,6 @@ EXPECTED = {
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 11 / 20 (55%)',
     'nn.functional.rrelu:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 14 / 20 (70%)',
-    'nn.functional.triplet_margin_with_distance_loss:forward':
-        'Unresolved: no ember twin for PairwiseDistance()',
-    'nn.functional.triplet_margin_with_distance_loss:gradient':
-        'Unresolved: no ember twin for PairwiseDistance()',
     'nn.functional.unfold:forward':
         'NotImplementedError: "im2col_out_cpu" not implemented for \'Bool\'',
     'nn.functional.upsample_bilinear:forward':

@@ -109,7 +109,22 @@ def twin(fn):
         return _rebound(fn)
     if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return _getattr(ember.Tensor, fn.__name__, "ember.Tensor")
+    if isinstance(fn, torch.nn.Module) and not any(True for _ in fn.parameters()) and \
+            not any(True for _ in fn.buffers()):
+        return _stateless_module_twin(fn)
     raise Unresolved(f"no ember twin for {fn!r}")
+
+
+def _stateless_module_twin(module):
+    """ember's instance of a torch module without parameters or buffers (PairwiseDistance()
+    passed as a distance function): the same class with the same plain attributes."""
+    cls = _convert_value(type(module))
+    twin_module = cls.__new__(cls)
+    ember.nn.Module.__init__(twin_module)
+    for name, value in vars(module).items():
+        if not name.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
+            setattr(twin_module, name, value)
+    return twin_module
 
 
 def _getattr(obj, name, where):

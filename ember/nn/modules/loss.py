@@ -3,7 +3,7 @@ import math
 import warnings
 
 from .. import functional as F
-from .misc import PairwiseDistance
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "CrossEntropyLoss", "PoissonNLLLoss",
