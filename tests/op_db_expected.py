@@ -126,8 +126,6 @@ EXPECTED = {
         'RuntimeError: adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 2]',
     'nn.functional.adaptive_max_pool3d:errors':
         'RuntimeError: adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [2, 2, 2]',
-    'nn.functional.bilinear:forward':
-        "wrong values: AssertionError: dtype ember.int64, PyTorch torch.int32 assert 'int64' == 'int32' - int32",
     'nn.functional.fractional_max_pool2d:forward':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool2d'",
     'nn.functional.fractional_max_pool2d:gradient':
@@ -140,8 +138,6 @@ EXPECTED = {
         'NotImplementedError: "upsample_bicubic2d_channels_last" not implemented for \'Byte\'',
     'nn.functional.interpolate.bilinear:forward':
         'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
-    'nn.functional.local_response_norm:forward':
-        'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 7 / 18 (38.9%)',
     'nn.functional.multi_head_attention_forward:forward':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 4 / 6 (66.7%)',
     'nn.functional.multi_head_attention_forward:gradient':
@@ -176,8 +172,6 @@ EXPECTED = {
         'Unresolved: no module ember.special',
     'special.bessel_y1:forward':
         'Unresolved: no module ember.special',
-    'sum_to_size:forward':
-        "AttributeError: 'Tensor' object has no attribute 'sum_to_size'",
     'svd_lowrank:forward':
         "AttributeError: module 'ember' has no attribute 'svd_lowrank'",
     'svd_lowrank:gradient':

@@ -271,24 +271,24 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """Each channel divided by (k + alpha/size * sum of squares over ``size`` neighbouring
-    channels)^beta, the window zero-padded at both ends as PyTorch's avg_pool does."""
-    E = _E()
+    """Each channel divided by (k + alpha * mean of squares over ``size`` neighbouring
+    channels)^beta: PyTorch's zero-padded average pool over the channel axis, in its order of
+    operations (so the rounding is the same)."""
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
-    sq = input * input
-    c = input.size(1)
-    front, back = size // 2, (size - 1) // 2
-    zeros = lambda n: E.zeros((input.size(0), n) + tuple(input.shape[2:]),  # noqa: E731
-                              dtype=input.dtype)
-    padded = E.cat([zeros(front), sq, zeros(back)], 1)
-    window = padded.narrow(1, 0, c)
-    for i in range(1, size):  # a loop over the window, not over elements
-        window = window + padded.narrow(1, i, c)
-    div = (window * (alpha / size) + k).pow(beta)
+    div = input.mul(input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
     return input / div
 
 
