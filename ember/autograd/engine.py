@@ -213,10 +213,14 @@ class GraphTask:
         _state.grad_enabled = bool(self.create_graph)  # create_graph: record the backward too
         _tasks.stack.append(self)
         try:
-            while self.ready:
-                node = heapq.heappop(self.ready)[2]
-                outputs = self._call(node, self.buffers.pop(node, None) or
-                                     [None] * _num_inputs(node))
+            ready, buffers = self.ready, self.buffers
+            while ready:
+                node = heapq.heappop(ready)[2]
+                grads = buffers.pop(node, None) or [None] * _num_inputs(node)
+                if node_observers:
+                    outputs = self._run_observed(node, grads)
+                else:
+                    outputs = self._run_node(node, grads)
                 if outputs is not None:
                     self._send(node, outputs)
                 # the buffers now own the gradients: dropping this list lets AccumulateGrad see
@@ -226,17 +230,6 @@ class GraphTask:
         finally:
             _tasks.stack.pop()
             _state.grad_enabled = prev_grad
-
-    def _call(self, node, grads):
-        """Run one node, told to the observers (the profiler) when there are any."""
-        if not node_observers:
-            return self._run_node(node, grads)
-        tokens = [o.enter(node) for o in node_observers]
-        try:
-            return self._run_node(node, grads)
-        finally:
-            for o, tok in zip(reversed(node_observers), reversed(tokens)):
-                o.exit(tok)
 
     def _run_node(self, node, grads):
         """Pre-hooks, capture, apply, validation, post-hooks, release. Returns the gradients for
@@ -254,6 +247,15 @@ class GraphTask:
             node.release_variables()
         return outputs
 
+    def _run_observed(self, node, grads):
+        """``_run_node``, told to the observers (the profiler)."""
+        tokens = [o.enter(node) for o in node_observers]
+        try:
+            return self._run_node(node, grads)
+        finally:
+            for o, tok in zip(reversed(node_observers), reversed(tokens)):
+                o.exit(tok)
+
     def _capture(self, node, grads):
         """With ``inputs``: keep the gradients arriving at an input; say whether ``node`` runs."""
         captures = self.captures
@@ -270,23 +272,26 @@ class GraphTask:
 
     def _send(self, node, outputs):
         """Add each gradient to its next node's buffer; a node with no edge left to wait for is
-        ready (or, off every path to ``inputs``, dropped)."""
-        deps = self.deps
-        needed = self.needed
-        for edge, g in zip(node._next, outputs):
-            nxt = edge[0]
+        ready (or, off every path to ``inputs``, dropped). Hot: ``_add_to_buffer`` and
+        ``_push_ready`` are inlined."""
+        deps, buffers, needed = self.deps, self.buffers, self.needed
+        for (nxt, nr), g in zip(node._next, outputs):
             if nxt is None:
                 continue
             if g is not None:
-                self._add_to_buffer(edge, g)
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * _num_inputs(nxt)
+                old = buf[nr]
+                buf[nr] = g if old is None else old + g
                 del g
             d = deps[nxt] - 1
             deps[nxt] = d
             if d == 0:
                 if needed is not None and nxt not in needed:
-                    self.buffers.pop(nxt, None)
+                    buffers.pop(nxt, None)
                     continue
-                self._push_ready(nxt)
+                heapq.heappush(self.ready, (-nxt._sequence_nr, next(self.order), nxt))
 
     def _run_callbacks(self):
         # final callbacks (queue_callback), in order; one may queue more
