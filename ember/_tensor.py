@@ -14,20 +14,12 @@ from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
-from ._core.storage import UntypedStorage, from_array, get_allocator, meta_storage
-from ._core.storage import _alloc_observers, _notify_alloc
-from ._dispatch.keys import DispatchKeySet, tensor_keyset
-
-_NP_TO_DT = {d._np: d for d in _dt.ALL_DTYPES}
-_KEYSETS = {}
-
-
-def _keyset_for(dev, inference=False):
-    k = (dev.type, inference)
-    ks = _KEYSETS.get(k)
-    if ks is None:
-        ks = _KEYSETS[k] = tensor_keyset(dev.type, inference)
-    return ks
+from ._core import tensor_impl as _impl
+from ._core.storage import UntypedStorage
+from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
+    _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
+from ._dispatch import tls as _tls
+from ._dispatch.keys import DispatchKeySet
 
 
 class Tensor:
@@ -678,135 +670,6 @@ def _scalar_size_error(dim):
     raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
-# ---------------------------------------------------------------------------------------------
-# Construction helpers shared by kernels. The fast ones skip __new__ (which parses user input).
-
-_new = object.__new__
-
-
-def make_tensor(storage, size, stride, offset, dtype, device, cls=Tensor):
-    t = _new(cls)
-    t._storage = storage
-    t._size = size
-    t._stride = stride
-    t._offset = offset
-    t._dtype = dtype
-    t._device = device
-    t._keyset = _keyset_for(device, _inference_mode_on())
-    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
-    t._base_ = None
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
-def wrap_array(a, device=CPU):
-    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
-
-    This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
-    type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
-    if a.__class__ is not np.ndarray:
-        a = np.asarray(a)
-    dtype = _NUM_TO_DT.get(a.dtype.num)
-    if dtype is None:
-        dtype = _NP_TO_DT.get(a.dtype)
-        if dtype is None:
-            raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
-    shape = a.shape
-    if a.flags.c_contiguous:
-        stride = _CONTIGUOUS.get(shape)
-        if stride is None:
-            stride = _CONTIGUOUS[shape] = _st.contiguous_strides(shape)
-    else:
-        isz = dtype.itemsize
-        stride = tuple(s // isz for s in a.strides)
-        if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
-            a = np.ascontiguousarray(a)
-            stride = _st.contiguous_strides(shape)
-    t = _new(Tensor)
-    # The UntypedStorage is built lazily from the array (Tensor._storage); the memory profiler
-    # must see every allocation as it happens, so it gets the storage now.
-    t._storage_ = _adopt(a, device) if _alloc_observers or device is not CPU else a
-    t._size = shape
-    t._stride = stride
-    t._offset = 0
-    t._dtype = dtype
-    t._device = device
-    if device is CPU:
-        ks = _CPU_INFERENCE_KS if _tls.state.inference else _CPU_KS
-    else:
-        ks = _keyset_for(device, _tls.state.inference)
-    t._keyset = ks
-    t._vc = None if ks & _ADINPLACE == 0 else [0]
-    t._base_ = None
-    t._np = a
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
-def _adopt(a, device):
-    """The UntypedStorage of a kernel's fresh result array (from_array, inlined: it is hot)."""
-    storage = _new(UntypedStorage)
-    storage._buf = a
-    storage._bytes = None
-    storage._nbytes = a.nbytes
-    storage.device = device
-    storage._resizable = True
-    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
-    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
-        _notify_alloc(storage)
-    return storage
-
-
-def empty_tensor(size, dtype, device, stride=None):
-    """A fresh tensor with uninitialized storage on ``device`` (contiguous unless ``stride``)."""
-    size = tuple(size)
-    for s in size:
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
-                               f"[{', '.join(map(str, size))}]")
-    if stride is None:
-        _st.check_storage_size(size, dtype.itemsize)
-        stride = _st.contiguous_strides(size)
-    nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
-    if device.type == "meta":
-        storage = meta_storage(nbytes)
-    elif device.type == "cpu":
-        storage = from_array(get_allocator(device).allocate(nbytes), device)
-    else:
-        storage = UntypedStorage(nbytes, device=device)
-    return make_tensor(storage, size, stride, 0, dtype, device)
-
-
-def _alias(base, size, stride, offset, dtype=None):
-    """A tensor sharing ``base``'s storage (the building block of every view)."""
-    t = _new(Tensor)
-    t._storage = base._storage
-    t._size = size
-    t._stride = stride
-    t._offset = offset
-    t._dtype = base._dtype if dtype is None else dtype
-    t._device = base._device
-    t._keyset = base._keyset
-    t._vc = base._vc
-    t._base_ = base._base_ if base._base_ is not None else base
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
 def _np_view(t):
     if t._device.type != "cpu":
         raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
@@ -817,17 +680,4 @@ def _np_view(t):
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))
 
 
-from ._dispatch import tls as _tls  # noqa: E402
-from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
-
-_ADINPLACE = _bit(_K.ADInplaceOrView)
-_NUM_TO_DT = {d._np.num: d for d in _dt.ALL_DTYPES}
-_CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
-_CPU_KS = _keyset_for(CPU, False)
-_CPU_INFERENCE_KS = _keyset_for(CPU, True)
-_CPU_ALLOCATOR = get_allocator(CPU)
-_PYTHON_KEYS = _bit(_K.Python) | _bit(_K.PythonTLSSnapshot)
-
-
-def _inference_mode_on():
-    return _tls.state.inference
+_impl.set_tensor_class(Tensor)
