@@ -14,6 +14,8 @@ of ``variable.cpp``).
   multi-output view ops (``unbind``, ``split``, ``split_with_sizes``) cannot be written in place
   while autograd records; :func:`check_view_inplace` raises PyTorch's errors.
 """
+import ember
+
 from .graph import Node, autograd_meta, gradient_edge
 
 __all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
@@ -35,11 +37,6 @@ _MULTI_MSG = ("Output {nr} of {name} is a view and is being modified inplace. Th
               "operation by an out-of-place one.")
 
 
-def _E():
-    import ember
-    return ember
-
-
 def _geom(t):
     return (tuple(t._size), tuple(t._stride), t._offset)
 
@@ -58,12 +55,11 @@ class CopySlices(Node):
         return "torch::autograd::CopySlices"
 
     def apply(self, grads):
-        E = _E()
         grad = grads[0]
         bsize, bstride, boff = self.base_geom
         vsize, vstride, voff = self.view_geom
         # result: the base's gradient laid out like the base, so the view's geometry applies
-        result = E.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device)
+        result = ember.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device)
         result.copy_(grad)
         grad_slice = result.as_strided(vsize, vstride, voff - boff + result._offset)
         res = self.fn.apply([grad_slice.clone()])

@@ -4,6 +4,7 @@ them as in PyTorch) through the generated binding, so ``out=`` and argument chec
 in every other op. Failures that depend on the values (a singular matrix, a matrix that is not
 positive-definite) raise :class:`LinAlgError`, a RuntimeError as in PyTorch."""
 import builtins as _builtins
+import ember
 
 from .._kernels.cpu.linalg import LinAlgError
 
@@ -14,11 +15,6 @@ __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex"
            "solve_triangular", "cond", "diagonal", "householder_product", "ldl_factor",
            "ldl_factor_ex", "ldl_solve", "tensorinv", "tensorsolve", "vander", "vecdot",
            "matrix_exp"]
-
-
-def _E():
-    import ember
-    return ember
 
 
 def _L():
@@ -118,11 +114,10 @@ def _dims(dim):
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
-    E = _E()
     if isinstance(ord, str):
-        return E.ops.aten.linalg_norm.ord_str(A, ord, _dims(dim), keepdim, dtype=dtype,
+        return ember.ops.aten.linalg_norm.ord_str(A, ord, _dims(dim), keepdim, dtype=dtype,
                                               **_out(out))
-    return E.ops.aten.linalg_norm.default(A, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+    return ember.ops.aten.linalg_norm.default(A, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -130,7 +125,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     op = aten.linalg_matrix_norm.str_ord if isinstance(ord, str) else \
         aten.linalg_matrix_norm.default
     if out is not None:
@@ -141,7 +136,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     if rcond is not None:  # the legacy form: rtol given positionally
         if out is not None:
             return aten.linalg_pinv.out(A, _builtins.float(rcond), hermitian, out=out)
@@ -153,7 +148,7 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     if tol is not None:  # the legacy form: an absolute tolerance
         if out is not None:
             return aten.linalg_matrix_rank.out(A, _builtins.float(tol), hermitian, out=out)
