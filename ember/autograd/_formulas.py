@@ -9,6 +9,7 @@ input's shape (``validate_outputs``), as PyTorch's engine does.
 import math
 import ember
 
+from .._ops.bindings import python_modules
 from .._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -430,14 +431,11 @@ def index_backward(grad, sizes, indices):
 
 
 def _namespace():
-    import ember
     ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("__")}
     # ops PyTorch binds under torch._C._nn / _linalg / _fft / _special are named bare in formulas
-    from .._ops.bindings import python_modules
     for fns in python_modules.values():
         ns.update(fns)
     ns.update({k: v for k, v in globals().items() if not k.startswith("_") and callable(v)})
-    from .._ops.overload import ops
     ns.update(M_PI=M_PI, M_LN2=M_LN2, math=math, sum_to=expand_backward, ops=ops)
     return ns
 
