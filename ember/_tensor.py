@@ -14,12 +14,17 @@ from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
+from . import _dlpack, _tensor_str, overrides
 from ._core import tensor_impl as _impl
 from ._core.storage import UntypedStorage
 from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
 from ._dispatch import tls as _tls
 from ._dispatch.keys import DispatchKeySet
+from ._ops.overload import ops
+
+# Methods import ember.autograd, _factories and _indexing when called: those modules import
+# Tensor from here (the Tensor <-> ops cycle).
 
 
 class Tensor:
@@ -31,7 +36,7 @@ class Tensor:
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
     def __new__(cls, *args, device=None):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.legacy_new(cls, args, device)
 
     def __init__(self, *args, **kwargs):
@@ -249,7 +254,6 @@ class Tensor:
     def grad(self):
         if self._grad_fn is not None and not (self._autograd is not None
                                               and self._autograd.retains_grad):
-            import warnings
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "
@@ -278,7 +282,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base_ is not None and self._autograd is not None:  # a view: maybe regenerated
-            from .autograd.graph import current_grad_fn
+            from .autograd.graph import current_grad_fn  # imports Tensor from here: a true cycle
             return current_grad_fn(self)
         return self._grad_fn
 
@@ -303,19 +307,19 @@ class Tensor:
             setattr(self, s, getattr(other, s))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from . import autograd
+        from . import autograd  # imports Tensor from here: a true cycle
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         return graph.register_tensor_hook(self, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         return graph.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         graph.retain_grad(self)
 
     @property
@@ -325,7 +329,6 @@ class Tensor:
 
     # -- conversions to Python and NumPy --------------------------------------------------------
     def item(self):
-        from ._ops.overload import ops
         return ops.aten.item.default._call(self)
 
     def tolist(self):
@@ -353,11 +356,9 @@ class Tensor:
     def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule sharing this tensor's memory (``ember._dlpack``). ``stream``: the
         consumer's CUDA stream, made to wait for the current stream's work (-1: no wait)."""
-        from . import _dlpack
         return _dlpack.tensor_dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
-        from . import _dlpack
         return _dlpack.dl_device_of(self)
 
     def __array__(self, dtype=None, copy=None):
@@ -399,7 +400,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self, *, tensor_contents=None):
-        from . import _tensor_str
         return _tensor_str._str(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
@@ -418,7 +418,7 @@ class Tensor:
 
     # -- device and dtype moves -----------------------------------------------------------------
     def to(self, *args, **kwargs):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.tensor_to(self, *args, **kwargs)
 
     def cpu(self, memory_format=preserve_format):
@@ -508,7 +508,6 @@ class Tensor:
     # -- complex parts: views (aten::real / aten::imag); assigning writes through, as in PyTorch
     @property
     def real(self):
-        from ._ops.overload import ops
         return ops.aten.real.default(self)
 
     @real.setter
@@ -517,7 +516,6 @@ class Tensor:
 
     @property
     def imag(self):
-        from ._ops.overload import ops
         return ops.aten.imag.default(self)
 
     @imag.setter
@@ -537,15 +535,15 @@ class Tensor:
         return self.to(other._dtype)
 
     def __getitem__(self, index):
-        from . import _indexing
+        from . import _indexing  # imports Tensor from here: a true cycle
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from . import _indexing
+        from . import _indexing  # imports Tensor from here: a true cycle
         _indexing.setitem(self, index, value)
 
     def __reduce_ex__(self, proto):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.reduce_tensor(self)
 
     def __deepcopy__(self, memo):
@@ -560,7 +558,6 @@ class Tensor:
     # (behaviour lives in ember/overrides.py and ember/utils/_python_dispatch.py)
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from . import overrides
         return overrides._default_torch_function(cls, func, types, args, kwargs)
 
     @staticmethod
@@ -569,7 +566,6 @@ class Tensor:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        from . import overrides
         overrides._overrides_cache.clear()
         # From now on bindings check their arguments' types. ember's own subclasses opt out of
         # __torch_function__ (Parameter, Buffer) or turn the check on when instantiated.
@@ -581,10 +577,8 @@ class Tensor:
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, "
                             f"not {type(cls).__name__}")
-        from .overrides import DisableTorchFunctionSubclass
         if self._requires_grad and _tls.state.grad_enabled:
-            from ._ops.overload import ops
-            with DisableTorchFunctionSubclass():
+            with overrides.DisableTorchFunctionSubclass():
                 src = ops.aten.alias.default._call(self)
         else:
             src = _alias(self, self._size, self._stride, self._offset)
@@ -648,7 +642,6 @@ def _rewrap(src, cls):
 
 
 def _note_subclass(cls):
-    from . import overrides
     if cls not in overrides._TF_ON and overrides._type_overrides(cls):
         overrides._TF_ON.append(cls)
 
