@@ -11,9 +11,10 @@ Works with any optimizer that has ``param_groups`` (lists of dicts with ``"param
 ``step()``; gradient clipping goes between ``unscale_(opt)`` and ``step(opt)``.
 """
 import warnings
-import ember
 from collections import abc, defaultdict
 from enum import Enum
+
+import ember
 
 __all__ = ["OptState", "GradScaler"]
 

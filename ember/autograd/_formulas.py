@@ -7,10 +7,13 @@ these helpers. Broadcasting is not handled here: the engine sums each gradient d
 input's shape (``validate_outputs``), as PyTorch's engine does.
 """
 import math
+
 import ember
 
+from .._core import strides as _st
 from .._ops.bindings import python_modules
 from .._ops.overload import ops
+from .engine import sum_to
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -266,7 +269,6 @@ def as_strided_backward(grad, in_size, in_stride, in_offset, size, stride, stora
     Where the output's elements overlap (several read one memory location) their gradients are
     summed; where the input's do, each location's gradient is shared among the input elements
     reading it (PyTorch's ``as_strided_backward``)."""
-    from .._core import strides as _st
     offset = in_offset if storage_offset is None else storage_offset
     extent = max(_st.storage_extent(in_size, in_stride, in_offset),
                  _st.storage_extent(size, stride, offset))
@@ -402,7 +404,6 @@ def std_backward(result, grad, self, dim, correction, keepdim):
 
 
 def expand_backward(grad, sizes):
-    from .engine import sum_to
     return sum_to(grad, sizes)
 
 

@@ -1,6 +1,7 @@
 """Backward helpers of the pointwise ops (PyTorch's FunctionsManual.cpp names), written in ember
 ops so that backward passes are themselves differentiable. Star-imported by ``_formulas``."""
 import math
+
 import ember
 
 

@@ -5,6 +5,7 @@ import ember
 
 # Loaded by _formulas' last lines (its star-imports), once its own helpers are defined.
 from . import _formulas
+from ._formulas_shape import linalg_vector_norm_backward
 
 __all__ = ["nansum_backward", "aminmax_backward", "std_mean_backward", "var_mean_backward",
            "norm_backward", "logsumexp_backward", "cumsum_backward", "cumprod_backward",
@@ -34,7 +35,6 @@ def var_mean_backward(grad_var, grad_mean, self, dim, correction, keepdim):
 
 
 def norm_backward(grad, self, p, norm, dim=None, keepdim=False):
-    from ._formulas_shape import linalg_vector_norm_backward
     if dim is not None and len(dim) == 0:
         dim = None  # norm over [] reduces every dim
     return linalg_vector_norm_backward(grad, self, 2 if p is None else p, norm, dim, keepdim)

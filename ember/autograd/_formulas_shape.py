@@ -2,7 +2,10 @@
 names), in ember ops so that backward passes are differentiable. ``_formulas`` re-exports them
 into the namespace derivatives.yaml formulas are evaluated in."""
 import math
+
 import ember
+
+from .._core.strides import broadcast_shapes
 
 __all__ = ["repeat_backward", "gather_backward", "index_select_backward",
            "index_source_backward", "masked_scatter_backward", "masked_select_backward", "take_backward",
@@ -52,7 +55,6 @@ def masked_scatter_backward(grad, mask, sizes):
 
 
 def masked_select_backward(grad, self, mask):
-    from .._core.strides import broadcast_shapes
     shape = broadcast_shapes(self._size, mask._size)
     return ember.zeros(shape, dtype=grad.dtype, device=grad.device).masked_scatter(mask, grad)
 
@@ -296,7 +298,6 @@ def linalg_eig_backward(gL, gV, L, V, self):
 def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):
     """The solution is pinv(A) B and the residuals |A X - B|^2 summed over rows: differentiate
     both through the pseudo-inverse."""
-    from .. import autograd
     with ember.enable_grad():
         a = self.detach().requires_grad_(True)
         bb = b.detach().requires_grad_(True)
@@ -309,7 +310,7 @@ def linalg_lstsq_backward(grad_solution, grad_residuals, self, b, residuals):
             r = (fit * fit).sum(-2)
             outs.append(r.squeeze(-1) if vector else r)
             grads.append(grad_residuals)
-        ga, gb = autograd.grad(outs, (a, bb), grads, allow_unused=True)
+        ga, gb = ember.autograd.grad(outs, (a, bb), grads, allow_unused=True)
     return ga, gb
 
 
@@ -477,11 +478,10 @@ def _householder_q(v, tau):
 
 def _vjp(fn, inputs, grad):
     """The gradients of fn(*inputs) for ``grad``, by differentiating fn's ember ops."""
-    from .. import autograd
     with ember.enable_grad():
         xs = [x.detach().requires_grad_(True) for x in inputs]
         out = fn(*xs)
-        return autograd.grad([out], xs, [grad], allow_unused=True)
+        return ember.autograd.grad([out], xs, [grad], allow_unused=True)
 
 
 def householder_product_backward(grad, result, input, tau):

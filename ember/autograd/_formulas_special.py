@@ -2,6 +2,7 @@
 i1e_backward, sinc_backward, mvlgamma_backward), written in ember ops so that they are
 themselves differentiable. Star-imported by ``_formulas``."""
 import math
+
 import ember
 
 

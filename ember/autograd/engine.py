@@ -24,7 +24,10 @@ import threading
 
 import ember  # attributes resolve at call time; the package is initializing when this loads
 
+from .._core.tensor_impl import empty_tensor
 from .._dispatch import tls as _tls
+from .._kernels.generic import copy_into
+from .._tensor import Tensor
 from . import anomaly_mode
 from .graph import AccumulateGrad, gradient_edge
 
@@ -116,10 +119,8 @@ def accumulate_grad(var, new):
 
 
 def _detached_clone(new, var):
-    from .._tensor import Tensor, empty_tensor
     if type(new) is not Tensor:  # a subclass (__torch_dispatch__) copies itself through the ops
         return new.clone()
-    from .._kernels.generic import copy_into
     out = empty_tensor(var._size, new._dtype, new._device,
                        stride=var._stride if var.is_non_overlapping_and_dense() else None)
     copy_into(out, new)

@@ -16,7 +16,8 @@ of ``variable.cpp``).
 """
 import ember
 
-from .graph import Node, autograd_meta, gradient_edge
+from .._dispatch import tls
+from .graph import _BACKWARD_SUFFIX, Node, autograd_meta, gradient_edge
 
 __all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
            "mark_no_grad_views", "check_view_inplace"]
@@ -89,7 +90,7 @@ class AsStridedBackward0(Node):
         return "AsStridedBackward0"
 
     def apply(self, grads):
-        from ._formulas import as_strided_backward
+        from ._formulas import as_strided_backward  # loaded late: _formulas loads the op surface
         return [as_strided_backward(grads[0], *self.base_geom, *self.view_geom)]
 
 
@@ -142,7 +143,6 @@ def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
     """A view op that did not record: in no_grad mode with a base that requires grad the views
     require grad too (as leaves) and cannot be written in place once grad mode is back; with
     grad mode on (nothing required grad) a multi-output op's outputs still cannot be."""
-    from .._dispatch import tls
     outs = out if isinstance(out, (tuple, list)) else (out,)
     no_grad = not tls.state.grad_enabled
     if not no_grad and not multi_output:
@@ -160,7 +160,6 @@ def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
 
 
 def _forward_name(node_name):
-    from .graph import _BACKWARD_SUFFIX
     return _BACKWARD_SUFFIX.sub("", node_name)
 
 

@@ -4,6 +4,7 @@ them as in PyTorch) through the generated binding, so ``out=`` and argument chec
 in every other op. Failures that depend on the values (a singular matrix, a matrix that is not
 positive-definite) raise :class:`LinAlgError`, a RuntimeError as in PyTorch."""
 import builtins as _builtins
+
 import ember
 
 from .._C import _linalg as _bindings  # the generated bindings of the linalg_* aten ops

@@ -4,6 +4,7 @@ PyTorch's signatures and argument handling (``torch/nn/functional.py`` and the C
 the aten op PyTorch calls. Re-exported by ``ember.nn.functional``."""
 import math
 import warnings
+
 import ember
 
 from .._ops.overload import ops

@@ -10,10 +10,10 @@ Convolution, pooling, resampling, padding and folding live in ``_functional_conv
 import importlib.util
 import math
 import warnings
-import ember
 
 import numpy as np
 
+import ember
 from .._ops.overload import ops
 
 _aten = ops.aten
