@@ -10,11 +10,11 @@ import warnings
 
 import numpy as np
 
+from . import _dlpack, _tensor_str, overrides
 from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
-from . import _dlpack, _tensor_str, overrides
 from ._core import tensor_impl as _impl
 from ._core.storage import UntypedStorage
 from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
