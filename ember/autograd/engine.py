@@ -240,10 +240,7 @@ class GraphTask:
             return None
         outputs = _apply(node, grads)
         if node._post_hooks:
-            for h in tuple(node._post_hooks.values()):
-                r = h(tuple(outputs), tuple(grads))
-                if r is not None:
-                    outputs = list(r)
+            outputs = _call_post_hooks(node, outputs, grads)
         if not self.keep_graph:
             node.release_variables()
         return outputs
@@ -425,6 +422,16 @@ def _apply(node, grads):
     outputs = _validate(node, outputs)
     if anomaly_mode._state.enabled and anomaly_mode._state.check_nan:
         anomaly_mode.check_nan(node, outputs)
+    return outputs
+
+
+def _call_post_hooks(node, outputs, grads):
+    """Node post-hooks ``hook(grad_inputs, grad_outputs)``; a non-None return replaces the
+    gradients sent on."""
+    for h in tuple(node._post_hooks.values()):
+        r = h(tuple(outputs), tuple(grads))
+        if r is not None:
+            outputs = list(r)
     return outputs
 
 
