@@ -18,9 +18,9 @@ import numpy as np
 
 from .._dispatch import tls as _tls
 from .._dispatch.keys import K as _K, bit as _bit, tensor_keyset
+from . import dtype as _dt
 from . import strides as _st
 from .device import CPU
-from .dtype import _BY_NP as _NP_TO_DT, _BY_NP_NUM as _NUM_TO_DT
 from .storage import UntypedStorage, _alloc_observers, _notify_alloc, from_array, get_allocator
 from .storage import meta_storage
 
@@ -51,6 +51,10 @@ def _keyset_for(dev, inference=False):
     return ks
 
 
+# Assigned, not imported by name: CPython 3.11 compiles ``name.get(...)`` on an imported name as
+# an attribute load plus call (a bound method per call) instead of a method call.
+_NP_TO_DT = _dt._BY_NP
+_NUM_TO_DT = _dt._BY_NP_NUM  # NumPy type number -> dtype: wrap_array's fast lookup
 _ADINPLACE = _bit(_K.ADInplaceOrView)
 _PYTHON_KEYS = _bit(_K.Python) | _bit(_K.PythonTLSSnapshot)  # a __torch_dispatch__ subclass
 _CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
