@@ -8,6 +8,7 @@ import numpy as np
 
 from .allocator import cpu_cache as _cpu_cache
 from .device import CPU, META, device as _device
+from .dtype import uint8
 
 
 class CPUAllocator:
@@ -168,8 +169,7 @@ class UntypedStorage:
 
     # -- pinned memory (through the Tensor ops, as PyTorch's storage methods) ------------------
     def _as_byte_tensor(self):
-        from .._tensor import make_tensor
-        from .dtype import uint8
+        from .tensor_impl import make_tensor  # tensor_impl imports this module: a true cycle
         return make_tensor(self, (self._nbytes,), (1,), 0, uint8, self.device)
 
     def is_pinned(self, device=None):
