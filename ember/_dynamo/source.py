@@ -1,0 +1,106 @@
+"""Sources: where a value captured by Dynamo was read from (a local, a global, an attribute, an
+item, a closure cell). A source names the value for guards and logs (``L['x']``, ``G['w']``,
+``L['self'].fc.weight``, PyTorch's spelling) and gives the Python expression that reads it again
+in the generated guard and residual functions, whose parameters are the frame's arguments."""
+
+__all__ = ["Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
+           "ClosureSource", "DefaultsSource"]
+
+
+class Source:
+    guard_source = "local"
+
+    def name(self):
+        raise NotImplementedError
+
+    def expr(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.name() == other.name()
+
+    def __hash__(self):
+        return hash(self.name())
+
+    def __repr__(self):
+        return self.name()
+
+
+class LocalSource(Source):
+    def __init__(self, local_name):
+        self.local_name = local_name
+
+    def name(self):
+        return f"L[{self.local_name!r}]"
+
+    def expr(self):
+        return self.local_name
+
+
+class GlobalSource(Source):
+    guard_source = "global"
+
+    def __init__(self, global_name):
+        self.global_name = global_name
+
+    def name(self):
+        return f"G[{self.global_name!r}]"
+
+    def expr(self):
+        return f"___G[{self.global_name!r}]"
+
+
+class ClosureSource(Source):
+    """A free variable of the compiled function: ``fn.__closure__[i].cell_contents``."""
+
+    def __init__(self, index, var_name):
+        self.index, self.var_name = index, var_name
+
+    def name(self):
+        return f"L[{self.var_name!r}]"
+
+    def expr(self):
+        return f"___closure[{self.index}].cell_contents"
+
+
+class AttrSource(Source):
+    def __init__(self, base, member):
+        self.base, self.member = base, member
+        self.guard_source = base.guard_source
+
+    def name(self):
+        if self.member.isidentifier():
+            return f"{self.base.name()}.{self.member}"
+        return f"getattr({self.base.name()}, {self.member!r})"
+
+    def expr(self):
+        if self.member.isidentifier() and not self.member.startswith("__"):
+            return f"{self.base.expr()}.{self.member}"
+        return f"___getattr({self.base.expr()}, {self.member!r})"
+
+
+class GetItemSource(Source):
+    def __init__(self, base, index):
+        self.base, self.index = base, index
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def expr(self):
+        return f"{self.base.expr()}[{self.index!r}]"
+
+
+class DefaultsSource(Source):
+    """A default argument value of an inlined function (``fn.__defaults__[i]``)."""
+
+    def __init__(self, fn_source, index, kw=False):
+        self.fn_source, self.index, self.kw = fn_source, index, kw
+
+    def name(self):
+        attr = "__kwdefaults__" if self.kw else "__defaults__"
+        return f"{self.fn_source.name()}.{attr}[{self.index!r}]"
+
+    def expr(self):
+        attr = "__kwdefaults__" if self.kw else "__defaults__"
+        return f"___getattr({self.fn_source.expr()}, {attr!r})[{self.index!r}]"
