@@ -63,3 +63,11 @@ def explain(f, *extra_args, **extra_kwargs):
                       "**kwargs) instead.", FutureWarning, stacklevel=2)
         return inner(*extra_args, **extra_kwargs)
     return inner
+
+
+def _init_logs():
+    from .. import _logging
+    _logging._init_from_env()
+
+
+_init_logs()

@@ -231,6 +231,7 @@ class FrameState:
             rcode = make_resume_code(code, target, nstack, set(nulls), names, name)
             st = FrameState(rcode, self.f_globals, self.compiler_fn, self.fullgraph, self.root)
             hit = self.root.resumes[key] = st.dispatch
+            hit.__resume_name__ = name
         return hit
 
     def wrap_callee(self, fn):

@@ -23,8 +23,8 @@ from .variables.misc import UserDefinedObjectVariable
 __all__ = ["OutputGraph", "GraphCompileReason", "SideEffects"]
 
 log = logging.getLogger("ember._dynamo.output_graph")
-graph_code_log = logging.getLogger("ember._dynamo.graph_code")
-graph_breaks_log = logging.getLogger("ember._dynamo.graph_breaks")
+graph_code_log = logging.getLogger("ember._dynamo.__graph_code")
+graph_breaks_log = logging.getLogger("ember._dynamo.__graph_breaks")
 
 
 @dataclasses.dataclass
@@ -119,11 +119,16 @@ class ResidualCodegen:
         self._consts = {}
         self._ntemp = 0
 
-    def const(self, value):
+    def const(self, value, hint=None):
         key = id(value)
         if key in self._consts:
             return self._consts[key]
-        name = f"___const_{len(self._consts)}"
+        hint = hint or getattr(value, "__name__", None)
+        if not (isinstance(hint, str) and hint.isidentifier()):
+            hint = "const"
+        name = f"___{hint.strip('_')}_{len(self._consts)}"
+        if hint.startswith("__compiled_fn") or hint.startswith("__resume_at"):
+            name = hint
         self._consts[key] = name
         self.ns[name] = value
         return name
@@ -367,8 +372,7 @@ class OutputGraph:
             gm = GraphModule(self.attrs, self.graph)
             compiled = self.call_backend(gm, reason)
             args = [n.meta["source"].expr() for n in self.graph.nodes if n.op == "placeholder"]
-            fname = cg.const(compiled)
-            ns[f"__compiled_fn_{len(self.frame_state.all_graphs)}"] = compiled
+            fname = cg.const(compiled, f"__compiled_fn_{len(self.frame_state.root.all_graphs) - 1}")
             cg.lines.append(f"___out = {fname}({', '.join(args)})")
         self.side_effects.codegen(cg)
         tail(cg)
@@ -380,7 +384,7 @@ class OutputGraph:
         order = {n: i for i, (n, _) in enumerate(self.real_inputs)}
         example_inputs = [dict(self.real_inputs)[n] for n in self.graph.nodes
                           if n.op == "placeholder" and n in order]
-        idx = len(self.frame_state.all_graphs)
+        idx = len(self.frame_state.root.all_graphs)
         if graph_code_log.isEnabledFor(logging.DEBUG):
             graph_code_log.debug("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", idx,
                                  gm.print_readable(print_output=False))
@@ -390,7 +394,7 @@ class OutputGraph:
             raise BackendCompilerFailed(self.compiler_fn, e) from e
         if compiled is None:
             compiled = gm.forward
-        self.frame_state.all_graphs.append(gm)
+        self.frame_state.root.all_graphs.append(gm)
         self.graphs.append((gm, compiled, reason))
         eval_frame._record_graph(gm, reason)
         return compiled
@@ -446,7 +450,7 @@ class OutputGraph:
             lexprs = [cg.reconstruct(local_value(n)) for n in names]
             nstack = len(items) + (1 if extra is not None else 0)
             resume = state.resume_for(code, target_offset, nstack, nulls, tuple(names))
-            rname = cg.const(resume)
+            rname = cg.const(resume, resume.__resume_name__)
             return f"{rname}({', '.join(exprs + lexprs + ['___closure'])})"
 
         if op in ("CALL", "CALL_FUNCTION_EX"):
