@@ -568,7 +568,7 @@ class InstructionTranslatorBase:
 
     # -- calls -------------------------------------------------------------------------------
     def KW_NAMES(self, inst):
-        self.kw_names = inst.argval
+        self.kw_names = self.code.co_consts[inst.arg]
 
     def CALL(self, inst):
         argc = inst.arg
@@ -596,13 +596,8 @@ class InstructionTranslatorBase:
         self.push(self.call(fn, self.unpack(args), kw.items))
 
     def MAKE_FUNCTION(self, inst):
-        if PY312:
-            code = self.pop()
-            name = code.as_python_constant().co_qualname
-        else:
-            name_v = self.pop()
-            code = self.pop()
-            name = name_v.as_python_constant()
+        code = self.pop()  # 3.11 no longer pushes the qualified name
+        name = code.as_python_constant().co_qualname
         flags = inst.arg
         closure = self.pop() if flags & 0x08 else None
         if flags & 0x04:
@@ -667,7 +662,26 @@ class _BoundMethod(BuiltinVariable):
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):
-    """A called user function, interpreted inside the parent's trace."""
+    """A called user function, interpreted inside the parent's trace. A generator function
+    (a generator expression, most often) is run to the end and its values collected: the
+    consumer gets an iterator over them."""
+
+    generator_values = None
+
+    def RETURN_GENERATOR(self, inst):
+        self.generator_values = []
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        if self.generator_values is None:
+            unimplemented("yield outside a generator")
+        self.generator_values.append(self.pop())
+        self.push(ConstantVariable(None))
+
+    def RETURN_VALUE(self, inst):
+        super().RETURN_VALUE(inst)
+        if self.generator_values is not None:
+            self.return_value = ListIteratorVariable(self.generator_values)
 
     def STORE_GLOBAL(self, inst):
         self.output.side_effects.store_global(self.f_globals, inst.argval, self.pop())
@@ -730,8 +744,8 @@ _MAX_INLINE_DEPTH = 64
 
 def inline_call(parent, code, f_globals, bound, cells, fn_vt):
     """Interpret ``code`` with ``bound`` arguments as a child of ``parent``."""
-    if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
-        unimplemented(f"inlining generator or coroutine function {code.co_name}")
+    if code.co_flags & (0x80 | 0x100 | 0x200):
+        unimplemented(f"inlining coroutine function {code.co_name}")
     depth = 0
     tx = parent
     while tx is not None:

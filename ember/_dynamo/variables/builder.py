@@ -57,6 +57,11 @@ def _is_ember_callable(v):
     return type(v).__module__.startswith("ember._ops") and callable(v)
 
 
+# Builtin types the interpreter models as functions (BuiltinVariable), not as classes.
+_BUILTIN_TYPES = {range, zip, enumerate, reversed, super, list, tuple, dict, int, float, bool,
+                  str, map, filter, slice, type, set, frozenset, complex, object}
+
+
 class VariableBuilder:
     def __init__(self, tx, source):
         self.tx, self.source = tx, source
@@ -138,6 +143,8 @@ class VariableBuilder:
             if src is not None:
                 guards.id_match(src, value)
             return PythonModuleVariable(value, src)
+        if isinstance(value, type) and value in _BUILTIN_TYPES:
+            return BuiltinVariable(value, src)
         if isinstance(value, type):
             if src is not None:
                 guards.id_match(src, value)

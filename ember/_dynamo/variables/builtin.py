@@ -1,8 +1,6 @@
 """Python builtins and operators during capture: folded on constants, recorded as graph calls on
 tensors (``operator.add``), modelled on containers (``len``, ``zip``, ``enumerate``, ...), and a
 graph break where the builtin has effects Dynamo does not model (``print``)."""
-import builtins
-import math
 import operator
 
 from .base import VariableTracker, unimplemented
@@ -232,6 +230,12 @@ class BuiltinVariable(VariableTracker):
             if all(i.is_python_constant() for i in items):
                 return _const(tx, fn(i.as_python_constant() for i in items))
             unimplemented(f"{name}() of tensors (Tensor.__bool__)")
+        if fn is sorted:
+            items = tx.unpack(args[0])
+            if all(i.is_python_constant() for i in items):
+                ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+                return _const(tx, sorted((i.as_python_constant() for i in items), **ckw))
+            unimplemented("sorted() of non-constants")
         if fn in (all, any):
             vals = [v.truth(tx) for v in tx.unpack(args[0])]
             return ConstantVariable(fn(vals))
@@ -267,6 +271,3 @@ def _super(tx, cls, obj):
     from .misc import SuperVariable
     return SuperVariable(cls, obj)
 
-
-_ = math  # math functions are folded through _PURE's module test
-_ = builtins

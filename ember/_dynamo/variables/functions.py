@@ -1,7 +1,6 @@
 """User functions during capture: called functions are inlined (their bytecode interpreted in
 a child frame of the same trace), so one graph spans many Python frames. A function made inside
 the captured code (a closure, a lambda, a comprehension) keeps its cells as variables."""
-import inspect
 import types
 
 from .base import VariableTracker, unimplemented
@@ -19,38 +18,45 @@ class CellVariable(VariableTracker):
         self.value = value
 
 
-class _Default:
-    def __init__(self, i, kw=False):
-        self.i, self.kw = i, kw
-
-
 def bind_args(tx, code, defaults, kwdefaults, args, kwargs, fn_name):
-    """Arguments of a call bound to the callee's parameter names (VariableTrackers);
-    ``defaults``/``kwdefaults`` are VariableTrackers or None."""
-    nfree = len(code.co_freevars)
-    dummy = types.FunctionType(code, {}, fn_name,
-                               tuple(_Default(i) for i in range(len(defaults or ()))),
-                               tuple(types.CellType() for _ in range(nfree)) if nfree else None)
-    if kwdefaults:
-        dummy.__kwdefaults__ = {k: _Default(k, True) for k in kwdefaults}
-    try:
-        bound = inspect.signature(dummy).bind(*args, **kwargs)
-    except TypeError as e:
-        unimplemented(f"call to {fn_name} with bad arguments: {e}")
-    bound.apply_defaults()
+    """Arguments of a call bound to the callee's parameter names, as CPython binds them
+    (VariableTrackers; ``defaults``/``kwdefaults`` are VariableTrackers or None)."""
+    from .lists import TupleVariable
+    from .dicts import ConstDictVariable
+    names = code.co_varnames
+    npos, nkw, posonly = code.co_argcount, code.co_kwonlyargcount, code.co_posonlyargcount
+    defaults = list(defaults or ())
+    kwargs = dict(kwargs)
     out = {}
-    params = inspect.signature(dummy).parameters
-    for name, v in bound.arguments.items():
-        kind = params[name].kind
-        if isinstance(v, _Default):
-            v = kwdefaults[v.i] if v.kw else defaults[v.i]
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            from .lists import TupleVariable
-            v = TupleVariable(list(v))
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            from .dicts import ConstDictVariable
-            v = ConstDictVariable(dict(v))
-        out[name] = v
+    for i, name in enumerate(names[:npos]):
+        if i < len(args):
+            out[name] = args[i]
+        elif name in kwargs and i >= posonly:
+            out[name] = kwargs.pop(name)
+        elif i - (npos - len(defaults)) >= 0:
+            out[name] = defaults[i - (npos - len(defaults))]
+        else:
+            unimplemented(f"TypeError: {fn_name}() missing required argument '{name}'")
+    i = npos + nkw
+    extra = list(args[npos:])
+    if code.co_flags & 0x04:
+        out[names[i]] = TupleVariable(extra)
+        i += 1
+    elif extra:
+        unimplemented(f"TypeError: {fn_name}() takes {npos} positional arguments but "
+                      f"{len(args)} were given")
+    for name in names[npos:npos + nkw]:
+        if name in kwargs:
+            out[name] = kwargs.pop(name)
+        elif kwdefaults and name in kwdefaults:
+            out[name] = kwdefaults[name]
+        else:
+            unimplemented(f"TypeError: {fn_name}() missing keyword-only argument '{name}'")
+    if code.co_flags & 0x08:
+        out[names[i]] = ConstDictVariable(kwargs)
+    elif kwargs:
+        unimplemented(f"TypeError: {fn_name}() got an unexpected keyword argument "
+                      f"'{next(iter(kwargs))}'")
     return out
 
 
