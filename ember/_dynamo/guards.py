@@ -42,6 +42,11 @@ class Guard:
         return list(self.code)
 
 
+class _Const:
+    def __init__(self, value):
+        self.value = value
+
+
 class GuardSet:
     """The guards of one capture, deduplicated; constants go into the guard's namespace."""
 
@@ -90,7 +95,7 @@ class GuardSet:
             c = self.const(value)
             code = [f"___type({e}) is ___type({c})", f"{e} == {c}"]
         self._add(("C", source), source, "EQUALS_MATCH" if value is not None else "ID_MATCH",
-                  code)
+                  code, obj=_Const(value))
 
     def length_match(self, source, obj):
         e = source.expr()
@@ -171,6 +176,12 @@ def failure_reason(guard_fn, args):
     g = guard_fn.guards[i]
     if g.create_fn == "TENSOR_MATCH" and g.obj is not None:
         return _tensor_reason(g, guard_fn, args)
+    if isinstance(g.obj, _Const):
+        return f"{g.name} == {g.obj.value!r}"
+    if g.create_fn == "ID_MATCH":
+        return f"{g.name} is not the object it was ({type(g.obj).__name__})"
+    if g.create_fn == "TYPE_MATCH":
+        return f"type({g.name}) changed"
     return " and ".join(c for c in g.code).replace("___tls.", "")
 
 

@@ -2,6 +2,7 @@
 VariableTracker, and the guard that makes the trace valid for it is installed here: tensors
 become graph inputs with a tensor guard, constants get a value guard, modules, functions and
 classes an identity guard, containers a length or keys guard."""
+import collections
 import enum
 import types
 
@@ -62,6 +63,33 @@ _BUILTIN_TYPES = {range, zip, enumerate, reversed, super, list, tuple, dict, int
                   str, map, filter, slice, type, set, frozenset, complex, object}
 
 
+def _grad_mode_exit(tx, value, src):
+    """The ``__exit__`` of an entered grad-mode block, passed to a resume function by a graph
+    break inside ``with no_grad():``: the block's exit restores the mode it saved."""
+    from ...autograd import grad_mode as gm
+    from .misc import GradModeVariable, WithExitVariable
+    from ..source import AttrSource
+    obj = value.__self__
+    if value.__func__.__name__ != "__exit__" or not isinstance(
+            obj, (gm._GradModeSetter, gm.set_grad_enabled)) or not hasattr(obj, "prev"):
+        return None
+    if src is not None:
+        self_src = AttrSource(src, "__self__")
+        tx.output.guards.type_match(self_src, obj)
+        tx.output.guards.constant_match(AttrSource(self_src, "prev"), obj.prev)
+    from ..._dispatch import tls
+    ctx = GradModeVariable(tls.state.grad_enabled, type(obj), initial=obj.prev)
+    return WithExitVariable(ctx)
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
 class VariableBuilder:
     def __init__(self, tx, source):
         self.tx, self.source = tx, source
@@ -98,17 +126,23 @@ class VariableBuilder:
             if type(value) is list:
                 return tx.output.side_effects.track_list(ListVariable(items, src), value)
             return TupleVariable(items, src)
-        if type(value) is dict and all(is_constant_value(k) for k in value):
+        if type(value) in (dict, collections.OrderedDict) and \
+                all(is_constant_value(k) for k in value):
             if src is not None:
                 guards.dict_keys(src, value)
             from ..source import GetItemSource
             items = {k: VariableBuilder(tx, GetItemSource(src, k) if src else None)(v)
                      for k, v in value.items()}
-            return tx.output.side_effects.track_list(ConstDictVariable(items, src), value)
+            return tx.output.side_effects.track_list(
+                ConstDictVariable(items, src, user_cls=type(value)), value)
         # callables
         orig = getattr(value, "_torchdynamo_orig_callable", None)
         if orig is not None:
             value = orig
+        if not _hashable(value):
+            if src is not None:
+                guards.type_match(src, value)
+            return UserDefinedObjectVariable(value, src)
         if value in eval_frame._disabled_fns:
             if src is not None:
                 guards.id_match(src, value)
@@ -132,6 +166,9 @@ class VariableBuilder:
             return SkippedFunctionVariable(
                 value, f"call to C method {value.__qualname__} Dynamo does not model", src)
         if isinstance(value, types.MethodType):
+            exit_ctx = _grad_mode_exit(tx, value, src)
+            if exit_ctx is not None:
+                return exit_ctx
             obj = VariableBuilder(tx, None)(value.__self__)
             if isinstance(value.__func__, types.FunctionType):
                 if _is_ember_callable(value.__func__) and not isinstance(

@@ -146,6 +146,7 @@ class GradModeVariable(ContextManagerVariable):
         arg = repr(self.target) if self.cls.__name__ == "set_grad_enabled" else ""
         cg.lines.append(f"{t} = {ctor}({arg})")
         cg.lines.append(f"{t}.__enter__()")
+        cg.lines.append(f"{t}.prev = {self.initial!r}")  # the mode before the block
         return f"{t}.__exit__"
 
 
