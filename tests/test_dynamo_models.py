@@ -1,0 +1,87 @@
+"""The examples' models compiled with ember.compile (backend "eager") train exactly as eager:
+same losses step by step, one graph per model, no graph breaks."""
+import os
+import sys
+
+import pytest
+
+import ember
+from ember._dynamo.testing import CompileCounter
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import train_digits  # noqa: E402
+import train_gpt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    ember._dynamo.reset()
+    yield
+    ember._dynamo.reset()
+
+
+def _gpt_losses(compiled, steps=4, dropout=0.1):
+    ember.manual_seed(7)
+    model = train_gpt.GPT(40, context=16, width=32, n_layer=2, n_head=4, dropout=dropout)
+    opt = train_gpt.configure_optimizer(model, 3e-3, weight_decay=0.1)
+    cnt = CompileCounter()
+    run = ember.compile(model, backend=cnt) if compiled else model
+    data = ember.randint(40, (2000,))
+    losses = []
+    for _ in range(steps):
+        x, y = train_gpt.get_batch(data, 4, 16)
+        _, loss = run(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        ember.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    with ember.no_grad():
+        _, val = run(*train_gpt.get_batch(data, 4, 16))
+    losses.append(val.item())
+    return losses, cnt
+
+
+def test_train_gpt_compiled_same_losses():
+    eager, _ = _gpt_losses(False)
+    compiled, cnt = _gpt_losses(True)
+    assert compiled == eager
+    # one graph for training, one for evaluation (training flag and grad mode guards)
+    assert cnt.frame_count == 2
+
+
+def test_gpt_forward_is_one_graph():
+    ember.manual_seed(0)
+    model = train_gpt.GPT(40, context=16, width=32, n_layer=2, n_head=4)
+    idx = ember.randint(40, (2, 16))
+    e = ember._dynamo.explain(model)(idx, idx)
+    assert e.graph_count == 1 and e.graph_break_count == 0
+
+
+def _digits_losses(compiled, steps=5):
+    ember.manual_seed(0)
+    train, _ = train_digits.load_digits()
+    model = train_digits.DigitsCNN(width=8)
+    opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    cnt = CompileCounter()
+    run = ember.compile(model, backend=cnt) if compiled else model
+    loader = ember.utils.data.DataLoader(train, batch_size=32, shuffle=True,
+                                         generator=ember.Generator().manual_seed(0))
+    losses = []
+    for i, (images, labels) in enumerate(loader):
+        if i == steps:
+            break
+        loss = ember.nn.functional.cross_entropy(run(images), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, cnt
+
+
+def test_train_digits_compiled_same_losses():
+    eager, _ = _digits_losses(False)
+    compiled, cnt = _digits_losses(True)
+    assert compiled == eager
+    assert cnt.frame_count == 1
