@@ -82,4 +82,4 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                             disable=disable)(model)
 
 
-from . import compiler, _logging  # noqa: E402,F401  (torch.compiler, torch._logging)
+from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
