@@ -735,7 +735,10 @@ def f_break_in_loop(xs):
 
 
 def test_break_in_loop():
-    run_both(f_break_in_loop, ([t(2), t(2), t(2)],))
+    # each iteration breaks; the resume functions receive the loop's iterator
+    e = ember._dynamo.explain(f_break_in_loop)([t(2), t(2), t(2)])
+    assert e.graph_count == 3 and e.graph_break_count == 3
+    run_both(f_break_in_loop, ([t(2), t(2), t(2)],), graphs=3)
 
 
 def f_break_keeps_stack(x):
@@ -769,6 +772,12 @@ def test_user_exception_surfaces_like_eager():
     with pytest.raises(RuntimeError) as ee:
         f(t(3), t(4))
     assert str(ce.value) == str(ee.value)
+    # the user's frame (the line of x + y) is in the traceback
+    import traceback
+    frames = traceback.extract_tb(ce.value.__traceback__)
+    assert any(fs.name == "f" and fs.lineno == f.__code__.co_firstlineno + 1 for fs in frames)
+    assert same(opt(t(3), t(3)), f(t(3), t(3)))  # nothing was cached: good input captures
+    assert len(opt._frame_state.entries) == 1
 
     def g(x):
         raise ValueError("boom")

@@ -17,7 +17,7 @@ import warnings
 
 from .._core.codegen import compile_source
 from . import config
-from .exc import RecompileError, RestartAnalysis, Unsupported
+from .exc import RecompileError, RestartAnalysis, Unsupported, UserErrorDuringTrace
 from .guards import build_guard_fn, failure_reason
 
 __all__ = ["FrameState", "get_frame_state"]
@@ -146,6 +146,10 @@ class FrameState:
                 return self.run_eager(args, closure)
         try:
             entry = self.compile(args, closure)
+        except UserErrorDuringTrace:
+            # Run this call eagerly, cache nothing: the user's error is raised as in eager
+            # (with their frames); if eager succeeds, the next call tries to capture again.
+            return self.run_eager(args, closure)
         except Unsupported as e:
             if self.fullgraph:
                 raise
@@ -212,7 +216,8 @@ class FrameState:
 
     def _build_residual(self, cg, label):
         ns = cg.ns
-        ns.update(___G=self.f_globals, ___setattr=setattr, ___getattr=getattr, ___iter=iter)
+        from .source import iter_rest
+        ns.update(___iter_rest=iter_rest, ___G=self.f_globals, ___setattr=setattr, ___getattr=getattr, ___iter=iter)
         params = ", ".join(list(self.argnames) + ["___closure"])
         body = "\n".join("    " + line for line in cg.lines) or "    return None"
         src = f"def ___residual({params}):\n{body}\n"

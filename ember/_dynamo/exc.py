@@ -31,6 +31,11 @@ class Unsupported(TorchDynamoException):
                              f"line {fs.lineno}, in {fs.name}\n    {fs.line or ''}",)
 
 
+class UserErrorDuringTrace(Unsupported):
+    """An op raised on FakeTensors: most likely the user's program raises there. The call runs
+    eagerly (nothing cached), so the user's exception surfaces as in eager, with their frames."""
+
+
 class RestartAnalysis(TorchDynamoException):
     """Internal: the frame is analysed again with more knowledge (where to break)."""
 

@@ -103,6 +103,12 @@ class GuardSet:
         self._add(("LEN", source), source, "SEQUENCE_LENGTH",
                   [f"___type({e}) is {c}", f"___len({e}) == {len(obj)}"])
 
+    def iter_length(self, source, n, it):
+        e = source.expr()
+        c = self.const(type(it))
+        self._add(("IT", source), source, "ITERATOR_LENGTH",
+                  [f"___type({e}) is {c}", f"___len(___iter_rest({e})) == {n}"])
+
     def dict_keys(self, source, d):
         e = source.expr()
         c = self.const(list(d.keys()))
@@ -137,7 +143,8 @@ def _base_namespace():
     from .._core import dtype as _dt
     from ..amp import autocast_mode as _am
     from ..backends._context import ctx
-    return {"___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
+    from .source import iter_rest
+    return {"___iter_rest": iter_rest, "___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
             "___getattr": builtins.getattr, "___tls": _tls.state,
             "___default_dtype": _dt.get_default_dtype, "___det": ctx, "___ac": _am.state}
 

@@ -309,8 +309,10 @@ class OutputGraph:
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001 - breaks here; the eager call raises it for real
+            from .exc import UserErrorDuringTrace
             name = getattr(fn, "__qualname__", getattr(fn, "__name__", str(fn)))
-            unimplemented(f"{name} raised {type(e).__name__} on fake tensors: {e}")
+            raise UserErrorDuringTrace(f"{name} raised {type(e).__name__} on fake tensors: "
+                                       f"{e}") from e
 
     def create_node(self, tx, kind, target, nargs, nkw, val):
         node = self.graph.create_node(kind, target, nargs, nkw)

@@ -91,6 +91,26 @@ class GetItemSource(Source):
         return f"{self.base.expr()}[{self.index!r}]"
 
 
+def iter_rest(it):
+    """The items a tuple/list/range iterator has left, without advancing it."""
+    _, (seq,), pos = it.__reduce__()
+    return tuple(seq[pos:])
+
+
+class IterItemSource(Source):
+    """Item ``index`` of what an iterator passed to a resume function has left."""
+
+    def __init__(self, base, index):
+        self.base, self.index = base, index
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"___iter_rest({self.base.name()})[{self.index}]"
+
+    def expr(self):
+        return f"___iter_rest({self.base.expr()})[{self.index}]"
+
+
 class DefaultsSource(Source):
     """A default argument value of an inlined function (``fn.__defaults__[i]``)."""
 

@@ -14,7 +14,7 @@ import sys
 import traceback
 import types
 
-from .exc import RestartAnalysis, Unsupported
+from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
 from .source import ClosureSource, GlobalSource, LocalSource
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable,
@@ -717,7 +717,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         except Unsupported as e:
             if not e.real_stack:
                 e.add_user_stack(self.user_stack_at_error())
-            if self.one_graph:
+            if self.one_graph or isinstance(e, UserErrorDuringTrace):
                 raise
             if inst.opname in _BREAKABLE and self.output.can_break(self):
                 self.break_at[inst.offset] = e

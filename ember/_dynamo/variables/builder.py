@@ -135,6 +135,14 @@ class VariableBuilder:
                      for k, v in value.items()}
             return tx.output.side_effects.track_list(
                 ConstDictVariable(items, src, user_cls=type(value)), value)
+        if type(value).__name__ in ("tuple_iterator", "list_iterator", "range_iterator"):
+            from ..source import IterItemSource, iter_rest
+            from .lists import ListIteratorVariable
+            rest = iter_rest(value)
+            if src is not None:
+                guards.iter_length(src, len(rest), value)
+            return ListIteratorVariable([VariableBuilder(
+                tx, IterItemSource(src, i) if src else None)(v) for i, v in enumerate(rest)])
         # callables
         orig = getattr(value, "_torchdynamo_orig_callable", None)
         if orig is not None:
