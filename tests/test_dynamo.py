@@ -601,6 +601,43 @@ def test_train_eval_guard_recompiles():
     assert cnt.frame_count == 1  # the training entry is still cached
 
 
+def _nn_cases():
+    ember.manual_seed(0)
+    r = ember.randn
+    return [
+        (nn.MultiheadAttention(8, 2, batch_first=True), lambda: (r(2, 5, 8),) * 3),
+        (nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), lambda: (r(2, 5, 8),)),
+        (nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), lambda: (r(5, 2, 8), r(4, 2, 8))),
+        (nn.LSTM(4, 6, batch_first=True), lambda: (r(2, 3, 4),)),
+        (nn.GRU(4, 6), lambda: (r(3, 2, 4),)),
+        (nn.RNN(3, 4), lambda: (r(2, 1, 3),)),
+        (nn.Conv1d(2, 3, 3), lambda: (r(1, 2, 8),)),
+        (nn.ConvTranspose2d(2, 3, 3), lambda: (r(1, 2, 4, 4),)),
+        (nn.GroupNorm(2, 4), lambda: (r(2, 4, 3),)),
+        (nn.InstanceNorm1d(3), lambda: (r(2, 3, 5),)),
+        (nn.BatchNorm1d(3), lambda: (r(4, 3),)),
+        (nn.Bilinear(3, 4, 5), lambda: (r(2, 3), r(2, 4))),
+        (nn.Upsample(scale_factor=2), lambda: (r(1, 1, 4, 4),)),
+        (nn.AdaptiveAvgPool2d(2), lambda: (r(1, 2, 5, 5),)),
+        (nn.PReLU(), lambda: (r(4),)),
+        (nn.CrossEntropyLoss(), lambda: (r(4, 3), ember.tensor([0, 1, 2, 1]))),
+        (nn.PixelShuffle(2), lambda: (r(1, 4, 2, 2),)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(17))
+def test_nn_modules_one_graph(case):
+    mod, make = _nn_cases()[case]
+    args = make()
+    ember.manual_seed(1)
+    expected = mod(*args)
+    cnt = CompileCounter()
+    opt = ember.compile(mod, backend=cnt)
+    ember.manual_seed(1)
+    assert same(expected, opt(*args))
+    assert cnt.frame_count == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # Graph breaks
 
@@ -746,7 +783,17 @@ def f_break_keeps_stack(x):
 
 
 def test_break_with_values_on_stack():
-    run_both(f_break_keeps_stack, (t(3),))
+    # nothing is computed before the print: one graph, after the break
+    run_both(f_break_keeps_stack, (t(3),), graphs=1)
+
+
+def f_break_inside_method_args(x, xs):
+    xs.append(x.sum(0) * 2, **{}) if False else None
+    return x.add(x * 2, alpha=len(str(print("m"))) - 3)
+
+
+def test_break_with_pending_method_call():
+    run_both(f_break_inside_method_args, (t(3), []), graphs=2)
 
 
 def test_fullgraph_raises_unsupported():

@@ -89,10 +89,11 @@ class FrameState:
 
     # -- eager ---------------------------------------------------------------------------------
     def run_eager(self, args, closure):
-        fn = self._eager_fns.get(closure)
-        if fn is None:
-            fn = self._eager_fns[closure] = types.FunctionType(
-                self.code, self.f_globals, self.code.co_name, None, closure)
+        hit = self._eager_fns.get(id(closure))
+        if hit is None or hit[0] is not closure:
+            hit = self._eager_fns[id(closure)] = (closure, types.FunctionType(
+                self.code, self.f_globals, self.code.co_name, None, closure))
+        fn = hit[1]
         code = self.code
         pos = list(args[:code.co_argcount])
         i = code.co_argcount

@@ -168,7 +168,14 @@ class ResidualCodegen:
                 hit = self.cache[id(vt)] = self.temp()
                 self.lines.append(f"{hit} = {e}")
             return hit
-        return vt.reconstruct(self)
+        try:
+            return vt.reconstruct(self)
+        except Unsupported:
+            # functions, classes, modules and other objects known at capture time
+            if isinstance(vt, (BaseListVariable, ConstDictVariable)) or \
+                    not vt.is_python_constant():
+                raise
+            return self.const(vt.as_python_constant())
 
 
 class OutputGraph:

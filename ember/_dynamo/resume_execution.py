@@ -31,8 +31,9 @@ def resume_target(code, offset):
 
 def live_locals(code, start_offset):
     """Names possibly read at or after ``start_offset`` (all paths; conservative)."""
+    from .symbolic_convert import offset_index
     insts = _instructions(code)
-    index = {inst.offset: i for i, inst in enumerate(insts)}
+    index = offset_index(code)
     jumps = set(dis.hasjrel) | set(dis.hasjabs)
     seen, live = set(), set()
     work = [index[start_offset]]
@@ -61,7 +62,8 @@ def make_resume_code(code, target_offset, nstack, null_positions, local_names, n
     concrete = ConcreteBytecode.from_code(code)
     # The k-th real instruction of the abstract bytecode is the k-th (non-cache) instruction
     # that dis lists.
-    target_k = [i.offset for i in _instructions(code)].index(target_offset)
+    from .symbolic_convert import offset_index
+    target_k = offset_index(code)[target_offset]
     bc = concrete.to_bytecode()
     k = -1
     insert_at = None

@@ -49,6 +49,21 @@ def get_instructions(code):
     return [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
 
 
+def offset_index(code):
+    """offset -> index in get_instructions(code); an EXTENDED_ARG's offset (a jump may target
+    it) maps to the instruction it extends."""
+    index, pending, k = {}, [], 0
+    for i in dis.get_instructions(code):
+        if i.opname == "EXTENDED_ARG":
+            pending.append(i.offset)
+            continue
+        for off in pending + [i.offset]:
+            index[off] = k
+        pending = []
+        k += 1
+    return index
+
+
 class InstructionTranslatorBase:
     def __init__(self, code, f_globals, symbolic_locals, cells, output, parent=None):
         self.code = code
@@ -57,7 +72,7 @@ class InstructionTranslatorBase:
         self.parent = parent
         self.symbolic_locals = symbolic_locals
         self.instructions = get_instructions(code)
-        self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
+        self.index_of = offset_index(code)
         self.stack = []
         self.ip = 0
         self.lineno = code.co_firstlineno
@@ -656,6 +671,9 @@ class _BoundMethod(BuiltinVariable):
 
     def call_function(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.reconstruct(self.obj)}.{self.name}"
 
     def __repr__(self):
         return f"_BoundMethod({self.obj}.{self.name})"

@@ -177,6 +177,15 @@ class VariableBuilder:
             exit_ctx = _grad_mode_exit(tx, value, src)
             if exit_ctx is not None:
                 return exit_ctx
+            if isinstance(value.__self__, Tensor):  # tensor.method passed around
+                from ..source import AttrSource
+                from .tensor import GetAttrMethod
+                if src is not None:
+                    tx.output.guards.constant_match(AttrSource(src, "__name__"),
+                                                    value.__name__)
+                owner = VariableBuilder(tx, AttrSource(src, "__self__") if src else None)(
+                    value.__self__)
+                return GetAttrMethod(owner, value.__name__)
             obj = VariableBuilder(tx, None)(value.__self__)
             if isinstance(value.__func__, types.FunctionType):
                 if _is_ember_callable(value.__func__) and not isinstance(

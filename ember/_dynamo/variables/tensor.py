@@ -117,3 +117,6 @@ class GetAttrMethod(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.reconstruct(self.obj)}.{self.name}"
