@@ -39,7 +39,13 @@ class Guard:
                 f"    Guard Types: [{self.create_fn!r}]\n    Code List: {self.code_list()!r}")
 
     def code_list(self):
-        return list(self.code)
+        name = self.name
+        return [c.replace(E, name) for c in self.code]
+
+
+# Where a guard's code reads its source's value; the generated function computes each source
+# once, into a local, and substitutes it here.
+E = "___E___"
 
 
 class _Const:
@@ -68,7 +74,7 @@ class GuardSet:
 
     # -- the kinds --------------------------------------------------------------------------
     def tensor_match(self, source, t):
-        e = source.expr()
+        e = E
         c = self.const((type(t), t._dtype, t._device, t._size, t._stride, t._requires_grad,
                         t._keyset))
         code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]", f"{e}._device == {c}[2]",
@@ -81,14 +87,14 @@ class GuardSet:
 
     def id_match(self, source, obj):
         c = self.const(obj)  # held, so the id cannot be reused while the entry lives
-        self._add(("ID", source), source, "ID_MATCH", [f"{source.expr()} is {c}"], obj=obj)
+        self._add(("ID", source), source, "ID_MATCH", [f"{E} is {c}"], obj=obj)
 
     def type_match(self, source, obj):
         c = self.const(type(obj))
-        self._add(("TY", source), source, "TYPE_MATCH", [f"___type({source.expr()}) is {c}"])
+        self._add(("TY", source), source, "TYPE_MATCH", [f"___type({E}) is {c}"])
 
     def constant_match(self, source, value):
-        e = source.expr()
+        e = E
         if value is None or value is True or value is False or value is Ellipsis:
             code = [f"{e} is {value!r}"]
         else:
@@ -98,27 +104,30 @@ class GuardSet:
                   code, obj=_Const(value))
 
     def length_match(self, source, obj):
-        e = source.expr()
+        e = E
         c = self.const(type(obj))
         self._add(("LEN", source), source, "SEQUENCE_LENGTH",
                   [f"___type({e}) is {c}", f"___len({e}) == {len(obj)}"])
 
     def iter_length(self, source, n, it):
-        e = source.expr()
+        e = E
         c = self.const(type(it))
         self._add(("IT", source), source, "ITERATOR_LENGTH",
                   [f"___type({e}) is {c}", f"___len(___iter_rest({e})) == {n}"])
 
     def dict_keys(self, source, d):
-        e = source.expr()
-        c = self.const(list(d.keys()))
+        e = E
         t = self.const(type(d))
-        self._add(("DK", source), source, "DICT_KEYS",
-                  [f"___type({e}) is {t}", f"___list({e}.keys()) == {c}"])
+        if not d:  # the common case (hook tables): cheaper
+            code = [f"___type({e}) is {t}", f"not {e}"]
+        else:
+            c = self.const(list(d.keys()))
+            code = [f"___type({e}) is {t}", f"___list({e}.keys()) == {c}"]
+        self._add(("DK", source), source, "DICT_KEYS", code)
 
     def alias(self, source, other):
         self._add(("A", source, other), source, "DUPLICATE_INPUT",
-                  [f"{source.expr()} is {other.expr()}"])
+                  [f"{E} is {other.expr()}"])
 
     def global_state(self):
         """Grad mode, the thread's key sets (autocast, inference mode), the default dtype,
@@ -149,6 +158,27 @@ def _base_namespace():
             "___default_dtype": _dt.get_default_dtype, "___det": ctx, "___ac": _am.state}
 
 
+def _source_local(src, names, lines):
+    """The local variable (or parameter) holding ``src``'s value in the guard function,
+    assigning it (and its bases) on first use, so a chain like ``self._modules['fc']`` is read
+    once for all the guards under it."""
+    hit = names.get(src)
+    if hit is not None:
+        return hit
+    base = getattr(src, "base", None)
+    if base is None or not hasattr(src, "expr_with_base"):
+        e = src.expr()
+        if e.isidentifier():
+            names[src] = e
+            return e
+    else:
+        e = src.expr_with_base(_source_local(base, names, lines))
+    name = f"___v{len(lines)}"
+    lines.append(f"{name} = {e}")
+    names[src] = name
+    return name
+
+
 def build_guard_fn(guard_set, argnames, f_globals, label):
     """One function ``guard(*argnames, ___closure) -> bool`` and one
     ``first_failure(...) -> index or -1`` for the recompile log."""
@@ -156,16 +186,29 @@ def build_guard_fn(guard_set, argnames, f_globals, label):
     ns.update(guard_set.namespace)
     ns["___G"] = f_globals
     params = ", ".join(list(argnames) + ["___closure"])
-    conds = [c for g in guard_set.guards for c in g.code]
-    body = " and\n            ".join(conds) if conds else "True"
-    lines = [f"def ___guard({params}):", "    try:", f"        return ({body})",
-             "    except Exception:", "        return False", "",
-             f"def ___first_failure({params}):"]
+    names, assigns = {}, []
+    body = []  # (assignment lines, condition, guard index)
     for i, g in enumerate(guard_set.guards):
-        cond = " and ".join(g.code)
-        lines += ["    try:", f"        if not ({cond}):", f"            return {i}",
-                  "    except Exception:", f"        return {i}"]
-    lines.append("    return -1")
+        before = len(assigns)
+        local = _source_local(g.source, names, assigns) if g.source is not None else None
+        cond = " and ".join(c.replace(E, local) if local else c for c in g.code)
+        body.append((assigns[before:], cond, i))
+
+    def emit(fail, track):
+        out = []
+        for lines, cond, i in body:
+            if track:
+                out.append(f"        ___at = {i}")
+            out += ["        " + ln for ln in lines]
+            out.append(f"        if not ({cond}):")
+            out.append(f"            return {fail(i)}")
+        return out
+    lines = [f"def ___guard({params}):", "    try:"]
+    lines += emit(lambda i: "False", False)
+    lines += ["        return True", "    except Exception:", "        return False", "",
+              f"def ___first_failure({params}):", "    ___at = 0", "    try:"]
+    lines += emit(str, True)
+    lines += ["        return -1", "    except Exception:", "        return ___at"]
     src = "\n".join(lines) + "\n"
     compile_source(src, f"<ember dynamo guards {label}>", ns)
     fn = ns["___guard"]
@@ -197,7 +240,7 @@ def _tensor_reason(g, guard_fn, args):
     names = guard_fn.__code__.co_varnames[:guard_fn.__code__.co_argcount]
     local = dict(zip(names, args))
     try:
-        value = eval(g.source.expr(), ns, local)
+        value = eval(g.source.expr(), dict(ns), local)
     except Exception as e:  # noqa: BLE001 - the reason is only for the log
         return f"{g.name} could not be read: {e}"
     exp, name = g.obj, g.source.name()

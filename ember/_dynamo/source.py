@@ -74,9 +74,12 @@ class AttrSource(Source):
         return f"getattr({self.base.name()}, {self.member!r})"
 
     def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
         if self.member.isidentifier() and not self.member.startswith("__"):
-            return f"{self.base.expr()}.{self.member}"
-        return f"___getattr({self.base.expr()}, {self.member!r})"
+            return f"{b}.{self.member}"
+        return f"___getattr({b}, {self.member!r})"
 
 
 class GetItemSource(Source):
@@ -88,7 +91,10 @@ class GetItemSource(Source):
         return f"{self.base.name()}[{self.index!r}]"
 
     def expr(self):
-        return f"{self.base.expr()}[{self.index!r}]"
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"{b}[{self.index!r}]"
 
 
 def iter_rest(it):
@@ -108,7 +114,10 @@ class IterItemSource(Source):
         return f"___iter_rest({self.base.name()})[{self.index}]"
 
     def expr(self):
-        return f"___iter_rest({self.base.expr()})[{self.index}]"
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"___iter_rest({b})[{self.index}]"
 
 
 class DefaultsSource(Source):

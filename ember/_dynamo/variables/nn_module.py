@@ -29,6 +29,7 @@ class NNModuleVariable(VariableTracker):
         from .builder import VariableBuilder
         from ..source import AttrSource
         from .functions import UserMethodVariable
+        from ..source import GetItemSource
         m = self.module
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is not None:
@@ -38,7 +39,11 @@ class NNModuleVariable(VariableTracker):
         for table in ("_parameters", "_buffers", "_modules"):
             t = d.get(table)
             if t is not None and name in t:
-                return VariableBuilder(tx, src)(t[name])
+                # read through the table (PyTorch's L['self']._modules['fc']): a dict lookup
+                # in the guards instead of Module.__getattr__
+                tsrc = GetItemSource(AttrSource(self.source, table), name) \
+                    if self.source is not None else None
+                return VariableBuilder(tx, tsrc)(t[name])
         if name in d:
             return VariableBuilder(tx, src)(d[name])
         cls_attr = None
@@ -145,7 +150,10 @@ class _LenSource:
         return f"len({self.base.name()})"
 
     def expr(self):
-        return f"___len({self.base.expr()})"
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"___len({b})"
 
     def __hash__(self):
         return hash(self.name())
