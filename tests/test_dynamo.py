@@ -1159,3 +1159,23 @@ def test_graph_metadata():
     assert all("stack_trace" in n.meta and "f_arith" in n.meta["stack_trace"] for n in nodes)
     assert all(isinstance(n.meta["val"], ember.Tensor) for n in nodes)
     gm.graph.lint()
+
+
+def test_globals_of_other_modules_are_guarded():
+    import sys
+    import types
+    mod = types.ModuleType("_dynamo_test_helpermod")
+    exec("SCALE = 2.0\ndef helper(x):\n    return x * SCALE\n", mod.__dict__)
+    sys.modules[mod.__name__] = mod
+    try:
+        def f(x):
+            return mod.helper(x) + 1
+        cnt = CompileCounter()
+        opt = ember.compile(f, backend=cnt)
+        x = ember.ones(2)
+        assert same(opt(x), x * 2 + 1)
+        mod.SCALE = 5.0
+        assert same(opt(x), x * 5 + 1)
+        assert cnt.frame_count == 2
+    finally:
+        del sys.modules[mod.__name__]

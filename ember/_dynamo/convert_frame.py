@@ -218,7 +218,7 @@ class FrameState:
     def _build_residual(self, cg, label):
         ns = cg.ns
         from .source import iter_rest
-        ns.update(___iter_rest=iter_rest, ___G=self.f_globals, ___setattr=setattr, ___getattr=getattr, ___iter=iter)
+        ns.update(___sys_modules=sys.modules, ___iter_rest=iter_rest, ___G=self.f_globals, ___setattr=setattr, ___getattr=getattr, ___iter=iter)
         params = ", ".join(list(self.argnames) + ["___closure"])
         body = "\n".join("    " + line for line in cg.lines) or "    return None"
         src = f"def ___residual({params}):\n{body}\n"

@@ -153,7 +153,8 @@ def _base_namespace():
     from ..amp import autocast_mode as _am
     from ..backends._context import ctx
     from .source import iter_rest
-    return {"___iter_rest": iter_rest, "___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
+    import sys
+    return {"___sys_modules": sys.modules, "___iter_rest": iter_rest, "___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
             "___getattr": builtins.getattr, "___tls": _tls.state,
             "___default_dtype": _dt.get_default_dtype, "___det": ctx, "___ac": _am.state}
 

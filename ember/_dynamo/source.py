@@ -4,7 +4,7 @@ item, a closure cell). A source names the value for guards and logs (``L['x']``,
 in the generated guard and residual functions, whose parameters are the frame's arguments."""
 
 __all__ = ["Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
-           "ClosureSource", "DefaultsSource"]
+           "ClosureSource", "DefaultsSource", "ModuleGlobalSource"]
 
 
 class Source:
@@ -48,6 +48,20 @@ class GlobalSource(Source):
 
     def expr(self):
         return f"___G[{self.global_name!r}]"
+
+
+class ModuleGlobalSource(Source):
+    """A global of another module (read by an inlined function): ``sys.modules[m].name``."""
+    guard_source = "global"
+
+    def __init__(self, module_name, global_name):
+        self.module_name, self.global_name = module_name, global_name
+
+    def name(self):
+        return f"G[{self.module_name!r}].{self.global_name}"
+
+    def expr(self):
+        return f"___sys_modules[{self.module_name!r}].__dict__[{self.global_name!r}]"
 
 
 class ClosureSource(Source):

@@ -15,7 +15,7 @@ import traceback
 import types
 
 from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
-from .source import ClosureSource, GlobalSource, LocalSource
+from .source import ClosureSource, GlobalSource, LocalSource, ModuleGlobalSource
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable,
                         NNModuleVariable, NullVariable, SizeVariable, TensorVariable,
@@ -43,6 +43,16 @@ _BINARY_OPS = {
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "==": operator.eq, "!=": operator.ne}
 _BUILTINS = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
+
+
+def _module_global_source(f_globals, name):
+    """A guardable source for a global of another module, when that module is importable by
+    name (ember's own modules are taken as fixed, as PyTorch takes torch's)."""
+    mod = f_globals.get("__name__")
+    if not mod or mod == "ember" or mod.startswith("ember.") or \
+            getattr(sys.modules.get(mod), "__dict__", None) is not f_globals:
+        return None
+    return ModuleGlobalSource(mod, name)
 
 
 def get_instructions(code):
@@ -148,9 +158,10 @@ class InstructionTranslatorBase:
         if pending is not None:
             return pending
         if name in self.f_globals:
-            src = GlobalSource(name) if self.f_globals is self.output.root_globals else None
-            if src is None:
-                return VariableBuilder(self, None)(self.f_globals[name])
+            if self.f_globals is self.output.root_globals:
+                src = GlobalSource(name)
+            else:
+                src = _module_global_source(self.f_globals, name)
             return VariableBuilder(self, src)(self.f_globals[name])
         b = self.f_globals.get("__builtins__", _BUILTINS)
         b = b if isinstance(b, dict) else vars(b)
