@@ -1179,3 +1179,38 @@ def test_globals_of_other_modules_are_guarded():
         assert cnt.frame_count == 2
     finally:
         del sys.modules[mod.__name__]
+
+
+COND_W = ember.ones(3) * 0.5
+
+
+def f_cond(x, y):
+    z = x * 2
+    out = ember.cond(z.sum() > 0, lambda a, b: a + b * COND_W + z, lambda a, b: a - b, (x, y))
+    return out.relu()
+
+
+def test_cond_keeps_both_branches_in_one_graph():
+    e = ember._dynamo.explain(f_cond)(ember.ones(3), t(3))
+    assert e.graph_count == 1 and e.graph_break_count == 0
+    cnt = CompileCounter()
+    opt = ember.compile(f_cond, backend=cnt)
+    for sign in (1.0, -1.0):
+        x, y = ember.ones(3) * sign, t(3)
+        assert same(opt(x, y), f_cond(x, y))
+    assert cnt.frame_count == 1  # the predicate's value is not guarded: no recompile
+    gm = cnt.graphs[0]
+    assert isinstance(gm.cond_true_0, ember.fx.GraphModule)
+    assert [n.op for n in gm.cond_true_0.graph.nodes].count("placeholder") == 4  # 2 + lifted
+    with pytest.raises(RuntimeError, match="single-element"):
+        ember.cond(ember.ones(2), lambda: 1, lambda: 2)
+
+
+def test_cond_fullgraph_and_mismatch():
+    opt = ember.compile(f_cond, backend="eager", fullgraph=True)
+    assert same(opt(ember.ones(3), t(3)), f_cond(ember.ones(3), t(3)))
+
+    def bad(x):
+        return ember.cond(x.sum() > 0, lambda a: a, lambda a: a.sum(), (x,))
+    with pytest.raises(Unsupported, match="different metadata"):
+        ember.compile(bad, backend="eager", fullgraph=True)(t(3))

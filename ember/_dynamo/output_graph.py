@@ -22,7 +22,6 @@ from .variables.misc import UserDefinedObjectVariable
 
 __all__ = ["OutputGraph", "GraphCompileReason", "SideEffects"]
 
-log = logging.getLogger("ember._dynamo.output_graph")
 graph_code_log = logging.getLogger("ember._dynamo.__graph_code")
 graph_breaks_log = logging.getLogger("ember._dynamo.__graph_breaks")
 
@@ -188,6 +187,8 @@ class OutputGraph:
         self.label = label
         self.frame_state = frame_state
         self.graph = Graph()
+        self.root_graph = self.graph  # self.graph is a branch's subgraph while ember.cond traces
+        self.lifted = None            # outer node -> subgraph placeholder, during a branch
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         self.guards = GuardSet()
         self.guards.global_state()
@@ -239,8 +240,8 @@ class OutputGraph:
         self.create_node(tx, "call_function", fn, (node,), {}, None)
 
     # -- inputs -------------------------------------------------------------------------------
-    def _first_non_placeholder(self):
-        for n in self.graph.nodes:
+    def _first_non_placeholder(self, graph=None):
+        for n in (graph or self.root_graph).nodes:
             if n.op != "placeholder":
                 return n
         return None
@@ -258,17 +259,22 @@ class OutputGraph:
         if src is None:
             name = f"_tensor_constant{len(self.attrs)}"
             self.attrs[name] = value
-            node = self.graph.get_attr(name)
+            first = self._first_non_placeholder()
+            if first is None:
+                node = self.root_graph.get_attr(name)
+            else:
+                with self.root_graph.inserting_before(first):
+                    node = self.root_graph.get_attr(name)
             node.meta["real"] = value
         else:
             self.guards.tensor_match(src, value)
             name = _placeholder_name(src)
             first = self._first_non_placeholder()
             if first is None:
-                node = self.graph.placeholder(name)
+                node = self.root_graph.placeholder(name)
             else:
-                with self.graph.inserting_before(first):
-                    node = self.graph.placeholder(name)
+                with self.root_graph.inserting_before(first):
+                    node = self.root_graph.placeholder(name)
             self.real_inputs.append((node, value))
         node.meta.update(val=fake, source=src, real_type=type(value))
         vt = TensorVariable(node, fake, src)
@@ -288,8 +294,26 @@ class OutputGraph:
             return {k: self._to_fake(i) for k, i in v.items.items()}
         return v.as_python_constant()
 
+    def _lift(self, node):
+        """An outer graph's node used inside a branch becomes an extra input of the branch."""
+        if self.lifted is None or node.graph is not self.root_graph:
+            unimplemented("a tensor from an enclosing ember.cond branch (nested cond)")
+        ph = self.lifted.get(node)
+        if ph is None:
+            first = self._first_non_placeholder(self.graph)
+            if first is None:
+                ph = self.graph.placeholder(f"lifted_{node.name}")
+            else:
+                with self.graph.inserting_before(first):
+                    ph = self.graph.placeholder(f"lifted_{node.name}")
+            ph.meta["val"] = node.meta.get("val")
+            self.lifted[node] = ph
+        return ph
+
     def _to_node(self, v):
         if isinstance(v, TensorVariable):
+            if v.node.graph is not self.graph:
+                return self._lift(v.node)
             return v.node
         if isinstance(v, TupleVariable):
             if v.is_python_constant():
@@ -364,7 +388,7 @@ class OutputGraph:
         return not (tx.code.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
 
     def count_ops(self):
-        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method",
+        return sum(1 for n in self.root_graph.nodes if n.op in ("call_function", "call_method",
                                                           "call_module"))
 
     def finish(self, tx, tail, reason):

@@ -12,18 +12,17 @@ import dis
 import operator
 import sys
 import traceback
-import types
 
 from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
 from .source import ClosureSource, GlobalSource, LocalSource, ModuleGlobalSource
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable,
-                        NNModuleVariable, NullVariable, SizeVariable, TensorVariable,
+                        NNModuleVariable, NullVariable, TensorVariable,
                         TupleVariable, VariableBuilder, WithExitVariable)
 from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
 from .variables.lists import BaseListVariable
-from .variables.misc import ContextManagerVariable, GradModeVariable, SuperVariable
+from .variables.misc import ContextManagerVariable, SuperVariable
 
 __all__ = ["InstructionTranslator", "InliningInstructionTranslator", "SUPPORTED_VERSIONS"]
 
@@ -794,5 +793,3 @@ def inline_call(parent, code, f_globals, bound, cells, fn_vt):
             e.add_user_stack(child.user_stack())
         raise
 
-
-_ = (types, SizeVariable, GradModeVariable)

@@ -53,6 +53,10 @@ class TorchInGraphFunctionVariable(VariableTracker):
         if name == "get_default_dtype":
             from ..._core.dtype import get_default_dtype
             return ConstantVariable(get_default_dtype())
+        from ..._higher_order_ops.cond import cond
+        if fn is cond:
+            from .higher_order_ops import trace_cond
+            return trace_cond(tx, args, kwargs)
         if name in ("is_compiling", "is_dynamo_compiling"):
             return ConstantVariable(True)
         if name in _STATEFUL:
