@@ -198,6 +198,12 @@ def f_set_grad_enabled(x):
     return y
 
 
+def f_inference_mode(x):
+    with ember.inference_mode():
+        y = x * 2
+    return y, y.requires_grad, ember.is_inference_mode_enabled(), y.is_inference()
+
+
 def f_autocast(x, w):
     with ember.autocast("cpu", dtype=ember.bfloat16):
         y = x @ w
@@ -494,6 +500,7 @@ CORPUS = [
     (f_enable_grad, lambda: (t(3).requires_grad_(),), 1),
     (f_set_grad_enabled, lambda: (t(3).requires_grad_(),), 1),
     (f_autocast, lambda: (t(4, 4), t(4, 4)), 1),
+    (f_inference_mode, lambda: (t(3).requires_grad_(),), 1),
     (f_isinstance, lambda: (t(3), 4), 1),
     (f_none_default, lambda: (t(3),), 0),
     (f_none_default, lambda: (t(3), t(3)), 1),

@@ -198,7 +198,7 @@ class OutputGraph:
         self.real_inputs = []
         s = _tls.state
         self._initial = (s.grad_enabled, s.included, s.excluded, dict(_am.state.dtype),
-                         _am.state.nesting, _am.state.cache_enabled)
+                         _am.state.nesting, _am.state.cache_enabled, s.inference)
         self.autocast_modes = []
         self.graphs = []  # (gm, compiled) compiled by this capture
         self.break_reasons = []
@@ -214,8 +214,8 @@ class OutputGraph:
                 pass
         self.autocast_modes = []
         s = _tls.state
-        g, inc, exc, dtypes, nesting, cache = self._initial
-        s.grad_enabled, s.included, s.excluded = g, inc, exc
+        g, inc, exc, dtypes, nesting, cache, inference = self._initial
+        s.grad_enabled, s.included, s.excluded, s.inference = g, inc, exc, inference
         _am.state.dtype.clear()
         _am.state.dtype.update(dtypes)
         _am.state.nesting, _am.state.cache_enabled = nesting, cache
@@ -225,9 +225,11 @@ class OutputGraph:
             _tls.state.grad_enabled = mode
             self.create_node(tx, "call_function", _C._set_grad_enabled, (mode,), {}, None)
 
-    def enter_autocast(self, tx, fn, args):
+    def enter_autocast(self, tx, fn, args, real=None):
+        """Enter a state-changing region: the real context manager now (the fake ops see its
+        state) and a graph node ``fn(*args)`` whose result the exit node takes."""
         from ..amp.autocast_mode import autocast
-        real = autocast(*args)
+        real = real if real is not None else autocast(*args)
         real.__enter__()
         self.autocast_modes.append(real)
         node = self.create_node(tx, "call_function", fn, tuple(args), {}, None)

@@ -170,6 +170,25 @@ class AutocastVariable(ContextManagerVariable):
         tx.output.exit_autocast(tx, _exit_autocast, self.node, self.mode)
 
 
+class InferenceModeVariable(ContextManagerVariable):
+    """``inference_mode(mode)``: entered for real during the trace (the thread's key sets and
+    grad mode change), recorded as ``_enter_inference_mode`` / ``_exit_inference_mode``."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+
+    def enter(self, tx):
+        from ...autograd.grad_mode import _enter_inference_mode, inference_mode
+        self.node, self.real = tx.output.enter_autocast(tx, _enter_inference_mode, [self.mode],
+                                                        real=inference_mode(self.mode))
+        return ConstantVariable(None)
+
+    def exit(self, tx):
+        from ...autograd.grad_mode import _exit_inference_mode
+        tx.output.exit_autocast(tx, _exit_inference_mode, self.node, self.real)
+
+
 class WithExitVariable(VariableTracker):
     """The ``__exit__`` that BEFORE_WITH leaves on the stack."""
 
@@ -226,7 +245,9 @@ class UserDefinedClassVariable(VariableTracker):
         if cls is gm.set_grad_enabled:
             return GradModeVariable(bool(args[0].as_python_constant()), cls)
         if cls is gm.inference_mode:
-            unimplemented("inference_mode inside captured code")
+            mode = args[0].as_python_constant() if args else \
+                kwargs["mode"].as_python_constant() if "mode" in kwargs else True
+            return InferenceModeVariable(bool(mode))
         if issubclass(cls, autocast):
             vals = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
