@@ -844,7 +844,8 @@ def test_backend_error_names_backend():
     def bad_backend(gm, example_inputs):
         raise ValueError("nope")
 
-    with pytest.raises(ember._dynamo.exc.BackendCompilerFailed, match="bad_backend"):
+    with pytest.raises(ember._dynamo.exc.BackendCompilerFailed,
+                       match="bad_backend.*__compiled_fn_0 of f_arith"):
         ember.compile(f_arith, backend=bad_backend)(t(2), t(2))
 
 
@@ -983,6 +984,20 @@ def test_logs_graph_breaks_and_code(caplog):
         assert "def ___residual(x, ___closure):" in text
     finally:
         ember._logging.set_logs()
+
+
+def test_torch_logs_environment_variable():
+    import subprocess
+    import sys
+    code = ("import ember\n"
+            "def f(x):\n    y = x + 1\n    print('p')\n    return y * 2\n"
+            "ember.compile(f, backend='eager')(ember.ones(2))\n")
+    root = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
+    env = dict(__import__("os").environ, TORCH_LOGS="graph_breaks,recompiles", PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "[ember._dynamo.__graph_breaks] Graph break in user code" in r.stderr
 
 
 def test_torch_logs_parse():

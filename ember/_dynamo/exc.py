@@ -41,10 +41,11 @@ class RestartAnalysis(TorchDynamoException):
 
 
 class BackendCompilerFailed(TorchDynamoException):
-    def __init__(self, backend_fn, inner_exception):
+    def __init__(self, backend_fn, inner_exception, graph_name=None):
         self.backend_name = getattr(backend_fn, "__name__", "?")
         self.inner_exception = inner_exception
-        super().__init__(f"backend={self.backend_name!r} raised:\n"
+        where = f" while compiling {graph_name}" if graph_name else ""
+        super().__init__(f"backend={self.backend_name!r} raised{where}:\n"
                          f"{type(inner_exception).__name__}: {inner_exception}")
 
 

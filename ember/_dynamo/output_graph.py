@@ -426,7 +426,8 @@ class OutputGraph:
         try:
             compiled = self.compiler_fn(gm, example_inputs)
         except Exception as e:
-            raise BackendCompilerFailed(self.compiler_fn, e) from e
+            raise BackendCompilerFailed(self.compiler_fn, e,
+                                        f"__compiled_fn_{idx} of {self.code.co_name}") from e
         if compiled is None:
             compiled = gm.forward
         self.frame_state.root.all_graphs.append(gm)
