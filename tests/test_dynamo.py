@@ -344,6 +344,30 @@ def f_tuple_concat(x):
     return x.reshape(s)
 
 
+def f_set_literal(x):
+    s = {1, 2}
+    s.add(5)
+    return x * len(s), s
+
+
+def f_try_except(x):
+    try:
+        y = x + 1
+    except ValueError:
+        y = x
+    return y
+
+
+def f_walrus_match(x):
+    if (n := x.shape[0]) > 1:
+        x = x * n
+    match x.dim():
+        case 1:
+            return x + 3
+        case _:
+            return x
+
+
 def f_unary(x):
     return -x, +x, ~(x > 0), abs(x)
 
@@ -531,6 +555,9 @@ CORPUS = [
     (f_sorted_keys, lambda: ({"b": t(2), "a": t(2)},), 1),
     (f_tuple_concat, lambda: (t(2, 3),), 1),
     (f_unary, lambda: (t(4),), 1),
+    (f_set_literal, lambda: (t(4),), 1),
+    (f_try_except, lambda: (t(4),), 1),
+    (f_walrus_match, lambda: (t(4),), 1),
     (f_pow_div, lambda: (t(4),), 1),
     (f_getattr_builtin, lambda: (t(3),), 1),
     (f_type_check, lambda: (t(3),), 0),

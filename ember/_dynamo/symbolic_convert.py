@@ -331,7 +331,7 @@ class InstructionTranslatorBase:
         self._load_method(inst.argval)
 
     def LOAD_SUPER_ATTR(self, inst):
-        self_, cls, _super = self.popn(3)
+        _super, cls, self_ = self.popn(3)  # stack: super, __class__, self
         sup = SuperVariable(cls.as_python_constant(), self_)
         if inst.arg & 1:
             self.push(NullVariable())
@@ -438,6 +438,11 @@ class InstructionTranslatorBase:
             unimplemented(f"CALL_INTRINSIC_1 {name}")
 
     # -- building containers ---------------------------------------------------------------
+    def BUILD_SET(self, inst):
+        items = self.popn(inst.arg)
+        # a set of constants, folded (its methods run on the Python set made for this trace)
+        self.push(ConstantVariable({i.as_python_constant() for i in items}))
+
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))
 

@@ -44,6 +44,8 @@ class ConstantVariable(VariableTracker):
 
     def reconstruct(self, cg):
         v = self.value
+        if isinstance(v, set):  # a fresh set per call
+            return f"set({cg.const(frozenset(v))})"
         if v is None or isinstance(v, (bool, int, str, bytes)) or (
                 isinstance(v, float) and v == v and v not in (float("inf"), float("-inf"))):
             return repr(v)
