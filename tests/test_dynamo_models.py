@@ -85,3 +85,23 @@ def test_train_digits_compiled_same_losses():
     compiled, cnt = _digits_losses(True)
     assert compiled == eager
     assert cnt.frame_count == 1
+
+
+def test_examples_with_compile_flag_print_eager_losses(capsys):
+    """``--compile eager`` on the examples' own training loops: the same printed losses."""
+    gpt_args = ["--steps", "4", "--eval-batches", "1", "--sample-chars", "5", "--width", "32",
+                "--context", "16", "--batch-size", "4"]
+    eager = train_gpt.main(gpt_args)
+    out_eager = capsys.readouterr().out
+    compiled = train_gpt.main(gpt_args + ["--compile", "eager"])
+    out_compiled = capsys.readouterr().out
+    assert (compiled["first_val"], compiled["val"], compiled["sample"]) == \
+        (eager["first_val"], eager["val"], eager["sample"])
+    strip = lambda s: [ln.split(" ms/step")[0].rsplit(" ", 1)[0] if "ms/step" in ln else ln  # noqa: E731
+                       for ln in s.splitlines() if "loss" in ln]
+    assert strip(out_compiled) == strip(out_eager)
+
+    d_eager = train_digits.main(["--epochs", "1", "--width", "4"])
+    d_compiled = train_digits.main(["--epochs", "1", "--width", "4", "--compile", "eager"])
+    assert d_compiled["losses"] == d_eager["losses"]
+    assert d_compiled["accuracy"] == d_eager["accuracy"]
