@@ -1263,3 +1263,44 @@ def test_cond_fullgraph_and_mismatch():
         return ember.cond(x.sum() > 0, lambda a: a, lambda a: a.sum(), (x,))
     with pytest.raises(Unsupported, match="different metadata"):
         ember.compile(bad, backend="eager", fullgraph=True)(t(3))
+
+
+def f_star_print(x, *rest):
+    y = x * 2
+    print(*rest, sep="-")
+    return y + len(rest)
+
+
+def test_break_at_call_function_ex(capsys):
+    e = ember._dynamo.explain(f_star_print)(t(2), "a", "b")
+    assert e.graph_count == 2 and e.graph_break_count == 1
+    assert "a-b" in capsys.readouterr().out
+    run_both(f_star_print, (t(2), "a", "b"), graphs=2)
+
+
+def _outer_with_cell():
+    k = ember.ones(3)
+
+    def f(x):
+        g = lambda v: v + k  # noqa: E731  (a closure over f's own free variable)
+        return g(x) * 2
+    return f
+
+
+def test_lambda_over_free_variable():
+    run_both(_outer_with_cell(), (t(3),), graphs=1)
+
+
+def f_break_in_autocast(x):
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        y = x @ x
+        print("in autocast")
+    return y
+
+
+def test_break_inside_autocast_runs_frame_eagerly():
+    # a break inside an autocast block is not resumable here: the frame runs eagerly
+    e = ember._dynamo.explain(f_break_in_autocast)(t(2, 2))
+    assert e.graph_count == 0
+    assert any("print" in r.reason for r in e.break_reasons)
+    run_both(f_break_in_autocast, (t(2, 2),), graphs=0)
