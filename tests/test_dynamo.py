@@ -1304,3 +1304,28 @@ def test_break_inside_autocast_runs_frame_eagerly():
     assert e.graph_count == 0
     assert any("print" in r.reason for r in e.break_reasons)
     run_both(f_break_in_autocast, (t(2, 2),), graphs=0)
+
+
+def test_unsupported_python_runs_eagerly_with_one_warning(monkeypatch):
+    from ember._dynamo import convert_frame
+    monkeypatch.setattr(convert_frame, "supported_python", lambda: False)
+    convert_frame._warned.discard("version")
+    cnt = CompileCounter()
+    opt = ember.compile(f_arith, backend=cnt)
+    with pytest.warns(RuntimeWarning, match="bytecode is not supported"):
+        assert same(opt(t(2), t(2)), f_arith(t(2), t(2)))
+    assert cnt.frame_count == 0
+
+
+def test_residual_is_readable_python(caplog):
+    ember._logging.set_logs(bytecode=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="ember._dynamo"):
+            ember.compile(seed_example, backend="eager")(t(3))
+    finally:
+        ember._logging.set_logs()
+    text = caplog.text
+    line = seed_example.__code__.co_firstlineno + 2
+    assert f"# graph break ({__file__}:{line}): builtin: print" in text
+    assert "___out = __compiled_fn_0(x)" in text
+    assert "return __resume_at_" in text

@@ -47,6 +47,11 @@ def get_frame_state(code, f_globals, compiler_fn, fullgraph, owner=None, root=No
     return st
 
 
+def supported_python():
+    """The bytecode versions the interpreter knows: CPython 3.11 and 3.12."""
+    return sys.version_info[:2] in ((3, 11), (3, 12))
+
+
 def reset():
     _states.clear()
     _warned.clear()
@@ -114,7 +119,7 @@ class FrameState:
         args = args[:-1]
         if self.eager_forever or _compiling[0] or eval_frame._state.disabled:
             return self.run_eager(args, closure)
-        if sys.version_info[:2] not in ((3, 11), (3, 12)):
+        if not supported_python():
             _warn_once("version", f"ember.compile: Python {sys.version_info[0]}."
                        f"{sys.version_info[1]} bytecode is not supported (3.11 and 3.12 are); "
                        f"running eagerly")

@@ -402,6 +402,10 @@ class OutputGraph:
         outs = list(dict.fromkeys(probe.tensors))
         ns = {}
         cg = ResidualCodegen(ns, {n: i for i, n in enumerate(outs)})
+        if reason.graph_break:
+            fs = reason.user_stack[-1] if reason.user_stack else None
+            where = f" ({fs.filename}:{fs.lineno})" if fs else ""
+            cg.lines.append(f"# graph break{where}: {reason.reason.splitlines()[0]}")
         if self.count_ops():
             self.graph.output(tuple(outs))
             gm = GraphModule(self.attrs, self.graph)
