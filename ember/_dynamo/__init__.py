@@ -16,7 +16,7 @@ from .backends.registry import list_backends, lookup_backend, register_backend  
 from .eval_frame import (OptimizedModule, allow_in_graph, disable, is_compiling,  # noqa: F401
                          optimize)
 
-__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends",
+__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends", "mark_dynamic",
            "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
            "exc"]
 
@@ -71,3 +71,11 @@ def _init_logs():
 
 
 _init_logs()
+
+
+def mark_dynamic(t, index, *, min=None, max=None):
+    """PyTorch marks ``t``'s dim ``index`` symbolic here. ember's capture has no symbolic
+    sizes yet (every size is specialised and guarded), so this raises instead of silently
+    specialising."""
+    raise NotImplementedError("ember._dynamo.mark_dynamic: dynamic shapes are not implemented "
+                              "yet; every size is specialised and a new size recompiles")
