@@ -1329,3 +1329,22 @@ def test_residual_is_readable_python(caplog):
     assert f"# graph break ({__file__}:{line}): builtin: print" in text
     assert "___out = __compiled_fn_0(x)" in text
     assert "return __resume_at_" in text
+
+
+def test_compile_partial_and_callable_object():
+    import functools
+
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+    cnt = CompileCounter()
+    x = t(3)
+    assert same(ember.compile(Scaler(3.0), backend=cnt)(x), x * 3.0)
+    assert same(ember.compile(functools.partial(helper_add, c=4), backend=cnt)(x, x),
+                helper_add(x, x, c=4))
+    assert cnt.frame_count == 2
+    with pytest.raises(TypeError, match="ember.compile expects"):
+        ember.compile(len, backend=cnt)

@@ -110,8 +110,17 @@ def _wrap_function(fn, compiler_fn, fullgraph, owner=None):
     if isinstance(fn, types.MethodType):
         inner = _wrap_function(fn.__func__, compiler_fn, fullgraph, owner or id(fn.__self__))
         return types.MethodType(inner, fn.__self__)
+    if isinstance(fn, functools.partial):
+        return functools.partial(_wrap_function(fn.func, compiler_fn, fullgraph, owner),
+                                 *fn.args, **fn.keywords)
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+        # a callable object: its __call__, bound to it
+        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn))
+        return types.MethodType(inner, fn)
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"ember.compile expects a Python function or nn.Module, got {fn!r}")
+        raise TypeError(f"ember.compile expects a Python function, callable object or "
+                        f"nn.Module, got {fn!r}")
     if fn in _disabled_fns:
         return fn
     st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner)
