@@ -186,9 +186,8 @@ class FrameState:
         from . import eval_frame
         code = self.code
         label = f"{code.co_name}:{self.compile_id}/{len(self.entries)}"
-        if dynamo_log.isEnabledFor(logging.DEBUG):
-            dynamo_log.debug("torchdynamo start tracing %s %s:%s", code.co_name,
-                             code.co_filename, code.co_firstlineno)
+        dynamo_log.info("Step 1: torchdynamo start tracing %s %s:%s", code.co_name,
+                        code.co_filename, code.co_firstlineno)
         break_at = {}
         _compiling[0] += 1
         try:
@@ -209,6 +208,8 @@ class FrameState:
                 raise Unsupported("too many restarts of the analysis")
         finally:
             _compiling[0] -= 1
+        dynamo_log.info("Step 1: torchdynamo done tracing %s (%s)", code.co_name,
+                        "graph break" if output.break_reasons else "RETURN_VALUE")
         guard_fn = build_guard_fn(output.guards, self.argnames, self.f_globals, label)
         residual = self._build_residual(tx.residual, label)
         eval_frame._record_guards(output.guards.guards)

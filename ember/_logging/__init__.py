@@ -38,9 +38,11 @@ def _ensure_handler():
 
 
 def _reset():
-    for name in list(COMPONENTS.values()) + list(ARTIFACTS.values()):
-        lg = logging.getLogger(name)
-        lg.setLevel(logging.NOTSET)
+    for name in COMPONENTS.values():
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    # an artifact is off until named, even under a component at DEBUG ("+dynamo")
+    for name in ARTIFACTS.values():
+        logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("ember").setLevel(logging.NOTSET)
 
 
