@@ -1348,3 +1348,19 @@ def test_compile_partial_and_callable_object():
     assert cnt.frame_count == 2
     with pytest.raises(TypeError, match="ember.compile expects"):
         ember.compile(len, backend=cnt)
+
+
+def test_custom_op_is_one_graph_node():
+    @ember.library.custom_op("dynamotest::myadd", mutates_args=())
+    def myadd(x: ember.Tensor, y: ember.Tensor) -> ember.Tensor:
+        return ember.from_numpy(x.numpy() + y.numpy())
+
+    @myadd.register_fake
+    def _(x, y):
+        return ember.empty_like(x)
+
+    def f(x, y):
+        return myadd(x, y).sin()
+    cnt = run_both(f, (t(3), t(3)), graphs=1)
+    targets = [n.target for n in cnt.graphs[0].graph.nodes if n.op == "call_function"]
+    assert any(getattr(tg, "_opname", None) == "myadd" or "myadd" in str(tg) for tg in targets)
