@@ -1364,3 +1364,21 @@ def test_custom_op_is_one_graph_node():
     cnt = run_both(f, (t(3), t(3)), graphs=1)
     targets = [n.target for n in cnt.graphs[0].graph.nodes if n.op == "call_function"]
     assert any(getattr(tg, "_opname", None) == "myadd" or "myadd" in str(tg) for tg in targets)
+
+
+def f_tensor_or(x):
+    y = (x * 2).sum() or x
+    return y + 1
+
+
+def f_tensor_and(x):
+    y = (x * 0).sum() and x
+    return y - 1
+
+
+def test_break_on_and_or_of_tensors():
+    for fn in (f_tensor_or, f_tensor_and):
+        e = ember._dynamo.explain(fn)(t(3))
+        assert e.graph_break_count == 1 and "data-dependent" in e.break_reasons[0].reason
+        run_both(fn, (t(3),))
+        run_both(fn, (ember.zeros(3),))

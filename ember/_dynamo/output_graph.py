@@ -538,12 +538,18 @@ class OutputGraph:
             cond = stack[-1]
             below = stack[:-1]
             jump_if_true = "TRUE" in op
+            # JUMP_IF_X_OR_POP keeps the value on the stack when it jumps (`a or b`)
+            jump_stack = below + [cond] if "OR_POP" in op else below
             nxt = resume_target(code, inst.offset)
+            if jump_if_true:
+                (t_target, t_stack), (f_target, f_stack) = (inst.argval, jump_stack), (nxt, below)
+            else:
+                (t_target, t_stack), (f_target, f_stack) = (nxt, below), (inst.argval, jump_stack)
 
             def tail(cg):
                 c = cg.reconstruct(cond)
-                t_call = resume_call(cg, inst.argval if jump_if_true else nxt, below)
-                f_call = resume_call(cg, nxt if jump_if_true else inst.argval, below)
+                t_call = resume_call(cg, t_target, t_stack)
+                f_call = resume_call(cg, f_target, f_stack)
                 cg.lines.append(f"if {c}:")
                 cg.lines.append(f"    return {t_call}")
                 cg.lines.append(f"return {f_call}")

@@ -763,7 +763,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
 _BREAKABLE = {"CALL", "CALL_FUNCTION_EX", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE",
               "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE",
-              "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE"}
+              "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE",
+              "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"}
 
 
 def _arg_names(code):
