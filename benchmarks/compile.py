@@ -7,7 +7,7 @@ the front end's: capture, guards and dispatch, not code generation):
   compiled time minus eager time per call (guard function + residual + graph dispatch), best
   of N rounds.
 
-    python benchmarks/compile.py [--calls 20000] [--rounds 5]
+    python benchmarks/compile.py [--calls 20000] [--rounds 5] [--threads 1]
 """
 import argparse
 import os
@@ -59,11 +59,17 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=None,
+                   help="run both libraries on N threads (ember: its BLAS pool)")
     args = p.parse_args(argv)
     try:
         import torch
     except ImportError:
         torch = None
+    if args.threads is not None:
+        ember.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
 
     rows = []
     cap, eager, second = capture_time(ember, lambda m: ember.compile(m, backend="eager"),
