@@ -105,3 +105,29 @@ def test_examples_with_compile_flag_print_eager_losses(capsys):
     d_compiled = train_digits.main(["--epochs", "1", "--width", "4", "--compile", "eager"])
     assert d_compiled["losses"] == d_eager["losses"]
     assert d_compiled["accuracy"] == d_eager["accuracy"]
+
+
+def _step_losses(compiled):
+    ember.manual_seed(0)
+    m = train_gpt.GPT(40, context=16, width=32, n_layer=1, n_head=2)
+    opt = ember.optim.AdamW(m.parameters(), lr=1e-3)
+    data = ember.randint(40, (500,))
+
+    def step(x, y):
+        _, loss = m(x, y)
+        opt.zero_grad()
+        loss.backward()
+        ember.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        return loss
+    run = ember.compile(step, backend="eager") if compiled else step
+    out = []
+    for _ in range(3):
+        x, y = train_gpt.get_batch(data, 2, 16)
+        out.append(run(x, y).item())
+    return out
+
+
+def test_whole_training_step_compiled():
+    """forward captured; backward, zero_grad and the optimizer break or run eagerly."""
+    assert _step_losses(True) == _step_losses(False)

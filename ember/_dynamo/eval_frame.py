@@ -121,8 +121,8 @@ def _wrap_function(fn, compiler_fn, fullgraph, owner=None):
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"ember.compile expects a Python function, callable object or "
                         f"nn.Module, got {fn!r}")
-    if fn in _disabled_fns:
-        return fn
+    if fn in _disabled_fns or fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
+        return fn  # disabled, or a generator/coroutine function: runs eagerly (PyTorch skips)
     st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner)
     params, fwd, ns = _signature_parts(fn)
     ns.update(___dispatch=st.dispatch, ___fn=fn, ___closure=fn.__closure__, ___state=_state)

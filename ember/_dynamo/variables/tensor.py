@@ -66,6 +66,8 @@ class TensorVariable(VariableTracker):
         return GetAttrMethod(self, name)
 
     def call_method(self, tx, name, args, kwargs):
+        if name in ("backward", "register_hook"):
+            unimplemented(f"Tensor.{name}: autograd's backward pass and hooks are not captured")
         if name in _DATA_METHODS:
             unimplemented(f"{_DATA_METHODS[name]}: reading tensor data into Python "
                           f"(graph break: data-dependent output)")
