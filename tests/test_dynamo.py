@@ -1382,3 +1382,24 @@ def test_break_on_and_or_of_tensors():
         assert e.graph_break_count == 1 and "data-dependent" in e.break_reasons[0].reason
         run_both(fn, (t(3),))
         run_both(fn, (ember.zeros(3),))
+
+
+def test_nonlocal_write_to_compiled_functions_own_cell():
+    def make():
+        count = 0
+
+        def f(x):
+            nonlocal count
+            count += 1
+            return x * count
+
+        def get():
+            return count
+        return f, get
+    cnt = CompileCounter()
+    (f1, get1), (f2, get2) = make(), make()
+    o1, o2 = ember.compile(f1, backend=cnt), ember.compile(f2, backend=cnt)
+    x = t(2)
+    assert same(o1(x), x * 1) and get1() == 1
+    assert same(o2(x), x * 1) and get2() == 1 and get1() == 1
+    assert same(o1(x), x * 2) and get1() == 2 and get2() == 1

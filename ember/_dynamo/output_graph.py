@@ -76,12 +76,12 @@ class SideEffects:
         hit = self.globals.get((id(g), name))
         return hit[2] if hit is not None else None
 
-    def store_cell(self, cell, value):
-        self.cells[id(cell)] = (cell, value)
+    def store_cell(self, cell, value, expr=None):
+        self.cells[id(cell)] = (cell, value, expr)
 
     def pending_cell(self, cell):
         hit = self.cells.get(id(cell))
-        return hit[1] if hit is not None else None
+        return hit[1] if hit is not None else None  # (cell, value, expr)
 
     def codegen(self, cg):
         for vt in self.mutated.values():
@@ -100,8 +100,9 @@ class SideEffects:
         for g, name, v in self.globals.values():
             gexpr = "___G" if g is self.output.root_globals else cg.const(g)
             cg.lines.append(f"{gexpr}[{name!r}] = {cg.reconstruct(v)}")
-        for cell, v in self.cells.values():
-            cg.lines.append(f"{cg.const(cell)}.cell_contents = {cg.reconstruct(v)}")
+        for cell, v, expr in self.cells.values():
+            target = expr or cg.const(cell)
+            cg.lines.append(f"{target}.cell_contents = {cg.reconstruct(v)}")
 
 
 class ResidualCodegen:

@@ -289,7 +289,10 @@ class InstructionTranslatorBase:
         c = self._cell(inst.argval)
         v = self.pop()
         if isinstance(c, tuple):
-            self.output.side_effects.store_cell(c[1], v)
+            # the compiled function's own cell is read through the call's closure (the entry is
+            # shared by every function object of this code); an inlined function's is fixed
+            self.output.side_effects.store_cell(
+                c[1], v, f"___closure[{c[2]}]" if self.parent is None else None)
             return
         c.value = v
 
