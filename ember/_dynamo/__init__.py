@@ -8,8 +8,17 @@ into an fx graph handed to the backend (``backends.registry``), and graph breaks
 generated resume functions (``resume_execution``). ``explain`` reports graphs, breaks and
 guards.
 
-Not implemented yet: dynamic shapes (``dynamic=True``, ``mark_dynamic``, automatic dynamic
-shapes): every size is specialised and a new size recompiles.
+Layout (PyTorch's): ``eval_frame`` (entry points, ``disable``, ``OptimizedModule``),
+``convert_frame`` (the per-code cache, misses, recompiles), ``symbolic_convert`` (the
+interpreter), ``variables/`` (symbolic values), ``guards`` and ``source``, ``output_graph`` (graph,
+side effects, residual code), ``resume_execution``, ``backends/``, ``testing``, ``exc``,
+``config``.
+
+Not implemented yet: dynamic shapes (``dynamic=True`` warns, ``mark_dynamic`` raises, no
+automatic dynamic shapes): every size is specialised and a new size recompiles. A graph break is
+resumable at a call or a conditional jump of the compiled frame (inside ``no_grad`` /
+``enable_grad`` blocks too); anywhere else (inside ``autocast``, with a live closure created in
+the frame) the frame runs eagerly, as PyTorch's "skip frame".
 """
 from . import config, exc  # noqa: F401
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: F401
