@@ -67,6 +67,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         import warnings
         warnings.warn("ember.compile: dynamic shapes are not implemented yet; every size is "
                       "specialised", UserWarning, stacklevel=2)
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
     if mode is not None and mode not in ("default", "reduce-overhead", "max-autotune",
                                          "max-autotune-no-cudagraphs"):
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
@@ -78,6 +81,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             return compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                            mode=mode, options=options, disable=disable)
         return fn
+    if (mode not in (None, "default") and backend == "inductor") or options:
+        # handed to the backend (Inductor, issue 14, reads them; until then it runs eagerly)
+        backend = _dynamo.backends.registry.with_options(
+            backend, mode if backend == "inductor" else None, options)
     return _dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic,
                             disable=disable)(model)
 

@@ -1403,3 +1403,25 @@ def test_nonlocal_write_to_compiled_functions_own_cell():
     assert same(o1(x), x * 1) and get1() == 1
     assert same(o2(x), x * 1) and get2() == 1 and get1() == 1
     assert same(o1(x), x * 2) and get1() == 2 and get2() == 1
+
+
+def test_mode_and_options_reach_the_backend():
+    seen = []
+
+    @ember._dynamo.register_backend(name="opts_test_backend")
+    def opts_backend(gm, example_inputs, **kwargs):
+        seen.append(kwargs)
+        return gm.forward
+    try:
+        ember.compile(f_arith, backend="opts_test_backend", options={"a": 1})(t(2), t(2))
+        assert seen == [{"a": 1}]
+    finally:
+        from ember._dynamo.backends import registry
+        registry._BACKENDS.pop("opts_test_backend")
+        registry._TAGS.pop("opts_test_backend")
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        ember.compile(f_arith, mode="max-autotune", options={"a": 1})
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        ember.compile(f_arith, mode="fast")
+    out = ember.compile(f_arith, mode="max-autotune")(t(2), t(2))
+    assert same(out, f_arith(t(2), t(2)))

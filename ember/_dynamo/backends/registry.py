@@ -11,7 +11,8 @@ is ``"inductor"``.
 """
 import functools
 
-__all__ = ["register_backend", "lookup_backend", "list_backends", "register_debug_backend"]
+__all__ = ["register_backend", "lookup_backend", "list_backends", "register_debug_backend",
+           "with_options"]
 
 _BACKENDS = {}
 _TAGS = {}
@@ -43,6 +44,29 @@ def lookup_backend(compiler_fn):
     if not callable(compiler_fn):
         raise TypeError(f"backend must be a name or a callable, got {compiler_fn!r}")
     return compiler_fn
+
+
+_WITH_OPTIONS = {}
+
+
+def with_options(backend, mode=None, options=None):
+    """``ember.compile``'s ``mode=``/``options=`` handed to the backend as keyword arguments
+    (``mode`` to ``inductor`` only, as PyTorch's wrapper does); one callable per setting, so
+    compiled functions with the same settings share their cache."""
+    key = (backend if isinstance(backend, str) else id(backend), mode,
+           tuple(sorted((options or {}).items())))
+    hit = _WITH_OPTIONS.get(key)
+    if hit is None:
+        fn = lookup_backend(backend)
+        kwargs = dict(options or {})
+        if mode is not None:
+            kwargs["mode"] = mode
+
+        def hit(gm, example_inputs):
+            return fn(gm, example_inputs, **kwargs)
+        hit.__name__ = getattr(fn, "__name__", "backend")
+        _WITH_OPTIONS[key] = hit
+    return hit
 
 
 def list_backends(exclude_tags=("debug", "experimental")):
