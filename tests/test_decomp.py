@@ -189,7 +189,8 @@ def test_uninitialized_factories():
 
 def test_every_decomposition_is_tested():
     tested = set(TABLE_OPS) | {_qual(op) for op in MANUAL_OPS} | {
-        "empty_like.default", "new_empty.default"}
+        "empty_like.default", "new_empty.default", "native_batch_norm.default",
+        "native_batch_norm_backward.default"}
     untested = {_qual(op) for op in decomposition_table} - tested
     assert not untested, untested
 
@@ -237,3 +238,18 @@ def test_get_and_register():
         register_decomposition(aten.t.default)(lambda x: x)
     assert set(_decomp.global_decomposition_table) == {"post_autograd", "pre_autograd", "meta"}
     assert math.isfinite(1.0)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_forward_backward(training):
+    op, bwd = aten.native_batch_norm.default, aten.native_batch_norm_backward.default
+    x, w, b = _r(4, 3, 5), _r(3), _r(3)
+    rm, rv = _r(3), _r(3).abs() + 0.5
+    rm2, rv2 = rm.clone(), rv.clone()
+    want = op(x, w, b, rm, rv, training, 0.1, 1e-5)
+    got = decomposition_table[op](x, w, b, rm2, rv2, training, 0.1, 1e-5)
+    _close(want, got, "native_batch_norm")
+    _close((rm, rv), (rm2, rv2), "running stats")
+    g = _r(4, 3, 5)
+    args = (g, x, w, rm, rv, want[1], want[2], training, 1e-5, [True, True, True])
+    _close(bwd(*args), decomposition_table[bwd](*args), "native_batch_norm_backward")

@@ -536,3 +536,80 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     res = aten.sub.Tensor(grad_output, aten.mul.Tensor(
         aten.exp.default(output), aten.sum.dim_IntList(grad_output, [dim], True)))
     return res if res.dtype == input_dtype else aten._to_copy.default(res, dtype=input_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# batch norm (PyTorch's core IR has _native_batch_norm_legit*, which ember does not declare:
+# native_batch_norm and its backward lower to reductions and pointwise ops)
+
+def _bn_shape(x):
+    return [1, x.shape[1]] + [1] * (x.dim() - 2)
+
+
+@register_decomposition(aten.native_batch_norm.default)
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    dims = [0] + list(range(2, input.dim()))
+    shape = _bn_shape(input)
+    if training:
+        n = input.numel() // input.shape[1]
+        mean = aten.mean.dim(input, dims, True)
+        var = aten.var.correction(input, dims, correction=0, keepdim=True)
+        invstd = aten.rsqrt.default(aten.add.Scalar(var, eps))
+        out = aten.mul.Tensor(aten.sub.Tensor(input, mean), invstd)
+        save_mean = aten.squeeze.dims(mean, dims)
+        save_invstd = aten.squeeze.dims(invstd, dims)
+        if running_mean is not None:  # the statistics update (functionalized afterwards)
+            new_mean = aten.add.Tensor(aten.mul.Scalar(running_mean, 1 - momentum),
+                                       aten.mul.Scalar(save_mean, momentum))
+            aten.copy_.default(running_mean, new_mean)
+        if running_var is not None:
+            unbiased = aten.mul.Scalar(aten.squeeze.dims(var, dims), n / max(n - 1, 1))
+            new_var = aten.add.Tensor(aten.mul.Scalar(running_var, 1 - momentum),
+                                      aten.mul.Scalar(unbiased, momentum))
+            aten.copy_.default(running_var, new_var)
+    else:
+        mean = aten.view.default(running_mean, shape)
+        invstd = aten.rsqrt.default(aten.add.Scalar(aten.view.default(running_var, shape), eps))
+        out = aten.mul.Tensor(aten.sub.Tensor(input, mean), invstd)
+        save_mean = aten.full.default([0], 0, dtype=input.dtype, device=input.device)
+        save_invstd = aten.full.default([0], 0, dtype=input.dtype, device=input.device)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, shape))
+    return out, save_mean, save_invstd
+
+
+@register_decomposition(aten.native_batch_norm_backward.default)
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean,
+                               save_invstd, train, eps, output_mask):
+    dims = [0] + list(range(2, input.dim()))
+    shape = _bn_shape(input)
+    if train:
+        mean, invstd = save_mean, save_invstd
+    else:
+        mean = running_mean
+        invstd = aten.rsqrt.default(aten.add.Scalar(running_var, eps))
+    mean = aten.view.default(mean, shape)
+    invstd = aten.view.default(invstd, shape)
+    n = input.numel() // input.shape[1]
+    grad_sum = aten.sum.dim_IntList(grad_out, dims, False)
+    centered = aten.sub.Tensor(input, mean)
+    dot_p = aten.sum.dim_IntList(aten.mul.Tensor(grad_out, centered), dims, False)
+    grad_scale = invstd if weight is None else aten.mul.Tensor(
+        invstd, aten.view.default(weight, shape))
+    grad_input = None
+    if output_mask[0]:
+        if train:
+            proj_scale = aten.mul.Tensor(aten.view.default(aten.div.Scalar(dot_p, n), shape),
+                                         aten.mul.Tensor(invstd, invstd))
+            grad_mean = aten.view.default(aten.div.Scalar(grad_sum, n), shape)
+            proj = aten.mul.Tensor(centered, proj_scale)
+            grad_input = aten.mul.Tensor(
+                aten.sub.Tensor(aten.sub.Tensor(grad_out, proj), grad_mean), grad_scale)
+        else:
+            grad_input = aten.mul.Tensor(grad_out, grad_scale)
+    grad_weight = aten.mul.Tensor(dot_p, aten.view.default(invstd, [input.shape[1]])) \
+        if output_mask[1] else None
+    grad_bias = grad_sum if output_mask[2] else None
+    return grad_input, grad_weight, grad_bias

@@ -366,7 +366,7 @@ class _Functionalizer:
                 if self.remove == "mutations_and_views":
                     expand = aten.expand_copy.default
                 value = self._emit(expand, (value, list(dval.shape)), {})
-            value = self._emit(aten.clone.default, (value,), {})
+            value = self._dense_like(value, dval)
             value.meta["val"] = dval
             self.write(dst, value)
             self.alias[node] = self.alias[dst]
@@ -416,6 +416,23 @@ class _Functionalizer:
                 self.write(t, item)
                 outs.append(item)
             self.env[node] = new
+
+    def _dense_like(self, value, dval):
+        """A fresh copy of ``value`` laid out in ``dval``'s stride order: the destination of a
+        ``copy_`` keeps its strides, and later views of it depend on them."""
+        aten = _aten()
+        from .. import contiguous_format
+        n = len(dval.shape)
+        order = sorted(range(n), key=lambda d: (-dval.stride()[d], -dval.shape[d]))
+        if order == list(range(n)):
+            return self._emit(aten.clone.default, (value,),
+                              {"memory_format": contiguous_format})
+        inv = [0] * n
+        for i, d in enumerate(order):
+            inv[d] = i
+        permuted = self._emit(aten.permute.default, (value, order), {})
+        dense = self._emit(aten.clone.default, (permuted,), {"memory_format": contiguous_format})
+        return self._emit(aten.permute.default, (dense, inv), {})
 
     def _batch_norm(self, node):
         """``native_batch_norm(x, w, b, running_mean, running_var, True, momentum, eps)``

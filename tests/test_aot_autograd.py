@@ -1,0 +1,310 @@
+"""AOTAutograd (ember._functorch.aot_autograd): joint graphs partitioned into forward and
+backward, run as an autograd.Function, equal eager's values, gradients and state."""
+import copy
+import itertools
+import os
+import sys
+
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember import library
+from ember._decomp import core_aten_decompositions, is_core
+from ember._functorch.aot_autograd import (aot_autograd, aot_function, aot_module,
+                                           aot_module_simplified, default_partition,
+                                           min_cut_rematerialization_partition, nop,
+                                           saved_tensor_bytes)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples"))
+from train_digits import DigitsCNN  # noqa: E402
+from train_gpt import GPT, Block  # noqa: E402
+
+PARTITIONERS = [default_partition, min_cut_rematerialization_partition]
+_ids = itertools.count()
+
+
+class Capture:
+    """A compiler that keeps the graphs it is given and runs them as they are."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm
+
+
+def _bad_ops(gm):
+    """Ops outside core ATen or that mutate (extern ops: other namespaces)."""
+    bad = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and hasattr(n.target, "_schema"):
+            if n.target._schema.is_mutable or (n.target.namespace == "aten"
+                                               and not is_core(n.target)):
+                bad.append(str(n.target))
+    return bad
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+def test_function_values_and_grads(partition):
+    def f(x, w, b):
+        return ((x @ w + b).relu().sin() * 2).sum(0), (x * 3).detach()
+    ember.manual_seed(0)
+    x, w, b = (ember.randn(4, 3, requires_grad=True), ember.randn(3, 5, requires_grad=True),
+               ember.randn(5, requires_grad=True))
+    cap = Capture()
+    cf = aot_function(f, cap, partition_fn=partition,
+                      decompositions=core_aten_decompositions())
+    out, aux = cf(x, w, b)
+    got = ember.autograd.grad(out.sum(), (x, w, b))
+    eout, eaux = f(x, w, b)
+    want = ember.autograd.grad(eout.sum(), (x, w, b))
+    assert ember.allclose(out, eout) and ember.allclose(aux, eaux) and not aux.requires_grad
+    for g, e in zip(got, want):
+        assert ember.allclose(g, e, atol=1e-6)
+    assert len(cap.graphs) == 2  # forward and backward
+    for gm in cap.graphs:
+        assert not _bad_ops(gm)
+    cf(x, w, b)  # a second call reuses the compiled graphs
+    assert len(cap.graphs) == 2
+
+
+def test_inference_graph_and_input_mutation():
+    def f(x, buf):
+        buf.add_(x)
+        return buf * 2, x.view(-1)
+    cap = Capture()
+    cf = aot_function(f, cap)
+    x, buf = ember.randn(2, 3), ember.zeros(2, 3)
+    x2, buf2 = x.clone(), buf.clone()
+    with ember.no_grad():
+        out, alias = cf(x, buf)
+    want, _ = f(x2, buf2)
+    assert ember.allclose(out, want) and ember.allclose(buf, buf2)  # the caller sees the add_
+    assert alias._base is x  # an output aliasing an input is a view of it again
+    assert len(cap.graphs) == 1  # inference: no backward graph
+    assert not [n for n in cap.graphs[0].graph.nodes if n.op == "call_function"
+                and n.target._schema.is_mutable]
+
+
+def test_mutating_leaf_that_requires_grad_raises():
+    cf = aot_function(lambda x: x.mul_(2), nop)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        cf(ember.randn(3, requires_grad=True))
+
+
+def test_double_backward_raises():
+    cf = aot_function(lambda x: (x * x).sum(), nop)
+    x = ember.randn(3, requires_grad=True)
+    out = cf(x)
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(out, x, create_graph=True)
+
+
+def test_gpt_block_graphs_are_core_and_functional():
+    ember.manual_seed(0)
+    block = Block(32, 4, 0.1)
+    x = ember.randn(2, 8, 32, requires_grad=True)
+    saved = {}
+    for partition in PARTITIONERS:
+        cap = Capture()
+        m = aot_module(block, cap, partition_fn=partition,
+                       decompositions=core_aten_decompositions())
+        m(x).sum().backward()
+        fw, bw = cap.graphs
+        assert not _bad_ops(fw) and not _bad_ops(bw), (_bad_ops(fw), _bad_ops(bw))
+        saved[partition.__name__] = saved_tensor_bytes(fw)
+        ops = {str(n.target) for n in fw.graph.nodes if n.op == "call_function"}
+        assert "aten.native_dropout.default" in ops
+    # recomputing pointwise chains saves less than saving everything backward reads
+    assert 0 < saved["min_cut_rematerialization_partition"] < saved["default_partition"]
+
+
+def _train(model, make_batch, steps, compiled, seed=1):
+    ember.manual_seed(seed)
+    run = aot_module(model, nop, partition_fn=min_cut_rematerialization_partition,
+                     decompositions=core_aten_decompositions()) if compiled else model
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(steps):
+        inputs, loss_fn = make_batch(step)
+        loss = loss_fn(run(*inputs))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses
+
+
+def test_gpt_training_matches_eager_with_dropout():
+    ember.manual_seed(0)
+    model = GPT(20, context=8, width=32, n_layer=2, n_head=4, dropout=0.1)
+    twin = copy.deepcopy(model)
+    data = ember.randint(0, 20, (64,), generator=ember.Generator().manual_seed(3))
+
+    def batch(step):
+        idx = ember.stack([data[i:i + 8] for i in range(step, step + 4)])
+        tgt = ember.stack([data[i + 1:i + 9] for i in range(step, step + 4)])
+        return (idx, tgt), lambda out: out[1]
+    eager = _train(model, batch, 5, False)
+    compiled = _train(twin, batch, 5, True)
+    assert max(abs(a - b) for a, b in zip(eager, compiled)) < 1e-5, (eager, compiled)
+    # AdamW turns rounding noise in near-zero gradients (the key bias: softmax ignores it) into
+    # full-size steps, so parameters agree to 1e-4 where the losses agree to 1e-5
+    for p, q in zip(model.parameters(), twin.parameters()):
+        assert ember.allclose(p, q, atol=1e-4)
+
+
+def test_digits_training_matches_eager():
+    ember.manual_seed(0)
+    model = DigitsCNN(8)
+    twin = copy.deepcopy(model)
+    g = ember.Generator().manual_seed(5)
+    xs, ys = ember.randn(16, 1, 8, 8, generator=g), ember.randint(0, 10, (16,), generator=g)
+
+    def batch(step):
+        return (xs,), lambda out: F.cross_entropy(out, ys)
+    eager = _train(model, batch, 4, False)
+    compiled = _train(twin, batch, 4, True)
+    assert max(abs(a - b) for a, b in zip(eager, compiled)) < 1e-5, (eager, compiled)
+
+
+def test_batchnorm_buffers_updated():
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU())
+    twin = copy.deepcopy(net)
+    x = ember.randn(8, 4)
+    cap = Capture()
+    m = aot_module(twin, cap, decompositions=core_aten_decompositions())
+    for _ in range(2):
+        net(x).sum().backward()
+        m(x).sum().backward()
+    bn, bn2 = net[1], twin[1]
+    assert ember.allclose(bn.running_mean, bn2.running_mean, atol=1e-6)
+    assert ember.allclose(bn.running_var, bn2.running_var, atol=1e-6)
+    assert int(bn2.num_batches_tracked) == 2
+    for p, q in zip(net.parameters(), twin.parameters()):
+        assert ember.allclose(p.grad, q.grad, atol=1e-5)
+    assert not _bad_ops(cap.graphs[0]) and not _bad_ops(cap.graphs[1])
+
+
+def test_custom_op_myadd_survives():
+    ns = f"aotlib{next(_ids)}"
+
+    @library.custom_op(f"{ns}::myadd", mutates_args=())
+    def myadd(x: ember.Tensor, y: ember.Tensor) -> ember.Tensor:
+        return x + y
+
+    @myadd.register_fake
+    def _(x, y):
+        return ember.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        pass
+
+    def backward(ctx, grad):
+        return grad, grad
+    myadd.register_autograd(backward, setup_context=setup_context)
+
+    def f(x, y):
+        return (getattr(ember.ops, ns).myadd(x, y) * x).sum()
+    x, y = ember.randn(3, requires_grad=True), ember.randn(3, requires_grad=True)
+    cap = Capture()
+    got = ember.autograd.grad(aot_function(f, cap)(x, y), (x, y))
+    want = ember.autograd.grad(f(x, y), (x, y))
+    for g, e in zip(got, want):
+        assert ember.allclose(g, e)
+    assert f"{ns}.myadd.default" in {str(n.target) for n in cap.graphs[0].graph.nodes}
+
+
+def test_custom_op_clip_norm_survives():
+    ns = f"aotlib{next(_ids)}"
+
+    @library.custom_op(f"{ns}::clip_norm", mutates_args=())
+    def clip_norm(x: ember.Tensor, max_norm: float) -> ember.Tensor:
+        n = x.norm()
+        scale = (max_norm / (n + 1e-12)).clamp(max=1.0)
+        return x * scale
+
+    @clip_norm.register_fake
+    def _(x, max_norm):
+        return ember.empty_like(x)
+
+    def _bwd(ctx, g):
+        x, scale = ctx.saved
+        return g * scale, None
+
+    def _setup(ctx, inputs, output):
+        x, max_norm = inputs
+        n = x.norm()
+        scale = (max_norm / (n + 1e-12)).clamp(max=1.0)
+        ctx.saved = (x, scale)
+    clip_norm.register_autograd(_bwd, setup_context=_setup)
+
+    def f(x):
+        return (clip_norm(x * 2, 1.0) ** 2).sum()
+    x = ember.randn(5, requires_grad=True)
+    got = ember.autograd.grad(aot_function(f, nop,
+                                           decompositions=core_aten_decompositions())(x), x)
+    want = ember.autograd.grad(f(x), x)
+    assert ember.allclose(got[0], want[0], atol=1e-6)
+
+
+def test_autograd_function_survives():
+    class Square(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * g * x  # deliberately not 2x: the traced backward must be this one
+
+    def f(x):
+        return Square.apply(x).sum()
+    x = ember.randn(4, requires_grad=True)
+    (got,) = ember.autograd.grad(aot_function(f, nop)(x), x)
+    assert ember.allclose(got, 3 * x)
+
+
+def test_hooks_compose():
+    x = ember.randn(3, requires_grad=True)
+    seen = []
+    cf = aot_function(lambda x: x.exp(), nop)
+    y = cf(x)
+    y.register_hook(lambda g: seen.append(g) or g * 2)
+    y.sum().backward()
+    assert seen and ember.allclose(x.grad, 2 * x.exp())
+
+
+def test_backend_and_simplified():
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+    gm = ember.fx.symbolic_trace(net)
+    x = ember.randn(2, 3)
+    fwd_graphs = Capture()
+    backend = aot_autograd(fw_compiler=fwd_graphs, partition_fn=min_cut_rematerialization_partition,
+                           decompositions=core_aten_decompositions())
+    compiled = backend(gm, [x])
+    out = compiled(x)
+    out.sum().backward()
+    ref = copy.deepcopy(net)
+    ref(x).sum().backward()
+    assert ember.allclose(out, net(x))
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert ember.allclose(p.grad, q.grad)
+    assert len(fwd_graphs.graphs) == 2  # bw_compiler defaults to fw_compiler
+    assert callable(aot_module_simplified)
+
+
+def test_logs_print_graphs(monkeypatch, capsys):
+    monkeypatch.setenv("TORCH_LOGS", "aot_graphs,aot_joint_graph")
+    aot_function(lambda x: x.sin(), nop)(ember.randn(2, requires_grad=True))
+    err = capsys.readouterr().err
+    assert "Joint graph" in err and "Forward graph" in err and "Backward graph" in err
+    assert "aten.sin" in err
