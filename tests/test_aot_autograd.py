@@ -308,3 +308,57 @@ def test_logs_print_graphs(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "Joint graph" in err and "Forward graph" in err and "Backward graph" in err
     assert "aten.sin" in err
+
+
+def test_autocast_region_and_retrace():
+    a = ember.randn(4, 4, requires_grad=True)
+    cf = aot_function(lambda a: (a @ a).sum(), nop)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        inside = cf(a)
+        want = (a @ a).sum()
+    assert inside.dtype == want.dtype == ember.bfloat16
+    assert ember.allclose(inside.float(), want.float())
+    outside = cf(a)  # not the autocast graph
+    assert outside.dtype == ember.float32 and len(cf._aot_cache) == 2
+    (g,) = ember.autograd.grad(inside, a)
+    (ge,) = ember.autograd.grad(want, a)
+    assert ember.allclose(g, ge)
+
+
+def test_saved_tensor_hooks_see_compiled_saves():
+    packed = []
+    x = ember.randn(3, requires_grad=True)
+    cf = aot_function(lambda x: (x.sin() * x).sum(), nop)
+    cf(x)  # traced outside the hooks
+    with ember.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t) or t, lambda t: t):
+        y = cf(x)
+    assert packed  # the compiled Function's saved values went through the hooks
+    y.backward()
+    assert ember.allclose(x.grad, x.cos() * x + x.sin())
+
+
+def test_bad_input_names_the_op():
+    ns = f"aotnometa{next(_ids)}"
+    lib = library.Library(ns, "DEF")
+    lib.define("foo(Tensor x) -> Tensor")
+    impl = library.Library(ns, "IMPL", "CPU")
+    impl.impl("foo", lambda x: x * 2)
+    with pytest.raises(NotImplementedError, match=f"{ns}::foo"):
+        aot_function(lambda x: getattr(ember.ops, ns).foo(x), nop)(ember.randn(3))
+    from ember._subclasses.fake_tensor import DynamicOutputShapeException
+    with pytest.raises(DynamicOutputShapeException, match="nonzero"):
+        aot_function(lambda x: x.nonzero(), nop)(ember.randn(3))
+    del lib, impl
+
+
+def test_ready_made_backends():
+    from ember._functorch.aot_autograd import aot_eager, aot_eager_decomp_partition
+    ember.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Dropout(0.2))
+    gm = ember.fx.symbolic_trace(net)
+    x = ember.randn(5, 3)
+    for backend in (aot_eager, aot_eager_decomp_partition):
+        ember.manual_seed(7)
+        out = backend(gm, [x])(x)
+        ember.manual_seed(7)
+        assert ember.allclose(out, net(x))  # the same dropout mask as eager for the seed

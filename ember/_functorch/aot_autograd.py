@@ -39,7 +39,7 @@ from .functionalize import functionalize_graph
 
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "aot_autograd",
            "default_partition", "min_cut_rematerialization_partition", "make_boxed_func",
-           "nop", "saved_tensor_bytes"]
+           "nop", "saved_tensor_bytes", "aot_eager", "aot_eager_decomp_partition"]
 
 AOT_COUNTER = itertools.count()
 
@@ -558,8 +558,10 @@ def compiled_out_val(compiled, i):
 # the entry points
 
 def _signature(flat):
-    from .. import is_grad_enabled
-    key = [is_grad_enabled()]
+    from .. import get_autocast_dtype, is_autocast_enabled, is_grad_enabled
+    # a graph traced under autocast holds its casts: the autocast state is part of the key
+    key = [is_grad_enabled()] + [(is_autocast_enabled(d), str(get_autocast_dtype(d)))
+                                 for d in ("cpu", "cuda")]
     for x in flat:
         if isinstance(x, Tensor):
             key.append(("T", tuple(x.shape), tuple(x.stride()), str(x.dtype), str(x.device),
@@ -667,3 +669,17 @@ def aot_autograd(**kwargs):
         return aot_module_simplified(gm, example_inputs, **kw)
     backend.kwargs = kwargs
     return backend
+
+
+def _aot_eager_decomp_partition(gm, example_inputs):
+    from .._decomp import core_aten_decompositions
+    return aot_module_simplified(gm, example_inputs, fw_compiler=nop, bw_compiler=nop,
+                                 decompositions=core_aten_decompositions(),
+                                 partition_fn=min_cut_rematerialization_partition)
+
+
+# The backends ``torch.compile(backend="aot_eager")`` and ``"aot_eager_decomp_partition"``
+# name (Dynamo's registry wires these): graphs run as traced; the second one lowers to core
+# ATen and uses the min-cut partitioner.
+aot_eager = aot_autograd(fw_compiler=nop)
+aot_eager_decomp_partition = _aot_eager_decomp_partition
