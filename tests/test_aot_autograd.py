@@ -362,3 +362,21 @@ def test_ready_made_backends():
         out = backend(gm, [x])(x)
         ember.manual_seed(7)
         assert ember.allclose(out, net(x))  # the same dropout mask as eager for the seed
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+def test_gpt_gradients_match_eager_tied_weights(partition):
+    """GPT ties head.weight to tok_emb.weight: the tensor is one graph input whose gradient
+    sums both uses."""
+    ember.manual_seed(0)
+    model = GPT(30, context=8, width=32, n_layer=1, n_head=4, dropout=0.1)
+    twin = copy.deepcopy(model)
+    idx, tgt = ember.randint(0, 30, (3, 8)), ember.randint(0, 30, (3, 8))
+    ember.manual_seed(11)
+    model(idx, tgt)[1].backward()
+    compiled = aot_module(twin, nop, partition_fn=partition,
+                          decompositions=core_aten_decompositions())
+    ember.manual_seed(11)
+    compiled(idx, tgt)[1].backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        assert ember.allclose(p.grad, q.grad, atol=1e-6), name

@@ -586,14 +586,22 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     def returned(*args, **kwargs):
         leaves, spec = pytree.tree_flatten((args, kwargs))
         tensor_idx = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
-        key = (repr(spec), _signature(leaves))
+        # the same tensor passed twice (tied weights) is one graph input (PyTorch's
+        # remove_dupe_args): its gradient then sums both uses
+        first, slot = {}, []
+        for i in tensor_idx:
+            slot.append(first.setdefault(id(leaves[i]), len(first)))
+        key = (repr(spec), _signature(leaves), tuple(slot))
         compiled = cache.get(key)
-        inputs = [leaves[i] for i in tensor_idx]
+        inputs = []
+        for i in tensor_idx:
+            if not any(leaves[i] is t for t in inputs):
+                inputs.append(leaves[i])
         if compiled is None:
             def flat_fn(*tensors):
                 vals = list(leaves)
-                for i, t in zip(tensor_idx, tensors):
-                    vals[i] = t
+                for i, k in zip(tensor_idx, slot):
+                    vals[i] = tensors[k]
                 a, k = pytree.tree_unflatten(vals, spec)
                 return fn(*a, **k)
             compiled = _Compiled(flat_fn, inputs, config)
