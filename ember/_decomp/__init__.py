@@ -23,9 +23,10 @@ _CORE = frozenset(CORE_ATEN_OPS)
 
 def is_core(op):
     """Whether ``op`` (an OpOverload) is in the Core ATen IR (PyTorch 2.13's ``core`` tag)."""
-    return isinstance(op, OpOverload) and op.namespace == "aten" and \
-        f"{op._opname}.{op._overloadname}" in _CORE or \
-        (isinstance(op, OpOverload) and "core" in op.tags)
+    if not isinstance(op, OpOverload):
+        return False
+    return (op.namespace == "aten" and f"{op._opname}.{op._overloadname}" in _CORE) \
+        or "core" in op.tags
 
 
 def _overloads(op):

@@ -213,7 +213,8 @@ def _saved_to_graphs(joint, saved, num_fwd_outputs):
 
 def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     """Save every forward value the backward uses (PyTorch's default partitioner): the
-    forward graph computes exactly the forward outputs; what backward needs from it is saved."""
+    forward graph computes exactly the forward outputs; any joint node outside it that does not
+    need the tangents is computed in backward from saved forward values."""
     primals, _ = _placeholders(joint_module)
     fwd_outs, _ = _split_outputs(joint_module, num_fwd_outputs)
     forward = _ancestors(fwd_outs) | set(primals)
@@ -221,44 +222,14 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     for n in joint_module.graph.nodes:
         if n not in forward or n.op == "output":
             continue
-        backward_users = [u for u in n.users if u not in forward and u.op != "output"]
-        if not backward_users:
+        if not any(u not in forward and u.op != "output" for u in n.users):
             continue
         if _is_tensor_node(n) or n.op == "placeholder":
             saved.append(n)
-        else:  # a tuple of tensors cannot be saved: save the pieces backward reads
-            saved.extend(u for u in backward_users if u.target is operator.getitem)
-            saved.extend(u for u in n.users if u in forward and u.target is operator.getitem
-                         and any(v not in forward for v in u.users))
-    # values computed for backward only from primals (not from tangents) are recomputed in
-    # backward from what it has: their forward inputs must be saved too
-    saved = _close_saved(joint_module, saved, forward)
+        else:  # a tuple of tensors cannot be saved: save the pieces only backward reads
+            saved.extend(u for u in n.users if u.target is operator.getitem
+                         and u not in forward and u.users)
     return _saved_to_graphs(joint_module, saved, num_fwd_outputs)
-
-
-def _close_saved(joint, saved, forward):
-    """Add the forward nodes that backward-side nodes read but that are not saved yet."""
-    saved = set(saved)
-    _, bwd_outs = _split_outputs(joint, _num_fwd(joint))
-    del bwd_outs
-    changed = True
-    while changed:
-        changed = False
-        for n in joint.graph.nodes:
-            if n in forward or n.op in ("output",):
-                continue
-            if n.op == "placeholder":
-                continue
-            for a in n.all_input_nodes:
-                if a in forward and a not in saved:
-                    if _is_tensor_node(a) or a.op == "placeholder":
-                        saved.add(a)
-                        changed = True
-    return list(saved)
-
-
-def _num_fwd(joint):
-    return joint.meta.get("num_fwd_outputs", 0) if hasattr(joint, "meta") else 0
 
 
 _RANDOM = {"native_dropout", "rand", "randn", "rand_like", "randn_like", "randint", "randperm",
@@ -418,10 +389,15 @@ class _Compiled:
         self.output_aliases = info.output_aliases
         self.n_out = len(out_vals)
         for i in self.mutated:
-            if isinstance(inputs[i], Tensor) and inputs[i].requires_grad and \
-                    inputs[i].is_leaf and is_grad_enabled():
-                raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                                   "in-place operation.")
+            if isinstance(inputs[i], Tensor) and inputs[i].requires_grad and is_grad_enabled():
+                if inputs[i].is_leaf:
+                    raise RuntimeError("a leaf Variable that requires grad is being used in "
+                                       "an in-place operation.")
+                # PyTorch replays such a mutation inside autograd; this runtime copies new
+                # values in under no_grad, which would lose the mutation's gradient
+                raise NotImplementedError(
+                    "aot_autograd: mutating an input that requires grad (a non-leaf) is not "
+                    "supported by ember's runtime wrapper yet")
         self.out_requires_grad = [isinstance(v, Tensor) and v.requires_grad for v in out_vals]
         self.out_is_tensor = [isinstance(v, Tensor) for v in out_vals]
         self.needs_autograd = is_grad_enabled() and any(

@@ -83,7 +83,6 @@ def _functional_overload(func):
     schema = func._schema
     name = schema.name
     if schema.kind_is_out:
-        packet = func.overloadpacket
         want = [(a.name, a.type) for a in schema.arguments if not (a.is_write and a.kwarg_only)]
         for cand_name in ([name] + ([name[:-1]] if name.endswith("_") else [])):
             cand_packet = getattr(ns, cand_name, None)
@@ -95,7 +94,6 @@ def _functional_overload(func):
                     continue
                 if [(a.name, a.type) for a in o._schema.arguments] == want:
                     return o
-        del packet
         return None
     if name.endswith("_"):
         packet = getattr(ns, name[:-1], None)
@@ -222,12 +220,8 @@ class _Functionalizer:
             if name in ("split", "split_with_sizes", "chunk", "tensor_split"):
                 dim = args[1] if len(args) > 1 else kw.get("dim", 0)
                 dim = dim % max(len(base_val.shape), 1)
-                sizes = [0]
-                start = 0
-                for k in range(step.index):
-                    start += _piece_len(step, k, base_val, dim)
+                start = sum(_piece_len(step, k, base_val, dim) for k in range(step.index))
                 end = start + step.val.shape[dim]
-                del sizes
                 return self._emit(aten.slice_scatter.default, (base, src, dim, start, end, 1), {})
         elif name == "slice":
             return self._emit(aten.slice_scatter.default, (base, src) + tuple(args), kw)
@@ -510,8 +504,7 @@ def functionalize_graph(gm, *, remove="mutations", epilogue=True):
             if f.groups[a.root].mutated:
                 mutated_inputs.append(i)
     for old, a in list(f.alias.items()):
-        if old.op == "get_attr" and not a.chain and f.groups[a.root].mutated \
-                and a.root not in [f.alias[c].root for c in []]:
+        if old.op == "get_attr" and not a.chain and f.groups[a.root].mutated:
             mutated_constants.append((old.target, a.root))
     flat_out, _ = pytree.tree_flatten(out.args[0])
     output_aliases = []
