@@ -383,3 +383,16 @@ def test_gpt_gradients_match_eager_tied_weights(partition):
     compiled(idx, tgt)[1].backward()
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
         assert ember.allclose(p.grad, q.grad, atol=1e-6), name
+
+
+def test_output_structures_and_identity():
+    x = ember.randn(3, 2, requires_grad=True)
+    out = aot_function(lambda x, scale=2: {"a": x * scale, "n": [x.t(), 3]}, nop)(x, scale=3)
+    assert type(out) is dict and type(out["n"]) is list and out["n"][1] == 3
+    (out["a"].sum() + out["n"][0].sum()).backward()
+    assert ember.allclose(x.grad, ember.full((3, 2), 4.0))
+    y = aot_function(lambda x: x, nop)(x)
+    assert ember.allclose(y, x)
+    from ember._subclasses.fake_tensor import DataDependentOutputException
+    with pytest.raises(DataDependentOutputException, match="_local_scalar_dense"):
+        aot_function(lambda x: x * x.sum().item(), nop)(x)

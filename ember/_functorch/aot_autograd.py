@@ -383,7 +383,7 @@ class _Compiled:
         out_node = next(n for n in fw_only.graph.nodes if n.op == "output")
         out_vals = [a.meta.get("val") if isinstance(a, Node) else a
                     for a in pytree.tree_flatten(out_node.args[0])[0]]
-        self.out_spec = pytree.tree_flatten(out_node.args[0])[1]
+        self.out_spec = pytree.tree_flatten(_plain(out_node.args[0]))[1]
         _, info = functionalize_graph(fw_only, epilogue=False)
         self.mutated = list(info.mutated_inputs)
         self.output_aliases = info.output_aliases
@@ -472,6 +472,17 @@ class _Compiled:
                 o = user[k]
                 user[k] = inputs[src].as_strided(o.size(), o.stride(), o.storage_offset())
         return pytree.tree_unflatten(user, self.out_spec)
+
+
+def _plain(x):
+    """fx's immutable containers back as the dicts and lists the function returned."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(_plain(v) for v in x)
+    return x
 
 
 def _tangent_like(v):
