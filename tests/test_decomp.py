@@ -62,7 +62,11 @@ def _check_grads(op, decomp, args, kwargs, only_first=False):
             continue
         cot = ember.linspace(-1, 1, max(r.numel(), 1), dtype=r.dtype).reshape(r.shape) \
             if r.numel() else ember.zeros_like(r)
-        gr = ember.autograd.grad([r], leaves, [cot], allow_unused=True, retain_graph=True)
+        try:
+            gr = ember.autograd.grad([r], leaves, [cot], allow_unused=True, retain_graph=True)
+        except RuntimeError as e:  # the op is not differentiable (floor_divide, heaviside)
+            assert "derivative for" in str(e) and "is not implemented" in str(e)
+            return
         if not g.requires_grad:
             assert all(a is None or not a.abs().sum() for a in gr), op
             continue
@@ -81,7 +85,8 @@ def _check_grads(op, decomp, args, kwargs, only_first=False):
 # At a zero norm / zero deviation / no degrees of freedom the kernels' backward formulas pick a
 # subgradient (0) where the composition of sqrt and sum gives nan or another value: PyTorch's own
 # decompositions differ there in the same way, so those samples compare values only.
-_SINGULAR = {"std.correction", "var_mean.correction", "linalg_vector_norm.default"}
+_SINGULAR = {"std.correction", "var_mean.correction", "linalg_vector_norm.default",
+             "std_mean.correction"}
 
 
 def _singular(out):

@@ -613,3 +613,199 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
         if output_mask[1] else None
     grad_bias = grad_sum if output_mask[2] else None
     return grad_input, grad_weight, grad_bias
+
+
+# ---------------------------------------------------------------------------------------------
+# more pointwise ops and reductions (PyTorch's torch/_refs formulas)
+
+def _float_of(x):
+    """Integer and bool inputs of a float-valued op compute in the default float dtype."""
+    if x.is_floating_point() or x.is_complex():
+        return x
+    return aten._to_copy.default(x, dtype=_default_float())
+
+
+@register_decomposition(aten.floor_divide.default)
+def floor_divide(self, other):
+    return aten.div.Tensor_mode(self, other, rounding_mode="floor")
+
+
+@register_decomposition(aten.floor_divide.Scalar)
+def floor_divide_scalar(self, other):
+    return aten.div.Scalar_mode(self, other, rounding_mode="floor")
+
+
+def _all_result(x, out):
+    return aten._to_copy.default(out, dtype=_dt.uint8) if x.dtype is _dt.uint8 else out
+
+
+@register_decomposition(aten.all.default)
+def all_default(self):
+    return _all_result(self, aten.logical_not.default(
+        aten.any.default(aten.logical_not.default(self))))
+
+
+@register_decomposition(aten.all.dim)
+def all_dim(self, dim, keepdim=False):
+    return _all_result(self, aten.logical_not.default(
+        aten.any.dim(aten.logical_not.default(self), dim, keepdim)))
+
+
+@register_decomposition(aten.all.dims)
+def all_dims(self, dim=None, keepdim=False):
+    return _all_result(self, aten.logical_not.default(
+        aten.any.dims(aten.logical_not.default(self), dim, keepdim)))
+
+
+@register_decomposition(aten.max.default)
+def max_default(self):
+    return aten.amax.default(self, _all_dims(self), False)
+
+
+@register_decomposition(aten.min.default)
+def min_default(self):
+    return aten.amin.default(self, _all_dims(self), False)
+
+
+@register_decomposition(aten.aminmax.default)
+def aminmax(self, *, dim=None, keepdim=False):
+    dims = _all_dims(self) if dim is None else [dim]
+    if dim is None and keepdim:
+        mn = aten.amin.default(self, dims, True)
+        mx = aten.amax.default(self, dims, True)
+    else:
+        mn = aten.amin.default(self, dims, keepdim)
+        mx = aten.amax.default(self, dims, keepdim)
+    return mn, mx
+
+
+@register_decomposition(aten.std_mean.correction)
+@_opmath
+def std_mean(self, dim=None, *, correction=None, keepdim=False):
+    var = aten.var.correction(self, dim, correction=correction, keepdim=keepdim)
+    return (aten.sqrt.default(var),
+            aten.mean.dim(self, dim if dim is not None else _all_dims(self), keepdim))
+
+
+@register_decomposition(aten.count_nonzero.dim_IntList)
+def count_nonzero_dims(self, dim):
+    return aten.sum.dim_IntList(aten.ne.Scalar(self, 0), list(dim), False, dtype=_dt.int64)
+
+
+@register_decomposition(aten.count_nonzero.default)
+def count_nonzero(self, dim=None):
+    dims = _all_dims(self) if dim is None else [dim]
+    return aten.sum.dim_IntList(aten.ne.Scalar(self, 0), dims, False, dtype=_dt.int64)
+
+
+@register_decomposition(aten.trace.default)
+def trace(self):
+    return aten.sum.dim_IntList(aten.diagonal.default(self), [0], False)
+
+
+@register_decomposition(aten.stack.default)
+def stack(tensors, dim=0):
+    ndim = tensors[0].dim() + 1
+    return aten.cat.default([aten.unsqueeze.default(t, dim % ndim) for t in tensors],
+                            dim % ndim)
+
+
+@register_decomposition(aten.roll.default)
+def roll(self, shifts, dims=()):
+    shifts, dims = list(shifts), list(dims)
+    if not dims:
+        from .. import contiguous_format
+        flat = aten.view.default(aten.clone.default(self, memory_format=contiguous_format),
+                                 [-1]) if self.dim() != 1 else self
+        return aten.view.default(roll(flat, shifts, [0]), list(self.shape))
+    out = self
+    for shift, dim in zip(shifts, dims):
+        n = out.shape[dim]
+        if n == 0:
+            continue
+        s = shift % n
+        if s == 0:
+            continue
+        out = aten.cat.default([aten.slice.Tensor(out, dim, n - s, n),
+                                aten.slice.Tensor(out, dim, 0, n - s)], dim)
+    return out if out is not self else aten.clone.default(self)
+
+
+@register_decomposition(aten.mv.default)
+def mv(self, vec):
+    return aten.squeeze.dims(aten.mm.default(self, aten.unsqueeze.default(vec, 1)), [1])
+
+
+def _beta_alpha(self, prod, beta, alpha):
+    if alpha != 1:
+        prod = aten.mul.Tensor(prod, alpha)
+    if beta == 0:  # self is ignored (its nans too), as the kernels do
+        return aten.add.Tensor(prod, aten.mul.Tensor(aten.full_like.default(self, 0), 0)) \
+            if tuple(self.shape) != tuple(prod.shape) else prod
+    return aten.add.Tensor(self if beta == 1 else aten.mul.Tensor(self, beta), prod)
+
+
+@register_decomposition(aten.addmv.default)
+def addmv(self, mat, vec, *, beta=1, alpha=1):
+    return _beta_alpha(self, mv(mat, vec), beta, alpha)
+
+
+@register_decomposition(aten.baddbmm.default)
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    return _beta_alpha(self, aten.bmm.default(batch1, batch2), beta, alpha)
+
+
+@register_decomposition(aten.celu.default)
+def celu(self, alpha=1.0):
+    return aten.elu.default(self, alpha, 1, 1.0 / alpha)
+
+
+@register_decomposition(aten.hardshrink.default)
+def hardshrink(self, lambd=0.5):
+    return aten.where.self(aten.gt.Scalar(aten.abs.default(self), lambd), self,
+                           _scalar(0, self))
+
+
+@register_decomposition(aten.threshold.default)
+def threshold(self, threshold, value):
+    return aten.where.self(aten.le.Scalar(self, threshold), _scalar(value, self), self)
+
+
+@register_decomposition(aten.glu.default)
+@_opmath
+def glu(self, dim=-1):
+    a, b = aten.split_with_sizes.default(self, [self.shape[dim] // 2] * 2, dim)
+    return aten.mul.Tensor(a, aten.sigmoid.default(b))
+
+
+@register_decomposition(aten.exp2.default)
+@_opmath
+def exp2(self):
+    return aten.pow.Scalar(2.0, _float_of(self))
+
+
+@register_decomposition(aten.isposinf.default)
+def isposinf(self):
+    return aten.logical_and.default(aten.isinf.default(self), aten.gt.Scalar(self, 0))
+
+
+@register_decomposition(aten.isneginf.default)
+def isneginf(self):
+    return aten.logical_and.default(aten.isinf.default(self), aten.lt.Scalar(self, 0))
+
+
+@register_decomposition(aten.sinc.default)
+@_opmath
+def sinc(self):
+    x = _float_of(self)
+    zero = aten.eq.Scalar(x, 0)
+    # a safe denominator: the unselected branch must not put 0/0 into the gradient
+    px = aten.mul.Scalar(aten.where.self(zero, _scalar(1, x), x), math.pi)
+    return aten.where.self(zero, _scalar(1, x), aten.div.Tensor(aten.sin.default(px), px))
+
+
+@register_decomposition(aten.heaviside.default)
+def heaviside(self, values):
+    pos = aten._to_copy.default(aten.gt.Scalar(self, 0), dtype=self.dtype)
+    return aten.where.self(aten.eq.Scalar(self, 0), aten._to_copy.default(values,
+                                                                          dtype=self.dtype), pos)
