@@ -215,6 +215,11 @@ def slice_backward(grad, sizes, dim, start, end, step):
     return g
 
 
+def slice_of(grad, dim, start, end, step):
+    """``grad.slice(dim, start, end, step)`` (ATen's C++ method; no Tensor method in Python)."""
+    return _aten.slice.Tensor(grad, dim, start, end, step)
+
+
 def diagonal_backward(grad, sizes, offset, dim1, dim2):
     g = _zeros_new(grad, sizes)
     g.diagonal(offset, dim1, dim2).copy_(grad)
