@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <complex>
+#include <functional>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -1108,6 +1109,37 @@ constexpr auto kComplex64 = at::kComplexFloat;
 constexpr auto kComplex128 = at::kComplexDouble;
 using at::kBool;
 using at::kBFloat16;
+
+// torch::wrap_pybind_function(f): f, with c10 errors raised as the Python exception they name
+// (load_inline's generated bindings use it, as PyTorch's do).
+namespace detail {
+[[noreturn]] inline void rethrow_as_python() {
+  try {
+    throw;
+  } catch (const c10::ValueError& e) {
+    throw py::value_error(e.what());
+  } catch (const c10::TypeError& e) {
+    throw py::type_error(e.what());
+  } catch (const c10::IndexError& e) {
+    throw py::index_error(e.what());
+  } catch (const c10::NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+    throw py::error_already_set();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+}  // namespace detail
+template <typename Ret, typename... Args>
+inline std::function<Ret(Args...)> wrap_pybind_function(Ret (*f)(Args...)) {
+  return [f](Args... args) -> Ret {
+    try {
+      return f(std::forward<Args>(args)...);
+    } catch (...) {
+      detail::rethrow_as_python();
+    }
+  };
+}
 }  // namespace torch
 
 // -- load time -------------------------------------------------------------------------------------
