@@ -86,7 +86,8 @@ def loading(path):
         _load_state.errors = outer
     if errors:
         exc = errors[0]
-        raise type(exc)(f"{exc}\n  (while loading {path})") from exc
+        more = "".join(f"\n  then {type(e).__name__}: {e}" for e in errors[1:])
+        raise type(exc)(f"{exc}\n  (while loading {path}){more}") from exc
 
 
 def load_library(path):

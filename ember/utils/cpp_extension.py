@@ -38,14 +38,20 @@ def _is_cuda_file(path):
 
 
 def _find_cuda_home():
+    """CUDA_HOME or CUDA_PATH, else the toolkit nvcc belongs to (a wrapper script on PATH may
+    live elsewhere: the candidate must hold the runtime's headers), else /usr/local/cuda."""
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if home is None:
-        nvcc = shutil.which("nvcc")
-        if nvcc is not None:
-            home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-        elif os.path.exists("/usr/local/cuda"):
-            home = "/usr/local/cuda"
-    return home
+    if home is not None:
+        return home
+    candidates = []
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        candidates.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    candidates.append("/usr/local/cuda")
+    for c in candidates:
+        if os.path.exists(os.path.join(c, "include", "cuda_runtime_api.h")):
+            return c
+    return None
 
 
 CUDA_HOME = _find_cuda_home()
@@ -176,7 +182,10 @@ def _flags(name, extra_cflags, extra_cuda_cflags, extra_ldflags, extra_include_p
         cuda_cflags += _cuda_arch_flags(cuda_cflags)
     ldflags = ["-shared"]
     if with_cuda:
-        ldflags += [f"-L{p}" for p in library_paths("cuda")] + ["-lcudart"]
+        # the rpath lets the extension find libcudart without LD_LIBRARY_PATH (PyTorch's
+        # extensions find the one torch loaded; ember loads none)
+        ldflags += [f for p in library_paths("cuda") for f in (f"-L{p}", f"-Wl,-rpath,{p}")]
+        ldflags += ["-lcudart"]
     ldflags += list(extra_ldflags)
     return cflags, cuda_cflags, ldflags
 
@@ -475,6 +484,8 @@ def CUDAExtension(name, sources, *args, **kwargs):
     import setuptools
     kwargs["include_dirs"] = list(kwargs.get("include_dirs", [])) + include_paths("cuda")
     kwargs["library_dirs"] = list(kwargs.get("library_dirs", [])) + library_paths("cuda")
+    kwargs["runtime_library_dirs"] = list(kwargs.get("runtime_library_dirs", [])) + \
+        library_paths("cuda")
     kwargs["libraries"] = list(kwargs.get("libraries", [])) + ["cudart"]
     kwargs["language"] = "c++"
     return setuptools.Extension(name, sources, *args, **kwargs)
