@@ -744,6 +744,18 @@ struct type_caster<c10::Scalar> {
       value = at::Tensor(reinterpret_borrow<object>(src)).item();
       return true;
     }
+    if (PyIndex_Check(p)) {  // NumPy integers and other __index__ types
+      object i = reinterpret_steal<object>(PyNumber_Index(p));
+      if (!i) { PyErr_Clear(); return false; }
+      value = c10::Scalar(static_cast<int64_t>(PyLong_AsLongLong(i.ptr())));
+      return !PyErr_Occurred();
+    }
+    if (PyObject_HasAttrString(p, "__float__")) {  // NumPy floats
+      double d = PyFloat_AsDouble(p);
+      if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+      value = c10::Scalar(d);
+      return true;
+    }
     return false;
   }
   static handle cast(const c10::Scalar& s, return_value_policy, handle) {
