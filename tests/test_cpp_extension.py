@@ -70,6 +70,12 @@ OPS_SOURCE = open(os.path.join(SRC, "seed_triple.cpp")).read() + textwrap.dedent
       m.impl("mul_sin", mul_sin);
     }
 
+    // an implementation registered before its definition (static initializers of different
+    // files run in no fixed order)
+    at::Tensor twice(const at::Tensor& x) { return x * 2; }
+    TORCH_LIBRARY_IMPL(cppext_late, CPU, m) { m.impl("twice", twice); }
+    TORCH_LIBRARY(cppext_late, m) { m.def("twice(Tensor x) -> Tensor"); }
+
     py::tuple describe(const at::Tensor& x) {
       return py::make_tuple(x.sizes().vec(), x.strides().vec(), x.numel(), x.dim(), x.size(-1),
                             x.scalar_type(), x.device(), x.is_contiguous(), x.element_size(),
@@ -184,10 +190,16 @@ def test_register_autograd_from_python_gradcheck(ops):
         op(ember.zeros(2, dtype=ember.int64), 1.0)
 
 
+def test_impl_before_def(ops):
+    assert ember.ops.cppext_late.twice(ember.tensor([1.5])).tolist() == [3.0]
+
+
 def test_def_with_a_lambda_and_kwarg_only_scalar(ops):
     x, y = ember.tensor([1.0, 2.0]), ember.tensor([10.0, 20.0])
     assert ember.ops.cppext_test.scaled_sum(x, y).item() == 33.0
     assert ember.ops.cppext_test.scaled_sum(x, y, alpha=0.5).item() == 18.0
+    assert ember.ops.cppext_test.scaled_sum(x, y, alpha=np.float32(0.5)).item() == 18.0
+    assert ember.ops.cppext_test.scaled_sum(x, y, alpha=np.int64(2)).item() == 63.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,10 +437,13 @@ def test_seed11_scale_on_the_gpu(seed11_build, cuda_device):
 
 @pytest.fixture(scope="module")
 def seed11_twin(ext_dir):
-    """The seed's binding.cpp with the CPU twin of kernel.cu, and §11.3's TORCH_LIBRARY."""
+    """The seed's binding.cpp with the CPU twin of kernel.cu, §11.3's TORCH_LIBRARY, and an op
+    reading the current stream (with_cuda: the CUDA headers and runtime)."""
+    if cpp_extension.CUDA_HOME is None:
+        pytest.skip("no CUDA toolkit (the runtime's headers)")
     d = os.path.join(SRC, "seed11")
-    return cpp_extension.load("my_ext_twin", [os.path.join(d, f) for f in
-                                              ("binding.cpp", "scale_twin.cpp", "registration.cpp")])
+    files = ("binding.cpp", "scale_twin.cpp", "registration.cpp", "stream.cpp")
+    return cpp_extension.load("my_ext_twin", [os.path.join(d, f) for f in files], with_cuda=True)
 
 
 def test_seed11_cpu_twin_on_the_simulated_device(seed11_twin, cuda_device):
@@ -446,3 +461,12 @@ def test_seed11_cpu_twin_on_the_simulated_device(seed11_twin, cuda_device):
         seed11_twin.scale(ember.ones(2, dtype=ember.float64, device="cuda"), 1.0)
     with pytest.raises(NotImplementedError, match="myext::scale"):
         ember.ops.myext.scale(ember.ones(2), 1.0)  # no CPU kernel registered
+
+
+def test_current_cuda_stream_from_cpp(seed11_twin, cuda_device):
+    current = ember.ops.myext.current_stream
+    assert current(0) == ember.cuda.current_stream(0).cuda_stream
+    s = ember.cuda.Stream()
+    with ember.cuda.stream(s):
+        assert current(0) == s.cuda_stream
+    assert current(0) == ember.cuda.default_stream(0).cuda_stream

@@ -40,10 +40,9 @@ def _stale_message(built_version):
             f"delete its build directory or rerun setup.py otherwise).")
 
 
-def _make_library(ns, kind, key, debug):
+def _make_library(ns, kind, key):
     from ..library import Library
     lib = Library(ns, kind, key)
-    lib._cpp_debug = debug
     _libraries.append(lib)
     return lib
 
@@ -58,8 +57,9 @@ def _def(lib, schema, debug):
 def _impl(lib, name, kernel, key, debug):
     from .._dispatch import dispatcher as _d
     qualname = name if "::" in name else f"{lib.ns}::{name}"
-    if _d.get_entry(qualname) is None and _d.get_entry(qualname + ".default") is None \
-            and "." not in qualname.partition("::")[2]:
+    if qualname.endswith(".default"):
+        qualname = qualname[: -len(".default")]
+    if _d.get_entry(qualname) is None:
         _pending_impls.setdefault(qualname, []).append((lib, name, kernel, key, debug))
         return
     lib.impl(name, kernel, key, _debug=debug)

@@ -68,8 +68,8 @@ class Library {
       : kind_(kind), ns_(std::move(ns)), key_(k),
         debug_(c10::str("registered at ", file, ":", line)) {
     static const char* kinds[] = {"DEF", "IMPL", "FRAGMENT"};
-    lib_ = ember_ext::detail::cpp_module().attr("_make_library")(
-        ns_, kinds[kind], k ? c10::toString(*k) : "", debug_);
+    lib_ = ember_ext::detail::cpp_module().attr("_make_library")(ns_, kinds[kind],
+                                                                  k ? c10::toString(*k) : "");
   }
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
