@@ -12,15 +12,13 @@ import os
 import threading
 import warnings
 
-from .. import _core  # noqa: F401  (ember is imported before any extension loads)
+from .._core import dtype as _dt
 
 # Must equal EMBER_EXTENSION_HEADER_VERSION in ember/include/ember_ext/core.h: an extension
 # built against other headers is refused when it loads.
 HEADER_VERSION = 1
 
 # ScalarType (c10's numbering) -> ember dtype; None where ember has no such dtype.
-from .._core import dtype as _dt  # noqa: E402
-
 SCALAR_TYPES = [_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64, _dt.float16, _dt.float32,
                 _dt.float64, None, _dt.complex64, _dt.complex128, _dt.bool_, None, None, None,
                 _dt.bfloat16, None]

@@ -31,6 +31,8 @@ _CUDA_SUFFIXES = (".cu", ".cuh")
 _LIB_EXT = ".so"
 # name -> [hash of version 0, hash of version 1, ...]: what this process has built and imported
 _versions = {}
+# library path -> the module imported from it in this process
+_modules = {}
 
 
 def _is_cuda_file(path):
@@ -369,13 +371,11 @@ def _jit_compile(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
     if version > 0 and verbose:
         print(f"The input conditions for extension module {name} have changed. Bumping to "
               f"version {version} and re-building as {module_name}...", flush=True)
-    if is_python_module and module_name in sys.modules and \
-            getattr(sys.modules[module_name], "__file__", None) == \
-            os.path.join(build_directory, module_name + _LIB_EXT):
-        return sys.modules[module_name]
+    library = os.path.join(build_directory, module_name + _LIB_EXT)
+    if is_python_module and library in _modules:
+        return _modules[library]  # Python imports an extension module once per process
 
     stamp = os.path.join(build_directory, f"{module_name}.hash")
-    library = os.path.join(build_directory, module_name + _LIB_EXT)
     with _Baton(os.path.join(build_directory, "lock")):
         fresh = (os.path.exists(library) and os.path.exists(stamp)
                  and open(stamp).read() == digest)
@@ -398,7 +398,7 @@ def _jit_compile(name, sources, extra_cflags, extra_cuda_cflags, extra_ldflags,
         print(f"Loading extension module {module_name}...", flush=True)
     module = _import_module_from_library(module_name, build_directory, is_python_module)
     if is_python_module:
-        sys.modules[module_name] = module
+        _modules[library] = module
     return module
 
 
