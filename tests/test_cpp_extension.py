@@ -143,7 +143,7 @@ def test_seed_triple_without_an_autograd_kernel(ops):
     # and backward says the derivative is missing
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     y = ember.ops.myops.triple(x)
-    assert y.tolist() == [3.0, 6.0] and type(y.grad_fn).__name__ == "NotImplemented"
+    assert y.tolist() == [3.0, 6.0] and "NotImplemented" in repr(y.grad_fn)
     with pytest.raises(RuntimeError, match="the derivative for 'myops::triple' is not implemented"):
         y.sum().backward()
 
