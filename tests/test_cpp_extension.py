@@ -372,6 +372,18 @@ def test_include_and_library_paths():
                    for p in cpp_extension.library_paths("cuda"))
 
 
+def test_build_extension_options():
+    from setuptools import Distribution
+    from setuptools.command.build_ext import build_ext
+    cls = cpp_extension.BuildExtension.with_options(no_python_abi_suffix=True)
+    assert issubclass(cls, build_ext) and issubclass(cls, cpp_extension.BuildExtension)
+    assert cls(Distribution()).get_ext_filename("my_ext") == "my_ext.so"
+    plain = cpp_extension.BuildExtension(Distribution()).get_ext_filename("my_ext")
+    assert plain.startswith("my_ext.cpython-") and plain.endswith(".so")
+    ext = cpp_extension.CppExtension("my_ext", ["a.cpp"], include_dirs=["inc"])
+    assert ext.include_dirs == ["inc"] + cpp_extension.include_paths() and ext.language == "c++"
+
+
 # ---------------------------------------------------------------------------------------------
 # Seed §11: the CUDA extension
 
