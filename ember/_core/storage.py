@@ -141,9 +141,19 @@ class UntypedStorage:
     def copy_(self, src, non_blocking=False):
         if src.nbytes() != self._nbytes:
             raise RuntimeError(f"size mismatch: {src.nbytes()} vs {self._nbytes}")
-        if self.device.type != "meta":
+        if self.device.type == "meta":
+            return self
+        if self.device.type == "cpu" and src.device.type == "cpu":
             self._data()[:] = src._data()
+        else:  # device memory on a side: the device runtime's copy, through Tensor.copy_
+            self._as_byte_tensor().copy_(src._as_byte_tensor(), non_blocking)
         return self
+
+    def cpu(self):
+        """This storage on the CPU: itself when it is there, else a copy (as PyTorch's)."""
+        if self.device.type == "cpu":
+            return self
+        return self._as_byte_tensor().cpu().untyped_storage()
 
     def resize_(self, nbytes):
         if not self._resizable:
