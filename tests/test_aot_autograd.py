@@ -221,6 +221,12 @@ def test_custom_op_myadd_survives():
     for g, e in zip(got, want):
         assert ember.allclose(g, e)
     assert f"{ns}.myadd.default" in {str(n.target) for n in cap.graphs[0].graph.nodes}
+    ember._dynamo.reset()
+    explained = ember._dynamo.explain(f)(x, y)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    got = ember.autograd.grad(ember.compile(f, backend="aot_eager")(x, y), (x, y))
+    for g, e in zip(got, want):
+        assert ember.allclose(g, e)
 
 
 def test_custom_op_clip_norm_survives():
@@ -253,6 +259,11 @@ def test_custom_op_clip_norm_survives():
     got = ember.autograd.grad(aot_function(f, nop,
                                            decompositions=core_aten_decompositions())(x), x)
     want = ember.autograd.grad(f(x), x)
+    assert ember.allclose(got[0], want[0], atol=1e-6)
+    ember._dynamo.reset()
+    explained = ember._dynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    got = ember.autograd.grad(ember.compile(f, backend="aot_eager_decomp_partition")(x), x)
     assert ember.allclose(got[0], want[0], atol=1e-6)
 
 

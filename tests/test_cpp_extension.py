@@ -138,6 +138,25 @@ def test_seed_triple_through_ember_ops(ops):
     assert "CUDA: registered at" in table
 
 
+def test_seed_triple_compiles_without_a_graph_break(ops):
+    """With a fake kernel registered from Python (as a PyTorch user would), ember.compile keeps
+    the C++ op in one graph; the graph calls the C++ kernel."""
+    lib = ember.library.Library("myops", "FRAGMENT")
+    lib._register_fake("triple", lambda x: ember.empty_like(x))
+    try:
+        ember._dynamo.reset()
+
+        def f(t):
+            return ember.ops.myops.triple(t) + 1
+        explained = ember._dynamo.explain(f)(ember.ones(3))
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+        assert ember.compile(f, backend="aot_eager")(ember.tensor([1.0, 2.0])).tolist() == \
+            [4.0, 7.0]
+    finally:
+        lib._destroy()
+        ember._dynamo.reset()
+
+
 def test_seed_triple_without_an_autograd_kernel(ops):
     # no Autograd registration: ember's autograd fallback marks the output as PyTorch's does,
     # and backward says the derivative is missing
@@ -188,6 +207,17 @@ def test_register_autograd_from_python_gradcheck(ops):
     assert op(ember.zeros(2), 1.0).tolist() == [0.0, 0.0]
     with pytest.raises(NotImplementedError, match="\"mul_sin\" not implemented for 'Long'"):
         op(ember.zeros(2, dtype=ember.int64), 1.0)
+    # ember.compile: the C++ op stays one node of one graph, gradients from Python
+    ember._dynamo.reset()
+
+    def f(t):
+        return (op(t, 1.5) * t).sum()
+    explained = ember._dynamo.explain(f)(x)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    x.grad = None
+    ember.compile(f, backend="aot_eager")(x).backward()
+    xd = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), 1.5 * (np.cos(xd) * xd + np.sin(xd)), rtol=1e-12)
 
 
 def test_impl_before_def(ops):

@@ -20,12 +20,12 @@ def _reset():
     ember._dynamo.reset()
 
 
-def _gpt_losses(compiled, steps=4, dropout=0.1):
+def _gpt_losses(compiled, steps=4, dropout=0.1, backend=None):
     ember.manual_seed(7)
     model = train_gpt.GPT(40, context=16, width=32, n_layer=2, n_head=4, dropout=dropout)
     opt = train_gpt.configure_optimizer(model, 3e-3, weight_decay=0.1)
     cnt = CompileCounter()
-    run = ember.compile(model, backend=cnt) if compiled else model
+    run = ember.compile(model, backend=backend or cnt) if compiled else model
     data = ember.randint(40, (2000,))
     losses = []
     for _ in range(steps):
@@ -59,13 +59,13 @@ def test_gpt_forward_is_one_graph():
     assert e.graph_count == 1 and e.graph_break_count == 0
 
 
-def _digits_losses(compiled, steps=5):
+def _digits_losses(compiled, steps=5, backend=None):
     ember.manual_seed(0)
     train, _ = train_digits.load_digits()
     model = train_digits.DigitsCNN(width=8)
     opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     cnt = CompileCounter()
-    run = ember.compile(model, backend=cnt) if compiled else model
+    run = ember.compile(model, backend=backend or cnt) if compiled else model
     loader = ember.utils.data.DataLoader(train, batch_size=32, shuffle=True,
                                          generator=ember.Generator().manual_seed(0))
     losses = []
@@ -85,6 +85,19 @@ def test_train_digits_compiled_same_losses():
     compiled, cnt = _digits_losses(True)
     assert compiled == eager
     assert cnt.frame_count == 1
+
+
+def test_train_gpt_aot_eager_20_steps_within_1e5():
+    """Issue 13's check: AOTAutograd (joint graph, partitioned) trains as eager, dropout on."""
+    eager, _ = _gpt_losses(False, steps=20)
+    compiled, _ = _gpt_losses(True, steps=20, backend="aot_eager")
+    assert max(abs(a - b) for a, b in zip(compiled, eager)) < 1e-5
+
+
+def test_train_digits_aot_eager_decomp_partition_same_losses():
+    eager, _ = _digits_losses(False, steps=20)
+    compiled, _ = _digits_losses(True, steps=20, backend="aot_eager_decomp_partition")
+    assert max(abs(a - b) for a, b in zip(compiled, eager)) < 1e-5
 
 
 def test_examples_with_compile_flag_print_eager_losses(capsys):

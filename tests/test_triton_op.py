@@ -107,6 +107,16 @@ def test_triton_op_with_wrap_triton_on_cpu_tensors():
         with mode:
             f = ember.ops.tritontest.add(fx, fy)
         assert f.shape == (100,)
+        # ember.compile keeps the op whole in one graph (its function is the fake kernel)
+        ember._dynamo.reset()
+
+        def g(a, b):
+            return (ember.ops.tritontest.add(a, b) * 2).sum()
+        explained = ember._dynamo.explain(g)(x, y)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+        x.grad = None
+        ember.compile(g, backend="aot_eager")(x, y).backward()
+        assert x.grad.tolist() == [2.0] * 100
     finally:
         add._destroy()
 

@@ -4,10 +4,10 @@ graph is handed to; its result is called with the graph's inputs and returns the
 outputs.
 
 Registered here: ``"eager"`` (run the captured graph with ember ops, ``gm.forward``);
-``"aot_eager"`` and ``"inductor"`` — AOTAutograd (issue 13) and Inductor (issue 14) do not
-exist yet, so until they land both run the captured graph eagerly exactly like ``"eager"``
-(``list_backends()`` shows ``inductor`` as PyTorch's does). ``ember.compile``'s default backend
-is ``"inductor"``.
+``"aot_eager"`` and ``"aot_eager_decomp_partition"`` (AOTAutograd, ``ember._functorch``);
+``"inductor"`` — Inductor (issue 14) does not exist yet, so until it lands it runs the captured
+graph eagerly exactly like ``"eager"`` (``list_backends()`` shows ``inductor`` as PyTorch's
+does). ``ember.compile``'s default backend is ``"inductor"``.
 """
 import functools
 
@@ -83,8 +83,17 @@ def eager(gm, example_inputs, **kwargs):
 
 @register_debug_backend
 def aot_eager(gm, example_inputs, **kwargs):
-    """AOTAutograd is issue 13: until it lands this runs the captured graph eagerly."""
-    return gm.forward
+    """AOTAutograd with no compiler: the joint graph traced, partitioned into forward and
+    backward graphs that run as traced (``ember._functorch.aot_autograd``)."""
+    from ..._functorch.aot_autograd import aot_eager as backend
+    return backend(gm, example_inputs)
+
+
+@register_debug_backend
+def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
+    """``aot_eager`` with the graphs lowered to core ATen and the min-cut partitioner."""
+    from ..._functorch.aot_autograd import aot_eager_decomp_partition as backend
+    return backend(gm, example_inputs)
 
 
 @register_backend
