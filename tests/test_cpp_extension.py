@@ -503,6 +503,21 @@ def test_seed11_cpu_twin_on_the_simulated_device(seed11_twin, cuda_device):
         seed11_twin.scale(ember.ones(2, dtype=ember.float64, device="cuda"), 1.0)
     with pytest.raises(NotImplementedError, match="myext::scale"):
         ember.ops.myext.scale(ember.ones(2), 1.0)  # no CPU kernel registered
+    # ember.compile, with the op's fake kernel from Python: one graph, no break
+    lib = ember.library.Library("myext", "FRAGMENT")
+    lib._register_fake("scale", lambda t, s: ember.empty_like(t))
+    try:
+        ember._dynamo.reset()
+
+        def f(t):
+            return ember.ops.myext.scale(t, 2.5) + t
+        explained = ember._dynamo.explain(f)(x)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+        np.testing.assert_allclose(ember.compile(f, backend="aot_eager")(x).cpu().numpy(),
+                                   x.cpu().numpy() * 3.5, rtol=1e-6)
+    finally:
+        lib._destroy()
+        ember._dynamo.reset()
 
 
 def test_current_cuda_stream_from_cpp(seed11_twin, cuda_device):
