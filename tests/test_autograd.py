@@ -573,6 +573,8 @@ EXEMPT_PREFIXES = {
     "aten::scatter.value_reduce": "no formula in PyTorch",
     "aten::scatter_.value_reduce": "no formula in PyTorch",
     "aten::_masked_softmax_backward": "no formula in PyTorch",
+    "aten::set_.source_Storage": "not_implemented in PyTorch (grad_fn NotImplemented)",
+    "aten::set_.source_Storage_storage_offset": "not_implemented in PyTorch",
     "aten::_native_multi_head_attention": "no formula in PyTorch (inference fast path)",
     "aten::_transform_bias_rescale_qkv": "no formula in PyTorch (inference fast path)",
     "aten::_transformer_encoder_layer_fwd": "no formula in PyTorch (inference fast path)",
