@@ -16,6 +16,7 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import functional  # noqa: F401
+from . import forward_ad  # noqa: F401
 from .variable import Variable  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",

@@ -483,3 +483,5 @@ from ._formulas_fft import *  # noqa: E402,F401,F403  (FFT helpers)
 from ._formulas_api import *  # noqa: E402,F401,F403  (API-surface helpers: renorm)
 
 from ._formulas_special import *  # noqa: E402,F401,F403  (special-function helpers)
+
+from ._formulas_fwd import *  # noqa: E402,F401,F403  (forward-derivative helpers: *_jvp)

@@ -1,0 +1,222 @@
+"""Helpers that the forward formulas (``result:`` entries of ``derivatives.yaml``) call, with
+PyTorch's FunctionsManual names (``logsumexp_jvp``, ``cat_jvp``, ``layer_norm_jvp`` ...), written
+in ember ops so that tangents are themselves differentiable (nested ``jvp``, ``grad`` of a
+``jvp``).
+
+A reduction whose backward is ``grad * D(self)`` with ``D`` elementwise has the forward
+derivative ``sum(conj(D(self)) * self_t)`` over the reduced dims: :func:`_reduce_jvp` is that
+contraction, and the norm helpers use the backward formulas with a ones ``grad`` for ``D``.
+"""
+__all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_read_jvp",
+           "amaxamin_jvp", "aminmax_jvp", "logsumexp_jvp", "cat_jvp", "stack_jvp", "_to_copy_t",
+           "layer_norm_jvp", "batch_norm_jvp", "nll_loss_forward_jvp", "norm_jvp",
+           "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp"]
+
+
+def _E():
+    import ember
+    return ember
+
+
+def _dims(dim, ndim):
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    return [d % ndim if ndim else 0 for d in dim]
+
+
+def dim_or_all(dim):
+    """``dim.value_or(IntArrayRef({}))``: an empty list reduces every dim."""
+    return [] if dim is None else dim
+
+
+def _reduce_jvp(d, t, dim, keepdim, result):
+    prod = d.conj() * t if d._dtype.is_complex else d * t
+    out = prod.sum(_dims(dim, t.dim()), keepdim) if t.dim() else prod
+    if not result._dtype.is_complex and out._dtype.is_complex:
+        out = out.real
+    return out
+
+
+def clamp_jvp(self_p, self_t, min_p, min_t, max_p, max_t):
+    E = _E()
+    if min_p is not None and max_p is not None:
+        return E.where(self_p <= min_p, min_t, E.where(self_p >= max_p, max_t, self_t))
+    if min_p is not None:
+        return E.where(self_p >= min_p, self_t, min_t)
+    if max_p is not None:
+        return E.where(self_p <= max_p, self_t, max_t)
+    return self_t
+
+
+def gather_with_keepdimed_indices(t, dim, indices, keepdim):
+    if t.dim() == 0:
+        return t.clone()
+    if not keepdim:
+        indices = indices.unsqueeze(dim)
+    out = t.gather(dim, indices)
+    return out if keepdim else out.squeeze(dim)
+
+
+def evenly_read_jvp(fw_grad, input, value):
+    mask = (input == value)
+    count = mask.sum()
+    return (fw_grad * mask).sum() / count
+
+
+def amaxamin_jvp(x, dx, result, dim, keepdim):
+    dims = _dims(dim, x.dim())
+    r = result
+    if not keepdim and x.dim():
+        for d in sorted(dims):
+            r = r.unsqueeze(d)
+    mask = (x == r)
+    if not x.dim():
+        return dx.clone()
+    return (dx * mask).sum(dims, keepdim) / mask.sum(dims, keepdim)
+
+
+def aminmax_jvp(x, dx, result, dim, keepdim):
+    return amaxamin_jvp(x, dx, result, [] if dim is None else [dim], keepdim)
+
+
+def logsumexp_jvp(self_p, self_t, dim, keepdim):
+    if self_p.dim() == 0:
+        return self_t.clone()
+    dims = _dims(dim, self_p.dim())
+    m = self_p.amax(dims, keepdim=True).detach()
+    m = _E().where(m.isinf(), _E().zeros_like(m), m)
+    e = (self_p - m).exp()
+    return (e * self_t).sum(dims, keepdim) / e.sum(dims, keepdim)
+
+
+def cat_jvp(tensors, tangents, dim):
+    E = _E()
+    return E.cat([t if t is not None else E.zeros_like(p) for p, t in zip(tensors, tangents)],
+                 dim)
+
+
+def stack_jvp(tensors, tangents, dim):
+    E = _E()
+    return E.stack([t if t is not None else E.zeros_like(p) for p, t in zip(tensors, tangents)],
+                   dim)
+
+
+def _to_copy_t(self_t, dtype, layout, device, pin_memory, non_blocking, memory_format):
+    from .._ops.overload import ops
+    return ops.aten._to_copy.default(self_t, dtype=dtype, layout=layout, device=device,
+                                     pin_memory=pin_memory, non_blocking=non_blocking,
+                                     memory_format=memory_format)
+
+
+def layer_norm_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, saved_mean,
+                   saved_invstd, normalized_shape):
+    n = len(normalized_shape)
+    dims = list(range(input_p.dim() - n, input_p.dim()))
+    mean_t = input_t.mean(dims, keepdim=True)
+    xc = input_p - saved_mean
+    xhat = xc * saved_invstd
+    # d invstd = -invstd^3 * mean(xc * dx)
+    dvar = (xc * (input_t - mean_t)).mean(dims, keepdim=True)
+    xhat_t = (input_t - mean_t) * saved_invstd - xc * saved_invstd.pow(3) * dvar
+    out = xhat_t
+    if weight_p is not None:
+        out = out * weight_p
+        if weight_t is not None:
+            out = out + xhat * weight_t
+    if bias_t is not None:
+        out = out + bias_t
+    return out
+
+
+def batch_norm_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, running_mean,
+                   running_var, saved_mean, saved_invstd, train, eps):
+    ndim = input_p.dim()
+    view = [1] * ndim
+    if ndim > 1:
+        view[1] = input_p.shape[1]
+    dims = [d for d in range(ndim) if d != 1]
+    if train:
+        mean = saved_mean.reshape(view)
+        invstd = saved_invstd.reshape(view)
+        mean_t = input_t.mean(dims, keepdim=True)
+        xc = input_p - mean
+        dvar = (xc * (input_t - mean_t)).mean(dims, keepdim=True)
+        xhat = xc * invstd
+        xhat_t = (input_t - mean_t) * invstd - xc * invstd.pow(3) * dvar
+    else:
+        invstd = (running_var.reshape(view) + eps).rsqrt()
+        xhat = (input_p - running_mean.reshape(view)) * invstd
+        xhat_t = input_t * invstd
+    out = xhat_t
+    if weight_p is not None:
+        out = out * weight_p.reshape(view)
+        if weight_t is not None:
+            out = out + xhat * weight_t.reshape(view)
+    if bias_t is not None:
+        out = out + bias_t.reshape(view)
+    return out
+
+
+def nll_loss_forward_jvp(self_t, target, weight, reduction, ignore_index):
+    from .._ops.overload import ops
+    return ops.aten.nll_loss_forward.default(self_t, target, weight, reduction, ignore_index)[0]
+
+
+def linalg_vector_norm_jvp(self_p, self_t, ord, result, dim, keepdim):
+    from ._formulas_shape import linalg_vector_norm_backward
+    d = linalg_vector_norm_backward(_E().ones_like(result), self_p, ord, result, dim, keepdim)
+    return _reduce_jvp(d, self_t, dim, keepdim, result)
+
+
+def norm_jvp(self_p, self_t, p, result, dim=None, keepdim=False):
+    if dim is not None and len(dim) == 0:
+        dim = None
+    return linalg_vector_norm_jvp(self_p, self_t, 2 if p is None else p, result, dim, keepdim)
+
+
+def cumprod_jvp(self_t, self_p, result, dim):
+    # d cumprod = cumsum(dx / x) * cumprod where x has no zeros; the general case goes through
+    # the backward formula's Jacobian-vector product (exact, zeros included)
+    E = _E()
+    if bool((self_p == 0).any()):
+        from ._formulas_reduction import cumprod_backward
+        n = self_p.shape[dim] if self_p.dim() else 1
+        cols = []
+        for k in range(n):
+            e = E.zeros_like(result)
+            e.select(dim, k).fill_(1) if self_p.dim() else e.fill_(1)
+            g = cumprod_backward(e, self_p, dim, result)
+            cols.append((g * self_t).sum(dim, keepdim=True) if self_p.dim() else g * self_t)
+        return E.cat(cols, dim) if self_p.dim() else cols[0]
+    return (self_t / self_p).cumsum(dim) * result
+
+
+def logcumsumexp_jvp(self_p, self_t, dim):
+    E = _E()
+    if self_p.dim() == 0:
+        return self_t.clone()
+    m = self_p.amax(dim, keepdim=True).detach()
+    m = E.where(m.isinf(), E.zeros_like(m), m)
+    e = (self_p - m).exp()
+    return (e * self_t).cumsum(dim) / e.cumsum(dim)
+
+
+def convolution_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, stride, padding,
+                    dilation, transposed, output_padding, groups):
+    E = _E()
+    out = None
+    if input_t is not None:
+        out = E.convolution(input_t, weight_p, None, stride, padding, dilation, transposed,
+                            output_padding, groups)
+    if weight_t is not None:
+        w = E.convolution(input_p, weight_t, bias_t, stride, padding, dilation, transposed,
+                          output_padding, groups)
+        out = w if out is None else out + w
+    elif bias_t is not None:
+        view = [1] * out.dim()
+        view[1] = bias_t.shape[0]
+        out = out + bias_t.reshape(view)
+    return out
+
