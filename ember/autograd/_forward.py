@@ -131,7 +131,7 @@ def _auto_linear(info, entry, env, args, inplace):
     op = entry.schema
     ns = getattr(ops, op.namespace or "aten")
     fn = getattr(getattr(ns, op.name), op.overload_name or "default")
-    return fn(*call)
+    return fn._call(*call)
 
 
 def _auto_element_wise(info, env, args, level):
@@ -238,4 +238,4 @@ def _call_same(entry, call):
     from .._ops.overload import ops
     op = entry.schema
     ns = getattr(ops, op.namespace or "aten")
-    return getattr(getattr(ns, op.name), op.overload_name or "default")(*call)
+    return getattr(getattr(ns, op.name), op.overload_name or "default")._call(*call)

@@ -1,0 +1,23 @@
+import ember, torch, numpy as np
+import ember.func as ef, torch.func as tf
+def E(a): return ember.tensor(a)
+def T(a): return torch.tensor(a)
+def f_e(x): return (x.sin() * x).sum(0) + x.exp().mean()
+def f_t(x): return (x.sin() * x).sum(0) + x.exp().mean()
+x = np.random.randn(3, 4); v = np.random.randn(3, 4)
+o1, j1 = ef.jvp(f_e, (E(x),), (E(v),)); o2, j2 = tf.jvp(f_t, (T(x),), (T(v),))
+print(np.allclose(j1.numpy(), j2.numpy()), np.allclose(o1.numpy(), o2.numpy()))
+for name in ["jacrev", "jacfwd"]:
+    a = getattr(ef, name)(f_e)(E(x)); b = getattr(tf, name)(f_t)(T(x))
+    print(name, np.allclose(a.numpy(), b.numpy()))
+g_e = lambda x: (x.sin() * x).sum() ; g_t = lambda x: (x.sin() * x).sum()
+print("hessian", np.allclose(ef.hessian(g_e)(E(x)).numpy(), tf.hessian(g_t)(T(x)).numpy()))
+print("jacrev(jacfwd)", np.allclose(ef.jacrev(ef.jacfwd(g_e))(E(x)).numpy(), tf.jacrev(tf.jacfwd(g_t))(T(x)).numpy()))
+print("jvp(jvp)", np.allclose(ef.jvp(lambda y: ef.jvp(g_e, (y,), (E(v),))[1], (E(x),), (E(v),))[1].numpy(), tf.jvp(lambda y: tf.jvp(g_t, (y,), (T(v),))[1], (T(x),), (T(v),))[1].numpy()))
+print("grad(jvp)", np.allclose(ef.grad(lambda y: ef.jvp(g_e, (y,), (E(v),))[1])(E(x)).numpy(), tf.grad(lambda y: tf.jvp(g_t, (y,), (T(v),))[1])(T(x)).numpy()))
+print("jvp(grad)", np.allclose(ef.jvp(ef.grad(g_e), (E(x),), (E(v),))[1].numpy(), tf.jvp(tf.grad(g_t), (T(x),), (T(v),))[1].numpy()))
+print("vmap(jvp)", np.allclose(ef.vmap(lambda a, b: ef.jvp(g_e, (a,), (b,))[1])(E(x), E(v)).numpy(), tf.vmap(lambda a, b: tf.jvp(g_t, (a,), (b,))[1])(T(x), T(v)).numpy()))
+x = np.random.randn(3)
+h1=ef.hessian(g_e)(E(x)).numpy(); h2=tf.hessian(g_t)(T(x)).numpy(); print(h1); print(h2)
+print(ef.jacfwd(ef.jacrev(g_e))(E(x)).numpy())
+print(ef.jacrev(ef.jacrev(g_e))(E(x)).numpy())
