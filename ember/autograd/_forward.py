@@ -63,7 +63,7 @@ def _zeros_like(t):
 
 def _tangent_or_zeros(t, level):
     if not _is_tensor(t):
-        return None
+        return None if t is None else 0  # a Python number in a Tensor slot: constant
     tan = _fw.get_tangent(t, level)
     if tan is None:
         tan = _zeros_like(t)

@@ -281,7 +281,8 @@ def _stack_rows(rows, out, x):
 
 
 def _jacfwd(func, inputs, strict, vectorize):
-    """Forward-mode Jacobian: one ``jvp`` per input element (each gives a column)."""
+    """Forward-mode Jacobian: ``vmap`` of forward-mode ``jvp`` s over the columns of an
+    identity (``ember.func.jacfwd``)."""
     E = _E()
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
@@ -291,24 +292,20 @@ def _jacfwd(func, inputs, strict, vectorize):
         # (sic: PyTorch's message lacks the space)
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian isonly implemented for `vectorize=True`.")
+    from ..func import jacfwd
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    outputs = func(*inputs)
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                          "jacobian")
-    cols = [[[] for _ in inputs] for _ in outputs]  # [output][input] -> columns
-    for j, x in enumerate(inputs):
-        for k in range(x.nelement()):
-            v = [E.zeros_like(y) for y in inputs]
-            v[j].view(-1)[k] = 1
-            _, jv = jvp(func, tuple(inputs), tuple(v))
-            jv = jv if isinstance(jv, tuple) else (jv,)
-            for i, c in enumerate(jv):
-                cols[i][j].append(c)
+    box = {}
+
+    def flat_func(*inp):
+        out = func(*inp)
+        box["is_tuple"], out = _as_tuple(out, "outputs of the user-provided function",
+                                         "jacobian")
+        return out
+    # vmap over forward-mode jvps with the columns of an identity, as PyTorch's _jacfwd
+    jac = jacfwd(flat_func, argnums=tuple(range(len(inputs))))(*inputs)
+    is_outputs_tuple = box["is_tuple"]
     # lists, not tuples, as PyTorch's forward-mode path returns them
-    result = [[
-        E.stack(cols[i][j], dim=-1).view(tuple(out.shape) + tuple(x.shape)) if cols[i][j] else
-        E.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for j, x in enumerate(inputs)]
-        for i, out in enumerate(outputs)]
+    result = [list(per_out) for per_out in jac]
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
