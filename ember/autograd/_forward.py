@@ -92,7 +92,8 @@ def compute(info, entry, level, args, outs, original_self, inplace):
         env[n + "_p"] = a
         if n == "self":
             env["original_self_p"] = a
-        if i in diff:
+        if i in diff:  # the tangent of the argument itself (not of self's original copy)
+            a = args[i]
             if info.schema.arguments[i].is_list:
                 env[n + "_t"] = None if a is None else [_tangent_or_zeros(t, level) for t in a]
             else:

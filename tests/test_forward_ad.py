@@ -1,0 +1,227 @@
+"""Forward-mode AD (``ember.autograd.forward_ad``): the API against PyTorch's, and an OpInfo-wide
+check of every op's forward derivative.
+
+For each op of the OpInfo table (tests/opinfo*.py) its first float64 sample runs with every
+floating tensor argument made dual (random tangents ``u``), in ember and in PyTorch. Where
+PyTorch supports forward AD for the op, ember's output tangents ``J u`` must equal PyTorch's,
+and must agree with ember's reverse mode: ``<v, J u> == <J^T v, u>`` for a random ``v``. Ops
+that ember cannot differentiate forward yet are listed in :data:`UNSUPPORTED` with a reason;
+they must raise PyTorch's NotImplementedError ("Trying to use forward AD with ...").
+"""
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.autograd.forward_ad as fwAD
+from helpers import report_line
+from opinfo import OPS
+from test_ops import _ids, ember_args, overload, torch_args
+from test_ops_grad import float64_samples, _values
+
+torch = pytest.importorskip("torch")
+
+# Ops PyTorch differentiates in forward mode and ember does not (yet): op -> reason.
+_NOT_PORTED = "PyTorch's forward formula not yet ported to ember's derivatives.yaml"
+UNSUPPORTED = {}
+
+_STATS = collections.Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def coverage_report(request):
+    yield
+    report_line(request, "forward AD coverage: " + ", ".join(
+        f"{n} {k}" for k, n in _STATS.most_common()))
+
+
+# ---------------------------------------------------------------------------------------------
+# The API.
+
+def test_make_unpack_dual():
+    x, t = ember.randn(3, dtype=ember.float64), ember.randn(3, dtype=ember.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, t)
+        p, tan = fwAD.unpack_dual(d)
+        assert tan is t and np.array_equal(p.numpy(), x.numpy())
+        assert isinstance(fwAD.unpack_dual(d), fwAD.UnpackedDualTensor)
+        y = d * d
+    assert fwAD.unpack_dual(y).tangent is None  # the level's tangents are gone on exit
+    assert fwAD.unpack_dual(x).tangent is None
+
+
+def test_errors_match_pytorch():
+    cases = {
+        "no level": lambda lib, fw: fw.make_dual(lib.ones(2), lib.ones(2)),
+        "int primal": lambda lib, fw: _in_level(fw, lambda: fw.make_dual(
+            lib.ones(2, dtype=lib.int64), lib.ones(2))),
+        "size": lambda lib, fw: _in_level(fw, lambda: fw.make_dual(lib.ones(2), lib.ones(3))),
+        "nested": lambda lib, fw: _in_level(fw, fw.enter_dual_level),
+        "twice": lambda lib, fw: _in_level(fw, lambda: fw.make_dual(
+            fw.make_dual(lib.ones(2), lib.ones(2)), lib.ones(2))),
+    }
+    import torch.autograd.forward_ad as tfw
+    for name, case in cases.items():
+        errs = []
+        for lib, fw in ((ember, fwAD), (torch, tfw)):
+            try:
+                case(lib, fw)
+                errs.append(None)
+            except Exception as e:  # noqa: BLE001
+                errs.append((type(e).__name__, str(e).replace("torch.", "ember.")))
+        assert errs[0] == errs[1], name
+
+
+def _in_level(fw, fn):
+    with fw.dual_level():
+        return fn()
+
+
+def test_not_supported_message():
+    x = ember.randn(3, dtype=ember.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, ember.ones_like(x))
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with "
+                                                      "_linalg_det that does not support"):
+            ember.linalg.det(d.reshape(1, 3).expand(3, 3))
+
+
+def test_views_and_inplace():
+    x, t = ember.randn(4, 3, dtype=ember.float64), ember.randn(4, 3, dtype=ember.float64)
+    tx, tt = torch.from_numpy(x.numpy().copy()), torch.from_numpy(t.numpy().copy())
+    import torch.autograd.forward_ad as tfw
+    outs = []
+    for lib, fw, a, b in ((ember, fwAD, x, t), (torch, tfw, tx, tt)):
+        with fw.dual_level():
+            d = fw.make_dual(a.clone(), b)
+            v = d[1:].t()                      # a view of a dual is a dual
+            v.mul_(2)                          # in place through the view: base's tangent too
+            w = lib.zeros(4, 3, dtype=lib.float64)
+            w[0].copy_(d[0].exp())             # a plain tensor gets a tangent by an in-place op
+            outs.append([fw.unpack_dual(z).tangent.numpy().copy() for z in (d, v, w)])
+    for e, t_ in zip(*outs):
+        np.testing.assert_allclose(e, t_)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every op of the table.
+
+def _dualize(args, kwargs, make):
+    leaves = []
+
+    def conv(x):
+        if hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.is_floating_point:
+            d = make(x, len(leaves))
+            leaves.append(x)
+            return d
+        if isinstance(x, (list, tuple)):
+            return type(x)(conv(v) for v in x)
+        return x
+    return [conv(a) for a in args], {k: conv(v) for k, v in kwargs.items()}, leaves
+
+
+def _outs(res):
+    outs = res if isinstance(res, (tuple, list)) else (res,)
+    return [o for o in outs if hasattr(o, "dtype") and hasattr(o, "shape")]
+
+
+def _torch_fw(op, sample, tangents):
+    import torch.autograd.forward_ad as tfw
+    ta, tk = torch_args(torch, sample)
+    with tfw.dual_level():
+        ta, tk, leaves = _dualize(ta, tk, lambda x, i: tfw.make_dual(
+            x, torch.from_numpy(tangents(i, tuple(x.shape))).to(x.dtype)))
+        if not leaves:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = overload(torch.ops, op.name)(*ta, **tk)
+        return [(o.detach().numpy().copy() if o.dtype.is_floating_point else None,
+                 None if tfw.unpack_dual(o).tangent is None else
+                 tfw.unpack_dual(o).tangent.detach().resolve_conj().numpy().copy())
+                for o in _outs(res)]
+
+
+def _ember_fw(op, sample, tangents):
+    ea, ek = ember_args(sample)
+    with fwAD.dual_level():
+        ea, ek, leaves = _dualize(ea, ek, lambda x, i: fwAD.make_dual(
+            x, ember.tensor(tangents(i, tuple(x.shape)), dtype=x.dtype)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = overload(ember.ops, op.name)(*ea, **ek)
+        return [(fwAD.unpack_dual(o).tangent) for o in _outs(res)], res
+
+
+def _reverse_consistency(op, sample, tangents, ember_tangents, rng):
+    """<v, J u> (forward) == <J^T v, u> (reverse), in ember."""
+    ea, ek = ember_args(sample)
+    leaves = []
+
+    def conv(x):
+        if hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.is_floating_point:
+            x = x.detach().requires_grad_(True)
+            leaves.append(x)
+            return x
+        if isinstance(x, (list, tuple)):
+            return type(x)(conv(v) for v in x)
+        return x
+    ea, ek = [conv(a) for a in ea], {k: conv(v) for k, v in ek.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs = _outs(overload(ember.ops, op.name)(*ea, **ek))
+    pairs = [(o, t) for o, t in zip(outs, ember_tangents)
+             if t is not None and o.requires_grad and not o.dtype.is_complex]
+    if not pairs:
+        return
+    vs = [rng.standard_normal(tuple(o.shape)) for o, _ in pairs]
+    gs = ember.autograd.grad([o for o, _ in pairs], leaves,
+                             [ember.tensor(v, dtype=o.dtype) for v, (o, _) in zip(vs, pairs)],
+                             allow_unused=True)
+    fwd = sum(float(np.sum(v * _values(t, v.shape))) for v, (_, t) in zip(vs, pairs))
+    rev = sum(float(np.sum(_values(g, tuple(x.shape)) * tangents(i, tuple(x.shape))))
+              for i, (g, x) in enumerate(zip(gs, leaves)))
+    assert np.isclose(fwd, rev, rtol=1e-6, atol=1e-8), (op.name, sample.desc, fwd, rev)
+
+
+@pytest.mark.parametrize("op", OPS, ids=_ids(OPS))
+def test_forward_ad(op):
+    samples = float64_samples(op)
+    if not samples:
+        _STATS["no float64 sample"] += 1
+        pytest.skip("no float64 sample")
+    sample = samples[0]
+    cache = {}
+
+    def tangents(i, shape):
+        if i not in cache:
+            cache[i] = np.random.default_rng(10 + i).standard_normal(shape)
+        return cache[i]
+    try:
+        t_res = _torch_fw(op, sample, tangents)
+    except (NotImplementedError, RuntimeError) as e:
+        if "forward AD" in str(e) or "forward grad" in str(e) or "fw_grad" in str(e):
+            _STATS["unsupported in PyTorch"] += 1
+            pytest.skip("PyTorch has no forward AD for this op")
+        _STATS["error sample"] += 1
+        pytest.skip("error sample (tests/test_ops.py compares errors)")
+    if t_res is None or all(t is None for _, t in t_res):
+        _STATS["no differentiable output"] += 1
+        pytest.skip("no differentiable output")
+    if op.name in UNSUPPORTED:
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with"):
+            _ember_fw(op, sample, tangents)
+        _STATS["listed unsupported"] += 1
+        return
+    e_tans, _ = _ember_fw(op, sample, tangents)
+    assert len(e_tans) == len(t_res)
+    for k, (e, (tp, t)) in enumerate(zip(e_tans, t_res)):
+        if t is None:
+            continue
+        assert e is not None, f"{op.name}: output {k} has no tangent (PyTorch's has one)"
+        np.testing.assert_allclose(_values(e, t.shape), t, rtol=1e-6, atol=1e-7,
+                                   equal_nan=True, err_msg=f"{op.name} output {k} tangent")
+    _reverse_consistency(op, sample, tangents, e_tans, np.random.default_rng(0))
+    _STATS["checked"] += 1
