@@ -9,6 +9,7 @@ that ember cannot differentiate forward yet are listed in :data:`UNSUPPORTED` wi
 they must raise PyTorch's NotImplementedError ("Trying to use forward AD with ...").
 """
 import collections
+import copy
 import warnings
 
 import numpy as np
@@ -129,10 +130,10 @@ def _outs(res):
 
 def _torch_fw(op, sample, tangents):
     import torch.autograd.forward_ad as tfw
-    ta, tk = torch_args(torch, sample)
+    ta, tk = torch_args(torch, copy.deepcopy(sample))
     with tfw.dual_level():
         ta, tk, leaves = _dualize(ta, tk, lambda x, i: tfw.make_dual(
-            x, torch.from_numpy(tangents(i, tuple(x.shape))).to(x.dtype)))
+            x, torch.from_numpy(tangents(i, tuple(x.shape)).copy()).to(x.dtype)))
         if not leaves:
             return None
         with warnings.catch_warnings():
@@ -145,7 +146,7 @@ def _torch_fw(op, sample, tangents):
 
 
 def _ember_fw(op, sample, tangents):
-    ea, ek = ember_args(sample)
+    ea, ek = ember_args(copy.deepcopy(sample))  # in-place ops write it
     with fwAD.dual_level():
         ea, ek, leaves = _dualize(ea, ek, lambda x, i: fwAD.make_dual(
             x, ember.tensor(tangents(i, tuple(x.shape)), dtype=x.dtype)))
@@ -157,7 +158,7 @@ def _ember_fw(op, sample, tangents):
 
 def _reverse_consistency(op, sample, tangents, ember_tangents, rng):
     """<v, J u> (forward) == <J^T v, u> (reverse), in ember."""
-    ea, ek = ember_args(sample)
+    ea, ek = ember_args(copy.deepcopy(sample))  # in-place ops write it
     leaves = []
 
     def conv(x):
@@ -177,13 +178,55 @@ def _reverse_consistency(op, sample, tangents, ember_tangents, rng):
     if not pairs:
         return
     vs = [rng.standard_normal(tuple(o.shape)) for o, _ in pairs]
-    gs = ember.autograd.grad([o for o, _ in pairs], leaves,
-                             [ember.tensor(v, dtype=o.dtype) for v, (o, _) in zip(vs, pairs)],
-                             allow_unused=True)
+    try:
+        gs = ember.autograd.grad([o for o, _ in pairs], leaves,
+                                 [ember.tensor(v, dtype=o.dtype) for v, (o, _) in zip(vs, pairs)],
+                                 allow_unused=True)
+    except RuntimeError:
+        # reverse mode refuses the sample (a src larger than its index): so does PyTorch's
+        with pytest.raises(RuntimeError):
+            _torch_consistent(op, sample, tangents, vs, pairs)
+        return False
     fwd = sum(float(np.sum(v * _values(t, v.shape))) for v, (_, t) in zip(vs, pairs))
     rev = sum(float(np.sum(_values(g, tuple(x.shape)) * tangents(i, tuple(x.shape))))
               for i, (g, x) in enumerate(zip(gs, leaves)))
-    assert np.isclose(fwd, rev, rtol=1e-6, atol=1e-8), (op.name, sample.desc, fwd, rev)
+    if np.isclose(fwd, rev, rtol=1e-6, atol=1e-8, equal_nan=True):
+        return True
+    # ties, duplicate indices, NaN operands: reverse and forward mode may legitimately pick
+    # different one-sided derivatives; then PyTorch's two modes disagree the same way
+    assert not _torch_consistent(op, sample, tangents, vs, pairs), \
+        (op.name, sample.desc, fwd, rev)
+    return False
+
+
+def _torch_consistent(op, sample, tangents, vs, pairs):
+    import torch.autograd.forward_ad as tfw
+    ta, tk = torch_args(torch, copy.deepcopy(sample))
+    leaves = []
+
+    def conv(x):
+        if hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.is_floating_point:
+            x = x.detach().requires_grad_(True)
+            leaves.append(x)
+            return x
+        if isinstance(x, (list, tuple)):
+            return type(x)(conv(v) for v in x)
+        return x
+    ta, tk = [conv(a) for a in ta], {k: conv(v) for k, v in tk.items()}
+    outs = [o for o in _outs(overload(torch.ops, op.name)(*ta, **tk)) if o.requires_grad
+            and not o.dtype.is_complex][:len(vs)]
+    gs = torch.autograd.grad(outs, leaves, [torch.from_numpy(v).to(o.dtype)
+                                            for v, o in zip(vs, outs)], allow_unused=True)
+    rev = sum(float(np.sum(_values(g, tuple(x.shape)) * tangents(i, tuple(x.shape))))
+              for i, (g, x) in enumerate(zip(gs, leaves)))
+    with tfw.dual_level():
+        ta2, tk2 = torch_args(torch, copy.deepcopy(sample))
+        ta2, tk2, _ = _dualize(ta2, tk2, lambda x, i: tfw.make_dual(
+            x, torch.from_numpy(tangents(i, tuple(x.shape)).copy()).to(x.dtype)))
+        res = _outs(overload(torch.ops, op.name)(*ta2, **tk2))
+        tans = [tfw.unpack_dual(o).tangent for o in res if o.dtype.is_floating_point]
+    fwd = sum(float(np.sum(v * _values(t, v.shape))) for v, t in zip(vs, tans))
+    return np.isclose(fwd, rev, rtol=1e-6, atol=1e-8, equal_nan=True)
 
 
 @pytest.mark.parametrize("op", OPS, ids=_ids(OPS))
@@ -192,7 +235,9 @@ def test_forward_ad(op):
     if not samples:
         _STATS["no float64 sample"] += 1
         pytest.skip("no float64 sample")
-    sample = samples[0]
+    # ordinary values first: at infinities and NaNs one-sided limits differ between formulas
+    plain = [x for x in samples if not any(w in x.desc.lower() for w in ("special", "nan", "inf"))]
+    sample = (plain or samples)[0]
     cache = {}
 
     def tangents(i, shape):
@@ -223,5 +268,7 @@ def test_forward_ad(op):
         assert e is not None, f"{op.name}: output {k} has no tangent (PyTorch's has one)"
         np.testing.assert_allclose(_values(e, t.shape), t, rtol=1e-6, atol=1e-7,
                                    equal_nan=True, err_msg=f"{op.name} output {k} tangent")
-    _reverse_consistency(op, sample, tangents, e_tans, np.random.default_rng(0))
+    if _reverse_consistency(op, sample, tangents, e_tans, np.random.default_rng(0)) is False:
+        _STATS["checked (modes disagree at ties, as in PyTorch)"] += 1
+        return
     _STATS["checked"] += 1

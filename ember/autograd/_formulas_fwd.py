@@ -8,9 +8,10 @@ derivative ``sum(conj(D(self)) * self_t)`` over the reduced dims: :func:`_reduce
 contraction, and the norm helpers use the backward formulas with a ones ``grad`` for ``D``.
 """
 __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_read_jvp",
-           "amaxamin_jvp", "aminmax_jvp", "logsumexp_jvp", "cat_jvp", "stack_jvp", "_to_copy_t",
+           "amaxamin_jvp", "aminmax_jvp", "logsumexp_jvp", "cat_jvp", "stack_jvp", "to_copy_jvp",
            "layer_norm_jvp", "batch_norm_jvp", "nll_loss_forward_jvp", "norm_jvp",
-           "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp"]
+           "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp",
+           "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp"]
 
 
 def _E():
@@ -103,7 +104,7 @@ def stack_jvp(tensors, tangents, dim):
                    dim)
 
 
-def _to_copy_t(self_t, dtype, layout, device, pin_memory, non_blocking, memory_format):
+def to_copy_jvp(self_t, dtype, layout, device, pin_memory, non_blocking, memory_format):
     from .._ops.overload import ops
     return ops.aten._to_copy.default(self_t, dtype=dtype, layout=layout, device=device,
                                      pin_memory=pin_memory, non_blocking=non_blocking,
@@ -220,3 +221,59 @@ def convolution_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, stride
         out = out + bias_t.reshape(view)
     return out
 
+
+
+def group_norm_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, mean, rstd, group):
+    """Tangents of native_group_norm's (output, mean, rstd): layer norm over each group."""
+    n = input_p.shape[0]
+    x = input_p.reshape(n, group, -1)
+    dx = input_t.reshape(n, group, -1)
+    m, r = mean.reshape(n, group, 1), rstd.reshape(n, group, 1)
+    mean_t = dx.mean(-1, keepdim=True)
+    xc = x - m
+    var_t = (xc * (dx - mean_t)).mean(-1, keepdim=True)  # half of d var
+    rstd_t = -r.pow(3) * var_t
+    xhat = (xc * r).reshape(input_p.shape)
+    out = ((dx - mean_t) * r + xc * rstd_t).reshape(input_p.shape)
+    view = [1] * input_p.dim()
+    if input_p.dim() > 1:
+        view[1] = input_p.shape[1]
+    if weight_p is not None:
+        out = out * weight_p.reshape(view)
+        if weight_t is not None:
+            out = out + xhat * weight_t.reshape(view)
+    if bias_t is not None:
+        out = out + bias_t.reshape(view)
+    return out, mean_t.reshape(mean.shape), rstd_t.reshape(rstd.shape)
+
+
+def linalg_det_jvp(A_p, A_t, det):
+    """d det(A) = det(A) tr(A^-1 dA)."""
+    E = _E()
+    return det * E.linalg.solve(A_p, A_t).diagonal(0, -2, -1).sum(-1)
+
+
+def linalg_solve_jvp(A_p, A_t, B_t, X, left):
+    """A X = B: dX = A^-1 (dB - dA X) (left), X A = B: dX = (dB - X dA) A^-1."""
+    E = _E()
+    vector = X.dim() == 1 or (left and X.dim() == A_p.dim() - 1)
+    if left:
+        if vector:
+            r = B_t - (A_t @ X.unsqueeze(-1)).squeeze(-1)
+        else:
+            r = B_t - A_t @ X
+        return E.linalg.solve(A_p, r, left=True)
+    return E.linalg.solve(A_p, B_t - X @ A_t, left=False)
+
+
+def cholesky_jvp(dA, L, upper):
+    """A = L L^H: dL = L phi(L^-1 dA L^-H), phi the lower triangle with the diagonal halved."""
+    E = _E()
+    if upper:
+        L = L.mH
+        dA = dA.mH
+    Linv_dA = E.linalg.solve_triangular(L, dA, upper=False)
+    inner = E.linalg.solve_triangular(L.mH, Linv_dA, upper=True, left=False)
+    phi = inner.tril(-1) + 0.5 * inner.diagonal(0, -2, -1).diag_embed()
+    dL = L @ phi
+    return dL.mH if upper else dL
