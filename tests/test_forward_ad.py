@@ -165,7 +165,7 @@ def _reverse_consistency(op, sample, tangents, ember_tangents, rng):
         if hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.is_floating_point:
             x = x.detach().requires_grad_(True)
             leaves.append(x)
-            return x
+            return x.clone()  # not the leaf itself: in-place ops may write it
         if isinstance(x, (list, tuple)):
             return type(x)(conv(v) for v in x)
         return x
@@ -208,7 +208,7 @@ def _torch_consistent(op, sample, tangents, vs, pairs):
         if hasattr(x, "dtype") and hasattr(x, "shape") and x.dtype.is_floating_point:
             x = x.detach().requires_grad_(True)
             leaves.append(x)
-            return x
+            return x.clone()  # not the leaf itself: in-place ops may write it
         if isinstance(x, (list, tuple)):
             return type(x)(conv(v) for v in x)
         return x

@@ -11,7 +11,9 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "amaxamin_jvp", "aminmax_jvp", "logsumexp_jvp", "cat_jvp", "stack_jvp", "to_copy_jvp",
            "layer_norm_jvp", "batch_norm_jvp", "nll_loss_forward_jvp", "norm_jvp",
            "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp",
-           "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp"]
+           "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp",
+           "apply_loss_reduction", "glu_jvp", "linalg_solve_triangular_forward_AD",
+           "cholesky_solve_jvp", "cholesky_inverse_jvp"]
 
 
 def _E():
@@ -43,11 +45,12 @@ def _reduce_jvp(d, t, dim, keepdim, result):
 def clamp_jvp(self_p, self_t, min_p, min_t, max_p, max_t):
     E = _E()
     if min_p is not None and max_p is not None:
-        return E.where(self_p <= min_p, min_t, E.where(self_p >= max_p, max_t, self_t))
+        return E.where(min_p > max_p, max_t,
+                       E.where(self_p < min_p, min_t, E.where(self_p > max_p, max_t, self_t)))
     if min_p is not None:
-        return E.where(self_p >= min_p, self_t, min_t)
+        return E.where(self_p > min_p, self_t, min_t)
     if max_p is not None:
-        return E.where(self_p <= max_p, self_t, max_t)
+        return E.where(self_p < max_p, self_t, max_t)
     return self_t
 
 
@@ -277,3 +280,37 @@ def cholesky_jvp(dA, L, upper):
     phi = inner.tril(-1) + 0.5 * inner.diagonal(0, -2, -1).diag_embed()
     dL = L @ phi
     return dL.mH if upper else dL
+
+
+def apply_loss_reduction(t, reduction):
+    """Reduction.None (0), Mean (1), Sum (2)."""
+    return t.mean() if reduction == 1 else (t.sum() if reduction == 2 else t)
+
+
+def glu_jvp(glu, x, dx, dim):
+    a, b = x.chunk(2, dim)
+    da, db = dx.chunk(2, dim)
+    s = b.sigmoid()
+    return da * s + glu * (1 - s) * db
+
+
+def linalg_solve_triangular_forward_AD(A_t, B_t, A, X, upper, left, unitriangular):
+    E = _E()
+    dA = A_t.triu(int(unitriangular)) if upper else A_t.tril(-int(unitriangular))
+    r = B_t - (dA @ X if left else X @ dA)
+    return E.linalg.solve_triangular(A, r, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def _chol_dA(L, dL, upper):
+    return dL.mH @ L + L.mH @ dL if upper else dL @ L.mH + L @ dL.mH
+
+
+def cholesky_solve_jvp(X, U, dU, dB, upper):
+    """X = (L L^H)^-1 B: dX = A^-1 (dB - dA X)."""
+    E = _E()
+    return E.cholesky_solve(dB - _chol_dA(U, dU, upper) @ X, U, upper=upper)
+
+
+def cholesky_inverse_jvp(F, dF, X, upper):
+    """X = (L L^H)^-1: dX = -X dA X."""
+    return -X @ _chol_dA(F, dF, upper) @ X
