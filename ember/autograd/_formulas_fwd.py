@@ -13,7 +13,7 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp",
            "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp",
            "apply_loss_reduction", "glu_jvp", "linalg_solve_triangular_forward_AD",
-           "cholesky_solve_jvp", "cholesky_inverse_jvp"]
+           "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp"]
 
 
 def _E():
@@ -313,4 +313,14 @@ def cholesky_solve_jvp(X, U, dU, dB, upper):
 
 def cholesky_inverse_jvp(F, dF, X, upper):
     """X = (L L^H)^-1: dX = -X dA X."""
+    dF = dF.triu() if upper else dF.tril()  # only the factor's triangle is read
     return -X @ _chol_dA(F, dF, upper) @ X
+
+
+def slogdet_jvp(A, dA, sign):
+    """d log|det A| = Re tr(A^-1 dA); d sign = sign * i Im tr(A^-1 dA) (zero for real A)."""
+    E = _E()
+    tr = E.linalg.solve(A, dA).diagonal(0, -2, -1).sum(-1)
+    if A.is_complex():
+        return sign * (1j * tr.imag), tr.real
+    return E.zeros_like(sign), tr
