@@ -320,3 +320,97 @@ def test_forward_ad(op):
         _STATS["checked (modes disagree at ties, as in PyTorch)"] += 1
         return
     _STATS["checked"] += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# autograd.Function: jvp, and vmap (the staticmethod and the errors)
+
+def _functions(lib):
+    class Cube(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_forward(x)
+            ctx.k = k
+            return x ** 3 * k
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("not used")
+
+        @staticmethod
+        def jvp(ctx, x_t, k_t):
+            x, = ctx.saved_tensors
+            return 3 * x ** 2 * x_t * ctx.k
+
+    class NoJvp(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class WithVmap(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x.movedim(in_dims[0], 0) * info.batch_size, 0
+
+    class NoVmap(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Generated(NoVmap):
+        generate_vmap_rule = True
+    return Cube, NoJvp, WithVmap, NoVmap, Generated
+
+
+def test_function_jvp_and_vmap_match_torch():
+    import torch.autograd.forward_ad as tfw
+    x, t = np.random.default_rng(3).standard_normal((2, 3, 2))
+    res = []
+    for lib, fw in ((ember, fwAD), (torch, tfw)):
+        Cube, NoJvp, WithVmap, NoVmap, Generated = _functions(lib)
+        out = []
+        with fw.dual_level():
+            y = Cube.apply(fw.make_dual(lib.tensor(x), lib.tensor(t)), 2.0)
+            out.append(fw.unpack_dual(y).tangent.numpy())
+            try:
+                NoJvp.apply(fw.make_dual(lib.tensor(x), lib.tensor(t)))
+            except Exception as e:  # noqa: BLE001
+                out.append((type(e).__name__, str(e)))
+        out.append(lib.func.vmap(WithVmap.apply, in_dims=1)(lib.tensor(x)).numpy())
+        out.append(lib.func.vmap(Generated.apply)(lib.tensor(x)).numpy())
+        for F in (NoVmap, NoJvp):
+            try:
+                lib.func.vmap(F.apply)(lib.tensor(x))
+            except Exception as e:  # noqa: BLE001
+                out.append((type(e).__name__, str(e)))
+        res.append(out)
+    assert len(res[0]) == len(res[1]) == 6
+    for a, b in zip(*res):
+        if isinstance(a, tuple):
+            assert a == b
+        else:
+            np.testing.assert_allclose(a, b)
