@@ -7,7 +7,9 @@
 * :mod:`.views` keeps views and in-place writes consistent (CopySlices, view replay);
 * :mod:`.grad_mode` the thread-local modes; :mod:`.function` custom ``Function`` s;
   :mod:`.gradcheck` finite-difference checks; :mod:`.anomaly_mode` debugging help;
-  :mod:`.functional` vjp / jvp / jacobian / hessian / vhp / hvp.
+  :mod:`.functional` vjp / jvp / jacobian / hessian / vhp / hvp;
+* :mod:`.forward_ad` forward-mode AD (dual levels and tensors; tangents propagate through the
+  same generated kernels, :mod:`._forward`).
 """
 from . import anomaly_mode, engine, graph, grad_mode  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401

@@ -13,6 +13,11 @@ For each yaml entry whose ``name:`` matches a defined operator's schema exactly:
   below are not recorded), creates the node, saves what the formulas use, and sets the outputs'
   ``grad_fn``.
 
+The same kernels carry forward-mode AD: when an input has a tangent at a visible forward level
+(``forward_ad.visible``), the op runs below autograd and :mod:`ember.autograd._forward` gives the
+outputs their tangents from the entry's ``result:`` formulas (or raises PyTorch's
+NotImplementedError when it has none).
+
 In-place variants (``mul_.Tensor``) reuse their functional entry (``mul.Tensor``), as PyTorch
 does; out= variants are never differentiable. Every other op falls to :func:`_autograd_fallback`
 (a backend fallback on the Autograd keys): ops without a formula record a ``NotImplemented``

@@ -6,8 +6,9 @@ error messages and return structure).
 * ``jvp``: forward-mode product by the "double backward trick": the backward of ``func`` is
   linear in its output gradient ``u``, so differentiating ``J^T u`` with respect to ``u`` in the
   direction ``v`` gives ``J v``;
-* ``jacobian``: one backward pass per output element (``vectorize`` computes the same result:
-  ember has no ``vmap`` to batch them); ``strategy="forward-mode"`` one ``jvp`` per input element;
+* ``jacobian``: one backward pass per output element (``vectorize`` computes the same result);
+  ``strategy="forward-mode"`` (``vectorize=True``, as PyTorch requires) is ``vmap`` over
+  forward-mode jvps (``ember.func.jacfwd``);
 * ``hessian``: the jacobian of the jacobian; ``vhp`` / ``hvp``: double backward, ``hvp`` with the
   double backward trick again.
 

@@ -1,5 +1,7 @@
 """``ember.func``: the function-transform API of ``torch.func`` (``grad``, ``grad_and_value``,
-``vjp``, ``vmap``, ``functional_call``, ``stack_module_state``).
+``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
+``functional_call``, ``stack_module_state``). The forward-mode and Jacobian transforms live in
+:mod:`ember.func._forward`.
 
 ``vmap`` lives in :mod:`ember._functorch` (BatchedTensors on the FuncTorchBatched key). The
 reverse-mode transforms run over ember's autograd: each call runs the function on fresh copies
