@@ -26,17 +26,8 @@ torch = pytest.importorskip("torch")
 
 # Ops PyTorch differentiates in forward mode and ember does not (yet): op -> reason.
 _NOT_PORTED = "PyTorch's forward formula not yet ported to ember's derivatives.yaml"
-_SVD = "decomposes through _linalg_svd, whose forward formula (linalg_svd_jvp) is not ported yet"
-_EIGH = "decomposes through _linalg_eigh, whose forward formula (linalg_eig_jvp) is not ported yet"
 UNSUPPORTED = {
     "scatter_reduce.two": _NOT_PORTED + " (scatter_reduce_jvp)",
-    "linalg_svdvals.default": _SVD,
-    "linalg_pinv.default": _SVD,
-    "linalg_pinv.atol_rtol_float": "its own formula is backward only; PyTorch's forward "
-                                   "goes through _linalg_svd's, not ported yet",
-    "linalg_cond.default": _SVD,
-    "linalg_cond.p_str": _SVD,
-    "linalg_eigvalsh.default": _EIGH,
     "linalg_lstsq.default": _NOT_PORTED + " (linalg_lstsq_solution_jvp)",
     "linalg_lu_factor_ex.default": _NOT_PORTED + " (lu_factor_ex_jvp)",
     "linalg_lu.default": _NOT_PORTED + " (linalg_lu_jvp)",

@@ -13,7 +13,8 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "linalg_vector_norm_jvp", "cumprod_jvp", "logcumsumexp_jvp", "convolution_jvp",
            "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp",
            "apply_loss_reduction", "glu_jvp", "linalg_solve_triangular_forward_AD",
-           "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp"]
+           "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp",
+           "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp"]
 
 
 def _E():
@@ -324,3 +325,84 @@ def slogdet_jvp(A, dA, sign):
     if A.is_complex():
         return sign * (1j * tr.imag), tr.real
     return E.zeros_like(sign), tr
+
+
+def linalg_svd_jvp(dA, A, U, S, Vh, full_matrices, compute_uv):
+    """PyTorch's linalg_svd_jvp: with dP = U^H dA V, dS = Re diag(dP); dU and dVh from the
+    symmetric parts of dP S and S dP over E_ij = S_j^2 - S_i^2, plus the components outside the
+    span of U (tall) or V (wide)."""
+    from .._ops.overload import ops
+    if not compute_uv:  # svdvals: the vectors are needed for the derivative
+        U, S, Vh = ops.aten._linalg_svd.default(A, False, True)
+    m, n = A.shape[-2], A.shape[-1]
+    k = S.shape[-1]
+    if full_matrices:
+        U, Vh = U[..., :k], Vh[..., :k, :]
+    V = Vh.mH
+    dP = U.mH @ (dA @ V)
+    is_complex = dA.is_complex()
+    dS = dP.diagonal(0, -2, -1)
+    dS = dS.real if is_complex else dS
+    if not compute_uv:
+        return None, dS, None
+    dP = dP - dS.diag_embed().to(dP.dtype)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = E + _E().eye(k, dtype=E.dtype)  # ones on the diagonal: no division by zero there
+
+    def sym(X):
+        return X + X.mH
+    dUaux = sym(dP * S.unsqueeze(-2)) / E
+    if is_complex:
+        diagdP2S = dP.diagonal(0, -2, -1) / (2 * S)
+        dUaux = dUaux + diagdP2S.diag_embed()
+    dU = U @ dUaux
+    if m > n:
+        dAVSinv = dA @ (V / S.unsqueeze(-2))
+        dU = dU + dAVSinv - U @ (U.mH @ dAVSinv)
+        if full_matrices:
+            shape = list(dU.shape)
+            shape[-1] = m - n
+            dU = _E().cat([dU, dU.new_zeros(shape)], -1)
+    dVh = -sym(dP * S.unsqueeze(-1)) / E
+    if is_complex:
+        dVh = dVh + diagdP2S.diag_embed()
+    dVh = dVh @ Vh
+    if m < n:
+        UHdASinv = (U.mH / S.unsqueeze(-1)) @ dA
+        dVh = dVh + UHdASinv - (UHdASinv @ V) @ Vh
+        if full_matrices:
+            shape = list(dVh.shape)
+            shape[-2] = n - m
+            dVh = _E().cat([dVh, dVh.new_zeros(shape)], -2)
+    return dU, dS, dVh
+
+
+def linalg_eigh_jvp(dA, A, L, V, UPLO, compute_v):
+    """A = V diag(L) V^H: dL = Re diag(V^H dA V), dV = V ((V^H dA V) / E) with E_ij = L_j - L_i
+    (zero on the diagonal)."""
+    from .._ops.overload import ops
+    if not compute_v:  # eigvalsh: the vectors are needed for the derivative
+        L, V = ops.aten._linalg_eigh.default(A, UPLO, True)
+    dP = V.mH @ (dA @ V)
+    dL = dP.diagonal(0, -2, -1)
+    dL = dL.real if dL.is_complex() else dL
+    if not compute_v:
+        return dL, None
+    n = L.shape[-1]
+    E = L.unsqueeze(-2) - L.unsqueeze(-1)
+    eye = _E().eye(n, dtype=E.dtype)
+    ratio = (dP / (E + eye).to(dP.dtype)) * (1 - eye).to(dP.dtype)
+    return dL, V @ ratio
+
+
+def pinv_jvp(A, pinvA, dA):
+    """PyTorch's pinv_jvp (the product arranged by the smaller dimension)."""
+    m, n = A.shape[-2], A.shape[-1]
+    dAh, pinvAh = dA.mH, pinvA.mH
+    if m <= n:
+        K = pinvAh @ dAh
+        return pinvA @ (K - K.mH - K @ (A @ pinvA)) + (dAh - pinvA @ (A @ dAh)) @ (pinvAh @ pinvA)
+    K = pinvA @ dA
+    Kh = K.mH
+    return (Kh - K - (pinvA @ A) @ Kh) @ pinvA + (pinvA @ pinvAh) @ (dAh - (dAh @ A) @ pinvA)
