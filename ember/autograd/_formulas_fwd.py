@@ -14,7 +14,7 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp",
            "apply_loss_reduction", "glu_jvp", "linalg_solve_triangular_forward_AD",
            "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp",
-           "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp"]
+           "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp"]
 
 
 def _E():
@@ -406,3 +406,31 @@ def pinv_jvp(A, pinvA, dA):
     K = pinvA @ dA
     Kh = K.mH
     return (Kh - K - (pinvA @ A) @ Kh) @ pinvA + (pinvA @ pinvAh) @ (dAh - (dAh @ A) @ pinvA)
+
+
+def scatter_reduce_jvp(self_p, self_t, dim, index, src_p, src_t, reduce, include_self, result):
+    """sum/mean are linear; amax/amin average the tangents of the elements equal to the result
+    (PyTorch's even distribution); prod is result * sum(dx / x) (inputs without zeros)."""
+    E = _E()
+    if reduce in ("sum", "mean"):
+        return self_t.scatter_reduce(dim, index, src_t, reduce, include_self=include_self)
+    zeros = E.zeros_like(self_t)
+    touched = E.zeros_like(self_p).scatter_add(dim, index, E.ones_like(src_p)) > 0
+    if reduce in ("amax", "amin"):
+        src_mask = (src_p == result.gather(dim, index)).to(self_t.dtype)
+        self_mask = (self_p == result).to(self_t.dtype)
+        if not include_self:
+            self_mask = self_mask * (~touched).to(self_t.dtype)  # untouched: self is the result
+        num = self_t * self_mask + zeros.scatter_add(dim, index, src_t * src_mask)
+        return num / (self_mask + zeros.scatter_add(dim, index, src_mask))
+    if reduce == "prod":
+        if bool((src_p == 0).any()) or bool((self_p == 0).any()):
+            from ._forward import NOT_SUPPORTED
+            raise NotImplementedError(NOT_SUPPORTED.format("scatter_reduce") +
+                                      " (ember: prod with zero inputs)")
+        self_part = self_t / self_p
+        if not include_self:
+            self_part = E.where(touched, E.zeros_like(self_part), self_part)
+        return result * (self_part + zeros.scatter_add(dim, index, src_t / src_p))
+    raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                       f"{reduce}")
