@@ -14,7 +14,9 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "group_norm_jvp", "linalg_det_jvp", "linalg_solve_jvp", "cholesky_jvp",
            "apply_loss_reduction", "glu_jvp", "linalg_solve_triangular_forward_AD",
            "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp",
-           "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp"]
+           "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp",
+           "linalg_lu_jvp", "lu_factor_ex_jvp", "linalg_lu_solve_jvp", "lu_unpack_jvp",
+           "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp"]
 
 
 def _E():
@@ -434,3 +436,71 @@ def scatter_reduce_jvp(self_p, self_t, dim, index, src_p, src_t, reduce, include
         return result * (self_part + zeros.scatter_add(dim, index, src_t / src_p))
     raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                        f"{reduce}")
+
+
+def _lu_dx(dA, P, L, U):
+    """A = P L U (square): L^-1 P^T dA U^-1, whose strict lower part is L^-1 dL and upper part
+    dU U^-1."""
+    E = _E()
+    if A_shape_square(L, U) is False:
+        from ._forward import NOT_SUPPORTED
+        raise NotImplementedError(NOT_SUPPORTED.format("linalg_lu") +
+                                  " (ember: rectangular LU)")
+    PtdA = P.mT.to(dA.dtype) @ dA
+    left = E.linalg.solve_triangular(L, PtdA, upper=False, unitriangular=True)
+    return E.linalg.solve_triangular(U, left, upper=True, left=False)
+
+
+def A_shape_square(L, U):
+    return L.shape[-1] == L.shape[-2] and U.shape[-1] == U.shape[-2]
+
+
+def linalg_lu_jvp(dA, P, L, U, pivot):
+    dX = _lu_dx(dA, P, L, U)
+    return L @ dX.tril(-1), dX.triu() @ U
+
+
+def lu_factor_ex_jvp(dA, LU, pivots, pivot):
+    E = _E()
+    P, L, U = E.lu_unpack(LU, pivots)
+    dL, dU = linalg_lu_jvp(dA, P, L, U, pivot)
+    return dL + dU
+
+
+def lu_unpack_jvp(LU_t, which):
+    m, n = LU_t.shape[-2], LU_t.shape[-1]
+    k = min(m, n)
+    if which == "L":
+        return LU_t[..., :, :k].tril(-1)
+    return LU_t[..., :k, :].triu()
+
+
+def linalg_lu_solve_jvp(X, LU, pivots, dLU, dB, left, adjoint):
+    """A = P L U from the factorization: dA = P (dL U + L dU), then the solve's derivative."""
+    E = _E()
+    P, L, U = E.lu_unpack(LU, pivots)
+    dA = P.to(dLU.dtype) @ (dLU.tril(-1) @ U + L @ dLU.triu())
+    if adjoint:
+        dA = dA.mH
+    r = dB - dA @ X if left else dB - X @ dA
+    return E.linalg.lu_solve(LU, pivots, r, left=left, adjoint=adjoint)
+
+
+def linalg_lstsq_solution_jvp(A, B, dA, dB):
+    E = _E()
+    pinvA = E.linalg.pinv(A)
+    vector = B.dim() == A.dim() - 1
+    if vector:
+        B, dB = B.unsqueeze(-1), dB.unsqueeze(-1)
+    dX = pinv_jvp(A, pinvA, dA) @ B + pinvA @ dB
+    return dX.squeeze(-1) if vector else dX
+
+
+def linalg_lstsq_residuals_jvp(A, B, dA, dB, X, residuals):
+    if residuals.numel() == 0:
+        return residuals.new_zeros(residuals.shape)
+    dX = linalg_lstsq_solution_jvp(A, B, dA, dB)
+    r = A @ X - B
+    dr = dA @ X + A @ dX - dB
+    out = 2 * (r * dr).sum(-2)
+    return out.real if out.is_complex() else out
