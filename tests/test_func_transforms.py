@@ -238,3 +238,25 @@ def test_ensemble_jvp_with_stack_module_state():
     ot, tt = run(torch, models_t, T(x), T(v))
     close(oe, ot, 1e-5)
     close(te, tt, 1e-5)
+
+
+def test_errors_match_torch():
+    def outcome(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e).replace("torch.", "ember.")
+        return None
+    cases = [
+        lambda lib, fn: fn.jvp(lambda x: x.new_ones(2), (lib.ones(2),), (lib.ones(2),),
+                               strict=True),
+        lambda lib, fn: fn.jvp(lambda x: 3, (lib.ones(2),), (lib.ones(2),)),
+        lambda lib, fn: fn.linearize(lambda x: x.sin(), lib.ones(2))[1](lib.ones(3)),
+        lambda lib, fn: fn.linearize(lambda x: x.sin(), lib.ones(2))[1](
+            lib.ones(2, dtype=lib.float64)),
+        lambda lib, fn: fn.jacrev(lambda x: x, chunk_size=0)(lib.ones(2)),
+    ]
+    for i, case in enumerate(cases):
+        e = outcome(lambda: case(ember, ef))
+        t = outcome(lambda: case(torch, tf))
+        assert e is not None and e == t, (i, e, t)

@@ -50,7 +50,7 @@ def _pop_level(level):
 
 
 def _sync():
-    visible[:] = _active
+    visible[:] = _active if _fwd_grad_enabled[0] else []
 
 
 @contextlib.contextmanager

@@ -36,8 +36,6 @@ def _check_tuple(x, argname, api):
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J(primals) @ tangents)`` by forward-mode AD."""
     api = "jvp(f, primals, tangents)"
-    if strict:
-        raise RuntimeError("jvp(f, primals, tangents): strict=True is not implemented yet")
     _check_tuple(primals, "primals", api)
     _check_tuple(tangents, "tangents", api)
     flat_p, spec_p = tree_flatten(primals)
@@ -68,11 +66,15 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         flat_o, spec_o = tree_flatten(out)
         for o in flat_o:
             if not _is_tensor(o):
-                raise RuntimeError(f"{api}: Expected f(*primals) to return only tensors, got "
+                raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
                                    f"unsupported type {type(o)}")
         prim_out, tan_out = [], []
         for o in flat_o:
             p, t = _fw._unpack_dual(o, level)
+            if t is None and strict:
+                raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
+                                   "independent of the inputs. This is not allowed with "
+                                   "strict=True.")
             prim_out.append(p)
             tan_out.append(t if t is not None else _E().zeros_like(p))
         if aux is not None:
@@ -100,11 +102,13 @@ def linearize(func, *primals):
         if spec_t != spec_p:
             raise RuntimeError(f"Expected the tangents {spec_t} to have the same argspec as "
                                f"the primals {spec_p}")
-        for p, t in zip(flat_p, flat_t):
-            if tuple(p.shape) != tuple(t.shape) or p.dtype != t.dtype:
-                raise RuntimeError(f"Mismatch in shape and dtype of the tangents: expected "
-                                   f"({tuple(p.shape)}, {p.dtype}), got ({tuple(t.shape)}, "
-                                   f"{t.dtype})")
+        for idx, (p, t) in enumerate(zip(flat_p, flat_t)):
+            for what, a, b in (("shape", t.shape, p.shape), ("device", t.device, p.device),
+                               ("dtype", t.dtype, p.dtype)):
+                if a != b:
+                    raise RuntimeError(f"tangent:{idx} with {what} {a} in flattened pytree "
+                                       f"doesn't match the {what} {b} of the corresponding "
+                                       f"primal.")
         return jvp(func, tuple(primals), tuple(tangents))[1]
     return tree_unflatten([o.detach() for o in flat_o], spec_o), jvp_fn
 
