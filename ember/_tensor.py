@@ -32,7 +32,7 @@ class Tensor:
     # of yet, the fresh NumPy array it will adopt (see the ``_storage`` property and wrap_array).
     __slots__ = ("_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_autograd", "__weakref__")
+                 "_autograd", "_fw_grad", "__weakref__")  # _fw_grad: forward_ad's tangents
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
     def __new__(cls, *args, device=None):
@@ -633,7 +633,7 @@ def _rewrap(src, cls):
     t = _new(cls)
     src._storage  # noqa: B018  (materialize it: both tensors must share one storage object)
     for name in Tensor.__slots__:
-        if name != "__weakref__":
+        if name != "__weakref__" and (name != "_fw_grad" or hasattr(src, name)):
             setattr(t, name, getattr(src, name))
     if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
         t._keyset |= _PYTHON_KEYS

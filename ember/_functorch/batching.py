@@ -281,7 +281,7 @@ def reduction_rule(entry):
         dim = args[di]
         keepdim = bool(args[ki]) if ki is not None else False
         new = list(args)
-        all_dims = dim is None or (empty_means_all and not flatten_none and len(dim) == 0)
+        all_dims = dim is None or (empty_means_all and len(dim) == 0)
         if all_dims or r == 0:
             if dim is not None and r == 0:  # a 0-dim tensor takes dims 0 and -1
                 for d in (dim if isinstance(dim, (list, tuple)) else (dim,)):
@@ -321,6 +321,7 @@ def dim_rule(entry, dims=("dim",), extra=0, tensors="self"):
     lpos = _list_positions(schema)
     call = entry.overload._call
     writes = _write_positions(schema)
+    flatten_none = entry.qualname in _DIM_NONE_FLATTENS
 
     def dim_batch_rule(*args):
         level = level_of(args)
@@ -361,6 +362,10 @@ def dim_rule(entry, dims=("dim",), extra=0, tensors="self"):
         for i in idx:
             d = args[i]
             if d is None:
+                if flatten_none and tensors == "self":  # dim=None: the flattened sample
+                    v = new[tpos[0]]
+                    new[tpos[0]] = aten.reshape.default._call(v, (v._size[0], -1))
+                    new[i] = 1
                 continue
             if isinstance(d, (list, tuple)):
                 new[i] = [wrap_dim(x, r + extra) + 1 for x in d]
@@ -502,12 +507,14 @@ _DIM_SELF = {
     "aten::sort": ("dim",), "aten::sort.stable": ("dim",), "aten::argsort": ("dim",),
     "aten::argsort.stable": ("dim",), "aten::topk": ("dim",), "aten::kthvalue": ("dim",),
     "aten::median.dim": ("dim",), "aten::nanmedian.dim": ("dim",), "aten::mode": ("dim",),
-    "aten::index_select": ("dim",), "aten::renorm": ("dim",),
+    "aten::index_select": ("dim",),
     "aten::glu": ("dim",), "aten::diff": ("dim",), "aten::cross.default": ("dim",),
     "aten::linalg_cross": ("dim",), "aten::normalize": ("dim",),
     "aten::repeat_interleave.self_int": ("dim",), "aten::unfold": ("dimension",),
     "aten::split_with_sizes_copy": ("dim",), "aten::select_backward": ("dim",),
 }
+# ops of _DIM_SELF whose dim=None means the flattened tensor
+_DIM_NONE_FLATTENS = {"aten::repeat_interleave.self_int"}
 # ops that address one more dim than their input has
 _DIM_SELF_PLUS1 = {"aten::unsqueeze": ("dim",), "aten::unsqueeze_": ("dim",)}
 # ops whose tensors share a rank: every one materialized
@@ -536,7 +543,7 @@ _TRAILING_ANY = [
     "aten::linalg_matrix_exp", "aten::matrix_exp", "aten::linalg_slogdet",
     "aten::linalg_eigh", "aten::linalg_eigvalsh", "aten::linalg_qr", "aten::linalg_svd",
     "aten::linalg_svdvals", "aten::_linalg_svd", "aten::linalg_pinv", "aten::pinverse",
-    "aten::diag_embed", "aten::pixel_shuffle", "aten::pixel_unshuffle",
+    "aten::pixel_shuffle", "aten::pixel_unshuffle",
     "aten::channel_shuffle", "aten::tril_", "aten::triu_", "aten::mT", "aten::adjoint",
     "aten::matrix_H", "aten::mH",
 ]
@@ -555,7 +562,7 @@ _TRAILING_KEEP = {
     "aten::reflection_pad1d": 2, "aten::reflection_pad2d": 3, "aten::reflection_pad3d": 4,
     "aten::replication_pad1d": 2, "aten::replication_pad2d": 3,
     "aten::replication_pad3d": 4, "aten::constant_pad_nd": None,
-    "aten::im2col": 3, "aten::col2im": 3, "aten::_pdist_forward": None,
+    "aten::im2col": 3, "aten::col2im": 2, "aten::_pdist_forward": None,
 }
 
 _generated = [False]
@@ -605,6 +612,23 @@ def install():
     for q in ("aten::is_nonzero", "aten::equal", "aten::allclose"):
         register(q, lambda *a: raise_data_dependent(), "error")
     from . import rules  # noqa: F401  (hand-written rules register themselves)
+    _install_forced_fallbacks()
+
+
+# ops whose decomposition cannot run batched (quantile reads .item()): the loop-and-stack
+# fallback, with its warning
+_FORCED_FALLBACK = ("aten::quantile",
+                    "aten::quantile.scalar", "aten::nanquantile", "aten::nanquantile.scalar")
+
+
+def _install_forced_fallbacks():
+    for q in _FORCED_FALLBACK:
+        entry = _d.get_entry(q)
+        if entry is not None:
+            op = entry.overload
+            entry.register(K.FuncTorchBatched, _d.Kernel(
+                (lambda op: lambda *args: loop_fallback(op, args))(op), _d.PLAIN,
+                "batching: loop-and-stack fallback (decomposition unsafe under vmap)"))
 
 
 def coverage():
@@ -618,6 +642,8 @@ def coverage():
             continue
         if entry.has_kernel(K.FuncTorchVmapMode):
             out["randomness"].append(q)
+        elif q in _FORCED_FALLBACK:
+            out["fallback"].append(q)
         elif q in _rules:
             out["rule"][q] = _rules[q]
         elif entry.has_kernel(K.CompositeImplicitAutograd):

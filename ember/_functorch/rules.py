@@ -459,6 +459,16 @@ def _nll_parts(self, target, weight, ignore_index):
     return cdim, mask, safe, picked, w
 
 
+@rule("aten::diag_embed", origin="manual")
+def diag_embed_rule(self, offset=0, dim1=-2, dim2=-1):
+    """The dims address the output (one more than the input): shifted past the batch dim."""
+    level = level_of((self,))
+    v, _ = front(self, level)
+    r = self.dim() + 1
+    return wrap(aten.diag_embed.default._call(v, offset, wrap_dim(dim1, r) + 1,
+                                              wrap_dim(dim2, r) + 1), level)
+
+
 @rule("aten::nll_loss_forward", origin="loss")
 def nll_loss_forward_rule(self, target, weight, reduction, ignore_index):
     a = aten
@@ -466,8 +476,8 @@ def nll_loss_forward_rule(self, target, weight, reduction, ignore_index):
     cdim, mask, safe, picked, w = _nll_parts(self, target, weight, ignore_index)
     losses = a.neg.default._call(a.mul.Tensor._call(picked, w))
     total = a.sum.default._call(w, None)
-    if reduction == 0:
-        return losses, total
+    if reduction == 0:  # PyTorch leaves total_weight at 0 without a reduction
+        return losses, a.zeros_like.default._call(total, None, None, None, None, None)
     s = a.sum.default._call(losses, None)
     if reduction == 1:
         s = a.div.Tensor._call(s, total)

@@ -129,7 +129,7 @@ def _plain_copy(t):
     from .._tensor import _new
     m = _new(Tensor)
     for name in Tensor.__slots__:
-        if name != "__weakref__":
+        if name != "__weakref__" and hasattr(t, name):  # _fw_grad is set only on duals
             setattr(m, name, getattr(t, name))
     return m
 

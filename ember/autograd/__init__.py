@@ -7,7 +7,9 @@
 * :mod:`.views` keeps views and in-place writes consistent (CopySlices, view replay);
 * :mod:`.grad_mode` the thread-local modes; :mod:`.function` custom ``Function`` s;
   :mod:`.gradcheck` finite-difference checks; :mod:`.anomaly_mode` debugging help;
-  :mod:`.functional` vjp / jvp / jacobian / hessian / vhp / hvp.
+  :mod:`.functional` vjp / jvp / jacobian / hessian / vhp / hvp;
+* :mod:`.forward_ad` forward-mode AD (dual levels and tensors; tangents propagate through the
+  same generated kernels, :mod:`._forward`).
 """
 from . import anomaly_mode, engine, graph, grad_mode  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
@@ -16,6 +18,7 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import functional  # noqa: F401
+from . import forward_ad  # noqa: F401
 from .variable import Variable  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",

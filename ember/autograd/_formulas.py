@@ -200,7 +200,9 @@ def unsqueeze_to(grad, dims, sizes):
 
 
 def _zeros_new(grad, sizes):
-    return ember.zeros(sizes, dtype=grad._dtype, device=grad._device)
+    # grad.new_zeros, not zeros(): under vmap (a batched cotangent, as jacrev's) the zeros
+    # must be batched like grad for the copy_ into them
+    return grad.new_zeros(sizes)
 
 
 def select_backward(grad, sizes, dim, index):
@@ -228,7 +230,9 @@ def diagonal_backward(grad, sizes, offset, dim1, dim2):
 
 def split_backward(grads, split_sizes, dim, sizes, dtype, device):
     """Each piece's gradient goes to its slice of a zero gradient (missing pieces stay 0)."""
-    g = ember.zeros(sizes, dtype=dtype, device=device)
+    some = next((p for p in grads if p is not None), None)
+    g = (some.new_zeros(sizes, dtype=dtype, device=device) if some is not None else
+         ember.zeros(sizes, dtype=dtype, device=device))  # batched like the grads under vmap
     dim = dim % len(sizes)
     start = 0
     for piece, n in zip(grads, split_sizes):
@@ -248,7 +252,9 @@ def split_sizes_of(split_size, sizes, dim):
 
 
 def unbind_backward(grads, dim, sizes, dtype, device):
-    g = ember.zeros(sizes, dtype=dtype, device=device)
+    some = next((p for p in grads if p is not None), None)
+    g = (some.new_zeros(sizes, dtype=dtype, device=device) if some is not None else
+         ember.zeros(sizes, dtype=dtype, device=device))  # batched like the grads under vmap
     dim = dim % len(sizes)
     for i, piece in enumerate(grads):
         if piece is not None:
@@ -471,3 +477,5 @@ from ._formulas_fft import *  # noqa: E402,F401,F403  (FFT helpers)
 from ._formulas_api import *  # noqa: E402,F401,F403  (API-surface helpers: renorm)
 
 from ._formulas_special import *  # noqa: E402,F401,F403  (special-function helpers)
+
+from ._formulas_fwd import *  # noqa: E402,F401,F403  (forward-derivative helpers: *_jvp)

@@ -13,6 +13,11 @@ For each yaml entry whose ``name:`` matches a defined operator's schema exactly:
   below are not recorded), creates the node, saves what the formulas use, and sets the outputs'
   ``grad_fn``.
 
+The same kernels carry forward-mode AD: when an input has a tangent at a visible forward level
+(``forward_ad.visible``), the op runs below autograd and :mod:`ember.autograd._forward` gives the
+outputs their tangents from the entry's ``result:`` formulas (or raises PyTorch's
+NotImplementedError when it has none).
+
 In-place variants (``mul_.Tensor``) reuse their functional entry (``mul.Tensor``), as PyTorch
 does; out= variants are never differentiable. Every other op falls to :func:`_autograd_fallback`
 (a backend fallback on the Autograd keys): ops without a formula record a ``NotImplemented``
@@ -29,7 +34,8 @@ import yaml
 from .._dispatch import dispatcher as _d
 from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
-from . import anomaly_mode, _formulas
+from . import anomaly_mode, _formulas, _forward
+from . import forward_ad as _fw
 from .graph import Node, SavedTensor, gradient_edge
 from .views import check_view_inplace, mark_no_grad_views, track_views
 from .._core.codegen import compile_source
@@ -92,10 +98,14 @@ class DerivativeInfo:
         self.output_differentiability = list(od) if od is not None else None
         formulas = []
         diff = set()
+        fw_entries = []
         for key, text in entry_yaml.items():
-            if key in _SPECIAL_KEYS or key.startswith("result"):
+            if key in _SPECIAL_KEYS:
                 continue
             names = [n.strip() for n in key.split(",")]
+            if all(n in self.result_names for n in names):
+                fw_entries.append((names, str(text).strip()))  # a forward formula
+                continue
             for n in names:
                 if n not in self.arg_names:
                     raise RuntimeError(f"derivatives.yaml: {schema}: {n!r} is not an argument")
@@ -128,6 +138,35 @@ class DerivativeInfo:
         self.saved_results = [n for n in self.result_names if n in used]
         self.uses_grad_input_mask = "grad_input_mask" in used
         self.uses_all_grads = "grads" in used or any(f"grad_{n}" in used for n in ret_names)
+        self.fw_formulas = [self._compile_forward(names, text) for names, text in fw_entries]
+        self.fw_uses_self = any(kind == "auto_element_wise" and "self" in used or
+                                kind == "formula" and {"self", "self_p", "original_self_p"} & names
+                                for _, kind, _, names in self.fw_formulas)
+        self._formula_used = used
+        self._derived_fw = sorted(derived)
+
+    def _compile_forward(self, names, text):
+        """A ``result:`` entry: ``auto_element_wise``, ``auto_linear`` or an expression over
+        ``<arg>_t`` (tangents), ``<arg>_p`` / ``<arg>`` (primals) and the results."""
+        outs = [self._result_index(n) for n in names]
+        if text in ("auto_element_wise", "auto_linear"):
+            return outs, text, None, set()
+        src = _DERIVED_RE.sub(lambda m: f"_DERIVED[{m[2]!r}]({m[1]})", text)
+        try:
+            code = compile_source(src, f"<ember forward derivative of {self.schema} for "
+                                       f"{', '.join(names)}>", None, mode="eval")
+        except SyntaxError as e:
+            raise RuntimeError(f"derivatives.yaml: bad forward formula for {self.schema}: "
+                               f"{text}") from e
+        used = {n.id for n in ast.walk(ast.parse(src, mode="eval")) if isinstance(n, ast.Name)}
+        return outs, "formula", code, used
+
+    def _result_index(self, name):
+        if name == "result":
+            return 0
+        if name.startswith("result") and name[6:].isdigit():
+            return int(name[6:])
+        return [r.name for r in self.returns].index(name)
 
 
     def _derived_name(self, m, derived):
@@ -428,7 +467,7 @@ def make_autograd_kernel(entry, info, inplace=False):
                any(r.alias and not r.is_write for r in schema.returns))
     multi_output = is_view and (nret > 1 or ret_is_list)
 
-    def record(ks, a):
+    def rev_record(ks, a):
         pre = None
         if inplace:
             _check_inplace(a[self_idx], schema.name)
@@ -470,7 +509,36 @@ def make_autograd_kernel(entry, info, inplace=False):
 
         def post(out, base_requires_grad):
             mark_no_grad_views(out, base_requires_grad, node_name, multi_output)
+
+    diff_args = info.diff_args
+    multi = nret > 1 or ret_is_list
+
+    def record(ks, a):
+        """Reverse recording and/or tangent propagation (forward AD), as the inputs need."""
+        levels = _forward.levels_of(a, diff_args, is_list_arg) if _fw.visible else ()
+        if not levels:
+            return rev_record(ks, a)
+        _forward.check_supported(info, schema.name, levels, diff_mask)
+        original = None
+        if inplace and info.fw_uses_self:
+            with _fw._set_fwd_grad_enabled(False):
+                original = a[self_idx].clone()
+        rg = any(_requires_grad(a[i], is_list_arg[i]) for i in diff_args)
+        if _state.grad_enabled and rg:
+            out = rev_record(ks, a)
+        else:
+            out = _forward_below(redispatch_entry, ks, a)
+            if post is not None and (rg or multi_output):
+                post(out, rg)
+        _forward.propagate(info, entry, levels, a, out, original, inplace, diff_mask, multi)
+        return out
     return _generate_kernel(entry, info.diff_args, args, record, post, multi_output)
+
+
+def _requires_grad(a, is_list):
+    if is_list:
+        return _any_rg(a)
+    return getattr(a, "_requires_grad", False)
 
 
 def _rebase_history(t, node):
@@ -506,9 +574,18 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
     else:
         tail = (f"    out = k({params})\n    if {cond}:\n        _post(out, True)\n"
                 f"    return out\n")
+    fwconds = []
+    for i in check_idx:
+        if args[i].is_list:
+            fwconds.append(f"_any_fw({names[i]})")
+        else:
+            fwconds.append(f"getattr({names[i]}, '_fw_grad', None)")
+    fwcond = " or ".join(fwconds) if fwconds else "False"
     src = (
         f"def autograd_kernel(ks, {params}):\n"
         f"    if _state.grad_enabled and ({cond}):\n"
+        f"        return _record(ks, ({tup}))\n"
+        f"    if _fwv and ({fwcond}):\n"
         f"        return _record(ks, ({tup}))\n"
         f"    m = ks & {BELOW_AUTOGRAD}\n"
         f"    k = _cache.get(m)\n"
@@ -526,18 +603,29 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
         f"        nonlocal k\n"
         f"        if _state.grad_enabled and ({cond}):\n"
         f"            return _record(ks, ({tup}))\n"
+        f"        if _fwv and ({fwcond}):\n"
+        f"            return _record(ks, ({tup}))\n"
         f"        if k is None:\n"
         f"            k = _resolve(m, 'redispatch')\n"
         f"{bound_tail}"
         f"    return autograd_kernel\n"
     )
     ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
-          "_any_rg": _any_rg, "_post": post}
+          "_any_rg": _any_rg, "_post": post, "_fwv": _fw.visible, "_any_fw": _any_fw}
     compile_source(src, f"<ember autograd kernel {entry.qualname}>", ns)
     fn = ns["autograd_kernel"]
     fn._source = src
     fn._bind = ns["bind"]
     return fn
+
+
+def _any_fw(ts):
+    if ts is None:
+        return False
+    for t in ts:
+        if t is not None and getattr(t, "_fw_grad", None):
+            return True
+    return False
 
 
 def _any_rg(ts):
@@ -573,11 +661,28 @@ def _autograd_fallback(op, ks, *args, **kwargs):
     calling convention: keyword-only schema arguments arrive by keyword, in schema order."""
     if kwargs:
         args = args + tuple(kwargs.values())
+    if _fw.visible and any(_fw.tangent_levels(t) for t in _tensors_in(args)):
+        return _fallback_forward_ad(op, ks, args)
     if _state.grad_enabled:
         req = [a for a in _tensors_in(args) if a._requires_grad]
         if req:
             return _record_not_implemented(op, ks, args, req)
     return op._entry.redispatch(ks & BELOW_AUTOGRAD, *args)
+
+
+def _fallback_forward_ad(op, ks, args):
+    """An op without a formula met a dual input: PyTorch's NotImplementedError when a
+    differentiable output would need a tangent (an in-place op: before writing)."""
+    schema = op._schema
+    name = schema.name
+    if any(s.is_write for s in schema.arguments):
+        raise NotImplementedError(_forward.NOT_SUPPORTED.format(name))
+    with _fw._set_fwd_grad_enabled(False):
+        out = _autograd_fallback(op, ks, *args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if any(hasattr(o, "_keyset") and _is_differentiable_dtype(o) for o in outs):
+        raise NotImplementedError(_forward.NOT_SUPPORTED.format(name))
+    return out
 
 
 def _tensors_in(args):

@@ -12,7 +12,7 @@ import functools
 from .._dispatch import tls as _tls
 from .graph import Node, SavedTensor, _FREED, gradient_edge
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "VmapInfo"]
 
 _state = _tls.state
 
@@ -61,6 +61,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        if getattr(self, "_in_jvp", False):  # jvp sees what save_for_forward saved
+            return tuple(getattr(self, "saved_for_forward", ()))
         if self._saved is None:
             return tuple(self.to_save)  # forward/setup_context still running
         if self._released:
@@ -147,9 +149,57 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function "
                                   "to use it with forward mode AD.")
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        from .._functorch.batched_tensor import BatchedTensor
+        if any(a.__class__ is BatchedTensor for a in args):
+            handled, out = _apply_under_vmap(cls, args, kwargs)
+            if handled:
+                return out
+        from . import forward_ad as _fw
+        levels = sorted({lv for a in args if _is_tensor(a) for lv in _fw.tangent_levels(a)})
+        if not levels:
+            return cls._apply(*args, **kwargs)
+        # forward mode: forward runs without tangents, then jvp gives the outputs' tangents
+        with _fw._set_fwd_grad_enabled(False):
+            ctx_box = []
+            out = cls._apply(*args, _ctx_box=ctx_box, **kwargs)
+        ctx = ctx_box[0]
+        outs = out if isinstance(out, tuple) else (out,)
+        from ._forward import _fit
+        for level in levels:
+            with _fw._only_below(level):
+                tans = [None if not _is_tensor(a) else (
+                    _fw.get_tangent(a, level) if _fw.get_tangent(a, level) is not None
+                    else _zeros_like(a)) for a in args]
+                ctx._in_jvp = True
+                try:
+                    res = cls.jvp(ctx, *tans)
+                finally:
+                    ctx._in_jvp = False
+                res = res if isinstance(res, tuple) else (res,)
+                if len(res) != len(outs):
+                    raise RuntimeError(f"jvp function {cls.__name__}Backward returned an "
+                                       f"incorrect number of forward gradients (expected "
+                                       f"{len(outs)}, got {len(res)})")
+                for o, t in zip(outs, res):
+                    if t is not None and _is_tensor(o) and (o._dtype.is_floating_point or
+                                                            o._dtype.is_complex):
+                        _fw.set_tangent(o, level, _fit(t, o))
+        return out
+
+    @classmethod
+    def _apply(cls, *args, _ctx_box=None, **kwargs):
         ctx = cls._backward_cls()
+        if _ctx_box is not None:
+            _ctx_box.append(ctx)
         is_tensor = tuple(_is_tensor(a) for a in args)
         ctx._input_is_tensor = is_tensor
         requires = _state.grad_enabled and any(t and a._requires_grad for a, t in zip(args, is_tensor))
@@ -173,6 +223,69 @@ class Function(metaclass=FunctionMeta):
         else:
             ctx._saved = tuple(ctx.to_save)
         return tuple(outs) if is_tuple else outs[0]
+
+
+def _zeros_like(t):
+    import ember
+    return ember.zeros_like(t)
+
+
+class VmapInfo:
+    """What a Function's ``vmap`` staticmethod gets as ``info``."""
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size, self.randomness = batch_size, randomness
+
+
+def _apply_under_vmap(cls, args, kwargs):
+    """A Function called on BatchedTensors: its ``vmap`` staticmethod gets the values and their
+    batch dims at the innermost level (PyTorch's custom_function_call under vmap). With
+    ``generate_vmap_rule=True`` forward and backward run on the batched tensors themselves.
+    Returns (handled, output)."""
+    from .._functorch.batched_tensor import BatchedTensor, make_batched
+    from .._functorch.interpreter import find_vmap_layer
+    if cls.setup_context is Function.setup_context:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms "
+                           "(vmap, grad, jvp, jacrev, ...), it must override the setup_context "
+                           "staticmethod. For more details, please see "
+                           "https://pytorch.org/docs/main/notes/extending.func.html")
+    if cls.generate_vmap_rule:
+        if cls.vmap is not Function.vmap:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both "
+                               f"generate_vmap_rule=True and an overriden vmap staticmethod. "
+                               f"Please set generate_vmap_rule=False or delete the overriden "
+                               f"vmap staticmethod to avoid ambiguity. For more details, please "
+                               f"see https://pytorch.org/docs/main/notes/extending.func.html")
+        return False, None
+    if cls.vmap is Function.vmap:
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap "
+                           f"support. Please override and implement the vmap staticmethod or "
+                           f"set generate_vmap_rule=True. For more details, please see "
+                           f"https://pytorch.org/docs/main/notes/extending.func.html")
+    level = max(a._level for a in args if a.__class__ is BatchedTensor)
+    layer = find_vmap_layer(level)
+    values, in_dims = [], []
+    for a in args:
+        if a.__class__ is BatchedTensor and a._level == level:
+            values.append(a._value)
+            in_dims.append(a._bdim)
+        else:
+            values.append(a)
+            in_dims.append(None)
+    from .._functorch.interpreter import hidden
+    with hidden(layer):
+        res = cls.vmap(VmapInfo(layer.batch_size, layer.randomness), tuple(in_dims), *values,
+                       **kwargs)
+    if not (isinstance(res, tuple) and len(res) == 2):
+        raise RuntimeError(f"Expected the vmap staticmethod to have two returns, an output and "
+                           f"out_dims with pytree structure compatible with the output. Got "
+                           f"{type(res)}")
+    out, out_dims = res
+    if isinstance(out, tuple):
+        dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(out)
+        return True, tuple(o if d is None else make_batched(o, d % o.dim(), level)
+                           for o, d in zip(out, dims))
+    return True, (out if out_dims is None else make_batched(out, out_dims % out.dim(), level))
 
 
 def _record(ctx, args, is_tensor, outs):

@@ -6,8 +6,9 @@ error messages and return structure).
 * ``jvp``: forward-mode product by the "double backward trick": the backward of ``func`` is
   linear in its output gradient ``u``, so differentiating ``J^T u`` with respect to ``u`` in the
   direction ``v`` gives ``J v``;
-* ``jacobian``: one backward pass per output element (``vectorize`` computes the same result:
-  ember has no ``vmap`` to batch them); ``strategy="forward-mode"`` one ``jvp`` per input element;
+* ``jacobian``: one backward pass per output element (``vectorize`` computes the same result);
+  ``strategy="forward-mode"`` (``vectorize=True``, as PyTorch requires) is ``vmap`` over
+  forward-mode jvps (``ember.func.jacfwd``);
 * ``hessian``: the jacobian of the jacobian; ``vhp`` / ``hvp``: double backward, ``hvp`` with the
   double backward trick again.
 
@@ -274,7 +275,8 @@ def _stack_rows(rows, out, x):
 
 
 def _jacfwd(func, inputs, strict, vectorize):
-    """Forward-mode Jacobian: one ``jvp`` per input element (each gives a column)."""
+    """Forward-mode Jacobian: ``vmap`` of forward-mode ``jvp`` s over the columns of an
+    identity (``ember.func.jacfwd``)."""
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -283,24 +285,20 @@ def _jacfwd(func, inputs, strict, vectorize):
         # (sic: PyTorch's message lacks the space)
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian isonly implemented for `vectorize=True`.")
+    from ..func import jacfwd
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    outputs = func(*inputs)
-    is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function",
-                                          "jacobian")
-    cols = [[[] for _ in inputs] for _ in outputs]  # [output][input] -> columns
-    for j, x in enumerate(inputs):
-        for k in range(x.nelement()):
-            v = [ember.zeros_like(y) for y in inputs]
-            v[j].view(-1)[k] = 1
-            _, jv = jvp(func, tuple(inputs), tuple(v))
-            jv = jv if isinstance(jv, tuple) else (jv,)
-            for i, c in enumerate(jv):
-                cols[i][j].append(c)
+    box = {}
+
+    def flat_func(*inp):
+        out = func(*inp)
+        box["is_tuple"], out = _as_tuple(out, "outputs of the user-provided function",
+                                         "jacobian")
+        return out
+    # vmap over forward-mode jvps with the columns of an identity, as PyTorch's _jacfwd
+    jac = jacfwd(flat_func, argnums=tuple(range(len(inputs))))(*inputs)
+    is_outputs_tuple = box["is_tuple"]
     # lists, not tuples, as PyTorch's forward-mode path returns them
-    result = [[
-        ember.stack(cols[i][j], dim=-1).view(tuple(out.shape) + tuple(x.shape)) if cols[i][j] else
-        ember.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for j, x in enumerate(inputs)]
-        for i, out in enumerate(outputs)]
+    result = [list(per_out) for per_out in jac]
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 

@@ -367,12 +367,22 @@ class SavedTensor:
             self.packed = None
 
 
+from . import forward_ad as _fw  # noqa: E402
+
+
 def _shallow(t):
     """A new Tensor object over the same storage, geometry and version counter, with no
     autograd history (what SavedVariable keeps for outputs)."""
     from .._tensor import Tensor, _alias, _rewrap
     s = _alias(t, t._size, t._stride, t._offset)
     s._base_ = t._base_
+    # forward AD: the copy shares the tangents (PyTorch's SavedVariable keeps fw_grad), also
+    # those the kernel sets after saving, so double backward and jvp-of-vjp see them
+    fw = getattr(t, "_fw_grad", None)
+    if fw is None and _fw.visible:
+        fw = t._fw_grad = {}
+    if fw is not None:
+        s._fw_grad = fw
     if type(t) is not Tensor:  # a subclass (FakeTensor, wrapper subclasses) stays one
         s = _rewrap(s, type(t))
         s.__dict__.update(t.__dict__)

@@ -1,5 +1,7 @@
 """``ember.func``: the function-transform API of ``torch.func`` (``grad``, ``grad_and_value``,
-``vjp``, ``vmap``, ``functional_call``, ``stack_module_state``).
+``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
+``functional_call``, ``stack_module_state``). The forward-mode and Jacobian transforms live in
+:mod:`ember.func._forward`.
 
 ``vmap`` lives in :mod:`ember._functorch` (BatchedTensors on the FuncTorchBatched key). The
 reverse-mode transforms run over ember's autograd: each call runs the function on fresh copies
@@ -22,12 +24,13 @@ from .._functorch.functional_call import functional_call, stack_module_state
 from .._functorch.interpreter import push_grad, vmap_layers
 from .._functorch.vmap import vmap
 from ..autograd import grad as _autograd_grad
+from ..autograd import forward_ad as _fw
 from ..autograd.graph import AccumulateGrad
 from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "grad_and_value", "vjp", "vmap", "functional_call", "stack_module_state",
-           "batching_rule_coverage"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "vmap", "functional_call", "stack_module_state", "batching_rule_coverage"]
 
 _batching.install()
 _randomness.install()
@@ -98,7 +101,7 @@ def _wrap_inputs(tree):
             if layer.level not in have:
                 x = _add_level(x, layer)
         p = physical(x)
-        leaf = p.view_as(p) if p.requires_grad else p.detach().requires_grad_(True)
+        leaf = p.view_as(p) if p.requires_grad else _detach(p).requires_grad_(True)
         leaves_phys.append(leaf)
         wrapped.append(wrap_like(x, leaf))
     return wrapped, leaves_phys, spec
@@ -110,9 +113,35 @@ def _ones_cotangent(out):
     return p, p.new_ones(p.shape) if out.__class__ is BatchedTensor else None
 
 
+def _top_level(x):
+    return x._level if x.__class__ is BatchedTensor else 0
+
+
+def _strip_above(x, level):
+    """Take off ``x``'s batch levels above ``level``, moving their dims to the front:
+    (tensor, [levels stripped, outermost first])."""
+    stripped = []
+    while x.__class__ is BatchedTensor and x._level > level:
+        stripped.append(x._level)
+        x = x._value.movedim(x._bdim, 0) if x._bdim else x._value
+    return x, stripped
+
+
+def _rewrap_front(x, stripped):
+    """Undo :func:`_strip_above`: each stripped level wraps again, its dim at the front."""
+    from .._functorch.batched_tensor import make_batched
+    for level in reversed(stripped):
+        x = make_batched(x, 0, level)
+    return x
+
+
 def _align_to(c, template):
     """Cotangent ``c`` laid out like ``physical(template)``: batched at the same levels with
-    the same batch dims (expanding levels ``c`` lacks)."""
+    the same batch dims (expanding levels ``c`` lacks). Levels of ``c`` above the template's
+    (``vmap`` over a pullback, as ``jacrev`` does) stay batched, outside, with their dims
+    leading."""
+    c, stripped = _strip_above(c, _top_level(template))
+    lead = len(stripped)
     while template.__class__ is BatchedTensor:
         level = template._level
         if c.__class__ is BatchedTensor and c._level == level:
@@ -122,11 +151,28 @@ def _align_to(c, template):
                 raise RuntimeError("vjp: a cotangent is batched at a vmap level its output is "
                                    "not batched at")
             size = template._value._size[template._bdim]
-            v, bd = c.unsqueeze(0).expand(size, *c.shape), 0
-        if bd != template._bdim:
-            v = v.movedim(bd, template._bdim)
+            v, bd = c.unsqueeze(lead).expand(*c.shape[:lead], size, *c.shape[lead:]), lead
+        if bd != template._bdim + lead:
+            v = v.movedim(bd, template._bdim + lead)
         c, template = v, template._value
-    return c
+    return _rewrap_front(c, stripped)
+
+
+def _wrap_result(template, g):
+    """``wrap_like(template, g)`` for a ``g`` that may be batched at levels above the
+    template's (from a cotangent of :func:`_align_to`): those stay outermost."""
+    g, stripped = _strip_above(g, _top_level(template))
+    if not stripped:
+        return wrap_like(template, g)
+    from .._functorch.batched_tensor import make_batched
+    chain = []
+    t = template
+    while t.__class__ is BatchedTensor:
+        chain.append((t._bdim, t._level))
+        t = t._value
+    for bdim, level in reversed(chain):
+        g = make_batched(g, bdim + len(stripped), level)
+    return _rewrap_front(g, stripped)
 
 
 def _depends_on_outer(tensors, own):
@@ -153,7 +199,18 @@ def _depends_on_outer(tensors, own):
 def _finish(tensors, own):
     """Detach results that only depend on this call's inputs."""
     keep = _depends_on_outer(tensors, own)
-    return [t if t is None or keep else t.detach() for t in tensors]
+    return [t if t is None or keep else _detach(t) for t in tensors]
+
+
+def _detach(t):
+    """``t.detach()`` that keeps the tangents of enclosing ``jvp`` levels: reverse-mode
+    transforms nested in forward mode (``jvp(grad(f))``) must not cut the forward derivative."""
+    if t.__class__ is BatchedTensor:  # tangents live on the physical tensor
+        return wrap_like(t, _detach(physical(t)))
+    d = t.detach()
+    for level in _fw.tangent_levels(t):
+        _fw.set_tangent(d, level, _detach(_fw.get_tangent(t, level)))
+    return d
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -245,10 +302,13 @@ def vjp(func, *primals, has_aux=False):
                 gs = (None,) * len(phys)
         gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, phys)]
         gs = _finish(gs, phys + [physical(c) for c in cts])
-        return tree_unflatten([wrap_like(x, g) for x, g in zip(flat, gs)], spec)
+        return tree_unflatten([_wrap_result(x, g) for x, g in zip(flat, gs)], spec)
 
     result = tree_unflatten([wrap_like(o, p) for o, p in
                              zip(outs, _finish([physical(o) for o in outs], phys))], out_spec)
     if has_aux:
         return result, vjp_fn, aux
     return result, vjp_fn
+
+
+from ._forward import hessian, jacfwd, jacrev, jvp, linearize  # noqa: E402
