@@ -260,3 +260,26 @@ def test_errors_match_torch():
         e = outcome(lambda: case(ember, ef))
         t = outcome(lambda: case(torch, tf))
         assert e is not None and e == t, (i, e, t)
+
+
+def test_linearize_traces_once_and_functionalize_is_in_ember_func():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return (x.sin() * 2).exp()
+    x = ember.randn(4, dtype=ember.float64)
+    out, jvp_fn = ember.func.linearize(f, x)
+    traced = len(calls)
+    for _ in range(3):
+        t = ember.randn(4, dtype=ember.float64)
+        want = ember.func.jvp(f, (x,), (t,))[1]
+        assert ember.allclose(jvp_fn(t), want)
+    assert len(calls) - traced == 3  # only the three reference jvps above called f again
+
+    def mutate(a):
+        a.add_(1)
+        return a * 2
+    y = ember.zeros(3)
+    assert ember.func.functionalize(mutate)(y).tolist() == [2.0, 2.0, 2.0]
+    assert y.tolist() == [1.0, 1.0, 1.0]  # the input mutation replayed, as eager

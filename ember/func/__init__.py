@@ -21,6 +21,7 @@ from .._functorch import batching as _batching
 from .._functorch import randomness as _randomness
 from .._functorch.batched_tensor import BatchedTensor, physical, wrap_like
 from .._functorch.functional_call import functional_call, stack_module_state
+from .._functorch.functionalize import functionalize
 from .._functorch.interpreter import push_grad, vmap_layers
 from .._functorch.vmap import vmap
 from ..autograd import grad as _autograd_grad
@@ -30,7 +31,8 @@ from ..autograd.grad_mode import enable_grad
 from ..utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "vmap", "functional_call", "stack_module_state", "batching_rule_coverage"]
+           "vmap", "functional_call", "stack_module_state", "functionalize",
+           "batching_rule_coverage"]
 
 _batching.install()
 _randomness.install()

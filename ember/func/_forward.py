@@ -92,10 +92,19 @@ def _strip(x, level):
 
 def linearize(func, *primals):
     """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` gives the Jacobian-vector product at
-    ``primals`` for new tangents (each call runs forward mode again)."""
+    ``primals`` for new tangents. As PyTorch's, the forward-mode computation is traced once
+    (``make_fx``) into a graph over the tangents, which each call replays."""
+    from ..fx.experimental.proxy_tensor import make_fx
     out = func(*primals)
     flat_p, spec_p = tree_flatten(primals)
     flat_o, spec_o = tree_flatten(out)
+
+    def tangents_to_jvp(*flat_t):
+        return tree_flatten(jvp(func, tuple(primals),
+                                tuple(tree_unflatten(list(flat_t), spec_p)))[1])[0]
+    graph = make_fx(tangents_to_jvp)(*[p.detach().new_zeros(p.shape) for p in flat_p])
+    graph.graph.eliminate_dead_code()
+    graph.recompile()
 
     def jvp_fn(*tangents):
         flat_t, spec_t = tree_flatten(tangents)
@@ -109,7 +118,7 @@ def linearize(func, *primals):
                     raise RuntimeError(f"tangent:{idx} with {what} {a} in flattened pytree "
                                        f"doesn't match the {what} {b} of the corresponding "
                                        f"primal.")
-        return jvp(func, tuple(primals), tuple(tangents))[1]
+        return tree_unflatten(list(graph(*flat_t)), spec_o)
     return tree_unflatten([o.detach() for o in flat_o], spec_o), jvp_fn
 
 
