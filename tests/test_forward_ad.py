@@ -102,9 +102,12 @@ def test_householder_product_jvp_matches_pytorch():
     # batched, tall, k < n, and tangents on both inputs (the OpInfo test takes one sample)
     import torch.autograd.forward_ad as tfw
     rng = np.random.default_rng(0)
-    for shape, k in (((4, 3), 2), ((2, 5, 3), 3), ((3, 3), 3)):
-        arrs = [rng.standard_normal(shape), rng.standard_normal(shape[:-2] + (k,))]
-        tans = [rng.standard_normal(a.shape) for a in arrs]
+    def draw(shape, cplx):
+        return rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
+    for shape, k, cplx in (((4, 3), 2, False), ((2, 5, 3), 3, False), ((3, 3), 3, False),
+                           ((4, 3), 2, True)):
+        arrs = [draw(shape, cplx), draw(shape[:-2] + (k,), cplx)]
+        tans = [draw(a.shape, cplx) for a in arrs]
         outs = []
         for lib, fw in ((ember, fwAD), (torch, tfw)):
             with fw.dual_level():
