@@ -26,9 +26,7 @@ torch = pytest.importorskip("torch")
 
 # Ops PyTorch differentiates in forward mode and ember does not (yet): op -> reason.
 _NOT_PORTED = "PyTorch's forward formula not yet ported to ember's derivatives.yaml"
-UNSUPPORTED = {
-    "linalg_householder_product.default": _NOT_PORTED + " (householder_product_jvp)",
-}
+UNSUPPORTED = {}
 # Ops whose forward derivative ember computes differently from PyTorch, checked against central
 # finite differences instead: op -> reason.
 DIFFERS = {
@@ -90,13 +88,34 @@ def _in_level(fw, fn):
 
 
 def test_not_supported_message():
-    x = ember.randn(3, dtype=ember.float64)
+    # ormqr has no forward formula in PyTorch's derivatives.yaml either
+    x = ember.randn(3, 3, dtype=ember.float64)
+    tau, c = ember.randn(2, dtype=ember.float64), ember.randn(3, 2, dtype=ember.float64)
     with fwAD.dual_level():
         d = fwAD.make_dual(x, ember.ones_like(x))
         with pytest.raises(NotImplementedError, match="Trying to use forward AD with "
-                                                      "linalg_householder_product that does not "
-                                                      "support"):
-            ember.linalg.householder_product(d.reshape(3, 1) * d, d[:2])
+                                                      "ormqr that does not support"):
+            ember.ormqr(d, tau, c)
+
+
+def test_householder_product_jvp_matches_pytorch():
+    # batched, tall, k < n, and tangents on both inputs (the OpInfo test takes one sample)
+    import torch.autograd.forward_ad as tfw
+    rng = np.random.default_rng(0)
+    def draw(shape, cplx):
+        return rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if cplx else 0)
+    for shape, k, cplx in (((4, 3), 2, False), ((2, 5, 3), 3, False), ((3, 3), 3, False),
+                           ((4, 3), 2, True)):
+        arrs = [draw(shape, cplx), draw(shape[:-2] + (k,), cplx)]
+        tans = [draw(a.shape, cplx) for a in arrs]
+        outs = []
+        for lib, fw in ((ember, fwAD), (torch, tfw)):
+            with fw.dual_level():
+                v, t = (fw.make_dual(lib.tensor(a), lib.tensor(u)) for a, u in zip(arrs, tans))
+                r = fw.unpack_dual(lib.linalg.householder_product(v, t))
+                outs.append((r.primal.numpy().copy(), r.tangent.numpy().copy()))
+        np.testing.assert_allclose(outs[0][0], outs[1][0], atol=1e-12)
+        np.testing.assert_allclose(outs[0][1], outs[1][1], atol=1e-10)
 
 
 def test_views_and_inplace():

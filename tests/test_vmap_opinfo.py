@@ -24,12 +24,7 @@ from test_ops import _ids, ember_args, overload, torch_args
 
 torch = pytest.importorskip("torch")
 
-_AS_STRIDED = ("as_strided's sizes, strides and storage offset address the batch's storage, "
-               "not each sample's own (PyTorch's vmap rebases them per sample): no rule yet")
-KNOWN = {
-    "as_strided_copy.default": _AS_STRIDED,
-    "as_strided_scatter.default": _AS_STRIDED,
-}
+KNOWN = {}
 _STATS = collections.Counter()
 _RANDOM = set(ember.func.batching_rule_coverage()["randomness"])
 

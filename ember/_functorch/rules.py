@@ -7,6 +7,7 @@ and batch normalization, embedding, ``nll_loss`` and its backward (written over 
 which are batched in turn), ``index``/``index_select`` with batched indices, ``copy_`` and the
 ``new_*`` factories. Each rule is registered on the overloads it names.
 """
+from .._core import strides as _st
 from .batched_tensor import BatchedTensor, _set_value, make_batched
 from .batching import (aten, batch_size, front, inplace_error, level_of, loop_fallback,
                        materialize, pad, rule, wrap, wrap_dim)
@@ -104,6 +105,109 @@ def flatten_rule(self, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     v, _ = front(self, level)
     return make_batched(aten.flatten.using_ints._call(v, s + 1, e + 1), 0, level)
+
+
+# -- as_strided ----------------------------------------------------------------------------------
+# Inside vmap, ``x.as_strided(size, stride, offset)`` addresses each sample's own slice: sample i
+# gets sizes ``size``, strides ``stride`` and storage offset ``offset + i * batch_stride`` -- as if
+# every sample's storage began where the batch's does (PyTorch's as_strided_batching_rule). A
+# loop over ``xs[i].as_strided(...)`` with an absolute offset would instead read the same memory
+# for every i. The physical call is one as_strided with sizes [B, *size] and strides
+# [batch_stride, *stride]; PyTorch first checks that the view stays inside the first sample's
+# memory, since past it the samples would overlap.
+
+def _max_location(size, stride, offset):
+    """The last storage location a (size, stride, offset) view reaches (one past it, as
+    PyTorch's maximum_indexable_location counts), or None when the view is empty."""
+    if _st.numel(size) == 0:
+        return None
+    return _st.storage_extent(size, stride, offset)
+
+
+def _check_as_strided_valid_for_slice(v, size, stride, storage_offset):
+    """checkBasicAsStridedValidForSlice: ``v`` has its batch dim at 0."""
+    base = v._offset
+    offset = base if storage_offset is None else storage_offset
+    reach = _max_location(size, stride, offset)
+    if reach is None:
+        return
+    call = f"result = tensor.as_strided({list(size)}, {list(stride)}, {offset}) "
+    tail = ("This is not supported inside of vmap, please try to rewrite the `as_strided` call "
+            "as a sequence of PyTorch view operations")
+    own = _max_location(v._size[1:], v._stride[1:], base)
+    if own is None:
+        raise RuntimeError(call + "can access memory outside of `tensor`. `tensor` has no "
+                           "storage but the passed-in (size, stride, storage_offset) imply a "
+                           "result with some storage. " + tail)
+    if reach > own or offset < base:
+        raise RuntimeError(call + f"can access memory outside of `tensor`. `result` can access "
+                           f"some memory in range [{offset}, {reach}], but `tensor` can only "
+                           f"access some memory in range [{base}, {own}]. " + tail)
+
+
+def _as_strided_physical(name):
+    call = getattr(aten, name).default._call
+
+    def as_strided_batch_rule(self, size, stride, storage_offset=None):
+        level = self._level
+        v, _ = front(self, level)
+        size, stride = tuple(size), tuple(stride)
+        if len(size) != len(stride):
+            raise RuntimeError(f"Tensor.as_strided(size, stride, ...): size and stride must "
+                               f"have the same length! Got size {list(size)} and stride "
+                               f"{list(stride)}")
+        _check_as_strided_valid_for_slice(v, size, stride, storage_offset)
+        return make_batched(call(v, (v._size[0],) + size, (v._stride[0],) + stride,
+                                 storage_offset), 0, level)
+    return as_strided_batch_rule
+
+
+as_strided_rule = _as_strided_physical("as_strided")
+rule("aten::as_strided", origin="view")(as_strided_rule)
+rule("aten::as_strided_copy", origin="view")(_as_strided_physical("as_strided_copy"))
+
+
+@rule("aten::as_strided_scatter", origin="scatter")
+def as_strided_scatter_rule(self, src, size, stride, storage_offset=None):
+    """Each sample's ``src`` goes into its own copy of ``self``: PyTorch's as_strided_scatter
+    clones ``self`` (keeping a dense layout, storage offset 0) and writes ``src`` through
+    ``as_strided`` on the clone, so the sample's offset and strides address that clone. The
+    physical self is laid out the same way -- every sample one dense block of its own, in
+    the order its clone would have, the batch outermost -- and one physical as_strided_scatter
+    with sizes [B, *size] and strides [block, *stride] writes every sample. (PyTorch's vmap has
+    no rule for this op and refuses it.)"""
+    level = level_of((self, src))
+    n = batch_size((self, src), level)
+    size, stride = tuple(size), tuple(stride)
+    lsize, lstride = tuple(self._size), tuple(self._stride)
+    block = _st.numel(lsize)
+    dense = _st.suggest_memory_format_strides(lsize, lstride)  # the sample clone's strides
+    offset = 0 if storage_offset is None else storage_offset
+    if (len(size) != len(stride) or any(x < 0 for x in size + stride) or offset < 0
+            or _st.storage_extent(size, stride, offset) > max(block, 0)):
+        # the sample's own as_strided would fail: raise its error, from the view kernel
+        probe = aten.empty_strided.default._call(lsize, dense, self.dtype, None, self.device,
+                                                 None)
+        aten.as_strided.default._call(probe, size, stride, storage_offset)
+    if tuple(src._size) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
+                           f"= {list(src._size)}, slice size = {list(size)}")
+    v = materialize(self, level, n)
+    s = materialize(src, level, n)
+    if v._stride != (block,) + dense:
+        # lay the samples out as their clones would be: sample dims by falling stride, batch first
+        order = sorted(range(len(lsize)), key=lambda d: -dense[d])
+        perm = [0] + [d + 1 for d in order]
+        inv = [perm.index(d) for d in range(len(perm))]
+        v = aten.permute.default._call(
+            aten.clone.default._call(aten.permute.default._call(v, perm), _contiguous()), inv)
+    out = aten.as_strided_scatter.default._call(v, s, (n,) + size, (block,) + stride, offset)
+    return make_batched(out, 0, level)
+
+
+def _contiguous():
+    from .._core.device import contiguous_format
+    return contiguous_format
 
 
 def _flat0(self):

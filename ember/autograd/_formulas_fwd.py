@@ -16,7 +16,7 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp",
            "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp",
            "linalg_lu_jvp", "lu_factor_ex_jvp", "linalg_lu_solve_jvp", "lu_unpack_jvp",
-           "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp"]
+           "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp", "householder_product_jvp"]
 
 
 def _E():
@@ -504,3 +504,50 @@ def linalg_lstsq_residuals_jvp(A, B, dA, dB, X, residuals):
     dr = dA @ X + A @ dX - dB
     out = 2 * (r * dr).sum(-2)
     return out.real if out.is_complex() else out
+
+
+def householder_product_jvp(dV, dtau, prod, V, tau):
+    """Q = (H_1 H_2 ... H_k)[:, :n], H_i = I - tau_i v_i v_i^H, with v_i the i-th column of the
+    unit lower-triangular part of ``V`` (the strict lower triangle as stored, ones on the
+    diagonal, as LAPACK's orgqr reads it; the upper triangle is ignored, so its tangent is too).
+
+    dQ = sum_i (H_1 .. H_{i-1}) dH_i (H_{i+1} .. H_k)[:, :n] with
+    dH_i = -(dtau_i v_i v_i^H + tau_i (dv_i v_i^H + v_i dv_i^H)): the suffix products are built
+    right to left, then one pass left to right accumulates the prefix and the sum. Batch dims
+    broadcast through ``@``."""
+    E = _E()
+    m, n = V.shape[-2], V.shape[-1]
+    k = tau.shape[-1]
+    if k == 0:
+        return E.zeros_like(prod)
+    dtype, device = prod.dtype, prod.device
+    Vu = V.tril(-1) + E.eye(m, n, dtype=V.dtype, device=device)
+    dVu = dV.tril(-1)
+    eye_m = E.eye(m, dtype=dtype, device=device)
+
+    def col(x, i):
+        return x.narrow(-1, i, 1)  # (..., m, 1)
+
+    def coef(t, i):
+        return t.narrow(-1, i, 1).unsqueeze(-1)  # (..., 1, 1)
+
+    def reflector(i):
+        v = col(Vu, i)
+        return eye_m - coef(tau, i) * (v @ v.mH)
+
+    suffix = [None] * k  # suffix[i] = (H_{i+1} .. H_k)[:, :n]
+    acc = E.eye(m, n, dtype=dtype, device=device)
+    for i in reversed(range(k)):
+        suffix[i] = acc
+        acc = reflector(i) @ acc
+    out = None
+    prefix = None  # H_1 .. H_{i-1}; None for the identity
+    for i in range(k):
+        v, dv = col(Vu, i), col(dVu, i)
+        dH = -(coef(dtau, i) * (v @ v.mH) + coef(tau, i) * (dv @ v.mH + v @ dv.mH))
+        term = dH @ suffix[i]
+        if prefix is not None:
+            term = prefix @ term
+        out = term if out is None else out + term
+        prefix = reflector(i) if prefix is None else prefix @ reflector(i)
+    return out.expand(prod.shape) if out.shape != prod.shape else out

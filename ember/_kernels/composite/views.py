@@ -80,7 +80,9 @@ def as_strided(self, size, stride, storage_offset=None):
     offset = self._offset if storage_offset is None else storage_offset
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
-    need = _st.storage_extent(size, stride, offset) * self._dtype.itemsize
+    # an empty view needs no storage, whatever its offset (PyTorch's computeStorageNbytes)
+    need = 0 if _st.numel(size) == 0 else _st.storage_extent(size, stride, offset) * \
+        self._dtype.itemsize
     if need > self._storage.nbytes() and self._device.type != "meta":  # PyTorch skips meta
         raise RuntimeError(f"setStorage: sizes {_fmt(size)}, strides {_fmt(stride)}, storage offset "
                            f"{offset}, and itemsize {self._dtype.itemsize} requiring a storage size of "
