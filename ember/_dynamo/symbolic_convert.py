@@ -446,6 +446,24 @@ class InstructionTranslatorBase:
         # a set of constants, folded (its methods run on the Python set made for this trace)
         self.push(ConstantVariable({i.as_python_constant() for i in items}))
 
+    def SET_ADD(self, inst):
+        # set comprehensions; sets hold constants only (see BUILD_SET)
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
+                and v.is_python_constant()):
+            unimplemented("set of non-constant values")
+        target.value.add(v.as_python_constant())
+
+    def SET_UPDATE(self, inst):
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        items = self.unpack(v)
+        if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
+                and all(i.is_python_constant() for i in items)):
+            unimplemented("set of non-constant values")
+        target.value.update(i.as_python_constant() for i in items)
+
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))
 

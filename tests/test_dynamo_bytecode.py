@@ -1,0 +1,365 @@
+"""ember._dynamo on the bytecodes that differ between CPython 3.11 and 3.12: slices
+(BINARY_SLICE / STORE_SLICE), star-unpacking (LIST_EXTEND, CALL_INTRINSIC_1 LIST_TO_TUPLE,
+DICT_UPDATE), unary plus (CALL_INTRINSIC_1 UNARY_POSITIVE), super() (LOAD_SUPER_ATTR),
+comprehensions (inlined in 3.12: LOAD_FAST_AND_CLEAR / SWAP / END_FOR), `del`, local imports,
+RETURN_CONST, and graph breaks inside loops and comprehensions. Each function must be captured
+with the same number of graphs on both versions (a silent eager fallback fails the count) and give
+eager's results exactly."""
+import sys
+
+import pytest
+
+import ember
+import ember.nn as nn
+from ember._dynamo.testing import CompileCounter, same
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    ember._dynamo.reset()
+    yield
+    ember._dynamo.reset()
+
+
+def _clone(v):
+    if isinstance(v, ember.Tensor):
+        return v.detach().clone()
+    if isinstance(v, list):
+        return [_clone(i) for i in v]
+    if isinstance(v, tuple):
+        return tuple(_clone(i) for i in v)
+    if isinstance(v, dict):
+        return {k: _clone(i) for k, i in v.items()}
+    return v
+
+
+def run_both(fn, args, graphs, breaks=0):
+    """Eager and compiled on copies of ``args``: equal outputs and inputs afterwards, ``graphs``
+    graphs and ``breaks`` graph breaks, and no new graph on the second call."""
+    expected_args = _clone(args)
+    expected = fn(*expected_args)
+    e = ember._dynamo.explain(fn)(*_clone(args))
+    assert e.graph_count == graphs, e
+    assert e.graph_break_count == breaks, e
+    ember._dynamo.reset()
+    cnt = CompileCounter()
+    opt = ember.compile(fn, backend=cnt)
+    got_args = _clone(args)
+    got = opt(*got_args)
+    assert same(expected, got), (expected, got)
+    assert same(expected_args, got_args)
+    assert cnt.frame_count == graphs
+    assert same(expected, opt(*_clone(args)))
+    assert cnt.frame_count == graphs
+    return e
+
+
+def t(*shape):
+    ember.manual_seed(sum(shape) + len(shape))
+    return ember.randn(*shape)
+
+
+# -- slices -----------------------------------------------------------------------------------
+def f_slice_load(x):
+    return x[1:3] * 2 + x[:2].sum() + x[::2].mean()
+
+
+def f_slice_list(x):
+    xs = [x, x * 2, x * 3, x * 4]
+    return sum(xs[1:3]) + xs[-1]
+
+
+def f_slice_store(x, y):
+    x[1:3] = y[:2]
+    return x + 1
+
+
+def f_slice_store_list(x):
+    xs = [x, x, x]
+    xs[0:2] = [x * 2, x * 3]
+    return xs[0] + xs[1] + xs[2]
+
+
+def f_slice_var_bounds(x, n):
+    return x[n - 2:n] - x[:n]. sum()
+
+
+# -- star-unpacking and unary plus ------------------------------------------------------------
+def _three(a, b, c):
+    return a * b + c
+
+
+def f_star_call(x):
+    a = [x, x + 1]
+    b = (x * 2,)
+    return _three(*a, *b)
+
+
+def f_star_tuple(x):
+    a = [x, x + 1]
+    tup = (*a, x * 3)
+    return tup[0] + tup[2]
+
+
+def f_star_list(x):
+    a = (x, x + 1)
+    lst = [*a, *a]
+    return lst[1] * lst[3]
+
+
+def f_dict_update(x):
+    d1 = {"a": x}
+    d2 = {"b": x * 2}
+    d = {**d1, **d2, "c": x + 1}
+    return d["a"] + d["b"] * d["c"]
+
+
+def f_unary_plus(x):
+    return +x * 2
+
+
+# -- super() ----------------------------------------------------------------------------------
+class Base(nn.Module):
+    scale = 2.0
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+class Child(Base):
+    scale = 3.0
+
+    def forward(self, x):
+        y = super().forward(x)           # LOAD_SUPER_ATTR with the method bit
+        return y + super().scale         # LOAD_SUPER_ATTR, plain attribute
+
+
+class ChildTwoArg(Base):
+    def forward(self, x):
+        return super(ChildTwoArg, self).forward(x).relu()
+
+
+# -- comprehensions ---------------------------------------------------------------------------
+def f_listcomp(x):
+    return sum([x * i for i in range(3)])
+
+
+def f_listcomp_shadow(x):
+    i = x + 10                            # the comprehension's `i` must not clobber this one
+    ys = [x * i for i in range(3)]
+    return ys[2] + i
+
+
+def f_dictcomp(x):
+    d = {k: x * v for k, v in (("a", 1), ("b", 2))}
+    return d["a"] - d["b"]
+
+
+def f_setcomp(x):
+    s = {n * 2 for n in range(4)}
+    return x * len(s)
+
+
+def f_nested_comp(x):
+    rows = [[x * (i + j) for j in range(2)] for i in range(2)]
+    return rows[1][1] + rows[0][1]
+
+
+def f_comp_over_list_of_tensors(x):
+    xs = [x, x * 2, x * 3]
+    return [y.relu() for y in xs if y is not None][1]
+
+
+def f_genexpr(x):
+    return sum(x * i for i in range(4))
+
+
+def f_comp_closure(x):
+    k = 3
+    return [x * k + j for j in range(2)][1]
+
+
+# -- del, imports, return const, loops --------------------------------------------------------
+def f_del_local(x):
+    y = x * 2
+    z = y + 1
+    del y
+    return z
+
+
+def f_local_import(x):
+    import math as m
+    from math import pi
+    return x * m.sqrt(4.0) + pi
+
+
+def f_return_none(x):
+    x.add_(1)
+    return None
+
+
+def f_for_loop(x):
+    for i in range(3):
+        x = x * 2 + i
+    return x
+
+
+def f_for_over_tensors(x):
+    acc = x
+    for row in x:
+        acc = acc + row
+    return acc
+
+
+def f_while(x):
+    i = 0
+    while i < 3:
+        x = x + 1
+        i += 1
+    return x
+
+
+def f_assert(x):
+    assert x.dim() == 1, "needs a vector"
+    return x * 2
+
+
+def f_fstring_and_isinstance(x):
+    name = f"{x.shape[0]}-{x.dtype}"
+    return x + len(name) if isinstance(x, ember.Tensor) else x
+
+
+CORPUS = [
+    (f_slice_load, (t(5),)),
+    (f_slice_list, (t(3),)),
+    (f_slice_store, (t(5), t(4))),
+    (f_slice_store_list, (t(3),)),
+    (f_slice_var_bounds, (t(5), 4)),
+    (f_star_call, (t(3),)),
+    (f_star_tuple, (t(3),)),
+    (f_star_list, (t(3),)),
+    (f_dict_update, (t(3),)),
+    (f_unary_plus, (t(3),)),
+    (f_listcomp, (t(3),)),
+    (f_listcomp_shadow, (t(3),)),
+    (f_dictcomp, (t(3),)),
+    (f_setcomp, (t(3),)),
+    (f_nested_comp, (t(3),)),
+    (f_comp_over_list_of_tensors, (t(3),)),
+    (f_genexpr, (t(3),)),
+    (f_comp_closure, (t(3),)),
+    (f_del_local, (t(3),)),
+    (f_local_import, (t(3),)),
+    (f_return_none, (t(3),)),
+    (f_for_loop, (t(3),)),
+    (f_for_over_tensors, (t(3, 2),)),
+    (f_while, (t(3),)),
+    (f_assert, (t(3),)),
+    (f_fstring_and_isinstance, (t(3),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", CORPUS, ids=[f.__name__ for f, _ in CORPUS])
+def test_one_graph(fn, args):
+    run_both(fn, args, graphs=1)
+
+
+@pytest.mark.parametrize("cls", [Child, ChildTwoArg])
+def test_super_in_forward(cls):
+    ember.manual_seed(0)
+    m = cls()
+    x = t(2, 4)
+    run_both(m, (x,), graphs=1)
+
+
+# -- graph breaks where 3.12's stack layout differs ---------------------------------------------
+def f_break_in_loop(x):
+    for i in range(2):
+        x = x + 1
+        print("step", i)
+    return x * 2
+
+
+def f_break_in_comprehension(x):
+    ys = [x * i for i in range(2)]
+    print("between")
+    return [y.item() for y in ys[0][:1]][0] + ys[1]
+
+
+def f_break_before_slice(x):
+    y = x * 2
+    print("here")
+    return y[1:] + x[:-1]
+
+
+def f_break_in_or(x):
+    y = (x * 2).sum() or x
+    return y + 1
+
+
+def test_break_inside_for_loop(capsys):
+    e = run_both(f_break_in_loop, (t(3),), graphs=3, breaks=2)
+    assert all("print" in r.reason for r in e.break_reasons)
+
+
+def test_break_in_comprehension(capsys):
+    if sys.version_info >= (3, 12):
+        # inlined comprehension (PEP 709): the break at .item() is in the frame itself, so the
+        # resume function after it is captured too
+        e = run_both(f_break_in_comprehension, (t(3),), graphs=3, breaks=2)
+    else:
+        # 3.11: the comprehension is a nested function; a break inside it cannot break at its
+        # call (the function is not rebuilt in residual code yet), so that resume frame runs
+        # eagerly and says why
+        e = run_both(f_break_in_comprehension, (t(3),), graphs=1, breaks=3)
+        assert "cannot rebuild" in e.break_reasons[2].reason
+    assert "print" in e.break_reasons[0].reason
+    assert "item" in e.break_reasons[1].reason
+
+
+def test_break_before_slice(capsys):
+    run_both(f_break_before_slice, (t(4),), graphs=2, breaks=1)
+
+
+def test_break_in_or_graphs_have_no_unused_inputs():
+    # 3.12 compiles `a or b` to COPY / POP_JUMP_IF_TRUE / POP_TOP: the falsy value stays on the
+    # stack into the resume function, which pops it. It must not become an input of the graph.
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(gm)
+        return gm.forward
+    x = ember.zeros(3)
+    assert same(ember.compile(f_break_in_or, backend=backend)(x), f_break_in_or(x))
+    assert len(seen) == 2
+    for gm in seen:
+        for n in gm.graph.nodes:
+            if n.op == "placeholder":
+                assert n.users, gm.code
+
+
+def test_fullgraph_names_the_line_of_a_break_in_a_loop():
+    with pytest.raises(ember._dynamo.exc.Unsupported) as ei:
+        ember.compile(f_break_in_loop, backend="eager", fullgraph=True)(t(3))
+    assert "print" in str(ei.value)
+    assert 'print("step", i)' in str(ei.value) or "f_break_in_loop" in str(ei.value)
+
+
+def test_assert_failure_surfaces_like_eager():
+    with pytest.raises(AssertionError, match="needs a vector"):
+        ember.compile(f_assert, backend="eager")(t(2, 2))
+
+
+def test_unbound_local_surfaces_like_eager():
+    def f(x, flag):
+        if flag:
+            y = x * 2
+        return y + 1     # LOAD_FAST_CHECK on 3.12
+    opt = ember.compile(f, backend="eager")
+    assert same(opt(t(3), True), f(t(3), True))
+    with pytest.raises(UnboundLocalError):
+        opt(t(3), False)
