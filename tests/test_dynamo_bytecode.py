@@ -115,6 +115,11 @@ def f_dict_update(x):
     return d["a"] + d["b"] * d["c"]
 
 
+def f_set_update(x):
+    s = {*(1, 2), *[2, 3]}              # BUILD_SET / SET_UPDATE of constants
+    return x * len(s)
+
+
 def f_unary_plus(x):
     return +x * 2
 
@@ -244,6 +249,7 @@ CORPUS = [
     (f_star_tuple, (t(3),)),
     (f_star_list, (t(3),)),
     (f_dict_update, (t(3),)),
+    (f_set_update, (t(3),)),
     (f_unary_plus, (t(3),)),
     (f_listcomp, (t(3),)),
     (f_listcomp_shadow, (t(3),)),
