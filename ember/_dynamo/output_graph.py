@@ -89,10 +89,12 @@ class SideEffects:
             if isinstance(vt, ListVariable):
                 cg.lines.append(f"{target}[:] = {BaseListVariable.reconstruct(vt, cg)}")
             elif isinstance(vt, ConstDictVariable):
-                t = cg.temp()
+                # the new items first: they may be read from the dict itself (d[k] kept)
+                items, t = cg.temp(), cg.temp()
+                cg.lines.append(f"{items} = {ConstDictVariable.reconstruct(vt, cg)}")
                 cg.lines.append(f"{t} = {target}")
                 cg.lines.append(f"{t}.clear()")
-                cg.lines.append(f"{t}.update({ConstDictVariable.reconstruct(vt, cg)})")
+                cg.lines.append(f"{t}.update({items})")
         for obj, attrs in self.attrs.values():
             o = cg.source_expr(obj.source)
             for name, v in attrs.items():

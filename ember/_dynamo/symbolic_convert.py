@@ -453,7 +453,8 @@ class InstructionTranslatorBase:
         if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
                 and v.is_python_constant()):
             unimplemented("set of non-constant values")
-        target.value.add(v.as_python_constant())
+        # a new set, never the real one a resume function was passed (see _building)
+        self.stack[-inst.arg] = ConstantVariable(target.value | {v.as_python_constant()})
 
     def SET_UPDATE(self, inst):
         v = self.pop()
@@ -462,7 +463,8 @@ class InstructionTranslatorBase:
         if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
                 and all(i.is_python_constant() for i in items)):
             unimplemented("set of non-constant values")
-        target.value.update(i.as_python_constant() for i in items)
+        self.stack[-inst.arg] = ConstantVariable(
+            target.value | {i.as_python_constant() for i in items})
 
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))
@@ -499,26 +501,34 @@ class InstructionTranslatorBase:
             val = ascii(val)
         self.push(ConstantVariable(format(val, spec)))
 
+    # The container these build is usually new (no source), but in a resume function it is an
+    # argument: 3.12 inlines comprehensions, so a break inside one resumes with the partly built
+    # list on the stack. Then the append is a mutation of a real object, replayed after the graph.
+    def _building(self, depth):
+        target = self.stack[-depth]
+        self.output.side_effects.mutate(target)
+        return target
+
     def LIST_APPEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.append(v)
+        self._building(inst.arg).items.append(v)
 
     def LIST_EXTEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.extend(self.unpack(v))
+        self._building(inst.arg).items.extend(self.unpack(v))
 
     def LIST_TO_TUPLE(self, inst):
         self.push(TupleVariable(self.pop().items))
 
     def MAP_ADD(self, inst):
         k, v = self.popn(2)
-        self.stack[-inst.arg].items[k.as_python_constant()] = v
+        self._building(inst.arg).items[k.as_python_constant()] = v
 
     def DICT_UPDATE(self, inst):
         v = self.pop()
         if not isinstance(v, ConstDictVariable):
             unimplemented("dict update from a non-dict")
-        self.stack[-inst.arg].items.update(v.items)
+        self._building(inst.arg).items.update(v.items)
 
     DICT_MERGE = DICT_UPDATE
 
