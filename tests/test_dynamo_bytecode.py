@@ -448,3 +448,100 @@ def test_dict_side_effect_keeps_items_read_from_itself():
     out = ember.compile(f, backend="eager")(d, t(3))
     assert same(out, t(3) * 2)
     assert d["a"] is o and same(d["y"], t(3) + 1)
+
+
+# -- more of the language, the same graphs on 3.11 and 3.12 ---------------------------------------
+def f_chain_cmp(x):
+    n = x.shape[0]
+    return x * 2 if 1 < n < 5 else x
+def f_try(x):
+    try:
+        y = x * 2
+    except ValueError:
+        y = x
+    return y + 1
+def f_try_finally(x):
+    try:
+        return x * 2
+    finally:
+        pass
+def f_with_return(x):
+    with ember.no_grad():
+        return x * 2
+def f_match(x):
+    match x.dim():
+        case 1: return x + 1
+        case _: return x
+def f_walrus(x):
+    if (n := x.shape[0]) > 2:
+        return x * n
+    return x
+def f_kw(x):
+    return ember.sum(x, dim=0, keepdim=True)
+def f_lambda(x):
+    g = lambda a, b=2: a * b
+    return g(x) + g(x, b=3)
+def f_enum_zip(x):
+    acc = x
+    for i, (a, b) in enumerate(zip([x, x], [x * 2, x * 3])):
+        acc = acc + a * b * i
+    return acc
+def f_with_break(x):
+    with ember.no_grad():
+        y = x * 2
+        print("in")
+        z = y + 1
+    return z
+def f_fstr(x):
+    s = f"{x.shape!r:>10}{x.dim():03d}"
+    return x + len(s)
+def f_kwonly(x, *, k=2, **kw):
+    return x * k + kw.get("b", 0)
+def f_star_args(*args, **kwargs):
+    return args[0] * kwargs["s"]
+def f_is_not_none(x, y=None):
+    if y is not None:
+        return x + y
+    return x - 1
+def f_del_subscr(x):
+    d = {"a": x, "b": x * 2}
+    del d["a"]
+    l = [x, x * 3]
+    del l[0]
+    return d["b"] + l[0]
+def f_inplace_ops(x):
+    y = x.clone()
+    y += 1
+    y *= 2
+    y[0] = 5
+    return y
+def f_closure_cell(x):
+    c = 2
+    def inner(z):
+        nonlocal c
+        c += 1
+        return z * c
+    return inner(x) + c
+
+
+PARITY = [
+    (f_chain_cmp, (t(3),), {}, 1), (f_try, (t(3),), {}, 1), (f_try_finally, (t(3),), {}, 1),
+    (f_with_return, (t(3),), {}, 1), (f_match, (t(3),), {}, 1), (f_walrus, (t(3),), {}, 1),
+    (f_kw, (t(3),), {}, 1), (f_lambda, (t(3),), {}, 1), (f_enum_zip, (t(3),), {}, 1),
+    (f_with_break, (t(3),), {}, 2), (f_fstr, (t(3),), {}, 1),
+    (f_kwonly, (t(3),), {"k": 3, "b": 1}, 1), (f_star_args, (t(3), 1), {"s": 2}, 1),
+    (f_is_not_none, (t(3), t(3)), {}, 1), (f_del_subscr, (t(3),), {}, 1),
+    (f_inplace_ops, (t(3),), {}, 1), (f_closure_cell, (t(3),), {}, 1),
+]
+
+
+@pytest.mark.parametrize("fn,args,kwargs,graphs", PARITY, ids=[p[0].__name__ for p in PARITY])
+def test_parity(fn, args, kwargs, graphs, capsys):
+    e = ember._dynamo.explain(fn)(*_clone(args), **kwargs)
+    assert e.graph_count == graphs and e.graph_break_count == graphs - 1, e
+    ember._dynamo.reset()
+    cnt = CompileCounter()
+    opt = ember.compile(fn, backend=cnt)
+    assert same(opt(*_clone(args), **kwargs), fn(*_clone(args), **kwargs))
+    assert same(opt(*_clone(args), **kwargs), fn(*_clone(args), **kwargs))
+    assert cnt.frame_count == graphs
