@@ -42,7 +42,8 @@ def getitem(self, index):
 
 
 def setitem(self, index, value):
-    if value.__class__ is not Tensor:
+    # Subclasses (Parameter, FakeTensor) are tensors too; only numbers become 0-dim tensors.
+    if value.__class__ is not Tensor and not isinstance(value, Tensor):
         value = _value_tensor(self, value)
     if index is Ellipsis or index is None:
         return _copy_to(self, value)

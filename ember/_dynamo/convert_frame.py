@@ -19,6 +19,7 @@ from .._core.codegen import compile_source
 from . import config
 from .exc import RecompileError, RestartAnalysis, Unsupported, UserErrorDuringTrace
 from .guards import build_guard_fn, failure_reason
+from .source import local_expr
 
 __all__ = ["FrameState", "get_frame_state"]
 
@@ -82,7 +83,7 @@ class FrameState:
         self.dispatch = self._make_dispatch()
 
     def _make_dispatch(self):
-        params = ", ".join(list(self.argnames) + ["___closure"])
+        params = ", ".join([*map(local_expr, self.argnames), "___closure"])
         src = (f"def ___dispatch_{self.code.co_name.strip('<>')}({params}):\n"
                f"    for ___g, ___r in ___entries:\n"
                f"        if ___g({params}):\n"
@@ -225,7 +226,7 @@ class FrameState:
         ns = cg.ns
         from .source import iter_rest
         ns.update(___sys_modules=sys.modules, ___iter_rest=iter_rest, ___G=self.f_globals, ___setattr=setattr, ___getattr=getattr, ___iter=iter)
-        params = ", ".join(list(self.argnames) + ["___closure"])
+        params = ", ".join([*map(local_expr, self.argnames), "___closure"])
         body = "\n".join("    " + line for line in cg.lines) or "    return None"
         src = f"def ___residual({params}):\n{body}\n"
         compile_source(src, f"<ember dynamo residual {label}>", ns)

@@ -14,6 +14,7 @@ import types
 
 from .._core.codegen import compile_source
 from .._dispatch import tls as _tls
+from .source import local_expr
 
 __all__ = ["Guard", "GuardSet", "build_guard_fn"]
 
@@ -186,7 +187,7 @@ def build_guard_fn(guard_set, argnames, f_globals, label):
     ns = _base_namespace()
     ns.update(guard_set.namespace)
     ns["___G"] = f_globals
-    params = ", ".join(list(argnames) + ["___closure"])
+    params = ", ".join([*map(local_expr, argnames), "___closure"])
     names, assigns = {}, []
     body = []  # (assignment lines, condition, guard index)
     for i, g in enumerate(guard_set.guards):

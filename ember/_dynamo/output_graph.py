@@ -89,10 +89,12 @@ class SideEffects:
             if isinstance(vt, ListVariable):
                 cg.lines.append(f"{target}[:] = {BaseListVariable.reconstruct(vt, cg)}")
             elif isinstance(vt, ConstDictVariable):
-                t = cg.temp()
+                # the new items first: they may be read from the dict itself (d[k] kept)
+                items, t = cg.temp(), cg.temp()
+                cg.lines.append(f"{items} = {ConstDictVariable.reconstruct(vt, cg)}")
                 cg.lines.append(f"{t} = {target}")
                 cg.lines.append(f"{t}.clear()")
-                cg.lines.append(f"{t}.update({ConstDictVariable.reconstruct(vt, cg)})")
+                cg.lines.append(f"{t}.update({items})")
         for obj, attrs in self.attrs.values():
             o = cg.source_expr(obj.source)
             for name, v in attrs.items():
@@ -409,6 +411,7 @@ class OutputGraph:
             cg.lines.append(f"# graph break{where}: {reason.reason.splitlines()[0]}")
         if self.count_ops():
             self.graph.output(tuple(outs))
+            self._remove_unused_tensor_inputs()
             gm = GraphModule(self.attrs, self.graph)
             compiled = self.call_backend(gm, reason)
             args = [n.meta["source"].expr() for n in self.graph.nodes if n.op == "placeholder"]
@@ -417,6 +420,16 @@ class OutputGraph:
         self.side_effects.codegen(cg)
         tail(cg)
         return cg
+
+    def _remove_unused_tensor_inputs(self):
+        from .._tensor import Tensor
+        # As PyTorch's remove_unused_graphargs: a tensor read but never used by an op (say a
+        # value that 3.12's `a or b` leaves on the stack for a resume function to pop) is not
+        # an input of the graph. Its guards stay: they came from where it was read.
+        for node in list(self.root_graph.nodes):
+            if (node.op == "placeholder" and not node.users
+                    and isinstance(node.meta.get("val"), Tensor)):
+                self.root_graph.erase_node(node)
 
     def call_backend(self, gm, reason):
         from . import eval_frame

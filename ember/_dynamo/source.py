@@ -3,8 +3,19 @@ item, a closure cell). A source names the value for guards and logs (``L['x']``,
 ``L['self'].fc.weight``, PyTorch's spelling) and gives the Python expression that reads it again
 in the generated guard and residual functions, whose parameters are the frame's arguments."""
 
-__all__ = ["Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
+import keyword
+
+__all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
            "ClosureSource", "DefaultsSource", "ModuleGlobalSource"]
+
+
+def local_expr(name):
+    """The parameter name a frame's local ``name`` gets in generated code. Locals need not be
+    identifiers: pytest's assertion rewriting names them ``@py_assert1``; those are spelled
+    ``___L_40_py_assert1`` (the code points of the other characters, in hex)."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    return "___L_" + "".join(c if c.isalnum() or c == "_" else f"{ord(c):x}_" for c in name)
 
 
 class Source:
@@ -34,7 +45,7 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def expr(self):
-        return self.local_name
+        return local_expr(self.local_name)
 
 
 class GlobalSource(Source):

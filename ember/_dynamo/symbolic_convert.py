@@ -446,6 +446,26 @@ class InstructionTranslatorBase:
         # a set of constants, folded (its methods run on the Python set made for this trace)
         self.push(ConstantVariable({i.as_python_constant() for i in items}))
 
+    def SET_ADD(self, inst):
+        # set comprehensions; sets hold constants only (see BUILD_SET)
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
+                and v.is_python_constant()):
+            unimplemented("set of non-constant values")
+        # a new set, never the real one a resume function was passed (see _building)
+        self.stack[-inst.arg] = ConstantVariable(target.value | {v.as_python_constant()})
+
+    def SET_UPDATE(self, inst):
+        v = self.pop()
+        target = self.stack[-inst.arg]
+        items = self.unpack(v)
+        if not (isinstance(target, ConstantVariable) and isinstance(target.value, set)
+                and all(i.is_python_constant() for i in items)):
+            unimplemented("set of non-constant values")
+        self.stack[-inst.arg] = ConstantVariable(
+            target.value | {i.as_python_constant() for i in items})
+
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))
 
@@ -481,26 +501,34 @@ class InstructionTranslatorBase:
             val = ascii(val)
         self.push(ConstantVariable(format(val, spec)))
 
+    # The container these build is usually new (no source), but in a resume function it is an
+    # argument: 3.12 inlines comprehensions, so a break inside one resumes with the partly built
+    # list on the stack. Then the append is a mutation of a real object, replayed after the graph.
+    def _building(self, depth):
+        target = self.stack[-depth]
+        self.output.side_effects.mutate(target)
+        return target
+
     def LIST_APPEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.append(v)
+        self._building(inst.arg).items.append(v)
 
     def LIST_EXTEND(self, inst):
         v = self.pop()
-        self.stack[-inst.arg].items.extend(self.unpack(v))
+        self._building(inst.arg).items.extend(self.unpack(v))
 
     def LIST_TO_TUPLE(self, inst):
         self.push(TupleVariable(self.pop().items))
 
     def MAP_ADD(self, inst):
         k, v = self.popn(2)
-        self.stack[-inst.arg].items[k.as_python_constant()] = v
+        self._building(inst.arg).items[k.as_python_constant()] = v
 
     def DICT_UPDATE(self, inst):
         v = self.pop()
         if not isinstance(v, ConstDictVariable):
             unimplemented("dict update from a non-dict")
-        self.stack[-inst.arg].items.update(v.items)
+        self._building(inst.arg).items.update(v.items)
 
     DICT_MERGE = DICT_UPDATE
 
