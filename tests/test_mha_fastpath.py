@@ -224,3 +224,40 @@ def test_transformer_fast_path_off_gives_the_same_numbers():
         finally:
             ember.backends.mha.set_fastpath_enabled(True)
     np.testing.assert_allclose(fused.numpy(), general.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_out_variants_write_the_functional_results():
+    """The generated out= variants of the fast-path ops give what the functional ops return."""
+    aten = ember.ops.aten
+    x = ember.tensor(RNG.randn(3, 2, 5, 5).astype(np.float32))
+    mask = ember.tensor(KPM)
+    want = aten._masked_softmax(x, mask, 3, 1)
+    out = ember.empty(0)
+    aten._masked_softmax.out(x, mask, 3, 1, out=out)
+    np.testing.assert_array_equal(out.numpy(), want.numpy())
+    grad = ember.tensor(RNG.randn(3, 2, 5, 5).astype(np.float32))
+    full = ember.tensor(np.broadcast_to(CAUSAL, (3, 2, 5, 5)).copy())
+    y = aten._masked_softmax(x, full, 3, 2)
+    out = ember.empty(0)
+    aten._masked_softmax_backward.out(grad, y, full, 3, out=out)
+    np.testing.assert_array_equal(out.numpy(),
+                                  aten._masked_softmax_backward(grad, y, full, 3).numpy())
+    qkv, bias = ember.tensor(RNG.randn(2, 5, 24).astype(np.float32)), ember.zeros(24)
+    outs = [ember.empty(0) for _ in range(3)]
+    aten._transform_bias_rescale_qkv.out(qkv, bias, 4, out0=outs[0], out1=outs[1], out2=outs[2])
+    for o, w in zip(outs, aten._transform_bias_rescale_qkv(qkv, bias, 4)):
+        np.testing.assert_array_equal(o.numpy(), w.numpy())
+    q = ember.tensor(X[:2])
+    params = [ember.tensor(RNG.randn(*s).astype(np.float32))
+              for s in [(24, 8), (24,), (8, 8), (8,)]]
+    o0, o1 = ember.empty(0), ember.empty(0)
+    aten._native_multi_head_attention.out(q, q, q, 8, 2, *params, out0=o0, out1=o1)
+    w0, w1 = aten._native_multi_head_attention(q, q, q, 8, 2, *params)
+    np.testing.assert_array_equal(o0.numpy(), w0.numpy())
+    np.testing.assert_array_equal(o1.numpy(), w1.numpy())
+    layer = [ember.tensor(RNG.randn(*s).astype(np.float32)) for s in
+             [(24, 8), (24,), (8, 8), (8,), (8,), (8,), (8,), (8,), (16, 8), (16,), (8, 16), (8,)]]
+    args = (q, 8, 2, *layer[:4], False, False, 1e-5, *layer[4:])
+    out = ember.empty(0)
+    aten._transformer_encoder_layer_fwd.out(*args, out=out)
+    np.testing.assert_array_equal(out.numpy(), aten._transformer_encoder_layer_fwd(*args).numpy())
