@@ -72,6 +72,25 @@ def ignore(drop=False, **kwargs):
     return decorator
 
 
+def _warn_at_user_frame(message, category, frame=None):
+    """Warn at the nearest frame outside the ember package (the user's line), since the call
+    that triggers the warning is reached through several ember layers."""
+    import os
+    import sys
+    import warnings
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = frame or sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__"),
+                           registry=g.setdefault("__warningregistry__", {}))
+
+
 def _unused_stub(name):
     def stub(*args, **kwargs):
         raise RuntimeError(f"This Python function is annotated to be ignored and cannot be run "

@@ -50,17 +50,18 @@ class _Capture:
             else:
                 if self.mode is None:
                     self.mode = "compiled"
-                    warnings.warn(f"ember.jit.script({self.what}): captured whole by "
-                                  "ember.compile(fullgraph=True, backend='eager'); it runs as "
-                                  "that graph (not TorchScript)", UserWarning, stacklevel=4)
+                    _internal._warn_at_user_frame(
+                        f"ember.jit.script({self.what}): captured whole by "
+                        "ember.compile(fullgraph=True, backend='eager'); it runs as that graph "
+                        "(not TorchScript)", UserWarning)
                 return out
         return self.fn(*args, **kwargs)
 
     def _switch_to_eager(self):
         self.mode = "eager"
-        warnings.warn(f"ember.jit.script({self.what}): ember.compile(fullgraph=True) could not "
-                      f"capture it ({self.reason}); it runs eagerly as Python", UserWarning,
-                      stacklevel=5)
+        _internal._warn_at_user_frame(
+            f"ember.jit.script({self.what}): ember.compile(fullgraph=True) could not capture it "
+            f"({self.reason}); it runs eagerly as Python", UserWarning)
 
     def graph_module(self, attr):
         if self.mode is None:
@@ -301,6 +302,8 @@ class ScriptFunction:
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """A module or function run through ``ember.compile(fullgraph=True, backend="eager")``,
     eagerly where that capture fails; see the package docstring for what this is and is not."""
+    warnings.warn("`torch.jit.script` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+                  DeprecationWarning)
     if optimize is not None:
         warnings.warn("`optimize` is deprecated and has no effect. Use `with "
                       "torch.jit.optimized_execution()` instead", FutureWarning, stacklevel=2)

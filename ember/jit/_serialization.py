@@ -2,6 +2,7 @@
 ``ember.export`` program (``ember.export.save``'s zip) with a marker naming what it was;
 ``load`` gives back a ``RecursiveScriptModule`` running that program."""
 import json
+import warnings
 
 __all__ = ["save", "load"]
 
@@ -12,6 +13,8 @@ def save(m, f, _extra_files=None):
     """Write ``m`` (a ``ScriptModule`` or ``ScriptFunction``) to the path or file ``f``."""
     from ..export import save as export_save
     from ._script import ScriptFunction, ScriptModule
+    warnings.warn("`torch.jit.save` is deprecated. Please switch to `torch.export`.",
+                  DeprecationWarning)
     if not isinstance(m, (ScriptModule, ScriptFunction)):
         raise AttributeError(f"'{type(m).__name__}' object has no attribute 'save'")
     if hasattr(f, "__fspath__"):
@@ -27,6 +30,8 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     import zipfile
     from ..export import load as export_load
     from ._script import RecursiveScriptModule
+    warnings.warn("`torch.jit.load` is deprecated. Please switch to `torch.export`.",
+                  DeprecationWarning)
     if hasattr(f, "__fspath__"):
         f = f.__fspath__()
     if isinstance(f, str):

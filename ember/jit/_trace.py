@@ -70,25 +70,18 @@ class _ConversionWarnings(TorchDispatchMode):
         import ember._tensor as tensor_module
         frame = sys._getframe(2)
         kind = "a Python number"
-        # the user's frame is the one that called the Tensor conversion method
+        # which Tensor conversion method asked for the value
         while frame is not None:
             code = frame.f_code
             if code.co_filename == tensor_module.__file__ and code.co_name in _CONVERSIONS:
                 kind = _CONVERSIONS[code.co_name]
-                while frame is not None and frame.f_code.co_filename == tensor_module.__file__:
-                    frame = frame.f_back
                 break
             frame = frame.f_back
-        if frame is None:
-            frame = sys._getframe(2)
-        msg = (f"Converting a tensor to {kind} might cause the trace to be incorrect. We can't "
-               "record the data flow of Python values, so this value will be treated as a "
-               "constant in the future. This means that the trace might not generalize to other "
-               "inputs!")
-        g = frame.f_globals
-        warnings.warn_explicit(msg, TracerWarning, frame.f_code.co_filename, frame.f_lineno,
-                               module=g.get("__name__"),
-                               registry=g.setdefault("__warningregistry__", {}))
+        _internal._warn_at_user_frame(
+            f"Converting a tensor to {kind} might cause the trace to be incorrect. We can't "
+            "record the data flow of Python values, so this value will be treated as a "
+            "constant in the future. This means that the trace might not generalize to other "
+            "inputs!", TracerWarning, frame or sys._getframe(2))
 
 
 _STRICT_MSG = ("Encountering a {} at the output of the tracer might cause the trace to be "
@@ -100,11 +93,12 @@ _STRICT_MSG = ("Encountering a {} at the output of the tracer might cause the tr
 
 
 def _check_strict(out):
-    if isinstance(out, list):
-        raise RuntimeError(_STRICT_MSG.format("list"))
+    """PyTorch's strict mode: a dict output is an error, a list output a warning."""
     if isinstance(out, dict):
         raise RuntimeError(_STRICT_MSG.format("dict"))
-    if isinstance(out, tuple):
+    if isinstance(out, list):
+        _internal._warn_at_user_frame(_STRICT_MSG.format("list"), TracerWarning)
+    if isinstance(out, (tuple, list)):
         for o in out:
             _check_strict(o)
 
@@ -242,6 +236,8 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     (for an ``nn.Module``) or a ``ScriptFunction`` (for a function); see the module docstring."""
     from ..nn import Module
     from ._script import ScriptFunction, ScriptModule, TracedModule
+    warnings.warn("`torch.jit.trace` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+                  DeprecationWarning)
     if isinstance(func, ScriptModule):
         warnings.warn("The input to trace is already a ScriptModule, tracing it is a no-op. "
                       "Returning the object as is.", stacklevel=2)
@@ -279,6 +275,8 @@ def trace_module(mod, inputs, check_trace=True, check_inputs=None, check_toleran
                  _compilation_unit=None, example_inputs_is_kwarg=False, _store_inputs=True):
     """``inputs``: ``{"forward": example_inputs}`` (PyTorch's form). Only ``forward`` is traced
     into the returned module; other method names raise (ember records one entry point)."""
+    warnings.warn("`torch.jit.trace_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+                  DeprecationWarning)
     if not isinstance(inputs, dict):
         raise AttributeError("expected a dictionary of (method_name, input) pairs")
     extra = [k for k in inputs if k != "forward"]
