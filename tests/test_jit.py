@@ -282,3 +282,70 @@ def test_script_save_requires_a_call_and_load_errors(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         ember.jit.load(str(tmp_path / "missing.pt"))
     assert ember.jit.script(sm) is sm
+
+
+def test_save_of_an_eager_fallback_with_data_dependent_flow_explains(tmp_path):
+    class Branchy(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = ember.jit.script(Branchy())
+        sm(ember.ones(2))
+        with pytest.raises(RuntimeError, match="data-dependent Python control flow cannot be"):
+            sm.save(tmp_path / "b.pt")
+
+
+# A training script as users write it; run as-is under PyTorch and with `import ember as torch`.
+PROGRAM = '''
+import io
+import warnings
+import torch
+import torch.nn as nn
+
+warnings.simplefilter("ignore")
+torch.manual_seed(0)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.body(x).squeeze(-1)
+
+x = torch.randn(64, 8)
+y = x.sum(dim=1, keepdim=False) * 0.5
+net = torch.jit.script(Net())
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+losses = []
+for step in range(30):
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(net(x), y)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+buf = io.BytesIO()
+torch.jit.save(net, buf)
+buf.seek(0)
+loaded = torch.jit.load(buf)
+with torch.no_grad():
+    max_diff = (loaded(x) - net(x)).abs().max().item()
+traced = torch.jit.trace(net, x)
+trace_diff = (traced(x) - net(x)).abs().max().item()
+'''
+
+
+@pytest.mark.parametrize("lib", ["ember", "torch"])
+def test_training_script_runs_unmodified(lib, tmp_path):
+    import importlib.util
+    src = PROGRAM if lib == "torch" else PROGRAM.replace("import torch\n", "import ember as torch\n") \
+        .replace("import torch.nn as nn", "import ember.nn as nn")
+    path = tmp_path / f"train_{lib}.py"  # a file: torch.jit.script reads the class's source
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"train_{lib}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    env = vars(module)
+    assert env["losses"][-1] < 0.5 * env["losses"][0]
+    assert env["max_diff"] < 1e-5 and env["trace_diff"] < 1e-5

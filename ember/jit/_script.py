@@ -137,7 +137,8 @@ class ScriptModule(Module):
                                "the scripted module once first (ember exports the program "
                                "traced on the first call's inputs)")
         args, kwargs = inputs
-        return export(self._export_target(), tuple(args), kwargs or None)
+        return _export_or_explain(export, self._export_target(), args, kwargs,
+                                  type(self).__name__)
 
     def _export_target(self):
         return self.__dict__["_original"]
@@ -225,6 +226,17 @@ class TracedModule(ScriptModule):
         return self  # the recorded graph itself, not a new run of the Python code
 
 
+def _export_or_explain(export, target, args, kwargs, what):
+    """``ember.export`` of ``target`` on the recorded inputs; its failure (data-dependent
+    Python control flow cannot be exported) says that it is ``save`` that needs the export."""
+    try:
+        return export(target, tuple(args), kwargs or None)
+    except Exception as e:
+        raise RuntimeError(f"{what}.save: ember.jit saves through ember.export, which could not "
+                           f"export this program on the recorded inputs ({type(e).__name__}: "
+                           f"{e}); data-dependent Python control flow cannot be saved") from e
+
+
 class _FunctionAsModule(Module):
     """A function as a module's forward, so that ``ember.export`` can take it."""
 
@@ -289,7 +301,7 @@ class ScriptFunction:
                                f"{self.name}; call it once first")
         args, kwargs = self._example_inputs
         body = self if self._capture is None else self._fn
-        return export(_FunctionAsModule(body), tuple(args), kwargs or None)
+        return _export_or_explain(export, _FunctionAsModule(body), args, kwargs, "ScriptFunction")
 
     def save(self, f, _extra_files=None):
         from . import _serialization
