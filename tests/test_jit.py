@@ -174,9 +174,16 @@ def test_tracer_warning_on_data_dependent_branch_matches_pytorch():
     assert ember.jit.is_tracing() is False
 
     def g(x):
-        return x * float(x.max())
-    with pytest.warns(ember.jit.TracerWarning, match="to a Python float"):
+        return x * float(x.max()) + x[0].item()
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
         ember.jit.trace(g, ember.ones(2))
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        torch.jit.trace(g, torch.ones(2))
+    assert [str(w.message) for w in got if w.category is ember.jit.TracerWarning] == \
+        [str(w.message) for w in want if w.category is torch.jit.TracerWarning][:2]
+    assert all(w.filename == __file__ for w in got if w.category is ember.jit.TracerWarning)
 
 
 def test_check_trace_catches_a_diverging_graph():
@@ -257,6 +264,8 @@ def test_ignore_unused_export_and_helpers():
     assert ember.jit.is_scripting() is False
     fut = ember.jit.fork(ember.add, ember.ones(2), 1)
     np.testing.assert_array_equal(_np(ember.jit.wait(fut)), [2, 2])
+    with pytest.raises(ZeroDivisionError):
+        ember.jit.fork(lambda: 1 / 0)
 
 
 def _plus_one(x):

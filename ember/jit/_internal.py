@@ -80,7 +80,9 @@ def _warn_at_user_frame(message, category, frame=None):
     import warnings
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame = frame or sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(root):
+    # ember's generated code (dispatch entries, operator methods) is named "<ember ...>"
+    while frame is not None and (frame.f_code.co_filename.startswith(root)
+                                 or frame.f_code.co_filename.startswith("<ember")):
         frame = frame.f_back
     if frame is None:
         warnings.warn(message, category)
@@ -126,10 +128,7 @@ def fork(func, *args, **kwargs):
     """Run ``func(*args, **kwargs)`` now and return a completed :class:`ember.futures.Future`
     (PyTorch's eager ``fork`` also runs synchronously outside TorchScript)."""
     fut = Future()
-    try:
-        fut.set_result(func(*args, **kwargs))
-    except Exception as e:  # surfaces at wait(), as PyTorch's future
-        fut.set_exception(e)
+    fut.set_result(func(*args, **kwargs))  # an exception propagates here, as PyTorch's eager fork
     return fut
 
 
