@@ -358,3 +358,23 @@ def test_training_script_runs_unmodified(lib, tmp_path):
     env = vars(module)
     assert env["losses"][-1] < 0.5 * env["losses"][0]
     assert env["max_diff"] < 1e-5 and env["trace_diff"] < 1e-5
+
+
+def test_trace_kwargs_is_tracing_and_load_map_location(tmp_path):
+    seen = []
+
+    def f(x, *, scale):
+        seen.append(ember.jit.is_tracing())
+        return (x * scale, x.sum())
+
+    tf = ember.jit.trace(f, example_kwarg_inputs={"x": ember.ones(2), "scale": ember.full((2,), 3.0)})
+    assert seen[0] is True and ember.jit.is_tracing() is False
+    out = tf(x=ember.arange(2.0), scale=ember.full((2,), 2.0))
+    assert isinstance(out, tuple)
+    np.testing.assert_array_equal(_np(out[0]), [0, 2])
+    assert out[1].item() == 1.0
+    tf.save(tmp_path / "f.pt")
+    loaded = ember.jit.load(tmp_path / "f.pt", map_location="cpu")
+    out = loaded(scale=ember.full((2,), 2.0), x=ember.arange(2.0))  # any keyword order
+    np.testing.assert_array_equal(_np(out[0]), [0, 2])
+    assert out[1].item() == 1.0

@@ -167,8 +167,9 @@ class RecursiveScriptModule(ScriptModule):
 
     def forward(self, *args, **kwargs):
         capture = self.__dict__["_capture"]
-        if capture is None:
-            return self._original(*args, **kwargs)
+        if capture is None:  # a loaded program: its inputs are the flattened user inputs
+            return self._original(*_program_inputs(self.__dict__["_program_loaded"], args,
+                                                   kwargs))
         out = capture(*args, **kwargs)
         if self.__dict__["_example_inputs"] is None:
             object.__setattr__(self, "_example_inputs", capture.example_inputs)
@@ -193,6 +194,18 @@ class RecursiveScriptModule(ScriptModule):
 
     def extra_repr(self):
         return f"original_name={self.original_name}"
+
+
+def _program_inputs(program, args, kwargs):
+    """The leaves of ``(args, kwargs)`` in the program's input order: keyword inputs are named
+    by their keys in the signature, so they are put in that order whatever order they come in."""
+    if kwargs:
+        from ..export import InputKind
+        names = [s.arg.name for s in program.graph_signature.input_specs
+                 if s.kind == InputKind.USER_INPUT]
+        order = [n for n in names if n in kwargs]
+        kwargs = {n: kwargs[n] for n in order + [k for k in kwargs if k not in order]}
+    return pytree.tree_leaves((tuple(args), dict(kwargs)))
 
 
 class TracedModule(ScriptModule):
