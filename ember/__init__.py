@@ -90,4 +90,5 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
+from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load on the compile pipeline)
 from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)

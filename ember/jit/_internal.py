@@ -1,0 +1,137 @@
+"""The decorators and markers of ``torch.jit`` (PyTorch's ``torch._jit_internal``): they tag
+functions with ``_torchscript_modifier`` exactly as PyTorch does, or are the identity where
+PyTorch's eager behaviour is the identity (``annotate``, ``Attribute``, ``Final``)."""
+import typing
+
+from ..futures import Future
+
+__all__ = ["FunctionModifiers", "export", "ignore", "unused", "annotate", "Attribute", "Final",
+           "is_scripting", "is_tracing", "fork", "wait", "get_torchscript_modifier"]
+
+Final = typing.Final
+
+
+class FunctionModifiers:
+    """How a function is treated when its module is scripted (PyTorch's strings)."""
+    UNUSED = "unused (ignored and replaced with raising of an exception)"
+    IGNORE = "ignore (leave as a call to Python, cannot be torch.jit.save'd)"
+    EXPORT = "export (compile this function even if nothing calls it)"
+    DEFAULT = "default (compile if called from an exported function / forward)"
+    COPY_TO_SCRIPT_WRAPPER = (
+        "if this method is not scripted, copy the python method onto the scripted model")
+    _DROP = "_drop (function is fully ignored, declaration can be unscriptable)"
+
+
+def get_torchscript_modifier(fn):
+    if not callable(fn):
+        return None
+    if hasattr(fn, "__func__"):
+        fn = fn.__func__
+    return getattr(fn, "_torchscript_modifier", FunctionModifiers.DEFAULT)
+
+
+def export(fn):
+    """Mark a method as an entry point of the scripted module (it stays callable on it)."""
+    fn._torchscript_modifier = FunctionModifiers.EXPORT
+    return fn
+
+
+def unused(fn):
+    """Mark a function so that a scripted module raises instead of running it."""
+    if isinstance(fn, property):
+        fn.fget._torchscript_modifier = FunctionModifiers.UNUSED
+        if fn.fset:
+            fn.fset._torchscript_modifier = FunctionModifiers.UNUSED
+        return fn
+    fn._torchscript_modifier = FunctionModifiers.UNUSED
+    return fn
+
+
+def ignore(drop=False, **kwargs):
+    """Leave a function as a Python call (``drop=True``: as :func:`unused`). Usable bare
+    (``@ignore``) or called (``@ignore(drop=True)``), as PyTorch's."""
+    if callable(drop):
+        fn = drop
+        fn._torchscript_modifier = FunctionModifiers.IGNORE
+        return fn
+    if not isinstance(drop, bool):
+        raise RuntimeError("Argument to @torch.jit.ignore must be a bool or "
+                           f"a function but got {drop}")
+    drop_on_export = kwargs.pop("drop_on_export", None)
+    if drop_on_export:
+        import warnings
+        warnings.warn("ignore(drop_on_export=True) has been deprecated. TorchScript will now drop "
+                      "the function call on compilation. Use torch.jit.unused now. {}",
+                      category=FutureWarning)
+        drop = drop_on_export
+
+    def decorator(fn):
+        fn._torchscript_modifier = (FunctionModifiers.UNUSED if drop
+                                    else FunctionModifiers.IGNORE)
+        return fn
+    return decorator
+
+
+def _warn_at_user_frame(message, category, frame=None):
+    """Warn at the nearest frame outside the ember package (the user's line), since the call
+    that triggers the warning is reached through several ember layers."""
+    import os
+    import sys
+    import warnings
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = frame or sys._getframe(1)
+    # ember's generated code (dispatch entries, operator methods) is named "<ember ...>"
+    while frame is not None and (frame.f_code.co_filename.startswith(root)
+                                 or frame.f_code.co_filename.startswith("<ember")):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category)
+        return
+    g = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=g.get("__name__"),
+                           registry=g.setdefault("__warningregistry__", {}))
+
+
+def _unused_stub(name):
+    def stub(*args, **kwargs):
+        raise RuntimeError(f"This Python function is annotated to be ignored and cannot be run "
+                           f"(method {name!r} is @torch.jit.unused)")
+    return stub
+
+
+def annotate(the_type, the_value):
+    """Give ``the_value`` a type for the TorchScript compiler; in Python it is ``the_value``."""
+    return the_value
+
+
+def Attribute(value, type):  # noqa: A002 (PyTorch's parameter name)
+    """Declare a module attribute's type; in Python it is ``value``."""
+    return value
+
+
+def is_scripting():
+    """False: ember's ``script`` runs the Python code itself (captured by ``ember.compile`` or
+    eagerly), never a TorchScript compilation, so the Python branch is the one that runs."""
+    return False
+
+
+_tracing_depth = 0
+
+
+def is_tracing():
+    """True while :func:`ember.jit.trace` records a graph."""
+    return _tracing_depth > 0
+
+
+def fork(func, *args, **kwargs):
+    """Run ``func(*args, **kwargs)`` now and return a completed :class:`ember.futures.Future`
+    (PyTorch's eager ``fork`` also runs synchronously outside TorchScript)."""
+    fut = Future()
+    fut.set_result(func(*args, **kwargs))  # an exception propagates here, as PyTorch's eager fork
+    return fut
+
+
+def wait(future):
+    """The value of a future returned by :func:`fork`."""
+    return future.wait()
