@@ -91,7 +91,7 @@ def _numpy_dtype(np_dtype):
 def _leaf_dtype(x):
     """The dtype PyTorch infers for one scalar of a nested sequence."""
     if x.__class__ in _PY_SCALARS:
-        from ._kernels.meta.factory import scalar_dtype
+        from ._kernels.rules.factory import scalar_dtype
         return scalar_dtype(x)
     if isinstance(x, np.generic):
         return _numpy_dtype(x.dtype)
@@ -102,7 +102,7 @@ def _leaf_dtype(x):
     if isinstance(x, str):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if isinstance(x, _PY_SCALARS):  # subclasses of Python numbers
-        from ._kernels.meta.factory import scalar_dtype
+        from ._kernels.rules.factory import scalar_dtype
         return scalar_dtype(x)
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
 
@@ -149,7 +149,7 @@ def _checked_astype(arr, target):
     """``arr`` (int64/float64/complex/bool work array) as ``target``: integer targets reject values
     out of range as PyTorch does (unsigned ones wrap negatives down to -max)."""
     if target._category == _dt.INTEGRAL and arr.dtype.kind in "iuf":
-        from ._kernels.meta.factory import LIMITS
+        from ._kernels.rules.factory import LIMITS
         lo, hi = LIMITS[target]
         if arr.dtype.kind == "f":
             bad = ~np.isfinite(arr) | (arr < lo) | (arr > hi)

@@ -1,7 +1,7 @@
 """CPU factory kernels: allocation (empty, empty_strided), constant tensors (zeros, ones, full,
 scalar_tensor), in-place fills (fill_, zero_) and resize_.
 
-Dtype inference and argument checks come from the meta rules (``meta/factory.py``) so both
+Dtype inference and argument checks come from the rules (``rules/factory.py``) so both
 devices agree on every result's dtype and on every error.
 """
 import numpy as np
@@ -13,7 +13,7 @@ from ...backends._context import fill_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
 from ..._tensor import empty_tensor, make_tensor
-from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
+from ..rules.factory import check_fits, check_size, memory_format_strides, scalar_dtype
 from ._util import nd, wrap
 from .copy import copy_
 

@@ -7,7 +7,7 @@ exactly ``end``.
 import numpy as np
 
 from ..._core.dtype import get_default_dtype
-from ..meta.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
+from ..rules.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
 from ._util import wrap
 
 __all__ = ["arange", "arange_start", "arange_start_step", "linspace", "eye", "eye_m"]

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.promotion import result_type_of
-from ..meta.factory import linspace_dtype
+from ..rules.factory import linspace_dtype
 from .factory_more import linspace
 from .pointwise import as_array
 from ._util import nd, wrap

@@ -16,7 +16,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core import strides as _st
 from ...random import generator_of
-from ..meta.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
+from ..rules.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
                             random_default_bounds)
 from ..meta.random_ops import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
                                check_cauchy, check_exponential, check_geometric,

@@ -329,7 +329,7 @@ def masked_fill_Scalar(self, mask, value):
 def masked_fill_Tensor(self, mask, value):
     if value._dtype.is_complex and not self._dtype.is_complex and value.dim() == 0:
         # the value is read as a scalar of self's type: an imaginary part cannot fit
-        from ..meta.factory import check_fits
+        from ..rules.factory import check_fits
         check_fits(complex(nd(value)), self._dtype)
     return _masked_fill(self, mask, nd(value), value)
 

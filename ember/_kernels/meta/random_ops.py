@@ -10,7 +10,7 @@ from ..._core import dtype as _dt
 from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from .factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
+from ..rules.factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
 
 __all__ = ["meta_randperm_generator_out", "meta_bernoulli__Tensor", "meta_bernoulli__float",
            "meta_multinomial", "meta_poisson", "meta_exponential_", "meta_geometric_",

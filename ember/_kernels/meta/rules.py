@@ -10,7 +10,7 @@ __all__ = ["meta_empty_memory_format", "meta_empty_strided", "meta_copy_", "chec
 
 def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                              memory_format=None):
-    from .factory import memory_format_strides
+    from ..rules.factory import memory_format_strides
     stride = None if memory_format is None else memory_format_strides(size, memory_format)
     return empty_tensor(size, dtype or get_default_dtype(), META, stride)
 

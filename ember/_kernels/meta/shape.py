@@ -247,7 +247,7 @@ def check_masked_fill(self, mask, value=None, scalar=None):
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
     if scalar is not None:
-        from .factory import check_fits
+        from ..rules.factory import check_fits
         check_fits(scalar, self._dtype)
     return _st.broadcast_shapes(self._size, mask._size)
 
