@@ -15,6 +15,7 @@ gets without writing them (PyTorch generates the same):
 """
 import importlib
 import os
+import pkgutil
 
 import yaml
 
@@ -35,13 +36,42 @@ _KERNEL_PACKAGES = {
 }
 
 
+def kernel_index(package):
+    """Every function a module of kernel package ``package`` defines or assigns at module level,
+    by name (importing the modules registers their table kernels by reference). A name two
+    modules give different functions is ambiguous: naming it in the yaml is an error."""
+    index, ambiguous = {}, set()
+    pkg = importlib.import_module(package)
+    modules = [pkg] + [importlib.import_module(f"{package}.{info.name}")
+                       for info in pkgutil.iter_modules(pkg.__path__)]
+    for module in modules:
+        for name, obj in vars(module).items():
+            if not callable(obj) or isinstance(obj, type) or name.startswith("__"):
+                continue
+            home = getattr(obj, "__module__", None) or ""
+            if home != package and not home.startswith(package + "."):
+                continue  # imported from outside the package (NumPy, ember._core ...)
+            if index.setdefault(name, obj) is not obj:
+                ambiguous.add(name)
+    return index, ambiguous
+
+
+_INDEXES = {}
+
+
 def _kernel_by_name(key, name):
-    pkg = importlib.import_module(_KERNEL_PACKAGES[key])
-    try:
-        return getattr(pkg, name)
-    except AttributeError:
+    package = _KERNEL_PACKAGES[key]
+    if package not in _INDEXES:
+        _INDEXES[package] = kernel_index(package)
+    index, ambiguous = _INDEXES[package]
+    if name in ambiguous:
         raise RuntimeError(f"native_functions.yaml names kernel {name!r} for {key.name}, but "
-                           f"{pkg.__name__} has no such function") from None
+                           f"several modules of {package} define a function of that name")
+    try:
+        return index[name]
+    except KeyError:
+        raise RuntimeError(f"native_functions.yaml names kernel {name!r} for {key.name}, but "
+                           f"no module of {package} defines such a function") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,10 +209,10 @@ def load(lib):
 def _install_kernels(lib, kernels):
     """Each op's kernels: those registered by reference, then those its ``dispatch:`` names."""
     from .._kernels import registration
-    # Importing the kernel packages runs their tables, which register kernels by reference
+    # Importing the kernel modules runs their tables, which register kernels by reference
     # (module-level code there may look up ``ops.aten``, so every op is defined by now).
-    for pkg in ("ember._kernels.cpu", "ember._kernels.meta", "ember._kernels.composite"):
-        importlib.import_module(pkg)
+    for package in sorted(set(_KERNEL_PACKAGES.values()) - {"ember._kernels.cuda"}):
+        _INDEXES[package] = kernel_index(package)
     lib_impl = lib.impl
     for name, dispatch in kernels:
         own = registration.kernels_of(name)

@@ -6,8 +6,8 @@ import math as _math
 
 from ..._core import dtype as _D
 from ..._ops.overload import ops
+from ..registration import register
 
-__all__ = []
 
 _aten = ops.aten
 _BOOL = _D.bool_
@@ -49,10 +49,8 @@ def _alias_kernel(base, overload):
 
 for _name, (_base, _overloads) in _ALIASES.items():
     for _ov in _overloads:
-        # the registry's kernel name: "<op>" for the default overload, else "<op>_<overload>"
-        _kname = _name if _ov == "default" else f"{_name}_{_ov}"
-        globals()[_kname] = _alias_kernel(_base, _ov)
-        __all__.append(_kname)
+        register(_name if _ov == "default" else f"{_name}.{_ov}", "CompositeImplicitAutograd",
+                 _alias_kernel(_base, _ov))
 
 
 # -- tensor predicates and metadata (CompositeImplicitAutograd in PyTorch) -----------------------
@@ -103,11 +101,6 @@ def broadcast_tensors(tensors):
     from ..._core.strides import broadcast_shapes
     shape = list(broadcast_shapes(*[tuple(t.shape) for t in tensors]))
     return [_aten.expand.default._call(t, shape, False) for t in tensors]
-
-
-__all__ += ["numel", "is_floating_point", "is_complex", "is_signed", "is_inference", "is_nonzero",
-            "is_same_size", "result_type_Tensor", "result_type_Scalar", "result_type_Scalar_Tensor",
-            "result_type_Scalar_Scalar", "broadcast_tensors"]
 
 
 # -- the atleast / stack / split family ----------------------------------------------------------
@@ -196,19 +189,13 @@ def _split_array(name):
 
 
 for _name in _SPLIT_DIM:
-    globals()[f"{_name}_int"] = _split_int(_name)
-    globals()[f"{_name}_array"] = _split_array(_name)
-    __all__ += [f"{_name}_int", f"{_name}_array"]
+    register(f"{_name}.int", "CompositeImplicitAutograd", _split_int(_name))
+    register(f"{_name}.array", "CompositeImplicitAutograd", _split_array(_name))
 
 
 def ravel(self):
     from ..._core.device import contiguous_format
     return _aten.view.default._call(_aten.contiguous.default._call(self, contiguous_format), [-1])
-
-
-__all__ += ["atleast_1d", "atleast_2d", "atleast_3d", "atleast_1d_Sequence", "atleast_2d_Sequence",
-            "atleast_3d_Sequence", "column_stack", "column_stack_out", "row_stack", "row_stack_out",
-            "ravel"]
 
 
 # -- diff, trapezoid, cov, corrcoef, vander ------------------------------------------------------
@@ -446,10 +433,6 @@ def vander(x, N=None, increasing=False):
     return result if increasing else a.flip.default._call(result, [1])
 
 
-__all__ += ["diff", "trapezoid_x", "trapezoid_dx", "trapz_x", "trapz_dx",
-            "cumulative_trapezoid_x", "cumulative_trapezoid_dx", "cov", "corrcoef", "vander"]
-
-
 # -- distances: aten composites (nn.functional's distance functions call these) ------------------
 
 _CDIST_MODE_NAMES = {None: "use_mm_for_euclid_dist_if_necessary", 1: "use_mm_for_euclid_dist",
@@ -552,9 +535,6 @@ def dist(self, other, p=2):
     return _aten.norm.Scalar._call(_aten.sub.Tensor._call(self, other, 1), p)
 
 
-__all__ += ["cdist", "pdist", "cosine_similarity", "pairwise_distance", "kl_div", "dist"]
-
-
 # -- pointwise decompositions -------------------------------------------------------------------
 
 def isreal(self):
@@ -613,9 +593,6 @@ def renorm(self, p, dim, maxnorm):
                                                              None, False, None))
 
 
-__all__ += ["isreal", "deg2rad", "rad2deg", "ldexp_Tensor", "ldexp_", "ldexp_out", "renorm"]
-
-
 # -- scatter into a view, and the *_copy form of each view op -----------------------------------
 
 def _scatter_into(self, src, view):
@@ -647,22 +624,20 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
         t, size, stride, storage_offset))
 
 
-__all__ += ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter"]
-
 # view-copy op -> the view overload it copies (PyTorch's functionalization "*_copy" ops)
 _VIEW_COPIES = {
     "alias_copy": "alias.default", "as_strided_copy": "as_strided.default",
     "detach_copy": "detach.default", "diagonal_copy": "diagonal.default",
     "expand_copy": "expand.default", "narrow_copy": "narrow.default",
-    "permute_copy": "permute.default", "select_copy_int": "select.int",
-    "slice_copy_Tensor": "slice.Tensor", "split_copy_Tensor": "split.Tensor",
+    "permute_copy": "permute.default", "select_copy.int": "select.int",
+    "slice_copy.Tensor": "slice.Tensor", "split_copy.Tensor": "split.Tensor",
     "split_with_sizes_copy": "split_with_sizes.default", "squeeze_copy": "squeeze.default",
-    "squeeze_copy_dim": "squeeze.dim", "squeeze_copy_dims": "squeeze.dims",
-    "t_copy": "t.default", "transpose_copy_int": "transpose.int",
-    "unbind_copy_int": "unbind.int", "unfold_copy": "unfold.default",
+    "squeeze_copy.dim": "squeeze.dim", "squeeze_copy.dims": "squeeze.dims",
+    "t_copy": "t.default", "transpose_copy.int": "transpose.int",
+    "unbind_copy.int": "unbind.int", "unfold_copy": "unfold.default",
     "unsqueeze_copy": "unsqueeze.default",
     "view_copy": "reshape.default",  # takes any strides, as PyTorch's: the copy needs no view
-    "view_copy_dtype": "view.dtype", "view_as_real_copy": "view_as_real.default",
+    "view_copy.dtype": "view.dtype", "view_as_real_copy": "view_as_real.default",
     "view_as_complex_copy": "view_as_complex.default",
 }
 
@@ -680,6 +655,5 @@ def _view_copy(view):
     return kernel
 
 
-for _kname, _view in _VIEW_COPIES.items():
-    globals()[_kname] = _view_copy(_view)
-    __all__.append(_kname)
+for _op, _view in _VIEW_COPIES.items():
+    register(_op, "CompositeImplicitAutograd", _view_copy(_view))

@@ -14,11 +14,6 @@ from ..._core import strides as _st
 from ..._ops.overload import ops
 from ..generic import write_out
 
-__all__ = ["_fft_r2c_out", "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
-           "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_hfft2", "fft_ihfft2", "fft_fftn",
-           "fft_ifftn", "fft_rfftn", "fft_irfftn", "fft_hfftn", "fft_ihfftn", "fft_fftfreq",
-           "fft_rfftfreq", "fft_fftfreq_out", "fft_rfftfreq_out", "fft_fftshift",
-           "fft_ifftshift"]
 
 # fft_norm_mode
 _NONE, _BY_ROOT_N, _BY_N = 0, 1, 2

@@ -6,8 +6,6 @@ from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
-__all__ = ["_foreach_sqrt", "_foreach_neg", "_foreach_add_List"]
-
 
 def _foreach_sqrt(self):
     _check_lengths(self)

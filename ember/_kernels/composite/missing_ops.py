@@ -140,7 +140,3 @@ def channel_shuffle(self, groups):
 
 
 native_channel_shuffle = channel_shuffle
-
-
-__all__ = ["channel_shuffle", "native_channel_shuffle", "unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
-           "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax"]

@@ -17,12 +17,6 @@ from ..._core import dtype as _dt
 from ..._tensor import _alias
 from ..._ops.overload import ops
 
-__all__ = [
-    "square", "square_", "clip", "clip_", "clip_Tensor", "clip__Tensor", "isfinite", "isclose",
-    "allclose", "float_power_Tensor_Tensor", "float_power_Tensor_Scalar", "float_power_Scalar",
-    "float_power__Tensor", "float_power__Scalar", "view_as_real", "view_as_complex", "real",
-    "imag", "conj", "conj_physical", "conj_physical_", "resolve_conj", "is_conj",
-]
 
 _aten = ops.aten
 

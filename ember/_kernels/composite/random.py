@@ -8,11 +8,6 @@ from ..._ops.overload import ops
 from ..generic import write_out
 from .factory import empty_like
 
-__all__ = ["randperm", "randperm_generator", "randperm_out", "bernoulli", "bernoulli_p",
-           "bernoulli_Tensor", "bernoulli_float_out", "randint_like", "randint_like_low_dtype",
-           "randint_like_Tensor", "randint_like_out", "randint_like_low_dtype_out",
-           "randint_like_Tensor_out", "poisson_out"]
-
 
 def randperm_generator(n, generator, dtype=_dt.int64, layout=None, device=None,
                        pin_memory=None):

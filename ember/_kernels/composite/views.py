@@ -16,15 +16,6 @@ from ..._core.device import contiguous_format
 from ..._tensor import _alias
 from ..._ops.overload import ops
 
-__all__ = [
-    "view", "view_dtype", "reshape", "as_strided", "transpose_int", "swapaxes", "swapdims",
-    "permute", "t", "narrow", "narrow_Tensor", "select_int", "slice_Tensor", "unsqueeze",
-    "squeeze", "squeeze_dim", "squeeze_dims", "expand", "broadcast_to", "flatten_using_ints",
-    "unflatten_int", "unfold", "diagonal", "movedim_int", "movedim_intlist", "moveaxis_int",
-    "moveaxis_intlist", "split_Tensor", "split_sizes", "split_with_sizes", "chunk", "unbind_int",
-    "detach", "alias", "t_", "transpose_", "squeeze_", "squeeze__dim", "squeeze__dims",
-    "unsqueeze_", "as_strided_",
-]
 
 _fmt = _st._fmt_list
 _wrap = _st.wrap_dim

@@ -26,8 +26,6 @@ from numpy.lib.stride_tricks import as_strided
 from ..._core import dtype as D
 from ._util import nd, wrap
 
-__all__ = ["convolution", "convolution_backward", "im2col", "col2im"]
-
 
 def _shape(s):
     return "[" + ", ".join(map(str, s)) + "]"

@@ -8,8 +8,6 @@ from ..._core import overlap as _overlap
 from ..meta.rules import check_copy
 from ._util import nd
 
-__all__ = ["copy_", "_local_scalar_dense"]
-
 
 def copy_(self, src, non_blocking=False):
     if src._device.type == "meta":

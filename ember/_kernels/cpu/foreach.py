@@ -15,9 +15,6 @@ from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
-__all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
-           "_foreach_lerp__Scalar", "_foreach_addcmul__Scalar", "_foreach_addcdiv__ScalarList",
-           "_foreach_maximum__List"]
 
 _FAST_DTYPES = (D.float32, D.float64)
 
@@ -187,5 +184,3 @@ def _foreach_maximum__List(self, other):
         a = nd(t)
         np.maximum(a, nd(o), out=a)
     return None
-
-

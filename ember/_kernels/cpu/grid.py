@@ -20,12 +20,11 @@ import math
 import numpy as np
 
 from ..._core import dtype as D
+from ..registration import register
 from ._util import nd, wrap
 from .resample import _apply, _scale, check_upsample
 
 _AA = ["_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa", "_upsample_lanczos2d_aa"]
-__all__ = (["grid_sampler_2d", "grid_sampler_3d", "grid_sampler_2d_backward",
-            "grid_sampler_3d_backward"] + _AA + [n + "_backward" for n in _AA])
 
 BILINEAR, NEAREST, BICUBIC = 0, 1, 2       # F.grid_sample's mode enum
 ZEROS, BORDER, REFLECTION = 0, 1, 2        # F.grid_sample's padding_mode enum
@@ -394,5 +393,5 @@ def _upsample_aa_backward(name):
 
 
 for _n in _AA:
-    globals()[_n] = _upsample_aa(_n)
-    globals()[_n + "_backward"] = _upsample_aa_backward(_n)
+    register(_n, "CPU", _upsample_aa(_n))
+    register(_n + "_backward", "CPU", _upsample_aa_backward(_n))

@@ -9,8 +9,6 @@ from ..._core import dtype as _dt
 from ..meta.indexing import check_index_put, index_shape
 from ._util import nd, wrap
 
-__all__ = ["index_Tensor", "_index_put_impl_"]
-
 
 def _mask_counts(indices):
     return {i: int(np.count_nonzero(nd(t))) for i, t in enumerate(indices)

@@ -225,14 +225,10 @@ def vdot(self, other):
     return _product(np.conj(nd(self)), nd(other), self._dtype)
 
 
-__all__ = ["mm", "bmm", "mv", "dot", "addmm", "baddbmm", "addbmm", "addmv", "vdot"]
-
-
 # -- decompositions and solvers (ember.linalg) ----------------------------------------------------
 # LAPACK through NumPy (batched) and SciPy (LU with pivots). Like PyTorch's *_ex ops, these
 # return an ``info`` tensor instead of raising; the composite ops (linalg_inv, linalg_solve,
 # linalg_cholesky) turn a non-zero info into LinAlgError.
-
 
 
 def _sla():
@@ -615,11 +611,6 @@ def _linalg_check_errors(info, api_name, is_matrix):
                               f"singular.")
         return None
     return raise_for_info(api_name, info, is_matrix)
-
-
-__all__ += ["_linalg_check_errors", "linalg_inv_ex", "_linalg_det", "_linalg_slogdet", "_linalg_solve_ex",
-            "linalg_cholesky_ex", "cholesky", "linalg_qr", "_linalg_svd", "linalg_eig",
-            "_linalg_eigh", "linalg_lstsq", "linalg_vector_norm"]
 
 
 # -- issue 18: LU, triangular and Cholesky solves, LDL, Householder products, matrix_exp ---------
@@ -1184,9 +1175,3 @@ def linalg_ldl_solve(LD, pivots, B, hermitian=False):
         f, = _sla().lapack.get_lapack_funcs((kind,), (ld_b[idx],))
         x[idx] = f(ld_b[idx], piv_b[idx], b_b[idx], lower=1)[0]
     return wrap(x)
-
-
-__all__ += ["linalg_lu_factor_ex", "lu_unpack", "linalg_lu", "linalg_lu_solve",
-            "linalg_solve_triangular", "triangular_solve", "cholesky_solve", "cholesky_inverse",
-            "geqrf", "linalg_householder_product", "ormqr", "linalg_matrix_exp",
-            "linalg_ldl_factor_ex", "linalg_ldl_solve"]

@@ -5,11 +5,13 @@ import numpy as np
 from ..._core import dtype as D
 from ..._core.promotion import result_type_of
 from ..rules.factory import linspace_dtype
+from .factory import honour_pin_memory
 from .factory_more import linspace
 from .pointwise import as_array
 from ._util import nd, wrap
 
 
+@honour_pin_memory
 def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
              pin_memory=None):
     """base ** linspace(start, end, steps): the exponents laid out as linspace lays out its
@@ -31,12 +33,14 @@ def check_tri_indices(name, row, col, dtype):
         raise NotImplementedError(f'"{name}" not implemented for \'{dtype._short}\'')
 
 
+@honour_pin_memory
 def triu_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None, pin_memory=None):
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("triu_indices", row, col, dtype)
     return wrap(np.stack(np.triu_indices(row, offset, col)).astype(dtype._np))
 
 
+@honour_pin_memory
 def tril_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None, pin_memory=None):
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("tril_indices", row, col, dtype)
@@ -68,6 +72,3 @@ def isin_Tensor_Tensor(elements, test_elements, assume_unique=False, invert=Fals
 
 isin_Tensor_Scalar = isin_Tensor_Tensor
 isin_Scalar_Tensor = isin_Tensor_Tensor
-
-__all__ = ["check_isin", "logspace", "triu_indices", "tril_indices", "isin_Tensor_Tensor",
-           "isin_Tensor_Scalar", "isin_Scalar_Tensor"]

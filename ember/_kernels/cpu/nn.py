@@ -20,6 +20,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._core.promotion import result_type_of
 from ...random import generator_of
+from ..registration import register
 from ._util import nd, wrap
 
 _HALF = (D.float16, D.bfloat16)
@@ -286,13 +287,24 @@ def _activation_kernels(name):
     return functional, inplace, backward
 
 
-_GENERATED = {}
+# Activations PyTorch has no in-place op for.
+NO_INPLACE = {"hardshrink", "softplus", "softshrink"}
+
+
+def has_generated_backward(name):
+    """Whether activation ``name``'s backward op gets the kernel generated from its row (celu's
+    backward is a composite; elu's and leaky_relu's take other arguments and are written out
+    below)."""
+    return ACTIVATIONS[name][1] is not None and name not in ("celu", "leaky_relu")
+
+
 for _name in ACTIVATIONS:
     _f, _i, _b = _activation_kernels(_name)
-    _GENERATED[_name], _GENERATED[_name + "_"] = _f, _i
-    if ACTIVATIONS[_name][1] is not None and _name != "celu":
-        _GENERATED[_name + "_backward"] = _b
-globals().update(_GENERATED)
+    register(_name, "CPU", _f)
+    if _name not in NO_INPLACE:
+        register(_name + "_", "CPU", _i)
+    if has_generated_backward(_name):
+        register(_name + "_backward", "CPU", _b)
 
 
 def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
@@ -924,16 +936,3 @@ def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
     if weight is not None:
         r = r * _arr(weight)
     return _res(_reduce(r, reduction), self._dtype)
-
-
-__all__ = [
-    *_GENERATED, "elu_backward", "leaky_relu_backward", "log_sigmoid_forward",
-    "log_sigmoid_backward", "glu", "glu_backward", "_prelu_kernel", "_prelu_kernel_backward",
-    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-    "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
-    "native_batch_norm_backward", "native_group_norm", "native_group_norm_backward",
-    "nll_loss_forward", "nll_loss_backward", "embedding", "embedding_dense_backward",
-    "embedding_renorm_", "native_dropout", "native_dropout_backward", "mse_loss",
-    "mse_loss_backward", "binary_cross_entropy", "binary_cross_entropy_backward",
-    "binary_cross_entropy_with_logits",
-]

@@ -56,6 +56,3 @@ def complex(real, imag):  # noqa: A001  (the op's name)
     out.real = re
     out.imag = im
     return wrap(out)
-
-
-__all__ = ["frexp_Tensor", "complex"]

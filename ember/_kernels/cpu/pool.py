@@ -16,13 +16,6 @@ from numpy.lib.stride_tricks import as_strided
 from ..._core import dtype as D
 from ._util import nd, wrap
 
-__all__ = ["max_pool2d_with_indices", "max_pool3d_with_indices",
-           "max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward",
-           "avg_pool2d", "avg_pool3d", "avg_pool2d_backward", "avg_pool3d_backward",
-           "adaptive_avg_pool2d_", "adaptive_avg_pool3d_", "adaptive_avg_pool2d_backward_",
-           "adaptive_avg_pool3d_backward_", "adaptive_max_pool2d", "adaptive_max_pool3d",
-           "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward", "max_unpool2d",
-           "max_unpool3d"]
 
 def _x(shape):
     return "x".join(map(str, shape))

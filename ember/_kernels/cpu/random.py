@@ -24,12 +24,6 @@ from ..meta.random_ops import (binomial_shape, check_bernoulli_float, check_bern
                                check_standard_gamma, multinomial_shape)
 from ._util import nd, wrap
 
-__all__ = ["uniform_", "normal_", "random_", "random__from", "random__to", "normal_Tensor_float",
-           "normal_float_Tensor", "normal_Tensor_Tensor", "randperm_generator_out",
-           "bernoulli__Tensor", "bernoulli__float", "multinomial", "poisson", "exponential_",
-           "geometric_", "cauchy_", "log_normal_", "_standard_gamma", "_standard_gamma_grad",
-           "_sample_dirichlet", "binomial"]
-
 
 def _work_dtype(d):
     """NumPy float type samples are drawn in: double for double tensors, float otherwise."""

@@ -540,12 +540,3 @@ def cummax(self, dim):
 
 def cummin(self, dim):
     return _cum_extremum("cummin", self, dim)
-
-
-__all__ = ["sum", "sum_dim_IntList", "nansum", "prod", "prod_dim_int", "mean", "mean_dim",
-           "amax", "amin", "all", "all_dim", "all_dims", "any", "any_dim", "any_dims", "max", "min",
-           "max_dim", "min_dim", "argmax", "argmin", "aminmax", "var_correction",
-           "std_correction", "var_mean_correction", "std_mean_correction", "norm_Scalar",
-           "norm_ScalarOpt_dtype", "norm_ScalarOpt_dim", "norm_ScalarOpt_dim_dtype", "logsumexp",
-           "count_nonzero", "count_nonzero_dim_IntList", "cumsum", "cumprod", "logcumsumexp",
-           "cummax", "cummin"]

@@ -13,18 +13,22 @@ inputs)."""
 import numpy as np
 
 from ..._core import dtype as D
+from ..registration import register
 from ._util import nd, wrap
 
-_UPSAMPLE = ["upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
-             "upsample_nearest_exact1d", "upsample_nearest_exact2d",
-             "upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
-             "upsample_bicubic2d", "upsample_trilinear3d"]
-__all__ = (_UPSAMPLE + [n + "_backward" for n in _UPSAMPLE] +
-           ["constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
-            "replication_pad1d", "replication_pad2d", "replication_pad3d",
-            "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward",
-            "replication_pad1d_backward", "replication_pad2d_backward",
-            "replication_pad3d_backward", "pixel_shuffle", "pixel_unshuffle"])
+# The upsample ops generated from one kernel each (op -> the name its checks and tables use;
+# PyTorch's nearest-exact ops are underscored).
+UPSAMPLE_OPS = {
+    "upsample_nearest1d": "upsample_nearest1d", "upsample_nearest2d": "upsample_nearest2d",
+    "upsample_nearest3d": "upsample_nearest3d",
+    "_upsample_nearest_exact1d": "upsample_nearest_exact1d",
+    "_upsample_nearest_exact2d": "upsample_nearest_exact2d",
+    "_upsample_nearest_exact3d": "upsample_nearest_exact3d",
+    "upsample_linear1d": "upsample_linear1d", "upsample_bilinear2d": "upsample_bilinear2d",
+    "upsample_bicubic2d": "upsample_bicubic2d", "upsample_trilinear3d": "upsample_trilinear3d",
+}
+_UPSAMPLE = list(UPSAMPLE_OPS.values())
+PAD_MODES = ("reflection", "replication")  # {mode}_pad{1,2,3}d and their backward ops
 
 
 def _half_to_float(a):
@@ -192,9 +196,9 @@ def _upsample_backward(name):
     return kernel
 
 
-for _n in _UPSAMPLE:
-    globals()[_n] = _upsample(_n)
-    globals()[_n + "_backward"] = _upsample_backward(_n)
+for _op, _n in UPSAMPLE_OPS.items():
+    register(_op, "CPU", _upsample(_n))
+    register(_op + "_backward", "CPU", _upsample_backward(_n))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,10 +313,10 @@ def _pad_backward(mode, k):
     return kernel
 
 
-for _m in ("reflection", "replication"):
+for _m in PAD_MODES:
     for _k in (1, 2, 3):
-        globals()[f"{_m}_pad{_k}d"] = _pad(_m, _k)
-        globals()[f"{_m}_pad{_k}d_backward"] = _pad_backward(_m, _k)
+        register(f"{_m}_pad{_k}d", "CPU", _pad(_m, _k))
+        register(f"{_m}_pad{_k}d_backward", "CPU", _pad_backward(_m, _k))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,13 +17,6 @@ from ..._core import strides as _st
 from ..meta import shape as R
 from ._util import nd, own, wrap
 
-__all__ = ["cat", "stack", "flip", "roll", "tril", "triu", "repeat", "gather", "scatter_src",
-           "scatter_value", "scatter_reduce", "scatter_value_reduce", "scatter_add",
-           "scatter_reduce_two", "index_select", "index_add", "index_copy", "index_fill_int_Scalar",
-           "index_fill_int_Tensor", "masked_fill_Scalar", "masked_fill_Tensor", "masked_select",
-           "masked_scatter", "take", "put", "nonzero", "repeat_interleave_Tensor", "diag_embed",
-           "trace", "linalg_cross"]
-
 
 def _as(a, dtype):
     return np.asarray(a).astype(dtype._np, copy=False)
@@ -419,6 +412,3 @@ def block_diag(tensors):
         r[i:i + h, j:j + w] = nd(t).reshape(h, w)
         i, j = i + h, j + w
     return wrap(r)
-
-
-__all__ += ["block_diag"]

@@ -408,9 +408,3 @@ def bucketize_Tensor(self, boundaries, out_int32=False, right=False):
 def bucketize_Scalar(self, boundaries, out_int32=False, right=False):
     check_bucketize(boundaries)
     return searchsorted_Scalar(boundaries, self, out_int32, right)
-
-
-__all__ = ["sort", "sort_stable", "topk", "kthvalue", "median", "median_dim", "nanmedian",
-           "nanmedian_dim", "mode", "_unique2", "unique_dim", "unique_consecutive", "bincount",
-           "histc", "searchsorted_Tensor", "searchsorted_Scalar", "bucketize_Tensor",
-           "bucketize_Scalar"]

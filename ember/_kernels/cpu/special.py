@@ -273,5 +273,3 @@ def mvlgamma_(self, p):
 
 
 _pw.register_overloads(_RS.OVERLOADS)
-
-__all__ = ["mvlgamma", "mvlgamma_"]

@@ -3,8 +3,6 @@ from ..._core.device import META
 from ..._tensor import empty_tensor
 from ..cpu import conv as _c
 
-__all__ = ["meta_convolution", "meta_convolution_backward", "meta_im2col", "meta_col2im"]
-
 
 def meta_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                      groups):

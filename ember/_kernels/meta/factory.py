@@ -13,11 +13,6 @@ from ..._tensor import empty_tensor
 from ..rules.factory import (arange_dtype, arange_params, check_eye, check_size, check_steps,
                              linspace_dtype, memory_format_strides, normal_tensor_dtype, scalar_dtype)
 
-__all__ = ["meta_zeros", "meta_ones", "meta_full", "meta_scalar_tensor", "meta_arange",
-           "meta_arange_start", "meta_arange_start_step", "meta_linspace", "meta_eye", "meta_eye_m",
-           "meta_fill_Scalar", "meta_fill_Tensor", "meta_zero_", "meta_resize_", "meta_uniform_",
-           "meta_normal_", "meta_random_", "meta_random__from", "meta_random__to",
-           "meta_normal_Tensor_float", "meta_normal_float_Tensor", "meta_normal_Tensor_Tensor"]
 
 # ---------------------------------------------------------------------------------------------
 # Meta kernels.

@@ -9,8 +9,6 @@ from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
 
-__all__ = ["meta__fft_r2c", "meta__fft_c2r", "meta__fft_c2c"]
-
 
 def signal_dims(self, dim):
     """``dim`` wrapped (PyTorch's IndexError when out of range), unique, of non-empty sizes."""

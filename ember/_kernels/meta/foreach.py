@@ -2,11 +2,7 @@
 (The functional foreach ops are composites, see ``composite/foreach.py``.)"""
 from ..cpu.foreach import _check_lengths
 
-__all__ = ["meta_foreach_inplace"]
-
 
 def meta_foreach_inplace(self, *args):
     _check_lengths(self, *(a for a in args if isinstance(a, (list, tuple))))
     return None
-
-

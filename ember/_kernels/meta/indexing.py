@@ -6,7 +6,6 @@ from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
 
-__all__ = ["meta_index_Tensor", "meta_index_put_impl_", "index_shape", "check_index_put"]
 
 _MASK_DTYPES = (_dt.bool_, _dt.uint8)
 _INT_DTYPES = (_dt.int64, _dt.int32)

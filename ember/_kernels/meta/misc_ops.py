@@ -36,7 +36,3 @@ def meta_tril_indices(row, col, offset=0, dtype=D.int64, layout=None, device=Non
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("tril_indices", row, col, dtype)
     return empty_tensor((2, _tri_count(row, col, offset, False)), dtype, META)
-
-
-__all__ = ["meta_isin_Tensor_Tensor", "meta_isin_Tensor_Scalar", "meta_isin_Scalar_Tensor",
-           "meta_triu_indices", "meta_tril_indices"]

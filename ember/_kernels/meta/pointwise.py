@@ -190,7 +190,3 @@ def meta_where_self(condition, self, other):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition._dtype._short}")
     return empty_tensor(_shape(condition, self, other), result_type_of((self, other)), META)
-
-
-__all__ = ["meta_where_self", "meta_clamp", "meta_clamp_", "meta_clamp_Tensor",
-           "meta_clamp__Tensor", "meta_abs_", "meta_polar", "meta_polygamma", "meta_polygamma_"]

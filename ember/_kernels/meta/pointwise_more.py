@@ -16,6 +16,3 @@ def meta_frexp_Tensor(self):
 def meta_complex(real, imag):
     dt = check_complex(real, imag)
     return empty_tensor(broadcast_shape(real, imag), dt, META)
-
-
-__all__ = ["meta_frexp_Tensor", "meta_complex"]

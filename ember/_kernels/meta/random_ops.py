@@ -12,10 +12,6 @@ from ..._core.device import META
 from ..._tensor import empty_tensor
 from ..rules.factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
 
-__all__ = ["meta_randperm_generator_out", "meta_bernoulli__Tensor", "meta_bernoulli__float",
-           "meta_multinomial", "meta_poisson", "meta_exponential_", "meta_geometric_",
-           "meta_cauchy_", "meta_log_normal_", "meta__standard_gamma",
-           "meta__standard_gamma_grad", "meta__sample_dirichlet", "meta_binomial"]
 
 # randperm into a floating dtype: the largest n whose values [0, n) are all exact (bfloat16 is
 # not checked by PyTorch).

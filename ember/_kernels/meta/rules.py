@@ -4,9 +4,6 @@ from ..._core.device import META
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
 
-__all__ = ["meta_empty_memory_format", "meta_empty_strided", "meta_copy_", "check_copy",
-           "meta_local_scalar_dense"]
-
 
 def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                              memory_format=None):

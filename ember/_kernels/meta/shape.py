@@ -481,6 +481,3 @@ def meta_trace(self):
 def meta_linalg_cross(self, other, dim=-1):
     shape, _, dtype = cross_shape(self, other, dim)
     return _empty(shape, dtype)
-
-
-__all__ = [n for n in dir() if n.startswith("meta_")]

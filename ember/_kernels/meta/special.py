@@ -18,5 +18,3 @@ def meta_mvlgamma_(self, p):
 
 
 register_overloads(_RS.OVERLOADS)
-
-__all__ = ["meta_mvlgamma", "meta_mvlgamma_"]
