@@ -121,3 +121,10 @@ def test_rules_import_no_backend():
     for path in files:
         assert _imports_backend(path, BACKENDS) == [], path
 
+
+
+def test_cpu_and_meta_do_not_import_each_other():
+    for path in _files("cpu"):
+        assert _imports_backend(path, ("meta",)) == [], path
+    for path in _files("meta"):
+        assert _imports_backend(path, ("cpu",)) == [], path

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..cpu import resample as _r
+from ..rules import resample as _r
 from ..._ops.overload import ops
 from ..registration import register
 

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from ..._core import overlap as _overlap
-from ..meta.rules import check_copy
+from ..rules.copy import check_copy
 from ._util import nd
 
 

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..meta.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
+from ..rules.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
 from ._util import nd, wrap
 
 

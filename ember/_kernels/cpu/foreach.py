@@ -12,6 +12,7 @@ from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ._util import nd
 from ..._ops.overload import ops
+from ..rules.foreach import _check_lengths
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -29,16 +30,6 @@ def _empty(a):
     # A fresh result/temporary array: NumPy returns a scalar, not an array, for 0-dim operands
     # unless given one.
     return np.empty(a.shape, a.dtype)
-
-
-def _check_lengths(*lists):
-    n = len(lists[0])
-    if n == 0:
-        raise RuntimeError("Tensor list must have at least one tensor.")
-    for other in lists[1:]:
-        if len(other) != n:
-            raise RuntimeError(f"Tensor lists must have the same number of tensors, got {n} and "
-                               f"{len(other)}")
 
 
 def _fast(*lists):

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..meta.indexing import check_index_put, index_shape
+from ..rules.indexing import check_index_put, index_shape
 from ._util import nd, wrap
 
 

@@ -18,10 +18,10 @@ from ..._core import strides as _st
 from ...random import generator_of
 from ..rules.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
                             random_default_bounds)
-from ..meta.random_ops import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
-                               check_cauchy, check_exponential, check_geometric,
-                               check_log_normal, check_poisson, check_randperm,
-                               check_standard_gamma, multinomial_shape)
+from ..rules.random import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
+                            check_cauchy, check_exponential, check_geometric, check_log_normal,
+                            check_poisson, check_randperm, check_standard_gamma,
+                            multinomial_shape)
 from ._util import nd, wrap
 
 

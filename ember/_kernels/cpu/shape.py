@@ -14,7 +14,7 @@ from ...backends._context import alert_not_deterministic
 
 from ..._core import dtype as D
 from ..._core import strides as _st
-from ..meta import shape as R
+from ..rules import shape as R
 from ._util import nd, own, wrap
 
 

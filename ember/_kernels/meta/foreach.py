@@ -1,6 +1,6 @@
 """Meta kernel of the in-place foreach ops: they return nothing, so only list lengths are checked.
 (The functional foreach ops are composites, see ``composite/foreach.py``.)"""
-from ..cpu.foreach import _check_lengths
+from ..rules.foreach import _check_lengths
 
 
 def meta_foreach_inplace(self, *args):

@@ -2,7 +2,7 @@
 shape rules (ember/_kernels/cpu/grid.py), no data."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import grid as _g
+from ..rules import grid as _g
 from ..registration import register
 
 

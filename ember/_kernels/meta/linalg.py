@@ -1,7 +1,7 @@
 """Meta kernels of the matrix products: the CPU kernels' checks, then shape and dtype."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import linalg as _la
+from ..rules import linalg as _la
 
 
 def meta_mm(self, mat2):

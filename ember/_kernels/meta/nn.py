@@ -3,7 +3,7 @@
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import nn as _nn
+from ..rules import nn as _nn
 from ..registration import register
 
 
@@ -21,13 +21,14 @@ def _activation_kernels(name):
         return self
 
     def backward(grad_output, self, *params):
-        _nn.ACTIVATIONS[name][2](_nn.ACTIVATIONS[name][3], self)
+        check, kernel = _nn.ACTIVATION_RULES[name]
+        check(kernel, self)
         _nn.check_same_shape(f"{name}_backward", grad_output, self)
         return _like(self)
     return functional, inplace, backward
 
 
-for _name in _nn.ACTIVATIONS:
+for _name in _nn.ACTIVATION_RULES:
     _f, _i, _b = _activation_kernels(_name)
     register(_name, "Meta", _f)
     if _name not in _nn.NO_INPLACE:

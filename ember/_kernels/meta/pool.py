@@ -2,7 +2,7 @@
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import pool as _p
+from ..rules import pool as _p
 
 
 _ANY_INT = (D.uint8, D.int8, D.int16, D.int32, D.int64)

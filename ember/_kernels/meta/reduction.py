@@ -3,12 +3,12 @@ errors) as the CPU kernels (``cpu/reduction.py``), without touching data."""
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import reduction as _r
+from ..rules import reduction as _r
 from ..registration import register
 
 
 def _meta_reduce(name, self, dim, keepdim, dtype=None):
-    fn, rule, empty_error, upcast = _r.REDUCTIONS[name]
+    rule, empty_error, upcast = _r.REDUCTION_RULES[name]
     rdt = _r.reduction_dtype(name, rule, self, dtype)
     dims = _r.reduce_dims(name, self, dim, empty_error, rule != _r.LOGICAL)
     return empty_tensor(_r.reduced_shape(self._size, dims, keepdim), rdt, META)

@@ -2,7 +2,7 @@
 kernels' checks and shape rules, no data."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import resample as _r
+from ..rules import resample as _r
 from ..registration import register
 
 

@@ -1,8 +1,8 @@
 """Shape and dtype rules shared by the meta kernels."""
-from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
+from ..rules.copy import check_copy
 
 
 def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
@@ -14,14 +14,6 @@ def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_mem
 
 def meta_empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     return empty_tensor(size, dtype or get_default_dtype(), META, tuple(stride))
-
-
-def check_copy(self, src):
-    """copy_ broadcasts src to self's shape, never the other way round."""
-    shape = _st.broadcast_shapes(self._size, src._size)
-    if shape != tuple(self._size):
-        raise RuntimeError(f"output with shape [{', '.join(map(str, self._size))}] doesn't match "
-                           f"the broadcast shape [{', '.join(map(str, shape))}]")
 
 
 def meta_copy_(self, src, non_blocking=False):

@@ -4,7 +4,7 @@ rejects them too)."""
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import sorting as _s
+from ..rules import sorting as _s
 
 
 def _pair(shape, dtype):
