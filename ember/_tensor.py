@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
@@ -18,7 +18,7 @@ from ._core.storage import UntypedStorage, from_array, get_allocator, meta_stora
 from ._core.storage import _alloc_observers, _notify_alloc
 from ._dispatch.keys import DispatchKeySet, tensor_keyset
 
-_NP_TO_DT = {d._np: d for d in _dt.ALL_DTYPES}
+_NP_TO_DT = {d._np: d for d in D.ALL_DTYPES}
 _KEYSETS = {}
 
 
@@ -340,7 +340,7 @@ class Tensor:
         if self._device.type != "cpu":
             return self.cpu().tolist()
         a = self._nd()
-        if self._dtype is _dt.bfloat16:
+        if self._dtype is D.bfloat16:
             a = a.astype(np.float32)
         return a.tolist()
 
@@ -354,7 +354,7 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if self._dtype is _dt.bfloat16:
+        if self._dtype is D.bfloat16:
             raise TypeError("Got unsupported ScalarType BFloat16")
         return self._nd()
 
@@ -399,7 +399,7 @@ class Tensor:
         return complex(_conversion_value(self, None))
 
     def __index__(self):
-        if self._dtype._category > _dt.INTEGRAL or self.numel() != 1:
+        if self._dtype._category > D.INTEGRAL or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -421,7 +421,7 @@ class Tensor:
             return f"{prefix}{self._dtype._short}Tensor"
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
-            dtype = next(d for d in _dt.ALL_DTYPES if d._short == name)
+            dtype = next(d for d in D.ALL_DTYPES if d._short == name)
         return self.to(dtype)
 
     # -- device and dtype moves -----------------------------------------------------------------
@@ -438,40 +438,40 @@ class Tensor:
         return self.to(dev, non_blocking=non_blocking, memory_format=memory_format)
 
     def float(self, memory_format=preserve_format):
-        return self.to(_dt.float32, memory_format=memory_format)
+        return self.to(D.float32, memory_format=memory_format)
 
     def double(self, memory_format=preserve_format):
-        return self.to(_dt.float64, memory_format=memory_format)
+        return self.to(D.float64, memory_format=memory_format)
 
     def half(self, memory_format=preserve_format):
-        return self.to(_dt.float16, memory_format=memory_format)
+        return self.to(D.float16, memory_format=memory_format)
 
     def bfloat16(self, memory_format=preserve_format):
-        return self.to(_dt.bfloat16, memory_format=memory_format)
+        return self.to(D.bfloat16, memory_format=memory_format)
 
     def int(self, memory_format=preserve_format):
-        return self.to(_dt.int32, memory_format=memory_format)
+        return self.to(D.int32, memory_format=memory_format)
 
     def long(self, memory_format=preserve_format):
-        return self.to(_dt.int64, memory_format=memory_format)
+        return self.to(D.int64, memory_format=memory_format)
 
     def short(self, memory_format=preserve_format):
-        return self.to(_dt.int16, memory_format=memory_format)
+        return self.to(D.int16, memory_format=memory_format)
 
     def char(self, memory_format=preserve_format):
-        return self.to(_dt.int8, memory_format=memory_format)
+        return self.to(D.int8, memory_format=memory_format)
 
     def byte(self, memory_format=preserve_format):
-        return self.to(_dt.uint8, memory_format=memory_format)
+        return self.to(D.uint8, memory_format=memory_format)
 
     def bool(self, memory_format=preserve_format):
-        return self.to(_dt.bool_, memory_format=memory_format)
+        return self.to(D.bool_, memory_format=memory_format)
 
     def cfloat(self, memory_format=preserve_format):
-        return self.to(_dt.complex64, memory_format=memory_format)
+        return self.to(D.complex64, memory_format=memory_format)
 
     def cdouble(self, memory_format=preserve_format):
-        return self.to(_dt.complex128, memory_format=memory_format)
+        return self.to(D.complex128, memory_format=memory_format)
 
     # -- shape helpers that are Python-level in PyTorch too --------------------------------------
     @property
@@ -619,7 +619,7 @@ class Tensor:
         """A ``cls`` instance with metadata only (no data): the outer tensor of a wrapper
         subclass whose ``__torch_dispatch__`` computes on the tensors it wraps."""
         dev = CPU if device is None else _device(device)
-        dtype = _dt.get_default_dtype() if dtype is None else dtype
+        dtype = D.get_default_dtype() if dtype is None else dtype
         size = tuple(int(s) for s in size)
         stride = _st.contiguous_strides(size) if strides is None else tuple(strides)
         offset = 0 if storage_offset is None else int(storage_offset)
@@ -821,7 +821,7 @@ from ._dispatch import tls as _tls  # noqa: E402
 from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
 
 _ADINPLACE = _bit(_K.ADInplaceOrView)
-_NUM_TO_DT = {d._np.num: d for d in _dt.ALL_DTYPES}
+_NUM_TO_DT = {d._np.num: d for d in D.ALL_DTYPES}
 _CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
 _CPU_KS = _keyset_for(CPU, False)
 _CPU_INFERENCE_KS = _keyset_for(CPU, True)

@@ -4,13 +4,13 @@ overload calling the same overload of the op it aliases through the dispatcher, 
 out= and in-place behaviour are the base op's."""
 import math as _math
 
-from ..._core import dtype as _D
+from ..._core import dtype as D
 from ..._ops.overload import ops
 from ..registration import register
 
 
 _aten = ops.aten
-_BOOL = _D.bool_
+_BOOL = D.bool_
 
 # alias -> (the op it aliases, the overloads both declare); PyTorch's alias overloads take exactly
 # the base overload's arguments
@@ -393,7 +393,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
 
 
 def _long():
-    return _D.int64
+    return D.int64
 
 
 def corrcoef(self):
@@ -492,7 +492,7 @@ def pdist(self, p=2.0):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {self.dim()}D")
     a = _aten
     n = self.size(0)
-    ij = a.triu_indices.default._call(n, n, 1, _D.int64, None, self._device, None)
+    ij = a.triu_indices.default._call(n, n, 1, D.int64, None, self._device, None)
     rows = a.index.Tensor._call(self, [a.select.int._call(ij, 0, 0)])
     cols = a.index.Tensor._call(self, [a.select.int._call(ij, 0, 1)])
     return p_norm(a.sub.Tensor._call(rows, cols, 1), p, -1)
@@ -549,7 +549,7 @@ def _deg_rad(factor):
             raise RuntimeError(f"{'deg2rad' if factor < 1 else 'rad2deg'} is not supported for "
                                f"complex tensors.")
         if not self.dtype.is_floating_point:  # integers and bool give the default float dtype
-            self = _aten._to_copy.default._call(self, _D.get_default_dtype(), None, None, None,
+            self = _aten._to_copy.default._call(self, D.get_default_dtype(), None, None, None,
                                                 False, None)
         return _aten.mul.Tensor._call(self, factor)
     return functional

@@ -10,7 +10,7 @@ Three groups, as in PyTorch:
 * in-place metadata ops (``t_``, ``unsqueeze_``...): change the tensor's own geometry (the
   generated ADInplaceOrView kernel bumps its version, as PyTorch does).
 """
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import contiguous_format
 from ..._tensor import _alias
@@ -226,7 +226,7 @@ def narrow(self, dim, start, length):
 
 
 def narrow_Tensor(self, dim, start, length):
-    if start._size or start._dtype._category != _dt.INTEGRAL:
+    if start._size or start._dtype._category != D.INTEGRAL:
         raise RuntimeError("start must be an 0-dim integral Tensor.")
     return ops.aten.narrow.default._call(self, dim, int(start.item()), length)
 

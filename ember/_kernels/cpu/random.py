@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ...random import generator_of
 from ..rules.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
@@ -27,7 +27,7 @@ from ._util import nd, wrap
 
 def _work_dtype(d):
     """NumPy float type samples are drawn in: double for double tensors, float otherwise."""
-    return np.float64 if d.to_real() is _dt.float64 else np.float32
+    return np.float64 if d.to_real() is D.float64 else np.float32
 
 
 def _store(self, values):
@@ -128,7 +128,7 @@ def randperm_generator_out(n, generator, out):
 
 
 def _work_dtype_of_p(p):
-    return np.float64 if p._dtype is _dt.float64 else np.float32
+    return np.float64 if p._dtype is D.float64 else np.float32
 
 
 def bernoulli__Tensor(self, p, generator=None):

@@ -5,7 +5,7 @@ Meta kernels check what PyTorch's meta kernels check (shapes, ranges, step count
 them, skip the value checks that only matter when data is written (fill values that overflow,
 uniform_/random_ bounds); they never touch data.
 """
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
@@ -96,7 +96,7 @@ def meta_uniform_(self, from_=0.0, to=1.0, generator=None):
 
 def _meta_check_normal(dtype, std):
     # PyTorch's meta normal is its Python reference: Python formats the number
-    if dtype._category < _dt.FLOATING:
+    if dtype._category < D.FLOATING:
         raise RuntimeError(f"expected a floating-point or complex dtype, but got dtype={dtype}")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std)}")

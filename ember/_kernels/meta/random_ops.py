@@ -6,7 +6,7 @@ The ``check_*`` rules raise PyTorch's exceptions (types and messages) and are sh
 kernels (``cpu/random.py``), so both devices reject the same calls. Checks that need the data
 (probabilities in [0, 1], non-negative rates) live in the CPU kernels only.
 """
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
@@ -35,7 +35,7 @@ def meta_bernoulli__float(self, p=0.5, generator=None):
 
 
 def meta_multinomial(self, num_samples, replacement=False, generator=None):
-    return empty_tensor(multinomial_shape(self, num_samples, replacement), _dt.int64, META)
+    return empty_tensor(multinomial_shape(self, num_samples, replacement), D.int64, META)
 
 
 def meta_poisson(self, generator=None):

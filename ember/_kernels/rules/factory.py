@@ -8,20 +8,20 @@ import warnings
 import ml_dtypes
 import numpy as np
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.dtype import get_default_dtype
 
 # The C++ type names PyTorch's messages use ("value cannot be converted to type uint8_t ...").
 C_TYPE_NAMES = {
-    _dt.bool_: "bool", _dt.uint8: "uint8_t", _dt.int8: "int8_t", _dt.int16: "int16_t",
-    _dt.int32: "int", _dt.int64: "int64_t", _dt.float16: "c10::Half", _dt.bfloat16: "c10::BFloat16",
-    _dt.float32: "float", _dt.float64: "double", _dt.complex64: "c10::complex<float>",
-    _dt.complex128: "c10::complex<double>",
+    D.bool_: "bool", D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t",
+    D.int32: "int", D.int64: "int64_t", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
+    D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
+    D.complex128: "c10::complex<double>",
 }
 # "unsigned char", as PyTorch's random_ messages name uint8
-RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, _dt.uint8: "unsigned char", _dt.int8: "signed char",
-                     _dt.int16: "short", _dt.int64: "long"}
+RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
+                     D.int16: "short", D.int64: "long"}
 
 
 def _limits(d):
@@ -33,20 +33,20 @@ def _limits(d):
     return int(info.min), int(info.max)
 
 
-LIMITS = {d: _limits(d) for d in _dt.ALL_DTYPES if d is not _dt.bool_}
+LIMITS = {d: _limits(d) for d in D.ALL_DTYPES if d is not D.bool_}
 
 
 def overflows(value, dtype):
     """c10::overflows: would converting the Python number ``value`` to ``dtype`` overflow?
     Unsigned targets accept negative integers down to -max (they wrap, two's complement)."""
-    if dtype is _dt.bool_ or value.__class__ is bool:
+    if dtype is D.bool_ or value.__class__ is bool:
         return False
     if isinstance(value, complex):
         if not dtype.is_complex and value.imag != 0:
             return True
         value = value.real
     lo, hi = LIMITS[dtype]
-    floating = dtype._category >= _dt.FLOATING
+    floating = dtype._category >= D.FLOATING
     if isinstance(value, float):
         if math.isinf(value) or value != value:
             return not floating  # inf and nan exist only in floating types
@@ -73,11 +73,11 @@ def scalar_dtype(value):
     """The dtype PyTorch gives a tensor filled from a Python number: bool, int64, the default
     floating dtype or the default complex dtype."""
     if value.__class__ is bool:
-        return _dt.bool_
+        return D.bool_
     if isinstance(value, int):
-        return _dt.int64
+        return D.int64
     if isinstance(value, complex):
-        return _dt.default_complex_dtype()
+        return D.default_complex_dtype()
     return get_default_dtype()
 
 
@@ -108,7 +108,7 @@ def arange_dtype(start, end, step, dtype):
         return dtype
     if any(isinstance(v, (float, complex)) for v in (start, end, step)):
         return get_default_dtype()
-    return _dt.int64
+    return D.int64
 
 
 def _real(v, dtype):
@@ -121,9 +121,9 @@ def _real(v, dtype):
 
 def arange_params(start, end, step, dtype):
     """(start, step, length) in the accumulation type of ``dtype``, with PyTorch's checks."""
-    acc = _dt.int64 if dtype._category <= _dt.INTEGRAL else _dt.float64
+    acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
-    if acc is _dt.int64:
+    if acc is D.int64:
         xs, xe, xst = int(s), int(e), int(st)
     else:
         xs, xe, xst = float(s), float(e), float(st)
@@ -133,7 +133,7 @@ def arange_params(start, end, step, dtype):
         raise RuntimeError(f"unsupported range: {_g(xs)} -> {_g(xe)}")
     if not ((xst > 0 and xe >= xs) or (xst < 0 and xe <= xs)):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is _dt.int64:
+    if dtype is D.int64:
         sgn = (xst > 0) - (xst < 0)
         q = xe - xs + xst - sgn
         n = abs(q) // abs(xst) * (1 if (q >= 0) == (xst > 0) else -1)  # C++ truncating division
@@ -148,7 +148,7 @@ def linspace_dtype(start, end, dtype):
     if dtype is not None:
         return dtype
     if isinstance(start, complex) or isinstance(end, complex):
-        return _dt.default_complex_dtype()
+        return D.default_complex_dtype()
     return get_default_dtype()
 
 
@@ -172,7 +172,7 @@ def _not_implemented(kernel, dtype):
 
 def check_uniform(self, from_, to):
     d = self._dtype
-    if d._category < _dt.FLOATING:
+    if d._category < D.FLOATING:
         _not_implemented("check_uniform_bounds", d)
     lo, hi = LIMITS[d]
     if not lo <= from_ <= hi:
@@ -189,21 +189,21 @@ def check_uniform(self, from_, to):
 
 
 def check_normal(dtype, std):
-    if dtype._category < _dt.FLOATING:
+    if dtype._category < D.FLOATING:
         _not_implemented("normal_kernel_cpu", dtype)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
 
 
 # Largest integer a floating dtype holds exactly: random_ draws from [0, 2**digits].
-FLOAT_DIGITS = {_dt.float16: 11, _dt.bfloat16: 8, _dt.float32: 24, _dt.float64: 53}
+FLOAT_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 
 
 def _random_max(d):
     """Highest value random_ may produce for dtype ``d`` by default."""
     if d.is_complex:
         _not_implemented("random_", d)
-    if d is _dt.bool_:
+    if d is D.bool_:
         return 1
     if d.is_floating_point:
         return 2 ** FLOAT_DIGITS[d]
@@ -226,7 +226,7 @@ def random_bounds(self, from_, to):
     if d.is_complex:
         raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean "
                            "types")
-    lo, hi = (0, 1) if d is _dt.bool_ else LIMITS[d]
+    lo, hi = (0, 1) if d is D.bool_ else LIMITS[d]
     if not lo <= from_ <= hi:
         raise RuntimeError(f"from is out of bounds for {name}")
     if not lo <= to - 1 <= hi:

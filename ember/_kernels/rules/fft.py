@@ -2,7 +2,7 @@
 The CPU kernels (``meta/fft.py``) and the Meta kernels call them; this module imports no
 backend."""
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 
 
@@ -20,7 +20,7 @@ def signal_dims(self, dim):
 
 def _check_mkl_dtype(d):
     # CPU FFTs exist for float and double only, as with PyTorch's MKL/pocketfft backends
-    if d.to_real() not in (_dt.float32, _dt.float64):
+    if d.to_real() not in (D.float32, D.float64):
         raise RuntimeError(f"MKL FFT doesn't support tensors of type: {d._short}")
 
 

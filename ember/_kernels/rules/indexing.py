@@ -2,14 +2,14 @@
 The CPU kernels (``meta/indexing.py``) and the Meta kernels call them; this module imports no
 backend."""
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 
 
-_MASK_DTYPES = (_dt.bool_, _dt.uint8)
+_MASK_DTYPES = (D.bool_, D.uint8)
 
 
-_INT_DTYPES = (_dt.int64, _dt.int32)
+_INT_DTYPES = (D.int64, D.int32)
 
 
 _fmt = _st._fmt_list

@@ -2,26 +2,26 @@
 The CPU kernels (``meta/random_ops.py``) and the Meta kernels call them; this module imports no
 backend."""
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from .factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
 
 
 # randperm into a floating dtype: the largest n whose values [0, n) are all exact (bfloat16 is
 # not checked by PyTorch).
-_RANDPERM_FLOAT_MAX = {_dt.float16: ("2049", 2049), _dt.float32: ("2^24+1", 2 ** 24 + 1),
-                       _dt.float64: ("2^53+1", 2 ** 53 + 1)}
+_RANDPERM_FLOAT_MAX = {D.float16: ("2049", 2049), D.float32: ("2^24+1", 2 ** 24 + 1),
+                       D.float64: ("2^53+1", 2 ** 53 + 1)}
 
 
 # the C++ names cauchy_'s dtype message prints (typeid names, not ATen's)
-_CAUCHY_TYPE_NAMES = {**C_TYPE_NAMES, _dt.int8: "signed char", _dt.uint8: "unsigned char",
-                      _dt.int16: "short int", _dt.int64: "long int"}
+_CAUCHY_TYPE_NAMES = {**C_TYPE_NAMES, D.int8: "signed char", D.uint8: "unsigned char",
+                      D.int16: "short int", D.int64: "long int"}
 
 
 def check_randperm(n, dtype):
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    if dtype is _dt.bool_ or dtype.is_complex:
+    if dtype is D.bool_ or dtype.is_complex:
         _not_implemented("randperm", dtype)
     if dtype in _RANDPERM_FLOAT_MAX:
         text, top = _RANDPERM_FLOAT_MAX[dtype]
@@ -89,7 +89,7 @@ def check_exponential(self, lambd):
 def check_geometric(self, p):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_g(p)}")
-    if self._dtype is _dt.bool_ or self._dtype.is_complex:
+    if self._dtype is D.bool_ or self._dtype.is_complex:
         _not_implemented("geometric_cpu", self._dtype)
 
 
