@@ -7,6 +7,7 @@ import numpy as np
 from ..._core import dtype as D
 from ..rules.pointwise import check_complex, check_frexp
 from . import pointwise as _pw
+from .pointwise_values import _ufunc
 from ._util import nd, wrap
 
 
@@ -32,8 +33,8 @@ def nextafter_values(x, y, dt):
 # functional and in-place kernels generated for them: rules.pointwise.OVERLOADS).
 BINARY = {
     "heaviside": heaviside_values,
-    "gcd": _pw._ufunc(np.gcd),
-    "lcm": _pw._ufunc(np.lcm),
+    "gcd": _ufunc(np.gcd),
+    "lcm": _ufunc(np.lcm),
     "nextafter": nextafter_values,
 }
 _pw.BINARY.update(BINARY)

@@ -18,6 +18,7 @@ from ..._core import dtype as D
 from ..rules import special as _RS
 from ..rules.special import check_mvlgamma
 from . import pointwise as _pw
+from .pointwise_values import _half_as_float, _ufunc
 from ._util import wrap
 
 _HALVES = (D.float16, D.bfloat16)
@@ -25,7 +26,7 @@ _HALVES = (D.float16, D.bfloat16)
 
 def _in_float(f):
     """Compute float16/bfloat16 in float32 (SciPy has no half loops); PyTorch does the same."""
-    return _pw._half_as_float(f)
+    return _half_as_float(f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def legendre_p_values(x, n):
 
 def _plain(f):
     """A NumPy/SciPy function of the arrays only (the row convention appends the dtype)."""
-    return _pw._ufunc(f)
+    return _ufunc(f)
 
 
 # ---------------------------------------------------------------------------------------------
