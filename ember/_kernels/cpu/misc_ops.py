@@ -6,7 +6,7 @@ from ..._core import dtype as D
 from ..._core.promotion import result_type_of
 from ..rules.factory import linspace_dtype
 from .factory import honour_pin_memory
-from .factory_more import linspace
+from .ranges import linspace
 from .pointwise import as_array
 from ._util import nd, wrap
 from ..rules.misc_ops import check_isin, check_tri_indices

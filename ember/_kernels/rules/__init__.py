@@ -3,3 +3,5 @@ backend: the CPU kernels compute what a rule allows, the Meta kernels allocate w
 the CUDA kernels call the same functions. A rule raises PyTorch's error for bad arguments and
 returns what the result will be (its dtype, its shape); it never touches data and never imports
 a backend's kernel module (``tests/test_architecture.py`` checks that)."""
+
+

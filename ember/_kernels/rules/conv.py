@@ -1,7 +1,6 @@
-"""Rules of the conv ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/conv.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the convolution ops (convolution, im2col, col2im), for every backend: argument checks
+and result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/conv.py``) and the
+Meta kernels (``meta/conv.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 
 

@@ -1,7 +1,6 @@
-"""Rules of the copy ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``meta/rules.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of copy_, for every backend: argument checks and result shapes and dtypes, with PyTorch's
+errors. The CPU kernels (``cpu/copy.py``) and the Meta kernels (``meta/memory.py``) call them;
+this module imports no backend."""
 from ..._core import strides as _st
 
 

@@ -1,7 +1,6 @@
-"""Rules of the fft ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``meta/fft.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the FFT primitives (_fft_r2c, _fft_c2r, _fft_c2c), for every backend: argument checks
+and result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/fft.py``) and the
+Meta kernels (``meta/fft.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
 

@@ -1,8 +1,6 @@
-"""Rules of the foreach ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/foreach.py``) and the Meta kernels call them; this module imports no
-backend."""
-
-
+"""Rules of the _foreach_* ops, for every backend: argument checks and result shapes and dtypes,
+with PyTorch's errors. The CPU kernels (``cpu/foreach.py``) and the Meta kernels
+(``meta/foreach.py``) call them; this module imports no backend."""
 
 
 def _check_lengths(*lists):

@@ -1,6 +1,6 @@
-"""Rules of the grid ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/grid.py``) and the Meta kernels call them; this module imports no
-backend."""
+"""Rules of the grid sampler and the antialiased upsampling ops, for every backend: argument checks
+and result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/grid.py``) and the
+Meta kernels (``meta/grid.py``) call them; this module imports no backend."""
 import numpy as np
 
 from ..._core import dtype as D

@@ -1,7 +1,6 @@
-"""Rules of the indexing ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``meta/indexing.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of advanced indexing (index.Tensor, index_put), for every backend: argument checks and
+result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/indexing.py``) and the
+Meta kernels (``meta/indexing.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
 

@@ -1,7 +1,6 @@
-"""Rules of the linalg ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/linalg.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the linear-algebra ops, for every backend: argument checks and result shapes and
+dtypes, with PyTorch's errors. The CPU kernels (``cpu/linalg.py``) and the Meta kernels
+(``meta/linalg.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
 

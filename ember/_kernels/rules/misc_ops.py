@@ -1,7 +1,6 @@
-"""Rules of the misc_ops ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/misc_ops.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of isin, triu_indices and tril_indices, for every backend: argument checks and result
+shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/misc_ops.py``) and the Meta
+kernels (``meta/misc_ops.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 
 

@@ -1,5 +1,6 @@
-"""Rules of the nn ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/nn.py``) and the Meta kernels call them; this module imports no
+"""Rules of the nn.functional native ops (activations, softmax, norms, losses, dropout, embedding),
+for every backend: argument checks and result shapes and dtypes, with PyTorch's errors. The CPU
+kernels (``cpu/nn.py``) and the Meta kernels (``meta/nn.py``) call them; this module imports no
 backend."""
 import math
 

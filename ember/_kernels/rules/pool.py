@@ -1,7 +1,6 @@
 """Rules of the pooling ops, for every backend: argument checks, output sizes and dtypes.
 The CPU kernels (``cpu/pool.py``) and the Meta kernels call them; this module imports no
 backend."""
-
 from ..._core import dtype as D
 
 

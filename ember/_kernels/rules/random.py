@@ -1,7 +1,6 @@
-"""Rules of the random ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``meta/random_ops.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the random sampling ops, for every backend: argument checks and result shapes and
+dtypes, with PyTorch's errors. The CPU kernels (``cpu/random.py``) and the Meta kernels
+(``meta/random_ops.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
 from .factory import C_TYPE_NAMES, _g, _not_implemented, check_fits

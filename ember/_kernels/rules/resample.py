@@ -1,7 +1,6 @@
-"""Rules of the resample ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/resample.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the upsample, padding and pixel-shuffle ops, for every backend: argument checks and
+result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/resample.py``) and the
+Meta kernels (``meta/resample.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 
 

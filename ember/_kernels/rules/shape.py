@@ -1,7 +1,7 @@
-"""Rules of the shape ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``meta/shape.py``) and the Meta kernels call them; this module imports no
+"""Rules of the shape ops (cat, stack, gather, scatter, index_select, masked ops ...), for every
+backend: argument checks and result shapes and dtypes, with PyTorch's errors. The CPU kernels
+(``cpu/shape.py``) and the Meta kernels (``meta/shape.py``) call them; this module imports no
 backend."""
-
 from functools import reduce
 
 from ..._core import dtype as D

@@ -1,7 +1,7 @@
-"""Rules of the sorting ops, for every backend: argument checks, result shapes and dtypes.
-The CPU kernels (``cpu/sorting.py``) and the Meta kernels call them; this module imports no
-backend."""
-
+"""Rules of the sorting and selection ops (sort, topk, kthvalue, searchsorted, histc ...), for
+every backend: argument checks and result shapes and dtypes, with PyTorch's errors. The CPU
+kernels (``cpu/sorting.py``) and the Meta kernels (``meta/sorting.py``) call them; this module
+imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
 from .reduction import reduce_dims, reduced_shape

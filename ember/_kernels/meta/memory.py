@@ -1,4 +1,5 @@
-"""Shape and dtype rules shared by the meta kernels."""
+"""Meta kernels of allocation and copies: ``empty``, ``empty_strided``, ``copy_`` (after its
+rules, ``rules/copy.py``) and ``_local_scalar_dense``."""
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
