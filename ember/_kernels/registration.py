@@ -1,10 +1,10 @@
 """Kernels that register themselves by reference.
 
 A kernel module hands the dispatcher a function object for an operator overload and a dispatch
-key: ``register("sin", "CPU", kernel)``, or ``@impl("polar", "Meta")`` on the ``def`` itself,
-the way PyTorch's ``@register_decomposition(aten.x)`` sits on the function it registers. Table
-rows (``BINARY``, ``UNARY``, ``REDUCTIONS`` ...) register the kernels generated from them while
-the table is built, so those kernels need no name at all.
+key, ``register("sin", "CPU", kernel)``, where the kernel is made, the way PyTorch's
+``@register_decomposition(aten.x)`` sits on the function it registers. Table rows (``BINARY``,
+``UNARY``, the Meta reductions, the activations ...) register the kernels generated from them
+while the table is built, so those kernels need no name at all.
 
 Kernel modules are imported before the operators exist (``ember/_ops/registry.py`` imports the
 kernel packages, then defines every op of ``native_functions.yaml``), so registrations wait in
@@ -26,13 +26,6 @@ def register(op, key, fn):
         raise RuntimeError(f"two {key} kernels registered for aten::{op}: {row[key]!r} and {fn!r}")
     row[key] = fn
     return fn
-
-
-def impl(op, key):
-    """Decorator form of :func:`register`."""
-    def decorator(fn):
-        return register(op, key, fn)
-    return decorator
 
 
 def kernels_of(op):

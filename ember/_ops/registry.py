@@ -1,7 +1,7 @@
 """Loads ``native_functions.yaml`` into the dispatcher through :class:`ember.library.Library`.
 
 For each entry: ``func`` is defined; it gets the kernels that registered themselves for it by
-reference (``ember/_kernels/registration.py``: table rows and ``@impl`` on a ``def``), and each
+reference (``ember/_kernels/registration.py``: table rows register what they generate), and each
 ``dispatch`` key gets the named kernel, looked up in the kernel package of that key
 (``ember._kernels.cpu``, ``.meta``, ``.composite``); an entry with neither is
 CompositeImplicitAutograd with the kernel named after the op; ``autogen`` adds out= (and
