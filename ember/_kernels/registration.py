@@ -6,9 +6,8 @@ key, ``register("sin", "CPU", kernel)``, where the kernel is made, the way PyTor
 ``UNARY``, the Meta reductions, the activations ...) register the kernels generated from them
 while the table is built, so those kernels need no name at all.
 
-Kernel modules are imported before the operators exist (``ember/_ops/registry.py`` imports the
-kernel packages, then defines every op of ``native_functions.yaml``), so registrations wait in
-``KERNELS`` until their op is defined; the registry then passes each through
+``ember/_ops/registry.py`` defines every op of ``native_functions.yaml``, then imports the kernel
+packages, whose tables fill ``KERNELS``, and passes each registration through
 :meth:`ember.library.Library.impl`. An op that ``native_functions.yaml`` also gives a kernel for
 the same key, or a registration for an op the yaml does not define, is an error at import.
 """
