@@ -170,15 +170,12 @@ def _quiet():
 _TABLES = {1: UNARY, 2: BINARY, 3: TERNARY}
 
 
-def row(name, n):
-    """(NumPy function, type-promotion kind, check) of row ``name`` applied to ``n`` operands."""
-    return (_TABLES[n][name], *_R.RULES[n][name])
-
-
 def _prepare(name, operands, alpha, out=None):
     """Row, dtypes and NumPy operands of an op (after its checks, and the in-place checks
     against ``out``); ``alpha`` scales the last operand in the computation dtype (add/sub)."""
-    fn, rule, check = row(name, len(operands))
+    n = len(operands)
+    fn = _TABLES[n][name]  # the compute row; its rule row has the same name
+    rule, check = _R.RULES[n][name]
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, out)
     arrays = _arrays(operands, cdt)
