@@ -137,3 +137,9 @@ class _FunctorchModule:
 
 
 _functorch = _FunctorchModule()
+
+
+def _set_grad_enabled(mode):
+    """Set grad mode (PyTorch's ``torch._C._set_grad_enabled``; compiled graphs record it)."""
+    from ._dispatch import tls
+    tls.state.grad_enabled = bool(mode)

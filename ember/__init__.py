@@ -54,3 +54,40 @@ from .func import vmap  # noqa: E402,F401  (torch.vmap)
 from . import testing  # noqa: E402,F401  (torch.testing)
 from . import fx  # noqa: E402,F401  (torch.fx: graphs, symbolic_trace, make_fx)
 from . import distributions  # noqa: E402,F401  (torch.distributions)
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """Capture ``model`` (a function or ``nn.Module``) into graphs with guards and run them
+    through ``backend`` (PyTorch's ``torch.compile``; see ``ember._dynamo``). Usable as a
+    decorator with or without arguments. Dynamic shapes are not implemented yet:
+    ``dynamic=True`` warns and specialises."""
+    from . import _dynamo
+    if dynamic:
+        import warnings
+        warnings.warn("ember.compile: dynamic shapes are not implemented yet; every size is "
+                      "specialised", UserWarning, stacklevel=2)
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in ("default", "reduce-overhead", "max-autotune",
+                                         "max-autotune-no-cudagraphs"):
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, "
+                           f"reduce-overhead, max-autotune, max-autotune-no-cudagraphs")
+    if model is None:
+        def fn(model):
+            if model is None:
+                raise RuntimeError("Model can't be None")
+            return compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                           mode=mode, options=options, disable=disable)
+        return fn
+    if (mode not in (None, "default") and backend == "inductor") or options:
+        # handed to the backend (Inductor, issue 14, reads them; until then it runs eagerly)
+        backend = _dynamo.backends.registry.with_options(
+            backend, mode if backend == "inductor" else None, options)
+    return _dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic,
+                            disable=disable)(model)
+
+
+from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
+from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)

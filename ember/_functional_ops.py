@@ -312,7 +312,12 @@ def typename(obj, /):
 # directly, see ember/_core/blas.py; another BLAS through threadpoolctl when it is installed;
 # without either the value is only recorded and reported back).
 def _default_threads():
+    """PyTorch's default: OMP_NUM_THREADS when set (launchers such as
+    ``ember.backends.xeon.run_cpu`` set it per instance), else the cores this process may use."""
     import os
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

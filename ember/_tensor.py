@@ -10,24 +10,21 @@ import warnings
 
 import numpy as np
 
-from ._core import dtype as D
+from . import _dlpack, _tensor_str, overrides
+from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
-from ._core.storage import UntypedStorage, from_array, get_allocator, meta_storage
-from ._core.storage import _alloc_observers, _notify_alloc
-from ._dispatch.keys import DispatchKeySet, tensor_keyset
+from ._core import tensor_impl as _impl
+from ._core.storage import UntypedStorage
+from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
+    _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
+from ._dispatch import tls as _tls
+from ._dispatch.keys import DispatchKeySet
+from ._ops.overload import ops
 
-_NP_TO_DT = {d._np: d for d in D.ALL_DTYPES}
-_KEYSETS = {}
-
-
-def _keyset_for(dev, inference=False):
-    k = (dev.type, inference)
-    ks = _KEYSETS.get(k)
-    if ks is None:
-        ks = _KEYSETS[k] = tensor_keyset(dev.type, inference)
-    return ks
+# Methods import ember.autograd, _factories and _indexing when called: those modules import
+# Tensor from here (the Tensor <-> ops cycle).
 
 
 class Tensor:
@@ -39,7 +36,7 @@ class Tensor:
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
     def __new__(cls, *args, device=None):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.legacy_new(cls, args, device)
 
     def __init__(self, *args, **kwargs):
@@ -257,7 +254,6 @@ class Tensor:
     def grad(self):
         if self._grad_fn is not None and not (self._autograd is not None
                                               and self._autograd.retains_grad):
-            import warnings
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "
@@ -286,7 +282,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base_ is not None and self._autograd is not None:  # a view: maybe regenerated
-            from .autograd.graph import current_grad_fn
+            from .autograd.graph import current_grad_fn  # imports Tensor from here: a true cycle
             return current_grad_fn(self)
         return self._grad_fn
 
@@ -311,19 +307,19 @@ class Tensor:
             setattr(self, s, getattr(other, s))
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from . import autograd
+        from . import autograd  # imports Tensor from here: a true cycle
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         return graph.register_tensor_hook(self, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         return graph.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self):
-        from .autograd import graph
+        from .autograd import graph  # imports Tensor from here: a true cycle
         graph.retain_grad(self)
 
     @property
@@ -333,14 +329,13 @@ class Tensor:
 
     # -- conversions to Python and NumPy --------------------------------------------------------
     def item(self):
-        from ._ops.overload import ops
         return ops.aten.item.default._call(self)
 
     def tolist(self):
         if self._device.type != "cpu":
             return self.cpu().tolist()
         a = self._nd()
-        if self._dtype is D.bfloat16:
+        if self._dtype is _dt.bfloat16:
             a = a.astype(np.float32)
         return a.tolist()
 
@@ -354,18 +349,16 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if self._dtype is D.bfloat16:
+        if self._dtype is _dt.bfloat16:
             raise TypeError("Got unsupported ScalarType BFloat16")
         return self._nd()
 
     def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule sharing this tensor's memory (``ember._dlpack``). ``stream``: the
         consumer's CUDA stream, made to wait for the current stream's work (-1: no wait)."""
-        from . import _dlpack
         return _dlpack.tensor_dlpack(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
-        from . import _dlpack
         return _dlpack.dl_device_of(self)
 
     def __array__(self, dtype=None, copy=None):
@@ -399,7 +392,7 @@ class Tensor:
         return complex(_conversion_value(self, None))
 
     def __index__(self):
-        if self._dtype._category > D.INTEGRAL or self.numel() != 1:
+        if self._dtype._category > _dt.INTEGRAL or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -407,7 +400,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self, *, tensor_contents=None):
-        from . import _tensor_str
         return _tensor_str._str(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
@@ -421,12 +413,12 @@ class Tensor:
             return f"{prefix}{self._dtype._short}Tensor"
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
-            dtype = next(d for d in D.ALL_DTYPES if d._short == name)
+            dtype = next(d for d in _dt.ALL_DTYPES if d._short == name)
         return self.to(dtype)
 
     # -- device and dtype moves -----------------------------------------------------------------
     def to(self, *args, **kwargs):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.tensor_to(self, *args, **kwargs)
 
     def cpu(self, memory_format=preserve_format):
@@ -438,40 +430,40 @@ class Tensor:
         return self.to(dev, non_blocking=non_blocking, memory_format=memory_format)
 
     def float(self, memory_format=preserve_format):
-        return self.to(D.float32, memory_format=memory_format)
+        return self.to(_dt.float32, memory_format=memory_format)
 
     def double(self, memory_format=preserve_format):
-        return self.to(D.float64, memory_format=memory_format)
+        return self.to(_dt.float64, memory_format=memory_format)
 
     def half(self, memory_format=preserve_format):
-        return self.to(D.float16, memory_format=memory_format)
+        return self.to(_dt.float16, memory_format=memory_format)
 
     def bfloat16(self, memory_format=preserve_format):
-        return self.to(D.bfloat16, memory_format=memory_format)
+        return self.to(_dt.bfloat16, memory_format=memory_format)
 
     def int(self, memory_format=preserve_format):
-        return self.to(D.int32, memory_format=memory_format)
+        return self.to(_dt.int32, memory_format=memory_format)
 
     def long(self, memory_format=preserve_format):
-        return self.to(D.int64, memory_format=memory_format)
+        return self.to(_dt.int64, memory_format=memory_format)
 
     def short(self, memory_format=preserve_format):
-        return self.to(D.int16, memory_format=memory_format)
+        return self.to(_dt.int16, memory_format=memory_format)
 
     def char(self, memory_format=preserve_format):
-        return self.to(D.int8, memory_format=memory_format)
+        return self.to(_dt.int8, memory_format=memory_format)
 
     def byte(self, memory_format=preserve_format):
-        return self.to(D.uint8, memory_format=memory_format)
+        return self.to(_dt.uint8, memory_format=memory_format)
 
     def bool(self, memory_format=preserve_format):
-        return self.to(D.bool_, memory_format=memory_format)
+        return self.to(_dt.bool_, memory_format=memory_format)
 
     def cfloat(self, memory_format=preserve_format):
-        return self.to(D.complex64, memory_format=memory_format)
+        return self.to(_dt.complex64, memory_format=memory_format)
 
     def cdouble(self, memory_format=preserve_format):
-        return self.to(D.complex128, memory_format=memory_format)
+        return self.to(_dt.complex128, memory_format=memory_format)
 
     # -- shape helpers that are Python-level in PyTorch too --------------------------------------
     @property
@@ -516,7 +508,6 @@ class Tensor:
     # -- complex parts: views (aten::real / aten::imag); assigning writes through, as in PyTorch
     @property
     def real(self):
-        from ._ops.overload import ops
         return ops.aten.real.default(self)
 
     @real.setter
@@ -525,7 +516,6 @@ class Tensor:
 
     @property
     def imag(self):
-        from ._ops.overload import ops
         return ops.aten.imag.default(self)
 
     @imag.setter
@@ -545,15 +535,15 @@ class Tensor:
         return self.to(other._dtype)
 
     def __getitem__(self, index):
-        from . import _indexing
+        from . import _indexing  # imports Tensor from here: a true cycle
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from . import _indexing
+        from . import _indexing  # imports Tensor from here: a true cycle
         _indexing.setitem(self, index, value)
 
     def __reduce_ex__(self, proto):
-        from . import _factories
+        from . import _factories  # imports Tensor from here: a true cycle
         return _factories.reduce_tensor(self)
 
     def __deepcopy__(self, memo):
@@ -568,7 +558,6 @@ class Tensor:
     # (behaviour lives in ember/overrides.py and ember/utils/_python_dispatch.py)
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from . import overrides
         return overrides._default_torch_function(cls, func, types, args, kwargs)
 
     @staticmethod
@@ -577,7 +566,6 @@ class Tensor:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        from . import overrides
         overrides._overrides_cache.clear()
         # From now on bindings check their arguments' types. ember's own subclasses opt out of
         # __torch_function__ (Parameter, Buffer) or turn the check on when instantiated.
@@ -589,10 +577,8 @@ class Tensor:
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, "
                             f"not {type(cls).__name__}")
-        from .overrides import DisableTorchFunctionSubclass
         if self._requires_grad and _tls.state.grad_enabled:
-            from ._ops.overload import ops
-            with DisableTorchFunctionSubclass():
+            with overrides.DisableTorchFunctionSubclass():
                 src = ops.aten.alias.default._call(self)
         else:
             src = _alias(self, self._size, self._stride, self._offset)
@@ -619,7 +605,7 @@ class Tensor:
         """A ``cls`` instance with metadata only (no data): the outer tensor of a wrapper
         subclass whose ``__torch_dispatch__`` computes on the tensors it wraps."""
         dev = CPU if device is None else _device(device)
-        dtype = D.get_default_dtype() if dtype is None else dtype
+        dtype = _dt.get_default_dtype() if dtype is None else dtype
         size = tuple(int(s) for s in size)
         stride = _st.contiguous_strides(size) if strides is None else tuple(strides)
         offset = 0 if storage_offset is None else int(storage_offset)
@@ -656,7 +642,6 @@ def _rewrap(src, cls):
 
 
 def _note_subclass(cls):
-    from . import overrides
     if cls not in overrides._TF_ON and overrides._type_overrides(cls):
         overrides._TF_ON.append(cls)
 
@@ -678,135 +663,6 @@ def _scalar_size_error(dim):
     raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
-# ---------------------------------------------------------------------------------------------
-# Construction helpers shared by kernels. The fast ones skip __new__ (which parses user input).
-
-_new = object.__new__
-
-
-def make_tensor(storage, size, stride, offset, dtype, device, cls=Tensor):
-    t = _new(cls)
-    t._storage = storage
-    t._size = size
-    t._stride = stride
-    t._offset = offset
-    t._dtype = dtype
-    t._device = device
-    t._keyset = _keyset_for(device, _inference_mode_on())
-    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
-    t._base_ = None
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
-def wrap_array(a, device=CPU):
-    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
-
-    This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
-    type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
-    if a.__class__ is not np.ndarray:
-        a = np.asarray(a)
-    dtype = _NUM_TO_DT.get(a.dtype.num)
-    if dtype is None:
-        dtype = _NP_TO_DT.get(a.dtype)
-        if dtype is None:
-            raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
-    shape = a.shape
-    if a.flags.c_contiguous:
-        stride = _CONTIGUOUS.get(shape)
-        if stride is None:
-            stride = _CONTIGUOUS[shape] = _st.contiguous_strides(shape)
-    else:
-        isz = dtype.itemsize
-        stride = tuple(s // isz for s in a.strides)
-        if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
-            a = np.ascontiguousarray(a)
-            stride = _st.contiguous_strides(shape)
-    t = _new(Tensor)
-    # The UntypedStorage is built lazily from the array (Tensor._storage); the memory profiler
-    # must see every allocation as it happens, so it gets the storage now.
-    t._storage_ = _adopt(a, device) if _alloc_observers or device is not CPU else a
-    t._size = shape
-    t._stride = stride
-    t._offset = 0
-    t._dtype = dtype
-    t._device = device
-    if device is CPU:
-        ks = _CPU_INFERENCE_KS if _tls.state.inference else _CPU_KS
-    else:
-        ks = _keyset_for(device, _tls.state.inference)
-    t._keyset = ks
-    t._vc = None if ks & _ADINPLACE == 0 else [0]
-    t._base_ = None
-    t._np = a
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
-def _adopt(a, device):
-    """The UntypedStorage of a kernel's fresh result array (from_array, inlined: it is hot)."""
-    storage = _new(UntypedStorage)
-    storage._buf = a
-    storage._bytes = None
-    storage._nbytes = a.nbytes
-    storage.device = device
-    storage._resizable = True
-    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
-    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
-        _notify_alloc(storage)
-    return storage
-
-
-def empty_tensor(size, dtype, device, stride=None):
-    """A fresh tensor with uninitialized storage on ``device`` (contiguous unless ``stride``)."""
-    size = tuple(size)
-    for s in size:
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
-                               f"[{', '.join(map(str, size))}]")
-    if stride is None:
-        _st.check_storage_size(size, dtype.itemsize)
-        stride = _st.contiguous_strides(size)
-    nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
-    if device.type == "meta":
-        storage = meta_storage(nbytes)
-    elif device.type == "cpu":
-        storage = from_array(get_allocator(device).allocate(nbytes), device)
-    else:
-        storage = UntypedStorage(nbytes, device=device)
-    return make_tensor(storage, size, stride, 0, dtype, device)
-
-
-def _alias(base, size, stride, offset, dtype=None):
-    """A tensor sharing ``base``'s storage (the building block of every view)."""
-    t = _new(Tensor)
-    t._storage = base._storage
-    t._size = size
-    t._stride = stride
-    t._offset = offset
-    t._dtype = base._dtype if dtype is None else dtype
-    t._device = base._device
-    t._keyset = base._keyset
-    t._vc = base._vc
-    t._base_ = base._base_ if base._base_ is not None else base
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
-    return t
-
-
 def _np_view(t):
     if t._device.type != "cpu":
         raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
@@ -817,17 +673,4 @@ def _np_view(t):
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))
 
 
-from ._dispatch import tls as _tls  # noqa: E402
-from ._dispatch.keys import K as _K, bit as _bit  # noqa: E402
-
-_ADINPLACE = _bit(_K.ADInplaceOrView)
-_NUM_TO_DT = {d._np.num: d for d in D.ALL_DTYPES}
-_CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
-_CPU_KS = _keyset_for(CPU, False)
-_CPU_INFERENCE_KS = _keyset_for(CPU, True)
-_CPU_ALLOCATOR = get_allocator(CPU)
-_PYTHON_KEYS = _bit(_K.Python) | _bit(_K.PythonTLSSnapshot)
-
-
-def _inference_mode_on():
-    return _tls.state.inference
+_impl.set_tensor_class(Tensor)

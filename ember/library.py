@@ -166,6 +166,7 @@ from ._library.custom_ops import (CustomOpDef, _fake_impls, backend_keys,  # noq
                                   AutogradInfo)
 from ._library.infer_schema import infer_schema  # noqa: E402,F401
 from ._library.opcheck import OpCheckError, opcheck  # noqa: E402,F401
+from ._library.triton import triton_op, wrap_triton  # noqa: E402,F401
 
 
 def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None, tags=None):

@@ -84,6 +84,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a short run for the test suite")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--compile", nargs="?", const="inductor", default=None,
+                        metavar="BACKEND", help="torch.compile the model (backend: inductor, "
+                        "or eager, aot_eager)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if args.quick:
@@ -100,6 +103,8 @@ def main(argv=None):
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
         optimizer, T_max=args.epochs * len(train_loader))
     n_params = sum(p.numel() for p in model.parameters())
+    if args.compile:
+        model = torch.compile(model, backend=args.compile)
     print(f"digits: {len(train_set)} train / {len(test_set)} test images, "
           f"model {n_params:,} parameters")
 

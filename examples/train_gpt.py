@@ -8,6 +8,7 @@ says ember.
 
     python examples/train_gpt.py               # 2 layers, 4 heads, width 128, context 64
     python examples/train_gpt.py --quick       # a few seconds, for the test suite
+    python examples/train_gpt.py --compile     # the model through torch.compile
     python -m ember.distributed.run --standalone --nproc-per-node 2 examples/train_gpt.py --ddp
                                                # data parallel over 2 processes
 """
@@ -153,6 +154,9 @@ def main(argv=None):
     parser.add_argument("--ddp", action="store_true",
                         help="DistributedDataParallel; start with python -m ember.distributed.run")
     parser.add_argument("--checkpoint", default=None, help="save the trained weights here")
+    parser.add_argument("--compile", nargs="?", const="inductor", default=None,
+                        metavar="BACKEND", help="torch.compile the model (backend: inductor, "
+                        "or eager, aot_eager)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
@@ -184,6 +188,8 @@ def main(argv=None):
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_cosine(max(1, args.steps // 20), args.steps))
     raw_model = model
+    if args.compile:
+        model = torch.compile(model, backend=args.compile)
     if args.ddp:
         from ember.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model)  # rank 0's weights; gradients averaged over the ranks

@@ -22,10 +22,6 @@ EXPECTED = {
         'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
     '_batch_norm_with_update:gradient':
         'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
-    '_chunk_cat:errors':
-        'Unresolved: ember._chunk_cat is missing',
-    '_chunk_cat:forward':
-        'Unresolved: ember._chunk_cat is missing',
     '_native_batch_norm_legit:forward':
         'Unresolved: ember._native_batch_norm_legit is missing',
     '_native_batch_norm_legit:gradient':
@@ -38,14 +34,6 @@ EXPECTED = {
         'Unresolved: ember.segment_reduce is missing',
     '_segment_reduce.offsets:gradient':
         'Unresolved: ember.segment_reduce is missing',
-    '_unsafe_masked_index:forward':
-        'Unresolved: ember._unsafe_masked_index is missing',
-    '_unsafe_masked_index:gradient':
-        'Unresolved: ember._unsafe_masked_index is missing',
-    '_unsafe_masked_index_put_accumulate:forward':
-        'Unresolved: ember._unsafe_masked_index_put_accumulate is missing',
-    '_unsafe_masked_index_put_accumulate:gradient':
-        'Unresolved: ember._unsafe_masked_index_put_accumulate is missing',
     'amax:errors':
         'ValueError: maximum supported dimension for an ndarray is currently 64, found 65',
     'amin:errors':
@@ -70,12 +58,6 @@ EXPECTED = {
         'Unresolved: ember.complex is missing',
     'gather:errors':
         'Failed: DID NOT RAISE RuntimeError',
-    'gradient:errors':
-        'Unresolved: ember.gradient is missing',
-    'gradient:forward':
-        'Unresolved: ember.gradient is missing',
-    'gradient:gradient':
-        'Unresolved: ember.gradient is missing',
     'hash_tensor:forward':
         'Unresolved: ember.hash_tensor is missing',
     'histogram:forward':
@@ -86,22 +68,6 @@ EXPECTED = {
         'Unresolved: ember.histogramdd is missing',
     'index_add:errors':
         'IndexError: index_add_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality (1), destination dimensi',
-    'index_reduce.amax:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amax:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amin:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.amin:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.mean:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.mean:gradient':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.prod:forward':
-        'Unresolved: ember.index_reduce is missing',
-    'index_reduce.prod:gradient':
-        'Unresolved: ember.index_reduce is missing',
     'jiterator_2inputs_2outputs:forward':
         'Unresolved: no ember twin for <torch.cuda.jiterator._JittedFunction object at 0x7ff5a2e38b50>',
     'jiterator_4inputs_with_extra_args:forward':
@@ -144,10 +110,6 @@ EXPECTED = {
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool3d'",
     'module:nn.KLDivLoss:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 1 / 1 (100%)',
-    'module:nn.LinearCrossEntropyLoss:forward':
-        'Unresolved: ember.nn.modules.loss.LinearCrossEntropyLoss is missing',
-    'module:nn.LinearCrossEntropyLoss:gradient':
-        'Unresolved: ember.nn.modules.loss.LinearCrossEntropyLoss is missing',
     'module:nn.TransformerEncoder:forward':
         'Unresolved: no ember twin for TransformerEncoderLayer(',
     'module:nn.TransformerEncoder:gradient':
@@ -164,8 +126,6 @@ EXPECTED = {
         'RuntimeError: adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 2]',
     'nn.functional.adaptive_max_pool3d:errors':
         'RuntimeError: adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [2, 2, 2]',
-    'nn.functional.bilinear:forward':
-        "wrong values: AssertionError: dtype ember.int64, PyTorch torch.int32 assert 'int64' == 'int32' - int32",
     'nn.functional.fractional_max_pool2d:forward':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool2d'",
     'nn.functional.fractional_max_pool2d:gradient':
@@ -178,26 +138,6 @@ EXPECTED = {
         'NotImplementedError: "upsample_bicubic2d_channels_last" not implemented for \'Byte\'',
     'nn.functional.interpolate.bilinear:forward':
         'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
-    'nn.functional.linear_cross_entropy.chunked:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy.chunked_none:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:errors':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:forward':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.linear_cross_entropy:gradient':
-        'Unresolved: ember.nn.functional.linear_cross_entropy is missing',
-    'nn.functional.local_response_norm:forward':
-        'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 7 / 18 (38.9%)',
     'nn.functional.multi_head_attention_forward:forward':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 4 / 6 (66.7%)',
     'nn.functional.multi_head_attention_forward:gradient':
@@ -212,10 +152,6 @@ EXPECTED = {
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 11 / 20 (55%)',
     'nn.functional.rrelu:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 14 / 20 (70%)',
-    'nn.functional.triplet_margin_with_distance_loss:forward':
-        'Unresolved: no ember twin for PairwiseDistance()',
-    'nn.functional.triplet_margin_with_distance_loss:gradient':
-        'Unresolved: no ember twin for PairwiseDistance()',
     'nn.functional.unfold:forward':
         'NotImplementedError: "im2col_out_cpu" not implemented for \'Bool\'',
     'nn.functional.upsample_bilinear:forward':
@@ -236,8 +172,6 @@ EXPECTED = {
         'Unresolved: no module ember.special',
     'special.bessel_y1:forward':
         'Unresolved: no module ember.special',
-    'sum_to_size:forward':
-        "AttributeError: 'Tensor' object has no attribute 'sum_to_size'",
     'svd_lowrank:forward':
         "AttributeError: module 'ember' has no attribute 'svd_lowrank'",
     'svd_lowrank:gradient':

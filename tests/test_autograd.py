@@ -572,6 +572,12 @@ EXEMPT_PREFIXES = {
     "aten::scatter.reduce": "no formula in PyTorch", "aten::scatter_.reduce": "no formula in PyTorch",
     "aten::scatter.value_reduce": "no formula in PyTorch",
     "aten::scatter_.value_reduce": "no formula in PyTorch",
+    "aten::_masked_softmax_backward": "no formula in PyTorch",
+    "aten::set_.source_Storage": "not_implemented in PyTorch (grad_fn NotImplemented)",
+    "aten::set_.source_Storage_storage_offset": "not_implemented in PyTorch",
+    "aten::_native_multi_head_attention": "no formula in PyTorch (inference fast path)",
+    "aten::_transform_bias_rescale_qkv": "no formula in PyTorch (inference fast path)",
+    "aten::_transformer_encoder_layer_fwd": "no formula in PyTorch (inference fast path)",
     # hand-written in PyTorch: resizing a tensor that requires grad is an error there
     "aten::resize_": "manual in PyTorch (errors when requires_grad)",
 }

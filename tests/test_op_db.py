@@ -18,6 +18,7 @@ the database is rebuilt with ``torch`` bound to ember. What still fails is liste
 delete its line, and the list only shrinks. A summary line gives the counts.
 """
 import collections
+import dataclasses
 import functools
 import itertools
 import math
@@ -108,7 +109,22 @@ def twin(fn):
         return _rebound(fn)
     if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return _getattr(ember.Tensor, fn.__name__, "ember.Tensor")
+    if isinstance(fn, torch.nn.Module) and not any(True for _ in fn.parameters()) and \
+            not any(True for _ in fn.buffers()):
+        return _stateless_module_twin(fn)
     raise Unresolved(f"no ember twin for {fn!r}")
+
+
+def _stateless_module_twin(module):
+    """ember's instance of a torch module without parameters or buffers (PairwiseDistance()
+    passed as a distance function): the same class with the same plain attributes."""
+    cls = _convert_value(type(module))
+    twin_module = cls.__new__(cls)
+    ember.nn.Module.__init__(twin_module)
+    for name, value in vars(module).items():
+        if not name.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
+            setattr(twin_module, name, value)
+    return twin_module
 
 
 def _getattr(obj, name, where):
@@ -201,6 +217,12 @@ def _to_ember(x, cache, requires_grad=None):
         return getattr(ember, str(x).split(".")[1])
     if isinstance(x, torch.Size):
         return ember.Size(x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type) and \
+            type(x).__module__.startswith("torch."):  # an options object: ember's twin class
+        cls = _getattr(_ember_home("ember" + type(x).__module__[len("torch"):]),
+                       type(x).__name__, type(x).__module__)
+        return cls(**{f.name: _to_ember(getattr(x, f.name), cache)
+                      for f in dataclasses.fields(x)})
     if isinstance(x, list):
         return [_to_ember(v, cache) for v in x]
     if isinstance(x, tuple):

@@ -75,6 +75,7 @@ ALIASES = {
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
+_BY_NP_NUM = {d._np.num: d for d in ALL_DTYPES}  # NumPy type number -> dtype: the fast lookup
 
 
 def _dtype_from_name(name):

@@ -8,6 +8,7 @@ import numpy as np
 
 from .allocator import cpu_cache as _cpu_cache
 from .device import CPU, META, device as _device
+from .dtype import uint8
 
 
 class CPUAllocator:
@@ -140,9 +141,19 @@ class UntypedStorage:
     def copy_(self, src, non_blocking=False):
         if src.nbytes() != self._nbytes:
             raise RuntimeError(f"size mismatch: {src.nbytes()} vs {self._nbytes}")
-        if self.device.type != "meta":
+        if self.device.type == "meta":
+            return self
+        if self.device.type == "cpu" and src.device.type == "cpu":
             self._data()[:] = src._data()
+        else:  # device memory on a side: the device runtime's copy, through Tensor.copy_
+            self._as_byte_tensor().copy_(src._as_byte_tensor(), non_blocking)
         return self
+
+    def cpu(self):
+        """This storage on the CPU: itself when it is there, else a copy (as PyTorch's)."""
+        if self.device.type == "cpu":
+            return self
+        return self._as_byte_tensor().cpu().untyped_storage()
 
     def resize_(self, nbytes):
         if not self._resizable:
@@ -168,8 +179,7 @@ class UntypedStorage:
 
     # -- pinned memory (through the Tensor ops, as PyTorch's storage methods) ------------------
     def _as_byte_tensor(self):
-        from .._tensor import make_tensor
-        from .dtype import uint8
+        from .tensor_impl import make_tensor  # tensor_impl imports this module: a true cycle
         return make_tensor(self, (self._nbytes,), (1,), 0, uint8, self.device)
 
     def is_pinned(self, device=None):

@@ -5,7 +5,7 @@ excluded. The hot path reads ``state.included`` and ``state.excluded`` (two attr
 """
 import threading
 
-from .keys import AUTOCAST_BITS, K, bit, parse_key
+from .keys import AUTOCAST_BITS, DispatchKeySet, K, bit, parse_key
 
 DEFAULT_INCLUDED = bit(K.BackendSelect) | bit(K.ADInplaceOrView)
 DEFAULT_EXCLUDED = AUTOCAST_BITS
@@ -83,12 +83,10 @@ class ForceDispatchKeyGuard:
 
 
 def _dispatch_tls_local_include_set():
-    from .keys import DispatchKeySet
     return DispatchKeySet(state.included)
 
 
 def _dispatch_tls_local_exclude_set():
-    from .keys import DispatchKeySet
     return DispatchKeySet(state.excluded)
 
 

@@ -6,6 +6,7 @@ the dispatcher). Generated bindings skip normalization and call ``overload._call
 """
 import functools
 import keyword
+import os
 
 from .._dispatch import dispatcher as _d
 from .._dispatch.keys import parse_key
@@ -163,6 +164,7 @@ class _Ops:
 
     def __init__(self):
         self._namespaces = {}
+        self.loaded_libraries = set()
 
     def __getattr__(self, ns):
         if ns.startswith("__"):
@@ -171,6 +173,13 @@ class _Ops:
             return self._namespaces[ns]
         except KeyError:
             raise AttributeError(f"No such operator namespace {ns!r}") from None
+
+    def load_library(self, path):
+        """Load a shared library whose TORCH_LIBRARY blocks register operators
+        (``torch.ops.load_library``); what they raise is raised here."""
+        from .._library.cpp import load_library
+        load_library(path)
+        self.loaded_libraries.add(os.path.realpath(path))
 
     def namespace(self, ns):
         if ns not in self._namespaces:

@@ -120,8 +120,9 @@ def _generated_kernels(entry):
     names = [a.name for a in schema.arguments]
     has_tensor = any(a.base == "Tensor" for a in schema.arguments)
     name = schema.name
-    if ("device" in names and not has_tensor and not name.endswith("_like")
-            and not name.startswith("new_")):
+    # a factory: a Device argument named device (an `int device` of a custom op is not one)
+    if ("device" in names and schema.arguments[names.index("device")].base == "Device"
+            and not has_tensor and not name.endswith("_like") and not name.startswith("new_")):
         dev_idx = names.index("device")
         entry.register(K.BackendSelect, _d.Kernel(_backend_select_kernel(entry, dev_idx), _d.KEYSET,
                                                   "generated BackendSelect kernel"))

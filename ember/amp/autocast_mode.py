@@ -282,3 +282,15 @@ def custom_bwd(bwd=None, *, device_type):
                       dtype=args[0]._dtype):
             return bwd(*args, **kwargs)
     return decorate_bwd
+
+
+# Graph-level entry/exit of an autocast region (PyTorch's torch.amp.autocast_mode._enter_autocast
+# and _exit_autocast): compiled graphs record these two calls around the region's ops.
+def _enter_autocast(*vals):
+    mode = autocast(*vals)
+    mode.__enter__()
+    return mode
+
+
+def _exit_autocast(mode):
+    mode.__exit__(None, None, None)

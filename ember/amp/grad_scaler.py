@@ -14,12 +14,9 @@ import warnings
 from collections import abc, defaultdict
 from enum import Enum
 
+import ember
+
 __all__ = ["OptState", "GradScaler"]
-
-
-def _E():
-    import ember
-    return ember
 
 
 class _MultiDeviceReplicator:
@@ -84,16 +81,14 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev):
-        E = _E()
-        self._scale = E.full((), self._init_scale, dtype=E.float32, device=dev)
-        self._growth_tracker = E.full((), self._init_growth_tracker, dtype=E.int32, device=dev)
+        self._scale = ember.full((), self._init_scale, dtype=ember.float32, device=dev)
+        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32, device=dev)
 
     def scale(self, outputs):
         """``outputs`` (a tensor, or nested lists/tuples of tensors) multiplied by the scale."""
         if not self._enabled:
             return outputs
-        E = _E()
-        if isinstance(outputs, E.Tensor):
+        if isinstance(outputs, ember.Tensor):
             if self._scale is None:
                 self._lazy_init_scale_growth_tracker(outputs.device)
             return outputs * self._scale.to(device=outputs.device, non_blocking=True)
@@ -101,7 +96,7 @@ class GradScaler:
         stash = []  # one replicator of the scale for the whole structure
 
         def apply_scale(val):
-            if isinstance(val, E.Tensor):
+            if isinstance(val, ember.Tensor):
                 if not stash:
                     if self._scale is None:
                         self._lazy_init_scale_growth_tracker(val.device)
@@ -114,25 +109,24 @@ class GradScaler:
         return apply_scale(outputs)
 
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):
-        E = _E()
         per_device_inv_scale = _MultiDeviceReplicator(inv_scale)
         per_device_found_inf = _MultiDeviceReplicator(found_inf)
         # device -> dtype -> grads: the op takes one list per (device, dtype)
         grouped = defaultdict(lambda: defaultdict(list))
-        with E.no_grad():
+        with ember.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
-                    if not isinstance(param, E.Tensor):
+                    if not isinstance(param, ember.Tensor):
                         raise AssertionError(
                             f"expected param to be torch.Tensor, got {type(param).__name__}")
                     if param.grad is None:
                         continue
-                    if not allow_fp16 and param.grad.dtype == E.float16:
+                    if not allow_fp16 and param.grad.dtype == ember.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     grouped[param.grad.device][param.grad.dtype].append(param.grad)
             for device, per_dtype_grads in grouped.items():
                 for grads in per_dtype_grads.values():
-                    E._amp_foreach_non_finite_check_and_unscale_(
+                    ember._amp_foreach_non_finite_check_and_unscale_(
                         grads, per_device_found_inf.get(device), per_device_inv_scale.get(device))
         return per_device_found_inf._per_device_tensors
 
@@ -147,10 +141,9 @@ class GradScaler:
                                "last update().")
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        E = _E()
         # The reciprocal in float64, then float32, as PyTorch does for accuracy.
         inv_scale = self._scale.double().reciprocal().float()
-        found_inf = E.full((), 0.0, dtype=E.float32, device=self._scale.device)
+        found_inf = ember.full((), 0.0, dtype=ember.float32, device=self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(
             optimizer, inv_scale, found_inf, False)
         optimizer_state["stage"] = OptState.UNSCALED
@@ -205,7 +198,7 @@ class GradScaler:
             found_inf_combined = found_infs[0]
             for extra in found_infs[1:]:
                 found_inf_combined += extra
-            _E()._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
+            ember._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
                                     self._growth_factor, self._backoff_factor,
                                     self._growth_interval)
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)

@@ -8,7 +8,12 @@ input's shape (``validate_outputs``), as PyTorch's engine does.
 """
 import math
 
+import ember
+
+from .._core import strides as _st
+from .._ops.bindings import python_modules
 from .._ops.overload import ops
+from .engine import sum_to
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -18,18 +23,13 @@ M_PI = math.pi
 M_LN2 = math.log(2.0)
 
 
-def _E():
-    import ember
-    return ember
-
-
 def _is_number(x):
     return not hasattr(x, "_keyset")
 
 
 def zeros_from_meta(meta):
     shape, dtype, device = meta
-    return _E().zeros(shape, dtype=dtype, device=device)
+    return ember.zeros(shape, dtype=dtype, device=device)
 
 
 def _conj(x):
@@ -44,7 +44,7 @@ def maybe_multiply(grad, s):
 
 def handle_r_to_c(self_dtype, grad):
     if not (self_dtype.is_complex) and grad._dtype.is_complex:
-        return _E().real(grad)
+        return ember.real(grad)
     return grad
 
 
@@ -54,38 +54,36 @@ def mul_tensor_backward(grad, other, self_dtype):
 
 def div_tensor_self_backward(grad, other, self_dtype, rounding_mode=None):
     if rounding_mode is not None:
-        return _E().zeros_like(grad)
+        return ember.zeros_like(grad)
     return handle_r_to_c(self_dtype, grad / _conj(other))
 
 
 def div_tensor_other_backward(grad, self, other, rounding_mode=None):
     if rounding_mode is not None:
-        return _E().zeros_like(grad)
+        return ember.zeros_like(grad)
     return -grad * _conj((self / other) / other)
 
 
 def pow_backward(grad, self, exponent):
     if exponent == 0.0:
-        return _E().zeros_like(self)
+        return ember.zeros_like(self)
     return grad * _conj(exponent * self.pow(exponent - 1))
 
 
 def pow_backward_self(grad, self, exponent):
-    E = _E()
     g = grad * _conj(exponent * self.pow(exponent - 1))
-    return E.where(exponent == 0.0, E.zeros_like(g), g)
+    return ember.where(exponent == 0.0, ember.zeros_like(g), g)
 
 
 def pow_backward_exponent(grad, self, exponent, result):
-    E = _E()
     if _is_number(self):
         if self == 0.0:
-            return E.where(exponent >= 0, E.zeros_like(grad), grad * (result * math.log(self)
+            return ember.where(exponent >= 0, ember.zeros_like(grad), grad * (result * math.log(self)
                                                                     if self > 0 else math.nan))
         return grad * _conj(result * math.log(self))
     cond = (self == 0) & (exponent >= 0)
-    g = grad * _conj(result * E.log(self))
-    return E.where(cond, E.zeros_like(g), g)
+    g = grad * _conj(result * ember.log(self))
+    return ember.where(cond, ember.zeros_like(g), g)
 
 
 def unsqueeze_multiple(t, dims, ndim):
@@ -123,7 +121,6 @@ def mean_backward(grad, sizes, dims, numel, keepdim):
 
 
 def evenly_distribute_backward(grad, input, value):
-    E = _E()
     mask = (input == value)
     if input._dtype.is_floating_point and bool(value != value):
         mask = input != input  # the max of a tensor holding NaN is NaN: spread over the NaNs
@@ -132,7 +129,6 @@ def evenly_distribute_backward(grad, input, value):
 
 
 def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
-    E = _E()
     ndim = len(sizes)
     if ndim == 0:
         return grad
@@ -143,8 +139,8 @@ def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
     # one-hot along ``dim``: positions equal to the selected index get the gradient
     shape = [1] * ndim
     shape[dim] = sizes[dim]
-    pos = E.arange(sizes[dim], device=grad._device).view(shape)
-    return E.where(pos == indices, grad, E.zeros((), dtype=grad._dtype, device=grad._device))
+    pos = ember.arange(sizes[dim], device=grad._device).view(shape)
+    return ember.where(pos == indices, grad, ember.zeros((), dtype=grad._dtype, device=grad._device))
 
 
 def _column_major(sizes, strides):
@@ -204,7 +200,7 @@ def unsqueeze_to(grad, dims, sizes):
 
 
 def _zeros_new(grad, sizes):
-    return _E().zeros(sizes, dtype=grad._dtype, device=grad._device)
+    return ember.zeros(sizes, dtype=grad._dtype, device=grad._device)
 
 
 def select_backward(grad, sizes, dim, index):
@@ -219,6 +215,11 @@ def slice_backward(grad, sizes, dim, start, end, step):
     return g
 
 
+def slice_of(grad, dim, start, end, step):
+    """``grad.slice(dim, start, end, step)`` (ATen's C++ method; no Tensor method in Python)."""
+    return _aten.slice.Tensor(grad, dim, start, end, step)
+
+
 def diagonal_backward(grad, sizes, offset, dim1, dim2):
     g = _zeros_new(grad, sizes)
     g.diagonal(offset, dim1, dim2).copy_(grad)
@@ -227,7 +228,7 @@ def diagonal_backward(grad, sizes, offset, dim1, dim2):
 
 def split_backward(grads, split_sizes, dim, sizes, dtype, device):
     """Each piece's gradient goes to its slice of a zero gradient (missing pieces stay 0)."""
-    g = _E().zeros(sizes, dtype=dtype, device=device)
+    g = ember.zeros(sizes, dtype=dtype, device=device)
     dim = dim % len(sizes)
     start = 0
     for piece, n in zip(grads, split_sizes):
@@ -247,7 +248,7 @@ def split_sizes_of(split_size, sizes, dim):
 
 
 def unbind_backward(grads, dim, sizes, dtype, device):
-    g = _E().zeros(sizes, dtype=dtype, device=device)
+    g = ember.zeros(sizes, dtype=dtype, device=device)
     dim = dim % len(sizes)
     for i, piece in enumerate(grads):
         if piece is not None:
@@ -273,21 +274,19 @@ def as_strided_backward(grad, in_size, in_stride, in_offset, size, stride, stora
     Where the output's elements overlap (several read one memory location) their gradients are
     summed; where the input's do, each location's gradient is shared among the input elements
     reading it (PyTorch's ``as_strided_backward``)."""
-    from .._core import strides as _st
-    E = _E()
     offset = in_offset if storage_offset is None else storage_offset
     extent = max(_st.storage_extent(in_size, in_stride, in_offset),
                  _st.storage_extent(size, stride, offset))
-    flat = E.zeros((extent,), dtype=grad._dtype, device=grad._device)
+    flat = ember.zeros((extent,), dtype=grad._dtype, device=grad._device)
     if _maybe_overlapping(size, stride):
         flat.index_put_((_storage_indices(size, stride, offset, grad._device),),
                         grad.reshape(-1), accumulate=True)
     else:
         flat.as_strided(size, stride, offset).copy_(grad)
     if _maybe_overlapping(in_size, in_stride):
-        count = E.zeros((extent,), dtype=grad._dtype, device=grad._device)
+        count = ember.zeros((extent,), dtype=grad._dtype, device=grad._device)
         count.index_put_((_storage_indices(in_size, in_stride, in_offset, grad._device),),
-                         E.ones((_st.numel(in_size),), dtype=grad._dtype, device=grad._device),
+                         ember.ones((_st.numel(in_size),), dtype=grad._dtype, device=grad._device),
                          accumulate=True)
         flat = flat / count.clamp_min(1)
     return flat.as_strided(in_size, in_stride, in_offset)
@@ -306,16 +305,15 @@ def _maybe_overlapping(size, stride):
 
 def _storage_indices(size, stride, offset, device):
     """The storage index of every element of a strided geometry, flattened."""
-    E = _E()
-    idx = E.full((), offset, dtype=E.int64, device=device)
+    idx = ember.full((), offset, dtype=ember.int64, device=device)
     for n, st in zip(size, stride):
-        idx = idx.unsqueeze(-1) + E.arange(n, dtype=E.int64, device=device) * st
+        idx = idx.unsqueeze(-1) + ember.arange(n, dtype=ember.int64, device=device) * st
     return idx.reshape(-1)
 
 
 def to_copy_backward(grad, dtype, device):
     if grad._dtype.is_complex and not dtype.is_complex:
-        grad = _E().real(grad)
+        grad = ember.real(grad)
     return grad.to(dtype=dtype, device=device)
 
 
@@ -328,30 +326,26 @@ def tanh_backward(grad, result):
 
 
 def threshold_backward(grad, self, threshold):
-    E = _E()
-    return E.where(self <= threshold, E.zeros((), dtype=grad._dtype, device=grad._device), grad)
+    return ember.where(self <= threshold, ember.zeros((), dtype=grad._dtype, device=grad._device), grad)
 
 
 def clamp_backward(grad, self, min, max):
-    E = _E()
-    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    zero = ember.zeros((), dtype=grad._dtype, device=grad._device)
     if min is not None and max is not None:
-        return E.where((self >= min) & (self <= max), grad, zero)
+        return ember.where((self >= min) & (self <= max), grad, zero)
     if min is not None:
-        return E.where(self >= min, grad, zero)
+        return ember.where(self >= min, grad, zero)
     if max is not None:
-        return E.where(self <= max, grad, zero)
+        return ember.where(self <= max, grad, zero)
     return grad
 
 
 def where_self_backward(condition, grad):
-    E = _E()
-    return E.where(condition, grad, E.zeros((), dtype=grad._dtype, device=grad._device))
+    return ember.where(condition, grad, ember.zeros((), dtype=grad._dtype, device=grad._device))
 
 
 def where_other_backward(condition, grad):
-    E = _E()
-    return E.where(condition, E.zeros((), dtype=grad._dtype, device=grad._device), grad)
+    return ember.where(condition, ember.zeros((), dtype=grad._dtype, device=grad._device), grad)
 
 
 def masked_fill_backward(grad, mask):
@@ -379,18 +373,17 @@ def stack_tensors_backward(grad, dim, n):
 
 def clamp_backward_min_max(grad, self, min, max, grad_input_mask):
     """Gradients of clamp's tensor bounds: a bound gets the gradient where it was the result."""
-    E = _E()
-    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    zero = ember.zeros((), dtype=grad._dtype, device=grad._device)
     gmin = gmax = None
     if min is not None and max is not None:
         if grad_input_mask[0]:
-            gmin = E.where((self < min).logical_and(min < max), grad, zero)
+            gmin = ember.where((self < min).logical_and(min < max), grad, zero)
         if grad_input_mask[1]:
-            gmax = E.where((self > max).logical_or(max < min), grad, zero)
+            gmax = ember.where((self > max).logical_or(max < min), grad, zero)
     elif min is not None and grad_input_mask[0]:
-        gmin = E.where(self < min, grad, zero)
+        gmin = ember.where(self < min, grad, zero)
     elif max is not None and grad_input_mask[1]:
-        gmax = E.where(self > max, grad, zero)
+        gmax = ember.where(self > max, grad, zero)
     return gmin, gmax
 
 
@@ -416,14 +409,12 @@ def std_backward(result, grad, self, dim, correction, keepdim):
 
 
 def expand_backward(grad, sizes):
-    from .engine import sum_to
     return sum_to(grad, sizes)
 
 
 def prod_backward(grad, self, result, dim, keepdim):
     """d prod / d x_i = product of the other elements: result / x_i without zeros; with one zero
     in a slice only that position gets a gradient; with two or more, none does."""
-    E = _E()
     if dim is None:
         self_flat = self.reshape(-1)
         g = prod_backward(grad.reshape(1), self_flat, result.reshape(1), 0, True)
@@ -433,11 +424,11 @@ def prod_backward(grad, self, result, dim, keepdim):
         result = result.unsqueeze(dim)
     is_zero = self == 0
     n_zero = is_zero.sum(dim, keepdim=True)
-    others = E.where(is_zero, E.ones((), dtype=self._dtype), self).prod(dim, keepdim=True)
-    zero = E.zeros((), dtype=self._dtype)
-    at_zero = E.where(n_zero == 1, others, zero)
-    safe = E.where(is_zero, E.ones((), dtype=self._dtype), self)
-    return grad * E.where(is_zero, at_zero, E.where(n_zero == 0, result / safe, zero))
+    others = ember.where(is_zero, ember.ones((), dtype=self._dtype), self).prod(dim, keepdim=True)
+    zero = ember.zeros((), dtype=self._dtype)
+    at_zero = ember.where(n_zero == 1, others, zero)
+    safe = ember.where(is_zero, ember.ones((), dtype=self._dtype), self)
+    return grad * ember.where(is_zero, at_zero, ember.where(n_zero == 0, result / safe, zero))
 
 
 def index_backward(grad, sizes, indices):
@@ -446,14 +437,11 @@ def index_backward(grad, sizes, indices):
 
 
 def _namespace():
-    import ember
     ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("__")}
     # ops PyTorch binds under torch._C._nn / _linalg / _fft / _special are named bare in formulas
-    from .._ops.bindings import python_modules
     for fns in python_modules.values():
         ns.update(fns)
     ns.update({k: v for k, v in globals().items() if not k.startswith("_") and callable(v)})
-    from .._ops.overload import ops
     ns.update(M_PI=M_PI, M_LN2=M_LN2, math=math, sum_to=expand_backward, ops=ops)
     return ns
 

@@ -3,6 +3,8 @@ FunctionsManual names), in ember ops so that backward passes stay differentiable
 ``_formulas`` (and so into the formula namespace) by its last line."""
 import math
 
+import ember
+
 from .._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -55,7 +57,6 @@ def convolution_double_backward(ggI, ggW, ggb, gO, weight, input, stride, paddin
 
 def max_pool_double_backward(grad, indices, dim):
     """grad (shaped like the pooled input) gathered at the pooling indices."""
-    import ember
     lead = indices.shape[:-dim]
     rows = math.prod(lead)
     g = grad.reshape(rows, -1)

@@ -1,5 +1,7 @@
 """derivatives.yaml helpers of the FFT primitives (PyTorch's FunctionsManual names), in ember ops
 so that backward passes stay differentiable. Imported into ``_formulas`` by its last lines."""
+import ember
+
 from .._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -26,7 +28,6 @@ def fft_r2c_backward(grad, dim, normalization, onesided, self_sizes):
 def fft_c2r_backward(grad, dim, normalization):
     """The adjoint of a one-sided complex-to-real FFT: an R2C FFT of the gradient, with the bins
     whose mirror image the one-sided input left out (1 .. n - onesided_length) counted twice."""
-    import ember
     g = _aten._fft_r2c.default(grad, dim, normalization, True)
     last = dim[-1] % grad.dim()
     double = grad.shape[last] - g.shape[last]

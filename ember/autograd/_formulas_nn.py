@@ -5,10 +5,13 @@ Most nn backward ops are ``python: false`` (PyTorch keeps them out of ``torch.*`
 names below give formulas PyTorch's spelling (``gelu_backward(grad, self, approximate)``) for
 the dispatcher call ``ops.aten.gelu_backward.default``.
 """
+import ember
+
+from .._ops.overload import ops
+
 
 def _op(name, overload="default"):
     def call(*args, **kwargs):
-        from .._ops.overload import ops
         return getattr(getattr(ops.aten, name), overload)(*args, **kwargs)
     call.__name__ = name.lstrip("_")
     return call
@@ -51,7 +54,6 @@ def _grad_scale(grad, reduction, numel):
 
 
 def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
-    import ember
     g = ember.log(1 - self) - ember.log(self)
     g = g * _grad_scale(grad, reduction, self.numel())
     return g * weight if weight is not None else g
@@ -59,7 +61,6 @@ def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
 
 def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight,
                                               reduction):
-    import ember
     s = ember.sigmoid(self)
     if pos_weight is not None:
         t = pos_weight * target
@@ -72,7 +73,6 @@ def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_we
 
 def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight,
                                                      reduction):
-    import ember
     if pos_weight is not None:
         # d/dy [(1-y) x + (1 + (pw-1) y) softplus(-x)] = -x + (pw-1) softplus(-x)
         g = -self + (pos_weight - 1) * -ember.nn.functional.logsigmoid(self)
@@ -83,7 +83,6 @@ def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight,
 
 
 def embedding_dense_double_backward(grad, indices, padding_idx):
-    import ember
     out = ember.embedding(grad, indices)
     if padding_idx >= 0:
         keep = (indices != padding_idx).unsqueeze(-1).to(out.dtype)
@@ -97,7 +96,6 @@ def softmax_double_backward(grad, grad_output, dim, output):
 
 
 def log_softmax_double_backward(grad, grad_output, dim, output):
-    import ember
     return -grad_output.sum(dim, keepdim=True) * ember.exp(output) * grad
 
 

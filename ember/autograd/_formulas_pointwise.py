@@ -2,7 +2,8 @@
 ops so that backward passes are themselves differentiable. Star-imported by ``_formulas``."""
 import math
 
-from ._formulas import _E
+import ember
+
 
 __all__ = ["sgn_backward", "logit_backward", "angle_backward", "copysign_tensor_self_backward",
            "polar_backward", "fmax_fmin_self_mask", "clamp_backward_min_max"]
@@ -10,9 +11,8 @@ __all__ = ["sgn_backward", "logit_backward", "angle_backward", "copysign_tensor_
 
 def sgn_backward(self, grad, result):
     """d sgn: zero for real inputs; for complex x, (g - sgn(x)^2 conj(g)) / (2|x|), 0 at x = 0."""
-    E = _E()
     if not self._dtype.is_complex:
-        return E.zeros_like(grad)
+        return ember.zeros_like(grad)
     a = self.abs()
     g = (grad - (result * result) * grad.conj()) / (2 * a)
     return g.masked_fill(a == 0, 0)
@@ -21,19 +21,17 @@ def sgn_backward(self, grad, result):
 def logit_backward(grad, self, eps):
     """1 / (x (1 - x)); outside [eps, 1 - eps] the clamped input has no gradient (0), and
     without eps a point outside [0, 1] has none either (NaN)."""
-    E = _E()
     g = grad / (self * (1 - self))
     if eps is None:
-        return E.where((self < 0) | (self > 1), E.full_like(g, math.nan), g)
-    return E.where((self < eps) | (self > 1 - eps), E.zeros_like(g), g)
+        return ember.where((self < 0) | (self > 1), ember.full_like(g, math.nan), g)
+    return ember.where((self < eps) | (self > 1 - eps), ember.zeros_like(g), g)
 
 
 def angle_backward(grad, self):
-    E = _E()
     if not self._dtype.is_complex:
-        return E.zeros_like(self)
+        return ember.zeros_like(self)
     g = (grad * self) / self.abs().pow(2) * 1j
-    return E.where(self == 0, E.zeros_like(g), g)
+    return ember.where(self == 0, ember.zeros_like(g), g)
 
 
 def copysign_tensor_self_backward(grad, self, result):
@@ -43,9 +41,8 @@ def copysign_tensor_self_backward(grad, self, result):
 
 def polar_backward(grad, result):
     """(d abs, d angle) of polar(abs, angle) = abs * e^(i angle)."""
-    E = _E()
     g = grad.conj()
-    return E.real(g * result.sgn()), E.real(g * (result * 1j))
+    return ember.real(g * result.sgn()), ember.real(g * (result * 1j))
 
 
 def fmax_fmin_self_mask(self, other, self_wins):
@@ -56,16 +53,15 @@ def fmax_fmin_self_mask(self, other, self_wins):
 def clamp_backward_min_max(grad, self, min, max, grad_input_mask):  # noqa: A002  (schema names)
     """Gradients of clamp.Tensor's bounds: a bound gets the gradient where it was the result
     (with both bounds, max wins where min > max)."""
-    E = _E()
-    zero = E.zeros((), dtype=grad._dtype, device=grad._device)
+    zero = ember.zeros((), dtype=grad._dtype, device=grad._device)
     gmin = gmax = None
     if min is not None and max is not None:
         if grad_input_mask[0]:
-            gmin = E.where((self < min) & (min < max), grad, zero)
+            gmin = ember.where((self < min) & (min < max), grad, zero)
         if grad_input_mask[1]:
-            gmax = E.where((self > max) | (max < min), grad, zero)
+            gmax = ember.where((self > max) | (max < min), grad, zero)
     elif min is not None and grad_input_mask[0]:
-        gmin = E.where(self < min, grad, zero)
+        gmin = ember.where(self < min, grad, zero)
     elif max is not None and grad_input_mask[1]:
-        gmax = E.where(self > max, grad, zero)
+        gmax = ember.where(self > max, grad, zero)
     return gmin, gmax

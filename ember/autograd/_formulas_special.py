@@ -3,7 +3,8 @@ i1e_backward, sinc_backward, mvlgamma_backward), written in ember ops so that th
 themselves differentiable. Star-imported by ``_formulas``."""
 import math
 
-from ._formulas import _E
+import ember
+
 
 __all__ = ["i1_backward", "i1e_backward", "sinc_backward", "mvlgamma_backward"]
 
@@ -11,40 +12,35 @@ __all__ = ["i1_backward", "i1e_backward", "sinc_backward", "mvlgamma_backward"]
 def _safe(self):
     """(|x| > eps, x with its tiny entries replaced by eps): I1(x)/x is 0/0 at x = 0, and the
     masked-out branch of a where still gets a gradient, so it must stay finite."""
-    E = _E()
-    eps = E.finfo(self._dtype).eps
+    eps = ember.finfo(self._dtype).eps
     not_tiny = self.abs() > eps
-    return not_tiny, E.where(not_tiny, self, E.full((), eps, dtype=self._dtype))
+    return not_tiny, ember.where(not_tiny, self, ember.full((), eps, dtype=self._dtype))
 
 
 def i1_backward(grad, self, result):
     """I1'(x) = I0(x) - I1(x)/x, and 1/2 at x = 0."""
-    E = _E()
     not_tiny, safe = _safe(self)
     gradx = safe.i0() - result * safe.reciprocal()
-    return grad * E.where(not_tiny, gradx, E.full((), 0.5, dtype=self._dtype))
+    return grad * ember.where(not_tiny, gradx, ember.full((), 0.5, dtype=self._dtype))
 
 
 def i1e_backward(grad, self, result):
     """d/dx e^-|x| I1(x) = I0e(x) - I1e(x) (sgn(x) + 1/x), and 1/2 at x = 0."""
-    E = _E()
     not_tiny, safe = _safe(self)
-    gradx = E.special.i0e(safe) - result * (safe.sgn() + safe.reciprocal())
-    return grad * E.where(not_tiny, gradx, E.full((), 0.5, dtype=self._dtype))
+    gradx = ember.special.i0e(safe) - result * (safe.sgn() + safe.reciprocal())
+    return grad * ember.where(not_tiny, gradx, ember.full((), 0.5, dtype=self._dtype))
 
 
 def sinc_backward(grad, self):
     """(pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0."""
-    E = _E()
     self_pi = self * math.pi
     self_squared_pi = self * self * math.pi
     out = grad * ((self_pi * self_pi.cos()) - self_pi.sin()) / self_squared_pi.conj()
-    return E.where(self_squared_pi == 0.0, E.zeros((), dtype=out._dtype), out)
+    return ember.where(self_squared_pi == 0.0, ember.zeros((), dtype=out._dtype), out)
 
 
 def mvlgamma_backward(grad, self, p):
     """d/dx log Gamma_p(x) = sum_j digamma(x - j/2), j = 0 .. p-1."""
-    E = _E()
-    args = E.arange(-p / 2. + 0.5, 0.5, 0.5, dtype=self._dtype)
+    args = ember.arange(-p / 2. + 0.5, 0.5, 0.5, dtype=self._dtype)
     args = args + self.unsqueeze(-1)
     return grad * args.digamma().sum(-1)

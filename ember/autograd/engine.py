@@ -1,5 +1,7 @@
 """The backward engine: runs a recorded graph in reverse (PyTorch's ``Engine::execute``).
 
+``run_backward`` is one ``GraphTask``: ``prepare`` (steps 1-3), ``run`` (4-5), ``finish``.
+
 1. Roots: each output's gradient edge, seeded with its gradient.
 2. ``compute_dependencies``: count incoming edges of every node reachable from the roots.
 3. With ``inputs`` (``autograd.grad`` or ``backward(inputs=...)``) mark which nodes lead to
@@ -20,18 +22,18 @@ import itertools
 import sys
 import threading
 
+import ember  # attributes resolve at call time; the package is initializing when this loads
+
+from .._core.tensor_impl import empty_tensor
 from .._dispatch import tls as _tls
+from .._kernels.generic import copy_into
+from .._tensor import Tensor
 from . import anomaly_mode
 from .graph import AccumulateGrad, gradient_edge
 
 __all__ = ["run_backward", "accumulate_grad", "current_graph_task_id", "will_engine_execute_node"]
 
 _state = _tls.state
-
-
-def _E():
-    import ember
-    return ember
 
 
 def _shape_str(shape):
@@ -52,9 +54,8 @@ def sum_to(grad, shape):
     for i, s in enumerate(shape):
         if s == 1 and gshape[lead + i] != 1:
             dims.append(lead + i)
-    E = _E()
     if dims:
-        grad = E.sum(grad, dims, keepdim=True)
+        grad = ember.sum(grad, dims, keepdim=True)
     if lead:
         grad = grad.view(shape)
     elif tuple(grad._size) != shape:
@@ -118,10 +119,8 @@ def accumulate_grad(var, new):
 
 
 def _detached_clone(new, var):
-    from .._tensor import Tensor, empty_tensor
     if type(new) is not Tensor:  # a subclass (__torch_dispatch__) copies itself through the ops
         return new.clone()
-    from .._kernels.generic import copy_into
     out = empty_tensor(var._size, new._dtype, new._device,
                        stride=var._stride if var.is_non_overlapping_and_dense() else None)
     copy_into(out, new)
@@ -135,9 +134,188 @@ _STEAL_REFS = 3
 
 
 # ---------------------------------------------------------------------------------------------
+# The backward pass. Its skeleton is micrograd's ``backward``: order the graph so that a node runs
+# after every node that feeds it a gradient, then call each node's backward in that order.
+
+def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
+                 allow_unused=True, accumulate_grad=True):
+    """Run the graph behind ``tensors``. Returns the captured gradients of ``inputs`` when
+    ``accumulate_grad`` is False (``autograd.grad``), else None."""
+    task = GraphTask(keep_graph, create_graph, accumulate_grad)
+    task.prepare(tensors, grad_tensors, inputs)
+    task.run()
+    return task.finish(inputs, allow_unused)
+
+
+class GraphTask:
+    """One backward pass (PyTorch's ``GraphTask``): the nodes it reaches, the gradients in flight
+    and the gradients it captures.
+
+    ``prepare``: seed the roots, count each node's incoming edges (the topological order, found
+    as Kahn's algorithm does) and, with ``inputs``, mark the nodes on a path to one.
+    ``run``: take the ready node recorded last, run it, send its gradients to the next nodes; a
+    node whose last incoming gradient arrived is ready. ``finish``: hand the captured gradients
+    back (``autograd.grad``) or to the inputs' ``.grad`` (``backward(inputs=...)``).
+
+    While it runs, it is the top of this thread's task stack (``current_graph_task_id``,
+    ``queue_callback``, ``will_engine_execute_node``).
+    """
+    __slots__ = ("id", "keep_graph", "create_graph", "accumulate", "nodes", "needed", "callbacks",
+                 "deps", "buffers", "ready", "order", "captures", "captured")
+    _ids = itertools.count()
+
+    def __init__(self, keep_graph, create_graph, accumulate_grad):
+        self.id = next(self._ids)
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate_grad  # False: autograd.grad, which never writes .grad
+        self.nodes = None  # every node reachable from the roots
+        self.needed = None  # with inputs=: the nodes on a path to an input, else None
+        self.callbacks = []  # run once the graph is done (DistributedDataParallel's reducer)
+        self.deps = None  # node -> incoming edges whose gradient has not arrived yet
+        self.buffers = {}  # node -> its input buffer: the gradients summed so far, per input
+        self.ready = []  # heap of (-sequence_nr, order, node): the last recorded runs first
+        self.order = itertools.count()  # ties on sequence_nr: first pushed, first run
+        self.captures = None  # with inputs=: (node, input_nr) -> indices into inputs
+        self.captured = []  # with inputs=: the gradient that reached each input
+
+    # -- prepare ----------------------------------------------------------------------------
+    def prepare(self, tensors, grad_tensors, inputs):
+        root_edges, root_grads = _roots(tensors, grad_tensors)
+        input_edges = None if inputs is None else _input_edges(inputs)
+        root_nodes = list(dict.fromkeys(n for n, _ in root_edges))
+        self.deps, self.nodes = _compute_dependencies(root_nodes)
+        if input_edges is not None:
+            self.needed = _exec_needed(self.nodes, [n for n, _ in input_edges])
+            self.captures = {}
+            for i, edge in enumerate(input_edges):
+                self.captures.setdefault(edge, []).append(i)
+            self.captured = [None] * len(input_edges)
+        for edge, g in zip(root_edges, root_grads):
+            self._add_to_buffer(edge, g)
+        for n in root_nodes:
+            if self.deps.get(n, 0) == 0:
+                self._push_ready(n)
+
+    def _add_to_buffer(self, edge, g):
+        node, nr = edge
+        buf = self.buffers.get(node)
+        if buf is None:
+            buf = self.buffers[node] = [None] * _num_inputs(node)
+        old = buf[nr]
+        buf[nr] = g if old is None else old + g
+
+    def _push_ready(self, node):
+        heapq.heappush(self.ready, (-node._sequence_nr, next(self.order), node))
+
+    # -- run --------------------------------------------------------------------------------
+    def run(self):
+        prev_grad = _state.grad_enabled
+        _state.grad_enabled = bool(self.create_graph)  # create_graph: record the backward too
+        _tasks.stack.append(self)
+        try:
+            ready, buffers = self.ready, self.buffers
+            while ready:
+                node = heapq.heappop(ready)[2]
+                grads = buffers.pop(node, None) or [None] * _num_inputs(node)
+                if node_observers:
+                    outputs = self._run_observed(node, grads)
+                else:
+                    outputs = self._run_node(node, grads)
+                if outputs is not None:
+                    self._send(node, outputs)
+                # the buffers now own the gradients: dropping this list lets AccumulateGrad see
+                # a gradient nobody else holds and steal it instead of copying
+                outputs = None
+            self._run_callbacks()
+        finally:
+            _tasks.stack.pop()
+            _state.grad_enabled = prev_grad
+
+    def _run_node(self, node, grads):
+        """Pre-hooks, capture, apply, validation, post-hooks, release. Returns the gradients for
+        ``node._next``, or None when the node is skipped."""
+        grads = _call_pre_hooks(node, grads)
+        if self.captures is not None and not self._capture(node, grads):
+            return None
+        outputs = _apply(node, grads)
+        if node._post_hooks:
+            outputs = _call_post_hooks(node, outputs, grads)
+        if not self.keep_graph:
+            node.release_variables()
+        return outputs
+
+    def _run_observed(self, node, grads):
+        """``_run_node``, told to the observers (the profiler)."""
+        tokens = [o.enter(node) for o in node_observers]
+        try:
+            return self._run_node(node, grads)
+        finally:
+            for o, tok in zip(reversed(node_observers), reversed(tokens)):
+                o.exit(tok)
+
+    def _capture(self, node, grads):
+        """With ``inputs``: keep the gradients arriving at an input; say whether ``node`` runs."""
+        captures = self.captures
+        for i in range(len(grads)):
+            idx = captures.get((node, i))
+            if idx is not None:
+                for k in idx:
+                    self.captured[k] = grads[i]
+        if isinstance(node, AccumulateGrad):
+            # autograd.grad never writes .grad; backward(inputs=) only for the inputs
+            return self.accumulate and (node, 0) in captures
+        needed = self.needed
+        return any(nx is not None and nx in needed for nx, _ in node._next)
+
+    def _send(self, node, outputs):
+        """Add each gradient to its next node's buffer; a node with no edge left to wait for is
+        ready (or, off every path to ``inputs``, dropped). Hot: ``_add_to_buffer`` and
+        ``_push_ready`` are inlined."""
+        deps, buffers, needed = self.deps, self.buffers, self.needed
+        for (nxt, nr), g in zip(node._next, outputs):
+            if nxt is None:
+                continue
+            if g is not None:
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * _num_inputs(nxt)
+                old = buf[nr]
+                buf[nr] = g if old is None else old + g
+                del g
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            if d == 0:
+                if needed is not None and nxt not in needed:
+                    buffers.pop(nxt, None)
+                    continue
+                heapq.heappush(self.ready, (-nxt._sequence_nr, next(self.order), nxt))
+
+    def _run_callbacks(self):
+        # final callbacks (queue_callback), in order; one may queue more
+        while self.callbacks:
+            self.callbacks.pop(0)()
+
+    # -- finish -----------------------------------------------------------------------------
+    def finish(self, inputs, allow_unused):
+        if inputs is None:
+            return None
+        if self.accumulate:
+            # backward(inputs=...): non-leaf inputs get their captured gradient in .grad.
+            for t, g in zip(inputs, self.captured):
+                if g is not None and t._grad_fn is not None:
+                    _accumulate_non_leaf(t, g, self.create_graph)
+            return None
+        for i, g in enumerate(self.captured):
+            if g is None and not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   f"been used in the graph. Set allow_unused=True if this is the "
+                                   f"desired behavior.")
+        return self.captured
+
 
 def _roots(tensors, grad_tensors):
-    E = _E()
+    """Each output's gradient edge and the gradient it starts with (ones for a scalar)."""
     edges, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         edge = gradient_edge(t)
@@ -150,7 +328,7 @@ def _roots(tensors, grad_tensors):
             if not (t._dtype.is_floating_point or t._dtype.is_complex):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
                                    f"but got {t._dtype}")
-            g = E.ones_like(t) if hasattr(E, "ones_like") else E.ones(t._size, dtype=t._dtype)
+            g = ember.ones_like(t)
         else:
             if tuple(g._size) != tuple(t._size):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -161,12 +339,22 @@ def _roots(tensors, grad_tensors):
     return edges, grads
 
 
+def _input_edges(inputs):
+    """Where the gradients of ``inputs`` arrive: the edges whose gradients are captured."""
+    edges = []
+    for t in inputs:
+        edge = gradient_edge(t)
+        if edge[0] is None:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        edges.append(edge)
+    return edges
+
+
 def _compute_dependencies(root_nodes):
+    """Incoming edges of every node reachable from the roots, and the set of those nodes."""
     deps = {}
-    seen = set()
+    seen = set(root_nodes)
     stack = list(root_nodes)
-    for n in root_nodes:
-        seen.add(n)
     while stack:
         n = stack.pop()
         for nxt, _ in n._next:
@@ -198,133 +386,67 @@ def _exec_needed(all_nodes, target_nodes):
     return needed
 
 
-def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
-                 allow_unused=True, accumulate_grad=True):
-    """Run the graph behind ``tensors``. Returns the captured gradients of ``inputs`` when
-    ``accumulate_grad`` is False (``autograd.grad``), else None."""
-    root_edges, root_grads = _roots(tensors, grad_tensors)
-
-    # Input edges: where the gradients we want to capture (or accumulate) arrive.
-    input_edges = None
-    if inputs is not None:
-        input_edges = []
-        for i, t in enumerate(inputs):
-            edge = gradient_edge(t)
-            if edge[0] is None:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            input_edges.append(edge)
-
-    root_nodes = []
-    for n, _ in root_edges:
-        if n not in root_nodes:
-            root_nodes.append(n)
-    deps, all_nodes = _compute_dependencies(root_nodes)
-
-    needed = None
-    captures = None
-    if input_edges is not None:
-        needed = _exec_needed(all_nodes, [e[0] for e in input_edges])
-        captures = {}  # (node, input_nr) -> [indices into inputs]
-        for i, e in enumerate(input_edges):
-            captures.setdefault(e, []).append(i)
-    captured = [None] * (len(input_edges) if input_edges is not None else 0)
-
-    buffers = {}
-    for (n, nr), g in zip(root_edges, root_grads):
-        buf = buffers.get(n)
-        if buf is None:
-            buf = buffers[n] = [None] * _num_inputs(n)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
-
-    ready = []
-    counter = itertools.count()
-    for n in root_nodes:
-        if deps.get(n, 0) == 0:
-            heapq.heappush(ready, (-n._sequence_nr, next(counter), n))
-
-    prev_grad = _state.grad_enabled
-    _state.grad_enabled = bool(create_graph)
-    _tasks.stack.append(_GraphTask(all_nodes, needed))
-    try:
-        while ready:
-            _, _, node = heapq.heappop(ready)
-            grads = buffers.pop(node, None) or [None] * _num_inputs(node)
-            if node_observers:
-                tokens = [o.enter(node) for o in node_observers]
-                try:
-                    outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
-                                        accumulate_grad)
-                finally:
-                    for o, tok in zip(reversed(node_observers), reversed(tokens)):
-                        o.exit(tok)
-            else:
-                outputs = _run_node(node, grads, keep_graph, needed, captures, captured,
-                                    accumulate_grad)
-            if outputs is None:
+def _call_pre_hooks(node, grads):
+    """Tensor pre-hooks, then retains_grad hooks, then Node pre-hooks; returns the grads."""
+    for i in range(len(grads)):
+        for h in node._tensor_hooks_for(i):
+            if grads[i] is None:
                 continue
-            for (nxt, nr), g in zip(node._next, outputs):
-                if nxt is None:
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * _num_inputs(nxt)
-                    old = buf[nr]
-                    buf[nr] = g if old is None else old + g
-                    del g
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    if needed is not None and nxt not in needed:
-                        buffers.pop(nxt, None)
-                        continue
-                    heapq.heappush(ready, (-nxt._sequence_nr, next(counter), nxt))
-            # the buffers now own the gradients: dropping this list lets AccumulateGrad see a
-            # gradient nobody else holds and steal it instead of copying
-            outputs = None
-        # final callbacks (queue_callback), in order; one may queue more
-        task = _tasks.stack[-1]
-        while task.callbacks:
-            task.callbacks.pop(0)()
-    finally:
-        _tasks.stack.pop()
-        _state.grad_enabled = prev_grad
+            r = h(grads[i])
+            if r is not None:
+                grads[i] = r
+    if node._retains_grad_hooks:
+        for i, h in list(node._retains_grad_hooks.items()):
+            if grads[i] is not None:
+                h(grads[i])
+    if node._pre_hooks:
+        for h in tuple(node._pre_hooks.values()):
+            r = h(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    return grads
 
-    if input_edges is None:
-        return None
-    if accumulate_grad:
-        # backward(inputs=...): non-leaf inputs get their captured gradient in .grad.
-        for t, g in zip(inputs, captured):
-            if g is not None and t._grad_fn is not None:
-                _state_grad = _state.grad_enabled
-                _state.grad_enabled = bool(create_graph)
-                try:
-                    t._grad = g if t._grad is None else t._grad + g
-                finally:
-                    _state.grad_enabled = _state_grad
-        return None
-    for i, g in enumerate(captured):
-        if g is None and not allow_unused:
-            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
-                               f"used in the graph. Set allow_unused=True if this is the desired "
-                               f"behavior.")
-    return captured
+
+def _apply(node, grads):
+    """The node's backward on its input buffer, validated; a node with no gradient to work on
+    (other than AccumulateGrad) sends None on every edge without running."""
+    is_acc = isinstance(node, AccumulateGrad)
+    if not is_acc and all(g is None for g in grads):
+        return [None] * len(node._next)
+    if anomaly_mode._state.enabled:
+        outputs = anomaly_mode.run_with_anomaly(node, grads)
+    else:
+        outputs = node.apply(grads)
+    if is_acc:
+        return ()
+    outputs = _validate(node, outputs)
+    if anomaly_mode._state.enabled and anomaly_mode._state.check_nan:
+        anomaly_mode.check_nan(node, outputs)
+    return outputs
+
+
+def _call_post_hooks(node, outputs, grads):
+    """Node post-hooks ``hook(grad_inputs, grad_outputs)``; a non-None return replaces the
+    gradients sent on."""
+    for h in tuple(node._post_hooks.values()):
+        r = h(tuple(outputs), tuple(grads))
+        if r is not None:
+            outputs = list(r)
+    return outputs
+
+
+def _accumulate_non_leaf(t, g, create_graph):
+    prev = _state.grad_enabled
+    _state.grad_enabled = bool(create_graph)
+    try:
+        t._grad = g if t._grad is None else t._grad + g
+    finally:
+        _state.grad_enabled = prev
 
 
 # ---------------------------------------------------------------------------------------------
 # The running graph task, for hooks that need to know about the whole backward pass
 # (register_multi_grad_hook): PyTorch's _current_graph_task_id / _will_engine_execute_node.
-
-class _GraphTask:
-    __slots__ = ("id", "nodes", "needed", "callbacks")
-    _ids = itertools.count()
-
-    def __init__(self, nodes, needed):
-        self.callbacks = []  # run once the graph is done (DistributedDataParallel's reducer)
-        self.id = next(self._ids)
-        self.nodes = nodes  # every node reachable from the roots
-        self.needed = needed  # with inputs=: the nodes on a path to an input, else None
-
 
 class _TaskStack(threading.local):
     def __init__(self):
@@ -367,59 +489,3 @@ def _num_inputs(node):
 # token`` before the node's hooks and apply, ``exit(token)`` after. Empty: one branch per node.
 node_observers = []
 
-
-def _run_node(node, grads, keep_graph, needed, captures, captured, accumulate):
-    """Hooks, capture, apply, validation, release. Returns the grads for node._next or None."""
-    # Tensor pre-hooks, then retains_grad hooks, then Node pre-hooks.
-    for i in range(len(grads)):
-        for h in node._tensor_hooks_for(i):
-            if grads[i] is None:
-                continue
-            r = h(grads[i])
-            if r is not None:
-                grads[i] = r
-    if node._retains_grad_hooks:
-        for i, h in list(node._retains_grad_hooks.items()):
-            if grads[i] is not None:
-                h(grads[i])
-    if node._pre_hooks:
-        for h in tuple(node._pre_hooks.values()):
-            r = h(tuple(grads))
-            if r is not None:
-                grads = list(r)
-
-    if captures is not None:
-        for i in range(len(grads)):
-            idx = captures.get((node, i))
-            if idx is not None:
-                for k in idx:
-                    captured[k] = grads[i]
-        is_acc = isinstance(node, AccumulateGrad)
-        if is_acc and (not accumulate or (node, 0) not in captures):
-            return None  # autograd.grad never writes .grad; backward(inputs=) only for inputs
-        if not is_acc and needed is not None and not any(
-                nx is not None and nx in needed for nx, _ in node._next):
-            return None
-
-    if all(g is None for g in grads) and not isinstance(node, AccumulateGrad):
-        outputs = [None] * len(node._next)
-    else:
-        if anomaly_mode._state.enabled:
-            outputs = anomaly_mode.run_with_anomaly(node, grads)
-        else:
-            outputs = node.apply(grads)
-        if isinstance(node, AccumulateGrad):
-            outputs = ()
-        else:
-            outputs = _validate(node, outputs)
-            if anomaly_mode._state.enabled and anomaly_mode._state.check_nan:
-                anomaly_mode.check_nan(node, outputs)
-
-    if node._post_hooks:
-        for h in tuple(node._post_hooks.values()):
-            r = h(tuple(outputs), tuple(grads))
-            if r is not None:
-                outputs = list(r)
-    if not keep_graph:
-        node.release_variables()
-    return outputs

@@ -14,12 +14,9 @@ error messages and return structure).
 Inputs are detached copies that require grad (or views of them, keeping their graph, with
 ``create_graph=True``); results are detached unless ``create_graph=True``.
 """
+import ember
+
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
-
-
-def _E():
-    import ember
-    return ember
 
 
 def _is_tensor(x):
@@ -111,7 +108,7 @@ def _check_requires_grad(inputs, input_type, strict):
 
 def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """``autograd.grad`` over the outputs that require grad (None for every input if none)."""
-    from . import grad
+    from . import grad  # ember.autograd imports this module: a true cycle
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
@@ -143,7 +140,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 raise RuntimeError(_STRICT_NONE[stage].format(i=i))
-            g = _E().zeros_like(refs[i])
+            g = ember.zeros_like(refs[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of "
@@ -171,8 +168,7 @@ def _scalar_output(outputs, is_tuple, fn_name):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(*inputs), v^T J)``: the vector-Jacobian product at ``inputs``."""
-    E = _E()
-    with E.enable_grad():
+    with ember.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
         outputs = func(*inputs)
@@ -185,7 +181,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _validate_v(v, outputs, is_outputs_tuple)
         else:
             _single_element_v(outputs, "the user-provided function returns")
-    with E.set_grad_enabled(True if create_graph else E.is_grad_enabled()):
+    with ember.set_grad_enabled(True if create_graph else ember.is_grad_enabled()):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
     outputs = _grad_postprocess(outputs, create_graph)
@@ -196,8 +192,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(*inputs), J v)``: the Jacobian-vector product, by the double backward trick."""
-    E = _E()
-    with E.enable_grad():
+    with ember.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
         if v is not None:
@@ -212,10 +207,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         _check_requires_grad(outputs, "outputs", strict)
         # The backward is linear in grad_outputs: their value never reaches the result, they
         # only need to be finite.
-        grad_outputs = tuple(E.zeros_like(o, requires_grad=True) for o in outputs)
+        grad_outputs = tuple(ember.zeros_like(o, requires_grad=True) for o in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with E.set_grad_enabled(True if create_graph else E.is_grad_enabled()):
+    with ember.set_grad_enabled(True if create_graph else ember.is_grad_enabled()):
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
     outputs = _grad_postprocess(outputs, create_graph)
@@ -228,7 +223,6 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of ``func`` at ``inputs``: for output ``i`` and input ``j`` a tensor of shape
     ``outputs[i].shape + inputs[j].shape`` (tuples unpacked as the arguments were given)."""
-    E = _E()
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
                              'Hint: If your function has more outputs than inputs, '
@@ -241,7 +235,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 '`strategy="forward-mode"` are not supported together (yet). Please either set '
                 '`create_graph=False` or `strategy="reverse-mode"`.')
         return _jacfwd(func, inputs, strict, vectorize)
-    with E.enable_grad():
+    with ember.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
         outputs = func(*inputs)
@@ -261,7 +255,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                             raise RuntimeError(f"Output {i} of the user-provided function is "
                                                f"independent of input {j}. This is not allowed "
                                                f"in strict mode.")
-                        g = E.zeros_like(x)
+                        g = ember.zeros_like(x)
                     elif strict and create_graph and not g.requires_grad:
                         raise RuntimeError(f"The jacobian of the user-provided function is "
                                            f"independent of input {i}. This is not allowed in "
@@ -273,16 +267,14 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def _stack_rows(rows, out, x):
-    E = _E()
     shape = tuple(out.shape) + tuple(x.shape)
     if not rows:
-        return E.zeros(shape, dtype=x.dtype, device=x.device)
-    return E.stack(rows).view(shape)
+        return ember.zeros(shape, dtype=x.dtype, device=x.device)
+    return ember.stack(rows).view(shape)
 
 
 def _jacfwd(func, inputs, strict, vectorize):
     """Forward-mode Jacobian: one ``jvp`` per input element (each gives a column)."""
-    E = _E()
     if strict:
         raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                            '`strategy="forward-mode"` are not supported together (yet). Please '
@@ -298,7 +290,7 @@ def _jacfwd(func, inputs, strict, vectorize):
     cols = [[[] for _ in inputs] for _ in outputs]  # [output][input] -> columns
     for j, x in enumerate(inputs):
         for k in range(x.nelement()):
-            v = [E.zeros_like(y) for y in inputs]
+            v = [ember.zeros_like(y) for y in inputs]
             v[j].view(-1)[k] = 1
             _, jv = jvp(func, tuple(inputs), tuple(v))
             jv = jv if isinstance(jv, tuple) else (jv,)
@@ -306,8 +298,8 @@ def _jacfwd(func, inputs, strict, vectorize):
                 cols[i][j].append(c)
     # lists, not tuples, as PyTorch's forward-mode path returns them
     result = [[
-        E.stack(cols[i][j], dim=-1).view(tuple(out.shape) + tuple(x.shape)) if cols[i][j] else
-        E.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for j, x in enumerate(inputs)]
+        ember.stack(cols[i][j], dim=-1).view(tuple(out.shape) + tuple(x.shape)) if cols[i][j] else
+        ember.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype) for j, x in enumerate(inputs)]
         for i, out in enumerate(outputs)]
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
@@ -344,8 +336,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 
 def _hessian_products(fn_name, func, inputs, v, create_graph, strict, trick):
-    E = _E()
-    with E.enable_grad():
+    with ember.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
         inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
         if v is not None:
@@ -363,10 +354,10 @@ def _hessian_products(fn_name, func, inputs, v, create_graph, strict, trick):
         _check_requires_grad(jac, "jacobian", strict)
         if trick:
             # H v = d/du (H u) . v with H u = d/dx (jac . u), linear in u
-            grad_jac = tuple(E.zeros_like(x, requires_grad=True) for x in inputs)
+            grad_jac = tuple(ember.zeros_like(x, requires_grad=True) for x in inputs)
             double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
             _check_requires_grad(jac, "hessian", strict)
-    with E.set_grad_enabled(True if create_graph else E.is_grad_enabled()):
+    with ember.set_grad_enabled(True if create_graph else ember.is_grad_enabled()):
         if trick:
             grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
             result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")

@@ -158,3 +158,16 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+# Graph-level entry/exit of an inference_mode region (PyTorch's
+# torch.autograd.grad_mode._enter_inference_mode / _exit_inference_mode): compiled graphs record
+# these two calls around the region's ops.
+def _enter_inference_mode(mode):
+    ctx = inference_mode(mode)
+    ctx.__enter__()
+    return ctx
+
+
+def _exit_inference_mode(ctx):
+    ctx.__exit__(None, None, None)

@@ -243,7 +243,7 @@ class AccumulateGrad(Node):
         return tuple(m.leaf_hooks.values())
 
     def apply(self, grads):
-        from . import engine
+        from . import engine  # engine imports this module: a true cycle
         new = grads[0]
         var = self.variable
         if new is None:
@@ -527,7 +527,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
     """``mode="all"``: ``fn(grads)`` runs once per backward pass, after the gradients of every
     one of ``tensors`` that this pass reaches are computed (``None`` for the others).
     ``mode="any"``: ``fn(grad)`` runs once per pass, on the first of their gradients."""
-    from . import engine
+    from . import engine  # engine imports this module: a true cycle
     supported_modes = ("all", "any")
     if mode not in supported_modes:
         raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")

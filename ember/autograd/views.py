@@ -14,7 +14,10 @@ of ``variable.cpp``).
   multi-output view ops (``unbind``, ``split``, ``split_with_sizes``) cannot be written in place
   while autograd records; :func:`check_view_inplace` raises PyTorch's errors.
 """
-from .graph import Node, autograd_meta, gradient_edge
+import ember
+
+from .._dispatch import tls
+from .graph import _BACKWARD_SUFFIX, Node, autograd_meta, gradient_edge
 
 __all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
            "mark_no_grad_views", "check_view_inplace"]
@@ -35,11 +38,6 @@ _MULTI_MSG = ("Output {nr} of {name} is a view and is being modified inplace. Th
               "operation by an out-of-place one.")
 
 
-def _E():
-    import ember
-    return ember
-
-
 def _geom(t):
     return (tuple(t._size), tuple(t._stride), t._offset)
 
@@ -58,12 +56,11 @@ class CopySlices(Node):
         return "torch::autograd::CopySlices"
 
     def apply(self, grads):
-        E = _E()
         grad = grads[0]
         bsize, bstride, boff = self.base_geom
         vsize, vstride, voff = self.view_geom
         # result: the base's gradient laid out like the base, so the view's geometry applies
-        result = E.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device)
+        result = ember.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device)
         result.copy_(grad)
         grad_slice = result.as_strided(vsize, vstride, voff - boff + result._offset)
         res = self.fn.apply([grad_slice.clone()])
@@ -93,7 +90,7 @@ class AsStridedBackward0(Node):
         return "AsStridedBackward0"
 
     def apply(self, grads):
-        from ._formulas import as_strided_backward
+        from ._formulas import as_strided_backward  # loaded late: _formulas loads the op surface
         return [as_strided_backward(grads[0], *self.base_geom, *self.view_geom)]
 
 
@@ -146,7 +143,6 @@ def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
     """A view op that did not record: in no_grad mode with a base that requires grad the views
     require grad too (as leaves) and cannot be written in place once grad mode is back; with
     grad mode on (nothing required grad) a multi-output op's outputs still cannot be."""
-    from .._dispatch import tls
     outs = out if isinstance(out, (tuple, list)) else (out,)
     no_grad = not tls.state.grad_enabled
     if not no_grad and not multi_output:
@@ -164,7 +160,6 @@ def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
 
 
 def _forward_name(node_name):
-    from .graph import _BACKWARD_SUFFIX
     return _BACKWARD_SUFFIX.sub("", node_name)
 
 

@@ -151,4 +151,4 @@ class GenericModule(PropModule):
 sys.modules[__name__] = GenericModule(sys.modules[__name__], __name__)
 
 from . import (cpu, cuda, cudnn, cusparselt, kleidiai, mha, miopen, mkl, mkldnn, mps,  # noqa: E402,F401
-               nnpack, openmp, opt_einsum, quantized)
+               nnpack, openmp, opt_einsum, python_native, quantized)

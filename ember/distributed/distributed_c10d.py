@@ -12,6 +12,8 @@ from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
+import ember
+
 from . import _mpi
 from ._mpi import CompletedWork, DistBackendError, Work
 from ._store import FileStore, HashStore, Store, TCPStore
@@ -361,11 +363,6 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
 
 # --- tensors <-> buffers
 
-def _tensor_mod():
-    import ember
-    return ember
-
-
 def _check_tensor(t, name="tensor"):
     from .._tensor import Tensor
     if not isinstance(t, Tensor):
@@ -397,7 +394,6 @@ def _buffer(t, reducing=False):
             staged = np.ascontiguousarray(a, np.float32 if a.dtype.name == "bfloat16" else None)
 
             def writeback():
-                ember = _tensor_mod()
                 with ember.no_grad():
                     t.copy_(ember.from_numpy(staged.reshape(t.shape)).to(t.dtype))
             return staged, writeback
@@ -411,7 +407,6 @@ def _buffer(t, reducing=False):
         staged = np.ascontiguousarray(a)
 
     def writeback():
-        ember = _tensor_mod()
         with ember.no_grad():
             t.copy_(ember.from_numpy(staged.reshape(t.shape)))
 
@@ -530,7 +525,6 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
 def _scatter_back(flat, outs):
     """A finish that copies the row ``i`` of ``flat`` into ``outs[i]``."""
     def finish():
-        ember = _tensor_mod()
         with ember.no_grad():
             for i, o in enumerate(outs):
                 o.copy_(ember.from_numpy(flat[i].reshape(o.shape)))
@@ -757,7 +751,6 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     bounds = np.cumsum([0] + rc)
 
     def finish():
-        ember = _tensor_mod()
         with ember.no_grad():
             for i, o in enumerate(output_tensor_list):
                 o.copy_(ember.from_numpy(recv[bounds[i]:bounds[i + 1]].reshape(o.shape)))

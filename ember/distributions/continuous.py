@@ -253,6 +253,10 @@ class Gamma(ExponentialFamily):
         value = ember.as_tensor(value, dtype=r.dtype)
         return ember.xlogy(c, r) + ember.xlogy(c - 1, value) - r * value - ember.lgamma(c)
 
+    def _cdf(self, value):
+        # the regularised lower incomplete gamma function P(concentration, rate * x)
+        return ember.special.gammainc(self.concentration, self.rate * value)
+
     def entropy(self):
         c = self.concentration
         return c - self.rate.log() + ember.lgamma(c) + (1.0 - c) * ember.digamma(c)

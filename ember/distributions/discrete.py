@@ -15,7 +15,8 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform, SigmoidTransform
 from .utils import broadcast_all, clamp_probs
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial",
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Geometric", "Poisson", "Binomial",
            "NegativeBinomial", "Multinomial", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
@@ -159,6 +160,17 @@ class OneHotCategorical(Distribution):
     def __repr__(self):
         return "OneHotCategorical(" + repr(self._categorical)[len("Categorical("):]
 
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose ``rsample`` passes gradients straight through the one-hot draw
+    (its value is the draw, its gradient that of the probabilities), as PyTorch."""
+    has_rsample = True
+
+    def rsample(self, sample_shape=ember.Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
 
 class Geometric(ProbsOrLogits):
     """Number of failures before the first success."""

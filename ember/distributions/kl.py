@@ -7,8 +7,8 @@ import warnings
 import ember
 import ember.nn.functional as F
 
-from .continuous import (Beta, Exponential, Gamma, Gumbel, HalfNormal, Laplace, Normal, Pareto,
-                         Uniform, euler_constant)
+from .continuous import (Beta, Cauchy, ContinuousBernoulli, Exponential, Gamma, Gumbel,
+                         HalfNormal, Laplace, Normal, Pareto, Uniform, euler_constant)
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .exp_family import ExponentialFamily
 from .independent import Independent
@@ -69,6 +69,22 @@ def _inf_where(value, mask):
 
 def _zero_where(value, mask):
     return ember.where(mask, 0.0, value)
+
+
+def _infinite_like(tensor):
+    """KL(p || q) = inf when p puts mass where q has none: one inf per element of p's
+    parameter (as PyTorch, not broadcast with q's)."""
+    return ember.full_like(tensor, math.inf)
+
+
+def _x_log_x(tensor):
+    return ember.special.xlogy(tensor, tensor)  # 0 at x = 0
+
+
+def _batch_trace_XXT(bmat):
+    """trace(X X^T) over any leading batch dims."""
+    n, m = bmat.size(-1), bmat.size(-2)
+    return bmat.reshape(-1, m * n).pow(2).sum(-1).reshape(bmat.shape[:-2])
 
 
 # ---- same family -------------------------------------------------------------------------
@@ -180,6 +196,22 @@ def _kl_halfnormal_halfnormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._log_norm() + ember.log1p(-p.probs)
+    t3 = -q._log_norm() - ember.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # closed form from https://arxiv.org/abs/1905.10965
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
 @register_kl(Pareto, Pareto)
 def _kl_pareto_pareto(p, q):
     alpha_ratio = q.alpha / p.alpha
@@ -189,10 +221,17 @@ def _kl_pareto_pareto(p, q):
 
 # ---- Gaussians ---------------------------------------------------------------------------
 
+def _event_shape_message(kind):
+    # PyTorch's text, with the run of spaces its line continuation leaves inside the string
+    return (f"KL-divergence between two {kind}Multivariate Normals with" + " " * 26
+            + "different event shapes cannot be computed")
+
+
 def _gaussian_kl(p, p_factor, p_log_det, q):
     """KL(p || q) for Gaussians, q a MultivariateNormal, p's covariance = A A^T (A given)."""
     if p.event_shape != q.event_shape:
-        raise ValueError(f"KL-divergence between two {'Low Rank ' if isinstance(p, LowRankMultivariateNormal) else ''}Multivariate Normals with different event shapes cannot be computed")
+        raise ValueError(_event_shape_message(
+            "(Low Rank) " if isinstance(p, LowRankMultivariateNormal) else ""))
     q_tril = q._unbroadcasted_scale_tril
     n = p.event_shape[0]
     batch = ember.broadcast_shapes(p_factor.shape[:-2], q_tril.shape[:-2])
@@ -216,7 +255,369 @@ def _kl_lowrank_mvn(p, q):
     return _gaussian_kl(p, a, p._log_det(), q)
 
 
+def _lowrank_logdet(q):
+    """log det(W W^T + D) through the capacitance factor (matrix determinant lemma)."""
+    return 2 * _half_log_det(q._capacitance_tril) + q._unbroadcasted_cov_diag.log().sum(-1)
+
+
+def _lowrank_mahalanobis(q, x):
+    """x^T (W W^T + D)^-1 x through Woodbury."""
+    w, d = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    wt_dinv_x = ((w.mT / d.unsqueeze(-2)) @ x.unsqueeze(-1)).squeeze(-1)
+    return (x.pow(2) / d).sum(-1) - _mahalanobis(q._capacitance_tril, wt_dinv_x)
+
+
+def _lowrank_inverse_root(q):
+    """A with q's precision = D^-1 - A^T A (A = C^-1 W^T D^-1, C the capacitance factor)."""
+    qwt_qdinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return ember.linalg.solve_triangular(q._capacitance_tril, qwt_qdinv, upper=False)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(_event_shape_message("Low Rank "))
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    # trace(q_cov^-1 p_cov) = trace([qD^-1 - A^T A] (pD + pW pW^T))
+    a = _lowrank_inverse_root(q)
+    p_w, p_d = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_d = q._unbroadcasted_cov_diag
+    term2 = ((p_d / q_d).sum(-1) + _batch_trace_XXT(p_w * q_d.rsqrt().unsqueeze(-1))
+             - _batch_trace_XXT(a * p_d.sqrt().unsqueeze(-2)) - _batch_trace_XXT(a @ p_w))
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(_event_shape_message("(Low Rank) "))
+    p_tril = p._unbroadcasted_scale_tril
+    term1 = _lowrank_logdet(q) - 2 * _half_log_det(p_tril)
+    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    # trace(q_cov^-1 p_cov) = trace([qD^-1 - A^T A] p_tril p_tril^T)
+    a = _lowrank_inverse_root(q)
+    term2 = (_batch_trace_XXT(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+             - _batch_trace_XXT(a @ p_tril))
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
 # ---- across families ---------------------------------------------------------------------
+
+# Each closed form is E_p[log p] - E_p[log q]; where q's support misses part of p's, the
+# divergence is infinite.
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - ember.log1p(-q.probs) - q._log_norm()
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite_like(p.concentration1)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return (-p.entropy() - q.rate.log()
+            + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0)))
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    a, b = p.concentration1, p.concentration0
+    t1 = -p.entropy()
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (a.digamma() - (a + b).digamma())
+    t4 = q.rate * a / (a + b)
+    return t1 + t2 - t3 + t4
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    a, b = p.concentration1, p.concentration0
+    e_beta = a / (a + b)
+    var_normal = q.scale.pow(2)
+    t1 = -p.entropy()
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    t3 = (e_beta * (1 - e_beta) / (a + b + 1) + e_beta.pow(2)) * 0.5
+    t4 = q.loc * e_beta
+    t5 = q.loc.pow(2) * 0.5
+    return t1 + t2 + (t3 - t4 + t5) / var_normal
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where(result, (q.low > p.support.lower_bound)
+                      | (q.high < p.support.upper_bound))
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ember.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + ember.square(q.loc / q.scale)) + ember.log(q.scale)
+    t3 = (p.variance + ember.square(p.mean) - 2.0 * q.loc * p.mean) / (
+        2.0 * ember.square(q.scale))
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # PyTorch's test: a uniform that reaches either end of [0, 1] counts as not covering it
+    return _inf_where(result, ember.ge(q.low, p.support.lower_bound)
+                      | ember.le(q.high, p.support.upper_bound))
+
+
+@register_kl(Exponential, Beta)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Exponential, Pareto)
+@register_kl(Exponential, Uniform)
+def _kl_exponential_infinity(p, q):
+    return _infinite_like(p.rate)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    return (-q.concentration * ratio.log() + ratio + q.concentration.lgamma()
+            + q.concentration * euler_constant - (1 + euler_constant))
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = ember.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
+    t3 = scale_rate_prod.reciprocal()
+    return t1 - loc_scale_ratio + t2 + t3
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    var_normal = q.scale.pow(2)
+    rate_sqr = p.rate.pow(2)
+    t1 = 0.5 * ember.log(rate_sqr * var_normal * 2 * math.pi)
+    t2 = rate_sqr.reciprocal()
+    t3 = q.loc / p.rate
+    t4 = q.loc.pow(2) * 0.5
+    return t1 - 1 + (t2 - t3 + t4) / var_normal
+
+
+@register_kl(Gamma, Beta)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gamma, Pareto)
+@register_kl(Gamma, Uniform)
+def _kl_gamma_infinity(p, q):
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    c = p.concentration
+    t1 = (c - 1) * c.digamma() - c.lgamma() - c
+    t2 = beta_scale_prod.log() + c / beta_scale_prod
+    t3 = ember.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-c) \
+        - loc_scale_ratio
+    return t1 + t2 + t3
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    var_normal = q.scale.pow(2)
+    beta_sqr = p.rate.pow(2)
+    c = p.concentration
+    t1 = 0.5 * ember.log(beta_sqr * var_normal * 2 * math.pi) - c - c.lgamma()
+    t2 = 0.5 * (c.pow(2) + c) / beta_sqr
+    t3 = q.loc * c / p.rate
+    t4 = 0.5 * q.loc.pow(2)
+    return t1 + (c - 1) * c.digamma() + (t2 - t3 + t4) / var_normal
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+def _kl_gumbel_infinity(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
+
+
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Pareto)
+@register_kl(Laplace, Uniform)
+def _kl_laplace_infinity(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    var_normal = q.scale.pow(2)
+    scale_sqr_var_ratio = p.scale.pow(2) / var_normal
+    t1 = 0.5 * ember.log(2 * scale_sqr_var_ratio / math.pi)
+    t2 = 0.5 * p.loc.pow(2)
+    t3 = p.loc * q.loc
+    t4 = 0.5 * q.loc.pow(2)
+    return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
+
+
+@register_kl(Normal, Beta)
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
+@register_kl(Normal, Pareto)
+@register_kl(Normal, Uniform)
+def _kl_normal_infinity(p, q):
+    return _infinite_like(p.loc)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    m = p.loc / q.scale
+    v = (p.scale / q.scale).pow(2)
+    c = q.loc / q.scale
+    return -0.5 * v.log() + m - c + ember.exp(-m + 0.5 * v + c) - 0.5 * (1 + math.log(2 * math.pi))
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    loc_diff = p.loc - q.loc
+    scale_ratio = p.scale / q.scale
+    loc_diff_scale_ratio = loc_diff / p.scale
+    t1 = ember.log(scale_ratio)
+    t2 = math.sqrt(2 / math.pi) * p.scale * ember.exp(-0.5 * loc_diff_scale_ratio.pow(2))
+    t3 = loc_diff * ember.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
+    return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(t1 - t2 + t3 - 1, p.alpha <= 1)  # infinite mean
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(t1 + t2 + t3 + t4 - 1, p.alpha <= 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _inf_where(t1 - t2 + (t3 + t4) / var_normal - 1, p.alpha <= 2)  # infinite variance
+
+
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_poisson_infinity(p, q):
+    return _infinite_like(p.rate)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    common_term = p.high - p.low
+    t1 = ember.log(common_term)
+    t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) \
+        / common_term
+    t3 = (q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + common_term) \
+        / common_term
+    t4 = (q.concentration1.lgamma() + q.concentration0.lgamma()
+          - (q.concentration1 + q.concentration0).lgamma())
+    result = t3 + t4 - t1 - t2
+    return _inf_where(result, (p.high > q.support.upper_bound)
+                      | (p.low < q.support.lower_bound))
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - ember.log1p(-q.probs) - q._log_norm()
+    return _inf_where(result, ember.ge(p.high, q.support.upper_bound)
+                      | ember.le(p.low, q.support.lower_bound))
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return _inf_where(result, p.low < q.support.lower_bound)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    common_term = p.high - p.low
+    t1 = common_term.log()
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) \
+        / common_term
+    t4 = q.rate * (p.high + p.low) / 2
+    return _inf_where(-t1 + t2 + t3 + t4, p.low < q.support.lower_bound)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * (ember.exp(-high_loc_diff) - ember.exp(-low_loc_diff))
+    return t1 - t2
+
 
 @register_kl(Uniform, Normal)
 def _kl_uniform_normal(p, q):
@@ -227,19 +628,12 @@ def _kl_uniform_normal(p, q):
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
 
 
-@register_kl(Exponential, Gamma)
-def _kl_exponential_gamma(p, q):
-    ratio = q.rate / p.rate
-    return (-q.concentration * ratio.log() + ratio + q.concentration.lgamma()
-            + q.concentration * euler_constant - (1 + euler_constant))
-
-
-@register_kl(Normal, Gumbel)
-def _kl_normal_gumbel(p, q):
-    m = p.loc / q.scale
-    v = (p.scale / q.scale).pow(2)
-    c = q.loc / q.scale
-    return -0.5 * v.log() + m - c + ember.exp(-m + 0.5 * v + c) - 0.5 * (1 + math.log(2 * math.pi))
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return _inf_where(t2 * (q.alpha + 1) - t1, p.low < q.support.lower_bound)
 
 
 # ---- wrappers ----------------------------------------------------------------------------

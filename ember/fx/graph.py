@@ -15,6 +15,8 @@ import operator
 import re
 from collections import defaultdict
 
+import ember
+
 from .immutable_collections import immutable_dict, immutable_list
 from .node import Node, _format_arg, _qualified_name, _type_repr, map_arg
 
@@ -25,7 +27,6 @@ _CUSTOM_BUILTINS = {"inf": math.inf, "nan": math.nan, "NoneType": type(None)}
 
 
 def _custom_builtins():
-    import ember
     return {**_CUSTOM_BUILTINS, "ember": ember, "device": ember.device}
 
 
@@ -128,7 +129,6 @@ def _format_target(base, target):
 
 def _resolves_to(qualified, obj):
     """Whether the dotted path, read from ember, operator, builtins or math, is ``obj``."""
-    import ember
     head, _, rest = qualified.partition(".")
     roots = {"ember": ember, "operator": operator, "builtins": builtins, "math": math}
     cur = roots.get(head)

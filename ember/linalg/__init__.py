@@ -5,6 +5,9 @@ in every other op. Failures that depend on the values (a singular matrix, a matr
 positive-definite) raise :class:`LinAlgError`, a RuntimeError as in PyTorch."""
 import builtins as _builtins
 
+import ember
+
+from .._C import _linalg as _bindings  # the generated bindings of the linalg_* aten ops
 from .._kernels.cpu.linalg import LinAlgError
 
 __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex", "lstsq",
@@ -16,101 +19,90 @@ __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex"
            "matrix_exp"]
 
 
-def _E():
-    import ember
-    return ember
-
-
-def _L():
-    """``ember._C._linalg``: the generated bindings of the ``linalg_*`` aten ops."""
-    from .. import _C
-    return _C._linalg
-
-
 def _out(out):
     return {} if out is None else {"out": out}
 
 
 def inv(A, *, out=None):
-    return _L().linalg_inv(A, **_out(out))
+    return _bindings.linalg_inv(A, **_out(out))
 
 
 def inv_ex(A, *, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.inv_ex: out= is not supported yet")
-    return _L().linalg_inv_ex(A, check_errors=check_errors)
+    return _bindings.linalg_inv_ex(A, check_errors=check_errors)
 
 
 def det(A, *, out=None):
-    return _L().linalg_det(A, **_out(out))
+    return _bindings.linalg_det(A, **_out(out))
 
 
 def slogdet(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.slogdet: out= is not supported yet")
-    return _L().linalg_slogdet(A)
+    return _bindings.linalg_slogdet(A)
 
 
 def solve(A, B, *, left=True, out=None):
-    return _L().linalg_solve(A, B, left=left, **_out(out))
+    return _bindings.linalg_solve(A, B, left=left, **_out(out))
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.solve_ex: out= is not supported yet")
-    return _L().linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+    return _bindings.linalg_solve_ex(A, B, left=left, check_errors=check_errors)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
-    return _L().linalg_lstsq(A, B, rcond, driver=driver)
+    return _bindings.linalg_lstsq(A, B, rcond, driver=driver)
 
 
 def cholesky(A, *, upper=False, out=None):
-    return _L().linalg_cholesky(A, upper=upper, **_out(out))
+    return _bindings.linalg_cholesky(A, upper=upper, **_out(out))
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.cholesky_ex: out= is not supported yet")
-    return _L().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
+    return _bindings.linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
 
 
 def qr(A, mode="reduced", *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.qr: out= is not supported yet")
-    return _L().linalg_qr(A, mode)
+    return _bindings.linalg_qr(A, mode)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.svd: out= is not supported yet")
-    return _L().linalg_svd(A, full_matrices, driver=driver)
+    return _bindings.linalg_svd(A, full_matrices, driver=driver)
 
 
 def svdvals(A, *, driver=None, out=None):
-    return _L().linalg_svdvals(A, driver=driver, **_out(out))
+    return _bindings.linalg_svdvals(A, driver=driver, **_out(out))
 
 
 def eig(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eig: out= is not supported yet")
-    return _L().linalg_eig(A)
+    return _bindings.linalg_eig(A)
 
 
 def eigvals(A, *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eigvals: out= is not supported yet")
-    return _L().linalg_eigvals(A)
+    return _bindings.linalg_eigvals(A)
 
 
 def eigh(A, UPLO="L", *, out=None):
     if out is not None:
         raise NotImplementedError("ember.linalg.eigh: out= is not supported yet")
-    return _L().linalg_eigh(A, UPLO)
+    return _bindings.linalg_eigh(A, UPLO)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    return _L().linalg_eigvalsh(A, UPLO, **_out(out))
+    return _bindings.linalg_eigvalsh(A, UPLO, **_out(out))
 
 
 def _dims(dim):
@@ -118,19 +110,18 @@ def _dims(dim):
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
-    E = _E()
     if isinstance(ord, str):
-        return E.ops.aten.linalg_norm.ord_str(A, ord, _dims(dim), keepdim, dtype=dtype,
+        return ember.ops.aten.linalg_norm.ord_str(A, ord, _dims(dim), keepdim, dtype=dtype,
                                               **_out(out))
-    return E.ops.aten.linalg_norm.default(A, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+    return ember.ops.aten.linalg_norm.default(A, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
-    return _L().linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
+    return _bindings.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, **_out(out))
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     op = aten.linalg_matrix_norm.str_ord if isinstance(ord, str) else \
         aten.linalg_matrix_norm.default
     if out is not None:
@@ -141,7 +132,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     if rcond is not None:  # the legacy form: rtol given positionally
         if out is not None:
             return aten.linalg_pinv.out(A, _builtins.float(rcond), hermitian, out=out)
@@ -153,7 +144,7 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
-    aten = _E().ops.aten
+    aten = ember.ops.aten
     if tol is not None:  # the legacy form: an absolute tolerance
         if out is not None:
             return aten.linalg_matrix_rank.out(A, _builtins.float(tol), hermitian, out=out)
@@ -165,20 +156,18 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
 
 
 def matrix_power(A, n, *, out=None):
-    return _L().linalg_matrix_power(A, n, **_out(out))
+    return _bindings.linalg_matrix_power(A, n, **_out(out))
 
 
 def cross(input, other, *, dim=-1, out=None):  # noqa: A002  (PyTorch's name)
-    return _L().linalg_cross(input, other, dim=dim, **_out(out))
+    return _bindings.linalg_cross(input, other, dim=dim, **_out(out))
 
 
 def multi_dot(tensors, *, out=None):
-    return _L().linalg_multi_dot(list(tensors), **_out(out))
+    return _bindings.linalg_multi_dot(list(tensors), **_out(out))
 
 
 # -- issue 18: the generated bindings as they are (their signatures are PyTorch's) ---------------
-from .._C import _linalg as _bindings  # noqa: E402
-
 lu, lu_factor, lu_factor_ex = (_bindings.linalg_lu, _bindings.linalg_lu_factor,
                                _bindings.linalg_lu_factor_ex)
 lu_solve, solve_triangular = _bindings.linalg_lu_solve, _bindings.linalg_solve_triangular

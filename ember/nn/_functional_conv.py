@@ -5,6 +5,8 @@ the aten op PyTorch calls. Re-exported by ``ember.nn.functional``."""
 import math
 import warnings
 
+import ember
+
 from .._ops.overload import ops
 
 _aten = ops.aten
@@ -19,11 +21,6 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "interpolate",
            "upsample", "upsample_nearest", "upsample_bilinear", "pad", "unfold", "fold",
            "pixel_shuffle", "pixel_unshuffle", "grid_sample", "affine_grid"]
-
-
-def _E():
-    import ember
-    return ember
 
 
 def _tuple(v, n):
@@ -208,12 +205,11 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
     """PyTorch's lp_pool: (sum over the window of x^p)^(1/p), from an average pool."""
-    E = _E()
     ks = _tuple(kernel_size, k)
     pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[k]
     out = pool(input.pow(norm_type), ks, stride, 0, ceil_mode)
     # relu, as PyTorch: its gradient at an all-zero window is 0 where clamp_min would pass NaN
-    return (E.sign(out) * E.relu(E.abs(out))).mul(math.prod(ks)).pow(1.0 / norm_type)
+    return (ember.sign(out) * ember.relu(ember.abs(out))).mul(math.prod(ks)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):

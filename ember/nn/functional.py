@@ -13,14 +13,10 @@ import warnings
 
 import numpy as np
 
+import ember
 from .._ops.overload import ops
 
 _aten = ops.aten
-
-
-def _E():
-    import ember
-    return ember
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,7 +104,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     padding_idx = _padding_idx(padding_idx, weight)
     if max_norm is not None:
         input = input.contiguous()
-        with _E().no_grad():
+        with ember.no_grad():
             _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
     return _aten.embedding.default(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
@@ -118,8 +114,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                   include_last_offset=False, padding_idx=None):
     """Bags become rows of a padded (bags, longest bag) index matrix: one embedding gather,
     then a masked sum / mean / max over each row."""
-    E = _E()
-    if weight.dtype == E.long and input.is_floating_point():
+    if weight.dtype == ember.long and input.is_floating_point():
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
                       "`embedding_bag(input, weight, ...)`.", stacklevel=2)
@@ -170,35 +165,34 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                         if len(idx) else 0, 0)
         psw = None
         if per_sample_weights is not None:
-            psw = per_sample_weights[E.from_numpy(np.where(valid, pos, 0))]
+            psw = per_sample_weights[ember.from_numpy(np.where(valid, pos, 0))]
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
     if padding_idx >= 0:
         valid = valid & (rows != padding_idx)
     if max_norm is not None:
-        with E.no_grad():
+        with ember.no_grad():
             _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
-    emb = _aten.embedding.default(weight, E.from_numpy(np.ascontiguousarray(rows)), -1,
+    emb = _aten.embedding.default(weight, ember.from_numpy(np.ascontiguousarray(rows)), -1,
                                   scale_grad_by_freq, False)
-    mask = E.from_numpy(valid).unsqueeze(-1)
+    mask = ember.from_numpy(valid).unsqueeze(-1)
     if mode == "max":
-        filled = E.where(mask, emb, E.full((), -math.inf, dtype=emb.dtype))
+        filled = ember.where(mask, emb, ember.full((), -math.inf, dtype=emb.dtype))
         out = filled.amax(1)
-        return E.where(mask.any(1), out, E.zeros((), dtype=emb.dtype))
+        return ember.where(mask.any(1), out, ember.zeros((), dtype=emb.dtype))
     m = mask.to(emb.dtype)
     if psw is not None:
         m = m * psw.unsqueeze(-1)
     out = (emb * m).sum(1)
     if mode == "mean":
-        count = E.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
+        count = ember.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
         out = out / count.to(emb.dtype)
     return out
 
 
 def one_hot(tensor, num_classes=-1):
-    E = _E()
-    if tensor.dtype != E.int64:
+    if tensor.dtype != ember.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         if tensor.numel() == 0:
@@ -209,7 +203,7 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if int(tensor.max()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == E.arange(num_classes)).to(E.int64)
+    return (tensor.unsqueeze(-1) == ember.arange(num_classes)).to(ember.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +235,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     elif eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
-    return _E().batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+    return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                            eps, False)
 
 
@@ -249,7 +243,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     if use_input_stats:
         _verify_spatial_size(input.size())
-    return _E().instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+    return ember.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
                               momentum, eps, False)
 
 
@@ -263,42 +257,41 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"{input.dim()}")
     _verify_batch_size([input.size(0) * input.size(1) // num_groups, num_groups] +
                        list(input.size()[2:]))
-    return _E().group_norm(input, num_groups, weight, bias, eps)
+    return ember.group_norm(input, num_groups, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return _E().rms_norm(input, list(normalized_shape), weight, eps)
+    return ember.rms_norm(input, list(normalized_shape), weight, eps)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """Each channel divided by (k + alpha/size * sum of squares over ``size`` neighbouring
-    channels)^beta, the window zero-padded at both ends as PyTorch's avg_pool does."""
-    E = _E()
+    """Each channel divided by (k + alpha * mean of squares over ``size`` neighbouring
+    channels)^beta: PyTorch's zero-padded average pool over the channel axis, in its order of
+    operations (so the rounding is the same)."""
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
-    sq = input * input
-    c = input.size(1)
-    front, back = size // 2, (size - 1) // 2
-    zeros = lambda n: E.zeros((input.size(0), n) + tuple(input.shape[2:]),  # noqa: E731
-                              dtype=input.dtype)
-    padded = E.cat([zeros(front), sq, zeros(back)], 1)
-    window = padded.narrow(1, 0, c)
-    for i in range(1, size):  # a loop over the window, not over elements
-        window = window + padded.narrow(1, i, c)
-    div = (window * (alpha / size) + k).pow(beta)
+    div = input.mul(input)
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
     return input / div
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    E = _E()
     denom = _vector_norm(input, p, dim, keepdim=True)
-    denom = E.maximum(denom, E.full((), eps, dtype=denom.dtype)).expand_as(input)
+    denom = ember.maximum(denom, ember.full((), eps, dtype=denom.dtype)).expand_as(input)
     if out is None:
         return input / denom
-    return E.div(input, denom, out=out)
+    return ember.div(input, denom, out=out)
 
 
 def _vector_norm(x, p, dim, keepdim=False):
@@ -322,7 +315,7 @@ def _inplace_result(input, result, inplace):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     _check_p(p)
-    return _inplace_result(input, _E().dropout(input, p, training), inplace)
+    return _inplace_result(input, ember.dropout(input, p, training), inplace)
 
 
 def _feature_dropout(name, input, p, training, inplace, dims):
@@ -344,7 +337,7 @@ def _feature_dropout(name, input, p, training, inplace, dims):
                       stacklevel=3)
     batched = nd != dims[0]
     x = input if batched else input.unsqueeze(0)
-    result = _E().feature_dropout(x, p, training)
+    result = ember.feature_dropout(x, p, training)
     if not batched:
         result = result.squeeze(0)
     return _inplace_result(input, result, inplace)
@@ -364,12 +357,12 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return _inplace_result(input, _E().alpha_dropout(input, p, training), inplace)
+    return _inplace_result(input, ember.alpha_dropout(input, p, training), inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return _inplace_result(input, _E().feature_alpha_dropout(input, p, training), inplace)
+    return _inplace_result(input, ember.feature_alpha_dropout(input, p, training), inplace)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,11 +443,10 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training,
     and is their mean in evaluation."""
-    E = _E()
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = E.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
-    result = E.where(input >= 0, input, input * slope)
+    slope = ember.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
+    result = ember.where(input >= 0, input, input * slope)
     return _inplace_result(input, result, inplace)
 
 
@@ -485,7 +477,7 @@ def tanhshrink(input):
 
 
 def softsign(input):
-    return input / (_E().abs(input) + 1)
+    return input / (ember.abs(input) + 1)
 
 
 def softplus(input, beta=1, threshold=20):
@@ -550,9 +542,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    E = _E()
-    u = E.rand(logits.shape, dtype=logits.dtype)
-    gumbels = -E.log(-E.log(u))  # -log(Exp(1)) samples
+    u = ember.rand(logits.shape, dtype=logits.dtype)
+    gumbels = -ember.log(-ember.log(u))  # -log(Exp(1)) samples
     y_soft = softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
@@ -560,7 +551,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     index = y_soft.argmax(d, keepdim=True)
     shape = [1] * logits.dim()
     shape[d] = logits.shape[d]
-    y_hard = (E.arange(logits.shape[d]).view(shape) == index).to(logits.dtype)
+    y_hard = (ember.arange(logits.shape[d]).view(shape) == index).to(logits.dtype)
     return y_hard - y_soft.detach() + y_soft
 
 
@@ -581,6 +572,84 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                             ignore_index, label_smoothing)
 
 
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``; with
+    ``options`` (``nn.LinearCrossEntropyOptions``) the batch is processed in chunks, so the
+    full logits never exist (LLM vocabulary heads)."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.dim()}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(f"expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
+                           f"{in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if options is not None:
+        chunkable = (not out_features and reduction in ("mean", "sum", "none")
+                     and label_smoothing == 0.0 and target.dtype == ember.int64)
+        if chunkable:
+            return _chunked_linear_cross_entropy(input, linear_weight, target, linear_bias,
+                                                 weight, reduction, ignore_index, options)
+        warnings.warn(f"linear_cross_entropy: ``options`` ignored; chunked path needs reduction "
+                      f"in {{'mean','sum','none'}}, label_smoothing == 0, target.dtype == "
+                      f"int64, out_features == (). Got reduction={reduction!r}, "
+                      f"label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={out_features}, tracing=False, linear_bias.shape="
+                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.",
+                      stacklevel=2)
+    if out_features:
+        linear_weight = linear_weight.reshape((math.prod(out_features, start=num_classes),
+                                               in_features))
+        if linear_bias is not None:
+            linear_bias = linear_bias.reshape(math.prod(out_features, start=num_classes))
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=ignore_index, label_smoothing=label_smoothing)
+
+
+def _chunked_linear_cross_entropy(input, linear_weight, target, linear_bias, weight, reduction,
+                                  ignore_index, options):
+    from ._linear_cross_entropy import (ChunkedLinearCrossEntropy,
+                                        ChunkedLinearCrossEntropyNoReduction)
+    batched = input.dim() == 2
+    if not batched:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    opts = options._adjust(num_batches=input.shape[0], in_features=input.shape[1],
+                           num_classes=linear_weight.shape[0], dtype=input.dtype,
+                           device=input.device)
+    acc = opts.acc_dtype
+    if input.dtype != acc and not (input.dtype in (ember.float16, ember.bfloat16)
+                                   and acc == ember.float32):
+        raise RuntimeError(f"linear_cross_entropy supports float32 acc_dtype with "
+                           f"float16/bfloat16 inputs, but got {acc} acc_dtype and "
+                           f"{input.dtype} inputs.")
+    if reduction == "none":
+        out = ChunkedLinearCrossEntropyNoReduction.apply(
+            input, linear_weight, target, linear_bias, weight, ignore_index,
+            opts.batch_chunk_size, acc)
+    else:
+        out = ChunkedLinearCrossEntropy.apply(
+            input, linear_weight, target, linear_bias, weight, reduction, ignore_index,
+            opts.batch_chunk_size, acc, opts.allow_retain_graph)
+    return out if batched or reduction != "none" else out.squeeze(0)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size("mse_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -592,7 +661,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_same_size("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = _E().abs(input - target)
+    loss = ember.abs(input - target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -603,11 +672,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    E = _E()
-    d = E.abs(input - target)
+    d = ember.abs(input - target)
     if beta == 0:
         return _reduce(d, reduction)
-    loss = E.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    loss = ember.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -615,9 +683,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size("huber_loss", input, target)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta.")
-    E = _E()
-    d = E.abs(input - target)
-    loss = E.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    d = ember.abs(input - target)
+    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -646,7 +713,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    E = _E()
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce, reduction)
     elif reduction == "mean":
@@ -655,10 +721,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
     if log_target:
-        loss = E.exp(target) * (target - input)
+        loss = ember.exp(target) * (target - input)
     else:
-        loss = E.xlogy(target, target) - target * input if hasattr(E, "xlogy") else \
-            E.where(target > 0, target * E.log(target), E.zeros((), dtype=target.dtype)) - \
+        loss = ember.xlogy(target, target) - target * input if hasattr(ember, "xlogy") else \
+            ember.where(target > 0, target * ember.log(target), ember.zeros((), dtype=target.dtype)) - \
             target * input
     if reduction == "batchmean":
         return loss.sum() / input.size(0) if input.dim() else loss.sum()
@@ -670,23 +736,21 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction not in _REDUCTION:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    E = _E()
     if log_input:
-        loss = E.exp(input) - target * input
+        loss = ember.exp(input) - target * input
     else:
-        loss = input - target * E.log(input + eps)
+        loss = input - target * ember.log(input + eps)
     if full:
-        stirling = target * E.log(target) - target + 0.5 * E.log(2 * math.pi * target)
-        loss = loss + E.where(target > 1, stirling, E.zeros((), dtype=loss.dtype))
+        stirling = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + ember.where(target > 1, stirling, ember.zeros((), dtype=loss.dtype))
     return _reduce(loss, reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    E = _E()
     if isinstance(var, (int, float)):
         if var < 0:
             raise ValueError("var has negative entry/entries")
-        var = E.full(input.shape, float(var), dtype=input.dtype)
+        var = ember.full(input.shape, float(var), dtype=input.dtype)
     if var.size() != input.size():
         if input.size()[:-1] == var.size():
             var = var.unsqueeze(-1)
@@ -698,10 +762,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
-    with E.no_grad():
-        clamped = E.maximum(var, E.full((), eps, dtype=var.dtype))
+    with ember.no_grad():
+        clamped = ember.maximum(var, ember.full((), eps, dtype=var.dtype))
     var = var + (clamped - var).detach()  # clamp without blocking var's gradient
-    loss = 0.5 * (E.log(var) + (input - target) ** 2 / var)
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
@@ -724,11 +788,10 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    E = _E()
-    zero = E.zeros((), dtype=input.dtype)
+    zero = ember.zeros((), dtype=input.dtype)
     margin_clamp = _relu_(margin - input)
-    out_margin = E.where(target != 1, margin_clamp, zero)
-    out_self = E.where(target != -1, input, zero)
+    out_margin = ember.where(target != 1, margin_clamp, zero)
+    out_self = ember.where(target != -1, input, zero)
     return _reduce(out_margin + out_self, reduction)
 
 
@@ -739,15 +802,14 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    E = _E()
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
     mag1 = (input1 * input1).sum(-1) + eps
     mag2 = (input2 * input2).sum(-1) + eps
     cos = prod / (mag1 * mag2).sqrt()
-    zero = E.zeros((), dtype=cos.dtype)
-    pos = E.where(target == 1, 1 - cos, zero)
-    neg = E.where(target == -1, _relu_(cos - margin), zero)
+    zero = ember.zeros((), dtype=cos.dtype)
+    pos = ember.where(target == 1, 1 - cos, zero)
+    neg = ember.where(target == -1, _relu_(cos - margin), zero)
     return _reduce(pos + neg, reduction)
 
 
@@ -783,7 +845,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_neg = _E().minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce(_relu_(margin + d_pos - d_neg), reduction)
 
 
@@ -796,7 +858,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
     if swap:
-        d_neg = _E().minimum(d_neg, dist(positive, negative))
+        d_neg = ember.minimum(d_neg, dist(positive, negative))
     return _reduce(_relu_(margin + d_pos - d_neg), reduction)
 
 
@@ -821,7 +883,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     (PyTorch's loop runs over the target entries)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    E = _E()
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape).numpy()
     n, c = x.shape
@@ -831,7 +892,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     np.add.at(count, (rows, t[for_row]), 1)
     # pair[n, j, i] = relu(1 - x[n, j] + x[n, i]) for target j, non-target i
     pair = _relu_(1 - x.unsqueeze(2) + x.unsqueeze(1))
-    w = E.from_numpy(count[:, :, None] * (count == 0)[:, None, :]).to(x.dtype)
+    w = ember.from_numpy(count[:, :, None] * (count == 0)[:, None, :]).to(x.dtype)
     loss = (pair * w).sum((1, 2)) / c
     if input.dim() < 2:
         loss = loss.reshape(())
@@ -844,18 +905,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    E = _E()
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(-1)
     c = x.size(1)
     xt = x.gather(1, t.unsqueeze(1)) if hasattr(x, "gather") else \
-        x[E.arange(x.size(0)), t].unsqueeze(1)
+        x[ember.arange(x.size(0)), t].unsqueeze(1)
     z = _relu_(margin - xt + x)
     if p == 2:
         z = z * z
     if weight is not None:
         z = z * weight[t].unsqueeze(1)
-    notself = (E.arange(c).unsqueeze(0) != t.unsqueeze(1)).to(x.dtype)
+    notself = (ember.arange(c).unsqueeze(0) != t.unsqueeze(1)).to(x.dtype)
     loss = (z * notself).sum(1) / c
     if input.dim() < 2:
         loss = loss.reshape(())
@@ -866,7 +926,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
              zero_infinity=False):
     """Connectionist Temporal Classification: the forward (alpha) recursion over time in log
     space, vectorized over the batch and the extended label sequence (one step per frame)."""
-    E = _E()
     if log_probs.dim() == 2:
         log_probs = log_probs.unsqueeze(1)
         targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
@@ -887,49 +946,49 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     valid = np.arange(smax)[None, :] < s_len[:, None]
     skip = np.zeros((N, smax), bool)
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    neg_inf = E.full((), -math.inf, dtype=log_probs.dtype)
-    ext_t = E.from_numpy(ext)
-    bidx = E.arange(N).unsqueeze(1)
-    valid_t, skip_t = E.from_numpy(valid), E.from_numpy(skip)
+    neg_inf = ember.full((), -math.inf, dtype=log_probs.dtype)
+    ext_t = ember.from_numpy(ext)
+    bidx = ember.arange(N).unsqueeze(1)
+    valid_t, skip_t = ember.from_numpy(valid), ember.from_numpy(skip)
 
     def lse(*xs):
         m = xs[0]
         for x in xs[1:]:
-            m = E.maximum(m, x)
+            m = ember.maximum(m, x)
         empty = m == -math.inf  # every term -inf: the result is -inf, with a zero gradient
-        safe = E.where(empty, E.zeros((), dtype=m.dtype), m)
-        s = sum(E.exp(x - safe) for x in xs)
-        s = E.where(empty, E.ones((), dtype=s.dtype), s)
-        return E.where(empty, neg_inf, E.log(s) + safe)
+        safe = ember.where(empty, ember.zeros((), dtype=m.dtype), m)
+        s = sum(ember.exp(x - safe) for x in xs)
+        s = ember.where(empty, ember.ones((), dtype=s.dtype), s)
+        return ember.where(empty, neg_inf, ember.log(s) + safe)
 
     start = np.zeros((N, smax), bool)
     start[:, 0] = True
     start[:, 1] = np.array(tl) > 0 if smax > 1 else False
     emit = log_probs[0][bidx, ext_t]
-    alpha = E.where(E.from_numpy(start & valid), emit, neg_inf)
+    alpha = ember.where(ember.from_numpy(start & valid), emit, neg_inf)
     finals = [None] * N
     for t in range(1, T):  # the recursion runs over time steps
-        shift1 = E.cat([neg_inf.expand(N, 1), alpha[:, :-1]], 1)
-        shift2 = E.cat([neg_inf.expand(N, 2), alpha[:, :-2]], 1) if smax > 2 else \
+        shift1 = ember.cat([neg_inf.expand(N, 1), alpha[:, :-1]], 1)
+        shift2 = ember.cat([neg_inf.expand(N, 2), alpha[:, :-2]], 1) if smax > 2 else \
             neg_inf.expand(N, smax)
-        shift2 = E.where(skip_t, shift2, neg_inf)
+        shift2 = ember.where(skip_t, shift2, neg_inf)
         new = lse(alpha, shift1, shift2) + log_probs[t][bidx, ext_t]
-        active = E.from_numpy((np.array(il) > t)[:, None] & valid)
-        alpha = E.where(active, new, E.where(E.from_numpy(valid), alpha, neg_inf))
-    idx_last = E.from_numpy(np.stack([s_len - 1, np.maximum(s_len - 2, 0)], 1))
-    ends = alpha[E.arange(N).unsqueeze(1), idx_last]
-    ends = E.where(E.from_numpy(np.stack([np.ones(N, bool), np.array(tl) > 0], 1)), ends, neg_inf)
+        active = ember.from_numpy((np.array(il) > t)[:, None] & valid)
+        alpha = ember.where(active, new, ember.where(ember.from_numpy(valid), alpha, neg_inf))
+    idx_last = ember.from_numpy(np.stack([s_len - 1, np.maximum(s_len - 2, 0)], 1))
+    ends = alpha[ember.arange(N).unsqueeze(1), idx_last]
+    ends = ember.where(ember.from_numpy(np.stack([np.ones(N, bool), np.array(tl) > 0], 1)), ends, neg_inf)
     nll = -lse(ends[:, 0], ends[:, 1])
     # PyTorch's CTC backward returns exp(log_probs) - (alpha-beta term): the gradient with
     # respect to the logits behind a log_softmax. A term of value zero whose gradient is
     # exp(log_probs) on each sample's frames gives ember's autograd the same gradient.
-    frames = E.from_numpy((np.arange(T)[:, None] < np.array(il)[None, :])[..., None])
-    mass = (E.exp(log_probs) * frames.to(log_probs.dtype)).sum((0, 2))
+    frames = ember.from_numpy((np.arange(T)[:, None] < np.array(il)[None, :])[..., None])
+    mass = (ember.exp(log_probs) * frames.to(log_probs.dtype)).sum((0, 2))
     nll = nll + (mass - mass.detach())
     if zero_infinity:
-        nll = E.where(nll == math.inf, E.zeros((), dtype=nll.dtype), nll)
+        nll = ember.where(nll == math.inf, ember.zeros((), dtype=nll.dtype), nll)
     if reduction == "mean":
-        lengths = E.from_numpy(np.maximum(np.array(tl), 1)).to(nll.dtype)
+        lengths = ember.from_numpy(np.maximum(np.array(tl), 1)).to(nll.dtype)
         return (nll / lengths).mean()
     return _reduce(nll, reduction)
 
@@ -953,10 +1012,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if choice == _sdp.SDPBackend.ERROR:
             raise RuntimeError(_sdp._NO_VIABLE)
         if choice == _sdp.SDPBackend.FLASH_ATTENTION:
-            if attn_mask is not None and attn_mask.dtype == _E().bool:
+            if attn_mask is not None and attn_mask.dtype == ember.bool:
                 # PyTorch's convert_boolean_attn_mask: True may attend
-                attn_mask = _E().where(attn_mask, _E().zeros((), dtype=query.dtype),
-                                       _E().full((), -math.inf, dtype=query.dtype))
+                attn_mask = ember.where(attn_mask, ember.zeros((), dtype=query.dtype),
+                                       ember.full((), -math.inf, dtype=query.dtype))
             return _aten._scaled_dot_product_flash_attention_for_cpu.default(
                 query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
     return _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
@@ -967,7 +1026,6 @@ def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
     """PyTorch's math path (``_scaled_dot_product_attention_math``): softmax(q k^T * scale +
     mask) v, with a boolean mask meaning "may attend"; ``enable_gqa`` repeats key/value heads to
     match the query's."""
-    E = _E()
     L, S = query.size(-2), key.size(-2)
     scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
     if is_causal and attn_mask is not None:
@@ -984,21 +1042,44 @@ def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
                 .reshape(*key.shape[:-3], hq, S, key.size(-1))
             value = value.unsqueeze(-3).expand(*value.shape[:-2], rep, S, value.size(-1)) \
                 .reshape(*value.shape[:-3], hq, S, value.size(-1))
-    scores = E.matmul(query, key.transpose(-2, -1)) * scale_factor
+    scores = ember.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
-        causal = E.ones(L, S, dtype=E.bool, device=scores.device).tril()
-        scores = E.where(causal, scores, E.full((), -math.inf, dtype=scores.dtype,
+        causal = ember.ones(L, S, dtype=ember.bool, device=scores.device).tril()
+        scores = ember.where(causal, scores, ember.full((), -math.inf, dtype=scores.dtype,
                                                  device=scores.device))
     if attn_mask is not None:
-        if attn_mask.dtype == E.bool:
-            scores = E.where(attn_mask, scores, E.full((), -math.inf, dtype=scores.dtype,
+        if attn_mask.dtype == ember.bool:
+            scores = ember.where(attn_mask, scores, ember.full((), -math.inf, dtype=scores.dtype,
                                                        device=scores.device))
         else:
             scores = scores + attn_mask
     attn = _aten._softmax.default(scores, -1, False)
     if dropout_p > 0.0:
-        attn = _E().dropout(attn, dropout_p, True)
-    return E.matmul(attn, value)
+        attn = ember.dropout(attn, dropout_p, True)
+    return ember.matmul(attn, value)
+
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if hasattr(input, "_keyset"):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A boolean mask as an additive float one (-inf where True), as PyTorch's attention modules
+    take masks; float masks pass through."""
+    if mask is None:
+        return None
+    if mask.dtype != ember.bool and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+                      f"same type for both instead.")
+    if not mask.is_floating_point():
+        mask = ember.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    return mask
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -1009,7 +1090,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  k_proj_weight=None, v_proj_weight=None, static_k=None,
                                  static_v=None, average_attn_weights=True, is_causal=False):
     """nn.MultiheadAttention's computation for (L, N, E) inputs (or unbatched (L, E))."""
-    E = _E()
     batched = query.dim() == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -1040,14 +1120,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if attn_mask is not None and attn_mask.dim() == 2:
         attn_mask = attn_mask.unsqueeze(0)
     if bias_k is not None and bias_v is not None:
-        k = E.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
-        v = E.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
         if attn_mask is not None:
-            attn_mask = E.cat([attn_mask, E.zeros(attn_mask.shape[:-1] + (1,),
+            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
                                                   dtype=attn_mask.dtype)], -1)
         if key_padding_mask is not None:
-            key_padding_mask = E.cat([key_padding_mask,
-                                      E.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
+            key_padding_mask = ember.cat([key_padding_mask,
+                                      ember.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
     # (L, N, E) -> (N * heads, L, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = (static_k if static_k is not None else
@@ -1055,34 +1135,34 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = (static_v if static_v is not None else
          v.reshape(v.size(0), bsz * num_heads, head_dim).transpose(0, 1))
     if add_zero_attn:
-        k = E.cat([k, E.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
-        v = E.cat([v, E.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        k = ember.cat([k, ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
+        v = ember.cat([v, ember.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
         if attn_mask is not None:
-            attn_mask = E.cat([attn_mask, E.zeros(attn_mask.shape[:-1] + (1,),
+            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
                                                   dtype=attn_mask.dtype)], -1)
         if key_padding_mask is not None:
-            key_padding_mask = E.cat([key_padding_mask,
-                                      E.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
+            key_padding_mask = ember.cat([key_padding_mask,
+                                      ember.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
     src_len = k.size(1)
-    scores = E.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
-    neg_inf = E.full((), -math.inf, dtype=scores.dtype)
+    scores = ember.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
+    neg_inf = ember.full((), -math.inf, dtype=scores.dtype)
     if attn_mask is not None:
-        if attn_mask.dtype == E.bool:
-            scores = E.where(attn_mask, neg_inf, scores)
+        if attn_mask.dtype == ember.bool:
+            scores = ember.where(attn_mask, neg_inf, scores)
         else:
             scores = scores + attn_mask
     if key_padding_mask is not None:
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
         scores = scores.reshape(bsz, num_heads, tgt_len, src_len)
-        if kpm.dtype == E.bool:
-            scores = E.where(kpm, neg_inf, scores)
+        if kpm.dtype == ember.bool:
+            scores = ember.where(kpm, neg_inf, scores)
         else:
             scores = scores + kpm
         scores = scores.reshape(bsz * num_heads, tgt_len, src_len)
     weights = _aten._softmax.default(scores, -1, False)
     if dropout_p > 0.0 and training:
-        weights = _E().dropout(weights, dropout_p, True)
-    out = E.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        weights = ember.dropout(weights, dropout_p, True)
+    out = ember.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not need_weights:
         return (out if batched else out.squeeze(1)), None

@@ -306,117 +306,144 @@ def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_colum
     """PyTorch's summary table, column for column (CPU only: there are no device columns)."""
     if len(events) == 0:
         return ""
-    has_input_shapes = any(e.input_shapes for e in events)
-    if sort_by is not None:
-        attr = sort_by.replace("cuda", "device").replace("xpu", "device").replace(
-            "privateuse1", "device")
-        events = sorted(events, key=lambda e: getattr(e, attr), reverse=True)
-
-    name_column_width = min(max(len(e.key) for e in events) + 4, max_name_column_width)
-    shapes_column_width = min(max(len(str(e.input_shapes)) for e in events) + 4,
-                              max_shapes_column_width)
-    stacks = [e.stack for e in events if e.stack]
-    has_stack = bool(stacks)
-    src_column_width = None
-    if has_stack:
-        src_column_width = min(max(max(len(s) for s in st) for st in stacks) + 4,
-                               max_src_column_width)
-
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
-    if profile_memory:
-        headers += ["CPU Mem", "Self CPU Mem"]
-    headers.append("# of Calls")
-
-    SPACING = 2
-    fmt, sep, line_length = [""], [""], [-SPACING]
-
-    def add_column(padding, text_dir=">"):
-        fmt[0] += "{: " + text_dir + str(padding) + "}" + " " * SPACING
-        sep[0] += "-" * padding + " " * SPACING
-        line_length[0] += padding + SPACING
-
-    add_column(name_column_width)
-    for _ in headers[1:]:
-        add_column(12)
-    if has_input_shapes:
-        headers.append("Input Shapes")
-        add_column(shapes_column_width)
-    if has_stack:
-        headers.append("Source Location")
-        add_column(src_column_width, text_dir="<")
-    flops_scale = 1.0
-    if with_flops:
-        raw = [e.flops for e in events if e.flops > 0]
-        if raw:
-            names = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
-            log = max(0, min(math.log10(min(raw)) / 3, float(len(names) - 1)))
-            flops_scale = pow(10, math.floor(log) * -3.0)
-            headers.append(f"Total {names[int(log)]}")
-            add_column(12)
-        else:
-            with_flops = False
-
-    def fmt_time(us):
-        if time_unit == "s":
-            return f"{us / 1e6:.3f}s"
-        if time_unit == "ms":
-            return f"{us / 1e3:.3f}ms"
-        if time_unit == "us":
-            return f"{us:.3f}us"
-        return _format_time(us)
-
-    def trim_path(path, width):
-        if len(path) > width:
-            path = path[len(path) - width:]
-            if len(path) > 3:
-                path = "..." + path[3:]
-        return path
-
+    events = _sorted_events(events, sort_by)
+    table = _TableLayout(events, max_name_column_width, max_shapes_column_width,
+                         max_src_column_width, with_flops, profile_memory)
+    fmt_time = _time_formatter(time_unit)
     total_self = sum(e.self_cpu_time_total for e in events)
-    out = []
 
-    def append(s):
-        out.append(s)
-        out.append("\n")
-
+    lines = []
     if header is not None:
-        append("=" * line_length[0])
-        append(header)
+        lines += ["=" * table.line_length, header]
     if top_level_events_only:
-        append("=" * line_length[0])
-        append("This report only display top-level ops statistics")
-    append(sep[0])
-    append(fmt[0].format(*headers))
-    append(sep[0])
+        lines += ["=" * table.line_length, "This report only display top-level ops statistics"]
+    lines += [table.sep, table.format(table.headers), table.sep]
+    for e in _shown_events(events, row_limit, top_level_events_only):
+        lines += table.event_lines(e, fmt_time, total_self)
+    lines += [table.sep, f"Self CPU time total: {fmt_time(total_self)}"]
+    return "".join(line + "\n" for line in lines)
+
+
+def _sorted_events(events, sort_by):
+    """``events`` ordered by ``sort_by``, largest first (PyTorch's device names all read
+    ``device_*``)."""
+    if sort_by is None:
+        return events
+    attr = sort_by.replace("cuda", "device").replace("xpu", "device").replace(
+        "privateuse1", "device")
+    return sorted(events, key=lambda e: getattr(e, attr), reverse=True)
+
+
+def _shown_events(events, row_limit, top_level_events_only):
+    """The events that get a row: the first ``row_limit``, top-level ones only if asked."""
     shown = 0
     for e in events:
         if shown == row_limit:
-            break
+            return
         if top_level_events_only and e.cpu_parent is not None:
             continue
         shown += 1
+        yield e
+
+
+def _time_formatter(time_unit):
+    """Microseconds as text: in ``time_unit`` ("s", "ms", "us"), else in the unit that fits."""
+    if time_unit == "s":
+        return lambda us: f"{us / 1e6:.3f}s"
+    if time_unit == "ms":
+        return lambda us: f"{us / 1e3:.3f}ms"
+    if time_unit == "us":
+        return lambda us: f"{us:.3f}us"
+    return _format_time
+
+
+def _trim_path(path, width):
+    """The last ``width`` characters of a source location, "..." marking the cut."""
+    if len(path) > width:
+        path = path[len(path) - width:]
+        if len(path) > 3:
+            path = "..." + path[3:]
+    return path
+
+
+def _flops_unit(events):
+    """The FLOPs column's header and scale (the unit of the smallest count), or None when no
+    event counted any."""
+    raw = [e.flops for e in events if e.flops > 0]
+    if not raw:
+        return None
+    names = ["FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"]
+    log = max(0, min(math.log10(min(raw)) / 3, float(len(names) - 1)))
+    return f"Total {names[int(log)]}", pow(10, math.floor(log) * -3.0)
+
+
+class _TableLayout:
+    """The table's columns (which ones, their headers and widths) and how one event fills them."""
+    SPACING = 2
+
+    def __init__(self, events, max_name_width, max_shapes_width, max_src_width, with_flops,
+                 profile_memory):
+        self.max_name_width = max_name_width
+        self.profile_memory = profile_memory
+        self.has_input_shapes = any(e.input_shapes for e in events)
+        stacks = [e.stack for e in events if e.stack]
+        self.has_stack = bool(stacks)
+        self.shapes_width = min(max(len(str(e.input_shapes)) for e in events) + 4,
+                                max_shapes_width)
+        self.src_width = None
+        if self.has_stack:
+            self.src_width = min(max(max(len(s) for s in st) for st in stacks) + 4,
+                                 max_src_width)
+        self.headers, self._fmt, self.sep, self.line_length = [], "", "", -self.SPACING
+
+        self._add_column("Name", min(max(len(e.key) for e in events) + 4, max_name_width))
+        for name in ("Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"):
+            self._add_column(name, 12)
+        if profile_memory:
+            self._add_column("CPU Mem", 12)
+            self._add_column("Self CPU Mem", 12)
+        self._add_column("# of Calls", 12)
+        if self.has_input_shapes:
+            self._add_column("Input Shapes", self.shapes_width)
+        if self.has_stack:
+            self._add_column("Source Location", self.src_width, text_dir="<")
+        flops = _flops_unit(events) if with_flops else None
+        self.with_flops = flops is not None
+        if self.with_flops:
+            flops_header, self.flops_scale = flops
+            self._add_column(flops_header, 12)
+
+    def _add_column(self, header, width, text_dir=">"):
+        self.headers.append(header)
+        self._fmt += "{: " + text_dir + str(width) + "}" + " " * self.SPACING
+        self.sep += "-" * width + " " * self.SPACING
+        self.line_length += width + self.SPACING
+
+    def format(self, cells):
+        return self._fmt.format(*cells)
+
+    def event_lines(self, e, fmt_time, total_self):
+        """The row of event ``e``, then (with stacks) one line per further frame and a blank."""
         name = e.key
-        if len(name) >= max_name_column_width - 3:
-            name = name[: max_name_column_width - 3] + "..."
+        if len(name) >= self.max_name_width - 3:
+            name = name[: self.max_name_width - 3] + "..."
         row = [name, _format_time_share(e.self_cpu_time_total, total_self),
                fmt_time(e.self_cpu_time_total),
                _format_time_share(e.cpu_time_total, total_self),
                fmt_time(e.cpu_time_total), fmt_time(e.cpu_time)]
-        if profile_memory:
+        if self.profile_memory:
             row += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
         row.append(e.count)
-        if has_input_shapes:
-            row.append(str(e.input_shapes)[:shapes_column_width])
-        if has_stack:
-            row.append(trim_path(e.stack[0], src_column_width) if e.stack else "")
-        if with_flops:
-            row.append("--" if e.flops <= 0 else f"{e.flops * flops_scale:8.3f}")
-        append(fmt[0].format(*row))
-        if has_stack:
-            blank = [""] * (len(headers) - 1)
+        if self.has_input_shapes:
+            row.append(str(e.input_shapes)[:self.shapes_width])
+        if self.has_stack:
+            row.append(_trim_path(e.stack[0], self.src_width) if e.stack else "")
+        if self.with_flops:
+            row.append("--" if e.flops <= 0 else f"{e.flops * self.flops_scale:8.3f}")
+        lines = [self.format(row)]
+        if self.has_stack:
+            blank = [""] * (len(self.headers) - 1)
             for entry in e.stack[1:]:
-                append(fmt[0].format(*(blank + [trim_path(entry, src_column_width)])))
-            append(fmt[0].format(*(blank + [""])))
-    append(sep[0])
-    append(f"Self CPU time total: {fmt_time(total_self)}")
-    return "".join(out)
+                lines.append(self.format(blank + [_trim_path(entry, self.src_width)]))
+            lines.append(self.format(blank + [""]))
+        return lines

@@ -13,11 +13,15 @@ Two variants, as in PyTorch:
   all are found); each is dropped as soon as it has been unpacked. ``determinism_check``
   compares the recomputed tensors' metadata with the originals.
 
+Selective checkpointing (``context_fn=functools.partial(create_selective_checkpoint_contexts,
+policy)``) keeps the outputs of the ops a policy picks and recomputes only the others.
+
 With ``preserve_rng_state`` the CPU generator's state at forward time is restored for the
 recomputation, so dropout masks match. (ember's accelerator backends keep no separate device
 generators, so there is no device RNG state to stash.)
 """
 import contextlib
+import enum
 import uuid
 import warnings
 import weakref
@@ -25,11 +29,15 @@ from collections import defaultdict
 
 import ember as torch
 from ember.autograd import engine as _engine
+from ember._ops.overload import OpOverload, OpOverloadPacket
 from ember.autograd.graph import SavedTensor, saved_tensors_hooks
+from ember.utils._pytree import tree_map
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "check_backward_validity", "detach_variable", "noop_context_fn",
-           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled"]
+           "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
+           "SAC_IGNORED_OPS"]
 
 _DEFAULT_DETERMINISM_MODE = "default"
 _checkpoint_debug_enabled = None
@@ -544,3 +552,190 @@ def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True,
             "exception raised during the checkpointed forward. This is not supported because "
             "checkpoint cannot return a value for a failed forward.")
     new_frame.forward_completed = True
+
+
+# ---- selective activation checkpointing ---------------------------------------------------
+#
+# A policy decides op by op, in the forward, whether an op's output is saved (kept alive in a
+# side storage) or recomputed. Both halves are TorchDispatchModes, so they see aten ops below
+# autograd: the forward's caching mode runs each op and stores its (detached) output under
+# (op, n-th call of that op) when the policy says save; the recomputation's cached mode answers
+# those same calls from the storage instead of running them, and runs the rest. Autograd,
+# above both, records the recomputed graph as usual.
+
+class CheckpointPolicy(enum.Enum):
+    """What selective checkpointing does with one op's output: ``{MUST,PREFER}_SAVE`` keeps it
+    from the forward, ``{MUST,PREFER}_RECOMPUTE`` reruns the op in the backward pass.
+    (``MUST_*`` tells compilers not to override the choice; eagerly both act the same.) The
+    CPU-offload policies exist for a compiler's use; eagerly they save, as in PyTorch."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+def _policy_from_bool(b):
+    return CheckpointPolicy.MUST_SAVE if b else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def _ignored_ops():
+    """Ops the selective-checkpoint modes pass through without counting: detach (the modes'
+    own) and the tensor-metadata queries PyTorch ignores, those of them ember has."""
+    aten = torch.ops.aten
+    names = [("detach", "default"), ("is_contiguous", "default"),
+             ("is_contiguous", "memory_format"), ("is_strides_like_format", "default"),
+             ("is_non_overlapping_and_dense", "default"), ("size", "default"),
+             ("sym_size", "default"), ("stride", "default"), ("sym_stride", "default"),
+             ("storage_offset", "default"), ("sym_storage_offset", "default"),
+             ("numel", "default"), ("sym_numel", "default"), ("dim", "default")]
+    found = set()
+    for packet, overload in names:
+        try:
+            found.add(getattr(getattr(aten, packet), overload))
+        except (AttributeError, RuntimeError):
+            continue  # not an ember op: it can never reach the modes
+    return found
+
+
+SAC_IGNORED_OPS = _ignored_ops()
+
+
+class SelectiveCheckpointContext:
+    """What a policy function is told about the call it decides on: ``op_output`` (the op's
+    result) and ``is_recompute`` (always ``False``: policies run in the forward only; the
+    recomputation replays their decisions by call index)."""
+
+    def __init__(self, *, is_recompute, op_output=None):
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+class _VersionWrapper:
+    """A cached value with its version counter at caching time: reading it back after an
+    in-place change is an error unless ``allow_cache_entry_mutation``."""
+
+    def __init__(self, val):
+        self.val = val
+        self.version = val._version if isinstance(val, torch.Tensor) else None
+
+    def get_val(self, allow_cache_entry_mutation):
+        if self.version is not None and not allow_cache_entry_mutation:
+            if self.val._version != self.version:
+                raise RuntimeError("Tensor cached during selective activation checkpoint has "
+                                   "been mutated")
+        return self.val
+
+
+def _detach_helper(x):
+    # detached: the cached value must not keep the forward's graph alive (reference cycles),
+    # and autograd must see a fresh tensor when it is handed back during recomputation
+    return x.detach() if isinstance(x, torch.Tensor) else x
+
+
+_RECOMPUTE = object()
+_CONSUMED = object()
+
+_SAC_MISMATCH_MSG = ("This can happen if the operations in the checkpointed region are "
+                     "nondeterministic or depend on global state that changed between "
+                     "forward and backward.")
+
+
+def _dispatch_mode_base():
+    from ._python_dispatch import TorchDispatchMode
+    return TorchDispatchMode
+
+
+class _CachingTorchDispatchMode(_dispatch_mode_base()):
+    """Forward half: run every op, ask the policy, store saved outputs by call index."""
+
+    def __init__(self, policy_fn, storage):
+        super().__init__()
+        self.policy_fn = policy_fn
+        self.storage = storage
+        self.func_counter = defaultdict(int)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = {} if kwargs is None else kwargs
+        if func in SAC_IGNORED_OPS:
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        idx = self.func_counter[func]
+        self.func_counter[func] += 1
+        policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=out),
+                                func, *args, **kwargs)
+        if isinstance(policy, bool):
+            policy = _policy_from_bool(policy)
+        if policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE,
+                      CheckpointPolicy.MUST_CPU_OFFLOAD, CheckpointPolicy.PREFER_CPU_OFFLOAD):
+            self.storage[func][idx] = tree_map(lambda x: _VersionWrapper(_detach_helper(x)),
+                                               out)
+        else:
+            self.storage[func][idx] = _RECOMPUTE
+        return out
+
+
+class _CachedTorchDispatchMode(_dispatch_mode_base()):
+    """Recomputation half: answer saved calls from the storage (once each), rerun the rest."""
+
+    def __init__(self, policy_fn, storage, allow_cache_entry_mutation=False):
+        super().__init__()
+        self.storage = storage
+        self.allow_cache_entry_mutation = allow_cache_entry_mutation
+        self.func_counter = defaultdict(int)
+
+    def __enter__(self):
+        self.func_counter.clear()  # every recomputation replays the calls from the first
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = {} if kwargs is None else kwargs
+        if func in SAC_IGNORED_OPS:
+            return func(*args, **kwargs)
+        idx = self.func_counter[func]
+        self.func_counter[func] += 1
+        func_storage = self.storage.get(func)
+        if func_storage is None:
+            raise RuntimeError(f"{func} encountered during backward but not found in storage. "
+                               f"{_SAC_MISMATCH_MSG}")
+        entry = func_storage.get(idx)
+        if entry is None:
+            raise RuntimeError(f"{func} invocation index {idx} encountered during backward but "
+                               f"not found in storage. {_SAC_MISMATCH_MSG}")
+        if entry is _CONSUMED:
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to "
+                               "backward once on any region computed under selective "
+                               "activation checkpoint.")
+        if entry is _RECOMPUTE:
+            return func(*args, **kwargs)
+        func_storage[idx] = _CONSUMED  # handed over: the storage lets go of it
+        return tree_map(lambda x: x.get_val(self.allow_cache_entry_mutation), entry)
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation=False):
+    """The ``(forward, recomputation)`` context pair for ``checkpoint(..., context_fn=...)``
+    that saves what a policy says: ``policy_fn(ctx, op, *args, **kwargs)`` returning a
+    :class:`CheckpointPolicy` (or a bool: save / recompute), or a list of ``OpOverload``s to
+    save (every other op is recomputed). Use with ``functools.partial``."""
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            if not isinstance(op, OpOverload):
+                extra = ("Please update the OpOverloadPacket to a specific OpOverload."
+                         "For example, if you have `torch.ops.aten.mm`, change it to "
+                         "`torch.ops.aten.mm.default`.") \
+                    if isinstance(op, OpOverloadPacket) else ""
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} "
+                                 f"of type {type(op)}. {extra}")
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            if op in policy_fn_or_list:
+                return CheckpointPolicy.MUST_SAVE
+            return CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage = defaultdict(dict)
+    return (_CachingTorchDispatchMode(policy_fn, storage),
+            _CachedTorchDispatchMode(None, storage, allow_cache_entry_mutation))

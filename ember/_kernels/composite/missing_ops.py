@@ -1,7 +1,11 @@
 """Decompositions added for issue 18, written in ember ops: the unsafe_split/unsafe_chunk family,
 addr (beta * self + alpha *
 outer(vec1, vec2)), the functional fill, resolve_neg, sum_to_size, nonzero_static, resize_as_,
-new_empty_strided, empty_permuted and _safe_softmax."""
+new_empty_strided, empty_permuted, _safe_softmax, index_reduce, _chunk_cat and the masked
+``_unsafe_*`` indexing ops."""
+import warnings
+
+from ..._core import dtype as D
 from ..._ops.overload import ops
 
 _aten = ops.aten
@@ -45,6 +49,8 @@ def sum_to_size(self, size):
     if not ok:
         raise RuntimeError(f"size {{[{', '.join(map(str, size))}]}} is not expandable to size "
                            f"{{[{', '.join(map(str, shape))}]}}.")
+    if not size:  # ATen's sum_to sums to a scalar here even when self is one (ints promote)
+        return _aten.sum.default._call(self, None)
     from ...autograd.engine import sum_to
     return sum_to(self, size)
 
@@ -140,3 +146,283 @@ def channel_shuffle(self, groups):
 
 
 native_channel_shuffle = channel_shuffle
+
+
+# -- index_reduce: scatter_reduce with the 1-D index spread over source's other dims ---------
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+_index_reduce_warned = []
+
+
+def index_reduce(self, dim, index, source, reduce, include_self=True):
+    if not _index_reduce_warned:
+        _index_reduce_warned.append(True)
+        warnings.warn("index_reduce() is in beta and the API may change at any time.")
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    dim = _wrap(dim, self.dim())
+    if index.dim() > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.dim()} with type: {index._dtype._cpp} and size: "
+                         f"[{', '.join(map(str, index._size))}]")
+    if index._dtype not in (D.int32, D.int64):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                           f"{index._dtype._cpp}")
+    if self._dtype is not source._dtype:
+        raise RuntimeError(f"index_reduce_(): self ({self._dtype._cpp}) and source "
+                           f"({source._dtype._cpp}) must have the same scalar type")
+    n = index.numel()
+    if source.dim() and n != source._size[dim]:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({source._size[dim]}), for dim: {dim}")
+    outside = [s for i, s in enumerate(self._size) if i != dim]
+    if source.dim() and [s for i, s in enumerate(source._size) if i != dim] != outside:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = "
+                           f"[{', '.join(map(str, self._size))}] source.shape = "
+                           f"[{', '.join(map(str, source._size))}]")
+    if self.dim() == 0:  # a scalar is a 1-element vector here
+        one = _aten.index_reduce.default._call(
+            _aten.reshape.default._call(self, [1]), 0, index,
+            _aten.reshape.default._call(source, [1]), reduce, include_self)
+        return _aten.reshape.default._call(one, [])
+    shape = [1] * source.dim()
+    shape[dim] = n
+    spread = _aten.expand.default._call(_aten.reshape.default._call(index, shape),
+                                        list(source._size), False)
+    return _aten.scatter_reduce.two._call(self, dim, spread, source, reduce, include_self)
+
+
+def index_reduce_(self, dim, index, source, reduce, include_self=True):
+    return _aten.copy_.default._call(
+        self, _aten.index_reduce.default._call(self, dim, index, source, reduce, include_self),
+        False)
+
+
+def _wrap(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+# -- _chunk_cat: each tensor cut into num_chunks along dim (zero-padded), chunks side by side --
+def _chunk_cat(tensors, dim, num_chunks):
+    if num_chunks < 1:
+        raise RuntimeError("_chunk_cat expects positive num_chunks")
+    if not tensors:
+        raise RuntimeError("_chunk_cat expects a non-empty input tensor list")
+    first = tensors[0]
+    for t in tensors:
+        if t.numel() == 0:
+            raise RuntimeError("_chunk_cat expects non-empty tensor")
+        if t._dtype is not first._dtype:
+            raise RuntimeError("_chunk_cat expects all input tensors with the same dtype")
+        if t._device != first._device:
+            raise RuntimeError("_chunk_cat expects all inputs tensors on the same device")
+    if all(t.dim() == first.dim() for t in tensors):
+        dim = _wrap(dim, first.dim())
+    else:
+        if dim < 0:
+            raise RuntimeError("_chunk_cat expects non-negative dim when input tensors have "
+                               "different ndims")
+        if any(dim >= t.dim() for t in tensors):
+            raise RuntimeError("_chunk_cat expects dim < ndim for all input tensors")
+    lead = list(first._size[:dim])
+    if any(list(t._size[:dim]) != lead for t in tensors):
+        raise RuntimeError("_chunk_cat expects same sizes of 0,...,dim-1 dimensions for all "
+                           "tensors")
+    pieces = []
+    for t in tensors:
+        size = t._size[dim]
+        padded = (size + num_chunks - 1) // num_chunks * num_chunks
+        if padded != size:
+            t = _aten.constant_pad_nd.default._call(
+                t, [0, 0] * (t.dim() - dim - 1) + [0, padded - size], 0)
+        pieces.append(_aten.reshape.default._call(t, lead + [num_chunks, -1]))
+    return _aten.cat.default._call(pieces, dim + 1)
+
+
+# -- masked indexing (what compiled code emits for bounds-checked gathers and scatters) -------
+def _check_masked_index(mask, indices):
+    for index in indices:
+        if index is not None and index._dtype not in (D.int64, D.int32):
+            raise RuntimeError("tensors used as indices must be long or int tensors")
+    if mask._dtype is not D.bool_:
+        raise RuntimeError("tensors used as masks must be bool tensors")
+
+
+def _unsafe_masked_index(self, mask, indices, fill):
+    """``self[indices]`` where ``mask`` holds and ``fill`` elsewhere; indices are clamped into
+    range first, so masked-off positions may hold any value."""
+    _check_masked_index(mask, indices)
+    if self.numel() == 0:
+        shape = _aten.index.Tensor._call(_aten.empty.memory_format._call(
+            [max(s, 1) for s in self._size], self._dtype, None, self._device, None, None),
+            indices)._size
+        return _aten.full.default._call(list(shape), fill, self._dtype, None, self._device, None)
+    clamped = [None if ix is None else _aten.clamp.default._call(ix, 0, self._size[i] - 1)
+               for i, ix in enumerate(indices)]
+    gathered = _aten.index.Tensor._call(self, clamped)
+    return _aten.masked_fill.Scalar._call(gathered, _aten.logical_not.default._call(mask), fill)
+
+
+def _unsafe_masked_index_put_accumulate(self, mask, indices, values):
+    """``self.index_put(indices, values, accumulate=True)`` with the values where ``mask``
+    is False dropped (indices clamped into range, negative ones kept)."""
+    _check_masked_index(mask, indices)
+    if self.numel() == 0:
+        return _aten.clone.default._call(self, None)
+    clamped = [None if ix is None else
+               _aten.clamp.default._call(ix, -self._size[i], self._size[i] - 1)
+               for i, ix in enumerate(indices)]
+    kept = _aten.masked_fill.Scalar._call(values, _aten.logical_not.default._call(mask), 0)
+    return _aten.index_put.default._call(self, clamped, kept, True)
+
+
+# -- gradient: central differences inside, one-sided (first or second order) at the edges ----
+def _check_gradient(self, spacing_size, dims, edge_order):
+    if self._dtype is D.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if spacing_size is not None and dims is None and spacing_size != self.dim():
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a "
+                           f"list of length equal to 'self.dim() = {self.dim()}', since dim "
+                           f"argument was not given, but got a list of length {spacing_size}")
+    if spacing_size is not None and dims is not None and spacing_size != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           f"spacing and dim arguments to have the same length, but got a spacing "
+                           f"argument of length {spacing_size} and a dim argument of length "
+                           f"{len(dims)}.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dims is not None:
+        seen = set()
+        for d in dims:
+            w = _wrap(d, self.dim())
+            if w in seen:
+                raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+            seen.add(w)
+    for d in (range(self.dim()) if dims is None else dims):
+        if self._size[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+
+
+def _slice(t, d, start, end=None):
+    return _aten.slice.Tensor._call(t, d, start, end, 1)
+
+
+def _gradient_uniform(self, spacing, dims, edge_order):
+    """Scalar spacing per dim (ATen's ``gradient_helper_float``)."""
+    out = []
+    for d, h in zip(dims, spacing):
+        d = _wrap(d, self.dim())
+        sub, mul = _aten.sub.Tensor._call, _aten.mul.Tensor._call
+
+        def term(c, a, b=None):
+            return mul(_slice(self, d, a, b), c)
+        center = sub(_slice(self, d, 2), _slice(self, d, 0, -2), 1)
+        if edge_order == 1:
+            first = sub(_slice(self, d, 1, 2), _slice(self, d, 0, 1), 1)
+            last = sub(_slice(self, d, -1), _slice(self, d, -2, -1), 1)
+        else:
+            first = _aten.add.Tensor._call(sub(term(-1.5, 0, 1), term(-2, 1, 2), 1),
+                                           term(-0.5, 2, 3), 1)
+            last = _aten.add.Tensor._call(sub(term(0.5, -3, -2), term(2, -2, -1), 1),
+                                          term(1.5, -1), 1)
+        parts = [_aten.div.Tensor._call(first, h), _aten.div.Tensor._call(
+            _aten.div.Tensor._call(center, 2), h), _aten.div.Tensor._call(last, h)]
+        out.append(_aten.cat.default._call(parts, d))
+    return out
+
+
+def _gradient_coordinates(self, coordinates, dims, edge_order):
+    """Coordinates per dim: non-uniform second-order differences (ATen's ``gradient_helper``)."""
+    for c in coordinates:
+        if c._device != self._device:
+            raise RuntimeError(f"torch.gradient expected each tensor to be on the same device, "
+                               f"but got devices {self._device} and {c._device}!")
+    add, sub, mul, div = (_aten.add.Tensor._call, _aten.sub.Tensor._call,
+                          _aten.mul.Tensor._call, _aten.div.Tensor._call)
+    out = []
+    for d, coords in zip(dims, coordinates):
+        if coords.dim() != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
+                               f"dimension, but got an element with {coords.dim()} dimensions!")
+        d = _wrap(d, self.dim())
+        shape = [1] * self.dim()
+        shape[d] = -1
+        dx = _aten.diff.default._call(coords, 1, 0, None, None)
+        dx1, dx2 = _slice(dx, 0, 0, -1), _slice(dx, 0, 1)
+
+        def along(t):
+            return _aten.reshape.default._call(t, shape)
+        a = along(div(mul(dx2, -1), mul(dx1, add(dx1, dx2, 1))))
+        b = along(div(sub(dx2, dx1, 1), mul(dx1, dx2)))
+        c = along(div(dx1, mul(dx2, add(dx1, dx2, 1))))
+        center = add(add(mul(a, _slice(self, d, 0, -2)), mul(b, _slice(self, d, 1, -1)), 1),
+                     mul(c, _slice(self, d, 2)), 1)
+        h0, h1 = _aten.select.int._call(dx, 0, 0), _aten.select.int._call(dx, 0, 1)
+        hl, hm = _aten.select.int._call(dx, 0, -1), _aten.select.int._call(dx, 0, -2)
+        if edge_order == 1:
+            first = div(sub(_slice(self, d, 1, 2), _slice(self, d, 0, 1), 1), h0)
+            last = div(sub(_slice(self, d, -1), _slice(self, d, -2, -1), 1), hl)
+        else:
+            s01, sml = add(h0, h1, 1), add(hl, hm, 1)
+            ca = div(mul(add(mul(h0, 2.0), h1, 1), -1), mul(h0, s01))
+            cb = div(s01, mul(h0, h1))
+            cc = div(mul(h0, -1), mul(h1, s01))
+            first = add(add(mul(ca, _slice(self, d, 0, 1)), mul(cb, _slice(self, d, 1, 2)), 1),
+                        mul(cc, _slice(self, d, 2, 3)), 1)
+            ca = div(hl, mul(hm, sml))
+            cb = div(mul(sml, -1), mul(hl, hm))
+            cc = div(add(mul(hl, 2), hm, 1), mul(hl, sml))
+            last = add(add(mul(ca, _slice(self, d, -3, -2)), mul(cb, _slice(self, d, -2, -1)), 1),
+                       mul(cc, _slice(self, d, -1)), 1)
+        out.append(_aten.cat.default._call([first, center, last], d))
+    return out
+
+
+def _all_dims(self, dim):
+    return list(range(self.dim())) if dim is None else [dim]
+
+
+def gradient_scalarint(self, spacing=None, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    steps = [1.0 if spacing is None else spacing] * len(dims)
+    _check_gradient(self, None if spacing is None else len(steps),
+                    None if dim is None else dims, edge_order)
+    return _gradient_uniform(self, steps, dims, edge_order)
+
+
+def gradient_scalararray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(dim), dim, edge_order)
+    return _gradient_uniform(self, [spacing] * len(dim), dim, edge_order)
+
+
+def gradient_array(self, dim, edge_order=1):
+    _check_gradient(self, len(dim), dim, edge_order)
+    return _gradient_uniform(self, [1.0] * len(dim), dim, edge_order)
+
+
+def gradient_scalarrayint(self, spacing, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    _check_gradient(self, len(spacing), None if dim is None else dims, edge_order)
+    return _gradient_uniform(self, spacing, dims, edge_order)
+
+
+def gradient_scalarrayarray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(spacing), dim, edge_order)
+    return _gradient_uniform(self, spacing, dim, edge_order)
+
+
+def gradient_tensorarrayint(self, spacing, dim=None, edge_order=1):
+    dims = _all_dims(self, dim)
+    _check_gradient(self, len(spacing), None if dim is None else dims, edge_order)
+    return _gradient_coordinates(self, spacing, dims, edge_order)
+
+
+def gradient_tensorarray(self, spacing, dim, edge_order=1):
+    _check_gradient(self, len(spacing), dim, edge_order)
+    return _gradient_coordinates(self, spacing, dim, edge_order)

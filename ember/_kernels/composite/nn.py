@@ -104,7 +104,7 @@ def bilinear(input1, input2, weight, bias=None):
     lead = input1._size[:-1]
     w = weight.permute(1, 0, 2).reshape(i, o * j)
     t = aten.mm.default._call(input1.reshape(-1, i), w).reshape(lead + (o, j))
-    out = (t * input2.unsqueeze(-2)).sum(-1)
+    out = (t * input2.unsqueeze(-2)).sum(-1, dtype=t.dtype)  # ATen's bilinear keeps int dtypes
     if bias is not None:
         out = out + bias
     return out

@@ -461,3 +461,42 @@ def unsqueeze_(self, dim):
 def as_strided_(self, size, stride, storage_offset=None):
     v = as_strided(self, size, stride, storage_offset)
     return _restride(self, v._size, v._stride, v._offset)
+
+
+def set__source_Storage(self, source):
+    nbytes = _storage_of(source).nbytes()
+    return set__source_Storage_storage_offset(self, source, 0, (nbytes // self._dtype.itemsize,),
+                                              ())
+
+
+def set__source_Storage_storage_offset(self, source, storage_offset, size, stride=()):
+    """Make ``self`` a view of ``source`` with the given geometry (PyTorch's set_)."""
+    storage = _storage_of(source)
+    if storage.device != self._device:
+        raise RuntimeError(f"Attempted to set the storage of a tensor on device "
+                           f"\"{self._device}\" to a storage on different device "
+                           f"\"{storage.device}\".  This is no longer allowed; the devices must "
+                           f"match.")
+    size = tuple(int(s) for s in size)
+    stride = tuple(int(s) for s in stride) if stride else _st.contiguous_strides(size)
+    if len(stride) != len(size):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if storage_offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {storage_offset}")
+    itemsize = self._dtype.itemsize
+    need = 0 if 0 in size else (storage_offset + 1 + sum((n - 1) * st for n, st in
+                                                         zip(size, stride))) * itemsize
+    if need > storage.nbytes():
+        raise RuntimeError(f"setStorage: sizes {_fmt(size)}, strides {_fmt(stride)}, storage "
+                           f"offset {storage_offset}, and itemsize {itemsize} requiring a "
+                           f"storage size of {need} are out of bounds for storage of size "
+                           f"{storage.nbytes()}")
+    self._storage = storage
+    return _restride(self, size, stride, storage_offset)
+
+
+def _storage_of(source):
+    from ..._core.storage import UntypedStorage
+    if isinstance(source, UntypedStorage):
+        return source
+    raise TypeError(f"set_(): argument 'source' must be Storage, not {type(source).__name__}")

@@ -227,7 +227,9 @@ def _standard_gamma(self, generator=None):
     check_standard_gamma(self, "_standard_gamma")
     alpha = nd(self).astype(np.float64)
     draws = generator_of(generator).standard_gamma(np.where(alpha > 0, alpha, 1.0))
-    draws = np.where(alpha > 0, draws, np.nan)
+    # ATen's sampler returns 0 for a zero concentration, and a non-positive or NaN one never
+    # enters its loop either: all become the smallest normal number below, as in PyTorch
+    draws = np.where(alpha > 0, draws, 0.0)
     # PyTorch keeps draws off exact zero (tiny concentrations underflow), so log(x) stays finite
     tiny = np.finfo(self._dtype._np).tiny
     return wrap(np.maximum(draws, tiny).astype(self._dtype._np))

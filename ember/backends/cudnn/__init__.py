@@ -6,6 +6,8 @@ None without cuDNN, as in PyTorch."""
 import sys
 from contextlib import contextmanager
 
+import ember
+
 from .. import (ContextProp, PropModule, _FP32Precision, _allow_nonbracketed_mutation,
                 _get_fp32_precision_getter, _set_fp32_precision_setter)
 from .._context import check_bool, ctx as _ctx
@@ -18,7 +20,6 @@ def version():
 
 
 def _dtypes():
-    import ember
     return {ember.half, ember.float, ember.double}
 
 

@@ -33,14 +33,23 @@ class PythonKeyTracer(Tracer):
     def __init__(self):
         super().__init__(autowrap_modules=())
         self.tensor_tracker = {}  # id(tensor) -> (tensor, Proxy of the node that produced it)
+        self.storage_tracker = {}  # (id(storage), sizes, strides, offset) -> (tensor, Proxy)
         self.constant_attrs = {}  # id(tensor) -> (tensor, get_attr name)
 
     def proxy_for(self, t):
         hit = self.tensor_tracker.get(id(t))
-        return hit[1] if hit is not None and hit[0] is t else None
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        # another Python object for the same tensor (autograd unpacks a saved output as a new
+        # object over the same storage and geometry): the same graph value
+        hit = self.storage_tracker.get(_geometry_key(t))
+        if hit is not None and hit[0]._dtype is t._dtype:
+            return hit[1]
+        return None
 
     def track(self, t, proxy):
         self.tensor_tracker[id(t)] = (t, proxy)
+        self.storage_tracker[_geometry_key(t)] = (t, proxy)
 
     def constant(self, t, real=None):
         """A ``get_attr`` proxy for a tensor the graph did not produce (stored on the root:
@@ -53,6 +62,10 @@ class PythonKeyTracer(Tracer):
         setattr(self.root, name, real if real is not None else t)
         self.constant_attrs[id(t)] = (t, name)
         return self.proxy(self.create_node("get_attr", name, (), {}))
+
+
+def _geometry_key(t):
+    return (id(t._storage), tuple(t._size), tuple(t._stride), t._offset, t._dtype)
 
 
 def _snapshot(val, fake_mode):

@@ -28,14 +28,18 @@ from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d
                       ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
                       ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
                       ZeroPad1d, ZeroPad2d, ZeroPad3d)
-from .misc import (ChannelShuffle, CosineSimilarity, Fold, PairwiseDistance,  # noqa: F401
-                   PixelShuffle, PixelUnshuffle, Unfold, Upsample, UpsamplingBilinear2d,
-                   UpsamplingNearest2d)
+from .channelshuffle import ChannelShuffle  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss,  # noqa: F401
                    CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
+                   LinearCrossEntropyLoss,
                    MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                    MultiMarginLoss, NLLLoss, NLLLoss2d, PoissonNLLLoss, SmoothL1Loss,
                    SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)

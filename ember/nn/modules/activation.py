@@ -4,6 +4,7 @@ from ... import empty
 from .. import functional as F
 from ..init import constant_, xavier_normal_, xavier_uniform_
 from ..parameter import Parameter
+from ...utils.backend_registration import _get_privateuse1_backend_name
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
@@ -296,8 +297,10 @@ class Softmax2d(Module):
 
 
 class MultiheadAttention(Module):
-    """Attention over ``num_heads`` heads with input/output projections (the general path of
-    PyTorch's module; its fused inference fast path is an optimization with the same result)."""
+    """Attention over ``num_heads`` heads with input/output projections. In eval mode with no
+    gradient wanted, self-attention takes PyTorch's fused inference path
+    (``aten::_native_multi_head_attention``) under PyTorch's conditions, which
+    ``ember.backends.mha.set_fastpath_enabled(False)`` turns off."""
 
     __constants__ = ["batch_first"]
 
@@ -365,8 +368,28 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
-        if self.batch_first and is_batched:
-            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        key_padding_mask = F._canonical_mask(
+            mask=key_padding_mask, mask_name="key_padding_mask",
+            other_type=F._none_or_dtype(attn_mask), other_name="attn_mask",
+            target_type=query.dtype)
+        attn_mask = F._canonical_mask(mask=attn_mask, mask_name="attn_mask", other_type=None,
+                                      other_name="", target_type=query.dtype, check_other=False)
+        if not self._why_not_fast_path(query, key, value, is_batched):
+            merged_mask, mask_type = self.merge_masks(attn_mask, key_padding_mask, query)
+            if self.in_proj_bias is not None and self.in_proj_weight is not None:
+                return _ember()._native_multi_head_attention(
+                    query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+                    self.in_proj_bias, self.out_proj.weight, self.out_proj.bias, merged_mask,
+                    need_weights, average_attn_weights, mask_type)
+        if self.batch_first and is_batched:  # (N, L, E) -> (L, N, E), keeping q/k/v identity
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         separate = {}
         if not self._qkv_same_embed_dim:
             separate = dict(use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
@@ -380,3 +403,91 @@ class MultiheadAttention(Module):
         if self.batch_first and is_batched:
             return attn_output.transpose(1, 0), attn_output_weights
         return attn_output, attn_output_weights
+
+    def _why_not_fast_path(self, query, key, value, is_batched):
+        """Why the fused inference kernel cannot run ("" when it can): PyTorch's conditions,
+        checked in PyTorch's order so the first reason is the one it would give."""
+        E = _ember()
+        if not E.backends.mha.get_fastpath_enabled():
+            return "torch.backends.mha.get_fastpath_enabled() was not True"
+        if not is_batched:
+            return f"input not batched; expected query.dim() of 3 but got {query.dim()}"
+        if query is not key or key is not value:
+            return ("non-self attention was used (query, key, and value are not the same "
+                    "Tensor)")
+        if self.in_proj_bias is not None and query.dtype != self.in_proj_bias.dtype:
+            return (f"dtypes of query ({query.dtype}) and self.in_proj_bias "
+                    f"({self.in_proj_bias.dtype}) don't match")
+        if self.in_proj_weight is None:
+            return "in_proj_weight was None"
+        if query.dtype != self.in_proj_weight.dtype:
+            return (f"dtypes of query ({query.dtype}) and self.in_proj_weight "
+                    f"({self.in_proj_weight.dtype}) don't match")
+        if self.training:
+            return "training is enabled"
+        if self.num_heads % 2 != 0:
+            return "self.num_heads is not even"
+        if not self.batch_first:
+            return "batch_first was not True"
+        if self.bias_k is not None:
+            return "self.bias_k was not None"
+        if self.bias_v is not None:
+            return "self.bias_v was not None"
+        if self.add_zero_attn:
+            return "add_zero_attn was enabled"
+        if not self._qkv_same_embed_dim:
+            return "_qkv_same_embed_dim was not True"
+        if E.is_autocast_enabled():
+            return "autocast is enabled"
+        tensor_args = (query, key, value, self.in_proj_weight, self.in_proj_bias,
+                       self.out_proj.weight, self.out_proj.bias)
+        private = _get_privateuse1_backend_name()
+        why = _fast_path_tensor_blocker(tensor_args, ("cpu", "cuda", private),
+                                        f"cpu, cuda or {private}")
+        if not why and _is_make_fx_tracing():
+            why = "we are running make_fx tracing"
+        return why
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """(merged mask, mask type) for the fused kernel: a key-padding mask alone is type 1;
+        an attention mask (with or without a key-padding one) is expanded to
+        (batch, heads, L, L) and is type 2; neither gives (None, None)."""
+        mask_type = merged_mask = None
+        if key_padding_mask is not None:
+            mask_type, merged_mask = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged_mask = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged_mask = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged_mask = merged_mask + key_padding_mask.view(
+                    batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+        return merged_mask, mask_type
+
+
+def _ember():
+    import ember  # the package imports nn: a true cycle
+    return ember
+
+
+def _fast_path_tensor_blocker(tensor_args, device_types, device_message):
+    """The fused path's conditions on the tensors themselves ("" when none blocks it)."""
+    E = _ember()
+    if E.overrides.has_torch_function(tensor_args):
+        return "some Tensor argument has_torch_function"
+    if not all(x is None or x.device.type in device_types for x in tensor_args):
+        return f"some Tensor argument's device is neither one of {device_message}"
+    if E.is_grad_enabled() and any(x is not None and x.requires_grad for x in tensor_args):
+        return ("grad is enabled and at least one of query or the input/output projection "
+                "weights or biases requires_grad")
+    return ""
+
+
+def _is_make_fx_tracing():
+    from ...fx.experimental.proxy_tensor import ProxyTorchDispatchMode
+    from ...utils._python_dispatch import _get_current_dispatch_mode_stack
+    return any(type(m) is ProxyTorchDispatchMode for m in _get_current_dispatch_mode_stack())

@@ -1,14 +1,15 @@
 """Loss modules: each stores ``reduction`` (and its options) and calls the functional loss."""
+import math
 import warnings
 
 from .. import functional as F
-from .misc import PairwiseDistance
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["L1Loss", "NLLLoss", "NLLLoss2d", "CrossEntropyLoss", "PoissonNLLLoss",
            "GaussianNLLLoss", "KLDivLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
            "HingeEmbeddingLoss", "MultiLabelMarginLoss", "SmoothL1Loss", "HuberLoss",
-           "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
+           "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "LinearCrossEntropyLoss",
            "MarginRankingLoss", "MultiMarginLoss", "TripletMarginLoss",
            "TripletMarginWithDistanceLoss", "CTCLoss"]
 
@@ -261,3 +262,39 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``self.linear(input)`` (``F.linear_cross_entropy``): the class
+    projection and the loss in one module, chunked when ``options`` is given. ``linear``
+    stores the (classes * prod(out_features), in_features) weight; ``forward`` reshapes it."""
+
+    __constants__ = ["num_classes", "out_features", "reduction", "ignore_index",
+                     "label_smoothing"]
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        from .linear import Linear
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias,
+                             device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        weight = self.linear.weight.reshape((*shape, self.linear.in_features))
+        bias = None if self.linear.bias is None else self.linear.bias.reshape(shape)
+        return F.linear_cross_entropy(input, weight, target, linear_bias=bias, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)

@@ -551,7 +551,20 @@ class Module:
                                       f"forward: {str(e)}", stacklevel=2)
             raise
 
-    __call__ = _call_impl
+    def _wrapped_call_impl(self, *args, **kwargs):
+        # Module.compile() installs a compiled _call_impl on the instance (PyTorch's layout)
+        compiled = self.__dict__.get("_compiled_call_impl")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's call in place with ``ember.compile`` (same arguments);
+        ``self(...)`` then runs the compiled version."""
+        from ... import compile as _compile
+        self.__dict__["_compiled_call_impl"] = _compile(self._call_impl, *args, **kwargs)
 
     # -- attribute protocol ----------------------------------------------------------------------
     def __getstate__(self):

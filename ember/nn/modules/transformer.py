@@ -1,16 +1,19 @@
 """``Transformer`` and its encoder/decoder stacks and layers (PyTorch's structure, parameter
-names and initialization; the math path, not the fused inference fast path)."""
+names and initialization). In eval mode with no gradient wanted, the layers and
+``MultiheadAttention`` take PyTorch's fused inference path (``ember.backends.mha``)."""
 import copy
+import warnings
 
 from ... import float32, full, triu
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation import MultiheadAttention
+from .activation import GELU, MultiheadAttention, ReLU, _ember, _fast_path_tensor_blocker
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
+from ...utils.backend_registration import _get_privateuse1_backend_name
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]
@@ -91,6 +94,11 @@ class Transformer(Module):
 
 
 class TransformerEncoder(Module):
+    """A stack of encoder layers. In inference with a key-padding mask, PyTorch runs the stack
+    on a nested tensor of the unpadded sequences (its "sparsity fast path") and pads the result
+    with zeros; ember has no nested tensors, so it runs the layers with the mask and zeroes the
+    padded positions, which gives the same values."""
+
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
                  mask_check=True):
         super().__init__()
@@ -100,15 +108,101 @@ class TransformerEncoder(Module):
         self.enable_nested_tensor = enable_nested_tensor
         self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = F._canonical_mask(
+            mask=src_key_padding_mask, mask_name="src_key_padding_mask",
+            other_type=F._none_or_dtype(mask), other_name="mask", target_type=src.dtype)
+        mask = F._canonical_mask(mask=mask, mask_name="mask", other_type=None, other_name="",
+                                 target_type=src.dtype, check_other=False)
+        padded = None
+        if not self._why_not_sparsity_fast_path(src, mask, src_key_padding_mask):
+            padded = src_key_padding_mask != 0
+        seq_len = src.size(1 if self.layers[0].self_attn.batch_first else 0) \
+            if src.dim() == 3 else src.size(0)
+        is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
         output = src
         for mod in self.layers:
-            output = mod(output, src_mask=mask, is_causal=bool(is_causal),
+            output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _why_not_sparsity_fast_path(self, src, mask, src_key_padding_mask):
+        """Why PyTorch would not take the nested-tensor path ("" when it would)."""
+        first = self.layers[0]
+        if not _ember().backends.mha.get_fastpath_enabled():
+            return "torch.backends.mha.get_fastpath_enabled() was not True"
+        if not getattr(self, "use_nested_tensor", False):
+            return "self.use_nested_tensor (set in init) was not True"
+        if first.training:
+            return "self.layers[0] was in training mode"
+        if src.dim() != 3:
+            return f"input not batched; expected src.dim() of 3 but got {src.dim()}"
+        if src_key_padding_mask is None:
+            return "src_key_padding_mask was None"
+        if getattr(self, "mask_check", True) and not _left_aligned(src_key_padding_mask == 0):
+            return ("mask_check enabled, and src and src_key_padding_mask was not left "
+                    "aligned")
+        if mask is not None:
+            return "src_key_padding_mask and mask were both supplied"
+        if _ember().is_autocast_enabled():
+            return "autocast is enabled"
+        attn = first.self_attn
+        devices = ["cpu", "cuda", "xpu", _get_privateuse1_backend_name()]
+        tensor_args = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                       attn.out_proj.bias, first.norm1.weight, first.norm1.bias,
+                       first.norm2.weight, first.norm2.bias, first.linear1.weight,
+                       first.linear1.bias, first.linear2.weight, first.linear2.bias)
+        if src.device.type not in devices:
+            return f"src device is neither one of {devices}"
+        return _fast_path_tensor_blocker(tensor_args, tuple(devices), str(devices))
+
+
+def _why_not_nested(layer):
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                f"inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
+def _left_aligned(keep):
+    """Whether each row of the (batch, seq) keep-mask is its kept tokens first, then padding
+    (what PyTorch's nested-tensor conversion needs)."""
+    return bool((keep[:, 1:] <= keep[:, :-1]).all())
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None):
+    """``is_causal`` as given, else whether ``mask`` is the square subsequent mask."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.size(-2)
+        causal = _generate_square_subsequent_mask(sz, mask.device, mask.dtype)
+        make_causal = mask.size() == causal.size() and bool((mask == causal).all())
+    return make_causal
 
 
 class TransformerDecoder(Module):
@@ -151,11 +245,29 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
-        self.activation_relu_or_gelu = 1 if activation is F.relu else (
-            2 if activation is F.gelu else 0)
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        src_key_padding_mask = F._canonical_mask(
+            mask=src_key_padding_mask, mask_name="src_key_padding_mask",
+            other_type=F._none_or_dtype(src_mask), other_name="src_mask", target_type=src.dtype)
+        src_mask = F._canonical_mask(mask=src_mask, mask_name="src_mask", other_type=None,
+                                     other_name="", target_type=src.dtype, check_other=False)
+        if not self._why_not_sparsity_fast_path(src):
+            attn = self.self_attn
+            merged_mask, mask_type = attn.merge_masks(src_mask, src_key_padding_mask, src)
+            return _ember()._transformer_encoder_layer_fwd(
+                src, attn.embed_dim, attn.num_heads, attn.in_proj_weight, attn.in_proj_bias,
+                attn.out_proj.weight, attn.out_proj.bias, self.activation_relu_or_gelu == 2,
+                self.norm_first, self.norm1.eps, self.norm1.weight, self.norm1.bias,
+                self.norm2.weight, self.norm2.bias, self.linear1.weight, self.linear1.bias,
+                self.linear2.weight, self.linear2.bias, merged_mask, mask_type)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -169,6 +281,39 @@ class TransformerEncoderLayer(Module):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                            need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
+
+    def _why_not_sparsity_fast_path(self, src):
+        """Why the fused encoder-layer kernel cannot run ("" when it can), in PyTorch's order
+        and words."""
+        attn = self.self_attn
+        if not _ember().backends.mha.get_fastpath_enabled():
+            return "torch.backends.mha.get_fastpath_enabled() was not True"
+        if src.dim() != 3:
+            return f"input not batched; expected src.dim() of 3 but got {src.dim()}"
+        if self.training:
+            return "training is enabled"
+        if not attn.batch_first:
+            return "self_attn.batch_first was not True"
+        if attn.in_proj_bias is None:
+            return "self_attn was passed bias=False"
+        if not attn._qkv_same_embed_dim:
+            return "self_attn._qkv_same_embed_dim was not True"
+        if not self.activation_relu_or_gelu:
+            return "activation_relu_or_gelu was not True"
+        if self.norm1.eps != self.norm2.eps:
+            return "norm1.eps is not equal to norm2.eps"
+        if attn.num_heads % 2 == 1:
+            return "num_head is odd"
+        if _ember().is_autocast_enabled():
+            return "autocast is enabled"
+        if any(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in self.modules()):
+            return "forward pre-/hooks are attached to the module"
+        devices = ["cpu", "cuda", "xpu", _get_privateuse1_backend_name()]
+        return _fast_path_tensor_blocker(
+            (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+             attn.out_proj.bias, self.norm1.weight, self.norm1.bias, self.norm2.weight,
+             self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight,
+             self.linear2.bias), tuple(devices), str(devices))
 
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))

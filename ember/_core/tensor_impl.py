@@ -1,0 +1,187 @@
+"""TensorImpl construction: a tensor's fields set from a storage, or from a kernel's fresh NumPy
+array adopted as its storage (PyTorch's ``TensorImpl`` constructors and ``at::empty``).
+
+A tensor is (storage, sizes, strides, storage_offset, dtype, device) plus its dispatch key set
+and a version counter shared with its views. Kernels build their results here, so they need
+not import the frontend (``ember/_tensor.py``, which defines the methods). The Python class a
+TensorImpl is an instance of is the frontend's ``Tensor``; it registers itself with
+:func:`set_tensor_class` when it is defined, as PyTorch's ``THPVariableClass`` is set once
+``torch._C`` has the Python class.
+
+The key set comes from ``ember/_dispatch/keys.py`` and the thread's inference mode from
+``ember/_dispatch/tls.py``: both are c10-level leaves (in PyTorch, ``c10/core``) that import
+nothing above them.
+
+The fast constructors skip ``Tensor.__new__`` (which parses user input) and set every slot.
+"""
+import numpy as np
+
+from .._dispatch import tls as _tls
+from .._dispatch.keys import K as _K, bit as _bit, tensor_keyset
+from . import dtype as _dt
+from . import strides as _st
+from .device import CPU
+from .storage import UntypedStorage, _alloc_observers, _notify_alloc, from_array, get_allocator
+from .storage import meta_storage
+
+__all__ = ["make_tensor", "wrap_array", "empty_tensor", "set_tensor_class"]
+
+_new = object.__new__
+
+# The Python tensor class (``ember.Tensor``), set by ember/_tensor.py once it is defined.
+Tensor = None
+
+
+def set_tensor_class(cls):
+    """Register the Python class that plain tensors are instances of."""
+    global Tensor
+    Tensor = cls
+
+
+_KEYSETS = {}
+
+
+def _keyset_for(dev, inference=False):
+    """The dispatch key set of a tensor on ``dev`` (an inference tensor has no
+    ADInplaceOrView/Autograd keys); cached per (device type, inference)."""
+    k = (dev.type, inference)
+    ks = _KEYSETS.get(k)
+    if ks is None:
+        ks = _KEYSETS[k] = tensor_keyset(dev.type, inference)
+    return ks
+
+
+# Assigned, not imported by name: CPython 3.11 compiles ``name.get(...)`` on an imported name as
+# an attribute load plus call (a bound method per call) instead of a method call.
+_NP_TO_DT = _dt._BY_NP
+_NUM_TO_DT = _dt._BY_NP_NUM  # NumPy type number -> dtype: wrap_array's fast lookup
+_ADINPLACE = _bit(_K.ADInplaceOrView)
+_PYTHON_KEYS = _bit(_K.Python) | _bit(_K.PythonTLSSnapshot)  # a __torch_dispatch__ subclass
+_CONTIGUOUS = {}  # shape -> contiguous strides, for wrap_array
+_CPU_KS = _keyset_for(CPU, False)
+_CPU_INFERENCE_KS = _keyset_for(CPU, True)
+_CPU_ALLOCATOR = get_allocator(CPU)
+
+
+def make_tensor(storage, size, stride, offset, dtype, device, cls=None):
+    """A ``cls`` instance (default ``Tensor``) viewing ``storage`` with this metadata."""
+    t = _new(Tensor if cls is None else cls)
+    t._storage = storage
+    t._size = size
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._device = device
+    t._keyset = _keyset_for(device, _tls.state.inference)
+    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
+    t._base_ = None
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
+
+
+def wrap_array(a, device=CPU):
+    """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
+
+    This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
+    type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
+    if a.__class__ is not np.ndarray:
+        a = np.asarray(a)
+    dtype = _NUM_TO_DT.get(a.dtype.num)
+    if dtype is None:
+        dtype = _NP_TO_DT.get(a.dtype)
+        if dtype is None:
+            raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
+    shape = a.shape
+    if a.flags.c_contiguous:
+        stride = _CONTIGUOUS.get(shape)
+        if stride is None:
+            stride = _CONTIGUOUS[shape] = _st.contiguous_strides(shape)
+    else:
+        isz = dtype.itemsize
+        stride = tuple(s // isz for s in a.strides)
+        if any(s < 0 for s in stride) or not _st.is_non_overlapping_and_dense(shape, stride):
+            a = np.ascontiguousarray(a)
+            stride = _st.contiguous_strides(shape)
+    t = _new(Tensor)
+    # The UntypedStorage is built lazily from the array (Tensor._storage); the memory profiler
+    # must see every allocation as it happens, so it gets the storage now.
+    t._storage_ = _adopt(a, device) if _alloc_observers or device is not CPU else a
+    t._size = shape
+    t._stride = stride
+    t._offset = 0
+    t._dtype = dtype
+    t._device = device
+    if device is CPU:
+        ks = _CPU_INFERENCE_KS if _tls.state.inference else _CPU_KS
+    else:
+        ks = _keyset_for(device, _tls.state.inference)
+    t._keyset = ks
+    t._vc = None if ks & _ADINPLACE == 0 else [0]
+    t._base_ = None
+    t._np = a
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
+
+
+def _adopt(a, device):
+    """The UntypedStorage of a kernel's fresh result array (from_array, inlined: it is hot)."""
+    storage = _new(UntypedStorage)
+    storage._buf = a
+    storage._bytes = None
+    storage._nbytes = a.nbytes
+    storage.device = device
+    storage._resizable = True
+    storage._allocator = _CPU_ALLOCATOR if device is CPU else get_allocator(device)
+    if _alloc_observers:  # the memory profiler (see ember/_core/storage.py)
+        _notify_alloc(storage)
+    return storage
+
+
+def empty_tensor(size, dtype, device, stride=None):
+    """A fresh tensor with uninitialized storage on ``device`` (contiguous unless ``stride``)."""
+    size = tuple(size)
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"[{', '.join(map(str, size))}]")
+    if stride is None:
+        _st.check_storage_size(size, dtype.itemsize)
+        stride = _st.contiguous_strides(size)
+    nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
+    if device.type == "meta":
+        storage = meta_storage(nbytes)
+    elif device.type == "cpu":
+        storage = from_array(get_allocator(device).allocate(nbytes), device)
+    else:
+        storage = UntypedStorage(nbytes, device=device)
+    return make_tensor(storage, size, stride, 0, dtype, device)
+
+
+def _alias(base, size, stride, offset, dtype=None):
+    """A tensor sharing ``base``'s storage (the building block of every view)."""
+    t = _new(Tensor)
+    t._storage = base._storage
+    t._size = size
+    t._stride = stride
+    t._offset = offset
+    t._dtype = base._dtype if dtype is None else dtype
+    t._device = base._device
+    t._keyset = base._keyset
+    t._vc = base._vc
+    t._base_ = base._base_ if base._base_ is not None else base
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t

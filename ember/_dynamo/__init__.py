@@ -1,0 +1,90 @@
+"""TorchDynamo for ember: capture Python functions and modules into ``ember.fx`` graphs.
+
+``ember.compile(fn)`` (or ``ember._dynamo.optimize(backend)(fn)``) returns a wrapper that owns
+the call: it checks the guards of the cached entries for ``fn``'s code object (one generated
+guard function per entry) and runs the matching residual code; on a miss the bytecode (CPython
+3.11/3.12) is interpreted symbolically over FakeTensors (``symbolic_convert``), tensor ops go
+into an fx graph handed to the backend (``backends.registry``), and graph breaks continue in
+generated resume functions (``resume_execution``). ``explain`` reports graphs, breaks and
+guards.
+
+Layout (PyTorch's): ``eval_frame`` (entry points, ``disable``, ``OptimizedModule``),
+``convert_frame`` (the per-code cache, misses, recompiles), ``symbolic_convert`` (the
+interpreter), ``variables/`` (symbolic values), ``guards`` and ``source``, ``output_graph`` (graph,
+side effects, residual code), ``resume_execution``, ``backends/``, ``testing``, ``exc``,
+``config``.
+
+Not implemented yet: dynamic shapes (``dynamic=True`` warns, ``mark_dynamic`` raises, no
+automatic dynamic shapes): every size is specialised and a new size recompiles. A graph break is
+resumable at a call or a conditional jump of the compiled frame (inside ``no_grad`` /
+``enable_grad`` blocks too); anywhere else (inside ``autocast``, with a live closure created in
+the frame) the frame runs eagerly, as PyTorch's "skip frame".
+"""
+from . import config, exc  # noqa: F401
+from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: F401
+from .eval_frame import (OptimizedModule, allow_in_graph, disable, is_compiling,  # noqa: F401
+                         optimize)
+
+__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends", "mark_dynamic",
+           "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
+           "exc"]
+
+
+def reset():
+    """Clear every cache entry and recompile counter (PyTorch's ``torch._dynamo.reset``)."""
+    from . import eval_frame
+    eval_frame.reset()
+
+
+def explain(f, *extra_args, **extra_kwargs):
+    """``explain(fn)(*args, **kwargs)`` runs ``fn`` compiled and returns an ``ExplainOutput``:
+    graphs, graph breaks with their reasons and user stacks, ops per graph, guards."""
+    from .backends.debugging import ExplainOutput
+    from . import eval_frame
+
+    def inner(*args, **kwargs):
+        reset()
+
+        class _Rec:
+            graphs, break_reasons, guards = [], [], []
+        rec = _Rec()
+        rec.graphs, rec.break_reasons, rec.guards = [], [], []
+
+        def backend(gm, example_inputs):
+            return gm.forward
+        eval_frame._recorders.append(rec)
+        try:
+            opt = optimize(backend)(f)
+            opt(*args, **kwargs)
+        finally:
+            eval_frame._recorders.remove(rec)
+            reset()
+        ops_per_graph = [[n.target for n in gm.graph.nodes
+                          if n.op in ("call_function", "call_method", "call_module")]
+                         for gm in rec.graphs]
+        return ExplainOutput(rec.graphs, len(rec.graphs), len(rec.break_reasons),
+                             rec.break_reasons, sum(len(o) for o in ops_per_graph),
+                             ops_per_graph, rec.guards)
+
+    if extra_args or extra_kwargs:
+        import warnings
+        warnings.warn("explain(f, *args, **kwargs) is deprecated, use explain(f)(*args, "
+                      "**kwargs) instead.", FutureWarning, stacklevel=2)
+        return inner(*extra_args, **extra_kwargs)
+    return inner
+
+
+def _init_logs():
+    from .. import _logging
+    _logging._init_from_env()
+
+
+_init_logs()
+
+
+def mark_dynamic(t, index, *, min=None, max=None):
+    """PyTorch marks ``t``'s dim ``index`` symbolic here. ember's capture has no symbolic
+    sizes yet (every size is specialised and guarded), so this raises instead of silently
+    specialising."""
+    raise NotImplementedError("ember._dynamo.mark_dynamic: dynamic shapes are not implemented "
+                              "yet; every size is specialised and a new size recompiles")

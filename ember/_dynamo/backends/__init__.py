@@ -1,0 +1,1 @@
+"""Compiler backends for captured graphs (PyTorch's torch._dynamo.backends)."""

@@ -1,0 +1,218 @@
+"""The entry points (PyTorch's ``eval_frame.py``): ``optimize``/``ember.compile`` wrap a function
+or module; the wrapper owns the call, so no PEP 523 frame hook is needed. The wrapper is
+generated Python with the function's own signature; it passes the frame's arguments (defaults
+applied) and closure to the code object's dispatch function (``convert_frame.FrameState``).
+Also ``disable``, ``allow_in_graph``, ``OptimizedModule`` and the recording that ``explain``
+reads."""
+import functools
+import threading
+import types
+
+from .._core.codegen import compile_source
+from ..nn.modules.module import Module
+from .backends.registry import lookup_backend
+from .convert_frame import get_frame_state
+
+__all__ = ["optimize", "OptimizedModule", "disable", "allow_in_graph", "reset",
+           "is_compiling"]
+
+
+class _EvalState(threading.local):
+    def __init__(self):
+        self.disabled = 0
+
+
+_state = _EvalState()
+_disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
+_allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
+_recorders = []         # explain's collectors
+
+
+def _record_graph(gm, reason):
+    for r in _recorders:
+        r.graphs.append(gm)
+
+
+def _record_break(reason):
+    for r in _recorders:
+        r.break_reasons.append(reason)
+
+
+def _record_skip(exc):
+    from .output_graph import GraphCompileReason
+    for r in _recorders:
+        r.break_reasons.append(GraphCompileReason(exc.msg, list(exc.real_stack)))
+
+
+def _record_guards(guards):
+    for r in _recorders:
+        r.guards.extend(guards)
+
+
+def is_compiling():
+    from .convert_frame import _compiling
+    return bool(_compiling[0])
+
+
+def _signature_parts(fn):
+    """(parameter list text, forwarding list text, namespace) mirroring ``fn``'s signature."""
+    co = fn.__code__
+    names = co.co_varnames
+    npos, nkw = co.co_argcount, co.co_kwonlyargcount
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    params, fwd = [], []
+    first_default = npos - len(defaults)
+    for i in range(npos):
+        p = names[i]
+        params.append(p + (f"=___d[{i - first_default}]" if i >= first_default else ""))
+        fwd.append(p)
+        if co.co_posonlyargcount and i == co.co_posonlyargcount - 1:
+            params.append("/")
+    i = npos
+    star = None
+    if co.co_flags & 0x04:
+        star = names[npos + nkw]
+    if star:
+        params.append("*" + star)
+    elif nkw:
+        params.append("*")
+    for j in range(nkw):
+        p = names[i + j]
+        params.append(p + (f"=___kwd[{p!r}]" if p in kwdefaults else ""))
+        fwd.append(p)
+    if star:
+        fwd.append(star)
+    if co.co_flags & 0x08:
+        k = names[npos + nkw + (1 if star else 0)]
+        params.append("**" + k)
+        fwd.append(k)
+    return params, fwd, {"___d": defaults, "___kwd": kwdefaults}
+
+
+def _eager_call_text(fn):
+    co = fn.__code__
+    names = co.co_varnames
+    npos, nkw = co.co_argcount, co.co_kwonlyargcount
+    parts = list(names[:npos])
+    i = npos + nkw
+    if co.co_flags & 0x04:
+        parts.append("*" + names[i])
+        i += 1
+    parts += [f"{n}={n}" for n in names[npos:npos + nkw]]
+    if co.co_flags & 0x08:
+        parts.append("**" + names[i])
+    return ", ".join(parts)
+
+
+def _wrap_function(fn, compiler_fn, fullgraph, owner=None):
+    """A function with ``fn``'s signature that runs ``fn`` through the capture cache."""
+    if isinstance(fn, types.MethodType):
+        inner = _wrap_function(fn.__func__, compiler_fn, fullgraph, owner or id(fn.__self__))
+        return types.MethodType(inner, fn.__self__)
+    if isinstance(fn, functools.partial):
+        return functools.partial(_wrap_function(fn.func, compiler_fn, fullgraph, owner),
+                                 *fn.args, **fn.keywords)
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+        # a callable object: its __call__, bound to it
+        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn))
+        return types.MethodType(inner, fn)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"ember.compile expects a Python function, callable object or "
+                        f"nn.Module, got {fn!r}")
+    if fn in _disabled_fns or fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
+        return fn  # disabled, or a generator/coroutine function: runs eagerly (PyTorch skips)
+    st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner)
+    params, fwd, ns = _signature_parts(fn)
+    ns.update(___dispatch=st.dispatch, ___fn=fn, ___closure=fn.__closure__, ___state=_state)
+    name = fn.__name__ if fn.__name__.isidentifier() else "compiled_fn"
+    src = (f"def {name}({', '.join(params)}):\n"
+           f"    if ___state.disabled:\n"
+           f"        return ___fn({_eager_call_text(fn)})\n"
+           f"    return ___dispatch({', '.join(fwd + ['___closure'])})\n")
+    compile_source(src, f"<ember dynamo entry {fn.__qualname__}>", ns)
+    wrapper = ns[name]
+    functools.update_wrapper(wrapper, fn)
+    wrapper._torchdynamo_orig_callable = fn
+    wrapper._frame_state = st
+    return wrapper
+
+
+class OptimizedModule(Module):
+    """Created by ``ember.compile(module)``: an ``nn.Module`` whose call runs the original
+    module's ``_call_impl`` (hooks included) through the capture cache. ``_orig_mod`` is a
+    submodule (state_dict keys start with ``_orig_mod.``, as PyTorch's); other attributes are
+    read from the original module."""
+
+    def __init__(self, mod, compiler_fn, fullgraph):
+        super().__init__()
+        self._orig_mod = mod
+        object.__setattr__(self, "_compiled_call",
+                           _wrap_function(mod._call_impl, compiler_fn, fullgraph, id(mod)))
+
+    def __call__(self, *args, **kwargs):
+        return self._compiled_call(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_call(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+
+def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None,
+             disable=False):
+    """PyTorch's ``torch._dynamo.optimize``: a decorator that compiles with ``backend``."""
+    compiler_fn = lookup_backend(backend)
+    fg = bool(nopython or fullgraph)
+
+    def decorate(fn):
+        from ..nn.modules.module import Module
+        if disable:
+            return fn
+        if isinstance(fn, Module):
+            return OptimizedModule(fn, compiler_fn, fg)
+        return _wrap_function(fn, compiler_fn, fg)
+    return decorate
+
+
+class disable:
+    """``ember.compiler.disable(fn)``: never capture ``fn`` (a call to it inside a compiled
+    region is a graph break; called from outside it runs eagerly). Without an argument: a
+    context manager/decorator that turns compilation off in its region."""
+
+    def __new__(cls, fn=None, recursive=True, *, reason=None):
+        if fn is None:
+            return super().__new__(cls)
+        orig = getattr(fn, "_torchdynamo_orig_callable", fn)
+        _disabled_fns.add(orig)
+        return orig
+
+    def __init__(self, fn=None, recursive=True, *, reason=None):
+        pass
+
+    def __enter__(self):
+        _state.disabled += 1
+
+    def __exit__(self, *exc):
+        _state.disabled -= 1
+        return False
+
+
+def allow_in_graph(fn):
+    """Capture calls to ``fn`` as one graph node (run on FakeTensors at capture time) instead
+    of inlining it."""
+    if isinstance(fn, (list, tuple)):
+        return [allow_in_graph(f) for f in fn]
+    _allowed_fns.add(fn)
+    return fn
+
+
+def reset():
+    """Forget every compiled entry (``ember._dynamo.reset``)."""
+    from . import convert_frame
+    convert_frame.reset()

@@ -1,0 +1,63 @@
+"""Dynamo's exceptions (PyTorch's ``torch._dynamo.exc``): what a capture raises and why."""
+
+__all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis", "BackendCompilerFailed",
+           "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented"]
+
+
+class TorchDynamoException(RuntimeError):
+    pass
+
+
+class InternalTorchDynamoError(TorchDynamoException):
+    pass
+
+
+class Unsupported(TorchDynamoException):
+    """A construct the symbolic interpreter cannot capture; becomes a graph break, or the error
+    itself under ``fullgraph=True``. ``user_stack`` holds the user's frames (file, line)."""
+
+    def __init__(self, msg, *, case_name=None):
+        super().__init__(msg)
+        self.msg = msg
+        self.real_stack = []
+        self.case_name = case_name
+
+    def add_user_stack(self, stack):
+        if not self.real_stack:
+            self.real_stack = list(stack)
+            if stack:
+                fs = stack[-1]
+                self.args = (f"{self.msg}\n\nfrom user code:\n   File \"{fs.filename}\", "
+                             f"line {fs.lineno}, in {fs.name}\n    {fs.line or ''}",)
+
+
+class UserErrorDuringTrace(Unsupported):
+    """An op raised on FakeTensors: most likely the user's program raises there. The call runs
+    eagerly (nothing cached), so the user's exception surfaces as in eager, with their frames."""
+
+
+class RestartAnalysis(TorchDynamoException):
+    """Internal: the frame is analysed again with more knowledge (where to break)."""
+
+
+class BackendCompilerFailed(TorchDynamoException):
+    def __init__(self, backend_fn, inner_exception, graph_name=None):
+        self.backend_name = getattr(backend_fn, "__name__", "?")
+        self.inner_exception = inner_exception
+        where = f" while compiling {graph_name}" if graph_name else ""
+        super().__init__(f"backend={self.backend_name!r} raised{where}:\n"
+                         f"{type(inner_exception).__name__}: {inner_exception}")
+
+
+def unimplemented(msg):
+    raise Unsupported(msg)
+
+
+class RecompileError(TorchDynamoException):
+    pass
+
+
+class InvalidBackend(TorchDynamoException):
+    def __init__(self, name):
+        super().__init__(f"Invalid backend: {name!r}, run `torch._dynamo.list_backends()` to "
+                         f"see valid backends.")

@@ -1,0 +1,265 @@
+"""Guards: the conditions under which a captured graph and its residual code may run again.
+
+Every value the symbolic interpreter reads from the frame has a :class:`~.source.Source`; reading
+it installs a guard on that source (tensor metadata, a constant's value, an object's identity, a
+container's length or keys), and capture adds the global state it depends on (grad mode, the
+dispatch key sets that autocast and inference mode change, the default dtype, deterministic
+mode). :func:`build_guard_fn` turns one cache entry's guards into ONE generated Python function
+(``<ember dynamo guards f:0>`` in tracebacks) taking the frame's arguments and its closure; the
+hot path is a single call of it. On a miss, :func:`first_failure` says which guard failed, in
+PyTorch's words, for ``TORCH_LOGS=recompiles``.
+"""
+import builtins
+import types
+
+from .._core.codegen import compile_source
+from .._dispatch import tls as _tls
+
+__all__ = ["Guard", "GuardSet", "build_guard_fn"]
+
+
+class Guard:
+    """One guard: ``code`` is its list of Python conditions over ``source.expr()``; the fields
+    mirror PyTorch's ``Guard`` for ``explain``'s out_guards."""
+
+    def __init__(self, source, create_fn, code, consts=(), obj=None):
+        self.source = source
+        self.create_fn = create_fn
+        self.code = code
+        self.consts = consts
+        self.obj = obj
+
+    @property
+    def name(self):
+        return self.source.name() if self.source is not None else ""
+
+    def __repr__(self):
+        src = self.source.guard_source if self.source is not None else "global"
+        return (f"Name: {self.name!r}\n    Source: {src}\n    Create Function: {self.create_fn}\n"
+                f"    Guard Types: [{self.create_fn!r}]\n    Code List: {self.code_list()!r}")
+
+    def code_list(self):
+        name = self.name
+        return [c.replace(E, name) for c in self.code]
+
+
+# Where a guard's code reads its source's value; the generated function computes each source
+# once, into a local, and substitutes it here.
+E = "___E___"
+
+
+class _Const:
+    def __init__(self, value):
+        self.value = value
+
+
+class GuardSet:
+    """The guards of one capture, deduplicated; constants go into the guard's namespace."""
+
+    def __init__(self):
+        self.guards = []
+        self._seen = set()
+        self.namespace = {}
+
+    def const(self, value):
+        name = f"___c{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def _add(self, key, source, create_fn, code, obj=None):
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.guards.append(Guard(source, create_fn, code, obj=obj))
+
+    # -- the kinds --------------------------------------------------------------------------
+    def tensor_match(self, source, t):
+        e = E
+        c = self.const((type(t), t._dtype, t._device, t._size, t._stride, t._requires_grad,
+                        t._keyset))
+        code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]", f"{e}._device == {c}[2]",
+                f"{e}._size == {c}[3]", f"{e}._stride == {c}[4]",
+                f"{e}._requires_grad is {c}[5]", f"{e}._keyset == {c}[6]"]
+        # a snapshot of the metadata, not the tensor: the entry must not keep inputs alive
+        snap = types.SimpleNamespace(_dtype=t._dtype, _device=t._device, _size=t._size,
+                                     _stride=t._stride, _requires_grad=t._requires_grad)
+        self._add(("T", source), source, "TENSOR_MATCH", code, obj=snap)
+
+    def id_match(self, source, obj):
+        c = self.const(obj)  # held, so the id cannot be reused while the entry lives
+        self._add(("ID", source), source, "ID_MATCH", [f"{E} is {c}"], obj=obj)
+
+    def type_match(self, source, obj):
+        c = self.const(type(obj))
+        self._add(("TY", source), source, "TYPE_MATCH", [f"___type({E}) is {c}"])
+
+    def constant_match(self, source, value):
+        e = E
+        if value is None or value is True or value is False or value is Ellipsis:
+            code = [f"{e} is {value!r}"]
+        else:
+            c = self.const(value)
+            code = [f"___type({e}) is ___type({c})", f"{e} == {c}"]
+        self._add(("C", source), source, "EQUALS_MATCH" if value is not None else "ID_MATCH",
+                  code, obj=_Const(value))
+
+    def length_match(self, source, obj):
+        e = E
+        c = self.const(type(obj))
+        self._add(("LEN", source), source, "SEQUENCE_LENGTH",
+                  [f"___type({e}) is {c}", f"___len({e}) == {len(obj)}"])
+
+    def iter_length(self, source, n, it):
+        e = E
+        c = self.const(type(it))
+        self._add(("IT", source), source, "ITERATOR_LENGTH",
+                  [f"___type({e}) is {c}", f"___len(___iter_rest({e})) == {n}"])
+
+    def dict_keys(self, source, d):
+        e = E
+        t = self.const(type(d))
+        if not d:  # the common case (hook tables): cheaper
+            code = [f"___type({e}) is {t}", f"not {e}"]
+        else:
+            c = self.const(list(d.keys()))
+            code = [f"___type({e}) is {t}", f"___list({e}.keys()) == {c}"]
+        self._add(("DK", source), source, "DICT_KEYS", code)
+
+    def alias(self, source, other):
+        self._add(("A", source, other), source, "DUPLICATE_INPUT",
+                  [f"{E} is {other.expr()}"])
+
+    def global_state(self):
+        """Grad mode, the thread's key sets (autocast, inference mode), the default dtype,
+        deterministic mode, autocast dtypes: all read at capture, all guarded."""
+        from .._core import dtype as _dt
+        from ..amp import autocast_mode as _am
+        from ..backends._context import ctx
+        s = _tls.state
+        self._add(("GRAD",), None, "GRAD_MODE", [f"___tls.grad_enabled is {s.grad_enabled}"])
+        c = self.const((s.included, s.excluded))
+        self._add(("KEYS",), None, "GLOBAL_STATE",
+                  [f"___tls.included == {c}[0]", f"___tls.excluded == {c}[1]"])
+        c = self.const(_dt.get_default_dtype())
+        self._add(("DT",), None, "DEFAULT_DTYPE", [f"___default_dtype() is {c}"])
+        self._add(("DET",), None, "DETERMINISTIC_ALGORITHMS",
+                  [f"___det.deterministic is {bool(ctx.deterministic)}"])
+        c = self.const(dict(_am.state.dtype))
+        self._add(("AC",), None, "AUTOCAST_STATE", [f"___ac.dtype == {c}"])
+
+
+def _base_namespace():
+    from .._core import dtype as _dt
+    from ..amp import autocast_mode as _am
+    from ..backends._context import ctx
+    from .source import iter_rest
+    import sys
+    return {"___sys_modules": sys.modules, "___iter_rest": iter_rest, "___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
+            "___getattr": builtins.getattr, "___tls": _tls.state,
+            "___default_dtype": _dt.get_default_dtype, "___det": ctx, "___ac": _am.state}
+
+
+def _source_local(src, names, lines):
+    """The local variable (or parameter) holding ``src``'s value in the guard function,
+    assigning it (and its bases) on first use, so a chain like ``self._modules['fc']`` is read
+    once for all the guards under it."""
+    hit = names.get(src)
+    if hit is not None:
+        return hit
+    base = getattr(src, "base", None)
+    if base is None or not hasattr(src, "expr_with_base"):
+        e = src.expr()
+        if e.isidentifier():
+            names[src] = e
+            return e
+    else:
+        e = src.expr_with_base(_source_local(base, names, lines))
+    name = f"___v{len(lines)}"
+    lines.append(f"{name} = {e}")
+    names[src] = name
+    return name
+
+
+def build_guard_fn(guard_set, argnames, f_globals, label):
+    """One function ``guard(*argnames, ___closure) -> bool`` and one
+    ``first_failure(...) -> index or -1`` for the recompile log."""
+    ns = _base_namespace()
+    ns.update(guard_set.namespace)
+    ns["___G"] = f_globals
+    params = ", ".join(list(argnames) + ["___closure"])
+    names, assigns = {}, []
+    body = []  # (assignment lines, condition, guard index)
+    for i, g in enumerate(guard_set.guards):
+        before = len(assigns)
+        local = _source_local(g.source, names, assigns) if g.source is not None else None
+        cond = " and ".join(c.replace(E, local) if local else c for c in g.code)
+        body.append((assigns[before:], cond, i))
+
+    def emit(fail, track):
+        out = []
+        for lines, cond, i in body:
+            if track:
+                out.append(f"        ___at = {i}")
+            out += ["        " + ln for ln in lines]
+            out.append(f"        if not ({cond}):")
+            out.append(f"            return {fail(i)}")
+        return out
+    lines = [f"def ___guard({params}):", "    try:"]
+    lines += emit(lambda i: "False", False)
+    lines += ["        return True", "    except Exception:", "        return False", "",
+              f"def ___first_failure({params}):", "    ___at = 0", "    try:"]
+    lines += emit(str, True)
+    lines += ["        return -1", "    except Exception:", "        return ___at"]
+    src = "\n".join(lines) + "\n"
+    compile_source(src, f"<ember dynamo guards {label}>", ns)
+    fn = ns["___guard"]
+    fn.first_failure = ns["___first_failure"]
+    fn.source = src
+    fn.guards = guard_set.guards
+    return fn
+
+
+def failure_reason(guard_fn, args):
+    """PyTorch's wording for the first failed guard of an entry."""
+    i = guard_fn.first_failure(*args)
+    if i < 0:
+        return None
+    g = guard_fn.guards[i]
+    if g.create_fn == "TENSOR_MATCH" and g.obj is not None:
+        return _tensor_reason(g, guard_fn, args)
+    if isinstance(g.obj, _Const):
+        return f"{g.name} == {g.obj.value!r}"
+    if g.create_fn == "ID_MATCH":
+        return f"{g.name} is not the object it was ({type(g.obj).__name__})"
+    if g.create_fn == "TYPE_MATCH":
+        return f"type({g.name}) changed"
+    return " and ".join(c for c in g.code).replace("___tls.", "")
+
+
+def _tensor_reason(g, guard_fn, args):
+    ns = guard_fn.__globals__
+    names = guard_fn.__code__.co_varnames[:guard_fn.__code__.co_argcount]
+    local = dict(zip(names, args))
+    try:
+        value = eval(g.source.expr(), dict(ns), local)
+    except Exception as e:  # noqa: BLE001 - the reason is only for the log
+        return f"{g.name} could not be read: {e}"
+    exp, name = g.obj, g.source.name()
+    if not hasattr(value, "_dtype"):
+        return f"expected type of '{name}' to be a tensor type, ' but found {type(value)}"
+    if value._dtype is not exp._dtype:
+        return f"tensor '{name}' dtype mismatch. expected {exp._dtype}, actual {value._dtype}"
+    if value._device != exp._device:
+        return f"tensor '{name}' device mismatch. expected {exp._device}, actual {value._device}"
+    if len(value._size) != len(exp._size):
+        return f"tensor '{name}' rank mismatch. expected {len(exp._size)}, actual {len(value._size)}"
+    for i, (a, b) in enumerate(zip(value._size, exp._size)):
+        if a != b:
+            return f"tensor '{name}' size mismatch at index {i}. expected {b}, actual {a}"
+    for i, (a, b) in enumerate(zip(value._stride, exp._stride)):
+        if a != b:
+            return f"tensor '{name}' stride mismatch at index {i}. expected {b}, actual {a}"
+    if value._requires_grad != exp._requires_grad:
+        return (f"tensor '{name}' requires_grad mismatch. expected requires_grad="
+                f"{int(exp._requires_grad)}")
+    return f"tensor '{name}' dispatch key set mismatch."

@@ -1,0 +1,598 @@
+"""OutputGraph: what one capture produces — the fx graph of ember calls (inputs are the tensors
+read from the frame, each with its Source), the guards, the side effects to replay, and the
+residual Python function that calls the compiled graph, replays the side effects, runs a graph
+break's instruction eagerly and calls the resume function (``<ember dynamo residual ...>`` in
+tracebacks; ``TORCH_LOGS=bytecode`` prints it: the residual code is readable Python)."""
+import dataclasses
+import logging
+import operator
+import traceback
+
+from .. import _C
+from .._dispatch import tls as _tls
+from ..fx import Graph, GraphModule
+from .exc import BackendCompilerFailed, Unsupported
+from .guards import GuardSet
+from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
+                        NullVariable, TensorVariable, TupleVariable, WithExitVariable)
+from .variables.base import unimplemented
+from .variables.builder import wrap_constant_like
+from .variables.lists import BaseListVariable
+from .variables.misc import UserDefinedObjectVariable
+
+__all__ = ["OutputGraph", "GraphCompileReason", "SideEffects"]
+
+graph_code_log = logging.getLogger("ember._dynamo.__graph_code")
+graph_breaks_log = logging.getLogger("ember._dynamo.__graph_breaks")
+
+
+@dataclasses.dataclass
+class GraphCompileReason:
+    """Why a graph was compiled (PyTorch's class of the same name)."""
+    reason: str
+    user_stack: list
+    graph_break: bool = True
+
+
+class SideEffects:
+    """Mutations of objects that exist outside the trace, replayed after the graph."""
+
+    def __init__(self, output):
+        self.output = output
+        self.tracked = {}      # id(real list/dict) -> (real, vt): one VT per object
+        self.mutated = {}      # id(vt) -> vt, containers from the frame that were mutated
+        self.attrs = {}        # id(obj vt) -> (obj vt, {name: vt})
+        self.globals = {}      # (id(globals), name) -> (globals, name, vt)
+        self.cells = {}        # id(cell) -> (cell, vt)
+
+    def track_list(self, vt, real):
+        if vt.source is None:
+            return vt
+        hit = self.tracked.get(id(real))
+        if hit is not None:
+            if hit[1].source != vt.source:
+                self.output.guards.alias(vt.source, hit[1].source)
+            return hit[1]
+        self.tracked[id(real)] = (real, vt)
+        return vt
+
+    def mutate(self, vt):
+        if vt.source is not None:
+            self.mutated[id(vt)] = vt
+
+    def store_attr(self, obj, name, value):
+        if not isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable)) or obj.source is None:
+            unimplemented(f"attribute write {name!r} on {obj}")
+        self.attrs.setdefault(id(obj), (obj, {}))[1][name] = value
+
+    def pending_attr(self, obj, name):
+        hit = self.attrs.get(id(obj))
+        return hit[1].get(name) if hit is not None else None
+
+    def store_global(self, g, name, value):
+        self.globals[(id(g), name)] = (g, name, value)
+
+    def pending_global(self, g, name):
+        hit = self.globals.get((id(g), name))
+        return hit[2] if hit is not None else None
+
+    def store_cell(self, cell, value, expr=None):
+        self.cells[id(cell)] = (cell, value, expr)
+
+    def pending_cell(self, cell):
+        hit = self.cells.get(id(cell))
+        return hit[1] if hit is not None else None  # (cell, value, expr)
+
+    def codegen(self, cg):
+        for vt in self.mutated.values():
+            target = cg.source_expr(vt.source)
+            if isinstance(vt, ListVariable):
+                cg.lines.append(f"{target}[:] = {BaseListVariable.reconstruct(vt, cg)}")
+            elif isinstance(vt, ConstDictVariable):
+                t = cg.temp()
+                cg.lines.append(f"{t} = {target}")
+                cg.lines.append(f"{t}.clear()")
+                cg.lines.append(f"{t}.update({ConstDictVariable.reconstruct(vt, cg)})")
+        for obj, attrs in self.attrs.values():
+            o = cg.source_expr(obj.source)
+            for name, v in attrs.items():
+                cg.lines.append(f"___setattr({o}, {name!r}, {cg.reconstruct(v)})")
+        for g, name, v in self.globals.values():
+            gexpr = "___G" if g is self.output.root_globals else cg.const(g)
+            cg.lines.append(f"{gexpr}[{name!r}] = {cg.reconstruct(v)}")
+        for cell, v, expr in self.cells.values():
+            target = expr or cg.const(cell)
+            cg.lines.append(f"{target}.cell_contents = {cg.reconstruct(v)}")
+
+
+class ResidualCodegen:
+    """Builds the residual function's body; ``collect`` mode only finds the tensors that the
+    body needs from the graph."""
+
+    def __init__(self, ns, out_index=None, collect=False):
+        self.lines = []
+        self.ns = ns
+        self.out_index = out_index or {}
+        self.collect = collect
+        self.tensors = []
+        self.cache = {}
+        self._consts = {}
+        self._ntemp = 0
+
+    def const(self, value, hint=None):
+        key = id(value)
+        if key in self._consts:
+            return self._consts[key]
+        hint = hint or getattr(value, "__name__", None)
+        if not (isinstance(hint, str) and hint.isidentifier()):
+            hint = "const"
+        name = f"___{hint.strip('_')}_{len(self._consts)}"
+        if hint.startswith("__compiled_fn") or hint.startswith("__resume_at"):
+            name = hint
+        self._consts[key] = name
+        self.ns[name] = value
+        return name
+
+    def temp(self):
+        self._ntemp += 1
+        return f"___tmp_{self._ntemp}"
+
+    def source_expr(self, src):
+        return src.expr()
+
+    def tensor_expr(self, vt):
+        node = vt.node
+        if node.op == "placeholder":
+            return node.meta["source"].expr()
+        if node.op == "get_attr":
+            return self.const(node.meta["real"])
+        if self.collect:
+            self.tensors.append(node)
+            return "___out[?]"
+        return f"___out[{self.out_index[node]}]"
+
+    def reconstruct(self, vt):
+        if isinstance(vt, TensorVariable):
+            return self.tensor_expr(vt)
+        if vt.source is not None and not isinstance(vt, ConstantVariable):
+            return self.source_expr(vt.source)
+        if isinstance(vt, WithExitVariable):
+            hit = self.cache.get(id(vt))
+            if hit is None:
+                hit = self.cache[id(vt)] = vt.reconstruct(self)
+            return hit
+        if isinstance(vt, (ListVariable, ConstDictVariable)):
+            hit = self.cache.get(id(vt))
+            if hit is None:
+                e = vt.reconstruct(self)
+                hit = self.cache[id(vt)] = self.temp()
+                self.lines.append(f"{hit} = {e}")
+            return hit
+        try:
+            return vt.reconstruct(self)
+        except Unsupported:
+            # functions, classes, modules and other objects known at capture time
+            if isinstance(vt, (BaseListVariable, ConstDictVariable)) or \
+                    not vt.is_python_constant():
+                raise
+            return self.const(vt.as_python_constant())
+
+
+class OutputGraph:
+    def __init__(self, code, f_globals, compiler_fn, label, frame_state):
+        from .._subclasses.fake_tensor import FakeTensorMode
+        from ..amp import autocast_mode as _am
+        self.code = code
+        self.root_globals = f_globals
+        self.compiler_fn = compiler_fn
+        self.label = label
+        self.frame_state = frame_state
+        self.graph = Graph()
+        self.root_graph = self.graph  # self.graph is a branch's subgraph while ember.cond traces
+        self.lifted = None            # outer node -> subgraph placeholder, during a branch
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        self.guards = GuardSet()
+        self.guards.global_state()
+        self.side_effects = SideEffects(self)
+        self.tensor_inputs = {}
+        self.attrs = {}
+        self.real_inputs = []
+        s = _tls.state
+        self._initial = (s.grad_enabled, s.included, s.excluded, dict(_am.state.dtype),
+                         _am.state.nesting, _am.state.cache_enabled, s.inference)
+        self.autocast_modes = []
+        self.graphs = []  # (gm, compiled) compiled by this capture
+        self.break_reasons = []
+        self.residual_source = None
+
+    # -- global state during the trace ------------------------------------------------------
+    def restore_global_state(self):
+        from ..amp import autocast_mode as _am
+        for mode in reversed(self.autocast_modes):
+            try:
+                mode.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - best effort, state is reset below
+                pass
+        self.autocast_modes = []
+        s = _tls.state
+        g, inc, exc, dtypes, nesting, cache, inference = self._initial
+        s.grad_enabled, s.included, s.excluded, s.inference = g, inc, exc, inference
+        _am.state.dtype.clear()
+        _am.state.dtype.update(dtypes)
+        _am.state.nesting, _am.state.cache_enabled = nesting, cache
+
+    def set_grad_mode(self, tx, mode):
+        if _tls.state.grad_enabled != mode:
+            _tls.state.grad_enabled = mode
+            self.create_node(tx, "call_function", _C._set_grad_enabled, (mode,), {}, None)
+
+    def enter_autocast(self, tx, fn, args, real=None):
+        """Enter a state-changing region: the real context manager now (the fake ops see its
+        state) and a graph node ``fn(*args)`` whose result the exit node takes."""
+        from ..amp.autocast_mode import autocast
+        real = real if real is not None else autocast(*args)
+        real.__enter__()
+        self.autocast_modes.append(real)
+        node = self.create_node(tx, "call_function", fn, tuple(args), {}, None)
+        return node, real
+
+    def exit_autocast(self, tx, fn, node, real):
+        real.__exit__(None, None, None)
+        if real in self.autocast_modes:
+            self.autocast_modes.remove(real)
+        self.create_node(tx, "call_function", fn, (node,), {}, None)
+
+    # -- inputs -------------------------------------------------------------------------------
+    def _first_non_placeholder(self, graph=None):
+        for n in (graph or self.root_graph).nodes:
+            if n.op != "placeholder":
+                return n
+        return None
+
+    def wrap_tensor(self, tx, value, src):
+        from .._subclasses.fake_tensor import FakeTensor
+        if isinstance(value, FakeTensor):
+            unimplemented("a FakeTensor reached the captured frame")
+        hit = self.tensor_inputs.get(id(value))
+        if hit is not None:
+            if src is not None and hit.source is not None and hit.source != src:
+                self.guards.alias(src, hit.source)
+            return hit
+        fake = self.fake_mode.from_tensor(value)
+        if src is None:
+            name = f"_tensor_constant{len(self.attrs)}"
+            self.attrs[name] = value
+            first = self._first_non_placeholder()
+            if first is None:
+                node = self.root_graph.get_attr(name)
+            else:
+                with self.root_graph.inserting_before(first):
+                    node = self.root_graph.get_attr(name)
+            node.meta["real"] = value
+        else:
+            self.guards.tensor_match(src, value)
+            name = _placeholder_name(src)
+            first = self._first_non_placeholder()
+            if first is None:
+                node = self.root_graph.placeholder(name)
+            else:
+                with self.root_graph.inserting_before(first):
+                    node = self.root_graph.placeholder(name)
+            self.real_inputs.append((node, value))
+        node.meta.update(val=fake, source=src, real_type=type(value))
+        vt = TensorVariable(node, fake, src)
+        self.tensor_inputs[id(value)] = vt
+        return vt
+
+    # -- graph calls --------------------------------------------------------------------------
+    def _to_fake(self, v):
+        if isinstance(v, TensorVariable):
+            return v.example
+        if isinstance(v, TupleVariable):
+            return type(v.as_python_constant())(self._to_fake(i) for i in v.items) \
+                if v.is_python_constant() else tuple(self._to_fake(i) for i in v.items)
+        if isinstance(v, ListVariable):
+            return [self._to_fake(i) for i in v.items]
+        if isinstance(v, ConstDictVariable):
+            return {k: self._to_fake(i) for k, i in v.items.items()}
+        return v.as_python_constant()
+
+    def _lift(self, node):
+        """An outer graph's node used inside a branch becomes an extra input of the branch."""
+        if self.lifted is None or node.graph is not self.root_graph:
+            unimplemented("a tensor from an enclosing ember.cond branch (nested cond)")
+        ph = self.lifted.get(node)
+        if ph is None:
+            first = self._first_non_placeholder(self.graph)
+            if first is None:
+                ph = self.graph.placeholder(f"lifted_{node.name}")
+            else:
+                with self.graph.inserting_before(first):
+                    ph = self.graph.placeholder(f"lifted_{node.name}")
+            ph.meta["val"] = node.meta.get("val")
+            self.lifted[node] = ph
+        return ph
+
+    def _to_node(self, v):
+        if isinstance(v, TensorVariable):
+            if v.node.graph is not self.graph:
+                return self._lift(v.node)
+            return v.node
+        if isinstance(v, TupleVariable):
+            if v.is_python_constant():
+                return v.as_python_constant()
+            return tuple(self._to_node(i) for i in v.items)
+        if isinstance(v, ListVariable):
+            return [self._to_node(i) for i in v.items]
+        if isinstance(v, ConstDictVariable):
+            return {k: self._to_node(i) for k, i in v.items.items()}
+        return v.as_python_constant()
+
+    def run_fake(self, fn, args, kwargs):
+        from .._subclasses.fake_tensor import (DataDependentOutputException,
+                                               DynamicOutputShapeException)
+        try:
+            with self.fake_mode:
+                return fn(*args, **kwargs)
+        except DataDependentOutputException as e:
+            unimplemented(f"data dependent operator: {e.func}; to enable, set "
+                          f"ember._dynamo.config.capture_scalar_outputs = True (not supported)")
+        except DynamicOutputShapeException as e:
+            unimplemented(f"dynamic shape operator: {e.func}; Operator does not have a meta "
+                          f"kernel that supports dynamic output shapes")
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - breaks here; the eager call raises it for real
+            from .exc import UserErrorDuringTrace
+            name = getattr(fn, "__qualname__", getattr(fn, "__name__", str(fn)))
+            raise UserErrorDuringTrace(f"{name} raised {type(e).__name__} on fake tensors: "
+                                       f"{e}") from e
+
+    def create_node(self, tx, kind, target, nargs, nkw, val):
+        node = self.graph.create_node(kind, target, nargs, nkw)
+        node.meta["val"] = val
+        node.meta["stack_trace"] = "".join(traceback.format_list(tx.user_stack()))
+        return node
+
+    def call_graph(self, tx, kind, target, args, kwargs):
+        fargs = [self._to_fake(a) for a in args]
+        fkw = {k: self._to_fake(v) for k, v in kwargs.items()}
+        if kind == "call_method":
+            fake = self.run_fake(lambda *a, **k: getattr(a[0], target)(*a[1:], **k), fargs, fkw)
+        else:
+            fake = self.run_fake(target, fargs, fkw)
+        node = self.create_node(tx, kind, target, tuple(self._to_node(a) for a in args),
+                                {k: self._to_node(v) for k, v in kwargs.items()}, fake)
+        return self.wrap_result(tx, node, fake)
+
+    def wrap_result(self, tx, node, fake):
+        from .._tensor import Tensor
+        if isinstance(fake, Tensor):
+            return TensorVariable(node, fake)
+        if isinstance(fake, (tuple, list)) and any(isinstance(f, Tensor) for f in fake):
+            items = []
+            for i, f in enumerate(fake):
+                if isinstance(f, Tensor):
+                    n = self.create_node(tx, "call_function", operator.getitem, (node, i), {}, f)
+                    items.append(TensorVariable(n, f))
+                else:
+                    items.append(wrap_constant_like(tx, f))
+            return ListVariable(items) if isinstance(fake, list) else TupleVariable(items)
+        if fake is None:
+            return ConstantVariable(None)
+        self.graph.erase_node(node)
+        return wrap_constant_like(tx, fake)
+
+    # -- finishing ----------------------------------------------------------------------------
+    def can_break(self, tx):
+        for v in tx.stack:
+            if isinstance(v, WithExitVariable) and not hasattr(v.ctx, "reconstruct_entered"):
+                return False
+        return not (tx.code.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
+
+    def count_ops(self):
+        return sum(1 for n in self.root_graph.nodes if n.op in ("call_function", "call_method",
+                                                          "call_module"))
+
+    def finish(self, tx, tail, reason):
+        """Compile the graph and build the residual function; ``tail(cg)`` writes what
+        follows the graph and the side effects."""
+        probe = ResidualCodegen({}, collect=True)
+        self.side_effects.codegen(probe)
+        tail(probe)
+        outs = list(dict.fromkeys(probe.tensors))
+        ns = {}
+        cg = ResidualCodegen(ns, {n: i for i, n in enumerate(outs)})
+        if reason.graph_break:
+            fs = reason.user_stack[-1] if reason.user_stack else None
+            where = f" ({fs.filename}:{fs.lineno})" if fs else ""
+            cg.lines.append(f"# graph break{where}: {reason.reason.splitlines()[0]}")
+        if self.count_ops():
+            self.graph.output(tuple(outs))
+            gm = GraphModule(self.attrs, self.graph)
+            compiled = self.call_backend(gm, reason)
+            args = [n.meta["source"].expr() for n in self.graph.nodes if n.op == "placeholder"]
+            fname = cg.const(compiled, f"__compiled_fn_{len(self.frame_state.root.all_graphs) - 1}")
+            cg.lines.append(f"___out = {fname}({', '.join(args)})")
+        self.side_effects.codegen(cg)
+        tail(cg)
+        return cg
+
+    def call_backend(self, gm, reason):
+        from . import eval_frame
+        example_inputs = [v for n, v in self.real_inputs]
+        order = {n: i for i, (n, _) in enumerate(self.real_inputs)}
+        example_inputs = [dict(self.real_inputs)[n] for n in self.graph.nodes
+                          if n.op == "placeholder" and n in order]
+        idx = len(self.frame_state.root.all_graphs)
+        if graph_code_log.isEnabledFor(logging.DEBUG):
+            graph_code_log.debug("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", idx,
+                                 gm.print_readable(print_output=False))
+        try:
+            compiled = self.compiler_fn(gm, example_inputs)
+        except Exception as e:
+            raise BackendCompilerFailed(self.compiler_fn, e,
+                                        f"__compiled_fn_{idx} of {self.code.co_name}") from e
+        if compiled is None:
+            compiled = gm.forward
+        self.frame_state.root.all_graphs.append(gm)
+        self.graphs.append((gm, compiled, reason))
+        eval_frame._record_graph(gm, reason)
+        return compiled
+
+    def break_graph(self, tx, inst, exc):
+        """Compile what was captured before ``inst``, run ``inst`` in residual code and
+        resume after it in a generated (and itself captured) resume function."""
+        from .resume_execution import live_locals, resume_target
+        reason = GraphCompileReason(exc.msg if isinstance(exc, Unsupported) else str(exc),
+                                    list(exc.real_stack or tx.user_stack()))
+        self.break_reasons.append(reason)
+        eval_frame_mod = _eval_frame()
+        eval_frame_mod._record_break(reason)
+        if graph_breaks_log.isEnabledFor(logging.DEBUG):
+            fs = reason.user_stack[-1] if reason.user_stack else None
+            graph_breaks_log.debug("Graph break in user code at %s:%s\nGraph Break Reason: %s\n"
+                                   "User code traceback:\n%s",
+                                   fs.filename if fs else "?", fs.lineno if fs else "?",
+                                   reason.reason,
+                                   "".join(traceback.format_list(reason.user_stack)))
+        stack = list(tx.stack)
+        op = inst.opname
+        state = self.frame_state
+        code = tx.code
+
+        def pass_stack(cg, items):
+            exprs, nulls = [], []
+            for i, v in enumerate(items):
+                if isinstance(v, NullVariable):
+                    nulls.append(i)
+                else:
+                    exprs.append(cg.reconstruct(v))
+            return exprs, tuple(nulls)
+
+        def locals_for(target_offset):
+            names = live_locals(code, target_offset)
+            return [n for n in code.co_varnames + code.co_cellvars if n in names and
+                    (n in tx.symbolic_locals or
+                     (n in tx.cells and not isinstance(tx.cells[n], tuple) and
+                      tx.cells[n].value is not None))]
+
+        def local_value(n):
+            if n in tx.symbolic_locals:
+                return tx.symbolic_locals[n]
+            return tx.cells[n].value
+
+        def resume_call(cg, target_offset, items, extra=None):
+            exprs, nulls = pass_stack(cg, items)
+            if extra is not None:
+                exprs.append(extra)
+                nulls = nulls  # the result is the last stack item
+            names = locals_for(target_offset)
+            lexprs = [cg.reconstruct(local_value(n)) for n in names]
+            nstack = len(items) + (1 if extra is not None else 0)
+            resume = state.resume_for(code, target_offset, nstack, nulls, tuple(names))
+            rname = cg.const(resume, resume.__resume_name__)
+            return f"{rname}({', '.join(exprs + lexprs + ['___closure'])})"
+
+        if op in ("CALL", "CALL_FUNCTION_EX"):
+            if op == "CALL":
+                argc = inst.arg
+                items = stack[len(stack) - argc - 2:]
+                below = stack[:len(stack) - argc - 2]
+                if isinstance(items[0], NullVariable):
+                    fn, args = items[1], items[2:]
+                else:
+                    fn, args = items[0], items[1:]
+                kwn = tx.kw_names or ()
+                kwargs = dict(zip(kwn, args[len(args) - len(kwn):])) if kwn else {}
+                args = args[:len(args) - len(kwn)] if kwn else args
+                star = False
+            else:
+                has_kw = inst.arg & 1
+                kwv = stack[-1] if has_kw else None
+                argv = stack[-1 - has_kw]
+                fn = stack[-2 - has_kw]
+                below = stack[:len(stack) - 2 - has_kw]
+                if below and isinstance(below[-1], NullVariable):
+                    below = below[:-1]
+                args, kwargs, star = argv, kwv, True
+            target = resume_target(code, inst.offset)
+
+            def tail(cg):
+                # the stack below first: rebuilding it may enter a no_grad block the call is in
+                for v in below:
+                    if not isinstance(v, NullVariable):
+                        cg.reconstruct(v)
+                fexpr = self.callable_expr(cg, fn)
+                if star:
+                    a = f"*{cg.reconstruct(args)}"
+                    if kwargs is not None:
+                        a += f", **{cg.reconstruct(kwargs)}"
+                else:
+                    parts = [cg.reconstruct(v) for v in args]
+                    parts += [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
+                    a = ", ".join(parts)
+                res = cg.temp()
+                cg.lines.append(f"{res} = {fexpr}({a})")
+                cg.lines.append(f"return {resume_call(cg, target, below, extra=res)}")
+        else:  # a conditional jump on a tensor
+            cond = stack[-1]
+            below = stack[:-1]
+            jump_if_true = "TRUE" in op
+            # JUMP_IF_X_OR_POP keeps the value on the stack when it jumps (`a or b`)
+            jump_stack = below + [cond] if "OR_POP" in op else below
+            nxt = resume_target(code, inst.offset)
+            if jump_if_true:
+                (t_target, t_stack), (f_target, f_stack) = (inst.argval, jump_stack), (nxt, below)
+            else:
+                (t_target, t_stack), (f_target, f_stack) = (nxt, below), (inst.argval, jump_stack)
+
+            def tail(cg):
+                c = cg.reconstruct(cond)
+                t_call = resume_call(cg, t_target, t_stack)
+                f_call = resume_call(cg, f_target, f_stack)
+                cg.lines.append(f"if {c}:")
+                cg.lines.append(f"    return {t_call}")
+                cg.lines.append(f"return {f_call}")
+        tx.residual = self.finish(tx, tail, reason)
+
+    def callable_expr(self, cg, fn):
+        """The expression the residual code calls for a broken call: user functions go
+        through the compiler again (their bodies are captured on their own)."""
+        from .variables import (BuiltinVariable, SkippedFunctionVariable,
+                                TorchInGraphFunctionVariable, UserFunctionVariable,
+                                UserMethodVariable)
+        from .variables.tensor import GetAttrMethod
+        from .symbolic_convert import _BoundMethod
+        state = self.frame_state
+        if isinstance(fn, UserFunctionVariable):
+            return cg.const(state.wrap_callee(fn.fn))
+        if isinstance(fn, UserMethodVariable):
+            obj = cg.reconstruct(fn.obj)
+            return f"{cg.const(state.wrap_callee(fn.fn))}.__get__({obj})"
+        if isinstance(fn, NNModuleVariable):
+            return cg.reconstruct(fn)
+        if isinstance(fn, (_BoundMethod, GetAttrMethod)):
+            return f"{cg.reconstruct(fn.obj)}.{fn.name}"
+        if isinstance(fn, (BuiltinVariable, SkippedFunctionVariable,
+                           TorchInGraphFunctionVariable)):
+            return cg.const(fn.as_python_constant())
+        return cg.reconstruct(fn)
+
+    def finish_return(self, tx, value):
+        def tail(cg):
+            cg.lines.append(f"return {cg.reconstruct(value)}")
+        tx.residual = self.finish(tx, tail, GraphCompileReason(
+            "return_value", [tx.frame_summary()], graph_break=False))
+
+
+def _eval_frame():
+    from . import eval_frame
+    return eval_frame
+
+
+def _placeholder_name(src):
+    import re
+    n = src.name()
+    n = re.sub(r"[^0-9a-zA-Z_]+", "_", n)
+    return n if n.endswith("_") else n + "_"

@@ -1,0 +1,120 @@
+"""Resume functions: after a graph break, the rest of a frame runs in a generated function
+``__resume_at_<offset>`` whose arguments are the live stack items and live locals at the break.
+Its code is the original code object with a prologue that pushes those stack items (and NULLs)
+and jumps to the instruction after the break, built with the ``bytecode`` package (exception
+table, line table and stack size computed for CPython 3.11 and 3.12). It has the original's
+free variables, so the caller passes the same closure. The resume function is itself captured
+through the same cache as any compiled function."""
+import dis
+
+__all__ = ["make_resume_code", "live_locals", "resume_target"]
+
+_UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE",
+                  "JUMP"}
+_TERMINAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+_LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_DEREF", "LOAD_CLOSURE",
+          "DELETE_FAST", "LOAD_CLASSDEREF"}
+
+
+def _instructions(code):
+    return [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+
+
+def resume_target(code, offset):
+    """The offset of the instruction after the one at ``offset``."""
+    insts = _instructions(code)
+    for i, inst in enumerate(insts):
+        if inst.offset == offset:
+            return insts[i + 1].offset
+    raise KeyError(offset)
+
+
+def live_locals(code, start_offset):
+    """Names possibly read at or after ``start_offset`` (all paths; conservative)."""
+    from .symbolic_convert import offset_index
+    insts = _instructions(code)
+    index = offset_index(code)
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    seen, live = set(), set()
+    work = [index[start_offset]]
+    while work:
+        i = work.pop()
+        if i in seen or i >= len(insts):
+            continue
+        seen.add(i)
+        inst = insts[i]
+        if inst.opname in _LOADS:
+            live.add(inst.argval)
+        if inst.opname in _TERMINAL:
+            continue
+        if inst.opcode in jumps:
+            work.append(index[inst.argval])
+            if inst.opname in _UNCONDITIONAL:
+                continue
+        work.append(i + 1)
+    return live
+
+
+def make_resume_code(code, target_offset, nstack, null_positions, local_names, name):
+    """A code object taking ``(stack items that are not NULL..., *local_names)`` that continues
+    ``code`` at ``target_offset``."""
+    from bytecode import Bytecode, ConcreteBytecode, Instr, Label
+    concrete = ConcreteBytecode.from_code(code)
+    # The k-th real instruction of the abstract bytecode is the k-th (non-cache) instruction
+    # that dis lists.
+    from .symbolic_convert import offset_index
+    target_k = offset_index(code)[target_offset]
+    bc = concrete.to_bytecode()
+    k = -1
+    insert_at = None
+    for pos, ins in enumerate(bc):
+        if isinstance(ins, Instr):
+            k += 1
+            if k == target_k:
+                insert_at = pos
+                break
+    if insert_at is None:
+        raise RuntimeError(f"resume target {target_offset} not found in {code.co_name}")
+    label = Label()
+    bc.insert(insert_at, label)
+    stack_args = [f"___stack{i}" for i in range(nstack) if i not in null_positions]
+    prologue = []
+    lineno = code.co_firstlineno
+    if code.co_freevars:
+        prologue.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))
+    for cv in code.co_cellvars:
+        from bytecode import CellVar
+        prologue.append(Instr("MAKE_CELL", CellVar(cv), lineno=lineno))
+    prologue.append(Instr("RESUME", 0, lineno=lineno))
+    j = 0
+    for i in range(nstack):
+        if i in null_positions:
+            prologue.append(Instr("PUSH_NULL", lineno=lineno))
+        else:
+            prologue.append(Instr("LOAD_FAST", stack_args[j], lineno=lineno))
+            j += 1
+    prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
+    # Drop the original prefix (MAKE_CELL / COPY_FREE_VARS / RESUME): the prologue did it.
+    body = []
+    skipping = True
+    for ins in bc:
+        if skipping and isinstance(ins, Instr) and ins.name in ("MAKE_CELL", "COPY_FREE_VARS",
+                                                                "RESUME"):
+            continue
+        if isinstance(ins, Instr):
+            skipping = False
+        body.append(ins)
+    new = Bytecode(prologue + body)
+    new.argnames = stack_args + list(local_names)
+    new.argcount = len(new.argnames)
+    new.posonlyargcount = 0
+    new.kwonlyargcount = 0
+    new.first_lineno = code.co_firstlineno
+    new.name = name
+    new.qualname = name
+    new.filename = code.co_filename
+    new.docstring = None
+    new.cellvars = list(bc.cellvars)
+    new.freevars = list(bc.freevars)
+    new.flags = bc.flags & ~(0x04 | 0x08)
+    return new.to_code()

@@ -1,0 +1,149 @@
+"""Sources: where a value captured by Dynamo was read from (a local, a global, an attribute, an
+item, a closure cell). A source names the value for guards and logs (``L['x']``, ``G['w']``,
+``L['self'].fc.weight``, PyTorch's spelling) and gives the Python expression that reads it again
+in the generated guard and residual functions, whose parameters are the frame's arguments."""
+
+__all__ = ["Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
+           "ClosureSource", "DefaultsSource", "ModuleGlobalSource"]
+
+
+class Source:
+    guard_source = "local"
+
+    def name(self):
+        raise NotImplementedError
+
+    def expr(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.name() == other.name()
+
+    def __hash__(self):
+        return hash(self.name())
+
+    def __repr__(self):
+        return self.name()
+
+
+class LocalSource(Source):
+    def __init__(self, local_name):
+        self.local_name = local_name
+
+    def name(self):
+        return f"L[{self.local_name!r}]"
+
+    def expr(self):
+        return self.local_name
+
+
+class GlobalSource(Source):
+    guard_source = "global"
+
+    def __init__(self, global_name):
+        self.global_name = global_name
+
+    def name(self):
+        return f"G[{self.global_name!r}]"
+
+    def expr(self):
+        return f"___G[{self.global_name!r}]"
+
+
+class ModuleGlobalSource(Source):
+    """A global of another module (read by an inlined function): ``sys.modules[m].name``."""
+    guard_source = "global"
+
+    def __init__(self, module_name, global_name):
+        self.module_name, self.global_name = module_name, global_name
+
+    def name(self):
+        return f"G[{self.module_name!r}].{self.global_name}"
+
+    def expr(self):
+        return f"___sys_modules[{self.module_name!r}].__dict__[{self.global_name!r}]"
+
+
+class ClosureSource(Source):
+    """A free variable of the compiled function: ``fn.__closure__[i].cell_contents``."""
+
+    def __init__(self, index, var_name):
+        self.index, self.var_name = index, var_name
+
+    def name(self):
+        return f"L[{self.var_name!r}]"
+
+    def expr(self):
+        return f"___closure[{self.index}].cell_contents"
+
+
+class AttrSource(Source):
+    def __init__(self, base, member):
+        self.base, self.member = base, member
+        self.guard_source = base.guard_source
+
+    def name(self):
+        if self.member.isidentifier():
+            return f"{self.base.name()}.{self.member}"
+        return f"getattr({self.base.name()}, {self.member!r})"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        if self.member.isidentifier() and not self.member.startswith("__"):
+            return f"{b}.{self.member}"
+        return f"___getattr({b}, {self.member!r})"
+
+
+class GetItemSource(Source):
+    def __init__(self, base, index):
+        self.base, self.index = base, index
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"{b}[{self.index!r}]"
+
+
+def iter_rest(it):
+    """The items a tuple/list/range iterator has left, without advancing it."""
+    _, (seq,), pos = it.__reduce__()
+    return tuple(seq[pos:])
+
+
+class IterItemSource(Source):
+    """Item ``index`` of what an iterator passed to a resume function has left."""
+
+    def __init__(self, base, index):
+        self.base, self.index = base, index
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"___iter_rest({self.base.name()})[{self.index}]"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"___iter_rest({b})[{self.index}]"
+
+
+class DefaultsSource(Source):
+    """A default argument value of an inlined function (``fn.__defaults__[i]``)."""
+
+    def __init__(self, fn_source, index, kw=False):
+        self.fn_source, self.index, self.kw = fn_source, index, kw
+
+    def name(self):
+        attr = "__kwdefaults__" if self.kw else "__defaults__"
+        return f"{self.fn_source.name()}.{attr}[{self.index!r}]"
+
+    def expr(self):
+        attr = "__kwdefaults__" if self.kw else "__defaults__"
+        return f"___getattr({self.fn_source.expr()}, {attr!r})[{self.index!r}]"

@@ -1,0 +1,214 @@
+"""VariableBuilder: a real Python value read from the frame (with its Source) becomes a
+VariableTracker, and the guard that makes the trace valid for it is installed here: tensors
+become graph inputs with a tensor guard, constants get a value guard, modules, functions and
+classes an identity guard, containers a length or keys guard."""
+import collections
+import enum
+import types
+
+from .base import VariableTracker, unimplemented
+from .builtin import BuiltinVariable
+from .constant import ConstantVariable
+from .dicts import ConstDictVariable
+from .functions import UserFunctionVariable, UserMethodVariable
+from .lists import ListVariable, SizeVariable, TupleVariable
+from .misc import (PythonModuleVariable, SkippedFunctionVariable, TorchInGraphFunctionVariable,
+                   UserDefinedClassVariable, UserDefinedObjectVariable)
+from .nn_module import NNModuleVariable
+
+__all__ = ["VariableBuilder", "wrap_constant_like", "is_constant_value"]
+
+
+def is_constant_value(v):
+    from ..._core.dtype import dtype
+    from ..._core.device import device
+    from ..._core.size import Size
+    if v is None or v is Ellipsis or v is NotImplemented:
+        return True
+    if isinstance(v, (bool, int, float, complex, str, bytes, range, dtype, device,
+                      enum.Enum)) and not isinstance(v, Size):
+        return True
+    if isinstance(v, slice):
+        return all(is_constant_value(x) for x in (v.start, v.stop, v.step))
+    t = type(v)
+    return t.__module__.startswith("ember._core") and t.__name__ in (
+        "memory_format", "layout", "finfo", "iinfo", "qscheme")
+
+
+def wrap_constant_like(tx, v):
+    """A value computed at capture time (no source, no guard)."""
+    from ..._core.size import Size
+    if is_constant_value(v):
+        return ConstantVariable(v)
+    if isinstance(v, Size):
+        return SizeVariable([ConstantVariable(i) for i in v])
+    if type(v) is tuple:
+        return TupleVariable([wrap_constant_like(tx, i) for i in v])
+    if type(v) is list:
+        return ListVariable([wrap_constant_like(tx, i) for i in v])
+    if type(v) is dict:
+        return ConstDictVariable({k: wrap_constant_like(tx, i) for k, i in v.items()})
+    return VariableBuilder(tx, None)(v)
+
+
+def _is_ember_callable(v):
+    mod = getattr(v, "__module__", None) or ""
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
+        return mod == "ember" or mod.startswith("ember.") and not mod.startswith("ember._dynamo")
+    return type(v).__module__.startswith("ember._ops") and callable(v)
+
+
+# Builtin types the interpreter models as functions (BuiltinVariable), not as classes.
+_BUILTIN_TYPES = {range, zip, enumerate, reversed, super, list, tuple, dict, int, float, bool,
+                  str, map, filter, slice, type, set, frozenset, complex, object}
+
+
+def _grad_mode_exit(tx, value, src):
+    """The ``__exit__`` of an entered grad-mode block, passed to a resume function by a graph
+    break inside ``with no_grad():``: the block's exit restores the mode it saved."""
+    from ...autograd import grad_mode as gm
+    from .misc import GradModeVariable, WithExitVariable
+    from ..source import AttrSource
+    obj = value.__self__
+    if value.__func__.__name__ != "__exit__" or not isinstance(
+            obj, (gm._GradModeSetter, gm.set_grad_enabled)) or not hasattr(obj, "prev"):
+        return None
+    if src is not None:
+        self_src = AttrSource(src, "__self__")
+        tx.output.guards.type_match(self_src, obj)
+        tx.output.guards.constant_match(AttrSource(self_src, "prev"), obj.prev)
+    from ..._dispatch import tls
+    ctx = GradModeVariable(tls.state.grad_enabled, type(obj), initial=obj.prev)
+    return WithExitVariable(ctx)
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+class VariableBuilder:
+    def __init__(self, tx, source):
+        self.tx, self.source = tx, source
+
+    def __call__(self, value):
+        from ... import nn
+        from ..._tensor import Tensor
+        from .. import eval_frame
+        tx, src = self.tx, self.source
+        guards = tx.output.guards
+        if isinstance(value, VariableTracker):
+            return value
+        if isinstance(value, Tensor):
+            return tx.output.wrap_tensor(tx, value, src)
+        if is_constant_value(value):
+            if src is not None:
+                guards.constant_match(src, value)
+            return ConstantVariable(value, src)
+        if isinstance(value, nn.Module):
+            if src is not None:
+                guards.id_match(src, value)
+            return NNModuleVariable(value, src)
+        from ..._core.size import Size
+        if isinstance(value, Size):
+            if src is not None:
+                guards.constant_match(src, value)
+            return SizeVariable([ConstantVariable(i) for i in value], src)
+        if type(value) in (list, tuple):
+            if src is not None:
+                guards.length_match(src, value)
+            from ..source import GetItemSource
+            items = [VariableBuilder(tx, GetItemSource(src, i) if src else None)(v)
+                     for i, v in enumerate(value)]
+            if type(value) is list:
+                return tx.output.side_effects.track_list(ListVariable(items, src), value)
+            return TupleVariable(items, src)
+        if type(value) in (dict, collections.OrderedDict) and \
+                all(is_constant_value(k) for k in value):
+            if src is not None:
+                guards.dict_keys(src, value)
+            from ..source import GetItemSource
+            items = {k: VariableBuilder(tx, GetItemSource(src, k) if src else None)(v)
+                     for k, v in value.items()}
+            return tx.output.side_effects.track_list(
+                ConstDictVariable(items, src, user_cls=type(value)), value)
+        if type(value).__name__ in ("tuple_iterator", "list_iterator", "range_iterator"):
+            from ..source import IterItemSource, iter_rest
+            from .lists import ListIteratorVariable
+            rest = iter_rest(value)
+            if src is not None:
+                guards.iter_length(src, len(rest), value)
+            return ListIteratorVariable([VariableBuilder(
+                tx, IterItemSource(src, i) if src else None)(v) for i, v in enumerate(rest)])
+        # callables
+        orig = getattr(value, "_torchdynamo_orig_callable", None)
+        if orig is not None:
+            value = orig
+        if not _hashable(value):
+            if src is not None:
+                guards.type_match(src, value)
+            return UserDefinedObjectVariable(value, src)
+        if value in eval_frame._disabled_fns:
+            if src is not None:
+                guards.id_match(src, value)
+            return SkippedFunctionVariable(
+                value, f"call to a function marked ember.compiler.disable: "
+                       f"{getattr(value, '__qualname__', value)}", src)
+        if value in eval_frame._allowed_fns:
+            return TorchInGraphFunctionVariable(value, src)
+        if isinstance(value, types.FunctionType):
+            if src is not None:
+                guards.id_match(src, value)
+            if _is_ember_callable(value):
+                return TorchInGraphFunctionVariable(value, src)
+            return UserFunctionVariable(value, src)
+        if isinstance(value, types.BuiltinFunctionType):
+            if _is_ember_callable(value):
+                return TorchInGraphFunctionVariable(value, src)
+            self_ = getattr(value, "__self__", None)
+            if self_ is None or isinstance(self_, types.ModuleType):
+                return BuiltinVariable(value, src)
+            return SkippedFunctionVariable(
+                value, f"call to C method {value.__qualname__} Dynamo does not model", src)
+        if isinstance(value, types.MethodType):
+            exit_ctx = _grad_mode_exit(tx, value, src)
+            if exit_ctx is not None:
+                return exit_ctx
+            if isinstance(value.__self__, Tensor):  # tensor.method passed around
+                from ..source import AttrSource
+                from .tensor import GetAttrMethod
+                if src is not None:
+                    tx.output.guards.constant_match(AttrSource(src, "__name__"),
+                                                    value.__name__)
+                owner = VariableBuilder(tx, AttrSource(src, "__self__") if src else None)(
+                    value.__self__)
+                return GetAttrMethod(owner, value.__name__)
+            obj = VariableBuilder(tx, None)(value.__self__)
+            if isinstance(value.__func__, types.FunctionType):
+                if _is_ember_callable(value.__func__) and not isinstance(
+                        value.__self__, (nn.Module, type)):
+                    return TorchInGraphFunctionVariable(value, src)
+                return UserMethodVariable(value.__func__, obj, src)
+            unimplemented(f"bound method {value}")
+        if isinstance(value, types.ModuleType):
+            if src is not None:
+                guards.id_match(src, value)
+            return PythonModuleVariable(value, src)
+        if isinstance(value, type) and value in _BUILTIN_TYPES:
+            return BuiltinVariable(value, src)
+        if isinstance(value, type):
+            if src is not None:
+                guards.id_match(src, value)
+            return UserDefinedClassVariable(value, src)
+        if _is_ember_callable(value):
+            return TorchInGraphFunctionVariable(value, src)
+        if type(value).__module__.startswith("ember._ops"):
+            return PythonModuleVariable(value, src)  # ember.ops / ember.ops.aten namespaces
+        if isinstance(value, (types.GeneratorType, types.CoroutineType, set, frozenset)):
+            unimplemented(f"{type(value).__name__} value in captured code")
+        if src is not None:
+            guards.type_match(src, value)
+        return UserDefinedObjectVariable(value, src)

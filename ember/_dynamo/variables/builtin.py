@@ -1,0 +1,273 @@
+"""Python builtins and operators during capture: folded on constants, recorded as graph calls on
+tensors (``operator.add``), modelled on containers (``len``, ``zip``, ``enumerate``, ...), and a
+graph break where the builtin has effects Dynamo does not model (``print``)."""
+import operator
+
+from .base import VariableTracker, unimplemented
+from .constant import ConstantVariable
+
+__all__ = ["BuiltinVariable", "binary_op", "compare_eq", "contains_tensor"]
+
+_PURE = {abs, all, any, bool, callable, chr, divmod, float, format, hash, int, len, max, min,
+         ord, pow, repr, round, sorted, str, sum, tuple, list, dict, isinstance, issubclass,
+         range, slice, getattr, hasattr, type, enumerate, zip, reversed, iter, next, map,
+         filter, set, frozenset}
+
+
+def contains_tensor(args, kwargs=None):
+    from .tensor import TensorVariable
+    from .lists import BaseListVariable
+    from .dicts import ConstDictVariable
+
+    def has(v):
+        if isinstance(v, TensorVariable):
+            return True
+        if isinstance(v, BaseListVariable):
+            return any(has(i) for i in v.items)
+        if isinstance(v, ConstDictVariable):
+            return any(has(i) for i in v.items.values())
+        return False
+    return any(has(a) for a in args) or any(has(v) for v in (kwargs or {}).values())
+
+
+def _const(tx, v):
+    from .builder import wrap_constant_like
+    return wrap_constant_like(tx, v)
+
+
+_REFLECTED = {operator.add: "__add__", operator.mul: "__mul__", operator.iadd: "__iadd__"}
+
+
+def binary_op(tx, op, args):
+    from .tensor import TensorVariable
+    from .lists import BaseListVariable
+    a, b = args
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if not all(isinstance(x, TensorVariable) or x.is_python_constant() or
+                   isinstance(x, BaseListVariable) for x in args):
+            unimplemented(f"{op.__name__} of a tensor and {b if isinstance(a, TensorVariable) else a}")
+        return tx.output.call_graph(tx, "call_function", op, [a, b], {})
+    if a.is_python_constant() and b.is_python_constant():
+        try:
+            return _const(tx, op(a.as_python_constant(), b.as_python_constant()))
+        except Exception as e:  # noqa: BLE001 - the user's error happens again eagerly
+            unimplemented(f"{op.__name__} raised {type(e).__name__} in captured code")
+    if isinstance(a, BaseListVariable) and op in (operator.add, operator.iadd, operator.mul):
+        if op is operator.iadd and a.python_type() is list:
+            return a.call_method(tx, "__iadd__", [b], {})
+        return a.call_method(tx, "__add__" if op is not operator.mul else "__mul__", [b], {})
+    if isinstance(b, BaseListVariable) and op is operator.mul:
+        return b.call_method(tx, "__mul__", [a], {})
+    unimplemented(f"{op.__name__}({a}, {b})")
+
+
+def compare_eq(tx, a, b):
+    """``a == b`` known at capture time (identity for non-constants)."""
+    if a.is_python_constant() and b.is_python_constant():
+        return a.as_python_constant() == b.as_python_constant()
+    return a is b
+
+
+def compare_op(tx, op, a, b):
+    from .tensor import TensorVariable
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if op in (operator.is_, operator.is_not):
+            same = a is b or (isinstance(a, TensorVariable) and isinstance(b, TensorVariable)
+                              and a.example is b.example)
+            return ConstantVariable(same if op is operator.is_ else not same)
+        return tx.output.call_graph(tx, "call_function", op, [a, b], {})
+    if op in (operator.is_, operator.is_not):
+        if a.is_python_constant() and b.is_python_constant():
+            r = a.as_python_constant() is b.as_python_constant()
+        else:
+            r = a is b
+        return ConstantVariable(r if op is operator.is_ else not r)
+    if a.is_python_constant() and b.is_python_constant():
+        return _const(tx, op(a.as_python_constant(), b.as_python_constant()))
+    from .lists import BaseListVariable
+    if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and \
+            op in (operator.eq, operator.ne):
+        eq = len(a.items) == len(b.items) and all(
+            compare_eq(tx, x, y) for x, y in zip(a.items, b.items))
+        return ConstantVariable(eq if op is operator.eq else not eq)
+    if op in (operator.eq, operator.ne):
+        eq = a is b
+        return ConstantVariable(eq if op is operator.eq else not eq)
+    unimplemented(f"comparison {op.__name__} of {a} and {b}")
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def call_function(self, tx, args, kwargs):
+        from .tensor import TensorVariable
+        from .lists import (BaseListVariable, ListIteratorVariable, ListVariable,
+                            TupleVariable)
+        from .dicts import ConstDictVariable
+        fn = self.fn
+        name = getattr(fn, "__name__", str(fn))
+        # operators
+        if fn in (operator.add, operator.sub, operator.mul, operator.truediv,
+                  operator.floordiv, operator.mod, operator.pow, operator.matmul,
+                  operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+                  operator.iadd, operator.isub, operator.imul, operator.itruediv):
+            return binary_op(tx, fn, args)
+        if fn in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+                  operator.is_, operator.is_not):
+            return compare_op(tx, fn, *args)
+        if fn in (operator.neg, operator.pos, operator.invert, operator.not_, abs) and \
+                isinstance(args[0], TensorVariable):
+            if fn is operator.not_:
+                unimplemented("generic_jump: `not` of a tensor (Tensor.__bool__)")
+            return tx.output.call_graph(tx, "call_function", fn, args, {})
+        if fn is operator.getitem:
+            return tx.getitem(args[0], args[1])
+        if fn is operator.not_:
+            return ConstantVariable(not args[0].truth(tx))
+        if fn is operator.contains:
+            return args[0].call_method(tx, "__contains__", [args[1]], {})
+        if fn is print:
+            unimplemented(f"builtin: print {[type(a).__name__ for a in args]} "
+                          f"{bool(kwargs)}: `print` has side effects Dynamo does not model")
+        if fn is len:
+            a = args[0]
+            if isinstance(a, TensorVariable):
+                return ConstantVariable(len(a.example))
+            return a.call_method(tx, "__len__", [], {})
+        if fn is isinstance:
+            a, cls = args
+            c = cls.as_python_constant()
+            t = a.python_type()
+            return ConstantVariable(issubclass(t, c))
+        if fn is type:
+            from .builder import VariableBuilder
+            return VariableBuilder(tx, None)(args[0].python_type())
+        if fn is getattr:
+            n = args[1].as_python_constant()
+            try:
+                return tx.getattr(args[0], n)
+            except Exception:
+                if len(args) > 2:
+                    return args[2]
+                raise
+        if fn is hasattr:
+            try:
+                tx.getattr(args[0], args[1].as_python_constant())
+                return ConstantVariable(True)
+            except Exception:  # noqa: BLE001
+                return ConstantVariable(False)
+        if fn is range:
+            return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+        if fn in (iter, reversed):
+            items = tx.unpack(args[0])
+            return ListIteratorVariable(items[::-1] if fn is reversed else items)
+        if fn is next:
+            it = args[0]
+            if isinstance(it, ListIteratorVariable):
+                v = it.next_item(tx)
+                if v is None:
+                    if len(args) > 1:
+                        return args[1]
+                    unimplemented("StopIteration from next() in captured code")
+                return v
+            unimplemented(f"next() of {it}")
+        if fn is enumerate:
+            start = args[1].as_python_constant() if len(args) > 1 else \
+                kwargs["start"].as_python_constant() if "start" in kwargs else 0
+            return ListIteratorVariable([TupleVariable([ConstantVariable(i + start), v])
+                                         for i, v in enumerate(tx.unpack(args[0]))])
+        if fn is zip:
+            seqs = [tx.unpack(a) for a in args]
+            return ListIteratorVariable([TupleVariable(list(t)) for t in zip(*seqs)])
+        if fn is map:
+            f = args[0]
+            seqs = [tx.unpack(a) for a in args[1:]]
+            return ListIteratorVariable([f.call_function(tx, list(t), {}) for t in zip(*seqs)])
+        if fn is filter:
+            f = args[0]
+            out = []
+            for v in tx.unpack(args[1]):
+                keep = v.truth(tx) if f.is_python_constant() and f.as_python_constant() is None \
+                    else f.call_function(tx, [v], {}).truth(tx)
+                if keep:
+                    out.append(v)
+            return ListIteratorVariable(out)
+        if fn in (list, tuple) and args:
+            items = tx.unpack(args[0])
+            return ListVariable(items) if fn is list else TupleVariable(items)
+        if fn is list:
+            return ListVariable([])
+        if fn is tuple:
+            return TupleVariable([])
+        if fn is dict:
+            d = {}
+            if args:
+                a = args[0]
+                if isinstance(a, ConstDictVariable):
+                    d.update(a.items)
+                else:
+                    for pair in tx.unpack(a):
+                        k, v = tx.unpack(pair)
+                        d[k.as_python_constant()] = v
+            d.update(kwargs)
+            return ConstDictVariable(d)
+        if fn is sum:
+            items = tx.unpack(args[0])
+            acc = args[1] if len(args) > 1 else ConstantVariable(0)
+            for v in items:
+                acc = binary_op(tx, operator.add, [acc, v])
+            return acc
+        if fn in (min, max) and (len(args) > 1 or isinstance(args[0], BaseListVariable)):
+            items = args if len(args) > 1 else tx.unpack(args[0])
+            if all(i.is_python_constant() for i in items):
+                return _const(tx, fn(i.as_python_constant() for i in items))
+            unimplemented(f"{name}() of tensors (Tensor.__bool__)")
+        if fn is sorted:
+            items = tx.unpack(args[0])
+            if all(i.is_python_constant() for i in items):
+                ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+                return _const(tx, sorted((i.as_python_constant() for i in items), **ckw))
+            unimplemented("sorted() of non-constants")
+        if fn in (all, any):
+            vals = [v.truth(tx) for v in tx.unpack(args[0])]
+            return ConstantVariable(fn(vals))
+        if fn is bool:
+            return ConstantVariable(args[0].truth(tx)) if args else ConstantVariable(False)
+        if fn in (int, float) and args and isinstance(args[0], TensorVariable):
+            unimplemented(f"{name}() of a tensor: reading tensor data into Python")
+        if fn is callable:
+            return ConstantVariable(True)
+        if fn is super:
+            if args:
+                return _super(tx, args[0].as_python_constant(), args[1])
+            return tx.zero_arg_super()
+        if fn is id:
+            unimplemented("id() in captured code")
+        if fn in _PURE or getattr(fn, "__module__", None) in ("math", "operator"):
+            try:
+                cargs = [a.as_python_constant() for a in args]
+                ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            except Exception:  # noqa: BLE001
+                unimplemented(f"builtin {name} with non-constant arguments {args}")
+            return _const(tx, fn(*cargs, **ckw))
+        if getattr(fn, "__module__", None) == "math" and any(isinstance(a, TensorVariable)
+                                                            for a in args):
+            unimplemented(f"math.{name} of a tensor")
+        unimplemented(f"builtin {name}: calling into C code Dynamo does not model")
+
+    def __repr__(self):
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _super(tx, cls, obj):
+    from .misc import SuperVariable
+    return SuperVariable(cls, obj)
+

@@ -1,0 +1,98 @@
+"""Dicts with constant keys during capture; mutation of a dict read from the frame is written
+back after the graph (``d.clear(); d.update(...)``)."""
+from .base import VariableTracker, unimplemented
+from .constant import ConstantVariable
+
+__all__ = ["ConstDictVariable"]
+
+
+class ConstDictVariable(VariableTracker):
+    def __init__(self, items, source=None, user_cls=dict):
+        super().__init__(source)
+        self.items = dict(items)  # python-constant key -> VariableTracker
+        self.user_cls = user_cls
+
+    def python_type(self):
+        return self.user_cls
+
+    def as_python_constant(self):
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        from .builder import wrap_constant_like
+        return [wrap_constant_like(tx, k) for k in self.items]
+
+    def _mutate(self, tx):
+        tx.output.side_effects.mutate(self)
+
+    def call_method(self, tx, name, args, kwargs):
+        from .builder import wrap_constant_like
+        from .lists import TupleVariable, ListIteratorVariable
+        key = lambda: args[0].as_python_constant()  # noqa: E731
+        if name == "__getitem__":
+            k = key()
+            if k not in self.items:
+                unimplemented(f"KeyError {k!r} in captured code")
+            return self.items[k]
+        if name == "get":
+            d = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items.get(key(), d)
+        if name == "__contains__":
+            return ConstantVariable(key() in self.items)
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "keys":
+            return ListIteratorVariable([wrap_constant_like(tx, k) for k in self.items])
+        if name == "values":
+            return ListIteratorVariable(list(self.items.values()))
+        if name == "items":
+            return ListIteratorVariable([TupleVariable([wrap_constant_like(tx, k), v])
+                                         for k, v in self.items.items()])
+        if name == "__setitem__":
+            self._mutate(tx)
+            self.items[key()] = args[1]
+            return ConstantVariable(None)
+        if name == "__delitem__":
+            self._mutate(tx)
+            del self.items[key()]
+            return ConstantVariable(None)
+        if name == "pop":
+            self._mutate(tx)
+            if len(args) > 1:
+                return self.items.pop(key(), args[1])
+            return self.items.pop(key())
+        if name == "update":
+            self._mutate(tx)
+            if args:
+                other = args[0]
+                if not isinstance(other, ConstDictVariable):
+                    unimplemented("dict.update with a non-dict")
+                self.items.update(other.items)
+            self.items.update(kwargs)
+            return ConstantVariable(None)
+        if name == "setdefault":
+            k = key()
+            if k not in self.items:
+                self._mutate(tx)
+                self.items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items[k]
+        if name == "clear":
+            self._mutate(tx)
+            self.items.clear()
+            return ConstantVariable(None)
+        if name == "copy":
+            return ConstDictVariable(self.items, user_cls=self.user_cls)
+        unimplemented(f"dict.{name}")
+
+    def reconstruct(self, cg):
+        inner = ", ".join(f"{cg.reconstruct(ConstantVariable(k))}: {cg.reconstruct(v)}"
+                          for k, v in self.items.items())
+        if self.user_cls is dict:
+            return "{" + inner + "}"
+        return f"{cg.const(self.user_cls)}({{{inner}}})"

@@ -1,0 +1,206 @@
+"""Lists, tuples, ``ember.Size``, ranges and iterators during capture. Lists are mutable: a
+list that came from the frame (it has a source) and is mutated is recorded as a side effect and
+written back after the graph (``L['xs'][:] = [...]``)."""
+from .base import VariableTracker, unimplemented
+from .constant import ConstantVariable
+
+__all__ = ["ListVariable", "TupleVariable", "SizeVariable", "ListIteratorVariable"]
+
+
+class BaseListVariable(VariableTracker):
+    py_type = list
+
+    def __init__(self, items, source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self):
+        return self.py_type
+
+    def as_python_constant(self):
+        return self.py_type([i.as_python_constant() for i in self.items])
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        return list(self.items)
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def getitem(self, tx, idx):
+        if isinstance(idx, slice):
+            return type(self)(self.items[idx]) if self.py_type is not list else \
+                ListVariable(self.items[idx])
+        try:
+            return self.items[idx]
+        except IndexError:
+            unimplemented(f"{self.py_type.__name__} index out of range in captured code")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__getitem__":
+            return self.getitem(tx, args[0].as_python_constant())
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            from .builtin import compare_eq
+            return ConstantVariable(any(compare_eq(tx, i, args[0]) for i in self.items))
+        if name == "index":
+            from .builtin import compare_eq
+            for i, it in enumerate(self.items):
+                if compare_eq(tx, it, args[0]):
+                    return ConstantVariable(i)
+            unimplemented("list.index of a missing item")
+        if name == "count":
+            from .builtin import compare_eq
+            return ConstantVariable(sum(compare_eq(tx, i, args[0]) for i in self.items))
+        if name in ("__add__", "__radd__"):
+            other = args[0]
+            if not isinstance(other, BaseListVariable):
+                unimplemented(f"{self.py_type.__name__} + {other}")
+            items = self.items + other.items if name == "__add__" else other.items + self.items
+            return type(self)(items) if self.py_type is not list else ListVariable(items)
+        if name == "__mul__":
+            return (type(self) if self.py_type is not list else ListVariable)(
+                self.items * args[0].as_python_constant())
+        unimplemented(f"{self.py_type.__name__}.{name}")
+
+    def reconstruct(self, cg):
+        inner = ", ".join(cg.reconstruct(i) for i in self.items)
+        if self.py_type is tuple:
+            return f"({inner},)" if len(self.items) == 1 else f"({inner})"
+        return f"[{inner}]"
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseListVariable):
+    py_type = tuple
+
+
+class SizeVariable(TupleVariable):
+    """``tensor.shape``: a tuple of ints that is an ``ember.Size``."""
+
+    @property
+    def py_type(self):
+        from ..._core.size import Size
+        return Size
+
+    def as_python_constant(self):
+        from ..._core.size import Size
+        return Size([i.as_python_constant() for i in self.items])
+
+    def getitem(self, tx, idx):
+        if isinstance(idx, slice):
+            return SizeVariable(self.items[idx])
+        return super().getitem(tx, idx)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel":
+            n = 1
+            for i in self.items:
+                n *= i.as_python_constant()
+            return ConstantVariable(n)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.const(self.py_type)}({super().reconstruct(cg)})"
+
+
+class ListVariable(BaseListVariable):
+    py_type = list
+
+    def _mutate(self, tx):
+        tx.output.side_effects.mutate(self)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "append":
+            self._mutate(tx)
+            self.items.append(args[0])
+            return ConstantVariable(None)
+        if name == "extend":
+            self._mutate(tx)
+            self.items.extend(args[0].unpack_var_sequence(tx))
+            return ConstantVariable(None)
+        if name == "insert":
+            self._mutate(tx)
+            self.items.insert(args[0].as_python_constant(), args[1])
+            return ConstantVariable(None)
+        if name == "pop":
+            self._mutate(tx)
+            return self.items.pop(*[a.as_python_constant() for a in args])
+        if name == "clear":
+            self._mutate(tx)
+            self.items.clear()
+            return ConstantVariable(None)
+        if name == "reverse":
+            self._mutate(tx)
+            self.items.reverse()
+            return ConstantVariable(None)
+        if name == "copy":
+            return ListVariable(self.items)
+        if name == "__setitem__":
+            self._mutate(tx)
+            idx = args[0].as_python_constant()
+            if isinstance(idx, slice):
+                self.items[idx] = args[1].unpack_var_sequence(tx)
+            else:
+                self.items[idx] = args[1]
+            return ConstantVariable(None)
+        if name == "__delitem__":
+            self._mutate(tx)
+            del self.items[args[0].as_python_constant()]
+            return ConstantVariable(None)
+        if name == "remove":
+            from .builtin import compare_eq
+            for i, it in enumerate(self.items):
+                if compare_eq(tx, it, args[0]):
+                    self._mutate(tx)
+                    del self.items[i]
+                    return ConstantVariable(None)
+            unimplemented("list.remove of a missing item")
+        if name == "__iadd__":
+            self._mutate(tx)
+            self.items.extend(args[0].unpack_var_sequence(tx))
+            return self
+        return super().call_method(tx, name, args, kwargs)
+
+
+class ListIteratorVariable(VariableTracker):
+    """An iterator over items known at capture time (lists, ranges, zip, enumerate, dicts)."""
+
+    def __init__(self, items, index=0):
+        super().__init__()
+        self.items = list(items)
+        self.index = index
+
+    def next_item(self, tx):
+        if self.index >= len(self.items):
+            return None
+        v = self.items[self.index]
+        self.index += 1
+        return v
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__next__":
+            v = self.next_item(tx)
+            if v is None:
+                unimplemented("StopIteration inside captured code")
+            return v
+        if name == "__iter__":
+            return self
+        unimplemented(f"iterator.{name}")
+
+    def reconstruct(self, cg):
+        inner = ", ".join(cg.reconstruct(i) for i in self.items[self.index:])
+        return f"___iter(({inner}{',' if len(self.items) - self.index == 1 else ''}))"

@@ -1,0 +1,124 @@
+"""Tensors during capture: an fx node of the graph being built plus its FakeTensor
+(``node.meta['val']``). Metadata reads (shape, dtype, ...) are constants of the trace (the
+tensor guard pins them); ops become graph nodes; reading the data (``item``, ``tolist``,
+``bool``) is a graph break."""
+import operator
+
+from .base import VariableTracker, unimplemented
+from .constant import ConstantVariable
+
+__all__ = ["TensorVariable"]
+
+# Methods that read tensor data into Python: a graph break, with PyTorch's reasons.
+_DATA_METHODS = {"item": "Tensor.item", "tolist": "Tensor.tolist", "numpy": "Tensor.numpy",
+                 "__bool__": "Tensor.__bool__", "__int__": "Tensor.__int__",
+                 "__float__": "Tensor.__float__", "data_ptr": "Tensor.data_ptr",
+                 "backward": "Tensor.backward", "__index__": "Tensor.__index__",
+                 "register_hook": "Tensor.register_hook", "untyped_storage": "Tensor.storage",
+                 "storage": "Tensor.storage", "cpu_numpy": "Tensor.numpy"}
+# Methods whose answer is metadata: computed on the FakeTensor, a constant of the trace.
+_META_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous",
+                 "element_size", "is_floating_point", "is_complex", "get_device",
+                 "storage_offset", "type_as_dtype", "is_signed", "has_names"}
+_META_ATTRS = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_leaf",
+               "is_sparse", "is_quantized", "is_meta", "layout", "is_nested", "itemsize"}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, node, example, source=None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+
+    def python_type(self):
+        return self.example_class
+
+    @property
+    def example_class(self):
+        from ..._tensor import Tensor
+        from ...nn.parameter import Parameter
+        if self.source is not None and self.node.op == "placeholder":
+            return self.node.meta.get("real_type", Tensor)
+        return Parameter if isinstance(self.example, Parameter) else Tensor
+
+    def as_proxy(self):
+        return self.node
+
+    def truth(self, tx):
+        unimplemented("generic_jump: data-dependent control flow on a tensor "
+                      "(Tensor.__bool__); use ember.where or ember.cond")
+
+    def var_getattr(self, tx, name):
+        from .builder import wrap_constant_like
+        ex = self.example
+        if name in _META_ATTRS:
+            v = getattr(ex, name)
+            if name == "shape":
+                from .lists import SizeVariable
+                return SizeVariable([ConstantVariable(s) for s in v])
+            if name == "device":
+                return ConstantVariable(v)
+            return wrap_constant_like(tx, v)
+        if name in ("T", "mT", "H", "mH", "real", "imag"):
+            return tx.output.call_graph(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name in ("grad", "data", "grad_fn", "_base", "_version"):
+            unimplemented(f"Tensor.{name} read in a captured region")
+        return GetAttrMethod(self, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("backward", "register_hook"):
+            unimplemented(f"Tensor.{name}: autograd's backward pass and hooks are not captured")
+        if name in _DATA_METHODS:
+            unimplemented(f"{_DATA_METHODS[name]}: reading tensor data into Python "
+                          f"(graph break: data-dependent output)")
+        if name in _META_METHODS:
+            from .builder import wrap_constant_like
+            cargs = [a.as_python_constant() for a in args]
+            ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            res = getattr(self.example, name)(*cargs, **ckw)
+            if name == "size" and not cargs:
+                from .lists import SizeVariable
+                return SizeVariable([ConstantVariable(s) for s in res])
+            return wrap_constant_like(tx, res)
+        if name == "__len__":
+            return ConstantVariable(len(self.example))
+        if name == "__getitem__":
+            return tx.output.call_graph(tx, "call_function", operator.getitem, [self] + args, kwargs)
+        if name == "__setitem__":
+            tx.output.call_graph(tx, "call_function", operator.setitem, [self] + args, kwargs)
+            return ConstantVariable(None)
+        if name in ("requires_grad_", "retain_grad") or name.startswith("register_"):
+            unimplemented(f"Tensor.{name} in a captured region")
+        res = tx.output.call_graph(tx, "call_method", name, [self] + args, kwargs)
+        if name.endswith("_") and not name.endswith("__") and isinstance(res, TensorVariable) \
+                and res.example is self.example:
+            return self  # an in-place method returns its receiver
+        return res
+
+    def has_unpack_var_sequence(self, tx):
+        return self.example.dim() > 0
+
+    def unpack_var_sequence(self, tx):
+        n = self.example.shape[0]
+        return [tx.output.call_graph(tx, "call_function", operator.getitem,
+                                     [self, ConstantVariable(i)], {}) for i in range(n)]
+
+    def reconstruct(self, cg):
+        return cg.tensor_expr(self)
+
+    def __repr__(self):
+        return f"TensorVariable({self.node.name})"
+
+
+class GetAttrMethod(VariableTracker):
+    """``tensor.method`` read but not yet called (3.11's LOAD_ATTR of a method)."""
+
+    def __init__(self, obj, name):
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.reconstruct(self.obj)}.{self.name}"

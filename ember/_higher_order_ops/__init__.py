@@ -1,0 +1,2 @@
+"""Higher-order operators (PyTorch's ``torch._higher_order_ops``): ops that take functions."""
+from .cond import cond  # noqa: F401

@@ -1,0 +1,38 @@
+"""``ember.compiler`` (PyTorch's ``torch.compiler``): the user-facing controls of
+``ember.compile`` — reset the caches, ask whether code is being captured, keep a function out
+of capture, or capture a function as one graph call."""
+__all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph",
+           "compile"]
+
+
+def compile(*args, **kwargs):
+    from .. import compile as _compile
+    return _compile(*args, **kwargs)
+
+
+def reset():
+    """Forget every compiled entry."""
+    from .. import _dynamo
+    _dynamo.reset()
+
+
+def is_compiling():
+    """True while ember captures the calling code (inside a compiled region the capture folds
+    this call to ``True``); False when it runs eagerly."""
+    from .._dynamo.eval_frame import is_compiling as _ic
+    return _ic()
+
+
+is_dynamo_compiling = is_compiling
+
+
+def disable(fn=None, recursive=True, *, reason=None):
+    """Never capture ``fn``: calling it from a compiled region is a graph break."""
+    from .._dynamo import disable as _disable
+    return _disable(fn, recursive, reason=reason)
+
+
+def allow_in_graph(fn):
+    """Capture calls to ``fn`` as one graph node instead of inlining it."""
+    from .._dynamo import allow_in_graph as _aig
+    return _aig(fn)

@@ -1,0 +1,5 @@
+"""PyTorch's module path ``torch.distributions.von_mises``: VonMises
+(defined in ``continuous.py``)."""
+from .continuous import VonMises
+
+__all__ = ["VonMises"]

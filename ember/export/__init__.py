@@ -1,0 +1,443 @@
+"""``ember.export``: a module as a functional core-ATen graph with its state and signature.
+
+``export(model, args)`` traces ``model``'s forward with ``make_fx`` on FakeTensors, with the
+parameters and buffers lifted to graph inputs (placeholders ``p_<name>`` and ``b_<name>``, user
+inputs by argument name, as PyTorch names them), lowers it through
+``core_aten_decompositions()`` and functionalizes it: a buffer the forward updates (BatchNorm's
+statistics) becomes an extra output tagged ``BUFFER_MUTATION``. The result is an
+:class:`ExportedProgram`: ``graph_module``, ``graph_signature``, ``state_dict``; ``.module()``
+gives a runnable ``nn.Module`` (it applies buffer mutations); ``save``/``load`` write and read it
+as a zip of a JSON graph and the tensors. The graph is the forward (no autograd ops), as
+PyTorch's ATen-level export.
+"""
+import dataclasses
+import io
+import json
+import math
+import operator
+import zipfile
+from enum import Enum, auto
+from typing import Any, Dict, List, Optional
+
+from .._tensor import Tensor
+from ..fx.graph import Graph
+from ..fx.graph_module import GraphModule
+from ..fx.node import Node
+
+__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
+           "InputSpec", "OutputSpec", "TensorArgument", "save", "load"]
+
+
+class InputKind(Enum):
+    USER_INPUT = auto()
+    PARAMETER = auto()
+    BUFFER = auto()
+    CONSTANT_TENSOR = auto()
+
+
+class OutputKind(Enum):
+    USER_OUTPUT = auto()
+    BUFFER_MUTATION = auto()
+
+
+@dataclasses.dataclass
+class TensorArgument:
+    name: str
+
+
+@dataclasses.dataclass
+class InputSpec:
+    kind: InputKind
+    arg: Any
+    target: Optional[str]
+    persistent: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class OutputSpec:
+    kind: OutputKind
+    arg: Any
+    target: Optional[str]
+
+
+@dataclasses.dataclass
+class ExportGraphSignature:
+    """Which graph inputs are parameters, buffers and user inputs, and which outputs are user
+    outputs or new values of buffers."""
+    input_specs: List[InputSpec]
+    output_specs: List[OutputSpec]
+
+    def _inputs(self, kind):
+        return [s for s in self.input_specs if s.kind == kind]
+
+    @property
+    def parameters(self):
+        return [s.target for s in self._inputs(InputKind.PARAMETER)]
+
+    @property
+    def buffers(self):
+        return [s.target for s in self._inputs(InputKind.BUFFER)]
+
+    @property
+    def user_inputs(self):
+        return [s.arg.name for s in self._inputs(InputKind.USER_INPUT)]
+
+    @property
+    def user_outputs(self):
+        return [s.arg.name for s in self.output_specs if s.kind == OutputKind.USER_OUTPUT]
+
+    @property
+    def inputs_to_parameters(self):
+        return {s.arg.name: s.target for s in self._inputs(InputKind.PARAMETER)}
+
+    @property
+    def inputs_to_buffers(self):
+        return {s.arg.name: s.target for s in self._inputs(InputKind.BUFFER)}
+
+    @property
+    def buffers_to_mutate(self):
+        return {s.arg.name: s.target for s in self.output_specs
+                if s.kind == OutputKind.BUFFER_MUTATION}
+
+
+class ExportedProgram:
+    """The result of :func:`export`; see the module docstring."""
+
+    def __init__(self, graph_module, graph_signature, state_dict, out_spec=None):
+        self._graph_module = graph_module
+        self._graph_signature = graph_signature
+        self._state_dict = state_dict
+        self._out_spec = out_spec
+
+    @property
+    def graph_module(self):
+        return self._graph_module
+
+    @property
+    def graph(self):
+        return self._graph_module.graph
+
+    @property
+    def graph_signature(self):
+        return self._graph_signature
+
+    @property
+    def state_dict(self):
+        return self._state_dict
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Unable to call ExportedProgram directly. "
+                           "You should use `exported_program.module()` instead.")
+
+    def __str__(self):
+        return (f"ExportedProgram:\n{self._graph_module.print_readable(False)}\n"
+                f"Graph signature: {self._graph_signature}\n")
+
+    def module(self):
+        """A runnable ``nn.Module`` holding the state: calling it runs the graph and writes the
+        mutated buffers back."""
+        return _ExportedModule(self)
+
+    def run_decompositions(self, decomp_table=None):
+        """The program lowered again through ``decomp_table`` (default: the core table)."""
+        from .._decomp import core_aten_decompositions
+        from .._functorch.aot_autograd import _retrace
+        table = core_aten_decompositions() if decomp_table is None else decomp_table
+        gm = _retrace(self._graph_module, table)
+        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec)
+
+
+def _exported_module_cls():
+    from ..nn import Module, Parameter
+
+    class ExportedModule(Module):
+        def __init__(self, ep):
+            super().__init__()
+            self._ep = ep
+            sig = ep.graph_signature
+            for name in sig.parameters:
+                _set_nested(self, name, Parameter(ep.state_dict[name].clone()), "param")
+            for name in sig.buffers:
+                _set_nested(self, name, ep.state_dict[name].clone(), "buffer")
+
+        def forward(self, *args):
+            sig = self._ep.graph_signature
+            flat = []
+            it = iter(args)
+            for spec in sig.input_specs:
+                if spec.kind == InputKind.USER_INPUT:
+                    flat.append(next(it))
+                else:
+                    flat.append(_get_nested(self, spec.target))
+            outs = self._ep.graph_module(*flat)
+            user = []
+            from .. import no_grad
+            for spec, value in zip(sig.output_specs, outs):
+                if spec.kind == OutputKind.BUFFER_MUTATION:
+                    with no_grad():
+                        _get_nested(self, spec.target).copy_(value)
+                else:
+                    user.append(value)
+            if self._ep._out_spec is not None:
+                from ..utils import _pytree as pytree
+                return pytree.tree_unflatten(user, self._ep._out_spec)
+            return user[0] if len(user) == 1 else tuple(user)
+    return ExportedModule
+
+
+def _ExportedModule(ep):
+    return _exported_module_cls()(ep)
+
+
+def _set_nested(root, name, value, kind):
+    from ..nn import Module
+    *path, attr = name.split(".")
+    mod = root
+    for p in path:
+        if not hasattr(mod, p):
+            mod.add_module(p, Module())
+        mod = getattr(mod, p)
+    if kind == "param":
+        mod.register_parameter(attr, value)
+    else:
+        mod.register_buffer(attr, value)
+
+
+def _get_nested(root, name):
+    obj = root
+    for p in name.split("."):
+        obj = getattr(obj, p)
+    return obj
+
+
+def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
+           preserve_module_call_signature=()):
+    """Trace ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (module docstring)."""
+    from .. import no_grad
+    from .._decomp import core_aten_decompositions
+    from .._functorch.functionalize import functionalize_graph
+    from ..fx.experimental.proxy_tensor import make_fx
+    from ..func import functional_call
+    from ..utils import _pytree as pytree
+    if dynamic_shapes is not None:
+        raise NotImplementedError("export(dynamic_shapes=...) needs symbolic shapes, which "
+                                  "ember's tracer does not have yet")
+    kwargs = kwargs or {}
+    params = dict(mod.named_parameters())
+    buffers = dict(mod.named_buffers())
+    state_names = list(params) + list(buffers)
+    user_leaves, in_spec = pytree.tree_flatten((tuple(args), kwargs))
+    n_state = len(state_names)
+
+    def flat_fn(*flat):
+        state = dict(zip(state_names, flat[:n_state]))
+        a, k = pytree.tree_unflatten(list(flat[n_state:]), in_spec)
+        return functional_call(mod, state, a, k)
+    state_values = [params[n].detach() for n in params] + [buffers[n] for n in buffers]
+    with no_grad():
+        gm = make_fx(flat_fn, decomposition_table=core_aten_decompositions(),
+                     tracing_mode="fake", _allow_non_fake_inputs=True)(*state_values,
+                                                                      *user_leaves)
+        out_node = next(n for n in gm.graph.nodes if n.op == "output")
+        _, out_spec = pytree.tree_flatten(out_node.args[0])
+        fgm, info = functionalize_graph(gm, epilogue=False)
+        from .._functorch.aot_autograd import _retrace
+        if any(n.op == "call_function" and n.target in core_aten_decompositions()
+               for n in fgm.graph.nodes):
+            fgm = _retrace(fgm, core_aten_decompositions())
+    # PyTorch's placeholder names
+    arg_names = _user_arg_names(mod, len(args), kwargs)
+    names = ["p_" + n.replace(".", "_") for n in params] + \
+        ["b_" + n.replace(".", "_") for n in buffers] + arg_names[:len(user_leaves)]
+    placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
+    for node, name in zip(placeholders, names):
+        node.target = name
+        node.name = name
+    fgm.graph.eliminate_dead_code()
+    fgm.recompile()
+    input_specs = []
+    for i, (node, name) in enumerate(zip(placeholders, names)):
+        if i < len(params):
+            input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(name),
+                                         state_names[i]))
+        elif i < n_state:
+            input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(name),
+                                         state_names[i], persistent=True))
+        else:
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name), None))
+    out = next(n for n in fgm.graph.nodes if n.op == "output")
+    outs = list(out.args[0])
+    n_user = len(outs) - len(info.mutated_inputs)
+    # PyTorch's order: the buffers' new values first, then the user outputs
+    output_specs = []
+    for i, o in zip(info.mutated_inputs, outs[n_user:]):
+        if i >= n_state:
+            raise RuntimeError("export: the program mutates a user input "
+                               f"({names[i]}), which this exporter does not lift")
+        output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, TensorArgument(o.name),
+                                       state_names[i]))
+    output_specs += [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(
+        o.name if isinstance(o, Node) else str(o)), None) for o in outs[:n_user]]
+    out.args = (tuple(outs[n_user:] + outs[:n_user]),)
+    fgm.recompile()
+    state_dict = {n: params[n] for n in params}
+    state_dict.update({n: buffers[n] for n in buffers})
+    return ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
+                           out_spec)
+
+
+def _user_arg_names(mod, n, kwargs):
+    import inspect
+    try:
+        params = list(inspect.signature(mod.forward).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = [params[i] if i < len(params) else f"arg{i}" for i in range(n)]
+    return names + list(kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# save / load: a zip with the graph as JSON and the tensors through ember.save
+
+def _encode(v, consts):
+    from .._core.device import device as _device_cls, memory_format, layout
+    from .._core.dtype import dtype as _dtype_cls
+    if isinstance(v, Node):
+        return {"node": v.name}
+    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return {"float": repr(v)}
+        return v
+    if isinstance(v, (list, tuple)):
+        return {"list" if isinstance(v, list) else "tuple": [_encode(x, consts) for x in v]}
+    if isinstance(v, _dtype_cls):
+        return {"dtype": repr(v).split(".")[-1]}
+    if isinstance(v, _device_cls):
+        return {"device": str(v)}
+    if isinstance(v, memory_format):
+        return {"memory_format": repr(v).split(".")[-1]}
+    if isinstance(v, layout):
+        return {"layout": repr(v).split(".")[-1]}
+    raise TypeError(f"ember.export.save cannot serialize {v!r}")
+
+
+def _decode(v, env):
+    import ember
+    if isinstance(v, dict):
+        (k, x), = v.items()
+        if k == "node":
+            return env[x]
+        if k == "float":
+            return float(x)
+        if k == "list":
+            return [_decode(y, env) for y in x]
+        if k == "tuple":
+            return tuple(_decode(y, env) for y in x)
+        if k == "device":
+            return ember.device(x)
+        return getattr(ember, x)  # dtype / memory_format / layout
+    return v
+
+
+def _target_name(t):
+    if t is operator.getitem:
+        return "getitem"
+    return f"{t.namespace}.{t._opname}.{t._overloadname}"
+
+
+def _resolve_target(name):
+    if name == "getitem":
+        return operator.getitem
+    import ember
+    ns, op, ov = name.split(".")
+    return getattr(getattr(getattr(ember.ops, ns), op), ov)
+
+
+def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
+    """Write ``ep`` to a path or binary file (a zip: graph JSON, tensors, signature)."""
+    from .. import save as _save
+    from ..utils import _pytree as pytree
+    consts = {}
+    nodes = []
+    gm = ep.graph_module
+    for n in gm.graph.nodes:
+        rec = {"op": n.op, "name": n.name}
+        if n.op == "call_function":
+            rec["target"] = _target_name(n.target)
+        elif n.op == "get_attr":
+            rec["target"] = n.target
+            obj = gm
+            for p in n.target.split("."):
+                obj = getattr(obj, p)
+            consts[n.target] = obj
+        else:
+            rec["target"] = n.target
+        rec["args"] = _encode(tuple(n.args), consts)
+        rec["kwargs"] = {k: _encode(v, consts) for k, v in n.kwargs.items()}
+        nodes.append(rec)
+    sig = ep.graph_signature
+    meta = {
+        "nodes": nodes,
+        "inputs": [[s.kind.name, s.arg.name, s.target, s.persistent] for s in sig.input_specs],
+        "outputs": [[s.kind.name, s.arg.name, s.target] for s in sig.output_specs],
+        "out_spec": pytree.treespec_dumps(ep._out_spec) if ep._out_spec is not None and
+        hasattr(pytree, "treespec_dumps") else None,
+    }
+    tensors = io.BytesIO()
+    _save({"state_dict": dict(ep.state_dict), "constants": consts}, tensors)
+    own = not hasattr(f, "write")
+    fh = open(f, "wb") if own else f
+    try:
+        with zipfile.ZipFile(fh, "w") as z:
+            z.writestr("exported_program/graph.json", json.dumps(meta))
+            z.writestr("exported_program/tensors.pt", tensors.getvalue())
+            for k, v in (extra_files or {}).items():
+                z.writestr(f"extra_files/{k}", v)
+    finally:
+        if own:
+            fh.close()
+
+
+def load(f, *, extra_files=None, expected_opset_version=None):
+    """Read an :class:`ExportedProgram` written by :func:`save`."""
+    from .. import load as _load
+    from ..nn import Module
+    from ..utils import _pytree as pytree
+    own = not hasattr(f, "read")
+    fh = open(f, "rb") if own else f
+    try:
+        with zipfile.ZipFile(fh) as z:
+            meta = json.loads(z.read("exported_program/graph.json"))
+            blob = _load(io.BytesIO(z.read("exported_program/tensors.pt")), weights_only=False)
+            if extra_files is not None:
+                for k in extra_files:
+                    extra_files[k] = z.read(f"extra_files/{k}").decode()
+    finally:
+        if own:
+            fh.close()
+    root = Module()
+    for name, t in blob["constants"].items():
+        setattr(root, name, t)
+    g = Graph()
+    env = {}
+    for rec in meta["nodes"]:
+        if rec["op"] == "placeholder":
+            env[rec["name"]] = g.placeholder(rec["name"])
+        elif rec["op"] == "get_attr":
+            env[rec["name"]] = g.get_attr(rec["target"])
+        elif rec["op"] == "call_function":
+            args = _decode(rec["args"], env)
+            kwargs = {k: _decode(v, env) for k, v in rec["kwargs"].items()}
+            env[rec["name"]] = g.call_function(_resolve_target(rec["target"]), tuple(args),
+                                               kwargs, name=rec["name"])
+        elif rec["op"] == "output":
+            g.output(_decode(rec["args"], env)[0])
+    gm = GraphModule(root, g)
+    sig = ExportGraphSignature(
+        [InputSpec(InputKind[k], TensorArgument(a), t, p) for k, a, t, p in meta["inputs"]],
+        [OutputSpec(OutputKind[k], TensorArgument(a), t) for k, a, t in meta["outputs"]])
+    out_spec = pytree.treespec_loads(meta["out_spec"]) if meta.get("out_spec") and \
+        hasattr(pytree, "treespec_loads") else None
+    return ExportedProgram(gm, sig, blob["state_dict"], out_spec)
