@@ -21,7 +21,7 @@ import enum
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core.device import CPU, device as _device
 
 
@@ -81,10 +81,10 @@ FLAG_READ_ONLY = 1 << 0
 FLAG_IS_COPIED = 1 << 1
 
 # kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6
-_CODES = {_dt.bool_: (6, 8), _dt.uint8: (1, 8), _dt.int8: (0, 8), _dt.int16: (0, 16),
-          _dt.int32: (0, 32), _dt.int64: (0, 64), _dt.float16: (2, 16), _dt.bfloat16: (4, 16),
-          _dt.float32: (2, 32), _dt.float64: (2, 64), _dt.complex64: (5, 64),
-          _dt.complex128: (5, 128)}
+_CODES = {D.bool_: (6, 8), D.uint8: (1, 8), D.int8: (0, 8), D.int16: (0, 16),
+          D.int32: (0, 32), D.int64: (0, 64), D.float16: (2, 16), D.bfloat16: (4, 16),
+          D.float32: (2, 32), D.float64: (2, 64), D.complex64: (5, 64),
+          D.complex128: (5, 128)}
 _DTYPES = {v: k for k, v in _CODES.items()}
 _CODE_NAMES = {0: "kInt", 1: "kUInt", 2: "kFloat", 4: "kBfloat", 5: "kComplex", 6: "kBool"}
 

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core import factory_defaults
 from ._core import strides as _st
 from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
@@ -81,7 +81,7 @@ def _leaves(data, sizes):
 def _numpy_dtype(np_dtype):
     """The ember dtype of a NumPy array's dtype, with PyTorch's TypeError for unsupported ones."""
     try:
-        return _dt.from_numpy_dtype(np_dtype)
+        return D.from_numpy_dtype(np_dtype)
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only "
                         f"supported types are: float64, float32, float16, complex64, complex128, "
@@ -91,7 +91,7 @@ def _numpy_dtype(np_dtype):
 def _leaf_dtype(x):
     """The dtype PyTorch infers for one scalar of a nested sequence."""
     if x.__class__ in _PY_SCALARS:
-        from ._kernels.meta.factory import scalar_dtype
+        from ._kernels.rules.factory import scalar_dtype
         return scalar_dtype(x)
     if isinstance(x, np.generic):
         return _numpy_dtype(x.dtype)
@@ -102,7 +102,7 @@ def _leaf_dtype(x):
     if isinstance(x, str):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if isinstance(x, _PY_SCALARS):  # subclasses of Python numbers
-        from ._kernels.meta.factory import scalar_dtype
+        from ._kernels.rules.factory import scalar_dtype
         return scalar_dtype(x)
     raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
 
@@ -111,13 +111,13 @@ def _infer_dtype(leaves, types=None):
     if types is None:
         types = {x.__class__ for x in leaves}
     if types <= {bool}:
-        return _dt.bool_ if leaves else _dt.get_default_dtype()
+        return D.bool_ if leaves else D.get_default_dtype()
     if types <= {bool, int}:
-        return _dt.int64
+        return D.int64
     if types <= {bool, int, float}:
-        return _dt.get_default_dtype()
+        return D.get_default_dtype()
     if types <= {bool, int, float, complex}:
-        return _dt.default_complex_dtype()
+        return D.default_complex_dtype()
     result = None
     for x in leaves:
         d = _leaf_dtype(x)
@@ -129,7 +129,7 @@ def _scalar_of(x, target):
     """A leaf as a value NumPy can store, with PyTorch's errors for what cannot be stored."""
     if isinstance(x, Tensor):
         if x.numel() != 1:
-            if x._dtype._category <= _dt.INTEGRAL:
+            if x._dtype._category <= D.INTEGRAL:
                 raise TypeError("only integer tensors of a single element can be converted to an index")
             raise ValueError("only one element tensors can be converted to Python scalars")
         return x.item()
@@ -137,7 +137,7 @@ def _scalar_of(x, target):
         raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
     if _is_sequence(x) or not isinstance(x, _NUMBER_TYPES):
         name = type(x).__name__
-        if target._category <= _dt.INTEGRAL:
+        if target._category <= D.INTEGRAL:
             raise TypeError(f"'{name}' object cannot be interpreted as an integer")
         raise TypeError(f"must be real number, not {name}")
     if isinstance(x, complex) and not target.is_complex:
@@ -148,8 +148,8 @@ def _scalar_of(x, target):
 def _checked_astype(arr, target):
     """``arr`` (int64/float64/complex/bool work array) as ``target``: integer targets reject values
     out of range as PyTorch does (unsigned ones wrap negatives down to -max)."""
-    if target._category == _dt.INTEGRAL and arr.dtype.kind in "iuf":
-        from ._kernels.meta.factory import LIMITS
+    if target._category == D.INTEGRAL and arr.dtype.kind in "iuf":
+        from ._kernels.rules.factory import LIMITS
         lo, hi = LIMITS[target]
         if arr.dtype.kind == "f":
             bad = ~np.isfinite(arr) | (arr < lo) | (arr > hi)
@@ -183,7 +183,7 @@ def _data_to_array(data, dtype):
         values = [_scalar_of(x, target) for x in leaves]
         kinds = {v.__class__ for v in values}
     work = (np.complex128 if target.is_complex else np.float64 if target.is_floating_point
-            else np.bool_ if target is _dt.bool_ else None)
+            else np.bool_ if target is D.bool_ else None)
     if work is None:  # integer target: keep Python ints exact, floats as floats
         work = np.float64 if kinds - {bool, int} else np.int64
     try:
@@ -269,7 +269,7 @@ def as_tensor(data, dtype=None, device=None):
 
 def ndarray_shareable(a):
     return (a.dtype.isnative and all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
-            and _dt._BY_NP.get(a.dtype) is not None)
+            and D._BY_NP.get(a.dtype) is not None)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
@@ -296,7 +296,7 @@ def legacy_new(cls, args, device):
         if dev.type != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
                                f"{dev.type} was passed")
-    default = _dt.get_default_dtype()
+    default = D.get_default_dtype()
     if not args:
         return empty(0, dtype=default)
     first = args[0]
@@ -328,7 +328,7 @@ _DTYPE_LIKE = (bool, int, float, complex)
 
 
 def _is_dtype(x):
-    return isinstance(x, _dt.dtype) or x in _DTYPE_LIKE
+    return isinstance(x, D.dtype) or x in _DTYPE_LIKE
 
 
 def _parse_to(args, kwargs):

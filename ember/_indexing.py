@@ -13,12 +13,12 @@ import warnings
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core.device import META
 from ._ops.overload import ops
 from ._tensor import Tensor, empty_tensor, wrap_array
 
-_INDEX_DTYPES = (_dt.bool_, _dt.uint8)  # 0-dim tensors of these act like Python bools
+_INDEX_DTYPES = (D.bool_, D.uint8)  # 0-dim tensors of these act like Python bools
 
 
 def getitem(self, index):
@@ -131,7 +131,7 @@ def _apply_slicing(self, indices):
             result = ops.aten.unsqueeze.default._call(result, dim)
             record(_bool_index(i))
         elif isinstance(i, Tensor):
-            if i.dim() == 0 and i._dtype._category <= _dt.INTEGRAL:
+            if i.dim() == 0 and i._dtype._category <= D.INTEGRAL:
                 if i._dtype in _INDEX_DTYPES:
                     result = ops.aten.unsqueeze.default._call(result, dim)
                     record(_bool_index(bool(i.item())))
@@ -205,7 +205,7 @@ def _on_device(self, indices):
         if t is None or t._device is META:
             out.append(t)
         elif t._dtype in _INDEX_DTYPES:
-            out.extend(empty_tensor(p.shape, _dt.int64, META) for p in np.nonzero(t._nd()))
+            out.extend(empty_tensor(p.shape, D.int64, META) for p in np.nonzero(t._nd()))
         else:
             out.append(empty_tensor(t._size, t._dtype, META))
     return out

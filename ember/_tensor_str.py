@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 
 
 @dataclasses.dataclass
@@ -69,7 +69,7 @@ def printoptions(**kwargs):
 def _host_array(t):
     """``t``'s values as a NumPy array that Python can format (bfloat16 widened to float32)."""
     a = (t if t._device.type == "cpu" else t.cpu())._nd()
-    if t._dtype is _dt.bfloat16:
+    if t._dtype is D.bfloat16:
         a = a.astype(np.float32)
     return a
 
@@ -206,7 +206,7 @@ def _tensor_str(t, indent):
 
     def formatter(part):
         return _Formatter(_summarized(part) if summarize else part.reshape(-1),
-                          floating=t._dtype._category >= _dt.FLOATING)
+                          floating=t._dtype._category >= D.FLOATING)
 
     if t._dtype.is_complex:
         return _array_str(a, indent, summarize, formatter(a.real), formatter(a.imag))
@@ -255,7 +255,7 @@ def _str(self, *, tensor_contents=None):
     prefix = "tensor(" if _is_plain(self) else f"{type(self).__name__}("
     indent = len(prefix)
     suffixes = []
-    default_dtype = _dt.get_default_dtype()
+    default_dtype = D.get_default_dtype()
 
     if self._device.type != "cpu":
         suffixes.append(f"device='{self._device}'")
@@ -275,7 +275,7 @@ def _str(self, *, tensor_contents=None):
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(self._size)}")
         # Values already show these dtypes: default float ("1."), int64 ("1"), bool, complex.
-        implied = (default_dtype, _dt.default_complex_dtype(), _dt.int64, _dt.bool_)
+        implied = (default_dtype, D.default_complex_dtype(), D.int64, D.bool_)
         if self._dtype not in implied:
             suffixes.append(f"dtype={self._dtype}")
         tensor_str = None if tensor_contents is not None else _tensor_str(self, indent)

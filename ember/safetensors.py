@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core import strides as _st
 
 __all__ = ["save", "load", "save_file", "load_file", "load_metadata", "SafetensorError"]
@@ -22,7 +22,7 @@ __all__ = ["save", "load", "save_file", "load_file", "load_metadata", "Safetenso
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
           "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8",
           "bool": "BOOL", "complex64": "C64", "complex128": "C128"}
-_DTYPES = {code: _dt.ALIASES[name] for name, code in _CODES.items()}
+_DTYPES = {code: D.ALIASES[name] for name, code in _CODES.items()}
 
 
 class SafetensorError(Exception):

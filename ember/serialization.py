@@ -30,7 +30,7 @@ import zipfile
 
 import numpy as np
 
-from ._core import dtype as _dt
+from ._core import dtype as D
 from ._core import strides as _st
 from ._core.device import CPU, device as _device
 from ._core.size import Size
@@ -50,8 +50,8 @@ _STORAGE_NAMES = {
     "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
     "complex128": "ComplexDoubleStorage",
 }
-_STORAGE_DTYPES = {v: _dt.ALIASES[k] for k, v in _STORAGE_NAMES.items()}
-_STORAGE_DTYPES["UntypedStorage"] = _dt.ALIASES["uint8"]
+_STORAGE_DTYPES = {v: D.ALIASES[k] for k, v in _STORAGE_NAMES.items()}
+_STORAGE_DTYPES["UntypedStorage"] = D.ALIASES["uint8"]
 
 
 class _Global:
@@ -132,7 +132,7 @@ class _Pickler(pickle._Pickler):
                                       collections.OrderedDict()))
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))
-        if isinstance(obj, _dt.dtype):
+        if isinstance(obj, D.dtype):
             return _Global("torch", obj.name)
         if isinstance(obj, _device):
             return (_Global("torch", "device"), (str(obj),))
@@ -140,7 +140,7 @@ class _Pickler(pickle._Pickler):
 
     def save(self, obj, save_persistent_id=True):
         # dtypes reduce to a bare GLOBAL: emit it directly.
-        if isinstance(obj, _dt.dtype):
+        if isinstance(obj, D.dtype):
             return self._save_global_ref(_Global("torch", obj.name))
         return super().save(obj, save_persistent_id)
 
@@ -247,9 +247,9 @@ def _torch_globals():
              ("torch.nn.parameter", "Parameter"): _rebuild_parameter}
     for name, dtype in _STORAGE_DTYPES.items():
         table[("torch", name)] = _StorageType(dtype)
-    table[("torch.storage", "UntypedStorage")] = _StorageType(_dt.ALIASES["uint8"])
-    for name in _dt.ALIASES:
-        table[("torch", name)] = _dt.ALIASES[name]
+    table[("torch.storage", "UntypedStorage")] = _StorageType(D.ALIASES["uint8"])
+    for name in D.ALIASES:
+        table[("torch", name)] = D.ALIASES[name]
     return table
 
 

@@ -15,7 +15,7 @@ import collections
 import numbers
 import operator
 
-from .._core import dtype as _dt
+from .._core import dtype as D
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
 from .overload import default_value, ops, py_name
@@ -44,11 +44,11 @@ python_modules = collections.defaultdict(dict)
 # ---------------------------------------------------------------------------------------------
 # Argument conversion and checks used by generated code.
 
-_PY_TYPE_DTYPES = {float: _dt.float64, int: _dt.int64, bool: _dt.bool_, complex: _dt.complex128}
+_PY_TYPE_DTYPES = {float: D.float64, int: D.int64, bool: D.bool_, complex: D.complex128}
 
 
 def to_dtype(v, arg="dtype", fname="op"):
-    if isinstance(v, _dt.dtype):
+    if isinstance(v, D.dtype):
         return v
     d = _PY_TYPE_DTYPES.get(v)
     if d is not None:
@@ -71,7 +71,7 @@ def is_number(v):
     return v.__class__ in NUMBER_TYPES or (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
 
 
-_INTEGRAL = _dt.INTEGRAL
+_INTEGRAL = D.INTEGRAL
 
 
 def is_int(v):
@@ -561,7 +561,7 @@ def generate(tensor_cls):
     functions = {}
     common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number, "_is_int": is_int,
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
-              "_dtype_cls": _dt.dtype, "_device_cls": _device, "_layout_cls": _layout,
+              "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": operator.index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,

@@ -224,8 +224,8 @@ def default_value(arg):
         from .._core import device as dev
         return getattr(dev, v)
     if arg.base == "ScalarType" and isinstance(v, str):
-        from .._core import dtype as dt
-        return dt.ALIASES[v]
+        from .._core import dtype as D
+        return D.ALIASES[v]
     if arg.is_list and arg.list_size and isinstance(v, (int, float)) and not isinstance(v, bool):
         return (v,) * arg.list_size
     return v

@@ -1,9 +1,11 @@
 """Loads ``native_functions.yaml`` into the dispatcher through :class:`ember.library.Library`.
 
-For each entry: ``func`` is defined; each ``dispatch`` key gets the named kernel, looked up in the
-kernel package of that key (``ember._kernels.cpu``, ``.meta``, ``.composite``); an entry with no
-``dispatch`` is CompositeImplicitAutograd with the kernel named after the op; ``autogen`` adds
-out= (and in-place) variants whose kernels wrap the functional op. Two kernels every operator
+For each entry: ``func`` is defined; it gets the kernels that registered themselves for it by
+reference (``ember/_kernels/registration.py``: table rows register what they generate), and each
+``dispatch`` key gets the named kernel, looked up in the kernel package of that key
+(``ember._kernels.cpu``, ``.meta``, ``.composite``); an entry with neither is
+CompositeImplicitAutograd with the kernel named after the op; ``autogen`` adds out= (and
+in-place) variants whose kernels wrap the functional op. Two kernels every operator
 gets without writing them (PyTorch generates the same):
 
 * BackendSelect, for factory ops (a ``Device?`` argument and no Tensor argument): routes the call
@@ -11,7 +13,9 @@ gets without writing them (PyTorch generates the same):
 * ADInplaceOrView, for ops that write to an argument (``Tensor(a!)``): bumps the version counter
   of each written tensor after the kernels below it ran.
 """
+import importlib
 import os
+import pkgutil
 
 import yaml
 
@@ -32,14 +36,42 @@ _KERNEL_PACKAGES = {
 }
 
 
+def kernel_index(package):
+    """Every function a module of kernel package ``package`` defines or assigns at module level,
+    by name (importing the modules registers their table kernels by reference). A name two
+    modules give different functions is ambiguous: naming it in the yaml is an error."""
+    index, ambiguous = {}, set()
+    pkg = importlib.import_module(package)
+    modules = [pkg] + [importlib.import_module(f"{package}.{info.name}")
+                       for info in pkgutil.iter_modules(pkg.__path__)]
+    for module in modules:
+        for name, obj in vars(module).items():
+            if not callable(obj) or isinstance(obj, type) or name.startswith("__"):
+                continue
+            home = getattr(obj, "__module__", None) or ""
+            if home != package and not home.startswith(package + "."):
+                continue  # imported from outside the package (NumPy, ember._core ...)
+            if index.setdefault(name, obj) is not obj:
+                ambiguous.add(name)
+    return index, ambiguous
+
+
+_INDEXES = {}
+
+
 def _kernel_by_name(key, name):
-    import importlib
-    pkg = importlib.import_module(_KERNEL_PACKAGES[key])
-    try:
-        return getattr(pkg, name)
-    except AttributeError:
+    package = _KERNEL_PACKAGES[key]
+    if package not in _INDEXES:
+        _INDEXES[package] = kernel_index(package)
+    index, ambiguous = _INDEXES[package]
+    if name in ambiguous:
         raise RuntimeError(f"native_functions.yaml names kernel {name!r} for {key.name}, but "
-                           f"{pkg.__name__} has no such function") from None
+                           f"several modules of {package} define a function of that name")
+    try:
+        return index[name]
+    except KeyError:
+        raise RuntimeError(f"native_functions.yaml names kernel {name!r} for {key.name}, but "
+                           f"no module of {package} defines such a function") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +166,7 @@ def load(lib):
     from . import bindings
     from .._kernels import generic
     lib_impl = lib.impl
+    kernels = []  # (op name, its dispatch: section), installed once every op is defined
     for e in _load_entries():
         func = e["func"]
         tags = e.get("tags", ())
@@ -145,16 +178,7 @@ def load(lib):
         bindings.declare(name, variants, e.get("python", True), pymod)
         if e.get("device_check") == "NoCheck":  # the op moves data between devices itself
             _d.get_entry(f"{lib.ns}::{name}").device_check = False
-        dispatch = e.get("dispatch")
-        if dispatch is None:
-            base, _, overload = name.partition(".")
-            kname = base + (f"_{overload}" if overload else "")
-            dispatch = {"CompositeImplicitAutograd": kname}
-        for keys, kname in dispatch.items():
-            for key in keys.split(","):
-                key = K[key.strip()]
-                lib_impl(name, _kernel_by_name(key, kname), key.name, _kind=_d.PLAIN,
-                         _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
+        kernels.append((name, e.get("dispatch")))
         for auto in _as_list(e.get("autogen")):
             # "name.overload", or a whole out= schema where PyTorch names the out argument
             # otherwise ("... *, Tensor(a!) grad_input) -> Tensor(a!)")
@@ -180,6 +204,38 @@ def load(lib):
                          _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
             else:
                 raise RuntimeError(f"autogen {auto!r} of {func!r}: only out= and in-place variants")
+    _install_kernels(lib, kernels)
+
+
+def _install_kernels(lib, kernels):
+    """Each op's kernels: those registered by reference, then those its ``dispatch:`` names."""
+    from .._kernels import registration
+    # Importing the kernel modules runs their tables, which register kernels by reference
+    # (module-level code there may look up ``ops.aten``, so every op is defined by now).
+    for package in sorted(set(_KERNEL_PACKAGES.values()) - {"ember._kernels.cuda"}):
+        _INDEXES[package] = kernel_index(package)
+    lib_impl = lib.impl
+    for name, dispatch in kernels:
+        own = registration.kernels_of(name)
+        if dispatch is None and not own:
+            base, _, overload = name.partition(".")
+            kname = base + (f"_{overload}" if overload else "")
+            dispatch = {"CompositeImplicitAutograd": kname}
+        for keys, kname in (dispatch or {}).items():
+            for key in keys.split(","):
+                key = K[key.strip()]
+                if key.name in own:
+                    raise RuntimeError(f"aten::{name}: native_functions.yaml names {kname!r} for "
+                                       f"{key.name}, and {own[key.name]!r} registered itself too")
+                lib_impl(name, _kernel_by_name(key, kname), key.name, _kind=_d.PLAIN,
+                         _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
+        for key_name, fn in own.items():
+            lib_impl(name, fn, key_name, _kind=_d.PLAIN,
+                     _debug=f"{fn.__module__}.{fn.__qualname__} (registered by reference)")
+    stray = sorted(set(registration.KERNELS) - {name for name, _ in kernels})
+    if stray:
+        raise RuntimeError(f"kernels registered for operators native_functions.yaml does not "
+                           f"define: {stray}")
 
 
 def inplace_schema(functional_schema_text, inplace_name):

@@ -256,6 +256,6 @@ _GEOMETRY = ("_storage", "_size", "_stride", "_offset")
 
 
 def _has_mask_index(args):
-    from .._core import dtype as _dt
+    from .._core import dtype as D
     indices = args[1] if len(args) > 1 else ()
-    return any(isinstance(i, Tensor) and i._dtype in (_dt.bool_, _dt.uint8) for i in indices)
+    return any(isinstance(i, Tensor) and i._dtype in (D.bool_, D.uint8) for i in indices)

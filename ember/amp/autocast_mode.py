@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from .._core import dtype as _dt
+from .._core import dtype as D
 from .._core.device import device as _device
 from .._dispatch import tls as _tls
 from .._dispatch.keys import K, bit
@@ -29,10 +29,10 @@ __all__ = ["autocast", "autocast_decorator", "is_autocast_available", "custom_fw
 _AUTOCAST_KEY_BIT = {"cpu": bit(K.AutocastCPU), "cuda": bit(K.AutocastCUDA),
                      "xpu": bit(K.AutocastXPU), "privateuseone": bit(K.AutocastPrivateUse1)}
 # PyTorch's default lower-precision dtype per device type (get_lower_precision_fp_from_device_type).
-_DEFAULT_DTYPE = {"cpu": _dt.bfloat16, "cuda": _dt.float16, "xpu": _dt.float16,
-                  "privateuseone": _dt.float16, "mps": _dt.float16, "ipu": _dt.float16,
-                  "hpu": _dt.bfloat16, "xla": _dt.bfloat16, "mtia": _dt.float16,
-                  "maia": _dt.float16}
+_DEFAULT_DTYPE = {"cpu": D.bfloat16, "cuda": D.float16, "xpu": D.float16,
+                  "privateuseone": D.float16, "mps": D.float16, "ipu": D.float16,
+                  "hpu": D.bfloat16, "xla": D.bfloat16, "mtia": D.float16,
+                  "maia": D.float16}
 # Device types whose per-op policies ember registers (ember.amp.policies.TABLES).
 _AVAILABLE = ("cpu", "cuda")
 
@@ -179,7 +179,7 @@ class autocast:
             raise RuntimeError(
                 f"User specified an unsupported autocast device_type '{self.device}'")
         self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
-        supported = [_dt.bfloat16, _dt.float16]
+        supported = [D.bfloat16, D.float16]
         if enabled:
             if self.device == "cuda":
                 if not _cuda_available():
@@ -231,7 +231,7 @@ def _cast(value, device_type, dtype):
     from .._tensor import Tensor
     if isinstance(value, Tensor):
         eligible = (value.is_floating_point() and value.device.type == device_type
-                    and value.dtype is not _dt.float64)
+                    and value.dtype is not D.float64)
         return value.to(dtype) if eligible else value
     if isinstance(value, (str, bytes, np.ndarray)):
         return value

@@ -21,7 +21,7 @@ A tensor is eligible when it is floating point, lives on the autocast device, an
 float64 (float64 is never cast). Tables are keyed by overload name; kernels are attached when an
 op in a table is defined (ops are defined over time through ember.library).
 """
-from .._core import dtype as _dt
+from .._core import dtype as D
 from .._dispatch import dispatcher as _d
 from .._dispatch import tls as _tls
 from .._dispatch.keys import K, bit
@@ -118,7 +118,7 @@ _AUTOCAST_KEY = {"cpu": K.AutocastCPU, "cuda": K.AutocastCUDA}
 
 def _is_eligible(t, device_type):
     return (t._dtype.is_floating_point and t._device.type == device_type
-            and t._dtype is not _dt.float64)
+            and t._dtype is not D.float64)
 
 
 def _to(t, dtype):
@@ -131,7 +131,7 @@ def cached_cast(to_type, arg, device_type):
     once per outermost autocast region (the weight cache)."""
     if not _is_eligible(arg, device_type) or arg._dtype is to_type:
         return arg
-    can_try_cache = (to_type is _state.dtype[device_type] and arg._dtype is _dt.float32
+    can_try_cache = (to_type is _state.dtype[device_type] and arg._dtype is D.float32
                      and arg._grad_fn is None and arg.requires_grad and arg._base_ is None
                      and _state.cache_enabled)
     if not can_try_cache:
@@ -149,10 +149,10 @@ def _prioritize(current, t, device_type):
     if not (t._dtype.is_floating_point and t._device.type == device_type):
         return current
     nxt = t._dtype
-    if nxt is _dt.float64:
+    if nxt is D.float64:
         return current  # float64 arguments are ignored, never promoted to
-    if current is _dt.float32 or nxt is _dt.float32:
-        return _dt.float32
+    if current is D.float32 or nxt is D.float32:
+        return D.float32
     lower = _state.dtype[device_type]
     if current is lower and nxt is lower:
         return lower
@@ -179,7 +179,7 @@ def _lower_precision_fp(spec, device_type, args):
 
 
 def _fp32(spec, device_type, args):
-    return spec.call(*_cast_tensor_args(_dt.float32, spec, device_type, args))
+    return spec.call(*_cast_tensor_args(D.float32, spec, device_type, args))
 
 
 def _first_arg_eligible(spec, device_type, args):
@@ -189,13 +189,13 @@ def _first_arg_eligible(spec, device_type, args):
 
 def _fp32_set_opt_dtype(spec, device_type, args):
     if _first_arg_eligible(spec, device_type, args) and args[spec.dtype_arg] is None:
-        args[spec.dtype_arg] = _dt.float32
+        args[spec.dtype_arg] = D.float32
     return spec.call(*args)
 
 
 def _fp32_append_dtype(spec, device_type, args):
     first = args[0]
-    out_type = _dt.float32 if _first_arg_eligible(spec, device_type, args) else first._dtype
+    out_type = D.float32 if _first_arg_eligible(spec, device_type, args) else first._dtype
     return spec.dtype_overload_call(*args, out_type)
 
 

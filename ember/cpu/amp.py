@@ -1,7 +1,7 @@
 """``ember.cpu.amp``: PyTorch's deprecated CPU spellings of ``autocast`` and ``GradScaler``."""
 import warnings
 
-from .._core import dtype as _dt
+from .._core import dtype as D
 from ..amp import autocast_mode as _autocast_mode
 from ..amp.grad_scaler import GradScaler as _GradScaler
 
@@ -11,7 +11,7 @@ __all__ = ["autocast", "GradScaler"]
 class autocast(_autocast_mode.autocast):
     """``torch.cpu.amp.autocast(...)``: ``autocast("cpu", ...)`` with bfloat16 by default."""
 
-    def __init__(self, enabled=True, dtype=_dt.bfloat16, cache_enabled=True):
+    def __init__(self, enabled=True, dtype=D.bfloat16, cache_enabled=True):
         warnings.warn("`torch.cpu.amp.autocast(args...)` is deprecated. Please use "
                       "`torch.amp.autocast('cpu', args...)` instead.", FutureWarning, stacklevel=2)
         super().__init__("cpu", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)

@@ -3,7 +3,7 @@
 import functools
 import warnings
 
-from .._core import dtype as _dt
+from .._core import dtype as D
 from ..amp import autocast_mode as _autocast_mode
 from ..amp.grad_scaler import GradScaler as _GradScaler
 
@@ -13,7 +13,7 @@ __all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
 class autocast(_autocast_mode.autocast):
     """``torch.cuda.amp.autocast(...)``: ``autocast("cuda", ...)`` with float16 by default."""
 
-    def __init__(self, enabled=True, dtype=_dt.float16, cache_enabled=True):
+    def __init__(self, enabled=True, dtype=D.float16, cache_enabled=True):
         warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
                       "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
                       stacklevel=2)

@@ -436,8 +436,8 @@ def _wait_quiet(pg, reqs, name):
 def _check_same(pg, name, numel, dtype):
     """All ranks call a collective with the same number of elements and dtype, or each raises
     an error naming every rank's size (MPI would truncate, corrupt or hang)."""
-    from .._core import dtype as _dt
-    codes = list(_dt.ALL_DTYPES)
+    from .._core import dtype as D
+    codes = list(D.ALL_DTYPES)
     mine = np.array([numel, codes.index(dtype)], dtype=np.int64)
     every = np.empty((pg.size(), 2), dtype=np.int64)
     _wait_quiet(pg, [pg._comm.Iallgather(mine, every)], name)

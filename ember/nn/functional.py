@@ -295,7 +295,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def _vector_norm(x, p, dim, keepdim=False):
-    from .._kernels.composite.api import p_norm  # the distance kernels' norm, one home
+    from .._kernels.composite.distance import p_norm  # the distance kernels' norm, one home
     return p_norm(x, p, dim, keepdim)
 
 

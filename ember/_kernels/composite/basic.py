@@ -1,5 +1,4 @@
 """Composite kernels for conversions and Python-scalar access."""
-__all__ = ["item"]
 
 
 def item(self):

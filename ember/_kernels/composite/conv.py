@@ -5,9 +5,6 @@ from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv1d_padding", "conv2d_padding", "conv3d_padding",
-           "conv_transpose1d", "conv_transpose2d_input", "conv_transpose3d_input"]
-
 
 def _batchify(input, k, name):
     """(input with a batch dim, whether one was added), PyTorch's batchify check."""

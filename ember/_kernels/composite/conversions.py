@@ -4,8 +4,6 @@ fills with ``copy_``, so one definition serves every pair of devices."""
 from ..._core import strides as _st
 from ..._ops.overload import ops
 
-__all__ = ["clone", "_to_copy", "contiguous"]
-
 
 def clone(self, memory_format=None):
     from .factory import empty_like

@@ -7,11 +7,6 @@ from ..._core import strides as _st
 from ..._core.dtype import int64
 from ..._ops.overload import ops
 
-__all__ = ["empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "rand_like_generator",
-           "randn_like", "randn_like_generator", "new_empty", "new_zeros", "new_ones", "new_full",
-           "rand", "rand_generator", "randn", "randn_generator", "randint", "randint_generator",
-           "randint_low", "randint_low_generator", "normal_float_float"]
-
 
 def _empty(size, dtype, layout, device, pin_memory, memory_format=None):
     return ops.aten.empty.memory_format._call(size, dtype, layout, device, pin_memory, memory_format)

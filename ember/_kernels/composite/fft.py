@@ -9,16 +9,11 @@ turn ``norm`` ("backward" / "forward" / "ortho") into the primitives' normalizat
 """
 import math
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
 from ..generic import write_out
 
-__all__ = ["_fft_r2c_out", "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft", "fft_fft2",
-           "fft_ifft2", "fft_rfft2", "fft_irfft2", "fft_hfft2", "fft_ihfft2", "fft_fftn",
-           "fft_ifftn", "fft_rfftn", "fft_irfftn", "fft_hfftn", "fft_ihfftn", "fft_fftfreq",
-           "fft_rfftfreq", "fft_fftfreq_out", "fft_rfftfreq_out", "fft_fftshift",
-           "fft_ifftshift"]
 
 # fft_norm_mode
 _NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
@@ -40,8 +35,8 @@ def _promote(x, require_complex=False):
     d = x._dtype
     if d.is_complex:
         return x
-    t = d if d.is_floating_point else _dt.get_default_dtype()
-    if t not in (_dt.float32, _dt.float64):
+    t = d if d.is_floating_point else D.get_default_dtype()
+    if t not in (D.float32, D.float64):
         raise RuntimeError(f"Unsupported dtype {t._short}")
     if require_complex:
         t = t.to_complex()
@@ -288,7 +283,7 @@ def _freq_out(name, n, d, indices, out):
 
 def fft_fftfreq_out(n, d=1.0, out=None):
     """Frequencies 0, 1, ..., (n-1)//2, -(n//2), ..., -1 over n*d."""
-    i = ops.aten.arange.default._call(n, _dt.int64, None, out._device, None)
+    i = ops.aten.arange.default._call(n, D.int64, None, out._device, None)
     upper = ops.aten.ge.Scalar._call(i, (n + 1) // 2)
     i = ops.aten.where.self._call(upper, ops.aten.sub.Scalar._call(i, n, 1), i)
     return _freq_out("fftfreq", n, d, i, out)
@@ -300,12 +295,12 @@ def _half(n):
 
 
 def fft_rfftfreq_out(n, d=1.0, out=None):
-    i = ops.aten.arange.default._call(_half(n), _dt.int64, None, out._device, None)
+    i = ops.aten.arange.default._call(_half(n), D.int64, None, out._device, None)
     return _freq_out("rfftfreq", n, d, i, out)
 
 
 def _freq(out_fn, size, n, d, dtype, layout, device, pin_memory):
-    out = ops.aten.empty.memory_format._call([size], dtype or _dt.get_default_dtype(), layout, device,
+    out = ops.aten.empty.memory_format._call([size], dtype or D.get_default_dtype(), layout, device,
                                              pin_memory, None)
     return out_fn(n, d, out)
 

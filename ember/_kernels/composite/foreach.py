@@ -1,12 +1,10 @@
 """The functional foreach ops as decompositions into their single-tensor op: PyTorch generates a
 per-element derivative for them, and decomposing gives ember the same gradients. (The in-place
 forms the optimizers use have fast CPU kernels in ``cpu/foreach.py``.)"""
-from ..cpu.foreach import _check_lengths
+from ..rules.foreach import _check_lengths
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
-
-__all__ = ["_foreach_sqrt", "_foreach_neg", "_foreach_add_List"]
 
 
 def _foreach_sqrt(self):

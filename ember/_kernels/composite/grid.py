@@ -4,10 +4,9 @@ AffineGridGenerator.cpp, UpSample.cpp front ends): ``grid_sampler`` (picks the 2
 the ``.vec`` overloads of the ``_upsample_*2d_aa`` ops (output size from scale factors)."""
 from .resample import _compute_output_size
 from ..._ops.overload import ops
+from ..registration import register
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
-
-__all__ = ["grid_sampler", "affine_grid_generator", "affine_grid_generator_backward"]
 
 
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
@@ -95,5 +94,4 @@ def _aa_vec(name):
 
 
 for _n in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa", "_upsample_lanczos2d_aa"):
-    globals()[_n + "_vec"] = _aa_vec(_n)
-    __all__.append(_n + "_vec")
+    register(_n + ".vec", "CompositeImplicitAutograd", _aa_vec(_n))

@@ -3,8 +3,6 @@ backend kernel), ``index_put`` does the same on a clone."""
 from ..._dispatch.keys import DEVICE_TO_BACKEND, bit
 from ..._ops.overload import ops
 
-__all__ = ["index_put_", "index_put"]
-
 
 def index_put_(self, indices, values, accumulate=False):
     # Called below ADInplaceOrView (which already bumped self's version): go straight to the

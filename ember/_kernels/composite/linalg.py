@@ -12,14 +12,6 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
 
-__all__ = ["inner", "outer", "ger", "tensordot", "kron", "linalg_multi_dot", "chain_matmul",
-           "einsum", "linalg_inv", "inverse", "linalg_det", "det", "linalg_slogdet", "slogdet",
-           "logdet", "linalg_solve_ex", "linalg_solve", "linalg_cholesky", "linalg_svd",
-           "linalg_svdvals", "svd", "linalg_eigvals", "linalg_eigh", "linalg_eigvalsh",
-           "linalg_norm", "linalg_norm_ord_str", "linalg_matrix_norm",
-           "linalg_matrix_norm_str_ord", "linalg_pinv", "linalg_pinv_atol_rtol_float",
-           "linalg_matrix_rank", "linalg_matrix_rank_atol_rtol_float", "linalg_matrix_power",
-           "matrix_power"]
 
 A = ops.aten
 
@@ -740,8 +732,3 @@ def linalg_cond_p_str(self, p):
                                   A.sum.dim_IntList._call(A.reciprocal.default._call(s), [-1],
                                                           False, None))
     return _cond_helper(self, p)
-
-
-__all__ += ["linalg_lu_factor", "_lu_with_info", "lu_solve", "linalg_ldl_factor", "qr",
-            "pinverse", "matrix_exp", "orgqr", "linalg_diagonal", "linalg_vecdot", "linalg_vander",
-            "linalg_tensorinv", "linalg_tensorsolve", "linalg_cond", "linalg_cond_p_str"]

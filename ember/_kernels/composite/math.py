@@ -107,8 +107,3 @@ def matmul(self, other):
     r = aten.bmm.default._call(t1, t2)
     out_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
     return aten._unsafe_view.default._call(r, out_shape)
-
-
-__all__ = ["true_divide_Tensor", "true_divide_Scalar", "true_divide__Tensor",
-           "true_divide__Scalar", "max_other", "min_other", "where_ScalarSelf", "where_ScalarOther",
-           "where_Scalar", "positive", "max_dim_max", "min_dim_min", "matmul"]

@@ -6,8 +6,6 @@ import warnings
 
 from ..._ops.overload import ops
 
-__all__ = ["is_pinned", "_pin_memory", "pin_memory"]
-
 
 def _warn_device(device, method):
     if device is not None:

@@ -148,7 +148,6 @@ def channel_shuffle(self, groups):
 native_channel_shuffle = channel_shuffle
 
 
-
 # -- index_reduce: scatter_reduce with the 1-D index spread over source's other dims ---------
 _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 _index_reduce_warned = []
@@ -427,10 +426,3 @@ def gradient_tensorarrayint(self, spacing, dim=None, edge_order=1):
 def gradient_tensorarray(self, spacing, dim, edge_order=1):
     _check_gradient(self, len(spacing), dim, edge_order)
     return _gradient_coordinates(self, spacing, dim, edge_order)
-
-__all__ = ["channel_shuffle", "native_channel_shuffle", "unsafe_split_Tensor", "unsafe_split_with_sizes", "unsafe_chunk", "addr", "fill_Scalar", "fill_Tensor", "resolve_neg", "sum_to_size", "nonzero_static",
-           "resize_as_", "new_empty_strided", "empty_permuted", "_safe_softmax", "index_reduce",
-           "index_reduce_", "_chunk_cat", "_unsafe_masked_index",
-           "_unsafe_masked_index_put_accumulate", "gradient_scalarint", "gradient_scalararray",
-           "gradient_array", "gradient_scalarrayint", "gradient_scalarrayarray",
-           "gradient_tensorarrayint", "gradient_tensorarray"]

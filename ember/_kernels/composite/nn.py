@@ -341,10 +341,3 @@ def alpha_dropout(input, p, train):
 
 def feature_alpha_dropout(input, p, train):
     return _dropout_impl(input, p, train, True, True)
-
-
-__all__ = ["softmax_int", "log_softmax_int", "selu", "selu_", "relu6", "relu6_", "log_sigmoid",
-           "prelu", "linear", "bilinear", "layer_norm", "batch_norm", "group_norm",
-           "instance_norm", "rms_norm", "nll_loss", "nll_loss_nd", "cross_entropy_loss",
-           "embedding_backward", "dropout", "feature_dropout", "alpha_dropout",
-           "feature_alpha_dropout"]

@@ -13,16 +13,10 @@ tensor, not a view), so ``is_conj`` is always False and ``resolve_conj`` returns
 """
 import math
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._tensor import _alias
 from ..._ops.overload import ops
 
-__all__ = [
-    "square", "square_", "clip", "clip_", "clip_Tensor", "clip__Tensor", "isfinite", "isclose",
-    "allclose", "float_power_Tensor_Tensor", "float_power_Tensor_Scalar", "float_power_Scalar",
-    "float_power__Tensor", "float_power__Scalar", "view_as_real", "view_as_complex", "real",
-    "imag", "conj", "conj_physical", "conj_physical_", "resolve_conj", "is_conj",
-]
 
 _aten = ops.aten
 
@@ -54,8 +48,8 @@ def clip__Tensor(self, min=None, max=None):  # noqa: A002
 
 
 def isfinite(self):
-    if self._dtype._category <= _dt.INTEGRAL:  # integers are always finite
-        return _aten.ones_like.default._call(self, _dt.bool_, None, None, None, None)
+    if self._dtype._category <= D.INTEGRAL:  # integers are always finite
+        return _aten.ones_like.default._call(self, D.bool_, None, None, None, None)
     if self._dtype.is_complex:
         return _aten.bitwise_and.Tensor._call(isfinite(real(self)), isfinite(imag(self)))
     not_nan = _aten.eq.Tensor._call(self, self)
@@ -74,7 +68,7 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
     close = _aten.eq.Tensor._call(self, other)
-    inexact = self._dtype._category >= _dt.FLOATING
+    inexact = self._dtype._category >= D.FLOATING
     if equal_nan and inexact:
         both_nan = _aten.bitwise_and.Tensor._call(_aten.isnan.default._call(self),
                                                   _aten.isnan.default._call(other))
@@ -100,7 +94,7 @@ def _is_complex(x):
 
 
 def _double(*operands):
-    return _dt.complex128 if any(_is_complex(x) for x in operands) else _dt.float64
+    return D.complex128 if any(_is_complex(x) for x in operands) else D.float64
 
 
 def _to(t, dtype):
@@ -160,15 +154,15 @@ def view_as_real(self):
     return _alias(self, size, stride, 2 * self._offset, self._dtype.to_real())
 
 
-_VIEW_AS_COMPLEX = {_dt.float32: _dt.complex64, _dt.float64: _dt.complex128}
+_VIEW_AS_COMPLEX = {D.float32: D.complex64, D.float64: D.complex128}
 
 
 def view_as_complex(self):
     dt = self._dtype
-    if dt not in _VIEW_AS_COMPLEX and dt is not _dt.float16:
+    if dt not in _VIEW_AS_COMPLEX and dt is not D.float16:
         raise RuntimeError(f"view_as_complex is only supported for half, float and double "
                            f"tensors, but got a tensor of scalar type: {dt._short}")
-    if dt is _dt.float16:  # PyTorch answers ComplexHalf, a dtype ember does not have
+    if dt is D.float16:  # PyTorch answers ComplexHalf, a dtype ember does not have
         raise RuntimeError("view_as_complex: ember has no complex32 (ComplexHalf) dtype")
     if not self._size:
         raise RuntimeError("Input tensor must have one or more dimensions")

@@ -6,10 +6,6 @@ from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
-__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "avg_pool1d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-           "adaptive_max_pool1d"]
-
 
 def _one(name, arg, v, allow_empty=False):
     v = list(v)

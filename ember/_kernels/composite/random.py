@@ -3,25 +3,20 @@ randperm.generator_out), bernoulli's functional forms (empty_like + bernoulli_),
 (empty_like + random_) and the out= forms whose schemas autogen cannot derive. They serve every
 device, because the ops they call have a kernel per device.
 """
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._ops.overload import ops
 from ..generic import write_out
 from .factory import empty_like
 
-__all__ = ["randperm", "randperm_generator", "randperm_out", "bernoulli", "bernoulli_p",
-           "bernoulli_Tensor", "bernoulli_float_out", "randint_like", "randint_like_low_dtype",
-           "randint_like_Tensor", "randint_like_out", "randint_like_low_dtype_out",
-           "randint_like_Tensor_out", "poisson_out"]
 
-
-def randperm_generator(n, generator, dtype=_dt.int64, layout=None, device=None,
+def randperm_generator(n, generator, dtype=D.int64, layout=None, device=None,
                        pin_memory=None):
-    r = ops.aten.empty.memory_format._call([n], dtype or _dt.int64, layout, device, pin_memory,
+    r = ops.aten.empty.memory_format._call([n], dtype or D.int64, layout, device, pin_memory,
                                            None)
     return ops.aten.randperm.generator_out._call(n, generator, r)
 
 
-def randperm(n, dtype=_dt.int64, layout=None, device=None, pin_memory=None):
+def randperm(n, dtype=D.int64, layout=None, device=None, pin_memory=None):
     return randperm_generator(n, None, dtype, layout, device, pin_memory)
 
 

@@ -181,11 +181,6 @@ def nanquantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear")
     return _quantile(self, _q_tensor(self, q), dim, keepdim, interpolation, True)
 
 
-__all__ = ["std", "std_dim", "var", "var_dim", "std_mean", "std_mean_dim", "var_mean",
-           "var_mean_dim", "nanmean", "argsort", "argsort_stable", "msort", "quantile",
-           "quantile_scalar", "nanquantile", "nanquantile_scalar"]
-
-
 # -- nansum/nanmean out= forms: a floating input reduces in the out dtype, which must be floating --
 
 def _check_nan_out(self, dtype, out):
@@ -206,9 +201,6 @@ def nanmean_out(self, dim=None, keepdim=False, dtype=None, out=None):
     _check_nan_out(self, dtype, out)
     generic.write_out("nanmean", (nanmean(self, dim, keepdim, dtype),), (out,))
     return out
-
-
-__all__ += ["nansum_out", "nanmean_out"]
 
 
 # -- cumsum/cumprod out= and in-place: the scan runs in the destination's dtype ------------------
@@ -241,6 +233,3 @@ def cumsum_(self, dim, dtype=None):
 
 def cumprod_(self, dim, dtype=None):
     return _scan_into("cumprod", self, dim, dtype, self)
-
-
-__all__ += ["cumsum_out", "cumprod_out", "cumsum_", "cumprod_"]

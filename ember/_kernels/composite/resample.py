@@ -5,12 +5,11 @@ import math
 
 import numpy as np
 
-from ..cpu import resample as _r
+from ..rules import resample as _r
 from ..._ops.overload import ops
+from ..registration import register
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
-
-__all__ = ["pad", "pad_circular_"]
 
 
 def _compute_output_size(input_size, output_size, scale_factors):
@@ -27,11 +26,10 @@ def _compute_output_size(input_size, output_size, scale_factors):
     return [int(math.floor(float(n) * s)) for n, s in zip(input_size[2:], scale_factors)]
 
 
-def _vec(name):
-    """The .vec overload of upsample op ``name``: output size and per-axis scales, then the
-    default overload."""
+def _vec(aten_name, name):
+    """The .vec overload of upsample op ``aten_name`` (``name`` in cpu/resample.py's tables):
+    output size and per-axis scales, then the default overload."""
     k, mode = _r._MODES[name]
-    aten_name = ("_" + name) if "exact" in name else name
     with_align = mode in _r._FLOAT_ONLY
 
     def kernel(input, output_size, *args):
@@ -48,10 +46,8 @@ def _vec(name):
     return kernel
 
 
-for _n in _r._UPSAMPLE:
-    _f = _vec(_n)
-    globals()[_f.__name__] = _f
-    __all__.append(_f.__name__)
+for _op, _n in _r.UPSAMPLE_OPS.items():
+    register(_op + ".vec", "CompositeImplicitAutograd", _vec(_op, _n))
 
 _MODES = {"constant", "reflect", "replicate", "circular"}
 

@@ -9,11 +9,6 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._ops.overload import ops
 
-__all__ = ["hstack", "vstack", "dstack", "tensor_split_sections", "tensor_split_indices",
-           "tensor_split_tensor_indices_or_sections", "fliplr", "flipud", "rot90",
-           "repeat_interleave_self_int", "repeat_interleave_self_Tensor", "tile", "take_along_dim",
-           "argwhere", "nonzero_numpy", "meshgrid", "meshgrid_indexing", "cartesian_prod",
-           "combinations", "diag", "diagflat", "cross"]
 
 A = ops.aten
 
@@ -338,9 +333,6 @@ def _unsafe_view(self, size):
     return t
 
 
-__all__ += ["_unsafe_view"]
-
-
 # -- out= forms of the concatenations: PyTorch's cat.out raises TypeError for an out dtype the
 # inputs cannot be cast to (the stacks all write through it) --------------------------------------
 
@@ -374,6 +366,3 @@ def vstack_out(tensors, out):
 
 def dstack_out(tensors, out):
     return _cat_into(dstack(tensors), out)
-
-
-__all__ += ["cat_out", "stack_out", "hstack_out", "vstack_out", "dstack_out"]

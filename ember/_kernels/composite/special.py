@@ -5,6 +5,7 @@ dispatcher, so autograd records the ops they decompose into."""
 import math
 
 from ..._ops.overload import ops
+from ..registration import register
 
 _aten = ops.aten
 
@@ -17,13 +18,14 @@ def _alias(target):
     return kernel
 
 
+# op overload -> the overload it is an alias of
 _ALIASES = {
     "special_expm1": "expm1.default", "special_exp2": "exp2.default",
     "special_psi": "digamma.default", "special_digamma": "digamma.default",
     "special_gammaln": "lgamma.default", "special_erf": "erf.default",
     "special_erfc": "erfc.default", "special_erfinv": "erfinv.default",
-    "special_xlogy": "xlogy.Tensor", "special_xlogy_self_scalar": "xlogy.Scalar_Self",
-    "special_xlogy_other_scalar": "xlogy.Scalar_Other", "special_i0": "i0.default",
+    "special_xlogy": "xlogy.Tensor", "special_xlogy.self_scalar": "xlogy.Scalar_Self",
+    "special_xlogy.other_scalar": "xlogy.Scalar_Other", "special_i0": "i0.default",
     "special_logit": "logit.default", "special_polygamma": "polygamma.default",
     "special_logsumexp": "logsumexp.default", "special_expit": "sigmoid.default",
     "special_sinc": "sinc.default", "special_log1p": "log1p.default",
@@ -31,12 +33,10 @@ _ALIASES = {
     "special_softmax": "softmax.int", "special_gammainc": "igamma.default",
     "special_gammaincc": "igammac.default", "special_multigammaln": "mvlgamma.default",
 }
-globals().update({name: _alias(target) for name, target in _ALIASES.items()})
+for _op, _target in _ALIASES.items():
+    register(_op, "CompositeImplicitAutograd", _alias(_target))
 
 
 def special_ndtr(self):
     x = _aten.mul.Tensor._call(self, math.sqrt(0.5))
     return _aten.mul.Tensor._call(_aten.add.Tensor._call(_aten.erf.default._call(x), 1, 1), 0.5)
-
-
-__all__ = ["special_ndtr", *_ALIASES]

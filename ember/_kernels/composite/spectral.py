@@ -5,7 +5,6 @@ as ATen's SpectralOps.cpp does: frames taken with ``unfold``, windowed, transfor
 from ..._core import dtype as D
 from ..._ops.overload import ops
 
-__all__ = ["stft", "stft_center", "istft"]
 
 A = ops.aten
 _NORM_NONE, _NORM_ROOT_N, _NORM_N = 0, 1, 2

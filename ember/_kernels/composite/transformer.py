@@ -167,7 +167,3 @@ def _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bi
     if not norm_first:
         x = norm(x, norm_weight_2, norm_bias_2)
     return x
-
-
-__all__ = ["_masked_softmax", "_masked_softmax_backward", "_transform_bias_rescale_qkv",
-           "_native_multi_head_attention", "_transformer_encoder_layer_fwd"]

@@ -10,21 +10,12 @@ Three groups, as in PyTorch:
 * in-place metadata ops (``t_``, ``unsqueeze_``...): change the tensor's own geometry (the
   generated ADInplaceOrView kernel bumps its version, as PyTorch does).
 """
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import contiguous_format
 from ..._tensor import _alias
 from ..._ops.overload import ops
 
-__all__ = [
-    "view", "view_dtype", "reshape", "as_strided", "transpose_int", "swapaxes", "swapdims",
-    "permute", "t", "narrow", "narrow_Tensor", "select_int", "slice_Tensor", "unsqueeze",
-    "squeeze", "squeeze_dim", "squeeze_dims", "expand", "broadcast_to", "flatten_using_ints",
-    "unflatten_int", "unfold", "diagonal", "movedim_int", "movedim_intlist", "moveaxis_int",
-    "moveaxis_intlist", "split_Tensor", "split_sizes", "split_with_sizes", "chunk", "unbind_int",
-    "detach", "alias", "t_", "transpose_", "squeeze_", "squeeze__dim", "squeeze__dims",
-    "unsqueeze_", "as_strided_", "set__source_Storage", "set__source_Storage_storage_offset",
-]
 
 _fmt = _st._fmt_list
 _wrap = _st.wrap_dim
@@ -237,7 +228,7 @@ def narrow(self, dim, start, length):
 
 
 def narrow_Tensor(self, dim, start, length):
-    if start._size or start._dtype._category != _dt.INTEGRAL:
+    if start._size or start._dtype._category != D.INTEGRAL:
         raise RuntimeError("start must be an 0-dim integral Tensor.")
     return ops.aten.narrow.default._call(self, dim, int(start.item()), length)
 

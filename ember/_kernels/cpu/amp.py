@@ -8,8 +8,6 @@ import numpy as np
 
 from ._util import nd
 
-__all__ = ["_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"]
-
 
 def _check_scalar_tensor(t, name, dtype_name, np_dtype):
     if t.numel() != 1:

@@ -15,8 +15,6 @@ from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
 from ._util import nd, wrap
 
-__all__ = ["_scaled_dot_product_flash_attention_for_cpu",
-           "_scaled_dot_product_flash_attention_for_cpu_backward"]
 
 _TILE_ELEMENTS = 1 << 24  # score-tile budget (all heads together): 64 MiB in float32
 _MAX_BLOCK = 256  # keys per block: bounds the tile by (queries x 256) whatever the budget

@@ -5,10 +5,8 @@ import warnings
 import numpy as np
 
 from ..._core import overlap as _overlap
-from ..meta.rules import check_copy
+from ..rules.copy import check_copy
 from ._util import nd
-
-__all__ = ["copy_", "_local_scalar_dense"]
 
 
 def copy_(self, src, non_blocking=False):

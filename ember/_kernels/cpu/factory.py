@@ -1,7 +1,7 @@
 """CPU factory kernels: allocation (empty, empty_strided), constant tensors (zeros, ones, full,
 scalar_tensor), in-place fills (fill_, zero_) and resize_.
 
-Dtype inference and argument checks come from the meta rules (``meta/factory.py``) so both
+Dtype inference and argument checks come from the rules (``rules/factory.py``) so both
 devices agree on every result's dtype and on every error.
 """
 import numpy as np
@@ -13,12 +13,9 @@ from ...backends._context import fill_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
 from ..._tensor import empty_tensor, make_tensor
-from ..meta.factory import check_fits, check_size, memory_format_strides, scalar_dtype
+from ..rules.factory import check_fits, check_size, memory_format_strides, scalar_dtype
 from ._util import nd, wrap
 from .copy import copy_
-
-__all__ = ["empty_memory_format", "empty_strided", "zeros", "ones", "full", "scalar_tensor",
-           "fill_Scalar", "fill_Tensor", "zero_", "resize_"]
 
 
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
@@ -88,22 +85,26 @@ def _constant(size, dtype, maker):
         raise allocation_error(_st.numel(size) * dtype.itemsize) from None
 
 
+@honour_pin_memory
 def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):
     if any(s < 0 for s in size):  # ATen's CPU zeros checks before allocating, in its own words
         raise RuntimeError("zeros: Dimension size must be non-negative.")
     return _constant(size, dtype or get_default_dtype(), np.zeros)
 
 
+@honour_pin_memory
 def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
     return _constant(size, dtype or get_default_dtype(), np.ones)
 
 
+@honour_pin_memory
 def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or scalar_dtype(fill_value)
     check_fits(fill_value, dtype)
     return _constant(size, dtype, lambda shape, npd: np.full(shape, _cast(fill_value, dtype), npd))
 
 
+@honour_pin_memory
 def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or get_default_dtype()
     check_fits(s, dtype)
@@ -155,4 +156,3 @@ def resize_(self, size, memory_format=None):
             first = max(0, -(-old_nbytes // self._dtype.itemsize) - self._offset)
             fill_uninitialized(flat[first:])
     return self
-

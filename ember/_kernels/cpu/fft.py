@@ -9,10 +9,8 @@ import math
 
 import numpy as np
 
-from ..meta.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
+from ..rules.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
 from ._util import nd, wrap
-
-__all__ = ["_fft_r2c", "_fft_c2r", "_fft_c2c"]
 
 
 def _normalize(a, normalization, signal_numel):

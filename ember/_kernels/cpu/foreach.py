@@ -12,12 +12,10 @@ from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ._util import nd
 from ..._ops.overload import ops
+from ..rules.foreach import _check_lengths
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
-__all__ = ["_foreach_add__Scalar", "_foreach_add__List", "_foreach_mul__Scalar", "_foreach_mul__List", "_foreach_div__ScalarList",
-           "_foreach_lerp__Scalar", "_foreach_addcmul__Scalar", "_foreach_addcdiv__ScalarList",
-           "_foreach_maximum__List"]
 
 _FAST_DTYPES = (D.float32, D.float64)
 
@@ -32,16 +30,6 @@ def _empty(a):
     # A fresh result/temporary array: NumPy returns a scalar, not an array, for 0-dim operands
     # unless given one.
     return np.empty(a.shape, a.dtype)
-
-
-def _check_lengths(*lists):
-    n = len(lists[0])
-    if n == 0:
-        raise RuntimeError("Tensor list must have at least one tensor.")
-    for other in lists[1:]:
-        if len(other) != n:
-            raise RuntimeError(f"Tensor lists must have the same number of tensors, got {n} and "
-                               f"{len(other)}")
 
 
 def _fast(*lists):
@@ -187,5 +175,3 @@ def _foreach_maximum__List(self, other):
         a = nd(t)
         np.maximum(a, nd(o), out=a)
     return None
-
-

@@ -5,16 +5,14 @@ import warnings
 
 import numpy as np
 
-from ..._core import dtype as _dt
-from ..meta.indexing import check_index_put, index_shape
+from ..._core import dtype as D
+from ..rules.indexing import check_index_put, index_shape
 from ._util import nd, wrap
-
-__all__ = ["index_Tensor", "_index_put_impl_"]
 
 
 def _mask_counts(indices):
     return {i: int(np.count_nonzero(nd(t))) for i, t in enumerate(indices)
-            if t is not None and t._dtype in (_dt.bool_, _dt.uint8)}
+            if t is not None and t._dtype in (D.bool_, D.uint8)}
 
 
 def _numpy_index(self, indices):
@@ -27,7 +25,7 @@ def _numpy_index(self, indices):
             d += 1
             continue
         a = nd(t)
-        if t._dtype is _dt.uint8:
+        if t._dtype is D.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
                           "torch.bool instead.", UserWarning, stacklevel=2)
             a = a.astype(np.bool_)

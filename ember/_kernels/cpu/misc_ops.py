@@ -4,12 +4,15 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.promotion import result_type_of
-from ..meta.factory import linspace_dtype
-from .factory_more import linspace
+from ..rules.factory import linspace_dtype
+from .factory import honour_pin_memory
+from .ranges import linspace
 from .pointwise import as_array
 from ._util import nd, wrap
+from ..rules.misc_ops import check_isin, check_tri_indices
 
 
+@honour_pin_memory
 def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
              pin_memory=None):
     """base ** linspace(start, end, steps): the exponents laid out as linspace lays out its
@@ -22,36 +25,18 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
     return wrap(np.asarray(r).astype(dtype._np))
 
 
-def check_tri_indices(name, row, col, dtype):
-    if row < 0:
-        raise RuntimeError(f"row must be non-negative, got{row}")
-    if col < 0:
-        raise RuntimeError(f"col must be non-negative, got{col}")
-    if dtype not in (D.int64, D.int32):
-        raise NotImplementedError(f'"{name}" not implemented for \'{dtype._short}\'')
-
-
+@honour_pin_memory
 def triu_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None, pin_memory=None):
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("triu_indices", row, col, dtype)
     return wrap(np.stack(np.triu_indices(row, offset, col)).astype(dtype._np))
 
 
+@honour_pin_memory
 def tril_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None, pin_memory=None):
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("tril_indices", row, col, dtype)
     return wrap(np.stack(np.tril_indices(row, offset, col)).astype(dtype._np))
-
-
-def check_isin(elements, test_elements):
-    """isin has no kernel for bool or complex operands (a Python bool counts as Bool)."""
-    for x in (elements, test_elements):
-        dt = getattr(x, "_dtype", None)
-        if dt is None:
-            dt = D.bool_ if x.__class__ is bool else (D.complex128 if isinstance(x, complex)
-                                                       else None)
-        if dt is not None and (dt is D.bool_ or dt.is_complex):
-            raise RuntimeError(f"Unsupported input type encountered for isin(): {dt._short}")
 
 
 def _isin(elements, test_elements, invert):
@@ -68,6 +53,3 @@ def isin_Tensor_Tensor(elements, test_elements, assume_unique=False, invert=Fals
 
 isin_Tensor_Scalar = isin_Tensor_Tensor
 isin_Scalar_Tensor = isin_Tensor_Tensor
-
-__all__ = ["check_isin", "logspace", "triu_indices", "tril_indices", "isin_Tensor_Tensor",
-           "isin_Tensor_Scalar", "isin_Scalar_Tensor"]

@@ -18,9 +18,14 @@ from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
-from ..._core.promotion import result_type_of
 from ...random import generator_of
+from ..registration import register
 from ._util import nd, wrap
+from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
+                        _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
+                        check_floating, check_group_norm, check_prelu, check_same_shape,
+                        check_softmax, check_softmax_backward, dropout_backward_dtype, glu_shape,
+                        layer_norm_shapes, loss_shapes, nll_loss_shapes)
 
 _HALF = (D.float16, D.bfloat16)
 
@@ -48,30 +53,8 @@ def _quiet():
     return np.errstate(all="ignore")
 
 
-def _fmt(shape):
-    return "[" + ", ".join(map(str, shape)) + "]"
-
-
 # ---------------------------------------------------------------------------------------------
 # Checks shared with the Meta kernels.
-
-def check_floating(kernel, *tensors):
-    """PyTorch's dtype dispatch of a floating-only kernel."""
-    for t in tensors:
-        if t is not None and t._dtype._category != D.FLOATING:
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
-
-
-def check_numeric(kernel, *tensors):
-    for t in tensors:
-        if t is not None and (t._dtype is D.bool_ or t._dtype._category > D.FLOATING):
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
-
-
-def check_same_shape(name, a, b):
-    if a._size != b._size:
-        raise RuntimeError(f"{name}: expected {_fmt(a._size)} and {_fmt(b._size)} to have the "
-                           f"same shape")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,11 +65,6 @@ _SQRT1_2 = 1 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _GELU_K = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
-
-
-def _check_approximate(approximate):
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
 
 
 _F32 = np.float32
@@ -208,11 +186,6 @@ def _hardswish_grad(x, g):
     return np.where(x <= -3, 0, np.where(x < 3, g * (x / 3 + 0.5), g))
 
 
-def _check_lambd(lambd):
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-
-
 def _softshrink(x, lambd=0.5):
     _check_lambd(lambd)
     return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0))
@@ -234,31 +207,24 @@ def _threshold_grad(x, g, threshold):
     return np.where(x <= threshold, 0, g)
 
 
-ACTIVATIONS = {
-    # name: (forward, gradient, dtype check, PyTorch's kernel name for dtype errors)
-    "gelu": (_gelu, _gelu_grad, check_floating, "GeluKernelImpl"),
-    "silu": (lambda x: x * _sigmoid(x), _silu_grad, check_floating, "silu_cpu"),
-    "mish": (_mish, _mish_grad, check_floating, "mish_cpu"),
-    "elu": (_elu, None, check_floating, "elu_cpu"),
-    "celu": (_celu, _celu_grad, check_floating, "elu_cpu"),
-    "leaky_relu": (_leaky_relu, _leaky_relu_grad, check_floating, "leaky_relu_cpu"),
-    "hardtanh": (_hardtanh, _hardtanh_grad, check_numeric, "hardtanh_cpu"),
-    "hardsigmoid": (_hardsigmoid, _hardsigmoid_grad, check_floating, "hardsigmoid_cpu"),
-    "hardswish": (_hardswish, _hardswish_grad, check_floating, "hardswish_cpu"),
-    "softplus": (_softplus, _softplus_grad, check_floating, "softplus_cpu"),
-    "softshrink": (_softshrink, _shrink_grad, check_floating, "softshrink_cpu"),
-    "hardshrink": (_hardshrink, _shrink_grad, check_floating, "hardshrink_cpu"),
-    "threshold": (_threshold, _threshold_grad, check_numeric, "threshold_cpu"),
+# name -> (forward, gradient or None); the dtype check and PyTorch's kernel name for dtype
+# errors are rules.nn.ACTIVATION_RULES[name]
+_VALUES = {
+    "gelu": (_gelu, _gelu_grad),
+    "silu": (lambda x: x * _sigmoid(x), _silu_grad),
+    "mish": (_mish, _mish_grad),
+    "elu": (_elu, None),
+    "celu": (_celu, _celu_grad),
+    "leaky_relu": (_leaky_relu, _leaky_relu_grad),
+    "hardtanh": (_hardtanh, _hardtanh_grad),
+    "hardsigmoid": (_hardsigmoid, _hardsigmoid_grad),
+    "hardswish": (_hardswish, _hardswish_grad),
+    "softplus": (_softplus, _softplus_grad),
+    "softshrink": (_softshrink, _shrink_grad),
+    "hardshrink": (_hardshrink, _shrink_grad),
+    "threshold": (_threshold, _threshold_grad),
 }
-
-
-def check_activation(name, self, params):
-    fwd, grad, check, kernel = ACTIVATIONS[name]
-    check(kernel, self)
-    if name == "gelu":
-        _check_approximate(*params)
-    if name in ("softshrink",):
-        _check_lambd(*params)
+ACTIVATIONS = {name: (*fg, *ACTIVATION_RULES[name]) for name, fg in _VALUES.items()}
 
 
 def _activation(name, self, params):
@@ -286,13 +252,13 @@ def _activation_kernels(name):
     return functional, inplace, backward
 
 
-_GENERATED = {}
 for _name in ACTIVATIONS:
     _f, _i, _b = _activation_kernels(_name)
-    _GENERATED[_name], _GENERATED[_name + "_"] = _f, _i
-    if ACTIVATIONS[_name][1] is not None and _name != "celu":
-        _GENERATED[_name + "_backward"] = _b
-globals().update(_GENERATED)
+    register(_name, "CPU", _f)
+    if _name not in NO_INPLACE:
+        register(_name + "_", "CPU", _i)
+    if has_generated_backward(_name):
+        register(_name + "_backward", "CPU", _b)
 
 
 def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
@@ -337,16 +303,6 @@ def log_sigmoid_backward(grad_output, self, buffer):
     return _res(r, self._dtype)
 
 
-def glu_shape(self, dim):
-    if self.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = _st.wrap_dim(dim, self.dim())
-    n = self._size[d]
-    if n % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
-    return d, self._size[:d] + (n // 2,) + self._size[d + 1:]
-
-
 def glu(self, dim=-1):
     check_floating("glu_cpu", self)
     d, _ = glu_shape(self, dim)
@@ -365,11 +321,6 @@ def glu_backward(grad_output, self, dim):
         ga = g * s
         r = np.concatenate([ga, ga * a * (1 - s)], axis=d)
     return _res(r, self._dtype)
-
-
-def check_prelu(self, weight):
-    check_floating("prelu_cpu", self, weight)
-    _st.broadcast_shapes(self._size, weight._size)
 
 
 def _prelu_kernel(self, weight):
@@ -400,12 +351,6 @@ def _sum_to(a, shape):
 # ---------------------------------------------------------------------------------------------
 # softmax / log_softmax and their fused backward ops.
 
-def check_softmax(self, dim, half_to_float, name="softmax"):
-    if half_to_float:
-        raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
-    check_floating(f"{name}_lastdim_kernel_impl", self)
-    return _st.wrap_dim(dim, self.dim())
-
 
 def _rows(x):
     """A 0-dim input as one row (NumPy reductions of 0-dim arrays return scalars)."""
@@ -435,12 +380,6 @@ def _log_softmax(self, dim, half_to_float):
     return _res(r.reshape(self._size), self._dtype)
 
 
-def check_softmax_backward(grad_output, output, dim, input_dtype):
-    check_same_shape("softmax_backward", grad_output, output)
-    check_floating("softmax_backward_data", grad_output)
-    return _st.wrap_dim(dim, output.dim())
-
-
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     d = check_softmax_backward(grad_output, output, dim, input_dtype)
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
@@ -462,26 +401,6 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
 # ---------------------------------------------------------------------------------------------
 # Normalization. Every statistic is computed in float32/float64 and kept in the input's dtype,
 # as PyTorch's CPU kernels do.
-
-def layer_norm_shapes(input, normalized_shape, weight, bias):
-    """(M, N, stats shape) of native_layer_norm, after PyTorch's argument checks."""
-    ns = tuple(normalized_shape)
-    if len(ns) < 1:
-        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
-                           "containing at least one element, but got normalized_shape = []")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t._size != ns:
-            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
-                               f"{name} of shape {_fmt(t._size)} and normalized_shape = {_fmt(ns)}")
-    k = len(ns)
-    if input.dim() < k or input._size[input.dim() - k:] != ns:
-        raise RuntimeError(f"Given normalized_shape={_fmt(ns)}, expected input with shape "
-                           f"[*, {', '.join(map(str, ns))}], but got input of size"
-                           f"{_fmt(input._size)}")
-    axis = input.dim() - k
-    m = math.prod(input._size[:axis])
-    n = math.prod(ns)
-    return m, n, input._size[:axis] + (1,) * k
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
@@ -526,15 +445,6 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     if output_mask[2] and bias is not None:
         gb = _res(g.sum(axis=0).reshape(bias._size), bias._dtype)
     return gi, gw, gb
-
-
-def batch_norm_shapes(input, weight, bias, running_mean, running_var):
-    c = input._size[_st.wrap_dim(1, input.dim())]  # PyTorch's IndexError for a 1-d input
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
-                    ("running_var", running_var)):
-        if t is not None and t.numel() != c:
-            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-    return c
 
 
 def _bn_axes(x):
@@ -611,19 +521,6 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
     return gi, gw, gb
 
 
-def check_group_norm(input, weight, bias, N, C, HxW, group):
-    if group <= 0 or C % group:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
-                           f"but got input of shape {_fmt(input._size)} and num_groups={group}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (t.dim() != 1 or t.numel() != C):
-            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
-                               f"channels in input, but got {name} of shape {_fmt(t._size)} and "
-                               f"input of shape {_fmt(input._size)}")
-    if input.numel() != N * C * HxW:
-        raise RuntimeError(f"Expected input to have {N * C * HxW} elements, got {input.numel()}")
-
-
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     check_floating("GroupNormKernelImpl", input)
     check_group_norm(input, weight, bias, N, C, HxW, group)
@@ -671,27 +568,6 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 # -weight[target] / total_weight into a zero gradient, one fancy-index write.
 
 _REDUCTIONS = ("none", "mean", "sum")  # PyTorch's at::Reduction enum: 0, 1, 2
-
-
-def nll_loss_shapes(self, target, weight, reduction, ignore_index):
-    """Output shape of nll_loss_forward after PyTorch's checks."""
-    if self.dim() < 1 or self.dim() > 2:
-        raise RuntimeError("input tensor should be 1D or 2D")
-    if target.dim() > 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    no_batch = self.dim() == 1 and target.dim() == 0
-    if not no_batch and self._size[0] != target._size[0]:
-        raise RuntimeError(f"size mismatch (got input: {_fmt(self._size)}, target: "
-                           f"{_fmt(target._size)})")
-    if target._dtype is not D.int64 and target._dtype is not D.uint8:
-        raise RuntimeError(f"expected scalar type Long but found {target._dtype._short}")
-    n_classes = self._size[-1]
-    if weight is not None and weight.numel() != n_classes:
-        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes "
-                           f"or no classes but got weight tensor of shape: {_fmt(weight._size)}")
-    if reduction == 0 and self.dim() == 2:
-        return (self._size[0],)
-    return ()
 
 
 def _nll_parts(self, target, weight, ignore_index):
@@ -746,15 +622,6 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 # Embedding: a gather forward; the backward adds each row of grad into its index's row with one
 # np.add.at (rows of padding_idx stay zero).
 
-def check_embedding(weight, indices):
-    if indices._dtype not in (D.int64, D.int32):
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got torch.{indices._dtype._short}Tensor "
-                           f"instead (while checking arguments for embedding)")
-    if weight.dim() != 2:
-        raise RuntimeError("'weight' must be 2-D")
-    return indices._size + (weight._size[1],)
-
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     check_embedding(weight, indices)
@@ -802,10 +669,6 @@ def embedding_renorm_(self, indices, max_norm, norm_type):
 # ---------------------------------------------------------------------------------------------
 # Dropout: the mask is drawn from the generator in one call.
 
-def check_dropout(input, p):
-    if p < 0 or p > 1:
-        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
-
 
 def native_dropout(input, p, train):
     check_dropout(input, p)
@@ -821,14 +684,6 @@ def native_dropout(input, p, train):
     return _res(r, input._dtype), wrap(mask)
 
 
-def dropout_backward_dtype(grad_output, mask, scale):
-    """grad * mask * scale promotes as PyTorch's kernel does: an integer gradient times the
-    float scale is a float tensor."""
-    if mask._dtype is not D.bool_:
-        raise RuntimeError(f"Mask should be Bool Scalar Type{mask._dtype._short}")
-    return result_type_of((grad_output, float(scale)))
-
-
 def native_dropout_backward(grad_output, mask, scale):
     dt = dropout_backward_dtype(grad_output, mask, scale)
     r = _arr(grad_output).astype(dt._np) * nd(mask)
@@ -838,12 +693,6 @@ def native_dropout_backward(grad_output, mask, scale):
 
 # ---------------------------------------------------------------------------------------------
 # Losses with native kernels.
-
-def loss_shapes(name, self, target, reduction):
-    if reduction not in (0, 1, 2):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    shape = _st.broadcast_shapes(self._size, target._size)
-    return shape if reduction == 0 else ()
 
 
 def _reduce(r, reduction):
@@ -869,13 +718,6 @@ def mse_loss_backward(grad_output, self, target, reduction):
     if reduction == 1:
         r = r / max(d.size, 1)
     return _res(_sum_to(r, self._size), self._dtype)
-
-
-def check_bce(self, target, weight):
-    if self._size != target._size:
-        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
-                         f"size ({self.shape}) is deprecated. Please ensure they have the same "
-                         f"size.")
 
 
 _BCE_CLAMP = -100.0  # PyTorch clamps log(p) at -100 so that p = 0 or 1 gives a finite loss
@@ -924,16 +766,3 @@ def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
     if weight is not None:
         r = r * _arr(weight)
     return _res(_reduce(r, reduction), self._dtype)
-
-
-__all__ = [
-    *_GENERATED, "elu_backward", "leaky_relu_backward", "log_sigmoid_forward",
-    "log_sigmoid_backward", "glu", "glu_backward", "_prelu_kernel", "_prelu_kernel_backward",
-    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-    "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
-    "native_batch_norm_backward", "native_group_norm", "native_group_norm_backward",
-    "nll_loss_forward", "nll_loss_backward", "embedding", "embedding_dense_backward",
-    "embedding_renorm_", "native_dropout", "native_dropout_backward", "mse_loss",
-    "mse_loss_backward", "binary_cross_entropy", "binary_cross_entropy_backward",
-    "binary_cross_entropy_with_logits",
-]

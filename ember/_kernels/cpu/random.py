@@ -13,27 +13,21 @@ import math
 
 import numpy as np
 
-from ..._core import dtype as _dt
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ...random import generator_of
-from ..meta.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
+from ..rules.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
                             random_default_bounds)
-from ..meta.random_ops import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
-                               check_cauchy, check_exponential, check_geometric,
-                               check_log_normal, check_poisson, check_randperm,
-                               check_standard_gamma, multinomial_shape)
+from ..rules.random import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
+                            check_cauchy, check_exponential, check_geometric, check_log_normal,
+                            check_poisson, check_randperm, check_standard_gamma,
+                            multinomial_shape)
 from ._util import nd, wrap
-
-__all__ = ["uniform_", "normal_", "random_", "random__from", "random__to", "normal_Tensor_float",
-           "normal_float_Tensor", "normal_Tensor_Tensor", "randperm_generator_out",
-           "bernoulli__Tensor", "bernoulli__float", "multinomial", "poisson", "exponential_",
-           "geometric_", "cauchy_", "log_normal_", "_standard_gamma", "_standard_gamma_grad",
-           "_sample_dirichlet", "binomial"]
 
 
 def _work_dtype(d):
     """NumPy float type samples are drawn in: double for double tensors, float otherwise."""
-    return np.float64 if d.to_real() is _dt.float64 else np.float32
+    return np.float64 if d.to_real() is D.float64 else np.float32
 
 
 def _store(self, values):
@@ -134,7 +128,7 @@ def randperm_generator_out(n, generator, out):
 
 
 def _work_dtype_of_p(p):
-    return np.float64 if p._dtype is _dt.float64 else np.float32
+    return np.float64 if p._dtype is D.float64 else np.float32
 
 
 def bernoulli__Tensor(self, p, generator=None):

@@ -12,15 +12,14 @@ import warnings
 import numpy as np
 
 from ..._core import dtype as D
-from ..._core.promotion import promote_types
 from ..._core import strides as _st
+from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
 from ._util import own, wrap
+from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg,
+                               check_cum_extremum, check_moments, logsumexp_dims, logsumexp_dtype,
+                               norm_dims, norm_dtype, reduce_dims, reduced_shape, reduction_dtype,
+                               scan_dtype)
 
-# dtype rules
-ACCUMULATE = "accumulate"  # sum/prod: integral and bool accumulate in int64; dtype= wins
-MEAN = "mean"              # mean: floating/complex only
-SAME = "same"              # amax/amin: the input's dtype
-LOGICAL = "logical"        # all/any: bool (uint8 stays uint8)
 
 def _mean(a, axis=None, keepdims=False, dtype=None):
     """np.mean without its "Mean of empty slice" warning: an empty mean is 0/0, NaN, silently
@@ -30,74 +29,15 @@ def _mean(a, axis=None, keepdims=False, dtype=None):
     return np.true_divide(np.sum(a, axis=axis, keepdims=keepdims, dtype=dtype), 0)
 
 
-# op -> (numpy reduction, dtype rule, empty reduction raises, half precision accumulates in
-#        float32 as PyTorch's CPU kernel does)
-REDUCTIONS = {
-    "sum": (np.sum, ACCUMULATE, False, True),
-    "nansum": (np.nansum, ACCUMULATE, False, True),
-    "prod": (np.prod, ACCUMULATE, False, False),
-    "mean": (_mean, MEAN, False, True),
-    "amax": (np.max, SAME, True, False),
-    "amin": (np.min, SAME, True, False),
-    "all": (np.all, LOGICAL, False, False),
-    "any": (np.any, LOGICAL, False, False),
+# op -> the NumPy reduction computing it; its dtype rule, whether an empty reduction raises and
+# whether half precision accumulates in float32 are rules.reduction.REDUCTION_RULES[op].
+_VALUES = {
+    "sum": np.sum, "nansum": np.nansum, "prod": np.prod, "mean": _mean,
+    "amax": np.max, "amin": np.min, "all": np.all, "any": np.any,
 }
+REDUCTIONS = {name: (fn, *REDUCTION_RULES[name]) for name, fn in _VALUES.items()}
 
 _ACC = {D.float16: D.float32, D.bfloat16: D.float32}
-
-
-def reduction_dtype(name, rule, self, dtype=None):
-    """PyTorch's result dtype of reduction ``name`` (with its errors for unsupported dtypes)."""
-    if name == "nansum" and self._dtype.is_complex:
-        raise RuntimeError("nansum on CPU does not support complex inputs")
-    if rule == ACCUMULATE:
-        if dtype is not None:
-            return dtype
-        return D.int64 if self._dtype._category <= D.INTEGRAL else self._dtype
-    if rule == MEAN:
-        dt = dtype if dtype is not None else self._dtype
-        if dt._category < D.FLOATING:
-            what = "Optional dtype" if dtype is not None else "Input dtype"
-            raise RuntimeError(f"{name}(): could not infer output dtype. {what} must be either a "
-                               f"floating point or complex dtype. Got: {dt._short}")
-        return dt
-    if rule == LOGICAL:
-        return D.uint8 if self._dtype is D.uint8 else D.bool_
-    return self._dtype
-
-
-def reduce_dims(name, self, dim, empty_error, empty_list_is_all=True):
-    """The wrapped dims to reduce: all dims for None (and for [] unless ``empty_list_is_all``
-    is False: all.dims/any.dims reduce nothing then). PyTorch's errors: out-of-range dims,
-    zero-size dims for reductions without identity, repeated dims."""
-    ndim = len(self._size)
-    if dim is None or (empty_list_is_all and isinstance(dim, (tuple, list)) and len(dim) == 0):
-        if empty_error and _st.numel(self._size) == 0:
-            _empty_full(name)
-        return tuple(range(ndim))
-    dims = [_st.wrap_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
-    if empty_error and ndim:
-        for w in dims:
-            if self._size[w] == 0:
-                raise IndexError(f"{name}(): Expected reduction dim {w} to have non-zero size.")
-    for i, w in enumerate(dims):
-        if w in dims[:i]:
-            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-    return tuple(d for d in dims if d < ndim)
-
-
-def _empty_full(name):
-    if name in ("argmax", "argmin"):
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for "
-                         f"input.numel() == 0.")
-    raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                       f"Specify the reduction dim with the 'dim' argument.")
-
-
-def reduced_shape(size, dims, keepdim):
-    if keepdim:
-        return tuple(1 if i in dims else s for i, s in enumerate(size))
-    return tuple(s for i, s in enumerate(size) if i not in dims)
 
 
 def _reduce(name, self, dim, keepdim, dtype=None):
@@ -204,11 +144,6 @@ def _extremum_dim(name, self, dim, keepdim):
     return wrap(own(values)), wrap(own(idx.astype(np.int64, copy=False)))
 
 
-def check_arg(name, self):
-    if self._dtype is D.bool_:
-        raise RuntimeError(f"{name}(): does not support bool input")
-
-
 def _arg(name, self, dim, keepdim):
     check_arg(name, self)
     a = self._nd()
@@ -251,15 +186,6 @@ def argmin(self, dim=None, keepdim=False):
 
 # -- aminmax -----------------------------------------------------------------------------------
 
-def aminmax_dims(self, dim):
-    """aminmax reduces every dim (an empty input is an error: no identity) or the one given."""
-    if dim is None:
-        if _st.numel(self._size) == 0:
-            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                               "operation has no identity.")
-        return tuple(range(len(self._size)))
-    return reduce_dims("aminmax", self, dim, True)
-
 
 def aminmax(self, dim=None, keepdim=False):
     dims = aminmax_dims(self, dim)
@@ -269,18 +195,6 @@ def aminmax(self, dim=None, keepdim=False):
 
 
 # -- std / var and their _mean twins ----------------------------------------------------------
-
-# op -> (takes the square root, returns the mean too)
-MOMENTS = {"var": (False, False), "std": (True, False),
-           "var_mean": (False, True), "std_mean": (True, True)}
-
-
-def check_moments(name, self):
-    """std/var need floating or complex input; the result is real."""
-    if self._dtype._category < D.FLOATING:
-        what = "std and var" if name in ("std", "var") else name
-        raise RuntimeError(f"{what} only support floating point and complex dtypes")
-    return self._dtype.to_real()
 
 
 def _reduced_count(size, dims):
@@ -334,41 +248,6 @@ def std_mean_correction(self, dim=None, correction=None, keepdim=False):
 
 # -- norm (the aten overloads; ember.norm in _functional_ops.py has torch.norm's semantics) -----
 
-def norm_dtype(self, dtype):
-    """The real result dtype of norm, with PyTorch's errors for integral input or output."""
-    if dtype is not None:
-        if dtype._category < D.FLOATING:
-            raise RuntimeError(f"norm(): the desired output dtype should be either floating point "
-                               f"or complex. Got {dtype._short} instead.")
-        if self._dtype._category < D.FLOATING:
-            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                               f"as input. Got {self._dtype._short}")
-        if promote_types(self._dtype, dtype) is not dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
-                               f"should be convertible without narrowing to the specified dtype "
-                               f"({dtype._short})")
-        return dtype.to_real()
-    if self._dtype._category < D.FLOATING:
-        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
-                           f"{self._dtype._short} instead.")
-    return self._dtype.to_real()
-
-
-def norm_dims(self, p, dim):
-    """The reduced dims of norm; the inf and negative norms have no identity on empty input."""
-    dims = reduce_dims("norm", self, dim, False)
-    if p is not None and (p < 0 or p == np.inf) and _st.numel(self._size) == 0:
-        what = "inf" if p == np.inf else ("-inf" if p == -np.inf else p)
-        if dim is None or len(dim) == 0:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on an empty "
-                               f"tensor because the operation does not have an identity")
-        for d in dims:
-            if self._size[d] == 0:
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the "
-                                   f"dimension {d}because this dimension is empty and the "
-                                   f"operation does not have an identity")
-    return dims
-
 
 def _p_norm(x, p, dims, keepdim):
     """The p-norm of |x| (float64) over ``dims``, for p in 0, +-inf, 1, 2 and any other real."""
@@ -416,19 +295,6 @@ def norm_ScalarOpt_dim_dtype(self, p, dim, keepdim, dtype):
 
 # -- logsumexp, count_nonzero --------------------------------------------------------------------
 
-def logsumexp_dtype(self):
-    """Integral and bool inputs give the default floating dtype."""
-    return self._dtype if self._dtype._category >= D.FLOATING else D.get_default_dtype()
-
-
-def logsumexp_dims(self, dim, keepdim):
-    ndim = len(self._size)
-    if len(dim) == 0 and not keepdim and ndim and _st.numel(self._size):
-        # PyTorch reduces every dim of the max with keepdim and cannot add it back to the result
-        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
-                           f"[{', '.join(['1'] * ndim)}]")
-    return reduce_dims("logsumexp", self, dim, False)
-
 
 def logsumexp(self, dim, keepdim=False):
     rdt = logsumexp_dtype(self)
@@ -456,24 +322,6 @@ def count_nonzero_dim_IntList(self, dim):
 
 
 # -- scans along one dim ---------------------------------------------------------------------
-
-FLOAT_ONLY = "float_only"  # logcumsumexp: floating inputs only, dtype kept
-
-# op -> (NumPy ufunc whose .accumulate is the scan, dtype rule)
-SCANS = {
-    "cumsum": (np.add, ACCUMULATE),
-    "cumprod": (np.multiply, ACCUMULATE),
-    "logcumsumexp": (np.logaddexp, FLOAT_ONLY),
-}
-
-
-def scan_dtype(name, self, dim, dtype=None):
-    """The result dtype of a scan (after checking ``dim``, as PyTorch does first)."""
-    _st.wrap_dim(dim, len(self._size))
-    rule = SCANS[name][1] if name in SCANS else SAME
-    if rule == FLOAT_ONLY and self._dtype._category != D.FLOATING:
-        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{self._dtype._short}\'')
-    return reduction_dtype(name, rule, self, dtype)
 
 
 def _scan_axis(self, dim):
@@ -509,14 +357,6 @@ def logcumsumexp(self, dim):
 CUM_EXTREMA = {"cummax": np.maximum, "cummin": np.minimum}
 
 
-def check_cum_extremum(name, self, dim):
-    """An empty input returns at once in PyTorch, before its dim is checked."""
-    if self._dtype.is_complex:
-        raise RuntimeError(f"{name} does not support complex inputs")
-    if _st.numel(self._size):
-        _st.wrap_dim(dim, len(self._size))
-
-
 def _cum_extremum(name, self, dim):
     check_cum_extremum(name, self, dim)
     if _st.numel(self._size) == 0:
@@ -540,12 +380,3 @@ def cummax(self, dim):
 
 def cummin(self, dim):
     return _cum_extremum("cummin", self, dim)
-
-
-__all__ = ["sum", "sum_dim_IntList", "nansum", "prod", "prod_dim_int", "mean", "mean_dim",
-           "amax", "amin", "all", "all_dim", "all_dims", "any", "any_dim", "any_dims", "max", "min",
-           "max_dim", "min_dim", "argmax", "argmin", "aminmax", "var_correction",
-           "std_correction", "var_mean_correction", "std_mean_correction", "norm_Scalar",
-           "norm_ScalarOpt_dtype", "norm_ScalarOpt_dim", "norm_ScalarOpt_dim_dtype", "logsumexp",
-           "count_nonzero", "count_nonzero_dim_IntList", "cumsum", "cumprod", "logcumsumexp",
-           "cummax", "cummin"]

@@ -14,15 +14,8 @@ from ...backends._context import alert_not_deterministic
 
 from ..._core import dtype as D
 from ..._core import strides as _st
-from ..meta import shape as R
+from ..rules import shape as R
 from ._util import nd, own, wrap
-
-__all__ = ["cat", "stack", "flip", "roll", "tril", "triu", "repeat", "gather", "scatter_src",
-           "scatter_value", "scatter_reduce", "scatter_value_reduce", "scatter_add",
-           "scatter_reduce_two", "index_select", "index_add", "index_copy", "index_fill_int_Scalar",
-           "index_fill_int_Tensor", "masked_fill_Scalar", "masked_fill_Tensor", "masked_select",
-           "masked_scatter", "take", "put", "nonzero", "repeat_interleave_Tensor", "diag_embed",
-           "trace", "linalg_cross"]
 
 
 def _as(a, dtype):
@@ -329,7 +322,7 @@ def masked_fill_Scalar(self, mask, value):
 def masked_fill_Tensor(self, mask, value):
     if value._dtype.is_complex and not self._dtype.is_complex and value.dim() == 0:
         # the value is read as a scalar of self's type: an imaginary part cannot fit
-        from ..meta.factory import check_fits
+        from ..rules.factory import check_fits
         check_fits(complex(nd(value)), self._dtype)
     return _masked_fill(self, mask, nd(value), value)
 
@@ -419,6 +412,3 @@ def block_diag(tensors):
         r[i:i + h, j:j + w] = nd(t).reshape(h, w)
         i, j = i + h, j + w
     return wrap(r)
-
-
-__all__ += ["block_diag"]

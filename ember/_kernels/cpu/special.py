@@ -4,7 +4,7 @@ builds on (i0, sinc, igamma, igammac, mvlgamma).
 
 Each op is a row of the pointwise tables (``pointwise.UNARY`` / ``BINARY``), added here, so dtype
 rules, operand checks, broadcasting, wrapped numbers, out= and in-place forms behave exactly as
-for every other pointwise op; the Meta kernels (``meta/special.py``) use the same rows. Values
+for every other pointwise op; the rules (``rules/special.py``) are the Meta kernels' too. Values
 come from ``scipy.special`` where SciPy has the function; the orthogonal polynomials follow
 PyTorch's definitions (``n`` truncated to an integer, 0 for negative ``n``, closed forms at
 ``|x| == 1`` and trigonometric forms for large ``n``), evaluated by their three-term recurrences.
@@ -15,26 +15,18 @@ import numpy as np
 import scipy.special as _sp
 
 from ..._core import dtype as D
+from ..rules import special as _RS
+from ..rules.special import check_mvlgamma
 from . import pointwise as _pw
+from .pointwise_values import _half_as_float, _ufunc
 from ._util import wrap
 
 _HALVES = (D.float16, D.bfloat16)
 
 
-def floating_kernel(kernel, half=True, integral=True):
-    """PyTorch's dtype dispatch of a floating special function: complex computation dtypes are
-    rejected; so are float16/bfloat16 where ``half`` is False, and bool/integer ones where the op
-    computes in the promoted dtype without converting integers (``integral`` False: igamma)."""
-    def check(name, operands, dt):
-        if (dt.is_complex or (not half and dt in _HALVES)
-                or (not integral and dt._category <= D.INTEGRAL)):
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._short}\'')
-    return check
-
-
 def _in_float(f):
     """Compute float16/bfloat16 in float32 (SciPy has no half loops); PyTorch does the same."""
-    return _pw._half_as_float(f)
+    return _half_as_float(f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,45 +205,36 @@ def legendre_p_values(x, n):
 
 def _plain(f):
     """A NumPy/SciPy function of the arrays only (the row convention appends the dtype)."""
-    return _pw._ufunc(f)
+    return _ufunc(f)
 
 
 # ---------------------------------------------------------------------------------------------
-# The rows, by op name as native_functions.yaml names it.
-
-_F = _pw.INT_TO_FLOAT
-_NO_HALF = dict(half=False)
+# The compute rows, by op name as native_functions.yaml names it (their rules and overloads:
+# rules/special.py).
 
 UNARY = {
-    "special_entr": (_in_float(_sp.entr), _F, floating_kernel("entr_cpu")),
-    "special_ndtri": (_plain(_sp.ndtri), _F, floating_kernel("ndtri_cpu", **_NO_HALF)),
-    "special_log_ndtr": (_plain(_sp.log_ndtr), _F, floating_kernel("log_ndtr_cpu", **_NO_HALF)),
-    "special_erfcx": (_plain(_sp.erfcx), _F, floating_kernel("erfcx_cpu", **_NO_HALF)),
-    "special_i0e": (_in_float(_sp.i0e), _F, floating_kernel("i0e_cpu")),
-    "special_i1": (_in_float(_sp.i1), _F, floating_kernel("i1_cpu")),
-    "special_i1e": (_in_float(_sp.i1e), _F, floating_kernel("i1e_cpu")),
-    "special_bessel_j0": (_plain(_sp.j0), _F, floating_kernel("bessel_j0_cpu", **_NO_HALF)),
-    "special_bessel_j1": (_plain(_sp.j1), _F, floating_kernel("bessel_j1_cpu", **_NO_HALF)),
-    "special_bessel_y0": (_plain(_sp.y0), _F, floating_kernel("bessel_y0_cpu", **_NO_HALF)),
-    "special_bessel_y1": (_plain(_sp.y1), _F, floating_kernel("bessel_y1_cpu", **_NO_HALF)),
-    "special_modified_bessel_i0": (_plain(_sp.i0), _F,
-                                   floating_kernel("modified_bessel_i0_cpu", **_NO_HALF)),
-    "special_modified_bessel_i1": (_plain(_sp.i1), _F,
-                                   floating_kernel("modified_bessel_i1_cpu", **_NO_HALF)),
-    "special_modified_bessel_k0": (_plain(_sp.k0), _F,
-                                   floating_kernel("modified_bessel_k0_cpu", **_NO_HALF)),
-    "special_modified_bessel_k1": (_plain(_sp.k1), _F,
-                                   floating_kernel("modified_bessel_k1_cpu", **_NO_HALF)),
-    "special_scaled_modified_bessel_k0": (_plain(_sp.k0e), _F, floating_kernel(
-        "scaled_modified_bessel_k0_cpu", **_NO_HALF)),
-    "special_scaled_modified_bessel_k1": (_plain(_sp.k1e), _F, floating_kernel(
-        "scaled_modified_bessel_k1_cpu", **_NO_HALF)),
-    "special_airy_ai": (_plain(airy_ai_values), _F, floating_kernel("airy_ai_cpu", **_NO_HALF)),
-    "special_spherical_bessel_j0": (_plain(spherical_bessel_j0_values), _F,
-                                    floating_kernel("spherical_bessel_j0_cpu", **_NO_HALF)),
-    "i0": (_in_float(_sp.i0), _F, floating_kernel("i0_vml_cpu")),
-    "sinc": (sinc_values, _F, None),
-    "mvlgamma": (mvlgamma_values, _F, None),  # checks: check_mvlgamma
+    "special_entr": _in_float(_sp.entr),
+    "special_ndtri": _plain(_sp.ndtri),
+    "special_log_ndtr": _plain(_sp.log_ndtr),
+    "special_erfcx": _plain(_sp.erfcx),
+    "special_i0e": _in_float(_sp.i0e),
+    "special_i1": _in_float(_sp.i1),
+    "special_i1e": _in_float(_sp.i1e),
+    "special_bessel_j0": _plain(_sp.j0),
+    "special_bessel_j1": _plain(_sp.j1),
+    "special_bessel_y0": _plain(_sp.y0),
+    "special_bessel_y1": _plain(_sp.y1),
+    "special_modified_bessel_i0": _plain(_sp.i0),
+    "special_modified_bessel_i1": _plain(_sp.i1),
+    "special_modified_bessel_k0": _plain(_sp.k0),
+    "special_modified_bessel_k1": _plain(_sp.k1),
+    "special_scaled_modified_bessel_k0": _plain(_sp.k0e),
+    "special_scaled_modified_bessel_k1": _plain(_sp.k1e),
+    "special_airy_ai": _plain(airy_ai_values),
+    "special_spherical_bessel_j0": _plain(spherical_bessel_j0_values),
+    "i0": _in_float(_sp.i0),
+    "sinc": sinc_values,
+    "mvlgamma": mvlgamma_values,
 }
 
 _POLYNOMIALS = {
@@ -265,31 +248,20 @@ _POLYNOMIALS.update({"shifted_" + k: _shifted(_POLYNOMIALS[k]) for k in
                       "chebyshev_polynomial_v", "chebyshev_polynomial_w")})
 
 BINARY = {
-    "special_xlog1py": (_in_float(xlog1py_values), _F, floating_kernel("xlog1py_cpu")),
-    "special_zeta": (_plain(zeta_values), _F, floating_kernel("zeta_cpu", **_NO_HALF)),
-    "igamma": (igamma_values, _pw.PROMOTE, floating_kernel("igamma_cpu", integral=False)),
-    "igammac": (igammac_values, _pw.PROMOTE, floating_kernel("igammac_cpu", integral=False)),
+    "special_xlog1py": _in_float(xlog1py_values),
+    "special_zeta": _plain(zeta_values),
+    "igamma": igamma_values,
+    "igammac": igammac_values,
 }
 for _name, _fn in _POLYNOMIALS.items():
-    BINARY["special_" + _name] = (_plain(_fn), _F, floating_kernel(_name + "_cpu", **_NO_HALF))
+    BINARY["special_" + _name] = _plain(_fn)
 
 _pw.UNARY.update(UNARY)
 _pw.BINARY.update(BINARY)
 
 
 # ---------------------------------------------------------------------------------------------
-# Kernels, named as native_functions.yaml's dispatch entries name them.
-
-def check_mvlgamma(self, p):
-    """mvlgamma's checks, in PyTorch's order (its kernel computes in the default float dtype
-    for integers; complex inputs fail in the arange it builds)."""
-    if self._dtype is D.bool_:
-        raise RuntimeError("The input tensor may not be a boolean tensor.")
-    if p < 1:
-        raise RuntimeError("p has to be greater than or equal to 1")
-    if self._dtype.is_complex:
-        raise NotImplementedError(f'"arange_cpu" not implemented for \'{self._dtype._short}\'')
-
+# Kernels: mvlgamma (it takes p), and one per overload of rules.special.OVERLOADS.
 
 def mvlgamma(self, p):
     check_mvlgamma(self, p)
@@ -301,29 +273,4 @@ def mvlgamma_(self, p):
     return _pw.evaluate_into("mvlgamma", self, self, params=(p,))
 
 
-# Binary ops with Scalar overloads: (op, overload suffixes sharing its row)
-BINARY_OVERLOADS = {"special_xlog1py": ("", "self_scalar", "other_scalar"),
-                    "special_zeta": ("", "self_scalar", "other_scalar"),
-                    "igamma": ("",), "igammac": ("",)}
-for _name in _POLYNOMIALS:
-    BINARY_OVERLOADS["special_" + _name] = ("", "x_scalar", "n_scalar")
-INPLACE = {"i0": 1, "sinc": 1, "igamma": 2, "igammac": 2}
-
-
-def _generate():
-    kernels = {}
-    for op in UNARY:
-        if op != "mvlgamma":
-            kernels[op] = _pw._unary_kernel(op)
-    for op, overloads in BINARY_OVERLOADS.items():
-        for ov in overloads:
-            kernels[_pw.kernel_name(op, ov)] = _pw._binary_kernel(op)
-    for op, n in INPLACE.items():
-        kernels[op + "_"] = _pw._inplace_kernel(op, n)
-    return kernels
-
-
-_GENERATED = _generate()
-globals().update(_GENERATED)
-
-__all__ = ["mvlgamma", "mvlgamma_", *_GENERATED]
+_pw.register_overloads(_RS.OVERLOADS)

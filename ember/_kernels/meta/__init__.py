@@ -1,22 +1,6 @@
-"""Meta kernels: compute only output shapes, strides and dtypes; no data is touched."""
-from .factory import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
-from .pointwise import *  # noqa: F401,F403
-from .reduction import *  # noqa: F401,F403
-from .rules import *  # noqa: F401,F403
-from .indexing import *  # noqa: F401,F403
-from .amp import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
-from .nn import *  # noqa: F401,F403
-from .sorting import *  # noqa: F401,F403
-from .conv import *  # noqa: F401,F403
-from .pool import *  # noqa: F401,F403
-from .resample import *  # noqa: F401,F403
-from .fft import *  # noqa: F401,F403
-from .random_ops import *  # noqa: F401,F403
-from .grid import *  # noqa: F401,F403
-from .foreach import *  # noqa: F401,F403
-from .attention import *  # noqa: F401,F403
-from .special import *  # noqa: F401,F403
-from .pointwise_more import *  # noqa: F401,F403
-from .misc_ops import *  # noqa: F401,F403
+"""Meta kernels: compute only output shapes, strides and dtypes; no data is touched. Each
+allocates what the rules (``ember/_kernels/rules``) say.
+
+Kernels reach the dispatcher by reference (``ember/_kernels/registration.py``) or by the name
+``native_functions.yaml`` gives them, which ``ember/_ops/registry.py`` finds as a ``def`` or an
+assignment in one of this package's modules."""

@@ -1,7 +1,5 @@
 """Meta kernels of GradScaler's two in-place ops: nothing to compute, the outputs are the inputs."""
 
-__all__ = ["meta_amp_foreach_non_finite_check_and_unscale_", "meta_amp_update_scale_"]
-
 
 def meta_amp_foreach_non_finite_check_and_unscale_(self, found_inf, inv_scale):
     return None

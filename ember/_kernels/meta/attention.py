@@ -3,9 +3,6 @@ from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
 
-__all__ = ["meta__scaled_dot_product_flash_attention_for_cpu",
-           "meta__scaled_dot_product_flash_attention_for_cpu_backward"]
-
 
 def meta__scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0,
                                                       is_causal=False, attn_mask=None,

@@ -1,9 +1,7 @@
 """Meta kernels of the convolutions and im2col/col2im: the CPU kernels' checks, then shapes."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import conv as _c
-
-__all__ = ["meta_convolution", "meta_convolution_backward", "meta_im2col", "meta_col2im"]
+from ..rules import conv as _c
 
 
 def meta_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,

@@ -4,66 +4,9 @@ with their CPU kernels in ``cpu/fft.py``), and their Meta kernels.
 ``dim`` lists the transformed dims; ``normalization`` is PyTorch's fft_norm_mode (0: none,
 1: 1/sqrt(n), 2: 1/n, n being the product of the signal sizes).
 """
-from ..._core import dtype as _dt
-from ..._core import strides as _st
 from ..._core.device import META
 from ..._tensor import empty_tensor
-
-__all__ = ["meta__fft_r2c", "meta__fft_c2r", "meta__fft_c2c"]
-
-
-def signal_dims(self, dim):
-    """``dim`` wrapped (PyTorch's IndexError when out of range), unique, of non-empty sizes."""
-    ndim = len(self._size)
-    dims = [_st.wrap_dim(d, ndim, False) for d in dim]
-    if len(set(dims)) != len(dims):
-        raise RuntimeError("FFT dims must be unique")
-    for d in dims:
-        if self._size[d] == 0:
-            raise RuntimeError(f"Invalid number of data points ({self._size[d]}) specified")
-    return dims
-
-
-def _check_mkl_dtype(d):
-    # CPU FFTs exist for float and double only, as with PyTorch's MKL/pocketfft backends
-    if d.to_real() not in (_dt.float32, _dt.float64):
-        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {d._short}")
-
-
-def fft_r2c_rule(self, dim, onesided):
-    """(dims, shape, dtype) of the real-to-complex transform."""
-    d = self._dtype
-    if not d.is_floating_point:
-        raise RuntimeError(f"Only supports floating-point dtypes, but found: {d._short}")
-    _check_mkl_dtype(d)
-    dims = signal_dims(self, dim)
-    shape = list(self._size)
-    if onesided and dims:
-        shape[dims[-1]] = shape[dims[-1]] // 2 + 1
-    return dims, tuple(shape), d.to_complex()
-
-
-def _check_complex(d):
-    if not d.is_complex:
-        raise RuntimeError(f"Only supports complex dtypes, but found: {d._short}")
-    _check_mkl_dtype(d)
-
-
-def fft_c2r_rule(self, dim, last_dim_size):
-    """(dims, output shape, dtype) of the one-sided complex-to-real inverse transform."""
-    _check_complex(self._dtype)
-    dims = signal_dims(self, dim)
-    if last_dim_size < 1:
-        raise RuntimeError(f"Invalid number of data points ({last_dim_size}) specified")
-    shape = list(self._size)
-    if dims:
-        shape[dims[-1]] = last_dim_size
-    return dims, tuple(shape), self._dtype.to_real()
-
-
-def fft_c2c_rule(self, dim):
-    _check_complex(self._dtype)
-    return signal_dims(self, dim), tuple(self._size), self._dtype
+from ..rules.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
 
 
 def meta__fft_r2c(self, dim, normalization, onesided):

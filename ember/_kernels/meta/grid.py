@@ -2,9 +2,9 @@
 shape rules (ember/_kernels/cpu/grid.py), no data."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import grid as _g
+from ..rules import grid as _g
+from ..registration import register
 
-__all__ = ["meta_" + n for n in _g.__all__]
 
 
 def _grid_sampler(k):
@@ -39,8 +39,8 @@ def _upsample_aa_backward(name):
 
 
 for _k in (2, 3):
-    globals()[f"meta_grid_sampler_{_k}d"] = _grid_sampler(_k)
-    globals()[f"meta_grid_sampler_{_k}d_backward"] = _grid_sampler_backward(_k)
+    register(f"grid_sampler_{_k}d", "Meta", _grid_sampler(_k))
+    register(f"grid_sampler_{_k}d_backward", "Meta", _grid_sampler_backward(_k))
 for _n in _g._AA:
-    globals()["meta_" + _n] = _upsample_aa(_n)
-    globals()["meta_" + _n + "_backward"] = _upsample_aa_backward(_n)
+    register(_n, "Meta", _upsample_aa(_n))
+    register(_n + "_backward", "Meta", _upsample_aa_backward(_n))

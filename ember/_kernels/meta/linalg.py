@@ -1,7 +1,7 @@
 """Meta kernels of the matrix products: the CPU kernels' checks, then shape and dtype."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import linalg as _la
+from ..rules import linalg as _la
 
 
 def meta_mm(self, mat2):
@@ -24,9 +24,6 @@ def meta_addmm(self, mat1, mat2, beta=1, alpha=1):
     return empty_tensor(_la.check_addmm(self, mat1, mat2), mat1._dtype, META)
 
 
-__all__ = ["meta_mm", "meta_bmm", "meta_mv", "meta_dot", "meta_addmm"]
-
-
 def meta_baddbmm(self, batch1, batch2, beta=1, alpha=1):
     return empty_tensor(_la.check_baddbmm(self, batch1, batch2), batch1._dtype, META)
 
@@ -41,9 +38,6 @@ def meta_addmv(self, mat, vec, beta=1, alpha=1):
 
 def meta_vdot(self, other):
     return empty_tensor(_la.check_vdot(self, other), self._dtype, META)
-
-
-__all__ += ["meta_baddbmm", "meta_addbmm", "meta_addmv", "meta_vdot"]
 
 
 # -- decompositions and solvers: the CPU kernels' checks, then LAPACK's output shapes -----------
@@ -150,11 +144,6 @@ def meta__linalg_check_errors(info, api_name, is_matrix):
     return None  # info's values are unknown: PyTorch's meta kernel checks nothing either
 
 
-__all__ += ["meta__linalg_check_errors", "meta_linalg_inv_ex", "meta__linalg_det", "meta__linalg_slogdet",
-            "meta__linalg_solve_ex", "meta_linalg_cholesky_ex", "meta_cholesky", "meta_linalg_qr",
-            "meta__linalg_svd", "meta_linalg_eig", "meta__linalg_eigh", "meta_linalg_vector_norm"]
-
-
 # -- issue 18: LU, triangular and Cholesky solves, LDL, Householder products, matrix_exp ---------
 
 _I32 = _la.D.int32
@@ -219,10 +208,3 @@ def meta_linalg_ldl_factor_ex(self, hermitian=False, check_errors=False):
 
 def meta_linalg_ldl_solve(LD, pivots, B, hermitian=False):
     return _e(_la.check_ldl_solve(LD, pivots, B, hermitian), LD._dtype)
-
-
-__all__ += ["meta_linalg_lu_factor_ex", "meta_linalg_lu", "meta_lu_unpack", "meta_linalg_lu_solve",
-            "meta_linalg_solve_triangular", "meta_triangular_solve", "meta_cholesky_solve",
-            "meta_cholesky_inverse", "meta_geqrf", "meta_linalg_householder_product",
-            "meta_ormqr", "meta_linalg_matrix_exp", "meta_linalg_ldl_factor_ex",
-            "meta_linalg_ldl_solve"]

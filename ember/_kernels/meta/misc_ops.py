@@ -6,7 +6,7 @@ from ..._tensor import empty_tensor
 
 
 def meta_isin_Tensor_Tensor(elements, test_elements, assume_unique=False, invert=False):
-    from ..cpu.misc_ops import check_isin
+    from ..rules.misc_ops import check_isin
     check_isin(elements, test_elements)
     return empty_tensor(getattr(elements, "_size", ()), D.bool_, META)
 
@@ -24,7 +24,7 @@ def _tri_count(row, col, offset, upper):
 
 def meta_triu_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None,
                       pin_memory=None):
-    from ..cpu.misc_ops import check_tri_indices
+    from ..rules.misc_ops import check_tri_indices
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("triu_indices", row, col, dtype)
     return empty_tensor((2, _tri_count(row, col, offset, True)), dtype, META)
@@ -32,11 +32,7 @@ def meta_triu_indices(row, col, offset=0, dtype=D.int64, layout=None, device=Non
 
 def meta_tril_indices(row, col, offset=0, dtype=D.int64, layout=None, device=None,
                       pin_memory=None):
-    from ..cpu.misc_ops import check_tri_indices
+    from ..rules.misc_ops import check_tri_indices
     dtype = D.int64 if dtype is None else dtype
     check_tri_indices("tril_indices", row, col, dtype)
     return empty_tensor((2, _tri_count(row, col, offset, False)), dtype, META)
-
-
-__all__ = ["meta_isin_Tensor_Tensor", "meta_isin_Tensor_Scalar", "meta_isin_Scalar_Tensor",
-           "meta_triu_indices", "meta_tril_indices"]

@@ -3,7 +3,8 @@
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import nn as _nn
+from ..rules import nn as _nn
+from ..registration import register
 
 
 def _like(t, dtype=None):
@@ -20,20 +21,20 @@ def _activation_kernels(name):
         return self
 
     def backward(grad_output, self, *params):
-        _nn.ACTIVATIONS[name][2](_nn.ACTIVATIONS[name][3], self)
+        check, kernel = _nn.ACTIVATION_RULES[name]
+        check(kernel, self)
         _nn.check_same_shape(f"{name}_backward", grad_output, self)
         return _like(self)
     return functional, inplace, backward
 
 
-_GENERATED = {}
-for _name in _nn.ACTIVATIONS:
+for _name in _nn.ACTIVATION_RULES:
     _f, _i, _b = _activation_kernels(_name)
-    _GENERATED["meta_" + _name], _GENERATED["meta_" + _name + "_"] = _f, _i
-    if "meta_" + _name + "_backward" not in _GENERATED and _name + "_backward" in \
-            _nn.__all__:
-        _GENERATED["meta_" + _name + "_backward"] = _b
-globals().update(_GENERATED)
+    register(_name, "Meta", _f)
+    if _name not in _nn.NO_INPLACE:
+        register(_name + "_", "Meta", _i)
+    if _nn.has_generated_backward(_name):
+        register(_name + "_backward", "Meta", _b)
 
 
 def meta_elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
@@ -199,6 +200,3 @@ def meta_binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=
     _nn.check_floating("binary_cross_entropy_with_logits", self)
     _nn.check_bce(self, target, weight)
     return empty_tensor(self._size if reduction == 0 else (), self._dtype, META)
-
-
-__all__ = [*_GENERATED] + [n for n in dir() if n.startswith("meta_") and n not in _GENERATED]

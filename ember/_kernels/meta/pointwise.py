@@ -1,110 +1,176 @@
-"""Meta kernels of the pointwise ops: broadcast shape and result dtype, generated from the same
-``UNARY``/``BINARY``/``TERNARY`` tables and operand checks as the CPU kernels, so both raise
-alike."""
-from ..._core import strides as _st
+"""Meta kernels of the pointwise ops: the broadcast shape in the dtype the op's type-promotion
+kind gives, after the op's operand checks (``rules/pointwise.py``, the rules the CPU kernels
+apply), so both raise alike. One kernel per entry of ``rules.pointwise.OVERLOADS``, made by its
+calling form and registered by reference."""
 from ..._core.device import META
 from ..._core.promotion import result_type_of
 from ..._tensor import empty_tensor
-from ..cpu import pointwise as _pw
-
-
-
-def _shape(*operands):
-    return _st.broadcast_shapes(*[getattr(x, "_size", ()) for x in operands])
+from ..registration import register
+from ..rules import pointwise as _R
+from ..rules.pointwise import broadcast_shape as _shape
 
 
 def _meta(name, *operands):
-    fn, rule, check = _pw.row(name, len(operands))
-    cdt, rdt = _pw.result_dtype(rule, operands)
-    _pw.check_operands(name, operands, check, cdt, rdt)
+    rule, check = _R.RULES[len(operands)][name]
+    cdt, rdt = _R.result_dtype(rule, operands)
+    _R.check_operands(name, operands, check, cdt, rdt)
     return empty_tensor(_shape(*operands), rdt, META)
 
 
 def _meta_into(name, self, *operands):
-    fn, rule, check = _pw.row(name, len(operands))
-    cdt, rdt = _pw.result_dtype(rule, operands)
-    _pw.check_operands(name, operands, check, cdt, rdt, self)
+    rule, check = _R.RULES[len(operands)][name]
+    cdt, rdt = _R.result_dtype(rule, operands)
+    _R.check_operands(name, operands, check, cdt, rdt, self)
     return self
 
 
 def _alpha_operands(name, self, other, alpha):
     if name == "sub":
-        _pw.check_sub(name, (self, other), None)
-    _pw.check_alpha(result_type_of((self, other)), alpha)
+        _R.check_sub(name, (self, other), None)
+    _R.check_alpha(result_type_of((self, other)), alpha)
 
 
-def _make(name, kind):
-    """Meta kernel for a CPU kernel of the given calling form."""
-    if kind == "binary":
-        def k(self, other):
-            return _meta(name, self, other)
-    elif kind == "unary":
-        def k(self):
-            return _meta(name, self)
-    elif kind == "inplace_binary":
-        def k(self, other):
-            return _meta_into(name, self, self, other)
-    elif kind == "inplace_unary":
-        def k(self):
-            return _meta_into(name, self, self)
-    elif kind == "unary_params":
-        def k(self, *params):
-            return _meta(name, self)
-    elif kind == "inplace_unary_params":
-        def k(self, *params):
-            return _meta_into(name, self, self)
-    elif kind == "ternary_value":
-        def k(self, tensor1, tensor2, value=1):
-            return _meta(name, self, tensor1, tensor2)
-    elif kind == "inplace_ternary_value":
-        def k(self, tensor1, tensor2, value=1):
-            return _meta_into(name, self, self, tensor1, tensor2)
-    elif kind == "ternary":
-        def k(self, a, b):
-            return _meta(name, self, a, b)
-    elif kind == "inplace_ternary":
-        def k(self, a, b):
-            return _meta_into(name, self, self, a, b)
-    elif kind == "alpha":
-        def k(self, other, alpha=1):
-            _alpha_operands(name, self, other, alpha)
-            return _meta(name, self, other)
-    elif kind == "ralpha":
-        def k(self, other, alpha=1):
-            _alpha_operands("sub", other, self, alpha)
-            return _meta("sub", other, self)
-    elif kind == "inplace_alpha":
-        def k(self, other, alpha=1):
-            _alpha_operands(name, self, other, alpha)
-            return _meta_into(name, self, self, other)
-    elif kind == "mode":
-        def k(self, other, rounding_mode):
-            _pw.check_rounding_mode(rounding_mode)
-            return _meta(_pw._DIV_MODES[rounding_mode], self, other)
-    else:  # inplace_mode
-        def k(self, other, rounding_mode):
-            _pw.check_rounding_mode(rounding_mode)
-            return _meta_into(_pw._DIV_MODES[rounding_mode], self, self, other)
+# One kernel factory per calling form (rules/pointwise.py): form -> (row name -> kernel).
+
+def _unary(name):
+    def k(self):
+        return _meta(name, self)
     return k
 
 
+def _binary(name):
+    def k(self, other):
+        return _meta(name, self, other)
+    return k
+
+
+def _inplace_unary(name):
+    def k(self):
+        return _meta_into(name, self, self)
+    return k
+
+
+def _inplace_binary(name):
+    def k(self, other):
+        return _meta_into(name, self, self, other)
+    return k
+
+
+def _unary_params(name):
+    def k(self, *params):
+        return _meta(name, self)
+    return k
+
+
+def _inplace_unary_params(name):
+    def k(self, *params):
+        return _meta_into(name, self, self)
+    return k
+
+
+def _ternary_value(name):
+    def k(self, tensor1, tensor2, value=1):
+        return _meta(name, self, tensor1, tensor2)
+    return k
+
+
+def _inplace_ternary_value(name):
+    def k(self, tensor1, tensor2, value=1):
+        return _meta_into(name, self, self, tensor1, tensor2)
+    return k
+
+
+def _ternary(name):
+    def k(self, a, b):
+        return _meta(name, self, a, b)
+    return k
+
+
+def _inplace_ternary(name):
+    def k(self, a, b):
+        return _meta_into(name, self, self, a, b)
+    return k
+
+
+def _alpha(name):
+    def k(self, other, alpha=1):
+        _alpha_operands(name, self, other, alpha)
+        return _meta(name, self, other)
+    return k
+
+
+def _ralpha(name):
+    def k(self, other, alpha=1):
+        _alpha_operands("sub", other, self, alpha)
+        return _meta("sub", other, self)
+    return k
+
+
+def _inplace_alpha(name):
+    def k(self, other, alpha=1):
+        _alpha_operands(name, self, other, alpha)
+        return _meta_into(name, self, self, other)
+    return k
+
+
+def _mode(name):
+    def k(self, other, rounding_mode):
+        _R.check_rounding_mode(rounding_mode)
+        return _meta(_R._DIV_MODES[rounding_mode], self, other)
+    return k
+
+
+def _inplace_mode(name):
+    def k(self, other, rounding_mode):
+        _R.check_rounding_mode(rounding_mode)
+        return _meta_into(_R._DIV_MODES[rounding_mode], self, self, other)
+    return k
+
+
+FORMS = {
+    _R.UNARY: _unary, _R.BINARY: _binary, _R.TERNARY: _ternary,
+    _R.INPLACE_UNARY: _inplace_unary, _R.INPLACE_BINARY: _inplace_binary,
+    _R.INPLACE_TERNARY: _inplace_ternary,
+    _R.UNARY_PARAMS: _unary_params, _R.INPLACE_UNARY_PARAMS: _inplace_unary_params,
+    _R.TERNARY_VALUE: _ternary_value, _R.INPLACE_TERNARY_VALUE: _inplace_ternary_value,
+    _R.ALPHA: _alpha, _R.RALPHA: _ralpha, _R.INPLACE_ALPHA: _inplace_alpha,
+    _R.MODE: _mode, _R.INPLACE_MODE: _inplace_mode,
+}
+
+
+def register_overloads(overloads):
+    """Register a Meta kernel for each ``op overload -> (row, calling form)`` of ``overloads``."""
+    for op, (name, form) in overloads.items():
+        register(op, "Meta", FORMS[form](name))
+
+
+register_overloads(_R.OVERLOADS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops with their own argument rules.
+
 def meta_clamp(self, min=None, max=None):  # noqa: A002  (schema names)
-    name, operands = _pw.clamp_operands("clamp", self, min, max)
+    name, operands = _R.clamp_operands("clamp", self, min, max)
     return _meta(name, *operands)
 
 
 def meta_clamp_(self, min=None, max=None):  # noqa: A002
-    name, operands = _pw.clamp_operands("clamp", self, min, max)
+    name, operands = _R.clamp_operands("clamp", self, min, max)
     return _meta_into(name, self, *operands)
 
 
+meta_clamp_Tensor = meta_clamp
+meta_clamp__Tensor = meta_clamp_
+
+
 def meta_polygamma(n, self):
-    _pw.check_polygamma_order(n)
+    _R.check_polygamma_order(n)
     return _meta("polygamma", self)
 
 
 def meta_polygamma_(self, n):
-    _pw.check_polygamma_order(n)
+    _R.check_polygamma_order(n)
     return _meta_into("polygamma", self, self)
 
 
@@ -115,7 +181,7 @@ def meta_abs_(self):
 
 
 def meta_polar(abs, angle):  # noqa: A002
-    dt = _pw.check_polar(abs, angle)
+    dt = _R.check_polar(abs, angle)
     return empty_tensor(_shape(abs, angle), dt, META)
 
 
@@ -124,55 +190,3 @@ def meta_where_self(condition, self, other):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition._dtype._short}")
     return empty_tensor(_shape(condition, self, other), result_type_of((self, other)), META)
-
-
-def _generate():
-    """One meta kernel per CPU pointwise kernel name, ``meta_<name>``."""
-    forms = {
-        "add_Tensor": ("add", "alpha"), "add_Scalar": ("add", "alpha"),
-        "sub_Tensor": ("sub", "alpha"), "sub_Scalar": ("sub", "alpha"),
-        "rsub_Tensor": ("sub", "ralpha"), "rsub_Scalar": ("sub", "ralpha"),
-        "add__Tensor": ("add", "inplace_alpha"), "add__Scalar": ("add", "inplace_alpha"),
-        "sub__Tensor": ("sub", "inplace_alpha"), "sub__Scalar": ("sub", "inplace_alpha"),
-        "mul_Tensor": ("mul", "binary"), "mul_Scalar": ("mul", "binary"),
-        "div_Tensor": ("div", "binary"), "div_Scalar": ("div", "binary"),
-        "div_Tensor_mode": ("div", "mode"), "div_Scalar_mode": ("div", "mode"),
-        "div__Tensor_mode": ("div", "inplace_mode"), "div__Scalar_mode": ("div", "inplace_mode"),
-    }
-    for op, (functional, inplace) in _pw._BINARY_OVERLOADS.items():
-        for ov in functional:
-            forms.setdefault(_pw.kernel_name(op, ov), (op, "binary"))
-        for ov in inplace:
-            forms.setdefault(_pw.kernel_name(op + "_", ov), (op, "inplace_binary"))
-    for short, op in _pw._SHIFT_OPERATORS.items():
-        for ov in ("Tensor", "Scalar"):
-            forms[f"{short}_{ov}"] = (op, "binary")
-            forms[f"i{short}_{ov}"] = (op, "inplace_binary")
-    for op in _pw.UNARY:
-        if op in _pw._UNARY_EXPLICIT:
-            continue
-        forms[op] = (op, "unary")
-        if op not in _pw._UNARY_NO_INPLACE:
-            forms[op + "_"] = (op, "inplace_unary")
-    forms.update({
-        "_conj_physical": ("conj_physical", "unary"),
-        "round_decimals": ("round_decimals", "unary_params"),
-        "round__decimals": ("round_decimals", "inplace_unary_params"),
-        "logit": ("logit", "unary_params"), "logit_": ("logit", "inplace_unary_params"),
-        "nan_to_num": ("nan_to_num", "unary_params"),
-        "nan_to_num_": ("nan_to_num", "inplace_unary_params"),
-        "addcmul": ("addcmul", "ternary_value"), "addcmul_": ("addcmul", "inplace_ternary_value"),
-        "addcdiv": ("addcdiv", "ternary_value"), "addcdiv_": ("addcdiv", "inplace_ternary_value"),
-    })
-    for ov in ("Scalar", "Tensor"):  # lerp's weight is a number or a tensor: one ternary row
-        forms[f"lerp_{ov}"] = ("lerp", "ternary")
-        forms[f"lerp__{ov}"] = ("lerp", "inplace_ternary")
-    return {"meta_" + k: _make(op, kind) for k, (op, kind) in forms.items()}
-
-
-_GENERATED = _generate()
-globals().update(_GENERATED)
-meta_clamp_Tensor = meta_clamp
-meta_clamp__Tensor = meta_clamp_
-__all__ = ["meta_where_self", "meta_clamp", "meta_clamp_", "meta_clamp_Tensor",
-           "meta_clamp__Tensor", "meta_abs_", "meta_polar", "meta_polygamma", "meta_polygamma_", *_GENERATED]

@@ -2,16 +2,8 @@
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import pool as _p
+from ..rules import pool as _p
 
-__all__ = ["meta_max_pool2d_with_indices", "meta_max_pool3d_with_indices",
-           "meta_max_pool2d_with_indices_backward", "meta_max_pool3d_with_indices_backward",
-           "meta_avg_pool2d", "meta_avg_pool3d", "meta_avg_pool2d_backward",
-           "meta_avg_pool3d_backward", "meta_adaptive_avg_pool2d_", "meta_adaptive_avg_pool3d_",
-           "meta_adaptive_avg_pool2d_backward_", "meta_adaptive_avg_pool3d_backward_",
-           "meta_adaptive_max_pool2d", "meta_adaptive_max_pool3d",
-           "meta_adaptive_max_pool2d_backward", "meta_adaptive_max_pool3d_backward",
-           "meta_max_unpool2d", "meta_max_unpool3d"]
 
 _ANY_INT = (D.uint8, D.int8, D.int16, D.int32, D.int64)
 

@@ -3,11 +3,12 @@ errors) as the CPU kernels (``cpu/reduction.py``), without touching data."""
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import reduction as _r
+from ..rules import reduction as _r
+from ..registration import register
 
 
 def _meta_reduce(name, self, dim, keepdim, dtype=None):
-    fn, rule, empty_error, upcast = _r.REDUCTIONS[name]
+    rule, empty_error, upcast = _r.REDUCTION_RULES[name]
     rdt = _r.reduction_dtype(name, rule, self, dtype)
     dims = _r.reduce_dims(name, self, dim, empty_error, rule != _r.LOGICAL)
     return empty_tensor(_r.reduced_shape(self._size, dims, keepdim), rdt, META)
@@ -100,30 +101,31 @@ def _cum_extremum(name):
     return k
 
 
-_KERNELS = {
-    "meta_nansum": _along("nansum"), "meta_aminmax": _aminmax,
-    "meta_var_correction": _moments("var"), "meta_std_correction": _moments("std"),
-    "meta_var_mean_correction": _moments("var_mean"),
-    "meta_std_mean_correction": _moments("std_mean"),
-    "meta_norm_Scalar": lambda self, p=2: _norm(self, p, None, False, None),
-    "meta_norm_ScalarOpt_dtype": lambda self, p, dtype: _norm(self, p, None, False, dtype),
-    "meta_norm_ScalarOpt_dim": lambda self, p, dim, keepdim=False: _norm(self, p, dim, keepdim,
+# op overload -> its Meta kernel, registered by reference
+KERNELS = {
+    "nansum": _along("nansum"), "aminmax": _aminmax,
+    "var.correction": _moments("var"), "std.correction": _moments("std"),
+    "var_mean.correction": _moments("var_mean"),
+    "std_mean.correction": _moments("std_mean"),
+    "norm.Scalar": lambda self, p=2: _norm(self, p, None, False, None),
+    "norm.ScalarOpt_dtype": lambda self, p, dtype: _norm(self, p, None, False, dtype),
+    "norm.ScalarOpt_dim": lambda self, p, dim, keepdim=False: _norm(self, p, dim, keepdim,
                                                                           None),
-    "meta_norm_ScalarOpt_dim_dtype": _norm,
-    "meta_logsumexp": _logsumexp,
-    "meta_count_nonzero": _count_nonzero, "meta_count_nonzero_dim_IntList": _count_nonzero,
-    "meta_cumsum": _scan("cumsum"), "meta_cumprod": _scan("cumprod"),
-    "meta_logcumsumexp": _scan("logcumsumexp"),
-    "meta_cummax": _cum_extremum("cummax"), "meta_cummin": _cum_extremum("cummin"),
-    "meta_sum": _full("sum"), "meta_sum_dim_IntList": _along("sum"),
-    "meta_prod": _full("prod"), "meta_prod_dim_int": _along("prod"),
-    "meta_mean": _full("mean"), "meta_mean_dim": _along("mean"),
-    "meta_amax": _along("amax"), "meta_amin": _along("amin"),
-    "meta_all": _full("all"), "meta_all_dim": _along("all"), "meta_all_dims": _along("all"),
-    "meta_any": _full("any"), "meta_any_dim": _along("any"), "meta_any_dims": _along("any"),
-    "meta_max": _extremum_full("max"), "meta_min": _extremum_full("min"),
-    "meta_max_dim": _extremum_dim("max"), "meta_min_dim": _extremum_dim("min"),
-    "meta_argmax": _arg("argmax"), "meta_argmin": _arg("argmin"),
+    "norm.ScalarOpt_dim_dtype": _norm,
+    "logsumexp": _logsumexp,
+    "count_nonzero": _count_nonzero, "count_nonzero.dim_IntList": _count_nonzero,
+    "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
+    "logcumsumexp": _scan("logcumsumexp"),
+    "cummax": _cum_extremum("cummax"), "cummin": _cum_extremum("cummin"),
+    "sum": _full("sum"), "sum.dim_IntList": _along("sum"),
+    "prod": _full("prod"), "prod.dim_int": _along("prod"),
+    "mean": _full("mean"), "mean.dim": _along("mean"),
+    "amax": _along("amax"), "amin": _along("amin"),
+    "all": _full("all"), "all.dim": _along("all"), "all.dims": _along("all"),
+    "any": _full("any"), "any.dim": _along("any"), "any.dims": _along("any"),
+    "max": _extremum_full("max"), "min": _extremum_full("min"),
+    "max.dim": _extremum_dim("max"), "min.dim": _extremum_dim("min"),
+    "argmax": _arg("argmax"), "argmin": _arg("argmin"),
 }
-globals().update(_KERNELS)
-__all__ = list(_KERNELS)
+for _op, _fn in KERNELS.items():
+    register(_op, "Meta", _fn)

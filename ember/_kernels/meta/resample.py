@@ -2,9 +2,8 @@
 kernels' checks and shape rules, no data."""
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import resample as _r
-
-__all__ = []
+from ..rules import resample as _r
+from ..registration import register
 
 
 def _upsample(name):
@@ -49,11 +48,10 @@ def meta_pixel_unshuffle(self, downscale_factor):
 
 
 # one meta kernel per CPU kernel of the tables in cpu/resample.py
-for _n in _r._UPSAMPLE:
-    globals()["meta_" + _n] = _upsample(_n)
-    globals()["meta_" + _n + "_backward"] = _upsample_backward(_n)
-for _m in ("reflection", "replication"):
+for _op, _n in _r.UPSAMPLE_OPS.items():
+    register(_op, "Meta", _upsample(_n))
+    register(_op + "_backward", "Meta", _upsample_backward(_n))
+for _m in _r.PAD_MODES:
     for _k in (1, 2, 3):
-        globals()[f"meta_{_m}_pad{_k}d"] = _pad(_m, _k)
-        globals()[f"meta_{_m}_pad{_k}d_backward"] = _pad_backward(_m, _k)
-__all__ += ["meta_" + n for n in _r.__all__]
+        register(f"{_m}_pad{_k}d", "Meta", _pad(_m, _k))
+        register(f"{_m}_pad{_k}d_backward", "Meta", _pad_backward(_m, _k))

@@ -4,7 +4,7 @@ rejects them too)."""
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._tensor import empty_tensor
-from ..cpu import sorting as _s
+from ..rules import sorting as _s
 
 
 def _pair(shape, dtype):
@@ -76,9 +76,3 @@ def meta_bucketize_Tensor(self, boundaries, out_int32=False, right=False):
 def meta_bucketize_Scalar(self, boundaries, out_int32=False, right=False):
     _s.check_bucketize(boundaries)
     return meta_searchsorted_Scalar(boundaries, self, out_int32, right)
-
-
-__all__ = ["meta_sort", "meta_sort_stable", "meta_topk", "meta_kthvalue", "meta_median",
-           "meta_median_dim", "meta_nanmedian", "meta_nanmedian_dim", "meta_mode", "meta_histc",
-           "meta_searchsorted_Tensor", "meta_searchsorted_Scalar", "meta_bucketize_Tensor",
-           "meta_bucketize_Scalar"]

@@ -7,12 +7,12 @@ exactly ``end``.
 import numpy as np
 
 from ..._core.dtype import get_default_dtype
-from ..meta.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
+from ..rules.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
 from ._util import wrap
+from .factory import honour_pin_memory
 
-__all__ = ["arange", "arange_start", "arange_start_step", "linspace", "eye", "eye_m"]
 
-
+@honour_pin_memory
 def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = arange_dtype(start, end, step, dtype)
     xs, xst, n = arange_params(start, end, step, dtype)
@@ -23,14 +23,17 @@ def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, 
     return wrap(values.astype(dtype._np, copy=False))
 
 
+@honour_pin_memory
 def arange(end, dtype=None, layout=None, device=None, pin_memory=None):
     return arange_start_step(0, end, 1, dtype)
 
 
+@honour_pin_memory
 def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=None):
     return arange_start_step(start, end, 1, dtype)
 
 
+@honour_pin_memory
 def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
     check_steps(steps)
     dtype = linspace_dtype(start, end, dtype)
@@ -54,11 +57,12 @@ def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory
     return wrap(out.astype(dtype._np, copy=False))
 
 
+@honour_pin_memory
 def eye_m(n, m, dtype=None, layout=None, device=None, pin_memory=None):
     check_eye(n, m)
     return wrap(np.eye(n, m, dtype=(dtype or get_default_dtype())._np))
 
 
+@honour_pin_memory
 def eye(n, dtype=None, layout=None, device=None, pin_memory=None):
     return eye_m(n, n, dtype)
-

@@ -1,30 +1,20 @@
-"""Shape and dtype rules shared by the meta kernels."""
-from ..._core import strides as _st
+"""Meta kernels of allocation and copies: ``empty``, ``empty_strided``, ``copy_`` (after its
+rules, ``rules/copy.py``) and ``_local_scalar_dense``."""
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
 from ..._tensor import empty_tensor
-
-__all__ = ["meta_empty_memory_format", "meta_empty_strided", "meta_copy_", "check_copy",
-           "meta_local_scalar_dense"]
+from ..rules.copy import check_copy
 
 
 def meta_empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                              memory_format=None):
-    from .factory import memory_format_strides
+    from ..rules.factory import memory_format_strides
     stride = None if memory_format is None else memory_format_strides(size, memory_format)
     return empty_tensor(size, dtype or get_default_dtype(), META, stride)
 
 
 def meta_empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     return empty_tensor(size, dtype or get_default_dtype(), META, tuple(stride))
-
-
-def check_copy(self, src):
-    """copy_ broadcasts src to self's shape, never the other way round."""
-    shape = _st.broadcast_shapes(self._size, src._size)
-    if shape != tuple(self._size):
-        raise RuntimeError(f"output with shape [{', '.join(map(str, self._size))}] doesn't match "
-                           f"the broadcast shape [{', '.join(map(str, shape))}]")
 
 
 def meta_copy_(self, src, non_blocking=False):

@@ -1,0 +1,7 @@
+"""Shape, dtype, device and argument rules of the operators, one module per op area, for every
+backend: the CPU kernels compute what a rule allows, the Meta kernels allocate what it says, and
+the CUDA kernels call the same functions. A rule raises PyTorch's error for bad arguments and
+returns what the result will be (its dtype, its shape); it never touches data and never imports
+a backend's kernel module (``tests/test_architecture.py`` checks that)."""
+
+

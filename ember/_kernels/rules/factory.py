@@ -1,0 +1,255 @@
+"""Rules of the factories, fills and random ops, for every backend: one place decides an
+``arange``'s length and dtype, whether a fill value fits its dtype, the strides of a memory format
+and the bounds of ``random_``. The CPU, Meta and CUDA kernels call these; this module imports no
+backend."""
+import math
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..._core.dtype import get_default_dtype
+
+# The C++ type names PyTorch's messages use ("value cannot be converted to type uint8_t ...").
+C_TYPE_NAMES = {
+    D.bool_: "bool", D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t",
+    D.int32: "int", D.int64: "int64_t", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
+    D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
+    D.complex128: "c10::complex<double>",
+}
+# "unsigned char", as PyTorch's random_ messages name uint8
+RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
+                     D.int16: "short", D.int64: "long"}
+
+
+def _limits(d):
+    d = d.to_real()
+    if d.is_floating_point:
+        m = float(ml_dtypes.finfo(d._np).max)
+        return -m, m
+    info = np.iinfo(d._np)
+    return int(info.min), int(info.max)
+
+
+LIMITS = {d: _limits(d) for d in D.ALL_DTYPES if d is not D.bool_}
+
+
+def overflows(value, dtype):
+    """c10::overflows: would converting the Python number ``value`` to ``dtype`` overflow?
+    Unsigned targets accept negative integers down to -max (they wrap, two's complement)."""
+    if dtype is D.bool_ or value.__class__ is bool:
+        return False
+    if isinstance(value, complex):
+        if not dtype.is_complex and value.imag != 0:
+            return True
+        value = value.real
+    lo, hi = LIMITS[dtype]
+    floating = dtype._category >= D.FLOATING
+    if isinstance(value, float):
+        if math.isinf(value) or value != value:
+            return not floating  # inf and nan exist only in floating types
+        return value < lo or value > hi
+    value = int(value)
+    if not dtype.is_signed and value < 0:
+        return -value > hi
+    return value < lo or value > hi
+
+
+def check_fits(value, dtype, names=C_TYPE_NAMES):
+    if overflows(value, dtype):
+        raise RuntimeError(f"value cannot be converted to type {names[dtype]} without overflow")
+
+
+def check_size(size):
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"[{', '.join(map(str, size))}]")
+
+
+def scalar_dtype(value):
+    """The dtype PyTorch gives a tensor filled from a Python number: bool, int64, the default
+    floating dtype or the default complex dtype."""
+    if value.__class__ is bool:
+        return D.bool_
+    if isinstance(value, int):
+        return D.int64
+    if isinstance(value, complex):
+        return D.default_complex_dtype()
+    return get_default_dtype()
+
+
+def memory_format_strides(size, memory_format):
+    """Strides of a fresh tensor in ``memory_format`` (None or contiguous_format: row-major)."""
+    name = getattr(memory_format, "_name", "contiguous_format")
+    if name == "channels_last":
+        if len(size) != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        return _st.channels_last_strides(tuple(size))
+    if name == "channels_last_3d":
+        if len(size) != 5:
+            raise RuntimeError("required rank 5 tensor to use channels_last_3d format")
+        return _st.channels_last_strides(tuple(size))
+    if name == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return _st.contiguous_strides(tuple(size))
+
+
+def _g(x):
+    """A number as C++'s ostream prints a double (what PyTorch's range messages show)."""
+    return "%g" % x
+
+
+def arange_dtype(start, end, step, dtype):
+    """PyTorch's inference: int64 when every bound is an integer, else the default dtype."""
+    if dtype is not None:
+        return dtype
+    if any(isinstance(v, (float, complex)) for v in (start, end, step)):
+        return get_default_dtype()
+    return D.int64
+
+
+def _real(v, dtype):
+    if isinstance(v, complex):
+        if v.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {C_TYPE_NAMES[dtype]} without overflow")
+        return v.real
+    return v
+
+
+def arange_params(start, end, step, dtype):
+    """(start, step, length) in the accumulation type of ``dtype``, with PyTorch's checks."""
+    acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
+    s, e, st = (_real(v, acc) for v in (start, end, step))
+    if acc is D.int64:
+        xs, xe, xst = int(s), int(e), int(st)
+    else:
+        xs, xe, xst = float(s), float(e), float(st)
+    if xst == 0:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(xs) and math.isfinite(xe)):
+        raise RuntimeError(f"unsupported range: {_g(xs)} -> {_g(xe)}")
+    if not ((xst > 0 and xe >= xs) or (xst < 0 and xe <= xs)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if dtype is D.int64:
+        sgn = (xst > 0) - (xst < 0)
+        q = xe - xs + xst - sgn
+        n = abs(q) // abs(xst) * (1 if (q >= 0) == (xst > 0) else -1)  # C++ truncating division
+    else:
+        n = math.ceil((float(e) - float(s)) / float(st))
+    if n < 0 or n > 2 ** 63 - 1:
+        raise RuntimeError("invalid size, possible overflow?")
+    return xs, xst, n
+
+
+def linspace_dtype(start, end, dtype):
+    if dtype is not None:
+        return dtype
+    if isinstance(start, complex) or isinstance(end, complex):
+        return D.default_complex_dtype()
+    return get_default_dtype()
+
+
+def check_steps(steps):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
+def check_eye(n, m):
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+
+
+# -- random-op argument checks -----------------------------------------------------------------
+
+def _not_implemented(kernel, dtype):
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{dtype._short}\'')
+
+
+def check_uniform(self, from_, to):
+    d = self._dtype
+    if d._category < D.FLOATING:
+        _not_implemented("check_uniform_bounds", d)
+    lo, hi = LIMITS[d]
+    if not lo <= from_ <= hi:
+        raise RuntimeError(f"from is out of bounds for {C_TYPE_NAMES[d.to_real()]}")
+    if not lo <= to <= hi:
+        raise RuntimeError(f"to is out of bounds for {C_TYPE_NAMES[d.to_real()]}")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_g(from_)} > to={_g(to)}")
+    if to - from_ > hi:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                           f"{C_TYPE_NAMES[d.to_real()]}>::max(), but found to={_g(to)} and "
+                           f"from={_g(from_)} which result in to-from to exceed the limit")
+
+
+def check_normal(dtype, std):
+    if dtype._category < D.FLOATING:
+        _not_implemented("normal_kernel_cpu", dtype)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
+
+
+# Largest integer a floating dtype holds exactly: random_ draws from [0, 2**digits].
+FLOAT_DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
+
+
+def _random_max(d):
+    """Highest value random_ may produce for dtype ``d`` by default."""
+    if d.is_complex:
+        _not_implemented("random_", d)
+    if d is D.bool_:
+        return 1
+    if d.is_floating_point:
+        return 2 ** FLOAT_DIGITS[d]
+    return LIMITS[d][1]
+
+
+def random_bounds(self, from_, to):
+    """Validated inclusive [low, high] of random_(from, to) (to=None: up to the dtype's max)."""
+    d = self._dtype
+    name = RANDOM_TYPE_NAMES[d]
+    if to is None:
+        top = _random_max(d)
+        if from_ > top:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to "
+                               f"'to_inc' casted to dtype, but got from={from_} > to_inc={top}")
+        return from_, top
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
+                           f">= to={to}")
+    if d.is_complex:
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean "
+                           "types")
+    lo, hi = (0, 1) if d is D.bool_ else LIMITS[d]
+    if not lo <= from_ <= hi:
+        raise RuntimeError(f"from is out of bounds for {name}")
+    if not lo <= to - 1 <= hi:
+        raise RuntimeError(f"to - 1 is out of bounds for {name}")
+    if d.is_floating_point:
+        top = _random_max(d)
+        digits = FLOAT_DIGITS[d]
+        for what, v in (("from", from_), ("to - 1", to - 1)):
+            if not -top <= v <= top:
+                warnings.warn(f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision "
+                              f"limitations {C_TYPE_NAMES[d]} can support discrete uniform "
+                              f"distribution only within this range. This warning will become an "
+                              f"error in version 1.7 release, please fix the code in advance",
+                              UserWarning, stacklevel=4)
+    return from_, to - 1
+
+
+def random_default_bounds(self):
+    """random_() with no range: [0, 2**digits] for floats, [0, max] for integers."""
+    return 0, _random_max(self._dtype)
+
+
+def normal_tensor_dtype(mean, std):
+    """normal(Tensor, Tensor): dtype and shape of the result (mean's dtype, broadcast shape)."""
+    from ..._core.promotion import result_type_of
+    return result_type_of((mean, std))

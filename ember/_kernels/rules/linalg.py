@@ -1,0 +1,452 @@
+"""Rules of the linear-algebra ops, for every backend: argument checks and result shapes and
+dtypes, with PyTorch's errors. The CPU kernels (``cpu/linalg.py``) and the Meta kernels
+(``meta/linalg.py``) call them; this module imports no backend."""
+from ..._core import dtype as D
+from ..._core import strides as _st
+
+
+def _x(shape):
+    return "x".join(map(str, shape))
+
+
+def _no_bool(dt):
+    if dt is D.bool_:
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+
+
+def check_mm(self, mat2, first="self"):
+    """mm's checks; returns the result shape."""
+    if len(self._size) != 2:
+        raise RuntimeError(f"{first} must be a matrix")
+    if len(mat2._size) != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if self._size[1] != mat2._size[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_x(self._size)} and "
+                           f"{_x(mat2._size)})")
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{self._dtype._cpp} != {mat2._dtype._cpp}")
+    _no_bool(self._dtype)
+    return (self._size[0], mat2._size[1])
+
+
+def check_bmm(self, mat2):
+    if len(self._size) != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if len(mat2._size) != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    b, n, m = self._size
+    if (mat2._size[0], mat2._size[1]) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {m}] but got: [{mat2._size[0]}, {mat2._size[1]}].")
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"expected scalar type {self._dtype._short} but found "
+                           f"{mat2._dtype._short}")
+    _no_bool(self._dtype)
+    return (b, n, mat2._size[2])
+
+
+def check_addmm(self, mat1, mat2):
+    shape = check_mm(mat1, mat2, "mat1")
+    if self._dtype is not mat2._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {self._dtype._short} "
+                           f"and {mat2._dtype._short}")
+    _check_expandable(self._size, shape)
+    return shape
+
+
+def _check_expandable(size, target):
+    """``self`` of addmm broadcasts to the product's shape (PyTorch's expand error)."""
+    if len(size) > len(target):
+        raise RuntimeError(f"The expanded size of the tensor ({target[-1]}) must match the "
+                           f"existing size ({size[-1]}) at non-singleton dimension 1.")
+    off = len(target) - len(size)
+    for i, s in enumerate(size):
+        if s != 1 and s != target[off + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[off + i]}) must match "
+                               f"the existing size ({s}) at non-singleton dimension {off + i}.  "
+                               f"Target sizes: [{', '.join(map(str, target))}].  Tensor sizes: "
+                               f"[{', '.join(map(str, size))}]")
+
+
+def check_mv(self, vec):
+    if len(self._size) != 2 or len(vec._size) != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(self._size)}, "
+                           f"{len(vec._size)}")
+    if self._size[1] != vec._size[0]:
+        raise RuntimeError(f"size mismatch, got input ({self._size[0]}), mat ({_x(self._size)}), "
+                           f"vec ({vec._size[0]})")
+    if self._dtype is not vec._dtype:
+        v, m = vec._dtype._short, self._dtype._short
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, "
+                           f"and {v}")
+    _no_bool(self._dtype)
+    return (self._size[0],)
+
+
+def check_dot(self, tensor):
+    if len(self._size) != 1 or len(tensor._size) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(self._size)}D and "
+                           f"{len(tensor._size)}D tensors")
+    n, m = self._size[0], tensor._size[0]
+    if n != m:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have "
+                           f"the same number of elements, but got {n} and {m} elements "
+                           f"respectively")
+    if self._dtype is not tensor._dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{self._dtype._short} and {tensor._dtype._short}")
+    _no_bool(self._dtype)
+    return ()
+
+
+def check_baddbmm(self, batch1, batch2):
+    shape = check_bmm(batch1, batch2)
+    if self._dtype is not batch1._dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {self._dtype._short}, "
+                           f"batch1: {batch1._dtype._short}, batch2: {batch2._dtype._short}")
+    _check_expandable(self._size, shape)
+    return shape
+
+
+def check_addbmm(self, batch1, batch2):
+    b, n, p = check_baddbmm_batches(batch1, batch2)
+    if self._dtype is not batch1._dtype:
+        raise RuntimeError(f"expected scalar type {batch1._dtype._short} but found "
+                           f"{self._dtype._short}")
+    _check_expandable(self._size, (n, p))
+    return (n, p)
+
+
+def check_baddbmm_batches(batch1, batch2):
+    return check_bmm(batch1, batch2)
+
+
+def check_addmv(self, mat, vec):
+    shape = check_mv(mat, vec)
+    if self._dtype is not mat._dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{self._dtype._short}, {mat._dtype._short}, and {vec._dtype._short}")
+    if len(self._size) > 1 or (self._size and self._size[0] not in (1, shape[0])):
+        raise RuntimeError(f"size mismatch, got input ({self._size[0] if self._size else 1}), "
+                           f"mat ({_x(mat._size)}), vec ({vec._size[0]})")
+    return shape
+
+
+def check_vdot(self, other):
+    if len(self._size) != 1 or len(other._size) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(self._size)}D and "
+                           f"{len(other._size)}D tensors")
+    if self._dtype is not other._dtype:
+        raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
+                           f"{self._dtype._short} and {other._dtype._short}")
+    if self._size[0] != other._size[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{self._size[0]}] and src "
+                           f"[{other._size[0]}] to have the same number of elements, but got "
+                           f"{self._size[0]} and {other._size[0]} elements respectively")
+    _no_bool(self._dtype)
+    return ()
+
+
+def check_square(name, A, arg="A"):
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
+    if A._size[-1] != A._size[-2]:
+        raise RuntimeError(f"{name}: {arg} must be batches of square matrices, but they are "
+                           f"{A._size[-2]} by {A._size[-1]} matrices")
+
+
+def check_float(name, A, arg="A"):
+    if not (A._dtype in (D.float32, D.float64) or A._dtype.is_complex):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{A._dtype._short}")
+
+
+def _check_matrix(name, A):
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    check_float(name, A)
+
+
+_NORM_DTYPES = (D.float32, D.float64, D.float16, D.bfloat16)
+
+
+def vector_norm_check(self, ord, dim, dtype):
+    if not (self._dtype in _NORM_DTYPES or self._dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {self._dtype._short}")
+    if dtype is not None and not (dtype in _NORM_DTYPES or dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex. Got "
+                           f"{dtype._short} instead.")
+    nd_ = self.dim()
+    dims = None if dim is None or (len(dim) == 0) else [_st.wrap_dim(d, nd_) for d in dim]
+    if dims is not None and len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
+    if self.numel() == 0 and (ord < 0 or ord == float("inf")):
+        red = range(nd_) if dims is None else dims
+        if any(self._size[d] == 0 for d in red):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+    out = (dtype or self._dtype)
+    out = out.to_real() if out.is_complex else out
+    return dims, out
+
+
+def vector_norm_shape(self, dims, keepdim):
+    nd_ = self.dim()
+    red = set(range(nd_) if dims is None else dims)
+    if keepdim:
+        return tuple(1 if i in red else s for i, s in enumerate(self._size))
+    return tuple(s for i, s in enumerate(self._size) if i not in red)
+
+
+_LAPACK_DTYPES = (D.float32, D.float64, D.complex64, D.complex128)
+
+
+def check_lapack_dtype(kernel, t):
+    """PyTorch's AT_DISPATCH for the LAPACK kernels: float, double and the complex types."""
+    if t._dtype not in _LAPACK_DTYPES:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{t._dtype._short}'")
+
+
+def _fmt(shape):
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _check_ge2(name, t):
+    if t.dim() < 2:
+        raise RuntimeError(f"{name}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{_fmt(t._size)} instead")
+
+
+def _square(name, A, arg="A"):
+    if A._size[-1] != A._size[-2]:
+        raise RuntimeError(f"{name}{': ' if name else ''}{arg} must be batches of square "
+                           f"matrices, but they are {A._size[-2]} by {A._size[-1]} matrices")
+
+
+def check_lu_factor(A, name="torch.lu_factor", pivot=True):
+    _check_ge2(name, A)
+    check_lapack_dtype("lu_cpu", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    m, n = A._size[-2:]
+    b = A._size[:-2]
+    return (A._size, b + (min(m, n),), b)
+
+
+def check_lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    _check_ge2("torch.lu_unpack", LU_data)
+    if LU_pivots._dtype is not D.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           "torch.int32 dtype.\nNote: this function is intended to be used with "
+                           "the output produced by torch.linalg.lu_factor")
+    m, n = LU_data._size[-2:]
+    k = min(m, n)
+    b = LU_data._size[:-2]
+    if unpack_pivots and tuple(LU_pivots._size) != b + (k,):
+        raise RuntimeError(f"torch.lu_unpack: Expected LU_pivots to have shape {_fmt(b + (k,))} "
+                           f"but got {_fmt(LU_pivots._size)}")
+    p = b + (m, m) if unpack_pivots else (0,)
+    if unpack_data:
+        return p, b + (m, k), b + (k, n)
+    return p, (0,), (0,)
+
+
+def check_linalg_lu(A, pivot=True):
+    check_lu_factor(A, "linalg.lu", pivot)
+    m, n = A._size[-2:]
+    k = min(m, n)
+    b = A._size[:-2]
+    return b + (m, m), b + (m, k), b + (k, n)
+
+
+def check_lu_solve(LU, pivots, B, left=True, adjoint=False):
+    if LU.dim() < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor LU must have at least 2 dimensions.")
+    if B.dim() < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    _square("torch.linalg.lu_solve", LU)
+    n = LU._size[-1]
+    if (B._size[-2] if left else B._size[-1]) != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({_x(LU._size)} and "
+                           f"{_x(B._size)})")
+    if LU._dtype is not B._dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found "
+                           f"LU of type {LU._dtype._short} and B of type {B._dtype._short} "
+                           f"instead")
+    if pivots._dtype is not D.int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
+    if tuple(pivots._size[-1:]) != (n,) or pivots.dim() != LU.dim() - 1:
+        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the "
+                           "dimension of the matrix")
+    check_lapack_dtype("linalg_lu_solve_cpu", LU)
+    batch = _st.broadcast_shapes(LU._size[:-2], B._size[:-2])
+    return batch + tuple(B._size[-2:])
+
+
+def check_solve_triangular(A, B, upper, left=True, unitriangular=False):
+    name = "linalg.solve_triangular"
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if B.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    _square(name, A)
+    if (B._size[-2] if left else B._size[-1]) != A._size[-1]:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({_x(A._size)} and {_x(B._size)})")
+    # no dtype check: ATen copies B into a result of A's dtype
+    check_lapack_dtype("triangular_solve_cpu", A)
+    return _st.broadcast_shapes(A._size[:-2], B._size[:-2]) + tuple(B._size[-2:])
+
+
+def check_linear_solve_args(self, A, name, kernel):
+    """The checks PyTorch's linearSolveCheckInputs makes for triangular_solve/cholesky_solve."""
+    if self._dtype is not A._dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{self._dtype._short} and A of type {A._dtype._short} instead.")
+    _square("", A)
+    if A._size[-1] != self._size[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {name}: each A matrix is "
+                           f"{A._size[-1]} by {A._size[-1]} but each b matrix is "
+                           f"{self._size[-2]} by {self._size[-1]}")
+    check_lapack_dtype(kernel, A)
+    batch = _st.broadcast_shapes(self._size[:-2], A._size[:-2])
+    return batch + tuple(self._size[-2:]), batch + tuple(A._size[-2:])
+
+
+def check_triangular_solve(self, A):
+    if self.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, "
+                           f"but it has {self.dim()} dimensions instead")
+    if A.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, "
+                           f"but it has {A.dim()} dimensions instead")
+    return check_linear_solve_args(self, A, "triangular_solve", "triangular_solve_cpu")
+
+
+def check_cholesky_solve(self, input2):
+    if self.dim() < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {self.dim()} "
+                           f"dimensions instead")
+    if input2.dim() < 2:
+        raise RuntimeError(f"u should have at least 2 dimensions, but has {input2.dim()} "
+                           f"dimensions instead")
+    return check_linear_solve_args(self, input2, "cholesky_solve", "cholesky_solve_cpu")[0]
+
+
+def check_cholesky_inverse(self, upper=False):
+    if self.dim() < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    _square("cholesky_inverse", self)
+    check_lapack_dtype("cholesky_inverse_out_cpu", self)
+    return tuple(self._size)
+
+
+def check_geqrf(self):
+    if self.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    check_lapack_dtype("geqrf_cpu", self)
+    m, n = self._size[-2:]
+    return tuple(self._size), tuple(self._size[:-2]) + (min(m, n),)
+
+
+def check_householder_product(input, tau):
+    name = "torch.linalg.householder_product"
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if input._size[-2] < input._size[-1]:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    if tau.dim() and input._size[-1] < tau._size[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1]")
+    if input.dim() - tau.dim() != 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.dim()} and input.ndim is equal to "
+                           f"{input.dim()}")
+    if input.dim() > 2 and tuple(tau._size[:-1]) != tuple(input._size[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {_fmt(tau._size[:-1])}")
+    if tau._dtype is not input._dtype:
+        raise RuntimeError(f"{name}: tau dtype {tau._dtype._short} does not match input dtype "
+                           f"{input._dtype._short}")
+    check_lapack_dtype("orgqr_cpu", input)
+    return tuple(input._size)
+
+
+def check_ormqr(self, input2, input3, left=True, transpose=False):
+    name = "torch.ormqr"
+    if self.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if input3.dim() < 2:
+        raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
+    left_size = -2 if left else -1
+    if input3._size[left_size] != self._size[-2]:
+        which = "other.shape[-2]" if left else "other.shape[-1]"
+        raise RuntimeError(f"{name}: {which} must be equal to input.shape[-2]")
+    if input2._size[-1:] != (min(input3._size[left_size], self._size[-1]),):
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{left_size}], "
+                           f"input.shape[-1])")
+    if self.dim() - input2.dim() != 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {input2.dim()} and input.ndim is equal to "
+                           f"{self.dim()}")
+    if self.dim() != input3.dim():
+        raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {input3.dim()} and input.ndim is "
+                           f"equal to {self.dim()}")
+    if self.dim() > 2:
+        if tuple(input2._size[:-1]) != tuple(self._size[:-2]):
+            raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                               f"input.shape[:-2], but got {_fmt(input2._size[:-1])}")
+        if tuple(input3._size[:-2]) != tuple(self._size[:-2]):
+            raise RuntimeError(f"{name}: Expected batch dimensions of other to be equal to "
+                               f"input.shape[:-2], but got {_fmt(input3._size[:-2])}")
+    if input2._dtype is not self._dtype:
+        raise RuntimeError(f"{name}: Expected input and tau to have the same dtype, but input has "
+                           f"dtype{self._dtype._short} and tau has dtype {input2._dtype._short}")
+    if input3._dtype is not self._dtype:
+        raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but input "
+                           f"has dtype{self._dtype._short} and other has dtype "
+                           f"{input3._dtype._short}")
+    check_lapack_dtype("ormqr_cpu", self)
+    return tuple(input3._size)
+
+
+def check_matrix_exp(self):
+    if self.dim() < 2:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 "
+                           "dimensions.")
+    _square("linalg.matrix_exp", self)
+    if not (self._dtype.is_floating_point or self._dtype.is_complex):
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {self._dtype._short}")
+    return tuple(self._size)
+
+
+def check_ldl_factor(self, hermitian=False):
+    name = "torch.linalg.ldl_factor_ex"
+    if self.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    _square(name, self)
+    if not (self._dtype in (D.float32, D.float64) or self._dtype.is_complex):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{self._dtype._short}")
+    return tuple(self._size), tuple(self._size[:-1]), tuple(self._size[:-2])
+
+
+def check_ldl_solve(LD, pivots, B, hermitian=False):
+    name = "torch.linalg.ldl_solve"
+    if LD.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor LD must have at least 2 dimensions.")
+    _square(name, LD, "LD")
+    if B.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    if tuple(LD._size[:-1]) != tuple(pivots._size):
+        raise RuntimeError(f"{name}: Expected LD.shape[:-1] and pivots.shape to be the same, but "
+                           f"got pivots with shape {_fmt(pivots._size)} instead")
+    if pivots._dtype.is_floating_point or pivots._dtype.is_complex or pivots._dtype is D.bool_:
+        raise RuntimeError(f"{name}: Expected pivots to be integers. Got {pivots._dtype._short}")
+    return check_linear_solve_args(B, LD, "torch.linalg.ldl_solve", "ldl_solve_cpu")[0]

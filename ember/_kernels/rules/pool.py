@@ -1,0 +1,150 @@
+"""Rules of the pooling ops, for every backend: argument checks, output sizes and dtypes.
+The CPU kernels (``cpu/pool.py``) and the Meta kernels call them; this module imports no
+backend."""
+from ..._core import dtype as D
+
+
+def _x(shape):
+    return "x".join(map(str, shape))
+
+
+def _float_or_long(name, dtype, ints=(D.int64,)):
+    """Dtype support of the pooling kernels: floating types plus ``ints``."""
+    if not (dtype.is_floating_point or dtype in ints):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{dtype._short}'")
+
+
+_WORDS = {2: "two", 3: "three"}
+
+
+_FORMS = {"kernel_size": "must either be a single int, or a tuple of",
+          "stride": "must either be omitted, a single int, or a tuple of",
+          "padding": "must either be a single int, or a tuple of",
+          "dilation": "must be either a single int, or a tuple of"}
+
+
+def _expand(name, v, k, what):
+    """A one-element parameter list stands for every spatial dim (PyTorch's pooling rule)."""
+    v = list(v)
+    if len(v) == 1:
+        return v * k
+    if len(v) != k:
+        raise RuntimeError(f"{name}: {what} {_FORMS[what]} {_WORDS[k]} ints")
+    return v
+
+
+def pooling_output_size(size, k, pad, stride, dilation, ceil_mode):
+    """ATen's pooling_output_shape."""
+    out = (size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode, dilated=True):
+    """Parameter and shape checks of max/avg pooling; returns (output shape, expanded params)."""
+    kernel_size = _expand(name, kernel_size, k, "kernel_size")
+    if not stride:
+        stride = kernel_size
+    stride = _expand(name, stride, k, "stride")
+    padding = _expand(name, padding, k, "padding")
+    dilation = _expand(name, dilation, k, "dilation") if dilated else [1] * k
+    if any(s == 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(kk <= 0 for kk in kernel_size):
+        raise RuntimeError(f"kernel size should be greater than zero, but got "
+                           f"{' '.join(f'k{c}: {v}' for c, v in zip('TWH'[-k:], kernel_size))}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got "
+                           f"{' '.join(f'dilation{c}: {v}' for c, v in zip('THW'[-k:], dilation))}")
+    for p, kk, d in zip(padding, kernel_size, dilation):
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > (d * (kk - 1) + 1) // 2:
+            if dilated:
+                raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                                   f"pad={p}, kernel_size={kk} and dilation={d}")
+            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and "
+                               f"kernel_size={kk}")
+    nd_ = len(self._size)
+    if nd_ not in (k + 1, k + 2) or any(s == 0 for s in self._size[nd_ - k - 1 + (nd_ == k + 2):]):
+        if k == 2:
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for "
+                           f"input")
+    spatial = self._size[-k:]
+    out = [pooling_output_size(s, kk, p, st, d, ceil_mode) for s, kk, p, st, d in
+           zip(spatial, kernel_size, padding, stride, dilation)]
+    if any(o < 1 for o in out):
+        lead = self._size[-k - 1]
+        raise RuntimeError(f"Given input size: ({_x((lead, *spatial))}). Calculated output size: "
+                           f"({_x((lead, *out))}). Output size is too small")
+    return (*self._size[:-k], *out), kernel_size, stride, padding, dilation
+
+
+def check_pool_backward(name, grad_output, self, indices, shape):
+    if tuple(grad_output._size) != tuple(shape):
+        raise RuntimeError(f"Expected grad_output of size {list(shape)}, but got "
+                           f"{list(grad_output._size)}")
+
+
+def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override):
+    nd_ = len(self._size)
+    if k == 2 and nd_ < 3:  # ATen reads input.size(-3) before any check
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd_, 1)}, "
+                         f"{max(nd_, 1) - 1}], but got -3)")
+    res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if k == 3 and self._dtype in (D.float16, D.bfloat16):
+        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for "
+                                  f"'{self._dtype._short}'")
+    _float_or_long(name, self._dtype)
+    return res
+
+
+def check_adaptive(name, self, k, output_size, ints=()):
+    if len(output_size) != k:
+        if name.startswith("adaptive_max"):
+            raise RuntimeError(f"{name}(): internal error: output_size.size() must be {k}")
+        raise RuntimeError(f"{name}: output_size must be {k}")
+    nd_ = len(self._size)
+    if nd_ not in (k + 1, k + 2):
+        sep = ": " if name.startswith("adaptive_max") else ""
+        raise RuntimeError(f"{name}(): Expected {k + 1}D or {k + 2}D tensor, but got{sep}"
+                           f"{'' if sep else ' '}[{', '.join(map(str, self._size))}]")
+    # adaptive_avg_pool2d only needs non-empty spatial dims; the others every non-batch dim
+    first = nd_ - k if name == "adaptive_avg_pool2d" else 1
+    for i in range(first, nd_):
+        if self._size[i] == 0:
+            sizes = ", ".join(map(str, self._size))
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes [{sizes}] with dimension {i} "
+                               f"being empty")
+    if any(o < 0 for o in output_size):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, output_size))}}}")
+    if name != "adaptive_avg_pool2d" or 0 not in self._size:  # 2d avg: only in its loop
+        _float_or_long(name, self._dtype, ints)
+    return (*self._size[:-k], *output_size)
+
+
+def check_max_unpool(name, self, indices, output_size, k):
+    if indices._dtype is not D.int64:
+        raise RuntimeError("elements in indices should be type int64 but got: "
+                           f"{indices._dtype._short}")
+    if len(output_size) != k:
+        raise RuntimeError(f"There should be exactly {k} elements (height, width) in "
+                           f"output_size, but got {len(output_size)} elements."
+                           if k == 2 else f"There should be exactly three elements (depth, "
+                           f"height, width) in output_size, but got: {len(output_size)}")
+    if len(self._size) not in (k + 1, k + 2):
+        raise RuntimeError(f"Input to {name} should be a {k + 1}d or {k + 2}d Tensor, but got a "
+                           f"tensor with {len(self._size)} dimensions.")
+    if tuple(self._size) != tuple(indices._size):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(self._size)}) but got indices tensor with shape: "
+                           f"{list(indices._size)}")
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{self._dtype._short}'")
+    return (*self._size[:-k], *output_size)

@@ -1,0 +1,187 @@
+"""Rules of the reductions and scans, for every backend: result dtypes, reduced dimensions and
+shapes, and PyTorch's errors for them. The CPU kernels (``cpu/reduction.py``) and the Meta
+kernels (``meta/reduction.py``) call them; this module imports no backend."""
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core import strides as _st
+from ..._core.promotion import promote_types
+
+# dtype rules
+ACCUMULATE = "accumulate"  # sum/prod: integral and bool accumulate in int64; dtype= wins
+MEAN = "mean"              # mean: floating/complex only
+SAME = "same"              # amax/amin: the input's dtype
+LOGICAL = "logical"        # all/any: bool (uint8 stays uint8)
+
+# op -> (dtype rule, empty reduction raises, half precision accumulates in float32 as PyTorch's
+#        CPU kernel does); the computing NumPy function is cpu/reduction.py's row of that name
+REDUCTION_RULES = {
+    "sum": (ACCUMULATE, False, True),
+    "nansum": (ACCUMULATE, False, True),
+    "prod": (ACCUMULATE, False, False),
+    "mean": (MEAN, False, True),
+    "amax": (SAME, True, False),
+    "amin": (SAME, True, False),
+    "all": (LOGICAL, False, False),
+    "any": (LOGICAL, False, False),
+}
+
+
+def reduction_dtype(name, rule, self, dtype=None):
+    """PyTorch's result dtype of reduction ``name`` (with its errors for unsupported dtypes)."""
+    if name == "nansum" and self._dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
+    if rule == ACCUMULATE:
+        if dtype is not None:
+            return dtype
+        return D.int64 if self._dtype._category <= D.INTEGRAL else self._dtype
+    if rule == MEAN:
+        dt = dtype if dtype is not None else self._dtype
+        if dt._category < D.FLOATING:
+            what = "Optional dtype" if dtype is not None else "Input dtype"
+            raise RuntimeError(f"{name}(): could not infer output dtype. {what} must be either a "
+                               f"floating point or complex dtype. Got: {dt._short}")
+        return dt
+    if rule == LOGICAL:
+        return D.uint8 if self._dtype is D.uint8 else D.bool_
+    return self._dtype
+
+
+def reduce_dims(name, self, dim, empty_error, empty_list_is_all=True):
+    """The wrapped dims to reduce: all dims for None (and for [] unless ``empty_list_is_all``
+    is False: all.dims/any.dims reduce nothing then). PyTorch's errors: out-of-range dims,
+    zero-size dims for reductions without identity, repeated dims."""
+    ndim = len(self._size)
+    if dim is None or (empty_list_is_all and isinstance(dim, (tuple, list)) and len(dim) == 0):
+        if empty_error and _st.numel(self._size) == 0:
+            _empty_full(name)
+        return tuple(range(ndim))
+    dims = [_st.wrap_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    if empty_error and ndim:
+        for w in dims:
+            if self._size[w] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {w} to have non-zero size.")
+    for i, w in enumerate(dims):
+        if w in dims[:i]:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+    return tuple(d for d in dims if d < ndim)
+
+
+def _empty_full(name):
+    if name in ("argmax", "argmin"):
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                         f"input.numel() == 0.")
+    raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                       f"Specify the reduction dim with the 'dim' argument.")
+
+
+def reduced_shape(size, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(size))
+    return tuple(s for i, s in enumerate(size) if i not in dims)
+
+
+def check_arg(name, self):
+    if self._dtype is D.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
+def aminmax_dims(self, dim):
+    """aminmax reduces every dim (an empty input is an error: no identity) or the one given."""
+    if dim is None:
+        if _st.numel(self._size) == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        return tuple(range(len(self._size)))
+    return reduce_dims("aminmax", self, dim, True)
+
+
+# op -> (takes the square root, returns the mean too)
+MOMENTS = {"var": (False, False), "std": (True, False),
+           "var_mean": (False, True), "std_mean": (True, True)}
+
+
+def check_moments(name, self):
+    """std/var need floating or complex input; the result is real."""
+    if self._dtype._category < D.FLOATING:
+        what = "std and var" if name in ("std", "var") else name
+        raise RuntimeError(f"{what} only support floating point and complex dtypes")
+    return self._dtype.to_real()
+
+
+def norm_dtype(self, dtype):
+    """The real result dtype of norm, with PyTorch's errors for integral input or output."""
+    if dtype is not None:
+        if dtype._category < D.FLOATING:
+            raise RuntimeError(f"norm(): the desired output dtype should be either floating point "
+                               f"or complex. Got {dtype._short} instead.")
+        if self._dtype._category < D.FLOATING:
+            raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                               f"as input. Got {self._dtype._short}")
+        if promote_types(self._dtype, dtype) is not dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
+                               f"should be convertible without narrowing to the specified dtype "
+                               f"({dtype._short})")
+        return dtype.to_real()
+    if self._dtype._category < D.FLOATING:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{self._dtype._short} instead.")
+    return self._dtype.to_real()
+
+
+def norm_dims(self, p, dim):
+    """The reduced dims of norm; the inf and negative norms have no identity on empty input."""
+    dims = reduce_dims("norm", self, dim, False)
+    if p is not None and (p < 0 or p == np.inf) and _st.numel(self._size) == 0:
+        what = "inf" if p == np.inf else ("-inf" if p == -np.inf else p)
+        if dim is None or len(dim) == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        for d in dims:
+            if self._size[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the "
+                                   f"dimension {d}because this dimension is empty and the "
+                                   f"operation does not have an identity")
+    return dims
+
+
+def logsumexp_dtype(self):
+    """Integral and bool inputs give the default floating dtype."""
+    return self._dtype if self._dtype._category >= D.FLOATING else D.get_default_dtype()
+
+
+def logsumexp_dims(self, dim, keepdim):
+    ndim = len(self._size)
+    if len(dim) == 0 and not keepdim and ndim and _st.numel(self._size):
+        # PyTorch reduces every dim of the max with keepdim and cannot add it back to the result
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"[{', '.join(['1'] * ndim)}]")
+    return reduce_dims("logsumexp", self, dim, False)
+
+
+FLOAT_ONLY = "float_only"  # logcumsumexp: floating inputs only, dtype kept
+
+
+# op -> (NumPy ufunc whose .accumulate is the scan, dtype rule)
+SCANS = {
+    "cumsum": (np.add, ACCUMULATE),
+    "cumprod": (np.multiply, ACCUMULATE),
+    "logcumsumexp": (np.logaddexp, FLOAT_ONLY),
+}
+
+
+def scan_dtype(name, self, dim, dtype=None):
+    """The result dtype of a scan (after checking ``dim``, as PyTorch does first)."""
+    _st.wrap_dim(dim, len(self._size))
+    rule = SCANS[name][1] if name in SCANS else SAME
+    if rule == FLOAT_ONLY and self._dtype._category != D.FLOATING:
+        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{self._dtype._short}\'')
+    return reduction_dtype(name, rule, self, dtype)
+
+
+def check_cum_extremum(name, self, dim):
+    """An empty input returns at once in PyTorch, before its dim is checked."""
+    if self._dtype.is_complex:
+        raise RuntimeError(f"{name} does not support complex inputs")
+    if _st.numel(self._size):
+        _st.wrap_dim(dim, len(self._size))
