@@ -161,6 +161,9 @@ OPS.append(OpInfo("fmod.Tensor", lambda op: iter([
 _binary("atan2.default", "atan2_.default", "atan2.out", complex_ok=True, numbers=False,
         rtol=1e-2, atol=1e-3)
 _binary("hypot.default", "hypot_.default", "hypot.out", complex_ok=True, numbers=False, rtol=1e-2)
+for _m in ("sigmoid_backward", "tanh_backward"):  # grad_output, output: no in-place form
+    _binary(f"{_m}.default", None, f"{_m}.grad_input", complex_ok=True, numbers=False,
+            rtol=1e-2)
 for _m in ("fmax", "fmin"):
     _binary(f"{_m}.default", None, f"{_m}.out", complex_ok=True, numbers=False)
     OPS.append(OpInfo(f"{_m}.default", lambda op: iter([Sample(

@@ -324,11 +324,11 @@ def to_copy_backward(grad, dtype, device):
 
 
 def sigmoid_backward(grad, result):
-    return grad * (result * (1 - result)).conj()
+    return ember.ops.aten.sigmoid_backward.default(grad, result)  # an op, as in PyTorch's graphs
 
 
 def tanh_backward(grad, result):
-    return grad * (1 - result * result).conj()
+    return ember.ops.aten.tanh_backward.default(grad, result)
 
 
 def threshold_backward(grad, self, threshold):

@@ -34,10 +34,11 @@ from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcd
                                addcmul_values, angle_values, clamp_values, digamma_values,
                                floor_divide, fmod_values, frac_values, isneginf_values,
                                isposinf_values, left_shift, lerp_values, lgamma_values,
-                               logaddexp_values, logit_values, nan_to_num_values, polygamma_values,
-                               power, relu, remainder, right_shift, round_decimals_values,
-                               rsqrt_values, sgn_values, sigmoid, sign_values, signbit_values,
-                               trunc_divide, xlogy_values)
+                               logaddexp_values, logit_values, nan_to_num_values,
+                               polygamma_values, power, relu, remainder, right_shift,
+                               round_decimals_values, rsqrt_values, sgn_values, sigmoid,
+                               sigmoid_backward_values, sign_values, signbit_values,
+                               tanh_backward_values, trunc_divide, xlogy_values)
 
 # ---------------------------------------------------------------------------------------------
 # The compute rows: op row name -> NumPy function of (arrays..., computation dtype, *params).
@@ -70,6 +71,8 @@ BINARY = {
     "fmod": fmod_values,
     "atan2": _half_as_float(np.arctan2),
     "hypot": _half_as_float(np.hypot),
+    "sigmoid_backward": sigmoid_backward_values,
+    "tanh_backward": tanh_backward_values,
     "fmax": _ufunc(np.fmax),
     "fmin": _ufunc(np.fmin),
     "copysign": _half_as_float(np.copysign),

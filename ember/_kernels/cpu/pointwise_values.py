@@ -254,3 +254,13 @@ def addcmul_values(x, t1, t2, dt, value):
 
 def addcdiv_values(x, t1, t2, dt, value):
     return x + x.dtype.type(value) * (t1 / t2)
+
+
+def sigmoid_backward_values(grad, out, dt):
+    """grad * conj((1 - out) * out): sigmoid's derivative from its output."""
+    return _half_as_float(lambda g, y: g * np.conj((1 - y) * y))(grad, out, dt)
+
+
+def tanh_backward_values(grad, out, dt):
+    """grad * conj(1 - out**2): tanh's derivative from its output."""
+    return _half_as_float(lambda g, y: g * np.conj(1 - y * y))(grad, out, dt)

@@ -354,6 +354,8 @@ BINARY_RULES = {
     "fmod": (PROMOTE, not_for(_BOOL_COMPLEX, "fmod_cpu")),
     "atan2": (INT_TO_FLOAT, not_for((D.COMPLEX,), "atan2_cpu")),
     "hypot": (PROMOTE, not_for(_NOT_FLOAT, "hypot_cpu")),
+    "sigmoid_backward": (PROMOTE, not_for(_NOT_REAL_FLOAT, "sigmoid_backward_cpu")),
+    "tanh_backward": (PROMOTE, not_for(_NOT_REAL_FLOAT, "tanh_backward_cpu")),
     "fmax": (PROMOTE, not_for(
         (D.COMPLEX,), message="fmax not implemented for complex tensors.", exc=RuntimeError)),
     "fmin": (PROMOTE, not_for(
@@ -526,6 +528,8 @@ OVERLOADS = {
     "fmod_.Tensor": ("fmod", INPLACE_BINARY), "fmod_.Scalar": ("fmod", INPLACE_BINARY),
     "atan2": ("atan2", BINARY), "atan2_": ("atan2", INPLACE_BINARY),
     "hypot": ("hypot", BINARY), "hypot_": ("hypot", INPLACE_BINARY),
+    "sigmoid_backward": ("sigmoid_backward", BINARY),
+    "tanh_backward": ("tanh_backward", BINARY),
     "fmax": ("fmax", BINARY),
     "fmin": ("fmin", BINARY),
     "copysign.Tensor": ("copysign", BINARY), "copysign.Scalar": ("copysign", BINARY),
