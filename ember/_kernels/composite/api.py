@@ -683,3 +683,15 @@ def _view_copy(view):
 for _kname, _view in _VIEW_COPIES.items():
     globals()[_kname] = _view_copy(_view)
     __all__.append(_kname)
+
+_narrow_view_copy = narrow_copy  # noqa: F821  (defined by the loop above)
+
+
+def narrow_copy(self, dim, start, length):
+    """narrow's copy; ATen's narrow_copy_dense_cpu checks a non-negative dim with TORCH_CHECK
+    (RuntimeError) before narrow's own checks (IndexError for a negative one)."""
+    if self.dim() > 0 and dim >= self.dim():
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.  (Could this error message be improved?  If so, "
+                           "please report an enhancement request to PyTorch.)")
+    return _narrow_view_copy(self, dim, start, length)
