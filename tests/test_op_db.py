@@ -206,7 +206,8 @@ def _tensor_to_ember(x, cache, requires_grad):
     st = t.untyped_storage()
     key = (st.data_ptr(), st.nbytes())
     if key not in cache:
-        raw = np.frombuffer(bytes(st), np.uint8).copy() if st.nbytes() else np.zeros(0, np.uint8)
+        # the storage's bytes through a uint8 view (bytes(storage) iterates byte by byte)
+        raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy().copy()
         cache[key] = ember.from_numpy(raw)
     base = cache[key]
     dt = getattr(ember, str(t.dtype).split(".")[1])

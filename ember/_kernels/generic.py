@@ -85,9 +85,9 @@ def _check_overlap(outs, inputs):
 # ATen's own out= kernels of these ops refuse any overlap between an output and an input (they
 # read inputs while writing), beyond TensorIterator's rule for pointwise ops
 _OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue", "bernoulli"}
-# ... of which these check after resizing out (ATen's gather meta function, index_select_out):
-# an out that only overlaps an input once grown is refused too
-_OUT_OVERLAP_AFTER_RESIZE = {"gather", "index_select"}
+# ... of which these check after resizing out (ATen's gather meta function): an out that only
+# overlaps an input once grown is refused too
+_OUT_OVERLAP_AFTER_RESIZE = {"gather"}
 # Ops whose out= must have self's dtype exactly (ATen checks it before anything else)
 _OUT_SAME_DTYPE = {"gather"}
 # Ops whose out= must have the result's dtype exactly, checked after the op's own argument
