@@ -499,12 +499,6 @@ class Tensor:
                                f"{self.dim()}-D tensor{extra}")
         return self.transpose(-2, -1).conj()
 
-    def __rdiv__(self, other):
-        """``other / self`` (PyTorch's alias of __rtruediv__, also taking a tensor)."""
-        if isinstance(other, Tensor):
-            return other.div(self)
-        return self.__rtruediv__(other)
-
     # -- complex parts: views (aten::real / aten::imag); assigning writes through, as in PyTorch
     @property
     def real(self):

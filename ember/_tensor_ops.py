@@ -97,6 +97,11 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
               _tf_op=_overrides._dispatch_operator)
     method = tensor_qualname.partition(".")[0]
     src = ["def op(self, other):",
+           # called unbound on a non-tensor (Tensor.__rand__(2, t)): PyTorch's C descriptors
+           # refuse it with a TypeError
+           "    if self.__class__ is not Tensor and not isinstance(self, Tensor):",
+           f"        raise TypeError(\"descriptor '{dunder}' for 'Tensor' objects doesn't apply \"",
+           "                        f\"to a '{type(self).__name__}' object\")",
            f"    if _TF_ON and _tf_check((self, other)): return _tf_op({dunder!r}, {method!r}, self, other)",
            "    if other.__class__ is Tensor or isinstance(other, Tensor):",
            f"        return _on_tensor({t_args})"]
@@ -112,12 +117,14 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
 
 
 def _rtruediv(self, other):
-    # PyTorch computes ``number / tensor`` as ``reciprocal(tensor) * number``
+    # PyTorch's Tensor.__rtruediv__ (and its alias __rdiv__, which takes a tensor ``other``
+    # too): ``self.reciprocal() * other``; an unbound call on a non-tensor ``self`` fails on
+    # ``reciprocal`` as PyTorch's does
     if _overrides._TF_ON and _overrides._check((self, other)):
         return _overrides._dispatch_operator("__rtruediv__", None, self, other)
-    if not _is_number(other):
+    if not (_is_number(other) or isinstance(other, Tensor)):
         return NotImplemented
-    return ops.aten.mul.Tensor._call(ops.aten.reciprocal.default._call(self), other)
+    return ops.aten.mul.Tensor._call(self.reciprocal(), other)
 
 
 def _invert(self):
@@ -142,7 +149,7 @@ def _unary(qualname):
 def install():
     for dunder, (on_tensor, on_number, order) in BINARY.items():
         setattr(Tensor, dunder, _binary(on_tensor, on_number, order, dunder))
-    Tensor.__rtruediv__ = _rtruediv
+    Tensor.__rtruediv__ = Tensor.__rdiv__ = _rtruediv
     Tensor.__invert__ = _invert
     for dunder, qualname in UNARY.items():
         setattr(Tensor, dunder, _unary(qualname))

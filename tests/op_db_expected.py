@@ -6,18 +6,6 @@ Each is a strict xfail: when a fix makes one pass, its line must go, so this tab
 shrinks. The reasons are the first line of each failure when the table was written.
 """
 EXPECTED = {
-    '__rand__:errors':
-        'Failed: DID NOT RAISE Exception',
-    '__rdiv__:errors':
-        'Failed: DID NOT RAISE Exception',
-    '__rdiv__:forward':
-        'wrong values: AssertionError: 0 results, PyTorch has 1 assert 0 == 1 + where 0 = len([])',
-    '__rdiv__:gradient':
-        'wrong values: AssertionError: 0 differentiable outputs, PyTorch 1 assert 0 == 1 + where 0 = len([])',
-    '__ror__:errors':
-        'Failed: DID NOT RAISE Exception',
-    '__rxor__:errors':
-        'Failed: DID NOT RAISE Exception',
     '_batch_norm_with_update:forward':
         'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
     '_batch_norm_with_update:gradient':
@@ -34,18 +22,10 @@ EXPECTED = {
         'Unresolved: ember.segment_reduce is missing',
     '_segment_reduce.offsets:gradient':
         'Unresolved: ember.segment_reduce is missing',
-    'amax:errors':
-        'ValueError: maximum supported dimension for an ndarray is currently 64, found 65',
-    'amin:errors':
-        'ValueError: maximum supported dimension for an ndarray is currently 64, found 65',
-    'aminmax:errors':
-        'ValueError: maximum supported dimension for an ndarray is currently 64, found 65',
     'arange:errors':
         'RuntimeError: step must be nonzero',
     'as_strided_scatter:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 1 / 1 (100%)',
-    'cat:errors':
-        'Failed: DID NOT RAISE RuntimeError',
     'chalf:forward':
         "AttributeError: 'Tensor' object has no attribute 'chalf'",
     'chalf:gradient':
@@ -56,18 +36,8 @@ EXPECTED = {
         'Failed: DID NOT RAISE Exception',
     'complex:errors':
         'Unresolved: ember.complex is missing',
-    'gather:errors':
-        'Failed: DID NOT RAISE RuntimeError',
     'hash_tensor:forward':
         'Unresolved: ember.hash_tensor is missing',
-    'histogram:forward':
-        'Unresolved: ember.histogram is missing',
-    'histogramdd:errors':
-        'Unresolved: ember.histogramdd is missing',
-    'histogramdd:forward':
-        'Unresolved: ember.histogramdd is missing',
-    'index_add:errors':
-        'IndexError: index_add_(): When source and destination are not scalars, their dimensionality must match. Source dimensionality (1), destination dimensi',
     'jiterator_2inputs_2outputs:forward':
         'Unresolved: no ember twin for <torch.cuda.jiterator._JittedFunction object at 0x7ff5a2e38b50>',
     'jiterator_4inputs_with_extra_args:forward':
@@ -108,24 +78,10 @@ EXPECTED = {
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool2d'",
     'module:nn.FractionalMaxPool3d:forward':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool3d'",
-    'module:nn.KLDivLoss:gradient':
-        'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 1 / 1 (100%)',
     'module:nn.TransformerEncoder:forward':
         'Unresolved: no ember twin for TransformerEncoderLayer(',
     'module:nn.TransformerEncoder:gradient':
         'Unresolved: no ember twin for TransformerEncoderLayer(',
-    'multinomial:errors':
-        'Failed: DID NOT RAISE RuntimeError',
-    'narrow_copy:errors':
-        'IndexError: Dimension out of range (expected to be in range of [-3, 2], but got 3)',
-    'nn.functional.adaptive_avg_pool2d:errors':
-        'RuntimeError: adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [2, 2]',
-    'nn.functional.adaptive_avg_pool3d:errors':
-        'RuntimeError: adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got [2, 2, 2]',
-    'nn.functional.adaptive_max_pool2d:errors':
-        'RuntimeError: adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 2]',
-    'nn.functional.adaptive_max_pool3d:errors':
-        'RuntimeError: adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [2, 2, 2]',
     'nn.functional.fractional_max_pool2d:forward':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool2d'",
     'nn.functional.fractional_max_pool2d:gradient':
@@ -142,12 +98,6 @@ EXPECTED = {
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 4 / 6 (66.7%)',
     'nn.functional.multi_head_attention_forward:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 6 / 12 (50%)',
-    'nn.functional.multi_margin_loss:errors':
-        'RuntimeError: gather(): Expected dtype int32/int64 for index',
-    'nn.functional.multilabel_margin_loss:errors':
-        'IndexError: arrays used as indices must be of integer (or boolean) type',
-    'nn.functional.rrelu:errors':
-        'Failed: DID NOT RAISE RuntimeError',
     'nn.functional.rrelu:forward':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 11 / 20 (55%)',
     'nn.functional.rrelu:gradient':

@@ -477,6 +477,10 @@ _ELSEWHERE = {
         _unsafe_masked_index_put_accumulate.default gradient.array gradient.scalararray
         gradient.scalarint gradient.scalarrayarray gradient.scalarrayint gradient.tensorarray
         gradient.tensorarrayint index_reduce.default index_reduce_.default""",
+    "histograms: PyTorch's op database and tests/test_histogram.py against PyTorch": """
+        _histogramdd_bin_edges.default _histogramdd_from_bin_cts.default
+        _histogramdd_from_bin_tensors.default histogram.bin_ct histogram.bins_tensor
+        histogramdd.TensorList_bins histogramdd.default histogramdd.int_bins""",
     "MHA/encoder fast path: values, out= and errors against PyTorch in tests/test_mha_fastpath.py":
         """_masked_softmax.default _masked_softmax.out _masked_softmax_backward.default
         _masked_softmax_backward.out _native_multi_head_attention.default

@@ -193,22 +193,35 @@ def _wrapper_set_seed(op, *args, **kwargs):
 
 def _to_ember(x, cache, requires_grad=None):
     if isinstance(x, torch.Tensor):
-        t = x.detach().resolve_conj().resolve_neg()
-        st = t.untyped_storage()
-        key = (st.data_ptr(), st.nbytes())
-        if key not in cache:
-            raw = np.frombuffer(bytes(st), np.uint8).copy() if st.nbytes() else np.zeros(0, np.uint8)
-            cache[key] = ember.from_numpy(raw)
-        base = cache[key]
-        dt = getattr(ember, str(t.dtype).split(".")[1])
-        flat = base.view(dt) if base.numel() % dt.itemsize == 0 and base.numel() else \
-            ember.empty(0, dtype=dt)
-        e = flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset()) if t.numel() \
-            else ember.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dt)
-        if (x.requires_grad if requires_grad is None else requires_grad) and \
-                (dt.is_floating_point or dt.is_complex):
-            e = e.detach().requires_grad_(True)
-        return e
+        # the same PyTorch tensor passed twice (cat((x, y), out=x)) is one ember tensor
+        memo = (id(x), requires_grad)
+        if memo not in cache:
+            cache[memo] = _tensor_to_ember(x, cache, requires_grad)
+        return cache[memo]
+    return _value_to_ember(x, cache)
+
+
+def _tensor_to_ember(x, cache, requires_grad):
+    t = x.detach().resolve_conj().resolve_neg()
+    st = t.untyped_storage()
+    key = (st.data_ptr(), st.nbytes())
+    if key not in cache:
+        # the storage's bytes through a uint8 view (bytes(storage) iterates byte by byte)
+        raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy().copy()
+        cache[key] = ember.from_numpy(raw)
+    base = cache[key]
+    dt = getattr(ember, str(t.dtype).split(".")[1])
+    flat = base.view(dt) if base.numel() % dt.itemsize == 0 and base.numel() else \
+        ember.empty(0, dtype=dt)
+    e = flat.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset()) if t.numel() \
+        else ember.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dt)
+    if (x.requires_grad if requires_grad is None else requires_grad) and \
+            (dt.is_floating_point or dt.is_complex):
+        e = e.detach().requires_grad_(True)
+    return e
+
+
+def _value_to_ember(x, cache):
     if isinstance(x, torch.dtype):
         return getattr(ember, str(x).split(".")[1])
     if isinstance(x, torch.device):

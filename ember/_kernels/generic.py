@@ -85,8 +85,17 @@ def _check_overlap(outs, inputs):
 # ATen's own out= kernels of these ops refuse any overlap between an output and an input (they
 # read inputs while writing), beyond TensorIterator's rule for pointwise ops
 _OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue", "bernoulli"}
+# ... of which these check after resizing out (ATen's gather meta function): an out that only
+# overlaps an input once grown is refused too
+_OUT_OVERLAP_AFTER_RESIZE = {"gather"}
 # Ops whose out= must have self's dtype exactly (ATen checks it before anything else)
 _OUT_SAME_DTYPE = {"gather"}
+# Ops whose out= must have the result's dtype exactly, checked after the op's own argument
+# checks: ATen's multinomial_out, and structured kernels' set_output (aminmax)
+_OUT_RESULT_DTYPE = {
+    "multinomial": "multinomial expects Long tensor out, got: {out._short}",
+    "aminmax": "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead",
+}
 
 
 def _check_same_dtype(outs, inputs):
@@ -110,9 +119,11 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     nout = len(op._schema.returns)
     opname = op._schema.name
     fargs = op._schema.arguments
+    late = opname in _OUT_OVERLAP_AFTER_RESIZE
+    exact_dtype = _OUT_RESULT_DTYPE.get(opname)
     checks = [_check_overlap] if pointwise else \
         [_check_same_dtype] * (opname in _OUT_SAME_DTYPE) + \
-        [_check_no_overlap] * (opname in _OUT_NO_OVERLAP)
+        [_check_no_overlap] * (opname in _OUT_NO_OVERLAP and not late)
     out_names = None
     if out_qualname is not None:
         out_names = [a.name for a in _overload(out_qualname)._schema.arguments][:-nout]
@@ -123,6 +134,15 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
                 check(outs, args[:-nout])
             result = op._call(*args[:-nout])
             results = (result,) if nout == 1 else tuple(result)
+            if exact_dtype is not None:
+                for r, o in zip(results, outs):
+                    if o._dtype is not r._dtype:
+                        raise RuntimeError(exact_dtype.format(out=o._dtype, result=r._dtype))
+            if late:
+                for r, o in zip(results, outs):
+                    check_out(opname, r, o)
+                    resize_output(opname, o, r._size)
+                _check_no_overlap(outs, args[:-nout])
             write_out(opname, results, outs)
             return outs[0] if nout == 1 else tuple(outs)
         return out_kernel

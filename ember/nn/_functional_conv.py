@@ -225,7 +225,10 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 
 def _adaptive_size(input, output_size, k):
-    """Output sizes with None meaning "the input's size along that dim"."""
+    """Output sizes with None meaning "the input's size along that dim"; a sequence of sizes
+    needs an input with more dims than it has (torch.nn.modules.utils._list_with_default)."""
+    if not isinstance(output_size, int) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
     sizes = _tuple(output_size, k)
     return [input.shape[-k + i] if s is None else s for i, s in enumerate(sizes)]
 

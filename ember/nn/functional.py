@@ -443,6 +443,8 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training,
     and is their mean in evaluation."""
+    if lower > upper:  # ATen's rrelu_with_noise check
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     slope = ember.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
@@ -877,12 +879,28 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _multilabel_margin_shape_check(input, target):
+    """ATen's multilabel_margin_loss_shape_check."""
+    shape, nd = list(input.shape), input.dim()
+    if not (nd == 2 and shape[1] != 0 or nd == 1 and shape[0] != 0 or nd == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {shape}")
+    if nd <= 1:
+        ok = target.dim() <= 1 and target.numel() == (1 if nd == 0 else shape[0])
+    else:
+        ok = target.dim() == 2 and list(target.shape) == shape
+    if not ok:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{shape}")
+
+
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over targets j and non-targets i of max(0, 1 - (x[j] - x[i])) / C; the targets of a
     sample are its entries of ``target`` before the first -1, a repeated one counted each time
     (PyTorch's loop runs over the target entries)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    _multilabel_margin_shape_check(input, target)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape).numpy()
     n, c = x.shape
@@ -905,6 +923,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(-1)
     c = x.size(1)

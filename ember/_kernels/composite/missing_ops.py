@@ -3,6 +3,8 @@ addr (beta * self + alpha *
 outer(vec1, vec2)), the functional fill, resolve_neg, sum_to_size, nonzero_static, resize_as_,
 new_empty_strided, empty_permuted, _safe_softmax, index_reduce, _chunk_cat and the masked
 ``_unsafe_*`` indexing ops."""
+import builtins
+import math
 import warnings
 
 from ..._core import dtype as D
@@ -426,3 +428,174 @@ def gradient_tensorarrayint(self, spacing, dim=None, edge_order=1):
 def gradient_tensorarray(self, spacing, dim, edge_order=1):
     _check_gradient(self, len(spacing), dim, edge_order)
     return _gradient_coordinates(self, spacing, dim, edge_order)
+
+
+
+# -- histogram / histogramdd (ATen's HistogramKernel.cpp, in ember ops) ---------------------------
+# Bin edges are given tensors or linspace over [min, max] of each column (or ``range``; an empty
+# range widened by +-0.5 as NumPy does); an element falls in bin upper_bound(edges, x) - 1, the
+# last edge belonging to the last bin, and elements outside [edges[0], edges[-1]] (NaN too) are
+# dropped.
+
+def _fmt_double(v):
+    return f"{v:g}"  # C++ ostream's default formatting of a double
+
+
+def _histogramdd_check_inputs(self, bins, weight):
+    """ATen's histogramdd_check_inputs; ``bins`` is a list of edge tensors or None."""
+    if self.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    n = self._size[-1]
+    if bins is not None:
+        if len(bins) != n:
+            raise RuntimeError(f"torch.histogramdd: expected {n} sequences of bin edges for a "
+                               f"{n}-dimensional histogram but got {len(bins)}")
+        for d, b in enumerate(bins):
+            if b._dtype is not self._dtype:
+                raise RuntimeError(
+                    f"torch.histogramdd: input tensor and bins tensors should have the same "
+                    f"dtype, but got input with dtype {self._dtype._cpp} and bins for "
+                    f"dimension {d} with dtype {b._dtype._cpp}")
+            if b.dim() != 1:
+                raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, "
+                                   f"but got {b.dim()} dimensions in the bins tensor for "
+                                   f"dimension {d}")
+            if b.numel() == 0:
+                raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 "
+                                   f"element, but got 0 elements in the bins tensor for "
+                                   f"dimension {d}")
+    if weight is not None:
+        if weight._dtype is not self._dtype:
+            raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, it should have "
+                               f"the same dtype as the input tensor, but got weight with dtype "
+                               f"{weight._dtype._cpp} and input with dtype {self._dtype._cpp}")
+        if tuple(weight._size) != tuple(self._size[:-1]):
+            raise RuntimeError(
+                f"torch.histogramdd: if weight tensor is provided it should have the same shape "
+                f"as the input tensor excluding its innermost dimension, but got input with "
+                f"shape [{', '.join(map(str, self._size))}] and weight with shape "
+                f"[{', '.join(map(str, weight._size))}]")
+    if self._dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{self._dtype._short}'")
+
+
+def _outer_bin_edges(x, range):
+    """ATen's select_outer_bin_edges: per-column (leftmost, rightmost) as Python floats."""
+    n = x._size[-1]
+    if range is not None:
+        if len(range) != 2 * n:
+            raise RuntimeError(f"torch.histogramdd: for a {n}-dimensional histogram range should "
+                               f"have {2 * n} elements, but got {len(range)}")
+        lo, hi = [float(v) for v in range[0::2]], [float(v) for v in range[1::2]]
+    elif x.numel() > 0:
+        mn, mx = _aten.aminmax.default._call(x, 0, False)
+        lo, hi = mn.tolist(), mx.tolist()
+    else:
+        lo, hi = [0.0] * n, [1.0] * n
+    for d in builtins.range(n):
+        if not (math.isfinite(lo[d]) and math.isfinite(hi[d])):
+            raise RuntimeError(f"torch.histogramdd: dimension {d}'s range "
+                               f"[{_fmt_double(lo[d])}, {_fmt_double(hi[d])}] is not finite")
+        if lo[d] > hi[d]:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{_fmt_double(lo[d])} max {_fmt_double(hi[d])} for dimension {d}")
+        if lo[d] == hi[d]:
+            lo[d] -= 0.5
+            hi[d] += 0.5
+    return lo, hi
+
+
+def _check_bin_cts(x, bins):
+    if len(bins) != x._size[-1]:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
+    for d, ct in enumerate(bins):
+        if ct <= 0:
+            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {ct} for "
+                               f"dimension {d}")
+
+
+def _edges_from_cts(x, bins, range):
+    lo, hi = _outer_bin_edges(x, range)
+    return [_aten.linspace.default._call(lo[d], hi[d], ct + 1, x._dtype, None, x._device, None)
+            for d, ct in enumerate(bins)]
+
+
+def _histogramdd_counts(x, edges, weight, density):
+    """The histogram of the rows of ``x`` (M, N) over the N edge tensors."""
+    import ember
+    shape = [e.numel() - 1 for e in edges]
+    flat_w = None if weight is None else weight.reshape(-1)
+    hist = ember.zeros(shape, dtype=x.dtype, device=x.device)
+    if hist.numel() == 0 or x._size[0] == 0:
+        keep = None
+    else:
+        keep = ember.ones(x._size[0], dtype=ember.bool, device=x.device)
+        lin = ember.zeros(x._size[0], dtype=ember.int64, device=x.device)
+        for d, e in enumerate(edges):
+            col = x.select(1, d).contiguous()
+            pos = ember.searchsorted(e, col, right=True) - 1
+            pos = pos.clamp(0, e.numel() - 2)  # x == last edge: the last bin
+            keep = keep & (col >= e[0]) & (col <= e[-1])
+            lin = lin * shape[d] + pos
+        values = flat_w[keep] if flat_w is not None else \
+            ember.ones(int(keep.sum()), dtype=x.dtype, device=x.device)
+        hist = hist.reshape(-1).index_add(0, lin[keep], values).reshape(shape)
+    if density:
+        hist = hist / hist.sum().item()
+        for d, e in enumerate(edges):
+            view = [1] * len(edges)
+            view[d] = shape[d]
+            hist = hist / e.diff().reshape(view)
+    return hist
+
+
+def _histogramdd_bin_edges(self, bins, range=None, weight=None, density=False):
+    _histogramdd_check_inputs(self, None, weight)
+    x = self.reshape(-1, self._size[-1])
+    _check_bin_cts(x, bins)
+    return _edges_from_cts(x, bins, range)
+
+
+def _histogramdd_from_bin_cts(self, bins, range=None, weight=None, density=False):
+    _histogramdd_check_inputs(self, None, weight)
+    x = self.reshape(-1, self._size[-1])
+    _check_bin_cts(x, bins)
+    return _histogramdd_counts(x, _edges_from_cts(x, bins, range), weight, density)
+
+
+def _histogramdd_from_bin_tensors(self, bins, weight=None, density=False):
+    _histogramdd_check_inputs(self, bins, weight)
+    return _histogramdd_counts(self.reshape(-1, self._size[-1]), bins, weight, density)
+
+
+def histogramdd(self, bins, range=None, weight=None, density=False):
+    edges = _histogramdd_bin_edges(self, bins, range, weight, density)
+    hist = _histogramdd_from_bin_tensors(self, edges, weight, density)
+    return hist, edges
+
+
+def histogramdd_int_bins(self, bins, range=None, weight=None, density=False):
+    return histogramdd(self, [bins] * (self._size[-1] if self.dim() else 1), range, weight,
+                       density)
+
+
+def histogramdd_TensorList_bins(self, bins, range=None, weight=None, density=False):
+    return _histogramdd_from_bin_tensors(self, bins, weight, density), list(bins)
+
+
+def _as_columns(self, weight):
+    """histogram is histogramdd of the flattened input as one column."""
+    return self.reshape(-1, 1), None if weight is None else weight.reshape(-1)
+
+
+def histogram_bins_tensor(self, bins, weight=None, density=False):
+    x, w = _as_columns(self, weight)
+    hist = _histogramdd_from_bin_tensors(x, [bins], w, density)
+    return hist, bins.clone()
+
+
+def histogram_bin_ct(self, bins=100, range=None, weight=None, density=False):
+    x, w = _as_columns(self, weight)
+    edges = _histogramdd_bin_edges(x, [bins], range, w, density)
+    return _histogramdd_from_bin_tensors(x, edges, w, density), edges[0]

@@ -39,7 +39,7 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
 _VIEW_COPIES = {
     "alias_copy": "alias.default", "as_strided_copy": "as_strided.default",
     "detach_copy": "detach.default", "diagonal_copy": "diagonal.default",
-    "expand_copy": "expand.default", "narrow_copy": "narrow.default",
+    "expand_copy": "expand.default",
     "permute_copy": "permute.default", "select_copy.int": "select.int",
     "slice_copy.Tensor": "slice.Tensor", "split_copy.Tensor": "split.Tensor",
     "split_with_sizes_copy": "split_with_sizes.default", "squeeze_copy": "squeeze.default",
@@ -68,3 +68,18 @@ def _view_copy(view):
 
 for _op, _view in _VIEW_COPIES.items():
     register(_op, "CompositeImplicitAutograd", _view_copy(_view))
+
+_narrow_copy = _view_copy("narrow.default")
+
+
+def narrow_copy(self, dim, start, length):
+    """narrow's copy; ATen's narrow_copy_dense_cpu checks a non-negative dim with TORCH_CHECK
+    (RuntimeError) before narrow's own checks (IndexError for a negative one)."""
+    if self.dim() > 0 and dim >= self.dim():
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.  (Could this error message be improved?  If so, "
+                           "please report an enhancement request to PyTorch.)")
+    return _narrow_copy(self, dim, start, length)
+
+
+register("narrow_copy", "CompositeImplicitAutograd", narrow_copy)

@@ -64,6 +64,8 @@ def multinomial_shape(self, num_samples, replacement):
     if not replacement and num_samples > self._size[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
+    if self._size[-1] > 2 ** 24:  # ATen: the sampled indices pass through float32
+        raise RuntimeError("number of categories cannot exceed 2^24")
     return self._size[:-1] + (num_samples,)
 
 

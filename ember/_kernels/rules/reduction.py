@@ -56,6 +56,8 @@ def reduce_dims(name, self, dim, empty_error, empty_list_is_all=True):
         if empty_error and _st.numel(self._size) == 0:
             _empty_full(name)
         return tuple(range(ndim))
+    if ndim > 64:  # ATen's dim_list_to_bitset
+        raise RuntimeError("only tensors with up to 64 dims are supported")
     dims = [_st.wrap_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
     if empty_error and ndim:
         for w in dims:

@@ -194,6 +194,9 @@ def check_index_source(name, self, dim, index, source):
     if source._dtype is not self._dtype:
         raise RuntimeError(f"{name}(): self and source expected to have the same dtype, but got "
                            f"(self) {self._dtype._short} and (source) {source._dtype._short}")
+    if name != "index_copy_" and not (d == 0 or d < source.dim()):
+        raise RuntimeError(f"{name}(): Indexing dim {d} is out of bounds of the source tensor "
+                           f"with dim {source.dim()}")
     n_src = source._size[d] if source.dim() else 1
     if index.numel() != n_src:
         if name == "index_copy_":  # PyTorch raises IndexError here, RuntimeError in index_add_
@@ -201,6 +204,15 @@ def check_index_source(name, self, dim, index, source):
                              f"to source.size(dim) ({n_src})")
         raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
                            f"source.size(dim): ({n_src}), for dim: {d}")
+    if name != "index_copy_":  # ATen's index_func_meta_impl: shapes equal but at dim
+        self_sizes, source_sizes = list(self._size), list(source._size)
+        if source.dim() != 0 and self.dim() != 0:
+            del self_sizes[d], source_sizes[d]
+        if self_sizes != source_sizes:
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                               f"specified dimension. Got self.shape = {_fmt(self._size)} "
+                               f"source.shape = {_fmt(source._size)}")
+        return d
     if source.dim() != self.dim() and max(source.dim(), 1) != max(self.dim(), 1):
         raise IndexError(f"{name}(): When source and destination are not scalars, their "
                          f"dimensionality must match. Source dimensionality "
