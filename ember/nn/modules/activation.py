@@ -1,5 +1,7 @@
 """Activation modules: each holds its hyper-parameters and calls the ``nn.functional`` form.
 ``MultiheadAttention`` (with its projection parameters) also lives here, as in PyTorch."""
+import ember  # attributes read at call time: the package is initializing when this loads
+
 from ... import empty
 from .. import functional as F
 from ..init import constant_, xavier_normal_, xavier_uniform_
@@ -377,7 +379,7 @@ class MultiheadAttention(Module):
         if not self._why_not_fast_path(query, key, value, is_batched):
             merged_mask, mask_type = self.merge_masks(attn_mask, key_padding_mask, query)
             if self.in_proj_bias is not None and self.in_proj_weight is not None:
-                return _ember()._native_multi_head_attention(
+                return ember._native_multi_head_attention(
                     query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
                     self.in_proj_bias, self.out_proj.weight, self.out_proj.bias, merged_mask,
                     need_weights, average_attn_weights, mask_type)
@@ -407,8 +409,7 @@ class MultiheadAttention(Module):
     def _why_not_fast_path(self, query, key, value, is_batched):
         """Why the fused inference kernel cannot run ("" when it can): PyTorch's conditions,
         checked in PyTorch's order so the first reason is the one it would give."""
-        E = _ember()
-        if not E.backends.mha.get_fastpath_enabled():
+        if not ember.backends.mha.get_fastpath_enabled():
             return "torch.backends.mha.get_fastpath_enabled() was not True"
         if not is_batched:
             return f"input not batched; expected query.dim() of 3 but got {query.dim()}"
@@ -437,7 +438,7 @@ class MultiheadAttention(Module):
             return "add_zero_attn was enabled"
         if not self._qkv_same_embed_dim:
             return "_qkv_same_embed_dim was not True"
-        if E.is_autocast_enabled():
+        if ember.is_autocast_enabled():
             return "autocast is enabled"
         tensor_args = (query, key, value, self.in_proj_weight, self.in_proj_bias,
                        self.out_proj.weight, self.out_proj.bias)
@@ -469,19 +470,13 @@ class MultiheadAttention(Module):
         return merged_mask, mask_type
 
 
-def _ember():
-    import ember  # the package imports nn: a true cycle
-    return ember
-
-
 def _fast_path_tensor_blocker(tensor_args, device_types, device_message):
     """The fused path's conditions on the tensors themselves ("" when none blocks it)."""
-    E = _ember()
-    if E.overrides.has_torch_function(tensor_args):
+    if ember.overrides.has_torch_function(tensor_args):
         return "some Tensor argument has_torch_function"
     if not all(x is None or x.device.type in device_types for x in tensor_args):
         return f"some Tensor argument's device is neither one of {device_message}"
-    if E.is_grad_enabled() and any(x is not None and x.requires_grad for x in tensor_args):
+    if ember.is_grad_enabled() and any(x is not None and x.requires_grad for x in tensor_args):
         return ("grad is enabled and at least one of query or the input/output projection "
                 "weights or biases requires_grad")
     return ""

@@ -4,10 +4,12 @@ names and initialization). In eval mode with no gradient wanted, the layers and
 import copy
 import warnings
 
+import ember  # attributes read at call time: the package is initializing when this loads
+
 from ... import float32, full, triu
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation import GELU, MultiheadAttention, ReLU, _ember, _fast_path_tensor_blocker
+from .activation import GELU, MultiheadAttention, ReLU, _fast_path_tensor_blocker
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -139,7 +141,7 @@ class TransformerEncoder(Module):
     def _why_not_sparsity_fast_path(self, src, mask, src_key_padding_mask):
         """Why PyTorch would not take the nested-tensor path ("" when it would)."""
         first = self.layers[0]
-        if not _ember().backends.mha.get_fastpath_enabled():
+        if not ember.backends.mha.get_fastpath_enabled():
             return "torch.backends.mha.get_fastpath_enabled() was not True"
         if not getattr(self, "use_nested_tensor", False):
             return "self.use_nested_tensor (set in init) was not True"
@@ -154,7 +156,7 @@ class TransformerEncoder(Module):
                     "aligned")
         if mask is not None:
             return "src_key_padding_mask and mask were both supplied"
-        if _ember().is_autocast_enabled():
+        if ember.is_autocast_enabled():
             return "autocast is enabled"
         attn = first.self_attn
         devices = ["cpu", "cuda", "xpu", _get_privateuse1_backend_name()]
@@ -262,7 +264,7 @@ class TransformerEncoderLayer(Module):
         if not self._why_not_sparsity_fast_path(src):
             attn = self.self_attn
             merged_mask, mask_type = attn.merge_masks(src_mask, src_key_padding_mask, src)
-            return _ember()._transformer_encoder_layer_fwd(
+            return ember._transformer_encoder_layer_fwd(
                 src, attn.embed_dim, attn.num_heads, attn.in_proj_weight, attn.in_proj_bias,
                 attn.out_proj.weight, attn.out_proj.bias, self.activation_relu_or_gelu == 2,
                 self.norm_first, self.norm1.eps, self.norm1.weight, self.norm1.bias,
@@ -286,7 +288,7 @@ class TransformerEncoderLayer(Module):
         """Why the fused encoder-layer kernel cannot run ("" when it can), in PyTorch's order
         and words."""
         attn = self.self_attn
-        if not _ember().backends.mha.get_fastpath_enabled():
+        if not ember.backends.mha.get_fastpath_enabled():
             return "torch.backends.mha.get_fastpath_enabled() was not True"
         if src.dim() != 3:
             return f"input not batched; expected src.dim() of 3 but got {src.dim()}"
@@ -304,7 +306,7 @@ class TransformerEncoderLayer(Module):
             return "norm1.eps is not equal to norm2.eps"
         if attn.num_heads % 2 == 1:
             return "num_head is odd"
-        if _ember().is_autocast_enabled():
+        if ember.is_autocast_enabled():
             return "autocast is enabled"
         if any(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in self.modules()):
             return "forward pre-/hooks are attached to the module"
