@@ -1,15 +1,11 @@
 """diff, trapezoid, cumulative_trapezoid, cov, corrcoef and vander: CompositeImplicitAutograd
 kernels written in ember ops."""
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._ops.overload import ops
 
 _aten = ops.aten
 _BOOL = D.bool_
-
-
-def _wrap(dim, ndim):
-    from ..._core.strides import wrap_dim
-    return wrap_dim(dim, ndim)
 
 
 def _diff_input(self, n, dim, prepend, append):
@@ -18,7 +14,7 @@ def _diff_input(self, n, dim, prepend, append):
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
-    dim = _wrap(dim, self.dim())
+    dim = _st.wrap_dim(dim, self.dim())
     parts = [self]
     for t, first in ((prepend, True), (append, False)):
         if t is None:
@@ -86,7 +82,7 @@ def _check_dx(name, y, dx):
 
 
 def trapezoid_x(y, x, dim=-1):
-    dim = _wrap(dim, y.dim())
+    dim = _st.wrap_dim(dim, y.dim())
     if y.shape[dim] == 0:
         return _zeros_except(y, dim)
     dx = _x_spacing("trapezoid", y, x, dim)
@@ -97,7 +93,7 @@ def trapezoid_x(y, x, dim=-1):
 
 
 def trapezoid_dx(y, dx=1, dim=-1):
-    dim = _wrap(dim, y.dim())
+    dim = _st.wrap_dim(dim, y.dim())
     if y.shape[dim] == 0:
         return _zeros_except(y, dim)
     _check_dx("trapezoid", y, dx)
@@ -117,7 +113,7 @@ def trapz_dx(y, dx=1.0, dim=-1):
 
 
 def cumulative_trapezoid_x(y, x, dim=-1):
-    dim = _wrap(dim, y.dim())
+    dim = _st.wrap_dim(dim, y.dim())
     dx = _x_spacing("cumulative_trapezoid", y, x, dim)
     right, left = _slices(y, dim)
     total = _aten.mul.Tensor._call(_aten.add.Tensor._call(left, right, 1), dx)
@@ -125,7 +121,7 @@ def cumulative_trapezoid_x(y, x, dim=-1):
 
 
 def cumulative_trapezoid_dx(y, dx=1, dim=-1):
-    dim = _wrap(dim, y.dim())
+    dim = _st.wrap_dim(dim, y.dim())
     _check_dx("cumulative_trapezoid", y, dx)
     right, left = _slices(y, dim)
     total = _aten.mul.Tensor._call(_aten.add.Tensor._call(left, right, 1), float(dx) / 2.0)

@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._ops.overload import ops
 
 _aten = ops.aten
@@ -162,7 +163,7 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
-    dim = _wrap(dim, self.dim())
+    dim = _st.wrap_dim(dim, self.dim())
     if index.dim() > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: "
                          f"{index.dim()} with type: {index._dtype._cpp} and size: "
@@ -201,14 +202,6 @@ def index_reduce_(self, dim, index, source, reduce, include_self=True):
         False)
 
 
-def _wrap(dim, ndim):
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim % n
-
-
 # -- _chunk_cat: each tensor cut into num_chunks along dim (zero-padded), chunks side by side --
 def _chunk_cat(tensors, dim, num_chunks):
     if num_chunks < 1:
@@ -224,7 +217,7 @@ def _chunk_cat(tensors, dim, num_chunks):
         if t._device != first._device:
             raise RuntimeError("_chunk_cat expects all inputs tensors on the same device")
     if all(t.dim() == first.dim() for t in tensors):
-        dim = _wrap(dim, first.dim())
+        dim = _st.wrap_dim(dim, first.dim())
     else:
         if dim < 0:
             raise RuntimeError("_chunk_cat expects non-negative dim when input tensors have "
@@ -301,7 +294,7 @@ def _check_gradient(self, spacing_size, dims, edge_order):
     if dims is not None:
         seen = set()
         for d in dims:
-            w = _wrap(d, self.dim())
+            w = _st.wrap_dim(d, self.dim())
             if w in seen:
                 raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
             seen.add(w)
@@ -319,7 +312,7 @@ def _gradient_uniform(self, spacing, dims, edge_order):
     """Scalar spacing per dim (ATen's ``gradient_helper_float``)."""
     out = []
     for d, h in zip(dims, spacing):
-        d = _wrap(d, self.dim())
+        d = _st.wrap_dim(d, self.dim())
         sub, mul = _aten.sub.Tensor._call, _aten.mul.Tensor._call
 
         def term(c, a, b=None):
@@ -352,7 +345,7 @@ def _gradient_coordinates(self, coordinates, dims, edge_order):
         if coords.dim() != 1:
             raise RuntimeError(f"torch.gradient expected each element of spacing to have one "
                                f"dimension, but got an element with {coords.dim()} dimensions!")
-        d = _wrap(d, self.dim())
+        d = _st.wrap_dim(d, self.dim())
         shape = [1] * self.dim()
         shape[d] = -1
         dx = _aten.diff.default._call(coords, 1, 0, None, None)

@@ -3,8 +3,8 @@ CompositeImplicitAutograd kernels written in ember ops."""
 import math as _math
 
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._ops.overload import ops
-from .calculus import _wrap
 
 _aten = ops.aten
 _BOOL = D.bool_
@@ -56,7 +56,7 @@ def renorm(self, p, dim, maxnorm):
     ndim = self.dim()
     if ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {ndim} dimensions")
-    dim = _wrap(dim, ndim)
+    dim = _st.wrap_dim(dim, ndim)
     reduce = [d for d in range(ndim) if d != dim]
     a = _aten
     norm = a.linalg_vector_norm.default._call(self, p, reduce, True, None)

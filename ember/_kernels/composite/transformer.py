@@ -11,6 +11,7 @@ import math
 
 from ..._core import dtype as D
 from ..._ops.overload import ops
+from ..rules import check_failed
 
 _aten = ops.aten
 
@@ -18,12 +19,6 @@ _aten = ops.aten
 def _check(cond, message):
     if not cond:
         raise RuntimeError(message)
-
-
-def _expected(cond):
-    """TORCH_CHECK(cond) without a message: ATen prints the condition."""
-    return (f"Expected {cond} to be true, but got false.  (Could this error message be "
-            f"improved?  If so, please report an enhancement request to PyTorch.)")
 
 
 def _masked_softmax(self, mask, dim=None, mask_type=None):
@@ -66,8 +61,8 @@ def _transform_bias_rescale_qkv(qkv, qkv_bias, num_heads):
     1/sqrt(D / heads) (in the input's dtype, as ATen's kernel)."""
     B, T, three_d = qkv._size
     d = three_d // 3
-    _check(d % num_heads == 0, _expected("D % num_head == 0"))
-    _check(three_d % 3 == 0, _expected("_3D % 3 == 0"))
+    _check(d % num_heads == 0, check_failed("D % num_head == 0"))
+    _check(three_d % 3 == 0, check_failed("_3D % 3 == 0"))
     head = d // num_heads
     biased = _aten.add.Tensor._call(qkv, qkv_bias, 1)
     split = _aten.view.default._call(biased, [B, T, 3, num_heads, head])

@@ -2,6 +2,7 @@
 each view op (PyTorch's functionalization ops): composites written in ember ops."""
 from ..._ops.overload import ops
 from ..registration import register
+from ..rules import check_failed
 
 _aten = ops.aten
 
@@ -76,9 +77,7 @@ def narrow_copy(self, dim, start, length):
     """narrow's copy; ATen's narrow_copy_dense_cpu checks a non-negative dim with TORCH_CHECK
     (RuntimeError) before narrow's own checks (IndexError for a negative one)."""
     if self.dim() > 0 and dim >= self.dim():
-        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
-                           "but got false.  (Could this error message be improved?  If so, "
-                           "please report an enhancement request to PyTorch.)")
+        raise RuntimeError(check_failed("dim < static_cast<int64_t>(self_sizes.size())"))
     return _narrow_copy(self, dim, start, length)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ...random import generator_of
+from ..rules import check_failed
 from ..rules.factory import (check_normal, check_uniform, normal_tensor_dtype, random_bounds,
                             random_default_bounds)
 from ..rules.random import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
@@ -136,9 +137,7 @@ def bernoulli__Tensor(self, p, generator=None):
     check_bernoulli_tensor(self, p)
     probs = nd(p)
     if not ((probs >= 0) & (probs <= 1)).all():  # NaN fails too, as in PyTorch
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
-                           "this error message be improved?  If so, please report an enhancement "
-                           "request to PyTorch.)")
+        raise RuntimeError(check_failed("p_in >= 0 && p_in <= 1"))
     u = generator_of(generator).random(self._size, dtype=_work_dtype_of_p(p))
     np.copyto(nd(self), u < probs, casting="unsafe")
     return self

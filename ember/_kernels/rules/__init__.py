@@ -5,3 +5,7 @@ returns what the result will be (its dtype, its shape); it never touches data an
 a backend's kernel module (``tests/test_architecture.py`` checks that)."""
 
 
+def check_failed(condition):
+    """The message of ATen's ``TORCH_CHECK(condition)`` with no message of its own."""
+    return (f"Expected {condition} to be true, but got false.  (Could this error message be "
+            f"improved?  If so, please report an enhancement request to PyTorch.)")
