@@ -150,6 +150,14 @@ class _Functionalizer:
         node = self.graph.call_function(func, tuple(args), dict(kwargs))
         if like is not None and "val" in like.meta:
             node.meta["val"] = like.meta["val"]
+        else:
+            # a node the pass writes (a scatter back into a base): its metadata from running
+            # the op on the inputs' fake values, as tracing would have recorded it
+            vals = pytree.tree_map(lambda a: _val(a) if isinstance(a, Node) else a,
+                                   (tuple(args), dict(kwargs)))
+            if all(v is not None for v in pytree.tree_leaves(vals[0])
+                   if not isinstance(v, (int, float, bool, str))):
+                node.meta["val"] = func(*vals[0], **vals[1])
         return node
 
     def _view_call(self, step, base):

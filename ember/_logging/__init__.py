@@ -3,7 +3,7 @@
 
 Components are loggers (``dynamo`` -> ``ember._dynamo``); artifacts are single-purpose loggers
 under them (``graph_breaks`` -> ``ember._dynamo.__graph_breaks``, ``recompiles``, ``guards``,
-``graph_code``, ``bytecode``). ``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is
+``graph_code``, ``bytecode``, ``output_code``: Inductor's generated code). ``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is
 imported) or ``set_logs(dynamo=logging.INFO, graph_breaks=True)`` turns them on; a ``+``
 prefix means DEBUG, a ``-`` prefix ERROR, as in PyTorch. Records go to stderr through one
 handler on the ``ember`` logger."""
@@ -20,7 +20,8 @@ ARTIFACTS = {"graph_breaks": "ember._dynamo.__graph_breaks",
              "guards": "ember._dynamo.__guards",
              "graph_code": "ember._dynamo.__graph_code",
              "graph": "ember._dynamo.__graph_code",
-             "bytecode": "ember._dynamo.__bytecode"}
+             "bytecode": "ember._dynamo.__bytecode",
+             "output_code": "ember._inductor.__output_code"}
 _handler = None
 
 

@@ -5,9 +5,8 @@ outputs.
 
 Registered here: ``"eager"`` (run the captured graph with ember ops, ``gm.forward``);
 ``"aot_eager"`` and ``"aot_eager_decomp_partition"`` (AOTAutograd, ``ember._functorch``);
-``"inductor"`` — Inductor (issue 14) does not exist yet, so until it lands it runs the captured
-graph eagerly exactly like ``"eager"`` (``list_backends()`` shows ``inductor`` as PyTorch's
-does). ``ember.compile``'s default backend is ``"inductor"``.
+``"inductor"`` (``ember._inductor.compile_fx``: fused C/OpenMP kernels), ``ember.compile``'s
+default backend.
 """
 import functools
 
@@ -98,5 +97,6 @@ def aot_eager_decomp_partition(gm, example_inputs, **kwargs):
 
 @register_backend
 def inductor(gm, example_inputs, **kwargs):
-    """Inductor is issue 14: until it lands this runs the captured graph eagerly."""
-    return gm.forward
+    """AOTAutograd, then every graph lowered, fused and compiled to C (``ember._inductor``)."""
+    from ..._inductor.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs, **kwargs)

@@ -1,0 +1,1 @@
+"""Code generation: C kernels (``cpp``) and the Python wrapper that calls them (``wrapper``)."""

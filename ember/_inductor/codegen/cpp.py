@@ -1,0 +1,544 @@
+"""C code for fused kernels (PyTorch's ``torch._inductor.codegen.cpp``).
+
+A kernel is a loop nest over ``outer`` dims (run on OpenMP threads) holding one or more
+*bodies*, each a loop over the ``inner`` dims (vectorised with ``#pragma omp simd``). Every
+scheduled node is one statement group in a body: pointwise nodes compute and store an element,
+reductions accumulate and store once the body's loop ends. A node that reads a reduction
+finished in the current body starts the next body. Values produced and consumed in the same
+kernel at the same element are passed in C locals (``tmpN``, the accumulators ``acc0``...) and
+never touch memory when no one else needs them.
+
+C expressions come from :class:`CppOverrides`, the ``ops`` handler: one method per op, common
+subexpressions folded. Math calls keep IEEE semantics (no ``-ffast-math``); the libm functions
+are declared ``simd`` so gcc calls glibc's vector variants (libmvec) inside ``omp simd`` loops.
+"""
+import math
+import os
+
+import sympy
+
+import ember
+
+from .. import config, ir
+from ..scheduler import is_outer_only, loop_vars, node_index, store_index
+from ..virtualized import set_ops_handler
+
+__all__ = ["CTYPES", "CppKernel", "module_source", "CppOverrides"]
+
+CTYPES = {ember.float32: "float", ember.float64: "double", ember.int64: "int64_t",
+          ember.int32: "int32_t", ember.int16: "int16_t", ember.int8: "int8_t",
+          ember.uint8: "uint8_t", ember.bool: "bool"}
+
+# glibc's libmvec vector variants (x86-64): the first five since 2.22, the rest since 2.35
+_MVEC_OLD = ("sin", "cos", "exp", "log", "pow")
+_MVEC_NEW = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cosh", "erf", "erfc",
+             "exp2", "expm1", "hypot", "log10", "log1p", "log2", "sinh", "tan", "tanh")
+_ARITY2 = {"pow", "atan2", "hypot"}
+
+
+def _mvec_functions():
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        version = ""
+    if not version.startswith("glibc ") or os.uname().machine != "x86_64":
+        return ()
+    major, minor = (int(p) for p in version.split()[1].split(".")[:2])
+    if (major, minor) >= (2, 35):
+        return _MVEC_OLD + _MVEC_NEW
+    return _MVEC_OLD if (major, minor) >= (2, 22) else ()
+
+
+def prelude(vector_math):
+    """The C text every kernel module starts with."""
+    lines = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "#include <math.h>",
+             "#include <stdbool.h>", "#include <stdint.h>", ""]
+    if vector_math:
+        lines.append("/* vector variants from glibc's libmvec, called inside omp simd loops */")
+        for fn in _mvec_functions():
+            for t, sfx in (("float", "f"), ("double", "")):
+                params = ", ".join([t] * (2 if fn in _ARITY2 else 1))
+                lines.append(f'{t} {fn}{sfx}({params}) __attribute__((simd("notinbranch")));')
+        lines.append("")
+    lines += [
+        "/* NaN-propagating max/min (torch.maximum/minimum, clamp) */",
+        "#define EMBER_MAX(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))",
+        "#define EMBER_MIN(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))",
+        "/* Python's remainder: the sign of the divisor */",
+        "static inline float ember_remainderf(float a, float b)",
+        "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }",
+        "static inline double ember_remainder(double a, double b)",
+        "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+class CSEVar:
+    """A C local holding one value of the kernel (its name and dtype)."""
+
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name, dtype):
+        self.name = name
+        self.dtype = dtype
+
+    def __str__(self):
+        return self.name
+
+
+def _is_float(dtype):
+    return dtype in (ember.float32, ember.float64)
+
+
+def _fn(name, dtype):
+    return name + ("f" if dtype == ember.float32 else "")
+
+
+def index_code(expr):
+    return sympy.ccode(sympy.expand(expr))
+
+
+def constant_code(value, dtype):
+    if dtype == ember.bool:
+        return "true" if value else "false"
+    if _is_float(dtype):
+        value = float(value)
+        if math.isnan(value):
+            return "NAN"
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"
+        text = repr(value)
+        return text + "f" if dtype == ember.float32 else text
+    value = int(value)
+    if dtype == ember.int64 and not -2**31 <= value < 2**31:
+        return f"INT64_C({value})"
+    return str(value)
+
+
+class CppOverrides:
+    """The ``ops`` handler writing C: each call appends ``T tmpN = <expr>;`` to the current
+    body (reusing an identical earlier line) and returns the new local."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    # -- memory and constants -------------------------------------------------------------
+    def load(self, name, index):
+        return self.kernel.load(name, index)
+
+    def constant(self, value, dtype):
+        return self.kernel.cse(constant_code(value, dtype), dtype)
+
+    def index_expr(self, expr, dtype):
+        return self.kernel.cse(f"({CTYPES[dtype]})({index_code(expr)})", dtype)
+
+    def to_dtype(self, x, dtype):
+        if x.dtype == dtype:
+            return x
+        if dtype == ember.bool:
+            return self.kernel.cse(f"{x} != 0", dtype)
+        return self.kernel.cse(f"({CTYPES[dtype]})({x})", dtype)
+
+    # -- arithmetic -------------------------------------------------------------------------
+    def _bin(self, fmt, a, b, dtype=None):
+        return self.kernel.cse(fmt.format(a=a, b=b), dtype or a.dtype)
+
+    def add(self, a, b):
+        return self._bin("{a} + {b}", a, b)
+
+    def sub(self, a, b):
+        return self._bin("{a} - {b}", a, b)
+
+    def mul(self, a, b):
+        return self._bin("{a} * {b}", a, b)
+
+    def truediv(self, a, b):
+        return self._bin("{a} / {b}", a, b)
+
+    def neg(self, a):
+        return self.kernel.cse(f"-{a}", a.dtype)
+
+    def reciprocal(self, a):
+        return self.kernel.cse(f"{constant_code(1, a.dtype)} / {a}", a.dtype)
+
+    def square(self, a):
+        return self._bin("{a} * {a}", a, a)
+
+    def abs(self, a):
+        if _is_float(a.dtype):
+            return self._call("fabs", a)
+        return self.kernel.cse(f"{a} < 0 ? -{a} : {a}", a.dtype)
+
+    def relu(self, a):
+        # keeps NaN, as torch.relu does
+        return self.kernel.cse(f"{a} < 0 ? {constant_code(0, a.dtype)} : {a}", a.dtype)
+
+    def sigmoid(self, a):
+        one = constant_code(1, a.dtype)
+        return self.kernel.cse(f"{one} / ({one} + {_fn('exp', a.dtype)}(-{a}))", a.dtype)
+
+    def rsqrt(self, a):
+        return self.kernel.cse(f"{constant_code(1, a.dtype)} / {_fn('sqrt', a.dtype)}({a})",
+                               a.dtype)
+
+    def sign(self, a):
+        t = CTYPES[a.dtype]
+        if a.dtype == ember.bool:
+            return a
+        # torch.sign(nan) is 0, as this comparison gives
+        return self.kernel.cse(f"({t})(({a} > 0) - ({a} < 0))", a.dtype)
+
+    def round(self, a):
+        return self._call("nearbyint", a) if _is_float(a.dtype) else a
+
+    def _call(self, name, *args):
+        dtype = args[0].dtype
+        return self.kernel.cse(f"{_fn(name, dtype)}({', '.join(map(str, args))})", dtype)
+
+    def pow(self, a, b):
+        if not _is_float(a.dtype):
+            raise NotImplementedError("integer pow runs eagerly")
+        return self._call("pow", a, b)
+
+    def remainder(self, a, b):
+        if not _is_float(a.dtype):
+            raise NotImplementedError("integer remainder runs eagerly")
+        return self.kernel.cse(f"{_fn('ember_remainder', a.dtype)}({a}, {b})", a.dtype)
+
+    def fmod(self, a, b):
+        if not _is_float(a.dtype):
+            raise NotImplementedError("integer fmod runs eagerly")
+        return self._call("fmod", a, b)
+
+    def floordiv(self, a, b):
+        if not _is_float(a.dtype):
+            raise NotImplementedError("integer floor_divide runs eagerly")
+        return self.kernel.cse(f"{_fn('floor', a.dtype)}({a} / {b})", a.dtype)
+
+    def maximum(self, a, b):
+        return self._bin("EMBER_MAX({a}, {b})", a, b)
+
+    def minimum(self, a, b):
+        return self._bin("EMBER_MIN({a}, {b})", a, b)
+
+    clamp_min = maximum
+    clamp_max = minimum
+
+    def where(self, c, a, b):
+        return self.kernel.cse(f"{c} ? {a} : {b}", a.dtype)
+
+    # -- predicates -------------------------------------------------------------------------
+    def _cmp(op):
+        def fn(self, a, b):
+            return self.kernel.cse(f"{a} {op} {b}", ember.bool)
+        return fn
+
+    eq, ne, lt, le, gt, ge = _cmp("=="), _cmp("!="), _cmp("<"), _cmp("<="), _cmp(">"), _cmp(">=")
+    del _cmp
+
+    def logical_and(self, a, b):
+        return self.kernel.cse(f"({a} != 0) && ({b} != 0)", ember.bool)
+
+    def logical_or(self, a, b):
+        return self.kernel.cse(f"({a} != 0) || ({b} != 0)", ember.bool)
+
+    def logical_xor(self, a, b):
+        return self.kernel.cse(f"({a} != 0) != ({b} != 0)", ember.bool)
+
+    def logical_not(self, a):
+        return self.kernel.cse(f"{a} == 0", ember.bool)
+
+    def bitwise_and(self, a, b):
+        return self._bin("{a} & {b}", a, b)
+
+    def bitwise_or(self, a, b):
+        return self._bin("{a} | {b}", a, b)
+
+    def bitwise_xor(self, a, b):
+        return self._bin("{a} ^ {b}", a, b)
+
+    def bitwise_not(self, a):
+        return self.kernel.cse(f"!{a}" if a.dtype == ember.bool else f"~{a}", a.dtype)
+
+    def isnan(self, a):
+        return self.kernel.cse(f"{a} != {a}" if _is_float(a.dtype) else "false", ember.bool)
+
+    def isinf(self, a):
+        return self.kernel.cse(f"isinf({a})" if _is_float(a.dtype) else "false", ember.bool)
+
+    def isfinite(self, a):
+        return self.kernel.cse(f"isfinite({a})" if _is_float(a.dtype) else "true", ember.bool)
+
+    def signbit(self, a):
+        return self.kernel.cse(f"signbit({a}) != 0" if _is_float(a.dtype) else f"{a} < 0",
+                               ember.bool)
+
+
+# ops that are a libm call of the same name (sinf / sin by dtype)
+for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos",
+              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+              "erf", "erfc", "floor", "ceil", "trunc", "atan2", "hypot", "copysign", "fmax",
+              "fmin"):
+    def _libm(self, *args, _n=_name):
+        if not _is_float(args[0].dtype):
+            if _n in ("floor", "ceil", "trunc"):
+                return args[0]
+            raise NotImplementedError(f"{_n} of an integer tensor")
+        return self._call(_n, *args)
+    setattr(CppOverrides, _name, _libm)
+
+
+class _Scratch:
+    """A kernel stand-in for :func:`can_codegen`: locals are made up, nothing is kept."""
+
+    def __init__(self, dtype_of):
+        self.dtype_of = dtype_of
+
+    def cse(self, expr, dtype):
+        return CSEVar("t", dtype)
+
+    def load(self, name, index):
+        return CSEVar("t", self.dtype_of(name))
+
+
+def can_codegen(loops, dtype_of):
+    """Whether C can be written for ``loops`` (e.g. integer ``pow`` cannot: it runs eagerly)."""
+    from ..virtualized import set_ops_handler as _set
+    idx = ir.index_vars("x", loops.ranges)
+    try:
+        with _set(CppOverrides(_Scratch(dtype_of))):
+            if isinstance(loops, ir.Reduction):
+                loops.inner_fn(idx, ir.index_vars("r", loops.reduction_ranges))
+            else:
+                loops.inner_fn(idx)
+    except NotImplementedError:
+        return False
+    return True
+
+
+# reduction_type -> (initial value, update expression, OpenMP reduction operator)
+REDUCTIONS = {
+    "sum": (0, "{acc} + {v}", "+"),
+    "prod": (1, "{acc} * {v}", "*"),
+    "max": (-math.inf, "{v} > {acc} ? {v} : {acc}", "max"),
+    "min": (math.inf, "{v} < {acc} ? {v} : {acc}", "min"),
+    "any": (False, "{acc} || {v}", "||"),
+}
+_INT_LIMITS = {ember.int64: ("INT64_MIN", "INT64_MAX"), ember.int32: ("INT32_MIN", "INT32_MAX"),
+               ember.int16: ("INT16_MIN", "INT16_MAX"), ember.int8: ("INT8_MIN", "INT8_MAX"),
+               ember.uint8: ("0", "UINT8_MAX"), ember.bool: ("false", "true")}
+
+
+class _Body:
+    """One loop over the kernel's inner dims: C lines, accumulators and the locals that hold
+    this body's stored values (buffer, index) -> local."""
+
+    def __init__(self, loop=True):
+        self.loop = loop         # False: statements run once per outer iteration
+        self.lines = []
+        self.accumulators = []   # (name, ctype, init, omp op, nan flag or None)
+        self.after = []          # lines after the loop (reduction stores)
+        self.forward = {}
+        self.reductions = set()  # buffers reduced in this body
+        self.cse = {}
+
+
+class CppKernel:
+    """The C function of one ``FusedKernel``."""
+
+    def __init__(self, name, fused, graph):
+        self.name = name
+        self.nodes = fused.nodes
+        self.outer = fused.outer
+        self.inner = fused.inner
+        self.graph = graph
+        self.xs, self.rs = loop_vars(self.outer, self.inner)
+        self.bodies = [_Body()]
+        self.memory_loads = {}      # buffer -> set of indices loaded from memory
+        self.stores = {}            # buffer -> index stored at
+        self.reduction_vars = {}    # buffer -> (index, accumulator) for finished reductions
+        self._tmp = 0
+        self.handler = CppOverrides(self)
+
+    # -- the ops handler's services -------------------------------------------------------------
+    @property
+    def body(self):
+        return self.bodies[-1]
+
+    def cse(self, expr, dtype):
+        hit = self.body.cse.get(expr)
+        if hit is not None:
+            return hit
+        var = CSEVar(f"tmp{self._tmp}", dtype)
+        self._tmp += 1
+        self.body.lines.append(f"{CTYPES[dtype]} {var} = {expr};")
+        self.body.cse[expr] = var
+        return var
+
+    def load(self, name, index):
+        index = sympy.expand(index)
+        hit = self.body.forward.get((name, index))
+        if hit is not None:
+            return hit
+        red = self.reduction_vars.get(name)
+        if red is not None and red[0] == index:
+            return red[1]
+        self.memory_loads.setdefault(name, set()).add(index)
+        dtype = self.graph.dtype_of(name)
+        return self.cse(f"{self.pointer(name)}[{index_code(index)}]", dtype)
+
+    def pointer(self, name):
+        return f"ptr_{name}"
+
+    # -- emitting nodes ---------------------------------------------------------------------------
+    def codegen_node(self, node):
+        data = node.data
+        loop = not is_outer_only(node, self.xs, self.rs)
+        if self._reads_current_reduction(node) or loop != self.body.loop:
+            self.bodies.append(_Body(loop))
+        idx, ridx = node_index(node, self.xs, self.rs)
+        store = store_index(node, self.xs, self.rs)
+        self.stores[node.name] = store
+        with set_ops_handler(self.handler):
+            if isinstance(data, ir.Reduction):
+                value = data.inner_fn(idx, ridx)
+                self._accumulate(node, value, store)
+            else:
+                value = data.inner_fn(idx)
+                if value.dtype != node.get_dtype():
+                    value = self.handler.to_dtype(value, node.get_dtype())
+                self.body.forward[(node.name, store)] = value
+                self.body.lines.append(("store", node.name,
+                                        f"{self.pointer(node.name)}[{index_code(store)}] = {value};"))
+
+    def _reads_current_reduction(self, node):
+        reads = node.reads()
+        return any(name in self.body.reductions for name in reads)
+
+    def _accumulate(self, node, value, store):
+        rtype = node.data.reduction_type
+        dtype = node.get_dtype()
+        if value.dtype != dtype:
+            value = self.handler.to_dtype(value, dtype)
+        init, update, omp_op = REDUCTIONS[rtype]
+        acc = f"acc{len(self.reduction_vars)}"
+        init_code = constant_code(init, dtype)
+        nan_flag = None
+        if rtype in ("max", "min"):
+            if _is_float(dtype):
+                # the vectorisable compare-select skips NaN; a flag restores torch's propagation
+                nan_flag = f"{acc}_nan"
+                self.body.lines.append(f"{nan_flag} = {nan_flag} | ({value} != {value});")
+            else:
+                init_code = _INT_LIMITS[dtype][0 if rtype == "max" else 1]
+        self.body.lines.append(f"{acc} = {update.format(acc=acc, v=value)};")
+        self.body.accumulators.append((acc, CTYPES[dtype], init_code, omp_op, nan_flag))
+        if nan_flag:
+            self.body.after.append(f"if ({nan_flag}) {acc} = NAN;")
+        self.body.after.append(("store", node.name,
+                                f"{self.pointer(node.name)}[{index_code(store)}] = {acc};"))
+        self.body.reductions.add(node.name)
+        self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
+
+    # -- the C text ---------------------------------------------------------------------------------
+    def codegen(self):
+        for node in self.nodes:
+            self.codegen_node(node)
+        return self
+
+    def source(self, args, removed, origins_comment):
+        """The kernel function: ``args`` is [(buffer name, is_output)], ``removed`` the buffers
+        whose stores are dropped (no one outside the kernel reads them)."""
+        params = []
+        for name, is_out in args:
+            t = CTYPES[self.graph.dtype_of(name)]
+            params.append(f"{'' if is_out else 'const '}{t}* restrict {self.pointer(name)}")
+        out = [f"/* {origins_comment} */",
+               f"static void {self.name}({', '.join(params)})", "{"]
+        numel = math.prod(self.outer) * max(math.prod(self.inner), 1) * len(self.bodies)
+        parallel = numel >= config.parallel_threshold and _threads() > 1
+        ind = "    "
+        if self.outer:
+            if parallel:
+                collapse = f" collapse({len(self.outer)})" if len(self.outer) > 1 else ""
+                out.append(f"{ind}#pragma omp parallel for{collapse} num_threads({_threads()})")
+            for x, n in zip(self.xs, self.outer):
+                out.append(f"{ind}for (int64_t {x} = 0; {x} < {n}; {x}++)")
+            out.append(ind + "{")
+            ind += "    "
+        for body in self.bodies:
+            if body.lines or body.after:
+                out += self._body_source(body, removed, ind, parallel and not self.outer)
+        if self.outer:
+            out.append(ind[4:] + "}")
+        out.append("}")
+        return "\n".join(out)
+
+    def _body_source(self, body, removed, ind, parallel_inner):
+        out = []
+        clauses = []
+        for acc, ctype, init, omp_op, nan_flag in body.accumulators:
+            out.append(f"{ind}{ctype} {acc} = {init};")
+            clauses.append(f"reduction({omp_op}:{acc})")
+            if nan_flag:
+                out.append(f"{ind}bool {nan_flag} = false;")
+                clauses.append(f"reduction(|:{nan_flag})")
+        red = (" " + " ".join(clauses)) if clauses else ""
+        lines = [ln for ln in (_resolve(x, removed) for x in body.lines) if ln]
+        if not self.inner or not body.loop:
+            out += [ind + ln for ln in lines]
+        else:
+            n_inner = len(self.inner)
+            for k, (r, n) in enumerate(zip(self.rs, self.inner)):
+                if k == 0 and parallel_inner:
+                    simd = " simd" if n_inner == 1 else ""
+                    out.append(f"{ind}#pragma omp parallel for{simd}{red} num_threads({_threads()})")
+                elif k == n_inner - 1:
+                    out.append(f"{ind}#pragma omp simd{red}")
+                out.append(f"{ind}for (int64_t {r} = 0; {r} < {n}; {r}++)")
+            out.append(ind + "{")
+            out += [ind + "    " + ln for ln in lines]
+            out.append(ind + "}")
+        out += [ind + ln for ln in (_resolve(x, removed) for x in body.after) if ln]
+        return out
+
+
+def _resolve(line, removed):
+    if isinstance(line, tuple):
+        _, name, text = line
+        return None if name in removed else text
+    return line
+
+
+def _threads():
+    return config.threads or ember.get_num_threads()
+
+
+def module_source(name, kernels, vector_math=True):
+    """A C extension module holding the kernels: each ``(kernel_name, c_source, n_args)`` gets
+    a METH_FASTCALL entry point taking data pointers as Python ints."""
+    parts = [prelude(vector_math)]
+    methods = []
+    for kname, src, nargs, ctypes_ in kernels:
+        parts.append(src)
+        casts = ", ".join(f"({t}*)p[{i}]" for i, t in enumerate(ctypes_))
+        parts.append("\n".join([
+            f"static PyObject* py_{kname}(PyObject* self, PyObject* const* args, Py_ssize_t nargs)",
+            "{",
+            f"    void* p[{max(nargs, 1)}];",
+            f"    for (Py_ssize_t i = 0; i < {nargs}; i++) p[i] = PyLong_AsVoidPtr(args[i]);",
+            "    if (PyErr_Occurred()) return NULL;",
+            "    Py_BEGIN_ALLOW_THREADS",
+            f"    {kname}({casts});",
+            "    Py_END_ALLOW_THREADS",
+            "    Py_RETURN_NONE;",
+            "}",
+        ]))
+        methods.append(f'    {{"{kname}", (PyCFunction)(void(*)(void))py_{kname}, METH_FASTCALL, NULL}},')
+    parts.append("\n".join([
+        "static PyMethodDef methods[] = {", *methods, "    {NULL, NULL, 0, NULL}", "};",
+        f'static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "{name}", NULL, -1, methods}};',
+        f"PyMODINIT_FUNC PyInit_{name}(void) {{ return PyModule_Create(&module); }}",
+    ]))
+    return "\n\n".join(parts) + "\n"

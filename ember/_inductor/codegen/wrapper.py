@@ -1,0 +1,151 @@
+"""The Python wrapper of a compiled graph (PyTorch's ``torch._inductor.codegen.wrapper``):
+allocates buffers, calls the fused C kernels and the eager fallbacks in order, frees
+buffers after their last use, and returns the graph's outputs.
+
+Its text is what ``TORCH_LOGS=output_code`` prints beside the C source; it is compiled under
+its path in the cache directory, so tracebacks show its lines.
+"""
+import math
+
+import ember
+
+from .. import ir
+from ..scheduler import FusedKernel
+from .cpp import CTYPES, CppKernel
+
+__all__ = ["WrapperCodeGen"]
+
+
+def _op_name(target):
+    return str(getattr(target, "overloadpacket", target)).split(".")[-1]
+
+
+class WrapperCodeGen:
+    """Turns a scheduled graph into ``(python source, [(kernel, C source, n_args, ctypes)])``;
+    ``constants`` holds the values the Python source refers to by name."""
+
+    def __init__(self, graph, scheduler):
+        self.graph = graph
+        self.scheduler = scheduler
+        self.constants = {}
+        self.kernels = []
+        self.lines = []  # (code, names used, name defined or None)
+
+    # -- arguments ------------------------------------------------------------------------------
+    def arg(self, a):
+        if isinstance(a, ir.ReinterpretView):
+            lay = a.layout
+            return f"as_strided({a.data.name}, {list(lay.size)}, {list(lay.stride)}, {lay.offset})"
+        if isinstance(a, ir.Buffer):
+            return a.name
+        if isinstance(a, list):
+            return "[" + ", ".join(self.arg(x) for x in a) + "]"
+        if isinstance(a, tuple):
+            return "(" + "".join(self.arg(x) + ", " for x in a) + ")"
+        if isinstance(a, ember.dtype):
+            return repr(a)
+        if isinstance(a, float) and not math.isfinite(a):
+            return f"float('{a}')"
+        if a is None or isinstance(a, (bool, int, float, str)):
+            return repr(a)
+        name = f"const{len(self.constants)}"  # dtypes, devices, layouts, memory formats...
+        self.constants[name] = a
+        return name
+
+    @staticmethod
+    def _names(a):
+        if isinstance(a, (ir.Buffer, ir.ReinterpretView)):
+            return {a.get_name()}
+        if isinstance(a, (list, tuple)):
+            return set().union(*(WrapperCodeGen._names(x) for x in a)) if a else set()
+        if isinstance(a, dict):
+            return WrapperCodeGen._names(list(a.values()))
+        return set()
+
+    def emit(self, code, uses=(), defines=None):
+        self.lines.append((code, set(uses), defines))
+
+    # -- groups ---------------------------------------------------------------------------------
+    def codegen_kernel(self, fused, index):
+        ops_in_kernel = []
+        for n in fused.nodes:
+            for o in n.origins:
+                if o not in ops_in_kernel:
+                    ops_in_kernel.append(o)
+        ops_in_kernel.sort(key=self.graph.node_order.__getitem__)
+        names = sorted({_op_name(o.target) for o in ops_in_kernel})
+        kname = f"cpp_fused_{'_'.join(names)[:80]}_{index}"
+        kernel = CppKernel(kname, fused, self.graph).codegen()
+        users = self.scheduler.users
+        removed = {n.name for n in fused.nodes
+                   if users.get(n.name, set()) <= {id(fused)} and n.name not in kernel.memory_loads}
+        produced = [n.name for n in fused.nodes if n.name not in removed]
+        inputs = [name for name in kernel.memory_loads if name not in fused.names]
+        args = [(name, False) for name in inputs] + [(name, True) for name in produced]
+        comment = "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel)
+        src = kernel.source(args, removed, comment)
+        self.kernels.append((kname, src, len(args), [CTYPES[self.graph.dtype_of(a)] for a, _ in args]))
+        for n in fused.nodes:
+            if n.name in produced:
+                lay = n.layout
+                self.emit(f"{n.name} = empty_strided({list(lay.size)}, {list(lay.stride)}, "
+                          f"dtype={self.arg(lay.dtype)})", defines=n.name)
+        ptrs = ", ".join(f"{a}.data_ptr()" for a, _ in args)
+        self.emit(f"kernels.{kname}({ptrs})", uses=[a for a, _ in args])
+
+    def codegen_fallback(self, buf):
+        args = ", ".join([self.arg(a) for a in buf.args]
+                         + [f"{k}={self.arg(v)}" for k, v in buf.kwargs.items()])
+        self.emit(f"{buf.name} = aten.{str(buf.op).removeprefix('aten.')}({args})",
+                  uses=self._names(list(buf.args) + list(buf.kwargs.values())), defines=buf.name)
+
+    def codegen_multi_output(self, buf):
+        path = "".join(f"[{i}]" for i in buf.index)
+        self.emit(f"{buf.name} = {buf.parent.name}{path}", uses=[buf.parent.name], defines=buf.name)
+
+    def generate(self):
+        g = self.graph
+        k = 0
+        for group in self.scheduler.groups:
+            if isinstance(group, FusedKernel):
+                self.codegen_kernel(group, k)
+                k += 1
+            elif isinstance(group, ir.MultiOutput):
+                self.codegen_multi_output(group)
+            else:
+                self.codegen_fallback(group)
+        outs = [self.arg(o) for o in g.graph_outputs]
+        out_names = self._names(list(g.graph_outputs))
+        body = [f"    {', '.join(g.graph_input_names)}{',' if len(g.graph_input_names) == 1 else ''}"
+                " = args" if g.graph_input_names else None,
+                "    args.clear()"]
+        body = [b for b in body if b]
+        body += ["    " + ln for ln in self._with_frees(out_names)]
+        body.append(f"    return ({''.join(o + ', ' for o in outs)})")
+        header = [
+            f"# ember._inductor: the wrapper of graph {g.name}",
+            "# `kernels` is the C module built from the kernels printed beside this file;",
+            "# constN are the non-literal arguments (dtypes, devices) of the eager calls.",
+            "import ember",
+            "from ember import as_strided, empty_strided",
+            "",
+            "aten = ember.ops.aten",
+            "",
+            "",
+            "def call(args):",
+        ]
+        return "\n".join(header + body) + "\n"
+
+    def _with_frees(self, keep):
+        """The body lines with ``del bufN`` after each buffer's last use."""
+        last = {}
+        for i, (_, uses, defines) in enumerate(self.lines):
+            for n in uses | ({defines} if defines else set()):
+                last[n] = i
+        out = []
+        for i, (code, uses, defines) in enumerate(self.lines):
+            out.append(code)
+            dead = sorted(n for n, j in last.items() if j == i and n not in keep)
+            if dead:
+                out.append(f"del {', '.join(dead)}")
+        return out

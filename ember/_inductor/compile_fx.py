@@ -1,0 +1,124 @@
+"""The ``inductor`` backend (PyTorch's ``torch._inductor.compile_fx``).
+
+``compile_fx`` runs AOTAutograd with Inductor's decompositions and the min-cut partitioner;
+each resulting graph (forward, backward, or inference) goes to ``compile_fx_inner``:
+lower to IR (``graph``), fuse (``scheduler``), write C and the Python wrapper
+(``codegen``), build the C module (``codecache``) and return the wrapper's ``call``.
+
+Without a working C compiler the graphs run as AOTAutograd traced them (``aot_eager``) after
+one warning naming ``CC``/``CXX``; a compile error in generated code raises.
+"""
+import itertools
+import logging
+import os
+import time
+import warnings
+
+from .._core.codegen import compile_source
+from . import codecache, config
+from .codegen.cpp import module_source
+from .codegen.wrapper import WrapperCodeGen
+from .exc import InvalidCxxCompiler
+from .graph import GraphLowering
+from .scheduler import Scheduler
+from .virtualized import set_graph_handler
+
+__all__ = ["compile_fx", "compile_fx_inner", "CompiledGraph"]
+
+log = logging.getLogger("ember._inductor")
+output_code_log = logging.getLogger("ember._inductor.__output_code")
+_graph_ids = itertools.count()
+_warned_no_compiler = False
+
+
+class CompiledGraph:
+    """A compiled graph: ``call(args)`` (boxed: it takes the argument list and clears it),
+    with the generated sources kept for inspection."""
+
+    _boxed_call = True
+
+    def __init__(self, call, wrapper_source, c_source, path, fallbacks):
+        self.current_callable = call
+        self.source_code = wrapper_source
+        self.c_source_code = c_source
+        self.path = path
+        self.fallbacks = fallbacks
+
+    def __call__(self, args):
+        return self.current_callable(args)
+
+
+def compile_fx_inner(gm, example_inputs, *, graph_name=None):
+    """Lower, fuse and compile one AOT graph; returns a boxed callable."""
+    global _warned_no_compiler
+    name = graph_name or f"graph_{next(_graph_ids)}"
+    times = {}
+    t0 = time.perf_counter()
+    graph = GraphLowering(gm, example_inputs, name=name).run()
+    times["lowering"] = time.perf_counter() - t0
+    with set_graph_handler(graph):
+        t0 = time.perf_counter()
+        scheduler = Scheduler(graph)
+        times["scheduling"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        wrapper = WrapperCodeGen(graph, scheduler)
+        py_src = wrapper.generate()
+    module_name = f"ember_inductor_{name}"
+    c_src = module_source(module_name, wrapper.kernels,
+                          vector_math=codecache.compiler_features().get("mvec", False))
+    times["codegen"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        kernels = codecache.CppCodeCache.load(c_src, module_name)
+    except InvalidCxxCompiler as e:
+        if not _warned_no_compiler:
+            warnings.warn(f"{e}\nThe compiled graphs run eagerly (aot_eager) instead.")
+            _warned_no_compiler = True
+        return gm
+    times["c build"] = time.perf_counter() - t0
+    path = codecache.source_path(c_src, module_name)
+    py_path = os.path.splitext(path)[0] + "_wrapper.py"
+    namespace = dict(wrapper.constants, kernels=kernels)
+    compile_source(py_src, py_path, namespace)
+    with open(py_path + ".tmp", "w") as f:
+        f.write(py_src)
+    os.replace(py_path + ".tmp", py_path)
+    output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
+                          py_path, py_src, path, c_src)
+    log.info("inductor %s: %d kernels, %d fallbacks; %s", name, len(wrapper.kernels),
+             sum(graph.fallbacks.values()),
+             ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()))
+    return CompiledGraph(namespace["call"], py_src, c_src, path, graph.fallbacks)
+
+
+def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
+    """``ember.compile(backend="inductor")``: AOTAutograd with Inductor's decompositions,
+    every graph compiled by :func:`compile_fx_inner`."""
+    from .._functorch.aot_autograd import aot_module_simplified, \
+        min_cut_rematerialization_partition
+    from .decomposition import select_decomp_table
+    with config.patch(_options(mode, options)):
+        settings = config.snapshot()
+
+    def inner(gm, inputs):
+        with config.patch(settings):
+            return compile_fx_inner(gm, inputs)
+    return aot_module_simplified(model, example_inputs, fw_compiler=inner, bw_compiler=inner,
+                                 decompositions=select_decomp_table(),
+                                 partition_fn=min_cut_rematerialization_partition)
+
+
+_warned_modes = set()
+
+
+def _options(mode, options):
+    opts = dict(options or {})
+    if mode not in (None, "default") and mode not in _warned_modes:
+        _warned_modes.add(mode)
+        warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
+                      "mode yet; the graphs compile as mode='default'")
+    unknown = [k for k in opts if not hasattr(config, k)]
+    if unknown:
+        raise RuntimeError(f"Unexpected optimization option {unknown[0]}, known options are "
+                           f"{config.known_options()}")
+    return opts

@@ -1,0 +1,40 @@
+"""Inductor's settings (PyTorch's ``torch._inductor.config``), read when a graph compiles."""
+import os
+
+# threads the generated kernels use (OpenMP); None: ember.get_num_threads()
+threads = None
+# most nodes one fused kernel may hold
+max_fusion_size = 64
+# a kernel runs its outer loop on several threads when it touches at least this many elements
+parallel_threshold = 32768
+# write the IR of each graph next to its generated code (also TORCH_COMPILE_DEBUG=1)
+debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
+
+
+_OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "debug")
+
+
+def known_options():
+    return list(_OPTIONS)
+
+
+def snapshot():
+    """The current settings, for :func:`patch` to restore later (a compiled graph keeps the
+    settings of the ``ember.compile`` call that made it)."""
+    return {k: globals()[k] for k in _OPTIONS}
+
+
+class patch:
+    """``with config.patch(threads=1): ...`` or ``config.patch({...})``: settings changed
+    inside the block only."""
+
+    def __init__(self, changes=None, **kwargs):
+        self.changes = dict(changes or {}, **kwargs)
+
+    def __enter__(self):
+        g = globals()
+        self.prior = {k: g[k] for k in self.changes}
+        g.update(self.changes)
+
+    def __exit__(self, *exc):
+        globals().update(self.prior)

@@ -1,0 +1,204 @@
+"""``GraphLowering``: an fx graph of core aten ops -> Inductor IR buffers (PyTorch's
+``torch._inductor.graph``).
+
+Each node is lowered in order (``lowering.lowerings``) or, without a lowering, becomes a
+``FallbackKernel`` that calls the eager op. A lazy pointwise result is *realized* (given
+memory, with the strides the traced graph recorded for it) when more than one node uses it,
+when a user needs memory (views, fallbacks, the graph's outputs) or when it is a reduction;
+otherwise it stays lazy and is inlined into its single consumer.
+"""
+import collections
+import logging
+import operator
+
+import ember
+
+from . import ir
+from .codegen.cpp import can_codegen
+from .lowering import lowerings
+from .virtualized import set_graph_handler
+
+__all__ = ["GraphLowering", "SUPPORTED_DTYPES"]
+
+log = logging.getLogger("ember._inductor")
+
+# dtypes the C code generator computes in; graphs touching others (float16, bfloat16,
+# complex) run those nodes through fallbacks
+SUPPORTED_DTYPES = frozenset({ember.float32, ember.float64, ember.int64, ember.int32,
+                              ember.int16, ember.int8, ember.uint8, ember.bool})
+
+
+def _tensors(val):
+    if isinstance(val, ember.Tensor):
+        yield val
+    elif isinstance(val, (list, tuple)):
+        for v in val:
+            yield from _tensors(v)
+
+
+class GraphLowering:
+    def __init__(self, gm, example_inputs=None, name="graph"):
+        self.gm = gm
+        self.name = name
+        self.buffers = []            # ComputedBuffer / FallbackKernel / MultiOutput, in order
+        self.name_to_buffer = {}
+        self.graph_inputs = {}       # placeholder name -> InputBuffer
+        self.graph_input_names = []  # every placeholder, tensors or not, in order
+        self.graph_outputs = []      # IR values (or Python values) returned
+        self.fallbacks = collections.Counter()
+        self.current_node = None
+        self.node_order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        self._env = {}
+
+    # -- buffers ----------------------------------------------------------------------------------
+    def register_buffer(self, buf):
+        self.buffers.append(buf)
+        self.name_to_buffer[buf.name] = buf
+        return buf
+
+    def dtype_of(self, name):
+        buf = self.graph_inputs.get(name) or self.name_to_buffer[name]
+        return buf.get_dtype()
+
+    def new_name(self):
+        return f"buf{len(self.buffers)}"
+
+    def realize(self, x, stride=None):
+        """``x`` in memory: buffers and views as they are; a ``Pointwise``/``Reduction``
+        becomes a ``ComputedBuffer`` (contiguous unless ``stride`` is given)."""
+        if not isinstance(x, ir.Loops):
+            return x
+        size = x.get_size()
+        layout = ir.Layout(size, stride if stride is not None else ir.contiguous_strides(size),
+                           x.get_dtype())
+        return self.register_buffer(ir.ComputedBuffer(self.new_name(), layout, x))
+
+    # -- lowering ---------------------------------------------------------------------------------
+    def run(self):
+        with set_graph_handler(self):
+            for node in self.gm.graph.nodes:
+                self.current_node = node
+                handler = getattr(self, node.op)
+                self._env[node] = handler(node)
+        if self.fallbacks:
+            log.info("inductor %s: %d fallback calls to eager ops: %s", self.name,
+                     sum(self.fallbacks.values()),
+                     ", ".join(f"{k} x{v}" for k, v in self.fallbacks.most_common()))
+        return self
+
+    def _map(self, a):
+        return ember.fx.node.map_arg(a, lambda n: self._env[n])
+
+    def placeholder(self, node):
+        self.graph_input_names.append(node.name)
+        val = node.meta.get("val")
+        if not isinstance(val, ember.Tensor):
+            return val
+        buf = ir.InputBuffer(node.name, ir.Layout(val.shape, val.stride(), val.dtype,
+                                                  val.storage_offset()))
+        self.graph_inputs[node.name] = buf
+        return buf
+
+    def get_attr(self, node):
+        raise NotImplementedError("get_attr nodes (module constants) are not lowered")
+
+    def call_function(self, node):
+        target = node.target
+        args, kwargs = self._map(node.args), self._map(node.kwargs)
+        if target is operator.getitem:
+            return self._maybe_realize(node, args[0][args[1]])
+        lowering = lowerings.get(target)
+        if lowering is not None and self._dtypes_supported(node):
+            if not lowering.lazy_inputs:
+                args, kwargs = self._realize_args(args), self._realize_args(kwargs)
+            try:
+                result = lowering(*args, **kwargs)
+                if isinstance(result, ir.Loops) and not can_codegen(result, self.dtype_of):
+                    raise NotImplementedError(f"no C for {target}")
+            except NotImplementedError:
+                result = self.fallback(node, args, kwargs)
+        else:
+            result = self.fallback(node, args, kwargs)
+        return self._maybe_realize(node, result)
+
+    def call_method(self, node):
+        raise NotImplementedError(f"call_method {node.target} is not lowered")
+
+    def call_module(self, node):
+        raise NotImplementedError(f"call_module {node.target} is not lowered")
+
+    def output(self, node):
+        outs = self._map(node.args[0])
+        flat = outs if isinstance(outs, (list, tuple)) else (outs,)
+        vals = node.args[0] if isinstance(node.args[0], (list, tuple)) else (node.args[0],)
+        realized = []
+        for v, n in zip(flat, vals):
+            if isinstance(v, ir.Loops):
+                v = self.realize(v, n.meta["val"].stride())
+            realized.append(v)
+        self.graph_outputs = realized
+        return None
+
+    def _dtypes_supported(self, node):
+        vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+        return all(t.dtype in SUPPORTED_DTYPES and t.device.type == "cpu"
+                   for v in vals for t in _tensors(v))
+
+    def _realize_args(self, a):
+        if isinstance(a, ir.Loops):
+            raise AssertionError("lazy value reached a lowering that needs memory")
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._realize_args(x) for x in a)
+        if isinstance(a, dict):
+            return {k: self._realize_args(v) for k, v in a.items()}
+        return a
+
+    def _maybe_realize(self, node, result):
+        """Give ``result`` memory unless it is a pointwise value with one lazy consumer."""
+        if isinstance(result, (list, tuple)):
+            return result  # per-element decisions happen at the getitem nodes
+        if not isinstance(result, ir.Loops):
+            return result
+        users = list(node.users)
+        lazy_ok = (isinstance(result, ir.Pointwise) and len(users) == 1
+                   and users[0].op == "call_function"
+                   and getattr(lowerings.get(users[0].target), "lazy_inputs", False)
+                   and self._dtypes_supported(users[0]))
+        if lazy_ok:
+            return result
+        return self.realize(result, node.meta["val"].stride())
+
+    def fallback(self, node, args, kwargs):
+        """Run ``node`` through its eager op from the wrapper."""
+        self.fallbacks[str(node.target)] += 1
+        args, kwargs = self._realize_all(args), self._realize_all(kwargs)
+        val = node.meta.get("val")
+        if isinstance(val, ember.Tensor):
+            layout = ir.Layout(val.shape, val.stride(), val.dtype, val.storage_offset())
+            return self.register_buffer(ir.FallbackKernel(self.new_name(), layout, node.target,
+                                                          args, kwargs, (node,)))
+        kernel = self.register_buffer(ir.FallbackKernel(self.new_name(), None, node.target,
+                                                        args, kwargs, (node,)))
+        return self._multi_outputs(kernel, val, ())
+
+    def _multi_outputs(self, kernel, val, path):
+        if isinstance(val, ember.Tensor):
+            layout = ir.Layout(val.shape, val.stride(), val.dtype, val.storage_offset())
+            return self.register_buffer(ir.MultiOutput(self.new_name(), layout, kernel, path))
+        if isinstance(val, (list, tuple)):
+            return type(val)(self._multi_outputs(kernel, v, path + (i,))
+                             for i, v in enumerate(val))
+        if val is None:
+            return None
+        raise NotImplementedError(f"{kernel.op} returns {type(val).__name__}, which the "
+                                  "wrapper cannot pass on")
+
+    def _realize_all(self, a):
+        if isinstance(a, ir.Loops):
+            return self.realize(a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._realize_all(x) for x in a)
+        if isinstance(a, dict):
+            return {k: self._realize_all(v) for k, v in a.items()}
+        return a
+

@@ -1,0 +1,307 @@
+"""Inductor's loop IR (PyTorch's ``torch._inductor.ir``).
+
+A lowered graph is a list of *buffers*, each produced one of three ways:
+
+- ``ComputedBuffer``: a loop nest, described by a ``Pointwise`` or ``Reduction`` node whose
+  ``inner_fn`` computes one element through the virtualised ``ops`` handler;
+- ``FallbackKernel``: an eager ember op called by the generated wrapper (matmul, convolution,
+  LAPACK, random numbers, and every op without a lowering);
+- ``InputBuffer``: a graph input.
+
+Values flowing between lowerings are either such buffers, strided views of them
+(``ReinterpretView``: a size, stride and offset over a buffer's storage), or *lazy* ``Pointwise``
+nodes that have not been given memory: a consumer calls their ``inner_fn`` inside its own, which
+is how chains of pointwise ops fuse before the scheduler sees them.
+
+Indices are ``sympy`` expressions over the loop variables; with the strided layouts used here
+they are linear (``offset + sum(index_k * stride_k)``).
+"""
+import sympy
+
+import ember
+
+from .virtualized import ops
+
+__all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
+           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars",
+           "contiguous_strides"]
+
+
+def index_vars(prefix, sizes):
+    """One non-negative integer sympy symbol per loop dimension (``x0, x1...``)."""
+    return [sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
+            for i in range(len(sizes))]
+
+
+def contiguous_strides(size):
+    strides, acc = [], 1
+    for n in reversed(size):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+class Layout:
+    """Size, stride, storage offset and dtype of a buffer or of a view of one."""
+
+    __slots__ = ("size", "stride", "offset", "dtype")
+
+    def __init__(self, size, stride, dtype, offset=0):
+        self.size = tuple(int(n) for n in size)
+        self.stride = tuple(int(s) for s in stride)
+        self.offset = int(offset)
+        self.dtype = dtype
+
+    def index(self, idx):
+        """The storage position (in elements) of element ``idx``; size-1 dims add nothing."""
+        return self.offset + sum((i * s for i, s, n in zip(idx, self.stride, self.size) if n != 1),
+                                 sympy.Integer(0))
+
+    def numel(self):
+        return prod(self.size)
+
+    def storage_extent(self):
+        """Elements of storage the layout touches (0 for an empty one)."""
+        if 0 in self.size:
+            return 0
+        return self.offset + 1 + sum((n - 1) * s for n, s in zip(self.size, self.stride))
+
+    def __repr__(self):
+        return f"Layout({list(self.size)}, {list(self.stride)}, {self.dtype}, offset={self.offset})"
+
+
+def prod(xs):
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+class IRNode:
+    origins = ()  # the fx nodes this value was lowered from (kernel names and comments)
+
+    def get_size(self):
+        raise NotImplementedError
+
+    def get_dtype(self):
+        raise NotImplementedError
+
+    def make_loader(self):
+        """``fn(index) -> ops value``: element ``index`` of this value."""
+        raise NotImplementedError
+
+
+class Buffer(IRNode):
+    """A named region of memory with a layout."""
+
+    def __init__(self, name, layout):
+        self.name = name
+        self.layout = layout
+
+    def get_name(self):
+        return self.name
+
+    def get_size(self):
+        return self.layout.size
+
+    def get_dtype(self):
+        return self.layout.dtype
+
+    def make_loader(self):
+        # kernels get the buffer's data pointer, which already includes its storage offset
+        name, layout = self.name, self.layout
+
+        def load(idx):
+            return ops.load(name, layout.index(idx) - layout.offset)
+        return load
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name}, {self.layout})"
+
+
+class InputBuffer(Buffer):
+    """A graph input (a placeholder of the fx graph)."""
+
+
+class ComputedBuffer(Buffer):
+    """A buffer filled by a loop nest (``data`` is a ``Pointwise`` or ``Reduction``)."""
+
+    def __init__(self, name, layout, data):
+        super().__init__(name, layout)
+        self.data = data
+        self.origins = data.origins
+
+    def reads(self):
+        """Names of the buffers the loop nest loads from."""
+        return self.data.reads()
+
+
+class FallbackKernel(Buffer):
+    """An eager ember op called from the wrapper: ``op(*args, **kwargs)`` where IR arguments
+    are realized buffers or views of them. A tuple result is unpacked by ``MultiOutput``
+    buffers; then this node's own ``layout`` is ``None``."""
+
+    def __init__(self, name, layout, op, args, kwargs, origins=()):
+        super().__init__(name, layout)
+        self.op = op
+        self.args = args
+        self.kwargs = kwargs
+        self.origins = origins
+
+    def inputs(self):
+        flat = list(self.args) + list(self.kwargs.values())
+        out = []
+        while flat:
+            a = flat.pop(0)
+            if isinstance(a, (list, tuple)):
+                flat[:0] = list(a)
+            elif isinstance(a, (Buffer, ReinterpretView)):
+                out.append(a)
+        return out
+
+    def reads(self):
+        return {a.get_name() for a in self.inputs()}
+
+
+class MultiOutput(Buffer):
+    """Element ``index`` (a path of tuple indices) of a ``FallbackKernel``'s tuple result."""
+
+    def __init__(self, name, layout, parent, index):
+        super().__init__(name, layout)
+        self.parent = parent
+        self.index = index
+        self.origins = parent.origins
+
+    def reads(self):
+        return {self.parent.name}
+
+
+class ReinterpretView(IRNode):
+    """A strided view (size, stride, offset) of a buffer's storage."""
+
+    def __init__(self, data, layout):
+        assert isinstance(data, Buffer)
+        self.data = data
+        self.layout = layout
+        self.origins = data.origins
+
+    def get_name(self):
+        return self.data.name
+
+    def get_size(self):
+        return self.layout.size
+
+    def get_dtype(self):
+        return self.layout.dtype
+
+    def make_loader(self):
+        name, layout, base = self.data.name, self.layout, self.data.layout.offset
+
+        def load(idx):
+            return ops.load(name, layout.index(idx) - base)
+        return load
+
+    def __repr__(self):
+        return f"ReinterpretView({self.data.name}, {self.layout})"
+
+
+class Loops(IRNode):
+    """A loop nest over ``ranges`` computing ``inner_fn(index)`` in ``dtype``."""
+
+    def __init__(self, ranges, inner_fn, dtype, origins=()):
+        self.ranges = tuple(int(n) for n in ranges)
+        self.inner_fn = inner_fn
+        self.dtype = dtype
+        self.origins = tuple(origins)
+
+    def get_size(self):
+        return self.ranges
+
+    def get_dtype(self):
+        return self.dtype
+
+    def reads(self):
+        """Names of the buffers ``inner_fn`` loads from."""
+        return {name for name, _ in self.loads(index_vars("x", self.ranges),
+                                                 index_vars("r", self._rranges()))}
+
+    def loads(self, index, rindex=None):
+        """``[(buffer, index)]`` that ``inner_fn`` loads for element ``index``."""
+        rec = _LoadRecorder()
+        from .virtualized import V, set_ops_handler
+        rec.dtype_of = V.graph.dtype_of
+        with set_ops_handler(rec):
+            self._call(index, rindex)
+        return rec.loads
+
+    def _rranges(self):
+        return ()
+
+    def _call(self, index, rindex):
+        return self.inner_fn(index)
+
+
+class Pointwise(Loops):
+    def make_loader(self):
+        return self.inner_fn
+
+
+class Reduction(Loops):
+    """``reduction_type`` (``sum``, ``prod``, ``max``, ``min``, ``any``) of
+    ``inner_fn(index, rindex)`` over ``reduction_ranges``, for every index in ``ranges``;
+    ``src_dtype`` is the dtype accumulated in."""
+
+    def __init__(self, ranges, reduction_ranges, reduction_type, inner_fn, dtype, src_dtype,
+                 origins=()):
+        super().__init__(ranges, inner_fn, dtype, origins)
+        self.reduction_ranges = tuple(int(n) for n in reduction_ranges)
+        self.reduction_type = reduction_type
+        self.src_dtype = src_dtype
+
+    def _rranges(self):
+        return self.reduction_ranges
+
+    def _call(self, index, rindex):
+        return self.inner_fn(index, rindex)
+
+
+class _Value:
+    """What the recording handler returns in place of a C local: just a dtype."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+_PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+               "logical_not", "isnan", "isinf", "isfinite", "signbit"}
+
+
+class _LoadRecorder:
+    """An ops handler that records loads and keeps track of dtypes, nothing else."""
+
+    def __init__(self):
+        self.loads = []
+
+    def load(self, name, index):
+        self.loads.append((name, index))
+        return _Value(self.dtype_of(name))
+
+    def constant(self, value, dtype):
+        return _Value(dtype)
+
+    index_expr = constant
+
+    def to_dtype(self, x, dtype):
+        return _Value(dtype)
+
+    def where(self, c, a, b):
+        return _Value(a.dtype)
+
+    def __getattr__(self, name):
+        if name in _PREDICATES:
+            return lambda *args: _Value(ember.bool)
+        return lambda first, *rest: _Value(first.dtype)
+
+

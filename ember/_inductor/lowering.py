@@ -1,0 +1,406 @@
+"""Lowerings: one function per aten overload, turning the op's IR inputs into IR (PyTorch's
+``torch._inductor.lowering``).
+
+Pointwise ops become lazy ``Pointwise`` nodes whose ``inner_fn`` calls the matching ``ops``
+method; reductions become ``Reduction`` nodes; view ops become ``ReinterpretView``s whose size,
+stride and offset are the ones the traced graph recorded (``node.meta["val"]``), so ember's
+view rules (``_kernels/rules``) are reused, not restated. Ops with no entry here run through
+``FallbackKernel`` (the eager op), which ``GraphLowering`` counts and logs.
+
+Dtypes follow the traced graph too: every lowering reads its result dtype from
+``meta["val"]`` and computes in the promoted dtype of its inputs, as the eager kernels do.
+"""
+import math
+
+import ember
+
+from . import ir
+from .virtualized import V, ops
+
+__all__ = ["lowerings", "register_lowering", "REDUCTION_TYPES"]
+
+aten = ember.ops.aten
+lowerings = {}
+
+
+def register_lowering(*aten_ops, lazy_inputs=True):
+    """Register ``fn`` for each overload in ``aten_ops`` (a packet means all its overloads).
+    ``lazy_inputs=False`` asks the graph to give the lowering realized (strided) inputs."""
+    def decorator(fn):
+        fn.lazy_inputs = lazy_inputs
+        for op in aten_ops:
+            overloads = ([getattr(op, n) for n in op.overloads()] if hasattr(op, "overloads")
+                         else [op])
+            for o in overloads:
+                lowerings[o] = fn
+        return fn
+    return decorator
+
+
+def _out_val():
+    return V.graph.current_node.meta["val"]
+
+
+def _arg_vals(args):
+    """The traced metadata (fake tensors) of the current node's tensor arguments, scalars as
+    they are: what ``ember.result_type`` needs to promote as the eager op did."""
+    from ember.fx.node import Node
+    return [a.meta["val"] if isinstance(a, Node) else a for a in args]
+
+
+def _promoted(node_args):
+    """The dtype the eager op computes in: its first two arguments promoted."""
+    vals = [v for v in _arg_vals(node_args) if isinstance(v, (ember.Tensor, bool, int, float))]
+    if len(vals) == 1:
+        v = vals[0]
+        return v.dtype if isinstance(v, ember.Tensor) else ember.tensor(v).dtype
+    return ember.result_type(*vals[:2])
+
+
+def broadcast_loader(x, size, dtype):
+    """Element ``index`` of ``x`` (IR or a Python scalar) broadcast to ``size``, as ``dtype``."""
+    if not isinstance(x, ir.IRNode):
+        return lambda idx: ops.constant(x, dtype)
+    xs = x.get_size()
+    shift = len(size) - len(xs)
+    load = x.make_loader()
+    keep = [xs[k] != 1 or size[k + shift] == 1 for k in range(len(xs))]
+    xdt = x.get_dtype()
+
+    def inner(idx):
+        v = load([idx[k + shift] if keep[k] else 0 for k in range(len(xs))])
+        return v if xdt == dtype else ops.to_dtype(v, dtype)
+    return inner
+
+
+def _origins(args=()):
+    """The fx nodes a value computes: the current one and those of lazy inputs inlined."""
+    out = [V.graph.current_node]
+    for a in args:
+        if isinstance(a, ir.Loops):
+            out += [o for o in a.origins if o not in out]
+    return tuple(out)
+
+
+def pointwise(fn, *inputs, compute_dtype=None):
+    """A lazy ``Pointwise`` with the current node's size and dtype: ``fn`` of the inputs'
+    elements converted to ``compute_dtype`` (the result dtype unless that is bool, when it is
+    the inputs' promoted dtype: comparisons and predicates)."""
+    val = _out_val()
+    size, dtype = tuple(val.shape), val.dtype
+    if compute_dtype is None:
+        compute_dtype = dtype if dtype != ember.bool else _promoted(V.graph.current_node.args)
+    loaders = [broadcast_loader(x, size, compute_dtype) for x in inputs]
+
+    def inner(idx):
+        v = fn(*[load(idx) for load in loaders])
+        return v if v.dtype == dtype else ops.to_dtype(v, dtype)
+    return ir.Pointwise(size, inner, dtype, _origins(inputs))
+
+
+# -- pointwise tables ---------------------------------------------------------------------------
+# aten name -> ops method. Unary ops compute in the result dtype (ints become floats first for
+# exp, sin...), binary ops in the promoted dtype.
+UNARY = {
+    "abs": "abs", "neg": "neg", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
+    "log2": "log2", "log10": "log10", "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt",
+    "reciprocal": "reciprocal", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+    "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf", "erfc": "erfc",
+    "sigmoid": "sigmoid", "relu": "relu", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "round": "round", "sign": "sign", "sgn": "sign", "square": "square",
+    "logical_not": "logical_not", "bitwise_not": "bitwise_not", "isnan": "isnan",
+    "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
+}
+BINARY = {
+    "mul": "mul", "div": "truediv", "maximum": "maximum", "minimum": "minimum",
+    "fmax": "fmax", "fmin": "fmin", "pow": "pow", "atan2": "atan2", "fmod": "fmod",
+    "remainder": "remainder", "floor_divide": "floordiv", "eq": "eq", "ne": "ne", "lt": "lt",
+    "le": "le", "gt": "gt", "ge": "ge", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_xor": "logical_xor", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor", "hypot": "hypot", "copysign": "copysign",
+}
+
+
+def _unary(method):
+    def lower(x):
+        return pointwise(lambda v: getattr(ops, method)(v), x)
+    return lower
+
+
+def _binary(method):
+    def lower(a, b):
+        return pointwise(lambda u, v: getattr(ops, method)(u, v), a, b)
+    return lower
+
+
+for _name, _method in UNARY.items():
+    register_lowering(getattr(aten, _name).default)(_unary(_method))
+for _name, _method in BINARY.items():
+    _packet = getattr(aten, _name)
+    for _ov in _packet.overloads():
+        if not _ov.endswith("out") and _ov not in ("Scalar_Tensor", "Scalar_Tensor_out"):
+            if _name == "div" and _ov not in ("Tensor", "Scalar"):
+                continue  # div.Tensor_mode / Scalar_mode take rounding_mode: fallback
+            register_lowering(getattr(_packet, _ov))(_binary(_method))
+
+
+@register_lowering(aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar)
+def _add_sub(a, b, alpha=1):
+    op = ops.add if V.graph.current_node.target.overloadpacket is aten.add else ops.sub
+    if alpha == 1:
+        return pointwise(op, a, b)
+    return pointwise(lambda x, y: op(x, ops.mul(y, ops.constant(alpha, y.dtype))), a, b)
+
+
+@register_lowering(aten.pow.Tensor_Scalar)
+def _pow_scalar(x, exponent):
+    # PyTorch's pow specialisations: squares and square roots are exact and much cheaper
+    if exponent == 2:
+        return pointwise(lambda v: ops.mul(v, v), x)
+    if exponent == 1:
+        return pointwise(lambda v: v, x)
+    if exponent == 0.5:
+        return pointwise(lambda v: ops.sqrt(v), x)
+    if exponent == -1 and _out_val().dtype.is_floating_point:
+        return pointwise(lambda v: ops.reciprocal(v), x)
+    return pointwise(lambda v, e: ops.pow(v, e), x, exponent)
+
+
+@register_lowering(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther,
+                   aten.where.Scalar)
+def _where(cond, a, b):
+    val = _out_val()
+    size, dtype = tuple(val.shape), val.dtype
+    lc = broadcast_loader(cond, size, ember.bool)
+    la, lb = broadcast_loader(a, size, dtype), broadcast_loader(b, size, dtype)
+    return ir.Pointwise(size, lambda idx: ops.where(lc(idx), la(idx), lb(idx)), dtype,
+                        _origins((cond, a, b)))
+
+
+@register_lowering(aten.clamp.default, aten.clamp.Tensor)
+def _clamp(x, min=None, max=None):
+    def fn(v, *bounds):
+        bounds = list(bounds)
+        if min is not None:
+            v = ops.clamp_min(v, bounds.pop(0))
+        if max is not None:
+            v = ops.clamp_max(v, bounds.pop(0))
+        return v
+    return pointwise(fn, x, *[b for b in (min, max) if b is not None])
+
+
+@register_lowering(aten.clamp_min.default, aten.clamp_min.Tensor)
+def _clamp_min(x, lo):
+    return pointwise(lambda v, b: ops.clamp_min(v, b), x, lo)
+
+
+@register_lowering(aten.clamp_max.default, aten.clamp_max.Tensor)
+def _clamp_max(x, hi):
+    return pointwise(lambda v, b: ops.clamp_max(v, b), x, hi)
+
+
+@register_lowering(aten.gelu.default)
+def _gelu(x, approximate="none"):
+    def fn(v):
+        c = lambda k: ops.constant(k, v.dtype)  # noqa: E731
+        if approximate == "tanh":
+            inner = ops.mul(c(math.sqrt(2 / math.pi)),
+                            ops.add(v, ops.mul(c(0.044715), ops.mul(v, ops.mul(v, v)))))
+            return ops.mul(ops.mul(c(0.5), v), ops.add(c(1.0), ops.tanh(inner)))
+        return ops.mul(ops.mul(c(0.5), v), ops.add(c(1.0), ops.erf(ops.mul(v, c(math.sqrt(0.5))))))
+    return pointwise(fn, x)
+
+
+@register_lowering(aten.leaky_relu.default)
+def _leaky_relu(x, negative_slope=0.01):
+    return pointwise(lambda v: ops.where(ops.gt(v, ops.constant(0, v.dtype)), v,
+                                         ops.mul(v, ops.constant(negative_slope, v.dtype))), x)
+
+
+@register_lowering(aten.hardtanh.default)
+def _hardtanh(x, min_val=-1.0, max_val=1.0):
+    return pointwise(lambda v: ops.clamp_max(ops.clamp_min(v, ops.constant(min_val, v.dtype)),
+                                             ops.constant(max_val, v.dtype)), x)
+
+
+@register_lowering(aten.clone.default, aten._to_copy.default)
+def _copy(x, **kwargs):
+    # a fresh tensor (clone, dtype/memory-format change); the graph's strides for the result
+    # come from meta["val"] when it is realized
+    if "device" in kwargs and kwargs["device"] is not None and \
+            ember.device(kwargs["device"]).type != "cpu":
+        raise NotImplementedError("device copies are extern")
+    return pointwise(lambda v: v, x, compute_dtype=x.get_dtype())
+
+
+@register_lowering(aten.full.default, aten.full_like.default)
+def _full(size, fill_value, **kwargs):
+    val = _out_val()
+    return ir.Pointwise(tuple(val.shape), lambda idx: ops.constant(fill_value, val.dtype),
+                        val.dtype, _origins(()))
+
+
+@register_lowering(aten.scalar_tensor.default)
+def _scalar_tensor(s, **kwargs):
+    val = _out_val()
+    return ir.Pointwise((), lambda idx: ops.constant(s, val.dtype), val.dtype, _origins(()))
+
+
+@register_lowering(aten.fill.Scalar)
+def _fill(x, value):
+    val = _out_val()
+    return ir.Pointwise(tuple(val.shape), lambda idx: ops.constant(value, val.dtype),
+                        val.dtype, _origins(()))
+
+
+@register_lowering(aten.arange.start_step)
+def _arange(start, end, step=1, **kwargs):
+    val = _out_val()
+    return ir.Pointwise(tuple(val.shape),
+                        lambda idx: ops.index_expr(idx[0] * step + start, val.dtype),
+                        val.dtype, _origins(()))
+
+
+# -- views ----------------------------------------------------------------------------------------
+VIEW_OPS = (aten.view.default, aten._unsafe_view.default, aten.permute.default,
+            aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,
+            aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int,
+            aten.t.default, aten.transpose.int, aten.as_strided.default,
+            aten.diagonal.default, aten.unfold.default, aten.alias.default,
+            aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int)
+
+
+@register_lowering(*VIEW_OPS, lazy_inputs=False)
+def _view(x, *args, **kwargs):
+    """A view (or a list of views: split, unbind) of a realized input: the size, stride and
+    offset traced for the result."""
+    base = x.data if isinstance(x, ir.ReinterpretView) else x
+
+    def view(val):
+        return ir.ReinterpretView(base, ir.Layout(val.shape, val.stride(), val.dtype,
+                                                  val.storage_offset()))
+    val = _out_val()
+    return [view(v) for v in val] if isinstance(val, (list, tuple)) else view(val)
+
+
+# -- reductions -----------------------------------------------------------------------------------
+REDUCTION_TYPES = ("sum", "prod", "max", "min", "any")
+
+
+def _dims(x, dims):
+    n = len(x.get_size())
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(n))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d % n if n else 0 for d in dims})
+
+
+def reduction(x, dims, keepdim, reduction_type, dtype, fn=None):
+    """``Reduction`` of ``fn(x)`` (``x`` by default) over ``dims`` in ``dtype``."""
+    size = x.get_size()
+    rdims = [d for d in dims if d < len(size)]
+    ranges = [1 if i in rdims else n for i, n in enumerate(size)] if keepdim else \
+        [n for i, n in enumerate(size) if i not in rdims]
+    rranges = [size[d] for d in rdims]
+    load = broadcast_loader(x, size, dtype)
+    kept = [i for i in range(len(size)) if i not in rdims]
+
+    def inner(idx, ridx):
+        full = [0] * len(size)
+        for j, d in enumerate(rdims):
+            full[d] = ridx[j]
+        for j, d in enumerate(kept):
+            full[d] = idx[d] if keepdim else idx[j]
+        v = load(full)
+        return fn(v) if fn is not None else v
+    return ir.Reduction(ranges, rranges, reduction_type, inner, dtype, dtype,
+                        _origins((x,)))
+
+
+def _reduce(reduction_type):
+    def lower(x, dim=None, keepdim=False, *, dtype=None):
+        out = _out_val().dtype
+        return reduction(x, _dims(x, dim), keepdim, reduction_type, out)
+    return lower
+
+
+register_lowering(aten.sum.dim_IntList, aten.sum.default)(_reduce("sum"))
+register_lowering(aten.amax.default)(_reduce("max"))
+register_lowering(aten.amin.default)(_reduce("min"))
+register_lowering(aten.any.dim, aten.any.dims, aten.any.default)(_reduce("any"))
+
+
+@register_lowering(aten.prod.dim_int, aten.prod.default)
+def _prod(x, dim=None, keepdim=False, *, dtype=None):
+    return reduction(x, _dims(x, dim), keepdim, "prod", _out_val().dtype)
+
+
+@register_lowering(aten.mean.dim, aten.mean.default)
+def _mean(x, dim=None, keepdim=False, *, dtype=None):
+    dtype = _out_val().dtype
+    dims = _dims(x, dim)
+    n = math.prod(x.get_size()[d] for d in dims)
+    total = V.graph.realize(reduction(x, dims, keepdim, "sum", dtype))
+    load = total.make_loader()
+    return ir.Pointwise(total.get_size(),
+                        lambda idx: ops.truediv(load(idx), ops.constant(n, dtype)),
+                        dtype, _origins(()))
+
+
+def _var(x, dims, correction, keepdim, dtype):
+    """Two passes over the rows, as accurate as Welford's one: the mean, then the sum of
+    squared deviations (the kernels keep the row in cache between them)."""
+    n = math.prod(x.get_size()[d] for d in dims)
+    mean = V.graph.realize(reduction(x, dims, True, "sum", dtype))
+    mload = mean.make_loader()
+    xload = broadcast_loader(x, x.get_size(), dtype)
+    inv_n = 1.0 / n if n else math.nan
+
+    def centred(idx):
+        m = ops.mul(mload([0 if d in dims else i for d, i in enumerate(idx)]),
+                    ops.constant(inv_n, dtype))
+        d = ops.sub(xload(idx), m)
+        return ops.mul(d, d)
+    dev = ir.Pointwise(x.get_size(), centred, dtype, _origins((x,)))
+    ssq = V.graph.realize(reduction(dev, dims, keepdim, "sum", dtype))
+    denom = max(n - correction, 0)
+    sload = ssq.make_loader()
+    var = ir.Pointwise(ssq.get_size(),
+                       lambda idx: ops.truediv(sload(idx), ops.constant(denom, dtype)),
+                       dtype, _origins(()))
+    size = ssq.get_size()
+    mean_out = ir.Pointwise(
+        size, lambda idx: ops.mul(mload(_keepdim_index(idx, dims, keepdim, len(x.get_size()))),
+                                  ops.constant(inv_n, dtype)), dtype, _origins(()))
+    return var, mean_out
+
+
+def _keepdim_index(idx, dims, keepdim, ndim):
+    if keepdim:
+        return idx
+    it = iter(idx)
+    return [0 if d in dims else next(it) for d in range(ndim)]
+
+
+def _correction(correction, unbiased=None):
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+@register_lowering(aten.var.correction, aten.var.dim, aten.var.default)
+def _var_lower(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):  # var.default(self, unbiased)
+        dim, unbiased = None, dim
+    return _var(x, _dims(x, dim), _correction(correction, unbiased), keepdim,
+                _out_val().dtype)[0]
+
+
+@register_lowering(aten.var_mean.correction, aten.var_mean.dim, aten.var_mean.default)
+def _var_mean_lower(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return _var(x, _dims(x, dim), _correction(correction, unbiased), keepdim,
+                _out_val()[0].dtype)

@@ -1,0 +1,145 @@
+"""The scheduler (PyTorch's ``torch._inductor.scheduler``): groups the graph's buffers into
+fused kernels and decides which intermediates never need memory.
+
+Buffers are taken in graph order. A ``ComputedBuffer`` joins the kernel being built when its
+loops line up with the kernel's (``outer`` dims run in parallel, ``inner`` dims in each
+body) and every value it reads from that kernel is read at the element the producer wrote in
+the same iteration; otherwise the kernel is closed and a new one starts. That admits vertical
+fusion (producer → consumer, pointwise prologues and epilogues around reductions: softmax,
+layer_norm) and horizontal fusion (independent loops over the same range). A fallback (an
+eager op) closes the kernel: the scheduler does not reorder nodes around calls it cannot see
+into.
+"""
+import sympy
+
+from . import config, ir
+
+__all__ = ["Scheduler", "FusedKernel"]
+
+
+def _non1(sizes):
+    return tuple(n for n in sizes if n != 1)
+
+
+def node_shape(node):
+    """``(outer, inner)`` loop dims of a node: a reduction's kept and reduced dims; a
+    pointwise node's dims all inner (it may be split when it joins a reduction's kernel)."""
+    data = node.data
+    if isinstance(data, ir.Reduction):
+        return _non1(data.ranges), _non1(data.reduction_ranges), True
+    return (), _non1(data.ranges), False
+
+
+def loop_vars(outer, inner):
+    xs = [sympy.Symbol(f"x{i}", integer=True, nonnegative=True) for i in range(len(outer))]
+    rs = [sympy.Symbol(f"r{i}", integer=True, nonnegative=True) for i in range(len(inner))]
+    return xs, rs
+
+
+def spread(sizes, variables):
+    """Loop variables for ``sizes``: the non-1 dims take ``variables`` in order."""
+    it = iter(variables)
+    return [sympy.Integer(0) if n == 1 else next(it) for n in sizes]
+
+
+def node_index(node, xs, rs):
+    data = node.data
+    if isinstance(data, ir.Reduction):
+        return spread(data.ranges, xs), spread(data.reduction_ranges, rs)
+    if is_outer_only(node, xs, rs):
+        return spread(data.ranges, xs), None
+    return spread(data.ranges, xs + rs), None
+
+
+def is_outer_only(node, xs, rs):
+    """A pointwise node over the kernel's outer dims only (after a reduction: var = sum / n)
+    runs once per outer iteration, outside the inner loops."""
+    return (rs and not isinstance(node.data, ir.Reduction)
+            and len(_non1(node.data.ranges)) == len(xs))
+
+
+def store_index(node, xs, rs):
+    idx, _ = node_index(node, xs, rs)
+    return sympy.expand(node.layout.index(idx) - node.layout.offset)
+
+
+class FusedKernel:
+    """Nodes computed by one C kernel over ``outer`` x ``inner`` loops."""
+
+    def __init__(self, node):
+        self.outer, self.inner, self.has_reduction = node_shape(node)
+        self.nodes = [node]
+
+    @property
+    def names(self):
+        return {n.name for n in self.nodes}
+
+    def fit(self, node):
+        """The kernel's (outer, inner) with ``node`` in it, or None if its loops differ."""
+        outer, inner, is_red = node_shape(node)
+        if is_red and not inner:
+            return None  # a reduction over size-1 dims only: a copy, kept apart
+        if is_red:
+            if (outer, inner) == (self.outer, self.inner):
+                return outer, inner
+            if not self.has_reduction and not self.outer and self.inner == outer + inner:
+                return outer, inner  # split the pointwise loops at the reduction's dims
+            return None
+        if inner == self.outer + self.inner or (self.inner and inner == self.outer):
+            return self.outer, self.inner
+        return None
+
+    def can_fuse(self, node):
+        if len(self.nodes) >= config.max_fusion_size:
+            return False
+        shape = self.fit(node)
+        if shape is None:
+            return False
+        xs, rs = loop_vars(*shape)
+        produced = {n.name: n for n in self.nodes}
+        idx, ridx = node_index(node, xs, rs)
+        for name, index in node.data.loads(idx, ridx):
+            producer = produced.get(name)
+            if producer is None:
+                continue
+            if sympy.expand(index - store_index(producer, xs, rs)) != 0:
+                return False  # reads another iteration's element: needs the whole buffer
+        return True
+
+    def add(self, node):
+        self.outer, self.inner = self.fit(node)
+        self.has_reduction |= node_shape(node)[2]
+        self.nodes.append(node)
+
+
+class Scheduler:
+    """``groups``: FusedKernels and the other buffers (fallbacks, their outputs) in order."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.groups = []
+        current = None
+        for buf in graph.buffers:
+            if isinstance(buf, ir.ComputedBuffer):
+                if current is not None and current.can_fuse(buf):
+                    current.add(buf)
+                    continue
+                current = FusedKernel(buf)
+                self.groups.append(current)
+            else:
+                current = None
+                self.groups.append(buf)
+        self.users = self._users()
+
+    def _users(self):
+        """buffer name -> the groups that read it (``"output"`` for the graph's result)."""
+        users = {}
+        for g in self.groups:
+            nodes = g.nodes if isinstance(g, FusedKernel) else [g]
+            for n in nodes:
+                for name in n.reads():
+                    users.setdefault(name, set()).add(id(g))
+        for out in self.graph.graph_outputs:
+            if isinstance(out, (ir.Buffer, ir.ReinterpretView)):
+                users.setdefault(out.get_name(), set()).add("output")
+        return users

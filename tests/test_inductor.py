@@ -1,0 +1,257 @@
+"""ember._inductor: lowered ops against eager (values within tolerances, NaN/inf kept, dtypes
+equal), fusion structure, generated code, training, and the no-compiler fallback."""
+import logging
+import math
+import shutil
+
+import pytest
+
+import ember
+from ember._functorch.aot_autograd import aot_autograd
+from ember._inductor import compile_fx, config
+from ember._inductor.decomposition import select_decomp_table
+from ember._inductor.lowering import BINARY, UNARY
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                                reason="Inductor needs a C compiler")
+
+SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -2.5]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    # one cache per test session: identical kernels across tests build once
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ind"))
+    ember._dynamo.reset()
+
+
+class Recorder:
+    """An inductor backend that keeps the CompiledGraphs it makes."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def inner(self, gm, inputs):
+        out = compile_fx.compile_fx_inner(gm, inputs)
+        self.graphs.append(out)
+        return out
+
+    def backend(self):
+        from ember._functorch.aot_autograd import min_cut_rematerialization_partition
+        return aot_autograd(fw_compiler=self.inner, decompositions=select_decomp_table(),
+                            partition_fn=min_cut_rematerialization_partition)
+
+    def kernels(self, i=0):
+        return self.graphs[i].c_source_code.count("\nstatic void cpp_fused_")
+
+
+def _inputs(dtype, n=40, seed=0):
+    g = ember.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        x = ember.randn(n, generator=g, dtype=dtype) * 3
+        x[:len(SPECIALS)] = ember.tensor(SPECIALS, dtype=dtype)
+        return x
+    if dtype == ember.bool:
+        return ember.randint(0, 2, (n,), generator=g).bool()
+    return ember.randint(-20, 20, (n,), generator=g, dtype=dtype)
+
+
+def assert_same(out, ref, rtol=1e-5, atol=1e-6):
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    if ref.dtype.is_floating_point:
+        ember.testing.assert_close(out, ref, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert ember.equal(out, ref), (out, ref)
+
+
+UNARY_OK_INT = {"abs", "neg", "relu", "sign", "sgn", "square", "floor", "ceil", "trunc",
+                "round", "bitwise_not", "isnan", "isinf", "isfinite", "signbit",
+                "logical_not", "exp", "sin", "sqrt", "sigmoid"}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int64])
+def test_unary(name, dtype):
+    if dtype == ember.int64 and name not in UNARY_OK_INT:
+        pytest.skip("float-only op")
+    if name == "bitwise_not" and dtype.is_floating_point:
+        pytest.skip("bitwise_not takes integers")
+    fn = getattr(ember.ops.aten, name).default
+    x = _inputs(dtype)
+    try:
+        ref = fn(x)
+    except RuntimeError:
+        pytest.skip("eager rejects this dtype")
+    out = ember.compile(lambda t: fn(t), backend="inductor")(x)
+    # libmvec's vector math is within a few ulp of glibc's scalar functions
+    assert_same(out, ref, rtol=2e-6 if ref.dtype == ember.float32 else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("dtype", [ember.float32, ember.int64, ember.bool])
+def test_binary(name, dtype):
+    packet = getattr(ember.ops.aten, name)
+    ov = next(o for o in ("Tensor", "Tensor_Tensor", "default") if o in packet.overloads())
+    fn = getattr(packet, ov)
+    x, y = _inputs(dtype, seed=1), _inputs(dtype, seed=2).flip(0)
+    if dtype != ember.bool and name in ("div", "remainder", "fmod", "floor_divide"):
+        y = ember.where(y == 0, ember.ones_like(y), y)
+    try:
+        ref = fn(x, y)
+    except (RuntimeError, TypeError):
+        pytest.skip("eager rejects this dtype")
+    out = ember.compile(lambda a, b: fn(a, b), backend="inductor")(x, y)
+    assert_same(out, ref, rtol=2e-6)
+
+
+def test_broadcast_scalar_and_promotion():
+    def f(a, b, c):
+        return (a * 2 + b) / c - (a > b).float() + ember.where(a < 0, a, 0.5)
+    a = ember.randn(4, 1, 5)
+    b = ember.randn(3, 1, dtype=ember.float64)
+    c = ember.arange(1, 6)
+    assert_same(ember.compile(f)(a, b, c), f(a, b, c), rtol=1e-6)
+
+
+def test_views_strides_and_offsets():
+    def f(x, y):
+        a = x.t() * 2                       # transposed input
+        b = y[1:, ::2].unsqueeze(0) + 1     # offset and step
+        return a.sum(0) + b.expand(3, -1, -1).sum(0).sum(0)[:1], a.permute(1, 0).contiguous()
+    x = ember.randn(5, 4)
+    y = ember.randn(6, 8)
+    for o, r in zip(ember.compile(f)(x, y), f(x, y)):
+        assert_same(o, r)
+        assert o.stride() == r.stride()
+
+
+@pytest.mark.parametrize("op", ["sum", "amax", "amin", "prod", "mean", "var", "any"])
+@pytest.mark.parametrize("dims,keepdim", [((1,), False), ((0, 2), True), (None, False)])
+def test_reductions(op, dims, keepdim):
+    x = ember.randn(6, 7, 5)
+    x[2, 3, 1] = math.nan
+    x[4, 0, 0] = -math.inf
+    if op == "any":
+        x = x > 1
+    if op == "prod":
+        if dims is not None and len(dims) > 1:
+            pytest.skip("prod reduces one dim")
+        x = x.clamp(-1.5, 1.5).nan_to_num(0.3)
+        dims = dims[0] if dims else None
+
+    def f(t, dims=dims):
+        if dims is None:
+            return getattr(t, op)()
+        return getattr(t, op)(dims, keepdim=keepdim) if op != "var" else \
+            t.var(dims, keepdim=keepdim)
+    assert_same(ember.compile(f)(x), f(x), rtol=1e-5, atol=1e-5)
+
+
+def test_nan_rows_in_max_and_softmax():
+    x = ember.randn(4, 9)
+    x[1, 3] = math.nan
+    x[2] = -math.inf
+    x[3, 0] = math.inf
+    f = lambda t: (t.amax(1), t.softmax(1), t.amin(1))  # noqa: E731
+    for o, r in zip(ember.compile(f)(x), f(x)):
+        assert_same(o, r)
+
+
+def test_softmax_and_layer_norm_fuse_into_one_kernel_each():
+    rec = Recorder()
+    F = ember.nn.functional
+    x = ember.randn(32, 64)
+    w, b = ember.randn(64), ember.randn(64)
+    out = ember.compile(lambda t: t.softmax(-1), backend=rec.backend())(x)
+    assert_same(out, x.softmax(-1))
+    assert rec.kernels(0) == 1
+    ln = lambda t: F.layer_norm(t, (64,), w, b)  # noqa: E731
+    out = ember.compile(ln, backend=rec.backend())(x)
+    assert_same(out, ln(x), atol=1e-5)
+    assert rec.kernels(1) == 1
+    src = rec.graphs[1].c_source_code
+    assert "#pragma omp simd reduction(+:acc0)" in src and "rsqrt" in src
+
+
+def test_pointwise_chain_is_one_named_kernel_and_intermediates_stay_in_registers():
+    rec = Recorder()
+    f = lambda x: ember.exp(ember.relu(ember.sin(x) * 2 + 1))  # noqa: E731
+    x = ember.randn(100000)
+    assert_same(ember.compile(f, backend=rec.backend())(x), f(x), rtol=2e-6)
+    g = rec.graphs[0]
+    assert "static void cpp_fused_add_exp_mul_relu_sin_0(" in g.c_source_code
+    assert "aten.sin.default(sin); aten.mul.Tensor(mul)" in g.c_source_code  # graph order
+    # one output buffer, no intermediates allocated
+    assert g.source_code.count("empty_strided(") == 1
+    assert "#pragma omp parallel for simd" in g.c_source_code or ember.get_num_threads() == 1
+
+
+def test_mlp_training_matches_eager():
+    nn = ember.nn
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
+                          nn.Linear(32, 5))
+    ref = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 32), nn.GELU(),
+                        nn.Linear(32, 5))
+    ref.load_state_dict(model.state_dict())
+    opt = ember.optim.SGD(model.parameters(), lr=0.05)
+    opt_ref = ember.optim.SGD(ref.parameters(), lr=0.05)
+    cmodel = ember.compile(model)
+    x, y = ember.randn(16, 20), ember.randint(0, 5, (16,))
+    for _ in range(20):
+        losses = []
+        for m, o in ((cmodel, opt), (ref, opt_ref)):
+            loss = nn.functional.cross_entropy(m(x), y)
+            o.zero_grad()
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) < 1e-4
+    for p, q in zip(model.parameters(), ref.parameters()):
+        ember.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+
+
+def test_fallbacks_are_counted_and_run_eagerly():
+    rec = Recorder()
+    f = lambda x, w: ember.cumsum(x @ w, 0).relu()  # noqa: E731
+    x, w = ember.randn(4, 3), ember.randn(3, 5)
+    assert_same(ember.compile(f, backend=rec.backend())(x, w), f(x, w))
+    fb = rec.graphs[0].fallbacks
+    assert fb["aten.mm.default"] == 1 and fb["aten.cumsum.default"] == 1
+
+
+def test_output_code_log(caplog):
+    ember._logging.set_logs(output_code=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="ember._inductor.__output_code"):
+            ember.compile(lambda x: x.cos() + 1)(ember.randn(8))
+    finally:
+        ember._logging.set_logs()
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "def call(args):" in text and "static void cpp_fused_add_cos_0(" in text
+
+
+def test_generated_code_compiles_without_warnings(tmp_path):
+    import subprocess
+    from ember._inductor import codecache
+    rec = Recorder()
+    F = ember.nn.functional
+    f = lambda x, w: F.layer_norm(x, (8,), w).softmax(-1).amax(0) > 0.1  # noqa: E731
+    ember.compile(f, backend=rec.backend())(ember.randn(4, 8), ember.randn(8))
+    src = tmp_path / "k.c"
+    src.write_text(rec.graphs[0].c_source_code)
+    cmd = codecache.compile_command(str(src), str(tmp_path / "k.so"))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
+
+
+def test_no_compiler_warns_and_runs_eagerly(monkeypatch):
+    from ember._inductor import codecache
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setattr(compile_fx, "_warned_no_compiler", False)
+    codecache.CppCodeCache.cache_clear()
+    f = lambda x: x.tanh() * 3  # noqa: E731
+    x = ember.randn(5)
+    with pytest.warns(UserWarning, match="CC"):
+        out = ember.compile(f)(x)
+    assert_same(out, f(x))
