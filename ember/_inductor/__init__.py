@@ -1,0 +1,1 @@
+"""ember._inductor (PyTorch's torch._inductor)"""
