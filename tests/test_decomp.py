@@ -151,6 +151,10 @@ def _manual():
         aten.threshold_backward.default: [(x, _r(3, 4), 0.0)],
         aten.gelu_backward.default: [(x, _r(3, 4)), ((x, _r(3, 4)), {"approximate": "tanh"})],
         aten.silu_backward.default: [(x, _r(3, 4))],
+        aten.elu_backward.default: [(x, 1.0, 1.0, 1.0, False, _r(3, 4)),
+                                    (x, 0.5, 1.5, 2.0, False, _r(3, 4)),
+                                    (x, 0.5, 1.5, 2.0, True, ember.nn.functional.elu(
+                                        _r(3, 4), 0.5) * 1.5)],
         aten.leaky_relu_backward.default: [(x, _r(3, 4), 0.01, False)],
         aten.hardtanh_backward.default: [(x, _r(3, 4) * 2, -1.0, 1.0)],
         aten._softmax_backward_data.default: [(x, sm, 1, ember.float64)],

@@ -19,7 +19,8 @@ nan, inf = float("nan"), float("inf")
 NEW = (aten._softmax.default, aten._log_softmax.default, aten.gelu.default,
        aten.native_layer_norm.default, aten.native_layer_norm_backward.default,
        aten.native_group_norm.default, aten.native_group_norm_backward.default,
-       aten.embedding_dense_backward.default)
+       aten.embedding_dense_backward.default, aten.elu.default, aten.leaky_relu.default,
+       aten.hardtanh.default, aten.var.dim, aten.index_select.default)
 FLOATS = (ember.float32, ember.float64)
 _TOL = {ember.float64: (1e-10, 1e-12), ember.float32: (1e-5, 1e-6),
         ember.float16: (1e-3, 1e-3), ember.bfloat16: (1e-2, 1e-2)}
@@ -174,6 +175,73 @@ def test_gelu_bad_approximate():
 
 
 # ---------------------------------------------------------------------------------------------
+# elu, leaky_relu, hardtanh, var.dim, index_select
+
+def _pointwise_input(dtype):
+    x = ember.cat([_r(30, dtype=dtype) * 3,
+                   ember.tensor([nan, inf, -inf, 0., -0., 1., -1., 0.5, -0.5, 1e30, -1e30],
+                                dtype=dtype)])
+    return x
+
+
+@pytest.mark.parametrize("dtype", FLOATS + (ember.bfloat16, ember.float16), ids=str)
+def test_pointwise_activations(dtype):
+    x = _pointwise_input(dtype)
+    cases = [(aten.elu.default, ()), (aten.elu.default, (0.5, 1.5, 2.0)),
+             (aten.leaky_relu.default, ()), (aten.leaky_relu.default, (0.2,)),
+             (aten.hardtanh.default, ()), (aten.hardtanh.default, (-0.5, 1.0)),
+             (aten.hardtanh.default, (1.0, -1.0))]
+    for op, extra in cases:
+        want, got = op(x, *extra), _decomp(op, x, *extra)
+        _close(want, got, f"{op}{extra}")
+        if dtype in FLOATS:  # gradients through the decomposition are the kernels'
+            xg = x.detach().requires_grad_(True)
+            # (where's unselected branch is differentiated too: expm1 of 1e30 would make 0*inf)
+            finite = ember.abs(x) < 50
+            gw, = ember.autograd.grad(op(xg, *extra), [xg], [ember.ones_like(x)])
+            gg, = ember.autograd.grad(_decomp(op, xg, *extra), [xg], [ember.ones_like(x)])
+            _close(gw[finite], gg[finite], f"grad {op}{extra}")
+
+
+def test_hardtanh_integers():
+    x = ember.tensor([-5, -1, 0, 2, 9])
+    for bounds in ((-1, 1), (-2.7, 3.9)):
+        _close(aten.hardtanh.default(x, *bounds), _decomp(aten.hardtanh.default, x, *bounds))
+    with pytest.raises(RuntimeError, match="unsigned type with negative limits"):
+        _decomp(aten.hardtanh.default, x.to(ember.uint8), -1, 1)
+    with pytest.raises(RuntimeError, match="Bool inputs not supported"):
+        _decomp(aten.hardtanh.default, x > 0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_var_dim(dtype):
+    x = _r(3, 4, 5, dtype=dtype)
+    x[0, 0, 0] = nan
+    for dim, unbiased, keepdim in itertools.product([[1], [0, 2], None], [True, False],
+                                                    [True, False]):
+        _close(aten.var.dim(x, dim, unbiased, keepdim),
+               _decomp(aten.var.dim, x, dim, unbiased, keepdim), f"{dim} {unbiased} {keepdim}")
+
+
+def test_index_select():
+    op = aten.index_select.default
+    x = _r(4, 5, 3, dtype=ember.float32)
+    for dim, index in ((0, ember.tensor([3, 0, 3])), (1, ember.tensor([4, 1, 0])),
+                       (-1, ember.tensor(2)), (2, ember.tensor([], dtype=ember.int64)),
+                       (1, ember.tensor([1, 2], dtype=ember.int32))):
+        want = op(x, dim, index)
+        got = _decomp(op, x, dim, index)
+        _close(want, got, f"{dim} {index}")
+    s = ember.tensor(2.5)
+    _close(op(s, 0, ember.tensor([0])), _decomp(op, s, 0, ember.tensor([0])), "scalar")
+    _close(op(s, 0, ember.tensor(0)), _decomp(op, s, 0, ember.tensor(0)), "scalar")
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        _decomp(op, x, 0, ember.tensor([[0]]))
+    with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+        _decomp(op, s, 0, ember.tensor([0, 0]))
+
+
+# ---------------------------------------------------------------------------------------------
 # layer norm
 
 def _ln_cases(dtype):
@@ -316,14 +384,16 @@ def test_embedding_dense_backward(dtype):
 
 DECOMPOSED = {"_softmax", "_log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward",
               "native_group_norm", "native_group_norm_backward", "embedding_dense_backward",
-              "_softmax_backward_data", "_log_softmax_backward_data", "gelu_backward"}
+              "_softmax_backward_data", "_log_softmax_backward_data", "gelu_backward",
+              "elu", "leaky_relu", "hardtanh", "elu_backward", "leaky_relu_backward",
+              "hardtanh_backward"}
 
 
 def _step(x, w, b, gw, gb, emb_w, tokens, g):
     x = x.detach().requires_grad_(True)
     w, b, gw, gb, emb_w = (t.detach().requires_grad_(True) for t in (w, b, gw, gb, emb_w))
     h = F.layer_norm(x + F.embedding(tokens, emb_w), (8,), w, b)
-    h = F.gelu(h) + F.gelu(h, approximate="tanh")
+    h = F.gelu(h) + F.gelu(h, approximate="tanh") + F.elu(h) + F.leaky_relu(h) + F.hardtanh(h)
     h = F.group_norm(h.unsqueeze(-1), 2, gw, gb).squeeze(-1)
     s = F.softmax(h, -1) * F.log_softmax(h, 0)
     grads = ember.autograd.grad(s, [x, w, b, gw, gb, emb_w], [g])

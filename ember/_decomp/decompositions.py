@@ -513,6 +513,20 @@ def gelu_backward(grad_output, self, *, approximate="none"):
     return aten.mul.Tensor(grad_output, aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf)))
 
 
+@register_decomposition(aten.elu_backward.default)
+@_opmath
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    negcoef, poscoef, negiptcoef = alpha * scale, scale, input_scale
+    if is_result:  # self_or_result is elu's output: d/dx = input_scale * (out + alpha*scale)
+        neg = aten.mul.Tensor(aten.mul.Scalar(grad_output, negiptcoef),
+                              aten.add.Scalar(self_or_result, negcoef))
+    else:
+        neg = aten.mul.Tensor(aten.mul.Scalar(aten.mul.Scalar(grad_output, negiptcoef), negcoef),
+                              aten.exp.default(aten.mul.Scalar(self_or_result, negiptcoef)))
+    return aten.where.self(aten.le.Scalar(self_or_result, 0), neg,
+                           aten.mul.Scalar(grad_output, poscoef))
+
+
 @register_decomposition(aten.silu_backward.default)
 @_opmath
 def silu_backward(grad_output, self):
@@ -1117,3 +1131,60 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     out = aten.index_put.default(
         grad_weight, [aten.clamp.default(indices, -num_weights, num_weights - 1)], masked, True)
     return _to(out, result_dtype)
+
+
+# pointwise and indexing core ops Inductor decomposes (PyTorch's torch._refs formulas), so
+# that its lowerings see where/clamp/expm1/index only
+
+@register_decomposition(aten.elu.default)
+@_opmath
+def elu(self, alpha=1, scale=1, input_scale=1):
+    return aten.where.self(aten.gt.Scalar(self, 0), aten.mul.Scalar(self, scale),
+                           aten.mul.Scalar(aten.expm1.default(aten.mul.Scalar(self, input_scale)),
+                                           alpha * scale))
+
+
+@register_decomposition(aten.leaky_relu.default)
+@_opmath
+def leaky_relu(self, negative_slope=0.01):
+    return aten.where.self(aten.gt.Scalar(self, 0), self, aten.mul.Scalar(self, negative_slope))
+
+
+@register_decomposition(aten.hardtanh.default)
+def hardtanh(self, min_val=-1, max_val=1):
+    if self.dtype == _dt.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not self.is_floating_point():
+        # bounds do not promote an integer tensor (ATen's legacy behaviour)
+        min_val, max_val = int(min_val), int(max_val)
+        if self.dtype == _dt.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("Cannot do hardtanh on an unsigned type with negative limits")
+    if min_val > max_val:  # clamp's answer (max_val) for crossed bounds
+        return aten.clamp.default(self, min_val, max_val)
+    # PyTorch's is clamp(self, min_val, max_val); the same values, but where keeps the
+    # kernel's zero gradient at the bounds themselves (clamp's passes 1 there)
+    return aten.where.self(aten.le.Scalar(self, min_val), _scalar(min_val, self),
+                           aten.where.self(aten.ge.Scalar(self, max_val),
+                                           _scalar(max_val, self), self))
+
+
+@register_decomposition(aten.var.dim)
+def var_dim(self, dim=None, unbiased=True, keepdim=False):
+    return aten.var.correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+@register_decomposition(aten.index_select.default)
+def index_select(self, dim, index):
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if self.dim() == 0:  # a scalar is an element of R^1; the result is a scalar again
+        if index.numel() != 1:
+            raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
+        picked = aten.index.Tensor(aten.view.default(self, [1]),
+                                   [aten.view.default(index, [-1])])
+        return aten.view.default(picked, [])
+    dim = dim % self.dim()
+    if index.dim() == 0:
+        index = aten.unsqueeze.default(index, 0)
+    return aten.index.Tensor(self, [None] * dim + [index])

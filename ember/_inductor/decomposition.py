@@ -3,7 +3,8 @@
 It is the Core ATen table plus decompositions of core ops that a loop-level compiler would
 rather see as pointwise ops and reductions, so that its lowerings fuse them: softmax and
 log_softmax (amax, exp, sum), layer and group norm forward and backward (mean, var, rsqrt,
-sums), gelu (erf or tanh), and embedding's backward (an accumulating index_put). The
+sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where), var.dim, index_select
+(index) and embedding's backward (an accumulating index_put). The
 functions live in ``ember._decomp.decompositions``, registered under PyTorch's names.
 """
 from .. import ops
@@ -24,6 +25,11 @@ inductor_decompositions = get_decompositions([
     aten.native_group_norm,
     aten.native_group_norm_backward,
     aten.embedding_dense_backward,
+    aten.elu,
+    aten.leaky_relu,
+    aten.hardtanh,
+    aten.var.dim,
+    aten.index_select,
 ])
 
 decompositions = {**core_aten_decompositions(), **inductor_decompositions}
