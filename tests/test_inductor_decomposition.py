@@ -4,6 +4,7 @@ equal the eager kernels (values, dtypes, NaN/inf, gradients), and a graph traced
 ``select_decomp_table()`` holds core ops only."""
 import itertools
 import math
+import operator
 
 import pytest
 
@@ -20,7 +21,8 @@ NEW = (aten._softmax.default, aten._log_softmax.default, aten.gelu.default,
        aten.native_layer_norm.default, aten.native_layer_norm_backward.default,
        aten.native_group_norm.default, aten.native_group_norm_backward.default,
        aten.embedding_dense_backward.default, aten.elu.default, aten.leaky_relu.default,
-       aten.hardtanh.default, aten.var.dim, aten.index_select.default)
+       aten.hardtanh.default, aten.var.dim, aten.index_select.default,
+       aten.max_pool2d_with_indices_backward.default)
 FLOATS = (ember.float32, ember.float64)
 _TOL = {ember.float64: (1e-10, 1e-12), ember.float32: (1e-5, 1e-6),
         ember.float16: (1e-3, 1e-3), ember.bfloat16: (1e-2, 1e-2)}
@@ -380,6 +382,36 @@ def test_embedding_dense_backward(dtype):
 
 
 # ---------------------------------------------------------------------------------------------
+# max_pool2d backward
+
+@pytest.mark.parametrize("dtype", FLOATS + (ember.bfloat16,), ids=str)
+def test_max_pool2d_with_indices_backward(dtype):
+    fwd = aten.max_pool2d_with_indices.default
+    op = aten.max_pool2d_with_indices_backward.default
+    x4 = _r(2, 3, 7, 6, dtype=dtype)
+    x4[0, 0, 0, 0] = nan
+    cases = [(x4, [2, 2], [2, 2], [0, 0], [1, 1], False),
+             (x4, [3, 3], [1, 1], [1, 1], [1, 1], False),  # overlapping windows accumulate
+             (x4, [3, 2], [2, 1], [1, 0], [2, 1], True),
+             (_r(3, 5, 5, dtype=dtype), [2, 2], [1, 1], [0, 0], [1, 1], False),  # unbatched
+             (_r(2, 3, 6, 6, dtype=dtype).contiguous(memory_format=ember.channels_last),
+              [2, 2], [2, 2], [0, 0], [1, 1], False)]
+    for x, k, s, p, d, ceil in cases:
+        out, idx = fwd(x, k, s, p, d, ceil)
+        g = _r(*out.shape, dtype=dtype)
+        want = op(g, x, k, s, p, d, ceil, idx)
+        got = _decomp(op, g, x, k, s, p, d, ceil, idx)
+        _close(want, got, f"{tuple(x.shape)} {k} {s} {p} {d} {ceil}")
+        # the input's memory format, as PyTorch's kernel and decomposition give
+        assert got.is_contiguous(memory_format=ember.channels_last) == \
+            (x.dim() == 4 and x.is_contiguous(memory_format=ember.channels_last))
+        if dtype is ember.float64:  # against autograd of max_pool2d
+            xg = x.detach().requires_grad_(True)
+            gw, = ember.autograd.grad(F.max_pool2d(xg, k, s, p, d, ceil), [xg], [g])
+            _close(gw, got, "autograd")
+
+
+# ---------------------------------------------------------------------------------------------
 # a traced training step holds core ops only
 
 DECOMPOSED = {"_softmax", "_log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward",
@@ -406,7 +438,8 @@ def test_traced_step_is_core_aten():
             _r(8, dtype=ember.float32), _r(5, 8, dtype=ember.float32),
             ember.tensor([0, 3, 3, 4]), _r(4, 8, dtype=ember.float32))
     gm = make_fx(_step, decomposition_table=select_decomp_table())(*args)
-    targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    targets = {n.target for n in gm.graph.nodes
+               if n.op == "call_function" and n.target is not operator.getitem}
     assert targets, "nothing traced"
     assert all(is_core(t) for t in targets), sorted(str(t) for t in targets if not is_core(t))
     names = {t._opname for t in targets}
@@ -415,6 +448,28 @@ def test_traced_step_is_core_aten():
     assert {"amax", "sum", "exp", "var", "mean", "rsqrt", "erf", "tanh", "index_put"} <= names
     for want, got in zip(_step(*args), gm(*args)):
         assert ember.allclose(want, got, rtol=1e-5, atol=1e-5)
+
+
+def _cnn_step(x, w1, b1, w2, b2, labels):
+    w1, b1, w2, b2 = (t.detach().requires_grad_(True) for t in (w1, b1, w2, b2))
+    h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1, padding=1)), 2)
+    h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2, padding=1)), 2)
+    loss = F.cross_entropy(h.flatten(1), labels)
+    return (loss,) + ember.autograd.grad(loss, [w1, b1, w2, b2])
+
+
+def test_traced_cnn_step_is_core_aten():
+    args = (_r(4, 1, 8, 8, dtype=ember.float32), _r(3, 1, 3, 3, dtype=ember.float32),
+            _r(3, dtype=ember.float32), _r(3, 3, 3, 3, dtype=ember.float32),
+            _r(3, dtype=ember.float32), ember.tensor([0, 2, 1, 11]))
+    gm = make_fx(_cnn_step, decomposition_table=select_decomp_table())(*args)
+    targets = {n.target for n in gm.graph.nodes
+               if n.op == "call_function" and n.target is not operator.getitem}
+    assert all(is_core(t) for t in targets), sorted(str(t) for t in targets if not is_core(t))
+    names = {t._opname for t in targets}
+    assert "max_pool2d_with_indices_backward" not in names and "scatter_add" in names
+    for want, got in zip(_cnn_step(*args), gm(*args)):
+        assert ember.allclose(want, got, rtol=1e-5, atol=1e-6)
 
 
 def test_core_table_keeps_the_core_ops():

@@ -1188,3 +1188,36 @@ def index_select(self, dim, index):
     if index.dim() == 0:
         index = aten.unsqueeze.default(index, 0)
     return aten.index.Tensor(self, [None] * dim + [index])
+
+
+def _reshape(x, shape):
+    """``x.reshape(shape)``: a view of a contiguous tensor, else of a contiguous copy."""
+    return aten.view.default(_contiguous(x), shape)
+
+
+@register_decomposition(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
+                                     ceil_mode, indices):
+    # PyTorch's: each output gradient goes to the input position its index names, summed
+    # where windows overlap (scatter_add; deterministic on the CPU, so PyTorch's fallback to
+    # the kernel in deterministic mode is not needed). float16/bfloat16 accumulate in float32.
+    in_h, in_w = self.shape[-2], self.shape[-1]
+    out_h, out_w = grad_output.shape[-2], grad_output.shape[-1]
+    batched = self.dim() == 4
+    if not batched:
+        self = aten.unsqueeze.default(self, 0)
+        grad_output = aten.unsqueeze.default(grad_output, 0)
+        indices = aten.unsqueeze.default(indices, 0)
+    bc = self.shape[0] * self.shape[1]
+    accum_dtype = _computation_dtype(grad_output.dtype)
+    grad_input = aten.full.default([bc, in_h * in_w], 0, dtype=accum_dtype,
+                                   device=grad_output.device)
+    grad_flat = _to(_reshape(grad_output, [bc, out_h * out_w]), accum_dtype)
+    grad_input = aten.scatter_add.default(grad_input, 1, _reshape(indices, [bc, out_h * out_w]),
+                                          grad_flat)
+    grad_input = _to(aten.view.default(grad_input, [self.shape[0], self.shape[1], in_h, in_w]),
+                     grad_output.dtype)
+    from .._core.device import channels_last
+    if not self.is_contiguous() and self.is_contiguous(memory_format=channels_last):
+        grad_input = aten.clone.default(grad_input, memory_format=channels_last)
+    return grad_input if batched else aten.squeeze.dims(grad_input, [0])

@@ -3,8 +3,8 @@
 It is the Core ATen table plus decompositions of core ops that a loop-level compiler would
 rather see as pointwise ops and reductions, so that its lowerings fuse them: softmax and
 log_softmax (amax, exp, sum), layer and group norm forward and backward (mean, var, rsqrt,
-sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where), var.dim, index_select
-(index) and embedding's backward (an accumulating index_put). The
+sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where), var.dim, index_select (index),
+and the backward of embedding and max_pool2d (an accumulating index_put, scatter_add). The
 functions live in ``ember._decomp.decompositions``, registered under PyTorch's names.
 """
 from .. import ops
@@ -30,6 +30,7 @@ inductor_decompositions = get_decompositions([
     aten.hardtanh,
     aten.var.dim,
     aten.index_select,
+    aten.max_pool2d_with_indices_backward,
 ])
 
 decompositions = {**core_aten_decompositions(), **inductor_decompositions}
