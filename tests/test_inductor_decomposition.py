@@ -167,7 +167,7 @@ def test_gelu(approximate, dtype):
     want = op(x, approximate=approximate)
     got = _decomp(op, x, approximate=approximate)
     _close(want, got, approximate)
-    if dtype.is_floating_point and dtype in FLOATS:
+    if dtype in FLOATS:
         # the gradient through the decomposition is eager gelu_backward's
         xg = x.detach().requires_grad_(True)
         gw, = ember.autograd.grad(op(xg, approximate=approximate), [xg], [ember.ones_like(x)])
@@ -257,8 +257,10 @@ def _ln_cases(dtype):
     x_special[1, 2] = nan
     x_special[2, 0] = inf
     x_special[3] = 7.0  # zero variance
-    return [(_r(4, 6, dtype=dtype), [6], True, True), (_r(2, 3, 5, dtype=dtype), [3, 5], True, True),
-            (_r(2, 3, 5, dtype=dtype), [5], False, True), (_r(2, 3, 5, dtype=dtype), [5], True, False),
+    return [(_r(4, 6, dtype=dtype), [6], True, True),
+            (_r(2, 3, 5, dtype=dtype), [3, 5], True, True),
+            (_r(2, 3, 5, dtype=dtype), [5], False, True),
+            (_r(2, 3, 5, dtype=dtype), [5], True, False),
             (_r(3, 4, dtype=dtype), [4], False, False), (_r(5, dtype=dtype), [5], True, True),
             (_r(6, 4, dtype=dtype).t(), [6], True, True), (x_special, [6], True, True)]
 
@@ -274,8 +276,17 @@ def test_native_layer_norm(dtype):
 
 
 def test_native_layer_norm_errors():
-    with pytest.raises(RuntimeError, match="at least 1-dimensional"):
-        _decomp(aten.native_layer_norm.default, _r(3), [], None, None, 1e-5)
+    """The eager kernel's checks and messages."""
+    op = aten.native_layer_norm.default
+    x = _r(3, 4)
+    for args in ((x, [], None, None, 1e-5), (x, [4], _r(3), None, 1e-5),
+                 (x, [4], None, _r(5), 1e-5), (x, [5], None, None, 1e-5),
+                 (x, [2, 3, 4], None, None, 1e-5)):
+        with pytest.raises(RuntimeError) as want:
+            op(*args)
+        with pytest.raises(RuntimeError) as got:
+            _decomp(op, *args)
+        assert str(got.value) == str(want.value)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
@@ -306,7 +317,8 @@ def test_native_layer_norm_backward(dtype):
 
 def test_native_layer_norm_backward_low_precision_and_empty():
     bwd = aten.native_layer_norm_backward.default
-    x, w, b = _r(3, 8, dtype=ember.bfloat16), _r(8, dtype=ember.bfloat16), _r(8, dtype=ember.bfloat16)
+    bf = ember.bfloat16
+    x, w, b = _r(3, 8, dtype=bf), _r(8, dtype=bf), _r(8, dtype=bf)
     _, mean, rstd = aten.native_layer_norm.default(x, [8], w, b, 1e-5)
     args = (_r(3, 8, dtype=ember.bfloat16), x, [8], mean, rstd, w, b, [True, True, True])
     _close(bwd(*args), _decomp(bwd, *args), "bfloat16")
@@ -324,7 +336,8 @@ def _gn_cases(dtype):
     x_special = _r(2, 4, 3, dtype=dtype)
     x_special[0, 1, 1] = nan
     x_special[1, 2, 0] = -inf
-    return [(_r(2, 6, 5, dtype=dtype), 3, True, True), (_r(3, 4, 2, 3, dtype=dtype), 2, True, False),
+    return [(_r(2, 6, 5, dtype=dtype), 3, True, True),
+            (_r(3, 4, 2, 3, dtype=dtype), 2, True, False),
             (_r(2, 4, 5, dtype=dtype), 4, False, True), (_r(2, 4, dtype=dtype), 1, False, False),
             (_r(2, 6, 4, dtype=dtype).transpose(1, 2).contiguous().transpose(1, 2), 2, True, True),
             (x_special, 2, True, True)]
@@ -482,7 +495,8 @@ def test_core_table_keeps_the_core_ops():
     """With the core table only, the core ops stay as they are (what PyTorch's
     ``core_aten_decompositions`` gives too)."""
     x = _r(3, 4, dtype=ember.float32)
-    gm = make_fx(lambda t: F.softmax(F.gelu(t), -1), decomposition_table=core_aten_decompositions())(x)
+    gm = make_fx(lambda t: F.softmax(F.gelu(t), -1),
+                 decomposition_table=core_aten_decompositions())(x)
     names = {n.target._opname for n in gm.graph.nodes if n.op == "call_function"}
     assert {"_softmax", "gelu"} <= names
     assert math.isfinite(float(gm(x).sum()))

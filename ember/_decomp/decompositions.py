@@ -944,6 +944,18 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
                            "containing at least one element, but got normalized_shape = "
                            f"{list(normalized_shape)}")
+    # ATen's checks and messages (layer_norm_cpu_out's _check_layer_norm_inputs)
+    shape = list(normalized_shape)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t.shape)} and normalized_shape = {shape}")
+    if input.dim() < normalized_ndim or list(input.shape[input.dim() - normalized_ndim:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if input.is_complex():
+        raise RuntimeError("native_layer_norm does not support complex inputs")
     input = _contiguous(input)
     weight = _contiguous(weight) if weight is not None else None
     bias = _contiguous(bias) if bias is not None else None
