@@ -41,8 +41,20 @@ def _opmath(fn):
                 if hasattr(a, "dtype") and a.dtype in _LOW else a for a in args]
         out = fn(*args, **kwargs)
         if isinstance(out, tuple):
-            return tuple(aten._to_copy.default(o, dtype=low) for o in out)
+            return tuple(o if o is None else aten._to_copy.default(o, dtype=low) for o in out)
         return aten._to_copy.default(out, dtype=low)
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _opmath_compute_only(fn):
+    """Like :func:`_opmath` but without the final rounding: the function casts its result
+    itself (PyTorch's ``compute_only_pw_cast_for_opmath``)."""
+    def wrapper(*args, **kwargs):
+        args = [aten._to_copy.default(a, dtype=_dt.float32)
+                if hasattr(a, "dtype") and a.dtype in _LOW else a for a in args]
+        return fn(*args, **kwargs)
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
@@ -501,6 +513,20 @@ def gelu_backward(grad_output, self, *, approximate="none"):
     return aten.mul.Tensor(grad_output, aten.add.Tensor(cdf, aten.mul.Tensor(x, pdf)))
 
 
+@register_decomposition(aten.elu_backward.default)
+@_opmath
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    negcoef, poscoef, negiptcoef = alpha * scale, scale, input_scale
+    if is_result:  # self_or_result is elu's output: d/dx = input_scale * (out + alpha*scale)
+        neg = aten.mul.Tensor(aten.mul.Scalar(grad_output, negiptcoef),
+                              aten.add.Scalar(self_or_result, negcoef))
+    else:
+        neg = aten.mul.Tensor(aten.mul.Scalar(aten.mul.Scalar(grad_output, negiptcoef), negcoef),
+                              aten.exp.default(aten.mul.Scalar(self_or_result, negiptcoef)))
+    return aten.where.self(aten.le.Scalar(self_or_result, 0), neg,
+                           aten.mul.Scalar(grad_output, poscoef))
+
+
 @register_decomposition(aten.silu_backward.default)
 @_opmath
 def silu_backward(grad_output, self):
@@ -524,14 +550,17 @@ def hardtanh_backward(grad_output, self, min_val, max_val):
 
 
 @register_decomposition(aten._softmax_backward_data.default)
+@_opmath_compute_only
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     new_grad = aten.mul.Tensor(grad_output, output)
     res = aten.sub.Tensor(new_grad, aten.mul.Tensor(
         output, aten.sum.dim_IntList(new_grad, [dim], True)))
-    return res if res.dtype == input_dtype else aten._to_copy.default(res, dtype=input_dtype)
+    res = res if res.dtype == input_dtype else aten._to_copy.default(res, dtype=input_dtype)
+    return _contiguous(res)
 
 
 @register_decomposition(aten._log_softmax_backward_data.default)
+@_opmath_compute_only
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     res = aten.sub.Tensor(grad_output, aten.mul.Tensor(
         aten.exp.default(output), aten.sum.dim_IntList(grad_output, [dim], True)))
@@ -809,3 +838,398 @@ def heaviside(self, values):
     pos = aten._to_copy.default(aten.gt.Scalar(self, 0), dtype=self.dtype)
     return aten.where.self(aten.eq.Scalar(self, 0), aten._to_copy.default(values,
                                                                           dtype=self.dtype), pos)
+
+
+# ---------------------------------------------------------------------------------------------
+# core ops that Inductor decomposes (``ember._inductor.decomposition``): they are in the Core
+# ATen IR, so ``core_aten_decompositions`` leaves them alone, but a compiler that fuses
+# pointwise ops into reductions wants them as exactly that. The formulas, the float32
+# computation of float16/bfloat16 and the rounding points are PyTorch's
+# (``torch/_decomp/decompositions.py``, ``torch/_refs``).
+
+def _computation_dtype(dtype):
+    """PyTorch's ``utils.get_computation_dtype``: float16/bfloat16 compute in float32."""
+    return _dt.float32 if dtype in _LOW else dtype
+
+
+def _to(x, dtype):
+    return x if x.dtype == dtype else aten._to_copy.default(x, dtype=dtype)
+
+
+def _contiguous(x):
+    """``x.contiguous()``: the eager kernels return contiguous tensors, so must these."""
+    if x.is_contiguous():
+        return x
+    from .._core.device import contiguous_format
+    return aten.clone.default(x, memory_format=contiguous_format)
+
+
+def _safe_amax(x, dim):
+    """``amax(x, dim, keepdim=True)``, also over an empty ``dim`` (where eager softmax returns an
+    empty tensor and amax alone would raise): a padded -inf, max's identity, never wins."""
+    if x.dim() == 0 or x.shape[dim] > 0:
+        return aten.amax.default(x, [dim], True)
+    pad_shape = list(x.shape)
+    pad_shape[dim] = 1
+    pad = aten.full.default(pad_shape, float("-inf"), dtype=x.dtype, device=x.device)
+    return aten.amax.default(aten.cat.default([x, pad], dim), [dim], True)
+
+
+def _check_half_to_float(x, half_to_float):
+    if half_to_float and x.dtype != _dt.float16:
+        raise AssertionError(
+            f"half_to_float is True but x.dtype is {x.dtype}, expected torch.half")
+
+
+@register_decomposition(aten._softmax.default)
+def _softmax(x, dim, half_to_float):
+    # exp(x - max) / sum: a row of -inf gives nan (0/0) and a +inf gives nan, as the kernel's
+    x = _contiguous(x)
+    _check_half_to_float(x, half_to_float)
+    result_dtype = x.dtype
+    x = _to(x, _computation_dtype(x.dtype))
+    unnormalized = aten.exp.default(aten.sub.Tensor(x, _safe_amax(x, dim)))
+    result = aten.div.Tensor(unnormalized,
+                             aten.sum.dim_IntList(unnormalized, [dim], True))
+    return result if half_to_float else _to(result, result_dtype)
+
+
+@register_decomposition(aten._log_softmax.default)
+def _log_softmax(x, dim, half_to_float):
+    x = _contiguous(x)
+    _check_half_to_float(x, half_to_float)
+    result_dtype = x.dtype
+    x = _to(x, _computation_dtype(x.dtype))
+    shifted = aten.sub.Tensor(x, _safe_amax(x, dim))
+    shifted_logsumexp = aten.log.default(
+        aten.sum.dim_IntList(aten.exp.default(shifted), [dim], True))
+    result = aten.sub.Tensor(shifted, shifted_logsumexp)
+    return result if half_to_float else _to(result, result_dtype)
+
+
+@register_decomposition(aten.gelu.default)
+@_opmath
+def gelu(self, *, approximate="none"):
+    # PyTorch's torch._refs.nn.functional.gelu, constants as in ATen's GeluKernel
+    if approximate == "tanh":
+        k_beta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5  # sqrt(2) * 2/sqrt(pi) / 2
+        k_kappa = 0.044715
+        a_cube = aten.mul.Tensor(aten.mul.Tensor(self, self), self)
+        inner = aten.mul.Scalar(aten.add.Tensor(self, aten.mul.Scalar(a_cube, k_kappa)), k_beta)
+        return aten.mul.Tensor(aten.mul.Scalar(self, 0.5),
+                               aten.add.Scalar(aten.tanh.default(inner), 1))
+    if approximate == "none":
+        k_alpha = 0.70710678118654752440  # 1/sqrt(2)
+        return aten.mul.Tensor(aten.mul.Scalar(self, 0.5), aten.add.Scalar(
+            aten.erf.default(aten.mul.Scalar(self, k_alpha)), 1))
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def _normalize(a, norm_dims, eps):
+    """Mean and 1/std of ``a`` over ``norm_dims`` (kept), and ``(a - mean) * rstd``, in the
+    computation dtype (PyTorch's ``torch._refs._normalize``; var and mean are the biased
+    statistics a Welford reduction gives)."""
+    a_acc = _to(a, _computation_dtype(a.dtype))
+    biased_var = aten.var.correction(a_acc, norm_dims, correction=0, keepdim=True)
+    mean = aten.mean.dim(a_acc, norm_dims, True)
+    rstd = aten.rsqrt.default(aten.add.Scalar(biased_var, eps))
+    out = aten.mul.Tensor(aten.sub.Tensor(a_acc, mean), rstd)
+    return out, mean, rstd
+
+
+@register_decomposition(aten.native_layer_norm.default)
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    normalized_ndim = len(normalized_shape)
+    if normalized_ndim < 1:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = "
+                           f"{list(normalized_shape)}")
+    # ATen's checks and messages (layer_norm_cpu_out's _check_layer_norm_inputs)
+    shape = list(normalized_shape)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t.shape)} and normalized_shape = {shape}")
+    if input.dim() < normalized_ndim or list(input.shape[input.dim() - normalized_ndim:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if input.is_complex():
+        raise RuntimeError("native_layer_norm does not support complex inputs")
+    input = _contiguous(input)
+    weight = _contiguous(weight) if weight is not None else None
+    bias = _contiguous(bias) if bias is not None else None
+    axis = input.dim() - normalized_ndim
+    out, mean, rstd = _normalize(input, list(range(axis, input.dim())), eps)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    # on the CPU the saved statistics have the input's dtype too
+    return _to(out, input.dtype), _to(mean, input.dtype), _to(rstd, input.dtype)
+
+
+def _unsqueeze_to_dim(x, dim):
+    for _ in range(dim - x.dim()):
+        x = aten.unsqueeze.default(x, -1)
+    return x
+
+
+@register_decomposition(aten.native_layer_norm_backward.default)
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
+                               output_mask):
+    input_shape = list(input.shape)
+    input_ndim = input.dim()
+    computation_dtype = _computation_dtype(input.dtype)
+    grad_out_cast, input_cast, weight_cast, bias_cast = (
+        _contiguous(_to(x, computation_dtype)) if x is not None else None
+        for x in (grad_out, input, weight, bias))
+    axis = input_ndim - len(normalized_shape)
+    inner_dim_indices = list(range(axis, input_ndim))
+    outer_dim_indices = list(range(axis))
+    N = math.prod(input_shape[axis:])
+    M = math.prod(input_shape[:axis])
+    if M == 0 or N == 0:
+        def zeros(shape):
+            return aten.full.default(shape, 0, dtype=input.dtype, device=input.device)
+        return (zeros(input_shape) if output_mask[0] else None,
+                zeros(input_shape[axis:]) if output_mask[1] else None,
+                zeros(input_shape[axis:]) if output_mask[2] else None)
+    mean = _unsqueeze_to_dim(mean, input_ndim)
+    rstd = _unsqueeze_to_dim(rstd, input_ndim)
+    x_hat = aten.mul.Tensor(aten.sub.Tensor(input_cast, mean), rstd)
+    grad_x_hat = grad_out_cast if weight_cast is None else aten.mul.Tensor(grad_out_cast,
+                                                                           weight_cast)
+    a = aten.mul.Scalar(grad_x_hat, N)
+    b = aten.sum.dim_IntList(grad_x_hat, inner_dim_indices, True)
+    c1 = aten.mul.Tensor(grad_x_hat, x_hat)
+    c2 = aten.sum.dim_IntList(c1, inner_dim_indices, True)
+    c3 = aten.mul.Tensor(x_hat, c2)
+    inner = aten.sub.Tensor(aten.sub.Tensor(a, b), c3)
+    d_input = d_weight = d_bias = None
+    if output_mask[0]:
+        d_input = aten.mul.Tensor(aten.div.Scalar(rstd, N), inner)
+    if output_mask[1] and weight_cast is not None:
+        prod = aten.mul.Tensor(grad_out_cast, x_hat)
+        d_weight = aten.sum.dim_IntList(prod, outer_dim_indices, False) \
+            if outer_dim_indices else prod
+    if output_mask[2] and bias_cast is not None:
+        d_bias = aten.sum.dim_IntList(grad_out_cast, outer_dim_indices, False) \
+            if outer_dim_indices else aten.clone.default(grad_out_cast)
+    return (_to(d_input, input.dtype) if d_input is not None else None,
+            _to(d_weight, weight.dtype) if d_weight is not None else None,
+            _to(d_bias, bias.dtype) if d_bias is not None else None)
+
+
+def _unsqueeze_multiple(x, dims):
+    for d in sorted(dims):
+        x = aten.unsqueeze.default(x, d)
+    return x
+
+
+@register_decomposition(aten.native_group_norm.default)
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    if input.dim() < 2:
+        raise RuntimeError("Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    if C % group != 0:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {list(input.shape)} and num_groups = {group}")
+    input_acc = _to(input, _computation_dtype(input.dtype))
+    cpg = C // group
+    reshaped = aten.view.default(_contiguous(input_acc), [N, group, cpg, HxW])
+    biased_var = aten.var.correction(reshaped, [2, 3], correction=0, keepdim=True)
+    mean = aten.mean.dim(reshaped, [2, 3], True)
+    rstd = aten.rsqrt.default(aten.add.Scalar(biased_var, eps))
+    if weight is not None:
+        # the CPU kernel's form: one scale and one shift per (sample, channel), then
+        # x * w + b (PyTorch's decomposition follows it on the CPU, and so rounds the same)
+        w = aten.mul.Tensor(rstd, aten.view.default(weight, [1, group, cpg, 1]))
+        b = aten.mul.Tensor(aten.neg.default(mean), w)
+        if bias is not None:
+            b = aten.add.Tensor(b, aten.view.default(bias, [1, group, cpg, 1]))
+        w = aten.view.default(_contiguous(w), [N, C])
+        b = aten.view.default(_contiguous(b), [N, C])
+        broadcast_dims = list(range(2, input.dim()))
+        out = aten.add.Tensor(aten.mul.Tensor(input_acc, _unsqueeze_multiple(w, broadcast_dims)),
+                              _unsqueeze_multiple(b, broadcast_dims))
+    else:
+        out = aten.view.default(aten.mul.Tensor(aten.sub.Tensor(reshaped, mean), rstd),
+                                list(input.shape))
+        if bias is not None:
+            broadcast_dims = [0] + list(range(2, input.dim()))
+            out = aten.add.Tensor(out, _unsqueeze_multiple(bias, broadcast_dims))
+    return (_to(out, input.dtype), aten.squeeze.dims(_to(mean, input.dtype), [2, 3]),
+            aten.squeeze.dims(_to(rstd, input.dtype), [2, 3]))
+
+
+@register_decomposition(aten.native_group_norm_backward.default)
+@_opmath
+def native_group_norm_backward(grad_output, input, mean, rstd, gamma, N, C, HxW, group,
+                               output_mask):
+    if C % group != 0:
+        raise RuntimeError(f"Expect number of channels {C} to be evenly-divisible by number of "
+                           f"groups {group}")
+    cpg = C // group
+    ds = aten.sum.dim_IntList(aten.view.default(
+        _contiguous(aten.mul.Tensor(grad_output, input)), [N, C, HxW]), [2], False)
+    db = aten.sum.dim_IntList(aten.view.default(_contiguous(grad_output), [N, C, HxW]), [2],
+                              False)
+    d_input = d_gamma = d_bias = None
+    if output_mask[0]:
+        s = 1.0 / (HxW * cpg)
+        if gamma is not None:
+            g = aten.unsqueeze.default(gamma, 0)
+            ds_val = aten.sum.dim_IntList(aten.view.default(aten.mul.Tensor(ds, g),
+                                                            [N, group, cpg]), [2], False)
+            db_val = aten.sum.dim_IntList(aten.view.default(aten.mul.Tensor(db, g),
+                                                            [N, group, cpg]), [2], False)
+            c1 = aten.mul.Tensor(aten.unsqueeze.default(rstd, -1),
+                                 aten.view.default(gamma, [1, group, cpg]))
+        else:
+            ds_val = aten.sum.dim_IntList(aten.view.default(ds, [N, group, cpg]), [2], False)
+            db_val = aten.sum.dim_IntList(aten.view.default(db, [N, group, cpg]), [2], False)
+            c1 = aten.mul.Tensor(aten.unsqueeze.default(rstd, -1), aten.full.default(
+                [1, group, cpg], 1, dtype=rstd.dtype, device=rstd.device))
+        rstd3 = aten.mul.Tensor(aten.mul.Tensor(rstd, rstd), rstd)
+        c2 = aten.mul.Scalar(aten.mul.Tensor(
+            aten.sub.Tensor(aten.mul.Tensor(db_val, mean), ds_val), rstd3), s)
+        c3 = aten.sub.Tensor(aten.mul.Tensor(aten.neg.default(c2), mean),
+                             aten.mul.Scalar(aten.mul.Tensor(db_val, rstd), s))
+        c1 = aten.unsqueeze.default(c1, -1)
+        c2 = _unsqueeze_to_dim(c2, 4)
+        c3 = _unsqueeze_to_dim(c3, 4)
+        d_input = aten.add.Tensor(aten.add.Tensor(
+            aten.mul.Tensor(aten.view.default(_contiguous(grad_output), [N, group, cpg, HxW]),
+                            c1),
+            aten.mul.Tensor(aten.view.default(_contiguous(input), [N, group, cpg, HxW]), c2)),
+            c3)
+        d_input = _to(aten.view.default(d_input, list(input.shape)), input.dtype)
+    if output_mask[1]:
+        centered = aten.sub.Tensor(aten.view.default(ds, [N, group, cpg]), aten.mul.Tensor(
+            aten.view.default(db, [N, group, cpg]), aten.unsqueeze.default(mean, -1)))
+        d_gamma = aten.view.default(aten.sum.dim_IntList(
+            aten.mul.Tensor(centered, aten.unsqueeze.default(rstd, -1)), [0], False), [C])
+    if output_mask[2]:
+        d_bias = aten.sum.dim_IntList(db, [0], False)
+    return d_input, d_gamma, d_bias
+
+
+@register_decomposition(aten.embedding_dense_backward.default)
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+                             scale_grad_by_freq):
+    # PyTorch's: an accumulating index_put into zeros, the rows of out-of-range and padding
+    # indices masked off (its _unsafe_masked_index[_put_accumulate], written out: clamped
+    # indices, masked values)
+    result_dtype = grad_output.dtype
+    grad_output = _to(grad_output, _computation_dtype(grad_output.dtype))
+    indices = _to(indices, _dt.int64)
+    valid = aten.logical_and.default(aten.ge.Scalar(indices, 0),
+                                     aten.lt.Scalar(indices, num_weights))
+    if scale_grad_by_freq:
+        counts = aten.full.default([num_weights], 0, dtype=indices.dtype, device=indices.device)
+        ones = aten.full_like.default(indices, 1)
+        counts = aten.index_put.default(
+            counts, [aten.clamp.default(indices, -num_weights, num_weights - 1)],
+            aten.where.self(valid, ones, _scalar(0, ones)), True)
+        scale = aten.index.Tensor(counts, [aten.clamp.default(indices, 0, num_weights - 1)])
+        scale = aten.where.self(valid, scale, _scalar(1, scale))
+        grad_output = aten.div.Tensor(grad_output, aten.unsqueeze.default(scale, -1))
+    mask = _unsqueeze_to_dim(aten.logical_and.default(valid, aten.ne.Scalar(indices, padding_idx)),
+                             grad_output.dim())
+    grad_weight = aten.full.default([num_weights] + list(grad_output.shape[indices.dim():]), 0,
+                                    dtype=grad_output.dtype, device=grad_output.device)
+    masked = aten.where.self(mask, grad_output, _scalar(0, grad_output))
+    out = aten.index_put.default(
+        grad_weight, [aten.clamp.default(indices, -num_weights, num_weights - 1)], masked, True)
+    return _to(out, result_dtype)
+
+
+# pointwise and indexing core ops Inductor decomposes (PyTorch's torch._refs formulas), so
+# that its lowerings see where/clamp/expm1/index only
+
+@register_decomposition(aten.elu.default)
+@_opmath
+def elu(self, alpha=1, scale=1, input_scale=1):
+    return aten.where.self(aten.gt.Scalar(self, 0), aten.mul.Scalar(self, scale),
+                           aten.mul.Scalar(aten.expm1.default(aten.mul.Scalar(self, input_scale)),
+                                           alpha * scale))
+
+
+@register_decomposition(aten.leaky_relu.default)
+@_opmath
+def leaky_relu(self, negative_slope=0.01):
+    return aten.where.self(aten.gt.Scalar(self, 0), self, aten.mul.Scalar(self, negative_slope))
+
+
+@register_decomposition(aten.hardtanh.default)
+def hardtanh(self, min_val=-1, max_val=1):
+    if self.dtype == _dt.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not self.is_floating_point():
+        # bounds do not promote an integer tensor (ATen's legacy behaviour)
+        min_val, max_val = int(min_val), int(max_val)
+        if self.dtype == _dt.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("Cannot do hardtanh on an unsigned type with negative limits")
+    if min_val > max_val:  # clamp's answer (max_val) for crossed bounds
+        return aten.clamp.default(self, min_val, max_val)
+    # PyTorch's is clamp(self, min_val, max_val); the same values, but where keeps the
+    # kernel's zero gradient at the bounds themselves (clamp's passes 1 there)
+    return aten.where.self(aten.le.Scalar(self, min_val), _scalar(min_val, self),
+                           aten.where.self(aten.ge.Scalar(self, max_val),
+                                           _scalar(max_val, self), self))
+
+
+@register_decomposition(aten.var.dim)
+def var_dim(self, dim=None, unbiased=True, keepdim=False):
+    return aten.var.correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+@register_decomposition(aten.index_select.default)
+def index_select(self, dim, index):
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if self.dim() == 0:  # a scalar is an element of R^1; the result is a scalar again
+        if index.numel() != 1:
+            raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
+        picked = aten.index.Tensor(aten.view.default(self, [1]),
+                                   [aten.view.default(index, [-1])])
+        return aten.view.default(picked, [])
+    dim = dim % self.dim()
+    if index.dim() == 0:
+        index = aten.unsqueeze.default(index, 0)
+    return aten.index.Tensor(self, [None] * dim + [index])
+
+
+def _reshape(x, shape):
+    """``x.reshape(shape)``: a view of a contiguous tensor, else of a contiguous copy."""
+    return aten.view.default(_contiguous(x), shape)
+
+
+@register_decomposition(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
+                                     ceil_mode, indices):
+    # PyTorch's: each output gradient goes to the input position its index names, summed
+    # where windows overlap (scatter_add; deterministic on the CPU, so PyTorch's fallback to
+    # the kernel in deterministic mode is not needed). float16/bfloat16 accumulate in float32.
+    in_h, in_w = self.shape[-2], self.shape[-1]
+    out_h, out_w = grad_output.shape[-2], grad_output.shape[-1]
+    batched = self.dim() == 4
+    if not batched:
+        self = aten.unsqueeze.default(self, 0)
+        grad_output = aten.unsqueeze.default(grad_output, 0)
+        indices = aten.unsqueeze.default(indices, 0)
+    bc = self.shape[0] * self.shape[1]
+    accum_dtype = _computation_dtype(grad_output.dtype)
+    grad_input = aten.full.default([bc, in_h * in_w], 0, dtype=accum_dtype,
+                                   device=grad_output.device)
+    grad_flat = _to(_reshape(grad_output, [bc, out_h * out_w]), accum_dtype)
+    grad_input = aten.scatter_add.default(grad_input, 1, _reshape(indices, [bc, out_h * out_w]),
+                                          grad_flat)
+    grad_input = _to(aten.view.default(grad_input, [self.shape[0], self.shape[1], in_h, in_w]),
+                     grad_output.dtype)
+    from .._core.device import channels_last
+    if not self.is_contiguous() and self.is_contiguous(memory_format=channels_last):
+        grad_input = aten.clone.default(grad_input, memory_format=channels_last)
+    return grad_input if batched else aten.squeeze.dims(grad_input, [0])

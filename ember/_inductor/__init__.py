@@ -1,2 +1,7 @@
-"""ember._inductor (PyTorch's torch._inductor): lowers core-ATen graphs to a loop IR, fuses and
-emits C/OpenMP kernels."""
+"""ember._inductor (PyTorch's ``torch._inductor``): lowers core-ATen graphs to a loop IR, fuses
+the loops and emits C/OpenMP kernels built into CPython extension modules.
+
+The stages, in the order a graph meets them: ``decomposition`` (the table AOTAutograd traces
+with), ``lowering`` + ``graph`` (fx -> IR), ``scheduler`` (fusion), ``codegen`` (C kernels and
+the Python wrapper), ``codecache`` (build and load), ``compile_fx`` (the backend).
+"""

@@ -1,0 +1,42 @@
+"""The decomposition table Inductor traces with (PyTorch's ``torch._inductor.decomposition``).
+
+It is the Core ATen table plus decompositions of core ops that a loop-level compiler would
+rather see as pointwise ops and reductions, so that its lowerings fuse them: softmax and
+log_softmax (amax, exp, sum), layer and group norm forward and backward (mean, var, rsqrt,
+sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where), var.dim, index_select (index),
+and the backward of embedding and max_pool2d (an accumulating index_put, scatter_add). The
+functions live in ``ember._decomp.decompositions``, registered under PyTorch's names.
+"""
+from .. import ops
+from .._decomp import core_aten_decompositions, get_decompositions
+
+__all__ = ["decompositions", "select_decomp_table"]
+
+aten = ops.aten
+
+# core ops that PyTorch's Inductor table decomposes too (from its own list or from PyTorch's
+# core_aten_decompositions, which, unlike ember's, holds some core ops)
+inductor_decompositions = get_decompositions([
+    aten._softmax,
+    aten._log_softmax,
+    aten.gelu,
+    aten.native_layer_norm,
+    aten.native_layer_norm_backward,
+    aten.native_group_norm,
+    aten.native_group_norm_backward,
+    aten.embedding_dense_backward,
+    aten.elu,
+    aten.leaky_relu,
+    aten.hardtanh,
+    aten.var.dim,
+    aten.index_select,
+    aten.max_pool2d_with_indices_backward,
+])
+
+decompositions = {**core_aten_decompositions(), **inductor_decompositions}
+
+
+def select_decomp_table():
+    """The table Inductor's AOT tracing uses: a graph traced with it holds core ops whose
+    lowerings are pointwise ops, reductions, views and a few extern kernels."""
+    return decompositions
