@@ -64,11 +64,11 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         wrapper = WrapperCodeGen(graph, scheduler)
         py_src = wrapper.generate()
     module_name = f"ember_inductor_{name}"
-    c_src = module_source(module_name, wrapper.kernels,
-                          vector_math=codecache.compiler_features().get("mvec", False))
-    times["codegen"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
     try:
+        c_src = module_source(module_name, wrapper.kernels,
+                              vector_math=codecache.compiler_features()["mvec"])
+        times["codegen"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         kernels = codecache.CppCodeCache.load(c_src, module_name)
     except InvalidCxxCompiler as e:
         if not _warned_no_compiler:
