@@ -74,8 +74,8 @@ def _includes():
 
 def _candidates():
     """The compilers to try, in order, as ``(origin, argv, language flags)``. A compiler named in
-    CC (or CXX) is the only candidate: the user asked for it, so failing over to another would hide a mistake.
-    A C++ driver from CXX compiles the C source with ``-x c``."""
+    CC (or CXX) is the only candidate: the user asked for it, so failing over to another would
+    hide a mistake. A C++ driver from CXX compiles the C source with ``-x c``."""
     cc = os.environ.get("CC")
     if cc:
         return [("CC", tuple(shlex.split(cc)), ())]
@@ -110,6 +110,10 @@ def _try_compile(argv, flags, libs, tmpdir):
     return proc.returncode == 0, proc.stdout.strip()
 
 
+class _ProbeFailed(Exception):
+    pass
+
+
 def _probe(argv):
     """Which optional flags this compiler accepts: first everything at once (the usual case, one
     compile), then, if that fails, the required flags alone and each optional flag on top.
@@ -125,9 +129,8 @@ def _probe(argv):
         base_libs = tuple(f for f in LIBS if f not in optional)
         ok, output = _try_compile(argv, base_flags, base_libs, tmpdir)
         if not ok:
-            raise InvalidCxxCompiler(
-                [("compiler", " ".join(argv), "cannot build a trivial shared library")],
-                reason=f"Compiler output:\n{output}")
+            raise _ProbeFailed(f"cannot build a trivial shared library with "
+                               f"{' '.join(base_flags + base_libs)}: {output}")
         features = {}
         for name, flag in _OPTIONAL.items():
             if name == "mvec":
@@ -164,7 +167,10 @@ def _describe(origin, argv, lang):
         with open(probe_file) as f:
             features = json.load(f)
     except (OSError, ValueError):
-        features = _probe(argv)
+        try:
+            features = _probe(argv)
+        except _ProbeFailed as e:
+            return None, str(e)
         _write_atomic(probe_file, json.dumps(features))
     dropped = [flag for name, flag in _OPTIONAL.items() if not features.get(name)]
     flags = tuple(f for f in CFLAGS if f not in dropped)
@@ -282,12 +288,22 @@ def _build(src_path, so_path):
 
 
 def _load_module(module_name, path):
-    """Import the extension module at ``path`` without touching ``sys.modules``: modules of
-    different graphs may share a name, and CPython keeps extension modules apart by file path."""
+    """Import the extension module at ``path`` without leaving it in ``sys.modules``: modules of
+    different graphs may share a name, and CPython keeps extension modules apart by file path.
+    (CPython itself enters a single-phase-init module, one made by ``PyModule_Create``, into
+    ``sys.modules`` under its name; that entry is put back as it was.)"""
+    missing = object()
+    previous = sys.modules.get(module_name, missing)
     loader = importlib.machinery.ExtensionFileLoader(module_name, path)
     spec = importlib.util.spec_from_file_location(module_name, path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    finally:
+        if previous is missing:
+            sys.modules.pop(module_name, None)
+        else:
+            sys.modules[module_name] = previous
     return module
 
 
