@@ -139,9 +139,29 @@ def test_key_depends_on_flags_and_cpu_capability(cache, monkeypatch):
                   "DEFAULT" if cpu.get_cpu_capability() != "DEFAULT" else "AVX2")
         assert codecache._key(src, "ember_cc_key") != base
     with monkeypatch.context() as m:
+        m.setattr(codecache, "_cpu_identity", ("x86_64", "another cpu"))
+        assert codecache._key(src, "ember_cc_key") != base
+    with monkeypatch.context() as m:
         m.setattr(codecache, "_includes", lambda: ("-I/elsewhere",))
         assert codecache._key(src, "ember_cc_key") != base
     assert codecache._key(src, "ember_cc_key") == base
+
+
+def test_lowering_exceptions_match_pytorch(torch):
+    from ember._inductor import exc
+    texc = pytest.importorskip("torch._inductor.exc")
+    args, kwargs = ["x", 2], {"dim": 1}
+    for name in ("MissingOperatorWithoutDecomp", "MissingOperatorWithDecomp"):
+        ours, theirs = getattr(exc, name), getattr(texc, name)
+        assert str(ours("aten.foo", args, kwargs)) == str(theirs("aten.foo", args, kwargs))
+        assert issubclass(ours, exc.OperatorIssue) and issubclass(ours, RuntimeError)
+    err = ValueError("bad")
+    assert str(exc.LoweringException(err, "aten.foo", args, {})) == \
+        str(texc.LoweringException(err, "aten.foo", args, {}))
+    assert str(exc.CppWrapperCodegenError("m")) == str(texc.CppWrapperCodegenError("m"))
+    # without a source path the compile error reads as PyTorch's
+    assert str(exc.CppCompileError(["cc", "a.c"], "oops")) == \
+        str(texc.CppCompileError(["cc", "a.c"], "oops"))
 
 
 def test_cache_dir_default_and_override(tmp_path, monkeypatch):
@@ -302,6 +322,24 @@ def test_vector_math_compiles_cleanly_and_uses_libmvec(cache, caplog):
         expected = np.sin(x)
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)  # NaN where NumPy has NaN
     assert np.signbit(y[-1]) and not np.signbit(y[-2])
+
+
+def test_threads_share_one_build(cache):
+    import threading
+    src = module_source("ember_cc_threads")
+    barrier = threading.Barrier(3)
+    got = []
+
+    def work():
+        barrier.wait()
+        got.append(codecache.CppCodeCache.load(src, "ember_cc_threads"))
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 3 and got[0] is got[1] is got[2]
+    assert codecache.counters == {"compile": 1, "memory_hit": 2}
 
 
 def test_concurrent_processes_build_the_same_source(cache, tmp_path):

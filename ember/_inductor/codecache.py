@@ -3,8 +3,8 @@ translation unit into a CPython extension module with the system compiler, cache
 and in the process, and loads it.
 
 The on-disk key covers everything that changes the machine code: the source, the compiler's
-flags, the compiler's ``--version``, the CPU capability (``-march=native`` builds for this CPU)
-and the Python ABI. A build goes to a temporary file beside its final path and is renamed into
+flags, the compiler's ``--version``, the CPU capability and feature flags (``-march=native``
+builds for this CPU) and the Python ABI. A build goes to a temporary file beside its final path and is renamed into
 place, so processes that compile the same source at once each finish with a complete module and
 a failed build leaves nothing at the final path."""
 import collections
@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -236,11 +237,26 @@ def source_path(source, module_name):
     return os.path.join(directory, f"{module_name}.c")
 
 
-def _key(source, module_name):
+_cpu_identity = None
+
+
+def _cpu():
+    """The CPU capability plus a digest of the CPU's feature flags: -march=native code built on
+    one AVX512 machine may use instructions another AVX512 machine lacks (a cache directory on a
+    shared file system sees both)."""
+    global _cpu_identity
+    if _cpu_identity is None:
+        from ember.backends.cpu import _cpu_flags
+        flags = " ".join(sorted(_cpu_flags()))
+        _cpu_identity = (platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16])
     from ember.backends.cpu import get_cpu_capability
+    return [get_cpu_capability(), *_cpu_identity]
+
+
+def _key(source, module_name):
     info = _compiler()
     parts = [source, module_name, compile_command("SRC", "OUT"), info["path"], info["version"],
-             get_cpu_capability(), sys.version, sys.implementation.cache_tag, _EXT_SUFFIX]
+             _cpu(), sys.version, sys.implementation.cache_tag, _EXT_SUFFIX]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
