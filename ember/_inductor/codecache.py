@@ -3,8 +3,8 @@ translation unit into a CPython extension module with the system compiler, cache
 and in the process, and loads it.
 
 The on-disk key covers everything that changes the machine code: the source, the compiler's
-flags, the compiler's ``--version``, the CPU capability (``-march=native`` builds for this CPU)
-and the Python ABI. A build goes to a temporary file beside its final path and is renamed into
+flags, the compiler's ``--version``, the CPU capability and feature flags (``-march=native``
+builds for this CPU) and the Python ABI. A build goes to a temporary file beside its final path and is renamed into
 place, so processes that compile the same source at once each finish with a complete module and
 a failed build leaves nothing at the final path."""
 import collections
@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -74,8 +75,8 @@ def _includes():
 
 def _candidates():
     """The compilers to try, in order, as ``(origin, argv, language flags)``. A compiler named in
-    CC (or CXX) is the only candidate: the user asked for it, so failing over to another would hide a mistake.
-    A C++ driver from CXX compiles the C source with ``-x c``."""
+    CC (or CXX) is the only candidate: the user asked for it, so failing over to another would
+    hide a mistake. A C++ driver from CXX compiles the C source with ``-x c``."""
     cc = os.environ.get("CC")
     if cc:
         return [("CC", tuple(shlex.split(cc)), ())]
@@ -110,6 +111,10 @@ def _try_compile(argv, flags, libs, tmpdir):
     return proc.returncode == 0, proc.stdout.strip()
 
 
+class _ProbeFailed(Exception):
+    pass
+
+
 def _probe(argv):
     """Which optional flags this compiler accepts: first everything at once (the usual case, one
     compile), then, if that fails, the required flags alone and each optional flag on top.
@@ -125,9 +130,8 @@ def _probe(argv):
         base_libs = tuple(f for f in LIBS if f not in optional)
         ok, output = _try_compile(argv, base_flags, base_libs, tmpdir)
         if not ok:
-            raise InvalidCxxCompiler(
-                [("compiler", " ".join(argv), "cannot build a trivial shared library")],
-                reason=f"Compiler output:\n{output}")
+            raise _ProbeFailed(f"cannot build a trivial shared library with "
+                               f"{' '.join(base_flags + base_libs)}: {output}")
         features = {}
         for name, flag in _OPTIONAL.items():
             if name == "mvec":
@@ -164,7 +168,10 @@ def _describe(origin, argv, lang):
         with open(probe_file) as f:
             features = json.load(f)
     except (OSError, ValueError):
-        features = _probe(argv)
+        try:
+            features = _probe(argv)
+        except _ProbeFailed as e:
+            return None, str(e)
         _write_atomic(probe_file, json.dumps(features))
     dropped = [flag for name, flag in _OPTIONAL.items() if not features.get(name)]
     flags = tuple(f for f in CFLAGS if f not in dropped)
@@ -230,11 +237,26 @@ def source_path(source, module_name):
     return os.path.join(directory, f"{module_name}.c")
 
 
-def _key(source, module_name):
+_cpu_identity = None
+
+
+def _cpu():
+    """The CPU capability plus a digest of the CPU's feature flags: -march=native code built on
+    one AVX512 machine may use instructions another AVX512 machine lacks (a cache directory on a
+    shared file system sees both)."""
+    global _cpu_identity
+    if _cpu_identity is None:
+        from ember.backends.cpu import _cpu_flags
+        flags = " ".join(sorted(_cpu_flags()))
+        _cpu_identity = (platform.machine(), hashlib.sha256(flags.encode()).hexdigest()[:16])
     from ember.backends.cpu import get_cpu_capability
+    return [get_cpu_capability(), *_cpu_identity]
+
+
+def _key(source, module_name):
     info = _compiler()
     parts = [source, module_name, compile_command("SRC", "OUT"), info["path"], info["version"],
-             get_cpu_capability(), sys.version, sys.implementation.cache_tag, _EXT_SUFFIX]
+             _cpu(), sys.version, sys.implementation.cache_tag, _EXT_SUFFIX]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
@@ -282,12 +304,22 @@ def _build(src_path, so_path):
 
 
 def _load_module(module_name, path):
-    """Import the extension module at ``path`` without touching ``sys.modules``: modules of
-    different graphs may share a name, and CPython keeps extension modules apart by file path."""
+    """Import the extension module at ``path`` without leaving it in ``sys.modules``: modules of
+    different graphs may share a name, and CPython keeps extension modules apart by file path.
+    (CPython itself enters a single-phase-init module, one made by ``PyModule_Create``, into
+    ``sys.modules`` under its name; that entry is put back as it was.)"""
+    missing = object()
+    previous = sys.modules.get(module_name, missing)
     loader = importlib.machinery.ExtensionFileLoader(module_name, path)
     spec = importlib.util.spec_from_file_location(module_name, path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    finally:
+        if previous is missing:
+            sys.modules.pop(module_name, None)
+        else:
+            sys.modules[module_name] = previous
     return module
 
 
