@@ -7,11 +7,13 @@ threads = None
 max_fusion_size = 64
 # a kernel runs its outer loop on several threads when it touches at least this many elements
 parallel_threshold = 32768
+# a kernel-private intermediate up to this many bytes per row lives on the stack, not in memory
+row_local_max_bytes = 64 * 1024
 # write the IR of each graph next to its generated code (also TORCH_COMPILE_DEBUG=1)
 debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
-_OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "debug")
+_OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "row_local_max_bytes", "debug")
 
 
 def known_options():

@@ -358,6 +358,7 @@ class CppKernel:
         self.memory_loads = {}      # buffer -> set of indices loaded from memory
         self.stores = {}            # buffer -> index stored at
         self.reduction_vars = {}    # buffer -> (index, accumulator) for finished reductions
+        self.produced = {n.name for n in self.nodes}
         self._tmp = 0
         self.handler = CppOverrides(self)
 
@@ -386,7 +387,24 @@ class CppKernel:
             return red[1]
         self.memory_loads.setdefault(name, set()).add(index)
         dtype = self.graph.dtype_of(name)
-        return self.cse(f"{self.pointer(name)}[{index_code(index)}]", dtype)
+        ref = f"{self.pointer(name)}[{index_code(index)}]"
+        if name not in self.produced:
+            return self.cse(ref, dtype)
+        # written earlier in this kernel: the line is settled once it is known whether the
+        # buffer lives in memory or in a row-local array (see source())
+        hit = self.body.cse.get(ref)
+        if hit is None:
+            hit = self.body.cse[ref] = CSEVar(f"tmp{self._tmp}", dtype)
+            self._tmp += 1
+            self.body.lines.append(("load", name, f"{CTYPES[dtype]} {hit} = {{ref}};", ref,
+                                    self._row_ref(name)))
+        return hit
+
+    def _row_ref(self, name):
+        # the row-local copy is indexed by the inner loop variables alone
+        linear = sum((r * s for r, s in zip(self.rs, ir.contiguous_strides(self.inner))),
+                     sympy.Integer(0))
+        return f"{name}_row[{index_code(linear)}]"
 
     def pointer(self, name):
         return f"ptr_{name}"
@@ -409,8 +427,9 @@ class CppKernel:
                 if value.dtype != node.get_dtype():
                     value = self.handler.to_dtype(value, node.get_dtype())
                 self.body.forward[(node.name, store)] = value
-                self.body.lines.append(("store", node.name,
-                                        f"{self.pointer(node.name)}[{index_code(store)}] = {value};"))
+                self.body.lines.append(("store", node.name, f"{{ref}} = {value};",
+                                        f"{self.pointer(node.name)}[{index_code(store)}]",
+                                        self._row_ref(node.name)))
 
     def _reads_current_reduction(self, node):
         reads = node.reads()
@@ -436,8 +455,8 @@ class CppKernel:
         self.body.accumulators.append((acc, CTYPES[dtype], init_code, omp_op, nan_flag))
         if nan_flag:
             self.body.after.append(f"if ({nan_flag}) {acc} = NAN;")
-        self.body.after.append(("store", node.name,
-                                f"{self.pointer(node.name)}[{index_code(store)}] = {acc};"))
+        self.body.after.append(("store", node.name, f"{{ref}} = {acc};",
+                                f"{self.pointer(node.name)}[{index_code(store)}]", None))
         self.body.reductions.add(node.name)
         self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
 
@@ -447,9 +466,22 @@ class CppKernel:
             self.codegen_node(node)
         return self
 
-    def source(self, args, removed, origins_comment):
-        """The kernel function: ``args`` is [(buffer name, is_output)], ``removed`` the buffers
-        whose stores are dropped (no one outside the kernel reads them)."""
+    def row_local_candidates(self):
+        """Buffers of this kernel that could live in a per-row array (on the thread's stack)
+        instead of memory, if no one outside the kernel reads them: pointwise values over the
+        outer x inner loops when rows are small enough."""
+        if not self.outer or not self.inner:
+            return set()
+        row = math.prod(self.inner)
+        return {n.name for n in self.nodes
+                if not isinstance(n.data, ir.Reduction)
+                and not is_outer_only(n, self.xs, self.rs)
+                and row * n.get_dtype().itemsize <= config.row_local_max_bytes}
+
+    def source(self, args, removed, local, origins_comment):
+        """The kernel function: ``args`` is [(buffer name, is_output)]; ``removed`` are the
+        buffers no one reads from memory (their stores are dropped), ``local`` those kept in
+        row-local arrays."""
         params = []
         for name, is_out in args:
             t = CTYPES[self.graph.dtype_of(name)]
@@ -467,15 +499,19 @@ class CppKernel:
                 out.append(f"{ind}for (int64_t {x} = 0; {x} < {n}; {x}++)")
             out.append(ind + "{")
             ind += "    "
+            for name in sorted(local):
+                out.append(f"{ind}{CTYPES[self.graph.dtype_of(name)]} {name}_row"
+                           f"[{math.prod(self.inner)}];")
         for body in self.bodies:
             if body.lines or body.after:
-                out += self._body_source(body, removed, ind, parallel and not self.outer)
+                out += self._body_source(body, removed, local, ind,
+                                         parallel and not self.outer)
         if self.outer:
             out.append(ind[4:] + "}")
         out.append("}")
         return "\n".join(out)
 
-    def _body_source(self, body, removed, ind, parallel_inner):
+    def _body_source(self, body, removed, local, ind, parallel_inner):
         out = []
         clauses = []
         for acc, ctype, init, omp_op, nan_flag in body.accumulators:
@@ -485,7 +521,7 @@ class CppKernel:
                 out.append(f"{ind}bool {nan_flag} = false;")
                 clauses.append(f"reduction(|:{nan_flag})")
         red = (" " + " ".join(clauses)) if clauses else ""
-        lines = [ln for ln in (_resolve(x, removed) for x in body.lines) if ln]
+        lines = [ln for ln in (_resolve(x, removed, local) for x in body.lines) if ln]
         if not self.inner or not body.loop:
             out += [ind + ln for ln in lines]
         else:
@@ -500,14 +536,18 @@ class CppKernel:
             out.append(ind + "{")
             out += [ind + "    " + ln for ln in lines]
             out.append(ind + "}")
-        out += [ind + ln for ln in (_resolve(x, removed) for x in body.after) if ln]
+        out += [ind + ln for ln in (_resolve(x, removed, local) for x in body.after) if ln]
         return out
 
 
-def _resolve(line, removed):
+def _resolve(line, removed, local):
+    """A body line; memory accesses of this kernel's own buffers are settled here: dropped
+    (a store no one reads), to the row-local array, or to memory."""
     if isinstance(line, tuple):
-        _, name, text = line
-        return None if name in removed else text
+        kind, name, template, ref, row_ref = line
+        if kind == "store" and name in removed:
+            return None
+        return template.format(ref=row_ref if name in local else ref)
     return line
 
 
