@@ -151,14 +151,10 @@ def test_lowering_exceptions_match_pytorch(torch):
     from ember._inductor import exc
     texc = pytest.importorskip("torch._inductor.exc")
     args, kwargs = ["x", 2], {"dim": 1}
-    for name in ("MissingOperatorWithoutDecomp", "MissingOperatorWithDecomp"):
-        ours, theirs = getattr(exc, name), getattr(texc, name)
-        assert str(ours("aten.foo", args, kwargs)) == str(theirs("aten.foo", args, kwargs))
-        assert issubclass(ours, exc.OperatorIssue) and issubclass(ours, RuntimeError)
     err = ValueError("bad")
-    assert str(exc.LoweringException(err, "aten.foo", args, {})) == \
-        str(texc.LoweringException(err, "aten.foo", args, {}))
-    assert str(exc.CppWrapperCodegenError("m")) == str(texc.CppWrapperCodegenError("m"))
+    assert str(exc.LoweringException(err, "aten.foo", args, kwargs)) == \
+        str(texc.LoweringException(err, "aten.foo", args, kwargs))
+    assert issubclass(exc.LoweringException, exc.OperatorIssue)
     # without a source path the compile error reads as PyTorch's
     assert str(exc.CppCompileError(["cc", "a.c"], "oops")) == \
         str(texc.CppCompileError(["cc", "a.c"], "oops"))

@@ -5,19 +5,19 @@ import tempfile
 import textwrap
 from functools import lru_cache
 
-__all__ = ["OperatorIssue", "MissingOperatorWithoutDecomp", "MissingOperatorWithDecomp",
-           "LoweringException", "SubgraphLoweringException", "InvalidCxxCompiler",
-           "CppWrapperCodegenError", "CppCompileError"]
+__all__ = ["OperatorIssue", "LoweringException", "InvalidCxxCompiler", "CppCompileError",
+           "record_missing_op"]
 
 
 if os.environ.get("TORCHINDUCTOR_WRITE_MISSING_OPS") == "1":
-    # PyTorch's switch for collecting the operators that have no lowering, one per line
+    # PyTorch's switch for collecting the operators that have no lowering (they run as
+    # fallbacks), one per line
     @lru_cache(None)
-    def _record_missing_op(target):
+    def record_missing_op(target):
         with open(os.path.join(tempfile.gettempdir(), "missing_ops.txt"), "a") as fd:
             fd.write(str(target) + "\n")
 else:
-    def _record_missing_op(target):
+    def record_missing_op(target):
         pass
 
 
@@ -30,32 +30,9 @@ class OperatorIssue(RuntimeError):
         return textwrap.indent("\n".join(lines), "  ")
 
 
-class MissingOperatorWithoutDecomp(OperatorIssue):
-    def __init__(self, target, args, kwargs):
-        _record_missing_op(target)
-        super().__init__(f"missing lowering\n{self.operator_str(target, args, kwargs)}")
-
-
-class MissingOperatorWithDecomp(OperatorIssue):
-    def __init__(self, target, args, kwargs):
-        _record_missing_op(target)
-        super().__init__(
-            f"missing decomposition\n{self.operator_str(target, args, kwargs)}"
-            + textwrap.dedent(f"""
-
-                There is a decomposition available for {target} in
-                torch._decomp.get_decompositions().  Please add this operator to the
-                `decompositions` list in torch._inductor.decomposition
-                """))
-
-
 class LoweringException(OperatorIssue):
     def __init__(self, exc, target, args, kwargs):
         super().__init__(f"{type(exc).__name__}: {exc}\n{self.operator_str(target, args, kwargs)}")
-
-
-class SubgraphLoweringException(RuntimeError):
-    pass
 
 
 class InvalidCxxCompiler(RuntimeError):
@@ -78,11 +55,6 @@ class InvalidCxxCompiler(RuntimeError):
 
     def __reduce__(self):
         return (self.__class__, (self.tried,))
-
-
-class CppWrapperCodegenError(RuntimeError):
-    def __init__(self, msg):
-        super().__init__(f"C++ wrapper codegen error: {msg}")
 
 
 class CppCompileError(RuntimeError):

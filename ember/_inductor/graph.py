@@ -15,6 +15,7 @@ import ember
 
 from . import ir
 from .codegen.cpp import can_codegen
+from .exc import LoweringException, record_missing_op
 from .lowering import lowerings
 from .virtualized import set_graph_handler
 
@@ -117,6 +118,8 @@ class GraphLowering:
                     raise NotImplementedError(f"no C for {target}")
             except NotImplementedError:
                 result = self.fallback(node, args, kwargs)
+            except Exception as e:
+                raise LoweringException(e, target, args, kwargs) from e
         else:
             result = self.fallback(node, args, kwargs)
         return self._maybe_realize(node, result)
@@ -171,6 +174,7 @@ class GraphLowering:
     def fallback(self, node, args, kwargs):
         """Run ``node`` through its eager op from the wrapper."""
         self.fallbacks[str(node.target)] += 1
+        record_missing_op(node.target)
         args, kwargs = self._realize_all(args), self._realize_all(kwargs)
         val = node.meta.get("val")
         if isinstance(val, ember.Tensor):
