@@ -8,6 +8,7 @@ lower to IR (``graph``), fuse (``scheduler``), write C and the Python wrapper
 Without a working C compiler the graphs run as AOTAutograd traced them (``aot_eager``) after
 one warning naming ``CC``/``CXX``; a compile error in generated code raises.
 """
+import hashlib
 import itertools
 import logging
 import os
@@ -63,7 +64,9 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         t0 = time.perf_counter()
         wrapper = WrapperCodeGen(graph, scheduler)
         py_src = wrapper.generate()
-    module_name = f"ember_inductor_{name}"
+    # named by content, so another graph or process with the same kernels shares the build
+    digest = hashlib.sha256("".join(k[1] for k in wrapper.kernels).encode()).hexdigest()
+    module_name = f"ember_inductor_{digest[:16]}"
     try:
         c_src = module_source(module_name, wrapper.kernels,
                               vector_math=codecache.compiler_features()["mvec"])

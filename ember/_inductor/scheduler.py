@@ -4,17 +4,22 @@ fused kernels and decides which intermediates never need memory.
 Buffers are taken in graph order. A ``ComputedBuffer`` joins the kernel being built when its
 loops line up with the kernel's (``outer`` dims run in parallel, ``inner`` dims in each
 body) and every value it reads from that kernel is read at the element the producer wrote in
-the same iteration; otherwise the kernel is closed and a new one starts. That admits vertical
-fusion (producer → consumer, pointwise prologues and epilogues around reductions: softmax,
-layer_norm) and horizontal fusion (independent loops over the same range). A fallback (an
-eager op) closes the kernel: the scheduler does not reorder nodes around calls it cannot see
-into.
+the same iteration. That admits vertical fusion (producer → consumer, pointwise prologues and
+epilogues around reductions: softmax, layer_norm) and horizontal fusion (independent loops over
+the same range). A node may join any kernel placed after everything it reads, so independent
+loops fuse across eager calls (matmuls) between them; it never moves above an eager op that
+mutates its inputs.
 """
 import sympy
 
 from . import config, ir
 
 __all__ = ["Scheduler", "FusedKernel"]
+
+
+def _mutates(op):
+    schema = getattr(op, "_schema", None)
+    return schema is None or schema.is_mutable
 
 
 def _non1(sizes):
@@ -113,23 +118,39 @@ class FusedKernel:
 
 
 class Scheduler:
-    """``groups``: FusedKernels and the other buffers (fallbacks, their outputs) in order."""
+    """``groups``: FusedKernels and the other buffers (fallbacks, their outputs) in the order
+    they run."""
 
     def __init__(self, graph):
         self.graph = graph
         self.groups = []
-        current = None
+        where = {}  # buffer name -> index of the group producing it
+        barrier = 0  # no node moves above a fallback that mutates its inputs
         for buf in graph.buffers:
             if isinstance(buf, ir.ComputedBuffer):
-                if current is not None and current.can_fuse(buf):
-                    current.add(buf)
-                    continue
-                current = FusedKernel(buf)
-                self.groups.append(current)
+                # the earliest group it may join: after everything it reads
+                first = max([barrier] + [where[n] for n in buf.reads() if n in where])
+                target = self._kernel_for(buf, first)
+                if target is None:
+                    target = len(self.groups)
+                    self.groups.append(FusedKernel(buf))
+                else:
+                    self.groups[target].add(buf)
             else:
-                current = None
+                target = len(self.groups)
                 self.groups.append(buf)
+                if isinstance(buf, ir.FallbackKernel) and _mutates(buf.op):
+                    barrier = target
+            where[buf.name] = target
         self.users = self._users()
+
+    def _kernel_for(self, buf, first):
+        """The latest kernel at or after group ``first`` that ``buf`` fuses into."""
+        for i in range(len(self.groups) - 1, first - 1, -1):
+            g = self.groups[i]
+            if isinstance(g, FusedKernel) and g.can_fuse(buf):
+                return i
+        return None
 
     def _users(self):
         """buffer name -> the groups that read it (``"output"`` for the graph's result)."""
