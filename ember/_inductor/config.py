@@ -7,13 +7,18 @@ threads = None
 max_fusion_size = 64
 # a kernel runs its outer loop on several threads when it touches at least this many elements
 parallel_threshold = 32768
+# a pointwise value read by up to inline_max_users consumers is recomputed in each of them
+# when it costs at most inline_max_ops ops per element, instead of being stored
+inline_max_users = 4
+inline_max_ops = 8
 # a kernel-private intermediate up to this many bytes per row lives on the stack, not in memory
 row_local_max_bytes = 64 * 1024
 # write the IR of each graph next to its generated code (also TORCH_COMPILE_DEBUG=1)
 debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
-_OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "row_local_max_bytes", "debug")
+_OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
+            "inline_max_ops", "row_local_max_bytes", "debug")
 
 
 def known_options():

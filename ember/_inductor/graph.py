@@ -13,7 +13,7 @@ import operator
 
 import ember
 
-from . import ir
+from . import config, ir
 from .codegen.cpp import can_codegen
 from .exc import LoweringException, record_missing_op
 from .lowering import lowerings
@@ -116,6 +116,7 @@ class GraphLowering:
                 result = lowering(*args, **kwargs)
                 if isinstance(result, ir.Loops) and not can_codegen(result, self.dtype_of):
                     raise NotImplementedError(f"no C for {target}")
+                self._check_meta(node, result)
             except NotImplementedError:
                 result = self.fallback(node, args, kwargs)
             except Exception as e:
@@ -142,6 +143,20 @@ class GraphLowering:
         self.graph_outputs = realized
         return None
 
+    def _check_meta(self, node, result):
+        """A lowering's result must have the traced size and dtype; one that does not is a
+        lowering bug: logged, and the node runs eagerly instead."""
+        vals = node.meta["val"]
+        vals, results = ((vals, result) if isinstance(result, (list, tuple))
+                         else ((vals,), (result,)))
+        for v, r in zip(vals, results):
+            if isinstance(r, ir.IRNode) and (tuple(r.get_size()) != tuple(v.shape)
+                                             or r.get_dtype() != v.dtype):
+                log.warning("inductor: the lowering of %s gave %s %s where the graph has %s "
+                            "%s; running it eagerly", node.target, list(r.get_size()),
+                            r.get_dtype(), list(v.shape), v.dtype)
+                raise NotImplementedError("lowering disagrees with the traced metadata")
+
     def _dtypes_supported(self, node):
         vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
         return all(t.dtype in SUPPORTED_DTYPES and t.device.type == "cpu"
@@ -157,16 +172,20 @@ class GraphLowering:
         return a
 
     def _maybe_realize(self, node, result):
-        """Give ``result`` memory unless it is a pointwise value with one lazy consumer."""
+        """Give ``result`` memory unless it is a pointwise value its consumers can compute
+        themselves: one lazy consumer, or a few when the value is cheap (recomputing a
+        handful of ops per element costs less than a round trip through memory)."""
         if isinstance(result, (list, tuple)):
             return result  # per-element decisions happen at the getitem nodes
         if not isinstance(result, ir.Loops):
             return result
         users = list(node.users)
-        lazy_ok = (isinstance(result, ir.Pointwise) and len(users) == 1
-                   and users[0].op == "call_function"
-                   and getattr(lowerings.get(users[0].target), "lazy_inputs", False)
-                   and self._dtypes_supported(users[0]))
+        lazy_ok = (isinstance(result, ir.Pointwise) and users
+                   and all(u.op == "call_function"
+                           and getattr(lowerings.get(u.target), "lazy_inputs", False)
+                           and self._dtypes_supported(u) for u in users)
+                   and (len(users) == 1 or (len(users) <= config.inline_max_users
+                                            and result.op_count() <= config.inline_max_ops)))
         if lazy_ok:
             return result
         return self.realize(result, node.meta["val"].stride())

@@ -227,12 +227,19 @@ class Loops(IRNode):
 
     def loads(self, index, rindex=None):
         """``[(buffer, index)]`` that ``inner_fn`` loads for element ``index``."""
+        return self._record(index, rindex).loads
+
+    def op_count(self):
+        """How many ops (loads excluded) ``inner_fn`` computes per element."""
+        return self._record(index_vars("x", self.ranges), index_vars("r", self._rranges())).ops
+
+    def _record(self, index, rindex):
         rec = _LoadRecorder()
         from .virtualized import V, set_ops_handler
         rec.dtype_of = V.graph.dtype_of
         with set_ops_handler(rec):
             self._call(index, rindex)
-        return rec.loads
+        return rec
 
     def _rranges(self):
         return ()
@@ -283,6 +290,7 @@ class _LoadRecorder:
 
     def __init__(self):
         self.loads = []
+        self.ops = 0
 
     def load(self, name, index):
         self.loads.append((name, index))
@@ -297,11 +305,13 @@ class _LoadRecorder:
         return _Value(dtype)
 
     def where(self, c, a, b):
+        self.ops += 1
         return _Value(a.dtype)
 
     def __getattr__(self, name):
-        if name in _PREDICATES:
-            return lambda *args: _Value(ember.bool)
-        return lambda first, *rest: _Value(first.dtype)
+        def op(first, *rest):
+            self.ops += 1
+            return _Value(ember.bool if name in _PREDICATES else first.dtype)
+        return op
 
 

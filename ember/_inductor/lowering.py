@@ -180,6 +180,8 @@ def _where(cond, a, b):
 
 @register_lowering(aten.clamp.default, aten.clamp.Tensor)
 def _clamp(x, min=None, max=None):
+    _bounds_in_range(min, max)
+
     def fn(v, *bounds):
         bounds = list(bounds)
         if min is not None:
@@ -190,13 +192,27 @@ def _clamp(x, min=None, max=None):
     return pointwise(fn, x, *[b for b in (min, max) if b is not None])
 
 
+def _bounds_in_range(*bounds):
+    """Integer clamps with a bound the dtype cannot hold wrap it first, as eager does: left
+    to the eager kernel."""
+    dtype = _out_val().dtype
+    if dtype.is_floating_point or dtype == ember.bool:
+        return
+    info = ember.iinfo(dtype)
+    for b in bounds:
+        if isinstance(b, (int, float)) and not info.min <= b <= info.max:
+            raise NotImplementedError("integer clamp with an out-of-range bound")
+
+
 @register_lowering(aten.clamp_min.default, aten.clamp_min.Tensor)
 def _clamp_min(x, lo):
+    _bounds_in_range(lo)
     return pointwise(lambda v, b: ops.clamp_min(v, b), x, lo)
 
 
 @register_lowering(aten.clamp_max.default, aten.clamp_max.Tensor)
 def _clamp_max(x, hi):
+    _bounds_in_range(hi)
     return pointwise(lambda v, b: ops.clamp_max(v, b), x, hi)
 
 
@@ -289,12 +305,20 @@ REDUCTION_TYPES = ("sum", "prod", "max", "min", "any")
 
 
 def _dims(x, dims):
+    """The reduced dims, sorted: ``None`` or ``[]`` mean all of them (``amax(x, [])`` reduces
+    everything) unless the traced result kept every dim (``any(x, dim=())``); a 0-dim input
+    has none."""
     n = len(x.get_size())
+    if n == 0:
+        return []
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
-        return list(range(n))
+        val = _out_val()
+        val = val[0] if isinstance(val, (list, tuple)) else val
+        return [] if dims is not None and tuple(val.shape) == tuple(x.get_size()) \
+            else list(range(n))
     if isinstance(dims, int):
         dims = [dims]
-    return sorted({d % n if n else 0 for d in dims})
+    return sorted({d % n for d in dims})
 
 
 def reduction(x, dims, keepdim, reduction_type, dtype, fn=None):

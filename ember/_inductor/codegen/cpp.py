@@ -442,15 +442,15 @@ class CppKernel:
             value = self.handler.to_dtype(value, dtype)
         init, update, omp_op = REDUCTIONS[rtype]
         acc = f"acc{len(self.reduction_vars)}"
-        init_code = constant_code(init, dtype)
         nan_flag = None
-        if rtype in ("max", "min"):
-            if _is_float(dtype):
-                # the vectorisable compare-select skips NaN; a flag restores torch's propagation
-                nan_flag = f"{acc}_nan"
-                self.body.lines.append(f"{nan_flag} = {nan_flag} | ({value} != {value});")
-            else:
-                init_code = _INT_LIMITS[dtype][0 if rtype == "max" else 1]
+        if rtype in ("max", "min") and not _is_float(dtype):
+            init_code = _INT_LIMITS[dtype][0 if rtype == "max" else 1]
+        else:
+            init_code = constant_code(init, dtype)
+        if rtype in ("max", "min") and _is_float(dtype):
+            # the vectorisable compare-select skips NaN; a flag restores torch's propagation
+            nan_flag = f"{acc}_nan"
+            self.body.lines.append(f"{nan_flag} = {nan_flag} | ({value} != {value});")
         self.body.lines.append(f"{acc} = {update.format(acc=acc, v=value)};")
         self.body.accumulators.append((acc, CTYPES[dtype], init_code, omp_op, nan_flag))
         if nan_flag:
