@@ -255,3 +255,42 @@ def test_no_compiler_warns_and_runs_eagerly(monkeypatch):
     with pytest.warns(UserWarning, match="CC"):
         out = ember.compile(f)(x)
     assert_same(out, f(x))
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+def test_half_precision_computes_in_float32(dtype):
+    F = ember.nn.functional
+    x = ember.randn(64, 33).to(dtype)
+    x[0, 0], x[1, 1] = math.nan, math.inf
+    w = ember.randn(33).to(dtype)
+
+    def f(t, w):
+        return (F.gelu(t * w + 1).softmax(-1), t.sum(1), t.amax(0), (t.float() * 2).to(dtype),
+                F.layer_norm(t, (33,), w))
+    rec = Recorder()
+    outs = ember.compile(f, backend=rec.backend())(x, w)
+    for o, r in zip(outs, f(x, w)):
+        assert_same(o, r, rtol=2e-2, atol=2e-2)
+    assert not rec.graphs[0].fallbacks  # all of it compiled
+    ctype = "_Float16" if dtype == ember.float16 else "uint16_t"
+    assert f"const {ctype}* restrict" in rec.graphs[0].c_source_code
+
+
+def test_row_local_intermediates_skip_memory():
+    rec = Recorder()
+    x = ember.randn(256, 64, requires_grad=True)
+    g = ember.randn(256, 64)
+    def f(t):
+        # too many ops to recompute in each consumer: it is stored, once per row
+        y = ((t * 2 + 1).sin() * 3 - 1).exp().tanh() * 0.5 + t
+        return y.softmax(-1)
+    out = ember.compile(f, backend=rec.backend())(x)
+    out.backward(g)
+    ref_x = x.detach().requires_grad_()
+    f(ref_x).backward(g)
+    assert_same(x.grad, ref_x.grad)
+    fwd = rec.graphs[0]
+    # y lives in a per-row stack array: of the full-size buffers only the result is allocated
+    # (the row max and sum are saved for backward)
+    assert "_row[64];" in fwd.c_source_code
+    assert fwd.source_code.count("empty_strided([256, 64]") == 1

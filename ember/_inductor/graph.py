@@ -23,10 +23,11 @@ __all__ = ["GraphLowering", "SUPPORTED_DTYPES"]
 
 log = logging.getLogger("ember._inductor")
 
-# dtypes the C code generator computes in; graphs touching others (float16, bfloat16,
-# complex) run those nodes through fallbacks
-SUPPORTED_DTYPES = frozenset({ember.float32, ember.float64, ember.int64, ember.int32,
-                              ember.int16, ember.int8, ember.uint8, ember.bool})
+# dtypes the C code generator handles (float16/bfloat16 computed in float32); nodes touching
+# others (complex, float8) run as fallbacks
+SUPPORTED_DTYPES = frozenset({ember.float32, ember.float64, ember.float16, ember.bfloat16,
+                              ember.int64, ember.int32, ember.int16, ember.int8, ember.uint8,
+                              ember.bool})
 
 
 def _tensors(val):

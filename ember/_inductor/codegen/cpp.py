@@ -12,8 +12,10 @@ C expressions come from :class:`CppOverrides`, the ``ops`` handler: one method p
 subexpressions folded. Math calls keep IEEE semantics (no ``-ffast-math``); the libm functions
 are declared ``simd`` so gcc calls glibc's vector variants (libmvec) inside ``omp simd`` loops.
 """
+import collections
 import math
 import os
+import re
 
 import sympy
 
@@ -23,11 +25,19 @@ from .. import config, ir
 from ..scheduler import is_outer_only, loop_vars, node_index, store_index
 from ..virtualized import set_ops_handler
 
-__all__ = ["CTYPES", "CppKernel", "module_source", "CppOverrides"]
+__all__ = ["CTYPES", "STORAGE_CTYPES", "CppKernel", "module_source", "CppOverrides"]
 
-CTYPES = {ember.float32: "float", ember.float64: "double", ember.int64: "int64_t",
-          ember.int32: "int32_t", ember.int16: "int16_t", ember.int8: "int8_t",
-          ember.uint8: "uint8_t", ember.bool: "bool"}
+# C types of values in registers: float16/bfloat16 are computed in float, as PyTorch's Inductor
+# does (rounded only where the graph converts, and when stored)
+CTYPES = {ember.float32: "float", ember.float64: "double", ember.float16: "float",
+          ember.bfloat16: "float", ember.int64: "int64_t", ember.int32: "int32_t",
+          ember.int16: "int16_t", ember.int8: "int8_t", ember.uint8: "uint8_t", ember.bool: "bool"}
+# C types of elements in memory
+STORAGE_CTYPES = {**CTYPES, ember.float16: "_Float16", ember.bfloat16: "uint16_t"}
+# element in memory -> register, register -> element in memory
+_LOAD = {ember.float16: "(float)({})", ember.bfloat16: "ember_bf16_to_float({})"}
+_STORE = {ember.float16: "(_Float16)({})", ember.bfloat16: "ember_float_to_bf16({})"}
+_HALVES = (ember.float16, ember.bfloat16)
 
 # glibc's libmvec vector variants (x86-64): the first five since 2.22, the rest since 2.35
 _MVEC_OLD = ("sin", "cos", "exp", "log", "pow")
@@ -52,7 +62,7 @@ def _mvec_functions():
 def prelude(vector_math):
     """The C text every kernel module starts with."""
     lines = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "#include <math.h>",
-             "#include <stdbool.h>", "#include <stdint.h>", ""]
+             "#include <stdbool.h>", "#include <stdint.h>", "#include <string.h>", ""]
     if vector_math:
         lines.append("/* vector variants from glibc's libmvec, called inside omp simd loops */")
         for fn in _mvec_functions():
@@ -64,6 +74,12 @@ def prelude(vector_math):
         "/* NaN-propagating max/min (torch.maximum/minimum, clamp) */",
         "#define EMBER_MAX(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))",
         "#define EMBER_MIN(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))",
+        "/* bfloat16 <-> float, rounding to nearest even; NaN stays NaN */",
+        "static inline float ember_bf16_to_float(uint16_t h)",
+        "{ uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }",
+        "static inline uint16_t ember_float_to_bf16(float f)",
+        "{ uint32_t u; memcpy(&u, &f, 4); if (f != f) return (uint16_t)((u >> 16) | 0x40);",
+        "  u += 0x7fff + ((u >> 16) & 1); return (uint16_t)(u >> 16); }",
         "/* Python's remainder: the sign of the divisor */",
         "static inline float ember_remainderf(float a, float b)",
         "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }",
@@ -88,11 +104,19 @@ class CSEVar:
 
 
 def _is_float(dtype):
-    return dtype in (ember.float32, ember.float64)
+    return dtype.is_floating_point
 
 
 def _fn(name, dtype):
-    return name + ("f" if dtype == ember.float32 else "")
+    return name + ("" if dtype == ember.float64 else "f")
+
+
+def load_code(ref, dtype):
+    return _LOAD[dtype].format(ref) if dtype in _LOAD else ref
+
+
+def store_code(value, dtype):
+    return _STORE[dtype].format(value) if dtype in _STORE else str(value)
 
 
 def index_code(expr):
@@ -109,7 +133,7 @@ def constant_code(value, dtype):
         if math.isinf(value):
             return "INFINITY" if value > 0 else "-INFINITY"
         text = repr(value)
-        return text + "f" if dtype == ember.float32 else text
+        return text if dtype == ember.float64 else text + "f"
     value = int(value)
     if dtype == ember.int64 and not -2**31 <= value < 2**31:
         return f"INT64_C({value})"
@@ -138,6 +162,8 @@ class CppOverrides:
             return x
         if dtype == ember.bool:
             return self.kernel.cse(f"{x} != 0", dtype)
+        if dtype in _HALVES:  # round to the narrow type, keep computing in float
+            return self.kernel.cse(load_code(store_code(f"(float)({x})", dtype), dtype), dtype)
         return self.kernel.cse(f"({CTYPES[dtype]})({x})", dtype)
 
     # -- arithmetic -------------------------------------------------------------------------
@@ -389,15 +415,17 @@ class CppKernel:
         dtype = self.graph.dtype_of(name)
         ref = f"{self.pointer(name)}[{index_code(index)}]"
         if name not in self.produced:
-            return self.cse(ref, dtype)
+            return self.cse(load_code(ref, dtype), dtype)
         # written earlier in this kernel: the line is settled once it is known whether the
         # buffer lives in memory or in a row-local array (see source())
         hit = self.body.cse.get(ref)
         if hit is None:
             hit = self.body.cse[ref] = CSEVar(f"tmp{self._tmp}", dtype)
             self._tmp += 1
-            self.body.lines.append(("load", name, f"{CTYPES[dtype]} {hit} = {{ref}};", ref,
-                                    self._row_ref(name)))
+            # row-local copies hold register values: no conversion
+            decl = f"{CTYPES[dtype]} {hit} = "
+            self.body.lines.append(("load", name, decl + load_code(ref, dtype) + ";",
+                                    decl + self._row_ref(name) + ";"))
         return hit
 
     def _row_ref(self, name):
@@ -427,9 +455,10 @@ class CppKernel:
                 if value.dtype != node.get_dtype():
                     value = self.handler.to_dtype(value, node.get_dtype())
                 self.body.forward[(node.name, store)] = value
-                self.body.lines.append(("store", node.name, f"{{ref}} = {value};",
-                                        f"{self.pointer(node.name)}[{index_code(store)}]",
-                                        self._row_ref(node.name)))
+                ref = f"{self.pointer(node.name)}[{index_code(store)}]"
+                self.body.lines.append(("store", node.name,
+                                        f"{ref} = {store_code(value, value.dtype)};",
+                                        f"{self._row_ref(node.name)} = {value};"))
 
     def _reads_current_reduction(self, node):
         reads = node.reads()
@@ -455,8 +484,8 @@ class CppKernel:
         self.body.accumulators.append((acc, CTYPES[dtype], init_code, omp_op, nan_flag))
         if nan_flag:
             self.body.after.append(f"if ({nan_flag}) {acc} = NAN;")
-        self.body.after.append(("store", node.name, f"{{ref}} = {acc};",
-                                f"{self.pointer(node.name)}[{index_code(store)}]", None))
+        ref = f"{self.pointer(node.name)}[{index_code(store)}]"
+        self.body.after.append(("store", node.name, f"{ref} = {store_code(acc, dtype)};", None))
         self.body.reductions.add(node.name)
         self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
 
@@ -484,7 +513,7 @@ class CppKernel:
         row-local arrays."""
         params = []
         for name, is_out in args:
-            t = CTYPES[self.graph.dtype_of(name)]
+            t = STORAGE_CTYPES[self.graph.dtype_of(name)]
             params.append(f"{'' if is_out else 'const '}{t}* restrict {self.pointer(name)}")
         out = [f"/* {origins_comment} */",
                f"static void {self.name}({', '.join(params)})", "{"]
@@ -521,7 +550,8 @@ class CppKernel:
                 out.append(f"{ind}bool {nan_flag} = false;")
                 clauses.append(f"reduction(|:{nan_flag})")
         red = (" " + " ".join(clauses)) if clauses else ""
-        lines = [ln for ln in (_resolve(x, removed, local) for x in body.lines) if ln]
+        lines = _drop_unused([ln for ln in (_resolve(x, removed, local) for x in body.lines)
+                              if ln], [ln for ln in body.after if isinstance(ln, str)])
         if not self.inner or not body.loop:
             out += [ind + ln for ln in lines]
         else:
@@ -540,14 +570,29 @@ class CppKernel:
         return out
 
 
+_DECL = re.compile(r"^\w+ (tmp\d+) = ")
+
+
+def _drop_unused(lines, after):
+    """Lines without the locals nothing reads (values only a dropped store used)."""
+    while True:
+        text = "\n".join(lines + after)
+        uses = collections.Counter(re.findall(r"\btmp\d+\b", text))
+        keep = [ln for ln in lines
+                if not (m := _DECL.match(ln)) or uses[m.group(1)] > 1]
+        if len(keep) == len(lines):
+            return lines
+        lines = keep
+
+
 def _resolve(line, removed, local):
     """A body line; memory accesses of this kernel's own buffers are settled here: dropped
     (a store no one reads), to the row-local array, or to memory."""
     if isinstance(line, tuple):
-        kind, name, template, ref, row_ref = line
+        kind, name, memory_line, local_line = line
         if kind == "store" and name in removed:
             return None
-        return template.format(ref=row_ref if name in local else ref)
+        return local_line if name in local else memory_line
     return line
 
 

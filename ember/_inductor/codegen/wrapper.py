@@ -11,7 +11,7 @@ import ember
 
 from .. import ir
 from ..scheduler import FusedKernel
-from .cpp import CTYPES, CppKernel
+from .cpp import STORAGE_CTYPES, CppKernel
 
 __all__ = ["WrapperCodeGen"]
 
@@ -86,7 +86,7 @@ class WrapperCodeGen:
         args = [(name, False) for name in inputs] + [(name, True) for name in produced]
         comment = "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel)
         src = kernel.source(args, removed, local, comment)
-        self.kernels.append((kname, src, len(args), [CTYPES[self.graph.dtype_of(a)] for a, _ in args]))
+        self.kernels.append((kname, src, len(args), [STORAGE_CTYPES[self.graph.dtype_of(a)] for a, _ in args]))
         for n in fused.nodes:
             if n.name in produced:
                 lay = n.layout
