@@ -294,3 +294,15 @@ def test_row_local_intermediates_skip_memory():
     # (the row max and sum are saved for backward)
     assert "_row[64];" in fwd.c_source_code
     assert fwd.source_code.count("empty_strided([256, 64]") == 1
+
+
+def test_debug_writes_the_scheduled_ir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    rec = Recorder()
+    f = lambda x, w: (x @ w).relu().softmax(-1)  # noqa: E731
+    with config.patch(debug=True):
+        ember.compile(f, backend=rec.backend())(ember.randn(4, 5), ember.randn(5, 6))
+    (ir_file,) = tmp_path.glob("*/*/ir_*.txt")
+    text = ir_file.read_text()
+    assert "aten.mm.default" in text and "kernel: outer [4] x inner [6]" in text
+    assert "max over [6]" in text and "sum over [6]" in text

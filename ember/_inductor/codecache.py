@@ -172,7 +172,7 @@ def _describe(origin, argv, lang):
             features = _probe(argv)
         except _ProbeFailed as e:
             return None, str(e)
-        _write_atomic(probe_file, json.dumps(features))
+        write_atomic(probe_file, json.dumps(features))
     dropped = [flag for name, flag in _OPTIONAL.items() if not features.get(name)]
     flags = tuple(f for f in CFLAGS if f not in dropped)
     if features.get("openmp_simd"):
@@ -260,7 +260,7 @@ def _key(source, module_name):
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _write_atomic(path, text):
+def write_atomic(path, text):
     """Write through a temporary file in the same directory and rename it into place, so a
     reader never sees half a file."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -367,7 +367,7 @@ class CppCodeCache:
                     log.warning("rebuilding %s: %s", so_path, e)
                     os.unlink(so_path)
             if module is None:
-                _write_atomic(src_path, source)
+                write_atomic(src_path, source)
                 _build(src_path, so_path)
                 counters["compile"] += 1
                 module = _load_module(module_name, so_path)

@@ -64,6 +64,7 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         t0 = time.perf_counter()
         wrapper = WrapperCodeGen(graph, scheduler)
         py_src = wrapper.generate()
+        ir_text = scheduler.describe() if config.debug else None
     # named by content, so another graph or process with the same kernels shares the build
     digest = hashlib.sha256("".join(k[1] for k in wrapper.kernels).encode()).hexdigest()
     module_name = f"ember_inductor_{digest[:16]}"
@@ -80,14 +81,18 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         return gm
     times["c build"] = time.perf_counter() - t0
     path = codecache.source_path(c_src, module_name)
-    py_path = os.path.splitext(path)[0] + "_wrapper.py"
+    # beside the C source (several wrappers may share one module), named by content
+    py_digest = hashlib.sha256(py_src.encode()).hexdigest()[:16]
+    py_path = os.path.join(os.path.dirname(path), f"wrapper_{py_digest}.py")
+    codecache.write_atomic(py_path, py_src)
     namespace = dict(wrapper.constants, kernels=kernels)
     compile_source(py_src, py_path, namespace)
-    with open(py_path + ".tmp", "w") as f:
-        f.write(py_src)
-    os.replace(py_path + ".tmp", py_path)
     output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
                           py_path, py_src, path, c_src)
+    if config.debug:
+        ir_path = os.path.join(os.path.dirname(path), f"ir_{py_digest}.txt")
+        codecache.write_atomic(ir_path, ir_text)
+        log.warning("inductor %s: IR written to %s", name, ir_path)
     log.info("inductor %s: %d kernels, %d fallbacks; %s", name, len(wrapper.kernels),
              sum(graph.fallbacks.values()),
              ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()))

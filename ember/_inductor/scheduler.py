@@ -164,3 +164,22 @@ class Scheduler:
             if isinstance(out, (ir.Buffer, ir.ReinterpretView)):
                 users.setdefault(out.get_name(), set()).add("output")
         return users
+
+    def describe(self):
+        """The scheduled IR as text (``config.debug``): each kernel's loops and nodes, each
+        eager call."""
+        out = []
+        for g in self.groups:
+            if isinstance(g, FusedKernel):
+                out.append(f"kernel: outer {list(g.outer)} x inner {list(g.inner)}")
+                for n in g.nodes:
+                    d = n.data
+                    kind = (f"{d.reduction_type} over {list(d.reduction_ranges)}"
+                            if isinstance(d, ir.Reduction) else "pointwise")
+                    out.append(f"  {n.name} = {kind} {list(d.ranges)} {n.layout} "
+                               f"reads {sorted(n.reads())} from {[o.name for o in n.origins]}")
+            elif isinstance(g, ir.MultiOutput):
+                out.append(f"{g.name} = {g.parent.name}{list(g.index)} {g.layout}")
+            else:
+                out.append(f"{g.name} = {g.op}(reads {sorted(g.reads())}) {g.layout}")
+        return "\n".join(out) + "\n"
