@@ -32,6 +32,7 @@ from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node
 from ..utils import _pytree as pytree
+from ..utils._python_dispatch import _disable_current_modes
 
 __all__ = ["functionalize", "functionalize_graph", "FunctionalizationInfo"]
 
@@ -157,7 +158,8 @@ class _Functionalizer:
                                    (tuple(args), dict(kwargs)))
             if all(v is not None for v in pytree.tree_leaves(vals[0])
                    if not isinstance(v, (int, float, bool, str))):
-                node.meta["val"] = func(*vals[0], **vals[1])
+                with _disable_current_modes():  # not recorded by a trace running around us
+                    node.meta["val"] = func(*vals[0], **vals[1])
         return node
 
     def _view_call(self, step, base):

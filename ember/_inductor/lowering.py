@@ -13,6 +13,7 @@ Dtypes follow the traced graph too: every lowering reads its result dtype from
 import math
 
 import ember
+from ember.fx.node import Node
 
 from . import ir
 from .virtualized import V, ops
@@ -44,7 +45,6 @@ def _out_val():
 def _arg_vals(args):
     """The traced metadata (fake tensors) of the current node's tensor arguments, scalars as
     they are: what ``ember.result_type`` needs to promote as the eager op did."""
-    from ember.fx.node import Node
     return [a.meta["val"] if isinstance(a, Node) else a for a in args]
 
 
