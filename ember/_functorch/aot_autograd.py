@@ -311,6 +311,9 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
                 (_ban_recompute(n) and n.op == "call_function"):
             edge("source", n.name + "_in", INF)
         w = _nbytes(n)
+        if w is not None and n.op != "placeholder":
+            # a graph input is in memory anyway: on a tie, save it rather than a new value
+            w += w // 10
         edge(n.name + "_in", n.name + "_out", INF if w is None else min(w, INF - 1))
         for u in n.users:
             if u.op != "output" and u in needed_by_bw:

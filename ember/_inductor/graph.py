@@ -50,6 +50,7 @@ class GraphLowering:
         self.fallbacks = collections.Counter()
         self.current_node = None
         self.node_order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        self._computed = {}  # fingerprint of a realized loop nest -> its buffer
         self._env = {}
 
     # -- buffers ----------------------------------------------------------------------------------
@@ -73,7 +74,15 @@ class GraphLowering:
         size = x.get_size()
         layout = ir.Layout(size, stride if stride is not None else ir.contiguous_strides(size),
                            x.get_dtype())
-        return self.register_buffer(ir.ComputedBuffer(self.new_name(), layout, x))
+        # a value computed again (var's mean and mean's: var_mean decomposes into both) is
+        # the buffer that already holds it
+        key = (x.fingerprint(), layout.stride)
+        hit = self._computed.get(key)
+        if hit is not None:
+            return hit
+        buf = self._computed[key] = self.register_buffer(
+            ir.ComputedBuffer(self.new_name(), layout, x))
+        return buf
 
     # -- lowering ---------------------------------------------------------------------------------
     def run(self):

@@ -233,6 +233,17 @@ class Loops(IRNode):
         """How many ops (loads excluded) ``inner_fn`` computes per element."""
         return self._record(index_vars("x", self.ranges), index_vars("r", self._rranges())).ops
 
+    def fingerprint(self):
+        """What this loop nest computes, as text (its ranges and every op of ``inner_fn``):
+        equal fingerprints compute equal values, so the graph stores such a value once."""
+        from .virtualized import V, set_ops_handler
+        rec = _Fingerprint(V.graph.dtype_of)
+        with set_ops_handler(rec):
+            self._call(index_vars("x", self.ranges), index_vars("r", self._rranges()))
+        head = (type(self).__name__, self.ranges, self._rranges(), self.dtype,
+                getattr(self, "reduction_type", None))
+        return repr(head) + ";".join(rec.lines)
+
     def _record(self, index, rindex):
         rec = _LoadRecorder()
         from .virtualized import V, set_ops_handler
@@ -273,12 +284,17 @@ class Reduction(Loops):
 
 
 class _Value:
-    """What the recording handler returns in place of a C local: just a dtype."""
+    """What the recording handlers return in place of a C local: a dtype (and a name when
+    fingerprinting)."""
 
-    __slots__ = ("dtype",)
+    __slots__ = ("dtype", "name")
 
     def __init__(self, dtype):
         self.dtype = dtype
+        self.name = "?"
+
+    def __str__(self):
+        return self.name
 
 
 _PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
@@ -315,3 +331,19 @@ class _LoadRecorder:
         return op
 
 
+class _Fingerprint:
+    """An ops handler that writes each call down (``v3=add(v1, v2)``); dtypes as
+    :class:`_LoadRecorder` works them out."""
+
+    def __init__(self, dtype_of):
+        self.lines = []
+        self.types = _LoadRecorder()
+        self.types.dtype_of = dtype_of
+
+    def __getattr__(self, name):
+        def op(*args):
+            out = getattr(self.types, name)(*args)
+            out.name = f"v{len(self.lines)}"
+            self.lines.append(f"{out.name}={name}({', '.join(map(str, args))})")
+            return out
+        return op

@@ -87,8 +87,10 @@ class FusedKernel:
         if is_red:
             if (outer, inner) == (self.outer, self.inner):
                 return outer, inner
-            if not self.has_reduction and not self.outer and self.inner == outer + inner:
-                return outer, inner  # split the pointwise loops at the reduction's dims
+            if not self.has_reduction and not self.outer and self.inner in (outer + inner, outer):
+                # the pointwise loops split at the reduction's dims, or they become the
+                # reduction's outer loops (their nodes then run once per outer iteration)
+                return outer, inner
             return None
         if inner == self.outer + self.inner or (self.inner and inner == self.outer):
             return self.outer, self.inner

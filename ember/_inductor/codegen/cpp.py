@@ -385,6 +385,8 @@ class CppKernel:
         self.stores = {}            # buffer -> index stored at
         self.reduction_vars = {}    # buffer -> (index, accumulator) for finished reductions
         self.produced = {n.name for n in self.nodes}
+        # values of outer-only nodes: locals of the outer loop, visible to every later body
+        self.outer_forward = {}
         self._tmp = 0
         self.handler = CppOverrides(self)
 
@@ -405,7 +407,7 @@ class CppKernel:
 
     def load(self, name, index):
         index = sympy.expand(index)
-        hit = self.body.forward.get((name, index))
+        hit = self.body.forward.get((name, index)) or self.outer_forward.get((name, index))
         if hit is not None:
             return hit
         red = self.reduction_vars.get(name)
@@ -455,6 +457,8 @@ class CppKernel:
                 if value.dtype != node.get_dtype():
                     value = self.handler.to_dtype(value, node.get_dtype())
                 self.body.forward[(node.name, store)] = value
+                if not loop:
+                    self.outer_forward[(node.name, store)] = value
                 ref = f"{self.pointer(node.name)}[{index_code(store)}]"
                 self.body.lines.append(("store", node.name,
                                         f"{ref} = {store_code(value, value.dtype)};",
@@ -531,27 +535,28 @@ class CppKernel:
             for name in sorted(local):
                 out.append(f"{ind}{CTYPES[self.graph.dtype_of(name)]} {name}_row"
                            f"[{math.prod(self.inner)}];")
-        for body in self.bodies:
-            if body.lines or body.after:
-                out += self._body_source(body, removed, local, ind,
-                                         parallel and not self.outer)
+        bodies = [(b, [_resolve(x, removed, local) for x in b.lines],
+                   [_resolve(x, removed, local) for x in b.after]) for b in self.bodies]
+        bodies = _drop_unused([(b, [ln for ln in lines if ln], [ln for ln in after if ln])
+                               for b, lines, after in bodies])
+        for body, lines, after in bodies:
+            if lines or after:
+                out += self._body_source(body, lines, after, ind, parallel and not self.outer)
         if self.outer:
             out.append(ind[4:] + "}")
         out.append("}")
         return "\n".join(out)
 
-    def _body_source(self, body, removed, local, ind, parallel_inner):
+    def _body_source(self, body, lines, after, ind, parallel_inner):
         out = []
         clauses = []
         for acc, ctype, init, omp_op, nan_flag in body.accumulators:
             out.append(f"{ind}{ctype} {acc} = {init};")
             clauses.append(f"reduction({omp_op}:{acc})")
             if nan_flag:
-                out.append(f"{ind}bool {nan_flag} = false;")
+                out.append(f"{ind}int {nan_flag} = 0;  /* an int: a bool flag stops gcc vectorising */")
                 clauses.append(f"reduction(|:{nan_flag})")
         red = (" " + " ".join(clauses)) if clauses else ""
-        lines = _drop_unused([ln for ln in (_resolve(x, removed, local) for x in body.lines)
-                              if ln], [ln for ln in body.after if isinstance(ln, str)])
         if not self.inner or not body.loop:
             out += [ind + ln for ln in lines]
         else:
@@ -566,23 +571,24 @@ class CppKernel:
             out.append(ind + "{")
             out += [ind + "    " + ln for ln in lines]
             out.append(ind + "}")
-        out += [ind + ln for ln in (_resolve(x, removed, local) for x in body.after) if ln]
+        out += [ind + ln for ln in after]
         return out
 
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")
 
 
-def _drop_unused(lines, after):
-    """Lines without the locals nothing reads (values only a dropped store used)."""
+def _drop_unused(bodies):
+    """``bodies`` without the locals nothing reads (values only a dropped store used); the
+    locals of one body may be read by later ones (outer-only values)."""
     while True:
-        text = "\n".join(lines + after)
+        text = "\n".join(ln for _, lines, after in bodies for ln in lines + after)
         uses = collections.Counter(re.findall(r"\btmp\d+\b", text))
-        keep = [ln for ln in lines
-                if not (m := _DECL.match(ln)) or uses[m.group(1)] > 1]
-        if len(keep) == len(lines):
-            return lines
-        lines = keep
+        kept = [(b, [ln for ln in lines if not (m := _DECL.match(ln)) or uses[m.group(1)] > 1],
+                 after) for b, lines, after in bodies]
+        if sum(len(k[1]) for k in kept) == sum(len(b[1]) for b in bodies):
+            return kept
+        bodies = kept
 
 
 def _resolve(line, removed, local):
