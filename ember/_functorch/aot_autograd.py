@@ -278,6 +278,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     joint = joint_module
     primals, tangents = _placeholders(joint)
     fwd_outs, bwd_outs = _split_outputs(joint, num_fwd_outputs)
+    fwd_out_nodes = {o for o in fwd_outs if isinstance(o, Node)}
     required_fw = _ancestors(fwd_outs) | set(primals)
     required_bw = set()
     for n in joint.graph.nodes:
@@ -311,8 +312,9 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
                 (_ban_recompute(n) and n.op == "call_function"):
             edge("source", n.name + "_in", INF)
         w = _nbytes(n)
-        if w is not None and n.op != "placeholder":
-            # a graph input is in memory anyway: on a tie, save it rather than a new value
+        if w is not None and n.op != "placeholder" and n not in fwd_out_nodes:
+            # graph inputs and forward outputs are in memory anyway: on a tie, save one of
+            # them rather than a new value
             w += w // 10
         edge(n.name + "_in", n.name + "_out", INF if w is None else min(w, INF - 1))
         for u in n.users:
