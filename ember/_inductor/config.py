@@ -6,7 +6,7 @@ threads = None
 # most nodes one fused kernel may hold
 max_fusion_size = 64
 # a kernel runs its outer loop on several threads when it touches at least this many elements
-parallel_threshold = 32768
+parallel_threshold = 262144
 # a pointwise value read by up to inline_max_users consumers is recomputed in each of them
 # when it costs at most inline_max_ops ops per element, instead of being stored
 inline_max_users = 4

@@ -3,9 +3,13 @@
 It is the Core ATen table plus decompositions of core ops that a loop-level compiler would
 rather see as pointwise ops and reductions, so that its lowerings fuse them: softmax and
 log_softmax (amax, exp, sum), layer and group norm forward and backward (mean, var, rsqrt,
-sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where), var.dim, index_select (index),
-and the backward of embedding and max_pool2d (an accumulating index_put, scatter_add). The
-functions live in ``ember._decomp.decompositions``, registered under PyTorch's names.
+sums), gelu (erf or tanh), elu/leaky_relu/hardtanh (where) and var.dim. The functions live
+in ``ember._decomp.decompositions``, registered under PyTorch's names.
+
+PyTorch's table also decomposes index_select and the backward of embedding and max_pool2d
+into indexing ops (index, an accumulating index_put, scatter_add); ember's Inductor has no
+lowering for indexing yet, so those would only trade one eager kernel for several: they stay
+whole and run as fallbacks.
 """
 from .. import ops
 from .._decomp import core_aten_decompositions, get_decompositions
@@ -24,13 +28,10 @@ inductor_decompositions = get_decompositions([
     aten.native_layer_norm_backward,
     aten.native_group_norm,
     aten.native_group_norm_backward,
-    aten.embedding_dense_backward,
     aten.elu,
     aten.leaky_relu,
     aten.hardtanh,
     aten.var.dim,
-    aten.index_select,
-    aten.max_pool2d_with_indices_backward,
 ])
 
 decompositions = {**core_aten_decompositions(), **inductor_decompositions}
