@@ -176,7 +176,7 @@ def test_softmax_and_layer_norm_fuse_into_one_kernel_each():
 def test_pointwise_chain_is_one_named_kernel_and_intermediates_stay_in_registers():
     rec = Recorder()
     f = lambda x: ember.exp(ember.relu(ember.sin(x) * 2 + 1))  # noqa: E731
-    x = ember.randn(100000)
+    x = ember.randn(config.parallel_threshold)
     assert_same(ember.compile(f, backend=rec.backend())(x), f(x), rtol=2e-6)
     g = rec.graphs[0]
     assert "static void cpp_fused_add_exp_mul_relu_sin_0(" in g.c_source_code
