@@ -31,13 +31,18 @@ ops = _OpsProxy()
 
 
 @contextlib.contextmanager
-def set_ops_handler(handler):
-    prior = getattr(_state, "handler", None)
-    _state.handler = handler
+def _installed(slot, value):
+    prior = getattr(_state, slot, None)
+    setattr(_state, slot, value)
     try:
-        yield handler
+        yield value
     finally:
-        _state.handler = prior
+        setattr(_state, slot, prior)
+
+
+def set_ops_handler(handler):
+    """``with set_ops_handler(h):`` ``ops.*`` calls go to ``h`` on this thread."""
+    return _installed("handler", handler)
 
 
 class _GraphSlot:
@@ -55,11 +60,6 @@ class _GraphSlot:
 V = _GraphSlot()
 
 
-@contextlib.contextmanager
 def set_graph_handler(graph):
-    prior = getattr(_state, "graph", None)
-    _state.graph = graph
-    try:
-        yield graph
-    finally:
-        _state.graph = prior
+    """``with set_graph_handler(g):`` ``V.graph`` is ``g`` on this thread."""
+    return _installed("graph", graph)

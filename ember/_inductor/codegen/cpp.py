@@ -111,6 +111,12 @@ def _fn(name, dtype):
     return name + ("" if dtype == ember.float64 else "f")
 
 
+def _float_only(a, op):
+    # the integer forms need Python's rounding and a division-by-zero error: the eager kernel
+    if not _is_float(a.dtype):
+        raise NotImplementedError(f"integer {op} runs eagerly")
+
+
 def load_code(ref, dtype):
     return _LOAD[dtype].format(ref) if dtype in _LOAD else ref
 
@@ -223,23 +229,19 @@ class CppOverrides:
         return self.kernel.cse(f"{_fn(name, dtype)}({', '.join(map(str, args))})", dtype)
 
     def pow(self, a, b):
-        if not _is_float(a.dtype):
-            raise NotImplementedError("integer pow runs eagerly")
+        _float_only(a, "pow")
         return self._call("pow", a, b)
 
     def remainder(self, a, b):
-        if not _is_float(a.dtype):
-            raise NotImplementedError("integer remainder runs eagerly")
+        _float_only(a, "remainder")
         return self.kernel.cse(f"{_fn('ember_remainder', a.dtype)}({a}, {b})", a.dtype)
 
     def fmod(self, a, b):
-        if not _is_float(a.dtype):
-            raise NotImplementedError("integer fmod runs eagerly")
+        _float_only(a, "fmod")
         return self._call("fmod", a, b)
 
     def floordiv(self, a, b):
-        if not _is_float(a.dtype):
-            raise NotImplementedError("integer floor_divide runs eagerly")
+        _float_only(a, "floor_divide")
         return self.kernel.cse(f"{_fn('floor', a.dtype)}({a} / {b})", a.dtype)
 
     def maximum(self, a, b):
@@ -330,10 +332,9 @@ class _Scratch:
 
 def can_codegen(loops, dtype_of):
     """Whether C can be written for ``loops`` (e.g. integer ``pow`` cannot: it runs eagerly)."""
-    from ..virtualized import set_ops_handler as _set
     idx = ir.index_vars("x", loops.ranges)
     try:
-        with _set(CppOverrides(_Scratch(dtype_of))):
+        with set_ops_handler(CppOverrides(_Scratch(dtype_of))):
             if isinstance(loops, ir.Reduction):
                 loops.inner_fn(idx, ir.index_vars("r", loops.reduction_ranges))
             else:
@@ -382,7 +383,6 @@ class CppKernel:
         self.xs, self.rs = loop_vars(self.outer, self.inner)
         self.bodies = [_Body()]
         self.memory_loads = {}      # buffer -> set of indices loaded from memory
-        self.stores = {}            # buffer -> index stored at
         self.reduction_vars = {}    # buffer -> (index, accumulator) for finished reductions
         self.produced = {n.name for n in self.nodes}
         # values of outer-only nodes: locals of the outer loop, visible to every later body
@@ -447,7 +447,6 @@ class CppKernel:
             self.bodies.append(_Body(loop))
         idx, ridx = node_index(node, self.xs, self.rs)
         store = store_index(node, self.xs, self.rs)
-        self.stores[node.name] = store
         with set_ops_handler(self.handler):
             if isinstance(data, ir.Reduction):
                 value = data.inner_fn(idx, ridx)
@@ -554,7 +553,8 @@ class CppKernel:
             out.append(f"{ind}{ctype} {acc} = {init};")
             clauses.append(f"reduction({omp_op}:{acc})")
             if nan_flag:
-                out.append(f"{ind}int {nan_flag} = 0;  /* an int: a bool flag stops gcc vectorising */")
+                # an int: with a bool flag gcc does not vectorise the loop
+                out.append(f"{ind}int {nan_flag} = 0;")
                 clauses.append(f"reduction(|:{nan_flag})")
         red = (" " + " ".join(clauses)) if clauses else ""
         if not self.inner or not body.loop:
