@@ -306,3 +306,26 @@ def test_debug_writes_the_scheduled_ir(tmp_path, monkeypatch):
     text = ir_file.read_text()
     assert "aten.mm.default" in text and "kernel: outer [4] x inner [6]" in text
     assert "max over [6]" in text and "sum over [6]" in text
+
+
+def test_embedding_and_gather_load_through_indices_and_check_them():
+    rec = Recorder()
+    F = ember.nn.functional
+    w = ember.randn(10, 4)
+    i = ember.tensor([[1, 2, 9], [0, 0, 3]])
+    x = ember.randn(5, 7)
+    idx = ember.randint(0, 7, (5, 3))
+
+    def f(w, i, x, idx):
+        return F.embedding(i, w) * 2, x.gather(1, idx).exp()
+    compiled = ember.compile(f, backend=rec.backend())
+    for o, r in zip(compiled(w, i, x, idx), f(w, i, x, idx)):
+        assert_same(o, r, rtol=2e-6)
+    assert not rec.graphs[0].fallbacks
+    # out-of-range indices raise as the eager ops do, before any kernel reads through them
+    with pytest.raises(IndexError, match="index out of range in self"):
+        compiled(w, ember.tensor([[1, 12, 0], [0, 0, 0]]), x, idx)
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 7"):
+        compiled(w, i, x, ember.full((5, 3), 7))
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds"):
+        compiled(w, i, x, ember.full((5, 3), -1))

@@ -324,6 +324,10 @@ class _LoadRecorder:
         self.ops += 1
         return _Value(a.dtype)
 
+    def indirect_indexing(self, value):
+        self.ops += 1
+        return sympy.Symbol(f"indirect{self.ops}", integer=True)
+
     def __getattr__(self, name):
         def op(first, *rest):
             self.ops += 1
@@ -343,7 +347,10 @@ class _Fingerprint:
     def __getattr__(self, name):
         def op(*args):
             out = getattr(self.types, name)(*args)
-            out.name = f"v{len(self.lines)}"
-            self.lines.append(f"{out.name}={name}({', '.join(map(str, args))})")
+            token = f"v{len(self.lines)}"
+            self.lines.append(f"{token}={name}({', '.join(map(str, args))})")
+            if isinstance(out, sympy.Symbol):  # an index read from a tensor
+                return sympy.Symbol(token, integer=True)
+            out.name = token
             return out
         return op

@@ -428,3 +428,41 @@ def _var_mean_lower(x, dim=None, unbiased=None, keepdim=False, *, correction=Non
         dim, unbiased = None, dim
     return _var(x, _dims(x, dim), _correction(correction, unbiased), keepdim,
                 _out_val()[0].dtype)
+
+
+# -- indexing ---------------------------------------------------------------------------------------
+def _index_input(index, size, op, dim=0):
+    """``index`` in memory, with the wrapper told to check it lies in ``[0, size)`` before
+    the kernels load through it."""
+    index = V.graph.realize(index)
+    V.graph.add_bounds_check(index, size, op, dim)
+    return index.make_loader()
+
+
+@register_lowering(aten.embedding.default)
+def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # padding_idx and scale_grad_by_freq only change the backward
+    val = _out_val()
+    load_w = weight.make_loader()
+    load_i = _index_input(indices, weight.get_size()[0], "embedding")
+
+    def inner(idx):
+        row = ops.indirect_indexing(load_i(idx[:-1]))
+        return load_w([row, idx[-1]])
+    return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((weight,)))
+
+
+@register_lowering(aten.gather.default)
+def _gather(x, dim, index, *, sparse_grad=False):
+    val = _out_val()
+    size = x.get_size()
+    if not size:
+        raise NotImplementedError("gather of a 0-dim tensor")
+    dim = dim % len(size)
+    load_x = x.make_loader()
+    load_i = _index_input(index, size[dim], "gather", dim)
+
+    def inner(idx):
+        picked = ops.indirect_indexing(load_i(idx))
+        return load_x([picked if d == dim else i for d, i in enumerate(idx)])
+    return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((x,)))

@@ -160,6 +160,12 @@ class CppOverrides:
     def constant(self, value, dtype):
         return self.kernel.cse(constant_code(value, dtype), dtype)
 
+    def indirect_indexing(self, x):
+        """An index read from a tensor, for use in load indices: a C local named like the
+        sympy symbol returned (the wrapper checked its bounds before the kernel runs)."""
+        var = self.kernel.cse(f"(int64_t)({x})", ember.int64)
+        return sympy.Symbol(var.name, integer=True)
+
     def index_expr(self, expr, dtype):
         return self.kernel.cse(f"({CTYPES[dtype]})({index_code(expr)})", dtype)
 
@@ -328,6 +334,9 @@ class _Scratch:
 
     def load(self, name, index):
         return CSEVar("t", self.dtype_of(name))
+
+    def indirect_indexing(self, x):
+        return sympy.Symbol("t", integer=True)
 
 
 def can_codegen(loops, dtype_of):

@@ -105,8 +105,14 @@ class WrapperCodeGen:
         path = "".join(f"[{i}]" for i in buf.index)
         self.emit(f"{buf.name} = {buf.parent.name}{path}", uses=[buf.parent.name], defines=buf.name)
 
+    def codegen_bounds_checks(self, name):
+        for size, op, dim in self.graph.bounds_checks.get(name, ()):
+            self.emit(f"check_bounds({name}, {size}, {op!r}, {dim})", uses=[name])
+
     def generate(self):
         g = self.graph
+        for name in g.graph_input_names:
+            self.codegen_bounds_checks(name)
         k = 0
         for group in self.scheduler.groups:
             if isinstance(group, FusedKernel):
@@ -116,6 +122,9 @@ class WrapperCodeGen:
                 self.codegen_multi_output(group)
             else:
                 self.codegen_fallback(group)
+            produced = group.nodes if isinstance(group, FusedKernel) else [group]
+            for n in produced:
+                self.codegen_bounds_checks(n.name)
         outs = [self.arg(o) for o in g.graph_outputs]
         out_names = self._names(list(g.graph_outputs))
         body = [f"    {', '.join(g.graph_input_names)}{',' if len(g.graph_input_names) == 1 else ''}"
@@ -130,6 +139,7 @@ class WrapperCodeGen:
             "# constN are the non-literal arguments (dtypes, devices) of the eager calls.",
             "import ember",
             "from ember import as_strided, empty_strided",
+            "from ember._inductor.runtime import check_bounds",
             "",
             "aten = ember.ops.aten",
             "",
