@@ -308,11 +308,13 @@ def _load_module(module_name, path):
     different graphs may share a name, and CPython keeps extension modules apart by file path.
     (CPython itself enters a single-phase-init module, one made by ``PyModule_Create``, into
     ``sys.modules`` under its name; that entry is put back as it was.)"""
-    # OpenMP threads that spin after a kernel (libgomp's default) take the core OpenBLAS's
-    # threads or the next kernel's team need: on a machine with few cores a 10 us kernel then
-    # waits for a scheduler slice (measured: 3-4 ms per call in a training loop). libgomp reads
-    # this when the first kernel module loads it; a setting of the user's wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP threads spin for a while after a kernel before they sleep; spinning long takes
+    # the core OpenBLAS's threads and the eager ops need (examples/train_digits.py --compile on
+    # 2 cores: 14 s with OMP_WAIT_POLICY=ACTIVE, 5-6 s with a short spin), not spinning at all
+    # makes back-to-back kernels wait for a wake-up. A short spin it is, unless the user chose;
+    # libgomp reads it when the first kernel module loads the library.
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = "30000"
     missing = object()
     previous = sys.modules.get(module_name, missing)
     loader = importlib.machinery.ExtensionFileLoader(module_name, path)
