@@ -329,3 +329,18 @@ def test_embedding_and_gather_load_through_indices_and_check_them():
         compiled(w, i, x, ember.full((5, 3), 7))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds"):
         compiled(w, i, x, ember.full((5, 3), -1))
+
+
+def test_computed_indices_are_stored_and_checked_before_their_reader():
+    rec = Recorder()
+    x = ember.randn(6, 9)
+    logits = ember.randn(6, 9)
+
+    def f(x, logits):
+        # indices computed in the graph: a buffer the wrapper checks before the gather runs
+        idx = (logits.abs() * 3).long().clamp(max=8)
+        return x.gather(1, idx).sum(1)
+    out = ember.compile(f, backend=rec.backend())(x, logits)
+    assert_same(out, f(x, logits), rtol=2e-6)
+    src = rec.graphs[0].source_code
+    assert src.index("check_bounds(") < src.rindex("kernels.")

@@ -96,8 +96,12 @@ class FusedKernel:
             return self.outer, self.inner
         return None
 
-    def can_fuse(self, node):
+    def can_fuse(self, node, checked=()):
+        """Whether ``node`` may join; ``checked`` are the index buffers the wrapper checks for
+        bounds between kernels (their readers must run in a later kernel)."""
         if len(self.nodes) >= config.max_fusion_size:
+            return False
+        if self.names & checked & node.reads():
             return False
         shape = self.fit(node)
         if shape is None:
@@ -126,6 +130,7 @@ class Scheduler:
     def __init__(self, graph):
         self.graph = graph
         self.groups = []
+        self.checked = set(graph.bounds_checks)
         where = {}  # buffer name -> index of the group producing it
         barrier = 0  # no node moves above a fallback that mutates its inputs
         for buf in graph.buffers:
@@ -150,7 +155,7 @@ class Scheduler:
         """The latest kernel at or after group ``first`` that ``buf`` fuses into."""
         for i in range(len(self.groups) - 1, first - 1, -1):
             g = self.groups[i]
-            if isinstance(g, FusedKernel) and g.can_fuse(buf):
+            if isinstance(g, FusedKernel) and g.can_fuse(buf, self.checked):
                 return i
         return None
 
@@ -165,6 +170,8 @@ class Scheduler:
         for out in self.graph.graph_outputs:
             if isinstance(out, (ir.Buffer, ir.ReinterpretView)):
                 users.setdefault(out.get_name(), set()).add("output")
+        for name in self.checked:  # the wrapper reads them: they stay in memory
+            users.setdefault(name, set()).add("bounds check")
         return users
 
     def describe(self):
