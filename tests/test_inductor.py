@@ -344,3 +344,22 @@ def test_computed_indices_are_stored_and_checked_before_their_reader():
     assert_same(out, f(x, logits), rtol=2e-6)
     src = rec.graphs[0].source_code
     assert src.index("check_bounds(") < src.rindex("kernels.")
+
+
+def test_options_reach_the_config_and_unknown_ones_raise(caplog):
+    f = lambda x: (x.sin(), x.cos(), x.exp())  # noqa: E731  (one kernel by default)
+    x = ember.randn(16)
+    ember._logging.set_logs(output_code=True)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="ember._inductor.__output_code"):
+            out = ember.compile(f, options={"max_fusion_size": 1})(x)
+    finally:
+        ember._logging.set_logs()
+    for o, r in zip(out, f(x)):
+        assert_same(o, r, rtol=2e-6)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert text.count("\nstatic void cpp_fused_") == 3  # one node per kernel
+    with pytest.raises(RuntimeError, match="Unexpected optimization option no_such_option"):
+        ember.compile(f, options={"no_such_option": 1})(x)
+    with pytest.warns(UserWarning, match="max-autotune"):
+        ember.compile(lambda t: t.cos(), mode="max-autotune")(x)

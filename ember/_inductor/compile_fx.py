@@ -101,11 +101,12 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
 
 def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
     """``ember.compile(backend="inductor")``: AOTAutograd with Inductor's decompositions,
-    every graph compiled by :func:`compile_fx_inner`."""
+    every graph compiled by :func:`compile_fx_inner`. ``ember.compile``'s ``options=`` arrive
+    as keyword arguments (``config`` names)."""
     from .._functorch.aot_autograd import aot_module_simplified, \
         min_cut_rematerialization_partition
     from .decomposition import select_decomp_table
-    with config.patch(_options(mode, options)):
+    with config.patch(_options(mode, {**(options or {}), **kwargs})):
         settings = config.snapshot()
 
     def inner(gm, inputs):
