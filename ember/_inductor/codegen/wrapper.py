@@ -80,13 +80,13 @@ class WrapperCodeGen:
         private = {n.name for n in fused.nodes if users.get(n.name, set()) <= {id(fused)}}
         removed = {name for name in private if name not in kernel.memory_loads}
         local = (private - removed) & kernel.row_local_candidates()
-        produced = [n.name for n in fused.nodes if n.name not in private or
-                    (n.name not in removed and n.name not in local)]
+        produced = [n.name for n in fused.nodes if n.name not in removed | local]
         inputs = [name for name in kernel.memory_loads if name not in fused.names]
         args = [(name, False) for name in inputs] + [(name, True) for name in produced]
         comment = "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel)
         src = kernel.source(args, removed, local, comment)
-        self.kernels.append((kname, src, len(args), [STORAGE_CTYPES[self.graph.dtype_of(a)] for a, _ in args]))
+        ctypes = [STORAGE_CTYPES[self.graph.dtype_of(a)] for a, _ in args]
+        self.kernels.append((kname, src, len(args), ctypes))
         for n in fused.nodes:
             if n.name in produced:
                 lay = n.layout
