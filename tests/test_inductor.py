@@ -346,7 +346,8 @@ def test_computed_indices_are_stored_and_checked_before_their_reader():
     assert src.index("check_bounds(") < src.rindex("kernels.")
 
 
-def test_options_reach_the_config_and_unknown_ones_raise(caplog):
+def test_options_reach_the_config_and_unknown_ones_raise(caplog, monkeypatch):
+    monkeypatch.setattr(compile_fx, "_warned_modes", set())  # the mode warning comes once
     f = lambda x: (x.sin(), x.cos(), x.exp())  # noqa: E731  (one kernel by default)
     x = ember.randn(16)
     ember._logging.set_logs(output_code=True)
