@@ -13,6 +13,7 @@ import operator
 
 import ember
 
+from .._core.strides import contiguous_strides
 from . import config, ir
 from .codegen.cpp import can_codegen
 from .exc import LoweringException, record_missing_op
@@ -78,7 +79,7 @@ class GraphLowering:
         if not isinstance(x, ir.Loops):
             return x
         size = x.get_size()
-        layout = ir.Layout(size, stride if stride is not None else ir.contiguous_strides(size),
+        layout = ir.Layout(size, stride if stride is not None else contiguous_strides(size),
                            x.get_dtype())
         # a value computed again (var's mean and mean's: var_mean decomposes into both) is
         # the buffer that already holds it

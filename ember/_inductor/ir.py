@@ -23,22 +23,13 @@ import ember
 from .virtualized import ops
 
 __all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
-           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars",
-           "contiguous_strides"]
+           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars"]
 
 
 def index_vars(prefix, sizes):
     """One non-negative integer sympy symbol per loop dimension (``x0, x1...``)."""
     return [sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
             for i in range(len(sizes))]
-
-
-def contiguous_strides(size):
-    strides, acc = [], 1
-    for n in reversed(size):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 class Layout:
@@ -57,24 +48,8 @@ class Layout:
         return self.offset + sum((i * s for i, s, n in zip(idx, self.stride, self.size) if n != 1),
                                  sympy.Integer(0))
 
-    def numel(self):
-        return prod(self.size)
-
-    def storage_extent(self):
-        """Elements of storage the layout touches (0 for an empty one)."""
-        if 0 in self.size:
-            return 0
-        return self.offset + 1 + sum((n - 1) * s for n, s in zip(self.size, self.stride))
-
     def __repr__(self):
         return f"Layout({list(self.size)}, {list(self.stride)}, {self.dtype}, offset={self.offset})"
-
-
-def prod(xs):
-    out = 1
-    for x in xs:
-        out *= x
-    return out
 
 
 class IRNode:

@@ -21,6 +21,7 @@ import sympy
 
 import ember
 
+from ..._core.strides import contiguous_strides
 from .. import config, ir
 from ..scheduler import is_outer_only, loop_vars, node_index, store_index
 from ..virtualized import set_ops_handler
@@ -441,7 +442,7 @@ class CppKernel:
 
     def _row_ref(self, name):
         # the row-local copy is indexed by the inner loop variables alone
-        linear = sum((r * s for r, s in zip(self.rs, ir.contiguous_strides(self.inner))),
+        linear = sum((r * s for r, s in zip(self.rs, contiguous_strides(self.inner))),
                      sympy.Integer(0))
         return f"{name}_row[{index_code(linear)}]"
 
