@@ -249,45 +249,43 @@ def _large(ufunc, x, y):
     return ufunc(x, y)
 
 
+def _same_dtype_binary(ufunc, self, other, bool_ok=True):
+    """``ufunc(self, other)`` wrapped, when ``other`` is a tensor of ``self``'s dtype (not bool
+    unless ``bool_ok``) or a Python number NumPy converts exactly; otherwise None and the caller
+    takes the general path."""
+    # nd() inlined (self is a tensor here; its cached array is almost always there)
+    x = self._np
+    if x is None:
+        x = self._nd()
+    try:
+        if getattr(other, "_dtype", None) is self._dtype and (bool_ok or self._dtype is not D.bool_):
+            y = other._np
+            if y is None:
+                y = other._nd()
+        elif _number_fast(self, other):
+            y = other
+        else:
+            return None
+        return wrap(ufunc(x, y) if x.nbytes < _BIG else _large(ufunc, x, y))
+    except ValueError as e:
+        _broadcast_error((self, other), e)
+    except RuntimeWarning:  # see _FP_WARNING
+        return None
+
+
 def add_Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1:
-        # nd() inlined (self is a tensor here; its cached array is almost always there)
-        x = self._np
-        if x is None:
-            x = self._nd()
-        try:
-            if getattr(other, "_dtype", None) is self._dtype:
-                y = other._np
-                if y is None:
-                    y = other._nd()
-                return wrap(np.add(x, y) if x.nbytes < _BIG else _large(np.add, x, y))
-            if _number_fast(self, other):
-                return wrap(np.add(x, other) if x.nbytes < _BIG else _large(np.add, x, other))
-        except ValueError as e:
-            _broadcast_error((self, other), e)
-        except RuntimeWarning:  # see _FP_WARNING
-            pass
+        out = _same_dtype_binary(np.add, self, other)
+        if out is not None:
+            return out
     return wrap(evaluate("add", self, other, alpha=alpha)[0])
 
 
 def sub_Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1:
-        x = self._np
-        if x is None:
-            x = self._nd()
-        try:
-            if getattr(other, "_dtype", None) is self._dtype and self._dtype is not D.bool_:
-                y = other._np
-                if y is None:
-                    y = other._nd()
-                return wrap(np.subtract(x, y) if x.nbytes < _BIG else _large(np.subtract, x, y))
-            if _number_fast(self, other):
-                return wrap(np.subtract(x, other) if x.nbytes < _BIG
-                            else _large(np.subtract, x, other))
-        except ValueError as e:
-            _broadcast_error((self, other), e)
-        except RuntimeWarning:  # see _FP_WARNING
-            pass
+        out = _same_dtype_binary(np.subtract, self, other, bool_ok=False)
+        if out is not None:
+            return out
     return wrap(evaluate("sub", self, other, alpha=alpha)[0])
 
 
@@ -296,22 +294,9 @@ def rsub_Tensor(self, other, alpha=1):
 
 
 def mul_Tensor(self, other):
-    x = self._np
-    if x is None:
-        x = self._nd()
-    try:
-        if getattr(other, "_dtype", None) is self._dtype:
-            y = other._np
-            if y is None:
-                y = other._nd()
-            return wrap(np.multiply(x, y) if x.nbytes < _BIG else _large(np.multiply, x, y))
-        if _number_fast(self, other):
-            return wrap(np.multiply(x, other) if x.nbytes < _BIG
-                        else _large(np.multiply, x, other))
-    except ValueError as e:
-        _broadcast_error((self, other), e)
-    except RuntimeWarning:  # see _FP_WARNING
-        pass
+    out = _same_dtype_binary(np.multiply, self, other)
+    if out is not None:
+        return out
     return wrap(evaluate("mul", self, other)[0])
 
 
