@@ -26,7 +26,7 @@ graph is functional.
 """
 import operator
 
-from .._ops.overload import OpOverload
+from .._ops.overload import OpOverload, ops
 from .._tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
@@ -36,10 +36,7 @@ from ..utils._python_dispatch import _disable_current_modes
 
 __all__ = ["functionalize", "functionalize_graph", "FunctionalizationInfo"]
 
-
-def _aten():
-    from .. import ops
-    return ops.aten
+aten = ops.aten  # ops resolve when called
 
 
 class _Step:
@@ -109,7 +106,6 @@ def _copy_variant(func):
     """``view.default`` -> ``view_copy.default`` (None when ember has no copy form)."""
     if func in _copy_variant.memo:
         return _copy_variant.memo[func]
-    aten = _aten()
     name = func._schema.name
     target = {"_unsafe_view": None, "alias": "alias_copy"}.get(name, f"{name}_copy")
     found = None
@@ -220,7 +216,6 @@ class _Functionalizer:
 
     def _scatter(self, step, base, src, base_val):
         """``base`` with the view ``step`` of it replaced by ``src``."""
-        aten = _aten()
         name, args = step.func._schema.name, step.args
         kw = step.kwargs
         if step.index is not None:  # split / unbind / chunk: the index-th piece
@@ -346,7 +341,6 @@ class _Functionalizer:
     def _mutation(self, node):
         func = node.target
         schema = func._schema
-        aten = _aten()
         names = [a.name for a in schema.arguments]
 
         _missing = object()
@@ -424,7 +418,6 @@ class _Functionalizer:
     def _dense_like(self, value, dval):
         """A fresh copy of ``value`` laid out in ``dval``'s stride order: the destination of a
         ``copy_`` keeps its strides, and later views of it depend on them."""
-        aten = _aten()
         from .. import contiguous_format
         n = len(dval.shape)
         order = sorted(range(n), key=lambda d: (-dval.stride()[d], -dval.shape[d]))
@@ -441,7 +434,6 @@ class _Functionalizer:
     def _batch_norm(self, node):
         """``native_batch_norm(x, w, b, running_mean, running_var, True, momentum, eps)``
         writes the running statistics: rewrite to the stats-free call plus their update."""
-        aten = _aten()
         args = list(node.args) + [None] * (8 - len(node.args))
         x, w, b, rm, rv, training, momentum, eps = args[:8]
         if not training or rm is None or rv is None:
@@ -521,7 +513,6 @@ def functionalize_graph(gm, *, remove="mutations", epilogue=True):
     for o in flat_out:
         a = f.alias.get(o) if isinstance(o, Node) else None
         output_aliases.append(input_groups.get(a.root) if a is not None else None)
-    aten = _aten()
     if epilogue:
         for i in mutated_inputs:
             group = f.groups[f.alias[f.placeholders[i]].root]

@@ -8,6 +8,7 @@ which are batched in turn), ``index``/``index_select`` with batched indices, ``c
 ``new_*`` factories. Each rule is registered on the overloads it names.
 """
 from .._core import strides as _st
+from .._core.device import contiguous_format
 from .batched_tensor import BatchedTensor, _set_value, make_batched
 from .batching import (aten, batch_size, front, inplace_error, level_of, loop_fallback,
                        materialize, pad, rule, wrap, wrap_dim)
@@ -200,14 +201,9 @@ def as_strided_scatter_rule(self, src, size, stride, storage_offset=None):
         perm = [0] + [d + 1 for d in order]
         inv = [perm.index(d) for d in range(len(perm))]
         v = aten.permute.default._call(
-            aten.clone.default._call(aten.permute.default._call(v, perm), _contiguous()), inv)
+            aten.clone.default._call(aten.permute.default._call(v, perm), contiguous_format), inv)
     out = aten.as_strided_scatter.default._call(v, s, (n,) + size, (block,) + stride, offset)
     return make_batched(out, 0, level)
-
-
-def _contiguous():
-    from .._core.device import contiguous_format
-    return contiguous_format
 
 
 def _flat0(self):

@@ -8,6 +8,7 @@ import warnings
 from .._core import overlap as _overlap
 from .._core.promotion import can_cast
 from .._dispatch.keys import DEVICE_TO_BACKEND, bit
+from .._core.tensor_impl import _alias
 
 
 def _overload(qualname):
@@ -35,7 +36,6 @@ def copy_into(dst, src):
 
 
 def _last_written(dst, src):
-    from .._tensor import _alias
     size, d_off, s_off = list(dst._size), dst._offset, src._offset
     for d, (sz, st) in enumerate(zip(dst._size, dst._stride)):
         if st == 0 and sz > 1:

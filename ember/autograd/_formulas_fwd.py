@@ -18,10 +18,7 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "linalg_lu_jvp", "lu_factor_ex_jvp", "linalg_lu_solve_jvp", "lu_unpack_jvp",
            "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp", "householder_product_jvp"]
 
-
-def _E():
-    import ember
-    return ember
+import ember  # noqa: E402  (resolved when a formula runs: ember imports this package)
 
 
 def _dims(dim, ndim):
@@ -46,14 +43,13 @@ def _reduce_jvp(d, t, dim, keepdim, result):
 
 
 def clamp_jvp(self_p, self_t, min_p, min_t, max_p, max_t):
-    E = _E()
     if min_p is not None and max_p is not None:
-        return E.where(min_p > max_p, max_t,
-                       E.where(self_p < min_p, min_t, E.where(self_p > max_p, max_t, self_t)))
+        return ember.where(min_p > max_p, max_t,
+                       ember.where(self_p < min_p, min_t, ember.where(self_p > max_p, max_t, self_t)))
     if min_p is not None:
-        return E.where(self_p > min_p, self_t, min_t)
+        return ember.where(self_p > min_p, self_t, min_t)
     if max_p is not None:
-        return E.where(self_p < max_p, self_t, max_t)
+        return ember.where(self_p < max_p, self_t, max_t)
     return self_t
 
 
@@ -93,20 +89,18 @@ def logsumexp_jvp(self_p, self_t, dim, keepdim):
         return self_t.clone()
     dims = _dims(dim, self_p.dim())
     m = self_p.amax(dims, keepdim=True).detach()
-    m = _E().where(m.isinf(), _E().zeros_like(m), m)
+    m = ember.where(m.isinf(), ember.zeros_like(m), m)
     e = (self_p - m).exp()
     return (e * self_t).sum(dims, keepdim) / e.sum(dims, keepdim)
 
 
 def cat_jvp(tensors, tangents, dim):
-    E = _E()
-    return E.cat([t if t is not None else E.zeros_like(p) for p, t in zip(tensors, tangents)],
+    return ember.cat([t if t is not None else ember.zeros_like(p) for p, t in zip(tensors, tangents)],
                  dim)
 
 
 def stack_jvp(tensors, tangents, dim):
-    E = _E()
-    return E.stack([t if t is not None else E.zeros_like(p) for p, t in zip(tensors, tangents)],
+    return ember.stack([t if t is not None else ember.zeros_like(p) for p, t in zip(tensors, tangents)],
                    dim)
 
 
@@ -173,7 +167,7 @@ def nll_loss_forward_jvp(self_t, target, weight, reduction, ignore_index):
 
 def linalg_vector_norm_jvp(self_p, self_t, ord, result, dim, keepdim):
     from ._formulas_shape import linalg_vector_norm_backward
-    d = linalg_vector_norm_backward(_E().ones_like(result), self_p, ord, result, dim, keepdim)
+    d = linalg_vector_norm_backward(ember.ones_like(result), self_p, ord, result, dim, keepdim)
     return _reduce_jvp(d, self_t, dim, keepdim, result)
 
 
@@ -186,39 +180,36 @@ def norm_jvp(self_p, self_t, p, result, dim=None, keepdim=False):
 def cumprod_jvp(self_t, self_p, result, dim):
     # d cumprod = cumsum(dx / x) * cumprod where x has no zeros; the general case goes through
     # the backward formula's Jacobian-vector product (exact, zeros included)
-    E = _E()
     if bool((self_p == 0).any()):
         from ._formulas_reduction import cumprod_backward
         n = self_p.shape[dim] if self_p.dim() else 1
         cols = []
         for k in range(n):
-            e = E.zeros_like(result)
+            e = ember.zeros_like(result)
             e.select(dim, k).fill_(1) if self_p.dim() else e.fill_(1)
             g = cumprod_backward(e, self_p, dim, result)
             cols.append((g * self_t).sum(dim, keepdim=True) if self_p.dim() else g * self_t)
-        return E.cat(cols, dim) if self_p.dim() else cols[0]
+        return ember.cat(cols, dim) if self_p.dim() else cols[0]
     return (self_t / self_p).cumsum(dim) * result
 
 
 def logcumsumexp_jvp(self_p, self_t, dim):
-    E = _E()
     if self_p.dim() == 0:
         return self_t.clone()
     m = self_p.amax(dim, keepdim=True).detach()
-    m = E.where(m.isinf(), E.zeros_like(m), m)
+    m = ember.where(m.isinf(), ember.zeros_like(m), m)
     e = (self_p - m).exp()
     return (e * self_t).cumsum(dim) / e.cumsum(dim)
 
 
 def convolution_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, stride, padding,
                     dilation, transposed, output_padding, groups):
-    E = _E()
     out = None
     if input_t is not None:
-        out = E.convolution(input_t, weight_p, None, stride, padding, dilation, transposed,
+        out = ember.convolution(input_t, weight_p, None, stride, padding, dilation, transposed,
                             output_padding, groups)
     if weight_t is not None:
-        w = E.convolution(input_p, weight_t, bias_t, stride, padding, dilation, transposed,
+        w = ember.convolution(input_p, weight_t, bias_t, stride, padding, dilation, transposed,
                           output_padding, groups)
         out = w if out is None else out + w
     elif bias_t is not None:
@@ -255,31 +246,28 @@ def group_norm_jvp(input_p, input_t, weight_p, weight_t, bias_p, bias_t, mean, r
 
 def linalg_det_jvp(A_p, A_t, det):
     """d det(A) = det(A) tr(A^-1 dA)."""
-    E = _E()
-    return det * E.linalg.solve(A_p, A_t).diagonal(0, -2, -1).sum(-1)
+    return det * ember.linalg.solve(A_p, A_t).diagonal(0, -2, -1).sum(-1)
 
 
 def linalg_solve_jvp(A_p, A_t, B_t, X, left):
     """A X = B: dX = A^-1 (dB - dA X) (left), X A = B: dX = (dB - X dA) A^-1."""
-    E = _E()
     vector = X.dim() == 1 or (left and X.dim() == A_p.dim() - 1)
     if left:
         if vector:
             r = B_t - (A_t @ X.unsqueeze(-1)).squeeze(-1)
         else:
             r = B_t - A_t @ X
-        return E.linalg.solve(A_p, r, left=True)
-    return E.linalg.solve(A_p, B_t - X @ A_t, left=False)
+        return ember.linalg.solve(A_p, r, left=True)
+    return ember.linalg.solve(A_p, B_t - X @ A_t, left=False)
 
 
 def cholesky_jvp(dA, L, upper):
     """A = L L^H: dL = L phi(L^-1 dA L^-H), phi the lower triangle with the diagonal halved."""
-    E = _E()
     if upper:
         L = L.mH
         dA = dA.mH
-    Linv_dA = E.linalg.solve_triangular(L, dA, upper=False)
-    inner = E.linalg.solve_triangular(L.mH, Linv_dA, upper=True, left=False)
+    Linv_dA = ember.linalg.solve_triangular(L, dA, upper=False)
+    inner = ember.linalg.solve_triangular(L.mH, Linv_dA, upper=True, left=False)
     phi = inner.tril(-1) + 0.5 * inner.diagonal(0, -2, -1).diag_embed()
     dL = L @ phi
     return dL.mH if upper else dL
@@ -298,10 +286,9 @@ def glu_jvp(glu, x, dx, dim):
 
 
 def linalg_solve_triangular_forward_AD(A_t, B_t, A, X, upper, left, unitriangular):
-    E = _E()
     dA = A_t.triu(int(unitriangular)) if upper else A_t.tril(-int(unitriangular))
     r = B_t - (dA @ X if left else X @ dA)
-    return E.linalg.solve_triangular(A, r, upper=upper, left=left, unitriangular=unitriangular)
+    return ember.linalg.solve_triangular(A, r, upper=upper, left=left, unitriangular=unitriangular)
 
 
 def _chol_dA(L, dL, upper):
@@ -310,8 +297,7 @@ def _chol_dA(L, dL, upper):
 
 def cholesky_solve_jvp(X, U, dU, dB, upper):
     """X = (L L^H)^-1 B: dX = A^-1 (dB - dA X)."""
-    E = _E()
-    return E.cholesky_solve(dB - _chol_dA(U, dU, upper) @ X, U, upper=upper)
+    return ember.cholesky_solve(dB - _chol_dA(U, dU, upper) @ X, U, upper=upper)
 
 
 def cholesky_inverse_jvp(F, dF, X, upper):
@@ -322,11 +308,10 @@ def cholesky_inverse_jvp(F, dF, X, upper):
 
 def slogdet_jvp(A, dA, sign):
     """d log|det A| = Re tr(A^-1 dA); d sign = sign * i Im tr(A^-1 dA) (zero for real A)."""
-    E = _E()
-    tr = E.linalg.solve(A, dA).diagonal(0, -2, -1).sum(-1)
+    tr = ember.linalg.solve(A, dA).diagonal(0, -2, -1).sum(-1)
     if A.is_complex():
         return sign * (1j * tr.imag), tr.real
-    return E.zeros_like(sign), tr
+    return ember.zeros_like(sign), tr
 
 
 def linalg_svd_jvp(dA, A, U, S, Vh, full_matrices, compute_uv):
@@ -350,7 +335,7 @@ def linalg_svd_jvp(dA, A, U, S, Vh, full_matrices, compute_uv):
     dP = dP - dS.diag_embed().to(dP.dtype)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
-    E = E + _E().eye(k, dtype=E.dtype)  # ones on the diagonal: no division by zero there
+    E = E + ember.eye(k, dtype=E.dtype)  # ones on the diagonal: no division by zero there
 
     def sym(X):
         return X + X.mH
@@ -365,7 +350,7 @@ def linalg_svd_jvp(dA, A, U, S, Vh, full_matrices, compute_uv):
         if full_matrices:
             shape = list(dU.shape)
             shape[-1] = m - n
-            dU = _E().cat([dU, dU.new_zeros(shape)], -1)
+            dU = ember.cat([dU, dU.new_zeros(shape)], -1)
     dVh = -sym(dP * S.unsqueeze(-1)) / E
     if is_complex:
         dVh = dVh + diagdP2S.diag_embed()
@@ -376,7 +361,7 @@ def linalg_svd_jvp(dA, A, U, S, Vh, full_matrices, compute_uv):
         if full_matrices:
             shape = list(dVh.shape)
             shape[-2] = n - m
-            dVh = _E().cat([dVh, dVh.new_zeros(shape)], -2)
+            dVh = ember.cat([dVh, dVh.new_zeros(shape)], -2)
     return dU, dS, dVh
 
 
@@ -393,7 +378,7 @@ def linalg_eigh_jvp(dA, A, L, V, UPLO, compute_v):
         return dL, None
     n = L.shape[-1]
     E = L.unsqueeze(-2) - L.unsqueeze(-1)
-    eye = _E().eye(n, dtype=E.dtype)
+    eye = ember.eye(n, dtype=E.dtype)
     ratio = (dP / (E + eye).to(dP.dtype)) * (1 - eye).to(dP.dtype)
     return dL, V @ ratio
 
@@ -413,11 +398,10 @@ def pinv_jvp(A, pinvA, dA):
 def scatter_reduce_jvp(self_p, self_t, dim, index, src_p, src_t, reduce, include_self, result):
     """sum/mean are linear; amax/amin average the tangents of the elements equal to the result
     (PyTorch's even distribution); prod is result * sum(dx / x) (inputs without zeros)."""
-    E = _E()
     if reduce in ("sum", "mean"):
         return self_t.scatter_reduce(dim, index, src_t, reduce, include_self=include_self)
-    zeros = E.zeros_like(self_t)
-    touched = E.zeros_like(self_p).scatter_add(dim, index, E.ones_like(src_p)) > 0
+    zeros = ember.zeros_like(self_t)
+    touched = ember.zeros_like(self_p).scatter_add(dim, index, ember.ones_like(src_p)) > 0
     if reduce in ("amax", "amin"):
         src_mask = (src_p == result.gather(dim, index)).to(self_t.dtype)
         self_mask = (self_p == result).to(self_t.dtype)
@@ -432,7 +416,7 @@ def scatter_reduce_jvp(self_p, self_t, dim, index, src_p, src_t, reduce, include
                                       " (ember: prod with zero inputs)")
         self_part = self_t / self_p
         if not include_self:
-            self_part = E.where(touched, E.zeros_like(self_part), self_part)
+            self_part = ember.where(touched, ember.zeros_like(self_part), self_part)
         return result * (self_part + zeros.scatter_add(dim, index, src_t / src_p))
     raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                        f"{reduce}")
@@ -441,14 +425,13 @@ def scatter_reduce_jvp(self_p, self_t, dim, index, src_p, src_t, reduce, include
 def _lu_dx(dA, P, L, U):
     """A = P L U (square): L^-1 P^T dA U^-1, whose strict lower part is L^-1 dL and upper part
     dU U^-1."""
-    E = _E()
     if A_shape_square(L, U) is False:
         from ._forward import NOT_SUPPORTED
         raise NotImplementedError(NOT_SUPPORTED.format("linalg_lu") +
                                   " (ember: rectangular LU)")
     PtdA = P.mT.to(dA.dtype) @ dA
-    left = E.linalg.solve_triangular(L, PtdA, upper=False, unitriangular=True)
-    return E.linalg.solve_triangular(U, left, upper=True, left=False)
+    left = ember.linalg.solve_triangular(L, PtdA, upper=False, unitriangular=True)
+    return ember.linalg.solve_triangular(U, left, upper=True, left=False)
 
 
 def A_shape_square(L, U):
@@ -461,8 +444,7 @@ def linalg_lu_jvp(dA, P, L, U, pivot):
 
 
 def lu_factor_ex_jvp(dA, LU, pivots, pivot):
-    E = _E()
-    P, L, U = E.lu_unpack(LU, pivots)
+    P, L, U = ember.lu_unpack(LU, pivots)
     dL, dU = linalg_lu_jvp(dA, P, L, U, pivot)
     return dL + dU
 
@@ -477,18 +459,16 @@ def lu_unpack_jvp(LU_t, which):
 
 def linalg_lu_solve_jvp(X, LU, pivots, dLU, dB, left, adjoint):
     """A = P L U from the factorization: dA = P (dL U + L dU), then the solve's derivative."""
-    E = _E()
-    P, L, U = E.lu_unpack(LU, pivots)
+    P, L, U = ember.lu_unpack(LU, pivots)
     dA = P.to(dLU.dtype) @ (dLU.tril(-1) @ U + L @ dLU.triu())
     if adjoint:
         dA = dA.mH
     r = dB - dA @ X if left else dB - X @ dA
-    return E.linalg.lu_solve(LU, pivots, r, left=left, adjoint=adjoint)
+    return ember.linalg.lu_solve(LU, pivots, r, left=left, adjoint=adjoint)
 
 
 def linalg_lstsq_solution_jvp(A, B, dA, dB):
-    E = _E()
-    pinvA = E.linalg.pinv(A)
+    pinvA = ember.linalg.pinv(A)
     vector = B.dim() == A.dim() - 1
     if vector:
         B, dB = B.unsqueeze(-1), dB.unsqueeze(-1)
@@ -515,15 +495,14 @@ def householder_product_jvp(dV, dtau, prod, V, tau):
     dH_i = -(dtau_i v_i v_i^H + tau_i (dv_i v_i^H + v_i dv_i^H)): the suffix products are built
     right to left, then one pass left to right accumulates the prefix and the sum. Batch dims
     broadcast through ``@``."""
-    E = _E()
     m, n = V.shape[-2], V.shape[-1]
     k = tau.shape[-1]
     if k == 0:
-        return E.zeros_like(prod)
+        return ember.zeros_like(prod)
     dtype, device = prod.dtype, prod.device
-    Vu = V.tril(-1) + E.eye(m, n, dtype=V.dtype, device=device)
+    Vu = V.tril(-1) + ember.eye(m, n, dtype=V.dtype, device=device)
     dVu = dV.tril(-1)
-    eye_m = E.eye(m, dtype=dtype, device=device)
+    eye_m = ember.eye(m, dtype=dtype, device=device)
 
     def col(x, i):
         return x.narrow(-1, i, 1)  # (..., m, 1)
@@ -536,7 +515,7 @@ def householder_product_jvp(dV, dtau, prod, V, tau):
         return eye_m - coef(tau, i) * (v @ v.mH)
 
     suffix = [None] * k  # suffix[i] = (H_{i+1} .. H_k)[:, :n]
-    acc = E.eye(m, n, dtype=dtype, device=device)
+    acc = ember.eye(m, n, dtype=dtype, device=device)
     for i in reversed(range(k)):
         suffix[i] = acc
         acc = reflector(i) @ acc

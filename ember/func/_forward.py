@@ -14,13 +14,9 @@ higher derivatives; tangents are ember tensors, so ``grad`` of a ``jvp`` and ``j
 """
 import functools
 
+import ember  # resolved when a transform runs: ember imports this package
 from ..autograd import forward_ad as _fw
 from ..utils._pytree import tree_flatten, tree_unflatten
-
-
-def _E():
-    import ember
-    return ember
 
 
 def _is_tensor(x):
@@ -76,7 +72,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                    "independent of the inputs. This is not allowed with "
                                    "strict=True.")
             prim_out.append(p)
-            tan_out.append(t if t is not None else _E().zeros_like(p))
+            tan_out.append(t if t is not None else ember.zeros_like(p))
         if aux is not None:
             aux = tree_unflatten([_strip(a, level) for a in tree_flatten(aux)[0]],
                                  tree_flatten(aux)[1])
@@ -140,10 +136,9 @@ def _partial(func, args, nums, kwargs):
 def _basis(flat, dtype_of):
     """One-hot rows over all elements of ``flat`` (N = total numel): per tensor ``x`` a tensor of
     shape (N, *x.shape)."""
-    E = _E()
     sizes = [x.numel() for x in flat]
     n = sum(sizes)
-    eye = E.eye(n, dtype=dtype_of.dtype, device=dtype_of.device)
+    eye = ember.eye(n, dtype=dtype_of.dtype, device=dtype_of.device)
     out, off = [], 0
     for x, s in zip(flat, sizes):
         out.append(eye[:, off:off + s].reshape((n,) + tuple(x.shape)))
@@ -174,7 +169,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         basis, sizes = _basis(flat_o, flat_o[0])
         n = sum(sizes)
         if n == 0:
-            rows = [_E().zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in flat_in]
+            rows = [ember.zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in flat_in]
         else:
             cts = tree_unflatten(basis, spec_o)
             g = vmap(vjp_fn, chunk_size=chunk_size)(cts)

@@ -10,6 +10,7 @@ import warnings
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from ..._core.tensor_impl import make_tensor
 
 _aten = ops.aten
 
@@ -113,7 +114,6 @@ def _safe_softmax(self, dim, dtype=None):
 def _unviewed(parts):
     """The pieces as tensors over the same memory that autograd does not track as views
     (PyTorch's ``unsafe_*`` ops: in-place changes to one piece are the caller's business)."""
-    from ..._tensor import make_tensor
     return [make_tensor(t._storage, t._size, t._stride, t._offset, t._dtype, t._device)
             for t in parts]
 

@@ -14,7 +14,7 @@ tensor, not a view), so ``is_conj`` is always False and ``resolve_conj`` returns
 import math
 
 from ..._core import dtype as D
-from ..._tensor import _alias
+from ..._core.tensor_impl import _alias
 from ..._ops.overload import ops
 
 

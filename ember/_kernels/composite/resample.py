@@ -8,6 +8,7 @@ import numpy as np
 from ..rules import resample as _r
 from ..._ops.overload import ops
 from ..registration import register
+from ..._core.tensor_impl import wrap_array
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -79,7 +80,6 @@ def pad(self, pad, mode="constant", value=None):
 
 def pad_circular_(self, pad):
     """Circular padding: each padded dim gathers its positions modulo the (cropped) length."""
-    from ..._tensor import wrap_array
     aten = _aten
     k = len(pad) // 2
     dim = len(self._size)

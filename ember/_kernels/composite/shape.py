@@ -8,6 +8,7 @@ from ..._core import dtype as D
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from ..._core.tensor_impl import _alias
 
 
 A = ops.aten
@@ -320,7 +321,6 @@ def _unsafe_view(self, size):
     """A tensor of shape ``size`` over self's storage that is not a view of it (no base, its own
     version counter): what ATen returns when a fresh intermediate (a reshape's copy, a bmm
     result) is reshaped, so autograd does not treat it as a view."""
-    from ..._tensor import _alias
     shape = _st.infer_size(tuple(size), _st.numel(self._size))
     stride = _st.compute_view_stride(self._size, self._stride, shape)
     if stride is None:

@@ -13,7 +13,7 @@ Three groups, as in PyTorch:
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import contiguous_format
-from ..._tensor import _alias
+from ..._core.tensor_impl import _alias
 from ..._ops.overload import ops
 
 

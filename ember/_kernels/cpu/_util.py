@@ -1,7 +1,7 @@
 """Helpers every CPU kernel uses: NumPy views of tensors and adoption of result arrays."""
 import numpy as np
 
-from ..._tensor import wrap_array as wrap  # noqa: F401  (re-exported for kernels)
+from ..._core.tensor_impl import wrap_array as wrap  # noqa: F401  (re-exported for kernels)
 
 
 def nd(x):

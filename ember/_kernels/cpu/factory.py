@@ -12,7 +12,7 @@ from ..._core.storage import allocation_error
 from ...backends._context import fill_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
-from ..._tensor import empty_tensor, make_tensor
+from ..._core.tensor_impl import empty_tensor, make_tensor
 from ..rules.factory import check_fits, check_size, memory_format_strides, scalar_dtype
 from ._util import nd, wrap
 from .copy import copy_

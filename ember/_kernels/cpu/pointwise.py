@@ -23,7 +23,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._core.allocator import THRESHOLD as _BIG, cpu_cache as _cpu_cache
 from ..._core.promotion import result_type_of
-from ..._tensor import Tensor
+from ..._tensor import Tensor  # the frontend class itself: an exact-class test on the hot path
 from ..registration import register
 from ..rules import pointwise as _R
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,

@@ -27,7 +27,9 @@ from ..._core import strides as _st
 from ..._core.device import CPU, device as _device
 from ..._core.dtype import get_default_dtype
 from ..._dispatch.keys import K, bit
-from ..._tensor import Tensor, empty_tensor, make_tensor
+from ..._ops.overload import ops
+from ..._core.tensor_impl import empty_tensor, make_tensor
+from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
 
 _CPU_KEYS = bit(K.CPU)
 
@@ -114,17 +116,12 @@ def copy_(self, src, non_blocking=False):
                 if pinned:
                     _host_allocator().record_event(host_ptr, stream, dev.index)
             return self
-    return host_kernel_fallback(_copy_op(), self, src, non_blocking)
+    return host_kernel_fallback(ops.aten.copy_.default, self, src, non_blocking)
 
 
 def _host_allocator():
     from ...cuda import _host_allocator
     return _host_allocator
-
-
-def _copy_op():
-    from ..._ops.overload import ops
-    return ops.aten.copy_.default
 
 
 def resize_(self, size, memory_format=None):

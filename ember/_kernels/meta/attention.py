@@ -1,7 +1,7 @@
 """Meta kernels of the fused CPU attention ops: output shapes and dtypes only."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 
 
 def meta__scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0,

@@ -1,6 +1,6 @@
 """Meta kernels of the convolutions and im2col/col2im: the CPU kernels' checks, then shapes."""
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import conv as _c
 
 

@@ -9,7 +9,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.factory import (arange_dtype, arange_params, check_eye, check_size, check_steps,
                              linspace_dtype, memory_format_strides, normal_tensor_dtype, scalar_dtype)
 

@@ -5,7 +5,7 @@ with their CPU kernels in ``cpu/fft.py``), and their Meta kernels.
 1: 1/sqrt(n), 2: 1/n, n being the product of the signal sizes).
 """
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.fft import fft_c2c_rule, fft_c2r_rule, fft_r2c_rule
 
 

@@ -1,7 +1,7 @@
 """Meta kernels of the grid sampler and antialiased upsampling ops: the CPU kernels' checks and
 shape rules (ember/_kernels/cpu/grid.py), no data."""
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import grid as _g
 from ..registration import register
 

@@ -2,7 +2,7 @@
 rules and checks the CPU kernels share: which index tensors are valid, how bool masks expand,
 how the advanced indices broadcast and where their dims land in the result."""
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.indexing import check_index_put, index_shape
 
 

@@ -1,6 +1,6 @@
 """Meta kernels of the matrix products: the CPU kernels' checks, then shape and dtype."""
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import linalg as _la
 
 

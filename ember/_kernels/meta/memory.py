@@ -2,7 +2,7 @@
 rules, ``rules/copy.py``) and ``_local_scalar_dense``."""
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.copy import check_copy
 
 

@@ -2,7 +2,7 @@
 number of positions on or above/below the diagonal ``offset``), after the CPU kernels' checks."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 
 
 def meta_isin_Tensor_Tensor(elements, test_elements, assume_unique=False, invert=False):

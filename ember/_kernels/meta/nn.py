@@ -2,7 +2,7 @@
 (``cpu/nn.py``), applied without touching data."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import nn as _nn
 from ..registration import register
 

@@ -4,7 +4,7 @@ apply), so both raise alike. One kernel per entry of ``rules.pointwise.OVERLOADS
 calling form and registered by reference."""
 from ..._core.device import META
 from ..._core.promotion import result_type_of
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..registration import register
 from ..rules import pointwise as _R
 from ..rules.pointwise import broadcast_shape as _shape

@@ -3,7 +3,7 @@
 Meta kernels ``meta/pointwise.py`` registers."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.pointwise import broadcast_shape, check_complex, check_frexp
 
 

@@ -1,7 +1,7 @@
 """Meta kernels of the pooling ops: the CPU kernels' checks and shape rules, no data."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import pool as _p
 
 

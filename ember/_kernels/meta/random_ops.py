@@ -9,7 +9,7 @@ kernels (``cpu/random.py``), so both devices reject the same calls. Checks that 
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.random import (binomial_shape, check_bernoulli_float, check_bernoulli_tensor,
                             check_cauchy, check_exponential, check_geometric, check_log_normal,
                             check_poisson, check_randperm, check_standard_gamma, multinomial_shape)

@@ -2,7 +2,7 @@
 errors) as the CPU kernels (``cpu/reduction.py``), without touching data."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import reduction as _r
 from ..registration import register
 

@@ -1,7 +1,7 @@
 """Meta kernels of the resampling ops (upsample family, padding, pixel shuffle): the CPU
 kernels' checks and shape rules, no data."""
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import resample as _r
 from ..registration import register
 

@@ -7,7 +7,7 @@ from functools import reduce
 
 from ..._core import strides as _st
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules.shape import (block_diag_shape, cat_shape, check_gather, check_index_fill,
                            check_index_select, check_index_source, check_masked_fill,
                            check_masked_scatter, check_masked_select, check_put, check_scatter,

@@ -3,7 +3,7 @@ unique and bincount have none: their output size depends on the data (PyTorch's 
 rejects them too)."""
 from ..._core import dtype as D
 from ..._core.device import META
-from ..._tensor import empty_tensor
+from ..._core.tensor_impl import empty_tensor
 from ..rules import sorting as _s
 
 
