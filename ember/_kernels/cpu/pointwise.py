@@ -249,55 +249,42 @@ def _large(ufunc, x, y):
     return ufunc(x, y)
 
 
-def _same_dtype_binary(ufunc, self, other, bool_ok=True):
-    """``ufunc(self, other)`` wrapped, when ``other`` is a tensor of ``self``'s dtype (not bool
-    unless ``bool_ok``) or a Python number NumPy converts exactly; otherwise None and the caller
-    takes the general path."""
-    # nd() inlined (self is a tensor here; its cached array is almost always there)
-    x = self._np
-    if x is None:
-        x = self._nd()
-    try:
-        if getattr(other, "_dtype", None) is self._dtype and (bool_ok or self._dtype is not D.bool_):
-            y = other._np
-            if y is None:
-                y = other._nd()
-        elif _number_fast(self, other):
-            y = other
-        else:
-            return None
-        return wrap(ufunc(x, y) if x.nbytes < _BIG else _large(ufunc, x, y))
-    except ValueError as e:
-        _broadcast_error((self, other), e)
-    except RuntimeWarning:  # see _FP_WARNING
-        return None
+def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
+    """The kernel of ``add``/``sub``/``mul.Tensor``: when ``other`` is a tensor of ``self``'s
+    dtype (not bool unless ``bool_ok``) or a Python number NumPy converts exactly, and alpha is 1,
+    one ufunc call; otherwise the general path. (A closure, not a helper the kernels call: a
+    Python call is a measurable part of a 1-element ``a + b``.)"""
+    def kernel(self, other, alpha=1):
+        if alpha.__class__ is int and alpha == 1:
+            # nd() inlined (self is a tensor here; its cached array is almost always there)
+            x = self._np
+            if x is None:
+                x = self._nd()
+            try:
+                if getattr(other, "_dtype", None) is self._dtype and (
+                        bool_ok or self._dtype is not D.bool_):
+                    y = other._np
+                    if y is None:
+                        y = other._nd()
+                    return wrap(ufunc(x, y) if x.nbytes < _BIG else _large(ufunc, x, y))
+                if _number_fast(self, other):
+                    return wrap(ufunc(x, other) if x.nbytes < _BIG else _large(ufunc, x, other))
+            except ValueError as e:
+                _broadcast_error((self, other), e)
+            except RuntimeWarning:  # see _FP_WARNING
+                pass
+        return wrap(evaluate(name, self, other, alpha=alpha if with_alpha else None)[0])
+    kernel.__name__ = kernel.__qualname__ = f"{name}_Tensor"
+    return kernel
 
 
-def add_Tensor(self, other, alpha=1):
-    if alpha.__class__ is int and alpha == 1:
-        out = _same_dtype_binary(np.add, self, other)
-        if out is not None:
-            return out
-    return wrap(evaluate("add", self, other, alpha=alpha)[0])
-
-
-def sub_Tensor(self, other, alpha=1):
-    if alpha.__class__ is int and alpha == 1:
-        out = _same_dtype_binary(np.subtract, self, other, bool_ok=False)
-        if out is not None:
-            return out
-    return wrap(evaluate("sub", self, other, alpha=alpha)[0])
+add_Tensor = _add_sub_mul_kernel("add", np.add)
+sub_Tensor = _add_sub_mul_kernel("sub", np.subtract, bool_ok=False)
+mul_Tensor = _add_sub_mul_kernel("mul", np.multiply, with_alpha=False)
 
 
 def rsub_Tensor(self, other, alpha=1):
     return wrap(evaluate("sub", other, self, alpha=alpha)[0])
-
-
-def mul_Tensor(self, other):
-    out = _same_dtype_binary(np.multiply, self, other)
-    if out is not None:
-        return out
-    return wrap(evaluate("mul", self, other)[0])
 
 
 def div_Tensor(self, other):
