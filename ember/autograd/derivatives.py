@@ -444,95 +444,131 @@ def _set_history(outs, node, diff_mask):
 
 
 def make_autograd_kernel(entry, info, inplace=False):
-    """The kernel for one op: generated source for the fast path, a closure for recording."""
-    schema = entry.schema
-    args = schema.arguments
-    is_list_arg = {i: a.is_list for i, a in enumerate(args)}
-    node_cls = getattr(info, "node_cls", None)
-    if node_cls is None:
-        node_cls = info.node_cls = _make_node_class(info)
-    nret = len(schema.returns)
-    ret_is_list = nret == 1 and schema.returns[0].is_list
-    # PyTorch's rule: without output_differentiability, a formula that only uses ``grad`` makes
-    # only output 0 differentiable.
-    diff_mask = info.output_differentiability or (
-        [True] * nret if info.uses_all_grads else [True] + [False] * (nret - 1))
-    self_idx = 0
-    slices = _edge_slices(info.diff_args, is_list_arg)
-    plan = _save_plan(info)
-    need_clone_self = inplace and "self" in [info.arg_names[i] for i in info.saved_args]
-    redispatch_entry = entry
-    # A differentiable view op (its output aliases its input): views keep creation metadata.
-    is_view = (not inplace and bool(info.diff_args) and diff_mask[0] and
-               any(r.alias and not r.is_write for r in schema.returns))
-    multi_output = is_view and (nret > 1 or ret_is_list)
+    """The Autograd kernel of one op (PyTorch's generated VariableType kernel), in three steps:
+    what the op's schema and ``derivatives.yaml`` entry say, computed once (:class:`_KernelPlan`);
+    the recording path for calls that need a graph node or tangents (:func:`_reverse_recorder`,
+    :func:`_recorder`); and the fast path as generated straight-line code
+    (:func:`_generate_kernel`)."""
+    plan = _KernelPlan(entry, info, inplace)
+    post = _view_post(plan)
+    record = _recorder(plan, _reverse_recorder(plan), post)
+    return _generate_kernel(entry, info.diff_args, entry.schema.arguments, record, post,
+                            plan.multi_output)
+
+
+class _KernelPlan:
+    """The facts recording needs about one op, read from its schema and derivatives entry."""
+
+    def __init__(self, entry, info, inplace):
+        schema = entry.schema
+        nret = len(schema.returns)
+        self.entry, self.info, self.inplace, self.name = entry, info, inplace, schema.name
+        self.is_list_arg = {i: a.is_list for i, a in enumerate(schema.arguments)}
+        if getattr(info, "node_cls", None) is None:
+            info.node_cls = _make_node_class(info)
+        self.node_cls = info.node_cls
+        self.ret_is_list = nret == 1 and schema.returns[0].is_list
+        self.multi = nret > 1 or self.ret_is_list
+        # PyTorch's rule: without output_differentiability, a formula that only uses ``grad``
+        # makes only output 0 differentiable.
+        self.diff_mask = info.output_differentiability or (
+            [True] * nret if info.uses_all_grads else [True] + [False] * (nret - 1))
+        self.slices = _edge_slices(info.diff_args, self.is_list_arg)
+        self.save_plan = _save_plan(info)
+        self.need_clone_self = inplace and "self" in [info.arg_names[i] for i in info.saved_args]
+        # A differentiable view op (its output aliases its input): views keep creation metadata.
+        self.is_view = (not inplace and bool(info.diff_args) and self.diff_mask[0] and
+                        any(r.alias and not r.is_write for r in schema.returns))
+        self.multi_output = self.is_view and self.multi
+
+
+def _reverse_recorder(plan):
+    """``rev_record(ks, a)``: run the op below Autograd and record its node. The plan's facts
+    are unpacked into the closure because this runs for every recorded op."""
+    entry, inplace, name, node_cls = plan.entry, plan.inplace, plan.name, plan.node_cls
+    diff_args, is_list_arg, slices = plan.info.diff_args, plan.is_list_arg, plan.slices
+    save_plan, need_clone_self, multi = plan.save_plan, plan.need_clone_self, plan.multi
+    ret_is_list, diff_mask, is_view = plan.ret_is_list, plan.diff_mask, plan.is_view
+    multi_output = plan.multi_output
+
+    def new_node(a):
+        node = node_cls()
+        _collect_edges(node, a, diff_args, is_list_arg, slices)
+        node._is_list_arg = is_list_arg
+        return node
+
+    def before_inplace(a):
+        """An in-place op may change self's value and metadata (squeeze_, t_): its edge, the
+        sizes a formula uses and (for formulas that need it) its value are taken first."""
+        _check_inplace(a[0], name)
+        node = new_node(a)
+        pre = {k: fn(a[i]) if hasattr(a[i], "_keyset") else None for i, k, fn in save_plan[1]}
+        if need_clone_self:
+            pre["self"] = SavedTensor(a[0].clone(), False, None)
+        return node, pre
 
     def rev_record(ks, a):
-        pre = None
         if inplace:
-            _check_inplace(a[self_idx], schema.name)
-            # An in-place op may change self's value and metadata (squeeze_, t_): its edge, the
-            # sizes a formula uses and (for formulas that need it) its value are taken first.
-            node = node_cls()
-            _collect_edges(node, a, info.diff_args, is_list_arg, slices)
-            pre = {name: fn(a[i]) if hasattr(a[i], "_keyset") else None
-                   for i, name, fn in plan[1]}
-            if need_clone_self:
-                pre["self"] = SavedTensor(a[self_idx].clone(), False, None)
-        out = _forward_below(redispatch_entry, ks, a)
-        if not inplace:
-            node = node_cls()
-            _collect_edges(node, a, info.diff_args, is_list_arg, slices)
+            node, pre = before_inplace(a)
+            out = _forward_below(entry, ks, a)
+        else:
+            out = _forward_below(entry, ks, a)
+            node, pre = new_node(a), None
         if anomaly_mode._state.enabled:
             anomaly_mode.record_trace(node)
-        node._is_list_arg = is_list_arg
-        outs = out if (nret > 1 or ret_is_list) else (out,)
-        if ret_is_list:
-            diff = [diff_mask[0]] * len(outs)
-        else:
-            diff = diff_mask
+        outs = out if multi else (out,)
         if inplace:
-            _rebase_history(a[self_idx], node)
+            _rebase_history(a[0], node)
         else:
-            _set_history(outs, node, diff)
+            _set_history(outs, node, [diff_mask[0]] * len(outs) if ret_is_list else diff_mask)
             if is_view:
                 track_views(outs, node, multi_output)
         # Saved after the history is set, as PyTorch does: a saved output then knows it requires
         # grad (its unpacked value gets this node as grad_fn, so double backward goes through
         # it), and saved-tensor pack hooks see outputs with their grad_fn.
-        _save(node, plan, a, outs, pre)
+        _save(node, save_plan, a, outs, pre)
         return out
+    return rev_record
 
-    post = None
-    if is_view:
-        node_name = info.node_name
 
-        def post(out, base_requires_grad):
-            mark_no_grad_views(out, base_requires_grad, node_name, multi_output)
+def _view_post(plan):
+    """For a view op, ``post(out, base_requires_grad)``: what a call that did not record does
+    to its outputs (PyTorch marks views made under no_grad so in-place changes to them fail)."""
+    if not plan.is_view:
+        return None
+    node_name, multi_output = plan.info.node_name, plan.multi_output
 
-    diff_args = info.diff_args
-    multi = nret > 1 or ret_is_list
+    def post(out, base_requires_grad):
+        mark_no_grad_views(out, base_requires_grad, node_name, multi_output)
+    return post
+
+
+def _recorder(plan, rev_record, post):
+    """``record(ks, a)``: reverse recording and/or tangent propagation (forward AD), as the
+    inputs need."""
+    entry, info, inplace, name = plan.entry, plan.info, plan.inplace, plan.name
+    diff_args, is_list_arg, diff_mask = info.diff_args, plan.is_list_arg, plan.diff_mask
+    multi, multi_output = plan.multi, plan.multi_output
 
     def record(ks, a):
-        """Reverse recording and/or tangent propagation (forward AD), as the inputs need."""
         levels = _forward.levels_of(a, diff_args, is_list_arg) if _fw.visible else ()
         if not levels:
             return rev_record(ks, a)
-        _forward.check_supported(info, schema.name, levels, diff_mask)
+        _forward.check_supported(info, name, levels, diff_mask)
         original = None
         if inplace and info.fw_uses_self:
             with _fw._set_fwd_grad_enabled(False):
-                original = a[self_idx].clone()
+                original = a[0].clone()
         rg = any(_requires_grad(a[i], is_list_arg[i]) for i in diff_args)
         if _state.grad_enabled and rg:
             out = rev_record(ks, a)
         else:
-            out = _forward_below(redispatch_entry, ks, a)
+            out = _forward_below(entry, ks, a)
             if post is not None and (rg or multi_output):
                 post(out, rg)
         _forward.propagate(info, entry, levels, a, out, original, inplace, diff_mask, multi)
         return out
-    return _generate_kernel(entry, info.diff_args, args, record, post, multi_output)
+    return record
 
 
 def _requires_grad(a, is_list):
