@@ -16,7 +16,8 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "cholesky_solve_jvp", "cholesky_inverse_jvp", "slogdet_jvp",
            "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp",
            "linalg_lu_jvp", "lu_factor_ex_jvp", "linalg_lu_solve_jvp", "lu_unpack_jvp",
-           "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp", "householder_product_jvp"]
+           "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp", "householder_product_jvp",
+           "foreach_norm_jvp"]
 
 import ember  # noqa: E402  (resolved when a formula runs: ember imports this package)
 
@@ -169,6 +170,11 @@ def linalg_vector_norm_jvp(self_p, self_t, ord, result, dim, keepdim):
     from ._formulas_shape import linalg_vector_norm_backward
     d = linalg_vector_norm_backward(ember.ones_like(result), self_p, ord, result, dim, keepdim)
     return _reduce_jvp(d, self_t, dim, keepdim, result)
+
+
+def foreach_norm_jvp(self_p, self_t, ord, result):
+    return [linalg_vector_norm_jvp(p, t, ord, r, None, False)
+            for p, t, r in zip(self_p, self_t, result)]
 
 
 def norm_jvp(self_p, self_t, p, result, dim=None, keepdim=False):

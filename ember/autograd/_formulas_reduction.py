@@ -9,7 +9,8 @@ from ._formulas_shape import linalg_vector_norm_backward
 
 __all__ = ["nansum_backward", "aminmax_backward", "std_mean_backward", "var_mean_backward",
            "norm_backward", "logsumexp_backward", "cumsum_backward", "cumprod_backward",
-           "cummaxmin_backward", "logcumsumexp_backward", "value_selecting_reduction_backward_k"]
+           "cummaxmin_backward", "logcumsumexp_backward", "value_selecting_reduction_backward_k",
+           "foreach_norm_backward"]
 
 
 def nansum_backward(grad, self, dim, keepdim):
@@ -109,3 +110,9 @@ def value_selecting_reduction_backward_k(grad, dim, indices, sizes, keepdim):
     if not keepdim:
         grad, indices = grad.unsqueeze(dim), indices.unsqueeze(dim)
     return ember.zeros(sizes, dtype=grad.dtype).scatter(dim, indices, grad)
+
+
+def foreach_norm_backward(grads, self, ord, result):
+    """``_foreach_norm``: each tensor's vector-norm gradient (none where its norm got none)."""
+    return [None if g is None else linalg_vector_norm_backward(g, t, ord, r, None, False)
+            for g, t, r in zip(grads, self, result)]

@@ -379,8 +379,8 @@ def _save_plan(info):
     and (name, output index) pairs for saved results."""
     results = []
     for name in info.saved_results:
-        if name == "result":
-            idx = 0
+        if name == "result":  # a Tensor[] return is saved whole
+            idx = None if len(info.returns) == 1 and info.returns[0].is_list else 0
         elif name.startswith("result") and name[6:].isdigit():
             idx = int(name[6:])
         else:
@@ -408,7 +408,7 @@ def _save(node, plan, args, outputs, pre_saved):
     if results:
         node_name = node.name()
         for name, idx in results:
-            saved[name] = _save_value(outputs[idx], True, node_name)
+            saved[name] = _save_value(outputs if idx is None else outputs[idx], True, node_name)
 
 
 def _save_value(v, is_output, node_name):

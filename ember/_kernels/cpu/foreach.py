@@ -12,7 +12,7 @@ from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ._util import nd
 from ..._ops.overload import ops
-from ..rules.foreach import _check_lengths
+from ..rules.foreach import _check_lengths, check_scalar_list, check_scalar_tensor
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -87,6 +87,22 @@ def _foreach_mul__Scalar(self, scalar):
     return None
 
 
+def _foreach_mul__Tensor(self, other):
+    _check_lengths(self)
+    check_scalar_tensor(other)
+    if not (_fast(self) and other._dtype.is_floating_point):
+        with _slow_path():
+            for t in self:
+                _aten.mul_.Tensor._call(t, other)
+        return None
+    # mul_'s rule for a 0-dim operand: converted to the (float) result dtype, then multiplied
+    scalar = self[0]._dtype._np.type(nd(other)[()])
+    for t in self:
+        a = nd(t)
+        np.multiply(a, scalar, out=a)
+    return None
+
+
 def _foreach_mul__List(self, other):
     _check_lengths(self, other)
     if not _fast(self, other):
@@ -101,7 +117,8 @@ def _foreach_mul__List(self, other):
 
 
 def _foreach_div__ScalarList(self, scalars):
-    _check_lengths(self, scalars)
+    _check_lengths(self)
+    check_scalar_list(self, scalars)
     if not _fast(self):
         with _slow_path():
             for t, s in zip(self, scalars):
@@ -150,7 +167,8 @@ def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
 
 
 def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
-    _check_lengths(self, tensor1, tensor2, scalars)
+    _check_lengths(self, tensor1, tensor2)
+    check_scalar_list(self, scalars)
     if not _fast(self, tensor1, tensor2):
         with _slow_path():
             for t, a, b, s in zip(self, tensor1, tensor2, scalars):
@@ -175,3 +193,24 @@ def _foreach_maximum__List(self, other):
         a = nd(t)
         np.maximum(a, nd(o), out=a)
     return None
+
+
+def _clamp_bound_(self, scalar, single_op, ufunc):
+    _check_lengths(self)
+    if not _fast(self) or isinstance(scalar, complex):
+        with _slow_path():
+            for t in self:
+                single_op._call(t, scalar)
+        return None
+    for t in self:
+        a = nd(t)
+        ufunc(a, a.dtype.type(scalar), out=a)  # NaN propagates, as in clamp
+    return None
+
+
+def _foreach_clamp_min__Scalar(self, scalar):
+    return _clamp_bound_(self, scalar, _aten.clamp_min_.default, np.maximum)
+
+
+def _foreach_clamp_max__Scalar(self, scalar):
+    return _clamp_bound_(self, scalar, _aten.clamp_max_.default, np.minimum)

@@ -3,6 +3,7 @@ dtypes, with PyTorch's errors. The CPU kernels (``cpu/linalg.py``) and the Meta 
 (``meta/linalg.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
+from ..._core.promotion import promote_types
 
 
 def _x(shape):
@@ -175,9 +176,18 @@ def vector_norm_check(self, ord, dim, dtype):
     if not (self._dtype in _NORM_DTYPES or self._dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {self._dtype._short}")
-    if dtype is not None and not (dtype in _NORM_DTYPES or dtype.is_complex):
-        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex. Got "
-                           f"{dtype._short} instead.")
+    if dtype is not None:
+        if not (dtype in _NORM_DTYPES or dtype.is_complex):
+            raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {dtype._short}")
+        if dtype.is_complex != self._dtype.is_complex:
+            kind = "complex for complex" if self._dtype.is_complex else "real for real"
+            raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} inputs, but got "
+                               f"{dtype._short}")
+        if promote_types(self._dtype, dtype) is not dtype:
+            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
+                               f"should be convertible without narrowing to the specified dtype "
+                               f"({dtype._short})")
     nd_ = self.dim()
     dims = None if dim is None or (len(dim) == 0) else [_st.wrap_dim(d, nd_) for d in dim]
     if dims is not None and len(set(dims)) != len(dims):

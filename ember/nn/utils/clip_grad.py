@@ -1,7 +1,6 @@
 """Gradient clipping: ``clip_grad_norm_``, ``clip_grad_value_``, ``get_total_norm``,
 ``clip_grads_with_norm_``."""
-import math
-
+import ember  # resolved when clipping runs: ember imports this package
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 
@@ -13,29 +12,43 @@ def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
-def _vector_norm(t, p):
-    """The p-norm of all elements (``linalg.vector_norm``) from basic ops."""
-    if p == math.inf:
-        return t.abs().max()
-    if p == -math.inf:
-        return t.abs().min()
-    if p == 2:
-        return (t * t).sum().sqrt()
-    if p == 1:
-        return t.abs().sum()
-    return t.abs().pow(p).sum().pow(1.0 / p)
+def _grouped(tensors):
+    """``tensors`` by (device, dtype), in first-seen order (PyTorch's
+    ``_group_tensors_by_device_and_dtype``): one foreach call serves one group."""
+    groups = {}
+    for t in tensors:
+        groups.setdefault((t.device, t.dtype), []).append(t)
+    return groups
+
+
+def _use_foreach(foreach, device):
+    """PyTorch's choice: the foreach ops by default on the GPU only; ``foreach=True`` asks for
+    them on the CPU too and is an error where there are none."""
+    if foreach is None:
+        return device.type == "cuda"
+    if foreach and device.type not in ("cpu", "cuda"):
+        raise RuntimeError(f"foreach=True was passed, but can't use the foreach API on "
+                           f"{device.type} tensors")
+    return bool(foreach)
 
 
 @no_grad()
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of ``tensors`` (as if they were concatenated)."""
-    from ... import stack, tensor
     tensors = [t for t in _as_list(tensors) if t is not None]
     norm_type = float(norm_type)
     if len(tensors) == 0:
-        return tensor(0.0)
-    total_norm = _vector_norm(stack([_vector_norm(g, norm_type) for g in tensors]), norm_type)
-    if error_if_nonfinite and not math.isfinite(float(total_norm)):
+        return ember.tensor(0.0)
+    norms = []
+    for (device, _), group in _grouped(tensors).items():
+        if _use_foreach(foreach, device):
+            norms.extend(ember._foreach_norm(group, norm_type))
+        else:
+            norms.extend(ember.linalg.vector_norm(g, norm_type) for g in group)
+    first_device = tensors[0].device
+    total_norm = ember.linalg.vector_norm(ember.stack([n.to(first_device) for n in norms]),
+                                          norm_type)
+    if error_if_nonfinite and bool(total_norm.isnan() | total_norm.isinf()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
             "so it cannot be clipped. To disable this error and scale the gradients by the "
@@ -49,10 +62,14 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
-    clip_coef = float(max_norm) / (total_norm + 1e-6)
-    clip_coef_clamped = clip_coef.clamp(max=1.0)
-    for g in grads:
-        g.mul_(clip_coef_clamped)
+    clip_coef_clamped = ember.clamp(max_norm / (total_norm + 1e-6), max=1.0)
+    for (device, _), group in _grouped(grads).items():
+        coef = clip_coef_clamped.to(device)
+        if _use_foreach(foreach, device):
+            ember._foreach_mul_(group, coef)
+        else:
+            for g in group:
+                g.mul_(coef)
 
 
 @no_grad()
@@ -77,6 +94,11 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
-    for p in _as_list(parameters):
-        if p.grad is not None:
-            p.grad.clamp_(min=-clip_value, max=clip_value)
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
+    for (device, _), group in _grouped(grads).items():
+        if _use_foreach(foreach, device):
+            ember._foreach_clamp_min_(group, -clip_value)
+            ember._foreach_clamp_max_(group, clip_value)
+        else:
+            for g in group:
+                g.clamp_(min=-clip_value, max=clip_value)
