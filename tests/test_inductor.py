@@ -364,3 +364,43 @@ def test_options_reach_the_config_and_unknown_ones_raise(caplog, monkeypatch):
         ember.compile(f, options={"no_such_option": 1})(x)
     with pytest.warns(UserWarning, match="max-autotune"):
         ember.compile(lambda t: t.cos(), mode="max-autotune")(x)
+
+
+F_PAD = ember.nn.functional.pad
+PIECEWISE = {
+    "pad": lambda x, y: F_PAD(x.sin(), (1, 2, 0, 3), value=-1.5) * 2,
+    "pad_crop": lambda x, y: F_PAD(x.exp(), (-1, 2)) + 1,
+    "pad_nan": lambda x, y: F_PAD(x.log(), (2, 2), value=math.nan),
+    "cat": lambda x, y: ember.cat([x.sin(), y * 2, x], 1).relu(),
+    "cat_dim0": lambda x, y: ember.cat([x, x.cos()], 0) - 1,
+    "cat_promotes": lambda x, y: ember.cat([(x > 0).long(), y.double()], 1) * 2,
+    "cat_empty_inputs": lambda x, y: ember.cat([x, ember.zeros(4, 0), ember.zeros(0), y], 1),
+    "slice_scatter": lambda x, y: ember.slice_scatter(x.sin(), y[:, :2] * 3, 1, 1, 3).exp(),
+    "slice_scatter_negative_start": lambda x, y: ember.slice_scatter(x, y[:, :2], 1, -2),
+    "slice_scatter_whole": lambda x, y: ember.slice_scatter(x.sin(), x * 3, 1),
+    "select_scatter": lambda x, y: ember.select_scatter(x + 1, y[:, 0].cos(), 1, -1) * 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE))
+def test_piecewise_ops_lower_to_one_kernel_with_guarded_loads(name):
+    """pad, cat, slice_scatter and select_scatter: each output element picks its input by
+    position; loads outside an input's range are guarded (``ops.masked``), never made."""
+    rec = Recorder()
+    f = PIECEWISE[name]
+    x, y = ember.randn(4, 5), ember.randn(4, 3)
+    x[0, 0] = math.nan
+    assert_same(ember.compile(f, backend=rec.backend())(x, y), f(x, y))
+    g = rec.graphs[0]
+    assert not g.fallbacks, g.fallbacks
+    assert rec.kernels() == 1
+    if name not in ("slice_scatter_whole", "select_scatter"):
+        assert ") ? ptr_" in g.c_source_code  # a guarded load
+
+
+def test_slice_scatter_with_a_step_runs_eagerly():
+    rec = Recorder()
+    f = lambda x, y: ember.slice_scatter(x, y, 1, 0, 5, 2)  # noqa: E731
+    x, y = ember.randn(4, 5), ember.randn(4, 3)
+    assert_same(ember.compile(f, backend=rec.backend())(x, y), f(x, y))
+    assert rec.graphs[0].fallbacks["aten.slice_scatter.default"] == 1

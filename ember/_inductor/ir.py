@@ -303,6 +303,10 @@ class _LoadRecorder:
         self.ops += 1
         return sympy.Symbol(f"indirect{self.ops}", integer=True)
 
+    def masked(self, mask, body, other):
+        self.ops += 1
+        return _Value(body().dtype)
+
     def __getattr__(self, name):
         def op(first, *rest):
             self.ops += 1
@@ -318,6 +322,16 @@ class _Fingerprint:
         self.lines = []
         self.types = _LoadRecorder()
         self.types.dtype_of = dtype_of
+
+    def masked(self, mask, body, other):
+        start = len(self.lines)
+        value = body()
+        token = f"v{len(self.lines)}"
+        self.lines.append(f"{token}=masked({mask}, [{start}:{len(self.lines)}] -> {value}, "
+                          f"{other})")
+        out = _Value(value.dtype)
+        out.name = token
+        return out
 
     def __getattr__(self, name):
         def op(*args):

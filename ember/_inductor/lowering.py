@@ -278,6 +278,131 @@ def _arange(start, end, step=1, **kwargs):
                         val.dtype, _origins(()))
 
 
+# -- piecewise ops: each output element comes from one input, chosen by its position -------
+def _position(idx, dim):
+    return ops.index_expr(idx[dim], ember.int64)
+
+
+def _in_range(pos, lo, hi, extent):
+    """``lo <= pos < hi`` as a C predicate for a position in ``[0, extent)``: bounds that
+    every position meets are left out; None when all are."""
+    conds = []
+    if lo > 0:
+        conds.append(ops.ge(pos, ops.constant(lo, ember.int64)))
+    if hi < extent:
+        conds.append(ops.lt(pos, ops.constant(hi, ember.int64)))
+    out = conds[0] if conds else None
+    for c in conds[1:]:
+        out = ops.logical_and(out, c)
+    return out
+
+
+def _all(conds):
+    conds = [c for c in conds if c is not None]
+    out = conds[0] if conds else None
+    for c in conds[1:]:
+        out = ops.logical_and(out, c)
+    return out
+
+
+@register_lowering(aten.constant_pad_nd.default)
+def _constant_pad_nd(x, pad, value=0):
+    """Padding (or cropping, for negative pads) of the last ``len(pad) // 2`` dims: an output
+    element inside the input's image loads it, the others are ``value``."""
+    val = _out_val()
+    size, dtype = x.get_size(), val.dtype
+    n = len(size)
+    low = [0] * n
+    for k in range(len(pad) // 2):
+        low[n - 1 - k] = pad[2 * k]
+    load = x.make_loader()
+
+    def inner(idx):
+        src = [i - lo for i, lo in zip(idx, low)]
+        mask = _all(_in_range(_position(idx, d), low[d], low[d] + size[d], val.shape[d])
+                    for d in range(n))
+        return load(src) if mask is None else ops.masked(mask, lambda: load(src), value)
+    return ir.Pointwise(tuple(val.shape), inner, dtype, _origins((x,)))
+
+
+@register_lowering(aten.cat.default)
+def _cat(tensors, dim=0):
+    """Each output element loads from the input whose slice of ``dim`` holds it (inputs that
+    are empty along ``dim``, or legacy 1-D empty tensors, hold none)."""
+    val = _out_val()
+    dtype = val.dtype
+    dim = dim % len(val.shape)
+    parts, offset = [], 0
+    for t in tensors:
+        tsize = t.get_size()
+        if len(tsize) != len(val.shape) or tsize[dim] == 0:
+            continue
+        parts.append((offset, offset + tsize[dim], t.make_loader(), t.get_dtype()))
+        offset += tsize[dim]
+    if not parts:
+        raise NotImplementedError("cat of empty tensors")
+
+    extent = val.shape[dim]
+
+    def inner(idx):
+        pos = _position(idx, dim)
+        out = None
+        for lo, hi, load, tdt in reversed(parts):
+            src = [i - lo if d == dim else i for d, i in enumerate(idx)]
+
+            def body(load=load, src=src, tdt=tdt):
+                v = load(src)
+                return v if tdt == dtype else ops.to_dtype(v, dtype)
+            if out is None:  # the last part: every position past the others
+                mask = _in_range(pos, lo, extent, extent)
+                out = body() if mask is None else ops.masked(mask, body, 0)
+            else:
+                out = ops.where(_in_range(pos, 0, hi, extent),
+                                ops.masked(_in_range(pos, lo, hi, extent), body, 0), out)
+        return out
+    return ir.Pointwise(tuple(val.shape), inner, dtype, _origins(tuple(tensors)))
+
+
+@register_lowering(aten.slice_scatter.default)
+def _slice_scatter(base, src, dim=0, start=None, end=None, step=1):
+    """``base`` with ``src`` written over ``base[start:end:step]`` along ``dim``."""
+    val = _out_val()
+    dtype = val.dtype
+    size = base.get_size()
+    dim = dim % len(size)
+    n = src.get_size()[dim]
+    start = 0 if start is None else (start + size[dim] if start < 0 else start)
+    start = min(max(start, 0), size[dim])
+    if step != 1 and n > 1:
+        raise NotImplementedError("slice_scatter with a step")  # needs exact division in C
+    load_base, load_src = base.make_loader(), src.make_loader()
+
+    def inner(idx):
+        inside = _in_range(_position(idx, dim), start, start + n, size[dim])
+        if inside is None:
+            return load_src(idx)
+        src_idx = [i - start if d == dim else i for d, i in enumerate(idx)]
+        return ops.where(inside, ops.masked(inside, lambda: load_src(src_idx), 0),
+                         load_base(idx))
+    return ir.Pointwise(tuple(val.shape), inner, dtype, _origins((base, src)))
+
+
+@register_lowering(aten.select_scatter.default)
+def _select_scatter(base, src, dim, index):
+    """``base`` with ``src`` written over ``base.select(dim, index)``."""
+    val = _out_val()
+    size = base.get_size()
+    dim = dim % len(size)
+    index = index + size[dim] if index < 0 else index
+    load_base, load_src = base.make_loader(), src.make_loader()
+
+    def inner(idx):
+        here = ops.eq(_position(idx, dim), ops.constant(index, ember.int64))
+        return ops.where(here, load_src([i for d, i in enumerate(idx) if d != dim]),
+                         load_base(idx))
+    return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((base, src)))
+
+
 # -- views ----------------------------------------------------------------------------------------
 VIEW_OPS = (aten.view.default, aten._unsafe_view.default, aten.permute.default,
             aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,

@@ -263,6 +263,17 @@ class CppOverrides:
     def where(self, c, a, b):
         return self.kernel.cse(f"{c} ? {a} : {b}", a.dtype)
 
+    def masked(self, mask, body, other):
+        """``body()`` where ``mask`` holds, else ``other``: the loads ``body`` makes are
+        guarded by the mask (C evaluates only the chosen side of ``?:``), so they may index
+        outside their buffer where it does not hold (padding, the other inputs of a cat)."""
+        self.kernel.masks.append(mask)
+        try:
+            value = body()
+        finally:
+            self.kernel.masks.pop()
+        return self.where(mask, value, self.constant(other, value.dtype))
+
     # -- predicates -------------------------------------------------------------------------
     def _cmp(op):
         def fn(self, a, b):
@@ -329,6 +340,7 @@ class _Scratch:
 
     def __init__(self, dtype_of):
         self.dtype_of = dtype_of
+        self.masks = []
 
     def cse(self, expr, dtype):
         return CSEVar("t", dtype)
@@ -398,6 +410,7 @@ class CppKernel:
         # values of outer-only nodes: locals of the outer loop, visible to every later body
         self.outer_forward = {}
         self._tmp = 0
+        self.masks = []             # conditions guarding the loads made now (ops.masked)
         self.handler = CppOverrides(self)
 
     # -- the ops handler's services -------------------------------------------------------------
@@ -426,18 +439,21 @@ class CppKernel:
         self.memory_loads.setdefault(name, set()).add(index)
         dtype = self.graph.dtype_of(name)
         ref = f"{self.pointer(name)}[{index_code(index)}]"
+        guard = f"({' && '.join(str(m) for m in self.masks)}) ? " if self.masks else ""
         if name not in self.produced:
-            return self.cse(load_code(ref, dtype), dtype)
+            return self.cse(f"{guard}{load_code(ref, dtype)}{' : 0' if guard else ''}", dtype)
         # written earlier in this kernel: the line is settled once it is known whether the
         # buffer lives in memory or in a row-local array (see source())
-        hit = self.body.cse.get(ref)
+        key = guard + ref
+        hit = self.body.cse.get(key)
         if hit is None:
-            hit = self.body.cse[ref] = CSEVar(f"tmp{self._tmp}", dtype)
+            hit = self.body.cse[key] = CSEVar(f"tmp{self._tmp}", dtype)
             self._tmp += 1
             # row-local copies hold register values: no conversion
-            decl = f"{CTYPES[dtype]} {hit} = "
-            self.body.lines.append(("load", name, decl + load_code(ref, dtype) + ";",
-                                    decl + self._row_ref(name) + ";"))
+            decl = f"{CTYPES[dtype]} {hit} = {guard}"
+            tail = " : 0;" if guard else ";"
+            self.body.lines.append(("load", name, decl + load_code(ref, dtype) + tail,
+                                    decl + self._row_ref(name) + tail))
         return hit
 
     def _row_ref(self, name):
