@@ -404,3 +404,19 @@ def test_slice_scatter_with_a_step_runs_eagerly():
     x, y = ember.randn(4, 5), ember.randn(4, 3)
     assert_same(ember.compile(f, backend=rec.backend())(x, y), f(x, y))
     assert rec.graphs[0].fallbacks["aten.slice_scatter.default"] == 1
+
+
+def test_one_hot_scatter_lowers_and_checks_its_indices():
+    rec = Recorder()
+    f = lambda x, i, s: ember.zeros_like(x).scatter(1, i, s) + x.scatter(1, i, -1.5)  # noqa: E731
+    x, s = ember.randn(5, 7), ember.randn(5, 2)
+    i = ember.tensor([[3], [0], [6], [3], [1]])
+    c = ember.compile(f, backend=rec.backend())
+    assert_same(c(x, i, s), f(x, i, s))
+    assert not rec.graphs[0].fallbacks
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 7"):
+        c(x, ember.tensor([[3], [0], [7], [3], [1]]), s)
+    g = lambda x, i: x.scatter(1, i, 2.0)  # noqa: E731  (rows pick two positions: eager)
+    i2 = ember.tensor([[3, 1], [0, 2], [6, 6], [3, 3], [1, 0]])
+    assert_same(ember.compile(g, backend=rec.backend())(x, i2), g(x, i2))
+    assert rec.graphs[-1].fallbacks["aten.scatter.value"] == 1

@@ -591,3 +591,32 @@ def _gather(x, dim, index, *, sparse_grad=False):
         picked = ops.indirect_indexing(load_i(idx))
         return load_x([picked if d == dim else i for d, i in enumerate(idx)])
     return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((x,)))
+
+
+@register_lowering(aten.scatter.src, aten.scatter.value)
+def _scatter(x, dim, index, src):
+    """``scatter`` when ``index`` picks one position per row of ``dim`` (its size there is 1,
+    elsewhere ``x``'s: the one-hot of ``nll_loss``'s backward): each output element compares
+    its position with its row's index. Other scatters write elements other rows read: eager."""
+    val = _out_val()
+    size = x.get_size()
+    if not size:
+        raise NotImplementedError("scatter into a 0-dim tensor")
+    dim = dim % len(size)
+    isize = index.get_size()
+    if len(isize) != len(size) or isize[dim] != 1 or \
+            any(isize[d] != size[d] for d in range(len(size)) if d != dim):
+        raise NotImplementedError("scatter where rows pick several positions runs eagerly")
+    load_x = x.make_loader()
+    load_i = _index_input(index, size[dim], "scatter", dim)
+    load_src = broadcast_loader(src, (), val.dtype) if not isinstance(src, ir.IRNode) \
+        else src.make_loader()
+
+    def inner(idx):
+        row = [0 if d == dim else i for d, i in enumerate(idx)]
+        hit = ops.eq(_position(idx, dim), load_i(row))
+        s = load_src(row)
+        return ops.where(hit, s if s.dtype == val.dtype else ops.to_dtype(s, val.dtype),
+                         load_x(idx))
+    return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((x,)))
+
