@@ -420,3 +420,22 @@ def test_one_hot_scatter_lowers_and_checks_its_indices():
     i2 = ember.tensor([[3, 1], [0, 2], [6, 6], [3, 3], [1, 0]])
     assert_same(ember.compile(g, backend=rec.backend())(x, i2), g(x, i2))
     assert rec.graphs[-1].fallbacks["aten.scatter.value"] == 1
+
+
+def test_unused_pure_nodes_are_not_run():
+    """A node nobody reads (the ``empty`` a decomposed clone leaves) is dropped, not run as a
+    fallback; a random op nobody reads still runs (it advances the generator)."""
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def f(x):
+        ember.empty(3)
+        ember.rand(2)
+        return (x.sin(),)
+    x = ember.randn(3)
+    gm = make_fx(f)(x)
+    assert "aten.empty.memory_format" in [str(n.target) for n in gm.graph.nodes]
+    out = compile_fx.compile_fx_inner(gm, [x])
+    assert [str(n.target) for n in gm.graph.nodes if n.op == "call_function"] == \
+        ["aten.rand.default", "aten.sin.default"]
+    assert out.fallbacks == {"aten.rand.default": 1}
+    assert_same(out([x])[0], x.sin())

@@ -55,6 +55,10 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     name = graph_name or f"graph_{next(_graph_ids)}"
     times = {}
     t0 = time.perf_counter()
+    # nodes nobody reads (the empty() a decomposed clone leaves) would run as eager calls;
+    # mutating and random ops are kept (Node.is_impure)
+    if gm.graph.eliminate_dead_code():
+        gm.recompile()
     graph = GraphLowering(gm, example_inputs, name=name).run()
     times["lowering"] = time.perf_counter() - t0
     with set_graph_handler(graph):
