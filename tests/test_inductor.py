@@ -439,3 +439,34 @@ def test_unused_pure_nodes_are_not_run():
         ["aten.rand.default", "aten.sin.default"]
     assert out.fallbacks == {"aten.rand.default": 1}
     assert_same(out([x])[0], x.sin())
+
+
+POOLS = [dict(kernel_size=2), dict(kernel_size=3, stride=1),
+         dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, ceil_mode=True),
+         dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), padding=(1, 1))]
+
+
+@pytest.mark.parametrize("cfg", POOLS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("shape", [(2, 3, 7, 9), (3, 6, 5)])
+def test_max_pool2d_forward_and_backward_lower(cfg, shape):
+    """Values, indices (first maximum, NaN wins, padding skipped) and the gradient that
+    follows the indices, against eager, without fallbacks."""
+    rec = Recorder()
+    g = ember.Generator().manual_seed(1)
+    x = ember.randn(*shape, generator=g)
+    x.view(-1)[5], x.view(-1)[17] = math.nan, -math.inf
+    grad = None
+
+    def f(t):
+        v, i = ember.nn.functional.max_pool2d(t, return_indices=True, **cfg)
+        return v * 2, i
+    xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ve, ie = f(xe)
+    grad = ember.randn(ve.shape, generator=g)
+    ve.backward(grad)
+    vc, ic = ember.compile(f, backend=rec.backend())(xc)
+    vc.backward(grad)
+    assert_same(vc, ve)
+    assert ember.equal(ic, ie)
+    assert_same(xc.grad, xe.grad)
+    assert all(not r.fallbacks for r in rec.graphs), [r.fallbacks for r in rec.graphs]

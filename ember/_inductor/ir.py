@@ -14,7 +14,7 @@ nodes that have not been given memory: a consumer calls their ``inner_fn`` insid
 is how chains of pointwise ops fuse before the scheduler sees them.
 
 Indices are ``sympy`` expressions over the loop variables; with the strided layouts used here
-they are linear (``offset + sum(index_k * stride_k)``).
+they are linear (``offset + sum(index_k * stride_k)``), or use :class:`FloorDiv` (window ops).
 """
 import sympy
 
@@ -23,13 +23,33 @@ import ember
 from .virtualized import ops
 
 __all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
-           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars"]
+           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars",
+           "FloorDiv"]
 
 
 def index_vars(prefix, sizes):
     """One non-negative integer sympy symbol per loop dimension (``x0, x1...``)."""
     return [sympy.Symbol(f"{prefix}{i}", integer=True, nonnegative=True)
             for i in range(len(sizes))]
+
+
+class FloorDiv(sympy.Function):
+    """``a // b`` of a non-negative index ``a`` and a positive int ``b``, printed as C integer
+    division (sympy's own ``floor(a/b)`` prints floating-point code)."""
+    is_integer = True
+    is_nonnegative = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if b == 1:
+            return a
+        if a.is_Integer and b.is_Integer:
+            return sympy.Integer(int(a) // int(b))
+        return None
+
+    def _ccode(self, printer):
+        a, b = self.args
+        return f"(({printer._print(a)}) / {printer._print(b)})"
 
 
 class Layout:

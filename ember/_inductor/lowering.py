@@ -620,3 +620,104 @@ def _scatter(x, dim, index, src):
                          load_x(idx))
     return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((x,)))
 
+
+# -- pooling: windows unrolled into each output element ----------------------------------------
+_MAX_WINDOW = 25  # window elements unrolled per output element; larger windows run eagerly
+
+
+def _pool_args(kernel_size, stride, padding, dilation):
+    pair = lambda v: [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)  # noqa: E731
+    k = pair(kernel_size)
+    return k, pair(stride) if stride else k, pair(padding), pair(dilation)
+
+
+def _inside(h, w, in_h, in_w):
+    """``0 <= h < in_h and 0 <= w < in_w`` for window positions (index expressions)."""
+    h, w = ops.index_expr(h, ember.int64), ops.index_expr(w, ember.int64)
+    zero = ops.constant(0, ember.int64)
+    return _all([ops.ge(h, zero), ops.lt(h, ops.constant(in_h, ember.int64)),
+                 ops.ge(w, zero), ops.lt(w, ops.constant(in_w, ember.int64))])
+
+
+@register_lowering(aten.max_pool2d_with_indices.default)
+def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Values and flat ``h * W + w`` indices of each window's maximum, ATen's CPU rule: the
+    first maximum, a NaN wins (the last NaN), and an all ``-inf`` window names its first
+    position inside the input. With padding or ceil_mode, window positions outside the input
+    are skipped (guarded loads)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
+    if kh * kw > _MAX_WINDOW:
+        raise NotImplementedError("a large pooling window runs eagerly")
+    vals, idx_val = _out_val()
+    in_h, in_w = x.get_size()[-2:]
+    dtype = x.get_dtype()
+    load = x.make_loader()
+    edges = bool(ph or pw or ceil_mode)  # else every window lies inside the input
+
+    def window(idx):
+        *lead, oh, ow = idx
+        best = ops.constant(-math.inf, dtype)
+        best_i = ops.constant(-1, ember.int64)  # no position inside the input seen yet
+        for i in range(kh):
+            for j in range(kw):
+                h, w = oh * sh - ph + i * dh, ow * sw - pw + j * dw
+                pos = ops.index_expr(h * in_w + w, ember.int64)
+                take_first = None
+                if edges:
+                    inside = _inside(h, w, in_h, in_w)
+                    v = ops.masked(inside, lambda h=h, w=w: load([*lead, h, w]), -math.inf)
+                    take_first = inside if i == j == 0 else ops.logical_and(
+                        inside, ops.eq(best_i, ops.constant(-1, ember.int64)))
+                elif i == 0 and j == 0:
+                    best, best_i = load([*lead, h, w]), pos
+                    continue
+                else:
+                    v = load([*lead, h, w])
+                take = ops.logical_or(ops.gt(v, best), ops.isnan(v))
+                if take_first is not None:
+                    take = ops.logical_or(take, take_first)
+                best = ops.where(take, v, best)
+                best_i = ops.where(take, pos, best_i)
+        return best, best_i
+
+    return (ir.Pointwise(tuple(vals.shape), lambda idx: window(idx)[0], vals.dtype,
+                         _origins((x,))),
+            ir.Pointwise(tuple(idx_val.shape), lambda idx: window(idx)[1], idx_val.dtype,
+                         _origins((x,))))
+
+
+@register_lowering(aten.max_pool2d_with_indices_backward.default)
+def _max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, padding, dilation,
+                                      ceil_mode, indices):
+    """Each input position sums the output gradients of the windows whose index names it.
+    The windows that can hold input row ``h`` end at ``(h + pad) // stride``; the few before
+    it are checked too (an index names a position of its own window, so the comparison
+    leaves out the others). Half types accumulate in float32, as the eager kernel does."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
+    val = _out_val()
+    out_h, out_w = grad_output.get_size()[-2:]
+    in_w = x.get_size()[-1]
+    rh, rw = (kh - 1) * dh // sh + 1, (kw - 1) * dw // sw + 1
+    if rh * rw > _MAX_WINDOW:
+        raise NotImplementedError("many overlapping windows run eagerly")
+    acc_dtype = ember.float32 if val.dtype in (ember.float16, ember.bfloat16) else val.dtype
+    load_g, load_i = grad_output.make_loader(), indices.make_loader()
+
+    def inner(idx):
+        *lead, h, w = idx
+        here = ops.index_expr(h * in_w + w, ember.int64)
+        total = ops.constant(0, acc_dtype)
+        for a in reversed(range(rh)):  # windows in ascending order, as the eager sum runs
+            for b in reversed(range(rw)):
+                oh, ow = ir.FloorDiv(h + ph, sh) - a, ir.FloorDiv(w + pw, sw) - b
+                out = [*lead, oh, ow]
+
+                def contribution(out=out):
+                    g = load_g(out)
+                    g = g if g.dtype == acc_dtype else ops.to_dtype(g, acc_dtype)
+                    return ops.where(ops.eq(load_i(out), here), g,
+                                     ops.constant(0, acc_dtype))
+                valid = _inside(oh, ow, out_h, out_w)
+                total = ops.add(total, ops.masked(valid, contribution, 0))
+        return total if acc_dtype == val.dtype else ops.to_dtype(total, val.dtype)
+    return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((grad_output,)))
