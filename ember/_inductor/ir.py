@@ -234,10 +234,11 @@ class Loops(IRNode):
         from .virtualized import V, set_ops_handler
         rec = _Fingerprint(V.graph.dtype_of)
         with set_ops_handler(rec):
-            self._call(index_vars("x", self.ranges), index_vars("r", self._rranges()))
+            out = self._call(index_vars("x", self.ranges), index_vars("r", self._rranges()))
         head = (type(self).__name__, self.ranges, self._rranges(), self.dtype,
                 getattr(self, "reduction_type", None))
-        return repr(head) + ";".join(rec.lines)
+        # the value returned too: two nodes may compute the same ops and keep different ones
+        return repr(head) + ";".join(rec.lines) + f"->{out}"
 
     def _record(self, index, rindex):
         rec = _LoadRecorder()

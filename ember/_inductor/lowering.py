@@ -286,18 +286,12 @@ def _position(idx, dim):
 def _in_range(pos, lo, hi, extent):
     """``lo <= pos < hi`` as a C predicate for a position in ``[0, extent)``: bounds that
     every position meets are left out; None when all are."""
-    conds = []
-    if lo > 0:
-        conds.append(ops.ge(pos, ops.constant(lo, ember.int64)))
-    if hi < extent:
-        conds.append(ops.lt(pos, ops.constant(hi, ember.int64)))
-    out = conds[0] if conds else None
-    for c in conds[1:]:
-        out = ops.logical_and(out, c)
-    return out
+    return _all([ops.ge(pos, ops.constant(lo, ember.int64)) if lo > 0 else None,
+                 ops.lt(pos, ops.constant(hi, ember.int64)) if hi < extent else None])
 
 
 def _all(conds):
+    """The conjunction of the predicates that are not None; None when none are."""
     conds = [c for c in conds if c is not None]
     out = conds[0] if conds else None
     for c in conds[1:]:
@@ -625,10 +619,14 @@ def _scatter(x, dim, index, src):
 _MAX_WINDOW = 25  # window elements unrolled per output element; larger windows run eagerly
 
 
+def _pair(v):
+    return [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)
+
+
 def _pool_args(kernel_size, stride, padding, dilation):
-    pair = lambda v: [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)  # noqa: E731
-    k = pair(kernel_size)
-    return k, pair(stride) if stride else k, pair(padding), pair(dilation)
+    """(kernel, stride, padding, dilation) as pairs; an empty stride is the kernel size."""
+    k = _pair(kernel_size)
+    return k, _pair(stride) if stride else k, _pair(padding), _pair(dilation)
 
 
 def _inside(h, w, in_h, in_w):
@@ -653,10 +651,11 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
     dtype = x.get_dtype()
     load = x.make_loader()
     edges = bool(ph or pw or ceil_mode)  # else every window lies inside the input
+    lowest = -math.inf if dtype.is_floating_point else ember.iinfo(dtype).min
 
     def window(idx):
         *lead, oh, ow = idx
-        best = ops.constant(-math.inf, dtype)
+        best = ops.constant(lowest, dtype)
         best_i = ops.constant(-1, ember.int64)  # no position inside the input seen yet
         for i in range(kh):
             for j in range(kw):
@@ -665,7 +664,7 @@ def _max_pool2d_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, c
                 take_first = None
                 if edges:
                     inside = _inside(h, w, in_h, in_w)
-                    v = ops.masked(inside, lambda h=h, w=w: load([*lead, h, w]), -math.inf)
+                    v = ops.masked(inside, lambda h=h, w=w: load([*lead, h, w]), lowest)
                     take_first = inside if i == j == 0 else ops.logical_and(
                         inside, ops.eq(best_i, ops.constant(-1, ember.int64)))
                 elif i == 0 and j == 0:

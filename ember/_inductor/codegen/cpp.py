@@ -142,6 +142,8 @@ def constant_code(value, dtype):
         text = repr(value)
         return text if dtype == ember.float64 else text + "f"
     value = int(value)
+    if dtype == ember.int64 and value == -2**63:
+        return "INT64_MIN"  # its magnitude does not fit a signed literal
     if dtype == ember.int64 and not -2**31 <= value < 2**31:
         return f"INT64_C({value})"
     return str(value)
