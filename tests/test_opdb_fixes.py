@@ -1,0 +1,87 @@
+"""Regression tests for the op-database fixes of issue 18 (helper opdb2): error inputs of the
+range factories and complex, and the wrong-value fixes, each checked against PyTorch."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(torch) and fn(ember): each a result list or (exception type name, message)."""
+    out = []
+    for m in (torch, ember):
+        try:
+            r = fn(m)
+            out.append(r.tolist() if hasattr(r, "tolist") else r)
+        except Exception as e:  # noqa: BLE001
+            out.append((type(e).__name__, str(e).split("\n")[0]))
+    return out
+
+
+@pytest.mark.parametrize("args,dtype", [
+    ((0, 64, 0.5), "int64"),      # the step truncates to 0 in int64: ValueError
+    ((0, 3, 0.3), "int32"),       # other integral dtypes size in double: ten zeros
+    ((0, 3, 1.5), "int32"),
+    ((-5, 10, 2.5), "int64"),
+    ((0, 3, 0), None),
+    ((0, 3, -1), None),
+    ((0, float("inf"), 2), None),
+    ((0.0, 1.0, 0.1), None),
+    ((10, 0, -3), "uint8"),
+])
+def test_arange_checks_and_values(args, dtype):
+    t, e = _both(lambda m: m.arange(*args, **({"dtype": getattr(m, dtype)} if dtype else {})))
+    assert t == e
+
+
+def test_arange_out_int64_fractional_step():
+    t, e = _both(lambda m: m.arange(0, 64, 0.5, out=m.empty(0, dtype=m.int64)))
+    assert t == e == ("ValueError", "step must be nonzero")
+
+
+LINSPACE_CASES = [
+    lambda m: m.linspace(m.tensor(1), m.tensor(3.0), 5),
+    lambda m: m.linspace(m.tensor(1), 3, 5, dtype=m.int32),
+    lambda m: m.linspace(0, m.tensor(2.0), 4),
+    lambda m: m.linspace(m.tensor([3, 3]), m.tensor([3, 3]), 1),
+    lambda m: m.linspace(m.tensor([3, 3]), 3, 1),
+    lambda m: m.linspace(3, m.tensor([[3]]), 1),
+    lambda m: m.linspace(m.tensor(0), m.tensor(3), 4, out=m.empty(4)),
+    lambda m: m.logspace(m.tensor(1), 3, 5, base=2.0),
+    lambda m: m.logspace(m.tensor(0), m.tensor(2), 3, out=m.empty(3, dtype=m.float64)),
+    lambda m: m.logspace(2, m.tensor([1, 2]), 3),
+]
+
+
+@pytest.mark.parametrize("case", range(len(LINSPACE_CASES)))
+def test_linspace_logspace_tensor_overloads(case):
+    t, e = _both(LINSPACE_CASES[case])
+    assert t == e
+
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+def test_float_steps_is_an_invalid_combination(name):
+    t, e = _both(lambda m: getattr(m, name)(0, 3, 1.0))
+    assert e[0] == t[0] == "TypeError"
+    assert e[1] == t[1]  # "<name>() received an invalid combination of arguments - got (...)"
+
+
+@pytest.mark.parametrize("name", ["complex", "polar"])
+@pytest.mark.parametrize("dt,out_dt", [("float64", "complex64"), ("float32", "complex128"),
+                                       ("float32", "float32"), ("float32", "complex64")])
+def test_complex_out_dtype_is_exact(name, dt, out_dt):
+    def f(m):
+        a = m.ones(2, dtype=getattr(m, dt))
+        return getattr(m, name)(a, a * 0, out=m.zeros(2, dtype=getattr(m, out_dt)))
+    t, e = _both(f)
+    assert t == e
+
+
+def test_clamp_min_takes_a_python_number():
+    # the database lists this as an error input, but PyTorch accepts it (its own test_errors is
+    # an expectedFailure): ember computes what PyTorch computes
+    x = np.array([1, 5, 3])
+    assert ember.clamp_min(ember.tensor(x), 2).tolist() == torch.clamp_min(torch.tensor(x), 2).tolist()
+    assert ember.clamp_max(ember.tensor(x), 2).tolist() == torch.clamp_max(torch.tensor(x), 2).tolist()
