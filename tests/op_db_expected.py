@@ -86,8 +86,6 @@ EXPECTED = {
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-05, atol=1e-05 Mismatched elements: 11 / 20 (55%)',
     'nn.functional.rrelu:gradient':
         'wrong values: AssertionError: Not equal to tolerance rtol=1e-06, atol=1e-06 Mismatched elements: 14 / 20 (70%)',
-    'nn.functional.unfold:forward':
-        'NotImplementedError: "im2col_out_cpu" not implemented for \'Bool\'',
     'nn.functional.upsample_bilinear:forward':
         'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
     'pca_lowrank:forward':

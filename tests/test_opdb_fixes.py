@@ -85,3 +85,13 @@ def test_clamp_min_takes_a_python_number():
     x = np.array([1, 5, 3])
     assert ember.clamp_min(ember.tensor(x), 2).tolist() == torch.clamp_min(torch.tensor(x), 2).tolist()
     assert ember.clamp_max(ember.tensor(x), 2).tolist() == torch.clamp_max(torch.tensor(x), 2).tolist()
+
+
+def test_unfold_fold_bool():
+    x = np.random.default_rng(0).random((2, 2, 5, 4)) > 0.5
+    res = []
+    for m in (torch, ember):
+        u = m.nn.functional.unfold(m.tensor(x), 2, padding=1)
+        f = m.nn.functional.fold(u, (5, 4), 2, padding=1)
+        res.append((str(u.dtype).split(".")[1], u.tolist(), f.tolist()))
+    assert res[0] == res[1]
