@@ -110,21 +110,34 @@ def twin(fn):
         return _rebound(fn)
     if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return _getattr(ember.Tensor, fn.__name__, "ember.Tensor")
-    if isinstance(fn, torch.nn.Module) and not any(True for _ in fn.parameters()) and \
-            not any(True for _ in fn.buffers()):
-        return _stateless_module_twin(fn)
+    if isinstance(fn, torch.nn.Module):
+        return _module_twin(fn, {})
     raise Unresolved(f"no ember twin for {fn!r}")
 
 
-def _stateless_module_twin(module):
-    """ember's instance of a torch module without parameters or buffers (PairwiseDistance()
-    passed as a distance function): the same class with the same plain attributes."""
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))  # the hook dicts, _parameters, training...
+
+
+def _module_twin(module, cache):
+    """ember's instance of a torch module passed as a value (PairwiseDistance() as a distance
+    function, the TransformerEncoderLayer a TransformerEncoder clones): the same class with the
+    same attributes, parameters, buffers and submodules, built without calling its constructor
+    (whose arguments are not known)."""
     cls = _convert_value(type(module))
     twin_module = cls.__new__(cls)
     ember.nn.Module.__init__(twin_module)
+    twin_module.training = module.training
     for name, value in vars(module).items():
-        if not name.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
-            setattr(twin_module, name, value)
+        if name not in _MODULE_INTERNALS:
+            setattr(twin_module, name, _to_ember(value, cache))
+    for name, p in module._parameters.items():
+        twin_module.register_parameter(name, None if p is None else ember.nn.Parameter(
+            _to_ember(p, cache, requires_grad=False), requires_grad=p.requires_grad))
+    for name, b in module._buffers.items():
+        twin_module.register_buffer(name, None if b is None else _to_ember(b, cache),
+                                    persistent=name not in module._non_persistent_buffers_set)
+    for name, m in module._modules.items():
+        twin_module.add_module(name, None if m is None else _module_twin(m, cache))
     return twin_module
 
 
@@ -149,7 +162,7 @@ def _convert_value(v):
         return _getattr(_ember_home("ember" + v.__module__[len("torch"):]), v.__name__,
                         v.__module__)
     if isinstance(v, torch.nn.Module):
-        raise Unresolved(f"a torch module instance ({type(v).__name__}) inside the entry")
+        return _module_twin(v, {})
     if callable(v) and not isinstance(v, type) and \
             (getattr(v, "__module__", None) or "").startswith("torch"):
         return twin(v)
