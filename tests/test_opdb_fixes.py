@@ -95,3 +95,17 @@ def test_unfold_fold_bool():
         f = m.nn.functional.fold(u, (5, 4), 2, padding=1)
         res.append((str(u.dtype).split(".")[1], u.tolist(), f.tolist()))
     assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kthvalue_tie_index_is_atens_quickselect(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, size=(6, 9)).astype(np.float64)
+    if seed % 2:
+        x[rng.random(x.shape) < 0.2] = np.nan
+    for dim in (0, 1):
+        for k in range(1, x.shape[dim] + 1):
+            tv, ti = torch.kthvalue(torch.tensor(x), k, dim)
+            ev, ei = ember.kthvalue(ember.tensor(x), k, dim)
+            np.testing.assert_array_equal(ev.numpy(), tv.numpy())
+            np.testing.assert_array_equal(ei.numpy(), ti.numpy())

@@ -85,9 +85,74 @@ def _select_rank(self, d, shape, rank):
     return _result(self, np.take_along_axis(a1, pick, d), pick, shape)
 
 
+def _gt_or_nan(x, y):
+    """ATen's selection order: NaN above everything, then ``>``."""
+    return (x != x and y == y) or x > y
+
+
+def _quick_select(row, k):
+    """The input index ATen's ``quick_select_template`` (Sorting.cpp, Sedgewick's median-of-three
+    partitioning) leaves at position ``k`` of ``row``: which of several equal values kthvalue
+    reports."""
+    arr = row.tolist()
+    ind = list(range(len(arr)))
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        ind[i], ind[j] = ind[j], ind[i]
+
+    gt = _gt_or_nan
+    lo, hi = 0, len(arr) - 1
+    while True:
+        if hi <= lo:
+            return ind[k]
+        if hi == lo + 1:
+            if gt(arr[lo], arr[hi]):
+                swap(lo, hi)
+            return ind[k]
+        swap((lo + hi) >> 1, lo + 1)
+        if gt(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if gt(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if gt(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, piv = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while gt(piv, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], piv):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+
+
 def kthvalue(self, k, dim=-1, keepdim=False):
     d, shape = kthvalue_shape(self, k, dim, keepdim)
-    return _select_rank(self, d, shape, np.array(k - 1))
+    keys = np.moveaxis(_keys(self), d, -1)
+    n = keys.shape[-1]
+    if n == 0:
+        return _select_rank(self, d, shape, np.array(k - 1))
+    rows = keys.reshape(-1, n)
+    kth = np.sort(rows, axis=-1)[:, k - 1:k]  # NumPy sorts NaN last, as ATen's order does
+    # where the k-th value occurs once its index is unambiguous; where it is tied, the index is
+    # the one ATen's quickselect ends on, so those rows replay it
+    same = (rows == kth) | ((rows != rows) & (kth != kth))
+    picks = np.argmax(same, axis=-1)
+    for r in np.nonzero(same.sum(axis=-1) > 1)[0]:
+        picks[r] = _quick_select(rows[r], k - 1)
+    a = self._nd()
+    a = np.moveaxis(a.reshape(1) if a.ndim == 0 else a, d, -1)
+    vals = np.take_along_axis(a.reshape(-1, n), picks[:, None], -1)
+    return _result(self, vals, picks, shape)
 
 
 def _nan_counts(self, d):
