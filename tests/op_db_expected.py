@@ -106,8 +106,6 @@ EXPECTED = {
         "AttributeError: 'Tensor' object has no attribute 'to_sparse'",
     'to_sparse:gradient':
         "AttributeError: 'Tensor' object has no attribute 'to_sparse'",
-    'topk:forward':
-        'wrong values: AssertionError: Not equal to tolerance rtol=1e-07, atol=1e-07 Mismatched elements: 16 / 150 (10.7%)',
     'torch._scaled_mm:forward':
         'Unresolved: ember._scaled_mm is missing',
     'torch._scaled_mm_v2:forward':

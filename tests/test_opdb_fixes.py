@@ -109,3 +109,18 @@ def test_kthvalue_tie_index_is_atens_quickselect(seed):
             ev, ei = ember.kthvalue(ember.tensor(x), k, dim)
             np.testing.assert_array_equal(ev.numpy(), tv.numpy())
             np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("n,k", [(5, 3), (10, 10), (17, 4), (40, 39), (130, 2), (200, 3)])
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("sorted_", [True, False])
+def test_topk_ties_and_unsorted_order_are_atens(n, k, largest, sorted_):
+    # k * 64 <= n takes ATen's partial-sort path, the others nth_element (+ sort)
+    rng = np.random.default_rng(n + k)
+    x = rng.integers(0, 3, size=(4, n)).astype(np.float64)
+    x[1, rng.random(n) < 0.3] = np.nan
+    x[2] = rng.standard_normal(n)
+    tv, ti = torch.topk(torch.tensor(x), k, 1, largest, sorted_)
+    ev, ei = ember.topk(ember.tensor(x), k, 1, largest, sorted_)
+    np.testing.assert_array_equal(ev.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ei.numpy(), ti.numpy())

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core import strides as _st
+from . import _stl
 from ._util import own, wrap
 from ..rules.sorting import (_not_implemented, check_bucketize, check_histc, check_searchsorted,
                              check_selection, check_sort, kthvalue_shape, selection_dim, topk_shape)
@@ -61,14 +62,49 @@ def sort_stable(self, stable, dim=-1, descending=False):
     return _sort(self, dim, descending)  # the CPU sort is always stable
 
 
+def _nan_first_gt(x, y):
+    return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
+
+
+def _nan_last_lt(x, y):
+    return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
+
+
+def _atens_topk_row(row, k, largest, sorted_):  # noqa: A002
+    """The indices ATen's topk_impl_loop (TopKImpl.h) returns for one row: a partial sort when
+    k is small against the row (k * 64 <= n), else nth_element and a sort of the first k - 1."""
+    q = [(v, j) for j, v in enumerate(row.tolist())]
+    n = len(q)
+    comp = _nan_first_gt if largest else _nan_last_lt
+    if k * 64 <= n:
+        _stl.std_partial_sort(q, 0, k, n, comp)
+    else:
+        _stl.std_nth_element(q, 0, k - 1, n, comp)
+        if sorted_:
+            _stl.std_sort(q, 0, k - 1, comp)
+    return [j for _, j in q[:k]]
+
+
 def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema name)
     d, shape = topk_shape(self, k, dim)
     a = self._nd()
     if a.ndim == 0:  # the value itself, whatever k (0 or 1)
         return wrap(a.copy()), wrap(np.zeros((), np.int64))
-    a1 = a
-    idx = np.take(stable_argsort(_keys(self), d, largest), np.arange(k), axis=d)
-    return _result(self, np.take_along_axis(a1, idx, d), idx, shape)
+    keys = np.moveaxis(_keys(self), d, -1)
+    n = keys.shape[-1]
+    rows = keys.reshape(_st.numel(keys.shape[:-1]), n)
+    idx = stable_argsort(rows, 1, largest)[:, :k]
+    if k:
+        # Where the first k + 1 values in order hold no tie, the answer is the sorted one; ties
+        # there (which of equal values, in which order) and sorted=False's order are whatever
+        # the C++ selection ATen runs leaves, so those rows replay it.
+        head = np.take_along_axis(rows, stable_argsort(rows, 1, largest)[:, :k + 1], 1)
+        tied = ((head[:, 1:] == head[:, :-1]) | ((head[:, 1:] != head[:, 1:]) &
+                                                 (head[:, :-1] != head[:, :-1]))).any(axis=1)
+        for r in (range(len(rows)) if not sorted else np.nonzero(tied)[0]):
+            idx[r] = _atens_topk_row(rows[r], k, largest, sorted)
+    idx = np.moveaxis(idx.reshape(keys.shape[:-1] + (k,)), -1, d)
+    return _result(self, np.take_along_axis(a, idx, d), idx, shape)
 
 
 # -- rank selections along a dim: kthvalue, median, nanmedian, mode ------------------------------
