@@ -63,10 +63,6 @@ EXPECTED = {
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool3d'",
     'nn.functional.fractional_max_pool3d:gradient':
         "AttributeError: module 'ember.nn.functional' has no attribute 'fractional_max_pool3d'",
-    'nn.functional.interpolate.bicubic:forward':
-        'NotImplementedError: "upsample_bicubic2d_channels_last" not implemented for \'Byte\'',
-    'nn.functional.interpolate.bilinear:forward':
-        'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
     'nn.functional.multi_head_attention_forward:forward':
         "the differing samples run dropout (p=0.5, training=True) under a fixed seed: ember's generator is NumPy's PCG64, not PyTorch's CPU mt19937, so the dropout masks differ; every sample without dropout matches (forward and gradient)",
     'nn.functional.multi_head_attention_forward:gradient':
@@ -75,8 +71,6 @@ EXPECTED = {
         "training-mode rrelu draws its negative slopes from the seeded generator: ember's is NumPy's PCG64, PyTorch's CPU one mt19937 (whose double stream NumPy's MT19937 with legacy seeding does reproduce, but ember's generator is PCG64 by design), so the slopes differ",
     'nn.functional.rrelu:gradient':
         "the gradient is the training-mode random slope, drawn from a different generator stream (ember's NumPy PCG64, PyTorch's CPU mt19937), so it differs as the forward does",
-    'nn.functional.upsample_bilinear:forward':
-        'NotImplementedError: "upsample_bilinear2d_channels_last" not implemented for \'Byte\'',
     'pca_lowrank:forward':
         "AttributeError: module 'ember' has no attribute 'pca_lowrank'",
     'sparse.mm.reduce:forward':

@@ -124,3 +124,37 @@ def test_topk_ties_and_unsorted_order_are_atens(n, k, largest, sorted_):
     ev, ei = ember.topk(ember.tensor(x), k, 1, largest, sorted_)
     np.testing.assert_array_equal(ev.numpy(), tv.numpy())
     np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("channels", [1, 3, 4, 6])
+def test_interpolate_uint8_is_atens_integer_path(mode, align_corners, channels):
+    # ATen resamples uint8 with int16 weights, W pass then H pass, each rounded and clamped
+    rng = np.random.default_rng(channels)
+    x = rng.integers(0, 256, (2, channels, 5, 7)).astype(np.uint8)
+    for kw in ({"scale_factor": 1.7}, {"scale_factor": 0.6}, {"size": (9, 4)}, {"size": (5, 11)}):
+        t = torch.nn.functional.interpolate(torch.tensor(x), mode=mode,
+                                            align_corners=align_corners, **kw)
+        e = ember.nn.functional.interpolate(ember.tensor(x), mode=mode,
+                                            align_corners=align_corners, **kw)
+        assert e.dtype == ember.uint8
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("dt", ["int32", "bool", "uint8"])
+@pytest.mark.parametrize("mode,shape,channels_last", [
+    ("linear", (1, 1, 4), False), ("bilinear", (1, 1, 3, 3), False),
+    ("bilinear", (1, 1, 70, 3), False), ("bilinear", (1, 4, 70, 3), True),
+    ("bicubic", (1, 1, 3, 3), False), ("trilinear", (1, 1, 2, 2, 2), False),
+    ("trilinear", (1, 4, 2, 2, 2), True), ("nearest", (1, 1, 100, 3), False),
+    ("nearest-exact", (1, 1, 3), False)])
+def test_interpolate_dtype_errors_name_atens_kernel(dt, mode, shape, channels_last):
+    def f(m):
+        x = m.zeros(shape, dtype=getattr(m, dt))
+        if channels_last:
+            x = x.contiguous(memory_format=m.channels_last if len(shape) == 4
+                             else m.channels_last_3d)
+        return m.nn.functional.interpolate(x, scale_factor=2, mode=mode).shape
+    t, e = _both(f)
+    assert (t == e) if isinstance(t, tuple) and isinstance(t[0], str) else tuple(t) == tuple(e)
