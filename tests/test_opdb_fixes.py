@@ -158,3 +158,14 @@ def test_interpolate_dtype_errors_name_atens_kernel(dt, mode, shape, channels_la
         return m.nn.functional.interpolate(x, scale_factor=2, mode=mode).shape
     t, e = _both(f)
     assert (t == e) if isinstance(t, tuple) and isinstance(t[0], str) else tuple(t) == tuple(e)
+
+
+def test_linspace_tensor_overloads_are_factories():
+    # category_override: factory: requires_grad= is taken, and a grad-requiring bound records
+    # no grad_fn (the result is a fresh leaf), as in PyTorch
+    for m in (torch, ember):
+        s = m.tensor(1.0, requires_grad=True)
+        r = m.linspace(s, 3.0, 4)
+        assert not r.requires_grad and r.grad_fn is None
+        r = m.logspace(s, m.tensor(3.0), 4, requires_grad=True)
+        assert r.requires_grad and r.is_leaf
