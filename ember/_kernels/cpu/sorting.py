@@ -93,12 +93,14 @@ def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema nam
     keys = np.moveaxis(_keys(self), d, -1)
     n = keys.shape[-1]
     rows = keys.reshape(_st.numel(keys.shape[:-1]), n)
-    idx = stable_argsort(rows, 1, largest)[:, :k]
+    order = stable_argsort(rows, 1, largest)
+    idx = order[:, :k].copy()
     if k:
         # Where the first k + 1 values in order hold no tie, the answer is the sorted one; ties
         # there (which of equal values, in which order) and sorted=False's order are whatever
-        # the C++ selection ATen runs leaves, so those rows replay it.
-        head = np.take_along_axis(rows, stable_argsort(rows, 1, largest)[:, :k + 1], 1)
+        # the C++ selection ATen runs leaves, so those rows replay it (in Python: ~1 ms per
+        # 1000-element row).
+        head = np.take_along_axis(rows, order[:, :k + 1], 1)
         tied = ((head[:, 1:] == head[:, :-1]) | ((head[:, 1:] != head[:, 1:]) &
                                                  (head[:, :-1] != head[:, :-1]))).any(axis=1)
         for r in (range(len(rows)) if not sorted else np.nonzero(tied)[0]):
