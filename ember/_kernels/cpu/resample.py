@@ -147,7 +147,9 @@ def _uint8_axis(n, m, align_corners, scale, cubic):
 def _upsample_uint8(x, output_size, align_corners, scales, cubic):
     """uint8 bilinear/bicubic as ATen computes it: separable integer passes, the last axis
     first, each rounding ((sum + 2**(p-1)) >> p) and clamping to [0, 255] before the next;
-    an axis whose size does not change is not resampled."""
+    an axis whose size does not change is not resampled. (PyTorch's non-AVX path, taken for more
+    than 4 channels, gives every output row the first row's value when the output width is 1,
+    a bug this does not reproduce; its AVX path, for up to 4 channels, agrees with this.)"""
     if tuple(x.shape[2:]) == tuple(output_size):
         return x.copy()
     a = x.astype(np.int64)
