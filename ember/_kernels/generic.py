@@ -95,6 +95,11 @@ _OUT_SAME_DTYPE = {"gather"}
 _OUT_RESULT_DTYPE = {
     "multinomial": "multinomial expects Long tensor out, got: {out._short}",
     "aminmax": "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead",
+    # complex_out/polar_out check their out's dtype exactly (TensorFactories.cpp)
+    "complex": "Expected object of scalar type {result._short} but got scalar type {out._short} "
+               "for argument 'out'",
+    "polar": "Expected object of scalar type {result._short} but got scalar type {out._short} "
+             "for argument 'out'",
 }
 
 

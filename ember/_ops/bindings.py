@@ -19,6 +19,7 @@ from .._core import dtype as D
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
 from .overload import default_value, ops, py_name
+from .registry import FACTORY_CATEGORY
 from .._core.codegen import compile_source
 
 _declared = []  # (qualname-without-ns, variants)
@@ -350,7 +351,8 @@ def _gen(fname, cands, method):
         # factories take requires_grad= (PyTorch's Python binding adds it), *_like and new_* too
         factory = _FACTORY_ARGS <= {a.name for a in sch.arguments} and (
             not any(a.base == "Tensor" for a in sch.arguments)
-            or sch.name.endswith("_like") or sch.name.startswith("new_"))
+            or sch.name.endswith("_like") or sch.name.startswith("new_")
+            or f"aten::{sch.name}.{sch.overload_name}" in FACTORY_CATEGORY)
         if factory:
             params.append("requires_grad=False")
         named = [r.name for r in sch.returns]

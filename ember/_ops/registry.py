@@ -161,6 +161,11 @@ def _load_entries():
         return yaml.load(f, Loader=loader) or []
 
 
+# ops declared with ``category_override: factory`` (linspace.Tensor_Tensor ...): factories though
+# they take tensors, so their binding takes requires_grad= and their autograd kernel never records
+FACTORY_CATEGORY = set()
+
+
 def load(lib):
     """Register every native function with ``lib`` (the aten DEF library)."""
     from . import bindings
@@ -179,6 +184,8 @@ def load(lib):
         if e.get("device_check") == "NoCheck":  # the op moves data between devices itself
             _d.get_entry(f"{lib.ns}::{name}").device_check = False
         kernels.append((name, e.get("dispatch")))
+        if e.get("category_override") == "factory":
+            FACTORY_CATEGORY.add(f"{lib.ns}::{name}")
         for auto in _as_list(e.get("autogen")):
             # "name.overload", or a whole out= schema where PyTorch names the out argument
             # otherwise ("... *, Tensor(a!) grad_input) -> Tensor(a!)")

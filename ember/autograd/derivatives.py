@@ -799,9 +799,11 @@ def install(lib):
                  _debug=f"autograd kernel (in-place, formula of {fqual}) from derivatives.yaml")
     # Ops PyTorch never records (gen_variable_type.DONT_REQUIRE_DERIVATIVE): a kernel that
     # always takes the fast path, so their outputs never require grad.
+    # So are the ops native_functions.yaml declares factories (category_override: factory).
+    from .._ops.registry import FACTORY_CATEGORY
     for qual, entry in list(_d._operators.items()):
         if qual.startswith("aten::") and qual not in derivatives and \
-                entry.schema.name in DONT_REQUIRE_DERIVATIVE:
+                (entry.schema.name in DONT_REQUIRE_DERIVATIVE or qual in FACTORY_CATEGORY):
             lib.impl(qual, _generate_kernel(entry, (), entry.schema.arguments, None), "Autograd",
                      _kind=_d.KEYSET, _debug="autograd kernel: never records (no derivative)")
             never_recorded.add(qual)

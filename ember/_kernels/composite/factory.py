@@ -119,3 +119,67 @@ def normal_float_float(mean, std, size, generator=None, dtype=None, layout=None,
                        pin_memory=None):
     r = _empty(size, dtype, layout, device, pin_memory)
     return ops.aten.normal_.default._call(r, mean, std, generator)
+
+
+# ---------------------------------------------------------------------------------------------
+# linspace/logspace with tensor bounds: the 0-dim tensors' values passed to the Scalar overload
+# (RangeFactories.cpp's CompositeExplicitAutograd kernels, with their dimension checks).
+
+def _bound_dims(name, start=None, end=None):
+    if start is not None and end is not None:
+        if start.dim() != 0 or end.dim() != 0:
+            raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got "
+                               f"start with {start.dim()} dimension(s) and end with {end.dim()} "
+                               f"dimension(s).")
+    elif start is not None and start.dim() != 0:
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got "
+                           f"start with {start.dim()} dimension(s).")
+    elif end is not None and end.dim() != 0:
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got "
+                           f"end with {end.dim()} dimension(s).")
+
+
+def _item(t):
+    return ops.aten.item.default._call(t)
+
+
+def linspace_tensor_tensor(start, end, steps, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("linspace", start, end)
+    return ops.aten.linspace.default._call(_item(start), _item(end), steps, dtype, layout, device,
+                                           pin_memory)
+
+
+def linspace_tensor_scalar(start, end, steps, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("linspace", start=start)
+    return ops.aten.linspace.default._call(_item(start), end, steps, dtype, layout, device,
+                                           pin_memory)
+
+
+def linspace_scalar_tensor(start, end, steps, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("linspace", end=end)
+    return ops.aten.linspace.default._call(start, _item(end), steps, dtype, layout, device,
+                                           pin_memory)
+
+
+def logspace_tensor_tensor(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("logspace", start, end)
+    return ops.aten.logspace.default._call(_item(start), _item(end), steps, base, dtype, layout,
+                                           device, pin_memory)
+
+
+def logspace_tensor_scalar(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("logspace", start=start)
+    return ops.aten.logspace.default._call(_item(start), end, steps, base, dtype, layout, device,
+                                           pin_memory)
+
+
+def logspace_scalar_tensor(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
+                           pin_memory=None):
+    _bound_dims("logspace", end=end)
+    return ops.aten.logspace.default._call(start, _item(end), steps, base, dtype, layout, device,
+                                           pin_memory)

@@ -89,6 +89,80 @@ def _cubic_matrix(n, m, align_corners, scale, dtype):
     return w
 
 
+def _uint8_axis(n, m, align_corners, scale, cubic):
+    """ATen's uint8 bilinear/bicubic table for one axis (UpSampleKernel.cpp,
+    _compute_index_ranges_int16_weights): weights computed in double as PIL computes them (the
+    out-of-range taps folded onto the edge ones; bicubic with a = -0.75), scaled to int16 with
+    the largest precision that keeps them below 2**15. Returns the (m, n) integer weight matrix
+    and that precision."""
+    s = _scale(n, m, align_corners, scale)
+    interp = 4 if cubic else 2
+    support = interp // 2
+    a = -0.75
+
+    def filt(x):
+        x = abs(x)
+        if cubic:
+            if x < 1.0:
+                return ((a + 2) * x - (a + 3)) * x * x + 1
+            if x < 2.0:
+                return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+            return 0.0
+        return 1.0 - x if x < 1.0 else 0.0
+
+    rows = []
+    wt_max = 0.0
+    for i in range(m):
+        real = s * i if align_corners else s * (i + 0.5) - 0.5
+        if not align_corners and not cubic and real < 0:
+            real = 0.0
+        index = min(int(np.floor(np.float32(real))), n - 1)  # floorf, as guard_index_and_lambda
+        lam = min(max(real - index, 0.0), 1.0)
+        lo, hi = index - support + 1, index + support + 1
+        xmin = max(lo, 0)
+        xsize = min(max(min(hi, n) - xmin, 0), interp)
+        w = [0.0] * interp
+        k = 0
+        for j in range(interp):
+            v = filt(float(j + 1 - support) - lam)
+            if lo + j <= 0:
+                k = 0
+            elif lo + j >= n - 1:
+                k = xsize - 1
+            w[k] += v
+            wt_max = max(wt_max, w[k])
+            k += 1
+        rows.append((xmin, xsize, w))
+    precision = 0
+    while precision < 22 and int(0.5 + wt_max * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    mat = np.zeros((m, n), np.int64)
+    for i, (xmin, xsize, w) in enumerate(rows):
+        for j in range(xsize):
+            v = w[j] * (1 << precision)
+            mat[i, xmin + j] = int(v - 0.5) if v < 0 else int(v + 0.5)
+    return mat, precision
+
+
+def _upsample_uint8(x, output_size, align_corners, scales, cubic):
+    """uint8 bilinear/bicubic as ATen computes it: separable integer passes, the last axis
+    first, each rounding ((sum + 2**(p-1)) >> p) and clamping to [0, 255] before the next;
+    an axis whose size does not change is not resampled. (PyTorch's non-AVX path, taken for more
+    than 4 channels, gives every output row the first row's value when the output width is 1,
+    a bug this does not reproduce; its AVX path, for up to 4 channels, agrees with this.)"""
+    if tuple(x.shape[2:]) == tuple(output_size):
+        return x.copy()
+    a = x.astype(np.int64)
+    for ax in (3, 2):
+        n, m = a.shape[ax], output_size[ax - 2]
+        if n == m:
+            continue
+        mat, p = _uint8_axis(n, m, align_corners, scales[ax - 2], cubic)
+        r = np.moveaxis(np.moveaxis(a, ax, -1) @ mat.T, -1, ax)
+        a = np.clip((r + (1 << (p - 1))) >> p, 0, 255)
+    return np.ascontiguousarray(a.astype(np.uint8))
+
+
 def _split_args(name, args):
     """(align_corners, scales) from the arguments after output_size."""
     if _MODES[name][1] in _FLOAT_ONLY:
@@ -111,7 +185,8 @@ def _tables(name, input_size, output_size, align_corners, scales, dtype):
 
 def _upsample(name):
     def kernel(self, output_size, *args):
-        shape = check_upsample(name, tuple(self._size), output_size, self._dtype)
+        shape = check_upsample(name, tuple(self._size), output_size, self._dtype,
+                               self._stride)
         align_corners, scales = _split_args(name, args)
         x = nd(self)
         if 0 in shape:
@@ -119,6 +194,9 @@ def _upsample(name):
         if _MODES[name][1] in ("nearest", "exact"):
             idx = _tables(name, x.shape, output_size, None, scales, None)
             return wrap(np.ascontiguousarray(x[(Ellipsis, *np.ix_(*idx))]))
+        if x.dtype == np.uint8:  # bilinear2d/bicubic2d, the only linear modes taking Byte
+            return wrap(_upsample_uint8(x, output_size, align_corners, scales + [None] * 2,
+                                        _MODES[name][1] == "cubic"))
         a = _half_to_float(x)
         mats = _tables(name, x.shape, output_size, align_corners, scales, a.dtype)
         return wrap(_apply(a, mats).astype(x.dtype, copy=False))

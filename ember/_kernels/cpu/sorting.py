@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core import strides as _st
+from . import _stl
 from ._util import own, wrap
 from ..rules.sorting import (_not_implemented, check_bucketize, check_histc, check_searchsorted,
                              check_selection, check_sort, kthvalue_shape, selection_dim, topk_shape)
@@ -61,14 +62,51 @@ def sort_stable(self, stable, dim=-1, descending=False):
     return _sort(self, dim, descending)  # the CPU sort is always stable
 
 
+def _nan_first_gt(x, y):
+    return (x[0] != x[0] and y[0] == y[0]) or x[0] > y[0]
+
+
+def _nan_last_lt(x, y):
+    return (x[0] == x[0] and y[0] != y[0]) or x[0] < y[0]
+
+
+def _atens_topk_row(row, k, largest, sorted_):  # noqa: A002
+    """The indices ATen's topk_impl_loop (TopKImpl.h) returns for one row: a partial sort when
+    k is small against the row (k * 64 <= n), else nth_element and a sort of the first k - 1."""
+    q = [(v, j) for j, v in enumerate(row.tolist())]
+    n = len(q)
+    comp = _nan_first_gt if largest else _nan_last_lt
+    if k * 64 <= n:
+        _stl.std_partial_sort(q, 0, k, n, comp)
+    else:
+        _stl.std_nth_element(q, 0, k - 1, n, comp)
+        if sorted_:
+            _stl.std_sort(q, 0, k - 1, comp)
+    return [j for _, j in q[:k]]
+
+
 def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema name)
     d, shape = topk_shape(self, k, dim)
     a = self._nd()
     if a.ndim == 0:  # the value itself, whatever k (0 or 1)
         return wrap(a.copy()), wrap(np.zeros((), np.int64))
-    a1 = a
-    idx = np.take(stable_argsort(_keys(self), d, largest), np.arange(k), axis=d)
-    return _result(self, np.take_along_axis(a1, idx, d), idx, shape)
+    keys = np.moveaxis(_keys(self), d, -1)
+    n = keys.shape[-1]
+    rows = keys.reshape(_st.numel(keys.shape[:-1]), n)
+    order = stable_argsort(rows, 1, largest)
+    idx = order[:, :k].copy()
+    if k:
+        # Where the first k + 1 values in order hold no tie, the answer is the sorted one; ties
+        # there (which of equal values, in which order) and sorted=False's order are whatever
+        # the C++ selection ATen runs leaves, so those rows replay it (in Python: ~1 ms per
+        # 1000-element row).
+        head = np.take_along_axis(rows, order[:, :k + 1], 1)
+        tied = ((head[:, 1:] == head[:, :-1]) | ((head[:, 1:] != head[:, 1:]) &
+                                                 (head[:, :-1] != head[:, :-1]))).any(axis=1)
+        for r in (range(len(rows)) if not sorted else np.nonzero(tied)[0]):
+            idx[r] = _atens_topk_row(rows[r], k, largest, sorted)
+    idx = np.moveaxis(idx.reshape(keys.shape[:-1] + (k,)), -1, d)
+    return _result(self, np.take_along_axis(a, idx, d), idx, shape)
 
 
 # -- rank selections along a dim: kthvalue, median, nanmedian, mode ------------------------------
@@ -85,9 +123,74 @@ def _select_rank(self, d, shape, rank):
     return _result(self, np.take_along_axis(a1, pick, d), pick, shape)
 
 
+def _gt_or_nan(x, y):
+    """ATen's selection order: NaN above everything, then ``>``."""
+    return (x != x and y == y) or x > y
+
+
+def _quick_select(row, k):
+    """The input index ATen's ``quick_select_template`` (Sorting.cpp, Sedgewick's median-of-three
+    partitioning) leaves at position ``k`` of ``row``: which of several equal values kthvalue
+    reports."""
+    arr = row.tolist()
+    ind = list(range(len(arr)))
+
+    def swap(i, j):
+        arr[i], arr[j] = arr[j], arr[i]
+        ind[i], ind[j] = ind[j], ind[i]
+
+    gt = _gt_or_nan
+    lo, hi = 0, len(arr) - 1
+    while True:
+        if hi <= lo:
+            return ind[k]
+        if hi == lo + 1:
+            if gt(arr[lo], arr[hi]):
+                swap(lo, hi)
+            return ind[k]
+        swap((lo + hi) >> 1, lo + 1)
+        if gt(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if gt(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if gt(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, piv = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while gt(piv, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], piv):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+
+
 def kthvalue(self, k, dim=-1, keepdim=False):
     d, shape = kthvalue_shape(self, k, dim, keepdim)
-    return _select_rank(self, d, shape, np.array(k - 1))
+    keys = np.moveaxis(_keys(self), d, -1)
+    n = keys.shape[-1]
+    if n == 0:
+        return _select_rank(self, d, shape, np.array(k - 1))
+    rows = keys.reshape(-1, n)
+    kth = np.sort(rows, axis=-1)[:, k - 1:k]  # NumPy sorts NaN last, as ATen's order does
+    # where the k-th value occurs once its index is unambiguous; where it is tied, the index is
+    # the one ATen's quickselect ends on, so those rows replay it
+    same = (rows == kth) | ((rows != rows) & (kth != kth))
+    picks = np.argmax(same, axis=-1)
+    for r in np.nonzero(same.sum(axis=-1) > 1)[0]:
+        picks[r] = _quick_select(rows[r], k - 1)
+    a = self._nd()
+    a = np.moveaxis(a.reshape(1) if a.ndim == 0 else a, d, -1)
+    vals = np.take_along_axis(a.reshape(-1, n), picks[:, None], -1)
+    return _result(self, vals, picks, shape)
 
 
 def _nan_counts(self, d):

@@ -8,7 +8,8 @@ from ..registration import register
 
 def _upsample(name):
     def kernel(self, output_size, *args):
-        shape = _r.check_upsample(name, tuple(self._size), output_size, self._dtype)
+        shape = _r.check_upsample(name, tuple(self._size), output_size, self._dtype,
+                               self._stride)
         return empty_tensor(shape, self._dtype, META)
     return kernel
 

@@ -123,7 +123,8 @@ def _pair_checks(name, kernel_size, dilation, padding, stride):
 
 
 def _floating_only(name, dtype):
-    if not (dtype.is_floating_point or dtype.is_complex):
+    """im2col/col2im's CPU dtypes: floating, complex and Bool (ATen dispatches ..._AND3(kBool))."""
+    if not (dtype.is_floating_point or dtype.is_complex or dtype is D.bool_):
         raise NotImplementedError(f"\"{name}\" not implemented for '{dtype._short}'")
 
 

@@ -120,28 +120,35 @@ def _real(v, dtype):
 
 
 def arange_params(start, end, step, dtype):
-    """(start, step, length) in the accumulation type of ``dtype``, with PyTorch's checks."""
+    """(start, step, length) in the accumulation type of ``dtype``, with PyTorch's checks.
+
+    As ATen's compute_arange_size: the bounds are checked in double, the length is computed in
+    double except for int64, whose length comes from the bounds truncated to int64 (so a
+    fractional step that truncates to 0 is a ValueError there, and gives repeated values in the
+    other integral dtypes)."""
     acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
-    if acc is D.int64:
-        xs, xe, xst = int(s), int(e), int(st)
-    else:
-        xs, xe, xst = float(s), float(e), float(st)
-    if xst == 0:
+    ds, de, dst = float(s), float(e), float(st)
+    if dst == 0:
         raise RuntimeError("step must be nonzero")
-    if not (math.isfinite(xs) and math.isfinite(xe)):
-        raise RuntimeError(f"unsupported range: {_g(xs)} -> {_g(xe)}")
-    if not ((xst > 0 and xe >= xs) or (xst < 0 and xe <= xs)):
+    if not (math.isfinite(ds) and math.isfinite(de)):
+        raise RuntimeError(f"unsupported range: {_g(ds)} -> {_g(de)}")
+    if not ((dst > 0 and de >= ds) or (dst < 0 and de <= ds)):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is D.int64:
+        xs, xe, xst = int(s), int(e), int(st)
+        if xst == 0:
+            raise ValueError("step must be nonzero")
         sgn = (xst > 0) - (xst < 0)
         q = xe - xs + xst - sgn
         n = abs(q) // abs(xst) * (1 if (q >= 0) == (xst > 0) else -1)  # C++ truncating division
     else:
-        n = math.ceil((float(e) - float(s)) / float(st))
+        n = math.ceil((de - ds) / dst)
     if n < 0 or n > 2 ** 63 - 1:
         raise RuntimeError("invalid size, possible overflow?")
-    return xs, xst, n
+    if acc is D.int64:
+        return int(s), int(st), n
+    return ds, dst, n
 
 
 def linspace_dtype(start, end, dtype):

@@ -2,6 +2,7 @@
 result shapes and dtypes, with PyTorch's errors. The CPU kernels (``cpu/resample.py``) and the
 Meta kernels (``meta/resample.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
+from ..._core import strides as _st
 
 
 # The upsample ops generated from one kernel each (op -> the name its checks and tables use;
@@ -34,7 +35,7 @@ _AXES = {1: "W", 2: "HW", 3: "DHW"}
 _FLOAT_ONLY = {"linear", "cubic"}
 
 
-def check_upsample(name, input_size, output_size, dtype):
+def check_upsample(name, input_size, output_size, dtype, stride=None):
     k, mode = _MODES[name]
     if len(output_size) != k:
         raise RuntimeError(f"It is expected output_size equals to {k}, but got size "
@@ -52,11 +53,26 @@ def check_upsample(name, input_size, output_size, dtype):
     if input_size[1] == 0:
         raise RuntimeError(f"Non-empty {k + 2}D data tensor expected but got a tensor with sizes "
                            f"[{', '.join(map(str, input_size))}]")
-    if not dtype.is_floating_point and (mode in _FLOAT_ONLY or dtype is not D.uint8):
-        kind = name.replace("_exact", "")
-        raise NotImplementedError(f"\"{kind}_channels_last\" not implemented for "
-                                  f"'{dtype._short}'")
+    # uint8 is taken by the nearest modes and by bilinear2d/bicubic2d (ATen's PIL-style integer
+    # path); linear1d and trilinear3d have no Byte kernel
+    byte_ok = mode not in _FLOAT_ONLY or name in ("upsample_bilinear2d", "upsample_bicubic2d")
+    if not dtype.is_floating_point and (dtype is not D.uint8 or not byte_ok):
+        raise NotImplementedError(f"\"{_dispatch_name(name, k, mode, input_size, output_size, stride)}"
+                                  f"\" not implemented for '{dtype._short}'")
     return (*input_size[:2], *output_size)
+
+
+def _dispatch_name(name, k, mode, input_size, output_size, stride):
+    """The kernel named in PyTorch's "not implemented for" message: UpSampleKernel.cpp sends
+    channels-last inputs with more than 3 channels (and, in 2-d, outputs with H + W <= 128) to
+    the vectorized ``<op>_channels_last`` kernel and the rest to the generic one, whose first
+    dtype dispatch is ``compute_indices_weights_<mode>``; bicubic is always generic."""
+    generic = "compute_indices_weights_" + {"exact": "nearest", "cubic": "cubic"}.get(mode, mode)
+    channels_last = stride is not None and k > 1 and input_size[1] > 3 and \
+        _st.is_channels_last(input_size, stride)
+    if mode == "cubic" or k == 1 or not (channels_last or (k == 2 and sum(output_size) <= 128)):
+        return generic
+    return name.replace("_exact", "") + "_channels_last"
 
 
 def check_constant_pad(self, pad):
