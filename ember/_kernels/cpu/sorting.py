@@ -96,14 +96,16 @@ def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema nam
     order = stable_argsort(rows, 1, largest)
     idx = order[:, :k].copy()
     if k:
-        # Where the first k + 1 values in order hold no tie, the answer is the sorted one; ties
-        # there (which of equal values, in which order) and sorted=False's order are whatever
-        # the C++ selection ATen runs leaves, so those rows replay it (in Python: ~1 ms per
-        # 1000-element row).
+        # Where the first k + 1 values in order hold no tie, the answer is the sorted one
+        # (ATen's partial sort for small k sorts them even when sorted=False); ties there
+        # (which of equal values, in which order) and the order nth_element leaves for
+        # sorted=False with a large k are whatever the C++ selection ATen runs leaves, so those
+        # rows replay it (in Python: ~1 ms per 1000-element row).
         head = np.take_along_axis(rows, order[:, :k + 1], 1)
         tied = ((head[:, 1:] == head[:, :-1]) | ((head[:, 1:] != head[:, 1:]) &
                                                  (head[:, :-1] != head[:, :-1]))).any(axis=1)
-        for r in (range(len(rows)) if not sorted else np.nonzero(tied)[0]):
+        every_row = not sorted and k * 64 > n
+        for r in (range(len(rows)) if every_row else np.nonzero(tied)[0]):
             idx[r] = _atens_topk_row(rows[r], k, largest, sorted)
     idx = np.moveaxis(idx.reshape(keys.shape[:-1] + (k,)), -1, d)
     return _result(self, np.take_along_axis(a, idx, d), idx, shape)
