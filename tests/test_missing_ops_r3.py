@@ -1,0 +1,204 @@
+"""Ops issue 18 still missed (round 3), against PyTorch as the oracle: fractional max pooling,
+svd/pca_lowrank, _segment_reduce, the batch-norm variants, matrix_exp, lu_unpack's gradient and
+hash_tensor."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def E(t, requires_grad=False):
+    """An ember copy of a torch tensor."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        e = ember.from_numpy(t.float().numpy().copy()).to(ember.bfloat16)
+    else:
+        e = ember.from_numpy(t.resolve_conj().numpy().copy())
+    return e.requires_grad_(True) if requires_grad else e
+
+
+def N(x):
+    """NumPy values of a torch or ember tensor."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+    x = x.detach()
+    return (x.float() if x.dtype == ember.bfloat16 else x).numpy()
+
+
+def same_error(t_fn, e_fn):
+    """Both raise, with the same exception type and message."""
+    with pytest.raises(Exception) as te:
+        t_fn()
+    with pytest.raises(type(te.value)) as ee:
+        e_fn()
+    assert str(ee.value) == str(te.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# fractional_max_pool2d / 3d
+
+FRACTIONAL = [
+    (2, (2, 3, 9, 9), (3, 3), (2, 3)),
+    (2, (1, 3, 9, 9), (4, 4), (5, 5)),
+    (2, (3, 13, 11), (2, 3), (7, 4)),
+    (2, (2, 2, 50, 37), (2, 2), (24, 17)),
+    (3, (2, 3, 7, 6, 5), (2, 3, 2), (3, 2, 3)),
+    (3, (2, 8, 7, 6), (2, 1, 2), (6, 5, 3)),
+    (3, (1, 2, 30, 20, 25), (2, 2, 2), (14, 9, 12)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("k,shape,kernel,out", FRACTIONAL)
+def test_fractional_max_pool_matches_with_same_samples(k, shape, kernel, out, dtype):
+    # the interval arithmetic runs in the input's dtype, so half types exercise its rounding
+    torch.manual_seed(0)
+    x = torch.randn(*shape).to(dtype)
+    n = 1 if len(shape) == k + 1 else shape[0]
+    rs = torch.rand(n, shape[-k - 1], k).to(dtype)
+    o, i = getattr(torch.ops.aten, f"fractional_max_pool{k}d")(x, list(kernel), list(out), rs)
+    eo, ei = getattr(ember.ops.aten, f"fractional_max_pool{k}d")(E(x), list(kernel), list(out),
+                                                                  E(rs))
+    assert eo.dtype == getattr(ember, str(dtype).split(".")[1]) and ei.dtype == ember.int64
+    np.testing.assert_array_equal(N(ei), N(i))
+    np.testing.assert_array_equal(N(eo), N(o))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_fractional_max_pool_functional_gradient_and_module(k):
+    torch.manual_seed(1)
+    shape = (2, 3, 8, 7, 9)[: k + 2]
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    rs = torch.rand(2, 3, k, dtype=torch.float64)
+    tf = getattr(torch.nn.functional, f"fractional_max_pool{k}d")
+    ef = getattr(ember.nn.functional, f"fractional_max_pool{k}d")
+    t_out, t_idx = tf(x, 2, output_ratio=(0.5,) * k, return_indices=True, _random_samples=rs)
+    ex = E(x, True)
+    e_out, e_idx = ef(ex, 2, output_ratio=(0.5,) * k, return_indices=True, _random_samples=E(rs))
+    np.testing.assert_array_equal(N(e_idx), N(t_idx))
+    np.testing.assert_array_equal(N(e_out), N(t_out))
+    g = torch.randn(t_out.shape, dtype=torch.float64, requires_grad=True)
+    eg_in = E(g, True)
+    (tg,) = torch.autograd.grad(t_out, x, g, create_graph=True)
+    (eg,) = ember.autograd.grad(e_out, ex, eg_in, create_graph=True)
+    np.testing.assert_allclose(N(eg), N(tg))
+    # double backward through the cotangent (max_pool_double_backward gathers at the indices)
+    gg = torch.randn(shape, dtype=torch.float64)
+    (t_gg,) = torch.autograd.grad(tg, g, gg)
+    (e_gg,) = ember.autograd.grad(eg, eg_in, E(gg))
+    np.testing.assert_allclose(N(e_gg), N(t_gg))
+    # module with a fixed sample buffer, and without batch dim
+    tm = getattr(torch.nn, f"FractionalMaxPool{k}d")(2, output_size=3, _random_samples=rs[:1])
+    em = getattr(ember.nn, f"FractionalMaxPool{k}d")(2, output_size=3, _random_samples=E(rs[:1]))
+    np.testing.assert_array_equal(N(em(E(x[0]))), N(tm(x[0])))
+    # samples drawn by ember itself: shapes, and the maxima are input values at the indices
+    out, idx = ef(E(x), (2,) * k, output_size=3, return_indices=True)
+    assert tuple(out.shape) == (*shape[:2], *(3,) * k)
+    np.testing.assert_array_equal(
+        np.take_along_axis(N(x).reshape(*shape[:2], -1), N(idx).reshape(*shape[:2], -1), 2),
+        N(out).reshape(*shape[:2], -1))
+
+
+def test_fractional_max_pool_nan_and_forward_ad():
+    x = torch.randn(1, 2, 6, 6, dtype=torch.float64)
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 0, 2, 2] = float("nan")
+    rs = torch.rand(1, 2, 2, dtype=torch.float64)
+    o, i = torch.ops.aten.fractional_max_pool2d(x, [3, 3], [3, 3], rs)
+    eo, ei = ember.ops.aten.fractional_max_pool2d(E(x), [3, 3], [3, 3], E(rs))
+    np.testing.assert_array_equal(N(ei), N(i))  # ATen keeps the last NaN of a window
+    np.testing.assert_array_equal(N(eo), N(o))
+    import ember.autograd.forward_ad as efwd
+    t = torch.randn(x.shape, dtype=torch.float64)
+    with torch.autograd.forward_ad.dual_level():
+        tt = torch.autograd.forward_ad.unpack_dual(torch.nn.functional.fractional_max_pool2d(
+            torch.autograd.forward_ad.make_dual(x, t), 3, 3, _random_samples=rs)).tangent
+    with efwd.dual_level():
+        et = efwd.unpack_dual(ember.nn.functional.fractional_max_pool2d(
+            efwd.make_dual(E(x), E(t)), 3, 3, _random_samples=E(rs))).tangent
+    np.testing.assert_array_equal(N(et), N(tt))
+
+
+def _fmp_error_cases():
+    x2, x3 = torch.randn(2, 3, 9, 9), torch.randn(1, 2, 6, 6, 6)
+    r2, r3 = torch.rand(2, 3, 2), torch.rand(1, 2, 3)
+    f2, f3 = "fractional_max_pool2d", "fractional_max_pool3d"
+    return [
+        (f2, (x2, [3], [2, 2], r2)), (f2, (x2, [3, 3], [2], r2)),
+        (f2, (torch.randn(9, 9), [3, 3], [2, 2], r2)),
+        (f2, (torch.randn(1, 0, 9, 9), [3, 3], [2, 2], r2)),
+        (f2, (x2, [3, 3], [8, 2], r2)), (f2, (x2, [3, 3], [2, 8], r2)),
+        (f2, (x2, [3, 3], [2, 2], torch.rand(2, 3))),
+        (f2, (x2, [3, 3], [2, 2], torch.rand(1, 3, 2))),
+        (f2, (x2, [3, 3], [2, 2], torch.rand(2, 2, 2))),
+        (f2, (x2, [3, 3], [2, 2], torch.rand(2, 3, 3))),
+        (f2, (x2, [3, 3], [2, 2], r2.double())),
+        (f2, (x2.int(), [3, 3], [2, 2], r2.int())),
+        (f3, (x3, [2, 2], [2, 2, 2], r3)), (f3, (x3, [2, 2, 2], [2, 2], r3)),
+        (f3, (x3, [2, 2, 2], [6, 2, 2], r3)), (f3, (x3, [2, 2, 2], [2, 6, 2], r3)),
+        (f3, (x3, [2, 2, 2], [2, 2, 6], r3)),
+        (f3, (torch.randn(6, 6, 6), [2, 2, 2], [2, 2, 2], r3)),
+        (f3, (torch.randn(1, 0, 6, 6, 6), [2, 2, 2], [2, 2, 2], r3)),
+        (f3, (x3, [2, 2, 2], [2, 2, 2], torch.rand(1, 2, 2))),
+        (f3, (x3, [2, 2, 2], [2, 2, 2], torch.rand(1, 1, 3))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_fmp_error_cases())))
+def test_fractional_max_pool_errors(case):
+    name, args = _fmp_error_cases()[case]
+    same_error(lambda: getattr(torch.ops.aten, name)(*args),
+               lambda: getattr(ember.ops.aten, name)(*[E(a) if isinstance(a, torch.Tensor)
+                                                       else a for a in args]))
+
+
+def test_fractional_max_pool_backward_errors_and_python_errors():
+    x = torch.randn(2, 3, 9, 9)
+    o, i = torch.ops.aten.fractional_max_pool2d(x, [3, 3], [2, 2], torch.rand(2, 3, 2))
+    b = "fractional_max_pool2d_backward"
+    for args in [(torch.randn(2, 3, 2, 3), x, [3, 3], [2, 2], i),
+                 (torch.randn(2, 3, 2, 2), x, [3, 3], [2, 3], i),
+                 (torch.randn(2, 3, 2, 2).double(), x, [3, 3], [2, 2], i),
+                 (torch.randn(2, 3, 2, 2), x, [3, 3], [2, 2], i.int())]:
+        same_error(lambda: getattr(torch.ops.aten, b)(*args),
+                   lambda: getattr(ember.ops.aten, b)(*[E(a) if isinstance(a, torch.Tensor)
+                                                        else a for a in args]))
+    x3 = torch.randn(2, 2, 6, 6, 6)
+    o, i = torch.ops.aten.fractional_max_pool3d(x3, [2, 2, 2], [2, 2, 2], torch.rand(2, 2, 3))
+    b = "fractional_max_pool3d_backward"
+    for args in [(torch.randn(2, 2, 2, 2, 3), x3, [2, 2, 2], [2, 2, 2], i),
+                 (torch.randn(2, 2, 3, 2, 2), x3, [2, 2, 2], [2, 2, 2], i),
+                 (torch.randn(2, 2, 2, 2, 2).double(), x3, [2, 2, 2], [2, 2, 2], i)]:
+        same_error(lambda: getattr(torch.ops.aten, b)(*args),
+                   lambda: getattr(ember.ops.aten, b)(*[E(a) if isinstance(a, torch.Tensor)
+                                                        else a for a in args]))
+    ex = E(x)
+    for t_call, e_call in [
+        (lambda: torch.nn.functional.fractional_max_pool2d(x, 3),
+         lambda: ember.nn.functional.fractional_max_pool2d(ex, 3)),
+        (lambda: torch.nn.functional.fractional_max_pool2d(x, 3, output_ratio=(.5, .5, .5)),
+         lambda: ember.nn.functional.fractional_max_pool2d(ex, 3, output_ratio=(.5, .5, .5))),
+        (lambda: torch.nn.functional.fractional_max_pool3d(x3, 2),
+         lambda: ember.nn.functional.fractional_max_pool3d(E(x3), 2)),
+        (lambda: torch.nn.FractionalMaxPool3d(0, output_size=2),
+         lambda: ember.nn.FractionalMaxPool3d(0, output_size=2)),
+        (lambda: torch.nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5),
+         lambda: ember.nn.FractionalMaxPool2d(2, output_size=2, output_ratio=0.5)),
+        (lambda: torch.nn.FractionalMaxPool2d(2, output_ratio=1.5),
+         lambda: ember.nn.FractionalMaxPool2d(2, output_ratio=1.5)),
+        (lambda: torch.nn.FractionalMaxPool2d(2), lambda: ember.nn.FractionalMaxPool2d(2)),
+    ]:
+        same_error(t_call, e_call)
+
+
+def test_fractional_max_pool_meta():
+    x = ember.empty(2, 3, 9, 9, device="meta")
+    o, i = ember.ops.aten.fractional_max_pool2d(x, [3, 3], [4, 5],
+                                                ember.empty(2, 3, 2, device="meta"))
+    assert o.device.type == "meta" and tuple(o.shape) == (2, 3, 4, 5) and i.dtype == ember.int64
+    with pytest.raises(RuntimeError, match="too large"):
+        ember.ops.aten.fractional_max_pool2d(x, [3, 3], [8, 5],
+                                             ember.empty(2, 3, 2, device="meta"))
