@@ -202,3 +202,80 @@ def test_fractional_max_pool_meta():
     with pytest.raises(RuntimeError, match="too large"):
         ember.ops.aten.fractional_max_pool2d(x, [3, 3], [8, 5],
                                              ember.empty(2, 3, 2, device="meta"))
+
+
+# ---------------------------------------------------------------------------------------------
+# svd_lowrank / pca_lowrank (torch._lowrank)
+
+def _same_test_matrices(monkeypatch):
+    """ember.randn handing out PyTorch's draws: the Gaussian test matrix is the algorithms'
+    only randomness, so with PyTorch's draws the results must match PyTorch's."""
+    def randn(*size, dtype=None, device=None):
+        return E(torch.randn(*size, dtype=getattr(torch, str(dtype).split(".")[1])))
+    monkeypatch.setattr(ember, "randn", randn)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("fn,kwargs", [
+    ("svd_lowrank", {"q": 2}), ("svd_lowrank", {"q": 3, "M": True}),
+    ("svd_lowrank", {"q": 2, "niter": 0}), ("pca_lowrank", {"q": 2, "center": False}),
+    ("pca_lowrank", {"q": 2}), ("pca_lowrank", {"q": 2, "niter": 4})])
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 6)])
+def test_lowrank_matches_pytorch_with_same_test_matrix(monkeypatch, fn, kwargs, dtype, shape):
+    _same_test_matrices(monkeypatch)
+    torch.manual_seed(0)
+    a = torch.randn(*shape[:-1], 2, dtype=dtype)
+    b = torch.randn(*shape[:-2], shape[-1], 2, dtype=dtype)
+    A = (a @ b.mT).requires_grad_(True)
+    t_kw = dict(kwargs)
+    if t_kw.get("M"):
+        t_kw["M"] = torch.randn(shape[-1], dtype=dtype, requires_grad=True)  # broadcast
+    e_kw = {k: (E(v, True) if isinstance(v, torch.Tensor) else v) for k, v in t_kw.items()}
+    eA = E(A, True)
+    torch.manual_seed(1)
+    t_res = getattr(torch, fn)(A, **t_kw)
+    torch.manual_seed(1)
+    e_res = getattr(ember, fn)(eA, **e_kw)
+    # singular vectors are unique up to a sign/phase per column, which LAPACK builds choose
+    # differently (PyTorch's MKL, NumPy's OpenBLAS): compare what does not depend on it, as
+    # PyTorch's OpInfo does (U V^H and S, and their gradients)
+    def invariant(res):
+        U, S, V = res
+        return U @ V.mH, S
+    t_inv, e_inv = invariant(t_res), invariant(e_res)
+    for e, t in zip(e_inv, t_inv):
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-9, atol=1e-10)
+    U, S, V = e_res
+    np.testing.assert_allclose(N((U * S.unsqueeze(-2).to(U.dtype)) @ V.mH),
+                               N((t_res[0] * t_res[1].unsqueeze(-2).to(t_res[0].dtype))
+                                 @ t_res[2].mH), rtol=1e-9, atol=1e-10)
+    if dtype.is_complex:
+        return  # ember's linalg.qr/svd backward formulas are real-only so far
+    cots = [torch.randn(t.shape, dtype=t.dtype) for t in t_inv]
+    t_in = [A] + [v for v in t_kw.values() if isinstance(v, torch.Tensor)]
+    e_in = [eA] + [v for v in e_kw.values() if isinstance(v, ember.Tensor)]
+    t_g = torch.autograd.grad(t_inv, t_in, cots)
+    e_g = ember.autograd.grad(e_inv, e_in, [E(c) for c in cots])
+    for e, t in zip(e_g, t_g):
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-7, atol=1e-8)
+
+
+def test_lowrank_own_draws_sign_invariant_results_and_errors():
+    torch.manual_seed(0)
+    A = torch.randn(2, 6, 2, dtype=torch.float64) @ torch.randn(2, 2, 4, dtype=torch.float64)
+    U, S, V = torch.svd_lowrank(A, q=2)
+    eU, eS, eV = ember.svd_lowrank(E(A), q=2)
+    np.testing.assert_allclose(N(eS), N(S), rtol=1e-10)
+    np.testing.assert_allclose(N(eU @ eV.mH), N(U @ V.mH), rtol=1e-9, atol=1e-10)
+    for t_call, e_call in [(lambda: torch.pca_lowrank(A, q=5), lambda: ember.pca_lowrank(E(A), q=5)),
+                           (lambda: torch.pca_lowrank(A, niter=-1),
+                            lambda: ember.pca_lowrank(E(A), niter=-1))]:
+        same_error(t_call, e_call)
+    # q defaults to min(6, m, n)
+    assert [tuple(r.shape) for r in ember.pca_lowrank(E(A))] == \
+        [tuple(r.shape) for r in torch.pca_lowrank(A)] == [(2, 6, 4), (2, 4), (2, 4, 4)]
+    # integer and bfloat16 inputs work in float32, as get_floating_dtype says
+    import ember._linalg_utils as eu
+    assert eu.get_floating_dtype(ember.ones(2, dtype=ember.bfloat16)) == ember.float32
+    assert eu.get_floating_dtype(ember.ones(2, dtype=ember.float16)) == ember.float16
+    assert not eu.is_sparse(E(A))
