@@ -14,14 +14,6 @@ EXPECTED = {
         'Unresolved: ember._native_batch_norm_legit is missing',
     '_native_batch_norm_legit:gradient':
         'Unresolved: ember._native_batch_norm_legit is missing',
-    '_segment_reduce.lengths:forward':
-        'Unresolved: ember.segment_reduce is missing',
-    '_segment_reduce.lengths:gradient':
-        'Unresolved: ember.segment_reduce is missing',
-    '_segment_reduce.offsets:forward':
-        'Unresolved: ember.segment_reduce is missing',
-    '_segment_reduce.offsets:gradient':
-        'Unresolved: ember.segment_reduce is missing',
     'arange:errors':
         'RuntimeError: step must be nonzero',
     'as_strided_scatter:gradient':

@@ -279,3 +279,96 @@ def test_lowrank_own_draws_sign_invariant_results_and_errors():
     assert eu.get_floating_dtype(ember.ones(2, dtype=ember.bfloat16)) == ember.float32
     assert eu.get_floating_dtype(ember.ones(2, dtype=ember.float16)) == ember.float16
     assert not eu.is_sparse(E(A))
+
+
+# ---------------------------------------------------------------------------------------------
+# segment_reduce / _segment_reduce_backward
+
+SEGMENT_CASES = [  # data shape, axis, lengths, unsafe
+    ((5,), 0, [0, 1, 2, 2], False),
+    ((5,), 0, [2, 0, 3, 0], False),
+    ((10, 5, 5), 0, [1, 2, 0, 6, 0], True),  # lengths cover only part of the axis
+    ((5, 5), 1, [[2, 0, 3, 0], [0, 1, 2, 2], [3, 0, 2, 0], [1, 1, 1, 2], [0, 1, 2, 2]], False),
+    ((5, 5, 3), -2, [[2, 0, 3, 0], [0, 1, 2, 2], [3, 0, 2, 0], [1, 1, 1, 2], [0, 1, 2, 2]],
+     False),
+]
+
+
+def _segment_kwargs(lengths, axis, mode, unsafe, initial):
+    lengths_t = torch.tensor(lengths, dtype=torch.long)
+    kw = {"axis": axis, "unsafe": unsafe, "initial": initial}
+    if mode == "lengths":
+        kw["lengths"] = lengths_t
+    else:
+        zeros = list(lengths_t.shape)
+        zeros[-1] = 1
+        kw["offsets"] = torch.cat((lengths_t.new_zeros(zeros), lengths_t), -1).cumsum(-1)
+    return kw
+
+
+@pytest.mark.parametrize("initial", [None, 2, -1.5])
+@pytest.mark.parametrize("reduce", ["max", "amin", "mean", "sum", "prod"])
+@pytest.mark.parametrize("mode", ["lengths", "offsets"])
+@pytest.mark.parametrize("case", range(len(SEGMENT_CASES)))
+def test_segment_reduce_matches_pytorch(case, mode, reduce, initial):
+    shape, axis, lengths, unsafe = SEGMENT_CASES[case]
+    torch.manual_seed(case)
+    x = torch.randn(*shape, dtype=torch.float64)
+    # ties, zeros and NaNs exercise the max/min sharing and prod's explicit products
+    x.view(-1)[1] = x.view(-1)[0]
+    x.view(-1)[3] = 0.0
+    if case == 3:
+        x.view(-1)[7] = float("nan")
+    x.requires_grad_(True)
+    kw = _segment_kwargs(lengths, axis, mode, unsafe, initial)
+    t_out = torch._segment_reduce(x, reduce, **kw)
+    ex = E(x, True)
+    e_out = ember._segment_reduce(ex, reduce, **{k: E(v) if isinstance(v, torch.Tensor) else v
+                                                 for k, v in kw.items()})
+    assert e_out.dtype == ember.float64 and tuple(e_out.shape) == tuple(t_out.shape)
+    np.testing.assert_allclose(N(e_out), N(t_out), rtol=1e-12, atol=1e-12)
+    g = torch.randn(t_out.shape, dtype=torch.float64)
+    (tg,) = torch.autograd.grad(t_out, x, g)
+    (eg,) = ember.autograd.grad(e_out, ex, E(g))
+    np.testing.assert_allclose(N(eg), N(tg), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_segment_reduce_low_precision_and_int32_lengths(dtype):
+    x = torch.randn(4, 7).to(dtype)
+    lengths = torch.tensor([[3, 0, 4]] * 4, dtype=torch.int32)
+    for reduce in ("sum", "mean", "max"):
+        t = torch._segment_reduce(x, reduce, lengths=lengths, axis=1)
+        e = ember._segment_reduce(E(x), reduce, lengths=E(lengths), axis=1)
+        assert e.dtype == getattr(ember, str(dtype).split(".")[1])
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-2, atol=1e-2)
+
+
+def test_segment_reduce_errors_and_meta():
+    x = torch.randn(5)
+    L = torch.tensor([2, 3])
+    f = torch._segment_reduce
+    cases = [((x, "foo"), {"lengths": L}), ((x, "sum"), {}),
+             ((x, "sum"), {"lengths": L, "indices": L}),
+             ((x, "sum"), {"lengths": torch.tensor([2, 2])}),
+             ((x, "sum"), {"lengths": torch.tensor([-1, 6])}),
+             ((x, "sum"), {"lengths": L, "axis": 1}),
+             ((torch.randn(2, 5), "sum"), {"lengths": L, "axis": 1}),
+             ((x.long(), "sum"), {"lengths": L}),
+             ((x, "sum"), {"lengths": L.float()}),
+             ((x, "sum"), {"lengths": torch.tensor([[2, 3]])}),
+             ((x, "sum"), {"offsets": torch.tensor([3, 2, 5])})]
+    for args, kw in cases:
+        same_error(lambda: f(*args, **kw),
+                   lambda: ember._segment_reduce(*[E(a) if isinstance(a, torch.Tensor) else a
+                                                   for a in args],
+                                                 **{k: E(v) if isinstance(v, torch.Tensor) else v
+                                                    for k, v in kw.items()}))
+    out = f(x, "sum", lengths=L)
+    same_error(lambda: torch.ops.aten._segment_reduce_backward(out.double(), out, x, "sum",
+                                                               lengths=L),
+               lambda: ember.ops.aten._segment_reduce_backward(E(out.double()), E(out), E(x),
+                                                               "sum", lengths=E(L)))
+    m = ember.segment_reduce(ember.empty(3, 6, device="meta"), "sum",
+                             offsets=ember.empty(3, 4, dtype=ember.int64, device="meta"), axis=1)
+    assert m.device.type == "meta" and tuple(m.shape) == (3, 3)
