@@ -6,14 +6,6 @@ Each is a strict xfail: when a fix makes one pass, its line must go, so this tab
 shrinks. The reasons are the first line of each failure when the table was written.
 """
 EXPECTED = {
-    '_batch_norm_with_update:forward':
-        'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
-    '_batch_norm_with_update:gradient':
-        'Unresolved: ember.ops.aten._batch_norm_with_update is missing',
-    '_native_batch_norm_legit:forward':
-        'Unresolved: ember._native_batch_norm_legit is missing',
-    '_native_batch_norm_legit:gradient':
-        'Unresolved: ember._native_batch_norm_legit is missing',
     'arange:errors':
         'RuntimeError: step must be nonzero',
     'as_strided_scatter:gradient':

@@ -372,3 +372,72 @@ def test_segment_reduce_errors_and_meta():
     m = ember.segment_reduce(ember.empty(3, 6, device="meta"), "sum",
                              offsets=ember.empty(3, 4, dtype=ember.int64, device="meta"), axis=1)
     assert m.device.type == "meta" and tuple(m.shape) == (3, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The batch-norm entry points around native_batch_norm
+
+def _bn_inputs():
+    torch.manual_seed(3)
+    x = torch.randn(4, 3, 5, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    rm = torch.randn(3, dtype=torch.float64)
+    rv = torch.rand(3, dtype=torch.float64) + 0.5
+    return x, w, b, rm, rv
+
+
+@pytest.mark.parametrize("name,extra", [
+    ("_native_batch_norm_legit", (True, 0.3, 1e-5)),
+    ("_native_batch_norm_legit", (False, 0.3, 1e-5)),
+    ("_native_batch_norm_legit_no_training", (0.3, 1e-5)),
+    ("_native_batch_norm_legit_functional", (True, 0.3, 1e-5)),
+    ("_batch_norm_with_update", (0.3, 1e-5)),
+    ("_batch_norm_with_update_functional", (0.3, 1e-5)),
+    ("_batch_norm_no_update", (0.3, 1e-5)),
+])
+def test_batch_norm_variants_match_pytorch(name, extra):
+    x, w, b, rm, rv = _bn_inputs()
+    ex, ew, eb, erm, erv = E(x, True), E(w, True), E(b, True), E(rm), E(rv)
+    t_res = getattr(torch.ops.aten, name)(x, w, b, rm, rv, *extra)
+    e_res = getattr(ember.ops.aten, name)(ex, ew, eb, erm, erv, *extra)
+    assert len(e_res) == len(t_res)
+    for e, t in zip(e_res, t_res):
+        assert str(e.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+        assert tuple(e.shape) == tuple(t.shape)
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-12, atol=1e-12)
+        assert (e.grad_fn is None) == (t.grad_fn is None)
+    # the running statistics: updated in place, or untouched by the functional forms
+    np.testing.assert_allclose(N(erm), N(rm), rtol=1e-12)
+    np.testing.assert_allclose(N(erv), N(rv), rtol=1e-12)
+    assert type(e_res[0].grad_fn).__name__ == type(t_res[0].grad_fn).__name__
+    g = torch.randn(x.shape, dtype=torch.float64)
+    t_g = torch.autograd.grad(t_res[0], (x, w, b), g)
+    e_g = ember.autograd.grad(e_res[0], (ex, ew, eb), E(g))
+    for e, t in zip(e_g, t_g):
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-10, atol=1e-12)
+
+
+def test_batch_norm_no_stats_backward_op_and_top_level_names():
+    x, w, b, _, _ = _bn_inputs()
+    t_res = torch._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5)
+    e_res = ember._native_batch_norm_legit(E(x), E(w), E(b), True, 0.1, 1e-5)
+    for e, t in zip(e_res, t_res):
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-12, atol=1e-12)
+    assert hasattr(ember, "_native_batch_norm_legit_no_training")
+    assert not hasattr(ember, "_batch_norm_with_update")  # ops.aten only, as in PyTorch
+    g = torch.randn(x.shape, dtype=torch.float64)
+    mask = [True, True, True]
+    t_b = torch.ops.aten.batch_norm_backward(g, x, w, None, None, t_res[1], t_res[2], True, 1e-5,
+                                             mask, torch.empty(0, dtype=torch.uint8))
+    e_b = ember.ops.aten.batch_norm_backward(E(g), E(x), E(w), None, None, e_res[1], e_res[2],
+                                             True, 1e-5, mask, ember.empty(0, dtype=ember.uint8))
+    for e, t in zip(e_b, t_b):
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="running_mean and running_var must be defined"):
+        ember._native_batch_norm_legit(E(x), E(w), E(b), False, 0.1, 1e-5)
+    m = ember.ops.aten._batch_norm_with_update(
+        ember.empty(4, 3, 5, device="meta"), None, None, ember.empty(3, device="meta"),
+        ember.empty(3, device="meta"), 0.1, 1e-5)
+    assert [tuple(t.shape) for t in m] == [(4, 3, 5), (3,), (3,), (0,)]
+    assert m[3].dtype == ember.uint8 and m[0].device.type == "meta"
