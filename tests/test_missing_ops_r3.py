@@ -441,3 +441,53 @@ def test_batch_norm_no_stats_backward_op_and_top_level_names():
         ember.empty(3, device="meta"), 0.1, 1e-5)
     assert [tuple(t.shape) for t in m] == [(4, 3, 5), (3,), (3,), (0,)]
     assert m[3].dtype == ember.uint8 and m[0].device.type == "meta"
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix_exp (ATen's Taylor scheme, bit for bit in float32/64) and lu_unpack's gradient
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale", [1e-9, 1e-5, 3e-3, 0.05, 0.3, 1.0, 3.0, 8.0])
+@pytest.mark.parametrize("shape", [(4, 4), (1, 3, 3), (3, 5, 5), (9, 9)])
+def test_matrix_exp_matches_pytorch_exactly(shape, scale, dtype):
+    # every degree (1, 2, 4, 8, 12, 18 + squaring), single matrices and batches (degree 18)
+    torch.manual_seed(int(scale * 1000) % 97)
+    a = torch.randn(*shape, dtype=dtype) * scale
+    t = torch.matrix_exp(a)
+    e = ember.matrix_exp(E(a))
+    if shape[-1] ** 3 < 400:  # ATen's small products are plain loops, reproduced exactly
+        np.testing.assert_array_equal(N(e), N(t))
+    else:  # BLAS (MKL there, OpenBLAS here) rounds differently
+        np.testing.assert_allclose(N(e), N(t), rtol=1e-4 if dtype == torch.float32 else 1e-10)
+    np.testing.assert_array_equal(N(E(a).matrix_exp()), N(e))
+    np.testing.assert_array_equal(N(ember.linalg.matrix_exp(E(a))), N(e))
+
+
+def test_matrix_exp_special_cases():
+    a = torch.randn(2, 4, 4, dtype=torch.complex128)
+    np.testing.assert_allclose(N(ember.matrix_exp(E(a))), N(torch.matrix_exp(a)), rtol=1e-10)
+    one = torch.randn(3, 1, 1)
+    np.testing.assert_array_equal(N(ember.matrix_exp(E(one))), N(torch.matrix_exp(one)))
+    nan = torch.full((3, 3), float("nan"))
+    assert np.isnan(N(ember.matrix_exp(E(nan)))).all()
+    assert ember.matrix_exp(ember.empty(0, 2, 2)).shape == (0, 2, 2)
+    x = torch.randn(3, 3, dtype=torch.float64, requires_grad=True)
+    ex = E(x, True)
+    g = torch.randn(3, 3, dtype=torch.float64)
+    np.testing.assert_allclose(N(ember.autograd.grad(ember.matrix_exp(ex), ex, E(g))[0]),
+                               N(torch.autograd.grad(torch.matrix_exp(x), x, g)[0]), rtol=1e-10)
+
+
+def test_lu_unpack_gradient_and_differentiability():
+    torch.manual_seed(0)
+    A = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+    LU, piv = torch.linalg.lu_factor(A)
+    P, L, U = torch.lu_unpack(LU, piv)
+    eA = E(A, True)
+    eLU, epiv = ember.linalg.lu_factor(eA)
+    eP, eL, eU = ember.lu_unpack(eLU, epiv)
+    assert not eP.requires_grad and eL.requires_grad and eU.requires_grad
+    gL, gU = torch.randn(L.shape, dtype=torch.float64), torch.randn(U.shape, dtype=torch.float64)
+    t_g = torch.autograd.grad((L, U), A, (gL, gU))[0]
+    e_g = ember.autograd.grad((eL, eU), eA, (E(gL), E(gU)))[0]
+    np.testing.assert_allclose(N(e_g), N(t_g), rtol=1e-10, atol=1e-12)
