@@ -20,8 +20,6 @@ EXPECTED = {
         'Failed: DID NOT RAISE Exception',
     'complex:errors':
         'Unresolved: ember.complex is missing',
-    'hash_tensor:forward':
-        'Unresolved: ember.hash_tensor is missing',
     'jiterator_2inputs_2outputs:forward':
         'Unresolved: no ember twin for <torch.cuda.jiterator._JittedFunction object at 0x7ff5a2e38b50>',
     'jiterator_4inputs_with_extra_args:forward':

@@ -492,3 +492,62 @@ def test_lu_unpack_gradient_and_differentiability():
     t_g = torch.autograd.grad((L, U), A, (gL, gU))[0]
     e_g = ember.autograd.grad((eL, eU), eA, (E(gL), E(gU)))[0]
     np.testing.assert_allclose(N(e_g), N(t_g), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# hash_tensor, and the uint16/32/64 dtypes its result needs
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int8, torch.uint8, torch.int32, torch.int64,
+                                   torch.bool])
+@pytest.mark.parametrize("dim,keepdim", [((), False), ((), True), (1, False), ([0, 2], True),
+                                         (-1, False)])
+def test_hash_tensor_matches_pytorch(dtype, dim, keepdim):
+    torch.manual_seed(0)
+    x = (torch.randn(3, 4, 5) * 100).to(dtype)
+    if dtype.is_floating_point:
+        x.view(-1)[0] = float("nan")
+        x.view(-1)[1] = -0.0
+    t = torch.hash_tensor(x, dim, keepdim=keepdim)
+    e = ember.hash_tensor(E(x), dim, keepdim=keepdim)
+    assert e.dtype == ember.uint64 and tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    np.testing.assert_array_equal(E(x).hash_tensor(dim, keepdim=keepdim).numpy(), t.numpy())
+
+
+def test_hash_tensor_errors_meta_and_no_grad():
+    cases = [((torch.empty(0),), {}), ((torch.empty(0, 3), 0), {}), ((torch.ones(2, 3), 5), {}),
+             ((torch.ones(2, 3), [0, 0]), {}), ((torch.ones(2),), {"mode": 1}),
+             ((torch.ones(2, dtype=torch.complex64),), {}),
+             ((torch.ones(2, dtype=torch.complex64),), {"mode": 1}),
+             ((torch.ones(2, dtype=torch.uint64),), {})]
+    for args, kw in cases:
+        same_error(lambda: torch.hash_tensor(*args, **kw),
+                   lambda: ember.hash_tensor(*[E(a) if isinstance(a, torch.Tensor) else a
+                                               for a in args], **kw))
+    np.testing.assert_array_equal(ember.hash_tensor(ember.ones(0, 3), 1).numpy(),
+                                  torch.hash_tensor(torch.ones(0, 3), 1).numpy())
+    x = ember.randn(3, 4, requires_grad=True)
+    assert not ember.hash_tensor(x).requires_grad
+    m = ember.hash_tensor(ember.empty(3, 4, device="meta"), 0, keepdim=True)
+    assert m.dtype == ember.uint64 and tuple(m.shape) == (1, 4) and m.device.type == "meta"
+
+
+def test_barebones_unsigned_dtypes():
+    for name in ("uint16", "uint32", "uint64"):
+        e_dt, t_dt = getattr(ember, name), getattr(torch, name)
+        assert str(e_dt) == f"ember.{name}" and not e_dt.is_signed
+        assert ember.iinfo(e_dt).max == torch.iinfo(t_dt).max
+        big = torch.iinfo(t_dt).max
+        e = ember.tensor([big, 3], dtype=e_dt)
+        assert e.tolist() == torch.tensor([big, 3], dtype=t_dt).tolist()
+        assert (e == 3).tolist() == [False, True]
+        assert e.to(ember.float64).tolist() == [float(big), 3.0]
+        # c10 promotes them only with floating types
+        assert ember.promote_types(e_dt, ember.float16) is ember.float16
+        same_error(lambda: torch.promote_types(t_dt, torch.int64),
+                   lambda: ember.promote_types(e_dt, ember.int64))
+    a = np.array([1, 2], dtype=np.uint32)
+    assert ember.from_numpy(a).dtype == ember.uint32
+    same_error(lambda: torch.from_numpy(np.array(["a"], dtype=object)),
+               lambda: ember.from_numpy(np.array(["a"], dtype=object)))
