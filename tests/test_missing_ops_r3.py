@@ -22,9 +22,9 @@ def E(t, requires_grad=False):
 def N(x):
     """NumPy values of a torch or ember tensor."""
     if isinstance(x, torch.Tensor):
-        x = x.detach()
+        x = x.detach().resolve_conj()
         return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
-    x = x.detach()
+    x = x.detach().resolve_conj()
     return (x.float() if x.dtype == ember.bfloat16 else x).numpy()
 
 
@@ -249,8 +249,6 @@ def test_lowrank_matches_pytorch_with_same_test_matrix(monkeypatch, fn, kwargs, 
     np.testing.assert_allclose(N((U * S.unsqueeze(-2).to(U.dtype)) @ V.mH),
                                N((t_res[0] * t_res[1].unsqueeze(-2).to(t_res[0].dtype))
                                  @ t_res[2].mH), rtol=1e-9, atol=1e-10)
-    if dtype.is_complex:
-        return  # ember's linalg.qr/svd backward formulas are real-only so far
     cots = [torch.randn(t.shape, dtype=t.dtype) for t in t_inv]
     t_in = [A] + [v for v in t_kw.values() if isinstance(v, torch.Tensor)]
     e_in = [eA] + [v for v in e_kw.values() if isinstance(v, ember.Tensor)]
@@ -258,6 +256,34 @@ def test_lowrank_matches_pytorch_with_same_test_matrix(monkeypatch, fn, kwargs, 
     e_g = ember.autograd.grad(e_inv, e_in, [E(c) for c in cots])
     for e, t in zip(e_g, t_g):
         np.testing.assert_allclose(N(e), N(t), rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 5, 3)])
+def test_qr_and_svd_gradients_real_and_complex(dtype, shape):
+    # the formulas svd_lowrank differentiates through; complex needs Re diag in qr's syminvadj
+    # and the phase term in svd's
+    torch.manual_seed(1)
+    A = torch.randn(*shape, dtype=dtype, requires_grad=True)
+    eA = E(A, True)
+    U, S, Vh = torch.linalg.svd(A, full_matrices=False)
+    eU, eS, eVh = ember.linalg.svd(eA, full_matrices=False)
+    outs, e_outs = (U @ Vh, S), (eU @ eVh, eS)
+    cots = [torch.randn(o.shape, dtype=o.dtype) for o in outs]
+    t_g = torch.autograd.grad(outs, A, cots)[0]
+    e_g = ember.autograd.grad(e_outs, eA, [E(c) for c in cots])[0]
+    np.testing.assert_allclose(N(e_g), N(t_g), rtol=1e-9, atol=1e-12)
+    if shape[-2] >= shape[-1]:
+        Q, R = torch.linalg.qr(A)
+        eQ, eR = ember.linalg.qr(eA)
+        cots = [torch.randn(Q.shape, dtype=dtype), torch.randn(R.shape, dtype=dtype)]
+        t_g = torch.autograd.grad((Q, R), A, cots)[0]
+        e_g = ember.autograd.grad((eQ, eR), eA, [E(c) for c in cots])[0]
+        np.testing.assert_allclose(N(e_g), N(t_g), rtol=1e-9, atol=1e-12)
+    if dtype.is_complex:  # a loss that depends on the singular vectors' phase
+        with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+            eU2 = ember.linalg.svd(eA, full_matrices=False)[0]
+            ember.autograd.grad(eU2.real.sum(), eA)
 
 
 def test_lowrank_own_draws_sign_invariant_results_and_errors():
