@@ -577,3 +577,22 @@ def test_barebones_unsigned_dtypes():
     assert ember.from_numpy(a).dtype == ember.uint32
     same_error(lambda: torch.from_numpy(np.array(["a"], dtype=object)),
                lambda: ember.from_numpy(np.array(["a"], dtype=object)))
+
+
+def test_unsigned_dtypes_save_and_load_like_pytorch():
+    import io
+    x = ember.tensor([[2 ** 64 - 1, 3], [7, 8]], dtype=ember.uint64)[:, 1]
+    buf = io.BytesIO()
+    ember.save({"a": x, "b": ember.ones(2)}, buf)
+    buf.seek(0)
+    back = ember.load(buf)
+    assert back["a"].dtype == ember.uint64 and back["a"].tolist() == [3, 8]
+    buf.seek(0)
+    assert torch.load(buf)["a"].tolist() == [3, 8]  # PyTorch reads it (_rebuild_tensor_v3)
+    for t in (torch.tensor([2 ** 63, 1], dtype=torch.uint64),
+              torch.tensor([2, 1], dtype=torch.uint32), torch.tensor([5], dtype=torch.uint16)):
+        tb = io.BytesIO()
+        torch.save(t, tb)
+        tb.seek(0)
+        e = ember.load(tb)
+        assert str(e.dtype) == str(t.dtype).replace("torch", "ember") and e.tolist() == t.tolist()
