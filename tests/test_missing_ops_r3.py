@@ -596,3 +596,26 @@ def test_unsigned_dtypes_save_and_load_like_pytorch():
         tb.seek(0)
         e = ember.load(tb)
         assert str(e.dtype) == str(t.dtype).replace("torch", "ember") and e.tolist() == t.tolist()
+
+
+def test_batch_norm_out_variants():
+    x, w, b, rm, rv = _bn_inputs()
+    x = x.detach()
+    for name, overload, args in [
+            ("_native_batch_norm_legit", "out", (x, w, b, rm.clone(), rv.clone(), True, 0.1, 1e-5)),
+            ("_native_batch_norm_legit", "no_stats_out", (x, w, b, True, 0.1, 1e-5)),
+            ("_native_batch_norm_legit_no_training", "out", (x, w, b, rm, rv, 0.1, 1e-5)),
+            ("_batch_norm_with_update", "out", (x, w, b, rm.clone(), rv.clone(), 0.1, 1e-5)),
+            ("_batch_norm_no_update", "out", (x, w, b, rm, rv, 0.1, 1e-5))]:
+        t_op = getattr(getattr(torch.ops.aten, name), overload)
+        e_op = getattr(getattr(ember.ops.aten, name), overload)
+        assert str(e_op._schema) == str(t_op._schema)
+        names = [a.name for a in t_op._schema.arguments if a.kwarg_only]
+        t_outs = {n: torch.empty(0, dtype=torch.uint8 if n in ("reserve", "out3") else x.dtype)
+                  for n in names}
+        e_outs = {n: ember.empty(0, dtype=ember.uint8 if n in ("reserve", "out3") else
+                                 ember.float64) for n in names}
+        t_op(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args], **t_outs)
+        e_op(*[E(a) if isinstance(a, torch.Tensor) else a for a in args], **e_outs)
+        for n in names:
+            np.testing.assert_allclose(N(e_outs[n]), N(t_outs[n]), rtol=1e-12, atol=1e-12)
