@@ -619,3 +619,14 @@ def test_batch_norm_out_variants():
         e_op(*[E(a) if isinstance(a, torch.Tensor) else a for a in args], **e_outs)
         for n in names:
             np.testing.assert_allclose(N(e_outs[n]), N(t_outs[n]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_matrix_exp_backward_op(dtype):
+    torch.manual_seed(2)
+    a, g = torch.randn(2, 4, 4, dtype=dtype), torch.randn(2, 4, 4, dtype=dtype)
+    t = torch.ops.aten.matrix_exp_backward(a, g)
+    e = ember.ops.aten.matrix_exp_backward(E(a), E(g))
+    np.testing.assert_allclose(N(e), N(t), rtol=1e-10, atol=1e-12)
+    assert str(ember.ops.aten.matrix_exp_backward.default._schema) == \
+        str(torch.ops.aten.matrix_exp_backward.default._schema)
