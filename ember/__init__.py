@@ -27,6 +27,7 @@ _aten_lib = _registry.install()
 from ._kernels import cuda as _cuda_kernels  # noqa: E402
 _cuda_kernels.register()  # the CUDA key: the runtime's kernels and the host-kernel fallback
 globals().update(_bindings.generate(Tensor))
+_segment_reduce = segment_reduce  # noqa: F821  (PyTorch's private name; the public one stays too)
 
 from . import _C  # noqa: E402,F401
 from ._factories import *  # noqa: E402,F401,F403

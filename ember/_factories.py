@@ -85,7 +85,7 @@ def _numpy_dtype(np_dtype):
     except TypeError:
         raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only "
                         f"supported types are: float64, float32, float16, complex64, complex128, "
-                        f"int64, int32, int16, int8, uint8, and bool.") from None
+                        f"int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.") from None
 
 
 def _leaf_dtype(x):
@@ -185,7 +185,8 @@ def _data_to_array(data, dtype):
     work = (np.complex128 if target.is_complex else np.float64 if target.is_floating_point
             else np.bool_ if target is D.bool_ else None)
     if work is None:  # integer target: keep Python ints exact, floats as floats
-        work = np.float64 if kinds - {bool, int} else np.int64
+        work = np.float64 if kinds - {bool, int} else \
+            np.uint64 if target is D.uint64 else np.int64  # uint64 values reach 2**64 - 1
     try:
         arr = np.array(values, dtype=work)
     except OverflowError:

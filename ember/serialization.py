@@ -80,6 +80,8 @@ class _StorageRef:
 
 
 _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+# dtypes without a typed storage class (uint16/32/64): an untyped storage and the dtype
+_REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 
 
@@ -113,6 +115,9 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, _StorageRef):
             key, _ = self.storages.setdefault(id(obj.storage), (str(len(self.storages)), obj))
             nbytes = obj.storage.nbytes()
+            if obj.dtype.name not in _STORAGE_NAMES:
+                return ("storage", _Global("torch.storage", "UntypedStorage"), key,
+                        obj.location, nbytes)
             return ("storage", _Global("torch", _STORAGE_NAMES[obj.dtype.name]), key,
                     obj.location, nbytes // obj.dtype.itemsize)
         return None
@@ -127,9 +132,11 @@ class _Pickler(pickle._Pickler):
                 ref = _StorageRef(self._host_copy(obj._storage), obj.dtype, str(obj.device))
             else:
                 ref = _StorageRef(obj._storage, obj.dtype)
-            return (_REBUILD_TENSOR, (ref, obj.storage_offset(), Size(obj.shape),
-                                      tuple(obj.stride()), obj.requires_grad,
-                                      collections.OrderedDict()))
+            args = (ref, obj.storage_offset(), Size(obj.shape), tuple(obj.stride()),
+                    obj.requires_grad, collections.OrderedDict())
+            if obj.dtype.name not in _STORAGE_NAMES:
+                return (_REBUILD_TENSOR_V3, args + (obj.dtype,))
+            return (_REBUILD_TENSOR, args)
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))
         if isinstance(obj, D.dtype):
@@ -217,6 +224,14 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
     return t
 
 
+def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
+                       dtype, metadata=None):
+    """A tensor over an untyped storage, its dtype given separately (uint16/32/64)."""
+    untyped, _, *view_offset = storage
+    return _rebuild_tensor_v2((untyped, dtype, *view_offset), storage_offset, size, stride,
+                              requires_grad, backward_hooks, metadata)
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad)
@@ -239,6 +254,7 @@ class _StorageType:
 def _torch_globals():
     """The torch names a checkpoint may reference, mapped to ember objects."""
     table = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+             ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
              ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
              ("torch", "Size"): Size,

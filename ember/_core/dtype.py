@@ -45,7 +45,8 @@ class dtype:
 
 
 _CPP_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "Short": "short int",
-              "Int": "int", "Long": "long int", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
+              "Int": "int", "Long": "long int", "UInt16": "unsigned short", "UInt32": "unsigned int",
+              "UInt64": "unsigned long", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
               "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
               "ComplexDouble": "c10::complex<double>"}
 
@@ -61,9 +62,16 @@ float32 = dtype("float32", np.float32, FLOATING, True, "Float")
 float64 = dtype("float64", np.float64, FLOATING, True, "Double")
 complex64 = dtype("complex64", np.complex64, COMPLEX, True, "ComplexFloat")
 complex128 = dtype("complex128", np.complex128, COMPLEX, True, "ComplexDouble")
+# PyTorch's "barebones" unsigned types: storage, copies, conversions and comparisons, but no
+# arithmetic and no type promotion with other types (c10::isBarebonesUnsignedType)
+uint16 = dtype("uint16", np.uint16, INTEGRAL, False, "UInt16")
+uint32 = dtype("uint32", np.uint32, INTEGRAL, False, "UInt32")
+uint64 = dtype("uint64", np.uint64, INTEGRAL, False, "UInt64")
+BAREBONES_UNSIGNED = (uint16, uint32, uint64)
 
+# (the new types last: distributed's dtype codes are positions in this tuple)
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-              complex64, complex128)
+              complex64, complex128, uint16, uint32, uint64)
 
 # PyTorch's public aliases, exported from ``ember`` as well.
 ALIASES = {
@@ -71,7 +79,7 @@ ALIASES = {
     "int": int32, "int64": int64, "long": int64, "float16": float16, "half": float16,
     "bfloat16": bfloat16, "float32": float32, "float": float32, "float64": float64,
     "double": float64, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
-    "cdouble": complex128,
+    "cdouble": complex128, "uint16": uint16, "uint32": uint32, "uint64": uint64,
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
@@ -89,8 +97,8 @@ def from_numpy_dtype(np_dtype):
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
-            "and bool.") from None
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+            "uint32, uint16, uint8, and bool.") from None
 
 
 # ---------------------------------------------------------------------------------------------

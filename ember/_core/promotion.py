@@ -17,6 +17,14 @@ def promote_types(a, b):
     """The smallest dtype both ``a`` and ``b`` cast to safely (c10's promoteTypes table)."""
     if a is b:
         return a
+    if a in D.BAREBONES_UNSIGNED or b in D.BAREBONES_UNSIGNED:
+        # c10 promotes uint16/32/64 only with floating types (int64 would overflow uint64)
+        if a.is_floating_point:
+            return a
+        if b.is_floating_point:
+            return b
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {a._short} and {b._short}")
     ca, cb = a._category, b._category
     if ca == D.BOOL:
         return b

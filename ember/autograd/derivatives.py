@@ -781,7 +781,10 @@ def install(lib):
         info = DerivativeInfo(e, entry.schema, e.get("node_name") or f"{_camel(base)}Backward{n}")
         infos[qual] = info
         derivatives[qual] = info
-        kernel = make_autograd_kernel(entry, info, inplace=entry.schema.is_mutable)
+        # in-place means self is written; ops that only update buffers they are given
+        # (_native_batch_norm_legit's running stats) record like functional ops
+        kernel = make_autograd_kernel(entry, info, inplace=entry.schema.is_mutable and
+                                      entry.schema.arguments[0].is_write)
         lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
                  _debug="autograd kernel generated from ember/_ops/derivatives.yaml")
     # In-place variants reuse the functional entry (mul_.Tensor -> mul.Tensor).

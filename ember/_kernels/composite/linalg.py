@@ -598,6 +598,18 @@ def matrix_exp(self):
     return A.linalg_matrix_exp.default._call(self)
 
 
+def matrix_exp_backward(self, grad):
+    """The adjoint of exp's differential at ``self`` applied to ``grad``: the upper-right block
+    of exp([[A^H, G], [0, A^H]]) (ATen's differential_analytic_matrix_function)."""
+    Ah = A.conj.default._call(A.transpose.int._call(self, -2, -1))
+    n = self.size(-1)
+    top = A.cat.default._call([Ah, grad], -1)
+    bottom = A.cat.default._call([A.zeros_like.default._call(Ah, None, None, None, None, None),
+                                  Ah], -1)
+    big = A.linalg_matrix_exp.default._call(A.cat.default._call([top, bottom], -2))
+    return A.narrow.default._call(A.narrow.default._call(big, -2, 0, n), -1, n, n)
+
+
 def orgqr(self, input2):
     return A.linalg_householder_product.default._call(self, input2)
 

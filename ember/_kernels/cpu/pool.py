@@ -1,6 +1,6 @@
 """CPU pooling kernels for 1-3 spatial dims (the leading dims are batch/channels): max pooling
 with indices (+ backward), average pooling (+ backward), adaptive average / max pooling
-(+ backward) and max_unpool.
+(+ backward), fractional max pooling (+ backward) and max_unpool.
 
 Windows are taken without copying: fixed-size windows by one ``as_strided`` view of a padded
 input, adaptive (variable-size) windows by separable per-axis structure: adaptive average
@@ -15,8 +15,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..._core import dtype as D
 from ._util import nd, wrap
-from ..rules.pool import (_float_or_long, _x, check_adaptive, check_avg_pool, check_max_unpool,
-                          check_pool, check_pool_backward)
+from ..rules.pool import (_float_or_long, _x, check_adaptive, check_avg_pool,
+                          check_fractional_max_pool, check_fractional_max_pool_backward,
+                          check_max_unpool, check_pool, check_pool_backward)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,3 +337,89 @@ def max_unpool2d(self, indices, output_size):
 
 def max_unpool3d(self, indices, output_size, stride, padding):
     return _max_unpool("max_unpool3d", 3, self, indices, output_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fractional max pooling: one window start per output position, drawn from a random sample per
+# (batch, plane, dim) by ATen's generate_intervals
+
+
+def _frac_starts(samples, n, out, kk):
+    """ATen's generate_intervals for every (batch, plane) at once: ``samples`` (B, C) in the
+    input's dtype; the arithmetic stays in that dtype (ATen computes in scalar_t, and the
+    truncation points depend on its rounding)."""
+    starts = np.empty((*samples.shape, out), np.int64)
+    if out > 1:
+        dt = samples.dtype.type
+        alpha = dt(n - kk) / dt(out - 1)
+        i = np.arange(out - 1).astype(samples.dtype)
+        s = samples[..., None]
+        starts[..., :-1] = (np.trunc(((i + s) * alpha).astype(np.float64)).astype(np.int64) -
+                            np.trunc((s * alpha).astype(np.float64)).astype(np.int64))
+    if out > 0:
+        starts[..., -1] = n - kk
+    return starts
+
+
+def _fractional_max_pool(k, self, kernel_size, output_size, random_samples):
+    shape = check_fractional_max_pool(self, k, kernel_size, output_size, random_samples)
+    x = nd(self)
+    batched = x.ndim == k + 2
+    xb = x if batched else x[None]
+    b, c, spatial = xb.shape[0], xb.shape[1], xb.shape[2:]
+    if b == 0 or math.prod(output_size) == 0:
+        return wrap(np.zeros(shape, x.dtype)), wrap(np.zeros(shape, np.int64))
+    rs = nd(random_samples)[:b]
+    # flat spatial index of every (output position, kernel offset): (B, C, *O, *K)
+    flat = np.zeros((b, c) + (1,) * (2 * k), np.int64)
+    for i in range(k):
+        # sample 0 drives the last dim in 2d (W, then H) and the first in 3d (T, H, W)
+        j = (k - 1 - i) if k == 2 else i
+        st = _frac_starts(rs[:, :, j], spatial[i], output_size[i], kernel_size[i])
+        pos = st[..., :, None] + np.arange(kernel_size[i])  # (B, C, O_i, K_i)
+        view = [b, c] + [1] * (2 * k)
+        view[2 + i], view[2 + k + i] = output_size[i], kernel_size[i]
+        flat = flat * spatial[i] + pos.reshape(view)
+    flat = np.broadcast_to(flat, (b, c, *output_size, *kernel_size)).reshape(
+        b, c, *output_size, -1)
+    kn = flat.shape[-1]
+    if kn == 0:  # an empty window: ATen's initial max (-inf) at the window's start
+        idx = np.zeros((b, c, *output_size), np.int64)
+        for i in range(k):
+            j = (k - 1 - i) if k == 2 else i
+            st = _frac_starts(rs[:, :, j], spatial[i], output_size[i], kernel_size[i])
+            view = [b, c] + [1] * k
+            view[2 + i] = output_size[i]
+            idx = idx * spatial[i] + st.reshape(view)
+        vals = np.full(idx.shape, -np.inf, x.dtype)
+        return wrap(vals.reshape(shape)), wrap(idx.reshape(shape))
+    cd = np.float32 if x.dtype.name in ("float16", "bfloat16") else x.dtype
+    xf = xb.reshape(b, c, -1).astype(cd, copy=False)
+    win = np.take_along_axis(xf, flat.reshape(b, c, -1), axis=2).reshape(flat.shape)
+    arg = np.argmax(win, axis=-1)
+    # ATen takes a value when it is greater or NaN: the first maximum, or the last NaN
+    nan = np.isnan(win)
+    if nan.any():
+        last_nan = kn - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        arg = np.where(nan.any(axis=-1), last_nan, arg)
+    vals = np.take_along_axis(win, arg[..., None], -1)[..., 0]
+    idx = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    return (wrap(vals.astype(x.dtype, copy=False).reshape(shape)), wrap(idx.reshape(shape)))
+
+
+def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
+    return _fractional_max_pool(2, self, kernel_size, output_size, random_samples)
+
+
+def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
+    return _fractional_max_pool(3, self, kernel_size, output_size, random_samples)
+
+
+def fractional_max_pool2d_backward(grad_output, self, kernel_size, output_size, indices):
+    check_fractional_max_pool_backward(grad_output, self, 2, output_size, indices)
+    return scatter_by_index(grad_output, indices, self._size, 2)
+
+
+def fractional_max_pool3d_backward(grad_output, self, kernel_size, output_size, indices):
+    check_fractional_max_pool_backward(grad_output, self, 3, output_size, indices)
+    return scatter_by_index(grad_output, indices, self._size, 3)

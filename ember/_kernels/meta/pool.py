@@ -88,3 +88,23 @@ def meta_max_unpool2d(self, indices, output_size):
 def meta_max_unpool3d(self, indices, output_size, stride, padding):
     return empty_tensor(_p.check_max_unpool("max_unpool3d", self, indices, output_size, 3),
                         self._dtype, META)
+
+
+def _fractional(k):
+    def kernel(self, kernel_size, output_size, random_samples):
+        shape = _p.check_fractional_max_pool(self, k, kernel_size, output_size, random_samples)
+        return empty_tensor(shape, self._dtype, META), empty_tensor(shape, D.int64, META)
+    return kernel
+
+
+def _fractional_backward(k):
+    def kernel(grad_output, self, kernel_size, output_size, indices):
+        _p.check_fractional_max_pool_backward(grad_output, self, k, output_size, indices)
+        return empty_tensor(self._size, grad_output._dtype, META)
+    return kernel
+
+
+meta_fractional_max_pool2d = _fractional(2)
+meta_fractional_max_pool3d = _fractional(3)
+meta_fractional_max_pool2d_backward = _fractional_backward(2)
+meta_fractional_max_pool3d_backward = _fractional_backward(3)

@@ -148,3 +148,87 @@ def check_max_unpool(name, self, indices, output_size, k):
     if not self._dtype.is_floating_point:
         raise NotImplementedError(f"\"{name}\" not implemented for '{self._dtype._short}'")
     return (*self._size[:-k], *output_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fractional max pooling (ATen's FractionalMaxPool2d.cpp / FractionalMaxPool3d.cpp)
+
+_FRAC_DIMS = {2: ("height", "width"), 3: ("time", "height", "width")}
+
+
+def _frac_prefix(k):
+    """The function name ATen's messages give (the 3d kernel reports its out= form)."""
+    return "fractional_max_pool2d()" if k == 2 else "fractional_max_pool3d_out()"
+
+
+def check_fractional_max_pool(self, k, kernel_size, output_size, random_samples):
+    """Checks of fractional_max_pool{k}d in ATen's order (input, sizes, then the random
+    samples); returns the output shape."""
+    name = f"fractional_max_pool{k}d"
+    ints = "Ints" if k == 2 else "three Ints"
+    if len(kernel_size) != k:
+        raise RuntimeError(f"{name}: kernel_size must either be a single Int or tuple of {ints}")
+    if len(output_size) != k:
+        raise RuntimeError(f"{name}: output_size must either be a single Int or tuple of {ints}")
+    size = self._size
+    nd_ = len(size)
+    where = _frac_prefix(k)
+    if nd_ not in (k + 1, k + 2):
+        raise RuntimeError(f"{where}: Expected {k + 1}D or {k + 2}D tensor, but got: "
+                           f"[{', '.join(map(str, size))}]")
+    for i in range(1, nd_):
+        if size[i] == 0:
+            raise RuntimeError(f"{where}: Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got[{', '.join(map(str, size))}] with dimension "
+                               f"{i} being empty.")
+    for dim, o, kk, n in zip(_FRAC_DIMS[k], output_size, kernel_size, size[-k:]):
+        if o + kk - 1 > n:
+            raise RuntimeError(f"{where}: pool {dim} {kk} too large relative to input {dim} {n}")
+    rs = random_samples
+    if rs._dtype is not self._dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if len(rs._size) != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {len(rs._size)}")
+    batch = size[0] if nd_ == k + 2 else 1
+    if rs._size[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if rs._size[1] != size[-k - 1]:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if rs._size[2] != k:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {k}; got {rs._size[2]}.")
+    if not self._dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_out_frame\" not implemented for "
+                                  f"'{self._dtype._short}'")
+    if any(o < 0 for o in output_size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(output_size)}: [{', '.join(map(str, (*size[:-k], *output_size)))}]")
+    return (*size[:-k], *output_size)
+
+
+def check_fractional_max_pool_backward(grad_output, self, k, output_size, indices):
+    """Checks of fractional_max_pool{k}d_backward: gradOutput and indices must have the
+    forward's output shape (ATen checks the pooled dims; the whole shape is checked here, since
+    a mismatch elsewhere would read out of bounds), same dtype as self, int64 indices."""
+    shape = (*self._size[:-k], *output_size)
+    if k == 2:
+        where = "fractional_max_pool2d_backward()"
+        if tuple(grad_output._size) != shape:
+            raise RuntimeError(f"{where}: gradOutput sizes unexpected")
+        if tuple(indices._size) != shape:
+            raise RuntimeError(f"{where}: indices sizes unexpected")
+    else:
+        where = "fractional_max_pool3d_backward_out()"
+        if len(grad_output._size) != len(shape):
+            raise RuntimeError(f"{where}: gradOutput sizes unexpected")
+        for dim, g, o in zip(_FRAC_DIMS[3], grad_output._size[-3:], output_size):
+            if g != o:
+                raise RuntimeError(f"{where}: gradOutput {dim} unexpected")
+        if tuple(grad_output._size) != shape:
+            raise RuntimeError(f"{where}: gradOutput sizes unexpected")
+        if tuple(indices._size) != shape:
+            raise RuntimeError(f"{where}: indices sizes unexpected")
+    if grad_output._dtype is not self._dtype:
+        raise RuntimeError(f"expected scalar type {self._dtype._short} but found "
+                           f"{grad_output._dtype._short}")
+    if indices._dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {indices._dtype._short}")

@@ -138,6 +138,10 @@ class _FractionalMaxPoolNd(Module):
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                  _random_samples=None):
         super().__init__()
+        if type(self)._ntuple is _triple and (  # only FractionalMaxPool3d checks it
+                isinstance(kernel_size, int) and kernel_size <= 0 or
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
         nt = type(self)._ntuple
         self.kernel_size = nt(kernel_size)
         self.return_indices = return_indices
