@@ -566,6 +566,8 @@ class CppKernel:
                    [_resolve(x, removed, local) for x in b.after]) for b in self.bodies]
         bodies = _drop_unused([(b, [ln for ln in lines if ln], [ln for ln in after if ln])
                                for b, lines, after in bodies])
+        if self._is_column_reduction(local, bodies):
+            return "\n".join(out[:3] + self._column_source(bodies, parallel) + ["}"])
         for body, lines, after in bodies:
             if lines or after:
                 out += self._body_source(body, lines, after, ind, parallel and not self.outer)
@@ -574,33 +576,80 @@ class CppKernel:
         out.append("}")
         return "\n".join(out)
 
-    def _body_source(self, body, lines, after, ind, parallel_inner):
+    # -- reductions over a strided dim ------------------------------------------------------------
+    COLUMN_CHUNK = 64  # kept elements reduced side by side (one accumulator array each)
+
+    def _is_column_reduction(self, local, bodies):
+        """Whether this kernel reduces over a dim whose elements lie far apart while the kept
+        elements are adjacent (``sum(x, 0)`` of a matrix: the bias gradient): then the loops
+        swap, each reduction step adding one contiguous row into a chunk of accumulators."""
+        if not (self.outer and self.inner) or local:
+            return False
+        loops = [b for b in self.bodies if b.loop]
+        # reduction loops storing nothing per step; values computed once per kept element
+        # between them, each used in its own body only (every body becomes a loop of its own)
+        if not loops or not all(b.accumulators for b in loops) or any(
+                isinstance(ln, tuple) and ln[0] == "store" for b in loops for ln in b.lines):
+            return False
+        for k, (b, lines, after) in enumerate(bodies):
+            if b.loop:
+                continue
+            names = {m.group(1) for ln in lines + after if (m := _DECL.match(ln))}
+            others = "\n".join(ln for n, (_, ls, af) in enumerate(bodies) if n != k
+                               for ln in ls + af)
+            if names & set(re.findall(r"\btmp\d+\b", others)):
+                return False
+        x, r = self.xs[-1], self.rs[-1]
+        rows = [sympy.expand(i) for indices in self.memory_loads.values() for i in indices]
+        return any(i.coeff(x) == 1 and i.coeff(r) not in (0, 1) for i in rows) and \
+            all(i.coeff(r) != 1 for i in rows)
+
+    def _column_source(self, bodies, parallel):
+        """The kernel with the loops swapped: outer dims but the last, then chunks of the last
+        outer dim (parallel); in each chunk, every reduction body loops over the reduction
+        dims with the chunk as its vectorised loop, and stores and values computed from the
+        results run per element of the chunk."""
+        n, chunk = self.outer[-1], min(self.COLUMN_CHUNK, self.outer[-1])
+        x = self.xs[-1]
+        accs = [a for b, _, _ in bodies for a in b.accumulators]
+        names = [a[0] for a in accs] + [a[4] for a in accs if a[4]]
+        lane = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        at = lambda ln: lane.sub(rf"\1[{x} - {x}c]", ln)  # noqa: E731
+        ind, ind2 = "    ", "        "
         out = []
-        clauses = []
-        for acc, ctype, init, omp_op, nan_flag in body.accumulators:
-            out.append(f"{ind}{ctype} {acc} = {init};")
-            clauses.append(f"reduction({omp_op}:{acc})")
+        if parallel:
+            collapse = len(self.outer)
+            out.append(f"{ind}#pragma omp parallel for"
+                       f"{f' collapse({collapse})' if collapse > 1 else ''} "
+                       f"num_threads({_threads()})")
+        for xv, size in zip(self.xs[:-1], self.outer[:-1]):
+            out.append(f"{ind}for (int64_t {xv} = 0; {xv} < {size}; {xv}++)")
+        out.append(f"{ind}for (int64_t {x}c = 0; {x}c < {n}; {x}c += {chunk})")
+        out.append(ind + "{")
+        out.append(f"{ind2}int64_t {x}e = {x}c + {chunk} < {n} ? {x}c + {chunk} : {n};")
+        for acc, ctype, _, _, nan_flag in accs:
+            out.append(f"{ind2}{ctype} {acc}[{chunk}];")
             if nan_flag:
-                # an int: with a bool flag gcc does not vectorise the loop
-                out.append(f"{ind}int {nan_flag} = 0;")
-                clauses.append(f"reduction(|:{nan_flag})")
-        red = (" " + " ".join(clauses)) if clauses else ""
-        if not self.inner or not body.loop:
-            out += [ind + ln for ln in lines]
-        else:
-            n_inner = len(self.inner)
-            for k, (r, n) in enumerate(zip(self.rs, self.inner)):
-                if k == 0 and parallel_inner:
-                    simd = " simd" if n_inner == 1 else ""
-                    out.append(f"{ind}#pragma omp parallel for{simd}{red} num_threads({_threads()})")
-                elif k == n_inner - 1:
-                    out.append(f"{ind}#pragma omp simd{red}")
-                out.append(f"{ind}for (int64_t {r} = 0; {r} < {n}; {r}++)")
-            out.append(ind + "{")
-            out += [ind + "    " + ln for ln in lines]
-            out.append(ind + "}")
-        out += [ind + ln for ln in after]
-        return out
+                out.append(f"{ind2}int {nan_flag}[{chunk}];")
+
+        def per_element(lines, pragma=""):
+            if lines:
+                out.extend([f"{ind2}{pragma}" if pragma else None,
+                            f"{ind2}for (int64_t {x} = {x}c; {x} < {x}e; {x}++)", ind2 + "{"])
+                out.extend(ind2 + "    " + at(ln) for ln in lines)
+                out.append(ind2 + "}")
+        for body, lines, after in bodies:
+            if not body.loop:
+                per_element(lines + after)
+                continue
+            per_element([f"{acc} = {init};" for acc, _, init, _, _ in body.accumulators] +
+                        [f"{flag} = 0;" for _, _, _, _, flag in body.accumulators if flag])
+            for rv, size in zip(self.rs, self.inner):
+                out.append(f"{ind2}for (int64_t {rv} = 0; {rv} < {size}; {rv}++)")
+            per_element(lines, "#pragma omp simd")
+            per_element(after)
+        out.append(ind + "}")
+        return [ln for ln in out if ln is not None]
 
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")
