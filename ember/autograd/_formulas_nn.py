@@ -102,7 +102,8 @@ def log_softmax_double_backward(grad, grad_output, dim, output):
 __all__ = [*_HELPERS, "not_implemented", "dropout_scale",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
            "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
-           "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all"]
+           "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all",
+           "rnn_layer_backward"]
 
 
 def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, mask):
@@ -127,3 +128,34 @@ def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, 
         extra = extra.expand(x.shape).reshape(input.shape)
         gi = extra if gi is None else gi + extra
     return gi, gw, gb
+
+
+def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output,
+                       workspace, reverse, mode, grad_input_mask):
+    """_rnn_layer's gradients. Outside create_graph: the fused ``_rnn_layer_backward`` (BPTT in
+    one kernel). Under create_graph (grad mode on while the backward runs), PyTorch's
+    ``mkldnn_rnn_layer_differentiable_backward`` role: the layer is recomputed step by step in
+    ember ops from its inputs and differentiated with create_graph, so the gradients have a
+    graph of their own."""
+    is_lstm = mode == 2
+    grad_output, grad_hy, grad_cy = grads[0], grads[1], grads[2] if is_lstm else None
+    if not ember.is_grad_enabled():
+        return ops.aten._rnn_layer_backward.default(
+            input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output, workspace,
+            grad_output, grad_hy, grad_cy, reverse, mode)
+    from ..nn.modules.rnn import _layer_steps
+    args = (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx)
+    wanted = [i for i, (a, m) in enumerate(zip(args, grad_input_mask))
+              if m and a is not None and a.requires_grad]
+    out, hy, cy = _layer_steps(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse,
+                               mode)
+    outs, gouts = [out, hy], [grad_output, grad_hy]
+    if is_lstm:
+        outs.append(cy)
+        gouts.append(grad_cy)
+    got = ember.autograd.grad(outs, [args[i] for i in wanted], gouts, create_graph=True,
+                              allow_unused=True)
+    result = [None] * len(args)
+    for i, g in zip(wanted, got):
+        result[i] = g if g is not None else ember.zeros_like(args[i])
+    return tuple(result)

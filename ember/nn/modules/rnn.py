@@ -14,6 +14,9 @@ from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
+from ..._ops.overload import ops as _ops
+
+_aten = _ops.aten
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -45,6 +48,25 @@ def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
     z = (i_z + h_z).sigmoid()
     n = (i_n + r * h_n).tanh()
     return (1 - z) * n + z * h
+
+
+def _layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, mode):
+    """One layer and direction (``aten::_rnn_layer``'s arguments, mode numbered as PyTorch's: 0
+    RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU) step by step in differentiable ops: the recomputation
+    the layer's double backward differentiates. Returns (output, h_n, c_n or None)."""
+    steps = input.unbind(0)
+    order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
+    h, c, outs = hx, cx, [None] * len(steps)
+    for t in order:
+        if mode == 2:
+            h, c = _lstm_cell(steps[t], (h, c), w_ih, w_hh, b_ih, b_hh)
+        elif mode == 3:
+            h = _gru_cell(steps[t], h, w_ih, w_hh, b_ih, b_hh)
+        else:
+            h = _rnn_cell(steps[t], h, w_ih, w_hh, b_ih, b_hh, "tanh" if mode == 1 else "relu")
+        outs[t] = h
+    out = stack(outs, 0) if outs else input.new_zeros(input.shape[:2] + (w_hh.shape[1],))
+    return out, h, c
 
 
 class RNNBase(Module):
@@ -260,8 +282,20 @@ class RNNBase(Module):
             hx = self._initial_state(input.size(1), input)
         elif not batched:
             hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
-        steps, hidden = self._run(input.unbind(0), hx)
-        output = stack(steps, 0)
+        if self.proj_size == 0:
+            # the whole stack is one aten op, each layer and direction one _rnn_layer call
+            # (PyTorch's _VF.lstm ...); time-major here, batch_first was handled above
+            args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                    self.bidirectional, False)
+            if is_lstm:
+                output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
+                hidden = (h_n, c_n)
+            else:
+                # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
+                output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
+        else:  # LSTM projections: the step-by-step path
+            steps, hidden = self._run(input.unbind(0), hx)
+            output = stack(steps, 0)
         if not batched:
             output = output.squeeze(1)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
