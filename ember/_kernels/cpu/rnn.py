@@ -16,6 +16,7 @@ from scipy.special import expit
 
 from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
+from ..._core.blas import products_of
 from ..rules.rnn import GRU, LSTM, RNN_TANH, rnn_layer_shapes
 from ._util import nd, wrap
 
@@ -65,9 +66,9 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, m
     ws = np.empty(ws_shape, gi.dtype)
     h = _arr(hx).astype(gi.dtype, copy=False)
     c = _arr(cx).astype(gi.dtype, copy=False) if mode == LSTM else None
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), products_of(N * H * G):
         for t in _order(T, reverse):
-            gh = _matmul(h, w_hhT)
+            gh = h.dot(w_hhT)
             if mode == LSTM:
                 g = ws[t, :, :G]  # i, f, g, o after their activations
                 np.add(gi[t], gh, out=g)
@@ -118,7 +119,7 @@ def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, o
     dh = _arr(grad_hy).astype(out.dtype, copy=True)
     dgi = np.empty((T, N, G), out.dtype)  # gradient of the pre-activations, input side
     dgh = dgi if mode != GRU else np.empty((T, N, G), out.dtype)  # ... recurrent side
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), products_of(N * H * G):
         if mode == LSTM:
             dc = _arr(grad_cy).astype(out.dtype, copy=True)
             c_all = ws[:, :, G:]
@@ -141,7 +142,7 @@ def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, o
                 np.multiply(dc, d_f_fac[t], out=d[:, H:2 * H])
                 np.multiply(dc, d_g_fac[t], out=d[:, 2 * H:3 * H])
                 dc *= f[t]
-                dh = _matmul(d, w_hh)
+                dh = d.dot(w_hh)
             dcx = dc
         elif mode == GRU:
             r, z, n, ghn = (ws[:, :, k * H:(k + 1) * H] for k in range(4))
@@ -157,14 +158,14 @@ def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, o
                 dr[:, :2 * H] = di[:, :2 * H]
                 np.multiply(dn, r[t], out=dr[:, 2 * H:])
                 dh = dh * z[t]
-                dh += _matmul(dr, w_hh)
+                dh += dr.dot(w_hh)
             dcx = None
         else:
             fac = 1 - out * out if mode == RNN_TANH else (out > 0).astype(out.dtype)
             for t in _order(T, not reverse):
                 dh += go[t]
                 np.multiply(dh, fac[t], out=dgi[t])
-                dh = _matmul(dgi[t], w_hh)
+                dh = dgi[t].dot(w_hh)
             dcx = None
     # the non-recurrent gradients: one matmul each over all steps
     dgi2 = dgi.reshape(T * N, G)
