@@ -131,7 +131,7 @@ def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, 
 
 
 def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output,
-                       workspace, reverse, mode, grad_input_mask):
+                       workspace, reverse, batch_sizes, mode, grad_input_mask):
     """_rnn_layer's gradients. Outside create_graph: the fused ``_rnn_layer_backward`` (BPTT in
     one kernel). Under create_graph (grad mode on while the backward runs), PyTorch's
     ``mkldnn_rnn_layer_differentiable_backward`` role: the layer is recomputed step by step in
@@ -142,13 +142,13 @@ def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx,
     if not ember.is_grad_enabled():
         return ops.aten._rnn_layer_backward.default(
             input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output, workspace,
-            grad_output, grad_hy, grad_cy, reverse, mode)
+            grad_output, grad_hy, grad_cy, reverse, batch_sizes, mode)
     from ..nn.modules.rnn import _layer_steps
     args = (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx)
     wanted = [i for i, (a, m) in enumerate(zip(args, grad_input_mask))
               if m and a is not None and a.requires_grad]
     out, hy, cy = _layer_steps(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse,
-                               mode)
+                               batch_sizes, mode)
     outs, gouts = [out, hy], [grad_output, grad_hy]
     if is_lstm:
         outs.append(cy)

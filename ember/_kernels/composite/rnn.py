@@ -1,9 +1,10 @@
-"""CompositeImplicitAutograd kernels of ``lstm.input``, ``gru.input``, ``rnn_tanh.input`` and
-``rnn_relu.input``, the ops behind ``nn.LSTM/GRU/RNN`` (PyTorch's ``_VF.lstm`` ...): as ATen's
-``_rnn_impl`` they loop layers and directions (dropout between layers while training, the two
-directions' outputs concatenated, ``batch_first`` handled once), and each layer and direction is
-one ``_rnn_layer`` call (``cpu/rnn.py``). Autograd records those calls, so a layer's backward is
-one ``_rnn_layer_backward``."""
+"""CompositeImplicitAutograd kernels of ``lstm``, ``gru``, ``rnn_tanh`` and ``rnn_relu`` (the
+``.input`` overloads for padded sequences, ``.data`` for packed ones), the ops behind
+``nn.LSTM/GRU/RNN`` (PyTorch's ``_VF.lstm`` ...): as ATen's ``_rnn_impl`` they loop layers and
+directions (dropout between layers while training, the two directions' outputs concatenated,
+``batch_first`` handled once), and each layer and direction is one ``_rnn_layer`` call
+(``cpu/rnn.py``). Autograd records those calls, so a layer's backward is one
+``_rnn_layer_backward``."""
 from ..._ops.overload import ops
 from ..rules.rnn import GRU, LSTM, RNN_RELU, RNN_TANH
 
@@ -11,8 +12,9 @@ _aten = ops.aten  # ops resolve when called: the op table is built after the ker
 
 
 def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional,
-            batch_first):
-    """Runs the stack; returns (output, h_n, c_n or None)."""
+            batch_first, batch_sizes=()):
+    """Runs the stack; returns (output, h_n, c_n or None). ``batch_sizes`` (a list) non-empty:
+    ``input`` is packed data."""
     aten = _aten
     directions = 2 if bidirectional else 1
     per = 4 if has_biases else 2
@@ -24,8 +26,9 @@ def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train,
                                       "(weight_hr) yet")
         raise RuntimeError(f"Expected {num_layers * directions * per} parameters for "
                            f"{num_layers} layer(s), got {len(params)}")
-    if input.dim() != 3:
-        raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+    if input.dim() != (2 if batch_sizes else 3):
+        raise RuntimeError(f"input must have {2 if batch_sizes else 3} dimensions, got "
+                           f"{input.dim()}")
     x = input.transpose(0, 1) if batch_first else input
     h_n, c_n = [], []
     for layer in range(num_layers):
@@ -36,7 +39,7 @@ def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train,
             b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
             cx = c0[idx] if mode == LSTM else None
             out, hy, cy, _ = aten._rnn_layer.default(x, w[0], w[1], b_ih, b_hh, h0[idx], cx,
-                                                     direction == 1, mode)
+                                                     direction == 1, batch_sizes, mode)
             outs.append(out)
             h_n.append(hy)
             if mode == LSTM:
@@ -73,3 +76,33 @@ def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bi
                    batch_first):
     return _layers(RNN_RELU, input, hx, None, params, has_biases, num_layers, dropout, train,
                    bidirectional, batch_first)[:2]
+
+
+def _sizes(batch_sizes):
+    return [int(b) for b in batch_sizes.tolist()]
+
+
+def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+              bidirectional):
+    if len(hx) != 2:
+        raise RuntimeError("lstm expects two hidden states")
+    return _layers(LSTM, data, hx[0], hx[1], params, has_biases, num_layers, dropout, train,
+                   bidirectional, False, _sizes(batch_sizes))
+
+
+def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+             bidirectional):
+    return _layers(GRU, data, hx, None, params, has_biases, num_layers, dropout, train,
+                   bidirectional, False, _sizes(batch_sizes))[:2]
+
+
+def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+                  bidirectional):
+    return _layers(RNN_TANH, data, hx, None, params, has_biases, num_layers, dropout, train,
+                   bidirectional, False, _sizes(batch_sizes))[:2]
+
+
+def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+                  bidirectional):
+    return _layers(RNN_RELU, data, hx, None, params, has_biases, num_layers, dropout, train,
+                   bidirectional, False, _sizes(batch_sizes))[:2]

@@ -34,147 +34,196 @@ def _res(a, dt):
     return wrap(a if a.dtype == dt._np else a.astype(dt._np))
 
 
-def _order(T, reverse):
-    return range(T - 1, -1, -1) if reverse else range(T)
+def _steps(bs, reverse):
+    """(step, first row, rows) of each time step of a row-major sequence whose step t holds
+    bs[t] rows, in the order the recurrence runs."""
+    offsets, o = [], 0
+    for b in bs:
+        offsets.append(o)
+        o += b
+    steps = list(zip(range(len(bs)), offsets, bs))
+    return steps[::-1] if reverse else steps
 
 
-def _previous(seq, first, reverse):
-    """The value each step started from: ``first`` then the per-step values ``seq`` (T, N, K)
-    shifted by one step in the direction of the recurrence."""
-    if seq.shape[0] == 0:
-        return seq
-    first = first[None]
-    if reverse:
-        return np.concatenate([seq[1:], first], 0)
-    return np.concatenate([first, seq[:-1]], 0)
+def _previous(seq, first, bs, reverse):
+    """The state each row's step started from: the previous step's row of ``seq`` (rows, K), or
+    ``first`` (N, K) for the rows whose sequence starts at that step."""
+    prev = np.empty_like(seq)
+    steps = _steps(bs, reverse)
+    last = None  # (first row, rows) of the step before, in recurrence order
+    for t, o, b in steps:
+        k = 0 if last is None else min(b, last[1])
+        if k:
+            prev[o:o + k] = seq[last[0]:last[0] + k]
+        if k < b:
+            prev[o + k:o + b] = first[k:b]
+        last = (o, b)
+    return prev
 
 
-def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, mode):
-    T, N, H, ws_shape = rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx,
-                                         mode)
+def _final(seq, first, bs, reverse):
+    """Each sequence's final state: its row at its last step in recurrence order (``first``
+    when the sequence is empty)."""
+    fin = np.array(first)
+    if not bs:
+        return fin
+    steps = _steps(bs, reverse)
+    ends = steps[1:] + [(None, None, 0)]
+    for (t, o, b), (_, _, b_next) in zip(steps, ends):
+        # forward, the batch shrinks: rows b_next..b end here; reverse: all rows end at step 0
+        lo = b_next if b_next < b else b
+        if lo < b:
+            fin[lo:b] = seq[o + lo:o + b]
+    return fin
+
+
+def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, batch_sizes,
+               mode):
+    bs, H, out_shape, ws_shape = rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh,
+                                                  hx, cx, batch_sizes, mode)
     x, w_ih, w_hh = _arr(input), _arr(weight_ih), _arr(weight_hh)
     G = w_ih.shape[0]
+    N = hx._size[0]
+    x = x.reshape(-1, x.shape[-1])  # (rows, I): a padded sequence's rows are step-major too
     # the input projection of every step at once; b_hh joins it except in GRU, where r scales it
-    gi = _matmul(x.reshape(T * N, x.shape[2]), w_ih.T).reshape(T, N, G)
+    gi = _matmul(x, w_ih.T)
     if bias_ih is not None:
         gi += _arr(bias_ih)
     b_hh = _arr(bias_hh) if bias_hh is not None else None
     if b_hh is not None and mode != GRU:
         gi += b_hh
     w_hhT = w_hh.T
-    out = np.empty((T, N, H), gi.dtype)
-    ws = np.empty(ws_shape, gi.dtype)
-    h = _arr(hx).astype(gi.dtype, copy=False)
-    c = _arr(cx).astype(gi.dtype, copy=False) if mode == LSTM else None
+    out = np.empty((x.shape[0], H), gi.dtype)
+    ws = np.empty((x.shape[0], ws_shape[-1]), gi.dtype)
+    h0 = _arr(hx).astype(gi.dtype, copy=False)
+    c0 = _arr(cx).astype(gi.dtype, copy=False) if mode == LSTM else None
+    h, c = h0, c0  # the state of the rows the current step runs
     with np.errstate(all="ignore"), products_of(N * H * G):
-        for t in _order(T, reverse):
+        for t, o, b in _steps(bs, reverse):
+            if h.shape[0] > b:  # sequences ended (packed input, forward direction)
+                h = h[:b]
+                c = c[:b] if c is not None else None
+            elif h.shape[0] < b:  # sequences start from their h0 (packed, reverse direction)
+                h = np.concatenate([h, h0[h.shape[0]:b]])
+                c = np.concatenate([c, c0[c.shape[0]:b]]) if c is not None else None
             gh = h.dot(w_hhT)
+            rows = slice(o, o + b)
             if mode == LSTM:
-                g = ws[t, :, :G]  # i, f, g, o after their activations
-                np.add(gi[t], gh, out=g)
+                g = ws[rows, :G]  # i, f, g, o after their activations
+                np.add(gi[rows], gh, out=g)
                 expit(g[:, :2 * H], out=g[:, :2 * H])
                 np.tanh(g[:, 2 * H:3 * H], out=g[:, 2 * H:3 * H])
                 expit(g[:, 3 * H:], out=g[:, 3 * H:])
-                c_new = ws[t, :, G:]
+                c_new = ws[rows, G:]
                 np.multiply(g[:, H:2 * H], c, out=c_new)
                 c_new += g[:, :H] * g[:, 2 * H:3 * H]
                 c = c_new
-                h = np.multiply(g[:, 3 * H:], np.tanh(c), out=out[t])
+                h = np.multiply(g[:, 3 * H:], np.tanh(c), out=out[rows])
             elif mode == GRU:
                 if b_hh is not None:
                     gh += b_hh
-                w = ws[t]  # r, z, n, W_hn h + b_hn
+                w = ws[rows]  # r, z, n, W_hn h + b_hn
                 rz = w[:, :2 * H]
-                np.add(gi[t, :, :2 * H], gh[:, :2 * H], out=rz)
+                np.add(gi[rows, :2 * H], gh[:, :2 * H], out=rz)
                 expit(rz, out=rz)
                 w[:, 3 * H:] = gh[:, 2 * H:]
                 n = w[:, 2 * H:3 * H]
                 np.multiply(w[:, :H], gh[:, 2 * H:], out=n)
-                n += gi[t, :, 2 * H:]
+                n += gi[rows, 2 * H:]
                 np.tanh(n, out=n)
                 # h' = (1 - z) n + z h = n + z (h - n)
-                h_new = np.subtract(h, n, out=out[t])
+                h_new = np.subtract(h, n, out=out[rows])
                 h_new *= w[:, H:2 * H]
                 h_new += n
                 h = h_new
             else:
-                pre = np.add(gi[t], gh, out=out[t])
+                pre = np.add(gi[rows], gh, out=out[rows])
                 h = np.tanh(pre, out=pre) if mode == RNN_TANH else np.maximum(pre, 0, out=pre)
     dt = input._dtype
-    # the final states are fresh arrays (views of out/ws, or hx/cx themselves when T == 0)
-    hy = _res(np.array(h), dt)
-    cy = _res(np.array(c), dt) if mode == LSTM else wrap(np.empty((0,), dt._np))
-    return _res(out, dt), hy, cy, _res(ws, dt)
+    # fresh arrays: a sequence's final state is a row of out/ws (or h0/c0 when T == 0)
+    hy = _res(_final(out, h0, bs, reverse), dt)
+    cy = _res(_final(ws[:, G:], c0, bs, reverse), dt) if mode == LSTM \
+        else wrap(np.empty((0,), dt._np))
+    return _res(out.reshape(out_shape), dt), hy, cy, _res(ws.reshape(ws_shape), dt)
 
 
 def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output, workspace,
-                        grad_output, grad_hy, grad_cy, reverse, mode):
-    T, N, H, _ = rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, mode)
+                        grad_output, grad_hy, grad_cy, reverse, batch_sizes, mode):
+    bs, H, _, _ = rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx,
+                                   batch_sizes, mode)
     x, w_ih, w_hh = _arr(input), _arr(weight_ih), _arr(weight_hh)
     G = w_ih.shape[0]
-    out, ws = _arr(output), _arr(workspace)
-    h0 = _arr(hx)
-    h_prev = _previous(out, h0, reverse)  # (T, N, H): the state each step started from
-    go = _arr(grad_output)
-    dh = _arr(grad_hy).astype(out.dtype, copy=True)
-    dgi = np.empty((T, N, G), out.dtype)  # gradient of the pre-activations, input side
-    dgh = dgi if mode != GRU else np.empty((T, N, G), out.dtype)  # ... recurrent side
+    N = hx._size[0]
+    x = x.reshape(-1, x.shape[-1])
+    R = x.shape[0]
+    out = _arr(output).reshape(R, H)
+    ws = _arr(workspace).reshape(R, -1)
+    go = _arr(grad_output).reshape(R, H)
+    h_prev = _previous(out, _arr(hx), bs, reverse)  # (rows, H): the state each step started from
+    dh = _arr(grad_hy).astype(out.dtype, copy=True)  # per sequence: the gradient of its state
+    dgi = np.empty((R, G), out.dtype)  # gradient of the pre-activations, input side
+    dgh = dgi if mode != GRU else np.empty((R, G), out.dtype)  # ... recurrent side
+    # the recurrence backwards: the forward's steps in reverse order
+    steps = _steps(bs, not reverse)
     with np.errstate(all="ignore"), products_of(N * H * G):
         if mode == LSTM:
             dc = _arr(grad_cy).astype(out.dtype, copy=True)
-            c_all = ws[:, :, G:]
-            c_prev = _previous(c_all, _arr(cx), reverse)
+            c_all = ws[:, G:]
+            c_prev = _previous(c_all, _arr(cx), bs, reverse)
             tanh_c = np.tanh(c_all)
-            gates = ws[:, :, :G]
-            i, f, g, o = (gates[:, :, k * H:(k + 1) * H] for k in range(4))
+            i, f, g, o = (ws[:, k * H:(k + 1) * H] for k in range(4))
             # the factors that do not depend on the recurrence, for all steps at once
             d_o_fac = tanh_c * o * (1 - o)
             d_c_fac = o * (1 - tanh_c * tanh_c)
             d_i_fac = g * i * (1 - i)
             d_f_fac = c_prev * f * (1 - f)
             d_g_fac = i * (1 - g * g)
-            for t in _order(T, not reverse):
-                dh += go[t]
-                dc += dh * d_c_fac[t]
-                d = dgi[t]
-                np.multiply(dh, d_o_fac[t], out=d[:, 3 * H:])
-                np.multiply(dc, d_i_fac[t], out=d[:, :H])
-                np.multiply(dc, d_f_fac[t], out=d[:, H:2 * H])
-                np.multiply(dc, d_g_fac[t], out=d[:, 2 * H:3 * H])
-                dc *= f[t]
-                dh = d.dot(w_hh)
+            for t, r0, b in steps:
+                rows = slice(r0, r0 + b)
+                dhb, dcb = dh[:b], dc[:b]
+                dhb += go[rows]
+                dcb += dhb * d_c_fac[rows]
+                d = dgi[rows]
+                np.multiply(dhb, d_o_fac[rows], out=d[:, 3 * H:])
+                np.multiply(dcb, d_i_fac[rows], out=d[:, :H])
+                np.multiply(dcb, d_f_fac[rows], out=d[:, H:2 * H])
+                np.multiply(dcb, d_g_fac[rows], out=d[:, 2 * H:3 * H])
+                dcb *= f[rows]
+                dh[:b] = d.dot(w_hh)
             dcx = dc
         elif mode == GRU:
-            r, z, n, ghn = (ws[:, :, k * H:(k + 1) * H] for k in range(4))
+            r, z, n, ghn = (ws[:, k * H:(k + 1) * H] for k in range(4))
             dn_fac = (1 - z) * (1 - n * n)
             dz_fac = (h_prev - n) * z * (1 - z)
             dr_fac = ghn * r * (1 - r)
-            for t in _order(T, not reverse):
-                dh += go[t]
-                di, dr = dgi[t], dgh[t]
-                dn = np.multiply(dh, dn_fac[t], out=di[:, 2 * H:])
-                np.multiply(dh, dz_fac[t], out=di[:, H:2 * H])
-                np.multiply(dn, dr_fac[t], out=di[:, :H])
+            for t, r0, b in steps:
+                rows = slice(r0, r0 + b)
+                dhb = dh[:b]
+                dhb += go[rows]
+                di, dr = dgi[rows], dgh[rows]
+                dn = np.multiply(dhb, dn_fac[rows], out=di[:, 2 * H:])
+                np.multiply(dhb, dz_fac[rows], out=di[:, H:2 * H])
+                np.multiply(dn, dr_fac[rows], out=di[:, :H])
                 dr[:, :2 * H] = di[:, :2 * H]
-                np.multiply(dn, r[t], out=dr[:, 2 * H:])
-                dh = dh * z[t]
-                dh += dr.dot(w_hh)
+                np.multiply(dn, r[rows], out=dr[:, 2 * H:])
+                dhb *= z[rows]
+                dhb += dr.dot(w_hh)
             dcx = None
         else:
             fac = 1 - out * out if mode == RNN_TANH else (out > 0).astype(out.dtype)
-            for t in _order(T, not reverse):
-                dh += go[t]
-                np.multiply(dh, fac[t], out=dgi[t])
-                dh = dgi[t].dot(w_hh)
+            for t, r0, b in steps:
+                rows = slice(r0, r0 + b)
+                dhb = dh[:b]
+                dhb += go[rows]
+                np.multiply(dhb, fac[rows], out=dgi[rows])
+                dh[:b] = dgi[rows].dot(w_hh)
             dcx = None
     # the non-recurrent gradients: one matmul each over all steps
-    dgi2 = dgi.reshape(T * N, G)
-    dgh2 = dgh.reshape(T * N, G)
-    dx = _matmul(dgi2, w_ih).reshape(T, N, w_ih.shape[1])
-    dw_ih = _matmul(dgi2.T, x.reshape(T * N, x.shape[2]))
-    dw_hh = _matmul(dgh2.T, h_prev.reshape(T * N, H))
-    d_bih = dgi2.sum(0) if bias_ih is not None else None
-    d_bhh = dgh2.sum(0) if bias_hh is not None else None
+    dx = _matmul(dgi, w_ih).reshape(input._size)
+    dw_ih = _matmul(dgi.T, x)
+    dw_hh = _matmul(dgh.T, h_prev)
+    d_bih = dgi.sum(0) if bias_ih is not None else None
+    d_bhh = dgh.sum(0) if bias_hh is not None else None
     dt = input._dtype
     return (_res(dx, dt), _res(dw_ih, dt), _res(dw_hh, dt),
             _res(d_bih, dt) if d_bih is not None else None,

@@ -17,8 +17,11 @@ def _fmt(shape):
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-def rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, mode):
-    """Checks one layer's arguments; returns (T, N, H, workspace shape)."""
+def rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, batch_sizes, mode):
+    """Checks one layer's arguments. ``batch_sizes`` empty: ``input`` is a padded (T, N, I)
+    sequence; else ``input`` is packed data (sum(batch_sizes), I), step t holding the first
+    batch_sizes[t] sequences (non-increasing, as ``pack_padded_sequence`` makes them).
+    Returns (batch_sizes as a list, H, output shape, workspace shape)."""
     if mode not in GATES:
         raise RuntimeError(f"_rnn_layer: unknown mode {mode}")
     for t in (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx):
@@ -29,9 +32,22 @@ def rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, mode
             raise RuntimeError(f"Input and parameter tensors are not the same dtype, found input "
                                f"tensor with {input._dtype._short} and parameter tensor with "
                                f"{t._dtype._short}")
-    if input.dim() != 3:
-        raise RuntimeError(f"_rnn_layer: input must have 3 dimensions, got {input.dim()}")
-    T, N, I = input._size
+    packed = len(batch_sizes) > 0
+    if input.dim() != (2 if packed else 3):
+        raise RuntimeError(f"_rnn_layer: input must have {2 if packed else 3} dimensions, got "
+                           f"{input.dim()}")
+    if packed:
+        bs = [int(b) for b in batch_sizes]
+        if any(b <= 0 for b in bs) or any(a < b for a, b in zip(bs, bs[1:])):
+            raise RuntimeError("batch_sizes must be positive and non-increasing")
+        if sum(bs) != input._size[0]:
+            raise RuntimeError(f"_rnn_layer: batch_sizes sum to {sum(bs)}, but the packed input "
+                               f"has {input._size[0]} rows")
+        N = bs[0]
+    else:
+        T, N = input._size[:2]
+        bs = [N] * T
+    I = input._size[-1]
     gates = GATES[mode]
     if weight_ih.dim() != 2 or weight_hh.dim() != 2 or weight_ih._size[0] % gates:
         raise RuntimeError(f"_rnn_layer: weights of shape {_fmt(weight_ih._size)} and "
@@ -53,4 +69,5 @@ def rnn_layer_shapes(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, mode
         if cx is None or cx._size != (N, H):
             got = _fmt(cx._size) if cx is not None else "None"
             raise RuntimeError(f"Expected hidden size {(N, H)}, got {got}")
-    return T, N, H, (T, N, WORKSPACE[mode] * H)
+    lead = input._size[:-1]
+    return bs, H, lead + (H,), lead + (WORKSPACE[mode] * H,)

@@ -21,6 +21,7 @@ _aten = _ops.aten
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_MODE_NUMBERS = {"RNN_RELU": 0, "RNN_TANH": 1, "LSTM": 2, "GRU": 3}  # PyTorch's (cuDNN's) numbering
 
 
 def _rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity):
@@ -50,23 +51,73 @@ def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
     return (1 - z) * n + z * h
 
 
-def _layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, mode):
+def _layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode):
     """One layer and direction (``aten::_rnn_layer``'s arguments, mode numbered as PyTorch's: 0
-    RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU) step by step in differentiable ops: the recomputation
-    the layer's double backward differentiates. Returns (output, h_n, c_n or None)."""
-    steps = input.unbind(0)
-    order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
-    h, c, outs = hx, cx, [None] * len(steps)
-    for t in order:
-        if mode == 2:
-            h, c = _lstm_cell(steps[t], (h, c), w_ih, w_hh, b_ih, b_hh)
-        elif mode == 3:
-            h = _gru_cell(steps[t], h, w_ih, w_hh, b_ih, b_hh)
-        else:
-            h = _rnn_cell(steps[t], h, w_ih, w_hh, b_ih, b_hh, "tanh" if mode == 1 else "relu")
-        outs[t] = h
-    out = stack(outs, 0) if outs else input.new_zeros(input.shape[:2] + (w_hh.shape[1],))
-    return out, h, c
+    RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU; ``batch_sizes`` non-empty for packed input) step by
+    step in differentiable ops: the recomputation the layer's double backward differentiates.
+    Returns (output, h_n, c_n or None)."""
+    packed = len(batch_sizes) > 0
+    if packed:
+        offsets = [0]
+        for b in batch_sizes:
+            offsets.append(offsets[-1] + b)
+        steps = [input[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
+    else:
+        steps = list(input.unbind(0))
+    state = (hx, cx) if mode == 2 else (hx,)
+    weights = (w_ih, w_hh, b_ih, b_hh)
+    outs, final = _steps_run(steps, state, weights, mode, reverse,
+                             list(batch_sizes) if packed else None)
+    if outs:
+        out = cat(outs, 0) if packed else stack(outs, 0)
+    else:
+        out = input.new_zeros(tuple(input.shape[:-1]) + (w_hh.shape[1],))
+    return out, final[0], (final[1] if mode == 2 else None)
+
+
+def _step(x, state, weights, mode):
+    """One time step of mode ``mode`` (numbered as in _layer_steps) on a (h,) or (h, c) state."""
+    w_ih, w_hh, b_ih, b_hh = weights[:4]
+    if mode == 2:
+        return _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, weights[4] if len(weights) > 4
+                          else None)
+    if mode == 3:
+        return (_gru_cell(x, state[0], w_ih, w_hh, b_ih, b_hh),)
+    return (_rnn_cell(x, state[0], w_ih, w_hh, b_ih, b_hh, "tanh" if mode == 1 else "relu"),)
+
+
+def _steps_run(steps, init, weights, mode, reverse, batch_sizes=None):
+    """The recurrence over ``steps`` (per-step inputs, rows = batch) from the state tuple
+    ``init`` ((h,) or (h, c)). ``batch_sizes`` (packed input, non-increasing) gives each step's
+    rows; ``None`` means all. Returns the per-step outputs and the final state tuple."""
+    if batch_sizes is None:
+        batch_sizes = [steps[0].size(0)] * len(steps) if steps else []
+    take = lambda st, a, b: tuple(s[a:b] for s in st)  # noqa: E731
+    out_t = [None] * len(steps)
+    if not reverse:
+        # Sequences end as the batch shrinks: park their final state, keep the rest.
+        state, done, rows = init, [], batch_sizes[0] if batch_sizes else 0
+        for t, b in enumerate(batch_sizes):
+            if b < rows:
+                done.append(take(state, b, rows))
+                state, rows = take(state, 0, b), b
+            state = _step(steps[t], state, weights, mode)
+            out_t[t] = state[0]
+        final = tuple(cat([s, *(d[i] for d in reversed(done))], 0) if done else s
+                      for i, s in enumerate(state))
+    else:
+        # Backwards, sequences join as the batch grows, starting from their h0.
+        rows = batch_sizes[-1] if batch_sizes else 0
+        state = take(init, 0, rows) if batch_sizes else init
+        for t in range(len(steps) - 1, -1, -1):
+            b = batch_sizes[t]
+            if b > rows:
+                state = tuple(cat([s, i[rows:b]], 0) for s, i in zip(state, init))
+                rows = b
+            state = _step(steps[t], state, weights, mode)
+            out_t[t] = state[0]
+        final = state
+    return out_t, final
 
 
 class RNNBase(Module):
@@ -167,62 +218,22 @@ class RNNBase(Module):
         get = lambda n: getattr(self, f"{n}_l{layer}{suffix}", None)  # noqa: E731
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _cell(self, x, state, weights):
-        w_ih, w_hh, b_ih, b_hh, w_hr = weights
-        if self.mode == "LSTM":
-            state = _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, w_hr)
-            return state, state[0]
-        if self.mode == "GRU":
-            state = _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
-        else:
-            state = _rnn_cell(x, state, w_ih, w_hh, b_ih, b_hh,
-                              "tanh" if self.mode == "RNN_TANH" else "relu")
-        return state, state
-
     def _run(self, steps, hx, batch_sizes=None):
-        """Shared forward over ``steps``, the per-time-step inputs (rows = batch). ``hx`` is a
-        tensor or an (h, c) pair shaped (layers * directions, N, H). ``batch_sizes`` (packed
-        input, decreasing) gives how many rows each step has; ``None`` means all N. Returns the
-        per-step outputs and the final states."""
+        """The step-by-step forward, for LSTM projections (proj_size > 0), which the aten ops
+        do not take: ``steps`` are the per-time-step inputs (rows = batch), ``hx`` a tensor or
+        an (h, c) pair shaped (layers * directions, N, H), ``batch_sizes`` (packed input) each
+        step's rows. Returns the per-step outputs and the final states."""
         num_directions = 2 if self.bidirectional else 1
         is_lstm = self.mode == "LSTM"
-        if batch_sizes is None:
-            batch_sizes = [steps[0].size(0)] * len(steps)
-        # A state is a tuple of tensors (h,) or (h, c) so both kinds slice the same way.
-        take = lambda st, a, b: tuple(s[a:b] for s in st)  # noqa: E731
+        mode = _MODE_NUMBERS[self.mode]
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(num_directions):
                 idx = layer * num_directions + direction
-                weights = self._layer_weights(layer, direction)
                 init = (hx[0][idx], hx[1][idx]) if is_lstm else (hx[idx],)
-                out_t = [None] * len(steps)
-                if direction == 0:
-                    # Sequences end as the batch shrinks: park their final state, keep the rest.
-                    state, done, rows = init, [], batch_sizes[0]
-                    for t, b in enumerate(batch_sizes):
-                        if b < rows:
-                            done.append(take(state, b, rows))
-                            state, rows = take(state, 0, b), b
-                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
-                                                   weights)
-                        state = new if is_lstm else (new,)
-                    final = tuple(cat([s, *(d[i] for d in reversed(done))], 0) if done else s
-                                  for i, s in enumerate(state))
-                else:
-                    # Backwards, sequences join as the batch grows, starting from their h0.
-                    rows = batch_sizes[-1]
-                    state = take(init, 0, rows)
-                    for t in range(len(steps) - 1, -1, -1):
-                        b = batch_sizes[t]
-                        if b > rows:
-                            state = tuple(cat([s, i[rows:b]], 0) for s, i in zip(state, init))
-                            rows = b
-                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
-                                                   weights)
-                        state = new if is_lstm else (new,)
-                    final = state
+                out_t, final = _steps_run(steps, init, self._layer_weights(layer, direction),
+                                          mode, direction == 1, batch_sizes)
                 outs.append(out_t)
                 h_n.append(final[0])
                 if is_lstm:
@@ -254,13 +265,24 @@ class RNNBase(Module):
             # hx rows follow the caller's batch order; the packed rows are sorted by length.
             hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
                 else hx.index_select(1, sorted_indices)
-        offsets = [0]
-        for b in batch_sizes:
-            offsets.append(offsets[-1] + b)
-        steps = [data[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
-        outputs, hidden = self._run(steps, hx, batch_sizes)
-        output = PackedSequence(cat(outputs, 0), packed.batch_sizes, sorted_indices,
-                                unsorted_indices)
+        if self.proj_size == 0:
+            # one aten op for the stack (PyTorch's _VF.lstm(data, batch_sizes, ...))
+            args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                    self.bidirectional)
+            if is_lstm:
+                out_data, h_n, c_n = _aten.lstm.data(data, packed.batch_sizes, list(hx), *args)
+                hidden = (h_n, c_n)
+            else:
+                out_data, hidden = getattr(_aten, self.mode.lower()).data(
+                    data, packed.batch_sizes, hx, *args)
+        else:
+            offsets = [0]
+            for b in batch_sizes:
+                offsets.append(offsets[-1] + b)
+            steps = [data[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
+            outputs, hidden = self._run(steps, hx, batch_sizes)
+            out_data = cat(outputs, 0)
+        output = PackedSequence(out_data, packed.batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
                 else hidden.index_select(1, unsorted_indices)
