@@ -209,3 +209,57 @@ def test_empty_sequence_and_half_precision():
     assert out_b.dtype is ember.bfloat16
     np.testing.assert_allclose(out_b.float().detach().numpy(), tout.float().detach().numpy(),
                                atol=2e-2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_packed_data_entry_points_match_pytorch(mode):
+    """The .data overloads (packed input) with PyTorch's schema: outputs, states and gradients,
+    both directions; each layer and direction is one _rnn_layer call here too."""
+    tm, em = _pair(mode, num_layers=2, bidirectional=True)
+    sizes = [3, 3, 2, 1, 1]
+    rows = sum(sizes)
+    xn = np.random.RandomState(6).randn(rows, 4)
+    h0 = np.random.RandomState(7).randn(4, 3, 5)
+    tp = [p.detach().requires_grad_() for p in tm._flat_weights]
+    ep = [ember.tensor(p.detach().numpy(), requires_grad=True) for p in tp]
+    tx, ex = torch.tensor(xn, requires_grad=True), ember.tensor(xn, requires_grad=True)
+    tb, eb = torch.tensor(sizes), ember.tensor(sizes)
+    th = [torch.tensor(h0, requires_grad=True), torch.tensor(-h0, requires_grad=True)]
+    eh = [ember.tensor(h0, requires_grad=True), ember.tensor(-h0, requires_grad=True)]
+    args = (True, 2, 0.0, False, True)
+    with _Count() as fwd:
+        if mode == "LSTM":
+            e = ember.ops.aten.lstm.data(ex, eb, eh, ep, *args)
+        else:
+            e = getattr(ember.ops.aten, mode.lower()).data(ex, eb, eh[0], ep, *args)
+    if mode == "LSTM":
+        t = torch.ops.aten.lstm.data(tx, tb, th, tp, *args)
+    else:
+        t = getattr(torch.ops.aten, mode.lower()).data(tx, tb, th[0], tp, *args)
+    assert sum(1 for n in fwd.names if n.split(".")[0] == "_rnn_layer") == 4
+    for a, b in zip(e, t):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+    sum((r.sin() * (i + 1)).sum() for i, r in enumerate(t)).backward()
+    sum((r.sin() * (i + 1)).sum() for i, r in enumerate(e)).backward()
+    used = 2 if mode == "LSTM" else 1
+    for a, b in [(ex, tx)] + list(zip(eh[:used], th[:used])) + list(zip(ep, tp)):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_packed_double_backward_matches_pytorch():
+    tm, em = _pair("GRU", bidirectional=True)
+    sizes = [2, 2, 1]
+    xn = np.random.RandomState(8).randn(sum(sizes), 4)
+    results = []
+    for lib, m in ((torch, tm), (ember, em)):
+        x = lib.tensor(xn, requires_grad=True)
+        packed = lib.nn.utils.rnn.PackedSequence(x, lib.tensor(sizes))
+        out, h = m(packed)
+        g, = lib.autograd.grad(out.data.sin().sum() + (h * h).sum(), x, create_graph=True)
+        (g * g).sum().backward()
+        results.append([x.grad.detach().numpy()] + [p.grad.detach().numpy()
+                                                   for p in m.parameters()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

@@ -1,9 +1,12 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their ``*Cell`` forms.
 
 Parameters, their names (``weight_ih_l0``, ``..._reverse``), shapes and initialization are
-PyTorch's; the recurrence is written step by step with ``F.linear`` and pointwise ops (PyTorch's
-gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``). A ``PackedSequence`` input runs step by step
-on the shrinking batch its ``batch_sizes`` describe, and the output is packed the same way.
+PyTorch's. As in PyTorch, ``forward`` hands the whole stack to one aten op (``lstm.input`` for a
+padded sequence, ``lstm.data`` for a ``PackedSequence``; ``gru``, ``rnn_tanh``, ``rnn_relu``
+likewise, ``ember/_kernels/composite/rnn.py``), which runs each layer and direction as one
+``_rnn_layer`` call. The cells, LSTM projections (``proj_size > 0``, which the ops do not take)
+and the layer's double backward run the recurrence step by step here with ``F.linear`` and
+pointwise ops (PyTorch's gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``).
 """
 import math
 import numbers
