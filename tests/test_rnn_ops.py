@@ -263,3 +263,25 @@ def test_packed_double_backward_matches_pytorch():
                                                    for p in m.parameters()])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH"])
+def test_forward_ad_matches_pytorch(mode):
+    """jvp through the layer ops (their forward derivative) as PyTorch's, input and h0
+    tangents, both directions."""
+    tm, em = _pair(mode, num_layers=2, bidirectional=True)
+    xn = np.random.RandomState(9).randn(5, 2, 4)
+    hn = np.random.RandomState(10).randn(4, 2, 5)
+    vx = np.random.RandomState(11).randn(5, 2, 4)
+    vh = np.random.RandomState(12).randn(4, 2, 5)
+    results = []
+    for lib, m in ((torch, tm), (ember, em)):
+        def f(x, h):
+            hx = (h, h * 0.5) if mode == "LSTM" else h
+            out, hy = m(x, hx)
+            return out, (hy[1] if mode == "LSTM" else hy)
+        _, t = lib.func.jvp(f, (lib.tensor(xn), lib.tensor(hn)),
+                            (lib.tensor(vx), lib.tensor(vh)))
+        results.append([a.detach().numpy() for a in t])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

@@ -103,7 +103,7 @@ __all__ = [*_HELPERS, "not_implemented", "dropout_scale",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
            "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
            "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all",
-           "rnn_layer_backward"]
+           "rnn_layer_backward", "rnn_layer_jvp"]
 
 
 def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, mask):
@@ -159,3 +159,26 @@ def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx,
     for i, g in zip(wanted, got):
         result[i] = g if g is not None else ember.zeros_like(args[i])
     return tuple(result)
+
+
+def rnn_layer_jvp(input_p, input_t, weight_ih_p, weight_ih_t, weight_hh_p, weight_hh_t, bias_ih_p,
+                  bias_ih_t, bias_hh_p, bias_hh_t, hx_p, hx_t, cx_p, cx_t, reverse, batch_sizes,
+                  mode, cy):
+    """_rnn_layer's forward derivative (output, h_n, c_n): the JVP of the step-by-step
+    recomputation (the layer is a composition of differentiable ops, so its JVP is theirs)."""
+    from ..nn.modules.rnn import _layer_steps
+    primals = [input_p, weight_ih_p, weight_hh_p, bias_ih_p, bias_hh_p, hx_p, cx_p]
+    tangents = [input_t, weight_ih_t, weight_hh_t, bias_ih_t, bias_hh_t, hx_t, cx_t]
+    present = [i for i, p in enumerate(primals) if p is not None]
+
+    def layer(*args):
+        full = [None] * len(primals)
+        for i, a in zip(present, args):
+            full[i] = a
+        out, hy, c = _layer_steps(*full, reverse, batch_sizes, mode)
+        return out, hy, (c if c is not None else cy.new_zeros(cy.shape))
+
+    _, t = ember.func.jvp(layer, tuple(primals[i] for i in present),
+                          tuple(tangents[i] if tangents[i] is not None
+                                else ember.zeros_like(primals[i]) for i in present))
+    return t
