@@ -285,3 +285,32 @@ def test_forward_ad_matches_pytorch(mode):
         results.append([a.detach().numpy() for a in t])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_module_argument_errors_match_pytorch():
+    """RNNBase.check_forward_args: PyTorch's exception types and messages."""
+    tm, em = _pair("LSTM", num_layers=2)
+    tg, eg = _pair("GRU", batch_first=True)
+    cases = [
+        (tm, em, lambda lib: (lib.zeros(5, 3, 6, dtype=lib.float64),)),
+        (tm, em, lambda lib: (lib.zeros(5, 3, 4, dtype=lib.float64),
+                              (lib.zeros(1, 3, 5, dtype=lib.float64),
+                               lib.zeros(2, 3, 5, dtype=lib.float64)))),
+        (tm, em, lambda lib: (lib.zeros(5, 3, 4, dtype=lib.float64),
+                              (lib.zeros(2, 3, 5, dtype=lib.float64),
+                               lib.zeros(2, 2, 5, dtype=lib.float64)))),
+        (tm, em, lambda lib: (lib.zeros(5, 4, dtype=lib.float64),
+                              (lib.zeros(2, 1, 5, dtype=lib.float64),
+                               lib.zeros(2, 1, 5, dtype=lib.float64)))),
+        (tg, eg, lambda lib: (lib.zeros(3, 5, 4, dtype=lib.float64),
+                              lib.zeros(1, 5, 5, dtype=lib.float64))),
+        (tg, eg, lambda lib: (lib.zeros(3, 5, 4, dtype=lib.float64), lib.zeros(1, 5))),
+        (tg, eg, lambda lib: (lib.zeros(5, 4, dtype=lib.float64),
+                              lib.zeros(1, 1, 5, dtype=lib.float64))),
+    ]
+    for t_mod, e_mod, make in cases:
+        with pytest.raises(Exception) as t_err:
+            t_mod(*make(torch))
+        with pytest.raises(type(t_err.value)) as e_err:
+            e_mod(*make(ember))
+        assert str(e_err.value) == str(t_err.value).replace("torch.", "ember.")

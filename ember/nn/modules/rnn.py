@@ -268,6 +268,7 @@ class RNNBase(Module):
             # hx rows follow the caller's batch order; the packed rows are sorted by length.
             hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
                 else hx.index_select(1, sorted_indices)
+        self._check_forward_args(data, hx, batch_sizes)
         if self.proj_size == 0:
             # one aten op for the stack (PyTorch's _VF.lstm(data, batch_sizes, ...))
             args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
@@ -291,42 +292,79 @@ class RNNBase(Module):
                 else hidden.index_select(1, unsorted_indices)
         return output, hidden
 
+    def _check_forward_args(self, input, hx, batch_sizes=None):
+        """PyTorch's RNNBase.check_forward_args: the input's dimensions and feature size, the
+        states' shapes (after unbatched input got its batch dimension)."""
+        if input.dtype != self._flat_weights[0].dtype:
+            raise ValueError(f"input must have the type {self._flat_weights[0].dtype}, got type "
+                             f"{input.dtype}")
+        expected_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        lead = (self.num_layers * num_directions, mini_batch)
+        h_size = lead + (self.proj_size if self.proj_size > 0 else self.hidden_size,)
+        if self.mode == "LSTM":
+            checks = [(hx[0], h_size, "Expected hidden[0] size {}, got {}"),
+                      (hx[1], lead + (self.hidden_size,), "Expected hidden[1] size {}, got {}")]
+        else:
+            checks = [(hx, h_size, "Expected hidden size {}, got {}")]
+        for h, size, msg in checks:
+            if tuple(h.size()) != size:
+                raise RuntimeError(msg.format(size, list(h.size())))
+
     def _forward(self, input, hx):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         is_lstm = self.mode == "LSTM"
-        batched = input.dim() == 3
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{input.dim()}D instead")
+        batched = input.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if hx is not None:
+            dims = (hx[0].dim(), hx[1].dim()) if is_lstm else (hx.dim(),)
+            want = 3 if batched else 2
+            if any(d != want for d in dims):
+                kind = "batched 3-D" if batched else "unbatched 2-D"
+                if is_lstm:
+                    raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but "
+                                       f"got ({dims[0]}-D, {dims[1]}-D) tensors")
+                raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got "
+                                   f"{dims[0]}-D tensor")
         if not batched:
-            input = input.unsqueeze(1)
-        elif self.batch_first:
-            input = input.transpose(0, 1)
+            input = input.unsqueeze(batch_dim)
+            if hx is not None:
+                hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
         if hx is None:
-            hx = self._initial_state(input.size(1), input)
-        elif not batched:
-            hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
+            hx = self._initial_state(input.size(0 if self.batch_first else 1), input)
+        self._check_forward_args(input, hx)
         if self.proj_size == 0:
             # the whole stack is one aten op, each layer and direction one _rnn_layer call
-            # (PyTorch's _VF.lstm ...); time-major here, batch_first was handled above
+            # (PyTorch's _VF.lstm ...)
             args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
-                    self.bidirectional, False)
+                    self.bidirectional, self.batch_first)
             if is_lstm:
                 output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
                 hidden = (h_n, c_n)
             else:
                 # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
                 output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
-        else:  # LSTM projections: the step-by-step path
-            steps, hidden = self._run(input.unbind(0), hx)
-            output = stack(steps, 0)
+        else:  # LSTM projections: the step-by-step path, time-major
+            steps, hidden = self._run(input.transpose(0, 1).unbind(0) if self.batch_first
+                                      else input.unbind(0), hx)
+            output = stack(steps, 1 if self.batch_first else 0)
         if not batched:
-            output = output.squeeze(1)
+            output = output.squeeze(batch_dim)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
                 else hidden.squeeze(1)
-        elif self.batch_first:
-            output = output.transpose(0, 1)
         return output, hidden
 
     def forward(self, input, hx=None):
