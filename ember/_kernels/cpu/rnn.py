@@ -10,6 +10,11 @@ backward runs back-propagation through time step by step for the recurrent part 
 weight, bias and input gradients as whole-sequence matmuls. Gate order is PyTorch's: LSTM
 ``i, f, g, o``; GRU ``r, z, n`` with ``r`` applied to ``W_hn h + b_hn``. Half-precision inputs
 compute in float32 and round once at the end.
+
+Both kernels work on step-major rows: a padded (T, N, I) sequence is T steps of N rows, packed
+data (``batch_sizes`` given) is step t's first ``batch_sizes[t]`` sequences. A step runs on the
+rows of the sequences still going; in the reverse direction sequences join from their h0 as the
+batch grows, as PyTorch's packed recurrence does.
 """
 import numpy as np
 from scipy.special import expit
