@@ -314,3 +314,65 @@ def test_module_argument_errors_match_pytorch():
         with pytest.raises(type(t_err.value)) as e_err:
             e_mod(*make(ember))
         assert str(e_err.value) == str(t_err.value).replace("torch.", "ember.")
+
+
+def test_lstm_projection_entry_point_matches_pytorch():
+    """aten::lstm with weight_hr (proj_size): the step-by-step path, padded and packed."""
+    torch.manual_seed(0)
+    tm = torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True, proj_size=3).double()
+    em = ember.nn.LSTM(4, 5, num_layers=2, bidirectional=True, proj_size=3).double()
+    for name, p in tm.named_parameters():
+        getattr(em, name).data.copy_(ember.tensor(p.detach().numpy()))
+    xn = np.random.RandomState(13).randn(6, 2, 4)
+    h0, c0 = np.random.RandomState(14).randn(4, 2, 3), np.random.RandomState(15).randn(4, 2, 5)
+    tp = [p.detach() for p in tm._flat_weights]
+    ep = [ember.tensor(p.numpy()) for p in tp]
+    t = torch.lstm(torch.tensor(xn), [torch.tensor(h0), torch.tensor(c0)], tp, True, 2, 0.0,
+                   False, True, False)
+    e = ember.lstm(ember.tensor(xn), [ember.tensor(h0), ember.tensor(c0)], ep, True, 2, 0.0,
+                   False, True, False)
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    sizes = [2, 2, 1]
+    xp = np.random.RandomState(16).randn(5, 4)
+    t = torch.ops.aten.lstm.data(torch.tensor(xp), torch.tensor(sizes),
+                                 [torch.tensor(h0), torch.tensor(c0)], tp, True, 2, 0.0, False,
+                                 True)
+    e = ember.ops.aten.lstm.data(ember.tensor(xp), ember.tensor(sizes),
+                                 [ember.tensor(h0), ember.tensor(c0)], ep, True, 2, 0.0, False,
+                                 True)
+    for a, b in zip(e, t):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"])
+def test_cell_ops_match_pytorch(name):
+    gates = {"lstm_cell": 4, "gru_cell": 3}.get(name, 1)
+    rs = np.random.RandomState(17)
+    x, h, c = rs.randn(3, 4), rs.randn(3, 5), rs.randn(3, 5)
+    w_ih, w_hh, b_ih, b_hh = (rs.randn(gates * 5, 4), rs.randn(gates * 5, 5), rs.randn(gates * 5),
+                              rs.randn(gates * 5))
+    results = []
+    for lib in (torch, ember):
+        args = [lib.tensor(a, requires_grad=True) for a in (x, h, c, w_ih, w_hh, b_ih, b_hh)]
+        hx = [args[1], args[2]] if name == "lstm_cell" else args[1]
+        out = getattr(lib, name)(args[0], hx, *args[3:])
+        out = out if isinstance(out, tuple) else (out,)
+        sum((o.sin() * (i + 1)).sum() for i, o in enumerate(out)).backward()
+        results.append([o.detach().numpy() for o in out] +
+                       [a.grad.numpy() for a in args if a.grad is not None])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    for bad in (lambda lib: (lib.zeros(3, 6, dtype=lib.float64), lib.zeros(3, 5, dtype=lib.float64)),
+                lambda lib: (lib.zeros(3, 4, dtype=lib.float64), lib.zeros(2, 5, dtype=lib.float64)),
+                lambda lib: (lib.zeros(3, 4, dtype=lib.float64), lib.zeros(3, 6, dtype=lib.float64))):
+        msgs = []
+        for lib in (torch, ember):
+            xx, hh = bad(lib)
+            hx = [hh, hh] if name == "lstm_cell" else hh
+            ws = [lib.tensor(a) for a in (w_ih, w_hh, b_ih, b_hh)]
+            with pytest.raises(RuntimeError) as err:
+                getattr(lib, name)(xx, hx, *ws)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]

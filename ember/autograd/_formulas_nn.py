@@ -8,6 +8,7 @@ the dispatcher call ``ops.aten.gelu_backward.default``.
 import ember
 
 from .._ops.overload import ops
+from .._kernels.composite.rnn import layer_steps
 
 
 def _op(name, overload="default"):
@@ -143,11 +144,10 @@ def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx,
         return ops.aten._rnn_layer_backward.default(
             input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output, workspace,
             grad_output, grad_hy, grad_cy, reverse, batch_sizes, mode)
-    from ..nn.modules.rnn import _layer_steps
     args = (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx)
     wanted = [i for i, (a, m) in enumerate(zip(args, grad_input_mask))
               if m and a is not None and a.requires_grad]
-    out, hy, cy = _layer_steps(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse,
+    out, hy, cy = layer_steps(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse,
                                batch_sizes, mode)
     outs, gouts = [out, hy], [grad_output, grad_hy]
     if is_lstm:
@@ -166,7 +166,6 @@ def rnn_layer_jvp(input_p, input_t, weight_ih_p, weight_ih_t, weight_hh_p, weigh
                   mode, cy):
     """_rnn_layer's forward derivative (output, h_n, c_n): the JVP of the step-by-step
     recomputation (the layer is a composition of differentiable ops, so its JVP is theirs)."""
-    from ..nn.modules.rnn import _layer_steps
     primals = [input_p, weight_ih_p, weight_hh_p, bias_ih_p, bias_hh_p, hx_p, cx_p]
     tangents = [input_t, weight_ih_t, weight_hh_t, bias_ih_t, bias_hh_t, hx_t, cx_t]
     present = [i for i, p in enumerate(primals) if p is not None]
@@ -175,7 +174,7 @@ def rnn_layer_jvp(input_p, input_t, weight_ih_p, weight_ih_t, weight_hh_p, weigh
         full = [None] * len(primals)
         for i, a in zip(present, args):
             full[i] = a
-        out, hy, c = _layer_steps(*full, reverse, batch_sizes, mode)
+        out, hy, c = layer_steps(*full, reverse, batch_sizes, mode)
         return out, hy, (c if c is not None else cy.new_zeros(cy.shape))
 
     _, t = ember.func.jvp(layer, tuple(primals[i] for i in present),

@@ -4,15 +4,13 @@ Parameters, their names (``weight_ih_l0``, ``..._reverse``), shapes and initiali
 PyTorch's. As in PyTorch, ``forward`` hands the whole stack to one aten op (``lstm.input`` for a
 padded sequence, ``lstm.data`` for a ``PackedSequence``; ``gru``, ``rnn_tanh``, ``rnn_relu``
 likewise, ``ember/_kernels/composite/rnn.py``), which runs each layer and direction as one
-``_rnn_layer`` call. The cells, LSTM projections (``proj_size > 0``, which the ops do not take)
-and the layer's double backward run the recurrence step by step here with ``F.linear`` and
-pointwise ops (PyTorch's gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``).
+``_rnn_layer`` call (LSTM projections: step by step over ``lstm_cell``). The ``*Cell`` modules
+call ``aten::lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``.
 """
 import math
 import numbers
 
-from ... import cat, empty, stack, zeros
-from .. import functional as F
+from ... import empty, zeros
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -24,103 +22,6 @@ _aten = _ops.aten
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-_MODE_NUMBERS = {"RNN_RELU": 0, "RNN_TANH": 1, "LSTM": 2, "GRU": 3}  # PyTorch's (cuDNN's) numbering
-
-
-def _rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity):
-    pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
-
-
-def _lstm_cell(x, hc, w_ih, w_hh, b_ih, b_hh, w_hr=None):
-    h, c = hc
-    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
-
-
-def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
-    gi = F.linear(x, w_ih, b_ih)
-    gh = F.linear(h, w_hh, b_hh)
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
-
-
-def _layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode):
-    """One layer and direction (``aten::_rnn_layer``'s arguments, mode numbered as PyTorch's: 0
-    RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU; ``batch_sizes`` non-empty for packed input) step by
-    step in differentiable ops: the recomputation the layer's double backward differentiates.
-    Returns (output, h_n, c_n or None)."""
-    packed = len(batch_sizes) > 0
-    if packed:
-        offsets = [0]
-        for b in batch_sizes:
-            offsets.append(offsets[-1] + b)
-        steps = [input[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
-    else:
-        steps = list(input.unbind(0))
-    state = (hx, cx) if mode == 2 else (hx,)
-    weights = (w_ih, w_hh, b_ih, b_hh)
-    outs, final = _steps_run(steps, state, weights, mode, reverse,
-                             list(batch_sizes) if packed else None)
-    if outs:
-        out = cat(outs, 0) if packed else stack(outs, 0)
-    else:
-        out = input.new_zeros(tuple(input.shape[:-1]) + (w_hh.shape[1],))
-    return out, final[0], (final[1] if mode == 2 else None)
-
-
-def _step(x, state, weights, mode):
-    """One time step of mode ``mode`` (numbered as in _layer_steps) on a (h,) or (h, c) state."""
-    w_ih, w_hh, b_ih, b_hh = weights[:4]
-    if mode == 2:
-        return _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, weights[4] if len(weights) > 4
-                          else None)
-    if mode == 3:
-        return (_gru_cell(x, state[0], w_ih, w_hh, b_ih, b_hh),)
-    return (_rnn_cell(x, state[0], w_ih, w_hh, b_ih, b_hh, "tanh" if mode == 1 else "relu"),)
-
-
-def _steps_run(steps, init, weights, mode, reverse, batch_sizes=None):
-    """The recurrence over ``steps`` (per-step inputs, rows = batch) from the state tuple
-    ``init`` ((h,) or (h, c)). ``batch_sizes`` (packed input, non-increasing) gives each step's
-    rows; ``None`` means all. Returns the per-step outputs and the final state tuple."""
-    if batch_sizes is None:
-        batch_sizes = [steps[0].size(0)] * len(steps) if steps else []
-    take = lambda st, a, b: tuple(s[a:b] for s in st)  # noqa: E731
-    out_t = [None] * len(steps)
-    if not reverse:
-        # Sequences end as the batch shrinks: park their final state, keep the rest.
-        state, done, rows = init, [], batch_sizes[0] if batch_sizes else 0
-        for t, b in enumerate(batch_sizes):
-            if b < rows:
-                done.append(take(state, b, rows))
-                state, rows = take(state, 0, b), b
-            state = _step(steps[t], state, weights, mode)
-            out_t[t] = state[0]
-        final = tuple(cat([s, *(d[i] for d in reversed(done))], 0) if done else s
-                      for i, s in enumerate(state))
-    else:
-        # Backwards, sequences join as the batch grows, starting from their h0.
-        rows = batch_sizes[-1] if batch_sizes else 0
-        state = take(init, 0, rows) if batch_sizes else init
-        for t in range(len(steps) - 1, -1, -1):
-            b = batch_sizes[t]
-            if b > rows:
-                state = tuple(cat([s, i[rows:b]], 0) for s, i in zip(state, init))
-                rows = b
-            state = _step(steps[t], state, weights, mode)
-            out_t[t] = state[0]
-        final = state
-    return out_t, final
 
 
 class RNNBase(Module):
@@ -221,34 +122,6 @@ class RNNBase(Module):
         get = lambda n: getattr(self, f"{n}_l{layer}{suffix}", None)  # noqa: E731
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _run(self, steps, hx, batch_sizes=None):
-        """The step-by-step forward, for LSTM projections (proj_size > 0), which the aten ops
-        do not take: ``steps`` are the per-time-step inputs (rows = batch), ``hx`` a tensor or
-        an (h, c) pair shaped (layers * directions, N, H), ``batch_sizes`` (packed input) each
-        step's rows. Returns the per-step outputs and the final states."""
-        num_directions = 2 if self.bidirectional else 1
-        is_lstm = self.mode == "LSTM"
-        mode = _MODE_NUMBERS[self.mode]
-        h_n, c_n = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(num_directions):
-                idx = layer * num_directions + direction
-                init = (hx[0][idx], hx[1][idx]) if is_lstm else (hx[idx],)
-                out_t, final = _steps_run(steps, init, self._layer_weights(layer, direction),
-                                          mode, direction == 1, batch_sizes)
-                outs.append(out_t)
-                h_n.append(final[0])
-                if is_lstm:
-                    c_n.append(final[1])
-            steps = [cat([o[t] for o in outs], -1) if num_directions == 2 else outs[0][t]
-                     for t in range(len(steps))]
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                steps = [F.dropout(s, self.dropout, True) for s in steps]
-        if is_lstm:
-            return steps, (stack(h_n, 0), stack(c_n, 0))
-        return steps, stack(h_n, 0)
-
     def _initial_state(self, batch, like):
         num_directions = 2 if self.bidirectional else 1
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -269,23 +142,15 @@ class RNNBase(Module):
             hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
                 else hx.index_select(1, sorted_indices)
         self._check_forward_args(data, hx, batch_sizes)
-        if self.proj_size == 0:
-            # one aten op for the stack (PyTorch's _VF.lstm(data, batch_sizes, ...))
-            args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
-                    self.bidirectional)
-            if is_lstm:
-                out_data, h_n, c_n = _aten.lstm.data(data, packed.batch_sizes, list(hx), *args)
-                hidden = (h_n, c_n)
-            else:
-                out_data, hidden = getattr(_aten, self.mode.lower()).data(
-                    data, packed.batch_sizes, hx, *args)
+        # one aten op for the stack (PyTorch's _VF.lstm(data, batch_sizes, ...))
+        args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                self.bidirectional)
+        if is_lstm:
+            out_data, h_n, c_n = _aten.lstm.data(data, packed.batch_sizes, list(hx), *args)
+            hidden = (h_n, c_n)
         else:
-            offsets = [0]
-            for b in batch_sizes:
-                offsets.append(offsets[-1] + b)
-            steps = [data[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
-            outputs, hidden = self._run(steps, hx, batch_sizes)
-            out_data = cat(outputs, 0)
+            out_data, hidden = getattr(_aten, self.mode.lower()).data(
+                data, packed.batch_sizes, hx, *args)
         output = PackedSequence(out_data, packed.batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
@@ -346,21 +211,16 @@ class RNNBase(Module):
         if hx is None:
             hx = self._initial_state(input.size(0 if self.batch_first else 1), input)
         self._check_forward_args(input, hx)
-        if self.proj_size == 0:
-            # the whole stack is one aten op, each layer and direction one _rnn_layer call
-            # (PyTorch's _VF.lstm ...)
-            args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
-                    self.bidirectional, self.batch_first)
-            if is_lstm:
-                output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
-                hidden = (h_n, c_n)
-            else:
-                # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
-                output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
-        else:  # LSTM projections: the step-by-step path, time-major
-            steps, hidden = self._run(input.transpose(0, 1).unbind(0) if self.batch_first
-                                      else input.unbind(0), hx)
-            output = stack(steps, 1 if self.batch_first else 0)
+        # the whole stack is one aten op, each layer and direction one _rnn_layer call
+        # (PyTorch's _VF.lstm ...)
+        args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                self.bidirectional, self.batch_first)
+        if is_lstm:
+            output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
+            hidden = (h_n, c_n)
+        else:
+            # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
+            output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
         if not batched:
             output = output.squeeze(batch_dim)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
@@ -461,8 +321,8 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         input, hx, batched = self._prepare(input, hx)
-        ret = _rnn_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
-                        self.nonlinearity)
+        cell = _aten.rnn_tanh_cell if self.nonlinearity == "tanh" else _aten.rnn_relu_cell
+        ret = cell.default(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if batched else ret.squeeze(0)
 
 
@@ -472,7 +332,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, hx, batched = self._prepare(input, hx, lstm=True)
-        h, c = _lstm_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h, c = _aten.lstm_cell.default(input, list(hx), self.weight_ih, self.weight_hh,
+                                       self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -482,5 +343,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, hx, batched = self._prepare(input, hx)
-        ret = _gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        ret = _aten.gru_cell.default(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
+                                     self.bias_hh)
         return ret if batched else ret.squeeze(0)
