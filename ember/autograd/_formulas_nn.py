@@ -9,6 +9,7 @@ import ember
 
 from .._ops.overload import ops
 from .._kernels.composite.rnn import layer_steps
+from .._kernels.rules.rnn import LSTM
 
 
 def _op(name, overload="default"):
@@ -138,7 +139,7 @@ def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx,
     ``mkldnn_rnn_layer_differentiable_backward`` role: the layer is recomputed step by step in
     ember ops from its inputs and differentiated with create_graph, so the gradients have a
     graph of their own."""
-    is_lstm = mode == 2
+    is_lstm = mode == LSTM
     grad_output, grad_hy, grad_cy = grads[0], grads[1], grads[2] if is_lstm else None
     if not ember.is_grad_enabled():
         return ops.aten._rnn_layer_backward.default(
