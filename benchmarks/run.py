@@ -145,6 +145,28 @@ def _(lib):
     return step
 
 
+# RNN layers at the word-language-model size (examples' word_language_model: seq 8, batch 20,
+# emsize = hidden 16, 2 layers): forward and backward of the whole layer stack.
+def _rnn_case(mode):
+    def setup(lib):
+        lib.manual_seed(0)
+        cls = {"LSTM": lib.nn.LSTM, "GRU": lib.nn.GRU, "RNN_TANH": lib.nn.RNN}[mode]
+        model = cls(16, 16, num_layers=2)
+        x = lib.randn(8, 20, 16, requires_grad=True)
+
+        def step():
+            model.zero_grad()
+            out, _ = model(x)
+            out.sum().backward()
+        return step
+    return setup
+
+
+for _mode in ("LSTM", "GRU", "RNN_TANH"):
+    case(f"{_mode} 2 layers, seq 8, batch 20, in 16, hidden 16, forward+backward")(
+        _rnn_case(_mode))
+
+
 case("GPT step (AdamW), 2 layers, 4 heads, width 128, ctx 64, batch 16, vocab 65")(gpt.train_step)
 
 GPT_RSS = "GPT peak RSS over 20 steps"

@@ -10,6 +10,7 @@ Kernels call :func:`matmul` in place of ``np.matmul``.
 Only OpenBLAS, found among the libraries loaded by the process, is controlled; with another
 BLAS (or none found) :func:`matmul` is ``np.matmul``.
 """
+import contextlib
 import ctypes
 
 import numpy as np
@@ -72,5 +73,21 @@ def matmul(a, b):
     _set(1)
     try:
         return np.matmul(a, b)
+    finally:
+        _set(_pool[0])
+
+
+@contextlib.contextmanager
+def products_of(work):
+    """A block of many small products of ``work`` multiply-adds each (a recurrent kernel's time
+    steps), run on the threads :func:`matmul` would pick for one of them, switched once for the
+    block; the block calls ``np.dot``, whose call costs less than ``np.matmul``'s on tiny
+    matrices."""
+    if _set is None or _pool[0] == 1 or work >= SMALL_WORK:
+        yield
+        return
+    _set(1)
+    try:
+        yield
     finally:
         _set(_pool[0])

@@ -8,6 +8,8 @@ the dispatcher call ``ops.aten.gelu_backward.default``.
 import ember
 
 from .._ops.overload import ops
+from .._kernels.composite.rnn import layer_steps
+from .._kernels.rules.rnn import LSTM
 
 
 def _op(name, overload="default"):
@@ -102,7 +104,8 @@ def log_softmax_double_backward(grad, grad_output, dim, output):
 __all__ = [*_HELPERS, "not_implemented", "dropout_scale",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
            "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
-           "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all"]
+           "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all",
+           "rnn_layer_backward", "rnn_layer_jvp"]
 
 
 def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, mask):
@@ -127,3 +130,55 @@ def group_norm_backward_all(grads, input, mean, rstd, weight, N, C, HxW, group, 
         extra = extra.expand(x.shape).reshape(input.shape)
         gi = extra if gi is None else gi + extra
     return gi, gw, gb
+
+
+def rnn_layer_backward(grads, input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output,
+                       workspace, reverse, batch_sizes, mode, grad_input_mask):
+    """_rnn_layer's gradients. Outside create_graph: the fused ``_rnn_layer_backward`` (BPTT in
+    one kernel). Under create_graph (grad mode on while the backward runs), PyTorch's
+    ``mkldnn_rnn_layer_differentiable_backward`` role: the layer is recomputed step by step in
+    ember ops from its inputs and differentiated with create_graph, so the gradients have a
+    graph of their own."""
+    is_lstm = mode == LSTM
+    grad_output, grad_hy, grad_cy = grads[0], grads[1], grads[2] if is_lstm else None
+    if not ember.is_grad_enabled():
+        return ops.aten._rnn_layer_backward.default(
+            input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, output, workspace,
+            grad_output, grad_hy, grad_cy, reverse, batch_sizes, mode)
+    args = (input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx)
+    wanted = [i for i, (a, m) in enumerate(zip(args, grad_input_mask))
+              if m and a is not None and a.requires_grad]
+    out, hy, cy = layer_steps(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse,
+                               batch_sizes, mode)
+    outs, gouts = [out, hy], [grad_output, grad_hy]
+    if is_lstm:
+        outs.append(cy)
+        gouts.append(grad_cy)
+    got = ember.autograd.grad(outs, [args[i] for i in wanted], gouts, create_graph=True,
+                              allow_unused=True)
+    result = [None] * len(args)
+    for i, g in zip(wanted, got):
+        result[i] = g if g is not None else ember.zeros_like(args[i])
+    return tuple(result)
+
+
+def rnn_layer_jvp(input_p, input_t, weight_ih_p, weight_ih_t, weight_hh_p, weight_hh_t, bias_ih_p,
+                  bias_ih_t, bias_hh_p, bias_hh_t, hx_p, hx_t, cx_p, cx_t, reverse, batch_sizes,
+                  mode, cy):
+    """_rnn_layer's forward derivative (output, h_n, c_n): the JVP of the step-by-step
+    recomputation (the layer is a composition of differentiable ops, so its JVP is theirs)."""
+    primals = [input_p, weight_ih_p, weight_hh_p, bias_ih_p, bias_hh_p, hx_p, cx_p]
+    tangents = [input_t, weight_ih_t, weight_hh_t, bias_ih_t, bias_hh_t, hx_t, cx_t]
+    present = [i for i, p in enumerate(primals) if p is not None]
+
+    def layer(*args):
+        full = [None] * len(primals)
+        for i, a in zip(present, args):
+            full[i] = a
+        out, hy, c = layer_steps(*full, reverse, batch_sizes, mode)
+        return out, hy, (c if c is not None else cy.new_zeros(cy.shape))
+
+    _, t = ember.func.jvp(layer, tuple(primals[i] for i in present),
+                          tuple(tangents[i] if tangents[i] is not None
+                                else ember.zeros_like(primals[i]) for i in present))
+    return t

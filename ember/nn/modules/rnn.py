@@ -1,50 +1,27 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their ``*Cell`` forms.
 
 Parameters, their names (``weight_ih_l0``, ``..._reverse``), shapes and initialization are
-PyTorch's; the recurrence is written step by step with ``F.linear`` and pointwise ops (PyTorch's
-gate order: LSTM ``i, f, g, o``; GRU ``r, z, n``). A ``PackedSequence`` input runs step by step
-on the shrinking batch its ``batch_sizes`` describe, and the output is packed the same way.
+PyTorch's. As in PyTorch, ``forward`` hands the whole stack to one aten op (``lstm.input`` for a
+padded sequence, ``lstm.data`` for a ``PackedSequence``; ``gru``, ``rnn_tanh``, ``rnn_relu``
+likewise, ``ember/_kernels/composite/rnn.py``), which runs each layer and direction as one
+``_rnn_layer`` call (LSTM projections: step by step over ``lstm_cell``). The ``*Cell`` modules
+call ``aten::lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``.
 """
 import math
 import numbers
 
-from ... import cat, empty, stack, zeros
-from .. import functional as F
+from ... import empty, zeros
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
+from ..._ops.overload import ops as _ops
+
+_aten = _ops.aten
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-
-
-def _rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity):
-    pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
-
-
-def _lstm_cell(x, hc, w_ih, w_hh, b_ih, b_hh, w_hr=None):
-    h, c = hc
-    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
-
-
-def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
-    gi = F.linear(x, w_ih, b_ih)
-    gh = F.linear(h, w_hh, b_hh)
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return (1 - z) * n + z * h
 
 
 class RNNBase(Module):
@@ -145,74 +122,6 @@ class RNNBase(Module):
         get = lambda n: getattr(self, f"{n}_l{layer}{suffix}", None)  # noqa: E731
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _cell(self, x, state, weights):
-        w_ih, w_hh, b_ih, b_hh, w_hr = weights
-        if self.mode == "LSTM":
-            state = _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh, w_hr)
-            return state, state[0]
-        if self.mode == "GRU":
-            state = _gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
-        else:
-            state = _rnn_cell(x, state, w_ih, w_hh, b_ih, b_hh,
-                              "tanh" if self.mode == "RNN_TANH" else "relu")
-        return state, state
-
-    def _run(self, steps, hx, batch_sizes=None):
-        """Shared forward over ``steps``, the per-time-step inputs (rows = batch). ``hx`` is a
-        tensor or an (h, c) pair shaped (layers * directions, N, H). ``batch_sizes`` (packed
-        input, decreasing) gives how many rows each step has; ``None`` means all N. Returns the
-        per-step outputs and the final states."""
-        num_directions = 2 if self.bidirectional else 1
-        is_lstm = self.mode == "LSTM"
-        if batch_sizes is None:
-            batch_sizes = [steps[0].size(0)] * len(steps)
-        # A state is a tuple of tensors (h,) or (h, c) so both kinds slice the same way.
-        take = lambda st, a, b: tuple(s[a:b] for s in st)  # noqa: E731
-        h_n, c_n = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(num_directions):
-                idx = layer * num_directions + direction
-                weights = self._layer_weights(layer, direction)
-                init = (hx[0][idx], hx[1][idx]) if is_lstm else (hx[idx],)
-                out_t = [None] * len(steps)
-                if direction == 0:
-                    # Sequences end as the batch shrinks: park their final state, keep the rest.
-                    state, done, rows = init, [], batch_sizes[0]
-                    for t, b in enumerate(batch_sizes):
-                        if b < rows:
-                            done.append(take(state, b, rows))
-                            state, rows = take(state, 0, b), b
-                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
-                                                   weights)
-                        state = new if is_lstm else (new,)
-                    final = tuple(cat([s, *(d[i] for d in reversed(done))], 0) if done else s
-                                  for i, s in enumerate(state))
-                else:
-                    # Backwards, sequences join as the batch grows, starting from their h0.
-                    rows = batch_sizes[-1]
-                    state = take(init, 0, rows)
-                    for t in range(len(steps) - 1, -1, -1):
-                        b = batch_sizes[t]
-                        if b > rows:
-                            state = tuple(cat([s, i[rows:b]], 0) for s, i in zip(state, init))
-                            rows = b
-                        new, out_t[t] = self._cell(steps[t], state if is_lstm else state[0],
-                                                   weights)
-                        state = new if is_lstm else (new,)
-                    final = state
-                outs.append(out_t)
-                h_n.append(final[0])
-                if is_lstm:
-                    c_n.append(final[1])
-            steps = [cat([o[t] for o in outs], -1) if num_directions == 2 else outs[0][t]
-                     for t in range(len(steps))]
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                steps = [F.dropout(s, self.dropout, True) for s in steps]
-        if is_lstm:
-            return steps, (stack(h_n, 0), stack(c_n, 0))
-        return steps, stack(h_n, 0)
-
     def _initial_state(self, batch, like):
         num_directions = 2 if self.bidirectional else 1
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
@@ -232,42 +141,90 @@ class RNNBase(Module):
             # hx rows follow the caller's batch order; the packed rows are sorted by length.
             hx = tuple(h.index_select(1, sorted_indices) for h in hx) if is_lstm \
                 else hx.index_select(1, sorted_indices)
-        offsets = [0]
-        for b in batch_sizes:
-            offsets.append(offsets[-1] + b)
-        steps = [data[offsets[t]:offsets[t + 1]] for t in range(len(batch_sizes))]
-        outputs, hidden = self._run(steps, hx, batch_sizes)
-        output = PackedSequence(cat(outputs, 0), packed.batch_sizes, sorted_indices,
-                                unsorted_indices)
+        self._check_forward_args(data, hx, batch_sizes)
+        # one aten op for the stack (PyTorch's _VF.lstm(data, batch_sizes, ...))
+        args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                self.bidirectional)
+        if is_lstm:
+            out_data, h_n, c_n = _aten.lstm.data(data, packed.batch_sizes, list(hx), *args)
+            hidden = (h_n, c_n)
+        else:
+            out_data, hidden = getattr(_aten, self.mode.lower()).data(
+                data, packed.batch_sizes, hx, *args)
+        output = PackedSequence(out_data, packed.batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
                 else hidden.index_select(1, unsorted_indices)
         return output, hidden
 
+    def _check_forward_args(self, input, hx, batch_sizes=None):
+        """PyTorch's RNNBase.check_forward_args: the input's dimensions and feature size, the
+        states' shapes (after unbatched input got its batch dimension)."""
+        if input.dtype != self._flat_weights[0].dtype:
+            raise ValueError(f"input must have the type {self._flat_weights[0].dtype}, got type "
+                             f"{input.dtype}")
+        expected_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        lead = (self.num_layers * num_directions, mini_batch)
+        h_size = lead + (self.proj_size if self.proj_size > 0 else self.hidden_size,)
+        if self.mode == "LSTM":
+            checks = [(hx[0], h_size, "Expected hidden[0] size {}, got {}"),
+                      (hx[1], lead + (self.hidden_size,), "Expected hidden[1] size {}, got {}")]
+        else:
+            checks = [(hx, h_size, "Expected hidden size {}, got {}")]
+        for h, size, msg in checks:
+            if tuple(h.size()) != size:
+                raise RuntimeError(msg.format(size, list(h.size())))
+
     def _forward(self, input, hx):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         is_lstm = self.mode == "LSTM"
-        batched = input.dim() == 3
         if input.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{input.dim()}D instead")
+        batched = input.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if hx is not None:
+            dims = (hx[0].dim(), hx[1].dim()) if is_lstm else (hx.dim(),)
+            want = 3 if batched else 2
+            if any(d != want for d in dims):
+                kind = "batched 3-D" if batched else "unbatched 2-D"
+                if is_lstm:
+                    raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but "
+                                       f"got ({dims[0]}-D, {dims[1]}-D) tensors")
+                raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got "
+                                   f"{dims[0]}-D tensor")
         if not batched:
-            input = input.unsqueeze(1)
-        elif self.batch_first:
-            input = input.transpose(0, 1)
+            input = input.unsqueeze(batch_dim)
+            if hx is not None:
+                hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
         if hx is None:
-            hx = self._initial_state(input.size(1), input)
-        elif not batched:
-            hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1)) if is_lstm else hx.unsqueeze(1)
-        steps, hidden = self._run(input.unbind(0), hx)
-        output = stack(steps, 0)
+            hx = self._initial_state(input.size(0 if self.batch_first else 1), input)
+        self._check_forward_args(input, hx)
+        # the whole stack is one aten op, each layer and direction one _rnn_layer call
+        # (PyTorch's _VF.lstm ...)
+        args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
+                self.bidirectional, self.batch_first)
+        if is_lstm:
+            output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
+            hidden = (h_n, c_n)
+        else:
+            # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
+            output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
         if not batched:
-            output = output.squeeze(1)
+            output = output.squeeze(batch_dim)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
                 else hidden.squeeze(1)
-        elif self.batch_first:
-            output = output.transpose(0, 1)
         return output, hidden
 
     def forward(self, input, hx=None):
@@ -364,8 +321,8 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         input, hx, batched = self._prepare(input, hx)
-        ret = _rnn_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
-                        self.nonlinearity)
+        cell = _aten.rnn_tanh_cell if self.nonlinearity == "tanh" else _aten.rnn_relu_cell
+        ret = cell.default(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if batched else ret.squeeze(0)
 
 
@@ -375,7 +332,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, hx, batched = self._prepare(input, hx, lstm=True)
-        h, c = _lstm_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h, c = _aten.lstm_cell.default(input, list(hx), self.weight_ih, self.weight_hh,
+                                       self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -385,5 +343,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         input, hx, batched = self._prepare(input, hx)
-        ret = _gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        ret = _aten.gru_cell.default(input, hx, self.weight_ih, self.weight_hh, self.bias_ih,
+                                     self.bias_hh)
         return ret if batched else ret.squeeze(0)
