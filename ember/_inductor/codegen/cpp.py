@@ -651,6 +651,34 @@ class CppKernel:
         out.append(ind + "}")
         return [ln for ln in out if ln is not None]
 
+    def _body_source(self, body, lines, after, ind, parallel_inner):
+        out = []
+        clauses = []
+        for acc, ctype, init, omp_op, nan_flag in body.accumulators:
+            out.append(f"{ind}{ctype} {acc} = {init};")
+            clauses.append(f"reduction({omp_op}:{acc})")
+            if nan_flag:
+                # an int: with a bool flag gcc does not vectorise the loop
+                out.append(f"{ind}int {nan_flag} = 0;")
+                clauses.append(f"reduction(|:{nan_flag})")
+        red = (" " + " ".join(clauses)) if clauses else ""
+        if not self.inner or not body.loop:
+            out += [ind + ln for ln in lines]
+        else:
+            n_inner = len(self.inner)
+            for k, (r, n) in enumerate(zip(self.rs, self.inner)):
+                if k == 0 and parallel_inner:
+                    simd = " simd" if n_inner == 1 else ""
+                    out.append(f"{ind}#pragma omp parallel for{simd}{red} num_threads({_threads()})")
+                elif k == n_inner - 1:
+                    out.append(f"{ind}#pragma omp simd{red}")
+                out.append(f"{ind}for (int64_t {r} = 0; {r} < {n}; {r}++)")
+            out.append(ind + "{")
+            out += [ind + "    " + ln for ln in lines]
+            out.append(ind + "}")
+        out += [ind + ln for ln in after]
+        return out
+
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")
 
