@@ -498,3 +498,22 @@ def test_reductions_over_a_strided_dim_swap_their_loops(name):
         assert_same(o, r, rtol=1e-4, atol=1e-4)
     src = rec.graphs[0].c_source_code
     assert "x0c += 64" in src or "x1c += 64" in src, src
+
+
+def test_layer_norm_weight_gradient_reduces_rows_side_by_side():
+    """``native_layer_norm_backward``'s weight and bias gradients sum over the rows (loads of
+    the per-row mean and rstd do not vary across the kept elements)."""
+    rec = Recorder()
+    F = ember.nn.functional
+    x = ember.randn(8, 16, 32, requires_grad=True)
+    w, b = ember.randn(32, requires_grad=True), ember.randn(32, requires_grad=True)
+    g = ember.randn(8, 16, 32)
+    ember.compile(lambda x, w, b: F.layer_norm(x, (32,), w, b), backend=rec.backend())(
+        x, w, b).backward(g)
+    grads = [t.grad for t in (x, w, b)]
+    for t in (x, w, b):
+        t.grad = None
+    F.layer_norm(x, (32,), w, b).backward(g)
+    for got, t in zip(grads, (x, w, b)):
+        assert_same(got, t.grad, rtol=1e-4, atol=1e-5)
+    assert "x0c += 32" in rec.graphs[1].c_source_code

@@ -600,7 +600,9 @@ class CppKernel:
             if names & set(re.findall(r"\btmp\d+\b", others)):
                 return False
         x, r = self.xs[-1], self.rs[-1]
-        rows = [sympy.expand(i) for indices in self.memory_loads.values() for i in indices]
+        # loads that vary across the chunk (the others are one value per reduction step)
+        rows = [e for indices in self.memory_loads.values() for i in indices
+                if (e := sympy.expand(i)).coeff(x) != 0]
         return any(i.coeff(x) == 1 and i.coeff(r) not in (0, 1) for i in rows) and \
             all(i.coeff(r) != 1 for i in rows)
 
