@@ -489,6 +489,31 @@ _ELSEWHERE = {
         _transformer_encoder_layer_fwd.out""",
     "set_ onto a storage (what Triton's interpreter uses): tests/test_triton_op.py": """
         set_.source_Storage set_.source_Storage_storage_offset""",
+    "values, gradients, out= and errors against PyTorch in tests/test_missing_ops_r3.py": """
+        _batch_norm_no_update.default _batch_norm_no_update.out _batch_norm_with_update.default
+        _batch_norm_with_update.out _batch_norm_with_update_functional.default
+        _native_batch_norm_legit.default _native_batch_norm_legit.no_stats
+        _native_batch_norm_legit.no_stats_out _native_batch_norm_legit.out
+        _native_batch_norm_legit_functional.default _native_batch_norm_legit_no_training.default
+        _native_batch_norm_legit_no_training.out batch_norm_backward.default
+        segment_reduce.default segment_reduce.out _segment_reduce_backward.default
+        _segment_reduce_backward.out fractional_max_pool2d.default fractional_max_pool2d.output
+        fractional_max_pool2d_backward.default fractional_max_pool2d_backward.grad_input
+        fractional_max_pool3d.default fractional_max_pool3d.output
+        fractional_max_pool3d_backward.default fractional_max_pool3d_backward.grad_input
+        hash_tensor.default hash_tensor.out matrix_exp_backward.default""",
+    "linspace/logspace with tensor bounds: values and errors in tests/test_opdb_fixes.py": """
+        linspace.Scalar_Tensor linspace.Scalar_Tensor_out linspace.Tensor_Scalar
+        linspace.Tensor_Scalar_out linspace.Tensor_Tensor linspace.Tensor_Tensor_out
+        logspace.Scalar_Tensor logspace.Scalar_Tensor_out logspace.Tensor_Scalar
+        logspace.Tensor_Scalar_out logspace.Tensor_Tensor logspace.Tensor_Tensor_out""",
+    "foreach ops: values, gradients and errors against PyTorch in tests/test_foreach.py": """
+        _foreach_clamp_max_.Scalar _foreach_clamp_min_.Scalar _foreach_mul_.Tensor
+        _foreach_norm.Scalar""",
+    "recurrent layers: outputs, states and gradients against PyTorch in tests/test_rnn_ops.py":
+        """lstm.input lstm.data gru.input gru.data rnn_tanh.input rnn_tanh.data rnn_relu.input
+        rnn_relu.data lstm_cell.default gru_cell.default rnn_tanh_cell.default
+        rnn_relu_cell.default _rnn_layer.default _rnn_layer_backward.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 
