@@ -32,7 +32,7 @@ def to_float8(arr, dtype):
             f = f.real
         f = f.astype(np.float32)
         if dtype is D.float8_e8m0fnu:
-            out = np.abs(f).astype(dtype._np)
+            out = np.asarray(np.abs(f).astype(dtype._np))  # (0-dim stays an array)
             out.view(np.uint8)[f == 0] = 0
             return out
         out = f.astype(dtype._np)
