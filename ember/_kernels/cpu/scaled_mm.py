@@ -1,12 +1,12 @@
-"""CPU kernels of _scaled_mm (and .out): ATen's emulated float8 matmul on NumPy, computed in
-float32 (scaled operands, matmul, bias, then 1 / scale_result for a float8 e4m3fn/e5m2
-``out_dtype``) and converted to the result dtype with c10's float8 rounding."""
+"""CPU kernels of _scaled_mm and _scaled_mm_v2 (and .out): ATen's emulated float8 matmul on
+NumPy, computed in float32 (scaled operands, matmul, bias, then 1 / scale_result for a float8
+e4m3fn/e5m2 ``out_dtype``) and converted to the result dtype with c10's float8 rounding."""
 import numpy as np
 
 from ..._core import dtype as D
 from ..._core import float8 as _float8
 from ..generic import copy_into, resize_output
-from ..rules.scaled_mm import TENSORWISE, check_scaled_mm
+from ..rules.scaled_mm import TENSORWISE, check_scaled_mm, check_scaled_mm_v2
 from ._util import nd, wrap
 
 
@@ -48,4 +48,32 @@ def _scaled_mm_out(self, mat2, scale_a, scale_b, bias=None, scale_result=None, o
     r = _compute(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype, impl, dt)
     resize_output("_scaled_mm", out, shape)
     copy_into(out, wrap(np.ascontiguousarray(r.reshape(shape))))
+    return out
+
+
+def _scaled_mm_v2(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b, bias,
+                  out_dtype, contraction_dim=(), use_fast_accum=False):
+    impl, shape, dt = check_scaled_mm_v2(self, mat2, scale_a, recipe_a, swizzle_a, scale_b,
+                                         recipe_b, swizzle_b, bias, out_dtype, contraction_dim)
+    return wrap(_compute_v2(self, mat2, scale_a, scale_b, bias, impl, shape, dt))
+
+
+def _compute_v2(mat_a, mat_b, scale_a, scale_b, bias, impl, shape, dt):
+    if impl is None:  # an empty product: M or N is 0, or K is 0 (zeros)
+        return np.zeros(shape, dt._np)
+    # ATen passes the result dtype as out_dtype and no scale_result
+    r = _compute(mat_a, mat_b, scale_a[0], scale_b[0], bias, None, dt, impl, dt)
+    return np.ascontiguousarray(r.reshape(shape))
+
+
+def _scaled_mm_v2_out(self, mat2, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b,
+                      bias, out_dtype, contraction_dim=(), use_fast_accum=False, out=None):
+    # out keeps its dtype, which out_dtype (when given) must name
+    impl, shape, _ = check_scaled_mm_v2(self, mat2, scale_a, recipe_a, swizzle_a, scale_b,
+                                        recipe_b, swizzle_b, bias, out_dtype, contraction_dim)
+    if out_dtype is not None and out._dtype is not out_dtype:
+        raise ValueError("out_dtype must match output matrix type")
+    r = _compute_v2(self, mat2, scale_a, scale_b, bias, impl, shape, out._dtype)
+    resize_output("_scaled_mm_v2", out, shape)
+    copy_into(out, wrap(r))
     return out

@@ -38,13 +38,16 @@ def _tensorwise(t_dtype, scale):
 
 def _rowwise(t_dtype, t_size, scale_size, scale_stride, scale_dtype):
     if not t_size:
-        raise IndexError("dimension specified as 0 but tensor has no dimensions")
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     return (t_dtype in D.FLOAT8 and scale_dtype is D.float32 and len(scale_size) == 2 and
             scale_size[0] == t_size[0] and scale_size[1] == 1 and
             _is_contiguous(scale_size, scale_stride))
 
 
 def _size(x, d):
+    """Tensor.size(d), with its IndexErrors."""
+    if not x._size:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     return x._size[_st.wrap_dim(d, len(x._size))]
 
 
@@ -132,3 +135,80 @@ def check_scaled_mm(mat_a, mat_b, scale_a, scale_b, bias, scale_result, out_dtyp
     impl = joint_scaling(mat_a, mat_b, scale_a, scale_b)
     shape = check_emulated(mat_a, mat_b, scale_a, scale_b, bias, scale_result, impl)
     return impl, shape, result_dtype
+
+
+# ---------------------------------------------------------------------------------------------
+# _scaled_mm_v2: scales, recipes (ScalingType codes) and swizzles (SwizzleType codes) as lists;
+# on CPU only a single tensorwise or rowwise float32 scale per operand and no swizzle.
+
+def check_scaled_mm_v2_meta(mat_a, mat_b, out_dtype, contraction_dim):
+    """The structured op's meta checks (ValueErrors); returns (M, N) and the result dtype."""
+    if len(mat_a._size) != 2:
+        raise ValueError("mat_a must be a matrix")
+    if len(mat_b._size) != 2:
+        raise ValueError("mat_b must be a matrix")
+    if contraction_dim and len(contraction_dim) != 2:
+        raise ValueError("contraction_dim must have exactly 2 elements")
+    ca, cb = contraction_dim if contraction_dim else (1, 0)
+    ka, kb = _size(mat_a, ca), _size(mat_b, cb)
+    if ka != kb:
+        suffix = "" if (ca, cb) == (1, 0) else \
+            f" with contraction dims mat_a: {ca}, mat_b: {cb}"
+        raise ValueError(f"mat_a and mat_b shapes cannot be multiplied "
+                         f"({mat_a._size[0]}x{mat_a._size[1]} and "
+                         f"{mat_b._size[0]}x{mat_b._size[1]}){suffix}")
+    return (mat_a._size[0], mat_b._size[1]), \
+        (out_dtype if out_dtype is not None else mat_a._dtype)
+
+
+def _recipe(kind, mat_a, scale_a, recipe_a, mat_b, scale_b, recipe_b):
+    """ATen's check_tensorwise_recipe / check_rowwise_recipe."""
+    return (mat_a._dtype in D.FLOAT8 and mat_b._dtype in D.FLOAT8 and
+            len(scale_a) == len(recipe_a) == len(scale_b) == len(recipe_b) == 1 and
+            int(recipe_a[0]) == kind and scale_a[0]._dtype is D.float32 and
+            int(recipe_b[0]) == kind and scale_b[0]._dtype is D.float32)
+
+
+def _check_rowwise_scales(mat_a, mat_b, scale_a, scale_b):
+    m, n = mat_a._size[0], mat_b._size[1]
+    if _size(scale_a, 0) != m or _size(scale_a, 1) != 1:
+        raise ValueError(f"scale_a must have shape [{m}, 1], got [{_fmt(scale_a._size)}]")
+    if _st.numel(scale_a._size) != m:
+        raise ValueError(f"scale_a must have {m} Float elements, got "
+                         f"{_st.numel(scale_a._size)}")
+    if _st.numel(scale_b._size) != n:
+        raise ValueError(f"scale_b must have {n} Float elements, got "
+                         f"{_st.numel(scale_b._size)}")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        stride = s._stride[_st.wrap_dim(1, len(s._size))]
+        if stride != 1:
+            raise ValueError(f"expected {name}.stride(1) to be 1, but got {stride}")
+
+
+def check_scaled_mm_v2(mat_a, mat_b, scale_a, recipe_a, swizzle_a, scale_b, recipe_b, swizzle_b,
+                       bias, out_dtype, contraction_dim):
+    """All of _scaled_mm_v2's CPU checks: (scaling kind or None for an empty product, result
+    shape, result dtype)."""
+    shape, dt = check_scaled_mm_v2_meta(mat_a, mat_b, out_dtype, contraction_dim)
+    if 0 in mat_a._size or mat_b._size[1] == 0:  # ATen returns before the other checks
+        return None, shape, dt
+    if bias is not None and _st.numel(bias._size) != shape[1]:
+        raise ValueError(f"Bias must be size {shape[1]} but got {_st.numel(bias._size)}")
+    if bias is not None and bias._dtype not in (D.float32, D.bfloat16, D.float16):
+        raise ValueError(f"Bias must be Float32 or BFloat16 or Half, but got {bias._dtype._short}")
+    if swizzle_a and swizzle_b and (int(swizzle_a[0]) != _NO_SWIZZLE or
+                                    int(swizzle_b[0]) != _NO_SWIZZLE):
+        raise ValueError("CPU does not support swizzle.")
+    if _recipe(_V2_TENSORWISE, mat_a, scale_a, recipe_a, mat_b, scale_b, recipe_b):
+        impl = TENSORWISE
+        for name, s in (("scale_a", scale_a[0]), ("scale_b", scale_b[0])):
+            if _st.numel(s._size) != 1:
+                raise ValueError(f"{name} must have 1 Float element")
+    elif _recipe(_V2_ROWWISE, mat_a, scale_a, recipe_a, mat_b, scale_b, recipe_b):
+        impl = ROWWISE
+        _check_rowwise_scales(mat_a, mat_b, scale_a[0], scale_b[0])
+    else:
+        raise invalid_scaling(mat_a, mat_b, scale_a[0] if scale_a else None,
+                              scale_b[0] if scale_b else None)
+    check_emulated(mat_a, mat_b, scale_a[0], scale_b[0], bias, None, impl)
+    return impl, shape, dt
