@@ -11,7 +11,8 @@ corrected here:
 * float8_e8m0fnu has no sign bit: c10 takes the exponent of |x| (rounded to nearest) and maps
   zero to the smallest value 2**-127, where ml_dtypes gives NaN for zero and negatives.
 
-Reading float8 values back is exact in float32, so conversions out of float8 go through float32.
+Reading float8 values back is exact in float32, so conversions out of float8 go through float32
+(with c10's NaN bit patterns, whose sign a conversion back to float8 keeps).
 """
 import numpy as np
 
@@ -49,10 +50,31 @@ def to_float8(arr, dtype):
     return out
 
 
+def _nan_bits(b, dtype):
+    """c10's float32 NaN for float8 NaN bytes ``b``: e4m3fn/e5m2 keep sign and mantissa (quiet),
+    the fnuz types and e8m0fnu give 0x7F800001."""
+    sign = (b.astype(np.uint32) & 0x80) << 24
+    if dtype is D.float8_e4m3fn:
+        return sign | 0x7FC00000 | ((b.astype(np.uint32) & 0x7) << 20)
+    if dtype is D.float8_e5m2:
+        return sign | 0x7FC00000 | ((b.astype(np.uint32) & 0x3) << 21)
+    return np.full(b.shape, 0x7F800001, np.uint32)
+
+
+def to_float32(arr):
+    """A float8 NumPy array as float32: exact, with c10's NaN encodings."""
+    arr = np.asarray(arr)
+    f = np.asarray(arr.astype(np.float32))
+    nan = np.isnan(f)
+    if nan.any():
+        f.view(np.uint32)[nan] = _nan_bits(arr.view(np.uint8)[nan], _NP[arr.dtype])
+    return f
+
+
 def from_float8(arr, np_dtype):
     """A float8 NumPy array as ``np_dtype``, through float32 (exact) as c10 converts."""
     with np.errstate(all="ignore"):
-        f = np.asarray(arr).astype(np.float32)
+        f = to_float32(arr)
         np_dtype = np.dtype(np_dtype)
         if np_dtype in _NP:
             return to_float8(f, _NP[np_dtype])
