@@ -122,6 +122,26 @@ def test_tensor_factories(name):
         x.numpy()
 
 
+FILLS = [
+    "torch.full((2,), 1000.0, dtype=torch.float8_e4m3fn)", "torch.full((2,), 1e6, dtype=torch.float8_e5m2)",
+    "torch.full((2,), -1.0, dtype=torch.float8_e8m0fnu)", "torch.full((2,), 0.0, dtype=torch.float8_e8m0fnu)",
+    "torch.full((2,), 7, dtype=torch.float8_e8m0fnu)", "torch.full((2,), 3.3, dtype=torch.float8_e4m3fn)",
+    "torch.full((2,), float('inf'), dtype=torch.float8_e5m2)", "torch.full((3,), float('nan'), dtype=torch.float8_e5m2)",
+    "torch.zeros(2, dtype=torch.float8_e4m3fn).fill_(float('inf'))", "torch.zeros(2, dtype=torch.float8_e4m3fnuz).fill_(1e300)",
+    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(float('-nan'))", "torch.zeros(2, dtype=torch.float8_e4m3fn).new_full((2,), 500)",
+    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(torch.tensor(float('nan')))", "torch.tensor(1e39, dtype=torch.float8_e4m3fn)",
+]
+
+
+@pytest.mark.parametrize("expr", FILLS)
+def test_fill_values_and_overflow(expr):
+    """Python numbers filled into float8: c10::overflows' checks (no infinity except in e5m2,
+    e8m0fnu's lowest value is positive), c10's rounding and NaN bits."""
+    want = outcome(lambda: bits(eval(expr, {"torch": torch})))  # noqa: S307
+    got = outcome(lambda: bits(eval(expr, {"torch": ember})))  # noqa: S307
+    assert got == want
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_finfo_and_dtype_attributes(name):
     a, b = ember.finfo(dt(ember, name)), torch.finfo(dt(torch, name))

@@ -19,12 +19,16 @@ C_TYPE_NAMES = {
     D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
     D.complex128: "c10::complex<double>",
 }
+C_TYPE_NAMES.update({d: d._cpp for d in D.FLOAT8})  # c10::Float8_e4m3fn ...
 # "unsigned char", as PyTorch's random_ messages name uint8
 RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
                      D.int16: "short", D.int64: "long"}
 
 
 def _limits(d):
+    if d in D.FLOAT8:  # (float8_e8m0fnu's lowest value is its smallest, 2 ** -127)
+        info = ml_dtypes.finfo(d._np)
+        return float(info.min), float(info.max)
     d = d.to_real()
     if d.is_floating_point:
         m = float(ml_dtypes.finfo(d._np).max)
@@ -34,6 +38,10 @@ def _limits(d):
 
 
 LIMITS = {d: _limits(d) for d in D.ALL_DTYPES if d is not D.bool_}
+
+
+# floating types without an infinity: inf overflows them (and saturates in a conversion)
+_NO_INF = frozenset(D.FLOAT8) - {D.float8_e5m2}
 
 
 def overflows(value, dtype):
@@ -48,7 +56,7 @@ def overflows(value, dtype):
     lo, hi = LIMITS[dtype]
     floating = dtype._category >= D.FLOATING
     if isinstance(value, float):
-        if math.isinf(value) or value != value:
+        if value != value or math.isinf(value) and dtype not in _NO_INF:
             return not floating  # inf and nan exist only in floating types
         return value < lo or value > hi
     value = int(value)
