@@ -123,13 +123,20 @@ def test_tensor_factories(name):
 
 
 FILLS = [
-    "torch.full((2,), 1000.0, dtype=torch.float8_e4m3fn)", "torch.full((2,), 1e6, dtype=torch.float8_e5m2)",
-    "torch.full((2,), -1.0, dtype=torch.float8_e8m0fnu)", "torch.full((2,), 0.0, dtype=torch.float8_e8m0fnu)",
-    "torch.full((2,), 7, dtype=torch.float8_e8m0fnu)", "torch.full((2,), 3.3, dtype=torch.float8_e4m3fn)",
-    "torch.full((2,), float('inf'), dtype=torch.float8_e5m2)", "torch.full((3,), float('nan'), dtype=torch.float8_e5m2)",
-    "torch.zeros(2, dtype=torch.float8_e4m3fn).fill_(float('inf'))", "torch.zeros(2, dtype=torch.float8_e4m3fnuz).fill_(1e300)",
-    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(float('-nan'))", "torch.zeros(2, dtype=torch.float8_e4m3fn).new_full((2,), 500)",
-    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(torch.tensor(float('nan')))", "torch.tensor(1e39, dtype=torch.float8_e4m3fn)",
+    "torch.full((2,), 1000.0, dtype=torch.float8_e4m3fn)",
+    "torch.full((2,), 1e6, dtype=torch.float8_e5m2)",
+    "torch.full((2,), -1.0, dtype=torch.float8_e8m0fnu)",
+    "torch.full((2,), 0.0, dtype=torch.float8_e8m0fnu)",
+    "torch.full((2,), 7, dtype=torch.float8_e8m0fnu)",
+    "torch.full((2,), 3.3, dtype=torch.float8_e4m3fn)",
+    "torch.full((2,), float('inf'), dtype=torch.float8_e5m2)",
+    "torch.full((3,), float('nan'), dtype=torch.float8_e5m2)",
+    "torch.zeros(2, dtype=torch.float8_e4m3fn).fill_(float('inf'))",
+    "torch.zeros(2, dtype=torch.float8_e4m3fnuz).fill_(1e300)",
+    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(float('-nan'))",
+    "torch.zeros(2, dtype=torch.float8_e4m3fn).new_full((2,), 500)",
+    "torch.zeros(2, dtype=torch.float8_e5m2).fill_(torch.tensor(float('nan')))",
+    "torch.tensor(1e39, dtype=torch.float8_e4m3fn)",
 ]
 
 
