@@ -315,7 +315,8 @@ SCALED_MM_V2 = [s.replace("{T}", T).replace("{R}", R).replace("{N}", N) for s in
     "torch._scaled_mm_v2(a, b, [one], [{T}], [], [one], [{T}], [], bias, None)",
     "torch._scaled_mm_v2(a, b, [one], [{T}], [{N}], [one], [{T}], [{N}], None, None, [1, 0])",
     "torch._scaled_mm_v2(a[:0], b, [one], [{T}], [{N}], [one], [{T}], [{N}], torch.ones(3), None)",
-    "torch._scaled_mm_v2(a[:, :0], b[:0], [one], [{T}], [{N}], [one], [{T}], [{N}], None, torch.float32)",
+    "torch._scaled_mm_v2(a[:, :0], b[:0], [one], [{T}], [{N}], [one], [{T}], [{N}], None, "
+    "torch.float32)",
     "torch._scaled_mm_v2(a, b, [one], [{T}], [{N}], [one], [{T}], [{N}], None, torch.float32, "
     "out=torch.empty(0, dtype=torch.float32))",
     "torch._scaled_mm_v2(a, b, [one], [{T}], [{N}], [one], [{T}], [{N}], None, None, "
@@ -325,7 +326,8 @@ SCALED_MM_V2 = [s.replace("{T}", T).replace("{R}", R).replace("{N}", N) for s in
     "out=torch.empty(0))",
     "torch._scaled_mm_v2(a, b, [sa], [{T}], [{N}], [sb], [{T}], [{N}], None, torch.bfloat16)",
     "torch._scaled_mm_v2(a, b, [one], [{R}], [{N}], [one], [{R}], [{N}], None, torch.bfloat16)",
-    "torch._scaled_mm_v2(a, b, [torch.ones(16)], [{R}], [{N}], [torch.ones(24)], [{R}], [{N}], None, None)",
+    "torch._scaled_mm_v2(a, b, [torch.ones(16)], [{R}], [{N}], [torch.ones(24)], [{R}], [{N}], "
+    "None, None)",
     "torch._scaled_mm_v2(a, b, [torch.ones(16, 2)], [{R}], [{N}], [sb], [{R}], [{N}], None, None)",
     "torch._scaled_mm_v2(a, b, [one], [{T}], [1], [one], [{T}], [{N}], None, None)",
     "torch._scaled_mm_v2(a, b, [one], [{T}], [{N}], [one], [{T}], [{N}], bias.double(), None)",
