@@ -198,13 +198,19 @@ EXPRESSIONS = [
     "torch.result_type(x, f)", "torch.result_type(x, 1+2j)", "torch.result_type(x, f[0])",
     "x.masked_fill(x==y, 1.0)", "x.flip(0)", "x.sum()", "x.max()", "x.sort()", "x.argmax()",
     "torch.randn(2, dtype=x.dtype)", "torch.arange(3, dtype=x.dtype)",
+    "x.sum(dtype=torch.float32)", "x.mean(dtype=torch.float32)", "x.prod()", "x.nansum()",
+    "x.amin()", "x.min()", "x.max(0)", "x.min(0)", "x.argmin()", "x.sum(0)", "x.cumprod(0)",
+    "x.cumsum(0)", "x.aminmax()", "x.mean()", "x.amax()", "x.all(0)",
+    "x.sum(dtype=torch.float8_e5m2)", "x.prod(dtype=torch.float32)",
 ]
 # ATen raises NotImplementedError for these; ember computes them (its kernels are generic)
-NOT_MATCHED = {"x.masked_fill(x==y, 1.0)", "x.flip(0)", "x.sum()", "x.max()", "x.sort()",
-               "x.argmax()", "torch.randn(2, dtype=x.dtype)", "torch.arange(3, dtype=x.dtype)"}
+NOT_MATCHED = {"x.masked_fill(x==y, 1.0)", "x.flip(0)", "x.sort()",
+               "torch.randn(2, dtype=x.dtype)", "torch.arange(3, dtype=x.dtype)"}
 
 
 def _result(r):
+    if isinstance(r, tuple):
+        return [_result(v) for v in r]
     if isinstance(r, (torch.Tensor, ember.Tensor)):
         name = str(r.dtype).split(".")[1]
         return name, bits(r) if name in NAMES else r.tolist()
