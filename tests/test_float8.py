@@ -202,11 +202,12 @@ EXPRESSIONS = [
     "x.amin()", "x.min()", "x.max(0)", "x.min(0)", "x.argmin()", "x.sum(0)", "x.cumprod(0)",
     "x.cumsum(0)", "x.aminmax()", "x.mean()", "x.amax()", "x.all(0)",
     "x.sum(dtype=torch.float8_e5m2)", "x.prod(dtype=torch.float32)", "x.topk(1)",
-    "x.argsort()", "torch.sort(x, 0)",
+    "x.argsort()", "torch.sort(x, 0)", "torch.rand(2, dtype=x.dtype)",
+    "torch.empty(2, dtype=x.dtype).uniform_()", "torch.empty(2, dtype=x.dtype).normal_()",
+    "torch.linspace(0, 1, 3, dtype=x.dtype)", "torch.arange(0.0, 1.0, 0.5, dtype=x.dtype)",
 ]
 # ATen raises NotImplementedError for these; ember computes them (its kernels are generic)
-NOT_MATCHED = {"x.masked_fill(x==y, 1.0)", "x.flip(0)",
-               "torch.randn(2, dtype=x.dtype)", "torch.arange(3, dtype=x.dtype)"}
+NOT_MATCHED = {"x.masked_fill(x==y, 1.0)", "x.flip(0)"}
 
 
 def _result(r):

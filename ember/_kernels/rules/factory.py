@@ -134,6 +134,8 @@ def arange_params(start, end, step, dtype):
     double except for int64, whose length comes from the bounds truncated to int64 (so a
     fractional step that truncates to 0 is a ValueError there, and gives repeated values in the
     other integral dtypes)."""
+    if dtype in D.FLOAT8:
+        _not_implemented("arange_cpu", dtype)
     acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
     ds, de, dst = float(s), float(e), float(st)
@@ -160,6 +162,8 @@ def arange_params(start, end, step, dtype):
 
 
 def linspace_dtype(start, end, dtype):
+    if dtype in D.FLOAT8:
+        _not_implemented("linspace_cpu", dtype)
     if dtype is not None:
         return dtype
     if isinstance(start, complex) or isinstance(end, complex):
@@ -187,7 +191,7 @@ def _not_implemented(kernel, dtype):
 
 def check_uniform(self, from_, to):
     d = self._dtype
-    if d._category < D.FLOATING:
+    if d._category < D.FLOATING or d in D.FLOAT8:  # (no float8 random kernels in ATen)
         _not_implemented("check_uniform_bounds", d)
     lo, hi = LIMITS[d]
     if not lo <= from_ <= hi:
@@ -204,7 +208,7 @@ def check_uniform(self, from_, to):
 
 
 def check_normal(dtype, std):
-    if dtype._category < D.FLOATING:
+    if dtype._category < D.FLOATING or dtype in D.FLOAT8:
         _not_implemented("normal_kernel_cpu", dtype)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")
