@@ -205,9 +205,9 @@ EXPRESSIONS = [
     "x.argsort()", "torch.sort(x, 0)", "torch.rand(2, dtype=x.dtype)",
     "torch.empty(2, dtype=x.dtype).uniform_()", "torch.empty(2, dtype=x.dtype).normal_()",
     "torch.linspace(0, 1, 3, dtype=x.dtype)", "torch.arange(0.0, 1.0, 0.5, dtype=x.dtype)",
+    "x[None].flip(0)", "x.flip([])", "x.masked_fill(x==x, 1000.0)",
+    "x.masked_fill(torch.tensor([True, False, True]), torch.tensor(1.0))",
 ]
-# ATen raises NotImplementedError for these; ember computes them (its kernels are generic)
-NOT_MATCHED = {"x.masked_fill(x==y, 1.0)", "x.flip(0)"}
 
 
 def _result(r):
@@ -221,8 +221,6 @@ def _result(r):
 
 @pytest.mark.parametrize("expr", EXPRESSIONS)
 def test_support_matrix(expr):
-    if expr in NOT_MATCHED:
-        pytest.xfail("ember has no float8 gate on this op yet (ATen raises NotImplementedError)")
     res = []
     for mod in (torch, ember):
         x = torch.tensor([448.0, -2.5, 3.0]).to(torch.float8_e4m3fn)
