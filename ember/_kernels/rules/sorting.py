@@ -44,6 +44,9 @@ SELECTIONS = {"kthvalue": ("kthvalue_cpu", False), "median": ("median_cpu", Fals
 
 def check_selection(name, self):
     kernel, bool_ok = SELECTIONS[name]
+    if self._dtype in D.FLOAT8:  # (float8 reaches other dtype dispatches than bool does)
+        _not_implemented({"nanmedian": "median_cpu", "mode": "mode_cpu"}.get(name, kernel),
+                         self._dtype)
     if (self._dtype is D.bool_ and not bool_ok) or self._dtype.is_complex:
         _not_implemented(kernel, self._dtype)
 
