@@ -207,7 +207,9 @@ EXPRESSIONS = [
     "torch.linspace(0, 1, 3, dtype=x.dtype)", "torch.arange(0.0, 1.0, 0.5, dtype=x.dtype)",
     "x[None].flip(0)", "x.flip([])", "x.masked_fill(x==x, 1000.0)",
     "x.masked_fill(torch.tensor([True, False, True]), torch.tensor(1.0))", "x@y", "x.dot(y)",
-    "x.kthvalue(1)", "x.median()", "x.nanmedian()", "x.mode()",
+    "x.kthvalue(1)", "x.median()", "x.nanmedian()", "x.mode()", "x.std()", "x.var(0)",
+    "e.std()", "torch.count_nonzero(x, 0)", "torch.count_nonzero(x)", "x.nonzero()", "x.norm()",
+    "x.norm(dtype=torch.float32)",
 ]
 
 

@@ -315,6 +315,8 @@ def logsumexp(self, dim, keepdim=False):
 
 
 def count_nonzero(self, dim=None):
+    if dim is None:  # (ATen counts along dims with a sum, which float8 has, but not all at once)
+        check_float8("nonzero", self)
     dims = reduce_dims("count_nonzero", self, dim, False)
     return wrap(own(np.asarray(np.count_nonzero(self._nd(), axis=dims), dtype=np.int64)))
 

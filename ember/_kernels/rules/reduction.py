@@ -34,7 +34,7 @@ _FLOAT8_KERNELS = {"sum": "sum_cpu", "mean": "sum_cpu", "nansum": "nansum_cpu",
                    "max": "max_all", "min": "min_all", "max_dim": "max_cpu",
                    "min_dim": "min_cpu", "argmax": "argmax_cpu", "argmin": "argmin_cpu",
                    "aminmax": "aminmax_cpu", "cumsum": "cumsum_out_cpu",
-                   "cumprod": "cumprod_out_cpu"}
+                   "cumprod": "cumprod_out_cpu", "nonzero": "nonzero_count_cpu"}
 
 
 def check_float8(name, self, dtype=None):
@@ -125,7 +125,9 @@ MOMENTS = {"var": (False, False), "std": (True, False),
 
 
 def check_moments(name, self):
-    """std/var need floating or complex input; the result is real."""
+    """std/var need floating or complex input (not float8); the result is real."""
+    if self._dtype in D.FLOAT8:
+        raise RuntimeError(f"std_var_all: Unsupported dtype {self._dtype._short}")
     if self._dtype._category < D.FLOATING:
         what = "std and var" if name in ("std", "var") else name
         raise RuntimeError(f"{what} only support floating point and complex dtypes")
@@ -134,6 +136,7 @@ def check_moments(name, self):
 
 def norm_dtype(self, dtype):
     """The real result dtype of norm, with PyTorch's errors for integral input or output."""
+    check_float8("norm", self, dtype)
     if dtype is not None:
         if dtype._category < D.FLOATING:
             raise RuntimeError(f"norm(): the desired output dtype should be either floating point "
