@@ -14,6 +14,7 @@ import numpy as np
 
 from ._core import dtype as D
 from ._core import factory_defaults
+from ._core import float8 as _float8
 from ._core import strides as _st
 from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
                            device as _device, preserve_format)
@@ -157,6 +158,8 @@ def _checked_astype(arr, target):
             bad = (arr > hi) | (arr < (lo if target.is_signed else -hi))
         if bad.any():
             raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
+    if target in D.FLOAT8:
+        return _float8.to_float8(arr, target)
     with np.errstate(all="ignore"):
         return arr.astype(target._np)
 

@@ -335,7 +335,7 @@ class Tensor:
         if self._device.type != "cpu":
             return self.cpu().tolist()
         a = self._nd()
-        if self._dtype is _dt.bfloat16:
+        if self._dtype is _dt.bfloat16 or self._dtype in _dt.FLOAT8:
             a = a.astype(np.float32)
         return a.tolist()
 
@@ -349,8 +349,8 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if self._dtype is _dt.bfloat16:
-            raise TypeError("Got unsupported ScalarType BFloat16")
+        if self._dtype is _dt.bfloat16 or self._dtype in _dt.FLOAT8:
+            raise TypeError(f"Got unsupported ScalarType {self._dtype._short}")
         return self._nd()
 
     def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):

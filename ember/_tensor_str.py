@@ -67,9 +67,10 @@ def printoptions(**kwargs):
 # Reading values
 
 def _host_array(t):
-    """``t``'s values as a NumPy array that Python can format (bfloat16 widened to float32)."""
+    """``t``'s values as a NumPy array that Python can format (bfloat16 and float8 widened to
+    float32, exactly)."""
     a = (t if t._device.type == "cpu" else t.cpu())._nd()
-    if t._dtype is D.bfloat16:
+    if t._dtype is D.bfloat16 or t._dtype in D.FLOAT8:
         a = a.astype(np.float32)
     return a
 
@@ -102,7 +103,7 @@ class _Formatter:
     decimals. Widths are measured on nonzero finite values only, so nan/inf/0 never widen.
     """
 
-    def __init__(self, values, floating):
+    def __init__(self, values, floating, every_value=False):
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
@@ -111,7 +112,11 @@ class _Formatter:
             self.max_width = max([1, *(len(str(v)) for v in values.tolist())])
             return
         values = values.astype(np.float64)
-        finite = values[np.isfinite(values) & (values != 0)]
+        # float8_e8m0fnu: PyTorch's isfinite calls its NaN finite, and ``!= 0`` compares with 0
+        # converted to e8m0 (2 ** -127): every other value counts, and a NaN among them makes
+        # min/max NaN (so neither sci nor int mode)
+        finite = values[values != 2.0 ** -127] if every_value else \
+            values[np.isfinite(values) & (values != 0)]
         if finite.size == 0:
             return
         magnitude = np.abs(finite)
@@ -206,7 +211,8 @@ def _tensor_str(t, indent):
 
     def formatter(part):
         return _Formatter(_summarized(part) if summarize else part.reshape(-1),
-                          floating=t._dtype._category >= D.FLOATING)
+                          floating=t._dtype._category >= D.FLOATING,
+                          every_value=t._dtype is D.float8_e8m0fnu)
 
     if t._dtype.is_complex:
         return _array_str(a, indent, summarize, formatter(a.real), formatter(a.imag))

@@ -21,7 +21,9 @@ __all__ = ["save", "load", "save_file", "load_file", "load_metadata", "Safetenso
 
 _CODES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16",
           "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8",
-          "bool": "BOOL", "complex64": "C64", "complex128": "C128"}
+          "bool": "BOOL", "complex64": "C64", "complex128": "C128", "float8_e4m3fn": "F8_E4M3",
+          "float8_e4m3fnuz": "F8_E4M3FNUZ", "float8_e5m2": "F8_E5M2",
+          "float8_e5m2fnuz": "F8_E5M2FNUZ"}
 _DTYPES = {code: D.ALIASES[name] for name, code in _CODES.items()}
 
 

@@ -63,8 +63,4 @@ EXPECTED = {
         'ember has no sparse layouts (only strided tensors), so Tensor.to_sparse and its COO result do not exist',
     'to_sparse:gradient':
         'ember has no sparse layouts (only strided tensors), so Tensor.to_sparse and its COO result do not exist',
-    'torch._scaled_mm:forward':
-        "_scaled_mm multiplies float8 tensors and ember has no float8 dtypes yet (ml_dtypes, which ember uses for bfloat16, has float8_e4m3fn and float8_e5m2: adding them and _scaled_mm is open work)",
-    'torch._scaled_mm_v2:forward':
-        "_scaled_mm_v2 multiplies float8 tensors and ember has no float8 dtypes yet (ml_dtypes, which ember uses for bfloat16, has float8_e4m3fn and float8_e5m2: adding them and _scaled_mm is open work)",
 }

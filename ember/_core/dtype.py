@@ -1,6 +1,6 @@
 """Scalar types (``ember.float32`` ...), their NumPy twins, ``finfo``/``iinfo`` and the default dtype.
 
-bfloat16 comes from ``ml_dtypes``; every other dtype is a plain NumPy dtype.
+bfloat16 and the float8 types come from ``ml_dtypes``; every other dtype is a plain NumPy dtype.
 """
 import ml_dtypes
 import numpy as np
@@ -40,6 +40,8 @@ class dtype:
         return _CPP_NAMES.get(self._short, self._short)
 
     def to_complex(self):
+        if self._short.startswith("Float8"):
+            raise RuntimeError(f"Unknown Complex ScalarType for {self._short}")
         return {"float32": complex64, "float64": complex128, "float16": complex64,
                 "bfloat16": complex64}.get(self.name, self)
 
@@ -48,7 +50,9 @@ _CPP_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "S
               "Int": "int", "Long": "long int", "UInt16": "unsigned short", "UInt32": "unsigned int",
               "UInt64": "unsigned long", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
               "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
-              "ComplexDouble": "c10::complex<double>"}
+              "ComplexDouble": "c10::complex<double>", "Float8_e4m3fn": "c10::Float8_e4m3fn",
+              "Float8_e5m2": "c10::Float8_e5m2", "Float8_e4m3fnuz": "c10::Float8_e4m3fnuz",
+              "Float8_e5m2fnuz": "c10::Float8_e5m2fnuz", "Float8_e8m0fnu": "c10::Float8_e8m0fnu"}
 
 bool_ = dtype("bool", np.bool_, BOOL, False, "Bool")
 uint8 = dtype("uint8", np.uint8, INTEGRAL, False, "Byte")
@@ -68,10 +72,21 @@ uint16 = dtype("uint16", np.uint16, INTEGRAL, False, "UInt16")
 uint32 = dtype("uint32", np.uint32, INTEGRAL, False, "UInt32")
 uint64 = dtype("uint64", np.uint64, INTEGRAL, False, "UInt64")
 BAREBONES_UNSIGNED = (uint16, uint32, uint64)
+# PyTorch's 8-bit floats: storage, conversions (with c10's rounding, see ``_core.float8``),
+# equality and a few ops, no promotion with any other type (c10::isFloat8Type)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, FLOATING, True, "Float8_e4m3fn")
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, FLOATING, True, "Float8_e5m2")
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, FLOATING, True,
+                        "Float8_e4m3fnuz")
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOATING, True,
+                        "Float8_e5m2fnuz")
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOATING, False,
+                       "Float8_e8m0fnu")
+FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
 
 # (the new types last: distributed's dtype codes are positions in this tuple)
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-              complex64, complex128, uint16, uint32, uint64)
+              complex64, complex128, uint16, uint32, uint64) + FLOAT8
 
 # PyTorch's public aliases, exported from ``ember`` as well.
 ALIASES = {
@@ -80,6 +95,7 @@ ALIASES = {
     "bfloat16": bfloat16, "float32": float32, "float": float32, "float64": float64,
     "double": float64, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
     "cdouble": complex128, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    **{d.name: d for d in FLOAT8},
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
@@ -142,6 +158,12 @@ class finfo:
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
         self.resolution = float(10.0 ** -info.precision)
+        if type in FLOAT8:
+            # c10's numeric_limits: 10 ** -digits10 is 1 for 3 significand bits or fewer, and
+            # Float8_e5m2fnuz's epsilon is c10's 2 ** -3 (ml_dtypes says 2 ** -2)
+            self.resolution = 1.0
+            if type is float8_e5m2fnuz:
+                self.eps = 0.125
         self.dtype = type.to_real().name
 
     def __repr__(self):

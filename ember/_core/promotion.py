@@ -17,6 +17,9 @@ def promote_types(a, b):
     """The smallest dtype both ``a`` and ``b`` cast to safely (c10's promoteTypes table)."""
     if a is b:
         return a
+    if a in D.FLOAT8 or b in D.FLOAT8:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{a._short} and {b._short}")
     if a in D.BAREBONES_UNSIGNED or b in D.BAREBONES_UNSIGNED:
         # c10 promotes uint16/32/64 only with floating types (int64 would overflow uint64)
         if a.is_floating_point:

@@ -7,6 +7,7 @@ heavy ops are native with fused backward kernels (``ember/_kernels/cpu/nn.py``);
 distances PyTorch builds from other ops are written here the same way, in ember ops.
 Convolution, pooling, resampling, padding and folding live in ``_functional_conv``.
 """
+import enum
 import importlib.util
 import math
 import warnings
@@ -15,6 +16,26 @@ import numpy as np
 
 import ember
 from .._ops.overload import ops
+
+
+class _ScalingType(enum.IntEnum):
+    """How a scale applies to a _scaled_mm_v2 operand (ATen's at::blas::ScalingType codes)."""
+    TensorWise = 0
+    RowWise = 1
+    BlockWise1x16 = 2
+    BlockWise1x32 = 3
+    BlockWise1x128 = 4
+    BlockWise128x128 = 5
+
+
+class _SwizzleType(enum.IntEnum):
+    """The layout of a _scaled_mm_v2 scale (ATen's at::blas::SwizzleType codes)."""
+    NO_SWIZZLE = 0
+    SWIZZLE_32_4_4 = 1
+
+
+ScalingType = _ScalingType
+SwizzleType = _SwizzleType
 
 _aten = ops.aten
 

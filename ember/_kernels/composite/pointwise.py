@@ -52,6 +52,8 @@ def isfinite(self):
         return _aten.ones_like.default._call(self, D.bool_, None, None, None, None)
     if self._dtype.is_complex:
         return _aten.bitwise_and.Tensor._call(isfinite(real(self)), isfinite(imag(self)))
+    if self._dtype in D.FLOAT8:  # ATen's isfinite dispatches on floating types, half, bfloat16
+        raise NotImplementedError(f"\"isfinite\" not implemented for '{self._dtype._short}'")
     not_nan = _aten.eq.Tensor._call(self, self)
     not_inf = _aten.ne.Scalar._call(_aten.abs.default._call(self), math.inf)
     return _aten.bitwise_and.Tensor._call(not_nan, not_inf)

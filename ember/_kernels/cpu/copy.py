@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 
+from ..._core import dtype as D
+from ..._core import float8 as _float8
 from ..._core import overlap as _overlap
 from ..rules.copy import check_copy
 from ._util import nd
@@ -26,6 +28,8 @@ def copy_(self, src, non_blocking=False):
     if np.may_share_memory(dst, s):  # e.g. x[1:].copy_(x[:-1]): read everything before writing
         s = s.copy()
     # float -> int of nan/inf is unspecified in PyTorch too; NumPy's warning would be noise
+    if (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
+        s = _float8.cast(s, dst.dtype)  # c10's rounding, saturation and NaN bits
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(dst, s, casting="unsafe")
     return self
@@ -34,4 +38,5 @@ def copy_(self, src, non_blocking=False):
 def _local_scalar_dense(self):
     a = nd(self)
     v = a.reshape(()) if a.ndim else a
-    return v.item() if self._dtype.name != "bfloat16" else float(v)
+    # ml_dtypes' scalars (bfloat16, float8) are not Python numbers: read them as floats
+    return float(v) if self._dtype is D.bfloat16 or self._dtype in D.FLOAT8 else v.item()

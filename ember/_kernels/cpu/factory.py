@@ -6,6 +6,8 @@ devices agree on every result's dtype and on every error.
 """
 import numpy as np
 
+from ..._core import dtype as D
+from ..._core import float8 as _float8
 from ..._core import strides as _st
 from ..._core.device import CPU
 from ..._core.storage import allocation_error
@@ -116,6 +118,8 @@ def _cast(value, dtype):
     truth for bool, truncation for integers, two's-complement wrap for unsigned."""
     if isinstance(value, complex) and not dtype.is_complex:
         value = value.real
+    if dtype in D.FLOAT8:  # c10's rounding and NaN bits
+        return _float8.to_float8(np.asarray(float(value)), dtype)
     if dtype.is_floating_point or dtype.is_complex or dtype._np.kind == "b":
         return value
     value = int(value)

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.special as _sp
 
 from ..._core import dtype as D
+from ..._core import float8 as _float8
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._core.allocator import THRESHOLD as _BIG, cpu_cache as _cpu_cache
@@ -162,7 +163,16 @@ def as_array(x, dt):
 def _arrays(operands, cdt):
     if cdt is None:  # logical ops: truth values of operands of any dtype
         return [nd(x) != 0 if hasattr(x, "_keyset") else bool(x) for x in operands]
+    if cdt in D.FLOAT8:
+        # c10 computes float8 ops in float: operands widen exactly (numbers after becoming
+        # float8 themselves), and results round back with c10's conversion (_float8_result)
+        return [nd(x).astype(np.float32) if hasattr(x, "_keyset") else
+                _float8.to_float8(np.asarray(x), cdt).astype(np.float32) for x in operands]
     return [as_array(x, cdt) for x in operands]
+
+
+def _float8_result(r, rdt):
+    return _float8.to_float8(r, rdt) if rdt in D.FLOAT8 else np.asarray(r).astype(rdt._np)
 
 
 def _quiet():
@@ -198,13 +208,15 @@ def _broadcast_error(operands, err):
 def evaluate(name, *operands, alpha=None, params=()):
     """Run the row of ``name`` on tensors/numbers; returns (result array, result dtype)."""
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha)
+    if cdt in D.FLOAT8:
+        cdt = D.float32  # see _arrays
     try:
         with _quiet():
             r = fn(*arrays, cdt, *params)
     except ValueError as e:
         _broadcast_error(operands, e)
     if getattr(r, "dtype", None) != rdt._np:
-        r = np.asarray(r).astype(rdt._np)
+        r = _float8_result(r, rdt)
     return r, rdt
 
 
@@ -213,6 +225,11 @@ def evaluate_into(name, self, *operands, alpha=None, params=()):
     _overlap.check_write(self, operands)
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha, self)
     dst = nd(self)
+    if cdt in D.FLOAT8 or self._dtype in D.FLOAT8:  # see _arrays
+        with _quiet():
+            r = fn(*arrays, D.float32 if cdt in D.FLOAT8 else cdt, *params)
+            np.copyto(dst, _float8.cast(r, dst.dtype), casting="unsafe")
+        return self
     uf = getattr(fn, "ufunc", None)
     with _quiet():
         if uf is not None:
@@ -251,9 +268,11 @@ def _large(ufunc, x, y):
 
 def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
     """The kernel of ``add``/``sub``/``mul.Tensor``: when ``other`` is a tensor of ``self``'s
-    dtype (not bool unless ``bool_ok``) or a Python number NumPy converts exactly, and alpha is 1,
-    one ufunc call; otherwise the general path. (A closure, not a helper the kernels call: a
-    Python call is a measurable part of a 1-element ``a + b``.)"""
+    dtype (not bool unless ``bool_ok``, never float8) or a Python number NumPy converts exactly,
+    and alpha is 1, one ufunc call; otherwise the general path. (A closure, not a helper the
+    kernels call: a Python call is a measurable part of a 1-element ``a + b``.)"""
+    slow = frozenset(D.FLOAT8 + (() if bool_ok else (D.bool_,)))
+
     def kernel(self, other, alpha=1):
         if alpha.__class__ is int and alpha == 1:
             # nd() inlined (self is a tensor here; its cached array is almost always there)
@@ -261,8 +280,7 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
             if x is None:
                 x = self._nd()
             try:
-                if getattr(other, "_dtype", None) is self._dtype and (
-                        bool_ok or self._dtype is not D.bool_):
+                if getattr(other, "_dtype", None) is self._dtype and self._dtype not in slow:
                     y = other._np
                     if y is None:
                         y = other._nd()

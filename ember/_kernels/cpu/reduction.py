@@ -15,7 +15,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
 from ._util import own, wrap
-from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg,
+from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg, check_float8,
                                check_cum_extremum, check_moments, logsumexp_dims, logsumexp_dtype,
                                norm_dims, norm_dtype, reduce_dims, reduced_shape, reduction_dtype,
                                scan_dtype)
@@ -127,12 +127,14 @@ EXTREMA = {"max": (np.max, np.argmax), "min": (np.min, np.argmin)}
 
 
 def _extremum_full(name, self):
+    check_float8(name, self)
     if _st.numel(self._size) == 0:
         _empty_full(name)
     return wrap(own(np.asarray(EXTREMA[name][0](self._nd()))))
 
 
 def _extremum_dim(name, self, dim, keepdim):
+    check_float8(f"{name}_dim", self)
     (d,) = reduce_dims(name, self, dim, True) or (None,)
     a = self._nd()
     if d is None:  # a 0-dim tensor: its value, index 0
@@ -313,6 +315,8 @@ def logsumexp(self, dim, keepdim=False):
 
 
 def count_nonzero(self, dim=None):
+    if dim is None:  # (ATen counts along dims with a sum, which float8 has, but not all at once)
+        check_float8("nonzero", self)
     dims = reduce_dims("count_nonzero", self, dim, False)
     return wrap(own(np.asarray(np.count_nonzero(self._nd(), axis=dims), dtype=np.int64)))
 

@@ -15,6 +15,7 @@ from ...backends._context import alert_not_deterministic
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
+from ..rules.reduction import check_float8
 from ._util import nd, own, wrap
 
 
@@ -372,6 +373,7 @@ def put(self, index, source, accumulate=False):
 
 
 def nonzero(self):
+    check_float8("nonzero", self)
     return wrap(np.argwhere(nd(self)).astype(np.int64))
 
 

@@ -19,12 +19,16 @@ C_TYPE_NAMES = {
     D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
     D.complex128: "c10::complex<double>",
 }
+C_TYPE_NAMES.update({d: d._cpp for d in D.FLOAT8})  # c10::Float8_e4m3fn ...
 # "unsigned char", as PyTorch's random_ messages name uint8
 RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
                      D.int16: "short", D.int64: "long"}
 
 
 def _limits(d):
+    if d in D.FLOAT8:  # (float8_e8m0fnu's lowest value is its smallest, 2 ** -127)
+        info = ml_dtypes.finfo(d._np)
+        return float(info.min), float(info.max)
     d = d.to_real()
     if d.is_floating_point:
         m = float(ml_dtypes.finfo(d._np).max)
@@ -34,6 +38,10 @@ def _limits(d):
 
 
 LIMITS = {d: _limits(d) for d in D.ALL_DTYPES if d is not D.bool_}
+
+
+# floating types without an infinity: inf overflows them (and saturates in a conversion)
+_NO_INF = frozenset(D.FLOAT8) - {D.float8_e5m2}
 
 
 def overflows(value, dtype):
@@ -48,7 +56,7 @@ def overflows(value, dtype):
     lo, hi = LIMITS[dtype]
     floating = dtype._category >= D.FLOATING
     if isinstance(value, float):
-        if math.isinf(value) or value != value:
+        if value != value or math.isinf(value) and dtype not in _NO_INF:
             return not floating  # inf and nan exist only in floating types
         return value < lo or value > hi
     value = int(value)
@@ -126,6 +134,8 @@ def arange_params(start, end, step, dtype):
     double except for int64, whose length comes from the bounds truncated to int64 (so a
     fractional step that truncates to 0 is a ValueError there, and gives repeated values in the
     other integral dtypes)."""
+    if dtype in D.FLOAT8:
+        _not_implemented("arange_cpu", dtype)
     acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
     ds, de, dst = float(s), float(e), float(st)
@@ -152,6 +162,8 @@ def arange_params(start, end, step, dtype):
 
 
 def linspace_dtype(start, end, dtype):
+    if dtype in D.FLOAT8:
+        _not_implemented("linspace_cpu", dtype)
     if dtype is not None:
         return dtype
     if isinstance(start, complex) or isinstance(end, complex):
@@ -179,7 +191,7 @@ def _not_implemented(kernel, dtype):
 
 def check_uniform(self, from_, to):
     d = self._dtype
-    if d._category < D.FLOATING:
+    if d._category < D.FLOATING or d in D.FLOAT8:  # (no float8 random kernels in ATen)
         _not_implemented("check_uniform_bounds", d)
     lo, hi = LIMITS[d]
     if not lo <= from_ <= hi:
@@ -196,7 +208,7 @@ def check_uniform(self, from_, to):
 
 
 def check_normal(dtype, std):
-    if dtype._category < D.FLOATING:
+    if dtype._category < D.FLOATING or dtype in D.FLOAT8:
         _not_implemented("normal_kernel_cpu", dtype)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_g(std)}")

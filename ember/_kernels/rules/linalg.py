@@ -98,6 +98,8 @@ def check_dot(self, tensor):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{self._dtype._short} and {tensor._dtype._short}")
     _no_bool(self._dtype)
+    if self._dtype in D.FLOAT8:  # (mm and matmul of float8 matrices do have a kernel)
+        raise NotImplementedError(f"\"dot\" not implemented for '{self._dtype._short}'")
     return ()
 
 

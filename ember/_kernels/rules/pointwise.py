@@ -304,8 +304,45 @@ def check_operands(name, operands, check, cdt, rdt, out=None):
             _st.broadcast_shapes(*sizes)
     if out is not None:
         check_inplace(out, operands, rdt)
+    if cdt in D.FLOAT8:
+        check_float8(name, operands, cdt)
+    elif cdt is None:  # logical ops read any dtype, but have no float8 kernels
+        for x in operands:
+            if getattr(x, "_dtype", None) in D.FLOAT8:
+                check_float8(name, operands, x._dtype)
     if check is not None:
         check(name, operands, cdt if cdt is not None else rdt)
+
+
+# ATen's CPU kernels dispatch on the float8 types for equality, abs (not float8_e8m0fnu) and
+# the product of two tensors; every other pointwise op fails in its dtype dispatch, named as
+# below (``<op>_cpu`` unless listed).
+_FLOAT8_KERNELS = {"add": "add_stub", "sub": "add_stub", "mul": "mul_cpu_reduced_float",
+                   "div": "div_cpu_reduced_float", "isinf": "isinf", "isfinite": "isfinite",
+                   "relu": "clamp_min_scalar_cpu",
+                   "pow": "pow", "sigmoid": "sigmoid_cpu_reduced_float",
+                   "lerp": "lerp_kernel_scalar", "addcmul": "addcmul_cpu_out",
+                   "addcdiv": "addcdiv_cpu_out", "clamp_min": "clamp_min_scalar_cpu",
+                   "clamp_max": "clamp_max_scalar_cpu", "clamp": "clamp_scalar_cpu",
+                   **{op: f"{op}_vml_cpu" for op in (
+                       "exp", "log", "log10", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin",
+                       "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "floor",
+                       "ceil", "trunc", "round", "erf", "erfc", "erfinv", "lgamma", "exp2",
+                       "frac")}}
+
+
+def check_float8(name, operands, dt):
+    if name in ("eq", "ne", "isnan") or name == "abs" and dt is not D.float8_e8m0fnu:
+        return
+    # mul: the second operand may not be a CPU scalar (a Python number or a 0-dim tensor);
+    # div by one has its own kernel name, div of two tensors the usual one
+    scalar = len(operands) > 1 and not getattr(operands[1], "_size", ())
+    if name == "mul" and not scalar:
+        return
+    kernel = _FLOAT8_KERNELS.get(name, name + "_cpu")
+    if name == "div" and not scalar:
+        kernel = "div_cpu"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._short}\'')
 
 
 def _fmt(shape):

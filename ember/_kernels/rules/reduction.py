@@ -27,8 +27,27 @@ REDUCTION_RULES = {
 }
 
 
+# ATen's CPU reductions have no float8 kernels (a reduction given another ``dtype`` converts
+# first): the names their dtype dispatch reports
+_FLOAT8_KERNELS = {"sum": "sum_cpu", "mean": "sum_cpu", "nansum": "nansum_cpu",
+                   "prod": "prod_out_cpu", "amax": "max_values_cpu", "amin": "min_values_cpu",
+                   "max": "max_all", "min": "min_all", "max_dim": "max_cpu",
+                   "min_dim": "min_cpu", "argmax": "argmax_cpu", "argmin": "argmin_cpu",
+                   "aminmax": "aminmax_cpu", "cumsum": "cumsum_out_cpu",
+                   "cumprod": "cumprod_out_cpu", "nonzero": "nonzero_count_cpu"}
+
+
+def check_float8(name, self, dtype=None):
+    if self._dtype in D.FLOAT8 and (dtype is None or dtype in D.FLOAT8):
+        kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
+        named = dtype if dtype is not None else self._dtype
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{named._short}'")
+
+
 def reduction_dtype(name, rule, self, dtype=None):
     """PyTorch's result dtype of reduction ``name`` (with its errors for unsupported dtypes)."""
+    if rule != LOGICAL:
+        check_float8(name, self, dtype)
     if name == "nansum" and self._dtype.is_complex:
         raise RuntimeError("nansum on CPU does not support complex inputs")
     if rule == ACCUMULATE:
@@ -84,12 +103,14 @@ def reduced_shape(size, dims, keepdim):
 
 
 def check_arg(name, self):
+    check_float8(name, self)
     if self._dtype is D.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
 
 
 def aminmax_dims(self, dim):
     """aminmax reduces every dim (an empty input is an error: no identity) or the one given."""
+    check_float8("aminmax", self)
     if dim is None:
         if _st.numel(self._size) == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
@@ -104,7 +125,9 @@ MOMENTS = {"var": (False, False), "std": (True, False),
 
 
 def check_moments(name, self):
-    """std/var need floating or complex input; the result is real."""
+    """std/var need floating or complex input (not float8); the result is real."""
+    if self._dtype in D.FLOAT8:
+        raise RuntimeError(f"std_var_all: Unsupported dtype {self._dtype._short}")
     if self._dtype._category < D.FLOATING:
         what = "std and var" if name in ("std", "var") else name
         raise RuntimeError(f"{what} only support floating point and complex dtypes")
@@ -113,6 +136,7 @@ def check_moments(name, self):
 
 def norm_dtype(self, dtype):
     """The real result dtype of norm, with PyTorch's errors for integral input or output."""
+    check_float8("norm", self, dtype)
     if dtype is not None:
         if dtype._category < D.FLOATING:
             raise RuntimeError(f"norm(): the desired output dtype should be either floating point "

@@ -70,6 +70,9 @@ def flip_dims(self, dims):
         if d in seen:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
+    if self._dtype in D.FLOAT8 and any(self._size[d] > 1 for d in out):
+        # ATen copies without its flip kernel when no flipped dim has two elements
+        raise NotImplementedError(f"\"flip_cpu\" not implemented for '{self._dtype._short}'")
     return out
 
 
@@ -246,6 +249,8 @@ def check_masked_fill(self, mask, value=None, scalar=None):
     if value is not None and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
+    if self._dtype in D.FLOAT8:
+        raise NotImplementedError(f"\"masked_fill\" not implemented for '{self._dtype._short}'")
     if scalar is not None:
         from ..rules.factory import check_fits
         check_fits(scalar, self._dtype)

@@ -16,6 +16,9 @@ def _not_implemented(kernel, dt):
 
 
 def check_sort(name, self, dim):
+    if self._dtype in D.FLOAT8:  # ATen's sort and topk kernels have no float8 instances
+        _not_implemented("topk_cpu" if name == "topk" else "sorting_kernel_method_name",
+                         self._dtype)
     if self._dtype.is_complex:
         raise RuntimeError(f"{name}(): does not support complex input")
     return _st.wrap_dim(dim, len(self._size))
@@ -41,6 +44,9 @@ SELECTIONS = {"kthvalue": ("kthvalue_cpu", False), "median": ("median_cpu", Fals
 
 def check_selection(name, self):
     kernel, bool_ok = SELECTIONS[name]
+    if self._dtype in D.FLOAT8:  # (float8 reaches other dtype dispatches than bool does)
+        _not_implemented({"nanmedian": "median_cpu", "mode": "mode_cpu"}.get(name, kernel),
+                         self._dtype)
     if (self._dtype is D.bool_ and not bool_ok) or self._dtype.is_complex:
         _not_implemented(kernel, self._dtype)
 
