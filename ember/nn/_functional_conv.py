@@ -324,55 +324,6 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 
 
 # ---------------------------------------------------------------------------------------------
-# Fractional max pooling (torch.nn.functional.fractional_max_pool{2,3}d[_with_indices])
-
-def _fractional_max_pool(k, input, kernel_size, output_size, output_ratio, _random_samples):
-    name = f"fractional_max_pool{k}d"
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
-    if output_size is None:
-        if k == 2 and len(output_ratio) > 2:  # PyTorch's 2d form takes len() of the ratio
-            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple "
-                             f"of Ints.")
-        ratio = _tuple(output_ratio, k)
-        output_size = [int(input.size(-k + i) * ratio[i]) for i in range(k)]
-    if _random_samples is None:
-        n_batch = 1 if input.dim() == k + 1 else input.size(0)
-        _random_samples = ember.rand(n_batch, input.size(-k - 1), k, dtype=input.dtype,
-                                     device=input.device)
-    return getattr(_aten, name).default(input, _tuple(kernel_size, k), _tuple(output_size, k),
-                                        _random_samples)
-
-
-def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
-    """2D fractional max pooling (Graham, arXiv:1412.6071): ``(output, indices)``."""
-    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
-                                _random_samples)
-
-
-def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
-                                       return_indices=False, _random_samples=None):
-    """3D fractional max pooling (Graham, arXiv:1412.6071): ``(output, indices)``."""
-    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
-                                _random_samples)
-
-
-def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
-    res = fractional_max_pool2d_with_indices(input, kernel_size, output_size, output_ratio,
-                                             return_indices, _random_samples)
-    return res if return_indices else res[0]
-
-
-def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
-                          return_indices=False, _random_samples=None):
-    res = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
-                                             return_indices, _random_samples)
-    return res if return_indices else res[0]
-
-
-# ---------------------------------------------------------------------------------------------
 # interpolate (torch.nn.functional.interpolate, argument logic ported as is)
 
 _INTERP_OPS = {  # (mode, spatial dims) -> aten op taking (input, output_size[, align], scales)
