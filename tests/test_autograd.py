@@ -568,6 +568,7 @@ EXEMPT_PREFIXES = {
     # PyTorch has no formula either: backward raises "the derivative for ... is not implemented"
     "aten::floor_divide": "no formula in PyTorch", "aten::floor_divide_": "no formula in PyTorch",
     "aten::remainder.Scalar_Tensor": "no formula in PyTorch",
+    "aten::_scaled_mm": "no formula in PyTorch", "aten::_scaled_mm_v2": "no formula in PyTorch",
     "aten::heaviside": "no formula in PyTorch", "aten::heaviside_": "no formula in PyTorch",
     "aten::scatter.reduce": "no formula in PyTorch", "aten::scatter_.reduce": "no formula in PyTorch",
     "aten::scatter.value_reduce": "no formula in PyTorch",
