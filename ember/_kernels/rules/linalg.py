@@ -3,7 +3,7 @@ dtypes, with PyTorch's errors. The CPU kernels (``cpu/linalg.py``) and the Meta 
 (``meta/linalg.py``) call them; this module imports no backend."""
 from ..._core import dtype as D
 from ..._core import strides as _st
-from ..._core.promotion import promote_types
+from .reduction import check_no_narrowing
 
 
 def _x(shape):
@@ -186,10 +186,7 @@ def vector_norm_check(self, ord, dim, dtype):
             kind = "complex for complex" if self._dtype.is_complex else "real for real"
             raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} inputs, but got "
                                f"{dtype._short}")
-        if promote_types(self._dtype, dtype) is not dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
-                               f"should be convertible without narrowing to the specified dtype "
-                               f"({dtype._short})")
+        check_no_narrowing(self, dtype)
     nd_ = self.dim()
     dims = None if dim is None or (len(dim) == 0) else [_st.wrap_dim(d, nd_) for d in dim]
     if dims is not None and len(set(dims)) != len(dims):

@@ -134,6 +134,15 @@ def check_moments(name, self):
     return self._dtype.to_real()
 
 
+def check_no_narrowing(self, dtype):
+    """A norm's ``dtype=`` may widen the input's dtype, never narrow it (linalg.vector_norm's
+    check, which norm and _foreach_norm reach too)."""
+    if promote_types(self._dtype, dtype) is not dtype:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
+                           f"should be convertible without narrowing to the specified dtype "
+                           f"({dtype._short})")
+
+
 def norm_dtype(self, dtype):
     """The real result dtype of norm, with PyTorch's errors for integral input or output."""
     check_float8("norm", self, dtype)
@@ -144,10 +153,7 @@ def norm_dtype(self, dtype):
         if self._dtype._category < D.FLOATING:
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                                f"as input. Got {self._dtype._short}")
-        if promote_types(self._dtype, dtype) is not dtype:
-            raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({self._dtype._short}) "
-                               f"should be convertible without narrowing to the specified dtype "
-                               f"({dtype._short})")
+        check_no_narrowing(self, dtype)
         return dtype.to_real()
     if self._dtype._category < D.FLOATING:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
