@@ -1,0 +1,79 @@
+"""Conversions to and from complex32 (PyTorch's ComplexHalf) with c10's rounding.
+
+complex32 arrays are NumPy structured arrays of two float16 fields, ``real`` and ``imag`` (see
+``_core.dtype``). NumPy cannot compute on them, so every conversion and every supported op goes
+through complex64, which holds each float16 part exactly:
+
+* into complex32, each part rounds to float16 from float32 (c10's Half constructor takes a
+  float, so a double rounds twice, as in PyTorch);
+* out of complex32, the parts widen exactly to complex64 and then take NumPy's (= c10's)
+  conversion to the target (a real target keeps the real part, bool is "either part nonzero").
+"""
+import numpy as np
+
+from . import dtype as D
+
+NP = D.complex32._np
+
+
+def is_complex32(np_dtype):
+    return np.dtype(np_dtype) == NP
+
+
+def to_complex64(arr):
+    """A complex32 NumPy array as complex64 (exact)."""
+    arr = np.asarray(arr)
+    out = np.empty(arr.shape, np.complex64)
+    out.real = arr["real"]
+    out.imag = arr["imag"]
+    return out
+
+
+def from_any(arr):
+    """``arr`` (any NumPy array, including complex32) as a complex32 array."""
+    arr = np.asarray(arr)
+    if arr.dtype == NP:
+        return arr.copy()
+    out = np.empty(arr.shape, NP)
+    with np.errstate(all="ignore"):
+        if arr.dtype.kind == "c":
+            c = arr.astype(np.complex64)
+            out["real"] = c.real.astype(np.float16)
+            out["imag"] = c.imag.astype(np.float16)
+        else:
+            out["real"] = arr.astype(np.float32).astype(np.float16)
+            out["imag"] = 0
+    return out
+
+
+def to_any(arr, np_dtype):
+    """A complex32 NumPy array as ``np_dtype``."""
+    np_dtype = np.dtype(np_dtype)
+    arr = np.asarray(arr)
+    if np_dtype == NP:
+        return arr.copy()
+    with np.errstate(all="ignore"):
+        if np_dtype == np.bool_:
+            return (arr["real"] != 0) | (arr["imag"] != 0)
+        if np_dtype.kind == "c":
+            return to_complex64(arr).astype(np_dtype)
+        from . import float8 as _float8
+        if _float8.is_float8(np_dtype):
+            return _float8.cast(arr["real"].astype(np.float32), np_dtype)
+        return arr["real"].astype(np.float32).astype(np_dtype)
+
+
+def cast(arr, np_dtype):
+    """``arr`` as ``np_dtype`` where either side is complex32 (NumPy's own cast otherwise)."""
+    arr = np.asarray(arr)
+    np_dtype = np.dtype(np_dtype)
+    if arr.dtype == NP:
+        return to_any(arr, np_dtype)
+    if np_dtype == NP:
+        return from_any(arr)
+    return arr.astype(np_dtype)
+
+
+def scalar(value):
+    """A Python number as a 0-dim complex32 array (for fills)."""
+    return from_any(np.asarray(complex(value) if not isinstance(value, bool) else int(value)))
