@@ -9,11 +9,22 @@ through complex64, which holds each float16 part exactly:
 * out of complex32, the parts widen exactly to complex64 and then take NumPy's (= c10's)
   conversion to the target (a real target keeps the real part, bool is "either part nonzero").
 """
+import warnings
+
 import numpy as np
 
 from . import dtype as D
 
 NP = D.complex32._np
+_warned = []
+
+
+def warn_experimental():
+    """PyTorch's TORCH_WARN_ONCE on the first complex32 allocation of the process."""
+    if not _warned:
+        _warned.append(True)
+        warnings.warn("ComplexHalf support is experimental and many operators don't support it "
+                      "yet.", UserWarning, stacklevel=3)
 
 
 def is_complex32(np_dtype):
@@ -36,6 +47,9 @@ def from_any(arr):
         return arr.copy()
     out = np.empty(arr.shape, NP)
     with np.errstate(all="ignore"):
+        from . import float8 as _float8
+        if _float8.is_float8(arr.dtype):
+            arr = _float8.to_float32(arr)
         if arr.dtype.kind == "c":
             c = arr.astype(np.complex64)
             out["real"] = c.real.astype(np.float16)

@@ -110,7 +110,8 @@ ALIASES = {
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
-_BY_NP_NUM = {d._np.num: d for d in ALL_DTYPES}  # NumPy type number -> dtype: the fast lookup
+# NumPy type number -> dtype: the fast lookup (not complex32: every structured dtype has one number)
+_BY_NP_NUM = {d._np.num: d for d in ALL_DTYPES if d is not complex32}
 
 
 def _dtype_from_name(name):

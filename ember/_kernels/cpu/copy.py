@@ -25,14 +25,15 @@ def copy_(self, src, non_blocking=False):
     if src._dtype.is_complex and not self._dtype.is_complex:
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=2)
-        s = s.real if src._dtype is not D.complex32 else s["real"]
+        if src._dtype is not D.complex32:
+            s = s.real
     if np.may_share_memory(dst, s):  # e.g. x[1:].copy_(x[:-1]): read everything before writing
         s = s.copy()
     # float -> int of nan/inf is unspecified in PyTorch too; NumPy's warning would be noise
-    if (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
-        s = _float8.cast(s, dst.dtype)  # c10's rounding, saturation and NaN bits
-    elif (self._dtype is D.complex32) is not (src._dtype is D.complex32):
+    if (self._dtype is D.complex32) is not (src._dtype is D.complex32):
         s = _complex32.cast(s, dst.dtype)  # NumPy cannot cast to/from the float16 pair
+    elif (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
+        s = _float8.cast(s, dst.dtype)  # c10's rounding, saturation and NaN bits
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(dst, s, casting="unsafe")
     return self
