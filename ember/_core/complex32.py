@@ -88,6 +88,21 @@ def cast(arr, np_dtype):
     return arr.astype(np_dtype)
 
 
+def rounded(c):
+    """complex64 ``c`` with each part rounded to float16 (c10::complex<Half>'s per-operation
+    rounding: its operators compute in float and store Half parts)."""
+    return to_complex64(from_any(c))
+
+
+def addcmul(x, t1, t2, value):
+    """ATen's ComplexHalf addcmul, ``self + value * t1 * t2`` in complex<Half> arithmetic, each
+    operation rounded (complex64 operands, holding float16 parts)."""
+    with np.errstate(all="ignore"):
+        p = rounded(np.complex64(value) * t1)
+        p = rounded(p * t2)
+        return x + p
+
+
 def scalar(value):
     """A Python number as a 0-dim complex32 array (for fills)."""
     return from_any(np.asarray(complex(value) if not isinstance(value, bool) else int(value)))
