@@ -117,6 +117,8 @@ def check_arg(name, self):
     check_float8(name, self)
     if self._dtype is D.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
+    if self._dtype.is_complex:
+        raise RuntimeError(f"{name}(): does not support complex input")
 
 
 def aminmax_dims(self, dim):

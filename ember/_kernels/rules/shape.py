@@ -70,7 +70,8 @@ def flip_dims(self, dims):
         if d in seen:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
-    if self._dtype in D.FLOAT8 and any(self._size[d] > 1 for d in out):
+    if (self._dtype in D.FLOAT8 or self._dtype is D.complex32) and any(
+            self._size[d] > 1 for d in out):
         # ATen copies without its flip kernel when no flipped dim has two elements
         raise NotImplementedError(f"\"flip_cpu\" not implemented for '{self._dtype._short}'")
     return out
