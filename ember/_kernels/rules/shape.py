@@ -70,9 +70,10 @@ def flip_dims(self, dims):
         if d in seen:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
-    if (self._dtype in D.FLOAT8 or self._dtype is D.complex32) and any(
-            self._size[d] > 1 for d in out):
-        # ATen copies without its flip kernel when no flipped dim has two elements
+    inner = [d for d, n in enumerate(self._size) if n > 1][-1:]
+    if (self._dtype in D.FLOAT8 or self._dtype is D.complex32) and inner and inner[0] in out:
+        # ATen's dtype-dispatched flip kernel runs only when the innermost dim of two or more
+        # elements is flipped (flipping outer dims alone copies whole rows, for any dtype)
         raise NotImplementedError(f"\"flip_cpu\" not implemented for '{self._dtype._short}'")
     return out
 
