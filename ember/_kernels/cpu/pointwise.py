@@ -213,7 +213,9 @@ def _prepare(name, operands, alpha, out=None):
     arrays = _arrays(operands, cdt)
     if alpha is not None:
         check_alpha(cdt, alpha)
-        if cdt is D.complex32:  # ATen's ComplexHalf add always multiplies: 1 * (inf+0j) has a NaN
+        if cdt is D.complex32 or cdt.is_complex and any(
+                getattr(x, "_dtype", None) is D.complex32 for x in operands):
+            # ATen's complex add always multiplies by alpha: 1 * (inf+0j) has a NaN part
             with _quiet():
                 arrays[-1] = np.multiply(arrays[-1], np.complex64(alpha))
         elif not (alpha == 1 and alpha.__class__ is int):
@@ -374,7 +376,8 @@ def _inplace_kernel(name, nargs):
 def add__Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1 and other.__class__ is Tensor \
             and other._dtype is self._dtype \
-            and other._size == self._size and self._dtype is not D.bool_:
+            and other._size == self._size and self._dtype is not D.bool_ \
+            and self._dtype is not D.complex32:
         if 0 in self._stride or other._storage_ is self._storage_:  # cheap: may overlap
             _overlap.check_write(self, (other,))
         a = nd(self)
@@ -505,7 +508,7 @@ def equal(self, other):
         return False
     dt = result_type_of((self, other))
     if dt is D.complex32:
-        raise NotImplementedError("\"equal_notnan_cpu\" not implemented for 'ComplexHalf'")
+        raise NotImplementedError("\"equal_cpu\" not implemented for 'ComplexHalf'")
     return bool(np.array_equal(as_array(self, dt), as_array(other, dt)))
 
 

@@ -407,8 +407,10 @@ BINARY_RULES = {
     "bitwise_and": (INTEGRAL, check_integral),
     "bitwise_or": (INTEGRAL, check_integral),
     "bitwise_xor": (INTEGRAL, check_integral),
-    "maximum": (PROMOTE, None),
-    "minimum": (PROMOTE, None),
+    "maximum": (PROMOTE, not_for(
+        (D.COMPLEX,), message="maximum not implemented for complex tensors.", exc=RuntimeError)),
+    "minimum": (PROMOTE, not_for(
+        (D.COMPLEX,), message="minimum not implemented for complex tensors.", exc=RuntimeError)),
     "fmod": (PROMOTE, not_for(_BOOL_COMPLEX, "fmod_cpu")),
     "atan2": (INT_TO_FLOAT, not_for((D.COMPLEX,), "atan2_cpu")),
     "hypot": (PROMOTE, not_for(_NOT_FLOAT, "hypot_cpu")),
