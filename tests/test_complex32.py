@@ -40,7 +40,9 @@ def _values(dtype):
     rng = np.random.default_rng(0)
     v = np.concatenate([SPECIALS, rng.standard_normal(40) * 10.0 ** rng.integers(-8, 6, 40)])
     if dtype.is_complex:
-        return torch.tensor(v + 1j * v[::-1], dtype=dtype)
+        z = np.empty(v.shape, np.complex128)
+        z.real, z.imag = v, v[::-1]  # (1j * inf would be nan+infj)
+        return torch.tensor(z, dtype=dtype)
     if dtype.is_floating_point:
         return torch.tensor(v, dtype=dtype)
     return torch.tensor(rng.integers(-100000, 100000, 50), dtype=dtype)
