@@ -153,6 +153,12 @@ EXPRESSIONS = [
     "torch.maximum(x, y)", "x.nan_to_num()", "x@y", "x.dot(y)", "x[None]@y[:, None]",
     "x[None].expand(2, 3).mv(y)", "x[None, None].bmm(y[None, :, None])", "torch.equal(x, y)",
     "x.flip(0)", "x[None].flip(0)", "x[:, None].flip(0)", "x.sort()", "x.topk(1)",
+    "(lambda z: (z.__setitem__(0, 5j), z)[1])(x.clone())",
+    "(lambda z: (z.__setitem__(slice(0, 2), 2.5), z)[1])(x.clone())",
+    "(lambda z: (z.__setitem__([0, 2], True), z)[1])(x.clone())",
+    "(lambda z: (z.__setitem__(f > 1, y[0]), z)[1])(x.clone())",
+    "torch.finfo(torch.chalf)", "torch.is_complex(x)", "x.new_zeros(2)", "x[::2].clone()",
+    "torch.tensor([[1+1j]], dtype=torch.chalf)",
 ]
 
 
