@@ -158,7 +158,8 @@ EXPRESSIONS = [
     "(lambda z: (z.__setitem__([0, 2], True), z)[1])(x.clone())",
     "(lambda z: (z.__setitem__(f > 1, y[0]), z)[1])(x.clone())",
     "torch.finfo(torch.chalf)", "torch.is_complex(x)", "x.new_zeros(2)", "x[::2].clone()",
-    "torch.tensor([[1+1j]], dtype=torch.chalf)",
+    "torch.tensor([[1+1j]], dtype=torch.chalf)", "torch.complex(h, h)", "h * (1+1j)",
+    "torch.polar(h, h)", "torch.fft.fft(h)",
 ]
 
 

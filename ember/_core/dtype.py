@@ -121,7 +121,10 @@ def _dtype_from_name(name):
 def from_numpy_dtype(np_dtype):
     """The ember dtype of a NumPy dtype; TypeError for dtypes ember does not support."""
     try:
-        return _BY_NP[np.dtype(np_dtype)]
+        d = _BY_NP[np.dtype(np_dtype)]
+        if d is complex32:  # (a structured array, not a NumPy number type)
+            raise KeyError(d)
+        return d
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "

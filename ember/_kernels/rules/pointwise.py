@@ -281,8 +281,6 @@ def check_complex(real, imag):
     if r is not i:
         raise RuntimeError(f"Expected object of scalar type {r._short} but got scalar type "
                            f"{i._short} for second argument")
-    if r is D.float16:
-        raise NotImplementedError("\"complex_cpu\" not implemented for 'ComplexHalf'")
     _st.broadcast_shapes(real._size, imag._size)
     return r.to_complex()
 
