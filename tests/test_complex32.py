@@ -217,6 +217,25 @@ def test_gradient_through_chalf():
     assert ge.dtype is ember.float64 and ge.tolist() == g.tolist()
 
 
+GRADIENTS = ["c * c", "c + c * 2", "(-c).conj()", "c.abs()", "c.sgn()", "torch.addcmul(c, c, c)",
+             "torch.cat([c, c])", "c.real", "torch.view_as_real(c)"]
+
+
+@pytest.mark.parametrize("expr", GRADIENTS)
+def test_gradients_through_complex32_ops(expr):
+    res = []
+    for mod in (torch, ember):
+        x = mod.tensor([1.5, -2.25, 3.0], requires_grad=True)
+
+        def run():
+            y = eval(expr, dict(torch=mod, c=x.chalf()))  # noqa: S307
+            s = (y.cfloat() if y.is_complex() else y.float()).abs().sum()
+            (g,) = mod.autograd.grad(s, x)
+            return str(g.dtype).split(".")[1], g.tolist()
+        res.append(outcome(run))
+    assert res[1] == res[0]
+
+
 def test_save_load_with_pytorch():
     c = torch.tensor([1 + 2j, 3.3 - 1e-4j, 70000, float("nan")]).chalf()
     buf = io.BytesIO()
