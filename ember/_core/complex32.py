@@ -1,4 +1,6 @@
-"""Conversions to and from complex32 (PyTorch's ComplexHalf) with c10's rounding.
+"""complex32 (PyTorch's ComplexHalf) values: conversions with c10's rounding, ATen's
+per-operation rounding where a kernel computes in complex<Half>, and the experimental-support
+warning.
 
 complex32 arrays are NumPy structured arrays of two float16 fields, ``real`` and ``imag`` (see
 ``_core.dtype``). NumPy cannot compute on them, so every conversion and every supported op goes
@@ -25,10 +27,6 @@ def warn_experimental():
         _warned.append(True)
         warnings.warn("ComplexHalf support is experimental and many operators don't support it "
                       "yet.", UserWarning, stacklevel=3)
-
-
-def is_complex32(np_dtype):
-    return np.dtype(np_dtype) == NP
 
 
 def to_complex64(arr):
