@@ -159,7 +159,16 @@ EXPRESSIONS = [
     "(lambda z: (z.__setitem__(f > 1, y[0]), z)[1])(x.clone())",
     "torch.finfo(torch.chalf)", "torch.is_complex(x)", "x.new_zeros(2)", "x[::2].clone()",
     "torch.tensor([[1+1j]], dtype=torch.chalf)", "torch.complex(h, h)", "h * (1+1j)",
-    "torch.polar(h, h)", "torch.fft.fft(h)",
+    "torch.polar(h, h)", "torch.fft.fft(h)", "torch.isclose(x, y)", "torch.allclose(x, x)",
+    "torch.dist(x, y)", "x.masked_select(f > 1)", "x.roll(1)", "x[None].tril()", "x.repeat(2)",
+    "x.index_put((torch.tensor([0]),), y[:1])", "torch.nn.functional.pad(x, (1, 1))",
+    "x.diag()", "torch.linalg.vector_norm(x)", "x.index_add(0, torch.tensor([0, 0]), y[:2])",
+    "x.index_fill(0, torch.tensor([0]), 1j)", "x.gather(0, torch.tensor([1]))",
+    "x.scatter(0, torch.tensor([1]), x)", "x.take(torch.tensor([0]))",
+    "x.masked_scatter(f > 1, y)", "torch.isin(x, y)", "x.mean(dtype=torch.cfloat)", "x.std()",
+    "torch.var_mean(y)", "x.logsumexp(0)", "x.cumsum(0, dtype=torch.cfloat)",
+    "torch.full_like(x, 2j)", "torch.ones_like(x)", "torch.where(f > 1, 1j, x)",
+    "complex(x[0])", "bool(x[0])",
 ]
 
 

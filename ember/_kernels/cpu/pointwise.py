@@ -162,6 +162,8 @@ def as_array(x, dt):
             return _complex32.to_complex64(a).astype(dt._np)
         return a.astype(dt._np)
     # a wrapped number converts like PyTorch's scalar-to-dtype cast (ints wrap around)
+    if dt is D.complex32:
+        return _complex32.scalar(x)
     return np.asarray(x).astype(dt._np)
 
 

@@ -236,7 +236,9 @@ def _moments(name, self, dim, correction, keepdim):
         return out
     if not keepdim:
         mean = mean.reshape(reduced_shape(self._size, dims, False))
-    return out, wrap(own(np.asarray(mean).astype(self._dtype._np)))
+    mean = np.asarray(mean)
+    return out, wrap(own(_complex32.from_any(mean) if self._dtype is D.complex32
+                         else mean.astype(self._dtype._np)))
 
 
 def var_correction(self, dim=None, correction=None, keepdim=False):

@@ -282,6 +282,10 @@ def index_add(self, dim, index, source, alpha=1):
     def add(r, pos, src):
         if r.dtype == np.bool_:
             np.logical_or.at(r, pos, src)
+        elif self._dtype is D.complex32:  # in complex64, rounded back once
+            acc = _complex32.to_complex64(r)
+            np.add.at(acc, pos, _complex32.to_complex64(src) * np.complex64(alpha))
+            r[...] = _complex32.from_any(acc)
         else:
             np.add.at(r, pos, src if alpha == 1 else (src * alpha).astype(r.dtype))
     return _index_write("index_add_", self, dim, index, source, add)
@@ -299,7 +303,8 @@ def _index_fill(self, dim, index, value):
     idx = _index_along(self, d, index, _raise(IndexError, lambda i: f"index {i} is out of bounds "
                                                                     f"for dimension {d} with size "
                                                                     f"{r.shape[d]}"))
-    r[(slice(None),) * d + (idx,)] = nd(value)
+    r[(slice(None),) * d + (idx,)] = _as(nd(value) if hasattr(value, "_keyset") else value,
+                                         self._dtype)
     return wrap(r.reshape(self._size))
 
 

@@ -186,6 +186,8 @@ def norm_dims(self, p, dim):
 
 def logsumexp_dtype(self):
     """Integral and bool inputs give the default floating dtype."""
+    if self._dtype is D.complex32:
+        raise NotImplementedError("\"exp_vml_cpu\" not implemented for 'ComplexHalf'")
     return self._dtype if self._dtype._category >= D.FLOATING else D.get_default_dtype()
 
 

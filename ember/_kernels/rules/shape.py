@@ -112,6 +112,12 @@ def _check_index_long(name, index):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
+def _no_complex32(self, kernel):
+    """ATen has no ComplexHalf instance of these CPU kernels."""
+    if self._dtype is D.complex32:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
+
+
 def check_gather(self, dim, index):
     """gather's checks; returns the wrapped dim (the result has index's shape). An empty index
     of any dtype gives an empty result, as in PyTorch."""
@@ -127,6 +133,7 @@ def check_gather(self, dim, index):
             raise RuntimeError(f"Size does not match at dimension {k} expected index "
                                f"{_fmt(index._size)} to be no larger than self "
                                f"{_fmt(self._size)} apart from dimension {d}")
+    _no_complex32(self, "scatter_gather_tensor_cpu")
     return d
 
 
@@ -151,6 +158,7 @@ def check_scatter(name, self, dim, index, src=None):
             raise RuntimeError(f"Expected index {_fmt(index._size)} to be no larger than self "
                                f"{_fmt(self._size)} apart from dimension {d} and to be no larger "
                                f"size than src {_fmt(src._size)}")
+    _no_complex32(self, "scatter_gather_tensor_cpu")
     return d
 
 
@@ -272,6 +280,7 @@ def check_masked_scatter(self, mask, source):
     if source._dtype is not self._dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got"
                            f"{self._dtype._short} and {source._dtype._short}")
+    _no_complex32(self, "masked_scatter")
     return _st.broadcast_shapes(self._size, mask._size)
 
 
@@ -279,6 +288,7 @@ def check_take(self, index):
     if index._dtype is not D.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{index._dtype._short}")
+    _no_complex32(self, "take_cpu")
 
 
 def check_put(self, index, source):
