@@ -14,6 +14,7 @@ import numpy as np
 
 from ._core import dtype as D
 from ._core import factory_defaults
+from ._core import complex32 as _complex32
 from ._core import float8 as _float8
 from ._core import strides as _st
 from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
@@ -160,6 +161,8 @@ def _checked_astype(arr, target):
             raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
     if target in D.FLOAT8:
         return _float8.to_float8(arr, target)
+    if target is D.complex32:
+        return _complex32.from_any(arr)
     with np.errstate(all="ignore"):
         return arr.astype(target._np)
 

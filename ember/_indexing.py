@@ -220,6 +220,9 @@ def _value_tensor(self, value):
     """A Python number as a 0-dim tensor of ``self``'s dtype (PyTorch's valueToTensor)."""
     if not isinstance(value, _PY_SCALARS) and not isinstance(value, np.generic):
         raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+    if self._dtype is D.complex32:  # (NumPy cannot cast into the float16 pair)
+        from ._core import complex32 as _complex32
+        return wrap_array(_complex32.scalar(value))
     return wrap_array(np.array(value).astype(self._dtype._np))
 
 

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from . import _dlpack, _tensor_str, overrides
+from ._core import complex32 as _complex32
 from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
@@ -337,6 +338,8 @@ class Tensor:
         a = self._nd()
         if self._dtype is _dt.bfloat16 or self._dtype in _dt.FLOAT8:
             a = a.astype(np.float32)
+        elif self._dtype is _dt.complex32:
+            a = _complex32.to_complex64(a)
         return a.tolist()
 
     def numpy(self, *, force=False):
@@ -349,7 +352,7 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if self._dtype is _dt.bfloat16 or self._dtype in _dt.FLOAT8:
+        if self._dtype in (_dt.bfloat16, _dt.complex32) or self._dtype in _dt.FLOAT8:
             raise TypeError(f"Got unsupported ScalarType {self._dtype._short}")
         return self._nd()
 

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ._core import complex32 as _complex32
 from ._core import dtype as D
 
 
@@ -214,6 +215,8 @@ def _tensor_str(t, indent):
                           floating=t._dtype._category >= D.FLOATING,
                           every_value=t._dtype is D.float8_e8m0fnu)
 
+    if t._dtype is D.complex32:  # (exact: the float16 parts widen to complex64)
+        a = _complex32.to_complex64(a)
     if t._dtype.is_complex:
         return _array_str(a, indent, summarize, formatter(a.real), formatter(a.imag))
     return _array_str(a, indent, summarize, formatter(a), None)

@@ -9,10 +9,6 @@ the failure when the table was written).
 EXPECTED = {
     'as_strided_scatter:gradient':
         "PyTorch's own self-gradient is wrong (as_strided_scatter_backward keeps grad inside the scattered region and zeroes the rest, the reverse; its gradcheck fails and the database marks TestBwdGradients.test_fn_grad expectedFailure), while ember's passes gradcheck",
-    'chalf:forward':
-        "ember has no complex32 dtype: NumPy has no complex-half type, so it would need a float16-pair storage type plus conversion and support checks in every kernel (not built); the harness would also need to compare PyTorch's complex32 results through complex64, as they have no .numpy()",
-    'chalf:gradient':
-        "ember has no complex32 dtype: NumPy has no complex-half type, so it would need a float16-pair storage type plus conversion and support checks in every kernel (not built); the harness would also need to compare PyTorch's complex32 results through complex64, as they have no .numpy()",
     'jiterator_2inputs_2outputs:forward':
         "torch.cuda.jiterator compiles CUDA kernels at run time: PyTorch's own CPU call raises 'Jiterator is only supported on CUDA and ROCm GPUs', so there is no CPU result to compare",
     'jiterator_4inputs_with_extra_args:forward':

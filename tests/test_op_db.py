@@ -281,11 +281,15 @@ def _as_numpy(x):
         x = x.detach().resolve_conj().resolve_neg()
         if x.dtype == torch.bfloat16:
             x = x.float()
+        elif x.dtype == torch.complex32:  # (no .numpy(); complex64 holds it exactly)
+            x = x.cfloat()
         return x.cpu().numpy()
     if isinstance(x, ember.Tensor):
         x = x.detach()
         if x.dtype == ember.bfloat16:
             x = x.float()
+        elif x.dtype == ember.complex32:
+            x = x.cfloat()
         return x.numpy()
     return np.asarray(x)
 

@@ -1,6 +1,8 @@
 """Scalar types (``ember.float32`` ...), their NumPy twins, ``finfo``/``iinfo`` and the default dtype.
 
-bfloat16 and the float8 types come from ``ml_dtypes``; every other dtype is a plain NumPy dtype.
+bfloat16 and the float8 types come from ``ml_dtypes``; complex32 (NumPy has no complex-half type)
+is a structured pair of float16 fields, see ``_core.complex32``; every other dtype is a plain NumPy
+dtype.
 """
 import ml_dtypes
 import numpy as np
@@ -32,7 +34,8 @@ class dtype:
         return (_dtype_from_name, (self.name,))
 
     def to_real(self):
-        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+        return {"complex64": float32, "complex128": float64, "complex32": float16}.get(
+            self.name, self)
 
     @property
     def _cpp(self):
@@ -42,7 +45,7 @@ class dtype:
     def to_complex(self):
         if self._short.startswith("Float8"):
             raise RuntimeError(f"Unknown Complex ScalarType for {self._short}")
-        return {"float32": complex64, "float64": complex128, "float16": complex64,
+        return {"float32": complex64, "float64": complex128, "float16": complex32,
                 "bfloat16": complex64}.get(self.name, self)
 
 
@@ -50,7 +53,8 @@ _CPP_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "S
               "Int": "int", "Long": "long int", "UInt16": "unsigned short", "UInt32": "unsigned int",
               "UInt64": "unsigned long", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
               "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
-              "ComplexDouble": "c10::complex<double>", "Float8_e4m3fn": "c10::Float8_e4m3fn",
+              "ComplexDouble": "c10::complex<double>",
+              "ComplexHalf": "c10::complex<c10::Half>", "Float8_e4m3fn": "c10::Float8_e4m3fn",
               "Float8_e5m2": "c10::Float8_e5m2", "Float8_e4m3fnuz": "c10::Float8_e4m3fnuz",
               "Float8_e5m2fnuz": "c10::Float8_e5m2fnuz", "Float8_e8m0fnu": "c10::Float8_e8m0fnu"}
 
@@ -83,10 +87,17 @@ float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOATING, 
 float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOATING, False,
                        "Float8_e8m0fnu")
 FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+# PyTorch's complex-half: 4-byte elements, a (real, imag) pair of float16 fields. A structured
+# NumPy dtype keeps ember's byte storage, strides and views (view_as_real is a float16 view of
+# the same bytes) unchanged, and NumPy refuses arithmetic on it, so a kernel that does not know
+# complex32 fails instead of silently computing in another type; the few ops PyTorch supports
+# compute in complex64 and round each part back to float16 (``_core.complex32``).
+complex32 = dtype("complex32", np.dtype([("real", np.float16), ("imag", np.float16)]), COMPLEX,
+                  True, "ComplexHalf")
 
 # (the new types last: distributed's dtype codes are positions in this tuple)
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-              complex64, complex128, uint16, uint32, uint64) + FLOAT8
+              complex64, complex128, uint16, uint32, uint64) + FLOAT8 + (complex32,)
 
 # PyTorch's public aliases, exported from ``ember`` as well.
 ALIASES = {
@@ -95,11 +106,12 @@ ALIASES = {
     "bfloat16": bfloat16, "float32": float32, "float": float32, "float64": float64,
     "double": float64, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
     "cdouble": complex128, "uint16": uint16, "uint32": uint32, "uint64": uint64,
-    **{d.name: d for d in FLOAT8},
+    **{d.name: d for d in FLOAT8}, "complex32": complex32, "chalf": complex32,
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
-_BY_NP_NUM = {d._np.num: d for d in ALL_DTYPES}  # NumPy type number -> dtype: the fast lookup
+# NumPy type number -> dtype: the fast lookup (not complex32: every structured dtype has one number)
+_BY_NP_NUM = {d._np.num: d for d in ALL_DTYPES if d is not complex32}
 
 
 def _dtype_from_name(name):
@@ -109,7 +121,10 @@ def _dtype_from_name(name):
 def from_numpy_dtype(np_dtype):
     """The ember dtype of a NumPy dtype; TypeError for dtypes ember does not support."""
     try:
-        return _BY_NP[np.dtype(np_dtype)]
+        d = _BY_NP[np.dtype(np_dtype)]
+        if d is complex32:  # (a structured array, not a NumPy number type)
+            raise KeyError(d)
+        return d
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._dispatch import tls as _tls
 from .._dispatch.keys import K as _K, bit as _bit, tensor_keyset
+from . import complex32 as _complex32
 from . import dtype as _dt
 from . import strides as _st
 from .device import CPU
@@ -96,6 +97,8 @@ def wrap_array(a, device=CPU):
         dtype = _NP_TO_DT.get(a.dtype)
         if dtype is None:
             raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
+        if dtype is _dt.complex32:
+            _complex32.warn_experimental()
     shape = a.shape
     if a.flags.c_contiguous:
         stride = _CONTIGUOUS.get(shape)
@@ -157,6 +160,8 @@ def empty_tensor(size, dtype, device, stride=None):
         _st.check_storage_size(size, dtype.itemsize)
         stride = _st.contiguous_strides(size)
     nbytes = _st.storage_extent(size, stride, 0) * dtype.itemsize
+    if dtype is _dt.complex32:
+        _complex32.warn_experimental()
     if device.type == "meta":
         storage = meta_storage(nbytes)
     elif device.type == "cpu":

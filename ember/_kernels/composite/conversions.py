@@ -27,6 +27,12 @@ def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_bl
     return ops.aten.copy_.default._call(r, self, non_blocking)
 
 
+def chalf(self, memory_format=None):
+    from ..._core import dtype as D
+    from ..._factories import tensor_to
+    return tensor_to(self, D.complex32, memory_format=memory_format)
+
+
 def contiguous(self, memory_format):
     if memory_format._name == "preserve_format":
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")

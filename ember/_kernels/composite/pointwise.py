@@ -156,16 +156,14 @@ def view_as_real(self):
     return _alias(self, size, stride, 2 * self._offset, self._dtype.to_real())
 
 
-_VIEW_AS_COMPLEX = {D.float32: D.complex64, D.float64: D.complex128}
+_VIEW_AS_COMPLEX = {D.float16: D.complex32, D.float32: D.complex64, D.float64: D.complex128}
 
 
 def view_as_complex(self):
     dt = self._dtype
-    if dt not in _VIEW_AS_COMPLEX and dt is not D.float16:
+    if dt not in _VIEW_AS_COMPLEX:
         raise RuntimeError(f"view_as_complex is only supported for half, float and double "
                            f"tensors, but got a tensor of scalar type: {dt._short}")
-    if dt is D.float16:  # PyTorch answers ComplexHalf, a dtype ember does not have
-        raise RuntimeError("view_as_complex: ember has no complex32 (ComplexHalf) dtype")
     if not self._size:
         raise RuntimeError("Input tensor must have one or more dimensions")
     if self._size[-1] != 2:

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import float8 as _float8
 from ..._core import overlap as _overlap
@@ -24,11 +25,14 @@ def copy_(self, src, non_blocking=False):
     if src._dtype.is_complex and not self._dtype.is_complex:
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=2)
-        s = s.real
+        if src._dtype is not D.complex32:
+            s = s.real
     if np.may_share_memory(dst, s):  # e.g. x[1:].copy_(x[:-1]): read everything before writing
         s = s.copy()
     # float -> int of nan/inf is unspecified in PyTorch too; NumPy's warning would be noise
-    if (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
+    if (self._dtype is D.complex32) is not (src._dtype is D.complex32):
+        s = _complex32.cast(s, dst.dtype)  # NumPy cannot cast to/from the float16 pair
+    elif (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
         s = _float8.cast(s, dst.dtype)  # c10's rounding, saturation and NaN bits
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(dst, s, casting="unsafe")
@@ -39,4 +43,6 @@ def _local_scalar_dense(self):
     a = nd(self)
     v = a.reshape(()) if a.ndim else a
     # ml_dtypes' scalars (bfloat16, float8) are not Python numbers: read them as floats
+    if self._dtype is D.complex32:
+        return complex(_complex32.to_complex64(v))
     return float(v) if self._dtype is D.bfloat16 or self._dtype in D.FLOAT8 else v.item()

@@ -6,6 +6,7 @@ devices agree on every result's dtype and on every error.
 """
 import numpy as np
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import float8 as _float8
 from ..._core import strides as _st
@@ -96,7 +97,10 @@ def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):
 
 @honour_pin_memory
 def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
-    return _constant(size, dtype or get_default_dtype(), np.ones)
+    dtype = dtype or get_default_dtype()
+    if dtype is D.complex32:  # (NumPy's ones would set both float16 fields)
+        return _constant(size, dtype, lambda shape, npd: np.full(shape, _cast(1, dtype), npd))
+    return _constant(size, dtype, np.ones)
 
 
 @honour_pin_memory
@@ -120,6 +124,8 @@ def _cast(value, dtype):
         value = value.real
     if dtype in D.FLOAT8:  # c10's rounding and NaN bits
         return _float8.to_float8(np.asarray(float(value)), dtype)
+    if dtype is D.complex32:  # a 0-dim float16 pair
+        return _complex32.scalar(value)
     if dtype.is_floating_point or dtype.is_complex or dtype._np.kind == "b":
         return value
     value = int(value)

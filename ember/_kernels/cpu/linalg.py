@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
 from ._util import nd, wrap
@@ -386,8 +387,12 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
     dims, out = vector_norm_check(self, ord, dim, dtype)
-    a = np.abs(nd(self).astype(np.float32 if (dtype or self._dtype) in (D.float16, D.bfloat16)
-                               else (dtype or self._dtype)._np, copy=False))
+    src, work = nd(self), dtype or self._dtype
+    if self._dtype is D.complex32:  # (NumPy cannot compute on the float16 pair)
+        src = _complex32.to_complex64(src)
+        work = D.complex64 if work is D.complex32 else work
+    a = np.abs(src.astype(np.float32 if work in (D.float16, D.bfloat16) else work._np,
+                          copy=False))
     axis = None if dims is None else tuple(dims)
     ord = float(ord)
     with np.errstate(all="ignore"):

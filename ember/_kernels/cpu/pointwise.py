@@ -18,6 +18,7 @@ NumPy has no exact ufunc for are in ``pointwise_values.py``.
 import numpy as np
 import scipy.special as _sp
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import float8 as _float8
 from ..._core import overlap as _overlap
@@ -155,8 +156,14 @@ def as_array(x, dt):
     """Operand ``x`` (tensor or Python number) as a NumPy array/scalar of dtype ``dt``."""
     if x.__class__ is Tensor or hasattr(x, "_keyset"):
         a = nd(x)
-        return a if x._dtype is dt else a.astype(dt._np)
+        if x._dtype is dt:
+            return a
+        if x._dtype is D.complex32:  # (NumPy cannot cast the float16 pair)
+            return _complex32.to_complex64(a).astype(dt._np)
+        return a.astype(dt._np)
     # a wrapped number converts like PyTorch's scalar-to-dtype cast (ints wrap around)
+    if dt is D.complex32:
+        return _complex32.scalar(x)
     return np.asarray(x).astype(dt._np)
 
 
@@ -168,11 +175,25 @@ def _arrays(operands, cdt):
         # float8 themselves), and results round back with c10's conversion (_float8_result)
         return [nd(x).astype(np.float32) if hasattr(x, "_keyset") else
                 _float8.to_float8(np.asarray(x), cdt).astype(np.float32) for x in operands]
+    if cdt is D.complex32:
+        # ATen computes ComplexHalf ops in complex<float>: operands widen exactly, results round
+        # back part by part (_float8_result)
+        return [_complex32.to_complex64(nd(x)) if getattr(x, "_dtype", None) is D.complex32
+                else as_array(x, D.complex64) for x in operands]
     return [as_array(x, cdt) for x in operands]
 
 
+# complex32 ops whose ATen kernel rounds between operations (the others round once, at the end)
+_COMPLEX32_ROWS = {"addcmul": lambda x, t1, t2, dt, value: _complex32.addcmul(x, t1, t2, value)}
+
+
 def _float8_result(r, rdt):
-    return _float8.to_float8(r, rdt) if rdt in D.FLOAT8 else np.asarray(r).astype(rdt._np)
+    """A result computed in float32/complex64 for a float8/complex32 op, rounded back."""
+    if rdt in D.FLOAT8:
+        return _float8.to_float8(r, rdt)
+    if rdt is D.complex32:
+        return _complex32.from_any(r)
+    return np.asarray(r).astype(rdt._np)
 
 
 def _quiet():
@@ -194,7 +215,12 @@ def _prepare(name, operands, alpha, out=None):
     arrays = _arrays(operands, cdt)
     if alpha is not None:
         check_alpha(cdt, alpha)
-        if not (alpha == 1 and alpha.__class__ is int):
+        if cdt is D.complex32 or cdt.is_complex and any(
+                getattr(x, "_dtype", None) is D.complex32 for x in operands):
+            # ATen's complex add always multiplies by alpha: 1 * (inf+0j) has a NaN part
+            with _quiet():
+                arrays[-1] = np.multiply(arrays[-1], np.complex64(alpha))
+        elif not (alpha == 1 and alpha.__class__ is int):
             arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt))
     return fn, cdt, rdt, arrays
 
@@ -210,6 +236,9 @@ def evaluate(name, *operands, alpha=None, params=()):
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha)
     if cdt in D.FLOAT8:
         cdt = D.float32  # see _arrays
+    elif cdt is D.complex32:
+        cdt = D.complex64
+        fn = _COMPLEX32_ROWS.get(name, fn)
     try:
         with _quiet():
             r = fn(*arrays, cdt, *params)
@@ -229,6 +258,13 @@ def evaluate_into(name, self, *operands, alpha=None, params=()):
         with _quiet():
             r = fn(*arrays, D.float32 if cdt in D.FLOAT8 else cdt, *params)
             np.copyto(dst, _float8.cast(r, dst.dtype), casting="unsafe")
+        return self
+    if cdt is D.complex32 or self._dtype is D.complex32:
+        if cdt is D.complex32:
+            fn = _COMPLEX32_ROWS.get(name, fn)
+        with _quiet():
+            r = fn(*arrays, D.complex64 if cdt is D.complex32 else cdt, *params)
+            np.copyto(dst, _complex32.cast(r, dst.dtype), casting="unsafe")
         return self
     uf = getattr(fn, "ufunc", None)
     with _quiet():
@@ -271,7 +307,7 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
     dtype (not bool unless ``bool_ok``, never float8) or a Python number NumPy converts exactly,
     and alpha is 1, one ufunc call; otherwise the general path. (A closure, not a helper the
     kernels call: a Python call is a measurable part of a 1-element ``a + b``.)"""
-    slow = frozenset(D.FLOAT8 + (() if bool_ok else (D.bool_,)))
+    slow = frozenset(D.FLOAT8 + (D.complex32,) + (() if bool_ok else (D.bool_,)))
 
     def kernel(self, other, alpha=1):
         if alpha.__class__ is int and alpha == 1:
@@ -342,7 +378,8 @@ def _inplace_kernel(name, nargs):
 def add__Tensor(self, other, alpha=1):
     if alpha.__class__ is int and alpha == 1 and other.__class__ is Tensor \
             and other._dtype is self._dtype \
-            and other._size == self._size and self._dtype is not D.bool_:
+            and other._size == self._size and self._dtype is not D.bool_ \
+            and self._dtype is not D.complex32:
         if 0 in self._stride or other._storage_ is self._storage_:  # cheap: may overlap
             _overlap.check_write(self, (other,))
         a = nd(self)
@@ -472,6 +509,8 @@ def equal(self, other):
     if self._size != other._size:
         return False
     dt = result_type_of((self, other))
+    if dt is D.complex32:
+        raise NotImplementedError("\"equal_cpu\" not implemented for 'ComplexHalf'")
     return bool(np.array_equal(as_array(self, dt), as_array(other, dt)))
 
 

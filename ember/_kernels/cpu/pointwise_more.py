@@ -54,6 +54,9 @@ def complex(real, imag):  # noqa: A001  (the op's name)
     dt = check_complex(real, imag)
     re, im = np.broadcast_arrays(nd(real), nd(imag))
     out = np.empty(re.shape, dt._np)
-    out.real = re
-    out.imag = im
+    if dt is D.complex32:  # (two float16 fields)
+        out["real"], out["imag"] = re, im
+    else:
+        out.real = re
+        out.imag = im
     return wrap(out)

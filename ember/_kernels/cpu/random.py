@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ...random import generator_of
@@ -35,6 +36,8 @@ def _store(self, values):
     """Write real samples into self; complex tensors take pairs (real, imaginary)."""
     if self._dtype.is_complex:
         values = values[..., 0] + 1j * values[..., 1]
+    if self._dtype is D.complex32:  # (NumPy cannot cast into the float16 pair)
+        values = _complex32.from_any(values)
     np.copyto(nd(self), values, casting="unsafe")
     return self
 

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
@@ -40,11 +41,17 @@ REDUCTIONS = {name: (fn, *REDUCTION_RULES[name]) for name, fn in _VALUES.items()
 _ACC = {D.float16: D.float32, D.bfloat16: D.float32}
 
 
+def _host(self):
+    """The tensor's values as NumPy can compute on them (complex32 widened to complex64)."""
+    a = self._nd()
+    return a if self._dtype is not D.complex32 else _complex32.to_complex64(a)
+
+
 def _reduce(name, self, dim, keepdim, dtype=None):
     fn, rule, empty_error, upcast = REDUCTIONS[name]
     rdt = reduction_dtype(name, rule, self, dtype)
     dims = reduce_dims(name, self, dim, empty_error, rule != LOGICAL)
-    a = self._nd()
+    a = _host(self)
     if rule == LOGICAL:
         r = fn(a != 0, axis=dims, keepdims=keepdim)
     elif rule == SAME:
@@ -130,13 +137,13 @@ def _extremum_full(name, self):
     check_float8(name, self)
     if _st.numel(self._size) == 0:
         _empty_full(name)
-    return wrap(own(np.asarray(EXTREMA[name][0](self._nd()))))
+    return wrap(own(np.asarray(EXTREMA[name][0](_host(self)))))
 
 
 def _extremum_dim(name, self, dim, keepdim):
     check_float8(f"{name}_dim", self)
     (d,) = reduce_dims(name, self, dim, True) or (None,)
-    a = self._nd()
+    a = _host(self)
     if d is None:  # a 0-dim tensor: its value, index 0
         return wrap(own(np.array(a))), wrap(np.zeros((), np.int64))
     idx = EXTREMA[name][1](a, axis=d, keepdims=True)
@@ -148,7 +155,7 @@ def _extremum_dim(name, self, dim, keepdim):
 
 def _arg(name, self, dim, keepdim):
     check_arg(name, self)
-    a = self._nd()
+    a = _host(self)
     if dim is None:
         if _st.numel(self._size) == 0:
             _empty_full(name)
@@ -191,7 +198,7 @@ def argmin(self, dim=None, keepdim=False):
 
 def aminmax(self, dim=None, keepdim=False):
     dims = aminmax_dims(self, dim)
-    a = self._nd()
+    a = _host(self)
     return (wrap(own(np.asarray(np.min(a, axis=dims, keepdims=keepdim)))),
             wrap(own(np.asarray(np.max(a, axis=dims, keepdims=keepdim)))))
 
@@ -210,7 +217,7 @@ def _moments(name, self, dim, correction, keepdim):
     check_moments(name, self)
     dims = reduce_dims(name, self, dim, False)
     root, with_mean = MOMENTS[name]
-    a = self._nd()
+    a = _host(self)
     a = a.astype(np.complex128 if self._dtype.is_complex else np.float64)
     n = _reduced_count(self._size, dims)
     dof = n - (1 if correction is None else correction)
@@ -229,7 +236,9 @@ def _moments(name, self, dim, correction, keepdim):
         return out
     if not keepdim:
         mean = mean.reshape(reduced_shape(self._size, dims, False))
-    return out, wrap(own(np.asarray(mean).astype(self._dtype._np)))
+    mean = np.asarray(mean)
+    return out, wrap(own(_complex32.from_any(mean) if self._dtype is D.complex32
+                         else mean.astype(self._dtype._np)))
 
 
 def var_correction(self, dim=None, correction=None, keepdim=False):
@@ -271,7 +280,7 @@ def _norm(self, p, dim, keepdim, dtype):
     rdt = norm_dtype(self, dtype)
     p = 2 if p is None else p
     dims = norm_dims(self, p, dim)
-    a = self._nd()
+    a = _host(self)
     if dtype is not None:
         a = a.astype(dtype._np)
     with np.errstate(all="ignore"):
@@ -301,7 +310,7 @@ def norm_ScalarOpt_dim_dtype(self, p, dim, keepdim, dtype):
 def logsumexp(self, dim, keepdim=False):
     rdt = logsumexp_dtype(self)
     dims = logsumexp_dims(self, dim, keepdim)
-    a = self._nd().astype(np.complex128 if rdt.is_complex else np.float64)
+    a = _host(self).astype(np.complex128 if rdt.is_complex else np.float64)
     with np.errstate(all="ignore"):
         if a.size:
             m = np.max(a.real, axis=dims, keepdims=True)
@@ -318,7 +327,7 @@ def count_nonzero(self, dim=None):
     if dim is None:  # (ATen counts along dims with a sum, which float8 has, but not all at once)
         check_float8("nonzero", self)
     dims = reduce_dims("count_nonzero", self, dim, False)
-    return wrap(own(np.asarray(np.count_nonzero(self._nd(), axis=dims), dtype=np.int64)))
+    return wrap(own(np.asarray(np.count_nonzero(_host(self), axis=dims), dtype=np.int64)))
 
 
 def count_nonzero_dim_IntList(self, dim):
@@ -332,7 +341,7 @@ def _scan_axis(self, dim):
     """(array with at least one dim, axis) for a scan along ``dim`` (0-dim tensors scan one
     element)."""
     d = _st.wrap_dim(dim, len(self._size))
-    a = self._nd()
+    a = _host(self)
     return (a.reshape(1), 0) if a.ndim == 0 else (a, d)
 
 

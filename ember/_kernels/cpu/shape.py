@@ -12,6 +12,7 @@ import numpy as np
 
 from ...backends._context import alert_not_deterministic
 
+from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
@@ -20,7 +21,12 @@ from ._util import nd, own, wrap
 
 
 def _as(a, dtype):
-    return np.asarray(a).astype(dtype._np, copy=False)
+    a = np.asarray(a)
+    if a.dtype == dtype._np:
+        return a
+    if dtype is D.complex32 or a.dtype == D.complex32._np:  # (NumPy cannot cast the float16 pair)
+        return _complex32.cast(a, dtype._np)
+    return a.astype(dtype._np)
 
 
 def _check_bounds(idx, size, dim):
@@ -276,6 +282,10 @@ def index_add(self, dim, index, source, alpha=1):
     def add(r, pos, src):
         if r.dtype == np.bool_:
             np.logical_or.at(r, pos, src)
+        elif self._dtype is D.complex32:  # in complex64, rounded back once
+            acc = _complex32.to_complex64(r)
+            np.add.at(acc, pos, _complex32.to_complex64(src) * np.complex64(alpha))
+            r[...] = _complex32.from_any(acc)
         else:
             np.add.at(r, pos, src if alpha == 1 else (src * alpha).astype(r.dtype))
     return _index_write("index_add_", self, dim, index, source, add)
@@ -293,7 +303,8 @@ def _index_fill(self, dim, index, value):
     idx = _index_along(self, d, index, _raise(IndexError, lambda i: f"index {i} is out of bounds "
                                                                     f"for dimension {d} with size "
                                                                     f"{r.shape[d]}"))
-    r[(slice(None),) * d + (idx,)] = nd(value)
+    r[(slice(None),) * d + (idx,)] = _as(nd(value) if hasattr(value, "_keyset") else value,
+                                         self._dtype)
     return wrap(r.reshape(self._size))
 
 
@@ -311,6 +322,8 @@ def _masked_fill(self, mask, value, value_t=None):
     shape = R.check_masked_fill(self, mask, value_t, None if value_t is not None else value)
     if not self._dtype.is_complex and np.iscomplexobj(value):
         value = np.real(value)  # an imaginary part of 0 (anything else failed the check)
+    if self._dtype is D.complex32:
+        value = _as(value, D.complex32)
     r = np.broadcast_to(nd(self), shape).copy()
     r[np.broadcast_to(nd(mask), shape)] = value
     return wrap(r)

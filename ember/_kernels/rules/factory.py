@@ -19,7 +19,7 @@ C_TYPE_NAMES = {
     D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
     D.complex128: "c10::complex<double>",
 }
-C_TYPE_NAMES.update({d: d._cpp for d in D.FLOAT8})  # c10::Float8_e4m3fn ...
+C_TYPE_NAMES.update({d: d._cpp for d in D.FLOAT8 + (D.complex32,)})  # c10::Float8_e4m3fn ...
 # "unsigned char", as PyTorch's random_ messages name uint8
 RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
                      D.int16: "short", D.int64: "long"}
@@ -134,7 +134,7 @@ def arange_params(start, end, step, dtype):
     double except for int64, whose length comes from the bounds truncated to int64 (so a
     fractional step that truncates to 0 is a ValueError there, and gives repeated values in the
     other integral dtypes)."""
-    if dtype in D.FLOAT8:
+    if dtype in D.FLOAT8 or dtype is D.complex32:
         _not_implemented("arange_cpu", dtype)
     acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
@@ -162,7 +162,7 @@ def arange_params(start, end, step, dtype):
 
 
 def linspace_dtype(start, end, dtype):
-    if dtype in D.FLOAT8:
+    if dtype in D.FLOAT8 or dtype is D.complex32:
         _not_implemented("linspace_cpu", dtype)
     if dtype is not None:
         return dtype

@@ -10,9 +10,12 @@ def _x(shape):
     return "x".join(map(str, shape))
 
 
-def _no_bool(dt):
+def _no_bool(dt, kernel="addmm_impl_cpu_"):
+    """ATen's CPU products have no bool kernel, nor a ComplexHalf one (named ``kernel``)."""
     if dt is D.bool_:
         raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    if dt is D.complex32:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
 
 
 def check_mm(self, mat2, first="self"):
@@ -43,7 +46,7 @@ def check_bmm(self, mat2):
     if self._dtype is not mat2._dtype:
         raise RuntimeError(f"expected scalar type {self._dtype._short} but found "
                            f"{mat2._dtype._short}")
-    _no_bool(self._dtype)
+    _no_bool(self._dtype, "bmm")
     return (b, n, mat2._size[2])
 
 
@@ -81,7 +84,7 @@ def check_mv(self, vec):
         v, m = vec._dtype._short, self._dtype._short
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, "
                            f"and {v}")
-    _no_bool(self._dtype)
+    _no_bool(self._dtype, "addmv_impl_cpu")
     return (self._size[0],)
 
 
@@ -97,7 +100,7 @@ def check_dot(self, tensor):
     if self._dtype is not tensor._dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{self._dtype._short} and {tensor._dtype._short}")
-    _no_bool(self._dtype)
+    _no_bool(self._dtype, "dot")
     if self._dtype in D.FLOAT8:  # (mm and matmul of float8 matrices do have a kernel)
         raise NotImplementedError(f"\"dot\" not implemented for '{self._dtype._short}'")
     return ()

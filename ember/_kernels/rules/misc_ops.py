@@ -20,5 +20,7 @@ def check_isin(elements, test_elements):
         if dt is None:
             dt = D.bool_ if x.__class__ is bool else (D.complex128 if isinstance(x, complex)
                                                        else None)
+        if dt is D.complex32:
+            raise NotImplementedError("\"isin_default_cpu\" not implemented for 'ComplexHalf'")
         if dt is not None and (dt is D.bool_ or dt.is_complex):
             raise RuntimeError(f"Unsupported input type encountered for isin(): {dt._short}")

@@ -37,7 +37,18 @@ _FLOAT8_KERNELS = {"sum": "sum_cpu", "mean": "sum_cpu", "nansum": "nansum_cpu",
                    "cumprod": "cumprod_out_cpu", "nonzero": "nonzero_count_cpu"}
 
 
+# ATen's CPU reductions with no ComplexHalf kernel (any/all, norm, var/std, count_nonzero and
+# nonzero have one; argmax/argmin and nansum reject complex first)
+_COMPLEX32_MISSING = frozenset(("sum", "mean", "prod", "amax", "amin", "max", "min",
+                                "max_dim", "min_dim", "aminmax", "cumsum", "cumprod"))
+
+
 def check_float8(name, self, dtype=None):
+    """The float8 (and complex32) reductions ATen has no kernel for: its NotImplementedError."""
+    if (self._dtype is D.complex32 and name in _COMPLEX32_MISSING
+            and dtype in (None, D.complex32)):
+        kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
     if self._dtype in D.FLOAT8 and (dtype is None or dtype in D.FLOAT8):
         kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
         named = dtype if dtype is not None else self._dtype
@@ -106,6 +117,8 @@ def check_arg(name, self):
     check_float8(name, self)
     if self._dtype is D.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
+    if self._dtype.is_complex:
+        raise RuntimeError(f"{name}(): does not support complex input")
 
 
 def aminmax_dims(self, dim):
@@ -179,6 +192,8 @@ def norm_dims(self, p, dim):
 
 def logsumexp_dtype(self):
     """Integral and bool inputs give the default floating dtype."""
+    if self._dtype is D.complex32:
+        raise NotImplementedError("\"exp_vml_cpu\" not implemented for 'ComplexHalf'")
     return self._dtype if self._dtype._category >= D.FLOATING else D.get_default_dtype()
 
 

@@ -70,8 +70,10 @@ def flip_dims(self, dims):
         if d in seen:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
-    if self._dtype in D.FLOAT8 and any(self._size[d] > 1 for d in out):
-        # ATen copies without its flip kernel when no flipped dim has two elements
+    inner = [d for d, n in enumerate(self._size) if n > 1][-1:]
+    if (self._dtype in D.FLOAT8 or self._dtype is D.complex32) and inner and inner[0] in out:
+        # ATen's dtype-dispatched flip kernel runs only when the innermost dim of two or more
+        # elements is flipped (flipping outer dims alone copies whole rows, for any dtype)
         raise NotImplementedError(f"\"flip_cpu\" not implemented for '{self._dtype._short}'")
     return out
 
@@ -110,6 +112,12 @@ def _check_index_long(name, index):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
+def _no_complex32(self, kernel):
+    """ATen has no ComplexHalf instance of these CPU kernels."""
+    if self._dtype is D.complex32:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
+
+
 def check_gather(self, dim, index):
     """gather's checks; returns the wrapped dim (the result has index's shape). An empty index
     of any dtype gives an empty result, as in PyTorch."""
@@ -125,6 +133,7 @@ def check_gather(self, dim, index):
             raise RuntimeError(f"Size does not match at dimension {k} expected index "
                                f"{_fmt(index._size)} to be no larger than self "
                                f"{_fmt(self._size)} apart from dimension {d}")
+    _no_complex32(self, "scatter_gather_tensor_cpu")
     return d
 
 
@@ -149,6 +158,7 @@ def check_scatter(name, self, dim, index, src=None):
             raise RuntimeError(f"Expected index {_fmt(index._size)} to be no larger than self "
                                f"{_fmt(self._size)} apart from dimension {d} and to be no larger "
                                f"size than src {_fmt(src._size)}")
+    _no_complex32(self, "scatter_gather_tensor_cpu")
     return d
 
 
@@ -270,6 +280,7 @@ def check_masked_scatter(self, mask, source):
     if source._dtype is not self._dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got"
                            f"{self._dtype._short} and {source._dtype._short}")
+    _no_complex32(self, "masked_scatter")
     return _st.broadcast_shapes(self._size, mask._size)
 
 
@@ -277,6 +288,7 @@ def check_take(self, index):
     if index._dtype is not D.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{index._dtype._short}")
+    _no_complex32(self, "take_cpu")
 
 
 def check_put(self, index, source):

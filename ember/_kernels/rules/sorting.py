@@ -19,8 +19,9 @@ def check_sort(name, self, dim):
     if self._dtype in D.FLOAT8:  # ATen's sort and topk kernels have no float8 instances
         _not_implemented("topk_cpu" if name == "topk" else "sorting_kernel_method_name",
                          self._dtype)
-    if self._dtype.is_complex:
-        raise RuntimeError(f"{name}(): does not support complex input")
+    if self._dtype.is_complex:  # (ATen's message starts with a space)
+        raise RuntimeError(f" {'topk' if name == 'topk' else 'Sort'} does not support complex "
+                           f"dtypes on CPU")
     return _st.wrap_dim(dim, len(self._size))
 
 
