@@ -30,8 +30,9 @@ def _pair(shape, seed, dtype=np.float64):
     return ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
 
 
-@pytest.mark.parametrize("case", ["plain", "causal", "float_mask", "bool_mask", "gqa", "long"])
-def test_fused_matches_torch_values_and_grads(case):
+@pytest.mark.parametrize("case", ["plain", "causal", "float_mask", "bool_mask", "gqa", "long",
+                                  "long_causal", "long_gqa_mask", "causal_more_queries"])
+def test_fused_matches_torch_values_and_grads(case, monkeypatch):
     B, H, L, S, E = 2, 4, 5, 7, 8
     kw = {}
     hk = H
@@ -41,10 +42,23 @@ def test_fused_matches_torch_values_and_grads(case):
         hk, kw = 2, {"enable_gqa": True}
     if case == "long":
         S = 300  # several key blocks
+    if case.startswith("long_") or case == "causal_more_queries":
+        # several query and key blocks, handed to two threads; causal tiles above the diagonal
+        # are skipped
+        monkeypatch.setattr(ember._core.parallel, "num_threads", lambda: 2)
+        B = 1
+        H = hk = 2
+    if case == "long_causal":
+        L = S = 600
+        kw = {"is_causal": True}
+    if case == "long_gqa_mask":
+        L, S, hk, kw = 530, 300, 1, {"enable_gqa": True}
+    if case == "causal_more_queries":
+        L, S, kw = 700, 300, {"is_causal": True}
     (qe, qt), (ke, kt), (ve, vt) = (_pair((B, H, L, E), 0), _pair((B, hk, S, E), 1),
                                     _pair((B, hk, S, E), 2))
     me = mt = None
-    if case == "float_mask":
+    if case in ("float_mask", "long_gqa_mask"):
         m = np.random.default_rng(3).standard_normal((B, 1, L, S))
         me, mt = ember.tensor(m), torch.tensor(m)
     if case == "bool_mask":

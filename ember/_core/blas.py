@@ -68,7 +68,8 @@ def matmul(a, b):
     times slower than ``np.multiply``, which gives the same values (one term per sum)."""
     if a.ndim > 2 and b.ndim > 2 and a.shape[-1] == 1 and b.shape[-2] == 1:
         return np.multiply(a, b)
-    if _set is None or _pool[0] == 1 or a.size * (b.shape[-1] if b.ndim else 1) >= SMALL_WORK:
+    if (_set is None or _pool[0] == 1 or _held[0]
+            or a.size * (b.shape[-1] if b.ndim else 1) >= SMALL_WORK):
         return np.matmul(a, b)
     _set(1)
     try:
@@ -77,17 +78,32 @@ def matmul(a, b):
         _set(_pool[0])
 
 
+_held = [0]  # depth of one_thread() blocks: inside one, the pool stays at one thread
+
+
 @contextlib.contextmanager
+def one_thread():
+    """A block whose products all run on one BLAS thread: many small products (a recurrent
+    kernel's time steps), or products made on several Python threads at once
+    (:func:`ember._core.parallel.parallel_for`), where a pool per call would oversubscribe the
+    cores. :func:`matmul` inside the block leaves the pool alone."""
+    if _set is None or _pool[0] == 1:
+        yield
+        return
+    if _held[0] == 0:
+        _set(1)
+    _held[0] += 1
+    try:
+        yield
+    finally:
+        _held[0] -= 1
+        if _held[0] == 0:
+            _set(_pool[0])
+
+
 def products_of(work):
     """A block of many small products of ``work`` multiply-adds each (a recurrent kernel's time
     steps), run on the threads :func:`matmul` would pick for one of them, switched once for the
     block; the block calls ``np.dot``, whose call costs less than ``np.matmul``'s on tiny
     matrices."""
-    if _set is None or _pool[0] == 1 or work >= SMALL_WORK:
-        yield
-        return
-    _set(1)
-    try:
-        yield
-    finally:
-        _set(_pool[0])
+    return one_thread() if work < SMALL_WORK else contextlib.nullcontext()

@@ -1,23 +1,25 @@
 """The fused CPU attention kernel, ``aten::_scaled_dot_product_flash_attention_for_cpu`` and its
-backward: softmax(q k^T * scale + mask) v computed block by block over the keys with an online
-softmax (FlashAttention's recurrence), so the extra memory is one (queries x key-block) score
-tile per head instead of the full (queries x keys) matrix.
+backward: softmax(q k^T * scale + mask) v computed tile by tile with an online softmax
+(FlashAttention's recurrence), so the extra memory is a few (query-block x key-block) tiles per
+thread instead of the full (queries x keys) matrix.
 
-Layout: query heads that share a key/value head (grouped-query attention) are stacked along
-the query axis, so each key/value head is multiplied once and its gradient sums over the group
-inside the same product. Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
+The tiles are small enough to stay in a core's cache between the products and the elementwise
+passes over them, and the work is spread over ``ember.get_num_threads()`` threads as PyTorch's
+kernel does: the forward by (query head, query block), the backward by key/value head (each
+owns its key gradient; the query heads sharing it under grouped-query attention are its own
+too). Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
 """
 import math
 
 import numpy as np
 
 from ..._core import dtype as D
-from ..._core.blas import matmul as _matmul
+from ..._core.parallel import parallel_for
 from ._util import nd, wrap
 
 
-_TILE_ELEMENTS = 1 << 24  # score-tile budget (all heads together): 64 MiB in float32
-_MAX_BLOCK = 256  # keys per block: bounds the tile by (queries x 256) whatever the budget
+_Q_BLOCK = 256  # query rows per tile
+_K_BLOCK = 256  # keys per tile: a 256 x 256 float32 score tile is 256 KiB, inside a core's L2
 
 
 def _work(t):
@@ -27,45 +29,51 @@ def _work(t):
     return a
 
 
-def _layout(query, key, value, attn_mask, scale):
-    """(q*scale, k, v, mask-block function, shapes) with q as (B*Hk, rep*L, E)."""
-    B, Hq, L, E = query.shape
-    Hk, S = key.size(1), key.size(2)
-    rep = Hq // Hk
-    scale = 1.0 / math.sqrt(E) if scale is None else scale
-    q = _work(query)
-    dt = q.dtype
-    q = (q * dt.type(scale)).reshape(B * Hk, rep * L, E)
-    k = np.ascontiguousarray(_work(key)).reshape(B * Hk, S, E)
-    v = np.ascontiguousarray(_work(value)).reshape(B * Hk, S, value.size(-1))
-    mask = None
-    if attn_mask is not None:
-        m = nd(attn_mask)
-        if m.dtype == np.bool_:  # the frontend turns boolean masks into additive ones first
-            raise RuntimeError("scaled_dot_product_attention_flash_attention: Attention mask is "
-                               "the same data type as query")
-        m = m.astype(dt, copy=False)
-        mask = np.broadcast_to(m.reshape((1,) * (4 - m.ndim) + m.shape), (B, Hq, L, S))
-    return q, k, v, mask, (B, Hq, Hk, rep, L, S, E, scale)
+class _Problem:
+    """The inputs as the tiles read them: q (pre-scaled) as (B*Hq, L, E), k and v as
+    (B*Hk, S, E); the mask as (B, Hq, L, S), broadcast."""
 
+    def __init__(self, query, key, value, attn_mask, is_causal, scale):
+        B, Hq, L, E = query.shape
+        Hk, S = key.size(1), key.size(2)
+        self.Hq, self.Hk, self.rep, self.L, self.S = Hq, Hk, Hq // Hk, L, S
+        self.scale = 1.0 / math.sqrt(E) if scale is None else scale
+        q = _work(query)
+        self.dt = dt = q.dtype
+        self.q = (q * dt.type(self.scale)).reshape(B * Hq, L, E)
+        self.k = np.ascontiguousarray(_work(key)).reshape(B * Hk, S, E)
+        self.v = np.ascontiguousarray(_work(value)).reshape(B * Hk, S, value.size(-1))
+        self.is_causal = is_causal
+        self.mask = None
+        if attn_mask is not None:
+            m = nd(attn_mask)
+            if m.dtype == np.bool_:  # the frontend turns boolean masks into additive ones first
+                raise RuntimeError("scaled_dot_product_attention_flash_attention: Attention mask "
+                                   "is the same data type as query")
+            m = m.astype(dt, copy=False)
+            self.mask = np.broadcast_to(m.reshape((1,) * (4 - m.ndim) + m.shape), (B, Hq, L, S))
 
-def _bias(mask, is_causal, s0, s1, shapes, dt):
-    """The additive mask of key block [s0, s1) in the stacked layout, or None."""
-    B, Hq, Hk, rep, L, S, E, _ = shapes
-    bias = None
-    if mask is not None:
-        bias = mask[..., s0:s1].reshape(B * Hk, rep * L, s1 - s0)
-    if is_causal:  # top-left aligned: query i sees keys j <= i
-        rows = np.arange(L)[:, None]
-        causal = np.where(np.arange(s0, s1)[None, :] <= rows, dt.type(0), dt.type(-np.inf))
-        causal = np.tile(causal, (rep, 1))[None]
-        bias = causal if bias is None else bias + causal
-    return bias
+    def kv_head(self, j):
+        """The key/value head query head ``j`` (of B*Hq) reads."""
+        b, hq = divmod(j, self.Hq)
+        return b * self.Hk + hq // self.rep
 
+    def sees(self, l1, s0):
+        """Whether query rows ending before ``l1`` see any key from ``s0`` on (causal masking
+        is top-left aligned: query i sees keys j <= i)."""
+        return not self.is_causal or s0 < l1
 
-def _block(shapes):
-    B, Hq, Hk, rep, L, S, E, _ = shapes
-    return int(max(32, min(S, _MAX_BLOCK, _TILE_ELEMENTS // max(1, B * Hq * L))))
+    def bias(self, j, l0, l1, s0, s1):
+        """The additive mask of the tile (query head j, rows [l0, l1), keys [s0, s1)), or
+        None."""
+        bias = None
+        if self.mask is not None:
+            bias = self.mask[j // self.Hq, j % self.Hq, l0:l1, s0:s1]
+        if self.is_causal and s1 - 1 > l0:  # the tile reaches above the diagonal
+            hidden = np.arange(s0, s1)[None, :] > np.arange(l0, l1)[:, None]
+            causal = np.where(hidden, self.dt.type(-np.inf), self.dt.type(0))
+            bias = causal if bias is None else bias + causal
+        return bias
 
 
 def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0,
@@ -73,76 +81,108 @@ def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0
     if dropout_p > 0.0:
         raise RuntimeError("scaled_dot_product_flash_attention_for_cpu: dropout is not "
                            "supported")
-    q, k, v, mask, shapes = _layout(query, key, value, attn_mask, scale)
-    B, Hq, Hk, rep, L, S, E, _ = shapes
-    dt = q.dtype
-    BH, R = q.shape[0], q.shape[1]
-    m = np.full((BH, R), -np.inf, dt)  # running row max
-    denom = np.zeros((BH, R), dt)  # running sum of exp
-    acc = np.zeros((BH, R, v.shape[-1]), dt)
-    blk = _block(shapes)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for s0 in range(0, S, blk):
-            s1 = min(S, s0 + blk)
-            s = _matmul(q, k[:, s0:s1].transpose(0, 2, 1))
-            bias = _bias(mask, is_causal, s0, s1, shapes, dt)
-            if bias is not None:
-                s += bias
-            m_new = np.maximum(m, s.max(axis=-1))
-            m_safe = np.where(np.isfinite(m_new), m_new, dt.type(0))  # fully masked so far
-            s -= m_safe[..., None]
-            np.exp(s, out=s)
-            alpha = np.exp(m - m_safe)
-            denom *= alpha
-            denom += s.sum(axis=-1)
-            acc *= alpha[..., None]
-            acc += _matmul(s, v[:, s0:s1])
-            m = m_new
-        # rows with every key masked: output 0 and logsumexp 0, as PyTorch's kernel
-        empty = denom == 0
-        denom[empty] = 1
-        out = acc / denom[..., None]
-        lse = m + np.log(denom)
-        lse[empty] = 0
-    out = out.reshape(B, Hq, L, v.shape[-1]).astype(query._dtype._np, copy=False)
+    P = _Problem(query, key, value, attn_mask, is_causal, scale)
+    L, S, dt = P.L, P.S, P.dt
+    BHq, Ev = P.q.shape[0], P.v.shape[-1]
+    out = np.empty((BHq, L, Ev), dt)
+    lse = np.empty((BHq, L), dt)
+    n_blocks = -(-L // _Q_BLOCK)
+
+    def rows(u):
+        """Output rows of one (query head, query block)."""
+        j, qb = divmod(u, n_blocks)
+        l0 = qb * _Q_BLOCK
+        l1 = min(L, l0 + _Q_BLOCK)
+        h = P.kv_head(j)
+        q, k, v = P.q[j, l0:l1], P.k[h], P.v[h]
+        m = np.full(l1 - l0, -np.inf, dt)  # running row max
+        denom = np.zeros(l1 - l0, dt)  # running sum of exp
+        acc = np.zeros((l1 - l0, Ev), dt)
+        with np.errstate(invalid="ignore", over="ignore"):  # per thread: it is thread-local
+            for s0 in range(0, S, _K_BLOCK):
+                if not P.sees(l1, s0):
+                    break
+                s1 = min(S, s0 + _K_BLOCK)
+                s = q @ k[s0:s1].T
+                bias = P.bias(j, l0, l1, s0, s1)
+                if bias is not None:
+                    s += bias
+                m_new = np.maximum(m, s.max(axis=1))
+                m_safe = np.where(np.isfinite(m_new), m_new, dt.type(0))  # fully masked so far
+                s -= m_safe[:, None]
+                np.exp(s, out=s)
+                alpha = np.exp(m - m_safe)
+                denom *= alpha
+                denom += s.sum(axis=1)
+                acc *= alpha[:, None]
+                acc += s @ v[s0:s1]
+                m = m_new
+            # rows with every key masked: output 0 and logsumexp 0, as PyTorch's kernel
+            empty = denom == 0
+            denom[empty] = 1
+            np.divide(acc, denom[:, None], out=out[j, l0:l1])
+            row_lse = m + np.log(denom)
+            row_lse[empty] = 0
+            lse[j, l0:l1] = row_lse
+
+    parallel_for(BHq * n_blocks, rows)
+    B, Hq = query.size(0), query.size(1)
+    out = out.reshape(B, Hq, L, Ev).astype(query._dtype._np, copy=False)
     lse = lse.reshape(B, Hq, L).astype(np.float64 if dt == np.float64 else np.float32,
                                        copy=False)
-    return wrap(np.ascontiguousarray(out)), wrap(np.ascontiguousarray(lse))
+    return wrap(out), wrap(lse)
 
 
 def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out,
                                                           logsumexp, dropout_p, is_causal,
                                                           attn_mask=None, scale=None):
-    q, k, v, mask, shapes = _layout(query, key, value, attn_mask, scale)
-    B, Hq, Hk, rep, L, S, E, sc = shapes
-    dt = q.dtype
-    BH, R = q.shape[0], q.shape[1]
-    do = _work(grad_out).astype(dt, copy=False).reshape(BH, R, -1)
-    o = _work(out).astype(dt, copy=False).reshape(BH, R, -1)
-    lse = nd(logsumexp).astype(dt, copy=False).reshape(BH, R)
-    delta = np.einsum("brd,brd->br", do, o)[..., None]
-    dq = np.zeros_like(q)
-    dk = np.empty_like(k)
-    dv = np.empty_like(v)
-    blk = _block(shapes)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for s0 in range(0, S, blk):
-            s1 = min(S, s0 + blk)
-            kb = k[:, s0:s1]
-            p = _matmul(q, kb.transpose(0, 2, 1))
-            bias = _bias(mask, is_causal, s0, s1, shapes, dt)
-            if bias is not None:
-                p += bias
-            p -= lse[..., None]
-            np.exp(p, out=p)
-            dv[:, s0:s1] = _matmul(p.transpose(0, 2, 1), do)
-            ds = _matmul(do, v[:, s0:s1].transpose(0, 2, 1))
-            ds -= delta
-            ds *= p
-            dq += _matmul(ds, kb)
-            dk[:, s0:s1] = _matmul(ds.transpose(0, 2, 1), q)  # q already carries the scale
-    dq *= dt.type(sc)
-    dq = dq.reshape(B, Hq, L, E).astype(query._dtype._np, copy=False)
-    dk = dk.reshape(B, Hk, S, E).astype(key._dtype._np, copy=False)
-    dv = dv.reshape(B, Hk, S, -1).astype(value._dtype._np, copy=False)
-    return wrap(np.ascontiguousarray(dq)), wrap(dk), wrap(dv)
+    P = _Problem(query, key, value, attn_mask, is_causal, scale)
+    L, S, dt, rep = P.L, P.S, P.dt, P.rep
+    BHq, E, Ev = P.q.shape[0], P.q.shape[-1], P.v.shape[-1]
+    do = _work(grad_out).astype(dt, copy=False).reshape(BHq, L, Ev)
+    o = _work(out).astype(dt, copy=False).reshape(BHq, L, Ev)
+    lse = nd(logsumexp).astype(dt, copy=False).reshape(BHq, L)
+    delta = np.einsum("jld,jld->jl", do, o)
+    dq = np.zeros_like(P.q)
+    dk = np.empty_like(P.k)
+    dv = np.empty_like(P.v)
+
+    def head(h):
+        """Key and value gradients of key/value head ``h``, and the query gradients of the query
+        heads reading it: key blocks outside, query blocks inside (FlashAttention's order)."""
+        b, hk = divmod(h, P.Hk)
+        k, v = P.k[h], P.v[h]
+        with np.errstate(invalid="ignore", over="ignore"):
+            for s0 in range(0, S, _K_BLOCK):
+                s1 = min(S, s0 + _K_BLOCK)
+                kb, vb = k[s0:s1], v[s0:s1]
+                dk_b = np.zeros((s1 - s0, E), dt)
+                dv_b = np.zeros((s1 - s0, Ev), dt)
+                for j in range(b * P.Hq + hk * rep, b * P.Hq + (hk + 1) * rep):
+                    for l0 in range(0, L, _Q_BLOCK):
+                        l1 = min(L, l0 + _Q_BLOCK)
+                        if not P.sees(l1, s0):
+                            continue
+                        q, g = P.q[j, l0:l1], do[j, l0:l1]
+                        p = q @ kb.T
+                        bias = P.bias(j, l0, l1, s0, s1)
+                        if bias is not None:
+                            p += bias
+                        p -= lse[j, l0:l1, None]
+                        np.exp(p, out=p)
+                        dv_b += p.T @ g
+                        ds = g @ vb.T
+                        ds -= delta[j, l0:l1, None]
+                        ds *= p
+                        dq[j, l0:l1] += ds @ kb
+                        dk_b += ds.T @ q  # q already carries the scale
+                dk[h, s0:s1] = dk_b
+                dv[h, s0:s1] = dv_b
+
+    parallel_for(dk.shape[0], head)
+    dq *= dt.type(P.scale)
+    B = query.size(0)
+    dq = dq.reshape(B, P.Hq, L, E).astype(query._dtype._np, copy=False)
+    dk = dk.reshape(B, P.Hk, S, E).astype(key._dtype._np, copy=False)
+    dv = dv.reshape(B, P.Hk, S, Ev).astype(value._dtype._np, copy=False)
+    return wrap(dq), wrap(dk), wrap(dv)
