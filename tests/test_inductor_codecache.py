@@ -184,7 +184,7 @@ def test_compile_command_and_features(cache):
     assert cmd[i + 1:i + 3] == ["-o", "k.so"]
     # libraries come after the source so the linker resolves its references
     assert all(cmd.index(lib) > i for lib in feats["libs"])
-    assert set(feats) >= {"compiler", "origin", "version", "march_native", "openmp",
+    assert set(feats) >= {"compiler", "origin", "version", "vec_isa", "openmp",
                           "openmp_simd", "mvec", "dropped"}
     assert feats["origin"] in ("cc", "gcc")
 
@@ -391,3 +391,44 @@ def test_concurrent_processes_build_the_same_source(cache, tmp_path):
     mod = codecache.CppCodeCache.load(src, "ember_cc_race")
     assert mod.add(1, 2) == 3
     assert codecache.counters == {"disk_hit": 1}
+
+
+_SIMD_LOOP = textwrap.dedent("""
+    void scale_add(float *restrict out, const float *restrict a, long n) {
+        #pragma omp simd
+        for (long i = 0; i < n; i++) out[i] = a[i] * 2.0f + 1.0f;
+    }
+    """)
+
+
+def _disassembly(mod):
+    return subprocess.run(["objdump", "-d", mod.__file__], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None or
+                    __import__("platform").machine() not in ("x86_64", "AMD64"),
+                    reason="reads x86 machine code with objdump")
+@pytest.mark.parametrize("capability", ["DEFAULT", "AVX2", "AVX512"])
+def test_cpu_capability_picks_the_kernels_vector_isa(cache, monkeypatch, capability):
+    """ATEN_CPU_CAPABILITY steers compiled kernels: DEFAULT builds use no AVX registers, AVX2
+    builds 256-bit ones and no 512-bit ones; the CPU's own level builds with -march=native."""
+    import ember.backends.cpu as cpu
+    from ember._inductor import cpu_vec_isa
+    hardware = cpu._hardware_capability()
+    order = ["DEFAULT", "AVX2", "AVX512"]
+    if hardware not in order or order.index(capability) > order.index(hardware):
+        pytest.skip(f"this CPU's capability is {hardware}")
+    monkeypatch.setattr(cpu, "_capability", capability)
+    isa = cpu_vec_isa.pick_vec_isa()
+    assert isa.capability == capability and bool(isa) == (capability != "DEFAULT")
+    assert isa.bit_width == {"DEFAULT": 0, "AVX2": 256, "AVX512": 512}[capability]
+    cmd = codecache.compile_command("k.c", "k.so")
+    assert ("-march=native" in cmd) == (capability == hardware)
+    if capability != hardware:
+        assert all(f in cmd for f in isa.arch_flags)
+    name = f"ember_cc_isa_{capability.lower()}"
+    mod = codecache.CppCodeCache.load(module_source(name, _SIMD_LOOP), name)
+    asm = _disassembly(mod)
+    assert ("%ymm" in asm) == (capability != "DEFAULT")
+    assert "%zmm" not in asm or capability == "AVX512"

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 
+from ember._inductor import cpu_vec_isa
 from ember._inductor.exc import CppCompileError, InvalidCxxCompiler
 
 __all__ = ["CFLAGS", "LIBS", "cache_dir", "compile_command", "compiler_features",
@@ -31,16 +32,25 @@ __all__ = ["CFLAGS", "LIBS", "cache_dir", "compile_command", "compiler_features"
 
 log = logging.getLogger(__name__)
 
-# The compile line for generated kernels. Not -ffast-math: it would let gcc assume no NaN/inf;
-# -fno-math-errno and -fno-trapping-math are the parts of it that keep IEEE results and still
-# let gcc vectorise math calls (through libmvec, for functions the generated code declares
-# with __attribute__((simd("notinbranch")))).
-CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp", "-fPIC",
-          "-shared", "-Wall", "-std=gnu11")
+# The compile line for generated kernels, after the vector ISA's flags (cpu_vec_isa.build_flags:
+# -march=native, or the explicit flags of a lower ATEN_CPU_CAPABILITY). Not -ffast-math: it
+# would let gcc assume no NaN/inf; -fno-math-errno and -fno-trapping-math are the parts of it
+# that keep IEEE results and still let gcc vectorise math calls (through libmvec, for functions
+# the generated code declares with __attribute__((simd("notinbranch")))).
+CFLAGS = ("-O3", "-fno-math-errno", "-fno-trapping-math", "-fopenmp", "-fPIC", "-shared",
+          "-Wall", "-std=gnu11")
 LIBS = ("-lm", "-lmvec")
-# Flags a compiler may not have (clang on macOS: no -fopenmp, no libmvec); probed once per
-# process and dropped when rejected. Every other flag is required.
-_OPTIONAL = {"march_native": "-march=native", "openmp": "-fopenmp", "mvec": "-lmvec"}
+# Flags a compiler may not have (clang on macOS: no -fopenmp, no libmvec; a compiler without
+# the ISA's flags); probed once per compiler and dropped when rejected. Every other flag is
+# required.
+_OPTIONAL = {"openmp": ("-fopenmp",), "mvec": ("-lmvec",)}
+
+
+def _optional():
+    """The optional flag groups by feature name, the vector ISA's first."""
+    return {"vec_isa": cpu_vec_isa.build_flags(), **_OPTIONAL}
+
+
 # macOS links extension modules against the interpreter's symbols at load time
 _PLATFORM_LDFLAGS = ("-undefined", "dynamic_lookup") if sys.platform == "darwin" else ()
 _EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
@@ -48,7 +58,7 @@ _EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 counters = collections.Counter()
 
 _lock = threading.Lock()
-_compilers = {}        # compiler argv -> its description (version, flags in use, features)
+_compilers = {}  # (compiler argv, vector ISA flags) -> its description (version, flags, features)
 
 
 def cache_dir():
@@ -117,28 +127,30 @@ class _ProbeFailed(Exception):
 
 def _probe(argv):
     """Which optional flags this compiler accepts: first everything at once (the usual case, one
-    compile), then, if that fails, the required flags alone and each optional flag on top.
+    compile), then, if that fails, the required flags alone and each optional group on top.
     ``mvec`` also asks that the probe's ``__attribute__((simd("notinbranch")))`` declaration
     draws no warning (gcc takes it; a compiler that ignores it would warn under -Wall), since
     that is what the codegen emits when ``mvec`` is on."""
+    optional = _optional()
+    isa = optional["vec_isa"]
     with tempfile.TemporaryDirectory(prefix="ember_cc_probe_") as tmpdir:
-        ok, output = _try_compile(argv, CFLAGS, LIBS, tmpdir)
+        ok, output = _try_compile(argv, isa + CFLAGS, LIBS, tmpdir)
         if ok and not output:
-            return {name: True for name in _OPTIONAL} | {"openmp_simd": False}
-        optional = set(_OPTIONAL.values())
-        base_flags = tuple(f for f in CFLAGS if f not in optional)
-        base_libs = tuple(f for f in LIBS if f not in optional)
+            return {name: True for name in optional} | {"openmp_simd": False}
+        dropped = {f for group in optional.values() for f in group}
+        base_flags = tuple(f for f in CFLAGS if f not in dropped)
+        base_libs = tuple(f for f in LIBS if f not in dropped)
         ok, output = _try_compile(argv, base_flags, base_libs, tmpdir)
         if not ok:
             raise _ProbeFailed(f"cannot build a trivial shared library with "
                                f"{' '.join(base_flags + base_libs)}: {output}")
         features = {}
-        for name, flag in _OPTIONAL.items():
+        for name, group in optional.items():
             if name == "mvec":
-                ok, output = _try_compile(argv, base_flags, base_libs + (flag,), tmpdir)
+                ok, output = _try_compile(argv, base_flags, base_libs + group, tmpdir)
                 features[name] = ok and not output
             else:
-                features[name] = _try_compile(argv, base_flags + (flag,), base_libs, tmpdir)[0]
+                features[name] = _try_compile(argv, group + base_flags, base_libs, tmpdir)[0]
         # without the OpenMP runtime, -fopenmp-simd still honours `#pragma omp simd`
         features["openmp_simd"] = (not features["openmp"] and
                                    _try_compile(argv, base_flags + ("-fopenmp-simd",),
@@ -161,8 +173,9 @@ def _describe(origin, argv, lang):
         return None, f"'{path} --version' exited with {proc.returncode}: {proc.stdout.strip()}"
     version = proc.stdout.strip()
     argv = argv + lang
+    optional = _optional()
     ident = hashlib.sha256(json.dumps([list(argv), os.path.realpath(path), version, CFLAGS, LIBS,
-                                       sys.platform]).encode()).hexdigest()
+                                       optional, sys.platform]).encode()).hexdigest()
     probe_file = os.path.join(cache_dir(), "compilers", f"{ident}.json")
     try:
         with open(probe_file) as f:
@@ -173,8 +186,8 @@ def _describe(origin, argv, lang):
         except _ProbeFailed as e:
             return None, str(e)
         write_atomic(probe_file, json.dumps(features))
-    dropped = [flag for name, flag in _OPTIONAL.items() if not features.get(name)]
-    flags = tuple(f for f in CFLAGS if f not in dropped)
+    dropped = [f for name, group in optional.items() if not features.get(name) for f in group]
+    flags = tuple(f for f in optional["vec_isa"] + CFLAGS if f not in dropped)
     if features.get("openmp_simd"):
         flags += ("-fopenmp-simd",)
     libs = tuple(f for f in LIBS if f not in dropped)
@@ -194,8 +207,9 @@ def _compiler():
         if not argv:
             tried.append((origin, "", "empty"))
             continue
+        key = (argv + lang, cpu_vec_isa.build_flags())
         with _lock:
-            info = _compilers.get(argv + lang)
+            info = _compilers.get(key)
         if info is not None:
             return info
         info, why = _describe(origin, argv, lang)
@@ -203,14 +217,15 @@ def _compiler():
             tried.append((origin, " ".join(argv), why))
             continue
         with _lock:
-            _compilers[argv + lang] = info
+            _compilers[key] = info
         return info
     raise InvalidCxxCompiler(tried)
 
 
 def compiler_features():
     """What the compiler in use supports, as a dict: ``compiler`` (argv), ``origin`` (``CC``,
-    ``CXX``, ``cc`` or ``gcc``), ``path``, ``version``, the booleans ``march_native``, ``openmp``,
+    ``CXX``, ``cc`` or ``gcc``), ``path``, ``version``, the booleans ``vec_isa`` (the vector ISA's flags are taken: see
+    ``cpu_vec_isa``), ``openmp``,
     ``openmp_simd`` (the fallback when the OpenMP runtime is missing) and ``mvec`` (glibc's vector
     math library links and ``__attribute__((simd))`` math declarations are taken), and
     ``dropped``, the flags of ``CFLAGS``/``LIBS`` left out. Raises ``InvalidCxxCompiler``."""

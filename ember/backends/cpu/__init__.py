@@ -1,5 +1,6 @@
 """``ember.backends.cpu``: the vector instruction set of this CPU, as PyTorch's dispatch stubs
 name it (``get_cpu_capability``)."""
+import functools
 import os
 import platform
 import warnings
@@ -32,14 +33,18 @@ def _sve_length_bits():
         return 0
 
 
+def _arch():
+    """(machine, is x86, is ARM)."""
+    machine = platform.machine().lower()
+    return machine, machine in ("x86_64", "amd64", "i386", "i686"), machine in ("aarch64", "arm64")
+
+
 def _compute():
     """PyTorch's ``compute_cpu_capability`` (aten/src/ATen/native/DispatchStub.cpp): an
     ``ATEN_CPU_CAPABILITY`` of a level this architecture has kernels for wins (PyTorch does not
     check the hardware then), an unknown value is ignored with a warning; otherwise the CPU's
     features decide."""
-    machine = platform.machine().lower()
-    x86 = machine in ("x86_64", "amd64", "i386", "i686")
-    arm = machine in ("aarch64", "arm64")
+    machine, x86, arm = _arch()
     env = os.environ.get("ATEN_CPU_CAPABILITY")
     if env is not None:
         if x86 and env == "avx512":
@@ -58,6 +63,13 @@ def _compute():
         if env == "default":
             return "DEFAULT"
         warnings.warn(f"ignoring invalid value for ATEN_CPU_CAPABILITY: {env}")
+    return _hardware_capability()
+
+
+@functools.lru_cache(maxsize=None)
+def _hardware_capability():
+    """The best level this CPU's features allow (what no ``ATEN_CPU_CAPABILITY`` gives)."""
+    machine, x86, arm = _arch()
     flags = _cpu_flags()
     if x86:
         if {"avx512vl", "avx512bw", "avx512dq", "fma"} <= flags:
