@@ -1,5 +1,5 @@
 """Generated code reads like code: every generated function (bindings, operator methods,
-normalizers, dispatcher call paths, autograd kernels, derivative formulas) has its source
+normalizers, dispatcher call paths, autograd kernels and recorders, derivative formulas) has its source
 registered, so tracebacks show a line for every frame and ``inspect.getsource`` works."""
 import inspect
 import traceback
@@ -37,6 +37,7 @@ def test_error_through_an_operator_method_and_autograd_kernel():
     files = _assert_every_frame_has_source(info.value)
     assert "<ember operator Tensor.__mul__>" in files
     assert "<ember autograd kernel aten::mul.Tensor>" in files
+    assert "<ember autograd recorder aten::mul.Tensor>" in files  # x requires grad: it records
 
 
 def test_error_inside_a_derivative_formula_shows_the_formula():

@@ -36,7 +36,7 @@ from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
-from .graph import Node, SavedTensor, gradient_edge
+from .graph import Node, SavedTensor, _seq, gradient_edge
 from .views import check_view_inplace, mark_no_grad_views, track_views
 from .._core.codegen import compile_source
 
@@ -207,7 +207,8 @@ class GeneratedNode(Node):
     _info = None
 
     def __init__(self):
-        Node.__init__(self)  # not super(): one node per recorded op, the cheaper call counts
+        # Node.__init__'s one line, inlined: one node per recorded op, every call counts
+        self._sequence_nr = next(_seq.next)
         self._saved = {}
 
     def release_variables(self):
@@ -452,6 +453,8 @@ def make_autograd_kernel(entry, info, inplace=False):
     plan = _KernelPlan(entry, info, inplace)
     post = _view_post(plan)
     record = _recorder(plan, _reverse_recorder(plan), post)
+    if plan.straight:
+        record = _generate_recorder(plan, record)
     return _generate_kernel(entry, info.diff_args, entry.schema.arguments, record, post,
                             plan.multi_output)
 
@@ -480,6 +483,9 @@ class _KernelPlan:
         self.is_view = (not inplace and bool(info.diff_args) and self.diff_mask[0] and
                         any(r.alias and not r.is_write for r in schema.returns))
         self.multi_output = self.is_view and self.multi
+        # The common case (one output, no Tensor[] inputs, not in place, not a view) also gets
+        # its recording as generated straight-line code: :func:`_generate_recorder`.
+        self.straight = not (inplace or self.multi or self.is_view or self.slices is None)
 
 
 def _reverse_recorder(plan):
@@ -529,6 +535,88 @@ def _reverse_recorder(plan):
         _save(node, save_plan, a, outs, pre)
         return out
     return rev_record
+
+
+def _generate_recorder(plan, general):
+    """``record(ks, a)`` for a :attr:`_KernelPlan.straight` op as straight-line code: what
+    :func:`_forward_below`, :func:`_collect_edges`, :func:`_set_history` and :func:`_save` do,
+    unrolled over this op's arguments. Calls under forward AD take the ``general`` recorder."""
+    info = plan.info
+    lines = [
+        "def record(ks, a):",
+        "    if _fwv:  # forward-AD levels are live: tangents may need propagating",
+        "        return _general(ks, a)",
+        "    ex = _state.excluded",
+        "    _state.excluded = ex | _AUTOGRAD_BITS  # run the op below the autograd layer",
+        "    try:",
+        f"        k = _rcache.get(ks & {BELOW_AUTOGRAD})",
+        "        if k is None:",
+        f"            k = _resolve(ks & {BELOW_AUTOGRAD}, 'redispatch')",
+        "        out = k(*a)",
+        "    finally:",
+        "        _state.excluded = ex",
+        "    node = _Node()",
+    ]
+    edges, metas = [], []
+    for n, i in enumerate(info.diff_args):
+        t = f"a[{i}]"
+        lines += [
+            f"    t = {t}",
+            "    if getattr(t, '_requires_grad', False):",
+            "        fn = t._grad_fn",
+            # gradient_edge, inlined for the common case: a non-view output of another op
+            f"        e{n} = (fn, t._output_nr) if fn is not None and t._autograd is None "
+            "else _gradient_edge(t)",
+            f"        m{n} = (t._size, t._dtype)",
+            "    else:",
+            f"        e{n}, m{n} = _NO_EDGE, None",
+        ]
+        edges.append(f"e{n}")
+        metas.append(f"m{n}")
+    comma = "," if len(edges) == 1 else ""
+    lines += [
+        f"    node._next = ({', '.join(edges)}{comma})",
+        f"    node._edge_meta = ({', '.join(metas)}{comma})",
+        "    node._edge_slices = _slices",
+        "    node._is_list_arg = _is_list_arg",
+        "    if _anomaly._state.enabled:",
+        "        _anomaly.record_trace(node)",
+        "    if hasattr(out, '_keyset'):",
+        "        node._out_meta = ((out._size, out._dtype, out._device),)",
+    ]
+    if plan.diff_mask[0]:
+        lines += [
+            "        d = out._dtype",
+            "        if d.is_floating_point or d.is_complex:",
+            "            out._grad_fn = node",
+            "            out._output_nr = 0",
+            "            out._requires_grad = True",
+        ]
+    lines += ["    else:", "        node._out_meta = (None,)",
+              # saved after the history is set, as _reverse_recorder explains
+              "    saved = node._saved"]
+    arg_items, derived, results = plan.save_plan
+    for i, name in arg_items:
+        lines += [f"    v = a[{i}]",
+                  f"    saved[{name!r}] = (_SavedTensor(v, False, None) if hasattr(v, '_keyset') "
+                  "else _save_value(v, False, None))"]
+    ns = {"_fwv": _fw.visible, "_general": general, "_state": _state,
+          "_AUTOGRAD_BITS": AUTOGRAD_BITS, "_rcache": plan.entry.rcache,
+          "_resolve": plan.entry.resolve, "_Node": plan.node_cls, "_gradient_edge": gradient_edge,
+          "_NO_EDGE": (None, 0), "_slices": plan.slices, "_is_list_arg": plan.is_list_arg,
+          "_anomaly": anomaly_mode, "_SavedTensor": SavedTensor, "_save_value": _save_value}
+    for n, (i, name, fn) in enumerate(derived):
+        ns[f"_derived{n}"] = fn
+        lines += [f"    v = a[{i}]",
+                  f"    saved[{name!r}] = _derived{n}(v) if hasattr(v, '_keyset') else None"]
+    for name, _ in results:  # the single output (straight ops have one)
+        lines.append(f"    saved[{name!r}] = _save_value(out, True, {info.node_cls.__name__!r})")
+    lines.append("    return out")
+    src = "\n".join(lines) + "\n"
+    compile_source(src, f"<ember autograd recorder {plan.entry.qualname}>", ns)
+    fn = ns["record"]
+    fn._source = src
+    return fn
 
 
 def _view_post(plan):
