@@ -65,3 +65,19 @@ def test_one_thread_runs_in_the_caller(monkeypatch):
     threads = set()
     parallel.parallel_for(5, lambda i: threads.add(threading.get_ident()))
     assert threads == {threading.get_ident()}
+
+
+def test_nested_parallel_for_runs_serially_inside_a_chunk(two_threads):
+    inner_threads = []
+
+    def inner(i):
+        inner_threads.append(threading.get_ident())
+
+    def outer(i):
+        assert parallel.in_parallel_region()
+        before = len(inner_threads)
+        me = threading.get_ident()
+        parallel.parallel_for(4, inner)  # would deadlock if it waited for the busy pool
+        assert inner_threads[before:].count(me) >= 4
+    parallel.parallel_for(6, outer)
+    assert len(inner_threads) == 24 and not parallel.in_parallel_region()

@@ -14,15 +14,22 @@ Everything is built from three NumPy primitives on channels-last copies of the d
   forward convolution of the gradient with the flipped kernel, otherwise the GEMM
   ``grad_out^T @ weight`` followed by a col2im (one strided add per kernel offset).
 
+The chunks of samples (at least one per thread, each padding and copying its own samples) run
+on ``ember.get_num_threads()`` threads through :func:`ember._core.parallel.parallel_for`, each
+GEMM on one BLAS thread: the column copies then run in parallel too, where a BLAS pool would
+only share the products.
+
 A transposed convolution is the input gradient of the regular convolution whose weight it
 shares, and its backward uses the forward/weight-gradient primitives, as in ATen.
 """
+import functools
 import itertools
 import math
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..._core.parallel import num_threads, parallel_for
 from ._util import nd, wrap
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
@@ -66,7 +73,8 @@ def _windows(x, ksize, stride, padding, dilation, groups, out):
 
 
 def _chunks(n, per_sample_bytes):
-    step = max(1, _CHUNK_BYTES // max(1, per_sample_bytes))
+    """Sample ranges of about _CHUNK_BYTES of columns, at least one per thread."""
+    step = max(1, min(_CHUNK_BYTES // max(1, per_sample_bytes), -(-n // num_threads())))
     return [(i, min(n, i + step)) for i in range(0, n, step)]
 
 
@@ -95,11 +103,15 @@ def _conv_forward(x, w, stride, padding, dilation, groups):
     ksize = w.shape[2:]
     out = _conv_out(x.shape[2:], ksize, stride, padding, dilation)
     m = math.prod(out)
-    view = _windows(x, ksize, stride, padding, dilation, groups, out)
     wm = _wmat(w, groups)[:, None]  # (G, 1, Og, K)
     y = np.empty((n, groups, o // groups, m), np.result_type(x, w))
-    for n0, n1 in _chunks(n, m * wm.shape[-1] * groups * x.itemsize):
-        np.matmul(wm, np.swapaxes(_cols(view, n0, n1), -1, -2), out=y[n0:n1].swapaxes(0, 1))
+    chunks = _chunks(n, m * wm.shape[-1] * groups * x.itemsize)
+
+    def chunk(i):  # pads, copies and multiplies its own samples: the chunks run in parallel
+        n0, n1 = chunks[i]
+        view = _windows(x[n0:n1], ksize, stride, padding, dilation, groups, out)
+        np.matmul(wm, np.swapaxes(_cols(view, 0, n1 - n0), -1, -2), out=y[n0:n1].swapaxes(0, 1))
+    parallel_for(len(chunks), chunk)
     return y.reshape(n, o, *out)
 
 
@@ -133,13 +145,17 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
     g = gy.reshape(n, groups, o // groups, -1)
     dxp = np.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], groups, cg),
                    np.result_type(gy, w))
-    for n0, n1 in _chunks(n, math.prod(out) * wm.shape[-1] * groups * gy.itemsize):
+    chunks = _chunks(n, math.prod(out) * wm.shape[-1] * groups * gy.itemsize)
+
+    def chunk(i):  # each chunk writes its own samples of dxp
+        n0, n1 = chunks[i]
         dcols = np.matmul(g[n0:n1].transpose(1, 0, 3, 2), wm)  # (G, n, M, K*Cg)
         cols = np.moveaxis(dcols.reshape(groups, n1 - n0, *out, *ksize, cg), 0, 1 + 2 * k)
         for offs in itertools.product(*[range(kk) for kk in ksize]):
             dst = (slice(n0, n1), *[slice(f * d, f * d + st * (m - 1) + 1, st) for f, d, st, m in
                                     zip(offs, dilation, stride, out)])
             dxp[dst] += cols[(slice(None),) * (1 + k) + offs]
+    parallel_for(len(chunks), chunk)
     dxp = dxp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])]
     return np.ascontiguousarray(np.moveaxis(dxp.reshape(n, *s, c), -1, 1))
 
@@ -147,15 +163,20 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
 def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     """gw (O, Cg, *K) = sum over column chunks of grad (G, Og, M) @ cols (G, M, K*Cg)."""
     n, o, *out = gy.shape
-    view = _windows(x, w_shape[2:], stride, padding, dilation, groups, out)
     g = gy.reshape(n, groups, o // groups, -1)
     kc = math.prod(w_shape[2:]) * w_shape[1]
-    gw = np.zeros((groups, o // groups, kc), np.result_type(x, gy))
-    for n0, n1 in _chunks(n, math.prod(out) * kc * groups * x.itemsize):
-        cols = _cols(view, n0, n1).reshape(groups, -1, kc)  # (G, n*M, K*Cg)
+    chunks = _chunks(n, math.prod(out) * kc * groups * x.itemsize)
+    partial = [None] * len(chunks)  # per chunk, summed after: threads never add into one array
+
+    def chunk(i):
+        n0, n1 = chunks[i]
+        view = _windows(x[n0:n1], w_shape[2:], stride, padding, dilation, groups, out)
+        cols = _cols(view, 0, n1 - n0).reshape(groups, -1, kc)  # (G, n*M, K*Cg)
         gc = np.ascontiguousarray(g[n0:n1].transpose(1, 2, 0, 3)).reshape(groups, o // groups,
                                                                           -1)
-        gw += np.matmul(gc, cols)
+        partial[i] = np.matmul(gc, cols)
+    parallel_for(len(chunks), chunk)
+    gw = functools.reduce(np.add, partial)
     gw = gw.reshape(o, *w_shape[2:], w_shape[1])
     return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
 
