@@ -35,7 +35,10 @@ def zeros_from_meta(meta):
 def _conj(x):
     """``x.conj()`` for tensors (a no-op on real ones); Python numbers pass through (a complex
     Python number is conjugated too)."""
-    return x.conjugate() if _is_number(x) else x.conj()
+    if _is_number(x):
+        return x.conjugate()
+    # Tensor::conj() returns a real tensor itself without a dispatcher call; so does this
+    return x.conj() if x._dtype.is_complex else x
 
 
 def maybe_multiply(grad, s):

@@ -119,6 +119,7 @@ class DerivativeInfo:
         used = {}  # a dict as an ordered set
         derived = set()
         compiled = []
+        sources = []  # the formulas as compiled (derived values renamed), for _generate_apply
         for names, text in formulas:
             src = _DERIVED_RE.sub(lambda m: self._derived_name(m, derived), text)
             try:
@@ -131,7 +132,9 @@ class DerivativeInfo:
             for _, n in found:  # in order of appearance: PyTorch saves in that order
                 used.setdefault(n)
             compiled.append(([self.arg_names.index(n) for n in names], code, text))
+            sources.append(src)
         self.formulas = compiled
+        self.formula_sources = sources
         self.saved_args = [self.arg_names.index(n) for n in used if n in self.arg_names]
         self.saved_derived = sorted((self.arg_names.index(a), a, attr) for a, attr in derived
                                     if a in self.arg_names)
@@ -290,7 +293,73 @@ def _make_node_class(info):
     for name in saved:
         attrs[f"_saved_{name}"] = _saved_property(name)
     attrs["_saved_names"] = tuple(saved)
+    if not any(info.schema.arguments[i].is_list for i in info.diff_args):
+        attrs["apply"] = _first_apply  # one edge per differentiable input: straight-line apply
     return type(info.node_name, (GeneratedNode,), attrs)
+
+
+def _first_apply(node, grads):
+    """The first ``apply`` of a node class with one edge per differentiable input: generate the
+    class's straight-line apply (:func:`_generate_apply`), install it, run it."""
+    cls = type(node)
+    cls.apply = _generate_apply(cls)
+    return cls.apply(node, grads)
+
+
+def _unpack_saved(node, v):
+    """A saved value as the formula sees it (``GeneratedNode._unpack`` on the value)."""
+    if v.__class__ is SavedTensor:
+        return v.unpack(node)
+    if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
+        return [s.unpack(node) for s in v]
+    return v
+
+
+def _materialize(node, grads):
+    """Undefined gradients of outputs with metadata as zeros (``GeneratedNode.apply``'s rule)."""
+    return [g if g is not None or m is None else _formulas.zeros_from_meta(m)
+            for g, m in zip(grads, node._out_meta)]
+
+
+def _generate_apply(cls):
+    """PyTorch's generated ``XxxBackward0::apply``, as Python: every saved value unpacked, then
+    each formula whose inputs need a gradient, on one line (``<ember derivative of ...>`` in
+    tracebacks), writing its edge. What :meth:`GeneratedNode.apply` does, without the generic
+    dictionaries and loops."""
+    info = cls._info
+    _formulas.ensure_namespace()
+    _formulas.NAMESPACE["_DERIVED"] = _DERIVED
+    edge = {i: k for k, i in enumerate(info.diff_args)}
+    fname = f"_apply_{cls.__name__}"
+    lines = [f"def {fname}(_node, grads):"]
+    # (unrolled: the formulas' namespace has ember's any, not Python's)
+    undefined = " or ".join(f"grads[{i}] is None" for i in range(len(info.returns)))
+    lines += [f"    if {undefined}:",
+              "        grads = _ember_materialize(_node, grads)", "    _saved = _node._saved"]
+    # all saved values first, as PyTorch's generated code: a stale one raises even if unused
+    lines += [f"    {n} = _ember_unpack(_node, _saved[{n!r}])" for n in cls._saved_names]
+    lines.append("    grad = grads[0]")
+    lines += [f"    grad_{r.name} = grads[{i}]" for i, r in enumerate(info.returns) if r.name]
+    lines += ["    _nxt = _node._next", f"    _out = [None] * {len(info.diff_args)}"]
+    for (arg_idx, _code, _text), src in zip(info.formulas, info.formula_sources):
+        ks = [edge[i] for i in arg_idx]
+        needed = [f"_nxt[{k}][0] is not None" for k in ks]
+        lines.append(f"    if {' or '.join(needed)}:")
+        if info.uses_grad_input_mask:
+            lines.append(f"        grad_input_mask = [{', '.join(needed)}]")
+        if len(ks) == 1:
+            lines.append(f"        _out[{ks[0]}] = {src}")
+        else:
+            lines.append(f"        for _k, _v in zip({tuple(ks)}, {src}): _out[_k] = _v")
+    lines.append("    return _out")
+    src = "\n".join(lines) + "\n"
+    ns = _formulas.NAMESPACE
+    ns.setdefault("_ember_unpack", _unpack_saved)
+    ns.setdefault("_ember_materialize", _materialize)
+    compile_source(src, f"<ember derivative of {info.schema}>", ns)
+    fn = ns.pop(fname)
+    fn._source = src
+    return fn
 
 
 # ---------------------------------------------------------------------------------------------
