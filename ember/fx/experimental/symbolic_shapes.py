@@ -1,0 +1,310 @@
+"""``ShapeEnv``: the symbols behind symbolic sizes, their value ranges, and the guards taken.
+
+A tensor made symbolic gets one sympy symbol per dynamic dimension (``s0``, ``s1``, ... in
+creation order, positive integers). Two rules from PyTorch decide which dims get one:
+
+* **0/1 specialisation** — sizes 0 and 1 are never symbolic (broadcasting and emptiness depend
+  on them), so every symbol's range starts at 2;
+* **duck sizing** — dimensions with the same size share one symbol (``x: [s0, s1]``,
+  ``y: [s0]`` when ``x.size(0) == y.size(0)``), and a guard checks they stay equal.
+
+When a program needs a concrete answer (``bool(s0 > 4)``, ``int(s0)``), :meth:`evaluate_expr`
+first tries to decide it from the ranges alone (``s0 >= 2`` always holds: no guard); otherwise
+it records the answer for the example inputs as a guard and returns it. A guard relating one
+symbol to a constant narrows that symbol's range instead of being kept on its own.
+:meth:`produce_guards` turns ranges, duck-sizing equalities and the recorded guards into
+Python expressions over the inputs' sizes, which Dynamo compiles into its guard function.
+"""
+import enum
+import traceback
+
+import sympy
+from sympy.printing.str import StrPrinter
+
+from ..._core.symint import SymBool, SymInt, hint_int, is_symbolic
+from .sym_node import SymNode
+
+__all__ = ["ShapeEnv", "SymInt", "SymBool", "DimDynamic", "StatelessSymbolicContext",
+           "ShapeGuard", "guard_int", "guard_bool", "has_free_symbols", "is_symbolic",
+           "hint_int", "free_symbols"]
+
+
+class DimDynamic(enum.Enum):
+    DYNAMIC = 0
+    DUCK = 1
+    STATIC = 2
+
+
+class StatelessSymbolicContext:
+    """Which dimensions of a tensor become symbolic (PyTorch's class of the same name);
+    ``dynamic_sizes`` holds one ``DimDynamic`` per dimension."""
+
+    def __init__(self, dynamic_sizes, constraint_sizes=None):
+        self.dynamic_sizes = list(dynamic_sizes)
+        self.constraint_sizes = constraint_sizes
+
+
+class ShapeGuard:
+    __slots__ = ("expr", "stack")
+
+    def __init__(self, expr, stack):
+        self.expr, self.stack = expr, stack
+
+    def __repr__(self):
+        return f"ShapeGuard({self.expr})"
+
+
+def guard_int(x):
+    return int(x)
+
+
+def guard_bool(x):
+    return bool(x)
+
+
+def has_free_symbols(x):
+    return isinstance(x, (SymInt, SymBool)) and bool(x.node.expr.free_symbols)
+
+
+def free_symbols(x):
+    return x.node.expr.free_symbols if is_symbolic(x) else set()
+
+
+class _PythonPrinter(StrPrinter):
+    """sympy to Python source with each symbol replaced by how to read it."""
+
+    def __init__(self, names):
+        super().__init__()
+        self.names = names
+
+    def _print_Symbol(self, s):
+        return self.names.get(s, s.name)
+
+    def _print_floor(self, e):
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        if den == 1:
+            return self._print(num)
+        return f"(({self._print(num)}) // ({self._print(den)}))"
+
+    def _print_Mod(self, e):
+        return f"(({self._print(e.args[0])}) % ({self._print(e.args[1])}))"
+
+    def _print_Relational(self, e):
+        op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[e.rel_op]
+        return f"{self._print(e.lhs)} {op} {self._print(e.rhs)}"
+
+    def _print_Not(self, e):
+        return f"not ({self._print(e.args[0])})"
+
+    def _print_And(self, e):
+        return " and ".join(f"({self._print(a)})" for a in e.args)
+
+    def _print_Or(self, e):
+        return " or ".join(f"({self._print(a)})" for a in e.args)
+
+    def _print_Max(self, e):
+        return f"max({', '.join(self._print(a) for a in e.args)})"
+
+    def _print_Min(self, e):
+        return f"min({', '.join(self._print(a) for a in e.args)})"
+
+
+class ShapeEnv:
+    """See the module docstring."""
+
+    def __init__(self, *, duck_shape=True, specialize_zero_one=True):
+        self.duck_shape = duck_shape
+        self.specialize_zero_one = specialize_zero_one
+        self.var_to_val = {}      # symbol -> its value for the example inputs
+        self.var_to_range = {}    # symbol -> [lower, upper] (upper may be sympy.oo)
+        self.var_to_sources = {}  # symbol -> sources of the sizes it stands for
+        self.val_to_var = {}      # duck sizing: size -> the symbol that has it
+        self.guards = []          # ShapeGuard: relations kept as they were taken
+        self._decided = {}        # expression -> answer (each guard is taken once)
+
+    # -- creating symbols ---------------------------------------------------------------------
+    def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK):
+        """The sympy expression for a size ``val`` read from ``source``: an Integer for 0/1
+        and static dims, else a (possibly shared) symbol."""
+        if dynamic_dim is DimDynamic.STATIC or \
+                (self.specialize_zero_one and val in (0, 1)):
+            return sympy.Integer(val)
+        if self.duck_shape and dynamic_dim is DimDynamic.DUCK and val in self.val_to_var:
+            sym = self.val_to_var[val]
+            self.var_to_sources[sym].append(source)
+            return sym
+        sym = sympy.Symbol(f"s{len(self.var_to_val)}", positive=True, integer=True)
+        self.var_to_val[sym] = val
+        self.var_to_range[sym] = [2 if self.specialize_zero_one else 0, sympy.oo]
+        self.var_to_sources[sym] = [source]
+        if dynamic_dim is DimDynamic.DUCK:
+            self.val_to_var[val] = sym
+        return sym
+
+    def create_symint(self, expr, hint):
+        return SymNode(sympy.sympify(expr), self, int, hint).wrapped()
+
+    def create_symbolic_sizes_strides(self, t, source, dynamic_sizes):
+        """Sizes (SymInts where dynamic) and strides for a tensor like ``t`` read from
+        ``source``; a stride that is the contiguous stride of the sizes after it is that
+        product of (symbolic) sizes, any other stays the concrete number."""
+        from ..._dynamo.source import TensorProperty, TensorPropertySource
+        exprs = [self.create_symbol(v, TensorPropertySource(source, TensorProperty.SIZE, i), d)
+                 for i, (v, d) in enumerate(zip(t._size, dynamic_sizes))]
+        sizes = tuple(self.create_symint(e, v) for e, v in zip(exprs, t._size))
+        strides, acc, acc_hint = [], sympy.Integer(1), 1
+        for i in range(len(sizes) - 1, -1, -1):
+            if t._stride[i] == acc_hint:
+                strides.append(self.create_symint(acc, acc_hint))
+            else:
+                strides.append(t._stride[i])
+            acc_hint *= max(t._size[i], 1)
+            acc = acc * (exprs[i] if t._size[i] > 0 else 1)
+        return sizes, tuple(reversed(strides))
+
+    # -- deciding -------------------------------------------------------------------------------
+    def _fixed(self, expr):
+        """``expr`` with the symbols whose range is one value replaced by it."""
+        subs = {s: sympy.Integer(r[0]) for s, r in self.var_to_range.items() if r[0] == r[1]}
+        return expr.xreplace(subs) if subs else expr
+
+    def _bounds_diff(self, diff):
+        """(proved >= 0?, proved > 0?, proved <= 0?, proved < 0?) for an integer expression,
+        from the ranges: each symbol is written as lower + u and as upper - u (u >= 0)."""
+        syms = diff.free_symbols
+        lo = {s: self.var_to_range[s][0] + sympy.Dummy(nonnegative=True, integer=True)
+              for s in syms if s in self.var_to_range}
+        d_lo = sympy.expand(diff.xreplace(lo))
+        pos_nonneg, pos_pos = d_lo.is_nonnegative, d_lo.is_positive
+        neg = sympy.expand(-d_lo)
+        res = [pos_nonneg, pos_pos, None, None]
+        if all(self.var_to_range[s][1] != sympy.oo for s in syms if s in self.var_to_range):
+            hi = {s: self.var_to_range[s][1] - sympy.Dummy(nonnegative=True, integer=True)
+                  for s in syms if s in self.var_to_range}
+            d_hi = sympy.expand(diff.xreplace(hi))
+            res[2], res[3] = (-d_hi).is_nonnegative, (-d_hi).is_positive
+        elif neg.is_nonnegative or neg.is_positive:  # e.g. -s0 - 1
+            res[2], res[3] = neg.is_nonnegative, neg.is_positive
+        return res
+
+    def statically_known(self, expr):
+        """True/False when the ranges decide the relation ``expr``, else None."""
+        expr = self._fixed(expr)
+        if expr is sympy.true or expr is sympy.false:
+            return bool(expr)
+        if expr in self._decided:
+            return self._decided[expr]
+        if isinstance(expr, sympy.Not):
+            r = self.statically_known(expr.args[0])
+            return None if r is None else not r
+        if isinstance(expr, (sympy.And, sympy.Or)):
+            rs = [self.statically_known(a) for a in expr.args]
+            if isinstance(expr, sympy.And):
+                return False if False in rs else (True if all(r is True for r in rs) else None)
+            return True if True in rs else (False if all(r is False for r in rs) else None)
+        if not isinstance(expr, sympy.core.relational.Relational):
+            return None
+        ge0, gt0, le0, lt0 = self._bounds_diff(expr.lhs - expr.rhs)
+        op = expr.rel_op
+        if op == ">":
+            return True if gt0 else (False if le0 else None)
+        if op == ">=":
+            return True if ge0 else (False if lt0 else None)
+        if op == "<":
+            return True if lt0 else (False if ge0 else None)
+        if op == "<=":
+            return True if le0 else (False if gt0 else None)
+        if op in ("==", "!="):
+            if gt0 or lt0:
+                return op == "!="
+            if ge0 and le0:
+                return op == "=="
+        return None
+
+    def evaluate_expr(self, expr, hint):
+        """The value of ``expr`` for the example inputs; a guard keeps it so unless the
+        ranges already decide it."""
+        expr = self._fixed(expr)
+        is_bool = isinstance(expr, sympy.logic.boolalg.Boolean)
+        if expr is sympy.true or expr is sympy.false:
+            return bool(expr)
+        if expr.is_number:
+            return int(expr)
+        if is_bool:
+            known = self.statically_known(expr)
+            if known is not None:
+                return known
+            self._add_guard(expr if hint else sympy.Not(expr), bool(hint))
+            self._decided[expr] = bool(hint)
+            return bool(hint)
+        # an int the program needs as a Python int: specialise it
+        self._add_guard(sympy.Eq(expr, hint), True)
+        return hint
+
+    def _add_guard(self, rel, value):
+        """Record a guard; one symbol against a constant narrows its range instead."""
+        if isinstance(rel, sympy.Not) and isinstance(rel.args[0], sympy.core.relational.Relational):
+            rel = rel.args[0].negated
+        if isinstance(rel, sympy.core.relational.Relational) and len(rel.free_symbols) == 1 \
+                and rel.rel_op != "!=" and self._narrow(rel):
+            return
+        self.guards.append(ShapeGuard(rel, traceback.extract_stack()[:-3]))
+
+    def _narrow(self, rel):
+        """Fold a relation of one symbol into its range; False when sympy cannot solve it
+        (``Mod``, ``floor``), and it is kept as a guard instead."""
+        sym = next(iter(rel.free_symbols))
+        r = self.var_to_range[sym]
+        try:
+            if rel.rel_op == "==":
+                vals = sympy.solve(rel, sym)
+                if len(vals) == 1 and vals[0].is_Integer:
+                    r[0] = r[1] = int(vals[0])
+                    return True
+                return False
+            sol = sympy.solve_univariate_inequality(rel, sym, relational=False)
+        except NotImplementedError:
+            return False
+        if not isinstance(sol, sympy.Interval):
+            return False
+        lo = sympy.ceiling(sol.inf) if sol.inf != -sympy.oo else r[0]
+        hi = sympy.floor(sol.sup) if sol.sup != sympy.oo else r[1]
+        if sol.left_open and sol.inf == lo:
+            lo += 1
+        if sol.right_open and sol.sup == hi:
+            hi -= 1
+        r[0], r[1] = max(r[0], int(lo)), min(r[1], hi if hi == sympy.oo else int(hi))
+        return True
+
+    # -- guards as code -------------------------------------------------------------------------
+    def produce_guards(self, *, readable=False):
+        """Python expressions (over each source's ``expr()``, or ``name()`` when
+        ``readable``) that hold for the inputs this trace is valid for."""
+        def show(src):
+            return src.name() if readable else src.expr()
+        names = {s: show(srcs[0]) for s, srcs in self.var_to_sources.items()}
+        printer = _PythonPrinter(names)
+        out = []
+        for s, srcs in self.var_to_sources.items():
+            for other in srcs[1:]:
+                out.append(f"{show(other)} == {names[s]}")
+        for s, (lo, hi) in self.var_to_range.items():
+            if lo == hi:
+                out.append(f"{names[s]} == {lo}")
+                continue
+            out.append(f"{lo} <= {names[s]}" if hi == sympy.oo else
+                       f"{lo} <= {names[s]} <= {hi}")
+        for g in self.guards:
+            e = self._fixed(g.expr)
+            if e is not sympy.true:  # decided by a later specialisation
+                out.append(printer.doprint(e))
+        return out
+
+    def format_guards(self, verbose=False):
+        return "\n".join(f" - {g}" for g in self.produce_guards(readable=True))
+
+    def bound(self, sym):
+        return tuple(self.var_to_range[sym])
+
+    def size_hint(self, expr):
+        return expr.xreplace(self.var_to_val)
