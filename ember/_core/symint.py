@@ -17,6 +17,10 @@ import operator
 __all__ = ["SymInt", "SymBool", "is_symbolic", "prod", "sym_max", "sym_min", "hint_int"]
 
 
+# make_fx(tracing_mode="symbolic") pushes a recorder here while it traces
+_trace_hooks = []
+
+
 def _node(other, like):
     """``other`` as a SymNode in ``like``'s ShapeEnv (ints and bools become constants)."""
     if isinstance(other, (SymInt, SymBool)):
@@ -34,7 +38,11 @@ def _binary(name, reflected=False):
         a, b = self.node, _node(other, self.node)
         if reflected:
             a, b = b, a
-        return getattr(a, name)(b).wrapped()
+        out = getattr(a, name)(b).wrapped()
+        if _trace_hooks and out.__class__ is SymInt:  # make_fx records size arithmetic
+            _trace_hooks[-1](getattr(operator, name),
+                             (other, self) if reflected else (self, other), out)
+        return out
     op.__name__ = f"__{'r' if reflected else ''}{name}__"
     return op
 
@@ -68,7 +76,10 @@ class SymInt:
         return other / int(self)
 
     def __neg__(self):
-        return self.node.neg().wrapped()
+        out = self.node.neg().wrapped()
+        if _trace_hooks and out.__class__ is SymInt:
+            _trace_hooks[-1](operator.neg, (self,), out)
+        return out
 
     def __pos__(self):
         return self
