@@ -185,3 +185,8 @@ def hint_int(x):
     """The concrete value of an int or SymInt for the example inputs, without a guard
     (for heuristics such as a kernel's block size, never for results)."""
     return x.node.hint if isinstance(x, SymInt) else x
+
+
+# a SymInt is an integer to code that asks numbers.Integral (a Scalar argument of an op)
+import numbers as _numbers  # noqa: E402
+_numbers.Integral.register(SymInt)

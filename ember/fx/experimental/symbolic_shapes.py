@@ -300,6 +300,11 @@ class ShapeEnv:
                 out.append(printer.doprint(e))
         return out
 
+    def python_expr(self, expr):
+        """``expr`` as Python source reading each symbol from its first source."""
+        return _PythonPrinter({s: srcs[0].expr() for s, srcs in
+                               self.var_to_sources.items()}).doprint(self._fixed(expr))
+
     def format_guards(self, verbose=False):
         return "\n".join(f" - {g}" for g in self.produce_guards(readable=True))
 
