@@ -373,7 +373,8 @@ class OutputGraph:
                 if isinstance(st, SymInt):
                     self.guards.shape_guard(f"{src.expr()}._stride[{i}] == "
                                             f"{env.python_expr(st.node.expr)}",
-                                            f"{src.name()}.stride()[{i}] == {st}")
+                                            f"{src.name()}.stride()[{i}] == "
+                                            f"{env.python_expr(st.node.expr, readable=True)}")
         for code, readable in zip(env.produce_guards(), env.produce_guards(readable=True)):
             self.guards.shape_guard(code, readable)
 

@@ -300,10 +300,12 @@ class ShapeEnv:
                 out.append(printer.doprint(e))
         return out
 
-    def python_expr(self, expr):
-        """``expr`` as Python source reading each symbol from its first source."""
-        return _PythonPrinter({s: srcs[0].expr() for s, srcs in
-                               self.var_to_sources.items()}).doprint(self._fixed(expr))
+    def python_expr(self, expr, *, readable=False):
+        """``expr`` as Python source reading each symbol from its first source (spelled
+        with source names when ``readable``)."""
+        return _PythonPrinter({s: srcs[0].name() if readable else srcs[0].expr()
+                               for s, srcs in self.var_to_sources.items()}).doprint(
+            self._fixed(expr))
 
     def format_guards(self, verbose=False):
         return "\n".join(f" - {g}" for g in self.produce_guards(readable=True))
