@@ -82,6 +82,19 @@ class PythonKeyTracer(Tracer):
         self.sym_tracker.setdefault(result.node.expr, proxy)
 
 
+    def constant(self, t, real=None):
+        """A ``get_attr`` proxy for a tensor the graph did not produce (stored on the root:
+        ``real`` when ``t`` is its FakeTensor)."""
+        hit = self.constant_attrs.get(id(t))
+        if hit is not None and hit[0] is t:
+            return self.proxy(self.create_node("get_attr", hit[1], (), {}))
+        prefix = "_param_constant" if isinstance(t, Parameter) else "_tensor_constant"
+        name = self.get_fresh_qualname(prefix)
+        setattr(self.root, name, real if real is not None else t)
+        self.constant_attrs[id(t)] = (t, name)
+        return self.proxy(self.create_node("get_attr", name, (), {}))
+
+
 class _SizeThunk:
     """A size of a traced tensor, recorded as ``aten.sym_size.int(t, dim)`` when first used."""
 
@@ -94,18 +107,6 @@ class _SizeThunk:
                                      (self.proxy, self.dim), {}, name="sym_size_int")
         p.node.meta["val"] = self.val
         return p
-
-    def constant(self, t, real=None):
-        """A ``get_attr`` proxy for a tensor the graph did not produce (stored on the root:
-        ``real`` when ``t`` is its FakeTensor)."""
-        hit = self.constant_attrs.get(id(t))
-        if hit is not None and hit[0] is t:
-            return self.proxy(self.create_node("get_attr", hit[1], (), {}))
-        prefix = "_param_constant" if isinstance(t, Parameter) else "_tensor_constant"
-        name = self.get_fresh_qualname(prefix)
-        setattr(self.root, name, real if real is not None else t)
-        self.constant_attrs[id(t)] = (t, name)
-        return self.proxy(self.create_node("get_attr", name, (), {}))
 
 
 def _geometry_key(t):

@@ -225,7 +225,7 @@ class ShapeEnv:
         """The value of ``expr`` for the example inputs; a guard keeps it so unless the
         ranges already decide it."""
         expr = self._fixed(expr)
-        is_bool = isinstance(expr, sympy.logic.boolalg.Boolean)
+        is_bool = isinstance(hint, bool)  # (a sympy Symbol is a Boolean too)
         if expr is sympy.true or expr is sympy.false:
             return bool(expr)
         if expr.is_number:
