@@ -251,29 +251,31 @@ class ShapeEnv:
         self.guards.append(ShapeGuard(rel, traceback.extract_stack()[:-3]))
 
     def _narrow(self, rel):
-        """Fold a relation of one symbol into its range; False when sympy cannot solve it
-        (``Mod``, ``floor``), and it is kept as a guard instead."""
+        """Fold a linear relation of one symbol (``3*s0 + 1 > 7``) into its range; False for
+        anything else (``Mod``, ``floor``), which is kept as a guard instead."""
         sym = next(iter(rel.free_symbols))
+        diff = sympy.expand(rel.lhs - rel.rhs)
+        if not diff.is_polynomial(sym):
+            return False
+        poly = sympy.Poly(diff, sym)
+        if poly.degree() != 1 or not all(c.is_number for c in poly.all_coeffs()):
+            return False
+        a, b = poly.all_coeffs()
+        bound = -b / a  # the relation is  sym <op> bound  (op flipped when a < 0)
+        op = rel.rel_op
+        if a < 0:
+            op = {">": "<", ">=": "<=", "<": ">", "<=": ">="}.get(op, op)
         r = self.var_to_range[sym]
-        try:
-            if rel.rel_op == "==":
-                vals = sympy.solve(rel, sym)
-                if len(vals) == 1 and vals[0].is_Integer:
-                    r[0] = r[1] = int(vals[0])
-                    return True
+        if op == "==":
+            if not bound.is_Integer:
                 return False
-            sol = sympy.solve_univariate_inequality(rel, sym, relational=False)
-        except NotImplementedError:
-            return False
-        if not isinstance(sol, sympy.Interval):
-            return False
-        lo = sympy.ceiling(sol.inf) if sol.inf != -sympy.oo else r[0]
-        hi = sympy.floor(sol.sup) if sol.sup != sympy.oo else r[1]
-        if sol.left_open and sol.inf == lo:
-            lo += 1
-        if sol.right_open and sol.sup == hi:
-            hi -= 1
-        r[0], r[1] = max(r[0], int(lo)), min(r[1], hi if hi == sympy.oo else int(hi))
+            r[0] = r[1] = int(bound)
+        elif op in (">", ">="):
+            lo = sympy.floor(bound) + 1 if op == ">" else sympy.ceiling(bound)
+            r[0] = max(r[0], int(lo))
+        else:
+            hi = sympy.ceiling(bound) - 1 if op == "<" else sympy.floor(bound)
+            r[1] = int(hi) if r[1] == sympy.oo else min(r[1], int(hi))
         return True
 
     # -- guards as code -------------------------------------------------------------------------
