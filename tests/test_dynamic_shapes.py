@@ -300,3 +300,16 @@ def test_dynamic_shapes_training_step_aot_eager():
         mlp(x).sum().backward()
         assert all(ember.allclose(g, p.grad, atol=1e-6) for g, p in zip(got, mlp.parameters()))
         mlp.zero_grad()
+
+
+def test_transposed_input_strides_are_symbolic():
+    cnt = Counter()
+    cf = ember.compile(lambda x: (x * 2).sum(0), backend=cnt, dynamic=True)
+    for n in (3, 4, 5):
+        x = ember.randn(6, n).t()
+        assert ember.allclose(cf(x), (x * 2).sum(0))
+    assert len(cnt.graphs) == 1
+    val = next(iter(cnt.graphs[0].graph.nodes)).meta["val"]
+    assert [str(s) for s in val.stride()] == ["1", "s0"]
+    cf(ember.randn(4, 6))  # contiguous now: the stride guard fails, a new entry
+    assert len(cnt.graphs) == 2

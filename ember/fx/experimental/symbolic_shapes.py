@@ -146,21 +146,23 @@ class ShapeEnv:
 
     def create_symbolic_sizes_strides(self, t, source, dynamic_sizes):
         """Sizes (SymInts where dynamic) and strides for a tensor like ``t`` read from
-        ``source``; a stride that is the contiguous stride of the sizes after it is that
-        product of (symbolic) sizes, any other stays the concrete number."""
+        ``source``. Strides follow the tensor's layout: walking the dims from the smallest
+        stride up, a stride equal to the product of the sizes before it (a dense layout:
+        contiguous, transposed, channels-last) is that symbolic product; any other stays the
+        concrete number."""
         from ..._dynamo.source import TensorProperty, TensorPropertySource
         exprs = [self.create_symbol(v, TensorPropertySource(source, TensorProperty.SIZE, i), d)
                  for i, (v, d) in enumerate(zip(t._size, dynamic_sizes))]
         sizes = tuple(self.create_symint(e, v) for e, v in zip(exprs, t._size))
-        strides, acc, acc_hint = [], sympy.Integer(1), 1
-        for i in range(len(sizes) - 1, -1, -1):
+        strides = list(t._stride)
+        acc, acc_hint = sympy.Integer(1), 1
+        order = sorted(range(len(sizes)), key=lambda i: (t._stride[i], -i))
+        for i in order:
             if t._stride[i] == acc_hint:
-                strides.append(self.create_symint(acc, acc_hint))
-            else:
-                strides.append(t._stride[i])
+                strides[i] = self.create_symint(acc, acc_hint)
             acc_hint *= max(t._size[i], 1)
             acc = acc * (exprs[i] if t._size[i] > 0 else 1)
-        return sizes, tuple(reversed(strides))
+        return sizes, tuple(strides)
 
     # -- deciding -------------------------------------------------------------------------------
     def _fixed(self, expr):
