@@ -313,3 +313,42 @@ def test_transposed_input_strides_are_symbolic():
     assert [str(s) for s in val.stride()] == ["1", "s0"]
     cf(ember.randn(4, 6))  # contiguous now: the stride guard fails, a new entry
     assert len(cnt.graphs) == 2
+
+
+def _reshape(x):
+    return x.reshape(x.shape[0], -1) * 2
+
+
+def _zeros(x):
+    return ember.zeros(x.shape[0], 3) + x.sum(1, keepdim=True)
+
+
+def _numel(x):
+    return x * x.shape.numel(), x.numel()
+
+
+def _unpack(x):
+    a, b = x.shape
+    return x.view(a * b), a + b
+
+
+def _new_zeros(x):
+    return x.new_zeros(x.shape) + x
+
+
+def _expand(x):
+    return x[:, None].expand(-1, x.size(1), -1).sum()
+
+
+@pytest.mark.parametrize("f", [_reshape, _zeros, _numel, _unpack, _new_zeros, _expand])
+def test_size_patterns_stay_symbolic(f):
+    cnt = Counter()
+    cf = ember.compile(f, backend=cnt, dynamic=True)
+    for shape in ((4, 6), (5, 6), (7, 8)):
+        x = ember.randn(*shape)
+        got, want = cf(x), f(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert ember.allclose(g, w) if isinstance(g, ember.Tensor) else g == w
+    assert len(cnt.graphs) == 1
+    assert dynamo.explain(f)(ember.randn(4, 6)).graph_break_count == 0

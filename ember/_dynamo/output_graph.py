@@ -348,19 +348,42 @@ class OutputGraph:
         from .variables.tensor import SymNodeVariable
         if not isinstance(v, SymInt):
             return ConstantVariable(v)
-        expr = v.node.expr
+        return SymNodeVariable(self._sym_node(tx, v.node.expr, v), v)
+
+    def _sym_node(self, tx, expr, val):
+        """The graph node computing sympy ``expr``: a size read with ``aten.sym_size.int``,
+        or built from those with ``operator`` calls (``s0*s1`` for ``numel``)."""
+        import sympy
         node = self.sym_nodes.get(expr)
-        if node is None:
-            where = self.sym_sizes.get(expr)
-            if where is None:
-                unimplemented(f"symbolic size {v} with no graph value computing it")
-            from .._ops.overload import ops
-            node = self.root_graph.create_node("call_function", ops.aten.sym_size.int,
-                                               (where[0], where[1]), {}, name="sym_size_int")
-            node.meta["val"] = v
-            node.meta["stack_trace"] = "".join(traceback.format_list(tx.user_stack()))
-            self.sym_nodes[expr] = node
-        return SymNodeVariable(node, v)
+        if node is not None:
+            return node
+        from .._ops.overload import ops
+        where = self.sym_sizes.get(expr)
+        if where is not None:
+            target, args = ops.aten.sym_size.int, (where[0], where[1])
+        elif isinstance(expr, (sympy.Add, sympy.Mul)):
+            target = operator.add if isinstance(expr, sympy.Add) else operator.mul
+            terms = [int(a) if a.is_Integer else self._sym_node(tx, a, None) for a in expr.args]
+            args = tuple(terms[:2])
+            for t in terms[2:]:
+                args = (self._new_sym(tx, target, args, None), t)
+        elif isinstance(expr, sympy.Mod):
+            target = operator.mod
+            args = tuple(int(a) if a.is_Integer else self._sym_node(tx, a, None)
+                         for a in expr.args)
+        else:
+            unimplemented(f"symbolic size {expr} with no graph value computing it")
+        node = self._new_sym(tx, target, args, val)
+        self.sym_nodes[expr] = node
+        return node
+
+    def _new_sym(self, tx, target, args, val):
+        from .._ops.overload import ops
+        name = "sym_size_int" if target is ops.aten.sym_size.int else None
+        node = self.root_graph.create_node("call_function", target, args, {}, name=name)
+        node.meta["val"] = val
+        node.meta["stack_trace"] = "".join(traceback.format_list(tx.user_stack()))
+        return node
 
     def install_shape_guards(self):
         """The ShapeEnv's guards (ranges, duck-sizing equalities, relations branched on) and
