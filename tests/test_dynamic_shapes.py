@@ -352,3 +352,23 @@ def test_size_patterns_stay_symbolic(f):
             assert ember.allclose(g, w) if isinstance(g, ember.Tensor) else g == w
     assert len(cnt.graphs) == 1
     assert dynamo.explain(f)(ember.randn(4, 6)).graph_break_count == 0
+
+
+def test_failed_dynamic_capture_falls_back_to_static(monkeypatch):
+    from ember._core.symint import SymInt as _SymInt
+    from ember._dynamo import output_graph
+    orig = output_graph.OutputGraph.wrap_int
+
+    def failing(self, tx, v):  # something about symbolic sizes Dynamo cannot model
+        if isinstance(v, _SymInt):
+            raise KeyError("not modelled")
+        return orig(self, tx, v)
+    monkeypatch.setattr(output_graph.OutputGraph, "wrap_int", failing)
+    cnt = Counter()
+    cf = ember.compile(_g, backend=cnt, dynamic=True)
+    for n in (3, 4):
+        x, y = ember.randn(n, 2), ember.randn(n, 2)
+        assert ember.allclose(cf(x, y), _g(x, y))
+    # specialised per size instead of running eagerly
+    assert len(cnt.graphs) == 2 and not cf._frame_state.eager_forever
+    assert "sym_size" not in cnt.graphs[0].code

@@ -70,6 +70,8 @@ class FrameState:
         self.code = code
         self.dynamic = dynamic  # ember.compile(dynamic=): None (automatic), True, False
         self.automatic = {}     # input source name -> sizes seen (None: a dim made dynamic)
+        self.used_dynamic = False  # the capture under way made some input size symbolic
+        self.static_only = False   # retrying a failed dynamic capture with static sizes
         self.f_globals = f_globals
         self.compiler_fn = compiler_fn
         self.fullgraph = fullgraph
@@ -185,6 +187,27 @@ class FrameState:
         return entry[1](*args, closure)
 
     def compile(self, args, closure):
+        """Capture one entry. A capture with symbolic sizes that fails (Dynamo cannot model
+        something about them) is retried with every size static, so dynamic shapes never
+        make a frame run eagerly that a specialised capture handles."""
+        from .exc import BackendCompilerFailed
+        self.used_dynamic = False
+        try:
+            return self._compile(args, closure)
+        except (UserErrorDuringTrace, BackendCompilerFailed):
+            raise
+        except Exception as e:  # noqa: BLE001 - retried static, then raised as before
+            if not self.used_dynamic:
+                raise
+            dynamo_log.debug("capture of %s with dynamic shapes failed (%s: %s); "
+                             "specialising", self.code.co_name, type(e).__name__, e)
+            self.static_only = True
+            try:
+                return self._compile(args, closure)
+            finally:
+                self.static_only = False
+
+    def _compile(self, args, closure):
         from .output_graph import OutputGraph
         from .symbolic_convert import InstructionTranslator
         from . import eval_frame

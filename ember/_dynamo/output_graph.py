@@ -334,7 +334,10 @@ class OutputGraph:
         dims = [mode is True or i in marked or (record[i] is None and
                                                 config.automatic_dynamic_shapes)
                 for i in range(len(sizes))]
-        return dims if any(dims) else None
+        if not any(dims) or self.frame_state.static_only:
+            return None
+        self.frame_state.used_dynamic = True
+        return dims
 
     def _note_sizes(self, node, fake):
         """Remember where each new symbolic size of ``fake`` can be read in the graph."""

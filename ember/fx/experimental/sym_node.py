@@ -6,8 +6,6 @@ reduces to a number comes back as a plain int/bool. Floor division is ``sympy.fl
 and modulo ``sympy.Mod`` (sizes are non-negative, so Python's and sympy's agree); the
 ShapeEnv prints both back as ``//`` and ``%``.
 """
-import operator
-
 import sympy
 
 from ..._core.symint import SymBool, SymInt
@@ -115,9 +113,3 @@ class SymNode:
 
     def __str__(self):
         return str(self.expr)
-
-
-OPS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-       operator.floordiv: "floordiv", operator.mod: "mod", operator.eq: "eq",
-       operator.ne: "ne", operator.lt: "lt", operator.le: "le", operator.gt: "gt",
-       operator.ge: "ge"}
