@@ -318,6 +318,8 @@ class OutputGraph:
         from ..nn.parameter import Parameter
         from .source import AttrSource
         mode = self.frame_state.dynamic
+        if mode is None and not config.assume_static_by_default:
+            mode = True  # PyTorch's spelling of "dynamic from the start" for dynamic=None
         if src is None or mode is False or not value._size or isinstance(value, Parameter) \
                 or isinstance(src, AttrSource):
             return None
