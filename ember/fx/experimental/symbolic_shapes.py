@@ -170,9 +170,54 @@ class ShapeEnv:
         subs = {s: sympy.Integer(r[0]) for s, r in self.var_to_range.items() if r[0] == r[1]}
         return expr.xreplace(subs) if subs else expr
 
+    def _interval(self, e):
+        """(lower, upper) bounds of ``e`` by interval arithmetic over the ranges, or None
+        for a form it does not know; cheap, so tried before :meth:`_bounds_diff`."""
+        if e.is_Integer:
+            return int(e), int(e)
+        if e.is_Symbol:
+            r = self.var_to_range.get(e)
+            return (r[0], r[1]) if r is not None else None
+        if isinstance(e, (sympy.Add, sympy.Mul)):
+            parts = [self._interval(a) for a in e.args]
+            if any(p is None for p in parts):
+                return None
+            lo, hi = parts[0]
+            for a, b in parts[1:]:
+                if isinstance(e, sympy.Add):
+                    lo, hi = lo + a, hi + b
+                else:
+                    prods = [x * y for x in (lo, hi) for y in (a, b)
+                             if not ((x == 0 and abs(y) == sympy.oo) or
+                                     (y == 0 and abs(x) == sympy.oo))]
+                    if len(prods) < 4:
+                        return None
+                    lo, hi = min(prods), max(prods)
+            return lo, hi
+        if isinstance(e, sympy.Mod) and e.args[1].is_Integer and e.args[1] > 0:
+            return 0, int(e.args[1]) - 1
+        if isinstance(e, sympy.floor):
+            inner = self._interval(e.args[0]) if not e.args[0].is_Mul or \
+                not any(a.is_Rational and not a.is_Integer for a in e.args[0].args) else None
+            if inner is None and e.args[0].is_Mul:  # floor(c * x), c a fraction > 0
+                c, rest = e.args[0].as_coeff_Mul()
+                r = self._interval(rest) if c > 0 else None
+                inner = (c * r[0], c * r[1]) if r is not None else None
+            if inner is None:
+                return None
+            return sympy.floor(inner[0]), sympy.floor(inner[1])
+        return None
+
     def _bounds_diff(self, diff):
         """(proved >= 0?, proved > 0?, proved <= 0?, proved < 0?) for an integer expression,
-        from the ranges: each symbol is written as lower + u and as upper - u (u >= 0)."""
+        from the ranges: interval arithmetic first; else each symbol is written as lower + u
+        and as upper - u (u >= 0) and sympy decides the sign of the expanded result."""
+        iv = self._interval(diff)
+        if iv is not None:
+            lo, hi = iv
+            res = [lo >= 0, lo > 0, hi <= 0, hi < 0]
+            if any(res):
+                return res
         syms = diff.free_symbols
         lo = {s: self.var_to_range[s][0] + sympy.Dummy(nonnegative=True, integer=True)
               for s in syms if s in self.var_to_range}
