@@ -173,8 +173,8 @@ class ShapeEnv:
     def _interval(self, e):
         """(lower, upper) bounds of ``e`` by interval arithmetic over the ranges, or None
         for a form it does not know; cheap, so tried before :meth:`_bounds_diff`."""
-        if e.is_Integer:
-            return int(e), int(e)
+        if e.is_Rational:
+            return e, e
         if e.is_Symbol:
             r = self.var_to_range.get(e)
             return (r[0], r[1]) if r is not None else None
@@ -197,15 +197,8 @@ class ShapeEnv:
         if isinstance(e, sympy.Mod) and e.args[1].is_Integer and e.args[1] > 0:
             return 0, int(e.args[1]) - 1
         if isinstance(e, sympy.floor):
-            inner = self._interval(e.args[0]) if not e.args[0].is_Mul or \
-                not any(a.is_Rational and not a.is_Integer for a in e.args[0].args) else None
-            if inner is None and e.args[0].is_Mul:  # floor(c * x), c a fraction > 0
-                c, rest = e.args[0].as_coeff_Mul()
-                r = self._interval(rest) if c > 0 else None
-                inner = (c * r[0], c * r[1]) if r is not None else None
-            if inner is None:
-                return None
-            return sympy.floor(inner[0]), sympy.floor(inner[1])
+            inner = self._interval(e.args[0])
+            return None if inner is None else (sympy.floor(inner[0]), sympy.floor(inner[1]))
         return None
 
     def _bounds_diff(self, diff):
