@@ -61,13 +61,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             options=None, disable=False):
     """Capture ``model`` (a function or ``nn.Module``) into graphs with guards and run them
     through ``backend`` (PyTorch's ``torch.compile``; see ``ember._dynamo``). Usable as a
-    decorator with or without arguments. Dynamic shapes are not implemented yet:
-    ``dynamic=True`` warns and specialises."""
+    decorator with or without arguments. ``dynamic``: None (automatic dynamic shapes), True
+    (symbolic sizes from the start) or False (always specialise)."""
     from . import _dynamo
-    if dynamic:
-        import warnings
-        warnings.warn("ember.compile: dynamic shapes are not implemented yet; every size is "
-                      "specialised", UserWarning, stacklevel=2)
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be "
                            "specified at the same time.")
@@ -90,6 +86,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                             disable=disable)(model)
 
 
+from ._core.symint import SymInt, SymBool, sym_max, sym_min  # noqa: E402,F401  (torch.SymInt)
 from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load on the compile pipeline)
 from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)

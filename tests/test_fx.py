@@ -673,9 +673,8 @@ def test_make_fx_module_params_are_constants_and_grad_graph():
     assert ember.allclose(gm(x, w), loss_grad(x, w))
 
 
-def test_make_fx_symbolic_and_pre_dispatch_not_implemented():
-    with pytest.raises(NotImplementedError, match="symbolic sizes"):
-        make_fx(lambda x: x + 1, tracing_mode="symbolic")(ember.randn(2))
+def test_make_fx_pre_dispatch_not_implemented():
+    # tracing_mode="symbolic" is covered by tests/test_dynamic_shapes.py
     with pytest.raises(NotImplementedError, match="PreDispatch"):
         make_fx(lambda x: x + 1, pre_dispatch=True)(ember.randn(2))
     with pytest.raises(AssertionError):

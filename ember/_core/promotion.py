@@ -73,6 +73,8 @@ def scalar_dtype(x):
         return D.get_default_dtype()
     if isinstance(x, complex):
         return D.default_complex_dtype()
+    if type(x).__name__ == "SymInt":  # a symbolic size: an int
+        return D.int64
     raise TypeError(f"unsupported scalar type {type(x).__name__}")
 
 

@@ -1,13 +1,17 @@
 """``ember.Size``: the tuple subclass that ``Tensor.shape`` returns."""
 import math
 
+from .symint import SymInt, prod as _prod
+
 
 class Size(tuple):
     __slots__ = ()
 
     def __new__(cls, seq=()):
         try:
-            return tuple.__new__(cls, [int(operator_index(s)) for s in seq])
+            # symbolic sizes stay SymInts (int() would specialise them)
+            return tuple.__new__(cls, [s if s.__class__ is SymInt else int(operator_index(s))
+                                       for s in seq])
         except TypeError:
             i, bad = next((i, s) for i, s in enumerate(seq) if not _is_int(s))
             raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
@@ -34,7 +38,8 @@ class Size(tuple):
     __rmul__ = __mul__
 
     def numel(self):
-        return math.prod(self)
+        return math.prod(self) if not any(s.__class__ is SymInt for s in self) else \
+            _prod(self)
 
     def __reduce__(self):
         return (Size, (tuple(self),))

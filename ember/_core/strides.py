@@ -6,8 +6,15 @@ broadcasting and dimension wrapping all live here. Strides are in elements, as i
 from functools import lru_cache
 
 
-@lru_cache(maxsize=4096)
 def contiguous_strides(size):
+    try:
+        return _contiguous_strides(size)
+    except TypeError:  # symbolic sizes (SymInts) are unhashable: computed without the cache
+        return _contiguous_strides.__wrapped__(size)
+
+
+@lru_cache(maxsize=4096)
+def _contiguous_strides(size):
     strides = [1] * len(size)
     acc = 1
     for i in range(len(size) - 1, -1, -1):
@@ -85,9 +92,10 @@ def storage_extent(size, stride, offset):
 
 def check_storage_size(size, itemsize):
     """PyTorch's overflow check on a new tensor's byte count (it must fit a signed 64-bit int)."""
+    from .symint import hint_int
     n = itemsize
     for s in size:
-        n *= s
+        n *= hint_int(s)  # a symbolic size is checked at its example value (no guard)
     if n >= 1 << 63:
         raise RuntimeError(f"Storage size calculation overflowed with sizes="
                            f"[{', '.join(map(str, size))}]")

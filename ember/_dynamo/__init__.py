@@ -14,8 +14,11 @@ interpreter), ``variables/`` (symbolic values), ``guards`` and ``source``, ``out
 side effects, residual code), ``resume_execution``, ``backends/``, ``testing``, ``exc``,
 ``config``.
 
-Not implemented yet: dynamic shapes (``dynamic=True`` warns, ``mark_dynamic`` raises, no
-automatic dynamic shapes): every size is specialised and a new size recompiles. A graph break is
+Dynamic shapes: ``ember.compile(dynamic=None)`` specialises sizes first and recompiles once with
+a dim symbolic when it sees a second size (automatic dynamic); ``dynamic=True`` makes input sizes
+symbolic (``SymInt``, ``ember.fx.experimental.symbolic_shapes``) from the start and
+``mark_dynamic`` one dim; the ShapeEnv's guards (ranges, equalities, relations branched on)
+replace the exact-size guards. A graph break is
 resumable at a call or a conditional jump of the compiled frame (inside ``no_grad`` /
 ``enable_grad`` blocks too); anywhere else (inside ``autocast``, with a live closure created in
 the frame) the frame runs eagerly, as PyTorch's "skip frame".
@@ -25,7 +28,7 @@ from .backends.registry import list_backends, lookup_backend, register_backend  
 from .eval_frame import (OptimizedModule, allow_in_graph, disable, is_compiling,  # noqa: F401
                          optimize)
 
-__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends", "mark_dynamic",
+__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends", "mark_dynamic", "maybe_mark_dynamic",
            "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
            "exc"]
 
@@ -83,8 +86,24 @@ _init_logs()
 
 
 def mark_dynamic(t, index, *, min=None, max=None):
-    """PyTorch marks ``t``'s dim ``index`` symbolic here. ember's capture has no symbolic
-    sizes yet (every size is specialised and guarded), so this raises instead of silently
-    specialising."""
-    raise NotImplementedError("ember._dynamo.mark_dynamic: dynamic shapes are not implemented "
-                              "yet; every size is specialised and a new size recompiles")
+    """Make dim ``index`` (an int or a list of ints) of ``t`` symbolic the first time a
+    compiled function sees ``t`` (no specialise-then-recompile step). As PyTorch, a size of
+    0 or 1 is still specialised; ``min``/``max`` are not supported yet and raise."""
+    if min is not None or max is not None:
+        raise NotImplementedError("ember._dynamo.mark_dynamic: min=/max= ranges are not "
+                                  "supported yet")
+    if isinstance(index, (list, tuple)):
+        for i in index:
+            mark_dynamic(t, i)
+        return
+    from .eval_frame import _dynamic_marks
+    import weakref
+    hit = _dynamic_marks.get(id(t))
+    if hit is None or hit[0]() is not t:
+        hit = _dynamic_marks[id(t)] = (weakref.ref(t), set())
+    hit[1].add(index)
+
+
+def maybe_mark_dynamic(t, index):
+    """As :func:`mark_dynamic` (PyTorch's softer variant: it may still specialise)."""
+    mark_dynamic(t, index)

@@ -2,8 +2,9 @@
 
 # How many cache entries one code object may hold before it runs eagerly.
 recompile_limit = 8
-# Dynamic shapes: specialise first (dynamic shapes are not implemented yet: see ember/_dynamo
-# docstring); automatic_dynamic_shapes is read there and kept for PyTorch's spelling.
+# Dynamic shapes (ember.compile(dynamic=None)): sizes are static first; with
+# automatic_dynamic_shapes a dim seen with a second size is made symbolic on the recompile;
+# assume_static_by_default=False makes dynamic=None symbolic from the start.
 assume_static_by_default = True
 automatic_dynamic_shapes = True
 # True: an internal error of the interpreter runs the frame eagerly with a one-time warning;

@@ -40,11 +40,12 @@ def _warn_once(key, msg):
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
-def get_frame_state(code, f_globals, compiler_fn, fullgraph, owner=None, root=None):
-    key = (code, id(compiler_fn), fullgraph, owner)
+def get_frame_state(code, f_globals, compiler_fn, fullgraph, owner=None, root=None,
+                    dynamic=None):
+    key = (code, id(compiler_fn), fullgraph, owner, dynamic)
     st = _states.get(key)
     if st is None:
-        st = _states[key] = FrameState(code, f_globals, compiler_fn, fullgraph, root)
+        st = _states[key] = FrameState(code, f_globals, compiler_fn, fullgraph, root, dynamic)
     return st
 
 
@@ -65,8 +66,12 @@ def arg_names(code):
 
 
 class FrameState:
-    def __init__(self, code, f_globals, compiler_fn, fullgraph, root=None):
+    def __init__(self, code, f_globals, compiler_fn, fullgraph, root=None, dynamic=None):
         self.code = code
+        self.dynamic = dynamic  # ember.compile(dynamic=): None (automatic), True, False
+        self.automatic = {}     # input source name -> sizes seen (None: a dim made dynamic)
+        self.used_dynamic = False  # the capture under way made some input size symbolic
+        self.static_only = False   # retrying a failed dynamic capture with static sizes
         self.f_globals = f_globals
         self.compiler_fn = compiler_fn
         self.fullgraph = fullgraph
@@ -182,6 +187,27 @@ class FrameState:
         return entry[1](*args, closure)
 
     def compile(self, args, closure):
+        """Capture one entry. A capture with symbolic sizes that fails (Dynamo cannot model
+        something about them) is retried with every size static, so dynamic shapes never
+        make a frame run eagerly that a specialised capture handles."""
+        from .exc import BackendCompilerFailed
+        self.used_dynamic = False
+        try:
+            return self._compile(args, closure)
+        except (UserErrorDuringTrace, BackendCompilerFailed):
+            raise
+        except Exception as e:  # noqa: BLE001 - retried static, then raised as before
+            if not self.used_dynamic:
+                raise
+            dynamo_log.debug("capture of %s with dynamic shapes failed (%s: %s); "
+                             "specialising", self.code.co_name, type(e).__name__, e)
+            self.static_only = True
+            try:
+                return self._compile(args, closure)
+            finally:
+                self.static_only = False
+
+    def _compile(self, args, closure):
         from .output_graph import OutputGraph
         from .symbolic_convert import InstructionTranslator
         from . import eval_frame
@@ -211,6 +237,7 @@ class FrameState:
             _compiling[0] -= 1
         dynamo_log.info("Step 1: torchdynamo done tracing %s (%s)", code.co_name,
                         "graph break" if output.break_reasons else "RETURN_VALUE")
+        output.install_shape_guards()
         guard_fn = build_guard_fn(output.guards, self.argnames, self.f_globals, label)
         residual = self._build_residual(tx.residual, label)
         eval_frame._record_guards(output.guards.guards)
@@ -242,7 +269,8 @@ class FrameState:
         if hit is None:
             name = f"__resume_at_{target}_{len(self.root.resumes)}"
             rcode = make_resume_code(code, target, nstack, set(nulls), names, name)
-            st = FrameState(rcode, self.f_globals, self.compiler_fn, self.fullgraph, self.root)
+            st = FrameState(rcode, self.f_globals, self.compiler_fn, self.fullgraph, self.root,
+                            self.dynamic)
             hit = self.root.resumes[key] = st.dispatch
             hit.__resume_name__ = name
         return hit
@@ -251,5 +279,6 @@ class FrameState:
         from .eval_frame import _wrap_function
         hit = self.root.callees.get(fn)
         if hit is None:
-            hit = self.root.callees[fn] = _wrap_function(fn, self.compiler_fn, False)
+            hit = self.root.callees[fn] = _wrap_function(fn, self.compiler_fn, False,
+                                                         dynamic=self.dynamic)
         return hit

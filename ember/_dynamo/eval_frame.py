@@ -26,6 +26,12 @@ _state = _EvalState()
 _disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
 _allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
 _recorders = []         # explain's collectors
+_dynamic_marks = {}     # mark_dynamic: id(tensor) -> (weakref to it, its dynamic dims)
+
+
+def marked_dynamic_dims(t):
+    hit = _dynamic_marks.get(id(t))
+    return hit[1] if hit is not None and hit[0]() is t else ()
 
 
 def _record_graph(gm, reason):
@@ -105,25 +111,27 @@ def _eager_call_text(fn):
     return ", ".join(parts)
 
 
-def _wrap_function(fn, compiler_fn, fullgraph, owner=None):
+def _wrap_function(fn, compiler_fn, fullgraph, owner=None, dynamic=None):
     """A function with ``fn``'s signature that runs ``fn`` through the capture cache."""
     if isinstance(fn, types.MethodType):
-        inner = _wrap_function(fn.__func__, compiler_fn, fullgraph, owner or id(fn.__self__))
+        inner = _wrap_function(fn.__func__, compiler_fn, fullgraph, owner or id(fn.__self__),
+                               dynamic)
         return types.MethodType(inner, fn.__self__)
     if isinstance(fn, functools.partial):
-        return functools.partial(_wrap_function(fn.func, compiler_fn, fullgraph, owner),
-                                 *fn.args, **fn.keywords)
+        return functools.partial(_wrap_function(fn.func, compiler_fn, fullgraph, owner,
+                                                dynamic), *fn.args, **fn.keywords)
     call = getattr(type(fn), "__call__", None)
     if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         # a callable object: its __call__, bound to it
-        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn))
+        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn), dynamic)
         return types.MethodType(inner, fn)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"ember.compile expects a Python function, callable object or "
                         f"nn.Module, got {fn!r}")
     if fn in _disabled_fns or fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
         return fn  # disabled, or a generator/coroutine function: runs eagerly (PyTorch skips)
-    st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner)
+    st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner,
+                         dynamic=dynamic)
     params, fwd, ns = _signature_parts(fn)
     ns.update(___dispatch=st.dispatch, ___fn=fn, ___closure=fn.__closure__, ___state=_state)
     name = fn.__name__ if fn.__name__.isidentifier() else "compiled_fn"
@@ -145,11 +153,12 @@ class OptimizedModule(Module):
     submodule (state_dict keys start with ``_orig_mod.``, as PyTorch's); other attributes are
     read from the original module."""
 
-    def __init__(self, mod, compiler_fn, fullgraph):
+    def __init__(self, mod, compiler_fn, fullgraph, dynamic=None):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(self, "_compiled_call",
-                           _wrap_function(mod._call_impl, compiler_fn, fullgraph, id(mod)))
+                           _wrap_function(mod._call_impl, compiler_fn, fullgraph, id(mod),
+                                          dynamic))
 
     def __call__(self, *args, **kwargs):
         return self._compiled_call(*args, **kwargs)
@@ -166,7 +175,10 @@ class OptimizedModule(Module):
 
 def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None,
              disable=False):
-    """PyTorch's ``torch._dynamo.optimize``: a decorator that compiles with ``backend``."""
+    """PyTorch's ``torch._dynamo.optimize``: a decorator that compiles with ``backend``.
+    ``dynamic``: None specialises sizes first and makes a dim symbolic when a second size of it
+    is seen (automatic dynamic); True makes input sizes symbolic from the start; False always
+    specialises."""
     compiler_fn = lookup_backend(backend)
     fg = bool(nopython or fullgraph)
 
@@ -175,8 +187,8 @@ def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None
         if disable:
             return fn
         if isinstance(fn, Module):
-            return OptimizedModule(fn, compiler_fn, fg)
-        return _wrap_function(fn, compiler_fn, fg)
+            return OptimizedModule(fn, compiler_fn, fg, dynamic)
+        return _wrap_function(fn, compiler_fn, fg, dynamic=dynamic)
     return decorate
 
 

@@ -40,6 +40,8 @@ class Guard:
                 f"    Guard Types: [{self.create_fn!r}]\n    Code List: {self.code_list()!r}")
 
     def code_list(self):
+        if isinstance(self.obj, _ShapeCond):
+            return [self.obj.readable]
         name = self.name
         return [c.replace(E, name) for c in self.code]
 
@@ -47,6 +49,11 @@ class Guard:
 # Where a guard's code reads its source's value; the generated function computes each source
 # once, into a local, and substitutes it here.
 E = "___E___"
+
+
+class _ShapeCond:
+    def __init__(self, readable):
+        self.readable = readable
 
 
 class _Const:
@@ -74,17 +81,36 @@ class GuardSet:
         self.guards.append(Guard(source, create_fn, code, obj=obj))
 
     # -- the kinds --------------------------------------------------------------------------
-    def tensor_match(self, source, t):
+    def tensor_match(self, source, t, fake=None):
+        """``fake``: the input's FakeTensor when some of its sizes are symbolic; those dims
+        (and strides) are then checked by the ShapeEnv's guards (:meth:`shape_guard`), the
+        static ones here."""
         e = E
         c = self.const((type(t), t._dtype, t._device, t._size, t._stride, t._requires_grad,
                         t._keyset))
-        code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]", f"{e}._device == {c}[2]",
-                f"{e}._size == {c}[3]", f"{e}._stride == {c}[4]",
-                f"{e}._requires_grad is {c}[5]", f"{e}._keyset == {c}[6]"]
+        code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]", f"{e}._device == {c}[2]"]
+        dynamic = ()
+        if fake is None:
+            code += [f"{e}._size == {c}[3]", f"{e}._stride == {c}[4]"]
+        else:
+            from .._core.symint import SymInt
+            dynamic = {i for i, s in enumerate(fake._size) if isinstance(s, SymInt)}
+            code.append(f"___len({e}._size) == {len(t._size)}")
+            code += [f"{e}._size[{i}] == {s}" for i, s in enumerate(t._size)
+                     if i not in dynamic]
+            code += [f"{e}._stride[{i}] == {s}" for i, s in enumerate(fake._stride)
+                     if not isinstance(s, SymInt)]
+        code += [f"{e}._requires_grad is {c}[5]", f"{e}._keyset == {c}[6]"]
         # a snapshot of the metadata, not the tensor: the entry must not keep inputs alive
         snap = types.SimpleNamespace(_dtype=t._dtype, _device=t._device, _size=t._size,
-                                     _stride=t._stride, _requires_grad=t._requires_grad)
+                                     _stride=t._stride, _requires_grad=t._requires_grad,
+                                     dynamic=dynamic)
         self._add(("T", source), source, "TENSOR_MATCH", code, obj=snap)
+
+    def shape_guard(self, code, readable):
+        """One condition of the ShapeEnv over the inputs' sizes (PyTorch's SHAPE_ENV guard);
+        ``readable`` spells it with source names for logs and recompile reasons."""
+        self._add(("SHAPE", code), None, "SHAPE_ENV", [code], obj=_ShapeCond(readable))
 
     def id_match(self, source, obj):
         c = self.const(obj)  # held, so the id cannot be reused while the entry lives
@@ -228,6 +254,8 @@ def failure_reason(guard_fn, args):
     g = guard_fn.guards[i]
     if g.create_fn == "TENSOR_MATCH" and g.obj is not None:
         return _tensor_reason(g, guard_fn, args)
+    if isinstance(g.obj, _ShapeCond):
+        return g.obj.readable
     if isinstance(g.obj, _Const):
         return f"{g.name} == {g.obj.value!r}"
     if g.create_fn == "ID_MATCH":
@@ -254,11 +282,12 @@ def _tensor_reason(g, guard_fn, args):
         return f"tensor '{name}' device mismatch. expected {exp._device}, actual {value._device}"
     if len(value._size) != len(exp._size):
         return f"tensor '{name}' rank mismatch. expected {len(exp._size)}, actual {len(value._size)}"
+    dynamic = getattr(exp, "dynamic", ())
     for i, (a, b) in enumerate(zip(value._size, exp._size)):
-        if a != b:
+        if a != b and i not in dynamic:
             return f"tensor '{name}' size mismatch at index {i}. expected {b}, actual {a}"
     for i, (a, b) in enumerate(zip(value._stride, exp._stride)):
-        if a != b:
+        if a != b and not dynamic:
             return f"tensor '{name}' stride mismatch at index {i}. expected {b}, actual {a}"
     if value._requires_grad != exp._requires_grad:
         return (f"tensor '{name}' requires_grad mismatch. expected requires_grad="

@@ -9,8 +9,10 @@ import operator
 import traceback
 
 from .. import _C
+from .._core.symint import SymInt
 from .._dispatch import tls as _tls
 from ..fx import Graph, GraphModule
+from . import config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet
 from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
@@ -192,7 +194,14 @@ class OutputGraph:
         self.graph = Graph()
         self.root_graph = self.graph  # self.graph is a branch's subgraph while ember.cond traces
         self.lifted = None            # outer node -> subgraph placeholder, during a branch
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        from ..fx.experimental.symbolic_shapes import ShapeEnv
+        self.shape_env = ShapeEnv()
+        # inputs are static unless wrap_tensor asks for symbolic dims
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=self.shape_env,
+                                        static_shapes=True)
+        self.sym_nodes = {}     # sympy expr -> the graph node computing it
+        self.sym_sizes = {}     # sympy expr -> (tensor node, dim): where to read it if needed
+        self.dynamic_inputs = []  # (source, FakeTensor) of the inputs with symbolic dims
         self.guards = GuardSet()
         self.guards.global_state()
         self.side_effects = SideEffects(self)
@@ -260,7 +269,19 @@ class OutputGraph:
             if src is not None and hit.source is not None and hit.source != src:
                 self.guards.alias(src, hit.source)
             return hit
-        fake = self.fake_mode.from_tensor(value)
+        dims = self._dynamic_dims(value, src)
+        if dims is None:
+            fake = self.fake_mode.from_tensor(value)
+        else:
+            from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+            ctx = StatelessSymbolicContext([DimDynamic.DUCK if d else DimDynamic.STATIC
+                                            for d in dims])
+            fake = self.fake_mode.from_tensor(value, static_shapes=False, source=src,
+                                              symbolic_context=ctx)
+            if not any(isinstance(x, SymInt) for x in fake._size):
+                dims = None  # only 0/1 sizes: nothing became symbolic
+            else:
+                self.dynamic_inputs.append((src, fake))
         if src is None:
             name = f"_tensor_constant{len(self.attrs)}"
             self.attrs[name] = value
@@ -272,7 +293,7 @@ class OutputGraph:
                     node = self.root_graph.get_attr(name)
             node.meta["real"] = value
         else:
-            self.guards.tensor_match(src, value)
+            self.guards.tensor_match(src, value, fake if dims is not None else None)
             name = _placeholder_name(src)
             first = self._first_non_placeholder()
             if first is None:
@@ -282,13 +303,123 @@ class OutputGraph:
                     node = self.root_graph.placeholder(name)
             self.real_inputs.append((node, value))
         node.meta.update(val=fake, source=src, real_type=type(value))
+        self._note_sizes(node, fake)
         vt = TensorVariable(node, fake, src)
         self.tensor_inputs[id(value)] = vt
         return vt
 
+    # -- symbolic sizes -------------------------------------------------------------------------
+    def _dynamic_dims(self, value, src):
+        """Which dims of an input tensor are symbolic (None: all static). ``dynamic=True``:
+        all; ``False``: none; ``None`` (automatic dynamic): a dim whose size differs from the
+        one the previous capture of this frame saw, and dims ``mark_dynamic`` named.
+        Parameters and tensors read from attributes (buffers) stay static, as PyTorch's
+        ``force_parameter_static_shapes`` / ``force_nn_module_property_static_shapes``."""
+        from ..nn.parameter import Parameter
+        from .source import AttrSource
+        mode = self.frame_state.dynamic
+        if mode is None and not config.assume_static_by_default:
+            mode = True  # PyTorch's spelling of "dynamic from the start" for dynamic=None
+        if src is None or mode is False or not value._size or isinstance(value, Parameter) \
+                or isinstance(src, AttrSource):
+            return None
+        sizes = list(value._size)
+        marked = _eval_frame().marked_dynamic_dims(value)
+        seen = self.frame_state.automatic
+        prev = seen.get(src.name())
+        if prev is not None and len(prev) == len(sizes):
+            record = [None if p is None or p != s else p for p, s in zip(prev, sizes)]
+        else:
+            record = sizes
+        if config.automatic_dynamic_shapes:
+            seen[src.name()] = record
+        dims = [mode is True or i in marked or (record[i] is None and
+                                                config.automatic_dynamic_shapes)
+                for i in range(len(sizes))]
+        if not any(dims) or self.frame_state.static_only:
+            return None
+        self.frame_state.used_dynamic = True
+        return dims
+
+    def _note_sizes(self, node, fake):
+        """Remember where each new symbolic size of ``fake`` can be read in the graph."""
+        for i, s in enumerate(fake._size):
+            if isinstance(s, SymInt) and s.node.expr not in self.sym_sizes:
+                self.sym_sizes[s.node.expr] = (node, i)
+
+    def wrap_int(self, tx, v):
+        """An int read from tensor metadata: a constant, or for a SymInt the graph node
+        computing it (``aten.sym_size.int`` made on first use)."""
+        from .variables.tensor import SymNodeVariable
+        if not isinstance(v, SymInt):
+            return ConstantVariable(v)
+        return SymNodeVariable(self._sym_node(tx, v.node.expr, v), v)
+
+    def _sym_node(self, tx, expr, val):
+        """The graph node computing sympy ``expr``: a size read with ``aten.sym_size.int``,
+        or built from those with ``operator`` calls (``s0*s1`` for ``numel``)."""
+        import sympy
+        node = self.sym_nodes.get(expr)
+        if node is not None:
+            return node
+        from .._ops.overload import ops
+        where = self.sym_sizes.get(expr)
+        if where is not None:
+            target, args = ops.aten.sym_size.int, (where[0], where[1])
+        elif isinstance(expr, (sympy.Add, sympy.Mul)):
+            target = operator.add if isinstance(expr, sympy.Add) else operator.mul
+            terms = [int(a) if a.is_Integer else self._sym_node(tx, a, None) for a in expr.args]
+            args = tuple(terms[:2])
+            for t in terms[2:]:
+                args = (self._new_sym(tx, target, args, None), t)
+        elif isinstance(expr, sympy.Mod):
+            target = operator.mod
+            args = tuple(int(a) if a.is_Integer else self._sym_node(tx, a, None)
+                         for a in expr.args)
+        else:
+            unimplemented(f"symbolic size {expr} with no graph value computing it")
+        node = self._new_sym(tx, target, args, val)
+        self.sym_nodes[expr] = node
+        return node
+
+    def _new_sym(self, tx, target, args, val):
+        from .._ops.overload import ops
+        name = "sym_size_int" if target is ops.aten.sym_size.int else None
+        node = self.root_graph.create_node("call_function", target, args, {}, name=name)
+        node.meta["val"] = val
+        node.meta["stack_trace"] = "".join(traceback.format_list(tx.user_stack()))
+        return node
+
+    def install_shape_guards(self):
+        """The ShapeEnv's guards (ranges, duck-sizing equalities, relations branched on) and
+        the symbolic strides of the dynamic inputs, as guards of this entry."""
+        if not self.dynamic_inputs:
+            return
+        env = self.shape_env
+        for src, fake in self.dynamic_inputs:
+            for i, st in enumerate(fake._stride):
+                if isinstance(st, SymInt):
+                    self.guards.shape_guard(f"{src.expr()}._stride[{i}] == "
+                                            f"{env.python_expr(st.node.expr)}",
+                                            f"{src.name()}.stride()[{i}] == "
+                                            f"{env.python_expr(st.node.expr, readable=True)}")
+        for code, readable in zip(env.produce_guards(), env.produce_guards(readable=True)):
+            self.guards.shape_guard(code, readable)
+
+    def _remove_unused_sym_nodes(self):
+        """Size arithmetic no op used (``x.shape`` read for one dim) leaves the graph."""
+        from .._ops.overload import ops
+        pure = {ops.aten.sym_size.int, operator.add, operator.sub, operator.mul,
+                operator.floordiv, operator.mod, operator.neg}
+        for node in reversed(list(self.root_graph.nodes)):
+            if node.op == "call_function" and node.target in pure and not node.users and \
+                    isinstance(node.meta.get("val"), SymInt):
+                self.root_graph.erase_node(node)
+
     # -- graph calls --------------------------------------------------------------------------
     def _to_fake(self, v):
-        if isinstance(v, TensorVariable):
+        from .variables.tensor import SymNodeVariable
+        if isinstance(v, (TensorVariable, SymNodeVariable)):
             return v.example
         if isinstance(v, TupleVariable):
             return type(v.as_python_constant())(self._to_fake(i) for i in v.items) \
@@ -316,6 +447,9 @@ class OutputGraph:
         return ph
 
     def _to_node(self, v):
+        from .variables.tensor import SymNodeVariable
+        if isinstance(v, SymNodeVariable):
+            return v.node
         if isinstance(v, TensorVariable):
             if v.node.graph is not self.graph:
                 return self._lift(v.node)
@@ -369,13 +503,19 @@ class OutputGraph:
 
     def wrap_result(self, tx, node, fake):
         from .._tensor import Tensor
+        from .variables.tensor import SymNodeVariable
         if isinstance(fake, Tensor):
+            self._note_sizes(node, fake)
             return TensorVariable(node, fake)
+        if isinstance(fake, SymInt):
+            self.sym_nodes.setdefault(fake.node.expr, node)
+            return SymNodeVariable(node, fake)
         if isinstance(fake, (tuple, list)) and any(isinstance(f, Tensor) for f in fake):
             items = []
             for i, f in enumerate(fake):
                 if isinstance(f, Tensor):
                     n = self.create_node(tx, "call_function", operator.getitem, (node, i), {}, f)
+                    self._note_sizes(n, f)
                     items.append(TensorVariable(n, f))
                 else:
                     items.append(wrap_constant_like(tx, f))
@@ -409,6 +549,7 @@ class OutputGraph:
             fs = reason.user_stack[-1] if reason.user_stack else None
             where = f" ({fs.filename}:{fs.lineno})" if fs else ""
             cg.lines.append(f"# graph break{where}: {reason.reason.splitlines()[0]}")
+        self._remove_unused_sym_nodes()
         if self.count_ops():
             self.graph.output(tuple(outs))
             self._remove_unused_tensor_inputs()

@@ -3,10 +3,12 @@ item, a closure cell). A source names the value for guards and logs (``L['x']``,
 ``L['self'].fc.weight``, PyTorch's spelling) and gives the Python expression that reads it again
 in the generated guard and residual functions, whose parameters are the frame's arguments."""
 
+import enum
 import keyword
 
 __all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
-           "ClosureSource", "DefaultsSource", "ModuleGlobalSource"]
+           "ClosureSource", "DefaultsSource", "ModuleGlobalSource", "TensorProperty",
+           "TensorPropertySource"]
 
 
 def local_expr(name):
@@ -158,3 +160,33 @@ class DefaultsSource(Source):
     def expr(self):
         attr = "__kwdefaults__" if self.kw else "__defaults__"
         return f"___getattr({self.fn_source.expr()}, {attr!r})[{self.index!r}]"
+
+
+class TensorProperty(enum.Enum):
+    SIZE = 0
+    STRIDE = 1
+    STORAGE_OFFSET = 2
+
+    def method_name(self):
+        return ("size", "stride", "storage_offset")[self.value]
+
+
+class TensorPropertySource(Source):
+    """A size or stride of a tensor read from ``base`` (the sources of symbolic sizes):
+    named ``L['x'].size()[0]`` as PyTorch, read as ``x._size[0]``."""
+
+    def __init__(self, base, prop, idx=None):
+        self.base, self.prop, self.idx = base, prop, idx
+        self.guard_source = getattr(base, "guard_source", "local")
+
+    def name(self):
+        if self.prop is TensorProperty.STORAGE_OFFSET:
+            return f"{self.base.name()}.storage_offset()"
+        return f"{self.base.name()}.{self.prop.method_name()}()[{self.idx}]"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        attr = ("_size", "_stride", "_offset")[self.prop.value]
+        return f"{b}.{attr}" + (f"[{self.idx}]" if self.idx is not None else "")

@@ -21,6 +21,7 @@ from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDi
                         TupleVariable, VariableBuilder, WithExitVariable)
 from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
+from .variables.tensor import constant_or_specialized
 from .variables.lists import BaseListVariable
 from .variables.misc import ContextManagerVariable, SuperVariable
 
@@ -364,18 +365,18 @@ class InstructionTranslatorBase:
 
     def BUILD_SLICE(self, inst):
         items = self.popn(inst.arg)
-        self.push(ConstantVariable(slice(*[i.as_python_constant() for i in items])))
+        self.push(ConstantVariable(slice(*[constant_or_specialized(i) for i in items])))
 
     def BINARY_SLICE(self, inst):
         start, end = self.popn(2)
         obj = self.pop()
-        sl = ConstantVariable(slice(start.as_python_constant(), end.as_python_constant()))
+        sl = ConstantVariable(slice(constant_or_specialized(start), constant_or_specialized(end)))
         self.push(self.getitem(obj, sl))
 
     def STORE_SLICE(self, inst):
         start, end = self.popn(2)
         obj, value = self.pop(), self.pop()
-        sl = ConstantVariable(slice(start.as_python_constant(), end.as_python_constant()))
+        sl = ConstantVariable(slice(constant_or_specialized(start), constant_or_specialized(end)))
         obj.call_method(self, "__setitem__", [sl, value], {})
 
     # -- operators ---------------------------------------------------------------------------
@@ -395,10 +396,12 @@ class InstructionTranslatorBase:
 
     def _unary(self, op):
         a = self.pop()
-        if isinstance(a, TensorVariable):
+        from .variables.tensor import SymNodeVariable
+        if isinstance(a, TensorVariable) or (isinstance(a, SymNodeVariable) and
+                                             op is operator.neg):
             self.push(self.output.call_graph(self, "call_function", op, [a], {}))
         else:
-            self.push(ConstantVariable(op(a.as_python_constant())))
+            self.push(ConstantVariable(op(constant_or_specialized(a))))
 
     def UNARY_NEGATIVE(self, inst):
         self._unary(operator.neg)

@@ -16,6 +16,7 @@ import numbers
 import operator
 
 from .._core import dtype as D
+from .._core.symint import SymInt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
 from .overload import default_value, ops, py_name
@@ -69,7 +70,8 @@ def to_device(v):
 
 
 def is_number(v):
-    return v.__class__ in NUMBER_TYPES or (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
+    return v.__class__ in NUMBER_TYPES or v.__class__ is SymInt or \
+        (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
 
 
 _INTEGRAL = D.INTEGRAL
@@ -80,6 +82,8 @@ def is_int(v):
         return True
     if v.__class__ is bool:
         return False
+    if v.__class__ is SymInt:  # a symbolic size: an int that must not be evaluated here
+        return True
     try:
         operator.index(v)
         # a one-element tensor counts only if integral (not bool, float or complex), as PyTorch
@@ -96,9 +100,14 @@ def int_list(v, n=None):
     if not isinstance(v, (list, tuple)):
         raise NoMatch
     try:
-        return tuple(operator.index(x) for x in v)
+        return tuple(_index(x) for x in v)
     except TypeError:
         raise NoMatch from None
+
+
+def _index(v):
+    """``operator.index``, keeping a SymInt symbolic."""
+    return v if v.__class__ is SymInt else operator.index(v)
 
 
 def _type_name(v):
@@ -565,7 +574,7 @@ def generate(tensor_cls):
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
-              "_varargs": _varargs, "_index": operator.index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
+              "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}

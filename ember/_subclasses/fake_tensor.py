@@ -142,7 +142,8 @@ class FakeTensorMode(TorchDispatchMode):
         super().__init__()
         self.allow_non_fake_inputs = allow_non_fake_inputs
         self.shape_env = shape_env
-        self.static_shapes = True if static_shapes is None else static_shapes
+        # with a ShapeEnv, tensors get symbolic sizes unless static_shapes=True
+        self.static_shapes = (shape_env is None) if static_shapes is None else static_shapes
         self._memo = {}  # id(real tensor) -> (weakref to it, its FakeTensor)
 
     # -- conversion -------------------------------------------------------------------------
@@ -166,6 +167,14 @@ class FakeTensorMode(TorchDispatchMode):
         meta._grad_fn = None
         meta._autograd = None
         meta._requires_grad = False
+        if self.shape_env is not None and t._size and not (
+                static_shapes if static_shapes is not None else self.static_shapes):
+            # symbolic sizes: PyTorch's default makes every dim dynamic (duck-sized)
+            from ..fx.experimental.symbolic_shapes import DimDynamic
+            dims = symbolic_context.dynamic_sizes if symbolic_context is not None \
+                else [DimDynamic.DUCK] * len(t._size)
+            meta._size, meta._stride = self.shape_env.create_symbolic_sizes_strides(
+                t, source, dims)
         fake = _wrap(self, meta, _claimed(t._device))
         fake._vc = [0] if t._vc is not None else None
         if t._requires_grad:

@@ -38,10 +38,13 @@ def is_constant_value(v):
 def wrap_constant_like(tx, v):
     """A value computed at capture time (no source, no guard)."""
     from ..._core.size import Size
+    from ..._core.symint import SymInt
     if is_constant_value(v):
         return ConstantVariable(v)
+    if isinstance(v, SymInt):  # a symbolic size: a graph value, never a constant
+        return tx.output.wrap_int(tx, v)
     if isinstance(v, Size):
-        return SizeVariable([ConstantVariable(i) for i in v])
+        return SizeVariable([tx.output.wrap_int(tx, i) for i in v])
     if type(v) is tuple:
         return TupleVariable([wrap_constant_like(tx, i) for i in v])
     if type(v) is list:

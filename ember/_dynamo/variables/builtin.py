@@ -38,13 +38,36 @@ def _const(tx, v):
 _REFLECTED = {operator.add: "__add__", operator.mul: "__mul__", operator.iadd: "__iadd__"}
 
 
+def _sym_operands(a, b):
+    """True when a binary op involves a symbolic size and otherwise ints."""
+    from .tensor import SymNodeVariable
+    if not (isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable)):
+        return False
+    return all(isinstance(x, SymNodeVariable) or
+               (x.is_python_constant() and isinstance(x.as_python_constant(), (int, float)))
+               for x in (a, b))
+
+
+_SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+            operator.iadd, operator.isub, operator.imul}
+
+
 def binary_op(tx, op, args):
-    from .tensor import TensorVariable
+    from .tensor import TensorVariable, constant_or_specialized
     from .lists import BaseListVariable
     a, b = args
+    if _sym_operands(a, b):
+        if op in _SYM_OPS and not any(x.is_python_constant() and
+                                      isinstance(x.as_python_constant(), float) for x in args):
+            op = {operator.iadd: operator.add, operator.isub: operator.sub,
+                  operator.imul: operator.mul}.get(op, op)
+            return tx.output.call_graph(tx, "call_function", op, [a, b], {})
+        # true division, powers, float operands: the size is specialised (a guard)
+        return _const(tx, op(constant_or_specialized(a), constant_or_specialized(b)))
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-        if not all(isinstance(x, TensorVariable) or x.is_python_constant() or
-                   isinstance(x, BaseListVariable) for x in args):
+        from .tensor import SymNodeVariable
+        if not all(isinstance(x, (TensorVariable, SymNodeVariable)) or x.is_python_constant()
+                   or isinstance(x, BaseListVariable) for x in args):
             unimplemented(f"{op.__name__} of a tensor and {b if isinstance(a, TensorVariable) else a}")
         return tx.output.call_graph(tx, "call_function", op, [a, b], {})
     if a.is_python_constant() and b.is_python_constant():
@@ -69,7 +92,13 @@ def compare_eq(tx, a, b):
 
 
 def compare_op(tx, op, a, b):
-    from .tensor import TensorVariable
+    from .tensor import SymNodeVariable, TensorVariable
+    if (isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable)) and \
+            op not in (operator.is_, operator.is_not) and _sym_operands(a, b):
+        # decided now by the ShapeEnv, with a guard unless the ranges decide it
+        ex = [x.example if isinstance(x, SymNodeVariable) else x.as_python_constant()
+              for x in (a, b)]
+        return ConstantVariable(bool(op(*ex)))
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if op in (operator.is_, operator.is_not):
             same = a is b or (isinstance(a, TensorVariable) and isinstance(b, TensorVariable)
@@ -123,6 +152,9 @@ class BuiltinVariable(VariableTracker):
         if fn in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
                   operator.is_, operator.is_not):
             return compare_op(tx, fn, *args)
+        from .tensor import SymNodeVariable, constant_or_specialized
+        if fn is operator.neg and isinstance(args[0], SymNodeVariable):
+            return tx.output.call_graph(tx, "call_function", fn, args, {})
         if fn in (operator.neg, operator.pos, operator.invert, operator.not_, abs) and \
                 isinstance(args[0], TensorVariable):
             if fn is operator.not_:
@@ -140,7 +172,9 @@ class BuiltinVariable(VariableTracker):
         if fn is len:
             a = args[0]
             if isinstance(a, TensorVariable):
-                return ConstantVariable(len(a.example))
+                if a.example.dim() == 0:
+                    return ConstantVariable(len(a.example))  # raises as eager does
+                return tx.output.wrap_int(tx, a.example.shape[0])
             return a.call_method(tx, "__len__", [], {})
         if fn is isinstance:
             a, cls = args
@@ -165,7 +199,7 @@ class BuiltinVariable(VariableTracker):
             except Exception:  # noqa: BLE001
                 return ConstantVariable(False)
         if fn is range:
-            return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+            return ConstantVariable(range(*[constant_or_specialized(a) for a in args]))
         if fn in (iter, reversed):
             items = tx.unpack(args[0])
             return ListIteratorVariable(items[::-1] if fn is reversed else items)
@@ -253,8 +287,8 @@ class BuiltinVariable(VariableTracker):
             unimplemented("id() in captured code")
         if fn in _PURE or getattr(fn, "__module__", None) in ("math", "operator"):
             try:
-                cargs = [a.as_python_constant() for a in args]
-                ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
+                cargs = [constant_or_specialized(a) for a in args]
+                ckw = {k: constant_or_specialized(v) for k, v in kwargs.items()}
             except Exception:  # noqa: BLE001
                 unimplemented(f"builtin {name} with non-constant arguments {args}")
             return _const(tx, fn(*cargs, **ckw))

@@ -99,10 +99,12 @@ class SizeVariable(TupleVariable):
 
     def call_method(self, tx, name, args, kwargs):
         if name == "numel":
-            n = 1
-            for i in self.items:
-                n *= i.as_python_constant()
-            return ConstantVariable(n)
+            from .builtin import binary_op
+            import operator
+            n = ConstantVariable(1)
+            for i in self.items:  # symbolic sizes multiply into a graph value
+                n = binary_op(tx, operator.mul, [n, i])
+            return n
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg):

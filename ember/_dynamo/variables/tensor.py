@@ -4,10 +4,11 @@ tensor guard pins them); ops become graph nodes; reading the data (``item``, ``t
 ``bool``) is a graph break."""
 import operator
 
+from ..._core.symint import SymInt
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
-__all__ = ["TensorVariable"]
+__all__ = ["TensorVariable", "SymNodeVariable", "constant_or_specialized"]
 
 # Methods that read tensor data into Python: a graph break, with PyTorch's reasons.
 _DATA_METHODS = {"item": "Tensor.item", "tolist": "Tensor.tolist", "numpy": "Tensor.numpy",
@@ -55,7 +56,7 @@ class TensorVariable(VariableTracker):
             v = getattr(ex, name)
             if name == "shape":
                 from .lists import SizeVariable
-                return SizeVariable([ConstantVariable(s) for s in v])
+                return SizeVariable([tx.output.wrap_int(tx, s) for s in v])
             if name == "device":
                 return ConstantVariable(v)
             return wrap_constant_like(tx, v)
@@ -78,10 +79,15 @@ class TensorVariable(VariableTracker):
             res = getattr(self.example, name)(*cargs, **ckw)
             if name == "size" and not cargs:
                 from .lists import SizeVariable
-                return SizeVariable([ConstantVariable(s) for s in res])
+                return SizeVariable([tx.output.wrap_int(tx, s) for s in res])
+            if name == "stride" and not cargs:
+                from .lists import TupleVariable
+                return TupleVariable([tx.output.wrap_int(tx, s) for s in res])
+            if isinstance(res, SymInt):
+                return tx.output.wrap_int(tx, res)
             return wrap_constant_like(tx, res)
         if name == "__len__":
-            return ConstantVariable(len(self.example))
+            return tx.output.wrap_int(tx, self.example.shape[0])
         if name == "__getitem__":
             return tx.output.call_graph(tx, "call_function", operator.getitem, [self] + args, kwargs)
         if name == "__setitem__":
@@ -99,7 +105,7 @@ class TensorVariable(VariableTracker):
         return self.example.dim() > 0
 
     def unpack_var_sequence(self, tx):
-        n = self.example.shape[0]
+        n = int(self.example.shape[0])  # unpacking needs the length: specialised
         return [tx.output.call_graph(tx, "call_function", operator.getitem,
                                      [self, ConstantVariable(i)], {}) for i in range(n)]
 
@@ -122,3 +128,56 @@ class GetAttrMethod(VariableTracker):
 
     def reconstruct(self, cg):
         return f"{cg.reconstruct(self.obj)}.{self.name}"
+
+
+class SymNodeVariable(VariableTracker):
+    """A symbolic size during capture: a graph node computing it (``aten.sym_size.int``,
+    ``operator.mul`` ...) and its SymInt (``example``). Arithmetic with ints and other sizes
+    adds graph nodes; a comparison the program branches on is decided by the ShapeEnv (a
+    guard); where a plain Python int is required (``range``, slices) it is specialised
+    (:meth:`specialize`, a guard ``s == value``)."""
+
+    def __init__(self, node, example, source=None):
+        super().__init__(source)
+        self.node, self.example = node, example
+
+    def python_type(self):
+        return int
+
+    def as_proxy(self):
+        return self.node
+
+    def is_python_constant(self):
+        return False
+
+    def as_python_constant(self):
+        unimplemented(f"symbolic size {self.example} used as a Python constant")
+
+    def specialize(self):
+        return int(self.example)
+
+    def truth(self, tx):
+        return bool(self.example)
+
+    def call_method(self, tx, name, args, kwargs):
+        op = {"__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
+              "__floordiv__": operator.floordiv, "__mod__": operator.mod}.get(name)
+        if op is not None:
+            return tx.output.call_graph(tx, "call_function", op, [self] + args, kwargs)
+        if name == "__index__" or name == "__int__":
+            return ConstantVariable(self.specialize())
+        unimplemented(f"int.{name} on a symbolic size")
+
+    def reconstruct(self, cg):
+        # the residual code recomputes the size from the inputs' sizes
+        return f"({self.example.node.shape_env.python_expr(self.example.node.expr)})"
+
+    def __repr__(self):
+        return f"SymNodeVariable({self.node.name}, {self.example})"
+
+
+def constant_or_specialized(v):
+    """A VariableTracker's Python value; a symbolic size is specialised (guarded)."""
+    if isinstance(v, SymNodeVariable):
+        return v.specialize()
+    return v.as_python_constant()

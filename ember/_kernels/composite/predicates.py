@@ -9,6 +9,18 @@ def numel(self):
     return self.numel()
 
 
+def sym_size_int(self, dim):
+    return self.size(dim)
+
+
+def sym_stride_int(self, dim):
+    return self.stride(dim)
+
+
+def sym_numel(self):
+    return self.numel()
+
+
 def is_floating_point(self):
     return self.dtype.is_floating_point
 

@@ -11,6 +11,7 @@ import numpy as np
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.dtype import get_default_dtype
+from ..._core.symint import SymInt, is_symbolic
 
 # The C++ type names PyTorch's messages use ("value cannot be converted to type uint8_t ...").
 C_TYPE_NAMES = {
@@ -136,6 +137,16 @@ def arange_params(start, end, step, dtype):
     other integral dtypes)."""
     if dtype in D.FLOAT8 or dtype is D.complex32:
         _not_implemented("arange_cpu", dtype)
+    if any(is_symbolic(v) for v in (start, end)) and isinstance(step, int) and \
+            all(isinstance(v, (int, SymInt)) for v in (start, end)):
+        # symbolic integer bounds (arange(x.size(0))): the integer length formula keeps the
+        # length symbolic where the double one would specialise it
+        if step == 0:
+            raise RuntimeError("step must be nonzero")
+        if not ((step > 0 and end >= start) or (step < 0 and end <= start)):
+            raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+        n = (end - start + step - 1) // step if step > 0 else (start - end - step - 1) // -step
+        return start, step, n
     acc = D.int64 if dtype._category <= D.INTEGRAL else D.float64
     s, e, st = (_real(v, acc) for v in (start, end, step))
     ds, de, dst = float(s), float(e), float(st)

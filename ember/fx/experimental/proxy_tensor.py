@@ -10,9 +10,17 @@ whose arguments are the nodes that produced the input tensors. Each tensor is tr
 identity, so an in-place op makes its result node the tensor's producer from then on. Tensors
 the graph did not produce (captured constants, module parameters) become ``get_attr`` nodes on
 attributes ``_tensor_constant<N>`` / ``_param_constant<N>`` of the returned GraphModule.
+
+``tracing_mode="symbolic"`` runs on FakeTensors whose sizes are SymInts of one ShapeEnv
+(``s0``, ``s1``, ...; 0/1 specialised, duck-sized). A symbolic size is a graph value too: the
+first use of a size of a traced tensor records ``aten.sym_size.int(t, dim)``, and arithmetic on
+SymInts in the traced program (``x.size(0) * 2``) records ``operator`` nodes, so the graph
+computes sizes from its inputs and runs for any sizes the ShapeEnv's guards allow
+(``gm.shape_env``).
 """
 import inspect
 
+from ..._core.symint import SymInt
 from ..._tensor import Tensor
 from ...nn import Module, Parameter
 from ...utils import _pytree as pytree
@@ -35,6 +43,7 @@ class PythonKeyTracer(Tracer):
         self.tensor_tracker = {}  # id(tensor) -> (tensor, Proxy of the node that produced it)
         self.storage_tracker = {}  # (id(storage), sizes, strides, offset) -> (tensor, Proxy)
         self.constant_attrs = {}  # id(tensor) -> (tensor, get_attr name)
+        self.sym_tracker = {}  # sympy expr of a SymInt -> its Proxy, or a thunk making it
 
     def proxy_for(self, t):
         hit = self.tensor_tracker.get(id(t))
@@ -50,6 +59,28 @@ class PythonKeyTracer(Tracer):
     def track(self, t, proxy):
         self.tensor_tracker[id(t)] = (t, proxy)
         self.storage_tracker[_geometry_key(t)] = (t, proxy)
+        for i, s in enumerate(t._size):
+            if isinstance(s, SymInt) and s.node.expr not in self.sym_tracker:
+                # made on first use only: unused sizes leave no sym_size node
+                self.sym_tracker[s.node.expr] = _SizeThunk(self, proxy, i, s)
+
+    def sym_proxy(self, s):
+        """The Proxy computing SymInt ``s`` in the graph."""
+        hit = self.sym_tracker.get(s.node.expr)
+        if hit is None:
+            raise RuntimeError(f"make_fx: the symbolic value {s} was computed outside the "
+                               f"traced program (no graph value produces it)")
+        if isinstance(hit, _SizeThunk):
+            hit = self.sym_tracker[s.node.expr] = hit.force()
+        return hit
+
+    def trace_sym_op(self, op, args, result):
+        """Record SymInt arithmetic of the traced program (``x.size(0) * 2``)."""
+        pargs = tuple(self.sym_proxy(a) if isinstance(a, SymInt) else a for a in args)
+        proxy = self.create_proxy("call_function", op, pargs, {})
+        proxy.node.meta["val"] = result
+        self.sym_tracker.setdefault(result.node.expr, proxy)
+
 
     def constant(self, t, real=None):
         """A ``get_attr`` proxy for a tensor the graph did not produce (stored on the root:
@@ -64,8 +95,27 @@ class PythonKeyTracer(Tracer):
         return self.proxy(self.create_node("get_attr", name, (), {}))
 
 
+class _SizeThunk:
+    """A size of a traced tensor, recorded as ``aten.sym_size.int(t, dim)`` when first used."""
+
+    def __init__(self, tracer, proxy, dim, val):
+        self.tracer, self.proxy, self.dim, self.val = tracer, proxy, dim, val
+
+    def force(self):
+        from ..._ops.overload import ops
+        p = self.tracer.create_proxy("call_function", ops.aten.sym_size.int,
+                                     (self.proxy, self.dim), {}, name="sym_size_int")
+        p.node.meta["val"] = self.val
+        return p
+
+
 def _geometry_key(t):
-    return (id(t._storage), tuple(t._size), tuple(t._stride), t._offset, t._dtype)
+    return (id(t._storage), _hashable(t._size), _hashable(t._stride), t._offset, t._dtype)
+
+
+def _hashable(xs):
+    """Sizes/strides as a hashable key (a SymInt by its expression)."""
+    return tuple(x.node.expr if isinstance(x, SymInt) else x for x in xs)
 
 
 def _snapshot(val, fake_mode):
@@ -88,7 +138,9 @@ def _set_meta(proxy, val, fake_mode):
     node = proxy.node
     node.meta["val"] = _snapshot(val, fake_mode)
     if isinstance(val, Tensor):
-        node.meta["tensor_meta"] = _extract_tensor_metadata(val)
+        # contiguity queries on symbolic strides would add guards: left out for those
+        node.meta["tensor_meta"] = _extract_tensor_metadata(
+            val, include_contiguity=not any(isinstance(s, SymInt) for s in val._size))
 
 
 class ProxyTorchDispatchMode(TorchDispatchMode):
@@ -114,13 +166,15 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
         # arguments as graph values: the producing node, or a constant get_attr
         def to_proxy(x):
+            if isinstance(x, SymInt):
+                return tracer.sym_proxy(x)
             if not isinstance(x, Tensor):
                 return x
             p = tracer.proxy_for(x)
             if p is not None:
                 return p
             if self.fake_mode is not None and not _is_fake(x):
-                fake = self.fake_mode.from_tensor(x)
+                fake = self.fake_mode.from_tensor(x, static_shapes=True)
                 p = tracer.constant(fake, real=x)
                 tracer.track(fake, p)
                 _set_meta(p, fake, self.meta_mode)
@@ -135,12 +189,12 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         if self.fake_mode is not None:  # real constants run as their FakeTensors
             def to_fake(x):
                 if isinstance(x, Tensor) and not _is_fake(x):
-                    return self.fake_mode.from_tensor(x)
+                    return self.fake_mode.from_tensor(x, static_shapes=True)
                 return x
             args = pytree.tree_map(to_fake, args)
             kwargs = pytree.tree_map(to_fake, kwargs)
 
-        out = func(*args, **kwargs)
+        out = _run_untraced_sym(func, args, kwargs)
 
         name = tracer.graph._target_to_str(func.overloadpacket.__name__)
         proxy_out = tracer.create_proxy("call_function", func, proxy_args, proxy_kwargs,
@@ -166,6 +220,17 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                             inner = item[j]
                             _set_meta(inner, oo, self.meta_mode)
                             tracer.track(oo, inner)
+
+
+def _run_untraced_sym(func, args, kwargs):
+    """Run an op with SymInt tracing off: a kernel's size arithmetic is not the program's."""
+    from ..._core import symint
+    saved = symint._trace_hooks[:]
+    symint._trace_hooks.clear()
+    try:
+        return func(*args, **kwargs)
+    finally:
+        symint._trace_hooks[:] = saved
 
 
 def _lists_as_lists(func, args):
@@ -200,16 +265,13 @@ def make_fx(f, decomposition_table=None, tracing_mode="real", _allow_non_fake_in
     """``make_fx(f)(*args)`` runs ``f`` on ``args`` and returns the GraphModule of the aten
     ops it ran. ``decomposition_table`` maps OpOverloads to Python functions run (and traced)
     instead of the op. ``tracing_mode``: ``"real"`` runs on the given tensors, ``"fake"`` on
-    FakeTensors made from them (no data computed)."""
+    FakeTensors made from them (no data computed), ``"symbolic"`` on FakeTensors with
+    symbolic sizes (see the module docstring)."""
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise AssertionError(f"Unexpected tracing type: {tracing_mode}")
     decomposition_table = dict(decomposition_table or {})
 
     def wrapped(*args):
-        if tracing_mode == "symbolic":
-            raise NotImplementedError(
-                "make_fx(tracing_mode='symbolic') needs symbolic sizes (SymInt backed by a "
-                "ShapeEnv), which ember does not have yet; use tracing_mode='real' or 'fake'")
         if pre_dispatch:
             raise NotImplementedError(
                 "make_fx(pre_dispatch=True) needs the PreDispatch key, which ember's "
@@ -232,18 +294,30 @@ def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs,
     tracer.scope = Scope("", None)
 
     # fake mode: the inputs become FakeTensors of one FakeTensorMode
-    fake_mode = None
+    fake_mode = shape_env = None
     meta_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    if tracing_mode == "fake":
-        fake_mode = FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs)
+    names = _arg_names(f, len(args))
+    if tracing_mode in ("fake", "symbolic"):
+        if tracing_mode == "symbolic":
+            from .symbolic_shapes import ShapeEnv
+            shape_env = ShapeEnv()
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs,
+                                   shape_env=shape_env)
         meta_mode = fake_mode
 
-        def to_fake(x):
-            return fake_mode.from_tensor(x) if isinstance(x, Tensor) and not _is_fake(x) else x
-        args = pytree.tree_map(to_fake, args)
+        def to_fake(x, name):
+            if isinstance(x, Tensor) and not _is_fake(x):
+                from ..._dynamo.source import LocalSource
+                return fake_mode.from_tensor(x, source=LocalSource(name))
+            return x
+        converted = []
+        for name, arg in zip(names, args):
+            leaves, spec = pytree.tree_flatten(arg)
+            leaves = [to_fake(leaf, f"{name}_{cnt}") for cnt, leaf in enumerate(leaves, 1)]
+            converted.append(pytree.tree_unflatten(leaves, spec))
+        args = tuple(converted)
 
     # one placeholder per leaf of each argument: <name>_1, <name>_2, ... (PyTorch's names)
-    names = _arg_names(f, len(args))
     for name, arg in zip(names, args):
         leaves, _ = pytree.tree_flatten(arg)
         for cnt, leaf in enumerate(leaves, start=1):
@@ -256,13 +330,20 @@ def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs,
 
     mode = ProxyTorchDispatchMode(tracer, tracing_mode, decomposition_table=decomposition_table,
                                   fake_mode=fake_mode, meta_mode=meta_mode)
+    from ..._core import symint
     with _disable_current_modes():
-        if fake_mode is not None:
-            with fake_mode, mode:
-                out = f(*args)
-        else:
-            with mode:
-                out = f(*args)
+        if shape_env is not None:  # SymInt arithmetic of the program becomes graph nodes
+            symint._trace_hooks.append(tracer.trace_sym_op)
+        try:
+            if fake_mode is not None:
+                with fake_mode, mode:
+                    out = f(*args)
+            else:
+                with mode:
+                    out = f(*args)
+        finally:
+            if shape_env is not None:
+                symint._trace_hooks.remove(tracer.trace_sym_op)
 
     def out_arg(x):
         if isinstance(x, Tensor):
@@ -272,12 +353,31 @@ def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs,
             return p.node
         if isinstance(x, Proxy):
             return x.node
+        if isinstance(x, SymInt):
+            return tracer.sym_proxy(x).node
         return x
     tracer.create_node("output", "output", (pytree.tree_map(out_arg, out),), {})
     name = getattr(f, "__name__", None) or type(f).__name__
     if isinstance(f, Module):
         name = type(f).__name__
-    return GraphModule(tracer.root, tracer.graph, name)
+    if shape_env is not None:
+        _remove_unused_sym_nodes(tracer.graph)
+    gm = GraphModule(tracer.root, tracer.graph, name)
+    if shape_env is not None:
+        gm.shape_env = shape_env  # the guards under which the graph is valid
+    return gm
+
+
+def _remove_unused_sym_nodes(graph):
+    """Size arithmetic the program computed but no op used (composite kernels compute sizes
+    above the Python key) has no effect: removed, as PyTorch's trace removes dead code."""
+    import operator
+    from ..._ops.overload import ops
+    pure = {ops.aten.sym_size.int, operator.add, operator.sub, operator.mul, operator.floordiv,
+            operator.mod, operator.neg, operator.pow}
+    for node in reversed(list(graph.nodes)):
+        if node.op == "call_function" and node.target in pure and not node.users:
+            graph.erase_node(node)
 
 
 def get_isolated_graphmodule(func, args, kwargs, tracing_mode="real", decomposition_table=None):
