@@ -191,6 +191,24 @@ def test_mark_dynamic():
     assert len(cnt.graphs) == 2
 
 
+def test_mark_dynamic_range_guards_and_violation():
+    from ember.fx.experimental.symbolic_shapes import ConstraintViolationError
+    cnt = Counter()
+    cf = ember.compile(lambda x: x.sum(-1), backend=cnt)
+    x = ember.randn(3, 5)
+    dynamo.mark_dynamic(x, 1, min=3, max=8)
+    cf(x)
+    cf(ember.randn(3, 7))
+    assert len(cnt.graphs) == 1  # inside [3, 8]: the same graph
+    cf(ember.randn(3, 9))
+    assert len(cnt.graphs) == 2  # the range guard failed (PyTorch: 1 then 2 compiles)
+    dynamo.reset()
+    y = ember.randn(3, 2)
+    dynamo.mark_dynamic(y, 1, min=3, max=8)
+    with pytest.raises(ConstraintViolationError, match=r"2 not in range \[3, 8\]"):
+        ember.compile(lambda x: x.sum(-1), backend=cnt)(y)
+
+
 def test_zero_one_specialisation_in_compile():
     cnt = Counter()
     cf = ember.compile(lambda x: x.sum(-1), backend=cnt, dynamic=True)

@@ -5,6 +5,8 @@ broadcasting and dimension wrapping all live here. Strides are in elements, as i
 """
 from functools import lru_cache
 
+from .symint import hint_int
+
 
 def contiguous_strides(size):
     try:
@@ -92,7 +94,6 @@ def storage_extent(size, stride, offset):
 
 def check_storage_size(size, itemsize):
     """PyTorch's overflow check on a new tensor's byte count (it must fit a signed 64-bit int)."""
-    from .symint import hint_int
     n = itemsize
     for s in size:
         n *= hint_int(s)  # a symbolic size is checked at its example value (no guard)

@@ -85,23 +85,22 @@ def _init_logs():
 _init_logs()
 
 
-def mark_dynamic(t, index, *, min=None, max=None):
+def mark_dynamic(t, index, *, min=None, max=None):  # noqa: A002  (PyTorch's names)
     """Make dim ``index`` (an int or a list of ints) of ``t`` symbolic the first time a
     compiled function sees ``t`` (no specialise-then-recompile step). As PyTorch, a size of
-    0 or 1 is still specialised; ``min``/``max`` are not supported yet and raise."""
-    if min is not None or max is not None:
-        raise NotImplementedError("ember._dynamo.mark_dynamic: min=/max= ranges are not "
-                                  "supported yet")
+    0 or 1 is still specialised. ``min``/``max`` bound the symbol's range: the compiled code
+    is guarded to sizes inside it, and a size outside it at compile time raises
+    ``ConstraintViolationError``."""
     if isinstance(index, (list, tuple)):
         for i in index:
-            mark_dynamic(t, i)
+            mark_dynamic(t, i, min=min, max=max)
         return
     from .eval_frame import _dynamic_marks
     import weakref
     hit = _dynamic_marks.get(id(t))
     if hit is None or hit[0]() is not t:
-        hit = _dynamic_marks[id(t)] = (weakref.ref(t), set())
-    hit[1].add(index)
+        hit = _dynamic_marks[id(t)] = (weakref.ref(t), {})
+    hit[1][index] = (min, max)
 
 
 def maybe_mark_dynamic(t, index):

@@ -176,7 +176,8 @@ class FrameState:
             if not config.suppress_errors:
                 raise
             from .exc import BackendCompilerFailed
-            if isinstance(e, BackendCompilerFailed):
+            from ..fx.experimental.symbolic_shapes import ConstraintViolationError
+            if isinstance(e, (BackendCompilerFailed, ConstraintViolationError)):
                 raise
             _warn_once(("internal", self.code), f"ember.compile: internal error while "
                        f"capturing {self.code.co_name} ({type(e).__name__}: {e}); running "
@@ -191,11 +192,12 @@ class FrameState:
         something about them) is retried with every size static, so dynamic shapes never
         make a frame run eagerly that a specialised capture handles."""
         from .exc import BackendCompilerFailed
+        from ..fx.experimental.symbolic_shapes import ConstraintViolationError
         self.used_dynamic = False
         try:
             return self._compile(args, closure)
-        except (UserErrorDuringTrace, BackendCompilerFailed):
-            raise
+        except (UserErrorDuringTrace, BackendCompilerFailed, ConstraintViolationError):
+            raise  # (a mark_dynamic range the input breaks is the user's error, not Dynamo's)
         except Exception as e:  # noqa: BLE001 - retried static, then raised as before
             if not self.used_dynamic:
                 raise

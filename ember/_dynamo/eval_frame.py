@@ -26,12 +26,13 @@ _state = _EvalState()
 _disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
 _allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
 _recorders = []         # explain's collectors
-_dynamic_marks = {}     # mark_dynamic: id(tensor) -> (weakref to it, its dynamic dims)
+_dynamic_marks = {}     # mark_dynamic: id(tensor) -> (weakref to it, {dim: (min, max)})
 
 
 def marked_dynamic_dims(t):
+    """The dims mark_dynamic named on ``t``, each with its (min, max) range (None: unbounded)."""
     hit = _dynamic_marks.get(id(t))
-    return hit[1] if hit is not None and hit[0]() is t else ()
+    return hit[1] if hit is not None and hit[0]() is t else {}
 
 
 def _record_graph(gm, reason):

@@ -274,8 +274,13 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value)
         else:
             from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
-            ctx = StatelessSymbolicContext([DimDynamic.DUCK if d else DimDynamic.STATIC
-                                            for d in dims])
+            ranges = _eval_frame().marked_dynamic_dims(value)
+            constraints = [ranges.get(i) if d else None for i, d in enumerate(dims)]
+            # a bounded dim gets a symbol of its own: duck sizing would share its range
+            ctx = StatelessSymbolicContext(
+                [DimDynamic.STATIC if not d else
+                 DimDynamic.DYNAMIC if constraints[i] not in (None, (None, None)) else
+                 DimDynamic.DUCK for i, d in enumerate(dims)], constraints)
             fake = self.fake_mode.from_tensor(value, static_shapes=False, source=src,
                                               symbolic_context=ctx)
             if not any(isinstance(x, SymInt) for x in fake._size):

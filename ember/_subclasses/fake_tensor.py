@@ -173,8 +173,10 @@ class FakeTensorMode(TorchDispatchMode):
             from ..fx.experimental.symbolic_shapes import DimDynamic
             dims = symbolic_context.dynamic_sizes if symbolic_context is not None \
                 else [DimDynamic.DUCK] * len(t._size)
+            ranges = symbolic_context.constraint_sizes if symbolic_context is not None \
+                else None
             meta._size, meta._stride = self.shape_env.create_symbolic_sizes_strides(
-                t, source, dims)
+                t, source, dims, ranges)
         fake = _wrap(self, meta, _claimed(t._device))
         fake._vc = [0] if t._vc is not None else None
         if t._requires_grad:

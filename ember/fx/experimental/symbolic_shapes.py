@@ -24,9 +24,13 @@ from sympy.printing.str import StrPrinter
 from ..._core.symint import SymBool, SymInt, hint_int, is_symbolic
 from .sym_node import SymNode
 
-__all__ = ["ShapeEnv", "SymInt", "SymBool", "DimDynamic", "StatelessSymbolicContext",
-           "ShapeGuard", "guard_int", "guard_bool", "has_free_symbols", "is_symbolic",
+__all__ = ["ShapeEnv", "ConstraintViolationError", "SymInt", "SymBool", "DimDynamic",
+           "StatelessSymbolicContext", "ShapeGuard", "guard_int", "guard_bool", "has_free_symbols", "is_symbolic",
            "hint_int", "free_symbols"]
+
+
+class ConstraintViolationError(RuntimeError):
+    """A size that a ``mark_dynamic`` range excludes (PyTorch's class of the same name)."""
 
 
 class DimDynamic(enum.Enum):
@@ -123,9 +127,10 @@ class ShapeEnv:
         self._decided = {}        # expression -> answer (each guard is taken once)
 
     # -- creating symbols ---------------------------------------------------------------------
-    def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK):
+    def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK, constraint=None):
         """The sympy expression for a size ``val`` read from ``source``: an Integer for 0/1
-        and static dims, else a (possibly shared) symbol."""
+        and static dims, else a (possibly shared) symbol. ``constraint``: the (min, max) a
+        ``mark_dynamic`` gave (either None: unbounded on that side), narrowing the range."""
         if dynamic_dim is DimDynamic.STATIC or \
                 (self.specialize_zero_one and val in (0, 1)):
             return sympy.Integer(val)
@@ -135,7 +140,15 @@ class ShapeEnv:
             return sym
         sym = sympy.Symbol(f"s{len(self.var_to_val)}", positive=True, integer=True)
         self.var_to_val[sym] = val
-        self.var_to_range[sym] = [2 if self.specialize_zero_one else 0, sympy.oo]
+        lo, hi = 2 if self.specialize_zero_one else 0, sympy.oo
+        if constraint is not None:
+            cmin, cmax = constraint
+            lo = lo if cmin is None else max(lo, cmin)
+            hi = hi if cmax is None else cmax
+            if not lo <= val <= hi:
+                raise ConstraintViolationError(
+                    f"{val} not in range [{lo}, {'int_oo' if hi == sympy.oo else hi}]")
+        self.var_to_range[sym] = [lo, hi]
         self.var_to_sources[sym] = [source]
         if dynamic_dim is DimDynamic.DUCK:
             self.val_to_var[val] = sym
@@ -144,15 +157,17 @@ class ShapeEnv:
     def create_symint(self, expr, hint):
         return SymNode(sympy.sympify(expr), self, int, hint).wrapped()
 
-    def create_symbolic_sizes_strides(self, t, source, dynamic_sizes):
+    def create_symbolic_sizes_strides(self, t, source, dynamic_sizes, constraint_sizes=None):
         """Sizes (SymInts where dynamic) and strides for a tensor like ``t`` read from
         ``source``. Strides follow the tensor's layout: walking the dims from the smallest
         stride up, a stride equal to the product of the sizes before it (a dense layout:
         contiguous, transposed, channels-last) is that symbolic product; any other stays the
         concrete number."""
         from ..._dynamo.source import TensorProperty, TensorPropertySource
-        exprs = [self.create_symbol(v, TensorPropertySource(source, TensorProperty.SIZE, i), d)
-                 for i, (v, d) in enumerate(zip(t._size, dynamic_sizes))]
+        constraint_sizes = constraint_sizes or [None] * len(dynamic_sizes)
+        exprs = [self.create_symbol(v, TensorPropertySource(source, TensorProperty.SIZE, i), d,
+                                    c)
+                 for i, (v, d, c) in enumerate(zip(t._size, dynamic_sizes, constraint_sizes))]
         sizes = tuple(self.create_symint(e, v) for e, v in zip(exprs, t._size))
         strides = list(t._stride)
         acc, acc_hint = sympy.Integer(1), 1
