@@ -335,7 +335,7 @@ def tanh_backward(grad, result):
 
 
 def threshold_backward(grad, self, threshold):
-    return ember.where(self <= threshold, ember.zeros((), dtype=grad._dtype, device=grad._device), grad)
+    return ember.ops.aten.threshold_backward.default(grad, self, threshold)  # one op, as PyTorch
 
 
 def clamp_backward(grad, self, min, max):
