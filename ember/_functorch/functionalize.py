@@ -24,6 +24,7 @@ PyTorch); it is rewritten to the statistics-free call plus the functional update
 FakeTensors, functionalizes the graph and runs it, so under an outer ``make_fx`` the recorded
 graph is functional.
 """
+import functools
 import operator
 
 from .._ops.overload import OpOverload, ops
@@ -533,35 +534,41 @@ def functionalize_graph(gm, *, remove="mutations", epilogue=True):
 
 
 def functionalize(func, *, remove="mutations"):
-    """``torch.func.functionalize``: a function computing what ``func`` computes with no
-    mutation (see the module docstring); mutated inputs are updated at the end with ``copy_``,
-    so callers see eager's state. ``remove="mutations_and_views"`` also replaces views by
-    ``*_copy`` ops."""
+    """``torch.func.functionalize``: run ``func`` on functional wrappers of its tensor
+    arguments (the ``Functionalize`` key, ember._functorch.functional_wrapper), so it runs with
+    no mutation and any Python control flow; mutated inputs get their new values with ``copy_``
+    at the end, so callers see eager's state. ``remove="mutations_and_views"`` also runs views
+    as ``*_copy`` ops."""
     if remove not in ("mutations", "mutations_and_views"):
         raise RuntimeError(f"functionalize got an invalid value for the remove argument: "
                            f"{remove!r}")
+    reapply_views = remove == "mutations"
 
+    @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        from ..fx.experimental.proxy_tensor import make_fx
-        from .._subclasses.fake_tensor import FakeTensor
-        leaves, spec = pytree.tree_flatten((args, kwargs))
-        any_fake = any(isinstance(x, FakeTensor) for x in leaves)
-        tensors = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+        from . import functional_wrapper as fw
+        from .interpreter import push_functionalize
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        with push_functionalize(reapply_views) as layer:
+            wrapped_flat = [fw.to_functional(x, layer.level) if isinstance(x, Tensor) else x
+                            for x in flat]
+            a, k = pytree.tree_unflatten(wrapped_flat, spec)
+            out = func(*a, **k)
 
-        def flat_fn(*tensor_leaves):
-            vals = list(leaves)
-            for i, t in zip(tensors, tensor_leaves):
-                vals[i] = t
-            a, k = pytree.tree_unflatten(vals, spec)
-            return func(*a, **k)
-        inputs = [leaves[i] for i in tensors]
-        if any_fake:  # FakeTensors compute nothing: trace them as they are (on copies)
-            trace_inputs = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
-            gm = make_fx(flat_fn, tracing_mode="real")(*trace_inputs)
-        else:
-            gm = make_fx(flat_fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*inputs)
-        fgm, _ = functionalize_graph(gm, remove=remove, epilogue=True)
-        return fgm(*inputs)
-    wrapped.__wrapped__ = func
-    wrapped.__name__ = getattr(func, "__name__", "functionalized")
+            def unwrap(x):
+                if x.__class__ is fw.FunctionalTensorWrapper and x._level == layer.level:
+                    fw.sync(x)
+                    return x._value
+                return x
+            out = pytree.tree_map(unwrap, out)
+            for x in wrapped_flat:
+                fw.sync(x)
+        # outside the layer: write the inputs' new values back into them
+        for orig, w in zip(flat, wrapped_flat):
+            if isinstance(orig, Tensor) and w._value is not orig:
+                new = w._value
+                if new._size != orig._size:
+                    orig.resize_(new._size)
+                orig.copy_(new)
+        return out
     return wrapped
