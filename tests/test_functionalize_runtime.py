@@ -1,0 +1,289 @@
+"""The Functionalize dispatch key (ember._functorch.functional_wrapper) and
+``ember.func.functionalize`` running on it, against PyTorch: values, the caller's input state,
+and the graphs ``make_fx`` records (op for op, dead regenerated views included)."""
+import re
+
+import numpy as np
+import pytest
+
+import ember
+from ember.fx.experimental.proxy_tensor import make_fx
+
+torch = pytest.importorskip("torch")
+from torch.fx.experimental.proxy_tensor import make_fx as tmake_fx  # noqa: E402
+
+
+def _code(gm):
+    """The graph's code with the library prefix and the factory keyword arguments (which the
+    two make_fx print differently) left out."""
+    code = gm.code.replace("torch.ops.", "").replace("ember.ops.", "")
+    code = re.sub(r", device = device\(type='cpu'\), pin_memory = False", "", code)
+    return code.strip()
+
+
+def _both(body, *arrays, remove="mutations", trace=True):
+    """Run ``body(lib)`` under each library's functionalize on copies of ``arrays``: outputs and
+    inputs afterwards must agree; with ``trace``, so must the make_fx graphs. Returns the two
+    graphs' code."""
+    t_in = [torch.tensor(a) for a in arrays]
+    e_in = [ember.tensor(a) for a in arrays]
+    t_out = torch.func.functionalize(body(torch), remove=remove)(*t_in)
+    e_out = ember.func.functionalize(body(ember), remove=remove)(*e_in)
+    t_out = t_out if isinstance(t_out, tuple) else (t_out,)
+    e_out = e_out if isinstance(e_out, tuple) else (e_out,)
+    for t, e in zip(t_out, e_out):
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+        assert not ember._is_functional_tensor(e)
+    for t, e in zip(t_in, e_in):  # mutated inputs were written back
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+    if not trace:
+        return None
+    tg = tmake_fx(torch.func.functionalize(body(torch), remove=remove))(
+        *[torch.tensor(a) for a in arrays])
+    eg = make_fx(ember.func.functionalize(body(ember), remove=remove))(
+        *[ember.tensor(a) for a in arrays])
+    assert _code(eg) == _code(tg)
+    return _code(eg)
+
+
+def _x(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _inplace_ops(code):
+    return re.findall(r"aten\.(\w+_)\.", code)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_data_dependent_control_flow(sign):
+    def body(lib):
+        def f(x):
+            if x.sum() > 0:  # a Python branch on a value: needs the runtime key
+                x.add_(1)
+                y = x.view(-1)
+                y.mul_(2)
+            else:
+                x.sub_(3)
+            return x * 2
+        return f
+    x = np.abs(_x(2, 3)) * sign
+    _both(body, x, trace=False)
+    # PyTorch's make_fx refuses to read a value while tracing; ember's (real mode) reads it
+    # and records the branch taken, which is PyTorch's graph of that branch alone
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        tmake_fx(torch.func.functionalize(body(torch)))(torch.tensor(x))
+    eg = make_fx(ember.func.functionalize(body(ember)))(ember.tensor(x))
+    branch = "add_" if sign > 0 else "sub_"
+
+    def straight(lib):
+        def f(x):
+            if branch == "add_":
+                x.add_(1)
+                x.view(-1).mul_(2)
+            else:
+                x.sub_(3)
+            return x * 2
+        return f
+    code = _both(straight, x)
+    assert _inplace_ops(code) == ["copy_"]
+    # the condition (sum, gt, the value read), then exactly the branch's graph
+    elines, lines = _code(eg).splitlines(), code.splitlines()
+    assert [ln.split("=")[0].strip() for ln in elines[1:4]] == ["sum_1", "gt",
+                                                                "_local_scalar_dense"]
+    assert elines[4:] == lines[1:]
+
+
+def test_view_of_input_mutated_then_base_read():
+    def body(lib):
+        def f(x):
+            x.view(-1).add_(1)
+            return x * 2
+        return f
+    code = _both(body, _x(2, 2))
+    assert "view.default(view_1, [-1])" in code  # the view regenerated after the write
+
+
+def test_slices_mutated_then_base_read():
+    def body(lib):
+        def f(x):
+            s = x[1:]
+            s.mul_(2)
+            x[0].add_(x[2])
+            return x.sum(0), s
+        return f
+    code = _both(body, _x(3, 4))
+    assert "slice_scatter" in code and "select_scatter" in code
+    assert _inplace_ops(code) == ["copy_"]
+
+
+def test_inplace_view_ops_transpose_unsqueeze():
+    def body(lib):
+        def f(x):
+            y = x.clone()
+            y.transpose_(0, 1)
+            y.unsqueeze_(0)
+            y.add_(1)
+            return y
+        return f
+    code = _both(body, _x(2, 3))
+    assert not _inplace_ops(code)
+
+
+def test_split_piece_mutated():
+    def body(lib):
+        def f(x):
+            a, b = x.split(2)
+            b.mul_(3)
+            return x + 1, a
+        return f
+    _both(body, _x(4, 3))
+
+
+def test_out_variants_and_copy_zero():
+    def body(lib):
+        def f(x):
+            out = lib.empty(2, 2)
+            lib.add(x, 1, out=out)
+            x.copy_(out)
+            x.zero_()
+            return out
+        return f
+    code = _both(body, _x(2, 2))
+    assert "aten.copy.default" in code and "aten.zero.default" in code
+    assert _inplace_ops(code) == ["copy_"]
+
+
+def test_input_mutation_copied_back():
+    def body(lib):
+        def f(x, y):
+            x.add_(y)
+            return x * 2
+        return f
+    code = _both(body, _x(4), _x(4, seed=1))
+    assert code.splitlines()[-2].strip().startswith("copy_ = aten.copy_.default(x_1, add)")
+    # an input that is only read is not written back
+    x, y = ember.tensor(_x(4)), ember.tensor(_x(4, seed=1))
+    vx, vy = x._version, y._version
+    ember.func.functionalize(lambda a, b: a.add_(b) * 1)(x, y)
+    assert x._version == vx + 1 and y._version == vy
+
+
+def test_remove_mutations_and_views():
+    def body(lib):
+        def f(x):
+            y = x.view(-1)
+            y.add_(1)
+            z = x.t()
+            return z[0] * 2
+        return f
+    code = _both(body, _x(2, 3), remove="mutations_and_views")
+    assert "view_copy" in code and "t_copy" in code and "select_copy" in code
+    assert "aten.view.default" not in code
+    out = ember.func.functionalize(lambda x: x.view(2, 2), remove="mutations_and_views")(
+        ember.randn(4))
+    assert out._base is None  # a copy, not a view
+
+
+def test_nested_functionalize():
+    # PyTorch 2.13's torch.func.functionalize cannot nest (an internal assert on the inner
+    # wrap); ember's levels can: the values and input state are eager's, the graph is functional
+    def f(x):
+        y = x[0]
+        y.mul_(2)
+        return x + 1
+
+    def nested(lib):
+        return lambda x: lib.func.functionalize(f)(x)
+    with pytest.raises(RuntimeError):
+        torch.func.functionalize(nested(torch))(torch.tensor(_x(3, 2)))
+    xe, xt = ember.tensor(_x(3, 2)), torch.tensor(_x(3, 2))
+    want = f(xt)
+    got = ember.func.functionalize(nested(ember))(xe)
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    np.testing.assert_allclose(xe.numpy(), xt.numpy())
+    eg = make_fx(ember.func.functionalize(nested(ember)))(ember.tensor(_x(3, 2)))
+    code = _code(eg)
+    assert _inplace_ops(code) == ["copy_"]  # the inner write-back became copy.default
+    assert "aten.copy.default" in code and "select_scatter" in code
+
+
+def test_factory_results_are_functionalized():
+    def body(lib):
+        def f(x):
+            z = lib.zeros(3)
+            z[1:].add_(x)
+            return z
+        return f
+    code = _both(body, _x(2))
+    assert _inplace_ops(code) == []
+
+
+def test_gradients_through_values():
+    w_np = _x(3, 2, seed=2)
+
+    def run(lib):
+        w = lib.tensor(w_np, requires_grad=True)
+        x = lib.tensor(_x(3, 2), requires_grad=True)
+
+        def f(x):
+            y = x * w  # a plain closure tensor that requires grad, mixed with a wrapper
+            y[0].mul_(2)
+            return y.sum()
+        out = lib.func.functionalize(f)(x)
+        out.backward()
+        return out, x.grad, w.grad
+    for t, e in zip(run(torch), run(ember)):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+
+
+def test_mutating_plain_tensor_with_functional_raises():
+    buf = ember.zeros(3)
+
+    def f(x):
+        buf.add_(x)
+        return x
+    with pytest.raises(RuntimeError, match="mutating a non-functional tensor with a "
+                                           "functional tensor is not allowed"):
+        ember.func.functionalize(f)(ember.ones(3))
+
+
+def test_low_level_api_matches_torch():
+    def run(lib):
+        x = lib.ones(4)
+        fx = lib._to_functional_tensor(x)
+        assert lib._is_functional_tensor(fx) and not lib._is_functional_tensor(x)
+        lib._enable_functionalization(reapply_views=True)
+        try:
+            y = fx.view(2, 2)
+            y[0].add_(1)
+            z = lib.ones(2, 2)  # a factory result joins functionalization
+            z.mul_(3)
+            assert lib._is_functional_tensor(z)
+        finally:
+            lib._disable_functionalization()
+        lib._sync(fx)
+        return x, lib._from_functional_tensor(fx), lib._from_functional_tensor(z)
+    for t, e in zip(run(torch), run(ember)):
+        np.testing.assert_allclose(e.numpy(), t.numpy())
+
+
+def test_batch_norm_running_stats():
+    def run(lib):
+        lib.manual_seed(0)
+        bn = lib.nn.BatchNorm1d(3)
+        x = lib.tensor(_x(6, 3))
+        out = lib.func.functionalize(bn)(x)
+        return out.detach(), bn.running_mean, bn.running_var
+    for t, e in zip(run(torch), run(ember)):
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_eager_ops_leave_the_key_alone():
+    # no layer active: the key is in no key set, so plain ops never reach the kernel
+    from ember._dispatch import tls
+    from ember._dispatch.keys import K, bit
+    assert not tls.state.included & bit(K.Functionalize)
+    a = ember.ones(1)
+    assert not a._keyset & bit(K.Functionalize)
+    with pytest.raises(RuntimeError, match="invalid value for the remove argument"):
+        ember.func.functionalize(lambda x: x, remove="views")
