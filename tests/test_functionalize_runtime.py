@@ -330,3 +330,41 @@ def test_aot_mutation_of_leaf_that_requires_grad_still_raises():
     with ember.no_grad():
         aot_function(lambda x: x.mul_(2), nop)(x)
     np.testing.assert_allclose(x.detach().numpy(), [2.0, 4.0])
+
+
+def test_functional_tensor_mode_matches_torch():
+    from torch._subclasses.functional_tensor import FunctionalTensor as TFT
+    from torch._subclasses.functional_tensor import FunctionalTensorMode as TFTM
+
+    from ember._subclasses.functional_tensor import FunctionalTensor as EFT
+    from ember._subclasses.functional_tensor import FunctionalTensorMode as EFTM
+
+    def body(lib, FT, FTM):
+        def f(t):
+            with FTM():
+                x = FT.to_functional(t)
+                x.view(-1).add_(1)
+                x.transpose_(0, 1)
+                out = x * 2
+                w = lib.zeros(2)  # a factory result is functional too
+                w.add_(1)
+                assert isinstance(w, FT) and isinstance(out, FT)
+            x.sync()
+            return (lib._from_functional_tensor(out.elem), lib._from_functional_tensor(x.elem),
+                    lib._from_functional_tensor(w.elem))
+        return f
+    a = _x(2, 3)
+    t_res = body(torch, TFT, TFTM)(torch.tensor(a))
+    e_res = body(ember, EFT, EFTM)(ember.tensor(a))
+    for t, e in zip(t_res, e_res):
+        np.testing.assert_allclose(e.numpy(), t.numpy())
+    tg = tmake_fx(body(torch, TFT, TFTM))(torch.tensor(a))
+    eg = make_fx(body(ember, EFT, EFTM))(ember.tensor(a))
+    assert _code(eg) == _code(tg)
+    # outside its mode a FunctionalTensor refuses ops, as PyTorch's does
+    with EFTM():
+        x = EFT.to_functional(ember.ones(2))
+    with pytest.raises(RuntimeError, match="Attempting to use FunctionalTensor on its own"):
+        x + 1
+    assert repr(ember._to_functional_tensor(ember.ones(2, 2))) == \
+        repr(torch._to_functional_tensor(torch.ones(2, 2)))

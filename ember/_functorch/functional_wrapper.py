@@ -230,8 +230,7 @@ class FunctionalTensorWrapper(Tensor):
 
     def __repr__(self, *, tensor_contents=None):
         sync(self)
-        inner = repr(self._value).replace("\n", "\n    ")
-        return f"FunctionalTensor(lvl={self._level}, value=\\\n{inner})"
+        return f"_to_functional_tensor({self._value!r})"  # PyTorch's repr
 
 
 def _set_value(t, value):
@@ -571,6 +570,7 @@ def _inplace_view(op, values, level, reapply):
     target = _inplace_view_target(op)
     if self.__class__ is not FunctionalTensorWrapper or self._level != level or target is None:
         return op._call(*[_unwrap(v, level) for v in values])
+    sync(self)  # (unlike a view op, PyTorch's in-place view ops sync their input first)
     meta = ViewMeta(target, [_unwrap(v, level) for v in values[1:]])
     self._view_metas = self._view_metas + (meta,)
     self._has_metadata_mutation = True

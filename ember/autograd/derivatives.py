@@ -809,8 +809,9 @@ def install(lib):
             continue
         ov = f".{s.overload_name}" if s.overload_name else ""
         view_qual = f"aten::{s.name[:-len('_copy')]}{ov}"
-        if view_qual not in infos:
-            continue
+        od = raw.get(view_qual, {}).get("output_differentiability")
+        if view_qual not in infos or (od is not None and not any(od)):
+            continue  # (detach_copy: no formula in PyTorch either, its backward raises)
         info = DerivativeInfo(raw[view_qual], s, f"{_camel(s.name)}Backward0")
         derivatives[qual] = info
         kernel = make_autograd_kernel(entry, info, inplace=False)
