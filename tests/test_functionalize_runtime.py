@@ -451,3 +451,39 @@ def test_fake_tensor_tracing():
     eg = make_fx(ember.func.functionalize(f), tracing_mode="fake")(ember.randn(2, 2))
     tg = tmake_fx(torch.func.functionalize(f), tracing_mode="fake")(torch.randn(2, 2))
     assert _code(eg) == _code(tg)
+
+
+def test_random_inplace_ops_become_functional_random_ops():
+    def body(lib):
+        def r(x):
+            x.uniform_()
+            y = x.clone()
+            y.normal_()
+            z = x.clone()
+            z.bernoulli_(0.5)
+            z.exponential_()
+            z.log_normal_()
+            z.cauchy_()
+            z.geometric_(0.5)
+            z.random_()
+            z.random_(5)
+            return x * 2 + y + z
+        return r
+    tg = tmake_fx(torch.func.functionalize(body(torch)))(torch.zeros(3))
+    eg = make_fx(ember.func.functionalize(body(ember)))(ember.zeros(3))
+    assert _code(eg) == _code(tg)
+    # the same numbers as eager for the same seed
+    ember.manual_seed(0)
+    a = ember.zeros(3)
+    want = body(ember)(a)
+    ember.manual_seed(0)
+    b = ember.zeros(3)
+    got = ember.func.functionalize(body(ember))(b)
+    assert ember.equal(want, got) and ember.equal(a, b)
+    # under vmap the functional op meets vmap's randomness like the in-place op
+    out = ember.vmap(ember.func.functionalize(lambda x: x.uniform_() * 1),
+                     randomness="different")(ember.zeros(4, 2))
+    assert not ember.equal(out[0], out[1])
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness "
+                                           "error mode"):
+        ember.vmap(ember.func.functionalize(lambda x: x.uniform_() * 1))(ember.zeros(4, 2))

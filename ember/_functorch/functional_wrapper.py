@@ -58,6 +58,7 @@ _FUNC = bit(K.Functionalize)
 # tensor that requires grad does not record on the wrapper, and the kernel switches them back
 # on for the ops it runs on the values.
 _KEEP = (below(K.Functionalize) & ~_PYTHON_KEYS) | bit(K.ADInplaceOrView)
+_OUTER_KEYS = AUTOGRAD_BITS | bit(K.FuncTorchVmapMode)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ class _TLS(threading.local):
     def __init__(self):
         self.layers = []  # active FunctionalizeLayers, innermost last
         self.ceiling = None  # levels >= this are switched off (inside the kernel of that level)
-        self.saved_autograd = None  # the autograd bits of the excluded set before a layer
+        self.saved_outer = None  # the _OUTER_KEYS bits of the excluded set before a layer
 
 
 _tls = _TLS()
@@ -90,19 +91,20 @@ def _active():
 
 
 def _sync_include():
-    """While an active layer is on, Functionalize is in the included set and autograd in the
-    excluded set (see _KEEP); otherwise both are as they were."""
+    """While an active layer is on, Functionalize is in the included set and the keys of the
+    transforms around it (autograd, vmap's randomness mode) in the excluded set, so an op meets
+    functionalization first (see _KEEP); otherwise both sets are as they were."""
     st = _dtls.state
     if _active():
-        if _tls.saved_autograd is None:
-            _tls.saved_autograd = st.excluded & AUTOGRAD_BITS
+        if _tls.saved_outer is None:
+            _tls.saved_outer = st.excluded & _OUTER_KEYS
         st.included |= _FUNC
-        st.excluded |= AUTOGRAD_BITS
+        st.excluded |= _OUTER_KEYS
     else:
         st.included &= ~_FUNC
-        if _tls.saved_autograd is not None:
-            st.excluded = (st.excluded & ~AUTOGRAD_BITS) | _tls.saved_autograd
-            _tls.saved_autograd = None
+        if _tls.saved_outer is not None:
+            st.excluded = (st.excluded & ~_OUTER_KEYS) | _tls.saved_outer
+            _tls.saved_outer = None
 
 
 @contextlib.contextmanager
@@ -120,13 +122,13 @@ def push_layer(level, reapply_views):
 @contextlib.contextmanager
 def _below(level):
     """Run with ``level`` and every level above it switched off."""
-    saved = _tls.ceiling, _tls.saved_autograd, _dtls.state.included, _dtls.state.excluded
+    saved = _tls.ceiling, _tls.saved_outer, _dtls.state.included, _dtls.state.excluded
     _tls.ceiling = level if saved[0] is None else min(saved[0], level)
     _sync_include()
     try:
         yield
     finally:
-        _tls.ceiling, _tls.saved_autograd, _dtls.state.included, _dtls.state.excluded = saved
+        _tls.ceiling, _tls.saved_outer, _dtls.state.included, _dtls.state.excluded = saved
 
 
 def _reapply_views(level):
@@ -443,6 +445,10 @@ def _functional_overload(op):
         found = aten.copy.default
     elif name == "zero_":
         found = aten.zero.default
+    elif name == "normal_":  # PyTorch's names for these two functional forms
+        found = aten.normal_functional.default
+    elif op is aten.bernoulli_.float:
+        found = aten.bernoulli.p
     else:
         from .functionalize import _functional_overload as find
         found = find(op)
