@@ -487,3 +487,13 @@ def test_random_inplace_ops_become_functional_random_ops():
     with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness "
                                            "error mode"):
         ember.vmap(ember.func.functionalize(lambda x: x.uniform_() * 1))(ember.zeros(4, 2))
+
+
+def test_foreach_inplace_ops():
+    def body(lib):
+        def f(a, b):
+            lib._foreach_add_([a, b], 1.0)
+            lib._foreach_mul_([a, b], [b, b])
+            return a + b
+        return f
+    _both(body, _x(3), _x(3, seed=1), trace=False)

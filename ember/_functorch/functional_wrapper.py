@@ -587,8 +587,13 @@ def _inplace_view(op, values, level, reapply):
 def _mutation(op, values, level):
     schema = op._schema
     written = [i for i, a in enumerate(schema.arguments) if a.is_write]
-    targets = [values[i] for i in written]
-    if not any(t.__class__ is FunctionalTensorWrapper and t._level == level for t in targets):
+    # the tensors written, one list per written argument (a Tensor[] argument: the _foreach_
+    # ops write every tensor of it)
+    targets = [list(values[i]) if values[i].__class__ in (list, tuple) else [values[i]]
+               for i in written]
+    flat_targets = [t for ts in targets for t in ts]
+    if not any(t.__class__ is FunctionalTensorWrapper and t._level == level
+               for t in flat_targets):
         if any(v.__class__ is FunctionalTensorWrapper for v in values):
             raise RuntimeError(
                 "mutating a non-functional tensor with a functional tensor is not allowed. "
@@ -598,13 +603,15 @@ def _mutation(op, values, level):
     functional = _functional_overload(op)
     unwrapped = [_unwrap(v, level) for v in values]
     if functional is None:
-        # no functional form in ember (the random in-place ops): run the op on fresh copies,
-        # which is what PyTorch's generated functional variants of them do
-        new = []
+        # no functional form in ember (some _foreach_ ops): run the op on fresh copies, which
+        # is what PyTorch's generated functional variants do
         for i in written:
-            unwrapped[i] = aten.clone.default._call(unwrapped[i], None)
-            new.append(unwrapped[i])
+            v = unwrapped[i]
+            unwrapped[i] = [aten.clone.default._call(t, None) for t in v] \
+                if v.__class__ in (list, tuple) else aten.clone.default._call(v, None)
         op._call(*unwrapped)
+        new = [t for i in written for t in (unwrapped[i] if unwrapped[i].__class__ is list
+                                             else [unwrapped[i]])]
     else:
         if schema.kind_is_out:
             args = [v for v, a in zip(unwrapped, schema.arguments)
@@ -612,10 +619,18 @@ def _mutation(op, values, level):
         else:
             args = unwrapped
         out = functional._call(*args)
-        new = [out] if isinstance(out, Tensor) else list(out)[:len(written)]
-    for t, n in zip(targets, new):
+        outs = [out] if isinstance(out, Tensor) else list(out)
+        if len(written) == 1 and values[written[0]].__class__ in (list, tuple):
+            new = outs  # one Tensor[] written: the functional op returns its new list
+        else:
+            new = outs[:len(written)]
+    for t, n in zip(flat_targets, new):
         _replace_commit_sync(t, n)
-    return targets[0] if len(targets) == 1 else tuple(targets)
+    if not schema.returns:
+        return None
+    if len(written) == 1:
+        return values[written[0]]
+    return tuple(values[i] for i in written)
 
 
 def _batch_norm(values, level):
