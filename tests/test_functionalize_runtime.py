@@ -497,3 +497,21 @@ def test_foreach_inplace_ops():
             return a + b
         return f
     _both(body, _x(3), _x(3, seed=1), trace=False)
+
+
+def test_functional_forms_autograd_as_pytorch():
+    # aten::copy has no derivative in PyTorch (so neither has a functionalized copy_ into a
+    # tensor that then needs grad); aten::zero and the random forms have their in-place
+    # forms' formulas and node names
+    for lib in (torch, ember):
+        x = lib.randn(3, requires_grad=True)
+
+        def f(x):
+            b = lib.zeros(3)
+            b.copy_(x * 2)
+            return b.sum()
+        with pytest.raises(RuntimeError, match="derivative for aten::copy is not implemented"):
+            lib.func.functionalize(f)(x).backward()
+        assert type(lib.ops.aten.zero.default(x).grad_fn).__name__ == "ZeroBackward0"
+        assert type(lib.ops.aten.uniform.default(x).grad_fn).__name__ == "UniformBackward0"
+        assert type(lib.ops.aten.random.to(x, 5).grad_fn).__name__ == "RandomBackward1"
