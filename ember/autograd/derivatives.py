@@ -809,9 +809,8 @@ def install(lib):
             continue
         ov = f".{s.overload_name}" if s.overload_name else ""
         view_qual = f"aten::{s.name[:-len('_copy')]}{ov}"
-        od = raw.get(view_qual, {}).get("output_differentiability")
-        if view_qual not in infos or (od is not None and not any(od)):
-            continue  # (detach_copy: no formula in PyTorch either, its backward raises)
+        if view_qual not in infos or view_qual == "aten::detach":
+            continue  # PyTorch derives none for detach_copy either: its backward raises
         info = DerivativeInfo(raw[view_qual], s, f"{_camel(s.name)}Backward0")
         derivatives[qual] = info
         kernel = make_autograd_kernel(entry, info, inplace=False)
