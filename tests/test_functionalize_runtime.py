@@ -267,6 +267,25 @@ def test_low_level_api_matches_torch():
         np.testing.assert_allclose(e.numpy(), t.numpy())
 
 
+def test_mutation_queries_match_torch():
+    def run(lib):
+        x = lib._to_functional_tensor(lib.ones(2, 3))
+        seen = [(lib._functionalize_has_metadata_mutation(x),
+                 lib._functionalize_has_data_mutation(x))]
+        lib._enable_functionalization(reapply_views=True)
+        try:
+            x.t_()
+            seen.append((lib._functionalize_has_metadata_mutation(x),
+                         lib._functionalize_has_data_mutation(x)))
+            x.add_(1)
+            seen.append((lib._functionalize_has_metadata_mutation(x),
+                         lib._functionalize_has_data_mutation(x)))
+        finally:
+            lib._disable_functionalization()
+        return seen
+    assert run(ember) == run(torch)
+
+
 def test_batch_norm_running_stats():
     def run(lib):
         lib.manual_seed(0)

@@ -47,7 +47,10 @@ from ..overrides import _disabled_torch_function_impl
 
 __all__ = ["FunctionalTensorWrapper", "to_functional", "from_functional", "sync",
            "is_functional", "install", "_to_functional_tensor", "_from_functional_tensor", "_sync",
-           "_is_functional_tensor", "_enable_functionalization", "_disable_functionalization"]
+           "_is_functional_tensor", "_enable_functionalization", "_disable_functionalization",
+           "_functionalize_sync", "_functionalize_has_data_mutation",
+           "_functionalize_has_metadata_mutation", "_functionalize_replace",
+           "_functionalize_commit_update"]
 
 aten = ops.aten  # ops resolve when called
 _FUNC = bit(K.Functionalize)
@@ -277,11 +280,15 @@ def is_functional(t):
     return t.__class__ is FunctionalTensorWrapper
 
 
-def from_functional(t):
-    """The wrapper's current value, without syncing (``torch._from_functional_tensor``)."""
+def _expect(t):
     if t.__class__ is not FunctionalTensorWrapper:
         raise RuntimeError("Expected a FunctionalTensorWrapper")
-    return t._value
+    return t
+
+
+def from_functional(t):
+    """The wrapper's current value, without syncing (``torch._from_functional_tensor``)."""
+    return _expect(t)._value
 
 
 def sync(t):
@@ -671,6 +678,29 @@ def _sync(t):
 
 def _is_functional_tensor(t):
     return is_functional(t)
+
+
+def _functionalize_sync(t):
+    sync(t)
+
+
+def _functionalize_has_data_mutation(t):
+    """Whether ``t``'s alias group saw a data mutation (its storage's generation moved)."""
+    return _expect(t)._fstorage.generation > 0
+
+
+def _functionalize_has_metadata_mutation(t):
+    """Whether ``t`` went through an in-place view op (``transpose_``...)."""
+    return _expect(t)._has_metadata_mutation
+
+
+def _functionalize_replace(t, other):
+    """PyTorch's replace_: ``t`` holds ``other`` now (committed by _functionalize_commit_update)."""
+    _set_value(_expect(t), other)
+
+
+def _functionalize_commit_update(t):
+    _expect(t)._fstorage.add_update(t._value, t._view_metas)
 
 
 def _enable_functionalization(*, reapply_views=False):

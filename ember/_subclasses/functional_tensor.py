@@ -72,12 +72,10 @@ class FunctionalTensor(Tensor):
         _fw.sync(self.elem)
 
     def replace_(self, output):
-        _fw.from_functional(self.elem)  # a functional elem, checked
-        _fw._set_value(self.elem, output)
+        _fw._functionalize_replace(self.elem, output)
 
     def commit_update(self):
-        e = self.elem
-        e._fstorage.add_update(e._value, e._view_metas)
+        _fw._functionalize_commit_update(self.elem)
 
     def tolist(self):
         return self.from_functional().tolist()
