@@ -52,6 +52,11 @@ from . import special  # noqa: E402,F401  (torch.special)
 from . import signal  # noqa: E402,F401  (torch.signal.windows)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp, vmap)
 from .func import vmap  # noqa: E402,F401  (torch.vmap)
+from ._functorch.functional_wrapper import (  # noqa: E402,F401  (the Functionalize key's API)
+    _disable_functionalization, _enable_functionalization, _from_functional_tensor,
+    _functionalize_commit_update, _functionalize_has_data_mutation,
+    _functionalize_has_metadata_mutation, _functionalize_replace, _functionalize_sync,
+    _is_functional_tensor, _sync, _to_functional_tensor)
 from . import testing  # noqa: E402,F401  (torch.testing)
 from . import fx  # noqa: E402,F401  (torch.fx: graphs, symbolic_trace, make_fx)
 from . import distributions  # noqa: E402,F401  (torch.distributions)

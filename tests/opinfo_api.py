@@ -411,3 +411,23 @@ _add("view_as_complex_copy.default",
      lambda op: iter([Sample((tensor((3, 2), "float32"),)),
                       Sample((tensor((3, 3), "float32"),), desc="last dim error")]),
      ("float32",), None, "view_as_complex_copy.out")
+
+
+# -- functionalization's functional forms (ember._functorch.functional_wrapper) ------------------
+
+def copy_functional_samples(op):
+    """copy(self, src): self's layout kept, src broadcast and converted."""
+    for dt in op.dtypes:
+        yield Sample((tensor((2, 3), dt, "transposed"), tensor((3,), "float64")),
+                     desc=f"{dt} broadcast src")
+        yield Sample((tensor((2, 3), dt), tensor((2, 3), dt, "sliced")), desc=dt)
+
+
+_add("copy.default", copy_functional_samples, ("float32", "int64"))
+_add("zero.default", view_copy_samples(()), ("float32", "int64", "bool"))
+NOT_IN_TABLE.update({
+    name: "random (the functional forms of uniform_, normal_, ...: a clone and the in-place op): "
+          "seeds and graphs checked by tests/test_functionalize_runtime.py"
+    for name in ("uniform.default", "normal_functional.default", "random.default",
+                 "random.from", "random.to", "exponential.default", "geometric.default",
+                 "cauchy.default", "log_normal.default")})

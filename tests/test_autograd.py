@@ -579,6 +579,9 @@ EXEMPT_PREFIXES = {
     "aten::_native_multi_head_attention": "no formula in PyTorch (inference fast path)",
     "aten::_transform_bias_rescale_qkv": "no formula in PyTorch (inference fast path)",
     "aten::_transformer_encoder_layer_fwd": "no formula in PyTorch (inference fast path)",
+    "aten::copy": "no formula in PyTorch (functionalization's form of copy_)",
+    "aten::normal_functional": "no formula in PyTorch (functionalization's form of normal_)",
+    "aten::detach_copy": "no formula in PyTorch (grad_fn NotImplemented)",
     # hand-written in PyTorch: resizing a tensor that requires grad is an error there
     "aten::resize_": "manual in PyTorch (errors when requires_grad)",
 }

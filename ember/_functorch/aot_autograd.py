@@ -383,31 +383,53 @@ class _Compiled:
         n_in = len(inputs)
         self.n_in = n_in
         # 1. metadata: forward alone, functionalized
-        fw_only = make_fx(flat_fn, decomposition_table=decomps, tracing_mode="fake",
-                          _allow_non_fake_inputs=True)(*inputs)
+        trace = functools.partial(make_fx, decomposition_table=decomps, tracing_mode="fake",
+                                  _allow_non_fake_inputs=True)
+        # Non-leaf inputs that require grad trace as leaves: which of them the function
+        # mutates is learnt with them detached, and the outputs' metadata from a trace that
+        # mutates clones of those (as the joint graph below does).
+        nonleaf = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and
+                   x.requires_grad and not x.is_leaf] if is_grad_enabled() else []
+        mutated_nonleaf = []
+        if nonleaf:
+            detached = [x.detach() if i in nonleaf else x for i, x in enumerate(inputs)]
+            _, probe = functionalize_graph(trace(flat_fn)(*detached), epilogue=False)
+            mutated_nonleaf = [i for i in probe.mutated_inputs if i in nonleaf]
+        if mutated_nonleaf:
+            def cloned_fn(*xs):
+                return flat_fn(*[x.clone() if i in mutated_nonleaf else x
+                                 for i, x in enumerate(xs)])
+            fw_only = trace(cloned_fn)(*inputs)
+            info = probe
+        else:
+            fw_only = trace(flat_fn)(*inputs)
+            info = None
         out_node = next(n for n in fw_only.graph.nodes if n.op == "output")
         out_vals = [a.meta.get("val") if isinstance(a, Node) else a
                     for a in pytree.tree_flatten(out_node.args[0])[0]]
         self.out_spec = pytree.tree_flatten(_plain(out_node.args[0]))[1]
-        _, info = functionalize_graph(fw_only, epilogue=False)
+        if info is None:
+            _, info = functionalize_graph(fw_only, epilogue=False)
         self.mutated = list(info.mutated_inputs)
         self.output_aliases = info.output_aliases
         self.n_out = len(out_vals)
+        # a mutated input that requires grad (a non-leaf: a leaf raises eager's error) gets its
+        # new value as a differentiable forward output, copied into it with autograd on, so it
+        # ends with eager's CopyBackwards history (PyTorch's treatment)
+        self.mutated_grad = []
         for i in self.mutated:
             if isinstance(inputs[i], Tensor) and inputs[i].requires_grad and is_grad_enabled():
                 if inputs[i].is_leaf:
                     raise RuntimeError("a leaf Variable that requires grad is being used in "
                                        "an in-place operation.")
-                # PyTorch replays such a mutation inside autograd; this runtime copies new
-                # values in under no_grad, which would lose the mutation's gradient
-                raise NotImplementedError(
-                    "aot_autograd: mutating an input that requires grad (a non-leaf) is not "
-                    "supported by ember's runtime wrapper yet")
+                self.mutated_grad.append(i)
+        self.mutated_meta = {i: (tuple(inputs[i].shape), inputs[i].dtype, inputs[i].device)
+                             for i in self.mutated_grad}
         self.out_requires_grad = [isinstance(v, Tensor) and v.requires_grad for v in out_vals]
         self.out_is_tensor = [isinstance(v, Tensor) for v in out_vals]
         self.needs_autograd = is_grad_enabled() and any(
             isinstance(x, Tensor) and x.requires_grad for x in inputs) and \
-            any(self.out_requires_grad)
+            (any(self.out_requires_grad) or bool(self.mutated_grad))
         if not self.needs_autograd:
             gm, _ = _to_functional(fw_only, decomps)
             _log("aot_graphs", "Forward graph (inference)", gm)
@@ -420,17 +442,25 @@ class _Compiled:
                        if isinstance(x, Tensor) and x.requires_grad]
         diff_outs = [i for i, r in enumerate(self.out_requires_grad) if r]
         self.grad_inputs, self.diff_outs = grad_inputs, diff_outs
-        tangents = [_tangent_like(out_vals[i]) for i in diff_outs]
+        mutated_grad = self.mutated_grad
+        tangents = [_tangent_like(out_vals[i]) for i in diff_outs] + \
+            [_tangent_like(inputs[i]) for i in mutated_grad]
         grad_present = {}
 
         def joint(primals, tangents):
-            outs = pytree.tree_flatten(flat_fn(*primals))[0]
-            diff = [outs[i] for i in diff_outs]
+            # the function mutates clones of the inputs that require grad, whose final values
+            # are differentiable outputs like the others
+            args = list(primals)
+            for i in mutated_grad:
+                args[i] = primals[i].clone()
+            outs = pytree.tree_flatten(flat_fn(*args))[0]
+            diff = [outs[i] for i in diff_outs] + [args[i] for i in mutated_grad]
             grads = _autograd.grad(diff, [primals[i] for i in grad_inputs], tangents,
                                    allow_unused=True)
             present = [g is not None for g in grads]
             grad_present["mask"] = present
-            return list(outs), [g for g in grads if g is not None]
+            return list(outs) + [args[i] for i in mutated_grad], \
+                [g for g in grads if g is not None]
         joint_gm = make_fx(joint, decomposition_table=decomps, tracing_mode="fake",
                            _allow_non_fake_inputs=True)(list(inputs), tangents)
         _log("aot_joint_graph", "Joint graph", joint_gm)
@@ -440,8 +470,14 @@ class _Compiled:
         n_grads = sum(self.grad_present)
         out = next(n for n in fjoint.graph.nodes if n.op == "output")
         flat = list(out.args[0])
-        user, grads, mut = flat[:self.n_out], flat[self.n_out:self.n_out + n_grads], \
-            flat[self.n_out + n_grads:]
+        n_user = self.n_out + len(mutated_grad)
+        user, grads, tail = flat[:self.n_out], flat[n_user:n_user + n_grads], \
+            flat[n_user + n_grads:]
+        # the new values of the mutated inputs, in self.mutated's order: the clones' from the
+        # joint's outputs, the others' from functionalization's extra outputs
+        new_vals = dict(zip(mutated_grad, flat[self.n_out:n_user]))
+        new_vals.update(zip(jinfo.mutated_inputs, tail))
+        mut = [new_vals[i] for i in self.mutated]
         out.args = (tuple(user + mut + grads),)
         fjoint.recompile()
         num_fwd = self.n_out + len(mut)
@@ -466,10 +502,13 @@ class _Compiled:
         else:
             outs = _CompiledFunction.apply(self, *inputs)
             user, mut = list(outs[:self.n_out]), list(outs[self.n_out:self.num_fwd])
-        with no_grad():
-            for i, v in zip(self.mutated, mut):
-                if inputs[i] is not v:
-                    inputs[i].copy_(v)
+        for i, v in zip(self.mutated, mut):
+            if inputs[i] is not v:
+                if i in self.mutated_grad and self.needs_autograd:
+                    inputs[i].copy_(v)  # recorded: the input's history is CopyBackwards
+                else:
+                    with no_grad():
+                        inputs[i].copy_(v)
         for k, src in enumerate(self.output_aliases):
             # an output that is a view of an input is regenerated as a view of the input
             if src is not None and isinstance(user[k], Tensor) and self.out_is_tensor[k] \
@@ -511,17 +550,22 @@ class _CompiledFunction(_autograd.Function):
         nf = compiled.num_fwd
         fwd, saved = outs[:nf], outs[nf:]
         ctx.compiled = compiled
+        # an input about to be overwritten by its new value is saved as it is now
+        for k, v in enumerate(saved):
+            if any(v is inputs[i] for i in compiled.mutated):
+                saved[k] = v.detach().clone()
         ctx.save_for_backward(*[s for s in saved if isinstance(s, Tensor)])
         ctx.saved_extra = [s for s in saved if not isinstance(s, Tensor)]
-        non_diff = [o for k, o in enumerate(fwd) if isinstance(o, Tensor) and
-                    (k >= compiled.n_out or not compiled.out_requires_grad[k])]
+        diff_mut = {compiled.n_out + compiled.mutated.index(i) for i in compiled.mutated_grad}
+        non_diff = [o for k, o in enumerate(fwd) if isinstance(o, Tensor) and k not in diff_mut
+                    and (k >= compiled.n_out or not compiled.out_requires_grad[k])]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
         return tuple(fwd)
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        from .. import is_grad_enabled, zeros_like
+        from .. import is_grad_enabled, zeros, zeros_like
         compiled = ctx.compiled
         if is_grad_enabled():
             raise RuntimeError("torch.compile with aot_autograd does not currently support "
@@ -531,6 +575,13 @@ class _CompiledFunction(_autograd.Function):
             g = grad_outputs[i]
             if g is None:
                 g = zeros_like(compiled_out_val(compiled, i))
+            tangents.append(g.contiguous())
+        for i in compiled.mutated_grad:  # the new values of mutated inputs
+            k = compiled.n_out + compiled.mutated.index(i)
+            g = grad_outputs[k]
+            if g is None:
+                shape, dtype, device = compiled.mutated_meta[i]
+                g = zeros(shape, dtype=dtype, device=device)
             tangents.append(g.contiguous())
         grads = list(_call(compiled.bw, list(ctx.saved_tensors) + tangents))
         result = [None] * compiled.n_in

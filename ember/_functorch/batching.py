@@ -595,6 +595,12 @@ def install():
             entry = _d.get_entry(q)
             if entry is not None:
                 register(q, dim_rule(entry, dims, extra, tensors), "dims")
+    # the view-copy ops (CompositeExplicitAutogradNonFunctional) batch through their composite
+    # kernel, a view and a clone (PyTorch's FuncTorchBatchedDecomposition)
+    for q, entry in list(_d._operators.items()):
+        k = entry._kernel(K.CompositeExplicitAutogradNonFunctional)
+        if "view_copy" in entry.tags and k is not None and q not in _rules:
+            register(q, k.fn, "decomposition")
     for q in _SAME_BDIM:
         entry = _d.get_entry(q)
         if entry is not None:

@@ -1,10 +1,15 @@
-"""Functionalization: rewrite an aten-level graph so that it mutates nothing.
+"""Functionalization: ``torch.func.functionalize`` at run time, and the same rewrite as a pass
+over a recorded aten graph (what AOTAutograd and ``ember.export`` use).
 
-PyTorch functionalizes at run time on the ``Functionalize`` key (a ``FunctionalTensorWrapper``
-per tensor, an alias group per storage). ember does the same bookkeeping over an aten graph
-recorded by ``make_fx``: every tensor value of the graph belongs to an *alias group* (the storage
-it views: a graph input, a constant, or an op's fresh output) and is described by the chain of
-view ops that produced it from the group's base. Then
+:func:`functionalize` runs its function on FunctionalTensorWrappers (the ``Functionalize``
+dispatch key, :mod:`ember._functorch.functional_wrapper`), so data-dependent Python control
+flow works; mutated inputs are written back with ``copy_`` at the end. Under an outer
+``make_fx`` the recorded graph is functional, as PyTorch's is.
+
+:func:`functionalize_graph` does the key's bookkeeping over an aten graph recorded by
+``make_fx``: every tensor value of the graph belongs to an *alias group* (the storage it views:
+a graph input, a constant, or an op's fresh output) and is described by the chain of view ops
+that produced it from the group's base. Then
 
 * an in-place op (``add_``) becomes its functional form (``add``); an ``out=`` op becomes the
   functional overload with the same non-out arguments; ``copy_`` becomes a copy of the source
@@ -13,17 +18,14 @@ view ops that produced it from the group's base. Then
   ``select_scatter``, ``diagonal_scatter``, the inverse of a reshaping view, or
   ``as_strided_scatter``), and the group's generation advances;
 * a view used after its base changed is regenerated from the new base by replaying its chain;
-* a mutated graph input (or constant) ends the graph with ``copy_`` into it (``epilogue=True``,
-  what ``functionalize`` does) or is returned as an extra output (what AOTAutograd does);
+* a mutated graph input (or constant) ends the graph with ``copy_`` into it (``epilogue=True``)
+  or is returned as an extra output (what AOTAutograd does);
 * with ``remove="mutations_and_views"`` every view op is emitted as its ``*_copy`` form.
 
 ``native_batch_norm`` updates its running statistics without saying so in its schema (as in
 PyTorch); it is rewritten to the statistics-free call plus the functional update.
-
-:func:`functionalize` (``torch.func.functionalize``) traces its function with ``make_fx`` on
-FakeTensors, functionalizes the graph and runs it, so under an outer ``make_fx`` the recorded
-graph is functional.
 """
+import functools
 import operator
 
 from .._ops.overload import OpOverload, ops
@@ -533,35 +535,45 @@ def functionalize_graph(gm, *, remove="mutations", epilogue=True):
 
 
 def functionalize(func, *, remove="mutations"):
-    """``torch.func.functionalize``: a function computing what ``func`` computes with no
-    mutation (see the module docstring); mutated inputs are updated at the end with ``copy_``,
-    so callers see eager's state. ``remove="mutations_and_views"`` also replaces views by
-    ``*_copy`` ops."""
+    """``torch.func.functionalize``: run ``func`` on functional wrappers of its tensor
+    arguments (the ``Functionalize`` key, ember._functorch.functional_wrapper), so it runs with
+    no mutation and any Python control flow; mutated inputs get their new values with ``copy_``
+    at the end, so callers see eager's state. ``remove="mutations_and_views"`` also runs views
+    as ``*_copy`` ops."""
     if remove not in ("mutations", "mutations_and_views"):
         raise RuntimeError(f"functionalize got an invalid value for the remove argument: "
                            f"{remove!r}")
+    reapply_views = remove == "mutations"
 
+    @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        from ..fx.experimental.proxy_tensor import make_fx
-        from .._subclasses.fake_tensor import FakeTensor
-        leaves, spec = pytree.tree_flatten((args, kwargs))
-        any_fake = any(isinstance(x, FakeTensor) for x in leaves)
-        tensors = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+        from . import functional_wrapper as fw
+        from .interpreter import push_functionalize
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        with push_functionalize(reapply_views) as layer:
+            wrapped_flat = [fw.to_functional(x, layer.level) if isinstance(x, Tensor) else x
+                            for x in flat]
+            a, k = pytree.tree_unflatten(wrapped_flat, spec)
+            out = func(*a, **k)
 
-        def flat_fn(*tensor_leaves):
-            vals = list(leaves)
-            for i, t in zip(tensors, tensor_leaves):
-                vals[i] = t
-            a, k = pytree.tree_unflatten(vals, spec)
-            return func(*a, **k)
-        inputs = [leaves[i] for i in tensors]
-        if any_fake:  # FakeTensors compute nothing: trace them as they are (on copies)
-            trace_inputs = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
-            gm = make_fx(flat_fn, tracing_mode="real")(*trace_inputs)
-        else:
-            gm = make_fx(flat_fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*inputs)
-        fgm, _ = functionalize_graph(gm, remove=remove, epilogue=True)
-        return fgm(*inputs)
-    wrapped.__wrapped__ = func
-    wrapped.__name__ = getattr(func, "__name__", "functionalized")
+            def unwrap(x):
+                if x.__class__ is fw.FunctionalTensorWrapper and x._level == layer.level:
+                    fw.sync(x)
+                    return x._value
+                return x
+            out = pytree.tree_map(unwrap, out)
+            for x in wrapped_flat:
+                fw.sync(x)
+        # outside the layer: write the inputs' new values back into them (functorch's
+        # _propagate_functional_input_mutation: a resize when the byte size changed, as_strided_
+        # when only the metadata did, then copy_)
+        for orig, w in zip(flat, wrapped_flat):
+            if isinstance(orig, Tensor) and w._value is not orig:
+                new = w._value
+                if new.numel() * new.element_size() != orig.numel() * orig.element_size():
+                    orig.resize_(new._size)
+                if new._size != orig._size:
+                    orig.as_strided_(new._size, new._stride)
+                orig.copy_(new)
+        return out
     return wrapped

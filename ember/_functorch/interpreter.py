@@ -1,6 +1,6 @@
 """The thread-local stack of function-transform layers.
 
-Each active transform (a ``vmap`` or a ``grad``/``vjp``) pushes a layer with a level, its depth
+Each active transform (a ``vmap``, a ``grad``/``vjp`` or a ``functionalize``) pushes a layer with a level, its depth
 in the stack, so levels of live transforms are unique and increase inwards. A BatchedTensor
 records the level of the vmap that created it; batching kernels always peel off the highest
 level present among their arguments first, which is what makes ``vmap(vmap(f))`` work.
@@ -105,6 +105,31 @@ def hidden(layer):
     finally:
         _stack.layers.insert(idx, layer)
         _sync_vmap_mode()
+
+
+@contextlib.contextmanager
+def push_functionalize(reapply_views):
+    """A ``functionalize`` layer: its level numbers the wrappers it makes (see
+    ember._functorch.functional_wrapper, which keeps the layers that functionalize)."""
+    from .functional_wrapper import push_layer
+    slot = _FunctionalizeSlot(len(_stack.layers) + 1)
+    _stack.layers.append(slot)
+    try:
+        with push_layer(slot.level, reapply_views) as fl:
+            yield fl
+    finally:
+        _stack.layers.remove(slot)
+
+
+class _FunctionalizeSlot:
+    __slots__ = ("level",)
+    kind = "functionalize"
+
+    def __init__(self, level):
+        self.level = level
+
+    def __repr__(self):
+        return f"FunctionalizeLayer(level={self.level})"
 
 
 def find_vmap_layer(level):

@@ -195,6 +195,9 @@ _FACTORIES = {"aten::rand": 0, "aten::rand.generator": 0, "aten::randn": 0,
 _INPLACE = ["aten::normal_", "aten::uniform_", "aten::random_", "aten::random_.from",
             "aten::random_.to", "aten::exponential_", "aten::geometric_", "aten::cauchy_",
             "aten::log_normal_", "aten::bernoulli_.float", "aten::bernoulli_.Tensor"]
+_FUNCTIONAL_OF_INPLACE = ["aten::uniform", "aten::normal_functional", "aten::random",
+                          "aten::random.from", "aten::random.to", "aten::exponential",
+                          "aten::geometric", "aten::cauchy", "aten::log_normal"]
 _TENSOR_INPUT = ["aten::bernoulli", "aten::bernoulli.p", "aten::bernoulli.Tensor",
                  "aten::normal.Tensor_float", "aten::normal.float_Tensor",
                  "aten::normal.Tensor_Tensor", "aten::poisson", "aten::_standard_gamma",
@@ -233,6 +236,13 @@ def install():
         entry = _d.get_entry(q)
         if entry is not None:
             reg(q, inplace_kernel(entry))
+    # the functional random ops (functionalization's uniform, normal_functional, ...) are a
+    # clone and the in-place op: under vmap they run as that, so the in-place kernels apply
+    for q in _FUNCTIONAL_OF_INPLACE:
+        entry = _d.get_entry(q)
+        k = entry._kernel(K.CompositeExplicitAutograd) if entry is not None else None
+        if k is not None:
+            reg(q, k.fn)
     for q in _TENSOR_INPUT:
         entry = _d.get_entry(q)
         if entry is not None:

@@ -957,6 +957,22 @@ def install(lib):
         kernel = make_autograd_kernel(entry, info, inplace=True)
         lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
                  _debug=f"autograd kernel (in-place, formula of {fqual}) from derivatives.yaml")
+    # View-copy ops without an entry use their view op's (torchgen's add_view_copy_derivatives):
+    # the arguments have the same names, so the formulas apply unchanged.
+    raw = {_qualname(parse_schema(e["name"])): e for e in _load_yaml()}
+    for qual, entry in list(_d._operators.items()):
+        s = entry.schema
+        if "view_copy" not in entry.tags or qual in derivatives or not s.name.endswith("_copy"):
+            continue
+        ov = f".{s.overload_name}" if s.overload_name else ""
+        view_qual = f"aten::{s.name[:-len('_copy')]}{ov}"
+        if view_qual not in infos or view_qual == "aten::detach":
+            continue  # PyTorch derives none for detach_copy either: its backward raises
+        info = DerivativeInfo(raw[view_qual], s, f"{_camel(s.name)}Backward0")
+        derivatives[qual] = info
+        kernel = make_autograd_kernel(entry, info, inplace=False)
+        lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
+                 _debug=f"autograd kernel (formula of {view_qual}) from derivatives.yaml")
     # Ops PyTorch never records (gen_variable_type.DONT_REQUIRE_DERIVATIVE): a kernel that
     # always takes the fast path, so their outputs never require grad.
     # So are the ops native_functions.yaml declares factories (category_override: factory).

@@ -18,6 +18,7 @@ per-sample scalar outputs are then differentiated together with a ones cotangent
 every sample's gradient at once because samples never interact under vmap.
 """
 from .._functorch import batching as _batching
+from .._functorch import functional_wrapper as _functional_wrapper
 from .._functorch import randomness as _randomness
 from .._functorch.batched_tensor import BatchedTensor, physical, wrap_like
 from .._functorch.functional_call import functional_call, stack_module_state
@@ -35,6 +36,7 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
            "batching_rule_coverage"]
 
 _batching.install()
+_functional_wrapper.install()
 _randomness.install()
 
 

@@ -67,8 +67,11 @@ def _view_copy(view):
     return kernel
 
 
+# CompositeExplicitAutogradNonFunctional, as in PyTorch: a traced graph (make_fx of
+# functionalize(f, remove="mutations_and_views")) records the copy op itself; autograd uses the
+# view op's formula (ember.autograd.derivatives) and vmap decomposes it (ember._functorch).
 for _op, _view in _VIEW_COPIES.items():
-    register(_op, "CompositeImplicitAutograd", _view_copy(_view))
+    register(_op, "CompositeExplicitAutogradNonFunctional", _view_copy(_view))
 
 _narrow_copy = _view_copy("narrow.default")
 
