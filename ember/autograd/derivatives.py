@@ -920,8 +920,10 @@ def install(lib):
     from .._dispatch.schema import parse_schema
     counters = {}
     infos = {}
+    raw = {}  # qualname -> its yaml entry
     for e in _load_yaml():
         schema = parse_schema(e["name"])
+        raw[_qualname(schema)] = e
         # PyTorch numbers nodes per op name with the in-place "_" dropped (fill_ -> FillBackward2)
         base = schema.name[:-1] if schema.name.endswith("_") and not \
             schema.name.endswith("__") else schema.name
@@ -959,7 +961,6 @@ def install(lib):
                  _debug=f"autograd kernel (in-place, formula of {fqual}) from derivatives.yaml")
     # View-copy ops without an entry use their view op's (torchgen's add_view_copy_derivatives):
     # the arguments have the same names, so the formulas apply unchanged.
-    raw = {_qualname(parse_schema(e["name"])): e for e in _load_yaml()}
     for qual, entry in list(_d._operators.items()):
         s = entry.schema
         if "view_copy" not in entry.tags or qual in derivatives or not s.name.endswith("_copy"):
