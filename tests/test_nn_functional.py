@@ -407,3 +407,23 @@ def test_hardswish_gradient_at_the_kinks_matches_pytorch(torch):
     t = torch.tensor(x, requires_grad=True)
     torch.nn.functional.hardswish(t).sum().backward()
     assert e.grad.tolist() == t.grad.tolist()
+
+
+@pytest.mark.parametrize("op,params", [("threshold_backward", (0.0,)), ("silu_backward", ()),
+                                       ("hardtanh_backward", (-1.0, 1.0)),
+                                       ("softplus_backward", (1.0, 20.0)),
+                                       ("hardswish_backward", ())])
+def test_activation_backward_ops_broadcast_like_pytorch(torch, op, params):
+    """PyTorch's activation backward ops are binary TensorIterator ops: grad and input
+    broadcast (vmap relies on it when only one of them is batched)."""
+    g = np.linspace(-2, 2, 6).reshape(2, 3).astype(np.float32)
+    x = np.array([-0.5, 0.25, 1.5], np.float32)
+    for a, b in ((g, x), (x, g)):
+        got = getattr(ember.ops.aten, op)(ember.tensor(a), ember.tensor(b), *params)
+        want = getattr(torch.ops.aten, op)(torch.tensor(a), torch.tensor(b), *params)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        meta = getattr(ember.ops.aten, op)(ember.tensor(a).to("meta"), ember.tensor(b).to("meta"),
+                                           *params)
+        assert meta.shape == tuple(want.shape)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match"):
+        getattr(ember.ops.aten, op)(ember.ones(2, 3), ember.ones(4), *params)

@@ -12,36 +12,13 @@ The BatchedTensor itself has no storage of its own to read: ``.item()``, ``.toli
 """
 from .._dispatch.keys import K, bit
 from .._tensor import Tensor, _new, _PYTHON_KEYS
-from ..overrides import _disabled_torch_function_impl
+from .wrapper_tensor import WrapperTensor
 
 _BATCHED = bit(K.FuncTorchBatched)
 
 
-class BatchedTensor(Tensor):
-    __slots__ = ("_value", "_bdim", "_level")
-    # results are BatchedTensors made by the batching kernels, never subclass conversions
-    __torch_function__ = _disabled_torch_function_impl
-
-    # -- autograd lives on the physical value -----------------------------------------------
-    @property
-    def requires_grad(self):
-        return self._value.requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, flag):
-        self._value.requires_grad_(flag)
-
-    def requires_grad_(self, requires_grad=True):
-        self._value.requires_grad_(requires_grad)
-        return self
-
-    @property
-    def grad_fn(self):
-        return self._value.grad_fn
-
-    @property
-    def is_leaf(self):
-        return self._value.is_leaf
+class BatchedTensor(WrapperTensor):
+    __slots__ = ("_bdim",)
 
     def backward(self, *args, **kwargs):
         raise RuntimeError("vmap: It looks like you're calling .backward() on a Tensor inside "

@@ -43,7 +43,7 @@ from .._dispatch import tls as _dtls
 from .._dispatch.keys import AUTOGRAD_BITS, K, below, bit
 from .._ops.overload import ops
 from .._tensor import Tensor, _new, _PYTHON_KEYS
-from ..overrides import _disabled_torch_function_impl
+from .wrapper_tensor import WrapperTensor
 
 __all__ = ["FunctionalTensorWrapper", "to_functional", "from_functional", "sync",
            "is_functional", "install", "_to_functional_tensor", "_from_functional_tensor", "_sync",
@@ -197,32 +197,9 @@ def _apply_update(base, new_val, metas, reapply):
     return t
 
 
-class FunctionalTensorWrapper(Tensor):
+class FunctionalTensorWrapper(WrapperTensor):
     """A tensor whose mutations are recorded as new values (see the module docstring)."""
-    __slots__ = ("_value", "_fstorage", "_view_metas", "_generation", "_level",
-                 "_has_metadata_mutation")
-    __torch_function__ = _disabled_torch_function_impl
-
-    # -- autograd lives on the value (the kernel computes on values) ---------------------------
-    @property
-    def requires_grad(self):
-        return self._value.requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, flag):
-        self._value.requires_grad_(flag)
-
-    def requires_grad_(self, requires_grad=True):
-        self._value.requires_grad_(requires_grad)
-        return self
-
-    @property
-    def grad_fn(self):
-        return self._value.grad_fn
-
-    @property
-    def is_leaf(self):
-        return self._value.is_leaf
+    __slots__ = ("_fstorage", "_view_metas", "_generation", "_has_metadata_mutation")
 
     @property
     def grad(self):

@@ -23,7 +23,7 @@ from ..registration import register
 from ._util import nd, wrap
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
-                        check_floating, check_group_norm, check_prelu, check_same_shape,
+                        activation_backward_shape, check_floating, check_group_norm, check_prelu,
                         check_softmax, check_softmax_backward, dropout_backward_dtype, glu_shape,
                         layer_norm_shapes, loss_shapes, nll_loss_shapes)
 
@@ -244,9 +244,11 @@ def _activation_kernels(name):
 
     def backward(grad_output, self, *params):
         ACTIVATIONS[name][2](ACTIVATIONS[name][3], self)
-        check_same_shape(f"{name}_backward", grad_output, self)
+        shape = activation_backward_shape(grad_output, self)
         with _quiet():
             r = ACTIVATIONS[name][1](_arr(self), _arr(grad_output), *params)
+        if np.shape(r) != shape:  # a result that broadcasting alone makes (grad or self 0-d)
+            r = np.ascontiguousarray(np.broadcast_to(r, shape))
         return _res(r, self._dtype)
     functional.__name__, inplace.__name__, backward.__name__ = name, name + "_", name + "_backward"
     return functional, inplace, backward

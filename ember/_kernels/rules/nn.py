@@ -32,6 +32,13 @@ def check_same_shape(name, a, b):
                            f"same shape")
 
 
+def activation_backward_shape(grad_output, self):
+    """The result shape of an activation's backward op: PyTorch computes them as binary
+    TensorIterator ops, so the gradient and the input broadcast (as under vmap, where one of
+    them carries a batch dim)."""
+    return _st.broadcast_shapes(grad_output._size, self._size)
+
+
 def _check_approximate(approximate):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
