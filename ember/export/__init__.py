@@ -23,8 +23,9 @@ from .._tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node
+from .dynamic_shapes import Dim, dims
 
-__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
+__all__ = ["export", "Dim", "dims", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
            "InputSpec", "OutputSpec", "TensorArgument", "save", "load"]
 
 
@@ -103,11 +104,21 @@ class ExportGraphSignature:
 class ExportedProgram:
     """The result of :func:`export`; see the module docstring."""
 
-    def __init__(self, graph_module, graph_signature, state_dict, out_spec=None):
+    def __init__(self, graph_module, graph_signature, state_dict, out_spec=None, *,
+                 range_constraints=None, _input_shapes=None):
         self._graph_module = graph_module
         self._graph_signature = graph_signature
         self._state_dict = state_dict
         self._out_spec = out_spec
+        self._range_constraints = dict(range_constraints or {})
+        # [(user input name, [int | sympy expr per dim] or None)] when exported with
+        # dynamic_shapes: .module() checks each call's inputs against it
+        self._input_shapes = _input_shapes
+
+    @property
+    def range_constraints(self):
+        """{size symbol: ValueRanges}: the sizes each symbolic dim may take."""
+        return self._range_constraints
 
     @property
     def graph_module(self):
@@ -131,7 +142,8 @@ class ExportedProgram:
 
     def __str__(self):
         return (f"ExportedProgram:\n{self._graph_module.print_readable(False)}\n"
-                f"Graph signature: {self._graph_signature}\n")
+                f"Graph signature: {self._graph_signature}\n"
+                f"Range constraints: {self._range_constraints}\n")
 
     def module(self):
         """A runnable ``nn.Module`` holding the state: calling it runs the graph and writes the
@@ -144,7 +156,36 @@ class ExportedProgram:
         from .._functorch.aot_autograd import _retrace
         table = core_aten_decompositions() if decomp_table is None else decomp_table
         gm = _retrace(self._graph_module, table)
-        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec)
+        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec,
+                               range_constraints=self._range_constraints,
+                               _input_shapes=self._input_shapes)
+
+    def _check_inputs(self, user_args):
+        """PyTorch's input guards of ``.module()``: static dims equal, symbolic dims inside
+        their range and equal wherever they share a symbol (AssertionError 'Guard failed')."""
+        if self._input_shapes is None:
+            return
+        seen = {}  # symbol -> (size in this call, where it was read)
+        for (name, shape), x in zip(self._input_shapes, user_args):
+            if shape is None:
+                continue
+            if not isinstance(x, Tensor) or x.dim() != len(shape):
+                raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)}")
+            for i, (want, got) in enumerate(zip(shape, x.shape)):
+                src = f"{name}.size()[{i}]"
+                if isinstance(want, int):
+                    if got != want:
+                        raise AssertionError(f"Guard failed: {src} == {want}")
+                elif want in seen:
+                    if got != seen[want][0]:
+                        raise AssertionError(f"Guard failed: {src} == {seen[want][1]}")
+                else:
+                    vr = self._range_constraints.get(want)
+                    if vr is not None and got < vr.lower:
+                        raise AssertionError(f"Guard failed: {src} >= {vr.lower}")
+                    if vr is not None and got > vr.upper:
+                        raise AssertionError(f"Guard failed: {src} <= {vr.upper}")
+                    seen[want] = (got, src)
 
 
 def _exported_module_cls():
@@ -162,6 +203,7 @@ def _exported_module_cls():
 
         def forward(self, *args):
             sig = self._ep.graph_signature
+            self._ep._check_inputs(args)
             flat = []
             it = iter(args)
             for spec in sig.input_specs:
@@ -219,34 +261,49 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     from ..fx.experimental.proxy_tensor import make_fx
     from ..func import functional_call
     from ..utils import _pytree as pytree
-    if dynamic_shapes is not None:
-        raise NotImplementedError("export(dynamic_shapes=...) needs symbolic shapes, which "
-                                  "ember's tracer does not have yet")
     kwargs = kwargs or {}
     params = dict(mod.named_parameters())
     buffers = dict(mod.named_buffers())
     state_names = list(params) + list(buffers)
     user_leaves, in_spec = pytree.tree_flatten((tuple(args), kwargs))
     n_state = len(state_names)
+    arg_names = _user_arg_names(mod, len(args), kwargs)
 
     def flat_fn(*flat):
         state = dict(zip(state_names, flat[:n_state]))
         a, k = pytree.tree_unflatten(list(flat[n_state:]), in_spec)
         return functional_call(mod, state, a, k)
     state_values = [params[n].detach() for n in params] + [buffers[n] for n in buffers]
+    traced_leaves, tracing_mode, shape_env, marked = user_leaves, "fake", None, []
+    if dynamic_shapes is not None:
+        # symbolic sizes for the spec'd dims of the user inputs only: the state stays static
+        from .._subclasses.fake_tensor import FakeTensorMode
+        from .dynamic_shapes import _ExportShapeEnv, _fake_user_inputs, _leaf_specs
+        specs = _leaf_specs(mod, args, kwargs, dynamic_shapes)
+        shape_env = _ExportShapeEnv({})
+        fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+        state_values = [fake_mode.from_tensor(v, static_shapes=True) for v in state_values]
+        traced_leaves, marked = _fake_user_inputs(fake_mode, user_leaves, specs,
+                                                  arg_names[:len(user_leaves)])
+        tracing_mode = "symbolic"
     with no_grad():
         gm = make_fx(flat_fn, decomposition_table=core_aten_decompositions(),
-                     tracing_mode="fake", _allow_non_fake_inputs=True)(*state_values,
-                                                                      *user_leaves)
+                     tracing_mode=tracing_mode, _allow_non_fake_inputs=True)(*state_values,
+                                                                            *traced_leaves)
         out_node = next(n for n in gm.graph.nodes if n.op == "output")
         _, out_spec = pytree.tree_flatten(out_node.args[0])
         fgm, info = functionalize_graph(gm, epilogue=False)
         from .._functorch.aot_autograd import _retrace
         if any(n.op == "call_function" and n.target in core_aten_decompositions()
                for n in fgm.graph.nodes):
-            fgm = _retrace(fgm, core_aten_decompositions())
+            fgm = _retrace(fgm, core_aten_decompositions()) if shape_env is None else \
+                _retrace_symbolic(fgm, core_aten_decompositions())
+    range_constraints = {}
+    if shape_env is not None:
+        from .dynamic_shapes import _check_constraints, _range_constraints
+        _check_constraints(shape_env, marked)
+        range_constraints = _range_constraints(shape_env, marked)
     # PyTorch's placeholder names
-    arg_names = _user_arg_names(mod, len(args), kwargs)
     names = ["p_" + n.replace(".", "_") for n in params] + \
         ["b_" + n.replace(".", "_") for n in buffers] + arg_names[:len(user_leaves)]
     placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
@@ -282,8 +339,39 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     fgm.recompile()
     state_dict = {n: params[n] for n in params}
     state_dict.update({n: buffers[n] for n in buffers})
+    input_shapes = None
+    if shape_env is not None:  # what .module() checks each call against
+        input_shapes = [(node.name, _shape_of(node.meta.get("val")))
+                        for node, spec in zip(placeholders, input_specs)
+                        if spec.kind == InputKind.USER_INPUT]
     return ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
-                           out_spec)
+                           out_spec, range_constraints=range_constraints,
+                           _input_shapes=input_shapes)
+
+
+def _shape_of(val):
+    """A placeholder's sizes as ints and sympy expressions (None for a non-tensor)."""
+    from .._core.symint import SymInt
+    if not isinstance(val, Tensor):
+        return None
+    return [s.node.expr if isinstance(s, SymInt) else int(s) for s in val.shape]
+
+
+def _retrace_symbolic(gm, decompositions):
+    """``gm`` traced again through ``decompositions`` on its placeholders' symbolic
+    FakeTensors (the ShapeEnv of the first trace; a real-tensor retrace would specialise)."""
+    from ..fx.experimental.proxy_tensor import make_fx
+    from ..fx.interpreter import Interpreter
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+    def run(*a):
+        return Interpreter(gm).run(*a)
+    new = make_fx(run, decomposition_table=decompositions, tracing_mode="symbolic",
+                  _allow_non_fake_inputs=True)(*[n.meta["val"] for n in phs])
+    for n, old in zip([n for n in new.graph.nodes if n.op == "placeholder"], phs):
+        n.target = n.name = old.target
+    new.recompile()
+    return new
 
 
 def _user_arg_names(mod, n, kwargs):

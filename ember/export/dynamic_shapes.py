@@ -1,0 +1,349 @@
+"""``dynamic_shapes`` for :func:`ember.export.export`: which input dimensions are symbolic.
+
+A spec names, per input, the dims that may vary: ``Dim("batch", min=2, max=1024)`` (a named
+dimension: one symbol wherever the same object appears, its range checked against what the
+program needs) or a hint ``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC`` (PyTorch's sentinels),
+an int or ``None`` for a static dim. This module turns the spec into the symbolic
+FakeTensors export traces on, and after the trace into PyTorch's ``range_constraints`` or its
+``Constraints violated`` error when the program contradicts a named dim.
+"""
+import dataclasses
+import inspect
+from enum import Enum, auto
+
+import sympy
+
+from .._dynamo.exc import UserError, UserErrorType
+from ..fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+__all__ = ["Dim", "dims"]
+
+
+class _DimHintType(Enum):
+    AUTO = auto()
+    STATIC = auto()
+    DYNAMIC = auto()
+
+
+@dataclasses.dataclass
+class _DimHint:
+    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC``; calling one (``Dim.AUTO(max=64)``)
+    gives a bounded hint."""
+    type: _DimHintType
+    min: int = None
+    max: int = None
+    _factory: bool = True
+
+    def __call__(self, min=None, max=None):
+        if not self._factory:
+            raise TypeError(f"'{type(self)}' object is not callable")
+        if min is not None and min < 0:
+            raise AssertionError(f"min must be non-negative, got {min}")
+        if max is not None and max < 0:
+            raise AssertionError(f"max must be non-negative, got {max}")
+        if min is not None and max is not None and min > max:
+            raise AssertionError(f"min must be <= max, got min={min}, max={max}")
+        return _DimHint(self.type, min=min, max=max, _factory=False)
+
+    def __repr__(self):
+        parts = [self.type.name]
+        if self.min is not None:
+            parts.append(f"min={self.min}")
+        if self.max is not None:
+            parts.append(f"max={self.max}")
+        return f"DimHint({', '.join(parts)})"
+
+
+class Dim:
+    """A named dynamic dimension with the range ``[min, max]`` (default ``[0, int_oo]``)."""
+
+    AUTO = _DimHint(_DimHintType.AUTO)
+    DYNAMIC = _DimHint(_DimHintType.DYNAMIC)
+    STATIC = _DimHint(_DimHintType.STATIC)
+
+    def __init__(self, name, *, min=None, max=None):
+        _min = 0 if min is None else min
+        _max = sympy.oo if max is None else max
+        if not _max > _min:
+            raise AssertionError(f"Cannot create Dim with inconsistent min={min}, max={max}")
+        if not name.isidentifier():
+            raise AssertionError(f"Dim name must be a valid identifier, got {name}")
+        self.__name__ = name
+        self.min = _min
+        self.max = _max
+
+    @staticmethod
+    def _readable(name, min_, max_):
+        min_ = None if min_ == 2 else min_
+        max_ = None if max_ == sympy.oo else max_
+        if min_ is None and max_ is None:
+            return f"Dim('{name}')"
+        if min_ is None:
+            return f"Dim('{name}', max={max_})"
+        if max_ is None:
+            return f"Dim('{name}', min={min_})"
+        return f"Dim('{name}', min={min_}, max={max_})"
+
+    def __repr__(self):
+        return Dim._readable(self.__name__, self.min, self.max)
+
+
+def dims(*names, min=None, max=None):
+    """One :class:`Dim` per name, all with the same range."""
+    return tuple(Dim(name, min=min, max=max) for name in names)
+
+
+# ---------------------------------------------------------------------------------------------
+# the spec, per flat user input
+
+def _per_dim(spec, t, where):
+    """The spec of tensor ``t`` as one entry per dim (None: static)."""
+    n = t.dim()
+    if spec is None:
+        return [None] * n
+    if isinstance(spec, dict):
+        out = [None] * n
+        for d, v in spec.items():
+            if not isinstance(d, int) or not -n <= d < n:
+                raise UserError(UserErrorType.INVALID_INPUT,
+                                f"Dimension {d} in dynamic_shapes for {where} is out of "
+                                f"range for a tensor of {n} dims")
+            out[d % n] = v
+        return out
+    if isinstance(spec, (list, tuple)):
+        if len(spec) != n:
+            raise UserError(UserErrorType.INVALID_INPUT,
+                            f"Expected dynamic shape spec {spec} at {where} to have the same "
+                            f"length as the actual tensor shape {tuple(t.shape)} "
+                            f"(expected {n}, but got {len(spec)} instead)")
+        return list(spec)
+    raise UserError(UserErrorType.INVALID_INPUT,
+                    f"Unexpected dynamic_shape {spec} of Tensor at {where}, try None instead")
+
+
+def _leaf_specs(mod, args, kwargs, dynamic_shapes):
+    """Per-dim specs for the leaves of ``(args, kwargs)`` in pytree order (None for
+    non-tensor leaves), from a spec keyed by forward's argument names or in their order."""
+    from .._tensor import Tensor
+    from ..utils import _pytree as pytree
+    try:
+        bound = inspect.signature(mod.forward).bind(*args, **kwargs)
+        combined = dict(bound.arguments)
+    except (TypeError, ValueError):
+        combined = {f"arg{i}": a for i, a in enumerate(args)}
+        combined.update(kwargs)
+    if isinstance(dynamic_shapes, dict):
+        if set(dynamic_shapes) != set(combined):
+            raise UserError(
+                UserErrorType.INVALID_INPUT,
+                f"When `dynamic_shapes` is specified as a dict, its top-level keys must be the "
+                f"arg names {list(combined)} of `inputs`, but here they are "
+                f"{list(dynamic_shapes)}. Alternatively, you could also ignore arg names "
+                f"entirely and specify `dynamic_shapes` as a list/tuple matching `inputs`.")
+        by_name = dict(dynamic_shapes)
+    elif isinstance(dynamic_shapes, (list, tuple)):
+        if len(dynamic_shapes) != len(combined):
+            raise UserError(
+                UserErrorType.INVALID_INPUT,
+                f"When `dynamic_shapes` is specified as a {type(dynamic_shapes).__name__}, its "
+                f"length must match that of `inputs`, but here they are "
+                f"{len(dynamic_shapes)} and {len(combined)}.")
+        by_name = dict(zip(combined, dynamic_shapes))
+    else:
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"Unexpected dynamic_shapes type {type(dynamic_shapes)}: expected a "
+                        f"dict, list or tuple")
+
+    def walk(value, spec, where):
+        if isinstance(value, Tensor):
+            return [_per_dim(spec, value, where)]
+        leaves, _ = pytree.tree_flatten(value)
+        if spec is None:
+            return [[None] * x.dim() if isinstance(x, Tensor) else None for x in leaves]
+        if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)) and \
+                len(spec) == len(value):
+            return [s for i, (v, sp) in enumerate(zip(value, spec))
+                    for s in walk(v, sp, f"{where}[{i}]")]
+        if isinstance(value, dict) and isinstance(spec, dict) and set(spec) == set(value):
+            return [s for k in value for s in walk(value[k], spec[k], f"{where}[{k!r}]")]
+        if not leaves:
+            return []
+        raise UserError(UserErrorType.INVALID_INPUT,
+                        f"dynamic_shapes at {where} does not match the input's structure")
+    per_name = {name: walk(value, by_name[name], f"inputs['{name}']")
+                for name, value in combined.items()}
+    # back to the pytree order of (args, kwargs): positional arguments, then kwargs as given
+    names = list(combined)
+    out = []
+    for name in names[:len(args)]:
+        out += per_name[name]
+    for name in kwargs:
+        out += per_name[name]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic inputs
+
+class _ExportShapeEnv(ShapeEnv):
+    """A ShapeEnv in which every size spec'd by the same ``Dim`` object is one symbol (PyTorch
+    ties them by an equality constraint; here the later sources join the first one's symbol,
+    and the runtime check compares them)."""
+
+    def __init__(self, dim_of_source):
+        super().__init__()
+        self._dim_of_source = dim_of_source  # size source name -> the Dim spec'ing it
+        self._dim_symbol = {}  # id(Dim) -> its symbol
+
+    def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK, constraint=None):
+        dim = self._dim_of_source.get(source.name()) if source is not None else None
+        sym = self._dim_symbol.get(id(dim)) if dim is not None else None
+        if sym is not None:
+            first = self.var_to_sources[sym][0].name()
+            if self.var_to_val[sym] != val:
+                raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                                f"Constraints violated ({dim.__name__})! The sizes "
+                                f"{source.name()} = {val} and {first} = "
+                                f"{self.var_to_val[sym]} share {dim.__name__} but differ in "
+                                f"the example inputs.")
+            self.var_to_sources[sym].append(source)
+            return sym
+        expr = super().create_symbol(val, source, dynamic_dim, constraint)
+        if dim is not None and expr.is_Symbol:
+            self._dim_symbol[id(dim)] = expr
+        return expr
+
+
+def _fake_user_inputs(fake_mode, leaves, specs, names):
+    """FakeTensors for the user inputs: each spec'd dim symbolic (its Dim's range as its
+    constraint), the rest static. Returns the fakes and [(Dim or hint, source name, example
+    size)] for each dynamic dim, which the checks after the trace read."""
+    from .._dynamo.source import LocalSource, TensorProperty, TensorPropertySource
+    from .._tensor import Tensor
+    from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+    shape_env = fake_mode.shape_env
+    fakes, marked = [], []
+    for leaf, spec, name in zip(leaves, specs, names):
+        if not isinstance(leaf, Tensor):
+            fakes.append(leaf)
+            continue
+        source = LocalSource(name)
+        dyn, ranges = [], []
+        for i, (s, size) in enumerate(zip(spec, leaf.shape)):
+            src = TensorPropertySource(source, TensorProperty.SIZE, i)
+            if isinstance(s, Dim):
+                shape_env._dim_of_source[src.name()] = s
+                dyn.append(DimDynamic.DYNAMIC)
+                ranges.append((s.min, None if s.max == sympy.oo else s.max))
+                marked.append((s, src.name(), size))
+            elif isinstance(s, _DimHint) and s.type is not _DimHintType.STATIC:
+                dyn.append(DimDynamic.DYNAMIC)
+                ranges.append((s.min, s.max))
+                marked.append((s, src.name(), size))
+            elif s is None or isinstance(s, int) or isinstance(s, _DimHint):
+                if isinstance(s, int) and not isinstance(s, bool) and s != size:
+                    raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                                    f"Expected input {src.name()} to be equal to {s}, but "
+                                    f"got {size}")
+                dyn.append(DimDynamic.STATIC)
+                ranges.append(None)
+            else:
+                raise UserError(UserErrorType.INVALID_INPUT,
+                                f"Unexpected dimension mapped to index {i} in input tensor "
+                                f"shape {spec} specified at dynamic_shapes['{name}'] (expected "
+                                f"None, an int, a Dim, Dim.AUTO, Dim.STATIC, or Dim.DYNAMIC, "
+                                f"but got {s!r} instead)")
+        fakes.append(fake_mode.from_tensor(
+            leaf, source=source,
+            symbolic_context=StatelessSymbolicContext(dyn, constraint_sizes=ranges)))
+    return fakes, marked
+
+
+# ---------------------------------------------------------------------------------------------
+# after the trace: violations and range_constraints
+
+def _symbol_of(shape_env, source_name):
+    for sym, srcs in shape_env.var_to_sources.items():
+        if any(s.name() == source_name for s in srcs):
+            return sym
+    return None
+
+
+def _check_constraints(shape_env, marked):
+    """PyTorch's ``Constraints violated`` error when the trace specialised a named Dim (or
+    ``Dim.DYNAMIC``), narrowed a named Dim's range, or related two named Dims."""
+    from ..fx.experimental.symbolic_shapes import _PythonPrinter
+    failing, msgs, fixes = [], [], []
+    by_symbol = {}
+    for spec, src, size in marked:
+        strict = isinstance(spec, Dim) or spec.type is _DimHintType.DYNAMIC
+        if not strict:
+            continue
+        name = spec.__name__ if isinstance(spec, Dim) else src
+        sym = _symbol_of(shape_env, src)
+        lo, hi = shape_env.var_to_range[sym] if sym is not None else (size, size)
+        if lo == hi:
+            if name not in failing:
+                failing.append(name)
+                msgs.append(
+                    f"You marked {name} as dynamic but your code specialized it to be a "
+                    f"constant ({lo}). If you're using mark_dynamic, either remove it or use "
+                    f"maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either "
+                    f"Dim.STATIC or Dim.AUTO.")
+                fixes.append(f"{name} = {lo}")
+            continue
+        by_symbol.setdefault(sym, (name, src, spec))
+        want_lo = max(2, spec.min) if spec.min is not None else 2
+        want_hi = sympy.oo if spec.max is None else spec.max
+        if (lo > want_lo or hi < want_hi) and name not in failing:
+            failing.append(name)
+            guard = f"{lo} <= {src}" + ("" if hi == sympy.oo else f" and {src} <= {hi}")
+            msgs.append(f"Not all values of {name} = {src} in the specified range satisfy "
+                        f"the generated guard {guard}")
+            fixes.append(f"{name} = {Dim._readable(name, lo, hi)}")
+    names = {s: srcs[0].name() for s, srcs in shape_env.var_to_sources.items()}
+    for g in shape_env.guards:
+        e = shape_env._fixed(g.expr)
+        mine = [s for s in e.free_symbols if s in by_symbol]
+        if e is sympy.true or not mine:
+            continue
+        if isinstance(e, sympy.Eq) and e.lhs.is_Symbol and e.rhs.is_Symbol and \
+                len(mine) == 2:
+            (na, sa, _), (nb, sb, _) = sorted((by_symbol[e.lhs], by_symbol[e.rhs]),
+                                              key=lambda t: t[1])
+            later, earlier = (nb, sb), (na, sa)
+            if later[0] not in failing:
+                failing.append(later[0])
+                msgs.append(f"The values of {later[0]} = {later[1]} and {earlier[0]} = "
+                            f"{earlier[1]} must always be equal.")
+                fixes.append(f"{later[0]} = {earlier[0]}")
+            continue
+        name, src, _ = by_symbol[mine[0]]
+        if name not in failing:
+            failing.append(name)
+            msgs.append(f"Not all values of {name} = {src} in the specified range satisfy the "
+                        f"generated guard {_PythonPrinter(names).doprint(e)}")
+    if failing:
+        text = (f"Constraints violated ({', '.join(failing)})! For more information, run with "
+                f"TORCH_LOGS=\"+dynamic\".\n" + "".join(f"  - {m}\n" for m in msgs))
+        if fixes:
+            text += "Suggested fixes:\n" + "".join(f"  {f}\n" for f in fixes)
+        raise UserError(UserErrorType.CONSTRAINT_VIOLATION, text.rstrip("\n"))
+
+
+def _range_constraints(shape_env, marked):
+    """{symbol: ValueRanges} as PyTorch reports them: a named Dim keeps its own lower bound
+    (0 unless given: sizes 0 and 1 are specialised while tracing but allowed at run time);
+    other symbols their range after the trace."""
+    from ..utils._sympy.value_ranges import ValueRanges
+    lower = {}
+    for spec, src, _ in marked:
+        sym = _symbol_of(shape_env, src)
+        if sym is not None and isinstance(spec, Dim):
+            lower.setdefault(sym, spec.min)
+    out = {}
+    for sym, (lo, hi) in shape_env.var_to_range.items():
+        if lo == hi:
+            continue
+        out[sym] = ValueRanges(min(lo, lower[sym]) if sym in lower else lo, hi)
+    return out
