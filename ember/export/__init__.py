@@ -105,7 +105,7 @@ class ExportedProgram:
     """The result of :func:`export`; see the module docstring."""
 
     def __init__(self, graph_module, graph_signature, state_dict, out_spec=None, *,
-                 range_constraints=None, _input_shapes=None):
+                 range_constraints=None, _input_shapes=None, _shape_guards=None):
         self._graph_module = graph_module
         self._graph_signature = graph_signature
         self._state_dict = state_dict
@@ -114,6 +114,7 @@ class ExportedProgram:
         # [(user input name, [int | sympy expr per dim] or None)] when exported with
         # dynamic_shapes: .module() checks each call's inputs against it
         self._input_shapes = _input_shapes
+        self._shape_guards = list(_shape_guards or [])  # other relations of those sizes
 
     @property
     def range_constraints(self):
@@ -158,7 +159,8 @@ class ExportedProgram:
         gm = _retrace(self._graph_module, table)
         return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec,
                                range_constraints=self._range_constraints,
-                               _input_shapes=self._input_shapes)
+                               _input_shapes=self._input_shapes,
+                               _shape_guards=self._shape_guards)
 
     def _check_inputs(self, user_args):
         """PyTorch's input guards of ``.module()``: static dims equal, symbolic dims inside
@@ -186,6 +188,14 @@ class ExportedProgram:
                     if vr is not None and got > vr.upper:
                         raise AssertionError(f"Guard failed: {src} <= {vr.upper}")
                     seen[want] = (got, src)
+        if self._shape_guards:
+            import sympy
+            from ..fx.experimental.symbolic_shapes import _PythonPrinter
+            values = {sym: sympy.Integer(v) for sym, (v, _) in seen.items()}
+            for g in self._shape_guards:
+                if not bool(g.xreplace(values)):
+                    where = _PythonPrinter({sym: src for sym, (_, src) in seen.items()})
+                    raise AssertionError(f"Guard failed: {where.doprint(g)}")
 
 
 def _exported_module_cls():
@@ -301,8 +311,8 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     range_constraints = {}
     if shape_env is not None:
         from .dynamic_shapes import _check_constraints, _range_constraints
-        _check_constraints(shape_env, marked)
-        range_constraints = _range_constraints(shape_env, marked)
+        replacements, shape_guards = _check_constraints(shape_env, marked)
+        range_constraints = _range_constraints(shape_env, marked, replacements)
     # PyTorch's placeholder names
     names = ["p_" + n.replace(".", "_") for n in params] + \
         ["b_" + n.replace(".", "_") for n in buffers] + arg_names[:len(user_leaves)]
@@ -339,22 +349,24 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     fgm.recompile()
     state_dict = {n: params[n] for n in params}
     state_dict.update({n: buffers[n] for n in buffers})
-    input_shapes = None
+    input_shapes = shape_guards = None
     if shape_env is not None:  # what .module() checks each call against
-        input_shapes = [(node.name, _shape_of(node.meta.get("val")))
+        input_shapes = [(node.name, _shape_of(node.meta.get("val"), replacements))
                         for node, spec in zip(placeholders, input_specs)
                         if spec.kind == InputKind.USER_INPUT]
     return ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
                            out_spec, range_constraints=range_constraints,
-                           _input_shapes=input_shapes)
+                           _input_shapes=input_shapes, _shape_guards=shape_guards)
 
 
-def _shape_of(val):
-    """A placeholder's sizes as ints and sympy expressions (None for a non-tensor)."""
+def _shape_of(val, replacements):
+    """A placeholder's sizes as ints and sympy expressions (None for a non-tensor), with the
+    symbols the trace found equal to another replaced by it."""
     from .._core.symint import SymInt
     if not isinstance(val, Tensor):
         return None
-    return [s.node.expr if isinstance(s, SymInt) else int(s) for s in val.shape]
+    return [s.node.expr.xreplace(replacements) if isinstance(s, SymInt) else int(s)
+            for s in val.shape]
 
 
 def _retrace_symbolic(gm, decompositions):
@@ -429,15 +441,27 @@ def _decode(v, env):
     return v
 
 
+# size arithmetic a symbolic trace records (``sym_size * 2``)
+_SYM_OPS = {f"_operator.{f.__name__}": f for f in (
+    operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+    operator.pow, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
+    operator.ge)}
+
+
 def _target_name(t):
     if t is operator.getitem:
         return "getitem"
+    if getattr(t, "__module__", None) in ("_operator", "operator") and \
+            f"_operator.{t.__name__}" in _SYM_OPS:
+        return f"_operator.{t.__name__}"
     return f"{t.namespace}.{t._opname}.{t._overloadname}"
 
 
 def _resolve_target(name):
     if name == "getitem":
         return operator.getitem
+    if name in _SYM_OPS:
+        return _SYM_OPS[name]
     import ember
     ns, op, ov = name.split(".")
     return getattr(getattr(getattr(ember.ops, ns), op), ov)
@@ -473,6 +497,16 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
         "out_spec": pytree.treespec_dumps(ep._out_spec) if ep._out_spec is not None and
         hasattr(pytree, "treespec_dumps") else None,
     }
+    # symbolic sizes as sympy's srepr (symbols keep their assumptions when read back)
+    import sympy
+    meta["range_constraints"] = [
+        [sympy.srepr(sym), int(vr.lower), None if vr.upper == sympy.oo else int(vr.upper)]
+        for sym, vr in ep.range_constraints.items()]
+    meta["input_shapes"] = None if ep._input_shapes is None else [
+        [name, None if shape is None else
+         [d if isinstance(d, int) else sympy.srepr(d) for d in shape]]
+        for name, shape in ep._input_shapes]
+    meta["shape_guards"] = [sympy.srepr(g) for g in ep._shape_guards]
     tensors = io.BytesIO()
     _save({"state_dict": dict(ep.state_dict), "constants": consts}, tensors)
     own = not hasattr(f, "write")
@@ -528,4 +562,15 @@ def load(f, *, extra_files=None, expected_opset_version=None):
         [OutputSpec(OutputKind[k], TensorArgument(a), t) for k, a, t in meta["outputs"]])
     out_spec = pytree.treespec_loads(meta["out_spec"]) if meta.get("out_spec") and \
         hasattr(pytree, "treespec_loads") else None
-    return ExportedProgram(gm, sig, blob["state_dict"], out_spec)
+    import sympy
+    from ..utils._sympy.value_ranges import ValueRanges
+    ranges = {sympy.sympify(sym): ValueRanges(lo, sympy.oo if hi is None else hi)
+              for sym, lo, hi in meta.get("range_constraints", [])}
+    shapes = meta.get("input_shapes")
+    if shapes is not None:
+        shapes = [(name, None if shape is None else
+                   [d if isinstance(d, int) else sympy.sympify(d) for d in shape])
+                  for name, shape in shapes]
+    guards = [sympy.sympify(g) for g in meta.get("shape_guards", [])]
+    return ExportedProgram(gm, sig, blob["state_dict"], out_spec, range_constraints=ranges,
+                           _input_shapes=shapes, _shape_guards=guards)

@@ -302,10 +302,22 @@ def _check_constraints(shape_env, marked):
                         f"the generated guard {guard}")
             fixes.append(f"{name} = {Dim._readable(name, lo, hi)}")
     names = {s: srcs[0].name() for s, srcs in shape_env.var_to_sources.items()}
+    replacements, runtime = {}, []
     for g in shape_env.guards:
         e = shape_env._fixed(g.expr)
+        if e is sympy.true:
+            continue
         mine = [s for s in e.free_symbols if s in by_symbol]
-        if e is sympy.true or not mine:
+        if len(mine) < len(e.free_symbols):
+            # a Dim.AUTO size is free to follow the program: an equality with another size
+            # makes them one symbol (PyTorch's replacement); any other guard is checked
+            # when the program runs
+            if isinstance(e, sympy.Eq) and e.lhs.is_Symbol and e.rhs.is_Symbol:
+                a, b = (e.lhs, e.rhs) if e.lhs in by_symbol or (
+                    e.rhs not in by_symbol and e.lhs.name < e.rhs.name) else (e.rhs, e.lhs)
+                replacements[b] = a
+            else:
+                runtime.append(e)
             continue
         if isinstance(e, sympy.Eq) and e.lhs.is_Symbol and e.rhs.is_Symbol and \
                 len(mine) == 2:
@@ -329,9 +341,10 @@ def _check_constraints(shape_env, marked):
         if fixes:
             text += "Suggested fixes:\n" + "".join(f"  {f}\n" for f in fixes)
         raise UserError(UserErrorType.CONSTRAINT_VIOLATION, text.rstrip("\n"))
+    return replacements, [e.xreplace(replacements) for e in runtime]
 
 
-def _range_constraints(shape_env, marked):
+def _range_constraints(shape_env, marked, replacements):
     """{symbol: ValueRanges} as PyTorch reports them: a named Dim keeps its own lower bound
     (0 unless given: sizes 0 and 1 are specialised while tracing but allowed at run time);
     other symbols their range after the trace."""
@@ -343,7 +356,10 @@ def _range_constraints(shape_env, marked):
             lower.setdefault(sym, spec.min)
     out = {}
     for sym, (lo, hi) in shape_env.var_to_range.items():
-        if lo == hi:
+        if lo == hi or sym in replacements:
             continue
-        out[sym] = ValueRanges(min(lo, lower[sym]) if sym in lower else lo, hi)
-    return out
+        out[sym] = [min(lo, lower[sym]) if sym in lower else lo, hi]
+    for gone, kept in replacements.items():  # one symbol: the intersection of the ranges
+        lo, hi = shape_env.var_to_range[gone]
+        out[kept] = [max(out[kept][0], lo), min(out[kept][1], hi)]
+    return {sym: ValueRanges(lo, hi) for sym, (lo, hi) in out.items()}
