@@ -65,6 +65,12 @@ class InvalidBackend(TorchDynamoException):
                          f"see valid backends.")
 
 
+def exportdb_error_message(case_name):
+    return ("For more information about this error, see: "
+            "https://pytorch.org/docs/main/generated/exportdb/index.html#"
+            + case_name.replace("_", "-"))
+
+
 class UserErrorType(Enum):
     DYNAMIC_CONTROL_FLOW = auto()
     ANTI_PATTERN = auto()
@@ -81,6 +87,9 @@ class UserError(TorchDynamoException):
     dynamic_shapes spec the program contradicts); the message says what to change."""
 
     def __init__(self, error_type, msg, case_name=None):
+        if case_name is not None:  # a pointer to the exportdb example of this error
+            msg += " " if msg.endswith(".") else "\n"
+            msg += exportdb_error_message(case_name)
         super().__init__(msg)
         self.error_type = error_type
         self.case_name = case_name

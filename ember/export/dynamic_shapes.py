@@ -139,7 +139,8 @@ def _leaf_specs(mod, args, kwargs, dynamic_shapes):
                 f"When `dynamic_shapes` is specified as a dict, its top-level keys must be the "
                 f"arg names {list(combined)} of `inputs`, but here they are "
                 f"{list(dynamic_shapes)}. Alternatively, you could also ignore arg names "
-                f"entirely and specify `dynamic_shapes` as a list/tuple matching `inputs`.")
+                f"entirely and specify `dynamic_shapes` as a list/tuple matching `inputs`.",
+                case_name="dynamic_shapes_validation")
         by_name = dict(dynamic_shapes)
     elif isinstance(dynamic_shapes, (list, tuple)):
         if len(dynamic_shapes) != len(combined):
@@ -147,7 +148,8 @@ def _leaf_specs(mod, args, kwargs, dynamic_shapes):
                 UserErrorType.INVALID_INPUT,
                 f"When `dynamic_shapes` is specified as a {type(dynamic_shapes).__name__}, its "
                 f"length must match that of `inputs`, but here they are "
-                f"{len(dynamic_shapes)} and {len(combined)}.")
+                f"{len(dynamic_shapes)} and {len(combined)}.",
+                case_name="dynamic_shapes_validation")
         by_name = dict(zip(combined, dynamic_shapes))
     else:
         raise UserError(UserErrorType.INVALID_INPUT,

@@ -1,0 +1,231 @@
+"""ember.export with dynamic_shapes: Dim specs, symbolic tracing of the user inputs, PyTorch's
+range_constraints, constraint violations at export, input guards of .module(), save/load —
+each checked against torch.export on the same program."""
+import io
+
+import pytest
+
+import ember
+from ember._dynamo.exc import UserError
+from ember.export import Dim, dims, export, load, save
+
+torch = pytest.importorskip("torch")
+
+
+def _linear(lib):
+    lib.manual_seed(0)
+
+    class M(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = lib.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.l(x).relu()
+    return M()
+
+
+def _mlp(lib):
+    lib.manual_seed(0)
+
+    class MLP(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = lib.nn.Linear(4, 8)
+            self.b = lib.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.b(self.a(x).relu())
+    return MLP()
+
+
+def _add(lib):
+    class Add(lib.nn.Module):
+        def forward(self, x, y):
+            return x + y
+    return Add()
+
+
+def _ranges(ep):
+    return [str(v) for v in ep.range_constraints.values()]
+
+
+def _same_as_eager(ep, mod, *xs):
+    out = ep.module()(*xs)
+    assert out.shape == mod(*xs).shape
+    assert ember.allclose(out, mod(*xs), atol=1e-6)
+
+
+def _raises_like(fn_ember, fn_torch):
+    """Both raise; same exception type name and the same first message line."""
+    with pytest.raises(Exception) as te:
+        fn_torch()
+    with pytest.raises(Exception) as ee:
+        fn_ember()
+    assert type(ee.value).__name__ == type(te.value).__name__
+    assert str(ee.value).strip().splitlines()[0] == str(te.value).strip().splitlines()[0]
+    return ee.value, te.value
+
+
+def test_dim_api_matches_torch():
+    tD = torch.export.Dim
+    for kw in ({}, {"min": 2}, {"min": 0, "max": 5}, {"max": 1024}, {"min": 3}):
+        assert repr(Dim("b", **kw)) == repr(tD("b", **kw))
+        assert (Dim("b", **kw).min, str(Dim("b", **kw).max)) == \
+            (tD("b", **kw).min, str(tD("b", **kw).max).replace("int_oo", "oo"))
+    for hint in ("AUTO", "STATIC", "DYNAMIC"):
+        assert repr(getattr(Dim, hint)) == repr(getattr(tD, hint))
+    assert repr(Dim.AUTO(max=64)) == repr(tD.AUTO(max=64))
+    assert [repr(d) for d in dims("a", "b", max=10)] == \
+        [repr(d) for d in torch.export.dims("a", "b", max=10)]
+    _raises_like(lambda: Dim("b", min=5, max=2), lambda: tD("b", min=5, max=2))
+
+
+def test_linear_dynamic_batch():
+    spec = {"x": {0: Dim("batch", min=2, max=1024)}}
+    tspec = {"x": {0: torch.export.Dim("batch", min=2, max=1024)}}
+    m = _linear(ember)
+    ep = export(m, (ember.randn(8, 4),), dynamic_shapes=spec)
+    tep = torch.export.export(_linear(torch), (torch.randn(8, 4),),
+                              dynamic_shapes=tspec).run_decompositions()
+    assert _ranges(ep) == _ranges(tep) == ["VR[2, 1024]"]
+    assert ep.graph_module.code == tep.graph_module.code.replace("torch.", "ember.")
+    (sym, vr), = ep.range_constraints.items()
+    x = next(n for n in ep.graph.nodes if n.op == "placeholder" and n.name == "x")
+    assert str(x.meta["val"].shape[0]) == str(sym) and x.meta["val"].shape[1] == 4
+    params = [n for n in ep.graph.nodes if n.op == "placeholder" and n.name.startswith("p_")]
+    assert [tuple(p.meta["val"].shape) for p in params] == [(3, 4), (3,)]  # state is static
+    assert "Range constraints: {" + f"{sym}: VR[2, 1024]" + "}" in str(ep)
+    for n in (2, 5, 1024):
+        _same_as_eager(ep, m, ember.randn(n, 4))
+    # outside the range / a static dim changed: PyTorch's guard error
+    for shape in ((2000, 4), (8, 5)):
+        _raises_like(lambda: ep.module()(ember.randn(*shape)),
+                     lambda: tep.module()(torch.randn(*shape)))
+
+
+def test_mlp_batch_and_seq_list_form():
+    m = _mlp(ember)
+    ep = export(m, (ember.randn(2, 5, 4),),
+                dynamic_shapes=([Dim("batch", max=64), Dim("seq"), None],))
+    tep = torch.export.export(_mlp(torch), (torch.randn(2, 5, 4),), dynamic_shapes=(
+        [torch.export.Dim("batch", max=64), torch.export.Dim("seq"), None],))
+    assert _ranges(ep) == _ranges(tep) == ["VR[0, 64]", "VR[0, int_oo]"]
+    for shape in ((3, 7, 4), (64, 2, 4), (5, 33, 4)):
+        _same_as_eager(ep, m, ember.randn(*shape))
+    _raises_like(lambda: ep.module()(ember.randn(65, 2, 4)),
+                 lambda: tep.module()(torch.randn(65, 2, 4)))
+
+
+def test_shared_dim_is_one_symbol():
+    d, td = Dim("a", max=100), torch.export.Dim("a", max=100)
+    mod = _add(ember)
+    ep = export(mod, (ember.randn(4, 3), ember.randn(4, 3)),
+                dynamic_shapes={"x": {0: d}, "y": {0: d}})
+    tep = torch.export.export(_add(torch), (torch.randn(4, 3), torch.randn(4, 3)),
+                              dynamic_shapes={"x": {0: td}, "y": {0: td}})
+    assert _ranges(ep) == _ranges(tep) == ["VR[0, 100]"]
+    vals = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"]
+    assert str(vals[0].shape[0]) == str(vals[1].shape[0]) == str(next(iter(ep.range_constraints)))
+    _same_as_eager(ep, mod, ember.randn(7, 3), ember.randn(7, 3))
+    _raises_like(lambda: ep.module()(ember.randn(5, 3), ember.randn(6, 3)),
+                 lambda: tep.module()(torch.randn(5, 3), torch.randn(6, 3)))
+
+
+def test_auto_dim_follows_named_dim():
+    d, td = Dim("a", max=100), torch.export.Dim("a", max=100)
+    ep = export(_add(ember), (ember.randn(4, 3), ember.randn(4, 3)),
+                dynamic_shapes=([Dim.AUTO, None], (d, None)))
+    tep = torch.export.export(_add(torch), (torch.randn(4, 3), torch.randn(4, 3)),
+                              dynamic_shapes=([torch.export.Dim.AUTO, None], (td, None)))
+    assert _ranges(ep) == _ranges(tep) == ["VR[2, 100]"]
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ep.module()(ember.randn(5, 3), ember.randn(6, 3))
+
+
+class _Branch:
+    @staticmethod
+    def make(lib, cond):
+        class F(lib.nn.Module):
+            def forward(self, x):
+                if cond(x.shape[0]):
+                    return x + 1
+                return x - 1
+        return F()
+
+
+@pytest.mark.parametrize("cond, size, kw", [
+    (lambda n: n == 4, 4, {}),            # specialised to a constant
+    (lambda n: n > 10, 4, {}),            # range narrowed to [2, 10]
+    (lambda n: n > 10, 1, {}),            # example size 1: specialised
+])
+def test_violation_at_export(cond, size, kw):
+    e, t = _raises_like(
+        lambda: export(_Branch.make(ember, cond), (ember.randn(size, 3),),
+                       dynamic_shapes={"x": {0: Dim("b", **kw)}}),
+        lambda: torch.export.export(_Branch.make(torch, cond), (torch.randn(size, 3),),
+                                    dynamic_shapes={"x": {0: torch.export.Dim("b", **kw)}}))
+    assert isinstance(e, UserError) and isinstance(e, RuntimeError)
+    # the reason and the suggested fix as PyTorch words them
+    assert str(e).splitlines()[1:4] == str(t).splitlines()[1:4]
+
+
+def test_violation_two_dims_must_be_equal():
+    e, t = _raises_like(
+        lambda: export(_add(ember), (ember.randn(4, 3), ember.randn(4, 3)),
+                       dynamic_shapes={"x": {0: Dim("a")}, "y": {0: Dim("b")}}),
+        lambda: torch.export.export(
+            _add(torch), (torch.randn(4, 3), torch.randn(4, 3)),
+            dynamic_shapes={"x": {0: torch.export.Dim("a")}, "y": {0: torch.export.Dim("b")}}))
+    assert str(e).splitlines()[1:4] == str(t).splitlines()[1:4]
+
+
+def test_bad_specs():
+    m = _linear(ember)
+    # example size outside the Dim's range
+    _raises_like(lambda: export(m, (ember.randn(4, 4),),
+                                dynamic_shapes={"x": {0: Dim("b", max=3)}}),
+                 lambda: torch.export.export(_linear(torch), (torch.randn(4, 4),),
+                                             dynamic_shapes={"x": {0: torch.export.Dim(
+                                                 "b", max=3)}}))
+    # dict keys that are not forward's argument names
+    _raises_like(lambda: export(m, (ember.randn(4, 4),), dynamic_shapes={"y": {0: Dim("b")}}),
+                 lambda: torch.export.export(_linear(torch), (torch.randn(4, 4),),
+                                             dynamic_shapes={"y": {0: torch.export.Dim("b")}}))
+
+
+def test_hints_and_static_dims():
+    m = _linear(ember)
+    for hint in ("AUTO", "DYNAMIC"):
+        ep = export(m, (ember.randn(8, 4),), dynamic_shapes=({0: getattr(Dim, hint)},))
+        tep = torch.export.export(_linear(torch), (torch.randn(8, 4),),
+                                  dynamic_shapes=({0: getattr(torch.export.Dim, hint)},))
+        assert _ranges(ep) == _ranges(tep) == ["VR[2, int_oo]"]
+        _same_as_eager(ep, m, ember.randn(3, 4))
+    ep = export(m, (ember.randn(8, 4),), dynamic_shapes=({0: Dim.STATIC},))
+    assert ep.range_constraints == {}
+    # a dim the spec leaves out stays static: another size fails PyTorch's guard
+    mod = _add(ember)
+    d = Dim("a")
+    ep = export(mod, (ember.randn(4, 3), ember.randn(4, 3)),
+                dynamic_shapes={"x": {0: d}, "y": {0: d}})
+    _same_as_eager(ep, mod, ember.randn(9, 3), ember.randn(9, 3))
+    with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[1\] == 3"):
+        ep.module()(ember.randn(9, 4), ember.randn(9, 4))
+
+
+def test_save_load_keeps_ranges_and_runs_at_new_size():
+    m = _mlp(ember)
+    ep = export(m, (ember.randn(2, 5, 4),),
+                dynamic_shapes={"x": {0: Dim("batch", min=2, max=64), 1: Dim("seq")}})
+    buf = io.BytesIO()
+    save(ep, buf)
+    buf.seek(0)
+    ep2 = load(buf)
+    assert ep2.range_constraints == ep.range_constraints
+    assert _ranges(ep2) == ["VR[2, 64]", "VR[0, int_oo]"]
+    assert any(n.target is ember.ops.aten.sym_size.int for n in ep2.graph.nodes)
+    for shape in ((3, 7, 4), (64, 1, 4)):
+        _same_as_eager(ep2, m, ember.randn(*shape))
+    with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[0\] <= 64"):
+        ep2.module()(ember.randn(65, 2, 4))
