@@ -196,6 +196,32 @@ class _ExportShapeEnv(ShapeEnv):
         super().__init__()
         self._dim_of_source = dim_of_source  # size source name -> the Dim spec'ing it
         self._dim_symbol = {}  # id(Dim) -> its symbol
+        self._names = {}  # size source name -> its symbol's name
+
+    def _name_symbols(self, marked):
+        """PyTorch's symbol names: ``s<sha256(source name) % 100>`` (the next free number on
+        a clash), given in input order to every size that gets a symbol; the sizes of one Dim
+        share the smallest of their numbers (PyTorch keeps that one when it equates them)."""
+        import hashlib
+        used, ids, by_dim = set(), {}, {}
+        for spec, src, size in marked:
+            if size in (0, 1):  # specialised: no symbol
+                continue
+            n = int(hashlib.sha256(src.encode()).hexdigest(), 16) % 100
+            while n in used:
+                n += 1
+            used.add(n)
+            ids[src] = n
+            if isinstance(spec, Dim):
+                by_dim[id(spec)] = min(by_dim.get(id(spec), n), n)
+        for spec, src, _ in marked:
+            if src in ids:
+                n = by_dim[id(spec)] if isinstance(spec, Dim) else ids[src]
+                self._names[src] = f"s{n}"
+
+    def _symbol_name(self, source):
+        name = self._names.get(source.name())
+        return name if name is not None else super()._symbol_name(source)
 
     def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK, constraint=None):
         dim = self._dim_of_source.get(source.name()) if source is not None else None
@@ -224,10 +250,10 @@ def _fake_user_inputs(fake_mode, leaves, specs, names):
     from .._tensor import Tensor
     from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
     shape_env = fake_mode.shape_env
-    fakes, marked = [], []
+    fakes, marked, pending = [], [], []
     for leaf, spec, name in zip(leaves, specs, names):
         if not isinstance(leaf, Tensor):
-            fakes.append(leaf)
+            pending.append((leaf, None, None, None))
             continue
         source = LocalSource(name)
         dyn, ranges = [], []
@@ -255,6 +281,12 @@ def _fake_user_inputs(fake_mode, leaves, specs, names):
                                 f"shape {spec} specified at dynamic_shapes['{name}'] (expected "
                                 f"None, an int, a Dim, Dim.AUTO, Dim.STATIC, or Dim.DYNAMIC, "
                                 f"but got {s!r} instead)")
+        pending.append((leaf, source, dyn, ranges))
+    shape_env._name_symbols(marked)
+    for leaf, source, dyn, ranges in pending:
+        if source is None:
+            fakes.append(leaf)
+            continue
         fakes.append(fake_mode.from_tensor(
             leaf, source=source,
             symbolic_context=StatelessSymbolicContext(dyn, constraint_sizes=ranges)))

@@ -138,7 +138,7 @@ class ShapeEnv:
             sym = self.val_to_var[val]
             self.var_to_sources[sym].append(source)
             return sym
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", positive=True, integer=True)
+        sym = sympy.Symbol(self._symbol_name(source), positive=True, integer=True)
         self.var_to_val[sym] = val
         lo, hi = 2 if self.specialize_zero_one else 0, sympy.oo
         if constraint is not None:
@@ -153,6 +153,10 @@ class ShapeEnv:
         if dynamic_dim is DimDynamic.DUCK:
             self.val_to_var[val] = sym
         return sym
+
+    def _symbol_name(self, source):
+        """The next symbol's name: ``s<N>`` in creation order."""
+        return f"s{len(self.var_to_val)}"
 
     def create_symint(self, expr, hint):
         return SymNode(sympy.sympify(expr), self, int, hint).wrapped()
