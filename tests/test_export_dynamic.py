@@ -58,13 +58,15 @@ def _same_as_eager(ep, mod, *xs):
 
 
 def _raises_like(fn_ember, fn_torch):
-    """Both raise; same exception type name and the same first message line."""
+    """Both raise; same exception type name and the same first message line (ember.Size
+    for torch.Size)."""
     with pytest.raises(Exception) as te:
         fn_torch()
     with pytest.raises(Exception) as ee:
         fn_ember()
     assert type(ee.value).__name__ == type(te.value).__name__
-    assert str(ee.value).strip().splitlines()[0] == str(te.value).strip().splitlines()[0]
+    assert str(ee.value).strip().splitlines()[0] == \
+        str(te.value).replace("torch.Size", "ember.Size").strip().splitlines()[0]
     return ee.value, te.value
 
 
@@ -237,3 +239,31 @@ def test_save_load_keeps_ranges_and_runs_at_new_size():
         _same_as_eager(ep2, m, ember.randn(*shape))
     with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[0\] <= 64"):
         ep2.module()(ember.randn(65, 2, 4))
+
+
+@pytest.mark.parametrize("make_spec", [
+    lambda D: ({0: D("a")}, None),          # more entries than inputs
+    lambda D: {"x": [D("a")]},              # a per-dim list of the wrong length
+    lambda D: {"x": {0: "a"}},              # not a Dim
+    lambda D: {"x": {0: D.DYNAMIC}},        # Dim.DYNAMIC the program specialises
+])
+def test_spec_errors_match_torch(make_spec):
+    e, t = _raises_like(
+        lambda: export(_Branch.make(ember, lambda n: n == 4), (ember.randn(4, 3),),
+                       dynamic_shapes=make_spec(Dim)),
+        lambda: torch.export.export(_Branch.make(torch, lambda n: n == 4),
+                                    (torch.randn(4, 3),),
+                                    dynamic_shapes=make_spec(torch.export.Dim)))
+    body = str(t).split("\n\nThe error above")[0].replace("torch.Size", "ember.Size")
+    assert str(e) == body
+
+
+def test_auto_dim_guard_checked_at_call():
+    class G(ember.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0] // 2, 2, 3)
+    g = G()
+    ep = export(g, (ember.randn(4, 3),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    _same_as_eager(ep, g, ember.randn(6, 3))
+    with pytest.raises(AssertionError, match="Guard failed"):  # odd sizes cannot reshape
+        ep.module()(ember.randn(5, 3))

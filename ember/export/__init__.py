@@ -308,7 +308,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
                for n in fgm.graph.nodes):
             fgm = _retrace(fgm, core_aten_decompositions()) if shape_env is None else \
                 _retrace_symbolic(fgm, core_aten_decompositions())
-    range_constraints = {}
+    range_constraints, shape_guards = {}, None
     if shape_env is not None:
         from .dynamic_shapes import _check_constraints, _range_constraints
         replacements, shape_guards = _check_constraints(shape_env, marked)
@@ -349,7 +349,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     fgm.recompile()
     state_dict = {n: params[n] for n in params}
     state_dict.update({n: buffers[n] for n in buffers})
-    input_shapes = shape_guards = None
+    input_shapes = None
     if shape_env is not None:  # what .module() checks each call against
         input_shapes = [(node.name, _shape_of(node.meta.get("val"), replacements))
                         for node, spec in zip(placeholders, input_specs)

@@ -107,18 +107,21 @@ def _per_dim(spec, t, where):
             if not isinstance(d, int) or not -n <= d < n:
                 raise UserError(UserErrorType.INVALID_INPUT,
                                 f"Dimension {d} in dynamic_shapes for {where} is out of "
-                                f"range for a tensor of {n} dims")
+                                f"range for a tensor of {n} dims",
+                                case_name="dynamic_shapes_validation")
             out[d % n] = v
         return out
     if isinstance(spec, (list, tuple)):
         if len(spec) != n:
             raise UserError(UserErrorType.INVALID_INPUT,
-                            f"Expected dynamic shape spec {spec} at {where} to have the same "
-                            f"length as the actual tensor shape {tuple(t.shape)} "
-                            f"(expected {n}, but got {len(spec)} instead)")
+                            f"Expected dynamic shape spec {spec} specified at {where} to have "
+                            f"the same length as the actual tensor shape {t.shape} (expected "
+                            f"{n}, but got {len(spec)} instead)",
+                            case_name="dynamic_shapes_validation")
         return list(spec)
     raise UserError(UserErrorType.INVALID_INPUT,
-                    f"Unexpected dynamic_shape {spec} of Tensor at {where}, try None instead")
+                    f"Unexpected dynamic_shape {spec} of Tensor at {where}, try None instead",
+                    case_name="dynamic_shapes_validation")
 
 
 def _leaf_specs(mod, args, kwargs, dynamic_shapes):
@@ -146,9 +149,9 @@ def _leaf_specs(mod, args, kwargs, dynamic_shapes):
         if len(dynamic_shapes) != len(combined):
             raise UserError(
                 UserErrorType.INVALID_INPUT,
-                f"When `dynamic_shapes` is specified as a {type(dynamic_shapes).__name__}, its "
-                f"length must match that of `inputs`, but here they are "
-                f"{len(dynamic_shapes)} and {len(combined)}.",
+                f"Detected mismatch between the structure of `inputs` and `dynamic_shapes`: "
+                f"`inputs` has {len(combined)} elements, but `dynamic_shapes` has "
+                f"{len(dynamic_shapes)} elements",
                 case_name="dynamic_shapes_validation")
         by_name = dict(zip(combined, dynamic_shapes))
     else:
@@ -158,21 +161,24 @@ def _leaf_specs(mod, args, kwargs, dynamic_shapes):
 
     def walk(value, spec, where):
         if isinstance(value, Tensor):
-            return [_per_dim(spec, value, where)]
+            return [(_per_dim(spec, value, where), spec, where)]
         leaves, _ = pytree.tree_flatten(value)
         if spec is None:
-            return [[None] * x.dim() if isinstance(x, Tensor) else None for x in leaves]
+            return [([None] * x.dim(), None, where) if isinstance(x, Tensor) else None
+                    for x in leaves]
         if isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)) and \
                 len(spec) == len(value):
             return [s for i, (v, sp) in enumerate(zip(value, spec))
-                    for s in walk(v, sp, f"{where}[{i}]")]
+                    for s in walk(v, sp, f"{where[:-1]}[{i}]`")]
         if isinstance(value, dict) and isinstance(spec, dict) and set(spec) == set(value):
-            return [s for k in value for s in walk(value[k], spec[k], f"{where}[{k!r}]")]
+            return [s for k in value
+                    for s in walk(value[k], spec[k], f"{where[:-1]}[{k!r}]`")]
         if not leaves:
             return []
         raise UserError(UserErrorType.INVALID_INPUT,
-                        f"dynamic_shapes at {where} does not match the input's structure")
-    per_name = {name: walk(value, by_name[name], f"inputs['{name}']")
+                        f"dynamic_shapes at {where} does not match the input's structure",
+                        case_name="dynamic_shapes_validation")
+    per_name = {name: walk(value, by_name[name], f"`dynamic_shapes['{name}']`")
                 for name, value in combined.items()}
     # back to the pytree order of (args, kwargs): positional arguments, then kwargs as given
     names = list(combined)
@@ -251,10 +257,11 @@ def _fake_user_inputs(fake_mode, leaves, specs, names):
     from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
     shape_env = fake_mode.shape_env
     fakes, marked, pending = [], [], []
-    for leaf, spec, name in zip(leaves, specs, names):
+    for leaf, entry, name in zip(leaves, specs, names):
         if not isinstance(leaf, Tensor):
             pending.append((leaf, None, None, None))
             continue
+        spec, given, where = entry
         source = LocalSource(name)
         dyn, ranges = [], []
         for i, (s, size) in enumerate(zip(spec, leaf.shape)):
@@ -278,9 +285,9 @@ def _fake_user_inputs(fake_mode, leaves, specs, names):
             else:
                 raise UserError(UserErrorType.INVALID_INPUT,
                                 f"Unexpected dimension mapped to index {i} in input tensor "
-                                f"shape {spec} specified at dynamic_shapes['{name}'] (expected "
-                                f"None, an int, a Dim, Dim.AUTO, Dim.STATIC, or Dim.DYNAMIC, "
-                                f"but got {s!r} instead)")
+                                f"shape {given} specified at {where} (expected None, an int, "
+                                f"a Dim, Dim.AUTO, Dim.STATIC, or Dim.DYNAMIC,  but got {s!r} "
+                                f"instead)", case_name="dynamic_shapes_validation")
         pending.append((leaf, source, dyn, ranges))
     shape_env._name_symbols(marked)
     for leaf, source, dyn, ranges in pending:
@@ -324,7 +331,8 @@ def _check_constraints(shape_env, marked):
                     f"constant ({lo}). If you're using mark_dynamic, either remove it or use "
                     f"maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either "
                     f"Dim.STATIC or Dim.AUTO.")
-                fixes.append(f"{name} = {lo}")
+                if isinstance(spec, Dim):
+                    fixes.append(f"{name} = {lo}")
             continue
         by_symbol.setdefault(sym, (name, src, spec))
         want_lo = max(2, spec.min) if spec.min is not None else 2
