@@ -235,6 +235,9 @@ def test_save_load_keeps_ranges_and_runs_at_new_size():
     assert ep2.range_constraints == ep.range_constraints
     assert list(_ranges(ep2).values()) == ["VR[2, 64]", "VR[0, int_oo]"]
     assert any(n.target is ember.ops.aten.sym_size.int for n in ep2.graph.nodes)
+    vals = [repr(n.meta["val"]) for n in ep.graph.nodes if n.op == "placeholder"]
+    assert [repr(n.meta["val"]) for n in ep2.graph.nodes if n.op == "placeholder"] == vals
+    assert "x: \"f32[s77, s27, 4]\"" in str(ep2)
     for shape in ((3, 7, 4), (64, 1, 4)):
         _same_as_eager(ep2, m, ember.randn(*shape))
     with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[0\] <= 64"):

@@ -507,6 +507,9 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
          [d if isinstance(d, int) else sympy.srepr(d) for d in shape]]
         for name, shape in ep._input_shapes]
     meta["shape_guards"] = [sympy.srepr(g) for g in ep._shape_guards]
+    meta["input_dtypes"] = {n.name: repr(n.meta["val"].dtype).split(".")[-1]
+                            for n in gm.graph.nodes if n.op == "placeholder" and
+                            isinstance(n.meta.get("val"), Tensor)}
     tensors = io.BytesIO()
     _save({"state_dict": dict(ep.state_dict), "constants": consts}, tensors)
     own = not hasattr(f, "write")
@@ -572,5 +575,51 @@ def load(f, *, extra_files=None, expected_opset_version=None):
                    [d if isinstance(d, int) else sympy.sympify(d) for d in shape])
                   for name, shape in shapes]
     guards = [sympy.sympify(g) for g in meta.get("shape_guards", [])]
-    return ExportedProgram(gm, sig, blob["state_dict"], out_spec, range_constraints=ranges,
-                           _input_shapes=shapes, _shape_guards=guards)
+    ep = ExportedProgram(gm, sig, blob["state_dict"], out_spec, range_constraints=ranges,
+                         _input_shapes=shapes, _shape_guards=guards)
+    if shapes is not None:
+        _restore_placeholder_vals(ep, meta.get("input_dtypes", {}))
+    return ep
+
+
+def _restore_placeholder_vals(ep, dtypes):
+    """``meta['val']`` of a loaded dynamic program's placeholders: FakeTensors whose symbolic
+    sizes carry the saved symbols and ranges (the state static), as export gave them."""
+    import ember
+    import sympy
+    from .._dynamo.source import LocalSource, TensorProperty, TensorPropertySource
+    from .._subclasses.fake_tensor import FakeTensorMode
+    from .dynamic_shapes import _ExportShapeEnv, _fake_user_inputs
+    shape_env = _ExportShapeEnv({})
+    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    dims, leaves, specs, names, symbol_names = {}, [], [], [], {}
+    for name, shape in ep._input_shapes:
+        if shape is None or name not in dtypes or \
+                any(not isinstance(d, int) and not d.is_Symbol for d in shape):
+            return  # a size the spec did not make (never for export's own programs)
+        spec, hint = [], []
+        for i, d in enumerate(shape):
+            if isinstance(d, int):
+                spec.append(None)
+                hint.append(d)
+                continue
+            vr = ep.range_constraints.get(d)
+            lo, hi = (int(vr.lower), vr.upper) if vr is not None else (0, sympy.oo)
+            if d not in dims:
+                dims[d] = Dim(d.name, min=lo, max=None if hi == sympy.oo else int(hi))
+            spec.append(dims[d])
+            hint.append(max(lo, 2))  # any size inside the range: 0/1 would specialise
+            symbol_names[TensorPropertySource(LocalSource(name), TensorProperty.SIZE,
+                                              i).name()] = d.name
+        leaves.append(ember.empty(hint, dtype=getattr(ember, dtypes[name])))
+        specs.append((spec, spec, name))
+        names.append(name)
+    fakes, _ = _fake_user_inputs(mode, leaves, specs, names, symbol_names)
+    by_name = dict(zip(names, fakes))
+    for node, spec in zip([n for n in ep.graph.nodes if n.op == "placeholder"],
+                          ep.graph_signature.input_specs):
+        if spec.kind == InputKind.USER_INPUT:
+            node.meta["val"] = by_name[node.name]
+        elif spec.target in ep.state_dict:
+            node.meta["val"] = mode.from_tensor(ep.state_dict[spec.target].detach(),
+                                              static_shapes=True)

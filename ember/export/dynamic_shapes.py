@@ -248,9 +248,10 @@ class _ExportShapeEnv(ShapeEnv):
         return expr
 
 
-def _fake_user_inputs(fake_mode, leaves, specs, names):
+def _fake_user_inputs(fake_mode, leaves, specs, names, symbol_names=None):
     """FakeTensors for the user inputs: each spec'd dim symbolic (its Dim's range as its
-    constraint), the rest static. Returns the fakes and [(Dim or hint, source name, example
+    constraint), the rest static; ``symbol_names`` (size source name -> symbol name) names
+    the symbols instead of PyTorch's hashing. Returns the fakes and [(Dim or hint, source name, example
     size)] for each dynamic dim, which the checks after the trace read."""
     from .._dynamo.source import LocalSource, TensorProperty, TensorPropertySource
     from .._tensor import Tensor
@@ -289,7 +290,10 @@ def _fake_user_inputs(fake_mode, leaves, specs, names):
                                 f"a Dim, Dim.AUTO, Dim.STATIC, or Dim.DYNAMIC,  but got {s!r} "
                                 f"instead)", case_name="dynamic_shapes_validation")
         pending.append((leaf, source, dyn, ranges))
-    shape_env._name_symbols(marked)
+    if symbol_names is None:
+        shape_env._name_symbols(marked)
+    else:  # a loaded program: the symbols it was saved with
+        shape_env._names.update(symbol_names)
     for leaf, source, dyn, ranges in pending:
         if source is None:
             fakes.append(leaf)
