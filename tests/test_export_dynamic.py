@@ -118,6 +118,10 @@ def test_mlp_batch_and_seq_list_form():
     assert list(_ranges(ep).values()) == ["VR[0, 64]", "VR[0, int_oo]"]
     for shape in ((3, 7, 4), (64, 2, 4), (5, 33, 4)):
         _same_as_eager(ep, m, ember.randn(*shape))
+    # lowering again keeps the program dynamic
+    ep2 = ep.run_decompositions()
+    assert _ranges(ep2) == _ranges(ep)
+    _same_as_eager(ep2, m, ember.randn(6, 9, 4))
     _raises_like(lambda: ep.module()(ember.randn(65, 2, 4)),
                  lambda: tep.module()(torch.randn(65, 2, 4)))
 

@@ -156,7 +156,9 @@ class ExportedProgram:
         from .._decomp import core_aten_decompositions
         from .._functorch.aot_autograd import _retrace
         table = core_aten_decompositions() if decomp_table is None else decomp_table
-        gm = _retrace(self._graph_module, table)
+        # a dynamic program is retraced on its symbolic placeholders (real ones specialise)
+        gm = _retrace(self._graph_module, table) if self._input_shapes is None else \
+            _retrace_symbolic(self._graph_module, table)
         return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec,
                                range_constraints=self._range_constraints,
                                _input_shapes=self._input_shapes,
