@@ -274,3 +274,20 @@ def test_auto_dim_guard_checked_at_call():
     _same_as_eager(ep, g, ember.randn(6, 3))
     with pytest.raises(AssertionError, match="Guard failed"):  # odd sizes cannot reshape
         ep.module()(ember.randn(5, 3))
+
+
+def test_gpt_block_dynamic_batch_and_seq():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))), "examples"))
+    from train_gpt import Block
+    ember.manual_seed(0)
+    block = Block(16, 2, 0.0).eval()
+    ep = export(block, (ember.randn(2, 5, 16),),
+                dynamic_shapes={"x": {0: Dim("batch", max=32), 1: Dim("seq", max=64)}})
+    assert list(_ranges(ep).values()) == ["VR[0, 32]", "VR[0, 64]"]
+    for shape in ((3, 7, 16), (1, 2, 16), (4, 64, 16)):  # batch 1 too: the range allows it
+        _same_as_eager(ep, block, ember.randn(*shape))
+    with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[1\] <= 64"):
+        ep.module()(ember.randn(2, 65, 16))

@@ -242,7 +242,8 @@ class ShapeEnv:
                   for s in syms if s in self.var_to_range}
             d_hi = sympy.expand(diff.xreplace(hi))
             res[2], res[3] = (-d_hi).is_nonnegative, (-d_hi).is_positive
-        elif neg.is_nonnegative or neg.is_positive:  # e.g. -s0 - 1
+        if not (res[2] or res[3]) and (neg.is_nonnegative or neg.is_positive):
+            # e.g. -s0 - 1, or 48*s1 - 48*s0*s1 (bounded or not: from the lower bounds)
             res[2], res[3] = neg.is_nonnegative, neg.is_positive
         return res
 
