@@ -291,3 +291,40 @@ def test_gpt_block_dynamic_batch_and_seq():
         _same_as_eager(ep, block, ember.randn(*shape))
     with pytest.raises(AssertionError, match=r"Guard failed: x.size\(\)\[1\] <= 64"):
         ep.module()(ember.randn(2, 65, 16))
+
+
+def _cat(lib):
+    class C(lib.nn.Module):
+        def forward(self, x, y):
+            return lib.cat([x, x], 0) + y
+    return C()
+
+
+def _shift(lib):
+    class S(lib.nn.Module):
+        def forward(self, x, y):
+            return x[1:] + y
+    return S()
+
+
+@pytest.mark.parametrize("make, sizes, spec, good, bad", [
+    (_cat, (4, 8), lambda d: {"x": {0: d}, "y": {0: 2 * d}}, (6, 12), (6, 13)),
+    # the derived dim on the first input: the root's symbol comes from the second
+    (_shift, (5, 4), lambda d: {"x": {0: d + 1}, "y": {0: d}}, (7, 6), (7, 7)),
+])
+def test_derived_dims(make, sizes, spec, good, bad):
+    mod = make(ember)
+    ep = export(mod, tuple(ember.randn(n, 3) for n in sizes),
+                dynamic_shapes=spec(Dim("d", max=50)))
+    tep = torch.export.export(make(torch), tuple(torch.randn(n, 3) for n in sizes),
+                              dynamic_shapes=spec(torch.export.Dim("d", max=50)))
+    assert _ranges(ep) == _ranges(tep)
+    assert [repr(n.meta["val"]) for n in ep.graph.nodes if n.op == "placeholder"] == \
+        [repr(n.meta["val"]) for n in tep.graph.nodes if n.op == "placeholder"]
+    _same_as_eager(ep, mod, *(ember.randn(n, 3) for n in good))
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ep.module()(*(ember.randn(n, 3) for n in bad))
+    with pytest.raises(AssertionError, match="Guard failed"):
+        tep.module()(*(torch.randn(n, 3) for n in bad))
+    assert repr(Dim("d") + 1) == repr(torch.export.Dim("d") + 1) == "d + 1"
+    assert repr(2 * Dim("d")) == repr(2 * torch.export.Dim("d")) == "2*d"

@@ -170,6 +170,7 @@ class ExportedProgram:
         if self._input_shapes is None:
             return
         seen = {}  # symbol -> (size in this call, where it was read)
+        derived = []  # sizes spec'd as an expression of symbols (2*s77): checked last
         for (name, shape), x in zip(self._input_shapes, user_args):
             if shape is None:
                 continue
@@ -180,6 +181,8 @@ class ExportedProgram:
                 if isinstance(want, int):
                     if got != want:
                         raise AssertionError(f"Guard failed: {src} == {want}")
+                elif not want.is_Symbol:
+                    derived.append((want, got, src))
                 elif want in seen:
                     if got != seen[want][0]:
                         raise AssertionError(f"Guard failed: {src} == {seen[want][1]}")
@@ -190,9 +193,13 @@ class ExportedProgram:
                     if vr is not None and got > vr.upper:
                         raise AssertionError(f"Guard failed: {src} <= {vr.upper}")
                     seen[want] = (got, src)
+        import sympy
+        from ..fx.experimental.symbolic_shapes import _PythonPrinter
+        for want, got, src in derived:
+            if want.xreplace({s: sympy.Integer(v) for s, (v, _) in seen.items()}) != got:
+                where = _PythonPrinter({sym: s for sym, (_, s) in seen.items()})
+                raise AssertionError(f"Guard failed: {where.doprint(want)} == {src}")
         if self._shape_guards:
-            import sympy
-            from ..fx.experimental.symbolic_shapes import _PythonPrinter
             values = {sym: sympy.Integer(v) for sym, (v, _) in seen.items()}
             for g in self._shape_guards:
                 if not bool(g.xreplace(values)):

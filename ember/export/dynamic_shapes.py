@@ -87,6 +87,77 @@ class Dim:
     def __repr__(self):
         return Dim._readable(self.__name__, self.min, self.max)
 
+    # derived dims: increasing linear functions of a Dim (``2 * d``, ``d + 1``)
+    def __add__(self, other):
+        if type(other) is not int:
+            raise NotImplementedError(
+                f"Attempted to add {other} to {self.__name__}, where an integer was expected. "
+                "(Only increasing linear operations with integer coefficients are supported.)")
+        return self._derive(lambda x: x + other)
+
+    def __radd__(self, other):
+        return self + other
+
+    def __sub__(self, other):
+        if type(other) is not int:
+            raise NotImplementedError(
+                f"Attempted to subtract {other} from {self.__name__}, where an integer was "
+                "expected. (Only increasing linear operations with integer coefficients are "
+                "supported.)")
+        return self._derive(lambda x: x - other)
+
+    def __rsub__(self, other):
+        raise NotImplementedError(
+            f"Attempted to negate {self.__name__}. "
+            "(Only increasing linear operations with integer coefficients are supported.)")
+
+    def __mul__(self, other):
+        if type(other) is not int or other <= 0:
+            raise NotImplementedError(
+                f"Attempted to multiply {other} with {self.__name__}, where a positive integer "
+                "was expected. (Only increasing linear operations with integer coefficients "
+                "are supported.)")
+        return self._derive(lambda x: x * other)
+
+    def __rmul__(self, other):
+        return self * other
+
+    def _derived_name(self, fn):
+        return str(fn(sympy.sympify(self.__name__)))
+
+    def _derive(self, fn):
+        return _DerivedDim(self._derived_name(fn), self, fn)
+
+
+class _DerivedDim(Dim):
+    """``fn(root)`` for an increasing linear ``fn`` with integer coefficients: its size is
+    that expression of the root's symbol, its range the root's mapped through ``fn``."""
+
+    def __init__(self, name, root, fn):
+        self.__name__ = name
+        self.root = root
+        self.fn = fn
+
+    @property
+    def min(self):
+        lo = self.fn(sympy.Integer(self.root.min))
+        if lo < 0:
+            raise AssertionError(
+                f"Expected derived min value of {self.__name__} to be >= 0. Please specify an "
+                f"appropriate min value for {self.root.__name__} (currently {self.root.min}).")
+        return int(lo)
+
+    @property
+    def max(self):
+        return sympy.oo if self.root.max == sympy.oo else int(self.fn(sympy.Integer(
+            self.root.max)))
+
+    def _derive(self, fn):
+        return _DerivedDim(self._derived_name(fn), self.root, lambda x: fn(self.fn(x)))
+
+    def __repr__(self):
+        return self.__name__
+
 
 def dims(*names, min=None, max=None):
     """One :class:`Dim` per name, all with the same range."""
@@ -203,6 +274,33 @@ class _ExportShapeEnv(ShapeEnv):
         self._dim_of_source = dim_of_source  # size source name -> the Dim spec'ing it
         self._dim_symbol = {}  # id(Dim) -> its symbol
         self._names = {}  # size source name -> its symbol's name
+        self._root_source = {}  # id(Dim) -> the first size source it specs directly
+
+    def _derived(self, dim, val, source):
+        """``fn(root symbol)`` for a size spec'd by a derived Dim; the root's symbol is made
+        here (from ``val`` solved for the root) when no input has reached it yet."""
+        root = self._dim_symbol.get(id(dim.root))
+        if root is None:
+            src = self._root_source.get(id(dim.root))
+            if src is None:
+                raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                                f"Expected {dim.root.__name__}, the root of the derived dim "
+                                f"{dim.__name__}, to spec an input dimension of its own")
+            r = sympy.Symbol("r", integer=True)
+            sol = sympy.solve(sympy.Eq(dim.fn(r), val), r)
+            rval = int(sol[0]) if sol and sol[0].is_Integer else None
+            if rval is None:
+                raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                                f"Expected {source.name()} = {val} to be {dim.__name__} for "
+                                f"an integer {dim.root.__name__}")
+            root = self.create_symbol(rval, src, DimDynamic.DYNAMIC, (
+                dim.root.min, None if dim.root.max == sympy.oo else dim.root.max))
+        expr = dim.fn(root)
+        if expr.xreplace(self.var_to_val) != val:
+            raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                            f"Expected input {source.name()} to be equal to {expr}, where "
+                            f"{root} = {self.var_to_val[root]}, but got {val}")
+        return expr
 
     def _name_symbols(self, marked):
         """PyTorch's symbol names: ``s<sha256(source name) % 100>`` (the next free number on
@@ -211,7 +309,7 @@ class _ExportShapeEnv(ShapeEnv):
         import hashlib
         used, ids, by_dim = set(), {}, {}
         for spec, src, size in marked:
-            if size in (0, 1):  # specialised: no symbol
+            if size in (0, 1) or isinstance(spec, _DerivedDim):  # no symbol of its own
                 continue
             n = int(hashlib.sha256(src.encode()).hexdigest(), 16) % 100
             while n in used:
@@ -221,7 +319,7 @@ class _ExportShapeEnv(ShapeEnv):
             if isinstance(spec, Dim):
                 by_dim[id(spec)] = min(by_dim.get(id(spec), n), n)
         for spec, src, _ in marked:
-            if src in ids:
+            if src in ids and not isinstance(spec, _DerivedDim):
                 n = by_dim[id(spec)] if isinstance(spec, Dim) else ids[src]
                 self._names[src] = f"s{n}"
 
@@ -231,6 +329,8 @@ class _ExportShapeEnv(ShapeEnv):
 
     def create_symbol(self, val, source, dynamic_dim=DimDynamic.DUCK, constraint=None):
         dim = self._dim_of_source.get(source.name()) if source is not None else None
+        if isinstance(dim, _DerivedDim):
+            return self._derived(dim, val, source)
         sym = self._dim_symbol.get(id(dim)) if dim is not None else None
         if sym is not None:
             first = self.var_to_sources[sym][0].name()
@@ -240,7 +340,8 @@ class _ExportShapeEnv(ShapeEnv):
                                 f"{source.name()} = {val} and {first} = "
                                 f"{self.var_to_val[sym]} share {dim.__name__} but differ in "
                                 f"the example inputs.")
-            self.var_to_sources[sym].append(source)
+            if all(s.name() != source.name() for s in self.var_to_sources[sym]):
+                self.var_to_sources[sym].append(source)
             return sym
         expr = super().create_symbol(val, source, dynamic_dim, constraint)
         if dim is not None and expr.is_Symbol:
@@ -269,6 +370,8 @@ def _fake_user_inputs(fake_mode, leaves, specs, names, symbol_names=None):
             src = TensorPropertySource(source, TensorProperty.SIZE, i)
             if isinstance(s, Dim):
                 shape_env._dim_of_source[src.name()] = s
+                if not isinstance(s, _DerivedDim):
+                    shape_env._root_source.setdefault(id(s), src)
                 dyn.append(DimDynamic.DYNAMIC)
                 ranges.append((s.min, None if s.max == sympy.oo else s.max))
                 marked.append((s, src.name(), size))
@@ -322,7 +425,7 @@ def _check_constraints(shape_env, marked):
     by_symbol = {}
     for spec, src, size in marked:
         strict = isinstance(spec, Dim) or spec.type is _DimHintType.DYNAMIC
-        if not strict:
+        if not strict or isinstance(spec, _DerivedDim):  # checked through its root
             continue
         name = spec.__name__ if isinstance(spec, Dim) else src
         sym = _symbol_of(shape_env, src)
@@ -398,14 +501,30 @@ def _range_constraints(shape_env, marked, replacements):
     lower = {}
     for spec, src, _ in marked:
         sym = _symbol_of(shape_env, src)
-        if sym is not None and isinstance(spec, Dim):
+        if sym is not None and isinstance(spec, Dim) and not isinstance(spec, _DerivedDim):
             lower.setdefault(sym, spec.min)
+
+    def own(sym):
+        lo, hi = shape_env.var_to_range[sym]
+        return [min(lo, lower[sym]) if sym in lower else lo, hi]
     out = {}
-    for sym, (lo, hi) in shape_env.var_to_range.items():
-        if lo == hi or sym in replacements:
+    for spec, src, _ in marked:  # PyTorch's order: as the inputs name them
+        if isinstance(spec, _DerivedDim):
+            root = shape_env._dim_symbol.get(id(spec.root))
+            if root is not None:  # the root's range as reported, mapped through fn
+                lo, hi = own(root)
+                out.setdefault(spec.fn(root), [int(spec.fn(sympy.Integer(lo))),
+                                               hi if hi == sympy.oo else
+                                               int(spec.fn(sympy.Integer(hi)))])
             continue
-        out[sym] = [min(lo, lower[sym]) if sym in lower else lo, hi]
+        sym = _symbol_of(shape_env, src)
+        if sym is not None and sym not in replacements and sym not in out:
+            out[sym] = own(sym)
+    for sym in shape_env.var_to_range:
+        if sym not in out and sym not in replacements:
+            out[sym] = own(sym)
     for gone, kept in replacements.items():  # one symbol: the intersection of the ranges
         lo, hi = shape_env.var_to_range[gone]
         out[kept] = [max(out[kept][0], lo), min(out[kept][1], hi)]
-    return {sym: ValueRanges(lo, hi) for sym, (lo, hi) in out.items()}
+    return {sym: ValueRanges(lo, hi) for sym, (lo, hi) in out.items()
+            if lo != hi or not getattr(sym, "is_Symbol", False)}
