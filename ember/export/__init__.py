@@ -9,6 +9,13 @@ statistics) becomes an extra output tagged ``BUFFER_MUTATION``. The result is an
 gives a runnable ``nn.Module`` (it applies buffer mutations); ``save``/``load`` write and read it
 as a zip of a JSON graph and the tensors. The graph is the forward (no autograd ops), as
 PyTorch's ATen-level export.
+
+``dynamic_shapes`` (``ember.export.dynamic_shapes``: ``Dim``, ``Dim.AUTO`` ...) makes chosen
+dims of the user inputs symbolic: the trace runs on FakeTensors of one ShapeEnv, so the graph
+computes sizes from its inputs (``sym_size``) and runs for any size in
+``ExportedProgram.range_constraints``; ``.module()`` checks each call's input sizes against
+them (PyTorch's ``Guard failed`` AssertionError), and a program that contradicts the spec
+fails to export with PyTorch's ``Constraints violated`` UserError.
 """
 import dataclasses
 import io
