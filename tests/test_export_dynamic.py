@@ -328,3 +328,22 @@ def test_derived_dims(make, sizes, spec, good, bad):
         tep.module()(*(torch.randn(n, 3) for n in bad))
     assert repr(Dim("d") + 1) == repr(torch.export.Dim("d") + 1) == "d + 1"
     assert repr(2 * Dim("d")) == repr(2 * torch.export.Dim("d")) == "2*d"
+
+
+def test_keyword_input_spec():
+    def make(lib):
+        class K(lib.nn.Module):
+            def forward(self, x, *, scale):
+                return x * scale.sum(0)
+        return K()
+    k = make(ember)
+    ep = export(k, (ember.randn(5, 3),), {"scale": ember.randn(4, 3)},
+                dynamic_shapes={"x": {0: Dim("d")}, "scale": {0: Dim("e")}})
+    tep = torch.export.export(make(torch), (torch.randn(5, 3),), {"scale": torch.randn(4, 3)},
+                              dynamic_shapes={"x": {0: torch.export.Dim("d")},
+                                              "scale": {0: torch.export.Dim("e")}})
+    assert _ranges(ep) == _ranges(tep)
+    assert [repr(n.meta["val"]) for n in ep.graph.nodes if n.op == "placeholder"] == \
+        [repr(n.meta["val"]) for n in tep.graph.nodes if n.op == "placeholder"]
+    x, scale = ember.randn(7, 3), ember.randn(2, 3)
+    assert ember.allclose(ep.module()(x, scale=scale), k(x, scale=scale))

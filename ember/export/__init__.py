@@ -227,8 +227,10 @@ def _exported_module_cls():
             for name in sig.buffers:
                 _set_nested(self, name, ep.state_dict[name].clone(), "buffer")
 
-        def forward(self, *args):
+        def forward(self, *args, **kwargs):
             sig = self._ep.graph_signature
+            # keyword inputs follow the positional ones, by their placeholder names
+            args = args + tuple(kwargs[n] for n in sig.user_inputs[len(args):] if n in kwargs)
             self._ep._check_inputs(args)
             flat = []
             it = iter(args)
