@@ -1,7 +1,9 @@
 """Dynamo's exceptions (PyTorch's ``torch._dynamo.exc``): what a capture raises and why."""
+from enum import Enum, auto
 
 __all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis", "BackendCompilerFailed",
-           "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented"]
+           "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented",
+           "UserError", "UserErrorType"]
 
 
 class TorchDynamoException(RuntimeError):
@@ -61,3 +63,33 @@ class InvalidBackend(TorchDynamoException):
     def __init__(self, name):
         super().__init__(f"Invalid backend: {name!r}, run `torch._dynamo.list_backends()` to "
                          f"see valid backends.")
+
+
+def exportdb_error_message(case_name):
+    return ("For more information about this error, see: "
+            "https://pytorch.org/docs/main/generated/exportdb/index.html#"
+            + case_name.replace("_", "-"))
+
+
+class UserErrorType(Enum):
+    DYNAMIC_CONTROL_FLOW = auto()
+    ANTI_PATTERN = auto()
+    STANDARD_LIBRARY = auto()
+    CONSTRAINT_VIOLATION = auto()
+    DYNAMIC_DIM = auto()
+    INVALID_INPUT = auto()
+    INVALID_OUTPUT = auto()
+    UNSUPPORTED_ALIASED_MUTATED_DYNAMIC_INPUTS = auto()
+
+
+class UserError(TorchDynamoException):
+    """A program valid in eager that capture or export cannot take as the user wrote it (a
+    dynamic_shapes spec the program contradicts); the message says what to change."""
+
+    def __init__(self, error_type, msg, case_name=None):
+        if case_name is not None:  # a pointer to the exportdb example of this error
+            msg += " " if msg.endswith(".") else "\n"
+            msg += exportdb_error_message(case_name)
+        super().__init__(msg)
+        self.error_type = error_type
+        self.case_name = case_name

@@ -9,6 +9,13 @@ statistics) becomes an extra output tagged ``BUFFER_MUTATION``. The result is an
 gives a runnable ``nn.Module`` (it applies buffer mutations); ``save``/``load`` write and read it
 as a zip of a JSON graph and the tensors. The graph is the forward (no autograd ops), as
 PyTorch's ATen-level export.
+
+``dynamic_shapes`` (``ember.export.dynamic_shapes``: ``Dim``, ``Dim.AUTO`` ...) makes chosen
+dims of the user inputs symbolic: the trace runs on FakeTensors of one ShapeEnv, so the graph
+computes sizes from its inputs (``sym_size``) and runs for any size in
+``ExportedProgram.range_constraints``; ``.module()`` checks each call's input sizes against
+them (PyTorch's ``Guard failed`` AssertionError), and a program that contradicts the spec
+fails to export with PyTorch's ``Constraints violated`` UserError.
 """
 import dataclasses
 import io
@@ -23,8 +30,9 @@ from .._tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node
+from .dynamic_shapes import Dim, dims
 
-__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
+__all__ = ["export", "Dim", "dims", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
            "InputSpec", "OutputSpec", "TensorArgument", "save", "load"]
 
 
@@ -103,11 +111,22 @@ class ExportGraphSignature:
 class ExportedProgram:
     """The result of :func:`export`; see the module docstring."""
 
-    def __init__(self, graph_module, graph_signature, state_dict, out_spec=None):
+    def __init__(self, graph_module, graph_signature, state_dict, out_spec=None, *,
+                 range_constraints=None, _input_shapes=None, _shape_guards=None):
         self._graph_module = graph_module
         self._graph_signature = graph_signature
         self._state_dict = state_dict
         self._out_spec = out_spec
+        self._range_constraints = dict(range_constraints or {})
+        # [(user input name, [int | sympy expr per dim] or None)] when exported with
+        # dynamic_shapes: .module() checks each call's inputs against it
+        self._input_shapes = _input_shapes
+        self._shape_guards = list(_shape_guards or [])  # other relations of those sizes
+
+    @property
+    def range_constraints(self):
+        """{size symbol: ValueRanges}: the sizes each symbolic dim may take."""
+        return self._range_constraints
 
     @property
     def graph_module(self):
@@ -131,7 +150,8 @@ class ExportedProgram:
 
     def __str__(self):
         return (f"ExportedProgram:\n{self._graph_module.print_readable(False)}\n"
-                f"Graph signature: {self._graph_signature}\n")
+                f"Graph signature: {self._graph_signature}\n"
+                f"Range constraints: {self._range_constraints}\n")
 
     def module(self):
         """A runnable ``nn.Module`` holding the state: calling it runs the graph and writes the
@@ -143,8 +163,55 @@ class ExportedProgram:
         from .._decomp import core_aten_decompositions
         from .._functorch.aot_autograd import _retrace
         table = core_aten_decompositions() if decomp_table is None else decomp_table
-        gm = _retrace(self._graph_module, table)
-        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec)
+        # a dynamic program is retraced on its symbolic placeholders (real ones specialise)
+        gm = _retrace(self._graph_module, table) if self._input_shapes is None else \
+            _retrace_symbolic(self._graph_module, table)
+        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec,
+                               range_constraints=self._range_constraints,
+                               _input_shapes=self._input_shapes,
+                               _shape_guards=self._shape_guards)
+
+    def _check_inputs(self, user_args):
+        """PyTorch's input guards of ``.module()``: static dims equal, symbolic dims inside
+        their range and equal wherever they share a symbol (AssertionError 'Guard failed')."""
+        if self._input_shapes is None:
+            return
+        seen = {}  # symbol -> (size in this call, where it was read)
+        derived = []  # sizes spec'd as an expression of symbols (2*s77): checked last
+        for (name, shape), x in zip(self._input_shapes, user_args):
+            if shape is None:
+                continue
+            if not isinstance(x, Tensor) or x.dim() != len(shape):
+                raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)}")
+            for i, (want, got) in enumerate(zip(shape, x.shape)):
+                src = f"{name}.size()[{i}]"
+                if isinstance(want, int):
+                    if got != want:
+                        raise AssertionError(f"Guard failed: {src} == {want}")
+                elif not want.is_Symbol:
+                    derived.append((want, got, src))
+                elif want in seen:
+                    if got != seen[want][0]:
+                        raise AssertionError(f"Guard failed: {src} == {seen[want][1]}")
+                else:
+                    vr = self._range_constraints.get(want)
+                    if vr is not None and got < vr.lower:
+                        raise AssertionError(f"Guard failed: {src} >= {vr.lower}")
+                    if vr is not None and got > vr.upper:
+                        raise AssertionError(f"Guard failed: {src} <= {vr.upper}")
+                    seen[want] = (got, src)
+        import sympy
+        from ..fx.experimental.symbolic_shapes import _PythonPrinter
+        for want, got, src in derived:
+            if want.xreplace({s: sympy.Integer(v) for s, (v, _) in seen.items()}) != got:
+                where = _PythonPrinter({sym: s for sym, (_, s) in seen.items()})
+                raise AssertionError(f"Guard failed: {where.doprint(want)} == {src}")
+        if self._shape_guards:
+            values = {sym: sympy.Integer(v) for sym, (v, _) in seen.items()}
+            for g in self._shape_guards:
+                if not bool(g.xreplace(values)):
+                    where = _PythonPrinter({sym: src for sym, (_, src) in seen.items()})
+                    raise AssertionError(f"Guard failed: {where.doprint(g)}")
 
 
 def _exported_module_cls():
@@ -160,8 +227,11 @@ def _exported_module_cls():
             for name in sig.buffers:
                 _set_nested(self, name, ep.state_dict[name].clone(), "buffer")
 
-        def forward(self, *args):
+        def forward(self, *args, **kwargs):
             sig = self._ep.graph_signature
+            # keyword inputs follow the positional ones, by their placeholder names
+            args = args + tuple(kwargs[n] for n in sig.user_inputs[len(args):] if n in kwargs)
+            self._ep._check_inputs(args)
             flat = []
             it = iter(args)
             for spec in sig.input_specs:
@@ -219,34 +289,49 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     from ..fx.experimental.proxy_tensor import make_fx
     from ..func import functional_call
     from ..utils import _pytree as pytree
-    if dynamic_shapes is not None:
-        raise NotImplementedError("export(dynamic_shapes=...) needs symbolic shapes, which "
-                                  "ember's tracer does not have yet")
     kwargs = kwargs or {}
     params = dict(mod.named_parameters())
     buffers = dict(mod.named_buffers())
     state_names = list(params) + list(buffers)
     user_leaves, in_spec = pytree.tree_flatten((tuple(args), kwargs))
     n_state = len(state_names)
+    arg_names = _user_arg_names(mod, len(args), kwargs)
 
     def flat_fn(*flat):
         state = dict(zip(state_names, flat[:n_state]))
         a, k = pytree.tree_unflatten(list(flat[n_state:]), in_spec)
         return functional_call(mod, state, a, k)
     state_values = [params[n].detach() for n in params] + [buffers[n] for n in buffers]
+    traced_leaves, tracing_mode, shape_env, marked = user_leaves, "fake", None, []
+    if dynamic_shapes is not None:
+        # symbolic sizes for the spec'd dims of the user inputs only: the state stays static
+        from .._subclasses.fake_tensor import FakeTensorMode
+        from .dynamic_shapes import _ExportShapeEnv, _fake_user_inputs, _leaf_specs
+        specs = _leaf_specs(mod, args, kwargs, dynamic_shapes)
+        shape_env = _ExportShapeEnv({})
+        fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+        state_values = [fake_mode.from_tensor(v, static_shapes=True) for v in state_values]
+        traced_leaves, marked = _fake_user_inputs(fake_mode, user_leaves, specs,
+                                                  arg_names[:len(user_leaves)])
+        tracing_mode = "symbolic"
     with no_grad():
         gm = make_fx(flat_fn, decomposition_table=core_aten_decompositions(),
-                     tracing_mode="fake", _allow_non_fake_inputs=True)(*state_values,
-                                                                      *user_leaves)
+                     tracing_mode=tracing_mode, _allow_non_fake_inputs=True)(*state_values,
+                                                                            *traced_leaves)
         out_node = next(n for n in gm.graph.nodes if n.op == "output")
         _, out_spec = pytree.tree_flatten(out_node.args[0])
         fgm, info = functionalize_graph(gm, epilogue=False)
         from .._functorch.aot_autograd import _retrace
         if any(n.op == "call_function" and n.target in core_aten_decompositions()
                for n in fgm.graph.nodes):
-            fgm = _retrace(fgm, core_aten_decompositions())
+            fgm = _retrace(fgm, core_aten_decompositions()) if shape_env is None else \
+                _retrace_symbolic(fgm, core_aten_decompositions())
+    range_constraints, shape_guards = {}, None
+    if shape_env is not None:
+        from .dynamic_shapes import _check_constraints, _range_constraints
+        replacements, shape_guards = _check_constraints(shape_env, marked)
+        range_constraints = _range_constraints(shape_env, marked, replacements)
     # PyTorch's placeholder names
-    arg_names = _user_arg_names(mod, len(args), kwargs)
     names = ["p_" + n.replace(".", "_") for n in params] + \
         ["b_" + n.replace(".", "_") for n in buffers] + arg_names[:len(user_leaves)]
     placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
@@ -282,8 +367,41 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     fgm.recompile()
     state_dict = {n: params[n] for n in params}
     state_dict.update({n: buffers[n] for n in buffers})
+    input_shapes = None
+    if shape_env is not None:  # what .module() checks each call against
+        input_shapes = [(node.name, _shape_of(node.meta.get("val"), replacements))
+                        for node, spec in zip(placeholders, input_specs)
+                        if spec.kind == InputKind.USER_INPUT]
     return ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
-                           out_spec)
+                           out_spec, range_constraints=range_constraints,
+                           _input_shapes=input_shapes, _shape_guards=shape_guards)
+
+
+def _shape_of(val, replacements):
+    """A placeholder's sizes as ints and sympy expressions (None for a non-tensor), with the
+    symbols the trace found equal to another replaced by it."""
+    from .._core.symint import SymInt
+    if not isinstance(val, Tensor):
+        return None
+    return [s.node.expr.xreplace(replacements) if isinstance(s, SymInt) else int(s)
+            for s in val.shape]
+
+
+def _retrace_symbolic(gm, decompositions):
+    """``gm`` traced again through ``decompositions`` on its placeholders' symbolic
+    FakeTensors (the ShapeEnv of the first trace; a real-tensor retrace would specialise)."""
+    from ..fx.experimental.proxy_tensor import make_fx
+    from ..fx.interpreter import Interpreter
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+    def run(*a):
+        return Interpreter(gm).run(*a)
+    new = make_fx(run, decomposition_table=decompositions, tracing_mode="symbolic",
+                  _allow_non_fake_inputs=True)(*[n.meta["val"] for n in phs])
+    for n, old in zip([n for n in new.graph.nodes if n.op == "placeholder"], phs):
+        n.target = n.name = old.target
+    new.recompile()
+    return new
 
 
 def _user_arg_names(mod, n, kwargs):
@@ -341,15 +459,27 @@ def _decode(v, env):
     return v
 
 
+# size arithmetic a symbolic trace records (``sym_size * 2``)
+_SYM_OPS = {f"_operator.{f.__name__}": f for f in (
+    operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.neg,
+    operator.pow, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
+    operator.ge)}
+
+
 def _target_name(t):
     if t is operator.getitem:
         return "getitem"
+    if getattr(t, "__module__", None) in ("_operator", "operator") and \
+            f"_operator.{t.__name__}" in _SYM_OPS:
+        return f"_operator.{t.__name__}"
     return f"{t.namespace}.{t._opname}.{t._overloadname}"
 
 
 def _resolve_target(name):
     if name == "getitem":
         return operator.getitem
+    if name in _SYM_OPS:
+        return _SYM_OPS[name]
     import ember
     ns, op, ov = name.split(".")
     return getattr(getattr(getattr(ember.ops, ns), op), ov)
@@ -385,6 +515,19 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
         "out_spec": pytree.treespec_dumps(ep._out_spec) if ep._out_spec is not None and
         hasattr(pytree, "treespec_dumps") else None,
     }
+    # symbolic sizes as sympy's srepr (symbols keep their assumptions when read back)
+    import sympy
+    meta["range_constraints"] = [
+        [sympy.srepr(sym), int(vr.lower), None if vr.upper == sympy.oo else int(vr.upper)]
+        for sym, vr in ep.range_constraints.items()]
+    meta["input_shapes"] = None if ep._input_shapes is None else [
+        [name, None if shape is None else
+         [d if isinstance(d, int) else sympy.srepr(d) for d in shape]]
+        for name, shape in ep._input_shapes]
+    meta["shape_guards"] = [sympy.srepr(g) for g in ep._shape_guards]
+    meta["input_dtypes"] = {n.name: repr(n.meta["val"].dtype).split(".")[-1]
+                            for n in gm.graph.nodes if n.op == "placeholder" and
+                            isinstance(n.meta.get("val"), Tensor)}
     tensors = io.BytesIO()
     _save({"state_dict": dict(ep.state_dict), "constants": consts}, tensors)
     own = not hasattr(f, "write")
@@ -440,4 +583,61 @@ def load(f, *, extra_files=None, expected_opset_version=None):
         [OutputSpec(OutputKind[k], TensorArgument(a), t) for k, a, t in meta["outputs"]])
     out_spec = pytree.treespec_loads(meta["out_spec"]) if meta.get("out_spec") and \
         hasattr(pytree, "treespec_loads") else None
-    return ExportedProgram(gm, sig, blob["state_dict"], out_spec)
+    import sympy
+    from ..utils._sympy.value_ranges import ValueRanges
+    ranges = {sympy.sympify(sym): ValueRanges(lo, sympy.oo if hi is None else hi)
+              for sym, lo, hi in meta.get("range_constraints", [])}
+    shapes = meta.get("input_shapes")
+    if shapes is not None:
+        shapes = [(name, None if shape is None else
+                   [d if isinstance(d, int) else sympy.sympify(d) for d in shape])
+                  for name, shape in shapes]
+    guards = [sympy.sympify(g) for g in meta.get("shape_guards", [])]
+    ep = ExportedProgram(gm, sig, blob["state_dict"], out_spec, range_constraints=ranges,
+                         _input_shapes=shapes, _shape_guards=guards)
+    if shapes is not None:
+        _restore_placeholder_vals(ep, meta.get("input_dtypes", {}))
+    return ep
+
+
+def _restore_placeholder_vals(ep, dtypes):
+    """``meta['val']`` of a loaded dynamic program's placeholders: FakeTensors whose symbolic
+    sizes carry the saved symbols and ranges (the state static), as export gave them."""
+    import ember
+    import sympy
+    from .._dynamo.source import LocalSource, TensorProperty, TensorPropertySource
+    from .._subclasses.fake_tensor import FakeTensorMode
+    from .dynamic_shapes import _ExportShapeEnv, _fake_user_inputs
+    shape_env = _ExportShapeEnv({})
+    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    dims, leaves, specs, names, symbol_names = {}, [], [], [], {}
+    for name, shape in ep._input_shapes:
+        if shape is None or name not in dtypes or \
+                any(not isinstance(d, int) and not d.is_Symbol for d in shape):
+            return  # a size the spec did not make (never for export's own programs)
+        spec, hint = [], []
+        for i, d in enumerate(shape):
+            if isinstance(d, int):
+                spec.append(None)
+                hint.append(d)
+                continue
+            vr = ep.range_constraints.get(d)
+            lo, hi = (int(vr.lower), vr.upper) if vr is not None else (0, sympy.oo)
+            if d not in dims:
+                dims[d] = Dim(d.name, min=lo, max=None if hi == sympy.oo else int(hi))
+            spec.append(dims[d])
+            hint.append(max(lo, 2))  # any size inside the range: 0/1 would specialise
+            symbol_names[TensorPropertySource(LocalSource(name), TensorProperty.SIZE,
+                                              i).name()] = d.name
+        leaves.append(ember.empty(hint, dtype=getattr(ember, dtypes[name])))
+        specs.append((spec, spec, name))
+        names.append(name)
+    fakes, _ = _fake_user_inputs(mode, leaves, specs, names, symbol_names)
+    by_name = dict(zip(names, fakes))
+    for node, spec in zip([n for n in ep.graph.nodes if n.op == "placeholder"],
+                          ep.graph_signature.input_specs):
+        if spec.kind == InputKind.USER_INPUT:
+            node.meta["val"] = by_name[node.name]
+        elif spec.target in ep.state_dict:
+            node.meta["val"] = mode.from_tensor(ep.state_dict[spec.target].detach(),
+                                              static_shapes=True)

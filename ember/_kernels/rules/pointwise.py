@@ -298,7 +298,9 @@ def check_operands(name, operands, check, cdt, rdt, out=None):
     then the op's own dtype check (which runs when the kernel dispatches on dtype)."""
     if len(operands) > 1:
         sizes = [x._size for x in operands if hasattr(x, "_keyset")]
-        if any(sz != sizes[0] for sz in sizes):
+        # lengths first: tuples of different lengths compare their elements, and a
+        # symbolic size compared to a number would take a guard
+        if any(len(sz) != len(sizes[0]) or sz != sizes[0] for sz in sizes):
             _st.broadcast_shapes(*sizes)
     if out is not None:
         check_inplace(out, operands, rdt)

@@ -246,6 +246,14 @@ def _is_fake(t):
     return isinstance(t, FakeTensor)
 
 
+def _detect_fake_mode(args):
+    """The FakeTensorMode of the FakeTensors among ``args`` (None when there are none)."""
+    for leaf in pytree.tree_leaves(args):
+        if _is_fake(leaf):
+            return leaf.fake_mode
+    return None
+
+
 def _arg_names(f, n):
     """Names of the placeholders' groups: the function's positional parameters, ``arg<i>``
     for values passed to ``*args`` (and for modules and other callables)."""
@@ -298,11 +306,17 @@ def _trace(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs,
     meta_mode = FakeTensorMode(allow_non_fake_inputs=True)
     names = _arg_names(f, len(args))
     if tracing_mode in ("fake", "symbolic"):
-        if tracing_mode == "symbolic":
-            from .symbolic_shapes import ShapeEnv
-            shape_env = ShapeEnv()
-        fake_mode = FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs,
-                                   shape_env=shape_env)
+        # inputs already fake (export fakes them with its own symbolic sizes): their mode and
+        # ShapeEnv, as PyTorch's detect_fake_mode; else a fresh mode converts them
+        fake_mode = _detect_fake_mode(args)
+        if fake_mode is not None:
+            shape_env = fake_mode.shape_env if tracing_mode == "symbolic" else None
+        else:
+            if tracing_mode == "symbolic":
+                from .symbolic_shapes import ShapeEnv
+                shape_env = ShapeEnv()
+            fake_mode = FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs,
+                                       shape_env=shape_env)
         meta_mode = fake_mode
 
         def to_fake(x, name):

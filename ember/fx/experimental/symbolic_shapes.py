@@ -138,7 +138,7 @@ class ShapeEnv:
             sym = self.val_to_var[val]
             self.var_to_sources[sym].append(source)
             return sym
-        sym = sympy.Symbol(f"s{len(self.var_to_val)}", positive=True, integer=True)
+        sym = sympy.Symbol(self._symbol_name(source), positive=True, integer=True)
         self.var_to_val[sym] = val
         lo, hi = 2 if self.specialize_zero_one else 0, sympy.oo
         if constraint is not None:
@@ -153,6 +153,10 @@ class ShapeEnv:
         if dynamic_dim is DimDynamic.DUCK:
             self.val_to_var[val] = sym
         return sym
+
+    def _symbol_name(self, source):
+        """The next symbol's name: ``s<N>`` in creation order."""
+        return f"s{len(self.var_to_val)}"
 
     def create_symint(self, expr, hint):
         return SymNode(sympy.sympify(expr), self, int, hint).wrapped()
@@ -238,7 +242,8 @@ class ShapeEnv:
                   for s in syms if s in self.var_to_range}
             d_hi = sympy.expand(diff.xreplace(hi))
             res[2], res[3] = (-d_hi).is_nonnegative, (-d_hi).is_positive
-        elif neg.is_nonnegative or neg.is_positive:  # e.g. -s0 - 1
+        if not (res[2] or res[3]) and (neg.is_nonnegative or neg.is_positive):
+            # e.g. -s0 - 1, or 48*s1 - 48*s0*s1 (bounded or not: from the lower bounds)
             res[2], res[3] = neg.is_nonnegative, neg.is_positive
         return res
 

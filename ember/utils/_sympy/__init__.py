@@ -1,0 +1,1 @@
+"""sympy helpers for symbolic shapes (PyTorch's ``torch.utils._sympy``)."""
