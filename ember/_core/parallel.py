@@ -23,7 +23,7 @@ def num_threads():
 
 
 def in_parallel_region():
-    """Whether this thread is running a chunk of a :func:`parallel_for` (``at::in_parallel_region``):
+    """Whether this thread runs a chunk of a :func:`parallel_for` (``at::in_parallel_region``):
     a parallel_for inside one runs its chunks serially, as ATen's does (the pool's threads are
     busy with the outer chunks; waiting for them there could deadlock)."""
     return getattr(_region, "active", False)

@@ -3,10 +3,11 @@ translation unit into a CPython extension module with the system compiler, cache
 and in the process, and loads it.
 
 The on-disk key covers everything that changes the machine code: the source, the compiler's
-flags, the compiler's ``--version``, the CPU capability and feature flags (``-march=native``
-builds for this CPU) and the Python ABI. A build goes to a temporary file beside its final path and is renamed into
-place, so processes that compile the same source at once each finish with a complete module and
-a failed build leaves nothing at the final path."""
+flags (the vector ISA's among them: ``cpu_vec_isa``), the compiler's ``--version``, the CPU
+capability and feature flags (``-march=native`` builds for this CPU) and the Python ABI. A build
+goes to a temporary file beside its final path and is renamed into place, so processes that
+compile the same source at once each finish with a complete module and a failed build leaves
+nothing at the final path."""
 import collections
 import hashlib
 import importlib.machinery
@@ -224,11 +225,11 @@ def _compiler():
 
 def compiler_features():
     """What the compiler in use supports, as a dict: ``compiler`` (argv), ``origin`` (``CC``,
-    ``CXX``, ``cc`` or ``gcc``), ``path``, ``version``, the booleans ``vec_isa`` (the vector ISA's flags are taken: see
-    ``cpu_vec_isa``), ``openmp``,
-    ``openmp_simd`` (the fallback when the OpenMP runtime is missing) and ``mvec`` (glibc's vector
-    math library links and ``__attribute__((simd))`` math declarations are taken), and
-    ``dropped``, the flags of ``CFLAGS``/``LIBS`` left out. Raises ``InvalidCxxCompiler``."""
+    ``CXX``, ``cc`` or ``gcc``), ``path``, ``version``, the booleans ``vec_isa`` (the vector
+    ISA's flags are taken: see ``cpu_vec_isa``), ``openmp``, ``openmp_simd`` (the fallback when
+    the OpenMP runtime is missing) and ``mvec`` (glibc's vector math library links and
+    ``__attribute__((simd))`` math declarations are taken), and ``dropped``, the flags of
+    ``CFLAGS``/``LIBS`` left out. Raises ``InvalidCxxCompiler``."""
     info = _compiler()
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in info.items()}
 

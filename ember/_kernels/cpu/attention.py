@@ -7,7 +7,8 @@ The tiles are small enough to stay in a core's cache between the products and th
 passes over them, and the work is spread over ``ember.get_num_threads()`` threads as PyTorch's
 kernel does: the forward by (query heads, query block), the backward by key/value heads (each
 owns its key gradient; the query heads sharing it under grouped-query attention are its own
-too). Short sequences put several heads in one tile, so that each NumPy call still has work. Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
+too). Short sequences put several heads in one tile, so that each NumPy call still has work.
+Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
 """
 import math
 
