@@ -225,23 +225,13 @@ class GeneratedNode(Node):
         self._released = True
 
     def _unpack(self, name):
-        v = self._saved[name]
-        if isinstance(v, SavedTensor):
-            return v.unpack(self)
-        if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
-            return [s.unpack(self) for s in v]
-        return v
+        return _unpack_saved(self, self._saved[name])
 
     def apply(self, grads):
         info = self._info
         if any(g is None for g in grads):
-            # outputs that were never defined (no meta: convolution_backward's masked-out
-            # results) stay None, as undefined tensors do in PyTorch
-            grads = [g if g is not None or m is None else _formulas.zeros_from_meta(m)
-                     for g, m in zip(grads, self._out_meta)]
-        if not _formulas.NAMESPACE:
-            _formulas.ensure_namespace()
-            _formulas.NAMESPACE["_DERIVED"] = _DERIVED
+            grads = _materialize(self, grads)
+        namespace = _formula_namespace()
         env = {name: self._unpack(name) for name in self._saved}
         env["grad"] = grads[0]
         env["grads"] = grads
@@ -256,7 +246,7 @@ class GeneratedNode(Node):
                 continue
             if info.uses_grad_input_mask:  # per formula: one flag per input it computes
                 env["grad_input_mask"] = [i in needed_args for i in arg_idx]
-            val = eval(code, _formulas.NAMESPACE, env)
+            val = eval(code, namespace, env)
             if len(arg_idx) == 1:
                 self._place(out, arg_idx[0], val)
             else:
@@ -306,8 +296,16 @@ def _first_apply(node, grads):
     return cls.apply(node, grads)
 
 
+def _formula_namespace():
+    """The globals the formulas run in (``_formulas``' helpers, ember ops, ``_DERIVED``)."""
+    if not _formulas.NAMESPACE:
+        _formulas.ensure_namespace()
+        _formulas.NAMESPACE["_DERIVED"] = _DERIVED
+    return _formulas.NAMESPACE
+
+
 def _unpack_saved(node, v):
-    """A saved value as the formula sees it (``GeneratedNode._unpack`` on the value)."""
+    """A saved value as a formula sees it: SavedTensors unpacked (version-checked)."""
     if v.__class__ is SavedTensor:
         return v.unpack(node)
     if isinstance(v, list) and v and isinstance(v[0], SavedTensor):
@@ -316,7 +314,9 @@ def _unpack_saved(node, v):
 
 
 def _materialize(node, grads):
-    """Undefined gradients of outputs with metadata as zeros (``GeneratedNode.apply``'s rule)."""
+    """Undefined gradients of outputs with metadata as zeros; outputs that were never defined
+    (no metadata: convolution_backward's masked-out results) stay None, as undefined tensors
+    do in PyTorch."""
     return [g if g is not None or m is None else _formulas.zeros_from_meta(m)
             for g, m in zip(grads, node._out_meta)]
 
@@ -327,8 +327,7 @@ def _generate_apply(cls):
     tracebacks), writing its edge. What :meth:`GeneratedNode.apply` does, without the generic
     dictionaries and loops."""
     info = cls._info
-    _formulas.ensure_namespace()
-    _formulas.NAMESPACE["_DERIVED"] = _DERIVED
+    ns = _formula_namespace()
     edge = {i: k for k, i in enumerate(info.diff_args)}
     fname = f"_apply_{cls.__name__}"
     lines = [f"def {fname}(_node, grads):"]
@@ -353,7 +352,6 @@ def _generate_apply(cls):
             lines.append(f"        for _k, _v in zip({tuple(ks)}, {src}): _out[_k] = _v")
     lines.append("    return _out")
     src = "\n".join(lines) + "\n"
-    ns = _formulas.NAMESPACE
     ns.setdefault("_ember_unpack", _unpack_saved)
     ns.setdefault("_ember_materialize", _materialize)
     compile_source(src, f"<ember derivative of {info.schema}>", ns)
