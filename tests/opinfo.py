@@ -518,6 +518,8 @@ _ELSEWHERE = {
         """_scaled_mm.default _scaled_mm.out _scaled_mm_v2.default _scaled_mm_v2.out""",
     "complex32 conversion: bits, gradients and the op_db chalf entry in tests/test_complex32.py":
         """chalf.default""",
+    "symbolic size reads (the graph nodes of symbolic tracing): tests/test_dynamic_shapes.py":
+        """sym_size.int sym_stride.int sym_numel.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 
