@@ -11,8 +11,8 @@ The BatchedTensor itself has no storage of its own to read: ``.item()``, ``.toli
 ``.numpy()`` and data-dependent Python control flow raise PyTorch's vmap errors.
 """
 from .._dispatch.keys import K, bit
-from .._tensor import Tensor, _new, _PYTHON_KEYS
-from .wrapper_tensor import WrapperTensor
+from .._tensor import Tensor, _PYTHON_KEYS
+from .wrapper_tensor import WrapperTensor, new_wrapper
 
 _BATCHED = bit(K.FuncTorchBatched)
 
@@ -62,16 +62,8 @@ def raise_data_dependent():
 
 def make_batched(value, bdim, level):
     """Wrap ``value`` (batch along ``bdim``) as a BatchedTensor of ``level``."""
-    t = _new(BatchedTensor)
+    t = new_wrapper(BatchedTensor, level)
     _set_value(t, value, bdim)
-    t._level = level
-    t._base_ = None
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
     return t
 
 

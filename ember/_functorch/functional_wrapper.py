@@ -42,8 +42,8 @@ from .._dispatch import dispatcher as _d
 from .._dispatch import tls as _dtls
 from .._dispatch.keys import AUTOGRAD_BITS, K, below, bit
 from .._ops.overload import ops
-from .._tensor import Tensor, _new, _PYTHON_KEYS
-from .wrapper_tensor import WrapperTensor
+from .._tensor import Tensor, _PYTHON_KEYS
+from .wrapper_tensor import WrapperTensor, new_wrapper
 
 __all__ = ["FunctionalTensorWrapper", "to_functional", "from_functional", "sync",
            "is_functional", "install", "_to_functional_tensor", "_from_functional_tensor", "_sync",
@@ -228,21 +228,13 @@ def _set_value(t, value):
 
 
 def _make(value, storage, view_metas, generation, level):
-    t = _new(FunctionalTensorWrapper)
+    t = new_wrapper(FunctionalTensorWrapper, level)
     _set_value(t, value)
     t._fstorage = storage
     t._view_metas = view_metas
     t._generation = generation
-    t._level = level
     t._has_metadata_mutation = False
     t._vc = [0]
-    t._base_ = None
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
     return t
 
 

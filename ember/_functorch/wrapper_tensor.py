@@ -2,7 +2,7 @@
 Tensor subclass over an inner ``_value`` at a transform ``_level``. Its autograd state lives on
 the value, since the kernels compute on values; ``__torch_function__`` is off, because the
 wrappers are made by kernels, never by subclass conversions."""
-from .._tensor import Tensor
+from .._tensor import Tensor, _new
 from ..overrides import _disabled_torch_function_impl
 
 
@@ -29,3 +29,18 @@ class WrapperTensor(Tensor):
     @property
     def is_leaf(self):
         return self._value.is_leaf
+
+
+def new_wrapper(cls, level):
+    """A fresh ``cls`` instance at ``level`` with a plain tensor's autograd fields (no grad, no
+    history, no base); the caller points it at its value."""
+    t = _new(cls)
+    t._level = level
+    t._base_ = None
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    return t
