@@ -85,12 +85,20 @@ def make_tensor(storage, size, stride, offset, dtype, device, cls=None):
     return t
 
 
+# array class -> function making a tensor of one of its arrays, for kernels computing on device
+# arrays (ember/_kernels/cuda/arrays.py registers CuPy's)
+DEVICE_ARRAY_ADOPTERS = {}
+
+
 def wrap_array(a, device=CPU):
     """Adopt a fresh NumPy array produced by a CPU kernel as a new tensor (no copy).
 
     This runs once per op on the hot path, so it avoids generic helpers: dtype by the NumPy
     type number, contiguous strides from a dict, and no UntypedStorage until one is asked for."""
     if a.__class__ is not np.ndarray:
+        adopt = DEVICE_ARRAY_ADOPTERS.get(a.__class__)
+        if adopt is not None:  # a device array (CuPy's): a tensor on its device
+            return adopt(a)
         a = np.asarray(a)
     dtype = _NUM_TO_DT.get(a.dtype.num)
     if dtype is None:

@@ -1,4 +1,6 @@
 """Helpers every CPU kernel uses: NumPy views of tensors and adoption of result arrays."""
+import sys
+
 import numpy as np
 
 from ..._core.tensor_impl import wrap_array as wrap  # noqa: F401  (re-exported for kernels)
@@ -12,10 +14,20 @@ def nd(x):
     return a
 
 
+def array_module(a):
+    """The module computing on array ``a``: NumPy, or CuPy for a device array. The CUDA key runs
+    some CPU kernel bodies on device arrays (``ember/_kernels/cuda/shared.py``); a body that
+    makes new arrays asks this for the module that makes them."""
+    if a.__class__ is np.ndarray:
+        return np
+    root = type(a).__module__.partition(".")[0]
+    return sys.modules[root] if root == "cupy" else np
+
+
 def own(a):
     """A result array that does not alias any input (copy only if NumPy returned a view)."""
     if a.__class__ is not np.ndarray:
-        return np.asarray(a)
+        return np.asarray(a) if array_module(a) is np else (a.copy() if a.base is not None else a)
     if a.base is not None:
         return a.copy()
     return a

@@ -20,7 +20,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ...random import generator_of
 from ..registration import register
-from ._util import nd, wrap
+from ._util import array_module, nd, wrap
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
@@ -42,8 +42,9 @@ def _arr(t):
 
 
 def _res(r, dt):
-    """Result array ``r`` (fresh) as a tensor of dtype ``dt``."""
-    r = np.asarray(r)
+    """Result array ``r`` (fresh; a device array too) as a tensor of dtype ``dt``."""
+    if not hasattr(r, "dtype"):
+        r = np.asarray(r)
     if r.dtype != dt._np:
         r = r.astype(dt._np)
     return wrap(r)
@@ -410,7 +411,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
     x = _arr(input).reshape(m, n)
     with _quiet():
-        mean = x.mean(axis=1, keepdims=True) if n else np.zeros((m, 1), x.dtype)
+        mean = x.mean(axis=1, keepdims=True) if n else array_module(x).zeros((m, 1), x.dtype)
         xc = x - mean
         var = np.einsum("ij,ij->i", xc, xc)[:, None] / max(n, 1)
         rstd = 1 / np.sqrt(var + x.dtype.type(eps))
@@ -575,16 +576,17 @@ _REDUCTIONS = ("none", "mean", "sum")  # PyTorch's at::Reduction enum: 0, 1, 2
 def _nll_parts(self, target, weight, ignore_index):
     """(log-probabilities [N, C], targets [N], per-sample weights [N], valid mask [N])."""
     x = _arr(self)
+    xp = array_module(x)
     x = x.reshape(1, -1) if x.ndim == 1 else x
     t = nd(target).reshape(-1).astype(np.int64, copy=False)
     valid = t != ignore_index
     c = x.shape[1]
-    safe = np.where(valid, t, 0)
+    safe = xp.where(valid, t, 0)
     if safe.size and (safe.min() < 0 or safe.max() >= c):
         bad = safe[(safe < 0) | (safe >= c)][0]
         raise IndexError(f"Target {bad} is out of bounds.")
-    w = _arr(weight).reshape(-1)[safe] if weight is not None else np.ones(t.shape, x.dtype)
-    w = np.where(valid, w, 0).astype(x.dtype, copy=False)
+    w = _arr(weight).reshape(-1)[safe] if weight is not None else xp.ones(t.shape, x.dtype)
+    w = xp.where(valid, w, 0).astype(x.dtype, copy=False)
     return x, safe, w, valid
 
 
@@ -592,11 +594,12 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
     check_floating("nll_loss_out_frame", self)
     nll_loss_shapes(self, target, weight, reduction, ignore_index)
     x, t, w, _ = _nll_parts(self, target, weight, ignore_index)
-    picked = -x[np.arange(t.shape[0]), t] * w
+    xp = array_module(x)
+    picked = -x[xp.arange(t.shape[0]), t] * w
     dt = self._dtype
     if reduction == 0:
         out = picked.reshape(nll_loss_shapes(self, target, weight, 0, ignore_index))
-        return _res(out, dt), _res(np.zeros((), x.dtype), dt)
+        return _res(out, dt), _res(xp.zeros((), x.dtype), dt)
     total = w.sum()
     loss = picked.sum()
     if reduction == 1:
@@ -615,8 +618,9 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
         if reduction == 1:
             with _quiet():
                 coef = coef / _arr(total_weight).reshape(())
-    gi = np.zeros(x.shape, x.dtype)
-    gi[np.arange(t.shape[0]), t] = coef
+    xp = array_module(x)
+    gi = xp.zeros(x.shape, x.dtype)
+    gi[xp.arange(t.shape[0]), t] = coef
     return _res(gi.reshape(self._size), self._dtype)
 
 
@@ -642,12 +646,15 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     if padding_idx >= 0:
         keep = idx != padding_idx
         idx, g = idx[keep], g[keep]
+    xp = array_module(g)
     if scale_grad_by_freq:
-        counts = np.bincount(idx, minlength=num_weights)
+        counts = xp.bincount(idx, minlength=num_weights)
         g = g / counts[idx][:, None]
-    out = np.zeros((num_weights, d), g.dtype)
+    out = xp.zeros((num_weights, d), g.dtype)
     if idx.size:
-        if idx.size > 4 * num_weights:
+        if xp is not np:
+            xp.add.at(out, idx, g)
+        elif idx.size > 4 * num_weights:
             # many repeats: one matrix product with a one-hot count matrix beats add.at
             onehot = np.zeros((num_weights, idx.size), g.dtype)
             onehot[idx, np.arange(idx.size)] = 1

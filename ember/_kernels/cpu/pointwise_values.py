@@ -73,6 +73,8 @@ def _half_as_float(f):
         if dt is D.float16 or dt is D.bfloat16:
             arrays = [np.asarray(a, np.float32) for a in arrays]
         return f(*arrays)
+    if isinstance(f, np.ufunc):
+        fn.ufunc_in_float = f  # the CUDA kernels call the array module's ufunc of this name
     return fn
 
 

@@ -5,8 +5,14 @@ from the caching allocator on the current stream), ``copy_`` between host and de
 the device (the runtime's memcpy on the current stream; ``non_blocking`` copies from or into pinned
 memory are asynchronous), ``record_stream``.
 
-Every other op reaches :func:`host_kernel_fallback`, the CUDA key's backend fallback, which runs
-the op's CPU kernel:
+The device kernels of the modules beside this one compute on the device itself, from kernel
+bodies written once against an array module (CuPy on a GPU, NumPy on the simulated device; see
+``arrays.py``): ``pointwise.py`` (every overload of the pointwise table), ``reduction.py``,
+``blas.py`` (cuBLAS products), ``tensor_ops.py`` (fills, constant factories, converting copies).
+On a GPU, functional ops without a device kernel of their own first run their CPU kernel body on
+device arrays (``shared.py``). A kernel that cannot compute a call on the device hands it to
+:func:`host_kernel_fallback`, the CUDA key's backend fallback, which every other op reaches too.
+It runs the op's CPU kernel:
 
 * on the simulated device, directly on device memory: a CUDA tensor is handed to the CPU kernel
   as a CPU tensor over the same bytes (the simulated device's memory is host memory), and the
@@ -30,6 +36,8 @@ from ..._dispatch.keys import K, bit
 from ..._ops.overload import ops
 from ..._core.tensor_impl import empty_tensor, make_tensor
 from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
+from . import arrays, blas, pointwise, reduction, shared, tensor_ops
+from .arrays import NeedsHost
 
 _CPU_KEYS = bit(K.CPU)
 
@@ -116,6 +124,11 @@ def copy_(self, src, non_blocking=False):
                 if pinned:
                     _host_allocator().record_event(host_ptr, stream, dev.index)
             return self
+    if self._device.type == "cuda" and src._device.type == "cuda":
+        try:
+            return tensor_ops.copy_on_device(self, src)
+        except NeedsHost:
+            pass
     return host_kernel_fallback(ops.aten.copy_.default, self, src, non_blocking)
 
 
@@ -267,6 +280,11 @@ def host_kernel_fallback(op, *args, **kwargs):
         return op._entry.redispatch(_CPU_KEYS, *host_values)
 
     capturing = rt.stream_is_capturing(stream)
+    if not rt.simulated and shared.eligible(op):
+        try:
+            return shared.run(op, values, dev)
+        except NeedsHost:
+            pass  # staged below, and from now on
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")
@@ -333,15 +351,38 @@ def _common_device(args, kwargs):
     return _device_of(None)
 
 
+def _or_host(name, kernel):
+    """``kernel``, handing a call it cannot compute on the device (NeedsHost) to the fallback."""
+    op = None
+
+    def run(*args, **kwargs):
+        nonlocal op
+        try:
+            return kernel(*args, **kwargs)
+        except NeedsHost as e:
+            if op is None:
+                base, _, overload = name.partition(".")
+                op = getattr(getattr(ops.aten, base), overload or "default")
+            arrays.stats["host"][name] = str(e)[:200]
+            return host_kernel_fallback(op, *args, **kwargs)
+    run.__name__ = run.__qualname__ = getattr(kernel, "__name__", name).replace("<lambda>", name)
+    run.__module__ = kernel.__module__
+    return run
+
+
 _libs = []
 
 
 def register():
-    """Put this module's kernels and the fallback on the CUDA key (once the aten ops exist).
-    ``record_stream`` is named in ``native_functions.yaml`` instead: it is CUDA-only."""
+    """Put this module's kernels, the device kernels and the fallback on the CUDA key (once the
+    aten ops exist). ``record_stream`` is named in ``native_functions.yaml`` instead: it is
+    CUDA-only."""
     lib = library.Library("aten", "IMPL", "CUDA")
     for name, fn in {"empty.memory_format": empty_memory_format, "empty_strided": empty_strided,
                      "copy_": copy_, "resize_": resize_}.items():
         lib.impl(name, fn, "CUDA")
+    for module in (pointwise, reduction, blas, tensor_ops):
+        for name, fn in module.kernels().items():
+            lib.impl(name, _or_host(name, fn), "CUDA")
     lib.fallback(host_kernel_fallback, "CUDA")
     _libs.append(lib)

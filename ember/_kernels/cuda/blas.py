@@ -1,0 +1,67 @@
+"""CUDA matrix products: ``mm``, ``bmm``, ``addmm``, ``baddbmm`` (``matmul`` and ``linear`` are
+composites over them).
+
+Shapes, dtypes and PyTorch's errors are the rules' (``rules/linalg.py``); the product is the array
+module's ``matmul`` — cuBLAS through CuPy on a GPU. ``ember.backends.cuda.matmul.allow_tf32``
+(``set_float32_matmul_precision("high")``) selects cuBLAS's TF32 compute type for float32
+products, read at every call as PyTorch reads it.
+"""
+from ..._core import dtype as D
+from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
+from .arrays import device_array, launch, to_tensor
+
+_compute_type = [None]
+
+
+def _sync_tf32(xp):
+    """Tell CuPy's float32 products whether TF32 tensor cores may compute them."""
+    from ...backends._context import ctx
+    tf32 = ctx.float32_matmul_precision != "highest"
+    if _compute_type[0] is not tf32:
+        from cupy._core import _routines_linalg as L
+        L.set_compute_type(xp.float32, getattr(L, "COMPUTE_TYPE_TF32", 7) if tf32
+                           else getattr(L, "COMPUTE_TYPE_DEFAULT", 1))
+        _compute_type[0] = tf32
+
+
+def _product(a_t, b_t, dt, c_t=None, beta=1, alpha=1):
+    def body(xp, rt):
+        if xp.__name__ == "cupy" and dt is D.float32:
+            _sync_tf32(xp)
+        r = xp.matmul(device_array(a_t, rt), device_array(b_t, rt))
+        if dt._category <= D.INTEGRAL:
+            a, b = int(alpha), int(beta)
+        else:
+            a, b = alpha, beta
+        if a != 1:
+            r *= r.dtype.type(a)
+        if c_t is not None and b != 0:
+            c = device_array(c_t, rt)
+            r += c if b == 1 else c * c.dtype.type(b)
+        return to_tensor(r, dt, a_t._device, rt)
+    return launch(a_t._device, body)
+
+
+def mm(self, mat2):
+    check_mm(self, mat2)
+    return _product(self, mat2, self._dtype)
+
+
+def bmm(self, mat2):
+    check_bmm(self, mat2)
+    return _product(self, mat2, self._dtype)
+
+
+def addmm(self, mat1, mat2, beta=1, alpha=1):
+    check_addmm(self, mat1, mat2)
+    return _product(mat1, mat2, mat1._dtype, self, beta, alpha)
+
+
+def baddbmm(self, batch1, batch2, beta=1, alpha=1):
+    check_baddbmm(self, batch1, batch2)
+    return _product(batch1, batch2, batch1._dtype, self, beta, alpha)
+
+
+def kernels():
+    return {"mm": mm, "bmm": bmm, "addmm": addmm, "baddbmm": baddbmm}
+

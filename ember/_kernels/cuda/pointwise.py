@@ -1,0 +1,234 @@
+"""CUDA pointwise kernels: every overload of ``rules/pointwise.py``'s ``OVERLOADS`` whose calling
+form is listed in ``_FORMS`` below.
+
+One op is one row, as on the CPU: the row's promotion kind and operand checks are the rules'
+(shared with the CPU and Meta kernels), and its values are the CPU table's compute row run on
+device arrays (``arrays.py``): a row that is a NumPy ufunc becomes the array module's ufunc of the
+same name (CuPy's on a GPU), written straight into the result; any other row is called with
+device arrays, which NumPy's dispatch protocols hand to CuPy. A row CuPy cannot compute raises
+``NeedsHost`` and the op runs through the host-kernel fallback.
+
+The result's layout follows the operands as TensorIterator's does: an operand of the result's
+shape whose layout is dense gives its strides; otherwise the result is contiguous.
+float8 and complex32 computations stay on the host (their rounding helpers are NumPy-only).
+"""
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core import overlap as _overlap
+from ..._core import strides as _st
+from ..._core.tensor_impl import empty_tensor
+from ..cpu import pointwise as _cpu
+from ..rules import pointwise as _R
+from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_rounding_mode,
+                               clamp_operands, result_dtype)
+from .arrays import NeedsHost, device_array, device_of, launch
+
+_TABLES = {1: _cpu.UNARY, 2: _cpu.BINARY, 3: _cpu.TERNARY}
+_HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
+_HALF = (D.float16, D.bfloat16)
+
+
+def _is_tensor(x):
+    return hasattr(x, "_keyset")
+
+
+def _result_layout(shape, operands):
+    for x in operands:
+        if _is_tensor(x) and x._size == shape and x._size and \
+                _st.is_non_overlapping_and_dense(x._size, x._stride):
+            return x._stride
+    return None
+
+
+def _operand(x, cdt, xp, rt):
+    """Operand ``x`` as the row computes it: an array in the computation dtype, or a NumPy scalar
+    of that dtype for a wrapped number (converted as PyTorch converts it: ints wrap around)."""
+    if _is_tensor(x):
+        if x._device.type == "cpu":  # a 0-dim CPU tensor, which may join any device's op
+            a = x._nd()
+            return (a != 0)[()] if cdt is None else a.astype(cdt._np)[()]
+        a = device_array(x, rt)
+        if cdt is None:  # logical ops: truth values
+            return a != 0
+        return a if x._dtype is cdt else a.astype(cdt._np)
+    if cdt is None:
+        return np.bool_(x)
+    return np.asarray(x).astype(cdt._np)[()]
+
+
+def _row_function(name, n, xp):
+    """(xp's ufunc or None, whether half dtypes compute in float32, the compute row)."""
+    fn = _TABLES[n][name]
+    uf = getattr(fn, "ufunc", None)
+    if uf is not None:
+        return _ufunc_of(xp, uf), False, fn
+    uf = getattr(fn, "ufunc_in_float", None)
+    if uf is not None:
+        return _ufunc_of(xp, uf), True, fn
+    return None, False, fn
+
+
+def _ufunc_of(xp, uf):
+    """NumPy or SciPy ufunc ``uf`` of array module ``xp``: CuPy's of the same name (its SciPy
+    special functions are in ``cupyx.scipy.special``)."""
+    if xp is np:
+        return uf
+    f = getattr(xp, uf.__name__, None)
+    if f is None:
+        import cupyx.scipy.special as special
+        f = getattr(special, uf.__name__, None)
+    if f is None:
+        raise NeedsHost(f"CuPy has no ufunc {uf.__name__}")
+    return f
+
+
+def evaluate(name, operands, alpha=None, params=(), into=None):
+    """Row ``name`` on ``operands``: a new CUDA tensor, or written into ``into`` (in-place)."""
+    n = len(operands)
+    rule, check = _R.RULES[n][name]
+    if into is not None:
+        _overlap.check_write(into, operands)
+    cdt, rdt = result_dtype(rule, operands)
+    check_operands(name, operands, check, cdt, rdt, into)
+    if cdt in _HOST_DTYPES or rdt in _HOST_DTYPES or any(
+            getattr(x, "_dtype", None) in _HOST_DTYPES for x in operands):
+        raise NeedsHost("float8/complex32 computation")
+    if alpha is not None:
+        check_alpha(cdt, alpha)
+    tensors = [x for x in operands if _is_tensor(x)]
+    dev = device_of(*tensors)
+    if into is not None:
+        dst = into
+    else:
+        shape = _st.broadcast_shapes(*[x._size for x in tensors]) if tensors else ()
+        dst = empty_tensor(shape, rdt, dev, stride=_result_layout(shape, operands))
+
+    def body(xp, rt):
+        arrays = [_operand(x, cdt, xp, rt) for x in operands]
+        if alpha is not None and not (alpha == 1 and alpha.__class__ is int):
+            arrays[-1] = arrays[-1] * np.asarray(alpha).astype(cdt._np)[()]
+        uf, in_float, row = _row_function(name, n, xp)
+        out = device_array(dst, rt)
+        if uf is None:
+            xp.copyto(out, xp.asarray(row(*arrays, cdt, *params)), casting="unsafe")
+        elif in_float and cdt in _HALF:
+            xp.copyto(out, uf(*[a.astype(np.float32) for a in arrays]), casting="unsafe")
+        else:
+            uf(*arrays, out=out, casting="unsafe")
+        return dst
+    return launch(dev, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# Calling forms -> kernels (the CPU's hand-written overloads take the same arguments).
+
+def _unary(name):
+    return lambda self: evaluate(name, (self,))
+
+
+def _binary(name):
+    return lambda self, other: evaluate(name, (self, other))
+
+
+def _ternary(name):
+    return lambda self, a, b: evaluate(name, (self, a, b))
+
+
+def _inplace_unary(name):
+    return lambda self: evaluate(name, (self,), into=self)
+
+
+def _inplace_binary(name):
+    return lambda self, other: evaluate(name, (self, other), into=self)
+
+
+def _inplace_ternary(name):
+    return lambda self, a, b: evaluate(name, (self, a, b), into=self)
+
+
+def _alpha(name):
+    return lambda self, other, alpha=1: evaluate(name, (self, other), alpha=alpha)
+
+
+def _ralpha(name):
+    return lambda self, other, alpha=1: evaluate(name, (other, self), alpha=alpha)
+
+
+def _inplace_alpha(name):
+    return lambda self, other, alpha=1: evaluate(name, (self, other), alpha=alpha, into=self)
+
+
+def _mode(name):
+    def kernel(self, other, rounding_mode=None):
+        check_rounding_mode(rounding_mode)
+        return evaluate(_DIV_MODES[rounding_mode], (self, other))
+    return kernel
+
+
+def _inplace_mode(name):
+    def kernel(self, other, rounding_mode=None):
+        check_rounding_mode(rounding_mode)
+        return evaluate(_DIV_MODES[rounding_mode], (self, other), into=self)
+    return kernel
+
+
+def _ternary_value(name):
+    return lambda self, t1, t2, value=1: evaluate(name, (self, t1, t2), params=(value,))
+
+
+def _inplace_ternary_value(name):
+    return lambda self, t1, t2, value=1: evaluate(name, (self, t1, t2), params=(value,),
+                                                  into=self)
+
+
+_FORMS = {
+    _R.UNARY: _unary, _R.BINARY: _binary, _R.TERNARY: _ternary,
+    _R.INPLACE_UNARY: _inplace_unary, _R.INPLACE_BINARY: _inplace_binary,
+    _R.INPLACE_TERNARY: _inplace_ternary,
+    _R.ALPHA: _alpha, _R.RALPHA: _ralpha, _R.INPLACE_ALPHA: _inplace_alpha,
+    _R.MODE: _mode, _R.INPLACE_MODE: _inplace_mode,
+    _R.TERNARY_VALUE: _ternary_value, _R.INPLACE_TERNARY_VALUE: _inplace_ternary_value,
+}
+
+
+def clamp(self, min=None, max=None):  # noqa: A002  (schema names)
+    name, operands = clamp_operands("clamp", self, min, max)
+    return evaluate(name, operands)
+
+
+def clamp_(self, min=None, max=None):  # noqa: A002
+    name, operands = clamp_operands("clamp", self, min, max)
+    return evaluate(name, operands, into=self)
+
+
+def where_self(condition, self, other):
+    if condition._dtype is not D.bool_ and condition._dtype is not D.uint8:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition._dtype._short}")
+    from ..._core.promotion import result_type_of
+    dt = result_type_of((self, other))
+    if dt in _HOST_DTYPES:
+        raise NeedsHost("float8/complex32 computation")
+    operands = (condition, self, other)
+    tensors = [x for x in operands if _is_tensor(x)]
+    shape = _st.broadcast_shapes(*[x._size for x in tensors])
+    dev = device_of(*tensors)
+    dst = empty_tensor(shape, dt, dev, stride=_result_layout(shape, (self, other)))
+
+    def body(xp, rt):
+        c = device_array(condition, rt)
+        xp.copyto(device_array(dst, rt), xp.where(c, _operand(self, dt, xp, rt),
+                                                  _operand(other, dt, xp, rt)),
+                  casting="unsafe")
+        return dst
+    return launch(dev, body)
+
+
+def kernels():
+    """op overload -> CUDA kernel, for every overload this module computes."""
+    table = {op: _FORMS[form](row) for op, (row, form) in _R.OVERLOADS.items()
+             if form in _FORMS}
+    table.update({"clamp": clamp, "clamp.Tensor": clamp, "clamp_": clamp_,
+                  "clamp_.Tensor": clamp_, "where.self": where_self})
+    return table

@@ -1,0 +1,88 @@
+"""On a GPU, the CPU kernel bodies of functional ops run on device arrays.
+
+Most of ember's CPU kernels are array code: ``x.max(axis=d)``, ``np.exp(e, out=e)``,
+``np.einsum(...)``. Handed tensors whose arrays are CuPy views of device memory, NumPy's dispatch
+protocols (``__array_ufunc__``, ``__array_function__``) send those calls to CuPy, which launches
+CUDA kernels (cuBLAS for products); a body that makes new arrays asks
+``cpu._util.array_module`` for the module to make them with, and ``wrap`` adopts CuPy results as
+CUDA tensors. So softmax, layer_norm, nll_loss, embedding, their fused backward ops, cat, stack,
+tril and most other functional ops compute on the GPU from one kernel body — Chainer's design,
+which the CUDA issue asks for.
+
+:func:`run` is tried by the host-kernel fallback on a real GPU before staging copies, for ops
+that write no argument (a failed attempt must leave nothing half-written) and draw no random
+numbers (the device generator's stream stays the fallback's). A body that leaves NumPy's
+protocols fails loudly — CuPy refuses implicit host conversion (``TypeError``), host-only
+attributes are missing (``AttributeError``) — and then the op is remembered in ``host_only``
+with the reason (``arrays.stats``) and staged from then on. On the simulated device the
+fallback runs the same body on host memory directly, so nothing here is needed there.
+"""
+from ..._core.device import CPU
+from ..._core.tensor_impl import make_tensor
+from ..._dispatch.keys import K, bit
+from ..._tensor import Tensor
+from .arrays import NeedsHost, device_array, launch, stats, to_tensor
+
+_CPU_KEYS = bit(K.CPU)
+host_only = set()  # ops whose body needs the host
+
+
+def eligible(op):
+    schema = op._schema
+    return op not in host_only and not any(
+        a.is_write or a.base == "Generator" for a in schema.arguments)
+
+
+def _alias(t, rt):
+    """A CPU tensor (as the CPU kernel expects) whose array is the device view of ``t``."""
+    a = make_tensor(t._storage, t._size, t._stride, t._offset, t._dtype, CPU)
+    a._np = device_array(t, rt)
+    a._vc = t._vc
+    return a
+
+
+def run(op, values, dev):
+    """``op``'s CPU kernel on device views of ``values`` (schema order); raises NeedsHost."""
+    originals = {}
+
+    def body(xp, rt):
+        def alias(v):
+            if isinstance(v, Tensor) and v._device.type == "cuda":
+                a = _alias(v, rt)
+                originals[id(a)] = v
+                return a
+            if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
+                return type(v)(alias(x) for x in v)
+            if getattr(v, "type", None) == "cuda":  # a device argument
+                return CPU
+            return v
+        out = op._entry.redispatch(_CPU_KEYS, *[alias(v) for v in values])
+
+        def back(o):
+            if isinstance(o, Tensor):
+                d = originals.get(id(o))
+                if d is not None:
+                    return d
+                if o._device.type == "cuda":
+                    return o
+                arr = o._np
+                if hasattr(arr, "__cuda_array_interface__"):  # a device array
+                    return to_tensor(arr, o._dtype, dev, rt)
+                return _from_host(o, dev)
+            if isinstance(o, (list, tuple)):
+                return type(o)(back(x) for x in o)
+            return o
+        return back(out)
+    try:
+        return launch(dev, body)
+    except NeedsHost as e:
+        host_only.add(op)
+        stats["host"][str(op)] = str(e)[:200]
+        raise
+
+
+def _from_host(h, dev):
+    """A host result the body made on purpose (a small constant, say) copied to the device."""
+    from . import _to_device, _cuda
+    cuda = _cuda()
+    return _to_device(h, dev, cuda._lazy_init(), cuda.streams.current_stream_handle(dev.index))

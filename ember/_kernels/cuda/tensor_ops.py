@@ -1,0 +1,86 @@
+"""CUDA fills, constant factories and copies that convert: ``fill_``, ``zero_``, ``zeros``,
+``ones``, ``full`` and the device-to-device ``copy_`` that casts, broadcasts or reorders.
+
+A factory is ``empty`` on the device plus a fill there, so no host buffer is made or copied. The
+values written are the CPU's (``cpu/factory._cast``: truncation, wrap-around, real parts) and the
+checks are the rules' (``rules/factory.py``).
+"""
+from ..._core import dtype as D
+from ..._core import overlap as _overlap
+from ..._core.dtype import get_default_dtype
+from ..._core.tensor_impl import empty_tensor
+from ..cpu.factory import _cast
+from ..rules.copy import check_copy
+from ..rules.factory import check_fits, scalar_dtype
+from .arrays import NeedsHost, device_array, launch
+
+_HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
+
+
+def _fill(t, value):
+    if t._dtype in _HOST_DTYPES:
+        raise NeedsHost("float8/complex32 fill")
+
+    def body(xp, rt):
+        if t.numel():
+            device_array(t, rt)[...] = value
+        return t
+    return launch(t._device, body)
+
+
+def fill_Scalar(self, value):
+    check_fits(value, self._dtype)
+    return _fill(self, _cast(value, self._dtype))
+
+
+def zero_(self):
+    return _fill(self, 0)
+
+
+def _constant(size, dtype, device, value):
+    from . import _cuda, _device_of
+    dev = _device_of(device)
+    with _cuda().device(dev.index):
+        return _fill(empty_tensor(size, dtype, dev), value)
+
+
+def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):
+    if any(s < 0 for s in size):  # the CPU kernel's check, in its words
+        raise RuntimeError("zeros: Dimension size must be non-negative.")
+    return _constant(size, dtype or get_default_dtype(), device, 0)
+
+
+def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _constant(size, dtype or get_default_dtype(), device, 1)
+
+
+def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    dtype = dtype or scalar_dtype(fill_value)
+    check_fits(fill_value, dtype)
+    return _constant(size, dtype, device, _cast(fill_value, dtype))
+
+
+def copy_on_device(self, src):
+    """``self.copy_(src)`` with both on CUDA: the CPU kernel's checks, then the cast, broadcast
+    and strided copy of ``copyto`` (``unsafe`` casting: C's conversions, as ATen's copy)."""
+    if self._dtype in _HOST_DTYPES or src._dtype in _HOST_DTYPES or (
+            src._dtype.is_complex and not self._dtype.is_complex):
+        raise NeedsHost("float8/complex32 copy, or complex to real (the CPU kernel warns)")
+    if 0 in self._stride or src._storage is self._storage:
+        _overlap.check_write(self, (src,))
+    if src._size != self._size:
+        check_copy(self, src)
+
+    def body(xp, rt):
+        if self.numel():
+            dst, s = device_array(self, rt), device_array(src, rt)
+            if src._storage is self._storage:  # read everything before writing
+                s = s.copy()
+            xp.copyto(dst, xp.broadcast_to(s, dst.shape), casting="unsafe")
+        return self
+    return launch(self._device, body)
+
+
+def kernels():
+    return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
+            "full": full}
