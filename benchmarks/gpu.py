@@ -10,8 +10,8 @@ Each case is timed the same way for both libraries: warm-up calls, then the medi
 repetitions, each ended by a device synchronize. Cases: ``mm`` 4096³ in fp32, tf32 and bf16;
 ``add`` on 256M float32 against the device-to-device copy bandwidth measured in the same run;
 softmax and layer_norm on 8192×4096 float32; a GPT training step at a GPU-sized configuration.
-ember's CUDA ops today are its CPU kernels run through host staging copies (ember/_kernels/cuda):
-the figures say how far that is from a GPU's speed, which part 2 of the CUDA work closes.
+ember computes on the device through CuPy (ember/_kernels/cuda); the ops a run still staged
+through the host, and why, are printed after the table.
 """
 import argparse
 import json
@@ -105,6 +105,13 @@ def main(argv=None):
     add = results["ember_cases"]["add 256M"]
     print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch add: "
           f"{results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")
+    from ember._kernels.cuda import arrays
+    results["ember_device_calls"] = arrays.stats["device"]
+    results["ember_left_the_device"] = arrays.stats["host"]
+    results["ember_staged"] = arrays.stats["staged"]
+    print(f"ember: {arrays.stats['device']} kernel calls on the device; staged through the host:")
+    for op, n in sorted(arrays.stats["staged"].items(), key=lambda kv: -kv[1]):
+        print(f"  {n:6d} {op:40s} {arrays.stats['host'].get(op, '')[:90]}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

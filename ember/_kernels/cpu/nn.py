@@ -653,7 +653,8 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     out = xp.zeros((num_weights, d), g.dtype)
     if idx.size:
         if xp is not np:
-            xp.add.at(out, idx, g)
+            import cupyx  # CuPy's scatter-add: atomic adds, one kernel
+            cupyx.scatter_add(out, idx, g)
         elif idx.size > 4 * num_weights:
             # many repeats: one matrix product with a one-hot count matrix beats add.at
             onehot = np.zeros((num_weights, idx.size), g.dtype)

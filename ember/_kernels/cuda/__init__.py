@@ -285,6 +285,9 @@ def host_kernel_fallback(op, *args, **kwargs):
             return shared.run(op, values, dev)
         except NeedsHost:
             pass  # staged below, and from now on
+    if not rt.simulated:
+        staged = arrays.stats["staged"]
+        staged[str(op)] = staged.get(str(op), 0) + 1
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")

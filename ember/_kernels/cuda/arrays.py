@@ -29,7 +29,8 @@ from ..._core.storage import UntypedStorage
 from ..._core.tensor_impl import empty_tensor, make_tensor
 
 _cupy = None
-stats = {"device": 0, "host": {}}  # kernel calls on the device; host fallbacks by op -> reason
+# kernel calls on the device; why ops left it (op -> reason); calls staged through the host by op
+stats = {"device": 0, "host": {}, "staged": {}}
 
 
 class NeedsHost(Exception):
@@ -51,7 +52,10 @@ def cupy():
     global _cupy
     if _cupy is None:
         import cupy as cp
+        from ..._core.tensor_impl import DEVICE_ARRAY_ADOPTERS, _NP_TO_DT
         cp.cuda.set_allocator(_cupy_malloc)
+        DEVICE_ARRAY_ADOPTERS[cp.ndarray] = lambda a: _adopt(
+            a, _NP_TO_DT[a.dtype], _device("cuda", a.device.id))
         _cupy = cp
     return _cupy
 
@@ -115,7 +119,7 @@ def _adopt(a, dtype, dev):
     if any(s < 0 or s % isz for s in a.strides) or not _st.is_non_overlapping_and_dense(
             a.shape, tuple(s // isz for s in a.strides)):
         a = cp.ascontiguousarray(a)
-    owner = a.data.mem.owner if a.size else None
+    owner = getattr(a.data.mem, "_owner", None) if a.size else None
     if isinstance(owner, UntypedStorage):
         storage = owner
     else:

@@ -1,0 +1,23 @@
+#!/bin/bash
+# One call on a lent GPU machine (the device tool): benchmarks/gpu.py beside PyTorch, then the
+# CUDA test modules on the real GPU (test_cuda_ops.py last: CuPy compiles a kernel for each new
+# op and dtype on a fresh machine, so it gets what time is left). Logs and JSON go under $OUT;
+# a short summary is printed last.   run: bash benchmarks/gpu_check.sh [quick|full] [SECONDS]
+set -u
+OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+unset EMBER_CUDA_SIMULATE
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
+ARGS="--quick"; [ "${1:-quick}" = full ] && ARGS=""
+timeout 200 python3 benchmarks/gpu.py $ARGS --json "$OUT/gpu.json" > "$OUT/gpu_bench.log" 2>&1
+echo "gpu.py rc=$?"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_cuda_allocator.py \
+    tests/test_cuda_interop.py > "$OUT/cuda_tests.log" 2>&1
+echo "runtime tests rc=$?: $(tail -1 "$OUT/cuda_tests.log")"
+timeout "${2:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ops.py \
+    > "$OUT/cuda_ops.log" 2>&1
+echo "op table rc=$?: $(tail -1 "$OUT/cuda_ops.log")"
+grep -A200 "^case" "$OUT/gpu_bench.log" | head -50
+tail -5 "$OUT/gpu_bench.log" | grep -i error
+grep -hE "^(FAILED|ERROR)" "$OUT/cuda_tests.log" "$OUT/cuda_ops.log" | head -30
