@@ -120,7 +120,10 @@ def test_ops_match_cpu():
         got = got if isinstance(got, tuple) else (got,)
         for w, h in zip(want, got):
             assert h.is_cuda and h.dtype == w.dtype and h.shape == w.shape
-            assert np.array_equal(h.cpu().numpy(), w.numpy())
+            if _REAL_GPU:  # cuBLAS and CuPy's reductions sum in another order: rounding differs
+                np.testing.assert_allclose(h.cpu().numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+            else:  # the simulated device runs the CPU's arithmetic
+                assert np.array_equal(h.cpu().numpy(), w.numpy())
 
 
 def test_custom_op_without_a_cuda_kernel_is_an_error():

@@ -21,7 +21,8 @@ from ._util import nd, own, wrap
 
 
 def _as(a, dtype):
-    a = np.asarray(a)
+    if not hasattr(a, "dtype"):  # (a device array stays one: see cpu/_util.array_module)
+        a = np.asarray(a)
     if a.dtype == dtype._np:
         return a
     if dtype is D.complex32 or a.dtype == D.complex32._np:  # (NumPy cannot cast the float16 pair)

@@ -225,10 +225,18 @@ def where_self(condition, self, other):
     return launch(dev, body)
 
 
+def _foreach_mul_(self, other):
+    """``_foreach_mul_`` by a number or a (0-dim) tensor: each tensor scaled in place
+    (``clip_grad_norm_``'s rescale)."""
+    for t in self:
+        evaluate("mul", (t, other), into=t)
+
+
 def kernels():
     """op overload -> CUDA kernel, for every overload this module computes."""
     table = {op: _FORMS[form](row) for op, (row, form) in _R.OVERLOADS.items()
              if form in _FORMS}
     table.update({"clamp": clamp, "clamp.Tensor": clamp, "clamp_": clamp_,
-                  "clamp_.Tensor": clamp_, "where.self": where_self})
+                  "clamp_.Tensor": clamp_, "where.self": where_self,
+                  "_foreach_mul_.Scalar": _foreach_mul_, "_foreach_mul_.Tensor": _foreach_mul_})
     return table
