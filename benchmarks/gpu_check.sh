@@ -17,6 +17,9 @@ echo "gpu.py rc=$?"
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_cuda_allocator.py \
     tests/test_cuda_interop.py > "$OUT/cuda_tests.log" 2>&1
 echo "runtime tests rc=$?: $(tail -1 "$OUT/cuda_tests.log")"
+timeout 150 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_cpp_extension.py \
+    > "$OUT/cuda_ext.log" 2>&1
+echo "extension tests rc=$?: $(tail -1 "$OUT/cuda_ext.log")"
 touch "$OUT/cuda_ops.log"
 if [ "${2:-150}" -gt 0 ]; then
     timeout "${2:-150}" python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ops.py \
@@ -24,6 +27,6 @@ if [ "${2:-150}" -gt 0 ]; then
     echo "op table rc=$?: $(tail -1 "$OUT/cuda_ops.log")"
 fi
 grep -A200 "^case" "$OUT/gpu_bench.log" | head -50
-grep -vE "^ *$|Ordered by|List reduced|ncalls" "$OUT/gpu_profile.log" | cut -c1-150 | head -75
+grep -vE "^ *$|Ordered by|List reduced|ncalls" "$OUT/gpu_profile.log" | cut -c1-150 | head -40
 tail -5 "$OUT/gpu_bench.log" | grep -i error
-grep -hE "^(FAILED|ERROR)" "$OUT/cuda_tests.log" "$OUT/cuda_ops.log" | head -30
+grep -hE "^(FAILED|ERROR)" "$OUT/cuda_tests.log" "$OUT/cuda_ext.log" "$OUT/cuda_ops.log" | head -30

@@ -274,17 +274,17 @@ def host_kernel_fallback(op, *args, **kwargs):
     # Random ops draw from the device's generator, not the CPU's.
     values = [cuda.default_generators[dev.index] if v is None and a.base == "Generator" else v
               for v, a in zip(values, schema.arguments)]
+    if not rt.simulated and shared.eligible(op):
+        try:
+            return shared.run(op, values, dev)
+        except NeedsHost:
+            pass  # staged below, and from now on
     host_values = [host(v, a) for v, a in zip(values, schema.arguments)]
 
     def run():
         return op._entry.redispatch(_CPU_KEYS, *host_values)
 
     capturing = rt.stream_is_capturing(stream)
-    if not rt.simulated and shared.eligible(op):
-        try:
-            return shared.run(op, values, dev)
-        except NeedsHost:
-            pass  # staged below, and from now on
     if not rt.simulated:
         staged = arrays.stats["staged"]
         staged[str(op)] = staged.get(str(op), 0) + 1
