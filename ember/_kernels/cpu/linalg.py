@@ -8,7 +8,7 @@ import numpy as np
 from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core.blas import matmul as _matmul
-from ._util import nd, wrap
+from ._util import array_module, nd, wrap
 
 # C++ type names PyTorch prints in mm's dtype-mismatch message
 
@@ -391,13 +391,14 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
     if self._dtype is D.complex32:  # (NumPy cannot compute on the float16 pair)
         src = _complex32.to_complex64(src)
         work = D.complex64 if work is D.complex32 else work
-    a = np.abs(src.astype(np.float32 if work in (D.float16, D.bfloat16) else work._np,
+    xp = array_module(src)  # (the CUDA key runs this body on device arrays too)
+    a = xp.abs(src.astype(np.float32 if work in (D.float16, D.bfloat16) else work._np,
                           copy=False))
     axis = None if dims is None else tuple(dims)
     ord = float(ord)
     with np.errstate(all="ignore"):
         if ord == float("inf"):
-            r = np.max(a, axis=axis, keepdims=keepdim) if a.size else np.zeros(())
+            r = np.max(a, axis=axis, keepdims=keepdim) if a.size else xp.zeros(())
         elif ord == float("-inf"):
             r = np.min(a, axis=axis, keepdims=keepdim)
         elif ord == 0:
@@ -409,7 +410,7 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
         else:
             r = np.power(np.sum(np.power(a, ord), axis=axis, keepdims=keepdim), 1.0 / ord)
     shape = vector_norm_shape(self, dims, keepdim)
-    return wrap(np.asarray(r).reshape(shape).astype(out._np))
+    return wrap(xp.asarray(r).reshape(shape).astype(out._np))
 
 
 def _linalg_check_errors(info, api_name, is_matrix):

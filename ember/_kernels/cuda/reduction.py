@@ -1,14 +1,11 @@
-"""CUDA reductions: sum, mean, prod, amax, amin, all, any and ``linalg_vector_norm``.
+"""CUDA reductions: sum, mean, prod, amax, amin, all, any.
 
-Result dtypes, reduced dims and PyTorch's errors are the rules' (``rules/reduction.py``,
-``rules/linalg.py``); the values are the array module's reductions of the CPU table's names
+Result dtypes, reduced dims and PyTorch's errors are the rules' (``rules/reduction.py``); the
+values are the array module's reductions of the CPU table's names
 (``np.sum`` there, ``cupy.sum`` on a GPU), accumulating half precision in float32 as PyTorch's
 CUDA kernels do.
 """
-import numpy as np
-
 from ..._core import dtype as D
-from ..rules.linalg import vector_norm_check, vector_norm_shape
 from ..rules.reduction import (LOGICAL, REDUCTION_RULES, SAME, reduce_dims, reduced_shape,
                                reduction_dtype)
 from .arrays import NeedsHost, device_array, launch, to_tensor
@@ -46,75 +43,25 @@ def _reduce(name, self, dim, keepdim, dtype=None):
     return launch(self._device, body)
 
 
-def sum(self, dtype=None):  # noqa: A001  (PyTorch's name)
-    return _reduce("sum", self, None, False, dtype)
+def _whole(name):
+    return lambda self, dtype=None: _reduce(name, self, None, False, dtype)
 
 
-def sum_dim_IntList(self, dim, keepdim=False, dtype=None):
-    return _reduce("sum", self, dim, keepdim, dtype)
+def _along(name):
+    return lambda self, dim, keepdim=False, dtype=None: _reduce(name, self, dim, keepdim, dtype)
 
 
-def mean(self, dtype=None):
-    return _reduce("mean", self, None, False, dtype)
+def _extremum(name):
+    return lambda self, dim=(), keepdim=False: _reduce(name, self, dim, keepdim)
 
 
-def mean_dim(self, dim, keepdim=False, dtype=None):
-    return _reduce("mean", self, dim, keepdim, dtype)
-
-
-def prod(self, dtype=None):
-    return _reduce("prod", self, None, False, dtype)
-
-
-def prod_dim_int(self, dim, keepdim=False, dtype=None):
-    return _reduce("prod", self, dim, keepdim, dtype)
-
-
-def amax(self, dim=(), keepdim=False):
-    return _reduce("amax", self, dim, keepdim)
-
-
-def amin(self, dim=(), keepdim=False):
-    return _reduce("amin", self, dim, keepdim)
-
-
-def all(self):  # noqa: A001
-    return _reduce("all", self, None, False)
-
-
-def any(self):  # noqa: A001
-    return _reduce("any", self, None, False)
-
-
-def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):
-    dims, out = vector_norm_check(self, ord, dim, dtype)
-    if self._dtype is D.complex32:
-        raise NeedsHost("complex32 norm")
-    work = dtype or self._dtype
-    axis = None if dims is None else tuple(dims)
-    shape = vector_norm_shape(self, dims, keepdim)
-    p = float(ord)
-
-    def body(xp, rt):
-        a = device_array(self, rt)
-        a = xp.abs(a.astype(np.float32 if work in _ACC else work._np, copy=False))
-        if p == float("inf"):
-            r = xp.max(a, axis=axis, keepdims=keepdim) if a.size else xp.zeros((), a.dtype)
-        elif p == float("-inf"):
-            r = xp.min(a, axis=axis, keepdims=keepdim)
-        elif p == 0:
-            r = xp.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
-        elif p == 1:
-            r = xp.sum(a, axis=axis, keepdims=keepdim)
-        elif p == 2:
-            r = xp.sqrt(xp.sum(a * a, axis=axis, keepdims=keepdim))
-        else:
-            r = xp.power(xp.sum(xp.power(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
-        return to_tensor(xp.asarray(r).reshape(shape), out, self._device, rt)
-    return launch(self._device, body)
+def _logical(name):
+    return lambda self: _reduce(name, self, None, False)
 
 
 def kernels():
-    return {"sum": sum, "sum.dim_IntList": sum_dim_IntList, "mean": mean, "mean.dim": mean_dim,
-            "prod": prod, "prod.dim_int": prod_dim_int, "amax": amax, "amin": amin,
-            "all": all, "any": any, "linalg_vector_norm": linalg_vector_norm}
+    """op overload -> CUDA kernel (the CPU's signatures: cpu/reduction.py)."""
+    return {"sum": _whole("sum"), "sum.dim_IntList": _along("sum"), "mean": _whole("mean"),
+            "mean.dim": _along("mean"), "prod": _whole("prod"), "prod.dim_int": _along("prod"),
+            "amax": _extremum("amax"), "amin": _extremum("amin"), "all": _logical("all"),
+            "any": _logical("any")}
