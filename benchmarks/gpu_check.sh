@@ -1,6 +1,6 @@
 #!/bin/bash
-# One call on a lent GPU machine (the device tool): benchmarks/gpu.py beside PyTorch, then the
-# CUDA test modules on the real GPU (test_cuda_ops.py last: CuPy compiles a kernel for each new
+# One call on a lent GPU machine (the device tool): the fused kernels against the CPU, a profile,
+# benchmarks/gpu.py beside PyTorch, then the CUDA test modules on the real GPU (test_cuda_ops.py last: CuPy compiles a kernel for each new
 # op and dtype on a fresh machine, so it gets what time is left). Logs and JSON go under $OUT;
 # a short summary is printed last.   run: bash benchmarks/gpu_check.sh [quick|full] [SECONDS]
 set -u
@@ -9,6 +9,8 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 unset EMBER_CUDA_SIMULATE
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
+timeout 60 python3 benchmarks/gpu_fused_check.py > "$OUT/gpu_fused.log" 2>&1
+echo "gpu_fused_check.py rc=$?: $(tail -1 "$OUT/gpu_fused.log")"
 timeout 90 python3 benchmarks/gpu_profile.py > "$OUT/gpu_profile.log" 2>&1
 echo "gpu_profile.py rc=$?"
 ARGS="--quick"; [ "${1:-quick}" = full ] && ARGS=""
@@ -29,4 +31,5 @@ fi
 grep -A200 "^case" "$OUT/gpu_bench.log" | head -50
 grep -vE "^ *$|Ordered by|List reduced|ncalls" "$OUT/gpu_profile.log" | cut -c1-150 | head -40
 tail -5 "$OUT/gpu_bench.log" | grep -i error
+grep -E "^FAIL|FAILED" "$OUT/gpu_fused.log" | head -20
 grep -hE "^(FAILED|ERROR)" "$OUT/cuda_tests.log" "$OUT/cuda_ext.log" "$OUT/cuda_ops.log" | head -30
