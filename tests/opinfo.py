@@ -472,6 +472,8 @@ _ELSEWHERE = {
         _scaled_dot_product_flash_attention_for_cpu_backward.default""",
     "mixed-precision helpers: checked by the autocast/GradScaler tests": """
         _amp_foreach_non_finite_check_and_unscale_.default _amp_update_scale_.default""",
+    "fused optimizer ops: against PyTorch's fused Adam/AdamW in tests/test_fused_adam.py": """
+        _fused_adam_.default _fused_adamw_.default""",
     "PyTorch's own op database entries (values, gradients, errors): tests/test_op_db.py": """
         _chunk_cat.default _unsafe_masked_index.default
         _unsafe_masked_index_put_accumulate.default gradient.array gradient.scalararray

@@ -163,6 +163,8 @@ class GradScaler:
         optimizer_state = self._per_optimizer_states[id(optimizer)]
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            return self._step_with_optimizer_scaling(optimizer, optimizer_state, *args, **kwargs)
         if optimizer_state["stage"] is OptState.READY:
             self.unscale_(optimizer)
         if len(optimizer_state["found_inf_per_device"]) == 0:
@@ -170,6 +172,36 @@ class GradScaler:
         retval = self._maybe_opt_step(optimizer, optimizer_state, *args, **kwargs)
         optimizer_state["stage"] = OptState.STEPPED
         return retval
+
+    def _step_with_optimizer_scaling(self, optimizer, optimizer_state, *args, **kwargs):
+        """PyTorch's branch for optimizers that unscale and skip by themselves (Adam/AdamW with
+        ``fused=True``): they get ``grad_scale`` (None once unscale_() ran) and ``found_inf`` as
+        attributes for the one step, and the infs are only checked here."""
+        if optimizer_state["stage"] is OptState.READY:
+            self._check_inf_per_device(optimizer)
+        scale = self._get_scale_async()
+        found_inf = sum(t.to(scale.device, non_blocking=True)
+                        for t in optimizer_state["found_inf_per_device"].values())
+        optimizer.grad_scale = (None if optimizer_state["stage"] is OptState.UNSCALED
+                                else scale * getattr(optimizer, "grad_scale", 1))
+        optimizer.found_inf = found_inf
+        try:
+            retval = optimizer.step(*args, **kwargs)
+        finally:
+            del optimizer.grad_scale
+            del optimizer.found_inf
+        optimizer_state["stage"] = OptState.STEPPED
+        return retval
+
+    def _check_inf_per_device(self, optimizer):
+        """found_inf per device without unscaling (an inverse scale of 1)."""
+        _scale, _ = self._check_scale_growth_tracker("_check_inf_per_device")
+        dummy_inv_scale = ember.full((), 1.0, dtype=ember.float32, device=_scale.device)
+        found_inf = ember.full((), 0.0, dtype=ember.float32, device=_scale.device)
+        state = self._per_optimizer_states[id(optimizer)]
+        state["found_inf_per_device"] = self._unscale_grads_(optimizer, dummy_inv_scale,
+                                                             found_inf, True)
+        return state["found_inf_per_device"]
 
     def update(self, new_scale=None):
         """Back off the scale if any optimizer saw inf/NaN, else count towards growth."""

@@ -8,12 +8,24 @@ with ``mul_``/``add_``/``div``: the same arithmetic, rounded once more.
 SGD, Adam and AdamW also have PyTorch's multi-tensor ("foreach") path: when ``foreach`` is None or
 True and every parameter of a group is a dense CPU tensor of one dtype, each update is one
 ``_foreach_*`` op over the whole group (~12 dispatcher calls per step instead of ~12 per
-parameter), with the same arithmetic as the single-tensor path.
+parameter), with the same arithmetic as the single-tensor path. Adam and AdamW with
+``fused=True`` make one ``_fused_adam_``/``_fused_adamw_`` call per group and device.
 """
 
-from .. import (get_default_dtype, maximum, tensor, zeros_like, full_like, _foreach_add,
-                _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_, _foreach_div_, _foreach_lerp_,
-                _foreach_maximum_, _foreach_mul_, _foreach_neg, _foreach_sqrt)
+# PyTorch's torch.utils._foreach_utils._get_fused_kernels_supported_devices()
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _device_dtype_check_for_fused(p):
+    if not (p.device.type in _FUSED_DEVICES and is_floating_point(p)):
+        raise RuntimeError(f"`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
+                           f"{p.device.type}")
+
+from .. import (float32, get_default_dtype, is_floating_point, maximum, tensor, zeros_like,
+                full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_,
+                _foreach_div_, _foreach_lerp_, _foreach_maximum_, _foreach_mul_, _foreach_neg,
+                _foreach_sqrt, _fused_adam_, _fused_adamw_)
 from .optimizer import Optimizer, _get_value, _use_grad
 
 __all__ = ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
@@ -179,6 +191,13 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            # GradScaler hands this optimizer its scale and found_inf instead of unscaling
+            self._step_supports_amp_scaling = True
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -197,11 +216,19 @@ class Adam(Optimizer):
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
+                    if group["fused"]:
+                        _device_dtype_check_for_fused(p)
+                        # the fused op reads its step counts where the params live, as float32
+                        state["step"] = tensor(0.0, dtype=float32, device=p.device)
+                    else:
+                        state["step"] = _step_tensor()
                     state["exp_avg"] = zeros_like(p)
                     state["exp_avg_sq"] = zeros_like(p)
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = zeros_like(p)
+            if group["fused"] and params:
+                self._fused_step(group, params, lr)
+                continue
             if _use_foreach(group, params):
                 self._foreach_step(group, params, lr)
                 continue
@@ -229,6 +256,31 @@ class Adam(Optimizer):
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+    def _fused_step(self, group, params, lr):
+        """PyTorch's ``_fused_adam``: one ``_fused_adam_``/``_fused_adamw_`` call per device.
+        Under a GradScaler (``grad_scale``/``found_inf`` set by ``GradScaler.step``) the op
+        unscales the gradients itself and changes nothing when an inf was found; the step counts
+        are taken back then."""
+        beta1, beta2 = group["betas"]
+        grad_scale = getattr(self, "grad_scale", None)
+        found_inf = getattr(self, "found_inf", None)
+        op = _fused_adamw_ if group["decoupled_weight_decay"] else _fused_adam_
+        for device in dict.fromkeys(p.device for p in params):
+            on = [p for p in params if p.device == device]
+            states = [self.state[p] for p in on]
+            steps = [s["step"] for s in states]
+            dev_scale = grad_scale.to(device) if grad_scale is not None else None
+            dev_inf = found_inf.to(device) if found_inf is not None else None
+            _foreach_add_(steps, 1)
+            op(on, [p.grad for p in on], [s["exp_avg"] for s in states],
+               [s["exp_avg_sq"] for s in states],
+               [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else [], steps,
+               amsgrad=group["amsgrad"], lr=lr, beta1=beta1, beta2=beta2,
+               weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+               grad_scale=dev_scale, found_inf=dev_inf)
+            if dev_inf is not None:
+                _foreach_add_(steps, [dev_inf] * len(steps), alpha=-1)
 
     def _foreach_step(self, group, params, lr):
         """PyTorch's ``_multi_tensor_adam`` (non-capturable) for one group."""

@@ -1,5 +1,6 @@
 """CUDA fills, constant factories and copies that convert: ``fill_``, ``zero_``, ``zeros``,
-``ones``, ``full`` and the device-to-device ``copy_`` that casts, broadcasts or reorders.
+``ones``, ``full`` and the device-to-device ``copy_`` that casts, broadcasts or reorders; and the
+fused optimizer ops (``_fused_adam_``, ``_fused_adamw_``), the CPU's update on device arrays.
 
 A factory is ``empty`` on the device plus a fill there, so no host buffer is made or copied. The
 values written are the CPU's (``cpu/factory._cast``: truncation, wrap-around, real parts) and the
@@ -10,6 +11,7 @@ from ..._core import overlap as _overlap
 from ..._core.dtype import get_default_dtype
 from ..._core.tensor_impl import empty_tensor
 from ..cpu.factory import _cast
+from ..cpu.optim import fused_adam
 from ..rules.copy import check_copy
 from ..rules.factory import check_fits, scalar_dtype
 from .arrays import NeedsHost, device_array, launch
@@ -81,6 +83,29 @@ def copy_on_device(self, src):
     return launch(self._device, body)
 
 
+def _fused_adam(adamw):
+    """``_fused_adam_``/``_fused_adamw_``: the CPU kernel's update (cpu/optim.py) on device
+    arrays, every tensor of the group in one call."""
+    def kernel(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+               beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+        tensors = [*self, *grads, *exp_avgs, *exp_avg_sqs, *max_exp_avg_sqs, *state_steps]
+        if not self:
+            return None
+        if any(t._device.type != "cuda" or t._dtype in _HOST_DTYPES for t in tensors):
+            raise NeedsHost("fused Adam over tensors off the device or in float8/complex32")
+
+        def body(xp, rt):
+            fused_adam(lambda t: device_array(t, rt),
+                       lambda t: (device_array(t, rt) if t._device.type == "cuda"
+                                  else t._nd()).reshape(()).item(),
+                       self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, adamw,
+                       lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
+                       amsgrad=amsgrad, maximize=maximize, grad_scale=grad_scale,
+                       found_inf=found_inf)
+        return launch(self[0]._device, body)
+    return kernel
+
+
 def kernels():
     return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
-            "full": full}
+            "full": full, "_fused_adam_": _fused_adam(False), "_fused_adamw_": _fused_adam(True)}
