@@ -9,6 +9,7 @@ says ember.
     python examples/train_gpt.py               # 2 layers, 4 heads, width 128, context 64
     python examples/train_gpt.py --quick       # a few seconds, for the test suite
     python examples/train_gpt.py --compile     # the model through torch.compile
+    python examples/train_gpt.py --device cuda --amp   # float16 autocast and GradScaler
     python -m ember.distributed.run --standalone --nproc-per-node 2 examples/train_gpt.py --ddp
                                                # data parallel over 2 processes
 """
@@ -158,6 +159,8 @@ def main(argv=None):
                         metavar="BACKEND", help="torch.compile the model (backend: inductor, "
                         "or eager, aot_eager)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--amp", action="store_true",
+                        help="mixed precision: autocast (float16 on CUDA, with GradScaler)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     rank, world = 0, 1
@@ -198,6 +201,9 @@ def main(argv=None):
     print(f"text: {len(text):,} characters, vocabulary {len(chars)}; "
           f"model {n_params:,} parameters")
 
+    # --amp: float16 autocast with loss scaling on CUDA (bfloat16, which needs none, on the CPU)
+    amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler(device.type, enabled=args.amp and amp_dtype == torch.float16)
     eval_every = max(1, args.steps // 5)
     first_val = estimate_loss(model, val_data, args.batch_size, args.context, args.eval_batches,
                               device)
@@ -206,11 +212,14 @@ def main(argv=None):
     for step in range(1, args.steps + 1):
         step_start = time.perf_counter()
         x, y = get_batch(train_data, args.batch_size // world, args.context, device)
-        _, loss = model(x, y)
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=args.amp):
+            _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         scheduler.step()
         loss = loss.item()
         train_seconds += time.perf_counter() - step_start

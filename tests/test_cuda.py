@@ -393,6 +393,20 @@ def test_gpt_trains_on_cuda_like_cpu(capsys):
     assert gpu["val"] == pytest.approx(cpu["val"], rel=1e-5)
 
 
+def test_gpt_trains_on_cuda_with_float16_autocast_and_grad_scaler(capsys):
+    """The GPT example with ``--amp`` on cuda (float16 autocast, GradScaler) follows the CPU's
+    float32 loss curve: the same starting loss (evaluation runs in float32), a final loss within
+    2 % of the CPU's, and a loss that fell."""
+    import train_gpt
+    args = ["--steps", "12", "--eval-batches", "2", "--sample-chars", "5",
+            "--width", "32", "--context", "16", "--lr", "1e-2"]
+    cpu = train_gpt.main(args + ["--device", "cpu"])
+    amp = train_gpt.main(args + ["--device", "cuda", "--amp"])
+    assert amp["first_val"] == pytest.approx(cpu["first_val"], rel=1e-5)
+    assert amp["val"] == pytest.approx(cpu["val"], rel=0.02)
+    assert amp["val"] < amp["first_val"] - 0.2
+
+
 # ---------------------------------------------------------------------------------------------
 # the caching allocator under tensors
 
