@@ -515,3 +515,49 @@ def test_nvtx_ranges_show_in_the_profiler():
     names = {e.name for e in prof.events()}
     assert {"outer", "inner", "step 3", "started", "a mark"} <= names
     assert nvtx.range_pop() == -1  # nothing open
+
+
+def test_profiler_records_cuda_kernels():
+    """ProfilerActivity.CUDA: every kernel launch (device kernels, host-staged ops, copies) is an
+    event timed on its stream and charged to the op that launched it; the table gains PyTorch's
+    device columns and footer; the Chrome trace gets GPU rows and launch arrows."""
+    import json
+    import tempfile
+    from ember.profiler import ProfilerActivity, profile
+    assert ProfilerActivity.CUDA in ember.profiler.supported_activities()
+    a = ember.randn(64, 64)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        d = a.cuda()
+        (d @ d).relu().sum().item()
+    events = prof.events()
+    kernels = [e for e in events if e.device_type == "CUDA"]
+    names = {k.name for k in kernels}
+    assert {"Memcpy HtoD (Pageable -> Device)", "ember::cuda::mm", "ember::cuda::sum"} <= names
+    assert all(k.device_time_total > 0 and k.cpu_time_total == 0 for k in kernels)
+    mm = next(e for e in events if e.name == "aten::mm")
+    assert [k.name for k in mm.kernels] == ["ember::cuda::mm"]
+    assert mm.self_device_time_total == mm.kernels[0].device_time_total
+    matmul = next(e for e in events if e.name == "aten::matmul")  # a parent: its children's time
+    assert matmul.device_time_total == pytest.approx(mm.device_time_total)
+    assert matmul.self_device_time_total == pytest.approx(0.0)
+    avg = {e.key: e for e in prof.key_averages()}
+    assert avg["ember::cuda::mm"].self_device_time_total == mm.self_device_time_total
+    table = prof.key_averages().table(sort_by="cuda_time_total")
+    header = [h.strip() for h in table.splitlines()[1].split("  ") if h.strip()]
+    assert header == ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total",
+                      "CPU time avg", "Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg",
+                      "# of Calls"]
+    assert table.splitlines()[-1].startswith("Self CUDA time total: ")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/trace.json"
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)["traceEvents"]
+    rows = [e for e in trace if e.get("cat") == "kernel"]
+    assert len(rows) == len(kernels) and all(e["pid"] == 0 for e in rows)
+    flows = [e["ph"] for e in trace if e.get("cat") == "ac2g"]  # one arrow per kernel
+    assert flows.count("s") == flows.count("f") == len(kernels)
+    with profile(activities=[ProfilerActivity.CPU]) as cpu_only:
+        (d @ d).sum()
+    assert all(e.device_type == "CPU" for e in cpu_only.events())
+    assert "Self CUDA" not in cpu_only.key_averages().table()

@@ -13,6 +13,11 @@ One :class:`Recorder` exists per running profile. While it is active it is
 * the wrapper of the autograd engine's per-node function, so each backward node shows up as an
   ``autograd::engine::evaluate_function: <Node>`` range.
 
+With ``ProfilerActivity.CUDA`` it is also the CUDA kernels' timer (:class:`KernelTimer`, set as
+``ember._kernels.cuda.arrays.kernel_timer``): every kernel launch — a device kernel, a host-staged
+op, a memcpy — is bracketed by two timing events on its stream and charged to the op open on the
+launching thread.
+
 Events nest per thread: each thread keeps a stack of open events; an event's parent is the one
 below it. Times are ``time.perf_counter_ns`` readings, converted to microseconds at the end.
 With no profile running none of this is installed: the dispatcher's cached kernels are the plain
@@ -117,7 +122,8 @@ class Recorder:
     """Collects events for one profile (while :meth:`start` … :meth:`stop`)."""
 
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False,
-                 with_flops=False):
+                 with_flops=False, with_cuda=False):
+        self.kernel_timer = KernelTimer(self) if with_cuda else None
         self.record_shapes = record_shapes or with_flops
         self.profile_memory = profile_memory
         self.with_stack = with_stack
@@ -142,10 +148,18 @@ class Recorder:
         _d.add_observer(self)
         if self.profile_memory:
             _storage._alloc_observers.append(self._on_alloc)
+        if self.kernel_timer is not None:
+            from .._kernels.cuda import arrays
+            arrays.kernel_timer[0] = self.kernel_timer
         _install_engine_wrapper()
 
     def stop(self):
         self.stop_ns = time.perf_counter_ns()
+        if self.kernel_timer is not None:
+            from .._kernels.cuda import arrays
+            if arrays.kernel_timer[0] is self.kernel_timer:
+                arrays.kernel_timer[0] = None
+            self.kernel_timer.finish()
         _uninstall_engine_wrapper()
         if self.profile_memory and self._on_alloc in _storage._alloc_observers:
             _storage._alloc_observers.remove(self._on_alloc)
@@ -232,6 +246,59 @@ class Recorder:
             st[-1].self_mem += nbytes
             for ev in st:
                 ev.mem += nbytes
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA kernels.
+
+class KernelTimer:
+    """Times the CUDA kernels launched while a profile records CUDA activity.
+
+    Each kernel gets a timing event recorded on its stream before and after it; the first kernel
+    on a device also records a reference event, read against the host clock at that moment, which
+    puts device times on the profile's timeline. :meth:`finish` waits for the devices and turns
+    the events into ``kernels``: ``(name, device, stream, start_ns, end_ns, launching event)``.
+    """
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.pending = []
+        self.refs = {}  # device -> (runtime, reference event, host perf_counter_ns at it)
+        self.kernels = []
+
+    def begin(self, rt, device, stream, name=None):
+        if device not in self.refs:
+            ref = rt.event_create(device, enable_timing=True)
+            rt.event_record(ref, stream)
+            self.refs[device] = (rt, ref, time.perf_counter_ns())
+        start = rt.event_create(device, enable_timing=True)
+        rt.event_record(start, stream)
+        st = self.recorder._stack()
+        return (rt, device, stream, name, start, st[-1] if st else None)
+
+    def end(self, token):
+        rt, device, stream, name, start, parent = token
+        end = rt.event_create(device, enable_timing=True)
+        rt.event_record(end, stream)
+        if name is None:  # a device kernel: named after the op that launched it
+            name = "ember::cuda::" + (parent.name.rpartition("::")[2] if parent else "kernel")
+        self.pending.append((name, device, stream, start, end, parent))
+
+    def finish(self):
+        for rt, _, _ in self.refs.values():
+            for device in self.refs:
+                rt.device_synchronize(device)
+            break
+        for name, device, stream, start, end, parent in self.pending:
+            rt, ref, host_ns = self.refs[device]
+            t0 = host_ns + int(rt.event_elapsed_time(ref, start) * 1e6)
+            t1 = t0 + int(rt.event_elapsed_time(start, end) * 1e6)
+            self.kernels.append((name, device, stream, t0, t1, parent))
+            rt.event_destroy(start)
+            rt.event_destroy(end)
+        for rt, ref, _ in self.refs.values():
+            rt.event_destroy(ref)
+        self.pending, self.refs = [], {}
 
 
 # ---------------------------------------------------------------------------------------------

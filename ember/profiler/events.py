@@ -3,9 +3,15 @@
 The names and formats are PyTorch's (``torch/autograd/profiler_util.py``): ``FunctionEvent``
 (one range), ``FunctionEventAvg`` (the events sharing a key, summed), ``EventList`` with
 ``key_averages``, ``table`` (columns ``Name | Self CPU % | Self CPU | CPU total % | CPU total |
-CPU time avg | [CPU Mem | Self CPU Mem] | # of Calls | [Input Shapes] | [Source Location] |
-[Total FLOPs]``), ``export_chrome_trace`` (JSON that chrome://tracing and Perfetto open) and
-``export_stacks`` (folded stacks for flame graphs). Times are in microseconds.
+CPU time avg | [Self CUDA | Self CUDA % | CUDA total | CUDA time avg] | [CPU Mem | Self CPU Mem] |
+# of Calls | [Input Shapes] | [Source Location] | [Total FLOPs]``), ``export_chrome_trace`` (JSON
+that chrome://tracing and Perfetto open: CPU rows, GPU rows per stream and the launch arrows
+between them) and ``export_stacks`` (folded stacks for flame graphs). Times are in microseconds.
+
+With ``ProfilerActivity.CUDA`` the device kernels are events too (``device_type`` "CUDA", one per
+kernel launch, timed by CUDA events on its stream); the op that launched one lists it in
+``kernels``, and device times add up as PyTorch's do: an op's ``device_time_total`` is its own
+kernels' time plus its children's.
 """
 import json
 import math
@@ -70,7 +76,8 @@ class FunctionEvent(_TimeStrings):
 
     def __init__(self, id, name, thread, start_us, end_us, category="cpu_op", input_shapes=None,
                  input_types=None, input_strides=None, concrete_inputs=None, stack=None,
-                 cpu_memory_usage=0, self_cpu_memory_usage=0, flops=0):
+                 cpu_memory_usage=0, self_cpu_memory_usage=0, flops=0, device_type="CPU",
+                 device_index=0, use_device=None):
         self.id = id
         self.name = name
         self.key = name
@@ -92,20 +99,44 @@ class FunctionEvent(_TimeStrings):
         self.node_id = -1
         self.sequence_nr = -1
         self.overload_name = ""
-        self.device_type = "CPU"
-        self.use_device = None
+        self.device_type = device_type
+        self.device_index = device_index
+        self.use_device = use_device
+        self.kernels = []  # the device kernels this op launched itself (FunctionEvents)
         self.is_async = False
         self.is_legacy = False
-        self.device_time_total = self.self_device_time_total = 0.0
         self.device_memory_usage = self.self_device_memory_usage = 0
 
     @property
     def cpu_time_total(self):
-        return self.time_range.elapsed_us()
+        return self.time_range.elapsed_us() if self.device_type == "CPU" else 0
 
     @property
     def self_cpu_time_total(self):
+        if self.device_type != "CPU":
+            return 0
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def device_time_total(self):
+        if self.use_device is None:
+            return 0
+        if self.device_type == "CPU":
+            return sum(k.time_range.elapsed_us() for k in self.kernels) + sum(
+                c.device_time_total for c in self.cpu_children)
+        return self.time_range.elapsed_us()
+
+    @property
+    def self_device_time_total(self):
+        if self.use_device is None:
+            return 0
+        if self.device_type == "CPU":
+            return self.device_time_total - sum(c.device_time_total for c in self.cpu_children)
+        return self.device_time_total
+
+    @property
+    def device_time(self):
+        return self.device_time_total
 
     @property
     def cpu_time(self):
@@ -151,8 +182,12 @@ class FunctionEventAvg(_TimeStrings):
             self.stack = other.stack
             self.cpu_parent = other.cpu_parent
             self.is_user_annotation = other.is_user_annotation
+            self.device_type = other.device_type
+            self.use_device = other.use_device
         self.cpu_time_total += other.cpu_time_total
         self.self_cpu_time_total += other.self_cpu_time_total
+        self.device_time_total += other.device_time_total
+        self.self_device_time_total += other.self_device_time_total
         self.cpu_memory_usage += other.cpu_memory_usage
         self.self_cpu_memory_usage += other.self_cpu_memory_usage
         self.count += other.count
@@ -165,6 +200,10 @@ class FunctionEventAvg(_TimeStrings):
     @property
     def cpu_time(self):
         return 0.0 if self.count == 0 else self.cpu_time_total / self.count
+
+    @property
+    def device_time(self):
+        return 0.0 if self.count == 0 else self.device_time_total / self.count
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
@@ -221,7 +260,8 @@ class EventList(list):
                             max_name_column_width=max_name_column_width,
                             max_shapes_column_width=max_shapes_column_width,
                             with_flops=self._with_flops, profile_memory=self._profile_memory,
-                            top_level_events_only=top_level_events_only, time_unit=time_unit)
+                            top_level_events_only=top_level_events_only, time_unit=time_unit,
+                            use_device=self._use_device)
 
     def __str__(self):
         return self.table()
@@ -260,10 +300,34 @@ class EventList(list):
             {"ph": "M", "name": "process_labels", "ts": 0, "pid": pid, "tid": 0,
              "args": {"labels": "CPU"}},
         ]
-        for tid in sorted({e.thread for e in self}):
+        host = [e for e in self if e.device_type == "CPU"]
+        for tid in sorted({e.thread for e in host}):
             events.append({"ph": "M", "name": "thread_name", "ts": 0, "pid": pid, "tid": tid,
                            "args": {"name": f"thread {tid} (python)"}})
+        for dev, stream in sorted({(e.device_index, e.thread) for e in self
+                                   if e.device_type != "CPU"}):
+            events += [{"ph": "M", "name": "process_name", "ts": 0, "pid": dev, "tid": 0,
+                        "args": {"name": f"GPU {dev}"}},
+                       {"ph": "M", "name": "thread_name", "ts": 0, "pid": dev, "tid": stream,
+                        "args": {"name": f"stream {stream}"}}]
+        flow = 0
+        for e in host:
+            for k in e.kernels:  # the launch arrow: from the op to its kernel (Kineto's ac2g)
+                flow += 1
+                common = {"id": flow, "cat": "ac2g", "name": "ac2g"}
+                events += [{"ph": "s", "pid": pid, "tid": e.thread,
+                            "ts": base_ns / 1e3 + e.time_range.start, **common},
+                           {"ph": "f", "bp": "e", "pid": k.device_index, "tid": k.thread,
+                            "ts": base_ns / 1e3 + k.time_range.start, **common}]
         for idx, e in enumerate(self):
+            if e.device_type != "CPU":
+                events.append({"ph": "X", "cat": "kernel", "name": e.name,
+                               "pid": e.device_index, "tid": e.thread,
+                               "ts": base_ns / 1e3 + e.time_range.start,
+                               "dur": e.device_time_total,
+                               "args": {"device": e.device_index, "stream": e.thread,
+                                        "External id": e.id + 1}})
+                continue
             args = {"External id": e.id + 1, "Record function id": 0, "Ev Idx": idx}
             if e.input_shapes:
                 args.update({"Input Dims": e.input_shapes, "Input type": e.input_types,
@@ -302,15 +366,22 @@ class EventList(list):
 
 def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_column_width=75,
                  max_name_column_width=55, max_shapes_column_width=80, with_flops=False,
-                 profile_memory=False, top_level_events_only=False, time_unit=None):
-    """PyTorch's summary table, column for column (CPU only: there are no device columns)."""
+                 profile_memory=False, top_level_events_only=False, time_unit=None,
+                 use_device=None):
+    """PyTorch's summary table, column for column; the device columns appear when some event
+    has device time."""
     if len(events) == 0:
         return ""
     events = _sorted_events(events, sort_by)
+    device = (use_device or "cuda").upper() if any(
+        e.self_device_time_total > 0 for e in events) else None
     table = _TableLayout(events, max_name_column_width, max_shapes_column_width,
-                         max_src_column_width, with_flops, profile_memory)
+                         max_src_column_width, with_flops, profile_memory, device)
     fmt_time = _time_formatter(time_unit)
     total_self = sum(e.self_cpu_time_total for e in events)
+    # PyTorch's device total counts the device events (the kernels) only
+    total_device = sum(e.self_device_time_total for e in events
+                       if e.device_type != "CPU" and not e.is_user_annotation)
 
     lines = []
     if header is not None:
@@ -319,8 +390,10 @@ def _build_table(events, sort_by=None, header=None, row_limit=100, max_src_colum
         lines += ["=" * table.line_length, "This report only display top-level ops statistics"]
     lines += [table.sep, table.format(table.headers), table.sep]
     for e in _shown_events(events, row_limit, top_level_events_only):
-        lines += table.event_lines(e, fmt_time, total_self)
+        lines += table.event_lines(e, fmt_time, total_self, total_device)
     lines += [table.sep, f"Self CPU time total: {fmt_time(total_self)}"]
+    if device is not None:
+        lines.append(f"Self {device} time total: {fmt_time(total_device)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -382,9 +455,10 @@ class _TableLayout:
     SPACING = 2
 
     def __init__(self, events, max_name_width, max_shapes_width, max_src_width, with_flops,
-                 profile_memory):
+                 profile_memory, device=None):
         self.max_name_width = max_name_width
         self.profile_memory = profile_memory
+        self.device = device
         self.has_input_shapes = any(e.input_shapes for e in events)
         stacks = [e.stack for e in events if e.stack]
         self.has_stack = bool(stacks)
@@ -399,6 +473,10 @@ class _TableLayout:
         self._add_column("Name", min(max(len(e.key) for e in events) + 4, max_name_width))
         for name in ("Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"):
             self._add_column(name, 12)
+        if device is not None:
+            for name in (f"Self {device}", f"Self {device} %", f"{device} total",
+                         f"{device} time avg"):
+                self._add_column(name, 12)
         if profile_memory:
             self._add_column("CPU Mem", 12)
             self._add_column("Self CPU Mem", 12)
@@ -422,7 +500,7 @@ class _TableLayout:
     def format(self, cells):
         return self._fmt.format(*cells)
 
-    def event_lines(self, e, fmt_time, total_self):
+    def event_lines(self, e, fmt_time, total_self, total_device=0):
         """The row of event ``e``, then (with stacks) one line per further frame and a blank."""
         name = e.key
         if len(name) >= self.max_name_width - 3:
@@ -431,6 +509,10 @@ class _TableLayout:
                fmt_time(e.self_cpu_time_total),
                _format_time_share(e.cpu_time_total, total_self),
                fmt_time(e.cpu_time_total), fmt_time(e.cpu_time)]
+        if self.device is not None:
+            row += [fmt_time(e.self_device_time_total),
+                    _format_time_share(e.self_device_time_total, total_device),
+                    fmt_time(e.device_time_total), fmt_time(e.device_time)]
         if self.profile_memory:
             row += [_format_memory(e.cpu_memory_usage), _format_memory(e.self_cpu_memory_usage)]
         row.append(e.count)

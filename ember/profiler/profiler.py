@@ -32,7 +32,11 @@ class ProfilerActivity(Enum):
 
 
 def supported_activities():
-    """The activities ember can record: the CPU (ops, user ranges, backward nodes)."""
+    """The activities ember can record: the CPU (ops, user ranges, backward nodes) and, where
+    ``ember.cuda`` has a device (a GPU or the simulated one), CUDA (kernels and copies)."""
+    from .. import cuda
+    if cuda.is_available():
+        return {ProfilerActivity.CPU, ProfilerActivity.CUDA}
     return {ProfilerActivity.CPU}
 
 
@@ -176,7 +180,8 @@ class profile:
 
     def _start_recording(self):
         self._recorder = Recorder(self.record_shapes, self.profile_memory, self.with_stack,
-                                  self.with_flops)
+                                  self.with_flops,
+                                  with_cuda=ProfilerActivity.CUDA in self.activities)
         self._recorder.start()
 
     def _finish_recording(self):
@@ -238,9 +243,24 @@ def _to_events(rec, prof):
                 parent.cpu_children.append(child)
     trace_id = (prof.custom_trace_id_callback() if prof.custom_trace_id_callback
                 else uuid.uuid4().hex.upper())
+    use_device = None
+    if rec.kernel_timer is not None:
+        use_device = "cuda"
+        for ev in out:
+            ev.use_device = use_device
+        next_id = len(rec.events)
+        for name, device, stream, start, end, parent in rec.kernel_timer.kernels:
+            k = FunctionEvent(next_id, name, stream, (start - t0) / 1e3, (end - t0) / 1e3,
+                              category="kernel", device_type="CUDA", device_index=device,
+                              use_device=use_device)
+            next_id += 1
+            out.append(k)
+            if parent is not None and id(parent) in by_raw:
+                by_raw[id(parent)].kernels.append(k)
     memory = [((ns - t0) / 1e3, nbytes, tid, total, addr)
               for ns, nbytes, tid, total, addr in rec.memory_events]
     return EventList(out, profile_memory=prof.profile_memory, with_flops=prof.with_flops,
+                     use_device=use_device,
                      trace_meta={"baseTimeNanoseconds": rec.start_wall_ns, "trace_id": trace_id,
                                  "record_shapes": prof.record_shapes, "memory": memory,
                                  "traceName": ""})

@@ -108,8 +108,9 @@ def copy_(self, src, non_blocking=False):
             dev = self._device if self._device.type == "cuda" else src._device
             stream = cuda.streams.current_stream_handle(dev.index)
             if self._device.type == "cuda" and src._device.type == "cuda":
-                rt.memcpy_dtod(self._storage.data_ptr() + d[0], src._storage.data_ptr() + s[0],
-                               d[1], stream)
+                with arrays.timed(rt, dev.index, stream, "Memcpy DtoD (Device -> Device)"):
+                    rt.memcpy_dtod(self._storage.data_ptr() + d[0],
+                                   src._storage.data_ptr() + s[0], d[1], stream)
             else:
                 # From or into pinned memory a non_blocking copy is asynchronous on the stream,
                 # and the host block is tied to the stream (it is reused only after the copy);
@@ -119,10 +120,15 @@ def copy_(self, src, non_blocking=False):
                 host = host_t._storage._data()[off:off + d[1]]
                 host_ptr = host_t._storage.data_ptr() + off
                 pinned = non_blocking and _host_allocator().is_pinned_ptr(host_ptr)
+                kind = "Pinned" if pinned else "Pageable"
                 if to_device:
-                    rt.memcpy_htod(self._storage.data_ptr() + d[0], host, stream, pinned=pinned)
+                    with arrays.timed(rt, dev.index, stream, f"Memcpy HtoD ({kind} -> Device)"):
+                        rt.memcpy_htod(self._storage.data_ptr() + d[0], host, stream,
+                                       pinned=pinned)
                 else:
-                    rt.memcpy_dtoh(host, src._storage.data_ptr() + s[0], stream, pinned=pinned)
+                    with arrays.timed(rt, dev.index, stream, f"Memcpy DtoH (Device -> {kind})"):
+                        rt.memcpy_dtoh(host, src._storage.data_ptr() + s[0], stream,
+                                       pinned=pinned)
                 if pinned:
                     _host_allocator().record_event(host_ptr, stream, dev.index)
             return self
@@ -293,12 +299,13 @@ def host_kernel_fallback(op, *args, **kwargs):
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")
-    if rt.simulated and not capturing:
-        box = []
-        rt.launch(stream, lambda: box.append(run()))
-        out = box[0]
-    else:
-        out = run()
+    with arrays.timed(rt, dev.index, stream, f"ember::cuda::host::{schema.name}"):
+        if rt.simulated and not capturing:
+            box = []
+            rt.launch(stream, lambda: box.append(run()))
+            out = box[0]
+        else:
+            out = run()
     if capturing and not isinstance(out, (Tensor, list, tuple, type(None))):
         raise _runtime_capture_error(f"{op} returns a Python value to the host")
     for a, v in zip(schema.arguments, values):

@@ -143,6 +143,30 @@ def _adopt(a, dtype, dev):
                        dtype, dev)
 
 
+# The profiler's kernel timer while a profile records ProfilerActivity.CUDA (set by
+# ember/profiler/_recorder.py), else None: each kernel is then bracketed by two timing events on
+# its stream (see timed()).
+kernel_timer = [None]
+
+
+class timed:
+    """``with timed(rt, device, stream, name):`` — the work launched inside is one kernel of the
+    running profile (nothing when no profile records CUDA activity)."""
+    __slots__ = ("args", "token")
+
+    def __init__(self, rt, device, stream, name=None):
+        self.args = (rt, device, stream, name)
+
+    def __enter__(self):
+        timer = kernel_timer[0]
+        self.token = timer.begin(*self.args) if timer is not None else None
+
+    def __exit__(self, *exc):
+        if self.token is not None and kernel_timer[0] is not None:
+            kernel_timer[0].end(self.token)
+        return False
+
+
 _streams = {}  # CuPy stream objects for ember's stream handles
 _current = [None]  # the (device, handle) CuPy was last told
 
@@ -170,14 +194,15 @@ def launch(dev, body):
             # the CPU kernel instead, which stores into the captured outputs
             raise NeedsHost("captured on the simulated device")
         box = []
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), timed(rt, dev.index, stream):
             rt.launch(stream, lambda: box.append(body(np, rt)))
         stats["device"] += 1
         return box[0]
     cupy()
     _use_stream(dev.index, stream)
     try:
-        r = body(_cupy, rt)
+        with timed(rt, dev.index, stream):
+            r = body(_cupy, rt)
     except (TypeError, AttributeError, NotImplementedError, ValueError) as e:
         # CuPy refusing a host value or lacking a function: the op goes to the host
         raise NeedsHost(f"{type(e).__name__}: {e}") from None

@@ -10,8 +10,8 @@ tril and most other functional ops compute on the GPU from one kernel body — C
 which the CUDA issue asks for.
 
 :func:`run` is tried by the host-kernel fallback on a real GPU before staging copies, for ops
-that write no argument (a failed attempt must leave nothing half-written) and draw no random
-numbers (the device generator's stream stays the fallback's). A body that leaves NumPy's
+that write no argument (a failed attempt must leave nothing half-written; ``WRITES_ON_DEVICE``
+lists the in-place ones whose body cannot fail after its first write) and draw no random numbers (the device generator's stream stays the fallback's). A body that leaves NumPy's
 protocols fails loudly — CuPy refuses implicit host conversion (``TypeError``), host-only
 attributes are missing (``AttributeError``) — and then the op is remembered in ``host_only``
 with the reason (``arrays.stats``) and staged from then on. On the simulated device the
@@ -27,10 +27,16 @@ _CPU_KEYS = bit(K.CPU)
 host_only = set()  # ops whose body needs the host
 
 
+# In-place ops whose CPU body is device-clean before its first write (it cannot fail half-way):
+# GradScaler's two ops, whose CUDA calls would otherwise copy every gradient to the host and back
+WRITES_ON_DEVICE = frozenset({"_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"})
+
+
 def eligible(op):
     schema = op._schema
     return op not in host_only and not any(
-        a.is_write or a.base == "Generator" for a in schema.arguments)
+        a.base == "Generator" or a.is_write and schema.name not in WRITES_ON_DEVICE
+        for a in schema.arguments)
 
 
 def _alias(t, rt):
