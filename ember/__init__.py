@@ -5,6 +5,7 @@ registry loaded from ``_ops/native_functions.yaml`` (kernels from ``_kernels``),
 bindings generated from the schemas, which become the functions of this module and the methods
 of :class:`Tensor`.
 """
+from .version import __version__  # noqa: F401  (torch.__version__)
 from ._core.dtype import (ALIASES as _ALIASES, dtype, finfo, get_default_dtype, iinfo,  # noqa: F401
                           set_default_dtype)
 from ._core.device import (channels_last, channels_last_3d, contiguous_format, device,  # noqa: F401

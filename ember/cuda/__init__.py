@@ -290,7 +290,7 @@ def set_rng_state_all(new_states):
 
 
 # -- submodules ------------------------------------------------------------------------------
-from . import memory, nvtx, graphs  # noqa: E402,F401
+from . import memory, nvtx, graphs, tunable  # noqa: E402,F401
 from .memory import *  # noqa: E402,F401,F403
 from .graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
                      is_current_stream_capturing, make_graphed_callables)

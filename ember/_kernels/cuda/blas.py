@@ -4,7 +4,8 @@ composites over them).
 Shapes, dtypes and PyTorch's errors are the rules' (``rules/linalg.py``); the product is the array
 module's ``matmul`` — cuBLAS through CuPy on a GPU. ``ember.backends.cuda.matmul.allow_tf32``
 (``set_float32_matmul_precision("high")``) selects cuBLAS's TF32 compute type for float32
-products, read at every call as PyTorch reads it.
+products, read at every call as PyTorch reads it. With ``ember.cuda.tunable`` enabled the product is
+TunableOp's choice of solution for the GEMM.
 """
 from ..._core import dtype as D
 from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
@@ -24,11 +25,23 @@ def _sync_tf32(xp):
         _compute_type[0] = tf32
 
 
+def _matmul(xp, a_t, b_t, rt):
+    """``a @ b`` on device arrays: through TunableOp when it is enabled (ember.cuda.tunable)."""
+    a, b = device_array(a_t, rt), device_array(b_t, rt)
+    if a_t._dtype.is_floating_point:
+        from ...cuda import tunable
+        if tunable.is_enabled():
+            sync = (lambda: None) if xp.__name__ == "numpy" else \
+                xp.cuda.get_current_stream().synchronize
+            return tunable.matmul(xp, a_t, b_t, a, b, sync)
+    return xp.matmul(a, b)
+
+
 def _product(a_t, b_t, dt, c_t=None, beta=1, alpha=1):
     def body(xp, rt):
         if xp.__name__ == "cupy" and dt is D.float32:
             _sync_tf32(xp)
-        r = xp.matmul(device_array(a_t, rt), device_array(b_t, rt))
+        r = _matmul(xp, a_t, b_t, rt)
         if dt._category <= D.INTEGRAL:
             a, b = int(alpha), int(beta)
         else:
