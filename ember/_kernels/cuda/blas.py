@@ -4,8 +4,11 @@ composites over them).
 Shapes, dtypes and PyTorch's errors are the rules' (``rules/linalg.py``); the product is the array
 module's ``matmul`` — cuBLAS through CuPy on a GPU. ``ember.backends.cuda.matmul.allow_tf32``
 (``set_float32_matmul_precision("high")``) selects cuBLAS's TF32 compute type for float32
-products, read at every call as PyTorch reads it. With ``ember.cuda.tunable`` enabled the product is
-TunableOp's choice of solution for the GEMM.
+products, read at every call as PyTorch reads it; for float16/bfloat16 products
+``allow_fp16_reduced_precision_reduction``/``allow_bf16_reduced_precision_reduction`` (False:
+cuBLAS's ``CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION``) and ``allow_fp16_accumulation``
+(float16 compute type) are applied the same way. With ``ember.cuda.tunable`` enabled the product
+is TunableOp's choice of solution for the GEMM.
 """
 from ..._core import dtype as D
 from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
@@ -25,6 +28,24 @@ def _sync_tf32(xp):
         _compute_type[0] = tf32
 
 
+# (disallow reduced-precision reduction, float16 accumulation) as cuBLAS and CuPy start: neither
+_half_modes = [(False, False)]
+
+
+def _sync_half_modes(xp, dt):
+    """cuBLAS's math mode and CuPy's float16 compute type for a half-precision product."""
+    from ...backends._context import ctx
+    disallow = not (ctx.fp16_reduction if dt is D.float16 else ctx.bf16_reduction)[0]
+    state = (disallow, dt is D.float16 and ctx.fp16_accumulation)
+    if _half_modes[0] != state:
+        from cupy._core import _routines_linalg as L
+        from cupy_backends.cuda.libs import cublas
+        cublas.setMathMode(xp.cuda.device.get_cublas_handle(), 16 if disallow else 0)
+        L.set_compute_type(xp.float16, getattr(L, "COMPUTE_TYPE_FP16", 3) if state[1]
+                           else getattr(L, "COMPUTE_TYPE_DEFAULT", 1))
+        _half_modes[0] = state
+
+
 def _matmul(xp, a_t, b_t, rt):
     """``a @ b`` on device arrays: through TunableOp when it is enabled (ember.cuda.tunable)."""
     a, b = device_array(a_t, rt), device_array(b_t, rt)
@@ -41,6 +62,8 @@ def _product(a_t, b_t, dt, c_t=None, beta=1, alpha=1):
     def body(xp, rt):
         if xp.__name__ == "cupy" and dt is D.float32:
             _sync_tf32(xp)
+        elif xp.__name__ == "cupy" and (dt is D.float16 or dt is D.bfloat16):
+            _sync_half_modes(xp, dt)
         r = _matmul(xp, a_t, b_t, rt)
         if dt._category <= D.INTEGRAL:
             a, b = int(alpha), int(beta)
