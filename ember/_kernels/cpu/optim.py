@@ -62,19 +62,17 @@ def _value(t):
     return nd(t).reshape(()).item()
 
 
-def _fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-                 beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
-    with np.errstate(all="ignore"):
-        fused_adam(nd, _value, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
-                   False, lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
-                   amsgrad=amsgrad, maximize=maximize, grad_scale=grad_scale,
-                   found_inf=found_inf)
+def _kernel(adamw):
+    def kernel(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
+               beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+        with np.errstate(all="ignore"):
+            fused_adam(nd, _value, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                       state_steps, adamw, lr=lr, beta1=beta1, beta2=beta2,
+                       weight_decay=weight_decay, eps=eps, amsgrad=amsgrad, maximize=maximize,
+                       grad_scale=grad_scale, found_inf=found_inf)
+    kernel.__name__ = kernel.__qualname__ = "_fused_adamw_" if adamw else "_fused_adam_"
+    return kernel
 
 
-def _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1,
-                  beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
-    with np.errstate(all="ignore"):
-        fused_adam(nd, _value, self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
-                   True, lr=lr, beta1=beta1, beta2=beta2, weight_decay=weight_decay, eps=eps,
-                   amsgrad=amsgrad, maximize=maximize, grad_scale=grad_scale,
-                   found_inf=found_inf)
+_fused_adam_ = _kernel(False)
+_fused_adamw_ = _kernel(True)

@@ -1,7 +1,8 @@
 """CPU reduction and scan kernels.
 
-Plain reductions (sum, nansum, mean, prod, amax/amin, all/any) come from the ``REDUCTIONS``
-table: op -> (NumPy reduction, dtype rule, whether an empty reduction is an error). Statistics
+Plain reductions (sum, nansum, mean, prod, amax/amin, all/any) are :func:`reduce_values`, from
+the ``_VALUES`` table (op -> the array module's reduction) and the rules' ``REDUCTION_RULES``
+(dtype rule, whether an empty reduction is an error). Statistics
 (std/var and their _mean twins, norm, logsumexp, count_nonzero, aminmax) and the scans along one
 dim (``SCANS``: cumsum, cumprod, cummax, cummin, logcumsumexp) follow. Dimension handling, result
 dtypes and PyTorch's errors live in :func:`reduce_dims`, :func:`reduction_dtype` and the other
@@ -22,21 +23,10 @@ from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_
                                scan_dtype)
 
 
-def _mean(a, axis=None, keepdims=False, dtype=None):
-    """np.mean without its "Mean of empty slice" warning: an empty mean is 0/0, NaN, silently
-    as in PyTorch (the caller holds NumPy's error state at "ignore")."""
-    if a.size:
-        return np.mean(a, axis=axis, keepdims=keepdims, dtype=dtype)
-    return np.true_divide(np.sum(a, axis=axis, keepdims=keepdims, dtype=dtype), 0)
-
-
-# op -> the NumPy reduction computing it; its dtype rule, whether an empty reduction raises and
-# whether half precision accumulates in float32 are rules.reduction.REDUCTION_RULES[op].
-_VALUES = {
-    "sum": np.sum, "nansum": np.nansum, "prod": np.prod, "mean": _mean,
-    "amax": np.max, "amin": np.min, "all": np.all, "any": np.any,
-}
-REDUCTIONS = {name: (fn, *REDUCTION_RULES[name]) for name, fn in _VALUES.items()}
+# op -> the array module's function computing it; its dtype rule, whether an empty reduction
+# raises and whether half precision accumulates in float32 are rules.reduction.REDUCTION_RULES[op]
+_VALUES = {"sum": "sum", "nansum": "nansum", "prod": "prod", "mean": "mean", "amax": "max",
+           "amin": "min", "all": "all", "any": "any"}
 
 _ACC = {D.float16: D.float32, D.bfloat16: D.float32}
 
@@ -47,21 +37,29 @@ def _host(self):
     return a if self._dtype is not D.complex32 else _complex32.to_complex64(a)
 
 
+def reduce_values(xp, a, name, dims, keepdim, rdt):
+    """Reduction ``name`` of array ``a`` over ``dims`` with array module ``xp`` (the CUDA kernels
+    call this too, on device arrays), before the cast to the result dtype ``rdt``."""
+    rule, _, upcast = REDUCTION_RULES[name]
+    fn = getattr(xp, _VALUES[name])
+    if rule == LOGICAL:
+        return fn(a != 0, axis=dims, keepdims=keepdim)
+    if rule == SAME:
+        return fn(a, axis=dims, keepdims=keepdim)
+    acc = _ACC.get(rdt, rdt) if upcast else rdt
+    if a.dtype != acc._np:
+        a = a.astype(acc._np)
+    if name == "mean" and a.size == 0:  # 0/0, NaN, without NumPy's "Mean of empty slice"
+        return xp.true_divide(xp.sum(a, axis=dims, keepdims=keepdim, dtype=acc._np), 0)
+    return fn(a, axis=dims, keepdims=keepdim, dtype=acc._np)
+
+
 def _reduce(name, self, dim, keepdim, dtype=None):
-    fn, rule, empty_error, upcast = REDUCTIONS[name]
+    rule, empty_error, _ = REDUCTION_RULES[name]
     rdt = reduction_dtype(name, rule, self, dtype)
     dims = reduce_dims(name, self, dim, empty_error, rule != LOGICAL)
-    a = _host(self)
-    if rule == LOGICAL:
-        r = fn(a != 0, axis=dims, keepdims=keepdim)
-    elif rule == SAME:
-        r = fn(a, axis=dims, keepdims=keepdim)
-    else:
-        acc = _ACC.get(rdt, rdt) if upcast else rdt
-        if a.dtype != acc._np:
-            a = a.astype(acc._np)
-        with np.errstate(all="ignore"):
-            r = fn(a, axis=dims, keepdims=keepdim, dtype=acc._np)
+    with np.errstate(all="ignore"):
+        r = reduce_values(np, _host(self), name, dims, keepdim, rdt)
     return wrap(own(np.asarray(r).astype(rdt._np, copy=False)))
 
 
