@@ -561,3 +561,55 @@ def test_profiler_records_cuda_kernels():
         (d @ d).sum()
     assert all(e.device_type == "CPU" for e in cpu_only.events())
     assert "Self CUDA" not in cpu_only.key_averages().table()
+
+
+@pytest.mark.parametrize("dims,stride,padding,dilation,groups", [
+    (1, 2, 1, 1, 1), (2, 1, 1, 1, 1), (2, 2, 0, 2, 2), (2, 1, 2, 1, 4), (3, 1, 1, 1, 1)])
+def test_convolution_values_and_gradients_match_cpu(dims, stride, padding, dilation, groups):
+    from ember._kernels.cuda import conv
+    conv_fn = getattr(ember.nn.functional, f"conv{dims}d")
+    x = ember.randn(2, 4, *[7] * dims)
+    w, b = ember.randn(8, 4 // groups, *[3] * dims), ember.randn(8)
+    gy = None
+    results = []
+    for dev in ("cpu", "cuda"):
+        xs, ws, bs = (t.to(dev).detach().requires_grad_() for t in (x, w, b))
+        y = conv_fn(xs, ws, bs, stride, padding, dilation, groups)
+        gy = ember.randn(*y.shape) if gy is None else gy
+        y.backward(gy.to(dev))
+        results.append([t.detach().cpu().numpy() for t in (y, xs.grad, ws.grad, bs.grad)])
+    for c, g in zip(*results):
+        np.testing.assert_allclose(g, c, rtol=1e-4, atol=1e-5)
+    assert conv.chosen == {}  # cudnn.benchmark is off: no timing runs
+
+
+def test_cudnn_benchmark_times_and_caches_and_deterministic_excludes():
+    """cudnn.benchmark: the first call of a configuration times every eligible algorithm and
+    caches the fastest; deterministic leaves out the atomic input-gradient algorithm; every
+    algorithm computes the same values."""
+    from ember._kernels.cuda import conv
+    x = ember.randn(2, 3, 8, 8, device="cuda", requires_grad=True)
+    w = ember.randn(5, 3, 3, 3, device="cuda", requires_grad=True)
+    want = ember.nn.functional.conv2d(x.detach().cpu(), w.detach().cpu(), stride=2, padding=1)
+    try:
+        with ember.backends.cudnn.flags(enabled=True, benchmark=True, deterministic=False):
+            y = ember.nn.functional.conv2d(x, w, stride=2, padding=1)
+            y.sum().backward()
+        keys = {k[0]: v for k, v in conv.chosen.items()}
+        assert keys["forward"] in ("im2col_gemm", "implicit_gemm")
+        assert keys["backward_input"] in ("col2im_strided", "col2im_atomic")
+        np.testing.assert_allclose(y.detach().cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+        for name, _, _ in conv.ALGORITHMS["forward"]:  # the cached choice is what later runs
+            conv.chosen[next(k for k in conv.chosen if k[0] == "forward")] = name
+            with ember.backends.cudnn.flags(enabled=True, benchmark=True):
+                again = ember.nn.functional.conv2d(x, w, stride=2, padding=1)
+            np.testing.assert_allclose(again.detach().cpu().numpy(), want.numpy(), rtol=1e-5,
+                                       atol=1e-5)
+        conv.chosen.clear()
+        with ember.backends.cudnn.flags(enabled=True, benchmark=True, deterministic=True):
+            ember.nn.functional.conv2d(x, w, stride=2, padding=1).sum().backward()
+        assert {k[0]: v for k, v in conv.chosen.items()}["backward_input"] == "col2im_strided"
+        assert [n for n, _, _ in conv._eligible("backward_input")] == ["col2im_strided",
+                                                                       "col2im_atomic"]
+    finally:
+        conv.chosen.clear()

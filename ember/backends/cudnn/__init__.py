@@ -2,7 +2,12 @@
 ``is_available()`` is False and ``version()`` None; the flags (``enabled``, ``benchmark``,
 ``deterministic``, ``allow_tf32``, ...) keep PyTorch's names, defaults and type checks so that
 programs setting them at their top run, and ``flags(...)`` scopes them. ``benchmark_limit`` is
-None without cuDNN, as in PyTorch."""
+None without cuDNN, as in PyTorch.
+
+What cuDNN's flags do to PyTorch's convolutions they do to ember's CUDA convolutions
+(``ember/_kernels/cuda/conv.py``): ``benchmark`` times the eligible algorithms of each new
+configuration once and caches the fastest, ``benchmark_limit`` bounds how many are tried, and
+``deterministic`` leaves out the non-deterministic ones (the atomic input gradient)."""
 import sys
 from contextlib import contextmanager
 
