@@ -613,3 +613,17 @@ def test_cudnn_benchmark_times_and_caches_and_deterministic_excludes():
                                                                        "col2im_atomic"]
     finally:
         conv.chosen.clear()
+
+
+def test_preferred_blas_library_cublaslt_says_it_is_not_used():
+    from ember._kernels.cuda import blas
+    a = ember.randn(3, 3, device="cuda")
+    old = ember.backends.cuda.preferred_blas_library()
+    blas._warned_lt.clear()
+    try:
+        ember.backends.cuda.preferred_blas_library("cublaslt")
+        with pytest.warns(UserWarning, match="cuBLASLt is not used"):
+            a @ a
+    finally:
+        ember.backends.cuda.preferred_blas_library(old)
+        blas._warned_lt.clear()

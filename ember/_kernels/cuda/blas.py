@@ -58,7 +58,22 @@ def _matmul(xp, a_t, b_t, rt):
     return xp.matmul(a, b)
 
 
+_warned_lt = []
+
+
+def _warn_if_cublaslt():
+    """``preferred_blas_library("cublaslt")`` asks for a library ember does not call: say so once
+    (PyTorch warns likewise when a preferred library is missing) and compute with cuBLAS."""
+    from ...backends._context import ctx
+    if ctx.blas_backend == "Cublaslt" and not _warned_lt:
+        import warnings
+        _warned_lt.append(True)
+        warnings.warn("preferred_blas_library('cublaslt'): ember's CUDA products run on cuBLAS "
+                      "through CuPy; cuBLASLt is not used", UserWarning, stacklevel=3)
+
+
 def _product(a_t, b_t, dt, c_t=None, beta=1, alpha=1):
+    _warn_if_cublaslt()
     def body(xp, rt):
         if xp.__name__ == "cupy" and dt is D.float32:
             _sync_tf32(xp)
