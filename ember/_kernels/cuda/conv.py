@@ -18,7 +18,7 @@ Algorithms (bodies written against the array module, as every CUDA kernel here; 
 
 With ``ember.backends.cudnn.benchmark`` the first call of each configuration (direction, shapes,
 dtype, stride, padding, dilation, groups) times every eligible algorithm (at most
-``benchmark_limit``; 0 means all) and caches the fastest; otherwise each direction uses its
+``benchmark_limit``; 0 means all; each run once untimed first) and caches the fastest; otherwise each direction uses its
 first algorithm. ``cudnn.deterministic`` (or ``use_deterministic_algorithms(True)``) leaves
 out the non-deterministic ones. ``chosen`` holds the cache. Transposed convolutions, and dtypes
 other than floating ones, take the CUDA fallback.
@@ -203,6 +203,7 @@ def _run(direction, key, xp, args):
     sync = (lambda: None) if xp is np else xp.cuda.get_current_stream().synchronize
     best = None
     for n, f, _ in (algos[:limit] if limit else algos):
+        r = f(xp, *args)  # once untimed: CuPy compiles a kernel on its first use
         sync()
         t = time.perf_counter()
         r = f(xp, *args)
