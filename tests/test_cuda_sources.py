@@ -16,11 +16,13 @@ def _compile(text, name):
     opts = [b"--gpu-architecture=sm_90", b"-std=c++17"]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    log = b" " * size
+    # a bytearray: NVRTC writes into the buffer, and b" " * 1 would be CPython's shared one-byte
+    # bytes object (writing its NUL into it turned every b" " of the process into b"\x00")
+    log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(prog, log)
     _, cubin_size = nvrtc.nvrtcGetCUBINSize(prog)
     nvrtc.nvrtcDestroyProgram(prog)
-    return err, log.decode(errors="replace").strip("\x00 \n"), cubin_size
+    return err, bytes(log).decode(errors="replace").strip("\x00 \n"), cubin_size
 
 
 @pytest.mark.parametrize("filename", fused.SOURCES)
