@@ -68,12 +68,9 @@ def _cupy_malloc(nbytes):
     return _cupy.cuda.MemoryPointer(_cupy.cuda.UnownedMemory(dp.ptr, nbytes, dp, idx), 0)
 
 
-def xp_of(rt):
-    return np if rt.simulated else cupy()
-
-
 def device_array(t, rt=None):
-    """An array (of :func:`xp_of`) viewing CUDA tensor ``t``'s elements."""
+    """An array viewing CUDA tensor ``t``'s elements: NumPy's on the simulated device, CuPy's on
+    a GPU."""
     rt = rt or runtime()
     storage = t._storage
     isz = t._dtype.itemsize
