@@ -30,7 +30,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..._core.parallel import num_threads, parallel_for
-from ._util import nd, wrap
+from ._util import array_module, nd, wrap
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
 
@@ -47,10 +47,12 @@ def _compute_dtype(a):
 
 
 def _padded_channels_last(x, padding):
-    """(N, *S+2p, C) zero-padded copy of x (N, C, *S)."""
+    """(N, *S+2p, C) zero-padded copy of x (N, C, *S), in x's array module (the CUDA
+    convolutions call this on device arrays)."""
     n, c, *s = x.shape
-    xp = np.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], c), x.dtype)
-    xp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = np.moveaxis(x, 1, -1)
+    mod = array_module(x)
+    xp = mod.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], c), x.dtype)
+    xp[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = mod.moveaxis(x, 1, -1)
     return xp
 
 
@@ -89,7 +91,7 @@ def _cols(view, n0, n1):
 def _wmat(w, groups):
     """Weight (O, Cg, *K) as (G, Og, prod(K) * Cg), matching the column layout (K outer)."""
     o = w.shape[0]
-    return np.moveaxis(w, 1, -1).reshape(groups, o // groups, -1)
+    return array_module(w).moveaxis(w, 1, -1).reshape(groups, o // groups, -1)
 
 
 def _conv_out(shape, ksize, stride, padding, dilation):

@@ -31,24 +31,12 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.tensor_impl import empty_tensor
+from ..cpu.conv import _conv_out, _padded_channels_last, _wmat
 from ..rules.conv import check_convolution
 from .arrays import NeedsHost, device_array, launch, to_tensor
 
 _FLOATS = (D.float32, D.float64, D.float16, D.bfloat16)
 chosen = {}  # configuration -> algorithm name, filled by cudnn.benchmark's timing runs
-
-
-def _out_shape(shape, ksize, stride, padding, dilation):
-    return [(a + 2 * p - d * (kk - 1) - 1) // st + 1 for a, p, d, kk, st in
-            zip(shape, padding, dilation, ksize, stride)]
-
-
-def _padded(xp, x, padding):
-    """(N, *S+2p, C) zero-padded channels-last copy of x (N, C, *S)."""
-    n, c, *s = x.shape
-    out = xp.zeros((n, *[a + 2 * p for a, p in zip(s, padding)], c), x.dtype)
-    out[(slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = xp.moveaxis(x, 1, -1)
-    return out
 
 
 def _offset_view(xpad, offs, dilation, stride, out):
@@ -59,7 +47,7 @@ def _offset_view(xpad, offs, dilation, stride, out):
 
 def _cols(xp, x, ksize, stride, padding, dilation, groups, out):
     """Columns (G, N*M, prod(K)*Cg) of every window of x."""
-    xpad = _padded(xp, x, padding)
+    xpad = _padded_channels_last(x, padding)
     n, c = x.shape[:2]
     cg = c // groups
     parts = [_offset_view(xpad, offs, dilation, stride, out)
@@ -68,11 +56,6 @@ def _cols(xp, x, ksize, stride, padding, dilation, groups, out):
     cols = cols.reshape(n, math.prod(out), len(parts), groups, cg)
     return xp.ascontiguousarray(cols.transpose(3, 0, 1, 2, 4)).reshape(groups, -1,
                                                                         len(parts) * cg)
-
-
-def _wmat(xp, w, groups):
-    """Weight (O, Cg, *K) as (G, Og, prod(K)*Cg), the column layout (K outer)."""
-    return xp.moveaxis(w, 1, -1).reshape(groups, w.shape[0] // groups, -1)
 
 
 def _to_nchw(xp, y, n, out):
@@ -85,9 +68,9 @@ def _to_nchw(xp, y, n, out):
 # -- forward -------------------------------------------------------------------------------------
 
 def _fwd_im2col_gemm(xp, x, w, stride, padding, dilation, groups):
-    out = _out_shape(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    out = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
     cols = _cols(xp, x, w.shape[2:], stride, padding, dilation, groups, out)
-    return _to_nchw(xp, xp.matmul(cols, xp.swapaxes(_wmat(xp, w, groups), 1, 2)), x.shape[0],
+    return _to_nchw(xp, xp.matmul(cols, xp.swapaxes(_wmat(w, groups), 1, 2)), x.shape[0],
                     out)
 
 
@@ -95,8 +78,8 @@ def _fwd_implicit_gemm(xp, x, w, stride, padding, dilation, groups):
     n, c = x.shape[:2]
     o, cg = w.shape[:2]
     ksize = w.shape[2:]
-    out = _out_shape(x.shape[2:], ksize, stride, padding, dilation)
-    xpad = _padded(xp, x, padding)
+    out = _conv_out(x.shape[2:], ksize, stride, padding, dilation)
+    xpad = _padded_channels_last(x, padding)
     y = xp.zeros((groups, n * math.prod(out), o // groups), x.dtype)
     for offs in itertools.product(*[range(k) for k in ksize]):
         v = _offset_view(xpad, offs, dilation, stride, out).reshape(n * math.prod(out), groups,
@@ -112,7 +95,7 @@ def _grad_cols(xp, gy, w, groups):
     """Columns of the gradient (N, *O, K, G, Cg): grad^T @ weight, per group."""
     n, o, *out = gy.shape
     g = xp.ascontiguousarray(gy.reshape(n, groups, o // groups, -1).transpose(1, 0, 3, 2))
-    dcols = xp.matmul(g.reshape(groups, -1, o // groups), _wmat(xp, w, groups))  # (G, N*M, K*Cg)
+    dcols = xp.matmul(g.reshape(groups, -1, o // groups), _wmat(w, groups))  # (G, N*M, K*Cg)
     k = math.prod(w.shape[2:])
     return xp.moveaxis(dcols.reshape(groups, n, *out, k, w.shape[1]), 0, -2)
 
