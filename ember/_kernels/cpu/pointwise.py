@@ -401,9 +401,7 @@ def div__Tensor_mode(self, other, rounding_mode):
 
 
 def where_self(condition, self, other):
-    if condition._dtype is not D.bool_ and condition._dtype is not D.uint8:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {condition._dtype._short}")
+    _R.check_where_condition(condition)
     dt = result_type_of((self, other))
     try:
         r = np.where(nd(condition), as_array(self, dt), as_array(other, dt))

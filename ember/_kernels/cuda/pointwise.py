@@ -203,9 +203,7 @@ def clamp_(self, min=None, max=None):  # noqa: A002
 
 
 def where_self(condition, self, other):
-    if condition._dtype is not D.bool_ and condition._dtype is not D.uint8:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {condition._dtype._short}")
+    _R.check_where_condition(condition)
     from ..._core.promotion import result_type_of
     dt = result_type_of((self, other))
     if dt in _HOST_DTYPES:

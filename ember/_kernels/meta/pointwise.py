@@ -186,7 +186,5 @@ def meta_polar(abs, angle):  # noqa: A002
 
 
 def meta_where_self(condition, self, other):
-    if condition._dtype._short not in ("Bool", "Byte"):
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {condition._dtype._short}")
+    _R.check_where_condition(condition)
     return empty_tensor(_shape(condition, self, other), result_type_of((self, other)), META)

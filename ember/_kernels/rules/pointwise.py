@@ -234,6 +234,12 @@ _NOT_INT = (D.BOOL, D.FLOATING, D.COMPLEX)
 # ---------------------------------------------------------------------------------------------
 # Argument rules of the ops with non-tensor arguments or optional operands.
 
+def check_where_condition(condition):
+    if condition._dtype is not D.bool_ and condition._dtype is not D.uint8:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition._dtype._short}")
+
+
 def clamp_operands(opname, self, min, max):  # noqa: A002  (schema names)
     if min is None and max is None:
         raise RuntimeError(f"torch.{opname}: At least one of 'min' or 'max' must not be None")
