@@ -225,7 +225,8 @@ class Loops(IRNode):
         return self._record(index, rindex).loads
 
     def op_count(self):
-        """How many ops (loads excluded) ``inner_fn`` computes per element."""
+        """What ``inner_fn`` costs per element, in ops (loads excluded; a libm call counts as
+        ``_EXPENSIVE_COST``)."""
         return self._record(index_vars("x", self.ranges), index_vars("r", self._rranges())).ops
 
     def fingerprint(self):
@@ -295,6 +296,12 @@ class _Value:
 
 _PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
                "logical_not", "isnan", "isinf", "isfinite", "signbit"}
+# ops that cost about as much per element as a dozen adds (a libm call, vector or scalar), so
+# a value computing one is worth storing rather than recomputing in several consumers
+_EXPENSIVE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+              "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+              "erf", "erfc", "erfinv", "pow", "sigmoid", "lgamma", "digamma", "hypot"}
+_EXPENSIVE_COST = 10
 
 
 class _LoadRecorder:
@@ -329,8 +336,10 @@ class _LoadRecorder:
         return _Value(body().dtype)
 
     def __getattr__(self, name):
+        cost = _EXPENSIVE_COST if name in _EXPENSIVE else 1
+
         def op(first, *rest):
-            self.ops += 1
+            self.ops += cost
             return _Value(ember.bool if name in _PREDICATES else first.dtype)
         return op
 
