@@ -36,7 +36,7 @@ from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
-from .graph import Node, SavedTensor, _seq, gradient_edge
+from .graph import CUDA_STREAMS, Node, SavedTensor, _seq, gradient_edge
 from .views import check_view_inplace, mark_no_grad_views, track_views
 from .._core.codegen import compile_source
 
@@ -210,9 +210,12 @@ class GeneratedNode(Node):
     _info = None
 
     def __init__(self):
-        # Node.__init__'s one line, inlined: one node per recorded op, every call counts
+        # Node.__init__, inlined: one node per recorded op, every call counts
         self._sequence_nr = next(_seq.next)
         self._saved = {}
+        if CUDA_STREAMS:
+            st = CUDA_STREAMS[0]
+            self._stream = st.streams.get(st.device)
 
     def release_variables(self):
         for v in self._saved.values():

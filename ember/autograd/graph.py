@@ -29,6 +29,10 @@ _PYTHON_KEY = _bit(_DispatchKey.Python)
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
+# [ember.cuda.streams' per-thread state] once the CUDA runtime has started, else empty
+CUDA_STREAMS = []
+
+
 class _SeqCounter(threading.local):
     def __init__(self):
         self.next = itertools.count()
@@ -86,8 +90,14 @@ class Node:
     _released = False
     _anomaly_trace = None
 
+    _stream = None  # the CUDA stream current when the node was recorded (None: the default)
+
     def __init__(self):
         self._sequence_nr = next(_seq.next)
+        if CUDA_STREAMS:
+            # PyTorch runs a CUDA node's backward on the stream of its forward op
+            st = CUDA_STREAMS[0]
+            self._stream = st.streams.get(st.device)
 
     # -- Python API ------------------------------------------------------------------------------
     def name(self):
