@@ -216,7 +216,7 @@ class GraphTask:
         buf[nr] = g if old is None else old + g
 
     def _push_ready(self, node):
-        heapq.heappush(self.ready, (-node._sequence_nr, next(self.order), node))
+        heapq.heappush(self.ready, (-node._seq_nr, next(self.order), node))
 
     # -- run --------------------------------------------------------------------------------
     def run(self):
@@ -383,7 +383,7 @@ class GraphTask:
                 if needed is not None and nxt not in needed:
                     buffers.pop(nxt, None)
                     continue
-                heapq.heappush(self.ready, (-nxt._sequence_nr, next(self.order), nxt))
+                heapq.heappush(self.ready, (-nxt._seq_nr, next(self.order), nxt))
 
     def _run_callbacks(self):
         # final callbacks (queue_callback), in order; one may queue more
@@ -466,7 +466,7 @@ def _exec_needed(all_nodes, target_nodes):
     needed = set(target_nodes)
     # Iterate to a fixed point in reverse topological-ish order: a node is needed if any
     # successor is. Sorting by sequence_nr (creation order) makes one pass nearly enough.
-    order = sorted(all_nodes, key=lambda n: n._sequence_nr if not isinstance(n, AccumulateGrad)
+    order = sorted(all_nodes, key=lambda n: n._seq_nr if not isinstance(n, AccumulateGrad)
                    else -1)
     changed = True
     while changed:
