@@ -2,7 +2,9 @@
 ``torch._inductor.lowering``).
 
 Pointwise ops become lazy ``Pointwise`` nodes whose ``inner_fn`` calls the matching ``ops``
-method; reductions become ``Reduction`` nodes; view ops become ``ReinterpretView``s whose size,
+method; reductions become ``Reduction`` nodes, cumulative ops ``Scan`` nodes and accumulating
+indexed writes (index_put with accumulate, index_add, scatter_add, embedding's backward)
+``Scatter`` nodes; view ops become ``ReinterpretView``s whose size,
 stride and offset are the ones the traced graph recorded (``node.meta["val"]``), so ember's
 view rules (``_kernels/rules``) are reused, not restated. Ops with no entry here run through
 ``FallbackKernel`` (the eager op), which ``GraphLowering`` counts and logs.
@@ -550,12 +552,21 @@ def _var_mean_lower(x, dim=None, unbiased=None, keepdim=False, *, correction=Non
 
 
 # -- indexing ---------------------------------------------------------------------------------------
-def _index_input(index, size, op, dim=0):
+def _index_input(index, size, op, dim=0, wrap=False):
     """``index`` in memory, with the wrapper told to check it lies in ``[0, size)`` before
-    the kernels load through it."""
+    the kernels load through it (``[-size, size)`` with ``wrap``: negative indices count from
+    the end, as Python's do; the loader returns them wrapped)."""
     index = V.graph.realize(index)
-    V.graph.add_bounds_check(index, size, op, dim)
-    return index.make_loader()
+    V.graph.add_bounds_check(index, size, op, dim, wrap)
+    load = index.make_loader()
+    if not wrap:
+        return load
+
+    def load_wrapped(idx):
+        i = load(idx)
+        return ops.where(ops.lt(i, ops.constant(0, i.dtype)),
+                         ops.add(i, ops.constant(size, i.dtype)), i)
+    return load_wrapped
 
 
 @register_lowering(aten.embedding.default)
@@ -720,3 +731,217 @@ def _max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, paddi
                 total = ops.add(total, ops.masked(valid, contribution, 0))
         return total if acc_dtype == val.dtype else ops.to_dtype(total, val.dtype)
     return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((grad_output,)))
+
+
+# -- scans ----------------------------------------------------------------------------------------
+def _scan(x, dim, combine_fn, dtypes, inits, values=None):
+    """``Scan`` nodes (one per value of the tuple ``combine_fn`` carries) of ``x`` along
+    ``dim``: ``values(load, idx)`` gives the scanned tuple of element ``idx`` (by default
+    ``x``'s element as ``dtypes[0]``). A dim of one element needs no carry: its result is
+    ``combine_fn(inits, values)``, a pointwise node."""
+    val = _out_val()
+    size = tuple((val[0] if isinstance(val, (list, tuple)) else val).shape)
+    load = broadcast_loader(x, size, dtypes[0])
+    inner = (lambda idx: (load(idx),)) if values is None else (lambda idx: values(load, idx))
+    if not size or size[dim % len(size)] <= 1:
+        def element(idx, k):
+            start = tuple(ops.constant(v, dt) for v, dt in zip(inits, dtypes))
+            return combine_fn(start, inner(idx))[k]
+        return [ir.Pointwise(size, lambda idx, k=k: element(idx, k), dt, _origins((x,)))
+                for k, dt in enumerate(dtypes)]
+    group = object()
+    return [ir.Scan(size, dim % len(size), combine_fn, inner, dtypes, inits, k, group,
+                    _origins((x,))) for k in range(len(dtypes))]
+
+
+@register_lowering(aten.cumsum.default, aten.cumprod.default)
+def _cumsum_cumprod(x, dim, *, dtype=None):
+    """Integer and bool inputs accumulate in int64, as the traced result says; float16 and
+    bfloat16 in float32 (their register type), rounded when stored."""
+    out = _out_val().dtype
+    if V.graph.current_node.target is aten.cumsum.default:
+        # -0.0 is the identity of float addition (0.0 + -0.0 is 0.0; cumsum([-0.0]) is -0.0)
+        op, init = ops.add, (-0.0 if out.is_floating_point else 0)
+    else:
+        op, init = ops.mul, 1
+    return _scan(x, dim, lambda c, v: (op(c[0], v[0]),), (out,), (init,))[0]
+
+
+def _log_add_exp(a, b):
+    """``log(exp(a) + exp(b))`` as ATen's logcumsumexp kernel computes it: equal infinities
+    give themselves (not ``inf - inf``), NaN propagates."""
+    lo, hi = ops.minimum(a, b), ops.maximum(a, b)
+    mixed = ops.logical_or(ops.ne(lo, hi), ops.isfinite(lo))
+    return ops.where(mixed, ops.add(ops.log1p(ops.exp(ops.sub(lo, hi))), hi), a)
+
+
+@register_lowering(aten.logcumsumexp.default)
+def _logcumsumexp(x, dim):
+    out = _out_val().dtype
+    if not out.is_floating_point:
+        raise NotImplementedError("logcumsumexp of an integer tensor")
+    return _scan(x, dim, lambda c, v: (_log_add_exp(c[0], v[0]),), (out,), (-math.inf,))[0]
+
+
+@register_lowering(aten.cummax.default, aten.cummin.default)
+def _cummax_cummin(x, dim):
+    """Values and indices of the running maximum (minimum): a later equal element or a NaN
+    takes over, as ATen's CPU kernel does (``x >= best || isnan(x)``)."""
+    values, indices = _out_val()
+    dtype = values.dtype
+    is_max = V.graph.current_node.target is aten.cummax.default
+    if dtype.is_floating_point:
+        start = -math.inf if is_max else math.inf
+    elif dtype == ember.bool:
+        start = not is_max
+    else:
+        info = ember.iinfo(dtype)
+        start = info.min if is_max else info.max
+    ndim = len(values.shape)
+    d = dim % ndim if ndim else 0
+
+    def elements(load, idx):
+        pos = ops.index_expr(idx[d] if ndim else 0, ember.int64)
+        return load(idx), pos
+
+    def combine(best, new):
+        better = ops.ge(new[0], best[0]) if is_max else ops.le(new[0], best[0])
+        take = ops.logical_or(better, ops.isnan(new[0]))
+        return ops.where(take, new[0], best[0]), ops.where(take, new[1], best[1])
+    return tuple(_scan(x, d, combine, (dtype, ember.int64), (start, 0), elements))
+
+
+# -- accumulating stores ----------------------------------------------------------------------------
+def _scatter(init, ranges, output_indexer, inner_fn, inputs):
+    """A ``Scatter`` of the current node's size and dtype: ``init`` (a value or an IR node
+    giving the initial buffer), then ``inner_fn(index)`` added at ``output_indexer(index)``
+    for every index of ``ranges``."""
+    val = _out_val()
+    size, dtype = tuple(val.shape), val.dtype
+    init_fn = broadcast_loader(init, size, dtype)
+    return ir.Scatter(size, init_fn, ranges, output_indexer, inner_fn, dtype, _origins(inputs))
+
+
+def _as(v, dtype):
+    return v if v.dtype == dtype else ops.to_dtype(v, dtype)
+
+
+@register_lowering(aten.embedding_dense_backward.default)
+def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
+                              scale_grad_by_freq):
+    """Row ``indices[i]`` of the weight's gradient sums the gradient rows ``i`` that name it;
+    rows naming ``padding_idx`` add nothing; with ``scale_grad_by_freq`` each row is divided
+    by how often its index occurs (counted by a scatter of ones first)."""
+    dtype = _out_val().dtype
+    isize = tuple(indices.get_size())
+    load_g = broadcast_loader(grad_output, grad_output.get_size(), dtype)
+    load_i = _index_input(indices, num_weights, "embedding_dense_backward", 0, wrap=True)
+
+    def row(idx):
+        return ops.indirect_indexing(load_i(idx[:-1]))
+    counts = None
+    if scale_grad_by_freq:
+        counts = V.graph.realize(ir.Scatter(
+            (num_weights,), lambda idx: ops.constant(0, ember.int64), isize,
+            lambda idx: [ops.indirect_indexing(load_i(idx))],
+            lambda idx: ops.constant(1, ember.int64), ember.int64, _origins(())))
+        load_c = counts.make_loader()
+
+    def value(idx):
+        g = load_g(idx)
+        if counts is not None:
+            g = ops.truediv(g, _as(load_c([row(idx)]), dtype))
+        if padding_idx >= 0:
+            g = ops.where(ops.eq(load_i(idx[:-1]), ops.constant(padding_idx, ember.int64)),
+                          ops.constant(0, dtype), g)
+        return g
+    return _scatter(0, tuple(grad_output.get_size()), lambda idx: [row(idx), idx[-1]],
+                    value, (grad_output,))
+
+
+@register_lowering(aten.index_put.default)
+def _index_put(x, indices, values, accumulate=False):
+    """``x`` with ``values`` added at the elements the integer index tensors pick (each
+    index tensor indexes one dim; they broadcast together). Assignment (no accumulate), bool
+    masks and index tensors separated by full slices run eagerly."""
+    if not accumulate:
+        raise NotImplementedError("index_put without accumulate runs eagerly")
+    size = x.get_size()
+    dtype = _out_val().dtype
+    picked = [d for d, t in enumerate(indices) if t is not None]
+    if not picked or picked != list(range(picked[0], picked[-1] + 1)) or any(
+            indices[d].get_dtype() not in (ember.int64, ember.int32) for d in picked):
+        raise NotImplementedError("index_put with these indices runs eagerly")
+    first, last = picked[0], picked[-1] + 1
+    bshape = _broadcast_shape([indices[d].get_size() for d in picked])
+    ranges = tuple(size[:first]) + bshape + tuple(size[last:])
+    nb = len(bshape)
+    loads = [_index_input(indices[d], size[d], "index_put", d, wrap=True) for d in picked]
+    shapes = [indices[d].get_size() for d in picked]
+    load_v = broadcast_loader(values, ranges, dtype)
+
+    def coords(idx):
+        b = idx[first:first + nb]
+        picks = [ops.indirect_indexing(load(_broadcast_index(b, shape)))
+                 for load, shape in zip(loads, shapes)]
+        return list(idx[:first]) + picks + list(idx[first + nb:])
+    return _scatter(x, ranges, coords, load_v, (x, values))
+
+
+def _broadcast_shape(shapes):
+    n = max(len(s) for s in shapes)
+    out = [1] * n
+    for s in shapes:
+        for k, m in enumerate(s):
+            j = n - len(s) + k
+            out[j] = m if out[j] == 1 else out[j]
+    return tuple(out)
+
+
+def _broadcast_index(idx, shape):
+    """The element of a tensor of ``shape`` that broadcasts to element ``idx``."""
+    lead = len(idx) - len(shape)
+    return [0 if m == 1 else idx[lead + k] for k, m in enumerate(shape)]
+
+
+@register_lowering(aten.index_add.default)
+def _index_add(x, dim, index, source, *, alpha=1):
+    """Slice ``i`` of ``source`` along ``dim``, times ``alpha``, added to slice ``index[i]``
+    of ``x``."""
+    size = x.get_size()
+    if not size:
+        raise NotImplementedError("index_add into a 0-dim tensor")
+    dim = dim % len(size)
+    dtype = _out_val().dtype
+    load_i = _index_input(index, size[dim], "index_add", dim)
+    load_s = broadcast_loader(source, source.get_size(), dtype)
+    ranges = tuple(source.get_size())
+    if len(ranges) != len(size):
+        raise NotImplementedError("index_add of a 0-dim source")
+    ipos = (lambda idx: [idx[dim]]) if index.get_size() else (lambda idx: [])
+
+    def value(idx):
+        v = load_s(idx)
+        return v if alpha == 1 else ops.mul(v, ops.constant(alpha, dtype))
+    return _scatter(x, ranges, lambda idx: [ops.indirect_indexing(load_i(ipos(idx)))
+                                            if d == dim else i for d, i in enumerate(idx)],
+                    value, (x, source))
+
+
+@register_lowering(aten.scatter_add.default, aten.scatter_reduce.two)
+def _scatter_add(x, dim, index, src, reduce="sum", *, include_self=True):
+    """``src[i]`` added to ``x`` at ``i`` with its ``dim`` coordinate replaced by
+    ``index[i]`` (scatter_reduce's other reductions, and sums leaving ``self`` out, run
+    eagerly)."""
+    if reduce != "sum" or not include_self:
+        raise NotImplementedError(f"scatter_reduce {reduce!r} runs eagerly")
+    size = x.get_size()
+    if not size:
+        raise NotImplementedError("scatter_add into a 0-dim tensor")
+    dim = dim % len(size)
+    dtype = _out_val().dtype
+    load_i = _index_input(index, size[dim], "scatter_add", dim)
+    load_s = broadcast_loader(src, src.get_size(), dtype)
+    return _scatter(x, tuple(index.get_size()),
+                    lambda idx: [ops.indirect_indexing(load_i(idx)) if d == dim else i
+                                 for d, i in enumerate(idx)], load_s, (x, src))
