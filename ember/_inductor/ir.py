@@ -24,7 +24,8 @@ import ember
 from .virtualized import ops
 
 __all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
-           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "Scan",
+           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "WelfordReduction",
+           "Scan",
            "Scatter", "index_vars", "FloorDiv"]
 
 
@@ -237,7 +238,8 @@ class Loops(IRNode):
         with set_ops_handler(rec):
             out = self._call(index_vars("x", self.ranges), index_vars("r", self._rranges()))
         head = (type(self).__name__, self.ranges, self._rranges(), self.dtype,
-                getattr(self, "reduction_type", None), getattr(self, "scan_dim", None))
+                getattr(self, "reduction_type", None), getattr(self, "scan_dim", None),
+                getattr(self, "output_index", None))
         # the value returned too: two nodes may compute the same ops and keep different ones
         return repr(head) + ";".join(rec.lines) + f"->{out}"
 
@@ -278,6 +280,21 @@ class Reduction(Loops):
 
     def _call(self, index, rindex):
         return self.inner_fn(index, rindex)
+
+
+class WelfordReduction(Reduction):
+    """One pass of Welford's update over ``reduction_ranges`` (PyTorch's
+    ``ir.WelfordReduction``, ``reduction_type="welford_reduce"``): the running mean, the sum of
+    squared deviations from it (``m2``) and the count (``weight``); ``output_index`` (0, 1, 2)
+    picks the one this buffer holds. Nodes of one lowering share ``group``, so that a kernel
+    holding several of them runs the update once."""
+
+    def __init__(self, ranges, reduction_ranges, inner_fn, dtype, output_index, group=None,
+                 origins=()):
+        super().__init__(ranges, reduction_ranges, "welford_reduce", inner_fn, dtype, dtype,
+                         origins)
+        self.output_index = output_index
+        self.group = group if group is not None else object()
 
 
 class Scan(Loops):

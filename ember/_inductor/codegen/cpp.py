@@ -429,7 +429,8 @@ class CppKernel:
         self._tmp = 0
         self.masks = []             # conditions guarding the loads made now (ops.masked)
         self.handler = CppOverrides(self)
-        self.scan_carries = {}      # (scan group, element index) -> its carry locals
+        self.scan_carries = {}      # (scan group, body, element index) -> its carry locals
+        self.welford_vars = {}      # (welford group, body) -> its (mean, m2, weight) locals
         self.scatter = None         # (accumulated loop ranges, free dims) of a scatter kernel
 
     # -- the ops handler's services -------------------------------------------------------------
@@ -557,6 +558,8 @@ class CppKernel:
         dtype = node.get_dtype()
         if value.dtype != dtype:
             value = self.handler.to_dtype(value, dtype)
+        if rtype == "welford_reduce":
+            return self._welford(node, value, store)
         init, update, omp_op = REDUCTIONS[rtype]
         acc = f"acc{len(self.reduction_vars)}"
         nan_flag = None
@@ -576,6 +579,34 @@ class CppKernel:
         self.body.after.append(("store", node.name, f"{ref} = {store_code(acc, dtype)};", None))
         self.body.reductions.add(node.name)
         self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
+
+    def _welford(self, node, value, store):
+        """Welford's update of the running mean, m2 and count, shared by the nodes of one
+        WelfordReduction. OpenMP has no reduction clause for it, so a row body runs in order;
+        the column layout (``_column_source``) keeps one set per lane and vectorises. float
+        and the half types accumulate in double, as ATen's CPU kernels do: a float running
+        mean of ``1e4 + noise`` cannot take steps smaller than its ulp, and m2 then measures
+        the deviations from a stale mean."""
+        data, dtype = node.data, node.get_dtype()
+        key = (data.group, id(self.body))
+        names = self.welford_vars.get(key)
+        if names is None:
+            acc = f"acc{len(self.reduction_vars)}"
+            names = self.welford_vars[key] = (f"{acc}_mean", f"{acc}_m2", f"{acc}_weight")
+            mean, m2, weight = names
+            ctype = "double" if dtype in (ember.float32,) + _HALVES else CTYPES[dtype]
+            self.body.simd = False
+            self.body.lines += [f"{weight} = {weight} + 1;",
+                                f"{ctype} {acc}_delta = {value} - {mean};",
+                                f"{mean} = {mean} + {acc}_delta / {weight};",
+                                f"{m2} = {m2} + {acc}_delta * ({value} - {mean});"]
+            self.body.accumulators += [(n, ctype, "0", None, None) for n in names]
+        result = names[data.output_index]
+        ref = f"{self.pointer(node.name)}[{index_code(store)}]"
+        self.body.after.append(("store", node.name, f"{ref} = {store_code(result, dtype)};",
+                                None))
+        self.body.reductions.add(node.name)
+        self.reduction_vars[node.name] = (store, CSEVar(result, dtype))
 
     # -- scatters ---------------------------------------------------------------------------------
     def codegen_scatter(self, node):
@@ -794,7 +825,8 @@ class CppKernel:
         clauses = []
         for acc, ctype, init, omp_op, nan_flag in body.accumulators:
             out.append(f"{ind}{ctype} {acc} = {init};")
-            clauses.append(f"reduction({omp_op}:{acc})")
+            if omp_op:  # (Welford's have none: their body runs in order)
+                clauses.append(f"reduction({omp_op}:{acc})")
             if nan_flag:
                 # an int: with a bool flag gcc does not vectorise the loop
                 out.append(f"{ind}int {nan_flag} = 0;")
