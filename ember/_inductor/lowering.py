@@ -490,13 +490,24 @@ def _prod(x, dim=None, keepdim=False, *, dtype=None):
 @register_lowering(aten.mean.dim, aten.mean.default)
 def _mean(x, dim=None, keepdim=False, *, dtype=None):
     dtype = _out_val().dtype
-    dims = _dims(x, dim)
+    return _strided_mean(x, _dims(x, dim), keepdim, dtype)
+
+
+def _strided_mean(x, dims, keepdim, dtype):
+    """``sum / n``. Over a strided dim the sum runs down columns, one element per step: float
+    and the half types add in double there (a float column sum of ``1e4 + noise`` loses
+    what numpy's pairwise sum keeps), the sum ``_var_welford`` shares."""
     n = math.prod(x.get_size()[d] for d in dims)
-    total = V.graph.realize(reduction(x, dims, keepdim, "sum", dtype))
+    acc = dtype if _reduces_innermost(x, dims) else _column_acc_dtype(dtype)
+    total = V.graph.realize(reduction(x, dims, keepdim, "sum", acc))
     load = total.make_loader()
     return ir.Pointwise(total.get_size(),
-                        lambda idx: ops.truediv(load(idx), ops.constant(n, dtype)),
+                        lambda idx: _as(ops.truediv(load(idx), ops.constant(n, acc)), dtype),
                         dtype, _origins(()))
+
+
+def _column_acc_dtype(dtype):
+    return ember.float64 if dtype in (ember.float32, ember.float16, ember.bfloat16) else dtype
 
 
 def _var(x, dims, correction, keepdim, dtype):
@@ -553,19 +564,13 @@ def _var_welford(x, dims, correction, keepdim, dtype):
     Welford's running mean turns NaN); float and the half types sum in double, as the
     Welford update does (codegen.cpp), so the mean of ``1e4 + noise`` is as accurate."""
     n = math.prod(x.get_size()[d] for d in dims)
-    acc = ember.float64 if dtype in (ember.float32, ember.float16, ember.bfloat16) else dtype
     m2 = V.graph.realize(reduction(x, dims, keepdim, "welford_reduce", dtype, output_index=1))
-    total = V.graph.realize(reduction(x, dims, keepdim, "sum", acc))
     denom = max(n - correction, 0)
-    m2load, tload = m2.make_loader(), total.make_loader()
+    m2load = m2.make_loader()
     var = ir.Pointwise(m2.get_size(),
                        lambda idx: ops.truediv(m2load(idx), ops.constant(denom, dtype)),
                        dtype, _origins(()))
-    inv_n = 1.0 / n if n else math.nan
-    mean = ir.Pointwise(total.get_size(),
-                        lambda idx: _as(ops.mul(tload(idx), ops.constant(inv_n, acc)), dtype),
-                        dtype, _origins(()))
-    return var, mean
+    return var, _strided_mean(x, dims, keepdim, dtype)
 
 
 def _keepdim_index(idx, dims, keepdim, ndim):
