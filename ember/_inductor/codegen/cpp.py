@@ -430,7 +430,7 @@ class CppKernel:
         self.masks = []             # conditions guarding the loads made now (ops.masked)
         self.handler = CppOverrides(self)
         self.scan_carries = {}      # (scan group, body, element index) -> its carry locals
-        self.welford_vars = {}      # (welford group, body) -> its (mean, m2) locals
+        self.welford_vars = {}      # (welford group, body) -> its (mean, m2, weight) locals
         self.scatter = None         # (accumulated loop ranges, free dims) of a scatter kernel
 
     # -- the ops handler's services -------------------------------------------------------------
@@ -581,35 +581,27 @@ class CppKernel:
         self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
 
     def _welford(self, node, value, store):
-        """Welford's update of the running mean and m2, shared by the nodes of one
-        WelfordReduction. The count before element ``r`` is its position in the reduction
-        (every element counts once, in order), so the reciprocal is one per reduction step:
-        the column layout (``_column_source``, one mean and m2 per lane) hoists it out of its
-        vectorised loop. OpenMP has no reduction clause for the update, so a row body runs in
-        order. float and the half types accumulate in double, as ATen's CPU kernels do: a
-        float running mean of ``1e4 + noise`` cannot take steps smaller than its ulp, and m2
-        then measures the deviations from a stale mean."""
+        """Welford's update of the running mean, m2 and count, shared by the nodes of one
+        WelfordReduction. OpenMP has no reduction clause for it, so a row body runs in order;
+        the column layout (``_column_source``) keeps one set per lane and vectorises. float
+        and the half types accumulate in double, as ATen's CPU kernels do: a float running
+        mean of ``1e4 + noise`` cannot take steps smaller than its ulp, and m2 then measures
+        the deviations from a stale mean."""
         data, dtype = node.data, node.get_dtype()
-        acc_dtype = ember.float64 if dtype in (ember.float32,) + _HALVES else dtype
         key = (data.group, id(self.body))
         names = self.welford_vars.get(key)
         if names is None:
             acc = f"acc{len(self.reduction_vars)}"
-            mean, m2 = names = self.welford_vars[key] = (f"{acc}_mean", f"{acc}_m2")
-            ctype = CTYPES[acc_dtype]
-            position = sum((r * s for r, s in zip(self.rs, contiguous_strides(self.inner))),
-                           sympy.Integer(0))
-            inv = self.handler.reciprocal(self.handler.index_expr(position + 1, acc_dtype))
-            # (n - 1) / n: m2 += delta * (x - new mean) is delta^2 (n - 1) / n, which does
-            # not wait for the new mean
-            scale = self.handler.mul(self.handler.index_expr(position, acc_dtype), inv)
+            names = self.welford_vars[key] = (f"{acc}_mean", f"{acc}_m2", f"{acc}_weight")
+            mean, m2, weight = names
+            ctype = "double" if dtype in (ember.float32,) + _HALVES else CTYPES[dtype]
             self.body.simd = False
-            self.body.lines += [f"{ctype} {acc}_delta = {value} - {mean};",
-                                f"{mean} = {mean} + {acc}_delta * {inv};",
-                                f"{m2} = {m2} + {acc}_delta * {acc}_delta * {scale};"]
+            self.body.lines += [f"{weight} = {weight} + 1;",
+                                f"{ctype} {acc}_delta = {value} - {mean};",
+                                f"{mean} = {mean} + {acc}_delta / {weight};",
+                                f"{m2} = {m2} + {acc}_delta * ({value} - {mean});"]
             self.body.accumulators += [(n, ctype, "0", None, None) for n in names]
-        weight = constant_code(math.prod(self.inner), dtype)
-        result = (names + (weight,))[data.output_index]
+        result = names[data.output_index]
         ref = f"{self.pointer(node.name)}[{index_code(store)}]"
         self.body.after.append(("store", node.name, f"{ref} = {store_code(result, dtype)};",
                                 None))
