@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import ember
+from ember._inductor import config
 from test_inductor import Recorder
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
@@ -279,6 +280,19 @@ def test_index_add_and_scatter_add():
     compiled(lambda a, j, b: ember.scatter_add(a, 0, j, b), ints, ember.tensor([0, 0, 5, 2]),
              ember.tensor([1, 2, 3, 4]),
              torch_fn=lambda a, j, b: torch.scatter_add(a, 0, j, b))
+
+
+def test_large_scatters_initialise_and_accumulate_on_threads():
+    rec = Recorder()
+    gen = ember.Generator().manual_seed(7)
+    x = ember.randn(600000, generator=gen)
+    i = ember.randint(0, 600000, (5000,), generator=gen)
+    i[:100] = 7  # repeated: one element sums many
+    v = ember.randn(5000, generator=gen)
+    with config.patch(threads=2):
+        compiled(lambda a, j, b: ember.index_add(a, 0, j, b), x, i, v, recorder=rec,
+                 rtol=1e-5, atol=1e-5, torch_fn=lambda a, j, b: torch.index_add(a, 0, j, b))
+    assert "#pragma omp parallel for simd num_threads(2)" in rec.graphs[0].c_source_code
 
 
 @pytest.mark.parametrize("op", ["index_add", "scatter_add"])

@@ -121,13 +121,6 @@ def _float_only(a, op):
         raise NotImplementedError(f"integer {op} runs eagerly")
 
 
-def _limit_code(value, dtype):
-    """A constant, with infinities of integer dtypes their extreme values (a scan's start)."""
-    if isinstance(value, float) and math.isinf(value) and not _is_float(dtype):
-        return _INT_LIMITS[dtype][0 if value < 0 else 1]
-    return constant_code(value, dtype)
-
-
 def load_code(ref, dtype):
     return _LOAD[dtype].format(ref) if dtype in _LOAD else ref
 
@@ -404,7 +397,7 @@ class _Body:
         self.accumulators = []   # (name, ctype, init, omp op, nan flag or None)
         self.after = []          # lines after the loop (reduction stores)
         self.carries = []        # scans' running values: (name, ctype, init)
-        self.simd = True         # False: iterations depend on each other (a scan)
+        self.simd = True         # False: iterations depend on each other (scan, Welford)
         self.forward = {}
         self.reductions = set()  # buffers reduced in this body
         self.cse = {}
@@ -431,7 +424,7 @@ class CppKernel:
         self.handler = CppOverrides(self)
         self.scan_carries = {}      # (scan group, body, element index) -> its carry locals
         self.welford_vars = {}      # (welford group, body) -> its (mean, m2, weight) locals
-        self.scatter = None         # (accumulated loop ranges, free dims) of a scatter kernel
+        self.scatter = None         # a scatter kernel's (init loop vars, loop vars, free dims)
 
     # -- the ops handler's services -------------------------------------------------------------
     @property
@@ -537,7 +530,7 @@ class CppKernel:
             carries = []
             for init, dtype in zip(data.inits, data.dtypes):
                 name = f"scan{len(self.scan_carries)}_{len(carries)}"
-                self.body.carries.append((name, CTYPES[dtype], _limit_code(init, dtype)))
+                self.body.carries.append((name, CTYPES[dtype], constant_code(init, dtype)))
                 carries.append(CSEVar(name, dtype))
             # assigned only once the whole combine has read the old values
             new = data.combine_fn(tuple(carries), data.inner_fn(idx))
@@ -646,10 +639,13 @@ class CppKernel:
         # the initial values: every element once
         numel = math.prod(data.size)
         out.append(f"{ind}/* initial values */")
-        if numel >= config.parallel_threshold and threads > 1 and data.size:
-            out.append(f"{ind}#pragma omp parallel for num_threads({threads})")
+        parallel = numel >= config.parallel_threshold and threads > 1
         for k, (y, n) in enumerate(zip(ys, data.size)):
-            if k == len(ys) - 1:
+            last = k == len(ys) - 1
+            if k == 0 and parallel:
+                out.append(f"{ind}#pragma omp parallel for{' simd' if last else ''} "
+                           f"num_threads({threads})")
+            elif last:
                 out.append(f"{ind}#pragma omp simd")
             out.append(f"{ind}for (int64_t {y} = 0; {y} < {n}; {y}++)")
         out += [ind + "{"] + [ind + "    " + ln for ln in init.lines] + [ind + "}"]
@@ -660,7 +656,6 @@ class CppKernel:
             return out
         serial = [k for k in range(len(xs)) if k not in free]
         parallel = numel >= config.parallel_threshold and threads > 1 and free
-        body = [ln for ln in acc.lines]
         if not free:
             loops = [(xs[k], f"0; {xs[k]} < {data.ranges[k]}", "") for k in serial]
         else:
@@ -680,7 +675,7 @@ class CppKernel:
             if free and k == len(loops) - 1:
                 out.append(f"{ind}#pragma omp simd")
             out.append(f"{ind}for (int64_t {var} = {bounds}; {var}{step or '++'})")
-        out += [ind + "{"] + [ind + "    " + ln for ln in body] + [ind + "}"]
+        out += [ind + "{"] + [ind + "    " + ln for ln in acc.lines] + [ind + "}"]
         return out
 
     SCATTER_CHUNK = 64  # elements of the last free dim per thread's task
@@ -839,7 +834,7 @@ class CppKernel:
             n_inner = len(self.inner)
             for k, (r, n) in enumerate(zip(self.rs, self.inner)):
                 if not body.simd:
-                    pass  # a scan: each iteration needs the one before
+                    pass  # a scan or Welford's update: each step needs the one before
                 elif k == 0 and parallel_inner:
                     simd = " simd" if n_inner == 1 else ""
                     out.append(f"{ind}#pragma omp parallel for{simd}{red} num_threads({_threads()})")
