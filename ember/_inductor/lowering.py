@@ -515,8 +515,8 @@ def _var(x, dims, correction, keepdim, dtype):
     cache between them, and on 4096x1024 layer_norm this is 16x faster than Welford's update,
     whose serial dependence OpenMP cannot vectorise along a row (benchmarks/NOTES.md).
     Over a strided dim (columns: batch norm's statistics) Welford's single pass runs,
-    vectorised across the kept elements, so the input is read once (on the 2-core machine
-    where it was measured, two passes were still faster there: see NOTES). Both accumulate
+    vectorised across the kept elements, so the input is read once (on the loaded 2-core
+    machine it was measured on, two passes were still 1.1-2.3x faster: see NOTES). Both accumulate
     float and the half types in double, as ATen's CPU kernels do (``1e4 + noise`` keeps its
     variance; it costs 4% on layer_norm)."""
     if not _reduces_innermost(x, dims):
