@@ -52,7 +52,7 @@ class GraphLowering:
         self.current_node = None
         self.node_order = {n: i for i, n in enumerate(gm.graph.nodes)}
         self._computed = {}  # fingerprint of a realized loop nest -> its buffer
-        self.bounds_checks = {}  # index buffer name -> [(size, op, dim)] for the wrapper
+        self.bounds_checks = {}  # index buffer name -> [(size, op, dim, wrap)] for the wrapper
         self._env = {}
 
     # -- buffers ----------------------------------------------------------------------------------
@@ -61,10 +61,10 @@ class GraphLowering:
         self.name_to_buffer[buf.name] = buf
         return buf
 
-    def add_bounds_check(self, index, size, op, dim):
+    def add_bounds_check(self, index, size, op, dim, wrap=False):
         checks = self.bounds_checks.setdefault(index.get_name(), [])
-        if (size, op, dim) not in checks:
-            checks.append((size, op, dim))
+        if (size, op, dim, wrap) not in checks:
+            checks.append((size, op, dim, wrap))
 
     def dtype_of(self, name):
         buf = self.graph_inputs.get(name) or self.name_to_buffer[name]

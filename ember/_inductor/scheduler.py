@@ -5,8 +5,9 @@ Buffers are taken in graph order. A ``ComputedBuffer`` joins the kernel being bu
 loops line up with the kernel's (``outer`` dims run in parallel, ``inner`` dims in each
 body) and every value it reads from that kernel is read at the element the producer wrote in
 the same iteration. That admits vertical fusion (producer → consumer, pointwise prologues and
-epilogues around reductions: softmax, layer_norm) and horizontal fusion (independent loops over
-the same range). A node may join any kernel placed after everything it reads, so independent
+epilogues around reductions: softmax, layer_norm; around scans: ``cumsum(x).exp()``) and
+horizontal fusion (independent loops over the same range). A scatter (accumulating stores)
+is a kernel of its own. A node may join any kernel placed after everything it reads, so independent
 loops fuse across eager calls (matmuls) between them; it never moves above an eager op that
 mutates its inputs.
 """
@@ -27,11 +28,16 @@ def _non1(sizes):
 
 
 def node_shape(node):
-    """``(outer, inner)`` loop dims of a node: a reduction's kept and reduced dims; a
-    pointwise node's dims all inner (it may be split when it joins a reduction's kernel)."""
+    """``(outer, inner, has_inner_loop)`` loop dims of a node: a reduction's kept and reduced
+    dims, a scan's other dims and its scanned dim; a pointwise node's dims all inner (it may
+    be split when it joins a reduction's kernel). A scatter has loops of its own (``()``)."""
     data = node.data
     if isinstance(data, ir.Reduction):
         return _non1(data.ranges), _non1(data.reduction_ranges), True
+    if isinstance(data, ir.Scan):
+        return _non1(data.outer_ranges), _non1(data.scan_ranges), True
+    if isinstance(data, ir.Scatter):
+        return (), (), False
     return (), _non1(data.ranges), False
 
 
@@ -51,6 +57,8 @@ def node_index(node, xs, rs):
     data = node.data
     if isinstance(data, ir.Reduction):
         return spread(data.ranges, xs), spread(data.reduction_ranges, rs)
+    if isinstance(data, ir.Scan):
+        return data.full_index(spread(data.outer_ranges, xs), spread(data.scan_ranges, rs)), None
     if is_outer_only(node, xs, rs):
         return spread(data.ranges, xs), None
     return spread(data.ranges, xs + rs), None
@@ -59,7 +67,7 @@ def node_index(node, xs, rs):
 def is_outer_only(node, xs, rs):
     """A pointwise node over the kernel's outer dims only (after a reduction: var = sum / n)
     runs once per outer iteration, outside the inner loops."""
-    return (rs and not isinstance(node.data, ir.Reduction)
+    return (rs and not isinstance(node.data, (ir.Reduction, ir.Scan))
             and len(_non1(node.data.ranges)) == len(xs))
 
 
@@ -81,6 +89,8 @@ class FusedKernel:
 
     def fit(self, node):
         """The kernel's (outer, inner) with ``node`` in it, or None if its loops differ."""
+        if any(isinstance(n.data, ir.Scatter) for n in self.nodes + [node]):
+            return None  # a scatter's kernel is its own loops (codegen.cpp)
         outer, inner, is_red = node_shape(node)
         if is_red and not inner:
             return None  # a reduction over size-1 dims only: a copy, kept apart
@@ -184,7 +194,10 @@ class Scheduler:
                 for n in g.nodes:
                     d = n.data
                     kind = (f"{d.reduction_type} over {list(d.reduction_ranges)}"
-                            if isinstance(d, ir.Reduction) else "pointwise")
+                            if isinstance(d, ir.Reduction) else
+                            f"scan along dim {d.scan_dim}" if isinstance(d, ir.Scan) else
+                            f"scatter-add of {list(d.ranges)}" if isinstance(d, ir.Scatter)
+                            else "pointwise")
                     out.append(f"  {n.name} = {kind} {list(d.ranges)} {n.layout} "
                                f"reads {sorted(n.reads())} from {[o.name for o in n.origins]}")
             elif isinstance(g, ir.MultiOutput):

@@ -106,8 +106,9 @@ class WrapperCodeGen:
         self.emit(f"{buf.name} = {buf.parent.name}{path}", uses=[buf.parent.name], defines=buf.name)
 
     def codegen_bounds_checks(self, name):
-        for size, op, dim in self.graph.bounds_checks.get(name, ()):
-            self.emit(f"check_bounds({name}, {size}, {op!r}, {dim})", uses=[name])
+        for size, op, dim, wrap in self.graph.bounds_checks.get(name, ()):
+            self.emit(f"check_bounds({name}, {size}, {op!r}, {dim}{', wrap=True' if wrap else ''})",
+                      uses=[name])
 
     def generate(self):
         g = self.graph
