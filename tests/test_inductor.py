@@ -517,3 +517,18 @@ def test_layer_norm_weight_gradient_reduces_rows_side_by_side():
     for got, t in zip(grads, (x, w, b)):
         assert_same(got, t.grad, rtol=1e-4, atol=1e-5)
     assert "x0c += 32" in rec.graphs[1].c_source_code
+
+
+def test_tensor_constants_made_by_the_program_are_bound_in_the_wrapper():
+    # a tensor created inside the compiled function is a get_attr node of the graph
+    def f(x):
+        c = ember.tensor([2.0, 3.0])
+        return x * c + 1, c
+
+    x = ember.ones(2, requires_grad=True)
+    out, c = ember.compile(f)(x)
+    assert out.tolist() == [3.0, 4.0] and c.tolist() == [2.0, 3.0]
+    out.sum().backward()
+    assert x.grad.tolist() == [2.0, 3.0]
+    again, _ = ember.compile(f)(ember.full((2,), 2.0))  # a second call reads the constant again
+    assert again.tolist() == [5.0, 7.0]

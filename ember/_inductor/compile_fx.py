@@ -89,7 +89,7 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     py_digest = hashlib.sha256(py_src.encode()).hexdigest()[:16]
     py_path = os.path.join(os.path.dirname(path), f"wrapper_{py_digest}.py")
     codecache.write_atomic(py_path, py_src)
-    namespace = dict(wrapper.constants, kernels=kernels)
+    namespace = dict(wrapper.constants, **graph.constants, kernels=kernels)
     compile_source(py_src, py_path, namespace)
     output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
                           py_path, py_src, path, c_src)

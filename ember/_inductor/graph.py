@@ -45,7 +45,8 @@ class GraphLowering:
         self.name = name
         self.buffers = []            # ComputedBuffer / FallbackKernel / MultiOutput, in order
         self.name_to_buffer = {}
-        self.graph_inputs = {}       # placeholder name -> InputBuffer
+        self.graph_inputs = {}       # placeholder (or get_attr) name -> InputBuffer
+        self.constants = {}          # get_attr name -> the tensor the graph holds
         self.graph_input_names = []  # every placeholder, tensors or not, in order
         self.graph_outputs = []      # IR values (or Python values) returned
         self.fallbacks = collections.Counter()
@@ -118,7 +119,17 @@ class GraphLowering:
         return buf
 
     def get_attr(self, node):
-        raise NotImplementedError("get_attr nodes (module constants) are not lowered")
+        """A tensor the graph holds (a constant the traced program made, such as
+        ``ember.tensor([2.0, 3.0])``): read like an input, bound by name in the wrapper's
+        namespace (PyTorch's ``V.graph.constants``)."""
+        val = getattr(self.gm, node.target)
+        if not isinstance(val, ember.Tensor):
+            return val
+        buf = ir.InputBuffer(node.name, ir.Layout(val.shape, val.stride(), val.dtype,
+                                                  val.storage_offset()))
+        self.graph_inputs[node.name] = buf
+        self.constants[node.name] = val
+        return buf
 
     def call_function(self, node):
         target = node.target

@@ -132,12 +132,13 @@ class WrapperCodeGen:
                 " = args" if g.graph_input_names else None,
                 "    args.clear()"]
         body = [b for b in body if b]
-        body += ["    " + ln for ln in self._with_frees(out_names)]
+        body += ["    " + ln for ln in self._with_frees(out_names | set(g.constants))]
         body.append(f"    return ({''.join(o + ', ' for o in outs)})")
         header = [
             f"# ember._inductor: the wrapper of graph {g.name}",
             "# `kernels` is the C module built from the kernels printed beside this file;",
-            "# constN are the non-literal arguments (dtypes, devices) of the eager calls.",
+            "# constN are the non-literal arguments (dtypes, devices) of the eager calls;",
+            "# _tensor_constantN the tensors the graph holds (get_attr).",
             "import ember",
             "from ember import as_strided, empty_strided",
             "from ember._inductor.runtime import check_bounds",
