@@ -18,7 +18,6 @@ from . import config, ir
 from .codegen.cpp import can_codegen
 from .exc import LoweringException, record_missing_op
 from .lowering import lowerings
-from . import kernel  # noqa: F401  (registers the matrix-product lowerings)
 from .virtualized import set_graph_handler
 
 __all__ = ["GraphLowering", "SUPPORTED_DTYPES"]

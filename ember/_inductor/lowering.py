@@ -720,3 +720,8 @@ def _max_pool2d_with_indices_backward(grad_output, x, kernel_size, stride, paddi
                 total = ops.add(total, ops.masked(valid, contribution, 0))
         return total if acc_dtype == val.dtype else ops.to_dtype(total, val.dtype)
     return ir.Pointwise(tuple(val.shape), inner, val.dtype, _origins((grad_output,)))
+
+
+# the lowerings that choose among kernels by timing (mm, addmm, bmm), kept in their own
+# package; imported last, since they build on the helpers above
+from . import kernel  # noqa: E402,F401

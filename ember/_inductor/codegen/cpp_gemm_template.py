@@ -48,7 +48,8 @@ def gemm_configs(dtype, m, n, k, threads):
     out = []
     for mr, nr in ((4, lanes), (6, lanes // 2 * 2 if lanes >= 16 else lanes), (4, 2 * lanes)):
         for bm, bn in ((8 * mr, 4 * nr), (4 * mr, 8 * nr)):
-            bm, bn = min(bm, _round_up(m, mr)), min(bn, _round_up(n, nr))
+            bm = max(mr, min(bm, _round_up(m, mr)))
+            bn = max(nr, min(bn, _round_up(n, nr)))
             # the B panel (bk x bn) stays within 128 KiB, in the L2 cache
             bk = max(1, min(k, 128 * 1024 // (bn * dtype.itemsize)))
             for t in sorted({1, threads}):
