@@ -4,10 +4,10 @@
 instantiated with a :class:`GemmConfig` (the block sizes and thread count autotuning picks):
 
 - OpenMP threads take (batch, BM-row block, BN-column block) tiles of C;
-- each tile walks K in BK steps: the BK x BN block of B is copied into a contiguous,
-  zero-padded panel (so a transposed or strided B is read in its own memory order, once per
-  tile), then a register-blocked micro-kernel adds MR x NR pieces of ``A @ panel`` into the
-  tile's accumulator, its inner NR loop vectorised (``omp simd``);
+- B is first copied, once per call, into contiguous zero-padded panels of BN columns (so a
+  transposed or strided B is read in its own memory order, once);
+- each tile walks K in BK steps, a register-blocked micro-kernel adding MR x NR pieces of
+  ``A @ panel`` into the tile's accumulator, its NR loops unrolled into vector FMAs;
 - when K is done, each element of the tile goes through the *epilogue*: the pointwise
   consumers of the product that the scheduler fused into the template (bias add, relu, gelu, a
   residual add), whose C comes from :class:`~ember._inductor.codegen.cpp.CppKernel` (the same
@@ -103,100 +103,126 @@ class CppGemmTemplate:
         a, b, out = self.a, self.b, self.out
         zero = "0.0" if self.dtype == ember.float64 else "0.0f"
         lines = [f"/* {comment} */" if comment else None]
-        for rows in sorted({mr, 1}, reverse=True):
-            lines += self._micro_kernel(f"{name}_micro{rows}", rows, cfg, t, zero)
+        lines += self._micro_kernel(f"{name}_micro", cfg, t, zero)
         lines += [f"static void {name}({', '.join(params)})", "{"]
-        nblocks = (self.batch, -(-self.m // bm), -(-self.n // bn))
-        if cfg.threads > 1:
-            lines.append(f"    #pragma omp parallel for collapse(3) num_threads({cfg.threads}) "
-                         "schedule(static)")
+        nb = -(-self.n // bn)
+        nblocks = (self.batch, -(-self.m // bm), nb)
+        panels = max(1, self.batch * nb * self.k * bn)
         lines += [
-            f"    for (int64_t b = 0; b < {self.batch}; b++)",
-            f"    for (int64_t ib = 0; ib < {nblocks[1]}; ib++)",
-            f"    for (int64_t jb = 0; jb < {nblocks[2]}; jb++)",
+            "    /* B in BN-column panels, each contiguous and zero-padded to whole NR pieces:",
+            "       packed once, read by every row block */",
+            f"    {t}* restrict packed = ({t}*)malloc(sizeof({t}) * {panels});",
+            "    if (packed == NULL)",
             "    {",
-            f"        const int64_t i0 = ib * {bm}, i1 = i0 + {bm} < {self.m} ? i0 + {bm} : {self.m};",
-            f"        const int64_t j0 = jb * {bn}, j1 = j0 + {bn} < {self.n} ? j0 + {bn} : {self.n};",
-            "        /* columns the micro-kernel computes: whole NR pieces (the panel is zero-padded) */",
-            f"        const int64_t ncols = (j1 - j0 + {nr - 1}) / {nr} * {nr};",
-            f"        {t} tile[{bm} * {bn}];",
-            f"        {t} panel[{bk} * {bn}];",
-            f"        for (int64_t k0 = 0; k0 < {self.k}; k0 += {bk})",
-            "        {",
-            f"            const int64_t kc = k0 + {bk} < {self.k} ? {bk} : {self.k} - k0;",
-            *self._pack(t, zero, bn),
-            "            int64_t i = i0;",
-            f"            for (; i + {mr} <= i1; i += {mr})",
-            f"                {name}_micro{mr}(kc, ptr_{a.name} + {a.at('b', 'i', 'k0')}, panel, "
-            f"tile + (i - i0) * {bn}, ncols, k0 == 0);",
+            f'        fputs("{name}: out of memory for the packed B panels\\n", stderr);',
+            "        abort();",
+            "    }",
         ]
-        if mr != 1:
-            lines += ["            for (; i < i1; i++)",
-                      f"                {name}_micro1(kc, ptr_{a.name} + {a.at('b', 'i', 'k0')}, "
-                      f"panel, tile + (i - i0) * {bn}, ncols, k0 == 0);"]
-        lines += ["        }"]
-        if self.k == 0:  # an empty sum: C is zero
-            lines += [f"        for (int64_t e = 0; e < {bm * bn}; e++) tile[e] = {zero};"]
-        prelude, body = epilogue or ([], [])
-        lines += ["        for (int64_t i = i0; i < i1; i++)",
-                  "        {",
-                  "            #pragma omp simd",
-                  "            for (int64_t j = j0; j < j1; j++)",
-                  "            {",
-                  f"                const {t} acc = tile[(i - i0) * {bn} + (j - j0)];"]
+        ind = "    "
+        if cfg.threads > 1:
+            lines += [f"    #pragma omp parallel num_threads({cfg.threads})", "    {"]
+            ind = "        "
+            lines.append(f"{ind}#pragma omp for collapse(2) schedule(static)")
+        lines += [ind + ln for ln in self._pack(t, zero, bn, nb)]
+        if cfg.threads > 1:
+            lines.append(f"{ind}#pragma omp for collapse(3) schedule(static)")
+        body = [
+            f"for (int64_t b = 0; b < {self.batch}; b++)",
+            f"for (int64_t ib = 0; ib < {nblocks[1]}; ib++)",
+            f"for (int64_t jb = 0; jb < {nblocks[2]}; jb++)",
+            "{",
+            f"    const int64_t i0 = ib * {bm}, i1 = i0 + {bm} < {self.m} ? i0 + {bm} : {self.m};",
+            f"    const int64_t j0 = jb * {bn}, j1 = j0 + {bn} < {self.n} ? j0 + {bn} : {self.n};",
+            f"    const int64_t ncols = (j1 - j0 + {nr - 1}) / {nr} * {nr};",
+            f"    const {t}* restrict panel = packed + (b * {nb} + jb) * {self.k * bn};",
+            f"    {t} tile[{bm} * {bn}];",
+            f"    for (int64_t e = 0; e < {bm * bn}; e++) tile[e] = {zero};",
+            f"    for (int64_t k0 = 0; k0 < {self.k}; k0 += {bk})",
+            "    {",
+            f"        const int64_t kc = k0 + {bk} < {self.k} ? {bk} : {self.k} - k0;",
+            f"        for (int64_t i = i0; i < i1; i += {mr})",
+            f"            {name}_micro(kc, ptr_{a.name} + {a.at('b', 'i', 'k0')}, "
+            f"panel + k0 * {bn}, tile + (i - i0) * {bn}, ncols, "
+            f"i1 - i < {mr} ? i1 - i : {mr});",
+            "    }",
+        ]
+        prelude, epi = epilogue or ([], [])
+        body += ["    for (int64_t i = i0; i < i1; i++)",
+                 "    {",
+                 "        #pragma omp simd",
+                 "        for (int64_t j = j0; j < j1; j++)",
+                 "        {",
+                 f"            const {t} acc = tile[(i - i0) * {bn} + (j - j0)];"]
         if store:
-            lines.append(f"                ptr_{out.name}[{out.at('b', 'i', 'j')}] = acc;")
-        lines += ["                " + ln for ln in prelude + body]
-        lines += ["            }", "        }", "    }", "}"]
+            body.append(f"            ptr_{out.name}[{out.at('b', 'i', 'j')}] = acc;")
+        body += ["            " + ln for ln in prelude + epi]
+        body += ["        }", "    }", "}"]
+        lines += [ind + ln for ln in body]
+        if cfg.threads > 1:
+            lines.append("    }")
+        lines += ["    free(packed);", "}"]
         return "\n".join(ln for ln in lines if ln is not None)
 
-    def _pack(self, t, zero, bn):
-        """Copy B[k0:k0+kc, j0:j1] into ``panel`` (row k at ``k * bn``), zeros past j1; the
-        loop order follows B's smaller stride so memory is read in order."""
+    def _pack(self, t, zero, bn, nb):
+        """Copy B into ``packed``: panel (b, jb) holds B[b, :, jb*bn:(jb+1)*bn] row by row
+        (row k at ``k * bn``), zeros past the last column; the loops follow B's smaller stride
+        so memory is read in order."""
         b = self.b
-        src = f"ptr_{b.name}[{b.at('b', 'k0 + kk', 'j0 + jj')}]"
+        src = f"ptr_{b.name}[{b.at('b', 'kk', 'j0 + jj')}]"
         if abs(b.cols) <= abs(b.rows) or self.k == 1:
-            loops = ["            for (int64_t kk = 0; kk < kc; kk++)",
-                     "                for (int64_t jj = 0; jj < ncols; jj++)"]
+            loops = [f"    for (int64_t kk = 0; kk < {self.k}; kk++)",
+                     f"        for (int64_t jj = 0; jj < {bn}; jj++)"]
         else:
-            loops = ["            for (int64_t jj = 0; jj < ncols; jj++)",
-                     "                for (int64_t kk = 0; kk < kc; kk++)"]
-        return ["            /* the B block, contiguous and zero-padded to whole NR pieces */",
+            loops = [f"    for (int64_t jj = 0; jj < {bn}; jj++)",
+                     f"        for (int64_t kk = 0; kk < {self.k}; kk++)"]
+        return [f"for (int64_t b = 0; b < {self.batch}; b++)",
+                f"for (int64_t jb = 0; jb < {nb}; jb++)",
+                "{",
+                f"    {t}* restrict panel = packed + (b * {nb} + jb) * {self.k * bn};",
+                f"    const int64_t j0 = jb * {bn}, j1 = j0 + {bn} < {self.n} ? j0 + {bn} : {self.n};",
                 *loops,
-                f"                    panel[kk * {bn} + jj] = j0 + jj < j1 ? {src} : {zero};"]
+                f"            panel[kk * {bn} + jj] = j0 + jj < j1 ? {src} : {zero};",
+                "}"]
 
-    def _micro_kernel(self, name, rows, cfg, t, zero):
-        """``c[r, :ncols] (+)= a[r, :kc] @ panel[:kc, :ncols]`` for ``rows`` rows, NR columns at
-        a time in ``rows x NR`` accumulators the compiler keeps in vector registers."""
-        nr, bn = cfg.nr, cfg.bn
-        a_row = self.a.rows
+    def _micro_kernel(self, name, cfg, t, zero):
+        """``c[r, :ncols] += a[r, :kc] @ panel[:kc, :ncols]`` for ``rows`` <= MR rows, NR
+        columns at a time in MR x NR accumulators the compiler keeps in vector registers. A
+        block's last rows (``rows < MR``) still run all MR accumulators, the missing rows
+        repeating the last one's loads into tile rows no one reads: a one-row loop would wait
+        on each accumulator's FMA latency, several times slower per row. (gcc 12 keeps one of
+        the accumulators in memory here, a store and load on its FMA's path: about half of
+        OpenBLAS's speed, see benchmarks/NOTES.md.)"""
+        mr, nr, bn = cfg.mr, cfg.nr, cfg.bn
         a_k = f"kk * {self.a.cols}" if self.a.cols != 1 else "kk"
         return [
             f"static inline void {name}(int64_t kc, const {t}* restrict a, "
-            f"const {t}* restrict panel, {t}* restrict c, int64_t ncols, int first)",
+            f"const {t}* restrict panel, {t}* restrict c, int64_t ncols, int rows)",
             "{",
+            f"    const {t}* arow[{mr}];",
+            f"    for (int r = 0; r < {mr}; r++)",
+            f"        arow[r] = a + (r < rows ? r : rows - 1) * {self.a.rows};",
             f"    for (int64_t jj = 0; jj < ncols; jj += {nr})",
             "    {",
-            f"        {t} acc[{rows}][{nr}];",
-            f"        #pragma GCC unroll {rows}",
-            f"        for (int r = 0; r < {rows}; r++)",
+            f"        {t} acc[{mr}][{nr}];",
+            f"        #pragma GCC unroll {mr}",
+            f"        for (int r = 0; r < {mr}; r++)",
             "            #pragma omp simd",
             f"            for (int q = 0; q < {nr}; q++)",
-            f"                acc[r][q] = first ? {zero} : c[r * {bn} + jj + q];",
+            f"                acc[r][q] = c[r * {bn} + jj + q];",
             "        for (int64_t kk = 0; kk < kc; kk++)",
             "        {",
             f"            const {t}* restrict p = panel + kk * {bn} + jj;",
-            f"            #pragma GCC unroll {rows}",
-            f"            for (int r = 0; r < {rows}; r++)",
+            f"            #pragma GCC unroll {mr}",
+            f"            for (int r = 0; r < {mr}; r++)",
             "            {",
-            f"                const {t} av = a[r * {a_row} + {a_k}];",
+            f"                const {t} av = arow[r][{a_k}];",
             "                #pragma omp simd",
             f"                for (int q = 0; q < {nr}; q++)",
             "                    acc[r][q] += av * p[q];",
             "            }",
             "        }",
-            f"        #pragma GCC unroll {rows}",
-            f"        for (int r = 0; r < {rows}; r++)",
+            f"        #pragma GCC unroll {mr}",
+            f"        for (int r = 0; r < {mr}; r++)",
             "            #pragma omp simd",
             f"            for (int q = 0; q < {nr}; q++)",
             f"                c[r * {bn} + jj + q] = acc[r][q];",
