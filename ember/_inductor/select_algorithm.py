@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import statistics
 import time
 
 import numpy as np
@@ -39,9 +40,10 @@ log = logging.getLogger(__name__)
 # "benchmark": choices timed; "memory_hit" / "disk_hit": a decision reused
 counters = collections.Counter()
 
-# each choice is timed for about this long (best of several rounds)
+# each choice is timed over about this long, in _MIN_CALLS.._MAX_CALLS calls _PAUSE apart
 _BENCH_SECONDS = 0.02
-_ROUNDS = 3
+_MIN_CALLS, _MAX_CALLS = 5, 50
+_PAUSE = 0.0005
 
 
 class ExternKernelChoice:
@@ -92,19 +94,21 @@ def _random_view(size, stride, offset, dtype, gen):
 
 
 def _time(fn):
-    """Seconds per call: the best of a few rounds, each long enough to time."""
+    """Seconds per call: the median of calls timed one by one, each after a pause. In a graph
+    a product runs between other kernels and eager ops, with the OpenMP workers gone to sleep
+    (libgomp spins only briefly: codecache sets GOMP_SPINCOUNT); timed back to back, a
+    multi-threaded kernel would find them awake and look faster than it will be."""
     fn()
     t0 = time.perf_counter()
     fn()
     once = max(time.perf_counter() - t0, 1e-7)
-    calls = max(1, min(1000, int(_BENCH_SECONDS / _ROUNDS / once)))
-    best = float("inf")
-    for _ in range(_ROUNDS):
+    samples = []
+    for _ in range(max(_MIN_CALLS, min(_MAX_CALLS, int(_BENCH_SECONDS / once)))):
+        time.sleep(_PAUSE)
         t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
 
 
 def _template_digest():
