@@ -1,4 +1,5 @@
-"""The C GEMM template of ``max-autotune`` (PyTorch's ``torch._inductor.codegen.cpp_gemm_template``).
+"""The C GEMM template of ``max-autotune`` (PyTorch's
+``torch._inductor.codegen.cpp_gemm_template``).
 
 ``C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]`` for float32/float64 operands of any strides,
 instantiated with a :class:`GemmConfig` (the block sizes and thread count autotuning picks):
@@ -41,16 +42,17 @@ class GemmConfig:
 
 
 def gemm_configs(dtype, m, n, k, threads):
-    """The configurations autotuning tries for an ``m x k @ k x n`` product: two register
-    blocks (vector widths) and two cache blocks, on one thread and on ``threads``. The blocks
-    shrink to the problem so small products do not compute padding."""
+    """The configurations autotuning tries for an ``m x k @ k x n`` product: three register
+    blocks (4 or 6 rows; one or two 64-byte lines of columns, the vector width), each with two
+    cache blocks, on one thread and on ``threads``. The blocks shrink to the problem so small
+    products do not compute padding."""
     lanes = 64 // dtype.itemsize  # elements in one 64-byte line: 16 floats, 8 doubles
     out = []
-    for mr, nr in ((4, lanes), (6, lanes // 2 * 2 if lanes >= 16 else lanes), (4, 2 * lanes)):
+    for mr, nr in ((4, lanes), (6, lanes), (4, 2 * lanes)):
         for bm, bn in ((8 * mr, 4 * nr), (4 * mr, 8 * nr)):
             bm = max(mr, min(bm, _round_up(m, mr)))
             bn = max(nr, min(bn, _round_up(n, nr)))
-            # the B panel (bk x bn) stays within 128 KiB, in the L2 cache
+            # the B block one K step reads (bk x bn) stays within 128 KiB, in the L2 cache
             bk = max(1, min(k, 128 * 1024 // (bn * dtype.itemsize)))
             for t in sorted({1, threads}):
                 cfg = GemmConfig(mr, nr, bm, bn, bk, t)
@@ -103,7 +105,7 @@ class CppGemmTemplate:
         a, b, out = self.a, self.b, self.out
         zero = "0.0" if self.dtype == ember.float64 else "0.0f"
         lines = [f"/* {comment} */" if comment else None]
-        lines += self._micro_kernel(f"{name}_micro", cfg, t, zero)
+        lines += self._micro_kernel(f"{name}_micro", cfg, t)
         lines += [f"static void {name}({', '.join(params)})", "{"]
         nb = -(-self.n // bn)
         nblocks = (self.batch, -(-self.m // bm), nb)
@@ -179,12 +181,13 @@ class CppGemmTemplate:
                 f"for (int64_t jb = 0; jb < {nb}; jb++)",
                 "{",
                 f"    {t}* restrict panel = packed + (b * {nb} + jb) * {self.k * bn};",
-                f"    const int64_t j0 = jb * {bn}, j1 = j0 + {bn} < {self.n} ? j0 + {bn} : {self.n};",
+                f"    const int64_t j0 = jb * {bn}, "
+                f"j1 = j0 + {bn} < {self.n} ? j0 + {bn} : {self.n};",
                 *loops,
                 f"            panel[kk * {bn} + jj] = j0 + jj < j1 ? {src} : {zero};",
                 "}"]
 
-    def _micro_kernel(self, name, cfg, t, zero):
+    def _micro_kernel(self, name, cfg, t):
         """``c[r, :ncols] += a[r, :kc] @ panel[:kc, :ncols]`` for ``rows`` <= MR rows, NR
         columns at a time in MR x NR accumulators the compiler keeps in vector registers. A
         block's last rows (``rows < MR``) still run all MR accumulators, the missing rows
