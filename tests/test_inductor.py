@@ -362,8 +362,8 @@ def test_options_reach_the_config_and_unknown_ones_raise(caplog, monkeypatch):
     assert text.count("\nstatic void cpp_fused_") == 3  # one node per kernel
     with pytest.raises(RuntimeError, match="Unexpected optimization option no_such_option"):
         ember.compile(f, options={"no_such_option": 1})(x)
-    with pytest.warns(UserWarning, match="max-autotune"):
-        ember.compile(lambda t: t.cos(), mode="max-autotune")(x)
+    with pytest.warns(UserWarning, match="reduce-overhead"):
+        ember.compile(lambda t: t.cos(), mode="reduce-overhead")(x)
 
 
 F_PAD = ember.nn.functional.pad

@@ -123,10 +123,19 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
 
 _warned_modes = set()
 
+# mode -> the config settings it stands for (PyTorch's torch._inductor.list_mode_options, less
+# the CUDA-only ones: CUDA graphs, Triton's coordinate descent)
+MODE_OPTIONS = {
+    "default": {},
+    "max-autotune-no-cudagraphs": {"max_autotune": True},
+    "max-autotune": {"max_autotune": True},
+}
+
 
 def _options(mode, options):
-    opts = dict(options or {})
-    if mode not in (None, "default") and mode not in _warned_modes:
+    # the mode's settings first: options= given beside a mode override them, as in PyTorch
+    opts = {**MODE_OPTIONS.get(mode or "default", {}), **(options or {})}
+    if mode not in (None, *MODE_OPTIONS) and mode not in _warned_modes:
         _warned_modes.add(mode)
         warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
                       "mode yet; the graphs compile as mode='default'")

@@ -5,6 +5,8 @@ A lowered graph is a list of *buffers*, each produced one of three ways:
 - ``ComputedBuffer``: a loop nest, described by a ``Pointwise``, ``Reduction``, ``Scan`` or
   ``Scatter`` node whose ``inner_fn`` computes one element through the virtualised ``ops``
   handler;
+- ``TemplateBuffer``: a generated kernel of its own (the C GEMM template ``max-autotune``
+  picks for a matrix product), into which the scheduler fuses pointwise consumers;
 - ``FallbackKernel``: an eager ember op called by the generated wrapper (matmul, convolution,
   LAPACK, random numbers, and every op without a lowering);
 - ``InputBuffer``: a graph input.
@@ -23,10 +25,9 @@ import ember
 
 from .virtualized import ops
 
-__all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
-           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "WelfordReduction",
-           "Scan",
-           "Scatter", "index_vars", "FloorDiv"]
+__all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "TemplateBuffer",
+           "FallbackKernel", "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction",
+           "WelfordReduction", "Scan", "Scatter", "index_vars", "FloorDiv"]
 
 
 def index_vars(prefix, sizes):
@@ -131,6 +132,21 @@ class ComputedBuffer(Buffer):
     def reads(self):
         """Names of the buffers the loop nest loads from."""
         return self.data.reads()
+
+
+class TemplateBuffer(Buffer):
+    """A buffer computed by a kernel template (``template``: a ``CppGemmTemplate`` and the
+    ``GemmConfig`` autotuning chose) from the buffers or views ``inputs``."""
+
+    def __init__(self, name, layout, inputs, template, config, origins=()):
+        super().__init__(name, layout)
+        self.inputs = inputs
+        self.template = template
+        self.config = config
+        self.origins = origins
+
+    def reads(self):
+        return {a.get_name() for a in self.inputs}
 
 
 class FallbackKernel(Buffer):

@@ -986,3 +986,8 @@ def _scatter_add(x, dim, index, src, reduce="sum", *, include_self=True):
     return _scatter(x, tuple(index.get_size()),
                     lambda idx: [ops.indirect_indexing(load_i(idx)) if d == dim else i
                                  for d, i in enumerate(idx)], load_s, (x, src))
+
+
+# the lowerings that choose among kernels by timing (mm, addmm, bmm), kept in their own
+# package; imported last, since they build on the helpers above
+from . import kernel  # noqa: E402,F401

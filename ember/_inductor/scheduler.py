@@ -9,13 +9,14 @@ epilogues around reductions: softmax, layer_norm; around scans: ``cumsum(x).exp(
 horizontal fusion (independent loops over the same range). A scatter (accumulating stores)
 is a kernel of its own. A node may join any kernel placed after everything it reads, so independent
 loops fuse across eager calls (matmuls) between them; it never moves above an eager op that
-mutates its inputs.
+mutates its inputs. A ``TemplateBuffer`` (max-autotune's GEMM) is a kernel of its own that
+takes pointwise consumers of its result, over the same elements, as its epilogue.
 """
 import sympy
 
 from . import config, ir
 
-__all__ = ["Scheduler", "FusedKernel"]
+__all__ = ["Scheduler", "FusedKernel", "TemplateKernel"]
 
 
 def _mutates(op):
@@ -133,6 +134,49 @@ class FusedKernel:
         self.nodes.append(node)
 
 
+class TemplateKernel:
+    """A ``TemplateBuffer``'s kernel and its epilogue: pointwise nodes over the template's
+    elements that read its result (or an earlier epilogue node's) at the element they compute.
+    The epilogue's loop variables are the scheduler's: ``x0...`` over the leading non-1 dims of
+    the result, ``r0`` over the last."""
+
+    def __init__(self, buf):
+        self.template = buf
+        self.nodes = [buf]
+        self.shape = _non1(buf.get_size())
+        self.xs, self.rs = loop_vars(self.shape[:-1], self.shape[-1:])
+
+    @property
+    def names(self):
+        return {n.name for n in self.nodes}
+
+    def store_index(self, buf):
+        """Where element (xs, rs) of ``buf``, the template's result or an epilogue node's, is
+        stored, from its data pointer."""
+        idx = spread(buf.get_size(), self.xs + self.rs)
+        return sympy.expand(buf.layout.index(idx) - buf.layout.offset)
+
+    def can_fuse(self, node, checked=()):
+        if len(self.nodes) >= config.max_fusion_size:
+            return False
+        data = node.data
+        if not isinstance(data, ir.Pointwise) or _non1(data.ranges) != self.shape:
+            return False
+        names = self.names
+        if not node.reads() & names or names & checked & node.reads():
+            return False
+        produced = {n.name: n for n in self.nodes}
+        for name, index in data.loads(spread(data.ranges, self.xs + self.rs)):
+            producer = produced.get(name)
+            if producer is not None and \
+                    sympy.expand(index - self.store_index(producer)) != 0:
+                return False  # another element of the product: needs all of it first
+        return True
+
+    def add(self, node):
+        self.nodes.append(node)
+
+
 class Scheduler:
     """``groups``: FusedKernels and the other buffers (fallbacks, their outputs) in the order
     they run."""
@@ -153,6 +197,9 @@ class Scheduler:
                     self.groups.append(FusedKernel(buf))
                 else:
                     self.groups[target].add(buf)
+            elif isinstance(buf, ir.TemplateBuffer):
+                target = len(self.groups)
+                self.groups.append(TemplateKernel(buf))
             else:
                 target = len(self.groups)
                 self.groups.append(buf)
@@ -165,7 +212,7 @@ class Scheduler:
         """The latest kernel at or after group ``first`` that ``buf`` fuses into."""
         for i in range(len(self.groups) - 1, first - 1, -1):
             g = self.groups[i]
-            if isinstance(g, FusedKernel) and g.can_fuse(buf, self.checked):
+            if isinstance(g, (FusedKernel, TemplateKernel)) and g.can_fuse(buf, self.checked):
                 return i
         return None
 
@@ -173,7 +220,7 @@ class Scheduler:
         """buffer name -> the groups that read it (``"output"`` for the graph's result)."""
         users = {}
         for g in self.groups:
-            nodes = g.nodes if isinstance(g, FusedKernel) else [g]
+            nodes = g.nodes if isinstance(g, (FusedKernel, TemplateKernel)) else [g]
             for n in nodes:
                 for name in n.reads():
                     users.setdefault(name, set()).add(id(g))
@@ -200,6 +247,12 @@ class Scheduler:
                             else "pointwise")
                     out.append(f"  {n.name} = {kind} {list(d.ranges)} {n.layout} "
                                f"reads {sorted(n.reads())} from {[o.name for o in n.origins]}")
+            elif isinstance(g, TemplateKernel):
+                t = g.template
+                out.append(f"template: {t.name} = {t.config.name}{list(t.get_size())} "
+                           f"{t.layout} reads {sorted(t.reads())}")
+                out += [f"  epilogue {n.name} = pointwise {list(n.data.ranges)} {n.layout} "
+                        f"reads {sorted(n.reads())}" for n in g.nodes[1:]]
             elif isinstance(g, ir.MultiOutput):
                 out.append(f"{g.name} = {g.parent.name}{list(g.index)} {g.layout}")
             else:

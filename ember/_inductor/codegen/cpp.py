@@ -29,7 +29,8 @@ from .. import config, ir
 from ..scheduler import is_outer_only, loop_vars, node_index, store_index
 from ..virtualized import set_ops_handler
 
-__all__ = ["CTYPES", "STORAGE_CTYPES", "CppKernel", "module_source", "CppOverrides"]
+__all__ = ["CTYPES", "STORAGE_CTYPES", "CppKernel", "module_source", "CppOverrides",
+           "epilogue_source"]
 
 # C types of values in registers: float16/bfloat16 are computed in float, as PyTorch's Inductor
 # does (rounded only where the graph converts, and when stored)
@@ -846,6 +847,39 @@ class CppKernel:
             out.append(ind + "}")
         out += [ind + ln for ln in after]
         return out
+
+
+class _EpilogueLoops:
+    """The loops a template's epilogue nodes run in, in the shape ``CppKernel`` takes."""
+
+    def __init__(self, group):
+        self.nodes = group.nodes[1:]
+        self.outer, self.inner = group.shape[:-1], group.shape[-1:]
+
+
+def epilogue_source(name, group, graph, kept):
+    """The epilogue of template kernel ``name`` (a ``TemplateKernel`` ``group``) as C run for
+    one element of the product, which the template holds in the local ``acc``:
+    ``(prelude, lines, loads)``. ``prelude`` names the scheduler's loop variables after the
+    template's (``b``, ``i``, ``j``); ``lines`` are the nodes' statements from the ``ops``
+    handler, stores of nodes outside ``kept`` (read by no one else) left out; ``loads`` are the
+    buffers read from memory."""
+    buf = group.template
+    kernel = CppKernel(name, _EpilogueLoops(group), graph)
+    # the product's element is in a register: loads of it at this element are `acc`
+    kernel.body.forward[(buf.name, group.store_index(buf))] = CSEVar("acc", buf.get_dtype())
+    kernel.codegen()
+    assert len(kernel.bodies) == 1, "an epilogue is pointwise: one body"
+    removed = {n.name for n in kernel.nodes} - kept
+    lines = [ln for ln in (_resolve(x, removed, set()) for x in kernel.body.lines) if ln]
+    [(_, lines, _)] = _drop_unused([(kernel.body, lines, [])])
+    dims = ("b", "i", "j")[-len(buf.get_size()):]
+    variables = iter(group.xs + group.rs)
+    aliases = [(str(next(variables)), d) for d, n in zip(dims, buf.get_size()) if n != 1]
+    text = "\n".join(lines)
+    prelude = [f"const int64_t {v} = {d};" for v, d in aliases
+               if re.search(rf"\b{v}\b", text)]
+    return prelude, lines, list(kernel.memory_loads)
 
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")
