@@ -307,7 +307,7 @@ def _number_fast(self, other):
 
 
 def _large(name, ufunc, x, y):
-    """``ufunc(x, y)`` for operands of at least ``generated.MIN_NUMEL`` elements: a generated
+    """``ufunc(x, y)`` for an operand of at least ``generated.MIN_NUMEL`` elements: a generated
     kernel's result where one applies (``cpu/generated.py``), else NumPy's, written into a block
     of the caching allocator (warm pages instead of fresh ones) when ``x`` is C-contiguous and
     ``y`` is a number or an array of the same shape, so the result layout is the one NumPy
@@ -339,7 +339,8 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
                     y = other._np
                     if y is None:
                         y = other._nd()
-                    return wrap(ufunc(x, y) if x.size < _GEN_MIN else _large(name, ufunc, x, y))
+                    return wrap(ufunc(x, y) if x.size < _GEN_MIN and y.size < _GEN_MIN
+                                else _large(name, ufunc, x, y))
                 if _number_fast(self, other):
                     return wrap(ufunc(x, other) if x.size < _GEN_MIN
                                 else _large(name, ufunc, x, other))
