@@ -36,9 +36,6 @@ import numpy as np
 
 from ..._core.allocator import cpu_cache as _cpu_cache
 
-__all__ = ["MIN_NUMEL", "enabled", "pointwise", "pointwise_into", "activation",
-           "activation_backward", "softmax", "softmax_backward", "layer_norm_backward_input"]
-
 log = logging.getLogger(__name__)
 
 MIN_NUMEL = 32768
