@@ -35,6 +35,8 @@ import threading
 import numpy as np
 
 from ..._core.allocator import cpu_cache as _cpu_cache
+# (the ops proxy alone: a light module; the code generator is imported on the first build)
+from ..._inductor.virtualized import ops
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +84,11 @@ def _ember_dtype(np_dtype):
 # and the inner function of the operands' values.
 
 def _c(v, k):
-    from ..._inductor.virtualized import ops
     return ops.constant(k, v.dtype)
 
 
 def _pointwise_exprs():
     from ..._inductor.lowering import BINARY, UNARY
-    from ..._inductor.virtualized import ops
     exprs = {}
     # the unary rows whose NumPy function and C function agree on every input, NaN/inf included
     for name in ("neg", "abs", "relu", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
@@ -119,7 +119,6 @@ _GELU_C = 0.044715
 
 
 def _gelu(x, approximate):
-    from ..._inductor.virtualized import ops
     if approximate == "tanh":
         inner = ops.mul(_c(x, _GELU_K),
                         ops.add(x, ops.mul(_c(x, _GELU_C), ops.mul(x, ops.mul(x, x)))))
@@ -128,7 +127,6 @@ def _gelu(x, approximate):
 
 
 def _gelu_backward(x, g, approximate):
-    from ..._inductor.virtualized import ops
     if approximate == "tanh":
         x2 = ops.mul(x, x)
         t = ops.tanh(ops.mul(_c(x, _GELU_K), ops.add(x, ops.mul(ops.mul(_c(x, _GELU_C), x2), x))))
@@ -142,11 +140,10 @@ def _gelu_backward(x, g, approximate):
 
 
 def _threshold_backward(x, g, threshold):
-    from ..._inductor.virtualized import ops
     return ops.where(ops.le(x, threshold), _c(g, 0), g)
 
 
-# activation name -> {approximate or None: (spec name, aten text, forward fn or None)}
+# (activation, gelu's approximate or None) -> (spec name, aten text, inner function)
 def _activation_exprs():
     return {
         ("gelu", "none"): ("gelu", "aten::gelu (approximate='none')",
@@ -362,7 +359,6 @@ def activation_backward(name, x, g, params):
 # Row kernels: softmax, log_softmax, their backward ops, layer_norm's input gradient.
 
 def _row_specs(eager):
-    from ..._inductor.virtualized import ops
 
     def ld(name):
         return ops.load(name, None)
