@@ -244,6 +244,26 @@ def test_softmax_rows(dtype, calls):
     assert calls.n == 6  # (the backward cases run their forward op too)
 
 
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_forward(dtype, affine, calls):
+    """One row kernel writing the output, the mean and rstd; NaN and inf rows as NumPy's."""
+    x = _rows_input(dtype, rows=40, cols=1024).reshape(2, 20, 1024)
+    w = _data(1024, dtype, 18) if affine[0] else None
+    b = _data(1024, dtype, 19, low=-1, high=1) if affine[1] else None
+    got = aten.native_layer_norm(x, [1024], w, b, 1e-5)
+    if dtype == np.float64:
+        want = _numpy(lambda: aten.native_layer_norm(x, [1024], w, b, 1e-5))
+    else:
+        # float32 row sums in another order than NumPy's: against the float64 kernel, rounded
+        d = [t.double() if t is not None else None for t in (x, w, b)]
+        want = [t.float() for t in _numpy(lambda: aten.native_layer_norm(d[0], [1024], d[1],
+                                                                         d[2], 1e-5))]
+    for g, wt in zip(got, want):
+        _same(g, wt, dtype)
+    assert calls.n == 1
+
+
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_layer_norm_backward(dtype, weighted, calls):
@@ -378,7 +398,8 @@ def test_sources_compile_without_warnings(tmp_path, dtype):
     specs += [eager.PointwiseSpec(sn, aten, fn, (dtype,) * (4 if "threshold" in sn else 3),
                                   ("vvs",) if "threshold" in sn else ("vv",))
               for sn, aten, fn in backward.values()]
-    specs += [eager.RowSpec(sn, aten, operands, passes, dtype)
+    specs += [eager.RowSpec(sn, aten, operands, passes, dtype,
+                            G._ROW_OUTPUTS.get(sn, (("out", "v"),)))
               for sn, (aten, operands, passes) in G._row_specs(eager).items()]
     units = []
     for spec in specs:

@@ -12,7 +12,7 @@ layout letter per operand:
 
 ``v``  contiguous, with the result's size: element ``i`` (row kernels: ``row * cols + j``)
 ``s``  a single element broadcast over the result (a 0-dim tensor, a Python number)
-``r``  row kernels only: one element per row (layer_norm's mean and rstd)
+``r``  row kernels only: one element per row (layer_norm's mean and rstd, read or written)
 ``c``  row kernels only: one element per column (layer_norm's weight)
 
 Pointwise kernels split the element range into one chunk per thread; row kernels (softmax,
@@ -28,7 +28,7 @@ from ..virtualized import ops, set_ops_handler
 from .cpp import CSEVar, CTYPES, REDUCTIONS, STORAGE_CTYPES, CppOverrides, constant_code, \
     load_code, prelude, store_code
 
-__all__ = ["GRAIN_SIZE", "PointwiseSpec", "RowSpec", "Reduce", "load_module"]
+__all__ = ["GRAIN_SIZE", "PointwiseSpec", "RowSpec", "Reduce", "Store", "load_module"]
 
 GRAIN_SIZE = 32768  # PyTorch's at::internal::GRAIN_SIZE
 
@@ -55,16 +55,26 @@ class Reduce:
 
 
 @dataclasses.dataclass(frozen=True)
+class Store:
+    """A pass of a row kernel storing ``inner_fn()`` to ``output``: every element of the row
+    (an output of layout ``v``) or once per row (layout ``r``, from the accumulators; later
+    passes read the value as ``ops.load(output, None)``)."""
+    output: str
+    inner_fn: object
+
+
+@dataclasses.dataclass(frozen=True)
 class RowSpec:
     """A kernel over ``rows`` rows of ``cols`` contiguous elements: ``passes`` run in order over
-    each row, each a tuple of :class:`Reduce` (loops fused into one) or a final ``inner_fn``
-    whose value is stored to the result. ``ops.load("cols", None)`` is the row length as a
-    value of the computation dtype."""
+    each row, each a tuple of :class:`Reduce` (loops fused into one), a :class:`Store`, or an
+    ``inner_fn`` whose value is stored to ``out``. ``ops.load("cols", None)`` is the row length
+    as a value of the computation dtype."""
     name: str
     aten: str
     operands: tuple  # (name, layout) of each input, in the C function's argument order
     passes: tuple
     dtype: object    # the computation and result dtype
+    outputs: tuple = (("out", "v"),)  # (name, layout "v" or "r"), before the inputs
 
 
 class _Body:
@@ -106,8 +116,8 @@ def _ref(name, layout, element):
     return f"{name}[0]" if layout == "s" else f"{name}[{element}]"
 
 
-def _params(names_dtypes, out_dtype):
-    params = [f"{STORAGE_CTYPES[out_dtype]}* out"]
+def _params(names_dtypes, outputs):
+    params = [f"{STORAGE_CTYPES[dt]}* {name}" for name, dt in outputs]
     params += [f"const {STORAGE_CTYPES[dt]}* {name}" for name, dt in names_dtypes]
     return ", ".join(params)
 
@@ -139,10 +149,11 @@ def _pointwise_source(spec, layout):
     body = _Body(refs, {})
     value = _run(body, lambda: spec.inner_fn(*[_load(n) for n in names]))
     fname = f"{spec.name}_{out_dtype.name}_{layout}"
+    params = _params(list(zip(names, dtypes)), [("out", out_dtype)])
     args = ", ".join(["out", *names])
     return fname, "\n".join([
         f"/* {fname}: {spec.aten} on {_describe(layout)} */",
-        f"static void {fname}_range({_params(zip(names, dtypes), out_dtype)}, int64_t begin, "
+        f"static void {fname}_range({params}, int64_t begin, "
         "int64_t end)",
         "{",
         "    #pragma omp simd",
@@ -152,7 +163,7 @@ def _pointwise_source(spec, layout):
         "    }",
         "}",
         "",
-        f"static void {fname}({_params(zip(names, dtypes), out_dtype)}, int64_t n, "
+        f"static void {fname}({params}, int64_t n, "
         "int64_t nthreads)",
         "{",
         *_chunks("n", "n", f"{fname}_range", args),
@@ -174,25 +185,38 @@ def _row_source(spec):
     dt = spec.dtype
     ct = CTYPES[dt]
     names = [n for n, _ in spec.operands]
+    outs = [(n, dt) for n, _ in spec.outputs]
+    out_layouts = dict(spec.outputs)
     refs = {n: ({"v": f"{n}[row * cols + j]", "s": f"{n}[0]", "r": f"{n}[row]",
                  "c": f"{n}[j]"}[lay], dt) for n, lay in spec.operands}
     values = {"cols": CSEVar("cols_value", dt)}
     fname = f"{spec.name}_{dt.name}"
     lines = [f"/* {fname}: {spec.aten}, row by row; "
              f"{', '.join(f'{n} {lay}' for n, lay in spec.operands)} */",
-             f"static void {fname}_range({_params([(n, dt) for n in names], dt)}, int64_t cols, "
-             "int64_t begin, int64_t end)",
+             f"static void {fname}_range({_params([(n, dt) for n in names], outs)}, "
+             "int64_t cols, int64_t begin, int64_t end)",
              "{",
              f"    {ct} cols_value = ({ct})cols;",
              "    for (int64_t row = begin; row < end; row++) {"]
     ind = "        "
     for step in spec.passes:
-        if callable(step):  # the stored pass
+        if callable(step):
+            step = Store("out", step)
+        if isinstance(step, Store):
             body = _Body(refs, values)
-            value = _run(body, step)
+            value = _run(body, step.inner_fn)
+            name = step.output
+            if out_layouts[name] == "r":
+                # once per row, in a block of its own (each body numbers its locals from 0)
+                lines += [f"{ind}{ct} {name}_value;", f"{ind}{{",
+                          *[f"{ind}    {ln}" for ln in body.lines],
+                          f"{ind}    {name}_value = {value};", f"{ind}}}",
+                          f"{ind}{name}[row] = {store_code(f'{name}_value', dt)};"]
+                values[name] = CSEVar(f"{name}_value", dt)
+                continue
             lines += [f"{ind}#pragma omp simd", f"{ind}for (int64_t j = 0; j < cols; j++) {{",
                       *[f"{ind}    {ln}" for ln in body.lines],
-                      f"{ind}    out[row * cols + j] = {store_code(value, value.dtype)};",
+                      f"{ind}    {name}[row * cols + j] = {store_code(value, value.dtype)};",
                       f"{ind}}}"]
             continue
         # the reductions of one pass share a loop, and its common subexpressions
@@ -218,24 +242,26 @@ def _row_source(spec):
     if "cols_value" not in "\n".join(lines[4:]):
         del lines[3]  # no pass reads the row length as a value
     lines += ["    }", "}", "",
-              f"static void {fname}({_params([(n, dt) for n in names], dt)}, int64_t rows, "
+              f"static void {fname}({_params([(n, dt) for n in names], outs)}, int64_t rows, "
               "int64_t cols, int64_t nthreads)",
               "{",
-              *_chunks("rows", "rows * cols", f"{fname}_range", ", ".join(["out", *names, "cols"])),
+              *_chunks("rows", "rows * cols", f"{fname}_range",
+                       ", ".join([n for n, _ in outs] + names + ["cols"])),
               "}"]
     return fname, "\n".join(lines)
 
 
-def _entry(fname, operands, sizes):
-    """The METH_FASTCALL entry point of ``fname``: ``(out, *operands, *sizes, nthreads)``, the
-    arrays passed as objects with the buffer protocol (NumPy arrays), each checked to hold the
-    elements the sizes promise, so a wrong call raises instead of reading past a buffer."""
-    n_arrays = 1 + len(operands)
+def _entry(fname, outputs, operands, sizes):
+    """The METH_FASTCALL entry point of ``fname``: ``(*outputs, *operands, *sizes, nthreads)``,
+    the arrays passed as objects with the buffer protocol (NumPy arrays), each checked to hold
+    the elements the sizes promise, so a wrong call raises instead of reading past a buffer;
+    ``outputs`` and ``operands`` are layout letters."""
+    n_out = len(outputs)
+    n_arrays = n_out + len(operands)
     total = "n" if sizes == ("n",) else "rows * cols"
     need = {"v": total, "s": "1", "r": "rows", "c": "cols"}
-    checks = [f"needs[0] = {total};"] + [f"needs[{k + 1}] = {need[lay]};"
-                                          for k, lay in enumerate(operands)]
-    call_args = ", ".join([f"({'' if k == 0 else 'const '}void*)views[{k}].buf"
+    checks = [f"needs[{k}] = {need[lay]};" for k, lay in enumerate(outputs + operands)]
+    call_args = ", ".join([f"({'' if k < n_out else 'const '}void*)views[{k}].buf"
                            for k in range(n_arrays)] + list(sizes) + ["nthreads"])
     size_decls = [f"    int64_t {s} = PyLong_AsLongLong(args[{n_arrays + k}]);"
                   for k, s in enumerate(sizes)]
@@ -254,7 +280,8 @@ def _entry(fname, operands, sizes):
         *[f"    {c}" for c in checks],
         "    int got = 0;",
         f"    for (; got < {n_arrays}; got++) {{",
-        "        int flags = got == 0 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;",
+        f"        int flags = got < {n_out} ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS "
+        ": PyBUF_C_CONTIGUOUS;",
         "        if (PyObject_GetBuffer(args[got], &views[got], flags) < 0) break;",
         "        if (views[got].len < needs[got] * views[got].itemsize) {",
         "            PyBuffer_Release(&views[got]);",
@@ -281,13 +308,13 @@ def source(spec):
     parts, methods = [prelude(vector_math)], []
     if isinstance(spec, PointwiseSpec):
         module = f"eager_{spec.name}_{spec.dtypes[-1].name}"
-        kernels = [(*_pointwise_source(spec, lay), lay, ("n",)) for lay in spec.layouts]
+        kernels = [(*_pointwise_source(spec, lay), "v", lay, ("n",)) for lay in spec.layouts]
     else:
         module = f"eager_{spec.name}_{spec.dtype.name}"
-        kernels = [(*_row_source(spec), "".join(lay for _, lay in spec.operands),
-                    ("rows", "cols"))]
-    for fname, src, layout, sizes in kernels:
-        parts += [src, _entry(fname, layout, sizes)]
+        kernels = [(*_row_source(spec), "".join(lay for _, lay in spec.outputs),
+                    "".join(lay for _, lay in spec.operands), ("rows", "cols"))]
+    for fname, src, outputs, layout, sizes in kernels:
+        parts += [src, _entry(fname, outputs, layout, sizes)]
         methods.append(f'    {{"{fname}", (PyCFunction)(void(*)(void))py_{fname}, '
                        "METH_FASTCALL, NULL},")
     parts.append("\n".join([

@@ -383,7 +383,25 @@ def _row_specs(eager):
         return ((eager.Reduce("dot", "sum", lambda: ops.mul(dxhat(weighted), xhat())),
                  eager.Reduce("total", "sum", lambda: dxhat(weighted))), grad_input)
 
+    def layer_norm_forward(weighted, biased):
+        def normalized():
+            out = ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd"))
+            out = ops.mul(out, ld("weight")) if weighted else out
+            return ops.add(out, ld("bias")) if biased else out
+        operands = (("x", "v"), ("eps", "s")) + ((("weight", "c"),) if weighted else ()) + \
+            ((("bias", "c"),) if biased else ())
+        return ("aten::native_layer_norm over the last dim", operands, (
+            (eager.Reduce("total", "sum", lambda: ld("x")),),
+            eager.Store("mean", lambda: ops.truediv(ld("total"), ld("cols"))),
+            (eager.Reduce("squares", "sum",
+                          lambda: ops.square(ops.sub(ld("x"), ld("mean")))),),
+            eager.Store("rstd", lambda: ops.rsqrt(ops.add(ops.truediv(ld("squares"), ld("cols")),
+                                                          ld("eps")))),
+            eager.Store("out", normalized)))
+
     return {
+        **{f"layer_norm{'_w' if w else ''}{'_b' if b else ''}": layer_norm_forward(w, b)
+           for w in (True, False) for b in (True, False)},
         "softmax": ("aten::_softmax over the last dim", (("x", "v"),),
                     (amax, sum_exp, lambda: ops.truediv(ops.exp(shifted()), ld("sum_exp")))),
         "log_softmax": ("aten::_log_softmax over the last dim", (("x", "v"),),
@@ -409,19 +427,27 @@ def _row_specs(eager):
     }
 
 
+# the row kernels with outputs besides ``out`` (of the input's shape): name -> (name, layout)
+_ROW_OUTPUTS = {f"layer_norm{w}{b}": (("out", "v"), ("mean", "r"), ("rstd", "r"))
+                for w in ("_w", "") for b in ("_b", "")}
+
+
 def _rows(spec_name, arrays, rows, cols):
-    """Run row kernel ``spec_name`` on ``arrays`` (matching its operands' layouts), or None."""
+    """Run row kernel ``spec_name`` on ``arrays`` (matching its operands' layouts); its result
+    (a tuple for a kernel of several outputs, ``(rows, 1)`` arrays for per-row ones), or None."""
     dt = arrays[0].dtype
+    outputs = _ROW_OUTPUTS.get(spec_name, (("out", "v"),))
 
     def make_spec(eager):
         aten, operands, passes = _row_specs(eager)[spec_name]
-        return eager.RowSpec(spec_name, aten, operands, passes, _ember_dtype(dt))
+        return eager.RowSpec(spec_name, aten, operands, passes, _ember_dtype(dt), outputs)
     module = _module((spec_name, dt), make_spec)
     if module is None:
         return None
-    out = _empty(arrays[0].shape, dt)
-    getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}")(out, *arrays, rows, cols, _threads())
-    return out
+    outs = [_empty(arrays[0].shape, dt) if lay == "v" else np.empty((rows, 1), dt)
+            for _, lay in outputs]
+    getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}")(*outs, *arrays, rows, cols, _threads())
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _row_shape(arrays, dim):
@@ -450,6 +476,19 @@ def softmax_backward(grad, y, dim, log=False):
     if shape is None:
         return None
     return _rows("log_softmax_backward" if log else "softmax_backward", [grad, y], *shape)
+
+
+def layer_norm(x, weight, bias, eps):
+    """native_layer_norm of the ``(m, n)`` array ``x`` with ``(1, n)`` ``weight`` and ``bias``
+    (or None): ``(out, mean, rstd)``, the statistics ``(m, 1)``; or None."""
+    arrays = [x, np.asarray(eps).astype(x.dtype)] + \
+        [a for a in (weight, bias) if a is not None]
+    if _row_shape([x], 1) is None or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    m, n = x.shape
+    name = f"layer_norm{'_w' if weight is not None else ''}{'_b' if bias is not None else ''}"
+    return _rows(name, arrays, m, n)
 
 
 def layer_norm_backward_input(grad, x, mean, rstd, weight):
