@@ -67,7 +67,9 @@ def _mvec_functions():
 def prelude(vector_math):
     """The C text every kernel module starts with."""
     lines = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "#include <math.h>",
-             "#include <stdbool.h>", "#include <stdint.h>", "#include <string.h>", ""]
+             "#include <stdbool.h>", "#include <stdint.h>", "#include <string.h>", "",
+             "/* set by a kernel whose workspace allocation failed; its caller raises MemoryError */",
+             "static _Thread_local int ember_kernel_oom __attribute__((unused));", ""]
     if vector_math:
         lines.append("/* vector variants from glibc's libmvec, called inside omp simd loops */")
         for fn in _mvec_functions():
@@ -930,6 +932,7 @@ def module_source(name, kernels, vector_math=True):
             "    Py_BEGIN_ALLOW_THREADS",
             f"    {kname}({casts});",
             "    Py_END_ALLOW_THREADS",
+            "    if (ember_kernel_oom) { ember_kernel_oom = 0; return PyErr_NoMemory(); }",
             "    Py_RETURN_NONE;",
             "}",
         ]))

@@ -116,8 +116,8 @@ class CppGemmTemplate:
             f"    {t}* restrict packed = ({t}*)malloc(sizeof({t}) * {panels});",
             "    if (packed == NULL)",
             "    {",
-            f'        fputs("{name}: out of memory for the packed B panels\\n", stderr);',
-            "        abort();",
+            "        ember_kernel_oom = 1;  /* the entry point raises MemoryError */",
+            "        return;",
             "    }",
         ]
         ind = "    "
