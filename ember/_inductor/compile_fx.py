@@ -18,6 +18,7 @@ import warnings
 from .._core.codegen import compile_source
 from . import codecache, config
 from .codegen.cpp import module_source
+from .codegen.cpp_wrapper import CppWrapperCodeGen
 from .codegen.wrapper import WrapperCodeGen
 from .exc import InvalidCxxCompiler
 from .graph import GraphLowering
@@ -66,15 +67,18 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         scheduler = Scheduler(graph)
         times["scheduling"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        wrapper = WrapperCodeGen(graph, scheduler)
-        py_src = wrapper.generate()
+        wrapper, py_src = _generate_wrapper(graph, scheduler, name)
         ir_text = scheduler.describe() if config.debug else None
-    # named by content, so another graph or process with the same kernels shares the build
-    digest = hashlib.sha256("".join(k[1] for k in wrapper.kernels).encode()).hexdigest()
+    c_wrapper = getattr(wrapper, "c_wrapper", None)
+    # named by content, so another graph or process with the same kernels (and C wrapper)
+    # shares the build
+    digest = hashlib.sha256("".join([k[1] for k in wrapper.kernels]
+                                    + ([c_wrapper[0]] if c_wrapper else [])).encode()).hexdigest()
     module_name = f"ember_inductor_{digest[:16]}"
     try:
         c_src = module_source(module_name, wrapper.kernels,
-                              vector_math=codecache.compiler_features()["mvec"])
+                              vector_math=codecache.compiler_features()["mvec"],
+                              wrapper=c_wrapper)
         times["codegen"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         kernels = codecache.CppCodeCache.load(c_src, module_name)
@@ -91,8 +95,16 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     codecache.write_atomic(py_path, py_src)
     namespace = dict(wrapper.constants, kernels=kernels)
     compile_source(py_src, py_path, namespace)
-    output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
-                          py_path, py_src, path, c_src)
+    call = namespace["call"]
+    if c_wrapper:
+        # the Python wrapper stays for reading (and is printed); the C one runs
+        call = kernels.bind(wrapper.constant_values(namespace))
+        output_code_log.debug("Output code written to: %s\n# cpp_wrapper: the C call() at the "
+                              "end of the C module replaces this Python wrapper\n%s\n"
+                              "# C kernels and wrapper: %s\n%s", py_path, py_src, path, c_src)
+    else:
+        output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
+                              py_path, py_src, path, c_src)
     if config.debug:
         ir_path = os.path.join(os.path.dirname(path), f"ir_{py_digest}.txt")
         codecache.write_atomic(ir_path, ir_text)
@@ -100,7 +112,20 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     log.info("inductor %s: %d kernels, %d fallbacks; %s", name, len(wrapper.kernels),
              sum(graph.fallbacks.values()),
              ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()))
-    return CompiledGraph(namespace["call"], py_src, c_src, path, graph.fallbacks)
+    return CompiledGraph(call, py_src, c_src, path, graph.fallbacks)
+
+
+def _generate_wrapper(graph, scheduler, name):
+    """``(generator, Python source)``: the C wrapper's generator under ``config.cpp_wrapper``
+    unless the graph needs what it lacks (symbolic sizes), else the Python one's."""
+    if config.cpp_wrapper:
+        wrapper = CppWrapperCodeGen(graph, scheduler)
+        try:
+            return wrapper, wrapper.generate()
+        except NotImplementedError as e:
+            log.info("inductor %s: the Python wrapper instead of cpp_wrapper: %s", name, e)
+    wrapper = WrapperCodeGen(graph, scheduler)
+    return wrapper, wrapper.generate()
 
 
 def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
@@ -122,14 +147,18 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
 
 
 _warned_modes = set()
+# what each mode sets (PyTorch's list_mode_options, for the CPU: reduce-overhead's CUDA graphs
+# have no CPU meaning, its wrapper in C is what removes the per-call overhead there)
+_MODE_OPTIONS = {None: {}, "default": {}, "reduce-overhead": {"cpp_wrapper": True}}
 
 
 def _options(mode, options):
-    opts = dict(options or {})
-    if mode not in (None, "default") and mode not in _warned_modes:
+    opts = dict(_MODE_OPTIONS.get(mode, {}), **(options or {}))
+    if mode not in _MODE_OPTIONS and mode not in _warned_modes:
         _warned_modes.add(mode)
         warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
-                      "mode yet; the graphs compile as mode='default'")
+                      "mode yet (it implements 'default' and 'reduce-overhead'); the graphs "
+                      "compile as mode='default'")
     unknown = [k for k in opts if not hasattr(config, k)]
     if unknown:
         raise RuntimeError(f"Unexpected optimization option {unknown[0]}, known options are "

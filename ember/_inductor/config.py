@@ -13,12 +13,15 @@ inline_max_users = 4
 inline_max_ops = 8
 # a kernel-private intermediate up to this many bytes per row lives on the stack, not in memory
 row_local_max_bytes = 64 * 1024
+# the graph's wrapper in C, compiled into its kernel module, so a call is one C call (PyTorch's
+# name; set by mode="reduce-overhead" on the CPU): no Python between kernels
+cpp_wrapper = False
 # write the IR of each graph next to its generated code (also TORCH_COMPILE_DEBUG=1)
 debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
 _OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
-            "inline_max_ops", "row_local_max_bytes", "debug")
+            "inline_max_ops", "row_local_max_bytes", "cpp_wrapper", "debug")
 
 
 def known_options():
