@@ -3,7 +3,9 @@
 ``compile_fx`` runs AOTAutograd with Inductor's decompositions and the min-cut partitioner;
 each resulting graph (forward, backward, or inference) goes to ``compile_fx_inner``:
 lower to IR (``graph``), fuse (``scheduler``), write C and the Python wrapper
-(``codegen``), build the C module (``codecache``) and return the wrapper's ``call``.
+(``codegen``), build the C module (``codecache``) and return the wrapper's ``call``. Under
+``config.cpp_wrapper`` (``mode="reduce-overhead"``) the wrapper is also written in C, into the
+same module, and that ``call`` is the one returned (``codegen/cpp_wrapper.py``).
 
 Without a working C compiler the graphs run as AOTAutograd traced them (``aot_eager``) after
 one warning naming ``CC``/``CXX``; a compile error in generated code raises.
@@ -67,9 +69,10 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         scheduler = Scheduler(graph)
         times["scheduling"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        wrapper, py_src = _generate_wrapper(graph, scheduler, name)
+        wrapper = (CppWrapperCodeGen if config.cpp_wrapper else WrapperCodeGen)(graph, scheduler)
+        py_src = wrapper.generate()
         ir_text = scheduler.describe() if config.debug else None
-    c_wrapper = getattr(wrapper, "c_wrapper", None)
+    c_wrapper = wrapper.c_wrapper if config.cpp_wrapper else None
     # named by content, so another graph or process with the same kernels (and C wrapper)
     # shares the build
     digest = hashlib.sha256("".join([k[1] for k in wrapper.kernels]
@@ -113,19 +116,6 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
              sum(graph.fallbacks.values()),
              ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()))
     return CompiledGraph(call, py_src, c_src, path, graph.fallbacks)
-
-
-def _generate_wrapper(graph, scheduler, name):
-    """``(generator, Python source)``: the C wrapper's generator under ``config.cpp_wrapper``
-    unless the graph needs what it lacks (symbolic sizes), else the Python one's."""
-    if config.cpp_wrapper:
-        wrapper = CppWrapperCodeGen(graph, scheduler)
-        try:
-            return wrapper, wrapper.generate()
-        except NotImplementedError as e:
-            log.info("inductor %s: the Python wrapper instead of cpp_wrapper: %s", name, e)
-    wrapper = WrapperCodeGen(graph, scheduler)
-    return wrapper, wrapper.generate()
 
 
 def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):

@@ -22,6 +22,8 @@ properties and NumPy's ``__array_interface__`` dict (~4 us). The C wrapper alloc
 data pointer with the buffer protocol on the tensor's NumPy storage (``ember_data_ptr``, tens
 of ns).
 """
+import re
+
 from ..._core.strides import storage_extent
 from .. import ir
 from .wrapper import WrapperCodeGen
@@ -123,6 +125,19 @@ def _c_comment(text):
     return text.replace("*/", "* /")
 
 
+# names a graph's buffers may not take as C locals: C's keywords and call()'s own names
+_C_RESERVED = frozenset("""auto break case char const continue default do double else enum extern
+float for goto if inline int long register restrict return short signed sizeof static struct
+switch typedef union unsigned void volatile while bool true false self args fargs nfargs result
+out p C""".split())
+
+
+def c_local(name):
+    """The C local holding buffer ``name``: its own name (``buf3``, ``primals_1``) unless that
+    is taken (a placeholder called ``args`` or ``t0``)."""
+    return f"v_{name}" if name in _C_RESERVED or re.fullmatch(r"t\d+", name) else name
+
+
 class CppWrapperCodeGen(WrapperCodeGen):
     """The Python wrapper's generator, writing a C block beside each line it emits; after
     :meth:`generate`, ``c_wrapper`` is ``(C source, method table lines)`` for ``module_source``
@@ -155,7 +170,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
             return self._temp(temps, f"PyObject_Vectorcall({self.const('as_strided')}, "
                                      f"(PyObject *const[]){{{', '.join(items)}}}, 4, NULL)")
         if isinstance(a, ir.Buffer):
-            return a.name
+            return c_local(a.name)
         if isinstance(a, (list, tuple)) and self._names(a):
             items = [self.value(x, temps) for x in a]
             return self._temp(temps, f"ember_pack({int(isinstance(a, list))}, {len(items)}, "
@@ -184,15 +199,14 @@ class CppWrapperCodeGen(WrapperCodeGen):
     # -- the blocks ----------------------------------------------------------------------------
     def codegen_alloc(self, name, lay):
         super().codegen_alloc(name, lay)
-        if not all(isinstance(v, int) for v in (*lay.size, *lay.stride)):
-            raise NotImplementedError("the C wrapper needs static sizes")
         nbytes = storage_extent(lay.size, lay.stride, 0) * lay.dtype.itemsize
         args = [self.const(repr(tuple(lay.size))), self.const(repr(tuple(lay.stride))),
                 self.const(self.arg(lay.dtype)), self.const(repr(nbytes))]
+        v = c_local(name)
         self.blocks[-1] = [
-            f"{name} = PyObject_Vectorcall({self.const('empty_strided_cpu')}, "
+            f"{v} = PyObject_Vectorcall({self.const('empty_strided_cpu')}, "
             f"(PyObject *const[]){{{', '.join(args)}}}, 4, NULL);",
-            f"if ({name} == NULL) goto fail;"]
+            f"if ({v} == NULL) goto fail;"]
 
     def codegen_kernel_call(self, kname, args):
         super().codegen_kernel_call(kname, args)
@@ -202,7 +216,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
             self.blocks[-1] = [f"{kname}();"]
             return
         checks = " ||\n            ".join(
-            f"ember_data_ptr({a}, {self.graph.dtype_of(a).itemsize}, &p[{i}]) < 0"
+            f"ember_data_ptr({c_local(a)}, {self.graph.dtype_of(a).itemsize}, &p[{i}]) < 0"
             for i, a in enumerate(args))
         casts = ", ".join(f"({t}*)p[{i}]" for i, t in enumerate(ctypes))
         self.blocks[-1] = [
@@ -225,22 +239,23 @@ class CppWrapperCodeGen(WrapperCodeGen):
         argv = ", ".join(pos + kw) or "NULL"
         call = (f"PyObject_Vectorcall({op}, (PyObject *const[]){{{argv}}}, {len(pos)}, {kwnames})"
                 if pos or kw else f"PyObject_CallNoArgs({op})")
-        self.blocks[-1] = self._set_block(buf.name, call, temps)
+        self.blocks[-1] = self._set_block(c_local(buf.name), call, temps)
 
     def codegen_multi_output(self, buf):
         super().codegen_multi_output(buf)
         path = ", ".join(map(str, buf.index))
+        v = c_local(buf.name)
         self.blocks[-1] = [
-            f"{buf.name} = ember_item({buf.parent.name}, {len(buf.index)}, "
+            f"{v} = ember_item({c_local(buf.parent.name)}, {len(buf.index)}, "
             f"(const Py_ssize_t[]){{{path}}});",
-            f"if ({buf.name} == NULL) goto fail;"]
+            f"if ({v} == NULL) goto fail;"]
 
     def codegen_bounds_checks(self, name):
         first = len(self.lines)
         super().codegen_bounds_checks(name)
         for i, (size, op, dim) in zip(range(first, len(self.lines)),
                                       self.graph.bounds_checks.get(name, ())):
-            args = [name, self.const(repr(size)), self.const(repr(op)), self.const(repr(dim))]
+            args = [c_local(name), self.const(repr(size)), self.const(repr(op)), self.const(repr(dim))]
             self.blocks[i] = [f"if (ember_check({self.const('check_bounds')}, "
                               f"(PyObject *const[]){{{', '.join(args)}}}, 4) < 0)",
                               "    goto fail;"]
@@ -264,7 +279,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
         g = self.graph
         inputs = list(g.graph_input_names)
         defined = [d for _, _, d in self.lines if d]
-        local_names = inputs + [d for d in defined if d not in inputs]
+        local_names = [c_local(n) for n in inputs + [d for d in defined if d not in inputs]]
         out_names = self._names(list(g.graph_outputs))
         body = []
         n_in = len(inputs)
@@ -275,7 +290,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
                  "PyList_GET_SIZE(args));",
                  "    return NULL;", "}"]
         for i, name in enumerate(inputs):
-            body.append(f"{name} = Py_NewRef(PyList_GET_ITEM(args, {i}));")
+            body.append(f"{c_local(name)} = Py_NewRef(PyList_GET_ITEM(args, {i}));")
         body += ["if (PyList_SetSlice(args, 0, PY_SSIZE_T_MAX, NULL) < 0)", "    goto fail;"]
         for (code, _, _), block, dead in zip(self.lines, self.blocks, self.dead_after(out_names)):
             body.append("")
@@ -283,7 +298,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
             body += block
             if dead:
                 body.append(f"/* del {', '.join(dead)} */")
-                body += [f"Py_CLEAR({n});" for n in dead]
+                body += [f"Py_CLEAR({c_local(n)});" for n in dead]
         outs = list(g.graph_outputs)
         body += ["", f"/* return ({''.join(self.arg(o) + ', ' for o in outs)}) */",
                  f"result = PyTuple_New({len(outs)});",
