@@ -143,8 +143,17 @@ def test_aliased_inputs_and_outputs():
 
 
 def test_list_arguments_holding_buffers():
-    f = lambda x, y: ember.cat([x.sin() @ y, y.t() @ x.t()], 0).cumsum(0)  # noqa: E731
-    both_modes(f, ember.randn(3, 3), ember.randn(3, 3))
+    # fallbacks taking lists of buffers: aten.index.Tensor(x, [i]), aten.index_put(x, [i], v)
+    def f(x, i):
+        j = i.abs() % 3
+        return x.sin()[j], x.sin().index_put((j,), x[0] * 2), ember.block_diag(x, x.cos())
+    rec = Recorder()
+    x, i = ember.randn(3, 3), ember.tensor([2, -1, 0])
+    out = ember.compile(f, backend=rec.backend())(x, i)
+    call_src = rec.graphs[0].c_source_code.split("static PyObject *call(")[1]
+    assert "ember_pack(1, 1, " in call_src
+    assert_identical(out, both_modes(f, x, i))
+    assert_close_to_eager(out, f(x, i))
 
 
 def test_bounds_check_raises_as_eager_and_leaks_nothing():
