@@ -1,5 +1,6 @@
-"""The wrapper of a compiled graph written in C (PyTorch's ``torch._inductor.codegen.cpp_wrapper_cpu``),
-for ``config.cpp_wrapper`` (``mode="reduce-overhead"`` on the CPU): a graph is one C call.
+"""The wrapper of a compiled graph written in C (PyTorch's
+``torch._inductor.codegen.cpp_wrapper_cpu``), for ``config.cpp_wrapper`` (``mode="reduce-overhead"``
+on the CPU): a graph is one C call.
 
 :class:`CppWrapperCodeGen` walks the schedule as the Python wrapper does (it is a subclass: the
 Python text is still produced, and each C block carries the Python line it replaces as a
@@ -18,9 +19,9 @@ is the constants tuple, so graphs sharing one module each keep their own).
 Allocation and data pointers are where the Python wrapper spends its time on small graphs:
 ``ember.empty_strided`` goes through the dispatcher (~20 us), ``Tensor.data_ptr()`` through two
 properties and NumPy's ``__array_interface__`` dict (~4 us). The C wrapper allocates with
-``runtime.empty_strided_cpu`` (the CPU allocator and the tensor constructor, ~2 us) and reads a
-data pointer with the buffer protocol on the tensor's NumPy storage (``ember_data_ptr``, tens
-of ns).
+``runtime.empty_strided_cpu`` (the CPU allocator and the tensor constructor, ~3 us) and reads a
+data pointer with the buffer protocol on the tensor's NumPy storage (``ember_data_ptr``, in C);
+figures in benchmarks/NOTES.md.
 """
 import re
 
@@ -255,7 +256,8 @@ class CppWrapperCodeGen(WrapperCodeGen):
         super().codegen_bounds_checks(name)
         for i, (size, op, dim) in zip(range(first, len(self.lines)),
                                       self.graph.bounds_checks.get(name, ())):
-            args = [c_local(name), self.const(repr(size)), self.const(repr(op)), self.const(repr(dim))]
+            args = [c_local(name), self.const(repr(size)), self.const(repr(op)),
+                    self.const(repr(dim))]
             self.blocks[i] = [f"if (ember_check({self.const('check_bounds')}, "
                               f"(PyObject *const[]){{{', '.join(args)}}}, 4) < 0)",
                               "    goto fail;"]
@@ -349,7 +351,8 @@ class CppWrapperCodeGen(WrapperCodeGen):
             "/* the graph's call(args), its constants bound as its self */",
             "static PyObject *bind(PyObject *module, PyObject *constants)",
             "{",
-            f"    if (!PyTuple_CheckExact(constants) || PyTuple_GET_SIZE(constants) != {n_const}) {{",
+            "    if (!PyTuple_CheckExact(constants) || "
+            f"PyTuple_GET_SIZE(constants) != {n_const}) {{",
             f'        PyErr_SetString(PyExc_TypeError, "bind() takes a tuple of {n_const} '
             'constants");',
             "        return NULL;", "    }",
