@@ -37,7 +37,9 @@ _warned_no_compiler = False
 
 class CompiledGraph:
     """A compiled graph: ``call(args)`` (boxed: it takes the argument list and clears it),
-    with the generated sources kept for inspection."""
+    with the generated sources kept for inspection: ``source_code`` the Python wrapper (the one
+    that runs unless ``config.cpp_wrapper``), ``c_source_code`` the C module (kernels, and the C
+    wrapper that runs under ``cpp_wrapper``)."""
 
     _boxed_call = True
 
