@@ -29,7 +29,7 @@ from ..._core.strides import storage_extent
 from .. import ir
 from .wrapper import WrapperCodeGen
 
-__all__ = ["CppWrapperCodeGen", "C_HELPERS"]
+__all__ = ["CppWrapperCodeGen"]
 
 # Shared by every C wrapper: data pointers, runtime lists and tuples, multi-output items.
 C_HELPERS = r"""
@@ -87,7 +87,7 @@ static inline int ember_data_ptr(PyObject *t, Py_ssize_t itemsize, void **out)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* A new list (or tuple) of n items, for arguments holding buffers: [buf1, buf2] of a cat */
+/* A new list (or tuple) of n items, for arguments holding buffers: the [buf1] of an index */
 static inline PyObject *ember_pack(int is_list, Py_ssize_t n, PyObject *const *items)
 {
     PyObject *r = is_list ? PyList_New(n) : PyTuple_New(n);
@@ -265,7 +265,8 @@ class CppWrapperCodeGen(WrapperCodeGen):
     # -- the function ---------------------------------------------------------------------------
     def generate(self):
         py_src = super().generate()
-        self.c_wrapper = (self._c_source(), [
+        return_line = py_src.rstrip().splitlines()[-1].strip()
+        self.c_wrapper = (self._c_source(return_line), [
             '    {"bind", (PyCFunction)bind, METH_O, '
             '"bind(constants): the graph\'s call(args) using these constants"},'])
         return py_src
@@ -277,7 +278,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
         env = dict(namespace, empty_strided_cpu=runtime.empty_strided_cpu)
         return tuple(eval(expr, env) for expr in self.c_constants)  # noqa: S307 (our own text)
 
-    def _c_source(self):
+    def _c_source(self, return_line):
         g = self.graph
         inputs = list(g.graph_input_names)
         defined = [d for _, _, d in self.lines if d]
@@ -302,7 +303,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
                 body.append(f"/* del {', '.join(dead)} */")
                 body += [f"Py_CLEAR({c_local(n)});" for n in dead]
         outs = list(g.graph_outputs)
-        body += ["", f"/* return ({''.join(self.arg(o) + ', ' for o in outs)}) */",
+        body += ["", f"/* {_c_comment(return_line)} */",
                  f"result = PyTuple_New({len(outs)});",
                  "if (result == NULL)", "    goto fail;"]
         built = False  # an output made at run time (a view) goes through `out`
