@@ -184,7 +184,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
         temps.append((name, expr))
         return name
 
-    def _set_block(self, target, expr, temps, comment_line=None):
+    def _set_block(self, target, expr, temps):
         """The C block computing ``target = expr`` (a new reference, NULL on error) after the
         temporaries ``expr`` reads; the temporaries are released whatever happens."""
         lines = ["{"]
