@@ -320,3 +320,25 @@ def test_modes_and_options(monkeypatch):
                                          r"and 'reduce-overhead'\)"):
         ember.compile(lambda t: t.cos(), mode="max-autotune")(x)
     assert seen[-1] is False
+
+
+@pytest.mark.parametrize("size,stride,dtype", [((2, 3), (1, 2), ember.float32),
+                                               ((4,), (1,), ember.int64),
+                                               ((2, 0, 3), (3, 3, 1), ember.bfloat16),
+                                               ((3, 2), (2, 1), ember.bool)])
+def test_runtime_allocation_matches_empty_strided(size, stride, dtype):
+    from ember._core.strides import storage_extent
+    from ember._inductor.runtime import empty_strided_cpu
+    nbytes = storage_extent(size, stride, 0) * dtype.itemsize
+    for deterministic in (False, True):
+        ember.use_deterministic_algorithms(deterministic)
+        try:
+            t, ref = empty_strided_cpu(size, stride, dtype, nbytes), ember.empty_strided(
+                size, stride, dtype=dtype)
+        finally:
+            ember.use_deterministic_algorithms(False)
+        assert (t.shape, t.stride(), t.dtype, t.device, t.requires_grad) == \
+            (ref.shape, ref.stride(), ref.dtype, ref.device, ref.requires_grad)
+        assert t.untyped_storage().nbytes() == ref.untyped_storage().nbytes()
+        if deterministic:  # both filled (NaN, the dtype's largest value, True)
+            assert_identical((t,), (ref,))
