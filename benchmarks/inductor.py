@@ -8,6 +8,10 @@ unless ``--threads`` is given:
 * ``softmax`` / ``layer_norm``: forward + backward on 4096 x 1024 float32;
 * ``mlp``: a training step of 784-256-256-10 (batch 128, SGD), the model compiled; the losses
   of 20 steps against ember eager;
+* ``mlp-autotune``: the mlp step with ``mode="max-autotune"`` beside the default mode, PyTorch
+  eager and ``torch.compile(mode="max-autotune")``;
+* ``linear-relu``: ``relu(x @ w.t() + b)`` forward on small matrices (64 x 128 @ 128 x 128),
+  the same four ways (max-autotune fuses it into one GEMM kernel);
 * ``gpt``: the training step of benchmarks/gpt.py with the model compiled, same loss check;
 * ``compile-time``: the GPT step's first call in a fresh process, with an empty cache (cold) and
   again with the cache the first process left (warm), for both libraries;
@@ -131,6 +135,78 @@ def mlp(args):
         f"(20-step loss diff vs ember eager {diff:.1e})")
 
 
+def interleaved(fns, calls, rounds):
+    """Best seconds per call of each of ``fns``, their rounds taken in turn (a machine whose
+    load changes during the run affects them alike)."""
+    for fn in fns:
+        fn()
+        fn()
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - t0) / calls)
+    return best
+
+
+def autotune_row(name, times, extra=""):
+    ed, ea, te, tc = times
+    print(f"{name:<22} ember default {ed * 1e3:8.3f} ms | ember max-autotune {ea * 1e3:8.3f} ms "
+          f"| torch eager {te * 1e3:8.3f} ms | torch.compile max-autotune "
+          + (f"{tc * 1e3:8.3f} ms" if tc == tc else "  failed") +
+          f" | autotune/eager {ea / te:5.2f}x {extra}")
+
+
+def _torch_max_autotune(make):
+    """The workload under ``torch.compile(mode="max-autotune")``, run once (it compiles and
+    autotunes), or None where that fails on this machine."""
+    try:
+        fn = make(torch, "max-autotune")
+        fn()
+        return fn
+    except Exception as e:  # noqa: BLE001 - reported in the table, not fatal to the run
+        print(f"  (torch.compile max-autotune failed: {type(e).__name__}: {str(e)[:200]})")
+        return None
+
+
+def _four_ways(make, calls, rounds):
+    fns = [make(ember, None), make(ember, "max-autotune"), make(torch, False)]
+    tc = _torch_max_autotune(make)
+    times = interleaved(fns + ([tc] if tc else []), calls, rounds)
+    return times + ([] if tc else [float("nan")])
+
+
+def mlp_autotune(args):
+    xn = np.random.default_rng(0).standard_normal((128, 784), dtype=np.float32)
+    yn = np.random.default_rng(1).integers(0, 10, 128)
+
+    def make(lib, mode):
+        x, y = lib.tensor(xn), lib.tensor(yn)
+        model = _mlp(lib)
+        run = model if mode is False else lib.compile(model, mode=mode)
+        return _steps(lib, model, lambda m: lib.nn.functional.cross_entropy(run(x), y))
+    diff = _same_losses(make(ember, "max-autotune"), make(ember, False))
+    autotune_row("mlp step", _four_ways(make, 10, args.rounds),
+                 f"(20-step loss diff vs ember eager {diff:.1e})")
+
+
+def linear_relu(args):
+    gen = np.random.default_rng(0)
+    xn, wn, bn = (gen.standard_normal(s, dtype=np.float32) for s in ((64, 128), (128, 128),
+                                                                        (128,)))
+
+    def make(lib, mode):
+        x, w, b = lib.tensor(xn), lib.tensor(wn), lib.tensor(bn)
+        f = lambda x, w, b: lib.relu(x @ w.t() + b)  # noqa: E731
+        run = f if mode is False else lib.compile(f, mode=mode)
+        return lambda: run(x, w, b)
+    ref = make(ember, False)().numpy()
+    assert np.allclose(make(ember, "max-autotune")().numpy(), ref, rtol=1e-4, atol=1e-4)
+    autotune_row("linear+relu 64x128", _four_ways(make, 200, args.rounds))
+
+
 def gpt_step(args):
     import gpt
 
@@ -219,7 +295,8 @@ def _interleaved(name, fns, calls, rounds, scale):
 
 
 SECTIONS = {"pointwise": pointwise, "softmax": lambda a: norm_ops(a, "softmax"),
-            "layer_norm": lambda a: norm_ops(a, "layer_norm"), "mlp": mlp, "gpt": gpt_step,
+            "layer_norm": lambda a: norm_ops(a, "layer_norm"), "mlp": mlp,
+            "mlp-autotune": mlp_autotune, "linear-relu": linear_relu, "gpt": gpt_step,
             "compile-time": compile_time, "overhead": overhead}
 
 

@@ -91,6 +91,32 @@ def _(lib):
     return lambda: a + b
 
 
+def _forward_backward(lib, x, fn):
+    g = lib.ones_like(fn(x))
+
+    def run():
+        x.grad = None
+        fn(x).backward(g)
+    return run
+
+
+@case("GELU forward+backward, 1M float32")
+def _(lib):
+    return _forward_backward(lib, lib.randn(1 << 20, requires_grad=True), lib.nn.functional.gelu)
+
+
+@case("softmax forward+backward, 4096x1024 float32")
+def _(lib):
+    return _forward_backward(lib, lib.randn(4096, 1024, requires_grad=True),
+                             lambda x: x.softmax(-1))
+
+
+@case("layer_norm forward+backward, 4096x1024 float32")
+def _(lib):
+    ln = lib.nn.LayerNorm(1024)
+    return _forward_backward(lib, lib.randn(4096, 1024, requires_grad=True), ln)
+
+
 @case("mm 1024x1024 float32", unit="GFLOP/s", work=2 * 1024 ** 3)
 def _(lib):
     a, b = lib.rand(1024, 1024), lib.rand(1024, 1024)

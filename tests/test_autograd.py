@@ -673,3 +673,18 @@ def test_resize_of_a_tensor_that_requires_grad_is_refused():
     y = ember.ones(2)
     y.resize_as_(ember.ones(2, 3))
     assert y.shape == (2, 3)
+
+
+def test_sequence_nr_counts_recorded_nodes_and_accumulators_take_none():
+    # PyTorch: grad_fn._sequence_nr() numbers nodes in recording order per thread, and
+    # AccumulateGrad is Node(UINT64_MAX) without taking a number
+    a = ember.ones(1, requires_grad=True)
+    b = a * 2          # creates a's AccumulateGrad, then MulBackward0
+    c = b.exp()
+    d = ember.ones(1, requires_grad=True) + c
+    acc = b.grad_fn.next_functions[0][0]
+    assert acc.name() == "torch::autograd::AccumulateGrad"
+    assert acc._sequence_nr() == 2 ** 64 - 1
+    first = b.grad_fn._sequence_nr()
+    assert c.grad_fn._sequence_nr() == first + 1
+    assert d.grad_fn._sequence_nr() == first + 2

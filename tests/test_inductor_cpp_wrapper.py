@@ -315,11 +315,13 @@ def test_modes_and_options(monkeypatch):
         ember.compile(lambda t: t.sin() + 1, options={"cpp_wrapper": True})(x)
         ember.compile(lambda t: t.sin() + 2)(x)
     assert seen == [True, True, False]
-    with pytest.warns(UserWarning, match=r"mode='max-autotune'\): ember's Inductor does not "
-                                         r"implement this mode yet \(it implements 'default' "
-                                         r"and 'reduce-overhead'\)"):
-        ember.compile(lambda t: t.cos(), mode="max-autotune")(x)
+    ember.compile(lambda t: t.cos(), mode="max-autotune")(x)
     assert seen[-1] is False
+    with pytest.warns(UserWarning, match=r"mode='no-such-mode'\): ember's Inductor does not "
+                                         r"implement this mode yet \(it implements 'default', "
+                                         r"'reduce-overhead', 'max-autotune-no-cudagraphs', "
+                                         r"'max-autotune'\)"):
+        assert compile_fx._options("no-such-mode", {"threads": 1}) == {"threads": 1}
 
 
 @pytest.mark.parametrize("size,stride,dtype", [((2, 3), (1, 2), ember.float32),

@@ -81,3 +81,15 @@ def test_lowered_op_matches_eager(op, caplog):
             ember.testing.assert_close(o, r, rtol=max(op.rtol, 2e-2 if half else 2e-6),
                                        atol=max(op.atol, 2e-2 if half else 1e-6),
                                        equal_nan=True, msg=f"{op.name} {desc}")
+
+
+# ops whose lowering is a timed choice (max-autotune): their samples again, on the C template
+AUTOTUNED = [op for op in LOWERED
+             if lowerings[_overload(op.name)].__module__ == "ember._inductor.kernel.mm"]
+
+
+@pytest.mark.parametrize("op", AUTOTUNED, ids=lambda op: op.name)
+def test_autotuned_op_matches_eager(op, caplog):
+    from ember._inductor import config
+    with config.patch(max_autotune=True, max_autotune_gemm_backends="CPP"):
+        test_lowered_op_matches_eager(op, caplog)

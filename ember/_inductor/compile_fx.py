@@ -98,7 +98,7 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     py_digest = hashlib.sha256(py_src.encode()).hexdigest()[:16]
     py_path = os.path.join(os.path.dirname(path), f"wrapper_{py_digest}.py")
     codecache.write_atomic(py_path, py_src)
-    namespace = dict(wrapper.constants, kernels=kernels)
+    namespace = dict(wrapper.constants, **graph.constants, kernels=kernels)
     compile_source(py_src, py_path, namespace)
     call = namespace["call"]
     if c_wrapper:
@@ -139,18 +139,26 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
 
 
 _warned_modes = set()
-# what each mode sets (PyTorch's list_mode_options, for the CPU: reduce-overhead's CUDA graphs
-# have no CPU meaning, its wrapper in C is what removes the per-call overhead there)
-_MODE_OPTIONS = {None: {}, "default": {}, "reduce-overhead": {"cpp_wrapper": True}}
+
+# mode -> the config settings it stands for (PyTorch's torch._inductor.list_mode_options, less
+# the CUDA-only ones: CUDA graphs, Triton's coordinate descent). On the CPU, reduce-overhead's
+# CUDA graphs become the wrapper in C, which is what removes the per-call overhead there.
+MODE_OPTIONS = {
+    "default": {},
+    "reduce-overhead": {"cpp_wrapper": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True},
+    "max-autotune": {"max_autotune": True},
+}
 
 
 def _options(mode, options):
-    opts = dict(_MODE_OPTIONS.get(mode, {}), **(options or {}))
-    if mode not in _MODE_OPTIONS and mode not in _warned_modes:
+    # the mode's settings first: options= given beside a mode override them, as in PyTorch
+    opts = {**MODE_OPTIONS.get(mode or "default", {}), **(options or {})}
+    if mode not in (None, *MODE_OPTIONS) and mode not in _warned_modes:
         _warned_modes.add(mode)
         warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
-                      "mode yet (it implements 'default' and 'reduce-overhead'); the graphs "
-                      "compile as mode='default'")
+                      f"mode yet (it implements {', '.join(map(repr, MODE_OPTIONS))}); the "
+                      "graphs compile as mode='default'")
     unknown = [k for k in opts if not hasattr(config, k)]
     if unknown:
         raise RuntimeError(f"Unexpected optimization option {unknown[0]}, known options are "

@@ -16,12 +16,20 @@ row_local_max_bytes = 64 * 1024
 # the graph's wrapper in C, compiled into its kernel module, so a call is one C call (PyTorch's
 # name; set by mode="reduce-overhead" on the CPU): no Python between kernels
 cpp_wrapper = False
+# mode="max-autotune": matrix products (mm, addmm, bmm) choose, by timing each once per shape,
+# between the eager BLAS call and the C GEMM template with their pointwise consumers fused in
+# (select_algorithm); max_autotune_gemm asks for that without the rest of max-autotune
+max_autotune = False
+max_autotune_gemm = False
+# the choices autotuning may take, comma-separated: ATEN (the eager op), CPP (the C template)
+max_autotune_gemm_backends = "ATEN,CPP"
 # write the IR of each graph next to its generated code (also TORCH_COMPILE_DEBUG=1)
 debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
 _OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
-            "inline_max_ops", "row_local_max_bytes", "cpp_wrapper", "debug")
+            "inline_max_ops", "row_local_max_bytes", "cpp_wrapper", "max_autotune",
+            "max_autotune_gemm", "max_autotune_gemm_backends", "debug")
 
 
 def known_options():

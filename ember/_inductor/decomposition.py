@@ -9,8 +9,8 @@ in ``ember._decomp.decompositions``, registered under PyTorch's names.
 PyTorch's table also decomposes index_select and the backward of embedding and max_pool2d
 into indexing ops (index, an accumulating index_put, scatter_add). ember keeps them whole:
 max_pool2d_with_indices and its backward have their own lowerings (windows unrolled per
-element), and ember's Inductor has no accumulating stores, so the others would only trade one
-eager kernel for several: they run as fallbacks.
+element), embedding_dense_backward lowers straight to one accumulating ``Scatter`` kernel,
+and index_select runs as a fallback.
 """
 from .. import ops
 from .._decomp import core_aten_decompositions, get_decompositions

@@ -45,14 +45,15 @@ class GraphLowering:
         self.name = name
         self.buffers = []            # ComputedBuffer / FallbackKernel / MultiOutput, in order
         self.name_to_buffer = {}
-        self.graph_inputs = {}       # placeholder name -> InputBuffer
+        self.graph_inputs = {}       # placeholder (or get_attr) name -> InputBuffer
+        self.constants = {}          # get_attr name -> the tensor the graph holds
         self.graph_input_names = []  # every placeholder, tensors or not, in order
         self.graph_outputs = []      # IR values (or Python values) returned
         self.fallbacks = collections.Counter()
         self.current_node = None
         self.node_order = {n: i for i, n in enumerate(gm.graph.nodes)}
         self._computed = {}  # fingerprint of a realized loop nest -> its buffer
-        self.bounds_checks = {}  # index buffer name -> [(size, op, dim)] for the wrapper
+        self.bounds_checks = {}  # index buffer name -> [(size, op, dim, wrap)] for the wrapper
         self._env = {}
 
     # -- buffers ----------------------------------------------------------------------------------
@@ -61,10 +62,10 @@ class GraphLowering:
         self.name_to_buffer[buf.name] = buf
         return buf
 
-    def add_bounds_check(self, index, size, op, dim):
+    def add_bounds_check(self, index, size, op, dim, wrap=False):
         checks = self.bounds_checks.setdefault(index.get_name(), [])
-        if (size, op, dim) not in checks:
-            checks.append((size, op, dim))
+        if (size, op, dim, wrap) not in checks:
+            checks.append((size, op, dim, wrap))
 
     def dtype_of(self, name):
         buf = self.graph_inputs.get(name) or self.name_to_buffer[name]
@@ -118,7 +119,17 @@ class GraphLowering:
         return buf
 
     def get_attr(self, node):
-        raise NotImplementedError("get_attr nodes (module constants) are not lowered")
+        """A tensor the graph holds (a constant the traced program made, such as
+        ``ember.tensor([2.0, 3.0])``): read like an input, bound by name in the wrapper's
+        namespace (PyTorch's ``V.graph.constants``)."""
+        val = getattr(self.gm, node.target)
+        if not isinstance(val, ember.Tensor):
+            return val
+        buf = ir.InputBuffer(node.name, ir.Layout(val.shape, val.stride(), val.dtype,
+                                                  val.storage_offset()))
+        self.graph_inputs[node.name] = buf
+        self.constants[node.name] = val
+        return buf
 
     def call_function(self, node):
         target = node.target

@@ -2,8 +2,11 @@
 
 A lowered graph is a list of *buffers*, each produced one of three ways:
 
-- ``ComputedBuffer``: a loop nest, described by a ``Pointwise`` or ``Reduction`` node whose
-  ``inner_fn`` computes one element through the virtualised ``ops`` handler;
+- ``ComputedBuffer``: a loop nest, described by a ``Pointwise``, ``Reduction``, ``Scan`` or
+  ``Scatter`` node whose ``inner_fn`` computes one element through the virtualised ``ops``
+  handler;
+- ``TemplateBuffer``: a generated kernel of its own (the C GEMM template ``max-autotune``
+  picks for a matrix product), into which the scheduler fuses pointwise consumers;
 - ``FallbackKernel``: an eager ember op called by the generated wrapper (matmul, convolution,
   LAPACK, random numbers, and every op without a lowering);
 - ``InputBuffer``: a graph input.
@@ -22,9 +25,9 @@ import ember
 
 from .virtualized import ops
 
-__all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "FallbackKernel",
-           "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction", "index_vars",
-           "FloorDiv"]
+__all__ = ["Layout", "IRNode", "Buffer", "InputBuffer", "ComputedBuffer", "TemplateBuffer",
+           "FallbackKernel", "MultiOutput", "ReinterpretView", "Loops", "Pointwise", "Reduction",
+           "WelfordReduction", "Scan", "Scatter", "index_vars", "FloorDiv"]
 
 
 def index_vars(prefix, sizes):
@@ -131,6 +134,21 @@ class ComputedBuffer(Buffer):
         return self.data.reads()
 
 
+class TemplateBuffer(Buffer):
+    """A buffer computed by a kernel template (``template``: a ``CppGemmTemplate`` and the
+    ``GemmConfig`` autotuning chose) from the buffers or views ``inputs``."""
+
+    def __init__(self, name, layout, inputs, template, config, origins=()):
+        super().__init__(name, layout)
+        self.inputs = inputs
+        self.template = template
+        self.config = config
+        self.origins = origins
+
+    def reads(self):
+        return {a.get_name() for a in self.inputs}
+
+
 class FallbackKernel(Buffer):
     """An eager ember op called from the wrapper: ``op(*args, **kwargs)`` where IR arguments
     are realized buffers or views of them. A tuple result is unpacked by ``MultiOutput``
@@ -225,7 +243,8 @@ class Loops(IRNode):
         return self._record(index, rindex).loads
 
     def op_count(self):
-        """How many ops (loads excluded) ``inner_fn`` computes per element."""
+        """What ``inner_fn`` costs per element, in ops (loads excluded; a libm call counts as
+        ``_EXPENSIVE_COST``)."""
         return self._record(index_vars("x", self.ranges), index_vars("r", self._rranges())).ops
 
     def fingerprint(self):
@@ -236,7 +255,8 @@ class Loops(IRNode):
         with set_ops_handler(rec):
             out = self._call(index_vars("x", self.ranges), index_vars("r", self._rranges()))
         head = (type(self).__name__, self.ranges, self._rranges(), self.dtype,
-                getattr(self, "reduction_type", None))
+                getattr(self, "reduction_type", None), getattr(self, "scan_dim", None),
+                getattr(self, "output_index", None))
         # the value returned too: two nodes may compute the same ops and keep different ones
         return repr(head) + ";".join(rec.lines) + f"->{out}"
 
@@ -279,6 +299,89 @@ class Reduction(Loops):
         return self.inner_fn(index, rindex)
 
 
+class WelfordReduction(Reduction):
+    """One pass of Welford's update over ``reduction_ranges`` (PyTorch's
+    ``ir.WelfordReduction``, ``reduction_type="welford_reduce"``): the running mean, the sum of
+    squared deviations from it (``m2``) and the count (``weight``); ``output_index`` (0, 1, 2)
+    picks the one this buffer holds. Nodes of one lowering share ``group``, so that a kernel
+    holding several of them runs the update once."""
+
+    def __init__(self, ranges, reduction_ranges, inner_fn, dtype, output_index, group=None,
+                 origins=()):
+        super().__init__(ranges, reduction_ranges, "welford_reduce", inner_fn, dtype, dtype,
+                         origins)
+        self.output_index = output_index
+        self.group = group if group is not None else object()
+
+
+class Scan(Loops):
+    """An inclusive scan along ``scan_dim`` of ``ranges`` (PyTorch's ``ir.Scan``): element
+    ``i`` of the dim is ``combine_fn(carry, inner_fn(index))``, the carry being the combination
+    of the elements before it, starting from ``inits``. Values are tuples (cummax carries its
+    value and its index); ``output_index`` picks the one this buffer holds, and nodes of one
+    lowering share ``group`` so that a kernel holding both computes the scan once."""
+
+    def __init__(self, ranges, scan_dim, combine_fn, inner_fn, dtypes, inits, output_index=0,
+                 group=None, origins=()):
+        super().__init__(ranges, inner_fn, dtypes[output_index], origins)
+        self.scan_dim = scan_dim
+        self.combine_fn = combine_fn
+        self.dtypes = tuple(dtypes)
+        self.inits = tuple(inits)
+        self.output_index = output_index
+        self.group = group if group is not None else object()
+
+    @property
+    def outer_ranges(self):
+        """The dims scanned independently (every dim but ``scan_dim``)."""
+        return tuple(n for d, n in enumerate(self.ranges) if d != self.scan_dim)
+
+    @property
+    def scan_ranges(self):
+        return (self.ranges[self.scan_dim],)
+
+    def full_index(self, outer, scan):
+        """The element index of position ``scan[0]`` along the dim in row ``outer``."""
+        out = list(outer)
+        out.insert(self.scan_dim, scan[0])
+        return out
+
+    def _call(self, index, rindex):
+        # the combine is part of what the node computes (cumsum and cumprod load alike)
+        carry = tuple(ops.constant(v, dt) for v, dt in zip(self.inits, self.dtypes))
+        return self.combine_fn(carry, self.inner_fn(index))[self.output_index]
+
+
+class Scatter(Loops):
+    """A buffer built by accumulation (PyTorch's ``ir.Scatter`` with
+    ``scatter_mode="atomic_add"``): it first holds ``init_fn`` over its own ``size`` (zeros, or
+    ``self`` for index_add/scatter_add), then for every index of ``ranges``, ``inner_fn(index)``
+    is added at the element ``output_indexer(index)`` names (a coordinate per dim, some read
+    from index tensors: several indices may name one element)."""
+
+    def __init__(self, size, init_fn, ranges, output_indexer, inner_fn, dtype, origins=()):
+        super().__init__(ranges, inner_fn, dtype, origins)
+        self.size = tuple(int(n) for n in size)
+        self.init_fn = init_fn
+        self.output_indexer = output_indexer
+
+    def get_size(self):
+        return self.size
+
+    def fingerprint(self):
+        # every scatter is its own buffer: the graph never shares one
+        return f"Scatter@{id(self)}"
+
+    def _rranges(self):
+        # the init loop's index, so that the loads recorded include init_fn's
+        return self.size
+
+    def _call(self, index, rindex):
+        self.init_fn(rindex)
+        self.output_indexer(index)
+        return self.inner_fn(index)
+
+
 class _Value:
     """What the recording handlers return in place of a C local: a dtype (and a name when
     fingerprinting)."""
@@ -295,6 +398,12 @@ class _Value:
 
 _PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
                "logical_not", "isnan", "isinf", "isfinite", "signbit"}
+# ops that cost about as much per element as a dozen adds (a libm call, vector or scalar), so
+# a value computing one is worth storing rather than recomputing in several consumers
+_EXPENSIVE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+              "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+              "erf", "erfc", "erfinv", "pow", "sigmoid", "lgamma", "digamma", "hypot"}
+_EXPENSIVE_COST = 10
 
 
 class _LoadRecorder:
@@ -329,8 +438,10 @@ class _LoadRecorder:
         return _Value(body().dtype)
 
     def __getattr__(self, name):
+        cost = _EXPENSIVE_COST if name in _EXPENSIVE else 1
+
         def op(first, *rest):
-            self.ops += 1
+            self.ops += cost
             return _Value(ember.bool if name in _PREDICATES else first.dtype)
         return op
 

@@ -36,7 +36,7 @@ from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
-from .graph import Node, SavedTensor, _seq, gradient_edge
+from .graph import CUDA_STREAMS, Node, SavedTensor, _seq, grad_accumulator, gradient_edge
 from .views import check_view_inplace, mark_no_grad_views, track_views
 from .._core.codegen import compile_source
 
@@ -210,9 +210,12 @@ class GeneratedNode(Node):
     _info = None
 
     def __init__(self):
-        # Node.__init__'s one line, inlined: one node per recorded op, every call counts
-        self._sequence_nr = next(_seq.next)
+        # Node.__init__, inlined: one node per recorded op, every call counts
+        self._seq_nr = next(_seq.next)
         self._saved = {}
+        if CUDA_STREAMS:
+            st = CUDA_STREAMS[0]
+            self._stream = st.streams.get(st.device)
 
     def release_variables(self):
         for v in self._saved.values():
@@ -631,9 +634,13 @@ def _generate_recorder(plan, general):
             f"    t = {t}",
             "    if getattr(t, '_requires_grad', False):",
             "        fn = t._grad_fn",
-            # gradient_edge, inlined for the common case: a non-view output of another op
-            f"        e{n} = (fn, t._output_nr) if fn is not None and t._autograd is None "
-            "else _gradient_edge(t)",
+            # gradient_edge, inlined for the common cases: a leaf, a non-view output of an op
+            "        if fn is None:",
+            f"            e{n} = (_grad_accumulator(t), 0)",
+            "        elif t._autograd is None:",
+            f"            e{n} = (fn, t._output_nr)",
+            "        else:",
+            f"            e{n} = _gradient_edge(t)",
             f"        m{n} = (t._size, t._dtype)",
             "    else:",
             f"        e{n}, m{n} = _NO_EDGE, None",
@@ -670,6 +677,7 @@ def _generate_recorder(plan, general):
     ns = {"_fwv": _fw.visible, "_general": general, "_state": _state,
           "_AUTOGRAD_BITS": AUTOGRAD_BITS, "_rcache": plan.entry.rcache,
           "_resolve": plan.entry.resolve, "_Node": plan.node_cls, "_gradient_edge": gradient_edge,
+          "_grad_accumulator": grad_accumulator,
           "_NO_EDGE": (None, 0), "_slices": plan.slices, "_is_list_arg": plan.is_list_arg,
           "_anomaly": anomaly_mode, "_SavedTensor": SavedTensor, "_save_value": _save_value}
     for n, (i, name, fn) in enumerate(derived):

@@ -14,22 +14,28 @@
 5. Each produced gradient is checked against the forward input it belongs to: summed down to
    its shape (broadcasting) and cast to its dtype, as PyTorch's ``validate_outputs`` does.
 
-The calling thread runs every node; gradients are ember tensors computed with ember ops, so with
-``create_graph=True`` (grad mode on while nodes run) the backward pass is itself recorded.
+The calling thread runs the CPU nodes. Once the CUDA runtime has started, a node whose gradients
+are on a CUDA device runs on that device's worker thread instead (``run_with_device_threads``),
+with the caller's thread-local state and on the stream its forward op ran on; a backward called
+from a device thread runs entirely there (reentrant). Gradients are ember tensors computed with
+ember ops, so with ``create_graph=True`` (grad mode on while nodes run) the backward pass is itself
+recorded.
 """
 import heapq
 import itertools
+import queue
 import sys
 import threading
 
 import ember  # attributes resolve at call time; the package is initializing when this loads
 
+from .._core import thread_local_state
 from .._core.tensor_impl import empty_tensor
 from .._dispatch import tls as _tls
 from .._kernels.generic import copy_into
 from .._tensor import Tensor
 from . import anomaly_mode
-from .graph import AccumulateGrad, gradient_edge
+from .graph import CUDA_STREAMS, AccumulateGrad, gradient_edge
 
 __all__ = ["run_backward", "accumulate_grad", "current_graph_task_id", "will_engine_execute_node"]
 
@@ -143,7 +149,10 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
     ``accumulate_grad`` is False (``autograd.grad``), else None."""
     task = GraphTask(keep_graph, create_graph, accumulate_grad)
     task.prepare(tensors, grad_tensors, inputs)
-    task.run()
+    if CUDA_STREAMS and _tasks.device is None:
+        task.run_with_device_threads()
+    else:  # no CUDA tensor can exist, or a backward called from a device thread (reentrant)
+        task.run()
     return task.finish(inputs, allow_unused)
 
 
@@ -161,7 +170,8 @@ class GraphTask:
     ``queue_callback``, ``will_engine_execute_node``).
     """
     __slots__ = ("id", "keep_graph", "create_graph", "accumulate", "nodes", "needed", "callbacks",
-                 "deps", "buffers", "ready", "order", "captures", "captured")
+                 "deps", "buffers", "ready", "order", "captures", "captured", "cond", "pending",
+                 "error", "streams")
     _ids = itertools.count()
 
     def __init__(self, keep_graph, create_graph, accumulate_grad):
@@ -206,7 +216,7 @@ class GraphTask:
         buf[nr] = g if old is None else old + g
 
     def _push_ready(self, node):
-        heapq.heappush(self.ready, (-node._sequence_nr, next(self.order), node))
+        heapq.heappush(self.ready, (-node._seq_nr, next(self.order), node))
 
     # -- run --------------------------------------------------------------------------------
     def run(self):
@@ -231,6 +241,90 @@ class GraphTask:
         finally:
             _tasks.stack.pop()
             _state.grad_enabled = prev_grad
+
+    def run_with_device_threads(self):
+        """``run`` when CUDA tensors may be in the graph (PyTorch's device threads): a node whose
+        gradients are on a CUDA device runs on that device's worker thread, on the stream its
+        forward op used; the others run here. This thread schedules: it pops ready nodes, hands
+        device nodes to their worker and runs CPU nodes, until no node is ready or running.
+        Workers send their outputs under ``cond``, so both threads may add to a buffer."""
+        self.cond = threading.Condition()
+        self.pending = 0  # nodes handed to a worker and not finished
+        self.error = None  # the first exception a worker raised
+        self.streams = set()  # streams device nodes ran on (the caller waits for them)
+        prev_grad = _state.grad_enabled
+        _state.grad_enabled = bool(self.create_graph)
+        _tasks.stack.append(self)
+        cond, ready, buffers = self.cond, self.ready, self.buffers
+        try:
+            snapshot = thread_local_state.capture()
+            while True:
+                with cond:
+                    while not ready and self.pending and self.error is None:
+                        cond.wait()
+                    if self.error is not None:
+                        while self.pending:  # workers skip the task's queued nodes now
+                            cond.wait()
+                        raise self.error
+                    if not ready:
+                        break
+                    node = heapq.heappop(ready)[2]
+                    grads = buffers.pop(node, None) or [None] * _num_inputs(node)
+                index = _cuda_index(grads)
+                if index is not None:
+                    with cond:
+                        self.pending += 1
+                    _device_worker(index).submit((self, node, grads, snapshot))
+                    continue
+                outputs = (self._run_observed(node, grads) if node_observers
+                           else self._run_node(node, grads))
+                if outputs is not None:
+                    with cond:
+                        self._send(node, outputs)
+                outputs = None
+            self._wait_for_device_streams()
+            self._run_callbacks()
+        finally:
+            _tasks.stack.pop()
+            _state.grad_enabled = prev_grad
+
+    def _run_on_device(self, node, grads, index):
+        """A device worker's part: run ``node`` on its forward stream, send its gradients (the
+        consumers' streams wait for this one first)."""
+        if self.error is not None:
+            return
+        streams = CUDA_STREAMS[0]
+        saved_device, saved_stream = streams.device, streams.streams.get(index)
+        streams.device = index
+        if node._stream is not None:
+            streams.streams[index] = node._stream
+        else:
+            streams.streams.pop(index, None)
+        try:
+            outputs = (self._run_observed(node, grads) if node_observers
+                       else self._run_node(node, grads))
+            if outputs is not None:
+                _sync_consumer_streams(node, outputs)
+                with self.cond:
+                    self.streams.add(node._stream)
+                    self._send(node, outputs)
+            outputs = None
+        finally:
+            streams.device = saved_device
+            if saved_stream is None:
+                streams.streams.pop(index, None)
+            else:
+                streams.streams[index] = saved_stream
+
+    def _wait_for_device_streams(self):
+        """The caller's current stream waits for every stream the device nodes ran on, so the
+        gradients are ready for work it queues next (PyTorch syncs the leaf streams so)."""
+        from ..cuda.streams import current_stream, default_stream
+        for s in self.streams:
+            stream = s if s is not None else default_stream(0)
+            mine = current_stream(stream.device_index)
+            if mine != stream:
+                mine.wait_stream(stream)
 
     def _run_node(self, node, grads):
         """Pre-hooks, capture, apply, validation, post-hooks, release. Returns the gradients for
@@ -289,7 +383,7 @@ class GraphTask:
                 if needed is not None and nxt not in needed:
                     buffers.pop(nxt, None)
                     continue
-                heapq.heappush(self.ready, (-nxt._sequence_nr, next(self.order), nxt))
+                heapq.heappush(self.ready, (-nxt._seq_nr, next(self.order), nxt))
 
     def _run_callbacks(self):
         # final callbacks (queue_callback), in order; one may queue more
@@ -372,7 +466,7 @@ def _exec_needed(all_nodes, target_nodes):
     needed = set(target_nodes)
     # Iterate to a fixed point in reverse topological-ish order: a node is needed if any
     # successor is. Sorting by sequence_nr (creation order) makes one pass nearly enough.
-    order = sorted(all_nodes, key=lambda n: n._sequence_nr if not isinstance(n, AccumulateGrad)
+    order = sorted(all_nodes, key=lambda n: n._seq_nr if not isinstance(n, AccumulateGrad)
                    else -1)
     changed = True
     while changed:
@@ -451,9 +545,85 @@ def _accumulate_non_leaf(t, g, create_graph):
 class _TaskStack(threading.local):
     def __init__(self):
         self.stack = []  # a backward run from a hook nests
+        self.device = None  # on a device worker thread: its CUDA device index
 
 
 _tasks = _TaskStack()
+
+
+# ---------------------------------------------------------------------------------------------
+# Device threads (PyTorch's engine has one per CUDA device): each takes (task, node, grads,
+# thread state) items from its queue and runs them with the calling thread's state.
+
+def _cuda_index(grads):
+    """The CUDA device index of a node's first CUDA gradient, or None (PyTorch's
+    ``InputBuffer::device``: the first non-CPU tensor decides)."""
+    for g in grads:
+        if g is not None and g._device.type == "cuda":
+            return g._device.index or 0
+    return None
+
+
+def _sync_consumer_streams(node, outputs):
+    """Before a CUDA gradient reaches a node recorded on another stream, that stream waits for
+    the one it was computed on (PyTorch's ``InputBuffer::add`` stream rule)."""
+    from ..cuda.streams import default_stream
+    produced_on = node._stream
+    for (nxt, _), g in zip(node._next, outputs):
+        if nxt is None or g is None or g._device.type != "cuda":
+            continue
+        consumer = nxt._stream
+        if consumer != produced_on:
+            index = g._device.index or 0
+            (consumer or default_stream(index)).wait_stream(produced_on or default_stream(index))
+
+
+class _DeviceWorker:
+    def __init__(self, index):
+        self.index = index
+        self.queue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._main, name=f"ember autograd cuda:{index}",
+                                       daemon=True)
+        self.thread.start()
+
+    def submit(self, item):
+        self.queue.put(item)
+
+    def _main(self):
+        _tasks.device = self.index
+        while True:
+            task, node, grads, snapshot = self.queue.get()
+            try:
+                with thread_local_state.restored(snapshot):
+                    _tasks.stack.append(task)
+                    try:
+                        task._run_on_device(node, grads, self.index)
+                    finally:
+                        _tasks.stack.pop()
+            except BaseException as e:  # handed to the calling thread, which raises it
+                with task.cond:
+                    if task.error is None:
+                        task.error = e
+            finally:
+                with task.cond:
+                    task.pending -= 1
+                    task.cond.notify_all()
+                # nothing of the task may stay alive here until the next item arrives
+                task = node = grads = snapshot = None
+
+
+_workers = {}
+_workers_lock = threading.Lock()
+
+
+def _device_worker(index):
+    w = _workers.get(index)
+    if w is None:
+        with _workers_lock:
+            w = _workers.get(index)
+            if w is None:
+                w = _workers[index] = _DeviceWorker(index)
+    return w
 
 
 def current_graph_task_id():

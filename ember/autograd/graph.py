@@ -29,6 +29,10 @@ _PYTHON_KEY = _bit(_DispatchKey.Python)
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
+# [ember.cuda.streams' per-thread state] once the CUDA runtime has started, else empty
+CUDA_STREAMS = []
+
+
 class _SeqCounter(threading.local):
     def __init__(self):
         self.next = itertools.count()
@@ -86,8 +90,14 @@ class Node:
     _released = False
     _anomaly_trace = None
 
+    _stream = None  # the CUDA stream current when the node was recorded (None: the default)
+
     def __init__(self):
-        self._sequence_nr = next(_seq.next)
+        self._seq_nr = next(_seq.next)
+        if CUDA_STREAMS:
+            # PyTorch runs a CUDA node's backward on the stream of its forward op
+            st = CUDA_STREAMS[0]
+            self._stream = st.streams.get(st.device)
 
     # -- Python API ------------------------------------------------------------------------------
     def name(self):
@@ -130,8 +140,13 @@ class Node:
     def __call__(self, *grads):
         return self.apply(list(grads))
 
+    def _sequence_nr(self):
+        """The node's place in the order nodes were recorded in this thread (PyTorch's
+        ``sequence_nr``): the backward runs the highest ready number first."""
+        return self._seq_nr
+
     def _set_sequence_nr(self, n):
-        self._sequence_nr = n
+        self._seq_nr = n
 
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
@@ -180,8 +195,11 @@ def autograd_meta(t):
 
 def grad_accumulator(t):
     """The (unique, weakly held) AccumulateGrad node of a leaf that requires grad."""
-    m = autograd_meta(t)
-    acc = m.grad_accumulator() if m.grad_accumulator is not None else None
+    m = t._autograd
+    if m is None:
+        m = t._autograd = AutogradMeta()
+    ref = m.grad_accumulator
+    acc = ref() if ref is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
         m.grad_accumulator = weakref.ref(acc)
@@ -228,9 +246,13 @@ class AccumulateGrad(Node):
     table (steal when possible, in-place ``+=`` without create_graph, new tensor with it)."""
 
     def __init__(self, variable):
-        super().__init__()
+        # PyTorch's Node(UINT64_MAX): runs as soon as it is ready, and takes no number from the
+        # thread's sequence (the nodes recorded after it are numbered as in PyTorch)
+        self._seq_nr = 2 ** 64 - 1
+        if CUDA_STREAMS:
+            st = CUDA_STREAMS[0]
+            self._stream = st.streams.get(st.device)
         self.variable = variable
-        self._sequence_nr = 2 ** 64 - 1  # UINT64_MAX: runs as soon as it is ready
         self._out_meta = ((variable._size, variable._dtype, variable._device),)
 
     def name(self):

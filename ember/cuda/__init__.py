@@ -81,6 +81,8 @@ def _lazy_init():
         from .._core import storage as _storage
         from ._storage_allocator import StorageAllocator
         _storage.set_allocator("cuda", StorageAllocator())
+        from ..autograd import graph as _autograd_graph
+        _autograd_graph.CUDA_STREAMS[:] = [_state]  # nodes record their forward stream
         _initialized = True
         _apply_queued_seeds()
         return rt
@@ -101,6 +103,8 @@ def _forget_runtime():
         streams_state.device = 0
         streams_state.streams.clear()
         graphs.graph.default_capture_stream = None
+        from ..autograd import graph as _autograd_graph
+        _autograd_graph.CUDA_STREAMS.clear()
 
 
 def _get_device_index(device, optional=False, allow_cpu=False):

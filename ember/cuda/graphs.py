@@ -282,4 +282,3 @@ def _mark(t, replays):
     r = t.as_subclass(_ReplayOutput)
     r._replay = (replays, replays.count)
     return r
-    return fn

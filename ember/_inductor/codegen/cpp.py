@@ -4,7 +4,10 @@ A kernel is a loop nest over ``outer`` dims (run on OpenMP threads) holding one 
 *bodies*, each a loop over the ``inner`` dims (vectorised with ``#pragma omp simd``). Every
 scheduled node is one statement group in a body: pointwise nodes compute and store an element,
 reductions accumulate and store once the body's loop ends. A node that reads a reduction
-finished in the current body starts the next body. Values produced and consumed in the same
+finished in the current body starts the next body. A scan keeps its running value in a carry
+local and stores every element, so pointwise consumers read it in the same iteration; its body
+runs in order (no ``simd``). A scatter (accumulating stores) has a loop nest of its own: see
+:meth:`CppKernel.codegen_scatter`. Values produced and consumed in the same
 kernel at the same element are passed in C locals (``tmpN``, the accumulators ``acc0``...) and
 never touch memory when no one else needs them.
 
@@ -26,7 +29,8 @@ from .. import config, ir
 from ..scheduler import is_outer_only, loop_vars, node_index, store_index
 from ..virtualized import set_ops_handler
 
-__all__ = ["CTYPES", "STORAGE_CTYPES", "CppKernel", "module_source", "CppOverrides"]
+__all__ = ["CTYPES", "STORAGE_CTYPES", "CppKernel", "module_source", "CppOverrides",
+           "epilogue_source"]
 
 # C types of values in registers: float16/bfloat16 are computed in float, as PyTorch's Inductor
 # does (rounded only where the graph converts, and when stored)
@@ -162,6 +166,12 @@ class CppOverrides:
 
     def constant(self, value, dtype):
         return self.kernel.cse(constant_code(value, dtype), dtype)
+
+    def store(self, name, index, value, mode=None):
+        """``name[index] = value``, or ``+=`` with ``mode="atomic_add"`` (PyTorch's store
+        mode): the scatter kernel's loops give each element to one thread (codegen_scatter),
+        so the accumulation needs no atomic instruction."""
+        self.kernel.store(name, index, value, mode)
 
     def indirect_indexing(self, x):
         """An index read from a tensor, for use in load indices: a C local named like the
@@ -359,10 +369,7 @@ def can_codegen(loops, dtype_of):
     idx = ir.index_vars("x", loops.ranges)
     try:
         with set_ops_handler(CppOverrides(_Scratch(dtype_of))):
-            if isinstance(loops, ir.Reduction):
-                loops.inner_fn(idx, ir.index_vars("r", loops.reduction_ranges))
-            else:
-                loops.inner_fn(idx)
+            loops._call(idx, ir.index_vars("r", loops._rranges()))
     except NotImplementedError:
         return False
     return True
@@ -390,6 +397,8 @@ class _Body:
         self.lines = []
         self.accumulators = []   # (name, ctype, init, omp op, nan flag or None)
         self.after = []          # lines after the loop (reduction stores)
+        self.carries = []        # scans' running values: (name, ctype, init)
+        self.simd = True         # False: iterations depend on each other (scan, Welford)
         self.forward = {}
         self.reductions = set()  # buffers reduced in this body
         self.cse = {}
@@ -414,6 +423,9 @@ class CppKernel:
         self._tmp = 0
         self.masks = []             # conditions guarding the loads made now (ops.masked)
         self.handler = CppOverrides(self)
+        self.scan_carries = {}      # (scan group, body, element index) -> its carry locals
+        self.welford_vars = {}      # (welford group, body) -> its (mean, m2, weight) locals
+        self.scatter = None         # a scatter kernel's (init loop vars, loop vars, free dims)
 
     # -- the ops handler's services -------------------------------------------------------------
     @property
@@ -458,6 +470,21 @@ class CppKernel:
                                     decl + self._row_ref(name) + tail))
         return hit
 
+    def store(self, name, index, value, mode):
+        ref = f"{self.pointer(name)}[{index_code(index)}]"
+        if mode == "atomic_add":
+            # the element is read too: the buffer must stay in memory
+            self.memory_loads.setdefault(name, set()).add(sympy.expand(index))
+            if value.dtype in _HALVES:  # the sum is rounded to the narrow type at each add
+                total = f"{load_code(ref, value.dtype)} + {value}"
+                self.body.lines.append(f"{ref} = {store_code(total, value.dtype)};")
+            else:
+                self.body.lines.append(f"{ref} += {value};")
+        elif mode is None:
+            self.body.lines.append(f"{ref} = {store_code(value, value.dtype)};")
+        else:
+            raise NotImplementedError(f"store mode {mode!r}")
+
     def _row_ref(self, name):
         # the row-local copy is indexed by the inner loop variables alone
         linear = sum((r * s for r, s in zip(self.rs, contiguous_strides(self.inner))),
@@ -470,6 +497,8 @@ class CppKernel:
     # -- emitting nodes ---------------------------------------------------------------------------
     def codegen_node(self, node):
         data = node.data
+        if isinstance(data, ir.Scatter):
+            return self.codegen_scatter(node)
         loop = not is_outer_only(node, self.xs, self.rs)
         if self._reads_current_reduction(node) or loop != self.body.loop:
             self.bodies.append(_Body(loop))
@@ -479,17 +508,40 @@ class CppKernel:
             if isinstance(data, ir.Reduction):
                 value = data.inner_fn(idx, ridx)
                 self._accumulate(node, value, store)
-            else:
-                value = data.inner_fn(idx)
-                if value.dtype != node.get_dtype():
-                    value = self.handler.to_dtype(value, node.get_dtype())
-                self.body.forward[(node.name, store)] = value
-                if not loop:
-                    self.outer_forward[(node.name, store)] = value
-                ref = f"{self.pointer(node.name)}[{index_code(store)}]"
-                self.body.lines.append(("store", node.name,
-                                        f"{ref} = {store_code(value, value.dtype)};",
-                                        f"{self._row_ref(node.name)} = {value};"))
+                return
+            value = self._scan(data, idx) if isinstance(data, ir.Scan) else data.inner_fn(idx)
+            if value.dtype != node.get_dtype():
+                value = self.handler.to_dtype(value, node.get_dtype())
+            self.body.forward[(node.name, store)] = value
+            if not loop:
+                self.outer_forward[(node.name, store)] = value
+            ref = f"{self.pointer(node.name)}[{index_code(store)}]"
+            self.body.lines.append(("store", node.name,
+                                    f"{ref} = {store_code(value, value.dtype)};",
+                                    f"{self._row_ref(node.name)} = {value};"))
+
+    def _scan(self, data, idx):
+        """The scan's running value after element ``idx``: carries declared before the body's
+        loop (once per row), updated in order; nodes of one scan (cummax's values and
+        indices) share them."""
+        self.body.simd = False
+        key = (data.group, id(self.body), tuple(sympy.expand(i) for i in idx))
+        carries = self.scan_carries.get(key)
+        if carries is None:
+            carries = []
+            for init, dtype in zip(data.inits, data.dtypes):
+                name = f"scan{len(self.scan_carries)}_{len(carries)}"
+                self.body.carries.append((name, CTYPES[dtype], constant_code(init, dtype)))
+                carries.append(CSEVar(name, dtype))
+            # assigned only once the whole combine has read the old values
+            new = data.combine_fn(tuple(carries), data.inner_fn(idx))
+            for c, v in zip(carries, new):
+                self.body.lines.append(f"{c} = {v};")
+            # expressions of the old carries are not the new ones' (``carry + x`` again)
+            stale = re.compile(r"\b(" + "|".join(c.name for c in carries) + r")\b")
+            self.body.cse = {k: v for k, v in self.body.cse.items() if not stale.search(k)}
+            self.scan_carries[key] = carries
+        return carries[data.output_index]
 
     def _reads_current_reduction(self, node):
         reads = node.reads()
@@ -500,6 +552,8 @@ class CppKernel:
         dtype = node.get_dtype()
         if value.dtype != dtype:
             value = self.handler.to_dtype(value, dtype)
+        if rtype == "welford_reduce":
+            return self._welford(node, value, store)
         init, update, omp_op = REDUCTIONS[rtype]
         acc = f"acc{len(self.reduction_vars)}"
         nan_flag = None
@@ -519,6 +573,113 @@ class CppKernel:
         self.body.after.append(("store", node.name, f"{ref} = {store_code(acc, dtype)};", None))
         self.body.reductions.add(node.name)
         self.reduction_vars[node.name] = (store, CSEVar(acc, dtype))
+
+    def _welford(self, node, value, store):
+        """Welford's update of the running mean, m2 and count, shared by the nodes of one
+        WelfordReduction. OpenMP has no reduction clause for it, so a row body runs in order;
+        the column layout (``_column_source``) keeps one set per lane and vectorises. float
+        and the half types accumulate in double, as ATen's CPU kernels do: a float running
+        mean of ``1e4 + noise`` cannot take steps smaller than its ulp, and m2 then measures
+        the deviations from a stale mean."""
+        data, dtype = node.data, node.get_dtype()
+        key = (data.group, id(self.body))
+        names = self.welford_vars.get(key)
+        if names is None:
+            acc = f"acc{len(self.reduction_vars)}"
+            names = self.welford_vars[key] = (f"{acc}_mean", f"{acc}_m2", f"{acc}_weight")
+            mean, m2, weight = names
+            ctype = "double" if dtype in (ember.float32,) + _HALVES else CTYPES[dtype]
+            self.body.simd = False
+            self.body.lines += [f"{weight} = {weight} + 1;",
+                                f"{ctype} {acc}_delta = {value} - {mean};",
+                                f"{mean} = {mean} + {acc}_delta / {weight};",
+                                f"{m2} = {m2} + {acc}_delta * ({value} - {mean});"]
+            self.body.accumulators += [(n, ctype, "0", None, None) for n in names]
+        result = names[data.output_index]
+        ref = f"{self.pointer(node.name)}[{index_code(store)}]"
+        self.body.after.append(("store", node.name, f"{ref} = {store_code(result, dtype)};",
+                                None))
+        self.body.reductions.add(node.name)
+        self.reduction_vars[node.name] = (store, CSEVar(result, dtype))
+
+    # -- scatters ---------------------------------------------------------------------------------
+    def codegen_scatter(self, node):
+        """Two loop nests: the buffer's initial values, then the accumulation. An accumulated
+        loop dim that is itself some coordinate of the element written (embedding backward's
+        columns, every dim but ``dim`` of scatter_add) sends different iterations to different
+        elements: those *free* dims run on threads (the last one in chunks, vectorised), the
+        others (the rows the index tensors pick) run in order inside each thread. No two
+        threads or vector lanes then add to one element, and each element sums in index
+        order, as the eager kernels do."""
+        data, layout = node.data, node.layout
+        ys = ir.index_vars("y", data.size)
+        xs = ir.index_vars("x", data.ranges)
+        self.bodies = [_Body()]
+        with set_ops_handler(self.handler):
+            value = data.init_fn(ys)
+            if value.dtype != data.dtype:
+                value = self.handler.to_dtype(value, data.dtype)
+            self.handler.store(node.name, layout.index(ys) - layout.offset, value)
+            self.bodies.append(_Body())
+            coords = data.output_indexer(xs)
+            value = data.inner_fn(xs)
+            if value.dtype != data.dtype:
+                value = self.handler.to_dtype(value, data.dtype)
+            self.handler.store(node.name, layout.index(coords) - layout.offset, value,
+                               mode="atomic_add")
+        free = [k for k, x in enumerate(xs) if any(c == x for c in coords)]
+        self.scatter = (ys, xs, free)
+
+    def _scatter_source(self, head):
+        ys, xs, free = self.scatter
+        data = self.nodes[0].data
+        init, acc = self.bodies
+        out = list(head)
+        ind = "    "
+        threads = _threads()
+        # the initial values: every element once
+        numel = math.prod(data.size)
+        out.append(f"{ind}/* initial values */")
+        parallel = numel >= config.parallel_threshold and threads > 1
+        for k, (y, n) in enumerate(zip(ys, data.size)):
+            last = k == len(ys) - 1
+            if k == 0 and parallel:
+                out.append(f"{ind}#pragma omp parallel for{' simd' if last else ''} "
+                           f"num_threads({threads})")
+            elif last:
+                out.append(f"{ind}#pragma omp simd")
+            out.append(f"{ind}for (int64_t {y} = 0; {y} < {n}; {y}++)")
+        out += [ind + "{"] + [ind + "    " + ln for ln in init.lines] + [ind + "}"]
+        # the accumulation
+        out.append(f"{ind}/* accumulation: threads own the free dims' elements */")
+        numel = math.prod(data.ranges)
+        if not numel:
+            return out
+        serial = [k for k in range(len(xs)) if k not in free]
+        parallel = numel >= config.parallel_threshold and threads > 1 and free
+        if not free:
+            loops = [(xs[k], f"0; {xs[k]} < {data.ranges[k]}", "") for k in serial]
+        else:
+            last = free[-1]
+            n, chunk = data.ranges[last], min(self.SCATTER_CHUNK, data.ranges[last])
+            x = xs[last]
+            loops = [(xs[k], f"0; {xs[k]} < {data.ranges[k]}", "") for k in free[:-1]]
+            loops.append((f"{x}c", f"0; {x}c < {n}", f" += {chunk}"))
+            loops += [(xs[k], f"0; {xs[k]} < {data.ranges[k]}", "") for k in serial]
+            loops.append((x, f"{x}c; {x} < ({x}c + {chunk} < {n} ? {x}c + {chunk} : {n})", ""))
+        for k, (var, bounds, step) in enumerate(loops):
+            if k == 0 and parallel:
+                collapse = len(free)
+                out.append(f"{ind}#pragma omp parallel for"
+                           f"{f' collapse({collapse})' if collapse > 1 else ''} "
+                           f"num_threads({threads})")
+            if free and k == len(loops) - 1:
+                out.append(f"{ind}#pragma omp simd")
+            out.append(f"{ind}for (int64_t {var} = {bounds}; {var}{step or '++'})")
+        out += [ind + "{"] + [ind + "    " + ln for ln in acc.lines] + [ind + "}"]
+        return out
+
+    SCATTER_CHUNK = 64  # elements of the last free dim per thread's task
 
     # -- the C text ---------------------------------------------------------------------------------
     def codegen(self):
@@ -548,6 +709,8 @@ class CppKernel:
             params.append(f"{'' if is_out else 'const '}{t}* restrict {self.pointer(name)}")
         out = [f"/* {origins_comment} */",
                f"static void {self.name}({', '.join(params)})", "{"]
+        if self.scatter is not None:
+            return "\n".join(self._scatter_source(out) + ["}"])
         numel = math.prod(self.outer) * max(math.prod(self.inner), 1) * len(self.bodies)
         parallel = numel >= config.parallel_threshold and _threads() > 1
         ind = "    "
@@ -658,18 +821,22 @@ class CppKernel:
         clauses = []
         for acc, ctype, init, omp_op, nan_flag in body.accumulators:
             out.append(f"{ind}{ctype} {acc} = {init};")
-            clauses.append(f"reduction({omp_op}:{acc})")
+            if omp_op:  # (Welford's have none: their body runs in order)
+                clauses.append(f"reduction({omp_op}:{acc})")
             if nan_flag:
                 # an int: with a bool flag gcc does not vectorise the loop
                 out.append(f"{ind}int {nan_flag} = 0;")
                 clauses.append(f"reduction(|:{nan_flag})")
         red = (" " + " ".join(clauses)) if clauses else ""
+        out += [f"{ind}{ctype} {name} = {init};" for name, ctype, init in body.carries]
         if not self.inner or not body.loop:
             out += [ind + ln for ln in lines]
         else:
             n_inner = len(self.inner)
             for k, (r, n) in enumerate(zip(self.rs, self.inner)):
-                if k == 0 and parallel_inner:
+                if not body.simd:
+                    pass  # a scan or Welford's update: each step needs the one before
+                elif k == 0 and parallel_inner:
                     simd = " simd" if n_inner == 1 else ""
                     out.append(f"{ind}#pragma omp parallel for{simd}{red} num_threads({_threads()})")
                 elif k == n_inner - 1:
@@ -680,6 +847,39 @@ class CppKernel:
             out.append(ind + "}")
         out += [ind + ln for ln in after]
         return out
+
+
+class _EpilogueLoops:
+    """The loops a template's epilogue nodes run in, in the shape ``CppKernel`` takes."""
+
+    def __init__(self, group):
+        self.nodes = group.nodes[1:]
+        self.outer, self.inner = group.shape[:-1], group.shape[-1:]
+
+
+def epilogue_source(name, group, graph, kept):
+    """The epilogue of template kernel ``name`` (a ``TemplateKernel`` ``group``) as C run for
+    one element of the product, which the template holds in the local ``acc``:
+    ``(prelude, lines, loads)``. ``prelude`` names the scheduler's loop variables after the
+    template's (``b``, ``i``, ``j``); ``lines`` are the nodes' statements from the ``ops``
+    handler, stores of nodes outside ``kept`` (read by no one else) left out; ``loads`` are the
+    buffers read from memory."""
+    buf = group.template
+    kernel = CppKernel(name, _EpilogueLoops(group), graph)
+    # the product's element is in a register: loads of it at this element are `acc`
+    kernel.body.forward[(buf.name, group.store_index(buf))] = CSEVar("acc", buf.get_dtype())
+    kernel.codegen()
+    assert len(kernel.bodies) == 1, "an epilogue is pointwise: one body"
+    removed = {n.name for n in kernel.nodes} - kept
+    lines = [ln for ln in (_resolve(x, removed, set()) for x in kernel.body.lines) if ln]
+    [(_, lines, _)] = _drop_unused([(kernel.body, lines, [])])
+    dims = ("b", "i", "j")[-len(buf.get_size()):]
+    variables = iter(group.xs + group.rs)
+    aliases = [(str(next(variables)), d) for d, n in zip(dims, buf.get_size()) if n != 1]
+    text = "\n".join(lines)
+    prelude = [f"const int64_t {v} = {d};" for v, d in aliases
+               if re.search(rf"\b{v}\b", text)]
+    return prelude, lines, list(kernel.memory_loads)
 
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")

@@ -113,9 +113,9 @@ static inline PyObject *ember_item(PyObject *obj, Py_ssize_t depth, const Py_ssi
 }
 
 /* f(*args) for its side effects (a bounds check): 0, or -1 with the exception set */
-static inline int ember_check(PyObject *f, PyObject *const *args, size_t n)
+static inline int ember_check(PyObject *f, PyObject *const *args, size_t n, PyObject *kwnames)
 {
-    PyObject *r = PyObject_Vectorcall(f, args, n, NULL);
+    PyObject *r = PyObject_Vectorcall(f, args, n, kwnames);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -171,12 +171,17 @@ class CppWrapperCodeGen(WrapperCodeGen):
             return self._temp(temps, f"PyObject_Vectorcall({self.const('as_strided')}, "
                                      f"(PyObject *const[]){{{', '.join(items)}}}, 4, NULL)")
         if isinstance(a, ir.Buffer):
-            return c_local(a.name)
+            return self.ref(a.name)
         if isinstance(a, (list, tuple)) and self._names(a):
             items = [self.value(x, temps) for x in a]
             return self._temp(temps, f"ember_pack({int(isinstance(a, list))}, {len(items)}, "
                                      f"(PyObject *const[]){{{', '.join(items)}}})")
         return self.const(self.arg(a))
+
+    def ref(self, name):
+        """The C expression of buffer ``name``: its local, or for a tensor the graph holds
+        (``_tensor_constantN``) the constant bound to that name."""
+        return self.const(name) if name in self.graph.constants else c_local(name)
 
     @staticmethod
     def _temp(temps, expr):
@@ -217,7 +222,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
             self.blocks[-1] = [f"{kname}();"]
             return
         checks = " ||\n            ".join(
-            f"ember_data_ptr({c_local(a)}, {self.graph.dtype_of(a).itemsize}, &p[{i}]) < 0"
+            f"ember_data_ptr({self.ref(a)}, {self.graph.dtype_of(a).itemsize}, &p[{i}]) < 0"
             for i, a in enumerate(args))
         casts = ", ".join(f"({t}*)p[{i}]" for i, t in enumerate(ctypes))
         self.blocks[-1] = [
@@ -247,19 +252,20 @@ class CppWrapperCodeGen(WrapperCodeGen):
         path = ", ".join(map(str, buf.index))
         v = c_local(buf.name)
         self.blocks[-1] = [
-            f"{v} = ember_item({c_local(buf.parent.name)}, {len(buf.index)}, "
+            f"{v} = ember_item({self.ref(buf.parent.name)}, {len(buf.index)}, "
             f"(const Py_ssize_t[]){{{path}}});",
             f"if ({v} == NULL) goto fail;"]
 
     def codegen_bounds_checks(self, name):
         first = len(self.lines)
         super().codegen_bounds_checks(name)
-        for i, (size, op, dim) in zip(range(first, len(self.lines)),
-                                      self.graph.bounds_checks.get(name, ())):
-            args = [c_local(name), self.const(repr(size)), self.const(repr(op)),
-                    self.const(repr(dim))]
+        for i, (size, op, dim, wrap) in zip(range(first, len(self.lines)),
+                                            self.graph.bounds_checks.get(name, ())):
+            args = [self.ref(name), self.const(repr(size)), self.const(repr(op)),
+                    self.const(repr(dim))] + ([self.const("True")] if wrap else [])
+            kwnames = self.const("('wrap',)") if wrap else "NULL"
             self.blocks[i] = [f"if (ember_check({self.const('check_bounds')}, "
-                              f"(PyObject *const[]){{{', '.join(args)}}}, 4) < 0)",
+                              f"(PyObject *const[]){{{', '.join(args)}}}, 4, {kwnames}) < 0)",
                               "    goto fail;"]
 
     # -- the function ---------------------------------------------------------------------------
@@ -283,7 +289,8 @@ class CppWrapperCodeGen(WrapperCodeGen):
         inputs = list(g.graph_input_names)
         defined = [d for _, _, d in self.lines if d]
         local_names = [c_local(n) for n in inputs + [d for d in defined if d not in inputs]]
-        out_names = self._names(list(g.graph_outputs))
+        # the graph's outputs and the tensors it holds are never dropped
+        keep = self._names(list(g.graph_outputs)) | set(g.constants)
         body = []
         n_in = len(inputs)
         unpack = ", ".join(inputs) + ("," if n_in == 1 else "")
@@ -295,7 +302,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
         for i, name in enumerate(inputs):
             body.append(f"{c_local(name)} = Py_NewRef(PyList_GET_ITEM(args, {i}));")
         body += ["if (PyList_SetSlice(args, 0, PY_SSIZE_T_MAX, NULL) < 0)", "    goto fail;"]
-        for (code, _, _), block, dead in zip(self.lines, self.blocks, self.dead_after(out_names)):
+        for (code, _, _), block, dead in zip(self.lines, self.blocks, self.dead_after(keep)):
             body.append("")
             body.append(f"/* {_c_comment(code)} */")
             body += block

@@ -10,8 +10,8 @@ import math
 import ember
 
 from .. import ir
-from ..scheduler import FusedKernel
-from .cpp import STORAGE_CTYPES, CppKernel
+from ..scheduler import FusedKernel, TemplateKernel
+from .cpp import STORAGE_CTYPES, CppKernel, epilogue_source
 
 __all__ = ["WrapperCodeGen"]
 
@@ -66,15 +66,19 @@ class WrapperCodeGen:
         self.lines.append((code, set(uses), defines))
 
     # -- groups ---------------------------------------------------------------------------------
-    def codegen_kernel(self, fused, index):
+    def kernel_name(self, nodes, index):
+        """``(cpp_fused_<ops>_<index>, the fx nodes computed, in graph order)``."""
         ops_in_kernel = []
-        for n in fused.nodes:
+        for n in nodes:
             for o in n.origins:
                 if o not in ops_in_kernel:
                     ops_in_kernel.append(o)
         ops_in_kernel.sort(key=self.graph.node_order.__getitem__)
         names = sorted({_op_name(o.target) for o in ops_in_kernel})
-        kname = f"cpp_fused_{'_'.join(names)[:80]}_{index}"
+        return f"cpp_fused_{'_'.join(names)[:80]}_{index}", ops_in_kernel
+
+    def codegen_kernel(self, fused, index):
+        kname, ops_in_kernel = self.kernel_name(fused.nodes, index)
         kernel = CppKernel(kname, fused, self.graph).codegen()
         users = self.scheduler.users
         private = {n.name for n in fused.nodes if users.get(n.name, set()) <= {id(fused)}}
@@ -85,11 +89,36 @@ class WrapperCodeGen:
         args = [(name, False) for name in inputs] + [(name, True) for name in produced]
         comment = "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel)
         src = kernel.source(args, removed, local, comment)
+        self.emit_kernel_call(kname, src, args, [n for n in fused.nodes if n.name in produced])
+
+    def codegen_template(self, group, index):
+        """A GEMM template with its epilogue: the template's product and the epilogue nodes are
+        stored only when someone else reads them."""
+        kname, ops_in_kernel = self.kernel_name(group.nodes, index)
+        buf = group.template
+        users = self.scheduler.users
+        kept = [n for n in group.nodes if not users.get(n.name, set()) <= {id(group)}]
+        prelude, lines, loads = epilogue_source(kname, group, self.graph,
+                                                {n.name for n in kept})
+        template = buf.template
+        inputs = list(dict.fromkeys([template.a.name, template.b.name] +
+                                    [name for name in loads if name not in group.names]))
+        args = [(name, False) for name in inputs] + [(n.name, True) for n in kept]
+        params = [f"{'' if out else 'const '}{STORAGE_CTYPES[self.graph.dtype_of(name)]}* "
+                  f"restrict ptr_{name}" for name, out in args]
+        comment = (f"GEMM template {buf.config.name} with its epilogue: "
+                   + "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel))
+        src = template.render(kname, buf.config, params, (prelude, lines),
+                              store=buf in kept, comment=comment)
+        self.emit_kernel_call(kname, src, args, kept)
+
+    def emit_kernel_call(self, kname, src, args, produced):
+        """Add kernel ``kname`` to the module; allocate the ``produced`` buffers and call it
+        with the data pointers of ``args`` ([(buffer name, is_output)])."""
         ctypes = [STORAGE_CTYPES[self.graph.dtype_of(a)] for a, _ in args]
         self.kernels.append((kname, src, len(args), ctypes))
-        for n in fused.nodes:
-            if n.name in produced:
-                self.codegen_alloc(n.name, n.layout)
+        for n in produced:
+            self.codegen_alloc(n.name, n.layout)
         self.codegen_kernel_call(kname, [a for a, _ in args])
 
     def codegen_alloc(self, name, lay):
@@ -111,8 +140,9 @@ class WrapperCodeGen:
         self.emit(f"{buf.name} = {buf.parent.name}{path}", uses=[buf.parent.name], defines=buf.name)
 
     def codegen_bounds_checks(self, name):
-        for size, op, dim in self.graph.bounds_checks.get(name, ()):
-            self.emit(f"check_bounds({name}, {size}, {op!r}, {dim})", uses=[name])
+        for size, op, dim, wrap in self.graph.bounds_checks.get(name, ()):
+            self.emit(f"check_bounds({name}, {size}, {op!r}, {dim}{', wrap=True' if wrap else ''})",
+                      uses=[name])
 
     def generate(self):
         g = self.graph
@@ -123,11 +153,15 @@ class WrapperCodeGen:
             if isinstance(group, FusedKernel):
                 self.codegen_kernel(group, k)
                 k += 1
+            elif isinstance(group, TemplateKernel):
+                self.codegen_template(group, k)
+                k += 1
             elif isinstance(group, ir.MultiOutput):
                 self.codegen_multi_output(group)
             else:
                 self.codegen_fallback(group)
-            produced = group.nodes if isinstance(group, FusedKernel) else [group]
+            produced = group.nodes if isinstance(group, (FusedKernel, TemplateKernel)) \
+                else [group]
             for n in produced:
                 self.codegen_bounds_checks(n.name)
         outs = [self.arg(o) for o in g.graph_outputs]
@@ -136,12 +170,13 @@ class WrapperCodeGen:
                 " = args" if g.graph_input_names else None,
                 "    args.clear()"]
         body = [b for b in body if b]
-        body += ["    " + ln for ln in self._with_frees(out_names)]
+        body += ["    " + ln for ln in self._with_frees(out_names | set(g.constants))]
         body.append(f"    return ({''.join(o + ', ' for o in outs)})")
         header = [
             f"# ember._inductor: the wrapper of graph {g.name}",
             "# `kernels` is the C module built from the kernels printed beside this file;",
-            "# constN are the non-literal arguments (dtypes, devices) of the eager calls.",
+            "# constN are the non-literal arguments (dtypes, devices) of the eager calls;",
+            "# _tensor_constantN the tensors the graph holds (get_attr).",
             "import ember",
             "from ember import as_strided, empty_strided",
             "from ember._inductor.runtime import check_bounds",

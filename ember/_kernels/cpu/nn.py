@@ -20,6 +20,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ...random import generator_of
 from ..registration import register
+from . import generated as _generated
 from ._util import array_module, nd, wrap
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
@@ -230,8 +231,12 @@ ACTIVATIONS = {name: (*fg, *ACTIVATION_RULES[name]) for name, fg in _VALUES.item
 
 def _activation(name, self, params):
     check_activation(name, self, params)
+    x = _arr(self)
+    r = _generated.activation(name, x, params)
+    if r is not None:
+        return r
     with _quiet():
-        return ACTIVATIONS[name][0](_arr(self), *params)
+        return ACTIVATIONS[name][0](x, *params)
 
 
 def _activation_kernels(name):
@@ -246,8 +251,12 @@ def _activation_kernels(name):
     def backward(grad_output, self, *params):
         ACTIVATIONS[name][2](ACTIVATIONS[name][3], self)
         shape = activation_backward_shape(grad_output, self)
+        x, g = _arr(self), _arr(grad_output)
+        r = _generated.activation_backward(name, x, g, params)
+        if r is not None:
+            return _res(r, self._dtype)
         with _quiet():
-            r = ACTIVATIONS[name][1](_arr(self), _arr(grad_output), *params)
+            r = ACTIVATIONS[name][1](x, g, *params)
         if np.shape(r) != shape:  # a result that broadcasting alone makes (grad or self 0-d)
             r = np.ascontiguousarray(np.broadcast_to(r, shape))
         return _res(r, self._dtype)
@@ -365,6 +374,9 @@ def _softmax(self, dim, half_to_float):
     x = _rows(_arr(self))
     if x.size == 0:
         return _res(x.copy(), self._dtype)
+    e = _generated.softmax(x, d)
+    if e is not None:
+        return _res(e.reshape(self._size), self._dtype)
     with _quiet():
         e = x - x.max(axis=d, keepdims=True)
         np.exp(e, out=e)
@@ -377,6 +389,9 @@ def _log_softmax(self, dim, half_to_float):
     x = _rows(_arr(self))
     if x.size == 0:
         return _res(x.copy(), self._dtype)
+    r = _generated.softmax(x, d, log=True)
+    if r is not None:
+        return _res(r.reshape(self._size), self._dtype)
     with _quiet():
         r = x - x.max(axis=d, keepdims=True)
         r -= np.log(np.exp(r).sum(axis=d, keepdims=True))
@@ -386,6 +401,9 @@ def _log_softmax(self, dim, half_to_float):
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
     d = check_softmax_backward(grad_output, output, dim, input_dtype)
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
+    gy = _generated.softmax_backward(g, y, d)
+    if gy is not None:
+        return _res(gy.reshape(output._size), input_dtype)
     gy = g * y
     gy -= y * gy.sum(axis=d, keepdims=True)
     return _res(gy.reshape(output._size), input_dtype)
@@ -394,6 +412,9 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     d = check_softmax_backward(grad_output, output, dim, input_dtype)
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
+    r = _generated.softmax_backward(g, y, d, log=True)
+    if r is not None:
+        return _res(r.reshape(output._size), input_dtype)
     with _quiet():
         r = np.exp(y)
         r *= -g.sum(axis=d, keepdims=True)
@@ -410,6 +431,13 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     check_floating("LayerNormKernelImpl", input)
     m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
     x = _arr(input).reshape(m, n)
+    dt = input._dtype
+    r = _generated.layer_norm(x, _arr(weight).reshape(1, n) if weight is not None else None,
+                              _arr(bias).reshape(1, n) if bias is not None else None, eps)
+    if r is not None:
+        out, mean, rstd = r
+        return (_res(out.reshape(input._size), dt), _res(mean.reshape(stat_shape), dt),
+                _res(rstd.reshape(stat_shape), dt))
     with _quiet():
         mean = x.mean(axis=1, keepdims=True) if n else array_module(x).zeros((m, 1), x.dtype)
         xc = x - mean
@@ -420,7 +448,6 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
             xc *= _arr(weight).reshape(1, n)
         if bias is not None:
             xc += _arr(bias).reshape(1, n)
-    dt = input._dtype
     return (_res(xc.reshape(input._size), dt), _res(mean.reshape(stat_shape), dt),
             _res(rstd.reshape(stat_shape), dt))
 
@@ -431,19 +458,25 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     x = _arr(input).reshape(m, n)
     g = _arr(grad_out).reshape(m, n)
     mu, rs = _arr(mean).reshape(m, 1), _arr(rstd).reshape(m, 1)
-    xhat = x - mu
-    xhat *= rs
-    gi = gw = gb = None
+    gi = gw = gb = xhat = None
     if output_mask[0]:
-        dxhat = g * _arr(weight).reshape(1, n) if weight is not None else g
-        inv_n = x.dtype.type(1 / max(n, 1))
-        # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place
-        r = xhat * (np.einsum("ij,ij->i", dxhat, xhat)[:, None] * inv_n)
-        r += dxhat.sum(axis=1, keepdims=True) * inv_n
-        np.subtract(dxhat, r, out=r)
-        r *= rs
+        w = _arr(weight).reshape(1, n) if weight is not None else None
+        r = _generated.layer_norm_backward_input(g, x, mu, rs, w)
+        if r is None:
+            xhat = x - mu
+            xhat *= rs
+            dxhat = g * w if w is not None else g
+            inv_n = x.dtype.type(1 / max(n, 1))
+            # dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), in place
+            r = xhat * (np.einsum("ij,ij->i", dxhat, xhat)[:, None] * inv_n)
+            r += dxhat.sum(axis=1, keepdims=True) * inv_n
+            np.subtract(dxhat, r, out=r)
+            r *= rs
         gi = _res(r.reshape(input._size), input._dtype)
     if output_mask[1] and weight is not None:
+        if xhat is None:
+            xhat = x - mu
+            xhat *= rs
         gw = _res(np.einsum("ij,ij->j", g, xhat).reshape(weight._size), weight._dtype)
     if output_mask[2] and bias is not None:
         gb = _res(g.sum(axis=0).reshape(bias._size), bias._dtype)

@@ -23,11 +23,12 @@ from ..._core import dtype as D
 from ..._core import float8 as _float8
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
-from ..._core.allocator import THRESHOLD as _BIG, cpu_cache as _cpu_cache
+from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.promotion import result_type_of
 from ..._tensor import Tensor  # the frontend class itself: an exact-class test on the hot path
 from ..registration import register
 from ..rules import pointwise as _R
+from . import generated as _generated
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,
                                check_polygamma_order, check_rounding_mode, clamp_operands,
                                result_dtype)
@@ -231,9 +232,17 @@ def _broadcast_error(operands, err):
     raise err
 
 
+# computation dtypes with generated C kernels for large operands (cpu/generated.py)
+_GENERATED = frozenset((D.float32, D.float64))
+
+
 def evaluate(name, *operands, alpha=None, params=()):
     """Run the row of ``name`` on tensors/numbers; returns (result array, result dtype)."""
     fn, cdt, rdt, arrays = _prepare(name, operands, alpha)
+    if cdt is rdt and cdt in _GENERATED and not params:
+        r = _generated.pointwise(name, arrays)
+        if r is not None:
+            return r, rdt
     if cdt in D.FLOAT8:
         cdt = D.float32  # see _arrays
     elif cdt is D.complex32:
@@ -266,6 +275,9 @@ def evaluate_into(name, self, *operands, alpha=None, params=()):
             r = fn(*arrays, D.complex64 if cdt is D.complex32 else cdt, *params)
             np.copyto(dst, _complex32.cast(r, dst.dtype), casting="unsafe")
         return self
+    if cdt is self._dtype and cdt in _GENERATED and not params and \
+            _generated.pointwise_into(name, dst, arrays):
+        return self
     uf = getattr(fn, "ufunc", None)
     with _quiet():
         if uf is not None:
@@ -285,6 +297,7 @@ def evaluate_into(name, self, *operands, alpha=None, params=()):
 # RuntimeWarning (a try block costs nothing until it catches) and the quiet slow path redoes it.
 
 _NEP50_EXACT = (D.float32, D.float64)
+_GEN_MIN = _generated.MIN_NUMEL
 
 
 def _number_fast(self, other):
@@ -293,10 +306,16 @@ def _number_fast(self, other):
     return (other.__class__ is float or other.__class__ is int) and self._dtype in _NEP50_EXACT
 
 
-def _large(ufunc, x, y):
-    """``ufunc(x, y)`` for operands of at least THRESHOLD bytes: written into a block of the
-    caching allocator (warm pages instead of fresh ones) when ``x`` is C-contiguous and ``y``
-    is a number or an array of the same shape, so the result layout is the one NumPy picks."""
+def _large(name, ufunc, x, y):
+    """``ufunc(x, y)`` for an operand of at least ``generated.MIN_NUMEL`` elements: a generated
+    kernel's result where one applies (``cpu/generated.py``), else NumPy's, written into a block
+    of the caching allocator (warm pages instead of fresh ones) when ``x`` is C-contiguous and
+    ``y`` is a number or an array of the same shape, so the result layout is the one NumPy
+    picks."""
+    r = _generated.pointwise(name, [x, y if y.__class__ is np.ndarray else
+                                    np.asarray(y).astype(x.dtype)])
+    if r is not None:
+        return r
     if x.flags.c_contiguous and (y.__class__ is not np.ndarray or y.shape == x.shape):
         return ufunc(x, y, out=_cpu_cache.empty(x.shape, x.dtype, x.nbytes))
     return ufunc(x, y)
@@ -320,9 +339,11 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
                     y = other._np
                     if y is None:
                         y = other._nd()
-                    return wrap(ufunc(x, y) if x.nbytes < _BIG else _large(ufunc, x, y))
+                    return wrap(ufunc(x, y) if x.size < _GEN_MIN and y.size < _GEN_MIN
+                                else _large(name, ufunc, x, y))
                 if _number_fast(self, other):
-                    return wrap(ufunc(x, other) if x.nbytes < _BIG else _large(ufunc, x, other))
+                    return wrap(ufunc(x, other) if x.size < _GEN_MIN
+                                else _large(name, ufunc, x, other))
             except ValueError as e:
                 _broadcast_error((self, other), e)
             except RuntimeWarning:  # see _FP_WARNING
@@ -383,6 +404,8 @@ def add__Tensor(self, other, alpha=1):
         if 0 in self._stride or other._storage_ is self._storage_:  # cheap: may overlap
             _overlap.check_write(self, (other,))
         a = nd(self)
+        if a.size >= _GEN_MIN and _generated.pointwise_into("add", a, [a, nd(other)]):
+            return self
         try:
             np.add(a, nd(other), out=a)
         except RuntimeWarning:  # see _FP_WARNING: the sum is written before NumPy checks flags

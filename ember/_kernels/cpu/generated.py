@@ -1,0 +1,503 @@
+"""Eager CPU kernels written by Inductor's C code generator: when a CPU kernel's operands are
+large and simply laid out, the NumPy computation is replaced by a compiled C loop.
+
+Why: NumPy runs an elementwise op on one thread where PyTorch uses every core above 32768
+elements, and a fused backward op such as ``gelu_backward`` or ``native_layer_norm_backward`` is
+many NumPy passes over memory where PyTorch makes one. The kernels come from
+``ember/_inductor/codegen/eager.py`` (size-generic C from the same ``ops`` handler, prelude and
+vector math as compiled graphs), built once per op, dtype and layout class and cached on disk
+under ``TORCHINDUCTOR_CACHE_DIR``.
+
+This module is the policy; the calling kernels keep everything else. A kernel first does what
+it always did (argument checks, type promotion, the conversion of its operands to the
+computation dtype), then asks here for a result array; ``None`` means "compute it with NumPy as
+before". The answer is ``None`` unless all of these hold:
+
+* the computation dtype is float32 or float64 (half precision and integer ops stay NumPy's);
+* the result has at least ``MIN_NUMEL`` elements (``at::internal::GRAIN_SIZE``: below it
+  PyTorch runs on one thread too, and a NumPy ufunc call is cheaper than ours);
+* every operand is C-contiguous with the result's shape or holds a single element (rows:
+  softmax over the last dim of a C-contiguous tensor);
+* generated kernels are on: ``EMBER_EAGER_CODEGEN=0`` turns them off (PyTorch has no switch of
+  its own for this: its CPU kernels are compiled ahead of time), and they turn themselves off,
+  with one log line and no warning, when no C compiler works.
+
+Threads: ``ember.get_num_threads()``. In a process forked from one that ran OpenMP threads the
+kernels run serially without entering the OpenMP runtime, since GNU libgomp's thread pool does
+not survive ``fork`` (the child's first parallel region can wait forever on threads that do not
+exist); PyTorch makes the same choice for its forked DataLoader workers.
+"""
+import logging
+import math
+import os
+import threading
+
+import numpy as np
+
+from ..._core.allocator import cpu_cache as _cpu_cache
+# (the ops proxy alone: a light module; the code generator is imported on the first build)
+from ..._inductor.virtualized import ops
+
+log = logging.getLogger(__name__)
+
+MIN_NUMEL = 32768
+# EMBER_EAGER_CODEGEN=0: NumPy kernels only. Read per call (a dict lookup), so tests and users
+# may change it at run time.
+_ENV = "EMBER_EAGER_CODEGEN"
+
+_lock = threading.Lock()
+_modules = {}           # (spec name, numpy dtype) -> built module, or None where building failed
+_no_compiler = False    # set once when the first build finds no working compiler
+_forked = False
+
+
+def _after_fork_in_child():
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def enabled():
+    """Whether large eager ops may use generated kernels now."""
+    return not _no_compiler and os.environ.get(_ENV, "1") != "0"
+
+
+def _threads():
+    if _forked:
+        return 1
+    import ember
+    return ember.get_num_threads()
+
+
+_FLOAT_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+def _ember_dtype(np_dtype):
+    import ember
+    return getattr(ember, _FLOAT_DTYPES[np_dtype])
+
+
+# ---------------------------------------------------------------------------------------------
+# The ops as ``ops`` expressions. Each entry: the aten op(s) it computes (for the C comment)
+# and the inner function of the operands' values.
+
+def _c(v, k):
+    return ops.constant(k, v.dtype)
+
+
+def _pointwise_exprs():
+    from ..._inductor.lowering import BINARY, UNARY
+    exprs = {}
+    # the unary rows whose NumPy function and C function agree on every input, NaN/inf included
+    for name in ("neg", "abs", "relu", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+                 "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan",
+                 "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc",
+                 "floor", "ceil", "trunc", "round"):
+        exprs[name] = (f"aten::{name}", lambda a, _m=UNARY[name]: getattr(ops, _m)(a))
+    for name in ("mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2", "hypot",
+                 "copysign"):
+        exprs[name] = (f"aten::{name}", lambda a, b, _m=BINARY[name]: getattr(ops, _m)(a, b))
+    exprs["add"] = ("aten::add", ops.add)
+    exprs["sub"] = ("aten::sub", ops.sub)
+    exprs["clamp_min"] = ("aten::clamp_min", ops.maximum)
+    exprs["clamp_max"] = ("aten::clamp_max", ops.minimum)
+    exprs["sigmoid_backward"] = (
+        "aten::sigmoid_backward: grad * (1 - out) * out",
+        lambda g, y: ops.mul(g, ops.mul(ops.sub(_c(y, 1), y), y)))
+    exprs["tanh_backward"] = (
+        "aten::tanh_backward: grad * (1 - out * out)",
+        lambda g, y: ops.mul(g, ops.sub(_c(y, 1), ops.mul(y, y))))
+    return exprs
+
+
+_SQRT1_2 = 1 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_GELU_K = math.sqrt(2 / math.pi)
+_GELU_C = 0.044715
+
+
+def _gelu(x, approximate):
+    if approximate == "tanh":
+        inner = ops.mul(_c(x, _GELU_K),
+                        ops.add(x, ops.mul(_c(x, _GELU_C), ops.mul(x, ops.mul(x, x)))))
+        return ops.mul(ops.mul(_c(x, 0.5), x), ops.add(_c(x, 1), ops.tanh(inner)))
+    return ops.mul(ops.mul(_c(x, 0.5), x), ops.add(_c(x, 1), ops.erf(ops.mul(x, _c(x, _SQRT1_2)))))
+
+
+def _gelu_backward(x, g, approximate):
+    if approximate == "tanh":
+        x2 = ops.mul(x, x)
+        t = ops.tanh(ops.mul(_c(x, _GELU_K), ops.add(x, ops.mul(ops.mul(_c(x, _GELU_C), x2), x))))
+        dinner = ops.mul(_c(x, _GELU_K), ops.add(_c(x, 1), ops.mul(_c(x, 3 * _GELU_C), x2)))
+        left = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), t))
+        right = ops.mul(ops.mul(ops.mul(_c(x, 0.5), x), ops.sub(_c(x, 1), ops.mul(t, t))), dinner)
+        return ops.mul(g, ops.add(left, right))
+    cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), ops.erf(ops.mul(x, _c(x, _SQRT1_2)))))
+    pdf = ops.mul(ops.exp(ops.mul(_c(x, -0.5), ops.mul(x, x))), _c(x, _INV_SQRT_2PI))
+    return ops.mul(g, ops.add(cdf, ops.mul(x, pdf)))
+
+
+def _threshold_backward(x, g, threshold):
+    return ops.where(ops.le(x, threshold), _c(g, 0), g)
+
+
+# (activation, gelu's approximate or None) -> (spec name, aten text, inner function)
+def _activation_exprs():
+    return {
+        ("gelu", "none"): ("gelu", "aten::gelu (approximate='none')",
+                           lambda x: _gelu(x, "none")),
+        ("gelu", "tanh"): ("gelu_tanh", "aten::gelu (approximate='tanh')",
+                           lambda x: _gelu(x, "tanh")),
+    }
+
+
+def _activation_backward_exprs():
+    return {
+        ("gelu", "none"): ("gelu_backward", "aten::gelu_backward (approximate='none')",
+                           lambda x, g: _gelu_backward(x, g, "none")),
+        ("gelu", "tanh"): ("gelu_backward_tanh", "aten::gelu_backward (approximate='tanh')",
+                           lambda x, g: _gelu_backward(x, g, "tanh")),
+        # threshold_backward(grad, self, threshold): the threshold is a broadcast operand
+        ("threshold", None): ("threshold_backward", "aten::threshold_backward",
+                              _threshold_backward),
+    }
+
+
+_exprs = None
+
+
+def _tables():
+    global _exprs
+    if _exprs is None:
+        _exprs = (_pointwise_exprs(), _activation_exprs(), _activation_backward_exprs())
+    return _exprs
+
+
+# ---------------------------------------------------------------------------------------------
+# Building and calling.
+
+def _module(key, make_spec):
+    """The built module for ``key`` ((spec name, numpy dtype)), or None if it cannot be built.
+    The first missing compiler turns generated kernels off for the process (logged once); a
+    build that fails is logged as a warning and that kernel stays NumPy's."""
+    module = _modules.get(key, False)
+    if module is not False:
+        return module
+    global _no_compiler
+    from ..._inductor.exc import CppCompileError, InvalidCxxCompiler
+    from ..._inductor.codegen import eager
+    with _lock:
+        module = _modules.get(key, False)
+        if module is not False:
+            return module
+        try:
+            module = eager.load_module(make_spec(eager))
+        except InvalidCxxCompiler as e:
+            _no_compiler = True
+            log.info("eager ops use NumPy kernels: %s", e)
+            return None
+        except CppCompileError as e:
+            log.warning("eager kernel %s stays NumPy's: %s", key[0], e)
+            module = None
+        _modules[key] = module
+        return module
+
+
+def _layout(arrays, size):
+    """The layout letters of ``arrays`` for a result of ``size`` elements and the result shape,
+    or None when an operand is neither a C-contiguous array of that shape nor one element."""
+    shape = None
+    letters = []
+    for a in arrays:
+        if a.size == 1 and size != 1:
+            letters.append("s")
+        elif a.size == size and a.flags.c_contiguous:
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return None
+            letters.append("v")
+        else:
+            return None
+    if shape is None or len(shape) < max(a.ndim for a in arrays):
+        return None  # (a broadcast that adds dims: NumPy's result shape, not ours)
+    return "".join(letters), shape
+
+
+def _eligible(arrays):
+    """The float dtype name and element count of a result computed from ``arrays``, or None."""
+    size = max(a.size for a in arrays)
+    if size < MIN_NUMEL or not enabled():
+        return None
+    dt = arrays[0].dtype
+    if dt not in _FLOAT_DTYPES or any(a.dtype != dt for a in arrays):
+        return None
+    return dt, size
+
+
+def _pointwise_module(name, dt, n):
+    aten, fn = _tables()[0][name]
+    layouts = ("v",) if n == 1 else ("vv", "vs", "sv")
+
+    def make_spec(eager):
+        edt = _ember_dtype(dt)
+        return eager.PointwiseSpec(name, aten, fn, (edt,) * (n + 1), layouts)
+    return _module((name, dt), make_spec)
+
+
+def _run_pointwise(module, spec_name, dt, layout, out, arrays, size):
+    fn = getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}_{layout}")
+    fn(out, *arrays, size, _threads())
+    return out
+
+
+def _empty(shape, dt):
+    return _cpu_cache.empty(shape, dt, math.prod(shape) * dt.itemsize)
+
+
+def pointwise(name, arrays):
+    """``name``'s result (a table row of ``cpu/pointwise.py``) computed from ``arrays`` (NumPy
+    arrays already in the computation dtype), or None where NumPy should compute it."""
+    if name not in _POINTWISE_NAMES or len(arrays) > 2:
+        return None
+    found = _eligible(arrays)
+    if found is None:
+        return None
+    dt, size = found
+    lay = _layout(arrays, size)
+    if lay is None:
+        return None
+    module = _pointwise_module(name, dt, len(arrays))
+    if module is None:
+        return None
+    return _run_pointwise(module, name, dt, lay[0], _empty(lay[1], dt), arrays, size)
+
+
+def pointwise_into(name, dst, arrays):
+    """In-place form of :func:`pointwise`: writes ``name``'s result into ``dst`` (a
+    C-contiguous array of the computation dtype and the result's shape) and returns True, or
+    returns False where NumPy should compute it."""
+    if name not in _POINTWISE_NAMES or len(arrays) > 2 or dst.dtype != arrays[0].dtype:
+        return False
+    found = _eligible(arrays)
+    if found is None:
+        return False
+    dt, size = found
+    lay = _layout(arrays, size)
+    if lay is None or dst.shape != lay[1] or not dst.flags.c_contiguous:
+        return False
+    module = _pointwise_module(name, dt, len(arrays))
+    if module is None:
+        return False
+    _run_pointwise(module, name, dt, lay[0], dst, arrays, size)
+    return True
+
+
+# the table rows with a generated kernel (kept in step with _pointwise_exprs by the tests)
+_POINTWISE_NAMES = frozenset((
+    "neg", "abs", "relu", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+    "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "floor", "ceil", "trunc", "round",
+    "add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2", "hypot",
+    "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward"))
+
+
+def _mode(name, params):
+    if name == "gelu":
+        return params[0] if params else "none"
+    return None
+
+
+def activation(name, x, params):
+    """The forward activation ``name`` of ``x`` (its computation-dtype array), or None."""
+    entry = _tables()[1].get((name, _mode(name, params)))
+    if entry is None or _eligible([x]) is None or _layout([x], x.size) is None:
+        return None
+    spec_name, aten, fn = entry
+    dt = x.dtype
+
+    def make_spec(eager):
+        edt = _ember_dtype(dt)
+        return eager.PointwiseSpec(spec_name, aten, fn, (edt, edt), ("v",))
+    module = _module((spec_name, dt), make_spec)
+    if module is None:
+        return None
+    return _run_pointwise(module, spec_name, dt, "v", _empty(x.shape, dt), [x], x.size)
+
+
+def activation_backward(name, x, g, params):
+    """The input gradient of activation ``name`` from ``x`` and ``grad`` (computation-dtype
+    arrays of one shape), or None."""
+    entry = _tables()[2].get((name, _mode(name, params)))
+    if entry is None:
+        return None
+    spec_name, aten, fn = entry
+    operands = [x, g]
+    if name == "threshold":
+        operands.append(np.asarray(params[0]).astype(x.dtype))
+    found = _eligible([x, g])
+    if found is None or x.shape != g.shape:
+        return None
+    lay = _layout(operands, x.size)
+    if lay is None or "s" in lay[0][:2]:
+        return None
+    dt = x.dtype
+
+    def make_spec(eager):
+        edt = _ember_dtype(dt)
+        return eager.PointwiseSpec(spec_name, aten, fn, (edt,) * (len(operands) + 1),
+                                   (lay[0],))
+    module = _module((spec_name, dt), make_spec)
+    if module is None:
+        return None
+    return _run_pointwise(module, spec_name, dt, lay[0], _empty(x.shape, dt), operands, x.size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Row kernels: softmax, log_softmax, their backward ops, layer_norm's input gradient.
+
+def _row_specs(eager):
+
+    def ld(name):
+        return ops.load(name, None)
+
+    def shifted():
+        return ops.sub(ld("x"), ld("amax"))
+    amax = (eager.Reduce("amax", "max", lambda: ld("x")),)
+    sum_exp = (eager.Reduce("sum_exp", "sum", lambda: ops.exp(shifted())),)
+
+    def xhat():
+        return ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd"))
+
+    def dxhat(weighted):
+        return ops.mul(ld("grad"), ld("weight")) if weighted else ld("grad")
+
+    def layer_norm(weighted):
+        # rstd * (dxhat - (xhat * sum(dxhat * xhat) + sum(dxhat)) / cols), as the NumPy kernel
+        def grad_input():
+            inv_n = ops.truediv(ops.constant(1, ld("cols").dtype), ld("cols"))
+            r = ops.add(ops.mul(xhat(), ops.mul(ld("dot"), inv_n)), ops.mul(ld("total"), inv_n))
+            return ops.mul(ops.sub(dxhat(weighted), r), ld("rstd"))
+        return ((eager.Reduce("dot", "sum", lambda: ops.mul(dxhat(weighted), xhat())),
+                 eager.Reduce("total", "sum", lambda: dxhat(weighted))), grad_input)
+
+    def layer_norm_forward(weighted, biased):
+        def normalized():
+            out = ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd"))
+            out = ops.mul(out, ld("weight")) if weighted else out
+            return ops.add(out, ld("bias")) if biased else out
+        operands = (("x", "v"), ("eps", "s")) + ((("weight", "c"),) if weighted else ()) + \
+            ((("bias", "c"),) if biased else ())
+        return ("aten::native_layer_norm over the last dim", operands, (
+            (eager.Reduce("total", "sum", lambda: ld("x")),),
+            eager.Store("mean", lambda: ops.truediv(ld("total"), ld("cols"))),
+            (eager.Reduce("squares", "sum",
+                          lambda: ops.square(ops.sub(ld("x"), ld("mean")))),),
+            eager.Store("rstd", lambda: ops.rsqrt(ops.add(ops.truediv(ld("squares"), ld("cols")),
+                                                          ld("eps")))),
+            eager.Store("out", normalized)))
+
+    return {
+        **{f"layer_norm{'_w' if w else ''}{'_b' if b else ''}": layer_norm_forward(w, b)
+           for w in (True, False) for b in (True, False)},
+        "softmax": ("aten::_softmax over the last dim", (("x", "v"),),
+                    (amax, sum_exp, lambda: ops.truediv(ops.exp(shifted()), ld("sum_exp")))),
+        "log_softmax": ("aten::_log_softmax over the last dim", (("x", "v"),),
+                        (amax, sum_exp, lambda: ops.sub(shifted(), ops.log(ld("sum_exp"))))),
+        "softmax_backward": (
+            "aten::_softmax_backward_data: out * (grad - sum(grad * out))",
+            (("grad", "v"), ("y", "v")),
+            ((eager.Reduce("dot", "sum", lambda: ops.mul(ld("grad"), ld("y"))),),
+             lambda: ops.sub(ops.mul(ld("grad"), ld("y")), ops.mul(ld("y"), ld("dot"))))),
+        "log_softmax_backward": (
+            "aten::_log_softmax_backward_data: grad - exp(out) * sum(grad)",
+            (("grad", "v"), ("y", "v")),
+            ((eager.Reduce("total", "sum", lambda: ld("grad")),),
+             lambda: ops.sub(ld("grad"), ops.mul(ops.exp(ld("y")), ld("total"))))),
+        "layer_norm_backward": (
+            "aten::native_layer_norm_backward, the input gradient",
+            (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r"), ("weight", "c")),
+            layer_norm(True)),
+        "layer_norm_backward_noweight": (
+            "aten::native_layer_norm_backward without weight, the input gradient",
+            (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r")),
+            layer_norm(False)),
+    }
+
+
+# the row kernels with outputs besides ``out`` (of the input's shape): name -> (name, layout)
+_ROW_OUTPUTS = {f"layer_norm{w}{b}": (("out", "v"), ("mean", "r"), ("rstd", "r"))
+                for w in ("_w", "") for b in ("_b", "")}
+
+
+def _rows(spec_name, arrays, rows, cols):
+    """Run row kernel ``spec_name`` on ``arrays`` (matching its operands' layouts); its result
+    (a tuple for a kernel of several outputs, ``(rows, 1)`` arrays for per-row ones), or None."""
+    dt = arrays[0].dtype
+    outputs = _ROW_OUTPUTS.get(spec_name, (("out", "v"),))
+
+    def make_spec(eager):
+        aten, operands, passes = _row_specs(eager)[spec_name]
+        return eager.RowSpec(spec_name, aten, operands, passes, _ember_dtype(dt), outputs)
+    module = _module((spec_name, dt), make_spec)
+    if module is None:
+        return None
+    outs = [_empty(arrays[0].shape, dt) if lay == "v" else np.empty((rows, 1), dt)
+            for _, lay in outputs]
+    getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}")(*outs, *arrays, rows, cols, _threads())
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _row_shape(arrays, dim):
+    """(rows, cols) when every array is C-contiguous with one shape and ``dim`` is the last dim,
+    else None."""
+    x = arrays[0]
+    if x.ndim == 0 or dim != x.ndim - 1 or _eligible(arrays) is None:
+        return None
+    if any(a.shape != x.shape or not a.flags.c_contiguous for a in arrays):
+        return None
+    cols = x.shape[-1]
+    return (x.size // cols, cols) if cols else None
+
+
+def softmax(x, dim, log=False):
+    """softmax (log_softmax) of ``x`` over ``dim``, or None."""
+    shape = _row_shape([x], dim)
+    if shape is None:
+        return None
+    return _rows("log_softmax" if log else "softmax", [x], *shape)
+
+
+def softmax_backward(grad, y, dim, log=False):
+    """_softmax_backward_data (_log_softmax_backward_data) over ``dim``, or None."""
+    shape = _row_shape([grad, y], dim)
+    if shape is None:
+        return None
+    return _rows("log_softmax_backward" if log else "softmax_backward", [grad, y], *shape)
+
+
+def layer_norm(x, weight, bias, eps):
+    """native_layer_norm of the ``(m, n)`` array ``x`` with ``(1, n)`` ``weight`` and ``bias``
+    (or None): ``(out, mean, rstd)``, the statistics ``(m, 1)``; or None."""
+    arrays = [x, np.asarray(eps).astype(x.dtype)] + \
+        [a for a in (weight, bias) if a is not None]
+    if _row_shape([x], 1) is None or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    m, n = x.shape
+    name = f"layer_norm{'_w' if weight is not None else ''}{'_b' if bias is not None else ''}"
+    return _rows(name, arrays, m, n)
+
+
+def layer_norm_backward_input(grad, x, mean, rstd, weight):
+    """native_layer_norm_backward's input gradient from ``(m, n)`` arrays ``grad`` and ``x``,
+    ``(m, 1)`` ``mean`` and ``rstd`` and ``(1, n)`` ``weight`` (or None), or None."""
+    arrays = [grad, x, mean, rstd] + ([weight] if weight is not None else [])
+    if _row_shape([grad, x], 1) is None or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    m, n = x.shape
+    return _rows("layer_norm_backward" if weight is not None else "layer_norm_backward_noweight",
+                 arrays, m, n)
