@@ -14,7 +14,10 @@ unless ``--threads`` is given:
   the same four ways (max-autotune fuses it into one GEMM kernel);
 * ``gpt``: the training step of benchmarks/gpt.py with the model compiled, same loss check;
 * ``compile-time``: the GPT step's first call in a fresh process, with an empty cache (cold) and
-  again with the cache the first process left (warm), for both libraries.
+  again with the cache the first process left (warm), for both libraries;
+* ``overhead``: per-call overhead of ``mode="reduce-overhead"`` (ember: the wrapper in C) against
+  ``mode="default"``, beside torch eager and ``torch.compile(mode="reduce-overhead")``: ten
+  pointwise ops on 16 elements, and the mlp step above (rounds interleaved).
 
     python benchmarks/inductor.py [--only pointwise,softmax,...] [--rounds 5] [--threads N]
 """
@@ -247,10 +250,54 @@ def compile_time(args):
               f"{times[1]:6.2f} s")
 
 
+def overhead(args):
+    def tiny(lib):
+        return lambda x: (((x.sin() * 2 + 1).exp().relu() - x).cos() * x + 3).tanh()
+    xn = np.random.default_rng(0).standard_normal(16, dtype=np.float32)
+    xe, xt = ember.tensor(xn), torch.tensor(xn)
+    fns = {"ember default": ember.compile(tiny(ember)),
+           "ember reduce-overhead": ember.compile(tiny(ember), mode="reduce-overhead"),
+           "torch eager": tiny(torch),
+           "torch.compile r-o": torch.compile(tiny(torch), mode="reduce-overhead")}
+    for k, fn in fns.items():
+        x = xe if k.startswith("ember") else xt
+        assert np.allclose(fn(x).numpy(), tiny(torch)(xt).numpy(), rtol=1e-5, atol=1e-6), k
+    _interleaved("10 ops x 16 (us)", {k: (lambda fn=fn, x=(xe if k.startswith("ember") else xt):
+                                         fn(x)) for k, fn in fns.items()}, 2000, args.rounds, 1e6)
+    xn = np.random.default_rng(0).standard_normal((128, 784), dtype=np.float32)
+    yn = np.random.default_rng(1).integers(0, 10, 128)
+
+    def make(lib, mode):
+        x, y = lib.tensor(xn), lib.tensor(yn)
+        model = _mlp(lib)
+        run = model if mode == "eager" else lib.compile(model, mode=mode)
+        return _steps(lib, model, lambda m: lib.nn.functional.cross_entropy(run(x), y))
+    steps = {"ember default": make(ember, "default"),
+             "ember reduce-overhead": make(ember, "reduce-overhead"),
+             "torch eager": make(torch, "eager"),
+             "torch.compile r-o": make(torch, "reduce-overhead")}
+    _interleaved("mlp step (ms)", steps, 10, args.rounds, 1e3)
+
+
+def _interleaved(name, fns, calls, rounds, scale):
+    """Best of ``rounds`` for each function, the functions' rounds taken in turn."""
+    for fn in fns.values():
+        fn()
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / calls)
+    print(f"{name:<22} " + " | ".join(f"{k} {v * scale:8.2f}" for k, v in best.items()))
+
+
 SECTIONS = {"pointwise": pointwise, "softmax": lambda a: norm_ops(a, "softmax"),
             "layer_norm": lambda a: norm_ops(a, "layer_norm"), "mlp": mlp,
             "mlp-autotune": mlp_autotune, "linear-relu": linear_relu, "gpt": gpt_step,
-            "compile-time": compile_time}
+            "compile-time": compile_time, "overhead": overhead}
 
 
 def main(argv=None):

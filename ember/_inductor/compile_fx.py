@@ -3,7 +3,9 @@
 ``compile_fx`` runs AOTAutograd with Inductor's decompositions and the min-cut partitioner;
 each resulting graph (forward, backward, or inference) goes to ``compile_fx_inner``:
 lower to IR (``graph``), fuse (``scheduler``), write C and the Python wrapper
-(``codegen``), build the C module (``codecache``) and return the wrapper's ``call``.
+(``codegen``), build the C module (``codecache``) and return the wrapper's ``call``. Under
+``config.cpp_wrapper`` (``mode="reduce-overhead"``) the wrapper is also written in C, into the
+same module, and that ``call`` is the one returned (``codegen/cpp_wrapper.py``).
 
 Without a working C compiler the graphs run as AOTAutograd traced them (``aot_eager``) after
 one warning naming ``CC``/``CXX``; a compile error in generated code raises.
@@ -18,6 +20,7 @@ import warnings
 from .._core.codegen import compile_source
 from . import codecache, config
 from .codegen.cpp import module_source
+from .codegen.cpp_wrapper import CppWrapperCodeGen
 from .codegen.wrapper import WrapperCodeGen
 from .exc import InvalidCxxCompiler
 from .graph import GraphLowering
@@ -34,7 +37,9 @@ _warned_no_compiler = False
 
 class CompiledGraph:
     """A compiled graph: ``call(args)`` (boxed: it takes the argument list and clears it),
-    with the generated sources kept for inspection."""
+    with the generated sources kept for inspection: ``source_code`` the Python wrapper (the one
+    that runs unless ``config.cpp_wrapper``), ``c_source_code`` the C module (kernels, and the C
+    wrapper that runs under ``cpp_wrapper``)."""
 
     _boxed_call = True
 
@@ -66,15 +71,19 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
         scheduler = Scheduler(graph)
         times["scheduling"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        wrapper = WrapperCodeGen(graph, scheduler)
+        wrapper = (CppWrapperCodeGen if config.cpp_wrapper else WrapperCodeGen)(graph, scheduler)
         py_src = wrapper.generate()
         ir_text = scheduler.describe() if config.debug else None
-    # named by content, so another graph or process with the same kernels shares the build
-    digest = hashlib.sha256("".join(k[1] for k in wrapper.kernels).encode()).hexdigest()
+    c_wrapper = wrapper.c_wrapper if config.cpp_wrapper else None
+    # named by content, so another graph or process with the same kernels (and C wrapper)
+    # shares the build
+    digest = hashlib.sha256("".join([k[1] for k in wrapper.kernels]
+                                    + ([c_wrapper[0]] if c_wrapper else [])).encode()).hexdigest()
     module_name = f"ember_inductor_{digest[:16]}"
     try:
         c_src = module_source(module_name, wrapper.kernels,
-                              vector_math=codecache.compiler_features()["mvec"])
+                              vector_math=codecache.compiler_features()["mvec"],
+                              wrapper=c_wrapper)
         times["codegen"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         kernels = codecache.CppCodeCache.load(c_src, module_name)
@@ -91,8 +100,16 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     codecache.write_atomic(py_path, py_src)
     namespace = dict(wrapper.constants, **graph.constants, kernels=kernels)
     compile_source(py_src, py_path, namespace)
-    output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
-                          py_path, py_src, path, c_src)
+    call = namespace["call"]
+    if c_wrapper:
+        # the Python wrapper stays for reading (and is printed); the C one runs
+        call = kernels.bind(wrapper.constant_values(namespace))
+        output_code_log.debug("Output code written to: %s\n# cpp_wrapper: the C call() at the "
+                              "end of the C module replaces this Python wrapper\n%s\n"
+                              "# C kernels and wrapper: %s\n%s", py_path, py_src, path, c_src)
+    else:
+        output_code_log.debug("Output code written to: %s\n%s\n# C kernels: %s\n%s",
+                              py_path, py_src, path, c_src)
     if config.debug:
         ir_path = os.path.join(os.path.dirname(path), f"ir_{py_digest}.txt")
         codecache.write_atomic(ir_path, ir_text)
@@ -100,7 +117,7 @@ def compile_fx_inner(gm, example_inputs, *, graph_name=None):
     log.info("inductor %s: %d kernels, %d fallbacks; %s", name, len(wrapper.kernels),
              sum(graph.fallbacks.values()),
              ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in times.items()))
-    return CompiledGraph(namespace["call"], py_src, c_src, path, graph.fallbacks)
+    return CompiledGraph(call, py_src, c_src, path, graph.fallbacks)
 
 
 def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
@@ -124,9 +141,11 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
 _warned_modes = set()
 
 # mode -> the config settings it stands for (PyTorch's torch._inductor.list_mode_options, less
-# the CUDA-only ones: CUDA graphs, Triton's coordinate descent)
+# the CUDA-only ones: CUDA graphs, Triton's coordinate descent). On the CPU, reduce-overhead's
+# CUDA graphs become the wrapper in C, which is what removes the per-call overhead there.
 MODE_OPTIONS = {
     "default": {},
+    "reduce-overhead": {"cpp_wrapper": True},
     "max-autotune-no-cudagraphs": {"max_autotune": True},
     "max-autotune": {"max_autotune": True},
 }
@@ -138,7 +157,8 @@ def _options(mode, options):
     if mode not in (None, *MODE_OPTIONS) and mode not in _warned_modes:
         _warned_modes.add(mode)
         warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
-                      "mode yet; the graphs compile as mode='default'")
+                      f"mode yet (it implements {', '.join(map(repr, MODE_OPTIONS))}); the "
+                      "graphs compile as mode='default'")
     unknown = [k for k in opts if not hasattr(config, k)]
     if unknown:
         raise RuntimeError(f"Unexpected optimization option {unknown[0]}, known options are "

@@ -13,6 +13,9 @@ inline_max_users = 4
 inline_max_ops = 8
 # a kernel-private intermediate up to this many bytes per row lives on the stack, not in memory
 row_local_max_bytes = 64 * 1024
+# the graph's wrapper in C, compiled into its kernel module, so a call is one C call (PyTorch's
+# name; set by mode="reduce-overhead" on the CPU): no Python between kernels
+cpp_wrapper = False
 # mode="max-autotune": matrix products (mm, addmm, bmm) choose, by timing each once per shape,
 # between the eager BLAS call and the C GEMM template with their pointwise consumers fused in
 # (select_algorithm); max_autotune_gemm asks for that without the rest of max-autotune
@@ -25,8 +28,8 @@ debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
 _OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
-            "inline_max_ops", "row_local_max_bytes", "max_autotune", "max_autotune_gemm",
-            "max_autotune_gemm_backends", "debug")
+            "inline_max_ops", "row_local_max_bytes", "cpp_wrapper", "max_autotune",
+            "max_autotune_gemm", "max_autotune_gemm_backends", "debug")
 
 
 def known_options():

@@ -1,7 +1,30 @@
 """Helpers the generated wrappers call (PyTorch's ``torch._inductor.runtime``)."""
 import ember
 
-__all__ = ["check_bounds"]
+from .._core.device import CPU
+from .._core.storage import _alloc_observers, from_array, get_allocator
+from .._core.tensor_impl import make_tensor
+from .._kernels.cpu._util import nd
+from ..backends._context import ctx, fill_uninitialized
+
+__all__ = ["check_bounds", "empty_strided_cpu"]
+
+_CPU_ALLOCATOR = get_allocator(CPU)
+
+
+def empty_strided_cpu(size, stride, dtype, nbytes):
+    """``ember.empty_strided(size, stride, dtype=dtype)`` on the CPU without the dispatcher, for
+    the C wrapper (``config.cpp_wrapper``): ``size`` and ``stride`` are tuples the graph's
+    tracing checked, ``nbytes`` their storage extent in bytes, computed when the graph
+    compiled. The storage is the CPU allocator's NumPy buffer, adopted as an UntypedStorage
+    when first asked for (at once while the memory profiler watches), as kernels' results are;
+    deterministic mode fills it as ``empty_strided`` does."""
+    buf = _CPU_ALLOCATOR.allocate(nbytes)
+    t = make_tensor(from_array(buf, CPU) if _alloc_observers else buf, size, stride, 0, dtype,
+                    CPU)
+    if ctx.deterministic:
+        fill_uninitialized(nd(t))
+    return t
 
 
 def check_bounds(index, size, op, dim=0, wrap=False):

@@ -915,9 +915,11 @@ def _threads():
     return config.threads or ember.get_num_threads()
 
 
-def module_source(name, kernels, vector_math=True):
+def module_source(name, kernels, vector_math=True, wrapper=None):
     """A C extension module holding the kernels: each ``(kernel_name, c_source, n_args)`` gets
-    a METH_FASTCALL entry point taking data pointers as Python ints."""
+    a METH_FASTCALL entry point taking data pointers as Python ints. ``wrapper`` is the C
+    wrapper's ``(source, method table lines)`` (``cpp_wrapper.CppWrapperCodeGen``), put after
+    the kernels it calls."""
     parts = [prelude(vector_math)]
     methods = []
     for kname, src, nargs, ctypes_ in kernels:
@@ -937,6 +939,9 @@ def module_source(name, kernels, vector_math=True):
             "}",
         ]))
         methods.append(f'    {{"{kname}", (PyCFunction)(void(*)(void))py_{kname}, METH_FASTCALL, NULL}},')
+    if wrapper is not None:
+        parts.append(wrapper[0].rstrip("\n"))
+        methods += wrapper[1]
     parts.append("\n".join([
         "static PyMethodDef methods[] = {", *methods, "    {NULL, NULL, 0, NULL}", "};",
         f'static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "{name}", NULL, -1, methods}};',

@@ -118,11 +118,16 @@ class WrapperCodeGen:
         ctypes = [STORAGE_CTYPES[self.graph.dtype_of(a)] for a, _ in args]
         self.kernels.append((kname, src, len(args), ctypes))
         for n in produced:
-            lay = n.layout
-            self.emit(f"{n.name} = empty_strided({list(lay.size)}, {list(lay.stride)}, "
-                      f"dtype={self.arg(lay.dtype)})", defines=n.name)
-        ptrs = ", ".join(f"{a}.data_ptr()" for a, _ in args)
-        self.emit(f"kernels.{kname}({ptrs})", uses=[a for a, _ in args])
+            self.codegen_alloc(n.name, n.layout)
+        self.codegen_kernel_call(kname, [a for a, _ in args])
+
+    def codegen_alloc(self, name, lay):
+        self.emit(f"{name} = empty_strided({list(lay.size)}, {list(lay.stride)}, "
+                  f"dtype={self.arg(lay.dtype)})", defines=name)
+
+    def codegen_kernel_call(self, kname, args):
+        ptrs = ", ".join(f"{a}.data_ptr()" for a in args)
+        self.emit(f"kernels.{kname}({ptrs})", uses=args)
 
     def codegen_fallback(self, buf):
         args = ", ".join([self.arg(a) for a in buf.args]
@@ -183,16 +188,24 @@ class WrapperCodeGen:
         ]
         return "\n".join(header + body) + "\n"
 
-    def _with_frees(self, keep):
-        """The body lines with ``del bufN`` after each buffer's last use."""
+    def dead_after(self, keep):
+        """For each body line, the buffers (outside ``keep``) whose last use it is, sorted: the
+        wrapper drops its reference to them right after that line."""
         last = {}
         for i, (_, uses, defines) in enumerate(self.lines):
             for n in uses | ({defines} if defines else set()):
                 last[n] = i
+        dead = [[] for _ in self.lines]
+        for n, i in sorted(last.items()):
+            if n not in keep:
+                dead[i].append(n)
+        return dead
+
+    def _with_frees(self, keep):
+        """The body lines with ``del bufN`` after each buffer's last use."""
         out = []
-        for i, (code, uses, defines) in enumerate(self.lines):
+        for (code, _, _), dead in zip(self.lines, self.dead_after(keep)):
             out.append(code)
-            dead = sorted(n for n, j in last.items() if j == i and n not in keep)
             if dead:
                 out.append(f"del {', '.join(dead)}")
         return out
