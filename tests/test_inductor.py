@@ -182,7 +182,7 @@ def test_pointwise_chain_is_one_named_kernel_and_intermediates_stay_in_registers
     assert "static void cpp_fused_add_exp_mul_relu_sin_0(" in g.c_source_code
     assert "aten.sin.default(sin); aten.mul.Tensor(mul)" in g.c_source_code  # graph order
     # one output buffer, no intermediates allocated
-    assert g.source_code.count("empty_strided(") == 1
+    assert g.source_code.count("empty_strided_cpu(") == 1
     assert "#pragma omp parallel for simd" in g.c_source_code or ember.get_num_threads() == 1
 
 
@@ -293,7 +293,7 @@ def test_row_local_intermediates_skip_memory():
     # y lives in a per-row stack array: of the full-size buffers only the result is allocated
     # (the row max and sum are saved for backward)
     assert "_row[64];" in fwd.c_source_code
-    assert fwd.source_code.count("empty_strided([256, 64]") == 1
+    assert fwd.source_code.count("empty_strided_cpu((256, 64)") == 1
 
 
 def test_debug_writes_the_scheduled_ir(tmp_path, monkeypatch):

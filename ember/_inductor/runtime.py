@@ -14,7 +14,7 @@ _CPU_ALLOCATOR = get_allocator(CPU)
 
 def empty_strided_cpu(size, stride, dtype, nbytes):
     """``ember.empty_strided(size, stride, dtype=dtype)`` on the CPU without the dispatcher, for
-    the C wrapper (``config.cpp_wrapper``): ``size`` and ``stride`` are tuples the graph's
+    the wrappers of compiled graphs (Python and C): ``size`` and ``stride`` are tuples the graph's
     tracing checked, ``nbytes`` their storage extent in bytes, computed when the graph
     compiled. The storage is the CPU allocator's NumPy buffer, adopted as an UntypedStorage
     when first asked for (at once while the memory profiler watches), as kernels' results are;

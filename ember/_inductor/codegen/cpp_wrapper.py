@@ -25,9 +25,8 @@ figures in benchmarks/NOTES.md.
 """
 import re
 
-from ..._core.strides import storage_extent
 from .. import ir
-from .wrapper import WrapperCodeGen
+from .wrapper import WrapperCodeGen, alloc_nbytes
 
 __all__ = ["CppWrapperCodeGen"]
 
@@ -205,9 +204,8 @@ class CppWrapperCodeGen(WrapperCodeGen):
     # -- the blocks ----------------------------------------------------------------------------
     def codegen_alloc(self, name, lay):
         super().codegen_alloc(name, lay)
-        nbytes = storage_extent(lay.size, lay.stride, 0) * lay.dtype.itemsize
         args = [self.const(repr(tuple(lay.size))), self.const(repr(tuple(lay.stride))),
-                self.const(self.arg(lay.dtype)), self.const(repr(nbytes))]
+                self.const(self.arg(lay.dtype)), self.const(repr(alloc_nbytes(lay)))]
         v = c_local(name)
         self.blocks[-1] = [
             f"{v} = PyObject_Vectorcall({self.const('empty_strided_cpu')}, "
@@ -233,6 +231,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
             "    Py_BEGIN_ALLOW_THREADS",
             f"    {kname}({casts});",
             "    Py_END_ALLOW_THREADS",
+            "    if (ember_kernel_oom) { ember_kernel_oom = 0; PyErr_NoMemory(); goto fail; }",
             "}"]
 
     def codegen_fallback(self, buf):

@@ -9,11 +9,17 @@ import math
 
 import ember
 
+from ..._core.strides import storage_extent
 from .. import ir
 from ..scheduler import FusedKernel, TemplateKernel
 from .cpp import STORAGE_CTYPES, CppKernel, epilogue_source
 
 __all__ = ["WrapperCodeGen"]
+
+
+def alloc_nbytes(layout):
+    """Bytes of a new buffer of ``layout`` (its storage extent, offset 0)."""
+    return storage_extent(layout.size, layout.stride, 0) * layout.dtype.itemsize
 
 
 def _op_name(target):
@@ -122,8 +128,10 @@ class WrapperCodeGen:
         self.codegen_kernel_call(kname, [a for a, _ in args])
 
     def codegen_alloc(self, name, lay):
-        self.emit(f"{name} = empty_strided({list(lay.size)}, {list(lay.stride)}, "
-                  f"dtype={self.arg(lay.dtype)})", defines=name)
+        """``name = empty_strided_cpu(size, stride, dtype, nbytes)``: ``empty_strided`` without
+        the dispatcher (runtime.py), its storage size worked out here once."""
+        self.emit(f"{name} = empty_strided_cpu({tuple(lay.size)}, {tuple(lay.stride)}, "
+                  f"{self.arg(lay.dtype)}, {alloc_nbytes(lay)})", defines=name)
 
     def codegen_kernel_call(self, kname, args):
         ptrs = ", ".join(f"{a}.data_ptr()" for a in args)
@@ -178,8 +186,8 @@ class WrapperCodeGen:
             "# constN are the non-literal arguments (dtypes, devices) of the eager calls;",
             "# _tensor_constantN the tensors the graph holds (get_attr).",
             "import ember",
-            "from ember import as_strided, empty_strided",
-            "from ember._inductor.runtime import check_bounds",
+            "from ember import as_strided",
+            "from ember._inductor.runtime import check_bounds, empty_strided_cpu",
             "",
             "aten = ember.ops.aten",
             "",
