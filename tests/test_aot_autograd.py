@@ -407,3 +407,26 @@ def test_output_structures_and_identity():
     from ember._subclasses.fake_tensor import DataDependentOutputException
     with pytest.raises(DataDependentOutputException, match="_local_scalar_dense"):
         aot_function(lambda x: x * x.sum().item(), nop)(x)
+
+
+def test_per_call_key_of_the_params_first_form():
+    # aot_module_simplified calls aot_function(params, *args): that form skips tree_flatten, and
+    # must still retrace on a changed scalar, dtype or requires_grad, and merge a repeated tensor
+    from ember._functorch.aot_autograd import aot_function
+    fw_inputs = []
+
+    def fw(gm, inputs):
+        fw_inputs.append(len(inputs))
+        return gm
+    f = aot_function(lambda params, x, s: (params[0] * x + params[1] * s).sum(), fw,
+                     lambda gm, inputs: gm)
+    w = ember.ones(3, requires_grad=True)
+    x = ember.arange(3.0)
+    f([w, w], x, 2.0).backward()             # the tied weight is one graph input
+    assert fw_inputs == [2] and w.grad.tolist() == [2.0, 3.0, 4.0]
+    f([w, w], x, 2.0)
+    assert len(f._aot_cache) == 1             # same key: no retrace
+    f([w, w], x, 3.0)                         # another scalar
+    f([w, w], x.double(), 3.0)                # another dtype
+    f([w.detach(), w], x, 3.0)                # not the same tensor twice any more
+    assert len(f._aot_cache) == 4 and fw_inputs[-1] == 3

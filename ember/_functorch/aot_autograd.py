@@ -28,6 +28,9 @@ import sys
 import time
 
 from .. import autograd as _autograd
+from .._dispatch import tls as _tls
+from .._dispatch.keys import AUTOCAST_BITS
+from ..amp import autocast_mode as _autocast_mode
 from .._tensor import Tensor
 from ..fx.experimental.proxy_tensor import make_fx
 from ..fx.graph import Graph
@@ -601,17 +604,23 @@ def compiled_out_val(compiled, i):
 # the entry points
 
 def _signature(flat):
-    from .. import get_autocast_dtype, is_autocast_enabled, is_grad_enabled
-    # a graph traced under autocast holds its casts: the autocast state is part of the key
-    key = [is_grad_enabled()] + [(is_autocast_enabled(d), str(get_autocast_dtype(d)))
-                                 for d in ("cpu", "cuda")]
+    """What a traced graph depends on besides the argument structure: grad mode, the autocast
+    state (a graph traced under autocast holds its casts) and each leaf's metadata. Read from
+    the state objects directly: this runs on every call of a compiled function."""
+    state, autocast = _tls.state, _autocast_mode.state
+    key = [state.grad_enabled, state.excluded & AUTOCAST_BITS, autocast.dtype["cpu"],
+           autocast.dtype["cuda"]]
     for x in flat:
         if isinstance(x, Tensor):
-            key.append(("T", tuple(x.shape), tuple(x.stride()), str(x.dtype), str(x.device),
+            key.append((tuple(x._size), tuple(x._stride), x._dtype, x._device,
                         x.requires_grad))
         else:
             key.append(("V", repr(x)))
     return tuple(key)
+
+
+# argument types the per-call fast path of aot_function takes as leaves without tree_flatten
+_LEAF_TYPES = (int, float, bool, type(None))
 
 
 def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partition,
@@ -627,20 +636,32 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
 
     @functools.wraps(fn)
     def returned(*args, **kwargs):
-        leaves, spec = pytree.tree_flatten((args, kwargs))
+        if not kwargs and args and type(args[0]) is list and all(
+                isinstance(a, Tensor) or type(a) in _LEAF_TYPES
+                for part in (args[0], args[1:]) for a in part):
+            # aot_module_simplified's call, (params, *tensors): the structure is its two
+            # lengths, and the leaves are the arguments themselves
+            leaves, spec = args[0] + list(args[1:]), None
+            structure = (len(args[0]), len(args))
+        else:
+            leaves, spec = pytree.tree_flatten((args, kwargs))
+            structure = repr(spec)
         tensor_idx = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
         # the same tensor passed twice (tied weights) is one graph input (PyTorch's
         # remove_dupe_args): its gradient then sums both uses
-        first, slot = {}, []
+        first, slot, inputs = {}, [], []
         for i in tensor_idx:
-            slot.append(first.setdefault(id(leaves[i]), len(first)))
-        key = (repr(spec), _signature(leaves), tuple(slot))
+            x = leaves[i]
+            k = first.get(id(x))
+            if k is None:
+                k = first[id(x)] = len(inputs)
+                inputs.append(x)
+            slot.append(k)
+        key = (structure, _signature(leaves), tuple(slot))
         compiled = cache.get(key)
-        inputs = []
-        for i in tensor_idx:
-            if not any(leaves[i] is t for t in inputs):
-                inputs.append(leaves[i])
         if compiled is None:
+            if spec is None:
+                leaves, spec = pytree.tree_flatten((args, kwargs))
             def flat_fn(*tensors):
                 vals = list(leaves)
                 for i, k in zip(tensor_idx, slot):
