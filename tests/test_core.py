@@ -155,3 +155,11 @@ def test_tensor_storage_metadata():
     assert t.layout is ember.strided and not t._is_view() and t._base is None
     m = ember.empty(4, 5, device="meta")
     assert m.untyped_storage().nbytes() == 80 and m.data_ptr() == 0 and m.is_meta
+
+
+def test_return_types_module_names_the_namedtuples_and_pickles_them():
+    import pickle
+    r = ember.tensor([[3.0, 1.0, 2.0]]).sort(1)
+    assert type(r) is ember.return_types.sort and r._fields == ("values", "indices")
+    back = pickle.loads(pickle.dumps(r))
+    assert type(back) is ember.return_types.sort and back.indices.tolist() == [[1, 2, 0]]

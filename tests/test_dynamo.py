@@ -1425,3 +1425,23 @@ def test_mode_and_options_reach_the_backend():
         ember.compile(f_arith, mode="fast")
     out = ember.compile(f_arith, mode="max-autotune")(t(2), t(2))
     assert same(out, f_arith(t(2), t(2)))
+
+
+def test_named_results_of_ops_are_traced_by_field():
+    # sort/max return ember.return_types namedtuples: fields by name or position stay in the
+    # graph, and a namedtuple returned from the frame is rebuilt with its own class
+    graphs = []
+
+    def backend(gm, inputs):
+        graphs.append(gm)
+        return gm
+
+    @ember.compile(backend=backend, fullgraph=True)
+    def f(x):
+        s = x.sort(1)
+        return s.values * 2, s[1], x.max(1)
+    x = ember.randn(3, 4)
+    values2, indices, mx = f(x)
+    assert len(graphs) == 1
+    assert ember.equal(values2, x.sort(1).values * 2) and ember.equal(indices, x.sort(1).indices)
+    assert type(mx) is ember.return_types.max and ember.equal(mx.indices, x.max(1).indices)

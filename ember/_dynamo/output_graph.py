@@ -16,7 +16,8 @@ from . import config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet
 from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
-                        NullVariable, TensorVariable, TupleVariable, WithExitVariable)
+                        NamedTupleVariable, NullVariable, TensorVariable, TupleVariable,
+                        WithExitVariable)
 from .variables.base import unimplemented
 from .variables.builder import wrap_constant_like
 from .variables.lists import BaseListVariable
@@ -524,7 +525,11 @@ class OutputGraph:
                     items.append(TensorVariable(n, f))
                 else:
                     items.append(wrap_constant_like(tx, f))
-            return ListVariable(items) if isinstance(fake, list) else TupleVariable(items)
+            if isinstance(fake, list):
+                return ListVariable(items)
+            if hasattr(type(fake), "_fields"):  # named results (values, indices)
+                return NamedTupleVariable(items, type(fake))
+            return TupleVariable(items)
         if fake is None:
             return ConstantVariable(None)
         self.graph.erase_node(node)

@@ -12,6 +12,7 @@ Overloads that only differ from another by ``Scalar`` in place of ``Tensor`` (``
 get no Python binding: as in PyTorch, numbers passed to the Tensor form become wrapped numbers.
 """
 import collections
+import importlib
 import numbers
 import operator
 
@@ -547,6 +548,7 @@ def _out(call, args, out):
 
 
 _return_types = {}
+_return_types_module = importlib.import_module("ember.return_types")
 
 
 def return_type(name, fields):
@@ -556,6 +558,7 @@ def return_type(name, fields):
         t = collections.namedtuple(name, fields)
         t.__module__ = "ember.return_types"
         _return_types[key] = t
+        setattr(_return_types_module, name, t)
     return t
 
 

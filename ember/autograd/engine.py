@@ -284,6 +284,15 @@ class GraphTask:
                 outputs = None
             self._wait_for_device_streams()
             self._run_callbacks()
+        except BaseException as e:
+            # whoever failed, the workers stop taking this task's nodes before the caller sees
+            # the error (nothing of an abandoned backward may still write .grad afterwards)
+            with cond:
+                if self.error is None:
+                    self.error = e
+                while self.pending:
+                    cond.wait()
+            raise
         finally:
             _tasks.stack.pop()
             _state.grad_enabled = prev_grad

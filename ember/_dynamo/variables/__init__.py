@@ -6,7 +6,8 @@ from .constant import ConstantVariable  # noqa: F401
 from .dicts import ConstDictVariable  # noqa: F401
 from .functions import (CellVariable, NestedUserFunctionVariable, UserFunctionVariable,  # noqa: F401
                         UserMethodVariable)
-from .lists import ListIteratorVariable, ListVariable, SizeVariable, TupleVariable  # noqa: F401
+from .lists import (ListIteratorVariable, ListVariable, NamedTupleVariable,  # noqa: F401
+                    SizeVariable, TupleVariable)
 from .misc import (AutocastVariable, GradModeVariable, PythonModuleVariable,  # noqa: F401
                    SkippedFunctionVariable, SuperVariable, TorchInGraphFunctionVariable,
                    UserDefinedClassVariable, UserDefinedObjectVariable, WithExitVariable)

@@ -4,7 +4,8 @@ written back after the graph (``L['xs'][:] = [...]``)."""
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
-__all__ = ["ListVariable", "TupleVariable", "SizeVariable", "ListIteratorVariable"]
+__all__ = ["ListVariable", "TupleVariable", "NamedTupleVariable", "SizeVariable",
+           "ListIteratorVariable"]
 
 
 class BaseListVariable(VariableTracker):
@@ -78,6 +79,31 @@ class BaseListVariable(VariableTracker):
 
 class TupleVariable(BaseListVariable):
     py_type = tuple
+
+
+class NamedTupleVariable(TupleVariable):
+    """A namedtuple of traced values: what ops with named results return
+    (``ember.return_types.sort``: ``values``, ``indices``); fields read by name or position."""
+
+    def __init__(self, items, tuple_cls, source=None):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls
+
+    @property
+    def py_type(self):
+        return self.tuple_cls
+
+    def as_python_constant(self):
+        return self.tuple_cls(*[i.as_python_constant() for i in self.items])
+
+    def var_getattr(self, tx, name):
+        fields = self.tuple_cls._fields
+        if name in fields:
+            return self.items[fields.index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, cg):
+        return f"{cg.const(self.tuple_cls)}({', '.join(cg.reconstruct(i) for i in self.items)})"
 
 
 class SizeVariable(TupleVariable):
