@@ -257,9 +257,9 @@ def _empty(shape, dt):
     return _cpu_cache.empty(shape, dt, math.prod(shape) * dt.itemsize)
 
 
-def pointwise(name, arrays):
-    """``name``'s result (a table row of ``cpu/pointwise.py``) computed from ``arrays`` (NumPy
-    arrays already in the computation dtype), or None where NumPy should compute it."""
+def _plan(name, arrays):
+    """``(dtype, element count, (layout class, result shape))`` when ``name`` has a generated
+    kernel and ``arrays`` qualify for one, else None."""
     if name not in _POINTWISE_NAMES or len(arrays) > 2:
         return None
     found = _eligible(arrays)
@@ -267,8 +267,16 @@ def pointwise(name, arrays):
         return None
     dt, size = found
     lay = _layout(arrays, size)
-    if lay is None:
+    return None if lay is None else (dt, size, lay)
+
+
+def pointwise(name, arrays):
+    """``name``'s result (a table row of ``cpu/pointwise.py``) computed from ``arrays`` (NumPy
+    arrays already in the computation dtype), or None where NumPy should compute it."""
+    plan = _plan(name, arrays)
+    if plan is None:
         return None
+    dt, size, lay = plan
     module = _pointwise_module(name, dt, len(arrays))
     if module is None:
         return None
@@ -279,14 +287,11 @@ def pointwise_into(name, dst, arrays):
     """In-place form of :func:`pointwise`: writes ``name``'s result into ``dst`` (a
     C-contiguous array of the computation dtype and the result's shape) and returns True, or
     returns False where NumPy should compute it."""
-    if name not in _POINTWISE_NAMES or len(arrays) > 2 or dst.dtype != arrays[0].dtype:
+    plan = _plan(name, arrays) if dst.dtype == arrays[0].dtype else None
+    if plan is None:
         return False
-    found = _eligible(arrays)
-    if found is None:
-        return False
-    dt, size = found
-    lay = _layout(arrays, size)
-    if lay is None or dst.shape != lay[1] or not dst.flags.c_contiguous:
+    dt, size, lay = plan
+    if dst.shape != lay[1] or not dst.flags.c_contiguous:
         return False
     module = _pointwise_module(name, dt, len(arrays))
     if module is None:
