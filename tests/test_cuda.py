@@ -161,7 +161,8 @@ def test_autograd_on_cuda():
     (x @ w).tanh().sum().backward()
     (x.cuda() @ wc).tanh().sum().backward()
     assert wc.grad.is_cuda
-    assert np.allclose(wc.grad.cpu().numpy(), w.grad.numpy(), rtol=1e-6, atol=1e-7)
+    # cuBLAS and the CPU's BLAS sum in different orders: float32 rounding apart
+    assert np.allclose(wc.grad.cpu().numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_module_cuda_and_state_dict_round_trip(tmp_path):

@@ -2,6 +2,7 @@
 environment variables, GEMM keys in PyTorch's naming, tuning with numerical checks, the results
 CSV written, re-read and refused under other validators, offline tuning from an untuned file."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -28,6 +29,14 @@ def _mats(*shapes):
     return [ember.randn(*s, device="cuda") for s in shapes]
 
 
+def _tuned(solution):
+    """A solution the tuner may choose: the default, or on a GPU a cuBLAS algorithm that was
+    faster (the simulated device has no algorithms to choose from)."""
+    from helpers import real_gpu
+    return solution == "Default" or bool(real_gpu() and re.fullmatch(r"Gemm_Cublas_\d+",
+                                                                      solution))
+
+
 def test_api_defaults_and_environment():
     ctx = tunable._TuningContext()
     assert (ctx.tuning, ctx.max_duration_ms, ctx.max_iterations) == (True, 30, 100)
@@ -51,14 +60,15 @@ def test_api_defaults_and_environment():
 def test_tuning_records_gemms_in_pytorchs_naming():
     a, b, c, d = _mats((8, 4), (4, 5), (5, 8), (5, 3))
     want = (a.cpu() @ b.cpu()).numpy()
-    np.testing.assert_allclose((a @ b).cpu().numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose((a @ b).cpu().numpy(), want, rtol=1e-5, atol=1e-6)
     c.t() @ d  # a transposed operand: T
     ember.bmm(*_mats((3, 2, 4), (3, 4, 6)))
     ember.addmm(ember.zeros(8, 5, device="cuda"), a, b)  # the same GEMM: no new entry
     results = {(op, params): sol for op, params, sol, ms in tunable.get_results()}
-    assert results == {("GemmTunableOp_float_NN", "nn_8_5_4"): "Default",
-                       ("GemmTunableOp_float_TN", "tn_8_3_5"): "Default",
-                       ("GemmStridedBatchedTunableOp_float_NN", "nn_2_6_4_B_3"): "Default"}
+    assert set(results) == {("GemmTunableOp_float_NN", "nn_8_5_4"),
+                            ("GemmTunableOp_float_TN", "tn_8_3_5"),
+                            ("GemmStridedBatchedTunableOp_float_NN", "nn_2_6_4_B_3")}
+    assert all(_tuned(sol) for sol in results.values()), results
     assert all(ms > 0 for *_, ms in tunable.get_results())
 
 
@@ -69,7 +79,9 @@ def test_results_file_round_trip_and_refusal(fresh):
     lines = (fresh / "tunableop_results0.csv").read_text().splitlines()
     names = [line.split(",")[1] for line in lines if line.startswith("Validator")]
     assert names == ["PT_VERSION", "CUDA_VERSION", "CUBLAS_VERSION", "GPU_NAME"]
-    assert lines[4].startswith("GemmTunableOp_float_NN,nn_6_2_3,Default,")
+    op, params, solution, ms = lines[4].split(",")
+    assert (op, params) == ("GemmTunableOp_float_NN", "nn_6_2_3") and _tuned(solution)
+    assert float(ms) > 0
     tunable._ctx.results.clear()
     assert tunable.read_file() and len(tunable.get_results()) == 1
     other = fresh / "other.csv"  # tuned under another ember: refused
@@ -99,7 +111,8 @@ def test_candidates_are_checked_and_the_fastest_wins(monkeypatch):
     speed = {"matmul": 1.0, "right": 0.5, "wrong": 0.01}
     monkeypatch.setattr(tunable, "_time", lambda fn, a, b, sync: speed[fn.__name__])
     a, b = _mats((4, 4), (4, 4))
-    np.testing.assert_allclose((a @ b).cpu().numpy(), (a.cpu() @ b.cpu()).numpy(), rtol=1e-6)
+    np.testing.assert_allclose((a @ b).cpu().numpy(), (a.cpu() @ b.cpu()).numpy(), rtol=1e-5,
+                               atol=1e-6)
     assert tunable.get_results()[0][2:] == ("Gemm_Cublas_7", 0.5)
     calls.clear()
     a @ b
@@ -116,8 +129,8 @@ def test_tuning_off_runs_default_and_records_untuned(fresh):
     assert untuned == "GemmTunableOp_float_NN,nn_3_2_5\n"
     tunable.tuning_enable(True)
     tunable.tune_gemm_in_file(str(fresh / "tunableop_untuned0.csv"))  # offline tuning
-    assert [r[:3] for r in tunable.get_results()] == [
-        ("GemmTunableOp_float_NN", "nn_3_2_5", "Default")]
+    [(op, params, solution, _)] = tunable.get_results()
+    assert (op, params) == ("GemmTunableOp_float_NN", "nn_3_2_5") and _tuned(solution)
 
 
 def test_disabled_tunable_is_not_consulted(monkeypatch):

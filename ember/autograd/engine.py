@@ -171,7 +171,7 @@ class GraphTask:
     """
     __slots__ = ("id", "keep_graph", "create_graph", "accumulate", "nodes", "needed", "callbacks",
                  "deps", "buffers", "ready", "order", "captures", "captured", "cond", "pending",
-                 "error", "streams")
+                 "error", "streams", "device_ready", "draining")
     _ids = itertools.count()
 
     def __init__(self, keep_graph, create_graph, accumulate_grad):
@@ -249,9 +249,11 @@ class GraphTask:
         device nodes to their worker and runs CPU nodes, until no node is ready or running.
         Workers send their outputs under ``cond``, so both threads may add to a buffer."""
         self.cond = threading.Condition()
-        self.pending = 0  # nodes handed to a worker and not finished
+        self.pending = 0  # device queues a worker is draining
         self.error = None  # the first exception a worker raised
         self.streams = set()  # streams device nodes ran on (the caller waits for them)
+        self.device_ready = {}  # device index -> heap of ready nodes whose gradients are there
+        self.draining = set()  # device indices whose worker is running this task's nodes
         prev_grad = _state.grad_enabled
         _state.grad_enabled = bool(self.create_graph)
         _tasks.stack.append(self)
@@ -268,14 +270,13 @@ class GraphTask:
                         raise self.error
                     if not ready:
                         break
-                    node = heapq.heappop(ready)[2]
+                    entry = heapq.heappop(ready)
+                    node = entry[2]
+                    index = _cuda_index(buffers.get(node, ()))
+                    if index is not None:
+                        self._hand_to_device(index, entry, snapshot)
+                        continue
                     grads = buffers.pop(node, None) or [None] * _num_inputs(node)
-                index = _cuda_index(grads)
-                if index is not None:
-                    with cond:
-                        self.pending += 1
-                    _device_worker(index).submit((self, node, grads, snapshot))
-                    continue
                 outputs = (self._run_observed(node, grads) if node_observers
                            else self._run_node(node, grads))
                 if outputs is not None:
@@ -297,11 +298,34 @@ class GraphTask:
             _tasks.stack.pop()
             _state.grad_enabled = prev_grad
 
-    def _run_on_device(self, node, grads, index):
-        """A device worker's part: run ``node`` on its forward stream, send its gradients (the
-        consumers' streams wait for this one first)."""
-        if self.error is not None:
-            return
+    def _hand_to_device(self, index, entry, snapshot):
+        """Queue a ready node for device ``index``'s worker (under ``cond``), waking the worker
+        for this task unless it is already draining the queue."""
+        heapq.heappush(self.device_ready.setdefault(index, []), entry)
+        if index not in self.draining:
+            self.draining.add(index)
+            self.pending += 1
+            _device_worker(index).submit((self, index, snapshot))
+
+    def _drain_device(self, index, snapshot):
+        """A device worker's part (PyTorch's per-device ready queue): run this task's ready
+        nodes of device ``index``, most recently recorded first, until none is left. A node it
+        makes ready on the same device joins the queue here; any other goes to the caller."""
+        heap, cond, buffers = self.device_ready[index], self.cond, self.buffers
+        while True:
+            with cond:
+                if not heap or self.error is not None:
+                    self.draining.discard(index)
+                    return
+                node = heapq.heappop(heap)[2]
+                grads = buffers.pop(node, None) or [None] * _num_inputs(node)
+            self._run_on_device(node, grads, (index, snapshot))
+            grads = None
+
+    def _run_on_device(self, node, grads, device):
+        """Run ``node`` on its forward stream, send its gradients (the consumers' streams wait
+        for this one first). ``device``: ``(index, snapshot)``."""
+        index = device[0]
         streams = CUDA_STREAMS[0]
         saved_device, saved_stream = streams.device, streams.streams.get(index)
         streams.device = index
@@ -316,7 +340,7 @@ class GraphTask:
                 _sync_consumer_streams(node, outputs)
                 with self.cond:
                     self.streams.add(node._stream)
-                    self._send(node, outputs)
+                    self._send(node, outputs, device)
             outputs = None
         finally:
             streams.device = saved_device
@@ -371,10 +395,11 @@ class GraphTask:
         needed = self.needed
         return any(nx is not None and nx in needed for nx, _ in node._next)
 
-    def _send(self, node, outputs):
+    def _send(self, node, outputs, device=None):
         """Add each gradient to its next node's buffer; a node with no edge left to wait for is
         ready (or, off every path to ``inputs``, dropped). Hot: ``_add_to_buffer`` and
-        ``_push_ready`` are inlined."""
+        ``_push_ready`` are inlined. ``device``: ``(index, snapshot)`` when a device worker sends
+        — a node made ready with its gradients on that device stays in the worker's queue."""
         deps, buffers, needed = self.deps, self.buffers, self.needed
         for (nxt, nr), g in zip(node._next, outputs):
             if nxt is None:
@@ -392,7 +417,13 @@ class GraphTask:
                 if needed is not None and nxt not in needed:
                     buffers.pop(nxt, None)
                     continue
-                heapq.heappush(self.ready, (-nxt._seq_nr, next(self.order), nxt))
+                entry = (-nxt._seq_nr, next(self.order), nxt)
+                if device is not None and _cuda_index(buffers.get(nxt, ())) == device[0]:
+                    self._hand_to_device(device[0], entry, device[1])
+                else:
+                    heapq.heappush(self.ready, entry)
+                    if device is not None:
+                        self.cond.notify_all()
 
     def _run_callbacks(self):
         # final callbacks (queue_callback), in order; one may queue more
@@ -601,12 +632,12 @@ class _DeviceWorker:
     def _main(self):
         _tasks.device = self.index
         while True:
-            task, node, grads, snapshot = self.queue.get()
+            task, index, snapshot = self.queue.get()
             try:
                 with thread_local_state.restored(snapshot):
                     _tasks.stack.append(task)
                     try:
-                        task._run_on_device(node, grads, self.index)
+                        task._drain_device(index, snapshot)
                     finally:
                         _tasks.stack.pop()
             except BaseException as e:  # handed to the calling thread, which raises it
@@ -618,7 +649,7 @@ class _DeviceWorker:
                     task.pending -= 1
                     task.cond.notify_all()
                 # nothing of the task may stay alive here until the next item arrives
-                task = node = grads = snapshot = None
+                task = snapshot = None
 
 
 _workers = {}

@@ -21,6 +21,8 @@ A body that needs the host (a CuPy call refusing a host value, a missing CuPy fu
 :class:`NeedsHost`; the CUDA key's kernels then run the op through the host-kernel fallback, and
 ``stats`` counts both paths (``ember.cuda`` callers can read why an op left the device).
 """
+import threading
+
 import numpy as np
 
 from ..._core import strides as _st
@@ -165,19 +167,23 @@ class timed:
 
 
 _streams = {}  # CuPy stream objects for ember's stream handles
-_current = [None]  # the (device, handle) CuPy was last told
+class _Told(threading.local):
+    key = None  # the (device, handle) CuPy was last told on this thread (its state is per thread)
+
+
+_current = _Told()
 
 
 def _use_stream(dev_index, handle):
     key = (dev_index, handle)
-    if _current[0] != key:
+    if _current.key != key:
         cp = _cupy
         cp.cuda.Device(dev_index).use()
         s = _streams.get(key)
         if s is None:
             s = _streams[key] = cp.cuda.ExternalStream(handle, dev_index)
         s.use()
-        _current[0] = key
+        _current.key = key
 
 
 def launch(dev, body):
