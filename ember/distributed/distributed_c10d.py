@@ -1,6 +1,9 @@
 """PyTorch's ``torch.distributed`` API (``distributed_c10d.py``): process groups, rendezvous and
 the collectives on tensors. Tensors are handed to the MPI engine (:mod:`._mpi`) as NumPy views
-of their storage; every collective is a non-blocking MPI request inside a ``Work``.
+of their storage; every collective is a non-blocking MPI request inside a ``Work``. A group whose
+backend names ``nccl`` for CUDA (``"nccl"``, ``"cpu:gloo,cuda:nccl"``) runs the collectives on
+CUDA tensors through NCCL instead (:mod:`._nccl`); its MPI communicator still carries the
+host-side checks and the object collectives.
 """
 import enum
 import io
@@ -14,7 +17,7 @@ import numpy as np
 
 import ember
 
-from . import _mpi
+from . import _mpi, _nccl
 from ._mpi import CompletedWork, DistBackendError, Work
 from ._store import FileStore, HashStore, Store, TCPStore
 
@@ -34,7 +37,8 @@ default_pg_timeout = timedelta(minutes=30)
 
 
 class Backend(str):
-    """Backend names: ``gloo`` and ``mpi`` both run on the MPI engine (CPU tensors)."""
+    """Backend names: ``gloo`` and ``mpi`` both run on the MPI engine (CPU tensors, and CUDA
+    tensors through host memory); ``nccl`` on NCCL (CUDA tensors)."""
     UNDEFINED = "undefined"
     GLOO = "gloo"
     NCCL = "nccl"
@@ -98,6 +102,8 @@ class ProcessGroup:
     def __init__(self, comm, backend, global_ranks, store, timeout, world):
         self._comm = comm
         self._backend = Backend(backend)
+        self._device_backends = _device_backends(self._backend)
+        self._nccl = {}  # device index -> NCCL communicator, made at first use
         self.global_ranks = list(global_ranks)
         self.store = store
         self.timeout_s = timeout.total_seconds()
@@ -157,7 +163,7 @@ def is_gloo_available():
 
 
 def is_nccl_available():
-    return False
+    return _nccl.available()
 
 
 def is_initialized():
@@ -244,13 +250,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None and init_method is not None:
         raise ValueError("Cannot specify both init_method and store.")
-    backend = Backend(backend or "gloo")
-    for part in str(backend).split(","):  # "cpu:gloo,cuda:nccl"
-        name = part.split(":")[-1]
+    backend = Backend(backend or _default_backend())
+    for name in _device_backends(backend).values():
         if name == "nccl":
-            raise RuntimeError("ember.distributed: the nccl backend is not available here (it "
-                               "needs CuPy's NCCL and a CUDA device); use gloo or mpi")
-        if name not in ("gloo", "mpi"):
+            _nccl.check_usable()
+        elif name not in ("gloo", "mpi"):
             raise RuntimeError(f"Invalid backend: '{name}'")
     if timeout is None:
         timeout = default_pg_timeout
@@ -275,6 +279,38 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     pg.group_name = group_name or "0"
     _set_world(pg)
     _World.groups = [pg]
+
+
+def _default_backend():
+    """PyTorch's default: gloo for CPU tensors, and nccl for CUDA tensors where it can run."""
+    try:
+        _nccl.check_usable()
+    except RuntimeError:
+        return "gloo"
+    return "cpu:gloo,cuda:nccl"
+
+
+def _device_backends(backend):
+    """``{device type: backend name}``: ``"gloo"``/``"mpi"`` serve CPU and CUDA tensors,
+    ``"nccl"`` CUDA tensors only, ``"cpu:gloo,cuda:nccl"`` names each."""
+    text = str(backend)
+    if ":" not in text:
+        return {"cuda": text} if text == "nccl" else {"cpu": text, "cuda": text}
+    pairs = {}
+    for part in text.split(","):
+        device, _, name = part.partition(":")
+        pairs[device.strip()] = name.strip().lower()
+    return pairs
+
+
+def _on_nccl(pg, tensor):
+    """Whether a collective on ``tensor`` runs on NCCL; a device the group has no backend for
+    gets PyTorch's error."""
+    device = tensor._device.type
+    name = pg._device_backends.get(device)
+    if name is None:
+        raise RuntimeError(f"No backend type associated with device type {device}")
+    return name == "nccl"
 
 
 def _rendezvous(url, rank, world_size, timeout):
@@ -315,6 +351,7 @@ def destroy_process_group(group=None):
     if group is None or group is _World.default_pg:
         pg = _get_default_group()
         for g in _World.groups:
+            _nccl.destroy(g)
             if g._comm is not None:
                 g._comm.Free()
                 g._comm = None
@@ -334,6 +371,7 @@ def destroy_process_group(group=None):
         _set_world(None)
         _World.groups = []
     else:
+        _nccl.destroy(group)
         if group._comm is not None:
             group._comm.Free()
             group._comm = None
@@ -478,7 +516,17 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = _group(group)
     opn = _op_name(op)
     _check_same(pg, "all_reduce", tensor.numel(), tensor.dtype)
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.all_reduce(pg, tensor, opn), async_op)
     return _run(pg, _allreduce_array(pg, tensor, opn), async_op)
+
+
+def _all_reduce_work(pg, tensor, opn, name="all_reduce"):
+    """The all-reduce ``Work`` on the engine of ``tensor``'s device, without the cross-rank
+    checks (DistributedDataParallel's buckets agree by construction)."""
+    if _on_nccl(pg, tensor):
+        return _nccl.all_reduce(pg, tensor, opn)
+    return _allreduce_array(pg, tensor, opn, name)
 
 
 def _allreduce_array(pg, tensor, opn, name="all_reduce"):
@@ -496,6 +544,8 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     pg = _group(group)
     root = _group_rank(pg, src, group_src, "src")
     _check_same(pg, "broadcast", tensor.numel(), tensor.dtype)
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.broadcast(pg, tensor, root), async_op)
     arr, writeback = _buffer(tensor)
     req = pg._comm.Ibcast(_mpi.mpi_array(arr), root=root)
     return _run(pg, Work([req], pg, "broadcast", writeback, keep=(arr,), result=[tensor]),
@@ -510,6 +560,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     root = _group_rank(pg, dst, group_dst, "dst")
     opn = _op_name(op)
     _check_same(pg, "reduce", tensor.numel(), tensor.dtype)
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.reduce(pg, tensor, root, opn), async_op)
     arr, writeback = _buffer(tensor, reducing=True)
     MPI = _mpi.mpi()
     mop = _mpi.reduce_op(opn, arr.dtype)
@@ -545,6 +597,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             raise RuntimeError(f"all_gather: an output tensor has {o.numel()} elements but the "
                                f"input has {tensor.numel()}")
     _check_same(pg, "all_gather", tensor.numel(), tensor.dtype)
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.all_gather(pg, tensor_list, tensor), async_op)
     src = _input(tensor)
     flat = np.empty((pg.size(), src.size), dtype=src.dtype)
     req = pg._comm.Iallgather(_mpi.mpi_array(src.reshape(-1)), _mpi.mpi_array(flat))
@@ -563,6 +617,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                          f"size (output {output_tensor.numel()}, input {input_tensor.numel()}, "
                          f"world_size {pg.size()})")
     _check_same(pg, "all_gather_into_tensor", input_tensor.numel(), input_tensor.dtype)
+    if _on_nccl(pg, input_tensor):
+        return _run(pg, _nccl.all_gather_into_tensor(pg, output_tensor, input_tensor), async_op)
     src = _input(input_tensor)
     out, writeback = _buffer(output_tensor)
     req = pg._comm.Iallgather(_mpi.mpi_array(src.reshape(-1)), _mpi.mpi_array(out))
@@ -587,6 +643,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
                          "ranks.")
     _check_same(pg, "gather", tensor.numel(), tensor.dtype)
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.gather(pg, tensor, gather_list, root), async_op)
     src = _input(tensor).reshape(-1)
     if pg.rank() == root:
         flat = np.empty((pg.size(), src.size), dtype=src.dtype)
@@ -606,7 +664,6 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     pg = _group(group)
     root = _group_rank(pg, src, group_src, "src")
     _check_same(pg, "scatter", tensor.numel(), tensor.dtype)
-    out, writeback = _buffer(tensor)
     if pg.rank() == root:
         if not scatter_list:
             raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
@@ -618,13 +675,16 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
             if t.numel() != tensor.numel():
                 raise RuntimeError(f"scatter: a tensor of scatter_list has {t.numel()} elements "
                                    f"but the output tensor has {tensor.numel()}")
+    elif scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    if _on_nccl(pg, tensor):
+        return _run(pg, _nccl.scatter(pg, tensor, scatter_list, root), async_op)
+    out, writeback = _buffer(tensor)
+    if pg.rank() == root:
         flat = np.stack([_input(t).reshape(-1) for t in scatter_list])
         req = pg._comm.Iscatter(_mpi.mpi_array(flat), _mpi.mpi_array(out), root=root)
         keep = (flat, out)
     else:
-        if scatter_list:
-            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
-                             "ranks.")
         req = pg._comm.Iscatter(None, _mpi.mpi_array(out), root=root)
         keep = (out,)
     return _run(pg, Work([req], pg, "scatter", writeback, keep=keep, result=[tensor]), async_op)
@@ -643,6 +703,9 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         if t.numel() != output.numel():
             raise RuntimeError(f"reduce_scatter: an input tensor has {t.numel()} elements but the "
                                f"output has {output.numel()}")
+    if _on_nccl(pg, output):
+        _check_same(pg, "reduce_scatter", output.numel(), output.dtype)
+        return _run(pg, _nccl.reduce_scatter(pg, output, input_list, _op_name(op)), async_op)
     return _reduce_scatter(pg, output, [_input(t).reshape(-1) for t in input_list], op,
                            "reduce_scatter", async_op)
 
@@ -657,6 +720,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         raise ValueError(f"input tensor must be the same size as output size times world size "
                          f"(input {input.numel()}, output {output.numel()}, world_size "
                          f"{pg.size()})")
+    if _on_nccl(pg, output):
+        _check_same(pg, "reduce_scatter_tensor", output.numel(), output.dtype)
+        return _run(pg, _nccl.reduce_scatter_tensor(pg, output, input, _op_name(op)), async_op)
     flat = _input(input).reshape(pg.size(), -1)
     return _reduce_scatter(pg, output, list(flat), op, "reduce_scatter_tensor", async_op)
 
@@ -674,13 +740,10 @@ def _reduce_scatter(pg, output, rows, op, name, async_op):
     return _run(pg, Work([req], pg, name, fin, keep=(send, out), result=[output]), async_op)
 
 
-def _alltoallv(pg, send, send_counts, recv, recv_counts, name, finish, result, async_op):
-    MPI = _mpi.mpi()
-    sd = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(np.int64)
-    rd = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
+def _check_split_sizes(pg, send_counts, recv_counts, name):
+    """Counts must agree pairwise: what rank i sends to j is what j expects from i."""
     sc = np.asarray(send_counts, dtype=np.int64)
     rc = np.asarray(recv_counts, dtype=np.int64)
-    # counts must agree pairwise: what i sends to j is what j expects from i
     every = np.empty((pg.size(), pg.size()), dtype=np.int64)
     _wait_quiet(pg, [pg._comm.Iallgather(sc, every)], name)
     expected = every[:, pg.rank()]
@@ -690,6 +753,15 @@ def _alltoallv(pg, send, send_counts, recv, recv_counts, name, finish, result, a
                            f"{pg.global_ranks[pg.rank()]} expects {rc.tolist()} elements from "
                            f"ranks {list(pg.global_ranks)} but they send "
                            f"{expected.tolist()} (mismatch with ranks {bad})")
+
+
+def _alltoallv(pg, send, send_counts, recv, recv_counts, name, finish, result, async_op):
+    MPI = _mpi.mpi()
+    sd = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(np.int64)
+    rd = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64)
+    sc = np.asarray(send_counts, dtype=np.int64)
+    rc = np.asarray(recv_counts, dtype=np.int64)
+    _check_split_sizes(pg, sc, rc, name)
     dt = MPI._typedict[send.dtype.char] if send.dtype.char in MPI._typedict else None
     if dt is None:  # bfloat16 and friends: count bytes
         k = send.dtype.itemsize
@@ -730,6 +802,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
     sc = counts(input_split_sizes, input, row_in, "input")
     rc = counts(output_split_sizes, output, row_out, "output")
+    if _on_nccl(pg, input):
+        _check_split_sizes(pg, sc, rc, "all_to_all_single")
+        return _run(pg, _nccl.all_to_all_single(pg, output, input, sc, rc), async_op)
     send = _input(input).reshape(-1)
     recv, writeback = _buffer(output)
     return _alltoallv(pg, send, sc, recv.reshape(-1), rc, "all_to_all_single", writeback,
@@ -745,6 +820,10 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     if len(input_tensor_list) != pg.size() or len(output_tensor_list) != pg.size():
         raise ValueError(f"all_to_all: the tensor lists must have one tensor per rank "
                          f"({pg.size()})")
+    if _on_nccl(pg, input_tensor_list[0]):
+        _check_split_sizes(pg, [t.numel() for t in input_tensor_list],
+                           [t.numel() for t in output_tensor_list], "all_to_all")
+        return _run(pg, _nccl.all_to_all(pg, output_tensor_list, input_tensor_list), async_op)
     send = np.concatenate([_input(t).reshape(-1) for t in input_tensor_list])
     rc = [t.numel() for t in output_tensor_list]
     recv = np.empty(sum(rc), dtype=send.dtype)
@@ -778,6 +857,8 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     if peer == pg.rank():
         raise ValueError("Invalid destination rank: should not be the same as the rank of the "
                          "current process.")
+    if _on_nccl(pg, tensor):
+        return _nccl.send(pg, tensor, peer)
     src = _input(tensor).reshape(-1)
     req = pg._comm.Isend(_mpi.mpi_array(src), dest=peer, tag=tag)
     return Work([req], pg, "send", keep=(src,), result=[tensor])
@@ -789,6 +870,14 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
         return _warn_not_in_group("irecv")
     pg = _group(group)
     MPI = _mpi.mpi()
+    if _on_nccl(pg, tensor):
+        if src is None and group_src is None:
+            raise RuntimeError("recv from any source is not supported by the nccl backend: "
+                               "name src")
+        peer = _peer(pg, src, group_src, "src")
+        work = _nccl.recv(pg, tensor, peer)
+        work._source = peer
+        return work
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src,
                                                                           "src")
     out, writeback = _buffer(tensor)
@@ -811,7 +900,7 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
         _warn_not_in_group("recv")
         return -1
     pg = _group(group)
-    if src is None and group_src is None:
+    if src is None and group_src is None and not _on_nccl(pg, tensor):
         # from any rank: probe for the sender first (with the group's timeout), then receive
         MPI = _mpi.mpi()
         import time
@@ -852,6 +941,9 @@ def barrier(group=None, async_op=False, device_ids=None):
     if _not_in_group(group):
         return _warn_not_in_group("barrier")
     pg = _group(group)
+    if "cpu" not in pg._device_backends:  # nccl alone: PyTorch's barrier is an all-reduce on a GPU
+        index = device_ids[0] if device_ids else ember.cuda.current_device()
+        return _run(pg, _nccl.barrier(pg, index), async_op)
     return _run(pg, Work([pg._comm.Ibarrier()], pg, "barrier"), async_op)
 
 

@@ -84,7 +84,7 @@ class _Bucket:
         for p in params:
             self.offsets.append(n)
             n += p.numel()
-        self.buffer = ember.zeros(n, dtype=params[0].dtype)
+        self.buffer = ember.zeros(n, dtype=params[0].dtype, device=params[0].device)
         self.views = [self.buffer[o:o + p.numel()].view(p.shape)
                       for p, o in zip(params, self.offsets)]
         self.pending = len(params)
@@ -303,7 +303,7 @@ class DistributedDataParallel(Module):
             else:
                 with ember.no_grad():
                     b.buffer.div_(self.process_group.size())
-                b.work = dist.distributed_c10d._allreduce_array(
+                b.work = dist.distributed_c10d._all_reduce_work(
                     self.process_group, b.buffer, "SUM", name="DDP bucket all_reduce")
             self._next_bucket += 1
         if self._next_bucket == len(self._buckets) and not self._launched_finalize:
@@ -316,8 +316,9 @@ class DistributedDataParallel(Module):
         globally_used = None
         if self.find_unused_parameters or self.static_graph:
             # a parameter no rank used keeps grad None (PyTorch's local_used_map all-reduce)
-            used = ember.tensor([1 if u else 0 for u in self._local_used], dtype=ember.int32)
-            dist.distributed_c10d._allreduce_array(self.process_group, used, "MAX").wait()
+            used = ember.tensor([1 if u else 0 for u in self._local_used], dtype=ember.int32,
+                                device=self._buckets[0].buffer.device)
+            dist.distributed_c10d._all_reduce_work(self.process_group, used, "MAX").wait()
             globally_used = used.tolist()
         with ember.no_grad():
             for b in self._buckets:
