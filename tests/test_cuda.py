@@ -628,3 +628,29 @@ def test_preferred_blas_library_cublaslt_says_it_is_not_used():
     finally:
         ember.backends.cuda.preferred_blas_library(old)
         blas._warned_lt.clear()
+
+
+def test_adamw_takes_the_foreach_path_on_cuda_as_on_the_cpu(monkeypatch):
+    """PyTorch's default on CUDA is the multi-tensor path; its updates equal the single-tensor
+    ones on the CPU."""
+    from ember.optim import _algorithms
+    chosen = []
+    real = _algorithms._use_foreach
+    monkeypatch.setattr(_algorithms, "_use_foreach",
+                        lambda g, ps: chosen.append((ps[0].device.type, real(g, ps))) or
+                        chosen[-1][1])
+    ember.manual_seed(0)
+    cpu = [ember.randn(5, 3, requires_grad=True), ember.randn(3, requires_grad=True)]
+    dev = [p.detach().cuda().requires_grad_() for p in cpu]
+    ref = ember.optim.AdamW(cpu, lr=0.1, amsgrad=True, foreach=False)
+    opt = ember.optim.AdamW(dev, lr=0.1, amsgrad=True)
+    for step in range(3):
+        grads = [ember.randn(*p.shape) for p in cpu]
+        for params, o in ((cpu, ref), (dev, opt)):
+            for p, g in zip(params, grads):
+                p.grad = g.to(p.device)
+            o.step()
+    assert set(chosen) == {("cpu", False), ("cuda", True)}
+    for a, b in zip(cpu, dev):
+        np.testing.assert_allclose(b.detach().cpu().numpy(), a.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)

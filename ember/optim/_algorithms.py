@@ -6,7 +6,8 @@ same keys and dtypes as PyTorch, so state dicts interchange), and updates them i
 with ``mul_``/``add_``/``div``: the same arithmetic, rounded once more.
 
 SGD, Adam and AdamW also have PyTorch's multi-tensor ("foreach") path: when ``foreach`` is None or
-True and every parameter of a group is a dense CPU tensor of one dtype, each update is one
+True and every parameter of a group is a dense tensor of one dtype on one CPU or CUDA device
+(on a GPU the foreach bodies run on device arrays, ``_kernels/cuda/shared.py``), each update is one
 ``_foreach_*`` op over the whole group (~12 dispatcher calls per step instead of ~12 per
 parameter), with the same arithmetic as the single-tensor path. Adam and AdamW with
 ``fused=True`` make one ``_fused_adam_``/``_fused_adamw_`` call per group and device.
@@ -88,13 +89,13 @@ def _params_with_state(optimizer, group, buffers, **counters):
 
 def _use_foreach(group, params):
     """PyTorch's default choice, restricted to what ember's foreach kernels serve: foreach unless
-    the user said False (or asked for a differentiable step), with all parameters dense CPU tensors
-    of one dtype."""
+    the user said False (or asked for a differentiable step), with all parameters dense tensors
+    of one dtype on one CPU or CUDA device."""
     if group["foreach"] is False or group["differentiable"] or not params:
         return False
-    dtype = params[0].dtype
-    return all(p.device.type == "cpu" and p.dtype is dtype and not p.grad.is_sparse
-               for p in params)
+    dtype, device = params[0].dtype, params[0].device
+    return device.type in ("cpu", "cuda") and all(
+        p.device == device and p.dtype is dtype and not p.grad.is_sparse for p in params)
 
 
 class SGD(Optimizer):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
-from ._util import nd
+from ._util import array_module, nd
 from ..._ops.overload import ops
 from ..rules.foreach import _check_lengths, check_scalar_list, check_scalar_tensor
 
@@ -20,16 +20,21 @@ _aten = ops.aten  # ops resolve when called: the op table is built after the ker
 _FAST_DTYPES = (D.float32, D.float64)
 
 
-def _slow_path():
+def _slow_path(tensors):
     """The single-tensor in-place ops of a slow path run below ADInplaceOrView: the foreach op
-    already bumped each tensor's version once, as in PyTorch."""
+    already bumped each tensor's version once, as in PyTorch. On device arrays (the CUDA key
+    runs these bodies on a GPU, ``cuda/shared.py``) the slow path is refused before anything is
+    written: a single op failing half-way through the list would leave it half updated when the
+    CUDA key then runs the call through the host."""
+    if array_module(nd(tensors[0])) is not np:
+        raise TypeError("a foreach slow path on device arrays")
     return ExcludeDispatchKeyGuard("ADInplaceOrView")
 
 
 def _empty(a):
-    # A fresh result/temporary array: NumPy returns a scalar, not an array, for 0-dim operands
-    # unless given one.
-    return np.empty(a.shape, a.dtype)
+    # A fresh result/temporary array, on a's device: NumPy returns a scalar, not an array, for
+    # 0-dim operands unless given one.
+    return array_module(a).empty(a.shape, a.dtype)
 
 
 def _fast(*lists):
@@ -49,7 +54,7 @@ def _fast(*lists):
 def _foreach_add__Scalar(self, scalar):
     _check_lengths(self)
     if not _fast(self):
-        with _slow_path():
+        with _slow_path(self):
             for t in self:
                 _aten.add_.Tensor._call(t, scalar, 1)
         return None
@@ -62,7 +67,7 @@ def _foreach_add__Scalar(self, scalar):
 def _foreach_add__List(self, other, alpha=1):
     _check_lengths(self, other)
     if not _fast(self, other):
-        with _slow_path():
+        with _slow_path(self):
             for t, o in zip(self, other):
                 _aten.add_.Tensor._call(t, o, alpha)
         return None
@@ -77,7 +82,7 @@ def _foreach_add__List(self, other, alpha=1):
 def _foreach_mul__Scalar(self, scalar):
     _check_lengths(self)
     if not _fast(self):
-        with _slow_path():
+        with _slow_path(self):
             for t in self:
                 _aten.mul_.Tensor._call(t, scalar)
         return None
@@ -91,7 +96,7 @@ def _foreach_mul__Tensor(self, other):
     _check_lengths(self)
     check_scalar_tensor(other)
     if not (_fast(self) and other._dtype.is_floating_point):
-        with _slow_path():
+        with _slow_path(self):
             for t in self:
                 _aten.mul_.Tensor._call(t, other)
         return None
@@ -106,7 +111,7 @@ def _foreach_mul__Tensor(self, other):
 def _foreach_mul__List(self, other):
     _check_lengths(self, other)
     if not _fast(self, other):
-        with _slow_path():
+        with _slow_path(self):
             for t, o in zip(self, other):
                 _aten.mul_.Tensor._call(t, o)
         return None
@@ -120,7 +125,7 @@ def _foreach_div__ScalarList(self, scalars):
     _check_lengths(self)
     check_scalar_list(self, scalars)
     if not _fast(self):
-        with _slow_path():
+        with _slow_path(self):
             for t, s in zip(self, scalars):
                 _aten.div_.Tensor._call(t, s)
         return None
@@ -133,7 +138,7 @@ def _foreach_div__ScalarList(self, scalars):
 def _foreach_lerp__Scalar(self, tensors1, weight):
     _check_lengths(self, tensors1)
     if not _fast(self, tensors1):
-        with _slow_path():
+        with _slow_path(self):
             for t, e in zip(self, tensors1):
                 _aten.lerp_.Scalar._call(t, e, weight)
         return None
@@ -154,7 +159,7 @@ def _foreach_lerp__Scalar(self, tensors1, weight):
 def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
     _check_lengths(self, tensor1, tensor2)
     if not _fast(self, tensor1, tensor2):
-        with _slow_path():
+        with _slow_path(self):
             for t, a, b in zip(self, tensor1, tensor2):
                 _aten.addcmul_.default._call(t, a, b, value)
         return None
@@ -170,7 +175,7 @@ def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
     _check_lengths(self, tensor1, tensor2)
     check_scalar_list(self, scalars)
     if not _fast(self, tensor1, tensor2):
-        with _slow_path():
+        with _slow_path(self):
             for t, a, b, s in zip(self, tensor1, tensor2, scalars):
                 _aten.addcdiv_.default._call(t, a, b, s)
         return None
@@ -185,7 +190,7 @@ def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
 def _foreach_maximum__List(self, other):
     _check_lengths(self, other)
     if not _fast(self, other):
-        with _slow_path():
+        with _slow_path(self):
             for t, o in zip(self, other):
                 _aten.copy_.default._call(t, _aten.maximum.default._call(t, o), False)
         return None
@@ -198,7 +203,7 @@ def _foreach_maximum__List(self, other):
 def _clamp_bound_(self, scalar, single_op, ufunc):
     _check_lengths(self)
     if not _fast(self) or isinstance(scalar, complex):
-        with _slow_path():
+        with _slow_path(self):
             for t in self:
                 single_op._call(t, scalar)
         return None

@@ -28,8 +28,13 @@ host_only = set()  # ops whose body needs the host
 
 
 # In-place ops whose CPU body is device-clean before its first write (it cannot fail half-way):
-# GradScaler's two ops, whose CUDA calls would otherwise copy every gradient to the host and back
-WRITES_ON_DEVICE = frozenset({"_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"})
+# GradScaler's two ops and the optimizers' foreach updates (their fast paths; the slow paths
+# refuse device arrays before writing), whose CUDA calls would otherwise copy every gradient and
+# parameter to the host and back
+WRITES_ON_DEVICE = frozenset({
+    "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
+    "_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_", "_foreach_addcmul_",
+    "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_clamp_min_", "_foreach_clamp_max_"})
 
 
 def eligible(op):
