@@ -9,8 +9,16 @@ products, read at every call as PyTorch reads it; for float16/bfloat16 products
 cuBLAS's ``CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION``) and ``allow_fp16_accumulation``
 (float16 compute type) are applied the same way. With ``ember.cuda.tunable`` enabled the product
 is TunableOp's choice of solution for the GEMM.
+
+Floating-point products whose operands are row- or column-major matrices (or batches of them)
+call cuBLAS's ``gemmEx``/``gemmStridedBatchedEx`` directly on the tensors' memory, as PyTorch's
+``at::cuda::blas::gemm`` does: CuPy's ``matmul`` spends ~50 us of host time per call deciding
+what these few lines know. Other layouts and dtypes go through ``matmul``.
 """
+import numpy as np
+
 from ..._core import dtype as D
+from ..._core.tensor_impl import empty_tensor
 from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
 from .arrays import device_array, launch, to_tensor
 
@@ -26,6 +34,7 @@ def _sync_tf32(xp):
         L.set_compute_type(xp.float32, getattr(L, "COMPUTE_TYPE_TF32", 7) if tf32
                            else getattr(L, "COMPUTE_TYPE_DEFAULT", 1))
         _compute_type[0] = tf32
+        _compute_type_f32[0] = CUBLAS_COMPUTE_32F_FAST_TF32 if tf32 else CUBLAS_COMPUTE_32F
 
 
 # (disallow reduced-precision reduction, float16 accumulation) as cuBLAS and CuPy start: neither
@@ -44,6 +53,78 @@ def _sync_half_modes(xp, dt):
         L.set_compute_type(xp.float16, getattr(L, "COMPUTE_TYPE_FP16", 3) if state[1]
                            else getattr(L, "COMPUTE_TYPE_DEFAULT", 1))
         _half_modes[0] = state
+
+
+# cudaDataType and cublasComputeType_t values (library_types.h, cublas_api.h)
+_CUDA_R = {D.float32: 0, D.float64: 1, D.float16: 2, D.bfloat16: 14}
+CUBLAS_COMPUTE_16F, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_COMPUTE_64F = \
+    64, 68, 77, 70
+CUBLAS_GEMM_DEFAULT = -1
+
+
+def _operand(t):
+    """``(trans, ld, batch stride)`` of a matrix (batch) operand as cuBLAS's column-major view
+    of ``t.T`` needs it — 0: ``t`` is row-major (its transpose is column-major as stored), 1:
+    column-major (transpose it back) — or None for other layouts."""
+    *batch, rows, cols = t._size
+    *bs, sr, sc = t._stride
+    if sc == 1 and sr >= max(1, cols):
+        trans, ld = 0, sr
+    elif sr == 1 and sc >= max(1, rows):
+        trans, ld = 1, sc
+    else:
+        return None
+    return trans, ld, (bs[0] if batch and batch[0] > 1 else 0)
+
+
+def _compute_type(dt):
+    """cuBLAS's compute type for a ``dt`` product under the precision flags (already synced)."""
+    if dt is D.float64:
+        return CUBLAS_COMPUTE_64F, np.float64
+    if dt is D.float32:
+        return (_compute_type_f32[0], np.float32)
+    if dt is D.float16 and _half_modes[0][1]:
+        return CUBLAS_COMPUTE_16F, np.float16
+    return CUBLAS_COMPUTE_32F, np.float32
+
+
+_compute_type_f32 = [CUBLAS_COMPUTE_32F]
+
+
+def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
+    """``beta * c + alpha * (a @ b)`` (``c`` broadcast; None: no ``c``) by one cuBLAS call into
+    a new tensor, or None when the layout or dtype is not one cuBLAS takes as it is."""
+    dt = a_t._dtype
+    data_type = _CUDA_R.get(dt)
+    if data_type is None or b_t._dtype is not dt or 0 in a_t._size or 0 in b_t._size:
+        return None
+    pa, pb = _operand(a_t), _operand(b_t)
+    if pa is None or pb is None:
+        return None
+    from cupy_backends.cuda.libs import cublas
+    *batch, m, k = a_t._size
+    n = b_t._size[-1]
+    out = empty_tensor((*batch, m, n), dt, a_t._device)
+    if c_t is None or beta == 0:
+        beta = 0
+    else:  # cuBLAS scales what the output holds: c, broadcast, first
+        device_array(out, rt)[...] = device_array(c_t, rt)
+    compute, scalar = _compute_type(dt)
+    alpha_, beta_ = np.array([alpha], scalar), np.array([beta], scalar)
+    one, zero = alpha_.ctypes.data, beta_.ctypes.data
+    handle = xp.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
+    # row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS computes (n x k)(k x m)
+    if batch:
+        cublas.gemmStridedBatchedEx(
+            handle, pb[0], pa[0], n, m, k, one, b_t.data_ptr(), data_type, pb[1], pb[2],
+            a_t.data_ptr(), data_type, pa[1], pa[2], zero, out.data_ptr(), data_type, n, m * n,
+            batch[0], compute, CUBLAS_GEMM_DEFAULT)
+    else:
+        cublas.gemmEx(handle, pb[0], pa[0], n, m, k, one, b_t.data_ptr(), data_type, pb[1],
+                      a_t.data_ptr(), data_type, pa[1], zero, out.data_ptr(), data_type, n,
+                      compute, CUBLAS_GEMM_DEFAULT)
+    return out
 
 
 def _matmul(xp, a_t, b_t, rt):
@@ -79,6 +160,12 @@ def _product(a_t, b_t, dt, c_t=None, beta=1, alpha=1):
             _sync_tf32(xp)
         elif xp.__name__ == "cupy" and (dt is D.float16 or dt is D.bfloat16):
             _sync_half_modes(xp, dt)
+        if xp.__name__ == "cupy" and dt._category > D.INTEGRAL:
+            from ...cuda import tunable
+            if not tunable.is_enabled():
+                out = _gemm(xp, rt, a_t, b_t, c_t, beta, alpha)
+                if out is not None:
+                    return out
         r = _matmul(xp, a_t, b_t, rt)
         if dt._category <= D.INTEGRAL:
             a, b = int(alpha), int(beta)
