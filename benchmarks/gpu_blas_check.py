@@ -88,5 +88,13 @@ x = ember.randn(3, 8)
 (x @ w).tanh().sum().backward()
 (x.cuda() @ wc).tanh().sum().backward()
 check("mm backward", wc.grad, w.grad.double(), ember.float32)
+# every floating-point product above ran on the device: none was staged through the host
+from ember._kernels.cuda import arrays  # noqa: E402
+staged = {op: n for op, n in arrays.stats["staged"].items()
+          if any(p in op for p in ("mm", "addmm", "bmm", "baddbmm"))}
+print(f"{'ok  ' if not staged else 'FAIL'} products staged through the host: {staged} "
+      f"{arrays.stats['host']}")
+if staged:
+    failures.append("staged")
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)

@@ -954,7 +954,6 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
         return _warn_not_in_group("monitored_barrier")
     pg = _group(group)
     t = (timeout.total_seconds() if timeout is not None else pg.timeout_s)
-    MPI = _mpi.mpi()
     tag = 0x7E3B
     comm = pg._comm
     token = np.zeros(1, dtype=np.int8)

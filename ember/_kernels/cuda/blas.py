@@ -22,19 +22,18 @@ from ..._core.tensor_impl import empty_tensor
 from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
 from .arrays import device_array, launch, to_tensor
 
-_compute_type = [None]
+_tf32 = [None]  # whether float32 products may use TF32, as CuPy and cuBLAS were last told
 
 
 def _sync_tf32(xp):
     """Tell CuPy's float32 products whether TF32 tensor cores may compute them."""
     from ...backends._context import ctx
     tf32 = ctx.float32_matmul_precision != "highest"
-    if _compute_type[0] is not tf32:
+    if _tf32[0] is not tf32:
         from cupy._core import _routines_linalg as L
         L.set_compute_type(xp.float32, getattr(L, "COMPUTE_TYPE_TF32", 7) if tf32
                            else getattr(L, "COMPUTE_TYPE_DEFAULT", 1))
-        _compute_type[0] = tf32
-        _compute_type_f32[0] = CUBLAS_COMPUTE_32F_FAST_TF32 if tf32 else CUBLAS_COMPUTE_32F
+        _tf32[0] = tf32
 
 
 # (disallow reduced-precision reduction, float16 accumulation) as cuBLAS and CuPy start: neither
@@ -77,18 +76,15 @@ def _operand(t):
     return trans, ld, (bs[0] if batch and batch[0] > 1 else 0)
 
 
-def _compute_type(dt):
+def _cublas_compute(dt):
     """cuBLAS's compute type for a ``dt`` product under the precision flags (already synced)."""
     if dt is D.float64:
         return CUBLAS_COMPUTE_64F, np.float64
     if dt is D.float32:
-        return (_compute_type_f32[0], np.float32)
+        return (CUBLAS_COMPUTE_32F_FAST_TF32 if _tf32[0] else CUBLAS_COMPUTE_32F), np.float32
     if dt is D.float16 and _half_modes[0][1]:
         return CUBLAS_COMPUTE_16F, np.float16
     return CUBLAS_COMPUTE_32F, np.float32
-
-
-_compute_type_f32 = [CUBLAS_COMPUTE_32F]
 
 
 def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
@@ -109,7 +105,7 @@ def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
         beta = 0
     else:  # cuBLAS scales what the output holds: c, broadcast, first
         device_array(out, rt)[...] = device_array(c_t, rt)
-    compute, scalar = _compute_type(dt)
+    compute, scalar = _cublas_compute(dt)
     alpha_, beta_ = np.array([alpha], scalar), np.array([beta], scalar)
     one, zero = alpha_.ctypes.data, beta_.ctypes.data
     handle = xp.cuda.device.get_cublas_handle()
