@@ -166,7 +166,11 @@ def main(argv=None):
     rank, world = 0, 1
     if args.ddp:
         import ember.distributed as dist
-        dist.init_process_group("gloo")
+        if device.type == "cuda":  # one GPU per rank, NCCL between them (nanoGPT's setup)
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" and dist.is_nccl_available()
+                                else "gloo")
         rank, world = dist.get_rank(), dist.get_world_size()
         if args.batch_size % world:
             raise SystemExit(f"--batch-size {args.batch_size} is not divisible by {world} ranks")
