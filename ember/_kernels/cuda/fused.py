@@ -151,7 +151,7 @@ def _softmax_forward(self, dim, half_to_float, log):
     out = empty_tensor(self._size, self._dtype, self._device)
 
     rows = self.numel() // n
-    reg = _register_rows(sfx, n, self)
+    reg = _register_rows(sfx, n, self, out)
 
     def body(xp, rt):
         if reg is not None:
@@ -176,7 +176,7 @@ def _softmax_backward(grad_output, output, dim, input_dtype, log):
     gx = empty_tensor(output._size, output._dtype, output._device)
 
     rows = output.numel() // n
-    reg = _register_rows(sfx, n, grad_output, output)
+    reg = _register_rows(sfx, n, grad_output, output, gx)
 
     def body(xp, rt):
         if reg is not None:
@@ -221,7 +221,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):  # noqa: A002
     out = empty_tensor(input._size, dt, dev)
     mean, rstd = empty_tensor(stat_shape, dt, dev), empty_tensor(stat_shape, dt, dev)
 
-    reg = _register_rows(sfx, n, input, weight, bias)
+    reg = _register_rows(sfx, n, input, weight, bias, out)
 
     def body(xp, rt):
         if reg is not None:
@@ -247,7 +247,7 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     want_w = output_mask[1] and weight is not None
     want_b = output_mask[2] and bias is not None
     gi = empty_tensor(input._size, dt, dev) if output_mask[0] else None
-    reg = _register_rows(sfx, n, grad_out, input, weight)
+    reg = _register_rows(sfx, n, grad_out, input, weight, gi)
 
     def body(xp, rt):
         g, x, mu, rs = pointer(grad_out), pointer(input), pointer(mean), pointer(rstd)

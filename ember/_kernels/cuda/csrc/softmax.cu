@@ -58,11 +58,15 @@ __device__ void softmax_forward_reg(const T* x, T* y, long long rows, int n, boo
 #pragma unroll
     for (int k = 0; k < K; ++k) m = nan_max(m, v[k]);
     m = row_max(m, scratch);
-    // padding is excluded explicitly: exp(-inf - m) is NaN when m is -inf
+    // the padding is left out of the sum explicitly: exp(-inf - m) is NaN when m is -inf.
+    // softmax keeps exp(x - m) in the registers (computed once); log_softmax keeps x.
     T s = T(0);
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-        if (pack_in_row(k / VEC, n / VEC)) s += exp(v[k] - m);
+    for (int k = 0; k < K; ++k) {
+        const T e = exp(v[k] - m);
+        if (!log_softmax) v[k] = e;
+        if (pack_in_row(k / VEC, n / VEC)) s += e;
+    }
     s = row_sum(s, scratch);
     if (log_softmax) {
         const T shift = m + log(s);
@@ -70,7 +74,7 @@ __device__ void softmax_forward_reg(const T* x, T* y, long long rows, int n, boo
         for (int k = 0; k < K; ++k) v[k] = v[k] - shift;
     } else {
 #pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = exp(v[k] - m) / s;
+        for (int k = 0; k < K; ++k) v[k] = v[k] / s;
     }
     store_row<T, VEC, K>(y + row * n, v, n);
 }
