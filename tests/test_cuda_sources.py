@@ -72,19 +72,23 @@ def test_every_listed_kernel_is_an_entry(filename):
 def test_register_rows_fit_the_launch_bounds():
     """The register-row configurations fused.py picks: whole warps, at most the kernels'
     __launch_bounds__ threads, every element of the row in some thread's registers; 16-byte packs
-    only for lengths that are a multiple of the pack."""
+    only for lengths that are a multiple of the pack and 16-byte aligned arrays."""
     for sfx in ("f32", "f64"):
+        pack = fused._VEC[sfx]
         for n in (1, 3, 32, 33, 128, 1000, 1024, 1025, 4096, 4097, 8192, 16384, 20000):
-            cfg = fused._register_rows(sfx, n)
-            if cfg is None:
-                assert n > fused._REG_THREADS * fused._REG_K[sfx][-1]
-                continue
-            vec, k, (bx, by), per_block = cfg
-            assert k in fused._REG_K[sfx] and vec in (1, fused._VEC[sfx])
-            assert bx % 32 == 0 and bx * by <= fused._REG_THREADS and by == per_block
-            assert by == 1 or bx == 32
-            assert bx * k >= n
-            assert n % vec == 0 and (vec > 1) == (n % fused._VEC[sfx] == 0)
+            for p in (0, 256, 256 + 4 * (3 - pack)):
+                cfg = fused._register_rows("softmax_forward", sfx, n, 512, p)
+                if cfg is None:
+                    assert n > fused._REG_THREADS * fused._REG_K[sfx][-1]
+                    continue
+                name, (bx, by), per_block = cfg
+                vec, k = map(int, re.fullmatch(rf"softmax_forward_reg_{sfx}_v(\d+)_k(\d+)",
+                                               name).groups())
+                assert name in fused.kernel_names()["softmax.cu"]
+                assert bx % 32 == 0 and bx * by <= fused._REG_THREADS and by == per_block
+                assert by == 1 or bx == 32
+                assert bx * k >= n
+                assert vec == (pack if n % pack == 0 and p % 16 == 0 else 1)
 
 
 def test_a_broken_source_is_reported():

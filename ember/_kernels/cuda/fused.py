@@ -12,6 +12,7 @@ with ``NeedsHost`` and take the CUDA fallback — the CPU kernel body on device 
 (``shared.py``), on device memory in the simulation. Arguments are checked by the rules first, so
 both paths raise the same errors.
 """
+import functools
 import math
 import os
 
@@ -88,27 +89,34 @@ _ROW_THREADS = 256  # a row's block grows to _REG_THREADS only once K is at its 
 _WARP_ROWS = 4  # rows (warps) per block when one warp holds a row
 
 
-def _register_rows(sfx, n, *tensors):
-    """(vector width, K, block, grid rows per block) for register rows of length ``n`` over the
-    given tensors (None allowed), or None when a row is too long for registers.
+def _register_rows(op, sfx, n, *pointers):
+    """(kernel name, block, rows per block) of the register-row kernel ``op`` for rows of length
+    ``n`` over the arrays at ``pointers`` (0 for an absent one), or None when a row is too long
+    for registers. 16-byte packs need n a multiple of the pack and every row start 16-byte
+    aligned: with n a multiple, that is each array's first element aligned (a contiguous view
+    with a storage offset may not be)."""
+    aligned = n % _VEC[sfx] == 0
+    for p in pointers:
+        aligned = aligned and not int(p) % 16
+    return _layout(op, sfx, n, aligned)
 
-    16-byte packs need n a multiple of the pack and every row start 16-byte aligned: with n a
-    multiple, that is each tensor's first element aligned (a view with a storage offset may not
-    be). Rows of up to 32 * K elements take one warp each; longer rows a block of whole warps,
-    K the smallest holding the row in at most _ROW_THREADS threads (for float32 n = 4096: 256
-    threads of 16), then up to _REG_THREADS threads of the largest K."""
-    vec = _VEC[sfx]
-    if n % vec or any(int(pointer(t)) % 16 for t in tensors if t is not None):
-        vec = 1
+
+@functools.lru_cache(maxsize=1024)
+def _layout(op, sfx, n, aligned):
+    """See _register_rows. Rows of up to 32 * K elements take one warp each, _WARP_ROWS rows a
+    block; longer rows a block of whole warps, K the smallest holding the row in at most
+    _ROW_THREADS threads (for float32 n = 4096: 256 threads of 16), then up to _REG_THREADS
+    threads of the largest K."""
+    vec = _VEC[sfx] if aligned else 1
     ks = _REG_K[sfx]
     for k in ks:
         if n <= 32 * k:
-            return vec, k, (32, _WARP_ROWS), _WARP_ROWS
+            return _reg_name(op, sfx, vec, k), (32, _WARP_ROWS), _WARP_ROWS
     for k in ks:
         if n <= _ROW_THREADS * k:
-            return vec, k, (32 * math.ceil(n / (32 * k)), 1), 1
+            return _reg_name(op, sfx, vec, k), (32 * math.ceil(n / (32 * k)), 1), 1
     if n <= _REG_THREADS * ks[-1]:
-        return vec, ks[-1], (32 * math.ceil(n / (32 * ks[-1])), 1), 1
+        return _reg_name(op, sfx, vec, ks[-1]), (32 * math.ceil(n / (32 * ks[-1])), 1), 1
     return None
 
 
@@ -151,18 +159,18 @@ def _softmax_forward(self, dim, half_to_float, log):
     out = empty_tensor(self._size, self._dtype, self._device)
 
     rows = self.numel() // n
-    reg = _register_rows(sfx, n, self, out)
+    x, y = pointer(self), pointer(out)
+    reg = _register_rows("softmax_forward", sfx, n, x, y)
 
     def body(xp, rt):
         if reg is not None:
-            vec, k, block, per_block = reg
-            _kernel("softmax.cu", _reg_name("softmax_forward", sfx, vec, k))(
+            name, block, per_block = reg
+            _kernel("softmax.cu", name)(
                 (-(-rows // per_block),), block,
-                (pointer(self), pointer(out), np.int64(rows), np.int32(n), np.int32(log)))
+                (x, y, np.int64(rows), np.int32(n), np.int32(log)))
         else:
             _kernel("softmax.cu", f"softmax_forward_{sfx}")(
-                (rows,), (_threads(n),),
-                (pointer(self), pointer(out), np.int32(n), np.int32(log)))
+                (rows,), (_threads(n),), (x, y, np.int32(n), np.int32(log)))
         return out
     return launch(self._device, body)
 
@@ -176,20 +184,18 @@ def _softmax_backward(grad_output, output, dim, input_dtype, log):
     gx = empty_tensor(output._size, output._dtype, output._device)
 
     rows = output.numel() // n
-    reg = _register_rows(sfx, n, grad_output, output, gx)
+    g, y, dx = pointer(grad_output), pointer(output), pointer(gx)
+    reg = _register_rows("softmax_backward", sfx, n, g, y, dx)
 
     def body(xp, rt):
         if reg is not None:
-            vec, k, block, per_block = reg
-            _kernel("softmax.cu", _reg_name("softmax_backward", sfx, vec, k))(
+            name, block, per_block = reg
+            _kernel("softmax.cu", name)(
                 (-(-rows // per_block),), block,
-                (pointer(grad_output), pointer(output), pointer(gx), np.int64(rows),
-                 np.int32(n), np.int32(log)))
+                (g, y, dx, np.int64(rows), np.int32(n), np.int32(log)))
         else:
             _kernel("softmax.cu", f"softmax_backward_{sfx}")(
-                (rows,), (_threads(n),),
-                (pointer(grad_output), pointer(output), pointer(gx), np.int32(n),
-                 np.int32(log)))
+                (rows,), (_threads(n),), (g, y, dx, np.int32(n), np.int32(log)))
         return gx
     return launch(output._device, body)
 
@@ -221,20 +227,20 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):  # noqa: A002
     out = empty_tensor(input._size, dt, dev)
     mean, rstd = empty_tensor(stat_shape, dt, dev), empty_tensor(stat_shape, dt, dev)
 
-    reg = _register_rows(sfx, n, input, weight, bias, out)
+    x, w, b, y = pointer(input), _pointer_or_null(weight), _pointer_or_null(bias), pointer(out)
+    reg = _register_rows("layer_norm_forward", sfx, n, x, w, b, y)
 
     def body(xp, rt):
         if reg is not None:
-            vec, k, block, per_block = reg
-            _kernel("layer_norm.cu", _reg_name("layer_norm_forward", sfx, vec, k))(
+            name, block, per_block = reg
+            _kernel("layer_norm.cu", name)(
                 (-(-m // per_block),), block,
-                (pointer(input), _pointer_or_null(weight), _pointer_or_null(bias), pointer(out),
-                 pointer(mean), pointer(rstd), np.int64(m), np.int32(n), dt._np.type(eps)))
+                (x, w, b, y, pointer(mean), pointer(rstd), np.int64(m), np.int32(n),
+                 dt._np.type(eps)))
         else:
             _kernel("layer_norm.cu", f"layer_norm_forward_{sfx}")(
                 (m,), (_threads(n),),
-                (pointer(input), _pointer_or_null(weight), _pointer_or_null(bias), pointer(out),
-                 pointer(mean), pointer(rstd), np.int32(n), dt._np.type(eps)))
+                (x, w, b, y, pointer(mean), pointer(rstd), np.int32(n), dt._np.type(eps)))
         return out, mean, rstd
     return launch(dev, body)
 
@@ -247,19 +253,18 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     want_w = output_mask[1] and weight is not None
     want_b = output_mask[2] and bias is not None
     gi = empty_tensor(input._size, dt, dev) if output_mask[0] else None
-    reg = _register_rows(sfx, n, grad_out, input, weight, gi)
+    g, x, mu, rs = pointer(grad_out), pointer(input), pointer(mean), pointer(rstd)
+    w, dx = _pointer_or_null(weight), _pointer_or_null(gi)
+    reg = _register_rows("layer_norm_backward_input", sfx, n, g, x, w, dx)
 
     def body(xp, rt):
-        g, x, mu, rs = pointer(grad_out), pointer(input), pointer(mean), pointer(rstd)
         if gi is not None and reg is not None:
-            vec, k, block, per_block = reg
-            _kernel("layer_norm.cu", _reg_name("layer_norm_backward_input", sfx, vec, k))(
-                (-(-m // per_block),), block,
-                (g, x, mu, rs, _pointer_or_null(weight), pointer(gi), np.int64(m), np.int32(n)))
+            name, block, per_block = reg
+            _kernel("layer_norm.cu", name)(
+                (-(-m // per_block),), block, (g, x, mu, rs, w, dx, np.int64(m), np.int32(n)))
         elif gi is not None:
             _kernel("layer_norm.cu", f"layer_norm_backward_input_{sfx}")(
-                (m,), (_threads(n),),
-                (g, x, mu, rs, _pointer_or_null(weight), pointer(gi), np.int32(n)))
+                (m,), (_threads(n),), (g, x, mu, rs, w, dx, np.int32(n)))
         gw = gb = None
         if want_w or want_b:
             # one partial sum per chunk of rows and column, then the chunks added up
