@@ -93,7 +93,8 @@ def _ufunc_of(xp, uf):
 # ---------------------------------------------------------------------------------------------
 # The contiguous binary fast path (csrc/binary.cu)
 
-# dtype -> (kernel suffix, opmath type of alpha and scalar arguments: float for the half types)
+# dtype -> kernel suffix; dtype -> the opmath type of the kernels' alpha and scalar arguments
+# (float for the half types, as PyTorch's opmath_type)
 BINARY_SUFFIX = {D.float32: "f32", D.float64: "f64", D.float16: "f16", D.bfloat16: "bf16",
                  D.int32: "i32", D.int64: "i64"}
 _OPMATH = {D.float32: np.float32, D.float64: np.float64, D.float16: np.float32,
@@ -112,8 +113,6 @@ def _binary_scalar(x, dt):
     of ``dt`` by address, a number or 0-dim CPU tensor by value (converted to ``dt`` first, as
     ``_operand`` converts it, then to the opmath type); None when it is neither."""
     if not _is_tensor(x):
-        if isinstance(x, complex):
-            return None
         return np.uint64(0), np.asarray(x).astype(dt._np).astype(_OPMATH[dt])[()]
     if x.numel() != 1:
         return None
