@@ -10,6 +10,7 @@
 // nearest even, on the store), the dtype itself otherwise; integers wrap around (computed in
 // unsigned arithmetic, where overflow is defined). add/sub compute a + alpha * b, a - alpha * b.
 
+// float16 and bfloat16 as their bits, converted by hand: the source needs no cuda_fp16.h
 struct __align__(2) f16 { unsigned short bits; };
 struct __align__(2) bf16 { unsigned short bits; };
 
@@ -46,14 +47,13 @@ template <> struct Opmath<bf16> {
         return v;
     }
 };
-template <typename I, typename U> struct WrapOpmath {  // integers: two's complement wrap-around
+template <typename I> struct IntOpmath {  // integers: computed as stored (Apply wraps them)
     typedef I type;
-    typedef U bits;
     static __device__ __forceinline__ I load(I v) { return v; }
     static __device__ __forceinline__ I store(I v) { return v; }
 };
-template <> struct Opmath<int> : WrapOpmath<int, unsigned> {};
-template <> struct Opmath<long long> : WrapOpmath<long long, unsigned long long> {};
+template <> struct Opmath<int> : IntOpmath<int> {};
+template <> struct Opmath<long long> : IntOpmath<long long> {};
 
 enum BinaryOp { ADD, SUB, MUL, DIV };
 
@@ -63,7 +63,7 @@ __device__ __forceinline__ A apply_float(A a, A b, A alpha) {
         case ADD: return a + alpha * b;
         case SUB: return a - alpha * b;
         case MUL: return a * b;
-        default: return a / b;
+        default: return a / b;  // DIV
     }
 }
 
@@ -72,7 +72,7 @@ __device__ __forceinline__ A apply_int(A a, A b, A alpha) {
     switch (OP) {
         case ADD: return (A)((U)a + (U)alpha * (U)b);
         case SUB: return (A)((U)a - (U)alpha * (U)b);
-        default: return (A)((U)a * (U)b);
+        default: return (A)((U)a * (U)b);  // MUL: integer div promotes to float
     }
 }
 

@@ -1,4 +1,5 @@
-// Helpers shared by ember's CUDA sources: block-wide reductions for one-block-per-row kernels.
+// Helpers shared by ember's CUDA sources: block-wide reductions for one-block-per-row kernels,
+// and the register-row layout (loads, stores, row reductions) of softmax.cu and layer_norm.cu.
 // Every source of this folder is compiled for sm_90 in CI with NVRTC (tests/test_cuda_sources.py)
 // and at run time by CuPy (ember/_kernels/cuda/fused.py), which prepends this file.
 
