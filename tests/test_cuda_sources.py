@@ -1,6 +1,8 @@
 """ember's raw CUDA sources compile for sm_90 with NVRTC (through NVIDIA's cuda-bindings), with no
 GPU: a syntax or type error in a kernel cannot land unseen on machines that cannot run it. Each
-compiled program must define every kernel ``ember/_kernels/cuda/fused.py`` launches from it."""
+compiled program must define every kernel ``ember/_kernels/cuda/fused.py`` and ``pointwise.py``
+launch from it (``fused.kernel_names()``: the loop kernels, each register-row configuration, the
+binary ops)."""
 import re
 
 import pytest
@@ -10,19 +12,25 @@ from ember._kernels.cuda import fused
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (the test extra)")
 
 
-def _compile(text, name):
+def _compile(text, name, arch=b"sm_90"):
     err, prog = nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    opts = [b"--gpu-architecture=sm_90", b"-std=c++17"]
+    opts = [b"--gpu-architecture=" + arch, b"-std=c++17"]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     # a bytearray: NVRTC writes into the buffer, and b" " * 1 would be CPython's shared one-byte
     # bytes object (writing its NUL into it turned every b" " of the process into b"\x00")
     log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(prog, log)
-    _, cubin_size = nvrtc.nvrtcGetCUBINSize(prog)
+    if arch.startswith(b"compute_"):  # a virtual architecture: the PTX text is the output
+        _, size = nvrtc.nvrtcGetPTXSize(prog)
+        out = bytearray(size)
+        nvrtc.nvrtcGetPTX(prog, out)
+        out = bytes(out).decode(errors="replace")
+    else:
+        _, out = nvrtc.nvrtcGetCUBINSize(prog)
     nvrtc.nvrtcDestroyProgram(prog)
-    return err, bytes(log).decode(errors="replace").strip("\x00 \n"), cubin_size
+    return err, bytes(log).decode(errors="replace").strip("\x00 \n"), out
 
 
 @pytest.mark.parametrize("filename", fused.SOURCES)
@@ -46,6 +54,41 @@ def test_every_launched_kernel_is_defined():
             defined = re.search(rf'extern "C" __global__ void {name}_{sfx}\(', text) or \
                 re.search(rf"void {name}_##S\(", text)
             assert defined, f"{filename} has no kernel {name}_{sfx}"
+
+
+@pytest.mark.parametrize("filename", fused.SOURCES)
+def test_every_listed_kernel_is_an_entry(filename):
+    """Every name kernel_names() lists for a source (the register-row kernels' names are built
+    from fused.py's _VEC and _REG_K tables, the binary ops' from pointwise.py's) is an entry point
+    of the compiled program; and the source defines no kernel that is never launched."""
+    err, log, ptx = _compile(fused.source(filename), filename, b"compute_90")
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log
+    entries = set(re.findall(r"\.entry (\w+)\(", ptx))
+    listed = fused.kernel_names()[filename]
+    assert len(set(listed)) == len(listed)
+    assert set(listed) == entries, (set(listed) - entries, entries - set(listed))
+
+
+def test_register_rows_fit_the_launch_bounds():
+    """The register-row configurations fused.py picks: whole warps, at most the kernels'
+    __launch_bounds__ threads, every element of the row in some thread's registers; 16-byte packs
+    only for lengths that are a multiple of the pack and 16-byte aligned arrays."""
+    for sfx in ("f32", "f64"):
+        pack = fused._VEC[sfx]
+        for n in (1, 3, 32, 33, 128, 1000, 1024, 1025, 4096, 4097, 8192, 16384, 20000):
+            for p in (0, 256, 256 + 4 * (3 - pack)):
+                cfg = fused._register_rows("softmax_forward", sfx, n, 512, p)
+                if cfg is None:
+                    assert n > fused._REG_THREADS * fused._REG_K[sfx][-1]
+                    continue
+                name, (bx, by), per_block = cfg
+                vec, k = map(int, re.fullmatch(rf"softmax_forward_reg_{sfx}_v(\d+)_k(\d+)",
+                                               name).groups())
+                assert name in fused.kernel_names()["softmax.cu"]
+                assert bx % 32 == 0 and bx * by <= fused._REG_THREADS and by == per_block
+                assert by == 1 or bx == 32
+                assert bx * k >= n
+                assert vec == (pack if n % pack == 0 and p % 16 == 0 else 1)
 
 
 def test_a_broken_source_is_reported():

@@ -11,7 +11,13 @@ device arrays, which NumPy's dispatch protocols hand to CuPy. A row CuPy cannot 
 The result's layout follows the operands as TensorIterator's does: an operand of the result's
 shape whose layout is dense gives its strides; otherwise the result is contiguous.
 float8 and complex32 computations stay on the host (their rounding helpers are NumPy-only).
+
+add, sub, mul and div of contiguous operands of one dtype (or one a scalar) into a contiguous
+result take a raw kernel on a GPU instead (``csrc/binary.cu``): one pass with 16-byte loads and
+stores, where the ufunc's element-wise indexing reaches less of the memory bandwidth.
 """
+import math
+
 import numpy as np
 
 from ..._core import dtype as D
@@ -23,6 +29,7 @@ from ..rules import pointwise as _R
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_rounding_mode,
                                clamp_operands, result_dtype)
 from .arrays import NeedsHost, device_array, device_of, launch
+from .fused import _kernel, pointer
 
 _TABLES = {1: _cpu.UNARY, 2: _cpu.BINARY, 3: _cpu.TERNARY}
 _HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
@@ -83,6 +90,81 @@ def _ufunc_of(xp, uf):
     return f
 
 
+# ---------------------------------------------------------------------------------------------
+# The contiguous binary fast path (csrc/binary.cu)
+
+# dtype -> kernel suffix; dtype -> the opmath type of the kernels' alpha and scalar arguments
+# (float for the half types, as PyTorch's opmath_type)
+BINARY_SUFFIX = {D.float32: "f32", D.float64: "f64", D.float16: "f16", D.bfloat16: "bf16",
+                 D.int32: "i32", D.int64: "i64"}
+_OPMATH = {D.float32: np.float32, D.float64: np.float64, D.float16: np.float32,
+           D.bfloat16: np.float32, D.int32: np.int32, D.int64: np.int64}
+_BINARY_OPS = frozenset(("add", "sub", "mul", "div"))
+_BINARY_BLOCK = 256
+_sm_counts = {}
+
+
+def binary_kernel_name(op, dt):
+    return f"binary_{op}_{BINARY_SUFFIX[dt]}"
+
+
+def _binary_scalar(x, dt):
+    """(pointer, value) of operand ``x`` as the scalar of a binary kernel: a 1-element CUDA tensor
+    of ``dt`` by address, a number or 0-dim CPU tensor by value (converted to ``dt`` first, as
+    ``_operand`` converts it, then to the opmath type); None when it is neither."""
+    if not _is_tensor(x):
+        return np.uint64(0), np.asarray(x).astype(dt._np).astype(_OPMATH[dt])[()]
+    if x.numel() != 1:
+        return None
+    if x._device.type == "cpu":
+        return np.uint64(0), x._nd().astype(dt._np).astype(_OPMATH[dt])[()]
+    if x._dtype is not dt:
+        return None
+    return pointer(x), _OPMATH[dt](0)
+
+
+def _binary_launch(name, operands, alpha, dst, cdt):
+    """Launch csrc/binary.cu's kernel for this call and return True, or return False where its
+    conditions do not hold: add/sub/mul/div, result, computation and operand dtypes one of
+    BINARY_SUFFIX's, a contiguous result, each operand either a contiguous tensor of the result's
+    shape or a scalar (not both), every array 16-byte aligned (for the packs)."""
+    if name not in _BINARY_OPS or cdt not in BINARY_SUFFIX or dst._dtype is not cdt or \
+            not dst.is_contiguous() or not dst.numel():
+        return False
+    args, scalar, pos = [], None, 0
+    for i, x in enumerate(operands):
+        if _is_tensor(x) and x._size == dst._size and x._device.type == "cuda":
+            if x._dtype is not cdt or not x.is_contiguous():
+                return False
+            args.append(pointer(x))
+            continue
+        s = None if pos else _binary_scalar(x, cdt)
+        if s is None:
+            return False
+        ptr, scalar = s
+        args.append(ptr)
+        pos = i + 1
+    out = pointer(dst)
+    if any(int(p) % 16 for p in args + [out] if p):
+        return False
+    opmath = _OPMATH[cdt]
+    alpha_arg = opmath(1) if alpha is None else np.asarray(alpha).astype(opmath)[()]
+    n = dst.numel()
+    idx = dst._device.index or 0
+    sms = _sm_counts.get(idx)
+    if sms is None:
+        import cupy
+        sms = _sm_counts[idx] = cupy.cuda.runtime.getDeviceProperties(idx)["multiProcessorCount"]
+    packs = n // (16 // cdt.itemsize)
+    # a grid-stride loop: enough blocks to fill every SM several times over, at least one
+    # (the tail alone)
+    grid = max(1, min(math.ceil(packs / _BINARY_BLOCK), sms * 32))
+    _kernel("binary.cu", binary_kernel_name(name, cdt))(
+        (grid,), (_BINARY_BLOCK,),
+        (*args, out, np.int64(n), alpha_arg, opmath(scalar if pos else 0), np.int32(pos)))
+    return True
+
+
 def evaluate(name, operands, alpha=None, params=(), into=None):
     """Row ``name`` on ``operands``: a new CUDA tensor, or written into ``into`` (in-place)."""
     n = len(operands)
@@ -105,6 +187,8 @@ def evaluate(name, operands, alpha=None, params=(), into=None):
         dst = empty_tensor(shape, rdt, dev, stride=_result_layout(shape, operands))
 
     def body(xp, rt):
+        if not rt.simulated and _binary_launch(name, operands, alpha, dst, cdt):
+            return dst
         arrays = [_operand(x, cdt, xp, rt) for x in operands]
         if alpha is not None and not (alpha == 1 and alpha.__class__ is int):
             arrays[-1] = arrays[-1] * np.asarray(alpha).astype(cdt._np)[()]
