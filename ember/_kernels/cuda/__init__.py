@@ -11,7 +11,7 @@ bodies written once against an array module (CuPy on a GPU, NumPy on the simulat
 ``blas.py`` (cuBLAS products), ``tensor_ops.py`` (fills, constant factories, converting copies),
 ``fused.py`` (softmax, layer_norm and gelu as single kernels from the raw CUDA sources in
 ``csrc/``, on a GPU), ``conv.py`` (convolutions with algorithms chosen as ``cudnn.benchmark``
-says).
+says), ``foreach.py`` (the optimizers' multi-tensor ops, one launch per list, on a GPU).
 On a GPU, functional ops without a device kernel of their own first run their CPU kernel body on
 device arrays (``shared.py``). A kernel that cannot compute a call on the device hands it to
 :func:`host_kernel_fallback`, the CUDA key's backend fallback, which every other op reaches too.
@@ -39,7 +39,7 @@ from ..._dispatch.keys import K, bit
 from ..._ops.overload import ops
 from ..._core.tensor_impl import empty_tensor, make_tensor
 from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
-from . import arrays, blas, conv, fused, pointwise, reduction, shared, tensor_ops
+from . import arrays, blas, conv, foreach, fused, pointwise, reduction, shared, tensor_ops
 from .arrays import NeedsHost
 
 _CPU_KEYS = bit(K.CPU)
@@ -394,7 +394,7 @@ def register():
     for name, fn in {"empty.memory_format": empty_memory_format, "empty_strided": empty_strided,
                      "copy_": copy_, "resize_": resize_}.items():
         lib.impl(name, fn, "CUDA")
-    for module in (pointwise, reduction, blas, tensor_ops, fused, conv):
+    for module in (pointwise, reduction, blas, tensor_ops, fused, conv, foreach):
         for name, fn in module.kernels().items():
             lib.impl(name, _or_host(name, fn), "CUDA")
     lib.fallback(host_kernel_fallback, "CUDA")

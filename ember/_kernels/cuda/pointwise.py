@@ -308,8 +308,8 @@ def where_self(condition, self, other):
 
 
 def _foreach_mul_(self, other):
-    """``_foreach_mul_`` by a number or a (0-dim) tensor: each tensor scaled in place
-    (``clip_grad_norm_``'s rescale)."""
+    """``_foreach_mul_`` by a number or a (0-dim) tensor: each tensor scaled in place, one
+    kernel each — foreach.py's way for the lists its one launch does not take."""
     for t in self:
         evaluate("mul", (t, other), into=t)
 
@@ -319,6 +319,5 @@ def kernels():
     table = {op: _FORMS[form](row) for op, (row, form) in _R.OVERLOADS.items()
              if form in _FORMS}
     table.update({"clamp": clamp, "clamp.Tensor": clamp, "clamp_": clamp_,
-                  "clamp_.Tensor": clamp_, "where.self": where_self,
-                  "_foreach_mul_.Scalar": _foreach_mul_, "_foreach_mul_.Tensor": _foreach_mul_})
+                  "clamp_.Tensor": clamp_, "where.self": where_self})
     return table
