@@ -2,7 +2,7 @@
 foreach kernels, run where a GPU is lent: every op the optimizers and clip_grad_norm_ call, on
 lists of float32 and float64 tensors of mixed sizes (one element to several chunks), fresh random
 values with NaN, +inf and -inf planted; the in-place ops must match the CPU bit for bit (the
-kernels round each step as NumPy does), the norms within float rounding. Then AdamW (foreach, the
+kernels round each step as NumPy does), the norms within float rounding (a sum's order differs). Then AdamW (foreach, the
 CUDA default) and clip_grad_norm_ against the CPU for a few steps, and that every launch went
 through the multi-tensor kernels. Prints one line per case; exits non-zero on any mismatch."""
 import os
@@ -19,7 +19,7 @@ failures = []
 launched = []
 _real_kernel = foreach._kernel
 foreach._kernel = lambda f, name: (launched.append(name), _real_kernel(f, name))[1]
-SIZES = [(1,), (7, 3), (300,), (129, 257), (40000,), (5, 0 + 1)]
+SIZES = [(1,), (7, 3), (300,), (129, 257), (40000,), (5, 1)]
 
 
 def report(name, ok, detail=""):
@@ -80,7 +80,8 @@ for dt in (ember.float32, ember.float64):
     run("_foreach_sqrt", lambda a: ember._foreach_sqrt([t.abs() for t in a]), dt)
     run("_foreach_norm", lambda a: ember._foreach_norm(a), dt, exact=False,
         tol=1e-5 if dt is ember.float32 else 1e-12, special=False)
-    run("_foreach_norm with inf and nan", lambda a: ember._foreach_norm(a), dt)
+    run("_foreach_norm with inf and nan", lambda a: ember._foreach_norm(a), dt, exact=False,
+        tol=1e-5 if dt is ember.float32 else 1e-12)
 
 # an optimizer group and gradient clipping, several steps
 ember.manual_seed(0)
