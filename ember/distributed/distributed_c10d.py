@@ -516,14 +516,13 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = _group(group)
     opn = _op_name(op)
     _check_same(pg, "all_reduce", tensor.numel(), tensor.dtype)
-    if _on_nccl(pg, tensor):
-        return _run(pg, _nccl.all_reduce(pg, tensor, opn), async_op)
-    return _run(pg, _allreduce_array(pg, tensor, opn), async_op)
+    return _run(pg, _all_reduce_work(pg, tensor, opn), async_op)
 
 
 def _all_reduce_work(pg, tensor, opn, name="all_reduce"):
     """The all-reduce ``Work`` on the engine of ``tensor``'s device, without the cross-rank
-    checks (DistributedDataParallel's buckets agree by construction)."""
+    checks (``all_reduce`` made them; DistributedDataParallel's buckets agree by
+    construction)."""
     if _on_nccl(pg, tensor):
         return _nccl.all_reduce(pg, tensor, opn)
     return _allreduce_array(pg, tensor, opn, name)
