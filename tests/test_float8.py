@@ -259,7 +259,8 @@ ALL_DTYPES_EXPRESSIONS = [
     "x @ y.T", "torch.mm(x, y.T)", "torch.addmm(x[:, :2], x, y.T)", "F.linear(x, y)",
     "torch.bmm(x[None], y.T[None])", "torch.baddbmm(x[None, :, :2], x[None], y.T[None])",
     "torch.einsum('ij,kj->ik', x, y)", "torch.mv(x, v)", "torch.addmv(x[:, 0], x, v)",
-    "torch.dot(v, v)", "torch.vdot(v, v)", "torch.trace(x)", "torch.linalg.cross(x[:, :3], y[:, :3])",
+    "torch.dot(v, v)", "torch.vdot(v, v)", "torch.trace(x)",
+    "torch.linalg.cross(x[:, :3], y[:, :3])",
     # reductions, scans, selections, sorting
     "x.logsumexp(1)", "x.cummax(1)", "x.cummin(0)", "x.logcumsumexp(1)", "x.cumsum(0)",
     "x.median()", "x.median(0)", "x.nanmedian(1)", "x.kthvalue(1, 0)", "x.mode(0)", "x.sort(0)",

@@ -1,8 +1,10 @@
 """The ops ATen's CPU kernels have no float8 instance for, beyond the pointwise, reduction,
 sorting and random ones whose rules check it themselves: the dtype dispatch of ATen's kernel
 (``AT_DISPATCH_*`` without the float8 types) raises ``NotImplementedError: "<name>" not
-implemented for 'Float8_e4m3fn'``, naming the dispatch. ``ember/_ops/registry.py`` passes each CPU
-kernel of an op listed here through :func:`gate`, so the check is written once, here.
+implemented for 'Float8_e4m3fn'``, naming the dispatch. Each CPU kernel of an op listed here is
+installed behind :func:`gate` (by ``registration.register`` and, for the kernels
+native_functions.yaml names, ``ember/_ops/registry.py``), so the check is written once, here. The
+meta kernels take float8, as PyTorch's meta functions do.
 
 What PyTorch does run on float8 (and ember with it, tests/test_float8.py): copies and casts,
 views, ``index_select``/``index_put``/``embedding``, ``cat``/``stack`` of one float8 dtype, fills
@@ -114,7 +116,8 @@ NO_CPU_KERNEL = {
     "scatter.value_reduce": "scatter_gather_scalar_cpu", "scatter_reduce.two": _scatter_reduce,
     "index_add": _index_add, "index_copy": "index_copy_cpu",
     "index_fill.int_Scalar": "index_fill_cpu", "index_fill.int_Tensor": "index_fill_cpu",
-    "masked_scatter": "masked_scatter", "take": "take_cpu", "put": "take_put_cpu", "tril": "tril", "triu": "triu",
+    "masked_scatter": "masked_scatter", "take": "take_cpu", "put": "take_put_cpu",
+    "tril": "tril", "triu": "triu",
 }
 
 
