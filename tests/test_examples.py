@@ -4,6 +4,7 @@ Each example's ``main(argv)`` is called in this process (one ember import for al
 what it measured; the seed models and the benchmark GPT are also checked against PyTorch
 running the same weights.
 """
+import math
 import os
 import subprocess
 import sys
@@ -145,3 +146,18 @@ def test_benchmark_gpt_is_the_same_model_in_both_libraries(torch):
     grads = dict(tmodel.named_parameters())
     for name, p in model.named_parameters():
         np.testing.assert_allclose(to_np(p.grad), to_np(grads[name].grad), rtol=1e-3, atol=1e-5)
+
+
+def test_benchmark_gpt_initial_loss_is_its_init_in_both_libraries(torch):
+    """The benchmark GPT starts near 85, not ln(65) = 4.17, in PyTorch as in ember: its head is
+    tied to nn.Embedding's N(0, 1) weights, so the logits of layer-normed features have a
+    standard deviation near sqrt(width) = 11. Each library's own init, same scale."""
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 65, (16, 64)), rng.integers(0, 65, (16, 64))
+    losses = []
+    for lib in (ember, torch):
+        model = bench_gpt.build(lib)
+        with lib.no_grad():
+            losses.append(model(lib.tensor(x), lib.tensor(y)).item())
+    assert losses[0] == pytest.approx(losses[1], rel=0.1)
+    assert min(losses) > 10 * math.log(65)

@@ -4,6 +4,7 @@ the ops ATen's CPU kernels support and the NotImplementedErrors of those they do
 and the scaled matmuls' results, checks and error messages."""
 import io
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -235,6 +236,106 @@ def test_support_matrix(expr):
             env.update(x=E(x), y=E(y), e=E(e), f=E(f))
         res.append(outcome(lambda: _result(eval(expr, env))))  # noqa: S307
     assert res[1] == res[0]
+
+
+# Every float8 dtype, on 2-d operands: the ops ATen has no float8 CPU kernel for raise its
+# NotImplementedError (ember/_kernels/rules/float8.py and the rules of each op family); those it
+# runs give the same bits. x, y: float8 (3, 3)-ish operands, v: a float8 vector, i: an index.
+ALL_DTYPES_EXPRESSIONS = [
+    # pointwise (the in-place add's fast path included) and their kernel names
+    "x.add_(y)", "x.add(y)", "x.sub_(1)", "x.rsqrt()", "x.frac()", "x.exp2()", "x.nan_to_num()",
+    "x.floor_divide(y)", "x.sgn()", "x.mul(y)", "x.abs()", "x.eq(y)", "torch.maximum(x, y)",
+    # activations, normalisation, losses
+    "F.gelu(x)", "F.gelu(x, approximate='tanh')", "F.silu(x)", "F.hardtanh(x)", "F.relu6(x)",
+    "F.leaky_relu(x)", "F.elu(x)", "F.softplus(x)", "F.hardsigmoid(x)", "F.hardswish(x)",
+    "F.mish(x)", "F.glu(x, 1)", "F.logsigmoid(x)", "F.threshold(x, 1., 2.)", "x.softmax(0)",
+    "x.softmax(1)", "x.log_softmax(0)", "x.log_softmax(-1)", "v.softmax(0)",
+    "F.layer_norm(x, [4])", "F.group_norm(x[None], 1)",
+    "F.batch_norm(x, None, None, training=True)", "F.mse_loss(x, y)",
+    "F.mse_loss(x, y, reduction='none')", "F.cross_entropy(x, torch.tensor([0, 1]))",
+    "F.max_pool2d(x[None, None], 2)", "F.avg_pool2d(x[None, None], 2)",
+    "F.adaptive_max_pool2d(x[None, None], 1)",
+    # products
+    "x @ y.T", "torch.mm(x, y.T)", "torch.addmm(x[:, :2], x, y.T)", "F.linear(x, y)",
+    "torch.bmm(x[None], y.T[None])", "torch.baddbmm(x[None, :, :2], x[None], y.T[None])",
+    "torch.einsum('ij,kj->ik', x, y)", "torch.mv(x, v)", "torch.addmv(x[:, 0], x, v)",
+    "torch.dot(v, v)", "torch.vdot(v, v)", "torch.trace(x)",
+    "torch.linalg.cross(x[:, :3], y[:, :3])",
+    # reductions, scans, selections, sorting
+    "x.logsumexp(1)", "x.cummax(1)", "x.cummin(0)", "x.logcumsumexp(1)", "x.cumsum(0)",
+    "x.median()", "x.median(0)", "x.nanmedian(1)", "x.kthvalue(1, 0)", "x.mode(0)", "x.sort(0)",
+    "torch.histc(x)", "x.unique()", "torch.unique(x, dim=0)", "torch.unique_consecutive(v)",
+    "torch.unique_consecutive(x, dim=0)", "torch.linalg.vector_norm(x)",
+    "torch.linalg.vector_norm(x, dtype=torch.float32)", "x.norm(dtype=torch.float32)",
+    "torch.isin(x, y)", "torch.isin(1.0, x)", "torch.isin(x, 1.0)", "torch.searchsorted(v, v)",
+    "torch.searchsorted(v.float(), v)", "torch.bucketize(v, v)", "torch.bucketize(v, v.float())",
+    # indexing
+    "x.gather(1, i)", "x.gather(0, i)", "v.gather(0, torch.tensor([0, 2]))",
+    "x.gather(0, torch.tensor([[0], [1]]).expand(2, 4))", "x.scatter(0, i, y)",
+    "x.scatter(0, i, 1.0)", "x.scatter(0, i, y, reduce='add')", "x.scatter_add(1, i, y)",
+    "x.scatter_reduce(0, i, y, 'sum')", "x.scatter_reduce(0, i, y, 'amax')",
+    "x.scatter_reduce(0, i, y, 'mean')", "x.index_add(0, torch.tensor([1]), y[:1])",
+    "x.index_add(1, torch.tensor([1]), y[:, :1])", "v.index_add(0, torch.tensor([1]), v[:1])",
+    "x.index_copy(0, torch.tensor([1]), y[:1])", "x.index_fill(1, torch.tensor([0]), 1.0)",
+    "x.index_fill(0, torch.tensor([0]), torch.tensor(1.0))",
+    "x.index_reduce(0, torch.tensor([1, 1]), y, 'prod')",
+    "x.index_reduce(0, torch.tensor([1, 1]), y, 'amax')",
+    "x.index_reduce(0, torch.tensor([1, 1]), y, 'mean')", "x.masked_scatter(x == x, y)",
+    "x.take(torch.tensor([0, 5]))", "x.put(torch.tensor([0]), v[:1])",
+    "x.put_(torch.tensor([0]), v[:1], accumulate=True)", "x.tril()", "x.triu(1)", "x.T.tril()",
+    "x.index_select(0, torch.tensor([1]))", "x.index_put((torch.tensor([0]),), y[:1])",
+    "x[torch.tensor([1, 0])]", "F.embedding(torch.tensor([1]), x)",
+    # random
+    "x.random_()", "x.random_(3)", "x.random_(0, 3)", "torch.randint(3, (2,), dtype=x.dtype)",
+    "torch.randint_like(x, 3)", "x.bernoulli_(0.5)", "x.bernoulli_(y)", "torch.bernoulli(x)",
+    "x.exponential_()", "x.geometric_(0.5)", "x.log_normal_()", "x.cauchy_()", "torch.poisson(x)",
+    "torch.multinomial(x, 1)", "torch.randperm(3, dtype=x.dtype)", "x.uniform_()",
+    # what float8 does run: copies, views, joins
+    "x.clone()", "x.t().contiguous()", "torch.cat([x, y])", "torch.stack([x, y])",
+    "x.to(torch.float32)", "x.view(torch.uint8)", "torch.where(x == y, x, y)",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("expr", ALL_DTYPES_EXPRESSIONS)
+def test_support_matrix_all_dtypes(expr, name):
+    res = []
+    for mod in (torch, ember):
+        d = dt(torch, name)
+        x = torch.tensor([[4.0, 2.5, 3.0, 0.5], [1.0, 2.0, 3.0, 0.25]]).to(d)
+        y = torch.tensor([[1.0, 0.5, 2.0, 4.0], [2.0, 1.0, 0.25, 1.0]]).to(d)
+        v = torch.tensor([0.5, 1.0, 2.0, 4.0]).to(d)
+        i = torch.tensor([[0, 1, 0, 1]])
+        env = dict(torch=mod, F=mod.nn.functional, x=x, y=y, v=v, i=i)
+        if mod is ember:
+            env.update(x=E(x), y=E(y), v=E(v), i=E(i))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # index_reduce is in beta
+            res.append(outcome(lambda: _result(eval(expr, env))))  # noqa: S307
+    assert res[1] == res[0]
+
+
+@pytest.mark.parametrize("expr", ["x.exponential_()", "x.random_(3)", "x.bernoulli_(0.5)",
+                                  "torch.poisson(x)", "torch.linalg.vector_norm(x)", "F.gelu(x)",
+                                  "x.softmax(0)", "x.gather(0, i)",
+                                  "torch.bmm(x[None, None], x[None, None].mT)"])
+def test_meta_takes_what_cpu_lacks(expr):
+    """The missing kernels are CPU's: on the meta device (fake tensors, compile) these run."""
+    res = []
+    for mod in (torch, ember):
+        x = mod.empty(3, dtype=mod.float8_e4m3fn, device="meta")
+        i = mod.zeros(2, dtype=mod.int64, device="meta")
+        env = dict(torch=mod, F=mod.nn.functional, x=x, i=i)
+        res.append(outcome(lambda: (lambda r: (tuple(r.shape), str(r.dtype).split(".")[1]))(
+            eval(expr, env))))  # noqa: S307
+    assert res[1] == res[0]
+
+
+def test_no_cpu_kernel_table_names_registered_kernels():
+    """Each op the float8 table lists has a CPU kernel the table guards (a misspelt or
+    composite op would never be checked)."""
+    from ember._kernels.rules import float8
+    assert set(float8.NO_CPU_KERNEL) == float8.GATED
 
 
 # ---------------------------------------------------------------------------------------------

@@ -209,3 +209,48 @@ class _Recorder:
 
     def exit(self, token):
         pass
+
+
+# Only the values of a decomposition used: PyTorch hands the backward formula undefined
+# gradients for the vectors and it leaves their term out; zeros there would still multiply
+# 1 / (s_j^2 - s_i^2), infinite at repeated values (0 * inf = NaN).
+_REPEATED = [[2., 0., 0.], [0., 2., 0.], [0., 0., 1.]]
+
+
+@pytest.mark.parametrize("name,fn,a", [
+    ("svdvals", lambda m, a: m.linalg.svdvals(a), _REPEATED),
+    ("svd_S", lambda m, a: m.linalg.svd(a)[1], _REPEATED),
+    ("svd_S_wide_full", lambda m, a: m.linalg.svd(a, full_matrices=True)[1],
+     [[1., 0., 0.], [0., 0., 0.]]),
+    ("svd_S_tall_reduced", lambda m, a: m.linalg.svd(a, full_matrices=False)[1],
+     [[1., 0.], [0., 1.], [0., 0.]]),
+    ("svd_U_S", lambda m, a: m.linalg.svd(a)[1] + m.linalg.svd(a)[0].abs().sum(0), _REPEATED),
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a), _REPEATED),
+    ("eigh_L", lambda m, a: m.linalg.eigh(a)[0], _REPEATED),
+    ("eigvals", lambda m, a: m.linalg.eigvals(a).real, _REPEATED),
+    ("eig_L", lambda m, a: m.linalg.eig(a)[0].real, _REPEATED),
+])
+def test_values_only_gradient_skips_unused_vectors(torch, name, fn, a):
+    e, t = (lib.tensor(a, dtype=lib.float64, requires_grad=True) for lib in (ember, torch))
+    fn(ember, e).sum().backward()
+    fn(torch, t).sum().backward()
+    np.testing.assert_allclose(to_np(e.grad), t.grad.numpy(), atol=1e-12)
+
+
+def test_autograd_function_sees_undefined_grads_without_materializing(torch):
+    """ctx.set_materialize_grads(False): backward gets None for the unused output."""
+    seen = {}
+    for lib in (ember, torch):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(False)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                seen.setdefault(lib.__name__, []).append((g1 is None, g2 is None))
+                return g1 * 2
+        x = lib.ones(2, requires_grad=True)
+        F.apply(x)[0].sum().backward()
+    assert seen["ember"] == seen["torch"] == [(False, True)]

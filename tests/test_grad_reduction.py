@@ -2,6 +2,7 @@
 few, and the Python-level semantics the OpInfo table cannot reach: torch.unique / torch.norm
 wrappers, searchsorted's sorter, topk(sorted=False), the not-implemented backward of unique."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -203,3 +204,21 @@ def test_sort_is_stable_on_large_ties(torch):
         e = ember.sort(from_np(v), dim=1, descending=desc, stable=True)
         t = torch.sort(torch.tensor(v), dim=1, descending=desc, stable=True)
         np.testing.assert_array_equal(to_np(e.indices), t.indices.numpy())
+
+
+@pytest.mark.parametrize("fn", ["var_mean", "std_mean"])
+@pytest.mark.parametrize("x,kw", [([2.], {}), ([[2.], [3.]], {"dim": 1}),
+                                  ([1., 2.], {"correction": 2}),
+                                  ([2., 2., 2.], {})])
+def test_mean_only_gradient_skips_the_unused_variance(torch, fn, x, kw):
+    """Only the mean used: PyTorch leaves the variance's term out (its gradient is undefined);
+    a zero gradient would still meet var's 2 / (n - correction), infinite with no degrees of
+    freedom left (0 * inf = NaN)."""
+    grads = []
+    for lib in (ember, torch):
+        t = lib.tensor(x, dtype=lib.float64, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degrees of freedom <= 0
+            getattr(lib, fn)(t, **kw)[1].sum().backward()
+        grads.append(np.asarray(t.grad.tolist()))
+    np.testing.assert_allclose(*grads)

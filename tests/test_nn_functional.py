@@ -246,6 +246,39 @@ def test_embedding_max_norm(torch):
     np.testing.assert_allclose(ew.numpy(), tw.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("indices,padding_idx,scale", [
+    ([-1, 0, 1], -1, False),        # a negative index is not wrapped: it adds nothing
+    ([-1, 0, 3], 3, False),
+    ([5, 0, 1, -5], -1, False),     # out of range either side: nothing, no error
+    ([[3, 0], [1, 3]], -1, True),   # padding_idx -1 is not row 3 at this level
+    ([2, 0, 2, 1], -2, True),
+    ([0, 2, 2, 1], 2, True),
+])
+def test_embedding_dense_backward_indices_out_of_range(indices, padding_idx, scale, torch):
+    """aten.embedding_dense_backward as ATen's CPU kernel: rows whose index is padding_idx or
+    lies outside [0, num_weights) add nothing (F.embedding's forward has already rejected such
+    indices; the op itself takes them). With scale_grad_by_freq only in-range indices are
+    tried: ATen counts out-of-range ones out of bounds."""
+    g = _randn(*np.shape(indices), 3)
+    got = ember.ops.aten.embedding_dense_backward(ember.from_numpy(g), ember.tensor(indices), 4,
+                                                  padding_idx, scale)
+    want = torch.ops.aten.embedding_dense_backward(torch.from_numpy(g), torch.tensor(indices), 4,
+                                                   padding_idx, scale)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_embedding_negative_padding_idx_grad(torch):
+    # F.embedding turns padding_idx -1 into num_embeddings - 1: that row gets no gradient
+    w = _randn(4, 3)
+    grads = []
+    for m in (ember, torch):
+        x = m.from_numpy(w.copy()).requires_grad_(True)
+        m.nn.functional.embedding(m.tensor([3, 0, 1, 3]), x, padding_idx=-1,
+                                  scale_grad_by_freq=True).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(*grads)
+
+
 def test_one_hot(torch):
     t = np.array([[0, 3], [2, 1]])
     for n in (-1, 5):

@@ -1,5 +1,7 @@
 """Wrong results found by PyTorch's op database and by hand (issue 18, item 3): each case runs
 the same program on ember and on PyTorch and compares values, gradients and exception types."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,61 @@ def test_matches_pytorch(name, torch):
     for a, b in zip(got, expected):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+
+INF, NAN = float("inf"), float("nan")
+_NONFINITE_ROWS = [[1., 2., INF], [1., -INF, 3.], [INF, 1., 2.], [INF, INF, 1.], [1., INF, INF],
+                   [INF, -INF, 1.], [1., 2., -INF], [1., NAN, INF], [INF, 2., NAN], [1., 2., 3.]]
+
+
+def _moments_both(torch, fn, make, **kw):
+    """fn(make(m), **kw) on PyTorch and ember, each as float64 arrays (complex: real, imag)."""
+    outs = []
+    for m in (torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degrees of freedom <= 0
+            res = getattr(m, fn)(make(m), **kw)
+        arrs = []
+        for t in res:
+            t = m.view_as_real(t) if t.is_complex() else t
+            arrs.append(np.asarray(t.to(m.float64).tolist(), dtype=float))
+        outs.append(arrs)
+    return outs
+
+
+def _assert_same(outs):
+    want, got = outs
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-2, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", ["var_mean", "std_mean"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "complex64"])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (1, True), (0, False),
+                                         ((0, 1), True), (-1, False)])
+@pytest.mark.parametrize("correction", [0, 1])
+def test_var_mean_nonfinite_mean_is_welfords(fn, dtype, dim, keepdim, correction, torch):
+    """var_mean/std_mean take the mean from a running (Welford) update: it stays +-inf only when
+    the one infinity is the last element reduced, NaN for any other non-finite slice (sum/n
+    gave +-inf for [inf, inf, 1] or [1, -inf, 3])."""
+    rows = _NONFINITE_ROWS
+    if dtype == "complex64":  # each component is reduced on its own
+        rows = [[complex(a, b) for a, b in zip(r, reversed(r))] for r in rows]
+    _assert_same(_moments_both(torch, fn, lambda m: m.tensor(rows, dtype=getattr(m, dtype)),
+                               dim=dim, correction=correction, keepdim=keepdim))
+
+
+@pytest.mark.parametrize("make,dim", [
+    (lambda m: m.tensor(INF), None),                                         # 0-d
+    (lambda m: m.tensor([[0., INF, 0.], [0., 0., 0.]]).T, 1),                # transposed
+    (lambda m: m.tensor([[0., 0., 0.], [0., 0., INF]]).T, None),             # last in memory
+    (lambda m: m.tensor([[0., 0., INF], [0., 0., 0.]]).T, None),
+    (lambda m: m.tensor([1., INF]).expand(3, 2), 0),                         # one inf, repeated
+    (lambda m: m.tensor([[1.], [INF]]).expand(2, 3), 0),
+    (lambda m: m.cat([m.zeros(40000), m.tensor([INF])]), None),              # ATen's chunks
+    (lambda m: m.zeros(3, 0), 1),                                            # empty: NaN
+])
+def test_var_mean_nonfinite_layouts(make, dim, torch):
+    _assert_same(_moments_both(torch, "var_mean", make, dim=dim))

@@ -871,31 +871,39 @@ def _as(v, dtype):
 def _embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
                               scale_grad_by_freq):
     """Row ``indices[i]`` of the weight's gradient sums the gradient rows ``i`` that name it;
-    rows naming ``padding_idx`` add nothing; with ``scale_grad_by_freq`` each row is divided
-    by how often its index occurs (counted by a scatter of ones first)."""
+    as in eager (ATen's CPU kernel), rows naming ``padding_idx`` or an index outside
+    ``[0, num_weights)`` (negative ones too: no wrapping) add nothing (a zero, into row 0);
+    with ``scale_grad_by_freq`` each row is divided by how often its index occurs (counted by
+    a scatter of ones first)."""
     dtype = _out_val().dtype
     isize = tuple(indices.get_size())
     load_g = broadcast_loader(grad_output, grad_output.get_size(), dtype)
-    load_i = _index_input(indices, num_weights, "embedding_dense_backward", 0, wrap=True)
+    load_i = V.graph.realize(indices).make_loader()
+
+    def in_range(i):
+        return ops.logical_and(ops.ge(i, ops.constant(0, i.dtype)),
+                               ops.lt(i, ops.constant(num_weights, i.dtype)))
+
+    def row_of(i):
+        return ops.indirect_indexing(ops.where(in_range(i), i, ops.constant(0, i.dtype)))
 
     def row(idx):
-        return ops.indirect_indexing(load_i(idx[:-1]))
+        return row_of(load_i(idx[:-1]))
     counts = None
     if scale_grad_by_freq:
         counts = V.graph.realize(ir.Scatter(
             (num_weights,), lambda idx: ops.constant(0, ember.int64), isize,
-            lambda idx: [ops.indirect_indexing(load_i(idx))],
-            lambda idx: ops.constant(1, ember.int64), ember.int64, _origins(())))
+            lambda idx: [row_of(load_i(idx))],
+            lambda idx: _as(in_range(load_i(idx)), ember.int64), ember.int64, _origins(())))
         load_c = counts.make_loader()
 
     def value(idx):
         g = load_g(idx)
         if counts is not None:
             g = ops.truediv(g, _as(load_c([row(idx)]), dtype))
-        if padding_idx >= 0:
-            g = ops.where(ops.eq(load_i(idx[:-1]), ops.constant(padding_idx, ember.int64)),
-                          ops.constant(0, dtype), g)
-        return g
+        i = load_i(idx[:-1])
+        keep = ops.logical_and(in_range(i), ops.ne(i, ops.constant(padding_idx, i.dtype)))
+        return ops.where(keep, g, ops.constant(0, dtype))
     return _scatter(0, tuple(grad_output.get_size()), lambda idx: [row(idx), idx[-1]],
                     value, (grad_output,))
 

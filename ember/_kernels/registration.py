@@ -12,6 +12,8 @@ packages, whose tables fill ``KERNELS``, and passes each registration through
 the same key, or a registration for an op the yaml does not define, is an error at import.
 """
 
+from .rules import float8 as _float8
+
 # "op.overload" (as native_functions.yaml spells it, "sin" for a default overload)
 #     -> {dispatch key name: kernel function}
 KERNELS = {}
@@ -19,11 +21,15 @@ KERNELS = {}
 
 def register(op, key, fn):
     """Register kernel ``fn`` of ``op`` for dispatch key ``key`` (a name, "CPU" or "Meta");
-    returns ``fn``."""
+    returns ``fn``. A CPU kernel of an op ATen has no float8 kernel for is registered behind
+    that check (``rules/float8.py``)."""
     row = KERNELS.setdefault(op, {})
-    if key in row and row[key] is not fn:
-        raise RuntimeError(f"two {key} kernels registered for aten::{op}: {row[key]!r} and {fn!r}")
-    row[key] = fn
+    if key in row:
+        if row[key] is not fn and getattr(row[key], "__wrapped__", None) is not fn:
+            raise RuntimeError(f"two {key} kernels registered for aten::{op}: {row[key]!r} and "
+                               f"{fn!r}")
+        return fn
+    row[key] = _float8.gate(op, fn) if key == "CPU" else fn
     return fn
 
 

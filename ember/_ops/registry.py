@@ -217,6 +217,8 @@ def load(lib):
 def _install_kernels(lib, kernels):
     """Each op's kernels: those registered by reference, then those its ``dispatch:`` names."""
     from .._kernels import registration
+    # the ops ATen has no float8 CPU kernel for raise as there, checked in front of the kernel
+    from .._kernels.rules import float8 as _float8
     # Importing the kernel modules runs their tables, which register kernels by reference
     # (module-level code there may look up ``ops.aten``, so every op is defined by now).
     for package in sorted(set(_KERNEL_PACKAGES.values()) - {"ember._kernels.cuda"}):
@@ -234,9 +236,12 @@ def _install_kernels(lib, kernels):
                 if key.name in own:
                     raise RuntimeError(f"aten::{name}: native_functions.yaml names {kname!r} for "
                                        f"{key.name}, and {own[key.name]!r} registered itself too")
-                lib_impl(name, _kernel_by_name(key, kname), key.name, _kind=_d.PLAIN,
+                fn = _kernel_by_name(key, kname)
+                if key is K.CPU:
+                    fn = _float8.gate(name, fn)
+                lib_impl(name, fn, key.name, _kind=_d.PLAIN,
                          _debug=f"{_KERNEL_PACKAGES[key]}.{kname}")
-        for key_name, fn in own.items():
+        for key_name, fn in own.items():  # (gated as they registered: registration.py)
             lib_impl(name, fn, key_name, _kind=_d.PLAIN,
                      _debug=f"{fn.__module__}.{fn.__qualname__} (registered by reference)")
     stray = sorted(set(registration.KERNELS) - {name for name, _ in kernels})

@@ -27,6 +27,16 @@ def _is_number(x):
     return not hasattr(x, "_keyset")
 
 
+def takes_undefined_grads(fn):
+    """Marks a helper that, as its PyTorch counterpart, takes None for the gradient of an output
+    that was not used (PyTorch passes an undefined tensor) and leaves that output's term out.
+    A node whose formulas all call such helpers gets None, not zeros (see derivatives.py): a
+    zero still multiplies the term's other factors, and 0 * inf is NaN (svd's
+    1 / (s_j^2 - s_i^2) at repeated singular values, var's 2 / (n - correction) at n == 1)."""
+    fn.takes_undefined_grads = True
+    return fn
+
+
 def zeros_from_meta(meta):
     shape, dtype, device = meta
     return ember.zeros(shape, dtype=dtype, device=device)

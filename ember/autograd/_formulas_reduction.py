@@ -25,14 +25,27 @@ def aminmax_backward(self, dim, keepdim, grad_min, grad_max, min, max):  # noqa:
             _formulas.amax_amin_backward(grad_max, self, max, dims, keepdim))
 
 
+def _sum_defined(*terms):
+    terms = [t for t in terms if t is not None]
+    return None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
+@_formulas.takes_undefined_grads
 def std_mean_backward(grad_std, grad_mean, self, std, dim, correction, keepdim):
-    return (_formulas.std_backward(std, grad_std, self, dim, correction, keepdim) +
-            _formulas.mean_backward(grad_mean, tuple(self._size), dim, self.numel(), keepdim))
+    return _sum_defined(
+        None if grad_std is None else
+        _formulas.std_backward(std, grad_std, self, dim, correction, keepdim),
+        None if grad_mean is None else
+        _formulas.mean_backward(grad_mean, tuple(self._size), dim, self.numel(), keepdim))
 
 
+@_formulas.takes_undefined_grads
 def var_mean_backward(grad_var, grad_mean, self, dim, correction, keepdim):
-    return (_formulas.var_backward(grad_var, self, dim, correction, keepdim) +
-            _formulas.mean_backward(grad_mean, tuple(self._size), dim, self.numel(), keepdim))
+    return _sum_defined(
+        None if grad_var is None else
+        _formulas.var_backward(grad_var, self, dim, correction, keepdim),
+        None if grad_mean is None else
+        _formulas.mean_backward(grad_mean, tuple(self._size), dim, self.numel(), keepdim))
 
 
 def norm_backward(grad, self, p, norm, dim=None, keepdim=False):

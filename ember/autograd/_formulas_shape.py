@@ -6,6 +6,8 @@ import math
 import ember
 
 from .._core.strides import broadcast_shapes
+# Loaded by _formulas' last lines (its star-imports), once its own helpers are defined.
+from . import _formulas
 
 __all__ = ["repeat_backward", "gather_backward", "index_select_backward",
            "index_source_backward", "masked_scatter_backward", "masked_select_backward", "take_backward",
@@ -162,6 +164,7 @@ def cholesky_backward(grad, upper, L):
     return 0.5 * (gA + mH(gA))
 
 
+@_formulas.takes_undefined_grads
 def linalg_eigh_backward(gL, gV, L, V):
     """Real symmetric case: gA = V (diag(gL) + F ∘ (V^T gV)) V^T, F_ij = 1 / (λ_j - λ_i)."""
     out = None
@@ -182,10 +185,11 @@ def linalg_eigh_backward(gL, gV, L, V):
     return V @ out @ mH(V)
 
 
+@_formulas.takes_undefined_grads
 def svd_backward(gU, gS, gVh, U, S, Vh, full_matrices):
     """PyTorch's svd_backward (reduced SVD; real and complex). In the complex case singular
     vectors are defined up to a phase e^{i phi} per pair, so the loss must not depend on it."""
-    if full_matrices and (gU is not None or gVh is not None):
+    if full_matrices:  # as PyTorch's formula: the first k columns of U and rows of Vh
         k = S.shape[-1]
         U = U[..., :k]
         Vh = Vh[..., :k, :]
@@ -295,6 +299,7 @@ def linalg_solve_backward(grad, result, A, left):
     return gA, gB
 
 
+@_formulas.takes_undefined_grads
 def linalg_eig_backward(gL, gV, L, V, self):
     """PyTorch's linalg_eig_backward (general case): with E_ij = conj(L_j - L_i),
     gA = V^{-H} (diag(gL) + (V^H gV - V^H V re(diag(V^H gV))) / E) V^H, real part for a real A."""

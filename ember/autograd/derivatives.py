@@ -232,7 +232,7 @@ class GeneratedNode(Node):
 
     def apply(self, grads):
         info = self._info
-        if any(g is None for g in grads):
+        if any(g is None for g in grads) and not _takes_undefined_grads(info):
             grads = _materialize(self, grads)
         namespace = _formula_namespace()
         env = {name: self._unpack(name) for name in self._saved}
@@ -324,6 +324,25 @@ def _materialize(node, grads):
             for g, m in zip(grads, node._out_meta)]
 
 
+def _takes_undefined_grads(info):
+    """Whether the node passes None, as PyTorch passes an undefined tensor, for the gradient of
+    an output that was not used, rather than zeros: when every formula is one call of a helper
+    marked :func:`_formulas.takes_undefined_grads` (one that leaves that output's term out, as
+    its PyTorch counterpart: only there can a zero differ, as 0 * inf). The other formulas are
+    written for defined gradients."""
+    flag = getattr(info, "_takes_undefined", None)
+    if flag is None:
+        ns = _formula_namespace()
+
+        def marked(src):
+            call = ast.parse(src, mode="eval").body
+            return (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and
+                    getattr(ns.get(call.func.id), "takes_undefined_grads", False))
+        flag = info._takes_undefined = bool(info.formula_sources) and all(
+            marked(src) for src in info.formula_sources)
+    return flag
+
+
 def _generate_apply(cls):
     """PyTorch's generated ``XxxBackward0::apply``, as Python: every saved value unpacked, then
     each formula whose inputs need a gradient, on one line (``<ember derivative of ...>`` in
@@ -336,8 +355,9 @@ def _generate_apply(cls):
     lines = [f"def {fname}(_node, grads):"]
     # (unrolled: the formulas' namespace has ember's any, not Python's)
     undefined = " or ".join(f"grads[{i}] is None" for i in range(len(info.returns)))
-    lines += [f"    if {undefined}:",
-              "        grads = _ember_materialize(_node, grads)", "    _saved = _node._saved"]
+    if not _takes_undefined_grads(info):
+        lines += [f"    if {undefined}:", "        grads = _ember_materialize(_node, grads)"]
+    lines.append("    _saved = _node._saved")
     # all saved values first, as PyTorch's generated code: a stale one raises even if unused
     lines += [f"    {n} = _ember_unpack(_node, _saved[{n!r}])" for n in cls._saved_names]
     lines.append("    grad = grads[0]")

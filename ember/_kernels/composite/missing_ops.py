@@ -189,6 +189,18 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
             _aten.reshape.default._call(self, [1]), 0, index,
             _aten.reshape.default._call(source, [1]), reduce, include_self)
         return _aten.reshape.default._call(one, [])
+    if self._dtype in D.FLOAT8:
+        # ATen's index_reduce kernel multiplies float8 (as float, rounding back), but its
+        # mean/amax/amin reach add/maximum/minimum, which have no float8 kernel; scatter_reduce
+        # has none at all, so prod runs in float32 here
+        if reduce != "prod":
+            kernel = {"mean": "add_stub", "amax": "maximum_cpu", "amin": "minimum_cpu"}[reduce]
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{self._dtype._short}\'')
+        wide = [_aten._to_copy.default._call(t, D.float32, None, None, None, False, None)
+                for t in (self, source)]
+        return _aten._to_copy.default._call(
+            index_reduce(wide[0], dim, index, wide[1], reduce, include_self), self._dtype,
+            None, None, None, False, None)
     shape = [1] * source.dim()
     shape[dim] = n
     spread = _aten.expand.default._call(_aten.reshape.default._call(index, shape),

@@ -676,8 +676,10 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     idx = nd(indices).reshape(-1).astype(np.int64, copy=False)
     d = grad_output._size[-1]
     g = _arr(grad_output).reshape(-1, d)
-    if padding_idx >= 0:
-        keep = idx != padding_idx
+    # ATen's CPU kernel adds row i into grad_weight[k] only for padding_idx != k in
+    # [0, num_weights): an index out of range (a negative one too: no wrapping) adds nothing
+    keep = (idx != padding_idx) & (idx >= 0) & (idx < num_weights)
+    if not keep.all():
         idx, g = idx[keep], g[keep]
     xp = array_module(g)
     if scale_grad_by_freq:

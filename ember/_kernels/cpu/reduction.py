@@ -211,6 +211,19 @@ def _reduced_count(size, dims):
     return n
 
 
+def _running_mean_nonfinite(a, mean, dims):
+    """The mean of var_mean/std_mean where a reduced slice holds inf or NaN (real ``a``, the
+    sum/n ``mean`` with kept dims). PyTorch takes that mean from its Welford update,
+    m += (x - m) / k, visiting the slice in index order: once m is +-inf the next element makes
+    it NaN (finite - inf added to inf, or inf - inf). So the mean is +-inf only when the slice's
+    single non-finite element is an infinity visited last (the last index of every reduced dim);
+    any other non-finite slice gives NaN, where sum/n gives +-inf ([inf, inf, 1], [1, inf, 2])."""
+    nonfinite = np.sum(~np.isfinite(a), axis=dims, keepdims=True)
+    last = a[tuple(slice(-1, None) if d in dims else slice(None) for d in range(a.ndim))]
+    inf_last = (nonfinite == 1) & np.isinf(last)
+    return np.where(nonfinite == 0, mean, np.where(inf_last, last, np.nan))
+
+
 def _moments(name, self, dim, correction, keepdim):
     check_moments(name, self)
     dims = reduce_dims(name, self, dim, False)
@@ -232,6 +245,12 @@ def _moments(name, self, dim, correction, keepdim):
     out = wrap(own(np.asarray(r).astype(self._dtype.to_real()._np)))
     if not with_mean:
         return out
+    if n and self._dtype.is_complex:  # each component on its own (1j * nan would spread)
+        mean = np.asarray(mean).copy()
+        mean.real = _running_mean_nonfinite(a.real, mean.real, dims)
+        mean.imag = _running_mean_nonfinite(a.imag, mean.imag, dims)
+    elif n:
+        mean = _running_mean_nonfinite(a, mean, dims)
     if not keepdim:
         mean = mean.reshape(reduced_shape(self._size, dims, False))
     mean = np.asarray(mean)

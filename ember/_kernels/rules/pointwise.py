@@ -351,11 +351,12 @@ _FLOAT8_KERNELS = {"add": "add_stub", "sub": "add_stub", "mul": "mul_cpu_reduced
                    "lerp": "lerp_kernel_scalar", "addcmul": "addcmul_cpu_out",
                    "addcdiv": "addcdiv_cpu_out", "clamp_min": "clamp_min_scalar_cpu",
                    "clamp_max": "clamp_max_scalar_cpu", "clamp": "clamp_scalar_cpu",
+                   "exp2": "exp2", "nan_to_num": "nan_to_num", "floor_divide": "div_floor_cpu",
+                   "sgn": "sign_cpu",
                    **{op: f"{op}_vml_cpu" for op in (
-                       "exp", "log", "log10", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin",
+                       "exp", "log", "log10", "log2", "log1p", "expm1", "sqrt", "sin",
                        "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "floor",
-                       "ceil", "trunc", "round", "erf", "erfc", "erfinv", "lgamma", "exp2",
-                       "frac")}}
+                       "ceil", "trunc", "round", "erf", "erfc", "erfinv", "lgamma")}}
 
 
 def check_float8(name, operands, dt):

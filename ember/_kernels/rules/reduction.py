@@ -34,7 +34,8 @@ _FLOAT8_KERNELS = {"sum": "sum_cpu", "mean": "sum_cpu", "nansum": "nansum_cpu",
                    "max": "max_all", "min": "min_all", "max_dim": "max_cpu",
                    "min_dim": "min_cpu", "argmax": "argmax_cpu", "argmin": "argmin_cpu",
                    "aminmax": "aminmax_cpu", "cumsum": "cumsum_out_cpu",
-                   "cumprod": "cumprod_out_cpu", "nonzero": "nonzero_count_cpu"}
+                   "cumprod": "cumprod_out_cpu", "logcumsumexp": "logcumsumexp_out_cpu",
+                   "nonzero": "nonzero_count_cpu"}
 
 
 # ATen's CPU reductions with no ComplexHalf kernel (any/all, norm, var/std, count_nonzero and

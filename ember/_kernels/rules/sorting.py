@@ -43,9 +43,11 @@ SELECTIONS = {"kthvalue": ("kthvalue_cpu", False), "median": ("median_cpu", Fals
               "nanmedian": ("nanmedian_cpu", False), "mode": ("mode", True)}
 
 
-def check_selection(name, self):
+def check_selection(name, self, along_dim=False):
     kernel, bool_ok = SELECTIONS[name]
     if self._dtype in D.FLOAT8:  # (float8 reaches other dtype dispatches than bool does)
+        if along_dim and name in ("median", "nanmedian"):  # median.dim's kernel: median_out
+            _not_implemented("median_out", self._dtype)
         _not_implemented({"nanmedian": "median_cpu", "mode": "mode_cpu"}.get(name, kernel),
                          self._dtype)
     if (self._dtype is D.bool_ and not bool_ok) or self._dtype.is_complex:
@@ -58,7 +60,7 @@ def selection_dim(name, self, dim, keepdim, check_dtype=True):
     dims = reduce_dims(name, self, dim, True)
     d = _st.wrap_dim(dim, len(self._size))
     if check_dtype:
-        check_selection(name, self)
+        check_selection(name, self, along_dim=True)
     return d, reduced_shape(self._size, dims, keepdim)
 
 
