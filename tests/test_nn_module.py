@@ -319,10 +319,11 @@ def test_full_backward_hooks_match_torch(torch):
     t.register_full_backward_hook(record("t"))
     e(xe).sum().backward()
     t(xt).sum().backward()
+    # float32 products: the libraries' BLAS round differently (one ulp seen, now and then)
     np.testing.assert_allclose(got["e"][0][0], got["t"][0][0].numpy() if hasattr(
-        got["t"][0][0], "numpy") else got["t"][0][0], rtol=1e-6)
-    np.testing.assert_allclose(to_np(xe.grad), xt.grad.numpy(), rtol=1e-6)
-    np.testing.assert_allclose(to_np(e.weight.grad), t.weight.grad.numpy(), rtol=1e-6)
+        got["t"][0][0], "numpy") else got["t"][0][0], rtol=1e-5)
+    np.testing.assert_allclose(to_np(xe.grad), xt.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(to_np(e.weight.grad), t.weight.grad.numpy(), rtol=1e-5)
 
 
 # -- repr --------------------------------------------------------------------------------------
@@ -610,7 +611,7 @@ def test_clip_grad_matches_torch(torch):
         nt = torch.nn.utils.clip_grad_norm_(t.parameters(), 0.5, norm_type=norm_type)
         assert float(ne) == pytest.approx(float(nt), rel=1e-5)
         for pe, pt in zip(e.parameters(), t.parameters()):
-            np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-5, atol=1e-6)
     nn.utils.clip_grad_value_(e.parameters(), 1e-3)
     torch.nn.utils.clip_grad_value_(t.parameters(), 1e-3)
     for pe, pt in zip(e.parameters(), t.parameters()):
