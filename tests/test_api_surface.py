@@ -47,6 +47,16 @@ def test_is_nonzero(torch):
         _same_exc(torch, lambda: ember.is_nonzero(e), lambda: torch.is_nonzero(t))
 
 
+def test_where_of_a_condition_alone_is_its_nonzero_indices(torch):
+    for vals in ([[0, 1], [2, 0]], [0.0, 3.0, -0.0], 5, 0, [[True, False], [False, True]],
+                 np.zeros((2, 0))):
+        e, t = _pair(torch, vals)
+        got, want = ember.where(e), torch.where(t)
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype is ember.int64 and g.tolist() == w.tolist()
+
+
 def test_result_type(torch):
     cases = [(("float32", (2,)), 1), (("int64", (2,)), 2.5), (("uint8", (2,)), 300),
              (("int32", ()), ("int64", (2,))), (("float16", (2,)), ("float64", ())),

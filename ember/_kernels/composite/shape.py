@@ -220,6 +220,12 @@ def nonzero_numpy(self):
     return A.unbind.int._call(A.nonzero.default._call(t), 1)
 
 
+def where(condition):
+    """``where(condition)``: the indices of its nonzero elements, one tensor per dimension
+    (``nonzero(condition, as_tuple=True)``)."""
+    return A.nonzero_numpy.default._call(condition)
+
+
 # -- grids and combinations --------------------------------------------------------------------
 
 def meshgrid(tensors):
