@@ -5,7 +5,11 @@ registry loaded from ``_ops/native_functions.yaml`` (kernels from ``_kernels``),
 bindings generated from the schemas, which become the functions of this module and the methods
 of :class:`Tensor`.
 """
+from math import e, inf, nan, pi  # noqa: F401  (torch.e, torch.inf, torch.nan, torch.pi)
+
 from .version import __version__  # noqa: F401  (torch.__version__)
+
+newaxis = None  # torch.newaxis, NumPy's name for None in an index
 from ._core.dtype import (ALIASES as _ALIASES, dtype, finfo, get_default_dtype, iinfo,  # noqa: F401
                           set_default_dtype)
 from ._core.device import (channels_last, channels_last_3d, contiguous_format, device,  # noqa: F401
@@ -44,6 +48,9 @@ from ._linalg_functional import *  # noqa: E402,F401,F403  (torch.lu, svd_lowran
 from ._spectral import *  # noqa: E402,F401,F403  (torch.stft with center/pad_mode)
 
 from .amp._top_level import *  # noqa: E402,F401,F403  (autocast, autocast state functions; amp, cpu, cuda, profiler)
+from .amp import GradScaler  # noqa: E402,F401  (torch.GradScaler)
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402,F401
+                                    set_anomaly_enabled)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
 from .cuda import OutOfMemoryError  # noqa: E402,F401  (torch.OutOfMemoryError)
 from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)

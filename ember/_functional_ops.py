@@ -455,3 +455,19 @@ def kl_div(input, target, reduction=0, *, log_target=False):  # noqa: A002
     """torch.kl_div: aten ``kl_div``, but PyTorch's Python binding defaults ``reduction`` to 0
     (none), not the schema's 1 (mean): ``torch.kl_div(a, b)`` is elementwise."""
     return _ops.aten.kl_div.default(input, target, reduction, log_target=log_target)
+
+
+__all__ += ["adjoint", "get_device"]
+
+
+def adjoint(input):  # noqa: A002
+    return input.adjoint()
+
+
+def get_device(input):  # noqa: A002
+    """The CUDA device index of ``input``, -1 for a CPU tensor (``Tensor.get_device``)."""
+    from ._tensor import Tensor
+    if not isinstance(input, Tensor):
+        raise TypeError(f"get_device(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.get_device()

@@ -490,6 +490,16 @@ class Tensor:
                                f"Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1).conj()
 
+    def adjoint(self):
+        """The conjugate transpose of the last two dimensions, a view (``Tensor.mH``)."""
+        if self.dim() == 0:
+            warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
+            return self.conj()
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                               f"matrices. Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1).conj()
+
     @property
     def H(self):
         if self.dim() == 0:

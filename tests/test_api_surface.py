@@ -57,6 +57,29 @@ def test_where_of_a_condition_alone_is_its_nonzero_indices(torch):
             assert g.dtype is ember.int64 and g.tolist() == w.tolist()
 
 
+def test_constants_aliases_and_small_functions_as_pytorch(torch):
+    for name in ("pi", "e", "inf", "newaxis"):
+        assert getattr(ember, name) == getattr(torch, name)
+    assert np.isnan(ember.nan) and np.isnan(torch.nan)
+    assert ember.GradScaler is ember.amp.GradScaler
+    try:
+        for args in ((True,), (True, False), (False,)):
+            ember.set_anomaly_enabled(*args)
+            torch.set_anomaly_enabled(*args)
+            assert (ember.is_anomaly_enabled(), ember.is_anomaly_check_nan_enabled()) == \
+                (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+    finally:
+        ember.set_anomaly_enabled(False)
+        torch.set_anomaly_enabled(False)
+    assert ember.get_device(ember.ones(2)) == torch.get_device(torch.ones(2)) == -1
+    _same_exc(torch, lambda: ember.get_device(3), lambda: torch.get_device(3))
+    e, t = _pair(torch, np.arange(24.0).reshape(2, 3, 4))
+    assert_same(ember.adjoint(e), torch.adjoint(t))
+    assert_same(e.adjoint(), t.adjoint())
+    e, t = _pair(torch, [1.0, 2.0])
+    _same_exc(torch, lambda: e.adjoint(), lambda: t.adjoint())
+
+
 def test_result_type(torch):
     cases = [(("float32", (2,)), 1), (("int64", (2,)), 2.5), (("uint8", (2,)), 300),
              (("int32", ()), ("int64", (2,))), (("float16", (2,)), ("float64", ())),

@@ -28,6 +28,12 @@ def is_anomaly_check_nan_enabled():
     return _state.check_nan
 
 
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Turn anomaly detection on or off for this thread (``torch.set_anomaly_enabled``)."""
+    _state.enabled = bool(enabled)
+    _state.check_nan = bool(check_nan)
+
+
 class detect_anomaly:
     """Context manager (and decorator) that turns anomaly detection on."""
 
