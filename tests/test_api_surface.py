@@ -329,3 +329,33 @@ def test_float_values_kept_out_of_the_table(torch):
         assert_same(ember.as_strided_scatter(a, b, [2, 2], [4, 1], 1),
                     torch.as_strided_scatter(ta, tb, [2, 2], [4, 1], 1))
         assert_same(ember.detach_copy(a), torch.detach_copy(ta))
+
+
+_WINDOWS = {"hann_window": [()], "hamming_window": [(), (0.6,), (0.6, 0.3)],
+            "blackman_window": [()], "bartlett_window": [()], "kaiser_window": [(), (5.0,)]}
+
+
+@pytest.mark.parametrize("name", sorted(_WINDOWS))
+def test_window_functions_as_pytorch(torch, name):
+    """Every overload, length, periodicity and floating dtype against torch (values within a
+    few ulp: the cosines and Bessel functions are different libraries), PyTorch's errors."""
+    for extra in _WINDOWS[name]:
+        for n in (0, 1, 2, 5, 8, 31):
+            for periodic in (True, False):
+                for dtype, tol in (("float32", 2e-6), ("float64", 1e-12), ("float16", 2e-3),
+                                   ("bfloat16", 1e-2)):
+                    args = (n, periodic, *extra) if extra or not periodic else (n,)
+                    e = getattr(ember, name)(*args, dtype=getattr(ember, dtype))
+                    t = getattr(torch, name)(*args, dtype=getattr(torch, dtype))
+                    assert e.dtype is getattr(ember, dtype) and tuple(e.shape) == tuple(t.shape)
+                    np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), atol=tol,
+                                               rtol=0, err_msg=f"{name}{args} {dtype}")
+    w = getattr(ember, name)(6, requires_grad=True)
+    assert w.requires_grad and w.dtype is ember.float32
+    assert getattr(ember, name)(6, device="meta").shape == (6,)
+    for bad in (dict(args=(5,), dtype="int64"), dict(args=(-1,), dtype="float32")):
+        with pytest.raises(RuntimeError) as te:
+            getattr(torch, name)(*bad["args"], dtype=getattr(torch, bad["dtype"]))
+        with pytest.raises(RuntimeError) as ee:
+            getattr(ember, name)(*bad["args"], dtype=getattr(ember, bad["dtype"]))
+        assert str(ee.value) == str(te.value)
