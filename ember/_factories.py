@@ -8,6 +8,7 @@ dtype inferred by promotion over every leaf), then the array is adopted without 
 """
 import collections.abc
 import numbers
+import math
 import warnings
 
 import numpy as np
@@ -23,7 +24,7 @@ from ._core.promotion import promote_types
 from ._core.storage import from_array, meta_storage
 from ._tensor import Tensor, _alias, make_tensor, wrap_array
 
-__all__ = ["tensor", "as_tensor", "asarray", "from_numpy"]
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer"]
 
 _PY_SCALARS = (bool, int, float, complex)
 _NUMBER_TYPES = (numbers.Number, np.generic)
@@ -249,6 +250,13 @@ def from_numpy(ndarray):
                       "undefined behavior. You may want to copy the array to protect its data or "
                       "make it writable before converting it to a tensor. This type of warning "
                       "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+    return _sharing(ndarray, dtype)
+
+
+def _sharing(ndarray, dtype):
+    """A CPU tensor of ``dtype`` over ``ndarray``'s memory (native order, non-negative strides
+    that are multiples of its item size)."""
+    isz = ndarray.itemsize
     stride = tuple(s // isz for s in ndarray.strides)
     if ndarray.size:
         span = 1 + sum((n - 1) * s for n, s in zip(ndarray.shape, stride))
@@ -259,6 +267,65 @@ def from_numpy(ndarray):
         storage = from_array(np.empty(0, np.uint8))
     storage._resizable = False  # the memory belongs to NumPy
     return make_tensor(storage, tuple(ndarray.shape), stride, 0, dtype, CPU)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d CPU tensor SHARING the memory of an object of the buffer protocol (``bytearray``,
+    ``array.array``, ``memoryview``...): ``count`` elements of ``dtype`` (-1: all there are)
+    from byte ``offset`` on, as ``torch.frombuffer``."""
+    view = memoryview(buffer)
+    length, size = view.nbytes, dtype.itemsize
+    if length <= 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count < 0 and (length - offset) % size:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) "
+                         f"must be a multiple of element size ({size})")
+    count = (length - offset) // size if count < 0 else count
+    if offset + count * size > length:
+        raise ValueError(f"requested buffer length ({count} * {size} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({length} bytes)")
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
+                      "the buffer to protect its data or make it writable before converting it "
+                      "to a tensor. This type of warning will be suppressed for the rest of this "
+                      "program.", UserWarning, stacklevel=2)
+    raw = np.frombuffer(view.cast("B"), dtype=np.uint8, count=count * size, offset=offset)
+    t = _sharing(raw.view(dtype._np), dtype)
+    if requires_grad:
+        t.requires_grad_()
+    return t
+
+
+def deprecated_range(start, end, step=1, *, out=None, dtype=None, layout=None, device=None,
+                     requires_grad=False):
+    """``torch.range`` (named so here not to shadow Python's ``range`` in this module),
+    deprecated: ``start`` to ``end`` INCLUSIVE by ``step``, in the default dtype unless told;
+    the values ``start + i * step`` computed in float64, as ATen's kernel computes them in its
+    accumulate type."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    from . import arange, float64, get_default_dtype
+    n = int(math.floor((float(end) - float(start)) / float(step))) + 1
+    values = arange(n, dtype=float64, device=device) * step + start
+    r = values.to(dtype or get_default_dtype())
+    if out is not None:
+        out.resize_(r.shape).copy_(r)
+        r = out
+    if requires_grad:
+        r.requires_grad_()
+    return r
 
 
 def as_tensor(data, dtype=None, device=None):

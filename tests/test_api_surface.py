@@ -359,3 +359,45 @@ def test_window_functions_as_pytorch(torch, name):
         with pytest.raises(RuntimeError) as ee:
             getattr(ember, name)(*bad["args"], dtype=getattr(ember, bad["dtype"]))
         assert str(ee.value) == str(te.value)
+
+
+def test_range_is_inclusive_and_deprecated_as_in_pytorch(torch):
+    for args, kw in (((1, 4), {}), ((0, 1, 0.25), {}), ((1, 4), {"dtype": "int64"}),
+                     ((3, -2, -1.5), {"dtype": "float64"})):
+        kwe = {k: getattr(ember, v) for k, v in kw.items()}
+        kwt = {k: getattr(torch, v) for k, v in kw.items()}
+        with pytest.warns(UserWarning, match="torch.range is deprecated"):
+            e = ember.range(*args, **kwe)
+        with pytest.warns(UserWarning):
+            t = torch.range(*args, **kwt)
+        assert_same(e, t)
+
+
+def test_frombuffer_shares_the_buffer_as_pytorch(torch):
+    import array
+    raw = bytes(range(1, 13))
+    be, bt = bytearray(raw), bytearray(raw)
+    e = ember.frombuffer(be, dtype=ember.int32)
+    t = torch.frombuffer(bt, dtype=torch.int32)
+    assert e.tolist() == t.tolist()
+    be[0] = bt[0] = 99  # the buffer's memory: a write shows in the tensor
+    assert e.tolist() == t.tolist()
+    e[1] = t[1] = 7
+    assert be[4] == bt[4] == 7
+    assert ember.frombuffer(be, dtype=ember.int16, count=2, offset=4).tolist() == \
+        torch.frombuffer(bt, dtype=torch.int16, count=2, offset=4).tolist()
+    f = ember.frombuffer(array.array("f", [1.5, 2.5]), dtype=ember.float32, requires_grad=True)
+    assert f.requires_grad and f.tolist() == [1.5, 2.5]
+    with pytest.warns(UserWarning, match="The given buffer is not writable"):
+        assert ember.frombuffer(b"abcd", dtype=ember.uint8).tolist() == [97, 98, 99, 100]
+    for kwargs in ({"count": 5}, {"offset": 13}, {"count": 0}):
+        with pytest.raises(ValueError) as te:
+            torch.frombuffer(bytearray(raw), dtype=torch.int32, **kwargs)
+        with pytest.raises(ValueError) as ee:
+            ember.frombuffer(bytearray(raw), dtype=ember.int32, **kwargs)
+        assert str(ee.value) == str(te.value)
+    with pytest.raises(ValueError) as te:
+        torch.frombuffer(bytearray(5), dtype=torch.int32)
+    with pytest.raises(ValueError) as ee:
+        ember.frombuffer(bytearray(5), dtype=ember.int32)
+    assert str(ee.value) == str(te.value)
