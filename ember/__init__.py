@@ -37,6 +37,8 @@ _segment_reduce = segment_reduce  # noqa: F821  (PyTorch's private name; the pub
 from . import _C  # noqa: E402,F401
 from ._factories import *  # noqa: E402,F401,F403
 from ._factories import deprecated_range as range  # noqa: E402,A001  (torch.range)
+from ._legacy_tensor_types import set_default_tensor_type, types as _legacy_types  # noqa: E402,F401
+globals().update(_legacy_types("cpu", "torch"))  # torch.FloatTensor, torch.LongTensor, ...
 from ._dlpack import from_dlpack  # noqa: E402,F401
 from .random import *  # noqa: E402,F401,F403
 from ._tensor_str import get_printoptions, set_printoptions  # noqa: E402,F401

@@ -361,29 +361,34 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 # ---------------------------------------------------------------------------------------------
 # ember.Tensor(...): the legacy constructor
 
-def legacy_new(cls, args, device):
+def legacy_new(cls, args, device, dtype=None, device_type="cpu"):
     """``Tensor(*sizes)`` -> uninitialized default-dtype tensor; ``Tensor(sequence)`` -> data
-    converted to the default dtype; ``Tensor(tensor)`` -> an alias of it; ``Tensor()`` -> empty."""
+    converted to the default dtype; ``Tensor(tensor)`` -> an alias of it; ``Tensor()`` -> empty.
+    The legacy typed constructors (``torch.LongTensor``, ``torch.cuda.FloatTensor``) pass their
+    dtype and device type."""
     from . import empty
     if device is not None:
         dev = _device(device)
-        if dev.type != "cpu":
-            raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
-                               f"{dev.type} was passed")
-    default = D.get_default_dtype()
+        if dev.type != device_type:
+            raise RuntimeError(f"legacy constructor expects device type: {device_type} but "
+                               f"device type: {dev.type} was passed")
+    else:
+        dev = _device(device_type)
+    default = dtype or D.get_default_dtype()
     if not args:
-        return empty(0, dtype=default)
+        return empty(0, dtype=default, device=dev)
     first = args[0]
     if len(args) == 1 and isinstance(first, Tensor):
         return _alias(first, first._size, first._stride, first._offset)
     from ._core.size import Size
     if len(args) == 1 and not isinstance(first, Size) and (
             _is_sequence(first) or isinstance(first, np.ndarray)):
-        return wrap_array(_data_to_array(first, default))
+        t = wrap_array(_data_to_array(first, default))
+        return t if dev.type == "cpu" else t.to(dev)
     if len(args) == 1 and isinstance(first, Size):
         args = tuple(first)
     if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return empty(args, dtype=default)
+        return empty(args, dtype=default, device=dev)
     raise TypeError(f"new(): data must be a sequence (got {type(first).__name__})")
 
 

@@ -414,9 +414,13 @@ class Tensor:
         if dtype is None:
             prefix = "torch." if self._device.type == "cpu" else f"torch.{self._device.type}."
             return f"{prefix}{self._dtype._short}Tensor"
-        if isinstance(dtype, str):
-            name = dtype.rsplit(".", 1)[-1].replace("Tensor", "")
-            dtype = next(d for d in _dt.ALL_DTYPES if d._short == name)
+        from ._legacy_tensor_types import tensortype
+        if isinstance(dtype, tensortype):  # torch.DoubleTensor, torch.cuda.LongTensor
+            return self.to(dtype._device_type, dtype.dtype)
+        if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.LongTensor"
+            prefix, _, name = dtype.rpartition(".")
+            dtype = next(d for d in _dt.ALL_DTYPES if d._short == name.replace("Tensor", ""))
+            return self.to("cuda" if prefix.endswith(".cuda") else "cpu", dtype)
         return self.to(dtype)
 
     # -- device and dtype moves -----------------------------------------------------------------

@@ -401,3 +401,51 @@ def test_frombuffer_shares_the_buffer_as_pytorch(torch):
     with pytest.raises(ValueError) as ee:
         ember.frombuffer(bytearray(5), dtype=ember.int32)
     assert str(ee.value) == str(te.value)
+
+
+def test_legacy_tensor_types_as_pytorch(torch):
+    names = ["DoubleTensor", "FloatTensor", "BFloat16Tensor", "HalfTensor", "LongTensor",
+             "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"]
+    x, xt = ember.ones(2), torch.ones(2)
+    for name in names:
+        e, t = getattr(ember, name), getattr(torch, name)
+        assert repr(e) == repr(t) and e.dtype.name == str(t.dtype).split(".")[1]
+        assert (e.is_cuda, e.is_sparse) == (t.is_cuda, t.is_sparse) == (False, False)
+        assert ember.cuda.__dict__[name].is_cuda and repr(ember.cuda.__dict__[name]) == \
+            repr(torch.cuda.__dict__[name])
+        assert isinstance(x, e) == isinstance(xt, t)
+        assert not issubclass(e, ember.Tensor)
+        assert_same(x.type(e), xt.type(t))
+        assert_same(e([1, 0, 2]), t([1, 0, 2]))
+        assert tuple(e(2, 3).shape) == (2, 3) and e(2, 3).dtype is e.dtype
+        assert tuple(e().shape) == (0,)
+        if name != "FloatTensor":
+            _same_exc(torch, lambda: e(x), lambda: t(xt))
+    y, yt = ember.FloatTensor(x), torch.FloatTensor(xt)  # an alias of the same memory
+    assert (y is x, y._is_view(), y.data_ptr() == x.data_ptr()) == \
+        (yt is xt, yt._is_view(), yt.data_ptr() == xt.data_ptr())
+    assert not isinstance(x, ember.cuda.FloatTensor)
+    assert x.type("torch.IntTensor").dtype is ember.int32
+    with pytest.raises(RuntimeError, match="expects device type: cpu but device type: meta"):
+        ember.FloatTensor(2, device="meta")
+
+
+def test_set_default_tensor_type_as_pytorch(torch):
+    try:
+        for t in ("DoubleTensor", "torch.FloatTensor"):
+            with pytest.warns(UserWarning, match="set_default_tensor_type\\(\\) is deprecated"):
+                ember.set_default_tensor_type(getattr(ember, t) if "." not in t else t)
+            with warnings.catch_warnings():  # PyTorch warns once per process
+                warnings.simplefilter("ignore")
+                torch.set_default_tensor_type(getattr(torch, t) if "." not in t else t)
+            assert ember.ones(1).dtype.name == str(torch.ones(1).dtype).split(".")[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for bad in ("LongTensor", 3):
+                _same_exc(torch, lambda: ember.set_default_tensor_type(
+                    getattr(ember, bad) if isinstance(bad, str) else bad),
+                    lambda: torch.set_default_tensor_type(
+                        getattr(torch, bad) if isinstance(bad, str) else bad))
+    finally:
+        ember.set_default_dtype(ember.float32)
+        torch.set_default_dtype(torch.float32)

@@ -307,3 +307,6 @@ __all__ += memory.__all__ + ["CUDAGraph", "graph", "graph_pool_handle",
                              "OutOfMemoryError", "memory", "nvtx", "graphs", "amp",
                              "host_memory_stats", "host_memory_stats_as_nested_dict",
                              "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats"]
+
+from .._legacy_tensor_types import types as _legacy_types  # noqa: E402
+globals().update(_legacy_types("cuda", "torch.cuda"))  # torch.cuda.FloatTensor, ...
