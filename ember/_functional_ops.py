@@ -457,11 +457,15 @@ def kl_div(input, target, reduction=0, *, log_target=False):  # noqa: A002
     return _ops.aten.kl_div.default(input, target, reduction, log_target=log_target)
 
 
-__all__ += ["adjoint", "get_device"]
+__all__ += ["adjoint", "get_device", "detach_"]
 
 
 def adjoint(input):  # noqa: A002
     return input.adjoint()
+
+
+def detach_(input):  # noqa: A002
+    return input.detach_()
 
 
 def get_device(input):  # noqa: A002

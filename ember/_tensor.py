@@ -251,6 +251,23 @@ class Tensor:
             self._requires_grad = bool(requires_grad)
         return self
 
+    def detach_(self):
+        """Leave the graph in place: no ``grad_fn``, ``requires_grad`` False, no forward-mode
+        tangent (PyTorch's ``VariableTypeManual`` ``detach_``); a view cannot."""
+        if self._base_ is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        if hasattr(self, "_fw_grad"):
+            del self._fw_grad
+        return self
+
     @property
     def grad(self):
         if self._grad_fn is not None and not (self._autograd is not None

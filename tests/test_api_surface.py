@@ -449,3 +449,20 @@ def test_set_default_tensor_type_as_pytorch(torch):
     finally:
         ember.set_default_dtype(ember.float32)
         torch.set_default_dtype(torch.float32)
+
+
+def test_detach_in_place_as_pytorch(torch):
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2
+        assert y.detach_() is y and not y.requires_grad and y.grad_fn is None and y.is_leaf
+        w = lib.ones(2, requires_grad=True)
+        assert lib.detach_(w) is w and not w.requires_grad
+    _same_exc(torch, lambda: (ember.ones(3, requires_grad=True) * 2)[1:].detach_(),
+              lambda: (torch.ones(3, requires_grad=True) * 2)[1:].detach_())
+    x = ember.ones(3, requires_grad=True)
+    y = x * 2
+    y.detach_()
+    z = (y * x).sum()  # y is a constant now: the gradient reaches x through one path only
+    z.backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
