@@ -522,6 +522,13 @@ _ELSEWHERE = {
         """chalf.default""",
     "symbolic size reads (the graph nodes of symbolic tracing): tests/test_dynamic_shapes.py":
         """sym_size.int sym_stride.int sym_numel.default""",
+    "window factories: every overload, length and float dtype against torch, "
+    "tests/test_api_surface.py": """
+        bartlett_window.default bartlett_window.periodic blackman_window.default
+        blackman_window.periodic hamming_window.default hamming_window.periodic
+        hamming_window.periodic_alpha hamming_window.periodic_alpha_beta hann_window.default
+        hann_window.periodic kaiser_window.beta kaiser_window.default kaiser_window.periodic""",
+    "where(condition), nonzero's indices as a tuple: tests/test_api_surface.py": "where.default",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

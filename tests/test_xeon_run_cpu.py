@@ -104,9 +104,12 @@ def test_bad_options_raise_pytorch_errors():
 
 def _launch(tmp_path, *options):
     script = tmp_path / "show.py"
-    script.write_text("import os, ember\n"
-                      "print('cores', sorted(os.sched_getaffinity(0)), 'threads', "
-                      "ember.get_num_threads(), flush=True)\n"
+    # one write per line: the instances share the pipe, and print() writes each piece
+    # separately when the output is unbuffered (PYTHONUNBUFFERED), so lines could interleave
+    script.write_text("import os, sys, ember\n"
+                      "sys.stdout.write(f'cores {sorted(os.sched_getaffinity(0))} threads "
+                      "{ember.get_num_threads()}\\n')\n"
+                      "sys.stdout.flush()\n"
                       "raise SystemExit(int(os.environ.get('FAIL', '0')))\n")
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("OMP_NUM_THREADS", None)
