@@ -284,6 +284,39 @@ def test_layer_norm_backward(dtype, weighted, calls):
     assert calls.n == 1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
+    """The column kernel (one pass down the columns) against the NumPy sums, NaN and inf
+    included, and the same bits on one thread as on two: each thread sums whole columns."""
+    # 96 rows of 1024: three grains of work, so two threads split the columns
+    x = _data(96 * 1024, dtype, 21).reshape(96, 1024)
+    g = _data(96 * 1024, dtype, 22).reshape(96, 1024)
+    g[3, 5], g[7, 9], x[11, 13] = math.nan, math.inf, -math.inf
+    w, b = _data(1024, dtype, 23), _data(1024, dtype, 24)
+    _, mean, rstd = _numpy(lambda: aten.native_layer_norm(x, [1024], w, b, 1e-5))
+    ran = []
+    real = G.layer_norm_backward_weight_bias
+    monkeypatch.setattr(G, "layer_norm_backward_weight_bias",
+                        lambda *a: ran.append(1) or real(*a))
+
+    def case():
+        return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b,
+                                               [False, True, True])[1:]
+    results = []
+    for threads in (1, 2):
+        prev = ember.get_num_threads()
+        ember.set_num_threads(threads)
+        try:
+            results.append(case())
+        finally:
+            ember.set_num_threads(prev)
+    assert len(ran) == 2
+    for got, want in zip(results[0], _numpy(case)):
+        _same(got, want, dtype, atol32=1e-4)
+    for one, two in zip(*results):
+        assert np.array_equal(one.numpy(), two.numpy(), equal_nan=True)
+
+
 def test_gradients_through_autograd():
     """A training-step shape: gelu, softmax and layer_norm forward and backward, compared with
     the NumPy kernels end to end."""
@@ -401,6 +434,8 @@ def test_sources_compile_without_warnings(tmp_path, dtype):
     specs += [eager.RowSpec(sn, aten, operands, passes, dtype,
                             G._ROW_OUTPUTS.get(sn, (("out", "v"),)))
               for sn, (aten, operands, passes) in G._row_specs(eager).items()]
+    specs += [eager.ColumnSpec(sn, aten, operands, sums, dtype)
+              for sn, (aten, operands, sums) in G._column_specs(eager).items()]
     units = []
     for spec in specs:
         name, src = eager.source(spec)

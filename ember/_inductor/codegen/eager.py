@@ -16,7 +16,8 @@ layout letter per operand:
 ``c``  row kernels only: one element per column (layer_norm's weight)
 
 Pointwise kernels split the element range into one chunk per thread; row kernels (softmax,
-layer_norm backward) split the rows. Both stay on the calling thread below PyTorch's grain size
+layer_norm backward) split the rows; column kernels (sums over the rows, one per column:
+layer_norm's weight and bias gradients) split the columns. Both stay on the calling thread below PyTorch's grain size
 (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called with ``nthreads`` 1, in
 which case the OpenMP runtime is not entered at all (a forked child must not: see
 ``ember/_kernels/cpu/generated.py``).
@@ -28,7 +29,8 @@ from ..virtualized import ops, set_ops_handler
 from .cpp import CSEVar, CTYPES, REDUCTIONS, STORAGE_CTYPES, CppOverrides, constant_code, \
     load_code, prelude, store_code
 
-__all__ = ["GRAIN_SIZE", "PointwiseSpec", "RowSpec", "Reduce", "Store", "load_module"]
+__all__ = ["GRAIN_SIZE", "PointwiseSpec", "RowSpec", "ColumnSpec", "Reduce", "Store",
+           "load_module"]
 
 GRAIN_SIZE = 32768  # PyTorch's at::internal::GRAIN_SIZE
 
@@ -75,6 +77,20 @@ class RowSpec:
     passes: tuple
     dtype: object    # the computation and result dtype
     outputs: tuple = (("out", "v"),)  # (name, layout "v" or "r"), before the inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnSpec:
+    """Sums over the rows of ``rows`` x ``cols`` operands, one per column: each of ``sums`` is
+    ``(output, inner_fn)``, ``output[j]`` the sum over the rows of ``inner_fn()`` at column
+    ``j`` (layer_norm's weight and bias gradients). The threads split the columns and each sums
+    its columns' rows in order, so no partial sums are combined and the result does not depend
+    on the thread count."""
+    name: str
+    aten: str
+    operands: tuple  # (name, layout "v", "r", "c" or "s") of each input, in argument order
+    sums: tuple
+    dtype: object
 
 
 class _Body:
@@ -251,6 +267,43 @@ def _row_source(spec):
     return fname, "\n".join(lines)
 
 
+def _column_source(spec):
+    dt = spec.dtype
+    names = [n for n, _ in spec.operands]
+    outs = [(n, dt) for n, _ in spec.sums]
+    refs = {n: ({"v": f"{n}[row * cols + j]", "s": f"{n}[0]", "r": f"{n}[row]",
+                 "c": f"{n}[j]"}[lay], dt) for n, lay in spec.operands}
+    body = _Body(refs, {})
+    values = [_run(body, fn) for _, fn in spec.sums]
+    fname = f"{spec.name}_{dt.name}"
+    params = _params([(n, dt) for n in names], outs)
+    zero = constant_code(0, dt)
+    return fname, "\n".join([
+        f"/* {fname}: {spec.aten}, column sums over the rows; "
+        f"{', '.join(f'{n} {lay}' for n, lay in spec.operands)} */",
+        f"static void {fname}_range({params}, int64_t rows, int64_t cols, int64_t begin, "
+        "int64_t end)",
+        "{",
+        "    for (int64_t j = begin; j < end; j++) {",
+        *[f"        {n}[j] = {zero};" for n, _ in outs],
+        "    }",
+        "    for (int64_t row = 0; row < rows; row++) {",
+        "        #pragma omp simd",
+        "        for (int64_t j = begin; j < end; j++) {",
+        *[f"            {ln}" for ln in body.lines],
+        *[f"            {n}[j] += {v};" for (n, _), v in zip(outs, values)],
+        "        }",
+        "    }",
+        "}",
+        "",
+        f"static void {fname}({params}, int64_t rows, int64_t cols, int64_t nthreads)",
+        "{",
+        *_chunks("cols", "rows * cols", f"{fname}_range",
+                 ", ".join([n for n, _ in outs] + names + ["rows", "cols"])),
+        "}",
+    ])
+
+
 def _entry(fname, outputs, operands, sizes):
     """The METH_FASTCALL entry point of ``fname``: ``(*outputs, *operands, *sizes, nthreads)``,
     the arrays passed as objects with the buffer protocol (NumPy arrays), each checked to hold
@@ -309,6 +362,10 @@ def source(spec):
     if isinstance(spec, PointwiseSpec):
         module = f"eager_{spec.name}_{spec.dtypes[-1].name}"
         kernels = [(*_pointwise_source(spec, lay), "v", lay, ("n",)) for lay in spec.layouts]
+    elif isinstance(spec, ColumnSpec):
+        module = f"eager_{spec.name}_{spec.dtype.name}"
+        kernels = [(*_column_source(spec), "c" * len(spec.sums),
+                    "".join(lay for _, lay in spec.operands), ("rows", "cols"))]
     else:
         module = f"eager_{spec.name}_{spec.dtype.name}"
         kernels = [(*_row_source(spec), "".join(lay for _, lay in spec.outputs),

@@ -455,6 +455,45 @@ def _rows(spec_name, arrays, rows, cols):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _column_specs(eager):
+    """The column kernels (sums over the rows, one per column): name -> (aten, operands,
+    sums)."""
+    from ..._inductor.virtualized import ops
+
+    def ld(name):
+        return ops.load(name, None)
+
+    def grad_weight():
+        return ops.mul(ld("grad"), ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd")))
+    return {"layer_norm_backward_weight_bias": (
+        "aten::native_layer_norm_backward, the weight and bias gradients",
+        (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r")),
+        (("grad_weight", grad_weight), ("grad_bias", lambda: ld("grad"))))}
+
+
+def layer_norm_backward_weight_bias(grad, x, mean, rstd):
+    """native_layer_norm_backward's weight and bias gradients, ``(n,)`` arrays, from ``(m, n)``
+    arrays ``grad`` and ``x`` and ``(m, 1)`` ``mean`` and ``rstd`` — one pass summing
+    ``grad * (x - mean) * rstd`` and ``grad`` down the columns — or None."""
+    arrays = [grad, x, mean, rstd]
+    if _row_shape([grad, x], 1) is None or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    m, n = x.shape
+    dt = x.dtype
+    name = "layer_norm_backward_weight_bias"
+
+    def make_spec(eager):
+        return eager.ColumnSpec(name, *_column_specs(eager)[name], _ember_dtype(dt))
+    module = _module((name, dt), make_spec)
+    if module is None:
+        return None
+    dw, db = np.empty(n, dt), np.empty(n, dt)
+    getattr(module, f"{name}_{_FLOAT_DTYPES[dt]}")(dw, db, grad, x, mean, rstd, m, n,
+                                                   _threads())
+    return dw, db
+
+
 def _row_shape(arrays, dim):
     """(rows, cols) when every array is C-contiguous with one shape and ``dim`` is the last dim,
     else None."""

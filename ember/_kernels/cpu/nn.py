@@ -473,13 +473,20 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
             np.subtract(dxhat, r, out=r)
             r *= rs
         gi = _res(r.reshape(input._size), input._dtype)
-    if output_mask[1] and weight is not None:
-        if xhat is None:
-            xhat = x - mu
-            xhat *= rs
-        gw = _res(np.einsum("ij,ij->j", g, xhat).reshape(weight._size), weight._dtype)
-    if output_mask[2] and bias is not None:
-        gb = _res(g.sum(axis=0).reshape(bias._size), bias._dtype)
+    want_w, want_b = output_mask[1] and weight is not None, output_mask[2] and bias is not None
+    sums = _generated.layer_norm_backward_weight_bias(g, x, mu, rs) if want_w or want_b else None
+    if want_w:
+        if sums is not None:
+            dw = sums[0]
+        else:
+            if xhat is None:
+                xhat = x - mu
+                xhat *= rs
+            dw = np.einsum("ij,ij->j", g, xhat)
+        gw = _res(dw.reshape(weight._size), weight._dtype)
+    if want_b:
+        gb = _res((sums[1] if sums is not None else g.sum(axis=0)).reshape(bias._size),
+                  bias._dtype)
     return gi, gw, gb
 
 
