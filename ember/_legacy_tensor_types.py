@@ -6,19 +6,16 @@ that dtype (``FloatTensor(2, 3)`` uninitialized, ``LongTensor([1, 2])`` from dat
 that dtype and device, and ``t.type(torch.DoubleTensor)`` converts to them.
 """
 from ._core import dtype as D
+from ._core.device import strided
 
-# legacy name -> dtype; c10's names of the dtypes, as TensorOptions prints them
+# legacy name -> dtype
 LEGACY = {"Double": D.float64, "Float": D.float32, "BFloat16": D.bfloat16, "Half": D.float16,
           "Long": D.int64, "Int": D.int32, "Short": D.int16, "Char": D.int8, "Byte": D.uint8,
           "Bool": D.bool_}
-_C10_NAMES = {D.float64: "double", D.float32: "float", D.bfloat16: "c10::BFloat16",
-              D.float16: "c10::Half", D.int64: "long int", D.int32: "int", D.int16: "short int",
-              D.int8: "signed char", D.uint8: "unsigned char", D.bool_: "bool",
-              D.complex64: "c10::complex<float>", D.complex128: "c10::complex<double>"}
 
 
 def _options(dtype, device_type):
-    name = _C10_NAMES.get(dtype, dtype.name)
+    name = D.C10_NAMES.get(dtype, dtype.name)
     return (f"TensorOptions(dtype={name}, device={device_type}, layout=Strided, "
             f"requires_grad=false (default), pinned_memory=false (default), "
             f"memory_format=(nullopt))")
@@ -48,7 +45,7 @@ class tensortype(type):  # noqa: N801 (PyTorch's name)
 def _make(name, dtype, device_type, module):
     return tensortype(f"{name}Tensor", (), {
         "dtype": dtype, "is_cuda": device_type == "cuda", "is_sparse": False,
-        "layout": None, "_device_type": device_type, "__module__": module})
+        "layout": strided, "_device_type": device_type, "__module__": module})
 
 
 def types(device_type, module):

@@ -501,25 +501,23 @@ class Tensor:
                                f"Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1)
 
-    @property
-    def mH(self):
+    def _conj_transpose(self, warn_name, error_name):
+        """The conjugate transpose of the last two dimensions (``mH``, ``adjoint``), with the
+        messages PyTorch gives each name for fewer than two dimensions."""
         if self.dim() == 0:
-            warnings.warn("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+            warnings.warn(f"{warn_name} is deprecated on 0-D tensors. Consider using x.conj().")
             return self.conj()
         if self.dim() < 2:
-            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
-                               f"Got {self.dim()}-D tensor.")
-        return self.transpose(-2, -1).conj()
-
-    def adjoint(self):
-        """The conjugate transpose of the last two dimensions, a view (``Tensor.mH``)."""
-        if self.dim() == 0:
-            warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
-            return self.conj()
-        if self.dim() < 2:
-            raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+            raise RuntimeError(f"tensor.{error_name} is only supported on matrices or batches of "
                                f"matrices. Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1).conj()
+
+    @property
+    def mH(self):
+        return self._conj_transpose("Tensor.mH", "mH")
+
+    def adjoint(self):
+        return self._conj_transpose("adjoint()", "adjoint()")
 
     @property
     def H(self):

@@ -2,6 +2,7 @@
 asynchronous work on side streams, the mixed ``cpu:gloo,cuda:nccl`` backend and DDP over NCCL in a
 world of one rank (NCCL refuses two ranks on one GPU, and the lent machines have one); everywhere,
 the backend names and the errors PyTorch gives where NCCL cannot run."""
+import copy
 from datetime import timedelta
 
 import numpy as np
@@ -183,9 +184,7 @@ def test_ddp_over_nccl_equals_plain_training(world):
     torch.manual_seed(0)
     ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
                               torch.nn.Linear(16, 4)).cuda()
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
-                                torch.nn.Linear(16, 4)).cuda()
-    model.load_state_dict(ref.state_dict())
+    model = copy.deepcopy(ref)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
     opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ref, ddp)]
     for step in range(3):

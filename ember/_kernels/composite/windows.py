@@ -15,31 +15,28 @@ A = ops.aten
 
 def _options_str(dtype, device, layout):
     # c10's TensorOptions printout, as PyTorch's message quotes it
-    names = {D.int64: "long int", D.int32: "int", D.int16: "short int", D.int8: "signed char",
-             D.uint8: "unsigned char", D.bool_: "bool"}
-    return (f"TensorOptions(dtype={names.get(dtype, dtype.name)}, device={device or 'cpu'}, "
-            f"layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
-            f"memory_format=(nullopt))")
+    return (f"TensorOptions(dtype={D.C10_NAMES.get(dtype, dtype.name)}, "
+            f"device={device or 'cpu'}, layout=Strided (default), requires_grad=false (default), "
+            f"pinned_memory=false, memory_format=(nullopt))")
 
 
-def _start(name, n, dtype, layout, device):
-    """ATen's window_function_checks; returns the dtype to build in."""
+def _begin(name, window_length, periodic, dtype, layout, device, pin_memory):
+    """ATen's window_function_checks, then ``(dtype, points to compute, window)``: the window
+    itself when it has no point or one (1), else None; a periodic window computes one point
+    more."""
     dtype = dtype or get_default_dtype()
     if not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
                            f"{_options_str(dtype, device, layout)}")
-    if n < 0:
-        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={n}")
-    return dtype
-
-
-def _trivial(n, dtype, layout, device, pin_memory):
-    """Windows of no point and of one point (1), or None."""
-    if n == 0:
-        return A.empty.memory_format._call([0], dtype, layout, device, pin_memory, None)
-    if n == 1:
-        return A.full.default._call([1], 1, dtype, layout, device, pin_memory)
-    return None
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    window = None
+    if window_length == 0:
+        window = A.empty.memory_format._call([0], dtype, layout, device, pin_memory, None)
+    elif window_length == 1:
+        window = A.full.default._call([1], 1, dtype, layout, device, pin_memory)
+    return dtype, window_length + 1 if periodic else window_length, window
 
 
 def _finish(window, n, periodic):
@@ -47,11 +44,10 @@ def _finish(window, n, periodic):
 
 
 def _hamming(name, window_length, periodic, alpha, beta, dtype, layout, device, pin_memory):
-    dtype = _start(name, window_length, dtype, layout, device)
-    trivial = _trivial(window_length, dtype, layout, device, pin_memory)
-    if trivial is not None:
-        return trivial
-    n = window_length + 1 if periodic else window_length
+    dtype, n, window = _begin(name, window_length, periodic, dtype, layout, device,
+                              pin_memory)
+    if window is not None:
+        return window
     w = A.arange.default._call(n, dtype, layout, device, pin_memory)
     w = A.mul_.Scalar._call(w, math.pi * 2.0 / float(n - 1))
     w = A.add_.Scalar._call(A.mul_.Scalar._call(A.cos_.default._call(w), -beta), alpha, 1)
@@ -93,11 +89,10 @@ def hann_window(window_length, dtype=None, layout=None, device=None, pin_memory=
 
 def blackman_window_periodic(window_length, periodic, dtype=None, layout=None, device=None,
                              pin_memory=None):
-    dtype = _start("blackman_window", window_length, dtype, layout, device)
-    trivial = _trivial(window_length, dtype, layout, device, pin_memory)
-    if trivial is not None:
-        return trivial
-    n = window_length + 1 if periodic else window_length
+    dtype, n, window = _begin("blackman_window", window_length, periodic, dtype, layout, device,
+                              pin_memory)
+    if window is not None:
+        return window
     w = A.mul_.Scalar._call(A.arange.default._call(n, dtype, layout, device, pin_memory),
                             math.pi / float(n - 1))
     # 0.42 - 0.5 cos(2x) + 0.08 cos(4x), in ATen's order of operations
@@ -113,11 +108,10 @@ def blackman_window(window_length, dtype=None, layout=None, device=None, pin_mem
 
 def bartlett_window_periodic(window_length, periodic, dtype=None, layout=None, device=None,
                              pin_memory=None):
-    dtype = _start("bartlett_window", window_length, dtype, layout, device)
-    trivial = _trivial(window_length, dtype, layout, device, pin_memory)
-    if trivial is not None:
-        return trivial
-    n = window_length + 1 if periodic else window_length
+    dtype, n, window = _begin("bartlett_window", window_length, periodic, dtype, layout, device,
+                              pin_memory)
+    if window is not None:
+        return window
     w = A.mul_.Scalar._call(A.arange.default._call(n, dtype, layout, device, pin_memory),
                             2.0 / float(n - 1))
     first_half = ((n - 1) >> 1) + 1  # the rising half, then 2 - x down to 0
@@ -134,11 +128,10 @@ def kaiser_window_beta(window_length, periodic, beta, dtype=None, layout=None, d
                        pin_memory=None):
     """I0(beta * sqrt(|1 - ((i - a) / a)^2|)) / I0(beta), a = (n - 1) / 2, computed in float32
     for the half dtypes (ATen's kernel computes in opmath_type)."""
-    dtype = _start("kaiser_window", window_length, dtype, layout, device)
-    trivial = _trivial(window_length, dtype, layout, device, pin_memory)
-    if trivial is not None:
-        return trivial
-    n = window_length + 1 if periodic else window_length
+    dtype, n, window = _begin("kaiser_window", window_length, periodic, dtype, layout, device,
+                              pin_memory)
+    if window is not None:
+        return window
     compute = D.float32 if dtype in (D.float16, D.bfloat16) else dtype
     i = A.arange.default._call(n, compute, layout, device, pin_memory)
     a = (n - 1) / 2.0
