@@ -1,11 +1,13 @@
 """The thread pool of the BLAS behind NumPy (OpenBLAS), sized per product.
 
-A BLAS call on a pool of threads waits for the slowest of them: when the machine has no idle
-core, a thread that the scheduler set aside makes a 1 ms product take a scheduler time slice
-(tens of ms). Products too small to gain much from splitting (below ``SMALL_WORK``
-multiply-adds: every matmul of a small model) therefore run on one thread; larger ones use the
-configured pool (``ember.set_num_threads``). Switching costs two C calls (~0.3 us each).
-Kernels call :func:`matmul` in place of ``np.matmul``.
+Products too small to gain from splitting (below ``SMALL_WORK`` multiply-adds, ~40 us on one
+core: starting a parallel region costs a few us with the workers awake, tens when they sleep)
+run on one thread; larger ones use the configured pool (``ember.set_num_threads``). Switching
+costs two C calls (~0.3 us each). Kernels call :func:`matmul` in place of ``np.matmul``.
+
+OpenBLAS's parallel calls run on the OpenMP pool of the generated kernels once one of those is
+loaded (``ember._inductor.blas_threads``, through :func:`openblas_function`): two pools on the
+same cores make each wait for the other's threads.
 
 Only OpenBLAS, found among the libraries loaded by the process, is controlled; with another
 BLAS (or none found) :func:`matmul` is ``np.matmul``.
@@ -15,20 +17,20 @@ import ctypes
 
 import numpy as np
 
-SMALL_WORK = 1 << 27  # multiply-adds (m*k*n): below this a product runs on one thread
+SMALL_WORK = 1 << 22  # multiply-adds (m*k*n): below this a product runs on one thread
 
 _PREFIXES = ("scipy_openblas", "openblas")
 _SUFFIXES = ("64_", "")
 
 
 def _find():
-    """(set_num_threads, get_num_threads) of the OpenBLAS NumPy loaded, or (None, None)."""
+    """(the OpenBLAS library NumPy loaded, its symbol prefix, its suffix), or (None, None, None)."""
     try:
         import numpy.linalg  # noqa: F401  (makes sure NumPy's BLAS is loaded)
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
     except OSError:  # not Linux: leave the pool alone
-        return None, None
+        return None, None, None
     for path in sorted(paths):
         try:
             lib = ctypes.CDLL(path)
@@ -36,17 +38,28 @@ def _find():
             continue
         for prefix in _PREFIXES:
             for suffix in _SUFFIXES:
-                set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-                get_fn = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-                if set_fn is not None and get_fn is not None:
-                    set_fn.restype = None
-                    set_fn.argtypes = [ctypes.c_int]
-                    get_fn.restype = ctypes.c_int
-                    return set_fn, get_fn
-    return None, None
+                if hasattr(lib, f"{prefix}_set_num_threads{suffix}"):
+                    return lib, prefix, suffix
+    return None, None, None
 
 
-_set, _get = _find()
+_lib, _prefix, _suffix = _find()
+
+
+def openblas_function(name):
+    """OpenBLAS's ``openblas_<name>`` (e.g. ``set_num_threads``) as a ctypes function, or None
+    where there is no OpenBLAS or it lacks the function."""
+    if _lib is None:
+        return None
+    return getattr(_lib, f"{_prefix}_{name}{_suffix}", None)
+
+
+_set, _get = openblas_function("set_num_threads"), openblas_function("get_num_threads")
+if _set is not None and _get is not None:
+    _set.restype, _set.argtypes = None, [ctypes.c_int]
+    _get.restype = ctypes.c_int
+else:
+    _set = _get = None
 _pool = [_get() if _get is not None else None]  # the configured pool size
 
 

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 
-from ember._inductor import cpu_vec_isa
+from ember._inductor import blas_threads, cpu_vec_isa
 from ember._inductor.exc import CppCompileError, InvalidCxxCompiler
 
 __all__ = ["CFLAGS", "LIBS", "cache_dir", "compile_command", "compiler_features",
@@ -325,10 +325,11 @@ def _load_module(module_name, path):
     (CPython itself enters a single-phase-init module, one made by ``PyModule_Create``, into
     ``sys.modules`` under its name; that entry is put back as it was.)"""
     # OpenMP threads spin for a while after a kernel before they sleep; spinning long takes
-    # the core OpenBLAS's threads and the eager ops need (examples/train_digits.py --compile on
-    # 2 cores: 14 s with OMP_WAIT_POLICY=ACTIVE, 5-6 s with a short spin), not spinning at all
-    # makes back-to-back kernels wait for a wake-up. A short spin it is, unless the user chose;
-    # libgomp reads it when the first kernel module loads the library.
+    # the core the eager ops' Python threads need (examples/train_digits.py --compile on 2
+    # cores, when OpenBLAS still had its own pool: 14 s with OMP_WAIT_POLICY=ACTIVE, 5-6 s with
+    # a short spin), not spinning at all makes back-to-back kernels wait for a wake-up. A short
+    # spin it is, unless the user chose; libgomp reads it when the first kernel module loads the
+    # library.
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = "30000"
     missing = object()
@@ -395,4 +396,6 @@ class CppCodeCache:
                 counters["compile"] += 1
                 module = _load_module(module_name, so_path)
             cls.cache[key] = module
-            return module
+        # the first module on OpenMP: OpenBLAS's parallel calls move onto its pool
+        blas_threads.install()
+        return module
