@@ -9,6 +9,10 @@ kernel does: the forward by (query heads, query block), the backward by key/valu
 owns its key gradient; the query heads sharing it under grouped-query attention are its own
 too). Short sequences put several heads in one tile, so that each NumPy call still has work.
 Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
+
+Where a head's keys and values fit in a core's cache and a C compiler is at hand, the C kernel of
+``flash_attention.py`` (a row at a time) takes the work instead: short sequences are a few dozen
+NumPy calls per tile here, which cost more than the arithmetic.
 """
 import math
 
@@ -16,6 +20,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.parallel import num_threads, parallel_for
+from . import flash_attention
 from ._util import nd, wrap
 
 
@@ -52,8 +57,9 @@ class _Problem:
             if m.dtype == np.bool_:  # the frontend turns boolean masks into additive ones first
                 raise RuntimeError("scaled_dot_product_attention_flash_attention: Attention mask "
                                    "is the same data type as query")
-            m = m.astype(dt, copy=False)
-            self.mask = np.broadcast_to(m.reshape((1,) * (4 - m.ndim) + m.shape), (B, Hq, L, S))
+            self.mask_base = np.ascontiguousarray(m.astype(dt, copy=False).reshape(
+                (1,) * (4 - m.ndim) + m.shape))  # (the C kernel reads it with 0 strides)
+            self.mask = np.broadcast_to(self.mask_base, (B, Hq, L, S))
 
     def group(self, heads, rows, cols, blocks):
         """Heads per unit of work: short sequences take several heads per tile (one NumPy call
@@ -149,7 +155,10 @@ def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0
             row_lse[empty] = 0
             lse[j0:j1, l0:l1] = row_lse
 
-    parallel_for(n_groups * n_blocks, rows)
+    if flash_attention.usable(P):
+        flash_attention.forward(P, out, lse)
+    else:
+        parallel_for(n_groups * n_blocks, rows)
     B, Hq = query.size(0), query.size(1)
     out = out.reshape(B, Hq, L, Ev).astype(query._dtype._np, copy=False)
     lse = lse.reshape(B, Hq, L).astype(np.float64 if dt == np.float64 else np.float32,
@@ -166,10 +175,14 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, v
     do = _work(grad_out).astype(dt, copy=False).reshape(BHq, L, Ev)
     o = _work(out).astype(dt, copy=False).reshape(BHq, L, Ev)
     lse = nd(logsumexp).astype(dt, copy=False).reshape(BHq, L)
-    delta = np.einsum("jld,jld->jl", do, o)
-    dq = np.zeros_like(P.q)
     dk = np.empty_like(P.k)
     dv = np.empty_like(P.v)
+    if flash_attention.usable(P):
+        dq = np.empty(P.q.shape, dt)
+        flash_attention.backward(P, *map(np.ascontiguousarray, (do, o, lse)), dq, dk, dv)
+        return _backward_results(query, key, value, P, dq, dk, dv)
+    delta = np.einsum("jld,jld->jl", do, o)
+    dq = np.zeros_like(P.q)
 
     BHk = dk.shape[0]
     G = P.group(BHk, min(L, _Q_BLOCK) * rep, min(S, _K_BLOCK), 1)
@@ -210,6 +223,11 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, v
 
     parallel_for(-(-BHk // G), heads)
     dq *= dt.type(P.scale)
+    return _backward_results(query, key, value, P, dq, dk, dv)
+
+
+def _backward_results(query, key, value, P, dq, dk, dv):
+    L, S, E, Ev = P.L, P.S, P.q.shape[-1], P.v.shape[-1]
     B = query.size(0)
     dq = dq.reshape(B, P.Hq, L, E).astype(query._dtype._np, copy=False)
     dk = dk.reshape(B, P.Hk, S, E).astype(key._dtype._np, copy=False)
