@@ -89,6 +89,9 @@ UNARY = ["neg", "abs", "relu", "exp", "exp2", "expm1", "log", "log2", "log10", "
          "round"]
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2",
           "hypot", "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward"]
+# rows of three operands, the last one element (add_alpha: tested against PyTorch's foreach add
+# in tests/test_foreach.py)
+TERNARY = ["add_alpha"]
 # the rows with an overload taking a Python number
 SCALAR_FORMS = {"add", "sub", "mul", "div", "pow", "clamp_min", "clamp_max"}
 # float64 runs a few of each kind (every float32 kernel is built and compared)
@@ -97,7 +100,7 @@ F64 = {"exp", "tanh", "log1p", "sigmoid", "relu", "add", "mul", "div", "pow", "t
 
 def test_rows_covered():
     """Every table row with a generated kernel is tested here, and has a C expression."""
-    assert set(UNARY) | set(BINARY) == G._POINTWISE_NAMES
+    assert set(UNARY) | set(BINARY) | set(TERNARY) == G._POINTWISE_NAMES
     assert set(G._tables()[0]) == G._POINTWISE_NAMES
 
 
@@ -425,8 +428,10 @@ def test_sources_compile_without_warnings(tmp_path, dtype):
     kernels) builds under -Wall with no compiler output."""
     from ember._inductor.codegen import eager
     pointwise, forward, backward = G._tables()
-    specs = [eager.PointwiseSpec(name, aten, fn, (dtype,) * (2 if name in UNARY else 3),
-                                 ("v",) if name in UNARY else ("vv", "vs", "sv"))
+    arity = {**{n: 1 for n in UNARY}, **{n: 2 for n in BINARY}, **{n: 3 for n in TERNARY}}
+    layouts = {1: ("v",), 2: ("vv", "vs", "sv"), 3: ("vvs",)}
+    specs = [eager.PointwiseSpec(name, aten, fn, (dtype,) * (arity[name] + 1),
+                                 layouts[arity[name]])
              for name, (aten, fn) in pointwise.items()]
     specs += [eager.PointwiseSpec(sn, aten, fn, (dtype,) * 2, ("v",))
               for sn, aten, fn in forward.values()]

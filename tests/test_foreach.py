@@ -320,3 +320,25 @@ def test_clip_grad_value_matches_torch(torch, foreach):
         lib.nn.utils.clip_grad_value_([p], 0.5, foreach=foreach)
         out.append(p.grad)
     assert_same(out[0], out[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_lists_run_generated_kernels_with_pytorchs_bits(torch, dtype):
+    # tensors of at least generated.MIN_NUMEL elements take the generated kernels (threads, and
+    # add's alpha fused into one multiply-add as ATen's vectorised kernel does): the same bits
+    # as PyTorch, where NumPy's multiply-then-add rounds twice
+    from ember._kernels.cpu import generated
+    if not generated.enabled() or generated._pointwise_module("add_alpha", np.dtype(dtype),
+                                                              3) is None:
+        pytest.skip("no C compiler: the NumPy kernels run")
+    rng = np.random.default_rng(0)
+    base = [rng.standard_normal(n).astype(dtype) for n in (1 << 16, 40000)]
+    other = [rng.standard_normal(len(a)).astype(dtype) for a in base]
+    for op in (lambda lib, xs, ys: lib._foreach_add_(xs, ys),
+               lambda lib, xs, ys: lib._foreach_add_(xs, ys, alpha=-0.01),
+               lambda lib, xs, ys: lib._foreach_mul_(xs, 0.9)):
+        es, ts = [ember.tensor(a) for a in base], [torch.tensor(a) for a in base]
+        op(ember, es, [ember.tensor(b) for b in other])
+        op(torch, ts, [torch.tensor(b) for b in other])
+        for e, t in zip(es, ts):
+            np.testing.assert_array_equal(to_np(e), t.numpy())

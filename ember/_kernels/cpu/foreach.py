@@ -10,6 +10,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
+from . import generated as _generated
 from ._util import array_module, nd
 from ..._ops.overload import ops
 from ..rules.foreach import _check_lengths, check_scalar_list, check_scalar_tensor
@@ -71,9 +72,14 @@ def _foreach_add__List(self, other, alpha=1):
             for t, o in zip(self, other):
                 _aten.add_.Tensor._call(t, o, alpha)
         return None
+    one = alpha == 1 and alpha.__class__ is int
     for t, o in zip(self, other):
         a, b = nd(t), nd(o)
-        if not (alpha == 1 and alpha.__class__ is int):
+        if a.__class__ is np.ndarray and a.size >= _generated.MIN_NUMEL and (
+                _generated.pointwise_into("add", a, [a, b]) if one else
+                _generated.pointwise_into("add_alpha", a, [a, b, np.full(1, alpha, a.dtype)])):
+            continue  # one pass on the threads, alpha fused (as ATen's fmadd)
+        if not one:
             b = np.multiply(b, a.dtype.type(alpha))  # alpha scales other in the result dtype
         np.add(a, b, out=a)
     return None
@@ -88,6 +94,9 @@ def _foreach_mul__Scalar(self, scalar):
         return None
     for t in self:
         a = nd(t)
+        if a.__class__ is np.ndarray and a.size >= _generated.MIN_NUMEL and \
+                _generated.pointwise_into("mul", a, [a, np.full(1, scalar, a.dtype)]):
+            continue
         np.multiply(a, a.dtype.type(scalar), out=a)
     return None
 

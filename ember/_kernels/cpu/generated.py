@@ -101,6 +101,10 @@ def _pointwise_exprs():
         exprs[name] = (f"aten::{name}", lambda a, b, _m=BINARY[name]: getattr(ops, _m)(a, b))
     exprs["add"] = ("aten::add", ops.add)
     exprs["sub"] = ("aten::sub", ops.sub)
+    # self + alpha * other (add with alpha: SGD's and Adam's foreach updates); alpha is the
+    # third operand, one element. ATen's vectorised kernel computes it as one fused
+    # multiply-add, which the compiler makes of this too.
+    exprs["add_alpha"] = ("aten::add (alpha)", lambda a, b, alpha: ops.add(a, ops.mul(b, alpha)))
     exprs["clamp_min"] = ("aten::clamp_min", ops.maximum)
     exprs["clamp_max"] = ("aten::clamp_max", ops.minimum)
     exprs["sigmoid_backward"] = (
@@ -239,7 +243,7 @@ def _eligible(arrays):
 
 def _pointwise_module(name, dt, n):
     aten, fn = _tables()[0][name]
-    layouts = ("v",) if n == 1 else ("vv", "vs", "sv")
+    layouts = {1: ("v",), 2: ("vv", "vs", "sv"), 3: ("vvs",)}[n]
 
     def make_spec(eager):
         edt = _ember_dtype(dt)
@@ -260,7 +264,8 @@ def _empty(shape, dt):
 def _plan(name, arrays):
     """``(dtype, element count, (layout class, result shape))`` when ``name`` has a generated
     kernel and ``arrays`` qualify for one, else None."""
-    if name not in _POINTWISE_NAMES or len(arrays) > 2:
+    if name not in _POINTWISE_NAMES or len(arrays) != _ARITY.get(name, len(arrays)) or \
+            len(arrays) > 2 and name not in _ARITY:
         return None
     found = _eligible(arrays)
     if found is None:
@@ -306,7 +311,8 @@ _POINTWISE_NAMES = frozenset((
     "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
     "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "floor", "ceil", "trunc", "round",
     "add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2", "hypot",
-    "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward"))
+    "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward", "add_alpha"))
+_ARITY = {"add_alpha": 3}  # rows of more than two operands
 
 
 def _mode(name, params):
