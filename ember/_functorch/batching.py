@@ -446,20 +446,22 @@ def loop_fallback(op, args):
         a = args[w]
         if hasattr(a, "_keyset") and not (a.__class__ is BatchedTensor and a._level == level):
             inplace_error()
-    select = aten.select.int._call
-
-    def sample(a, i):
-        if a.__class__ is BatchedTensor and a._level == level:
-            return select(a._value, a._bdim, i)
-        if a.__class__ in (list, tuple) and any(
-                t.__class__ is BatchedTensor and t._level == level for t in a):
-            return a.__class__(sample(t, i) for t in a)
-        return a
-    results = [op._call(*[sample(a, i) for a in args]) for i in range(size)]
+    results = [op._call(*[_sample(a, i, level) for a in args]) for i in range(size)]
     if writes and all(r.alias for r in entry.schema.returns):
         out = tuple(args[w] for w in writes)
         return out[0] if len(out) == 1 else out
     return _stack_results(results, level, name)
+
+
+def _sample(a, i, level):
+    """Sample ``i`` of argument ``a`` at ``level`` (module-level: a nested function calling
+    itself would keep the arguments alive in a reference cycle until the cyclic collector ran)."""
+    if a.__class__ is BatchedTensor and a._level == level:
+        return aten.select.int._call(a._value, a._bdim, i)
+    if a.__class__ in (list, tuple) and any(
+            t.__class__ is BatchedTensor and t._level == level for t in a):
+        return a.__class__(_sample(t, i, level) for t in a)
+    return a
 
 
 def _stack_results(results, level, name):

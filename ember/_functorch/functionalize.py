@@ -183,16 +183,18 @@ class _Functionalizer:
             a.node, a.gen = v, group.gen
         return a.node
 
-    def map_args(self, args):
-        def one(x):
-            if isinstance(x, Node):
-                return self.get(x)
-            if isinstance(x, (list, tuple)):
-                return type(x)(one(y) for y in x)
-            if isinstance(x, dict):
-                return {k: one(v) for k, v in x.items()}
-            return x
-        return one(args)
+    def map_args(self, x):
+        """``x`` (an argument, or lists, tuples and dicts of them) with its nodes replaced by
+        their current values. (A method calling itself, not a nested function: that would sit
+        in a reference cycle with its closure and keep the values alive until the cyclic
+        garbage collector ran.)"""
+        if isinstance(x, Node):
+            return self.get(x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.map_args(y) for y in x)
+        if isinstance(x, dict):
+            return {k: self.map_args(v) for k, v in x.items()}
+        return x
 
     # -- writes --------------------------------------------------------------------------------
     def write(self, old, new_value):

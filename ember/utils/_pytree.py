@@ -158,16 +158,19 @@ def _is_leaf(x, is_leaf):
 def tree_flatten(tree, is_leaf=None):
     """(leaves left to right, TreeSpec)."""
     leaves = []
-
-    def walk(node):
-        if _is_leaf(node, is_leaf):
-            leaves.append(node)
-            return _LEAF
-        kind = _node_type(node)
-        children, context = _flatten_node(kind, node)
-        return TreeSpec(kind, context, [walk(c) for c in children])
-    spec = walk(tree)
+    spec = _walk(tree, is_leaf, leaves)
     return leaves, spec
+
+
+def _walk(node, is_leaf, leaves):
+    """The TreeSpec of ``node``, its leaves appended to ``leaves`` (module-level: see
+    :func:`_build`)."""
+    if _is_leaf(node, is_leaf):
+        leaves.append(node)
+        return _LEAF
+    kind = _node_type(node)
+    children, context = _flatten_node(kind, node)
+    return TreeSpec(kind, context, [_walk(c, is_leaf, leaves) for c in children])
 
 
 def tree_unflatten(leaves, treespec):
@@ -176,13 +179,18 @@ def tree_unflatten(leaves, treespec):
         raise ValueError(f"treespec.unflatten(leaves): `leaves` has length {len(leaves)} but the "
                          f"spec refers to a pytree that holds {treespec.num_leaves} items "
                          f"({treespec}).")
-    it = iter(leaves)
+    return _build(treespec, iter(leaves))
 
-    def build(spec):
-        if spec.is_leaf():
-            return next(it)
-        return _unflatten_node(spec.type, [build(c) for c in spec.children_specs], spec.context)
-    return build(treespec)
+
+def _build(spec, leaves):
+    """The tree of ``spec`` with its leaves taken from the iterator ``leaves``. (A module-level
+    function: a nested one calling itself would sit in a reference cycle with its closure and
+    keep the leaves, a compiled graph's output tensors among them, alive until the cyclic
+    garbage collector ran, and their memory out of the caching allocator's reach.)"""
+    if spec.is_leaf():
+        return next(leaves)
+    return _unflatten_node(spec.type, [_build(c, leaves) for c in spec.children_specs],
+                           spec.context)
 
 
 def tree_leaves(tree, is_leaf=None):

@@ -125,14 +125,19 @@ def linalg_multi_dot(tensors):
                                f"{_st._fmt_list(mats[i + 1]._size)} cannot be multiplied")
     split = _chain_order([m._size[0] for m in mats] + [mats[-1]._size[1]])
 
-    def product(i, j):
-        if i == j:
-            return mats[i]
-        k = split[i][j]
-        return A.mm.default._call(product(i, k), product(k + 1, j))
-    r = product(0, n - 1)
+    r = _chain_product(mats, split, 0, n - 1)
     shape = ([] if first.dim() == 1 else [r._size[0]]) + ([] if last.dim() == 1 else [r._size[1]])
     return _reshape(r, shape) if len(shape) != 2 else r
+
+
+def _chain_product(mats, split, i, j):
+    """mats[i] @ ... @ mats[j] in the order ``split`` chose (module-level: a nested function
+    calling itself would keep the matrices alive in a reference cycle)."""
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return A.mm.default._call(_chain_product(mats, split, i, k),
+                              _chain_product(mats, split, k + 1, j))
 
 
 def chain_matmul(matrices):

@@ -256,6 +256,40 @@ def _flat(x):
     return [y for v in x for y in _flat(v)] if isinstance(x, (list, tuple)) else [x]
 
 
+# (Module-level recursions, not nested functions calling themselves: such a closure sits in a
+# reference cycle with its own cell and keeps what it holds, here staged and device tensors,
+# alive until the cyclic garbage collector runs, out of the caching allocators' reach.)
+
+def _hosted(v, staging):
+    """An argument with its CUDA tensors replaced by host copies (devices by the CPU)."""
+    if isinstance(v, Tensor):
+        return staging.host_tensor(v) if v._device.type == "cuda" else v
+    if isinstance(v, (list, tuple)) and v and any(isinstance(x, Tensor) for x in v):
+        return type(v)(_hosted(x, staging) for x in v)
+    if isinstance(v, _device) and v.type == "cuda":
+        return CPU
+    return v
+
+
+def _on_device(o, originals, fresh, staging, dev, rt, stream):
+    """A host kernel's result as device tensors: the argument a host copy stands for, the
+    device view of a staged storage, or a new device tensor (recorded in ``fresh``)."""
+    if isinstance(o, Tensor):
+        d = originals.get(id(o))
+        if d is not None:
+            return d
+        if o._device.type != "cpu":
+            return o
+        view = staging.device_view_of(o)
+        if view is not None:
+            return view
+        r = fresh[id(o)] = _to_device(o, dev, rt, stream)
+        return r
+    if isinstance(o, (list, tuple)):
+        return type(o)(_on_device(x, originals, fresh, staging, dev, rt, stream) for x in o)
+    return o
+
+
 def host_kernel_fallback(op, *args, **kwargs):
     """Run ``op``'s CPU kernel on CUDA arguments (see the module docstring)."""
     if op._entry.namespace != "aten":  # stands in for aten's CUDA kernels only
@@ -268,15 +302,6 @@ def host_kernel_fallback(op, *args, **kwargs):
     stream = cuda.streams.current_stream_handle(dev.index)
     staging = _Staging(rt, stream)
 
-    def host(v, arg):
-        if isinstance(v, Tensor):
-            return staging.host_tensor(v) if v._device.type == "cuda" else v
-        if isinstance(v, (list, tuple)) and v and any(isinstance(x, Tensor) for x in v):
-            return type(v)(host(x, arg) for x in v)
-        if isinstance(v, _device) and v.type == "cuda":
-            return CPU
-        return v
-
     # Positional in schema order (a boxed fallback gets the keyword-only arguments by keyword).
     values = list(args) + [kwargs[a.name] for a in schema.arguments[len(args):]
                            if a.name in kwargs]
@@ -288,7 +313,7 @@ def host_kernel_fallback(op, *args, **kwargs):
             return shared.run(op, values, dev)
         except NeedsHost:
             pass  # staged below, and from now on
-    host_values = [host(v, a) for v, a in zip(values, schema.arguments)]
+    host_values = [_hosted(v, staging) for v in values]
 
     def run():
         return op._entry.redispatch(_CPU_KEYS, *host_values)
@@ -318,24 +343,7 @@ def host_kernel_fallback(op, *args, **kwargs):
     originals = {id(h): d for h, d in zip(_flat(host_values), _flat(values))
                  if isinstance(h, Tensor)}
     fresh = {}  # id(host result) -> device tensor it was copied into
-
-    def back(o):
-        if isinstance(o, Tensor):
-            d = originals.get(id(o))
-            if d is not None:
-                return d
-            if o._device.type != "cpu":
-                return o
-            view = staging.device_view_of(o)
-            if view is not None:
-                return view
-            r = fresh[id(o)] = _to_device(o, dev, rt, stream)
-            return r
-        if isinstance(o, (list, tuple)):
-            return type(o)(back(x) for x in o)
-        return o
-
-    result = back(out)
+    result = _on_device(out, originals, fresh, staging, dev, rt, stream)
     if capturing:
         # The graph replays the kernel on the captured memory: inputs, in-place results and views
         # are the captured bytes themselves; fresh results are stored into the same outputs.

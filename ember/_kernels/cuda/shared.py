@@ -54,42 +54,50 @@ def _alias(t, rt):
 
 def run(op, values, dev):
     """``op``'s CPU kernel on device views of ``values`` (schema order); raises NeedsHost."""
-    originals = {}
-
     def body(xp, rt):
-        def alias(v):
-            if isinstance(v, Tensor) and v._device.type == "cuda":
-                a = _alias(v, rt)
-                originals[id(a)] = v
-                return a
-            if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
-                return type(v)(alias(x) for x in v)
-            if getattr(v, "type", None) == "cuda":  # a device argument
-                return CPU
-            return v
-        out = op._entry.redispatch(_CPU_KEYS, *[alias(v) for v in values])
-
-        def back(o):
-            if isinstance(o, Tensor):
-                d = originals.get(id(o))
-                if d is not None:
-                    return d
-                if o._device.type == "cuda":
-                    return o
-                arr = o._np
-                if hasattr(arr, "__cuda_array_interface__"):  # a device array
-                    return to_tensor(arr, o._dtype, dev, rt)
-                return _from_host(o, dev)
-            if isinstance(o, (list, tuple)):
-                return type(o)(back(x) for x in o)
-            return o
-        return back(out)
+        originals = {}  # id(device view) -> the tensor it views
+        out = op._entry.redispatch(_CPU_KEYS, *[_aliased(v, rt, originals) for v in values])
+        return _back(out, originals, dev, rt)
     try:
         return launch(dev, body)
     except NeedsHost as e:
         host_only.add(op)
         stats["host"][str(op)] = str(e)[:200]
         raise
+
+
+# (Module-level recursions, not nested functions calling themselves: such a closure sits in a
+# reference cycle with its own cell and keeps what it holds, here device tensors, alive until
+# the cyclic garbage collector runs, out of the caching allocator's reach.)
+
+def _aliased(v, rt, originals):
+    """An argument with its CUDA tensors replaced by CPU tensors viewing the device arrays."""
+    if isinstance(v, Tensor) and v._device.type == "cuda":
+        a = _alias(v, rt)
+        originals[id(a)] = v
+        return a
+    if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
+        return type(v)(_aliased(x, rt, originals) for x in v)
+    if getattr(v, "type", None) == "cuda":  # a device argument
+        return CPU
+    return v
+
+
+def _back(o, originals, dev, rt):
+    """A kernel result as device tensors: the argument a view stands for, or a new tensor."""
+    if isinstance(o, Tensor):
+        d = originals.get(id(o))
+        if d is not None:
+            return d
+        if o._device.type == "cuda":
+            return o
+        arr = o._np
+        if hasattr(arr, "__cuda_array_interface__"):  # a device array
+            return to_tensor(arr, o._dtype, dev, rt)
+        return _from_host(o, dev)
+    if isinstance(o, (list, tuple)):
+        return type(o)(_back(x, originals, dev, rt) for x in o)
+    return o
 
 
 def _from_host(h, dev):
