@@ -153,6 +153,7 @@ def install():
         _state["tried"] = True
         from ember._core import blas
         from ember._inductor import codecache
+        from ember._inductor.exc import CppCompileError, InvalidCxxCompiler
         setter = blas.openblas_function("set_threads_callback_function")
         if setter is None:
             log.info("OpenBLAS has no thread callback: it keeps its own thread pool")
@@ -161,7 +162,7 @@ def install():
             if not codecache.compiler_features().get("openmp"):
                 return None
             module = codecache.CppCodeCache.load(SOURCE, MODULE)
-        except Exception as e:  # no compiler, a failed build: products keep OpenBLAS's pool
+        except (InvalidCxxCompiler, CppCompileError) as e:  # products keep OpenBLAS's pool
             log.info("OpenBLAS keeps its own thread pool: %s", e)
             return None
         module.install(ctypes.cast(setter, ctypes.c_void_p).value)
