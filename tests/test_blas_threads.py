@@ -80,8 +80,21 @@ def test_products_from_several_python_threads_at_once(two_threads):
     assert all(np.array_equal(r, e) for r, e in zip(results, expected))
 
 
-def _run(code, **env):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+# the start of a script whose products use the callback (two threads)
+_INSTALLED = """
+import numpy as np
+import ember
+from ember._core import blas
+from ember._inductor import blas_threads
+ember.set_num_threads(2)
+module = blas_threads.install()
+"""
+
+
+def _run(code, installed=False, **env):
+    """Run ``code`` in a fresh interpreter; ``installed``: after ``_INSTALLED``."""
+    script = (_INSTALLED if installed else "") + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True,
                           text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.getcwd(), **env})
 
@@ -103,15 +116,9 @@ def test_installed_when_the_first_generated_kernel_loads():
 
 def test_a_forked_child_runs_its_products_without_the_parents_pool():
     _callback_module()
-    proc = _run("""
+    proc = _run(installed=True, code="""
         import os
         import signal
-        import numpy as np
-        import ember
-        from ember._core import blas
-        from ember._inductor import blas_threads
-        ember.set_num_threads(2)
-        module = blas_threads.install()
         a = np.ones((512, 512), np.float32)
         assert (blas.matmul(a, a) == 512).all()  # the parent's OpenMP pool now has threads
         pid = os.fork()
@@ -130,13 +137,7 @@ def test_without_an_openmp_team_each_job_gets_a_thread():
     # OMP_DYNAMIC lets OpenMP hand out fewer threads than asked for; a GEMM's jobs wait for
     # each other, so they run on threads of their own (and are not counted as pool calls)
     _callback_module()
-    proc = _run("""
-        import numpy as np
-        import ember
-        from ember._core import blas
-        from ember._inductor import blas_threads
-        ember.set_num_threads(2)
-        module = blas_threads.install()
+    proc = _run(installed=True, code="""
         rng = np.random.default_rng(0)
         a, b = rng.standard_normal((2, 512, 512), dtype=np.float32)
         for _ in range(3):

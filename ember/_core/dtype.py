@@ -99,13 +99,13 @@ complex32 = dtype("complex32", np.dtype([("real", np.float16), ("imag", np.float
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128, uint16, uint32, uint64) + FLOAT8 + (complex32,)
 
-# PyTorch's public aliases, exported from ``ember`` as well.
 # c10's names of the dtypes, as PyTorch's messages print a TensorOptions
 C10_NAMES = {float64: "double", float32: "float", bfloat16: "c10::BFloat16", float16: "c10::Half",
              int64: "long int", int32: "int", int16: "short int", int8: "signed char",
              uint8: "unsigned char", bool_: "bool", complex64: "c10::complex<float>",
              complex128: "c10::complex<double>"}
 
+# PyTorch's public aliases, exported from ``ember`` as well.
 ALIASES = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16, "int32": int32,
     "int": int32, "int64": int64, "long": int64, "float16": float16, "half": float16,

@@ -32,7 +32,7 @@ from .._ops.overload import OpOverload, ops
 from .._tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
-from ..fx.node import Node
+from ..fx.node import Node, map_arg
 from ..utils import _pytree as pytree
 from ..utils._python_dispatch import _disable_current_modes
 
@@ -185,16 +185,8 @@ class _Functionalizer:
 
     def map_args(self, x):
         """``x`` (an argument, or lists, tuples and dicts of them) with its nodes replaced by
-        their current values. (A method calling itself, not a nested function: that would sit
-        in a reference cycle with its closure and keep the values alive until the cyclic
-        garbage collector ran.)"""
-        if isinstance(x, Node):
-            return self.get(x)
-        if isinstance(x, (list, tuple)):
-            return type(x)(self.map_args(y) for y in x)
-        if isinstance(x, dict):
-            return {k: self.map_args(v) for k, v in x.items()}
-        return x
+        their current values."""
+        return map_arg(x, self.get)
 
     # -- writes --------------------------------------------------------------------------------
     def write(self, old, new_value):

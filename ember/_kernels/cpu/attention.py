@@ -10,9 +10,9 @@ owns its key gradient; the query heads sharing it under grouped-query attention 
 too). Short sequences put several heads in one tile, so that each NumPy call still has work.
 Half and bfloat16 inputs compute in float32, as PyTorch accumulates.
 
-Where a head's keys and values fit in a core's cache and a C compiler is at hand, the C kernel of
-``flash_attention.py`` (a row at a time) takes the work instead: short sequences are a few dozen
-NumPy calls per tile here, which cost more than the arithmetic.
+For short sequences, where a C compiler is at hand, the C kernel of ``flash_attention.py`` (a row
+at a time) takes the work instead: there a tile is a few dozen NumPy calls, which cost more than
+the arithmetic.
 """
 import math
 

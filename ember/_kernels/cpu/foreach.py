@@ -73,11 +73,12 @@ def _foreach_add__List(self, other, alpha=1):
                 _aten.add_.Tensor._call(t, o, alpha)
         return None
     one = alpha == 1 and alpha.__class__ is int
+    scale = None if one else np.full(1, alpha, self[0]._dtype._np)  # (one dtype: _fast)
     for t, o in zip(self, other):
         a, b = nd(t), nd(o)
         if a.__class__ is np.ndarray and a.size >= _generated.MIN_NUMEL and (
                 _generated.pointwise_into("add", a, [a, b]) if one else
-                _generated.pointwise_into("add_alpha", a, [a, b, np.full(1, alpha, a.dtype)])):
+                _generated.pointwise_into("add_alpha", a, [a, b, scale])):
             continue  # one pass on the threads, alpha fused (as ATen's fmadd)
         if not one:
             b = np.multiply(b, a.dtype.type(alpha))  # alpha scales other in the result dtype
@@ -92,10 +93,11 @@ def _foreach_mul__Scalar(self, scalar):
             for t in self:
                 _aten.mul_.Tensor._call(t, scalar)
         return None
+    factor = np.full(1, scalar, self[0]._dtype._np)
     for t in self:
         a = nd(t)
         if a.__class__ is np.ndarray and a.size >= _generated.MIN_NUMEL and \
-                _generated.pointwise_into("mul", a, [a, np.full(1, scalar, a.dtype)]):
+                _generated.pointwise_into("mul", a, [a, factor]):
             continue
         np.multiply(a, a.dtype.type(scalar), out=a)
     return None

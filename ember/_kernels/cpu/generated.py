@@ -264,8 +264,7 @@ def _empty(shape, dt):
 def _plan(name, arrays):
     """``(dtype, element count, (layout class, result shape))`` when ``name`` has a generated
     kernel and ``arrays`` qualify for one, else None."""
-    if name not in _POINTWISE_NAMES or len(arrays) != _ARITY.get(name, len(arrays)) or \
-            len(arrays) > 2 and name not in _ARITY:
+    if name not in _POINTWISE_NAMES or len(arrays) > _ARITY.get(name, 2):
         return None
     found = _eligible(arrays)
     if found is None:
