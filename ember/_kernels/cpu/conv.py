@@ -31,6 +31,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..._core.parallel import num_threads, parallel_for
 from ._util import array_module, nd, wrap
+from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
 
@@ -99,8 +100,32 @@ def _conv_out(shape, ksize, stride, padding, dilation):
             zip(shape, padding, dilation, ksize, stride)]
 
 
+def _padded(x, padding):
+    """(N, C, *S+2p) zero-padded copy of x (N, C, *S)."""
+    n, c, *s = x.shape
+    xp = np.zeros((n, c, *[a + 2 * p for a, p in zip(s, padding)]), x.dtype)
+    xp[(slice(None), slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = x
+    return xp
+
+
+def _cols_t(x, ksize, stride, padding, dilation, groups, out):
+    """The columns transposed, (G, N, prod(K)*Cg, prod(O)) (rows in ``_wmat``'s order: kernel
+    offset outer, channel inner): each row is one channel's plane shifted by one kernel
+    offset, so the copy moves whole runs of output columns, and the GEMM's B operand is
+    row-major (its packing is a plain copy)."""
+    xp = _padded(x, padding)
+    n, c = x.shape[:2]
+    k = len(ksize)
+    st = xp.strides
+    view = as_strided(xp, (n, *ksize, groups, c // groups, *out),
+                      (st[0], *[st[2 + i] * dilation[i] for i in range(k)],
+                       st[1] * (c // groups), st[1], *[st[2 + i] * stride[i] for i in range(k)]))
+    v = np.moveaxis(view, 1 + k, 0)  # (G, N, *K, Cg, *O)
+    return v.reshape(groups, n, -1, math.prod(out))
+
+
 def _conv_forward(x, w, stride, padding, dilation, groups):
-    """y (N, O, *O_sp) = one batched GEMM per column chunk: (G, Og, K) @ cols^T."""
+    """y (N, O, *O_sp) = one batched GEMM per sample chunk: (G, Og, K) @ cols^T (G, K, M)."""
     n, o = x.shape[0], w.shape[0]
     ksize = w.shape[2:]
     out = _conv_out(x.shape[2:], ksize, stride, padding, dilation)
@@ -111,8 +136,8 @@ def _conv_forward(x, w, stride, padding, dilation, groups):
 
     def chunk(i):  # pads, copies and multiplies its own samples: the chunks run in parallel
         n0, n1 = chunks[i]
-        view = _windows(x[n0:n1], ksize, stride, padding, dilation, groups, out)
-        np.matmul(wm, np.swapaxes(_cols(view, 0, n1 - n0), -1, -2), out=y[n0:n1].swapaxes(0, 1))
+        cols_t = _cols_t(x[n0:n1], ksize, stride, padding, dilation, groups, out)
+        matmul(wm, cols_t, out=y[n0:n1].swapaxes(0, 1))
     parallel_for(len(chunks), chunk)
     return y.reshape(n, o, *out)
 
@@ -151,7 +176,7 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
 
     def chunk(i):  # each chunk writes its own samples of dxp
         n0, n1 = chunks[i]
-        dcols = np.matmul(g[n0:n1].transpose(1, 0, 3, 2), wm)  # (G, n, M, K*Cg)
+        dcols = matmul(g[n0:n1].transpose(1, 0, 3, 2), wm)  # (G, n, M, K*Cg)
         cols = np.moveaxis(dcols.reshape(groups, n1 - n0, *out, *ksize, cg), 0, 1 + 2 * k)
         for offs in itertools.product(*[range(kk) for kk in ksize]):
             dst = (slice(n0, n1), *[slice(f * d, f * d + st * (m - 1) + 1, st) for f, d, st, m in
@@ -176,7 +201,7 @@ def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
         cols = _cols(view, 0, n1 - n0).reshape(groups, -1, kc)  # (G, n*M, K*Cg)
         gc = np.ascontiguousarray(g[n0:n1].transpose(1, 2, 0, 3)).reshape(groups, o // groups,
                                                                           -1)
-        partial[i] = np.matmul(gc, cols)
+        partial[i] = matmul(gc, cols)
     parallel_for(len(chunks), chunk)
     gw = functools.reduce(np.add, partial)
     gw = gw.reshape(o, *w_shape[2:], w_shape[1])

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..._core import complex32 as _complex32
 from ..._core import dtype as D
-from ..._core.blas import matmul as _matmul
+from .gemm import matmul as _matmul
 from ._util import array_module, nd, wrap
 
 # C++ type names PyTorch prints in mm's dtype-mismatch message

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import special as _sp
 
 from ..._core import dtype as D
-from ..._core.blas import matmul as _matmul
+from .gemm import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ...random import generator_of

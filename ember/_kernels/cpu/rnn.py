@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..._core import dtype as D
-from ..._core.blas import matmul as _matmul
+from .gemm import matmul as _matmul
 from ..._core.blas import products_of
 from ..rules.rnn import GRU, LSTM, RNN_TANH, rnn_layer_shapes
 from ._util import nd, wrap

@@ -1,0 +1,464 @@
+"""ember's own GEMM for float32 and float64 on AVX-512 CPUs, in generated C.
+
+NumPy's products go to the OpenBLAS it was built with, whose kernel is picked at run time for
+the CPU -- or for ``OPENBLAS_CORETYPE`` when the environment sets it. On the development and CI
+machines (AMD EPYC, AVX-512) it is set to ``Haswell``: OpenBLAS then runs its AVX2 kernels, half
+the width this CPU has (measured: 1024^3 float32 on 2 cores, OpenBLAS 258 GFLOP/s, PyTorch's
+mm 222, this kernel 470). ember does not override a user's environment; it brings a kernel of its
+own, written the way BLIS and OpenBLAS write theirs:
+
+- B is copied ("packed") into panels of ``NR`` columns (two 64-byte vectors), KC rows deep, and
+  A into panels of ``MR`` rows, so the micro-kernel reads both in memory order whatever the
+  operands' strides (a transposed weight costs nothing extra);
+- the micro-kernel keeps an ``MR x NR`` block of C in ``2 * MR`` vector registers (28 of the 32)
+  and adds one rank-1 update per step of K: two loads of B, ``MR`` broadcasts of A, ``2 * MR``
+  FMAs;
+- K is cut into blocks of about ``KC`` (the A and B panels of a block stay in L2 and L1), C's
+  rows into blocks of ``MC`` that OpenMP threads take with their column chunk; the packing of a
+  block is shared by the threads.
+
+Each element of C is summed in the same order on any thread count and at any position (over K's
+blocks in turn, each in order), so results do not depend on ``ember.set_num_threads``. Edge
+tiles are computed whole over zero-padded panels and stored through AVX-512 masks. NaN and
+infinity propagate as IEEE says: padding only ever multiplies padding.
+
+Used by the CPU matrix products (``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``,
+convolution, RNN layers) through :func:`matmul` when the CPU has AVX-512 (the capability
+generated kernels are built for), the generated kernels are enabled and the product is large
+enough; everything else goes to :func:`ember._core.blas.matmul`.
+"""
+import logging
+import math
+import threading
+
+import numpy as np
+
+from ..._core import blas
+from . import generated
+
+log = logging.getLogger(__name__)
+
+MR = 14  # rows of the micro-kernel's register block
+NV = 2  # 64-byte vectors across its columns: NR = NV * lanes (32 floats, 16 doubles)
+KC = 256  # depth of a block of K (the actual block splits K evenly into blocks of at most this)
+MC_PANELS = 12  # MR-row panels in a block of rows that one task multiplies (MC = 168)
+NC = 4096  # columns of B packed at once
+MG = 1024  # rows of A packed at once
+
+# Products of fewer multiply-adds go to NumPy: measured on 2 cores, packing and the call cost
+# as much as they save below this (a 64 x 64 x 64 product takes 5 us either way).
+MIN_WORK = 1 << 18
+# Products of fewer multiply-adds run on one thread: an OpenMP team costs a few microseconds.
+PARALLEL_WORK = 1 << 19
+# Products narrower than half a register block go to NumPy: the block's padding columns would
+# cost more than the kernel saves (128 x 256 x 10 float32: NumPy 10 us, this kernel 15).
+_NARROW = {"f": 16, "d": 8}
+
+_VECTOR = {"float": ("__m512", "ps", "__mmask16", 16), "double": ("__m512d", "pd", "__mmask8", 8)}
+
+
+def _micro_kernel(T, dt):
+    """The register-blocked ``MR x NR`` kernel, unrolled (its accumulators must be named
+    variables for the compiler to keep them in registers)."""
+    vec, sfx, _, lanes = _VECTOR[T]
+    nr = NV * lanes
+    acc = [[f"c{i}_{v}" for v in range(NV)] for i in range(MR)]
+    out = [f"/* {T}: C[0:mr, 0:{nr}] = (C +) Ap (kc x {MR}) @ B (kc x {nr}, rows ldb apart);",
+           " * columns past the masks are not stored */",
+           f"static inline void micro_{dt}(int64_t kc, const {T}* restrict a, "
+           f"const {T}* restrict b, int64_t ldb, {T}* restrict c, int64_t ldc, int mr,",
+           f"                            const mask_{dt}* m, int accumulate)",
+           "{"]
+    out += [f"    {vec} " + ", ".join(f"{name} = _mm512_setzero_{sfx}()" for name in row) + ";"
+            for row in acc]
+    out.append("    for (int64_t p = 0; p < kc; p++, a += MR, b += ldb) {")
+    out += [f"        const {vec} b{v} = _mm512_loadu_{sfx}(b + {v * lanes});" for v in range(NV)]
+    for i, row in enumerate(acc):
+        fmas = " ".join(f"{name} = _mm512_fmadd_{sfx}(x, b{v}, {name});"
+                        for v, name in enumerate(row))
+        out.append(f"        {{ const {vec} x = _mm512_set1_{sfx}(a[{i}]); {fmas} }}")
+    out.append("    }")
+    out.append(f"    {vec} r;")
+    for i, row in enumerate(acc):
+        stores = " ".join(
+            f"r = {name}; if (accumulate) r = _mm512_add_{sfx}(r, "
+            f"_mm512_maskz_loadu_{sfx}(m[{v}], c + {i} * ldc + {v * lanes})); "
+            f"_mm512_mask_storeu_{sfx}(c + {i} * ldc + {v * lanes}, m[{v}], r);"
+            for v, name in enumerate(row))
+        out.append(f"    if (mr > {i}) {{ {stores} }}")
+    out.append("}")
+    return "\n".join(out)
+
+
+_DRIVER = r"""
+/* {T}: kc x nc of B (strides rs, cs) into panels of NR columns, each kc x NR, row-major;
+ * columns past nc are zero */
+static void pack_b_{dt}(int64_t kc, int64_t nc, const {T}* B, int64_t rs, int64_t cs,
+                        {T}* restrict P)
+{{
+    enum {{ NR = NR_{dt} }};
+    for (int64_t j0 = 0; j0 < nc; j0 += NR, P += kc * NR) {{
+        const int64_t w = nc - j0 < NR ? nc - j0 : NR;
+        if (cs == 1) {{
+            for (int64_t p = 0; p < kc; p++) {{
+                memcpy(P + p * NR, B + p * rs + j0, w * sizeof({T}));
+                for (int64_t j = w; j < NR; j++) P[p * NR + j] = 0;
+            }}
+        }} else {{  /* read each column in its memory order */{pack_b_columns}
+            for (int64_t j = 0; j < w; j++)
+                for (int64_t p = 0; p < kc; p++) P[p * NR + j] = B[p * rs + (j0 + j) * cs];
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t j = w; j < NR; j++) P[p * NR + j] = 0;
+        }}
+    }}
+}}
+
+/* {T}: h <= MR rows x kc of A (strides rs, cs) into one panel, kc x MR, row-major; rows past h
+ * are zero */
+static void pack_a_{dt}(int64_t h, int64_t kc, const {T}* A, int64_t rs, int64_t cs,
+                        {T}* restrict P)
+{{
+    if (rs == 1 && h == MR) {{
+        for (int64_t p = 0; p < kc; p++) memcpy(P + p * MR, A + p * cs, MR * sizeof({T}));
+        return;
+    }}{pack_a_rows}
+    for (int64_t i = 0; i < h; i++)
+        for (int64_t p = 0; p < kc; p++) P[p * MR + i] = A[i * rs + p * cs];
+    for (int64_t p = 0; p < kc; p++)
+        for (int64_t i = h; i < MR; i++) P[p * MR + i] = 0;
+}}
+
+/* {T}: C[b] = (C[b] +) A[b] @ B[b] for b < batch; strides in elements, C's columns contiguous.
+ * Returns nonzero when the workspace could not be allocated. */
+static int gemm_{dt}(int64_t batch, int64_t M, int64_t N, int64_t K,
+                     const {T}* A, int64_t a_b, int64_t a_r, int64_t a_c,
+                     const {T}* B, int64_t b_b, int64_t b_r, int64_t b_c,
+                     {T}* C, int64_t c_b, int64_t ldc, int accumulate, int nthreads)
+{{
+    enum {{ NR = NR_{dt} }};
+    const int64_t kblocks = (K + KC - 1) / KC, kcmax = (K + kblocks - 1) / kblocks;
+    const int64_t ncmax = ((N < NC ? N : NC) + NR - 1) / NR * NR;
+    const int64_t mgmax = ((M < MG ? M : MG) + MR - 1) / MR * MR;
+    {T}* Bp = workspace(sizeof({T}) * kcmax * (ncmax + mgmax));
+    if (Bp == NULL) return 1;
+    {T}* Ap = Bp + kcmax * ncmax;
+    /* B with contiguous rows is read where it lies (but for a last, partial panel): the
+     * micro-kernel's rows of B are then ldb apart instead of NR, and the copy is saved */
+    const int direct = b_c == 1;
+    #pragma omp parallel num_threads(nthreads)
+    for (int64_t bi = 0; bi < batch; bi++)
+    for (int64_t jc = 0; jc < N; jc += NC) {{
+        const int64_t nc = N - jc < NC ? N - jc : NC, npanels = (nc + NR - 1) / NR;
+        for (int64_t pc = 0; pc < K; pc += kcmax) {{
+            const int64_t kc = K - pc < kcmax ? K - pc : kcmax;
+            const {T}* Ab = A + bi * a_b + pc * a_c;
+            const {T}* Bb = B + bi * b_b + pc * b_r + jc * b_c;
+            #pragma omp for schedule(static) nowait
+            for (int64_t pn = 0; pn < npanels; pn++) {{
+                const int64_t j0 = pn * NR;
+                if (!(direct && nc - j0 >= NR))
+                    pack_b_{dt}(kc, nc - j0 < NR ? nc - j0 : NR, Bb + j0 * b_c, b_r, b_c,
+                                Bp + j0 * kc);
+            }}
+            for (int64_t ig = 0; ig < M; ig += MG) {{
+                const int64_t mg = M - ig < MG ? M - ig : MG, apanels = (mg + MR - 1) / MR;
+                #pragma omp for schedule(static)
+                for (int64_t pa = 0; pa < apanels; pa++) {{
+                    const int64_t i0 = pa * MR;
+                    pack_a_{dt}(mg - i0 < MR ? mg - i0 : MR, kc, Ab + (ig + i0) * a_r, a_r, a_c,
+                                Ap + i0 * kc);
+                }}
+                /* tasks: a block of MC rows times a chunk of column panels; chunks shrink
+                 * until every thread has about four tasks */
+                const int64_t mblocks = (mg + MC - 1) / MC;
+                int64_t per = npanels;
+                while (per > 1 && mblocks * ((npanels + per - 1) / per) < 4 * nthreads)
+                    per = (per + 1) / 2;
+                const int64_t chunks = (npanels + per - 1) / per;
+                #pragma omp for schedule(dynamic) collapse(2)
+                for (int64_t ib = 0; ib < mblocks; ib++)
+                for (int64_t ch = 0; ch < chunks; ch++) {{
+                    const int64_t i1 = ib * MC, mc = mg - i1 < MC ? mg - i1 : MC;
+                    const int64_t p1 = (ch + 1) * per < npanels ? (ch + 1) * per : npanels;
+                    for (int64_t pn = ch * per; pn < p1; pn++) {{
+                        const int64_t j0 = pn * NR, w = nc - j0;
+                        mask_{dt} m[NV];
+                        for (int v = 0; v < NV; v++) {{
+                            const int64_t r = w - v * LANES_{dt};
+                            m[v] = r >= LANES_{dt} ? (mask_{dt})-1
+                                 : r <= 0 ? 0 : (mask_{dt})((1u << r) - 1);
+                        }}
+                        for (int64_t i0 = 0; i0 < mc; i0 += MR)
+                            micro_{dt}(kc, Ap + (i1 + i0) * kc,
+                                       w >= NR && direct ? Bb + j0 : Bp + j0 * kc,
+                                       w >= NR && direct ? b_r : NR,
+                                       C + bi * c_b + (ig + i1 + i0) * ldc + jc + j0, ldc,
+                                       (int)(mc - i0 < MR ? mc - i0 : MR), m,
+                                       accumulate || pc > 0);
+                    }}
+                }}
+            }}
+        }}
+    }}
+    return 0;
+}}
+"""
+
+# float32 only: operands whose K runs along memory (a row-major A, a transposed B -- the
+# activations and the weight of ``x @ w.T``) are packed 16 x 16 blocks at a time through a
+# register transpose, ~4x the rate of the element loop (double keeps the loop).
+_TRANSPOSING_PACKS = r"""
+/* r[i] holds row i of a 16 x 16 block; after, r[j] holds its column j */
+static inline void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    }
+}
+
+/* the first n (<= 16) of the lines src, src + ld, ... read as 16 x q (q <= 16) and written
+ * transposed to dst, dst + ldd, ... (q lines of 16: lanes past n zero), each through mask m */
+static inline void transposed_block(const float* src, int64_t ld, int n, int q, float* dst,
+                                    int64_t ldd, __mmask16 m)
+{
+    const __mmask16 lm = (__mmask16)((1u << q) - 1);
+    __m512 r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < n ? _mm512_maskz_loadu_ps(lm, src + i * ld) : _mm512_setzero_ps();
+    transpose16(r);
+    for (int x = 0; x < q; x++) _mm512_mask_storeu_ps(dst + x * ldd, m, r[x]);
+}
+"""
+
+_PACK_A_ROWS = """
+    if (cs == 1) {  /* rows along memory: 16 steps of K at a time, transposed */
+        for (int64_t p = 0; p < kc; p += 16)
+            transposed_block(A + p, rs, (int)h, kc - p < 16 ? (int)(kc - p) : 16, P + p * MR, MR,
+                             (__mmask16)((1u << MR) - 1));
+        return;
+    }"""
+
+_PACK_B_COLUMNS = """
+            if (rs == 1) {  /* columns along memory: 16 x 16 blocks, transposed */
+                for (int64_t p = 0; p < kc; p += 16)
+                    for (int64_t h0 = 0; h0 < NR; h0 += 16)
+                        transposed_block(B + (j0 + h0) * cs + p, cs,
+                                         w - h0 < 0 ? 0 : w - h0 < 16 ? (int)(w - h0) : 16,
+                                         kc - p < 16 ? (int)(kc - p) : 16, P + p * NR + h0, NR,
+                                         (__mmask16)0xFFFF);
+                continue;
+            }"""
+
+_BINDINGS = r"""
+/* The workspace of the calling thread (packed panels), kept between calls: a fresh one per
+ * call would be fresh pages, and a page fault costs microseconds. Freed when the thread ends. */
+static pthread_key_t workspace_key;
+static pthread_once_t workspace_once = PTHREAD_ONCE_INIT;
+typedef struct { void* p; size_t size; } workspace_t;
+static void workspace_free(void* w) { free(((workspace_t*)w)->p); free(w); }
+static void workspace_init(void) { pthread_key_create(&workspace_key, workspace_free); }
+
+static void* workspace(size_t bytes)
+{
+    pthread_once(&workspace_once, workspace_init);
+    workspace_t* w = pthread_getspecific(workspace_key);
+    if (w == NULL) {
+        if ((w = calloc(1, sizeof *w)) == NULL) return NULL;
+        pthread_setspecific(workspace_key, w);
+    }
+    if (w->size < bytes) {
+        free(w->p);
+        w->p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        w->size = w->p ? bytes : 0;
+    }
+    return w->p;
+}
+
+/* gemm(A, B, C, accumulate, nthreads): C = (C +) A @ B for three-dimensional arrays of one
+ * float type (batch, rows, columns), any strides that are whole elements; C's columns must be
+ * contiguous. The caller checks shapes and dtypes; a layout this cannot take is a ValueError. */
+static PyObject* py_gemm(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
+{
+    if (nargs != 5) { PyErr_SetString(PyExc_TypeError, "gemm: 5 arguments"); return NULL; }
+    const int accumulate = PyObject_IsTrue(args[3]);
+    const long nthreads = PyLong_AsLong(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer v[3];
+    int got = 0;
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(args[got], &v[got],
+                               PyBUF_STRIDES | PyBUF_FORMAT | (got == 2 ? PyBUF_WRITABLE : 0)) < 0)
+            break;
+    const char* bad = NULL;
+    int64_t st[3][3];
+    if (got < 3)
+        bad = "";
+    else
+        for (int a = 0; a < 3 && !bad; a++) {
+            if (v[a].ndim != 3 || v[a].itemsize != v[0].itemsize
+                    || strcmp(v[a].format, v[0].format) != 0
+                    || (strcmp(v[a].format, "f") != 0 && strcmp(v[a].format, "d") != 0))
+                bad = "three arrays of one float type";
+            for (int d = 0; d < 3 && !bad; d++) {
+                if (v[a].strides[d] % v[a].itemsize) bad = "strides of whole elements";
+                st[a][d] = v[a].strides[d] / v[a].itemsize;
+            }
+        }
+    if (!bad) {
+        const Py_ssize_t *a = v[0].shape, *b = v[1].shape, *c = v[2].shape;
+        if (a[0] != c[0] || b[0] != c[0] || a[1] != c[1] || b[2] != c[2] || a[2] != b[1])
+            bad = "shapes (b, m, k), (b, k, n), (b, m, n)";
+        else if (st[2][2] != 1 && c[2] > 1)
+            bad = "contiguous columns of C";
+    }
+    int oom = 0;
+    if (!bad) {
+        const Py_ssize_t *s = v[2].shape;
+        const int64_t K = v[0].shape[2];
+        Py_BEGIN_ALLOW_THREADS
+        if (v[0].itemsize == 8)
+            oom = gemm_float64(s[0], s[1], s[2], K, v[0].buf, st[0][0], st[0][1], st[0][2],
+                               v[1].buf, st[1][0], st[1][1], st[1][2], v[2].buf, st[2][0],
+                               st[2][1], accumulate, (int)nthreads);
+        else
+            oom = gemm_float32(s[0], s[1], s[2], K, v[0].buf, st[0][0], st[0][1], st[0][2],
+                               v[1].buf, st[1][0], st[1][1], st[1][2], v[2].buf, st[2][0],
+                               st[2][1], accumulate, (int)nthreads);
+        Py_END_ALLOW_THREADS
+    }
+    for (int a = 0; a < got; a++) PyBuffer_Release(&v[a]);
+    if (bad) {
+        if (*bad) PyErr_Format(PyExc_ValueError, "gemm: needs %s", bad);
+        return NULL;
+    }
+    if (oom) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"gemm", (PyCFunction)(void (*)(void))py_gemm, METH_FASTCALL, "C = (C +) A @ B"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "ember_gemm", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_ember_gemm(void) { return PyModule_Create(&module); }
+"""
+
+
+def _source():
+    from ..._inductor.codegen.cpp import prelude
+    parts = [prelude(False), "#include <immintrin.h>", "#include <pthread.h>",
+             "#include <stdlib.h>", "",
+             f"enum {{ MR = {MR}, NV = {NV}, KC = {KC}, MC = {MR * MC_PANELS}, NC = {NC}, "
+             f"MG = {MG} }};",
+             "static void* workspace(size_t bytes);"]
+    parts.append(_TRANSPOSING_PACKS)
+    for T, dt in (("float", "float32"), ("double", "float64")):
+        _, _, mask, lanes = _VECTOR[T]
+        fast = T == "float"
+        parts += [f"typedef {mask} mask_{dt};",
+                  f"enum {{ LANES_{dt} = {lanes}, NR_{dt} = NV * {lanes} }};",
+                  _micro_kernel(T, dt),
+                  _DRIVER.format(T=T, dt=dt, pack_a_rows=_PACK_A_ROWS if fast else "",
+                                 pack_b_columns=_PACK_B_COLUMNS if fast else "")]
+    parts.append(_BINDINGS)
+    return "\n".join(parts)
+
+
+_lock = threading.Lock()
+_state = {"tried": False, "module": None}
+
+
+def module():
+    """The built GEMM module, or None where the CPU lacks AVX-512, generated kernels are off,
+    there is no compiler or the build failed (NumPy's BLAS is used then)."""
+    if _state["tried"]:
+        return _state["module"]
+    with _lock:
+        if not _state["tried"]:
+            from ..._inductor import codecache, cpu_vec_isa
+            from ..._inductor.exc import CppCompileError, InvalidCxxCompiler
+            if cpu_vec_isa.pick_vec_isa() is cpu_vec_isa.VecAVX512:
+                try:
+                    _state["module"] = codecache.CppCodeCache.load(_source(), "ember_gemm")
+                except (InvalidCxxCompiler, CppCompileError) as e:
+                    log.info("matrix products keep NumPy's BLAS: %s", e)
+            _state["tried"] = True
+    return _state["module"]
+
+
+def _takes(a, b):
+    """Whether the C kernel multiplies these operands (NumPy arrays)."""
+    if a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:
+        return False
+    n = b.shape[-1]
+    if n < _NARROW[a.dtype.char]:
+        return False
+    work = a.size * n if a.ndim >= b.ndim else b.size * a.shape[-2]
+    return work >= MIN_WORK and generated.enabled() and module() is not None
+
+
+def _threads(work):
+    if work < PARALLEL_WORK or blas._held[0]:  # inside one_thread(): threads are the caller's
+        return 1
+    return generated._threads()
+
+
+def _as3d(x):
+    """x (..., r, c) as (batch, r, c); a copy only where the batch dims cannot be merged."""
+    return x if x.ndim == 3 else x.reshape(-1, *x.shape[-2:])
+
+
+def _target(out, shape):
+    """``out`` reshaped as a view the kernel can write (contiguous columns), or None where that
+    takes a copy."""
+    v = out.reshape(shape)
+    if not np.may_share_memory(v, out) or (v.strides[-1] != v.itemsize and shape[-1] > 1):
+        return None
+    return v
+
+
+def matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` for NumPy arrays of two or more dims, on the C kernel where
+    it takes them (:func:`_takes`), else on :func:`ember._core.blas.matmul`."""
+    if not _takes(a, b):
+        return blas.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    if a.ndim == 2 and b.ndim == 2 and out is None:  # the common case, in fewer steps
+        c = np.empty((1, a.shape[0], b.shape[1]), a.dtype)
+        module().gemm(a[None], b[None], c, False, _threads(c.size * a.shape[1]))
+        return c[0]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    shape = batch + (a.shape[-2], b.shape[-1])
+    if b.ndim == 2:  # a stack of matrices times one: one taller product
+        a3, b3 = a.reshape(1, -1, a.shape[-1]), b[None]
+    else:
+        a3 = _as3d(np.broadcast_to(a, batch + a.shape[-2:]))
+        b3 = _as3d(np.broadcast_to(b, batch + b.shape[-2:]))
+    shape3 = (a3.shape[0], a3.shape[1], b3.shape[2])
+    c = None if out is None else _target(out, shape3)
+    target = c if c is not None else np.empty(shape3, a.dtype)
+    module().gemm(a3, b3, target, False, _threads(math.prod(shape3) * b3.shape[1]))
+    if out is None:
+        return target.reshape(shape)
+    if c is None:
+        out[...] = target.reshape(shape)
+    return out
