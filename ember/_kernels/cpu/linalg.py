@@ -7,6 +7,7 @@ import numpy as np
 
 from ..._core import complex32 as _complex32
 from ..._core import dtype as D
+from . import gemm as _gemm
 from .gemm import matmul as _matmul
 from ._util import array_module, nd, wrap
 
@@ -40,6 +41,10 @@ def dot(self, tensor):
 
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     shape = check_addmm(self, mat1, mat2)
+    if beta == 1 and alpha == 1:
+        fused = _gemm.add_product(nd(self), nd(mat1), nd(mat2))
+        if fused is not None:
+            return wrap(fused)
     return _scaled_sum(_matmul(nd(mat1), nd(mat2)), nd(self), beta, alpha, shape, mat1._dtype)
 
 
