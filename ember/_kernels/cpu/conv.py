@@ -29,8 +29,10 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
 from ._util import array_module, nd, wrap
+from . import gemm
 from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
@@ -100,10 +102,22 @@ def _conv_out(shape, ksize, stride, padding, dilation):
             zip(shape, padding, dilation, ksize, stride)]
 
 
+def _empty(shape, dtype):
+    """An uninitialized array from the caching allocator: the convolutions' buffers are several
+    MiB each, and fresh pages cost a page fault per 4 KiB."""
+    dtype = np.dtype(dtype)
+    return _cpu_cache.empty(shape, dtype, math.prod(shape) * dtype.itemsize)
+
+
 def _padded(x, padding):
-    """(N, C, *S+2p) zero-padded copy of x (N, C, *S)."""
+    """(N, C, *S+2p) zero-padded copy of x (N, C, *S): the borders zeroed, the rest copied."""
     n, c, *s = x.shape
-    xp = np.zeros((n, c, *[a + 2 * p for a, p in zip(s, padding)]), x.dtype)
+    xp = _empty((n, c, *[a + 2 * p for a, p in zip(s, padding)]), x.dtype)
+    for d, p in enumerate(padding):
+        if p:
+            lead = (slice(None),) * (2 + d)
+            xp[lead + (slice(0, p),)] = 0
+            xp[lead + (slice(p + s[d], None),)] = 0
     xp[(slice(None), slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = x
     return xp
 
@@ -124,8 +138,70 @@ def _cols_t(x, ksize, stride, padding, dilation, groups, out):
     return v.reshape(groups, n, -1, math.prod(out))
 
 
+# ---------------------------------------------------------------------------------------------
+# Stride 1 without columns: a kernel offset is a shift of the flattened padded input. On the
+# grid of the padded input, output position j (its index there) of kernel offset k and channel
+# c reads input element c * P + shift(k) + j: every row of the column matrix is a stretch of
+# the input itself, which the GEMM reads through row offsets (gemm.rows_product) instead of a
+# copy. The grid has (kernel extent - 1) positions more per row than the output; the forward
+# computes them and drops them, the weight gradient gives them a zero gradient.
+
+def _grid(shape, ksize, padding, dilation):
+    """For x of ``shape`` (N, C, *S): (the padded spatial shape's element strides, the output
+    shape, the number of grid positions from the first output to the last, the (K*C,) row
+    offsets in ``_wmat``'s order: kernel offset outer, channel inner)."""
+    c, s = shape[1], shape[2:]
+    padded = [a + 2 * p for a, p in zip(s, padding)]
+    strides = [math.prod(padded[i + 1:]) for i in range(len(padded))]
+    out = [a - d * (k - 1) for a, d, k in zip(padded, dilation, ksize)]
+    ncols = sum((o - 1) * st for o, st in zip(out, strides)) + 1
+    shifts = [sum(k * d * st for k, d, st in zip(offs, dilation, strides))
+              for offs in itertools.product(*[range(k) for k in ksize])]
+    rows = (np.asarray(shifts, np.int64)[:, None]
+            + np.arange(c, dtype=np.int64)[None, :] * math.prod(padded)).reshape(-1)
+    return strides, out, ncols, rows
+
+
+def _on_grid(buf, out, strides):
+    """The output positions (..., *out) of ``buf`` (..., grid positions)."""
+    return as_strided(buf, buf.shape[:-1] + tuple(out),
+                      buf.strides[:-1] + tuple(st * buf.itemsize for st in strides))
+
+
+def _gridded(x, w, stride, groups):
+    """Whether the column-free path takes this convolution: stride 1, one group, float32 or
+    float64 operands of one dtype, and the GEMM kernel there."""
+    return (all(st == 1 for st in stride) and groups == 1 and x.dtype == w.dtype
+            and gemm.usable(x.dtype))
+
+
+def _conv_forward_grid(x, w, padding, dilation):
+    n, o = x.shape[0], w.shape[0]
+    strides, out, ncols, rows = _grid(x.shape, w.shape[2:], padding, dilation)
+    y = _empty((n, o, ncols), x.dtype)
+    gemm.rows_product(_wmat(w, 1), _padded(x, padding).reshape(n, -1), y, b_rows=rows)
+    res = _empty((n, o, *out), x.dtype)
+    np.copyto(res, _on_grid(y, out, strides))
+    return res
+
+
+def _conv_grad_weight_grid(x, gy, w_shape, padding, dilation):
+    n, o = gy.shape[:2]
+    strides, out, ncols, rows = _grid(x.shape, w_shape[2:], padding, dilation)
+    gy_grid = _empty((n, o, ncols), gy.dtype)
+    gy_grid.fill(0)  # the positions between output rows
+    _on_grid(gy_grid, out, strides)[...] = gy
+    gw = np.empty((1, len(rows), o), gy.dtype)  # transposed: the batch's sum of (K*C, O)
+    gemm.rows_product(_padded(x, padding).reshape(n, -1), gy_grid.transpose(0, 2, 1), gw,
+                      a_rows=rows)
+    gw = gw[0].T.reshape(o, *w_shape[2:], w_shape[1])
+    return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
+
+
 def _conv_forward(x, w, stride, padding, dilation, groups):
     """y (N, O, *O_sp) = one batched GEMM per sample chunk: (G, Og, K) @ cols^T (G, K, M)."""
+    if _gridded(x, w, stride, groups):
+        return _conv_forward_grid(x, w, padding, dilation)
     n, o = x.shape[0], w.shape[0]
     ksize = w.shape[2:]
     out = _conv_out(x.shape[2:], ksize, stride, padding, dilation)
@@ -189,6 +265,8 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
 
 def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     """gw (O, Cg, *K) = sum over column chunks of grad (G, Og, M) @ cols (G, M, K*Cg)."""
+    if _gridded(x, gy, stride, groups):
+        return _conv_grad_weight_grid(x, gy, w_shape, padding, dilation)
     n, o, *out = gy.shape
     g = gy.reshape(n, groups, o // groups, -1)
     kc = math.prod(w_shape[2:]) * w_shape[1]
