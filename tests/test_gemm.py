@@ -166,3 +166,13 @@ def test_ember_ops_use_it_and_match_torch(monkeypatch):
 def test_generated_kernels_off_keeps_numpy(monkeypatch):
     monkeypatch.setenv("EMBER_EAGER_CODEGEN", "0")
     assert not gemm._takes(np.ones((64, 64), np.float32), np.ones((64, 64), np.float32))
+
+
+def test_source_compiles_without_warnings(tmp_path, monkeypatch, caplog):
+    """-Wall is on for generated code; a warning here is a bug waiting (one caught: a pack
+    reading past an array the compiler could size)."""
+    from ember._inductor import codecache
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    with caplog.at_level("WARNING", logger="ember._inductor.codecache"):
+        assert codecache.CppCodeCache.load(gemm._source(), "ember_gemm") is not None
+    assert not [r for r in caplog.records if "compiler output" in r.getMessage()]
