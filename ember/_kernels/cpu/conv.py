@@ -144,7 +144,8 @@ def _cols_t(x, ksize, stride, padding, dilation, groups, out):
 # c reads input element c * P + shift(k) + j: every row of the column matrix is a stretch of
 # the input itself, which the GEMM reads through row offsets (gemm.rows_product) instead of a
 # copy. The grid has (kernel extent - 1) positions more per row than the output; the forward
-# computes them and drops them, the weight gradient gives them a zero gradient.
+# computes them and drops them, the weight gradient gives them a zero gradient (for finite
+# inputs: see _conv_grad_weight).
 
 def _grid(shape, ksize, padding, dilation):
     """For x of ``shape`` (N, C, *S): (the padded spatial shape's element strides, the output
@@ -265,7 +266,9 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
 
 def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     """gw (O, Cg, *K) = sum over column chunks of grad (G, Og, M) @ cols (G, M, K*Cg)."""
-    if _gridded(x, gy, stride, groups):
+    # on the grid, the positions between output rows multiply input values by a zero gradient:
+    # a NaN or infinity among them would reach the sums (0 * inf), so such inputs take columns
+    if _gridded(x, gy, stride, groups) and np.isfinite(x).all():
         return _conv_grad_weight_grid(x, gy, w_shape, padding, dilation)
     n, o, *out = gy.shape
     g = gy.reshape(n, groups, o // groups, -1)

@@ -1,0 +1,66 @@
+"""The column-free convolution path (``cpu/conv.py``: stride 1, one group, the GEMM reading
+the padded input's shifted rows through row offsets) against the column path it replaces and
+against PyTorch: forward, input gradient and weight gradient, 1-3 spatial dims, padding,
+dilation, odd sizes, float32 and float64."""
+import numpy as np
+import pytest
+
+import ember
+from ember._kernels.cpu import conv, gemm
+
+pytestmark = pytest.mark.skipif(not gemm.usable(np.dtype(np.float32)),
+                                reason="no AVX-512 GEMM kernel here: the column path runs")
+
+CASES = [  # x shape, weight shape, padding, dilation
+    ((2, 3, 17), (5, 3, 4), (2,), (1,)),
+    ((2, 8, 13, 11), (6, 8, 3, 3), (1, 1), (1, 1)),
+    ((1, 4, 9, 10), (3, 4, 2, 5), (0, 2), (2, 1)),  # uneven kernel, no padding on one dim
+    ((2, 2, 5, 6, 7), (3, 2, 3, 2, 3), (1, 0, 1), (1, 2, 1)),
+    ((3, 64, 12, 12), (16, 64, 3, 3), (1, 1), (1, 1)),
+]
+
+
+def _column_path(monkeypatch, fn, *args):
+    with monkeypatch.context() as m:
+        m.setattr(conv, "_gridded", lambda *a: False)
+        return fn(*args)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("xs,ws,padding,dilation", CASES)
+def test_same_as_the_column_path(monkeypatch, dtype, xs, ws, padding, dilation):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    stride = (1,) * len(padding)
+    assert conv._gridded(x, w, stride, 1)
+    y = conv._conv_forward(x, w, stride, padding, dilation, 1)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(
+        y, _column_path(monkeypatch, conv._conv_forward, x, w, stride, padding, dilation, 1),
+        **tol)
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    for fn, args in ((conv._conv_grad_input, (gy, w, x.shape, stride, padding, dilation, 1)),
+                     (conv._conv_grad_weight, (x, gy, w.shape, stride, padding, dilation, 1))):
+        np.testing.assert_allclose(fn(*args), _column_path(monkeypatch, fn, *args), **tol)
+
+
+def test_matches_torch_with_nan_and_inf():
+    """Values and gradients against PyTorch; a NaN and an infinity in the input reach exactly
+    the outputs whose windows hold them (the grid's extra positions are dropped, not read)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 4, 10, 9)).astype(np.float32)
+    x[0, 1, 3, 8], x[1, 0, 0, 0] = np.nan, np.inf
+    w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    xe, we, be = (ember.tensor(a, requires_grad=True) for a in (x, w, b))
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ye = ember.nn.functional.conv2d(xe, we, be, padding=1)
+    yt = torch.nn.functional.conv2d(xt, wt, bt, padding=1)
+    np.testing.assert_array_equal(np.isnan(ye.detach().numpy()), np.isnan(yt.detach().numpy()))
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(yt.shape).astype(np.float32)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    np.testing.assert_allclose(we.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-3)
