@@ -19,6 +19,11 @@ on ``ember.get_num_threads()`` threads through :func:`ember._core.parallel.paral
 GEMM on one BLAS thread: the column copies then run in parallel too, where a BLAS pool would
 only share the products.
 
+Stride-1 convolutions of one group (most of a CNN, and every stride-1 input gradient) skip the
+column matrix where ember's GEMM kernel is there (``gemm.py``, AVX-512): each row of the
+columns is a stretch of the flattened padded input, which the kernel reads through row offsets
+(the "grid" functions below), one multithreaded GEMM for the whole batch.
+
 A transposed convolution is the input gradient of the regular convolution whose weight it
 shares, and its backward uses the forward/weight-gradient primitives, as in ATen.
 """

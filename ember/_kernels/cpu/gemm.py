@@ -7,15 +7,19 @@ the width this CPU has (measured: 1024^3 float32 on 2 cores, OpenBLAS 258 GFLOP/
 mm 222, this kernel 470). ember does not override a user's environment; it brings a kernel of its
 own, written the way BLIS and OpenBLAS write theirs:
 
-- B is copied ("packed") into panels of ``NR`` columns (two 64-byte vectors), KC rows deep, and
-  A into panels of ``MR`` rows, so the micro-kernel reads both in memory order whatever the
-  operands' strides (a transposed weight costs nothing extra);
+- A is copied ("packed") into panels of ``MR`` rows, KC deep, and B into panels of ``NR``
+  columns (two 64-byte vectors), so the micro-kernel reads both in memory order whatever the
+  operands' strides; operands whose K runs along memory (``x``, and the weight of
+  ``x @ w.T``) are packed through 16 x 16 register transposes. A B whose rows are contiguous
+  is read where it lies, its next columns prefetched, the copy saved;
 - the micro-kernel keeps an ``MR x NR`` block of C in ``2 * MR`` vector registers (28 of the 32)
   and adds one rank-1 update per step of K: two loads of B, ``MR`` broadcasts of A, ``2 * MR``
-  FMAs;
-- K is cut into blocks of about ``KC`` (the A and B panels of a block stay in L2 and L1), C's
-  rows into blocks of ``MC`` that OpenMP threads take with their column chunk; the packing of a
-  block is shared by the threads.
+  FMAs; a block's short last panel (64 rows = 4 x 14 + 8) takes an 8-row kernel;
+- K is cut into blocks of about ``KC``, C's rows into blocks of ``MC`` that OpenMP threads take
+  with their chunk of columns; the packing of a block is shared by the threads;
+- rows of A or B may be given as offsets into a flat array, and a batch of products may be
+  summed into one C: the convolutions multiply their padded input's shifted rows through
+  these (``conv.py``), with no column matrix.
 
 Each element of C is summed in the same order on any thread count and at any position (over K's
 blocks in turn, each in order), so results do not depend on ``ember.set_num_threads``. Edge
@@ -23,7 +27,8 @@ tiles are computed whole over zero-padded panels and stored through AVX-512 mask
 infinity propagate as IEEE says: padding only ever multiplies padding.
 
 Used by the CPU matrix products (``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``,
-convolution, RNN layers) through :func:`matmul` when the CPU has AVX-512 (the capability
+convolution, RNN layers) through :func:`matmul`, :func:`add_product` and :func:`rows_product`
+when the CPU has AVX-512 (the capability
 generated kernels are built for), the generated kernels are enabled and the product is large
 enough; everything else goes to :func:`ember._core.blas.matmul`.
 """
@@ -67,9 +72,9 @@ def _micro_kernel(T, dt, rows):
     vec, sfx, _, lanes = _VECTOR[T]
     nr = NV * lanes
     acc = [[f"c{i}_{v}" for v in range(NV)] for i in range(rows)]
-    out = [f"/* {T}: C[0:mr, 0:{nr}] = (C +) Ap (kc x MR, the first mr <= {rows} rows) @ B (kc x {nr}:",
-           " * row p at b + row[p]; row[] readable 4 past kc); columns past the masks are not",
-           " * stored */",
+    out = [f"/* {T}: C[0:mr, 0:{nr}] = (C +) Ap (kc x MR, its first mr <= {rows} rows)",
+           f" * @ B (kc x {nr}: row p at b + row[p]; row[] readable 4 past kc); columns past the",
+           " * masks are not stored */",
            f"static inline void micro{rows}_{dt}(int64_t kc, const {T}* restrict a, "
            f"const {T}* restrict b, const int64_t* restrict row, {T}* restrict c,",
            f"                            int64_t ldc, int mr, const mask_{dt}* m, int accumulate)",
@@ -162,7 +167,10 @@ static int gemm_{dt}(int64_t batch, int64_t M, int64_t N, int64_t K,
     {T}* Ap = Bp + kcmax * ncmax;
     int64_t* brow = (int64_t*)(Ap + kcmax * mgmax);
     int64_t* packed_row = brow + K + 4;
-    for (int64_t p = 0; p < K + 4; p++) brow[p] = b_row ? b_row[p < K ? p : K - 1] : (p < K ? p : K - 1) * b_r;
+    for (int64_t p = 0; p < K + 4; p++) {{
+        const int64_t q = p < K ? p : K - 1;
+        brow[p] = b_row ? b_row[q] : q * b_r;
+    }}
     for (int64_t p = 0; p < kcmax + 4; p++) packed_row[p] = p * NR;
     /* B with contiguous rows is read where it lies (but for a last, partial panel) */
     const int direct = b_c == 1;
@@ -189,7 +197,8 @@ static int gemm_{dt}(int64_t batch, int64_t M, int64_t N, int64_t K,
                 for (int64_t pa = 0; pa < apanels; pa++) {{
                     const int64_t i0 = ig + pa * MR, h = mg - pa * MR < MR ? mg - pa * MR : MR;
                     const {T}* rows[16];  /* a transposed pack reads 16 (past h: unused) */
-                    for (int i = 0; i < h; i++) rows[i] = Ab + (a_row ? a_row[i0 + i] : (i0 + i) * a_r);
+                    for (int i = 0; i < h; i++)
+                        rows[i] = Ab + (a_row ? a_row[i0 + i] : (i0 + i) * a_r);
                     pack_a_{dt}((int)h, kc, rows, a_rs, a_c, Ap + pa * MR * kc);
                 }}
                 /* tasks: a block of MC rows times a chunk of column panels; chunks shrink
@@ -433,7 +442,8 @@ def _source():
     from ..._inductor.codegen.cpp import prelude
     parts = [prelude(False), "#include <immintrin.h>", "#include <pthread.h>",
              "#include <stdlib.h>", "",
-             f"enum {{ MR = {MR}, TAIL_ROWS = {TAIL_ROWS}, NV = {NV}, KC = {KC}, MC = {MR * MC_PANELS}, NC = {NC}, "
+             f"enum {{ MR = {MR}, TAIL_ROWS = {TAIL_ROWS}, NV = {NV}, KC = {KC}, "
+             f"MC = {MR * MC_PANELS}, NC = {NC}, "
              f"MG = {MG} }};",
              "static void* workspace(size_t bytes);"]
     parts.append(_TRANSPOSING_PACKS)
@@ -443,7 +453,8 @@ def _source():
         parts += [f"typedef {mask} mask_{dt};",
                   f"enum {{ LANES_{dt} = {lanes}, NR_{dt} = NV * {lanes} }};",
                   _micro_kernel(T, dt, MR), _micro_kernel(T, dt, TAIL_ROWS),
-                  _DRIVER.format(T=T, dt=dt, MR=MR, TAIL_ROWS=TAIL_ROWS, pack_a_rows=_PACK_A_ROWS if fast else "",
+                  _DRIVER.format(T=T, dt=dt, MR=MR, TAIL_ROWS=TAIL_ROWS,
+                                 pack_a_rows=_PACK_A_ROWS if fast else "",
                                  pack_b_columns=_PACK_B_COLUMNS if fast else "")]
     parts.append(_BINDINGS)
     return "\n".join(parts)
