@@ -114,14 +114,17 @@ def _empty(shape, dtype):
     return _cpu_cache.empty(shape, dtype, math.prod(shape) * dtype.itemsize)
 
 
-def _padded(x, padding):
-    """(N, C, *S+2p) zero-padded copy of x (N, C, *S): the borders zeroed, the rest copied."""
+def _padded(x, padding, after=None):
+    """(N, C, *S + before + after) zero-padded copy of x (N, C, *S), ``padding`` before and
+    ``after`` (default: the same) each spatial dim: the borders zeroed, the rest copied."""
     n, c, *s = x.shape
-    xp = _empty((n, c, *[a + 2 * p for a, p in zip(s, padding)]), x.dtype)
-    for d, p in enumerate(padding):
+    after = padding if after is None else after
+    xp = _empty((n, c, *[a + p + q for a, p, q in zip(s, padding, after)]), x.dtype)
+    for d, (p, q) in enumerate(zip(padding, after)):
+        lead = (slice(None),) * (2 + d)
         if p:
-            lead = (slice(None),) * (2 + d)
             xp[lead + (slice(0, p),)] = 0
+        if q:
             xp[lead + (slice(p + s[d], None),)] = 0
     xp[(slice(None), slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = x
     return xp
@@ -193,10 +196,11 @@ def _conv_forward_grid(x, w, padding, dilation):
 
 def _conv_grad_weight_grid(x, gy, w_shape, padding, dilation):
     n, o = gy.shape[:2]
-    strides, out, ncols, rows = _grid(x.shape, w_shape[2:], padding, dilation)
-    gy_grid = _empty((n, o, ncols), gy.dtype)
-    gy_grid.fill(0)  # the positions between output rows
-    _on_grid(gy_grid, out, strides)[...] = gy
+    _, _, ncols, rows = _grid(x.shape, w_shape[2:], padding, dilation)
+    # the gradient on x's padded grid, zero past each output row (and plane): the grid's
+    # positions that are not outputs
+    extra = [d * (k - 1) for d, k in zip(dilation, w_shape[2:])]
+    gy_grid = _padded(gy, [0] * len(extra), extra).reshape(n, o, -1)[:, :, :ncols]
     gw = np.empty((1, len(rows), o), gy.dtype)  # transposed: the batch's sum of (K*C, O)
     gemm.rows_product(_padded(x, padding).reshape(n, -1), gy_grid.transpose(0, 2, 1), gw,
                       a_rows=rows)
