@@ -177,3 +177,28 @@ def test_source_compiles_without_warnings(tmp_path, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="ember._inductor.codecache"):
         assert codecache.CppCodeCache.load(gemm._source(), "ember_gemm") is not None
     assert not [r for r in caplog.records if "compiler output" in r.getMessage()]
+
+
+def test_a_forked_child_multiplies_on_one_thread():
+    """libgomp's pool does not survive fork: the child's products run on one thread (as the
+    generated kernels'), and do not hang on the parent's threads."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import os, signal
+        import numpy as np
+        from ember._kernels.cpu import gemm
+        a = np.arange(512 * 512, dtype=np.float32).reshape(512, 512) % 7
+        ref = gemm.matmul(a, a)  # the parent's pool now has threads
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(100)  # a hung child must not outlive the test
+            ok = gemm._threads(1 << 30) == 1 and (gemm.matmul(a, a) == ref).all()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stderr
