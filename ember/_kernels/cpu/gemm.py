@@ -53,6 +53,7 @@ KC = 576
 MC_PANELS = 12  # MR-row panels in a block of rows that one task multiplies (MC = 168)
 NC = 4096  # columns of B packed at once
 MG = 1024  # rows of A packed at once
+WORKSPACE_KEEP = 64 << 20  # bytes of packing workspace a thread keeps between products
 
 # Products of fewer multiply-adds go to NumPy: measured on 2 cores, packing and the call cost
 # as much as they save below this (a 64 x 64 x 64 product takes 5 us either way).
@@ -240,6 +241,7 @@ static int gemm_{dt}(int64_t batch, int64_t M, int64_t N, int64_t K,
             }}
         }}
     }}
+    workspace_trim();
     return 0;
 }}
 """
@@ -317,6 +319,17 @@ static pthread_once_t workspace_once = PTHREAD_ONCE_INIT;
 typedef struct { void* p; size_t size; } workspace_t;
 static void workspace_free(void* w) { free(((workspace_t*)w)->p); free(w); }
 static void workspace_init(void) { pthread_key_create(&workspace_key, workspace_free); }
+
+/* After a product: a workspace above WORKSPACE_KEEP bytes (a very long K) is not kept. */
+static void workspace_trim(void)
+{
+    workspace_t* w = pthread_getspecific(workspace_key);
+    if (w != NULL && w->size > WORKSPACE_KEEP) {
+        free(w->p);
+        w->p = NULL;
+        w->size = 0;
+    }
+}
 
 static void* workspace(size_t bytes)
 {
@@ -445,7 +458,8 @@ def _source():
              f"enum {{ MR = {MR}, TAIL_ROWS = {TAIL_ROWS}, NV = {NV}, KC = {KC}, "
              f"MC = {MR * MC_PANELS}, NC = {NC}, "
              f"MG = {MG} }};",
-             "static void* workspace(size_t bytes);"]
+             "static void* workspace(size_t bytes);", "static void workspace_trim(void);",
+             f"#define WORKSPACE_KEEP ((size_t){WORKSPACE_KEEP})"]
     parts.append(_TRANSPOSING_PACKS)
     for T, dt in (("float", "float32"), ("double", "float64")):
         _, _, mask, lanes = _VECTOR[T]
