@@ -202,3 +202,16 @@ def test_a_forked_child_multiplies_on_one_thread():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "0", proc.stderr
+
+
+def test_a_layout_the_kernel_refuses_falls_back_to_numpy():
+    """Strides of part elements (a field of a packed record array) are refused by the C code;
+    matmul then gives NumPy's product, mismatched shapes NumPy's error."""
+    rec = np.zeros((64, 64), dtype=[("x", np.float32), ("pad", np.int16)])
+    rec["x"] = _rand((64, 64), np.float32)
+    a = rec["x"]
+    assert a.strides[1] % a.itemsize and gemm._takes(a, a)
+    np.testing.assert_allclose(gemm.matmul(a, a), np.asarray(a) @ np.asarray(a), rtol=1e-5,
+                               atol=1e-4)
+    with pytest.raises(ValueError):
+        gemm.matmul(np.ones((64, 65), np.float32), np.ones((64, 64), np.float32))

@@ -534,7 +534,10 @@ def matmul(a, b, out=None):
         return blas.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if a.ndim == 2 and b.ndim == 2 and out is None:  # the common case, in fewer steps
         c = np.empty((1, a.shape[0], b.shape[1]), a.dtype)
-        module().gemm(a[None], b[None], c, False, _threads(c.size * a.shape[1]), None, None)
+        try:
+            module().gemm(a[None], b[None], c, False, _threads(c.size * a.shape[1]), None, None)
+        except ValueError:  # a layout the kernel refuses (strides of part elements): NumPy's
+            return blas.matmul(a, b)
         return c[0]
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     shape = batch + (a.shape[-2], b.shape[-1])
@@ -546,8 +549,11 @@ def matmul(a, b, out=None):
     shape3 = (a3.shape[0], a3.shape[1], b3.shape[2])
     c = None if out is None else _target(out, shape3)
     target = c if c is not None else np.empty(shape3, a.dtype)
-    module().gemm(a3, b3, target, False, _threads(math.prod(shape3) * b3.shape[1]), None,
-                  None)
+    try:
+        module().gemm(a3, b3, target, False, _threads(math.prod(shape3) * b3.shape[1]), None,
+                      None)
+    except ValueError:  # as above
+        return np.matmul(a, b, out=out)
     if out is None:
         return target.reshape(shape)
     if c is None:
@@ -564,7 +570,10 @@ def add_product(c, a, b):
         return None
     out = np.empty((1, a.shape[0], b.shape[1]), a.dtype)
     out[0] = c
-    module().gemm(a[None], b[None], out, True, _threads(out.size * a.shape[1]), None, None)
+    try:
+        module().gemm(a[None], b[None], out, True, _threads(out.size * a.shape[1]), None, None)
+    except ValueError:  # as in matmul
+        return None
     return out[0]
 
 
