@@ -106,9 +106,13 @@ class Tensor:
 
     def data_ptr(self):
         # an empty tensor has no data pointer (PyTorch's TensorImpl::data() returns nullptr)
-        if not self._storage.data_ptr() or 0 in self._size:
+        if 0 in self._size:
             return 0
-        return self._storage.data_ptr() + self._offset * self._dtype.itemsize
+        s = self._storage_
+        # a kernel's result whose storage was never asked for: its array's address, without
+        # building the storage (compiled graphs' wrappers call this for every kernel argument)
+        p = s.__array_interface__["data"][0] if s.__class__ is np.ndarray else s.data_ptr()
+        return p + self._offset * self._dtype.itemsize if p else 0
 
     @property
     def dtype(self):
