@@ -3,11 +3,11 @@ import ember
 
 from .._core.device import CPU
 from .._core.storage import _alloc_observers, from_array, get_allocator
-from .._core.tensor_impl import make_tensor
+from .._core.tensor_impl import _alias, make_tensor
 from .._kernels.cpu._util import nd
 from ..backends._context import ctx, fill_uninitialized
 
-__all__ = ["check_bounds", "empty_strided_cpu"]
+__all__ = ["check_bounds", "empty_strided_cpu", "reinterpret_tensor"]
 
 _CPU_ALLOCATOR = get_allocator(CPU)
 
@@ -25,6 +25,15 @@ def empty_strided_cpu(size, stride, dtype, nbytes):
     if ctx.deterministic:
         fill_uninitialized(nd(t))
     return t
+
+
+def reinterpret_tensor(base, size, stride, offset):
+    """PyTorch's ``reinterpret_tensor`` of Inductor's wrappers: ``base``'s storage seen with
+    ``size``/``stride`` from element ``offset`` of the storage, without the dispatcher (an alias,
+    as the ``as_strided`` kernel makes after its checks). The layout is a ReinterpretView's,
+    which lies inside its buffer by construction, so there is nothing to check per call; the
+    wrapper runs without autograd, which is why no view is recorded."""
+    return _alias(base, size, stride, offset)
 
 
 def check_bounds(index, size, op, dim=0, wrap=False):

@@ -165,9 +165,9 @@ class CppWrapperCodeGen(WrapperCodeGen):
         to ``temps`` as ``(name, expression)``."""
         if isinstance(a, ir.ReinterpretView):
             lay = a.layout
-            items = [self.value(a.data, temps), self.const(repr(list(lay.size))),
-                     self.const(repr(list(lay.stride))), self.const(repr(lay.offset))]
-            return self._temp(temps, f"PyObject_Vectorcall({self.const('as_strided')}, "
+            items = [self.value(a.data, temps), self.const(repr(tuple(lay.size))),
+                     self.const(repr(tuple(lay.stride))), self.const(repr(lay.offset))]
+            return self._temp(temps, f"PyObject_Vectorcall({self.const('reinterpret_tensor')}, "
                                      f"(PyObject *const[]){{{', '.join(items)}}}, 4, NULL)")
         if isinstance(a, ir.Buffer):
             return self.ref(a.name)

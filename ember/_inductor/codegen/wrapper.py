@@ -41,7 +41,8 @@ class WrapperCodeGen:
     def arg(self, a):
         if isinstance(a, ir.ReinterpretView):
             lay = a.layout
-            return f"as_strided({a.data.name}, {list(lay.size)}, {list(lay.stride)}, {lay.offset})"
+            return (f"reinterpret_tensor({a.data.name}, {tuple(lay.size)}, {tuple(lay.stride)}, "
+                    f"{lay.offset})")
         if isinstance(a, ir.Buffer):
             return a.name
         if isinstance(a, list):
@@ -186,8 +187,8 @@ class WrapperCodeGen:
             "# constN are the non-literal arguments (dtypes, devices) of the eager calls;",
             "# _tensor_constantN the tensors the graph holds (get_attr).",
             "import ember",
-            "from ember import as_strided",
-            "from ember._inductor.runtime import check_bounds, empty_strided_cpu",
+            "from ember._inductor.runtime import check_bounds, empty_strided_cpu, "
+            "reinterpret_tensor",
             "",
             "aten = ember.ops.aten",
             "",
