@@ -1,8 +1,8 @@
 """Inductor on the CPU, ember beside PyTorch in one run (issue 14's figures).
 
 For each workload: ember compiled (``ember.compile``, backend inductor), PyTorch eager and
-``torch.compile`` (its inductor), best of ``--rounds`` rounds, at the default thread count
-unless ``--threads`` is given:
+``torch.compile`` (its inductor), best of ``--rounds`` rounds taken in turn (the machine's
+drift hits all three alike), at the default thread count unless ``--threads`` is given:
 
 * ``pointwise``: ``exp(relu(sin(x) * 2 + 1))`` on 1M float32;
 * ``softmax`` / ``layer_norm``: forward + backward on 4096 x 1024 float32;
@@ -39,16 +39,11 @@ import ember  # noqa: E402
 torch = None
 
 
-def best_of(fn, calls, rounds):
-    fn()
-    fn()
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return best
+def three_ways(fns, calls, rounds):
+    """Best seconds per call of (ember compiled, torch eager, torch.compile), their rounds
+    taken in turn (``interleaved``): this machine's speed drifts over minutes, and timing one
+    after the other put that drift between the libraries."""
+    return interleaved(fns, calls, rounds)
 
 
 def row(name, e, te, tc, extra=""):
@@ -64,8 +59,8 @@ def pointwise(args):
     xt = torch.from_numpy(xe.numpy().copy())
     ce, ct = ember.compile(f(ember)), torch.compile(f(torch))
     assert np.allclose(ce(xe).numpy(), f(torch)(xt).numpy(), rtol=1e-5)
-    row("pointwise 1M", best_of(lambda: ce(xe), 20, args.rounds),
-        best_of(lambda: f(torch)(xt), 20, args.rounds), best_of(lambda: ct(xt), 20, args.rounds))
+    row("pointwise 1M", *three_ways([lambda: ce(xe), lambda: f(torch)(xt), lambda: ct(xt)], 20,
+                                    args.rounds))
 
 
 def _fwd_bwd(lib, fn, x, g):
@@ -89,9 +84,9 @@ def norm_ops(args, which):
     xt = torch.tensor(xn, requires_grad=True)
     ge, gt = ember.tensor(gn), torch.tensor(gn)
     ce, ct = ember.compile(fn(ember)), torch.compile(fn(torch))
-    row(f"{which} fwd+bwd", best_of(_fwd_bwd(ember, ce, xe, ge), 5, args.rounds),
-        best_of(_fwd_bwd(torch, fn(torch), xt, gt), 5, args.rounds),
-        best_of(_fwd_bwd(torch, ct, xt, gt), 5, args.rounds))
+    row(f"{which} fwd+bwd", *three_ways([_fwd_bwd(ember, ce, xe, ge),
+                                         _fwd_bwd(torch, fn(torch), xt, gt),
+                                         _fwd_bwd(torch, ct, xt, gt)], 5, args.rounds))
 
 
 def _mlp(lib):
@@ -130,8 +125,8 @@ def mlp(args):
         run = (lib.compile(model) if compiled else model)
         return _steps(lib, model, lambda m: lib.nn.functional.cross_entropy(run(x), y))
     diff = _same_losses(make(ember, True), make(ember, False))
-    row("mlp step", best_of(make(ember, True), 10, args.rounds),
-        best_of(make(torch, False), 10, args.rounds), best_of(make(torch, True), 10, args.rounds),
+    row("mlp step", *three_ways([make(ember, True), make(torch, False), make(torch, True)], 10,
+                                args.rounds),
         f"(20-step loss diff vs ember eager {diff:.1e})")
 
 
@@ -219,8 +214,8 @@ def gpt_step(args):
         run = lib.compile(model) if compiled else model
         return _steps(lib, model, lambda m: run(x, y), lib.optim.AdamW, 1e-3)
     diff = _same_losses(make(ember, True), make(ember, False))
-    row("gpt step", best_of(make(ember, True), 5, args.rounds),
-        best_of(make(torch, False), 5, args.rounds), best_of(make(torch, True), 5, args.rounds),
+    row("gpt step", *three_ways([make(ember, True), make(torch, False), make(torch, True)], 5,
+                                args.rounds),
         f"(20-step loss diff vs ember eager {diff:.1e})")
 
 
