@@ -8,6 +8,8 @@ Where PyTorch picks a different overload for a Python-number operand (``a == 1``
 import numbers
 
 from . import overrides as _overrides
+from ._dispatch import tls as _tls
+from ._dispatch.keys import BACKEND_BITS
 from ._ops.overload import default_value, ops
 from ._tensor import Tensor
 from ._core.codegen import compile_source
@@ -94,7 +96,8 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
     t_args, ns = _args(tensor_qualname, "_t", first, second)
     ns.update(_on_tensor=_overload(tensor_qualname)._call, Tensor=Tensor, _is_number=_is_number,
               _NUMBERS=_NUMBERS, _TF_ON=_overrides._TF_ON, _tf_check=_overrides._check,
-              _tf_op=_overrides._dispatch_operator)
+              _tf_op=_overrides._dispatch_operator, _state=_tls.state,
+              _cache=_overload(tensor_qualname)._entry.cache)
     method = tensor_qualname.partition(".")[0]
     src = ["def op(self, other):",
            # called unbound on a non-tensor (Tensor.__rand__(2, t)): PyTorch's C descriptors
@@ -103,7 +106,16 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
            f"        raise TypeError(\"descriptor '{dunder}' for 'Tensor' objects doesn't apply \"",
            "                        f\"to a '{type(self).__name__}' object\")",
            f"    if _TF_ON and _tf_check((self, other)): return _tf_op({dunder!r}, {method!r}, self, other)",
-           "    if other.__class__ is Tensor or isinstance(other, Tensor):",
+           # two plain tensors on one backend: the dispatcher's call inlined (its key set and
+           # cached kernel, one Python frame less on the hottest path of all)
+           "    if other.__class__ is Tensor:",
+           "        ks = ((self._keyset | other._keyset) | _state.included) & ~_state.excluded",
+           f"        b = ks & {BACKEND_BITS}",
+           "        k = _cache.get(ks)",
+           "        if k is not None and not b & (b - 1):",
+           f"            return k({t_args})",
+           f"        return _on_tensor({t_args})",
+           "    if isinstance(other, Tensor):",
            f"        return _on_tensor({t_args})"]
     if number_qualname is not False:
         n_qualname = number_qualname or tensor_qualname
