@@ -31,8 +31,10 @@ def reinterpret_tensor(base, size, stride, offset):
     """PyTorch's ``reinterpret_tensor`` of Inductor's wrappers: ``base``'s storage seen with
     ``size``/``stride`` from element ``offset`` of the storage, without the dispatcher (an alias,
     as the ``as_strided`` kernel makes after its checks). The layout is a ReinterpretView's,
-    which lies inside its buffer by construction, so there is nothing to check per call; the
-    wrapper runs without autograd, which is why no view is recorded."""
+    which lies inside its buffer by construction, so there is nothing to check per call; and
+    nothing records autograd history in a wrapper (an inference graph's inputs need no grad, a
+    training graph's forward and backward run inside its autograd.Function), so the alias
+    needs none."""
     return _alias(base, size, stride, offset)
 
 

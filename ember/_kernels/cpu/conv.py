@@ -2,14 +2,16 @@
 padding, dilation, groups) and its fused backward ``aten::convolution_backward``, plus
 ``im2col``/``col2im`` (``F.unfold``/``F.fold``).
 
-Everything is built from three NumPy primitives on channels-last copies of the data:
+Everything is built from column matrices and GEMMs (``gemm.matmul``):
 
 * :func:`_windows` pads the input once into an ``(N, *spatial, C)`` buffer and takes every
   kernel window with one ``as_strided`` view; :func:`_cols` copies a chunk of samples of it
   into the column matrix ``(G, n, out_positions, K*Cg)`` (C innermost, so it is built from
   contiguous runs of channels);
-* a forward convolution is then ONE batched GEMM per group and chunk (``weight @ cols^T``),
-  which lands directly in NCHW order;
+* a forward convolution is ONE batched GEMM per group and chunk, ``weight @ cols^T``, its
+  transposed columns (:func:`_cols_t`: kernel offset and channel by output position) copied
+  from a channels-first padding in runs of output positions, the product landing directly in
+  NCHW order;
 * the weight gradient is the GEMM ``grad_out @ cols``; the input gradient is, for stride 1, the
   forward convolution of the gradient with the flipped kernel, otherwise the GEMM
   ``grad_out^T @ weight`` followed by a col2im (one strided add per kernel offset).
