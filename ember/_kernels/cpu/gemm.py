@@ -60,8 +60,9 @@ WORKSPACE_KEEP = 64 << 20  # bytes of packing workspace a thread keeps between p
 MIN_WORK = 1 << 18
 # Products of fewer multiply-adds run on one thread: an OpenMP team costs a few microseconds.
 PARALLEL_WORK = 1 << 19
-# Products narrower than half a register block go to NumPy: the block's padding columns would
-# cost more than the kernel saves (128 x 256 x 10 float32: NumPy 10 us, this kernel 15).
+# The dtypes the kernel has (float32, float64), and for each the fewest columns it takes:
+# products narrower than half a register block go to NumPy, the block's padding columns
+# costing more than the kernel saves (128 x 256 x 10 float32: NumPy 10 us, this kernel 15).
 _NARROW = {"f": 16, "d": 8}
 
 _VECTOR = {"float": ("__m512", "ps", "__mmask16", 16), "double": ("__m512d", "pd", "__mmask8", 8)}
@@ -498,13 +499,13 @@ def module():
 
 def _takes(a, b):
     """Whether the C kernel multiplies these operands (NumPy arrays)."""
-    if a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:
+    if a.dtype != b.dtype or a.dtype.char not in _NARROW or a.ndim < 2 or b.ndim < 2:
         return False
     n = b.shape[-1]
     if n < _NARROW[a.dtype.char]:
         return False
     work = a.size * n if a.ndim >= b.ndim else b.size * a.shape[-2]
-    return work >= MIN_WORK and generated.enabled() and module() is not None
+    return work >= MIN_WORK and usable(a.dtype)
 
 
 def _threads(work):
@@ -579,7 +580,7 @@ def add_product(c, a, b):
 
 def usable(dtype):
     """Whether the kernel is there for ``dtype`` (a NumPy dtype) now."""
-    return dtype.char in "fd" and generated.enabled() and module() is not None
+    return dtype.char in _NARROW and generated.enabled() and module() is not None
 
 
 def rows_product(a, b, out, a_rows=None, b_rows=None):
