@@ -18,6 +18,7 @@ Cached blocks are kept until ``empty_cache()`` or until a request would take the
 ``LIMIT`` bytes: the free blocks are released then, and if that is not enough the request bypasses
 the cache.
 """
+import math
 import sys
 import threading
 
@@ -83,9 +84,12 @@ class CachingAllocator:
                     self.peak_reserved_bytes = self.reserved_bytes
             return blk[:nbytes]
 
-    def empty(self, shape, dtype, nbytes):
-        """An uninitialized C-contiguous array of ``shape`` and NumPy ``dtype`` (``nbytes`` is
-        its size in bytes, which the caller has at hand)."""
+    def empty(self, shape, dtype, nbytes=None):
+        """An uninitialized C-contiguous array of ``shape`` and NumPy ``dtype``; ``nbytes``, its
+        size in bytes, where the caller has it at hand (a hot path saves working it out)."""
+        if nbytes is None:
+            dtype = np.dtype(dtype)
+            nbytes = math.prod(shape) * dtype.itemsize
         return self.allocate(nbytes).view(dtype).reshape(shape)
 
     def allocated_bytes(self):

@@ -94,6 +94,12 @@ def matmul(a, b):
 _held = [0]  # depth of one_thread() blocks: inside one, the pool stays at one thread
 
 
+def in_one_thread():
+    """Whether a :func:`one_thread` block is open: products run on one thread there (the caller
+    runs several at once, or many small ones)."""
+    return _held[0] > 0
+
+
 @contextlib.contextmanager
 def one_thread():
     """A block whose products all run on one BLAS thread: many small products (a recurrent

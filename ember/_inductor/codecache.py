@@ -29,7 +29,7 @@ from ember._inductor import blas_threads, cpu_vec_isa
 from ember._inductor.exc import CppCompileError, InvalidCxxCompiler
 
 __all__ = ["CFLAGS", "LIBS", "cache_dir", "compile_command", "compiler_features",
-           "source_path", "CppCodeCache", "counters"]
+           "source_path", "CppCodeCache", "HandWrittenModule", "counters"]
 
 log = logging.getLogger(__name__)
 
@@ -399,3 +399,31 @@ class CppCodeCache:
         # the first module on OpenMP: OpenBLAS's parallel calls move onto its pool
         blas_threads.install()
         return module
+
+
+class HandWrittenModule:
+    """A hand-written C module of the eager kernels (``ember/_kernels/cpu``: attention, GEMM),
+    built through :class:`CppCodeCache` on first use, once per process. ``get()`` is the
+    module, or None where ``available()`` says no, there is no compiler or the build failed:
+    the reason is logged (``fallback`` says what runs instead) and the caller's NumPy code
+    runs. ``source`` is a function, as a source may depend on the compiler's features."""
+
+    def __init__(self, name, source, fallback, available=lambda: True):
+        self.name, self._source, self._fallback, self._available = (name, source, fallback,
+                                                                     available)
+        self._lock = threading.Lock()
+        self._tried = False
+        self._module = None
+
+    def get(self):
+        if self._tried:
+            return self._module
+        with self._lock:
+            if not self._tried:
+                if self._available():
+                    try:
+                        self._module = CppCodeCache.load(self._source(), self.name)
+                    except (InvalidCxxCompiler, CppCompileError) as e:
+                        log.info("%s: %s", self._fallback, e)
+                self._tried = True
+        return self._module

@@ -18,10 +18,9 @@ layout letter per operand:
 Pointwise kernels split the element range into one chunk per thread; row kernels (softmax,
 layer_norm backward) split the rows; column kernels (sums over the rows, one per column:
 layer_norm's weight and bias gradients) split the columns. All stay on the calling thread below
-PyTorch's grain size
-(``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called with ``nthreads`` 1, in
-which case the OpenMP runtime is not entered at all (a forked child must not: see
-``ember/_kernels/cpu/generated.py``).
+PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called
+with ``nthreads`` 1, in which case the OpenMP runtime is not entered at all (a forked child
+must not: see ``ember/_kernels/cpu/generated.py``).
 """
 import dataclasses
 

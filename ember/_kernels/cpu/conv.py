@@ -109,19 +109,14 @@ def _conv_out(shape, ksize, stride, padding, dilation):
             zip(shape, padding, dilation, ksize, stride)]
 
 
-def _empty(shape, dtype):
-    """An uninitialized array from the caching allocator: the convolutions' buffers are several
-    MiB each, and fresh pages cost a page fault per 4 KiB."""
-    dtype = np.dtype(dtype)
-    return _cpu_cache.empty(shape, dtype, math.prod(shape) * dtype.itemsize)
-
-
 def _padded(x, padding, after=None):
     """(N, C, *S + before + after) zero-padded copy of x (N, C, *S), ``padding`` before and
-    ``after`` (default: the same) each spatial dim: the borders zeroed, the rest copied."""
+    ``after`` (default: the same) each spatial dim: the borders zeroed, the rest copied. From
+    the caching allocator, as the grid path's other buffers: they are several MiB each, and
+    fresh pages cost a page fault per 4 KiB."""
     n, c, *s = x.shape
     after = padding if after is None else after
-    xp = _empty((n, c, *[a + p + q for a, p, q in zip(s, padding, after)]), x.dtype)
+    xp = _cpu_cache.empty((n, c, *[a + p + q for a, p, q in zip(s, padding, after)]), x.dtype)
     for d, (p, q) in enumerate(zip(padding, after)):
         lead = (slice(None),) * (2 + d)
         if p:
@@ -189,9 +184,9 @@ def _gridded(x, w, stride, groups):
 def _conv_forward_grid(x, w, padding, dilation):
     n, o = x.shape[0], w.shape[0]
     strides, out, ncols, rows = _grid(x.shape, w.shape[2:], padding, dilation)
-    y = _empty((n, o, ncols), x.dtype)
+    y = _cpu_cache.empty((n, o, ncols), x.dtype)
     gemm.rows_product(_wmat(w, 1), _padded(x, padding).reshape(n, -1), y, b_rows=rows)
-    res = _empty((n, o, *out), x.dtype)
+    res = _cpu_cache.empty((n, o, *out), x.dtype)
     np.copyto(res, _on_grid(y, out, strides))
     return res
 

@@ -22,14 +22,10 @@ block products multiply it by a zero weight, NaN). Only float32 and float64 (hal
 computed in float32 by the caller), and only for short sequences (``usable``): longer ones keep
 the tiled NumPy kernel, whose products are BLAS's.
 """
-import logging
-import threading
-
 import numpy as np
 
+from ..._inductor.codecache import HandWrittenModule
 from . import generated
-
-log = logging.getLogger(__name__)
 
 # The C kernel takes a head whose keys and values hold at most this many elements (S * (E + Ev)),
 # four times as many under causal masking (which halves its work and not the tiles'): measured
@@ -327,34 +323,22 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "ember_flash_attentio
 PyMODINIT_FUNC PyInit_ember_flash_attention(void) { return PyModule_Create(&module); }
 """
 
-_lock = threading.Lock()
-_state = {"tried": False, "module": None}
-
-
-def _source(vector_math):
+def _source():
+    from ..._inductor.codecache import compiler_features
     from ..._inductor.codegen.cpp import prelude
     kernels = [_TEMPLATE.format(T="float", dt="float32", exp="expf", log="logf"),
                _TEMPLATE.format(T="double", dt="float64", exp="exp", log="log")]
-    return "\n".join([prelude(vector_math), "#include <stdlib.h>", *kernels, _BINDINGS])
+    return "\n".join([prelude(compiler_features()["mvec"]), "#include <stdlib.h>", *kernels,
+                      _BINDINGS])
+
+
+_BUILT = HandWrittenModule("ember_flash_attention", _source, "attention keeps its NumPy kernel")
 
 
 def module():
-    """The built kernel module, or None where generated kernels are off, there is no compiler
-    or the build failed (the NumPy kernel is used then)."""
-    if _state["tried"]:
-        return _state["module"]
-    with _lock:
-        if not _state["tried"]:
-            _state["tried"] = True
-            from ..._inductor import codecache
-            from ..._inductor.exc import CppCompileError, InvalidCxxCompiler
-            try:
-                features = codecache.compiler_features()
-                _state["module"] = codecache.CppCodeCache.load(_source(features["mvec"]),
-                                                               "ember_flash_attention")
-            except (InvalidCxxCompiler, CppCompileError) as e:
-                log.info("attention keeps its NumPy kernel: %s", e)
-    return _state["module"]
+    """The built kernel module, or None where there is no compiler or the build failed (the
+    NumPy kernel is used then)."""
+    return _BUILT.get()
 
 
 def usable(P):

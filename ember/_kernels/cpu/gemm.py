@@ -32,16 +32,14 @@ when the CPU has AVX-512 (the capability
 generated kernels are built for), the generated kernels are enabled and the product is large
 enough; everything else goes to :func:`ember._core.blas.matmul`.
 """
-import logging
 import math
-import threading
 
 import numpy as np
 
 from ..._core import blas
+from ..._inductor import cpu_vec_isa
+from ..._inductor.codecache import HandWrittenModule
 from . import generated
-
-log = logging.getLogger(__name__)
 
 MR = 14  # rows of the micro-kernel's register block
 TAIL_ROWS = 8  # rows of the kernel for a block's last panel where it has no more rows
@@ -410,9 +408,9 @@ static PyObject* py_gemm(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     for (int a = 0; a < 2 && !bad && M && N && K; a++) {
         if (!has_rows[a]) continue;
         const int64_t count = a ? K : M, last = (a ? N - 1 : K - 1) * st[a][1];
+        if (st[a][1] < 0) bad = "row offsets inside the array";
         for (int64_t i = 0; i < count && !bad; i++)
-            if (rows[a][i] < 0 || rows[a][i] + last < 0 || rows[a][i] + last >= n[a][1]
-                    || st[a][1] < 0)
+            if (rows[a][i] < 0 || rows[a][i] + last >= n[a][1])
                 bad = "row offsets inside the array";
     }
     int oom = 0;
@@ -475,26 +473,18 @@ def _source():
     return "\n".join(parts)
 
 
-_lock = threading.Lock()
-_state = {"tried": False, "module": None}
+def _avx512():
+    return cpu_vec_isa.pick_vec_isa() is cpu_vec_isa.VecAVX512
+
+
+_BUILT = HandWrittenModule("ember_gemm", _source, "matrix products keep NumPy's BLAS",
+                           available=_avx512)
 
 
 def module():
-    """The built GEMM module, or None where the CPU lacks AVX-512, generated kernels are off,
-    there is no compiler or the build failed (NumPy's BLAS is used then)."""
-    if _state["tried"]:
-        return _state["module"]
-    with _lock:
-        if not _state["tried"]:
-            from ..._inductor import codecache, cpu_vec_isa
-            from ..._inductor.exc import CppCompileError, InvalidCxxCompiler
-            if cpu_vec_isa.pick_vec_isa() is cpu_vec_isa.VecAVX512:
-                try:
-                    _state["module"] = codecache.CppCodeCache.load(_source(), "ember_gemm")
-                except (InvalidCxxCompiler, CppCompileError) as e:
-                    log.info("matrix products keep NumPy's BLAS: %s", e)
-            _state["tried"] = True
-    return _state["module"]
+    """The built GEMM module, or None where the CPU lacks AVX-512, there is no compiler or the
+    build failed (NumPy's BLAS is used then)."""
+    return _BUILT.get()
 
 
 def _takes(a, b):
@@ -509,7 +499,7 @@ def _takes(a, b):
 
 
 def _threads(work):
-    if work < PARALLEL_WORK or blas._held[0]:  # inside one_thread(): threads are the caller's
+    if work < PARALLEL_WORK or blas.in_one_thread():  # then the threads are the caller's
         return 1
     return generated._threads()
 

@@ -257,10 +257,6 @@ def _run_pointwise(module, spec_name, dt, layout, out, arrays, size):
     return out
 
 
-def _empty(shape, dt):
-    return _cpu_cache.empty(shape, dt, math.prod(shape) * dt.itemsize)
-
-
 def _plan(name, arrays):
     """``(dtype, element count, (layout class, result shape))`` when ``name`` has a generated
     kernel and ``arrays`` qualify for one, else None."""
@@ -284,7 +280,7 @@ def pointwise(name, arrays):
     module = _pointwise_module(name, dt, len(arrays))
     if module is None:
         return None
-    return _run_pointwise(module, name, dt, lay[0], _empty(lay[1], dt), arrays, size)
+    return _run_pointwise(module, name, dt, lay[0], _cpu_cache.empty(lay[1], dt), arrays, size)
 
 
 def pointwise_into(name, dst, arrays):
@@ -334,7 +330,8 @@ def activation(name, x, params):
     module = _module((spec_name, dt), make_spec)
     if module is None:
         return None
-    return _run_pointwise(module, spec_name, dt, "v", _empty(x.shape, dt), [x], x.size)
+    return _run_pointwise(module, spec_name, dt, "v", _cpu_cache.empty(x.shape, dt), [x],
+                          x.size)
 
 
 def activation_backward(name, x, g, params):
@@ -362,7 +359,8 @@ def activation_backward(name, x, g, params):
     module = _module((spec_name, dt), make_spec)
     if module is None:
         return None
-    return _run_pointwise(module, spec_name, dt, lay[0], _empty(x.shape, dt), operands, x.size)
+    return _run_pointwise(module, spec_name, dt, lay[0], _cpu_cache.empty(x.shape, dt), operands,
+                          x.size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +452,7 @@ def _rows(spec_name, arrays, rows, cols):
     module = _module((spec_name, dt), make_spec)
     if module is None:
         return None
-    outs = [_empty(arrays[0].shape, dt) if lay == "v" else np.empty((rows, 1), dt)
+    outs = [_cpu_cache.empty(arrays[0].shape, dt) if lay == "v" else np.empty((rows, 1), dt)
             for _, lay in outputs]
     getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}")(*outs, *arrays, rows, cols, _threads())
     return outs[0] if len(outs) == 1 else tuple(outs)
