@@ -13,7 +13,13 @@ The key set comes from ``ember/_dispatch/keys.py`` and the thread's inference mo
 nothing above them.
 
 The fast constructors skip ``Tensor.__new__`` (which parses user input) and set every slot.
+The two that run on every op, :func:`wrap_array` (each result) and :func:`_alias` (each view),
+also exist in C (``tensor_impl.c``, built by the compiler the generated kernels use, at import):
+the C versions take the common case and call the Python functions here for every other, so these
+stay the definition. ``EMBER_TENSOR_IMPL_C=0`` keeps the Python ones.
 """
+import os
+
 import numpy as np
 
 from .._dispatch import tls as _tls
@@ -37,6 +43,9 @@ def set_tensor_class(cls):
     """Register the Python class that plain tensors are instances of."""
     global Tensor
     Tensor = cls
+    if _C is not None:
+        _C.configure(cls, _NUM_TO_DT, CPU, _CPU_KS, _CPU_INFERENCE_KS, _ADINPLACE,
+                     _alloc_observers, _tls.state, _wrap_array_py, _alias_py)
 
 
 _KEYSETS = {}
@@ -198,3 +207,24 @@ def _alias(base, size, stride, offset, dtype=None):
     t._output_nr = 0
     t._autograd = None
     return t
+
+
+def _load_c():
+    """The C constructors (``tensor_impl.c``), or None: switched off, no compiler, or a failed
+    build (logged; the Python functions run)."""
+    if os.environ.get("EMBER_TENSOR_IMPL_C") == "0":
+        return None
+    from .._inductor.codecache import HandWrittenModule
+    return HandWrittenModule("ember_tensor_impl", _c_source, "tensors are built in Python",
+                             parallel=False).get()
+
+
+def _c_source():
+    with open(os.path.join(os.path.dirname(__file__), "tensor_impl.c")) as f:
+        return f.read()
+
+
+_wrap_array_py, _alias_py = wrap_array, _alias
+_C = _load_c()
+if _C is not None:
+    wrap_array, _alias = _C.wrap_array, _C._alias

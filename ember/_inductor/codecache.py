@@ -75,8 +75,10 @@ def cache_dir():
 
 
 def _includes():
+    """Python's headers, and NumPy's (for hand-written modules that read arrays directly)."""
+    import numpy
     paths = sysconfig.get_paths()
-    dirs = []
+    dirs = [numpy.get_include()]
     for name in ("include", "platinclude"):
         d = paths.get(name)
         if d and d not in dirs:
@@ -359,9 +361,10 @@ class CppCodeCache:
         cls.cache.clear()
 
     @classmethod
-    def load(cls, source, module_name):
+    def load(cls, source, module_name, parallel=True):
         """Build (or find) ``source``, a C translation unit defining ``PyInit_<module_name>``,
-        and return the loaded extension module."""
+        and return the loaded extension module. ``parallel``: the module runs OpenMP regions
+        (then OpenBLAS's threads move onto the OpenMP pool: ``blas_threads``)."""
         if not (module_name.isidentifier() and module_name.isascii()):
             raise ValueError(f"module_name must be a C identifier, got {module_name!r}")
         key = _key(source, module_name)
@@ -396,21 +399,23 @@ class CppCodeCache:
                 counters["compile"] += 1
                 module = _load_module(module_name, so_path)
             cls.cache[key] = module
-        # the first module on OpenMP: OpenBLAS's parallel calls move onto its pool
-        blas_threads.install()
+        if parallel:  # the first module on OpenMP: OpenBLAS's parallel calls move onto its pool
+            blas_threads.install()
         return module
 
 
 class HandWrittenModule:
-    """A hand-written C module of the eager kernels (``ember/_kernels/cpu``: attention, GEMM),
-    built through :class:`CppCodeCache` on first use, once per process. ``get()`` is the
+    """A hand-written C module (the eager kernels' attention and GEMM in ``ember/_kernels/cpu``,
+    the tensor constructors of ``ember/_core/tensor_impl.c``), built through :class:`CppCodeCache` on first use, once per process. ``get()`` is the
     module, or None where ``available()`` says no, there is no compiler or the build failed:
     the reason is logged (``fallback`` says what runs instead) and the caller's NumPy code
-    runs. ``source`` is a function, as a source may depend on the compiler's features."""
+    runs. ``source`` is a function, as a source may depend on the compiler's features;
+    ``parallel`` as in ``CppCodeCache.load``."""
 
-    def __init__(self, name, source, fallback, available=lambda: True):
+    def __init__(self, name, source, fallback, available=lambda: True, parallel=True):
         self.name, self._source, self._fallback, self._available = (name, source, fallback,
                                                                      available)
+        self._parallel = parallel
         self._lock = threading.Lock()
         self._tried = False
         self._module = None
@@ -422,7 +427,8 @@ class HandWrittenModule:
             if not self._tried:
                 if self._available():
                     try:
-                        self._module = CppCodeCache.load(self._source(), self.name)
+                        self._module = CppCodeCache.load(self._source(), self.name,
+                                                        self._parallel)
                     except (InvalidCxxCompiler, CppCompileError) as e:
                         log.info("%s: %s", self._fallback, e)
                 self._tried = True
