@@ -24,7 +24,8 @@ only share the products.
 Stride-1 convolutions of one group (most of a CNN, and every stride-1 input gradient) skip the
 column matrix where ember's GEMM kernel is there (``gemm.py``, AVX-512): each row of the
 columns is a stretch of the flattened padded input, which the kernel reads through row offsets
-(the "grid" functions below), one multithreaded GEMM for the whole batch.
+(the "grid" functions below), one multithreaded GEMM for the whole batch. The padding and the
+copy of the outputs out of the grid are OpenMP loops too (``grid_copy.py``).
 
 A transposed convolution is the input gradient of the regular convolution whose weight it
 shares, and its backward uses the forward/weight-gradient primitives, as in ATen.
@@ -39,7 +40,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
 from ._util import array_module, nd, wrap
-from . import gemm
+from . import gemm, grid_copy
 from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
@@ -109,30 +110,12 @@ def _conv_out(shape, ksize, stride, padding, dilation):
             zip(shape, padding, dilation, ksize, stride)]
 
 
-def _padded(x, padding, after=None):
-    """(N, C, *S + before + after) zero-padded copy of x (N, C, *S), ``padding`` before and
-    ``after`` (default: the same) each spatial dim: the borders zeroed, the rest copied. From
-    the caching allocator, as the grid path's other buffers: they are several MiB each, and
-    fresh pages cost a page fault per 4 KiB."""
-    n, c, *s = x.shape
-    after = padding if after is None else after
-    xp = _cpu_cache.empty((n, c, *[a + p + q for a, p, q in zip(s, padding, after)]), x.dtype)
-    for d, (p, q) in enumerate(zip(padding, after)):
-        lead = (slice(None),) * (2 + d)
-        if p:
-            xp[lead + (slice(0, p),)] = 0
-        if q:
-            xp[lead + (slice(p + s[d], None),)] = 0
-    xp[(slice(None), slice(None), *[slice(p, p + a) for a, p in zip(s, padding)])] = x
-    return xp
-
-
 def _cols_t(x, ksize, stride, padding, dilation, groups, out):
     """The columns transposed, (G, N, prod(K)*Cg, prod(O)) (rows in ``_wmat``'s order: kernel
     offset outer, channel inner): each row is one channel's plane shifted by one kernel
     offset, so the copy moves whole runs of output columns, and the GEMM's B operand is
     row-major (its packing is a plain copy)."""
-    xp = _padded(x, padding)
+    xp = grid_copy.padded(x, padding)
     n, c = x.shape[:2]
     k = len(ksize)
     st = xp.strides
@@ -185,9 +168,9 @@ def _conv_forward_grid(x, w, padding, dilation):
     n, o = x.shape[0], w.shape[0]
     strides, out, ncols, rows = _grid(x.shape, w.shape[2:], padding, dilation)
     y = _cpu_cache.empty((n, o, ncols), x.dtype)
-    gemm.rows_product(_wmat(w, 1), _padded(x, padding).reshape(n, -1), y, b_rows=rows)
+    gemm.rows_product(_wmat(w, 1), grid_copy.padded(x, padding).reshape(n, -1), y, b_rows=rows)
     res = _cpu_cache.empty((n, o, *out), x.dtype)
-    np.copyto(res, _on_grid(y, out, strides))
+    grid_copy.copy(res, _on_grid(y, out, strides))
     return res
 
 
@@ -197,10 +180,10 @@ def _conv_grad_weight_grid(x, gy, w_shape, padding, dilation):
     # the gradient on x's padded grid, zero past each output row (and plane): the grid's
     # positions that are not outputs
     extra = [d * (k - 1) for d, k in zip(dilation, w_shape[2:])]
-    gy_grid = _padded(gy, [0] * len(extra), extra).reshape(n, o, -1)[:, :, :ncols]
+    gy_grid = grid_copy.padded(gy, [0] * len(extra), extra).reshape(n, o, -1)[:, :, :ncols]
     gw = np.empty((1, len(rows), o), gy.dtype)  # transposed: the batch's sum of (K*C, O)
-    gemm.rows_product(_padded(x, padding).reshape(n, -1), gy_grid.transpose(0, 2, 1), gw,
-                      a_rows=rows)
+    xp = grid_copy.padded(x, padding).reshape(n, -1)
+    gemm.rows_product(xp, gy_grid.transpose(0, 2, 1), gw, a_rows=rows)
     gw = gw[0].T.reshape(o, *w_shape[2:], w_shape[1])
     return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
 
