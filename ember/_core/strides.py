@@ -166,6 +166,15 @@ def compute_view_stride(oldshape, oldstride, newshape):
     (a port of ATen's computeStride: chunks of contiguous dims may be re-split)."""
     if not oldshape:
         return (1,) * len(newshape)
+    try:  # a contiguous tensor (the usual case): any shape of its size views it contiguously
+        if _contiguous_strides(tuple(oldshape)) == tuple(oldstride):
+            return _contiguous_strides(tuple(newshape))
+    except TypeError:  # symbolic sizes are unhashable: the walk
+        pass
+    return _view_stride_walk(oldshape, oldstride, newshape)
+
+
+def _view_stride_walk(oldshape, oldstride, newshape):
     n = numel(oldshape)
     if n == 0 and tuple(oldshape) == tuple(newshape):
         return tuple(oldstride)

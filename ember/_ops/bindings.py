@@ -94,6 +94,8 @@ def is_int(v):
 
 
 def int_list(v, n=None):
+    if v.__class__ is tuple and all(x.__class__ is int for x in v):  # the usual case
+        return v
     if v.__class__ is int or (n is not None and is_int(v) and not isinstance(v, (list, tuple))):
         if n is None:
             raise NoMatch
