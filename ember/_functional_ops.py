@@ -313,18 +313,25 @@ def typename(obj, /):
 # without either the value is only recorded and reported back).
 def _default_threads():
     """PyTorch's default: OMP_NUM_THREADS when set (launchers such as
-    ``ember.backends.xeon.run_cpu`` set it per instance), else the cores this process may use."""
-    import os
-    omp = os.environ.get("OMP_NUM_THREADS", "")
-    if omp.isdigit() and int(omp) > 0:
-        return int(omp)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    ``ember.backends.xeon.run_cpu`` set it per instance), else the cores this process may use.
+    Read once, on first use, as PyTorch sizes its pool once (the eager kernels ask for every
+    call; the environment and the affinity syscall cost a microsecond)."""
+    n = _threads["default"]
+    if n is None:
+        import os
+        omp = os.environ.get("OMP_NUM_THREADS", "")
+        if omp.isdigit() and int(omp) > 0:
+            n = int(omp)
+        else:
+            try:
+                n = len(os.sched_getaffinity(0))
+            except AttributeError:
+                n = os.cpu_count() or 1
+        _threads["default"] = n
+    return n
 
 
-_threads = {"intra": None, "interop": None, "interop_set": False}
+_threads = {"intra": None, "interop": None, "interop_set": False, "default": None}
 
 
 def _positive_int(name, n):

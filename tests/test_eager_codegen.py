@@ -469,3 +469,26 @@ def test_wrong_call_raises():
     with pytest.raises((ValueError, BufferError)):  # a read-only result
         a.flags.writeable = False
         module.exp_float32_v(a, a, 10, 1)
+
+
+def test_switch_is_read_on_every_call(monkeypatch):
+    """enabled() reads os.environ's own store (a dict lookup): every way of changing the
+    variable at run time is seen at once."""
+    from ember._kernels.cpu import generated
+    monkeypatch.setenv("EMBER_EAGER_CODEGEN", "0")
+    assert not generated.enabled()
+    monkeypatch.setenv("EMBER_EAGER_CODEGEN", "1")
+    assert generated.enabled()
+    os.environ["EMBER_EAGER_CODEGEN"] = "0"
+    assert not generated.enabled()
+    monkeypatch.delenv("EMBER_EAGER_CODEGEN")
+    assert generated.enabled() == (not generated._no_compiler)
+
+
+def test_default_thread_count_is_read_once(monkeypatch):
+    """As PyTorch sizes its pool once, OMP_NUM_THREADS set after the first use changes nothing
+    (ember.set_num_threads does)."""
+    from ember import _functional_ops
+    before = _functional_ops._default_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", str(before + 3))
+    assert _functional_ops._default_threads() == before

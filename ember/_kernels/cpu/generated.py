@@ -59,16 +59,31 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+# os.environ keeps its variables in ``_data`` (encoded on POSIX), which its setters update:
+# read there, the switch costs a dict lookup instead of os.environ.get's half microsecond.
+_ENV_DATA = getattr(os.environ, "_data", None)
+_ENV_KEY = os.environ.encodekey(_ENV) if hasattr(os.environ, "encodekey") else None
+
+
 def enabled():
     """Whether large eager ops may use generated kernels now."""
-    return not _no_compiler and os.environ.get(_ENV, "1") != "0"
+    if _no_compiler:
+        return False
+    if _ENV_DATA is not None and _ENV_KEY is not None:
+        return _ENV_DATA.get(_ENV_KEY, b"1") not in (b"0", "0")
+    return os.environ.get(_ENV, "1") != "0"
+
+
+_get_num_threads = None  # ember.get_num_threads, bound on first use (ember imports this module)
 
 
 def _threads():
+    global _get_num_threads
     if _forked:
         return 1
-    import ember
-    return ember.get_num_threads()
+    if _get_num_threads is None:
+        from ..._functional_ops import get_num_threads as _get_num_threads
+    return _get_num_threads()
 
 
 _FLOAT_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
@@ -213,30 +228,36 @@ def _layout(arrays, size):
     """The layout letters of ``arrays`` for a result of ``size`` elements and the result shape,
     or None when an operand is neither a C-contiguous array of that shape nor one element."""
     shape = None
-    letters = []
+    letters = ""
+    ndim = 0
     for a in arrays:
+        if a.ndim > ndim:
+            ndim = a.ndim
         if a.size == 1 and size != 1:
-            letters.append("s")
+            letters += "s"
         elif a.size == size and a.flags.c_contiguous:
             if shape is None:
                 shape = a.shape
             elif a.shape != shape:
                 return None
-            letters.append("v")
+            letters += "v"
         else:
             return None
-    if shape is None or len(shape) < max(a.ndim for a in arrays):
+    if shape is None or len(shape) < ndim:
         return None  # (a broadcast that adds dims: NumPy's result shape, not ours)
-    return "".join(letters), shape
+    return letters, shape
 
 
 def _eligible(arrays):
     """The float dtype name and element count of a result computed from ``arrays``, or None."""
-    size = max(a.size for a in arrays)
-    if size < MIN_NUMEL or not enabled():
-        return None
     dt = arrays[0].dtype
-    if dt not in _FLOAT_DTYPES or any(a.dtype != dt for a in arrays):
+    size = 0
+    for a in arrays:  # (a loop, not generators: this runs for every large eager op)
+        if a.size > size:
+            size = a.size
+        if a.dtype != dt:
+            return None
+    if size < MIN_NUMEL or dt not in _FLOAT_DTYPES or not enabled():
         return None
     return dt, size
 
@@ -251,8 +272,14 @@ def _pointwise_module(name, dt, n):
     return _module((name, dt), make_spec)
 
 
+_entry_points = {}  # (module, spec name, dtype, layout) -> the module's function
+
+
 def _run_pointwise(module, spec_name, dt, layout, out, arrays, size):
-    fn = getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}_{layout}")
+    key = (module, spec_name, dt, layout)
+    fn = _entry_points.get(key)
+    if fn is None:
+        fn = _entry_points[key] = getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}_{layout}")
     fn(out, *arrays, size, _threads())
     return out
 
