@@ -64,17 +64,21 @@ DONT_REQUIRE_DERIVATIVE = {
     "quantize_per_channel", "record_stream",
 }
 
-# "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor.
-_DERIVED = {
-    "sym_sizes": lambda t: tuple(t._size),
-    "sizes": lambda t: tuple(t._size),
-    "sym_strides": lambda t: tuple(t._stride),
-    "scalar_type": lambda t: t._dtype,
-    "dim": lambda t: len(t._size),
-    "sym_numel": lambda t: t.numel(),
-    "device": lambda t: t._device,
-    "sym_storage_offset": lambda t: t._offset,
+# "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor: the
+# expression of tensor ``t`` that computes it (generated recorders inline it, the others call
+# the function made from it).
+_DERIVED_EXPR = {
+    "sym_sizes": "tuple(t._size)",
+    "sizes": "tuple(t._size)",
+    "sym_strides": "tuple(t._stride)",
+    "scalar_type": "t._dtype",
+    "dim": "len(t._size)",
+    "sym_numel": "t.numel()",
+    "device": "t._device",
+    "sym_storage_offset": "t._offset",
 }
+_DERIVED = {attr: eval(compile_source(f"lambda t: {expr}", f"<ember derived value {attr}>", {},
+                                       "eval")) for attr, expr in _DERIVED_EXPR.items()}
 _DERIVED_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\.(" + "|".join(_DERIVED) + r")\(\)")
 _SPECIAL_KEYS = {"name", "output_differentiability", "dispatch", "node_name"}
 
@@ -478,7 +482,7 @@ def _save_plan(info):
             idx = [r.name for r in info.returns].index(name)
         results.append((name, idx))
     return ([(i, info.arg_names[i]) for i in info.saved_args],
-            [(i, f"{a}_{attr}", _DERIVED[attr]) for i, a, attr in info.saved_derived], results)
+            [(i, f"{a}_{attr}", attr) for i, a, attr in info.saved_derived], results)
 
 
 def _save(node, plan, args, outputs, pre_saved):
@@ -490,12 +494,12 @@ def _save(node, plan, args, outputs, pre_saved):
             saved[name] = pre_saved[name]
             continue
         saved[name] = _save_value(args[i], False, node_name)
-    for i, name, fn in derived:
+    for i, name, attr in derived:
         if pre_saved and name in pre_saved:
             saved[name] = pre_saved[name]
             continue
         v = args[i]
-        saved[name] = fn(v) if hasattr(v, "_keyset") else None
+        saved[name] = _DERIVED[attr](v) if hasattr(v, "_keyset") else None
     if results:
         node_name = node.name()
         for name, idx in results:
@@ -598,7 +602,8 @@ def _reverse_recorder(plan):
         sizes a formula uses and (for formulas that need it) its value are taken first."""
         _check_inplace(a[0], name)
         node = new_node(a)
-        pre = {k: fn(a[i]) if hasattr(a[i], "_keyset") else None for i, k, fn in save_plan[1]}
+        pre = {k: _DERIVED[attr](a[i]) if hasattr(a[i], "_keyset") else None
+               for i, k, attr in save_plan[1]}
         if need_clone_self:
             pre["self"] = SavedTensor(a[0].clone(), False, None)
         return node, pre
@@ -700,10 +705,9 @@ def _generate_recorder(plan, general):
           "_grad_accumulator": grad_accumulator,
           "_NO_EDGE": (None, 0), "_slices": plan.slices, "_is_list_arg": plan.is_list_arg,
           "_anomaly": anomaly_mode, "_SavedTensor": SavedTensor, "_save_value": _save_value}
-    for n, (i, name, fn) in enumerate(derived):
-        ns[f"_derived{n}"] = fn
-        lines += [f"    v = a[{i}]",
-                  f"    saved[{name!r}] = _derived{n}(v) if hasattr(v, '_keyset') else None"]
+    for i, name, attr in derived:
+        lines += [f"    t = a[{i}]",
+                  f"    saved[{name!r}] = {_DERIVED_EXPR[attr]} if hasattr(t, '_keyset') else None"]
     for name, _ in results:  # the single output (straight ops have one)
         lines.append(f"    saved[{name!r}] = _save_value(out, True, {info.node_cls.__name__!r})")
     lines.append("    return out")

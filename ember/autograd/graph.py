@@ -245,10 +245,11 @@ class AccumulateGrad(Node):
     """Sink node of a leaf: adds the incoming gradient into ``variable.grad`` following PyTorch's
     table (steal when possible, in-place ``+=`` without create_graph, new tensor with it)."""
 
+    # PyTorch's Node(UINT64_MAX): runs as soon as it is ready, and takes no number from the
+    # thread's sequence (the nodes recorded after it are numbered as in PyTorch)
+    _seq_nr = 2 ** 64 - 1
+
     def __init__(self, variable):
-        # PyTorch's Node(UINT64_MAX): runs as soon as it is ready, and takes no number from the
-        # thread's sequence (the nodes recorded after it are numbered as in PyTorch)
-        self._seq_nr = 2 ** 64 - 1
         if CUDA_STREAMS:
             st = CUDA_STREAMS[0]
             self._stream = st.streams.get(st.device)
