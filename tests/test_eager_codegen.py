@@ -320,6 +320,38 @@ def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
         assert np.array_equal(one.numpy(), two.numpy(), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_backward_in_one_pass(dtype, monkeypatch):
+    """The row kernel that sums the weight and bias gradients beside the input gradient: against
+    the NumPy kernels, NaN and inf included, and the same bits on one thread as on two (each
+    fixed chunk of rows sums into its own partials, added in chunk order). 100 rows: chunks of
+    32, the last one short."""
+    x = _data(100 * 1024, dtype, 31).reshape(100, 1024)
+    g = _data(100 * 1024, dtype, 32).reshape(100, 1024)
+    g[3, 5], g[70, 9], x[99, 13] = math.nan, math.inf, -math.inf
+    w, b = _data(1024, dtype, 33), _data(1024, dtype, 34)
+    _, mean, rstd = _numpy(lambda: aten.native_layer_norm(x, [1024], w, b, 1e-5))
+    ran = []
+    real = G.layer_norm_backward
+    monkeypatch.setattr(G, "layer_norm_backward", lambda *a: ran.append(1) or real(*a))
+
+    def case():
+        return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b, [True] * 3)
+    results = []
+    for threads in (1, 2):
+        prev = ember.get_num_threads()
+        ember.set_num_threads(threads)
+        try:
+            results.append(case())
+        finally:
+            ember.set_num_threads(prev)
+    assert len(ran) == 2
+    for got, want in zip(results[0], _numpy(case)):
+        _same(got, want, dtype, atol32=1e-4)
+    for one, two in zip(*results):
+        assert np.array_equal(one.numpy(), two.numpy(), equal_nan=True)
+
+
 def test_gradients_through_autograd():
     """A training-step shape: gelu, softmax and layer_norm forward and backward, compared with
     the NumPy kernels end to end."""

@@ -17,7 +17,10 @@ layout letter per operand:
 
 Pointwise kernels split the element range into one chunk per thread; row kernels (softmax,
 layer_norm backward) split the rows; column kernels (sums over the rows, one per column:
-layer_norm's weight and bias gradients) split the columns. All stay on the calling thread below
+layer_norm's weight and bias gradients) split the columns. A row kernel may sum over the rows
+too, in its last pass (``RowSpec.column_sums``: layer_norm backward's three gradients in one
+pass over the operands, as PyTorch's kernel): fixed chunks of rows sum into partials of their
+own, added in chunk order, so the sums do not depend on the thread count. All stay on the calling thread below
 PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called
 with ``nthreads`` 1, in which case the OpenMP runtime is not entered at all (a forked child
 must not: see ``ember/_kernels/cpu/generated.py``).
@@ -77,6 +80,11 @@ class RowSpec:
     passes: tuple
     dtype: object    # the computation and result dtype
     outputs: tuple = (("out", "v"),)  # (name, layout "v" or "r"), before the inputs
+    # (output, inner_fn) sums over the rows, one per column, computed in the last pass's loop
+    # (layer_norm backward's weight and bias gradients beside its input gradient): outputs of
+    # layout "c" after ``outputs``. Each fixed chunk of rows sums into a partial row of its own
+    # and the partials are added in chunk order, so the result does not depend on the threads.
+    column_sums: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,11 +205,19 @@ def _describe(layout):
     return ", ".join(f"in{k} {kinds[c]}" for k, c in enumerate(layout))
 
 
+# Rows per chunk of a row kernel with column sums: at least this many, and at most
+# COLUMN_SUM_CHUNKS chunks (their partial sums are a scratch buffer of chunks x sums x cols).
+COLUMN_SUM_ROWS = 32
+COLUMN_SUM_CHUNKS = 64
+
+
 def _row_source(spec):
     dt = spec.dtype
     ct = CTYPES[dt]
     names = [n for n, _ in spec.operands]
     outs = [(n, dt) for n, _ in spec.outputs]
+    sums = spec.column_sums
+    range_outs = outs + ([("partial", dt)] if sums else [])
     out_layouts = dict(spec.outputs)
     refs = {n: ({"v": f"{n}[row * cols + j]", "s": f"{n}[0]", "r": f"{n}[row]",
                  "c": f"{n}[j]"}[lay], dt) for n, lay in spec.operands}
@@ -209,19 +225,27 @@ def _row_source(spec):
     fname = f"{spec.name}_{dt.name}"
     lines = [f"/* {fname}: {spec.aten}, row by row; "
              f"{', '.join(f'{n} {lay}' for n, lay in spec.operands)} */",
-             f"static void {fname}_range({_params([(n, dt) for n in names], outs)}, "
+             f"static void {fname}_range({_params([(n, dt) for n in names], range_outs)}, "
              "int64_t cols, int64_t begin, int64_t end)",
              "{",
-             f"    {ct} cols_value = ({ct})cols;",
-             "    for (int64_t row = begin; row < end; row++) {"]
+             f"    {ct} cols_value = ({ct})cols;"]
+    if sums:
+        lines.append(f"    memset(partial, 0, sizeof({ct}) * {len(sums)} * cols);")
+    lines.append("    for (int64_t row = begin; row < end; row++) {")
     ind = "        "
-    for step in spec.passes:
+    for n_pass, step in enumerate(spec.passes):
         if callable(step):
             step = Store("out", step)
         if isinstance(step, Store):
             body = _Body(refs, values)
             value = _run(body, step.inner_fn)
             name = step.output
+            updates = []
+            if sums:
+                assert n_pass == len(spec.passes) - 1 and out_layouts[name] == "v", \
+                    "column sums go in a last pass over the whole row"
+                updates = [f"partial[{k} * cols + j] += {_run(body, fn)};"
+                           for k, (_, fn) in enumerate(sums)]
             if out_layouts[name] == "r":
                 # once per row, in a block of its own (each body numbers its locals from 0)
                 lines += [f"{ind}{ct} {name}_value;", f"{ind}{{",
@@ -233,6 +257,7 @@ def _row_source(spec):
             lines += [f"{ind}#pragma omp simd", f"{ind}for (int64_t j = 0; j < cols; j++) {{",
                       *[f"{ind}    {ln}" for ln in body.lines],
                       f"{ind}    {name}[row * cols + j] = {store_code(value, value.dtype)};",
+                      *[f"{ind}    {ln}" for ln in updates],
                       f"{ind}}}"]
             continue
         # the reductions of one pass share a loop, and its common subexpressions
@@ -257,13 +282,48 @@ def _row_source(spec):
                   *[f"{ind}    {ln}" for ln in body.lines + updates], f"{ind}}}", *after]
     if "cols_value" not in "\n".join(lines[4:]):
         del lines[3]  # no pass reads the row length as a value
-    lines += ["    }", "}", "",
-              f"static void {fname}({_params([(n, dt) for n in names], outs)}, int64_t rows, "
-              "int64_t cols, int64_t nthreads)",
-              "{",
-              *_chunks("rows", "rows * cols", f"{fname}_range",
-                       ", ".join([n for n, _ in outs] + names + ["cols"])),
-              "}"]
+    lines += ["    }", "}", ""]
+    if not sums:
+        lines += [f"static void {fname}({_params([(n, dt) for n in names], outs)}, "
+                  "int64_t rows, int64_t cols, int64_t nthreads)",
+                  "{",
+                  *_chunks("rows", "rows * cols", f"{fname}_range",
+                           ", ".join([n for n, _ in outs] + names + ["cols"])),
+                  "}"]
+        return fname, "\n".join(lines)
+    n_sums = len(sums)
+    args = ", ".join([n for n, _ in outs] + [f"partial + c * {n_sums} * cols"] + names +
+                     ["cols", "c * chunk", "c * chunk + chunk < rows ? c * chunk + chunk : rows"])
+    lines += [
+        f"static void {fname}({_params([(n, dt) for n in names], outs + [(n, dt) for n, _ in sums])}"
+        ", int64_t rows, int64_t cols, int64_t nthreads)",
+        "{",
+        "    /* chunks of rows fixed by the sizes alone, each summing into partials of its own */",
+        f"    int64_t chunk = (rows + {COLUMN_SUM_CHUNKS - 1}) / {COLUMN_SUM_CHUNKS};",
+        f"    if (chunk < {COLUMN_SUM_ROWS}) chunk = {COLUMN_SUM_ROWS};",
+        "    int64_t chunks = (rows + chunk - 1) / chunk;",
+        f"    {ct}* partial = malloc(sizeof({ct}) * {n_sums} * cols * (chunks ? chunks : 1));",
+        "    if (partial == NULL) { ember_kernel_oom = 1; return; }",
+        f"    int64_t tasks = (rows * cols) / {GRAIN_SIZE};",
+        "    if (tasks > nthreads) tasks = nthreads;",
+        "    if (tasks > chunks) tasks = chunks;",
+        "    if (tasks > 1) {",
+        "        #pragma omp parallel for num_threads((int)tasks) schedule(static)",
+        f"        for (int64_t c = 0; c < chunks; c++) {fname}_range({args});",
+        "    } else {",
+        f"        for (int64_t c = 0; c < chunks; c++) {fname}_range({args});",
+        "    }",
+        "    /* the chunks' partial sums, added in chunk order */",
+        *[f"    for (int64_t j = 0; j < cols; j++) {n}[j] = {constant_code(0, dt)};"
+          for n, _ in sums],
+        "    for (int64_t c = 0; c < chunks; c++) {",
+        *[ln for k, (n, _) in enumerate(sums) for ln in (
+            "        #pragma omp simd",
+            f"        for (int64_t j = 0; j < cols; j++) "
+            f"{n}[j] += partial[(c * {n_sums} + {k}) * cols + j];")],
+        "    }",
+        "    free(partial);",
+        "}"]
     return fname, "\n".join(lines)
 
 
@@ -349,6 +409,7 @@ def _entry(fname, outputs, operands, sizes):
         "    }",
         "    for (int k = 0; k < got; k++) PyBuffer_Release(&views[k]);",
         f"    if (got != {n_arrays}) return NULL;",
+        "    if (ember_kernel_oom) { ember_kernel_oom = 0; return PyErr_NoMemory(); }",
         "    Py_RETURN_NONE;",
         "}",
     ])
@@ -368,7 +429,8 @@ def source(spec):
                     "".join(lay for _, lay in spec.operands), ("rows", "cols"))]
     else:
         module = f"eager_{spec.name}_{spec.dtype.name}"
-        kernels = [(*_row_source(spec), "".join(lay for _, lay in spec.outputs),
+        kernels = [(*_row_source(spec), "".join(lay for _, lay in spec.outputs)
+                    + "c" * len(spec.column_sums),
                     "".join(lay for _, lay in spec.operands), ("rows", "cols"))]
     for fname, src, outputs, layout, sizes in kernels:
         parts += [src, _entry(fname, outputs, layout, sizes)]

@@ -455,6 +455,11 @@ def _row_specs(eager):
             "aten::native_layer_norm_backward, the input gradient",
             (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r"), ("weight", "c")),
             layer_norm(True)),
+        "layer_norm_backward_weight_bias_input": (
+            "aten::native_layer_norm_backward: the input gradient, and the weight and bias "
+            "gradients summed down the columns in the same pass",
+            (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r"), ("weight", "c")),
+            layer_norm(True)),
         "layer_norm_backward_noweight": (
             "aten::native_layer_norm_backward without weight, the input gradient",
             (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r")),
@@ -467,20 +472,38 @@ _ROW_OUTPUTS = {f"layer_norm{w}{b}": (("out", "v"), ("mean", "r"), ("rstd", "r")
                 for w in ("_w", "") for b in ("_b", "")}
 
 
+def _layer_norm_weight_bias_sums():
+    """layer_norm's weight and bias gradients as (output, inner_fn) sums over the rows: the
+    column kernel's, and summed beside the input gradient by
+    ``layer_norm_backward_weight_bias_input``."""
+    def ld(operand):
+        return ops.load(operand, None)
+
+    def grad_weight():
+        return ops.mul(ld("grad"), ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd")))
+    return (("grad_weight", grad_weight), ("grad_bias", lambda: ld("grad")))
+
+
+# the row kernels that also sum over the rows: name -> their sums (RowSpec.column_sums)
+_ROW_COLUMN_SUMS = {"layer_norm_backward_weight_bias_input": _layer_norm_weight_bias_sums}
+
+
 def _rows(spec_name, arrays, rows, cols):
     """Run row kernel ``spec_name`` on ``arrays`` (matching its operands' layouts); its result
     (a tuple for a kernel of several outputs, ``(rows, 1)`` arrays for per-row ones), or None."""
     dt = arrays[0].dtype
     outputs = _ROW_OUTPUTS.get(spec_name, (("out", "v"),))
 
+    sums = _ROW_COLUMN_SUMS[spec_name]() if spec_name in _ROW_COLUMN_SUMS else ()
+
     def make_spec(eager):
         aten, operands, passes = _row_specs(eager)[spec_name]
-        return eager.RowSpec(spec_name, aten, operands, passes, _ember_dtype(dt), outputs)
+        return eager.RowSpec(spec_name, aten, operands, passes, _ember_dtype(dt), outputs, sums)
     module = _module((spec_name, dt), make_spec)
     if module is None:
         return None
     outs = [_cpu_cache.empty(arrays[0].shape, dt) if lay == "v" else np.empty((rows, 1), dt)
-            for _, lay in outputs]
+            for _, lay in outputs] + [np.empty(cols, dt) for _ in sums]
     getattr(module, f"{spec_name}_{_FLOAT_DTYPES[dt]}")(*outs, *arrays, rows, cols, _threads())
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -488,17 +511,10 @@ def _rows(spec_name, arrays, rows, cols):
 def _column_specs(eager):
     """The column kernels (sums over the rows, one per column): name -> (aten, operands,
     sums)."""
-    from ..._inductor.virtualized import ops
-
-    def ld(name):
-        return ops.load(name, None)
-
-    def grad_weight():
-        return ops.mul(ld("grad"), ops.mul(ops.sub(ld("x"), ld("mean")), ld("rstd")))
     return {"layer_norm_backward_weight_bias": (
         "aten::native_layer_norm_backward, the weight and bias gradients",
         (("grad", "v"), ("x", "v"), ("mean", "r"), ("rstd", "r")),
-        (("grad_weight", grad_weight), ("grad_bias", lambda: ld("grad"))))}
+        _layer_norm_weight_bias_sums())}
 
 
 def layer_norm_backward_weight_bias(grad, x, mean, rstd):
@@ -575,3 +591,16 @@ def layer_norm_backward_input(grad, x, mean, rstd, weight):
     m, n = x.shape
     return _rows("layer_norm_backward" if weight is not None else "layer_norm_backward_noweight",
                  arrays, m, n)
+
+
+def layer_norm_backward(grad, x, mean, rstd, weight):
+    """native_layer_norm_backward's three gradients in one pass over ``grad`` and ``x`` (arrays
+    as :func:`layer_norm_backward_input` takes them, ``weight`` given): ``(input gradient,
+    weight gradient, bias gradient)``, the last two ``(n,)``; or None. PyTorch's CPU kernel
+    makes one pass too; separately the column sums read both arrays again."""
+    arrays = [grad, x, mean, rstd, weight]
+    if _row_shape([grad, x], 1) is None or any(
+            a.dtype != x.dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    m, n = x.shape
+    return _rows("layer_norm_backward_weight_bias_input", arrays, m, n)

@@ -458,10 +458,17 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     x = _arr(input).reshape(m, n)
     g = _arr(grad_out).reshape(m, n)
     mu, rs = _arr(mean).reshape(m, 1), _arr(rstd).reshape(m, 1)
-    gi = gw = gb = xhat = None
+    gi = gw = gb = xhat = sums = None
+    want_w, want_b = output_mask[1] and weight is not None, output_mask[2] and bias is not None
     if output_mask[0]:
         w = _arr(weight).reshape(1, n) if weight is not None else None
-        r = _generated.layer_norm_backward_input(g, x, mu, rs, w)
+        r = None
+        if want_w:  # the three gradients in one pass
+            r = _generated.layer_norm_backward(g, x, mu, rs, w)
+            if r is not None:
+                r, sums = r[0], r[1:]
+        if r is None:
+            r = _generated.layer_norm_backward_input(g, x, mu, rs, w)
         if r is None:
             xhat = x - mu
             xhat *= rs
@@ -473,8 +480,8 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
             np.subtract(dxhat, r, out=r)
             r *= rs
         gi = _res(r.reshape(input._size), input._dtype)
-    want_w, want_b = output_mask[1] and weight is not None, output_mask[2] and bias is not None
-    sums = _generated.layer_norm_backward_weight_bias(g, x, mu, rs) if want_w or want_b else None
+    if sums is None and (want_w or want_b):
+        sums = _generated.layer_norm_backward_weight_bias(g, x, mu, rs)
     if want_w:
         if sums is not None:
             dw = sums[0]
