@@ -460,7 +460,7 @@ def tensor_to(self, *args, **kwargs):
 def _suggest_memory_format(t):
     """PyTorch's suggest_memory_format: channels_last(_3d) for tensors strided that way, else
     contiguous_format (whatever the actual strides: a transposed matrix suggests contiguous)."""
-    if len(t._size) in (4, 5) and not t.is_contiguous() and _st.is_channels_last(t._size, t._stride):
+    if _st.suggests_channels_last(t._size, t._stride):
         return channels_last if len(t._size) == 4 else channels_last_3d
     return contiguous_format
 

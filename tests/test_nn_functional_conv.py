@@ -187,3 +187,29 @@ def test_errors(torch, i):
     with pytest.raises(Exception) as e_exc:
         ERRORS[i](EF, ember.tensor(x))
     assert e_exc.type is t_exc.type, (e_exc.value, t_exc.value)
+
+
+@pytest.mark.parametrize("x_cl,w_cl,dims,transposed,groups", [
+    (True, False, 2, False, 1), (False, True, 2, False, 1), (True, True, 2, False, 1),
+    (False, False, 2, False, 1), (True, False, 3, False, 1), (True, False, 2, True, 1),
+    (True, False, 2, False, 2)])
+def test_channels_last_results_as_pytorch(torch, x_cl, w_cl, dims, transposed, groups):
+    """PyTorch's CPU convolutions return the output and both gradients channels-last when the
+    input or the weight suggests channels_last (issue 22: channels_last kept through a CNN)."""
+    xs = _rng.standard_normal((2, 8) + (6,) * dims)
+    ws = _rng.standard_normal(((8, 4 // groups) if transposed else (4, 8 // groups)) + (3,) * dims)
+
+    def run(lib):
+        fmt = lib.channels_last if dims == 2 else lib.channels_last_3d
+        x, w = lib.tensor(xs, dtype=lib.float32), lib.tensor(ws, dtype=lib.float32)
+        x = x.to(memory_format=fmt) if x_cl else x
+        w = w.to(memory_format=fmt) if w_cl else w
+        f = getattr(lib.nn.functional, f"conv{'_transpose' if transposed else ''}{dims}d")
+        y = f(x, w, padding=1, groups=groups)
+        grads = lib.ops.aten.convolution_backward(
+            lib.ones(y.shape), x, w, None, [1] * dims, [1] * dims, [1] * dims, transposed,
+            [0] * dims, groups, [True, True, False])[:2]
+        return (y, *grads)
+    for got, want in zip(run(ember), run(torch)):
+        assert tuple(got.stride()) == tuple(want.stride())
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)

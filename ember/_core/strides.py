@@ -73,6 +73,13 @@ def is_channels_last(size, stride):
     return True
 
 
+def suggests_channels_last(size, stride):
+    """PyTorch's ``suggest_memory_format`` is channels_last(_3d): a 4-d or 5-d tensor strided
+    channels-last that is not contiguous (one that is both suggests contiguous_format)."""
+    return len(size) in (4, 5) and not is_contiguous(size, stride) and \
+        is_channels_last(size, stride)
+
+
 def is_non_overlapping_and_dense(size, stride):
     if numel(size) == 0:
         return True

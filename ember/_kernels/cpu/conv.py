@@ -37,6 +37,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..._core import strides as _st
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
 from ._util import array_module, nd, wrap
@@ -287,6 +288,21 @@ def _as_compute(t):
     return a.astype(cd, copy=False) if a.dtype != cd else a
 
 
+def _channels_last(input, weight):
+    """PyTorch's CPU convolutions (oneDNN's) return channels-last results -- the output and both
+    gradients -- when the input or the weight suggests channels_last."""
+    return (_st.suggests_channels_last(input._size, input._stride) or
+            _st.suggests_channels_last(weight._size, weight._stride))
+
+
+def _laid_out(a, channels_last):
+    """``a`` (N, C, *S), laid out channels-last when asked (a copy: the kernels compute
+    channels-first)."""
+    if not channels_last or a.ndim not in (4, 5):
+        return a
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+
+
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
                 groups):
     shape, stride, padding, dilation, output_padding = check_convolution(
@@ -301,7 +317,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         y = _conv_forward(x, w, stride, padding, dilation, groups)
     if bias is not None:
         y += _as_compute(bias).reshape(-1, *[1] * (len(shape) - 2))
-    return wrap(y.astype(dt, copy=False))
+    return wrap(_laid_out(y.astype(dt, copy=False), _channels_last(input, weight)))
 
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
@@ -311,6 +327,7 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     dt = input._dtype._np
     gy, x, w = _as_compute(grad_output), _as_compute(input), _as_compute(weight)
     empty = 0 in gy.shape or 0 in x.shape
+    cl = _channels_last(input, weight)
     gi = gw = gb = None
     if output_mask[0]:
         if empty:
@@ -319,7 +336,7 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
             gi = _conv_forward(gy, w, stride, padding, dilation, groups)
         else:
             gi = _conv_grad_input(gy, w, x.shape, stride, padding, dilation, groups)
-        gi = wrap(gi.astype(dt, copy=False))
+        gi = wrap(_laid_out(gi.astype(dt, copy=False), cl))
     if output_mask[1]:
         if empty:
             gw = np.zeros(w.shape, dt)
@@ -327,7 +344,7 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
             gw = _conv_grad_weight(gy, x, w.shape, stride, padding, dilation, groups)
         else:
             gw = _conv_grad_weight(x, gy, w.shape, stride, padding, dilation, groups)
-        gw = wrap(gw.astype(dt, copy=False))
+        gw = wrap(_laid_out(gw.astype(dt, copy=False), cl))
     if output_mask[2]:
         axes = (0,) + tuple(range(2, gy.ndim))
         gb = wrap(np.asarray(gy.sum(axes), dtype=dt).reshape(bias_sizes or (gy.shape[1],)))
