@@ -460,3 +460,24 @@ def test_contiguous_view_strides_shortcut_agrees_with_the_walk():
                 st._view_stride_walk(old, stride, tuple(new))), (old, new)
         checked += 1
     assert checked > 2000
+
+
+def test_suggested_memory_format_as_pytorch(torch):
+    """strides.suggests_channels_last against PyTorch's suggest_memory_format (its Python port
+    in torch._prims_common, the same rule as ATen's) on permuted, sliced, empty and size-1
+    layouts of 4-d and 5-d tensors."""
+    import random
+    from torch._prims_common import suggest_memory_format
+    from ember._core import strides as st
+    rng = random.Random(1)
+    for _ in range(3000):
+        nd = rng.choice([4, 5])
+        size = [rng.choice([0, 1, 1, 2, 3]) for _ in range(nd)]
+        perm = list(range(nd))
+        rng.shuffle(perm)
+        t = torch.empty([size[p] for p in perm]).permute(*[perm.index(i) for i in range(nd)])
+        if rng.random() < 0.3:
+            t = t[tuple(slice(None, None, rng.choice([1, 2])) for _ in range(nd))]
+        want = suggest_memory_format(t) in (torch.channels_last, torch.channels_last_3d)
+        assert st.suggests_channels_last(tuple(t.shape), tuple(t.stride())) == want, \
+            (t.shape, t.stride())

@@ -74,10 +74,20 @@ def is_channels_last(size, stride):
 
 
 def suggests_channels_last(size, stride):
-    """PyTorch's ``suggest_memory_format`` is channels_last(_3d): a 4-d or 5-d tensor strided
-    channels-last that is not contiguous (one that is both suggests contiguous_format)."""
-    return len(size) in (4, 5) and not is_contiguous(size, stride) and \
-        is_channels_last(size, stride)
+    """PyTorch's ``suggest_memory_format`` is channels_last(_3d): ATen's
+    ``is_channels_last_strides_2d``/``_3d``, an order of the strides (C innermost, then W, H,
+    (D), N), not a density check; ambiguous cases fall back to contiguous_format as ATen's do."""
+    if len(size) not in (4, 5) or stride[1] == 0:
+        return False
+    floor = 0
+    for d in (1, 3, 2, 0) if len(size) == 4 else (1, 4, 3, 2, 0):
+        if size[d] == 0 or stride[d] < floor:
+            return False
+        # N111 with equal strides (a contiguous one, or a slice of N11W): contiguous
+        if d == 0 and floor == stride[1]:
+            return False
+        floor = stride[d] * size[d] if size[d] > 1 else stride[d]
+    return True
 
 
 def is_non_overlapping_and_dense(size, stride):
