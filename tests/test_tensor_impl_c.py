@@ -88,6 +88,15 @@ def test_wrap_array_errors_are_python_errors():
         ti.wrap_array(a)
 
 
+def test_keyword_arguments_follow_python():
+    a = np.ones(3, np.float32)
+    _same(ti.wrap_array(a, device=ti.CPU), ti._wrap_array_py(a, device=ti.CPU))
+    base = ember.ones(4)
+    base._storage
+    _same(ti._alias(base, (2, 2), (2, 1), 0, dtype=ember.int32),
+          ti._alias_py(base, (2, 2), (2, 1), 0, dtype=ember.int32))
+
+
 def test_wrap_array_under_inference_mode():
     a = np.ones(3, np.float32)
     with ember.inference_mode():

@@ -67,8 +67,9 @@ static PyObject *new_version_counter(void) {
 }
 
 /* wrap_array(a, device=CPU): see tensor_impl.wrap_array. */
-static PyObject *wrap_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (S.tensor == NULL || nargs < 1 || nargs > 2 || !PyArray_CheckExact(args[0]) ||
+static PyObject *wrap_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    if (kwnames != NULL || S.tensor == NULL || nargs < 1 || nargs > 2 || !PyArray_CheckExact(args[0]) ||
         (nargs == 2 && args[1] != S.cpu) || PyList_GET_SIZE(S.alloc_observers) != 0)
         goto python;
     PyArrayObject *a = (PyArrayObject *)args[0];
@@ -128,12 +129,13 @@ fail:
     Py_XDECREF(stride);
     return NULL;
 python:
-    return PyObject_Vectorcall(S.wrap_array_py, args, nargs, NULL);
+    return PyObject_Vectorcall(S.wrap_array_py, args, nargs, kwnames);
 }
 
 /* _alias(base, size, stride, offset, dtype=None): see tensor_impl._alias. */
-static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (S.tensor == NULL || nargs < 4 || nargs > 5 || !PyObject_TypeCheck(args[0], S.tensor))
+static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames) {
+    if (kwnames != NULL || S.tensor == NULL || nargs < 4 || nargs > 5 || !PyObject_TypeCheck(args[0], S.tensor))
         goto python;
     PyObject *base = args[0];
     for (int i = STORAGE; i <= BASE; i++)
@@ -166,7 +168,7 @@ static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     Py_SETREF(SLOT(t, BASE), Py_NewRef(root));
     return t;
 python:
-    return PyObject_Vectorcall(S.alias_py, args, nargs, NULL);
+    return PyObject_Vectorcall(S.alias_py, args, nargs, kwnames);
 }
 
 static int slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *offset) {
@@ -242,9 +244,9 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the Tensor class and the constants the "
      "constructors need (tensor_impl.py calls it once Tensor is defined)."},
-    {"wrap_array", (PyCFunction)(void (*)(void))wrap_array, METH_FASTCALL,
+    {"wrap_array", (PyCFunction)(void (*)(void))wrap_array, METH_FASTCALL | METH_KEYWORDS,
      "wrap_array(a, device=CPU): a kernel's fresh array adopted as a new tensor."},
-    {"_alias", (PyCFunction)(void (*)(void))alias, METH_FASTCALL,
+    {"_alias", (PyCFunction)(void (*)(void))alias, METH_FASTCALL | METH_KEYWORDS,
      "_alias(base, size, stride, offset, dtype=None): a view of base's storage."},
     {NULL, NULL, 0, NULL}};
 

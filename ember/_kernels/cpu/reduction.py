@@ -30,6 +30,12 @@ _VALUES = {"sum": "sum", "nansum": "nansum", "prod": "prod", "mean": "mean", "am
 
 _ACC = {D.float16: D.float32, D.bfloat16: D.float32}
 
+# On NumPy, the reductions that are a ufunc's reduce, called as such: np.sum and friends are
+# Python wrappers around the same call (~0.3 us of a one-element sum's 4 us).
+_UFUNC_REDUCE = {"sum": np.add.reduce, "prod": np.multiply.reduce, "amax": np.maximum.reduce,
+                 "amin": np.minimum.reduce, "all": np.logical_and.reduce,
+                 "any": np.logical_or.reduce}
+
 
 def _host(self):
     """The tensor's values as NumPy can compute on them (complex32 widened to complex64)."""
@@ -41,7 +47,7 @@ def reduce_values(xp, a, name, dims, keepdim, rdt):
     """Reduction ``name`` of array ``a`` over ``dims`` with array module ``xp`` (the CUDA kernels
     call this too, on device arrays), before the cast to the result dtype ``rdt``."""
     rule, _, upcast = REDUCTION_RULES[name]
-    fn = getattr(xp, _VALUES[name])
+    fn = (_UFUNC_REDUCE.get(name) if xp is np else None) or getattr(xp, _VALUES[name])
     if rule == LOGICAL:
         return fn(a != 0, axis=dims, keepdims=keepdim)
     if rule == SAME:
@@ -58,8 +64,19 @@ def _reduce(name, self, dim, keepdim, dtype=None):
     rule, empty_error, _ = REDUCTION_RULES[name]
     rdt = reduction_dtype(name, rule, self, dtype)
     dims = reduce_dims(name, self, dim, empty_error, rule != LOGICAL)
-    with np.errstate(all="ignore"):
-        r = reduce_values(np, _host(self), name, dims, keepdim, rdt)
+    a = _host(self)
+    r = None
+    if name in _UFUNC_REDUCE:
+        # without NumPy's error-state context (it costs more than a small sum): an overflow's
+        # warning comes from this module and is filtered out (ember/_kernels/__init__.py);
+        # where the user's filters make it an error, the quiet path below redoes the sum
+        try:
+            r = reduce_values(np, a, name, dims, keepdim, rdt)
+        except RuntimeWarning:
+            pass
+    if r is None:
+        with np.errstate(all="ignore"):
+            r = reduce_values(np, a, name, dims, keepdim, rdt)
     return wrap(own(np.asarray(r).astype(rdt._np, copy=False)))
 
 
