@@ -490,10 +490,10 @@ _ROW_COLUMN_SUMS = {"layer_norm_backward_weight_bias_input": _layer_norm_weight_
 
 def _rows(spec_name, arrays, rows, cols):
     """Run row kernel ``spec_name`` on ``arrays`` (matching its operands' layouts); its result
-    (a tuple for a kernel of several outputs, ``(rows, 1)`` arrays for per-row ones), or None."""
+    (a tuple for a kernel of several outputs, ``(rows, 1)`` arrays for per-row ones, ``(cols,)``
+    arrays for its column sums), or None."""
     dt = arrays[0].dtype
     outputs = _ROW_OUTPUTS.get(spec_name, (("out", "v"),))
-
     sums = _ROW_COLUMN_SUMS[spec_name]() if spec_name in _ROW_COLUMN_SUMS else ()
 
     def make_spec(eager):
