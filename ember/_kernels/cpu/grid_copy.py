@@ -16,6 +16,7 @@ layouts, NumPy makes the copies.
 """
 import numpy as np
 
+from ..._core import blas
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._inductor.codecache import HandWrittenModule
 from . import generated
@@ -187,7 +188,9 @@ def _module(nbytes, dtype):
     if dtype not in _FLOATS or not generated.enabled():
         return None, 0
     m = _BUILT.get()
-    return m, (generated._threads() if nbytes >= PARALLEL_BYTES else 1)
+    # one thread for a small copy, or inside a parallel_for chunk (its caller's threads)
+    one = nbytes < PARALLEL_BYTES or blas.in_one_thread()
+    return m, (1 if one else generated._threads())
 
 
 def padded(x, before, after=None):
