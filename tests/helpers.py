@@ -4,6 +4,18 @@ import numpy as np
 import ember
 
 
+def has_c_compiler():
+    """Whether a C compiler works here (the hand-written and generated C modules then build;
+    their tests fail on a build error instead of skipping)."""
+    from ember._inductor import codecache
+    from ember._inductor.exc import InvalidCxxCompiler
+    try:
+        codecache.compiler_features()
+    except InvalidCxxCompiler:
+        return False
+    return True
+
+
 def real_gpu():
     """Whether a real GPU (CuPy) is here and the simulation is not asked for: the CUDA test
     modules then run on it instead of the simulated device."""

@@ -287,6 +287,19 @@ def test_layer_norm_backward(dtype, weighted, calls):
     assert calls.n == 1
 
 
+def _on_one_and_two_threads(case):
+    """``[case() on one thread, case() on two]``; the thread count is restored after."""
+    prev = ember.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            results.append(case())
+    finally:
+        ember.set_num_threads(prev)
+    return results
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
     """The column kernel (one pass down the columns) against the NumPy sums, NaN and inf
@@ -305,14 +318,7 @@ def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
     def case():
         return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b,
                                                [False, True, True])[1:]
-    results = []
-    for threads in (1, 2):
-        prev = ember.get_num_threads()
-        ember.set_num_threads(threads)
-        try:
-            results.append(case())
-        finally:
-            ember.set_num_threads(prev)
+    results = _on_one_and_two_threads(case)
     assert len(ran) == 2
     for got, want in zip(results[0], _numpy(case)):
         _same(got, want, dtype, atol32=1e-4)
@@ -337,14 +343,7 @@ def test_layer_norm_backward_in_one_pass(dtype, monkeypatch):
 
     def case():
         return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b, [True] * 3)
-    results = []
-    for threads in (1, 2):
-        prev = ember.get_num_threads()
-        ember.set_num_threads(threads)
-        try:
-            results.append(case())
-        finally:
-            ember.set_num_threads(prev)
+    results = _on_one_and_two_threads(case)
     assert len(ran) == 2
     for got, want in zip(results[0], _numpy(case)):
         _same(got, want, dtype, atol32=1e-4)

@@ -5,19 +5,10 @@ import pytest
 
 import ember
 from ember._kernels.cpu import generated, grid_copy
+from helpers import has_c_compiler
 
 
-def _has_compiler():
-    from ember._inductor import codecache
-    from ember._inductor.exc import InvalidCxxCompiler
-    try:
-        codecache.compiler_features()
-    except InvalidCxxCompiler:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _has_compiler(),
+pytestmark = pytest.mark.skipif(not has_c_compiler(),
                                 reason="no C compiler: NumPy makes the copies (covered elsewhere)")
 RNG = np.random.default_rng(0)
 

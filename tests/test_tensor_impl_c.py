@@ -11,19 +11,10 @@ import pytest
 import ember
 from ember._core import tensor_impl as ti
 from ember._core import storage as _storage
+from helpers import has_c_compiler
 
 
-def _has_compiler():
-    from ember._inductor import codecache
-    from ember._inductor.exc import InvalidCxxCompiler
-    try:
-        codecache.compiler_features()
-    except InvalidCxxCompiler:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _has_compiler(),
+pytestmark = pytest.mark.skipif(not has_c_compiler(),
                                 reason="no C compiler: tensors are built in Python")
 
 SLOTS = [s for s in ember.Tensor.__slots__ if s not in ("__weakref__", "_fw_grad")]

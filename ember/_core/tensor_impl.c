@@ -69,8 +69,9 @@ static PyObject *new_version_counter(void) {
 /* wrap_array(a, device=CPU): see tensor_impl.wrap_array. */
 static PyObject *wrap_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames) {
-    if (kwnames != NULL || S.tensor == NULL || nargs < 1 || nargs > 2 || !PyArray_CheckExact(args[0]) ||
-        (nargs == 2 && args[1] != S.cpu) || PyList_GET_SIZE(S.alloc_observers) != 0)
+    if (kwnames != NULL || S.tensor == NULL || nargs < 1 || nargs > 2 ||
+        !PyArray_CheckExact(args[0]) || (nargs == 2 && args[1] != S.cpu) ||
+        PyList_GET_SIZE(S.alloc_observers) != 0)
         goto python;
     PyArrayObject *a = (PyArrayObject *)args[0];
     int num = PyArray_TYPE(a);
@@ -135,7 +136,8 @@ python:
 /* _alias(base, size, stride, offset, dtype=None): see tensor_impl._alias. */
 static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames) {
-    if (kwnames != NULL || S.tensor == NULL || nargs < 4 || nargs > 5 || !PyObject_TypeCheck(args[0], S.tensor))
+    if (kwnames != NULL || S.tensor == NULL || nargs < 4 || nargs > 5 ||
+        !PyObject_TypeCheck(args[0], S.tensor))
         goto python;
     PyObject *base = args[0];
     for (int i = STORAGE; i <= BASE; i++)

@@ -20,8 +20,8 @@ layer_norm backward) split the rows; column kernels (sums over the rows, one per
 layer_norm's weight and bias gradients) split the columns. A row kernel may sum over the rows
 too, in its last pass (``RowSpec.column_sums``: layer_norm backward's three gradients in one
 pass over the operands, as PyTorch's kernel): fixed chunks of rows sum into partials of their
-own, added in chunk order, so the sums do not depend on the thread count. All stay on the calling thread below
-PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called
+own, added in chunk order, so the sums do not depend on the thread count. All stay on the
+calling thread below PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called
 with ``nthreads`` 1, in which case the OpenMP runtime is not entered at all (a forked child
 must not: see ``ember/_kernels/cpu/generated.py``).
 """
@@ -294,9 +294,9 @@ def _row_source(spec):
     n_sums = len(sums)
     args = ", ".join([n for n, _ in outs] + [f"partial + c * {n_sums} * cols"] + names +
                      ["cols", "c * chunk", "c * chunk + chunk < rows ? c * chunk + chunk : rows"])
+    params = _params([(n, dt) for n in names], outs + [(n, dt) for n, _ in sums])
     lines += [
-        f"static void {fname}({_params([(n, dt) for n in names], outs + [(n, dt) for n, _ in sums])}"
-        ", int64_t rows, int64_t cols, int64_t nthreads)",
+        f"static void {fname}({params}, int64_t rows, int64_t cols, int64_t nthreads)",
         "{",
         "    /* chunks of rows fixed by the sizes alone, each summing into partials of its own */",
         f"    int64_t chunk = (rows + {COLUMN_SUM_CHUNKS - 1}) / {COLUMN_SUM_CHUNKS};",
