@@ -17,6 +17,7 @@ from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
 from ._core import tensor_impl as _impl
+from ._core.tensor_impl import data_ptr as _data_ptr
 from ._core.storage import UntypedStorage
 from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
@@ -105,14 +106,7 @@ class Tensor:
         return self._storage
 
     def data_ptr(self):
-        # an empty tensor has no data pointer (PyTorch's TensorImpl::data() returns nullptr)
-        if 0 in self._size:
-            return 0
-        s = self._storage_
-        # a kernel's result whose storage was never asked for: its array's address, without
-        # building the storage (compiled graphs' wrappers call this for every kernel argument)
-        p = s.__array_interface__["data"][0] if s.__class__ is np.ndarray else s.data_ptr()
-        return p + self._offset * self._dtype.itemsize if p else 0
+        return _data_ptr(self)
 
     @property
     def dtype(self):

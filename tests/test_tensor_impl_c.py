@@ -1,6 +1,7 @@
-"""The C constructors of ``ember/_core/tensor_impl.c`` against the Python functions they stand in
-for (``tensor_impl._wrap_array_py``, ``_alias_py``): every slot equal, for the common case the
-C code takes and for each case it hands back to Python."""
+"""The C functions of ``ember/_core/tensor_impl.c`` against the Python functions they stand in
+for (``tensor_impl._wrap_array_py``, ``_alias_py``, ``_make_tensor_py``, ``_data_ptr_py``): every
+slot (or the address) equal, for the common case the C code takes and for each case it hands
+back to Python."""
 import os
 import subprocess
 import sys
@@ -44,6 +45,7 @@ def _same(c, py, copied=False):
 def test_module_is_built_and_used():
     assert ti._C is not None
     assert ti.wrap_array is ti._C.wrap_array and ti._alias is ti._C._alias
+    assert ti.make_tensor is ti._C.make_tensor and ti.data_ptr is ti._C.data_ptr
 
 
 @pytest.mark.parametrize("array", [
@@ -154,6 +156,55 @@ def test_alias_of_a_subclass_makes_a_tensor():
     base._storage
     c, py = ti._alias(base, (2, 2), (2, 1), 0), ti._alias_py(base, (2, 2), (2, 1), 0)
     _same(c, py)
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("inference", [False, True])
+def test_make_tensor_matches_python(device, inference):
+    buf = np.empty(64, np.uint8)
+    args = (buf, (2, 3), (3, 1), 1, ember.float32, ember.device(device))
+    with ember.inference_mode(inference):
+        c, py = ti.make_tensor(*args), ti._make_tensor_py(*args)
+    _same(c, py)
+    assert c._vc is not py._vc or c._vc is None
+
+
+def test_make_tensor_of_a_subclass_follows_python():
+    class Sub(ember.Tensor):
+        pass
+    storage = ember.ones(4)._storage
+    args = (storage, (4,), (1,), 0, ember.float32, ti.CPU, Sub)
+    c, py = ti.make_tensor(*args), ti._make_tensor_py(*args)
+    assert type(c) is type(py) is Sub
+    assert c._storage_ is py._storage_ is storage and c.tolist() == py.tolist()
+
+
+def _data_ptr_cases():
+    class Sub(ember.Tensor):
+        pass
+    x = ember.arange(12.).reshape(3, 4)
+    fresh = x + 1  # storage still its kernel's array
+    built = ember.arange(12.)
+    built._storage  # an UntypedStorage
+    return [x, x[1:], x[1:, 2:], x.t(), fresh, fresh[2], built[5:], ember.empty(0),
+            ember.empty(3, 0)[1:], ember.zeros(3, dtype=ember.bfloat16)[1:],
+            ember.zeros(4, dtype=ember.complex64)[2:], ember.zeros(2, dtype=ember.bool)[1:],
+            ember.ones(4).as_subclass(Sub)[1:], ember.ones(2, device="meta")]
+
+
+@pytest.mark.parametrize("i", range(len(_data_ptr_cases())))
+def test_data_ptr_matches_python(i):
+    t = _data_ptr_cases()[i]
+    assert ti.data_ptr(t) == ti._data_ptr_py(t) == t.data_ptr()
+    if t.numel() and t.device.type == "cpu" and t.dtype is not ember.bfloat16:
+        assert ti.data_ptr(t) == t.numpy().__array_interface__["data"][0]  # NumPy's view agrees
+
+
+def test_data_ptr_of_an_offset_view_counts_bytes():
+    x = ember.zeros(10, dtype=ember.float64)
+    assert x[3:].data_ptr() - x.data_ptr() == 3 * 8
+    y = ember.zeros(10, dtype=ember.int16)
+    assert y[5:].data_ptr() - y.data_ptr() == 5 * 2
 
 
 def test_off_switch_keeps_python():

@@ -1,9 +1,11 @@
-/* ember_tensor_impl: the hot TensorImpl constructors of ember/_core/tensor_impl.py in C.
+/* ember_tensor_impl: the hot TensorImpl functions of ember/_core/tensor_impl.py in C.
  *
  * Every op's result goes through wrap_array (a kernel's fresh NumPy array adopted as a tensor) and
  * every view through _alias. In Python each costs about 0.3 us, a quarter of a small op's time:
  * fifteen slot stores, the array's dtype, shape and flags read through attribute lookups, a
- * thread-local read. Here the same fields are stored straight into the instance.
+ * thread-local read. Here the same fields are stored straight into the instance. data_ptr, which a
+ * compiled graph's wrapper calls for every kernel argument, costs 1 us in Python (NumPy builds
+ * the __array_interface__ dict to answer it) and 50 ns here.
  *
  * The Python functions stay the definition. This module takes only the common case (a plain
  * C-contiguous ndarray of a known dtype on the CPU, nobody watching allocations; a base that is
@@ -40,8 +42,12 @@ static struct {
     PyObject *tls_state;         /* ember/_dispatch/tls.py's thread-local ``state`` */
     PyObject *wrap_array_py;     /* the Python functions: every other case */
     PyObject *alias_py;
+    PyObject *make_tensor_py;
+    PyObject *data_ptr_py;
+    Py_ssize_t itemsize[NUM_TYPES]; /* of S.dtypes[i] (data_ptr finds a dtype among them) */
     PyObject *str_inference;
     PyObject *str_storage;
+    PyObject *str_buf;
 } S;
 
 #define SLOT(t, i) (*(PyObject **)((char *)(t) + S.offset[i]))
@@ -133,6 +139,46 @@ python:
     return PyObject_Vectorcall(S.wrap_array_py, args, nargs, kwnames);
 }
 
+/* make_tensor(storage, size, stride, offset, dtype, device, cls=None): see
+ * tensor_impl.make_tensor. The common case: a plain Tensor on the CPU. */
+static PyObject *make_tensor(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames) {
+    if (kwnames != NULL || S.tensor == NULL || nargs < 6 || nargs > 7 || args[5] != S.cpu ||
+        (nargs == 7 && args[6] != Py_None))
+        goto python;
+    PyObject *inference = PyObject_GetAttr(S.tls_state, S.str_inference);
+    if (inference == NULL)
+        return NULL;
+    int in_inference = PyObject_IsTrue(inference);
+    Py_DECREF(inference);
+    if (in_inference < 0)
+        return NULL;
+    PyObject *vc = NULL;
+    if (in_inference ? S.inference_keyset_has_vc : S.keyset_has_vc) {
+        vc = new_version_counter();
+        if (vc == NULL)
+            return NULL;
+    }
+    PyObject *t = alloc_tensor();
+    if (t == NULL) {
+        Py_XDECREF(vc);
+        return NULL;
+    }
+    SLOT(t, STORAGE) = Py_NewRef(args[0]);
+    SLOT(t, SIZE) = Py_NewRef(args[1]);
+    SLOT(t, STRIDE) = Py_NewRef(args[2]);
+    SLOT(t, OFFSET) = Py_NewRef(args[3]);
+    SLOT(t, DTYPE) = Py_NewRef(args[4]);
+    SLOT(t, DEVICE) = Py_NewRef(S.cpu);
+    SLOT(t, KEYSET) = Py_NewRef(in_inference ? S.inference_keyset : S.keyset);
+    SLOT(t, VC) = vc != NULL ? vc : Py_NewRef(Py_None);
+    SLOT(t, NP) = Py_NewRef(Py_None);
+    set_autograd_defaults(t);
+    return t;
+python:
+    return PyObject_Vectorcall(S.make_tensor_py, args, nargs, kwnames);
+}
+
 /* _alias(base, size, stride, offset, dtype=None): see tensor_impl._alias. */
 static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames) {
@@ -173,6 +219,54 @@ python:
     return PyObject_Vectorcall(S.alias_py, args, nargs, kwnames);
 }
 
+/* data_ptr(t): see tensor_impl.data_ptr. The common case: a CPU tensor whose storage is still
+ * its kernel's array, or an UntypedStorage over a NumPy array, with int sizes and offset. */
+static PyObject *data_ptr(PyObject *self, PyObject *t) {
+    if (S.tensor == NULL || !Py_IS_TYPE(t, S.tensor))
+        goto python;
+    PyObject *size = SLOT(t, SIZE), *storage = SLOT(t, STORAGE), *offset = SLOT(t, OFFSET);
+    PyObject *dtype = SLOT(t, DTYPE);
+    if (size == NULL || storage == NULL || offset == NULL || dtype == NULL ||
+        !PyTuple_CheckExact(size) || !PyLong_CheckExact(offset))
+        goto python;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(size); i++) {
+        PyObject *n = PyTuple_GET_ITEM(size, i);
+        if (!PyLong_CheckExact(n))
+            goto python;
+        if (PyLong_AsSsize_t(n) == 0)
+            return PyLong_FromLong(0); /* an empty tensor has no data pointer */
+    }
+    Py_ssize_t itemsize = 0;
+    for (int i = 0; i < NUM_TYPES && itemsize == 0; i++)
+        if (S.dtypes[i] == dtype)
+            itemsize = S.itemsize[i];
+    Py_ssize_t off = PyLong_AsSsize_t(offset);
+    if (itemsize == 0 || (off == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        goto python;
+    }
+    char *p;
+    if (PyArray_CheckExact(storage)) {
+        p = PyArray_BYTES((PyArrayObject *)storage);
+    } else {
+        PyObject *buf = PyObject_GetAttr(storage, S.str_buf);
+        if (buf == NULL) {
+            PyErr_Clear();
+            goto python;
+        }
+        int plain = PyArray_CheckExact(buf);
+        p = plain ? PyArray_BYTES((PyArrayObject *)buf) : NULL;
+        Py_DECREF(buf);
+        if (!plain)
+            goto python;
+    }
+    return PyLong_FromVoidPtr(p == NULL ? NULL : p + off * itemsize);
+python:
+    if (S.data_ptr_py == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "ember_tensor_impl is not configured");
+    return PyObject_CallOneArg(S.data_ptr_py, t);
+}
+
 static int slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *offset) {
     PyObject *descr = PyDict_GetItemString(cls->tp_dict, name);
     if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
@@ -199,17 +293,21 @@ static void clear_state(void) {
     Py_CLEAR(S.tls_state);
     Py_CLEAR(S.wrap_array_py);
     Py_CLEAR(S.alias_py);
+    Py_CLEAR(S.make_tensor_py);
+    Py_CLEAR(S.data_ptr_py);
 }
 
 /* configure(tensor_class, dtypes_by_num, cpu, keyset, inference_keyset, vc_bit, alloc_observers,
- *           tls_state, wrap_array_py, alias_py) */
+ *           tls_state, wrap_array_py, alias_py, make_tensor_py, data_ptr_py) */
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyTypeObject *cls;
     PyObject *dtypes, *cpu, *keyset, *inference_keyset, *observers, *tls_state, *wrap_py, *alias_py;
+    PyObject *make_tensor_py, *data_ptr_py;
     unsigned long long vc_bit;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!KO!OOO", &PyType_Type, &cls, &PyDict_Type, &dtypes,
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!KO!OOOOO", &PyType_Type, &cls, &PyDict_Type, &dtypes,
                           &cpu, &PyLong_Type, &keyset, &PyLong_Type, &inference_keyset, &vc_bit,
-                          &PyList_Type, &observers, &tls_state, &wrap_py, &alias_py))
+                          &PyList_Type, &observers, &tls_state, &wrap_py, &alias_py,
+                          &make_tensor_py, &data_ptr_py))
         return NULL;
     Py_ssize_t offset[NSLOTS];
     for (int i = 0; i < NSLOTS; i++)
@@ -227,8 +325,16 @@ static PyObject *configure(PyObject *self, PyObject *args) {
         long num = PyLong_AsLong(key);
         if (num == -1 && PyErr_Occurred())
             return NULL;
-        if (num >= 0 && num < NUM_TYPES)
+        if (num >= 0 && num < NUM_TYPES) {
+            PyObject *itemsize = PyObject_GetAttrString(value, "itemsize");
+            if (itemsize == NULL)
+                return NULL;
+            S.itemsize[num] = PyLong_AsSsize_t(itemsize);
+            Py_DECREF(itemsize);
+            if (S.itemsize[num] == -1 && PyErr_Occurred())
+                return NULL;
             S.dtypes[num] = Py_NewRef(value);
+        }
     }
     S.tensor = (PyTypeObject *)Py_NewRef(cls);
     S.cpu = Py_NewRef(cpu);
@@ -240,6 +346,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     S.tls_state = Py_NewRef(tls_state);
     S.wrap_array_py = Py_NewRef(wrap_py);
     S.alias_py = Py_NewRef(alias_py);
+    S.make_tensor_py = Py_NewRef(make_tensor_py);
+    S.data_ptr_py = Py_NewRef(data_ptr_py);
     Py_RETURN_NONE;
 }
 
@@ -250,16 +358,20 @@ static PyMethodDef methods[] = {
      "wrap_array(a, device=CPU): a kernel's fresh array adopted as a new tensor."},
     {"_alias", (PyCFunction)(void (*)(void))alias, METH_FASTCALL | METH_KEYWORDS,
      "_alias(base, size, stride, offset, dtype=None): a view of base's storage."},
+    {"make_tensor", (PyCFunction)(void (*)(void))make_tensor, METH_FASTCALL | METH_KEYWORDS,
+     "make_tensor(storage, size, stride, offset, dtype, device, cls=None): a new tensor."},
+    {"data_ptr", data_ptr, METH_O, "data_ptr(t): the address of t's first element (0 if empty)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "ember_tensor_impl",
-                                    "TensorImpl constructors in C", -1, methods};
+                                    "TensorImpl constructors and data_ptr in C", -1, methods};
 
 PyMODINIT_FUNC PyInit_ember_tensor_impl(void) {
     import_array();
     S.str_inference = PyUnicode_InternFromString("inference");
     S.str_storage = PyUnicode_InternFromString("_storage");
-    if (S.str_inference == NULL || S.str_storage == NULL)
+    S.str_buf = PyUnicode_InternFromString("_buf");
+    if (S.str_inference == NULL || S.str_storage == NULL || S.str_buf == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -13,8 +13,9 @@ The key set comes from ``ember/_dispatch/keys.py`` and the thread's inference mo
 nothing above them.
 
 The fast constructors skip ``Tensor.__new__`` (which parses user input) and set every slot.
-The two that run on every op, :func:`wrap_array` (each result) and :func:`_alias` (each view),
-also exist in C (``tensor_impl.c``, built by the compiler the generated kernels use, at import):
+The ones on the hot paths, :func:`wrap_array` (each op's result), :func:`_alias` (each view),
+:func:`make_tensor` and :func:`data_ptr` (each buffer and kernel argument of a compiled graph's
+wrapper), also exist in C (``tensor_impl.c``, built by the compiler the generated kernels use, at import):
 the C versions take the common case and call the Python functions here for every other, so these
 stay the definition. ``EMBER_TENSOR_IMPL_C=0`` keeps the Python ones.
 """
@@ -31,7 +32,7 @@ from .device import CPU
 from .storage import UntypedStorage, _alloc_observers, _notify_alloc, from_array, get_allocator
 from .storage import meta_storage
 
-__all__ = ["make_tensor", "wrap_array", "empty_tensor", "set_tensor_class"]
+__all__ = ["make_tensor", "wrap_array", "empty_tensor", "set_tensor_class", "data_ptr"]
 
 _new = object.__new__
 
@@ -45,7 +46,8 @@ def set_tensor_class(cls):
     Tensor = cls
     if _C is not None:
         _C.configure(cls, _NUM_TO_DT, CPU, _CPU_KS, _CPU_INFERENCE_KS, _ADINPLACE,
-                     _alloc_observers, _tls.state, _wrap_array_py, _alias_py)
+                     _alloc_observers, _tls.state, _wrap_array_py, _alias_py, _make_tensor_py,
+                     _data_ptr_py)
 
 
 _KEYSETS = {}
@@ -209,6 +211,17 @@ def _alias(base, size, stride, offset, dtype=None):
     return t
 
 
+def data_ptr(t):
+    """``t.data_ptr()``: the address of ``t``'s first element, 0 for an empty tensor (PyTorch's
+    ``TensorImpl::data()`` returns nullptr then). A kernel's result whose storage was never asked
+    for answers with its array's address, without building the storage."""
+    if 0 in t._size:
+        return 0
+    s = t._storage_
+    p = s.__array_interface__["data"][0] if s.__class__ is np.ndarray else s.data_ptr()
+    return p + t._offset * t._dtype.itemsize if p else 0
+
+
 def _load_c():
     """The C constructors (``tensor_impl.c``), or None: switched off, no compiler, or a failed
     build (logged; the Python functions run)."""
@@ -224,7 +237,8 @@ def _c_source():
         return f.read()
 
 
-_wrap_array_py, _alias_py = wrap_array, _alias
+_wrap_array_py, _alias_py, _make_tensor_py, _data_ptr_py = wrap_array, _alias, make_tensor, data_ptr
 _C = _load_c()
 if _C is not None:
-    wrap_array, _alias = _C.wrap_array, _C._alias
+    wrap_array, _alias, make_tensor, data_ptr = (_C.wrap_array, _C._alias, _C.make_tensor,
+                                                 _C.data_ptr)

@@ -88,7 +88,9 @@ class GuardSet:
         e = E
         c = self.const((type(t), t._dtype, t._device, t._size, t._stride, t._requires_grad,
                         t._keyset))
-        code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]", f"{e}._device == {c}[2]"]
+        # the device is nearly always the same object: `is` first spares device.__eq__'s call
+        code = [f"___type({e}) is {c}[0]", f"{e}._dtype is {c}[1]",
+                f"({e}._device is {c}[2] or {e}._device == {c}[2])"]
         dynamic = ()
         if fake is None:
             code += [f"{e}._size == {c}[3]", f"{e}._stride == {c}[4]"]

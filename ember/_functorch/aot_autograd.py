@@ -28,6 +28,7 @@ import sys
 import time
 
 from .. import autograd as _autograd
+from .._core import strides as _st
 from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOCAST_BITS
 from ..amp import autocast_mode as _autocast_mode
@@ -568,24 +569,25 @@ class _CompiledFunction(_autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        from .. import is_grad_enabled, zeros, zeros_like
         compiled = ctx.compiled
-        if is_grad_enabled():
+        if _tls.state.grad_enabled:
             raise RuntimeError("torch.compile with aot_autograd does not currently support "
                                "double backward")
         tangents = []
         for i in compiled.diff_outs:
             g = grad_outputs[i]
             if g is None:
+                from .. import zeros_like
                 g = zeros_like(compiled_out_val(compiled, i))
-            tangents.append(g.contiguous())
+            tangents.append(_contiguous(g))
         for i in compiled.mutated_grad:  # the new values of mutated inputs
             k = compiled.n_out + compiled.mutated.index(i)
             g = grad_outputs[k]
             if g is None:
+                from .. import zeros
                 shape, dtype, device = compiled.mutated_meta[i]
                 g = zeros(shape, dtype=dtype, device=device)
-            tangents.append(g.contiguous())
+            tangents.append(_contiguous(g))
         grads = list(_call(compiled.bw, list(ctx.saved_tensors) + tangents))
         result = [None] * compiled.n_in
         it = iter(grads)
@@ -593,6 +595,13 @@ class _CompiledFunction(_autograd.Function):
             if present:
                 result[i] = next(it)
         return (None,) + tuple(result)
+
+
+def _contiguous(g):
+    """``g.contiguous()``; a plain tensor that already is one is returned without the call."""
+    if g.__class__ is Tensor and _st.is_contiguous(g._size, g._stride):
+        return g
+    return g.contiguous()
 
 
 def compiled_out_val(compiled, i):
@@ -613,7 +622,7 @@ def _signature(flat):
     for x in flat:
         if isinstance(x, Tensor):
             key.append((tuple(x._size), tuple(x._stride), x._dtype, x._device,
-                        x.requires_grad))
+                        x._requires_grad))
         else:
             key.append(("V", repr(x)))
     return tuple(key)

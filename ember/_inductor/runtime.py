@@ -3,11 +3,11 @@ import ember
 
 from .._core.device import CPU
 from .._core.storage import _alloc_observers, from_array, get_allocator
-from .._core.tensor_impl import _alias, make_tensor
+from .._core.tensor_impl import _alias, data_ptr, make_tensor
 from .._kernels.cpu._util import nd
 from ..backends._context import ctx, fill_uninitialized
 
-__all__ = ["check_bounds", "empty_strided_cpu", "reinterpret_tensor"]
+__all__ = ["check_bounds", "data_ptr", "empty_strided_cpu", "reinterpret_tensor"]
 
 _CPU_ALLOCATOR = get_allocator(CPU)
 

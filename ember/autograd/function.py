@@ -48,16 +48,15 @@ class BackwardCFunction(Node, FunctionCtx):
     """The node recorded for one ``Function.apply`` call; it doubles as the ``ctx``."""
 
     _forward_cls = None
-
-    def __init__(self):
-        Node.__init__(self)
-        self.to_save = ()
-        self.dirty_tensors = ()
-        self.non_differentiable = ()
-        self.materialize_grads = True
-        self.needs_input_grad = ()
-        self._saved = None
-        self._input_is_tensor = ()
+    # the ctx's state starts as these class-level defaults (Node's rule: immutable values, so
+    # setting one makes an instance attribute); a node is made on every apply
+    to_save = ()
+    dirty_tensors = ()
+    non_differentiable = ()
+    materialize_grads = True
+    needs_input_grad = ()
+    _saved = None
+    _input_is_tensor = ()
 
     @property
     def saved_tensors(self):
@@ -82,7 +81,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grads):
         cls = self._forward_cls
-        if self.materialize_grads:
+        if self.materialize_grads and any(g is None for g in grads):
             from ._formulas import zeros_from_meta
             grads = [g if g is not None or m is None else zeros_from_meta(m)
                      for g, m in zip(grads, self._out_meta)]
@@ -158,13 +157,17 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .._functorch.batched_tensor import BatchedTensor
-        if any(a.__class__ is BatchedTensor for a in args):
-            handled, out = _apply_under_vmap(cls, args, kwargs)
-            if handled:
-                return out
-        from . import forward_ad as _fw
-        levels = sorted({lv for a in args if _is_tensor(a) for lv in _fw.tangent_levels(a)})
+        if _BatchedTensor is None:
+            _import_lazily()
+        for a in args:
+            if a.__class__ is _BatchedTensor:
+                handled, out = _apply_under_vmap(cls, args, kwargs)
+                if handled:
+                    return out
+                break
+        # no forward-AD level visible: no input has a tangent to propagate
+        levels = _fw.visible and sorted({lv for a in args if _is_tensor(a)
+                                         for lv in _fw.tangent_levels(a)})
         if not levels:
             return cls._apply(*args, **kwargs)
         # forward mode: forward runs without tangents, then jvp gives the outputs' tangents
@@ -200,16 +203,15 @@ class Function(metaclass=FunctionMeta):
         ctx = cls._backward_cls()
         if _ctx_box is not None:
             _ctx_box.append(ctx)
-        is_tensor = tuple(_is_tensor(a) for a in args)
-        ctx._input_is_tensor = is_tensor
-        requires = _state.grad_enabled and any(t and a._requires_grad for a, t in zip(args, is_tensor))
-        ctx.needs_input_grad = tuple(bool(t and a._requires_grad and _state.grad_enabled)
-                                     for a, t in zip(args, is_tensor))
-        uses_setup = cls.setup_context is not Function.setup_context
+        is_tensor = ctx._input_is_tensor = tuple(map(_is_tensor, args))
         prev = _state.grad_enabled
+        needs = tuple([t and a._requires_grad for a, t in zip(args, is_tensor)] if prev else
+                      [False] * len(args))
+        ctx.needs_input_grad = needs
+        requires = True in needs
         _state.grad_enabled = False
         try:
-            if uses_setup:
+            if cls.setup_context is not Function.setup_context:
                 out = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, out)
             else:
@@ -289,10 +291,9 @@ def _apply_under_vmap(cls, args, kwargs):
 
 
 def _record(ctx, args, is_tensor, outs):
-    from .derivatives import _check_inplace
     tensor_inputs = [a for a, t in zip(args, is_tensor) if t]
-    ctx._next = tuple(gradient_edge(a) for a in tensor_inputs)
-    ctx._edge_meta = tuple((a._size, a._dtype) for a in tensor_inputs)
+    ctx._next = tuple(map(gradient_edge, tensor_inputs))
+    ctx._edge_meta = tuple([(a._size, a._dtype) for a in tensor_inputs])
     dirty = {id(t) for t in ctx.dirty_tensors}
     non_diff = {id(t) for t in ctx.non_differentiable}
     input_ids = {id(a) for a in tensor_inputs}
@@ -302,6 +303,8 @@ def _record(ctx, args, is_tensor, outs):
             metas.append(None)
             continue
         if id(o) in dirty:
+            if _check_inplace is None:
+                _import_lazily()
             _check_inplace(o, "custom Function")
         elif id(o) in input_ids:
             # Returning an input unchanged: the output is a new alias of it (PyTorch does the same).
@@ -315,9 +318,22 @@ def _record(ctx, args, is_tensor, outs):
         o._requires_grad = True
     ctx._out_meta = tuple(metas)
     out_ids = {id(o) for o in outs}
-    ctx._saved = tuple(SavedTensor(t, id(t) in out_ids, ctx.name()) if t is not None else None
-                       for t in ctx.to_save)
+    name = ctx.name()
+    ctx._saved = tuple([SavedTensor(t, id(t) in out_ids, name) if t is not None else None
+                        for t in ctx.to_save])
     ctx.to_save = ()
+
+
+# imported on first use: both import this module
+_BatchedTensor = _fw = _check_inplace = None
+
+
+def _import_lazily():
+    global _BatchedTensor, _fw, _check_inplace
+    from .._functorch.batched_tensor import BatchedTensor
+    from . import forward_ad
+    from .derivatives import _check_inplace as check
+    _BatchedTensor, _fw, _check_inplace = BatchedTensor, forward_ad, check
 
 
 def once_differentiable(fn):

@@ -135,7 +135,7 @@ class WrapperCodeGen:
                   f"{self.arg(lay.dtype)}, {alloc_nbytes(lay)})", defines=name)
 
     def codegen_kernel_call(self, kname, args):
-        ptrs = ", ".join(f"{a}.data_ptr()" for a in args)
+        ptrs = ", ".join(f"data_ptr({a})" for a in args)
         self.emit(f"kernels.{kname}({ptrs})", uses=args)
 
     def codegen_fallback(self, buf):
@@ -187,7 +187,7 @@ class WrapperCodeGen:
             "# constN are the non-literal arguments (dtypes, devices) of the eager calls;",
             "# _tensor_constantN the tensors the graph holds (get_attr).",
             "import ember",
-            "from ember._inductor.runtime import check_bounds, empty_strided_cpu, "
+            "from ember._inductor.runtime import check_bounds, data_ptr, empty_strided_cpu, "
             "reinterpret_tensor",
             "",
             "aten = ember.ops.aten",
