@@ -421,6 +421,36 @@ def test_welford_ieee_cases():
     compiled(lambda t: ember.var_mean(t, 0), empty, torch_fn=lambda t: torch.var_mean(t, 0))
 
 
+def test_row_var_mean_is_one_pass_of_shifted_sums():
+    rec = Recorder()
+    x = _specials((70, 300))
+    compiled(lambda t: ember.var_mean(t, 1), x, recorder=rec,
+             torch_fn=lambda t: (torch.var(t, 1), torch.mean(t, 1)),
+             eager_fn=lambda t: _var_and_sum_mean(t, 1))
+    src = rec.graphs[0].c_source_code
+    assert rec.kernels() == 1 and src.count("for (int64_t r0 = 0;") == 1
+    assert "EMBER_MAX" in src  # the clamp of s2 - s1**2 / n at 0
+
+
+def test_row_var_ieee_cases():
+    inf, nan = math.inf, math.nan
+    x = ember.tensor([[inf, 1.0, nan, -inf, inf, 1.0], [1.0, 1.0, 1.0, 2.0, inf, 2.0],
+                      [inf, 1.0, 1.0, 1.0, 1.0, 1.0], [-1e18, 1e18, 1e18, 0.0, 0.0, 3.0],
+                      [7.5] * 6])
+    v, m = compiled(lambda t: ember.var_mean(t, 1), x,
+                    torch_fn=lambda t: (torch.var(t, 1), torch.mean(t, 1)),
+                    eager_fn=lambda t: _var_and_sum_mean(t, 1))
+    assert [math.isnan(a) for a in v.tolist()[:3]] == [True] * 3
+    assert m[1].item() == inf == m[2].item() and v[4].item() == 0.0  # equal elements: exactly 0
+    compiled(lambda t: ember.std(t, 1, correction=0), x,
+             torch_fn=lambda t: torch.std(t, 1, correction=0))
+    # no first element to shift by: the two-pass form
+    compiled(lambda t: ember.var_mean(t, 1), ember.randn(6, 0),
+             torch_fn=lambda t: torch.var_mean(t, 1))
+    compiled(lambda t: ember.var_mean(t, 1), ember.randn(6, 1),
+             torch_fn=lambda t: torch.var_mean(t, 1))
+
+
 def test_batch_norm_training_statistics_use_welford():
     ember.manual_seed(0)
     bn = ember.nn.BatchNorm1d(70)
