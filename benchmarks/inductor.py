@@ -132,13 +132,17 @@ def mlp(args):
 
 def interleaved(fns, calls, rounds):
     """Best seconds per call of each of ``fns``, their rounds taken in turn (a machine whose
-    load changes during the run affects them alike)."""
+    load changes during the run affects them alike). Each round starts with one untimed call:
+    the library timed before may still have its OpenMP threads spinning on the two cores
+    (both libraries' pools spin a while after a parallel region), and that would be charged to
+    whichever case came next."""
     for fn in fns:
         fn()
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
+            fn()
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
