@@ -132,16 +132,17 @@ def mlp(args):
 
 def interleaved(fns, calls, rounds):
     """Best seconds per call of each of ``fns``, their rounds taken in turn (a machine whose
-    load changes during the run affects them alike). Each round starts with one untimed call:
-    the library timed before may still have its OpenMP threads spinning on the two cores
-    (both libraries' pools spin a while after a parallel region), and that would be charged to
-    whichever case came next."""
+    load changes during the run affects them alike). Both libraries' OpenMP pools spin for
+    milliseconds after a parallel region (libgomp's default spin count), on the same cores: so
+    each round of each case starts after a 20 ms pause, in which the other library's threads
+    go to sleep, and one untimed call, which wakes its own."""
     for fn in fns:
         fn()
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
+            time.sleep(0.02)
             fn()
             t0 = time.perf_counter()
             for _ in range(calls):
