@@ -233,7 +233,12 @@ static PyObject *data_ptr(PyObject *self, PyObject *t) {
         PyObject *n = PyTuple_GET_ITEM(size, i);
         if (!PyLong_CheckExact(n))
             goto python;
-        if (PyLong_AsSsize_t(n) == 0)
+        Py_ssize_t extent = PyLong_AsSsize_t(n);
+        if (extent == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            goto python;
+        }
+        if (extent == 0)
             return PyLong_FromLong(0); /* an empty tensor has no data pointer */
     }
     Py_ssize_t itemsize = 0;
