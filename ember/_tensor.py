@@ -17,10 +17,10 @@ from ._core import strides as _st
 from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
 from ._core.size import Size
 from ._core import tensor_impl as _impl
-from ._core.tensor_impl import data_ptr as _data_ptr
 from ._core.storage import UntypedStorage
 from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
+from ._core.tensor_impl import data_ptr as _data_ptr
 from ._dispatch import tls as _tls
 from ._dispatch.keys import DispatchKeySet
 from ._ops.overload import ops

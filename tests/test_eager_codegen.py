@@ -300,30 +300,37 @@ def _on_one_and_two_threads(case):
     return results
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
-    """The column kernel (one pass down the columns) against the NumPy sums, NaN and inf
-    included, and the same bits on one thread as on two: each thread sums whole columns."""
-    # 96 rows of 1024: three grains of work, so two threads split the columns
-    x = _data(96 * 1024, dtype, 21).reshape(96, 1024)
-    g = _data(96 * 1024, dtype, 22).reshape(96, 1024)
-    g[3, 5], g[7, 9], x[11, 13] = math.nan, math.inf, -math.inf
-    w, b = _data(1024, dtype, 23), _data(1024, dtype, 24)
+def _check_layer_norm_backward(dtype, monkeypatch, kernel, rows, seed, specials, mask):
+    """native_layer_norm_backward of ``rows`` x 1024 data (``seed``; NaN, inf in ``grad`` and
+    -inf in ``x`` at ``specials``) for output ``mask``: the generated ``kernel`` runs, its
+    results equal the NumPy kernels', bit for bit the same on one thread as on two."""
+    x = _data(rows * 1024, dtype, seed).reshape(rows, 1024)
+    g = _data(rows * 1024, dtype, seed + 1).reshape(rows, 1024)
+    g[specials[0]], g[specials[1]], x[specials[2]] = math.nan, math.inf, -math.inf
+    w, b = _data(1024, dtype, seed + 2), _data(1024, dtype, seed + 3)
     _, mean, rstd = _numpy(lambda: aten.native_layer_norm(x, [1024], w, b, 1e-5))
     ran = []
-    real = G.layer_norm_backward_weight_bias
-    monkeypatch.setattr(G, "layer_norm_backward_weight_bias",
-                        lambda *a: ran.append(1) or real(*a))
+    real = getattr(G, kernel)
+    monkeypatch.setattr(G, kernel, lambda *a: ran.append(1) or real(*a))
 
     def case():
-        return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b,
-                                               [False, True, True])[1:]
+        out = aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b, mask)
+        return [o for o, wanted in zip(out, mask) if wanted]
     results = _on_one_and_two_threads(case)
     assert len(ran) == 2
     for got, want in zip(results[0], _numpy(case)):
         _same(got, want, dtype, atol32=1e-4)
     for one, two in zip(*results):
         assert np.array_equal(one.numpy(), two.numpy(), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_weight_and_bias_gradients_by_column(dtype, monkeypatch):
+    """The column kernel (one pass down the columns) against the NumPy sums, NaN and inf
+    included, and the same bits on one thread as on two: each thread sums whole columns."""
+    # 96 rows of 1024: three grains of work, so two threads split the columns
+    _check_layer_norm_backward(dtype, monkeypatch, "layer_norm_backward_weight_bias", 96, 21,
+                               ((3, 5), (7, 9), (11, 13)), [False, True, True])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -332,23 +339,8 @@ def test_layer_norm_backward_in_one_pass(dtype, monkeypatch):
     the NumPy kernels, NaN and inf included, and the same bits on one thread as on two (each
     fixed chunk of rows sums into its own partials, added in chunk order). 100 rows: chunks of
     32, the last one short."""
-    x = _data(100 * 1024, dtype, 31).reshape(100, 1024)
-    g = _data(100 * 1024, dtype, 32).reshape(100, 1024)
-    g[3, 5], g[70, 9], x[99, 13] = math.nan, math.inf, -math.inf
-    w, b = _data(1024, dtype, 33), _data(1024, dtype, 34)
-    _, mean, rstd = _numpy(lambda: aten.native_layer_norm(x, [1024], w, b, 1e-5))
-    ran = []
-    real = G.layer_norm_backward
-    monkeypatch.setattr(G, "layer_norm_backward", lambda *a: ran.append(1) or real(*a))
-
-    def case():
-        return aten.native_layer_norm_backward(g, x, [1024], mean, rstd, w, b, [True] * 3)
-    results = _on_one_and_two_threads(case)
-    assert len(ran) == 2
-    for got, want in zip(results[0], _numpy(case)):
-        _same(got, want, dtype, atol32=1e-4)
-    for one, two in zip(*results):
-        assert np.array_equal(one.numpy(), two.numpy(), equal_nan=True)
+    _check_layer_norm_backward(dtype, monkeypatch, "layer_norm_backward", 100, 31,
+                               ((3, 5), (70, 9), (99, 13)), [True] * 3)
 
 
 def test_gradients_through_autograd():

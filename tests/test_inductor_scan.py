@@ -394,14 +394,19 @@ def _var_and_sum_mean(t, dim):
     return ember.var(t, dim), ember.mean(t, dim)
 
 
-def test_column_var_mean_is_one_welford_pass():
+def _var_mean_source(shape, dim):
+    """var_mean over ``dim`` of special values of ``shape``, compiled and checked against eager
+    and PyTorch: (the generated C, the number of kernels)."""
     rec = Recorder()
-    x = _specials((300, 70))
-    compiled(lambda t: ember.var_mean(t, 0), x, recorder=rec,
-             torch_fn=lambda t: (torch.var(t, 0), torch.mean(t, 0)),
-             eager_fn=lambda t: _var_and_sum_mean(t, 0))
-    src = rec.graphs[0].c_source_code
-    assert rec.kernels() == 1
+    compiled(lambda t: ember.var_mean(t, dim), _specials(shape), recorder=rec,
+             torch_fn=lambda t: (torch.var(t, dim), torch.mean(t, dim)),
+             eager_fn=lambda t: _var_and_sum_mean(t, dim))
+    return rec.graphs[0].c_source_code, rec.kernels()
+
+
+def test_column_var_mean_is_one_welford_pass():
+    src, kernels = _var_mean_source((300, 70), 0)
+    assert kernels == 1
     assert src.count("for (int64_t r0 = 0;") == 1 and "_m2" in src and "delta" in src
 
 
@@ -422,13 +427,8 @@ def test_welford_ieee_cases():
 
 
 def test_row_var_mean_is_one_pass_of_shifted_sums():
-    rec = Recorder()
-    x = _specials((70, 300))
-    compiled(lambda t: ember.var_mean(t, 1), x, recorder=rec,
-             torch_fn=lambda t: (torch.var(t, 1), torch.mean(t, 1)),
-             eager_fn=lambda t: _var_and_sum_mean(t, 1))
-    src = rec.graphs[0].c_source_code
-    assert rec.kernels() == 1 and src.count("for (int64_t r0 = 0;") == 1
+    src, kernels = _var_mean_source((70, 300), 1)
+    assert kernels == 1 and src.count("for (int64_t r0 = 0;") == 1
     assert "EMBER_MAX" in src  # the clamp of s2 - s1**2 / n at 0
 
 

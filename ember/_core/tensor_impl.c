@@ -72,80 +72,10 @@ static PyObject *new_version_counter(void) {
     return vc;
 }
 
-/* wrap_array(a, device=CPU): see tensor_impl.wrap_array. */
-static PyObject *wrap_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                            PyObject *kwnames) {
-    if (kwnames != NULL || S.tensor == NULL || nargs < 1 || nargs > 2 ||
-        !PyArray_CheckExact(args[0]) || (nargs == 2 && args[1] != S.cpu) ||
-        PyList_GET_SIZE(S.alloc_observers) != 0)
-        goto python;
-    PyArrayObject *a = (PyArrayObject *)args[0];
-    int num = PyArray_TYPE(a);
-    if (num < 0 || num >= NUM_TYPES || S.dtypes[num] == NULL || !PyArray_IS_C_CONTIGUOUS(a))
-        goto python;
-
-    PyObject *inference = PyObject_GetAttr(S.tls_state, S.str_inference);
-    if (inference == NULL)
-        return NULL;
-    int in_inference = PyObject_IsTrue(inference);
-    Py_DECREF(inference);
-    if (in_inference < 0)
-        return NULL;
-
-    int nd = PyArray_NDIM(a);
-    npy_intp *dims = PyArray_DIMS(a);
-    PyObject *size = PyTuple_New(nd), *stride = PyTuple_New(nd);
-    if (size == NULL || stride == NULL)
-        goto fail;
-    npy_intp step = 1; /* strides of a contiguous tensor: a dimension of 0 counts as 1 */
-    for (int i = nd - 1; i >= 0; i--) {
-        PyObject *n = PyLong_FromSsize_t(dims[i]), *s = PyLong_FromSsize_t(step);
-        if (n == NULL || s == NULL) {
-            Py_XDECREF(n);
-            Py_XDECREF(s);
-            goto fail;
-        }
-        PyTuple_SET_ITEM(size, i, n);
-        PyTuple_SET_ITEM(stride, i, s);
-        step *= dims[i] > 1 ? dims[i] : 1;
-    }
-    PyObject *vc = NULL;
-    if (in_inference ? S.inference_keyset_has_vc : S.keyset_has_vc) {
-        vc = new_version_counter();
-        if (vc == NULL)
-            goto fail;
-    }
-    PyObject *t = alloc_tensor();
-    if (t == NULL) {
-        Py_XDECREF(vc);
-        goto fail;
-    }
-    SLOT(t, STORAGE) = Py_NewRef(args[0]); /* the storage is built from the array when asked */
-    SLOT(t, SIZE) = size;
-    SLOT(t, STRIDE) = stride;
-    SLOT(t, OFFSET) = PyLong_FromLong(0);
-    SLOT(t, DTYPE) = Py_NewRef(S.dtypes[num]);
-    SLOT(t, DEVICE) = Py_NewRef(S.cpu);
-    SLOT(t, KEYSET) = Py_NewRef(in_inference ? S.inference_keyset : S.keyset);
-    SLOT(t, VC) = vc != NULL ? vc : Py_NewRef(Py_None);
-    SLOT(t, NP) = Py_NewRef(args[0]);
-    set_autograd_defaults(t);
-    return t;
-fail:
-    Py_XDECREF(size);
-    Py_XDECREF(stride);
-    return NULL;
-python:
-    return PyObject_Vectorcall(S.wrap_array_py, args, nargs, kwnames);
-}
-
-/* make_tensor(storage, size, stride, offset, dtype, device, cls=None): see
- * tensor_impl.make_tensor. The common case: a plain Tensor on the CPU. */
-static PyObject *make_tensor(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames) {
-    if (kwnames != NULL || S.tensor == NULL || nargs < 6 || nargs > 7 || args[5] != S.cpu ||
-        (nargs == 7 && args[6] != Py_None))
-        goto python;
+/* A new CPU tensor of these fields (borrowed references), with the key set and version counter
+ * of the thread's inference mode and the autograd defaults: make_tensor's stores. */
+static PyObject *new_cpu_tensor(PyObject *storage, PyObject *size, PyObject *stride,
+                                PyObject *offset, PyObject *dtype, PyObject *np) {
     PyObject *inference = PyObject_GetAttr(S.tls_state, S.str_inference);
     if (inference == NULL)
         return NULL;
@@ -164,19 +94,68 @@ static PyObject *make_tensor(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_XDECREF(vc);
         return NULL;
     }
-    SLOT(t, STORAGE) = Py_NewRef(args[0]);
-    SLOT(t, SIZE) = Py_NewRef(args[1]);
-    SLOT(t, STRIDE) = Py_NewRef(args[2]);
-    SLOT(t, OFFSET) = Py_NewRef(args[3]);
-    SLOT(t, DTYPE) = Py_NewRef(args[4]);
+    SLOT(t, STORAGE) = Py_NewRef(storage);
+    SLOT(t, SIZE) = Py_NewRef(size);
+    SLOT(t, STRIDE) = Py_NewRef(stride);
+    SLOT(t, OFFSET) = Py_NewRef(offset);
+    SLOT(t, DTYPE) = Py_NewRef(dtype);
     SLOT(t, DEVICE) = Py_NewRef(S.cpu);
     SLOT(t, KEYSET) = Py_NewRef(in_inference ? S.inference_keyset : S.keyset);
     SLOT(t, VC) = vc != NULL ? vc : Py_NewRef(Py_None);
-    SLOT(t, NP) = Py_NewRef(Py_None);
+    SLOT(t, NP) = Py_NewRef(np);
     set_autograd_defaults(t);
     return t;
+}
+
+/* wrap_array(a, device=CPU): see tensor_impl.wrap_array. */
+static PyObject *wrap_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames) {
+    if (kwnames != NULL || S.tensor == NULL || nargs < 1 || nargs > 2 ||
+        !PyArray_CheckExact(args[0]) || (nargs == 2 && args[1] != S.cpu) ||
+        PyList_GET_SIZE(S.alloc_observers) != 0)
+        goto python;
+    PyArrayObject *a = (PyArrayObject *)args[0];
+    int num = PyArray_TYPE(a);
+    if (num < 0 || num >= NUM_TYPES || S.dtypes[num] == NULL || !PyArray_IS_C_CONTIGUOUS(a))
+        goto python;
+
+    int nd = PyArray_NDIM(a);
+    npy_intp *dims = PyArray_DIMS(a);
+    PyObject *size = PyTuple_New(nd), *stride = PyTuple_New(nd), *t = NULL;
+    if (size == NULL || stride == NULL)
+        goto done;
+    npy_intp step = 1; /* strides of a contiguous tensor: a dimension of 0 counts as 1 */
+    for (int i = nd - 1; i >= 0; i--) {
+        PyObject *n = PyLong_FromSsize_t(dims[i]), *s = PyLong_FromSsize_t(step);
+        if (n == NULL || s == NULL) {
+            Py_XDECREF(n);
+            Py_XDECREF(s);
+            goto done;
+        }
+        PyTuple_SET_ITEM(size, i, n);
+        PyTuple_SET_ITEM(stride, i, s);
+        step *= dims[i] > 1 ? dims[i] : 1;
+    }
+    PyObject *zero = PyLong_FromLong(0); /* a cached small int: cannot fail */
+    /* the array is the storage too: the UntypedStorage is built from it when asked for */
+    t = new_cpu_tensor(args[0], size, stride, zero, S.dtypes[num], args[0]);
+    Py_DECREF(zero);
+done:
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    return t;
 python:
-    return PyObject_Vectorcall(S.make_tensor_py, args, nargs, kwnames);
+    return PyObject_Vectorcall(S.wrap_array_py, args, nargs, kwnames);
+}
+
+/* make_tensor(storage, size, stride, offset, dtype, device, cls=None): see
+ * tensor_impl.make_tensor. The common case: a plain Tensor on the CPU. */
+static PyObject *make_tensor(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames) {
+    if (kwnames != NULL || S.tensor == NULL || nargs < 6 || nargs > 7 || args[5] != S.cpu ||
+        (nargs == 7 && args[6] != Py_None))
+        return PyObject_Vectorcall(S.make_tensor_py, args, nargs, kwnames);
+    return new_cpu_tensor(args[0], args[1], args[2], args[3], args[4], Py_None);
 }
 
 /* _alias(base, size, stride, offset, dtype=None): see tensor_impl._alias. */

@@ -15,9 +15,9 @@ nothing above them.
 The fast constructors skip ``Tensor.__new__`` (which parses user input) and set every slot.
 The ones on the hot paths, :func:`wrap_array` (each op's result), :func:`_alias` (each view),
 :func:`make_tensor` and :func:`data_ptr` (each buffer and kernel argument of a compiled graph's
-wrapper), also exist in C (``tensor_impl.c``, built by the compiler the generated kernels use, at import):
-the C versions take the common case and call the Python functions here for every other, so these
-stay the definition. ``EMBER_TENSOR_IMPL_C=0`` keeps the Python ones.
+wrapper), also exist in C (``tensor_impl.c``, built at import by the compiler the generated
+kernels use): the C versions take the common case and call the Python functions here for every
+other, so these stay the definition. ``EMBER_TENSOR_IMPL_C=0`` keeps the Python ones.
 """
 import os
 

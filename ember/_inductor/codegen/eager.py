@@ -21,9 +21,9 @@ layer_norm's weight and bias gradients) split the columns. A row kernel may sum 
 too, in its last pass (``RowSpec.column_sums``: layer_norm backward's three gradients in one
 pass over the operands, as PyTorch's kernel): fixed chunks of rows sum into partials of their
 own, added in chunk order, so the sums do not depend on the thread count. All stay on the
-calling thread below PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per task) and when called
-with ``nthreads`` 1, in which case the OpenMP runtime is not entered at all (a forked child
-must not: see ``ember/_kernels/cpu/generated.py``).
+calling thread below PyTorch's grain size (``at::internal::GRAIN_SIZE``, 32768 elements per
+task) and when called with ``nthreads`` 1, in which case the OpenMP runtime is not entered at
+all (a forked child must not: see ``ember/_kernels/cpu/generated.py``).
 """
 import dataclasses
 

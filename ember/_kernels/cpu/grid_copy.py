@@ -223,7 +223,8 @@ def copy(dst, src):
     if (m is not None and src.dtype == dst.dtype and src.shape == dst.shape
             and dst.ndim and dst.strides[-1] == src.strides[-1] == dst.itemsize):
         try:
-            return m.copy(dst, src, threads)
+            m.copy(dst, src, threads)
+            return
         except ValueError:  # a layout the C code does not take (unaligned, byte-swapped)
             pass
     np.copyto(dst, src)
