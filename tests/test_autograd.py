@@ -210,8 +210,11 @@ def test_view_grads(torch, name, fn):
 def test_saved_attributes(torch):
     x = ember.randn(3, requires_grad=True)
     y = x * 2
-    assert y.grad_fn._saved_self is not None
+    # as PyTorch: self is saved only for other's gradient (gen_variable_type's guard_for)
+    assert y.grad_fn._saved_self is None
+    assert torch.randn(3, requires_grad=True).mul(2).grad_fn._saved_self is None
     assert y.grad_fn._saved_other == 2
+    assert (x * ember.randn(3, requires_grad=True)).grad_fn._saved_self is x
     s = x.sum()
     assert s.grad_fn._saved_self_sym_sizes == (3,)
     assert (x + x).grad_fn._saved_alpha == 1
@@ -322,6 +325,27 @@ def test_version_counter_errors(torch):
             y2.sum().backward()
         msgs.append(str(e.value))
     assert msgs[:2] == msgs[2:]
+
+
+def test_unsaved_inputs_may_change(torch):
+    """A tensor saved only for another input's gradient is not saved when that input needs none
+    (PyTorch's guard_for): changing it in place afterwards is no error. Others still are."""
+    grads = []
+    for L in (ember, torch):
+        x = L.ones(3, requires_grad=True)
+        h = x * 2
+        c = L.full((3,), 3.0)
+        z = h * c  # saves c (for h's gradient), not h
+        h.add_(1)
+        z.sum().backward()
+        grads.append(x.grad.tolist())
+        w = L.ones(3, requires_grad=True)
+        m = L.ones(2, 3)
+        y = L.mm(m, w.view(3, 1))  # saves m (for w's gradient)
+        m.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    assert grads[0] == grads[1] == [6.0, 6.0, 6.0]
 
 
 def test_inplace_leaf_errors(torch):

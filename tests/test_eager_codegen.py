@@ -378,11 +378,12 @@ def test_cached_in_process_and_on_disk(tmp_path):
                            text=True, timeout=300) for _ in range(2)]
     for r in runs:
         assert r.returncode == 0, r.stderr
-    # the first process builds the tensor constructors at import (ember/_core/tensor_impl.c),
-    # div and cosh, and the OpenBLAS thread callback that the first loaded kernel module brings
-    # (ember._inductor.blas_threads); the second reads all four from disk
-    assert runs[0].stdout.split() == ["4", "0"]
-    assert runs[1].stdout.split() == ["0", "4"]
+    # the first process builds the tensor constructors and the autograd recorder at import
+    # (ember/_core/tensor_impl.c, ember/autograd/recorder.c), div and cosh, and the OpenBLAS
+    # thread callback that the first loaded kernel module brings (ember._inductor.blas_threads);
+    # the second reads all five from disk
+    assert runs[0].stdout.split() == ["5", "0"]
+    assert runs[1].stdout.split() == ["0", "5"]
 
 
 def test_no_compiler_falls_back_quietly(tmp_path):

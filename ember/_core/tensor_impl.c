@@ -266,6 +266,18 @@ static int slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *offset) 
     return 0;
 }
 
+/* slot_offset(cls, name): the byte offset of an object slot of a __slots__ class (the autograd
+ * recorder in C reads Tensor's and SavedTensor's slots at the offsets this gives it). */
+static PyObject *slot_offset_py(PyObject *self, PyObject *args) {
+    PyTypeObject *cls;
+    const char *name;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "O!s", &PyType_Type, &cls, &name) ||
+        slot_offset(cls, name, &offset) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(offset);
+}
+
 static void clear_state(void) {
     Py_CLEAR(S.tensor);
     for (int i = 0; i < NUM_TYPES; i++)
@@ -344,6 +356,8 @@ static PyMethodDef methods[] = {
      "_alias(base, size, stride, offset, dtype=None): a view of base's storage."},
     {"make_tensor", (PyCFunction)(void (*)(void))make_tensor, METH_FASTCALL | METH_KEYWORDS,
      "make_tensor(storage, size, stride, offset, dtype, device, cls=None): a new tensor."},
+    {"slot_offset", slot_offset_py, METH_VARARGS,
+     "slot_offset(cls, name): the byte offset of the object slot ``name`` of ``cls``."},
     {"data_ptr", data_ptr, METH_O, "data_ptr(t): the address of t's first element (0 if empty)."},
     {NULL, NULL, 0, NULL}};
 

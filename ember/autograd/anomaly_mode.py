@@ -13,8 +13,9 @@ __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_ano
 
 
 class _AnomalyState(threading.local):
-    enabled = False
-    check_nan = True
+    def __init__(self):  # per-thread values: the C recorder reads them from the thread's dict
+        self.enabled = False
+        self.check_nan = True
 
 
 _state = _AnomalyState()

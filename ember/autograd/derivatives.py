@@ -124,6 +124,7 @@ class DerivativeInfo:
         derived = set()
         compiled = []
         sources = []  # the formulas as compiled (derived values renamed), for _generate_apply
+        formula_names = []  # the names each formula uses
         for names, text in formulas:
             src = _DERIVED_RE.sub(lambda m: self._derived_name(m, derived), text)
             try:
@@ -135,6 +136,7 @@ class DerivativeInfo:
                            if isinstance(n, ast.Name))
             for _, n in found:  # in order of appearance: PyTorch saves in that order
                 used.setdefault(n)
+            formula_names.append({n for _, n in found})
             compiled.append(([self.arg_names.index(n) for n in names], code, text))
             sources.append(src)
         self.formulas = compiled
@@ -143,6 +145,7 @@ class DerivativeInfo:
         self.saved_derived = sorted((self.arg_names.index(a), a, attr) for a, attr in derived
                                     if a in self.arg_names)
         self.saved_results = [n for n in self.result_names if n in used]
+        self.save_guards = self._save_guards(formulas, formula_names)
         self.uses_grad_input_mask = "grad_input_mask" in used
         self.uses_all_grads = "grads" in used or any(f"grad_{n}" in used for n in ret_names)
         self.fw_formulas = [self._compile_forward(names, text) for names, text in fw_entries]
@@ -151,6 +154,27 @@ class DerivativeInfo:
                                 for _, kind, _, names in self.fw_formulas)
         self._formula_used = used
         self._derived_fw = sorted(derived)
+
+    def _save_guards(self, formulas, formula_names):
+        """PyTorch's ``guard_for`` (gen_variable_type.py): a saved tensor that only one formula
+        of one input uses is saved only when that input's edge needs a gradient (``y = h * c``
+        with only ``h`` requiring grad saves ``c``, not ``h``). {saved name: edge offset}, for
+        ops with at least two differentiable inputs, none of them a list, that are not
+        ``*backward*`` ops; only tensors (``Tensor`` arguments, tensor results) are guarded."""
+        args = self.schema.arguments
+        if (len(self.diff_args) <= 1 or "backward" in self.schema.name or
+                any(args[i].is_list for i in self.diff_args)):
+            return {}
+        tensors = [a.name for a in args if a.type == "Tensor"]
+        tensors += [n for n, r in zip(self.result_names, self.returns)
+                    if r.type == "Tensor" and not r.is_list]
+        guards = {}
+        for name in tensors:
+            used_in = [names for (names, _), found in zip(formulas, formula_names)
+                       if name in found]
+            if len(used_in) == 1 and len(used_in[0]) == 1:
+                guards[name] = self.diff_args.index(self.arg_names.index(used_in[0][0]))
+        return guards
 
     def _compile_forward(self, names, text):
         """A ``result:`` entry: ``auto_element_wise``, ``auto_linear`` or an expression over
@@ -232,7 +256,8 @@ class GeneratedNode(Node):
         self._released = True
 
     def _unpack(self, name):
-        return _unpack_saved(self, self._saved[name])
+        # a value not saved (DerivativeInfo.save_guards) reads as None, as in PyTorch
+        return _unpack_saved(self, self._saved.get(name))
 
     def apply(self, grads):
         info = self._info
@@ -363,7 +388,9 @@ def _generate_apply(cls):
         lines += [f"    if {undefined}:", "        grads = _ember_materialize(_node, grads)"]
     lines.append("    _saved = _node._saved")
     # all saved values first, as PyTorch's generated code: a stale one raises even if unused
-    lines += [f"    {n} = _ember_unpack(_node, _saved[{n!r}])" for n in cls._saved_names]
+    # (a value saved under a guard is absent when its formula does not run)
+    lines += [f"    {n} = _ember_unpack(_node, _saved.get({n!r}))" if n in info.save_guards
+              else f"    {n} = _ember_unpack(_node, _saved[{n!r}])" for n in cls._saved_names]
     lines.append("    grad = grads[0]")
     lines += [f"    grad_{r.name} = grads[{i}]" for i, r in enumerate(info.returns) if r.name]
     lines += ["    _nxt = _node._next", f"    _out = [None] * {len(info.diff_args)}"]
@@ -470,8 +497,11 @@ def _collect_edges(node, args, diff_args, is_list_arg, slices=None):
 
 
 def _save_plan(info):
-    """What :func:`_save` stores, resolved once per op: (arg index, name) pairs, derived values,
-    and (name, output index) pairs for saved results."""
+    """What :func:`_save` stores, resolved once per op: (arg index, name, guard) for saved
+    arguments, derived values, and (name, output index, guard) for saved results; a guard is
+    the edge offset whose gradient alone needs the value (``DerivativeInfo.save_guards``), or
+    None."""
+    guards = info.save_guards
     results = []
     for name in info.saved_results:
         if name == "result":  # a Tensor[] return is saved whole
@@ -480,8 +510,8 @@ def _save_plan(info):
             idx = int(name[6:])
         else:
             idx = [r.name for r in info.returns].index(name)
-        results.append((name, idx))
-    return ([(i, info.arg_names[i]) for i in info.saved_args],
+        results.append((name, idx, guards.get(name)))
+    return ([(i, info.arg_names[i], guards.get(info.arg_names[i])) for i in info.saved_args],
             [(i, f"{a}_{attr}", attr) for i, a, attr in info.saved_derived], results)
 
 
@@ -489,7 +519,10 @@ def _save(node, plan, args, outputs, pre_saved):
     saved = node._saved
     arg_items, derived, results = plan
     node_name = None
-    for i, name in arg_items:
+    edges = node._next
+    for i, name, guard in arg_items:
+        if guard is not None and edges[guard][0] is None:
+            continue
         if pre_saved and name in pre_saved:
             saved[name] = pre_saved[name]
             continue
@@ -502,7 +535,9 @@ def _save(node, plan, args, outputs, pre_saved):
         saved[name] = _DERIVED[attr](v) if hasattr(v, "_keyset") else None
     if results:
         node_name = node.name()
-        for name, idx in results:
+        for name, idx, guard in results:
+            if guard is not None and edges[guard][0] is None:
+                continue
             saved[name] = _save_value(outputs if idx is None else outputs[idx], True, node_name)
 
 
@@ -695,9 +730,13 @@ def _generate_recorder(plan, general):
               # saved after the history is set, as _reverse_recorder explains
               "    saved = node._saved"]
     arg_items, derived, results = plan.save_plan
-    for i, name in arg_items:
-        lines += [f"    v = a[{i}]",
-                  f"    saved[{name!r}] = (_SavedTensor(v, False, None) if hasattr(v, '_keyset') "
+    for i, name, guard in arg_items:
+        pad = "    "
+        if guard is not None:  # saved only for the gradient of that input
+            lines.append(f"    if e{guard}[0] is not None:")
+            pad = "        "
+        lines += [f"{pad}v = a[{i}]",
+                  f"{pad}saved[{name!r}] = (_SavedTensor(v, False, None) if hasattr(v, '_keyset') "
                   "else _save_value(v, False, None))"]
     ns = {"_fwv": _fw.visible, "_general": general, "_state": _state,
           "_AUTOGRAD_BITS": AUTOGRAD_BITS, "_rcache": plan.entry.rcache,
@@ -708,14 +747,61 @@ def _generate_recorder(plan, general):
     for i, name, attr in derived:
         lines += [f"    t = a[{i}]",
                   f"    saved[{name!r}] = {_DERIVED_EXPR[attr]} if hasattr(t, '_keyset') else None"]
-    for name, _ in results:  # the single output (straight ops have one)
-        lines.append(f"    saved[{name!r}] = _save_value(out, True, {info.node_cls.__name__!r})")
+    for name, _, guard in results:  # the single output (straight ops have one)
+        pad = "    "
+        if guard is not None:
+            lines.append(f"    if e{guard}[0] is not None:")
+            pad = "        "
+        lines.append(f"{pad}saved[{name!r}] = _save_value(out, True, "
+                     f"{info.node_cls.__name__!r})")
     lines.append("    return out")
     src = "\n".join(lines) + "\n"
     compile_source(src, f"<ember autograd recorder {plan.entry.qualname}>", ns)
     fn = ns["record"]
     fn._source = src
-    return fn
+    if _recorder_c is None:
+        return fn
+    # the same recorder in C (recorder.c), which calls this one for every case it does not take
+    return _recorder_c.Recorder(
+        fn, plan.entry.rcache, plan.entry.resolve, BELOW_AUTOGRAD, plan.node_cls,
+        tuple(info.diff_args), plan.slices, plan.is_list_arg, tuple(arg_items),
+        tuple((i, name, _DERIVED[attr]) for i, name, attr in derived),
+        tuple((name, guard) for name, _, guard in results), info.node_cls.__name__,
+        bool(plan.diff_mask[0]))
+
+
+def _load_recorder_c():
+    """The C recorder (``recorder.c``), configured, or None: switched off
+    (``EMBER_AUTOGRAD_RECORDER_C=0``), no compiler, or tensors built in Python (the C reads
+    Tensor's slots at the offsets ``tensor_impl.c`` finds)."""
+    from .._core import tensor_impl
+    from .._inductor.codecache import HandWrittenModule
+    from .._tensor import Tensor
+    from . import graph
+    if os.environ.get("EMBER_AUTOGRAD_RECORDER_C") == "0" or tensor_impl._C is None:
+        return None
+
+    def source():
+        with open(os.path.join(os.path.dirname(__file__), "recorder.c")) as f:
+            return f.read()
+    mod = HandWrittenModule("ember_autograd_recorder", source, "nodes are recorded in Python",
+                            parallel=False).get()
+    if mod is None:
+        return None
+
+    def offsets(cls):
+        return {n: tensor_impl._C.slot_offset(cls, n) for n in cls.__slots__
+                if n != "__weakref__"}
+    mod.configure(Tensor, offsets(Tensor), SavedTensor, offsets(SavedTensor), graph.AutogradMeta,
+                  offsets(graph.AutogradMeta)["grad_accumulator"], graph.AccumulateGrad,
+                  _state, AUTOGRAD_BITS,
+                  graph._PYTHON_KEY, _fw.visible, anomaly_mode._state, graph._hooks,
+                  CUDA_STREAMS, _seq, grad_accumulator, gradient_edge, _save_value,
+                  graph._shallow)
+    return mod
+
+
+_recorder_c = _load_recorder_c()
 
 
 def _view_post(plan):

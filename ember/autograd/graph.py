@@ -315,10 +315,9 @@ class SavedTensor:
         self.output_nr = t._output_nr
         self.released = False
         self.requires_grad = t._requires_grad
-        fn = t._grad_fn
-        # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0.
-        name = node_name if is_output else (fn.name() if fn is not None else None)
-        self.grad_fn_name = name  # "SigmoidBackward0": the message strips the suffix
+        # an output's node, named for the message of a failed version check (the message names
+        # an input's grad_fn at the time of the error, as PyTorch's SavedVariable does)
+        self.grad_fn_name = node_name if is_output else None
         self.unpack_hook = None
         if _hooks.stack:
             self.data = None
@@ -372,7 +371,10 @@ class SavedTensor:
     def _version_error(self, d):
         from . import anomaly_mode
         what = f"[{d.type()} [{', '.join(map(str, d._size))}]]"
-        name = _BACKWARD_SUFFIX.sub("", self.grad_fn_name or "")
+        fn = d._grad_fn
+        creator = self.grad_fn_name if self.is_output else fn.name() if fn is not None else None
+        # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0
+        name = _BACKWARD_SUFFIX.sub("", creator or "")
         out = f", which is output {self.output_nr} of {name}," if name else ""
         hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
                 "gradient. The variable in question was changed in there or anywhere later. Good "
