@@ -66,16 +66,21 @@ DONT_REQUIRE_DERIVATIVE = {
 
 # "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor: the
 # expression of tensor ``t`` that computes it (generated recorders inline it, the others call
-# the function made from it).
+# the function made from it). Most are a slot of the tensor, as a tuple where marked (the C
+# recorder reads those slots itself).
+_DERIVED_SLOTS = {
+    "sym_sizes": ("_size", True),
+    "sizes": ("_size", True),
+    "sym_strides": ("_stride", True),
+    "scalar_type": ("_dtype", False),
+    "device": ("_device", False),
+    "sym_storage_offset": ("_offset", False),
+}
 _DERIVED_EXPR = {
-    "sym_sizes": "tuple(t._size)",
-    "sizes": "tuple(t._size)",
-    "sym_strides": "tuple(t._stride)",
-    "scalar_type": "t._dtype",
+    **{attr: f"tuple(t.{slot})" if as_tuple else f"t.{slot}"
+       for attr, (slot, as_tuple) in _DERIVED_SLOTS.items()},
     "dim": "len(t._size)",
     "sym_numel": "t.numel()",
-    "device": "t._device",
-    "sym_storage_offset": "t._offset",
 }
 _DERIVED = {attr: eval(compile_source(f"lambda t: {expr}", f"<ember derived value {attr}>", {},
                                        "eval")) for attr, expr in _DERIVED_EXPR.items()}
@@ -765,7 +770,8 @@ def _generate_recorder(plan, general):
     return _recorder_c.Recorder(
         fn, plan.entry.rcache, plan.entry.resolve, BELOW_AUTOGRAD, plan.node_cls,
         tuple(info.diff_args), plan.slices, plan.is_list_arg, tuple(arg_items),
-        tuple((i, name, _DERIVED[attr]) for i, name, attr in derived),
+        tuple((i, name, _DERIVED[attr]) + _DERIVED_SLOTS.get(attr, (None, False))
+              for i, name, attr in derived),
         tuple((name, guard) for name, _, guard in results), info.node_cls.__name__,
         bool(plan.diff_mask[0]))
 

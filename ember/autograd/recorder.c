@@ -27,9 +27,10 @@
 
 /* the Tensor slots recording reads or writes */
 enum { T_SIZE, T_DTYPE, T_DEVICE, T_VC, T_REQUIRES_GRAD, T_GRAD_FN, T_OUTPUT_NR, T_AUTOGRAD,
-       T_NSLOTS };
+       T_STRIDE, T_OFFSET, T_NSLOTS };
 static const char *tensor_slot_names[T_NSLOTS] = {
-    "_size", "_dtype", "_device", "_vc", "_requires_grad", "_grad_fn", "_output_nr", "_autograd"};
+    "_size", "_dtype", "_device", "_vc", "_requires_grad", "_grad_fn", "_output_nr", "_autograd",
+    "_stride", "_offset"};
 
 /* SavedTensor.__slots__ the constructor sets ("packed" stays unset without hooks) */
 enum { S_DATA, S_VERSION, S_IS_OUTPUT, S_OUTPUT_NR, S_GRAD_FN_NAME, S_RELEASED, S_REQUIRES_GRAD,
@@ -73,7 +74,8 @@ static struct {
 
 static PyObject *str_excluded, *str_included, *str_next, *str_stack, *str_enabled, *str_seq_nr,
     *str_saved, *str_next_edges, *str_edge_meta, *str_edge_slices, *str_is_list_arg,
-    *str_out_meta, *str_variable, *str_dict, *str_is_floating_point, *str_is_complex, *str_redispatch, *str_keyset;
+    *str_out_meta, *str_variable, *str_dict, *str_is_floating_point, *str_is_complex,
+    *str_redispatch, *str_keyset;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -172,7 +174,9 @@ typedef struct {
     PyObject *slices;      /* node._edge_slices */
     PyObject *is_list_arg; /* node._is_list_arg */
     PyObject *saved_args;  /* tuple of (argument index, name, guard) */
-    PyObject *derived;     /* tuple of (argument index, name, function of the tensor) */
+    PyObject *derived;     /* tuple of (argument index, name, function of the tensor, slot
+                            * index or -1, as_tuple): the value is the function's, or the slot
+                            * (as a tuple where as_tuple) */
     PyObject *results;     /* tuple of (name, guard): the output saved under each name */
     PyObject *node_name;
     int diff_mask0;        /* the output is differentiable */
@@ -423,7 +427,7 @@ static int python_key_on(void) {
 static PyObject *save_tensor(PyObject *t, int is_output, PyObject *name, Py_ssize_t hooks) {
     PyObject *vc = PyObject_TypeCheck(t, G.tensor) ? SLOT(t, G.t_off[T_VC]) : NULL;
     int slow = hooks != 0 || vc == NULL || !PyList_CheckExact(vc) || PyList_GET_SIZE(vc) < 1;
-    for (int i = T_SIZE; i < T_NSLOTS && !slow; i++)
+    for (int i = T_SIZE; i <= T_AUTOGRAD && !slow; i++)
         slow = SLOT(t, G.t_off[i]) == NULL;
     if (!slow && is_output) {
         slow = python_key_on();
@@ -499,8 +503,15 @@ static int save(Recorder *r, PyObject *node, PyObject *a, PyObject *out, PyObjec
         int tensor = is_tensor(t);
         if (tensor < 0)
             goto done;
-        PyObject *v = tensor ? PyObject_CallOneArg(PyTuple_GET_ITEM(item, 2), t)
-                             : Py_NewRef(Py_None);
+        PyObject *v;
+        int slot = (int)PyLong_AsLong(PyTuple_GET_ITEM(item, 3));
+        if (!tensor)
+            v = Py_NewRef(Py_None);
+        else if (slot >= 0 && PyObject_TypeCheck(t, G.tensor) && SLOT(t, G.t_off[slot]) != NULL)
+            v = PyTuple_GET_ITEM(item, 4) == Py_True ? PySequence_Tuple(SLOT(t, G.t_off[slot]))
+                                                     : Py_NewRef(SLOT(t, G.t_off[slot]));
+        else
+            v = PyObject_CallOneArg(PyTuple_GET_ITEM(item, 2), t);
         if (v == NULL || PyDict_SetItem(saved, PyTuple_GET_ITEM(item, 1), v) < 0) {
             Py_XDECREF(v);
             goto done;
@@ -592,6 +603,36 @@ static int index_tuple_ok(PyObject *t, Py_ssize_t width, Py_ssize_t *nargs) {
     return 1;
 }
 
+/* The derived-value items (index, name, function, slot name or None, as_tuple) with the slot
+ * named by its index in tensor_slot_names, -1 for None: a new tuple. */
+static PyObject *derived_items(PyObject *derived) {
+    Py_ssize_t n = PyTuple_GET_SIZE(derived);
+    PyObject *out = PyTuple_New(n);
+    for (Py_ssize_t j = 0; out != NULL && j < n; j++) {
+        PyObject *item = PyTuple_GET_ITEM(derived, j), *slot = PyTuple_GET_ITEM(item, 3);
+        int index = -1;
+        for (int i = 0; i < T_NSLOTS && slot != Py_None && index < 0; i++)
+            if (PyUnicode_Check(slot) &&
+                PyUnicode_CompareWithASCIIString(slot, tensor_slot_names[i]) == 0)
+                index = i;
+        PyObject *index_obj = PyLong_FromLong(index);
+        PyObject *as_tuple = PyObject_IsTrue(PyTuple_GET_ITEM(item, 4)) ? Py_True : Py_False;
+        PyObject *copy = index_obj != NULL && (slot == Py_None || index >= 0)
+            ? PyTuple_Pack(5, PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1),
+                           PyTuple_GET_ITEM(item, 2), index_obj, as_tuple)
+            : NULL;
+        Py_XDECREF(index_obj);
+        if (copy == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "Recorder: %R is not a Tensor slot it reads", slot);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, j, copy);
+    }
+    return out;
+}
+
 /* Whether item[at] of each item of t is None or an edge offset below len(diff_args) (a tuple
  * of at + 1 items at least). */
 static int guards_ok(PyObject *t, Py_ssize_t at, PyObject *diff_args) {
@@ -625,15 +666,20 @@ static PyObject *recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds
         return NULL;
     Py_ssize_t nargs = 0;
     if (!index_tuple_ok(diff_args, 0, &nargs) || !index_tuple_ok(saved_args, 3, &nargs) ||
-        !index_tuple_ok(derived, 3, &nargs) || !guards_ok(saved_args, 2, diff_args) ||
+        !index_tuple_ok(derived, 5, &nargs) || !guards_ok(saved_args, 2, diff_args) ||
         !guards_ok(results, 1, diff_args)) {
         PyErr_SetString(PyExc_ValueError, "Recorder: argument indices must be ints >= 0, "
                         "guards None or an edge offset");
         return NULL;
     }
-    Recorder *r = (Recorder *)type->tp_alloc(type, 0);
-    if (r == NULL)
+    derived = derived_items(derived);
+    if (derived == NULL)
         return NULL;
+    Recorder *r = (Recorder *)type->tp_alloc(type, 0);
+    if (r == NULL) {
+        Py_DECREF(derived);
+        return NULL;
+    }
     r->vectorcall = (vectorcallfunc)recorder_vectorcall;
     r->python = Py_NewRef(python);
     r->rcache = Py_NewRef(rcache);
@@ -644,7 +690,7 @@ static PyObject *recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     r->slices = Py_NewRef(slices);
     r->is_list_arg = Py_NewRef(is_list_arg);
     r->saved_args = Py_NewRef(saved_args);
-    r->derived = Py_NewRef(derived);
+    r->derived = derived;
     r->results = Py_NewRef(results);
     r->node_name = Py_NewRef(node_name);
     r->diff_mask0 = diff_mask0;
@@ -689,7 +735,8 @@ static int offsets(PyObject *dict, const char **names, int n, Py_ssize_t *out) {
 /* configure(tensor_cls, tensor_offsets, saved_cls, saved_offsets, meta_cls, meta_acc_offset,
  *           accumulate_grad_cls,
  *           tls_state, autograd_bits, python_key, fw_visible, anomaly_state, hooks_state,
- *           cuda_streams, seq, grad_accumulator, gradient_edge, save_value, shallow); the offsets are dicts of slot name -> byte offset. */
+ *           cuda_streams, seq, grad_accumulator, gradient_edge, save_value, shallow); the
+ *           offsets are dicts of slot name -> byte offset. */
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyTypeObject *tensor, *saved, *meta, *acc_cls;
     PyObject *t_offsets, *s_offsets, *tls_state, *autograd_bits, *python_key, *fw_visible;
