@@ -267,6 +267,20 @@ def test_layer_norm_forward(dtype, affine, calls):
     assert calls.n == 1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_rows_take_the_row_kernels(dtype, calls):
+    """Row kernels run at any size (NumPy's are several calls): a few short rows, one of them
+    inf, match the NumPy kernels."""
+    x = _data(3 * 5, dtype, 21).reshape(3, 5)
+    x[1, 2] = math.inf
+    w, b = _data(5, dtype, 22), _data(5, dtype, 23)
+    cases = [lambda: aten._softmax(x, -1, False), lambda: aten._log_softmax(x, 1, False),
+             lambda: aten.native_layer_norm(x, [5], w, b, 1e-5)[0]]
+    for case in cases:
+        _same(case(), _numpy(case), dtype)
+    assert calls.n == len(cases)
+
+
 @pytest.mark.parametrize("weighted", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_layer_norm_backward(dtype, weighted, calls):
