@@ -101,6 +101,31 @@ def test_non_leaf_inputs_scalars_derived_and_saved_results():
     _same_record(*_record_both("aten::mm", h, ember.randn(3, 4, requires_grad=True)))
 
 
+def test_views_record_in_c():
+    """A view op's node, and its output's view version (track_views), as the Python's."""
+    a = ember.randn(4, 6, requires_grad=True)
+    h = a * 2
+    for qualname, args in [("aten::view", (h, [24])), ("aten::t", (h,)),
+                           ("aten::transpose.int", (h, 0, 1)), ("aten::select.int", (h, 1, 2))]:
+        out_c, out_py = _record_both(qualname, *args)
+        _same_record(out_c, out_py)
+        assert out_c._base_ is out_py._base_ is h
+        assert out_c._autograd.view_version == out_py._autograd.view_version == h._vc[0]
+
+
+def test_in_place_write_to_the_base_regenerates_the_view_s_grad_fn():
+    for python in (False, True):
+        a = ember.randn(4, 6, requires_grad=True)
+        h = a * 2
+        rec = _recorder("aten::view")
+        v = (rec.python if python else rec)(h._keyset, (h, [24]))
+        assert v._grad_fn.name() == "ViewBackward0"
+        h.mul_(3)
+        assert v.grad_fn.name() == "AsStridedBackward0"
+        v.sum().backward()
+        assert ember.equal(a.grad, ember.full((4, 6), 6.0))
+
+
 def test_values_and_gradients_match_pytorch_rules():
     a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = ember.tensor([4.0, 5.0, 6.0], requires_grad=True)

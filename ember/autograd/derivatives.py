@@ -36,7 +36,8 @@ from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
-from .graph import CUDA_STREAMS, Node, SavedTensor, _seq, grad_accumulator, gradient_edge
+from .graph import (CUDA_STREAMS, Node, SavedTensor, _seq, autograd_meta, grad_accumulator,
+                    gradient_edge)
 from .views import check_view_inplace, mark_no_grad_views, track_views
 from .._core.codegen import compile_source
 
@@ -617,9 +618,9 @@ class _KernelPlan:
         self.is_view = (not inplace and bool(info.diff_args) and self.diff_mask[0] and
                         any(r.alias and not r.is_write for r in schema.returns))
         self.multi_output = self.is_view and self.multi
-        # The common case (one output, no Tensor[] inputs, not in place, not a view) also gets
-        # its recording as generated straight-line code: :func:`_generate_recorder`.
-        self.straight = not (inplace or self.multi or self.is_view or self.slices is None)
+        # The common case (one output, no Tensor[] inputs, not in place) also gets its recording
+        # as generated straight-line code: :func:`_generate_recorder`.
+        self.straight = not (inplace or self.multi or self.slices is None)
 
 
 def _reverse_recorder(plan):
@@ -731,9 +732,12 @@ def _generate_recorder(plan, general):
             "            out._output_nr = 0",
             "            out._requires_grad = True",
         ]
-    lines += ["    else:", "        node._out_meta = (None,)",
-              # saved after the history is set, as _reverse_recorder explains
-              "    saved = node._saved"]
+    lines += ["    else:", "        node._out_meta = (None,)"]
+    if plan.is_view:  # track_views, for the one output
+        lines += ["    if out._base_ is not None and out._grad_fn is node:",
+                  "        _autograd_meta(out).view_version = out._vc[0]"]
+    # saved after the history is set, as _reverse_recorder explains
+    lines.append("    saved = node._saved")
     arg_items, derived, results = plan.save_plan
     for i, name, guard in arg_items:
         pad = "    "
@@ -748,7 +752,8 @@ def _generate_recorder(plan, general):
           "_resolve": plan.entry.resolve, "_Node": plan.node_cls, "_gradient_edge": gradient_edge,
           "_grad_accumulator": grad_accumulator,
           "_NO_EDGE": (None, 0), "_slices": plan.slices, "_is_list_arg": plan.is_list_arg,
-          "_anomaly": anomaly_mode, "_SavedTensor": SavedTensor, "_save_value": _save_value}
+          "_anomaly": anomaly_mode, "_SavedTensor": SavedTensor, "_save_value": _save_value,
+          "_autograd_meta": autograd_meta}
     for i, name, attr in derived:
         lines += [f"    t = a[{i}]",
                   f"    saved[{name!r}] = {_DERIVED_EXPR[attr]} if hasattr(t, '_keyset') else None"]
@@ -773,7 +778,7 @@ def _generate_recorder(plan, general):
         tuple((i, name, _DERIVED[attr]) + _DERIVED_SLOTS.get(attr, (None, False))
               for i, name, attr in derived),
         tuple((name, guard) for name, _, guard in results), info.node_cls.__name__,
-        bool(plan.diff_mask[0]))
+        bool(plan.diff_mask[0]), plan.is_view)
 
 
 def _load_recorder_c():
@@ -799,11 +804,11 @@ def _load_recorder_c():
         return {n: tensor_impl._C.slot_offset(cls, n) for n in cls.__slots__
                 if n != "__weakref__"}
     mod.configure(Tensor, offsets(Tensor), SavedTensor, offsets(SavedTensor), graph.AutogradMeta,
-                  offsets(graph.AutogradMeta)["grad_accumulator"], graph.AccumulateGrad,
+                  offsets(graph.AutogradMeta), graph.AccumulateGrad,
                   _state, AUTOGRAD_BITS,
                   graph._PYTHON_KEY, _fw.visible, anomaly_mode._state, graph._hooks,
                   CUDA_STREAMS, _seq, grad_accumulator, gradient_edge, _save_value,
-                  graph._shallow)
+                  graph._shallow, autograd_meta)
     return mod
 
 

@@ -25,12 +25,22 @@
 #include <Python.h>
 #include <stddef.h>
 
+#if PY_VERSION_HEX >= 0x030D0000 /* 3.13 made the optional-attribute lookup public */
+#define lookup_attr PyObject_GetOptionalAttr
+#else
+#define lookup_attr _PyObject_LookupAttr
+#endif
+
 /* the Tensor slots recording reads or writes */
 enum { T_SIZE, T_DTYPE, T_DEVICE, T_VC, T_REQUIRES_GRAD, T_GRAD_FN, T_OUTPUT_NR, T_AUTOGRAD,
-       T_STRIDE, T_OFFSET, T_NSLOTS };
+       T_STRIDE, T_OFFSET, T_BASE, T_NSLOTS };
 static const char *tensor_slot_names[T_NSLOTS] = {
     "_size", "_dtype", "_device", "_vc", "_requires_grad", "_grad_fn", "_output_nr", "_autograd",
-    "_stride", "_offset"};
+    "_stride", "_offset", "_base_"};
+
+/* AutogradMeta.__slots__ the recorder reads or writes */
+enum { M_GRAD_ACCUMULATOR, M_VIEW_VERSION, M_NSLOTS };
+static const char *meta_slot_names[M_NSLOTS] = {"grad_accumulator", "view_version"};
 
 /* SavedTensor.__slots__ the constructor sets ("packed" stays unset without hooks) */
 enum { S_DATA, S_VERSION, S_IS_OUTPUT, S_OUTPUT_NR, S_GRAD_FN_NAME, S_RELEASED, S_REQUIRES_GRAD,
@@ -56,8 +66,8 @@ static struct {
     PyTypeObject *saved;
     Py_ssize_t s_off[S_NSLOTS];
     PyTypeObject *meta;          /* AutogradMeta */
+    Py_ssize_t m_off[M_NSLOTS];
     PyTypeObject *acc_cls;       /* AccumulateGrad */
-    Py_ssize_t meta_acc_off;     /* its grad_accumulator slot (a weakref or None) */
     Local tls_state;             /* _dispatch/tls.py's state: excluded, included */
     PyObject *autograd_bits;     /* AUTOGRAD_BITS (an int) */
     PyObject *python_key;        /* bit(K.Python) */
@@ -66,7 +76,7 @@ static struct {
     Local hooks_state;           /* graph._hooks: stack */
     PyObject *cuda_streams;      /* graph.CUDA_STREAMS (a list) */
     Local seq;                   /* graph._seq: next (an itertools.count) */
-    PyObject *grad_accumulator, *gradient_edge, *save_value, *shallow;
+    PyObject *grad_accumulator, *gradient_edge, *save_value, *shallow, *autograd_meta;
     PyObject *no_edge;           /* (None, 0) */
     PyObject *zero;
     PyObject *empty;             /* () */
@@ -103,7 +113,7 @@ static int is_tensor(PyObject *v) {
     if (PyObject_TypeCheck(v, G.tensor))
         return 1;
     PyObject *ks;
-    int r = _PyObject_LookupAttr(v, str_keyset, &ks);
+    int r = lookup_attr(v, str_keyset, &ks);
     Py_XDECREF(ks);
     return r;
 }
@@ -180,6 +190,7 @@ typedef struct {
     PyObject *results;     /* tuple of (name, guard): the output saved under each name */
     PyObject *node_name;
     int diff_mask0;        /* the output is differentiable */
+    int is_view;           /* the output is a view of an input: track_views */
     Py_ssize_t nargs;      /* 1 + the largest argument index above */
 } Recorder;
 
@@ -266,7 +277,7 @@ static PyObject *accumulator(PyObject *t) {
     PyObject *m = PyObject_TypeCheck(t, G.tensor) ? SLOT(t, G.t_off[T_AUTOGRAD]) : NULL;
     if (m == NULL || !Py_IS_TYPE(m, G.meta))
         return PyObject_CallOneArg(G.grad_accumulator, t);
-    PyObject **ref = &SLOT(m, G.meta_acc_off);
+    PyObject **ref = &SLOT(m, G.m_off[M_GRAD_ACCUMULATOR]); /* a weakref or None */
     if (*ref != NULL && PyWeakref_CheckRef(*ref)) {
         PyObject *acc = PyWeakref_GetObject(*ref);
         if (acc != Py_None)
@@ -297,7 +308,7 @@ static int edge_of(PyObject *t, PyObject **edge, PyObject **meta) {
     PyObject *rg;
     if (PyObject_TypeCheck(t, G.tensor) && SLOT(t, G.t_off[T_REQUIRES_GRAD]) != NULL) {
         rg = Py_NewRef(SLOT(t, G.t_off[T_REQUIRES_GRAD]));
-    } else if (_PyObject_LookupAttr(t, G.t_name[T_REQUIRES_GRAD], &rg) < 0) {
+    } else if (lookup_attr(t, G.t_name[T_REQUIRES_GRAD], &rg) < 0) {
         return -1;
     }
     int needs = rg != NULL && PyObject_IsTrue(rg);
@@ -401,6 +412,32 @@ static int set_history(Recorder *r, PyObject *node, PyObject *out) {
 done:
     Py_XDECREF(dtype);
     Py_XDECREF(meta);
+    return rc;
+}
+
+/* views.track_views for a view op's one output: a view whose history is this node keeps its
+ * version counter's value (a later in-place write to the base regenerates its grad_fn). */
+static int track_view(PyObject *node, PyObject *out) {
+    PyObject *base = tget(out, T_BASE);
+    PyObject *fn = base != NULL && base != Py_None ? tget(out, T_GRAD_FN) : NULL;
+    int rc = base != NULL && (base == Py_None || fn != NULL) ? 0 : -1;
+    if (fn == node) {
+        PyObject *m = PyObject_CallOneArg(G.autograd_meta, out);
+        PyObject *vc = m != NULL ? tget(out, T_VC) : NULL;
+        PyObject *version = vc != NULL ? PySequence_GetItem(vc, 0) : NULL;
+        if (version == NULL) {
+            rc = -1;
+        } else if (Py_IS_TYPE(m, G.meta)) {
+            Py_XSETREF(SLOT(m, G.m_off[M_VIEW_VERSION]), version);
+        } else {
+            rc = PyObject_SetAttrString(m, "view_version", version);
+            Py_DECREF(version);
+        }
+        Py_XDECREF(m);
+        Py_XDECREF(vc);
+    }
+    Py_XDECREF(base);
+    Py_XDECREF(fn);
     return rc;
 }
 
@@ -556,7 +593,8 @@ static PyObject *recorder_vectorcall(Recorder *r, PyObject *const *args, size_t 
     if (node == NULL || set_edges(r, node, a, &edges) < 0)
         goto fail;
     /* saved after the history is set, as _reverse_recorder explains */
-    if (set_history(r, node, out) < 0 || save(r, node, a, out, edges) < 0)
+    if (set_history(r, node, out) < 0 || (r->is_view && track_view(node, out) < 0) ||
+        save(r, node, a, out, edges) < 0)
         goto fail;
     Py_DECREF(edges);
     Py_DECREF(node);
@@ -653,16 +691,17 @@ static int guards_ok(PyObject *t, Py_ssize_t at, PyObject *diff_args) {
 }
 
 /* Recorder(python, rcache, resolve, below, node_cls, diff_args, slices, is_list_arg, saved_args,
- *          derived, results, node_name, diff_mask0): see derivatives._generate_recorder. */
+ *          derived, results, node_name, diff_mask0, is_view): see
+ *          derivatives._generate_recorder. */
 static PyObject *recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *python, *rcache, *resolve, *below, *node_cls, *diff_args, *slices, *is_list_arg;
     PyObject *saved_args, *derived, *results, *node_name;
-    int diff_mask0;
-    if (!PyArg_ParseTuple(args, "OO!OO!O!O!OOO!O!O!Up", &python, &PyDict_Type, &rcache, &resolve,
-                          &PyLong_Type, &below, &PyType_Type, &node_cls, &PyTuple_Type,
+    int diff_mask0, is_view;
+    if (!PyArg_ParseTuple(args, "OO!OO!O!O!OOO!O!O!Upp", &python, &PyDict_Type, &rcache,
+                          &resolve, &PyLong_Type, &below, &PyType_Type, &node_cls, &PyTuple_Type,
                           &diff_args, &slices, &is_list_arg, &PyTuple_Type, &saved_args,
                           &PyTuple_Type, &derived, &PyTuple_Type, &results, &node_name,
-                          &diff_mask0))
+                          &diff_mask0, &is_view))
         return NULL;
     Py_ssize_t nargs = 0;
     if (!index_tuple_ok(diff_args, 0, &nargs) || !index_tuple_ok(saved_args, 3, &nargs) ||
@@ -694,6 +733,7 @@ static PyObject *recorder_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     r->results = Py_NewRef(results);
     r->node_name = Py_NewRef(node_name);
     r->diff_mask0 = diff_mask0;
+    r->is_view = is_view;
     r->nargs = nargs;
     return (PyObject *)r;
 }
@@ -732,27 +772,28 @@ static int offsets(PyObject *dict, const char **names, int n, Py_ssize_t *out) {
     return 0;
 }
 
-/* configure(tensor_cls, tensor_offsets, saved_cls, saved_offsets, meta_cls, meta_acc_offset,
+/* configure(tensor_cls, tensor_offsets, saved_cls, saved_offsets, meta_cls, meta_offsets,
  *           accumulate_grad_cls,
  *           tls_state, autograd_bits, python_key, fw_visible, anomaly_state, hooks_state,
- *           cuda_streams, seq, grad_accumulator, gradient_edge, save_value, shallow); the
- *           offsets are dicts of slot name -> byte offset. */
+ *           cuda_streams, seq, grad_accumulator, gradient_edge, save_value, shallow,
+ *           autograd_meta); the offsets are dicts of slot name -> byte offset. */
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyTypeObject *tensor, *saved, *meta, *acc_cls;
-    PyObject *t_offsets, *s_offsets, *tls_state, *autograd_bits, *python_key, *fw_visible;
+    PyObject *t_offsets, *s_offsets, *m_offsets, *tls_state, *autograd_bits, *python_key, *fw_visible;
     PyObject *anomaly_state, *hooks_state, *cuda_streams, *seq, *grad_accumulator;
-    PyObject *gradient_edge, *save_value, *shallow;
-    Py_ssize_t meta_acc_off;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!nO!OO!O!O!OOO!OOOOO", &PyType_Type, &tensor,
+    PyObject *gradient_edge, *save_value, *shallow, *autograd_meta;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!OO!O!O!OOO!OOOOOO", &PyType_Type, &tensor,
                           &PyDict_Type, &t_offsets, &PyType_Type, &saved, &PyDict_Type,
-                          &s_offsets, &PyType_Type, &meta, &meta_acc_off, &PyType_Type,
+                          &s_offsets, &PyType_Type, &meta, &PyDict_Type, &m_offsets, &PyType_Type,
                           &acc_cls, &tls_state,
                           &PyLong_Type, &autograd_bits, &PyLong_Type, &python_key, &PyList_Type,
                           &fw_visible, &anomaly_state, &hooks_state, &PyList_Type, &cuda_streams,
-                          &seq, &grad_accumulator, &gradient_edge, &save_value, &shallow))
+                          &seq, &grad_accumulator, &gradient_edge, &save_value, &shallow,
+                          &autograd_meta))
         return NULL;
     if (offsets(t_offsets, tensor_slot_names, T_NSLOTS, G.t_off) < 0 ||
-        offsets(s_offsets, saved_slot_names, S_NSLOTS, G.s_off) < 0)
+        offsets(s_offsets, saved_slot_names, S_NSLOTS, G.s_off) < 0 ||
+        offsets(m_offsets, meta_slot_names, M_NSLOTS, G.m_off) < 0)
         return NULL;
     for (int i = 0; i < T_NSLOTS; i++) {
         Py_XSETREF(G.t_name[i], PyUnicode_InternFromString(tensor_slot_names[i]));
@@ -762,7 +803,6 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_XSETREF(G.tensor, (PyTypeObject *)Py_NewRef(tensor));
     Py_XSETREF(G.saved, (PyTypeObject *)Py_NewRef(saved));
     Py_XSETREF(G.meta, (PyTypeObject *)Py_NewRef(meta));
-    G.meta_acc_off = meta_acc_off;
     Py_XSETREF(G.acc_cls, (PyTypeObject *)Py_NewRef(acc_cls));
     local_configure(&G.tls_state, tls_state);
     Py_XSETREF(G.autograd_bits, Py_NewRef(autograd_bits));
@@ -776,6 +816,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_XSETREF(G.gradient_edge, Py_NewRef(gradient_edge));
     Py_XSETREF(G.save_value, Py_NewRef(save_value));
     Py_XSETREF(G.shallow, Py_NewRef(shallow));
+    Py_XSETREF(G.autograd_meta, Py_NewRef(autograd_meta));
     Py_RETURN_NONE;
 }
 
