@@ -431,6 +431,11 @@ class _Compiled:
                              for i in self.mutated_grad}
         self.out_requires_grad = [isinstance(v, Tensor) and v.requires_grad for v in out_vals]
         self.out_is_tensor = [isinstance(v, Tensor) for v in out_vals]
+        # per call, only the outputs that are regenerated as views of an input are looked at
+        self.alias_outputs = [(k, src) for k, src in enumerate(self.output_aliases)
+                              if src is not None and self.out_is_tensor[k]
+                              and not self.out_requires_grad[k]]
+        self.unflatten = _unflattener(self.out_spec)
         self.needs_autograd = is_grad_enabled() and any(
             isinstance(x, Tensor) and x.requires_grad for x in inputs) and \
             (any(self.out_requires_grad) or bool(self.mutated_grad))
@@ -485,6 +490,10 @@ class _Compiled:
         out.args = (tuple(user + mut + grads),)
         fjoint.recompile()
         num_fwd = self.n_out + len(mut)
+        # the forward outputs marked non-differentiable (of those that are tensors at run time)
+        diff_mut = {self.n_out + self.mutated.index(i) for i in mutated_grad}
+        self.non_diff = [k for k in range(num_fwd) if k not in diff_mut and
+                         (k >= self.n_out or not self.out_requires_grad[k])]
         fjoint.meta = {"num_fwd_outputs": num_fwd}
         self.joint_module = fjoint
         # 3. partition
@@ -513,13 +522,22 @@ class _Compiled:
                 else:
                     with no_grad():
                         inputs[i].copy_(v)
-        for k, src in enumerate(self.output_aliases):
+        for k, src in self.alias_outputs:
             # an output that is a view of an input is regenerated as a view of the input
-            if src is not None and isinstance(user[k], Tensor) and self.out_is_tensor[k] \
-                    and not self.out_requires_grad[k]:
+            if isinstance(user[k], Tensor):
                 o = user[k]
                 user[k] = inputs[src].as_strided(o.size(), o.stride(), o.storage_offset())
-        return pytree.tree_unflatten(user, self.out_spec)
+        return self.unflatten(user)
+
+
+def _unflattener(spec):
+    """``leaves -> tree`` of ``spec``: pytree's, or for the usual output structures (one leaf,
+    a tuple or list of leaves) the container built directly (it runs on every call)."""
+    if spec.is_leaf():
+        return operator.itemgetter(0)
+    if spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children_specs):
+        return spec.type
+    return lambda leaves: pytree.tree_unflatten(leaves, spec)
 
 
 def _plain(x):
@@ -555,14 +573,13 @@ class _CompiledFunction(_autograd.Function):
         fwd, saved = outs[:nf], outs[nf:]
         ctx.compiled = compiled
         # an input about to be overwritten by its new value is saved as it is now
-        for k, v in enumerate(saved):
-            if any(v is inputs[i] for i in compiled.mutated):
-                saved[k] = v.detach().clone()
+        if compiled.mutated:
+            for k, v in enumerate(saved):
+                if any(v is inputs[i] for i in compiled.mutated):
+                    saved[k] = v.detach().clone()
         ctx.save_for_backward(*[s for s in saved if isinstance(s, Tensor)])
         ctx.saved_extra = [s for s in saved if not isinstance(s, Tensor)]
-        diff_mut = {compiled.n_out + compiled.mutated.index(i) for i in compiled.mutated_grad}
-        non_diff = [o for k, o in enumerate(fwd) if isinstance(o, Tensor) and k not in diff_mut
-                    and (k >= compiled.n_out or not compiled.out_requires_grad[k])]
+        non_diff = [fwd[k] for k in compiled.non_diff if isinstance(fwd[k], Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
         return tuple(fwd)

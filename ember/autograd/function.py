@@ -294,8 +294,9 @@ def _record(ctx, args, is_tensor, outs):
     tensor_inputs = [a for a, t in zip(args, is_tensor) if t]
     ctx._next = tuple(map(gradient_edge, tensor_inputs))
     ctx._edge_meta = tuple([(a._size, a._dtype) for a in tensor_inputs])
-    dirty = {id(t) for t in ctx.dirty_tensors}
-    non_diff = {id(t) for t in ctx.non_differentiable}
+    # (the sets are built only when used: this runs for every compiled graph's forward)
+    dirty = {id(t) for t in ctx.dirty_tensors} if ctx.dirty_tensors else ()
+    non_diff = {id(t) for t in ctx.non_differentiable} if ctx.non_differentiable else ()
     input_ids = {id(a) for a in tensor_inputs}
     metas = []
     for i, o in enumerate(outs):
