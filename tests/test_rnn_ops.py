@@ -376,3 +376,49 @@ def test_cell_ops_match_pytorch(name):
                 getattr(lib, name)(xx, hx, *ws)
             msgs.append(str(err.value))
         assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("specials", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_steps_in_c_match_numpy(dtype, specials, monkeypatch):
+    """The LSTM step kernels of rnn_cells.py against the NumPy steps (EMBER_EAGER_CODEGEN=0):
+    two layers, bidirectional, packed sequences of different lengths; with ``specials`` an inf
+    and a NaN in the input (NaN and inf where NumPy has them)."""
+    from helpers import has_c_compiler
+    from ember._kernels.cpu import rnn_cells
+    if not has_c_compiler():
+        pytest.skip("no C compiler: the steps run in NumPy")
+    calls = {"n": 0}
+    real = rnn_cells.module
+
+    class Counting:  # counts the step calls the layer kernels make
+        def __init__(self, m):
+            self.m = m
+
+        def __getattr__(self, name):
+            calls["n"] += 1
+            return getattr(self.m, name)
+
+    monkeypatch.setattr(rnn_cells, "module", lambda dt: real(dt) and Counting(real(dt)))
+    _, em = _pair("LSTM", dtype, num_layers=2, bidirectional=True)
+    xn = np.random.RandomState(3).randn(6, 3, 4)
+    if specials:
+        xn[2, 1, 0], xn[1, 2, 3] = np.inf, np.nan
+
+    def run():
+        x = ember.tensor(xn, dtype=getattr(ember, dtype), requires_grad=True)
+        out, (h, c) = em(ember.nn.utils.rnn.pack_padded_sequence(x, [6, 4, 2]))
+        (out.data.sum() + h.sum() * 2 + c.sum() * 3).backward()
+        grads = [x.grad] + [p.grad for p in em.parameters()]
+        em.zero_grad()
+        return [out.data, h, c] + grads
+
+    got = run()
+    steps = 2 * 2 * 6  # 2 layers, 2 directions, 6 time steps: forward and backward each
+    assert calls["n"] == 2 * steps
+    monkeypatch.setenv("EMBER_EAGER_CODEGEN", "0")
+    want = run()
+    assert calls["n"] == 2 * steps  # none more: NumPy's steps ran
+    tol = dict(rtol=2e-6, atol=1e-6) if dtype == "float32" else dict(rtol=1e-13, atol=1e-13)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), equal_nan=True, **tol)

@@ -4,7 +4,8 @@ tanh or relu, one direction) and its fused backward ``_rnn_layer_backward``.
 PyTorch's CPU LSTM runs each layer and direction as one ``mkldnn_rnn_layer`` call; GRU and plain
 RNN have no such op there (they loop cells in C++). Here all four modes are one op, so that a
 layer is one dispatcher call instead of a dozen ops per time step. The input projection of all
-steps is one matmul; each step is one ``h @ W_hh^T`` and the gate math on NumPy arrays. The
+steps is one matmul; each step is one ``h @ W_hh^T`` and the gate math on NumPy arrays (an LSTM
+step's gate math is one C call where ``rnn_cells.py`` is built). The
 forward keeps what the backward needs as a workspace output (as ``mkldnn_rnn_layer`` does); the
 backward runs back-propagation through time step by step for the recurrent part and forms the
 weight, bias and input gradients as whole-sequence matmuls. Gate order is PyTorch's: LSTM
@@ -24,6 +25,7 @@ from .gemm import matmul as _matmul
 from ..._core.blas import products_of
 from ..rules.rnn import GRU, LSTM, RNN_TANH, rnn_layer_shapes
 from ._util import nd, wrap
+from . import rnn_cells
 
 
 def _arr(t):
@@ -103,6 +105,7 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
     h0 = _arr(hx).astype(gi.dtype, copy=False)
     c0 = _arr(cx).astype(gi.dtype, copy=False) if mode == LSTM else None
     h, c = h0, c0  # the state of the rows the current step runs
+    cells = rnn_cells.module(gi.dtype) if mode == LSTM else None  # a step's gate math in C
     with np.errstate(all="ignore"), products_of(N * H * G):
         for t, o, b in _steps(bs, reverse):
             if h.shape[0] > b:  # sequences ended (packed input, forward direction)
@@ -113,7 +116,10 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
                 c = np.concatenate([c, c0[c.shape[0]:b]]) if c is not None else None
             gh = h.dot(w_hhT)
             rows = slice(o, o + b)
-            if mode == LSTM:
+            if cells is not None:
+                cells.lstm_forward(gi[rows], gh, c, ws[rows], out[rows])
+                c, h = ws[rows, G:], out[rows]
+            elif mode == LSTM:
                 g = ws[rows, :G]  # i, f, g, o after their activations
                 np.add(gi[rows], gh, out=g)
                 expit(g[:, :2 * H], out=g[:, :2 * H])
@@ -171,7 +177,18 @@ def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, o
     # the recurrence backwards: the forward's steps in reverse order
     steps = _steps(bs, not reverse)
     with np.errstate(all="ignore"), products_of(N * H * G):
-        if mode == LSTM:
+        cells = rnn_cells.module(out.dtype) if mode == LSTM else None
+        if cells is not None:  # a step's gate math in C
+            dc = _arr(grad_cy).astype(out.dtype, copy=True)
+            c_prev = _previous(ws[:, G:], _arr(cx), bs, reverse)
+            go, ws = np.ascontiguousarray(go), np.ascontiguousarray(ws)
+            for t, r0, b in steps:
+                rows = slice(r0, r0 + b)
+                d = dgi[rows]
+                cells.lstm_backward(dh[:b], dc[:b], go[rows], ws[rows], c_prev[rows], d)
+                dh[:b] = d.dot(w_hh)
+            dcx = dc
+        elif mode == LSTM:
             dc = _arr(grad_cy).astype(out.dtype, copy=True)
             c_all = ws[:, G:]
             c_prev = _previous(c_all, _arr(cx), bs, reverse)
