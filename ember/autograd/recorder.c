@@ -1,24 +1,26 @@
 /* ember_autograd_recorder: the generated straight-line autograd recorder of
- * ember/autograd/derivatives.py (_generate_recorder) in C.
+ * ember/autograd/derivatives.py (_generate_recorder) in C, for ops of one output (views too).
  *
- * Recording the node of a small op cost twice the op: `a * b` of two one-element leaves took
- * 1.0 us without grad and 3.0 us with, PyTorch records in 0.7 us. The recorder's Python was
- * sixty lines of bytecode, a Python __init__ for the node and one per saved tensor, a tuple of
- * arguments unpacked into the kernel call. Here the same reads and stores are made from C: the
- * tensors' and SavedTensor's slots directly (their byte offsets are read from the member
- * descriptors once, by ember_tensor_impl.slot_offset), the node's dictionary attributes through
- * the generic setattr.
+ * Recording the node of a small op cost more than the op: `a * b` of two one-element leaves took
+ * 1.0 us without grad and 3.0 us with; PyTorch records in 0.65 us. The recorder's Python was
+ * sixty lines of bytecode, a Python __init__ for the node and one per saved tensor, and the
+ * leaves' AccumulateGrad nodes. Here the same reads and stores are made from C: the tensors',
+ * SavedTensor's and AutogradMeta's slots directly (their byte offsets are read from the member
+ * descriptors once, by ember_tensor_impl.slot_offset), the nodes' dictionary attributes through
+ * the generic setattr; GeneratedNode.__init__, AccumulateGrad.__init__ and SavedTensor.__init__
+ * are mirrored store by store for their common case (tests/test_autograd_recorder_c.py compares
+ * the two field by field).
  *
  * The Python recorder stays the definition: a Recorder takes the calls its common case covers and
- * calls the Python for every other, so a rule is never written twice:
- *   - forward-AD levels are live, arguments that are not a tuple of the op's: the whole Python
- *     recorder;
- *   - CUDA streams are recorded (CUDA_STREAMS nonempty): the node class's __init__;
- *   - a leaf whose AccumulateGrad is not alive: graph.grad_accumulator; a view with autograd
- *     metadata: graph.gradient_edge;
+ * calls the Python for every other:
+ *   - forward-AD levels are live, anomaly mode is on (the forward trace it keeps is Python's),
+ *     arguments that are not a tuple of the op's: the whole Python recorder;
+ *   - CUDA streams are recorded (CUDA_STREAMS nonempty): the node class's __init__ and
+ *     graph.grad_accumulator;
+ *   - a leaf without AutogradMeta: graph.grad_accumulator; a view with autograd metadata:
+ *     graph.gradient_edge; a view output: graph.autograd_meta;
  *   - saved-tensor hooks, an inference tensor, an output while the Python key is on, anything
- *     that is not a Tensor: SavedTensor(...) or derivatives._save_value;
- *   - anomaly mode on: the whole Python recorder too (the forward trace it keeps is Python's).
+ *     that is not a Tensor: SavedTensor(...) or derivatives._save_value.
  * An object that is not an ember.Tensor instance is read and written through its attributes.
  */
 #define PY_SSIZE_T_CLEAN
@@ -779,8 +781,8 @@ static int offsets(PyObject *dict, const char **names, int n, Py_ssize_t *out) {
  *           autograd_meta); the offsets are dicts of slot name -> byte offset. */
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyTypeObject *tensor, *saved, *meta, *acc_cls;
-    PyObject *t_offsets, *s_offsets, *m_offsets, *tls_state, *autograd_bits, *python_key, *fw_visible;
-    PyObject *anomaly_state, *hooks_state, *cuda_streams, *seq, *grad_accumulator;
+    PyObject *t_offsets, *s_offsets, *m_offsets, *tls_state, *autograd_bits, *python_key;
+    PyObject *fw_visible, *anomaly_state, *hooks_state, *cuda_streams, *seq, *grad_accumulator;
     PyObject *gradient_edge, *save_value, *shallow, *autograd_meta;
     if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!OO!O!O!OOO!OOOOOO", &PyType_Type, &tensor,
                           &PyDict_Type, &t_offsets, &PyType_Type, &saved, &PyDict_Type,
