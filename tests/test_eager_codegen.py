@@ -267,6 +267,17 @@ def test_layer_norm_forward(dtype, affine, calls):
     assert calls.n == 1
 
 
+def test_softmax_kernel_computes_each_exp_once():
+    """The sum's pass keeps each exp in the output and the last pass divides it in place (a
+    Reduce with ``store``), as PyTorch's vectorised softmax does."""
+    from ember._inductor.codegen import eager
+    aten_name, operands, passes = G._row_specs(eager)["softmax"]
+    _, src = eager._row_source(eager.RowSpec("softmax", aten_name, operands, passes,
+                                             ember.float32))
+    body = src[:src.index("static void softmax_float32(")]
+    assert body.count("expf(") == 1 and body.count("out[row * cols + j] = ") == 2
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_small_rows_take_the_row_kernels(dtype, calls):
     """Row kernels run at any size (NumPy's are several calls): a few short rows, one of them

@@ -53,10 +53,13 @@ class PointwiseSpec:
 @dataclasses.dataclass(frozen=True)
 class Reduce:
     """A pass of a row kernel accumulating ``inner_fn()`` over the row into ``acc`` (one of
-    ``cpp.REDUCTIONS``' types); later passes read the result as ``ops.load(acc, None)``."""
+    ``cpp.REDUCTIONS``' types); later passes read the result as ``ops.load(acc, None)``. With
+    ``store``, each element's value is also stored to that output (of layout ``v``), which later
+    passes read as ``ops.load(store, None)`` instead of computing it again (softmax's exp)."""
     acc: str
     reduction_type: str
     inner_fn: object
+    store: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,6 +224,9 @@ def _row_source(spec):
     out_layouts = dict(spec.outputs)
     refs = {n: ({"v": f"{n}[row * cols + j]", "s": f"{n}[0]", "r": f"{n}[row]",
                  "c": f"{n}[j]"}[lay], dt) for n, lay in spec.operands}
+    # an output a reduction pass stores is read back by the passes after it
+    refs.update({red.store: (f"{red.store}[row * cols + j]", dt) for step in spec.passes
+                 if isinstance(step, tuple) for red in step if red.store})
     values = {"cols": CSEVar("cols_value", dt)}
     fname = f"{spec.name}_{dt.name}"
     lines = [f"/* {fname}: {spec.aten}, row by row; "
@@ -275,6 +281,8 @@ def _row_source(spec):
                 updates.append(f"{red.acc}_nan |= {v} != {v};")
                 after.append(f"{ind}if ({red.acc}_nan) {red.acc} = NAN;")
             updates.append(f"{red.acc} = {update.format(acc=red.acc, v=v)};")
+            if red.store:
+                updates.append(f"{red.store}[row * cols + j] = {store_code(v, v.dtype)};")
         # visible to the passes after this one only
         values.update({red.acc: CSEVar(red.acc, dt) for red in step})
         lines += [f"{ind}#pragma omp simd {' '.join(clauses)}",

@@ -441,8 +441,10 @@ def _row_specs(eager):
     return {
         **{f"layer_norm{'_w' if w else ''}{'_b' if b else ''}": layer_norm_forward(w, b)
            for w in (True, False) for b in (True, False)},
+        # the sum's pass keeps each exp in the output, the last pass divides it in place
         "softmax": ("aten::_softmax over the last dim", (("x", "v"),),
-                    (amax, sum_exp, lambda: ops.truediv(ops.exp(shifted()), ld("sum_exp")))),
+                    (amax, (eager.Reduce("sum_exp", "sum", lambda: ops.exp(shifted()), "out"),),
+                     lambda: ops.truediv(ld("out"), ld("sum_exp")))),
         "log_softmax": ("aten::_log_softmax over the last dim", (("x", "v"),),
                         (amax, sum_exp, lambda: ops.sub(shifted(), ops.log(ld("sum_exp"))))),
         "softmax_backward": (
