@@ -514,6 +514,13 @@ static int guard_open(PyObject *guard, PyObject *edges) {
     return PyTuple_GET_ITEM(edge, 0) != Py_None;
 }
 
+/* saved[name] = v, v a new reference (or NULL: an error already set) that it takes */
+static int put(PyObject *saved, PyObject *name, PyObject *v) {
+    int rc = v != NULL ? PyDict_SetItem(saved, name, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
 /* node._saved: the saved arguments, derived values and results, in the Python's order; a value
  * under a guard only when its edge needs a gradient */
 static int save(Recorder *r, PyObject *node, PyObject *a, PyObject *out, PyObject *edges) {
@@ -530,11 +537,8 @@ static int save(Recorder *r, PyObject *node, PyObject *a, PyObject *out, PyObjec
             continue;
         Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
         PyObject *v = save_one(PyTuple_GET_ITEM(a, i), 0, Py_None, hooks);
-        if (v == NULL || PyDict_SetItem(saved, PyTuple_GET_ITEM(item, 1), v) < 0) {
-            Py_XDECREF(v);
+        if (put(saved, PyTuple_GET_ITEM(item, 1), v) < 0)
             goto done;
-        }
-        Py_DECREF(v);
     }
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(r->derived); j++) {
         PyObject *item = PyTuple_GET_ITEM(r->derived, j);
@@ -551,22 +555,16 @@ static int save(Recorder *r, PyObject *node, PyObject *a, PyObject *out, PyObjec
                                                      : Py_NewRef(SLOT(t, G.t_off[slot]));
         else
             v = PyObject_CallOneArg(PyTuple_GET_ITEM(item, 2), t);
-        if (v == NULL || PyDict_SetItem(saved, PyTuple_GET_ITEM(item, 1), v) < 0) {
-            Py_XDECREF(v);
+        if (put(saved, PyTuple_GET_ITEM(item, 1), v) < 0)
             goto done;
-        }
-        Py_DECREF(v);
     }
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(r->results); j++) {
         PyObject *item = PyTuple_GET_ITEM(r->results, j);
         if (!guard_open(PyTuple_GET_ITEM(item, 1), edges))
             continue;
         PyObject *v = save_one(out, 1, r->node_name, hooks);
-        if (v == NULL || PyDict_SetItem(saved, PyTuple_GET_ITEM(item, 0), v) < 0) {
-            Py_XDECREF(v);
+        if (put(saved, PyTuple_GET_ITEM(item, 0), v) < 0)
             goto done;
-        }
-        Py_DECREF(v);
     }
     rc = 0;
 done:
