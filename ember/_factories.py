@@ -20,6 +20,7 @@ from ._core import float8 as _float8
 from ._core import strides as _st
 from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
                            device as _device, preserve_format)
+from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
 from ._core.storage import from_array, meta_storage
 from ._tensor import Tensor, _alias, make_tensor, wrap_array
@@ -171,8 +172,14 @@ def _checked_astype(arr, target):
 def _data_to_array(data, dtype):
     """A fresh NumPy array holding ``data`` (no Tensor), with PyTorch's inferred dtype."""
     if isinstance(data, np.ndarray):
-        d = _numpy_dtype(data.dtype)
-        return np.array(data, dtype=(dtype or d)._np, copy=True)
+        target = (dtype or _numpy_dtype(data.dtype))._np
+        if data.flags.c_contiguous:
+            # the CPU allocator's memory, as every other new tensor's (large blocks start on a
+            # cache line, and are reused)
+            out = cpu_cache.empty(data.shape, target)
+            np.copyto(out, data, casting="unsafe")
+            return out
+        return np.array(data, dtype=target, copy=True)  # its layout kept, as PyTorch keeps it
     if isinstance(data, np.generic):
         d = _numpy_dtype(data.dtype)
         return np.array(data, dtype=(dtype or d)._np)

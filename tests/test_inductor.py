@@ -2,6 +2,7 @@
 equal), fusion structure, generated code, training, and the no-compiler fallback."""
 import logging
 import math
+import os
 import shutil
 
 import pytest
@@ -499,6 +500,76 @@ def test_reductions_over_a_strided_dim_swap_their_loops(name):
         assert_same(o, r, rtol=1e-4, atol=1e-4)
     src = rec.graphs[0].c_source_code
     assert "x0c += 64" in src or "x1c += 64" in src, src
+
+
+def _layer_norm_step(rec, x, w, b, g, **settings):
+    F = ember.nn.functional
+    with config.patch(**settings):
+        x = x.detach().requires_grad_()
+        y = ember.compile(lambda t: F.layer_norm(t, (x.shape[-1],), w, b),
+                          backend=rec.backend())(x)
+        y.backward(g)
+    return y, x.grad
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="streaming stores are x86-64's")
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.bfloat16])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_streaming_stores_write_the_same_values(dtype, parallel):
+    """A kernel moving at least the last-level cache's bytes writes its rows with streaming
+    stores; forced here on a small tensor whose rows of 1000 elements start and end inside
+    cache lines (the partial lines take ordinary stores), on one thread and on two."""
+    x = ember.randn(67, 1000).to(dtype)
+    x[3, 5], x[4, 7], x[5] = math.nan, math.inf, -math.inf
+    w, b = ember.randn(1000).to(dtype), ember.randn(1000).to(dtype)
+    g = ember.randn(67, 1000).to(dtype)
+    runs = {}
+    for stream in (True, False):
+        rec = Recorder()
+        settings = dict(streaming_stores=stream, streaming_store_min_bytes=0,
+                        threads=2, parallel_threshold=0 if parallel else 1 << 62)
+        runs[stream] = _layer_norm_step(rec, x, w, b, g, **settings)
+        for graph in rec.graphs:  # the forward's result, the backward's gradient
+            src = graph.c_source_code
+            assert (src.count("ember_stream_row(&") == 1) == stream, src
+            assert ("ember_stream_fence();" in src) == stream
+            assert ("#pragma omp for" in src) == (stream and parallel)
+    for got, want in zip(runs[True], runs[False]):
+        assert ember.equal(got.isnan(), want.isnan())
+        assert ember.equal(got.nan_to_num(), want.nan_to_num())  # bit for bit
+    F = ember.nn.functional
+    xr = x.detach().requires_grad_()
+    ref = F.layer_norm(xr, (1000,), w, b)
+    ref.backward(g)
+    tol = 5e-2 if dtype == ember.bfloat16 else 1e-4
+    assert_same(runs[True][0], ref, rtol=tol, atol=tol)
+    assert_same(runs[True][1], xr.grad, rtol=tol, atol=tol)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="streaming stores are x86-64's")
+def test_streaming_stores_leave_values_read_again_in_the_cache(tmp_path):
+    """Only results no later kernel reads stream: softmax's output is saved for its backward,
+    and a product reads it here; by default only kernels moving the last-level cache's size."""
+    import subprocess
+    from ember._inductor import codecache
+    x = ember.randn(64, 256, requires_grad=True)
+    w = ember.randn(256, 8)
+    rec = Recorder()
+    with config.patch(streaming_store_min_bytes=0):
+        out = ember.compile(lambda t: t.softmax(-1), backend=rec.backend())(x)
+        out.backward(ember.randn(64, 256))
+        ember.compile(lambda t: t.softmax(-1) @ w, backend=rec.backend())(x.detach())
+    fwd, bwd, product = (g.c_source_code for g in rec.graphs)
+    assert "ember_stream_row(&" not in fwd and "ember_stream_row(&" not in product
+    assert "ember_stream_row(&" in bwd
+    rec = Recorder()
+    ember.compile(lambda t: t.softmax(-1) * 2, backend=rec.backend())(x.detach())
+    assert "ember_stream" not in rec.graphs[0].c_source_code
+    src = tmp_path / "k.c"
+    src.write_text(bwd)
+    res = subprocess.run(codecache.compile_command(str(src), str(tmp_path / "k.so")),
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
 
 
 def test_layer_norm_weight_gradient_reduces_rows_side_by_side():

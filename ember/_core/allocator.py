@@ -7,13 +7,17 @@ pages of a block that is no longer used removes that cost, as PyTorch's CUDA cac
 does on the GPU.
 
 How a block comes back without a free hook: each large request is served as a view of a cached
-base array (``np.empty(nbytes, uint8)``); NumPy points every view, and every view of a view, at
+base array (``np.empty(nbytes + ALIGNMENT, uint8)``); NumPy points every view, and every view of a view, at
 that base. So while any tensor, NumPy view or buffer still uses the memory, the base's reference
 count is above what the cache itself holds, and a block whose count is back to that baseline is
 free to hand out again. Requests below ``THRESHOLD`` go straight to NumPy (small arrays come from
 malloc's free lists, which are already warm).
 
 Sizes are rounded up to ``ROUND`` bytes so that nearby sizes share blocks; blocks are never split.
+A block starts on a ``ALIGNMENT``-byte boundary, PyTorch's CPU allocator's (``c10::gAlignment``):
+NumPy's large arrays start 16 bytes past a page, so every 64-byte vector load of a row kernel
+spanned two cache lines, and a kernel's streaming stores (``_inductor/codegen/cpp.py``) could not
+write whole lines (layer_norm's backward on 4096x1024: 1.00 -> 0.90 ms, benchmarks/NOTES.md).
 Cached blocks are kept until ``empty_cache()`` or until a request would take the cache past
 ``LIMIT`` bytes: the free blocks are released then, and if that is not enough the request bypasses
 the cache.
@@ -27,6 +31,7 @@ import numpy as np
 THRESHOLD = 1 << 20  # 1 MiB: smaller requests are not cached
 ROUND = 1 << 16  # 64 KiB granularity of block sizes
 LIMIT = 1 << 30  # at most 1 GiB reserved by the cache
+ALIGNMENT = 64  # bytes: a cache line, and the widest vector register
 
 _getrefcount = sys.getrefcount
 
@@ -47,6 +52,7 @@ class CachingAllocator:
 
     def __init__(self):
         self._buckets = {}  # rounded size -> [base arrays], in use or free
+        self._skip = {}  # id(base array) -> bytes before its first ALIGNMENT boundary
         self._lock = threading.Lock()
         self.reserved_bytes = 0
         self.peak_reserved_bytes = 0
@@ -77,12 +83,14 @@ class CachingAllocator:
                 self.num_bypassed += 1
                 return np.empty(nbytes, np.uint8)
             else:
-                blk = np.empty(size, np.uint8)
+                blk = np.empty(size + ALIGNMENT, np.uint8)
+                self._skip[id(blk)] = -blk.ctypes.data % ALIGNMENT
                 self._buckets.setdefault(size, []).append(blk)
                 self.reserved_bytes += size
                 if self.reserved_bytes > self.peak_reserved_bytes:
                     self.peak_reserved_bytes = self.reserved_bytes
-            return blk[:nbytes]
+            skip = self._skip[id(blk)]
+            return blk[skip:skip + nbytes]
 
     def empty(self, shape, dtype, nbytes=None):
         """An uninitialized C-contiguous array of ``shape`` and NumPy ``dtype``; ``nbytes``, its
@@ -95,7 +103,7 @@ class CachingAllocator:
     def allocated_bytes(self):
         """Bytes of cached blocks in use now."""
         with self._lock:
-            return sum(blk.nbytes for bucket in self._buckets.values() for blk in bucket
+            return sum(size for size, bucket in self._buckets.items() for blk in bucket
                        if _getrefcount(blk) > _FREE)
 
     def empty_cache(self):
@@ -107,7 +115,12 @@ class CachingAllocator:
         """(Lock held.) Drop the free blocks; returns None so it can sit in a condition."""
         for size in list(self._buckets):
             bucket = self._buckets[size]
-            keep = [blk for blk in bucket if _getrefcount(blk) > _FREE]
+            keep = []
+            for blk in bucket:
+                if _getrefcount(blk) > _FREE:
+                    keep.append(blk)
+                else:
+                    del self._skip[id(blk)]
             self.reserved_bytes -= size * (len(bucket) - len(keep))
             if keep:
                 self._buckets[size] = keep

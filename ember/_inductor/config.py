@@ -13,6 +13,11 @@ inline_max_users = 4
 inline_max_ops = 8
 # a kernel-private intermediate up to this many bytes per row lives on the stack, not in memory
 row_local_max_bytes = 64 * 1024
+# a row kernel moving at least streaming_store_min_bytes (None: the size of the CPU's
+# last-level cache) writes its output rows with streaming stores, on x86-64
+# (codegen/cpp.py's CppKernel.streamed)
+streaming_stores = True
+streaming_store_min_bytes = None
 # the graph's wrapper in C, compiled into its kernel module, so a call is one C call (PyTorch's
 # name; set by mode="reduce-overhead" on the CPU): no Python between kernels
 cpp_wrapper = False
@@ -28,7 +33,8 @@ debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
 _OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
-            "inline_max_ops", "row_local_max_bytes", "cpp_wrapper", "max_autotune",
+            "inline_max_ops", "row_local_max_bytes", "streaming_stores",
+            "streaming_store_min_bytes", "cpp_wrapper", "max_autotune",
             "max_autotune_gemm", "max_autotune_gemm_backends", "debug")
 
 

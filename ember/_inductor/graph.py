@@ -49,6 +49,7 @@ class GraphLowering:
         self.constants = {}          # get_attr name -> the tensor the graph holds
         self.graph_input_names = []  # every placeholder, tensors or not, in order
         self.graph_outputs = []      # IR values (or Python values) returned
+        self.saved_outputs = set()   # names of the buffers a forward graph returns for backward
         self.fallbacks = collections.Counter()
         self.current_node = None
         self.node_order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -169,6 +170,11 @@ class GraphLowering:
                 v = self.realize(v, n.meta["val"].stride())
             realized.append(v)
         self.graph_outputs = realized
+        # AOTAutograd's partitioner names the forward graph's values saved for backward
+        saved = set(getattr(self.gm, "meta", {}).get("saved", ()))
+        self.saved_outputs = {v.get_name() for v, n in zip(realized, vals)
+                              if getattr(n, "name", None) in saved
+                              and isinstance(v, (ir.Buffer, ir.ReinterpretView))}
         return None
 
     def _check_meta(self, node, result):

@@ -217,7 +217,8 @@ class Scheduler:
         return None
 
     def _users(self):
-        """buffer name -> the groups that read it (``"output"`` for the graph's result)."""
+        """buffer name -> the groups that read it (``"output"`` for the graph's result,
+        ``"backward"`` for a forward graph's values saved for backward)."""
         users = {}
         for g in self.groups:
             nodes = g.nodes if isinstance(g, (FusedKernel, TemplateKernel)) else [g]
@@ -227,6 +228,8 @@ class Scheduler:
         for out in self.graph.graph_outputs:
             if isinstance(out, (ir.Buffer, ir.ReinterpretView)):
                 users.setdefault(out.get_name(), set()).add("output")
+        for name in self.graph.saved_outputs:
+            users.setdefault(name, set()).add("backward")
         for name in self.checked:  # the wrapper reads them: they stay in memory
             users.setdefault(name, set()).add("bounds check")
         return users

@@ -24,7 +24,7 @@ import sympy
 
 import ember
 
-from ..._core.strides import contiguous_strides
+from ..._core.strides import contiguous_strides, storage_extent
 from .. import config, ir
 from ..scheduler import is_outer_only, loop_vars, node_index, store_index
 from ..virtualized import set_ops_handler
@@ -64,8 +64,9 @@ def _mvec_functions():
     return _MVEC_OLD if (major, minor) >= (2, 22) else ()
 
 
-def prelude(vector_math):
-    """The C text every kernel module starts with."""
+def prelude(vector_math, streaming=False):
+    """The C text every kernel module starts with; ``streaming``: with the helpers of streaming
+    stores (x86-64 only; see :meth:`CppKernel.streamed`)."""
     lines = ["#define PY_SSIZE_T_CLEAN", "#include <Python.h>", "#include <math.h>",
              "#include <stdbool.h>", "#include <stdint.h>", "#include <string.h>", "",
              "/* set by a kernel whose workspace allocation failed; its caller raises MemoryError */",
@@ -94,7 +95,62 @@ def prelude(vector_math):
         "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }",
         "",
     ]
+    if streaming:
+        lines += _STREAM_HELPERS
     return "\n".join(lines)
+
+
+# SSE2 (every x86-64) suffices: the CPU combines four 16-byte streaming stores into one line's
+# write, as fast as one 64-byte store (measured); and <emmintrin.h> parses in a few ms where
+# <immintrin.h> takes 0.1 s of every build
+_STREAM_HELPERS = [
+    "#include <emmintrin.h>",
+    "/* A row computed into a stack array, written to memory with streaming (non-temporal)",
+    "   stores: the cache neither reads each line before it is written nor keeps it. Whole",
+    "   64-byte lines only; the partial lines at either end take ordinary stores. */",
+    "static inline void ember_stream_row(void* restrict dst, const void* restrict src, int64_t n)",
+    "{",
+    "    char* d = (char*)dst;",
+    "    const char* s = (const char*)src;",
+    "    int64_t head = (int64_t)(-(uintptr_t)d & 63);",
+    "    if (head > n) head = n;",
+    "    memcpy(d, s, head);",
+    "    for (d += head, s += head, n -= head; n >= 64; d += 64, s += 64, n -= 64)",
+    "        for (int k = 0; k < 64; k += 16)",
+    "            _mm_stream_si128((__m128i*)(d + k), _mm_loadu_si128((const __m128i*)(s + k)));",
+    "    memcpy(d, s, n);",
+    "}",
+    "/* streaming stores are weakly ordered: each thread fences its own before the kernel ends */",
+    "static inline void ember_stream_fence(void) { _mm_sfence(); }",
+    "",
+]
+
+
+def last_level_cache_bytes():
+    """The size of the CPU's last-level cache in bytes (Linux's sysfs), or None where unknown."""
+    global _LLC
+    if _LLC is False:
+        _LLC = None
+        base = "/sys/devices/system/cpu/cpu0/cache"
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        caches = []
+        try:
+            for entry in os.listdir(base):
+                if entry.startswith("index"):
+                    def read(field):
+                        with open(os.path.join(base, entry, field)) as f:
+                            return f.read().strip()
+                    size = read("size")
+                    nbytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+                    caches.append((int(read("level")), nbytes))
+        except (OSError, ValueError, IndexError):
+            caches = []
+        if caches:
+            _LLC = max(caches)[1]
+    return _LLC
+
+
+_LLC = False  # not read yet
 
 
 class CSEVar:
@@ -428,6 +484,7 @@ class CppKernel:
         self.scan_carries = {}      # (scan group, body, element index) -> its carry locals
         self.welford_vars = {}      # (welford group, body) -> its (mean, m2, weight) locals
         self.scatter = None         # a scatter kernel's (init loop vars, loop vars, free dims)
+        self.stores = {}            # buffer -> (body, index) of its store in a loop body
 
     # -- the ops handler's services -------------------------------------------------------------
     @property
@@ -487,11 +544,13 @@ class CppKernel:
         else:
             raise NotImplementedError(f"store mode {mode!r}")
 
-    def _row_ref(self, name):
-        # the row-local copy is indexed by the inner loop variables alone
-        linear = sum((r * s for r, s in zip(self.rs, contiguous_strides(self.inner))),
-                     sympy.Integer(0))
-        return f"{name}_row[{index_code(linear)}]"
+    def _row_linear(self):
+        # a row-local array is indexed by the inner loop variables alone
+        return sum((r * s for r, s in zip(self.rs, contiguous_strides(self.inner))),
+                   sympy.Integer(0))
+
+    def _row_ref(self, name, kind="row"):
+        return f"{name}_{kind}[{index_code(self._row_linear())}]"
 
     def pointer(self, name):
         return f"ptr_{name}"
@@ -518,9 +577,12 @@ class CppKernel:
             if not loop:
                 self.outer_forward[(node.name, store)] = value
             ref = f"{self.pointer(node.name)}[{index_code(store)}]"
-            self.body.lines.append(("store", node.name,
-                                    f"{ref} = {store_code(value, value.dtype)};",
-                                    f"{self._row_ref(node.name)} = {value};"))
+            stored = store_code(value, value.dtype)
+            self.body.lines.append(("store", node.name, f"{ref} = {stored};",
+                                    f"{self._row_ref(node.name)} = {value};",
+                                    f"{self._row_ref(node.name, 'stream')} = {stored};"))
+            if loop:
+                self.stores[node.name] = (self.body, store)
 
     def _scan(self, data, idx):
         """The scan's running value after element ``idx``: carries declared before the body's
@@ -701,10 +763,11 @@ class CppKernel:
                 and not is_outer_only(n, self.xs, self.rs)
                 and row * n.get_dtype().itemsize <= config.row_local_max_bytes}
 
-    def source(self, args, removed, local, origins_comment):
+    def source(self, args, removed, local, origins_comment, final=()):
         """The kernel function: ``args`` is [(buffer name, is_output)]; ``removed`` are the
         buffers no one reads from memory (their stores are dropped), ``local`` those kept in
-        row-local arrays."""
+        row-local arrays, ``final`` the outputs only the graph's caller reads (see
+        :meth:`streamed`)."""
         params = []
         for name, is_out in args:
             t = STORAGE_CTYPES[self.graph.dtype_of(name)]
@@ -715,24 +778,34 @@ class CppKernel:
             return "\n".join(self._scatter_source(out) + ["}"])
         numel = math.prod(self.outer) * max(math.prod(self.inner), 1) * len(self.bodies)
         parallel = numel >= config.parallel_threshold and _threads() > 1
-        bodies = [(b, [_resolve(x, removed, local) for x in b.lines],
+        streamed = self.streamed(args, final)
+        bodies = [(b, [_resolve(x, removed, local, streamed) for x in b.lines],
                    [_resolve(x, removed, local) for x in b.after]) for b in self.bodies]
         bodies = _drop_unused([(b, [ln for ln in lines if ln], [ln for ln in after if ln])
                                for b, lines, after in bodies])
         if self._is_column_reduction(local, bodies):
             return "\n".join(out + self._column_source(bodies, parallel) + ["}"])
         ind = "    " * (2 if self.outer else 1)
-        row = [f"{ind}{CTYPES[self.graph.dtype_of(name)]} {name}_row[{math.prod(self.inner)}];"
+        n_row = math.prod(self.inner)
+        row = [f"{ind}{CTYPES[self.graph.dtype_of(name)]} {name}_row[{n_row}];"
                for name in sorted(local)]
+        row += [f"{ind}{STORAGE_CTYPES[self.graph.dtype_of(name)]} {name}_stream[{n_row}] "
+                f"__attribute__((aligned(64)));" for name in sorted(streamed)]
         for body, lines, after in bodies:
             if lines or after:
                 row += self._body_source(body, lines, after, ind, parallel and not self.outer)
+            for name in sorted(streamed):
+                if self.stores[name][0] is body:
+                    start = self.stores[name][1].subs({r: 0 for r in self.rs})
+                    row.append(f"{ind}ember_stream_row(&{self.pointer(name)}"
+                               f"[{index_code(start)}], {name}_stream, sizeof({name}_stream));")
         if not self.outer:
             return "\n".join(out + row + ["}"])
         loops = [f"    for (int64_t {x} = 0; {x} < {n}; {x}++)"
                  for x, n in zip(self.xs, self.outer)]
+        fence = ["    ember_stream_fence();"] if streamed else []
         if not parallel:
-            return "\n".join(out + loops + ["    {"] + row + ["    }", "}"])
+            return "\n".join(out + loops + ["    {"] + row + ["    }"] + fence + ["}"])
         # One outer iteration in a function of its own, called from the parallel loop: GCC
         # (12) leaves a loop after an `omp simd reduction` loop unvectorised when both sit in
         # the body that OpenMP outlines (layer_norm's backward: 1.55 ms scalar, 0.6 vectorised).
@@ -740,11 +813,58 @@ class CppKernel:
         names = [self.pointer(name) for name, _ in args]
         collapse = f" collapse({len(self.outer)})" if len(self.outer) > 1 else ""
         row_params = ", ".join(params + [f"int64_t {x}" for x in xs])
+        call = f"        {self.name}_row({', '.join(names + xs)});"
+        if streamed:  # each thread fences its streaming stores after its share of the rows
+            run = ["    #pragma omp parallel num_threads({})".format(_threads()), "    {",
+                   f"        #pragma omp for{collapse}"] + ["    " + ln for ln in loops] + \
+                ["    " + call, "    " + fence[0], "    }"]
+        else:
+            run = [f"    #pragma omp parallel for{collapse} num_threads({_threads()})"] + \
+                loops + [call]
         return "\n".join(
             [out[0], f"static void {self.name}_row({row_params})", "{"] +
-            [ln[4:] for ln in row] + ["}", ""] + out[1:] +
-            [f"    #pragma omp parallel for{collapse} num_threads({_threads()})"] + loops +
-            [f"        {self.name}_row({', '.join(names + xs)});", "}"])
+            [ln[4:] for ln in row] + ["}", ""] + out[1:] + run + ["}"])
+
+    def streamed(self, args, final):
+        """The outputs this kernel writes with streaming stores (``ember_stream_row``): on
+        x86-64, when the buffers it reads and writes add up to at least
+        ``config.streaming_store_min_bytes`` (by default the last-level cache's size, so the
+        first rows written would be evicted before anyone reads them anyway), each output of
+        ``final`` (read by no later kernel of the graph nor saved for backward: those would
+        rather find the last rows in the cache) whose row is contiguous in memory, stored in
+        one loop and not read back by the kernel itself. Its row goes to a stack array,
+        streamed out after the loop: the cache then neither reads each line before it is
+        written (a third of layer_norm's forward traffic) nor gives up the inputs' lines to
+        hold the row (layer_norm forward + backward on 4096x1024: see benchmarks/NOTES.md)."""
+        threshold = config.streaming_store_min_bytes
+        if threshold is None:
+            threshold = last_level_cache_bytes()
+        if not (config.streaming_stores and threshold is not None and self.outer and self.inner
+                and os.uname().machine == "x86_64"):
+            return set()
+        try:
+            footprint = sum(int(self._nbytes(name)) for name, _ in args)
+            row_elems = int(math.prod(self.inner))
+        except TypeError:  # symbolic sizes: unknown until run time
+            return set()
+        if footprint < threshold:
+            return set()
+        linear = sympy.expand(self._row_linear())
+        chosen = set()
+        for name, is_out in args:
+            body, index = self.stores.get(name, (None, None))
+            row_bytes = row_elems * self.graph.dtype_of(name).itemsize
+            if (name in final and body is not None and body.simd
+                    and name not in self.memory_loads and 64 <= row_bytes
+                    <= config.row_local_max_bytes
+                    and sympy.expand(index - index.subs({r: 0 for r in self.rs})) == linear):
+                chosen.add(name)
+        return chosen
+
+    def _nbytes(self, name):
+        graph = self.graph
+        layout = (graph.graph_inputs.get(name) or graph.name_to_buffer[name]).layout
+        return storage_extent(layout.size, layout.stride, 0) * layout.dtype.itemsize
 
     # -- reductions over a strided dim ------------------------------------------------------------
     COLUMN_CHUNK = 64  # kept elements reduced side by side (one accumulator array each)
@@ -905,13 +1025,16 @@ def _drop_unused(bodies):
         bodies = kept
 
 
-def _resolve(line, removed, local):
+def _resolve(line, removed, local, streamed=()):
     """A body line; memory accesses of this kernel's own buffers are settled here: dropped
-    (a store no one reads), to the row-local array, or to memory."""
+    (a store no one reads), to the row-local array, to the row's stack array that streaming
+    stores write out, or to memory."""
     if isinstance(line, tuple):
-        kind, name, memory_line, local_line = line
+        kind, name, memory_line, local_line = line[:4]
         if kind == "store" and name in removed:
             return None
+        if kind == "store" and name in streamed:
+            return line[4]
         return local_line if name in local else memory_line
     return line
 
@@ -925,7 +1048,7 @@ def module_source(name, kernels, vector_math=True, wrapper=None):
     a METH_FASTCALL entry point taking data pointers as Python ints. ``wrapper`` is the C
     wrapper's ``(source, method table lines)`` (``cpp_wrapper.CppWrapperCodeGen``), put after
     the kernels it calls."""
-    parts = [prelude(vector_math)]
+    parts = [prelude(vector_math, any("ember_stream_row(" in k[1] for k in kernels))]
     methods = []
     for kname, src, nargs, ctypes_ in kernels:
         parts.append(src)

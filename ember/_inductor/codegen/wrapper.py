@@ -95,7 +95,9 @@ class WrapperCodeGen:
         inputs = [name for name in kernel.memory_loads if name not in fused.names]
         args = [(name, False) for name in inputs] + [(name, True) for name in produced]
         comment = "; ".join(f"{o.target}({o.name})" for o in ops_in_kernel)
-        src = kernel.source(args, removed, local, comment)
+        # outputs no later kernel (nor the backward) reads: streaming stores may write them
+        final = {name for name in produced if users.get(name, set()) <= {id(fused), "output"}}
+        src = kernel.source(args, removed, local, comment, final)
         self.emit_kernel_call(kname, src, args, [n for n in fused.nodes if n.name in produced])
 
     def codegen_template(self, group, index):
