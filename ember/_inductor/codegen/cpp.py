@@ -94,10 +94,47 @@ def prelude(vector_math, streaming=False):
         "static inline double ember_remainder(double a, double b)",
         "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }",
         "",
-    ]
+    ] + _FLOAT_MATH
     if streaming:
         lines += _STREAM_HELPERS
     return "\n".join(lines)
+
+
+# exp of float as PyTorch's vectorised CPU kernels (and torch.compile's C++ kernels) compute
+# it: SLEEF's expf_u10, behind Vectorized<float>::exp. Plain C, so gcc vectorises it inline in
+# omp simd loops: libmvec's expf is a call, 23 % slower alone, and a loop spills its registers
+# around it (benchmarks/NOTES.md, session 16).
+_FLOAT_MATH = [
+    "/* exp(d) for float, as SLEEF's expf_u10 (PyTorch's vectorised exp): at most 1 ulp;",
+    "   inf above 100, 0 below -104 (subnormal from -87.3), NaN stays NaN */",
+    "static inline float ember_pow2if(int32_t q)",
+    "{ int32_t bits = (q + 0x7f) << 23; float f; memcpy(&f, &bits, 4); return f; }",
+    "#ifdef __FMA__  /* (SLEEF's choice too: a fused multiply-add where the CPU has one) */",
+    "#define EMBER_FMAF(a, b, c) fmaf(a, b, c)",
+    "#else",
+    "#define EMBER_FMAF(a, b, c) ((a) * (b) + (c))",
+    "#endif",
+    "static inline float ember_expf(float d)",
+    "{",
+    "    /* (for NaN and |d| beyond 2^31 the conversion is out of range: x86 gives INT_MIN, no",
+    "       trap under -fno-trapping-math, and the selects at the end discard that value, as",
+    "       SLEEF's do; clamping d first made GELU's kernel 40 % slower) */",
+    "    int32_t q = (int32_t)rintf(d * 1.442695040888963407359924681001892137f);",
+    "    float s = EMBER_FMAF((float)q, -0.693145751953125f, d);",
+    "    s = EMBER_FMAF((float)q, -1.428606765330187045e-06f, s);",
+    "    float u = 0.000198527617612853646278381f;",
+    "    u = EMBER_FMAF(u, s, 0.00139304355252534151077271f);",
+    "    u = EMBER_FMAF(u, s, 0.00833336077630519866943359f);",
+    "    u = EMBER_FMAF(u, s, 0.0416664853692054748535156f);",
+    "    u = EMBER_FMAF(u, s, 0.166666671633720397949219f);",
+    "    u = EMBER_FMAF(u, s, 0.5f);",
+    "    u = 1.0f + EMBER_FMAF(s * s, u, s);",
+    "    u = u * ember_pow2if(q >> 1) * ember_pow2if(q - (q >> 1));",
+    "    u = d < -104.0f ? 0.0f : u;",
+    "    return d > 100.0f ? INFINITY : u;  /* NaN: u is NaN */",
+    "}",
+    "",
+]
 
 
 # SSE2 (every x86-64) suffices: the CPU combines four 16-byte streaming stores into one line's
@@ -171,7 +208,13 @@ def _is_float(dtype):
 
 
 def _fn(name, dtype):
+    if dtype != ember.float64 and name in _OWN_FLOAT_MATH:
+        return _OWN_FLOAT_MATH[name]
     return name + ("" if dtype == ember.float64 else "f")
+
+
+# float functions the prelude defines (PyTorch's vectorised CPU formulas) instead of libm's
+_OWN_FLOAT_MATH = {"exp": "ember_expf"}
 
 
 def _float_only(a, op):

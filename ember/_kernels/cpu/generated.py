@@ -39,6 +39,7 @@ import threading
 import numpy as np
 
 from ..._core.allocator import cpu_cache as _cpu_cache
+from ..._core.dtype import float64 as _float64
 # (the ops proxy alone: a light module; the code generator is imported on the first build)
 from ..._inductor.virtualized import ops
 
@@ -141,12 +142,31 @@ _GELU_K = math.sqrt(2 / math.pi)
 _GELU_C = 0.044715
 
 
+# PyTorch's GELU kernels (GeluKernelImpl, GeluBackwardKernelImpl) compute a float erf as
+# Vectorized<float>::erf: Abramowitz and Stegun's 7.1.26, sign(x) (1 - r(t) t exp(-x^2)) with
+# t = 1 / (1 + p |x|), within 1.5e-7 of erf; a double one as erf. So do these.
+_AS_P = 0.3275911
+_AS_R = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+
+
+def _gelu_erf(v):
+    if v.dtype == _float64:
+        return ops.erf(v)
+    t = ops.reciprocal(ops.add(ops.mul(_c(v, _AS_P), ops.abs(v)), _c(v, 1)))
+    r = _c(v, _AS_R[0])
+    for k in _AS_R[1:]:
+        r = ops.add(ops.mul(r, t), _c(v, k))
+    y = ops.sub(_c(v, 1), ops.mul(ops.mul(r, t), ops.exp(ops.neg(ops.mul(v, v)))))
+    return ops.where(ops.signbit(v), ops.neg(y), y)
+
+
 def _gelu(x, approximate):
     if approximate == "tanh":
         inner = ops.mul(_c(x, _GELU_K),
                         ops.add(x, ops.mul(_c(x, _GELU_C), ops.mul(x, ops.mul(x, x)))))
         return ops.mul(ops.mul(_c(x, 0.5), x), ops.add(_c(x, 1), ops.tanh(inner)))
-    return ops.mul(ops.mul(_c(x, 0.5), x), ops.add(_c(x, 1), ops.erf(ops.mul(x, _c(x, _SQRT1_2)))))
+    return ops.mul(ops.mul(_c(x, 0.5), x),
+                   ops.add(_c(x, 1), _gelu_erf(ops.mul(x, _c(x, _SQRT1_2)))))
 
 
 def _gelu_backward(x, g, approximate):
@@ -157,7 +177,7 @@ def _gelu_backward(x, g, approximate):
         left = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), t))
         right = ops.mul(ops.mul(ops.mul(_c(x, 0.5), x), ops.sub(_c(x, 1), ops.mul(t, t))), dinner)
         return ops.mul(g, ops.add(left, right))
-    cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), ops.erf(ops.mul(x, _c(x, _SQRT1_2)))))
+    cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), _gelu_erf(ops.mul(x, _c(x, _SQRT1_2)))))
     pdf = ops.mul(ops.exp(ops.mul(_c(x, -0.5), ops.mul(x, x))), _c(x, _INV_SQRT_2PI))
     return ops.mul(g, ops.add(cdf, ops.mul(x, pdf)))
 
