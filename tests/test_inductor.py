@@ -624,3 +624,18 @@ def test_float_exp_is_sleefs_expf_within_one_ulp():
                          .astype(np.float32)).astype(np.float64)
         ulp = np.where(exact[finite] < np.finfo(np.float32).tiny, 2.0 ** -149, ulp)
         assert np.max(np.abs(got[finite] - exact[finite]) / ulp) <= 1.0
+
+
+def test_inline_exp_gives_way_to_libmvec_beside_other_vector_calls():
+    """exp is inlined (ember_expf) in a loop with no other vector-math call, and libmvec's expf
+    beside one (after a call that clobbers every vector register, the call is faster)."""
+    from ember._inductor.codegen import cpp
+    if not cpp._mvec_functions():
+        pytest.skip("no libmvec on this machine: every math call is scalar")
+    rec = Recorder()
+    x = ember.randn(1000)
+    ember.compile(lambda t: (t * 2).exp().sigmoid(), backend=rec.backend())(x)
+    ember.compile(lambda t: t.sin().exp(), backend=rec.backend())(x)
+    alone, beside = (g.c_source_code.split("static void cpp_fused", 1)[1] for g in rec.graphs)
+    assert "ember_expf(" in alone and " expf(" not in alone
+    assert "sinf(" in beside and "ember_expf(" not in beside and " expf(" in beside

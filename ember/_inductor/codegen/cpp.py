@@ -824,8 +824,8 @@ class CppKernel:
         streamed = self.streamed(args, final)
         bodies = [(b, [_resolve(x, removed, local, streamed) for x in b.lines],
                    [_resolve(x, removed, local) for x in b.after]) for b in self.bodies]
-        bodies = _drop_unused([(b, [ln for ln in lines if ln], [ln for ln in after if ln])
-                               for b, lines, after in bodies])
+        bodies = _drop_unused([(b, _exp_beside_calls([ln for ln in lines if ln]),
+                                [ln for ln in after if ln]) for b, lines, after in bodies])
         if self._is_column_reduction(local, bodies):
             return "\n".join(out + self._column_source(bodies, parallel) + ["}"])
         ind = "    " * (2 if self.outer else 1)
@@ -1053,6 +1053,25 @@ def epilogue_source(name, group, graph, kept):
 
 
 _DECL = re.compile(r"^\w+ (tmp\d+) = ")
+
+
+def _exp_beside_calls(lines):
+    """A loop's lines with libmvec's ``expf`` for ``ember_expf`` when the loop calls libmvec
+    anyway: the inline exp is faster alone (GELU's kernel, softmax's) but slower after another
+    vector call, whose registers the call clobbers (``exp(relu(sin(x) * 2 + 1))`` on 1M:
+    240 us with two calls, 283 us with one call and the inline exp; benchmarks/NOTES.md)."""
+    text = "\n".join(lines)
+    if "ember_expf(" not in text or not _VECTOR_CALL.search(text.replace("ember_expf(", "")):
+        return lines
+    return [ln.replace("ember_expf(", "expf(") for ln in lines]
+
+
+def _vector_call_pattern():
+    names = [f"{fn}{sfx}" for fn in _mvec_functions() for sfx in ("f", "")]
+    return re.compile(r"\b(" + "|".join(names) + r")\(") if names else re.compile(r"$^")
+
+
+_VECTOR_CALL = _vector_call_pattern()
 
 
 def _drop_unused(bodies):
