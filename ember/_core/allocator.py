@@ -7,11 +7,11 @@ pages of a block that is no longer used removes that cost, as PyTorch's CUDA cac
 does on the GPU.
 
 How a block comes back without a free hook: each large request is served as a view of a cached
-base array (``np.empty(nbytes + ALIGNMENT, uint8)``); NumPy points every view, and every view of a view, at
-that base. So while any tensor, NumPy view or buffer still uses the memory, the base's reference
-count is above what the cache itself holds, and a block whose count is back to that baseline is
-free to hand out again. Requests below ``THRESHOLD`` go straight to NumPy (small arrays come from
-malloc's free lists, which are already warm).
+base array (``np.empty(nbytes + ALIGNMENT, uint8)``); NumPy points every view, and every view of
+a view, at that base. So while any tensor, NumPy view or buffer still uses the memory, the
+base's reference count is above what the cache itself holds, and a block whose count is back to
+that baseline is free to hand out again. Requests below ``THRESHOLD`` go straight to NumPy (small
+arrays come from malloc's free lists, which are already warm).
 
 Sizes are rounded up to ``ROUND`` bytes so that nearby sizes share blocks; blocks are never split.
 A block starts on a ``ALIGNMENT``-byte boundary, PyTorch's CPU allocator's (``c10::gAlignment``):

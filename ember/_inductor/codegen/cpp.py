@@ -167,24 +167,26 @@ def last_level_cache_bytes():
     """The size of the CPU's last-level cache in bytes (Linux's sysfs), or None where unknown."""
     global _LLC
     if _LLC is False:
-        _LLC = None
         base = "/sys/devices/system/cpu/cpu0/cache"
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        caches = []
         try:
-            for entry in os.listdir(base):
-                if entry.startswith("index"):
-                    def read(field):
-                        with open(os.path.join(base, entry, field)) as f:
-                            return f.read().strip()
-                    size = read("size")
-                    nbytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
-                    caches.append((int(read("level")), nbytes))
-        except (OSError, ValueError, IndexError):
+            caches = [(int(_read(base, entry, "level")), _size(_read(base, entry, "size")))
+                      for entry in os.listdir(base) if entry.startswith("index")]
+        except (OSError, ValueError, KeyError):
             caches = []
-        if caches:
-            _LLC = max(caches)[1]
+        _LLC = max(caches)[1] if caches else None
     return _LLC
+
+
+def _read(*path):
+    with open(os.path.join(*path)) as f:
+        return f.read().strip()
+
+
+def _size(text):
+    """sysfs's ``32768K`` in bytes."""
+    if text[-1].isdigit():
+        return int(text)
+    return int(text[:-1]) << {"K": 10, "M": 20, "G": 30}[text[-1]]
 
 
 _LLC = False  # not read yet
@@ -858,7 +860,7 @@ class CppKernel:
         row_params = ", ".join(params + [f"int64_t {x}" for x in xs])
         call = f"        {self.name}_row({', '.join(names + xs)});"
         if streamed:  # each thread fences its streaming stores after its share of the rows
-            run = ["    #pragma omp parallel num_threads({})".format(_threads()), "    {",
+            run = [f"    #pragma omp parallel num_threads({_threads()})", "    {",
                    f"        #pragma omp for{collapse}"] + ["    " + ln for ln in loops] + \
                 ["    " + call, "    " + fence[0], "    }"]
         else:
@@ -894,12 +896,11 @@ class CppKernel:
             return set()
         linear = sympy.expand(self._row_linear())
         chosen = set()
-        for name, is_out in args:
+        for name in final:
             body, index = self.stores.get(name, (None, None))
             row_bytes = row_elems * self.graph.dtype_of(name).itemsize
-            if (name in final and body is not None and body.simd
-                    and name not in self.memory_loads and 64 <= row_bytes
-                    <= config.row_local_max_bytes
+            if (body is not None and body.simd and name not in self.memory_loads
+                    and 64 <= row_bytes <= config.row_local_max_bytes
                     and sympy.expand(index - index.subs({r: 0 for r in self.rs})) == linear):
                 chosen.add(name)
         return chosen
