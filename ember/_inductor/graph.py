@@ -68,9 +68,12 @@ class GraphLowering:
         if (size, op, dim, wrap) not in checks:
             checks.append((size, op, dim, wrap))
 
+    def get_buffer(self, name):
+        """The input or computed buffer called ``name`` (PyTorch's ``V.graph.get_buffer``)."""
+        return self.graph_inputs.get(name) or self.name_to_buffer[name]
+
     def dtype_of(self, name):
-        buf = self.graph_inputs.get(name) or self.name_to_buffer[name]
-        return buf.get_dtype()
+        return self.get_buffer(name).get_dtype()
 
     def new_name(self):
         return f"buf{len(self.buffers)}"

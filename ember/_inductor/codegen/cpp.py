@@ -906,8 +906,7 @@ class CppKernel:
         return chosen
 
     def _nbytes(self, name):
-        graph = self.graph
-        layout = (graph.graph_inputs.get(name) or graph.name_to_buffer[name]).layout
+        layout = self.graph.get_buffer(name).layout
         return storage_extent(layout.size, layout.stride, 0) * layout.dtype.itemsize
 
     # -- reductions over a strided dim ------------------------------------------------------------
