@@ -305,6 +305,42 @@ def test_dispatch_trace_prints_calls_and_redispatches():
     assert buf.getvalue().splitlines() == lines
 
 
+def test_observers_see_calls_and_redispatches_unless_calls_only():
+    """An observer is told about every call and redispatch; one with ``calls_only`` (the
+    profiler) about calls only, and a redispatch that only such observers watch runs unwrapped."""
+    class Obs:
+        def __init__(self):
+            self.seen = []
+
+        def enter(self, entry, key, label, args):
+            self.seen.append(label)
+
+        def exit(self, token):
+            pass
+
+    class CallsOnly(Obs):
+        calls_only = True
+
+    a = ones(2).requires_grad_()  # mul runs autograd's kernel, which redispatches
+    mul = _d.get_entry("aten::mul.Tensor")
+    for observers in ([Obs(), CallsOnly()], [CallsOnly()]):
+        for o in observers:
+            _d.add_observer(o)
+        try:
+            (a * 2).sum()
+            wrapped = {getattr(c, "__name__", "") for c in mul.rcache.values()} & \
+                {"observed", "observed_once"}
+        finally:
+            for o in observers:
+                _d.remove_observer(o)
+        assert observers[-1].seen == ["call", "call"]  # mul, sum
+        if len(observers) == 2:
+            assert "redispatch" in observers[0].seen and observers[0].seen.count("call") == 2
+            assert wrapped
+        else:
+            assert not wrapped
+
+
 def test_dispatch_trace_env_var():
     code = ("import ember\nt = ember.empty(2)\nt._nd()[...] = 1\nt + t\n")
     env = dict(os.environ, TORCH_SHOW_DISPATCH_TRACE="1")

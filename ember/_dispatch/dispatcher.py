@@ -336,8 +336,10 @@ def _invalidate_all():
 #
 # An observer has ``enter(entry, key, label, args) -> token`` and ``exit(token)``; ``label`` is
 # "call" for a call entering the dispatcher and "redispatch" for a kernel redispatching below
-# itself. While any observer is registered, the cached callables are wrapped; with none, the
-# cached callables are the kernels themselves, so an idle observer costs nothing per op.
+# itself; one with a true ``calls_only`` attribute (the profiler: PyTorch's RecordFunction sees
+# operator calls, not redispatches) is told about calls only. While an observer is registered,
+# the cached callables it watches are wrapped; with none, the cached callables are the kernels
+# themselves, so an idle observer costs nothing per op.
 
 _observers = []
 
@@ -354,7 +356,20 @@ def remove_observer(obs):
 
 
 def _observed(call, label, entry, key):
-    observers = tuple(_observers)
+    observers = tuple(o for o in _observers
+                      if label == "call" or not getattr(o, "calls_only", False))
+    if not observers:
+        return call
+    if len(observers) == 1:  # the common case (a profiler), without the loops
+        enter, exit_ = observers[0].enter, observers[0].exit
+
+        def observed_once(*args):
+            token = enter(entry, key, label, args)
+            try:
+                return call(*args)
+            finally:
+                exit_(token)
+        return observed_once
 
     def observed(*args):
         tokens = [o.enter(entry, key, label, args) for o in observers]

@@ -211,9 +211,9 @@ class Recorder:
             top.end = ev.end
 
     # -- dispatcher observer protocol -----------------------------------------------------------
+    calls_only = True  # operator calls, not a kernel's redispatches below itself
+
     def enter(self, entry, key, label, args):
-        if label != "call":
-            return None
         name = self._names.get(entry)
         if name is None:
             name = self._names[entry] = f"{entry.namespace}::{entry.schema.name}"
