@@ -149,14 +149,17 @@ _AS_P = 0.3275911
 _AS_R = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
 
 
-def _gelu_erf(v):
+def _gelu_erf(v, gauss=None):
+    """erf(v) as GELU's kernels compute it; ``gauss``: exp(-v^2), where the caller has it."""
     if v.dtype == _float64:
         return ops.erf(v)
     t = ops.reciprocal(ops.add(ops.mul(_c(v, _AS_P), ops.abs(v)), _c(v, 1)))
     r = _c(v, _AS_R[0])
     for k in _AS_R[1:]:
         r = ops.add(ops.mul(r, t), _c(v, k))
-    y = ops.sub(_c(v, 1), ops.mul(ops.mul(r, t), ops.exp(ops.neg(ops.mul(v, v)))))
+    if gauss is None:
+        gauss = ops.exp(ops.neg(ops.mul(v, v)))
+    y = ops.sub(_c(v, 1), ops.mul(ops.mul(r, t), gauss))
     return ops.where(ops.signbit(v), ops.neg(y), y)
 
 
@@ -177,8 +180,14 @@ def _gelu_backward(x, g, approximate):
         left = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), t))
         right = ops.mul(ops.mul(ops.mul(_c(x, 0.5), x), ops.sub(_c(x, 1), ops.mul(t, t))), dinner)
         return ops.mul(g, ops.add(left, right))
-    cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), _gelu_erf(ops.mul(x, _c(x, _SQRT1_2)))))
-    pdf = ops.mul(ops.exp(ops.mul(_c(x, -0.5), ops.mul(x, x))), _c(x, _INV_SQRT_2PI))
+    v = ops.mul(x, _c(x, _SQRT1_2))
+    if x.dtype == _float64:
+        gauss = ops.exp(ops.mul(_c(x, -0.5), ops.mul(x, x)))
+        cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), ops.erf(v)))
+    else:  # the float erf's exp(-v^2) is the density's exp(-x^2 / 2): computed once
+        gauss = ops.exp(ops.neg(ops.mul(v, v)))
+        cdf = ops.mul(_c(x, 0.5), ops.add(_c(x, 1), _gelu_erf(v, gauss)))
+    pdf = ops.mul(gauss, _c(x, _INV_SQRT_2PI))
     return ops.mul(g, ops.add(cdf, ops.mul(x, pdf)))
 
 
