@@ -102,8 +102,8 @@ def prelude(vector_math, streaming=False):
 
 # exp of float as PyTorch's vectorised CPU kernels (and torch.compile's C++ kernels) compute
 # it: SLEEF's expf_u10, behind Vectorized<float>::exp. Plain C, so gcc vectorises it inline in
-# omp simd loops: libmvec's expf is a call, 23 % slower alone, and a loop spills its registers
-# around it (benchmarks/NOTES.md, session 16).
+# omp simd loops, where libmvec's expf is a call and 23 % slower alone; a loop that calls libmvec
+# anyway keeps libmvec's expf (_exp_beside_calls; benchmarks/NOTES.md, session 16).
 _FLOAT_MATH = [
     "/* exp(d) for float, as SLEEF's expf_u10 (PyTorch's vectorised exp): at most 1 ulp;",
     "   inf above 100, 0 below -104 (subnormal from -87.3), NaN stays NaN */",

@@ -23,15 +23,15 @@ from ..._inductor.codecache import HandWrittenModule
 from . import generated
 
 _SOURCE = r"""
-/* One template per dtype: rows are `b`, each array's row stride in elements is `s_*`. */
+/* One template per dtype: `b` rows, array k at p[k] with a row stride of s[k] elements. */
 #define LSTM_STEPS(T, EXP, TANH)                                                               \
-static void lstm_forward_##T(const T* gi, Py_ssize_t s_gi, const T* gh, Py_ssize_t s_gh,       \
-                             const T* c, Py_ssize_t s_c, T* ws, Py_ssize_t s_ws, T* h,         \
-                             Py_ssize_t s_h, Py_ssize_t b, Py_ssize_t H)                       \
+/* p: gi (b, 4H), gh (b, 4H), c (b, H), ws (b, 5H), h (b, H) */                            \
+static void lstm_forward_##T(void* const* p, const Py_ssize_t* s, Py_ssize_t b, Py_ssize_t H) \
 {                                                                                              \
     for (Py_ssize_t r = 0; r < b; r++) {                                                       \
-        const T* x = gi + r * s_gi; const T* y = gh + r * s_gh; const T* cp = c + r * s_c;     \
-        T* w = ws + r * s_ws; T* hr = h + r * s_h;                                             \
+        const T* x = (const T*)p[0] + r * s[0]; const T* y = (const T*)p[1] + r * s[1];        \
+        const T* cp = (const T*)p[2] + r * s[2];                                               \
+        T* w = (T*)p[3] + r * s[3]; T* hr = (T*)p[4] + r * s[4];                               \
         _Pragma("omp simd")                                                                    \
         for (Py_ssize_t j = 0; j < H; j++) {                                                   \
             const T i = (T)1 / ((T)1 + EXP(-(x[j] + y[j])));                                   \
@@ -46,22 +46,22 @@ static void lstm_forward_##T(const T* gi, Py_ssize_t s_gi, const T* gh, Py_ssize
     }                                                                                          \
 }                                                                                              \
                                                                                                \
-static void lstm_backward_##T(const T* dh, Py_ssize_t s_dh, T* dc, Py_ssize_t s_dc,            \
-                              const T* go, Py_ssize_t s_go, const T* ws, Py_ssize_t s_ws,      \
-                              const T* cp, Py_ssize_t s_cp, T* d, Py_ssize_t s_d,              \
-                              Py_ssize_t b, Py_ssize_t H)                                      \
+/* p: dh (b, H), dc (b, H), go (b, H), ws (b, 5H), c_prev (b, H), d (b, 4H) */              \
+static void lstm_backward_##T(void* const* p, const Py_ssize_t* s, Py_ssize_t b, Py_ssize_t H)\
 {                                                                                              \
     for (Py_ssize_t r = 0; r < b; r++) {                                                       \
-        const T* w = ws + r * s_ws; T* dr = d + r * s_d; T* dcr = dc + r * s_dc;               \
+        const T* dh = (const T*)p[0] + r * s[0]; T* dcr = (T*)p[1] + r * s[1];                 \
+        const T* go = (const T*)p[2] + r * s[2]; const T* w = (const T*)p[3] + r * s[3];       \
+        const T* cp = (const T*)p[4] + r * s[4]; T* dr = (T*)p[5] + r * s[5];                  \
         _Pragma("omp simd")                                                                    \
         for (Py_ssize_t j = 0; j < H; j++) {                                                   \
             const T i = w[j], f = w[H + j], g = w[2 * H + j], o = w[3 * H + j];                \
             const T tc = TANH(w[4 * H + j]);                                                   \
-            const T dhj = dh[r * s_dh + j] + go[r * s_go + j];                                 \
+            const T dhj = dh[j] + go[j];                                                       \
             const T dcj = dcr[j] + dhj * (o * ((T)1 - tc * tc));                               \
             dr[3 * H + j] = dhj * (tc * o * ((T)1 - o));                                       \
             dr[j] = dcj * (g * i * ((T)1 - i));                                                \
-            dr[H + j] = dcj * (cp[r * s_cp + j] * f * ((T)1 - f));                             \
+            dr[H + j] = dcj * (cp[j] * f * ((T)1 - f));                                        \
             dr[2 * H + j] = dcj * (i * ((T)1 - g * g));                                        \
             dcr[j] = dcj * f;                                                                  \
         }                                                                                      \
@@ -102,45 +102,43 @@ static int views_of(PyObject* const* args, int n, const int* width, const int* w
     return -1;
 }
 
-#define ROW(v) ((v).strides[0] / (v).itemsize)
+typedef void (*step_kernel)(void* const* p, const Py_ssize_t* s, Py_ssize_t b, Py_ssize_t H);
 
-/* lstm_forward(gi (b, 4H), gh (b, 4H), c (b, H), ws (b, 5H), h (b, H)) */
-static PyObject* py_lstm_forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
+/* One binding for both steps: the n arrays of `args` checked (views_of), their data pointers and
+ * row strides in elements handed to the float or double kernel. */
+static PyObject* run_step(PyObject* const* args, Py_ssize_t nargs, int n, const int* width,
+                          const int* writable, const char* name, step_kernel f32,
+                          step_kernel f64)
 {
-    static const int width[5] = {4, 4, 1, 5, 1}, writable[5] = {0, 0, 0, 1, 1};
-    if (nargs != 5) { PyErr_SetString(PyExc_TypeError, "lstm_forward: 5 arguments"); return NULL; }
-    Py_buffer v[5];
-    Py_ssize_t H = 0;
-    if (views_of(args, 5, width, writable, v, &H) < 0) return NULL;
-    const Py_ssize_t b = v[0].shape[0];
-    if (v[0].itemsize == 4)
-        lstm_forward_float(v[0].buf, ROW(v[0]), v[1].buf, ROW(v[1]), v[2].buf, ROW(v[2]),
-                           v[3].buf, ROW(v[3]), v[4].buf, ROW(v[4]), b, H);
-    else
-        lstm_forward_double(v[0].buf, ROW(v[0]), v[1].buf, ROW(v[1]), v[2].buf, ROW(v[2]),
-                            v[3].buf, ROW(v[3]), v[4].buf, ROW(v[4]), b, H);
-    for (int k = 0; k < 5; k++) PyBuffer_Release(&v[k]);
+    if (nargs != n) {
+        PyErr_Format(PyExc_TypeError, "%s: %d arguments", name, n);
+        return NULL;
+    }
+    Py_buffer v[6];
+    void* p[6];
+    Py_ssize_t s[6], H = 0;
+    if (views_of(args, n, width, writable, v, &H) < 0) return NULL;
+    for (int k = 0; k < n; k++) {
+        p[k] = v[k].buf;
+        s[k] = v[k].strides[0] / v[k].itemsize;
+    }
+    (v[0].itemsize == 4 ? f32 : f64)(p, s, v[0].shape[0], H);
+    for (int k = 0; k < n; k++) PyBuffer_Release(&v[k]);
     Py_RETURN_NONE;
 }
 
-/* lstm_backward(dh (b, H), dc (b, H), go (b, H), ws (b, 5H), c_prev (b, H), d (b, 4H)) */
+static PyObject* py_lstm_forward(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
+{
+    static const int width[5] = {4, 4, 1, 5, 1}, writable[5] = {0, 0, 0, 1, 1};
+    return run_step(args, nargs, 5, width, writable, "lstm_forward", lstm_forward_float,
+                    lstm_forward_double);
+}
+
 static PyObject* py_lstm_backward(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
 {
     static const int width[6] = {1, 1, 1, 5, 1, 4}, writable[6] = {0, 1, 0, 0, 0, 1};
-    if (nargs != 6) { PyErr_SetString(PyExc_TypeError, "lstm_backward: 6 arguments"); return NULL; }
-    Py_buffer v[6];
-    Py_ssize_t H = 0;
-    if (views_of(args, 6, width, writable, v, &H) < 0) return NULL;
-    const Py_ssize_t b = v[0].shape[0];
-    if (v[0].itemsize == 4)
-        lstm_backward_float(v[0].buf, ROW(v[0]), v[1].buf, ROW(v[1]), v[2].buf, ROW(v[2]),
-                            v[3].buf, ROW(v[3]), v[4].buf, ROW(v[4]), v[5].buf, ROW(v[5]), b, H);
-    else
-        lstm_backward_double(v[0].buf, ROW(v[0]), v[1].buf, ROW(v[1]), v[2].buf, ROW(v[2]),
-                             v[3].buf, ROW(v[3]), v[4].buf, ROW(v[4]), v[5].buf, ROW(v[5]), b,
-                             H);
-    for (int k = 0; k < 6; k++) PyBuffer_Release(&v[k]);
-    Py_RETURN_NONE;
+    return run_step(args, nargs, 6, width, writable, "lstm_backward", lstm_backward_float,
+                    lstm_backward_double);
 }
 
 static PyMethodDef methods[] = {
