@@ -693,3 +693,125 @@ def test_mem_pool(sim):
     assert d.block.pool.owner_private_pool.id == pool.id and e.block.pool.owner_private_pool is None
     assert memory.memory_stats()[f"reserved_bytes_by_private_pools.0_{pool.id[1]}.all.current"] \
         == 2 * MiB
+
+
+# ---------------------------------------------------------------------------------------------
+# The C fast paths (caching_allocator.c) against the Python methods
+
+class _AddressRuntime(_runtime.SimulatedRuntime):
+    """The simulated device handing out addresses in order, with no memory behind them: two
+    allocators given the same requests see the same addresses, so best-fit ties (broken by
+    address) fall the same way in both."""
+
+    def __init__(self):
+        super().__init__(capacity_mb=256)
+        self._next, self._sizes = 1 << 32, {}
+
+    def malloc(self, device, nbytes, relaxed=False):
+        if not relaxed:
+            self._forbid_during_capture("cudaMalloc")
+        if self.in_use + nbytes > self.capacity:
+            raise _runtime.DeviceOutOfMemory(nbytes)
+        ptr, self._next = self._next, self._next + nbytes + (1 << 21)
+        self._sizes[ptr] = nbytes
+        self.in_use += nbytes
+        return ptr
+
+    def free(self, device, ptr):
+        self.in_use -= self._sizes.pop(ptr)
+
+
+def _allocator_state(a):
+    pools = [[(b.stream, b.size, b.ptr) for b in p.blocks]
+             for p in (a.small_blocks, a.large_blocks)]
+    return a.memory_stats(), a.snapshot(), pools, len(a.active_blocks)
+
+
+def _replay_workload(a, rt, seed):
+    """A seeded mix of small and large requests on two streams, frees in random order, blocks
+    used on the other stream, cache flushes and a memory fraction for a while; the allocator's
+    whole state after each step."""
+    import random
+    r = random.Random(seed)
+    side = rt.stream_create(0)
+    live, states = [], []
+    for step in range(700):
+        roll = r.random()
+        if (roll < 0.5 and len(live) < 40) or not live:
+            size = r.choice([r.randrange(1, 4096), r.randrange(4096, 1 << 20),
+                             r.randrange(1 << 20, 24 << 20), 512, 1 << 20, 3 << 20])
+            try:
+                live.append(a.malloc(size, side if r.random() < 0.2 else 0))
+            except OutOfMemoryError:  # (under the memory fraction) the same in both
+                states.append("out of memory")
+        elif roll < 0.9:
+            a.free(live.pop(r.randrange(len(live))))
+        elif roll < 0.93:
+            b = live[r.randrange(len(live))]
+            a.record_stream(b, side if b.stream == 0 else 0)  # its free waits for an event
+        elif roll < 0.95:
+            a.empty_cache()
+        if step in (300, 450):
+            a.set_memory_fraction(0.5 if step == 300 else 1.0)
+        states.append(_allocator_state(a))
+    for b in live:
+        a.free(b)
+    rt.device_synchronize(0)
+    a.empty_cache()
+    states.append(_allocator_state(a))
+    return states
+
+
+@pytest.mark.parametrize("env", [None, "max_split_size_mb:20", "roundup_power2_divisions:4",
+                                 "garbage_collection_threshold:0.5"])
+def test_c_malloc_and_free_decide_as_the_python_methods(conf, monkeypatch, env):
+    """malloc/free through caching_allocator.c give the Python methods' blocks, statistics and
+    snapshots step by step (the C functions take the common case and decline the rest)."""
+    ca._load_c()
+    assert ca._C is not None, "caching_allocator.c did not build"
+    counting = _Counting(ca._C)
+    runs = []
+    for fast in (counting, None):
+        conf(env)
+        monkeypatch.setattr(ca, "_C", fast)
+        rt = _AddressRuntime()
+        runs.append(_replay_workload(DeviceCachingAllocator(rt, 0), rt, seed=7))
+    assert len(runs[0]) == len(runs[1])
+    for step, (with_c, python) in enumerate(zip(*runs)):
+        assert with_c == python, f"step {step}"
+    assert counting.served > 150  # of ~700 calls: the comparison covers the C paths
+
+
+class _Counting:
+    """caching_allocator.c's functions, counting the calls they serve."""
+
+    def __init__(self, module):
+        self.module, self.served = module, 0
+
+    def malloc(self, *args):
+        block = self.module.malloc(*args)
+        self.served += block is not None
+        return block
+
+    def free(self, *args):
+        done = self.module.free(*args)
+        self.served += done
+        return done
+
+
+def test_c_paths_take_the_common_case(conf):
+    """The C functions really serve plain mallocs and frees (the Python methods are not
+    called), and decline while history is recorded."""
+    calls = []
+    a = DeviceCachingAllocator(_AddressRuntime(), 0)
+    a._malloc = lambda *args: calls.append("malloc") or DeviceCachingAllocator._malloc(a, *args)
+    a._free = lambda *args: calls.append("free") or DeviceCachingAllocator._free(a, *args)
+    first = a.malloc(1000)  # a new segment: Python
+    a.free(first)
+    calls.clear()
+    for _ in range(3):
+        a.free(a.malloc(1000))
+    assert calls == []
+    a.record_memory_history(True, None, 100, ca.STATE)
+    a.free(a.malloc(1000))
+    assert calls == ["malloc", "free"]

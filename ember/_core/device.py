@@ -1,6 +1,12 @@
 """``ember.device``, ``ember.layout`` and the memory formats."""
 
 
+# (the arguments, index) -> device: the devices made so far, built once (kernels and factories
+# make one per call). Bounded: a program naming many indices or spellings still gets correct,
+# fresh objects past the bound.
+_interned = {}
+
+
 class device:
     """A device type with an optional index: ``device('cuda:1')``, ``device('cpu')``,
     ``device('cuda', 0)``. Hashable, compares by (type, index), prints as PyTorch does."""
@@ -9,6 +15,11 @@ class device:
     _types = {"cpu", "cuda", "mps", "meta", "privateuseone"}
 
     def __new__(cls, type, index=None):
+        if cls is device and type.__class__ is str and (index is None
+                                                         or index.__class__ is int):
+            self = _interned.get((type, index))
+            if self is not None:
+                return self
         if isinstance(type, device):
             if index is not None:
                 raise TypeError("device(): a device object cannot take an index")
@@ -38,6 +49,8 @@ class device:
         self = object.__new__(cls)
         object.__setattr__(self, "type", name)
         object.__setattr__(self, "index", index)
+        if cls is device and len(_interned) < 256:
+            _interned[(type, index)] = self
         return self
 
     def __setattr__(self, k, v):

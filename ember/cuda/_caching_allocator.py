@@ -136,6 +136,25 @@ class Stat:
                 "freed": self.freed}
 
 
+# The hot paths (malloc, free) move the same statistic of AGGREGATE and of the block's pool type
+# together: one call per statistic, with Stat.increase/decrease's bodies inlined.
+def _increase(stats, amount):
+    for s in stats:
+        current = s.current + amount
+        s.current = current
+        if current > s.peak:
+            s.peak = current
+        s.allocated += amount
+
+
+def _decrease(stats, amount):
+    for s in stats:
+        current = s.current - amount
+        assert current >= 0, "Negative tracked stat in CUDA allocator (likely logic error)."
+        s.current = current
+        s.freed += amount
+
+
 def _stat_array():
     return [Stat(), Stat(), Stat()]
 
@@ -161,6 +180,23 @@ class DeviceStats:
         self.num_device_free = 0
         self.num_oom_rejections = 0
         self.max_split_size = 0
+        self.small_pool = _PoolStats(self, SMALL_POOL)
+        self.large_pool = _PoolStats(self, LARGE_POOL)
+
+    def of(self, pool):
+        """The (AGGREGATE, pool type) pairs of ``pool``'s blocks (a :class:`_PoolStats`)."""
+        return self.small_pool if pool.is_small else self.large_pool
+
+
+class _PoolStats:
+    """Each statistic of a :class:`DeviceStats` as the pair (AGGREGATE, one pool type) that a
+    block of that pool type moves: what :func:`_increase` and :func:`_decrease` take."""
+    __slots__ = _ARRAY_STATS
+
+    def __init__(self, stats, pool_type):
+        for name in _ARRAY_STATS:
+            arr = getattr(stats, name)
+            setattr(self, name, (arr[AGGREGATE], arr[pool_type]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,15 +244,18 @@ class Block:
 class _SortedBlocks:
     """A set of blocks ordered by a key (PyTorch's ``std::set<Block*, Comparison>``). A block's
     key fields must not change while it is in the set."""
+    __slots__ = ("_by_size", "_keys", "_blocks")
 
     def __init__(self, by_size):
-        self._key = ((lambda b: (b.stream, b.size, b.ptr)) if by_size
-                     else (lambda b: (b.stream, b.ptr)))
+        self._by_size = by_size
         self._keys = []
         self._blocks = []
 
+    def _key(self, b):
+        return (b.stream, b.size, b.ptr) if self._by_size else (b.stream, b.ptr)
+
     def add(self, block):
-        k = self._key(block)
+        k = (block.stream, block.size, block.ptr) if self._by_size else (block.stream, block.ptr)
         i = bisect.bisect_left(self._keys, k)
         if i < len(self._keys) and self._keys[i] == k:
             return False
@@ -252,7 +291,11 @@ class _SortedBlocks:
 
 
 class BlockPool:
+    __slots__ = ("stat_types", "blocks", "unmapped", "is_small", "owner_private_pool",
+                 "get_free_blocks_call_count")
+
     def __init__(self, small, private_pool=None):
+        self.stat_types = (AGGREGATE, SMALL_POOL if small else LARGE_POOL)
         self.blocks = _SortedBlocks(by_size=True)
         self.unmapped = _SortedBlocks(by_size=False)
         self.is_small = small
@@ -439,6 +482,37 @@ class _RingBuffer:
 
 
 # ---------------------------------------------------------------------------------------------
+# The common case of malloc and free in C (caching_allocator.c: no history, capture, events,
+# garbage collection threshold or expandable segments, a cached block that fits). The Python methods stay the
+# definition: the C functions decline every other call before changing anything.
+
+_C = None
+_c_tried = False
+
+
+def _load_c():
+    """Load the C functions once (when the first allocator is made): not where
+    ``EMBER_CUDA_ALLOCATOR_C=0``, nor without a compiler or after a failed build (logged; the
+    Python methods run)."""
+    global _C, _c_tried
+    if _c_tried:
+        return
+    _c_tried = True
+    if os.environ.get("EMBER_CUDA_ALLOCATOR_C") == "0":
+        return
+    from .._inductor.codecache import HandWrittenModule
+
+    def source():
+        with open(os.path.join(os.path.dirname(__file__), "caching_allocator.c")) as f:
+            return f.read()
+    module = HandWrittenModule("ember_caching_allocator", source,
+                               "the caching allocator runs in Python", parallel=False).get()
+    if module is not None:
+        module.configure(Block, Stat, _SortedBlocks, BlockPool, _PoolStats)
+    _C = module
+
+
+# ---------------------------------------------------------------------------------------------
 # The allocator
 
 def _exclusive(method):
@@ -462,6 +536,7 @@ class DeviceCachingAllocator:
     """The caching allocator of one device (see the module docstring)."""
 
     def __init__(self, runtime, device):
+        _load_c()
         self.runtime = runtime
         self.device = device
         self.stats = DeviceStats()
@@ -537,20 +612,29 @@ class DeviceCachingAllocator:
         self.trace_trackers.append(tracker)
 
     # -- malloc --------------------------------------------------------------------------------
-    @_exclusive
     def malloc(self, orig_size, stream=0):
         """A block of at least ``orig_size`` bytes usable on ``stream``."""
-        context = self._gather(STATE)
-        if not self.captures_underway:
+        if _C is not None:
+            block = _C.malloc(self, orig_size, stream, _alloc_config.config())
+            if block is not None:
+                return block
+        return self._malloc(orig_size, stream)
+
+    @_exclusive
+    def _malloc(self, orig_size, stream):
+        context = self._gather(STATE) if self.record_context else None
+        if not self.captures_underway and (self.cuda_events
+                                           or self.needs_events_deferred_until_no_capture):
             # Reclaim blocks whose cross-stream uses are over. Not during a capture: querying
             # an event recorded during capture is illegal.
             self._process_events(context)
-        cfg = self.cfg
+        cfg = _alloc_config.config()
         size = round_size(orig_size, cfg)
-        pool = self._get_pool(size, stream)
+        pool = self._get_pool(size, stream) if self.captures_underway else (
+            self.small_blocks if size <= K_SMALL_SIZE else self.large_blocks)
         alloc_size = get_allocation_size(size, cfg)
         p = _AllocParams(self.device, size, stream, pool, alloc_size)
-        p.stat_types = self._stat_types(pool)
+        p.stat_types = pool.stat_types
 
         found = self._get_free_block(p) or (self._trigger_free_memory_callbacks(p)
                                             and self._get_free_block(p))
@@ -616,49 +700,51 @@ class DeviceCachingAllocator:
             pool.insert_into_blocks(remaining)
             if already_split and block.expandable_segment is None:
                 # an already-split inactive block shrinks by size bytes
-                for t in p.stat_types:
-                    self.stats.inactive_split_bytes[t].decrease(block.size)
+                _decrease(self.stats.of(pool).inactive_split_bytes, block.size)
             elif block.expandable_segment is None:
                 # a new inactive piece is split off a previously whole block
-                for t in p.stat_types:
-                    self.stats.inactive_split_bytes[t].increase(remaining.size)
-                    self.stats.inactive_split[t].increase(1)
+                _increase(self.stats.of(pool).inactive_split_bytes, remaining.size)
+                _increase(self.stats.of(pool).inactive_split, 1)
         elif already_split and block.expandable_segment is None:
-            for t in p.stat_types:
-                self.stats.inactive_split_bytes[t].decrease(block.size)
-                self.stats.inactive_split[t].decrease(1)
+            _decrease(self.stats.of(pool).inactive_split_bytes, block.size)
+            _decrease(self.stats.of(pool).inactive_split, 1)
 
         block.allocated = True
         block.requested_size = orig_size
         block.context_when_allocated = context
-        self._record_trace("alloc", block.ptr, orig_size, block.stream, context)
+        if self.record_history or self.trace_trackers:
+            self._record_trace("alloc", block.ptr, orig_size, block.stream, context)
         self.active_blocks.add(block)
-        stats, size = self.stats, block.size
-        for t in p.stat_types:
-            stats.allocation[t].increase(1)
-            stats.allocated_bytes[t].increase(size)
-            stats.active[t].increase(1)
-            stats.active_bytes[t].increase(size)
-            stats.requested_bytes[t].increase(orig_size)
-        if size >= self.cfg.max_split_size:
+        size = block.size
+        hot = self.stats.of(pool)
+        _increase(hot.allocation, 1)
+        _increase(hot.allocated_bytes, size)
+        _increase(hot.active, 1)
+        _increase(hot.active_bytes, size)
+        _increase(hot.requested_bytes, orig_size)
+        if size >= _alloc_config.config().max_split_size:
             self.stats.oversize_allocations.increase(1)
         return block
 
     # -- free ----------------------------------------------------------------------------------
-    @_exclusive
     def free(self, block):
         """Give ``block`` back; it becomes reusable once the streams it was used on are done."""
+        if _C is None or not _C.free(self, block, _alloc_config.config()):
+            self._free(block)
+
+    @_exclusive
+    def _free(self, block):
         if not block.allocated:
             raise RuntimeError(f"invalid device pointer: {block.ptr:#x}")
-        context = self._gather(ALL)
+        context = self._gather(ALL) if self.record_context else None
         block.allocated = False
-        stat_types = self._stat_types(block.pool)
-        for t in stat_types:
-            self.stats.allocation[t].decrease(1)
-            self.stats.allocated_bytes[t].decrease(block.size)
-        self._record_trace("free_requested", block.ptr, block.requested_size, block.stream,
-                           context or block.context_when_allocated)
-        if block.size >= self.cfg.max_split_size:
+        hot = self.stats.of(block.pool)
+        _decrease(hot.allocation, 1)
+        _decrease(hot.allocated_bytes, block.size)
+        if self.record_history or self.trace_trackers:
+            self._record_trace("free_requested", block.ptr, block.requested_size, block.stream,
+                               context or block.context_when_allocated)
+        if block.size >= _alloc_config.config().max_split_size:
             self.stats.oversize_allocations.decrease(1)
         if block.stream_uses:
             if self.captures_underway:
@@ -671,13 +757,16 @@ class DeviceCachingAllocator:
 
     def _free_block(self, block, context):
         assert not block.allocated and block.event_count == 0 and not block.stream_uses
-        self._record_trace("free_completed", block.ptr, block.requested_size, block.stream,
-                           context or block.context_when_allocated)
+        if self.record_history or self.trace_trackers:
+            self._record_trace("free_completed", block.ptr, block.requested_size, block.stream,
+                               context or block.context_when_allocated)
         block.context_when_allocated = None
         original_size, requested_size = block.size, block.requested_size
         pool = block.pool
         net_blocks = net_size = 0
         for candidate in (block.prev, block.next):
+            if candidate is None or candidate.allocated:
+                continue  # what _try_merge_blocks checks first, without the call
             subsumed = self._try_merge_blocks(block, candidate, pool)
             if subsumed > 0:
                 net_blocks -= 1
@@ -685,24 +774,24 @@ class DeviceCachingAllocator:
         self.active_blocks.discard(block)
         inserted = pool.insert_into_blocks(block)
         assert inserted
-        if block.is_split():
+        if block.prev is not None or block.next is not None:
             net_blocks += 1
             net_size += block.size
-        for t in self._stat_types(pool):
-            # Free pages of expandable segments can always be released: they are left out of
-            # inactive_split, as in PyTorch.
-            if block.expandable_segment is None:
-                if net_blocks > 0:
-                    self.stats.inactive_split[t].increase(net_blocks)
-                elif net_blocks < 0:
-                    self.stats.inactive_split[t].decrease(-net_blocks)
-                if net_size > 0:
-                    self.stats.inactive_split_bytes[t].increase(net_size)
-                elif net_size < 0:
-                    self.stats.inactive_split_bytes[t].decrease(-net_size)
-            self.stats.active[t].decrease(1)
-            self.stats.active_bytes[t].decrease(original_size)
-            self.stats.requested_bytes[t].decrease(requested_size)
+        hot = self.stats.of(pool)
+        # Free pages of expandable segments can always be released: they are left out of
+        # inactive_split, as in PyTorch.
+        if block.expandable_segment is None:
+            if net_blocks > 0:
+                _increase(hot.inactive_split, net_blocks)
+            elif net_blocks < 0:
+                _decrease(hot.inactive_split, -net_blocks)
+            if net_size > 0:
+                _increase(hot.inactive_split_bytes, net_size)
+            elif net_size < 0:
+                _decrease(hot.inactive_split_bytes, -net_size)
+        _decrease(hot.active, 1)
+        _decrease(hot.active_bytes, original_size)
+        _decrease(hot.requested_bytes, requested_size)
 
     def _try_merge_blocks(self, dst, src, pool):
         if (src is None or src.allocated or src.event_count > 0 or src.stream_uses
@@ -802,24 +891,28 @@ class DeviceCachingAllocator:
 
     @staticmethod
     def _stat_types(pool):
-        return (AGGREGATE, SMALL_POOL if pool.is_small else LARGE_POOL)
+        return pool.stat_types
 
     def _should_split(self, block, size):
         remaining = block.size - size
-        if block.pool.is_small or self.cfg.expandable_segments:
+        if block.pool.is_small:
             return remaining >= K_MIN_BLOCK_SIZE
-        return size < self.cfg.max_split_size and remaining > K_SMALL_SIZE
+        cfg = _alloc_config.config()
+        if cfg.expandable_segments:
+            return remaining >= K_MIN_BLOCK_SIZE
+        return size < cfg.max_split_size and remaining > K_SMALL_SIZE
 
     def _get_free_block(self, p):
-        cfg = self.cfg
+        cfg = _alloc_config.config()
         pool = p.pool
         if self.set_fraction and cfg.garbage_collection_threshold > 0.0:
             pool.get_free_blocks_call_count += 1  # block ages count only with GC enabled
         blocks = pool.blocks
-        i = blocks.lower_bound((p.stream, p.size, 0))
-        if i == len(blocks) or blocks[i].stream != p.stream:
+        i = bisect.bisect_left(blocks._keys, (p.stream, p.size, 0))
+        b = blocks._blocks[i] if i < len(blocks._blocks) else None
+        if b is None or b.stream != p.stream:
             return False
-        if blocks[i].expandable_segment is not None:
+        if b.expandable_segment is not None:
             if cfg.expandable_segments:
                 # The block next to the unmapped end of a segment can grow: for best fit, its
                 # size is what it can grow to.
@@ -839,7 +932,7 @@ class DeviceCachingAllocator:
                     i += 1
                 if i == len(blocks) or blocks[i].stream != p.stream:
                     return False
-        b = blocks[i]
+            b = blocks[i]
         # no oversize cached block for a request below max_split_size ...
         if p.size < cfg.max_split_size and b.size >= cfg.max_split_size:
             return False
@@ -847,7 +940,7 @@ class DeviceCachingAllocator:
         if p.size >= cfg.max_split_size and b.size >= p.size + cfg.max_non_split_rounding_size:
             return False
         p.block = b
-        blocks.discard(b)
+        del blocks._keys[i], blocks._blocks[i]  # blocks.discard(b), b being blocks[i]
         return True
 
     def _trigger_free_memory_callbacks(self, p):

@@ -40,22 +40,30 @@ from ..._ops.overload import ops
 from ..._core.tensor_impl import empty_tensor, make_tensor
 from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
 from . import arrays, blas, conv, foreach, fused, pointwise, reduction, shared, tensor_ops
-from .arrays import NeedsHost
+from .arrays import NeedsHost, _cuda
 
 _CPU_KEYS = bit(K.CPU)
 
 
-def _cuda():
-    import ember.cuda  # the runtime module imports ember: a true cycle, resolved at call time
-    return ember.cuda
-
-
 def _device_of(dev):
-    """``cuda`` → ``cuda:<current>``; checks the index against the device count."""
+    """``cuda`` → ``cuda:<current>`` (the index is checked against the device count where the
+    device is made current: :func:`empty_on`)."""
     cuda = _cuda()
     cuda._lazy_init()
-    idx = cuda._get_device_index(dev, optional=True)
-    return _device("cuda", idx)
+    if dev.__class__ is _device and dev.index is not None:
+        return dev
+    return _device("cuda", cuda._get_device_index(dev, optional=True))
+
+
+def empty_on(dev, size, dtype, stride=None):
+    """``empty_tensor`` with ``dev`` the current device while its memory is allocated (the
+    caching allocator serves the current device, as PyTorch's kernels run under a device
+    guard)."""
+    cuda = _cuda()
+    if cuda.streams._state.device == dev.index:
+        return empty_tensor(size, dtype, dev, stride=stride)
+    with cuda.device(dev.index):
+        return empty_tensor(size, dtype, dev, stride=stride)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,21 +72,16 @@ def _device_of(dev):
 def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=None,
                         memory_format=None):
     _check_not_pinned(pin_memory)
-    dev = _device_of(device)
-    dtype = dtype or get_default_dtype()
     stride = None
     if memory_format is not None and memory_format._name in ("channels_last",
                                                              "channels_last_3d"):
         stride = _st.channels_last_strides(tuple(size))
-    with _cuda().device(dev.index):
-        return empty_tensor(size, dtype, dev, stride=stride)
+    return empty_on(_device_of(device), size, dtype or get_default_dtype(), stride)
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     _check_not_pinned(pin_memory)
-    dev = _device_of(device)
-    with _cuda().device(dev.index):
-        return empty_tensor(size, dtype or get_default_dtype(), dev, stride=tuple(stride))
+    return empty_on(_device_of(device), size, dtype or get_default_dtype(), tuple(stride))
 
 
 def _check_not_pinned(pin_memory):
@@ -232,8 +235,7 @@ def host_array(t):
 def _to_device(h, dev, rt, stream):
     """A fresh CPU result as a new device tensor (same strides when dense)."""
     stride = h._stride if h.is_non_overlapping_and_dense() else None
-    with _cuda().device(dev.index):
-        out = empty_tensor(h._size, h._dtype, dev, stride=stride)
+    out = empty_on(dev, h._size, h._dtype, stride)
     _store(out, h, rt, stream)
     return out
 
