@@ -5,6 +5,7 @@ own Python (memory_summary, _memory_viz) as the oracle."""
 import gc
 import pickle
 import re
+import sys
 
 import pytest
 
@@ -815,3 +816,44 @@ def test_c_paths_take_the_common_case(conf):
     a.record_memory_history(True, None, 100, ca.STATE)
     a.free(a.malloc(1000))
     assert calls == ["malloc", "free"]
+
+
+@pytest.mark.parametrize("with_c", [True, False])
+def test_threads_share_an_allocator(conf, monkeypatch, with_c):
+    """Two threads allocating and freeing at once, switching as often as the interpreter can:
+    the pools and statistics stay consistent (the Python methods hold the allocator's lock; the
+    C functions run no Python code while they change the pools)."""
+    import random
+    import threading
+    ca._load_c()
+    if not with_c:
+        monkeypatch.setattr(ca, "_C", None)
+    a = DeviceCachingAllocator(_AddressRuntime(), 0)
+    errors = []
+
+    def work(seed):
+        r = random.Random(seed)
+        live = []
+        try:
+            for _ in range(3000):
+                if live and r.random() < 0.5:
+                    a.free(live.pop(r.randrange(len(live))))
+                else:
+                    live.append(a.malloc(r.choice([512, 3000, 70000, 2 << 20, 5 << 20])))
+            for b in live:
+                a.free(b)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors
+    assert stat(a, "allocated_bytes") == 0 and stat(a, "allocation") == 0
+    check_consistent(a)
