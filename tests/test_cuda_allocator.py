@@ -711,15 +711,15 @@ class _AddressRuntime(_runtime.SimulatedRuntime):
     def malloc(self, device, nbytes, relaxed=False):
         if not relaxed:
             self._forbid_during_capture("cudaMalloc")
-        if self.in_use + nbytes > self.capacity:
+        if self.used[device] + nbytes > self.capacity:
             raise _runtime.DeviceOutOfMemory(nbytes)
         ptr, self._next = self._next, self._next + nbytes + (1 << 21)
         self._sizes[ptr] = nbytes
-        self.in_use += nbytes
+        self.used[device] += nbytes
         return ptr
 
     def free(self, device, ptr):
-        self.in_use -= self._sizes.pop(ptr)
+        self.used[device] -= self._sizes.pop(ptr)
 
 
 def _allocator_state(a):

@@ -40,8 +40,11 @@ def is_available():
 
 
 def device_count():
+    """The number of devices (without starting the runtime, as PyTorch's)."""
+    if _runtime._runtime is not None:
+        return _runtime._runtime.device_count()
     if _runtime.simulated():
-        return 1
+        return _runtime.simulated_device_count()
     try:
         import cupy
         return cupy.cuda.runtime.getDeviceCount()
@@ -61,7 +64,7 @@ def init():
 def _lazy_init():
     """The runtime, started on first use. Errors as PyTorch's: no CUDA support at all, or CUDA
     without a device."""
-    global _initialized, default_generators
+    global _initialized, default_generators, several_devices
     if _initialized:
         return _runtime._runtime
     with _init_lock:
@@ -78,6 +81,7 @@ def _lazy_init():
         from ..random import Generator
         default_generators = tuple(Generator._for_device(_device("cuda", i))
                                    for i in range(rt.device_count()))
+        several_devices = rt.device_count() > 1
         from .._core import storage as _storage
         from ._storage_allocator import StorageAllocator
         _storage.set_allocator("cuda", StorageAllocator())
@@ -88,15 +92,22 @@ def _lazy_init():
         return rt
 
 
+# Whether the runtime has more than one device: then the CUDA kernels check that their tensors
+# share one and run with it current (ember/_kernels/cuda/__init__.py); with one there is nothing
+# to check.
+several_devices = False
+
+
 def _forget_runtime():
     """Back to "not initialized": the runtime, allocators, generators and streams are dropped
     (tests that start the simulated device for a while and then need a machine without CUDA).
     Tensors still holding device memory keep their allocator alive until they go."""
-    global _initialized, default_generators
+    global _initialized, default_generators, several_devices
     from . import _caching_allocator
     from .streams import _state as streams_state
     with _init_lock:
         _initialized = False
+        several_devices = False
         default_generators = ()
         _caching_allocator._reset_for_tests()
         _runtime._set_runtime_for_tests(None)

@@ -4,8 +4,9 @@ Two implementations sit behind it:
 
 * :class:`CupyRuntime` — a real GPU, through CuPy's runtime calls and, for the virtual-memory
   calls of expandable segments, NVIDIA's ``cuda-bindings`` (``pip install ember[cuda]``);
-* :class:`SimulatedRuntime` — ``EMBER_CUDA_SIMULATE=1``: one device whose memory is host memory
-  (each ``malloc`` is a NumPy buffer, and its host address is the "device" address), whose streams
+* :class:`SimulatedRuntime` — ``EMBER_CUDA_SIMULATE=1`` (``=N``: N devices): devices whose memory
+  is host memory (each ``malloc`` is a NumPy buffer, and its host address is the "device"
+  address; each device has its own capacity and accounting), whose streams
   run their work in order as it is launched, and whose events complete when the work their stream
   had before them is done. A test can hold a stream back (:meth:`SimulatedRuntime.hold`): events
   recorded on it stay pending until it is released or synchronized, which is how the allocator's
@@ -158,24 +159,30 @@ class _SimEvent:
 
 
 class SimulatedRuntime(Runtime):
-    """One simulated device (see the module docstring). Memory: host NumPy buffers addressed by
-    their host address; expandable segments: an address range reserved with ``mmap`` (no memory
-    behind it until pages are mapped) whose mapped pages are tracked, so touching an unmapped page
-    is an illegal address as on a GPU."""
+    """Simulated devices (see the module docstring): ``devices`` of them (default: the number
+    ``EMBER_CUDA_SIMULATE`` gives, at least one), each of ``capacity_mb``. Memory: host NumPy
+    buffers addressed by their host address; expandable segments: an address range reserved with
+    ``mmap`` (no memory behind it until pages are mapped) whose mapped pages are tracked, so
+    touching an unmapped page is an illegal address as on a GPU."""
 
     simulated = True
 
-    def __init__(self, capacity_mb=None):
+    def __init__(self, capacity_mb=None, devices=None):
         if capacity_mb is None:
             capacity_mb = int(os.environ.get("EMBER_CUDA_SIMULATE_MEMORY_MB", "16384"))
+        if devices is None:
+            devices = simulated_device_count()
         self.capacity = capacity_mb << 20
-        self.props = DeviceProperties(
+        self.devices = devices
+        self._props = [DeviceProperties(
             name="ember simulated CUDA device", major=9, minor=0, total_memory=self.capacity,
-            multi_processor_count=os.cpu_count() or 1)
-        self.in_use = 0  # bytes of device memory handed out (malloc + mapped pages)
+            multi_processor_count=os.cpu_count() or 1, pci_bus_id=i,
+            uuid=f"00000000-0000-0000-0000-{i:012d}") for i in range(devices)]
+        self.used = [0] * devices  # bytes of each device's memory handed out (malloc + pages)
         self._bases = []  # sorted start addresses of live allocations and reservations
         self._regions = {}  # start -> (nbytes, host uint8 array, mapped page set or None)
-        self._handles = {}  # physical handle -> size
+        self._region_device = {}  # start of a malloc'd region -> its device
+        self._handles = {}  # physical handle -> (size, device)
         self._host = {}  # pinned host allocations: address -> host array
         self._ids = itertools.count(1)
         self._streams = {0: _SimStream(0, 0)}
@@ -183,24 +190,30 @@ class SimulatedRuntime(Runtime):
         self._graphs = {}
         self.device = 0
 
+    @property
+    def in_use(self):
+        """Bytes handed out on all devices."""
+        return sum(self.used)
+
     # -- devices -------------------------------------------------------------------------------
     def device_count(self):
-        return 1
+        return self.devices
 
     def get_device_properties(self, device):
         self._check(device)
-        return self.props
+        return self._props[device]
 
     def set_device(self, device):
         self._check(device)
         self.device = device
 
     def _check(self, device):
-        if not 0 <= device < 1:
+        if not 0 <= device < self.devices:
             raise RuntimeError("CUDA error: invalid device ordinal")
 
     def mem_get_info(self, device):
-        return self.capacity - self.in_use, self.capacity
+        self._check(device)
+        return self.capacity - self.used[device], self.capacity
 
     def device_synchronize(self, device):
         for s in self._streams.values():
@@ -208,23 +221,26 @@ class SimulatedRuntime(Runtime):
 
     # -- memory --------------------------------------------------------------------------------
     def malloc(self, device, nbytes, relaxed=False):
+        self._check(device)
         if not relaxed:
             self._forbid_during_capture("cudaMalloc")
-        if self.in_use + nbytes > self.capacity:
+        if self.used[device] + nbytes > self.capacity:
             raise DeviceOutOfMemory(nbytes)
         buf = np.empty(max(nbytes, 1), np.uint8)
         ptr = buf.__array_interface__["data"][0]
         self._add_region(ptr, nbytes, buf, None)
-        self.in_use += nbytes
+        self._region_device[ptr] = device
+        self.used[device] += nbytes
         return ptr
 
     def free(self, device, ptr):
         nbytes, _, pages = self._regions.get(ptr, (None, None, None))
-        if nbytes is None or pages is not None:
+        if nbytes is None or pages is not None or self._region_device.get(ptr) != device:
             raise RuntimeError("CUDA error: invalid argument (cudaFree of an address that "
                                "cudaMalloc did not return)")
         self._remove_region(ptr)
-        self.in_use -= nbytes
+        del self._region_device[ptr]
+        self.used[device] -= nbytes
 
     def _add_region(self, ptr, nbytes, buf, pages):
         bisect.insort(self._bases, ptr)
@@ -427,14 +443,15 @@ class SimulatedRuntime(Runtime):
         self._mmaps.pop(ptr)  # the mapping itself closes when its last NumPy view is gone
 
     def mem_create(self, device, size):
+        self._check(device)
         if size % GRANULARITY:
             raise RuntimeError("CUDA error: invalid argument (cuMemCreate size is not a multiple "
                                "of the granularity)")
-        if self.in_use + size > self.capacity:
+        if self.used[device] + size > self.capacity:
             raise DeviceOutOfMemory(size)
         h = next(self._ids)
-        self._handles[h] = size
-        self.in_use += size
+        self._handles[h] = (size, device)
+        self.used[device] += size
         return h
 
     def _pages(self, ptr, size):
@@ -445,7 +462,7 @@ class SimulatedRuntime(Runtime):
         return buf, pages, start, range(first, first + size // GRANULARITY)
 
     def mem_map(self, ptr, size, handle):
-        if self._handles.get(handle) != size:
+        if self._handles.get(handle, (None,))[0] != size:
             raise RuntimeError("CUDA error: invalid argument (cuMemMap size differs from the "
                                "handle's)")
         _, pages, _, rng = self._pages(ptr, size)
@@ -462,7 +479,8 @@ class SimulatedRuntime(Runtime):
             m.madvise(mmap.MADV_DONTNEED, off, size)
 
     def mem_release(self, handle):
-        self.in_use -= self._handles.pop(handle)
+        size, device = self._handles.pop(handle)
+        self.used[device] -= size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,6 +713,12 @@ class CupyRuntime(Runtime):
 def simulated():
     """Whether ``EMBER_CUDA_SIMULATE`` asks for the simulated device (read at first use)."""
     return os.environ.get("EMBER_CUDA_SIMULATE", "0") not in ("", "0")
+
+
+def simulated_device_count():
+    """The simulated devices ``EMBER_CUDA_SIMULATE`` asks for: N for ``=N``, else one."""
+    value = os.environ.get("EMBER_CUDA_SIMULATE", "1")
+    return int(value) if value.isdigit() and int(value) > 1 else 1
 
 
 def is_built():

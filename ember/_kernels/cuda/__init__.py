@@ -297,6 +297,13 @@ def host_kernel_fallback(op, *args, **kwargs):
     if op._entry.namespace != "aten":  # stands in for aten's CUDA kernels only
         from ..._dispatch.dispatcher import _missing_kernel
         raise _missing_kernel(op._entry, K.CUDA)
+    if _cuda().several_devices:
+        return _on_tensors_device(op._entry.qualname, lambda *a, **k: _host_kernel(op, *a, **k),
+                                  args, kwargs)
+    return _host_kernel(op, *args, **kwargs)
+
+
+def _host_kernel(op, *args, **kwargs):
     cuda = _cuda()
     rt = cuda._lazy_init()
     schema = op._schema
@@ -374,11 +381,50 @@ def _common_device(args, kwargs):
     return _device_of(None)
 
 
+def _tensor_device_index(qualname, args, kwargs):
+    """The index of the CUDA device the call's tensors are on, as PyTorch's generated CUDA
+    wrappers find it (``check_and_update_common_device``): None without a CUDA tensor; tensors
+    on two devices are an error (0-dim CPU tensors may join, as everywhere)."""
+    index = None
+    for v in (*args, *kwargs.values()):
+        for t in (v if isinstance(v, (list, tuple)) else (v,)):
+            d = getattr(t, "_device", None) if isinstance(t, Tensor) else None
+            if d is None or d.type != "cuda":
+                continue
+            i = d.index or 0
+            if index is None:
+                index = i
+            elif i != index:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, cuda:{index} and cuda:{i}! (when "
+                                   f"checking arguments for {qualname})")
+    return index
+
+
+def _on_tensors_device(qualname, fn, args, kwargs):
+    """``fn(*args, **kwargs)`` with the device of the call's tensors current (PyTorch's device
+    guard around a CUDA kernel): results are allocated there and launched on its stream. Only
+    with several devices; with one, every CUDA tensor is on the current device."""
+    cuda = _cuda()
+    index = _tensor_device_index(qualname, args, kwargs)
+    if index is None or index == cuda.streams._state.device:
+        return fn(*args, **kwargs)
+    with cuda.device(index):
+        return fn(*args, **kwargs)
+
+
 def _or_host(name, kernel):
-    """``kernel``, handing a call it cannot compute on the device (NeedsHost) to the fallback."""
+    """``kernel``, handing a call it cannot compute on the device (NeedsHost) to the fallback;
+    with several devices, run on the device of its tensors."""
     op = None
+    qualname = "aten::" + name
 
     def run(*args, **kwargs):
+        if _cuda().several_devices:
+            return _on_tensors_device(qualname, on_device, args, kwargs)
+        return on_device(*args, **kwargs)
+
+    def on_device(*args, **kwargs):
         nonlocal op
         try:
             return kernel(*args, **kwargs)
