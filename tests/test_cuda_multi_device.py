@@ -120,3 +120,123 @@ def test_training_on_the_second_device_matches_the_cpu():
         assert q.device == ember.device("cuda:1") and q.grad.device == q.device
         assert np.allclose(p.detach().numpy(), q.detach().cpu().numpy(), atol=1e-5)
     assert ember.cuda.current_device() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# DataParallel: one process, a replica on each device
+
+def _mlp(seed=0):
+    ember.manual_seed(seed)
+    nn = ember.nn
+    return nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def test_data_parallel_matches_the_module_and_sums_the_gradients():
+    ref, model = _mlp(), _mlp()
+    dp = ember.nn.DataParallel(model.cuda())
+    assert dp.device_ids == [0, 1] and dp.output_device == 0
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = ember.optim.SGD(ref.parameters(), lr=0.1)
+    x, y = ember.randn(10, 4), ember.randn(10, 3)
+    for _ in range(3):
+        opt.zero_grad()
+        ref_opt.zero_grad()
+        out = dp(x.cuda())  # 5 rows on each device, gathered on cuda:0
+        assert out.device == ember.device("cuda:0") and out.shape == (10, 3)
+        (out - y.cuda()).square().mean().backward()
+        ref_out = ref(x)
+        (ref_out - y).square().mean().backward()
+        assert np.allclose(out.detach().cpu().numpy(), ref_out.detach().numpy(), atol=1e-5)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            assert p.grad.device == ember.device("cuda:0")
+            assert np.allclose(p.grad.cpu().numpy(), q.grad.numpy(), atol=1e-5)
+        opt.step()
+        ref_opt.step()
+    assert ember.cuda.current_device() == 0
+
+
+def test_data_parallel_replicas_buffers_and_structures():
+    nn = ember.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.bn = nn.Linear(3, 3), nn.BatchNorm1d(3)
+
+        def forward(self, x, scale=1.0, extra=None):
+            h = self.bn(self.lin(x)) * scale
+            return {"out": h, "pair": (h.sum(1), extra + h[:, :1])}
+
+    ember.manual_seed(1)
+    net = Net().cuda()
+    ref = Net()
+    ref.load_state_dict({k: v.cpu() for k, v in net.state_dict().items()})
+    dp = ember.nn.DataParallel(net)
+    x, extra = ember.randn(6, 3), ember.randn(6, 1)
+    got = dp(x.cuda(), scale=2.0, extra=extra.cuda())  # kwargs split too; 2.0 is replicated
+    assert set(got) == {"out", "pair"} and got["out"].device == ember.device("cuda:0")
+    expect_first = ref(x[:3], scale=2.0, extra=extra[:3])
+    assert np.allclose(got["out"][:3].detach().cpu().numpy(),
+                       expect_first["out"].detach().numpy(), atol=1e-5)
+    assert np.allclose(got["pair"][1][:3].detach().cpu().numpy(),
+                       expect_first["pair"][1].detach().numpy(), atol=1e-5)
+    # the first device's replica holds the module's own buffers: its batch updated the running
+    # statistics (the other replica's update went to its copy), as in PyTorch
+    assert np.allclose(net.bn.running_mean.cpu().numpy(), ref.bn.running_mean.numpy(),
+                       atol=1e-6)
+    assert int(net.bn.num_batches_tracked) == 1
+
+
+def test_data_parallel_uneven_and_small_batches():
+    model = _mlp().cuda()
+    dp = ember.nn.DataParallel(model)
+    assert dp(ember.randn(3, 4, device="cuda")).shape == (3, 3)  # chunks of 2 and 1
+    assert dp(ember.randn(1, 4, device="cuda")).shape == (1, 3)  # one replica only
+    with ember.no_grad():
+        out = dp(ember.randn(4, 4, device="cuda"))
+    assert not out.requires_grad
+
+
+def test_data_parallel_errors():
+    model = _mlp().cuda()
+    dp = ember.nn.DataParallel(model, device_ids=[0, 1])
+    with pytest.raises(RuntimeError, match=r"module must have its parameters and buffers on "
+                                           r"device cuda:0 \(device_ids\[0\]\) but found one of "
+                                           r"them on device: cuda:1"):
+        ember.nn.DataParallel(_mlp().to("cuda:1"))(ember.randn(2, 4, device="cuda"))
+
+    class Fails(ember.nn.Module):
+        def forward(self, x):
+            if x.get_device() == 1:
+                raise ValueError("bad rows")
+            return x
+
+    with pytest.raises(ValueError, match=r"Caught ValueError in replica 1 on device 1"):
+        ember.nn.DataParallel(Fails())(ember.randn(4, 2, device="cuda"))
+    # a scalar per replica is gathered into a vector, with PyTorch's warning
+    loss_net = ember.nn.DataParallel(_mlp().cuda())
+    with pytest.warns(UserWarning, match="all input tensors were scalars"):
+        losses = ember.nn.parallel.data_parallel(
+            ember.nn.Sequential(loss_net.module, _Sum()), ember.randn(4, 4, device="cuda"))
+    assert losses.shape == (2,)
+    assert dp(ember.randn(2, 4, device="cuda")).shape == (2, 3)
+
+
+class _Sum(ember.nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+def test_comm_copies():
+    from ember.cuda import comm
+    a = ember.arange(6.0, device="cuda:0").reshape(3, 2)
+    b0, b1 = comm.broadcast(a, [0, 1])
+    assert b0 is a and b1.device == ember.device("cuda:1") and b1.tolist() == a.tolist()
+    s = comm.reduce_add([a, b1], destination=1)
+    assert s.device == ember.device("cuda:1") and s.tolist() == (a * 2).tolist()
+    parts = comm.scatter(a, [0, 1], chunk_sizes=[1, 2])
+    assert [p.device.index for p in parts] == [0, 1] and parts[1].tolist() == [[2, 3], [4, 5]]
+    back = comm.gather(parts, dim=0, destination="cpu")
+    assert back.device == ember.device("cpu") and back.tolist() == a.tolist()
+    with pytest.raises(RuntimeError, match="reduce_add expects destination"):
+        comm.reduce_add([a, a], destination=1)

@@ -658,3 +658,15 @@ def test_spectral_norm_normalizes_largest_singular_value():
     assert abs(s[0] - 1.0) < 1e-3
     assert "parametrizations.weight.original" in m.state_dict()
     assert "parametrizations.weight.0._u" in m.state_dict()
+
+
+def test_data_parallel_without_cuda_calls_the_module():
+    """Without a CUDA device DataParallel is the module itself (PyTorch's: no device ids)."""
+    if ember.cuda.is_available():
+        pytest.skip("a CUDA device is here")
+    m = ember.nn.Linear(3, 2)
+    dp = ember.nn.DataParallel(m)
+    x = ember.randn(4, 3)
+    assert dp.device_ids == [] and ember.equal(dp(x), m(x))
+    assert ember.equal(ember.nn.parallel.data_parallel(m, x), m(x))
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]

@@ -40,12 +40,20 @@ def _is_tensor(x):
     return hasattr(x, "_keyset")
 
 
-def _result_layout(shape, operands):
-    for x in operands:
-        if _is_tensor(x) and x._size == shape and x._size and \
-                _st.is_non_overlapping_and_dense(x._size, x._stride):
+def _result_layout(shape, tensors):
+    for x in tensors:
+        if x._size == shape and x._size and _st.is_non_overlapping_and_dense(x._size, x._stride):
             return x._stride
     return None
+
+
+def _result_shape(tensors):
+    """The broadcast shape of ``tensors`` (most often one shape they all have)."""
+    shape = tensors[0]._size if tensors else ()
+    for t in tensors:
+        if t._size != shape:
+            return _st.broadcast_shapes(*[x._size for x in tensors])
+    return shape
 
 
 def _operand(x, cdt, xp, rt):
@@ -148,7 +156,8 @@ def _binary_launch(name, operands, alpha, dst, cdt):
     if any(int(p) % 16 for p in args + [out] if p):
         return False
     opmath = _OPMATH[cdt]
-    alpha_arg = opmath(1) if alpha is None else np.asarray(alpha).astype(opmath)[()]
+    alpha_arg = (opmath(1) if alpha is None or (alpha.__class__ is int and alpha == 1)
+                 else np.asarray(alpha).astype(opmath)[()])
     n = dst.numel()
     idx = dst._device.index or 0
     sms = _sm_counts.get(idx)
@@ -173,18 +182,20 @@ def evaluate(name, operands, alpha=None, params=(), into=None):
         _overlap.check_write(into, operands)
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, into)
-    if cdt in _HOST_DTYPES or rdt in _HOST_DTYPES or any(
-            getattr(x, "_dtype", None) in _HOST_DTYPES for x in operands):
+    tensors = [x for x in operands if _is_tensor(x)]
+    if cdt in _HOST_DTYPES or rdt in _HOST_DTYPES:
         raise NeedsHost("float8/complex32 computation")
+    for x in tensors:
+        if x._dtype in _HOST_DTYPES:
+            raise NeedsHost("float8/complex32 computation")
     if alpha is not None:
         check_alpha(cdt, alpha)
-    tensors = [x for x in operands if _is_tensor(x)]
     dev = device_of(*tensors)
     if into is not None:
         dst = into
     else:
-        shape = _st.broadcast_shapes(*[x._size for x in tensors]) if tensors else ()
-        dst = empty_tensor(shape, rdt, dev, stride=_result_layout(shape, operands))
+        shape = _result_shape(tensors)
+        dst = empty_tensor(shape, rdt, dev, stride=_result_layout(shape, tensors))
 
     def body(xp, rt):
         if not rt.simulated and _binary_launch(name, operands, alpha, dst, cdt):
@@ -294,9 +305,10 @@ def where_self(condition, self, other):
         raise NeedsHost("float8/complex32 computation")
     operands = (condition, self, other)
     tensors = [x for x in operands if _is_tensor(x)]
-    shape = _st.broadcast_shapes(*[x._size for x in tensors])
+    shape = _result_shape(tensors)
     dev = device_of(*tensors)
-    dst = empty_tensor(shape, dt, dev, stride=_result_layout(shape, (self, other)))
+    dst = empty_tensor(shape, dt, dev, stride=_result_layout(
+        shape, [x for x in (self, other) if _is_tensor(x)]))
 
     def body(xp, rt):
         c = device_array(condition, rt)

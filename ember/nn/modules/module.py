@@ -312,6 +312,18 @@ class Module:
                            "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
                            "to report this bug.")
 
+    def _replicate_for_data_parallel(self):
+        """A shallow copy for one of DataParallel's replicas (``nn.parallel.replicate``): no
+        parameters of its own (the replica's are set as plain attributes), its own dicts of
+        buffers and children."""
+        replica = self.__new__(type(self))
+        replica.__dict__ = self.__dict__.copy()
+        replica._parameters = {}
+        replica._buffers = replica._buffers.copy()
+        replica._modules = replica._modules.copy()
+        replica._is_replica = True
+        return replica
+
     # -- conversion ------------------------------------------------------------------------------
     def _apply(self, fn, recurse=True):
         """Apply ``fn`` to every parameter, gradient and buffer. As in PyTorch, a parameter keeps
