@@ -5,6 +5,12 @@ A Generator wraps a NumPy PCG64 bit generator. Streams differ from PyTorch's (Ph
 there) but follow the same contract: the same seed gives the same values, and an explicit
 ``generator=`` argument never disturbs the default generator. The state is a uint8 tensor, as in
 PyTorch, holding the PCG64 state, its increment, the buffered 32-bit half and the seed.
+
+A CUDA generator also has a Philox offset, as PyTorch's CUDA generators (seed, offset): the CUDA
+random kernels (``ember/_kernels/cuda/philox.py``) draw the numbers of (seed, offset) and take the
+next offset (:meth:`Generator.philox_next`), so a device's random ops need no host state. Its
+state tensor holds the offset after the fields above; the PCG64 part serves the random ops that
+still run as CPU kernels.
 """
 import contextlib
 import os
@@ -21,6 +27,7 @@ DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 _MASK64 = (1 << 64) - 1
 # state layout: PCG64 state (16 bytes), increment (16), has_uint32 (1), uinteger (4), seed (8)
 _STATE = struct.Struct("<16s16sBIQ")
+_CUDA_STATE = struct.Struct("<16s16sBIQQ")  # ... and the Philox offset
 
 
 def _seed_value(seed, who="manual_seed"):
@@ -57,11 +64,20 @@ class Generator:
         self.device = dev
         self._seed = DEFAULT_SEED
         self._np = np.random.Generator(np.random.PCG64(DEFAULT_SEED))
+        self._offset = 0  # the next Philox offset (CUDA generators)
 
     def manual_seed(self, seed):
         self._seed = _seed_value(seed)
         self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self._offset = 0
         return self
+
+    def philox_next(self):
+        """(seed, offset) for one random op on a CUDA device; the next op gets the next offset
+        (PyTorch's ``philox_cuda_state``)."""
+        offset = self._offset
+        self._offset = (offset + 1) & _MASK64
+        return self._seed, offset
 
     def seed(self):
         """Reseed from a non-deterministic source; returns the new seed."""
@@ -75,9 +91,11 @@ class Generator:
     def get_state(self):
         from ._tensor import wrap_array
         st = self._np.bit_generator.state
-        raw = _STATE.pack(st["state"]["state"].to_bytes(16, "little"),
-                          st["state"]["inc"].to_bytes(16, "little"),
-                          st["has_uint32"], st["uinteger"], self._seed)
+        fields = (st["state"]["state"].to_bytes(16, "little"),
+                  st["state"]["inc"].to_bytes(16, "little"), st["has_uint32"], st["uinteger"],
+                  self._seed)
+        raw = (_CUDA_STATE.pack(*fields, self._offset) if self.device.type == "cuda"
+               else _STATE.pack(*fields))
         return wrap_array(np.frombuffer(raw, np.uint8).copy())
 
     def set_state(self, new_state):
@@ -85,10 +103,12 @@ class Generator:
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype.name != "uint8":
             raise TypeError("RNG state must be a torch.ByteTensor")
-        if new_state.numel() != _STATE.size:
-            raise RuntimeError(f"Expected a PCG64 generator state of size {_STATE.size} but found "
+        layout = _CUDA_STATE if self.device.type == "cuda" else _STATE
+        if new_state.numel() != layout.size:
+            raise RuntimeError(f"Expected a PCG64 generator state of size {layout.size} but found "
                                f"the input RNG state size to be {new_state.numel()}")
-        state, inc, has32, uint32, seed = _STATE.unpack(bytes(new_state.contiguous()._nd()))
+        state, inc, has32, uint32, seed, *offset = layout.unpack(
+            bytes(new_state.contiguous()._nd()))
         bitgen = np.random.PCG64()
         bitgen.state = {"bit_generator": "PCG64",
                         "state": {"state": int.from_bytes(state, "little"),
@@ -96,6 +116,7 @@ class Generator:
                         "has_uint32": has32, "uinteger": uint32}
         self._np = np.random.Generator(bitgen)
         self._seed = seed
+        self._offset = offset[0] if offset else 0
         return self
 
     def __repr__(self):
@@ -130,18 +151,52 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
+_fork_rng_warned_already = False
+
+
 @contextlib.contextmanager
 def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
              device_type="cuda"):
-    """Restore the default generator's state on exit."""
+    """Restore the default generator's state, and those of ``devices`` (by default every device
+    of ``device_type``), on exit."""
+    global _fork_rng_warned_already
+    import ember
+    device_mod = getattr(ember, device_type, None)
+    if device_mod is None:
+        raise RuntimeError(f"torch has no module of `{device_type}`, you should register a module "
+                           f"by `torch._register_device_module`.")
     if not enabled:
         yield
         return
-    state = get_rng_state()
+    if devices is None:
+        num_devices = device_mod.device_count()
+        if num_devices > 1 and not _fork_rng_warned_already:
+            up = device_type.upper()
+            import warnings
+            warnings.warn(
+                f"{up} reports that you have {num_devices} available devices, and you have used "
+                f"{_caller} without explicitly specifying which devices are being used. For "
+                f"safety, we initialize *every* {up} device by default, which can be quite slow "
+                f"if you have a lot of {up}s. If you know that you are only making use of a few "
+                f"{up} devices, set the environment variable {up}_VISIBLE_DEVICES or the "
+                f"'{_devices_kw}' keyword argument of {_caller} with the set of devices you are "
+                f"actually using. For example, if you are using CPU only, set "
+                f"device.upper()_VISIBLE_DEVICES= or devices=[]; if you are using device 0 only, "
+                f"set {up}_VISIBLE_DEVICES=0 or devices=[0].  To initialize all devices and "
+                f"suppress this warning, set the '{_devices_kw}' keyword argument to "
+                f"`range(torch.{device_type}.device_count())`.", stacklevel=3)
+            _fork_rng_warned_already = True
+        devices = list(range(num_devices))
+    else:
+        devices = list(devices)
+    cpu_state = get_rng_state()
+    device_states = [device_mod.get_rng_state(d) for d in devices]
     try:
         yield
     finally:
-        set_rng_state(state)
+        set_rng_state(cpu_state)
+        for d, st in zip(devices, device_states):
+            device_mod.set_rng_state(st, d)
 
 
 def generator_of(generator):

@@ -17,8 +17,8 @@ Selective checkpointing (``context_fn=functools.partial(create_selective_checkpo
 policy)``) keeps the outputs of the ops a policy picks and recomputes only the others.
 
 With ``preserve_rng_state`` the CPU generator's state at forward time is restored for the
-recomputation, so dropout masks match. (ember's accelerator backends keep no separate device
-generators, so there is no device RNG state to stash.)
+recomputation, and so are the generators of the devices the inputs are on (when that device's
+runtime had started: nothing is started for it), so dropout masks match.
 """
 import contextlib
 import enum
@@ -37,7 +37,7 @@ __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "Checkpoint
            "check_backward_validity", "detach_variable", "noop_context_fn",
            "set_checkpoint_early_stop", "set_checkpoint_debug_enabled", "CheckpointPolicy",
            "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
-           "SAC_IGNORED_OPS"]
+           "SAC_IGNORED_OPS", "get_device_states", "set_device_states"]
 
 _DEFAULT_DETERMINISM_MODE = "default"
 _checkpoint_debug_enabled = None
@@ -117,6 +117,48 @@ def _infer_device_type(*args):
     return types.pop() if types else "cpu"
 
 
+def _device_module(device_type):
+    return getattr(torch, device_type, None)
+
+
+def _device_started(device_type):
+    """Whether the device's runtime has started (its generators exist); the CPU's has not."""
+    return device_type != "cpu" and getattr(_device_module(device_type), "_initialized", False)
+
+
+def get_device_states(*args):
+    """(device ids, their generators' states) for the devices the tensors in ``args`` are on."""
+    ids = []
+
+    def add(arg):
+        if isinstance(arg, torch.Tensor) and arg.device.type not in ("cpu", "meta"):
+            ids.append(arg.get_device())
+    tree_map(add, args)
+    module = _device_module(_infer_device_type(*args))
+    states = []
+    for i in ids:
+        with module.device(i):
+            states.append(module.get_rng_state())
+    return ids, states
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Restore the generator state of each device of ``devices``."""
+    if device_type is None:
+        device_type = "cuda"
+    if device_type == "meta":
+        return
+    module = _device_module(device_type)
+    for d, state in zip(devices, states):
+        with module.device(d):
+            module.set_rng_state(state)
+
+
+def _rng_device_type(device_type):
+    """fork_rng's device type: the inputs' device, "cuda" for CPU inputs (devices=[] then)."""
+    return "cuda" if device_type == "cpu" else device_type
+
+
 def _get_autocast_kwargs(device_type):
     def kwargs(dev):
         return {"enabled": torch.is_autocast_enabled(dev),
@@ -155,6 +197,9 @@ class CheckpointFunction(torch.autograd.Function):
             ctx.device_type)
         if preserve_rng_state:
             ctx.fwd_cpu_state = torch.get_rng_state()
+            ctx.had_device_in_fwd = _device_started(ctx.device_type)
+            if ctx.had_device_in_fwd:
+                ctx.fwd_devices, ctx.fwd_device_states = get_device_states(*args)
         # Tensors go through save_for_backward (version-checked); other arguments are kept.
         ctx.inputs = []
         ctx.tensor_indices = []
@@ -182,9 +227,14 @@ class CheckpointFunction(torch.autograd.Function):
         inputs = list(ctx.inputs)
         for i, idx in enumerate(ctx.tensor_indices):
             inputs[idx] = ctx.saved_tensors[i]
-        with torch.random.fork_rng(enabled=ctx.preserve_rng_state):
+        rng_devices = ctx.fwd_devices if ctx.preserve_rng_state and ctx.had_device_in_fwd else []
+        with torch.random.fork_rng(devices=rng_devices, enabled=ctx.preserve_rng_state,
+                                   device_type=_rng_device_type(ctx.device_type)):
             if ctx.preserve_rng_state:
                 torch.set_rng_state(ctx.fwd_cpu_state)
+                if ctx.had_device_in_fwd:
+                    set_device_states(ctx.fwd_devices, ctx.fwd_device_states,
+                                      device_type=ctx.device_type)
             detached_inputs = detach_variable(tuple(inputs))
             with torch.enable_grad(), _autocast_contexts(ctx.device_type,
                                                          ctx.device_autocast_kwargs,
@@ -519,13 +569,21 @@ def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True,
     device_type = _infer_device_type(*args)
     forward_context, recompute_context = context_fn()
     device_autocast_kwargs, cpu_autocast_kwargs = _get_autocast_kwargs(device_type)
+    had_device_in_fwd = False
     if preserve_rng_state:
         fwd_cpu_state = torch.get_rng_state()
+        had_device_in_fwd = _device_started(device_type)
+        if had_device_in_fwd:
+            fwd_devices, fwd_device_states = get_device_states(*args)
 
     def recompute_fn(*inputs):
-        with torch.random.fork_rng(enabled=preserve_rng_state):
+        rng_devices = fwd_devices if preserve_rng_state and had_device_in_fwd else []
+        with torch.random.fork_rng(devices=rng_devices, enabled=preserve_rng_state,
+                                   device_type=_rng_device_type(device_type)):
             if preserve_rng_state:
                 torch.set_rng_state(fwd_cpu_state)
+                if had_device_in_fwd:
+                    set_device_states(fwd_devices, fwd_device_states, device_type=device_type)
             with _autocast_contexts(device_type, device_autocast_kwargs, cpu_autocast_kwargs), \
                     recompute_context:
                 fn(*inputs, **kwargs)

@@ -1,0 +1,148 @@
+// The CUDA random kernels: Philox4x32-10 words of (seed, offset), turned into uniform, normal and
+// integer numbers exactly as ember/_kernels/cuda/philox.py describes and computes them (the
+// simulated device runs that file; benchmarks/gpu_random_check.py compares the two on a GPU).
+//
+// Thread t of a grid-stride loop computes counter j = t, t + stride, ...: the four words
+// 4j .. 4j+3 of the call's stream, i.e. elements 4j .. 4j+3 (float32 uniform), 2j, 2j+1
+// (float64 uniform: two words each), 4j .. 4j+3 (float32 normal: pairs of words), 2j, 2j+1
+// (float64 normal: one pair of 53-bit uniforms), 4j .. 4j+3 or 2j, 2j+1 (integers of one or two
+// words). Outputs are n contiguous elements. The scaling is one multiply and one add, each
+// rounded (the _rn intrinsics: no fused multiply-add), as NumPy computes it.
+
+__device__ __forceinline__ void philox_words(unsigned long long j, unsigned long long seed,
+                                             unsigned long long offset, unsigned w[4]) {
+    w[0] = (unsigned)j;
+    w[1] = (unsigned)(j >> 32);
+    w[2] = (unsigned)offset;
+    w[3] = (unsigned)(offset >> 32);
+    unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
+#pragma unroll
+    for (int r = 0; r < 10; ++r) {
+        if (r) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        const unsigned hi0 = __umulhi(0xD2511F53u, w[0]), lo0 = 0xD2511F53u * w[0];
+        const unsigned hi1 = __umulhi(0xCD9E8D57u, w[2]), lo1 = 0xCD9E8D57u * w[2];
+        const unsigned n0 = hi1 ^ w[1] ^ k0, n2 = hi0 ^ w[3] ^ k1;
+        w[0] = n0;
+        w[1] = lo1;
+        w[2] = n2;
+        w[3] = lo0;
+    }
+}
+
+__device__ __forceinline__ double unit32(unsigned w, double open_low) {
+    return ((double)(w >> 8) + open_low) * 5.9604644775390625e-08;  // 2**-24
+}
+
+__device__ __forceinline__ double unit53(unsigned a, unsigned b, double open_low) {
+    return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6) + open_low) *
+           1.1102230246251565e-16;  // 2**-53
+}
+
+#define PHILOX_LOOP(PER_COUNTER)                                                              \
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j * PER_COUNTER < n;  \
+         j += (long long)gridDim.x * blockDim.x)
+
+extern "C" __global__ void philox_uniform_f32(float *out, long long n, unsigned long long seed,
+                                              unsigned long long offset, float low, float range) {
+    PHILOX_LOOP(4) {
+        unsigned w[4];
+        philox_words(j, seed, offset, w);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const long long i = j * 4 + k;
+            if (i < n)
+                out[i] = __fadd_rn(__fmul_rn((float)unit32(w[k], 0.0), range), low);
+        }
+    }
+}
+
+extern "C" __global__ void philox_uniform_f64(double *out, long long n, unsigned long long seed,
+                                              unsigned long long offset, double low,
+                                              double range) {
+    PHILOX_LOOP(2) {
+        unsigned w[4];
+        philox_words(j, seed, offset, w);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const long long i = j * 2 + k;
+            if (i < n)
+                out[i] = __dadd_rn(__dmul_rn(unit53(w[2 * k], w[2 * k + 1], 0.0), range), low);
+        }
+    }
+}
+
+extern "C" __global__ void philox_normal_f32(float *out, long long n, unsigned long long seed,
+                                             unsigned long long offset, float mean, float std) {
+    PHILOX_LOOP(4) {
+        unsigned w[4];
+        philox_words(j, seed, offset, w);
+#pragma unroll
+        for (int p = 0; p < 2; ++p) {
+            const double r = sqrt(-2.0 * log(unit32(w[2 * p], 1.0)));
+            const double t = 6.283185307179586 * unit32(w[2 * p + 1], 0.0);
+            const float z[2] = {(float)(r * cos(t)), (float)(r * sin(t))};
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const long long i = j * 4 + 2 * p + k;
+                if (i < n)
+                    out[i] = __fadd_rn(__fmul_rn(z[k], std), mean);
+            }
+        }
+    }
+}
+
+extern "C" __global__ void philox_normal_f64(double *out, long long n, unsigned long long seed,
+                                             unsigned long long offset, double mean,
+                                             double std) {
+    PHILOX_LOOP(2) {
+        unsigned w[4];
+        philox_words(j, seed, offset, w);
+        const double r = sqrt(-2.0 * log(unit53(w[0], w[1], 1.0)));
+        const double t = 6.283185307179586 * unit53(w[2], w[3], 0.0);
+        const double z[2] = {r * cos(t), r * sin(t)};
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const long long i = j * 2 + k;
+            if (i < n)
+                out[i] = __dadd_rn(__dmul_rn(z[k], std), mean);
+        }
+    }
+}
+
+// low + (a word, or two as a * 2**32 + b) mod count; count == 0 stands for 2**64 (no modulo).
+// The sum wraps as int64 arithmetic.
+extern "C" __global__ void philox_integers(long long *out, long long n, unsigned long long seed,
+                                           unsigned long long offset, long long low,
+                                           unsigned long long count, int wide) {
+    if (!wide) {
+        PHILOX_LOOP(4) {
+            unsigned w[4];
+            philox_words(j, seed, offset, w);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const long long i = j * 4 + k;
+                if (i < n)
+                    out[i] = (long long)((unsigned long long)low + (unsigned long long)w[k] % count);
+            }
+        }
+    } else {
+        PHILOX_LOOP(2) {
+            unsigned w[4];
+            philox_words(j, seed, offset, w);
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const long long i = j * 2 + k;
+                if (i < n) {
+                    unsigned long long v =
+                        ((unsigned long long)w[2 * k] << 32) | (unsigned long long)w[2 * k + 1];
+                    if (count)
+                        v %= count;
+                    out[i] = (long long)((unsigned long long)low + v);
+                }
+            }
+        }
+    }
+}

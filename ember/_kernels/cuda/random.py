@@ -1,0 +1,161 @@
+"""CUDA random ops on the device: ``uniform_``, ``normal_``, ``random_`` (and its ranges),
+``bernoulli_(p: float)`` and ``native_dropout``, drawn from the device's generator by Philox
+(``philox.py``: the numbers, the simulated device's computation; ``csrc/random.cu``: the same on
+a GPU). Each op takes its generator's next (seed, offset); nothing is staged through the host.
+
+The checks are the CPU kernels' (``rules/factory.py``, ``rules/random.py``). A float32/float64
+result that is contiguous is written where it lies; any other dtype or layout is drawn into a
+contiguous float32, float64 or int64 tensor and copied in (a device copy). Complex tensors and
+the rarer distributions (exponential, cauchy, ...) stay CPU kernels through the fallback, as do
+random ops while a stream is captured into a CUDA graph (a captured kernel would replay the same
+offset: the same numbers at every replay).
+"""
+import math
+
+import numpy as np
+
+from ..._core import dtype as D
+from ..._core.tensor_impl import empty_tensor
+from ..rules.factory import check_normal, check_uniform, random_bounds, random_default_bounds
+from ..rules.nn import check_dropout
+from ..rules.random import check_bernoulli_float
+from . import philox
+from .arrays import NeedsHost, _cuda, device_array, launch
+from .fused import _kernel
+
+_FLOATS = {D.float32: "f32", D.float64: "f64"}
+_BLOCK = 256
+
+
+def _generator(t, generator):
+    if generator is not None:
+        if generator.device.type != "cuda":
+            raise RuntimeError(f"Expected a 'cuda' device type for generator but found "
+                               f"'{generator.device.type}'")
+        return generator
+    return _cuda().default_generators[t._device.index or 0]
+
+
+def _grid(counters):
+    return (max(1, min(math.ceil(counters / _BLOCK), 65535)),)
+
+
+def _draw(t, generator, dtype, kind, params):
+    """A contiguous tensor of ``t``'s shape and float32/float64/int64 ``dtype`` filled with
+    ``kind`` numbers ("uniform", "normal", "integers") of ``params`` from ``t``'s generator."""
+    cuda = _cuda()
+    rt = cuda._lazy_init()
+    if rt.stream_is_capturing(cuda.streams.current_stream_handle(t._device.index or 0)):
+        raise NeedsHost("random ops under CUDA graph capture")
+    gen = _generator(t, generator)
+    out = t if (t._dtype is dtype and t.is_contiguous()) else empty_tensor(t._size, dtype,
+                                                                            t._device)
+    n = out.numel()
+    if n == 0:
+        return out
+    seed, offset = gen.philox_next()
+
+    def body(xp, rt):
+        if rt.simulated:
+            if kind == "integers":
+                values = philox.integers(seed, offset, n, *params[:2])
+            else:
+                values = getattr(philox, kind)(seed, offset, n, dtype._np.type, *params)
+            device_array(out, rt).reshape(-1)[...] = values
+            return out
+        per_counter = 4 if dtype is D.float32 or (kind == "integers" and not params[2]) else 2
+        counters = -(-n // per_counter)
+        args = (np.uint64(out.data_ptr()), np.int64(n), np.uint64(seed), np.uint64(offset))
+        if kind == "integers":
+            low, count, wide = params
+            _kernel("random.cu", "philox_integers")(
+                _grid(counters), (_BLOCK,),
+                args + (np.int64(low), np.uint64(count % (1 << 64)), np.int32(wide)))
+        else:
+            scalar = dtype._np.type
+            a, b = params  # uniform: low, high; normal: mean, std
+            second = scalar(b - a) if kind == "uniform" else scalar(b)
+            _kernel("random.cu", f"philox_{kind}_{_FLOATS[dtype]}")(
+                _grid(counters), (_BLOCK,), args + (scalar(a), second))
+        return out
+    return launch(t._device, body)
+
+
+def _work_float(t):
+    if t._dtype.is_complex:
+        raise NeedsHost("complex random values")
+    return D.float64 if t._dtype is D.float64 else D.float32
+
+
+def _fill(self, drawn):
+    if drawn is not self:
+        self.copy_(drawn)
+    return self
+
+
+def uniform_(self, from_=0.0, to=1.0, generator=None):
+    check_uniform(self, from_, to)
+    return _fill(self, _draw(self, generator, _work_float(self), "uniform", (from_, to)))
+
+
+def normal_(self, mean=0.0, std=1.0, generator=None):
+    check_normal(self._dtype, std)
+    return _fill(self, _draw(self, generator, _work_float(self), "normal", (mean, std)))
+
+
+def _integers(self, low, high, generator):
+    """Integers uniform over [low, high] (both included) into ``self``."""
+    if self._dtype.is_complex:
+        raise NeedsHost("complex random values")
+    count = high - low + 1
+    wide = count >= 1 << 32
+    drawn = _draw(self, generator, D.int64, "integers", (low, count, wide))
+    return _fill(self, drawn)
+
+
+def random_(self, generator=None):
+    return _integers(self, *random_default_bounds(self), generator)
+
+
+def random__from(self, from_, to, generator=None):
+    return _integers(self, *random_bounds(self, from_, to), generator)
+
+
+def random__to(self, to, generator=None):
+    return _integers(self, *random_bounds(self, 0, to), generator)
+
+
+def bernoulli__float(self, p=0.5, generator=None):
+    check_bernoulli_float(self, p)
+    u = _draw(self, generator, D.float64, "uniform", (0.0, 1.0))
+    return _fill(self, u.lt(p))
+
+
+def native_dropout(input, p, train):  # noqa: A002  (the schema's name)
+    """(output, mask): each element kept with probability 1 - p and scaled by 1 / (1 - p), as
+    the CPU kernel; the mask is the kept elements (bool)."""
+    check_dropout(input, p)
+    if train is False or p == 1:
+        raise NeedsHost("dropout without sampling")  # the CPU kernel's copy or zeros
+    if input._dtype not in (D.float32, D.float64, D.float16, D.bfloat16):
+        raise NeedsHost("dropout of this dtype")
+    u = _draw(input, None, D.float32, "uniform", (0.0, 1.0))
+    mask = u.ge(p)
+    scale = 1.0 / (1.0 - p)
+    if input._dtype in (D.float16, D.bfloat16):  # scaled in float32, rounded once
+        out = input.to(D.float32).mul(mask).mul_(scale).to(input._dtype)
+    else:
+        out = input.mul(mask).mul_(scale)
+    return out, mask
+
+
+def kernel_names():
+    """Every kernel of csrc/random.cu this module launches."""
+    return [f"philox_{kind}_{sfx}" for kind in ("uniform", "normal") for sfx in ("f32", "f64")] \
+        + ["philox_integers"]
+
+
+def kernels():
+    return {"uniform_": uniform_, "normal_": normal_, "random_": random_,
+            "random_.from": random__from, "random_.to": random__to,
+            "bernoulli_.float": bernoulli__float, "native_dropout": native_dropout}
