@@ -83,6 +83,12 @@ def alert_not_deterministic(caller):
         f"to help us prioritize adding deterministic support for this operation.")
 
 
+def fills_uninitialized():
+    """Whether fresh memory is filled (deterministic algorithms with
+    ``fill_uninitialized_memory``): callers ask first and build no array view otherwise."""
+    return ctx.deterministic and ctx.deterministic_fill_uninitialized_memory
+
+
 def fill_uninitialized(array):
     """PyTorch's ``fill_empty_deterministic_``: when deterministic algorithms and
     ``fill_uninitialized_memory`` are both on, fresh memory (a NumPy view of it) is filled with

@@ -12,7 +12,7 @@ from ..._core import float8 as _float8
 from ..._core import strides as _st
 from ..._core.device import CPU
 from ..._core.storage import allocation_error
-from ...backends._context import fill_uninitialized
+from ...backends._context import fill_uninitialized, fills_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
 from ..._core.tensor_impl import empty_tensor, make_tensor
@@ -28,7 +28,8 @@ def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=N
         out = _pinned_empty(size, dtype or get_default_dtype(), stride)
     else:
         out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, stride)
-    fill_uninitialized(nd(out))  # only under use_deterministic_algorithms (PyTorch's empty_cpu)
+    if fills_uninitialized():  # under use_deterministic_algorithms (PyTorch's empty_cpu)
+        fill_uninitialized(nd(out))
     return out
 
 
@@ -37,7 +38,8 @@ def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory
         out = _pinned_empty(size, dtype or get_default_dtype(), tuple(stride))
     else:
         out = empty_tensor(size, dtype or get_default_dtype(), device or CPU, tuple(stride))
-    fill_uninitialized(nd(out))
+    if fills_uninitialized():
+        fill_uninitialized(nd(out))
     return out
 
 
