@@ -258,11 +258,15 @@ def test_can_use_cuda_attention_kernels_say_why_not():
     q = ember.randn(2, 3, 4, 8)
     p = ember.backends.cuda.SDPAParams(q, q, q, None, 0.0, False, False)
     assert (p.dropout, p.is_causal, p.enable_gqa, p.attn_mask) == (0.0, False, False, None)
-    for fn in ("can_use_flash_attention", "can_use_efficient_attention",
-               "can_use_cudnn_attention"):
+    for fn in ("can_use_flash_attention", "can_use_cudnn_attention"):
         assert getattr(ember.backends.cuda, fn)(p) is False
         with pytest.warns(UserWarning, match="no CUDA"):
             assert getattr(ember.backends.cuda, fn)(p, debug=True) is False
+    # ember has a memory-efficient CUDA kernel; CPU tensors are PyTorch's reason here
+    assert ember.backends.cuda.can_use_efficient_attention(p) is False
+    with pytest.warns(UserWarning, match="All tensors need to be on cuda device. Got query on "
+                                         "device: cpu"):
+        ember.backends.cuda.can_use_efficient_attention(p, debug=True)
 
 
 def test_mkl_mkldnn_verbose_scopes():

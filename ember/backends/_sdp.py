@@ -4,8 +4,14 @@ PyTorch's selection rules (``aten/src/ATen/native/transformers/sdp_utils_cpp.cpp
 On the CPU PyTorch tries the fused flash kernel first, then the math decomposition; each fused
 kernel has a list of constraints, and when the user has disabled every kernel that could run,
 the reasons are warned and "No available kernel" raised. ember keeps the same order, the same
-constraints and the same messages. ember has no CUDA attention kernels, so the CUDA fused
-backends can never run (``can_use_cuda_kernel`` says why)."""
+constraints and the same messages.
+
+On CUDA PyTorch tries its backends in ``sdpa_kernel``'s priority order (flash, memory-efficient,
+math, cuDNN by default). ember has one fused CUDA kernel, the memory-efficient one
+(``ember/_kernels/cuda/attention.py``), which takes less than PyTorch's: its constraints are
+PyTorch's plus ember's own (no attention bias, no dropout, no grouped-query heads, head
+dimensions up to 256), each with a message; flash and cuDNN never run (``can_use_cuda_kernel``
+says why)."""
 import enum
 import warnings
 
@@ -129,22 +135,108 @@ def select_sdp_backend_cpp(params):
 
 def fused_sdp_choice(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                      scale=None, enable_gqa=False):
-    """``aten::_fused_sdp_choice`` for the CPU: the backend's int value."""
-    return int(select_sdp_backend_cpp(SDPAParams(query, key, value, attn_mask, dropout_p,
-                                                 is_causal, enable_gqa)))
+    """``aten::_fused_sdp_choice``: the backend's int value (CPU or CUDA rules by the query's
+    device)."""
+    params = SDPAParams(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa)
+    if query.device.type == "cuda":
+        return int(select_sdp_backend_cuda(params))
+    return int(select_sdp_backend_cpp(params))
 
 
 _NO_VIABLE = ("No viable backend for scaled_dot_product_attention was found. This is likely due "
               "to turning off both the math kernel and the fused kernels.")
 
 
-def can_use_cuda_kernel(kernel, params, debug):
-    """The CUDA fused kernels (flash, memory-efficient, cuDNN): ember has none, so False; with
-    ``debug`` a warning says so."""
+_EFFICIENT_DTYPES = ("float32", "bfloat16", "float16")
+_EFFICIENT_MAX_HEAD_DIM = 256  # ember/_kernels/cuda/csrc/attention.cu's ATTENTION_MAX_DIM
+
+
+def _efficient_cuda_reasons(p):
+    """The first constraint ember's memory-efficient CUDA kernel fails, or None."""
+    q, k, v = p.query, p.key, p.value
+    if not ctx.sdp["mem_efficient"]:
+        return "Memory Efficient attention has been runtime disabled."
+    if q.device.type != "cuda":
+        return (f"All tensors need to be on cuda device. Got query on device: {q.device}, key "
+                f"on device: {k.device}, value on device: {v.device}")
+    if not (q.dim() == 4 and k.dim() == 4 and v.dim() == 4):
+        return (f"All fused kernels requires query, key and value to be 4 dimensional, but got "
+                f"Query dim: {q.dim()}, Key dim: {k.dim()}, Value dim: {v.dim()} instead.")
+    if not (q.size(0) == k.size(0) == v.size(0)):
+        return (f"For dense inputs, both fused kernels require query, key and value to have the "
+                f"same batch_size. Query.sizes(): {_sizes(q)}, Key.sizes(): {_sizes(k)}, "
+                f"Value.sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using "
+                f"unsqueeze and expand_to before passing them into the kernel.")
+    if not (q.size(1) == k.size(1) == v.size(1)):
+        return (f"For dense input, both fused kernels require query, key and value to have the "
+                f"same num_heads. Query.sizes(): {_sizes(q)}, Key sizes(): {_sizes(k)}, Value "
+                f"sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze "
+                f"and expand_to before passing them into the kernel.")
+    if p.attn_mask is not None:
+        return "ember's memory-efficient attention kernel takes no attn_mask."
+    if p.dropout > 0.0:
+        return "ember's memory-efficient attention kernel takes no dropout."
+    if q.size(-1) != k.size(-1):
+        return (f"Query and key must have the same last dimension. Got Query.size(-1): "
+                f"{q.size(-1)}, Key.size(-1): {k.size(-1)} instead.")
+    if max(q.size(-1), v.size(-1)) > _EFFICIENT_MAX_HEAD_DIM:
+        return (f"ember's memory-efficient attention kernel takes head dimensions up to "
+                f"{_EFFICIENT_MAX_HEAD_DIM}; got {q.size(-1)} and {v.size(-1)}.")
+    if q.size(2) == 0 or k.size(2) == 0:
+        return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
+                f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
+    if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
+        return (f"All fused kernels require the last dimension of the input to have stride 1. "
+                f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
+                f"Value.stride(-1): {v.stride(-1)}")
+    names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
+    if not (names[0] == names[1] == names[2] and names[0] in _EFFICIENT_DTYPES):
+        return (f"Expected query, key and value to all be of dtype: {{Float, BFloat16, Half}}. "
+                f"Got Query dtype: {_dtname(q)}, Key dtype: {_dtname(k)}, and Value dtype: "
+                f"{_dtname(v)} instead.")
+    return None
+
+
+def _check_params(kernel, params):
     if not isinstance(params, SDPAParams):
         raise TypeError(f"can_use_{kernel.split()[0].lower()}_attention(): argument 'params' "
                         f"must be SDPAParams, not {type(params).__name__}")
+
+
+def can_use_efficient_attention(params, debug=False):
+    """Whether ember's memory-efficient CUDA kernel can run ``params``; with ``debug`` the failed
+    constraint is warned."""
+    _check_params("Memory efficient attention", params)
+    reason = _efficient_cuda_reasons(params)
+    if reason is not None and debug:
+        warnings.warn(reason, stacklevel=3)
+    return reason is None
+
+
+def can_use_cuda_kernel(kernel, params, debug):
+    """The CUDA fused kernels ember does not have (flash, cuDNN): False; with ``debug`` a
+    warning says so."""
+    _check_params(kernel, params)
     if debug:
         warnings.warn(f"{kernel} can't be used because: ember has no CUDA {kernel.lower()} "
                       f"kernel.", stacklevel=3)
     return False
+
+
+def select_sdp_backend_cuda(params):
+    """PyTorch's ``select_sdp_backend`` for CUDA: the first backend in priority order that can
+    run; with none (math disabled too), the reasons are warned and RuntimeError raised."""
+    if not any(ctx.sdp[name] for name in ("math", "flash", "mem_efficient", "cudnn")):
+        return SDPBackend.ERROR
+    for backend in ctx.sdp_priority:
+        if backend == SDPBackend.EFFICIENT_ATTENTION and can_use_efficient_attention(params):
+            return SDPBackend.EFFICIENT_ATTENTION
+        if backend == SDPBackend.MATH and ctx.sdp["math"]:
+            return SDPBackend.MATH
+    warnings.warn("Memory efficient kernel not used because:", stacklevel=3)
+    can_use_efficient_attention(params, debug=True)
+    warnings.warn("Flash attention kernel not used because:", stacklevel=3)
+    can_use_cuda_kernel("Flash attention", params, True)
+    warnings.warn("CuDNN attention kernel not used because:", stacklevel=3)
+    can_use_cuda_kernel("cuDNN attention", params, True)
+    raise RuntimeError("No available kernel. Aborting execution.")

@@ -1039,10 +1039,25 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """softmax(q k^T * scale + mask) v. On the CPU the backend is chosen by PyTorch's rules
-    (``ember.backends._sdp``): the fused blockwise kernel
-    ``aten::_scaled_dot_product_flash_attention_for_cpu`` when it can take the inputs and is
+    """softmax(q k^T * scale + mask) v. The backend is chosen by PyTorch's rules
+    (``ember.backends._sdp``): on the CPU the fused blockwise kernel
+    ``aten::_scaled_dot_product_flash_attention_for_cpu``, on CUDA the memory-efficient kernel
+    ``aten::_scaled_dot_product_efficient_attention``, when it can take the inputs and is
     enabled, else the math decomposition (``sdpa_kernel([SDPBackend.MATH])`` forces it)."""
+    if query.device.type == "cuda":
+        from ..backends import _sdp
+        if is_causal and attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        choice = _sdp.fused_sdp_choice(query, key, value, attn_mask, dropout_p, is_causal,
+                                       scale, enable_gqa)
+        if choice == _sdp.SDPBackend.ERROR:
+            raise RuntimeError(_sdp._NO_VIABLE)
+        if choice == _sdp.SDPBackend.EFFICIENT_ATTENTION:
+            return _aten._scaled_dot_product_efficient_attention.default(
+                query, key, value, None, ember.is_grad_enabled() and (
+                    query.requires_grad or key.requires_grad or value.requires_grad),
+                dropout_p, is_causal, scale=scale)[0]
     if query.device.type == "cpu":
         from ..backends import _sdp
         if is_causal and attn_mask is not None:

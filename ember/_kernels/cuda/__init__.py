@@ -39,8 +39,8 @@ from ..._dispatch.keys import K, bit
 from ..._ops.overload import ops
 from ..._core.tensor_impl import empty_tensor, make_tensor
 from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
-from . import (arrays, blas, conv, foreach, fused, pointwise, random, reduction, shared,
-               tensor_ops)
+from . import (arrays, attention, blas, conv, foreach, fused, pointwise, random, reduction,
+               shared, tensor_ops)
 from .arrays import NeedsHost, _cuda
 
 _CPU_KEYS = bit(K.CPU)
@@ -451,7 +451,8 @@ def register():
     for name, fn in {"empty.memory_format": empty_memory_format, "empty_strided": empty_strided,
                      "copy_": copy_, "resize_": resize_}.items():
         lib.impl(name, fn, "CUDA")
-    for module in (pointwise, reduction, blas, tensor_ops, fused, conv, foreach, random):
+    for module in (pointwise, reduction, blas, tensor_ops, fused, conv, foreach, random,
+                   attention):
         for name, fn in module.kernels().items():
             lib.impl(name, _or_host(name, fn), "CUDA")
     lib.fallback(host_kernel_fallback, "CUDA")

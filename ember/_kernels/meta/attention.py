@@ -18,3 +18,24 @@ def meta__scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, k
     return (empty_tensor(query.shape, query._dtype, META),
             empty_tensor(key.shape, key._dtype, META),
             empty_tensor(value.shape, value._dtype, META))
+
+
+def meta__scaled_dot_product_efficient_attention(query, key, value, attn_bias,
+                                                 compute_log_sumexp, dropout_p=0.0,
+                                                 is_causal=False, scale=None):
+    """PyTorch's layout: the output (B, H, L, Ev) lies as (B, L, H, Ev); the log-sum-exp is
+    float32 with L rounded up to 32 (empty without compute_log_sumexp)."""
+    B, H, L, _ = query.shape
+    out = empty_tensor((B, L, H, value.size(-1)), query._dtype, META).transpose(1, 2)
+    lse = empty_tensor((B, H, -(-L // 32) * 32 if compute_log_sumexp else 0), D.float32, META)
+    return out, lse, empty_tensor((), D.int64, META), empty_tensor((), D.int64, META)
+
+
+def meta__scaled_dot_product_efficient_attention_backward(grad_out_, query, key, value,
+                                                          attn_bias, out, logsumexp,
+                                                          philox_seed, philox_offset, dropout_p,
+                                                          grad_input_mask, is_causal=False,
+                                                          scale=None):
+    grads = tuple(empty_tensor(t.shape, t._dtype, META) if m else None
+                  for t, m in zip((query, key, value), grad_input_mask))
+    return grads + (None,)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._context import check_bool, ctx as _ctx
 from .._sdp import SDPAParams, SDPBackend, can_use_cuda_kernel as _can_use_cuda_kernel
+from .._sdp import can_use_efficient_attention as _can_use_efficient_attention
 
 __all__ = ["is_built", "cuFFTPlanCacheAttrContextProp", "cuFFTPlanCache",
            "cuFFTPlanCacheManager", "cuBLASModule", "preferred_linalg_library",
@@ -344,7 +345,7 @@ def can_use_flash_attention(params: SDPAParams, debug: bool = False) -> bool:
 
 def can_use_efficient_attention(params: SDPAParams, debug: bool = False) -> bool:
     r"""Whether CUDA memory-efficient attention can run ``params`` (``debug`` warns why not)."""
-    return _can_use_cuda_kernel("Memory efficient attention", params, debug)
+    return _can_use_efficient_attention(params, debug)
 
 
 def can_use_cudnn_attention(params: SDPAParams, debug: bool = False) -> bool:

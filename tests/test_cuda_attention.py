@@ -1,0 +1,112 @@
+"""scaled_dot_product_attention on CUDA: the memory-efficient kernel (``csrc/attention.cu``, run
+on the simulated device as its host build, on a GPU by CuPy) against the math path, PyTorch's
+backend choice, and the op's PyTorch layout."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember.backends import _sdp
+from ember.nn.attention import SDPBackend, sdpa_kernel
+
+pytestmark = pytest.mark.usefixtures("cuda_device")
+F = ember.nn.functional
+
+
+def _grads(fn, q, k, v, g):
+    for t in (q, k, v):
+        t.grad = None
+    y = fn(q, k, v)
+    (y * g).sum().backward()
+    return y.detach(), [t.grad.clone() for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7, 8, 11), (1, 2, 16, 16, 32, 32),
+                                   (2, 4, 9, 4, 16, 16), (1, 1, 1, 1, 4, 4)])
+def test_efficient_kernel_matches_the_math_path(causal, shape):
+    B, H, L, S, Dq, Dv = shape
+    ember.manual_seed(0)
+    q = ember.randn(B, H, L, Dq, device="cuda", requires_grad=True)
+    k = ember.randn(B, H, S, Dq, device="cuda", requires_grad=True)
+    v = ember.randn(B, H, S, Dv, device="cuda", requires_grad=True)
+    g = ember.randn(B, H, L, Dv, device="cuda")
+    y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
+    assert type(F.scaled_dot_product_attention(q, k, v, is_causal=causal).grad_fn).__name__ == \
+        "ScaledDotProductEfficientAttentionBackward0"
+    y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
+    assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
+    for a, b in zip(grads, ref):
+        assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
+
+
+def test_gpt_layout_half_precision_and_nan():
+    """q, k, v as a GPT block makes them (strided views of one projection); the output lies as
+    (B, L, H, E), so the transpose back is already contiguous; half inputs compute in float32;
+    a NaN stays in its row."""
+    B, T, H, E = 2, 6, 3, 4
+    qkv = ember.randn(B, T, 3 * H * E, device="cuda")
+    q, k, v = (t.view(B, T, H, E).transpose(1, 2) for t in qkv.split(H * E, dim=2))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert y.transpose(1, 2).is_contiguous()
+    ref = F._sdpa_math(q.contiguous(), k.contiguous(), v.contiguous(), is_causal=True)
+    assert np.allclose(y.cpu().numpy(), ref.cpu().numpy(), atol=2e-6)
+    for dt in (ember.float16, ember.bfloat16):
+        h = F.scaled_dot_product_attention(q.to(dt), k.to(dt), v.to(dt))
+        assert h.dtype == dt
+        expect = F._sdpa_math(q.float(), k.float(), v.float()).to(dt)
+        assert np.allclose(h.float().cpu().numpy(), expect.float().cpu().numpy(), atol=1e-2)
+    bad = q.clone()
+    bad[0, 0, 2, 1] = float("nan")
+    out = F.scaled_dot_product_attention(bad, k, v).cpu().numpy()
+    assert np.isnan(out[0, 0, 2]).all() and not np.isnan(np.delete(out[0, 0], 2, 0)).any()
+
+
+def test_backend_choice_follows_pytorchs_rules():
+    q = ember.randn(1, 2, 4, 8, device="cuda", requires_grad=True)
+
+    def node(**kw):
+        return type(F.scaled_dot_product_attention(q, q, q, **kw).grad_fn).__name__
+    assert node() == "ScaledDotProductEfficientAttentionBackward0"
+    mask = ember.ones(4, 4, dtype=ember.bool, device="cuda")
+    # what ember's kernel does not take goes to the math path
+    assert node(attn_mask=mask) != "ScaledDotProductEfficientAttentionBackward0"
+    assert node(dropout_p=0.5) != "ScaledDotProductEfficientAttentionBackward0"
+    q64 = ember.randn(1, 2, 4, 8, device="cuda", dtype=ember.float64)
+    assert F.scaled_dot_product_attention(q64, q64, q64).dtype == ember.float64
+    with sdpa_kernel([SDPBackend.MATH]):
+        assert node() != "ScaledDotProductEfficientAttentionBackward0"
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with pytest.raises(RuntimeError, match="No available kernel"):
+                F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        assert "ember's memory-efficient attention kernel takes no attn_mask." in \
+            [str(x.message) for x in w]
+    params = _sdp.SDPAParams(q, q, q, None, 0.0, True, False)
+    assert ember.backends.cuda.can_use_efficient_attention(params)
+    assert not ember.backends.cuda.can_use_flash_attention(params)
+
+
+def test_the_ops_layout_and_errors():
+    q = ember.randn(2, 3, 33, 8, device="cuda")
+    out, lse, seed, offset = ember.ops.aten._scaled_dot_product_efficient_attention(
+        q, q, q, None, True)
+    assert out.shape == (2, 3, 33, 8) and out.stride() == (33 * 24, 8, 24, 1)
+    assert lse.shape == (2, 3, 64) and lse.dtype == ember.float32  # rows padded to 32
+    assert seed.shape == () and seed.device.type == "cpu" and seed.dtype == ember.int64
+    # the log-sum-exp is each row's logsumexp of the scaled scores
+    s = (q @ q.transpose(-2, -1)) / np.sqrt(8)
+    assert np.allclose(lse[..., :33].cpu().numpy(), ember.logsumexp(s, -1).cpu().numpy(),
+                       atol=1e-5)
+    _, empty_lse, _, _ = ember.ops.aten._scaled_dot_product_efficient_attention(
+        q, q, q, None, False)
+    assert empty_lse.shape == (2, 3, 0)
+    meta = q.to("meta")
+    m_out, m_lse, _, _ = ember.ops.aten._scaled_dot_product_efficient_attention(
+        meta, meta, meta, None, True)
+    assert m_out.stride() == out.stride() and m_lse.shape == lse.shape
+    with pytest.raises(NotImplementedError, match="takes no attn_bias"):
+        ember.ops.aten._scaled_dot_product_efficient_attention(q, q, q, ember.zeros(
+            33, 33, device="cuda"), False)
