@@ -161,3 +161,25 @@ def test_checkpoint_replays_the_device_dropout_masks(reentrant):
     assert ember.equal(out, ref)
     out.sum().backward()
     assert ember.allclose(x.grad, expect)
+
+
+def test_random_cu_computes_philox_py():
+    """csrc/random.cu built for the host (the same source a GPU compiles) gives philox.py's
+    numbers: uniform and integers bit for bit, normals within a float32 ulp (its libm calls)."""
+    from ember._kernels.cuda import random as cuda_random
+    run = cuda_random.host_module().run
+    seed, offset = (7 << 32) + 5, (3 << 32) + 11
+    for n in (1, 7, 4099):
+        for kernel, dtype in ((0, np.float32), (1, np.float64)):
+            out = np.empty(n, dtype)
+            run(kernel, out.ctypes.data, n, seed, offset, -2.0, 5.0)
+            assert np.array_equal(out, philox.uniform(seed, offset, n, dtype, -2.0, 3.0))
+        for kernel, dtype in ((2, np.float32), (3, np.float64)):
+            out = np.empty(n, dtype)
+            run(kernel, out.ctypes.data, n, seed, offset, 0.5, 2.0)
+            assert np.allclose(out, philox.normal(seed, offset, n, dtype, 0.5, 2.0), rtol=2e-7,
+                               atol=1e-7)
+        for low, count in ((-3, 10), (-(1 << 40), 1 << 41), (-(1 << 63), 1 << 64)):
+            out = np.empty(n, np.int64)
+            run(4, out.ctypes.data, n, seed, offset, low, count % (1 << 64), count >= 1 << 32)
+            assert np.array_equal(out, philox.integers(seed, offset, n, low, count))

@@ -22,7 +22,8 @@ from ..._core import dtype as D
 from ..._core.device import device as _device
 from ..._core.tensor_impl import empty_tensor
 from .arrays import launch
-from .fused import CSRC, _kernel
+from .fused import _kernel
+from .fused import host_module as host_module_of
 
 _ALIGN_LSE = 32  # PyTorch's kAlignLSE: the log-sum-exp rows are padded to a multiple of this
 MAX_HEAD_DIM = 256  # csrc/attention.cu's ATTENTION_MAX_DIM
@@ -101,27 +102,9 @@ PyMODINIT_FUNC PyInit_ember_cuda_attention_host(void) { return PyModule_Create(&
 """
 
 
-def _host_source():
-    import os
-    with open(os.path.join(CSRC, "attention.cu")) as f:
-        kernels = f.read()
-    return "#include <stdint.h>\n#define EMBER_HOST_EMULATION\n" + kernels + _BINDINGS
-
-
-_host = []
-
-
 def host_module():
-    """attention.cu built for the host (once; the simulated device's kernels)."""
-    if not _host:
-        from ..._inductor.codecache import HandWrittenModule
-        built = HandWrittenModule("ember_cuda_attention_host", _host_source,
-                                  "the simulated device has no attention kernels",
-                                  parallel=False).get()
-        if built is None:
-            raise RuntimeError("the simulated device's attention kernels need a C compiler")
-        _host.append(built)
-    return _host[0]
+    """attention.cu built for the host (the simulated device's kernels)."""
+    return host_module_of("ember_cuda_attention_host", "attention.cu", _BINDINGS)
 
 
 def _run(name, dev, rows, pointers, rest):

@@ -45,6 +45,30 @@ def source(filename):
         return f"{common}\n// ---- {filename}\n{f.read()}"
 
 
+def host_source(filename):
+    """``csrc/<filename>`` as C for the host (``EMBER_HOST_EMULATION``), for the sources written
+    to compile so (attention.cu, random.cu: plain loops, no shared memory or warp operations)."""
+    with open(os.path.join(CSRC, filename)) as f:
+        return f"#include <stdint.h>\n#define EMBER_HOST_EMULATION\n{f.read()}"
+
+
+def host_module(module_name, filename, bindings):
+    """``csrc/<filename>``'s host build with ``bindings`` (a C module named ``module_name``),
+    built once per process; RuntimeError without a C compiler."""
+    built = _host_modules.get(module_name)
+    if built is None:
+        from ..._inductor.codecache import HandWrittenModule
+        built = HandWrittenModule(module_name, lambda: host_source(filename) + bindings,
+                                  f"{filename} has no host build", parallel=False).get()
+        if built is None:
+            raise RuntimeError(f"the host build of {filename} needs a C compiler")
+        _host_modules[module_name] = built
+    return built
+
+
+_host_modules = {}
+
+
 _functions = {}  # kernel name -> CuPy function: get_function costs microseconds a call
 
 

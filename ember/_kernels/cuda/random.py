@@ -149,6 +149,65 @@ def native_dropout(input, p, train):  # noqa: A002  (the schema's name)
     return out, mask
 
 
+# random.cu built for the host: CI compares the kernels' own code with philox.py
+_HOST_BINDINGS = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* run(kernel, out address, n, seed, offset, a, b[, wide]): kernel 0..3 uniform f32, uniform f64,
+ * normal f32, normal f64 (a, b: low and range, or mean and std); 4 integers (a: low, b: count
+ * with 0 for 2**64) */
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 7) {
+        PyErr_SetString(PyExc_TypeError, "run(kernel, out, n, seed, offset, a, b[, wide])");
+        return NULL;
+    }
+    const long kernel = PyLong_AsLong(args[0]);
+    void *out = (void *)(intptr_t)PyLong_AsLongLong(args[1]);
+    const long long n = PyLong_AsLongLong(args[2]);
+    const unsigned long long seed = PyLong_AsUnsignedLongLong(args[3]);
+    const unsigned long long offset = PyLong_AsUnsignedLongLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (kernel == 4) {
+        const long long low = PyLong_AsLongLong(args[5]);
+        const unsigned long long count = PyLong_AsUnsignedLongLong(args[6]);
+        const int wide = nargs > 7 ? PyObject_IsTrue(args[7]) : 0;
+        if (PyErr_Occurred())
+            return NULL;
+        philox_integers((long long *)out, n, seed, offset, low, count, wide);
+        Py_RETURN_NONE;
+    }
+    const double a = PyFloat_AsDouble(args[5]), b = PyFloat_AsDouble(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    switch (kernel) {
+    case 0: philox_uniform_f32((float *)out, n, seed, offset, (float)a, (float)b); break;
+    case 1: philox_uniform_f64((double *)out, n, seed, offset, a, b); break;
+    case 2: philox_normal_f32((float *)out, n, seed, offset, (float)a, (float)b); break;
+    default: philox_normal_f64((double *)out, n, seed, offset, a, b);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL, "run a kernel on host memory"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "ember_cuda_random_host", NULL, -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit_ember_cuda_random_host(void) { return PyModule_Create(&module); }
+"""
+
+
+def host_module():
+    """random.cu built for the host (``run(kernel, out address, n, seed, offset, a, b[, wide])``:
+    see the bindings)."""
+    from .fused import host_module as host_module_of
+    return host_module_of("ember_cuda_random_host", "random.cu", _HOST_BINDINGS)
+
+
 def kernel_names():
     """Every kernel of csrc/random.cu this module launches."""
     return [f"philox_{kind}_{sfx}" for kind in ("uniform", "normal") for sfx in ("f32", "f64")] \

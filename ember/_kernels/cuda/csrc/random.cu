@@ -2,6 +2,10 @@
 // integer numbers exactly as ember/_kernels/cuda/philox.py describes and computes them (the
 // simulated device runs that file; benchmarks/gpu_random_check.py compares the two on a GPU).
 //
+// The file also compiles as C for the host (EMBER_HOST_EMULATION: a kernel's grid-stride loop
+// visits every counter; the _rn operations round through a volatile store, so no contraction
+// into a fused multiply-add changes a bit): CI compares that build with philox.py.
+//
 // Thread t of a grid-stride loop computes counter j = t, t + stride, ...: the four words
 // 4j .. 4j+3 of the call's stream, i.e. elements 4j .. 4j+3 (float32 uniform), 2j, 2j+1
 // (float64 uniform: two words each), 4j .. 4j+3 (float32 normal: pairs of words), 2j, 2j+1
@@ -9,14 +13,36 @@
 // words). Outputs are n contiguous elements. The scaling is one multiply and one add, each
 // rounded (the _rn intrinsics: no fused multiply-add), as NumPy computes it.
 
-__device__ __forceinline__ void philox_words(unsigned long long j, unsigned long long seed,
-                                             unsigned long long offset, unsigned w[4]) {
+#ifdef EMBER_HOST_EMULATION
+#include <math.h>
+#define KERNEL static void
+#define DEVICE static inline
+#define UNROLL
+#define FIRST_INDEX 0LL
+#define INDEX_STRIDE 1LL
+DEVICE unsigned __umulhi(unsigned a, unsigned b) {
+    return (unsigned)(((unsigned long long)a * b) >> 32);
+}
+DEVICE float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+DEVICE float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+DEVICE double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
+DEVICE double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
+#else
+#define KERNEL extern "C" __global__ void
+#define DEVICE __device__ __forceinline__
+#define UNROLL _Pragma("unroll")
+#define FIRST_INDEX ((long long)blockIdx.x * blockDim.x + threadIdx.x)
+#define INDEX_STRIDE ((long long)gridDim.x * blockDim.x)
+#endif
+
+DEVICE void philox_words(unsigned long long j, unsigned long long seed, unsigned long long offset,
+                         unsigned w[4]) {
     w[0] = (unsigned)j;
     w[1] = (unsigned)(j >> 32);
     w[2] = (unsigned)offset;
     w[3] = (unsigned)(offset >> 32);
     unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
-#pragma unroll
+UNROLL
     for (int r = 0; r < 10; ++r) {
         if (r) {
             k0 += 0x9E3779B9u;
@@ -32,25 +58,24 @@ __device__ __forceinline__ void philox_words(unsigned long long j, unsigned long
     }
 }
 
-__device__ __forceinline__ double unit32(unsigned w, double open_low) {
+DEVICE double unit32(unsigned w, double open_low) {
     return ((double)(w >> 8) + open_low) * 5.9604644775390625e-08;  // 2**-24
 }
 
-__device__ __forceinline__ double unit53(unsigned a, unsigned b, double open_low) {
+DEVICE double unit53(unsigned a, unsigned b, double open_low) {
     return ((double)(a >> 5) * 67108864.0 + (double)(b >> 6) + open_low) *
            1.1102230246251565e-16;  // 2**-53
 }
 
 #define PHILOX_LOOP(PER_COUNTER)                                                              \
-    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j * PER_COUNTER < n;  \
-         j += (long long)gridDim.x * blockDim.x)
+    for (long long j = FIRST_INDEX; j * PER_COUNTER < n; j += INDEX_STRIDE)
 
-extern "C" __global__ void philox_uniform_f32(float *out, long long n, unsigned long long seed,
+KERNEL philox_uniform_f32(float *out, long long n, unsigned long long seed,
                                               unsigned long long offset, float low, float range) {
     PHILOX_LOOP(4) {
         unsigned w[4];
         philox_words(j, seed, offset, w);
-#pragma unroll
+UNROLL
         for (int k = 0; k < 4; ++k) {
             const long long i = j * 4 + k;
             if (i < n)
@@ -59,13 +84,13 @@ extern "C" __global__ void philox_uniform_f32(float *out, long long n, unsigned 
     }
 }
 
-extern "C" __global__ void philox_uniform_f64(double *out, long long n, unsigned long long seed,
+KERNEL philox_uniform_f64(double *out, long long n, unsigned long long seed,
                                               unsigned long long offset, double low,
                                               double range) {
     PHILOX_LOOP(2) {
         unsigned w[4];
         philox_words(j, seed, offset, w);
-#pragma unroll
+UNROLL
         for (int k = 0; k < 2; ++k) {
             const long long i = j * 2 + k;
             if (i < n)
@@ -74,17 +99,17 @@ extern "C" __global__ void philox_uniform_f64(double *out, long long n, unsigned
     }
 }
 
-extern "C" __global__ void philox_normal_f32(float *out, long long n, unsigned long long seed,
+KERNEL philox_normal_f32(float *out, long long n, unsigned long long seed,
                                              unsigned long long offset, float mean, float std) {
     PHILOX_LOOP(4) {
         unsigned w[4];
         philox_words(j, seed, offset, w);
-#pragma unroll
+UNROLL
         for (int p = 0; p < 2; ++p) {
             const double r = sqrt(-2.0 * log(unit32(w[2 * p], 1.0)));
             const double t = 6.283185307179586 * unit32(w[2 * p + 1], 0.0);
             const float z[2] = {(float)(r * cos(t)), (float)(r * sin(t))};
-#pragma unroll
+UNROLL
             for (int k = 0; k < 2; ++k) {
                 const long long i = j * 4 + 2 * p + k;
                 if (i < n)
@@ -94,7 +119,7 @@ extern "C" __global__ void philox_normal_f32(float *out, long long n, unsigned l
     }
 }
 
-extern "C" __global__ void philox_normal_f64(double *out, long long n, unsigned long long seed,
+KERNEL philox_normal_f64(double *out, long long n, unsigned long long seed,
                                              unsigned long long offset, double mean,
                                              double std) {
     PHILOX_LOOP(2) {
@@ -103,7 +128,7 @@ extern "C" __global__ void philox_normal_f64(double *out, long long n, unsigned 
         const double r = sqrt(-2.0 * log(unit53(w[0], w[1], 1.0)));
         const double t = 6.283185307179586 * unit53(w[2], w[3], 0.0);
         const double z[2] = {r * cos(t), r * sin(t)};
-#pragma unroll
+UNROLL
         for (int k = 0; k < 2; ++k) {
             const long long i = j * 2 + k;
             if (i < n)
@@ -114,14 +139,14 @@ extern "C" __global__ void philox_normal_f64(double *out, long long n, unsigned 
 
 // low + (a word, or two as a * 2**32 + b) mod count; count == 0 stands for 2**64 (no modulo).
 // The sum wraps as int64 arithmetic.
-extern "C" __global__ void philox_integers(long long *out, long long n, unsigned long long seed,
+KERNEL philox_integers(long long *out, long long n, unsigned long long seed,
                                            unsigned long long offset, long long low,
                                            unsigned long long count, int wide) {
     if (!wide) {
         PHILOX_LOOP(4) {
             unsigned w[4];
             philox_words(j, seed, offset, w);
-#pragma unroll
+UNROLL
             for (int k = 0; k < 4; ++k) {
                 const long long i = j * 4 + k;
                 if (i < n)
@@ -132,7 +157,7 @@ extern "C" __global__ void philox_integers(long long *out, long long n, unsigned
         PHILOX_LOOP(2) {
             unsigned w[4];
             philox_words(j, seed, offset, w);
-#pragma unroll
+UNROLL
             for (int k = 0; k < 2; ++k) {
                 const long long i = j * 2 + k;
                 if (i < n) {
