@@ -20,8 +20,9 @@ echo "gpu_profile.py rc=$?"
 ARGS="--quick"; [ "${1:-quick}" = full ] && ARGS=""
 timeout 200 python3 benchmarks/gpu.py $ARGS --json "$OUT/gpu.json" > "$OUT/gpu_bench.log" 2>&1
 echo "gpu.py rc=$?"
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_cuda_allocator.py \
-    tests/test_cuda_interop.py tests/test_cuda_random.py tests/test_cuda_attention.py \
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py \
+    tests/test_cuda_allocator.py tests/test_cuda_interop.py tests/test_cuda_random.py \
+    tests/test_cuda_attention.py \
     tests/test_cuda_multi_device.py > "$OUT/cuda_tests.log" 2>&1
 echo "runtime tests rc=$?: $(tail -1 "$OUT/cuda_tests.log")"
 timeout 150 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_cpp_extension.py \

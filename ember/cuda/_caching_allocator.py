@@ -489,8 +489,8 @@ class _RingBuffer:
 
 # ---------------------------------------------------------------------------------------------
 # The common case of malloc and free in C (caching_allocator.c: no history, capture, events,
-# garbage collection threshold or expandable segments, a cached block that fits). The Python methods stay the
-# definition: the C functions decline every other call before changing anything.
+# garbage collection threshold or expandable segments, a cached block that fits). The Python
+# methods stay the definition: the C functions decline every other call before changing anything.
 
 _C = None
 _c_tried = False

@@ -487,7 +487,8 @@ static PyObject *fast_malloc(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_INCREF(b);
     int gc = begin_update();
     PyObject *block = NULL;
-    if (PyList_SetSlice(keys, i, i + 1, NULL) == 0 && PyList_SetSlice(blocks, i, i + 1, NULL) == 0) {
+    if (PyList_SetSlice(keys, i, i + 1, NULL) == 0 &&
+        PyList_SetSlice(blocks, i, i + 1, NULL) == 0) {
         long long remaining = bsize - size;
         int split = SLOT(pool, pool, P_IS_SMALL) == Py_True
                         ? remaining >= K_MIN_BLOCK_SIZE

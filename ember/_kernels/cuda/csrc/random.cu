@@ -150,7 +150,8 @@ UNROLL
             for (int k = 0; k < 4; ++k) {
                 const long long i = j * 4 + k;
                 if (i < n)
-                    out[i] = (long long)((unsigned long long)low + (unsigned long long)w[k] % count);
+                    out[i] = (long long)((unsigned long long)low +
+                                         (unsigned long long)w[k] % count);
             }
         }
     } else {
