@@ -19,6 +19,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.tensor_impl import empty_tensor
+from ...backends._context import ctx
 from ..rules.linalg import check_addmm, check_baddbmm, check_bmm, check_mm
 from .arrays import device_array, launch, to_tensor
 
@@ -27,7 +28,6 @@ _tf32 = [None]  # whether float32 products may use TF32, as CuPy and cuBLAS were
 
 def _sync_tf32(xp):
     """Tell CuPy's float32 products whether TF32 tensor cores may compute them."""
-    from ...backends._context import ctx
     tf32 = ctx.float32_matmul_precision != "highest"
     if _tf32[0] is not tf32:
         from cupy._core import _routines_linalg as L
@@ -42,7 +42,6 @@ _half_modes = [(False, False)]
 
 def _sync_half_modes(xp, dt):
     """cuBLAS's math mode and CuPy's float16 compute type for a half-precision product."""
-    from ...backends._context import ctx
     disallow = not (ctx.fp16_reduction if dt is D.float16 else ctx.bf16_reduction)[0]
     state = (disallow, dt is D.float16 and ctx.fp16_accumulation)
     if _half_modes[0] != state:
@@ -87,6 +86,34 @@ def _cublas_compute(dt):
     return CUBLAS_COMPUTE_32F, np.float32
 
 
+_cublas = []  # CuPy's cuBLAS bindings, imported at the first product
+
+
+def _cublas_module():
+    if not _cublas:
+        from cupy_backends.cuda.libs import cublas
+        _cublas.append(cublas)
+    return _cublas[0]
+
+
+# alpha and beta as cuBLAS reads them (host pointer mode, during the call): one array per (type,
+# value), kept, so a product builds none (and takes no ctypes object for its address)
+_host_scalars = {}
+
+
+def _host_scalar(scalar, value):
+    """(array, address) of ``value`` as a 1-element ``scalar`` array; the caller holds the array
+    while cuBLAS reads it."""
+    key = (scalar, value)
+    entry = _host_scalars.get(key)
+    if entry is None:
+        a = np.array([value], scalar)
+        entry = (a, a.__array_interface__["data"][0])
+        if len(_host_scalars) < 64:  # usually 0 and 1: a bound, not a cache of every value
+            _host_scalars[key] = entry
+    return entry
+
+
 def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     """``beta * c + alpha * (a @ b)`` (``c`` broadcast; None: no ``c``) by one cuBLAS call into
     a new tensor, or None when the layout or dtype is not one cuBLAS takes as it is."""
@@ -97,7 +124,7 @@ def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     pa, pb = _operand(a_t), _operand(b_t)
     if pa is None or pb is None:
         return None
-    from cupy_backends.cuda.libs import cublas
+    cublas = _cublas_module()
     *batch, m, k = a_t._size
     n = b_t._size[-1]
     out = empty_tensor((*batch, m, n), dt, a_t._device)
@@ -106,20 +133,20 @@ def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     else:  # cuBLAS scales what the output holds: c, broadcast, first
         device_array(out, rt)[...] = device_array(c_t, rt)
     compute, scalar = _cublas_compute(dt)
-    alpha_, beta_ = np.array([alpha], scalar), np.array([beta], scalar)
-    one, zero = alpha_.ctypes.data, beta_.ctypes.data
+    alpha_, beta_ = _host_scalar(scalar, alpha), _host_scalar(scalar, beta)
+    alpha_ptr, beta_ptr = alpha_[1], beta_[1]
     handle = xp.cuda.device.get_cublas_handle()
     cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
     # row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS computes (n x k)(k x m)
     if batch:
         cublas.gemmStridedBatchedEx(
-            handle, pb[0], pa[0], n, m, k, one, b_t.data_ptr(), data_type, pb[1], pb[2],
-            a_t.data_ptr(), data_type, pa[1], pa[2], zero, out.data_ptr(), data_type, n, m * n,
-            batch[0], compute, CUBLAS_GEMM_DEFAULT)
+            handle, pb[0], pa[0], n, m, k, alpha_ptr, b_t.data_ptr(), data_type, pb[1], pb[2],
+            a_t.data_ptr(), data_type, pa[1], pa[2], beta_ptr, out.data_ptr(), data_type, n,
+            m * n, batch[0], compute, CUBLAS_GEMM_DEFAULT)
     else:
-        cublas.gemmEx(handle, pb[0], pa[0], n, m, k, one, b_t.data_ptr(), data_type, pb[1],
-                      a_t.data_ptr(), data_type, pa[1], zero, out.data_ptr(), data_type, n,
-                      compute, CUBLAS_GEMM_DEFAULT)
+        cublas.gemmEx(handle, pb[0], pa[0], n, m, k, alpha_ptr, b_t.data_ptr(), data_type,
+                      pb[1], a_t.data_ptr(), data_type, pa[1], beta_ptr, out.data_ptr(),
+                      data_type, n, compute, CUBLAS_GEMM_DEFAULT)
     return out
 
 
@@ -141,7 +168,6 @@ _warned_lt = []
 def _warn_if_cublaslt():
     """``preferred_blas_library("cublaslt")`` asks for a library ember does not call: say so once
     (PyTorch warns likewise when a preferred library is missing) and compute with cuBLAS."""
-    from ...backends._context import ctx
     if ctx.blas_backend == "Cublaslt" and not _warned_lt:
         import warnings
         _warned_lt.append(True)
