@@ -15,8 +15,18 @@ import contextlib
 __all__ = ["capture", "restored"]
 
 
+_LOCALS = []
+
+
 def _locals():
-    """The ``threading.local`` objects that travel (imported late: they live in layers above)."""
+    """The ``threading.local`` objects that travel (imported late, once: they live in layers
+    above)."""
+    if not _LOCALS:
+        _LOCALS.append(_find_locals())
+    return _LOCALS[0]
+
+
+def _find_locals():
     from .._dispatch import tls
     from .._functorch import functional_wrapper, interpreter
     from ..amp import autocast_mode

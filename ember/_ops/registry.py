@@ -77,9 +77,7 @@ def _kernel_by_name(key, name):
 # ---------------------------------------------------------------------------------------------
 # Kernels generated for every operator.
 
-def _default_device():
-    from .._core.factory_defaults import current_device
-    return current_device()
+from .._core.factory_defaults import current_device as _default_device  # noqa: E402
 
 
 def _backend_select_kernel(entry, dev_idx):

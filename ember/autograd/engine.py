@@ -607,7 +607,6 @@ def _cuda_index(grads):
 def _sync_consumer_streams(node, outputs):
     """Before a CUDA gradient reaches a node recorded on another stream, that stream waits for
     the one it was computed on (PyTorch's ``InputBuffer::add`` stream rule)."""
-    from ..cuda.streams import default_stream
     produced_on = node._stream
     for (nxt, _), g in zip(node._next, outputs):
         if nxt is None or g is None or g._device.type != "cuda":
@@ -615,6 +614,7 @@ def _sync_consumer_streams(node, outputs):
         consumer = nxt._stream
         if consumer != produced_on:
             index = g._device.index or 0
+            from ..cuda.streams import default_stream  # (ember.cuda imports ember)
             (consumer or default_stream(index)).wait_stream(produced_on or default_stream(index))
 
 

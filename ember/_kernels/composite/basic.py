@@ -1,8 +1,8 @@
 """Composite kernels for conversions and Python-scalar access."""
+from ..._ops.overload import ops
 
 
 def item(self):
-    from ..._ops.overload import ops
     n = self.numel()
     if n != 1:
         raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")

@@ -3,10 +3,10 @@ and ``contiguous``. Each allocates with ``empty``/``empty_strided`` on the targe
 fills with ``copy_``, so one definition serves every pair of devices."""
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from .factory import empty_like
 
 
 def clone(self, memory_format=None):
-    from .factory import empty_like
     r = empty_like(self, None, None, None, None, memory_format)
     return ops.aten.copy_.default._call(r, self, False)
 
