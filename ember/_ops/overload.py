@@ -184,10 +184,27 @@ class _Ops:
     def namespace(self, ns):
         if ns not in self._namespaces:
             self._namespaces[ns] = _Namespace(ns)
+            _cache_attr(self, ns, self._namespaces[ns])
         return self._namespaces[ns]
 
 
 ops = _Ops()
+
+
+def _cache_attr(obj, name, value):
+    """Also make ``value`` a plain attribute of ``obj`` (when that shadows nothing), so
+    ``ops.aten.add.Tensor`` is three attribute reads, not three ``__getattr__`` misses: kernels
+    and formulas name ops so on every call."""
+    if not hasattr(type(obj), name) and (name not in vars(obj) or vars(obj)[name] is value
+                                         or name in getattr(obj, "_cached_attrs", ())):
+        vars(obj)[name] = value
+        vars(obj).setdefault("_cached_attrs", set()).add(name)
+
+
+def _uncache_attr(obj, name):
+    if name in vars(obj).get("_cached_attrs", ()):
+        vars(obj).pop(name, None)
+        vars(obj)["_cached_attrs"].discard(name)
 
 
 def add_overload(entry):
@@ -197,8 +214,10 @@ def add_overload(entry):
     packet = ns._packets.get(name)
     if packet is None:
         packet = ns._packets[name] = OpOverloadPacket(entry.namespace, name)
+        _cache_attr(ns, name, packet)
     ov = OpOverload(entry, packet)
     packet._overloads[ov._overloadname] = ov
+    _cache_attr(packet, ov._overloadname, ov)
     return ov
 
 
@@ -206,9 +225,12 @@ def remove_overload(entry):
     ns = ops.namespace(entry.namespace)
     packet = ns._packets.get(entry.schema.name)
     if packet is not None:
-        packet._overloads.pop(entry.schema.overload_name or "default", None)
+        overload = entry.schema.overload_name or "default"
+        packet._overloads.pop(overload, None)
+        _uncache_attr(packet, overload)
         if not packet._overloads:
             del ns._packets[entry.schema.name]
+            _uncache_attr(ns, entry.schema.name)
 
 
 # ---------------------------------------------------------------------------------------------
