@@ -9,7 +9,8 @@ the folder.)
 Each case is timed the same way for both libraries: warm-up calls, then the median of timed
 repetitions, each ended by a device synchronize. Cases: ``mm`` 4096³ in fp32, tf32 and bf16;
 ``add`` on 256M float32 against the device-to-device copy bandwidth measured in the same run;
-softmax and layer_norm on 8192×4096 float32; a GPT training step at a GPU-sized configuration.
+softmax and layer_norm on 8192×4096 float32; a GPT training step at a GPU-sized configuration,
+eager and with its forward and backward as CUDA graphs (``make_graphed_callables``).
 ember computes on the device through CuPy (ember/_kernels/cuda); the ops a run still staged
 through the host, and why, are printed after the table.
 """
@@ -81,6 +82,12 @@ def cases(lib, quick):
     step = gpt.train_step(lib, batch=16, context=256, device=dev, **sizes)
     out["GPT step"] = {"s": timeit(step, sync, reps=5, warmup=2), **sizes,
                        "batch": 16, "context": 256}
+    del step
+    try:  # forward and backward as CUDA graphs (make_graphed_callables), in both libraries
+        step = gpt.graphed_train_step(lib, batch=16, context=256, device=dev, **sizes)
+        out["GPT step, graphed"] = {"s": timeit(step, sync, reps=5, warmup=2)}
+    except Exception as e:  # noqa: BLE001  (reported, not hidden: an op that cannot be captured)
+        out["GPT step, graphed"] = {"error": f"{type(e).__name__}: {e}"[:200]}
     return out
 
 

@@ -192,15 +192,17 @@ def _use_stream(dev_index, handle):
         _current.key = key
 
 
-def launch(dev, body):
-    """Run ``body(xp, rt)`` as a kernel on ``dev``'s current stream; returns what it returns."""
+def launch(dev, body, capturable=False):
+    """Run ``body(xp, rt)`` as a kernel on ``dev``'s current stream; returns what it returns.
+    ``capturable``: the body only writes into memory that exists before it runs (and returns
+    nothing), so the simulated device may record it in a CUDA graph and run it at each replay."""
     cuda = _cuda_module or _cuda()
     rt = cuda._lazy_init()
     stream = cuda.streams.current_stream_handle(dev.index)
     if rt.simulated:
-        if rt.stream_is_capturing(stream):
-            # the graph would replay the body on the arrays it captured: the fallback records
-            # the CPU kernel instead, which stores into the captured outputs
+        if not capturable and rt.stream_is_capturing(stream):
+            # a body returning a result it made would hand out the capture's run only: the
+            # fallback records the CPU kernel instead, which stores into the captured outputs
             raise NeedsHost("captured on the simulated device")
         box = []
         with np.errstate(all="ignore"):
@@ -210,7 +212,7 @@ def launch(dev, body):
                 with timed(rt, dev.index, stream):
                     rt.launch(stream, lambda: box.append(body(np, rt)))
         stats["device"] += 1
-        return box[0]
+        return box[0] if box else None  # (empty while captured: the body runs at replay)
     if _cupy is None:
         cupy()
     _use_stream(dev.index, stream)

@@ -121,7 +121,7 @@ def _run(name, dev, rows, pointers, rest):
         grid = max(1, min(math.ceil(rows / _BLOCK), 65535))
         _kernel("attention.cu", name)((grid,), (_BLOCK,), tuple(typed))
         return None
-    return launch(dev, body)
+    return launch(dev, body, capturable=True)
 
 
 def _bhl(t):
