@@ -53,9 +53,13 @@ for seed in (0, 12345, (7 << 32) + 3):
 
 ember.cuda.manual_seed(1)
 x = ember.randn(1 << 16, device="cuda")
+before = x.cpu().numpy()
 y = ember.nn.functional.dropout(x, 0.2)
 kept = (y != 0).cpu().numpy()
 print(f"{'ok  ' if abs(kept.mean() - 0.8) < 0.01 else 'FAIL'} dropout keeps {kept.mean():.4f}")
+check("dropout leaves its input alone", x.cpu().numpy(), before)
+check("dropout scales the kept elements", y.cpu().numpy()[kept], before[kept] / np.float32(0.8),
+      exact=False)
 random_on_host = {k: v for k, v in arrays.stats["host"].items()
                   if k in ("uniform_", "normal_", "random_.from", "random_.to", "native_dropout",
                            "bernoulli_.float")}

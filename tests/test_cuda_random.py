@@ -80,10 +80,12 @@ def test_distributions():
 def test_dropout_on_the_device():
     ember.cuda.manual_seed(5)
     x = ember.randn(50_000, device="cuda", requires_grad=True)
+    xs = x.detach().cpu().numpy()
     y = ember.nn.functional.dropout(x, 0.25)
+    assert np.array_equal(x.detach().cpu().numpy(), xs)  # the input is left alone
     kept = (y != 0).cpu().numpy()
     assert abs(kept.mean() - 0.75) < 0.01
-    xs, ys = x.detach().cpu().numpy(), y.detach().cpu().numpy()
+    ys = y.detach().cpu().numpy()
     assert np.allclose(ys[kept], xs[kept] / 0.75, rtol=1e-6)
     y.sum().backward()
     assert np.allclose(x.grad.cpu().numpy(), kept / 0.75, rtol=1e-6)
@@ -94,8 +96,17 @@ def test_dropout_on_the_device():
     again = ember.nn.functional.dropout(x.detach(), 0.25)
     assert np.array_equal((again != 0).cpu().numpy(), kept)
     assert ember.equal(ember.get_rng_state(), cpu_state)
+    ones = ember.ones(64, device="cuda")
+    out, mask = ember.ops.aten.native_dropout(ones, 0.5, True)
+    assert ones.tolist() == [1.0] * 64
+    assert set(out.tolist()) <= {0.0, 2.0} and ember.equal(out, mask.float() * 2.0)
+    p = ember.full((64,), 0.5, device="cuda", dtype=ember.float64)
+    drawn = ember.empty(64, device="cuda", dtype=ember.float64).bernoulli_(0.5)
+    assert set(drawn.tolist()) <= {0.0, 1.0} and p.tolist() == [0.5] * 64
     h = ember.randn(64, device="cuda", dtype=ember.float16)
+    h_before = h.clone()
     out, mask = ember.ops.aten.native_dropout(h, 0.5, True)
+    assert ember.equal(h, h_before)
     assert out.dtype == ember.float16 and mask.dtype == ember.bool
     expect = (h.float() * mask * 2.0).half()
     assert ember.equal(out, expect)

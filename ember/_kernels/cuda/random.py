@@ -40,16 +40,18 @@ def _grid(counters):
     return (max(1, min(math.ceil(counters / _BLOCK), 65535)),)
 
 
-def _draw(t, generator, dtype, kind, params):
+def _draw(t, generator, dtype, kind, params, into=False):
     """A contiguous tensor of ``t``'s shape and float32/float64/int64 ``dtype`` filled with
-    ``kind`` numbers ("uniform", "normal", "integers") of ``params`` from ``t``'s generator."""
+    ``kind`` numbers ("uniform", "normal", "integers") of ``params`` from ``t``'s generator:
+    ``t`` itself with ``into`` (an in-place sampler's self) when it has that dtype and is
+    contiguous, else a new tensor."""
     cuda = _cuda()
     rt = cuda._lazy_init()
     if rt.stream_is_capturing(cuda.streams.current_stream_handle(t._device.index or 0)):
         raise NeedsHost("random ops under CUDA graph capture")
     gen = _generator(t, generator)
-    out = t if (t._dtype is dtype and t.is_contiguous()) else empty_tensor(t._size, dtype,
-                                                                            t._device)
+    out = t if (into and t._dtype is dtype and t.is_contiguous()) else \
+        empty_tensor(t._size, dtype, t._device)
     n = out.numel()
     if n == 0:
         return out
@@ -95,12 +97,12 @@ def _fill(self, drawn):
 
 def uniform_(self, from_=0.0, to=1.0, generator=None):
     check_uniform(self, from_, to)
-    return _fill(self, _draw(self, generator, _work_float(self), "uniform", (from_, to)))
+    return _fill(self, _draw(self, generator, _work_float(self), "uniform", (from_, to), True))
 
 
 def normal_(self, mean=0.0, std=1.0, generator=None):
     check_normal(self._dtype, std)
-    return _fill(self, _draw(self, generator, _work_float(self), "normal", (mean, std)))
+    return _fill(self, _draw(self, generator, _work_float(self), "normal", (mean, std), True))
 
 
 def _integers(self, low, high, generator):
@@ -109,7 +111,7 @@ def _integers(self, low, high, generator):
         raise NeedsHost("complex random values")
     count = high - low + 1
     wide = count >= 1 << 32
-    drawn = _draw(self, generator, D.int64, "integers", (low, count, wide))
+    drawn = _draw(self, generator, D.int64, "integers", (low, count, wide), True)
     return _fill(self, drawn)
 
 
