@@ -75,6 +75,14 @@ def test_tensors_on_two_devices_are_refused_and_left_alone():
     assert (b * ember.tensor(3.0)).device == ember.device("cuda:1")
 
 
+def test_storages_live_on_their_own_device():
+    before0, before1 = ember.cuda.memory_allocated(0), ember.cuda.memory_allocated(1)
+    s = ember.UntypedStorage(1024, device="cuda:1")  # the current device is 0
+    assert s.device == ember.device("cuda:1")
+    assert ember.cuda.memory_allocated(1) == before1 + 1024
+    assert ember.cuda.memory_allocated(0) == before0
+
+
 def test_copies_between_devices():
     a = ember.arange(5.0, device="cuda:1")
     b = a.to("cuda:0")

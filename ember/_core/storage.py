@@ -74,7 +74,9 @@ class UntypedStorage:
     def __init__(self, size=0, *, device=None):
         dev = CPU if device is None else _device(device)
         alloc = get_allocator(dev)
-        self._buf = alloc.allocate(size)
+        # an allocator serving several devices takes the storage's (allocate_for)
+        allocate_for = getattr(alloc, "allocate_for", None)
+        self._buf = alloc.allocate(size) if allocate_for is None else allocate_for(size, dev)
         self._bytes = self._buf
         self._nbytes = size
         self.device = dev

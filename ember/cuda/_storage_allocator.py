@@ -9,6 +9,12 @@ class StorageAllocator:
         idx = _state.device
         return _caching_allocator.allocate(nbytes, idx, current_stream_handle(idx))
 
+    def allocate_for(self, nbytes, device):
+        """``nbytes`` for a storage on ``device``: its own device's allocator (the current
+        device's when it names no index), on that device's current stream."""
+        idx = _state.device if device.index is None else device.index
+        return _caching_allocator.allocate(nbytes, idx, current_stream_handle(idx))
+
     def copy_bytes(self, dst, src, nbytes):
         """Device-to-device copy of ``nbytes`` between two of this allocator's blocks (a storage
         that grows, ``resize_``), on the current stream."""
