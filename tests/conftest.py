@@ -18,23 +18,12 @@ def cuda_device():
     """A CUDA device for a test module: the real GPU when one is here (and the simulation is
     not asked for), else the simulated device, started for the module and forgotten after it so
     that later modules see this machine as it is (no CUDA)."""
-    import ember
-    from helpers import real_gpu
+    from helpers import real_gpu, simulated_cuda
     if real_gpu():
         yield "gpu"
         return
-    saved = os.environ.get("EMBER_CUDA_SIMULATE")
-    os.environ["EMBER_CUDA_SIMULATE"] = "1"
-    try:
+    with simulated_cuda():
         yield "simulated"
-    finally:
-        if saved is None:
-            del os.environ["EMBER_CUDA_SIMULATE"]
-        else:
-            os.environ["EMBER_CUDA_SIMULATE"] = saved
-        import gc
-        gc.collect()
-        ember.cuda._forget_runtime()
 
 
 def pytest_collection_modifyitems(config, items):

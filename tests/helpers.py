@@ -1,4 +1,8 @@
 """Helpers for comparing ember with PyTorch."""
+import contextlib
+import gc
+import os
+
 import numpy as np
 
 import ember
@@ -21,6 +25,24 @@ def real_gpu():
     modules then run on it instead of the simulated device."""
     from ember.cuda import _runtime
     return not _runtime.simulated() and ember.cuda.device_count() > 0
+
+
+@contextlib.contextmanager
+def simulated_cuda(devices=1):
+    """The simulated CUDA device (``devices`` of them) for a block, forgotten after it so that
+    later code sees this machine as it is."""
+    saved = os.environ.get("EMBER_CUDA_SIMULATE")
+    ember.cuda._forget_runtime()
+    os.environ["EMBER_CUDA_SIMULATE"] = str(devices)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["EMBER_CUDA_SIMULATE"]
+        else:
+            os.environ["EMBER_CUDA_SIMULATE"] = saved
+        gc.collect()
+        ember.cuda._forget_runtime()
 
 
 def to_torch_dtype(torch, d):

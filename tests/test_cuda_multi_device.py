@@ -2,13 +2,12 @@
 guard around each CUDA kernel), tensors on two devices are refused, copies cross between them,
 and each device keeps its own memory, streams and backward worker. On two simulated devices
 (``EMBER_CUDA_SIMULATE=2``), or on a real machine with two GPUs or more."""
-import os
 
 import numpy as np
 import pytest
 
 import ember
-from helpers import real_gpu
+from helpers import real_gpu, simulated_cuda
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -18,19 +17,8 @@ def two_devices():
             pytest.skip("one GPU here: these need two devices")
         yield
         return
-    saved = os.environ.get("EMBER_CUDA_SIMULATE")
-    ember.cuda._forget_runtime()
-    os.environ["EMBER_CUDA_SIMULATE"] = "2"
-    try:
+    with simulated_cuda(devices=2):
         yield
-    finally:
-        if saved is None:
-            del os.environ["EMBER_CUDA_SIMULATE"]
-        else:
-            os.environ["EMBER_CUDA_SIMULATE"] = saved
-        import gc
-        gc.collect()
-        ember.cuda._forget_runtime()
 
 
 def test_two_devices_are_visible():

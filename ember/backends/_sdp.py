@@ -54,14 +54,10 @@ def _sizes(t):
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
 
 
-def _flash_cpu_reasons(p):
-    """The first failed constraint of PyTorch's ``use_flash_attention_cpp`` as a message, or
-    None when the CPU flash kernel can run ``p``."""
-    q, k, v, m = p.query, p.key, p.value, p.attn_mask
-    if not ctx.sdp["flash"]:
-        return "Flash attention has been runtime disabled."
-    if p.dropout > 0.0:
-        return "Both fused kernels do not support non-zero dropout."
+def _dense_input_reason(p, gqa_ok):
+    """PyTorch's checks every fused kernel makes of dense inputs (4 dimensions, one batch size,
+    the same heads unless grouped-query heads are allowed), as a message, or None."""
+    q, k, v = p.query, p.key, p.value
     if not (q.dim() == 4 and k.dim() == 4 and v.dim() == 4):
         return (f"All fused kernels requires query, key and value to be 4 dimensional, but got "
                 f"Query dim: {q.dim()}, Key dim: {k.dim()}, Value dim: {v.dim()} instead.")
@@ -71,7 +67,7 @@ def _flash_cpu_reasons(p):
                 f"Value.sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using "
                 f"unsqueeze and expand_to before passing them into the kernel.")
     hq, hk, hv = q.size(1), k.size(1), v.size(1)
-    if p.enable_gqa:
+    if gqa_ok and p.enable_gqa:
         if hk != hv or hq % hk:
             return (f"FlashAttentionV2 only supports grouped query attention, where the number of "
                     f"heads in key/value must divide number of heads in query. Got input Key "
@@ -82,10 +78,37 @@ def _flash_cpu_reasons(p):
                 f"same num_heads. Query.sizes(): {_sizes(q)}, Key sizes(): {_sizes(k)}, Value "
                 f"sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze "
                 f"and expand_to before passing them into the kernel.")
+    return None
+
+
+def _layout_reason(p):
+    """PyTorch's checks of sequence lengths and the unit stride of the head dimension."""
+    q, k, v = p.query, p.key, p.value
+    if q.size(2) == 0 or k.size(2) == 0:
+        return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
+                f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
+    if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
+        return (f"All fused kernels require the last dimension of the input to have stride 1. "
+                f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
+                f"Value.stride(-1): {v.stride(-1)}")
+    return None
+
+
+def _flash_cpu_reasons(p):
+    """The first failed constraint of PyTorch's ``use_flash_attention_cpp`` as a message, or
+    None when the CPU flash kernel can run ``p``."""
+    q, k, v, m = p.query, p.key, p.value, p.attn_mask
+    if not ctx.sdp["flash"]:
+        return "Flash attention has been runtime disabled."
+    if p.dropout > 0.0:
+        return "Both fused kernels do not support non-zero dropout."
+    reason = _dense_input_reason(p, gqa_ok=True)
+    if reason is not None:
+        return reason
     if m is not None:
         L, S = q.size(2), k.size(2)
         ok = (m.dim() == 2 and m.size(0) in (1, L) and m.size(1) in (1, S)) or \
-             (m.dim() == 4 and m.size(0) in (1, q.size(0)) and m.size(1) in (1, hq)
+             (m.dim() == 4 and m.size(0) in (1, q.size(0)) and m.size(1) in (1, q.size(1))
               and m.size(2) in (1, L) and m.size(3) in (1, S))
         if not ok:
             return ("Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x "
@@ -95,13 +118,9 @@ def _flash_cpu_reasons(p):
         return (f"Flash attention requires q,k,v to have the same last dimension. Got "
                 f"Query.size(-1): {q.size(-1)}, Key.size(-1): {k.size(-1)}, Value.size(-1): "
                 f"{v.size(-1)} instead.")
-    if q.size(2) == 0 or k.size(2) == 0:
-        return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
-                f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
-    if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
-        return (f"All fused kernels require the last dimension of the input to have stride 1. "
-                f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
-                f"Value.stride(-1): {v.stride(-1)}")
+    reason = _layout_reason(p)
+    if reason is not None:
+        return reason
     names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
     if not (names[0] == names[1] == names[2] and names[0] in _FLASH_CPU_DTYPES):
         return (f"Expected query, key and value to all be of dtype: {{Float, Double, BFloat16, "
@@ -159,19 +178,9 @@ def _efficient_cuda_reasons(p):
     if q.device.type != "cuda":
         return (f"All tensors need to be on cuda device. Got query on device: {q.device}, key "
                 f"on device: {k.device}, value on device: {v.device}")
-    if not (q.dim() == 4 and k.dim() == 4 and v.dim() == 4):
-        return (f"All fused kernels requires query, key and value to be 4 dimensional, but got "
-                f"Query dim: {q.dim()}, Key dim: {k.dim()}, Value dim: {v.dim()} instead.")
-    if not (q.size(0) == k.size(0) == v.size(0)):
-        return (f"For dense inputs, both fused kernels require query, key and value to have the "
-                f"same batch_size. Query.sizes(): {_sizes(q)}, Key.sizes(): {_sizes(k)}, "
-                f"Value.sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using "
-                f"unsqueeze and expand_to before passing them into the kernel.")
-    if not (q.size(1) == k.size(1) == v.size(1)):
-        return (f"For dense input, both fused kernels require query, key and value to have the "
-                f"same num_heads. Query.sizes(): {_sizes(q)}, Key sizes(): {_sizes(k)}, Value "
-                f"sizes(): {_sizes(v)} instead. To broadcast dense inputs, try using unsqueeze "
-                f"and expand_to before passing them into the kernel.")
+    reason = _dense_input_reason(p, gqa_ok=False)  # (ember's kernel: no grouped heads)
+    if reason is not None:
+        return reason
     if p.attn_mask is not None:
         return "ember's memory-efficient attention kernel takes no attn_mask."
     if p.dropout > 0.0:
@@ -182,13 +191,9 @@ def _efficient_cuda_reasons(p):
     if max(q.size(-1), v.size(-1)) > _EFFICIENT_MAX_HEAD_DIM:
         return (f"ember's memory-efficient attention kernel takes head dimensions up to "
                 f"{_EFFICIENT_MAX_HEAD_DIM}; got {q.size(-1)} and {v.size(-1)}.")
-    if q.size(2) == 0 or k.size(2) == 0:
-        return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
-                f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
-    if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
-        return (f"All fused kernels require the last dimension of the input to have stride 1. "
-                f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
-                f"Value.stride(-1): {v.stride(-1)}")
+    reason = _layout_reason(p)
+    if reason is not None:
+        return reason
     names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
     if not (names[0] == names[1] == names[2] and names[0] in _EFFICIENT_DTYPES):
         return (f"Expected query, key and value to all be of dtype: {{Float, BFloat16, Half}}. "

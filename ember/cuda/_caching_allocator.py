@@ -117,19 +117,11 @@ class Stat:
     def __init__(self):
         self.current = self.peak = self.allocated = self.freed = 0
 
-    # hot: about 28 updates per malloc/free pair
     def increase(self, amount):
-        current = self.current + amount
-        self.current = current
-        if current > self.peak:
-            self.peak = current
-        self.allocated += amount
+        _increase((self,), amount)
 
     def decrease(self, amount):
-        current = self.current - amount
-        assert current >= 0, "Negative tracked stat in CUDA allocator (likely logic error)."
-        self.current = current
-        self.freed += amount
+        _decrease((self,), amount)
 
     def reset_accumulated(self):
         self.allocated = self.freed = 0
@@ -142,8 +134,8 @@ class Stat:
                 "freed": self.freed}
 
 
-# The hot paths (malloc, free) move the same statistic of AGGREGATE and of the block's pool type
-# together: one call per statistic, with Stat.increase/decrease's bodies inlined.
+# Stat.increase / Stat.decrease of several stats: the hot paths (malloc, free) move the same
+# statistic of AGGREGATE and of the block's pool type together, one call per statistic.
 def _increase(stats, amount):
     for s in stats:
         current = s.current + amount
@@ -261,7 +253,7 @@ class _SortedBlocks:
         return (b.stream, b.size, b.ptr) if self._by_size else (b.stream, b.ptr)
 
     def add(self, block):
-        k = (block.stream, block.size, block.ptr) if self._by_size else (block.stream, block.ptr)
+        k = self._key(block)
         i = bisect.bisect_left(self._keys, k)
         if i < len(self._keys) and self._keys[i] == k:
             return False

@@ -199,46 +199,48 @@ static PyObject *size_key(PyObject *b) {
                         SLOT(b, block, B_PTR));
 }
 
-/* _SortedBlocks.add for a by-size set: 1 added, 0 already there, -1 error. */
-static int sorted_add(PyObject *set, PyObject *b) {
+/* Where block b's key (stream, size, ptr) lies in a by-size set: its lower bound, with *equal
+ * saying whether that key is there; -1 with an exception when a key is not ints. */
+static Py_ssize_t key_position(PyObject *set, PyObject *b, int *equal) {
     int err = 0;
     long long stream = slot_ll(b, S.block[B_STREAM], &err);
     long long size = slot_ll(b, S.block[B_SIZE], &err);
     long long ptr = slot_ll(b, S.block[B_PTR], &err);
     if (err)
         return PyErr_SetString(PyExc_TypeError, "a CUDA block's key is not ints"), -1;
-    PyObject *keys = SLOT(set, sorted, SB_KEYS), *blocks = SLOT(set, sorted, SB_BLOCKS);
+    PyObject *keys = SLOT(set, sorted, SB_KEYS);
     Py_ssize_t i = lower_bound(keys, stream, size, ptr);
     if (i == -2)
         return PyErr_SetString(PyExc_TypeError, "a CUDA block set's key is not ints"), -1;
-    if (i < PyList_GET_SIZE(keys) && lower_bound(keys, stream, size, ptr + 1) != i)
-        return 0; /* an equal key is there */
+    *equal = i < PyList_GET_SIZE(keys) && lower_bound(keys, stream, size, ptr + 1) != i;
+    return i;
+}
+
+/* _SortedBlocks.add for a by-size set: 1 added, 0 already there, -1 error. */
+static int sorted_add(PyObject *set, PyObject *b) {
+    int equal;
+    Py_ssize_t i = key_position(set, b, &equal);
+    if (i < 0 || equal)
+        return i < 0 ? -1 : 0;
     PyObject *k = size_key(b);
     if (k == NULL)
         return -1;
-    int r = PyList_Insert(keys, i, k);
+    int r = PyList_Insert(SLOT(set, sorted, SB_KEYS), i, k);
     Py_DECREF(k);
-    if (r < 0 || PyList_Insert(blocks, i, b) < 0)
+    if (r < 0 || PyList_Insert(SLOT(set, sorted, SB_BLOCKS), i, b) < 0)
         return -1;
     return 1;
 }
 
 /* _SortedBlocks.discard for a by-size set: 1 removed, 0 absent, -1 error. */
 static int sorted_discard(PyObject *set, PyObject *b) {
-    int err = 0;
-    long long stream = slot_ll(b, S.block[B_STREAM], &err);
-    long long size = slot_ll(b, S.block[B_SIZE], &err);
-    long long ptr = slot_ll(b, S.block[B_PTR], &err);
-    if (err)
-        return PyErr_SetString(PyExc_TypeError, "a CUDA block's key is not ints"), -1;
-    PyObject *keys = SLOT(set, sorted, SB_KEYS), *blocks = SLOT(set, sorted, SB_BLOCKS);
-    Py_ssize_t i = lower_bound(keys, stream, size, ptr);
-    if (i == -2)
-        return PyErr_SetString(PyExc_TypeError, "a CUDA block set's key is not ints"), -1;
-    if (i >= PyList_GET_SIZE(blocks) || PyList_GET_ITEM(blocks, i) != b ||
-        lower_bound(keys, stream, size, ptr + 1) == i)
-        return 0;
-    if (PyList_SetSlice(keys, i, i + 1, NULL) < 0 || PyList_SetSlice(blocks, i, i + 1, NULL) < 0)
+    int equal;
+    Py_ssize_t i = key_position(set, b, &equal);
+    PyObject *blocks = SLOT(set, sorted, SB_BLOCKS);
+    if (i < 0 || !equal || PyList_GET_ITEM(blocks, i) != b)
+        return i < 0 ? -1 : 0;
+    if (PyList_SetSlice(SLOT(set, sorted, SB_KEYS), i, i + 1, NULL) < 0 ||
+        PyList_SetSlice(blocks, i, i + 1, NULL) < 0)
         return -1;
     return 1;
 }

@@ -1044,7 +1044,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``aten::_scaled_dot_product_flash_attention_for_cpu``, on CUDA the memory-efficient kernel
     ``aten::_scaled_dot_product_efficient_attention``, when it can take the inputs and is
     enabled, else the math decomposition (``sdpa_kernel([SDPBackend.MATH])`` forces it)."""
-    if query.device.type == "cuda":
+    if query.device.type in ("cpu", "cuda"):
         from ..backends import _sdp
         if is_causal and attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
@@ -1053,21 +1053,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                        scale, enable_gqa)
         if choice == _sdp.SDPBackend.ERROR:
             raise RuntimeError(_sdp._NO_VIABLE)
-        if choice == _sdp.SDPBackend.EFFICIENT_ATTENTION:
+        if choice == _sdp.SDPBackend.EFFICIENT_ATTENTION:  # (CUDA)
             return _aten._scaled_dot_product_efficient_attention.default(
                 query, key, value, None, ember.is_grad_enabled() and (
                     query.requires_grad or key.requires_grad or value.requires_grad),
                 dropout_p, is_causal, scale=scale)[0]
-    if query.device.type == "cpu":
-        from ..backends import _sdp
-        if is_causal and attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                               "set when is_causal=True")
-        choice = _sdp.fused_sdp_choice(query, key, value, attn_mask, dropout_p, is_causal,
-                                       scale, enable_gqa)
-        if choice == _sdp.SDPBackend.ERROR:
-            raise RuntimeError(_sdp._NO_VIABLE)
-        if choice == _sdp.SDPBackend.FLASH_ATTENTION:
+        if choice == _sdp.SDPBackend.FLASH_ATTENTION:  # (CPU)
             if attn_mask is not None and attn_mask.dtype == ember.bool:
                 # PyTorch's convert_boolean_attn_mask: True may attend
                 attn_mask = ember.where(attn_mask, ember.zeros((), dtype=query.dtype),
