@@ -47,24 +47,13 @@ _CPU_KEYS = bit(K.CPU)
 
 
 def _device_of(dev):
-    """``cuda`` → ``cuda:<current>`` (the index is checked against the device count where the
-    device is made current: :func:`empty_on`)."""
+    """``cuda`` → ``cuda:<current>`` (a bad index fails where the memory is asked for: "CUDA
+    error: invalid device ordinal")."""
     cuda = _cuda()
     cuda._lazy_init()
     if dev.__class__ is _device and dev.index is not None:
         return dev
     return _device("cuda", cuda._get_device_index(dev, optional=True))
-
-
-def empty_on(dev, size, dtype, stride=None):
-    """``empty_tensor`` with ``dev`` the current device while its memory is allocated (the
-    caching allocator serves the current device, as PyTorch's kernels run under a device
-    guard)."""
-    cuda = _cuda()
-    if cuda.streams._state.device == dev.index:
-        return empty_tensor(size, dtype, dev, stride=stride)
-    with cuda.device(dev.index):
-        return empty_tensor(size, dtype, dev, stride=stride)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,12 +66,13 @@ def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=N
     if memory_format is not None and memory_format._name in ("channels_last",
                                                              "channels_last_3d"):
         stride = _st.channels_last_strides(tuple(size))
-    return empty_on(_device_of(device), size, dtype or get_default_dtype(), stride)
+    return empty_tensor(size, dtype or get_default_dtype(), _device_of(device), stride=stride)
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     _check_not_pinned(pin_memory)
-    return empty_on(_device_of(device), size, dtype or get_default_dtype(), tuple(stride))
+    return empty_tensor(size, dtype or get_default_dtype(), _device_of(device),
+                        stride=tuple(stride))
 
 
 def _check_not_pinned(pin_memory):
@@ -236,7 +226,7 @@ def host_array(t):
 def _to_device(h, dev, rt, stream):
     """A fresh CPU result as a new device tensor (same strides when dense)."""
     stride = h._stride if h.is_non_overlapping_and_dense() else None
-    out = empty_on(dev, h._size, h._dtype, stride)
+    out = empty_tensor(h._size, h._dtype, dev, stride=stride)
     _store(out, h, rt, stream)
     return out
 

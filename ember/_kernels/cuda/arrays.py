@@ -106,8 +106,7 @@ def to_tensor(a, dtype, dev, rt):
     stride = tuple(s // isz for s in a.strides)
     if any(s % isz for s in a.strides) or not _st.is_non_overlapping_and_dense(a.shape, stride):
         stride = None
-    with _cuda().device(dev.index):
-        out = empty_tensor(a.shape, dtype, dev, stride=stride)
+    out = empty_tensor(a.shape, dtype, dev, stride=stride)
     if a.size:
         np.copyto(device_array(out, rt), a)
     return out
@@ -130,8 +129,7 @@ def _adopt(a, dtype, dev):
     else:
         from ...cuda._caching_allocator import CUDADataPtr
         if not isinstance(owner, CUDADataPtr):
-            with _cuda().device(dev.index):
-                out = empty_tensor(a.shape, dtype, dev)
+            out = empty_tensor(a.shape, dtype, dev)
             if a.size:
                 cp.copyto(device_array(out), a)
             return out

@@ -9,6 +9,7 @@ checks are the rules' (``rules/factory.py``).
 from ..._core import dtype as D
 from ..._core import overlap as _overlap
 from ..._core.dtype import get_default_dtype
+from ..._core.tensor_impl import empty_tensor
 from ..cpu.factory import _cast
 from ..cpu.optim import fused_adam
 from ..rules.copy import check_copy
@@ -39,8 +40,8 @@ def zero_(self):
 
 
 def _constant(size, dtype, device, value):
-    from . import _device_of, empty_on
-    return _fill(empty_on(_device_of(device), size, dtype), value)
+    from . import _device_of
+    return _fill(empty_tensor(size, dtype, _device_of(device)), value)
 
 
 def zeros(size, dtype=None, layout=None, device=None, pin_memory=None):
