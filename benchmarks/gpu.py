@@ -6,11 +6,16 @@
 there would shadow the ``cuda`` package that CuPy and cuda-bindings import, for every script in
 the folder.)
 
-Each case is timed the same way for both libraries: warm-up calls, then the median of timed
-repetitions, each ended by a device synchronize. Cases: ``mm`` 4096³ in fp32, tf32 and bf16;
-``add`` on 256M float32 against the device-to-device copy bandwidth measured in the same run;
-softmax and layer_norm on 8192×4096 float32; a GPT training step at a GPU-sized configuration,
-eager and with its forward and backward as CUDA graphs (``make_graphed_callables``).
+Each case is timed the same way for both libraries, twice: "synced", the median of single calls
+each ended by a device synchronize (the call's host time counts in full), and "queued", the
+best of runs of back-to-back calls ended by one synchronize, per call (as a training loop issues
+them: host time hides behind the device's queue where it is shorter than the kernels). Warm-up
+calls first. Random inputs throughout. Cases: ``mm`` 4096³ in fp32, tf32 and bf16; ``add`` on
+256M float32 against the device-to-device copy bandwidth measured in the same run; softmax and
+layer_norm on 8192×4096 float32; causal ``scaled_dot_product_attention`` forward and backward
+at the GPT's shapes; GPT training steps at two GPU-sized configurations (width 512 × 6 layers,
+batch 16 × 256; GPT-2 small's width 768 × 12 layers, batch 8 × 512), eager and with forward and
+backward as CUDA graphs (``make_graphed_callables``).
 ember computes on the device through CuPy (ember/_kernels/cuda); the ops a run still staged
 through the host, and why, are printed after the table.
 """
@@ -25,7 +30,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, ".."))
 
 
-def timeit(fn, sync, reps=10, warmup=3):
+def timeit(fn, sync, reps=10, warmup=3, queue=10):
+    """{"s": synced seconds per call, "queued s": queued seconds per call} (module docstring)."""
     for _ in range(warmup):
         fn()
     sync()
@@ -35,7 +41,23 @@ def timeit(fn, sync, reps=10, warmup=3):
         fn()
         sync()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    queued = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(queue):
+            fn()
+        sync()
+        queued = min(queued, (time.perf_counter() - t) / queue)
+    return {"s": statistics.median(times), "queued s": queued}
+
+
+def _timed(out, name, fn, sync, **kw):
+    """out[name] = timeit(fn), or the error it raised (reported, not hidden)."""
+    try:
+        out[name] = timeit(fn, sync, **kw)
+    except Exception as e:  # noqa: BLE001
+        out[name] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    return out[name]
 
 
 def cases(lib, quick):
@@ -48,46 +70,56 @@ def cases(lib, quick):
         lib.backends.cuda.matmul.allow_tf32 = tf32
         a = lib.randn(n, n, device=dev).to(dtype)
         b = lib.randn(n, n, device=dev).to(dtype)
-        try:
-            t = timeit(lambda: lib.mm(a, b), sync)
-            out[name] = {"s": t, "TFLOP/s": 2 * n ** 3 / t / 1e12}
-        except Exception as e:  # noqa: BLE001  (reported, not hidden)
-            out[name] = {"error": f"{type(e).__name__}: {e}"[:200]}
+        r = _timed(out, name, lambda: lib.mm(a, b), sync)
+        if "s" in r:
+            r["TFLOP/s"] = 2 * n ** 3 / r["queued s"] / 1e12
     lib.backends.cuda.matmul.allow_tf32 = False
     numel = (1 << 26) if quick else (1 << 28)
-    x = lib.ones(numel, device=dev)
-    y = lib.ones(numel, device=dev)
-    t_add = timeit(lambda: lib.add(x, y), sync)
+    x = lib.randn(numel, device=dev)
+    y = lib.randn(numel, device=dev)
+    add = _timed(out, "add 256M", lambda: lib.add(x, y), sync, queue=5)
     dst = lib.empty(numel, device=dev)
-    t_copy = timeit(lambda: dst.copy_(x), sync)
-    # add reads two arrays and writes one; a copy reads one and writes one
-    out["add 256M"] = {"s": t_add, "GB/s": 3 * 4 * numel / t_add / 1e9,
-                       "copy GB/s": 2 * 4 * numel / t_copy / 1e9}
-    out["add 256M"]["fraction of copy bandwidth"] = out["add 256M"]["GB/s"] / \
-        out["add 256M"]["copy GB/s"]
+    copy = timeit(lambda: dst.copy_(x), sync, queue=5)
+    # add reads two arrays and writes one; a copy reads one and writes one (queued: the kernels)
+    add["GB/s"] = 3 * 4 * numel / add["queued s"] / 1e9
+    add["copy GB/s"] = 2 * 4 * numel / copy["queued s"] / 1e9
+    add["fraction of copy bandwidth"] = add["GB/s"] / add["copy GB/s"]
     del x, y, dst
     m = lib.randn(8192, 4096, device=dev)
-    out["softmax 8192x4096"] = {"s": timeit(lambda: lib.softmax(m, -1), sync)}
-    w, bias = lib.ones(4096, device=dev), lib.zeros(4096, device=dev)
-    out["layer_norm 8192x4096"] = {"s": timeit(
-        lambda: lib.nn.functional.layer_norm(m, (4096,), w, bias), sync)}
+    _timed(out, "softmax 8192x4096", lambda: lib.softmax(m, -1), sync)
+    w, bias = lib.randn(4096, device=dev), lib.randn(4096, device=dev)
+    _timed(out, "layer_norm 8192x4096",
+           lambda: lib.nn.functional.layer_norm(m, (4096,), w, bias), sync)
     del m
+    for B, H, T in ((16, 8, 256), (8, 12, 512)):
+        q, k, v = (lib.randn(B, H, T, 64, device=dev, requires_grad=True) for _ in range(3))
+        g = lib.randn(B, H, T, 64, device=dev)
+
+        def attention():
+            lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+        _timed(out, f"sdpa fwd+bwd {B}x{H}x{T}x64", attention, sync, queue=5)
+        del q, k, v, g
     import importlib.util
     spec = importlib.util.spec_from_file_location(
         "gpt", os.path.join(_HERE, "gpt.py"))
     gpt = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpt)
-    sizes = dict(width=256, n_layer=4, n_head=8) if quick else dict(width=512, n_layer=6,
-                                                                    n_head=8)
-    step = gpt.train_step(lib, batch=16, context=256, device=dev, **sizes)
-    out["GPT step"] = {"s": timeit(step, sync, reps=5, warmup=2), **sizes,
-                       "batch": 16, "context": 256}
-    del step
-    try:  # forward and backward as CUDA graphs (make_graphed_callables), in both libraries
-        step = gpt.graphed_train_step(lib, batch=16, context=256, device=dev, **sizes)
-        out["GPT step, graphed"] = {"s": timeit(step, sync, reps=5, warmup=2)}
-    except Exception as e:  # noqa: BLE001  (reported, not hidden: an op that cannot be captured)
-        out["GPT step, graphed"] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    configs = [("GPT 512x6", dict(width=512, n_layer=6, n_head=8, batch=16, context=256))]
+    if quick:
+        configs = [("GPT 256x4", dict(width=256, n_layer=4, n_head=8, batch=16, context=256))]
+    else:
+        configs.append(("GPT-2s 768x12", dict(width=768, n_layer=12, n_head=12, batch=8,
+                                              context=512)))
+    for name, sizes in configs:
+        for how, make in (("eager", gpt.train_step), ("graphed", gpt.graphed_train_step)):
+            try:  # graphed: an op that cannot be captured is reported, not hidden
+                step = make(lib, device=dev, **sizes)
+            except Exception as e:  # noqa: BLE001
+                out[f"{name} {how}"] = {"error": f"{type(e).__name__}: {e}"[:200]}
+                continue
+            _timed(out, f"{name} {how}", step, sync, reps=5, warmup=2, queue=3)
+            out[f"{name} {how}"].update(sizes)
+            del step
     return out
 
 
@@ -101,14 +133,16 @@ def main(argv=None):
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     results["torch_cases"] = cases(torch, args.quick)
     results["ember_cases"] = cases(ember, args.quick)
-    print(f"{'case':24s} {'ember':>12s} {'torch':>12s} {'ember/torch':>12s}")
+    print(f"{'case (ms per call)':28s} {'synced: ember':>13s} {'torch':>9s} {'ratio':>6s} "
+          f"{'queued: ember':>14s} {'torch':>9s} {'ratio':>6s}")
     for k, theirs in results["torch_cases"].items():
-        mine = results["ember_cases"][k]
+        mine = results["ember_cases"].get(k, {"error": "not run"})
         if "s" in mine and "s" in theirs:
-            print(f"{k:24s} {mine['s'] * 1e3:10.3f}ms {theirs['s'] * 1e3:10.3f}ms "
-                  f"{mine['s'] / theirs['s']:11.2f}x")
+            print(f"{k:28s} {mine['s'] * 1e3:13.3f} {theirs['s'] * 1e3:9.3f} "
+                  f"{mine['s'] / theirs['s']:5.2f}x {mine['queued s'] * 1e3:14.3f} "
+                  f"{theirs['queued s'] * 1e3:9.3f} {mine['queued s'] / theirs['queued s']:5.2f}x")
         else:
-            print(f"{k:24s} {mine.get('error', '')[:60]} | {theirs.get('error', '')[:40]}")
+            print(f"{k:28s} {mine.get('error', '')[:70]} | {theirs.get('error', '')[:40]}")
     add = results["ember_cases"]["add 256M"]
     print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch add: "
           f"{results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")

@@ -3,7 +3,8 @@ backward, what ``scaled_dot_product_attention`` runs on a CUDA device when PyTor
 the memory-efficient backend (``ember/backends/_sdp.py``).
 
 The kernels are ``csrc/attention.cu`` (one thread per query or key row, FlashAttention's online
-softmax; float32). On a GPU CuPy compiles and launches them; on the simulated device the same
+softmax; float32). On a GPU CuPy compiles and launches them — for head dimensions up to
+``WARP_MAX_DIM`` the file's one-warp-per-row versions; on the simulated device the same
 source is compiled for the host (``EMBER_HOST_EMULATION``: each kernel's grid-stride loop visits
 every row) and run on the device memory, so CI runs the kernels' own code. float16 and bfloat16
 inputs compute in float32 (converted copies) and round the output once.
@@ -27,6 +28,7 @@ from .fused import host_module as host_module_of
 
 _ALIGN_LSE = 32  # PyTorch's kAlignLSE: the log-sum-exp rows are padded to a multiple of this
 MAX_HEAD_DIM = 256  # csrc/attention.cu's ATTENTION_MAX_DIM
+WARP_MAX_DIM = 128  # csrc/attention.cu's WARP_MAX_DIM: the one-warp-per-row kernels' limit
 _BLOCK = 128
 _CPU = _device("cpu")
 
@@ -39,8 +41,12 @@ _SIGNATURES = {
 _HOST_IDS = {name: i for i, name in enumerate(_SIGNATURES)}
 
 
+def _warp_name(name):
+    return name.replace("_f32", "_warp_f32")
+
+
 def kernel_names():
-    return list(_SIGNATURES)
+    return list(_SIGNATURES) + [_warp_name(name) for name in _SIGNATURES]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,8 +114,9 @@ def host_module():
 
 
 def _run(name, dev, rows, pointers, rest):
-    """Launch kernel ``name`` over ``rows`` rows on ``dev``: on a GPU through CuPy, on the
-    simulated device as the host build of the same source."""
+    """Launch kernel ``name`` over ``rows`` rows on ``dev``: on a GPU through CuPy (a warp per
+    row where the head dimensions allow), on the simulated device as the host build of the same
+    source. ``rest`` starts (rows, H, L, S, D, Dv)."""
     def body(xp, rt):
         if rt.simulated:
             host_module().run(_HOST_IDS[name], *pointers, *rest)
@@ -118,8 +125,12 @@ def _run(name, dev, rows, pointers, rest):
         typed = [np.uint64(p) for p in pointers] + [
             (np.int64 if k == "q" else np.int32 if k == "i" else np.float32)(x)
             for k, x in zip(kinds, rest)]
-        grid = max(1, min(math.ceil(rows / _BLOCK), 65535))
-        _kernel("attention.cu", name)((grid,), (_BLOCK,), tuple(typed))
+        if max(rest[4], rest[5]) <= WARP_MAX_DIM:
+            grid = max(1, min(math.ceil(rows * 32 / _BLOCK), 1 << 20))
+            _kernel("attention.cu", _warp_name(name))((grid,), (_BLOCK,), tuple(typed))
+        else:
+            grid = max(1, min(math.ceil(rows / _BLOCK), 65535))
+            _kernel("attention.cu", name)((grid,), (_BLOCK,), tuple(typed))
         return None
     return launch(dev, body, capturable=True)
 
