@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 import time
+import traceback
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, ".."))
@@ -56,6 +57,7 @@ def _timed(out, name, fn, sync, **kw):
     try:
         out[name] = timeit(fn, sync, **kw)
     except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
         out[name] = {"error": f"{type(e).__name__}: {e}"[:200]}
     return out[name]
 
@@ -115,6 +117,7 @@ def cases(lib, quick):
             try:  # graphed: an op that cannot be captured is reported, not hidden
                 step = make(lib, device=dev, **sizes)
             except Exception as e:  # noqa: BLE001
+                traceback.print_exc()
                 out[f"{name} {how}"] = {"error": f"{type(e).__name__}: {e}"[:200]}
                 continue
             _timed(out, f"{name} {how}", step, sync, reps=5, warmup=2, queue=3)

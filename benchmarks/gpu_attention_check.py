@@ -1,13 +1,12 @@
-"""ember's memory-efficient attention kernels (csrc/attention.cu) on a lent GPU, against PyTorch:
+"""ember's memory-efficient attention (ember/_kernels/cuda/attention.py) on a lent GPU, against
+PyTorch:
 
 * values: the output and the gradients of q, k, v against PyTorch's attention in float64 on the
-  same random inputs, ‖ember − ref‖ / ‖ref‖ (float32 lands far under 1e-5 here), for head
-  dimensions on both sides of the one-warp-per-row kernels' limit (``WARP_MAX_DIM``; the
-  thread-per-row kernels above it), queries longer and shorter than the keys, causal or not, and
-  q, k, v as a GPT block makes them (strided views of one projection); a NaN in a query stays in
-  its row;
-* time: causal forward + backward at the GPT benchmark's shapes, the warp kernels against the
-  thread-per-row kernels (``WARP_MAX_DIM = 0`` sends every call there) and PyTorch.
+  same random inputs, ‖ember − ref‖ / ‖ref‖ (float32 lands far under 1e-5 here), for several
+  head dimensions, queries longer and shorter than the keys, causal or not, blocks of query rows
+  smaller than the sequence (a small scores budget), and q, k, v as a GPT block makes them
+  (strided views of one projection); a NaN in a query stays in its row;
+* time: causal forward + backward at the GPT benchmark's shapes, ember against PyTorch.
 
 Prints one line per case; exits non-zero on any mismatch.   run: python benchmarks/gpu_attention_check.py
 """
@@ -98,15 +97,10 @@ def bench(B, H, T, E=64):
         g = lib.randn(B, H, T, E, device="cuda")
         return lambda: lib.nn.functional.scaled_dot_product_attention(
             q, k, v, is_causal=True).backward(g)
-    warp = timed(step(ember), ember.cuda.synchronize)
-    saved, attention.WARP_MAX_DIM = attention.WARP_MAX_DIM, 0
-    try:
-        per_thread = timed(step(ember), ember.cuda.synchronize, n=3)
-    finally:
-        attention.WARP_MAX_DIM = saved
+    mine = timed(step(ember), ember.cuda.synchronize)
     theirs = timed(step(torch), torch.cuda.synchronize)
-    print(f"time {B}x{H}x{T}x{E} causal fwd+bwd: warp kernels {warp:.3f} ms, thread per row "
-          f"{per_thread:.3f} ms, PyTorch {theirs:.3f} ms ({warp / theirs:.2f}x)")
+    print(f"time {B}x{H}x{T}x{E} causal fwd+bwd: ember {mine:.3f} ms, PyTorch {theirs:.3f} ms "
+          f"({mine / theirs:.2f}x)")
 
 
 for shape in ((2, 3, 5, 7, 8, 11), (2, 4, 33, 17, 64, 64), (1, 2, 70, 70, 40, 96),
@@ -114,6 +108,12 @@ for shape in ((2, 3, 5, 7, 8, 11), (2, 4, 33, 17, 64, 64), (1, 2, 70, 70, 40, 96
     for causal in (False, True):
         check(*shape, causal)
 check(2, 4, 48, 48, 32, 32, True, gpt_layout=True)
+saved, attention._SCORES_BUDGET = attention._SCORES_BUDGET, 4 * 40 * 3 * 7  # blocks of 7 rows
+try:
+    check(3, 3, 50, 40, 16, 24, True)
+    check(3, 3, 50, 40, 16, 24, False)
+finally:
+    attention._SCORES_BUDGET = saved
 check_nan()
 for B, H, T in ((16, 8, 256), (8, 12, 512)):
     bench(B, H, T)

@@ -62,7 +62,10 @@ def run(name, fn, dtype, count=1, exact=True, tol=0.0, special=True):
 
 for dt in (ember.float32, ember.float64):
     run("_foreach_add_ scalar", lambda a: ember._foreach_add_(a, 0.3), dt)
-    run("_foreach_add_ list alpha", lambda a, b: ember._foreach_add_(a, b, alpha=-0.7), dt, 2)
+    # alpha fused as one rounding (ATen's a + alpha * b on both devices); ember's CPU kernel
+    # fuses it on its generated path, small tensors round twice: within an ulp
+    run("_foreach_add_ list alpha", lambda a, b: ember._foreach_add_(a, b, alpha=-0.7), dt, 2,
+        exact=False, tol=2 * float(np.finfo(dt._np).eps))
     run("_foreach_mul_ scalar", lambda a: ember._foreach_mul_(a, 0.999), dt)
     run("_foreach_mul_ list", lambda a, b: ember._foreach_mul_(a, b), dt, 2)
     run("_foreach_mul_ 0-dim tensor", lambda a: ember._foreach_mul_(

@@ -1,6 +1,6 @@
-"""scaled_dot_product_attention on CUDA: the memory-efficient kernel (``csrc/attention.cu``, run
-on the simulated device as its host build, on a GPU by CuPy) against the math path, PyTorch's
-backend choice, and the op's PyTorch layout."""
+"""scaled_dot_product_attention on CUDA: the memory-efficient op (``_kernels/cuda/attention.py``,
+blocked products — NumPy on the simulated device, CuPy and cuBLAS on a GPU) against the math
+path, PyTorch's backend choice, and the op's PyTorch layout."""
 import warnings
 
 import numpy as np
@@ -35,6 +35,27 @@ def test_efficient_kernel_matches_the_math_path(causal, shape):
     y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
     assert type(F.scaled_dot_product_attention(q, k, v, is_causal=causal).grad_fn).__name__ == \
         "ScaledDotProductEfficientAttentionBackward0"
+    y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
+    assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
+    for a, b in zip(grads, ref):
+        assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
+
+
+@pytest.mark.parametrize("budget", [4 * 7 * 3 * 5, 4 * 7 * 3 * 9 * 2])
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocks_of_rows_and_batches_give_the_same_values(monkeypatch, causal, budget):
+    """A small scores budget splits the queries into blocks of rows (5 rows) or takes two batch
+    entries per block (9 rows, the whole sequence): values and gradients as the math path."""
+    from ember._kernels.cuda import attention
+    monkeypatch.setattr(attention, "_SCORES_BUDGET", budget)
+    assert attention._blocks(3, 3, 9, 7) == (
+        ([slice(0, 1), slice(1, 2), slice(2, 3)], [slice(0, 5), slice(5, 9)]) if budget < 4 * 7 * 3 * 9
+        else ([slice(0, 2), slice(2, 3)], [slice(0, 9)]))
+    ember.manual_seed(1)
+    q, k = (ember.randn(3, 3, n, 8, device="cuda", requires_grad=True) for n in (9, 7))
+    v = ember.randn(3, 3, 7, 5, device="cuda", requires_grad=True)
+    g = ember.randn(3, 3, 9, 5, device="cuda")
+    y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
     y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
     assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
     for a, b in zip(grads, ref):

@@ -9,8 +9,8 @@ constraints and the same messages.
 On CUDA PyTorch tries its backends in ``sdpa_kernel``'s priority order (flash, memory-efficient,
 math, cuDNN by default). ember has one fused CUDA kernel, the memory-efficient one
 (``ember/_kernels/cuda/attention.py``), which takes less than PyTorch's: its constraints are
-PyTorch's plus ember's own (no attention bias, no dropout, no grouped-query heads, head
-dimensions up to 256), each with a message; flash and cuDNN never run (``can_use_cuda_kernel``
+PyTorch's plus ember's own (no attention bias, no dropout, no grouped-query heads), each with a
+message; flash and cuDNN never run (``can_use_cuda_kernel``
 says why)."""
 import enum
 import warnings
@@ -167,7 +167,6 @@ _NO_VIABLE = ("No viable backend for scaled_dot_product_attention was found. Thi
 
 
 _EFFICIENT_DTYPES = ("float32", "bfloat16", "float16")
-_EFFICIENT_MAX_HEAD_DIM = 256  # ember/_kernels/cuda/csrc/attention.cu's ATTENTION_MAX_DIM
 
 
 def _efficient_cuda_reasons(p):
@@ -188,9 +187,6 @@ def _efficient_cuda_reasons(p):
     if q.size(-1) != k.size(-1):
         return (f"Query and key must have the same last dimension. Got Query.size(-1): "
                 f"{q.size(-1)}, Key.size(-1): {k.size(-1)} instead.")
-    if max(q.size(-1), v.size(-1)) > _EFFICIENT_MAX_HEAD_DIM:
-        return (f"ember's memory-efficient attention kernel takes head dimensions up to "
-                f"{_EFFICIENT_MAX_HEAD_DIM}; got {q.size(-1)} and {v.size(-1)}.")
     reason = _layout_reason(p)
     if reason is not None:
         return reason

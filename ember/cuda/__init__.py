@@ -103,13 +103,14 @@ def _forget_runtime():
     (tests that start the simulated device for a while and then need a machine without CUDA).
     Tensors still holding device memory keep their allocator alive until they go."""
     global _initialized, default_generators, several_devices
-    from . import _caching_allocator
+    from . import _caching_allocator, _device_assert
     from .streams import _state as streams_state
     with _init_lock:
         _initialized = False
         several_devices = False
         default_generators = ()
         _caching_allocator._reset_for_tests()
+        _device_assert.forget()
         _runtime._set_runtime_for_tests(None)
         streams_state.device = 0
         streams_state.streams.clear()

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _device_assert
+
 __all__ = ["Runtime", "SimulatedRuntime", "CupyRuntime", "DeviceOutOfMemory", "DeviceProperties",
            "get_runtime", "simulated"]
 
@@ -184,7 +186,9 @@ class SimulatedRuntime(Runtime):
         self._region_device = {}  # start of a malloc'd region -> its device
         self._handles = {}  # physical handle -> (size, device)
         self._host = {}  # pinned host allocations: address -> host array
-        self._ids = itertools.count(1)
+        # handles of streams, events and graphs; from 3 up, as CUDA's are never 1 or 2 (the legacy
+        # and per-thread default streams' handles, which DLPack's stream argument names)
+        self._ids = itertools.count(3)
         self._streams = {0: _SimStream(0, 0)}
         self._events = {}
         self._graphs = {}
@@ -525,6 +529,19 @@ class CupyRuntime(Runtime):
     def device_synchronize(self, device):
         with self.cupy.cuda.Device(device):
             self.rt.deviceSynchronize()
+        if _device_assert._armed:
+            _device_assert.raise_pending(self, device, done=True)
+
+    def _raise_device_asserts(self):
+        """After a stream's, an event's or a copy's synchronisation: a failed device-side check
+        (``_device_assert``) raises."""
+        for device in list(_device_assert._armed):
+            _device_assert.raise_pending(self, device, done=False)
+
+    def read_flag(self, word, ptr, device):
+        """Copy a device-assert flag into ``word`` (a synchronous copy: after earlier work)."""
+        with self.cupy.cuda.Device(device):
+            self.rt.memcpy(word.ctypes.data, ptr, word.nbytes, self.rt.memcpyDeviceToHost)
 
     def malloc(self, device, nbytes, relaxed=False):
         with self.cupy.cuda.Device(device), self._capture_mode(relaxed):
@@ -569,6 +586,8 @@ class CupyRuntime(Runtime):
                             self.rt.memcpyDeviceToHost, stream)
         if not pinned:
             self.rt.streamSynchronize(stream)
+            if _device_assert._armed:
+                self._raise_device_asserts()
 
     def host_alloc(self, nbytes):
         try:
@@ -604,6 +623,8 @@ class CupyRuntime(Runtime):
 
     def stream_synchronize(self, stream):
         self.rt.streamSynchronize(stream)
+        if _device_assert._armed:
+            self._raise_device_asserts()
 
     def stream_wait_event(self, stream, event):
         self.rt.streamWaitEvent(stream, event, 0)
@@ -622,6 +643,8 @@ class CupyRuntime(Runtime):
 
     def event_synchronize(self, event):
         self.rt.eventSynchronize(event)
+        if _device_assert._armed:
+            self._raise_device_asserts()
 
     def event_elapsed_time(self, start, end):
         return self.rt.eventElapsedTime(start, end)

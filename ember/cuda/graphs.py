@@ -11,7 +11,7 @@ import warnings
 from .. import autograd
 from .._tensor import Tensor
 from ..overrides import DisableTorchFunctionSubclass
-from . import _caching_allocator
+from . import _caching_allocator, _device_assert
 from .streams import Stream, _rt, current_stream, stream as _stream_ctx
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
@@ -33,6 +33,7 @@ class CUDAGraph:
     def __init__(self, keep_graph=False):
         self.keep_graph = keep_graph
         self._exec = None
+        self._checks = False
         self._pool = None
         self._stream = None
         self._device = None
@@ -54,12 +55,15 @@ class CUDAGraph:
         handle = s.cuda_stream
         _caching_allocator.get_allocator(self._device).begin_allocate_to_pool(
             self._pool, lambda stream: stream == handle)
+        self._checks_before = _device_assert.launched
         rt.stream_begin_capture(handle, capture_error_mode)
 
     def capture_end(self):
         rt = _rt()
         try:
             self._exec = rt.stream_end_capture(self._stream.cuda_stream)
+            # device-side index checks captured: each replay leaves their flag to be read
+            self._checks = _device_assert.launched != self._checks_before
         finally:
             _caching_allocator.get_allocator(self._device).end_allocate_to_pool(self._pool)
 
@@ -70,6 +74,8 @@ class CUDAGraph:
         if self._exec is None:
             raise RuntimeError("Called CUDAGraph::replay without a preceding successful capture.")
         _rt().graph_launch(self._exec, current_stream(self._device).cuda_stream)
+        if self._checks:
+            _device_assert.arm(self._device)
 
     def reset(self):
         """Free the graph; its private pool's memory returns to the allocator once no graph

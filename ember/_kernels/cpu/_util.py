@@ -24,6 +24,21 @@ def array_module(a):
     return sys.modules[root] if root == "cupy" else np
 
 
+def check_index_range(index, low, high, error, message):
+    """Refuse an element of ``index`` outside ``[low, high)``: on the host, ``error(message)`` at
+    once; on a GPU (CuPy arrays) a device-side check, reported at the next synchronisation as
+    PyTorch's CUDA kernels report theirs (``ember/cuda/_device_assert.py``: no host round trip,
+    so the op stays asynchronous and can be captured in a graph)."""
+    if index.size == 0:
+        return
+    if array_module(index) is np:
+        if index.min() < low or index.max() >= high:
+            raise error(message)
+        return
+    from ...cuda import _device_assert
+    _device_assert.check_range(index, low, high, message)
+
+
 def own(a):
     """A result array that does not alias any input (copy only if NumPy returned a view)."""
     if a.__class__ is not np.ndarray:

@@ -21,7 +21,7 @@ from ..._core import strides as _st
 from ...random import generator_of
 from ..registration import register
 from . import generated as _generated
-from ._util import array_module, nd, wrap
+from ._util import array_module, check_index_range, nd, wrap
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
@@ -629,9 +629,13 @@ def _nll_parts(self, target, weight, ignore_index):
     valid = t != ignore_index
     c = x.shape[1]
     safe = xp.where(valid, t, 0)
-    if safe.size and (safe.min() < 0 or safe.max() >= c):
-        bad = safe[(safe < 0) | (safe >= c)][0]
-        raise IndexError(f"Target {bad} is out of bounds.")
+    if xp is np:
+        if safe.size and (safe.min() < 0 or safe.max() >= c):
+            bad = safe[(safe < 0) | (safe >= c)][0]
+            raise IndexError(f"Target {bad} is out of bounds.")
+    else:  # PyTorch's CUDA assertion
+        check_index_range(safe, 0, c, IndexError, "nll_loss: Assertion `t >= 0 && t < n_classes` "
+                          "failed")
     w = _arr(weight).reshape(-1)[safe] if weight is not None else xp.ones(t.shape, x.dtype)
     w = xp.where(valid, w, 0).astype(x.dtype, copy=False)
     return x, safe, w, valid
@@ -679,9 +683,8 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     check_embedding(weight, indices)
     idx = nd(indices)
-    n = weight._size[0]
-    if idx.size and (idx.min() < 0 or idx.max() >= n):  # no negative indices
-        raise IndexError("index out of range in self")
+    # no negative indices (PyTorch's CUDA kernel asserts srcIndex < srcSelectDimSize)
+    check_index_range(idx, 0, weight._size[0], IndexError, "index out of range in self")
     return wrap(nd(weight)[idx])
 
 
@@ -693,13 +696,16 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
     # ATen's CPU kernel adds row i into grad_weight[k] only for padding_idx != k in
     # [0, num_weights): an index out of range (a negative one too: no wrapping) adds nothing
     keep = (idx != padding_idx) & (idx >= 0) & (idx < num_weights)
-    if not keep.all():
-        idx, g = idx[keep], g[keep]
     xp = array_module(g)
+    rows = num_weights
+    if xp is not np:  # on a GPU, no host round trip: dropped rows go to a spare row, cut below
+        idx, rows = xp.where(keep, idx, num_weights), num_weights + 1
+    elif not keep.all():
+        idx, g = idx[keep], g[keep]
     if scale_grad_by_freq:
-        counts = xp.bincount(idx, minlength=num_weights)
+        counts = xp.bincount(idx, minlength=rows)
         g = g / counts[idx][:, None]
-    out = xp.zeros((num_weights, d), g.dtype)
+    out = xp.zeros((rows, d), g.dtype)
     if idx.size:
         if xp is not np:
             import cupyx  # CuPy's scatter-add: atomic adds, one kernel
@@ -711,7 +717,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
             out = _matmul(onehot, g)
         else:
             np.add.at(out, idx, g)
-    return _res(out, grad_output._dtype)
+    return _res(out if rows == num_weights else out[:num_weights], grad_output._dtype)
 
 
 def embedding_renorm_(self, indices, max_norm, norm_type):

@@ -12,15 +12,21 @@ from ._util import wrap
 from .factory import honour_pin_memory
 
 
-@honour_pin_memory
-def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+def arange_values(xp, start, end, step, dtype):
+    """(dtype, the values of arange as array module ``xp``'s array): the CPU kernel's formula,
+    which the CUDA kernel runs with CuPy."""
     dtype = arange_dtype(start, end, step, dtype)
     xs, xst, n = arange_params(start, end, step, dtype)
     acc = np.int64 if isinstance(xs, int) else np.float64
-    values = np.arange(n, dtype=acc)
+    values = xp.arange(n, dtype=acc)
     values *= xst
     values += xs
-    return wrap(values.astype(dtype._np, copy=False))
+    return dtype, values.astype(dtype._np, copy=False)
+
+
+@honour_pin_memory
+def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+    return wrap(arange_values(np, start, end, step, dtype)[1])
 
 
 @honour_pin_memory

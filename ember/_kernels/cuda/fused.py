@@ -32,7 +32,7 @@ from .arrays import NeedsHost, launch, runtime, to_tensor
 
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 SOURCES = ("softmax.cu", "layer_norm.cu", "gelu.cu", "binary.cu", "foreach.cu",
-           "random.cu", "attention.cu")
+           "random.cu")
 _SUFFIX = {D.float32: "f32", D.float64: "f64"}
 _modules = {}
 
@@ -47,7 +47,7 @@ def source(filename):
 
 def host_source(filename):
     """``csrc/<filename>`` as C for the host (``EMBER_HOST_EMULATION``), for the sources written
-    to compile so (attention.cu, random.cu: plain loops, no shared memory or warp operations)."""
+    to compile so (random.cu: plain loops, no shared memory or warp operations)."""
     with open(os.path.join(CSRC, filename)) as f:
         return f"#include <stdint.h>\n#define EMBER_HOST_EMULATION\n{f.read()}"
 
@@ -162,11 +162,9 @@ def kernel_names():
     binary.cu, foreach.cu and random.cu) may launch: the loop kernels, the register-row kernels of
     each (dtype, vector width, K), the binary ops, the multi-tensor ops, the random kernels."""
     from .foreach import kernel_names as foreach_kernel_names
-    from .attention import kernel_names as attention_kernel_names
     from .random import kernel_names as random_kernel_names
     names = {"softmax.cu": [], "layer_norm.cu": [], "gelu.cu": [], "binary.cu": [],
-             "foreach.cu": foreach_kernel_names(), "random.cu": random_kernel_names(),
-             "attention.cu": attention_kernel_names()}
+             "foreach.cu": foreach_kernel_names(), "random.cu": random_kernel_names()}
     for sfx in ("f32", "f64"):
         names["softmax.cu"] += [f"softmax_forward_{sfx}", f"softmax_backward_{sfx}"]
         names["layer_norm.cu"] += [f"layer_norm_forward_{sfx}",

@@ -1,5 +1,6 @@
 """CUDA fills, constant factories and copies that convert: ``fill_``, ``zero_``, ``zeros``,
-``ones``, ``full`` and the device-to-device ``copy_`` that casts, broadcasts or reorders; and the
+``ones``, ``full``, ``arange`` (the CPU's formula on CuPy, no host buffer: a graph can capture
+it) and the device-to-device ``copy_`` that casts, broadcasts or reorders; and the
 fused optimizer ops (``_fused_adam_``, ``_fused_adamw_``), the CPU's update on device arrays.
 
 A factory is ``empty`` on the device plus a fill there, so no host buffer is made or copied. The
@@ -12,9 +13,10 @@ from ..._core.dtype import get_default_dtype
 from ..._core.tensor_impl import empty_tensor
 from ..cpu.factory import _cast
 from ..cpu.optim import fused_adam
+from ..cpu.ranges import arange_values
 from ..rules.copy import check_copy
 from ..rules.factory import check_fits, scalar_dtype
-from .arrays import NeedsHost, device_array, launch
+from .arrays import NeedsHost, device_array, launch, to_tensor
 
 _HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
 
@@ -58,6 +60,25 @@ def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None
     dtype = dtype or scalar_dtype(fill_value)
     check_fits(fill_value, dtype)
     return _constant(size, dtype, device, _cast(fill_value, dtype))
+
+
+def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None,
+                      pin_memory=None):
+    from . import _device_of
+    dev = _device_of(device)
+
+    def body(xp, rt):
+        dt, values = arange_values(xp, start, end, step, dtype)
+        return to_tensor(values, dt, dev, rt)
+    return launch(dev, body)
+
+
+def arange(end, dtype=None, layout=None, device=None, pin_memory=None):
+    return arange_start_step(0, end, 1, dtype, device=device)
+
+
+def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=None):
+    return arange_start_step(start, end, 1, dtype, device=device)
 
 
 def copy_on_device(self, src):
@@ -106,4 +127,5 @@ def _fused_adam(adamw):
 
 def kernels():
     return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
-            "full": full, "_fused_adam_": _fused_adam(False), "_fused_adamw_": _fused_adam(True)}
+            "full": full, "arange": arange, "arange.start": arange_start,
+            "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False), "_fused_adamw_": _fused_adam(True)}

@@ -69,7 +69,7 @@ __device__ void foreach_apply(const Row* rows, int op, double alpha, long long c
         const T v = self[i];
         switch (op) {
             case ADD_SCALAR: self[i] = add_rn(v, s); break;
-            case ADD_LIST: self[i] = add_rn(v, mul_rn(x[i], a)); break;
+            case ADD_LIST: self[i] = fma(x[i], a, v); break;  // as ATen's a + alpha * b
             case MUL_SCALAR: self[i] = mul_rn(v, s); break;
             case MUL_DEVICE: self[i] = mul_rn(v, device_scalar); break;
             case MUL_LIST: self[i] = mul_rn(v, x[i]); break;
