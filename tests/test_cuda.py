@@ -654,3 +654,35 @@ def test_adamw_takes_the_foreach_path_on_cuda_as_on_the_cpu(monkeypatch):
     for a, b in zip(cpu, dev):
         np.testing.assert_allclose(b.detach().cpu().numpy(), a.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.cuda
+def test_an_index_out_of_range_is_a_device_side_assert():
+    """On a GPU an index check runs on the device (no host round trip, so the op stays
+    asynchronous and capturable) and raises at the next synchronisation, as PyTorch's kernels'
+    assertions; once reported, the device stays usable (unlike CUDA's sticky error)."""
+    F = ember.nn.functional
+    w = ember.randn(5, 3, device="cuda")
+    F.embedding(ember.tensor([1, 7], device="cuda"), w)  # queued: no error yet
+    with pytest.raises(RuntimeError, match=r"device-side assert triggered \(index out of range"):
+        ember.cuda.synchronize()
+    ember.cuda.synchronize()
+    logp = ember.randn(3, 4, device="cuda").log_softmax(1)
+    loss = F.nll_loss(logp, ember.tensor([0, 4, 1], device="cuda"))
+    with pytest.raises(RuntimeError, match="t >= 0 && t < n_classes"):
+        loss.item()
+    ok = F.embedding(ember.tensor([[0, 4]], device="cuda"), w)
+    assert ok.cpu().tolist() == [[w[0].cpu().tolist(), w[4].cpu().tolist()]]
+    g = ember.cuda.CUDAGraph()  # captured: each replay leaves the flag to be read
+    idx = ember.tensor([2], device="cuda")
+    F.embedding(idx, w)
+    ember.cuda.synchronize()
+    with ember.cuda.graph(g):
+        out = F.embedding(idx, w)
+    idx.fill_(9)
+    g.replay()
+    with pytest.raises(RuntimeError, match="index out of range"):
+        ember.cuda.synchronize()
+    idx.fill_(3)
+    g.replay()
+    assert out.cpu().tolist() == [w[3].cpu().tolist()]
