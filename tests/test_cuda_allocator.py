@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+import ember
+
 from ember.cuda import _alloc_config, _memory_viz
 from ember.cuda import _caching_allocator as ca
 from ember.cuda import _runtime, memory
@@ -41,11 +43,10 @@ def alloc(conf, rt):
 @pytest.fixture
 def sim(conf):
     """A fresh simulated device behind ember.cuda (for the ember.cuda.memory functions)."""
-    old = _runtime._set_runtime_for_tests(_runtime.SimulatedRuntime(capacity_mb=256))
-    ca._reset_for_tests()
+    ember.cuda._forget_runtime()  # (on a GPU too: its runtime is started afresh after)
+    _runtime._set_runtime_for_tests(_runtime.SimulatedRuntime(capacity_mb=256))
     yield _runtime.get_runtime()
-    ca._reset_for_tests()
-    _runtime._set_runtime_for_tests(old)
+    ember.cuda._forget_runtime()
 
 
 def stat(a, name, pool="all", kind="current"):

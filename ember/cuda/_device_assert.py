@@ -43,7 +43,7 @@ def _kernel():
         import cupy
         _KERNEL = cupy.ElementwiseKernel(
             "T index, int64 low, int64 high, int32 number, raw int32 flag", "",
-            "if (index < low || index >= high) atomicCAS(&flag[0], 0, number);",
+            "if (index < low || index >= high) atomicCAS((int *)&flag[0], 0, number);",
             "ember_index_check")
     return _KERNEL
 

@@ -47,14 +47,31 @@ def _blocks(B, H, L, S):
             [slice(i, min(i + rows, L)) for i in range(0, L, rows)])
 
 
-def _scores(xp, q, k, rows, S, scale, causal):
-    """q kᵀ · scale for query rows ``rows`` (a slice), the causal mask applied (top-left: query
-    i sees keys 0..i)."""
+def _causal_mask(xp, rows, S, device):
+    """(rows, S) float32: -inf where key j > query i (top-left alignment: query i sees keys
+    0..i), else 0. The last few are kept (a model asks for the same ones at every layer)."""
+    key = (xp.__name__, device, rows.start, rows.stop, S)
+    mask = _masks.get(key)
+    if mask is None:
+        i = xp.arange(rows.start, rows.stop).reshape(-1, 1)
+        mask = xp.where(xp.arange(S).reshape(1, -1) > i, np.float32(-np.inf), np.float32(0))
+        from ...cuda.graphs import is_current_stream_capturing
+        if not is_current_stream_capturing():  # (captured, its values exist only in replays)
+            if len(_masks) >= 8:
+                _masks.pop(next(iter(_masks)))
+            _masks[key] = mask
+    return mask
+
+
+_masks = {}
+
+
+def _scores(xp, q, k, rows, S, scale, causal, device):
+    """q kᵀ · scale for query rows ``rows`` (a slice), the causal mask applied."""
     s = xp.matmul(q[:, :, rows], k.swapaxes(-1, -2))
     s *= np.float32(scale)
     if causal:
-        i = xp.arange(rows.start, rows.stop).reshape(-1, 1)
-        s += xp.where(xp.arange(S).reshape(1, -1) > i, np.float32(-np.inf), np.float32(0))
+        s += _causal_mask(xp, rows, S, device)
     return s
 
 
@@ -105,7 +122,7 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
         batches, row_blocks = _blocks(B, H, L, S)
         for b in batches:
             for rows in row_blocks:
-                s = _scores(xp, qa[b], ka[b], rows, S, sc, causal)
+                s = _scores(xp, qa[b], ka[b], rows, S, sc, causal, dev)
                 m = s.max(-1, keepdims=True)
                 s -= m
                 xp.exp(s, out=s)
@@ -149,7 +166,7 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
         batches, row_blocks = _blocks(B, H, L, S)
         for b in batches:
             for rows in row_blocks:
-                p = _scores(xp, qa[b], ka[b], rows, S, sc, causal)
+                p = _scores(xp, qa[b], ka[b], rows, S, sc, causal, dev)
                 p -= la[b, :, rows, None]
                 xp.exp(p, out=p)  # the forward's probabilities
                 gb = ga[b, :, rows]

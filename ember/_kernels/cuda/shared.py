@@ -17,6 +17,7 @@ attributes are missing (``AttributeError``) — and then the op is remembered in
 with the reason (``arrays.stats``) and staged from then on. On the simulated device the
 fallback runs the same body on host memory directly, so nothing here is needed there.
 """
+from ..._core import dtype as D
 from ..._core.device import CPU
 from ..._core.tensor_impl import make_tensor
 from ..._dispatch.keys import K, bit
@@ -37,9 +38,23 @@ WRITES_ON_DEVICE = frozenset({
     "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_clamp_min_", "_foreach_clamp_max_"})
 
 
+# Ops whose CPU body computes other values on CuPy arrays: CuPy's special functions (its
+# scipy.special, sinc, nextafter in float16) differ from the CPU kernels, which give PyTorch's
+# values, at ±inf and NaN; median's body calls ember ops on its arguments (they need host memory).
+# They stage through the host.
+HOST_BODIES = frozenset({
+    "i0", "sinc", "nextafter", "median", "nanmedian", "special_i0", "special_i0e", "special_i1",
+    "special_i1e", "special_sinc", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
+    "special_bessel_y1", "special_modified_bessel_i0", "special_modified_bessel_i1",
+    "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1"})
+
+# Element types CuPy has no arrays of: a call with a tensor of one stages through the host.
+_NO_CUPY_DTYPES = frozenset((D.bfloat16, D.complex32) + D.FLOAT8)
+
+
 def eligible(op):
     schema = op._schema
-    return op not in host_only and not any(
+    return op not in host_only and schema.name not in HOST_BODIES and not any(
         a.base == "Generator" or a.is_write and schema.name not in WRITES_ON_DEVICE
         for a in schema.arguments)
 
@@ -52,8 +67,18 @@ def _alias(t, rt):
     return a
 
 
+def _cupy_dtypes(v):
+    if isinstance(v, Tensor):
+        return v._dtype not in _NO_CUPY_DTYPES
+    if isinstance(v, (list, tuple)):
+        return all(_cupy_dtypes(x) for x in v)
+    return True
+
+
 def run(op, values, dev):
     """``op``'s CPU kernel on device views of ``values`` (schema order); raises NeedsHost."""
+    if not all(_cupy_dtypes(v) for v in values):
+        raise NeedsHost("an element type CuPy has no arrays of")
     def body(xp, rt):
         originals = {}  # id(device view) -> the tensor it views
         out = op._entry.redispatch(_CPU_KEYS, *[_aliased(v, rt, originals) for v in values])
