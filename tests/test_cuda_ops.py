@@ -40,9 +40,21 @@ def _run(fn, *args, **kwargs):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return fn(*args, **kwargs), None
+            out = fn(*args, **kwargs)
+            if _REAL_GPU:  # a failed device-side check raises at a synchronisation
+                ember.cuda.synchronize()
+            return out, None
     except Exception as e:  # noqa: BLE001  (compared with the CPU's exception below)
         return None, e
+
+
+def _same_failure(cpu_exc, dev_exc):
+    """The device failed as the CPU did: the same exception type, or — on a GPU, for an index
+    out of range — PyTorch's device-side assertion, a RuntimeError at the synchronisation."""
+    if type(dev_exc) is type(cpu_exc):
+        return True
+    return _REAL_GPU and isinstance(cpu_exc, IndexError) and isinstance(dev_exc, RuntimeError) \
+        and "device-side assert triggered" in str(dev_exc)
 
 
 def _compare(op, cpu, dev, desc):
@@ -78,7 +90,7 @@ def test_values_on_cuda(op):
             ember.manual_seed(0)  # the device generator gets the same seed and stream
         dev, dev_exc = _run(e_op, *da, **dk)
         if cpu_exc is not None:
-            assert dev_exc is not None and type(dev_exc) is type(cpu_exc), \
+            assert dev_exc is not None and _same_failure(cpu_exc, dev_exc), \
                 f"{op.name} [{s.desc}]: CPU raised {cpu_exc!r}, cuda {dev_exc!r}"
             continue
         assert dev_exc is None, f"{op.name} [{s.desc}]: cuda raised {dev_exc!r}"
@@ -96,7 +108,7 @@ def test_inplace_on_cuda(op):
         cpu, cpu_exc = _run(e_op, *ea, **ek)
         dev, dev_exc = _run(e_op, *da, **dk)
         if cpu_exc is not None:
-            assert dev_exc is not None and type(dev_exc) is type(cpu_exc), \
+            assert dev_exc is not None and _same_failure(cpu_exc, dev_exc), \
                 f"{op.inplace} [{s.desc}]: CPU raised {cpu_exc!r}, cuda {dev_exc!r}"
             continue
         assert dev_exc is None, f"{op.inplace} [{s.desc}]: cuda raised {dev_exc!r}"

@@ -3,18 +3,20 @@ backward, what ``scaled_dot_product_attention`` runs on a CUDA device when PyTor
 the memory-efficient backend (``ember/backends/_sdp.py``).
 
 Blocked attention on matrix products (xformers' "small-k" path; FlashAttention's equations with
-the tiles as large as a memory budget allows): the queries go in blocks of rows, and for each
-block the scores ``q kᵀ · scale`` are one batched product, the causal mask one broadcast add,
-the softmax an exact one over the block's rows, ``p v`` another product. The scores of at most
-``_SCORES_BUDGET`` bytes exist at a time, so the memory stays bounded at any sequence length,
-and the arithmetic is cuBLAS's (float32 products, no tf32, as PyTorch's float32 kernel). The
-backward recomputes each block's probabilities from the forward's log-sum-exp:
+the tiles as large as a memory budget allows), written with ember's own CUDA ops: the queries go
+in blocks of rows, and for each block the scores ``q kᵀ · scale`` (plus the causal mask) are one
+``baddbmm``; the softmax is an exact one over the block's rows (the row maximum subtracted and
+``exp`` in place; the row sums divide ``p v``, one ``bmm``, and give the log-sum-exp). The
+scores of at most ``_SCORES_BUDGET`` bytes exist at a time, so the memory stays bounded at any
+sequence length, and the arithmetic is cuBLAS's (float32 products, no tf32, as PyTorch's float32
+kernel; ``blas.py``'s direct calls, which a CUDA graph can capture). The backward recomputes each
+block's probabilities from the forward's log-sum-exp:
 
     dV += pᵀ dO,   dP = dO vᵀ,   dS = p (dP − rowsum(dO ∘ O)),   dQ = dS k · scale,
     dK += dSᵀ q · scale.
 
-On a GPU the arrays are CuPy's (products on cuBLAS); on the simulated device NumPy's on the
-device memory: the same code runs in CI. float16 and bfloat16 inputs compute in float32
+The ops are called below autograd (they compute the op, they are not recorded), so the same code
+runs on a GPU and on the simulated device in CI. float16 and bfloat16 inputs compute in float32
 (converted copies) and round the output once.
 
 As PyTorch's: the output is (B, H, L, Ev) laid out as (B, L, H, Ev) (its transpose back to
@@ -25,13 +27,13 @@ directly with those, these ops raise.
 """
 import math
 
-import numpy as np
-
+from ... import autograd
 from ..._core import dtype as D
 from ..._core.device import device as _device
 from ..._core.tensor_impl import empty_tensor
-from .arrays import device_array, launch
+from ..._ops.overload import ops
 
+_aten = ops.aten
 _ALIGN_LSE = 32  # PyTorch's kAlignLSE: the log-sum-exp rows are padded to a multiple of this
 _SCORES_BUDGET = 128 << 20  # bytes of float32 scores per block of query rows
 _CPU = _device("cpu")
@@ -47,32 +49,16 @@ def _blocks(B, H, L, S):
             [slice(i, min(i + rows, L)) for i in range(0, L, rows)])
 
 
-def _causal_mask(xp, rows, S, device):
-    """(rows, S) float32: -inf where key j > query i (top-left alignment: query i sees keys
-    0..i), else 0. The last few are kept (a model asks for the same ones at every layer)."""
-    key = (xp.__name__, device, rows.start, rows.stop, S)
-    mask = _masks.get(key)
-    if mask is None:
-        i = xp.arange(rows.start, rows.stop).reshape(-1, 1)
-        mask = xp.where(xp.arange(S).reshape(1, -1) > i, np.float32(-np.inf), np.float32(0))
-        from ...cuda.graphs import is_current_stream_capturing
-        if not is_current_stream_capturing():  # (captured, its values exist only in replays)
-            if len(_masks) >= 8:
-                _masks.pop(next(iter(_masks)))
-            _masks[key] = mask
-    return mask
-
-
-_masks = {}
-
-
-def _scores(xp, q, k, rows, S, scale, causal, device):
-    """q kᵀ · scale for query rows ``rows`` (a slice), the causal mask applied."""
-    s = xp.matmul(q[:, :, rows], k.swapaxes(-1, -2))
-    s *= np.float32(scale)
-    if causal:
-        s += _causal_mask(xp, rows, S, device)
-    return s
+def _scores(q, k, rows, scale, causal):
+    """``q kᵀ · scale`` for query rows ``rows`` (a slice) of ``q`` (N, L, D) against ``k``
+    (N, S, D), with the causal mask (top-left: query i sees keys 0..i)."""
+    r, S = rows.stop - rows.start, k.size(1)
+    qr, kt = q[:, rows], k.transpose(1, 2)
+    if not causal:
+        return _aten.bmm.default(qr, kt).mul_(scale)
+    # -inf where key j > query i, that is j - (i - start) >= start + 1
+    mask = _aten.full.default((r, S), -math.inf, dtype=D.float32, device=q.device)
+    return _aten.baddbmm.default(_aten.triu.default(mask, rows.start + 1), qr, kt, alpha=scale)
 
 
 def _float32(t):
@@ -100,37 +86,41 @@ def _check_supported(query, key, value, attn_bias, dropout_p):
                                f"{t._dtype}")
 
 
+def _batched(t):
+    """(B, H, n, d) as (B·H, n, d) contiguous float32 (a copy only when the layout needs one)."""
+    B, H, n, d = t.shape
+    return _float32(t).reshape(B * H, n, d)
+
+
 def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, compute_log_sumexp,
                                             dropout_p=0.0, is_causal=False, scale=None):
     _check_supported(query, key, value, attn_bias, dropout_p)
     B, H, L, _ = query.shape
     S, Ev = key.size(2), value.size(-1)
     dev = query._device
-    q, k, v = (_float32(t) for t in (query, key, value))
     # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
     out = empty_tensor((B, L, H, Ev), D.float32, dev).transpose(1, 2)
     padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
     lse = empty_tensor((B, H, padded), D.float32, dev)
     sc, causal = _scale(query, scale), bool(is_causal)
-
-    def body(xp, rt):
-        qa, ka, va, oa, la = (device_array(t, rt) for t in (q, k, v, out, lse))
+    with autograd.no_grad():
         if not S:  # nothing to attend to
-            oa[...] = 0
-            la[...] = -np.inf
-            return
-        batches, row_blocks = _blocks(B, H, L, S)
-        for b in batches:
-            for rows in row_blocks:
-                s = _scores(xp, qa[b], ka[b], rows, S, sc, causal, dev)
-                m = s.max(-1, keepdims=True)
-                s -= m
-                xp.exp(s, out=s)
-                total = s.sum(-1, keepdims=True)
-                oa[b, :, rows] = xp.matmul(s, va[b]) / total
-                la[b, :, rows] = (m + xp.log(total))[..., 0]
-    if B * H * L:
-        launch(dev, body, capturable=True)
+            out.zero_()
+            lse.fill_(-math.inf)
+        elif B * H * L:
+            q, k, v = (_batched(t) for t in (query, key, value))
+            batches, row_blocks = _blocks(B, H, L, S)
+            for b in batches:
+                n, nb = slice(b.start * H, b.stop * H), b.stop - b.start
+                for rows in row_blocks:
+                    r = rows.stop - rows.start
+                    e = _scores(q[n], k[n], rows, sc, causal)
+                    m = e.amax(-1, keepdim=True)
+                    e.sub_(m).exp_()  # the softmax's numerators; its denominators:
+                    total = e.sum(-1, keepdim=True)
+                    o = _aten.bmm.default(e, v[n]).div_(total)
+                    out[b, :, rows].copy_(o.view(nb, H, r, Ev))
+                    lse[b, :, rows].copy_(total.log_().add_(m).view(nb, H, r))
     if out._dtype is not query._dtype:
         out = out.to(query._dtype)
     if not compute_log_sumexp:
@@ -147,40 +137,36 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
     _check_supported(query, key, value, attn_bias, dropout_p)
     B, H, L, Dq = query.shape
     S, Ev = key.size(2), value.size(-1)
-    q, k, v, o, g = (_float32(t) for t in (query, key, value, out, grad_out_))
     if logsumexp.size(-1) < L:
         raise RuntimeError("_scaled_dot_product_efficient_attention_backward: the forward's "
                            "logsumexp is needed (compute_log_sumexp=True)")
     dev = query._device
-    dq = empty_tensor((B, H, L, Dq), D.float32, dev)
-    dk = empty_tensor((B, H, S, Dq), D.float32, dev)
-    dv = empty_tensor((B, H, S, Ev), D.float32, dev)
+    dq = empty_tensor((B * H, L, Dq), D.float32, dev)
+    dk = empty_tensor((B * H, S, Dq), D.float32, dev)
+    dv = empty_tensor((B * H, S, Ev), D.float32, dev)
     sc, causal = _scale(query, scale), bool(is_causal)
-
-    def body(xp, rt):
-        qa, ka, va, oa, ga, la, dqa, dka, dva = (device_array(t, rt) for t in (
-            q, k, v, o, g, logsumexp, dq, dk, dv))
-        dqa[...], dka[...], dva[...] = 0, 0, 0
+    with autograd.no_grad():
+        dk.zero_(), dv.zero_()
         if not S:
-            return
-        batches, row_blocks = _blocks(B, H, L, S)
-        for b in batches:
-            for rows in row_blocks:
-                p = _scores(xp, qa[b], ka[b], rows, S, sc, causal, dev)
-                p -= la[b, :, rows, None]
-                xp.exp(p, out=p)  # the forward's probabilities
-                gb = ga[b, :, rows]
-                dva[b] += xp.matmul(p.swapaxes(-1, -2), gb)
-                ds = xp.matmul(gb, va[b].swapaxes(-1, -2))
-                ds -= (gb * oa[b, :, rows]).sum(-1, keepdims=True)
-                ds *= p
-                ds *= np.float32(sc)
-                dqa[b, :, rows] = xp.matmul(ds, ka[b])
-                dka[b] += xp.matmul(ds.swapaxes(-1, -2), qa[b, :, rows])
-    if B * H * max(L, S):
-        launch(dev, body, capturable=True)
+            dq.zero_()
+        elif B * H * L:
+            q, k, v, o, g = (_batched(t) for t in (query, key, value, out, grad_out_))
+            batches, row_blocks = _blocks(B, H, L, S)
+            for b in batches:
+                n, nb = slice(b.start * H, b.stop * H), b.stop - b.start
+                for rows in row_blocks:
+                    r = rows.stop - rows.start
+                    block_lse = logsumexp[b, :, rows].reshape(nb * H, r, 1)
+                    p = _scores(q[n], k[n], rows, sc, causal).sub_(block_lse).exp_()
+                    g_r, o_r = g[n, rows], o[n, rows]
+                    dv[n].add_(_aten.bmm.default(p.transpose(1, 2), g_r))
+                    ds = _aten.bmm.default(g_r, v[n].transpose(1, 2))
+                    ds.sub_((g_r * o_r).sum(-1, keepdim=True)).mul_(p)
+                    dq[n, rows] = _aten.bmm.default(ds, k[n]).mul_(sc)
+                    dk[n].add_(_aten.bmm.default(ds.transpose(1, 2), q[n, rows]), alpha=sc)
+    grads = [t.view(B, H, *t.shape[1:]) for t in (dq, dk, dv)]
     grads = [t if t._dtype is ref._dtype else t.to(ref._dtype)
-             for t, ref in ((dq, query), (dk, key), (dv, value))]
+             for t, ref in zip(grads, (query, key, value))]
     mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
 

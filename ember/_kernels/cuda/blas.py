@@ -114,6 +114,41 @@ def _host_scalar(scalar, value):
     return entry
 
 
+def _set_stream(cublas, handle, stream):
+    """Point the cuBLAS handle at ``stream``. CuPy's ``setStream`` refuses a stream that is
+    capturing a CUDA graph (CuPy has not checked cuBLAS's conditions for graphs); PyTorch
+    captures cuBLAS calls, and cuBLAS takes them with the workspace it made with the handle. So
+    during a capture ember calls ``cublasSetStream`` itself, in the libcublas CuPy loaded."""
+    try:
+        cublas.setStream(handle, stream)
+    except NotImplementedError:
+        status = _libcublas().cublasSetStream_v2(handle, stream)
+        if status:
+            raise RuntimeError(f"CUDA error: cublasSetStream failed (status {status}) while "
+                               f"the stream was capturing") from None
+
+
+_libcublas_loaded = []
+
+
+def _libcublas():
+    """The libcublas this process loaded (for CuPy), by its path: a copy loaded again by name
+    could be another library, which would not know CuPy's handles."""
+    if not _libcublas_loaded:
+        import ctypes
+        with open("/proc/self/maps") as f:
+            paths = [line.split()[-1] for line in f if "libcublas.so" in line
+                     and "libcublasLt" not in line]
+        if not paths:
+            raise RuntimeError("cuBLAS calls cannot be captured in a CUDA graph here: the "
+                               "libcublas CuPy uses was not found among the loaded libraries")
+        lib = ctypes.CDLL(paths[0])
+        lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.cublasSetStream_v2.restype = ctypes.c_int
+        _libcublas_loaded.append(lib)
+    return _libcublas_loaded[0]
+
+
 def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     """``beta * c + alpha * (a @ b)`` (``c`` broadcast; None: no ``c``) by one cuBLAS call into
     a new tensor, or None when the layout or dtype is not one cuBLAS takes as it is."""
@@ -136,7 +171,7 @@ def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     alpha_, beta_ = _host_scalar(scalar, alpha), _host_scalar(scalar, beta)
     alpha_ptr, beta_ptr = alpha_[1], beta_[1]
     handle = xp.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
+    _set_stream(cublas, handle, xp.cuda.get_current_stream().ptr)
     # row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS computes (n x k)(k x m)
     if batch:
         cublas.gemmStridedBatchedEx(

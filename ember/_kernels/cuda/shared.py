@@ -22,7 +22,8 @@ from ..._core.device import CPU
 from ..._core.tensor_impl import make_tensor
 from ..._dispatch.keys import K, bit
 from ..._tensor import Tensor
-from .arrays import NeedsHost, device_array, launch, stats, to_tensor
+from ...cuda import _device_assert
+from .arrays import NeedsHost, device_array, launch, runtime, stats, to_tensor
 
 _CPU_KEYS = bit(K.CPU)
 host_only = set()  # ops whose body needs the host
@@ -39,11 +40,11 @@ WRITES_ON_DEVICE = frozenset({
 
 
 # Ops whose CPU body computes other values on CuPy arrays: CuPy's special functions (its
-# scipy.special, sinc, nextafter in float16) differ from the CPU kernels, which give PyTorch's
-# values, at ±inf and NaN; median's body calls ember ops on its arguments (they need host memory).
-# They stage through the host.
+# scipy.special, sinc) differ from the CPU kernels, which give PyTorch's values, at ±inf and NaN
+# (seen on an H200, CuPy 14.2); median's body calls ember ops on its arguments (they need host
+# memory). They stage through the host.
 HOST_BODIES = frozenset({
-    "i0", "sinc", "nextafter", "median", "nanmedian", "special_i0", "special_i0e", "special_i1",
+    "i0", "sinc", "median", "nanmedian", "special_i0", "special_i0e", "special_i1",
     "special_i1e", "special_sinc", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
     "special_bessel_y1", "special_modified_bessel_i0", "special_modified_bessel_i1",
     "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1"})
@@ -79,16 +80,27 @@ def run(op, values, dev):
     """``op``'s CPU kernel on device views of ``values`` (schema order); raises NeedsHost."""
     if not all(_cupy_dtypes(v) for v in values):
         raise NeedsHost("an element type CuPy has no arrays of")
+
     def body(xp, rt):
         originals = {}  # id(device view) -> the tensor it views
         out = op._entry.redispatch(_CPU_KEYS, *[_aliased(v, rt, originals) for v in values])
         return _back(out, originals, dev, rt)
     try:
-        return launch(dev, body)
+        out = launch(dev, body)
     except NeedsHost as e:
         host_only.add(op)
         stats["host"][str(op)] = str(e)[:200]
         raise
+    if _device_assert._armed and not _holds_tensor(out):
+        # a host value (item(), equal()): the body waited for the device, as a copy to the host
+        # does, and a failed device-side check raises now
+        _device_assert.raise_pending(runtime(), dev.index or 0, done=False)
+    return out
+
+
+def _holds_tensor(o):
+    return isinstance(o, Tensor) or isinstance(o, (list, tuple)) and any(
+        _holds_tensor(x) for x in o)
 
 
 # (Module-level recursions, not nested functions calling themselves: such a closure sits in a
