@@ -1,11 +1,11 @@
 #!/bin/bash
 # One call on a lent GPU machine (the device tool), sized to a lease: the raw kernels against the
 # CPU and PyTorch, benchmarks/gpu.py beside PyTorch, the host time per op, then the CUDA test
-# modules on the real GPU with pytest-xdist (the op table last in each worker: CuPy compiles a
-# kernel for each new op and dtype on a fresh machine). The logs go back as $OUT/logs.tgz (a call
-# returns at most 8 files), the figures as $OUT/gpu.json; CuPy's and ember's build caches as
-# $OUT/gpucache.tgz, so that a second call that carries .gpucache (unpacked in the repository,
-# ignored by git) compiles nothing again.
+# modules (the op table on the GPU included) with pytest-xdist, 12 workers. The logs go back as
+# $OUT/logs.tgz (a call returns at most 8 files), the figures as $OUT/gpu.json, and CuPy's and
+# ember's build caches as $OUT/gpucache.tgz: a later call that carries it (saved in the
+# repository as .gpucache.tgz, which git ignores) and starts with `tar xzf .gpucache.tgz`
+# compiles nothing again (~1 minute less on a fresh machine).
 #   run: bash benchmarks/gpu_check.sh [SECONDS for the whole script, default 520]
 # CHECKS (default "fused random blas foreach") names the correctness checks to run; HOST_TIME=0
 # leaves out benchmarks/cuda_host.py (for a second call in one lease).
@@ -18,7 +18,7 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=$PWD/.gpucache/cupy EMBER_CACHE_DIR=$PWD/.gpucache/ember
 unset EMBER_CUDA_SIMULATE
 left() { echo $((BUDGET - (SECONDS - START))); }
-stage() {  # stage NAME SECONDS COMMAND...: run with a timeout, log to $OUT/NAME.log
+stage() {  # stage NAME SECONDS COMMAND...: run with a timeout, log to $LOGS/NAME.log
     local name=$1 limit=$2; shift 2
     local t0=$SECONDS
     timeout "$limit" "$@" > "$LOGS/$name.log" 2>&1
