@@ -506,7 +506,15 @@ def _load_c():
     module = HandWrittenModule("ember_caching_allocator", source,
                                "the caching allocator runs in Python", parallel=False).get()
     if module is not None:
-        module.configure(Block, Stat, _SortedBlocks, BlockPool, _PoolStats)
+        from .._core import tensor_impl
+        if tensor_impl._C is None:  # (it reads the slots' offsets)
+            return
+
+        def offsets(cls):
+            return {n: tensor_impl._C.slot_offset(cls, n) for n in cls.__slots__
+                    if n != "__weakref__"}
+        module.configure(Block, *(offsets(c) for c in (Block, Stat, _SortedBlocks, BlockPool,
+                                                         _PoolStats)))
     _C = module
 
 

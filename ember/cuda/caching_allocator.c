@@ -12,12 +12,12 @@
  * expandable segments, no power-of-two rounding for the size, and a cached block that fits.
  * For every other call they return None (malloc) or False (free) before changing anything, and
  * the Python method runs.
- * Block, Stat, _SortedBlocks and BlockPool are Python classes with __slots__; their slots' byte
- * offsets are read from their member descriptors once, in configure().
+ * Block, Stat, _SortedBlocks, BlockPool and _PoolStats are Python classes with __slots__; their
+ * slots' byte offsets come to configure() once (read by ember_tensor_impl.slot_offset, as the
+ * autograd recorder's do).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 /* Block.__slots__ (the order of the tables below) */
 enum { B_DEVICE, B_STREAM, B_STREAM_USES, B_SIZE, B_REQUESTED_SIZE, B_POOL, B_PTR, B_ALLOCATED,
@@ -631,39 +631,38 @@ done:
 
 /* --- configuration --------------------------------------------------------------------------- */
 
-static int slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *offset) {
-    PyObject *descr = PyDict_GetItemString(cls->tp_dict, name);
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, name);
+/* out[i]: the byte offset of slot names[i], from ``table`` (slot name -> offset, as
+ * ember_tensor_impl.slot_offset reads them from the member descriptors). */
+static int offsets(PyObject *table, const char **names, int n, Py_ssize_t *out) {
+    if (!PyDict_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "configure: slot offsets must be a dict");
         return -1;
     }
-    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-    if (member->type != T_OBJECT_EX) {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not an object slot", cls->tp_name, name);
-        return -1;
-    }
-    *offset = member->offset;
-    return 0;
-}
-
-static int offsets(PyTypeObject *cls, const char **names, int n, Py_ssize_t *out) {
-    for (int i = 0; i < n; i++)
-        if (slot_offset(cls, names[i], &out[i]) < 0)
+    for (int i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemString(table, names[i]);
+        if (v == NULL) {
+            PyErr_Format(PyExc_TypeError, "configure: no slot offset for %s", names[i]);
             return -1;
+        }
+        out[i] = PyLong_AsSsize_t(v);
+        if (out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
     return 0;
 }
 
-/* configure(Block, Stat, _SortedBlocks, BlockPool, _PoolStats) */
+/* configure(Block, {slot: offset} of Block, Stat, _SortedBlocks, BlockPool, _PoolStats) */
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyTypeObject *block, *stat, *sorted, *pool, *hot;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyType_Type, &block, &PyType_Type, &stat,
-                          &PyType_Type, &sorted, &PyType_Type, &pool, &PyType_Type, &hot))
+    PyTypeObject *block;
+    PyObject *block_t, *stat_t, *sorted_t, *pool_t, *hot_t;
+    if (!PyArg_ParseTuple(args, "O!OOOOO", &PyType_Type, &block, &block_t, &stat_t, &sorted_t,
+                          &pool_t, &hot_t))
         return NULL;
-    if (offsets(block, block_slots, B_NSLOTS, S.block) < 0 ||
-        offsets(stat, stat_slots, S_NSLOTS, S.stat) < 0 ||
-        offsets(sorted, sorted_slots, SB_NSLOTS, S.sorted) < 0 ||
-        offsets(pool, pool_slots, P_NSLOTS, S.pool) < 0 ||
-        offsets(hot, hot_slots, H_NSLOTS, S.hot) < 0)
+    if (offsets(block_t, block_slots, B_NSLOTS, S.block) < 0 ||
+        offsets(stat_t, stat_slots, S_NSLOTS, S.stat) < 0 ||
+        offsets(sorted_t, sorted_slots, SB_NSLOTS, S.sorted) < 0 ||
+        offsets(pool_t, pool_slots, P_NSLOTS, S.pool) < 0 ||
+        offsets(hot_t, hot_slots, H_NSLOTS, S.hot) < 0)
         return NULL;
     Py_XSETREF(S.block_type, (PyTypeObject *)Py_NewRef(block));
     Py_RETURN_NONE;
@@ -671,7 +670,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(Block, Stat, _SortedBlocks, BlockPool, _PoolStats): read the slots' offsets."},
+     "configure(Block, and the {slot: offset} tables of Block, Stat, _SortedBlocks, BlockPool, "
+     "_PoolStats)."},
     {"malloc", (PyCFunction)(void (*)(void))fast_malloc, METH_FASTCALL,
      "malloc(allocator, orig_size, stream, cfg): a Block, or None: the Python method decides."},
     {"free", (PyCFunction)(void (*)(void))fast_free, METH_FASTCALL,
