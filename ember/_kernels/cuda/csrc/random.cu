@@ -70,33 +70,29 @@ DEVICE double unit53(unsigned a, unsigned b, double open_low) {
 #define PHILOX_LOOP(PER_COUNTER)                                                              \
     for (long long j = FIRST_INDEX; j * PER_COUNTER < n; j += INDEX_STRIDE)
 
+// Element j * PER + k (k < PER) of counter j's words w is VALUE, for kernels whose elements each
+// take their own words.
+#define PHILOX_ELEMENTS(PER, VALUE)                                                           \
+    PHILOX_LOOP(PER) {                                                                        \
+        unsigned w[4];                                                                        \
+        philox_words(j, seed, offset, w);                                                     \
+        UNROLL                                                                                \
+        for (int k = 0; k < PER; ++k) {                                                       \
+            const long long i = j * PER + k;                                                  \
+            if (i < n)                                                                        \
+                out[i] = VALUE;                                                               \
+        }                                                                                     \
+    }
+
 KERNEL philox_uniform_f32(float *out, long long n, unsigned long long seed,
                                               unsigned long long offset, float low, float range) {
-    PHILOX_LOOP(4) {
-        unsigned w[4];
-        philox_words(j, seed, offset, w);
-UNROLL
-        for (int k = 0; k < 4; ++k) {
-            const long long i = j * 4 + k;
-            if (i < n)
-                out[i] = __fadd_rn(__fmul_rn((float)unit32(w[k], 0.0), range), low);
-        }
-    }
+    PHILOX_ELEMENTS(4, __fadd_rn(__fmul_rn((float)unit32(w[k], 0.0), range), low))
 }
 
 KERNEL philox_uniform_f64(double *out, long long n, unsigned long long seed,
                                               unsigned long long offset, double low,
                                               double range) {
-    PHILOX_LOOP(2) {
-        unsigned w[4];
-        philox_words(j, seed, offset, w);
-UNROLL
-        for (int k = 0; k < 2; ++k) {
-            const long long i = j * 2 + k;
-            if (i < n)
-                out[i] = __dadd_rn(__dmul_rn(unit53(w[2 * k], w[2 * k + 1], 0.0), range), low);
-        }
-    }
+    PHILOX_ELEMENTS(2, __dadd_rn(__dmul_rn(unit53(w[2 * k], w[2 * k + 1], 0.0), range), low))
 }
 
 KERNEL philox_normal_f32(float *out, long long n, unsigned long long seed,
@@ -139,36 +135,18 @@ UNROLL
 
 // low + (a word, or two as a * 2**32 + b) mod count; count == 0 stands for 2**64 (no modulo).
 // The sum wraps as int64 arithmetic.
+DEVICE unsigned long long wide_word(const unsigned w[4], int k, unsigned long long count) {
+    const unsigned long long v = ((unsigned long long)w[2 * k] << 32) | w[2 * k + 1];
+    return count ? v % count : v;
+}
+
 KERNEL philox_integers(long long *out, long long n, unsigned long long seed,
                                            unsigned long long offset, long long low,
                                            unsigned long long count, int wide) {
     if (!wide) {
-        PHILOX_LOOP(4) {
-            unsigned w[4];
-            philox_words(j, seed, offset, w);
-UNROLL
-            for (int k = 0; k < 4; ++k) {
-                const long long i = j * 4 + k;
-                if (i < n)
-                    out[i] = (long long)((unsigned long long)low +
-                                         (unsigned long long)w[k] % count);
-            }
-        }
+        PHILOX_ELEMENTS(4, (long long)((unsigned long long)low +
+                                       (unsigned long long)w[k] % count))
     } else {
-        PHILOX_LOOP(2) {
-            unsigned w[4];
-            philox_words(j, seed, offset, w);
-UNROLL
-            for (int k = 0; k < 2; ++k) {
-                const long long i = j * 2 + k;
-                if (i < n) {
-                    unsigned long long v =
-                        ((unsigned long long)w[2 * k] << 32) | (unsigned long long)w[2 * k + 1];
-                    if (count)
-                        v %= count;
-                    out[i] = (long long)((unsigned long long)low + v);
-                }
-            }
-        }
+        PHILOX_ELEMENTS(2, (long long)((unsigned long long)low + wide_word(w, k, count)))
     }
 }
