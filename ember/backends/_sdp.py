@@ -121,12 +121,18 @@ def _flash_cpu_reasons(p):
     reason = _layout_reason(p)
     if reason is not None:
         return reason
+    return _dtype_reason(p, _FLASH_CPU_DTYPES, "Float, Double, BFloat16, Half")
+
+
+def _dtype_reason(p, allowed, listed):
+    """PyTorch's check that q, k and v share one of a kernel's dtypes (``allowed``, named
+    ``listed`` in the message), or None."""
+    q, k, v = p.query, p.key, p.value
     names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
-    if not (names[0] == names[1] == names[2] and names[0] in _FLASH_CPU_DTYPES):
-        return (f"Expected query, key and value to all be of dtype: {{Float, Double, BFloat16, "
-                f"Half}}. Got Query dtype: {_dtname(q)}, Key dtype: {_dtname(k)}, and Value "
-                f"dtype: {_dtname(v)} instead.")
-    return None
+    if names[0] == names[1] == names[2] and names[0] in allowed:
+        return None
+    return (f"Expected query, key and value to all be of dtype: {{{listed}}}. Got Query dtype: "
+            f"{_dtname(q)}, Key dtype: {_dtname(k)}, and Value dtype: {_dtname(v)} instead.")
 
 
 def use_flash_attention_cpp(params, debug=False):
@@ -190,12 +196,7 @@ def _efficient_cuda_reasons(p):
     reason = _layout_reason(p)
     if reason is not None:
         return reason
-    names = [str(t.dtype).rpartition(".")[2] for t in (q, k, v)]
-    if not (names[0] == names[1] == names[2] and names[0] in _EFFICIENT_DTYPES):
-        return (f"Expected query, key and value to all be of dtype: {{Float, BFloat16, Half}}. "
-                f"Got Query dtype: {_dtname(q)}, Key dtype: {_dtname(k)}, and Value dtype: "
-                f"{_dtname(v)} instead.")
-    return None
+    return _dtype_reason(p, _EFFICIENT_DTYPES, "Float, BFloat16, Half")
 
 
 def _check_params(kernel, params):
