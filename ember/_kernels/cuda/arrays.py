@@ -25,6 +25,7 @@ import threading
 
 import numpy as np
 
+from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import device as _device
 from ..._core.storage import UntypedStorage
@@ -33,6 +34,11 @@ from ..._core.tensor_impl import empty_tensor, make_tensor
 _cupy = None
 # kernel calls on the device; why ops left it (op -> reason); calls staged through the host by op
 stats = {"device": 0, "host": {}, "staged": {}}
+
+# Element types no CUDA kernel here computes in (CuPy has no arrays of them): their calls take
+# the host-kernel fallback. (bfloat16, which CuPy lacks too, the pointwise rows compute in
+# float32.)
+HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
 
 
 class NeedsHost(Exception):

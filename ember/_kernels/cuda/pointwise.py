@@ -28,11 +28,10 @@ from ..cpu import pointwise as _cpu
 from ..rules import pointwise as _R
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_rounding_mode,
                                clamp_operands, result_dtype)
-from .arrays import NeedsHost, device_array, device_of, launch
+from .arrays import HOST_DTYPES, NeedsHost, device_array, device_of, launch
 from .fused import _kernel, pointer
 
 _TABLES = {1: _cpu.UNARY, 2: _cpu.BINARY, 3: _cpu.TERNARY}
-_HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
 _HALF = (D.float16, D.bfloat16)
 # (row, computation dtype) that CuPy computes otherwise than the CPU rows (PyTorch's values):
 # float16 nextafter gives NaN for ±inf there (seen on an H200, CuPy 14.2)
@@ -186,10 +185,10 @@ def evaluate(name, operands, alpha=None, params=(), into=None):
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, into)
     tensors = [x for x in operands if _is_tensor(x)]
-    if cdt in _HOST_DTYPES or rdt in _HOST_DTYPES:
+    if cdt in HOST_DTYPES or rdt in HOST_DTYPES:
         raise NeedsHost("float8/complex32 computation")
     for x in tensors:
-        if x._dtype in _HOST_DTYPES:
+        if x._dtype in HOST_DTYPES:
             raise NeedsHost("float8/complex32 computation")
     if (name, cdt) in _HOST_ROWS:
         raise NeedsHost(f"{name} in {cdt}: CuPy's values differ")
@@ -306,7 +305,7 @@ def where_self(condition, self, other):
     _R.check_where_condition(condition)
     from ..._core.promotion import result_type_of
     dt = result_type_of((self, other))
-    if dt in _HOST_DTYPES:
+    if dt in HOST_DTYPES:
         raise NeedsHost("float8/complex32 computation")
     operands = (condition, self, other)
     tensors = [x for x in operands if _is_tensor(x)]

@@ -23,7 +23,7 @@ from ..._core.tensor_impl import make_tensor
 from ..._dispatch.keys import K, bit
 from ..._tensor import Tensor
 from ...cuda import _device_assert
-from .arrays import NeedsHost, device_array, launch, runtime, stats, to_tensor
+from .arrays import HOST_DTYPES, NeedsHost, device_array, launch, runtime, stats, to_tensor
 
 _CPU_KEYS = bit(K.CPU)
 host_only = set()  # ops whose body needs the host
@@ -50,7 +50,7 @@ HOST_BODIES = frozenset({
     "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1"})
 
 # Element types CuPy has no arrays of: a call with a tensor of one stages through the host.
-_NO_CUPY_DTYPES = frozenset((D.bfloat16, D.complex32) + D.FLOAT8)
+_NO_CUPY_DTYPES = HOST_DTYPES | {D.bfloat16}
 
 
 def eligible(op):

@@ -7,7 +7,6 @@ A factory is ``empty`` on the device plus a fill there, so no host buffer is mad
 values written are the CPU's (``cpu/factory._cast``: truncation, wrap-around, real parts) and the
 checks are the rules' (``rules/factory.py``).
 """
-from ..._core import dtype as D
 from ..._core import overlap as _overlap
 from ..._core.dtype import get_default_dtype
 from ..._core.tensor_impl import empty_tensor
@@ -16,13 +15,12 @@ from ..cpu.optim import fused_adam
 from ..cpu.ranges import arange_values
 from ..rules.copy import check_copy
 from ..rules.factory import check_fits, scalar_dtype
-from .arrays import NeedsHost, device_array, launch, to_tensor
+from .arrays import HOST_DTYPES, NeedsHost, device_array, launch, to_tensor
 
-_HOST_DTYPES = frozenset(D.FLOAT8 + (D.complex32,))
 
 
 def _fill(t, value):
-    if t._dtype in _HOST_DTYPES:
+    if t._dtype in HOST_DTYPES:
         raise NeedsHost("float8/complex32 fill")
 
     def body(xp, rt):
@@ -84,7 +82,7 @@ def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=No
 def copy_on_device(self, src):
     """``self.copy_(src)`` with both on CUDA: the CPU kernel's checks, then the cast, broadcast
     and strided copy of ``copyto`` (``unsafe`` casting: C's conversions, as ATen's copy)."""
-    if self._dtype in _HOST_DTYPES or src._dtype in _HOST_DTYPES or (
+    if self._dtype in HOST_DTYPES or src._dtype in HOST_DTYPES or (
             src._dtype.is_complex and not self._dtype.is_complex):
         raise NeedsHost("float8/complex32 copy, or complex to real (the CPU kernel warns)")
     if 0 in self._stride or src._storage is self._storage:
@@ -110,7 +108,7 @@ def _fused_adam(adamw):
         tensors = [*self, *grads, *exp_avgs, *exp_avg_sqs, *max_exp_avg_sqs, *state_steps]
         if not self:
             return None
-        if any(t._device.type != "cuda" or t._dtype in _HOST_DTYPES for t in tensors):
+        if any(t._device.type != "cuda" or t._dtype in HOST_DTYPES for t in tensors):
             raise NeedsHost("fused Adam over tensors off the device or in float8/complex32")
 
         def body(xp, rt):
@@ -128,4 +126,5 @@ def _fused_adam(adamw):
 def kernels():
     return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
             "full": full, "arange": arange, "arange.start": arange_start,
-            "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False), "_fused_adamw_": _fused_adam(True)}
+            "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False),
+            "_fused_adamw_": _fused_adam(True)}
