@@ -107,6 +107,13 @@ def raise_pending(rt, device, done):
                            f"{_BLURB}")
 
 
+def raise_any_pending(rt):
+    """After a stream's, an event's or a copy's synchronisation: a failed check on any device
+    raises (the devices stay armed while checks may still run elsewhere)."""
+    for device in list(_armed):
+        raise_pending(rt, device, done=False)
+
+
 def forget():
     """Drop every flag (the runtime is being replaced, as in tests)."""
     _flags.clear()

@@ -532,12 +532,6 @@ class CupyRuntime(Runtime):
         if _device_assert._armed:
             _device_assert.raise_pending(self, device, done=True)
 
-    def _raise_device_asserts(self):
-        """After a stream's, an event's or a copy's synchronisation: a failed device-side check
-        (``_device_assert``) raises."""
-        for device in list(_device_assert._armed):
-            _device_assert.raise_pending(self, device, done=False)
-
     def read_flag(self, word, ptr, device):
         """Copy a device-assert flag into ``word`` (a synchronous copy: after earlier work)."""
         with self.cupy.cuda.Device(device):
@@ -587,7 +581,7 @@ class CupyRuntime(Runtime):
         if not pinned:
             self.rt.streamSynchronize(stream)
             if _device_assert._armed:
-                self._raise_device_asserts()
+                _device_assert.raise_any_pending(self)
 
     def host_alloc(self, nbytes):
         try:
@@ -624,7 +618,7 @@ class CupyRuntime(Runtime):
     def stream_synchronize(self, stream):
         self.rt.streamSynchronize(stream)
         if _device_assert._armed:
-            self._raise_device_asserts()
+            _device_assert.raise_any_pending(self)
 
     def stream_wait_event(self, stream, event):
         self.rt.streamWaitEvent(stream, event, 0)
@@ -644,7 +638,7 @@ class CupyRuntime(Runtime):
     def event_synchronize(self, event):
         self.rt.eventSynchronize(event)
         if _device_assert._armed:
-            self._raise_device_asserts()
+            _device_assert.raise_any_pending(self)
 
     def event_elapsed_time(self, start, end):
         return self.rt.eventElapsedTime(start, end)

@@ -94,7 +94,7 @@ def run(op, values, dev):
     if _device_assert._armed and not _holds_tensor(out):
         # a host value (item(), equal()): the body waited for the device, as a copy to the host
         # does, and a failed device-side check raises now
-        _device_assert.raise_pending(runtime(), dev.index or 0, done=False)
+        _device_assert.raise_any_pending(runtime())
     return out
 
 
