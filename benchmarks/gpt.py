@@ -83,6 +83,25 @@ def graphed_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **siz
     return step
 
 
+def compiled_train_step(lib, batch=16, context=64, vocab=65, device="cuda",
+                        mode="reduce-overhead", **sizes):
+    """``train_step`` with the model compiled (``lib.compile(model, mode=mode)``): under
+    reduce-overhead on a GPU, the compiled forward and backward graphs run as CUDA graphs."""
+    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
+    compiled = lib.compile(model, mode=mode)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    x = lib.randint(vocab, (batch, context)).to(device)
+    y = lib.randint(vocab, (batch, context)).to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = compiled(x, y)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return step
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "ember":
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))

@@ -36,7 +36,7 @@ done
 wait
 for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-150)"; done
 stage attention 90 python3 benchmarks/gpu_attention_check.py
-stage gpu_bench 170 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
+stage gpu_bench 200 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
 T=$(( $(left) - 25 ))
 if [ "$T" -gt 20 ]; then
@@ -44,6 +44,7 @@ if [ "$T" -gt 20 ]; then
         tests/test_cuda.py tests/test_cuda_allocator.py tests/test_cuda_interop.py \
         tests/test_cuda_random.py tests/test_cuda_attention.py tests/test_cuda_multi_device.py \
         tests/test_cuda_autograd_threads.py tests/test_cuda_tunable.py tests/test_cuda_ops.py \
+        tests/test_inductor_cudagraphs.py \
         tests/test_distributed_nccl.py tests/test_cpp_extension.py::test_seed11_scale_on_the_gpu
 fi
 echo "==== summary ($((SECONDS - START)) s)"

@@ -163,7 +163,10 @@ class UntypedStorage:
         if self.device.type == "meta":
             self._nbytes = nbytes
             return self
-        new = self._allocator.allocate(nbytes)
+        alloc = self._allocator
+        # on the storage's own device, which need not be the current one
+        new = (alloc.allocate_for(nbytes, self.device) if hasattr(alloc, "allocate_for")
+               else alloc.allocate(nbytes))
         n = min(nbytes, self._nbytes)
         if self.device.type == "cpu":
             new[:n] = self._data()[:n]

@@ -18,7 +18,8 @@ import time
 import warnings
 
 from .._core.codegen import compile_source
-from . import codecache, config
+from ..nn.parameter import Parameter
+from . import codecache, config, cudagraphs
 from .codegen.cpp import module_source
 from .codegen.cpp_wrapper import CppWrapperCodeGen
 from .codegen.wrapper import WrapperCodeGen
@@ -129,25 +130,54 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
     from .decomposition import select_decomp_table
     with config.patch(_options(mode, {**(options or {}), **kwargs})):
         settings = config.snapshot()
+    num_example_inputs = len(example_inputs)
 
-    def inner(gm, inputs):
-        with config.patch(settings):
-            return compile_fx_inner(gm, inputs)
-    return aot_module_simplified(model, example_inputs, fw_compiler=inner, bw_compiler=inner,
+    def compiler(is_backward):
+        def inner(gm, inputs):
+            with config.patch(settings):
+                reason = cudagraphs.skip_reason(gm) if config.triton.cudagraphs \
+                    else "off"
+                if reason is not None:
+                    if reason != "off":
+                        cudagraphs.log_skip(reason)
+                    return compile_fx_inner(gm, inputs)
+                # a replayed graph's wrapper runs at the warm-up and the capture only: not
+                # worth a C wrapper (whose build takes seconds for a big graph)
+                with config.patch(cpp_wrapper=False):
+                    compiled = compile_fx_inner(gm, inputs)
+            return cudagraphs.CUDAGraphed(compiled, fixed(gm, inputs, is_backward))
+        return inner
+
+    def fixed(gm, inputs, is_backward):
+        """The inputs a graph reads where they lie (PyTorch's static inputs). Backward: the
+        values saved by the forward (all but the tangents), which the forward's replays leave
+        at the same addresses. Forward: the parameters, those aot_module_simplified lifted
+        (first) and those Dynamo made graph inputs."""
+        if is_backward:
+            return range(sum(not n.name.startswith("tangents") for n in _placeholders(gm)))
+        lifted = len(inputs) - num_example_inputs
+        return list(range(lifted)) + [lifted + i for i, x in enumerate(example_inputs)
+                                      if isinstance(x, Parameter)]
+    return aot_module_simplified(model, example_inputs, fw_compiler=compiler(False),
+                                 bw_compiler=compiler(True),
                                  decompositions=select_decomp_table(),
                                  partition_fn=min_cut_rematerialization_partition)
+
+
+def _placeholders(gm):
+    return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 _warned_modes = set()
 
 # mode -> the config settings it stands for (PyTorch's torch._inductor.list_mode_options, less
-# the CUDA-only ones: CUDA graphs, Triton's coordinate descent). On the CPU, reduce-overhead's
-# CUDA graphs become the wrapper in C, which is what removes the per-call overhead there.
+# Triton's coordinate descent). CUDA graphs take the graphs on a CUDA device; on the CPU,
+# reduce-overhead's part is the wrapper in C, which removes the per-call overhead there.
 MODE_OPTIONS = {
     "default": {},
-    "reduce-overhead": {"cpp_wrapper": True},
+    "reduce-overhead": {"triton.cudagraphs": True, "cpp_wrapper": True},
     "max-autotune-no-cudagraphs": {"max_autotune": True},
-    "max-autotune": {"max_autotune": True},
+    "max-autotune": {"max_autotune": True, "triton.cudagraphs": True},
 }
 
 
@@ -159,7 +189,7 @@ def _options(mode, options):
         warnings.warn(f"ember.compile(mode={mode!r}): ember's Inductor does not implement this "
                       f"mode yet (it implements {', '.join(map(repr, MODE_OPTIONS))}); the "
                       "graphs compile as mode='default'")
-    unknown = [k for k in opts if not hasattr(config, k)]
+    unknown = [k for k in opts if k not in config.known_options()]
     if unknown:
         raise RuntimeError(f"Unexpected optimization option {unknown[0]}, known options are "
                            f"{config.known_options()}")

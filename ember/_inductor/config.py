@@ -1,5 +1,6 @@
 """Inductor's settings (PyTorch's ``torch._inductor.config``), read when a graph compiles."""
 import os
+import sys
 
 # threads the generated kernels use (OpenMP); None: ember.get_num_threads()
 threads = None
@@ -32,20 +33,44 @@ max_autotune_gemm_backends = "ATEN,CPP"
 debug = os.environ.get("TORCH_COMPILE_DEBUG", "0") == "1"
 
 
+class triton:
+    """PyTorch's ``config.triton`` group (named for its GPU code generator), of which ember has
+    the CUDA graphs switch."""
+    # each compiled graph on a CUDA device runs as a CUDA graph: captured at its first call and
+    # replayed after (set by mode="reduce-overhead"; cudagraphs.py)
+    cudagraphs = False
+
+
 _OPTIONS = ("threads", "max_fusion_size", "parallel_threshold", "inline_max_users",
             "inline_max_ops", "row_local_max_bytes", "streaming_stores",
             "streaming_store_min_bytes", "cpp_wrapper", "max_autotune",
-            "max_autotune_gemm", "max_autotune_gemm_backends", "debug")
+            "max_autotune_gemm", "max_autotune_gemm_backends", "debug", "triton.cudagraphs")
 
 
 def known_options():
     return list(_OPTIONS)
 
 
+def _holder(name):
+    """(the object holding setting ``name``, its attribute): a group's for a dotted name."""
+    group, _, attr = name.rpartition(".")
+    return (globals()[group] if group else _this), attr
+
+
+def get(name):
+    holder, attr = _holder(name)
+    return getattr(holder, attr)
+
+
+def _set(name, value):
+    holder, attr = _holder(name)
+    setattr(holder, attr, value)
+
+
 def snapshot():
     """The current settings, for :func:`patch` to restore later (a compiled graph keeps the
     settings of the ``ember.compile`` call that made it)."""
-    return {k: globals()[k] for k in _OPTIONS}
+    return {k: get(k) for k in _OPTIONS}
 
 
 class patch:
@@ -56,9 +81,13 @@ class patch:
         self.changes = dict(changes or {}, **kwargs)
 
     def __enter__(self):
-        g = globals()
-        self.prior = {k: g[k] for k in self.changes}
-        g.update(self.changes)
+        self.prior = {k: get(k) for k in self.changes}
+        for k, v in self.changes.items():
+            _set(k, v)
 
     def __exit__(self, *exc):
-        globals().update(self.prior)
+        for k, v in self.prior.items():
+            _set(k, v)
+
+
+_this = sys.modules[__name__]

@@ -3,7 +3,8 @@
 
 Components are loggers (``dynamo`` -> ``ember._dynamo``); artifacts are single-purpose loggers
 under them (``graph_breaks`` -> ``ember._dynamo.__graph_breaks``, ``recompiles``, ``guards``,
-``graph_code``, ``bytecode``, ``output_code``: Inductor's generated code). ``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is
+``graph_code``, ``bytecode``, ``output_code``: Inductor's generated code, ``perf_hints``:
+what kept Inductor from a faster path, such as a graph left out of CUDA graphs). ``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is
 imported) or ``set_logs(dynamo=logging.INFO, graph_breaks=True)`` turns them on; a ``+``
 prefix means DEBUG, a ``-`` prefix ERROR, as in PyTorch. Records go to stderr through one
 handler on the ``ember`` logger."""
@@ -21,7 +22,8 @@ ARTIFACTS = {"graph_breaks": "ember._dynamo.__graph_breaks",
              "graph_code": "ember._dynamo.__graph_code",
              "graph": "ember._dynamo.__graph_code",
              "bytecode": "ember._dynamo.__bytecode",
-             "output_code": "ember._inductor.__output_code"}
+             "output_code": "ember._inductor.__output_code",
+             "perf_hints": "ember._inductor.__perf_hints"}
 _handler = None
 
 

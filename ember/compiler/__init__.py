@@ -2,7 +2,7 @@
 ``ember.compile`` — reset the caches, ask whether code is being captured, keep a function out
 of capture, or capture a function as one graph call."""
 __all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph",
-           "compile"]
+           "compile", "cudagraph_mark_step_begin"]
 
 
 def compile(*args, **kwargs):
@@ -36,3 +36,12 @@ def allow_in_graph(fn):
     """Capture calls to ``fn`` as one graph node instead of inlining it."""
     from .._dynamo import allow_in_graph as _aig
     return _aig(fn)
+
+
+def cudagraph_mark_step_begin():
+    """Mark the start of a new step for compiled CUDA graphs (``mode="reduce-overhead"``).
+
+    PyTorch's cudagraph trees need the mark to know that outputs of earlier steps may be
+    overwritten. ember's replays never overwrite an output still held — they move it to memory
+    of its own first (``ember/_inductor/cudagraphs.py``) — so there is nothing to release
+    here, and a program that marks its steps runs unchanged."""

@@ -9,7 +9,8 @@ the Python ``call(args)`` does, in the same order: it unpacks and clears the arg
 allocates buffers, calls the kernels' C functions directly, calls the eager fallbacks, bounds
 checks and views through Python callables with ``PyObject_Vectorcall``, drops each buffer after
 its last use (the Python wrapper's ``del`` lines: ``WrapperCodeGen.dead_after``) and returns the
-output tuple. Any Python error jumps to one exit that releases every reference the call holds.
+output tuple. Any Python error jumps to one exit that releases every reference the call holds
+(slots of one array, so that a graph of thousands of buffers still compiles in seconds).
 
 The Python values the C code needs (the ops it calls, sizes, dtypes, keyword names) are
 *constants*: Python expressions evaluated once in the Python wrapper's namespace and handed to
@@ -33,6 +34,13 @@ __all__ = ["CppWrapperCodeGen"]
 # Shared by every C wrapper: data pointers, runtime lists and tuples, multi-output items.
 C_HELPERS = r"""
 /* ---- helpers of the C wrapper (ember/_inductor/codegen/cpp_wrapper.py) ---- */
+/* A wrapper is a run of calls into Python, which the optimizer cannot speed up; GCC's -O3 on
+   a wrapper of a few thousand calls (a GPT's backward) takes minutes, -O1 seconds. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EMBER_WRAPPER_OPT __attribute__((optimize("O1")))
+#else
+#define EMBER_WRAPPER_OPT
+#endif
 static PyObject *ember_str_storage, *ember_str_buf, *ember_str_offset, *ember_str_data_ptr;
 
 static inline int ember_intern_names(void)
@@ -323,12 +331,17 @@ class CppWrapperCodeGen(WrapperCodeGen):
             else:
                 v = f"Py_NewRef({v})"
             body.append(f"PyTuple_SET_ITEM(result, {i}, {v});")
-        body += ["goto done;", "", "@fail:", "Py_CLEAR(result);", "@done:"]
-        body += [f"Py_XDECREF({n});" for n in local_names]
-        body.append("return result;")
-        decls = [f"PyObject *{n} = NULL;" for n in local_names]
+        n_refs = len(local_names)
+        body += ["goto done;", "", "@fail:", "Py_CLEAR(result);", "@done:",
+                 f"for (Py_ssize_t i = 0; i < {n_refs}; i++)", "    Py_XDECREF(ref[i]);",
+                 "return result;"]
+        # The references live in one array, each name a macro for its slot: the exit releases
+        # them in a loop, where a local each (thousands in a big graph, every one live on each
+        # path to the exit) takes the C compiler minutes.
+        decls = [f"PyObject *ref[{max(n_refs, 1)}] = {{NULL}};"]
         if built:
             decls.append("PyObject *out;")
+        slots = [f"#define {n} ref[{k}]" for k, n in enumerate(local_names)]
         n_const = len(self.c_constants)
         comment = [f"/* constant {k}: {_c_comment(expr)} */"
                    for expr, k in self.c_constants.items()]
@@ -337,6 +350,9 @@ class CppWrapperCodeGen(WrapperCodeGen):
             "/* C(k): the k-th constant, a Python value computed once when the graph loads */",
             "#define C(k) PyTuple_GET_ITEM(self, k)",
             *comment,
+            "/* the call's references: slots of ref[] */",
+            *slots,
+            "EMBER_WRAPPER_OPT",
             "static PyObject *call(PyObject *self, PyObject *const *fargs, Py_ssize_t nfargs)",
             "{",
             "    PyObject *result = NULL;",
@@ -349,7 +365,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
                  "    PyObject *args = fargs[0];"]
         # labels ("@" marks them) sit at the function's margin
         fn = head + [ln[1:] if ln.startswith("@") else "    " + ln if ln else "" for ln in body]
-        fn += ["}", "#undef C"]
+        fn += ["}", "#undef C"] + [f"#undef {n}" for n in local_names]
         bind = [
             "",
             "static PyMethodDef call_def = {\"call\", (PyCFunction)(void(*)(void))call, "
