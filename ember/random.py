@@ -43,6 +43,10 @@ def _seed_value(seed, who="manual_seed"):
 class Generator:
     """A source of random numbers for ``rand``, ``randn``, ``uniform_`` ... (``generator=``)."""
 
+    # while a CUDA graph captures this generator's random ops: the graph's record of it
+    # (ember/_kernels/cuda/random.py's GraphState)
+    _graph_state = None
+
     def __init__(self, device="cpu"):
         dev = _device(device)
         if dev.type == "cuda":
@@ -72,11 +76,12 @@ class Generator:
         self._offset = 0
         return self
 
-    def philox_next(self):
+    def philox_next(self, increment=1):
         """(seed, offset) for one random op on a CUDA device; the next op gets the next offset
-        (PyTorch's ``philox_cuda_state``)."""
+        (PyTorch's ``philox_cuda_state``). A CUDA graph's replay takes as many offsets as the
+        graph has random ops (``increment``)."""
         offset = self._offset
-        self._offset = (offset + 1) & _MASK64
+        self._offset = (offset + increment) & _MASK64
         return self._seed, offset
 
     def seed(self):

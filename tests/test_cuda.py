@@ -311,6 +311,36 @@ def test_graph_of_device_copies():
     assert y.tolist() == [5.0, 6.0, 7.0, 8.0]
 
 
+def test_captured_random_ops_draw_new_numbers_at_each_replay():
+    """As in PyTorch: the random ops of a graph take the generator's next offsets at each
+    replay — eager's numbers from the same seed; a generator other than the device's default
+    one is registered with the graph first."""
+    x = ember.empty(1000, device="cuda")
+    gen = ember.Generator(device="cuda")
+    for user_gen in (None, gen):
+        g = ember.cuda.CUDAGraph()
+        if user_gen is not None:
+            g.register_generator_state(user_gen)
+        with ember.cuda.graph(g):
+            x.uniform_(generator=user_gen)
+            y = x * 2
+        got, expect = [], []
+        for record, run in ((got, g.replay), (expect, lambda: y.copy_(x.uniform_(
+                generator=user_gen) * 2))):
+            ember.cuda.manual_seed(3)
+            gen.manual_seed(3)
+            for _ in range(2):
+                run()
+                record.append(y.cpu().numpy().copy())
+        assert np.array_equal(got[0], expect[0]) and np.array_equal(got[1], expect[1])
+        assert not np.array_equal(got[0], got[1]) and 0 <= got[0].min() < got[0].max() < 2
+    other = ember.Generator(device="cuda")
+    with pytest.raises(RuntimeError, match="not registered with the graph"):
+        with ember.cuda.graph(ember.cuda.CUDAGraph()):
+            x.normal_(generator=other)
+    assert not ember.cuda.is_current_stream_capturing()
+
+
 def test_graph_capture_errors():
     _needs_graph_kernels()
     g = ember.cuda.CUDAGraph()

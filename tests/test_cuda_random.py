@@ -183,14 +183,29 @@ def test_random_cu_computes_philox_py():
     for n in (1, 7, 4099):
         for kernel, dtype in ((0, np.float32), (1, np.float64)):
             out = np.empty(n, dtype)
-            run(kernel, out.ctypes.data, n, seed, offset, -2.0, 5.0)
+            run(kernel, out.ctypes.data, n, seed, offset, 0, -2.0, 5.0)
             assert np.array_equal(out, philox.uniform(seed, offset, n, dtype, -2.0, 3.0))
         for kernel, dtype in ((2, np.float32), (3, np.float64)):
             out = np.empty(n, dtype)
-            run(kernel, out.ctypes.data, n, seed, offset, 0.5, 2.0)
+            run(kernel, out.ctypes.data, n, seed, offset, 0, 0.5, 2.0)
             assert np.allclose(out, philox.normal(seed, offset, n, dtype, 0.5, 2.0), rtol=2e-7,
                                atol=1e-7)
         for low, count in ((-3, 10), (-(1 << 40), 1 << 41), (-(1 << 63), 1 << 64)):
             out = np.empty(n, np.int64)
-            run(4, out.ctypes.data, n, seed, offset, low, count % (1 << 64), count >= 1 << 32)
+            run(4, out.ctypes.data, n, seed, offset, 0, low, count % (1 << 64), count >= 1 << 32)
             assert np.array_equal(out, philox.integers(seed, offset, n, low, count))
+
+
+def test_random_cu_reads_a_graphs_state_words():
+    """A captured kernel takes the seed from the graph's state words and adds its own offset to
+    theirs (the host build of csrc/random.cu, as test_random_cu_computes_philox_py)."""
+    from ember._kernels.cuda import random as cuda_random
+    mod = cuda_random.host_module()
+    state = np.zeros(2, np.uint64)
+    seed, base = (9 << 32) + 1, (1 << 64) - 2  # the sum wraps
+    mod.set_state(state.ctypes.data, seed, base)
+    assert state.tolist() == [seed, base]
+    for kernel, dtype in ((0, np.float32), (1, np.float64)):
+        out = np.empty(37, dtype)
+        mod.run(kernel, out.ctypes.data, 37, 123, 3, state.ctypes.data, 0.0, 1.0)
+        assert np.array_equal(out, philox.uniform(seed, 1, 37, dtype, 0.0, 1.0))

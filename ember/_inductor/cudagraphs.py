@@ -21,10 +21,12 @@ still alive into memory of their own (``UntypedStorage.resize_`` to their size: 
 A kept output (the last step's loss, a logged activation) keeps its values; an output let go —
 the usual case: the values saved for backward are freed by it — costs nothing.
 
+**Random ops** draw new numbers at each replay (``CUDAGraph``'s generator state), the numbers
+eager would draw: the warm-up and the capture leave the device's generator as they found it.
+
 **Not captured** (the graph runs as compiled; the reason goes to the ``perf_hints`` log, as
 PyTorch's "skipping cudagraphs due to ..."): a tensor off the CUDA device or on two devices,
-an op writing one of its inputs, random ops (a captured draw would replay its Philox offset,
-the same numbers at every replay).
+an op writing one of its inputs.
 """
 import collections
 import weakref
@@ -72,21 +74,7 @@ def skip_reason(gm):
             continue
         if schema.is_mutable:
             return f"mutated inputs ({n.name})"
-        if _draws(n, schema):
-            return f"random ops ({n.name}): a captured draw would repeat at every replay"
     return None
-
-
-def _draws(node, schema):
-    """Whether ``node`` draws random numbers: a seeded op (by its tag), unless its dropout
-    probability is a constant 0 (attention without dropout)."""
-    if "nondeterministic_seeded" not in node.target.tags:
-        return False
-    for k, a in enumerate(schema.arguments):
-        if a.name == "dropout_p":
-            p = node.kwargs.get("dropout_p", node.args[k] if k < len(node.args) else a.default)
-            return p != 0
-    return True
 
 
 def _flat(x):
@@ -167,11 +155,14 @@ class _Recording:
         stream = _side_streams.get(device.index)
         if stream is None:
             stream = _side_streams[device.index] = cuda.Stream(device)
+        gen = cuda.default_generators[device.index or 0]
+        rng = gen.get_state()
         with no_grad():
             cuda.synchronize()
             with cuda.stream(stream):
                 _call(owner.compiled, list(static))  # the warm-up
             cuda.synchronize()
+            gen.set_state(rng)  # the first replay draws what this call would have
             self.graph = cuda.CUDAGraph()
             with cuda.graph(self.graph, stream=stream):
                 outs = _call(owner.compiled, list(static))

@@ -37,6 +37,16 @@ class CUDAGraph:
         self._pool = None
         self._stream = None
         self._device = None
+        self._generators = []  # registered before the capture began
+        self._rng = []  # a GraphState per generator whose random ops the graph holds
+
+    def register_generator_state(self, generator):
+        """Let the graph hold random ops of ``generator`` (the capturing device's default
+        generator needs no registering): each replay draws new numbers from it."""
+        if self._stream is None:
+            self._generators.append(generator)
+        else:
+            self._rng.append(_graph_state(generator, self._device))
 
     def capture_begin(self, pool=None, capture_error_mode="global"):
         if capture_error_mode not in ("global", "thread_local", "relaxed"):
@@ -51,6 +61,9 @@ class CUDAGraph:
             raise RuntimeError("CUDA graphs must be captured on a non-default stream. (However, "
                                "after capture, it's ok to replay them on the default stream.)")
         self._stream, self._device = s, s.device_index
+        from . import default_generators
+        gens = [default_generators[self._device]] + self._generators
+        self._rng = [_graph_state(g, self._device) for g in dict.fromkeys(gens)]
         self._pool = _caching_allocator.next_capture_pool_id() if pool is None else tuple(pool)
         handle = s.cuda_stream
         _caching_allocator.get_allocator(self._device).begin_allocate_to_pool(
@@ -66,6 +79,10 @@ class CUDAGraph:
             self._checks = _device_assert.launched != self._checks_before
         finally:
             _caching_allocator.get_allocator(self._device).end_allocate_to_pool(self._pool)
+            for st in self._rng:
+                st.generator._graph_state = None
+            # only generators the graph drew from need their words written at each replay
+            self._rng = [st for st in self._rng if st.increment]
 
     def instantiate(self):
         """Graphs are instantiated at capture_end; kept for PyTorch's API."""
@@ -73,6 +90,8 @@ class CUDAGraph:
     def replay(self):
         if self._exec is None:
             raise RuntimeError("Called CUDAGraph::replay without a preceding successful capture.")
+        for st in self._rng:
+            st.prologue()
         _rt().graph_launch(self._exec, current_stream(self._device).cuda_stream)
         if self._checks:
             _device_assert.arm(self._device)
@@ -83,6 +102,7 @@ class CUDAGraph:
         if self._exec is not None:
             _rt().graph_destroy(self._exec)
             self._exec = None
+            self._rng = []
             _caching_allocator.get_allocator(self._device).release_pool(self._pool)
 
     def pool(self):
@@ -131,6 +151,14 @@ class graph:
             self.cuda_graph.capture_end()
         finally:
             self.stream_ctx.__exit__(*exc)
+
+
+def _graph_state(generator, device):
+    """``generator``'s record in a capture on ``device``, which its random ops now find."""
+    from .._core.device import device as _device
+    from .._kernels.cuda.random import GraphState
+    st = generator._graph_state = GraphState(generator, _device("cuda", device))
+    return st
 
 
 def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False,

@@ -67,6 +67,22 @@ DEVICE double unit53(unsigned a, unsigned b, double open_low) {
            1.1102230246251565e-16;  // 2**-53
 }
 
+// A kernel captured in a CUDA graph reads its generator's (seed, offset) from the graph's two
+// state words, which philox_set_state writes before each replay, and adds the offset it was
+// captured with (its place among the graph's random ops); elsewhere state is NULL and (seed,
+// offset) are the arguments.
+#define PHILOX_STATE                                                                          \
+    if (state) {                                                                              \
+        seed = state[0];                                                                      \
+        offset += state[1];                                                                   \
+    }
+
+KERNEL philox_set_state(unsigned long long *state, unsigned long long seed,
+                        unsigned long long offset) {
+    state[0] = seed;
+    state[1] = offset;
+}
+
 #define PHILOX_LOOP(PER_COUNTER)                                                              \
     for (long long j = FIRST_INDEX; j * PER_COUNTER < n; j += INDEX_STRIDE)
 
@@ -85,18 +101,23 @@ DEVICE double unit53(unsigned a, unsigned b, double open_low) {
     }
 
 KERNEL philox_uniform_f32(float *out, long long n, unsigned long long seed,
-                                              unsigned long long offset, float low, float range) {
+                          unsigned long long offset, const unsigned long long *state, float low,
+                          float range) {
+    PHILOX_STATE;
     PHILOX_ELEMENTS(4, __fadd_rn(__fmul_rn((float)unit32(w[k], 0.0), range), low))
 }
 
 KERNEL philox_uniform_f64(double *out, long long n, unsigned long long seed,
-                                              unsigned long long offset, double low,
-                                              double range) {
+                          unsigned long long offset, const unsigned long long *state, double low,
+                          double range) {
+    PHILOX_STATE;
     PHILOX_ELEMENTS(2, __dadd_rn(__dmul_rn(unit53(w[2 * k], w[2 * k + 1], 0.0), range), low))
 }
 
 KERNEL philox_normal_f32(float *out, long long n, unsigned long long seed,
-                                             unsigned long long offset, float mean, float std) {
+                         unsigned long long offset, const unsigned long long *state, float mean,
+                         float std) {
+    PHILOX_STATE;
     PHILOX_LOOP(4) {
         unsigned w[4];
         philox_words(j, seed, offset, w);
@@ -116,8 +137,9 @@ UNROLL
 }
 
 KERNEL philox_normal_f64(double *out, long long n, unsigned long long seed,
-                                             unsigned long long offset, double mean,
-                                             double std) {
+                         unsigned long long offset, const unsigned long long *state, double mean,
+                         double std) {
+    PHILOX_STATE;
     PHILOX_LOOP(2) {
         unsigned w[4];
         philox_words(j, seed, offset, w);
@@ -141,8 +163,9 @@ DEVICE unsigned long long wide_word(const unsigned w[4], int k, unsigned long lo
 }
 
 KERNEL philox_integers(long long *out, long long n, unsigned long long seed,
-                                           unsigned long long offset, long long low,
-                                           unsigned long long count, int wide) {
+                       unsigned long long offset, const unsigned long long *state, long long low,
+                       unsigned long long count, int wide) {
+    PHILOX_STATE;
     if (!wide) {
         PHILOX_ELEMENTS(4, (long long)((unsigned long long)low +
                                        (unsigned long long)w[k] % count))
