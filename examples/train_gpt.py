@@ -9,6 +9,8 @@ says ember.
     python examples/train_gpt.py               # 2 layers, 4 heads, width 128, context 64
     python examples/train_gpt.py --quick       # a few seconds, for the test suite
     python examples/train_gpt.py --compile     # the model through torch.compile
+    python examples/train_gpt.py --device cuda --compile --compile-mode reduce-overhead
+                                               # compiled graphs replayed as CUDA graphs
     python examples/train_gpt.py --device cuda --amp   # float16 autocast and GradScaler
     python -m ember.distributed.run --standalone --nproc-per-node 2 examples/train_gpt.py --ddp
                                                # data parallel over 2 processes
@@ -158,6 +160,9 @@ def main(argv=None):
     parser.add_argument("--compile", nargs="?", const="inductor", default=None,
                         metavar="BACKEND", help="torch.compile the model (backend: inductor, "
                         "or eager, aot_eager)")
+    parser.add_argument("--compile-mode", default=None,
+                        help="torch.compile's mode, e.g. reduce-overhead (on CUDA: the compiled "
+                        "graphs replayed as CUDA graphs)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--amp", action="store_true",
                         help="mixed precision: autocast (float16 on CUDA, with GradScaler)")
@@ -196,7 +201,7 @@ def main(argv=None):
         optimizer, warmup_cosine(max(1, args.steps // 20), args.steps))
     raw_model = model
     if args.compile:
-        model = torch.compile(model, backend=args.compile)
+        model = torch.compile(model, backend=args.compile, mode=args.compile_mode)
     if args.ddp:
         from ember.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model)  # rank 0's weights; gradients averaged over the ranks

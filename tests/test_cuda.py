@@ -422,6 +422,13 @@ def test_gpt_trains_on_cuda_like_cpu(capsys):
     gpu = train_gpt.main(args + ["--device", "cuda"])
     assert gpu["first_val"] == pytest.approx(cpu["first_val"], rel=1e-5)
     assert gpu["val"] == pytest.approx(cpu["val"], rel=1e-5)
+    # compiled, its graphs replayed as CUDA graphs
+    from ember._inductor import cudagraphs
+    replays = cudagraphs.counters["replays"]
+    graphed = train_gpt.main(args + ["--device", "cuda", "--compile", "--compile-mode",
+                                     "reduce-overhead"])
+    assert graphed["val"] == pytest.approx(cpu["val"], rel=1e-5)
+    assert cudagraphs.counters["replays"] - replays >= 12  # forward and backward, 6 steps
 
 
 def test_gpt_trains_on_cuda_with_float16_autocast_and_grad_scaler(capsys):
