@@ -443,6 +443,10 @@ def test_gpt_trains_on_cuda_with_float16_autocast_and_grad_scaler(capsys):
     assert amp["first_val"] == pytest.approx(cpu["first_val"], rel=1e-5)
     assert amp["val"] == pytest.approx(cpu["val"], rel=0.02)
     assert amp["val"] < amp["first_val"] - 0.2
+    # compiled under autocast, forward and backward replayed as CUDA graphs, GradScaler outside
+    graphed = train_gpt.main(args + ["--device", "cuda", "--amp", "--compile",
+                                     "--compile-mode", "reduce-overhead"])
+    assert graphed["val"] == pytest.approx(cpu["val"], rel=0.02)
 
 
 # ---------------------------------------------------------------------------------------------
