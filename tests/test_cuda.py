@@ -341,6 +341,81 @@ def test_captured_random_ops_draw_new_numbers_at_each_replay():
     assert not ember.cuda.is_current_stream_capturing()
 
 
+@pytest.mark.parametrize("make", ["adam", "adamw_amsgrad", "sgd"])
+def test_a_whole_training_step_captured_trains_as_eager(make):
+    """PyTorch's whole-network capture: forward, backward and the optimizer's step in one graph,
+    replayed on new data (Adam with capturable=True keeps its step counts on the device)."""
+    _needs_graph_kernels()
+    import copy
+    optimizers = {
+        "adam": lambda ps, **kw: ember.optim.Adam(ps, lr=1e-2, **kw),
+        "adamw_amsgrad": lambda ps, **kw: ember.optim.AdamW(ps, lr=1e-2, amsgrad=True, **kw),
+        "sgd": lambda ps, **kw: ember.optim.SGD(ps, lr=0.1, momentum=0.9)}
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.ReLU(),
+                                ember.nn.Linear(16, 1)).cuda()
+    ref = copy.deepcopy(model)
+    opt = optimizers[make](model.parameters(), capturable=True)
+    ref_opt = optimizers[make](ref.parameters())
+    x, y = ember.randn(32, 8, device="cuda"), ember.randn(32, 1, device="cuda")
+
+    def step(m, o):
+        o.zero_grad(set_to_none=True)
+        loss = ember.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        o.step()
+        return loss
+
+    side = ember.cuda.Stream()
+    side.wait_stream(ember.cuda.current_stream())
+    with warnings.catch_warnings(), ember.cuda.stream(side):
+        warnings.simplefilter("ignore")  # capturable=True run uncaptured: PyTorch's warning
+        for _ in range(3):  # warm-up: the optimizer's state exists before the capture
+            step(model, opt)
+            step(ref, ref_opt)
+    ember.cuda.current_stream().wait_stream(side)
+    g = ember.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with ember.cuda.graph(g):
+        static_loss = ember.nn.functional.mse_loss(model(x), y)
+        static_loss.backward()
+        opt.step()
+    gen = ember.Generator().manual_seed(1)
+    for _ in range(4):
+        x.copy_(ember.randn(32, 8, generator=gen))
+        y.copy_(ember.randn(32, 1, generator=gen))
+        g.replay()
+        expect = step(ref, ref_opt)
+        assert float(static_loss) == pytest.approx(float(expect), rel=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert np.allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), atol=1e-5)
+
+
+def test_optimizers_that_cannot_be_captured_say_so():
+    p = ember.nn.Parameter(ember.ones(3, device="cuda"))
+    p.grad = ember.ones(3, device="cuda")
+    adam = ember.optim.Adam([p])
+    adam.step()  # the state exists
+    with pytest.raises(RuntimeError, match="Attempting CUDA graph capture of step\\(\\) for an "
+                       "instance of Adam but param_groups' capturable is False"):
+        with ember.cuda.graph(ember.cuda.CUDAGraph()):
+            adam.step()
+    with pytest.raises(AssertionError, match="capturable=True, params and state_steps must "
+                       "be on supported devices"):  # as PyTorch: a CPU step is not captured
+        q = ember.nn.Parameter(ember.ones(3))
+        q.grad = ember.ones(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ember.optim.Adam([q], capturable=True).step()
+    rms = ember.optim.RMSprop([p], capturable=True)
+    with pytest.warns(UserWarning, match="running without CUDA graph capture"):
+        rms.step()
+    with pytest.raises(NotImplementedError, match="RMSprop does not implement capturable"):
+        with ember.cuda.graph(ember.cuda.CUDAGraph()):
+            rms.step()
+    assert not ember.cuda.is_current_stream_capturing()
+
+
 def test_graph_capture_errors():
     _needs_graph_kernels()
     g = ember.cuda.CUDAGraph()

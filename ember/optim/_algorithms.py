@@ -182,6 +182,7 @@ def _closure_loss(closure):
 
 class Adam(Optimizer):
     _decoupled_default = False
+    _implements_capturable = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
@@ -217,9 +218,11 @@ class Adam(Optimizer):
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:
-                    if group["fused"]:
-                        _device_dtype_check_for_fused(p)
-                        # the fused op reads its step counts where the params live, as float32
+                    if group["fused"] or group["capturable"]:
+                        if group["fused"]:
+                            _device_dtype_check_for_fused(p)
+                        # the fused op, and a step a CUDA graph replays, read the step counts
+                        # where the params live (float32, as PyTorch's)
                         state["step"] = tensor(0.0, dtype=float32, device=p.device)
                     else:
                         state["step"] = _step_tensor()
@@ -229,6 +232,9 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = zeros_like(p)
             if group["fused"] and params:
                 self._fused_step(group, params, lr)
+                continue
+            if group["capturable"]:
+                self._capturable_step(group, params, lr)
                 continue
             if _use_foreach(group, params):
                 self._foreach_step(group, params, lr)
@@ -257,6 +263,40 @@ class Adam(Optimizer):
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+    def _capturable_step(self, group, params, lr):
+        """PyTorch's capturable Adam (its single-tensor form): the step counts and the bias
+        corrections stay on the device, so that a CUDA graph replaying the step reads each
+        replay's count (the other paths read it on the host)."""
+        beta1, beta2 = group["betas"]
+        eps, wd = group["eps"], group["weight_decay"]
+        for p in params:
+            state = self.state[p]
+            if not (p.device.type == state["step"].device.type == "cuda"):
+                raise AssertionError("If capturable=True, params and state_steps must be on "
+                                     "supported devices: ['cuda'].")
+            grad = _grad(p, group["maximize"])
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            step = state["step"]
+            step += 1
+            if wd != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * wd)
+                else:
+                    grad = grad.add(p, alpha=wd)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            step_size_neg = (lr / (1 - beta1 ** step)).neg()
+            bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+            if group["amsgrad"]:
+                max_sq = state["max_exp_avg_sq"]
+                max_sq.copy_(maximum(max_sq, exp_avg_sq))
+                sq = max_sq
+            else:
+                sq = exp_avg_sq
+            denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+                eps / step_size_neg)
+            p.addcdiv_(exp_avg, denom)
 
     def _fused_step(self, group, params, lr):
         """PyTorch's ``_fused_adam``: one ``_fused_adam_``/``_fused_adamw_`` call per device.

@@ -161,10 +161,11 @@ class _Staging:
     """The host side of one fallback call: a CPU tensor for each CUDA tensor argument, sharing
     one host buffer per device storage (so views of one storage stay views of one buffer)."""
 
-    def __init__(self, rt, stream):
+    def __init__(self, rt, stream, copies=False):
         self.rt = rt
         self.stream = stream  # the copies are ordered with the op's stream
         self.buffers = {}  # id(device storage) -> (device storage, host uint8 array)
+        self.copies = copies  # simulated device: copies of its memory, not views
 
     def host_buffer(self, storage):
         entry = self.buffers.get(id(storage))
@@ -173,6 +174,8 @@ class _Staging:
             ptr = storage.data_ptr()
             if self.rt.simulated:
                 buf = self.rt.host_view(ptr, n) if n else np.empty(0, np.uint8)
+                if self.copies:
+                    buf = buf.copy()
             else:
                 buf = np.empty(n, np.uint8)
                 if n:
@@ -325,16 +328,21 @@ def _host_kernel(op, *args, **kwargs):
     if capturing and not rt.simulated:
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")
+    first_values, first_staging = host_values, staging
     with arrays.timed(rt, dev.index, stream, f"ember::cuda::host::{schema.name}"):
         if rt.simulated and not capturing:
             box = []
             rt.launch(stream, lambda: box.append(run()))
             out = box[0]
         elif capturing:
-            # a run that gives the captured outputs their layout; the values are the replays'
-            # (the memory may hold anything now: no overflow warnings from it)
+            # A run that gives the captured outputs their layout; the values are the replays'
+            # (the memory may hold anything now: no overflow warnings from it). A captured
+            # kernel writes nothing until a replay: one writing an argument runs on copies.
+            if any(a.is_write for a in schema.arguments):
+                first_staging = _Staging(rt, stream, copies=True)
+                first_values = [_hosted(v, first_staging) for v in values]
             with np.errstate(all="ignore"):
-                out = run()
+                out = op._entry.redispatch(_CPU_KEYS, *first_values)
         else:
             out = run()
     if capturing and not isinstance(out, (Tensor, list, tuple, type(None))):
@@ -345,10 +353,10 @@ def _host_kernel(op, *args, **kwargs):
                 if isinstance(t, Tensor) and t._device.type == "cuda":
                     staging.write_back(t._storage)
 
-    originals = {id(h): d for h, d in zip(_flat(host_values), _flat(values))
+    originals = {id(h): d for h, d in zip(_flat(first_values), _flat(values))
                  if isinstance(h, Tensor)}
     fresh = {}  # id(host result) -> device tensor it was copied into
-    result = _on_device(out, originals, fresh, staging, dev, rt, stream)
+    result = _on_device(out, originals, fresh, first_staging, dev, rt, stream)
     if capturing:
         # The graph replays the kernel on the captured memory: inputs, in-place results and views
         # are the captured bytes themselves; fresh results are stored into the same outputs.
