@@ -83,6 +83,40 @@ def graphed_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **siz
     return step
 
 
+def captured_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **sizes):
+    """``train_step`` captured whole — forward, backward, clipping and AdamW with
+    ``capturable=True`` — into one CUDA graph (PyTorch's whole-network capture); each call
+    replays it."""
+    import warnings
+    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)
+    x = lib.randint(vocab, (batch, context)).to(device)
+    y = lib.randint(vocab, (batch, context)).to(device)
+
+    def step():
+        loss = model(x, y)
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    side = lib.cuda.Stream()
+    side.wait_stream(lib.cuda.current_stream())
+    with warnings.catch_warnings(), lib.cuda.stream(side):
+        warnings.simplefilter("ignore")  # capturable=True run uncaptured (the warm-up)
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            step()
+    lib.cuda.current_stream().wait_stream(side)
+    graph = lib.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)  # the gradients' memory comes from the graph's pool
+    with lib.cuda.graph(graph):
+        step()
+
+    def replay():
+        graph.replay()
+    replay.static = (model, opt, x, y)  # the graph reads and writes their memory: keep them
+    return replay
+
+
 def compiled_train_step(lib, batch=16, context=64, vocab=65, device="cuda",
                         mode="reduce-overhead", **sizes):
     """``train_step`` with the model compiled (``lib.compile(model, mode=mode)``): under

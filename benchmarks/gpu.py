@@ -15,7 +15,8 @@ calls first. Random inputs throughout. Cases: ``mm`` 4096³ in fp32, tf32 and bf
 layer_norm on 8192×4096 float32; causal ``scaled_dot_product_attention`` forward and backward
 at the GPT's shapes; GPT training steps at two GPU-sized configurations (width 512 × 6 layers,
 batch 16 × 256; GPT-2 small's width 768 × 12 layers, batch 8 × 512), eager, with forward and
-backward as CUDA graphs (``make_graphed_callables``), and for ember compiled with
+backward as CUDA graphs (``make_graphed_callables``), the whole step (clipping and AdamW with
+``capturable=True`` included) in one CUDA graph, and for ember compiled with
 ``mode="reduce-overhead"`` (its graphs replayed as CUDA graphs), beside PyTorch's eager step.
 ember computes on the device through CuPy (ember/_kernels/cuda); the ops a run still staged
 through the host, and why, are printed after the table.
@@ -114,7 +115,8 @@ def cases(lib, quick):
         configs.append(("GPT-2s 768x12", dict(width=768, n_layer=12, n_head=12, batch=8,
                                               context=512)))
     for name, sizes in configs:
-        ways = [("eager", gpt.train_step), ("graphed", gpt.graphed_train_step)]
+        ways = [("eager", gpt.train_step), ("graphed", gpt.graphed_train_step),
+                ("captured", gpt.captured_train_step)]
         if lib.__name__ == "ember":  # (PyTorch's Inductor would spend minutes compiling)
             ways.append(("compiled", gpt.compiled_train_step))
         for how, make in ways:
