@@ -193,3 +193,22 @@ def test_the_switch_is_inductors_triton_cudagraphs():
     with pytest.raises(RuntimeError, match="Unexpected optimization option triton.cudagraph,"):
         ember.compile(f, options={"triton.cudagraph": True})(x)
     ember.compiler.cudagraph_mark_step_begin()
+
+
+def test_a_tensor_marked_static_is_read_where_it_lies():
+    """``mark_static_address``: no copy into the graph's own buffer; the graph sees the
+    tensor's updates (other inputs are copied in at each call)."""
+    state, x = ember.zeros(4, device="cuda"), ember.ones(4, device="cuda")
+    ember._dynamo.mark_static_address(state)
+
+    @ember.compile(mode="reduce-overhead")
+    def f(s, x):
+        return s * 2 + x
+
+    f(state, x)
+    rec = next(iter(_graphed()[0].recordings.values()))
+    assert [i for i, _, _ in rec.owned] == [1]  # x only
+    state.fill_(5.0)
+    assert _np(f(state, x)).tolist() == [11.0] * 4
+    with pytest.raises(TypeError, match="expects a tensor"):
+        ember._dynamo.mark_static_address(3)

@@ -28,7 +28,8 @@ from .backends.registry import list_backends, lookup_backend, register_backend  
 from .eval_frame import (OptimizedModule, allow_in_graph, disable, is_compiling,  # noqa: F401
                          optimize)
 
-__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends", "mark_dynamic", "maybe_mark_dynamic",
+__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends",
+           "mark_dynamic", "maybe_mark_dynamic", "mark_static_address",
            "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
            "exc"]
 
@@ -101,6 +102,30 @@ def mark_dynamic(t, index, *, min=None, max=None):  # noqa: A002  (PyTorch's nam
     if hit is None or hit[0]() is not t:
         hit = _dynamic_marks[id(t)] = (weakref.ref(t), {})
     hit[1][index] = (min, max)
+
+
+def mark_static_address(t, guard=False):
+    """Mark tensor ``t`` as staying at one address across calls (a persistent buffer, say):
+    a compiled graph run as a CUDA graph (``mode="reduce-overhead"``) reads it where it lies
+    instead of copying it in at every call, as it does parameters. ``guard`` is PyTorch's
+    choice between recompiling and re-recording when the address changes; ember's graphs check
+    the address at each call either way, and one found elsewhere runs the graph as compiled."""
+    from .._tensor import Tensor
+    import weakref
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static_address expects a tensor but received {type(t)}")
+    key = id(t)
+    _static_marks[key] = weakref.ref(
+        t, lambda ref: _static_marks.pop(key) if _static_marks.get(key) is ref else None)
+
+
+_static_marks = {}  # id(tensor) -> weak reference, for the tensors mark_static_address marked
+
+
+def is_static_address(t):
+    """Whether ``mark_static_address`` marked tensor ``t``."""
+    ref = _static_marks.get(id(t))
+    return ref is not None and ref() is t
 
 
 def maybe_mark_dynamic(t, index):

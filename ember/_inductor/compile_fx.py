@@ -18,6 +18,7 @@ import time
 import warnings
 
 from .._core.codegen import compile_source
+from .._dynamo import is_static_address
 from ..nn.parameter import Parameter
 from . import codecache, config, cudagraphs
 from .codegen.cpp import module_source
@@ -152,12 +153,14 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
         """The inputs a graph reads where they lie (PyTorch's static inputs). Backward: the
         values saved by the forward (all but the tangents), which the forward's replays leave
         at the same addresses. Forward: the parameters, those aot_module_simplified lifted
-        (first) and those Dynamo made graph inputs."""
+        (first) and those Dynamo made graph inputs, and tensors marked with
+        ``ember._dynamo.mark_static_address``."""
         if is_backward:
             return range(sum(not n.name.startswith("tangents") for n in _placeholders(gm)))
         lifted = len(inputs) - num_example_inputs
-        return list(range(lifted)) + [lifted + i for i, x in enumerate(example_inputs)
-                                      if isinstance(x, Parameter)]
+        return list(range(lifted)) + [
+            lifted + i for i, x in enumerate(example_inputs)
+            if isinstance(x, Parameter) or is_static_address(x)]
     return aot_module_simplified(model, example_inputs, fw_compiler=compiler(False),
                                  bw_compiler=compiler(True),
                                  decompositions=select_decomp_table(),
