@@ -504,6 +504,7 @@ def test_gpt_trains_on_cuda_like_cpu(capsys):
                                      "reduce-overhead"])
     assert graphed["val"] == pytest.approx(cpu["val"], rel=1e-5)
     assert cudagraphs.counters["replays"] - replays >= 12  # forward and backward, 6 steps
+    ember._dynamo.reset()  # the graphs (and their memory pools) go with the compiled code
 
 
 def test_gpt_trains_on_cuda_with_float16_autocast_and_grad_scaler(capsys):
@@ -522,6 +523,7 @@ def test_gpt_trains_on_cuda_with_float16_autocast_and_grad_scaler(capsys):
     graphed = train_gpt.main(args + ["--device", "cuda", "--amp", "--compile",
                                      "--compile-mode", "reduce-overhead"])
     assert graphed["val"] == pytest.approx(cpu["val"], rel=0.02)
+    ember._dynamo.reset()
 
 
 # ---------------------------------------------------------------------------------------------

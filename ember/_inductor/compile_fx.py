@@ -161,9 +161,12 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
         return list(range(lifted)) + [
             lifted + i for i, x in enumerate(example_inputs)
             if isinstance(x, Parameter) or is_static_address(x)]
+    on_cuda = any(getattr(x, "device", None) is not None and x.device.type == "cuda"
+                  for x in example_inputs)
     return aot_module_simplified(model, example_inputs, fw_compiler=compiler(False),
                                  bw_compiler=compiler(True),
-                                 decompositions=select_decomp_table(),
+                                 decompositions=select_decomp_table("cuda" if on_cuda
+                                                                    else "cpu"),
                                  partition_fn=min_cut_rematerialization_partition)
 
 

@@ -38,7 +38,23 @@ inductor_decompositions = get_decompositions([
 decompositions = {**core_aten_decompositions(), **inductor_decompositions}
 
 
-def select_decomp_table():
+_cuda_decompositions = None
+
+
+def select_decomp_table(device_type="cpu"):
     """The table Inductor's AOT tracing uses: a graph traced with it holds core ops whose
-    lowerings are pointwise ops, reductions, views and a few extern kernels."""
-    return decompositions
+    lowerings are pointwise ops, reductions, views and a few extern kernels.
+
+    For a graph on a CUDA device, whose nodes all run as eager ops (ember's Inductor writes no
+    CUDA kernels), the table leaves whole the ops that have a fused CUDA kernel (softmax,
+    layer_norm, gelu and their backward ops: ``_kernels/cuda/fused.py``): decomposed, each
+    would be several kernels, each a pass over memory."""
+    global _cuda_decompositions
+    if device_type != "cuda":
+        return decompositions
+    if _cuda_decompositions is None:
+        from .._kernels.cuda import fused
+        whole = set(fused.kernels())
+        _cuda_decompositions = {op: fn for op, fn in decompositions.items()
+                                if op._opname not in whole}
+    return _cuda_decompositions
