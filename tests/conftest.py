@@ -8,6 +8,21 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def _no_gpu():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() == 0
+    except Exception:  # noqa: BLE001  (no CuPy, no driver, no device)
+        return True
+
+
+# Without a GPU, Triton kernels run under Triton's interpreter. Triton reads the switch when a
+# kernel is decorated, its own library's kernels (tl.max, tl.sum, ...) included, so it is set
+# before anything imports Triton.
+if _no_gpu():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 @pytest.fixture(scope="session")
 def torch():
     return pytest.importorskip("torch")

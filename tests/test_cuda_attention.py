@@ -1,6 +1,7 @@
 """scaled_dot_product_attention on CUDA: the memory-efficient op (``_kernels/cuda/attention.py``,
 blocked products — NumPy on the simulated device, CuPy and cuBLAS on a GPU) against the math
 path, PyTorch's backend choice, and the op's PyTorch layout."""
+import os
 import warnings
 
 import numpy as np
@@ -39,6 +40,73 @@ def test_efficient_kernel_matches_the_math_path(causal, shape):
     assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
     for a, b in zip(grads, ref):
         assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
+
+
+@pytest.fixture
+def fused(monkeypatch, cuda_device):
+    """The fused Triton kernels (flash_attention.py) for every call they take: under Triton's
+    interpreter on the simulated device, compiled on a GPU. Yields the list of launches."""
+    pytest.importorskip("triton")
+    from ember._kernels.cuda import attention, flash_attention
+    if cuda_device == "simulated":
+        assert os.environ.get("TRITON_INTERPRET") == "1"  # set by conftest.py
+    monkeypatch.setattr(attention, "use_triton", True)
+    launches = []
+    for name in ("forward", "backward"):
+        fn = getattr(flash_attention, name)
+        monkeypatch.setattr(flash_attention, name,
+                            lambda *a, _fn=fn, _n=name: (launches.append(_n), _fn(*a))[1])
+    yield launches
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7, 8, 11), (1, 2, 16, 16, 32, 32),
+                                   (2, 2, 70, 45, 16, 24), (1, 1, 1, 1, 4, 4)])
+def test_fused_kernels_match_the_math_path(fused, causal, shape):
+    """FlashAttention-2 in Triton: several query and key blocks (70 rows), queries longer and
+    shorter than the keys under the causal mask, head dimensions padded to the blocks."""
+    B, H, L, S, Dq, Dv = shape
+    ember.manual_seed(0)
+    q = ember.randn(B, H, L, Dq, device="cuda", requires_grad=True)
+    k = ember.randn(B, H, S, Dq, device="cuda", requires_grad=True)
+    v = ember.randn(B, H, S, Dv, device="cuda", requires_grad=True)
+    g = ember.randn(B, H, L, Dv, device="cuda")
+    y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
+    assert fused == ["forward", "backward"]
+    y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
+    assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
+    for a, b in zip(grads, ref):
+        assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fused_kernels_in_half_precision(fused, cuda_device, dtype):
+    """16-bit inputs: products on the tensor cores with float32 accumulation, the results in
+    the input's dtype, within its rounding of the float32 math path."""
+    if dtype == "bfloat16" and cuda_device == "simulated":
+        pytest.skip("Triton's interpreter computes bfloat16 tl.dot wrongly (with PyTorch's "
+                    "tensors too, Triton 3.9); a GPU checks it")
+    dt = getattr(ember, dtype)
+    ember.manual_seed(0)
+    q, k, v, g = (ember.randn(1, 2, 33, 16, device="cuda").to(dt) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_()
+    y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), q, k, v, g)
+    assert fused == ["forward", "backward"] and y.dtype == dt and grads[0].dtype == dt
+    leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=True), *leaves, g.float())
+    assert np.allclose(y.float().cpu().numpy(), y_ref.cpu().numpy(), atol=1e-2)
+    for a, b in zip(grads, ref):
+        assert np.allclose(a.float().cpu().numpy(), b.cpu().numpy(), atol=2e-2)
+
+
+def test_the_blocked_path_takes_what_the_fused_kernels_do_not(fused):
+    """A head dimension over flash_attention.MAX_HEAD_DIM goes to the blocked products."""
+    q = ember.randn(1, 1, 8, 160, device="cuda")
+    y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert fused == []
+    assert np.allclose(y.cpu().numpy(), F._sdpa_math(q, q, q, is_causal=True).cpu().numpy(),
+                       atol=2e-6)
 
 
 @pytest.mark.parametrize("budget", [4 * 7 * 3 * 5, 4 * 7 * 3 * 9 * 2])

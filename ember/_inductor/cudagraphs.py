@@ -41,7 +41,6 @@ perf_hint_log = _logging.getArtifactLogger(__name__, "perf_hints")
 # "skips": graphs left uncaptured; "recordings": captures; "replays"; "eager": calls of a
 # captured graph that ran as compiled (a fixed input had moved)
 counters = collections.Counter()
-_side_streams = {}  # device index -> the stream warm-ups and captures run on
 
 
 def log_skip(reason):
@@ -152,9 +151,7 @@ class _Recording:
                     self.owned.append((i, buf, idx))
         self.fixed = [(i, x.data_ptr()) for i, x in enumerate(static)
                       if isinstance(x, Tensor) and i in fixed]
-        stream = _side_streams.get(device.index)
-        if stream is None:
-            stream = _side_streams[device.index] = cuda.Stream(device)
+        stream = cuda.Stream(device)  # the warm-up's and the capture's
         gen = cuda.default_generators[device.index or 0]
         rng = gen.get_state()
         with no_grad():

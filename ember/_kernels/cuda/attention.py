@@ -2,6 +2,11 @@
 backward, what ``scaled_dot_product_attention`` runs on a CUDA device when PyTorch's rules pick
 the memory-efficient backend (``ember/backends/_sdp.py``).
 
+On a GPU with Triton installed both run as fused kernels (``flash_attention.py``,
+FlashAttention-2 in Triton) when they take the inputs (head dimensions up to 128); a launch that
+fails there is logged once and the blocked products below take over. Elsewhere — the simulated
+device, no Triton, larger heads — attention is the blocked products:
+
 Blocked attention on matrix products (xformers' "small-k" path; FlashAttention's equations with
 the tiles as large as a memory budget allows), written with ember's own CUDA ops: the queries go
 in blocks of rows, and for each block the scores ``q kᵀ · scale`` (plus the causal mask) are one
@@ -25,6 +30,7 @@ and offset are 0-dim int64 CPU tensors. What ember's kernels do not take — an 
 dropout, grouped-query heads, float64 — ``_sdp.py`` sends to the math path instead; called
 directly with those, these ops raise.
 """
+import logging
 import math
 
 from ... import autograd
@@ -32,11 +38,44 @@ from ..._core import dtype as D
 from ..._core.device import device as _device
 from ..._core.tensor_impl import empty_tensor
 from ..._ops.overload import ops
+from . import flash_attention
+from .arrays import runtime
 
 _aten = ops.aten
 _ALIGN_LSE = 32  # PyTorch's kAlignLSE: the log-sum-exp rows are padded to a multiple of this
 _SCORES_BUDGET = 128 << 20  # bytes of float32 scores per block of query rows
 _CPU = _device("cpu")
+log = logging.getLogger(__name__)
+
+# The fused Triton kernels (flash_attention.py): None — on a GPU where Triton is installed, the
+# blocked products elsewhere (the simulated device); True — wherever they take the inputs
+# (tests, under Triton's interpreter); False — never.
+use_triton = None
+_triton_failed = []  # the error of a GPU launch that failed: the blocked path from then on
+
+
+def _fused(query, key, value):
+    if use_triton is False or _triton_failed or not flash_attention.available() or \
+            not flash_attention.supports(query, key, value):
+        return False
+    return use_triton is True or not runtime().simulated
+
+
+def _try_fused(run):
+    """``run()`` (a Triton launch) and True; on a GPU, a launch that fails (Triton missing a
+    piece, a driver error) is logged once and False returned: the blocked path runs instead.
+    Under the interpreter the error is raised (it is a test)."""
+    if use_triton is True:
+        run()
+        return True
+    try:
+        run()
+        return True
+    except Exception as e:  # noqa: BLE001
+        _triton_failed.append(f"{type(e).__name__}: {e}")
+        log.warning("ember: the fused attention kernels failed to launch (%s); attention runs "
+                    "as blocked products from now on", _triton_failed[0][:300])
+        return False
 
 
 def _blocks(B, H, L, S):
@@ -98,11 +137,15 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
     B, H, L, _ = query.shape
     S, Ev = key.size(2), value.size(-1)
     dev = query._device
-    # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
-    out = empty_tensor((B, L, H, Ev), D.float32, dev).transpose(1, 2)
     padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
     lse = empty_tensor((B, H, padded), D.float32, dev)
     sc, causal = _scale(query, scale), bool(is_causal)
+    # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
+    if S and B * H * L and _fused(query, key, value):
+        out = empty_tensor((B, L, H, Ev), query._dtype, dev).transpose(1, 2)
+        if _try_fused(lambda: flash_attention.forward(query, key, value, out, lse, sc, causal)):
+            return _with_lse(out, lse, compute_log_sumexp)
+    out = empty_tensor((B, L, H, Ev), D.float32, dev).transpose(1, 2)
     with autograd.no_grad():
         if not S:  # nothing to attend to
             out.zero_()
@@ -123,8 +166,14 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
                     lse[b, :, rows].copy_(total.log_().add_(m).view(nb, H, r))
     if out._dtype is not query._dtype:
         out = out.to(query._dtype)
+    return _with_lse(out, lse, compute_log_sumexp)
+
+
+def _with_lse(out, lse, compute_log_sumexp):
+    """The op's four results: the output, the log-sum-exp (empty unless asked for), and the
+    Philox seed and offset of the dropout it does not do."""
     if not compute_log_sumexp:
-        lse = empty_tensor((B, H, 0), D.float32, dev)
+        lse = empty_tensor((*lse.shape[:2], 0), D.float32, lse._device)
     seed = empty_tensor((), D.int64, _CPU).zero_()
     offset = empty_tensor((), D.int64, _CPU).zero_()
     return out, lse, seed, offset
@@ -141,10 +190,16 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
         raise RuntimeError("_scaled_dot_product_efficient_attention_backward: the forward's "
                            "logsumexp is needed (compute_log_sumexp=True)")
     dev = query._device
+    sc, causal = _scale(query, scale), bool(is_causal)
+    mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
+    if S and B * H * L and _fused(query, key, value):
+        box = []
+        if _try_fused(lambda: box.extend(flash_attention.backward(
+                grad_out_, query, key, value, out, logsumexp, sc, causal))):
+            return tuple(g if m else None for g, m in zip(box, mask[:3])) + (None,)
     dq = empty_tensor((B * H, L, Dq), D.float32, dev)
     dk = empty_tensor((B * H, S, Dq), D.float32, dev)
     dv = empty_tensor((B * H, S, Ev), D.float32, dev)
-    sc, causal = _scale(query, scale), bool(is_causal)
     with autograd.no_grad():
         dk.zero_(), dv.zero_()
         if not S:
@@ -167,7 +222,6 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
     grads = [t.view(B, H, *t.shape[1:]) for t in (dq, dk, dv)]
     grads = [t if t._dtype is ref._dtype else t.to(ref._dtype)
              for t, ref in zip(grads, (query, key, value))]
-    mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
 
 
