@@ -83,8 +83,8 @@ def _fwd_kernel(Q, K, V, O, LSE, scale,
                 BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # (offsets past 2**31 elements)
+    h = (bh % H).to(tl.int64)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     dq = tl.arange(0, BLOCK_D)
@@ -128,8 +128,8 @@ def _delta_kernel(O, G, DELTA, sob, soh, som, sod, sgb, sgh, sgm, sgd, H, L, DV,
     """rowsum(dO ∘ O) per query row, into DELTA (B·H, L) float32."""
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # (offsets past 2**31 elements)
+    h = (bh % H).to(tl.int64)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dv = tl.arange(0, BLOCK_E)
     mask = (rows[:, None] < L) & (dv[None, :] < DV)
@@ -149,8 +149,8 @@ def _dkdv_kernel(Q, K, V, G, LSE, DELTA, DK, DV_, scale,
     contiguous (B·H, S, DQ) and (B·H, S, DV)."""
     pid_n = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # (offsets past 2**31 elements)
+    h = (bh % H).to(tl.int64)
     keys = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     dq = tl.arange(0, BLOCK_D)
     dv = tl.arange(0, BLOCK_E)
@@ -198,8 +198,8 @@ def _dq_kernel(Q, K, V, G, LSE, DELTA, DQ_, scale,
     (B·H, L, DQ)."""
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # (offsets past 2**31 elements)
+    h = (bh % H).to(tl.int64)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dq = tl.arange(0, BLOCK_D)
     dv = tl.arange(0, BLOCK_E)
