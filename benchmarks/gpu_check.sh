@@ -3,7 +3,7 @@
 # CPU and PyTorch, benchmarks/gpu.py beside PyTorch, the host time per op, then the CUDA test
 # modules (the op table on the GPU included) with pytest-xdist, 12 workers. The logs go back as
 # $OUT/logs.tgz (a call returns at most 8 files), the figures as $OUT/gpu.json, and CuPy's and
-# ember's build caches as $OUT/gpucache.tgz: a later call that carries it (saved in the
+# ember's and Triton's build caches as $OUT/gpucache.tgz: a later call that carries it (saved in the
 # repository as .gpucache.tgz, which git ignores) and starts with `tar xzf .gpucache.tgz`
 # compiles nothing again (~1 minute less on a fresh machine).
 #   run: bash benchmarks/gpu_check.sh [SECONDS for the whole script, default 520]
@@ -15,7 +15,8 @@ BUDGET=${1:-520}
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 LOGS=$OUT/logs; mkdir -p "$LOGS"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-export CUPY_CACHE_DIR=$PWD/.gpucache/cupy EMBER_CACHE_DIR=$PWD/.gpucache/ember
+export CUPY_CACHE_DIR=$PWD/.gpucache/cupy EMBER_CACHE_DIR=$PWD/.gpucache/ember \
+    TRITON_CACHE_DIR=$PWD/.gpucache/triton
 unset EMBER_CUDA_SIMULATE
 left() { echo $((BUDGET - (SECONDS - START))); }
 stage() {  # stage NAME SECONDS COMMAND...: run with a timeout, log to $LOGS/NAME.log
@@ -35,7 +36,7 @@ for c in $CHECKS; do
 done
 wait
 for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-150)"; done
-stage attention 90 python3 benchmarks/gpu_attention_check.py
+stage attention 150 python3 benchmarks/gpu_attention_check.py  # (Triton compiles its kernels)
 stage gpu_bench 200 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
 T=$(( $(left) - 25 ))

@@ -149,8 +149,8 @@ class _Recording:
                     buf[idx].copy_(x[idx])
                     static[i] = buf
                     self.owned.append((i, buf, idx))
-        self.fixed = [(i, x.data_ptr()) for i, x in enumerate(static)
-                      if isinstance(x, Tensor) and i in fixed]
+        self.addresses = [(i, x.data_ptr()) for i, x in enumerate(static)
+                          if isinstance(x, Tensor) and i in fixed]  # of the fixed inputs
         stream = cuda.Stream(device)  # the warm-up's and the capture's
         gen = cuda.default_generators[device.index or 0]
         rng = gen.get_state()
@@ -170,14 +170,15 @@ class _Recording:
         # i-th input (a fixed input returned as it is); ("view", t) a tensor over a fixed
         # input's memory, made again each call; ("pool", k, t) a tensor over the k-th storage
         # of the graph's own memory (its pool, or an owned input buffer)
-        fixed_storages = {id(static[i]._storage) for i, _ in self.fixed}
+        fixed_inputs = {id(static[i]): i for i, _ in self.addresses}
+        fixed_storages = {id(static[i]._storage) for i, _ in self.addresses}
         pool = {}
         self.plan = []
         for o in outs:
             if not isinstance(o, Tensor):
                 self.plan.append(("value", o))
-            elif any(o is static[i] for i, _ in self.fixed):
-                self.plan.append(("input", next(i for i, _ in self.fixed if o is static[i])))
+            elif id(o) in fixed_inputs:
+                self.plan.append(("input", fixed_inputs[id(o)]))
             elif id(o._storage) in fixed_storages:
                 self.plan.append(("view", o))
             else:
@@ -189,7 +190,7 @@ class _Recording:
                 self.pool_storages[step[1]] = step[2]._storage
 
     def run(self, args):
-        for i, ptr in self.fixed:
+        for i, ptr in self.addresses:
             if args[i].data_ptr() != ptr:
                 return self._run_compiled(args, i)
         for ref in self.handed:

@@ -55,10 +55,9 @@ _triton_failed = []  # the error of a GPU launch that failed: the blocked path f
 
 
 def _fused(query, key, value):
-    if use_triton is False or _triton_failed or not flash_attention.available() or \
-            not flash_attention.supports(query, key, value):
+    if use_triton is False or _triton_failed or use_triton is None and runtime().simulated:
         return False
-    return use_triton is True or not runtime().simulated
+    return flash_attention.supports(query, key, value) and flash_attention.available()
 
 
 def _try_fused(run):

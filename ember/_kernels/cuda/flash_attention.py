@@ -39,11 +39,17 @@ def _import():
         triton, tl = _triton, _tl
 
 
+_missing = []  # the ImportError of Triton, once seen
+
+
 def available():
     """Whether Triton is installed (optional: without it the blocked path runs)."""
+    if _missing:
+        return False
     try:
         _import()
-    except ImportError:
+    except ImportError as e:
+        _missing.append(e)
         return False
     return True
 
