@@ -23,8 +23,8 @@ def _device_dtype_check_for_fused(p):
                            f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
                            f"{p.device.type}")
 
-from .. import (float32, get_default_dtype, is_floating_point, maximum, tensor, zeros_like,
-                full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_,
+from .. import (float32, get_default_dtype, is_floating_point, maximum, tensor, where,
+                zeros_like, full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_,
                 _foreach_div_, _foreach_lerp_, _foreach_maximum_, _foreach_mul_, _foreach_neg,
                 _foreach_sqrt, _fused_adam_, _fused_adamw_)
 from .optimizer import Optimizer, _get_value, _use_grad
@@ -61,9 +61,12 @@ def _validate(**kwargs):
             raise ValueError(message.format(value))
 
 
-def _step_tensor(value=0.0):
-    """The scalar ``step`` counter PyTorch keeps in optimizer state (default float dtype)."""
-    return tensor(value, dtype=get_default_dtype())
+def _step_tensor(value=0.0, group=None, p=None):
+    """The scalar ``step`` counter PyTorch keeps in optimizer state (default float dtype): on
+    the CPU, or with ``capturable`` on the parameter's device (a CUDA graph replaying the step
+    then counts on the device)."""
+    device = p.device if group is not None and group.get("capturable") else None
+    return tensor(value, dtype=get_default_dtype(), device=device)
 
 
 def _grad(p, maximize):
@@ -79,9 +82,9 @@ def _params_with_state(optimizer, group, buffers, **counters):
             continue
         state = optimizer.state[p]
         if len(state) == 0:
-            state["step"] = _step_tensor()
+            state["step"] = _step_tensor(0.0, group, p)
             for name, value in counters.items():
-                state[name] = _step_tensor(value)
+                state[name] = _step_tensor(value, group, p)
             for name in buffers:
                 state[name] = zeros_like(p)
         yield p, state, _grad(p, group["maximize"])
@@ -182,7 +185,6 @@ def _closure_loss(closure):
 
 class Adam(Optimizer):
     _decoupled_default = False
-    _implements_capturable = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
@@ -394,8 +396,12 @@ class Adamax(Optimizer):
                 exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-                clr = lr / (1 - beta1 ** state["step"].item())
-                p.add_(exp_avg / exp_inf, alpha=-clr)
+                if group["capturable"]:  # PyTorch's capturable form: the step stays a tensor
+                    neg_bias_correction = (beta1 ** state["step"] - 1).div_(lr)
+                    p.addcdiv_(exp_avg, exp_inf * neg_bias_correction)
+                else:
+                    clr = lr / (1 - beta1 ** state["step"].item())
+                    p.add_(exp_avg / exp_inf, alpha=-clr)
         return loss
 
 
@@ -422,7 +428,8 @@ class NAdam(Optimizer):
                                                      mu_product=1.0):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
-                step = state["step"].item()
+                capturable = group["capturable"]  # (the step and mu_product stay tensors)
+                step = state["step"] if capturable else state["step"].item()
                 bias_correction2 = 1 - beta2 ** step
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
@@ -435,10 +442,14 @@ class NAdam(Optimizer):
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
                 denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
-                mu_product = state["mu_product"].item()
+                mu_product = state["mu_product"] if capturable else state["mu_product"].item()
                 mu_product_next = mu_product * mu_next
-                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
-                p.add_(exp_avg / denom, alpha=(-lr * mu_next) / (1.0 - mu_product_next))
+                if capturable:  # PyTorch's form: the factors multiply tensors
+                    p.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+                    p.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product_next)), denom)
+                else:
+                    p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
+                    p.add_(exp_avg / denom, alpha=(-lr * mu_next) / (1.0 - mu_product_next))
         return loss
 
 
@@ -462,7 +473,8 @@ class RAdam(Optimizer):
             for p, state, grad in _params_with_state(self, group, ("exp_avg", "exp_avg_sq")):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
-                step = state["step"].item()
+                capturable = group["capturable"]
+                step = state["step"] if capturable else state["step"].item()
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         p.mul_(1 - lr * wd)
@@ -476,7 +488,13 @@ class RAdam(Optimizer):
                 # Rectify the adaptive learning rate once its variance is tractable (rho_t > 5).
                 rho_inf = 2 / (1 - beta2) - 1
                 rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                if rho_t > 5.0:
+                if capturable:  # PyTorch's form: both branches, chosen on the device
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                    update = where(rho_t > 5.0, rect * adaptive_lr, 1.0)
+                    p.add_(bias_corrected_exp_avg * lr * update, alpha=-1.0)
+                elif rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                             / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
                     adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
@@ -507,7 +525,7 @@ class RMSprop(Optimizer):
                     continue
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = _step_tensor()
+                    state["step"] = _step_tensor(0.0, group, p)
                     state["square_avg"] = zeros_like(p)
                     if momentum > 0:
                         state["momentum_buffer"] = zeros_like(p)

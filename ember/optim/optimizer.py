@@ -66,10 +66,6 @@ def _get_value(x):
 class Optimizer:
     """Base class for optimizers: ``Optimizer(params, defaults)``."""
 
-    # whether step() under capturable=True keeps every value a CUDA graph must read at replay
-    # on the device (ember's Adam and AdamW; PyTorch's capturable optimizers all do)
-    _implements_capturable = False
-
     def _cuda_graph_capture_health_check(self):
         """PyTorch's check before a step that may be captured into a CUDA graph: a
         non-capturable step would bake the step count read on the host into the graph."""
@@ -79,11 +75,6 @@ class Optimizer:
         if capturing and not capturable:
             raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of "
                                f"{type(self).__name__} but param_groups' capturable is False.")
-        if capturing and not self._implements_capturable:
-            raise NotImplementedError(
-                f"ember's {type(self).__name__} does not implement capturable=True yet: its "
-                f"step() reads the step count on the host, which a CUDA graph would replay "
-                f"unchanged (Adam and AdamW implement it)")
         if capturable and not capturing and not getattr(
                 self, "_warned_capturable_if_run_uncaptured", False):
             warnings.warn("This instance was constructed with capturable=True or some of all "
