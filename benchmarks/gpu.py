@@ -55,9 +55,12 @@ def timeit(fn, sync, reps=10, warmup=3, queue=10):
 
 
 def _timed(out, name, fn, sync, **kw):
-    """out[name] = timeit(fn), or the error it raised (reported, not hidden)."""
+    """out[name] = timeit(fn), or the error it raised (reported, not hidden); printed at once
+    too, so that a run stopped by its time limit still shows what it measured."""
     try:
         out[name] = timeit(fn, sync, **kw)
+        print(f"  [{sync.__module__.split('.')[0]}] {name}: {out[name]['s'] * 1e3:.3f} ms synced, "
+              f"{out[name]['queued s'] * 1e3:.3f} ms queued", flush=True)
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         out[name] = {"error": f"{type(e).__name__}: {e}"[:200]}

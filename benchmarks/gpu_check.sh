@@ -37,7 +37,7 @@ done
 wait
 for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-150)"; done
 stage attention 150 python3 benchmarks/gpu_attention_check.py  # (Triton compiles its kernels)
-stage gpu_bench 200 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
+stage gpu_bench 240 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
 T=$(( $(left) - 25 ))
 if [ "$T" -gt 20 ]; then
