@@ -47,40 +47,41 @@ def build(lib, vocab=65, context=64, width=128, n_layer=2, n_head=4, device="cpu
     return GPT().to(device)
 
 
-def train_step(lib, batch=16, context=64, vocab=65, device="cpu", **sizes):
-    """A zero-argument training step: forward, backward, gradient clipping, AdamW. ``sizes``:
-    ``width``, ``n_layer``, ``n_head`` of :func:`build`."""
+def _setup(lib, batch, context, vocab, device, sizes, **adamw):
+    """The model (``sizes``: ``width``, ``n_layer``, ``n_head`` of :func:`build`), its AdamW
+    and one batch of inputs and targets."""
     model = build(lib, vocab=vocab, context=context, device=device, **sizes)
-    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3, **adamw)
     x = lib.randint(vocab, (batch, context)).to(device)
     y = lib.randint(vocab, (batch, context)).to(device)
+    return model, opt, x, y
 
+
+def _step(lib, model, forward, opt, x, y, zero_grad=True):
+    """The training step: forward (``forward(x, y)`` is the loss), backward, gradient
+    clipping, AdamW."""
     def step():
-        loss = model(x, y)
-        opt.zero_grad()
-        loss.backward()
+        if zero_grad:
+            opt.zero_grad(set_to_none=True)
+        forward(x, y).backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     return step
+
+
+def train_step(lib, batch=16, context=64, vocab=65, device="cpu", **sizes):
+    """A zero-argument training step: forward, backward, gradient clipping, AdamW. ``sizes``:
+    ``width``, ``n_layer``, ``n_head`` of :func:`build`."""
+    model, opt, x, y = _setup(lib, batch, context, vocab, device, sizes)
+    return _step(lib, model, model, opt, x, y)
 
 
 def graphed_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **sizes):
     """``train_step`` with the model's forward and backward captured as CUDA graphs
     (``cuda.make_graphed_callables``, PyTorch's way to take a small model's per-op host time out
     of its step); clipping and AdamW run as usual."""
-    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
-    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    x = lib.randint(vocab, (batch, context)).to(device)
-    y = lib.randint(vocab, (batch, context)).to(device)
-    graphed = lib.cuda.make_graphed_callables(model, (x, y))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = graphed(x, y)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    return step
+    model, opt, x, y = _setup(lib, batch, context, vocab, device, sizes)
+    return _step(lib, model, lib.cuda.make_graphed_callables(model, (x, y)), opt, x, y)
 
 
 def captured_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **sizes):
@@ -88,28 +89,19 @@ def captured_train_step(lib, batch=16, context=64, vocab=65, device="cuda", **si
     ``capturable=True`` — into one CUDA graph (PyTorch's whole-network capture); each call
     replays it."""
     import warnings
-    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
-    opt = lib.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)
-    x = lib.randint(vocab, (batch, context)).to(device)
-    y = lib.randint(vocab, (batch, context)).to(device)
-
-    def step():
-        loss = model(x, y)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+    model, opt, x, y = _setup(lib, batch, context, vocab, device, sizes, capturable=True)
     side = lib.cuda.Stream()
     side.wait_stream(lib.cuda.current_stream())
     with warnings.catch_warnings(), lib.cuda.stream(side):
         warnings.simplefilter("ignore")  # capturable=True run uncaptured (the warm-up)
+        warm = _step(lib, model, model, opt, x, y)
         for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            step()
+            warm()
     lib.cuda.current_stream().wait_stream(side)
     graph = lib.cuda.CUDAGraph()
     opt.zero_grad(set_to_none=True)  # the gradients' memory comes from the graph's pool
     with lib.cuda.graph(graph):
-        step()
+        _step(lib, model, model, opt, x, y, zero_grad=False)()
 
     def replay():
         graph.replay()
@@ -121,19 +113,8 @@ def compiled_train_step(lib, batch=16, context=64, vocab=65, device="cuda",
                         mode="reduce-overhead", **sizes):
     """``train_step`` with the model compiled (``lib.compile(model, mode=mode)``): under
     reduce-overhead on a GPU, the compiled forward and backward graphs run as CUDA graphs."""
-    model = build(lib, vocab=vocab, context=context, device=device, **sizes)
-    compiled = lib.compile(model, mode=mode)
-    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    x = lib.randint(vocab, (batch, context)).to(device)
-    y = lib.randint(vocab, (batch, context)).to(device)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = compiled(x, y)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    return step
+    model, opt, x, y = _setup(lib, batch, context, vocab, device, sizes)
+    return _step(lib, model, lib.compile(model, mode=mode), opt, x, y)
 
 
 if __name__ == "__main__":

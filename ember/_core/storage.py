@@ -66,6 +66,13 @@ def set_allocator(device_type, allocator):
     _allocators[device_type] = allocator
 
 
+def _allocate(alloc, nbytes, dev):
+    """``nbytes`` from ``alloc`` on device ``dev``: an allocator serving several devices takes
+    the device (``allocate_for``), which need not be the current one."""
+    allocate_for = getattr(alloc, "allocate_for", None)
+    return alloc.allocate(nbytes) if allocate_for is None else allocate_for(nbytes, dev)
+
+
 class UntypedStorage:
     """A flat run of bytes on one device. Views of a tensor share one storage."""
 
@@ -74,9 +81,7 @@ class UntypedStorage:
     def __init__(self, size=0, *, device=None):
         dev = CPU if device is None else _device(device)
         alloc = get_allocator(dev)
-        # an allocator serving several devices takes the storage's (allocate_for)
-        allocate_for = getattr(alloc, "allocate_for", None)
-        self._buf = alloc.allocate(size) if allocate_for is None else allocate_for(size, dev)
+        self._buf = _allocate(alloc, size, dev)
         self._bytes = self._buf
         self._nbytes = size
         self.device = dev
@@ -163,10 +168,7 @@ class UntypedStorage:
         if self.device.type == "meta":
             self._nbytes = nbytes
             return self
-        alloc = self._allocator
-        # on the storage's own device, which need not be the current one
-        new = (alloc.allocate_for(nbytes, self.device) if hasattr(alloc, "allocate_for")
-               else alloc.allocate(nbytes))
+        new = _allocate(self._allocator, nbytes, self.device)
         n = min(nbytes, self._nbytes)
         if self.device.type == "cpu":
             new[:n] = self._data()[:n]

@@ -136,11 +136,11 @@ def compile_fx(model, example_inputs, *, mode=None, options=None, **kwargs):
     def compiler(is_backward):
         def inner(gm, inputs):
             with config.patch(settings):
-                reason = cudagraphs.skip_reason(gm) if config.triton.cudagraphs \
-                    else "off"
+                if not config.triton.cudagraphs:
+                    return compile_fx_inner(gm, inputs)
+                reason = cudagraphs.skip_reason(gm)
                 if reason is not None:
-                    if reason != "off":
-                        cudagraphs.log_skip(reason)
+                    cudagraphs.log_skip(reason)
                     return compile_fx_inner(gm, inputs)
                 # a replayed graph's wrapper runs at the warm-up and the capture only: not
                 # worth a C wrapper (whose build takes seconds for a big graph)

@@ -52,36 +52,25 @@ def log_skip(reason):
 def skip_reason(gm):
     """Why graph ``gm`` cannot run as a CUDA graph, in PyTorch's words where it has them; None
     when it can."""
+    from .._functorch.aot_autograd import _is_mutating
+    from ..utils import _pytree as pytree
     devices = set()
-    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    vals = [(n.name, n.meta.get("val")) for n in nodes]
-    vals += [(getattr(a, "name", "output"), getattr(a, "meta", {}).get("val"))
-             for a in _flat(out.args[0])]
-    for name, v in vals:
+    nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    nodes += [a for a in pytree.tree_flatten(out.args[0])[0] if hasattr(a, "meta")]
+    for n in nodes:
+        v = n.meta.get("val")
         if isinstance(v, Tensor):
             if v.device.type != "cuda":
-                return f"cpu device ({name})"
+                return f"cpu device ({n.name})"
             devices.add(v.device.index or 0)
     if len(devices) > 1:
         return "multiple devices"
     if not devices:
         return "no CUDA tensors"
-    for n in gm.graph.nodes:
-        schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
-        if schema is None:
-            continue
-        if schema.is_mutable:
-            return f"mutated inputs ({n.name})"
+    if _is_mutating(gm):
+        return "mutated inputs"
     return None
-
-
-def _flat(x):
-    if isinstance(x, (list, tuple)):
-        for v in x:
-            yield from _flat(v)
-    else:
-        yield x
 
 
 def _call(compiled, args):
@@ -172,7 +161,8 @@ class _Recording:
         # of the graph's own memory (its pool, or an owned input buffer)
         fixed_inputs = {id(static[i]): i for i, _ in self.addresses}
         fixed_storages = {id(static[i]._storage) for i, _ in self.addresses}
-        pool = {}
+        pool = {}  # id(storage) -> its place in pool_storages
+        self.pool_storages = []
         self.plan = []
         for o in outs:
             if not isinstance(o, Tensor):
@@ -182,12 +172,10 @@ class _Recording:
             elif id(o._storage) in fixed_storages:
                 self.plan.append(("view", o))
             else:
-                k = pool.setdefault(id(o._storage), len(pool))
-                self.plan.append(("pool", k, o))
-        self.pool_storages = [None] * len(pool)
-        for step in self.plan:
-            if step[0] == "pool":
-                self.pool_storages[step[1]] = step[2]._storage
+                if id(o._storage) not in pool:
+                    pool[id(o._storage)] = len(self.pool_storages)
+                    self.pool_storages.append(o._storage)
+                self.plan.append(("pool", pool[id(o._storage)], o))
 
     def run(self, args):
         for i, ptr in self.addresses:

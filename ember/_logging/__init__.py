@@ -4,8 +4,9 @@
 Components are loggers (``dynamo`` -> ``ember._dynamo``); artifacts are single-purpose loggers
 under them (``graph_breaks`` -> ``ember._dynamo.__graph_breaks``, ``recompiles``, ``guards``,
 ``graph_code``, ``bytecode``, ``output_code``: Inductor's generated code, ``perf_hints``:
-what kept Inductor from a faster path, such as a graph left out of CUDA graphs). ``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is
-imported) or ``set_logs(dynamo=logging.INFO, graph_breaks=True)`` turns them on; a ``+``
+what kept Inductor from a faster path, such as a graph left out of CUDA graphs).
+``TORCH_LOGS="dynamo,graph_breaks"`` (read when ember._dynamo is imported) or
+``set_logs(dynamo=logging.INFO, graph_breaks=True)`` turns them on; a ``+``
 prefix means DEBUG, a ``-`` prefix ERROR, as in PyTorch. Records go to stderr through one
 handler on the ``ember`` logger."""
 import logging

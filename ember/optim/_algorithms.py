@@ -24,9 +24,9 @@ def _device_dtype_check_for_fused(p):
                            f"{p.device.type}")
 
 from .. import (float32, get_default_dtype, is_floating_point, maximum, tensor, where,
-                zeros_like, full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_,
-                _foreach_div_, _foreach_lerp_, _foreach_maximum_, _foreach_mul_, _foreach_neg,
-                _foreach_sqrt, _fused_adam_, _fused_adamw_)
+                zeros_like, full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_,
+                _foreach_addcmul_, _foreach_div_, _foreach_lerp_, _foreach_maximum_,
+                _foreach_mul_, _foreach_neg, _foreach_sqrt, _fused_adam_, _fused_adamw_)
 from .optimizer import Optimizer, _get_value, _use_grad
 
 __all__ = ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad",
@@ -220,14 +220,12 @@ class Adam(Optimizer):
             for p in params:
                 state = self.state[p]
                 if len(state) == 0:
-                    if group["fused"] or group["capturable"]:
-                        if group["fused"]:
-                            _device_dtype_check_for_fused(p)
-                        # the fused op, and a step a CUDA graph replays, read the step counts
-                        # where the params live (float32, as PyTorch's)
+                    if group["fused"]:
+                        _device_dtype_check_for_fused(p)
+                        # the fused op reads its step counts where the params live, as float32
                         state["step"] = tensor(0.0, dtype=float32, device=p.device)
                     else:
-                        state["step"] = _step_tensor()
+                        state["step"] = _step_tensor(0.0, group, p)
                     state["exp_avg"] = zeros_like(p)
                     state["exp_avg_sq"] = zeros_like(p)
                     if group["amsgrad"]:
@@ -235,14 +233,15 @@ class Adam(Optimizer):
             if group["fused"] and params:
                 self._fused_step(group, params, lr)
                 continue
-            if group["capturable"]:
-                self._capturable_step(group, params, lr)
-                continue
-            if _use_foreach(group, params):
+            capturable = group["capturable"]
+            if not capturable and _use_foreach(group, params):
                 self._foreach_step(group, params, lr)
                 continue
             for p in params:
                 state = self.state[p]
+                if capturable and not (p.device.type == state["step"].device.type == "cuda"):
+                    raise AssertionError("If capturable=True, params and state_steps must be on "
+                                         "supported devices: ['cuda'].")
                 grad = _grad(p, group["maximize"])
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
@@ -253,52 +252,28 @@ class Adam(Optimizer):
                         grad = grad.add(p, alpha=wd)
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                step = state["step"].item()
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                step_size = lr / bias_correction1
                 if group["amsgrad"]:
                     max_sq = state["max_exp_avg_sq"]
                     max_sq.copy_(maximum(max_sq, exp_avg_sq))
-                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                    sq = max_sq
                 else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                    sq = exp_avg_sq
+                if capturable:
+                    # PyTorch's capturable form: the step count and the bias corrections stay
+                    # tensors on the device, which a CUDA graph replaying the step reads anew
+                    step = state["step"]
+                    step_size_neg = (lr / (1 - beta1 ** step)).neg()
+                    bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+                    denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+                        eps / step_size_neg)
+                    p.addcdiv_(exp_avg, denom)
+                else:
+                    step = state["step"].item()
+                    step_size = lr / (1 - beta1 ** step)
+                    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                    denom = (sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                    p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
-
-    def _capturable_step(self, group, params, lr):
-        """PyTorch's capturable Adam (its single-tensor form): the step counts and the bias
-        corrections stay on the device, so that a CUDA graph replaying the step reads each
-        replay's count (the other paths read it on the host)."""
-        beta1, beta2 = group["betas"]
-        eps, wd = group["eps"], group["weight_decay"]
-        for p in params:
-            state = self.state[p]
-            if not (p.device.type == state["step"].device.type == "cuda"):
-                raise AssertionError("If capturable=True, params and state_steps must be on "
-                                     "supported devices: ['cuda'].")
-            grad = _grad(p, group["maximize"])
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            step = state["step"]
-            step += 1
-            if wd != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * wd)
-                else:
-                    grad = grad.add(p, alpha=wd)
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            step_size_neg = (lr / (1 - beta1 ** step)).neg()
-            bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
-            if group["amsgrad"]:
-                max_sq = state["max_exp_avg_sq"]
-                max_sq.copy_(maximum(max_sq, exp_avg_sq))
-                sq = max_sq
-            else:
-                sq = exp_avg_sq
-            denom = (sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
-                eps / step_size_neg)
-            p.addcdiv_(exp_avg, denom)
 
     def _fused_step(self, group, params, lr):
         """PyTorch's ``_fused_adam``: one ``_fused_adam_``/``_fused_adamw_`` call per device.

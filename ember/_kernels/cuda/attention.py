@@ -60,21 +60,19 @@ def _fused(query, key, value):
     return flash_attention.supports(query, key, value) and flash_attention.available()
 
 
-def _try_fused(run):
-    """``run()`` (a Triton launch) and True; on a GPU, a launch that fails (Triton missing a
-    piece, a driver error) is logged once and False returned: the blocked path runs instead.
-    Under the interpreter the error is raised (it is a test)."""
-    if use_triton is True:
-        run()
-        return True
+def _try_fused(kernels, *args):
+    """``kernels(*args)`` (a flash_attention launch), or None where it fails on a GPU (Triton
+    missing a piece, a driver error): logged once, and the blocked path runs from then on. Where
+    the kernels were asked for (``use_triton = True``: a test) the error is raised."""
     try:
-        run()
-        return True
+        return kernels(*args)
     except Exception as e:  # noqa: BLE001
+        if use_triton is True:
+            raise
         _triton_failed.append(f"{type(e).__name__}: {e}")
         log.warning("ember: the fused attention kernels failed to launch (%s); attention runs "
                     "as blocked products from now on", _triton_failed[0][:300])
-        return False
+        return None
 
 
 def _blocks(B, H, L, S):
@@ -139,11 +137,11 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
     padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
     lse = empty_tensor((B, H, padded), D.float32, dev)
     sc, causal = _scale(query, scale), bool(is_causal)
-    # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
     if S and B * H * L and _fused(query, key, value):
-        out = empty_tensor((B, L, H, Ev), query._dtype, dev).transpose(1, 2)
-        if _try_fused(lambda: flash_attention.forward(query, key, value, out, lse, sc, causal)):
+        out = _try_fused(flash_attention.forward, query, key, value, lse, sc, causal)
+        if out is not None:
             return _with_lse(out, lse, compute_log_sumexp)
+    # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
     out = empty_tensor((B, L, H, Ev), D.float32, dev).transpose(1, 2)
     with autograd.no_grad():
         if not S:  # nothing to attend to
@@ -192,10 +190,10 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
     sc, causal = _scale(query, scale), bool(is_causal)
     mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     if S and B * H * L and _fused(query, key, value):
-        box = []
-        if _try_fused(lambda: box.extend(flash_attention.backward(
-                grad_out_, query, key, value, out, logsumexp, sc, causal))):
-            return tuple(g if m else None for g, m in zip(box, mask[:3])) + (None,)
+        grads = _try_fused(flash_attention.backward, grad_out_, query, key, value, out,
+                           logsumexp, sc, causal)
+        if grads is not None:
+            return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
     dq = empty_tensor((B * H, L, Dq), D.float32, dev)
     dk = empty_tensor((B * H, S, Dq), D.float32, dev)
     dv = empty_tensor((B * H, S, Ev), D.float32, dev)

@@ -278,12 +278,14 @@ def _launch(fn, grid, *args, **meta):
     return _on_ember_stream(lambda: kernel[grid](*args, **meta))
 
 
-def forward(query, key, value, out, lse, scale, causal):
-    """The attention of (B, H, L, DQ) ``query`` over ``key``/``value`` into ``out`` (B, H, L,
-    DV, any strides) and ``lse`` (B, H, ≥ L float32, last stride 1)."""
+def forward(query, key, value, lse, scale, causal):
+    """The attention of (B, H, L, DQ) ``query`` over ``key``/``value``: the output (B, H, L, DV)
+    in the query's dtype, laid out as (B, L, H, DV) as PyTorch's; the row log-sum-exp into
+    ``lse`` (B, H, ≥ L float32, last stride 1)."""
     _import()
     B, H, L, DQ = query.shape
     S, DV = key.size(2), value.size(-1)
+    out = empty_tensor((B, L, H, DV), query._dtype, query._device).transpose(1, 2)
     bm, bn = _blocks(query._dtype, DQ, DV)
     grid = (triton.cdiv(L, bm), B * H)
     _launch(_fwd_kernel, grid, query, key, value, out, lse, scale,
@@ -291,6 +293,7 @@ def forward(query, key, value, out, lse, scale, causal):
             lse.stride(0), lse.stride(1), H, L, S, DQ, DV,
             CAUSAL=causal, PRECISION=_precision(query._dtype), BLOCK_M=bm, BLOCK_N=bn,
             BLOCK_D=_dims(DQ), BLOCK_E=_dims(DV))
+    return out
 
 
 def backward(grad_out, query, key, value, out, lse, scale, causal):

@@ -18,7 +18,6 @@ from ..rules.factory import check_fits, scalar_dtype
 from .arrays import HOST_DTYPES, NeedsHost, device_array, launch, to_tensor
 
 
-
 def _fill(t, value):
     if t._dtype in HOST_DTYPES:
         raise NeedsHost("float8/complex32 fill")
