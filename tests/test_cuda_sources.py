@@ -3,7 +3,11 @@ GPU: a syntax or type error in a kernel cannot land unseen on machines that cann
 compiled program must define every kernel ``ember/_kernels/cuda/fused.py`` and ``pointwise.py``
 launch from it (``fused.kernel_names()``: the loop kernels, each register-row configuration, the
 binary ops)."""
+import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -97,3 +101,39 @@ def test_a_broken_source_is_reported():
                            "broken.cu")
     assert err != nvrtc.nvrtcResult.NVRTC_SUCCESS
     assert "undefined_name" in log
+
+
+# sm_90's most shared memory a block may take (227 KiB): Triton checks it only when it loads a
+# kernel on a GPU
+_SM90_SHARED = 232448
+
+_COMPILE_ATTENTION = """
+import json
+from triton.backends.compiler import GPUTarget
+import ember
+from ember._kernels.cuda import flash_attention
+print(json.dumps({dtype: [(name, k.metadata.target.arch, len(k.asm["cubin"]), k.metadata.shared)
+                          for name, k in flash_attention.compile_for(
+                              GPUTarget("cuda", 90, 32), getattr(ember, dtype), causal=True)]
+                  for dtype in ("float32", "float16", "bfloat16")}))
+"""
+
+
+def test_triton_attention_compiles_for_sm90():
+    """The fused attention's Triton kernels (the forward and the backward's three) compile for
+    sm_90, in each dtype, to cubins whose shared memory fits: CI runs them under Triton's
+    interpreter, which checks neither. (A process of its own: where TRITON_INTERPRET=1 is set,
+    as on CI's machines, Triton's language library is decorated for the interpreter.)"""
+    pytest.importorskip("triton", reason="Triton (the test extra)")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE_ATTENTION], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    by_dtype = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(by_dtype) == ["bfloat16", "float16", "float32"]
+    for dtype, kernels in by_dtype.items():
+        assert [k[0] for k in kernels] == ["_fwd_kernel", "_delta_kernel", "_dkdv_kernel",
+                                           "_dq_kernel"], dtype
+        for name, arch, cubin, shared in kernels:
+            assert arch == 90 and cubin > 0, (dtype, name)
+            assert 0 < shared <= _SM90_SHARED, (dtype, name, shared)

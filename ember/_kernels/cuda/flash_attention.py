@@ -270,12 +270,19 @@ def _jit(fn):
     return k
 
 
+_recording = []  # while compile_for runs: the launches forward/backward would make, not made
+
+
 def _launch(fn, grid, *args, **meta):
+    if _recording:
+        _recording[-1].append((fn, args, meta))
+        return None
     from .arrays import runtime
     kernel = _jit(fn)
     if runtime().simulated:  # Triton's interpreter, on the host
         return kernel[grid](*args, **meta)
-    return _on_ember_stream(lambda: kernel[grid](*args, **meta))
+    # (fp fusion named: Triton warns once where it is left to its default, which changes)
+    return _on_ember_stream(lambda: kernel[grid](*args, enable_fp_fusion=True, **meta))
 
 
 def forward(query, key, value, lse, scale, causal):
@@ -319,3 +326,55 @@ def backward(grad_out, query, key, value, out, lse, scale, causal):
     _launch(_dq_kernel, (triton.cdiv(L, bm), B * H), *common, dq, scale, *strides, **meta)
     return dq, dk, dv
 
+
+
+_TRITON_DTYPES = {D.float32: "fp32", D.float16: "fp16", D.bfloat16: "bf16"}
+
+
+def compile_for(target, dtype, causal, shape=(2, 3, 80, 64), kv_len=96, value_dim=None):
+    """Triton's compilation of every kernel one forward and backward of these sizes launch,
+    for ``target`` (a ``triton.backends.compiler.GPUTarget``) and without a GPU: the launches
+    are recorded on meta tensors, not made, and each is compiled from the arguments it would
+    have passed (tensors as typed pointers, floats as fp32, integers as i32). A list of
+    (kernel name, Triton's CompiledKernel). CI compiles them so for sm_90
+    (``tests/test_cuda_sources.py``, in a process of its own): an error the interpreter lets
+    pass cannot land unseen."""
+    import os
+    if os.environ.get("TRITON_INTERPRET", "0") == "1":
+        raise RuntimeError("compile_for needs a process without TRITON_INTERPRET=1: Triton's "
+                           "language library is decorated for its interpreter there")
+    _import()
+    from triton.compiler import ASTSource
+    from ... import empty
+    B, H, L, DQ = shape
+    DV = value_dim or DQ
+    q = empty(B, H, L, DQ, dtype=dtype, device="meta")
+    k = empty(B, H, kv_len, DQ, dtype=dtype, device="meta")
+    v = empty(B, H, kv_len, DV, dtype=dtype, device="meta")
+    lse = empty(B, H, L, dtype=D.float32, device="meta")
+    _recording.append([])
+    try:
+        out = forward(q, k, v, lse, DQ ** -0.5, causal)
+        backward(empty(B, H, L, DV, dtype=dtype, device="meta"), q, k, v, out, lse,
+                 DQ ** -0.5, causal)
+    finally:
+        launches = _recording.pop()
+    compiled = []
+    for fn, args, meta in launches:
+        kernel = _jit(fn)
+        names = kernel.arg_names
+        signature = {name: _triton_type(a) for name, a in zip(names, args)}
+        signature.update({name: "constexpr" for name in meta})
+        constexprs = {(names.index(name),): value for name, value in meta.items()}
+        src = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+        compiled.append((fn.__name__, triton.compile(
+            src, target=target, options={"enable_fp_fusion": True})))
+    return compiled
+
+
+def _triton_type(a):
+    if isinstance(a, float):
+        return "fp32"
+    if isinstance(a, int):
+        return "i32" if -2 ** 31 <= a < 2 ** 31 else "i64"
+    return "*" + _TRITON_DTYPES[a._dtype]
