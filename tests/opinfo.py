@@ -470,10 +470,12 @@ _ELSEWHERE = {
     "fused CPU attention: values and gradients against PyTorch in tests/test_backends_sdpa.py": """
         _scaled_dot_product_flash_attention_for_cpu.default
         _scaled_dot_product_flash_attention_for_cpu_backward.default""",
-    "CUDA-only memory-efficient attention: against the math path in "
+    "CUDA-only flash and memory-efficient attention: against the math path in "
     "tests/test_cuda_attention.py": """
         _scaled_dot_product_efficient_attention.default
-        _scaled_dot_product_efficient_attention_backward.default""",
+        _scaled_dot_product_efficient_attention_backward.default
+        _scaled_dot_product_flash_attention.default
+        _scaled_dot_product_flash_attention_backward.default""",
     "mixed-precision helpers: checked by the autocast/GradScaler tests": """
         _amp_foreach_non_finite_check_and_unscale_.default _amp_update_scale_.default""",
     "fused optimizer ops: against PyTorch's fused Adam/AdamW in tests/test_fused_adam.py": """

@@ -110,7 +110,7 @@ def test_defaults_match_torch():
 
 def test_truthful_answers_on_this_machine():
     b = ember.backends
-    assert b.cuda.is_built() is False  # no aten op has a CUDA kernel in ember
+    assert b.cuda.is_built() is False  # no CuPy here, no simulated device asked for
     assert b.cudnn.is_available() is False and b.cudnn.version() is None
     assert b.cusparselt.is_available() is False and b.cusparselt.version() is None
     assert b.mps.is_available() is False and b.mps.is_built() is False
@@ -120,7 +120,7 @@ def test_truthful_answers_on_this_machine():
     import numpy as np
     blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
     assert b.mkl.is_available() is ("mkl" in blas.lower())
-    assert b.cuda.is_flash_attention_available() is False
+    assert b.cuda.is_flash_attention_available() is True  # the op exists (CUDA only)
     assert b.cuda.is_ck_sdpa_available() is False
     assert b.quantized.supported_engines == ["none"] and b.quantized.engine == "none"
 
@@ -258,15 +258,15 @@ def test_can_use_cuda_attention_kernels_say_why_not():
     q = ember.randn(2, 3, 4, 8)
     p = ember.backends.cuda.SDPAParams(q, q, q, None, 0.0, False, False)
     assert (p.dropout, p.is_causal, p.enable_gqa, p.attn_mask) == (0.0, False, False, None)
-    for fn in ("can_use_flash_attention", "can_use_cudnn_attention"):
+    assert ember.backends.cuda.can_use_cudnn_attention(p) is False
+    with pytest.warns(UserWarning, match="no CUDA"):
+        assert ember.backends.cuda.can_use_cudnn_attention(p, debug=True) is False
+    # ember has flash and memory-efficient CUDA kernels; CPU tensors are PyTorch's reason here
+    for fn in ("can_use_flash_attention", "can_use_efficient_attention"):
         assert getattr(ember.backends.cuda, fn)(p) is False
-        with pytest.warns(UserWarning, match="no CUDA"):
-            assert getattr(ember.backends.cuda, fn)(p, debug=True) is False
-    # ember has a memory-efficient CUDA kernel; CPU tensors are PyTorch's reason here
-    assert ember.backends.cuda.can_use_efficient_attention(p) is False
-    with pytest.warns(UserWarning, match="All tensors need to be on cuda device. Got query on "
-                                         "device: cpu"):
-        ember.backends.cuda.can_use_efficient_attention(p, debug=True)
+        with pytest.warns(UserWarning, match="All tensors need to be on cuda device. Got query "
+                                             "on device: cpu"):
+            getattr(ember.backends.cuda, fn)(p, debug=True)
 
 
 def test_mkl_mkldnn_verbose_scopes():

@@ -1,6 +1,7 @@
-"""scaled_dot_product_attention on CUDA: the memory-efficient op (``_kernels/cuda/attention.py``,
-blocked products — NumPy on the simulated device, CuPy and cuBLAS on a GPU) against the math
-path, PyTorch's backend choice, and the op's PyTorch layout."""
+"""scaled_dot_product_attention on CUDA: the flash and memory-efficient ops
+(``_kernels/cuda/attention.py``: the Triton kernels, or blocked products — NumPy on the simulated
+device, CuPy and cuBLAS on a GPU) against the math path, PyTorch's backend choice, and the ops'
+PyTorch layouts."""
 import os
 import warnings
 
@@ -175,7 +176,140 @@ def test_backend_choice_follows_pytorchs_rules():
             [str(x.message) for x in w]
     params = _sdp.SDPAParams(q, q, q, None, 0.0, True, False)
     assert ember.backends.cuda.can_use_efficient_attention(params)
-    assert not ember.backends.cuda.can_use_flash_attention(params)
+    assert not ember.backends.cuda.can_use_flash_attention(params)  # float32
+
+
+def _flash_reason(q, k, v, **kw):
+    """The warning can_use_flash_attention(debug=True) gives, or None where flash can run."""
+    params = _sdp.SDPAParams(q, k, v, kw.get("attn_mask"), kw.get("dropout_p", 0.0),
+                             kw.get("is_causal", False), kw.get("enable_gqa", False))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ok = ember.backends.cuda.can_use_flash_attention(params, debug=True)
+    assert ok is (not w)
+    return str(w[0].message) if w else None
+
+
+def test_half_types_take_the_flash_op_as_pytorchs_rules_pick_it():
+    """PyTorch's CUDA order tries flash first: float16/bfloat16 inputs without a mask run
+    ``_scaled_dot_product_flash_attention`` (its grad_fn), within their rounding of the float32
+    math path; what flash does not take goes on to the memory-efficient op, in PyTorch's
+    words."""
+    ember.manual_seed(0)
+    for dt in (ember.float16, ember.bfloat16):
+        q, k, v, g = (ember.randn(2, 3, 17, 8, device="cuda").to(dt) for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_()
+        y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True),
+                          q, k, v, g)
+        assert type(F.scaled_dot_product_attention(q, k, v).grad_fn).__name__ == \
+            "ScaledDotProductFlashAttentionBackward0"
+        assert y.dtype == dt and [t.dtype for t in grads] == [dt] * 3
+        leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+        y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=True), *leaves, g.float())
+        tol = 1e-2 if dt is ember.float16 else 5e-2
+        assert np.allclose(y.float().cpu().numpy(), y_ref.cpu().numpy(), atol=tol)
+        for a, b in zip(grads, ref):
+            assert np.allclose(a.float().cpu().numpy(), b.cpu().numpy(), atol=2 * tol)
+    h = ember.randn(1, 4, 6, 8, device="cuda", dtype=ember.float16)
+    k5 = ember.randn(1, 4, 5, 8, device="cuda", dtype=ember.float16)
+    assert _flash_reason(h, h, h) is None
+    assert _flash_reason(h.float(), h.float(), h.float()) == (
+        "Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: "
+        "float, Key dtype: float, and Value dtype: float instead.")
+    assert _flash_reason(h, k5, k5, is_causal=True) == (
+        "Flash attention does not support the is_causal flag when seqlen_q != seqlen_k. Got "
+        "seqlen_q: 6 seqlen_k: 5. If you would like to use causal attention with non-square "
+        "masks, please see CausalAttnMask.")
+    assert _flash_reason(h, k5, k5) is None  # (without the causal flag any lengths)
+    mask = ember.ones(6, 6, dtype=ember.bool, device="cuda")
+    assert _flash_reason(h, h, h, attn_mask=mask) == \
+        "Flash Attention does not support non-null attn_mask."
+    wide = ember.randn(1, 4, 6, 264, device="cuda", dtype=ember.float16)
+    assert _flash_reason(wide, wide, wide).startswith(
+        "Flash attention requires q,k,v to have the same last dimension and to be less than or "
+        "equal to 256. Got Query.size(-1): 264")
+    kv = ember.randn(1, 2, 6, 8, device="cuda", dtype=ember.float16)
+    assert _flash_reason(h, kv, kv, enable_gqa=True) == \
+        "ember's flash attention kernel takes no grouped-query heads."
+    assert _flash_reason(h, h, h, dropout_p=0.1) == \
+        "ember's flash attention kernel takes no dropout."
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        with pytest.warns(UserWarning, match=r"all be of dtype: \{Half, BFloat16\}"):
+            with pytest.raises(RuntimeError, match="No available kernel"):
+                F.scaled_dot_product_attention(h.float(), h.float(), h.float())
+        assert F.scaled_dot_product_attention(h, h, h).dtype == ember.float16
+
+    def node(*a, **kw):
+        return type(F.scaled_dot_product_attention(*a, **kw).grad_fn).__name__
+    hg, kg = h.requires_grad_(), k5.requires_grad_()
+    assert node(hg, kg, kg, is_causal=True) == "ScaledDotProductEfficientAttentionBackward0"
+    either = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION]
+    with sdpa_kernel(either):  # (the order is PyTorch's priority, not the list's)
+        assert node(hg, hg, hg) == "ScaledDotProductFlashAttentionBackward0"
+    with sdpa_kernel(either, set_priority=True):
+        assert node(hg, hg, hg) == "ScaledDotProductEfficientAttentionBackward0"
+    ember.backends.cuda.enable_flash_sdp(False)
+    try:
+        assert node(hg, hg, hg) == "ScaledDotProductEfficientAttentionBackward0"
+        assert _flash_reason(h, h, h) == "Flash attention has been runtime disabled."
+    finally:
+        ember.backends.cuda.enable_flash_sdp(True)
+
+
+def test_the_flash_ops_layout_and_errors():
+    """PyTorch's flash op's nine results for dense inputs, the Meta kernel's alike, and its
+    refusals (inputs untouched)."""
+    q = ember.randn(2, 3, 33, 8, device="cuda", dtype=ember.float16)
+    k = ember.randn(2, 3, 20, 8, device="cuda", dtype=ember.float16)
+    out, lse, cum_q, cum_k, max_q, max_k, rng_state, unused, debug = \
+        ember.ops.aten._scaled_dot_product_flash_attention(q, k, k)
+    assert out.shape == (2, 3, 33, 8) and out.stride() == (33 * 24, 8, 24, 1)
+    assert out.dtype == ember.float16
+    assert lse.shape == (2, 3, 33) and lse.dtype == ember.float32
+    assert cum_q is None and cum_k is None and (max_q, max_k) == (33, 20)
+    assert rng_state.shape == (2,) and rng_state.dtype == ember.uint64
+    assert unused.shape == () and rng_state.device == q.device
+    assert debug.shape == (0,) and debug.dtype == ember.float16
+    s = (q.float() @ k.float().transpose(-2, -1)) / np.sqrt(8)
+    assert np.allclose(lse.cpu().numpy(), ember.logsumexp(s, -1).cpu().numpy(), atol=1e-3)
+    meta = [t.to("meta") for t in (q, k)]
+    m = ember.ops.aten._scaled_dot_product_flash_attention(meta[0], meta[1], meta[1])
+    assert m[0].stride() == out.stride() and m[1].shape == lse.shape
+    assert m[2:6] == (None, None, 33, 20) and m[6].dtype == ember.uint64
+    before = q.clone()
+    with pytest.raises(RuntimeError, match="of dtype Half or BFloat16"):
+        ember.ops.aten._scaled_dot_product_flash_attention(q.float(), q.float(), q.float())
+    with pytest.raises(NotImplementedError, match="takes no dropout"):
+        ember.ops.aten._scaled_dot_product_flash_attention(q, q, q, 0.5)
+    with pytest.raises(NotImplementedError, match="seqlen_q == seqlen_k"):
+        ember.ops.aten._scaled_dot_product_flash_attention(q, k, k, is_causal=True)
+    with pytest.raises(NotImplementedError, match="return_debug_mask"):
+        ember.ops.aten._scaled_dot_product_flash_attention(q, q, q, return_debug_mask=True)
+    assert ember.equal(q, before)
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_compiled_half_attention_runs_the_flash_op(mode):
+    """ember.compile keeps the flash op whole (a fallback whose sizes are the graph's
+    constants), and under reduce-overhead captures it: loss and gradients as eager."""
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(16, 48).cuda().half()
+
+    def f(x):
+        q, k, v = lin(x).view(2, 8, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).float().square().sum()
+    x = ember.randn(2, 8, 16, device="cuda", dtype=ember.float16)
+    expect = f(x)
+    expect.backward()
+    grad = lin.weight.grad.clone()
+    compiled = ember.compile(f, mode=mode)
+    for _ in range(2):
+        lin.weight.grad = None
+        got = compiled(x)
+        got.backward()
+        assert float(got) == float(expect)
+        assert ember.equal(lin.weight.grad, grad)
 
 
 def test_the_ops_layout_and_errors():

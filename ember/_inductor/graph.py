@@ -250,6 +250,10 @@ class GraphLowering:
                              for i, v in enumerate(val))
         if val is None:
             return None
+        if type(val) is int:
+            # a size the trace computed (flash attention's max_q, say): static shapes make it a
+            # constant of the graph
+            return val
         raise NotImplementedError(f"{kernel.op} returns {type(val).__name__}, which the "
                                   "wrapper cannot pass on")
 

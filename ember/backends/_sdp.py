@@ -7,11 +7,11 @@ the reasons are warned and "No available kernel" raised. ember keeps the same or
 constraints and the same messages.
 
 On CUDA PyTorch tries its backends in ``sdpa_kernel``'s priority order (flash, memory-efficient,
-math, cuDNN by default). ember has one fused CUDA kernel, the memory-efficient one
-(``ember/_kernels/cuda/attention.py``), which takes less than PyTorch's: its constraints are
-PyTorch's plus ember's own (no attention bias, no dropout, no grouped-query heads), each with a
-message; flash and cuDNN never run (``can_use_cuda_kernel``
-says why)."""
+math, cuDNN by default). ember has the flash and the memory-efficient ops
+(``ember/_kernels/cuda/attention.py``, one kernel pair behind both), which take less than
+PyTorch's: each one's constraints are PyTorch's, in PyTorch's order and words, plus ember's own
+(no dropout; for the memory-efficient op no attention bias; no grouped-query heads), each with a
+message. cuDNN never runs (``can_use_cuda_kernel`` says why)."""
 import enum
 import warnings
 
@@ -54,13 +54,22 @@ def _sizes(t):
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
 
 
-def _dense_input_reason(p, gqa_ok):
-    """PyTorch's checks every fused kernel makes of dense inputs (4 dimensions, one batch size,
-    the same heads unless grouped-query heads are allowed), as a message, or None."""
+def _dims_reason(p):
+    """PyTorch's ``check_tensor_shapes``: query, key and value are 4-dimensional."""
     q, k, v = p.query, p.key, p.value
     if not (q.dim() == 4 and k.dim() == 4 and v.dim() == 4):
         return (f"All fused kernels requires query, key and value to be 4 dimensional, but got "
                 f"Query dim: {q.dim()}, Key dim: {k.dim()}, Value dim: {v.dim()} instead.")
+    return None
+
+
+def _dense_input_reason(p, gqa_ok):
+    """PyTorch's checks every fused kernel makes of dense inputs (4 dimensions, one batch size,
+    the same heads unless grouped-query heads are allowed), as a message, or None."""
+    q, k, v = p.query, p.key, p.value
+    reason = _dims_reason(p)
+    if reason is not None:
+        return reason
     if not (q.size(0) == k.size(0) == v.size(0)):
         return (f"For dense inputs, both fused kernels require query, key and value to have the "
                 f"same batch_size. Query.sizes(): {_sizes(q)}, Key.sizes(): {_sizes(k)}, "
@@ -81,12 +90,15 @@ def _dense_input_reason(p, gqa_ok):
     return None
 
 
-def _layout_reason(p):
-    """PyTorch's checks of sequence lengths and the unit stride of the head dimension."""
+def _layout_reason(p, ignore_singleton_dim=False):
+    """PyTorch's checks of sequence lengths and the unit stride of the head dimension (which
+    does not matter for a head dimension of 1 where ``ignore_singleton_dim``, as for flash)."""
     q, k, v = p.query, p.key, p.value
     if q.size(2) == 0 or k.size(2) == 0:
         return (f"All fused kernels do not support zero seq_len_q or seq_len_kv. Got "
                 f"Query.size(-2): {q.size(2)}, Key.size(-2): {k.size(2)}.")
+    if ignore_singleton_dim and q.size(-1) == 1:
+        return None
     if not (q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1):
         return (f"All fused kernels require the last dimension of the input to have stride 1. "
                 f"Got Query.stride(-1): {q.stride(-1)}, Key.stride(-1): {k.stride(-1)}, "
@@ -173,17 +185,63 @@ _NO_VIABLE = ("No viable backend for scaled_dot_product_attention was found. Thi
 
 
 _EFFICIENT_DTYPES = ("float32", "bfloat16", "float16")
+_FLASH_CUDA_DTYPES = ("bfloat16", "float16")
+
+
+def _device_reason(p):
+    q, k, v = p.query, p.key, p.value
+    if q.device.type != "cuda":
+        return (f"All tensors need to be on cuda device. Got query on device: {q.device}, key "
+                f"on device: {k.device}, value on device: {v.device}")
+    return None
+
+
+def _flash_cuda_reasons(p):
+    """The first constraint of PyTorch's ``can_use_flash_attention`` (in its order) or of ember's
+    flash op that ``p`` fails, or None."""
+    q, k, v = p.query, p.key, p.value
+    if not ctx.sdp["flash"]:
+        return "Flash attention has been runtime disabled."
+    reason = _device_reason(p) or _dims_reason(p)
+    if reason is not None:
+        return reason
+    if p.attn_mask is not None:
+        return "Flash Attention does not support non-null attn_mask."
+    if not (q.size(-1) == k.size(-1) == v.size(-1) and q.size(-1) <= 256):
+        return (f"Flash attention requires q,k,v to have the same last dimension and to be less "
+                f"than or equal to 256. Got Query.size(-1): {q.size(-1)}, Key.size(-1): "
+                f"{k.size(-1)}, Value.size(-1): {v.size(-1)} instead.")
+    from ..cuda import get_device_capability
+    major, minor = get_device_capability(q.device)
+    if not (8, 0) <= (major, minor) <= (12, 1):
+        return (f"Flash attention only supports gpu architectures in the range [sm80, sm121]. "
+                f"Attempting to run on a sm {major}.{minor} gpu.")
+    if p.is_causal and q.size(-2) != k.size(-2):
+        return (f"Flash attention does not support the is_causal flag when seqlen_q != "
+                f"seqlen_k. Got seqlen_q: {q.size(-2)} seqlen_k: {k.size(-2)}. If you would "
+                f"like to use causal attention with non-square masks, please see "
+                f"CausalAttnMask.")
+    reason = (_dtype_reason(p, _FLASH_CUDA_DTYPES, "Half, BFloat16")
+              or _dense_input_reason(p, gqa_ok=True))
+    if reason is not None:
+        return reason
+    if q.size(1) != k.size(1):
+        return "ember's flash attention kernel takes no grouped-query heads."
+    reason = _layout_reason(p, ignore_singleton_dim=True)
+    if reason is not None:
+        return reason
+    if p.dropout > 0.0:
+        return "ember's flash attention kernel takes no dropout."
+    return None
 
 
 def _efficient_cuda_reasons(p):
     """The first constraint ember's memory-efficient CUDA kernel fails, or None."""
-    q, k, v = p.query, p.key, p.value
+    q, k = p.query, p.key
     if not ctx.sdp["mem_efficient"]:
         return "Memory Efficient attention has been runtime disabled."
-    if q.device.type != "cuda":
-        return (f"All tensors need to be on cuda device. Got query on device: {q.device}, key "
-                f"on device: {k.device}, value on device: {v.device}")
-    reason = _dense_input_reason(p, gqa_ok=False)  # (ember's kernel: no grouped heads)
+    # (ember's kernel: no grouped heads)
+    reason = _device_reason(p) or _dense_input_reason(p, gqa_ok=False)
     if reason is not None:
         return reason
     if p.attn_mask is not None:
@@ -215,9 +273,19 @@ def can_use_efficient_attention(params, debug=False):
     return reason is None
 
 
+def can_use_flash_attention(params, debug=False):
+    """Whether ember's CUDA flash attention op can run ``params``; with ``debug`` the failed
+    constraint is warned."""
+    _check_params("Flash attention", params)
+    reason = _flash_cuda_reasons(params)
+    if reason is not None and debug:
+        warnings.warn(reason, stacklevel=3)
+    return reason is None
+
+
 def can_use_cuda_kernel(kernel, params, debug):
-    """The CUDA fused kernels ember does not have (flash, cuDNN): False; with ``debug`` a
-    warning says so."""
+    """The CUDA fused kernel ember does not have (cuDNN): False; with ``debug`` a warning says
+    so."""
     _check_params(kernel, params)
     if debug:
         warnings.warn(f"{kernel} can't be used because: ember has no CUDA {kernel.lower()} "
@@ -231,6 +299,8 @@ def select_sdp_backend_cuda(params):
     if not any(ctx.sdp[name] for name in ("math", "flash", "mem_efficient", "cudnn")):
         return SDPBackend.ERROR
     for backend in ctx.sdp_priority:
+        if backend == SDPBackend.FLASH_ATTENTION and can_use_flash_attention(params):
+            return SDPBackend.FLASH_ATTENTION
         if backend == SDPBackend.EFFICIENT_ATTENTION and can_use_efficient_attention(params):
             return SDPBackend.EFFICIENT_ATTENTION
         if backend == SDPBackend.MATH and ctx.sdp["math"]:
@@ -238,7 +308,7 @@ def select_sdp_backend_cuda(params):
     warnings.warn("Memory efficient kernel not used because:", stacklevel=3)
     can_use_efficient_attention(params, debug=True)
     warnings.warn("Flash attention kernel not used because:", stacklevel=3)
-    can_use_cuda_kernel("Flash attention", params, True)
+    can_use_flash_attention(params, debug=True)
     warnings.warn("CuDNN attention kernel not used because:", stacklevel=3)
     can_use_cuda_kernel("cuDNN attention", params, True)
     raise RuntimeError("No available kernel. Aborting execution.")

@@ -1041,8 +1041,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v. The backend is chosen by PyTorch's rules
     (``ember.backends._sdp``): on the CPU the fused blockwise kernel
-    ``aten::_scaled_dot_product_flash_attention_for_cpu``, on CUDA the memory-efficient kernel
-    ``aten::_scaled_dot_product_efficient_attention``, when it can take the inputs and is
+    ``aten::_scaled_dot_product_flash_attention_for_cpu``, on CUDA
+    ``aten::_scaled_dot_product_flash_attention`` (float16, bfloat16) or the memory-efficient
+    ``aten::_scaled_dot_product_efficient_attention``, when one can take the inputs and is
     enabled, else the math decomposition (``sdpa_kernel([SDPBackend.MATH])`` forces it)."""
     if query.device.type in ("cpu", "cuda"):
         from ..backends import _sdp
@@ -1058,6 +1059,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 query, key, value, None, ember.is_grad_enabled() and (
                     query.requires_grad or key.requires_grad or value.requires_grad),
                 dropout_p, is_causal, scale=scale)[0]
+        if choice == _sdp.SDPBackend.FLASH_ATTENTION and query.device.type == "cuda":
+            return _aten._scaled_dot_product_flash_attention.default(
+                query, key, value, dropout_p, is_causal, scale=scale)[0]
         if choice == _sdp.SDPBackend.FLASH_ATTENTION:  # (CPU)
             if attn_mask is not None and attn_mask.dtype == ember.bool:
                 # PyTorch's convert_boolean_attn_mask: True may attend

@@ -1,6 +1,9 @@
-"""Memory-efficient attention on CUDA: ``aten::_scaled_dot_product_efficient_attention`` and its
-backward, what ``scaled_dot_product_attention`` runs on a CUDA device when PyTorch's rules pick
-the memory-efficient backend (``ember/backends/_sdp.py``).
+"""Attention on CUDA: ``aten::_scaled_dot_product_flash_attention`` and
+``aten::_scaled_dot_product_efficient_attention`` with their backward ops, what
+``scaled_dot_product_attention`` runs on a CUDA device when PyTorch's rules pick the flash
+backend (float16/bfloat16) or the memory-efficient one (``ember/backends/_sdp.py``). The two ops
+differ in their schemas and in what they take (PyTorch's flash op: half types only; the
+memory-efficient op: float32 too), not in how they compute: one forward and one backward below.
 
 On a GPU with Triton installed both run as fused kernels (``flash_attention.py``,
 FlashAttention-2 in Triton) when they take the inputs (head dimensions up to 128); a launch that
@@ -25,10 +28,11 @@ runs on a GPU and on the simulated device in CI. float16 and bfloat16 inputs com
 (converted copies) and round the output once.
 
 As PyTorch's: the output is (B, H, L, Ev) laid out as (B, L, H, Ev) (its transpose back to
-(B, L, H * Ev) is free), the log-sum-exp is float32 (B, H, L rounded up to 32), the Philox seed
-and offset are 0-dim int64 CPU tensors. What ember's kernels do not take — an attention bias,
-dropout, grouped-query heads, float64 — ``_sdp.py`` sends to the math path instead; called
-directly with those, these ops raise.
+(B, L, H * Ev) is free); the memory-efficient op's log-sum-exp is float32 (B, H, L rounded up to
+32) and its Philox seed and offset 0-dim int64 CPU tensors; the flash op's log-sum-exp is
+float32 (B, H, L), its Philox state two uint64 words on the device. What ember's kernels do not
+take — an attention bias, dropout, grouped-query heads, float64 — ``_sdp.py`` sends to the math
+path instead; called directly with those, these ops raise.
 """
 import logging
 import math
@@ -105,21 +109,40 @@ def _scale(query, scale):
     return 1.0 / math.sqrt(query.size(-1)) if scale is None else float(scale)
 
 
-def _check_supported(query, key, value, attn_bias, dropout_p):
+def _check_supported(op, query, key, value, dropout_p, dtypes=(D.float32, D.float16, D.bfloat16),
+                     dtype_message="of dtype Float, Half or BFloat16"):
+    """What every call of ``op`` (either attention op) must be: 4-dimensional inputs of one of
+    ``dtypes``, no dropout (ember's kernels draw none)."""
+    if dropout_p > 0.0:
+        raise NotImplementedError(f"ember's {op} takes no dropout (the math path does: "
+                                  f"scaled_dot_product_attention picks it)")
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        raise RuntimeError(f"{op}: query, key and value must be 4-dimensional (batch, heads, "
+                           f"sequence, head dimension)")
+    for t in (query, key, value):
+        if t._dtype not in dtypes:
+            raise RuntimeError(f"{op}: expected query, key and value to be {dtype_message}, "
+                               f"got {t._dtype}")
+
+
+def _check_efficient(query, key, value, attn_bias, dropout_p):
     if attn_bias is not None:
         raise NotImplementedError("ember's memory-efficient attention takes no attn_bias (the "
                                   "math path does: scaled_dot_product_attention picks it)")
-    if dropout_p > 0.0:
-        raise NotImplementedError("ember's memory-efficient attention takes no dropout (the math "
-                                  "path does: scaled_dot_product_attention picks it)")
-    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
-        raise RuntimeError("_scaled_dot_product_efficient_attention: query, key and value must "
-                           "be 4-dimensional (batch, heads, sequence, head dimension)")
-    for t in (query, key, value):
-        if t._dtype not in (D.float32, D.float16, D.bfloat16):
-            raise RuntimeError(f"_scaled_dot_product_efficient_attention: expected query, key "
-                               f"and value to be of dtype Float, Half or BFloat16, got "
-                               f"{t._dtype}")
+    _check_supported("_scaled_dot_product_efficient_attention", query, key, value, dropout_p)
+
+
+def _check_flash(query, key, value, dropout_p, is_causal):
+    _check_supported("_scaled_dot_product_flash_attention", query, key, value, dropout_p,
+                     (D.float16, D.bfloat16), "of dtype Half or BFloat16 (FlashAttention only "
+                     "supports fp16 and bf16)")
+    if not query.size(-1) == key.size(-1) == value.size(-1) or query.size(-1) > 256:
+        raise RuntimeError("_scaled_dot_product_flash_attention: query, key and value must "
+                           "have one head dimension of at most 256")
+    if is_causal and query.size(2) != key.size(2):
+        # PyTorch's flash kernel aligns such a mask bottom-right; ember's kernels top-left
+        raise NotImplementedError("ember's _scaled_dot_product_flash_attention takes "
+                                  "is_causal=True only where seqlen_q == seqlen_k")
 
 
 def _batched(t):
@@ -128,19 +151,17 @@ def _batched(t):
     return _float32(t).reshape(B * H, n, d)
 
 
-def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, compute_log_sumexp,
-                                            dropout_p=0.0, is_causal=False, scale=None):
-    _check_supported(query, key, value, attn_bias, dropout_p)
+def _forward(query, key, value, lse, scale, is_causal):
+    """The attention of ``query`` over ``key``/``value`` in the query's dtype, (B, H, L, Ev)
+    laid out as (B, L, H, Ev); each row's log-sum-exp written into ``lse`` (B, H, ≥ L)."""
     B, H, L, _ = query.shape
     S, Ev = key.size(2), value.size(-1)
     dev = query._device
-    padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
-    lse = empty_tensor((B, H, padded), D.float32, dev)
     sc, causal = _scale(query, scale), bool(is_causal)
     if S and B * H * L and _fused(query, key, value):
         out = _try_fused(flash_attention.forward, query, key, value, lse, sc, causal)
         if out is not None:
-            return _with_lse(out, lse, compute_log_sumexp)
+            return out
     # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
     out = empty_tensor((B, L, H, Ev), D.float32, dev).transpose(1, 2)
     with autograd.no_grad():
@@ -161,9 +182,34 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
                     o = _aten.bmm.default(e, v[n]).div_(total)
                     out[b, :, rows].copy_(o.view(nb, H, r, Ev))
                     lse[b, :, rows].copy_(total.log_().add_(m).view(nb, H, r))
-    if out._dtype is not query._dtype:
-        out = out.to(query._dtype)
+    return out if out._dtype is query._dtype else out.to(query._dtype)
+
+
+def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, compute_log_sumexp,
+                                            dropout_p=0.0, is_causal=False, scale=None):
+    _check_efficient(query, key, value, attn_bias, dropout_p)
+    B, H, L, _ = query.shape
+    padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
+    lse = empty_tensor((B, H, padded), D.float32, query._device)
+    out = _forward(query, key, value, lse, scale, is_causal)
     return _with_lse(out, lse, compute_log_sumexp)
+
+
+def _scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
+                                        return_debug_mask=False, scale=None):
+    _check_flash(query, key, value, dropout_p, is_causal)
+    if return_debug_mask:
+        raise NotImplementedError("ember's _scaled_dot_product_flash_attention returns no debug "
+                                  "attention mask (return_debug_mask=True)")
+    B, H, L, _ = query.shape
+    dev = query._device
+    lse = empty_tensor((B, H, L), D.float32, dev)
+    out = _forward(query, key, value, lse, scale, is_causal)
+    # the Philox state of the dropout it does not do, as PyTorch's: two uint64 words, one unused
+    rng_state = empty_tensor((2,), D.uint64, dev).zero_()
+    unused = empty_tensor((), D.uint64, dev).zero_()
+    return (out, lse, None, None, L, key.size(2), rng_state, unused,
+            empty_tensor((0,), query._dtype, dev))
 
 
 def _with_lse(out, lse, compute_log_sumexp):
@@ -176,24 +222,17 @@ def _with_lse(out, lse, compute_log_sumexp):
     return out, lse, seed, offset
 
 
-def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, value, attn_bias,
-                                                     out, logsumexp, philox_seed, philox_offset,
-                                                     dropout_p, grad_input_mask, is_causal=False,
-                                                     scale=None):
-    _check_supported(query, key, value, attn_bias, dropout_p)
+def _backward(grad_out, query, key, value, out, logsumexp, scale, is_causal):
+    """(dQ, dK, dV) in the inputs' dtypes, from the forward's output and log-sum-exp."""
     B, H, L, Dq = query.shape
     S, Ev = key.size(2), value.size(-1)
-    if logsumexp.size(-1) < L:
-        raise RuntimeError("_scaled_dot_product_efficient_attention_backward: the forward's "
-                           "logsumexp is needed (compute_log_sumexp=True)")
     dev = query._device
     sc, causal = _scale(query, scale), bool(is_causal)
-    mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     if S and B * H * L and _fused(query, key, value):
-        grads = _try_fused(flash_attention.backward, grad_out_, query, key, value, out,
+        grads = _try_fused(flash_attention.backward, grad_out, query, key, value, out,
                            logsumexp, sc, causal)
         if grads is not None:
-            return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
+            return grads
     dq = empty_tensor((B * H, L, Dq), D.float32, dev)
     dk = empty_tensor((B * H, S, Dq), D.float32, dev)
     dv = empty_tensor((B * H, S, Ev), D.float32, dev)
@@ -202,7 +241,7 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
         if not S:
             dq.zero_()
         elif B * H * L:
-            q, k, v, o, g = (_batched(t) for t in (query, key, value, out, grad_out_))
+            q, k, v, o, g = (_batched(t) for t in (query, key, value, out, grad_out))
             batches, row_blocks = _blocks(B, H, L, S)
             for b in batches:
                 n, nb = slice(b.start * H, b.stop * H), b.stop - b.start
@@ -217,12 +256,35 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
                     dq[n, rows] = _aten.bmm.default(ds, k[n]).mul_(sc)
                     dk[n].add_(_aten.bmm.default(ds.transpose(1, 2), q[n, rows]), alpha=sc)
     grads = [t.view(B, H, *t.shape[1:]) for t in (dq, dk, dv)]
-    grads = [t if t._dtype is ref._dtype else t.to(ref._dtype)
-             for t, ref in zip(grads, (query, key, value))]
+    return tuple(t if t._dtype is ref._dtype else t.to(ref._dtype)
+                 for t, ref in zip(grads, (query, key, value)))
+
+
+def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, value, attn_bias,
+                                                     out, logsumexp, philox_seed, philox_offset,
+                                                     dropout_p, grad_input_mask, is_causal=False,
+                                                     scale=None):
+    _check_efficient(query, key, value, attn_bias, dropout_p)
+    if logsumexp.size(-1) < query.size(2):
+        raise RuntimeError("_scaled_dot_product_efficient_attention_backward: the forward's "
+                           "logsumexp is needed (compute_log_sumexp=True)")
+    grads = _backward(grad_out_, query, key, value, out, logsumexp, scale, is_causal)
+    mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
+
+
+def _scaled_dot_product_flash_attention_backward(grad_out, query, key, value, out, logsumexp,
+                                                 cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+                                                 is_causal, philox_seed, philox_offset,
+                                                 scale=None):
+    _check_flash(query, key, value, dropout_p, is_causal)
+    return _backward(grad_out, query, key, value, out, logsumexp, scale, is_causal)
 
 
 def kernels():
     return {"_scaled_dot_product_efficient_attention": _scaled_dot_product_efficient_attention,
             "_scaled_dot_product_efficient_attention_backward":
-                _scaled_dot_product_efficient_attention_backward}
+                _scaled_dot_product_efficient_attention_backward,
+            "_scaled_dot_product_flash_attention": _scaled_dot_product_flash_attention,
+            "_scaled_dot_product_flash_attention_backward":
+                _scaled_dot_product_flash_attention_backward}

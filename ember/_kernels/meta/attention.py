@@ -1,4 +1,4 @@
-"""Meta kernels of the fused CPU attention ops: output shapes and dtypes only."""
+"""Meta kernels of the fused attention ops: output shapes and dtypes only."""
 from ..._core import dtype as D
 from ..._core.device import META
 from ..._core.tensor_impl import empty_tensor
@@ -39,3 +39,22 @@ def meta__scaled_dot_product_efficient_attention_backward(grad_out_, query, key,
     grads = tuple(empty_tensor(t.shape, t._dtype, META) if m else None
                   for t, m in zip((query, key, value), grad_input_mask))
     return grads + (None,)
+
+
+def meta__scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
+                                             return_debug_mask=False, scale=None):
+    """As the CUDA kernel: the output (B, H, L, Ev) laid out as (B, L, H, Ev), the log-sum-exp
+    float32 (B, H, L), no cumulative sequence lengths (dense inputs), the maximum lengths, the
+    Philox state's two uint64 words and an unused one, an empty debug mask."""
+    B, H, L, _ = query.shape
+    out = empty_tensor((B, L, H, value.size(-1)), query._dtype, META).transpose(1, 2)
+    return (out, empty_tensor((B, H, L), D.float32, META), None, None, L, key.size(2),
+            empty_tensor((2,), D.uint64, META), empty_tensor((), D.uint64, META),
+            empty_tensor((0,), query._dtype, META))
+
+
+def meta__scaled_dot_product_flash_attention_backward(grad_out, query, key, value, out,
+                                                      logsumexp, cum_seq_q, cum_seq_k, max_q,
+                                                      max_k, dropout_p, is_causal, philox_seed,
+                                                      philox_offset, scale=None):
+    return tuple(empty_tensor(t.shape, t._dtype, META) for t in (query, key, value))

@@ -15,6 +15,7 @@ from typing import Any
 from .._context import check_bool, ctx as _ctx
 from .._sdp import SDPAParams, SDPBackend, can_use_cuda_kernel as _can_use_cuda_kernel
 from .._sdp import can_use_efficient_attention as _can_use_efficient_attention
+from .._sdp import can_use_flash_attention as _can_use_flash_attention
 
 __all__ = ["is_built", "cuFFTPlanCacheAttrContextProp", "cuFFTPlanCache",
            "cuFFTPlanCacheManager", "cuBLASModule", "preferred_linalg_library",
@@ -334,13 +335,14 @@ def enable_cudnn_sdp(enabled: bool):
 
 
 def is_flash_attention_available() -> bool:
-    r"""Whether ember has a CUDA FlashAttention kernel (it does not: False)."""
-    return False
+    r"""Whether ember has the CUDA flash attention op (it does: the FlashAttention-2 kernels in
+    Triton where Triton is installed, blocked products otherwise)."""
+    return True
 
 
 def can_use_flash_attention(params: SDPAParams, debug: bool = False) -> bool:
-    r"""Whether CUDA FlashAttention can run ``params``; with ``debug`` a warning says why not."""
-    return _can_use_cuda_kernel("Flash attention", params, debug)
+    r"""Whether CUDA flash attention can run ``params``; with ``debug`` a warning says why not."""
+    return _can_use_flash_attention(params, debug)
 
 
 def can_use_efficient_attention(params: SDPAParams, debug: bool = False) -> bool:
