@@ -486,11 +486,13 @@ Tensor.new_tensor = new_tensor  # hand-written in PyTorch too (python_variable_m
 # pickle
 
 def reduce_tensor(t):
-    """``__reduce_ex__`` of a tensor: its storage bytes (or byte count on meta) and its layout."""
+    """``__reduce_ex__`` of a tensor: its storage bytes (or byte count on meta) and its layout,
+    and the attributes set on it (pickle puts them back in the new tensor's ``__dict__``)."""
     s = t._storage
     data = s.nbytes() if t._device.type == "meta" else bytes(s._data())
-    return (_rebuild_tensor, (data, t._dtype, tuple(t._size), tuple(t._stride), t._offset,
-                              t._device, t._requires_grad))
+    args = (data, t._dtype, tuple(t._size), tuple(t._stride), t._offset, t._device,
+            t._requires_grad)
+    return (_rebuild_tensor, args, t.__dict__) if t.__dict__ else (_rebuild_tensor, args)
 
 
 def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):

@@ -32,9 +32,11 @@ from ._ops.overload import ops
 class Tensor:
     # ``_storage_`` holds the UntypedStorage, or, for a kernel result nobody has asked the storage
     # of yet, the fresh NumPy array it will adopt (see the ``_storage`` property and wrap_array).
+    # (_fw_grad: forward_ad's tangents; __dict__: attributes a program sets on a tensor, as on
+    # PyTorch's, created on the first such assignment)
     __slots__ = ("_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_autograd", "_fw_grad", "__weakref__")  # _fw_grad: forward_ad's tangents
+                 "_autograd", "_fw_grad", "__weakref__", "__dict__")
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
     def __new__(cls, *args, device=None):
@@ -571,11 +573,27 @@ class Tensor:
         return _factories.reduce_tensor(self)
 
     def __deepcopy__(self, memo):
+        """A new leaf with a copy of the data, and, as PyTorch's, of ``requires_grad``, the
+        gradient and the attributes set on this tensor."""
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+                "be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
-        new = self.clone()
-        new._requires_grad = self._requires_grad
+        from . import autograd
+        with autograd.no_grad():
+            new = self.clone()
         memo[id(self)] = new
+        if self._requires_grad:
+            new.requires_grad_()
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        if self.__dict__:
+            import copy
+            new.__dict__ = copy.deepcopy(self.__dict__, memo)
         return new
 
     # -- extension points: __torch_function__, __torch_dispatch__, subclass construction --------
@@ -649,6 +667,11 @@ class Tensor:
         return t
 
 
+# The slots that hold the TensorImpl's fields (what a new Python object over the same tensor
+# copies): not the weak references nor the attributes of one Python object.
+IMPL_SLOTS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
 def _rewrap(src, cls):
     """``src``'s TensorImpl (storage, metadata, autograd fields) as a ``cls`` instance; a class
     with a ``__torch_dispatch__`` gets the Python keys in its key set."""
@@ -656,8 +679,8 @@ def _rewrap(src, cls):
         return src
     t = _new(cls)
     src._storage  # noqa: B018  (materialize it: both tensors must share one storage object)
-    for name in Tensor.__slots__:
-        if name != "__weakref__" and (name != "_fw_grad" or hasattr(src, name)):
+    for name in IMPL_SLOTS:
+        if name != "_fw_grad" or hasattr(src, name):
             setattr(t, name, getattr(src, name))
     if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
         t._keyset |= _PYTHON_KEYS

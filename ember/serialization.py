@@ -83,6 +83,10 @@ _REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
 # dtypes without a typed storage class (uint16/32/64): an untyped storage and the dtype
 _REBUILD_TENSOR_V3 = _Global("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+# a tensor or parameter with attributes set on it (its __dict__: PyTorch's object state)
+_REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
+_TENSOR_TYPE = _Global("torch", "Tensor")
 
 
 class _Pickler(pickle._Pickler):
@@ -125,8 +129,10 @@ class _Pickler(pickle._Pickler):
     def reducer_override(self, obj):
         from .nn.parameter import Parameter
         if isinstance(obj, Parameter):
-            return (_REBUILD_PARAMETER, (obj.detach(), obj.requires_grad,
-                                         collections.OrderedDict()))
+            args = (obj.detach(), obj.requires_grad, collections.OrderedDict())
+            if obj.__dict__:
+                return (_REBUILD_PARAMETER_WITH_STATE, args + (obj.__dict__,))
+            return (_REBUILD_PARAMETER, args)
         if isinstance(obj, Tensor):
             if obj.device.type != "cpu":  # the bytes of its device storage, copied once
                 ref = _StorageRef(self._host_copy(obj._storage), obj.dtype, str(obj.device))
@@ -134,9 +140,12 @@ class _Pickler(pickle._Pickler):
                 ref = _StorageRef(obj._storage, obj.dtype)
             args = (ref, obj.storage_offset(), Size(obj.shape), tuple(obj.stride()),
                     obj.requires_grad, collections.OrderedDict())
+            rebuild = _REBUILD_TENSOR
             if obj.dtype.name not in _STORAGE_NAMES:
-                return (_REBUILD_TENSOR_V3, args + (obj.dtype,))
-            return (_REBUILD_TENSOR, args)
+                rebuild, args = _REBUILD_TENSOR_V3, args + (obj.dtype,)
+            if obj.__dict__:
+                return (_REBUILD_FROM_TYPE, (rebuild, _TENSOR_TYPE, args, obj.__dict__))
+            return (rebuild, args)
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))
         if isinstance(obj, D.dtype):
@@ -244,6 +253,21 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
     return param
 
 
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """PyTorch's rebuild of a tensor with Python state: the tensor, then its attributes (a
+    dict, or a (dict, slots) pair)."""
+    t = func(*args)
+    if new_type is not Tensor:
+        raise pickle.UnpicklingError(f"a tensor of type {new_type!r} cannot be loaded")
+    if isinstance(state, tuple):
+        state, slots = state
+        for k, v in (slots or {}).items():
+            setattr(t, k, v)
+    for k, v in (state or {}).items():
+        setattr(t, k, v)
+    return t
+
+
 class _StorageType:
     """What ``torch.<Type>Storage`` unpickles to: it carries the element dtype."""
 
@@ -257,6 +281,8 @@ def _torch_globals():
              ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
              ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+             ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+             ("torch", "Tensor"): Tensor,
              ("torch", "Size"): Size,
              ("torch", "device"): _device,
              ("collections", "OrderedDict"): collections.OrderedDict,

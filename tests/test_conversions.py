@@ -258,6 +258,26 @@ def test_deepcopy(torch):
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
+def test_attributes_set_on_a_tensor_as_pytorch(torch):
+    """A program may set attributes on a tensor (as on PyTorch's): deepcopy copies them (deep),
+    with requires_grad and the gradient, and keeps a leaf a leaf; pickle keeps them;
+    as_subclass makes a new object without them; deepcopy of a non-leaf raises PyTorch's
+    error."""
+    def run(lib):
+        t = lib.ones(2, requires_grad=True)
+        t.grad = lib.full((2,), 3.0)
+        t.tag = {"shards": [1, 2]}
+        d = copy.deepcopy(t)
+        p = pickle.loads(pickle.dumps(t))
+        sub = t.as_subclass(type("Sub", (lib.Tensor,), {}))
+        with pytest.raises(RuntimeError) as err:
+            copy.deepcopy(t * 2)
+        return (d.tag, d.tag is not t.tag and d.tag["shards"] is not t.tag["shards"],
+                d.is_leaf, d.requires_grad, d.grad_fn, d.grad.tolist(), d.grad is not t.grad,
+                p.tag, hasattr(sub, "tag"), str(err.value), vars(lib.zeros(1)))
+    assert run(ember) == run(torch)
+
+
 def test_item(torch):
     for data in (3, 2.5, True, 1 + 2j):
         assert ember.tensor(data).item() == torch.tensor(data).item()

@@ -191,6 +191,28 @@ def test_mark_dynamic():
     assert len(cnt.graphs) == 2
 
 
+def test_marks_are_pytorchs_attributes_of_the_tensor(torch):
+    """mark_dynamic and mark_static_address record on the tensor what PyTorch records there
+    (code that reads them finds them); a dim marked again takes its new range."""
+    def marks(lib):
+        x = lib.randn(3, 5)
+        lib._dynamo.mark_dynamic(x, 1, min=2, max=9)
+        lib._dynamo.mark_dynamic(x, 0)
+        s = lib.zeros(2)
+        lib._dynamo.mark_static_address(s)
+        g = lib.zeros(2)
+        lib._dynamo.mark_static_address(g, guard=True)
+        return (x._dynamo_dynamic_indices,
+                sorted((r.dim, r.min, r.max) for r in x._dynamo_dynamic_range),
+                s._dynamo_static_input_type, g._dynamo_static_input_type)
+    assert marks(ember) == marks(torch)
+    x = ember.randn(3, 5)
+    dynamo.mark_dynamic(x, 1, min=2, max=9)
+    dynamo.mark_dynamic(x, 1, min=3)
+    assert dynamo.eval_frame.marked_dynamic_dims(x) == {1: (3, None)}
+    assert dynamo.eval_frame.marked_dynamic_dims(ember.randn(3)) == {}
+
+
 def test_mark_dynamic_range_guards_and_violation():
     from ember.fx.experimental.symbolic_shapes import ConstraintViolationError
     cnt = Counter()

@@ -99,6 +99,30 @@ class Evil:
         return (os.system, ("echo should-not-run > /dev/null",))
 
 
+def test_attributes_on_tensors_and_parameters_cross_both_ways(torch):
+    """A tensor or parameter with attributes set on it is written as PyTorch writes it
+    (``_rebuild_from_type_v2``, ``_rebuild_parameter_with_state``): each library reads the
+    other's file with the attributes, weights_only or not; a tensor without attributes is
+    written as before."""
+    def objects(lib):
+        t, u = lib.arange(3.0), lib.ones(2, dtype=lib.uint16)
+        p = lib.nn.Parameter(lib.ones(2))
+        t.tag, u.tag, p.tag = "t", ("u", 1), {"p": 2}
+        return {"t": t, "u": u, "p": p, "plain": lib.zeros(1)}
+
+    def read(obj):
+        return [(k, type(v).__name__, v.tolist(), dict(vars(v))) for k, v in sorted(obj.items())]
+    for writer, reader in ((ember, torch), (torch, ember), (ember, ember)):
+        buf = io.BytesIO()
+        writer.save(objects(writer), buf)
+        for weights_only in (True, False):
+            got = read(reader.load(io.BytesIO(buf.getvalue()), weights_only=weights_only))
+            assert got == read(objects(reader)), (writer.__name__, weights_only)
+    plain = io.BytesIO()
+    ember.save(ember.zeros(1), plain)
+    assert b"_rebuild_from_type_v2" not in plain.getvalue()
+
+
 def test_refuses_pickle_that_would_run_code(tmp_path):
     path = tmp_path / "evil.pt"
     with zipfile.ZipFile(path, "w") as zf:

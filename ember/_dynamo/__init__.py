@@ -96,36 +96,33 @@ def mark_dynamic(t, index, *, min=None, max=None):  # noqa: A002  (PyTorch's nam
         for i in index:
             mark_dynamic(t, i, min=min, max=max)
         return
-    from .eval_frame import _dynamic_marks
-    import weakref
-    hit = _dynamic_marks.get(id(t))
-    if hit is None or hit[0]() is not t:
-        hit = _dynamic_marks[id(t)] = (weakref.ref(t), {})
-    hit[1][index] = (min, max)
+    from .eval_frame import _DimRange
+    # PyTorch's attributes: the marked dims, and each one's range (a dim marked again takes
+    # its new range)
+    if not hasattr(t, "_dynamo_dynamic_indices"):
+        t._dynamo_dynamic_indices = set()
+        t._dynamo_dynamic_range = set()
+    t._dynamo_dynamic_indices.add(index)
+    t._dynamo_dynamic_range = {r for r in t._dynamo_dynamic_range if r.dim != index}
+    t._dynamo_dynamic_range.add(_DimRange(index, min, max))
 
 
 def mark_static_address(t, guard=False):
     """Mark tensor ``t`` as staying at one address across calls (a persistent buffer, say):
     a compiled graph run as a CUDA graph (``mode="reduce-overhead"``) reads it where it lies
     instead of copying it in at every call, as it does parameters. ``guard`` is PyTorch's
-    choice between recompiling and re-recording when the address changes; ember's graphs check
-    the address at each call either way, and one found elsewhere runs the graph as compiled."""
+    choice between recompiling and re-recording when the address changes (recorded as
+    PyTorch's ``_dynamo_static_input_type``); ember's graphs check the address at each call
+    either way, and one found elsewhere runs the graph as compiled."""
     from .._tensor import Tensor
-    import weakref
     if not isinstance(t, Tensor):
         raise TypeError(f"mark_static_address expects a tensor but received {type(t)}")
-    key = id(t)
-    _static_marks[key] = weakref.ref(
-        t, lambda ref: _static_marks.pop(key) if _static_marks.get(key) is ref else None)
-
-
-_static_marks = {}  # id(tensor) -> weak reference, for the tensors mark_static_address marked
+    t._dynamo_static_input_type = "guarded" if guard else "unguarded"
 
 
 def is_static_address(t):
     """Whether ``mark_static_address`` marked tensor ``t``."""
-    ref = _static_marks.get(id(t))
-    return ref is not None and ref() is t
+    return getattr(t, "_dynamo_static_input_type", None) is not None
 
 
 def maybe_mark_dynamic(t, index):

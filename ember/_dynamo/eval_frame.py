@@ -7,6 +7,7 @@ reads."""
 import functools
 import threading
 import types
+import typing
 
 from .._core.codegen import compile_source
 from ..nn.modules.module import Module
@@ -26,13 +27,18 @@ _state = _EvalState()
 _disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
 _allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
 _recorders = []         # explain's collectors
-_dynamic_marks = {}     # mark_dynamic: id(tensor) -> (weakref to it, {dim: (min, max)})
+
+
+class _DimRange(typing.NamedTuple):
+    """A dim mark_dynamic named, with its bounds (None: unbounded), as PyTorch's."""
+    dim: int
+    min: typing.Optional[int]
+    max: typing.Optional[int]
 
 
 def marked_dynamic_dims(t):
     """The dims mark_dynamic named on ``t``, each with its (min, max) range (None: unbounded)."""
-    hit = _dynamic_marks.get(id(t))
-    return hit[1] if hit is not None and hit[0]() is t else {}
+    return {r.dim: (r.min, r.max) for r in getattr(t, "_dynamo_dynamic_range", ())}
 
 
 def _record_graph(gm, reason):

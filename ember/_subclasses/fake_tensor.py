@@ -126,10 +126,10 @@ def _meta_mirror(fake):
 
 
 def _plain_copy(t):
-    from .._tensor import _new
+    from .._tensor import IMPL_SLOTS, _new
     m = _new(Tensor)
-    for name in Tensor.__slots__:
-        if name != "__weakref__" and hasattr(t, name):  # _fw_grad is set only on duals
+    for name in IMPL_SLOTS:
+        if hasattr(t, name):  # _fw_grad is set only on duals
             setattr(m, name, getattr(t, name))
     return m
 

@@ -802,7 +802,7 @@ def _load_recorder_c():
 
     def offsets(cls):
         return {n: tensor_impl._C.slot_offset(cls, n) for n in cls.__slots__
-                if n != "__weakref__"}
+                if n not in ("__weakref__", "__dict__")}
     mod.configure(Tensor, offsets(Tensor), SavedTensor, offsets(SavedTensor), graph.AutogradMeta,
                   offsets(graph.AutogradMeta), graph.AccumulateGrad,
                   _state, AUTOGRAD_BITS,
