@@ -8,6 +8,9 @@ Each case is the best of several runs of back-to-back calls, without synchronizi
 eager loop issues them; the last row is a small GPT training step (``benchmarks/gpt.py``: width
 32, 2 layers, batch 2×16), ended by a synchronize.
 
+After the table, a cProfile of ember's ``a + b`` and ``a * 2.0`` (functions by own time, C
+calls such as CuPy's kernel launches included): where the host time of an op goes.
+
 Where a GPU is here, ember runs on it beside ``torch.cuda`` (PyTorch when installed). Elsewhere
 ember runs on its simulated device (``EMBER_CUDA_SIMULATE=1``, set here), whose kernels are
 NumPy calls on host memory: the figures then hold ember's own host path plus the simulation's
@@ -71,6 +74,29 @@ def cases(lib):
     return out
 
 
+def profile_ops(lib, calls=3000, top=14):
+    """Print where ember's host time goes in two small ops (own time per call, in µs)."""
+    import cProfile
+    import pstats
+    a, b = lib.randn(16, device="cuda"), lib.randn(16, device="cuda")
+    for name, fn in (("a + b", lambda: a + b), ("a * 2.0", lambda: a * 2.0)):
+        for _ in range(200):
+            fn()
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(calls):
+            fn()
+        pr.disable()
+        stats = pstats.Stats(pr).stats  # (file, line, function) -> (cc, nc, own, cumulative, _)
+        rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+        print(f"\n==== profile of {name}: µs per op under cProfile (its own cost inflates "
+              f"them), by own time")
+        for (file, line, func), (_, ncalls, own, cum, _) in rows:
+            where = f"{os.path.basename(file)}:{line}" if line else "(C)"
+            print(f"{own / calls * 1e6:8.2f} own {cum / calls * 1e6:8.2f} cum "
+                  f"{ncalls / calls:5.1f}x  {where} {func}"[:150])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ember-only", action="store_true")
@@ -96,6 +122,7 @@ def main(argv=None):
             theirs = columns["torch"][case]
             row += f"{theirs:10.2f}{mine / theirs:12.2f}"
         print(row)
+    profile_ops(ember)
 
 
 if __name__ == "__main__":

@@ -142,6 +142,12 @@ def _(lib):
     return lambda: lib.mm(a, b)
 
 
+@case("mm 1024x1024 float16", unit="GFLOP/s", work=2 * 1024 ** 3)
+def _(lib):
+    a, b = lib.rand(1024, 1024).half(), lib.rand(1024, 1024).half()
+    return lambda: lib.mm(a, b)
+
+
 # conv2d: 8x64x56x56 input, 64 3x3 filters, padding 1. One forward is 2*N*Cout*H*W*Cin*9 flops;
 # the backward computes the input gradient and the weight gradient, twice the forward's work.
 _CONV_FLOPS = 2 * 8 * 64 * 56 * 56 * 64 * 9

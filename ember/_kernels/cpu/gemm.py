@@ -522,7 +522,7 @@ def matmul(a, b, out=None):
     """``np.matmul(a, b, out=out)`` for NumPy arrays of two or more dims, on the C kernel where
     it takes them (:func:`_takes`), else on :func:`ember._core.blas.matmul`."""
     if not _takes(a, b):
-        return blas.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+        return blas.matmul(a, b, out)
     if a.ndim == 2 and b.ndim == 2 and out is None:  # the common case, in fewer steps
         c = np.empty((1, a.shape[0], b.shape[1]), a.dtype)
         try:
