@@ -2,8 +2,9 @@
 looped one.
 
 For each op, the first sample that ember runs becomes a batch of two: its top-level tensor
-arguments stacked with a second copy (floating values scaled by 0.75, others repeated), mapped
-over dim 0; tensors inside lists and keyword arguments stay unbatched. ``vmap`` of the op must
+arguments, and the tensors of its arguments that are lists of tensors (cat, stack, einsum, the
+foreach ops), stacked with a second copy (floating values scaled by 0.75, others repeated),
+mapped over dim 0 (in_dims a list of zeros for a list); keyword arguments stay unbatched. ``vmap`` of the op must
 equal the stack of the per-sample calls. Where vmap refuses (data-dependent output shapes,
 Python-number outputs), PyTorch's ``torch.func.vmap`` must refuse too; ops ember cannot batch
 yet are listed in :data:`KNOWN` with a reason. Random ops are left to tests/test_vmap.py
@@ -40,10 +41,25 @@ def _is_tensor(x):
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
+def _tensor_list(x):
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(_is_tensor(t) for t in x)
+
+
 def _second(lib, x):
+    if _tensor_list(x):
+        return type(x)(_second(lib, t) for t in x)
     if _is_tensor(x) and (x.dtype.is_floating_point or x.dtype.is_complex):
         return x * 0.75
     return x.clone() if _is_tensor(x) else x
+
+
+def _batch(lib, a, b):
+    """(the batched argument, its in_dims) of argument ``a`` and its second copy ``b``."""
+    if _tensor_list(a):
+        return type(a)(lib.stack([x, y]) for x, y in zip(a, b)), type(a)([0] * len(a))
+    if _is_tensor(a):
+        return lib.stack([a, b]), 0
+    return a, None
 
 
 def _outs(res):
@@ -59,8 +75,8 @@ def _run(lib, op, sample):
     args, kwargs = conv(copy.deepcopy(sample))
     fn = overload(lib.ops, op.name)
     second = [_second(lib, a) for a in args]
-    in_dims = tuple(0 if _is_tensor(a) else None for a in args)
-    batched = [lib.stack([a, b]) if d == 0 else a for a, b, d in zip(args, second, in_dims)]
+    batched, in_dims = zip(*[_batch(lib, a, b) for a, b in zip(args, second)]) if args \
+        else ((), ())
     looped = [fn(*args, **kwargs), fn(*second, **kwargs)]
     out = lib.func.vmap(lambda *a: fn(*a, **kwargs), in_dims=in_dims)(*batched)
     return out, looped
@@ -77,7 +93,7 @@ def _first_runnable(op):
                 res = overload(ember.ops, op.name)(*args, **kwargs)
         except Exception:  # noqa: BLE001  error samples: tests/test_ops.py
             continue
-        if any(_is_tensor(a) for a in args):
+        if any(_is_tensor(a) or _tensor_list(a) for a in args):
             return s, res
     return None, None
 
