@@ -6,6 +6,7 @@ generated from ``native_functions.yaml`` (``ember._ops.bindings``) and enter the
 what is defined here is metadata access and the Python protocols (``len``, ``iter``, ``bool``,
 ``repr``, numbers) built on those operators.
 """
+import copy
 import warnings
 
 import numpy as np
@@ -592,7 +593,6 @@ class Tensor:
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
         if self.__dict__:
-            import copy
             new.__dict__ = copy.deepcopy(self.__dict__, memo)
         return new
 

@@ -4,8 +4,8 @@ looped one.
 For each op, the first sample that ember runs becomes a batch of two: its top-level tensor
 arguments, and the tensors of its arguments that are lists of tensors (cat, stack, einsum, the
 foreach ops), stacked with a second copy (floating values scaled by 0.75, others repeated),
-mapped over dim 0 (in_dims a list of zeros for a list); keyword arguments stay unbatched. ``vmap`` of the op must
-equal the stack of the per-sample calls. Where vmap refuses (data-dependent output shapes,
+mapped over dim 0 (in_dims a list of zeros for a list); keyword arguments stay unbatched.
+``vmap`` of the op must equal the stack of the per-sample calls. Where vmap refuses (data-dependent output shapes,
 Python-number outputs), PyTorch's ``torch.func.vmap`` must refuse too; ops ember cannot batch
 yet are listed in :data:`KNOWN` with a reason. Random ops are left to tests/test_vmap.py
 (randomness modes). A coverage line counts the ops that ran on a batching rule and those that

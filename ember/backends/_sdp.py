@@ -263,24 +263,24 @@ def _check_params(kernel, params):
                         f"must be SDPAParams, not {type(params).__name__}")
 
 
+def _can_use(kernel, reasons, params, debug):
+    _check_params(kernel, params)
+    reason = reasons(params)
+    if reason is not None and debug:
+        warnings.warn(reason, stacklevel=4)
+    return reason is None
+
+
 def can_use_efficient_attention(params, debug=False):
     """Whether ember's memory-efficient CUDA kernel can run ``params``; with ``debug`` the failed
     constraint is warned."""
-    _check_params("Memory efficient attention", params)
-    reason = _efficient_cuda_reasons(params)
-    if reason is not None and debug:
-        warnings.warn(reason, stacklevel=3)
-    return reason is None
+    return _can_use("Memory efficient attention", _efficient_cuda_reasons, params, debug)
 
 
 def can_use_flash_attention(params, debug=False):
     """Whether ember's CUDA flash attention op can run ``params``; with ``debug`` the failed
     constraint is warned."""
-    _check_params("Flash attention", params)
-    reason = _flash_cuda_reasons(params)
-    if reason is not None and debug:
-        warnings.warn(reason, stacklevel=3)
-    return reason is None
+    return _can_use("Flash attention", _flash_cuda_reasons, params, debug)
 
 
 def can_use_cuda_kernel(kernel, params, debug):

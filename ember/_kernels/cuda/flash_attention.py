@@ -22,6 +22,8 @@ its own), so they follow stream semantics and are captured by CUDA graphs.
 """
 from __future__ import annotations  # the kernels' tl.constexpr annotations: read by Triton
 
+import os
+
 from ..._core import dtype as D
 from ..._core.tensor_impl import empty_tensor
 
@@ -261,7 +263,6 @@ _jitted = {}  # (kernel function, whether interpreted) -> Triton's kernel
 
 
 def _jit(fn):
-    import os
     _import()
     key = (fn, os.environ.get("TRITON_INTERPRET", "0") == "1")
     k = _jitted.get(key)
@@ -327,7 +328,6 @@ def backward(grad_out, query, key, value, out, lse, scale, causal):
     return dq, dk, dv
 
 
-
 _TRITON_DTYPES = {D.float32: "fp32", D.float16: "fp16", D.bfloat16: "bf16"}
 
 
@@ -339,7 +339,6 @@ def compile_for(target, dtype, causal, shape=(2, 3, 80, 64), kv_len=96, value_di
     (kernel name, Triton's CompiledKernel). CI compiles them so for sm_90
     (``tests/test_cuda_sources.py``, in a process of its own): an error the interpreter lets
     pass cannot land unseen."""
-    import os
     if os.environ.get("TRITON_INTERPRET", "0") == "1":
         raise RuntimeError("compile_for needs a process without TRITON_INTERPRET=1: Triton's "
                            "language library is decorated for its interpreter there")
