@@ -95,7 +95,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                            mode=mode, options=options, disable=disable)
         return fn
     if (mode not in (None, "default") and backend == "inductor") or options:
-        # handed to the backend (Inductor, issue 14, reads them; until then it runs eagerly)
+        # handed to the backend (Inductor reads the mode and its options)
         backend = _dynamo.backends.registry.with_options(
             backend, mode if backend == "inductor" else None, options)
     return _dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic,
@@ -106,3 +106,12 @@ from ._core.symint import SymInt, SymBool, sym_max, sym_min  # noqa: E402,F401  
 from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load on the compile pipeline)
 from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)
+
+
+def __getattr__(name):
+    # ember.export after `import ember`, as torch.export after `import torch`: imported on first
+    # use (its symbolic shapes bring sympy, ~0.3 s)
+    if name == "export":
+        import importlib
+        return importlib.import_module(".export", __name__)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -89,3 +89,14 @@ def test_run_decompositions_and_gpt_block():
     assert ep.graph_signature.user_inputs == ["x"]
     assert {s.kind for s in ep.graph_signature.input_specs} == {InputKind.PARAMETER,
                                                                 InputKind.USER_INPUT}
+
+
+def test_ember_export_is_there_after_import_ember():
+    """As torch.export after ``import torch``; imported on first use (it brings sympy)."""
+    import subprocess
+    import sys
+    code = ("import sys, ember; assert 'ember.export' not in sys.modules; "
+            "assert ember.export.export is sys.modules['ember.export'].export")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    with pytest.raises(AttributeError, match="module 'ember' has no attribute 'exporter'"):
+        ember.exporter  # noqa: B018

@@ -27,7 +27,7 @@ figures in benchmarks/NOTES.md.
 import re
 
 from .. import ir
-from .wrapper import WrapperCodeGen, alloc_nbytes
+from .wrapper import WrapperCodeGen, alloc_nbytes, op_expr
 
 __all__ = ["CppWrapperCodeGen"]
 
@@ -247,7 +247,7 @@ class CppWrapperCodeGen(WrapperCodeGen):
         temps = []
         pos = [self.value(a, temps) for a in buf.args]
         kw = [self.value(v, temps) for v in buf.kwargs.values()]
-        op = self.const(f"aten.{str(buf.op).removeprefix('aten.')}")
+        op = self.const(op_expr(buf.op))
         kwnames = self.const(repr(tuple(buf.kwargs))) if kw else "NULL"
         argv = ", ".join(pos + kw) or "NULL"
         call = (f"PyObject_Vectorcall({op}, (PyObject *const[]){{{argv}}}, {len(pos)}, {kwnames})"

@@ -22,6 +22,14 @@ def alloc_nbytes(layout):
     return storage_extent(layout.size, layout.stride, 0) * layout.dtype.itemsize
 
 
+def op_expr(op):
+    """The wrapper's expression for op overload ``op``: ``aten.<name>.<overload>``, or
+    ``ember.ops.<namespace>.<name>.<overload>`` for another namespace's (a ``torch.library``
+    custom op)."""
+    name = str(op)
+    return name if name.startswith("aten.") else f"ember.ops.{name}"
+
+
 def _op_name(target):
     return str(getattr(target, "overloadpacket", target)).split(".")[-1]
 
@@ -143,7 +151,7 @@ class WrapperCodeGen:
     def codegen_fallback(self, buf):
         args = ", ".join([self.arg(a) for a in buf.args]
                          + [f"{k}={self.arg(v)}" for k, v in buf.kwargs.items()])
-        self.emit(f"{buf.name} = aten.{str(buf.op).removeprefix('aten.')}({args})",
+        self.emit(f"{buf.name} = {op_expr(buf.op)}({args})",
                   uses=self._names(list(buf.args) + list(buf.kwargs.values())), defines=buf.name)
 
     def codegen_multi_output(self, buf):
