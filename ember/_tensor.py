@@ -39,10 +39,12 @@ class Tensor:
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
                  "_autograd", "_fw_grad", "__weakref__", "__dict__")
 
-    # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype.
+    # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype; a
+    # subclass's constructor makes an instance of the subclass (whose __init__ then runs).
     def __new__(cls, *args, device=None):
         from . import _factories  # imports Tensor from here: a true cycle
-        return _factories.legacy_new(cls, args, device)
+        t = _factories.legacy_new(cls, args, device)
+        return t if cls is Tensor else _rewrap(t, cls)
 
     def __init__(self, *args, **kwargs):
         pass

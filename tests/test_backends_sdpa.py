@@ -171,3 +171,37 @@ def test_fused_kernel_extra_memory_is_linear_in_sequence():
     assert f2 / f1 < 2.6, (f1, f2)
     assert m2 / m1 > 3.0, (m1, m2)
     assert f2 < m2 / 4
+
+
+@pytest.mark.parametrize("variant", ["upper_left", "lower_right"])
+@pytest.mark.parametrize("lengths", [(4, 6), (6, 6), (6, 4)])
+def test_causal_bias_masks_as_torch(variant, lengths):
+    """nn.attention.bias: the CausalBias subclass (its shape, repr and warning included) takes
+    scaled_dot_product_attention through __torch_function__; values and gradients as PyTorch's
+    (NaN rows where a lower-right mask leaves a query no key, as PyTorch warns)."""
+    import importlib
+    L, S = lengths
+
+    def run(lib):
+        bias = importlib.import_module(lib.__name__ + ".nn.attention.bias")
+        rng = np.random.default_rng(0)
+        q, k, v = (lib.tensor(rng.standard_normal(shape), requires_grad=True)
+                   for shape in ((2, 3, L, 8), (2, 3, S, 8), (2, 3, S, 8)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mask = getattr(bias, "causal_" + variant)(L, S)
+            out = lib.nn.functional.scaled_dot_product_attention(q, k, v, mask)
+        out.sum().backward()
+        return (type(mask).__name__, tuple(mask.shape), int(mask.variant),
+                repr(mask).split("(", 1)[1], [str(w.message) for w in caught],
+                out.detach().numpy(), q.grad.numpy(), v.grad.numpy())
+    mine, theirs = run(ember), run(torch)
+    assert mine[:5] == theirs[:5]
+    for a, b in zip(mine[5:], theirs[5:]):
+        np.testing.assert_allclose(a, b, atol=1e-12, equal_nan=True)
+    from ember.nn.attention.bias import causal_upper_left
+    with pytest.raises(ValueError, match="CausalBias should not be used with causal=True"):
+        q = ember.randn(1, 1, 2, 4)
+        F.scaled_dot_product_attention(q, q, q, causal_upper_left(2, 2), is_causal=True)
+    with pytest.raises(AssertionError, match="causal_upper_left only supports 2D tensors"):
+        causal_upper_left(2, 2, 2)

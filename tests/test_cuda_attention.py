@@ -257,6 +257,21 @@ def test_half_types_take_the_flash_op_as_pytorchs_rules_pick_it():
         ember.backends.cuda.enable_flash_sdp(True)
 
 
+def test_causal_bias_on_cuda():
+    """An upper-left CausalBias is is_causal=True (the flash op for half inputs); a lower-right
+    one of L != S is the materialized mask, equal to the CPU's result."""
+    from ember.nn.attention.bias import causal_lower_right, causal_upper_left
+    ember.manual_seed(0)
+    q = ember.randn(1, 2, 6, 8, device="cuda", dtype=ember.float16, requires_grad=True)
+    assert type(F.scaled_dot_product_attention(q, q, q, causal_upper_left(6, 6)).grad_fn
+                ).__name__ == "ScaledDotProductFlashAttentionBackward0"
+    k = ember.randn(1, 2, 9, 8, device="cuda")
+    qf = q.detach().float()
+    got = F.scaled_dot_product_attention(qf, k, k, causal_lower_right(6, 9))
+    want = F.scaled_dot_product_attention(qf.cpu(), k.cpu(), k.cpu(), causal_lower_right(6, 9))
+    assert np.allclose(got.cpu().numpy(), want.numpy(), atol=1e-6)
+
+
 def test_the_flash_ops_layout_and_errors():
     """PyTorch's flash op's nine results for dense inputs, the Meta kernel's alike, and its
     refusals (inputs untouched)."""

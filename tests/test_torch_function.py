@@ -189,3 +189,35 @@ def test_parameter_opts_out(torch):
     p = nn.Parameter(ember.ones(2))
     tp = torch.nn.Parameter(torch.ones(2))
     assert type(p * 2).__name__ == type(tp * 2).__name__ == "Tensor"
+
+
+def test_functional_calls_take_torch_function_as_torch():
+    """nn.functional's functions ask __torch_function__ first, as PyTorch's do: a subclass, and
+    a TorchFunctionMode, see F.softmax itself rather than the ops inside it."""
+    import torch
+
+    def seen_by(lib):
+        seen = []
+
+        class Sub(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return super().__torch_function__(func, types, args, kwargs)
+        F = lib.nn.functional
+        x = lib.ones(1, 1, 4).as_subclass(Sub)
+        F.softmax(x, -1)
+        F.linear(x, lib.ones(2, 4))
+        F.layer_norm(x, (4,))
+        F.conv1d(x, lib.ones(1, 1, 2))
+        F.scaled_dot_product_attention(x, x, x)
+
+        class Mode(lib.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append("mode:" + func.__name__)
+                return func(*args, **(kwargs or {}))
+        with Mode():
+            F.gelu(lib.ones(2), approximate="tanh")
+        return seen
+    assert seen_by(ember) == seen_by(torch)
+    assert seen_by(ember)[-1] == "mode:gelu"

@@ -8,14 +8,18 @@ distances PyTorch builds from other ops are written here the same way, in ember 
 Convolution, pooling, resampling, padding and folding live in ``_functional_conv``.
 """
 import enum
+import functools
 import importlib.util
 import math
+import types
 import warnings
 
 import numpy as np
 
 import ember
+from .. import overrides as _overrides
 from .._ops.overload import ops
+from ..overrides import _TF_ON
 
 
 class _ScalingType(enum.IntEnum):
@@ -1235,3 +1239,28 @@ def native_channel_shuffle(input, groups):
 # convolution, pooling, resampling, padding, folding: the conv helper's module (when present)
 if importlib.util.find_spec(__name__.rpartition(".")[0] + "._functional_conv") is not None:
     from ._functional_conv import *  # noqa: F401,F403,E402
+
+
+# Every function here first asks, as PyTorch's do, whether an argument's type or a
+# TorchFunctionMode takes the call through __torch_function__ (a CausalBias mask takes
+# scaled_dot_product_attention, say); the check costs one list test while no subclass or mode
+# is about (ember.overrides._TF_ON).
+def _dispatching_torch_function(fn):
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if _TF_ON:
+            relevant = args + tuple(kwargs.values()) if kwargs else args
+            if _overrides._check(relevant):
+                return _overrides.handle_torch_function(public, relevant, *args, **kwargs)
+        return fn(*args, **kwargs)
+    return public
+
+
+def _wrap_public_functions(namespace):
+    for name, fn in list(namespace.items()):
+        if (not name.startswith("_") and isinstance(fn, types.FunctionType)
+                and fn.__module__.startswith("ember.nn.")):
+            namespace[name] = _dispatching_torch_function(fn)
+
+
+_wrap_public_functions(globals())
