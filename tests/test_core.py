@@ -146,6 +146,25 @@ def test_untyped_storage_bytes():
     assert m.nbytes() == 16 and m.data_ptr() == 0 and m.device.type == "meta"
 
 
+def test_tensors_follow_their_storage_through_a_resize():
+    """Freeing a storage's memory (resize_(0)) and growing it back (FSDP's pattern): the tensors
+    viewing it, views included, read and write its new buffer, as PyTorch's."""
+    import torch
+
+    def run(lib):
+        t = lib.zeros(4)
+        v = t[1:]
+        (t + 1, v * 2)  # (CPU kernels cache each tensor's array)
+        s = t.untyped_storage()
+        s.resize_(0)
+        s.resize_(16)
+        t.fill_(3.0)
+        v[0] = 5.0
+        return t.tolist(), v.tolist(), lib.empty(0).set_(s, 0, (4,), (1,)).tolist()
+    assert run(ember) == run(torch) == ([3.0, 5.0, 3.0, 3.0], [5.0, 3.0, 3.0],
+                                        [3.0, 5.0, 3.0, 3.0])
+
+
 def test_tensor_storage_metadata():
     t = ember.empty(2, 3)
     assert t.untyped_storage().nbytes() == 24

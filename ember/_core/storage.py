@@ -173,6 +173,7 @@ class UntypedStorage:
         if self.device.type == "cpu":
             new[:n] = self._data()[:n]
             self._bytes = new
+            _forget_cached_arrays(self)
         else:  # device memory is copied on the device
             self._allocator.copy_bytes(new, self._buf, n)
             self._bytes = None
@@ -241,3 +242,16 @@ def meta_storage(nbytes):
     if _alloc_observers:
         _notify_alloc(s)
     return s
+
+
+def _forget_cached_arrays(storage):
+    """After ``storage``'s CPU buffer was replaced: the tensors viewing it drop the NumPy array
+    each caches over the old buffer (``Tensor._np``, read by every CPU kernel), so they read and
+    write the new one, as PyTorch's tensors see their storage's new data pointer. Found as the
+    storage's referrers in the garbage collector: a walk of the heap, paid by a resize only (a
+    per-tensor registry would cost every CPU op)."""
+    import gc
+    from .._tensor import Tensor  # imports this module: a true cycle
+    for r in gc.get_referrers(storage):
+        if isinstance(r, Tensor) and r._storage_ is storage:
+            r._np = None
