@@ -221,7 +221,7 @@ class Tensor:
             stride = _st.contiguous_strides(shape)
         need = (self._offset + _st.numel(shape)) * self._dtype.itemsize
         if need > self._storage.nbytes():
-            self._storage.resize_(need)
+            self._storage._resize_buffer(need)
         self._size, self._stride, self._np = shape, stride, None
 
     def _nd(self):

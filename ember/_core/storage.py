@@ -163,6 +163,15 @@ class UntypedStorage:
         return self._as_byte_tensor().cpu().untyped_storage()
 
     def resize_(self, nbytes):
+        self._resize_buffer(nbytes)
+        if self.device.type == "cpu":
+            _forget_cached_arrays(self)
+        return self
+
+    def _resize_buffer(self, nbytes):
+        """resize_ without telling the tensors that view this storage (Tensor.resize_, which
+        resets its own cached array, and out= arguments grown by kernels: a walk of the heap
+        per call would cost them milliseconds)."""
         if not self._resizable:
             raise RuntimeError("Trying to resize storage that is not resizable")
         if self.device.type == "meta":
@@ -173,7 +182,6 @@ class UntypedStorage:
         if self.device.type == "cpu":
             new[:n] = self._data()[:n]
             self._bytes = new
-            _forget_cached_arrays(self)
         else:  # device memory is copied on the device
             self._allocator.copy_bytes(new, self._buf, n)
             self._bytes = None
