@@ -575,6 +575,15 @@ class Tensor:
         from . import _factories  # imports Tensor from here: a true cycle
         return _factories.reduce_tensor(self)
 
+    def share_memory_(self):
+        """Move this tensor's storage into shared memory (see UntypedStorage.share_memory_);
+        returns the tensor."""
+        self._storage.share_memory_()
+        return self
+
+    def is_shared(self):
+        return self._storage.is_shared()
+
     def __deepcopy__(self, memo):
         """A new leaf with a copy of the data, and, as PyTorch's, of ``requires_grad``, the
         gradient and the attributes set on this tensor."""

@@ -4,6 +4,8 @@ A CPU storage owns (or borrows) a NumPy buffer; a meta storage has a byte count 
 Kernels that produce a fresh NumPy array hand it to :func:`from_array`, which adopts the array's
 memory without copying.
 """
+import mmap
+
 import numpy as np
 
 from .allocator import cpu_cache as _cpu_cache
@@ -207,6 +209,31 @@ class UntypedStorage:
         if self.device.type != "cpu":
             raise TypeError("cannot pin 'torch.storage.UntypedStorage' only CPU memory can be pinned")
         return self._as_byte_tensor().pin_memory(device).untyped_storage()
+
+    # -- shared memory (what crosses a fork: ember.multiprocessing) ----------------------------
+    def share_memory_(self):
+        """Move a CPU storage's bytes into memory shared with the processes this one forks
+        (an anonymous shared mapping), in place: the tensors viewing it follow. As PyTorch's, a
+        shared storage can no longer be resized, and device storages (shared already) and meta
+        ones are left as they are. A storage pickled to another process is still sent as a copy
+        (ember has no shared-memory handles to send)."""
+        if self.device.type != "cpu" or self.is_shared():
+            return self
+        n = self._nbytes
+        buf = np.frombuffer(mmap.mmap(-1, max(n, 1)), np.uint8, count=n)
+        buf[:] = self._data()[:n]
+        self._buf = self._bytes = buf
+        self._resizable = False
+        _forget_cached_arrays(self)
+        return self
+
+    def is_shared(self):
+        """Whether the storage is in shared memory (device storages always are, as PyTorch's
+        CUDA tensors)."""
+        if self.device.type == "cpu":
+            base = getattr(self._buf, "base", None)  # (share_memory_'s: a view of the mapping)
+            return isinstance(getattr(base, "obj", None), mmap.mmap)
+        return self.device.type == "cuda"
 
     def __repr__(self):
         if self.device.type == "meta":

@@ -965,7 +965,8 @@ class Module:
                     g.zero_()
 
     def share_memory(self):
-        return self
+        """Move the parameters and buffers into shared memory (Tensor.share_memory_)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # -- printing --------------------------------------------------------------------------------
     def _get_name(self):
