@@ -145,7 +145,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                       "`embedding_bag(input, weight, ...)`.", stacklevel=2)
         weight, input = input, weight
     if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max")
+        raise ValueError("mode has to be one of sum, mean or max")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -709,7 +709,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size("huber_loss", input, target)
     if delta <= 0:
-        raise RuntimeError(f"huber_loss does not support non-positive values for delta.")
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = ember.abs(input - target)
     loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
@@ -994,7 +994,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     neg_inf = ember.full((), -math.inf, dtype=log_probs.dtype)
     ext_t = ember.from_numpy(ext)
     bidx = ember.arange(N).unsqueeze(1)
-    valid_t, skip_t = ember.from_numpy(valid), ember.from_numpy(skip)
+    skip_t = ember.from_numpy(skip)
 
     def lse(*xs):
         m = xs[0]
@@ -1011,7 +1011,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     start[:, 1] = np.array(tl) > 0 if smax > 1 else False
     emit = log_probs[0][bidx, ext_t]
     alpha = ember.where(ember.from_numpy(start & valid), emit, neg_inf)
-    finals = [None] * N
     for t in range(1, T):  # the recursion runs over time steps
         shift1 = ember.cat([neg_inf.expand(N, 1), alpha[:, :-1]], 1)
         shift2 = ember.cat([neg_inf.expand(N, 2), alpha[:, :-2]], 1) if smax > 2 else \
