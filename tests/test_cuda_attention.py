@@ -257,9 +257,53 @@ def test_half_types_take_the_flash_op_as_pytorchs_rules_pick_it():
         ember.backends.cuda.enable_flash_sdp(True)
 
 
+def _bottom_right_reference(q, k, v):
+    """Attention under the bottom-right causal mask in float32 (query i of L sees keys
+    0..i + S - L), a query that sees no key giving zeros and an infinite log-sum-exp, as
+    FlashAttention's kernels; (output, log-sum-exp)."""
+    L, S = q.size(-2), k.size(-2)
+    sees = ember.ones(L, S, dtype=ember.bool, device=q.device).tril(S - L)
+    s = (q.float() @ k.float().transpose(-2, -1)) / np.sqrt(q.size(-1))
+    s = s.masked_fill(~sees, float("-inf"))
+    m = s.amax(-1, keepdim=True).detach()
+    unseen = m == float("-inf")
+    m = m.masked_fill(unseen, 0.0)
+    p = (s - m).exp()
+    total = p.sum(-1, keepdim=True)
+    out = (p @ v.float()) / total.masked_fill(unseen, 1.0)
+    return out, (total.log() + m).masked_fill(unseen, float("inf")).squeeze(-1)
+
+
+@pytest.mark.parametrize("fused_kernels", [False, True])
+@pytest.mark.parametrize("lengths", [(5, 9), (9, 5), (70, 45)])
+def test_the_flash_ops_causal_mask_is_bottom_right(request, fused_kernels, lengths):
+    """PyTorch's flash op aligns its causal mask to the last key where L != S; a query that
+    sees no key (L > S) gets zeros and an infinite log-sum-exp, as FlashAttention's kernels.
+    Output, log-sum-exp and gradients against the float32 reference, on the blocked products
+    and on the Triton kernels."""
+    if fused_kernels:
+        request.getfixturevalue("fused")
+    L, S = lengths
+    ember.manual_seed(0)
+    q, k, v = (ember.randn(2, 2, n, 16, device="cuda").half().requires_grad_()
+               for n in (L, S, S))
+    out, lse = ember.ops.aten._scaled_dot_product_flash_attention(q, k, v, is_causal=True)[:2]
+    leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    ref_out, ref_lse = _bottom_right_reference(*leaves)
+    assert np.allclose(out.detach().float().cpu().numpy(), ref_out.detach().cpu().numpy(),
+                       atol=1e-2)
+    assert np.allclose(lse.cpu().numpy(), ref_lse.detach().cpu().numpy(), atol=1e-2)
+    assert np.isinf(lse.cpu().numpy()).any() == (L > S)
+    out.float().sum().backward()
+    ref_out.sum().backward()
+    for a, b in zip((q, k, v), leaves):
+        assert np.allclose(a.grad.float().cpu().numpy(), b.grad.cpu().numpy(), atol=3e-2)
+
+
 def test_causal_bias_on_cuda():
-    """An upper-left CausalBias is is_causal=True (the flash op for half inputs); a lower-right
-    one of L != S is the materialized mask, equal to the CPU's result."""
+    """An upper-left CausalBias is is_causal=True; a lower-right one of L != S runs the flash
+    op (its causal mask is bottom-right) for half inputs, as PyTorch's, and the materialized
+    mask otherwise; both equal the CPU's result."""
     from ember.nn.attention.bias import causal_lower_right, causal_upper_left
     ember.manual_seed(0)
     q = ember.randn(1, 2, 6, 8, device="cuda", dtype=ember.float16, requires_grad=True)
@@ -267,9 +311,13 @@ def test_causal_bias_on_cuda():
                 ).__name__ == "ScaledDotProductFlashAttentionBackward0"
     k = ember.randn(1, 2, 9, 8, device="cuda")
     qf = q.detach().float()
-    got = F.scaled_dot_product_attention(qf, k, k, causal_lower_right(6, 9))
     want = F.scaled_dot_product_attention(qf.cpu(), k.cpu(), k.cpu(), causal_lower_right(6, 9))
+    got = F.scaled_dot_product_attention(qf, k, k, causal_lower_right(6, 9))
     assert np.allclose(got.cpu().numpy(), want.numpy(), atol=1e-6)
+    kh = k.half().requires_grad_()
+    half = F.scaled_dot_product_attention(q, kh, kh, causal_lower_right(6, 9))
+    assert type(half.grad_fn).__name__ == "ScaledDotProductFlashAttentionBackward0"
+    assert np.allclose(half.detach().float().cpu().numpy(), want.numpy(), atol=1e-2)
 
 
 def test_the_flash_ops_layout_and_errors():
@@ -297,8 +345,6 @@ def test_the_flash_ops_layout_and_errors():
         ember.ops.aten._scaled_dot_product_flash_attention(q.float(), q.float(), q.float())
     with pytest.raises(NotImplementedError, match="takes no dropout"):
         ember.ops.aten._scaled_dot_product_flash_attention(q, q, q, 0.5)
-    with pytest.raises(NotImplementedError, match="seqlen_q == seqlen_k"):
-        ember.ops.aten._scaled_dot_product_flash_attention(q, k, k, is_causal=True)
     with pytest.raises(NotImplementedError, match="return_debug_mask"):
         ember.ops.aten._scaled_dot_product_flash_attention(q, q, q, return_debug_mask=True)
     assert ember.equal(q, before)

@@ -89,16 +89,18 @@ def _blocks(B, H, L, S):
             [slice(i, min(i + rows, L)) for i in range(0, L, rows)])
 
 
-def _scores(q, k, rows, scale, causal):
+def _scores(q, k, rows, scale, offset):
     """``q kᵀ · scale`` for query rows ``rows`` (a slice) of ``q`` (N, L, D) against ``k``
-    (N, S, D), with the causal mask (top-left: query i sees keys 0..i)."""
+    (N, S, D), with the causal mask of diagonal ``offset`` (query i sees keys 0..i + offset;
+    None: no mask)."""
     r, S = rows.stop - rows.start, k.size(1)
     qr, kt = q[:, rows], k.transpose(1, 2)
-    if not causal:
+    if offset is None:
         return _aten.bmm.default(qr, kt).mul_(scale)
-    # -inf where key j > query i, that is j - (i - start) >= start + 1
+    # -inf where key j > query i + offset, that is j - (i - start) >= start + offset + 1
     mask = _aten.full.default((r, S), -math.inf, dtype=D.float32, device=q.device)
-    return _aten.baddbmm.default(_aten.triu.default(mask, rows.start + 1), qr, kt, alpha=scale)
+    return _aten.baddbmm.default(_aten.triu.default(mask, rows.start + offset + 1), qr, kt,
+                                 alpha=scale)
 
 
 def _float32(t):
@@ -132,17 +134,19 @@ def _check_efficient(query, key, value, attn_bias, dropout_p):
     _check_supported("_scaled_dot_product_efficient_attention", query, key, value, dropout_p)
 
 
-def _check_flash(query, key, value, dropout_p, is_causal):
+def _check_flash(query, key, value, dropout_p):
     _check_supported("_scaled_dot_product_flash_attention", query, key, value, dropout_p,
                      (D.float16, D.bfloat16), "of dtype Half or BFloat16 (FlashAttention only "
                      "supports fp16 and bf16)")
     if not query.size(-1) == key.size(-1) == value.size(-1) or query.size(-1) > 256:
         raise RuntimeError("_scaled_dot_product_flash_attention: query, key and value must "
                            "have one head dimension of at most 256")
-    if is_causal and query.size(2) != key.size(2):
-        # PyTorch's flash kernel aligns such a mask bottom-right; ember's kernels top-left
-        raise NotImplementedError("ember's _scaled_dot_product_flash_attention takes "
-                                  "is_causal=True only where seqlen_q == seqlen_k")
+
+
+def _flash_offset(query, key, is_causal):
+    """The flash op's causal diagonal: bottom-right, as PyTorch's flash kernel aligns it (the
+    same as top-left where the lengths agree)."""
+    return key.size(2) - query.size(2) if is_causal else None
 
 
 def _batched(t):
@@ -151,15 +155,18 @@ def _batched(t):
     return _float32(t).reshape(B * H, n, d)
 
 
-def _forward(query, key, value, lse, scale, is_causal):
+def _forward(query, key, value, lse, scale, offset):
     """The attention of ``query`` over ``key``/``value`` in the query's dtype, (B, H, L, Ev)
-    laid out as (B, L, H, Ev); each row's log-sum-exp written into ``lse`` (B, H, ≥ L)."""
+    laid out as (B, L, H, Ev), under the causal mask of diagonal ``offset`` (see _scores; None:
+    none); each row's log-sum-exp written into ``lse`` (B, H, ≥ L). A row the mask leaves no
+    key (offset < 0) gets zeros and an infinite log-sum-exp, as FlashAttention's."""
     B, H, L, _ = query.shape
     S, Ev = key.size(2), value.size(-1)
     dev = query._device
-    sc, causal = _scale(query, scale), bool(is_causal)
+    sc = _scale(query, scale)
     if S and B * H * L and _fused(query, key, value):
-        out = _try_fused(flash_attention.forward, query, key, value, lse, sc, causal)
+        out = _try_fused(flash_attention.forward, query, key, value, lse, sc,
+                         offset is not None, offset or 0)
         if out is not None:
             return out
     # (B, L, H, Ev) memory, seen as (B, H, L, Ev): PyTorch's layout of this output
@@ -175,13 +182,22 @@ def _forward(query, key, value, lse, scale, is_causal):
                 n, nb = slice(b.start * H, b.stop * H), b.stop - b.start
                 for rows in row_blocks:
                     r = rows.stop - rows.start
-                    e = _scores(q[n], k[n], rows, sc, causal)
+                    e = _scores(q[n], k[n], rows, sc, offset)
                     m = e.amax(-1, keepdim=True)
+                    unseen = None  # rows that see no key: only before a negative offset
+                    if offset is not None and rows.start < -offset:
+                        unseen = m == -math.inf
+                        m.masked_fill_(unseen, 0.0)
                     e.sub_(m).exp_()  # the softmax's numerators; its denominators:
                     total = e.sum(-1, keepdim=True)
+                    if unseen is not None:
+                        total.masked_fill_(unseen, 1.0)  # (zeros over one)
                     o = _aten.bmm.default(e, v[n]).div_(total)
                     out[b, :, rows].copy_(o.view(nb, H, r, Ev))
-                    lse[b, :, rows].copy_(total.log_().add_(m).view(nb, H, r))
+                    row_lse = total.log_().add_(m)
+                    if unseen is not None:
+                        row_lse.masked_fill_(unseen, math.inf)
+                    lse[b, :, rows].copy_(row_lse.view(nb, H, r))
     return out if out._dtype is query._dtype else out.to(query._dtype)
 
 
@@ -191,20 +207,20 @@ def _scaled_dot_product_efficient_attention(query, key, value, attn_bias, comput
     B, H, L, _ = query.shape
     padded = -(-L // _ALIGN_LSE) * _ALIGN_LSE
     lse = empty_tensor((B, H, padded), D.float32, query._device)
-    out = _forward(query, key, value, lse, scale, is_causal)
+    out = _forward(query, key, value, lse, scale, 0 if is_causal else None)
     return _with_lse(out, lse, compute_log_sumexp)
 
 
 def _scaled_dot_product_flash_attention(query, key, value, dropout_p=0.0, is_causal=False,
                                         return_debug_mask=False, scale=None):
-    _check_flash(query, key, value, dropout_p, is_causal)
+    _check_flash(query, key, value, dropout_p)
     if return_debug_mask:
         raise NotImplementedError("ember's _scaled_dot_product_flash_attention returns no debug "
                                   "attention mask (return_debug_mask=True)")
     B, H, L, _ = query.shape
     dev = query._device
     lse = empty_tensor((B, H, L), D.float32, dev)
-    out = _forward(query, key, value, lse, scale, is_causal)
+    out = _forward(query, key, value, lse, scale, _flash_offset(query, key, is_causal))
     # the Philox state of the dropout it does not do, as PyTorch's: two uint64 words, one unused
     rng_state = empty_tensor((2,), D.uint64, dev).zero_()
     unused = empty_tensor((), D.uint64, dev).zero_()
@@ -222,15 +238,16 @@ def _with_lse(out, lse, compute_log_sumexp):
     return out, lse, seed, offset
 
 
-def _backward(grad_out, query, key, value, out, logsumexp, scale, is_causal):
-    """(dQ, dK, dV) in the inputs' dtypes, from the forward's output and log-sum-exp."""
+def _backward(grad_out, query, key, value, out, logsumexp, scale, offset):
+    """(dQ, dK, dV) in the inputs' dtypes, from the forward's output and log-sum-exp (under
+    the causal mask of diagonal ``offset``, as _forward)."""
     B, H, L, Dq = query.shape
     S, Ev = key.size(2), value.size(-1)
     dev = query._device
-    sc, causal = _scale(query, scale), bool(is_causal)
+    sc = _scale(query, scale)
     if S and B * H * L and _fused(query, key, value):
         grads = _try_fused(flash_attention.backward, grad_out, query, key, value, out,
-                           logsumexp, sc, causal)
+                           logsumexp, sc, offset is not None, offset or 0)
         if grads is not None:
             return grads
     dq = empty_tensor((B * H, L, Dq), D.float32, dev)
@@ -248,7 +265,7 @@ def _backward(grad_out, query, key, value, out, logsumexp, scale, is_causal):
                 for rows in row_blocks:
                     r = rows.stop - rows.start
                     block_lse = logsumexp[b, :, rows].reshape(nb * H, r, 1)
-                    p = _scores(q[n], k[n], rows, sc, causal).sub_(block_lse).exp_()
+                    p = _scores(q[n], k[n], rows, sc, offset).sub_(block_lse).exp_()
                     g_r, o_r = g[n, rows], o[n, rows]
                     dv[n].add_(_aten.bmm.default(p.transpose(1, 2), g_r))
                     ds = _aten.bmm.default(g_r, v[n].transpose(1, 2))
@@ -268,7 +285,8 @@ def _scaled_dot_product_efficient_attention_backward(grad_out_, query, key, valu
     if logsumexp.size(-1) < query.size(2):
         raise RuntimeError("_scaled_dot_product_efficient_attention_backward: the forward's "
                            "logsumexp is needed (compute_log_sumexp=True)")
-    grads = _backward(grad_out_, query, key, value, out, logsumexp, scale, is_causal)
+    grads = _backward(grad_out_, query, key, value, out, logsumexp, scale,
+                      0 if is_causal else None)
     mask = list(grad_input_mask) + [False] * (4 - len(grad_input_mask))
     return tuple(g if m else None for g, m in zip(grads, mask[:3])) + (None,)
 
@@ -277,8 +295,9 @@ def _scaled_dot_product_flash_attention_backward(grad_out, query, key, value, ou
                                                  cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
                                                  is_causal, philox_seed, philox_offset,
                                                  scale=None):
-    _check_flash(query, key, value, dropout_p, is_causal)
-    return _backward(grad_out, query, key, value, out, logsumexp, scale, is_causal)
+    _check_flash(query, key, value, dropout_p)
+    return _backward(grad_out, query, key, value, out, logsumexp, scale,
+                     _flash_offset(query, key, is_causal))
 
 
 def kernels():

@@ -12,7 +12,9 @@ log-sum-exp; the backward recomputes each block's probabilities from that log-su
 with dK/dV and dQ in two kernels (no atomics: the sums are in a fixed order). Inputs are read
 with their strides (no copies); float16 and bfloat16 products take the tensor cores with float32
 accumulation, float32 ones are exact float32 (``input_precision="ieee"``, as PyTorch's float32
-kernel, no tf32). The causal mask is PyTorch's top-left one: query i sees keys 0..i.
+kernel, no tf32). A causal mask lets query i see keys 0..i + OFF: OFF = 0 is PyTorch's
+top-left mask (``is_causal``), OFF = S - L the bottom-right one of its flash op; a query that
+sees no key (OFF < 0) gets a zero output and an infinite log-sum-exp, as FlashAttention's.
 
 Triton compiles the kernels on first use for the GPU at hand. Under Triton's interpreter
 (``TRITON_INTERPRET=1``) the same kernels run on the host, which is how CI checks them on the
@@ -86,7 +88,7 @@ def _precision(dtype):
 def _fwd_kernel(Q, K, V, O, LSE, scale,
                 sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
                 sob, soh, som, sod, slb, slh,
-                H, L, S, DQ, DV,
+                H, L, S, DQ, DV, OFF,
                 CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                 BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr):
     pid_m = tl.program_id(0)
@@ -105,7 +107,7 @@ def _fwd_kernel(Q, K, V, O, LSE, scale,
     qk_scale = scale * 1.4426950408889634  # exp2 of log2(e)-scaled scores
     end = S
     if CAUSAL:
-        end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
+        end = tl.minimum(S, (pid_m + 1) * BLOCK_M + OFF)
     for start in range(0, end, BLOCK_N):
         keys = start + cols
         kt = tl.load(K + b * skb + h * skh + keys[None, :] * skn + dq[:, None] * skd,
@@ -113,7 +115,7 @@ def _fwd_kernel(Q, K, V, O, LSE, scale,
         s = tl.dot(q, kt, input_precision=PRECISION) * qk_scale
         valid = keys[None, :] < S
         if CAUSAL:
-            valid = valid & (keys[None, :] <= rows[:, None])
+            valid = valid & (keys[None, :] <= rows[:, None] + OFF)
         s = tl.where(valid, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         # a row that has seen no key yet keeps its -inf maximum: subtract 0 there
@@ -125,10 +127,12 @@ def _fwd_kernel(Q, K, V, O, LSE, scale,
                     mask=(keys[:, None] < S) & (dv[None, :] < DV), other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
         m_i = m_new
-    out = acc / l_i[:, None]
+    unseen = l_i == 0  # (only a row the causal mask gives no key: zeros, an infinite lse)
+    l_div = tl.where(unseen, 1.0, l_i)
+    out = acc / l_div[:, None]
     tl.store(O + b * sob + h * soh + rows[:, None] * som + dv[None, :] * sod,
              out.to(O.dtype.element_ty), mask=(rows[:, None] < L) & (dv[None, :] < DV))
-    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    lse = tl.where(unseen, float("inf"), (m_i + tl.log2(l_div)) * 0.6931471805599453)
     tl.store(LSE + b * slb + h * slh + rows, lse, mask=rows < L)
 
 def _delta_kernel(O, G, DELTA, sob, soh, som, sod, sgb, sgh, sgm, sgd, H, L, DV,
@@ -150,7 +154,7 @@ def _delta_kernel(O, G, DELTA, sob, soh, som, sod, sgb, sgh, sgm, sgd, H, L, DV,
 def _dkdv_kernel(Q, K, V, G, LSE, DELTA, DK, DV_, scale,
                  sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
                  sgb, sgh, sgm, sgd, slb, slh,
-                 H, L, S, DQ, DV,
+                 H, L, S, DQ, DV, OFF,
                  CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                  BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr):
     """dK and dV of one block of keys, over the query blocks that see them. DK and DV_ are
@@ -169,8 +173,8 @@ def _dkdv_kernel(Q, K, V, G, LSE, DELTA, DK, DV_, scale,
     dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     dvacc = tl.zeros([BLOCK_N, BLOCK_E], tl.float32)
     first = 0
-    if CAUSAL:  # query i sees key j when j <= i: rows from the block's first key on
-        first = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M
+    if CAUSAL:  # query i sees key j when j <= i + OFF: rows from the block's first key - OFF on
+        first = (tl.maximum(pid_n * BLOCK_N - OFF, 0) // BLOCK_M) * BLOCK_M
     for start in range(first, L, BLOCK_M):
         rows = start + tl.arange(0, BLOCK_M)
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sqm + dq[None, :] * sqd,
@@ -182,7 +186,7 @@ def _dkdv_kernel(Q, K, V, G, LSE, DELTA, DK, DV_, scale,
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
         valid = (rows[:, None] < L) & (keys[None, :] < S)
         if CAUSAL:
-            valid = valid & (keys[None, :] <= rows[:, None])
+            valid = valid & (keys[None, :] <= rows[:, None] + OFF)
         p = tl.where(valid, tl.exp(s - lse[:, None]), 0.0)
         dvacc += tl.dot(tl.trans(p.to(g.dtype)), g, input_precision=PRECISION)
         dp = tl.dot(g, tl.trans(v), input_precision=PRECISION)
@@ -199,7 +203,7 @@ def _dkdv_kernel(Q, K, V, G, LSE, DELTA, DK, DV_, scale,
 def _dq_kernel(Q, K, V, G, LSE, DELTA, DQ_, scale,
                sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
                sgb, sgh, sgm, sgd, slb, slh,
-               H, L, S, DQ, DV,
+               H, L, S, DQ, DV, OFF,
                CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr):
     """dQ of one block of queries, over the key blocks they see. DQ_ is contiguous
@@ -220,7 +224,7 @@ def _dq_kernel(Q, K, V, G, LSE, DELTA, DQ_, scale,
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     end = S
     if CAUSAL:
-        end = tl.minimum(S, (pid_m + 1) * BLOCK_M)
+        end = tl.minimum(S, (pid_m + 1) * BLOCK_M + OFF)
     for start in range(0, end, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
         k = tl.load(K + b * skb + h * skh + keys[:, None] * skn + dq[None, :] * skd,
@@ -230,7 +234,7 @@ def _dq_kernel(Q, K, V, G, LSE, DELTA, DQ_, scale,
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
         valid = (rows[:, None] < L) & (keys[None, :] < S)
         if CAUSAL:
-            valid = valid & (keys[None, :] <= rows[:, None])
+            valid = valid & (keys[None, :] <= rows[:, None] + OFF)
         p = tl.where(valid, tl.exp(s - lse[:, None]), 0.0)
         dp = tl.dot(g, tl.trans(v), input_precision=PRECISION)
         ds = p * (dp - delta[:, None])
@@ -286,10 +290,10 @@ def _launch(fn, grid, *args, **meta):
     return _on_ember_stream(lambda: kernel[grid](*args, enable_fp_fusion=True, **meta))
 
 
-def forward(query, key, value, lse, scale, causal):
+def forward(query, key, value, lse, scale, causal, offset=0):
     """The attention of (B, H, L, DQ) ``query`` over ``key``/``value``: the output (B, H, L, DV)
     in the query's dtype, laid out as (B, L, H, DV) as PyTorch's; the row log-sum-exp into
-    ``lse`` (B, H, ≥ L float32, last stride 1)."""
+    ``lse`` (B, H, ≥ L float32, last stride 1). ``causal``: query i sees keys 0..i + offset."""
     _import()
     B, H, L, DQ = query.shape
     S, DV = key.size(2), value.size(-1)
@@ -298,13 +302,13 @@ def forward(query, key, value, lse, scale, causal):
     grid = (triton.cdiv(L, bm), B * H)
     _launch(_fwd_kernel, grid, query, key, value, out, lse, scale,
             *query.stride(), *key.stride(), *value.stride(), *out.stride(),
-            lse.stride(0), lse.stride(1), H, L, S, DQ, DV,
+            lse.stride(0), lse.stride(1), H, L, S, DQ, DV, offset,
             CAUSAL=causal, PRECISION=_precision(query._dtype), BLOCK_M=bm, BLOCK_N=bn,
             BLOCK_D=_dims(DQ), BLOCK_E=_dims(DV))
     return out
 
 
-def backward(grad_out, query, key, value, out, lse, scale, causal):
+def backward(grad_out, query, key, value, out, lse, scale, causal, offset=0):
     """(dQ, dK, dV), each contiguous in its input's dtype and shape."""
     _import()
     B, H, L, DQ = query.shape
@@ -321,7 +325,7 @@ def backward(grad_out, query, key, value, out, lse, scale, causal):
             *out.stride(), *grad_out.stride(), H, L, DV, BLOCK_M=bm, BLOCK_E=_dims(DV))
     common = (query, key, value, grad_out, lse, delta)
     strides = (*query.stride(), *key.stride(), *value.stride(), *grad_out.stride(),
-               lse.stride(0), lse.stride(1), H, L, S, DQ, DV)
+               lse.stride(0), lse.stride(1), H, L, S, DQ, DV, offset)
     _launch(_dkdv_kernel, (triton.cdiv(S, bn), B * H), *common, dk, dv, scale, *strides,
             **meta)
     _launch(_dq_kernel, (triton.cdiv(L, bm), B * H), *common, dq, scale, *strides, **meta)

@@ -3,17 +3,17 @@
 ``is_causal=True`` means) and ``causal_lower_right`` (the diagonal aligned to the last key: query
 i of L sees keys 0..i + S - L, the mask of a query block appended to a key cache).
 
-A ``CausalBias`` is a tensor subclass whose ``__torch_function__`` takes the attention call:
-the upper-left variant, and the lower-right one where L == S, become ``is_causal=True`` (the
-fused kernels); the lower-right one where L != S is computed with the mask materialized (the
-CPU's fused kernel takes it; on CUDA, the math path), where PyTorch's CUDA kernels take the
-alignment directly."""
+A ``CausalBias`` is a tensor subclass whose ``__torch_function__`` takes the attention call,
+as PyTorch's: the upper-left variant, and the lower-right one where L == S, become
+``is_causal=True``; the lower-right one where L != S runs the CUDA flash op (whose causal mask is
+bottom-right) where it can take the inputs, else attention with the mask materialized (PyTorch
+would try its memory-efficient kernel's bottom-right mask in between; ember's takes none)."""
 from enum import IntEnum, auto
 from warnings import warn
 
 import ember
 
-from ...backends.cuda import SDPAParams
+from ...backends.cuda import SDPAParams, can_use_flash_attention
 from . import _raise_kernel_warnings
 
 __all__ = ["causal_upper_left", "causal_lower_right", "CausalVariant", "CausalBias"]
@@ -74,10 +74,11 @@ class CausalBias(ember.Tensor):
                                                   dropout_p=dropout_p, is_causal=True,
                                                   scale=scale, enable_gqa=enable_gqa)
         if attn_mask.variant == CausalVariant.LOWER_RIGHT:
-            # (PyTorch's CUDA flash and memory-efficient kernels take this alignment; ember's
-            # do not: they are named as unused, as PyTorch names them when neither runs)
-            _raise_kernel_warnings(SDPAParams(query, key, value, None, dropout_p, is_causal,
-                                              enable_gqa))
+            params = SDPAParams(query, key, value, None, dropout_p, is_causal, enable_gqa)
+            if can_use_flash_attention(params):
+                return ember.ops.aten._scaled_dot_product_flash_attention(
+                    query, key, value, dropout_p, is_causal=True, scale=scale)[0]
+            _raise_kernel_warnings(params)
             return F.scaled_dot_product_attention(
                 query, key, value, attn_mask=attn_mask._materialize(query.device),
                 dropout_p=dropout_p, is_causal=False, scale=scale, enable_gqa=enable_gqa)
