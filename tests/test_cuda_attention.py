@@ -28,6 +28,14 @@ def _grads(fn, q, k, v, g):
 @pytest.mark.parametrize("shape", [(2, 3, 5, 7, 8, 11), (1, 2, 16, 16, 32, 32),
                                    (2, 4, 9, 4, 16, 16), (1, 1, 1, 1, 4, 4)])
 def test_efficient_kernel_matches_the_math_path(causal, shape):
+    q, k, v = _matches_the_math_path(causal, shape)
+    assert type(F.scaled_dot_product_attention(q, k, v, is_causal=causal).grad_fn).__name__ == \
+        "ScaledDotProductEfficientAttentionBackward0"
+
+
+def _matches_the_math_path(causal, shape):
+    """float32 attention of ``shape`` (B, H, L, S, Dq, Dv) through scaled_dot_product_attention:
+    output and gradients within float32 rounding of the math path; returns (q, k, v)."""
     B, H, L, S, Dq, Dv = shape
     ember.manual_seed(0)
     q = ember.randn(B, H, L, Dq, device="cuda", requires_grad=True)
@@ -35,12 +43,11 @@ def test_efficient_kernel_matches_the_math_path(causal, shape):
     v = ember.randn(B, H, S, Dv, device="cuda", requires_grad=True)
     g = ember.randn(B, H, L, Dv, device="cuda")
     y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
-    assert type(F.scaled_dot_product_attention(q, k, v, is_causal=causal).grad_fn).__name__ == \
-        "ScaledDotProductEfficientAttentionBackward0"
     y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
     assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
     for a, b in zip(grads, ref):
         assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
+    return q, k, v
 
 
 @pytest.fixture
@@ -66,18 +73,8 @@ def fused(monkeypatch, cuda_device):
 def test_fused_kernels_match_the_math_path(fused, causal, shape):
     """FlashAttention-2 in Triton: several query and key blocks (70 rows), queries longer and
     shorter than the keys under the causal mask, head dimensions padded to the blocks."""
-    B, H, L, S, Dq, Dv = shape
-    ember.manual_seed(0)
-    q = ember.randn(B, H, L, Dq, device="cuda", requires_grad=True)
-    k = ember.randn(B, H, S, Dq, device="cuda", requires_grad=True)
-    v = ember.randn(B, H, S, Dv, device="cuda", requires_grad=True)
-    g = ember.randn(B, H, L, Dv, device="cuda")
-    y, grads = _grads(lambda *a: F.scaled_dot_product_attention(*a, is_causal=causal), q, k, v, g)
+    _matches_the_math_path(causal, shape)
     assert fused == ["forward", "backward"]
-    y_ref, ref = _grads(lambda *a: F._sdpa_math(*a, is_causal=causal), q, k, v, g)
-    assert np.allclose(y.cpu().numpy(), y_ref.cpu().numpy(), atol=2e-6)
-    for a, b in zip(grads, ref):
-        assert np.allclose(a.cpu().numpy(), b.cpu().numpy(), atol=5e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

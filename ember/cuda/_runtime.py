@@ -502,11 +502,18 @@ class CupyRuntime(Runtime):
         self.cupy = cupy
         self.rt = cupy.cuda.runtime
         self._events = {}  # handle -> (device, timing)
+        self._props = {}  # device -> DeviceProperties (fixed: asked once, as PyTorch caches them)
 
     def device_count(self):
         return self.rt.getDeviceCount()
 
     def get_device_properties(self, device):
+        props = self._props.get(device)
+        if props is None:
+            props = self._props[device] = self._read_device_properties(device)
+        return props
+
+    def _read_device_properties(self, device):
         p = self.rt.getDeviceProperties(device)
         name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
         uuid = p.get("uuid", b"")
