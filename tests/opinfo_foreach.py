@@ -40,3 +40,4 @@ OPS.append(OpInfo("_foreach_sqrt.default", lambda op: _unary_samples(op, positiv
                   dtypes=_FLOATS + ("int64",)))
 OPS.append(OpInfo("_foreach_neg.default", _unary_samples, dtypes=_FLOATS + ("int64", "int8")))
 OPS.append(OpInfo("_foreach_add.List", _add_samples, dtypes=_FLOATS + ("int64", "int32")))
+OPS.append(OpInfo("_foreach_sub.List", _add_samples, dtypes=_FLOATS + ("int64", "int32")))

@@ -28,3 +28,8 @@ def _foreach_neg(self):
 def _foreach_add_List(self, other, alpha=1):
     _check_lengths(self, other)
     return tuple(_aten.add.Tensor._call(t, o, alpha) for t, o in zip(self, other))
+
+
+def _foreach_sub_List(self, other, alpha=1):
+    _check_lengths(self, other)
+    return tuple(_aten.sub.Tensor._call(t, o, alpha) for t, o in zip(self, other))
