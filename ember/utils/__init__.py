@@ -9,8 +9,8 @@ import importlib
 from .backend_registration import (generate_methods_for_privateuse1_backend,  # noqa: F401
                                    rename_privateuse1_backend)
 
-__all__ = ["checkpoint", "data", "deterministic", "dlpack", "hooks", "rename_privateuse1_backend",
-           "generate_methods_for_privateuse1_backend"]
+__all__ = ["checkpoint", "data", "deterministic", "dlpack", "hooks", "weak",
+           "rename_privateuse1_backend", "generate_methods_for_privateuse1_backend"]
 
 
 def __getattr__(name):

@@ -1,0 +1,2 @@
+"""The modules of ``ember.utils.benchmark``: ``common`` (``TaskSpec``, ``Measurement``, unit and
+significant-figure helpers), ``timer`` (``Timer``) and ``compare`` (``Compare``)."""
