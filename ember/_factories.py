@@ -25,7 +25,7 @@ from ._core.promotion import promote_types
 from ._core.storage import from_array, meta_storage
 from ._tensor import Tensor, _alias, make_tensor, wrap_array
 
-__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer"]
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "sparse_coo_tensor"]
 
 _PY_SCALARS = (bool, int, float, complex)
 _NUMBER_TYPES = (numbers.Number, np.generic)
@@ -335,6 +335,38 @@ def deprecated_range(start, end, step=1, *, out=None, dtype=None, layout=None, d
     return r
 
 
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None, is_coalesced=None):
+    """A sparse COO tensor whose element at ``indices[:, i]`` is ``values[i]`` (summed where an
+    index repeats). ``indices`` and ``values`` may be nested sequences, as ``tensor``'s data;
+    the size is inferred from the indices when not given. ``check_invariants`` (default:
+    ``ember.sparse.check_sparse_tensor_invariants.is_enabled()``) checks the indices against the
+    size first."""
+    from . import sparse
+    from ._ops.overload import ops
+    dtype = _to_dtype(dtype, "sparse_coo_tensor")
+    if not isinstance(values, Tensor):
+        values = tensor(values, dtype=dtype)
+    dev = values.device if device is None else _device(device)
+    if isinstance(indices, Tensor):
+        indices = indices.detach().to(dtype=D.int64, device=dev)
+    else:
+        indices = tensor(indices, dtype=D.int64, device=dev)
+    if check_invariants is None:
+        check_invariants = sparse.check_sparse_tensor_invariants.is_enabled()
+    if size is None:
+        t = ops.aten.sparse_coo_tensor.indices._call(indices, values, dtype, None, dev,
+                                                     pin_memory, is_coalesced)
+    else:
+        size = tuple(size)
+        if check_invariants:
+            ops.aten._validate_sparse_coo_tensor_args.default._call(indices, values, size,
+                                                                    is_coalesced, None)
+        t = ops.aten.sparse_coo_tensor.indices_size._call(indices, values, size, dtype, None,
+                                                          dev, pin_memory, is_coalesced)
+    return t.requires_grad_() if requires_grad else t
+
+
 def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor, sharing memory with a tensor or array when dtype and device allow."""
     dtype = _to_dtype(dtype, "as_tensor")
@@ -488,11 +520,21 @@ Tensor.new_tensor = new_tensor  # hand-written in PyTorch too (python_variable_m
 def reduce_tensor(t):
     """``__reduce_ex__`` of a tensor: its storage bytes (or byte count on meta) and its layout,
     and the attributes set on it (pickle puts them back in the new tensor's ``__dict__``)."""
+    if t.is_sparse:  # its parts, pickled as tensors
+        args = (t._indices(), t._values(), tuple(t._size), t.is_coalesced(), t._requires_grad)
+        return (_rebuild_sparse, args, t.__dict__) if t.__dict__ else (_rebuild_sparse, args)
     s = t._storage
     data = s.nbytes() if t._device.type == "meta" else bytes(s._data())
     args = (data, t._dtype, tuple(t._size), tuple(t._stride), t._offset, t._device,
             t._requires_grad)
     return (_rebuild_tensor, args, t.__dict__) if t.__dict__ else (_rebuild_tensor, args)
+
+
+def _rebuild_sparse(indices, values, size, is_coalesced, requires_grad):
+    from ._ops.overload import ops
+    t = ops.aten._sparse_coo_tensor_unsafe.default._call(indices, values, size, None, None, None,
+                                                         None, is_coalesced)
+    return t.requires_grad_() if requires_grad else t
 
 
 def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):

@@ -21,7 +21,9 @@ def matmul(A, B):
     """A @ B, or B when A is None."""
     if A is None:
         return B
-    return ember.matmul(A, B)  # PyTorch's sparse A branch: ember has no sparse tensors
+    if is_sparse(A):
+        return ember.sparse.mm(A, B)
+    return ember.matmul(A, B)
 
 
 def bform(X, A, Y):

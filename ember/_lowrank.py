@@ -4,8 +4,8 @@ Tropp (arXiv:0909.4061), written in ember ops so that autograd differentiates th
 The Gaussian test matrix comes from ``ember.randn``, so results are reproducible under
 ``ember.manual_seed`` but differ from PyTorch's for the same seed (another generator): the
 singular values agree, the singular vectors up to a sign (a phase for complex inputs).
-ember has no sparse COO tensors, so PyTorch's sparse branches (``torch.sparse.mm``, the sparse
-centering of ``pca_lowrank``) have nothing to run on and are left out."""
+A sparse COO ``A`` is multiplied with ``ember.sparse.mm`` and centred without densifying it (the
+column means enter as the low-rank ``M``), as in PyTorch."""
 import ember
 
 from . import _linalg_utils as _utils
@@ -78,5 +78,17 @@ def pca_lowrank(A, q=None, center=True, niter=2):
         raise ValueError(f"niter(={niter}) must be non-negative integer")
     if not center:
         return _svd_lowrank(A, q, niter=niter, M=None)
+    if _utils.is_sparse(A):
+        if A.dim() != 2:
+            raise ValueError("pca_lowrank input is expected to be 2-dimensional tensor")
+        dtype = _utils.get_floating_dtype(A)
+        c = ember.sparse.sum(A, dim=(-2,)) / m
+        column_indices = c.indices()[0]
+        indices = ember.zeros(2, len(column_indices), dtype=column_indices.dtype,
+                              device=column_indices.device)
+        indices[0] = column_indices
+        C_t = ember.sparse_coo_tensor(indices, c.values(), (n, 1), dtype=dtype, device=A.device)
+        ones_m1_t = ember.ones((1, m), dtype=dtype, device=A.device)
+        return _svd_lowrank(A, q, niter=niter, M=ember.sparse.mm(C_t, ones_m1_t).mT)
     C = A.mean(dim=(-2,), keepdim=True)
     return _svd_lowrank(A - C, q, niter=niter, M=None)

@@ -15,7 +15,8 @@ from . import _dlpack, _tensor_str, overrides
 from ._core import complex32 as _complex32
 from ._core import dtype as _dt
 from ._core import strides as _st
-from ._core.device import CPU, contiguous_format, device as _device, preserve_format, strided
+from ._core.device import (CPU, contiguous_format, device as _device, preserve_format,
+                           sparse_coo, strided)
 from ._core.size import Size
 from ._core import tensor_impl as _impl
 from ._core.storage import UntypedStorage
@@ -23,7 +24,7 @@ from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and module
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
 from ._core.tensor_impl import data_ptr as _data_ptr
 from ._dispatch import tls as _tls
-from ._dispatch.keys import DispatchKeySet
+from ._dispatch.keys import SPARSE_BITS, DispatchKeySet
 from ._ops.overload import ops
 
 # Methods import ember.autograd, _factories and _indexing when called: those modules import
@@ -37,7 +38,7 @@ class Tensor:
     # PyTorch's, created on the first such assignment)
     __slots__ = ("_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_autograd", "_fw_grad", "__weakref__", "__dict__")
+                 "_autograd", "_fw_grad", "_sparse", "__weakref__", "__dict__")
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype; a
     # subclass's constructor makes an instance of the subclass (whose __init__ then runs).
@@ -108,9 +109,13 @@ class Tensor:
         self._storage_ = storage
 
     def untyped_storage(self):
+        if self._storage_ is None:
+            raise NotImplementedError("Cannot access storage of SparseTensorImpl")
         return self._storage
 
     def data_ptr(self):
+        if self._storage_ is None:
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         return _data_ptr(self)
 
     @property
@@ -123,7 +128,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return strided
+        return sparse_coo if self._keyset & SPARSE_BITS else strided
 
     @property
     def is_cpu(self):
@@ -151,7 +156,7 @@ class Tensor:
 
     @property
     def is_sparse(self):
-        return False
+        return bool(self._keyset & SPARSE_BITS)
 
     @property
     def is_quantized(self):
@@ -366,6 +371,9 @@ class Tensor:
         if force:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
+        if self._keyset & SPARSE_BITS:
+            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() "
+                            "first.")
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
@@ -691,7 +699,7 @@ def _rewrap(src, cls):
     t = _new(cls)
     src._storage  # noqa: B018  (materialize it: both tensors must share one storage object)
     for name in IMPL_SLOTS:
-        if name != "_fw_grad" or hasattr(src, name):
+        if name not in ("_fw_grad", "_sparse") or hasattr(src, name):
             setattr(t, name, getattr(src, name))
     if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
         t._keyset |= _PYTHON_KEYS
@@ -726,6 +734,8 @@ def _np_view(t):
         raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
     if 0 in t._size:  # no elements: the offset may lie past an empty storage (zeros(0, 3)[:, 1])
         return np.empty(t._size, t._dtype._np)
+    if t._storage_ is None:  # a sparse tensor reached a dense kernel
+        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
     isz = t._dtype.itemsize
     buf = t._storage._data()
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))

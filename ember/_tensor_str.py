@@ -225,14 +225,16 @@ def _tensor_str(t, indent):
 # ---------------------------------------------------------------------------------------------
 # The whole repr
 
-def _add_suffixes(tensor_str, suffixes, indent):
-    """Append ``, suffix`` items, moving one to a new line when it would pass ``linewidth``."""
+def _add_suffixes(tensor_str, suffixes, indent, force_newline=False):
+    """Append ``, suffix`` items, moving one to a new line when it would pass ``linewidth``
+    (the first one always, with ``force_newline``: a sparse tensor's)."""
     parts = [tensor_str]
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1  # PyTorch's count, kept exact
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
+            force_newline = False
         else:
             parts.append(", " + suffix)
             last_line_len += len(suffix) + 2
@@ -260,6 +262,26 @@ def _is_plain(t):
     return cls is Tensor or (cls.__name__ == "Parameter" and cls.__module__.startswith("ember"))
 
 
+def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):
+    """A sparse COO tensor's ``indices=tensor(...), values=tensor(...)`` (its size, nnz and
+    dtype go to ``suffixes``), as PyTorch prints it."""
+    suffixes.append(f"size={tuple(self._size)}")
+    suffixes.append(f"nnz={self._nnz()}")
+    if self._dtype not in (default_dtype, D.default_complex_dtype(), D.int64, D.bool_):
+        suffixes.append(f"dtype={self._dtype}")
+    if tensor_contents is not None:
+        return tensor_contents
+    parts = []
+    for name, part in (("indices", self._indices()), ("values", self._values())):
+        prefix = f"{name}=tensor("
+        if part.numel():
+            text = _tensor_str(part.detach(), indent + len(prefix))
+        else:
+            text = f"[], size={tuple(part._size)}"
+        parts.append(prefix + text + ")")
+    return (",\n" + " " * indent).join(parts)
+
+
 def _str(self, *, tensor_contents=None):
     prefix = "tensor(" if _is_plain(self) else f"{type(self).__name__}("
     indent = len(prefix)
@@ -269,7 +291,9 @@ def _str(self, *, tensor_contents=None):
     if self._device.type != "cpu":
         suffixes.append(f"device='{self._device}'")
 
-    if self._device.type == "meta":
+    if self.is_sparse:
+        tensor_str = _sparse_str(self, indent, suffixes, tensor_contents, default_dtype)
+    elif self._device.type == "meta":
         suffixes.append(f"size={tuple(self._size)}")
         if self._dtype is not default_dtype:
             suffixes.append(f"dtype={self._dtype}")
@@ -290,6 +314,8 @@ def _str(self, *, tensor_contents=None):
         tensor_str = None if tensor_contents is not None else _tensor_str(self, indent)
     if tensor_contents is not None:
         tensor_str = tensor_contents
+    if self.is_sparse:
+        suffixes.append(f"layout={self.layout}")
 
     grad_fn_name = _grad_fn_name(self)
     if grad_fn_name is not None:
@@ -297,5 +323,5 @@ def _str(self, *, tensor_contents=None):
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
 
-    return _add_suffixes(prefix + tensor_str, suffixes, indent)
+    return _add_suffixes(prefix + tensor_str, suffixes, indent, self.is_sparse)
 

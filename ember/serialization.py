@@ -32,7 +32,8 @@ import numpy as np
 
 from ._core import dtype as D
 from ._core import strides as _st
-from ._core.device import CPU, device as _device
+from ._core import device as _device_module
+from ._core.device import CPU, device as _device, layout, sparse_coo
 from ._core.size import Size
 from ._core.storage import from_array
 from ._tensor import Tensor, make_tensor
@@ -87,6 +88,7 @@ _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _TENSOR_TYPE = _Global("torch", "Tensor")
+_REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 
 
 class _Pickler(pickle._Pickler):
@@ -133,6 +135,9 @@ class _Pickler(pickle._Pickler):
             if obj.__dict__:
                 return (_REBUILD_PARAMETER_WITH_STATE, args + (obj.__dict__,))
             return (_REBUILD_PARAMETER, args)
+        if isinstance(obj, Tensor) and obj.is_sparse:  # its parts, pickled as tensors
+            return (_REBUILD_SPARSE, (obj.layout, (
+                obj._indices(), obj._values(), Size(obj.shape), obj.is_coalesced())))
         if isinstance(obj, Tensor):
             if obj.device.type != "cpu":  # the bytes of its device storage, copied once
                 ref = _StorageRef(self._host_copy(obj._storage), obj.dtype, str(obj.device))
@@ -148,6 +153,8 @@ class _Pickler(pickle._Pickler):
             return (rebuild, args)
         if isinstance(obj, Size):
             return (_Global("torch", "Size"), (tuple(obj),))
+        if isinstance(obj, layout):
+            return (_Global("torch.serialization", "_get_layout"), (f"torch.{obj._name}",))
         if isinstance(obj, D.dtype):
             return _Global("torch", obj.name)
         if isinstance(obj, _device):
@@ -241,6 +248,27 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
                               requires_grad, backward_hooks, metadata)
 
 
+def _get_layout(name):
+    """A layout from its pickled name (``"torch.sparse_coo"``)."""
+    found = getattr(_device_module, name.rpartition(".")[2], None)
+    if not isinstance(found, layout):
+        raise RuntimeError(f"Unknown layout {name!r}")
+    return found
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """A sparse COO tensor from its pickled parts (PyTorch's; older files have no
+    ``is_coalesced``)."""
+    if layout is not sparse_coo:
+        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has "
+                                  f"sparse COO tensors only")
+    indices, values, size = data[:3]
+    is_coalesced = data[3] if len(data) > 3 else None
+    from ._ops.overload import ops
+    return ops.aten._sparse_coo_tensor_unsafe.default._call(indices, values, size, None, None,
+                                                            None, None, is_coalesced)
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad)
@@ -282,6 +310,8 @@ def _torch_globals():
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
              ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
              ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+             ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
+             ("torch.serialization", "_get_layout"): _get_layout,
              ("torch", "Tensor"): Tensor,
              ("torch", "Size"): Size,
              ("torch", "device"): _device,

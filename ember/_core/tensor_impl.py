@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from .._dispatch import tls as _tls
-from .._dispatch.keys import K as _K, bit as _bit, tensor_keyset
+from .._dispatch.keys import K as _K, bit as _bit, sparse_keyset, tensor_keyset
 from . import complex32 as _complex32
 from . import dtype as _dt
 from . import strides as _st
@@ -208,6 +208,51 @@ def _alias(base, size, stride, offset, dtype=None):
     t._grad_fn = None
     t._output_nr = 0
     t._autograd = None
+    return t
+
+
+class SparseCOO:
+    """What a sparse COO tensor holds instead of a storage (PyTorch's ``SparseTensorImpl``):
+    ``indices``, an int64 (sparse_dim, nnz) tensor, and ``values``, a (nnz, *dense sizes)
+    tensor, both dense tensors on the sparse tensor's device; ``coalesced`` says the indices are
+    sorted and unique (a promise the kernels keep, not a check)."""
+    __slots__ = ("indices", "values", "sparse_dim", "coalesced")
+
+    def __init__(self, indices, values, sparse_dim, coalesced):
+        self.indices, self.values = indices, values
+        self.sparse_dim, self.coalesced = sparse_dim, coalesced
+
+
+def _untracked(t):
+    """``t``, or an alias of it outside autograd's view: a sparse tensor's parts are plain
+    tensors, so the kernels computing on them record nothing (autograd sees the sparse one)."""
+    if not (t._requires_grad or t._grad_fn is not None):
+        return t
+    a = _alias(t, t._size, t._stride, t._offset)
+    a._base_ = None
+    return a
+
+
+def sparse_coo_tensor_impl(indices, values, size, coalesced=False):
+    """A sparse COO tensor of ``size`` over ``indices`` and ``values`` (no checks: the rules in
+    ``ember/_kernels/rules/sparse.py`` make them). Its dtype and device are the values'."""
+    t = _new(Tensor)
+    t._storage_ = None
+    t._size = tuple(size)
+    t._stride = (0,) * len(t._size)  # PyTorch 2.13's stride() of a sparse tensor
+    t._offset = 0
+    t._dtype = values._dtype
+    t._device = values._device
+    t._keyset = sparse_keyset(values._device.type, _tls.state.inference)
+    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
+    t._base_ = None
+    t._np = None
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._autograd = None
+    t._sparse = SparseCOO(_untracked(indices), _untracked(values), indices._size[0], coalesced)
     return t
 
 

@@ -77,6 +77,21 @@ DEVICE_TO_BACKEND = {"cpu": K.CPU, "cuda": K.CUDA, "mps": K.MPS, "meta": K.Meta,
                      "privateuseone": K.PrivateUse1}
 
 
+# A sparse COO tensor's backend key replaces its device's dense one (PyTorch's SparseCPU and
+# SparseCUDA): its kernels (``ember/_kernels/sparse/``) see indices and values, not bytes.
+SPARSE_OF = {K.CPU: K.SparseCPU, K.CUDA: K.SparseCUDA}
+SPARSE_BITS = bit(K.SparseCPU) | bit(K.SparseCUDA)
+
+
+def sparse_keyset(device_type, inference=False):
+    """The key set of a sparse COO tensor on ``device_type`` (PyTorch's: SparseCPU,
+    ADInplaceOrView, AutogradCPU, AutocastCPU for the CPU)."""
+    backend = DEVICE_TO_BACKEND[device_type]
+    if backend not in SPARSE_OF:
+        raise NotImplementedError(f"ember has no sparse COO tensors on {device_type}")
+    return (tensor_keyset(device_type, inference) & ~bit(backend)) | bit(SPARSE_OF[backend])
+
+
 def below(key):
     """Mask of the keys strictly below ``key``: what a kernel at ``key`` redispatches to."""
     return bit(key) - 1
@@ -96,8 +111,11 @@ def tensor_keyset(device_type, inference=False):
 # Alias keys -> the runtime keys they cover.
 ALIAS_EXPANSION = {
     K.Autograd: AUTOGRAD_KEYS,
-    K.CompositeExplicitAutograd: BACKENDS + [K.SparseCPU, K.SparseCUDA, K.QuantizedCPU,
-                                             K.QuantizedCUDA],
+    # PyTorch's also covers the sparse keys: its composites are written for any layout.
+    # ember's read strides and storages (views are CompositeExplicit here, backend kernels
+    # there), so a sparse tensor reaching one gets PyTorch's "Could not run ... 'SparseCPU'
+    # backend" instead, and sparse kernels are registered on the sparse keys (_kernels/sparse/).
+    K.CompositeExplicitAutograd: BACKENDS + [K.QuantizedCPU, K.QuantizedCUDA],
     K.CompositeExplicitAutogradNonFunctional: BACKENDS,
     K.CompositeImplicitAutograd: BACKENDS + AUTOGRAD_KEYS,
     K.CompositeImplicitAutogradNestedTensor: [K.NestedTensorCPU, K.NestedTensorCUDA,

@@ -30,6 +30,8 @@ _KERNEL_PACKAGES = {
     K.CPU: "ember._kernels.cpu",
     K.Meta: "ember._kernels.meta",
     K.CUDA: "ember._kernels.cuda",
+    K.SparseCPU: "ember._kernels.sparse",
+    K.SparseCUDA: "ember._kernels.sparse",
     K.CompositeExplicitAutograd: "ember._kernels.composite",
     K.CompositeExplicitAutogradNonFunctional: "ember._kernels.composite",
     K.CompositeImplicitAutograd: "ember._kernels.composite",

@@ -492,3 +492,5 @@ from ._formulas_api import *  # noqa: E402,F401,F403  (API-surface helpers: reno
 from ._formulas_special import *  # noqa: E402,F401,F403  (special-function helpers)
 
 from ._formulas_fwd import *  # noqa: E402,F401,F403  (forward-derivative helpers: *_jvp)
+
+from ._formulas_sparse import *  # noqa: E402,F401,F403  (sparse COO helpers)

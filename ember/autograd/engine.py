@@ -32,6 +32,7 @@ import ember  # attributes resolve at call time; the package is initializing whe
 from .._core import thread_local_state
 from .._core.tensor_impl import empty_tensor
 from .._dispatch import tls as _tls
+from .._dispatch.keys import SPARSE_BITS
 from .._kernels.generic import copy_into
 from .._tensor import Tensor
 from . import anomaly_mode
@@ -105,10 +106,22 @@ def _validate(node, grads):
     return out
 
 
+def _sum_grads(old, new):
+    """Two gradients of one input summed (PyTorch's ``InputBuffer::accumulate``): a dense one
+    is added to a sparse one, not the other way round (add(sparse, dense) is refused)."""
+    if old._keyset & SPARSE_BITS and not new._keyset & SPARSE_BITS:
+        return new + old
+    return old + new
+
+
 def accumulate_grad(var, new):
     """AccumulateGrad's table (``torch/csrc/autograd/functions/accumulate_grad.h``)."""
     old = var._grad
     if old is None:
+        if new._keyset & SPARSE_BITS:  # a sparse gradient is kept as it is, or copied
+            steal = not _state.grad_enabled and sys.getrefcount(new) <= _STEAL_REFS
+            var._grad = new if steal else new.clone()
+            return
         # PyTorch's rule: grad mode off, nobody else holds the gradient, and its strides obey
         # the parameter's layout (a view is fine: it keeps its storage alive)
         if (not _state.grad_enabled and new._grad_fn is None
@@ -118,6 +131,8 @@ def accumulate_grad(var, new):
         else:
             g = new.clone() if _state.grad_enabled else _detached_clone(new, var)
             var._grad = g
+    elif old._keyset & SPARSE_BITS and not new._keyset & SPARSE_BITS:
+        var._grad = new + old
     elif not _state.grad_enabled:
         old.add_(new)
     else:
@@ -213,7 +228,7 @@ class GraphTask:
         if buf is None:
             buf = self.buffers[node] = [None] * _num_inputs(node)
         old = buf[nr]
-        buf[nr] = g if old is None else old + g
+        buf[nr] = g if old is None else _sum_grads(old, g)
 
     def _push_ready(self, node):
         heapq.heappush(self.ready, (-node._seq_nr, next(self.order), node))
@@ -409,7 +424,7 @@ class GraphTask:
                 if buf is None:
                     buf = buffers[nxt] = [None] * _num_inputs(nxt)
                 old = buf[nr]
-                buf[nr] = g if old is None else old + g
+                buf[nr] = g if old is None else _sum_grads(old, g)
                 del g
             d = deps[nxt] - 1
             deps[nxt] = d
@@ -573,7 +588,7 @@ def _accumulate_non_leaf(t, g, create_graph):
     prev = _state.grad_enabled
     _state.grad_enabled = bool(create_graph)
     try:
-        t._grad = g if t._grad is None else t._grad + g
+        t._grad = g if t._grad is None else _sum_grads(t._grad, g)
     finally:
         _state.grad_enabled = prev
 

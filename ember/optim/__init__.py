@@ -4,3 +4,4 @@ from ._algorithms import (SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RA
                           RMSprop)
 from .lbfgs import LBFGS  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
+from .sparse_adam import SparseAdam  # noqa: F401

@@ -23,7 +23,8 @@ def _device_dtype_check_for_fused(p):
                            f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
                            f"{p.device.type}")
 
-from .. import (float32, get_default_dtype, is_floating_point, maximum, tensor, where,
+from .. import (float32, get_default_dtype, is_floating_point, maximum, sparse_coo_tensor,
+                tensor, where,
                 zeros_like, full_like, _foreach_add, _foreach_add_, _foreach_addcdiv_,
                 _foreach_addcmul_, _foreach_div_, _foreach_lerp_, _foreach_maximum_,
                 _foreach_mul_, _foreach_neg, _foreach_sqrt, _fused_adam_, _fused_adamw_)
@@ -80,6 +81,7 @@ def _params_with_state(optimizer, group, buffers, **counters):
     for p in group["params"]:
         if p.grad is None:
             continue
+        _check_dense_grad(optimizer, p)
         state = optimizer.state[p]
         if len(state) == 0:
             state["step"] = _step_tensor(0.0, group, p)
@@ -88,6 +90,14 @@ def _params_with_state(optimizer, group, buffers, **counters):
             for name in buffers:
                 state[name] = zeros_like(p)
         yield p, state, _grad(p, group["maximize"])
+
+
+def _check_dense_grad(optimizer, p):
+    """PyTorch's refusal of sparse gradients (only SGD, Adagrad and SparseAdam take them)."""
+    if p.grad.is_sparse:
+        name = "Adam" if isinstance(optimizer, Adam) else type(optimizer).__name__
+        hint = ", please consider SparseAdam instead" if name == "Adam" else ""
+        raise RuntimeError(f"{name} does not support sparse gradients{hint}")
 
 
 def _use_foreach(group, params):
@@ -218,6 +228,7 @@ class Adam(Optimizer):
             lr, eps, wd = _get_value(group["lr"]), group["eps"], group["weight_decay"]
             params = [p for p in group["params"] if p.grad is not None]
             for p in params:
+                _check_dense_grad(self, p)
                 state = self.state[p]
                 if len(state) == 0:
                     if group["fused"]:
@@ -498,6 +509,7 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                _check_dense_grad(self, p)
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _step_tensor(0.0, group, p)
@@ -556,13 +568,28 @@ class Adagrad(Optimizer):
                 state["step"] += 1
                 step = state["step"].item()
                 grad = _grad(p, group["maximize"])
+                clr = lr / (1 + (step - 1) * group["lr_decay"])
+                if grad.is_sparse:
+                    _sparse_adagrad(p, grad, state["sum"], clr, eps, wd)
+                    continue
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
-                clr = lr / (1 + (step - 1) * group["lr_decay"])
                 state["sum"].add_(grad * grad)
                 std = state["sum"].sqrt().add_(eps)
                 p.add_(grad / std, alpha=-clr)
         return loss
+
+
+def _sparse_adagrad(p, grad, state_sum, clr, eps, wd):
+    """PyTorch's sparse Adagrad step: the sums and the parameter change at the gradient's
+    (coalesced) entries only."""
+    if wd != 0:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+    grad = grad.coalesce()
+    indices, values = grad._indices(), grad._values()
+    state_sum.add_(sparse_coo_tensor(indices, values.pow(2), grad.shape))
+    std_values = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+    p.add_(sparse_coo_tensor(indices, values / std_values, grad.shape), alpha=-clr)
 
 
 class Adadelta(Optimizer):

@@ -284,7 +284,8 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
 
 def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
     if sparse:
-        raise NotImplementedError("ember has no sparse tensors: embedding(sparse=True)")
+        return _aten.embedding_sparse_backward.default._call(grad, indices, num_weights,
+                                                             padding_idx, scale_grad_by_freq)
     return _aten.embedding_dense_backward.default._call(grad, indices, num_weights,
                                                           padding_idx, scale_grad_by_freq)
 

@@ -51,6 +51,8 @@ def view_dtype(self, dtype):
 
 def reshape(self, shape):
     """A view when the strides allow one, else a contiguous copy viewed as ``shape``."""
+    if self._storage_ is None:
+        raise RuntimeError("reshape is not implemented for sparse tensors")
     shape = _st.infer_size(tuple(shape), _st.numel(self._size))
     if _st.compute_view_stride(self._size, self._stride, shape) is not None:
         return ops.aten.view.default._call(self, shape)
