@@ -60,6 +60,10 @@ from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerat
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import masked  # noqa: E402,F401  (torch.masked)
 from . import sparse  # noqa: E402,F401  (torch.sparse)
+from . import storage  # noqa: E402,F401  (torch.storage)
+from .storage import TypedStorage  # noqa: E402,F401
+from . import mps, mtia, xpu  # noqa: E402,F401  (devices a PyTorch build may lack: none here)
+from .nn import attention as _nn_attention  # noqa: E402,F401  (torch.nn.attention, as after import torch)
 from . import special  # noqa: E402,F401  (torch.special)
 from . import signal  # noqa: E402,F401  (torch.signal.windows)
 from . import func  # noqa: E402,F401  (torch.func: grad, grad_and_value, vjp, vmap)

@@ -583,6 +583,34 @@ class Tensor:
         from . import _factories  # imports Tensor from here: a true cycle
         return _factories.reduce_tensor(self)
 
+    def storage(self):
+        """The deprecated ``TypedStorage`` view of this tensor's storage (see
+        ``ember/storage.py``); ``untyped_storage()`` is the storage itself."""
+        from . import storage
+        storage._warn_typed_storage_removal(stacklevel=2)
+        return storage.TypedStorage(wrap_storage=self.untyped_storage(), dtype=self._dtype,
+                                    _internal=True)
+
+    def apply_(self, callable):
+        """Replace each element by ``callable(element)`` (CPU tensors only, as in PyTorch; a
+        Python call per element)."""
+        if self._device.type != "cpu":
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        values = [callable(v) for v in self.detach().reshape(-1).tolist()]
+        from ._factories import tensor
+        return self.copy_(tensor(values, dtype=self._dtype).view(self._size))
+
+    def map_(self, tensor, callable):
+        """Replace each element by ``callable(element, other)``, ``other`` the element of
+        ``tensor`` (broadcast to this shape) at the same place (CPU tensors only)."""
+        if self._device.type != "cpu" or tensor._device.type != "cpu":
+            raise TypeError("map_ is only implemented on CPU tensors")
+        mine = self.detach().reshape(-1).tolist()
+        theirs = tensor.detach().expand(self._size).reshape(-1).tolist()
+        from ._factories import tensor as _tensor
+        values = [callable(a, b) for a, b in zip(mine, theirs)]
+        return self.copy_(_tensor(values, dtype=self._dtype).view(self._size))
+
     def share_memory_(self):
         """Move this tensor's storage into shared memory (see UntypedStorage.share_memory_);
         returns the tensor."""

@@ -1,0 +1,120 @@
+"""Small PyTorch APIs against PyTorch: conv/linear-BatchNorm fusion, skip_init, the deprecated
+stateless.functional_call, Tensor.storage() (TypedStorage), apply_/map_, the torch.xpu,
+torch.mtia and torch.mps modules of a build without those devices, and torch.nn.attention after
+the top-level import."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from helpers import from_np
+
+
+def _copy_params(src, dst, torch):
+    with torch.no_grad():
+        for (n, p), (_, q) in zip(src.named_parameters(), dst.named_parameters()):
+            q.copy_(torch.tensor(p.detach().numpy()))
+        for (n, b), (_, c) in zip(src.named_buffers(), dst.named_buffers()):
+            c.copy_(torch.tensor(b.detach().numpy()))
+
+
+@pytest.mark.parametrize("kind", ["conv", "conv_transpose", "linear"])
+def test_batchnorm_fusion_matches_pytorch(torch, kind):
+    rng = np.random.default_rng(0)
+    mods = []
+    for lib in (ember, torch):
+        nn = lib.nn
+        if kind == "conv":
+            layer, bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+        elif kind == "conv_transpose":
+            layer, bn = nn.ConvTranspose2d(3, 4, 3), nn.BatchNorm2d(4)
+        else:
+            layer, bn = nn.Linear(5, 4), nn.BatchNorm1d(4)
+        mods.append((layer, bn))
+    (el, eb), (tl, tb) = mods
+    with ember.no_grad():
+        for p in list(el.parameters()) + list(eb.parameters()):
+            p.copy_(from_np(rng.standard_normal(tuple(p.shape)).astype(np.float32)))
+        eb.running_mean.copy_(from_np(rng.standard_normal(4).astype(np.float32)))
+        eb.running_var.copy_(from_np(rng.random(4).astype(np.float32) + 0.5))
+    _copy_params(el, tl, torch)
+    _copy_params(eb, tb, torch)
+    for m in (el, eb, tl, tb):
+        m.eval()
+    if kind == "linear":
+        ef = ember.nn.utils.fuse_linear_bn_eval(el, eb)
+        tf = torch.nn.utils.fuse_linear_bn_eval(tl, tb)
+        x = rng.standard_normal((2, 5)).astype(np.float32)
+    else:
+        t = kind == "conv_transpose"
+        ef = ember.nn.utils.fuse_conv_bn_eval(el, eb, transpose=t)
+        tf = torch.nn.utils.fuse_conv_bn_eval(tl, tb, transpose=t)
+        x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    assert type(ef).__name__ == type(tf).__name__ and ef is not el
+    np.testing.assert_allclose(ef.weight.detach().numpy(), tf.weight.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(ef.bias.detach().numpy(), tf.bias.detach().numpy(), rtol=1e-5)
+    with ember.no_grad():
+        np.testing.assert_allclose(ef(from_np(x)).numpy(), eb(el(from_np(x))).numpy(),
+                                   rtol=1e-4, atol=1e-5)
+    el.train()
+    with pytest.raises(AssertionError, match="Fusion only for eval!"):
+        (ember.nn.utils.fuse_linear_bn_eval if kind == "linear" else
+         ember.nn.utils.fuse_conv_bn_eval)(el, eb)
+
+
+def test_skip_init_and_stateless_functional_call(torch):
+    m = ember.nn.utils.skip_init(ember.nn.Linear, 3, 2, bias=False)
+    assert m.weight.shape == (2, 3) and m.weight.device.type == "cpu" and m.bias is None
+    with pytest.raises(RuntimeError, match="Expected a Module"):
+        ember.nn.utils.skip_init(int)
+    lin = ember.nn.Linear(2, 2)
+    params = {"weight": ember.eye(2), "bias": ember.ones(2)}
+    with pytest.warns(FutureWarning, match="torch.func.functional_call"):
+        out = ember.nn.utils.stateless.functional_call(lin, params, (ember.tensor([[1.0, 2.0]]),))
+    assert out.tolist() == [[2.0, 3.0]]
+
+
+def test_typed_storage_matches_pytorch(torch):
+    base = ember.arange(6.0)
+    e, t = base.view(2, 3)[1:], torch.arange(6.0).view(2, 3)[1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        es, ts = e.storage(), t.storage()
+    assert str(es) == str(ts).replace("torch.", "ember.")
+    assert (es.size(), len(es), es.nbytes(), es.element_size()) == (
+        ts.size(), len(ts), ts.nbytes(), ts.element_size())
+    assert es[4] == ts[4] and es.tolist() == ts.tolist()
+    assert es.data_ptr() == e.untyped_storage().data_ptr()
+    es[0] = 7.0  # the storage's first element: the base's, not the view's
+    assert base.tolist()[0] == 7.0 and e.tolist()[0][0] == 3.0
+    assert ember.arange(6.0).storage().dtype is ember.float32
+    assert es.untyped() is e.untyped_storage()
+
+
+def test_apply_and_map_match_pytorch(torch):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    e, t = from_np(a), torch.tensor(a)
+    e.apply_(lambda v: v * v - 1)
+    t.apply_(lambda v: v * v - 1)
+    assert e.tolist() == t.tolist()
+    e.map_(from_np(np.array([1.0, 2.0, 3.0], np.float32)), lambda x, y: x / y)
+    t.map_(torch.tensor([1.0, 2.0, 3.0]), lambda x, y: x / y)
+    np.testing.assert_allclose(e.numpy(), t.numpy())
+
+
+def test_device_modules_of_a_build_without_those_devices(torch):
+    for name in ("xpu", "mtia", "mps"):
+        e, t = getattr(ember, name), getattr(torch, name)
+        assert e.is_available() is t.is_available() is False
+        assert e.device_count() == t.device_count() == 0
+        assert e.manual_seed(0) is t.manual_seed(0) is None
+    for call in (("xpu", "synchronize"), ("xpu", "current_device"), ("mtia", "current_device"),
+                 ("mtia", "empty_cache"), ("mps", "synchronize"), ("mps", "empty_cache"),
+                 ("mps", "seed")):
+        with pytest.raises(Exception) as te:
+            getattr(getattr(torch, call[0]), call[1])()
+        with pytest.raises(Exception) as ee:
+            getattr(getattr(ember, call[0]), call[1])()
+        assert type(ee.value) is type(te.value) and str(ee.value) == str(te.value), call
+    assert ember.nn.attention.SDPBackend.MATH.name == "MATH"
