@@ -549,7 +549,10 @@ _ELSEWHERE = {
         _coalesce.default is_coalesced.default _coalesced_.default _indices.default
         _values.default indices.default values.default sparse_mask.default _sparse_sum.default
         _sparse_sum.dtype _sparse_sum.dim _sparse_sum.dim_dtype _sparse_sum_backward.default
-        _sparse_mm.default _sparse_addmm.default embedding_sparse_backward.default""",
+        _sparse_mm.default _sparse_addmm.default embedding_sparse_backward.default
+        _sparse_softmax.int _sparse_softmax.default _sparse_log_softmax.int
+        _sparse_log_softmax.default _sparse_softmax_backward_data.default
+        _sparse_log_softmax_backward_data.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

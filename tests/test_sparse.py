@@ -356,3 +356,22 @@ def test_low_rank_pca_of_a_sparse_matrix_centres_without_densifying():
     np.testing.assert_allclose(values.tolist(), exact, rtol=1e-8)
     _, values, _ = ember.svd_lowrank(s, q=8, niter=4)
     np.testing.assert_allclose(values.tolist(), np.linalg.svd(a, compute_uv=False), rtol=1e-8)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_sparse_softmax_and_its_gradient_match_pytorch(torch, log, dim):
+    e, t = pair(torch, requires_grad=True)
+    weight = np.linspace(-1, 2, 32, dtype=np.float32).reshape(4, 4, 2)
+    outs = []
+    for s, lib in ((e, ember), (t, torch)):
+        fn = lib.sparse.log_softmax if log else lib.sparse.softmax
+        # PyTorch 2.13's backward takes dim=-1 for another dim (its gradient then differs from
+        # its own dim=2 one and from the dense softmax's): PyTorch runs with dim 2
+        out = fn(s, dim if lib is ember else dim % 3)
+        (out.to_dense() * lib.tensor(weight)).sum().backward()
+        outs.append(out)
+    same(outs[0], outs[1])
+    assert outs[0].is_coalesced() and e.grad.is_sparse == t.grad.is_sparse
+    np.testing.assert_allclose(dense(e.grad), dense(t.grad), rtol=1e-5, atol=1e-6)
+    assert ember.sparse.softmax(e.detach(), dim, dtype=ember.float64).dtype is ember.float64

@@ -401,6 +401,8 @@ def _shallow(t):
     from .._tensor import Tensor, _alias, _rewrap
     s = _alias(t, t._size, t._stride, t._offset)
     s._base_ = t._base_
+    if t._storage_ is None:  # a sparse tensor: the same parts (PyTorch shares the impl)
+        s._sparse = t._sparse
     # forward AD: the copy shares the tangents (PyTorch's SavedVariable keeps fw_grad), also
     # those the kernel sets after saving, so double backward and jvp-of-vjp see them
     fw = getattr(t, "_fw_grad", None)

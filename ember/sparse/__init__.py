@@ -6,7 +6,7 @@ import functools
 
 import ember
 
-__all__ = ["addmm", "check_sparse_tensor_invariants", "mm", "sum"]
+__all__ = ["addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "softmax", "sum"]
 
 
 def mm(mat1, mat2, reduce=None):
@@ -34,6 +34,17 @@ def sum(input, dim=None, dtype=None):
     if dim is None:
         return ember._sparse_sum(input, dtype=dtype)
     return ember._sparse_sum(input, dim, dtype=dtype)
+
+
+def softmax(input, dim, *, dtype=None):
+    """A softmax over the specified elements along ``dim`` (the others count as -inf): a
+    sparse tensor with the input's (coalesced) entries."""
+    return ember._sparse_softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """``softmax(...).log()`` computed stably, with the same entries."""
+    return ember._sparse_log_softmax(input, dim, dtype=dtype)
 
 
 class check_sparse_tensor_invariants:

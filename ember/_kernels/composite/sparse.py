@@ -193,3 +193,13 @@ def embedding_sparse_backward(grad, indices, num_weights, padding_idx, scale_gra
         indices, grad = indices[keep], grad[keep]
     return _sparse_coo_tensor_unsafe(indices.to(D.int64).unsqueeze(0), grad,
                                      (num_weights, grad._size[-1]))
+
+
+def _sparse_softmax_int(self, dim, dtype=None):
+    return _aten._sparse_softmax.default._call(self if dtype is None else self.to(dtype), dim,
+                                               False)
+
+
+def _sparse_log_softmax_int(self, dim, dtype=None):
+    return _aten._sparse_log_softmax.default._call(self if dtype is None else self.to(dtype),
+                                                   dim, False)

@@ -553,6 +553,86 @@ def _sparse_sum_backward_sparse(grad, self, dim):
     return _new(indices, values.clone(), self._size, True)
 
 
+# -- softmax ---------------------------------------------------------------------------------------
+
+def _softmax_groups(self, dim):
+    """(coalesced self, the group of each entry, the number of groups): along a sparse ``dim``
+    the entries sharing their other sparse indices form a group (a softmax runs over each)."""
+    c = _coalesced(self)
+    indices, _ = _parts(c)
+    others = [d for d in range(indices._size[0]) if d != dim]
+    if not others:
+        return c, indices.new_zeros((indices._size[1],)), 1
+    keys = _linear_index(indices.index_select(0, indices.new_tensor(others)),
+                         [self._size[d] for d in others])
+    unique, group, _ = _aten._unique2.default._call(keys, True, True, False)
+    return c, group, unique._size[0]
+
+
+def _group_sum(values, group, n):
+    return values.new_zeros((n,) + values._size[1:]).index_add_(0, group, values)
+
+
+def _sparse_softmax_any(self, dim, log):
+    dim = _st.wrap_dim(dim, self.dim())
+    sparse_dim = self._sparse.sparse_dim
+    if dim >= sparse_dim:  # a dense dim: each entry's block is whole
+        c = _coalesced(self)
+        indices, values = _parts(c)
+        fn = _aten._log_softmax if log else _aten._softmax
+        return _new(indices, fn.default._call(values, dim - sparse_dim + 1, False), self._size,
+                    True)
+    c, group, n = _softmax_groups(self, dim)
+    indices, values = _parts(c)
+    if values._size[0] == 0:
+        return _new(indices, values.clone(), self._size, True)
+    spread = group.view((-1,) + (1,) * (values.dim() - 1)).expand(values._size)
+    top = values.new_empty((n,) + values._size[1:]).scatter_reduce_(0, spread, values, "amax",
+                                                                    include_self=False)
+    shifted = values - top.index_select(0, group)
+    total = _group_sum(shifted.exp(), group, n).index_select(0, group)
+    out = shifted - total.log() if log else shifted.exp() / total
+    return _new(indices, out, self._size, True)
+
+
+@_kernel("_sparse_softmax")
+def _sparse_softmax_sparse(self, dim, half_to_float):
+    return _sparse_softmax_any(self, dim, False)
+
+
+@_kernel("_sparse_log_softmax")
+def _sparse_log_softmax_sparse(self, dim, half_to_float):
+    return _sparse_softmax_any(self, dim, True)
+
+
+def _softmax_backward_any(grad_output, output, dim, log):
+    """The gradient at ``output``'s entries: g - sum(g) * softmax for log_softmax,
+    softmax * (g - sum(g * softmax)) for softmax, the sums over each softmax group."""
+    indices, out = _parts(output)
+    g = _lookup(grad_output, indices) if _is_sparse(grad_output) else _aten.index.Tensor._call(
+        _untracked(grad_output), _rows(indices))
+    dim = _st.wrap_dim(dim, output.dim())
+    sparse_dim = output._sparse.sparse_dim
+    if dim >= sparse_dim:
+        d = dim - sparse_dim + 1
+        inner = g.sum(d, keepdim=True) if log else (g * out).sum(d, keepdim=True)
+    else:
+        _, group, n = _softmax_groups(output, dim)
+        inner = _group_sum(g if log else g * out, group, n).index_select(0, group)
+    values = g - out.exp() * inner if log else out * (g - inner)
+    return _new(indices, values, output._size, True)
+
+
+@_kernel("_sparse_softmax_backward_data")
+def _sparse_softmax_backward_data_sparse(grad_output, output, dim, self):
+    return _softmax_backward_any(grad_output, output, dim, False)
+
+
+@_kernel("_sparse_log_softmax_backward_data")
+def _sparse_log_softmax_backward_data_sparse(grad_output, output, dim, self):
+    return _softmax_backward_any(grad_output, output, dim, True)
+
+
 # -- products -------------------------------------------------------------------------------------
 
 def _spmm(sparse, dense):
