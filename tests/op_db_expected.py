@@ -42,21 +42,17 @@ EXPECTED = {
     'pca_lowrank:forward':
         "U and V are unique only up to a sign per column, which depends on the random test matrix (ember.randn's stream differs from PyTorch's by design) and on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
     'sparse.mm.reduce:forward':
-        'torch.sparse.mm takes a sparse CSR input and ember has no sparse layouts (only strided tensors)',
+        'torch.sparse.mm with reduce= takes a sparse CSR input and ember has sparse COO tensors only',
     'sparse.mm.reduce:gradient':
-        'torch.sparse.mm takes a sparse CSR input and ember has no sparse layouts (only strided tensors)',
+        'torch.sparse.mm with reduce= takes a sparse CSR input and ember has sparse COO tensors only',
     'sparse.sampled_addmm:forward':
-        'torch.sparse.sampled_addmm takes and returns sparse CSR tensors and ember has no sparse layouts (only strided tensors)',
+        'torch.sparse.sampled_addmm takes and returns sparse CSR tensors and ember has sparse COO tensors only',
     'sparse.sampled_addmm:gradient':
-        'torch.sparse.sampled_addmm takes and returns sparse CSR tensors and ember has no sparse layouts (only strided tensors)',
+        'torch.sparse.sampled_addmm takes and returns sparse CSR tensors and ember has sparse COO tensors only',
     'special.bessel_j0:forward':
         "PyTorch's CPU bessel_j0 (the Cephes rational approximation in ATen's Math.h) is off by up to 7.4e-6 relative in float64 near J0's zeros (mpmath as reference), where ember's (SciPy's j0) is accurate to 5e-16; the 3 differing float64 values are those",
     'special.bessel_y1:forward':
         "PyTorch's CPU bessel_y1 (the Cephes rational approximation in ATen's Math.h) is off by 6.6e-6 relative in float64 at one sample value near a zero of Y1 (mpmath as reference), where ember's (SciPy's y1) is accurate to 6e-16",
     'svd_lowrank:forward':
         "U and V are unique only up to a sign per column, which depends on the random test matrix (ember.randn's stream differs from PyTorch's by design) and on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
-    'to_sparse:forward':
-        'ember has no sparse layouts (only strided tensors), so Tensor.to_sparse and its COO result do not exist',
-    'to_sparse:gradient':
-        'ember has no sparse layouts (only strided tensors), so Tensor.to_sparse and its COO result do not exist',
 }

@@ -275,6 +275,8 @@ def _leaves(x):
 
 
 def _as_numpy(x):
+    if isinstance(x, (torch.Tensor, ember.Tensor)) and x.is_sparse:  # (layouts compared apart)
+        x = x.to_dense()
     if isinstance(x, torch.Tensor):
         if x._is_zerotensor():  # PyTorch's lazily-zero gradient
             return np.zeros(tuple(x.shape))
@@ -303,6 +305,7 @@ def _compare(got, expected, values=True):
             assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1], \
                 f"dtype {a.dtype}, PyTorch {b.dtype}"
             assert tuple(a.shape) == tuple(b.shape), f"shape {tuple(a.shape)}, PyTorch {tuple(b.shape)}"
+            assert a.is_sparse == b.is_sparse, f"layout {a.layout}, PyTorch {b.layout}"
             rtol, atol = _TOL.get(b.dtype, (1e-7, 1e-7))
         else:
             rtol, atol = 1e-7, 1e-7
