@@ -118,3 +118,40 @@ def test_device_modules_of_a_build_without_those_devices(torch):
             getattr(getattr(ember, call[0]), call[1])()
         assert type(ee.value) is type(te.value) and str(ee.value) == str(te.value), call
     assert ember.nn.attention.SDPBackend.MATH.name == "MATH"
+
+
+def test_hook_based_spectral_norm_matches_pytorch(torch):
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((3, 4)).astype(np.float32)
+    mods = []
+    for lib in (ember, torch):
+        m = lib.nn.Linear(4, 3)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w))
+        lib.nn.utils.spectral_norm(m, n_power_iterations=3)
+        mods.append(m)
+    em, tm = mods
+    with ember.no_grad():  # the same random start vectors in both
+        em.weight_u.copy_(from_np(tm.weight_u.numpy()))
+        em.weight_v.copy_(from_np(tm.weight_v.numpy()))
+        em.bias.copy_(from_np(tm.bias.detach().numpy()))
+    assert list(em.state_dict()) == list(tm.state_dict())
+    assert em.state_dict()._metadata[""]["spectral_norm"] == \
+        tm.state_dict()._metadata[""]["spectral_norm"]
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    for _ in range(2):  # training forwards move u and v
+        eo, to = em(from_np(x)), tm(torch.tensor(x))
+        np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-5)
+        eo.sum().backward()
+        to.sum().backward()
+    np.testing.assert_allclose(em.weight_orig.grad.numpy(), tm.weight_orig.grad.numpy(),
+                               rtol=1e-4, atol=1e-6)
+    with pytest.raises(RuntimeError, match="Cannot register two spectral_norm hooks"):
+        ember.nn.utils.spectral_norm(em)
+    ember.nn.utils.remove_spectral_norm(em)
+    torch.nn.utils.remove_spectral_norm(tm)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    np.testing.assert_allclose(em.weight.detach().numpy(), tm.weight.detach().numpy(),
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
+        ember.nn.utils.remove_spectral_norm(em)
