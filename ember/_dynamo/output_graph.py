@@ -18,10 +18,11 @@ from .guards import GuardSet
 from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
                         NamedTupleVariable, NullVariable, TensorVariable, TupleVariable,
                         WithExitVariable)
-from .variables.base import unimplemented
+from .variables.base import VariableTracker, unimplemented
 from .variables.builder import wrap_constant_like
 from .variables.lists import BaseListVariable
-from .variables.misc import UserDefinedObjectVariable
+from .variables.misc import (TracedFunctionVariable, TracedObjectVariable,
+                             UserDefinedObjectVariable, rebuild_function, rebuild_object)
 
 __all__ = ["OutputGraph", "GraphCompileReason", "SideEffects"]
 
@@ -425,8 +426,11 @@ class OutputGraph:
     # -- graph calls --------------------------------------------------------------------------
     def _to_fake(self, v):
         from .variables.tensor import SymNodeVariable
-        if isinstance(v, (TensorVariable, SymNodeVariable)):
+        if isinstance(v, (TensorVariable, SymNodeVariable, TracedObjectVariable,
+                          TracedFunctionVariable)):
             return v.example
+        if isinstance(v, NamedTupleVariable):
+            return v.tuple_cls(*[self._to_fake(i) for i in v.items])
         if isinstance(v, TupleVariable):
             return type(v.as_python_constant())(self._to_fake(i) for i in v.items) \
                 if v.is_python_constant() else tuple(self._to_fake(i) for i in v.items)
@@ -456,10 +460,12 @@ class OutputGraph:
         from .variables.tensor import SymNodeVariable
         if isinstance(v, SymNodeVariable):
             return v.node
-        if isinstance(v, TensorVariable):
+        if isinstance(v, (TensorVariable, TracedObjectVariable, TracedFunctionVariable)):
             if v.node.graph is not self.graph:
                 return self._lift(v.node)
             return v.node
+        if isinstance(v, NamedTupleVariable):
+            return v.tuple_cls(*[self._to_node(i) for i in v.items])
         if isinstance(v, TupleVariable):
             if v.is_python_constant():
                 return v.as_python_constant()
@@ -496,7 +502,162 @@ class OutputGraph:
         node.meta["stack_trace"] = "".join(traceback.format_list(tx.user_stack()))
         return node
 
+    def graph_args(self, tx, args, kwargs):
+        """``args`` and ``kwargs`` as values a graph call can take (see :meth:`graph_arg`)."""
+        return ([self.graph_arg(tx, a) for a in args],
+                {k: self.graph_arg(tx, v) for k, v in kwargs.items()})
+
+    def graph_arg(self, tx, v, seen=None):
+        """``v`` as an argument of a graph call. A user object or function whose state holds
+        tensors must not be frozen into the graph as a constant (a later call with other
+        tensors would reuse the first ones, and under AOTAutograd a gradient would not reach
+        them): as PyTorch's Dynamo lifts ``L['mask'].kv_indices`` or a closure's tensors, its
+        state is read through sources (each part guarded, tensors graph inputs) and the graph
+        rebuilds the object (``rebuild_object``) or function (``rebuild_function``) from it.
+        An object without graph values stays a constant, its attributes guarded."""
+        from .source import AttrSource, GetItemSource
+        from .variables import NestedUserFunctionVariable, UserFunctionVariable, VariableBuilder
+        seen = seen if seen is not None else set()
+
+        def sub(x):
+            return self.graph_arg(tx, x, seen)
+
+        if isinstance(v, (ListVariable, TupleVariable, ConstDictVariable)):
+            if isinstance(v, ConstDictVariable):
+                items = {k: sub(i) for k, i in v.items.items()}
+                changed = any(items[k] is not i for k, i in v.items.items())
+                return ConstDictVariable(items, user_cls=v.user_cls) if changed else v
+            items = [sub(i) for i in v.items]
+            if all(a is b for a, b in zip(items, v.items)):
+                return v
+            if isinstance(v, NamedTupleVariable):
+                return NamedTupleVariable(items, v.tuple_cls)
+            return type(v)(items) if type(v) in (ListVariable, TupleVariable) else v
+        if isinstance(v, UserFunctionVariable):
+            if id(v.fn) in seen or not _holds_tensor(v.fn):
+                return v  # nothing captured is a tensor: a constant, guarded by identity
+            seen.add(id(v.fn))
+            return self._rebuild_function(tx, v, sub)
+        if isinstance(v, NestedUserFunctionVariable):  # made by the trace: no constant form
+            if id(v) in seen:
+                unimplemented(f"a function made in captured code that captures itself "
+                              f"({v.name}) passed to an op")
+            seen.add(id(v))
+            return self._rebuild_function(tx, v, sub)
+        if not isinstance(v, UserDefinedObjectVariable) or \
+                isinstance(v, TracedObjectVariable):
+            return v
+        obj, src = v.obj, v.source
+        cls = type(obj)
+        if id(obj) in seen:
+            unimplemented(f"a {cls.__name__} object that refers to itself passed to an op")
+        seen.add(id(obj))
+        if isinstance(obj, tuple) and hasattr(cls, "_fields"):
+            if src is not None:
+                self.guards.length_match(src, obj)
+            items = [sub(VariableBuilder(tx, GetItemSource(src, i) if src else None)(x))
+                     for i, x in enumerate(obj)]
+            return NamedTupleVariable(items, cls) if any(map(_is_graph_value, items)) else v
+        holds = _holds_tensor(obj)
+        state = getattr(obj, "__dict__", None)
+        if type(state) is not dict or cls.__new__ is not object.__new__:
+            if holds:
+                unimplemented(f"a {cls.__name__} object holding tensors passed to an op "
+                              f"(Dynamo rebuilds only objects whose state is their __dict__)")
+            return v
+        try:
+            attrs = {}
+            for name, value in state.items():
+                pending = self.side_effects.pending_attr(v, name)
+                attrs[name] = sub(pending if pending is not None else VariableBuilder(
+                    tx, AttrSource(src, name) if src else None)(value))
+        except Unsupported:
+            if holds:
+                raise
+            return v  # state Dynamo cannot read holds no tensor: a constant, as before
+        hit = self.side_effects.attrs.get(id(v))
+        for name, value in (hit[1].items() if hit is not None else ()):
+            attrs.setdefault(name, sub(value))  # attributes the trace added
+        if not any(_is_graph_value(a) for a in attrs.values()):
+            return v
+        return self._graph_object(tx, rebuild_object, (cls, attrs), TracedObjectVariable,
+                                  cls, attrs)
+
+    def _rebuild_function(self, tx, v, sub):
+        from .source import AttrSource, DefaultsSource, GetItemSource, GlobalSource
+        from .symbolic_convert import _module_global_source
+        from .variables import UserFunctionVariable, VariableBuilder
+        if isinstance(v, UserFunctionVariable):
+            fn, src = v.fn, v.source
+            defaults = [VariableBuilder(tx, DefaultsSource(src, i) if src else None)(d)
+                        for i, d in enumerate(fn.__defaults__ or ())]
+            kwd = {k: VariableBuilder(tx, DefaultsSource(src, k, True) if src else None)(d)
+                   for k, d in (fn.__kwdefaults__ or {}).items()}
+            cells = []
+            for i, cell in enumerate(fn.__closure__ or ()):
+                pending = self.side_effects.pending_cell(cell)
+                if pending is None:
+                    try:
+                        contents = cell.cell_contents
+                    except ValueError:
+                        unimplemented(f"free variable '{fn.__code__.co_freevars[i]}' of "
+                                      f"{fn.__qualname__} referenced before assignment")
+                    csrc = AttrSource(GetItemSource(AttrSource(src, "__closure__"), i),
+                                      "cell_contents") if src else None
+                    pending = VariableBuilder(tx, csrc)(contents)
+                cells.append(pending)
+            template, f_globals = fn, fn.__globals__
+        else:
+            import types
+            code = v.code
+            defaults = list(v.defaults.items) if v.defaults is not None else []
+            kwd = dict(v.kwdefaults.items) if v.kwdefaults is not None else {}
+            cells = []
+            for name, cell in zip(code.co_freevars, v.closure.items if v.closure else ()):
+                if cell.value is None:
+                    unimplemented(f"free variable '{name}' of {v.name} referenced before "
+                                  f"assignment")
+                cells.append(cell.value)
+            template = types.FunctionType(code, v.f_globals, code.co_name, None,
+                                          tuple(types.CellType() for _ in code.co_freevars))
+            template.__qualname__ = v.name
+            f_globals = v.f_globals
+        # the globals the code reads that hold tensors, read through their sources
+        global_values = {}
+        for name in _global_names(template.__code__):
+            if name in f_globals and _holds_tensor(f_globals[name]):
+                pending = self.side_effects.pending_global(f_globals, name)
+                if pending is None:
+                    gsrc = GlobalSource(name) if f_globals is self.root_globals else \
+                        _module_global_source(f_globals, name)
+                    pending = VariableBuilder(tx, gsrc)(f_globals[name])
+                global_values[name] = pending
+        defaults = TupleVariable([sub(d) for d in defaults]) if defaults else \
+            ConstantVariable(None)
+        kwd = ConstDictVariable({k: sub(d) for k, d in kwd.items()}) if kwd else \
+            ConstantVariable(None)
+        cells = TupleVariable([sub(c) for c in cells])
+        global_values = ConstDictVariable({k: sub(g) for k, g in global_values.items()})
+        if isinstance(v, UserFunctionVariable) and not any(
+                _is_graph_value(x) for x in (defaults, kwd, cells, global_values)):
+            return v  # its captured values are guarded constants: the function is one too
+        return self._graph_object(tx, rebuild_function,
+                                  (template, defaults, kwd, cells, global_values),
+                                  TracedFunctionVariable)
+
+    def _graph_object(self, tx, fn, parts, vt_cls, *vt_args):
+        """A ``fn(*parts)`` node (parts: variables) and the variable for its result."""
+        if isinstance(parts[-1], dict):
+            parts = parts[:-1] + (ConstDictVariable(parts[-1]),)
+        example = fn(*[self._to_fake(p) if isinstance(p, VariableTracker) else p
+                       for p in parts])
+        node = self.create_node(tx, "call_function", fn, tuple(
+            self._to_node(p) if isinstance(p, VariableTracker) else p for p in parts), {},
+            example)
+        return vt_cls(*vt_args, node, example)
+
     def call_graph(self, tx, kind, target, args, kwargs):
+        args, kwargs = self.graph_args(tx, args, kwargs)
         fargs = [self._to_fake(a) for a in args]
         fkw = {k: self._to_fake(v) for k, v in kwargs.items()}
         if kind == "call_method":
@@ -508,6 +669,18 @@ class OutputGraph:
         return self.wrap_result(tx, node, fake)
 
     def wrap_result(self, tx, node, fake):
+        if fake is None:  # kept: the call is for its effect
+            return ConstantVariable(None)
+        if not isinstance(fake, SymInt) and not _holds_tensor(fake):
+            self.graph.erase_node(node)
+            return wrap_constant_like(tx, fake)
+        return self._wrap_graph_value(tx, node, fake)
+
+    def _wrap_graph_value(self, tx, node, fake):
+        """The variable for ``node``, whose value over fake tensors is ``fake``: the tensors
+        in a tuple, list or user object result are read with getitem/getattr nodes (PyTorch's
+        Dynamo traces into such results; they must never reach the program as constants
+        holding fake tensors)."""
         from .._tensor import Tensor
         from .variables.tensor import SymNodeVariable
         if isinstance(fake, Tensor):
@@ -516,24 +689,27 @@ class OutputGraph:
         if isinstance(fake, SymInt):
             self.sym_nodes.setdefault(fake.node.expr, node)
             return SymNodeVariable(node, fake)
-        if isinstance(fake, (tuple, list)) and any(isinstance(f, Tensor) for f in fake):
-            items = []
-            for i, f in enumerate(fake):
-                if isinstance(f, Tensor):
-                    n = self.create_node(tx, "call_function", operator.getitem, (node, i), {}, f)
-                    self._note_sizes(n, f)
-                    items.append(TensorVariable(n, f))
-                else:
-                    items.append(wrap_constant_like(tx, f))
+
+        def part(getter, key, f):
+            if isinstance(f, SymInt) or not _holds_tensor(f):
+                return wrap_constant_like(tx, f)
+            return self._wrap_graph_value(
+                tx, self.create_node(tx, "call_function", getter, (node, key), {}, f), f)
+
+        if isinstance(fake, (tuple, list)):
+            items = [part(operator.getitem, i, f) for i, f in enumerate(fake)]
             if isinstance(fake, list):
                 return ListVariable(items)
             if hasattr(type(fake), "_fields"):  # named results (values, indices)
                 return NamedTupleVariable(items, type(fake))
             return TupleVariable(items)
-        if fake is None:
-            return ConstantVariable(None)
-        self.graph.erase_node(node)
-        return wrap_constant_like(tx, fake)
+        if type(fake) is dict:
+            return ConstDictVariable({k: part(operator.getitem, k, f) for k, f in fake.items()})
+        state = getattr(fake, "__dict__", None)
+        if type(state) is dict and type(fake).__new__ is object.__new__:
+            attrs = {k: part(getattr, k, f) for k, f in state.items()}
+            return TracedObjectVariable(type(fake), attrs, node, fake)
+        unimplemented(f"{node.target} returned a {type(fake).__name__} holding tensors")
 
     # -- finishing ----------------------------------------------------------------------------
     def can_break(self, tx):
@@ -748,6 +924,72 @@ class OutputGraph:
             cg.lines.append(f"return {cg.reconstruct(value)}")
         tx.residual = self.finish(tx, tail, GraphCompileReason(
             "return_value", [tx.frame_summary()], graph_break=False))
+
+
+def _holds_tensor(value, seen=None, depth=0):
+    """Whether a tensor is reachable from ``value`` through containers, object attributes,
+    and functions' closures and defaults (modules and classes are not walked)."""
+    import types
+    from .._tensor import Tensor
+    from ..nn import Module
+    from .variables.builder import is_constant_value
+    if isinstance(value, Tensor):
+        return True
+    seen = set() if seen is None else seen
+    if depth > 8 or id(value) in seen or is_constant_value(value) or \
+            isinstance(value, (type, types.ModuleType, Module)):
+        return False
+    seen.add(id(value))
+    if isinstance(value, (tuple, list, set, frozenset)):
+        parts = value
+    elif isinstance(value, dict):
+        parts = value.values()
+    elif isinstance(value, types.FunctionType):
+        mod = value.__module__ or ""
+        if mod == "ember" or mod.startswith("ember."):
+            return False  # ember's own functions and module state are fixed
+        parts = [c.cell_contents for c in value.__closure__ or () if _cell_full(c)]
+        parts += list(value.__defaults__ or ()) + list((value.__kwdefaults__ or {}).values())
+        parts += [value.__globals__[n] for n in _global_names(value.__code__)
+                  if n in value.__globals__]
+    elif isinstance(value, types.MethodType):
+        parts = (value.__self__, value.__func__)
+    else:
+        state = getattr(value, "__dict__", None)
+        parts = state.values() if type(state) is dict else ()
+    return any(_holds_tensor(p, seen, depth + 1) for p in parts)
+
+
+def _global_names(code):
+    """The names ``code`` (with the functions and comprehensions it defines) may read as
+    globals."""
+    import types
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _global_names(c)
+    return names
+
+
+def _cell_full(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _is_graph_value(v):
+    """Whether variable ``v`` is or holds a value computed by the graph (or an input)."""
+    from .variables.tensor import SymNodeVariable
+    if isinstance(v, (TensorVariable, SymNodeVariable, TracedObjectVariable,
+                      TracedFunctionVariable)):
+        return True
+    if isinstance(v, BaseListVariable):
+        return any(_is_graph_value(i) for i in v.items)
+    if isinstance(v, ConstDictVariable):
+        return any(_is_graph_value(i) for i in v.items.values())
+    return False
 
 
 def _eval_frame():

@@ -8,6 +8,7 @@ the source of a ``forward`` function: one statement per node, inputs freed after
 """
 import builtins
 import contextlib
+import enum
 import inspect
 import keyword
 import math
@@ -18,7 +19,7 @@ from collections import defaultdict
 import ember
 
 from .immutable_collections import immutable_dict, immutable_list
-from .node import Node, _format_arg, _qualified_name, _type_repr, map_arg
+from .node import Node, _qualified_name, _type_repr, map_arg
 
 __all__ = ["Graph", "CodeGen", "PythonCode"]
 
@@ -224,10 +225,24 @@ class CodeGen:
                 return repr(arg) if not math.isinf(arg) else ("inf" if arg > 0 else "-inf")
             if isinstance(arg, type):
                 return type_repr(arg)
-            if callable(arg) and not isinstance(arg, type) and hasattr(arg, "__name__") \
-                    and not _is_ember_value(arg):
+            if callable(arg) and not isinstance(arg, type) and \
+                    getattr(arg, "__name__", "<lambda>") != "<lambda>" and \
+                    not _is_ember_value(arg):
                 return add_global(_qualified_name(arg), arg)
-            return repr(arg)
+            if arg is None or arg is Ellipsis or _is_ember_value(arg) or \
+                    isinstance(arg, (bool, int, float, complex, str, bytes, range)):
+                return repr(arg)
+            if isinstance(arg, enum.Enum):
+                return f"{add_global(type(arg).__name__, type(arg))}.{arg.name}"
+            # any other object has no source text (its repr is not Python): the code reaches
+            # it as a global; an unhashable one (a dataclass) gets a name per use
+            hint = type(arg).__name__.lower()
+            try:
+                return add_global(hint, arg)
+            except TypeError:
+                name = namespace.create_name(hint, None)
+                globals_[name] = arg
+                return name
 
         def _format_args(args, kwargs):
             parts = [_get_repr(a) for a in args]

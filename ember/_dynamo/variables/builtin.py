@@ -18,9 +18,10 @@ def contains_tensor(args, kwargs=None):
     from .tensor import TensorVariable
     from .lists import BaseListVariable
     from .dicts import ConstDictVariable
+    from .misc import TracedFunctionVariable, TracedObjectVariable
 
     def has(v):
-        if isinstance(v, TensorVariable):
+        if isinstance(v, (TensorVariable, TracedObjectVariable, TracedFunctionVariable)):
             return True
         if isinstance(v, BaseListVariable):
             return any(has(i) for i in v.items)

@@ -1,6 +1,7 @@
 """Everything else the interpreter meets: ember functions captured as graph calls, the grad-mode
 and autocast context managers (their state is set during the trace and recorded in the graph),
-user classes and objects, Python modules, ``super()``."""
+user classes and objects (and those that are graph values: an op's result holding tensors, or
+an argument rebuilt in the graph from lifted inputs), Python modules, ``super()``."""
 import types
 
 from .base import VariableTracker, unimplemented
@@ -8,7 +9,32 @@ from .constant import ConstantVariable
 
 __all__ = ["TorchInGraphFunctionVariable", "GradModeVariable", "AutocastVariable",
            "WithExitVariable", "UserDefinedClassVariable", "UserDefinedObjectVariable",
-           "PythonModuleVariable", "SuperVariable", "SkippedFunctionVariable"]
+           "PythonModuleVariable", "SuperVariable", "SkippedFunctionVariable",
+           "TracedObjectVariable", "TracedFunctionVariable", "rebuild_object",
+           "rebuild_function"]
+
+
+def rebuild_object(cls, state):
+    """An object of ``cls`` whose attributes are ``state``: a user object holding tensors,
+    passed to an op in a graph (its tensors are graph values) or returned by residual code."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def rebuild_function(fn, defaults, kwdefaults, cells, global_values):
+    """``fn``'s code over the given defaults, closure contents and globals (``global_values``
+    over ``fn.__globals__``): a function whose captured tensors a graph lifted (as PyTorch
+    lifts the tensors a closure reads), passed to an op."""
+    f_globals = fn.__globals__
+    if global_values:
+        f_globals = {**f_globals, **global_values}
+    new = types.FunctionType(fn.__code__, f_globals, fn.__name__, defaults,
+                             tuple(types.CellType(c) for c in cells))
+    new.__kwdefaults__ = kwdefaults
+    new.__qualname__ = fn.__qualname__
+    new.__dict__.update(fn.__dict__)
+    return new
 
 # ember functions that change global state or do I/O: a graph break when called.
 _STATEFUL = {"manual_seed", "seed", "set_default_dtype", "set_default_device",
@@ -64,6 +90,8 @@ class TorchInGraphFunctionVariable(VariableTracker):
         if name in ("is_tensor",) and len(args) == 1:
             from .tensor import TensorVariable
             return ConstantVariable(isinstance(args[0], TensorVariable))
+        # objects and functions holding tensors become graph values (OutputGraph.graph_arg)
+        args, kwargs = tx.output.graph_args(tx, args, kwargs)
         if not contains_tensor(args, kwargs) and getattr(fn, "_ember_in_graph", None) is None:
             # No tensor in: a factory (a graph node) or a constant function (folded).
             try:
@@ -367,3 +395,51 @@ class SuperVariable(VariableTracker):
                     return UserMethodVariable(raw, self.obj)
                 return VariableBuilder(tx, None)(raw)
         unimplemented(f"super().{name}")
+
+
+class TracedObjectVariable(UserDefinedObjectVariable):
+    """A user object that is a graph value: ``node`` computes it (an op returned it, or it was
+    rebuilt from its attributes to be passed to an op), ``attrs`` are its attributes as
+    variables (its tensors are graph values) and ``example`` is the object over fake tensors
+    that ops run on during capture. Residual code rebuilds it from ``attrs``."""
+
+    def __init__(self, cls, attrs, node, example):
+        super().__init__(example)
+        self.cls, self.attrs, self.node = cls, attrs, node
+
+    @property
+    def example(self):
+        return self.obj
+
+    def python_type(self):
+        return self.cls
+
+    def as_python_constant(self):
+        unimplemented(f"a {self.cls.__name__} object holding graph values is not a constant")
+
+    def var_getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, cg):
+        state = ", ".join(f"{k!r}: {cg.reconstruct(v)}" for k, v in self.attrs.items())
+        return f"{cg.const(rebuild_object)}({cg.const(self.cls)}, {{{state}}})"
+
+    def __repr__(self):
+        return f"TracedObjectVariable({self.cls.__name__})"
+
+
+class TracedFunctionVariable(VariableTracker):
+    """A function passed to an op whose captured tensors are graph values: ``node`` rebuilds
+    it in the graph (``rebuild_function``) and ``example`` is it over fake tensors."""
+
+    def __init__(self, node, example):
+        super().__init__()
+        self.node, self.example = node, example
+
+    def python_type(self):
+        return types.FunctionType
+
+    def __repr__(self):
+        return f"TracedFunctionVariable({self.example.__qualname__})"
