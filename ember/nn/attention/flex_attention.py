@@ -10,10 +10,9 @@ before the product with the values. Everything is an ember op, so autograd reach
 any tensor ``score_mod`` captures (PyTorch's CPU path refuses inputs that require grad; its CUDA
 kernels differentiate, and so does ember on every device), and it runs on any device ember has.
 
-Under ``ember.compile``, ``flex_attention``, ``create_block_mask`` and ``create_mask`` run
-eagerly between graphs (``ember.compiler.disable``): captured whole as one graph call, the
-BlockMask object and the mods' captured tensors would be frozen into the graph (a later mask,
-or a gradient to a captured bias, would be lost), where PyTorch's Dynamo lifts them as inputs.
+Under ``ember.compile`` it is traced like any function of ember ops (``fullgraph=True`` holds):
+Dynamo reads the BlockMask's tensors and the mods' captured tensors as guarded graph inputs, so a
+later mask is honoured and a captured bias gets its gradient.
 
 Where the block structure applies: PyTorch's eager path reads only ``mask_mod``, its kernels
 read the blocks: a position is attended when its block is a full block, or a partial block where
@@ -38,7 +37,6 @@ from typing import Callable, Literal, NamedTuple, TypedDict
 import ember
 from ember import Tensor
 
-from ...compiler import disable as _compiler_disable
 from ...overrides import TorchFunctionMode
 from ...utils._pytree import tree_leaves
 
@@ -557,7 +555,6 @@ def _default_device(device):
     return device if device is not None else (ember.accelerator.current_accelerator() or "cpu")
 
 
-@_compiler_disable
 def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
     r"""The boolean [B, H, Q_LEN, KV_LEN] mask of a mask_mod (its values), or of a score_mod
     (False where it gives -inf to a zero score). ``B``/``H`` None mean 1."""
@@ -627,7 +624,6 @@ def _compute_dq_write_order_from_block_mask(block_mask, dq_kv_order=False):
     return gather_write_order(q_indices), dq_write_order_full
 
 
-@_compiler_disable
 def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None,
                       BLOCK_SIZE=_DEFAULT_SPARSE_BLOCK_SIZE, _compile=False,
                       separate_full_blocks=True, compute_dq_write_order=False,
@@ -848,7 +844,6 @@ def _construct_strides(sizes, fill_order):
     return strides
 
 
-@_compiler_disable
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
                    enable_gqa=False, return_lse=False, kernel_options=None, *, return_aux=None):
     r"""Scaled dot product attention with ``score_mod(score, b, h, q_idx, kv_idx)`` applied to
