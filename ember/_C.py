@@ -143,3 +143,9 @@ def _set_grad_enabled(mode):
     """Set grad mode (PyTorch's ``torch._C._set_grad_enabled``; compiled graphs record it)."""
     from ._dispatch import tls
     tls.state.grad_enabled = bool(mode)
+
+
+def _get_tracing_state():
+    """The JIT tracer's state: truthy while ``ember.jit.trace`` records, else None."""
+    from .jit import _internal
+    return True if _internal.is_tracing() else None

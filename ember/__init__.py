@@ -63,6 +63,7 @@ from . import sparse  # noqa: E402,F401  (torch.sparse)
 from . import storage  # noqa: E402,F401  (torch.storage)
 from .storage import TypedStorage  # noqa: E402,F401
 from . import mps, mtia, xpu  # noqa: E402,F401  (devices a PyTorch build may lack: none here)
+from . import _utils, __config__  # noqa: E402,F401  (torch._utils, torch.__config__)
 from .nn import attention as _nn_attention  # noqa: E402,F401  (torch.nn.attention, as after import torch)
 from . import special  # noqa: E402,F401  (torch.special)
 from . import signal  # noqa: E402,F401  (torch.signal.windows)

@@ -583,6 +583,26 @@ class Tensor:
         from . import _factories  # imports Tensor from here: a true cycle
         return _factories.reduce_tensor(self)
 
+    def dim_order(self, *, ambiguity_check=False):
+        """The dims from outermost to innermost in memory (by stride; ties keep their order):
+        ``(0, 2, 3, 1)`` for a channels-last image batch. ``ambiguity_check`` raises when
+        size-1 or equal strides make the order ambiguous."""
+        if not isinstance(ambiguity_check, bool):
+            raise TypeError("ambiguity_check must be bool")
+        if ambiguity_check:
+            strides = [s for s, n in zip(self._stride, self._size) if n != 1]
+            if len(set(strides)) != len(strides) or any(n == 1 for n in self._size):
+                raise RuntimeError("The tensor does not have unique dim order, or cannot map "
+                                   "to exact one of the given memory formats.")
+        return tuple(sorted(range(len(self._size)), key=lambda d: -self._stride[d]))
+
+    def module_load(self, other, assign=False):
+        """What ``Module.load_state_dict`` puts in place of this parameter or buffer:
+        ``other`` itself with ``assign``, else this tensor with ``other``'s values."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     def storage(self):
         """The deprecated ``TypedStorage`` view of this tensor's storage (see
         ``ember/storage.py``); ``untyped_storage()`` is the storage itself."""

@@ -155,3 +155,72 @@ def test_hook_based_spectral_norm_matches_pytorch(torch):
                                rtol=1e-5)
     with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
         ember.nn.utils.remove_spectral_norm(em)
+
+
+def test_private_helpers_and_module_paths_programs_import(torch):
+    import ember._utils as eu
+    import torch._utils as tu
+    a = [np.arange(3, dtype=np.float32), np.ones((2, 2), np.float32)]
+    ef = eu._flatten_dense_tensors([from_np(x) for x in a])
+    tf = tu._flatten_dense_tensors([torch.tensor(x) for x in a])
+    assert ef.tolist() == tf.tolist()
+    assert [t.tolist() for t in eu._unflatten_dense_tensors(ef, [from_np(x) for x in a])] == \
+        [t.tolist() for t in tu._unflatten_dense_tensors(tf, [torch.tensor(x) for x in a])]
+    sizes = [[t.shape for t in chunk] for chunk in eu._take_tensors(
+        [ember.ones(4), ember.ones(2, dtype=ember.int64), ember.ones(3)], 16)]
+    expected = [[t.shape for t in chunk] for chunk in tu._take_tensors(
+        [torch.ones(4), torch.ones(2, dtype=torch.int64), torch.ones(3)], 16)]
+    assert [[tuple(s) for s in c] for c in sizes] == [[tuple(s) for s in c] for c in expected]
+    assert eu._get_device_index("cpu", allow_cpu=True) == tu._get_device_index(
+        "cpu", allow_cpu=True) == -1
+    from ember.utils.data._utils.collate import default_collate
+    assert default_collate is ember.utils.data.default_collate
+    from ember.utils.model_zoo import load_url
+    assert load_url is ember.hub.load_state_dict_from_url
+    assert ember.version.hip is torch.version.hip is None
+    assert isinstance(ember.version.git_version, str) and ember.version.debug is False
+    assert ember.__config__.show().startswith("ember built with:")
+    assert "at::get_num_threads() : " in ember.__config__.parallel_info()
+    assert ember._C._get_tracing_state() is None
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.ones(2, 3, 4, 5),
+                                  lambda lib: lib.ones(2, 3, 4, 5).to(
+                                      memory_format=lib.channels_last),
+                                  lambda lib: lib.ones(3, 4).t(),
+                                  lambda lib: lib.ones(2, 3, 4).permute(2, 0, 1)])
+def test_dim_order_matches_pytorch(torch, make):
+    assert make(ember).dim_order() == make(torch).dim_order()
+
+
+def test_module_load_while_loop_and_assume_constant_result(torch):
+    p = ember.nn.Parameter(ember.zeros(2))
+    with ember.no_grad():  # as load_state_dict calls it
+        assert p.module_load(ember.ones(2)) is not p and p.tolist() == [1.0, 1.0]
+        other = ember.full((2,), 5.0)
+        assert p.module_load(other, assign=True).tolist() == [5.0, 5.0]
+    assert p.tolist() == [1.0, 1.0]
+
+    def cond(i, x):
+        return i.sum() < 3
+
+    def body(i, x):
+        return i + 1, x * 2
+    got = ember._higher_order_ops.while_loop(cond, body, (ember.zeros(1), ember.ones(2)))
+    want = torch._higher_order_ops.while_loop(cond, body, (torch.zeros(1), torch.ones(2)))
+    assert [t.tolist() for t in got] == [t.tolist() for t in want]
+    with pytest.raises(RuntimeError, match="Expect cond_fn and body_fn to be callable"):
+        ember._higher_order_ops.while_loop(None, body, (ember.zeros(1),))
+
+    calls = []
+
+    @ember.compiler.assume_constant_result
+    def scale():
+        calls.append(1)
+        return 3
+
+    ember._dynamo.reset()
+    f = ember.compile(lambda x: x * scale(), backend="eager", fullgraph=True)
+    assert f(ember.ones(2)).tolist() == [3.0, 3.0] and f(ember.ones(2)).tolist() == [3.0, 3.0]
+    assert len(calls) == 1  # called once, at capture
+    ember._dynamo.reset()

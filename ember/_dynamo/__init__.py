@@ -25,10 +25,10 @@ the frame) the frame runs eagerly, as PyTorch's "skip frame".
 """
 from . import config, exc  # noqa: F401
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: F401
-from .eval_frame import (OptimizedModule, allow_in_graph, disable, is_compiling,  # noqa: F401
-                         optimize)
+from .eval_frame import (OptimizedModule, allow_in_graph, assume_constant_result,  # noqa: F401
+                         disable, is_compiling, optimize)
 
-__all__ = ["optimize", "disable", "allow_in_graph", "reset", "explain", "list_backends",
+__all__ = ["optimize", "disable", "allow_in_graph", "assume_constant_result", "reset", "explain", "list_backends",
            "mark_dynamic", "maybe_mark_dynamic", "mark_static_address",
            "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
            "exc"]

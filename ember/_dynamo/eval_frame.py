@@ -14,8 +14,8 @@ from ..nn.modules.module import Module
 from .backends.registry import lookup_backend
 from .convert_frame import get_frame_state
 
-__all__ = ["optimize", "OptimizedModule", "disable", "allow_in_graph", "reset",
-           "is_compiling"]
+__all__ = ["optimize", "OptimizedModule", "disable", "allow_in_graph", "assume_constant_result",
+           "reset", "is_compiling"]
 
 
 class _EvalState(threading.local):
@@ -26,6 +26,7 @@ class _EvalState(threading.local):
 _state = _EvalState()
 _disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
 _allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
+_constant_result_fns = set()  # assume_constant_result: called at capture, its value a constant
 _recorders = []         # explain's collectors
 
 
@@ -228,6 +229,13 @@ def allow_in_graph(fn):
     if isinstance(fn, (list, tuple)):
         return [allow_in_graph(f) for f in fn]
     _allowed_fns.add(fn)
+    return fn
+
+
+def assume_constant_result(fn):
+    """Call ``fn`` once while capturing and bake its value into the graph (the caller's
+    promise: the value does not change); its arguments must be constants of the capture."""
+    _constant_result_fns.add(fn)
     return fn
 
 

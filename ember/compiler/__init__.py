@@ -2,7 +2,7 @@
 ``ember.compile`` — reset the caches, ask whether code is being captured, keep a function out
 of capture, or capture a function as one graph call."""
 __all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph",
-           "compile", "cudagraph_mark_step_begin"]
+           "assume_constant_result", "compile", "cudagraph_mark_step_begin"]
 
 
 def compile(*args, **kwargs):
@@ -36,6 +36,14 @@ def allow_in_graph(fn):
     """Capture calls to ``fn`` as one graph node instead of inlining it."""
     from .._dynamo import allow_in_graph as _aig
     return _aig(fn)
+
+
+def assume_constant_result(fn):
+    """Treat ``fn``'s result as a constant of the capture: it is called once while capturing
+    and its value is baked into the graph (PyTorch's contract: the caller promises it does not
+    change)."""
+    from .._dynamo import assume_constant_result as _acr
+    return _acr(fn)
 
 
 def cudagraph_mark_step_begin():

@@ -88,6 +88,16 @@ class UserFunctionVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         fn = self.fn
+        from .. import eval_frame
+        if fn in eval_frame._constant_result_fns:
+            values = [*args, *kwargs.values()]
+            if not all(v.is_python_constant() for v in values):
+                unimplemented(f"{fn.__qualname__} (assume_constant_result) called with values "
+                              f"that are not constants of the capture")
+            from .builder import wrap_constant_like
+            return wrap_constant_like(tx, fn(*[a.as_python_constant() for a in args],
+                                             **{k: v.as_python_constant()
+                                                for k, v in kwargs.items()}))
         from .builder import VariableBuilder
         from ..source import DefaultsSource
         src = self.source
