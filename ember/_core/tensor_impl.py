@@ -236,22 +236,10 @@ def _untracked(t):
 def sparse_coo_tensor_impl(indices, values, size, coalesced=False):
     """A sparse COO tensor of ``size`` over ``indices`` and ``values`` (no checks: the rules in
     ``ember/_kernels/rules/sparse.py`` make them). Its dtype and device are the values'."""
-    t = _new(Tensor)
-    t._storage_ = None
-    t._size = tuple(size)
-    t._stride = (0,) * len(t._size)  # PyTorch 2.13's stride() of a sparse tensor
-    t._offset = 0
-    t._dtype = values._dtype
-    t._device = values._device
+    size = tuple(size)
+    # no storage; PyTorch 2.13's stride() of a sparse tensor is zeros
+    t = make_tensor(None, size, (0,) * len(size), 0, values._dtype, values._device)
     t._keyset = sparse_keyset(values._device.type, _tls.state.inference)
-    t._vc = None if t._keyset & _ADINPLACE == 0 else [0]
-    t._base_ = None
-    t._np = None
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._autograd = None
     t._sparse = SparseCOO(_untracked(indices), _untracked(values), indices._size[0], coalesced)
     return t
 

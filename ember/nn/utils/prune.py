@@ -216,6 +216,19 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(amount, default_mask, scores, largest):
+    """``default_mask`` with ``amount`` more entries zeroed: those of the largest (or smallest)
+    ``scores()``, computed only when something is pruned."""
+    tensor_size = default_mask.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone(memory_format=ember.contiguous_format)
+    if nparams_toprune != 0:
+        topk = ember.topk(scores().view(-1), k=nparams_toprune, largest=largest)
+        mask.view(-1)[topk.indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` (a count, or a fraction) of the unpruned entries at random."""
 
@@ -226,15 +239,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=ember.contiguous_format)
-        if nparams_toprune != 0:
-            prob = ember.rand_like(t)
-            topk = ember.topk(prob.view(-1), k=nparams_toprune)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, default_mask, lambda: ember.rand_like(t), True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -251,14 +256,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=ember.contiguous_format)
-        if nparams_toprune != 0:
-            topk = ember.topk(ember.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, default_mask, lambda: ember.abs(t), False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
