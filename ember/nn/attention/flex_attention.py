@@ -346,6 +346,11 @@ class BlockMask:
             self.kv_num_blocks[index], self.kv_indices[index], new_full_kv_num_blocks,
             new_full_kv_indices, BLOCK_SIZE=self.BLOCK_SIZE, mask_mod=_sliced_mask_mod_error,
             seq_lengths=self.seq_lengths, compute_q_blocks=self.q_indices is not None)
+        return self._with_dq_order_of_self(new_block_mask)
+
+    def _with_dq_order_of_self(self, new_block_mask):
+        """``new_block_mask`` (cut from this one) with this mask's dq order settings, its
+        write order recomputed when this one has one."""
         new_block_mask.dq_kv_order_spt = self.dq_kv_order_spt
         if self.dq_write_order is not None:
             (new_block_mask.dq_write_order,
@@ -393,12 +398,7 @@ class BlockMask:
             new_kv_num_blocks, new_kv_indices, new_full_kv_num_blocks, new_full_kv_indices,
             BLOCK_SIZE=self.BLOCK_SIZE, mask_mod=self.mask_mod,
             seq_lengths=(new_q_len, new_kv_len), compute_q_blocks=self.q_indices is not None)
-        new_block_mask.dq_kv_order_spt = self.dq_kv_order_spt
-        if self.dq_write_order is not None:
-            (new_block_mask.dq_write_order,
-             new_block_mask.dq_write_order_full) = _compute_dq_write_order_from_block_mask(
-                new_block_mask, dq_kv_order=new_block_mask.dq_kv_order_spt)
-        return new_block_mask
+        return self._with_dq_order_of_self(new_block_mask)
 
     def numel(self):
         """Returns the number of elements (not accounting for sparsity) in the mask."""
