@@ -13,7 +13,8 @@ newaxis = None  # torch.newaxis, NumPy's name for None in an index
 from ._core.dtype import (ALIASES as _ALIASES, dtype, finfo, get_default_dtype, iinfo,  # noqa: F401
                           set_default_dtype)
 from ._core.device import (channels_last, channels_last_3d, contiguous_format, device,  # noqa: F401
-                           layout, memory_format, preserve_format, sparse_coo, strided)
+                           jagged, layout, memory_format, preserve_format, sparse_bsc,
+                           sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided)
 from ._core.promotion import can_cast, promote_types  # noqa: F401
 from ._core.size import Size  # noqa: F401
 from ._core.storage import UntypedStorage  # noqa: F401

@@ -25,7 +25,8 @@ from ._core.promotion import promote_types
 from ._core.storage import from_array, meta_storage
 from ._tensor import Tensor, _alias, make_tensor, wrap_array
 
-__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "sparse_coo_tensor"]
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "sparse_coo_tensor",
+           "sparse_csr_tensor"]
 
 _PY_SCALARS = (bool, int, float, complex)
 _NUMBER_TYPES = (numbers.Number, np.generic)
@@ -367,6 +368,36 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     return t.requires_grad_() if requires_grad else t
 
 
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
+                      device=None, pin_memory=False, requires_grad=False,
+                      check_invariants=None):
+    """A sparse CSR matrix: row i's elements are ``values[crow_indices[i]:crow_indices[i+1]]``
+    in columns ``col_indices[...]`` of the same positions. The parts may be nested sequences;
+    the size is inferred when not given. ``check_invariants`` as for ``sparse_coo_tensor``."""
+    from . import sparse
+    from ._ops.overload import ops
+    dtype = _to_dtype(dtype, "sparse_csr_tensor")
+    if not isinstance(values, Tensor):
+        values = tensor(values, dtype=dtype)
+    dev = values.device if device is None else _device(device)
+    index_dtype = crow_indices.dtype if isinstance(crow_indices, Tensor) else D.int64
+    crow_indices, col_indices = (
+        t.detach().to(dtype=index_dtype, device=dev) if isinstance(t, Tensor)
+        else tensor(t, dtype=index_dtype, device=dev) for t in (crow_indices, col_indices))
+    if check_invariants is None:
+        check_invariants = sparse.check_sparse_tensor_invariants.is_enabled()
+    if size is None:
+        t = ops.aten.sparse_csr_tensor.crow_col_value._call(crow_indices, col_indices, values,
+                                                            dtype, None, dev, pin_memory)
+    else:
+        t = ops.aten.sparse_csr_tensor.crow_col_value_size._call(
+            crow_indices, col_indices, values, tuple(size), dtype, None, dev, pin_memory)
+    if check_invariants:
+        ops.aten._validate_sparse_csr_tensor_args.default._call(
+            crow_indices, col_indices, values, tuple(t.shape))
+    return t.requires_grad_() if requires_grad else t
+
+
 def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor, sharing memory with a tensor or array when dtype and device allow."""
     dtype = _to_dtype(dtype, "as_tensor")
@@ -520,8 +551,11 @@ Tensor.new_tensor = new_tensor  # hand-written in PyTorch too (python_variable_m
 def reduce_tensor(t):
     """``__reduce_ex__`` of a tensor: its storage bytes (or byte count on meta) and its layout,
     and the attributes set on it (pickle puts them back in the new tensor's ``__dict__``)."""
-    if t.is_sparse:  # its parts, pickled as tensors
-        args = (t._indices(), t._values(), tuple(t._size), t.is_coalesced(), t._requires_grad)
+    if t._storage_ is None:  # a sparse tensor: its parts, pickled as tensors
+        from .serialization import _rebuild_sparse_tensor
+        parts = (t.crow_indices(), t.col_indices(), t.values(), tuple(t._size)) \
+            if t.is_sparse_csr else (t._indices(), t._values(), tuple(t._size), t.is_coalesced())
+        args = (_rebuild_sparse_tensor, (t.layout, parts), t._requires_grad)
         return (_rebuild_sparse, args, t.__dict__) if t.__dict__ else (_rebuild_sparse, args)
     s = t._storage
     data = s.nbytes() if t._device.type == "meta" else bytes(s._data())
@@ -530,10 +564,8 @@ def reduce_tensor(t):
     return (_rebuild_tensor, args, t.__dict__) if t.__dict__ else (_rebuild_tensor, args)
 
 
-def _rebuild_sparse(indices, values, size, is_coalesced, requires_grad):
-    from ._ops.overload import ops
-    t = ops.aten._sparse_coo_tensor_unsafe.default._call(indices, values, size, None, None, None,
-                                                         None, is_coalesced)
+def _rebuild_sparse(rebuild, args, requires_grad):
+    t = rebuild(*args)
     return t.requires_grad_() if requires_grad else t
 
 

@@ -16,7 +16,7 @@ from ._core import complex32 as _complex32
 from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import (CPU, contiguous_format, device as _device, preserve_format,
-                           sparse_coo, strided)
+                           sparse_coo, sparse_csr, strided)
 from ._core.size import Size
 from ._core import tensor_impl as _impl
 from ._core.storage import UntypedStorage
@@ -24,7 +24,7 @@ from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and module
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
 from ._core.tensor_impl import data_ptr as _data_ptr
 from ._dispatch import tls as _tls
-from ._dispatch.keys import SPARSE_BITS, DispatchKeySet
+from ._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS, DispatchKeySet
 from ._ops.overload import ops
 
 # Methods import ember.autograd, _factories and _indexing when called: those modules import
@@ -110,7 +110,7 @@ class Tensor:
 
     def untyped_storage(self):
         if self._storage_ is None:
-            raise NotImplementedError("Cannot access storage of SparseTensorImpl")
+            raise NotImplementedError(f"Cannot access storage of {_impl_name(self)}")
         return self._storage
 
     def data_ptr(self):
@@ -128,7 +128,9 @@ class Tensor:
 
     @property
     def layout(self):
-        return sparse_coo if self._keyset & SPARSE_BITS else strided
+        if self._storage_ is not None:
+            return strided
+        return sparse_coo if self._keyset & SPARSE_BITS else sparse_csr
 
     @property
     def is_cpu(self):
@@ -151,7 +153,8 @@ class Tensor:
     is_xla = property(lambda self: self._device.type == "xla", doc="Is on an XLA device.")
     is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Is a Vulkan tensor.")
     is_mkldnn = property(lambda self: False, doc="Is an MKL-DNN (opaque) tensor: never.")
-    is_sparse_csr = property(lambda self: False, doc="Has a sparse compressed layout: never.")
+    is_sparse_csr = property(lambda self: bool(self._keyset & SPARSE_CSR_BITS),
+                             doc="Has the sparse CSR layout.")
     is_nested = property(lambda self: False, doc="Is a nested tensor: never.")
 
     @property
@@ -371,9 +374,10 @@ class Tensor:
         if force:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
-        if self._keyset & SPARSE_BITS:
-            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() "
-                            "first.")
+        if self._storage_ is None:
+            kind = "Sparse" if self._keyset & SPARSE_BITS else "SparseCsr"
+            raise TypeError(f"can't convert {kind} layout tensor to numpy. Use "
+                            f"Tensor.to_dense() first.")
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
@@ -777,13 +781,18 @@ def _scalar_size_error(dim):
     raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
 
 
+def _impl_name(t):
+    """PyTorch's TensorImpl class of a tensor without storage, as its errors name it."""
+    return "SparseTensorImpl" if t._keyset & SPARSE_BITS else "SparseCsrTensorImpl"
+
+
 def _np_view(t):
     if t._device.type != "cpu":
         raise RuntimeError(f"a tensor on {t._device} has no host memory to view")
     if 0 in t._size:  # no elements: the offset may lie past an empty storage (zeros(0, 3)[:, 1])
         return np.empty(t._size, t._dtype._np)
     if t._storage_ is None:  # a sparse tensor reached a dense kernel
-        raise NotImplementedError("Cannot access storage of SparseTensorImpl")
+        raise NotImplementedError(f"Cannot access storage of {_impl_name(t)}")
     isz = t._dtype.itemsize
     buf = t._storage._data()
     return np.ndarray(t._size, t._dtype._np, buf, t._offset * isz, tuple(s * isz for s in t._stride))

@@ -263,8 +263,9 @@ def _is_plain(t):
 
 
 def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):
-    """A sparse COO tensor's ``indices=tensor(...), values=tensor(...)`` (its size, nnz and
-    dtype go to ``suffixes``), as PyTorch prints it."""
+    """A sparse tensor's parts, ``indices=tensor(...), values=tensor(...)`` for COO and
+    ``crow_indices=..., col_indices=..., values=...`` for CSR (its size, nnz and dtype go to
+    ``suffixes``), as PyTorch prints them."""
     suffixes.append(f"size={tuple(self._size)}")
     suffixes.append(f"nnz={self._nnz()}")
     if self._dtype not in (default_dtype, D.default_complex_dtype(), D.int64, D.bool_):
@@ -272,7 +273,10 @@ def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):
     if tensor_contents is not None:
         return tensor_contents
     parts = []
-    for name, part in (("indices", self._indices()), ("values", self._values())):
+    names = ("crow_indices", "col_indices", "values") if self.is_sparse_csr else (
+        "indices", "values")
+    for name in names:
+        part = getattr(self, "_" + name if name in ("indices", "values") else name)()
         prefix = f"{name}=tensor("
         if part.numel():
             text = _tensor_str(part.detach(), indent + len(prefix))
@@ -291,7 +295,7 @@ def _str(self, *, tensor_contents=None):
     if self._device.type != "cpu":
         suffixes.append(f"device='{self._device}'")
 
-    if self.is_sparse:
+    if self._storage_ is None:
         tensor_str = _sparse_str(self, indent, suffixes, tensor_contents, default_dtype)
     elif self._device.type == "meta":
         suffixes.append(f"size={tuple(self._size)}")
@@ -314,7 +318,7 @@ def _str(self, *, tensor_contents=None):
         tensor_str = None if tensor_contents is not None else _tensor_str(self, indent)
     if tensor_contents is not None:
         tensor_str = tensor_contents
-    if self.is_sparse:
+    if self._storage_ is None:
         suffixes.append(f"layout={self.layout}")
 
     grad_fn_name = _grad_fn_name(self)
@@ -323,5 +327,6 @@ def _str(self, *, tensor_contents=None):
     elif self.requires_grad:
         suffixes.append("requires_grad=True")
 
+    # (PyTorch starts a COO tensor's suffixes on a line of their own, not a CSR's)
     return _add_suffixes(prefix + tensor_str, suffixes, indent, self.is_sparse)
 

@@ -33,7 +33,7 @@ import numpy as np
 from ._core import dtype as D
 from ._core import strides as _st
 from ._core import device as _device_module
-from ._core.device import CPU, device as _device, layout, sparse_coo
+from ._core.device import CPU, device as _device, layout, sparse_coo, sparse_csr
 from ._core.size import Size
 from ._core.storage import from_array
 from ._tensor import Tensor, make_tensor
@@ -138,6 +138,9 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, Tensor) and obj.is_sparse:  # its parts, pickled as tensors
             return (_REBUILD_SPARSE, (obj.layout, (
                 obj._indices(), obj._values(), Size(obj.shape), obj.is_coalesced())))
+        if isinstance(obj, Tensor) and obj.is_sparse_csr:
+            return (_REBUILD_SPARSE, (obj.layout, (
+                obj.crow_indices(), obj.col_indices(), obj.values(), Size(obj.shape))))
         if isinstance(obj, Tensor):
             if obj.device.type != "cpu":  # the bytes of its device storage, copied once
                 ref = _StorageRef(self._host_copy(obj._storage), obj.dtype, str(obj.device))
@@ -259,12 +262,16 @@ def _get_layout(name):
 def _rebuild_sparse_tensor(layout, data):
     """A sparse COO tensor from its pickled parts (PyTorch's; older files have no
     ``is_coalesced``)."""
+    from ._ops.overload import ops
+    if layout is sparse_csr:
+        crow_indices, col_indices, values, size = data
+        return ops.aten._sparse_csr_tensor_unsafe.default._call(
+            crow_indices, col_indices, values, size, None, None, None, None)
     if layout is not sparse_coo:
         raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has "
-                                  f"sparse COO tensors only")
+                                  f"sparse COO and CSR tensors only")
     indices, values, size = data[:3]
     is_coalesced = data[3] if len(data) > 3 else None
-    from ._ops.overload import ops
     return ops.aten._sparse_coo_tensor_unsafe.default._call(indices, values, size, None, None,
                                                             None, None, is_coalesced)
 

@@ -552,7 +552,10 @@ _ELSEWHERE = {
         _sparse_mm.default _sparse_addmm.default embedding_sparse_backward.default
         _sparse_softmax.int _sparse_softmax.default _sparse_log_softmax.int
         _sparse_log_softmax.default _sparse_softmax_backward_data.default
-        _sparse_log_softmax_backward_data.default""",
+        _sparse_log_softmax_backward_data.default sparse_csr_tensor.crow_col_value_size
+        sparse_csr_tensor.crow_col_value _sparse_csr_tensor_unsafe.default
+        _validate_sparse_csr_tensor_args.default crow_indices.default col_indices.default
+        _to_sparse_csr.default to_sparse_csr.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

@@ -68,10 +68,11 @@ def test_kernels_registered_by_reference_are_the_dispatchers():
         for key, fn in by_key.items():
             assert entry.kernels[K[key]][-1].fn is fn, (op, key)
     # the pointwise tables register both backends of every overload they own (the sparse
-    # kernels of ember/_kernels/sparse/ both sparse keys)
+    # kernels of ember/_kernels/sparse/ both keys of their layout)
     add = registration.kernels_of("add.Tensor")
-    assert set(add) == {"CPU", "Meta", "SparseCPU", "SparseCUDA"}
-    assert add["SparseCPU"] is add["SparseCUDA"]
+    assert set(add) == {"CPU", "Meta", "SparseCPU", "SparseCUDA", "SparseCsrCPU",
+                        "SparseCsrCUDA"}
+    assert add["SparseCPU"] is add["SparseCUDA"] and add["SparseCsrCPU"] is add["SparseCsrCUDA"]
     assert add["CPU"].__name__ == "add_Tensor"
 
 

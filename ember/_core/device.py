@@ -110,7 +110,8 @@ class _Named:
 
 
 class layout(_Named):
-    """Tensor layout. ember implements ``strided``; the others exist so code can name them."""
+    """Tensor layout: ``strided``, ``sparse_coo`` and ``sparse_csr`` have tensors; the others
+    exist so code can name them."""
 
 
 class memory_format(_Named):
@@ -119,6 +120,12 @@ class memory_format(_Named):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+jagged = layout("jagged")  # ember.nested's jagged nested tensors
+sparse_csr = layout("sparse_csr")
+# the compressed layouts ember names but has no tensors of (conversions to them raise)
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")

@@ -233,6 +233,26 @@ def _untracked(t):
     return a
 
 
+class SparseCSR:
+    """What a sparse CSR tensor holds (PyTorch's ``SparseCsrTensorImpl``): for a (rows, cols)
+    matrix, ``crow_indices`` (rows + 1,) — row i's entries are positions
+    crow_indices[i]:crow_indices[i + 1] — and their ``col_indices`` and ``values``."""
+    __slots__ = ("crow_indices", "col_indices", "values")
+
+    def __init__(self, crow_indices, col_indices, values):
+        self.crow_indices, self.col_indices, self.values = crow_indices, col_indices, values
+
+
+def sparse_csr_tensor_impl(crow_indices, col_indices, values, size):
+    """A sparse CSR tensor of ``size`` over its three parts (no checks: see
+    ``ember/_kernels/rules/sparse.py``). Its dtype and device are the values'."""
+    size = tuple(size)
+    t = make_tensor(None, size, (0,) * len(size), 0, values._dtype, values._device)
+    t._keyset = sparse_keyset(values._device.type, _tls.state.inference, csr=True)
+    t._sparse = SparseCSR(_untracked(crow_indices), _untracked(col_indices), _untracked(values))
+    return t
+
+
 def sparse_coo_tensor_impl(indices, values, size, coalesced=False):
     """A sparse COO tensor of ``size`` over ``indices`` and ``values`` (no checks: the rules in
     ``ember/_kernels/rules/sparse.py`` make them). Its dtype and device are the values'."""

@@ -12,7 +12,8 @@ from enum import IntEnum
 _RUNTIME_ORDER = [
     # dense backends: where bytes are computed
     "CPU", "CUDA", "MPS", "PrivateUse1", "Meta",
-    "SparseCPU", "SparseCUDA", "QuantizedCPU", "QuantizedCUDA", "NestedTensorCPU", "NestedTensorCUDA",
+    "SparseCPU", "SparseCUDA", "SparseCsrCPU", "SparseCsrCUDA", "QuantizedCPU", "QuantizedCUDA",
+    "NestedTensorCPU", "NestedTensorCUDA",
     "BackendSelect",
     "Fake",
     "Python",
@@ -79,17 +80,22 @@ DEVICE_TO_BACKEND = {"cpu": K.CPU, "cuda": K.CUDA, "mps": K.MPS, "meta": K.Meta,
 
 # A sparse COO tensor's backend key replaces its device's dense one (PyTorch's SparseCPU and
 # SparseCUDA): its kernels (``ember/_kernels/sparse/``) see indices and values, not bytes.
+# Sparse CSR tensors have SparseCsrCPU/SparseCsrCUDA likewise.
 SPARSE_OF = {K.CPU: K.SparseCPU, K.CUDA: K.SparseCUDA}
+SPARSE_CSR_OF = {K.CPU: K.SparseCsrCPU, K.CUDA: K.SparseCsrCUDA}
 SPARSE_BITS = bit(K.SparseCPU) | bit(K.SparseCUDA)
+SPARSE_CSR_BITS = bit(K.SparseCsrCPU) | bit(K.SparseCsrCUDA)
 
 
-def sparse_keyset(device_type, inference=False):
-    """The key set of a sparse COO tensor on ``device_type`` (PyTorch's: SparseCPU,
-    ADInplaceOrView, AutogradCPU, AutocastCPU for the CPU)."""
+def sparse_keyset(device_type, inference=False, csr=False):
+    """The key set of a sparse COO (or CSR) tensor on ``device_type`` (PyTorch's: SparseCPU,
+    ADInplaceOrView, AutogradCPU, AutocastCPU for a COO tensor on the CPU)."""
     backend = DEVICE_TO_BACKEND[device_type]
-    if backend not in SPARSE_OF:
-        raise NotImplementedError(f"ember has no sparse COO tensors on {device_type}")
-    return (tensor_keyset(device_type, inference) & ~bit(backend)) | bit(SPARSE_OF[backend])
+    table = SPARSE_CSR_OF if csr else SPARSE_OF
+    if backend not in table:
+        raise NotImplementedError(f"ember has no sparse {'CSR' if csr else 'COO'} tensors on "
+                                  f"{device_type}")
+    return (tensor_keyset(device_type, inference) & ~bit(backend)) | bit(table[backend])
 
 
 def below(key):

@@ -3,11 +3,14 @@ sparse input's layout, found at its entries."""
 import ember
 
 __all__ = ["values_backward", "sparse_constructor_values_backward", "sparse_mask_backward",
-           "mm_mat1_sparse_backward"]
+           "mm_mat1_sparse_backward", "sparse_csr_constructor_values_backward"]
 
 
 def values_backward(grad, self):
     """``values()``'s gradient: a sparse tensor at ``self``'s (coalesced) indices."""
+    if self.layout == ember.sparse_csr:
+        return ember._sparse_csr_tensor_unsafe(self.crow_indices(), self.col_indices(), grad,
+                                               self.shape)
     return ember._sparse_coo_tensor_unsafe(self.indices(), grad, self.shape, is_coalesced=True)
 
 
@@ -15,8 +18,9 @@ def sparse_constructor_values_backward(grad, indices):
     """The gradient of a sparse tensor's values: ``grad`` at each of its entries (a dense
     ``grad`` read there, a sparse one looked up)."""
     if grad.is_sparse:
-        mask = ember._sparse_coo_tensor_unsafe(indices, grad.new_empty(
-            (indices.shape[1],) + tuple(grad.shape[indices.shape[0]:])), grad.shape)
+        filler = ember.empty((indices.shape[1],) + tuple(grad.shape[indices.shape[0]:]),
+                             dtype=grad.dtype, device=grad.device)
+        mask = ember._sparse_coo_tensor_unsafe(indices, filler, grad.shape)
         return grad.sparse_mask(mask)._values()
     return grad[tuple(indices.unbind(0))]
 
@@ -32,3 +36,12 @@ def mm_mat1_sparse_backward(grad, mat1, mat2, alpha):
     if alpha != 1:
         dense = dense * alpha
     return dense.sparse_mask(mat1.coalesce())
+
+
+def sparse_csr_constructor_values_backward(grad, crow_indices, col_indices):
+    """The gradient of a CSR matrix's values: ``grad`` at each of its entries."""
+    rows = ember.arange(crow_indices.numel() - 1, device=crow_indices.device)
+    rows = rows.repeat_interleave(crow_indices[1:] - crow_indices[:-1])
+    indices = ember.stack([rows, col_indices])
+    return sparse_constructor_values_backward(grad.to_sparse() if grad.layout ==
+                                              ember.sparse_csr else grad, indices)

@@ -4,9 +4,9 @@ sparse tensor from indices and values, dense to sparse, and the conversions that
 input when it already has the asked layout. The kernels of sparse inputs are
 ``ember/_kernels/sparse/coo.py``; the checks are ``rules/sparse.py``."""
 from ..._core import dtype as D
-from ..._core.device import sparse_coo, strided
-from ..._core.tensor_impl import sparse_coo_tensor_impl
-from ..._dispatch.keys import SPARSE_BITS
+from ..._core.device import sparse_coo, sparse_csr, strided
+from ..._core.tensor_impl import sparse_coo_tensor_impl, sparse_csr_tensor_impl
+from ..._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS
 from ..._ops.overload import ops
 from ..rules import sparse as _R
 
@@ -103,6 +103,10 @@ def _is_sparse(t):
     return t._keyset & SPARSE_BITS
 
 
+def _is_csr(t):
+    return t._keyset & SPARSE_CSR_BITS
+
+
 def _to_sparse_sparse_dim(self, sparse_dim):
     """A dense tensor as a coalesced sparse one: an entry for each index of the first
     ``sparse_dim`` dims whose dense slice holds a nonzero."""
@@ -120,8 +124,11 @@ def _to_sparse_sparse_dim(self, sparse_dim):
 
 
 def _to_sparse(self, layout=None, blocksize=None, dense_dim=None):
+    if layout is sparse_csr:
+        return _aten._to_sparse_csr.default._call(self, dense_dim)
     if layout is not None and layout is not sparse_coo:
-        raise NotImplementedError(f"to_sparse: ember has sparse COO tensors only, not {layout}")
+        raise NotImplementedError(f"to_sparse: ember has sparse COO and CSR tensors only, not "
+                                  f"{layout}")
     if blocksize is not None:
         raise RuntimeError("to_sparse for Strided to SparseCoo conversion does not use specified "
                            "blocksize")
@@ -138,13 +145,14 @@ def to_sparse_sparse_dim(self, sparse_dim):
 
 
 def to_sparse(self, layout=None, blocksize=None, dense_dim=None):
-    if _is_sparse(self) and layout in (None, sparse_coo):
+    if (_is_sparse(self) and layout in (None, sparse_coo)) or (_is_csr(self) and
+                                                                layout is sparse_csr):
         return self
     return _aten._to_sparse.default._call(self, layout, blocksize, dense_dim)
 
 
 def to_dense(self, dtype=None, masked_grad=None):
-    if not _is_sparse(self):
+    if self._storage_ is not None:
         return self if dtype is None or dtype is self._dtype else self.to(dtype)
     return _aten._to_dense.default._call(self, dtype, masked_grad)
 
@@ -152,6 +160,8 @@ def to_dense(self, dtype=None, masked_grad=None):
 def to_dense_backward(grad, input, masked_grad=None):
     """The gradient of ``to_dense`` in ``input``'s layout: a sparse input gets the gradient at
     its own (coalesced) entries, or, with ``masked_grad=False``, every nonzero of it."""
+    if _is_csr(input):
+        return grad.sparse_mask(input)
     if not _is_sparse(input):
         return grad if input.layout is strided else grad.to_dense()
     if masked_grad is None or masked_grad:
@@ -203,3 +213,60 @@ def _sparse_softmax_int(self, dim, dtype=None):
 def _sparse_log_softmax_int(self, dim, dtype=None):
     return _aten._sparse_log_softmax.default._call(self if dtype is None else self.to(dtype),
                                                    dim, False)
+
+
+# -- sparse CSR matrices -------------------------------------------------------------------------
+
+def _sparse_csr_tensor_unsafe(crow_indices, col_indices, values, size, dtype=None, layout=None,
+                              device=None, pin_memory=None):
+    if layout is not None and layout is not sparse_csr:
+        raise RuntimeError(f"_sparse_csr_tensor_unsafe: expected layout=torch.sparse_csr, got "
+                           f"{layout}")
+    size = tuple(int(s) for s in size)
+    _R.check_csr_parts(crow_indices, col_indices, values, size)
+    if dtype is not None and dtype is not values._dtype:
+        values = values.to(dtype)
+    if device is not None and device != values._device:
+        crow_indices, col_indices = crow_indices.to(device), col_indices.to(device)
+        values = values.to(device)
+    return sparse_csr_tensor_impl(crow_indices, col_indices, values, size)
+
+
+def sparse_csr_tensor_crow_col_value_size(crow_indices, col_indices, values, size, dtype=None,
+                                          layout=None, device=None, pin_memory=False):
+    return _aten._sparse_csr_tensor_unsafe.default._call(
+        crow_indices, col_indices, values, size, dtype, layout, device, pin_memory)
+
+
+def sparse_csr_tensor_crow_col_value(crow_indices, col_indices, values, dtype=None, layout=None,
+                                     device=None, pin_memory=False):
+    """The size is inferred: one row per crow_indices step, one more column than the largest
+    column index."""
+    ncols = int(col_indices.max()) + 1 if col_indices.numel() else 0
+    return sparse_csr_tensor_crow_col_value_size(
+        crow_indices, col_indices, values, (crow_indices.numel() - 1, ncols), dtype, layout,
+        device, pin_memory)
+
+
+def _validate_sparse_csr_tensor_args(crow_indices, col_indices, values, size):
+    """PyTorch's CSR invariants (``check_invariants=True``)."""
+    size = tuple(size)
+    _R.check_csr_parts(crow_indices, col_indices, values, size)
+    steps = (crow_indices[1:] - crow_indices[:-1]).tolist()
+    _R.check_csr_indices(crow_indices.tolist(), steps, col_indices.tolist(), size)
+
+
+def _to_sparse_csr(self, dense_dim=None):
+    """A dense matrix as a CSR one (through its COO form)."""
+    if dense_dim:
+        raise NotImplementedError("to_sparse_csr: ember's sparse CSR tensors have no dense dims")
+    if self.dim() != 2:
+        raise NotImplementedError("to_sparse_csr: ember's sparse CSR tensors are 2-d matrices "
+                                  "(no batch or dense dims)")
+    return _aten._to_sparse_csr.default._call(_to_sparse_sparse_dim(self, 2), None)
+
+
+def to_sparse_csr(self, dense_dim=None):
+    if _is_csr(self):
+        return self
+    return _aten._to_sparse_csr.default._call(self, dense_dim)

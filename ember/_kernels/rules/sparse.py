@@ -66,3 +66,45 @@ def check_mm(name, mat1, mat2):
     if mat1._size[1] != mat2._size[0]:
         raise RuntimeError(f"{name}: Argument #3 (dense): Expected dim 0 size {mat1._size[1]}, "
                            f"got {mat2._size[0]}")
+
+
+def check_csr_parts(crow_indices, col_indices, values, size):
+    """The shapes of a CSR matrix's parts (PyTorch's ``_validate_sparse_compressed_tensor_args``
+    shape checks, for ember's 2-d CSR matrices)."""
+    if len(size) != 2:
+        raise NotImplementedError(f"sparse_csr_tensor: ember's sparse CSR tensors are 2-d "
+                                  f"matrices, got size {_fmt(size)}")
+    for name, t in (("crow_indices", crow_indices), ("col_indices", col_indices)):
+        if t._dtype not in (D.int64, D.int32):
+            raise RuntimeError(f"{name} must be an int64 or int32 tensor, but got {t._dtype}")
+        if t.dim() != 1:
+            raise RuntimeError(f"{name} must have dim=1 but got {name}.dim()={t.dim()}")
+    if values.dim() != 1:
+        raise NotImplementedError("sparse_csr_tensor: ember's sparse CSR tensors have no dense "
+                                  "dims (values must be 1-d)")
+    if crow_indices._size[0] != size[0] + 1:
+        raise RuntimeError(f"crow_indices.shape[-1] must be equal to the number of rows + 1 "
+                           f"(={size[0] + 1}), but got {crow_indices._size[0]}")
+    if col_indices._size[0] != values._size[0]:
+        raise RuntimeError(f"col_indices and values nnz must be equal, but got "
+                           f"{col_indices._size[0]} != {values._size[0]}")
+
+
+def check_csr_indices(crow, steps, col, size):
+    """PyTorch's CSR invariants on the indices (Python lists): crow_indices starts at 0, ends
+    at nnz and never decreases; columns lie in the matrix and, within a row, increase."""
+    if crow[0] != 0:
+        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
+    if crow[-1] != len(col):
+        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
+    if any(s < 0 for s in steps):
+        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is "
+                           "not satisfied.")
+    if any(c < 0 or c >= size[1] for c in col):
+        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
+    for r in range(size[0]):
+        row = col[crow[r]:crow[r + 1]]
+        if any(b <= a for a, b in zip(row, row[1:])):
+            raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] "
+                               "for all i = 1, ..., nrows are sorted and distinct along the last "
+                               "dimension values` is not satisfied.")

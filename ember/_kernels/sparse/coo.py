@@ -18,7 +18,7 @@ kernels record nothing; a dense operand that requires grad is read through an un
 import math
 
 from ..._core import strides as _st
-from ..._core.device import sparse_coo
+from ..._core.device import sparse_coo, sparse_csr
 from ..._core.promotion import promote_types
 from ..._core.tensor_impl import _alias, _untracked, sparse_coo_tensor_impl
 from ..._dispatch.keys import SPARSE_BITS
@@ -183,8 +183,11 @@ def _to_sparse_sparse_dim_sparse(self, sparse_dim):
 
 
 def _to_sparse_sparse(self, layout=None, blocksize=None, dense_dim=None):
+    if layout is sparse_csr:
+        return _aten._to_sparse_csr.default._call(self, dense_dim)
     if layout is not None and layout is not sparse_coo:
-        raise NotImplementedError(f"to_sparse: ember has sparse COO tensors only, not {layout}")
+        raise NotImplementedError(f"to_sparse: ember has sparse COO and CSR tensors only, not "
+                                  f"{layout}")
     return clone_sparse(self)
 
 
