@@ -61,6 +61,7 @@ from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerat
 from . import fft  # noqa: E402,F401  (torch.fft)
 from . import masked  # noqa: E402,F401  (torch.masked)
 from . import sparse  # noqa: E402,F401  (torch.sparse)
+from . import nested  # noqa: E402,F401  (torch.nested: jagged-layout nested tensors)
 from . import storage  # noqa: E402,F401  (torch.storage)
 from .storage import TypedStorage  # noqa: E402,F401
 from . import mps, mtia, xpu  # noqa: E402,F401  (devices a PyTorch build may lack: none here)

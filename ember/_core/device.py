@@ -110,8 +110,8 @@ class _Named:
 
 
 class layout(_Named):
-    """Tensor layout: ``strided``, ``sparse_coo`` and ``sparse_csr`` have tensors; the others
-    exist so code can name them."""
+    """Tensor layout: ``strided``, ``sparse_coo``, ``sparse_csr`` and ``jagged`` (nested
+    tensors) have tensors; the others exist so code can name them."""
 
 
 class memory_format(_Named):
