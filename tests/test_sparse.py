@@ -489,3 +489,25 @@ def test_csr_serialization_across_libraries(torch, tmp_path):
     same_csr(ember.load(tmp_path / "t.pt")["m"], t)
     same_csr(pickle.loads(pickle.dumps(e)), t)
     same_csr(copy.deepcopy(e), t)
+
+
+@pytest.mark.parametrize("mode,kw", [("sum", {}), ("mean", {}), ("sum", {"padding_idx": 2}),
+                                     ("sum", {"per_sample_weights": True})])
+def test_sparse_embedding_bag_matches_pytorch(torch, mode, kw):
+    w = np.random.default_rng(3).standard_normal((10, 3)).astype(np.float32)
+    idx, offsets = [1, 2, 3, 1, 4, 7], [0, 2, 5]
+    res = []
+    for lib in (ember, torch):
+        e = lib.nn.EmbeddingBag(10, 3, mode=mode, sparse=True,
+                                padding_idx=kw.get("padding_idx"))
+        with lib.no_grad():
+            e.weight.copy_(lib.tensor(w))
+        psw = lib.linspace(0.5, 2, 6) if "per_sample_weights" in kw else None
+        out = e(lib.tensor(idx), lib.tensor(offsets), per_sample_weights=psw)
+        (out * lib.arange(9.0).view(3, 3)).sum().backward()
+        res.append((out, e.weight.grad))
+    (eo, eg), (to, tg) = res
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-6)
+    same(eg, tg)
+    with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+        ember.nn.EmbeddingBag(10, 3, mode="max", sparse=True)(ember.tensor([[1, 2]]))

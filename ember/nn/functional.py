@@ -146,6 +146,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         weight, input = input, weight
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -199,6 +201,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if max_norm is not None:
         with ember.no_grad():
             _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
+    if sparse:
+        return _sparse_embedding_bag(weight, rows, valid, psw, scale_grad_by_freq, mode)
     emb = _aten.embedding.default(weight, ember.from_numpy(np.ascontiguousarray(rows)), -1,
                                   scale_grad_by_freq, False)
     mask = ember.from_numpy(valid).unsqueeze(-1)
@@ -210,6 +214,22 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if psw is not None:
         m = m * psw.unsqueeze(-1)
     out = (emb * m).sum(1)
+    if mode == "mean":
+        count = ember.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
+        out = out / count.to(emb.dtype)
+    return out
+
+
+def _sparse_embedding_bag(weight, rows, valid, psw, scale_grad_by_freq, mode):
+    """embedding_bag(sparse=True), sum or mean: one embedding row per index that counts (no
+    padding), so the weight's sparse gradient lists exactly those, in input order (PyTorch's)."""
+    bag, pos = np.nonzero(valid)
+    emb = _aten.embedding.default(weight, ember.from_numpy(np.ascontiguousarray(rows[bag, pos])),
+                                  -1, scale_grad_by_freq, True)
+    bag_t = ember.from_numpy(bag.astype(np.int64))
+    if psw is not None:
+        emb = emb * psw[bag_t, ember.from_numpy(pos.astype(np.int64))].unsqueeze(-1)
+    out = ember.zeros((rows.shape[0], weight.size(1)), dtype=emb.dtype).index_add(0, bag_t, emb)
     if mode == "mean":
         count = ember.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
         out = out / count.to(emb.dtype)
