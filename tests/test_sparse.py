@@ -511,3 +511,13 @@ def test_sparse_embedding_bag_matches_pytorch(torch, mode, kw):
     same(eg, tg)
     with pytest.raises(ValueError, match="max mode does not support sparse weights"):
         ember.nn.EmbeddingBag(10, 3, mode="max", sparse=True)(ember.tensor([[1, 2]]))
+
+
+def test_gather_sparse_grad_matches_pytorch(torch):
+    grads = []
+    for lib in (ember, torch):
+        x = lib.arange(6.0).view(2, 3).requires_grad_()
+        y = lib.gather(x, 1, lib.tensor([[2, 0], [1, 1]]), sparse_grad=True)
+        (y * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        grads.append(x.grad)
+    same(*grads)

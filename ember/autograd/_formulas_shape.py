@@ -33,7 +33,22 @@ def repeat_backward(grad, repeats, input_shape):
 
 
 def gather_backward(grad, self, dim, index, sparse_grad=False):
+    if sparse_grad:  # PyTorch's _gather_sparse_backward: one entry per gathered element
+        return _gather_sparse_backward(self, dim, index, grad)
     return ember.zeros_like(self).scatter_add(dim, index, grad)
+
+
+def _gather_sparse_backward(self, dim, index, grad):
+    """A COO gradient with an entry for each element of ``index``: its own coordinates, ``dim``
+    replaced by the index there, holding the gradient of that gathered element."""
+    if index.dim() == 0:
+        return ember.sparse_coo_tensor(index.reshape(1, 1), grad.reshape(1), self.shape)
+    dim = dim % index.dim()
+    coords = [ember.arange(n, device=index.device).view(
+        [-1 if d == i else 1 for d in range(index.dim())]).expand(index.shape).reshape(-1)
+        for i, n in enumerate(index.shape)]
+    coords[dim] = index.reshape(-1)
+    return ember.sparse_coo_tensor(ember.stack(coords), grad.reshape(-1), self.shape)
 
 
 def index_select_backward(grad, sizes, dim, index):
