@@ -521,3 +521,15 @@ def test_gather_sparse_grad_matches_pytorch(torch):
         (y * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
         grads.append(x.grad)
     same(*grads)
+
+
+def test_factories_with_a_sparse_layout_match_pytorch(torch):
+    for make in (lambda lib: lib.zeros(2, 3, layout=lib.sparse_coo),
+                 lambda lib: lib.empty(2, 3, dtype=lib.float64, layout=lib.sparse_coo),
+                 lambda lib: lib.zeros_like(lib.ones(2, 3), layout=lib.sparse_coo),
+                 lambda lib: lib.zeros(3, 4, layout=lib.sparse_csr)):
+        e, t = make(ember), make(torch)
+        assert e.layout.__reduce__() == str(t.layout)[6:] and e._nnz() == t._nnz() == 0
+        assert tuple(e.shape) == tuple(t.shape) and e.dtype.name == str(t.dtype)[6:]
+    with pytest.raises(RuntimeError, match=r"full\(\.\.\.\) is not implemented for sparse"):
+        ember.ones(2, layout=ember.sparse_coo)

@@ -20,7 +20,7 @@ import pkgutil
 import yaml
 
 from .._dispatch import dispatcher as _d
-from .._dispatch.keys import DEVICE_TO_BACKEND, K, below, bit
+from .._dispatch.keys import DEVICE_TO_BACKEND, SPARSE_CSR_OF, SPARSE_OF, K, below, bit
 from .._dispatch.schema import parse_schema
 
 YAML_PATH = os.path.join(os.path.dirname(__file__), "native_functions.yaml")
@@ -83,18 +83,33 @@ from .._core.factory_defaults import current_device as _default_device  # noqa: 
 
 
 def _backend_select_kernel(entry, dev_idx):
+    """PyTorch's BackendSelect: a factory's backend from its ``device`` (and ``layout``: a
+    sparse layout selects the device's sparse key)."""
     mask = below(K.BackendSelect)
-    tensor_idx = [i for i, a in enumerate(entry.schema.arguments) if a.base == "Tensor"]
+    args_ = entry.schema.arguments
+    tensor_idx = [i for i, a in enumerate(args_) if a.base == "Tensor"]
+    layout_idx = next((i for i, a in enumerate(args_) if a.name == "layout"), None)
 
     def backend_select(ks, *args):
         dev = args[dev_idx]
         if dev is None:
             dev = _default_device()
-        ks2 = bit(DEVICE_TO_BACKEND[dev.type]) if dev is not None else bit(K.CPU)
+        backend = DEVICE_TO_BACKEND[dev.type] if dev is not None else K.CPU
+        layout = args[layout_idx] if layout_idx is not None else None
+        if layout is not None and layout._name != "strided":
+            backend = _sparse_backend(backend, layout)
+        ks2 = bit(backend)
         for i in tensor_idx:
             ks2 |= getattr(args[i], "_keyset", 0)
         return entry.redispatch((ks | ks2) & mask, *args)
     return backend_select
+
+
+def _sparse_backend(backend, layout):
+    table = {"sparse_coo": SPARSE_OF, "sparse_csr": SPARSE_CSR_OF}.get(layout._name)
+    if table is None or backend not in table:
+        raise NotImplementedError(f"ember has no {layout} tensors on this device")
+    return table[backend]
 
 
 def _inplace_or_view_kernel(entry):

@@ -44,8 +44,10 @@ def _sparse_coo_tensor_with_dims(sparse_dim, dense_dim, size, dtype=None, layout
     if len(size) != sparse_dim + dense_dim:
         raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = "
                            f"{len(size)}, sparse_dim = {sparse_dim}, dense_dim = {dense_dim}")
-    indices = _aten.empty.memory_format._call((sparse_dim, 0), D.int64, None, device)
-    values = _aten.empty.memory_format._call((0,) + size[sparse_dim:], dtype, None, device)
+    indices = _aten.empty.memory_format._call((sparse_dim, 0), D.int64, None, device, None,
+                                              None)
+    values = _aten.empty.memory_format._call((0,) + size[sparse_dim:], dtype, None, device,
+                                             None, None)
     return sparse_coo_tensor_impl(indices, values, size, True)
 
 

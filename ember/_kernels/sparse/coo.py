@@ -283,6 +283,37 @@ def zeros_like_sparse(self, dtype=None, layout=None, device=None, pin_memory=Non
                 self._size, True)
 
 
+# -- factories (a sparse ``layout=``: BackendSelect picks the sparse key) --------------------------
+
+def _empty(size, dtype, device):
+    size = tuple(size)
+    return _aten._sparse_coo_tensor_with_dims.default._call(len(size), 0, size, dtype, None,
+                                                            device, None)
+
+
+@_kernel("empty.memory_format")
+def empty_sparse(size, dtype=None, layout=None, device=None, pin_memory=None,
+                 memory_format=None):
+    if memory_format is not None:
+        raise RuntimeError("Sparse layout does not support memory_format")
+    return _empty(size, dtype, device)
+
+
+@_kernel("empty_strided")
+def empty_strided_sparse(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    return _empty(size, dtype, device)
+
+
+@_kernel("zeros")
+def zeros_sparse(size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _empty(size, dtype, device)
+
+
+@_kernel("ones", "full")
+def full_sparse(size, *args):
+    raise RuntimeError("full(...) is not implemented for sparse layout")
+
+
 # -- arithmetic ----------------------------------------------------------------------------------
 
 def _scaled(values, alpha):

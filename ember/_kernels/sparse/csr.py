@@ -167,6 +167,38 @@ def sparse_mask_csr(self, mask):
     return sparse_csr_tensor_impl(crow, col, values, mask._size)
 
 
+# -- factories ------------------------------------------------------------------------------------
+
+def _empty(size, dtype, device):
+    """An all-zero CSR matrix (no entries)."""
+    size = tuple(size)
+    if len(size) != 2:
+        raise NotImplementedError("ember's sparse CSR tensors are 2-d matrices (no batch or "
+                                  "dense dims)")
+    crow = _aten.zeros.default._call((size[0] + 1,), D.int64, None, device, None)
+    col = _aten.empty.memory_format._call((0,), D.int64, None, device, None, None)
+    values = _aten.empty.memory_format._call((0,), dtype, None, device, None, None)
+    return sparse_csr_tensor_impl(crow, col, values, size)
+
+
+@_kernel("empty.memory_format")
+def empty_csr(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _empty(size, dtype, device)
+
+
+@_kernel("empty_strided")
+def empty_strided_csr(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    return _empty(size, dtype, device)
+
+
+@_kernel("zeros")
+def zeros_csr(size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _empty(size, dtype, device)
+
+
+_KERNELS["ones"] = _KERNELS["full"] = coo.full_sparse
+
+
 # -- arithmetic and products ------------------------------------------------------------------------
 
 def _same_pattern(self, values):
