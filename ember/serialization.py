@@ -218,9 +218,43 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
             if not _disable_byteorder_record:
                 zf.writestr(f"{name}/byteorder", "little")
             for key, ref in pickler.storages.values():
-                zf.writestr(f"{name}/data/{key}", bytes(ref.storage._data()))
+                _write_aligned(zf, f"{name}/data/{key}", bytes(ref.storage._data()))
             zf.writestr(f"{name}/version", "3\n")
             zf.writestr(f"{name}/.data/serialization_id", "0" * 40)
+
+
+# PyTorch starts each storage's bytes at a multiple of 64 in the file (so they can be mapped
+# and read in place: ``load(mmap=True)``), padding the record's local header with an extra field
+# of id "FB".
+_ALIGNMENT = 64
+_LOCAL_HEADER = 30
+
+
+def _write_aligned(zf, arcname, data):
+    info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    zip64 = 20 if len(data) > zipfile.ZIP64_LIMIT else 0  # the field zipfile appends then
+    start = zf.fp.tell() + _LOCAL_HEADER + len(arcname.encode()) + zip64
+    pad = (-(start + 4)) % _ALIGNMENT
+    info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    zf.writestr(info, data)
+
+
+def _mapped_record(path, zf, arcname):
+    """The bytes of stored record ``arcname`` of zip ``path``, mapped copy-on-write (PyTorch's
+    default MAP_PRIVATE): writes to them stay in this process, the file is untouched."""
+    info = zf.getinfo(arcname)
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise RuntimeError(f"load(mmap=True): record {arcname} is compressed and cannot be "
+                           f"mapped")
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        header = fh.read(_LOCAL_HEADER)
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    offset = info.header_offset + _LOCAL_HEADER + name_len + extra_len
+    if info.file_size == 0:
+        return np.empty(0, np.uint8)
+    return np.memmap(path, np.uint8, mode="c", offset=offset, shape=(info.file_size,))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,6 +536,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """Read an object written by ``ember.save`` or ``torch.save``."""
     if weights_only is None:
         weights_only = True
+    if mmap and not _is_path(f):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     with contextlib.ExitStack() as stack:
         fobj = stack.enter_context(open(f, "rb")) if _is_path(f) else f
         start = fobj.tell()
@@ -530,11 +566,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             _, storage_type, key, location, numel = saved_id
             dtype = storage_type.dtype
             if key not in loaded:
-                raw = zf.read(f"{prefix}data/{key}")
                 npdt = np.dtype(dtype._np)
                 if byteorder == "big" and npdt.itemsize > 1:
                     npdt = npdt.newbyteorder(">")
-                arr = np.frombuffer(raw, npdt).astype(dtype._np, copy=True)
+                if mmap and npdt.isnative:  # the file's bytes, read in place
+                    arr = _mapped_record(f, zf, f"{prefix}data/{key}")
+                    if arr.ctypes.data % npdt.alignment:  # (an unaligned writer's file)
+                        arr = arr.copy()
+                else:
+                    raw = zf.read(f"{prefix}data/{key}")
+                    arr = np.frombuffer(raw, npdt).astype(dtype._np, copy=True)
                 loaded[key] = (from_array(arr.view(np.uint8).reshape(-1)), dtype)
                 locations[id(loaded[key][0])] = location
             return loaded[key]

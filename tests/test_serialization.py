@@ -191,3 +191,28 @@ def test_safetensors_readable_by_reference_implementation(tmp_path):
     assert st_ref.load_file(str(path))["a"].tolist() == [0, 1, 2, 3]
     st_ref.save_file({"z": np.full((2, 2), 3, np.int32)}, str(tmp_path / "z.safetensors"))
     assert st.load_file(tmp_path / "z.safetensors")["z"].tolist() == [[3, 3], [3, 3]]
+
+
+def test_load_mmap_reads_storages_in_place_copy_on_write(torch, tmp_path):
+    """load(mmap=True) maps each storage's bytes from the file (PyTorch's MAP_PRIVATE: writes
+    stay in the process); ember aligns them at 64 bytes in the files it writes, as PyTorch."""
+    import numpy as np
+    import zipfile
+    path = tmp_path / "m.pt"
+    ember.save({"a": ember.arange(6.0), "b": ember.ones(3, dtype=ember.float64)}, path)
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
+        for info in zf.infolist():
+            if "/data/" in info.filename:
+                fh.seek(info.header_offset + 26)
+                n, e = __import__("struct").unpack("<HH", fh.read(4))
+                assert (info.header_offset + 30 + n + e) % 64 == 0
+    assert torch.load(path)["a"].tolist() == list(range(6))
+    loaded = ember.load(path, mmap=True)
+    assert isinstance(loaded["a"].untyped_storage()._buf, np.memmap)
+    loaded["a"].add_(1)
+    assert ember.load(path)["a"].tolist() == list(range(6))  # the file is untouched
+    torch.save({"t": torch.arange(5.0)}, tmp_path / "t.pt")
+    assert ember.load(tmp_path / "t.pt", mmap=True)["t"].tolist() == list(range(5))
+    import io
+    with pytest.raises(ValueError, match="f must be a file path in order to use the mmap"):
+        ember.load(io.BytesIO(path.read_bytes()), mmap=True)
