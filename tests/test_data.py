@@ -246,3 +246,24 @@ def test_tensor_samples_cross_process_boundary():
     ds = [ember.tensor([float(i), float(i) + 0.5]) for i in range(4)]
     got = list(DataLoader(ds, batch_size=None, num_workers=2))
     assert [to_np(t).tolist() for t in got] == [[i, i + 0.5] for i in range(4)]
+
+
+class _SlowFirst(ember.utils.data.Dataset):
+    """Item 0 takes a while: with two workers, batch 1 is ready before batch 0."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 0:
+            import time
+            time.sleep(0.5)
+        return i
+
+
+def test_in_order_false_yields_batches_as_they_arrive():
+    kw = dict(batch_size=1, num_workers=2, multiprocessing_context="fork")
+    ordered = [int(b) for b in ember.utils.data.DataLoader(_SlowFirst(), **kw)]
+    assert ordered == [0, 1, 2, 3]
+    arrived = [int(b) for b in ember.utils.data.DataLoader(_SlowFirst(), in_order=False, **kw)]
+    assert sorted(arrived) == [0, 1, 2, 3] and arrived[0] != 0

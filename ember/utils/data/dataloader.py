@@ -210,6 +210,7 @@ class _MultiProcessingIter(_BaseIter):
         self._prefetch_factor = loader.prefetch_factor
         self._timeout = loader.timeout if loader.timeout > 0 else None
         self._persistent = loader.persistent_workers
+        self._in_order = loader.in_order
         ctx = loader.multiprocessing_context
         if ctx is None:
             methods = multiprocessing.get_all_start_methods()
@@ -288,12 +289,13 @@ class _MultiProcessingIter(_BaseIter):
     def __next__(self):
         while True:
             # Skip tasks of workers that ran out of data (iterable datasets).
+            # (and tasks already yielded out of order)
             while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                worker_id = info[0]
-                if len(info) == 2 or self._workers_status[worker_id]:
-                    break
-                del self._task_info[self._rcvd_idx]
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break
+                    del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
             else:
                 if not self._persistent:
@@ -310,6 +312,9 @@ class _MultiProcessingIter(_BaseIter):
                 self._try_put_index()
                 continue
             if idx != self._rcvd_idx:
+                if not self._in_order:  # in_order=False: a batch is yielded as it arrives
+                    del self._task_info[idx]
+                    return self._process_data(data)
                 self._task_info[idx] += (data,)  # arrived early: keep until its turn
             else:
                 del self._task_info[idx]
