@@ -394,7 +394,7 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
             crow_indices, col_indices, values, tuple(size), dtype, None, dev, pin_memory)
     if check_invariants:
         ops.aten._validate_sparse_csr_tensor_args.default._call(
-            crow_indices, col_indices, values, tuple(t.shape))
+            crow_indices, col_indices, values, tuple(t.shape), None)
     return t.requires_grad_() if requires_grad else t
 
 

@@ -216,13 +216,14 @@ def reduction_samples(op, dims=("all",), with_dtype=False, keepdim=True, int_dim
                 yield Sample((x, [0, 0]), desc=f"{dt} {shape} repeated dim")
                 yield Sample((x, []), desc=f"{dt} {shape} dim=[]")
             yield Sample((x, 3 if int_dim else [3]), desc=f"{dt} {shape} dim out of range")
+        # (the value range too: prod's samples must not overflow float16, see below)
         if along:
             for layout in _LAYOUTS:
-                yield Sample((tensor((3, 4), dt, layout), 1 if int_dim else [1]),
+                yield Sample((tensor((3, 4), dt, layout, **kw), 1 if int_dim else [1]),
                              desc=f"{dt} {layout}")
         else:
             for layout in _LAYOUTS:
-                yield Sample((tensor((3, 4), dt, layout),), desc=f"{dt} {layout}")
+                yield Sample((tensor((3, 4), dt, layout, **kw),), desc=f"{dt} {layout}")
     if with_dtype:
         for dt in ("int32", "bool", "float32"):
             for target in ("float64", "int64", "float32"):

@@ -250,7 +250,8 @@ def sparse_csr_tensor_crow_col_value(crow_indices, col_indices, values, dtype=No
         device, pin_memory)
 
 
-def _validate_sparse_csr_tensor_args(crow_indices, col_indices, values, size):
+def _validate_sparse_csr_tensor_args(crow_indices, col_indices, values, size,
+                                     check_pinning=None):
     """PyTorch's CSR invariants (``check_invariants=True``)."""
     size = tuple(size)
     _R.check_csr_parts(crow_indices, col_indices, values, size)
