@@ -98,6 +98,7 @@ class _Pickler(pickle._Pickler):
     def __init__(self, file, protocol):
         super().__init__(file, protocol)
         self.storages = {}  # id(storage) -> (key, _StorageRef)
+        self.legacy = False  # the pre-zip format's storage ids (see _legacy_save)
         self.host_copies = {}  # id(device storage) -> (device storage, host storage)
         self.dispatch = dict(pickle._Pickler.dispatch)
         self.dispatch[_Global] = _Pickler._save_global_ref
@@ -122,10 +123,14 @@ class _Pickler(pickle._Pickler):
             key, _ = self.storages.setdefault(id(obj.storage), (str(len(self.storages)), obj))
             nbytes = obj.storage.nbytes()
             if obj.dtype.name not in _STORAGE_NAMES:
+                if self.legacy:
+                    raise RuntimeError(f"save(_use_new_zipfile_serialization=False): the legacy "
+                                       f"format has no storage type for {obj.dtype}")
                 return ("storage", _Global("torch.storage", "UntypedStorage"), key,
                         obj.location, nbytes)
-            return ("storage", _Global("torch", _STORAGE_NAMES[obj.dtype.name]), key,
-                    obj.location, nbytes // obj.dtype.itemsize)
+            saved = ("storage", _Global("torch", _STORAGE_NAMES[obj.dtype.name]), key,
+                     obj.location, nbytes // obj.dtype.itemsize)
+            return saved + (None,) if self.legacy else saved  # (the legacy view metadata)
         return None
 
     def reducer_override(self, obj):
@@ -210,9 +215,12 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
         name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or "archive"
     buf = io.BytesIO()
     pickler = _Pickler(buf, pickle_protocol)
+    pickler.legacy = not _use_new_zipfile_serialization
     pickler.dump(obj)
     with contextlib.ExitStack() as stack:
         target = stack.enter_context(_atomic_write(f)) if _is_path(f) else f
+        if pickler.legacy:
+            return _legacy_save(pickler, buf.getvalue(), target, pickle_protocol)
         with zipfile.ZipFile(target, "w", zipfile.ZIP_STORED) as zf:
             zf.writestr(f"{name}/data.pkl", buf.getvalue())
             if not _disable_byteorder_record:
@@ -221,6 +229,23 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL,
                 _write_aligned(zf, f"{name}/data/{key}", bytes(ref.storage._data()))
             zf.writestr(f"{name}/version", "3\n")
             zf.writestr(f"{name}/.data/serialization_id", "0" * 40)
+
+
+def _legacy_save(pickler, pickled, f, protocol):
+    """PyTorch's pre-zip format (``save(..., _use_new_zipfile_serialization=False)``), which
+    :func:`_legacy_load` reads: the magic number, protocol version and system information, the
+    object, the storage keys, then per storage its element count (int64) and bytes."""
+    sys_info = dict(protocol_version=LEGACY_PROTOCOL_VERSION, little_endian=True,
+                    type_sizes=dict(short=2, int=4, long=4))
+    for value in (LEGACY_MAGIC_NUMBER, LEGACY_PROTOCOL_VERSION, sys_info):
+        pickle.dump(value, f, protocol)
+    f.write(pickled)
+    refs = sorted(pickler.storages.values(), key=lambda kv: kv[0])
+    pickle.dump([key for key, _ in refs], f, protocol)
+    for _, ref in refs:
+        data = bytes(ref.storage._data())
+        f.write(struct.pack("<q", len(data) // ref.dtype.itemsize))
+        f.write(data)
 
 
 # PyTorch starts each storage's bytes at a multiple of 64 in the file (so they can be mapped

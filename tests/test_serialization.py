@@ -216,3 +216,19 @@ def test_load_mmap_reads_storages_in_place_copy_on_write(torch, tmp_path):
     import io
     with pytest.raises(ValueError, match="f must be a file path in order to use the mmap"):
         ember.load(io.BytesIO(path.read_bytes()), mmap=True)
+
+
+def test_legacy_format_save_is_read_by_pytorch(torch, tmp_path):
+    """save(_use_new_zipfile_serialization=False) writes PyTorch's pre-zip format."""
+    base = ember.arange(6.0)
+    sd = {"w": base.view(2, 3), "row": base.view(2, 3)[1], "b": ember.ones(2, dtype=ember.float64)}
+    path = tmp_path / "legacy.pt"
+    ember.save(sd, path, _use_new_zipfile_serialization=False)
+    import zipfile
+    assert not zipfile.is_zipfile(path)
+    loaded = torch.load(path)
+    assert loaded["w"].tolist() == [[0, 1, 2], [3, 4, 5]] and loaded["row"].tolist() == [3, 4, 5]
+    assert loaded["row"].untyped_storage().data_ptr() == loaded["w"].untyped_storage().data_ptr()
+    assert loaded["b"].dtype == torch.float64
+    back = ember.load(path)
+    assert back["w"].tolist() == [[0, 1, 2], [3, 4, 5]] and back["b"].dtype is ember.float64
