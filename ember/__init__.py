@@ -79,6 +79,7 @@ from ._functorch.functional_wrapper import (  # noqa: E402,F401  (the Functional
 from . import testing  # noqa: E402,F401  (torch.testing)
 from . import fx  # noqa: E402,F401  (torch.fx: graphs, symbolic_trace, make_fx)
 from . import distributions  # noqa: E402,F401  (torch.distributions)
+from . import quasirandom  # noqa: E402,F401  (torch.quasirandom: SobolEngine)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
