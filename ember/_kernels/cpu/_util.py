@@ -46,3 +46,31 @@ def own(a):
     if a.base is not None:
         return a.copy()
     return a
+
+
+def add_rows_at(out, idx, src):
+    """``out[idx[i]] += src[i]`` for every i, rows of 2-d ``out``/``src`` (a repeated index
+    gets each of its rows), in the order PyTorch's CPU kernels add them: into each row, its
+    current value first, then the source rows in index order — as ``np.add.at``, which goes one
+    element at a time. Here round r adds every index's r-th row at once (a fancy-index add:
+    no index repeats within a round), ~10x faster for rows of more than a few elements; when
+    an index repeats very often (many rounds), ``np.add.at`` is kept."""
+    n = idx.size
+    if n == 0:
+        return
+    if out.shape[1] < 8 or out.dtype.kind not in "fciu":  # short rows: add.at is as fast
+        np.add.at(out, idx, src)
+        return
+    order = np.argsort(idx, kind="stable")
+    sorted_idx = idx[order]
+    new_run = np.concatenate(([True], sorted_idx[1:] != sorted_idx[:-1]))
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+    rank = np.arange(n) - run_start  # how many earlier rows this index already had
+    rounds = int(rank.max()) + 1
+    if rounds > 16:
+        np.add.at(out, idx, src)
+        return
+    src = src.astype(out.dtype, copy=False)
+    for r in range(rounds):
+        pick = order[rank == r]
+        out[idx[pick]] += src[pick]

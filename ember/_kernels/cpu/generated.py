@@ -330,9 +330,33 @@ def _plan(name, arrays):
     return None if lay is None else (dt, size, lay)
 
 
+def _pow_exponent(name, arrays):
+    """The exponent of a float ``pow`` by a scalar that PyTorch computes otherwise
+    (``pow_tensor_scalar_optimized_kernel``: x*x, x*x*x, sqrt, rsqrt, 1/x, 1/(x*x) — its
+    values, and several times faster than powf), else None."""
+    if name != "pow" or arrays[1].ndim or arrays[0].dtype.kind != "f":
+        return None
+    e = float(arrays[1])
+    return e if e in (2.0, 3.0, 0.5, -0.5, -1.0, -2.0) else None
+
+
+def _special_pow(x, e):
+    """``x ** e`` for an exponent :func:`_pow_exponent` names, as PyTorch computes it (None
+    where a generated kernel does not apply)."""
+    if e in (0.5, -0.5, -1.0):
+        return pointwise({0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal"}[e], [x])
+    square = pointwise("mul", [x, x])
+    if square is None or e == 2.0:
+        return square
+    return pointwise("mul", [square, x]) if e == 3.0 else pointwise("reciprocal", [square])
+
+
 def pointwise(name, arrays):
     """``name``'s result (a table row of ``cpu/pointwise.py``) computed from ``arrays`` (NumPy
     arrays already in the computation dtype), or None where NumPy should compute it."""
+    e = _pow_exponent(name, arrays)
+    if e is not None:
+        return _special_pow(arrays[0], e)
     plan = _plan(name, arrays)
     if plan is None:
         return None
@@ -347,6 +371,13 @@ def pointwise_into(name, dst, arrays):
     """In-place form of :func:`pointwise`: writes ``name``'s result into ``dst`` (a
     C-contiguous array of the computation dtype and the result's shape) and returns True, or
     returns False where NumPy should compute it."""
+    e = _pow_exponent(name, arrays)
+    if e is not None:
+        r = _special_pow(arrays[0], e)
+        if r is None or r.shape != dst.shape or r.dtype != dst.dtype:
+            return False
+        np.copyto(dst, r)
+        return True
     plan = _plan(name, arrays) if dst.dtype == arrays[0].dtype else None
     if plan is None:
         return False

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..rules.indexing import check_index_put, index_shape
-from ._util import nd, wrap
+from ._util import add_rows_at, nd, wrap
 
 
 def _mask_counts(indices):
@@ -49,13 +49,33 @@ def index_Tensor(self, indices):
     return wrap(np.ascontiguousarray(nd(self)[_numpy_index(self, indices)]))
 
 
+def _leading_rows(a, idx, v):
+    """(a as rows, row numbers, v as rows) when ``a[idx] += v`` adds whole trailing blocks:
+    ``idx`` one 1-d integer array per leading dim, ``v`` one block per index, ``a``
+    contiguous (its rows are views); else None."""
+    k = len(idx) if isinstance(idx, tuple) else 0
+    if not k or k >= a.ndim or not a.flags.c_contiguous or any(
+            not isinstance(i, np.ndarray) or i.ndim != 1 or i.dtype.kind not in "iu" or
+            i.shape != idx[0].shape for i in idx):
+        return None
+    n = idx[0].shape[0]
+    if v.shape != (n,) + a.shape[k:]:
+        return None
+    row = np.ravel_multi_index(idx, a.shape[:k], mode="wrap")  # (negatives count from the end)
+    return a.reshape(-1, int(np.prod(a.shape[k:]))), row, v.reshape(n, -1)
+
+
 def _index_put_impl_(self, indices, values, accumulate=False, unsafe=False):
     check_index_put(self, indices, values, _mask_counts(indices))
     a, idx, v = nd(self), _numpy_index(self, indices), nd(values)
     if np.may_share_memory(a, v):
         v = v.copy()
     if accumulate:
-        np.add.at(a, idx, v)
+        rows = _leading_rows(a, idx, v)
+        if rows is not None:  # whole rows added at index tuples (a sparse tensor's entries)
+            add_rows_at(*rows)
+        else:
+            np.add.at(a, idx, v)
     else:
         a[idx] = v
     return self

@@ -21,7 +21,7 @@ from ..._core import strides as _st
 from ...random import generator_of
 from ..registration import register
 from . import generated as _generated
-from ._util import array_module, check_index_range, nd, wrap
+from ._util import add_rows_at, array_module, check_index_range, nd, wrap
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
@@ -676,8 +676,8 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 
 
 # ---------------------------------------------------------------------------------------------
-# Embedding: a gather forward; the backward adds each row of grad into its index's row with one
-# np.add.at (rows of padding_idx stay zero).
+# Embedding: a gather forward; the backward adds each row of grad into its index's row
+# (_util.add_rows_at; rows of padding_idx stay zero).
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -716,7 +716,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
             onehot[idx, np.arange(idx.size)] = 1
             out = _matmul(onehot, g)
         else:
-            np.add.at(out, idx, g)
+            add_rows_at(out, idx, g)
     return _res(out if rows == num_weights else out[:num_weights], grad_output._dtype)
 
 

@@ -17,7 +17,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
 from ..rules.reduction import check_float8
-from ._util import nd, own, wrap
+from ._util import add_rows_at, nd, own, wrap
 
 
 def _as(a, dtype):
@@ -288,7 +288,11 @@ def index_add(self, dim, index, source, alpha=1):
             np.add.at(acc, pos, _complex32.to_complex64(src) * np.complex64(alpha))
             r[...] = _complex32.from_any(acc)
         else:
-            np.add.at(r, pos, src if alpha == 1 else (src * alpha).astype(r.dtype))
+            src = src if alpha == 1 else (src * alpha).astype(r.dtype)
+            if len(pos) == 1 and r.ndim >= 2:  # dim 0: whole rows (r is a fresh copy)
+                add_rows_at(r.reshape(r.shape[0], -1), pos[0], src.reshape(src.shape[0], -1))
+            else:
+                np.add.at(r, pos, src)
     return _index_write("index_add_", self, dim, index, source, add)
 
 
