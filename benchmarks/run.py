@@ -196,6 +196,22 @@ def _(lib):
     return step
 
 
+@case("sparse Embedding 100000x64 + SparseAdam step, 64x64 indices")
+def _(lib):
+    # a recommender's lookup table trained lazily: the gradient is a sparse COO tensor, the
+    # optimizer touches only the rows the batch used
+    lib.manual_seed(0)
+    emb = lib.nn.Embedding(100_000, 64, sparse=True)
+    opt = lib.optim.SparseAdam(emb.parameters(), lr=1e-3)
+    x = lib.randint(100_000, (64, 64))
+
+    def step():
+        opt.zero_grad()
+        emb(x).pow(2).sum().backward()
+        opt.step()
+    return step
+
+
 # RNN layers at the word-language-model size (examples' word_language_model: seq 8, batch 20,
 # emsize = hidden 16, 2 layers): forward and backward of the whole layer stack.
 def _rnn_case(mode):
