@@ -59,7 +59,7 @@ def _leading_rows(a, idx, v):
             i.shape != idx[0].shape for i in idx):
         return None
     n = idx[0].shape[0]
-    if v.shape != (n,) + a.shape[k:]:
+    if v.shape != (n,) + a.shape[k:] or v.size == 0:
         return None
     row = np.ravel_multi_index(idx, a.shape[:k], mode="wrap")  # (negatives count from the end)
     return a.reshape(-1, int(np.prod(a.shape[k:]))), row, v.reshape(n, -1)
