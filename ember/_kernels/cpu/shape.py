@@ -289,7 +289,7 @@ def index_add(self, dim, index, source, alpha=1):
             r[...] = _complex32.from_any(acc)
         else:
             src = src if alpha == 1 else (src * alpha).astype(r.dtype)
-            if len(pos) == 1 and r.ndim >= 2:  # dim 0: whole rows (r is a fresh copy)
+            if len(pos) == 1 and r.ndim >= 2 and r.size and src.size:  # dim 0: whole rows
                 add_rows_at(r.reshape(r.shape[0], -1), pos[0], src.reshape(src.shape[0], -1))
             else:
                 np.add.at(r, pos, src)
