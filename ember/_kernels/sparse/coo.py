@@ -24,20 +24,13 @@ from ..._core.tensor_impl import _alias, _untracked, sparse_coo_tensor_impl
 from ..._dispatch.keys import SPARSE_BITS
 from ..._ops.overload import ops
 from ..registration import register
+from . import kernel_table
 from ..rules import sparse as _R
 
 _aten = ops.aten
 
-# "op.overload" -> kernel, registered for both sparse keys at the end of this module
-_KERNELS = {}
-
-
-def _kernel(*names):
-    def deco(fn):
-        for name in names:
-            _KERNELS[name] = fn
-        return fn
-    return deco
+# "op.overload" -> kernel, registered for both keys of the layout at the end of this module
+_KERNELS, _kernel = kernel_table()
 
 
 def _is_sparse(t):

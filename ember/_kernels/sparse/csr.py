@@ -13,18 +13,11 @@ from ..._core.tensor_impl import _untracked, sparse_coo_tensor_impl, sparse_csr_
 from ..._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS
 from ..._ops.overload import ops
 from ..registration import register
-from . import coo
+from . import coo, kernel_table
 
 _aten = ops.aten
-_KERNELS = {}
-
-
-def _kernel(*names):
-    def deco(fn):
-        for name in names:
-            _KERNELS[name] = fn
-        return fn
-    return deco
+# "op.overload" -> kernel, registered for both keys of the layout at the end of this module
+_KERNELS, _kernel = kernel_table()
 
 
 def _is_csr(t):
