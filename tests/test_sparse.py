@@ -533,3 +533,20 @@ def test_factories_with_a_sparse_layout_match_pytorch(torch):
         assert tuple(e.shape) == tuple(t.shape) and e.dtype.name == str(t.dtype)[6:]
     with pytest.raises(RuntimeError, match=r"full\(\.\.\.\) is not implemented for sparse"):
         ember.ones(2, layout=ember.sparse_coo)
+
+
+def test_compile_runs_sparse_code_eagerly():
+    """ember.compile captures strided tensors: a frame with a sparse input, or an op asked for a
+    sparse gradient, runs eagerly (a graph break), with eager's results and sparse gradients."""
+    import warnings as w
+    ember._dynamo.reset()
+    s, d = ember.eye(3).to_sparse(), ember.arange(6.0).view(3, 2)
+    with w.catch_warnings():
+        w.simplefilter("error", RuntimeWarning)  # no "internal error" fallback
+        f = ember.compile(lambda s, d: ember.sparse.mm(s, d) * 2)
+        assert f(s, d).tolist() == (d * 2).tolist()
+        emb = ember.nn.Embedding(10, 3, sparse=True)
+        g = ember.compile(lambda x: emb(x).sum() * 2)
+        g(ember.tensor([1, 2])).backward()
+        assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 2
+    ember._dynamo.reset()

@@ -657,6 +657,9 @@ class OutputGraph:
         return vt_cls(*vt_args, node, example)
 
     def call_graph(self, tx, kind, target, args, kwargs):
+        if target in _SPARSE_GRAD_OPS and _sparse_grad_asked(target, args, kwargs):
+            unimplemented(f"{target} with a sparse gradient (ember.compile captures strided "
+                          f"tensors)")
         args, kwargs = self.graph_args(tx, args, kwargs)
         fargs = [self._to_fake(a) for a in args]
         fkw = {k: self._to_fake(v) for k, v in kwargs.items()}
@@ -924,6 +927,34 @@ class OutputGraph:
             cg.lines.append(f"return {cg.reconstruct(value)}")
         tx.residual = self.finish(tx, tail, GraphCompileReason(
             "return_value", [tx.frame_summary()], graph_break=False))
+
+
+def _sparse_grad_ops():
+    from .. import gather
+    from .._ops.overload import ops
+    from ..nn import functional as F
+    # op -> (position, keyword) of its flag asking for a sparse gradient
+    return {ops.aten.embedding.default: (4, "sparse"), F.embedding: (6, "sparse"),
+            F.embedding_bag: (7, "sparse"), gather: (3, "sparse_grad"),
+            ops.aten.gather.default: (3, "sparse_grad")}
+
+
+class _LazyTable(dict):
+    """The sparse-gradient ops, looked up on first use (ember is importing when this loads)."""
+
+    def __contains__(self, key):
+        if not dict.__len__(self):
+            self.update(_sparse_grad_ops())
+        return dict.__contains__(self, key)
+
+
+_SPARSE_GRAD_OPS = _LazyTable()
+
+
+def _sparse_grad_asked(target, args, kwargs):
+    pos, name = _SPARSE_GRAD_OPS[target]
+    flag = kwargs.get(name, args[pos] if len(args) > pos else None)
+    return flag is not None and flag.is_python_constant() and bool(flag.as_python_constant())
 
 
 def _holds_tensor(value, seen=None, depth=0):
