@@ -313,3 +313,18 @@ def test_errors(torch):
         ember.nested.nested_tensor([ember.ones(2, 3), ember.ones(3, 2)], layout=ember.jagged)
     with pytest.raises(RuntimeError, match="Cannot convert the nested int"):
         int(e.shape[1])
+
+
+def test_compile_runs_jagged_code_eagerly():
+    """ember.compile captures strided tensors: a frame with a jagged input runs eagerly (a
+    graph break, not an internal error)."""
+    import warnings
+    ember._dynamo.reset()
+    nt = ember.nested.nested_tensor([ember.ones(2, 4), ember.ones(3, 4)], layout=ember.jagged)
+    lin = ember.nn.Linear(4, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = ember.compile(lambda t: lin(t).relu())(nt)
+    expected = [lin(ember.ones(n, 4)).relu() for n in (2, 3)]
+    assert all(ember.equal(a, b) for a, b in zip(out.unbind(), expected))
+    ember._dynamo.reset()

@@ -106,7 +106,8 @@ class VariableBuilder:
         if isinstance(value, VariableTracker):
             return value
         if isinstance(value, Tensor):
-            if value._storage_ is None:  # no fake (meta) sparse tensors: the frame runs eagerly
+            # no fake (meta) sparse or nested tensors: the frame runs eagerly
+            if value._storage_ is None or value.is_nested:
                 unimplemented(f"a {value.layout} tensor (ember.compile captures strided tensors)")
             return tx.output.wrap_tensor(tx, value, src)
         if is_constant_value(value):
