@@ -118,9 +118,10 @@ from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)
 
 
 def __getattr__(name):
-    # ember.export, ember.multiprocessing and ember.hub after `import ember`, as torch's after
-    # `import torch`: imported on first use (export's symbolic shapes bring sympy, ~0.3 s)
-    if name in ("export", "multiprocessing", "hub"):
+    # ember.export, ember.multiprocessing, ember.hub and ember.onnx after `import ember`, as
+    # torch's after `import torch`: imported on first use (export's symbolic shapes bring sympy,
+    # ~0.3 s)
+    if name in ("export", "multiprocessing", "hub", "onnx"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
