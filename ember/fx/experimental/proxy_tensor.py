@@ -110,7 +110,9 @@ class _SizeThunk:
 
 
 def _geometry_key(t):
-    return (id(t._storage), _hashable(t._size), _hashable(t._stride), t._offset, t._dtype)
+    # (a view's offset may be symbolic too: a recurrent layer's per-step slices)
+    return (id(t._storage), _hashable(t._size), _hashable(t._stride), _hashable((t._offset,)),
+            t._dtype)
 
 
 def _hashable(xs):
