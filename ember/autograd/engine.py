@@ -32,7 +32,7 @@ import ember  # attributes resolve at call time; the package is initializing whe
 from .._core import thread_local_state
 from .._core.tensor_impl import empty_tensor
 from .._dispatch import tls as _tls
-from .._dispatch.keys import SPARSE_BITS
+from .._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS
 from .._kernels.generic import copy_into
 from .._tensor import Tensor
 from . import anomaly_mode
@@ -106,10 +106,13 @@ def _validate(node, grads):
     return out
 
 
+_ANY_SPARSE = SPARSE_BITS | SPARSE_CSR_BITS
+
+
 def _sum_grads(old, new):
     """Two gradients of one input summed (PyTorch's ``InputBuffer::accumulate``): a dense one
     is added to a sparse one, not the other way round (add(sparse, dense) is refused)."""
-    if old._keyset & SPARSE_BITS and not new._keyset & SPARSE_BITS:
+    if old._keyset & _ANY_SPARSE and not new._keyset & _ANY_SPARSE:
         return new + old
     return old + new
 
@@ -118,7 +121,7 @@ def accumulate_grad(var, new):
     """AccumulateGrad's table (``torch/csrc/autograd/functions/accumulate_grad.h``)."""
     old = var._grad
     if old is None:
-        if new._keyset & SPARSE_BITS:  # a sparse gradient is kept as it is, or copied
+        if new._keyset & _ANY_SPARSE:  # a sparse gradient is kept as it is, or copied
             steal = not _state.grad_enabled and sys.getrefcount(new) <= _STEAL_REFS
             var._grad = new if steal else new.clone()
             return
@@ -131,7 +134,7 @@ def accumulate_grad(var, new):
         else:
             g = new.clone() if _state.grad_enabled else _detached_clone(new, var)
             var._grad = g
-    elif old._keyset & SPARSE_BITS and not new._keyset & SPARSE_BITS:
+    elif old._keyset & _ANY_SPARSE and not new._keyset & _ANY_SPARSE:
         var._grad = new + old
     elif not _state.grad_enabled:
         old.add_(new)
