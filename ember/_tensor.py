@@ -445,6 +445,8 @@ class Tensor:
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             prefix = "torch." if self._device.type == "cpu" else f"torch.{self._device.type}."
+            if self._keyset & SPARSE_BITS:
+                prefix += "sparse."
             return f"{prefix}{self._dtype._short}Tensor"
         from ._legacy_tensor_types import tensortype
         if isinstance(dtype, tensortype):  # torch.DoubleTensor, torch.cuda.LongTensor

@@ -550,3 +550,13 @@ def test_compile_runs_sparse_code_eagerly():
         g(ember.tensor([1, 2])).backward()
         assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 2
     ember._dynamo.reset()
+
+
+def test_type_names_and_dense_sparse_copy_error_match_pytorch(torch):
+    e, t = pair(torch)
+    assert e.type() == t.type()
+    with pytest.raises(RuntimeError) as te:
+        torch.ones(4, 4, 2).copy_(t)
+    with pytest.raises(RuntimeError) as ee:
+        ember.ones(4, 4, 2).copy_(e)
+    assert str(ee.value) == str(te.value)

@@ -242,19 +242,13 @@ def _to_copy_sparse(self, dtype=None, layout=None, device=None, pin_memory=None,
 def copy_sparse_(self, src, non_blocking=False):
     if not (_is_sparse(self) and _is_sparse(src)):
         raise RuntimeError(f"copy_() between dense and sparse Tensors is not implemented! Found "
-                           f"self type = {_type_name(self)} and src type = {_type_name(src)}")
+                           f"self type = {self.type()} and src type = {src.type()}")
     indices, values = _parts(src)
     self._size = tuple(src._size)
     self._stride = (0,) * len(self._size)
     return _set_parts(self, indices.to(self._device, copy=True),
                       values.to(self._dtype, device=self._device, copy=True),
                       src._sparse.coalesced)
-
-
-def _type_name(t):
-    kind = "Sparse" if _is_sparse(t) else ""
-    dev = "CUDA" if t._device.type == "cuda" else ""
-    return f"torch.{dev + '.' if dev else ''}{kind}{t._dtype._legacy_name}Tensor"
 
 
 @_kernel("zero_")
