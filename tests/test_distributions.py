@@ -359,7 +359,14 @@ def _error(fn):
     lambda m: m.distributions.Independent(m.distributions.Normal(m.zeros(2), 1.0), 2),
 ])
 def test_validate_args_errors(torch, case):
-    got, expected = _error(lambda: case(ember)), _error(lambda: case(torch))
+    # PyTorch's Dynamo turns validation off process-wide the first time anything uses it (its
+    # TorchPatcher), which other tests' oracle calls may do: ask for PyTorch's default here
+    saved = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    try:
+        got, expected = _error(lambda: case(ember)), _error(lambda: case(torch))
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(saved)
     assert expected is not None
     assert got == expected
 
