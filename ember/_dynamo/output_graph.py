@@ -4,9 +4,11 @@ residual Python function that calls the compiled graph, replays the side effects
 break's instruction eagerly and calls the resume function (``<ember dynamo residual ...>`` in
 tracebacks; ``TORCH_LOGS=bytecode`` prints it: the residual code is readable Python)."""
 import dataclasses
+import functools
 import logging
 import operator
 import traceback
+from collections.abc import Hashable
 
 from .. import _C
 from .._core.symint import SymInt
@@ -657,7 +659,7 @@ class OutputGraph:
         return vt_cls(*vt_args, node, example)
 
     def call_graph(self, tx, kind, target, args, kwargs):
-        if target in _SPARSE_GRAD_OPS and _sparse_grad_asked(target, args, kwargs):
+        if _sparse_grad_asked(target, args, kwargs):
             unimplemented(f"{target} with a sparse gradient (ember.compile captures strided "
                           f"tensors)")
         args, kwargs = self.graph_args(tx, args, kwargs)
@@ -929,30 +931,23 @@ class OutputGraph:
             "return_value", [tx.frame_summary()], graph_break=False))
 
 
+@functools.lru_cache(maxsize=None)
 def _sparse_grad_ops():
+    """op -> (position, keyword) of its flag asking for a sparse gradient (built on first use:
+    ember is importing when this module loads)."""
     from .. import gather
     from .._ops.overload import ops
     from ..nn import functional as F
-    # op -> (position, keyword) of its flag asking for a sparse gradient
     return {ops.aten.embedding.default: (4, "sparse"), F.embedding: (6, "sparse"),
             F.embedding_bag: (7, "sparse"), gather: (3, "sparse_grad"),
             ops.aten.gather.default: (3, "sparse_grad")}
 
 
-class _LazyTable(dict):
-    """The sparse-gradient ops, looked up on first use (ember is importing when this loads)."""
-
-    def __contains__(self, key):
-        if not dict.__len__(self):
-            self.update(_sparse_grad_ops())
-        return dict.__contains__(self, key)
-
-
-_SPARSE_GRAD_OPS = _LazyTable()
-
-
 def _sparse_grad_asked(target, args, kwargs):
-    pos, name = _SPARSE_GRAD_OPS[target]
+    where = _sparse_grad_ops().get(target) if isinstance(target, Hashable) else None
+    if where is None:
+        return False
+    pos, name = where
     flag = kwargs.get(name, args[pos] if len(args) > pos else None)
     return flag is not None and flag.is_python_constant() and bool(flag.as_python_constant())
 

@@ -79,6 +79,7 @@ def _kernel_by_name(key, name):
 # ---------------------------------------------------------------------------------------------
 # Kernels generated for every operator.
 
+from .._core.device import strided as _STRIDED  # noqa: E402
 from .._core.factory_defaults import current_device as _default_device  # noqa: E402
 
 
@@ -96,7 +97,7 @@ def _backend_select_kernel(entry, dev_idx):
             dev = _default_device()
         backend = DEVICE_TO_BACKEND[dev.type] if dev is not None else K.CPU
         layout = args[layout_idx] if layout_idx is not None else None
-        if layout is not None and layout._name != "strided":
+        if layout is not None and layout is not _STRIDED:
             backend = _sparse_backend(backend, layout)
         ks2 = bit(backend)
         for i in tensor_idx:

@@ -134,12 +134,11 @@ def accumulate_grad(var, new):
         else:
             g = new.clone() if _state.grad_enabled else _detached_clone(new, var)
             var._grad = g
-    elif old._keyset & _ANY_SPARSE and not new._keyset & _ANY_SPARSE:
-        var._grad = new + old
-    elif not _state.grad_enabled:
+    elif not _state.grad_enabled and not (old._keyset & _ANY_SPARSE and
+                                          not new._keyset & _ANY_SPARSE):
         old.add_(new)
     else:
-        var._grad = old + new
+        var._grad = _sum_grads(old, new)
 
 
 def _detached_clone(new, var):

@@ -184,6 +184,14 @@ def _to_sparse_sparse(self, layout=None, blocksize=None, dense_dim=None):
     return clone_sparse(self)
 
 
+def _find(keys, query):
+    """(position, found): where each of ``query`` lies in sorted ``keys`` (clamped to a valid
+    position) and whether it is there."""
+    pos = _aten.searchsorted.Tensor._call(keys, query, False, False, None, None)
+    pos = pos.clamp_(max=keys._size[0] - 1)
+    return pos, keys.index_select(0, pos) == query
+
+
 def _lookup(self, indices):
     """The values of sparse ``self`` at each index column of ``indices`` (zeros where it has
     none), found by binary search in its coalesced linear indices."""
@@ -192,10 +200,7 @@ def _lookup(self, indices):
     n = indices._size[1]
     if cvalues._size[0] == 0 or n == 0:
         return cvalues.new_zeros((n,) + cvalues._size[1:])
-    keys = _linear_index(cindices, self._size)
-    query = _linear_index(indices, self._size)
-    pos = _aten.searchsorted.Tensor._call(keys, query, False, False, None, None).clamp_(max=keys._size[0] - 1)
-    found = keys.index_select(0, pos) == query
+    pos, found = _find(_linear_index(cindices, self._size), _linear_index(indices, self._size))
     picked = cvalues.index_select(0, pos)
     found = found.view((n,) + (1,) * (picked.dim() - 1))
     return _aten.where.self._call(found, picked, picked.new_zeros(()))
@@ -393,10 +398,7 @@ def _mul_sparse_sparse(self, other):
     if av._size[0] == 0 or bv._size[0] == 0:
         dtype = promote_types(self._dtype, other._dtype)
         return _new(ai[:, :0], av[:0].to(dtype), self._size, coalesced)
-    bkeys = _linear_index(bi, self._size)
-    akeys = _linear_index(ai, self._size)
-    pos = _aten.searchsorted.Tensor._call(bkeys, akeys, False, False, None, None).clamp_(max=bkeys._size[0] - 1)
-    hit = bkeys.index_select(0, pos) == akeys
+    pos, hit = _find(_linear_index(bi, self._size), _linear_index(ai, self._size))
     keep = hit.nonzero().view(-1)
     return _new(ai.index_select(1, keep),
                 av.index_select(0, keep) * bv.index_select(0, pos.index_select(0, keep)),
