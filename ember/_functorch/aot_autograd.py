@@ -535,7 +535,7 @@ def _unflattener(spec):
     a tuple or list of leaves) the container built directly (it runs on every call)."""
     if spec.is_leaf():
         return operator.itemgetter(0)
-    if spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children_specs):
+    if spec.type in (tuple, list) and all(c.is_leaf() for c in spec.children()):
         return spec.type
     return lambda leaves: pytree.tree_unflatten(leaves, spec)
 

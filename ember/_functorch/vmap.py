@@ -63,10 +63,10 @@ def _broadcast_to(dims, spec):
         return None
     dims_flat, dims_spec = tree_flatten(dims, is_leaf=lambda x: x is not dims)
     if dims_spec.type is not spec.type or dims_spec.context != spec.context or \
-            len(dims_spec.children_specs) != len(spec.children_specs):
+            dims_spec.num_children != spec.num_children:
         return None
     out = []
-    for d, child in zip(dims_flat, spec.children_specs):
+    for d, child in zip(dims_flat, spec.children()):
         sub = _broadcast_to(d, child)
         if sub is None:
             return None

@@ -1,6 +1,6 @@
 """``immutable_list`` / ``immutable_dict``: the containers a Node keeps its arguments in, so that
 arguments are only changed through the Node (which keeps the use lists right)."""
-from ..utils._pytree import register_pytree_node
+from ..utils._pytree import _dict_flatten_with_keys, _list_flatten_with_keys, register_pytree_node
 
 __all__ = ["immutable_list", "immutable_dict"]
 
@@ -36,6 +36,10 @@ class immutable_dict(dict):
 
 
 register_pytree_node(immutable_list, lambda x: (list(x), None),
-                     lambda values, ctx: immutable_list(values))
+                     lambda values, ctx: immutable_list(values),
+                     serialized_type_name="torch.fx.immutable_collections.immutable_list",
+                     flatten_with_keys_fn=_list_flatten_with_keys)
 register_pytree_node(immutable_dict, lambda d: (list(d.values()), list(d.keys())),
-                     lambda values, keys: immutable_dict(zip(keys, values)))
+                     lambda values, keys: immutable_dict(zip(keys, values)),
+                     serialized_type_name="torch.fx.immutable_collections.immutable_dict",
+                     flatten_with_keys_fn=_dict_flatten_with_keys)
