@@ -161,7 +161,7 @@ def _setup_entry(entry):
 # The modern registration API (torch.library.custom_op and friends). The machinery lives in
 # ember/_library/.
 
-from ._library.custom_ops import (CustomOpDef, _fake_impls, backend_keys,  # noqa: E402
+from ._library.custom_ops import (CustomOpDef, OPDEFS, _fake_impls, backend_keys,  # noqa: E402
                                   fake_meta_kernel, make_autograd_kernel, python_kernel,
                                   AutogradInfo)
 from ._library.infer_schema import infer_schema  # noqa: E402,F401
@@ -195,6 +195,19 @@ def _to_overload(op):
     raise TypeError(f"expected an operator (CustomOpDef, OpOverload or 'ns::name'), got {op!r}")
 
 
+def _opdef(op):
+    """The CustomOpDef behind ``op`` (itself, its overload or its "ns::name"), else None."""
+    if isinstance(op, CustomOpDef):
+        return op
+    if isinstance(op, str):
+        return OPDEFS.get(op.removesuffix(".default"))
+    if isinstance(op, _ov.OpOverloadPacket):
+        op = getattr(op, "default", None)
+    if isinstance(op, _ov.OpOverload):
+        return OPDEFS.get(op._entry.qualname)
+    return None
+
+
 # Libraries made by the module-level functions below, kept alive for the process.
 _libraries = []
 
@@ -208,8 +221,9 @@ def _lib_for(entry, lib):
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=False):
     """Register ``func`` as the fake (meta) implementation of ``op``."""
-    if isinstance(op, CustomOpDef):
-        return op.register_fake(func) if func is not None else op.register_fake
+    opdef = _opdef(op)
+    if opdef is not None:
+        return opdef.register_fake(func) if func is not None else opdef.register_fake
 
     def inner(func):
         entry = _to_overload(op)._entry
@@ -226,8 +240,9 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=F
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     """Give ``op`` a backward: ``backward(ctx, *grads)``, ``setup_context(ctx, inputs, output)``."""
-    if isinstance(op, CustomOpDef):
-        return op.register_autograd(backward, setup_context=setup_context)
+    opdef = _opdef(op)
+    if opdef is not None:
+        return opdef.register_autograd(backward, setup_context=setup_context)
     entry = _to_overload(op)._entry
     info = AutogradInfo(backward, setup_context)
     _lib_for(entry, lib).impl(entry.qualname, make_autograd_kernel(entry, lambda: info),
@@ -236,8 +251,9 @@ def register_autograd(op, backward, /, *, setup_context=None, lib=None):
 
 def register_kernel(op, device_types, func=None, /, *, lib=None):
     """Use ``func`` as ``op``'s implementation for ``device_types`` ("cpu", "cuda", ...)."""
-    if isinstance(op, CustomOpDef):
-        return op.register_kernel(device_types, func)
+    opdef = _opdef(op)
+    if opdef is not None:
+        return opdef.register_kernel(device_types, func)
 
     def inner(func):
         entry = _to_overload(op)._entry

@@ -202,8 +202,14 @@ def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None
 
 class disable:
     """``ember.compiler.disable(fn)``: never capture ``fn`` (a call to it inside a compiled
-    region is a graph break; called from outside it runs eagerly). Without an argument: a
-    context manager/decorator that turns compilation off in its region."""
+    region is a graph break; called from outside it runs eagerly). Without a function: a
+    context manager that turns compilation off in its region, and a decorator
+    (``@disable(recursive=False)``).
+
+    ``recursive=False`` asks PyTorch to skip only ``fn``'s own frame and still compile the
+    functions it calls. ember captures no frame it was not asked to compile (a compiled
+    function's callees are inlined into its graph, not compiled on their own), so the two
+    differ only in that PyTorch may compile a callee where ember runs it eagerly."""
 
     def __new__(cls, fn=None, recursive=True, *, reason=None):
         if fn is None:
@@ -213,7 +219,10 @@ class disable:
         return orig
 
     def __init__(self, fn=None, recursive=True, *, reason=None):
-        pass
+        self._recursive, self._reason = recursive, reason
+
+    def __call__(self, fn):
+        return disable(fn, self._recursive, reason=self._reason)
 
     def __enter__(self):
         _state.disabled += 1

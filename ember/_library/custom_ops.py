@@ -117,6 +117,11 @@ def _requires_grad(v):
 # ---------------------------------------------------------------------------------------------
 # CustomOpDef
 
+# qualname -> its CustomOpDef (PyTorch's OPDEFS): the module-level ``register_*`` functions,
+# given an op by name or overload, go through its CustomOpDef as PyTorch's do.
+OPDEFS = {}
+
+
 class CustomOpDef:
     """What ``@ember.library.custom_op`` returns: callable like the op, with the registration
     methods ``register_fake``, ``register_autograd``, ``register_kernel``,
@@ -138,6 +143,7 @@ class CustomOpDef:
                        "Autograd", _kind=_d.KEYSET, _debug=_where(fn))
         self.register_kernel(device_types, fn)
         functools.update_wrapper(self, fn)
+        OPDEFS[qualname] = self
 
     def __repr__(self):
         return f"<CustomOpDef({self._namespace}::{self._name})>"
@@ -173,6 +179,7 @@ class CustomOpDef:
 
     def _destroy(self):
         _fake_impls.pop(self._entry.qualname, None)
+        OPDEFS.pop(self._entry.qualname, None)
         self._lib._destroy()
 
 

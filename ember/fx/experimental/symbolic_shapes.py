@@ -16,7 +16,10 @@ symbol to a constant narrows that symbol's range instead of being kept on its ow
 Python expressions over the inputs' sizes, which Dynamo compiles into its guard function.
 """
 import enum
+import functools
+import operator
 import traceback
+import warnings
 
 import sympy
 from sympy.printing.str import StrPrinter
@@ -26,7 +29,10 @@ from .sym_node import SymNode
 
 __all__ = ["ShapeEnv", "ConstraintViolationError", "SymInt", "SymBool", "DimDynamic",
            "StatelessSymbolicContext", "ShapeGuard", "guard_int", "guard_bool", "has_free_symbols", "is_symbolic",
-           "hint_int", "free_symbols"]
+           "hint_int", "free_symbols", "GuardOnDataDependentSymNode", "guard_or_false",
+           "guard_or_true", "statically_known_true", "statically_known_false", "sym_and", "sym_or",
+           "sym_eq", "guard_scalar", "is_concrete_int", "is_concrete_bool", "expect_true",
+           "free_unbacked_symbols", "has_free_unbacked_symbols", "guard_size_oblivious"]
 
 
 class ConstraintViolationError(RuntimeError):
@@ -64,6 +70,118 @@ def guard_int(x):
 
 def guard_bool(x):
     return bool(x)
+
+
+class GuardOnDataDependentSymNode(RuntimeError):
+    """A guard on a size known only at run time (an unbacked symbol, PyTorch's class of the
+    same name). Every ember symbol is backed (it has its example input's value), so ember
+    raises none; programs catch it, and the ``guard_or_*`` functions below are defined by it."""
+
+
+# Every symbol has a hint, so guarding never meets a data-dependent size: guard_or_false and
+# guard_or_true guard like bool() (PyTorch's fall back to their default only where it would).
+def guard_or_false(a):
+    """``a`` as a bool, guarding on it (False where PyTorch could not decide)."""
+    return bool(a)
+
+
+def guard_or_true(a):
+    """``a`` as a bool, guarding on it (True where PyTorch could not decide)."""
+    return bool(a)
+
+
+def guard_size_oblivious(expr):
+    """Deprecated by PyTorch: a guard that treats sizes 0 and 1 like any other; ember's
+    symbols are backed, so it is an ordinary guard."""
+    warnings.warn("guard_size_oblivious will be removed. Consider using explicit unbacked "
+                  "handling potentially utilizing guard_or_false, guard_or_true, or "
+                  "statically_known_true", FutureWarning, stacklevel=2)
+    return bool(expr)
+
+
+def _static_value(x):
+    """True/False when ``x`` (a bool or SymBool) is decided without a guard, else None."""
+    if isinstance(x, bool):
+        return x
+    if not isinstance(x, SymBool):
+        raise AssertionError(f"Expected bool, got {type(x)}")
+    return x.node.shape_env.statically_known(x.node.expr)
+
+
+def statically_known_true(x):
+    """True when ``x`` holds for every size the ranges allow (no guard is added)."""
+    return _static_value(x) is True
+
+
+def statically_known_false(x):
+    """True when ``x`` fails for every size the ranges allow (no guard is added)."""
+    return _static_value(x) is False
+
+
+def expect_true(a, skip=0):
+    """PyTorch asserts ``a`` at run time when it cannot decide it; with backed symbols that
+    is a guard."""
+    return bool(a)
+
+
+def sym_and(x, *others):
+    """``x and others...`` without turning symbolic values into bools."""
+    for y in others:
+        x = operator.and_(x, y)
+    return x
+
+
+def sym_or(x, *others):
+    """``x or others...`` without turning symbolic values into bools."""
+    for y in others:
+        x = operator.or_(x, y)
+    return x
+
+
+def sym_eq(x, y):
+    """``==``, elementwise over lists and tuples and joined with :func:`sym_and`, without
+    guarding."""
+    if isinstance(x, (tuple, list)) and isinstance(y, (list, tuple)):
+        if len(x) != len(y):
+            return False
+        return functools.reduce(operator.and_, map(sym_eq, x, y), True)
+    if isinstance(x, (int, SymInt)) and isinstance(y, (int, SymInt)):
+        return x == y
+    raise AssertionError(f"unexpected sym_eq between {type(x)} {type(y)}")
+
+
+def guard_scalar(a):
+    """A bool, int or float (symbolic or not) as its Python value, guarding on it."""
+    if isinstance(a, (SymBool, bool)):
+        return bool(a)
+    if isinstance(a, (SymInt, int)):
+        return int(a)
+    if isinstance(a, float):
+        return a
+    raise AssertionError(f"unrecognized scalar {a}")
+
+
+def is_concrete_int(a):
+    """``a`` is an int, or a SymInt whose expression is a number."""
+    if not isinstance(a, (SymInt, int)):
+        raise AssertionError(f"Expected SymInt or int, got {type(a)}")
+    return isinstance(a, int) or isinstance(a.node.expr, sympy.Integer)
+
+
+def is_concrete_bool(a):
+    """``a`` is a bool, or a SymBool whose expression is true or false."""
+    if not isinstance(a, (SymBool, bool)):
+        raise AssertionError(f"Expected SymBool or bool, got {type(a)}")
+    return isinstance(a, bool) or a.node.expr in (sympy.true, sympy.false)
+
+
+def free_unbacked_symbols(x):
+    """The unbacked symbols of ``x``: none, as ember makes no unbacked symbols."""
+    return set()
+
+
+def has_free_unbacked_symbols(x):
+    return False
 
 
 def has_free_symbols(x):

@@ -37,8 +37,7 @@ from typing import Callable, Literal, NamedTuple, TypedDict
 import ember
 from ember import Tensor
 
-from ...overrides import TorchFunctionMode
-from ...utils._pytree import tree_leaves
+from ..._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
 
 __all__ = ["BlockMask", "flex_attention", "AuxOutput", "AuxRequest", "FlexKernelOptions",
            "create_block_mask", "create_mask", "or_masks", "and_masks", "noop_mask"]
@@ -128,22 +127,6 @@ def _vmap_for_bhqkv(fn, prefix, suffix=(), out_dims=0, group_dim=False):
     for dims in dimensions:
         fn = ember.vmap(fn, in_dims=prefix + dims + suffix, out_dims=out_dims)
     return fn
-
-
-class _TransformGetItemToIndex(TorchFunctionMode):
-    """``A[q_idx]`` with 0-dim index tensors as ``aten.index`` (a gather) instead of an
-    integer select: a 0-dim tensor index would be read with ``.item()``, which vmap cannot map.
-    Integers among the indices become 0-dim tensors too, so ``A[0, q_idx]`` is one gather."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func is Tensor.__getitem__:
-            tensor_to_index = args[0]
-            index_args = tree_leaves(args[1])
-            if all(isinstance(x, (Tensor, int)) for x in index_args):
-                converted = [ember.tensor(x, dtype=ember.int64, device=tensor_to_index.device)
-                             if isinstance(x, int) else x for x in index_args]
-                return ember.ops.aten.index(tensor_to_index, converted)
-        return func(*args, **(kwargs or {}))
 
 
 def _identity(score, batch, head, token_q, token_kv):
@@ -566,7 +549,7 @@ def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
     m = ember.arange(0, Q_LEN, device=device)
     n = ember.arange(0, KV_LEN, device=device)
     mod_type = _get_mod_type(mod_fn)
-    with _TransformGetItemToIndex():
+    with TransformGetItemToIndex():
         if mod_type == _ModificationType.SCORE_MOD:
             score_mod = _vmap_for_bhqkv(mod_fn, prefix=(0,))
             out = score_mod(ember.zeros(B, H, Q_LEN, KV_LEN, device=device), b, h, m, n)
@@ -800,7 +783,7 @@ def _math_attention(query, key, value, score_mod, block_mask, scale):
     n = ember.arange(0, scores.size(3), device=device)
     vmapped_score_mod = _vmap_for_bhqkv(score_mod, prefix=(0,))
     vmapped_mask_mod = _vmap_for_bhqkv(block_mask.mask_mod, prefix=())
-    with _TransformGetItemToIndex():
+    with TransformGetItemToIndex():
         scores = (scores * scale).to(working_precision)
         allowed = vmapped_mask_mod(b, h, m, n)
         modified = vmapped_score_mod(scores, b, h, m, n)
