@@ -205,3 +205,25 @@ def test_causal_bias_masks_as_torch(variant, lengths):
         F.scaled_dot_product_attention(q, q, q, causal_upper_left(2, 2), is_causal=True)
     with pytest.raises(AssertionError, match="causal_upper_left only supports 2D tensors"):
         causal_upper_left(2, 2, 2)
+
+
+def test_mask_requiring_grad_gets_its_gradient_through_the_math_path():
+    """A float mask that requires grad (T5's learned position bias) takes the math path, as
+    PyTorch's CPU choice does: the flash kernel has no mask gradient."""
+    from ember.backends._sdp import fused_sdp_choice
+    q, tq = _pair((2, 3, 5, 8), 0)
+    k, tk = _pair((2, 3, 5, 8), 1)
+    v, tv = _pair((2, 3, 5, 8), 2)
+    m, tm = _pair((1, 3, 5, 5), 3)
+    assert fused_sdp_choice(q, k, v, m) == torch._fused_sdp_choice(tq, tk, tv, tm) == 0
+    for x in (q, k, v):
+        x.requires_grad_(False)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    tout = torch.nn.functional.scaled_dot_product_attention(tq.detach(), tk.detach(),
+                                                            tv.detach(), attn_mask=tm)
+    (out * out).sum().backward()
+    (tout * tout).sum().backward()
+    np.testing.assert_allclose(m.grad.numpy(), tm.grad.numpy(), rtol=1e-10, atol=1e-12)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION), pytest.raises(RuntimeError,
+                                                                match="No available kernel"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=m)

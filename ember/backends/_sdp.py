@@ -117,6 +117,10 @@ def _flash_cpu_reasons(p):
     reason = _dense_input_reason(p, gqa_ok=True)
     if reason is not None:
         return reason
+    if m is not None and m.requires_grad:
+        # PyTorch's CPU kernel has no gradient for the mask: the math path computes one
+        # (T5's learned position bias is such a mask). PyTorch names no reason for it.
+        return ""
     if m is not None:
         L, S = q.size(2), k.size(2)
         ok = (m.dim() == 2 and m.size(0) in (1, L) and m.size(1) in (1, S)) or \
@@ -151,7 +155,7 @@ def use_flash_attention_cpp(params, debug=False):
     """Whether the fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu``) can run
     ``params``; with ``debug`` the failed constraint is warned."""
     reason = _flash_cpu_reasons(params)
-    if reason is not None and debug:
+    if reason and debug:
         warnings.warn(reason, stacklevel=3)
     return reason is None
 
