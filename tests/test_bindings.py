@@ -140,3 +140,27 @@ def test_numbers_pick_scalar_overloads_as_pytorch_does(torch):
         torch.maximum(torch.ones(2), 2)
     with pytest.raises(TypeError, match="maximum"):
         ember.maximum(x, 2)
+
+
+def test_numpy_names_for_dim_and_keepdim_as_pytorch(torch):
+    """PyTorch's argument parser takes NumPy's ``axis``/``keepdims`` for ``dim``/``keepdim``
+    (HuggingFace's beam search calls ``torch.all(x, axis=1, keepdims=True)``)."""
+    a = np.arange(12.0).reshape(3, 4) - 5
+    calls = [
+        lambda m, t: m.sum(t, axis=0),
+        lambda m, t: t.sum(axis=1, keepdims=True),
+        lambda m, t: m.max(t, axis=1).values,
+        lambda m, t: m.all(t > 0, axis=1, keepdims=True),
+        lambda m, t: t.mean(axis=0),
+        lambda m, t: m.cat([t, t], axis=1),
+        lambda m, t: m.select(t, axis=1, index=2),
+        lambda m, t: m.argmax(t, axis=1),
+        lambda m, t: m.cumsum(t, axis=1),
+        lambda m, t: t.softmax(axis=1),
+    ]
+    for f in calls:
+        np.testing.assert_allclose(to_np(f(ember, ember.tensor(a))),
+                                   f(torch, torch.tensor(a)).numpy())
+    for m in (ember, torch):  # the parameter is still required
+        with pytest.raises(TypeError):
+            m.cumsum(m.tensor(a))

@@ -304,6 +304,41 @@ def _convert_lines(a, var, fname, pos, strict):
     return lines
 
 
+# NumPy's names that PyTorch's argument parser also accepts for these parameters
+# (python_arg_parser.cpp's numpy_compatibility_arg_names): ``x.sum(axis=0, keepdims=True)``.
+# (PyTorch also takes x/a/x1 for ``input`` and x2 for ``other``; ember does not: every
+# unary and binary op would pay for the checks, and Python's TypeError names the parameter.)
+NUMPY_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def _numpy_alias_lines(params, call_args, single):
+    """Keyword-only parameters for the NumPy names of ``call_args`` (added to ``params``) and
+    the lines that move an alias's value to its parameter. A required parameter with an alias
+    (``all(input, dim)``) may then be missing, and so may the required ones after it: they
+    default to ``_NA`` and a line checks that they were given."""
+    aliased = [v for v in call_args if v in NUMPY_ALIASES and NUMPY_ALIASES[v] not in call_args]
+    if not aliased:
+        return []
+    lines = [f"if {NUMPY_ALIASES[v]} is not _NA: {v} = {NUMPY_ALIASES[v]}" for v in aliased]
+    missing = "raise _NoMatch" if not single else "raise _missing({fname!r}, {var!r})"
+    optional_from = None
+    for i, p in enumerate(params):
+        if p == "*" or p.startswith("*"):
+            break
+        if "=" not in p and p != "self" and (p in aliased or optional_from is not None):
+            optional_from = i if optional_from is None else optional_from
+            params[i] = f"{p}=_NA"
+            lines.append(f"if {p} is _NA: " + missing.format(fname="{fname}", var=p))
+    if not any(p == "*" or p.startswith("*") for p in params):
+        params.append("*")
+    params.extend(f"{NUMPY_ALIASES[v]}=_NA" for v in aliased)
+    return lines
+
+
+def _missing(fname, name):
+    return TypeError(f"{fname}() missing 1 required positional argument: '{name}'")
+
+
 def _params(schema, method, out_overload, varargs):
     """The generated function's parameter list and the positional argument expression."""
     params, call_args = [], []
@@ -380,6 +415,8 @@ def _gen(fname, cands, method):
             if c.allow_numbers and not single and a.base == "Tensor" and pos > 0:
                 strict = "numbers"
             conv.extend(_convert_lines(a, var, fname, pos + 1 - (1 if method else 0), strict))
+        alias_lines = [ln.replace("{fname}", fname)
+                       for ln in _numpy_alias_lines(params, call_args, single)]
         params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
         if varargs is not None:
             v = call_args[sch.arguments.index(varargs)]
@@ -398,7 +435,7 @@ def _gen(fname, cands, method):
             call = f"_rt{ci}(*{call})"
         elif len(sch.returns) == 1 and sch.returns[0].is_list:
             call = f"tuple({call})"  # PyTorch returns a Tensor[] as a tuple
-        fn_lines = [f"def _b{ci}({params_src}):"]
+        fn_lines = [f"def _b{ci}({params_src}):"] + ["    " + ln for ln in alias_lines]
         if single:
             fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
                                                           c.out_ov is not None, factory, ns))
@@ -581,6 +618,7 @@ def generate(tensor_cls):
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
+              "_NA": _NODEFAULT, "_missing": _missing,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
     for base, items in by_name.items():
