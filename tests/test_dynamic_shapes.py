@@ -415,3 +415,24 @@ def test_failed_dynamic_capture_falls_back_to_static(monkeypatch):
     # specialised per size instead of running eagerly
     assert len(cnt.graphs) == 2 and not cf._frame_state.eager_forever
     assert "sym_size" not in cnt.graphs[0].code
+
+
+def test_static_knowledge_and_guard_or_helpers():
+    """symbolic_shapes' helpers libraries call (transformers' masks): statically_known_* decide
+    from the ranges without a guard; guard_or_* guard (every ember symbol has a hint)."""
+    from ember.fx.experimental import symbolic_shapes as ss
+    env = ShapeEnv()
+    _, (x,) = _fake(env, (6,))
+    s = x.shape[0]
+    assert ss.statically_known_true(s >= 2) and ss.statically_known_false(s < 2)
+    assert not ss.statically_known_true(s > 4) and not ss.statically_known_false(s > 4)
+    assert env.guards == []
+    assert ss.guard_or_false(s > 4) is True
+    assert env.var_to_range[s.node.expr][0] == 5  # the guard narrowed the range
+    assert ss.guard_or_true(s == 6) is True
+    assert ss.statically_known_true(True) and ss.statically_known_false(False)
+    assert ss.is_concrete_int(3) and not ss.is_concrete_int(s)
+    assert ss.sym_eq([s, 2], [s, 2]) is not False and ss.sym_eq([1], [1, 2]) is False
+    assert ss.free_unbacked_symbols(s) == set() and not ss.has_free_unbacked_symbols(s)
+    assert ss.guard_scalar(s) == 6
+    assert issubclass(ss.GuardOnDataDependentSymNode, RuntimeError)
