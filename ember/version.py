@@ -1,5 +1,8 @@
 """``ember.version``, as ``torch.version``: the release this tree is (``pyproject.toml``'s)."""
 __version__ = "0.1.0"
+# The PyTorch release whose API and behaviour ember follows (its tests' oracle): the version
+# ``ember.as_torch`` reports for the ``torch`` distribution, which libraries check.
+pytorch_api = "2.13.0"
 
 # What a CPU build of PyTorch reports: no CUDA/HIP it was compiled against (ember's CUDA is
 # CuPy's, found at run time: ``cuda`` then names the CUDA runtime CuPy uses).

@@ -1,0 +1,114 @@
+"""Run PyTorch programs and libraries on ember unchanged: ``import torch`` imports ember.
+
+A program of one's own runs on ember by changing its import (``import ember as torch``); a
+library (HuggingFace transformers, einops ...) imports ``torch`` itself. After :func:`install`,
+``import torch`` and ``import torch.<sub>`` give ember's modules (``torch.nn`` *is*
+``ember.nn``), and ``importlib.metadata`` finds a ``torch`` distribution whose version is the
+PyTorch release ember's API follows (:data:`ember.version.pytorch_api`), which is what libraries
+check before they use torch. A module PyTorch has and ember lacks raises ModuleNotFoundError
+naming ``torch.<sub>``.
+
+From the command line::
+
+    python -m ember.as_torch train.py --lr 1e-3      # a script
+    python -m ember.as_torch -m some.module args     # a module, as python -m
+"""
+import importlib
+import importlib.abc
+import importlib.metadata
+import importlib.util
+import runpy
+import sys
+
+from .version import pytorch_api
+
+__all__ = ["install", "uninstall", "is_installed"]
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``torch[.sub]`` as ``ember[.sub]``: the module object is ember's own, so classes,
+    functions and state are shared with code that imports ember."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" and not name.startswith("torch."):
+            return None
+        if importlib.util.find_spec("ember" + name[5:]) is None:
+            return None  # the next finder fails too: ModuleNotFoundError names torch.<sub>
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        return importlib.import_module("ember" + spec.name[5:])
+
+    def exec_module(self, module):
+        pass  # ember's module ran when it was imported
+
+    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+        if context.name in ("torch", None):
+            return iter([_TorchDistribution()])
+        return iter(())
+
+
+class _TorchDistribution(importlib.metadata.Distribution):
+    """The ``torch`` distribution's metadata: its name and the version ember follows."""
+
+    def read_text(self, filename):
+        if filename == "METADATA":
+            return f"Metadata-Version: 2.1\nName: torch\nVersion: {pytorch_api}\n"
+        return None
+
+    def locate_file(self, path):
+        raise FileNotFoundError(f"ember's torch alias has no file {path}")
+
+
+_finder = _TorchFinder()
+
+
+def is_installed():
+    return _finder in sys.meta_path
+
+
+def install():
+    """Make ``import torch`` import ember from now on in this process. Raises RuntimeError
+    when a real PyTorch is already imported (two libraries cannot share one name)."""
+    if is_installed():
+        return
+    torch = sys.modules.get("torch")
+    if torch is not None and not getattr(torch, "__name__", "").startswith("ember"):
+        raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
+                           "process; install the alias before the first `import torch`")
+    sys.meta_path.insert(0, _finder)
+
+
+def uninstall():
+    """Undo :func:`install`: later imports of ``torch`` find PyTorch again (modules already
+    imported as ``torch.*`` stay ember's until removed from ``sys.modules``)."""
+    if is_installed():
+        sys.meta_path.remove(_finder)
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        if getattr(sys.modules[name], "__name__", "").startswith("ember"):
+            del sys.modules[name]
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip().splitlines()[0] + "\n\nusage: python -m ember.as_torch "
+              "(SCRIPT | -m MODULE) [ARGS...]")
+        return 0 if argv else 2
+    install()
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print("python -m ember.as_torch: -m needs a module name", file=sys.stderr)
+            return 2
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    # run as ember.as_torch, not as this copy named __main__: one finder in the process
+    from ember.as_torch import main as _main
+    sys.exit(_main())

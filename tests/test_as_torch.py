@@ -1,0 +1,105 @@
+"""ember.as_torch: ``import torch`` importing ember, so libraries written against PyTorch run
+on ember unchanged; HuggingFace transformers models computing PyTorch's numbers through it."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+import ember.as_torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests")
+
+
+def _python(*args, check=True):
+    p = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    if check and p.returncode:
+        raise AssertionError(p.stderr[-4000:])
+    return p
+
+
+def test_import_torch_gives_embers_modules(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent("""
+        import importlib.metadata, sys
+        import ember.as_torch
+        ember.as_torch.install()
+        import ember, torch
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader
+        from torch import nn
+        assert torch is ember and F is ember.nn.functional and nn is ember.nn
+        assert DataLoader is ember.utils.data.DataLoader
+        assert sys.modules["torch.nn"] is ember.nn
+        assert importlib.metadata.version("torch") == ember.version.pytorch_api
+        try:
+            import torch.no_such_module
+        except ModuleNotFoundError as e:
+            assert e.name == "torch.no_such_module", e.name
+        else:
+            raise AssertionError("imported a module ember lacks")
+        ember.as_torch.uninstall()
+        assert "torch" not in sys.modules and not ember.as_torch.is_installed()
+        print("ok")
+    """))
+    assert _python(str(script)).stdout.strip() == "ok"
+
+
+def test_command_line_runs_a_script_or_a_module(tmp_path):
+    (tmp_path / "prog.py").write_text(
+        "import sys, torch\nprint(torch.__name__, torch.ones(2).sum().item(), sys.argv[1:])\n")
+    out = _python("-m", "ember.as_torch", str(tmp_path / "prog.py"), "--lr", "3").stdout
+    assert out.split() == ["ember", "2.0", "['--lr',", "'3']"]
+    env_path = os.environ.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "ember.as_torch", "-m", "prog", "x"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{env_path}"})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["ember", "2.0", "['x']"]
+    assert _python("-m", "ember.as_torch", check=False).returncode == 2
+
+
+def test_refuses_when_pytorch_is_already_imported(torch):
+    assert sys.modules["torch"] is torch
+    with pytest.raises(RuntimeError, match="already imported"):
+        ember.as_torch.install()
+    assert not ember.as_torch.is_installed()
+
+
+@pytest.fixture(scope="module")
+def hf_results(tmp_path_factory):
+    """Every model of tests/_hf_models.py run in PyTorch here and in ember (one subprocess,
+    PyTorch's weights): name -> (PyTorch's result, ember's)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import _hf_models
+    directory = tmp_path_factory.mktemp("hf")
+    names = list(_hf_models.MODELS)
+    theirs = {}
+    for name in names:
+        state, theirs[name] = _hf_models.run(torch, transformers, name)
+        np.savez(directory / f"{name}_weights.npz", **state)
+    _python("-m", "ember.as_torch", os.path.join(TESTS, "_hf_models.py"), str(directory),
+            ",".join(names))
+    assert transformers  # (imported for the skip above)
+    return {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in names}
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "mixtral", "bert", "t5", "whisper"])
+def test_transformers_model_matches_pytorch(hf_results, name):
+    """Loss, logits, every parameter's gradient and greedy generation of a HuggingFace model
+    equal PyTorch's (float32; attention through scaled_dot_product_attention)."""
+    theirs, mine = hf_results[name]
+    assert sorted(mine) == sorted(theirs)  # the same parameters got gradients
+    for key, ref in theirs.items():
+        if ref.dtype.kind in "iu":
+            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+        else:
+            # gradients that are zero in exact arithmetic (a key projection's bias under
+            # softmax) are rounding noise in both libraries: the floor is relative to the loss
+            np.testing.assert_allclose(mine[key], ref, rtol=2e-4, atol=2e-6, err_msg=key)
