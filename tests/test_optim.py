@@ -207,3 +207,28 @@ def test_updates_do_not_record_graph():
     opt.step()
     assert p.grad_fn is None and p.is_leaf and p.requires_grad
     assert p._version > 0
+
+
+def test_step_is_wrapped_at_init_as_pytorch(torch):
+    """PyTorch wraps a class's step (hooks, a profiler range) in Optimizer.__init__: a wrapper
+    class that never calls it (Accelerate's AcceleratedOptimizer) keeps its own step."""
+    for lib in (ember, torch):
+        class Wrapper(lib.optim.Optimizer):
+            def __init__(self, inner):
+                self.inner = inner
+
+            def step(self, closure=None):
+                return self.inner.step(closure)
+
+        m = lib.nn.Linear(2, 2)
+        inner = lib.optim.SGD(m.parameters(), lr=0.1)
+        m(lib.ones(1, 2)).sum().backward()
+        w = Wrapper(inner)
+        w.step()
+        assert not getattr(Wrapper.step, "hooked", False)
+        assert lib.optim.SGD.step.hooked
+        with lib.profiler.profile() as prof:
+            inner.step()
+            inner.zero_grad()
+        names = [e.name for e in prof.events() if e.name.startswith("Optimizer.")]
+        assert names == ["Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"]

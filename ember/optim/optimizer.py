@@ -13,6 +13,7 @@ from itertools import chain
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..profiler._recorder import record_function
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -92,6 +93,7 @@ class Optimizer:
         self._optimizer_state_dict_post_hooks = OrderedDict()
         self._optimizer_load_state_dict_pre_hooks = OrderedDict()
         self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
@@ -105,11 +107,15 @@ class Optimizer:
         for param_group in param_groups:
             self.add_param_group(param_group)
 
-    def __init_subclass__(cls, **kwargs):
-        # Every subclass's step runs the registered pre/post hooks around it.
-        super().__init_subclass__(**kwargs)
-        if "step" in cls.__dict__:
-            cls.step = _with_hooks(cls.__dict__["step"])
+    def _patch_step_function(self):
+        """Wrap the class's ``step`` once (PyTorch's ``profile_hook_step``): hooks and a
+        profiler range around every step. It happens in ``__init__``, as in PyTorch, so a
+        subclass that never calls ``Optimizer.__init__`` (a wrapper around another optimizer,
+        as Accelerate's) keeps its own ``step`` unwrapped."""
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"
+        if not getattr(self.__class__.step, "hooked", False):
+            self.__class__.step = _with_hooks(self.__class__.step)
+            self.__class__.step.hooked = True
 
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state,
@@ -122,6 +128,7 @@ class Optimizer:
                      "_optimizer_load_state_dict_pre_hooks",
                      "_optimizer_load_state_dict_post_hooks"):
             self.__dict__.setdefault(name, OrderedDict())
+        self._patch_step_function()
 
     def __repr__(self):
         format_string = self.__class__.__name__ + " ("
@@ -252,6 +259,10 @@ class Optimizer:
 
     # -- gradients and groups --------------------------------------------------------------------
     def zero_grad(self, set_to_none=True):
+        with record_function(self._zero_grad_profile_name):
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
@@ -330,21 +341,22 @@ class Optimizer:
 def _with_hooks(step):
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        if "capturable" in self.defaults:
-            self._cuda_graph_capture_health_check()
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
-                              self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
-                                       f"new_kwargs), but got {result}.")
-        out = step(self, *args, **kwargs)
-        self._opt_called = True
-        for post_hook in chain(self._optimizer_step_post_hooks.values(),
-                               _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
-        return out
+        with record_function(f"Optimizer.step#{self.__class__.__name__}.step"):
+            if "capturable" in self.defaults:
+                self._cuda_graph_capture_health_check()
+            for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                                  self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                           f"new_kwargs), but got {result}.")
+            out = step(self, *args, **kwargs)
+            self._opt_called = True
+            for post_hook in chain(self._optimizer_step_post_hooks.values(),
+                                   _global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
+            return out
     return wrapper
