@@ -176,3 +176,36 @@ def test_captured_tensors_get_gradients(torch):
     bias = ember.tensor([0.0, 0.0, 0.0])
     assert first.tolist() == ((tx + tbias.detach() ** 2) * 2).tolist()
     assert compiled(x).tolist() == (tx * 2).tolist()
+
+
+def _named(fn):
+    """A decorator reading what HuggingFace's decorators read: the function's code object."""
+    names = fn.__code__.co_varnames
+
+    def wrapper(*args):
+        assert "x" in wrapper.__wrapped__.__code__.co_varnames and names
+        return fn(*args)
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+class _Scaled(ember.nn.Module):
+    def forward(self, x):
+        tag = f"{self.__class__.__name__}.{x.__class__.__name__}"  # (transformers' deprecation)
+        return x * len(tag)
+
+
+def test_class_and_code_attributes_fold_in_one_graph():
+    """``obj.__class__`` is ``type(obj)`` for any traced value and a function's ``__code__`` is
+    a constant, so code reading them (transformers' decorators) stays one graph."""
+    m = _Scaled()
+
+    @_named
+    def f(x):
+        return m(x) + 1
+
+    cnt = CompileCounter()
+    cf = ember.compile(f, backend=cnt, fullgraph=True)
+    x = ember.ones(3)
+    assert cf(x).tolist() == [len("_Scaled.Tensor") + 1.0] * 3
+    assert cnt.frame_count == 1

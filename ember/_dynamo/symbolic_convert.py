@@ -136,6 +136,8 @@ class InstructionTranslatorBase:
         return v.unpack_var_sequence(self)
 
     def getattr(self, obj, name):
+        if name == "__class__":  # x.__class__ is type(x), for any value whose type is known
+            return BuiltinVariable(type).call_function(self, [obj], {})
         return obj.var_getattr(self, name)
 
     def getitem(self, obj, idx):

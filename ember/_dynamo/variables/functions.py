@@ -79,7 +79,8 @@ class UserFunctionVariable(VariableTracker):
     def var_getattr(self, tx, name):
         from .builder import VariableBuilder
         from ..source import AttrSource
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
+            # (a code object is immutable: its co_* attributes fold as constants)
             return ConstantVariable(getattr(self.fn, name))
         if name in self.fn.__dict__:
             src = AttrSource(self.source, name) if self.source else None
