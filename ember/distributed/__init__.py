@@ -8,6 +8,7 @@ imported on the first ``init_process_group``, so ``import ember`` works without 
 from .distributed_c10d import *  # noqa: F401,F403
 from .distributed_c10d import (_get_default_group, default_pg_timeout,  # noqa: F401
                                is_torchelastic_launched)
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401
 
 # DDP's first gradient bucket closes at this size (PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES)
 _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
