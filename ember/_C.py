@@ -1,4 +1,6 @@
 """``ember._C``: the inspection entry points PyTorch exposes from its C extension."""
+import enum
+
 from ._dispatch import dispatcher as _d
 from ._dispatch import tls as _tls
 from ._dispatch.keys import DispatchKey, DispatchKeySet  # noqa: F401
@@ -10,6 +12,93 @@ from ._dispatch.tls import (ExcludeDispatchKeyGuard as _ExcludeDispatchKeyGuard,
                             _dispatch_tls_local_exclude_set, _dispatch_tls_local_include_set,
                             _dispatch_tls_set_dispatch_key_excluded,
                             _dispatch_tls_set_dispatch_key_included)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operator tags, the warn-always flag and the CPU's denormal mode.
+
+class Tag(str, enum.Enum):
+    """PyTorch's operator tags (``tags.yaml``). ember's ``OpOverload.tags`` holds the tag names,
+    which these members equal (``Tag.pointwise in ops.aten.add.Tensor.tags``)."""
+    core = "core"
+    cudagraph_unsafe = "cudagraph_unsafe"
+    data_dependent_output = "data_dependent_output"
+    dynamic_output_shape = "dynamic_output_shape"
+    flexible_layout = "flexible_layout"
+    generated = "generated"
+    inplace = "inplace"
+    inplace_view = "inplace_view"
+    maybe_aliasing_or_mutating = "maybe_aliasing_or_mutating"
+    needs_contiguous_strides = "needs_contiguous_strides"
+    needs_exact_strides = "needs_exact_strides"
+    needs_fixed_stride_order = "needs_fixed_stride_order"
+    nondeterministic_bitwise = "nondeterministic_bitwise"
+    nondeterministic_seeded = "nondeterministic_seeded"
+    out = "out"
+    out_variant = "out_variant"
+    pointwise = "pointwise"
+    pt2_compliant_tag = "pt2_compliant_tag"
+    reduction = "reduction"
+    view_copy = "view_copy"
+
+
+_warn_always = [False]
+
+
+def _set_warnAlways(enabled):
+    """TORCH_WARN_ONCE warnings (``ember._kernels.cpu.linalg.warn_once``) repeat while set."""
+    _warn_always[0] = bool(enabled)
+
+
+def _get_warnAlways():
+    return _warn_always[0]
+
+
+_FLUSH_DENORMAL_SOURCE = r"""
+#include <Python.h>
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#include <xmmintrin.h>
+#define EMBER_HAVE_MXCSR 1
+#endif
+
+/* The calling thread's SSE control register: FTZ (bit 15) flushes denormal results to zero,
+   DAZ (bit 6) reads denormal operands as zero. True where the CPU has them. */
+static PyObject* set_flush_denormal(PyObject* self, PyObject* arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+#ifdef EMBER_HAVE_MXCSR
+    unsigned int csr = _mm_getcsr();
+    _mm_setcsr(on ? (csr | 0x8040u) : (csr & ~0x8040u));
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyMethodDef methods[] = {
+    {"set_flush_denormal", set_flush_denormal, METH_O, "set the thread's FTZ/DAZ bits"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "ember_flush_denormal", NULL, -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit_ember_flush_denormal(void) { return PyModule_Create(&module); }
+"""
+_flush_denormal_module = []
+
+
+def _set_flush_denormal(mode):
+    """Set the calling thread's flush-to-zero and denormals-are-zero modes (x86 SSE), which
+    NumPy's kernels and ember's compiled ones on this thread obey. False where the CPU or
+    this machine (no C compiler) cannot: PyTorch's answer on CPUs without them."""
+    if not _flush_denormal_module:
+        from ._inductor.codecache import HandWrittenModule
+        _flush_denormal_module.append(HandWrittenModule(
+            "ember_flush_denormal", lambda: _FLUSH_DENORMAL_SOURCE,
+            "set_flush_denormal returns False", parallel=False))
+    module = _flush_denormal_module[0].get()
+    return False if module is None else module.set_flush_denormal(bool(mode))
 
 
 def _dispatch_dump(name):
@@ -149,3 +238,18 @@ def _get_tracing_state():
     """The JIT tracer's state: truthy while ``ember.jit.trace`` records, else None."""
     from .jit import _internal
     return True if _internal.is_tracing() else None
+
+
+_logged_api_usage = set()
+
+
+def _log_api_usage_once(event):
+    """PyTorch's API-usage log (libraries call it from constructors): each event once per
+    process, to stderr when ``PYTORCH_API_USAGE_STDERR`` is set, as c10's default logger."""
+    if event in _logged_api_usage:
+        return
+    _logged_api_usage.add(event)
+    import os
+    if os.environ.get("PYTORCH_API_USAGE_STDERR"):
+        import sys
+        print(f"PYTORCH_API_USAGE {event}", file=sys.stderr)

@@ -114,7 +114,31 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 from ._core.symint import SymInt, SymBool, sym_max, sym_min  # noqa: E402,F401  (torch.SymInt)
 from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load on the compile pipeline)
-from ._higher_order_ops import cond  # noqa: E402,F401  (torch.cond)
+from ._higher_order_ops import cond, while_loop  # noqa: E402,F401  (torch.cond, torch.while_loop)
+from ._toplevel import (  # noqa: E402,F401  (the Python-level names of torch/__init__.py)
+    Event, Stream, _assert, _check, _check_index, _check_is_size, _check_not_implemented,
+    _check_tensor_all, _check_tensor_all_with, _check_type, _check_value, _check_with,
+    _symeig as symeig, classproperty, compiled_with_cxx11_abi, cudnn_is_acceptable, eig,
+    get_device_module, init_num_threads, is_distributed, is_vulkan_available,
+    is_warn_always_enabled, lstsq, matrix_rank, set_flush_denormal, set_warn_always, solve,
+    sym_float, sym_fresh_size, sym_int, sym_ite, sym_not, sym_sqrt, sym_sum)
+from ._C import (DisableTorchFunction, DisableTorchFunctionSubclass, DispatchKey,  # noqa: E402,F401
+                 DispatchKeySet, Tag, _ExcludeDispatchKeyGuard as ExcludeDispatchKeyGuard)
+from .storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
+globals().update(_LEGACY_STORAGES)  # torch.FloatStorage, torch.LongStorage, ...
+StorageBase = UntypedStorage  # (torch's C base class of UntypedStorage: ember's has none)
+from .futures import Future  # noqa: E402,F401  (torch.Future)
+from .jit import fork, wait  # noqa: E402,F401  (torch.fork, torch.wait: torch.jit's)
+from .utils.dlpack import to_dlpack  # noqa: E402,F401
+legacy_contiguous_format = contiguous_format
+has_openmp = backends.openmp.is_available()
+has_mkl = backends.mkl.is_available()
+has_lapack = True  # (NumPy's LAPACK runs ember.linalg)
+has_spectral = True  # (ember.fft)
+# PyTorch's Python-binding aliases of the (sparse) matrix products
+dsmm = spmm = mm  # noqa: F821
+hsmm = hspmm  # noqa: F821
+saddmm = sspaddmm  # noqa: F821
 
 
 def __getattr__(name):
@@ -124,4 +148,6 @@ def __getattr__(name):
     if name in ("export", "multiprocessing", "hub", "onnx"):
         import importlib
         return importlib.import_module("." + name, __name__)
+    if name == "Storage":  # follows the default dtype, as torch.Storage
+        return storage.default_storage_class()
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

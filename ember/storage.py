@@ -1,10 +1,16 @@
-"""``torch.storage``: ``UntypedStorage`` (ember's storages, ``ember/_core/storage.py``) and the
+"""``torch.storage``: ``UntypedStorage`` (ember's storages, ``ember/_core/storage.py``), the
 deprecated ``TypedStorage`` that ``Tensor.storage()`` returns — an untyped storage read as
-elements of one dtype. Element reads and writes go through a tensor over the whole storage, so
-they are ember ops like any other."""
+elements of one dtype — and the legacy per-dtype classes (``ember.FloatStorage`` ...), which
+build TypedStorages and recognise those of their dtype on the CPU. Element reads and writes go
+through a tensor over the whole storage, so they are ember ops like any other."""
+import collections.abc
+import operator
 import warnings
 
+from ._core import dtype as D
+from ._core.device import device as _device
 from ._core.storage import UntypedStorage
+from ._toplevel import classproperty
 
 __all__ = ["TypedStorage", "UntypedStorage"]
 
@@ -28,11 +34,80 @@ class TypedStorage:
     memory: writes through either show in the other and in the tensors over it)."""
     is_sparse = False
 
-    def __init__(self, *, wrap_storage, dtype, _internal=False):
+    def __new__(cls, *args, wrap_storage=None, dtype=None, device=None, _internal=False):
+        if cls is TypedStorage:
+            return super().__new__(cls)
+        # a legacy class (FloatStorage ...): a TypedStorage of its dtype on the CPU
         if not _internal:
             _warn_typed_storage_removal()
-        self._untyped_storage = wrap_storage
-        self.dtype = dtype
+        if cls is _LegacyStorage:
+            raise RuntimeError("Only child classes of _LegacyStorage can be instantiated")
+        msg = (f"{cls}.__new__ received an invalid combination of arguments. Expected one of:\n"
+               f" * no arguments\n * (int size)\n * (Sequence data)\n"
+               f" * (*, UntypedStorage wrap_storage)")
+        if device is not None:
+            raise RuntimeError(msg + "\nKeyword argument 'device' cannot be specified")
+        if dtype is not None:
+            raise RuntimeError(msg + "\nKeyword argument 'dtype' cannot be specified")
+        if wrap_storage is None:
+            if len(args) > 1:
+                raise RuntimeError(msg + "\nToo many positional arguments")
+            if len(args) == 1 and not _isint(args[0]) and \
+                    not isinstance(args[0], collections.abc.Sequence):
+                raise TypeError(msg + f"\nArgument type not recognized: {type(args[0])}")
+            return TypedStorage(*args, dtype=cls._dtype, device="cpu", _internal=True)
+        if args:
+            raise RuntimeError(msg + "\nNo positional arguments should be given when using "
+                                     "'wrap_storage'")
+        if not isinstance(wrap_storage, UntypedStorage):
+            raise TypeError(msg + f"\nArgument 'wrap_storage' must be UntypedStorage, but got "
+                                  f"{type(wrap_storage)}")
+        if wrap_storage.device.type != "cpu":
+            raise RuntimeError(msg + f"\nDevice of 'wrap_storage' must be cpu, but got "
+                                     f"{wrap_storage.device.type}")
+        return TypedStorage(wrap_storage=wrap_storage, dtype=cls._dtype, _internal=True)
+
+    def __init__(self, *args, device=None, dtype=None, wrap_storage=None, _internal=False):
+        if not _internal:
+            _warn_typed_storage_removal()
+        msg = ("TypedStorage.__init__ received an invalid combination of arguments. Expected "
+               "one of:\n * (*, torch.device device, torch.dtype dtype)\n"
+               " * (int size, *, torch.device device, torch.dtype dtype)\n"
+               " * (Sequence data, *, torch.device device, torch.dtype dtype)\n"
+               " * (*, UntypedStorage wrap_storage, torch.dtype dtype)")
+        if wrap_storage is not None:
+            if args:
+                raise RuntimeError(msg + "\nNo positional arguments should be given when using "
+                                         "'wrap_storage'")
+            if dtype is None:
+                raise RuntimeError(msg + "\nArgument 'dtype' must be specified")
+            if not isinstance(dtype, D.dtype):
+                raise TypeError(msg + f"\nArgument 'dtype' must be torch.dtype, not "
+                                      f"{type(dtype)}")
+            if device is not None:
+                raise RuntimeError(msg + "\nArgument 'device' should not be specified when "
+                                         "'wrap_storage' is given")
+            if not isinstance(wrap_storage, UntypedStorage):
+                raise TypeError(msg + f"\nArgument 'wrap_storage' must be UntypedStorage, but "
+                                      f"got {type(wrap_storage)}")
+            self._untyped_storage = wrap_storage
+            self.dtype = dtype
+            return
+        self.dtype = D.get_default_dtype() if dtype is None else dtype
+        device = _device("cpu" if device is None else device)
+        if not args:
+            self._untyped_storage = UntypedStorage(device=device)
+        elif len(args) > 1:
+            raise RuntimeError(msg + "\nToo many positional arguments")
+        elif _isint(args[0]):
+            self._untyped_storage = UntypedStorage(operator.index(args[0]) * self.dtype.itemsize,
+                                                   device=device)
+        elif isinstance(args[0], collections.abc.Sequence):
+            from . import tensor
+            self._untyped_storage = tensor(args[0], dtype=self.dtype,
+                                           device=device).untyped_storage()
+        else:
+            raise TypeError(msg + f"\nArgument type not recognized: {type(args[0])}")
 
     # -- what it views ---------------------------------------------------------------------------
     @property
@@ -124,9 +199,29 @@ class TypedStorage:
                             dtype=self.dtype, _internal=True)
 
     def type(self, dtype=None, non_blocking=False):
+        """The name of the legacy class of this dtype and device (``ember.FloatStorage``), or
+        of TypedStorage where there is none."""
         if dtype is None:
+            legacy = self._get_legacy_storage_class()
+            if legacy is not None:
+                return f"{legacy.__module__}.{legacy.__name__}"
             return "ember.storage.TypedStorage"
         raise NotImplementedError("TypedStorage.type(dtype): use tensor.to(dtype) instead")
+
+    def _get_legacy_storage_class(self):
+        name = _STORAGE_NAMES.get(self.dtype)
+        if name is None or self.device.type not in ("cpu", "cuda"):
+            return None
+        import ember
+        module = ember if self.device.type == "cpu" else ember.cuda
+        return getattr(module, name, None)
+
+    def _new_shared(self, size, *, device=None):
+        """A storage of ``size`` elements of this dtype in shared memory."""
+        untyped = UntypedStorage(size * self.dtype.itemsize,
+                                 device="cpu" if device is None else device)
+        return TypedStorage(wrap_storage=untyped.share_memory_(), dtype=self.dtype,
+                            _internal=True)
 
     def __str__(self):
         info = (f"[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size "
@@ -136,3 +231,49 @@ class TypedStorage:
         return " " + "\n ".join(str(v) for v in self.tolist()) + "\n" + info
 
     __repr__ = __str__
+
+
+def _isint(x):
+    import numpy as np
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# The legacy per-dtype classes (torch.FloatStorage ...): constructors of CPU TypedStorages.
+
+class _LegacyStorageMeta(type):
+    def __instancecheck__(cls, instance):
+        # a TypedStorage of the class's dtype on the CPU counts as an instance
+        return type(instance) is TypedStorage and instance.device.type == "cpu" and \
+            getattr(cls, "_dtype", None) is instance.dtype
+
+
+class _LegacyStorage(TypedStorage, metaclass=_LegacyStorageMeta):
+    @classmethod
+    def _new_shared(cls, size):
+        """A storage of ``size`` elements of the class's dtype in shared memory."""
+        untyped = UntypedStorage(size * cls._dtype.itemsize).share_memory_()
+        return cls(wrap_storage=untyped)
+
+
+_STORAGE_NAMES = {D.uint8: "ByteStorage", D.float64: "DoubleStorage", D.float32: "FloatStorage",
+                  D.float16: "HalfStorage", D.int64: "LongStorage", D.int32: "IntStorage",
+                  D.int16: "ShortStorage", D.int8: "CharStorage", D.bool_: "BoolStorage",
+                  D.bfloat16: "BFloat16Storage", D.complex128: "ComplexDoubleStorage",
+                  D.complex64: "ComplexFloatStorage"}
+
+
+def _legacy_class(dt, name):
+    cls = _LegacyStorageMeta(name, (_LegacyStorage,), {
+        "_dtype": dt, "dtype": classproperty(lambda cls: cls._dtype), "__module__": "ember",
+        "__doc__": f"A CPU storage of {dt} elements (a TypedStorage: deprecated)."})
+    return cls
+
+
+LEGACY_STORAGES = {name: _legacy_class(dt, name) for dt, name in _STORAGE_NAMES.items()}
+
+
+def default_storage_class():
+    """``torch.Storage``: the legacy class of the default dtype."""
+    return LEGACY_STORAGES[_STORAGE_NAMES[D.get_default_dtype()]]
+

@@ -154,10 +154,10 @@ class DispatchKeySet:
     __slots__ = ("repr_",)
 
     def __init__(self, keys=0):
-        if isinstance(keys, int):
-            self.repr_ = keys
-        elif isinstance(keys, DispatchKey):
+        if isinstance(keys, DispatchKey):  # (an IntEnum: tested before the raw bitset)
             self.repr_ = bit(keys) if keys >= 0 else 0
+        elif isinstance(keys, int):
+            self.repr_ = keys
         else:
             self.repr_ = 0
             for k in keys:

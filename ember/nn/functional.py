@@ -137,103 +137,59 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
-    """Bags become rows of a padded (bags, longest bag) index matrix: one embedding gather,
-    then a masked sum / mean / max over each row."""
+    """PyTorch's argument handling (a 2-D input is a batch of equal bags), then
+    ``aten::embedding_bag`` (``ember/_kernels/composite/losses.py``)."""
     if weight.dtype == ember.long and input.is_floating_point():
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
                       "`embedding_bag(input, weight, ...)`.", stacklevel=2)
         weight, input = input, weight
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError("mode has to be one of sum, mean or max")
-    if sparse and mode == "max":
-        raise ValueError("max mode does not support sparse weights")
-    if per_sample_weights is not None:
-        if mode != "sum":
-            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
-                                      f"per_sample_weights is only supported for mode='sum' "
-                                      f"(got mode='{mode}'). Please open a feature request on "
-                                      f"GitHub.")
-        if per_sample_weights.size() != input.size():
-            raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
-                             f"is not None, then it must have the same shape as the input "
-                             f"({input.shape})")
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if not weight.dim() == 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
-    padding_idx = _padding_idx(padding_idx, weight)
-    idx = input.numpy() if input.dim() else input.reshape(1).numpy()
-    flat, n = idx.reshape(-1), weight.size(0)
-    bad = np.flatnonzero((flat < 0) | (flat >= n))
-    if bad.size:
-        raise RuntimeError(f"Index {bad[0]} of input takes value {flat[bad[0]]} which is not in "
-                           f"the valid range [0, {n})")
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
                              f"is a mini-batch of fixed length sequences. However, found offsets "
                              f"of type {type(offsets)}")
-        rows = np.asarray(idx, np.int64)
-        valid = np.ones(rows.shape, bool)
-        psw = per_sample_weights
+        offsets = ember.arange(0, input.numel(), input.size(1), dtype=input.dtype,
+                               device=input.device)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
     elif input.dim() == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        off = np.asarray(offsets.numpy(), np.int64)
-        ends = np.append(off[1:], len(idx)) if not include_last_offset else off[1:]
-        starts = off if not include_last_offset else off[:-1]
-        lengths = np.maximum(ends - starts, 0)
-        width = int(lengths.max()) if lengths.size else 0
-        pos = starts[:, None] + np.arange(width)[None, :]
-        valid = np.arange(width)[None, :] < lengths[:, None]
-        rows = np.where(valid, np.asarray(idx, np.int64)[np.where(valid, pos, 0)]
-                        if len(idx) else 0, 0)
-        psw = None
-        if per_sample_weights is not None:
-            psw = per_sample_weights[ember.from_numpy(np.where(valid, pos, 0))]
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
-    if padding_idx >= 0:
-        valid = valid & (rows != padding_idx)
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
     if max_norm is not None:
         with ember.no_grad():
             _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
-    if sparse:
-        return _sparse_embedding_bag(weight, rows, valid, psw, scale_grad_by_freq, mode)
-    emb = _aten.embedding.default(weight, ember.from_numpy(np.ascontiguousarray(rows)), -1,
-                                  scale_grad_by_freq, False)
-    mask = ember.from_numpy(valid).unsqueeze(-1)
-    if mode == "max":
-        filled = ember.where(mask, emb, ember.full((), -math.inf, dtype=emb.dtype))
-        out = filled.amax(1)
-        return ember.where(mask.any(1), out, ember.zeros((), dtype=emb.dtype))
-    m = mask.to(emb.dtype)
-    if psw is not None:
-        m = m * psw.unsqueeze(-1)
-    out = (emb * m).sum(1)
-    if mode == "mean":
-        count = ember.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
-        out = out / count.to(emb.dtype)
-    return out
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    return ember.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode],
+                               sparse, per_sample_weights, include_last_offset, padding_idx)[0]
 
 
-def _sparse_embedding_bag(weight, rows, valid, psw, scale_grad_by_freq, mode):
-    """embedding_bag(sparse=True), sum or mean: one embedding row per index that counts (no
-    padding), so the weight's sparse gradient lists exactly those, in input order (PyTorch's)."""
-    bag, pos = np.nonzero(valid)
-    emb = _aten.embedding.default(weight, ember.from_numpy(np.ascontiguousarray(rows[bag, pos])),
-                                  -1, scale_grad_by_freq, True)
-    bag_t = ember.from_numpy(bag.astype(np.int64))
-    if psw is not None:
-        emb = emb * psw[bag_t, ember.from_numpy(pos.astype(np.int64))].unsqueeze(-1)
-    out = ember.zeros((rows.shape[0], weight.size(1)), dtype=emb.dtype).index_add(0, bag_t, emb)
-    if mode == "mean":
-        count = ember.from_numpy(np.maximum(valid.sum(1), 1).astype(np.int64)).unsqueeze(-1)
-        out = out / count.to(emb.dtype)
-    return out
+_BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
 def one_hot(tensor, num_classes=-1):
@@ -352,15 +308,9 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _inplace_result(input, result, inplace):
-    if inplace and result is not input:
-        return input.copy_(result)
-    return result
-
-
 def dropout(input, p=0.5, training=True, inplace=False):
     _check_p(p)
-    return _inplace_result(input, ember.dropout(input, p, training), inplace)
+    return ember.dropout_(input, p, training) if inplace else ember.dropout(input, p, training)
 
 
 def _feature_dropout(name, input, p, training, inplace, dims):
@@ -382,10 +332,11 @@ def _feature_dropout(name, input, p, training, inplace, dims):
                       stacklevel=3)
     batched = nd != dims[0]
     x = input if batched else input.unsqueeze(0)
+    if inplace:  # (an unbatched input is written through its unsqueezed view)
+        ember.feature_dropout_(x, p, training)
+        return input
     result = ember.feature_dropout(x, p, training)
-    if not batched:
-        result = result.squeeze(0)
-    return _inplace_result(input, result, inplace)
+    return result if batched else result.squeeze(0)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -402,12 +353,16 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return _inplace_result(input, ember.alpha_dropout(input, p, training), inplace)
+    if inplace:
+        return ember.alpha_dropout_(input, p, training)
+    return ember.alpha_dropout(input, p, training)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
-    return _inplace_result(input, ember.feature_alpha_dropout(input, p, training), inplace)
+    if inplace:
+        return ember.feature_alpha_dropout_(input, p, training)
+    return ember.feature_alpha_dropout(input, p, training)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,19 +441,13 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training,
-    and is their mean in evaluation."""
-    if lower > upper:  # ATen's rrelu_with_noise check
-        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = ember.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
-    result = ember.where(input >= 0, input, input * slope)
-    return _inplace_result(input, result, inplace)
+    if inplace:
+        return ember.rrelu_(input, lower, upper, training)
+    return ember.rrelu(input, lower, upper, training)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return rrelu(input, lower, upper, training, True)
+    return ember.rrelu_(input, lower, upper, training)
 
 
 def glu(input, dim=-1):
@@ -781,16 +730,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if reduction not in _REDUCTION:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    if log_input:
-        loss = ember.exp(input) - target * input
-    else:
-        loss = input - target * ember.log(input + eps)
-    if full:
-        stirling = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
-        loss = loss + ember.where(target > 1, stirling, ember.zeros((), dtype=loss.dtype))
-    return _reduce(loss, reduction)
+    return ember.poisson_nll_loss(input, target, log_input, full, eps, _reduction_enum(reduction))
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -829,17 +769,13 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.size()}, input2: {input2.size()}, "
                            f"target: {target.size()} ")
-    return _reduce(_relu_(-target * (input1 - input2) + margin), reduction)
+    return ember.margin_ranking_loss(input1, input2, target, margin, _reduction_enum(reduction))
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    zero = ember.zeros((), dtype=input.dtype)
-    margin_clamp = _relu_(margin - input)
-    out_margin = ember.where(target != 1, margin_clamp, zero)
-    out_self = ember.where(target != -1, input, zero)
-    return _reduce(out_margin + out_self, reduction)
+    return ember.hinge_embedding_loss(input, target, margin, _reduction_enum(reduction))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -849,15 +785,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    eps = 1e-12
-    prod = (input1 * input2).sum(-1)
-    mag1 = (input1 * input1).sum(-1) + eps
-    mag2 = (input2 * input2).sum(-1) + eps
-    cos = prod / (mag1 * mag2).sqrt()
-    zero = ember.zeros((), dtype=cos.dtype)
-    pos = ember.where(target == 1, 1 - cos, zero)
-    neg = ember.where(target == -1, _relu_(cos - margin), zero)
-    return _reduce(pos + neg, reduction)
+    return ember.cosine_embedding_loss(input1, input2, target, margin,
+                                       _reduction_enum(reduction))
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -884,16 +813,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
-    if not (a_dim == p_dim == n_dim):
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {a_dim}D, positive "
-                           f"{p_dim}D, and negative {n_dim}D inputs")
-    d_pos = pairwise_distance(anchor, positive, p, eps)
-    d_neg = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(_relu_(margin + d_pos - d_neg), reduction)
+    return ember.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                     _reduction_enum(reduction))
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -989,72 +910,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
-    """Connectionist Temporal Classification: the forward (alpha) recursion over time in log
-    space, vectorized over the batch and the extended label sequence (one step per frame)."""
-    if log_probs.dim() == 2:
-        log_probs = log_probs.unsqueeze(1)
-        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
-    T, N, C = log_probs.shape
-    il = [int(v) for v in (input_lengths.tolist() if hasattr(input_lengths, "tolist")
-                           else input_lengths)]
-    tl = [int(v) for v in (target_lengths.tolist() if hasattr(target_lengths, "tolist")
-                           else target_lengths)]
-    tg = targets.numpy() if hasattr(targets, "numpy") else np.asarray(targets)
-    smax = 2 * max(tl + [0]) + 1
-    ext = np.full((N, smax), blank, np.int64)
-    offset = 0
-    for b in range(N):  # per sample bookkeeping of label indices (not per element)
-        lab = tg[b, :tl[b]] if tg.ndim == 2 else tg[offset:offset + tl[b]]
-        offset += tl[b]
-        ext[b, 1:2 * tl[b]:2] = lab
-    s_len = np.array([2 * v + 1 for v in tl])
-    valid = np.arange(smax)[None, :] < s_len[:, None]
-    skip = np.zeros((N, smax), bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    neg_inf = ember.full((), -math.inf, dtype=log_probs.dtype)
-    ext_t = ember.from_numpy(ext)
-    bidx = ember.arange(N).unsqueeze(1)
-    skip_t = ember.from_numpy(skip)
-
-    def lse(*xs):
-        m = xs[0]
-        for x in xs[1:]:
-            m = ember.maximum(m, x)
-        empty = m == -math.inf  # every term -inf: the result is -inf, with a zero gradient
-        safe = ember.where(empty, ember.zeros((), dtype=m.dtype), m)
-        s = sum(ember.exp(x - safe) for x in xs)
-        s = ember.where(empty, ember.ones((), dtype=s.dtype), s)
-        return ember.where(empty, neg_inf, ember.log(s) + safe)
-
-    start = np.zeros((N, smax), bool)
-    start[:, 0] = True
-    start[:, 1] = np.array(tl) > 0 if smax > 1 else False
-    emit = log_probs[0][bidx, ext_t]
-    alpha = ember.where(ember.from_numpy(start & valid), emit, neg_inf)
-    for t in range(1, T):  # the recursion runs over time steps
-        shift1 = ember.cat([neg_inf.expand(N, 1), alpha[:, :-1]], 1)
-        shift2 = ember.cat([neg_inf.expand(N, 2), alpha[:, :-2]], 1) if smax > 2 else \
-            neg_inf.expand(N, smax)
-        shift2 = ember.where(skip_t, shift2, neg_inf)
-        new = lse(alpha, shift1, shift2) + log_probs[t][bidx, ext_t]
-        active = ember.from_numpy((np.array(il) > t)[:, None] & valid)
-        alpha = ember.where(active, new, ember.where(ember.from_numpy(valid), alpha, neg_inf))
-    idx_last = ember.from_numpy(np.stack([s_len - 1, np.maximum(s_len - 2, 0)], 1))
-    ends = alpha[ember.arange(N).unsqueeze(1), idx_last]
-    ends = ember.where(ember.from_numpy(np.stack([np.ones(N, bool), np.array(tl) > 0], 1)), ends, neg_inf)
-    nll = -lse(ends[:, 0], ends[:, 1])
-    # PyTorch's CTC backward returns exp(log_probs) - (alpha-beta term): the gradient with
-    # respect to the logits behind a log_softmax. A term of value zero whose gradient is
-    # exp(log_probs) on each sample's frames gives ember's autograd the same gradient.
-    frames = ember.from_numpy((np.arange(T)[:, None] < np.array(il)[None, :])[..., None])
-    mass = (ember.exp(log_probs) * frames.to(log_probs.dtype)).sum((0, 2))
-    nll = nll + (mass - mass.detach())
-    if zero_infinity:
-        nll = ember.where(nll == math.inf, ember.zeros((), dtype=nll.dtype), nll)
-    if reduction == "mean":
-        lengths = ember.from_numpy(np.maximum(np.array(tl), 1)).to(nll.dtype)
-        return (nll / lengths).mean()
-    return _reduce(nll, reduction)
+    return ember.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                          _reduction_enum(reduction), zero_infinity)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,7 @@
 """Decompositions added for issue 18, written in ember ops: the unsafe_split/unsafe_chunk family,
-addr (beta * self + alpha *
-outer(vec1, vec2)), the functional fill, resolve_neg, sum_to_size, nonzero_static, resize_as_,
-new_empty_strided, empty_permuted, _safe_softmax, index_reduce, _chunk_cat and the masked
-``_unsafe_*`` indexing ops."""
+addr (beta * self + alpha * outer(vec1, vec2)), addmv_, the functional fill, resolve_neg,
+is_neg, sum_to_size, nonzero_static, resize_as_, new_empty_strided, empty_permuted,
+_safe_softmax, index_reduce, _chunk_cat and the masked ``_unsafe_*`` indexing ops."""
 import builtins
 import math
 import warnings
@@ -43,6 +42,19 @@ def fill_Tensor(self, value):
 def resolve_neg(self):
     # ember has no negative bit: every tensor is already resolved (PyTorch returns self then)
     return self
+
+
+def is_neg(self):
+    return False  # (no negative bit, as above)
+
+
+def addmv_(self, mat, vec, beta=1, alpha=1):
+    """PyTorch declares addmv_ a function too; the addmv result written into self."""
+    result = _aten.addmv.default._call(self, mat, vec, beta, alpha)
+    if tuple(result._size) != tuple(self._size):
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(self._size)} and "
+                           f"output tensor size {list(result._size)} should match")
+    return _aten.copy_.default._call(self, result, False)
 
 
 def sum_to_size(self, size):

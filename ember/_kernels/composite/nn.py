@@ -1,7 +1,8 @@
 """CompositeImplicitAutograd kernels of the ``nn.functional`` ops PyTorch decomposes (softmax.int,
 layer_norm, batch_norm, group_norm, instance_norm, rms_norm, nll_loss(_nd), cross_entropy_loss,
-dropout family, linear, bilinear, selu, relu6, log_sigmoid, prelu, embedding_backward), written
-in ember ops as ATen writes them, so autograd records the ops they call."""
+dropout family and its in-place forms, rrelu, linear, bilinear, selu, relu6, log_sigmoid, prelu,
+embedding_backward), written in ember ops as ATen writes them, so autograd records the ops they
+call."""
 import math
 
 from ..._core import dtype as D
@@ -296,8 +297,8 @@ _ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value dropped units ar
 
 
 def _check_p(p):
-    if p < 0 or p > 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not 0 <= p <= 1:  # (C++ prints the double: 2, not 2.0)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p:g}")
 
 
 def _noise(input, p, feature):
@@ -312,17 +313,21 @@ def _noise(input, p, feature):
     return (rand(shape, dtype=input._dtype) >= p).to(input._dtype)
 
 
-def _dropout_impl(input, p, train, feature, alpha):
+def _dropout_impl(input, p, train, feature, alpha, inplace=False):
+    """ATen's _dropout_impl; the in-place forms (dropout_ ...) multiply ``input`` itself."""
+    _check_p(p)
     if p == 0 or not train or input.numel() == 0:
         return input
+    mul = input.mul_ if inplace else input.mul
     if p == 1:
-        return input * 0.0
+        return mul(0.0)
     noise = _noise(input, p, feature)
     if alpha:
         a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
         b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
-        return input * (noise * a) + b
-    return input * (noise / (1 - p))
+        out = mul(noise * a)
+        return out.add_(b) if inplace else out + b
+    return mul(noise / (1 - p))
 
 
 def dropout(input, p, train):
@@ -342,3 +347,49 @@ def alpha_dropout(input, p, train):
 
 def feature_alpha_dropout(input, p, train):
     return _dropout_impl(input, p, train, True, True)
+
+
+def dropout_(self, p, train):
+    return _dropout_impl(self, p, train, False, False, True)
+
+
+def feature_dropout_(self, p, train):
+    return _dropout_impl(self, p, train, True, False, True)
+
+
+def alpha_dropout_(self, p, train):
+    return _dropout_impl(self, p, train, False, True, True)
+
+
+def feature_alpha_dropout_(self, p, train):
+    return _dropout_impl(self, p, train, True, True, True)
+
+
+# -- rrelu -------------------------------------------------------------------------------------
+
+def _rrelu(self, lower, upper, training, generator, inplace):
+    """ATen's rrelu_with_noise: in training each negative element is scaled by a slope drawn
+    from U(lower, upper); in evaluation by their mean (leaky_relu)."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        slope = (lower + upper) / 2
+        if inplace:
+            return _aten.leaky_relu_.default._call(self, slope)
+        return _aten.leaky_relu.default._call(self, slope)
+    if self._dtype not in (D.float32, D.float64, D.bfloat16):
+        raise NotImplementedError(f'"rrelu_with_noise_out_cpu" not implemented for '
+                                  f"'{self._dtype._short}'")
+    from ... import rand
+    noise = rand(self._size, generator=generator, dtype=self._dtype) * (upper - lower) + lower
+    slope = _aten.where.self._call(self >= 0, _aten.ones_like.default._call(
+        noise, None, None, None, None, None), noise)
+    return self.mul_(slope) if inplace else self * slope
+
+
+def rrelu(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu(self, lower, upper, training, generator, False)
+
+
+def rrelu_(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu(self, lower, upper, training, generator, True)

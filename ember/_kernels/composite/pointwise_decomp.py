@@ -1,4 +1,5 @@
-"""Pointwise decompositions (``isreal``, ``deg2rad``, ``rad2deg``, ``ldexp``, ``renorm``):
+"""Pointwise decompositions (``isreal``, ``deg2rad``, ``rad2deg`` and their in-place forms,
+``ldexp``, ``renorm``):
 CompositeImplicitAutograd kernels written in ember ops."""
 import math as _math
 
@@ -28,8 +29,19 @@ def _deg_rad(factor):
     return functional
 
 
+def _deg_rad_(factor):
+    def inplace(self):
+        if self.dtype.is_complex:
+            raise RuntimeError(f"{'deg2rad' if factor < 1 else 'rad2deg'} is not supported for "
+                               f"complex tensors.")
+        return _aten.mul_.Tensor._call(self, factor)
+    return inplace
+
+
 deg2rad = _deg_rad(_math.pi / 180.0)
 rad2deg = _deg_rad(180.0 / _math.pi)
+deg2rad_ = _deg_rad_(_math.pi / 180.0)
+rad2deg_ = _deg_rad_(180.0 / _math.pi)
 
 
 def ldexp_Tensor(self, other):

@@ -1,5 +1,6 @@
-"""Scatter into a view (``select_scatter``, ``slice_scatter`` ...) and the ``*_copy`` form of
-each view op (PyTorch's functionalization ops): composites written in ember ops."""
+"""Scatter into a view (``select_scatter``, ``slice_scatter`` ...), the ``*_copy`` form of
+each view op and ``slice_inverse`` (PyTorch's functionalization ops): composites written in
+ember ops."""
 from ..._ops.overload import ops
 from ..registration import register
 from ..rules import check_failed
@@ -85,3 +86,18 @@ def narrow_copy(self, dim, start, length):
 
 
 register("narrow_copy", "CompositeImplicitAutograd", narrow_copy)
+
+
+# The copies of a sparse tensor's parts: PyTorch's CompositeExplicitAutogradNonFunctional
+# kernels, which its dispatcher runs for dense and CSR tensors but not for COO ones (so
+# values_copy of a COO tensor is "Could not run ... 'SparseCPU' backend" there too).
+for _part in ("values", "indices", "crow_indices", "col_indices"):
+    for _key in ("CompositeExplicitAutogradNonFunctional", "SparseCsrCPU", "SparseCsrCUDA"):
+        register(f"{_part}_copy", _key, _view_copy(f"{_part}.default"))
+
+
+def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+    """The view of ``self``'s storage that ``src`` is when ``self`` is ``src``'s slice (the
+    inverse functionalization replays): ``self`` with ``src``'s sizes, strides and offset."""
+    return _aten.as_strided.default._call(self, src._size, src._stride, src._offset)
+

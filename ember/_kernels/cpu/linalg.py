@@ -603,8 +603,10 @@ _warned = set()
 
 
 def warn_once(key, msg):
-    """PyTorch's TORCH_WARN_ONCE: a deprecation warning the first time per process."""
-    if key not in _warned:
+    """PyTorch's TORCH_WARN_ONCE: a deprecation warning the first time per process, or every
+    time while ``ember.set_warn_always(True)``."""
+    from ... import _C
+    if key not in _warned or _C._get_warnAlways():
         _warned.add(key)
         import warnings
         warnings.warn(msg, UserWarning, stacklevel=4)
