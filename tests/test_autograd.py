@@ -608,6 +608,13 @@ EXEMPT_PREFIXES = {
     "aten::detach_copy": "no formula in PyTorch (grad_fn NotImplemented)",
     # hand-written in PyTorch: resizing a tensor that requires grad is an error there
     "aten::resize_": "manual in PyTorch (errors when requires_grad)",
+    # SyncBatchNorm's primitives (its autograd.Function differentiates them) and sparse ops
+    # without derivatives.yaml entries: grad_fn NotImplemented in PyTorch too
+    **{f"aten::{n}": "no formula in PyTorch" for n in (
+        "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",
+        "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_stats",
+        "batch_norm_update_stats", "hspmm", "native_norm", "native_norm.ScalarOpt_dim_dtype",
+        "sspaddmm")},
 }
 
 
