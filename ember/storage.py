@@ -264,10 +264,9 @@ _STORAGE_NAMES = {D.uint8: "ByteStorage", D.float64: "DoubleStorage", D.float32:
 
 
 def _legacy_class(dt, name):
-    cls = _LegacyStorageMeta(name, (_LegacyStorage,), {
+    return _LegacyStorageMeta(name, (_LegacyStorage,), {
         "_dtype": dt, "dtype": classproperty(lambda cls: cls._dtype), "__module__": "ember",
         "__doc__": f"A CPU storage of {dt} elements (a TypedStorage: deprecated)."})
-    return cls
 
 
 LEGACY_STORAGES = {name: _legacy_class(dt, name) for dt, name in _STORAGE_NAMES.items()}
@@ -276,4 +275,3 @@ LEGACY_STORAGES = {name: _legacy_class(dt, name) for dt, name in _STORAGE_NAMES.
 def default_storage_class():
     """``torch.Storage``: the legacy class of the default dtype."""
     return LEGACY_STORAGES[_STORAGE_NAMES[D.get_default_dtype()]]
-

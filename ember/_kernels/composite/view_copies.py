@@ -100,4 +100,3 @@ def slice_inverse(self, src, dim=0, start=None, end=None, step=1):
     """The view of ``self``'s storage that ``src`` is when ``self`` is ``src``'s slice (the
     inverse functionalization replays): ``self`` with ``src``'s sizes, strides and offset."""
     return _aten.as_strided.default._call(self, src._size, src._stride, src._offset)
-
