@@ -36,10 +36,15 @@ MODELS = {
 }
 
 
-def run(torch, transformers, name, weights=None):
+# the models ember also runs through torch.compile(fullgraph=True): one graph each way
+COMPILED = ("gpt2", "llama", "bert")
+
+
+def run(torch, transformers, name, weights=None, compiled=False):
     """Build ``name`` (with ``weights``, a dict of arrays, if given), run a forward and
     backward pass on fixed inputs and, for decoders, greedy generation; return the state dict
-    (as arrays) and what was computed."""
+    (as arrays) and what was computed. ``compiled``: the forward and backward pass through
+    ``torch.compile(model, fullgraph=True)``, no generation."""
     cfg_cls, model_cls, kw, kind = MODELS[name]
     cfg = getattr(transformers, cfg_cls)(**kw)
     torch.manual_seed(0)
@@ -47,23 +52,24 @@ def run(torch, transformers, name, weights=None):
     if weights is not None:
         model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
     model.eval()  # no dropout: the two libraries' random streams differ
+    forward = torch.compile(model, fullgraph=True) if compiled else model
     rs = np.random.RandomState(0)
     if kind in ("lm", "mlm"):
         ids = torch.from_numpy(rs.randint(0, 128, (2, 12)))
         mask = torch.ones(2, 12, dtype=torch.long)
         mask[1, :3] = 0
-        out = model(input_ids=ids, attention_mask=mask, labels=ids)
+        out = forward(input_ids=ids, attention_mask=mask, labels=ids)
     elif kind == "s2s":
-        out = model(input_ids=torch.from_numpy(rs.randint(2, 128, (2, 12))),
-                    labels=torch.from_numpy(rs.randint(2, 128, (2, 7))))
+        out = forward(input_ids=torch.from_numpy(rs.randint(2, 128, (2, 12))),
+                      labels=torch.from_numpy(rs.randint(2, 128, (2, 7))))
     else:
-        out = model(input_features=torch.from_numpy(rs.randn(2, 16, 64).astype(np.float32)),
-                    labels=torch.from_numpy(rs.randint(2, 128, (2, 7))))
+        out = forward(input_features=torch.from_numpy(rs.randn(2, 16, 64).astype(np.float32)),
+                      labels=torch.from_numpy(rs.randint(2, 128, (2, 7))))
     out.loss.backward()
     result = {"loss": out.loss.detach().numpy(), "logits": out.logits.detach().numpy()}
     result.update({"grad." + k: p.grad.numpy() for k, p in model.named_parameters()
                    if p.grad is not None})
-    if kind == "lm":
+    if kind == "lm" and not compiled:
         with torch.no_grad():
             result["generated"] = model.generate(ids[:1, :5], max_new_tokens=6,
                                                  do_sample=False, pad_token_id=0).numpy()
@@ -84,3 +90,6 @@ if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
         weights = dict(np.load(os.path.join(directory, f"{name}_weights.npz")))
         _, result = run(torch, transformers, name, weights)
         np.savez(os.path.join(directory, f"{name}_ember.npz"), **result)
+        if name in COMPILED:
+            _, result = run(torch, transformers, name, weights, compiled=True)
+            np.savez(os.path.join(directory, f"{name}_ember_compiled.npz"), **result)

@@ -87,13 +87,21 @@ def hf_results(tmp_path_factory):
     _python("-m", "ember.as_torch", os.path.join(TESTS, "_hf_models.py"), str(directory),
             ",".join(names))
     assert transformers  # (imported for the skip above)
-    return {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in names}
+    results = {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in names}
+    for n in _hf_models.COMPILED:
+        results[n + ":compiled"] = (
+            {k: v for k, v in theirs[n].items() if k != "generated"},
+            dict(np.load(directory / f"{n}_ember_compiled.npz")))
+    return results
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama", "mixtral", "bert", "t5", "whisper"])
+@pytest.mark.parametrize("name", ["gpt2", "llama", "mixtral", "bert", "t5", "whisper",
+                                  "gpt2:compiled", "llama:compiled", "bert:compiled"])
 def test_transformers_model_matches_pytorch(hf_results, name):
     """Loss, logits, every parameter's gradient and greedy generation of a HuggingFace model
-    equal PyTorch's (float32; attention through scaled_dot_product_attention)."""
+    equal PyTorch's (float32; attention through scaled_dot_product_attention). ``:compiled``:
+    ember runs the model through ``torch.compile(model, fullgraph=True)`` (so the whole
+    forward is one graph: no break in transformers' code), PyTorch eagerly."""
     theirs, mine = hf_results[name]
     assert sorted(mine) == sorted(theirs)  # the same parameters got gradients
     for key, ref in theirs.items():

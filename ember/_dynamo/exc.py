@@ -27,10 +27,10 @@ class Unsupported(TorchDynamoException):
     def add_user_stack(self, stack):
         if not self.real_stack:
             self.real_stack = list(stack)
-            if stack:
-                fs = stack[-1]
-                self.args = (f"{self.msg}\n\nfrom user code:\n   File \"{fs.filename}\", "
-                             f"line {fs.lineno}, in {fs.name}\n    {fs.line or ''}",)
+            if stack:  # outermost first, as PyTorch prints it
+                frames = "".join(f"   File \"{fs.filename}\", line {fs.lineno}, in {fs.name}\n"
+                                 f"    {fs.line or ''}\n" for fs in stack)
+                self.args = (f"{self.msg}\n\nfrom user code:\n{frames.rstrip()}",)
 
 
 class UserErrorDuringTrace(Unsupported):

@@ -50,6 +50,7 @@ class SideEffects:
         self.attrs = {}        # id(obj vt) -> (obj vt, {name: vt})
         self.globals = {}      # (id(globals), name) -> (globals, name, vt)
         self.cells = {}        # id(cell) -> (cell, vt)
+        self.calls = []        # (function, args vts, kwargs vts): logging, run after the graph
 
     def track_list(self, vt, real):
         if vt.source is None:
@@ -111,6 +112,10 @@ class SideEffects:
         for cell, v, expr in self.cells.values():
             target = expr or cg.const(cell)
             cg.lines.append(f"{target}.cell_contents = {cg.reconstruct(v)}")
+        for fn, args, kwargs in self.calls:
+            parts = [cg.reconstruct(a) for a in args] + \
+                [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
+            cg.lines.append(f"{cg.const(fn, 'log')}({', '.join(parts)})")
 
 
 class ResidualCodegen:

@@ -8,7 +8,7 @@ import keyword
 
 __all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
            "ClosureSource", "DefaultsSource", "ModuleGlobalSource", "TensorProperty",
-           "TensorPropertySource"]
+           "TensorPropertySource", "EnvironSource"]
 
 
 def local_expr(name):
@@ -122,6 +122,20 @@ class GetItemSource(Source):
 
     def expr_with_base(self, b):
         return f"{b}[{self.index!r}]"
+
+
+class EnvironSource(Source):
+    """``os.environ.get(key)``: an environment variable read by captured code."""
+    guard_source = "global"
+
+    def __init__(self, key):
+        self.key = key
+
+    def name(self):
+        return f"os.environ.get({self.key!r})"
+
+    def expr(self):
+        return f"___sys_modules['os'].environ.get({self.key!r})"
 
 
 def iter_rest(it):

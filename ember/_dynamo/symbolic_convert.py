@@ -23,7 +23,8 @@ from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
 from .variables.tensor import constant_or_specialized
 from .variables.lists import BaseListVariable
-from .variables.misc import ContextManagerVariable, SuperVariable
+from .variables.misc import (ContextManagerVariable, EnvironVariable, NewObjectVariable,
+                             ObjectDictVariable, SuperVariable)
 
 __all__ = ["InstructionTranslator", "InliningInstructionTranslator", "SUPPORTED_VERSIONS"]
 
@@ -325,7 +326,7 @@ class InstructionTranslatorBase:
 
     def getattr_for_call(self, obj, name):
         if isinstance(obj, (TensorVariable, BaseListVariable, ConstDictVariable,
-                            ListIteratorVariable)) or (
+                            ListIteratorVariable, EnvironVariable, ObjectDictVariable)) or (
                 isinstance(obj, ConstantVariable) and not isinstance(obj.value, type)):
             return _BoundMethod(obj, name)
         if isinstance(obj, NNModuleVariable) and name in ("__getitem__", "__len__", "keys",
@@ -347,7 +348,10 @@ class InstructionTranslatorBase:
         obj, value = self.pop(), self.pop()
         if isinstance(obj, TensorVariable):
             unimplemented(f"setting attribute {inst.argval} on a tensor")
-        self.output.side_effects.store_attr(obj, inst.argval, value)
+        if isinstance(obj, NewObjectVariable):
+            obj.store_attr(self, inst.argval, value)
+        else:
+            self.output.side_effects.store_attr(obj, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
         unimplemented("del of an attribute")
@@ -691,8 +695,11 @@ class InstructionTranslatorBase:
 
     def IMPORT_NAME(self, inst):
         fromlist, level = self.pop(), self.pop()
-        mod = __import__(inst.argval, self.f_globals, None, fromlist.as_python_constant(),
-                         level.as_python_constant())
+        try:
+            mod = __import__(inst.argval, self.f_globals, None, fromlist.as_python_constant(),
+                             level.as_python_constant())
+        except ImportError as e:  # eager raises it here, for the code's own handler
+            unimplemented(f"import {inst.argval} raised {type(e).__name__}: {e}")
         self.push(VariableBuilder(self, None)(mod))
 
     def IMPORT_FROM(self, inst):

@@ -1,8 +1,8 @@
 """``ember.compiler`` (PyTorch's ``torch.compiler``): the user-facing controls of
 ``ember.compile`` — reset the caches, ask whether code is being captured, keep a function out
 of capture, or capture a function as one graph call."""
-__all__ = ["reset", "is_compiling", "is_dynamo_compiling", "disable", "allow_in_graph",
-           "assume_constant_result", "compile", "cudagraph_mark_step_begin"]
+__all__ = ["reset", "is_compiling", "is_dynamo_compiling", "is_exporting", "disable",
+           "allow_in_graph", "assume_constant_result", "compile", "cudagraph_mark_step_begin"]
 
 
 def compile(*args, **kwargs):
@@ -24,6 +24,15 @@ def is_compiling():
 
 
 is_dynamo_compiling = is_compiling
+
+# set by ember.export while it traces (PyTorch's flag of the same name)
+_is_exporting_flag = False
+
+
+def is_exporting():
+    """True while ``ember.export`` traces the calling code (stricter than
+    :func:`is_compiling`: ``ember.compile`` does not set it)."""
+    return _is_exporting_flag
 
 
 def disable(fn=None, recursive=True, *, reason=None):

@@ -17,6 +17,7 @@ computes sizes from its inputs (``sym_size``) and runs for any size in
 them (PyTorch's ``Guard failed`` AssertionError), and a program that contradicts the spec
 fails to export with PyTorch's ``Constraints violated`` UserError.
 """
+import contextlib
 import dataclasses
 import io
 import json
@@ -280,6 +281,17 @@ def _get_nested(root, name):
     return obj
 
 
+@contextlib.contextmanager
+def _exporting():
+    """``ember.compiler.is_exporting()`` is True within."""
+    from .. import compiler
+    old, compiler._is_exporting_flag = compiler._is_exporting_flag, True
+    try:
+        yield
+    finally:
+        compiler._is_exporting_flag = old
+
+
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
            preserve_module_call_signature=()):
     """Trace ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (module docstring)."""
@@ -314,7 +326,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
         traced_leaves, marked = _fake_user_inputs(fake_mode, user_leaves, specs,
                                                   arg_names[:len(user_leaves)])
         tracing_mode = "symbolic"
-    with no_grad():
+    with no_grad(), _exporting():
         gm = make_fx(flat_fn, decomposition_table=core_aten_decompositions(),
                      tracing_mode=tracing_mode, _allow_non_fake_inputs=True)(*state_values,
                                                                             *traced_leaves)

@@ -4,6 +4,9 @@ become graph inputs with a tensor guard, constants get a value guard, modules, f
 classes an identity guard, containers a length or keys guard."""
 import collections
 import enum
+import inspect
+import logging
+import os
 import types
 
 from .base import VariableTracker, unimplemented
@@ -12,7 +15,8 @@ from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .misc import (PythonModuleVariable, SkippedFunctionVariable, TorchInGraphFunctionVariable,
+from .misc import (EnvironVariable, InspectSignatureVariable, LoggerVariable,
+                   PythonModuleVariable, SkippedFunctionVariable, TorchInGraphFunctionVariable,
                    UserDefinedClassVariable, UserDefinedObjectVariable)
 from .nn_module import NNModuleVariable
 
@@ -93,6 +97,20 @@ def _hashable(v):
         return False
 
 
+def _traceable_dict(value):
+    """A dict (or a subclass without instance attributes) with constant keys."""
+    if not isinstance(value, dict) or getattr(value, "__dict__", None):
+        return False
+    t = type(value)
+    # a C subclass (defaultdict, Counter's C parts) changes item semantics we do not model
+    if t not in (dict, collections.OrderedDict) and any(
+            k.__dict__.get("__missing__") is not None and
+            not isinstance(k.__dict__["__missing__"], types.FunctionType)
+            for k in t.__mro__ if k is not dict):
+        return False
+    return all(is_constant_value(k) for k in value)
+
+
 class VariableBuilder:
     def __init__(self, tx, source):
         self.tx, self.source = tx, source
@@ -118,6 +136,16 @@ class VariableBuilder:
             if src is not None:
                 guards.id_match(src, value)
             return NNModuleVariable(value, src)
+        if value is os.environ:
+            return EnvironVariable()
+        if value is inspect.signature:
+            return InspectSignatureVariable()
+        if type(value) is types.MappingProxyType and all(is_constant_value(k) for k in value):
+            # read-only: no guard on later changes is needed beyond its owner's
+            return ConstDictVariable({k: VariableBuilder(tx, None)(v) for k, v in value.items()},
+                                     user_cls=types.MappingProxyType)
+        if isinstance(value, logging.Logger):
+            return LoggerVariable(value, src)
         from ..._core.size import Size
         if isinstance(value, Size):
             if src is not None:
@@ -132,8 +160,7 @@ class VariableBuilder:
             if type(value) is list:
                 return tx.output.side_effects.track_list(ListVariable(items, src), value)
             return TupleVariable(items, src)
-        if type(value) in (dict, collections.OrderedDict) and \
-                all(is_constant_value(k) for k in value):
+        if _traceable_dict(value):
             if src is not None:
                 guards.dict_keys(src, value)
             from ..source import GetItemSource

@@ -1,5 +1,9 @@
 """Dicts with constant keys during capture; mutation of a dict read from the frame is written
-back after the graph (``d.clear(); d.update(...)``)."""
+back after the graph (``d.clear(); d.update(...)``). A subclass of ``dict`` is the same
+variable with its class kept: the methods it defines in Python are inlined, the rest are
+``dict``'s (as PyTorch's UserDefinedDictVariable)."""
+import types
+
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
@@ -31,7 +35,25 @@ class ConstDictVariable(VariableTracker):
     def _mutate(self, tx):
         tx.output.side_effects.mutate(self)
 
+    def _python_override(self, name):
+        """The Python function ``user_cls`` defines for ``name`` above ``dict``, if any."""
+        for k in self.user_cls.__mro__:
+            if k is dict:
+                return None
+            fn = k.__dict__.get(name)
+            if fn is not None:
+                return fn if isinstance(fn, types.FunctionType) else None
+        return None
+
     def call_method(self, tx, name, args, kwargs):
+        override = self._python_override(name) if self.user_cls is not dict else None
+        if override is not None:
+            from .functions import UserMethodVariable
+            return UserMethodVariable(override, self).call_function(tx, args, kwargs)
+        return self.call_dict_method(tx, name, args, kwargs)
+
+    def call_dict_method(self, tx, name, args, kwargs):
+        """``dict.<name>(self, ...)``: what ``super().<name>`` reaches in a subclass."""
         from .builder import wrap_constant_like
         from .lists import TupleVariable, ListIteratorVariable
         key = lambda: args[0].as_python_constant()  # noqa: E731
@@ -67,7 +89,7 @@ class ConstDictVariable(VariableTracker):
             if len(args) > 1:
                 return self.items.pop(key(), args[1])
             return self.items.pop(key())
-        if name == "update":
+        if name in ("update", "__init__"):
             self._mutate(tx)
             if args:
                 other = args[0]

@@ -2,10 +2,14 @@
 and autocast context managers (their state is set during the trace and recorded in the graph),
 user classes and objects (and those that are graph values: an op's result holding tensors, or
 an argument rebuilt in the graph from lifted inputs), Python modules, ``super()``."""
+import collections.abc
+import inspect
+import os
 import types
 
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
+from .dicts import ConstDictVariable
 
 __all__ = ["TorchInGraphFunctionVariable", "GradModeVariable", "AutocastVariable",
            "WithExitVariable", "UserDefinedClassVariable", "UserDefinedObjectVariable",
@@ -85,6 +89,9 @@ class TorchInGraphFunctionVariable(VariableTracker):
             return trace_cond(tx, args, kwargs)
         if name in ("is_compiling", "is_dynamo_compiling"):
             return ConstantVariable(True)
+        if name == "is_exporting":  # ember.export does not capture through Dynamo
+            from ... import compiler
+            return ConstantVariable(compiler._is_exporting_flag)
         if name in _STATEFUL:
             unimplemented(f"call to ember.{name}, which changes global state")
         if name in ("is_tensor",) and len(args) == 1:
@@ -292,10 +299,24 @@ class UserDefinedClassVariable(VariableTracker):
                 cls in (int, float, bool, str, tuple, list, slice, complex):
             from .builder import wrap_constant_like
             return wrap_constant_like(tx, cls(*[a.as_python_constant() for a in args]))
-        unimplemented(f"creating an instance of {cls.__qualname__} in captured code")
+        from ... import finfo, iinfo, nn
+        constant_args = all(a.is_python_constant() for a in args) and \
+            all(v.is_python_constant() for v in kwargs.values())
+        if cls in (finfo, iinfo) and constant_args:  # a dtype's constants
+            from .builder import VariableBuilder
+            return VariableBuilder(tx, None)(cls(*[a.as_python_constant() for a in args]))
+        if issubclass(cls, nn.Module) and constant_args:
+            return _stateless_module(tx, cls, args, kwargs)
+        why = _why_not_constructible(cls)
+        if why is None:
+            return NewObjectVariable.construct(tx, cls, args, kwargs)
+        unimplemented(f"creating an instance of {cls.__qualname__} in captured code ({why})")
 
     def __repr__(self):
         return f"UserDefinedClassVariable({self.cls.__qualname__})"
+
+
+_GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -326,15 +347,33 @@ class UserDefinedObjectVariable(VariableTracker):
             return pending
         d = getattr(self.obj, "__dict__", {})
         src = AttrSource(self.source, name) if self.source is not None else None
+        t = type(self.obj)
+        getattribute, owner = _mro_lookup(t, "__getattribute__")
+        if owner is not object and isinstance(getattribute, types.FunctionType) and \
+                src is not None:
+            # a class that computes its attributes (transformers' configs map old names):
+            # the value read through it now, guarded as read
+            try:
+                value = getattr(self.obj, name)
+            except AttributeError:
+                unimplemented(f"'{t.__name__}' object has no attribute '{name}'")
+            if isinstance(value, types.MethodType) and value.__self__ is self.obj and \
+                    isinstance(value.__func__, types.FunctionType):
+                return UserMethodVariable(value.__func__, self)
+            return VariableBuilder(tx, src)(value)
         if name in d:
             return VariableBuilder(tx, src)(d[name])
         raw = None
-        for k in type(self.obj).__mro__:
+        for k in t.__mro__:
             if name in k.__dict__:
                 raw = k.__dict__[name]
                 break
         else:
-            unimplemented(f"'{type(self.obj).__name__}' object has no attribute '{name}'")
+            fallback = _mro_lookup(t, "__getattr__")[0]
+            if isinstance(fallback, types.FunctionType):
+                return UserMethodVariable(fallback, self).call_function(
+                    tx, [ConstantVariable(name)], {})
+            unimplemented(f"'{t.__name__}' object has no attribute '{name}'")
         if isinstance(raw, property):
             from .functions import UserFunctionVariable
             return UserFunctionVariable(raw.fget).call_function(tx, [self], {})
@@ -342,9 +381,35 @@ class UserDefinedObjectVariable(VariableTracker):
             return VariableBuilder(tx, None)(raw.__func__)
         if isinstance(raw, types.FunctionType):
             return UserMethodVariable(raw, self)
+        if isinstance(raw, types.MemberDescriptorType):  # a __slots__ entry: its value
+            try:
+                value = raw.__get__(self.obj)
+            except AttributeError:
+                unimplemented(f"'{type(self.obj).__name__}' object has no attribute '{name}'")
+            return VariableBuilder(tx, src)(value)
         if hasattr(raw, "__get__") and not isinstance(raw, (int, float, str, tuple)):
             unimplemented(f"descriptor {name} of {type(self.obj).__name__}")
         return VariableBuilder(tx, src)(raw)
+
+    def has_unpack_var_sequence(self, tx):
+        it = _mro_lookup(type(self.obj), "__iter__")[0]
+        return it is collections.abc.Sequence.__iter__ or (
+            isinstance(it, types.FunctionType) and not it.__code__.co_flags & _GENERATOR)
+
+    def unpack_var_sequence(self, tx):
+        from .functions import UserMethodVariable
+        t = type(self.obj)
+        it = _mro_lookup(t, "__iter__")[0]
+        if it is collections.abc.Sequence.__iter__:
+            # Sequence's generator reads self[0], self[1], ... until IndexError; the indices
+            # below len(self) are those items for any sequence whose __len__ is truthful
+            n = UserMethodVariable(_mro_lookup(t, "__len__")[0], self).call_function(tx, [], {})
+            getitem = _mro_lookup(t, "__getitem__")[0]
+            return [UserMethodVariable(getitem, self).call_function(tx, [ConstantVariable(i)], {})
+                    for i in range(n.as_python_constant())]
+        if isinstance(it, types.FunctionType) and not it.__code__.co_flags & _GENERATOR:
+            return tx.unpack(UserMethodVariable(it, self).call_function(tx, [], {}))
+        return super().unpack_var_sequence(tx)
 
     def call_function(self, tx, args, kwargs):
         call = getattr(type(self.obj), "__call__", None)
@@ -355,6 +420,276 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self):
         return f"UserDefinedObjectVariable({type(self.obj).__name__})"
+
+
+def _stateless_module(tx, cls, args, kwargs):
+    """A module built in captured code from constants (``CrossEntropyLoss()`` in a forward):
+    built now, once, and used as a constant when it holds no parameters or buffers. One with
+    state would be new (and freshly initialised) on every eager call, so it stays eager."""
+    from ... import random
+    from .nn_module import NNModuleVariable
+    rng = random.get_rng_state()
+    m = cls(*[a.as_python_constant() for a in args],
+            **{k: v.as_python_constant() for k, v in kwargs.items()})
+    if next(m.parameters(), None) is not None or next(m.buffers(), None) is not None:
+        random.set_rng_state(rng)  # as if never built
+        unimplemented(f"creating a {cls.__name__} with parameters or buffers in captured code")
+    return NNModuleVariable(m)
+
+
+def _mro_lookup(cls, name):
+    """``name`` as the class (or a base) defines it, and the class that does."""
+    for k in cls.__mro__:
+        if name in k.__dict__:
+            return k.__dict__[name], k
+    return None, None
+
+
+# the C bases a traced user class may have: the dict part of the object is a ConstDictVariable
+_DICT_BASES = (collections.OrderedDict, dict)
+
+
+def _dict_base(cls):
+    return next((k for k in cls.__mro__ if k in _DICT_BASES), None)
+
+
+def _why_not_constructible(cls):
+    """Why ``cls(...)`` cannot be traced as a new object, or None when it can: the instance
+    must come from ``object.__new__`` (or ``dict.__new__`` for a dict subclass) with no
+    metaclass ``__call__``, and what runs at construction (``__init__``, ``__setattr__``) must
+    be Python we can inline or the dict base's own."""
+    from ... import nn
+    from ..._tensor import Tensor
+    if type(cls).__call__ is not type.__call__:
+        return f"its metaclass {type(cls).__name__} defines __call__"
+    if issubclass(cls, (nn.Module, Tensor, BaseException)):
+        return "modules, tensors and exceptions are not modelled"
+    base = _dict_base(cls) or object
+    if cls.__new__ is not base.__new__:
+        return "it defines __new__ or derives from a C type"
+    for name in ("__init__", "__setattr__"):
+        fn, owner = _mro_lookup(cls, name)
+        if owner not in (base, object) and not isinstance(fn, types.FunctionType):
+            return f"its {name} is not a Python function"
+    return None
+
+
+class NewObjectVariable(UserDefinedObjectVariable):
+    """An object of a user class created in captured code (as PyTorch's
+    UserDefinedObjectVariable with a new-object mutation type). ``obj`` is an empty instance
+    made with ``object.__new__`` at capture time, so type checks and method lookups see the
+    real class; the attributes are variables in ``attrs``, and a dict subclass's items are a
+    ConstDictVariable in ``dict_vt`` that ``dict``'s own methods act on. Residual code builds
+    the object only where it leaves the graph (returned, stored elsewhere, live at a break)."""
+
+    def __init__(self, obj):
+        super().__init__(obj)
+        self.attrs = {}
+        self.dict_base = _dict_base(type(obj))
+        self.dict_vt = None if self.dict_base is None else \
+            ConstDictVariable({}, user_cls=type(obj))
+
+    @classmethod
+    def construct(cls, tx, user_cls, args, kwargs):
+        base = _dict_base(user_cls) or object
+        try:
+            obj = base.__new__(user_cls)
+        except TypeError as e:  # an abstract class: eager raises the same at this call
+            unimplemented(f"creating an instance of {user_cls.__qualname__}: {e}")
+        if not hasattr(obj, "__dict__"):
+            unimplemented(f"creating an instance of {user_cls.__qualname__} in captured code "
+                          f"(its instances use __slots__)")
+        vt = cls(obj)
+        vt.call_method(tx, "__init__", args, kwargs)
+        return vt
+
+    def _base_method(self, name):
+        """The dict base's or ``object``'s own ``name``, when the class does not define it in
+        Python above them; else None."""
+        fn, owner = _mro_lookup(type(self.obj), name)
+        if owner is object:
+            return _ObjectMethod(self, name)
+        if owner is not None and owner in _DICT_BASES and self.dict_vt is not None:
+            return _DictMethod(self.dict_vt, name)
+        return None
+
+    def store_attr(self, tx, name, value):
+        """``self.name = value``: the class's Python ``__setattr__`` inlined if it has one."""
+        self.call_method(tx, "__setattr__", [ConstantVariable(name), value], {})
+
+    def var_getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__dict__":
+            return ObjectDictVariable(self)
+        return self._base_method(name) or super().var_getattr(tx, name)
+
+    def truth(self, tx):
+        if self._base_method("__len__") is not None and self._base_method("__bool__") is None:
+            return self.dict_vt.truth(tx)
+        return super().truth(tx)
+
+    def has_unpack_var_sequence(self, tx):
+        return isinstance(self._base_method("__iter__"), _DictMethod) or \
+            super().has_unpack_var_sequence(tx)
+
+    def unpack_var_sequence(self, tx):
+        if isinstance(self._base_method("__iter__"), _DictMethod):
+            return self.dict_vt.unpack_var_sequence(tx)
+        return super().unpack_var_sequence(tx)
+
+    def reconstruct(self, cg):
+        hit = cg.cache.get(id(self))
+        if hit is not None:
+            return hit
+        t = cg.cache[id(self)] = cg.temp()  # first, so that cycles refer to it
+        base = self.dict_base or object
+        cg.lines.append(f"{t} = {cg.const(base)}.__new__({cg.const(type(self.obj))})")
+        if self.dict_vt is not None:
+            for k, v in self.dict_vt.items.items():
+                cg.lines.append(f"{cg.const(base)}.__setitem__({t}, "
+                                f"{cg.reconstruct(ConstantVariable(k))}, {cg.reconstruct(v)})")
+        state = ", ".join(f"{k!r}: {cg.reconstruct(v)}" for k, v in self.attrs.items())
+        if state:
+            cg.lines.append(f"{t}.__dict__.update({{{state}}})")
+        return t
+
+    def __repr__(self):
+        return f"NewObjectVariable({type(self.obj).__name__})"
+
+
+class _ObjectMethod(VariableTracker):
+    """``object``'s ``__init__``/``__setattr__`` on a new object (directly or as
+    ``super().<name>``)."""
+
+    def __init__(self, obj, name):
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx, args, kwargs):
+        if self.name == "__setattr__":
+            name, value = args
+            self.obj.attrs[name.as_python_constant()] = value
+            return ConstantVariable(None)
+        if self.name == "__init__":
+            if args or kwargs:
+                unimplemented(f"{type(self.obj.obj).__name__}() takes no arguments")
+            return ConstantVariable(None)
+        unimplemented(f"object.{self.name} of an object created in captured code")
+
+
+class ObjectDictVariable(VariableTracker):
+    """``obj.__dict__`` of a new object, for reading (``get``, ``in``, items)."""
+
+    def __init__(self, owner):
+        super().__init__()
+        self.owner = owner
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("get", "__getitem__", "__contains__", "keys", "values", "items",
+                    "__len__"):
+            return ConstDictVariable(self.owner.attrs).call_dict_method(tx, name, args, kwargs)
+        unimplemented(f"obj.__dict__.{name} of an object created in captured code")
+
+
+class EnvironVariable(VariableTracker):
+    """``os.environ``: reads of a variable are constants of the capture, each guarded on its
+    value (a changed or new setting recompiles); writes are not modelled."""
+
+    def python_type(self):
+        return type(os.environ)
+
+    def call_method(self, tx, name, args, kwargs):
+        from ..source import EnvironSource
+        if name not in ("get", "__getitem__", "__contains__") or kwargs or \
+                not args[0].is_python_constant():
+            unimplemented(f"os.environ.{name} in captured code")
+        key = args[0].as_python_constant()
+        value = os.environ.get(key)
+        tx.output.guards.constant_match(EnvironSource(key), value)
+        if name == "__contains__":
+            return ConstantVariable(value is not None)
+        if value is None:
+            if name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            unimplemented(f"KeyError {key!r} from os.environ in captured code")
+        return ConstantVariable(value)
+
+    def reconstruct(self, cg):
+        return "___sys_modules['os'].environ"
+
+
+# what emits a record (transformers adds the *_once and advice variants to Logger)
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical",
+                          "log", "warning_once", "info_once", "warning_advice"})
+
+
+class LoggerVariable(VariableTracker):
+    """A ``logging.Logger``: calls that emit a record are replayed by residual code after the
+    graph (as PyTorch's reorderable logging functions), so a compiled call logs what an eager
+    call logs, once per call (``warning_once`` and other caching wrappers stay once); the
+    level queries are answered at capture time."""
+
+    def __init__(self, logger, source=None):
+        super().__init__(source)
+        self.logger = logger
+
+    def python_type(self):
+        return type(self.logger)
+
+    def as_python_constant(self):
+        return self.logger
+
+    def var_getattr(self, tx, name):
+        fn = getattr(self.logger, name, None)
+        if name in _LOG_METHODS and callable(fn):
+            return _DeferredCall(fn)
+        if name in ("name", "level", "disabled"):
+            return ConstantVariable(fn)
+        if name in ("isEnabledFor", "getEffectiveLevel"):
+            return _ReadNow(fn)
+        unimplemented(f"Logger.{name} in captured code")
+
+
+class _ReadNow(VariableTracker):
+    """A query of constant arguments answered at capture time."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def call_function(self, tx, args, kwargs):
+        return ConstantVariable(self.fn(*[a.as_python_constant() for a in args],
+                                        **{k: v.as_python_constant() for k, v in kwargs.items()}))
+
+
+class _DeferredCall(VariableTracker):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def call_function(self, tx, args, kwargs):
+        tx.output.side_effects.calls.append((self.fn, list(args), dict(kwargs)))
+        return ConstantVariable(None)
+
+
+class InspectSignatureVariable(VariableTracker):
+    """``inspect.signature(f)`` of a function known at capture time: a constant (CPython's
+    implementation builds it through C objects the interpreter does not model)."""
+
+    def call_function(self, tx, args, kwargs):
+        from .builder import VariableBuilder
+        from .functions import UserFunctionVariable, UserMethodVariable
+        f = args[0] if len(args) == 1 and not kwargs else None
+        if isinstance(f, UserFunctionVariable):
+            fn = f.fn
+        elif isinstance(f, UserMethodVariable):
+            fn = types.MethodType(f.fn, object())  # only the binding of self matters here
+        elif f is not None and f.is_python_constant() and callable(f.as_python_constant()):
+            fn = f.as_python_constant()
+        else:
+            unimplemented(f"inspect.signature of {f}")
+        return VariableBuilder(tx, None)(inspect.signature(fn))
 
 
 class PythonModuleVariable(VariableTracker):
@@ -393,8 +728,26 @@ class SuperVariable(VariableTracker):
                 raw = k.__dict__[name]
                 if isinstance(raw, types.FunctionType):
                     return UserMethodVariable(raw, self.obj)
+                if k in _DICT_BASES and isinstance(self.obj, ConstDictVariable):
+                    return _DictMethod(self.obj, name)
+                if isinstance(self.obj, NewObjectVariable):
+                    if k is object:
+                        return _ObjectMethod(self.obj, name)
+                    if k in _DICT_BASES and self.obj.dict_vt is not None:
+                        return _DictMethod(self.obj.dict_vt, name)
                 return VariableBuilder(tx, None)(raw)
         unimplemented(f"super().{name}")
+
+
+class _DictMethod(VariableTracker):
+    """``super().<name>`` in a dict subclass: ``dict``'s own method on the traced dict."""
+
+    def __init__(self, obj, name):
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_dict_method(tx, self.name, args, kwargs)
 
 
 class TracedObjectVariable(UserDefinedObjectVariable):

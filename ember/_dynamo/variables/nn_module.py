@@ -99,7 +99,9 @@ class NNModuleVariable(VariableTracker):
         if name == "__getitem__" and isinstance(m, (ModuleList, Sequential, ModuleDict)):
             idx = args[0].as_python_constant()
             if isinstance(idx, slice):
-                unimplemented("slicing a ModuleList/Sequential")
+                if isinstance(m, ModuleDict) or self.source is None:
+                    unimplemented(f"slicing a {type(m).__name__} in captured code")
+                return ModuleSliceVariable(self, idx, self.unpack_var_sequence(tx)[idx])
             src = GetItemSource(self.source, idx) if self.source is not None else None
             return VariableBuilder(tx, src)(m[idx])
         if name == "__len__":
@@ -137,6 +139,40 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__})"
+
+
+class ModuleSliceVariable(VariableTracker):
+    """``container[a:b]`` of a ModuleList/Sequential: eager builds a new container of the same
+    submodules; capture keeps the submodules (``items``, each with its source) and residual
+    code slices the real container again where the slice leaves the graph."""
+
+    def __init__(self, container, index, items):
+        super().__init__()
+        self.container, self.index, self.items = container, index, items
+
+    def python_type(self):
+        return type(self.container.module)
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        return list(self.items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__getitem__":
+            idx = args[0].as_python_constant()
+            if isinstance(idx, slice):
+                return ModuleSliceVariable(self.container, None, self.items[idx])
+            return self.items[idx]
+        unimplemented(f"{type(self.container.module).__name__}[slice].{name} in captured code")
+
+    def reconstruct(self, cg):
+        if self.index is None:
+            unimplemented("a slice of a sliced module container leaving the graph")
+        return f"{cg.reconstruct(self.container)}[{cg.const(self.index, 'slice')}]"
 
 
 class _LenSource:

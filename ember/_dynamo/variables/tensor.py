@@ -64,6 +64,12 @@ class TensorVariable(VariableTracker):
             return tx.output.call_graph(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name in ("grad", "data", "grad_fn", "_base", "_version"):
             unimplemented(f"Tensor.{name} read in a captured region")
+        if not hasattr(self.python_type(), name):
+            real = self.node.meta.get("real")  # a module's parameter or buffer
+            if real is None or not hasattr(real, name):
+                # what eager raises; hasattr() in captured code answers False from it
+                unimplemented(f"'{self.python_type().__name__}' object has no attribute "
+                              f"'{name}'")
         return GetAttrMethod(self, name)
 
     def call_method(self, tx, name, args, kwargs):
