@@ -37,7 +37,7 @@ MODELS = {
 
 
 # the models ember also runs through torch.compile(fullgraph=True): one graph each way
-COMPILED = ("gpt2", "llama", "bert")
+COMPILED = ("gpt2", "llama", "mixtral", "bert")
 
 
 def run(torch, transformers, name, weights=None, compiled=False):
