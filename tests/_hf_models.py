@@ -78,10 +78,6 @@ def run(torch, transformers, name, weights=None, compiled=False):
 
 
 if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
-    # ember as the base install has it, without the distributed extra: with
-    # torch.distributed available transformers imports FSDP2's fully_shard, which ember
-    # does not have yet
-    sys.modules["mpi4py"] = None
     import torch
     import transformers
     directory, names = sys.argv[1], sys.argv[2].split(",")

@@ -1,5 +1,6 @@
 """Model and optimizer state dicts keyed by canonical FQNs (PyTorch's
-``torch.distributed.checkpoint.state_dict``), for modules that are not sharded.
+``torch.distributed.checkpoint.state_dict``), for plain modules and modules whose parameters
+are DTensors (``fully_shard``'s).
 
 A canonical FQN is a parameter's name in the unwrapped module: DDP's ``module.`` and
 ``torch.compile``'s ``_orig_mod.`` prefixes are dropped. Optimizer states are keyed by those
@@ -49,7 +50,9 @@ def _gc_context():
 class StateDictOptions:
     """How get_state_dict/set_state_dict work.
 
-    - ``full_state_dict``: gather sharded tensors (a plain module's tensors are whole already).
+    - ``full_state_dict``: gather sharded tensors (DTensors, e.g. ``fully_shard``'s, become
+      whole tensors on every rank; a plain module's tensors are whole already), and load whole
+      tensors into sharded ones.
     - ``cpu_offload``: tensors are copied to the CPU; with ``full_state_dict`` and an
       initialized process group only rank 0 gets the state dict (the others get ``{}``).
     - ``ignore_frozen_params``: leave out parameters that do not require grad.
@@ -58,7 +61,7 @@ class StateDictOptions:
     - ``strict``: the ``strict`` of ``model.load_state_dict()``, and whether a parameter
       without saved optimizer state is an error.
     - ``broadcast_from_rank0``: rank 0's full state dict is sent to the other ranks (requires
-      ``full_state_dict``; ember raises NotImplementedError: it has no DTensor to shard into).
+      ``full_state_dict``; not built: ember raises NotImplementedError).
     - ``flatten_optimizer_state_dict``: the optimizer state dict as one flat dict
       (``"state.<fqn>.<key>"``, ``"param_groups.<fqn>.<key>"``).
     - ``dsd_fqn_modifiers``: the name of a module method mapping child names that are left out
@@ -202,8 +205,8 @@ def _verify_options(model, optims, optim_only, *, submodules=None, options=None)
     if options.broadcast_from_rank0 and not options.full_state_dict:
         raise ValueError("full_state_dict must be True when broadcast_from_rank0 is True.")
     if options.broadcast_from_rank0:
-        raise NotImplementedError("StateDictOptions(broadcast_from_rank0=True): ember has no "
-                                  "DTensor to shard the broadcast state into")
+        raise NotImplementedError("StateDictOptions(broadcast_from_rank0=True) is not "
+                                  "supported by ember yet")
     return _StateDictInfo(**asdict(options), fqn_param_mapping=fqn_param_mapping,
                           shared_params_mapping=shared_params_mapping,
                           submodule_prefixes=submodule_prefixes, handle_model=not optim_only,
@@ -244,7 +247,22 @@ def _copy_to_cpu(obj, ranks_only):
     return obj.to("cpu") if isinstance(obj, Tensor) else obj
 
 
+def _gather_sharded(obj):
+    """``obj`` with each DTensor replaced by its whole tensor (a collective per DTensor)."""
+    from ..tensor import DTensor
+    if isinstance(obj, DTensor):
+        return obj.full_tensor()
+    if isinstance(obj, dict):
+        return {k: _gather_sharded(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        out = [_gather_sharded(v) for v in obj]
+        return tuple(out) if isinstance(obj, tuple) else out
+    return obj
+
+
 def _maybe_full_or_cpu_state_dict(state_dict, info):
+    if info.full_state_dict:
+        state_dict = _gather_sharded(state_dict)
     # a plain module's tensors are whole: "gathering" them is offloading them, if asked
     if info.cpu_offload:
         from ... import distributed as dist
@@ -328,6 +346,7 @@ def _load_model_state_dict(model, state_dict, info):
         if len(devices) > 1:
             raise ValueError("Multiple devices found")
         from ..._core.device import device as _device
+        from ..tensor import DTensor, distribute_tensor
         device = devices.pop() if devices else _device("cpu")
         # each rank holds the full values: they become this rank's tensors, on its device
         for key, value in state_dict.items():
@@ -335,6 +354,12 @@ def _load_model_state_dict(model, state_dict, info):
                 local_state_dict[key] = value
             elif value.dim() == 0:
                 local_state_dict[key] = value.cpu()
+            elif isinstance(local_state_dict.get(key), DTensor):
+                # this rank's shard of the full value (fully_shard's parameters)
+                local = local_state_dict[key]
+                local_state_dict[key] = distribute_tensor(value.detach().to(device),
+                                                          local.device_mesh, local.placements,
+                                                          src_data_rank=None)
             elif key in local_state_dict:
                 local_state_dict[key] = value.detach().to(device)
         state_dict.update(local_state_dict)

@@ -1,0 +1,115 @@
+"""``ShardedGradScaler`` (PyTorch's ``torch/distributed/fsdp/sharded_grad_scaler.py``): the
+``GradScaler`` for sharded training. Each rank holds only its gradient shards, so whether an
+inf/NaN appeared is all-reduced over the process group in ``unscale_``, and every rank skips
+(or takes) the same optimizer step. CPU tensors are allowed, and scaled outputs keep their
+dtype (an FSDP model's bfloat16/float16 loss stays low precision)."""
+from collections import abc, defaultdict
+
+import ember
+import ember.distributed as dist
+from ...amp.grad_scaler import GradScaler, OptState, _MultiDeviceReplicator
+
+__all__ = ["ShardedGradScaler"]
+
+
+def _refresh_per_optimizer_state():
+    return {"stage": OptState.READY, "found_inf_per_device": {}}
+
+
+def _is_supported_device(tensor):
+    return tensor.is_cuda or tensor.device.type in ("xla", "cpu", "hpu", "mtia", "xpu")
+
+
+class _GeneralMultiDeviceReplicator(_MultiDeviceReplicator):
+    """``_MultiDeviceReplicator`` that also serves the CPU."""
+
+    def __init__(self, master_tensor):
+        if not _is_supported_device(master_tensor):
+            raise AssertionError(f"Expected supported device, got {master_tensor.device}")
+        self.master = master_tensor
+        self._per_device_tensors = {}
+
+
+class ShardedGradScaler(GradScaler):
+    """``GradScaler`` whose inf/NaN check is agreed over ``process_group``."""
+
+    def __init__(self, device="cuda", init_scale=2.0 ** 16, backoff_factor=0.5,
+                 growth_factor=2.0, growth_interval=2000, enabled=True,
+                 process_group=dist.group.WORLD):
+        super().__init__(device, init_scale=init_scale, backoff_factor=backoff_factor,
+                         growth_factor=growth_factor, growth_interval=growth_interval,
+                         enabled=enabled)
+        if self._enabled:
+            self.process_group = process_group
+            self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
+
+    def scale(self, outputs):
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, ember.Tensor):
+            if not _is_supported_device(outputs):
+                raise AssertionError(f"Expected supported device, got {outputs.device}")
+            if self._scale is None:
+                self._lazy_init_scale_growth_tracker(outputs.device)
+            scaled_output = outputs * self._scale.to(device=outputs.device, non_blocking=True)
+            return scaled_output.type(outputs.dtype)
+
+        stash = []
+
+        def apply_scale(val):
+            if isinstance(val, ember.Tensor):
+                if not _is_supported_device(val):
+                    raise AssertionError(f"Expected supported device, got {val.device}")
+                if not stash:
+                    if self._scale is None:
+                        self._lazy_init_scale_growth_tracker(val.device)
+                    stash.append(_GeneralMultiDeviceReplicator(self._scale))
+                return (val * stash[0].get(val.device)).type(val.dtype)
+            if isinstance(val, abc.Iterable):
+                iterator = map(apply_scale, val)
+                return type(val)(iterator) if isinstance(val, (list, tuple)) else iterator
+            raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+        return apply_scale(outputs)
+
+    def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16=True):
+        per_device_inv_scale = _GeneralMultiDeviceReplicator(inv_scale)
+        per_device_found_inf = _GeneralMultiDeviceReplicator(found_inf)
+        per_device_and_dtype_grads = defaultdict(lambda: defaultdict(list))
+        with ember.no_grad():
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    if param.grad is None:
+                        continue
+                    if not allow_fp16 and param.grad.dtype == ember.float16:
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    per_device_and_dtype_grads[param.grad.device][param.grad.dtype].append(
+                        param.grad)
+            for device, per_dtype_grads in per_device_and_dtype_grads.items():
+                for grads in per_dtype_grads.values():
+                    ember._amp_foreach_non_finite_check_and_unscale_(
+                        grads, per_device_found_inf.get(device), per_device_inv_scale.get(device))
+        # a rank without gradients (all its shards empty) still takes part in the all-reduce
+        if not per_device_found_inf._per_device_tensors:
+            per_device_found_inf.get(self._scale.device)
+        return per_device_found_inf._per_device_tensors
+
+    def unscale_(self, optimizer):
+        if not self._enabled:
+            return
+        self._check_scale_growth_tracker("unscale_")
+        optimizer_state = self._per_optimizer_states[id(optimizer)]
+        if optimizer_state["stage"] is OptState.UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the "
+                               "last update().")
+        if optimizer_state["stage"] is OptState.STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = self._scale.double().reciprocal().float()
+        found_inf = ember.full((1,), 0.0, dtype=ember.float32, device=self._scale.device)
+        optimizer_state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale,
+                                                                       found_inf, True)
+        optimizer_state["stage"] = OptState.UNSCALED
+        works = [dist.all_reduce(f, async_op=True, group=self.process_group)
+                 for f in optimizer_state["found_inf_per_device"].values()]
+        for work in works:
+            work.wait()
