@@ -20,6 +20,11 @@ master; every machine must reach the master port and MPI's own TCP connections):
 ``--rdzv-endpoint host:port`` names the master too. Elastic rendezvous (ranks assigned to nodes
 as they arrive, a varying number of nodes) is not supported: ``--nnodes`` must be one number or
 ``N:N`` and ``--node-rank`` given. ``--max-restarts`` restarts the ranks of this node.
+
+As torchrun, each rank gets an error file (``TORCHELASTIC_ERROR_FILE``, under ``--log-dir`` or a
+temporary directory kept only when the failure report names a file in it): an entry point
+decorated with ``ember.distributed.elastic.multiprocessing.errors.record`` writes its exception
+there, and the failure report (a ``ChildFailedError``) shows that traceback.
 """
 import argparse
 import os
@@ -28,9 +33,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from datetime import datetime
+
+from .elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 _LOG = "[ember.distributed.run]"
 
@@ -113,7 +120,8 @@ def _set_pdeathsig():
 class _Ranks:
     """The ranks of this node: started, watched, stopped."""
 
-    def __init__(self, args, nproc, world_size, master_addr, master_port, restart_count):
+    def __init__(self, args, nproc, world_size, master_addr, master_port, restart_count,
+                 error_dir):
         self.procs = []
         mpiexec = _mpiexec()
         for local_rank in range(nproc):
@@ -131,6 +139,9 @@ class _Ranks:
                 "TORCHELASTIC_USE_AGENT_STORE": "False",
                 "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
             })
+            rank_dir = os.path.join(error_dir, f"attempt_{restart_count}", str(local_rank))
+            os.makedirs(rank_dir, exist_ok=True)
+            error_file = env["TORCHELASTIC_ERROR_FILE"] = os.path.join(rank_dir, "error.json")
             if "OMP_NUM_THREADS" not in os.environ and nproc > 1:
                 env["OMP_NUM_THREADS"] = "1"
             if args.no_python:
@@ -151,7 +162,7 @@ class _Ranks:
             # a session of its own: stopping a rank stops mpiexec, its proxy and the program
             p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True,
                                  preexec_fn=_set_pdeathsig)
-            p.rank, p.local_rank = rank, local_rank
+            p.rank, p.local_rank, p.error_file = rank, local_rank, error_file
             self.procs.append(p)
 
     def poll(self):
@@ -182,22 +193,12 @@ class _Ranks:
             p.wait()
 
 
-def _report(script, failures, t):
-    host = socket.gethostname()
-    lines = ["=" * 60, f"{script} FAILED", "-" * 60, "Failures:"]
-    first, rest = failures[0], failures[1:]
-    if not rest:
-        lines.append("  <NO_OTHER_FAILURES>")
-    for p, rc in rest:
-        lines += [f"[{len(lines)}]:", f"  rank      : {p.rank} (local_rank: {p.local_rank})",
-                  f"  exitcode  : {rc} (pid: {p.pid})"]
-    p, rc = first
-    lines += ["-" * 60, "Root Cause (first observed failure):", "[0]:",
-              f"  time      : {datetime.fromtimestamp(t).strftime('%Y-%m-%d_%H:%M:%S')}",
-              f"  host      : {host}",
-              f"  rank      : {p.rank} (local_rank: {p.local_rank})",
-              f"  exitcode  : {rc} (pid: {p.pid})", "=" * 60]
-    print(f"{_LOG} ChildFailedError:\n" + "\n".join(lines), file=sys.stderr, flush=True)
+def _report(script, failures):
+    """torchrun's report: a ``ChildFailedError`` over the failed ranks (their error files)."""
+    error = ChildFailedError(script, {p.rank: ProcessFailure(p.local_rank, p.pid, rc,
+                                                             p.error_file)
+                                      for p, rc in failures})
+    print(f"{_LOG} ChildFailedError: {error}", file=sys.stderr, flush=True)
 
 
 class _Signal(Exception):
@@ -242,22 +243,24 @@ def main(argv=None):
 
     restart = 0
     ranks = None
+    error_dir = args.log_dir or tempfile.mkdtemp(prefix="torchelastic_")
+    reported_files = []
     try:
         while True:
             port = master_port or _free_port()
-            ranks = _Ranks(args, nproc, world_size, master_addr, port, restart)
+            ranks = _Ranks(args, nproc, world_size, master_addr, port, restart, error_dir)
             while (res := ranks.poll()) is None:
                 time.sleep(args.monitor_interval)
             if not res:
                 return 0
-            t = time.time()
             ranks.stop(args.kill_timeout)  # the others would wait for the failed rank
             if restart < args.max_restarts:
                 restart += 1
                 print(f"{_LOG} rank {res[0][0].rank} failed (exitcode {res[0][1]}); restarting "
                       f"the ranks ({restart}/{args.max_restarts})", file=sys.stderr, flush=True)
                 continue
-            _report(args.training_script, res, t)
+            _report(args.training_script, res)
+            reported_files = [p.error_file for p, _ in res if os.path.isfile(p.error_file)]
             return 1
     except _Signal as e:
         # forward the signal, then make sure nothing outlives us
@@ -269,6 +272,10 @@ def main(argv=None):
             ranks.stop(0)
         print(f"{_LOG} {e}", file=sys.stderr, flush=True)
         return 128 + e.sig
+    finally:
+        # the temporary directory stays only where the failure report names a file in it
+        if not args.log_dir and not reported_files:
+            shutil.rmtree(error_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

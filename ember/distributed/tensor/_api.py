@@ -209,6 +209,14 @@ class DTensor(ember.Tensor):
                                        async_op=False)
         return _ToTorchTensor.apply(replicated, grad_placements)
 
+    # PyTorch refuses these for every tensor subclass dispatching in Python (use full_tensor())
+    def tolist(self):
+        raise RuntimeError(f".tolist() is not supported for tensor subclasses, got "
+                           f"{type(self).__name__}")
+
+    def numpy(self, *, force=False):
+        raise RuntimeError(".numpy() is not supported for tensor subclasses.")
+
     @property
     def device_mesh(self):
         return self._spec.mesh

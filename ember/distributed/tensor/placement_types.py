@@ -5,12 +5,14 @@ rule (the last ranks may hold fewer rows, possibly none), ``Replicate()`` holds 
 on every rank, ``Partial(reduce_op)`` holds values still to be reduced across the ranks, and
 ``_StridedShard(dim, split_factor=k)`` is the right-to-left sharding of FSDP2 over tensor
 parallelism (the dimension cut into ``k`` pieces first, each piece sharded, a rank's parts
-concatenated). Each placement also carries its conversions of a local tensor (chunking,
+concatenated), and ``_MaskPartial`` is the pending sum of a lookup into a row-sharded table (each
+rank looked up only the indices its rows hold). Each placement also carries its conversions of a local tensor (chunking,
 all-gather, reduce-scatter, all-to-all, all-reduce), which redistribution composes.
 """
 import ember
 
 from .. import _functional_collectives as funcol
+from ._ops._mask_buffer import MaskBuffer
 from ._collective_utils import (fill_empty_tensor_to_shards, mesh_scatter, pad_tensor,
                                 shard_dim_alltoall, unpad_tensor, mesh_broadcast)
 
@@ -394,3 +396,70 @@ class Partial(Placement):
         if self._reduce_op in ("avg", "min", "max"):
             return tensor
         raise ValueError(f"Replicate to Partial({self._reduce_op}) conversion is not supported.")
+
+
+class _MaskPartial(Partial):
+    """The pending sum of a lookup (embedding, gather) into a table sharded on ``offset_dim`` of
+    ``offset_shape``: partitioning the indices shifts them into this rank's shard and masks the
+    ones outside it (the mask is kept in ``mask_buffer``); the reduction zeroes the masked
+    results and sums over the ranks."""
+
+    def __init__(self, reduce_op=None, mask_buffer=None, offset_shape=None, offset_dim=0):
+        super().__init__(reduce_op or "sum")
+        self.mask_buffer = MaskBuffer() if mask_buffer is None else mask_buffer
+        self.offset_shape = offset_shape
+        self.offset_dim = offset_dim
+
+    @staticmethod
+    def _mask_tensor(tensor, local_offset_on_dim, local_shard_size):
+        mask = (tensor < local_offset_on_dim) | (tensor >= local_offset_on_dim + local_shard_size)
+        masked_tensor = tensor.clone() - local_offset_on_dim
+        masked_tensor[mask] = 0
+        return mask, masked_tensor
+
+    def _partition_value(self, tensor, mesh, mesh_dim):
+        if not mesh._is_current_rank_part_of_mesh():
+            raise AssertionError("rank is not part of mesh")
+        if self.offset_shape is None:
+            raise AssertionError("offset_shape needs to be set for _MaskPartial")
+        local_shard_size, local_offset_on_dim = Shard.local_shard_size_and_offset(
+            self.offset_shape[self.offset_dim], mesh.size(mesh_dim),
+            mesh._sym_get_coordinate(mesh_dim))
+        mask, masked_tensor = _MaskPartial._mask_tensor(tensor, local_offset_on_dim,
+                                                        local_shard_size)
+        self.mask_buffer.materialize_mask(mask)
+        return masked_tensor
+
+    def _reduce_value(self, tensor, mesh, mesh_dim):
+        if self.mask_buffer.data is None:
+            raise AssertionError
+        self.mask_buffer.apply_mask(tensor)
+        self.mask_buffer.release_mask()
+        return funcol.all_reduce(tensor, reduceOp=self.reduce_op, group=(mesh, mesh_dim))
+
+    def _reduce_shard_value(self, tensor, mesh, mesh_dim, shard_spec):
+        if self.mask_buffer.data is None:
+            raise AssertionError
+        self.mask_buffer.apply_mask(tensor)
+        self.mask_buffer.release_mask()
+        return shard_spec._reduce_shard_tensor(tensor, mesh, self.reduce_op, mesh_dim)
+
+    def __eq__(self, other):
+        return (isinstance(other, _MaskPartial) and self.reduce_op == other.reduce_op
+                and self.offset_shape == other.offset_shape
+                and self.offset_dim == other.offset_dim
+                and self.mask_buffer is other.mask_buffer)
+
+    def __hash__(self):
+        return 1 + hash((self.reduce_op, self.offset_shape, self.offset_dim,
+                         id(self.mask_buffer)))
+
+    def __repr__(self):
+        return (f"_MaskPartial(reduce_op={self.reduce_op}, offset_shape={self.offset_shape}, "
+                f"offset_dim={self.offset_dim})")
+
+    def __str__(self):
+        return f"MaskP({self.reduce_op}, {self.offset_shape}, {self.offset_dim})"
+
+    def __reduce__(self):
+        return (_MaskPartial, (self.reduce_op, None, self.offset_shape, self.offset_dim))

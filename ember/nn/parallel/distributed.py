@@ -12,7 +12,11 @@ C++ ``Reducer``) in Python.
   (``Variable._execution_engine.queue_callback``) waits for the reductions and writes the averaged
   gradients back into ``.grad``;
 * after the first iteration the buckets are rebuilt in the order the gradients actually arrived
-  (rank 0's order, so that every rank agrees).
+  (rank 0's order, so that every rank agrees);
+* under ``join()`` (``ember.distributed.algorithms.join``) a rank that ran out of inputs shadows
+  the others' iterations: the buffer broadcast, the backward-sync flag, one all-reduce of zeros
+  per bucket (and of the used-parameter map, the bucket rebuild), and at the end every rank takes
+  the model of the last rank to join.
 
 Beyond PyTorch: when a parameter got no gradient the error names it (pytorch#43259).
 """
@@ -20,6 +24,7 @@ from contextlib import contextmanager
 
 import ember
 import ember.distributed as dist
+from ember.distributed.algorithms.join import Join, Joinable, JoinHook
 
 from ..modules.module import Module
 
@@ -91,7 +96,35 @@ class _Bucket:
         self.work = None  # Work or Future of the running reduction
 
 
-class DistributedDataParallel(Module):
+class _DDPJoinHook(JoinHook):
+    def __init__(self, ddp, divide_by_initial_world_size):
+        if not isinstance(ddp, DistributedDataParallel):
+            raise AssertionError(f"DDP join hook requires passing in a DistributedDataParallel "
+                                 f"instance as the state, got {type(ddp).__name__}")
+        self.ddp = ddp
+        self.ddp._divide_by_initial_world_size = divide_by_initial_world_size
+        super().__init__()
+
+    def main_hook(self):
+        """Shadow one iteration of the ranks still running: their forward's buffer broadcast and
+        backward-sync flag, and (if they sync) their backward's all-reduces."""
+        ddp = self.ddp
+        if ddp._will_sync_module_buffers():
+            ddp._broadcast_coalesced(list(ddp.module.buffers()),
+                                     src=ddp._find_common_rank(ddp.process_group.rank(), False))
+        should_sync_backwards = ddp._check_global_requires_backward_grad_sync(
+            is_joined_rank=True)
+        ddp.require_forward_param_sync = should_sync_backwards
+        if not should_sync_backwards:
+            return
+        ddp._match_all_reduce_for_bwd_pass()
+
+    def post_hook(self, is_last_joiner):
+        """Every rank takes the model of (the highest rank among) the last to join."""
+        self.ddp._sync_final_model(is_last_joiner)
+
+
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism over processes: wrap the model, run forward/backward as usual, and each
     backward leaves the gradients averaged over the ranks."""
 
@@ -102,6 +135,7 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
                  mixed_precision=None, device_mesh=None, skip_all_reduce_unused_params=False):
         super().__init__()
+        Joinable.__init__(self)
         if process_group is None:
             process_group = dist.distributed_c10d._get_default_group()
         self.module = module
@@ -125,6 +159,8 @@ class DistributedDataParallel(Module):
         self._index = {id(p): i for i, p in enumerate(self._params)}
         self._comm_hook = None
         self._comm_state = None
+        self._divide_by_initial_world_size = True
+        self._join_works = []  # join's async all-reduces of this iteration (MPI owns buffers)
         self._verify_param_shapes()
         if init_sync:
             self._broadcast_coalesced(self._params + [b for b in module.buffers()])
@@ -206,11 +242,21 @@ class DistributedDataParallel(Module):
         if self._require_finalize:
             self._unfinished_reduction_error()
         grad_on = ember.is_grad_enabled()
-        if self.require_forward_param_sync and self.broadcast_buffers:
-            bufs = list(self.module.buffers())
-            if bufs and self.process_group.size() > 1:
-                self._broadcast_coalesced(bufs)
+        self._wait_join_works()
+        work = Join.notify_join_context(self)
+        if work:
+            self._join_works.append(work)
+        if self._will_sync_module_buffers():
+            # under join rank 0 may have joined with stale buffers: the highest running rank's
+            src = self._find_common_rank(self.process_group.rank(), True) \
+                if self._join_config.enable else 0
+            self._broadcast_coalesced(list(self.module.buffers()), src=src)
+        if self._join_config.enable:
+            self._check_global_requires_backward_grad_sync(is_joined_rank=False)
         out = self.module(*inputs, **kwargs)
+        # a forward without gradient sync skips the next forward's buffer broadcast (PyTorch's
+        # rule, which a joined rank's shadow of that broadcast follows)
+        self.require_forward_param_sync = grad_on and self.require_backward_grad_sync
         if grad_on and self.require_backward_grad_sync:
             self._prepare_for_backward(out)
         else:
@@ -302,7 +348,7 @@ class DistributedDataParallel(Module):
                 b.work = self._comm_hook(self._comm_state, gb)
             else:
                 with ember.no_grad():
-                    b.buffer.div_(self.process_group.size())
+                    b.buffer.div_(self._div_factor())
                 b.work = dist.distributed_c10d._all_reduce_work(
                     self.process_group, b.buffer, "SUM", name="DDP bucket all_reduce")
             self._next_bucket += 1
@@ -310,6 +356,17 @@ class DistributedDataParallel(Module):
             self._launched_finalize = True
             from ...autograd.variable import Variable
             Variable._execution_engine.queue_callback(self._finalize_backward)
+
+    def _div_factor(self):
+        """What the default reduction divides by: the world size, or under
+        ``join(divide_by_initial_world_size=False)`` the number of ranks still running (this
+        iteration's join all-reduce)."""
+        if self._join_config.enable and not self._divide_by_initial_world_size and \
+                self._join_config.is_first_joinable and self._join_works:
+            work = self._join_works[0]
+            work.wait()
+            return int(work.result()[0].item())
+        return self.process_group.size()
 
     def _finalize_backward(self):
         self._expect_hooks = False
@@ -345,6 +402,7 @@ class DistributedDataParallel(Module):
         if not self._rebuilt and not self.find_unused_parameters:
             self._rebuild_buckets()
         self._rebuilt = True
+        self._wait_join_works()
 
     def _unfinished_reduction_error(self):
         missing = [i for i in range(len(self._params)) if not self._received[i]]
@@ -383,6 +441,91 @@ class DistributedDataParallel(Module):
             raise TypeError("Communication hook must be callable.")
         self._comm_hook = hook
         self._comm_state = state
+
+    # --- join (uneven inputs)
+
+    def join(self, divide_by_initial_world_size=True, enable=True,
+             throw_on_early_termination=False):
+        """Context manager for uneven inputs: ranks that run out of inputs shadow the others'
+        collectives until all have, then every rank takes the last joiner's model. Gradients are
+        divided by the initial world size (joined ranks add zeros), or with
+        ``divide_by_initial_world_size=False`` by the number of ranks still running;
+        ``throw_on_early_termination=True`` makes every rank raise once one runs out."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """The ``JoinHook`` shadowing DDP's forward and backward collectives
+        (``divide_by_initial_world_size``, default True)."""
+        return _DDPJoinHook(self, divide_by_initial_world_size=kwargs.get(
+            "divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self._params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _wait_join_works(self):
+        for work in self._join_works:
+            work.wait()
+        self._join_works = []
+
+    def _will_sync_module_buffers(self):
+        return (self.require_forward_param_sync and self.broadcast_buffers
+                and self.process_group.size() > 1 and any(True for _ in self.module.buffers()))
+
+    def _find_common_rank(self, input_rank, rank_cond):
+        """The highest group rank among those passing ``rank_cond``."""
+        rank_to_use = ember.tensor([input_rank if rank_cond else -1], device=self.join_device)
+        dist.all_reduce(rank_to_use, op=dist.ReduceOp.MAX, group=self.process_group)
+        if rank_to_use.item() == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process. This "
+                             "indicates a bug in PyTorch, please report an issue.")
+        return rank_to_use.item()
+
+    def _check_global_requires_backward_grad_sync(self, is_joined_rank):
+        """All-reduce whether the running ranks sync gradients this iteration (a joined rank
+        learns it, a running one only contributes)."""
+        flag = 1 if not is_joined_rank and self.require_backward_grad_sync else 0
+        requires_sync_tensor = ember.full((1,), float(flag), device=self.join_device)
+        work = dist.all_reduce(requires_sync_tensor, group=self.process_group, async_op=True)
+        if not is_joined_rank:
+            self._join_works.append(work)
+            return None
+        work.wait()
+        return requires_sync_tensor.item() != 0
+
+    def _match_all_reduce_for_bwd_pass(self):
+        """The running ranks' backward collectives with zero gradients: each bucket's
+        reduction (the comm hook's if one is registered), the used-parameter map, the bucket
+        rebuild after the first iteration."""
+        works = []
+        for b in self._buckets:
+            zeros = ember.zeros_like(b.buffer)
+            if self._comm_hook is not None:
+                works.append(self._comm_hook(self._comm_state, GradBucket(
+                    b.index, zeros, b.params, b.offsets, b.index == len(self._buckets) - 1)))
+            else:
+                works.append(dist.distributed_c10d._all_reduce_work(
+                    self.process_group, zeros, "SUM", name="DDP bucket all_reduce"))
+        if self.find_unused_parameters or self.static_graph:
+            used = ember.zeros(len(self._params), dtype=ember.int32, device=self.join_device)
+            works.append(dist.distributed_c10d._all_reduce_work(self.process_group, used, "MAX"))
+        for work in works:
+            work.wait()
+        if not self._rebuilt and not self.find_unused_parameters:
+            self._rebuild_buckets()
+        self._rebuilt = True
+
+    def _sync_final_model(self, is_last_joiner):
+        src = self._find_common_rank(self.process_group.rank(), is_last_joiner)
+        tensors = [p for p in self.module.parameters()]
+        if self.broadcast_buffers:
+            tensors += list(self.module.buffers())
+        self._broadcast_coalesced(tensors, src=src)
 
     def _get_ddp_logging_data(self):
         return {"bucket_sizes": [b.buffer.numel() * b.buffer.element_size()

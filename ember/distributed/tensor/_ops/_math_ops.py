@@ -3,12 +3,15 @@ the reduction's kind ("sum", "avg", "max", "min", "product", or a ``_NormPartial
 an input already Partial of the same kind stays so; otherwise (another Partial kind, or a mean
 over an unevenly sharded dim) the reduced dims and Partials are made Replicate first.
 Softmax-like ops need their dim whole; ``nll_loss`` needs the class dim whole and reduces the
-rest (PyTorch's rules).
+rest; ``native_layer_norm`` and its backward keep a shard of a leading (not normalized) dim, the
+gradients of the weight and bias then Partial (PyTorch's rules).
 """
 from .._dtensor_spec import DTensorSpec
 from .._op_schema import OpSpec
 from ..placement_types import Partial, Replicate, _is_shard_like
-from .utils import normalize_dim, register_op_strategy, resolve_ops, with_dim
+from .._sharding_prop import _ShardingPlaceholder
+from .utils import (normalize_dim, register_op_strategy, register_single_dim_strategy,
+                    resolve_ops, with_dim)
 
 LINEAR_REDUCTION_OP_MAP = {
     "sum.default": "sum", "sum.dim_IntList": "sum", "nansum.default": "sum",
@@ -221,3 +224,33 @@ def nll_loss_backward_strategy(op_schema):
         inputs.append(_replicate_all(weight))
     inputs.append(_replicate_all(total_weight) if reduction == 1 else total_weight)
     return [OpSpec(DTensorSpec(inp.mesh, inp.placements), inputs)]
+
+
+@register_single_dim_strategy(["native_layer_norm.default"])
+def layer_norm_strategy(op, args_meta, kwargs_meta):
+    """[out, mean, rstd, input, weight?, bias?]: sharded alike on a leading dim."""
+    input_meta, normalized_shape, weight_meta, bias_meta = args_meta[:4]
+    axis = len(input_meta.shape) - len(normalized_shape)
+    strategies = []
+    for dim in range(axis):
+        rule = [_ShardingPlaceholder(dim)] * 4
+        rule += [Replicate()] * ((weight_meta is not None) + (bias_meta is not None))
+        strategies.append(rule)
+    return strategies
+
+
+@register_single_dim_strategy(["native_layer_norm_backward.default"])
+def layer_norm_bwd_strategy(op, args_meta, kwargs_meta):
+    """[d_input, d_weight, d_bias, grad_out, input, mean, rstd, weight?, bias?]."""
+    input_meta, normalized_shape = args_meta[1], args_meta[2]
+    weight_meta, bias_meta = args_meta[5], args_meta[6]
+    axis = len(input_meta.shape) - len(normalized_shape)
+    strategies = []
+    for dim in range(axis):
+        rule = [_ShardingPlaceholder(dim),
+                Partial("sum") if weight_meta is not None else None,
+                Partial("sum") if bias_meta is not None else None]
+        rule += [_ShardingPlaceholder(dim)] * 4
+        rule += [Replicate()] * ((weight_meta is not None) + (bias_meta is not None))
+        strategies.append(rule)
+    return strategies
