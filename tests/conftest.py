@@ -28,6 +28,26 @@ def torch():
     return pytest.importorskip("torch")
 
 
+@pytest.fixture
+def world(monkeypatch):
+    """ember's default process group over one rank, for the test."""
+    import ember.distributed as dist
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    dist.init_process_group("gloo")
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.fixture
+def worlds(world, torch):
+    """ember's and PyTorch's 1-rank process groups side by side; gives PyTorch."""
+    tdist = torch.distributed
+    tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
+    yield torch
+    tdist.destroy_process_group()
+
+
 @pytest.fixture(scope="module")
 def cuda_device():
     """A CUDA device for a test module: the real GPU when one is here (and the simulation is

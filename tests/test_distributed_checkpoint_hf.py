@@ -25,19 +25,6 @@ def torch(torch):
     return torch
 
 
-@pytest.fixture
-def worlds(monkeypatch, torch):
-    """ember's and PyTorch's 1-rank groups."""
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo")
-    tdist = torch.distributed
-    tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
-    yield torch
-    tdist.destroy_process_group()
-    dist.destroy_process_group()
-
-
 def _state_dicts(torch):
     """The same state dict for ember and PyTorch: floats, bfloat16, ints, nested keys."""
     rng = np.random.default_rng(0)

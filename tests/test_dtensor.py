@@ -24,25 +24,6 @@ WORKER = os.path.join(ROOT, "tests", "_dtensor_worker.py")
 needs_mpi = pytest.mark.skipif(not dist.is_available(), reason="mpi4py is not installed")
 
 
-@pytest.fixture
-def world(monkeypatch):
-    """ember's default group over one rank, for the test."""
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo")
-    yield
-    dist.destroy_process_group()
-
-
-@pytest.fixture
-def worlds(world, torch):
-    """ember's and PyTorch's 1-rank groups."""
-    tdist = torch.distributed
-    tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
-    yield torch
-    tdist.destroy_process_group()
-
-
 def _np(t):
     return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
 

@@ -28,19 +28,6 @@ WORKER = os.path.join(ROOT, "tests", "_tp_worker.py")
 needs_mpi = pytest.mark.skipif(not dist.is_available(), reason="mpi4py is not installed")
 
 
-@pytest.fixture
-def worlds(monkeypatch, torch):
-    """ember's and PyTorch's 1-rank groups."""
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "1")
-    dist.init_process_group("gloo")
-    tdist = torch.distributed
-    tdist.init_process_group("gloo", store=tdist.HashStore(), rank=0, world_size=1)
-    yield torch
-    tdist.destroy_process_group()
-    dist.destroy_process_group()
-
-
 def _libs(torch):
     """(library, tensor module, tensor.parallel module, mesh) for ember and PyTorch."""
     import torch.distributed.tensor as tdt
