@@ -8,6 +8,7 @@ is compared with eager ember and with PyTorch's ``torch.compile`` of the same co
 import collections
 import dataclasses
 import inspect
+import itertools
 import logging
 import os
 
@@ -316,3 +317,17 @@ def test_unsupported_names_every_user_frame():
         ember.compile(outer, fullgraph=True)(ember.ones(1))
     text = str(info.value)
     assert text.index("in outer") < text.index("in inner")
+
+
+def test_profiler_ranges_and_chain_in_captured_code(torch):
+    def make(lib):
+        def fn(x):
+            with lib.autograd.profiler.record_function("my_range"):
+                y = x * 2
+            for t in itertools.chain([y], (x, x + 1)):
+                y = y + t
+            return y
+        return fn
+    mine, theirs, eager = _both(torch, make, X)
+    np.testing.assert_allclose(_np(mine), theirs.numpy())
+    np.testing.assert_allclose(_np(mine), _np(eager))

@@ -3,7 +3,9 @@ and autocast context managers (their state is set during the trace and recorded 
 user classes and objects (and those that are graph values: an op's result holding tensors, or
 an argument rebuilt in the graph from lifted inputs), Python modules, ``super()``."""
 import collections.abc
+import contextlib
 import inspect
+import itertools
 import os
 import types
 
@@ -189,6 +191,23 @@ class GradModeVariable(ContextManagerVariable):
         return f"{t}.__exit__"
 
 
+class ProfilerContextVariable(ContextManagerVariable):
+    """``record_function(...)`` and the profilers' context managers in captured code: no-ops
+    (as PyTorch's ProfilerContextVariable: the ranges of a compiled region are not recorded,
+    the graph's kernels are what a profile shows)."""
+
+    def enter(self, tx):
+        return ConstantVariable(None)
+
+    def exit(self, tx):
+        pass
+
+    def reconstruct_entered(self, cg):
+        t = cg.temp()
+        cg.lines.append(f"{t} = {cg.const(contextlib.nullcontext)}()")
+        return f"{t}.__exit__"
+
+
 class AutocastVariable(ContextManagerVariable):
     def __init__(self, args):
         super().__init__()
@@ -283,6 +302,12 @@ class UserDefinedClassVariable(VariableTracker):
             mode = args[0].as_python_constant() if args else \
                 kwargs["mode"].as_python_constant() if "mode" in kwargs else True
             return InferenceModeVariable(bool(mode))
+        from ...profiler import profile, record_function
+        if issubclass(cls, (record_function, profile)):
+            return ProfilerContextVariable()
+        if cls is itertools.chain and not kwargs:
+            from .lists import ListIteratorVariable
+            return ListIteratorVariable([v for a in args for v in tx.unpack(a)])
         if issubclass(cls, autocast):
             vals = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
