@@ -145,7 +145,7 @@ def __getattr__(name):
     # ember.export, ember.multiprocessing, ember.hub and ember.onnx after `import ember`, as
     # torch's after `import torch`: imported on first use (export's symbolic shapes bring sympy,
     # ~0.3 s)
-    if name in ("export", "multiprocessing", "hub", "onnx"):
+    if name in ("export", "multiprocessing", "hub", "onnx", "__future__"):
         import importlib
         return importlib.import_module("." + name, __name__)
     if name == "Storage":  # follows the default dtype, as torch.Storage

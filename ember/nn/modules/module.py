@@ -326,22 +326,64 @@ class Module:
 
     # -- conversion ------------------------------------------------------------------------------
     def _apply(self, fn, recurse=True):
-        """Apply ``fn`` to every parameter, gradient and buffer. As in PyTorch, a parameter keeps
-        its identity: the converted tensor becomes its ``.data`` (optimizers keep working)."""
+        """Apply ``fn`` to every parameter, gradient and buffer, as PyTorch: a parameter keeps
+        its identity — the converted tensor becomes its ``.data``, or is swapped into it
+        (``ember.utils.swap_tensors``) for a wrapper subclass such as DTensor, a FakeTensor, or
+        when ``ember.__future__.set_swap_module_params_on_conversion(True)``; with
+        ``set_overwrite_module_params_on_conversion(True)`` (or when ``.data`` cannot take the
+        new tensor: dense and sparse) a new Parameter replaces it."""
+        from ... import __future__ as future
+        from ...utils import swap_tensors
+        from ..._subclasses.fake_tensor import FakeTensor
+        from ...utils._python_dispatch import is_traceable_wrapper_subclass
         if recurse:
             for module in self.children():
                 module._apply(fn)
+
+        def use_set_data(t, applied):
+            return t.layout == applied.layout and not isinstance(applied, FakeTensor) and \
+                not future.get_overwrite_module_params_on_conversion()
+
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with no_grad():
                 param_applied = fn(param)
+            swap = future.get_swap_module_params_on_conversion() or \
+                is_traceable_wrapper_subclass(param_applied) or isinstance(param, FakeTensor)
             param_grad = param.grad
-            param.data = param_applied
+            if swap:
+                try:
+                    if param_grad is not None:
+                        param.grad = None
+                    swap_tensors(param, Parameter(param_applied,
+                                                  requires_grad=param.requires_grad))
+                except Exception as e:
+                    if param_grad is not None:
+                        param.grad = param_grad
+                    raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") from e
+                out_param = param
+            elif use_set_data(param, param_applied):
+                param.data = param_applied
+                out_param = param
+            else:
+                out_param = Parameter(param_applied, param.requires_grad)
+                self._parameters[key] = out_param
             if param_grad is not None:
                 with no_grad():
                     grad_applied = fn(param_grad)
-                param.grad.data = grad_applied
+                if swap:
+                    grad_applied.requires_grad_(param_grad.requires_grad)
+                    try:
+                        swap_tensors(param_grad, grad_applied)
+                    except Exception as e:
+                        raise RuntimeError(
+                            f"_apply(): Couldn't swap {self._get_name()}.{key}.grad") from e
+                    out_param.grad = param_grad
+                elif use_set_data(param_grad, grad_applied):
+                    out_param.grad.data = grad_applied
+                else:
+                    out_param.grad = grad_applied.requires_grad_(param_grad.requires_grad)
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
@@ -757,6 +799,8 @@ class Module:
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        from ... import __future__ as future
+        from ...utils import swap_tensors
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                  error_msgs)
@@ -797,7 +841,20 @@ class Module:
                     "key in the module instead of copying them in place?)", stacklevel=2)
             try:
                 with no_grad():
-                    if assign:
+                    if future.get_swap_module_params_on_conversion():
+                        new = param.module_load(input_param, assign=assign)
+                        if new is input_param or new is param:
+                            raise RuntimeError(
+                                "module_load returned one of self or other, please .detach() "
+                                "the result if returning one of the inputs in module_load")
+                        if isinstance(param, Parameter):
+                            if not isinstance(new, Parameter):
+                                new = Parameter(new, requires_grad=param.requires_grad)
+                            else:
+                                new.requires_grad_(param.requires_grad)
+                        swap_tensors(param, new)
+                        del new
+                    elif assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param,
@@ -811,7 +868,8 @@ class Module:
                     else:
                         param.copy_(input_param)
             except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions '
+                action = "swapping" if future.get_swap_module_params_on_conversion() else "copying"
+                error_msgs.append(f'While {action} the parameter named "{key}", whose dimensions '
                                   f"in the model are {param.size()} and whose dimensions in the "
                                   f"checkpoint are {input_param.size()}, an exception occurred : "
                                   f"{ex.args}.")
