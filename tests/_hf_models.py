@@ -37,7 +37,7 @@ MODELS = {
 
 
 # the models ember also runs through torch.compile(fullgraph=True): one graph each way
-COMPILED = ("gpt2", "llama", "mixtral", "bert")
+COMPILED = ("gpt2", "llama", "mixtral", "bert", "t5", "whisper")
 
 
 def run(torch, transformers, name, weights=None, compiled=False):
@@ -82,6 +82,7 @@ if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     import transformers
     directory, names = sys.argv[1], sys.argv[2].split(",")
     assert torch.__name__ == "ember", torch.__name__
+    torch._dynamo.config.suppress_errors = False  # a failed capture raises (no eager fallback)
     for name in names:
         weights = dict(np.load(os.path.join(directory, f"{name}_weights.npz")))
         _, result = run(torch, transformers, name, weights)

@@ -97,7 +97,7 @@ def hf_results(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["gpt2", "llama", "mixtral", "bert", "t5", "whisper",
                                   "gpt2:compiled", "llama:compiled", "mixtral:compiled",
-                                  "bert:compiled"])
+                                  "bert:compiled", "t5:compiled", "whisper:compiled"])
 def test_transformers_model_matches_pytorch(hf_results, name):
     """Loss, logits, every parameter's gradient and greedy generation of a HuggingFace model
     equal PyTorch's (float32; attention through scaled_dot_product_attention). ``:compiled``:

@@ -6,6 +6,7 @@ loss modules built in ``forward``, classes computing their attributes, ``Sequenc
 failed imports and ``is_exporting``. Each case runs with ``fullgraph=True`` (no graph break) and
 is compared with eager ember and with PyTorch's ``torch.compile`` of the same code."""
 import collections
+import copy
 import dataclasses
 import inspect
 import itertools
@@ -331,3 +332,52 @@ def test_profiler_ranges_and_chain_in_captured_code(torch):
     mine, theirs, eager = _both(torch, make, X)
     np.testing.assert_allclose(_np(mine), theirs.numpy())
     np.testing.assert_allclose(_np(mine), _np(eager))
+
+
+class _Config:  # transformers' configs: plain-data state, copied and edited in the forward
+    def __init__(self):
+        self.layers = 2
+        self.names = ["a", "b"]
+
+    def __len__(self):
+        return self.layers
+
+
+def test_deepcopy_setattr_delattr_and_len_truth(torch):
+    cfg = _Config()
+
+    def make(lib):
+        def fn(x):
+            c = copy.deepcopy(cfg)
+            c.names.append("c")
+            setattr(c, "scale", 3)
+            delattr(c, "layers")
+            c.layers = 0
+            total = 0  # `n += tensor` on a number
+            total += x * c.scale * len(c.names)
+            return total + (1 if c else 2), c
+        return fn
+    (mine, c), (theirs, tc), (eager, _) = _both(torch, make, X)
+    np.testing.assert_allclose(_np(mine), theirs.numpy())
+    np.testing.assert_allclose(_np(mine), _np(eager))
+    assert type(c) is _Config and vars(c) == vars(tc) == {"names": ["a", "b", "c"], "scale": 3,
+                                                          "layers": 0}
+    assert cfg.names == ["a", "b"] and cfg.layers == 2  # the original is untouched
+    cnt = CompileCounter()
+    fn = ember.compile(make(ember), backend=cnt, fullgraph=True)
+    fn(ember.tensor(X))
+    cfg.layers = 5  # the copy is guarded on the original's state
+    fn(ember.tensor(X))
+    assert cnt.frame_count == 2
+
+
+def test_sources_spelled_alike_get_distinct_inputs():
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = ember.nn.ModuleList(ember.nn.Linear(2, 2) for _ in range(3))
+
+        def forward(self, x):  # layers[1] and layers[-1]: both "layers_1" once sanitised
+            return self.layers[-1](self.layers[1](x))
+    net, x = Net(), ember.ones(1, 2)
+    np.testing.assert_allclose(_np(ember.compile(net, fullgraph=True)(x)), _np(net(x)))

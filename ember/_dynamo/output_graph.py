@@ -5,6 +5,7 @@ break's instruction eagerly and calls the resume function (``<ember dynamo resid
 tracebacks; ``TORCH_LOGS=bytecode`` prints it: the residual code is readable Python)."""
 import dataclasses
 import functools
+import itertools
 import logging
 import operator
 import traceback
@@ -309,6 +310,9 @@ class OutputGraph:
         else:
             self.guards.tensor_match(src, value, fake if dims is not None else None)
             name = _placeholder_name(src)
+            taken = {n.target for n in self.root_graph.nodes if n.op == "placeholder"}
+            if name in taken:  # two sources spelled alike (layer[1] and layer[-1])
+                name = next(f"{name}{i}" for i in itertools.count(1) if f"{name}{i}" not in taken)
             first = self._first_non_placeholder()
             if first is None:
                 node = self.root_graph.placeholder(name)

@@ -354,7 +354,10 @@ class InstructionTranslatorBase:
             self.output.side_effects.store_attr(obj, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
-        unimplemented("del of an attribute")
+        obj = self.pop()
+        if not isinstance(obj, NewObjectVariable):
+            unimplemented("del of an attribute of an object that exists outside the trace")
+        obj.delete_attr(self, inst.argval)
 
     def BINARY_SUBSCR(self, inst):
         idx = self.pop()

@@ -3,6 +3,7 @@ VariableTracker, and the guard that makes the trace valid for it is installed he
 become graph inputs with a tensor guard, constants get a value guard, modules, functions and
 classes an identity guard, containers a length or keys guard."""
 import collections
+import copy
 import enum
 import inspect
 import logging
@@ -15,7 +16,7 @@ from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .misc import (EnvironVariable, InspectSignatureVariable, LoggerVariable,
+from .misc import (DeepCopyVariable, EnvironVariable, InspectSignatureVariable, LoggerVariable,
                    PythonModuleVariable, SkippedFunctionVariable, TorchInGraphFunctionVariable,
                    UserDefinedClassVariable, UserDefinedObjectVariable)
 from .nn_module import NNModuleVariable
@@ -108,7 +109,10 @@ def _traceable_dict(value):
             not isinstance(k.__dict__["__missing__"], types.FunctionType)
             for k in t.__mro__ if k is not dict):
         return False
-    return all(is_constant_value(k) for k in value)
+    # classes and typing's special forms as keys too (a table of validators by type): fixed
+    # objects, compared by identity
+    return all(is_constant_value(k) or isinstance(k, type) or
+               type(k).__module__ == "typing" for k in value)
 
 
 class VariableBuilder:
@@ -140,6 +144,8 @@ class VariableBuilder:
             return EnvironVariable()
         if value is inspect.signature:
             return InspectSignatureVariable()
+        if value is copy.deepcopy:
+            return DeepCopyVariable()
         if type(value) is types.MappingProxyType and all(is_constant_value(k) for k in value):
             # read-only: no guard on later changes is needed beyond its owner's
             return ConstDictVariable({k: VariableBuilder(tx, None)(v) for k, v in value.items()},
@@ -164,7 +170,10 @@ class VariableBuilder:
             if src is not None:
                 guards.dict_keys(src, value)
             from ..source import GetItemSource
-            items = {k: VariableBuilder(tx, GetItemSource(src, k) if src else None)(v)
+            # a key without a literal spelling (a class) cannot name its value in a guard: such a
+            # value is read now, as a constant of the capture (these are fixed tables)
+            items = {k: VariableBuilder(tx, GetItemSource(src, k) if src and
+                                        is_constant_value(k) else None)(v)
                      for k, v in value.items()}
             return tx.output.side_effects.track_list(
                 ConstDictVariable(items, src, user_cls=type(value)), value)

@@ -53,6 +53,10 @@ _SYM_OPS = {operator.add, operator.sub, operator.mul, operator.floordiv, operato
             operator.iadd, operator.isub, operator.imul}
 
 
+_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub,
+                 operator.imul: operator.mul, operator.itruediv: operator.truediv}
+
+
 def binary_op(tx, op, args):
     from .tensor import TensorVariable, constant_or_specialized
     from .lists import BaseListVariable
@@ -70,6 +74,10 @@ def binary_op(tx, op, args):
         if not all(isinstance(x, (TensorVariable, SymNodeVariable)) or x.is_python_constant()
                    or isinstance(x, BaseListVariable) for x in args):
             unimplemented(f"{op.__name__} of a tensor and {b if isinstance(a, TensorVariable) else a}")
+        if not isinstance(a, TensorVariable):
+            # `n += tensor` on a number: Python falls back to n + tensor (numbers have no
+            # in-place operators), so the graph gets the out-of-place op
+            op = _OUT_OF_PLACE.get(op, op)
         return tx.output.call_graph(tx, "call_function", op, [a, b], {})
     if a.is_python_constant() and b.is_python_constant():
         try:
@@ -193,6 +201,21 @@ class BuiltinVariable(VariableTracker):
                 if len(args) > 2:
                     return args[2]
                 raise
+        if fn in (setattr, delattr) and not kwargs:
+            from .misc import NewObjectVariable
+            obj, name = args[0], args[1].as_python_constant()
+            if isinstance(obj, TensorVariable):
+                unimplemented(f"{name}() of attribute {name!r} on a tensor")
+            if fn is setattr:
+                if isinstance(obj, NewObjectVariable):
+                    obj.store_attr(tx, name, args[2])
+                else:
+                    tx.output.side_effects.store_attr(obj, name, args[2])
+            elif isinstance(obj, NewObjectVariable):
+                obj.delete_attr(tx, name)
+            else:
+                unimplemented(f"delattr of {name!r} on {obj}")
+            return ConstantVariable(None)
         if fn is hasattr:
             try:
                 tx.getattr(args[0], args[1].as_python_constant())

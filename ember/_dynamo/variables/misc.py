@@ -4,6 +4,7 @@ user classes and objects (and those that are graph values: an op's result holdin
 an argument rebuilt in the graph from lifted inputs), Python modules, ``super()``."""
 import collections.abc
 import contextlib
+import copy
 import inspect
 import itertools
 import os
@@ -358,9 +359,17 @@ class UserDefinedObjectVariable(VariableTracker):
         return self.obj
 
     def truth(self, tx):
+        """``bool(obj)``: its Python ``__bool__``, else its Python ``__len__`` != 0, else True."""
+        from .functions import UserMethodVariable
         t = type(self.obj)
-        if hasattr(t, "__bool__") or hasattr(t, "__len__"):
-            unimplemented(f"bool() of a {t.__name__} object")
+        for name in ("__bool__", "__len__"):
+            fn = _mro_lookup(t, name)[0]
+            if fn is None:
+                continue
+            if not isinstance(fn, types.FunctionType):
+                unimplemented(f"bool() of a {t.__name__} object")
+            r = UserMethodVariable(fn, self).call_function(tx, [], {})
+            return r.truth(tx)
         return True
 
     def var_getattr(self, tx, name):
@@ -542,7 +551,20 @@ class NewObjectVariable(UserDefinedObjectVariable):
         """``self.name = value``: the class's Python ``__setattr__`` inlined if it has one."""
         self.call_method(tx, "__setattr__", [ConstantVariable(name), value], {})
 
+    def delete_attr(self, tx, name):
+        """``del self.name``: the class's Python ``__delattr__`` inlined if it has one."""
+        self.call_method(tx, "__delattr__", [ConstantVariable(name)], {})
+
     def var_getattr(self, tx, name):
+        getattribute, owner = _mro_lookup(type(self.obj), "__getattribute__")
+        if owner is not object and isinstance(getattribute, types.FunctionType):
+            from .functions import UserMethodVariable
+            return UserMethodVariable(getattribute, self).call_function(
+                tx, [ConstantVariable(name)], {})
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name):
+        """``object.__getattribute__(self, name)``: the attributes, then the class."""
         if name in self.attrs:
             return self.attrs[name]
         if name == "__dict__":
@@ -579,6 +601,10 @@ class NewObjectVariable(UserDefinedObjectVariable):
             cg.lines.append(f"{t}.__dict__.update({{{state}}})")
         return t
 
+    def as_python_constant(self):
+        unimplemented(f"a {type(self.obj).__name__} object created in captured code is not a "
+                      f"constant")
+
     def __repr__(self):
         return f"NewObjectVariable({type(self.obj).__name__})"
 
@@ -600,7 +626,68 @@ class _ObjectMethod(VariableTracker):
             if args or kwargs:
                 unimplemented(f"{type(self.obj.obj).__name__}() takes no arguments")
             return ConstantVariable(None)
+        if self.name == "__getattribute__":
+            return self.obj.generic_getattr(tx, args[0].as_python_constant())
+        if self.name == "__delattr__":
+            name = args[0].as_python_constant()
+            if name not in self.obj.attrs:
+                unimplemented(f"AttributeError: del of {name!r}, which the object does not have")
+            del self.obj.attrs[name]
+            return ConstantVariable(None)
         unimplemented(f"object.{self.name} of an object created in captured code")
+
+
+def _plain_data(v):
+    """Values ``copy.deepcopy`` copies without running user code, that compare by value."""
+    if v is None or type(v) in (bool, int, float, complex, str, bytes):
+        return True
+    if type(v) in (list, tuple):
+        return all(_plain_data(x) for x in v)
+    if type(v) is dict:
+        return all(type(k) in (str, int) and _plain_data(x) for k, x in v.items())
+    return False
+
+
+def _copied_by_state(cls):
+    """Whether ``copy.deepcopy`` of a ``cls`` instance is ``cls.__new__(cls)`` with a deep copy
+    of ``__dict__``: no copy hooks of its own, plain ``object`` construction."""
+    import copyreg
+    return cls.__new__ is object.__new__ and cls not in copyreg.dispatch_table and all(
+        _mro_lookup(cls, name)[1] in (object, None)
+        for name in ("__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__",
+                     "__setstate__", "__slots__"))
+
+
+class DeepCopyVariable(VariableTracker):
+    """``copy.deepcopy(x)`` of plain data, or of an object read from the frame whose state is
+    plain data (transformers copies its configs in the forward): the copy is a new object of
+    the capture, holding a deep copy of the state read now; a guard on the original's whole
+    ``__dict__`` (by value) keeps the capture valid."""
+
+    def call_function(self, tx, args, kwargs):
+        from ..source import AttrSource
+        from .builder import VariableBuilder, wrap_constant_like
+        x = args[0] if len(args) == 1 and not kwargs else None
+        if x is not None and x.is_python_constant() and _plain_data(x.as_python_constant()):
+            return wrap_constant_like(tx, copy.deepcopy(x.as_python_constant()))
+        if isinstance(x, NewObjectVariable) and x.dict_vt is None and \
+                _copied_by_state(type(x.obj)):
+            state = {k: v.as_python_constant() if v.is_python_constant() else None
+                     for k, v in x.attrs.items()}
+            if all(v.is_python_constant() for v in x.attrs.values()) and _plain_data(state):
+                new = NewObjectVariable(object.__new__(type(x.obj)))
+                new.attrs = {k: VariableBuilder(tx, None)(v)
+                             for k, v in copy.deepcopy(state).items()}
+                return new
+        if type(x) is not UserDefinedObjectVariable or x.source is None or \
+                not _copied_by_state(type(x.obj)) or not _plain_data(vars(x.obj)):
+            unimplemented(f"copy.deepcopy of {x} (only plain data, or an object whose state "
+                          f"is plain data, is copied in captured code)")
+        state = copy.deepcopy(vars(x.obj))
+        tx.output.guards.constant_match(AttrSource(x.source, "__dict__"), state)
+        new = NewObjectVariable(object.__new__(type(x.obj)))
+        new.attrs = {k: VariableBuilder(tx, None)(v) for k, v in copy.deepcopy(state).items()}
+        return new
 
 
 class ObjectDictVariable(VariableTracker):
@@ -609,6 +696,9 @@ class ObjectDictVariable(VariableTracker):
     def __init__(self, owner):
         super().__init__()
         self.owner = owner
+
+    def as_python_constant(self):
+        return {k: v.as_python_constant() for k, v in self.owner.attrs.items()}
 
     def call_method(self, tx, name, args, kwargs):
         if name in ("get", "__getitem__", "__contains__", "keys", "values", "items",
