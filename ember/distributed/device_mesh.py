@@ -345,6 +345,30 @@ class DeviceMesh:
         return flat
 
     @staticmethod
+    def _concatenate(device_mesh_list):
+        """The meshes' dimensions as one mesh (FSDP's data-parallel mesh followed by the TP
+        mesh), keeping their process groups; they must be slices of one root and must not
+        overlap."""
+        root = device_mesh_list[0]._get_root_mesh()
+        for dm in device_mesh_list:
+            if dm._get_root_mesh()._rank_map != root._rank_map:
+                raise RuntimeError("Cannot concatenate DeviceMeshes derived from different "
+                                   "device meshs")
+        if any(dm.mesh_dim_names is None for dm in device_mesh_list):
+            raise TypeError("Invariant encountered: value was None when it should not be")
+        layout = tuple(axis for dm in device_mesh_list for axis in dm._layout)
+        offsets = _layout_offsets(layout)
+        if len(set(offsets)) != len(offsets):
+            raise RuntimeError(f"Cannot concatenate overlapping meshes: {device_mesh_list}")
+        res_mesh = DeviceMesh(device_mesh_list[0].device_type, _layout=layout,
+                              _rank_map=root._rank_map,
+                              mesh_dim_names=tuple(n for dm in device_mesh_list
+                                                   for n in dm.mesh_dim_names),
+                              _root_mesh=root, _init_backend=False)
+        res_mesh._dim_groups = [g for dm in device_mesh_list for g in dm._dim_groups]
+        return res_mesh
+
+    @staticmethod
     def from_group(group, device_type, mesh=None, *, mesh_dim_names=None):
         """A mesh over existing process groups: one group (a 1-D mesh over its ranks), or one
         group per dimension of ``mesh``."""

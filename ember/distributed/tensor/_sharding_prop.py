@@ -198,6 +198,8 @@ class ShardingPropagator:
     def _propagate_tensor_meta(self, op_schema):
         args = [_meta_of(a) for a in op_schema.args_schema]
         kwargs = {k: _meta_of(v) for k, v in op_schema.kwargs_schema.items()}
+        if "device" in kwargs:  # a conversion's target device (the metadata is the same)
+            kwargs["device"] = ember.device("meta")
         out = op_schema.op(*args, **kwargs)
         if not op_schema.op._schema.returns:
             return None

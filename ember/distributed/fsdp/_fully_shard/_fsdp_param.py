@@ -5,6 +5,15 @@ elements) and the unsharded parameter (a plain parameter over the all-gather out
 once and refilled in place, so that what autograd saved in forward stays valid), and swaps
 which of the two the module holds.
 
+A parameter that is already a DTensor (tensor parallelism: ``parallelize_module`` ran first)
+is sharded on its local tensor. Its sharded parameter lives on the data-parallel mesh and the
+TP mesh concatenated, placed ``(<FSDP shard>, <TP placements>)`` (HSDP: ``Replicate()``
+first), the FSDP shard a ``_StridedShard`` where TP shards the same tensor dim (the TP shards
+are contiguous, FSDP's are pieces of each); its unsharded parameter is the TP DTensor that
+the TP layers compute with, and its gradient is redistributed to the TP placements (a
+``Partial`` one all-reduced over the TP mesh) before the reduce-scatter over the
+data-parallel mesh.
+
 The tensors, as PyTorch names them: the *original* parameter (on the module when
 ``fully_shard`` ran), the *sharded* parameter (the DTensor the optimizer steps), the
 *all-gather input* (the padded local shard, cast to ``param_dtype``), the *all-gather output*
@@ -19,8 +28,10 @@ from enum import Enum, auto
 import ember
 
 from .... import nn
+from ...device_mesh import DeviceMesh
 from ...tensor import DTensor, Replicate, Shard
 from ...tensor._dtensor_spec import DTensorSpec, TensorMeta
+from ...tensor.placement_types import _StridedShard
 from ._fsdp_api import CPUOffloadPolicy
 from ._fsdp_common import (HSDPMeshInfo, _chunk_with_empty, _contiguous_strides,
                            _from_local_no_grad, _get_dim_chunked_size, _to_dtype_if_needed)
@@ -86,40 +97,39 @@ class FSDPParam:
         if not param.is_contiguous():
             raise NotImplementedError(f"FSDP does not support non-contiguous parameters yet: "
                                       f"{param.shape=} {param.stride()=}")
-        if isinstance(param, DTensor):
-            raise NotImplementedError(
-                "fully_shard on DTensor parameters (FSDP composed with tensor/expert "
-                "parallelism) is not supported by ember yet")
-        if hasattr(param, "fsdp_pre_all_gather") or hasattr(param, "fsdp_post_all_gather"):
+        self.is_dtensor = isinstance(param, DTensor)
+        inner_tensor = param._local_tensor if self.is_dtensor else param
+        if hasattr(inner_tensor, "fsdp_pre_all_gather") or \
+                hasattr(inner_tensor, "fsdp_post_all_gather"):
             raise NotImplementedError("FSDP all-gather extensions (fsdp_pre_all_gather / "
                                       "fsdp_post_all_gather) are not supported by ember yet")
         self.fsdp_placement = fsdp_placement
         self._orig_param_uid = _get_orig_param_uid(param)
-        mesh = self.mesh_info.mesh
-        placements = (Replicate(), fsdp_placement) if isinstance(self.mesh_info, HSDPMeshInfo) \
-            else (fsdp_placement,)
-        self._sharding_spec = DTensorSpec(
-            mesh, placements, tensor_meta=TensorMeta(param.size(), param.stride(), param.dtype))
+        param_data = self._init_sharding_spec(param, fsdp_placement)
+        if not param_data.is_contiguous():
+            raise AssertionError(f"Expected contiguous tensor, got {param_data.shape=} "
+                                 f"{param_data.stride()=}")
         shard_dim = fsdp_placement.dim
-        if shard_dim >= param.ndim:
-            raise AssertionError(f"Shard dim {shard_dim} is invalid for {param.ndim}D tensor: "
-                                 f"{param.shape}")
-        self._orig_size = param.size()
+        if shard_dim >= param_data.ndim:
+            raise AssertionError(f"Shard dim {shard_dim} is invalid for {param_data.ndim}D "
+                                 f"tensor: {param.shape}")
+        self._orig_size = param_data.size()
         self._contiguous_orig_stride = _contiguous_strides(self._orig_size)
         shard_rank = self.mesh_info.shard_mesh_rank
         shard_world_size = self.mesh_info.shard_mesh_size
-        if shard_dim > 0 and param.size(shard_dim) % shard_world_size != 0:
+        if shard_dim > 0 and param_data.size(shard_dim) % shard_world_size != 0:
             # uneven sharding on another dim would need copies around both collectives
             raise NotImplementedError(f"FSDP does not support uneven sharding on dim "
-                                      f"{shard_dim}: {param.size()} (world size: "
+                                      f"{shard_dim}: {param_data.size()} (world size: "
                                       f"{shard_world_size})")
-        chunks = _chunk_with_empty(param, shard_world_size, dim=shard_dim)
+        chunks = _chunk_with_empty(param_data, shard_world_size, dim=shard_dim)
         sharded_param = chunks[shard_rank]
-        self.sharded_size = _get_dim_chunked_size(sharded_param, param.size(), dim=shard_dim)
+        self.sharded_size = _get_dim_chunked_size(sharded_param, param_data.size(),
+                                                  dim=shard_dim)
         self.contiguous_sharded_stride = _contiguous_strides(self.sharded_size)
         self.padded_sharded_param_size = chunks[0].size()  # the first chunk is the largest
         # padded now, so that the all-gather input needs no padding
-        padded_sharded_param = param.new_zeros(self.padded_sharded_param_size)
+        padded_sharded_param = param_data.new_zeros(self.padded_sharded_param_size)
         if sharded_param.numel() > 0:
             padded_sharded_param.narrow(dim=shard_dim, start=0,
                                         length=sharded_param.size(shard_dim)).copy_(sharded_param)
@@ -134,6 +144,40 @@ class FSDPParam:
                                           requires_grad=param.requires_grad)
         self._setattr_on_modules(self.sharded_param)
         self.sharded_state = ShardedState.SHARDED
+
+    def _init_sharding_spec(self, param, fsdp_placement):
+        """Build ``_sharding_spec`` and return the tensor to shard: the parameter, or a
+        DTensor's local tensor."""
+        hsdp = isinstance(self.mesh_info, HSDPMeshInfo)
+        if not self.is_dtensor:
+            self._unsharded_dtensor_spec = None
+            self._sharding_spec = DTensorSpec(
+                self.mesh_info.mesh, ((Replicate(),) if hsdp else ()) + (fsdp_placement,),
+                tensor_meta=TensorMeta(param.size(), param.stride(), param.dtype))
+            return param
+        # TP/EP: the data-parallel mesh and the DTensor's, concatenated
+        tp_spec = self._unsharded_dtensor_spec = param._spec
+        dp_mesh, tp_mesh = self.mesh_info.mesh, tp_spec.mesh
+        if dp_mesh is None or tp_mesh is None:
+            raise AssertionError(
+                "FSDP requires the DP and model parallel TP/EP mesh to be not None but got: \n"
+                f"DP's mesh: {dp_mesh}\nTP/EP's mesh: {tp_mesh}")
+        spmd_mesh = DeviceMesh._concatenate([dp_mesh, tp_mesh])
+        if len(tp_spec.placements) > 2:
+            raise NotImplementedError(
+                f"FSDP only supports 1D TP/EP or 2D EP+TP, not {tp_spec.placements}")
+        if not 2 <= spmd_mesh.ndim <= 4:
+            raise AssertionError(
+                "_spmd_mesh.ndim can only be 2 (FSDP+TP/EP), 3 (FSDP+EP+TP, HSDP+TP/EP), "
+                f"or 4 (HSDP+EP+TP) but got {spmd_mesh.ndim}.")
+        # FSDP shards each TP shard: across the TP shards of the dim, a strided sharding
+        split_factor = tp_spec.num_shards_map[fsdp_placement.dim]
+        dp_shard = _StridedShard(fsdp_placement.dim, split_factor=split_factor) \
+            if split_factor > 1 else fsdp_placement
+        self._sharding_spec = DTensorSpec(
+            spmd_mesh, ((Replicate(),) if hsdp else ()) + (dp_shard,) + tp_spec.placements,
+            tensor_meta=tp_spec.tensor_meta)
+        return param._local_tensor
 
     def init_dtype_attrs(self, mp_policy):
         param_dtype, reduce_dtype = mp_policy.param_dtype, mp_policy.reduce_dtype
@@ -155,8 +199,21 @@ class FSDPParam:
         out = self.all_gather_output
         unsharded = ember.as_strided(out, self._orig_size, self._contiguous_orig_stride,
                                      storage_offset=out.storage_offset())
+        if self._unsharded_dtensor_spec is not None:
+            unsharded = _from_local_no_grad(unsharded,
+                                            self._get_unsharded_dtensor_spec(unsharded))
         self._unsharded_param = nn.Parameter(unsharded,
                                              requires_grad=self.sharded_param.requires_grad)
+
+    def _get_unsharded_dtensor_spec(self, unsharded_param):
+        """The TP spec, with the all-gather's dtype under mixed precision."""
+        tensor_meta = self._unsharded_dtensor_spec.tensor_meta
+        if tensor_meta is None or tensor_meta.dtype == unsharded_param.dtype:
+            return self._unsharded_dtensor_spec
+        return DTensorSpec(self._unsharded_dtensor_spec.mesh,
+                           self._unsharded_dtensor_spec.placements,
+                           tensor_meta=TensorMeta(tensor_meta.shape, tensor_meta.stride,
+                                                  unsharded_param.dtype))
 
     def to_sharded(self):
         self._setattr_on_modules(self.sharded_param)
@@ -212,18 +269,33 @@ class FSDPParam:
         grad = self.unsharded_param.grad
         if grad is None:
             raise AssertionError("Expects unsharded_param.grad to not be None")
-        return grad
+        return self._get_grad_inner_tensor(grad)
 
     @property
     def unsharded_accumulated_grad_data(self):
         grad = self.unsharded_accumulated_grad
         if grad is None:
             raise AssertionError("Expects unsharded_accumulated_grad to not be None")
-        return grad
+        return self._get_grad_inner_tensor(grad)
 
     @property
     def unsharded_zero_grad_data(self):
-        return ember.zeros_like(self.unsharded_param)
+        return self._get_grad_inner_tensor(ember.zeros_like(self.unsharded_param))
+
+    def _get_grad_inner_tensor(self, grad):
+        """The local gradient to reduce over the data-parallel mesh: a DTensor parameter's
+        gradient in the TP placements first (a ``Partial`` one is reduced over the TP mesh)."""
+        if not self.is_dtensor:
+            return grad
+        if not isinstance(grad, DTensor):
+            raise AssertionError(f"Expected DTensor, got {type(grad)}")
+        placements = self._unsharded_dtensor_spec.placements
+        if placements != grad.placements:
+            if len(placements) != len(grad.placements):
+                raise AssertionError(f"Expected same placement length: {placements=} "
+                                     f"{grad.placements=}")
+            grad = grad.redistribute(placements=placements)
+        return grad._local_tensor
 
     def _assert_in_states(self, *states):
         if self.sharded_state not in states:

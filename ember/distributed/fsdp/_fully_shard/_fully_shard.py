@@ -1,6 +1,7 @@
 """``fully_shard`` (FSDP2) and ``FSDPModule``, the class every module it is applied to
 becomes part of: ``fully_shard(module)`` shards the parameters of ``module`` not managed by an
-earlier call on a submodule into one parameter group (Shard(0) DTensors over the mesh, which
+earlier call on a submodule into one parameter group (Shard(0) DTensors over the mesh, or
+over the mesh and a tensor-parallel mesh for DTensor parameters, which
 ``module.parameters()`` yields, so an optimizer steps the shards), registers the hooks that
 unshard and reshard them around forward and backward and reduce-scatter the gradients, and
 swaps the module's class for ``FSDP<Class>`` (``FSDPModule`` first in the MRO).
@@ -41,7 +42,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
 
     - ``mesh``: the data-parallel ``DeviceMesh`` (default: every rank on the accelerator or
       the CPU). 1-D: parameters ``Shard(0)`` over it (FSDP); 2-D with names:
-      ``(Replicate(), Shard(0))`` (HSDP).
+      ``(Replicate(), Shard(0))`` (HSDP). DTensor parameters (tensor parallelism applied
+      first, on another dim of the same root mesh) are sharded on their local tensors and
+      live on this mesh and theirs concatenated: ``(Shard(0), <TP placement>)``, FSDP's
+      placement a ``_StridedShard`` where TP shards the same dim.
     - ``reshard_after_forward``: free the unsharded parameters after forward and all-gather
       them again in backward (True), keep them (False); None: True except for the root. An
       int is a world size to reshard to: 1 means False, the shard world size True (ember
