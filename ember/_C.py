@@ -138,6 +138,21 @@ from .utils import _python_dispatch as _pd  # noqa: E402
 from .utils._python_dispatch import _DisableTorchDispatch, _len_torch_dispatch_stack  # noqa: E402,F401,E501
 from ._tensor import Tensor as _Tensor  # noqa: E402
 
+class ScriptModule:
+    """``torch._C.ScriptModule`` (``torch.ScriptModule``): the C++ module object under a scripted
+    module in PyTorch (its ``_c``), not ``torch.jit.ScriptModule``. ember's script modules are
+    Python modules over exported programs with no such object below them, so nothing is an
+    instance of it, as no Python module is in PyTorch; code names it in annotations."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("__init__(): incompatible constructor arguments: ember has no C++ "
+                        "script module to build; use ember.jit.script or ember.jit.trace")
+
+
+# the metaclass of the tensor classes (``type(torch.Tensor)``): PyTorch's is a C type under its
+# TensorBase; ember's Tensor is a Python class, so it is ``type``
+_TensorMeta = type(_Tensor)
+
 # Assigning this to a subclass's __torch_dispatch__ opts it out, like PyTorch's.
 _disabled_torch_dispatch_impl = _Tensor.__torch_dispatch__
 
@@ -186,6 +201,16 @@ def _python_module(name):
 
 
 _nn = _python_module("nn")
+
+
+def _parse_to(*args, **kwargs):
+    """``_nn._parse_to``: ``Module.to``'s reading of ``.to(...)`` arguments into (device, dtype,
+    non_blocking, memory_format), which libraries call to read them as PyTorch does."""
+    from .nn.modules.module import _parse_to as parse
+    return parse(*args, **kwargs)
+
+
+_nn._parse_to = _parse_to
 _linalg = _python_module("linalg")
 _fft = _python_module("fft")
 _special = _python_module("special")

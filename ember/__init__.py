@@ -56,6 +56,7 @@ from .amp import GradScaler  # noqa: E402,F401  (torch.GradScaler)
 from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: E402,F401
                                     set_anomaly_enabled)
 from . import nn, optim, utils, safetensors; from .serialization import save, load  # noqa: E402,F401  (training: nn, optim, data, checkpoints)
+from .serialization import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader)
 from .cuda import OutOfMemoryError  # noqa: E402,F401  (torch.OutOfMemoryError)
 from . import accelerator, backends, linalg  # noqa: E402,F401  (torch.accelerator, torch.backends, torch.linalg)
 from . import fft  # noqa: E402,F401  (torch.fft)
@@ -123,12 +124,14 @@ from ._toplevel import (  # noqa: E402,F401  (the Python-level names of torch/__
     is_warn_always_enabled, lstsq, matrix_rank, set_flush_denormal, set_warn_always, solve,
     sym_float, sym_fresh_size, sym_int, sym_ite, sym_not, sym_sqrt, sym_sum)
 from ._C import (DisableTorchFunction, DisableTorchFunctionSubclass, DispatchKey,  # noqa: E402,F401
-                 DispatchKeySet, Tag, _ExcludeDispatchKeyGuard as ExcludeDispatchKeyGuard)
+                 DispatchKeySet, ScriptModule, Tag,
+                 _ExcludeDispatchKeyGuard as ExcludeDispatchKeyGuard)
 from .storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
 globals().update(_LEGACY_STORAGES)  # torch.FloatStorage, torch.LongStorage, ...
 StorageBase = UntypedStorage  # (torch's C base class of UntypedStorage: ember's has none)
 from .futures import Future  # noqa: E402,F401  (torch.Future)
 from .jit import fork, wait  # noqa: E402,F401  (torch.fork, torch.wait: torch.jit's)
+from .jit import ScriptFunction  # noqa: E402,F401  (torch.ScriptFunction: torch.jit's)
 from .utils.dlpack import to_dlpack  # noqa: E402,F401
 legacy_contiguous_format = contiguous_format
 has_openmp = backends.openmp.is_available()

@@ -5,8 +5,9 @@ library (HuggingFace transformers, einops ...) imports ``torch`` itself. After :
 ``import torch`` and ``import torch.<sub>`` give ember's modules (``torch.nn`` *is*
 ``ember.nn``), and ``importlib.metadata`` finds a ``torch`` distribution whose version is the
 PyTorch release ember's API follows (:data:`ember.version.pytorch_api`), which is what libraries
-check before they use torch. A module PyTorch has and ember lacks raises ModuleNotFoundError
-naming ``torch.<sub>``.
+check before they use torch; ``torch.__version__`` (and ``torch.version.__version__``) say the
+same while installed, for the libraries that read it there (Lightning's version gates). A
+module PyTorch has and ember lacks raises ModuleNotFoundError naming ``torch.<sub>``.
 
 From the command line::
 
@@ -20,6 +21,7 @@ import importlib.util
 import runpy
 import sys
 
+from . import version as _version
 from .version import pytorch_api
 
 __all__ = ["install", "uninstall", "is_installed"]
@@ -32,7 +34,10 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name != "torch" and not name.startswith("torch."):
             return None
-        if importlib.util.find_spec("ember" + name[5:]) is None:
+        ember_name = "ember" + name[5:]
+        # a module already imported may carry no __spec__ (torch.backends replaces itself in
+        # sys.modules with a module object, as PyTorch's does), which find_spec refuses
+        if ember_name not in sys.modules and importlib.util.find_spec(ember_name) is None:
             return None  # the next finder fails too: ModuleNotFoundError names torch.<sub>
         return importlib.util.spec_from_loader(name, self)
 
@@ -61,6 +66,7 @@ class _TorchDistribution(importlib.metadata.Distribution):
 
 
 _finder = _TorchFinder()
+_EMBER_VERSION = _version.__version__
 
 
 def is_installed():
@@ -77,6 +83,7 @@ def install():
         raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
+    sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
 
 
 def uninstall():
@@ -84,6 +91,7 @@ def uninstall():
     imported as ``torch.*`` stay ember's until removed from ``sys.modules``)."""
     if is_installed():
         sys.meta_path.remove(_finder)
+        sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

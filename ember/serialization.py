@@ -282,6 +282,50 @@ def _mapped_record(path, zf, arcname):
     return np.memmap(path, np.uint8, mode="c", offset=offset, shape=(info.file_size,))
 
 
+class PyTorchFileReader:
+    """The records of a checkpoint's zip archive by name relative to its top folder
+    (``"data.pkl"``, ``"data/0"``): PyTorch's ``torch.PyTorchFileReader``, which libraries use
+    to read a checkpoint's pickle and storages themselves (Lightning's lazy loading)."""
+
+    def __init__(self, file):
+        if isinstance(file, (str, os.PathLike)) and not os.path.exists(file):
+            raise RuntimeError(f"open file failed because of errno 2 on fopen: No such file "
+                               f"or directory, file path: {os.fspath(file)}")
+        self._zf = zipfile.ZipFile(file)
+        names = self._zf.namelist()
+        self._prefix = names[0].split("/", 1)[0] + "/" if names else ""
+
+    def _info(self, name):
+        try:
+            return self._zf.getinfo(self._prefix + name)
+        except KeyError:
+            raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not "
+                               f"found") from None
+
+    def get_all_records(self):
+        return [n[len(self._prefix):] for n in self._zf.namelist()]
+
+    def has_record(self, name):
+        return self._prefix + name in self._zf.namelist()
+
+    def get_record(self, name):
+        return self._zf.read(self._info(name))
+
+    def get_record_size(self, name):
+        return self._info(name).file_size
+
+    def get_record_offset(self, name):
+        """Where the record's bytes start in the file (after its local header)."""
+        info = self._info(name)
+        self._zf.fp.seek(info.header_offset)
+        name_len, extra_len = struct.unpack("<HH", self._zf.fp.read(_LOCAL_HEADER)[26:30])
+        return info.header_offset + _LOCAL_HEADER + name_len + extra_len
+
+    def serialization_id(self):
+        return (self.get_record(".data/serialization_id").decode()
+                if self.has_record(".data/serialization_id") else "")
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 

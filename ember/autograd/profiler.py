@@ -8,7 +8,8 @@ from ..profiler import profiler as _profiler
 from ..profiler._recorder import record_function  # noqa: F401
 from ..profiler.events import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
-__all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
+__all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent",
+           "FunctionEventAvg"]
 
 
 class profile(_profiler.profile):
@@ -55,3 +56,23 @@ class profile(_profiler.profile):
 
     def __str__(self):
         return self.table()
+
+
+class emit_nvtx:
+    """``torch.autograd.profiler.emit_nvtx``: an NVTX range around every autograd operation,
+    for Nsight. ember has no NVTX library (``ember.cuda.nvtx`` ranges are profiler annotations,
+    and ``ember.profiler.profile`` already records every operator), so entering an enabled one
+    raises; ``enabled=False`` does nothing, as in PyTorch."""
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+        self.record_shapes = record_shapes
+
+    def __enter__(self):
+        if not self.enabled:
+            return
+        raise RuntimeError("emit_nvtx: ember has no NVTX library to emit ranges to; "
+                           "ember.profiler.profile records every operator instead")
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return False

@@ -44,6 +44,9 @@ class Backend(str):
     NCCL = "nccl"
     MPI = "mpi"
     backend_list = [UNDEFINED, GLOO, NCCL, MPI]
+    # the backend each device type gets by default, and the device types each backend serves
+    default_device_backend_map = {"cpu": GLOO, "cuda": NCCL}
+    backend_capability = {GLOO: ["cpu", "cuda"], NCCL: ["cuda"], MPI: ["cpu", "cuda"]}
 
     def __new__(cls, name):
         if not isinstance(name, str):

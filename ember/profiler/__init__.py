@@ -11,7 +11,14 @@ from .profiler import (ProfilerAction, ProfilerActivity, profile, schedule,  # n
                        supported_activities, tensorboard_trace_handler)
 
 __all__ = ["profile", "schedule", "supported_activities", "tensorboard_trace_handler",
-           "ProfilerAction", "ProfilerActivity", "record_function"]
+           "ProfilerAction", "ProfilerActivity", "record_function", "kineto_available"]
+
+
+def kineto_available():
+    """True: what a Kineto build of PyTorch offers (``profile`` with activities, schedules and
+    Chrome traces) is this package's profiler, so libraries that check take that path."""
+    return True
+
 
 # torch.autograd.profiler is importable as an attribute once torch is imported; same here.
 from ..autograd import profiler as _autograd_profiler  # noqa: E402,F401

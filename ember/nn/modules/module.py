@@ -1067,7 +1067,8 @@ def _parse_to(*args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     non_blocking = kwargs.pop("non_blocking", False)
     memory_format = kwargs.pop("memory_format", None)
-    kwargs.pop("copy", None)
+    if "copy" in kwargs:
+        raise RuntimeError(".to() does not accept copy argument")
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments - got unexpected "
                         f"keyword argument '{next(iter(kwargs))}'")
@@ -1082,7 +1083,7 @@ def _parse_to(*args, **kwargs):
         device = dev
         if args and (args[0] is None or isinstance(args[0], _dtype)):
             dtype = args.pop(0)
-    if args:
+    if args and isinstance(args[0], bool):
         non_blocking = args.pop(0)
     if args:
         raise TypeError("to() received an invalid combination of arguments")

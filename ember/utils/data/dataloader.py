@@ -123,13 +123,13 @@ class DataLoader:
     def __iter__(self):
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:
-                self._iterator = _MultiProcessingIter(self)
+                self._iterator = _MultiProcessingDataLoaderIter(self)
             else:
                 self._iterator._reset(self)
             return self._iterator
         if self.num_workers == 0:
-            return _SingleProcessIter(self)
-        return _MultiProcessingIter(self)
+            return _SingleProcessDataLoaderIter(self)
+        return _MultiProcessingDataLoaderIter(self)
 
     def __len__(self):
         if self._dataset_kind_iterable:
@@ -161,7 +161,7 @@ def _pin_memory_enabled(loader):
     return bool(loader.pin_memory)
 
 
-class _BaseIter:
+class _BaseDataLoaderIter:
     def __init__(self, loader):
         self._dataset = loader.dataset
         self._iterable = loader._dataset_kind_iterable
@@ -188,7 +188,7 @@ class _BaseIter:
         return len(self._index_sampler)
 
 
-class _SingleProcessIter(_BaseIter):
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._dataset_iter = iter(self._dataset) if self._iterable else None
@@ -203,7 +203,7 @@ class _SingleProcessIter(_BaseIter):
         return data
 
 
-class _MultiProcessingIter(_BaseIter):
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._num_workers = loader.num_workers
