@@ -1,15 +1,16 @@
-"""``ember.distributed.checkpoint``: PyTorch's distributed checkpoint (DCP) for plain tensors
-and other values, in PyTorch's on-disk format, so each reads the other's checkpoints.
+"""``ember.distributed.checkpoint``: PyTorch's distributed checkpoint (DCP), in PyTorch's
+on-disk format, so each reads the other's checkpoints.
 
 ``save``/``load`` (``state_dict_saver``/``state_dict_loader``) run the planners
-(``default_planner``: flattening nested dicts to dotted keys, deduplicating replicated values
-across ranks) and the storage (``filesystem``: ``.metadata`` + ``__<rank>_<n>.distcp``;
-``hf_storage``: HuggingFace safetensors files);
-``state_dict`` turns models and optimizers into state dicts keyed by parameter FQNs and back.
-DCP saves whole (replicated) tensors: ember's DTensor lacks the checkpoint hooks
-(``__create_write_items__``, ``__create_chunk_list__``) that would save each rank's shard, so
-a sharded model is saved through ``get_model_state_dict(..., full_state_dict=True)``; a
-checkpoint that PyTorch saved from shards loads into whole tensors, chunk by chunk.
+(``default_planner``, with the items of ``planner_helpers``: flattening nested dicts to dotted
+keys, deduplicating replicated values across ranks) and the storage (``filesystem``:
+``.metadata`` + ``__<rank>_<n>.distcp``; ``hf_storage``: HuggingFace safetensors files).
+A DTensor (``fully_shard``'s or tensor parallelism's parameters and their optimizer states) is
+saved as shards: each rank writes its own (a replica once), the metadata records each chunk's
+global offsets, and a load reads into each rank's shard the overlapping pieces of the saved
+chunks, so a checkpoint loads under another sharding or number of ranks, or whole.
+``state_dict`` turns models and optimizers into state dicts keyed by parameter FQNs and back,
+sharded or full (gathered, or loaded from rank 0's with ``broadcast_from_rank0``).
 """
 from .api import CheckpointException
 from .default_planner import DefaultLoadPlanner, DefaultSavePlanner

@@ -1,26 +1,32 @@
-"""The default save and load planners (PyTorch's ``default_planner``, ``planner_helpers`` and
-``_dedup_save_plans``) for plain tensors and other objects.
+"""The default save and load planners (PyTorch's ``default_planner``); the items they plan
+are built in ``planner_helpers``, the deduplication is ``_dedup_save_plans``.
 
 Saving: the state dict is flattened to dotted keys; every rank plans a write per value (a tensor
-as one chunk at offset zero, anything else as a byte object pickled with ``ember.save``); the
-coordinator keeps each key on one rank only (the rank with the fewest bytes planned so far, or
-the lowest with ``dedup_save_to_lowest_rank``) and builds the Metadata. Loading: one read per
-saved chunk that overlaps the destination tensor (a checkpoint of PyTorch's sharded tensors has
-several), and byte objects replaced in the caller's (nested) state dict.
+as one chunk at offset zero, a DTensor as this rank's shard at its global offsets, anything else
+as a byte object pickled with ``ember.save``); the coordinator keeps each write on one rank only
+(the rank with the fewest bytes planned so far, or the lowest with
+``dedup_save_to_lowest_rank``), builds the Metadata (a tensor's chunks: one per distinct shard)
+and checks that each tensor's chunks are in bounds, do not overlap and, with several ranks,
+cover it. Loading: one read per saved chunk that overlaps each destination chunk (a plain
+tensor, or this rank's shard of a DTensor: resharding), and byte objects replaced in the
+caller's (nested) state dict.
 """
 import dataclasses
 import io
 import logging
-from collections import ChainMap, defaultdict
+import math
+import sys
+from bisect import bisect_right, insort
+from collections import ChainMap
 
+from ._dedup_save_plans import dedup_save_plans
 from ._traverse import flatten_state_dict, set_element
-from .metadata import (BytesStorageMetadata, ChunkStorageMetadata, Metadata, MetadataIndex,
-                       TensorProperties, TensorStorageMetadata)
-from .planner import (LoadItemType, LoadPlan, LoadPlanner, ReadItem, SavePlan, SavePlanner,
-                      TensorWriteData, WriteItem, WriteItemType)
+from .metadata import BytesStorageMetadata, Metadata, TensorStorageMetadata
+from .planner import LoadPlan, LoadPlanner, SavePlan, SavePlanner, WriteItemType
+from .planner_helpers import (_create_default_metadata_only_plan, _create_read_items,
+                              _create_write_items, _init_state_dict)
 from .utils import find_state_dict_object
-from ..._core.size import Size
-from ..._tensor import Tensor
+from ..tensor import DTensor
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +73,12 @@ class DefaultSavePlanner(SavePlanner):
         if self.flatten_state_dict:
             merged = dict(ChainMap(*[p.planner_data for p in global_plan]))
             metadata = dataclasses.replace(metadata, planner_data=merged)
+        validation_errors = _validate_global_plan(global_plan, metadata)
+        if validation_errors:
+            error_summary = "; ".join(validation_errors)
+            if len(error_summary) > 500:
+                error_summary = error_summary[:500] + "... (truncated)"
+            raise ValueError(f"Failed to validate global plan: {error_summary}")
         self.global_plan = global_plan
         self.metadata = metadata
         return global_plan, metadata
@@ -158,78 +170,6 @@ def narrow_tensor_by_index(tensor, offsets, sizes):
     return narrowed
 
 
-def _init_state_dict(state_dict):
-    """Meta tensors are materialized (uninitialized) where the load puts data: the CPU, which
-    is where ember's process groups (gloo/mpi on CPU tensors) default to."""
-
-    def materialize(container, key, value):
-        if isinstance(value, Tensor):
-            if value.device.type == "meta":
-                from ... import empty_like
-                container[key] = empty_like(value, device="cpu")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                materialize(value, k, v)
-        elif isinstance(value, list):
-            for i, v in enumerate(value):
-                materialize(value, i, v)
-
-    for k, v in state_dict.items():
-        materialize(state_dict, k, v)
-
-
-def _create_write_items(fqn, object):
-    if hasattr(object, "__create_write_items__"):
-        return object.__create_write_items__(fqn, object)
-    if isinstance(object, Tensor):
-        offsets = Size([0] * object.dim())
-        return [WriteItem(
-            index=MetadataIndex(fqn, offsets), type=WriteItemType.TENSOR,
-            tensor_data=TensorWriteData(
-                chunk=ChunkStorageMetadata(offsets=offsets, sizes=object.size()),
-                properties=TensorProperties.create_from_tensor(object), size=object.size()))]
-    return [WriteItem(index=MetadataIndex(fqn), type=WriteItemType.BYTE_IO)]
-
-
-def _create_read_items(fqn, md, obj):
-    if isinstance(md, BytesStorageMetadata):
-        return [ReadItem(type=LoadItemType.BYTE_IO, dest_index=MetadataIndex(fqn),
-                         dest_offsets=Size((0,)), storage_index=MetadataIndex(fqn),
-                         storage_offsets=Size((0,)), lengths=Size((0,)))]
-    if hasattr(obj, "__create_chunk_list__"):
-        local_chunks = obj.__create_chunk_list__()
-    elif isinstance(obj, Tensor):
-        local_chunks = [ChunkStorageMetadata(offsets=Size([0] * obj.dim()), sizes=obj.size())]
-    else:
-        raise ValueError(f"Invalid checkpoint metadata for {fqn}, expected "
-                         f"BytesStorageMetadata but found {type(md)}")
-    return create_read_items_for_chunk_list(fqn, md, local_chunks)
-
-
-def create_read_items_for_chunk_list(fqn, checkpoint_md, local_chunks):
-    """A read per (local chunk, saved chunk) pair that overlap: the overlap's offsets in each
-    and its lengths."""
-    read_items = []
-    for local_idx, local in enumerate(local_chunks):
-        for storage_idx, saved in enumerate(checkpoint_md.chunks):
-            storage_offsets, dest_offsets, lengths = [], [], []
-            for lo, ls, so, ss in zip(local.offsets, local.sizes, saved.offsets, saved.sizes):
-                start, end = max(lo, so), min(lo + ls, so + ss)
-                if end <= start:
-                    break
-                storage_offsets.append(start - so)
-                dest_offsets.append(start - lo)
-                lengths.append(end - start)
-            else:
-                read_items.append(ReadItem(
-                    type=LoadItemType.TENSOR,
-                    dest_index=MetadataIndex(fqn, local.offsets, local_idx),
-                    dest_offsets=Size(dest_offsets),
-                    storage_index=MetadataIndex(fqn, saved.offsets, storage_idx),
-                    storage_offsets=Size(storage_offsets), lengths=Size(lengths)))
-    return read_items
-
-
 def create_default_local_load_plan(state_dict, metadata, strict=True):
     """A read per state-dict value; a key the checkpoint lacks raises (``strict``) or is
     skipped."""
@@ -244,7 +184,9 @@ def create_default_local_load_plan(state_dict, metadata, strict=True):
                 and md.size != obj.size()):
             raise ValueError(f"Size mismatch between saved {md.size} and current: "
                              f"{obj.size()} for {fqn}")
-        requests += _create_read_items(fqn, md, obj)
+        # a rank outside a DTensor's (sub)mesh holds none of it
+        if not isinstance(obj, DTensor) or obj.device_mesh.get_coordinate() is not None:
+            requests += _create_read_items(fqn, md, obj)
     return LoadPlan(requests)
 
 
@@ -254,10 +196,12 @@ def create_default_global_load_plan(all_plans):
 
 
 def create_default_local_save_plan(state_dict, is_coordinator):
-    """A write per value on every rank; the coordinator deduplicates."""
+    """A write per value on every rank (a DTensor: on the ranks of its mesh); the coordinator
+    deduplicates."""
     requests = []
     for fqn, obj in state_dict.items():
-        requests += _create_write_items(fqn, obj)
+        if not isinstance(obj, DTensor) or obj.device_mesh.get_coordinate() is not None:
+            requests += _create_write_items(fqn, obj)
     return SavePlan(requests)
 
 
@@ -287,25 +231,72 @@ def create_default_global_save_plan(all_plans, rewrite_index_hints=True):
     return new_plans, Metadata(md)
 
 
-def dedup_save_plans(all_plans, save_to_lowest_rank=False):
-    """Each write that several plans hold (a replicated value) is kept in one plan only: the
-    one with the fewest bytes planned so far (or the lowest rank)."""
-    plan_indices = defaultdict(set)
-    items_by_index = {}
-    kept = [{item.index for item in plan.items} for plan in all_plans]
-    for plan_idx, plan in enumerate(all_plans):
-        for item in plan.items:
-            plan_indices[item.index].add(plan_idx)
-            items_by_index[item.index] = item
-    plan_size = [0] * len(all_plans)
-    for index, holders in plan_indices.items():
-        if save_to_lowest_rank:
-            chosen = min(holders)
-        else:
-            chosen = min(holders, key=lambda i: plan_size[i])
-        # a non-tensor's storage size is unknown: count it as one byte
-        plan_size[chosen] += items_by_index[index].tensor_storage_size() or 1
-        for other in holders - {chosen}:
-            kept[other].discard(index)
-    return [dataclasses.replace(plan, items=[i for i in plan.items if i.index in keep])
-            for plan, keep in zip(all_plans, kept)]
+def _create_default_local_metadata(state_dict):
+    """The ``Metadata`` DefaultSavePlanner would give a checkpoint of ``state_dict`` saved by
+    this rank alone."""
+    _, md = create_default_global_save_plan([_create_default_metadata_only_plan(state_dict)])
+    return md
+
+
+def _check_box_overlap(box0, box1):
+    """Whether two chunks overlap."""
+    for i in range(len(box0.offsets)):
+        if box0.offsets[i] >= box1.offsets[i] + box1.sizes[i]:
+            return False
+        if box1.offsets[i] >= box0.offsets[i] + box0.sizes[i]:
+            return False
+    return True
+
+
+def _check_box_bounds(outer_box_size, inner_box):
+    for i in range(len(outer_box_size)):
+        if inner_box.offsets[i] < 0 or inner_box.sizes[i] < 0:
+            return False
+        if inner_box.offsets[i] + inner_box.sizes[i] > outer_box_size[i]:
+            return False
+    return True
+
+
+def _validate_global_plan(global_plan, metadata):
+    """The global plan's errors (PyTorch's messages; empty if valid): a tensor chunk out of
+    bounds, two overlapping chunks, or (several ranks) chunks not covering the tensor."""
+    errors = []
+    for key, value in metadata.state_dict_metadata.items():
+        if isinstance(value, BytesStorageMetadata) or len(value.size) == 0:
+            continue
+        chunks = value.chunks
+        chunks_volume = 0
+        for chunk in chunks:
+            if not _check_box_bounds(value.size, chunk):
+                msg = (f"key:{key} has out of bounds chunk: tensor-size:{value.size} "
+                       f"chunk: {chunk}")
+                logger.warning(msg)
+                errors.append(msg)
+            chunks_volume += math.prod(chunk.sizes)
+        if len(chunks) > 1:
+            # a sweep along the largest dim compares only chunks that meet along it
+            dims = len(value.size)
+            sweep_dim = max(range(dims), default=0, key=lambda d: value.size[d])
+            order = sorted(range(len(chunks)), key=lambda idx: (
+                chunks[idx].offsets[sweep_dim], *(chunks[idx].offsets[d] for d in range(dims))))
+            active = []
+            for idx in order:
+                current = chunks[idx]
+                start = current.offsets[sweep_dim]
+                cutoff = bisect_right(active, (start, sys.maxsize))
+                if cutoff:
+                    del active[:cutoff]
+                for _, other_idx in active:
+                    other = chunks[other_idx]
+                    if _check_box_overlap(current, other):
+                        msg = f"key:{key} has overlapping chunks: {current} {other}"
+                        logger.warning(msg)
+                        errors.append(msg)
+                insort(active, (start + current.sizes[sweep_dim], idx))
+        tensor_volume = math.prod(value.size)
+        if len(global_plan) > 1 and chunks_volume != tensor_volume:
+            msg = (f"key:{key} invalid fill tensor-volume: {tensor_volume} chunks-volume: "
+                   f"{chunks_volume}")
+            logger.warning(msg)
+            errors.append(msg)
+    return errors

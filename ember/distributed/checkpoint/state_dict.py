@@ -8,14 +8,24 @@ FQNs instead of parameter ids (``{"state": {fqn: {...}}, "param_groups": [{..., 
 [fqn, ...]}]}``), so a checkpoint does not depend on the order the optimizers were built in.
 An optimizer without state is first stepped once with zero gradients and a zero learning rate,
 so that its state tensors exist for ``dcp.load`` to fill in place.
+
+Loading a full state dict into a sharded model or optimizer gives each rank its shard of every
+full tensor: every rank holds the full state dict, or (``broadcast_from_rank0``) only rank 0
+does, and its tensors are broadcast one at a time.
 """
 import contextlib
 import gc
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import chain
+from typing import NamedTuple
 
 from ... import nn, no_grad, optim
+from ..._core.device import device as _device
+from ..._core.dtype import dtype as _dtype
+from ..._core.size import Size
 from ..._tensor import Tensor
+from ._traverse import set_element
 
 __all__ = ["FQNS_T", "PrimitiveType", "ValueType", "DictValueType", "ListDictValueType",
            "OptimizerStateType", "StateDictOptions", "get_model_state_dict",
@@ -60,8 +70,9 @@ class StateDictOptions:
       submodules' prefixes.
     - ``strict``: the ``strict`` of ``model.load_state_dict()``, and whether a parameter
       without saved optimizer state is an error.
-    - ``broadcast_from_rank0``: rank 0's full state dict is sent to the other ranks (requires
-      ``full_state_dict``; not built: ember raises NotImplementedError).
+    - ``broadcast_from_rank0``: loading, only rank 0 needs the full state dict (the others
+      pass ``{}``): its values are broadcast, and each rank keeps its shard of every tensor
+      (requires ``full_state_dict``).
     - ``flatten_optimizer_state_dict``: the optimizer state dict as one flat dict
       (``"state.<fqn>.<key>"``, ``"param_groups.<fqn>.<key>"``).
     - ``dsd_fqn_modifiers``: the name of a module method mapping child names that are left out
@@ -204,9 +215,6 @@ def _verify_options(model, optims, optim_only, *, submodules=None, options=None)
             submodule_prefixes.update(f"{fqn}." for fqn in fqns)
     if options.broadcast_from_rank0 and not options.full_state_dict:
         raise ValueError("full_state_dict must be True when broadcast_from_rank0 is True.")
-    if options.broadcast_from_rank0:
-        raise NotImplementedError("StateDictOptions(broadcast_from_rank0=True) is not "
-                                  "supported by ember yet")
     return _StateDictInfo(**asdict(options), fqn_param_mapping=fqn_param_mapping,
                           shared_params_mapping=shared_params_mapping,
                           submodule_prefixes=submodule_prefixes, handle_model=not optim_only,
@@ -271,6 +279,120 @@ def _maybe_full_or_cpu_state_dict(state_dict, info):
     return state_dict
 
 
+class _TensorInfo(NamedTuple):
+    """What rank 0 announces of a tensor it is about to broadcast."""
+
+    size: Size
+    dtype: _dtype
+
+
+def _shard_of_full(local_state, full_tensor):
+    """``local_state`` (a DTensor) holding its shard of ``full_tensor``: filled in place, or a
+    new DTensor where it is a meta one; a plain local state becomes the full tensor."""
+    from ..tensor import DTensor
+    from ..tensor._api import _shard_of_full as shard_of
+    if not isinstance(local_state, DTensor):
+        return full_tensor
+    local = shard_of(full_tensor, local_state._spec)
+    if local_state.is_meta:
+        return DTensor.from_local(local.clone(), local_state.device_mesh,
+                                  local_state.placements, shape=local_state.shape,
+                                  stride=local_state.stride())
+    local_state.to_local().copy_(local)
+    return local_state
+
+
+def _broadcast_state_dict(full_state_dict, local_state_dict, device, strict=False,
+                          cpu_offload=False):
+    """Rank 0's ``full_state_dict`` into every rank's ``local_state_dict``: its non-tensor
+    values and 0-dim tensors as one object, then each tensor broadcast alone (one full tensor
+    in memory at a time), of which a DTensor entry keeps its shard. ``strict``: the local keys
+    rank 0 lacks are dropped."""
+    from ... import distributed as dist
+    from ... import empty
+    ret = {}
+    if dist.get_rank() == 0:
+        for key, value in full_state_dict.items():
+            if not isinstance(value, Tensor):
+                ret[key] = value
+            elif value.dim() == 0:
+                ret[key] = value.cpu()
+            else:
+                ret[key] = _TensorInfo(value.size(), value.dtype)
+    broadcast_list = [ret]
+    dist.broadcast_object_list(broadcast_list, src=0)
+    ret = broadcast_list[0]
+    local_keys = set(local_state_dict)
+    for key, value in ret.items():
+        if not isinstance(value, _TensorInfo):
+            if key in local_state_dict:
+                local_state_dict[key] = value
+            continue
+        if dist.get_rank() == 0:
+            full_tensor = full_state_dict[key].detach().to(device)
+        else:
+            full_tensor = empty(value.size, dtype=value.dtype, device=device)
+        dist.broadcast(full_tensor, src=0)
+        if key in local_state_dict:
+            local_state_dict[key] = _shard_of_full(local_state_dict[key], full_tensor)
+            if cpu_offload:
+                local_state_dict[key] = local_state_dict[key].cpu()
+    if strict:
+        for key in local_keys - set(ret):
+            local_state_dict.pop(key)
+
+
+def _distribute_state_dict(full_state_dict, local_state_dict, device):
+    """Every rank's ``full_state_dict`` into its ``local_state_dict``: a DTensor entry gets its
+    shard (``distribute_tensor`` from rank 0's copy), any other the full value."""
+    from ..tensor import DTensor, distribute_tensor
+    for key, value in full_state_dict.items():
+        if not isinstance(value, Tensor):
+            local_state_dict[key] = value
+        elif value.dim() == 0:
+            local_state_dict[key] = value.cpu()
+        elif key in local_state_dict:
+            local_state = local_state_dict[key]
+            if isinstance(local_state, DTensor):
+                local_state_dict[key] = distribute_tensor(value.detach().to(device),
+                                                          local_state.device_mesh,
+                                                          local_state.placements)
+            else:
+                local_state_dict[key] = value.detach().to(device)
+
+
+def _flatten_state_dict(state_dict):
+    """``(flat dict, {flat key: path})``: every mapping, list and tuple walked to its leaves,
+    keys joined with dots (``param_groups.0.params.1``)."""
+    flattened, mappings = {}, {}
+
+    def walk(path, value):
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(path + (str(k),), v)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(path + (i,), v)
+        else:
+            new_fqn = ".".join(map(str, path))
+            if new_fqn in flattened:
+                raise ValueError(f"duplicated flatten key {new_fqn}")
+            flattened[new_fqn] = value
+            mappings[new_fqn] = path
+
+    for key, value in state_dict.items():
+        walk((str(key),), value)
+    return flattened, mappings
+
+
+def _unflatten_state_dict(state_dict, mapping):
+    """The nested dict of ``_flatten_state_dict``'s output (its tuples come back as lists)."""
+    nested = {}
+    for key, value in state_dict.items():
+        set_element(nested, mapping[key], value)
+    return nested
+
+
 def _verify_key(key, fqn):
     """Whether the state-dict key ``key`` is ``fqn`` with only wrapper names added."""
     if len(fqn) >= len(key):
@@ -319,7 +441,7 @@ def _get_model_state_dict(model, info):
 
 @no_grad()
 def _load_model_state_dict(model, state_dict, info):
-    if not info.handle_model or not state_dict:
+    if not info.handle_model or (not state_dict and not info.broadcast_from_rank0):
         return nn.modules.module._IncompatibleKeys([], [])
     local_state_dict = {}
     for key, value in _iterate_valid_model_state(model, info.dsd_fqn_modifiers):
@@ -327,7 +449,7 @@ def _load_model_state_dict(model, state_dict, info):
         fqns_with_prefix = _get_fqns(model, key, info.dsd_fqn_modifiers, skip_ddp_prefix=False,
                                      skip_compiler_prefix=False)
         for fqn, fqn_with_prefix in zip(fqns, fqns_with_prefix):
-            if fqn != fqn_with_prefix:
+            if (not info.broadcast_from_rank0 or _rank() == 0) and fqn != fqn_with_prefix:
                 load_value = state_dict.pop(fqn, None)
                 if load_value is None:
                     if info.strict:
@@ -336,7 +458,7 @@ def _load_model_state_dict(model, state_dict, info):
                     state_dict[fqn_with_prefix] = load_value
             local_state_dict[fqn_with_prefix] = value
     assign = False
-    if info.full_state_dict:
+    if info.broadcast_from_rank0 or info.full_state_dict:
         devices = {v.device for v in local_state_dict.values()
                    if isinstance(v, Tensor) and v.dim() > 0}
         meta = [d for d in devices if d.type == "meta"]
@@ -345,23 +467,13 @@ def _load_model_state_dict(model, state_dict, info):
             assign = True
         if len(devices) > 1:
             raise ValueError("Multiple devices found")
-        from ..._core.device import device as _device
-        from ..tensor import DTensor, distribute_tensor
         device = devices.pop() if devices else _device("cpu")
-        # each rank holds the full values: they become this rank's tensors, on its device
-        for key, value in state_dict.items():
-            if not isinstance(value, Tensor):
-                local_state_dict[key] = value
-            elif value.dim() == 0:
-                local_state_dict[key] = value.cpu()
-            elif isinstance(local_state_dict.get(key), DTensor):
-                # this rank's shard of the full value (fully_shard's parameters)
-                local = local_state_dict[key]
-                local_state_dict[key] = distribute_tensor(value.detach().to(device),
-                                                          local.device_mesh, local.placements,
-                                                          src_data_rank=None)
-            elif key in local_state_dict:
-                local_state_dict[key] = value.detach().to(device)
+        # the full values become this rank's tensors (a DTensor: its shard), on its device
+        if info.broadcast_from_rank0:
+            _broadcast_state_dict(state_dict, local_state_dict, device=device,
+                                  strict=info.strict, cpu_offload=info.cpu_offload)
+        else:
+            _distribute_state_dict(state_dict, local_state_dict, device=device)
         state_dict.update(local_state_dict)
     return model.load_state_dict(state_dict, strict=info.strict, assign=assign)
 
@@ -571,8 +683,45 @@ def _load_optim_state_dict(model, optimizers, state_dict, info):
                 osd = _unflatten_optim_state_dict(optim_, state_dict, info)
         else:
             osd = {}
+        if info.full_state_dict:
+            osd = _full_to_local_optim_state_dict(model, optim_, osd, info)
         # the optimizer maps the saved "params" (FQNs here) to its own by position
         optim_.load_state_dict(osd)
+
+
+def _full_to_local_optim_state_dict(model, optim_, osd, info):
+    """The full optimizer state dict ``osd`` (on rank 0 only, with ``broadcast_from_rank0``)
+    as ``optim_``'s own: each state tensor of a sharded parameter becomes this rank's shard,
+    the rest the full values."""
+    info.full_state_dict = False
+    local_state_dict = _get_optim_state_dict(model, (optim_,), info)
+    info.full_state_dict = True
+    devices = []
+    for value in _flatten_state_dict(local_state_dict)[0].values():
+        if isinstance(value, Tensor) and value.dim() > 0:
+            if devices and value.device != devices[0]:
+                raise ValueError("Device mismatch")
+            devices.append(value.device)
+    if not devices:
+        raise AssertionError("Expected device to be set")
+    flatten_osd, osd_mapping = _flatten_state_dict(osd)
+    flatten_local_osd, local_osd_mapping = _flatten_state_dict(local_state_dict)
+    if info.broadcast_from_rank0:
+        _broadcast_state_dict(flatten_osd, flatten_local_osd, device=devices[0])
+    else:
+        _distribute_state_dict(flatten_osd, flatten_local_osd, device=devices[0])
+    # entries of the saved state this optimizer lacks are kept, as PyTorch keeps them
+    for optim_key in flatten_osd:
+        if optim_key not in flatten_local_osd:
+            if optim_key not in osd_mapping:
+                raise AssertionError(f"Expected key '{optim_key}' in osd_mapping")
+            flatten_local_osd[optim_key] = flatten_osd[optim_key]
+            local_osd_mapping[optim_key] = osd_mapping[optim_key]
+    osd = _unflatten_state_dict(flatten_local_osd, local_osd_mapping)
+    for pg in osd[_PG]:
+        if _PARAMS not in pg:
+            pg[_PARAMS] = []
+    return osd
 
 
 def _optimizers(optimizers):

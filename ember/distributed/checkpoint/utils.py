@@ -139,8 +139,10 @@ class _DistWrapper:
 
 
 def find_tensor_shard(tensor, index):
-    """The chunk of ``tensor`` that ``index`` names: a plain tensor is its only chunk, at
-    offset zero."""
+    """The chunk of ``tensor`` that ``index`` names: a DTensor's is its shard (its checkpoint
+    hook), a plain tensor is its only chunk, at offset zero."""
+    if hasattr(tensor, "__get_tensor_shard__"):
+        return tensor.__get_tensor_shard__(index)
     if index.offset is not None:
         if tuple(index.offset) == (0,) * tensor.dim():
             return tensor

@@ -3,7 +3,9 @@ placement per mesh dimension; its shape, stride and dtype are the global tensor'
 DTensors run through ``__torch_dispatch__`` (sharding propagation, then the op on the local
 tensors: ``_dispatch.py``). ``from_local``, ``to_local``, ``redistribute`` and ``full_tensor``
 are differentiable, as in PyTorch; ``distribute_tensor``, ``distribute_module`` and the
-factories create DTensors from global tensors and shapes.
+factories create DTensors from global tensors and shapes. The distributed checkpoint hooks
+(``__create_write_items__``, ``__create_chunk_list__``, ``__get_tensor_shard__``) let DCP save
+and load each rank's shard in place.
 """
 import inspect
 import math
@@ -216,6 +218,34 @@ class DTensor(ember.Tensor):
 
     def numpy(self, *, force=False):
         raise RuntimeError(".numpy() is not supported for tensor subclasses.")
+
+    # --- distributed checkpoint (DCP) hooks: each rank saves and loads its own shard
+
+    def _raise_if_contains_partial_placements(self):
+        for placement in self._spec.placements:
+            if isinstance(placement, Partial):
+                raise ValueError("Any checkpointing related operations are not supported for "
+                                 "DTensor with partial placements!")
+
+    def __create_write_items__(self, fqn, object):
+        """One ``WriteItem`` (type SHARD) for this rank's shard: where it sits in the global
+        tensor and its size. Replicas are the same item on every rank, which the save plan's
+        deduplication keeps on one rank only."""
+        self._raise_if_contains_partial_placements()
+        from ..checkpoint.planner_helpers import _create_write_items_for_dtensor
+        return [_create_write_items_for_dtensor(fqn, object)]
+
+    def __create_chunk_list__(self):
+        """The ``ChunkStorageMetadata`` (global offsets and sizes) of this rank's shard, the
+        region a load fills."""
+        self._raise_if_contains_partial_placements()
+        from ..checkpoint.planner_helpers import _create_chunk_from_dtensor
+        return [_create_chunk_from_dtensor(self)]
+
+    def __get_tensor_shard__(self, index):
+        """The local tensor: the one shard a rank holds, whatever ``index`` names."""
+        self._raise_if_contains_partial_placements()
+        return self.to_local()
 
     @property
     def device_mesh(self):

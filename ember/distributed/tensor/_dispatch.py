@@ -24,13 +24,18 @@ def _is_same_size_handler(dispatcher, op_call, args, kwargs):
     return args[0].shape == args[1].shape
 
 
+def _is_pinned_handler(dispatcher, op_call, args, kwargs):
+    return args[0]._local_tensor.is_pinned()
+
+
 class OpDispatcher:
     def __init__(self):
         self.sharding_propagator = ShardingPropagator()
         # PyTorch's implicit_replication(): plain tensors of any size count as replicated
         self._allow_implicit_replication = False
         # op -> fn(dispatcher, op, args, kwargs), for ops that are more than a layout rule
-        self._custom_op_handlers = {aten.is_same_size.default: _is_same_size_handler}
+        self._custom_op_handlers = {aten.is_same_size.default: _is_same_size_handler,
+                                    aten.is_pinned.default: _is_pinned_handler}
 
     def dispatch(self, op_call, args, kwargs):
         handler = self._custom_op_handlers.get(op_call)
