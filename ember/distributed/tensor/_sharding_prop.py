@@ -213,7 +213,11 @@ class ShardingPropagator:
         except TypeError:
             return self.propagate_op_sharding_non_cached(op_schema)
         found = self._cache.get(key)
-        if found is not None and found[0] == op_schema:
+        # equal meshes need not be the same: one made after the process groups were built again
+        # compares equal to the old one, whose groups are gone, and the cached output specs
+        # would hand the old mesh to the new tensors
+        if found is not None and found[0] == op_schema and \
+                found[0].get_mesh_from_args() is op_schema.get_mesh_from_args():
             return found[1]
         result = self.propagate_op_sharding_non_cached(op_schema)
         if len(self._cache) >= _CACHE_SIZE:  # calls with ever-new scalars (an LR schedule)
