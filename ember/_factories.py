@@ -22,7 +22,8 @@ from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_form
                            device as _device, preserve_format)
 from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
-from ._core.storage import from_array, meta_storage
+from ._core.storage import UntypedStorage, from_array, meta_storage
+from .storage import TypedStorage
 from ._tensor import Tensor, _alias, make_tensor, wrap_array
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "sparse_coo_tensor",
@@ -399,16 +400,35 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 
 
 def as_tensor(data, dtype=None, device=None):
-    """``data`` as a tensor, sharing memory with a tensor or array when dtype and device allow."""
+    """``data`` as a tensor, sharing memory with a tensor, array or storage when dtype and
+    device allow."""
     dtype = _to_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
+    if isinstance(data, (UntypedStorage, TypedStorage)):
+        return _over_storage(data, dtype).to(device=device)
     if isinstance(data, np.ndarray) and ndarray_shareable(data):
         t = from_numpy(data)
         if (dtype is None or dtype is t._dtype) and _target_device(device) == CPU:
             return t
         return _copy(t, dtype, _target_device(device))
     return tensor(data, dtype=dtype, device=device)
+
+
+def _over_storage(storage, dtype):
+    """A 1-d tensor over a whole storage, as PyTorch's: an untyped storage's bytes read as
+    ``dtype`` (inferred, with none given, as from a sequence of ints: int64, or the default dtype
+    when empty), a typed storage's elements if ``dtype`` (or the default dtype) is theirs."""
+    if isinstance(storage, TypedStorage):
+        want = dtype or D.get_default_dtype()
+        if storage.dtype is not want:
+            raise RuntimeError(f"Expected a Storage of type {want._short} or an UntypedStorage, "
+                               f"but got {storage.dtype._short}")
+        dtype, storage = want, storage._untyped_storage
+    elif dtype is None:
+        dtype = D.int64 if storage.nbytes() else D.get_default_dtype()
+    return make_tensor(storage, (storage.nbytes() // dtype.itemsize,), (1,), 0, dtype,
+                       storage.device)
 
 
 def ndarray_shareable(a):

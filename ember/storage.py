@@ -216,6 +216,16 @@ class TypedStorage:
         module = ember if self.device.type == "cpu" else ember.cuda
         return getattr(module, name, None)
 
+    @classmethod
+    def from_file(cls, filename, shared, size):
+        """A CPU storage of ``size`` elements of the class's dtype, memory-mapped from a file
+        (:meth:`UntypedStorage.from_file`); only the legacy classes know their dtype."""
+        _warn_typed_storage_removal()
+        if cls is TypedStorage:
+            raise RuntimeError("from_file can only be called on derived classes")
+        return cls(wrap_storage=UntypedStorage.from_file(filename, shared,
+                                                         size * cls.dtype.itemsize))
+
     def _new_shared(self, size, *, device=None):
         """A storage of ``size`` elements of this dtype in shared memory."""
         untyped = UntypedStorage(size * self.dtype.itemsize,

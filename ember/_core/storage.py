@@ -138,7 +138,27 @@ class UntypedStorage:
         return self._data().tolist()
 
     def __getitem__(self, i):
-        return self._data()[i].tolist() if isinstance(i, slice) else int(self._data()[i])
+        if isinstance(i, slice):
+            return self._slice(i)
+        return int(self._data()[i])
+
+    def _slice(self, i):
+        """``storage[a:b]``: a storage over those bytes of this one's memory (no copy, not
+        resizable), as PyTorch's."""
+        start, stop, step = i.indices(self._nbytes)
+        if step != 1:
+            raise RuntimeError(f"Trying to slice with a step of {step}, but only a step of 1 is "
+                               f"supported")
+        if self.device.type not in ("cpu", "meta"):
+            raise NotImplementedError(f"slicing a storage on the '{self.device.type}' device is "
+                                      f"not supported by ember")
+        s = UntypedStorage.__new__(UntypedStorage)
+        s._nbytes = max(stop - start, 0)
+        s._buf = s._bytes = None if self._buf is None else self._data()[start:start + s._nbytes]
+        s.device = self.device
+        s._resizable = False
+        s._allocator = self._allocator
+        return s
 
     def __setitem__(self, i, v):
         self._data()[i] = v
@@ -194,6 +214,16 @@ class UntypedStorage:
     def clone(self):
         s = UntypedStorage(self._nbytes, device=self.device)
         return s.copy_(self)
+
+    def untyped(self):
+        return self
+
+    @classmethod
+    def from_file(cls, filename, shared=False, nbytes=0):
+        """A CPU storage of the first ``nbytes`` bytes of a file, memory-mapped as by
+        ``torch.from_file`` (``shared``: writes reach the file; otherwise they stay here)."""
+        from .. import from_file  # the package imports this module: a true cycle
+        return from_file(filename, shared, nbytes, dtype=uint8).untyped_storage()
 
     # -- pinned memory (through the Tensor ops, as PyTorch's storage methods) ------------------
     def _as_byte_tensor(self):
