@@ -1,16 +1,23 @@
 """Random number generation state: ``Generator``, the default generator, ``manual_seed``,
 ``seed``, ``initial_seed``, ``get_rng_state``/``set_rng_state`` and ``fork_rng``.
 
-A Generator wraps a NumPy PCG64 bit generator. Streams differ from PyTorch's (Philox/MT19937
-there) but follow the same contract: the same seed gives the same values, and an explicit
-``generator=`` argument never disturbs the default generator. The state is a uint8 tensor, as in
-PyTorch, holding the PCG64 state, its increment, the buffered 32-bit half and the seed.
+A Generator is PyTorch's CPU generator: an mt19937 engine seeded, as ``at::mt19937``, with the
+low 32 bits of the seed (``init_with_uint32``; the whole 64-bit seed is kept as the initial seed),
+plus the cached second sample of the double Box-Muller transform (``next_double_normal_sample``)
+and the float one PyTorch keeps beside it. NumPy's ``MT19937`` bit generator holds that engine
+exactly (its 624-word key and position), so ``random_raw`` gives the same 32-bit outputs as
+``CPUGeneratorImpl::random()`` in bulk; ``random64()`` is two of them, the first the high half.
+The CPU random kernels (``ember/_kernels/cpu/random.py``) turn these words into values with
+ATen's transformations, so the same seed gives PyTorch's numbers, and the state tensor is
+PyTorch's ``CPUGeneratorImplState`` byte for byte (5056 bytes): a state saved by either loads into
+the other and continues the same stream.
 
 A CUDA generator also has a Philox offset, as PyTorch's CUDA generators (seed, offset): the CUDA
 random kernels (``ember/_kernels/cuda/philox.py``) draw the numbers of (seed, offset) and take the
 next offset (:meth:`Generator.philox_next`), so a device's random ops need no host state. Its
-state tensor holds the offset after the fields above; the PCG64 part serves the random ops that
-still run as CPU kernels.
+state tensor is the CPU layout above followed by the offset (8 bytes): the mt19937 part serves the
+random ops of CUDA tensors that still run as CPU kernels (the host fallback passes them the
+device's generator).
 """
 import contextlib
 import os
@@ -25,9 +32,12 @@ __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_see
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
 _MASK64 = (1 << 64) - 1
-# state layout: PCG64 state (16 bytes), increment (16), has_uint32 (1), uinteger (4), seed (8)
-_STATE = struct.Struct("<16s16sBIQ")
-_CUDA_STATE = struct.Struct("<16s16sBIQQ")  # ... and the Philox offset
+_MT_N = 624
+# CPUGeneratorImplState: the legacy THGeneratorState (initial seed, left, seeded, next, the 624
+# words widened to uint64, normal_x, normal_y, normal_rho, normal_is_valid, padding) followed by
+# next_float_normal_sample and its valid flag (and the struct's tail padding)
+_STATE = struct.Struct(f"<QiiQ{_MT_N}Qdddi4xf?3x")
+_CUDA_STATE = struct.Struct(_STATE.format + "Q")  # ... and the Philox offset
 
 
 def _seed_value(seed, who="manual_seed"):
@@ -38,6 +48,16 @@ def _seed_value(seed, who="manual_seed"):
     if not -(1 << 63) <= seed <= _MASK64:
         raise ValueError("Overflow when unpacking long long")
     return seed & _MASK64
+
+
+def _mt19937_key(seed):
+    """mt19937's init_genrand recurrence from the low 32 bits of ``seed``: the 624-word state."""
+    key = [seed & 0xFFFFFFFF]
+    prev = key[0]
+    for j in range(1, _MT_N):
+        prev = (1812433253 * (prev ^ (prev >> 30)) + j) & 0xFFFFFFFF
+        key.append(prev)
+    return np.array(key, np.uint32)
 
 
 class Generator:
@@ -66,15 +86,37 @@ class Generator:
 
     def _init(self, dev):
         self.device = dev
-        self._seed = DEFAULT_SEED
-        self._np = np.random.Generator(np.random.PCG64(DEFAULT_SEED))
+        self._engine = np.random.MT19937()
         self._offset = 0  # the next Philox offset (CUDA generators)
+        self._set_seed(DEFAULT_SEED)
+
+    def _set_seed(self, seed):
+        self._seed = seed
+        self._load(_mt19937_key(seed), _MT_N)
+        self._next_at_twist = 0  # mt19937's ``next`` while a twist is due: 0 until the first draw
+        self._next_double_normal = None
+        self._next_float_normal = None
+
+    def _load(self, key, pos):
+        self._engine.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
 
     def manual_seed(self, seed):
-        self._seed = _seed_value(seed)
-        self._np = np.random.Generator(np.random.PCG64(self._seed))
+        self._set_seed(_seed_value(seed))
         self._offset = 0
         return self
+
+    # -- the engine's outputs, as CPUGeneratorImpl::random() and random64() ------------------
+
+    def _random(self, n):
+        """``n`` 32-bit outputs of the engine (uint64 array): CPUGeneratorImpl::random()."""
+        if n:
+            self._next_at_twist = _MT_N
+        return self._engine.random_raw(n)
+
+    def _random64(self, n):
+        """``n`` 64-bit outputs (random64()): two 32-bit draws each, the first the high half."""
+        w = self._random(2 * n)
+        return (w[0::2] << np.uint64(32)) | w[1::2]
 
     def philox_next(self, increment=1):
         """(seed, offset) for one random op on a CUDA device; the next op gets the next offset
@@ -95,10 +137,14 @@ class Generator:
 
     def get_state(self):
         from ._tensor import wrap_array
-        st = self._np.bit_generator.state
-        fields = (st["state"]["state"].to_bytes(16, "little"),
-                  st["state"]["inc"].to_bytes(16, "little"), st["has_uint32"], st["uinteger"],
-                  self._seed)
+        st = self._engine.state["state"]
+        pos = int(st["pos"])
+        # mt19937's (left, next): the next output is state[next] unless left == 1 (a twist first)
+        left, nxt = (1, self._next_at_twist) if pos == _MT_N else (_MT_N + 1 - pos, pos)
+        dn, fn = self._next_double_normal, self._next_float_normal
+        fields = (self._seed, left, 1, nxt, *(int(w) for w in st["key"]), 0.0,
+                  0.0 if dn is None else dn, 0.0, dn is not None,
+                  0.0 if fn is None else fn, fn is not None)
         raw = (_CUDA_STATE.pack(*fields, self._offset) if self.device.type == "cuda"
                else _STATE.pack(*fields))
         return wrap_array(np.frombuffer(raw, np.uint8).copy())
@@ -110,17 +156,21 @@ class Generator:
             raise TypeError("RNG state must be a torch.ByteTensor")
         layout = _CUDA_STATE if self.device.type == "cuda" else _STATE
         if new_state.numel() != layout.size:
-            raise RuntimeError(f"Expected a PCG64 generator state of size {layout.size} but found "
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {layout.size} but found "
                                f"the input RNG state size to be {new_state.numel()}")
-        state, inc, has32, uint32, seed, *offset = layout.unpack(
-            bytes(new_state.contiguous()._nd()))
-        bitgen = np.random.PCG64()
-        bitgen.state = {"bit_generator": "PCG64",
-                        "state": {"state": int.from_bytes(state, "little"),
-                                  "inc": int.from_bytes(inc, "little")},
-                        "has_uint32": has32, "uinteger": uint32}
-        self._np = np.random.Generator(bitgen)
+        fields = layout.unpack(bytes(new_state.contiguous()._nd()))
+        seed, left, seeded, nxt = fields[:4]
+        key = fields[4:4 + _MT_N]
+        (_, normal_y, _, normal_valid, float_normal, float_valid,
+         *offset) = fields[4 + _MT_N:]
+        if not (seeded and 0 < left <= _MT_N and nxt <= _MT_N):
+            raise RuntimeError("Invalid mt19937 state")
+        # the legacy layout widened the words to uint64; the engine keeps their low halves
+        self._load(np.array(key, np.uint64).astype(np.uint32), _MT_N if left == 1 else nxt)
+        self._next_at_twist = nxt
         self._seed = seed
+        self._next_double_normal = normal_y if normal_valid else None
+        self._next_float_normal = float_normal if float_valid else None
         self._offset = offset[0] if offset else 0
         return self
 
@@ -205,5 +255,5 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
 
 
 def generator_of(generator):
-    """The NumPy generator a random kernel draws from: ``generator`` or the default one."""
-    return (generator or default_generator)._np
+    """The generator a random kernel draws from: ``generator`` or the default one."""
+    return generator or default_generator

@@ -27,20 +27,8 @@ EXPECTED = {
         "eigenvectors are defined up to a unit phase per column: PyTorch's CPU build gets them from MKL's LAPACK, ember from NumPy's (OpenBLAS), and the two return some columns multiplied by -1; eigenvalues and |eigenvectors| agree (the gradient entry, through the database's abs(), passes)",
     'linalg.eigh:forward':
         "eigenvectors are defined up to sign per column: PyTorch's CPU build gets them from MKL's syevd, ember from NumPy's (OpenBLAS), and the two flip some columns; eigenvalues and |eigenvectors| agree (the gradient entry, through the database's abs(), passes)",
-    'nn.functional.fractional_max_pool3d:forward':
-        "values depend on the _random_samples F.fractional_max_pool3d draws with rand(); ember's generator (NumPy PCG64) gives a different stream than PyTorch's MT19937 by design (ember/random.py); with the same _random_samples the results match exactly (tests/test_missing_ops_r3.py)",
-    'nn.functional.fractional_max_pool3d:gradient':
-        "values depend on the _random_samples F.fractional_max_pool3d draws with rand(); ember's generator (NumPy PCG64) gives a different stream than PyTorch's MT19937 by design (ember/random.py); with the same _random_samples the results match exactly (tests/test_missing_ops_r3.py)",
-    'nn.functional.multi_head_attention_forward:forward':
-        "the differing samples run dropout (p=0.5, training=True) under a fixed seed: ember's generator is NumPy's PCG64, not PyTorch's CPU mt19937, so the dropout masks differ; every sample without dropout matches (forward and gradient)",
-    'nn.functional.multi_head_attention_forward:gradient':
-        "every gradient sample of the database runs dropout (p=0.5, training=True) under a fixed seed, and ember's generator (NumPy's PCG64) does not reproduce PyTorch's CPU mt19937 mask; with training=False the gradients match",
-    'nn.functional.rrelu:forward':
-        "training-mode rrelu draws its negative slopes from the seeded generator: ember's is NumPy's PCG64, PyTorch's CPU one mt19937 (whose double stream NumPy's MT19937 with legacy seeding does reproduce, but ember's generator is PCG64 by design), so the slopes differ",
-    'nn.functional.rrelu:gradient':
-        "the gradient is the training-mode random slope, drawn from a different generator stream (ember's NumPy PCG64, PyTorch's CPU mt19937), so it differs as the forward does",
     'pca_lowrank:forward':
-        "U and V are unique only up to a sign per column, which depends on the random test matrix (ember.randn's stream differs from PyTorch's by design) and on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
+        "U and V are unique only up to a sign per column, which depends on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
     'sparse.mm.reduce:forward':
         'torch.sparse.mm with reduce= takes a sparse CSR input and ember has sparse COO tensors only',
     'sparse.mm.reduce:gradient':
@@ -54,5 +42,5 @@ EXPECTED = {
     'special.bessel_y1:forward':
         "PyTorch's CPU bessel_y1 (the Cephes rational approximation in ATen's Math.h) is off by 6.6e-6 relative in float64 at one sample value near a zero of Y1 (mpmath as reference), where ember's (SciPy's y1) is accurate to 6e-16",
     'svd_lowrank:forward':
-        "U and V are unique only up to a sign per column, which depends on the random test matrix (ember.randn's stream differs from PyTorch's by design) and on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
+        "U and V are unique only up to a sign per column, which depends on the LAPACK build (MKL's and OpenBLAS's gesdd pick different signs); S, U V^H and their gradients match PyTorch (tests/test_missing_ops_r3.py)",
 }

@@ -309,14 +309,16 @@ def test_dropout_statistics(fn):
     assert getattr(EF, fn)(x, 0.3, False) is x
 
 
-def test_dropout_grad_uses_mask():
+def test_dropout_grad_uses_mask(torch):
     ember.manual_seed(1)
     x = ember.randn(50, 40, requires_grad=True)
     y = EF.dropout(x, 0.5)
     y.sum().backward()
     kept = y.detach().numpy() != 0
     np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 2.0, 0.0))
-    assert type(y.grad_fn).__name__ == "NativeDropoutBackward0"
+    # on the CPU, PyTorch multiplies by bernoulli noise (the fused kernel is for devices)
+    t = torch.nn.functional.dropout(torch.randn(3, requires_grad=True), 0.5)
+    assert type(y.grad_fn).__name__ == type(t.grad_fn).__name__
 
 
 def test_dropout_inplace_and_errors(torch):

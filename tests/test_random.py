@@ -1,6 +1,7 @@
 """Random numbers: reproducibility under seeds, generator independence and state round trips,
 shapes/dtypes of every sampler compared with PyTorch, rough distribution checks, and PyTorch's
-argument errors. (Streams differ from PyTorch's by design; only the contract is compared.)"""
+argument errors. (The values themselves are compared with PyTorch's, bit for bit, in
+test_random_pytorch_streams.py.)"""
 import numpy as np
 import pytest
 

@@ -1,8 +1,8 @@
 """The distribution samplers (randperm, bernoulli, multinomial, poisson, exponential_,
 geometric_, cauchy_, log_normal_, randint_like): shapes and dtypes against PyTorch, the
-distributions by their statistics (generous tolerances: streams differ from PyTorch's by design),
-reproducibility through seeds, generators, rng state and fork_rng, Meta results, and PyTorch's
-argument errors (same exception type and message, self untouched after a failed call)."""
+distributions by their statistics, reproducibility through seeds, generators, rng state and
+fork_rng (the values of each step equal PyTorch's), Meta results, and PyTorch's argument errors
+(same exception type and message, self untouched after a failed call)."""
 import numpy as np
 import pytest
 
@@ -56,24 +56,35 @@ def test_shape_dtype_and_seed(torch, name):
         assert _vals(a) != _vals(b)
 
 
+def _state_and_fork_steps(L, fn):
+    """Each draw of a sequence that seeds, uses explicit generators, restores a saved state and
+    forks the default generator."""
+    steps = []
+    L.manual_seed(7)
+    steps.append(_vals(fn(L)))
+    L.manual_seed(7)
+    g = L.Generator().manual_seed(99)
+    steps.append(_vals(fn(L, generator=g)))  # must not advance the default generator
+    steps.append(_vals(fn(L)))
+    g1, g2 = L.Generator().manual_seed(5), L.Generator().manual_seed(5)
+    steps += [_vals(fn(L, generator=g1)), _vals(fn(L, generator=g2))]
+    state = L.get_rng_state()
+    steps.append(_vals(fn(L)))
+    L.set_rng_state(state)
+    steps.append(_vals(fn(L)))
+    with L.random.fork_rng():
+        steps.append(_vals(fn(L)))
+    steps.append(_vals(fn(L)))
+    return steps
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_generator_state_and_fork(torch, name):
     fn = SAMPLERS[name]
-    ember.manual_seed(7)
-    expected = _vals(fn(ember))
-    ember.manual_seed(7)
-    g = ember.Generator().manual_seed(99)
-    fn(ember, generator=g)  # must not advance the default generator
-    assert _vals(fn(ember)) == expected
-    g1, g2 = ember.Generator().manual_seed(5), ember.Generator().manual_seed(5)
-    assert _vals(fn(ember, generator=g1)) == _vals(fn(ember, generator=g2))
-    state = ember.get_rng_state()
-    first = _vals(fn(ember))
-    ember.set_rng_state(state)
-    assert _vals(fn(ember)) == first
-    with ember.random.fork_rng():
-        fn(ember)
-    assert _vals(fn(ember)) != first or name == "bernoulli_float_"
+    steps = _state_and_fork_steps(ember, fn)
+    assert steps[2] == steps[0] and steps[3] == steps[4] and steps[6] == steps[5]
+    assert steps[8] == steps[7]  # fork_rng restored the state it found
+    assert steps == _state_and_fork_steps(torch, fn)
 
 
 def test_randperm(torch):

@@ -64,9 +64,12 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     with no_grad():
         p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
         if p > 0.3:
+            # the bounds in the tensor's dtype, so the rejection agrees with its values
+            lo = tensor.new_tensor(a, device="cpu").item()
+            hi = tensor.new_tensor(b, device="cpu").item()
             result = tensor.normal_(mean, std, generator=generator)
             while True:
-                mask = (result < a) | (result > b)
+                mask = (result < lo) | (result > hi)
                 if not mask.any():
                     break
                 result = where(mask, empty_like(result).normal_(mean, std, generator=generator),

@@ -302,15 +302,16 @@ def _check_p(p):
 
 
 def _noise(input, p, feature):
-    """Keep-mask of 0/1 values in input's dtype, one per element or per (sample, channel)."""
+    """Keep-mask of 0/1 values in input's dtype, one per element or per (sample, channel):
+    ``bernoulli(1 - p)`` of a new contiguous tensor, as ATen's ``bernoulli_`` (the functional
+    op, so that functionalized graphs need no in-place one)."""
     if feature:
         if input.dim() < 2:
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         shape = input._size[:2] + (1,) * (input.dim() - 2)
     else:
         shape = input._size
-    from ... import rand
-    return (rand(shape, dtype=input._dtype) >= p).to(input._dtype)
+    return _aten.bernoulli.p._call(input.new_empty(shape), 1 - p, None)
 
 
 def _dropout_impl(input, p, train, feature, alpha, inplace=False):
@@ -322,18 +323,23 @@ def _dropout_impl(input, p, train, feature, alpha, inplace=False):
     if p == 1:
         return mul(0.0)
     noise = _noise(input, p, feature)
-    if alpha:
+    if alpha:  # (ATen's in-place steps: their roundings are its results' too)
         a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-        b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
-        out = mul(noise * a)
-        return out.add_(b) if inplace else out + b
-    return mul(noise / (1 - p))
+        b = noise.add(-1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
+        return mul(noise.mul_(a)).add_(b)
+    return mul(noise.div_(1 - p))
 
 
 def dropout(input, p, train):
     if train and 0 < p < 1 and input.numel():
-        # the fused kernel: one mask draw and a dedicated backward op
-        return _aten.native_dropout.default._call(input, p, True)[0]
+        if input._device.type != "cpu":  # ATen's is_fused_kernel_acceptable
+            return _aten.native_dropout.default._call(input, p, True)[0]
+        # ATen's CPU dropout multiplies by noise.div_(1 - p), the noise bernoulli_(1 - p) of a
+        # contiguous tensor: native_dropout's mask of a contiguous input is those draws, and
+        # one op the graph passes know as random
+        x = input if input.is_contiguous() else input.contiguous()
+        keep = _aten.native_dropout.default._call(x, p, True)[1]
+        return input.mul(keep.to(input._dtype).div_(1 - p))
     return _dropout_impl(input, p, train, False, False)
 
 
@@ -380,11 +386,18 @@ def _rrelu(self, lower, upper, training, generator, inplace):
     if self._dtype not in (D.float32, D.float64, D.bfloat16):
         raise NotImplementedError(f'"rrelu_with_noise_out_cpu" not implemented for '
                                   f"'{self._dtype._short}'")
-    from ... import rand
-    noise = rand(self._size, generator=generator, dtype=self._dtype) * (upper - lower) + lower
-    slope = _aten.where.self._call(self >= 0, _aten.ones_like.default._call(
-        noise, None, None, None, None, None), noise)
-    return self.mul_(slope) if inplace else self * slope
+    # one U(lower, upper) double per element <= 0, in order (x * (upper - lower) + lower,
+    # unfused: ATen's Activation.cpp, the bounds first rounded to the compute type), taken in
+    # the compute type; 1 for the others
+    from ... import empty, ones, tensor
+    work = D.float64 if self._dtype is D.float64 else D.float32
+    lower, upper = (tensor(v, dtype=work).item() for v in (lower, upper))
+    negative = self <= 0
+    x = empty(int(negative.sum()), dtype=D.float64).uniform_(0.0, 1.0, generator=generator)
+    noise = ones(self._size, dtype=work).masked_scatter_(negative, (x * (upper - lower) + lower)
+                                                          .to(work))
+    out = (self.to(work) * noise).to(self._dtype)
+    return self.copy_(out) if inplace else out
 
 
 def rrelu(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):

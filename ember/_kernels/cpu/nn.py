@@ -18,10 +18,10 @@ from ..._core import dtype as D
 from .gemm import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
-from ...random import generator_of
 from ..registration import register
 from . import generated as _generated
 from ._util import add_rows_at, array_module, check_index_range, nd, wrap
+from .random import bernoulli_mask
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
@@ -732,7 +732,8 @@ def embedding_renorm_(self, indices, max_norm, norm_type):
 
 
 # ---------------------------------------------------------------------------------------------
-# Dropout: the mask is drawn from the generator in one call.
+# Dropout: ATen's native_dropout_cpu, a bool mask bernoulli_(1 - p) (the random kernels' draws),
+# then ``input.mul(mask).mul_(scale)``, each product rounded to input's dtype.
 
 
 def native_dropout(input, p, train):
@@ -740,13 +741,12 @@ def native_dropout(input, p, train):
     if train is False:  # None means training, as in ATen
         return wrap(nd(input).copy()), wrap(np.ones(input._size, np.bool_))
     x = nd(input)
-    if p == 1:
-        return _res(np.zeros(x.shape, x.dtype), input._dtype), wrap(np.zeros(x.shape, np.bool_))
-    mask = generator_of(None).random(input._size, dtype=np.float32) >= p
-    scale = 1.0 / (1.0 - p)
-    r = _arr(input) * mask
-    r *= r.dtype.type(scale)
-    return _res(r, input._dtype), wrap(mask)
+    keep = 1.0 - p
+    scale = 0.0 if keep == 0 else 1.0 / keep
+    mask = bernoulli_mask(input, keep)
+    w = _arr(input)
+    r = (w * mask).astype(x.dtype, copy=False).astype(w.dtype, copy=False)
+    return _res(r * w.dtype.type(scale), input._dtype), wrap(mask)
 
 
 def native_dropout_backward(grad_output, mask, scale):
