@@ -183,3 +183,27 @@ def test_complex_logaddexp_ties_keep_pytorchs_branch(torch):
         t = torch.logaddexp(torch.tensor([a], dtype=torch.complex64),
                             torch.tensor([b], dtype=torch.complex64))
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_float_scalar_ops_round_as_aten(torch, dtype):
+    # ATen's CPU mul/div take a scalar second operand at float precision (not rounded to the
+    # tensor's dtype first); add/sub with alpha round alpha to the dtype and compute a + alpha*b
+    # in float, rounding once
+    rs = np.random.RandomState(0)
+    a, b = rs.randn(4096).astype(np.float32), rs.randn(4096).astype(np.float32)
+    mine = [ember.tensor(v).to(getattr(ember, dtype)) for v in (a, b)]
+    theirs = [torch.tensor(v).to(getattr(torch, dtype)) for v in (a, b)]
+    cases = [lambda x, y, lib: x * 0.7, lambda x, y, lib: x / 0.7, lambda x, y, lib: x / 3,
+             lambda x, y, lib: x * lib.tensor(1e-3), lambda x, y, lib: x.div(lib.tensor(3.3)),
+             lambda x, y, lib: x.mul_(0.7), lambda x, y, lib: x + 0.7, lambda x, y, lib: 0.7 - x]
+    for i, case in enumerate(cases):
+        e = case(mine[0].clone(), mine[1], ember).float().numpy()
+        t = case(theirs[0].clone(), theirs[1], torch).float().numpy()
+        np.testing.assert_array_equal(e, t, err_msg=f"case {i}")
+    # with alpha: a handful of elements may differ by one unit in the last place (ATen fuses
+    # the multiply-add in its vector loop)
+    e = mine[0].add(mine[1], alpha=0.3).float().numpy()
+    t = theirs[0].add(theirs[1], alpha=0.3).float().numpy()
+    assert (e != t).sum() <= 8
+    np.testing.assert_allclose(e, t, rtol=1e-2)

@@ -205,14 +205,44 @@ def _quiet():
 _TABLES = {1: UNARY, 2: BINARY, 3: TERNARY}
 
 
+# ATen's CPU mul/div of a half or bfloat16 tensor compute in float ("opmath"), and a scalar
+# second operand (a Python number, or a one-element tensor of another dtype) enters as its
+# original value converted to float, not rounded to the tensor's dtype first; add/sub round
+# the scalar (and alpha) to the dtype, then compute a + alpha * b in float, rounding once
+_OPMATH_ROWS = frozenset(("mul", "div"))
+_ALPHA_ROWS = frozenset(("add", "sub"))
+_REDUCED = (D.float16, D.bfloat16)
+
+
+def _opmath_arrays(operands, cdt):
+    """The operands of a reduced-float add/sub/mul/div as float32 arrays (see _OPMATH_ROWS)."""
+    first, other = operands
+    a = as_array(first, cdt).astype(np.float32)  # a number first is cast to the dtype first
+    if hasattr(other, "_keyset") and not (other._dtype is not cdt and other.numel() == 1):
+        b = as_array(other, cdt).astype(np.float32)
+    else:
+        b = as_array(other, D.float32)
+    return [a, b]
+
+
 def _prepare(name, operands, alpha, out=None):
     """Row, dtypes and NumPy operands of an op (after its checks, and the in-place checks
-    against ``out``); ``alpha`` scales the last operand in the computation dtype (add/sub)."""
+    against ``out``); ``alpha`` scales the last operand in the computation dtype (add/sub).
+    The computation dtype returned is float32 for a reduced-float add/sub/mul/div (whose result
+    is rounded once, to the result dtype)."""
     n = len(operands)
     fn = _TABLES[n][name]  # the compute row; its rule row has the same name
     rule, check = _R.RULES[n][name]
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, out)
+    if cdt in _REDUCED and name in _OPMATH_ROWS:
+        return fn, D.float32, rdt, _opmath_arrays(operands, cdt)
+    if cdt in _REDUCED and name in _ALPHA_ROWS and alpha is not None and \
+            not (alpha == 1 and alpha.__class__ is int):
+        check_alpha(cdt, alpha)
+        arrays = [as_array(x, cdt).astype(np.float32) for x in operands]
+        arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt).astype(np.float32))
+        return fn, D.float32, rdt, arrays
     arrays = _arrays(operands, cdt)
     if alpha is not None:
         check_alpha(cdt, alpha)
