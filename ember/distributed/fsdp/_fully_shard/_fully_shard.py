@@ -14,7 +14,6 @@ from contextlib import contextmanager
 import ember
 
 from ..._composable.contract import contract
-from ...tensor import DTensor
 from ._fsdp_api import MixedPrecisionPolicy, OffloadPolicy
 from ._fsdp_init import (_apply_to_module, _get_device_from_mesh, _get_mesh_info,
                          _get_modules_and_states, _get_post_forward_mesh_info,
@@ -258,7 +257,7 @@ class FSDPModule:
     def _apply(self, fn, *args, **kwargs):
         # the sharded parameters must be the registered ones
         self.reshard()
-        ret = super()._apply(functools.partial(_apply_into_dtensor, fn), *args, **kwargs)
+        ret = super()._apply(fn, *args, **kwargs)  # DTensors are swapped in (Module._apply)
         state = self._get_fsdp_state()
         if not state._fsdp_param_groups:
             return ret
@@ -267,18 +266,6 @@ class FSDPModule:
                 for fsdp_param in fsdp_param_group.fsdp_params:
                     fsdp_param.reset_sharded_param()
         return ret
-
-
-def _apply_into_dtensor(fn, t):
-    """``fn(t)``; for a DTensor, its local tensor and spec also go into ``t``. ember's
-    ``nn.Module._apply`` assigns ``param.data = fn(param)``, which takes the tensor fields but
-    not a DTensor's local tensor and spec (PyTorch swaps a wrapper subclass's whole object in,
-    ``torch.utils.swap_tensors``): so a sharded parameter converted by ``module.to(...)`` stays
-    one DTensor."""
-    applied = fn(t)
-    if isinstance(t, DTensor) and isinstance(applied, DTensor) and applied is not t:
-        t._local_tensor, t._spec = applied._local_tensor, applied._spec
-    return applied
 
 
 class UnshardHandle:
