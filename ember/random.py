@@ -113,6 +113,12 @@ class Generator:
             self._next_at_twist = _MT_N
         return self._engine.random_raw(n)
 
+    def _bitgen(self):
+        """The engine's C interface (NumPy's ``bitgen_t`` capsule) for a compiled kernel that
+        draws its words itself; the caller draws at least one."""
+        self._next_at_twist = _MT_N
+        return self._engine.capsule
+
     def _random64(self, n):
         """``n`` 64-bit outputs (random64()): two 32-bit draws each, the first the high half."""
         w = self._random(2 * n)

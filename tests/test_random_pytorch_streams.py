@@ -2,16 +2,34 @@
 values bit for bit (all dtypes, sizes below, at and past 16, not multiples of 16, non-contiguous
 tensors), leaves the generator in the same state (compared byte for byte), and the state tensors
 interchange: one saved by PyTorch continues PyTorch's stream in ember, and the other way round.
-Module initialisation (nn.Linear, nn.Conv2d, nn.Embedding, ...) draws PyTorch's weights."""
+Module initialisation (nn.Linear, nn.Conv2d, nn.Embedding, ...) draws PyTorch's weights.
+Every case runs twice: with the compiled kernels (``_random_c``) and with the NumPy code they
+replace, which stays the reference where no C compiler is found."""
 import numpy as np
 import pytest
 
 import ember
+from ember._inductor.codecache import compiler_features
+from ember._inductor.exc import InvalidCxxCompiler
+from ember._kernels.cpu import _random_c, generated
 from helpers import to_np
 
 SEEDS = [0, 2 ** 32 + 5, 2 ** 63 + 12345]
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 SIZES = [1, 5, 16, 17, 40, 1003]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def kernels(request, monkeypatch):
+    if request.param == "numpy":
+        monkeypatch.setattr(_random_c, "module", lambda: None)
+    elif generated.enabled():  # where this machine has a compiler, the module builds
+        try:
+            compiler_features()
+        except InvalidCxxCompiler:
+            return request.param
+        assert _random_c.module() is not None
+    return request.param
 
 
 def _check(torch, fn, seed=0):
@@ -220,3 +238,20 @@ def test_init_functions(torch):
                lambda L: L.randn_like(L.zeros(3, 40)),
                lambda L: L.rand_like(L.zeros(3, 40, dtype=L.float64))):
         _check(torch, fn)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_large_draws(torch, dtype):
+    # a million values: the rare roundings (fused multiply-adds, float midpoints of a double
+    # cast to half) show; the NumPy path draws fewer to stay quick
+    def fn(L, n):
+        d = getattr(L, dtype)
+        return L.cat([L.randn(n, dtype=d), L.empty(n + 5, dtype=d).normal_(0.3, 2.5),
+                      L.empty(n, dtype=d).uniform_(-3.3, 7.1),
+                      L.empty(n // 1000, 1000, dtype=d).t().normal_(0.5, 3.0).reshape(-1),
+                      L.empty(n // 8, dtype=d).cauchy_(0.5, 2.0),
+                      L.empty(n // 8, dtype=d).log_normal_(0.5, 0.7)]).to(L.float64)
+
+    n = 1_000_000 if _random_c.module() is not None else 50_000
+    _check(torch, lambda L: fn(L, n))
+    _check(torch, lambda L: L.randperm(n))
