@@ -1,4 +1,5 @@
 """Dynamo's settings (PyTorch's ``torch._dynamo.config``), read at capture time."""
+import os
 
 # How many cache entries one code object may hold before it runs eagerly.
 recompile_limit = 8
@@ -7,8 +8,8 @@ recompile_limit = 8
 # assume_static_by_default=False makes dynamic=None symbolic from the start.
 assume_static_by_default = True
 automatic_dynamic_shapes = True
-# True: an internal error of the interpreter runs the frame eagerly with a one-time warning;
-# False: it is raised (debugging).
-suppress_errors = True
+# False (PyTorch's default): an internal error of the interpreter is raised; True: the frame
+# runs eagerly with a one-time warning (PyTorch's TORCHDYNAMO_SUPPRESS_ERRORS=1).
+suppress_errors = os.environ.get("TORCHDYNAMO_SUPPRESS_ERRORS", "0") == "1"
 # Raise ember._dynamo.exc.RecompileError instead of recompiling on a guard failure.
 error_on_recompile = False
