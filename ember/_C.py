@@ -253,6 +253,13 @@ class _FunctorchModule:
 _functorch = _FunctorchModule()
 
 
+def _are_functorch_transforms_active():
+    """Whether a function transform (vmap, grad/vjp, functionalize) is running in this
+    thread."""
+    from ._functorch import interpreter
+    return bool(interpreter.layers())
+
+
 def _set_grad_enabled(mode):
     """Set grad mode (PyTorch's ``torch._C._set_grad_enabled``; compiled graphs record it)."""
     from ._dispatch import tls

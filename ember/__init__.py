@@ -112,7 +112,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
                             disable=disable)(model)
 
 
-from ._core.symint import SymInt, SymBool, sym_max, sym_min  # noqa: E402,F401  (torch.SymInt)
+from ._core.symint import SymInt, SymBool, SymFloat, sym_max, sym_min  # noqa: E402,F401
 from . import compiler, _logging, _dynamo  # noqa: E402,F401  (torch.compiler, torch._logging, torch._dynamo)
 from . import jit  # noqa: E402,F401  (torch.jit: trace, script, save/load on the compile pipeline)
 from ._higher_order_ops import cond, while_loop  # noqa: E402,F401  (torch.cond, torch.while_loop)
@@ -153,4 +153,7 @@ def __getattr__(name):
         return importlib.import_module("." + name, __name__)
     if name == "Storage":  # follows the default dtype, as torch.Storage
         return storage.default_storage_class()
+    if name == "torch":  # torch.torch is torch (its __init__ imports torch); kornia spells it
+        import sys
+        return sys.modules[__name__]
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

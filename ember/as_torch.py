@@ -6,8 +6,10 @@ library (HuggingFace transformers, einops ...) imports ``torch`` itself. After :
 ``ember.nn``), and ``importlib.metadata`` finds a ``torch`` distribution whose version is the
 PyTorch release ember's API follows (:data:`ember.version.pytorch_api`), which is what libraries
 check before they use torch; ``torch.__version__`` (and ``torch.version.__version__``) say the
-same while installed, for the libraries that read it there (Lightning's version gates). A
-module PyTorch has and ember lacks raises ModuleNotFoundError naming ``torch.<sub>``.
+same while installed, for the libraries that read it there (Lightning's version gates), and
+dtypes, layouts, memory formats and ``Size`` print as ``torch.float32`` (libraries compare those
+strings). A module PyTorch has and ember lacks raises ModuleNotFoundError naming
+``torch.<sub>``.
 
 From the command line::
 
@@ -22,6 +24,7 @@ import runpy
 import sys
 
 from . import version as _version
+from ._core import api_name
 from .version import pytorch_api
 
 __all__ = ["install", "uninstall", "is_installed"]
@@ -84,6 +87,7 @@ def install():
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
     sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
+    api_name.name = "torch"
 
 
 def uninstall():
@@ -92,6 +96,7 @@ def uninstall():
     if is_installed():
         sys.meta_path.remove(_finder)
         sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
+        api_name.name = "ember"
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]

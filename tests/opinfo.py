@@ -556,7 +556,9 @@ _ELSEWHERE = {
         _sparse_log_softmax_backward_data.default sparse_csr_tensor.crow_col_value_size
         sparse_csr_tensor.crow_col_value _sparse_csr_tensor_unsafe.default
         _validate_sparse_csr_tensor_args.default crow_indices.default col_indices.default
-        _to_sparse_csr.default to_sparse_csr.default""",
+        _to_sparse_csr.default to_sparse_csr.default _convert_indices_from_coo_to_csr.default
+        _convert_indices_from_coo_to_csr.out _convert_indices_from_csr_to_coo.default
+        _convert_indices_from_csr_to_coo.out""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

@@ -370,3 +370,19 @@ def test_to_torch_roundtrip_under_autocast(torch):
         t = torch.matmul(ta, ta)
     np.testing.assert_allclose(to_torch(torch, e).float().numpy(), t.float().numpy(),
                                rtol=2e-2, atol=5e-2)
+
+
+def test_autocast_state_of_device_types_without_an_ember_backend(torch):
+    """``is_autocast_enabled``/``set_autocast_enabled`` answer for every autocast device type
+    PyTorch has (kornia asks about "mps" and "xpu"), and refuse the others with its message."""
+    for lib in (ember, torch):
+        for device_type in ("cpu", "cuda", "xpu", "mps", "hpu", "xla", "mtia", "maia", "ipu"):
+            assert lib.is_autocast_enabled(device_type) is False
+        lib.set_autocast_enabled("mps", True)
+        try:
+            assert lib.is_autocast_enabled("mps") is True
+        finally:
+            lib.set_autocast_enabled("mps", False)
+        assert lib.is_autocast_enabled("mps") is False
+        with pytest.raises(RuntimeError, match="unknown device type for autocast"):
+            lib.is_autocast_enabled("meta")

@@ -378,3 +378,41 @@ def test_trace_kwargs_is_tracing_and_load_map_location(tmp_path):
     out = loaded(scale=ember.full((2,), 2.0), x=ember.arange(2.0))  # any keyword order
     np.testing.assert_array_equal(_np(out[0]), [0, 2])
     assert out[1].item() == 1.0
+
+
+def _declared(x: int) -> int:
+    ...
+
+
+def _declared_with_pass(x: float) -> float:
+    pass
+
+
+class _ScriptedPoint:
+    def __init__(self, x: int):
+        self.x = x
+
+
+class _ScriptedChild(_ScriptedPoint):
+    pass
+
+
+def test_overload_declarations_and_scripted_classes(torch):
+    """``jit._overload`` declarations leave the implementation that follows them (and refuse a
+    body other than ``pass``/``...``, as PyTorch); ``jit.script`` of a class returns the class
+    and refuses nn.Module types and subclasses as PyTorch does."""
+    for lib in (ember, torch):
+        assert lib.jit._overload(_declared) is _declared
+        assert lib.jit._overload(_declared_with_pass) is _declared_with_pass
+        with pytest.raises(RuntimeError, match="Only `pass` statement or `...` can be the body"):
+            @lib.jit._overload
+            def bad(x: int) -> int:
+                return x
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            assert lib.jit.script(_ScriptedPoint) is _ScriptedPoint
+            assert lib.jit.script(_ScriptedPoint)(4).x == 4
+            with pytest.raises(RuntimeError, match="inherits from nn.Module, pass an instance"):
+                lib.jit.script(lib.nn.Linear)
+            with pytest.raises(RuntimeError, match="does not support inheritance yet"):
+                lib.jit.script(_ScriptedChild)

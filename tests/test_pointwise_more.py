@@ -196,7 +196,12 @@ def test_reduced_float_scalar_ops_round_as_aten(torch, dtype):
     theirs = [torch.tensor(v).to(getattr(torch, dtype)) for v in (a, b)]
     cases = [lambda x, y, lib: x * 0.7, lambda x, y, lib: x / 0.7, lambda x, y, lib: x / 3,
              lambda x, y, lib: x * lib.tensor(1e-3), lambda x, y, lib: x.div(lib.tensor(3.3)),
-             lambda x, y, lib: x.mul_(0.7), lambda x, y, lib: x + 0.7, lambda x, y, lib: 0.7 - x]
+             lambda x, y, lib: x.mul_(0.7), lambda x, y, lib: x + 0.7, lambda x, y, lib: 0.7 - x,
+             # the aten overloads: only mul_.Scalar rounds the number to the dtype first
+             lambda x, y, lib: lib.ops.aten.mul_.Scalar(x, 0.7),
+             lambda x, y, lib: lib.ops.aten.mul.Scalar(x, 0.7),
+             lambda x, y, lib: lib.ops.aten.div_.Scalar(x, 0.7),
+             lambda x, y, lib: lib.blackman_window(31, dtype=x.dtype)]
     for i, case in enumerate(cases):
         e = case(mine[0].clone(), mine[1], ember).float().numpy()
         t = case(theirs[0].clone(), theirs[1], torch).float().numpy()

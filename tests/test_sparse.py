@@ -560,3 +560,63 @@ def test_type_names_and_dense_sparse_copy_error_match_pytorch(torch):
     with pytest.raises(RuntimeError) as ee:
         ember.ones(4, 4, 2).copy_(e)
     assert str(ee.value) == str(te.value)
+
+
+def test_convert_indices_between_coo_and_csr(torch):
+    """``_convert_indices_from_coo_to_csr`` (row pointers of sorted row indices) and back, with
+    PyTorch's result dtypes (int64 unless ``out_int32``, whatever the input's)."""
+    rows, crow, col = [0, 0, 2, 3], [0, 2, 2, 3], [1, 0, 2]
+    for dtype in ("int64", "int32"):
+        for out_int32 in (False, True):
+            mine = ember._convert_indices_from_coo_to_csr(
+                ember.tensor(rows, dtype=getattr(ember, dtype)), 5, out_int32=out_int32)
+            theirs = torch._convert_indices_from_coo_to_csr(
+                torch.tensor(rows, dtype=getattr(torch, dtype)), 5, out_int32=out_int32)
+            assert str(mine.dtype)[6:] == str(theirs.dtype)[6:]
+            assert mine.tolist() == theirs.tolist()
+            for transpose in (False, True):
+                mine = ember._convert_indices_from_csr_to_coo(
+                    ember.tensor(crow, dtype=getattr(ember, dtype)),
+                    ember.tensor(col, dtype=getattr(ember, dtype)), out_int32=out_int32,
+                    transpose=transpose)
+                theirs = torch._convert_indices_from_csr_to_coo(
+                    torch.tensor(crow, dtype=getattr(torch, dtype)),
+                    torch.tensor(col, dtype=getattr(torch, dtype)), out_int32=out_int32,
+                    transpose=transpose)
+                assert str(mine.dtype)[6:] == str(theirs.dtype)[6:]
+                assert mine.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("reduce", [None, "sum", "mean", "max", "amin"])
+def test_sparse_mm_of_a_csr_matrix_with_reduce(torch, reduce):
+    """``torch.sparse.mm(csr, dense[, reduce])``: values and gradients for both factors (the CSR
+    one's is CSR with its pattern; an extremum's goes to the first entry attaining it)."""
+    idx = [[0, 0, 1, 3, 3], [1, 2, 0, 0, 2]]
+    vals = [1.0, 1.0, 3.0, -2.0, 0.5]
+    dense = np.array([[1.0, -2.0], [1.0, 2.0], [1.0, 2.0]], np.float32)  # row 0 ties
+    grads = {}
+    for lib in (ember, torch):
+        a = lib.sparse_coo_tensor(idx, vals, (5, 3)).to_sparse_csr().requires_grad_()
+        b = lib.tensor(dense, requires_grad=True)
+        out = lib.sparse.mm(a, b) if reduce is None else lib.sparse.mm(a, b, reduce)
+        (out * lib.arange(10.0).reshape(5, 2)).sum().backward()
+        assert a.grad.layout == lib.sparse_csr
+        grads[lib.__name__] = (out.detach().numpy(), b.grad.numpy(), a.grad.values().numpy(),
+                               a.grad.col_indices().numpy())
+    for mine, theirs in zip(grads["ember"], grads["torch"]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+
+
+def test_sparse_mm_reduce_errors(torch):
+    for lib in (ember, torch):
+        csr = lib.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2)).to_sparse_csr()
+        with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean"):
+            lib.sparse.mm(csr, lib.ones(2, 2), "foo")
+        with pytest.raises(RuntimeError, match="reduce type of prod has not been enabled"):
+            lib.sparse.mm(csr, lib.ones(2, 2), "prod")
+        with pytest.raises(RuntimeError, match="to have scalar type Float; but got "
+                                               "torch.DoubleTensor"):
+            lib.sparse.mm(csr, lib.ones(2, 2, dtype=lib.float64), "mean")
+        with pytest.raises(NotImplementedError, match="_sparse_mm_reduce_impl' with arguments "
+                                                      "from the 'SparseCPU' backend"):
+            lib.sparse.mm(csr.to_sparse(), lib.ones(2, 2), "mean")

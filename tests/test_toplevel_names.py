@@ -75,10 +75,10 @@ _IMPLEMENTATION = {
     "functional", "torch_version", "windows", "get_file_path",
     "prepare_multiprocessing_environment", "PRIVATE_OPS",
 }
-# not built yet: no SymFloat (symbolic floats specialise), CUDA errors are plain RuntimeErrors,
+# not built yet: CUDA errors are plain RuntimeErrors,
 # no CSC/BSR/BSC layouts, no LOBPCG, no sparse resize_as_, no thread workers in DataLoader
 _NOT_BUILT = {
-    "SymFloat", "AcceleratorError", "ccol_indices_copy", "row_indices_copy", "sparse_bsc_tensor",
+    "AcceleratorError", "ccol_indices_copy", "row_indices_copy", "sparse_bsc_tensor",
     "sparse_bsr_tensor", "sparse_compressed_tensor", "sparse_csc_tensor", "lobpcg",
     "resize_as_sparse_", "thread_safe_generator", "numa",
 }

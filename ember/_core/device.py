@@ -1,5 +1,5 @@
 """``ember.device``, ``ember.layout`` and the memory formats."""
-
+from . import api_name
 
 # (the arguments, index) -> device: the devices made so far, built once (kernels and factories
 # make one per call). Bounded: a program naming many indices or spellings still gets correct,
@@ -103,7 +103,7 @@ class _Named:
         self._name = name
 
     def __repr__(self):
-        return "ember." + self._name
+        return api_name.name + "." + self._name
 
     def __reduce__(self):
         return self._name

@@ -7,6 +7,8 @@ dtype.
 import ml_dtypes
 import numpy as np
 
+from . import api_name
+
 # Category ranks used by type promotion: bool < integral < floating < complex.
 BOOL, INTEGRAL, FLOATING, COMPLEX = 0, 1, 2, 3
 
@@ -28,7 +30,7 @@ class dtype:
         self._short = short  # PyTorch's "Float", "Long" ... used in messages and Tensor.type()
 
     def __repr__(self):
-        return "ember." + self.name
+        return api_name.name + "." + self.name
 
     def __reduce__(self):
         return (_dtype_from_name, (self.name,))

@@ -1,6 +1,7 @@
 """``ember.Size``: the tuple subclass that ``Tensor.shape`` returns."""
 import math
 
+from . import api_name
 from .symint import SymInt, prod as _prod
 
 
@@ -18,7 +19,7 @@ class Size(tuple):
                             f"'{type(bad).__name__}')") from None
 
     def __repr__(self):
-        return f"ember.Size([{', '.join(map(str, self))}])"
+        return f"{api_name.name}.Size([{', '.join(map(str, self))}])"
 
     __str__ = __repr__
 

@@ -14,7 +14,8 @@ and specialise).
 """
 import operator
 
-__all__ = ["SymInt", "SymBool", "is_symbolic", "prod", "sym_max", "sym_min", "hint_int"]
+__all__ = ["SymInt", "SymBool", "SymFloat", "is_symbolic", "prod", "sym_max", "sym_min",
+           "hint_int"]
 
 
 # make_fx(tracing_mode="symbolic") pushes a recorder here while it traces
@@ -150,6 +151,15 @@ class SymBool:
         return str(self.node)
 
     __str__ = __repr__
+
+
+class SymFloat:
+    """PyTorch's symbolic float. ember's shape arithmetic makes none (a SymInt's true division
+    specialises to a float, see ``SymInt.__truediv__``), so no instance exists; the type is
+    here for PyTorch programs' checks, such as kornia's
+    ``isinstance(x, (int, float, torch.SymInt, torch.SymFloat))``."""
+
+    __slots__ = ()
 
 
 def is_symbolic(x):

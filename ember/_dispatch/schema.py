@@ -99,7 +99,7 @@ class FunctionSchema:
             name = self.name + (f".{self.overload_name}" if self.overload_name else "")
             if self.namespace:
                 name = f"{self.namespace}::{name}"
-            if len(self.returns) == 1 and not self.returns[0].name:
+            if len(self.returns) == 1:  # named or not, as PyTorch prints "-> Tensor[] self_out"
                 rets = str(self.returns[0])
             else:
                 rets = "(" + ", ".join(str(r) for r in self.returns) + ")"

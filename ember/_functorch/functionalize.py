@@ -393,7 +393,7 @@ class _Functionalizer:
                 raise RuntimeError(f"functionalize: cannot call {functional} for {func}")
         new = self._emit(functional, pos, kw, like=node)
         targets = [arg(i) for i in written]
-        if len(targets) == 1:
+        if len(targets) == 1 and not isinstance(targets[0], (list, tuple)):
             t = targets[0]
             if not isinstance(_val(node), Tensor):
                 new.meta["val"] = _val(t)
@@ -402,7 +402,10 @@ class _Functionalizer:
                 self.alias[node] = self.alias[t]
             else:
                 self.env[node] = new
-        else:
+        else:  # several written tensors, or a Tensor[] (a foreach op): one output each
+            targets = [t for x in targets for t in (x if isinstance(x, (list, tuple)) else (x,))]
+            if _val(node) is None:  # (an op returning nothing: its functional form's values)
+                new.meta["val"] = [_val(t) for t in targets]
             outs = []
             for k, t in enumerate(targets):
                 item = self.graph.call_function(operator.getitem, (new, k))

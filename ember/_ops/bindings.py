@@ -301,6 +301,9 @@ def _convert_lines(a, var, fname, pos, strict):
                  "MemoryFormat": "isinstance({v}, _mf_cls)"}.get(b)
         if check and not a.is_list:
             lines.append(f"if {guard}not ({check.format(v=var)}): raise _NoMatch")
+        elif b == "Scalar" and a.is_list:  # numbers in a sequence: a Tensor is another overload
+            lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and "
+                         f"all(_is_number(x) for x in {var})): raise _NoMatch")
     return lines
 
 

@@ -18,10 +18,10 @@ import weakref
 from .._core.device import META, device as _device
 from .._tensor import Tensor, _keyset_for, _PYTHON_KEYS, _rewrap
 from ..overrides import _disabled_torch_function_impl
-from ..utils._python_dispatch import TorchDispatchMode
+from ..utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from ..utils._pytree import tree_map
 
-__all__ = ["FakeTensor", "FakeTensorMode", "DataDependentOutputException",
+__all__ = ["FakeTensor", "FakeTensorMode", "is_fake", "DataDependentOutputException",
            "DynamicOutputShapeException", "UnsupportedFakeTensorException"]
 
 
@@ -88,6 +88,33 @@ class FakeTensor(Tensor):
 
     def tolist(self):
         raise DataDependentOutputException("tolist")
+
+
+def is_fake(x):
+    """Whether ``x`` is a FakeTensor or wraps one (a traceable wrapper subclass whose inner
+    tensors are fake, a FunctionalTensor, a functionalization or functorch wrapper), as
+    PyTorch's."""
+    from .._functorch.wrapper_tensor import WrapperTensor
+    from .functional_tensor import FunctionalTensor
+    if isinstance(x, FakeTensor):
+        return True
+    if is_traceable_wrapper_subclass(x):
+        attrs, _ = type(x).__tensor_flatten__(x)
+        got_fake = None
+        for attr in attrs:
+            inner = getattr(x, attr)
+            if isinstance(inner, Tensor):
+                fake = is_fake(inner)
+                if got_fake is None:
+                    got_fake = fake
+                elif got_fake != fake:
+                    raise AssertionError("got mixed fake and real tensors!")
+        return got_fake or False
+    if isinstance(x, FunctionalTensor):
+        return is_fake(x.elem)
+    if isinstance(x, WrapperTensor):
+        return is_fake(x._value)
+    return False
 
 
 def _tensors(args, kwargs):

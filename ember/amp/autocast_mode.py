@@ -35,6 +35,9 @@ _DEFAULT_DTYPE = {"cpu": D.bfloat16, "cuda": D.float16, "xpu": D.float16,
                   "maia": D.float16}
 # Device types whose per-op policies ember registers (ember.amp.policies.TABLES).
 _AVAILABLE = ("cpu", "cuda")
+# PyTorch's other autocast device types: ember has no backend for them (no op runs there), so
+# their enabled flag is thread-local state only, not a dispatch key.
+_KEYLESS = ("mps", "ipu", "hpu", "xla", "mtia", "maia")
 
 
 class _AutocastState(threading.local):
@@ -42,6 +45,7 @@ class _AutocastState(threading.local):
         self.dtype = dict(_DEFAULT_DTYPE)
         self.nesting = 0
         self.cache_enabled = True
+        self.keyless_enabled = set()  # the _KEYLESS device types autocast is on for
         # id(source tensor) -> (source, its cast). Holding the source keeps its id from being
         # reused while the entry lives (PyTorch keeps a weak reference and checks it instead).
         self.cache = {}
@@ -51,14 +55,18 @@ state = _AutocastState()
 
 
 def _device_type(device_type):
-    """Validate a device type string the way PyTorch's device parser does."""
+    """Validate a device type string the way PyTorch's device parser does; PyTorch's autocast
+    device types pass as they are, also those ember has no device for ("xpu", "mps" ...)."""
+    if device_type in _AUTOCAST_KEY_BIT or device_type in _KEYLESS:
+        return device_type
     return _device(device_type).type
 
 
 def _key_bit(device_type):
     b = _AUTOCAST_KEY_BIT.get(_device_type(device_type))
     if b is None:
-        raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+        raise RuntimeError("unknown device type for autocast in "
+                           "get_autocast_dispatch_key_from_device_type")
     return b
 
 
@@ -72,12 +80,17 @@ def is_autocast_available(device_type):
 
 def is_autocast_enabled(device_type="cuda"):
     """Whether autocast is on for ``device_type`` in this thread (CUDA when not given)."""
+    if device_type in _KEYLESS:
+        return device_type in state.keyless_enabled
     return not (_tls.state.excluded & _key_bit(device_type))
 
 
 def set_autocast_enabled(device_type, enabled=None):
     if enabled is None:  # the legacy one-argument form: set_autocast_enabled(bool) means CUDA
         device_type, enabled = "cuda", device_type
+    if device_type in _KEYLESS:
+        (state.keyless_enabled.add if enabled else state.keyless_enabled.discard)(device_type)
+        return
     b = _key_bit(device_type)
     _tls.state.excluded = _tls.state.excluded & ~b if enabled else _tls.state.excluded | b
 

@@ -17,7 +17,7 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
            "linalg_svd_jvp", "linalg_eigh_jvp", "pinv_jvp", "scatter_reduce_jvp",
            "linalg_lu_jvp", "lu_factor_ex_jvp", "linalg_lu_solve_jvp", "lu_unpack_jvp",
            "linalg_lstsq_solution_jvp", "linalg_lstsq_residuals_jvp", "householder_product_jvp",
-           "foreach_norm_jvp"]
+           "foreach_norm_jvp", "foreach_maximum_scalar_jvp"]
 
 import ember  # noqa: E402  (resolved when a formula runs: ember imports this package)
 
@@ -536,3 +536,14 @@ def householder_product_jvp(dV, dtau, prod, V, tau):
         out = term if out is None else out + term
         prefix = reflector(i) if prefix is None else prefix @ reflector(i)
     return out.expand(prod.shape) if out.shape != prod.shape else out
+
+
+def foreach_maximum_scalar_jvp(self_p, self_t, scalars, result, maximum):
+    """PyTorch's forward formula of ``_foreach_maximum``/``_foreach_minimum`` of numbers."""
+    scalars = scalars if isinstance(scalars, (list, tuple)) else [scalars] * len(self_p)
+    out = []
+    for p, t, s, r in zip(self_p, self_t, scalars, result):
+        kept = (p > s) if maximum else (p < s)
+        half = ember.full((), 0.5, dtype=r.dtype, device=r.device)
+        out.append(s + ember.where(p == s, half, kept.to(r.dtype)) * (t - s))
+    return out

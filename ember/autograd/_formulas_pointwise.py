@@ -6,7 +6,8 @@ import ember
 
 
 __all__ = ["sgn_backward", "logit_backward", "angle_backward", "copysign_tensor_self_backward",
-           "polar_backward", "fmax_fmin_self_mask", "clamp_backward_min_max"]
+           "polar_backward", "fmax_fmin_self_mask", "clamp_backward_min_max",
+           "foreach_maximum_scalar_backward"]
 
 
 def sgn_backward(self, grad, result):
@@ -65,3 +66,19 @@ def clamp_backward_min_max(grad, self, min, max, grad_input_mask):  # noqa: A002
     elif max is not None and grad_input_mask[1]:
         gmax = ember.where(self > max, grad, zero)
     return gmin, gmax
+
+
+def _per_tensor(scalars, n):
+    return scalars if isinstance(scalars, (list, tuple)) else [scalars] * n
+
+
+def foreach_maximum_scalar_backward(grads, self, scalars, maximum):
+    """``_foreach_maximum``/``_foreach_minimum`` of a number or numbers: the gradient where self
+    is kept, half of it at a tie (PyTorch's formula, not clamp_min/clamp_max's)."""
+    out = []
+    for g, t, s in zip(grads, self, _per_tensor(scalars, len(self))):
+        if g is None:
+            out.append(None)
+            continue
+        out.append(ember.where(t == s, g / 2, g).masked_fill_(t < s if maximum else t > s, 0))
+    return out

@@ -35,7 +35,8 @@ def mm_mat1_sparse_backward(grad, mat1, mat2, alpha):
     dense = grad.mm(mat2.t().conj())
     if alpha != 1:
         dense = dense * alpha
-    return dense.sparse_mask(mat1.coalesce())
+    # a CSR factor's gradient is CSR with its pattern (a CSR matrix is always coalesced)
+    return dense.sparse_mask(mat1 if mat1.layout == ember.sparse_csr else mat1.coalesce())
 
 
 def sparse_csr_constructor_values_backward(grad, crow_indices, col_indices):

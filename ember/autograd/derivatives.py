@@ -1020,7 +1020,8 @@ def _record_not_implemented(op, ks, args, req):
     if schema.kind_is_out:
         raise RuntimeError(f"{schema.name}(): functions with out=... arguments don't support "
                            f"automatic differentiation, but one of the arguments requires grad.")
-    written = [a for a, s in zip(args, schema.arguments) if s.is_write and hasattr(a, "_keyset")]
+    written = [t for a, s in zip(args, schema.arguments) if s.is_write
+               for t in (a if isinstance(a, (list, tuple)) else (a,)) if hasattr(t, "_keyset")]
     for t in written:
         _check_inplace(t, schema.name)
     out = _forward_below(op._entry, ks, args)
@@ -1031,8 +1032,8 @@ def _record_not_implemented(op, ks, args, req):
     node._edge_meta = tuple((t._size, t._dtype) for t in tensors)
     outs = out if isinstance(out, tuple) else (out,)
     if written:
-        for t in written:
-            t._grad_fn, t._output_nr, t._requires_grad = node, 0, True
+        for k, t in enumerate(written):  # (several: a foreach op's list)
+            t._grad_fn, t._output_nr, t._requires_grad = node, k, True
         node._out_meta = tuple((t._size, t._dtype, t._device) for t in written)
     else:
         _set_history(outs, node, [True] * len(outs))
@@ -1076,7 +1077,8 @@ def install(lib):
     # In-place variants reuse the functional entry (mul_.Tensor -> mul.Tensor).
     for qual, entry in list(_d._operators.items()):
         s = entry.schema
-        if not qual.startswith("aten::") or not s.name.endswith("_") or qual in derivatives:
+        if not qual.startswith("aten::") or not s.name.endswith("_") or qual in derivatives \
+                or s.arguments[0].is_list:  # (in-place foreach ops: below)
             continue
         info = _functional_info(s, infos)
         if info is None:
@@ -1086,6 +1088,14 @@ def install(lib):
         kernel = make_autograd_kernel(entry, info, inplace=True)
         lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
                  _debug=f"autograd kernel (in-place, formula of {fqual}) from derivatives.yaml")
+    # In-place foreach ops: PyTorch derives each tensor's node from the single-tensor op; ember
+    # runs that op over the lists when a gradient is to be recorded or a tangent carried.
+    from .._kernels.composite.foreach import inplace_reference
+    for qual, entry in list(_d._operators.items()):
+        reference = inplace_reference(qual[len("aten::"):]) if qual.startswith("aten::") else None
+        if reference is not None:
+            lib.impl(qual, _foreach_inplace_kernel(entry, reference), "Autograd",
+                     _kind=_d.KEYSET, _debug="autograd kernel of an in-place foreach op")
     # View-copy ops without an entry use their view op's (torchgen's add_view_copy_derivatives):
     # the arguments have the same names, so the formulas apply unchanged.
     for qual, entry in list(_d._operators.items()):
@@ -1120,6 +1130,20 @@ def install(lib):
                          "autograd fallback (ember/autograd/derivatives.py)")
     for key in AUTOGRAD_KEYS:
         _d.register_fallback(key, fallback)
+
+
+def _foreach_inplace_kernel(entry, reference):
+    name = entry.schema.name
+
+    def foreach_inplace(ks, *args):
+        tensors = list(_tensors_in(args))
+        if (_state.grad_enabled and any(t._requires_grad for t in tensors)) or \
+                (_fw.visible and any(_fw.tangent_levels(t) for t in tensors)):
+            for t in args[0]:  # every tensor before the first write, as PyTorch
+                _check_inplace(t, name)
+            return reference(*args)
+        return entry.redispatch(ks & BELOW_AUTOGRAD, *args)
+    return foreach_inplace
 
 
 def _resize_kernel(entry):

@@ -17,6 +17,7 @@ import re
 from collections import defaultdict
 
 import ember
+from .._core import api_name
 
 from .immutable_collections import immutable_dict, immutable_list
 from .node import Node, _qualified_name, _type_repr, map_arg
@@ -229,7 +230,9 @@ class CodeGen:
                     getattr(arg, "__name__", "<lambda>") != "<lambda>" and \
                     not _is_ember_value(arg):
                 return add_global(_qualified_name(arg), arg)
-            if arg is None or arg is Ellipsis or _is_ember_value(arg) or \
+            if _is_ember_value(arg):
+                return api_name.ember_repr(arg)
+            if arg is None or arg is Ellipsis or \
                     isinstance(arg, (bool, int, float, complex, str, bytes, range)):
                 return repr(arg)
             if isinstance(arg, enum.Enum):
@@ -392,7 +395,7 @@ class CodeGen:
 
 def _is_ember_value(arg):
     """dtypes, devices, layouts and memory formats print as ``ember.float32`` etc."""
-    r = repr(arg)
+    r = api_name.ember_repr(arg)
     return r.startswith("ember.") or r.startswith("device(")
 
 

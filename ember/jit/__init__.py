@@ -15,7 +15,8 @@ What each entry point does here:
   ``ember.compile(..., fullgraph=True, backend="eager")`` when that captures the whole forward in
   one graph, and eagerly as plain Python when capture fails; a one-time ``UserWarning`` at the
   first call says which. ``.graph``/``.code`` are the captured fx graph (available after the
-  first call). ``is_scripting()`` is False, since the Python code is what runs.
+  first call). ``is_scripting()`` is False, since the Python code is what runs. A class is
+  checked as PyTorch checks a TorchScript class and returned as it is (its Python methods run).
 * ``save``/``load`` (and ``ScriptModule.save``) write an ``ember.export`` program, exported on
   the inputs recorded at trace time (or at a scripted object's first call), with a marker; the
   loaded ``RecursiveScriptModule`` runs that program. Like ``ember.export``, the saved program is
@@ -30,6 +31,7 @@ interfaces), the C++ runtime (``torch::jit::load``), files written by PyTorch's
 ``torch.jit.save`` (and PyTorch cannot read ember's), ``freeze``/``optimize_for_inference`` (they
 rewrite TorchScript IR; no equivalent is provided), and tracing of methods other than forward.
 """
+from . import _internal
 from ._internal import (Attribute, Final, annotate, export, fork, ignore,  # noqa: F401
                         is_scripting, is_tracing, unused, wait)
 from ._script import (RecursiveScriptModule, ScriptFunction, ScriptModule,  # noqa: F401
@@ -41,3 +43,6 @@ __all__ = ["trace", "trace_module", "script", "save", "load", "ScriptModule", "S
            "RecursiveScriptModule", "TracedModule", "TracerWarning", "TracingCheckError",
            "ignore", "unused", "export", "Final", "annotate", "Attribute", "is_scripting",
            "is_tracing", "fork", "wait"]
+
+# typed-overload declarations (PyG's `from torch.jit import _overload as overload`)
+_overload, _overload_method = _internal._overload, _internal._overload_method

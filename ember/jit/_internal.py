@@ -6,7 +6,8 @@ import typing
 from ..futures import Future
 
 __all__ = ["FunctionModifiers", "export", "ignore", "unused", "annotate", "Attribute", "Final",
-           "is_scripting", "is_tracing", "fork", "wait", "get_torchscript_modifier"]
+           "is_scripting", "is_tracing", "fork", "wait", "get_torchscript_modifier", "_overload",
+           "_overload_method"]
 
 Final = typing.Final
 
@@ -98,6 +99,60 @@ def _unused_stub(name):
         raise RuntimeError(f"This Python function is annotated to be ignored and cannot be run "
                            f"(method {name!r} is @torch.jit.unused)")
     return stub
+
+
+_OVERLOAD_EXAMPLE = """
+Example usage of overload function:
+@torch.jit._overload
+def my_function(x: type0) -> type0: # decl 1
+    pass
+
+@torch.jit._overload
+def my_function(x: type1) -> type1: # decl 2
+    pass
+
+def my_function(x):                 # implementation
+    if isinstance(x, type0):
+        return x
+    elif isinstance(x, type1):
+        return x
+"""
+
+
+def _check_overload_body(func):
+    """PyTorch's check that an overload declaration's body is ``pass`` or ``...``."""
+    import ast
+    import inspect
+    import textwrap
+    import warnings
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except OSError:
+        warnings.warn(f"Unable to retrieve source for @torch.jit._overload function: {func}.",
+                      stacklevel=3)
+        return
+    body = ast.parse(source).body[0].body
+    if len(body) != 1 or not (isinstance(body[0], ast.Pass) or (
+            isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and body[0].value.value is Ellipsis)):
+        raise RuntimeError(
+            "Only `pass` statement or `...` can be the body of overload declaration:\n"
+            + "\n".join(source.split("\n")[:3])
+            + " <- Expecting `pass` or `...` here!\n" + _OVERLOAD_EXAMPLE)
+
+
+def _overload(func):
+    """Declare one typed signature of a function for the TorchScript compiler. ember compiles no
+    TorchScript, so only PyTorch's check of the declaration runs; in Python the definition
+    that follows the declarations replaces them, as in PyTorch."""
+    _check_overload_body(func)
+    return func
+
+
+def _overload_method(func):
+    """:func:`_overload` for a method."""
+    _check_overload_body(func)
+    return func
 
 
 def annotate(the_type, the_value):

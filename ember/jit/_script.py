@@ -4,6 +4,7 @@ wraps the original module and shares its parameters, buffers and submodules (as 
 ``script`` runs it through ``ember.compile(fullgraph=True, backend="eager")`` and falls back to
 eager when capture fails, saying once which happened; ``save`` writes an ``ember.export``
 program traced on the inputs recorded at trace time or at the first call."""
+import enum
 import warnings
 
 from .. import no_grad
@@ -342,13 +343,18 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
                     scripted(*inputs)
         return scripted
     if isinstance(obj, type):
-        raise NotImplementedError("ember.jit.script of a class (TorchScript classes) is out of "
-                                  "scope: ember has no TorchScript compiler")
+        # PyTorch's checks of a TorchScript class; the class itself is returned, as PyTorch
+        # returns it after compiling it, and its Python methods are what run
+        if issubclass(obj, Module):
+            raise RuntimeError(f"Type '{obj}' cannot be compiled since it inherits from "
+                               "nn.Module, pass an instance instead")
+        if not issubclass(obj, enum.Enum) and len(obj.mro()) > 2:
+            raise RuntimeError("TorchScript classes does not support inheritance yet. "
+                               "Please directly inherit from 'object'.")
+        return obj
     if callable(obj):
         if _internal.get_torchscript_modifier(obj) in (_internal.FunctionModifiers.IGNORE,
                                                        _internal.FunctionModifiers.UNUSED):
             return obj
         return ScriptFunction(obj)
-    raise RuntimeError(f"Type '{type(obj)}' cannot be compiled since it inherits from nn.Module,"
-                       " pass an instance instead" if isinstance(obj, type) else
-                       f"ember.jit.script: cannot script an object of type {type(obj).__name__}")
+    raise RuntimeError(f"ember.jit.script: cannot script an object of type {type(obj).__name__}")

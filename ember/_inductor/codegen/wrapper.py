@@ -8,7 +8,7 @@ its path in the cache directory, so tracebacks show its lines.
 import math
 
 import ember
-
+from ..._core import api_name
 from ..._core.strides import storage_extent
 from .. import ir
 from ..scheduler import FusedKernel, TemplateKernel
@@ -58,7 +58,7 @@ class WrapperCodeGen:
         if isinstance(a, tuple):
             return "(" + "".join(self.arg(x) + ", " for x in a) + ")"
         if isinstance(a, ember.dtype):
-            return repr(a)
+            return api_name.ember_repr(a)
         if isinstance(a, float) and not math.isfinite(a):
             return f"float('{a}')"
         if a is None or isinstance(a, (bool, int, float, str)):

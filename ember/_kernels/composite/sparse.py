@@ -259,6 +259,26 @@ def _validate_sparse_csr_tensor_args(crow_indices, col_indices, values, size,
     _R.check_csr_indices(crow_indices.tolist(), steps, col_indices.tolist(), size)
 
 
+def _convert_indices_from_coo_to_csr(self, size, out_int32=False):
+    """The compressed row pointers of sorted row indices ``self``: entry ``i`` counts the
+    indices below ``i``."""
+    rows = _aten.arange.start_step._call(0, size + 1, 1, self._dtype, None, self._device, None)
+    return _aten.searchsorted.Tensor._call(self, rows, out_int32, False, None, None)
+
+
+def _convert_indices_from_csr_to_coo(crow_indices, col_indices, out_int32=False,
+                                     transpose=False):
+    """The (row, column) index pairs of a CSR matrix's entries, as a ``(2, nnz)`` tensor
+    (``(column, row)`` with ``transpose``)."""
+    dtype = D.int32 if out_int32 else D.int64
+    nrows = crow_indices.numel() - 1
+    rows = _aten.arange.start_step._call(0, nrows, 1, dtype, None, crow_indices._device, None)
+    rows = rows.repeat_interleave(crow_indices[1:] - crow_indices[:-1],
+                                  output_size=col_indices.numel())
+    cols = col_indices.to(dtype)
+    return _aten.stack.default._call([cols, rows] if transpose else [rows, cols], 0)
+
+
 def _to_sparse_csr(self, dense_dim=None):
     """A dense matrix as a CSR one (through its COO form)."""
     if dense_dim:

@@ -214,6 +214,14 @@ _ALPHA_ROWS = frozenset(("add", "sub"))
 _REDUCED = (D.float16, D.bfloat16)
 
 
+def _mul__Scalar(self, other):
+    """``mul_.Scalar``: unlike the other overloads (see _OPMATH_ROWS), ATen's converts the
+    number to a half or bfloat16 tensor's dtype first (blackman_window's ``arange.mul_``)."""
+    if self._dtype in _REDUCED and other.__class__ in (int, float):
+        other = float(as_array(other, self._dtype))
+    return evaluate_into("mul", self, self, other)
+
+
 def _opmath_arrays(operands, cdt):
     """The operands of a reduced-float add/sub/mul/div as float32 arrays (see _OPMATH_ROWS)."""
     first, other = operands
@@ -583,6 +591,7 @@ HAND_WRITTEN = {
     "rsub.Tensor": rsub_Tensor, "rsub.Scalar": rsub_Tensor,
     "mul.Tensor": mul_Tensor, "mul.Scalar": mul_Tensor,
     "div.Tensor": div_Tensor, "div.Scalar": div_Tensor,
+    "mul_.Scalar": _mul__Scalar,
     "div.Tensor_mode": div_Tensor_mode, "div.Scalar_mode": div_Tensor_mode,
     "div_.Tensor_mode": div__Tensor_mode, "div_.Scalar_mode": div__Tensor_mode,
     "round.decimals": round_decimals, "round_.decimals": round__decimals,

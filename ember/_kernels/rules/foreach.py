@@ -33,3 +33,32 @@ def foreach_norm_check(self, ord):
     if float(ord) == float("inf") and any(t.numel() == 0 for t in self):
         raise RuntimeError("_foreach_norm cannot compute the infinity norm on an empty tensor "
                            "because the operation does not have an identity")
+
+
+def check_packed_scalars(self, scalars):
+    """The ``Tensor scalars`` of ``_foreach_addcmul``/``_foreach_addcdiv``: one number per tensor,
+    packed in a 1-dim CPU tensor (PyTorch's ``convert_tensor_to_scalar_list``)."""
+    if scalars.device.type != "cpu":
+        raise RuntimeError(f"Expected scalars to be on CPU, got {scalars.device} instead.")
+    if scalars.dim() != 1:
+        raise RuntimeError(f"Expected packed scalar Tensor to be of dimension 1. Got "
+                           f"{scalars.dim()} instead.")
+    if scalars.numel() != len(self):
+        raise RuntimeError(f"Expected length of scalars to match input of length {len(self)} "
+                           f"but got {scalars.numel()} instead.")
+
+
+def foreach_max_check(self):
+    """``_foreach_max``: every tensor has elements (a max over none is undefined)."""
+    _check_lengths(self)
+    if any(t.numel() == 0 for t in self):
+        raise RuntimeError("_foreach_max cannot compute the maximum of an empty tensor; max over "
+                           "zero elements is undefined.")
+
+
+def foreach_powsum_check(self):
+    """``_foreach_powsum``: floating or complex tensors, as its kernel computes."""
+    _check_lengths(self)
+    for t in self:
+        if not (t._dtype.is_floating_point or t._dtype.is_complex):
+            raise NotImplementedError(f"\"powsum_cpu\" not implemented for '{t._dtype._short}'")

@@ -272,7 +272,7 @@ _KERNELS["add.Tensor"] = _via_coo(coo.add_sparse)
 _KERNELS["sub.Tensor"] = _via_coo(coo.sub_sparse)
 _KERNELS["add.Scalar"] = _KERNELS["sub.Scalar"] = coo.add_scalar_sparse
 _KERNELS["mm"] = _via_coo(coo.mm_sparse)
-_KERNELS["addmm"] = _via_coo(coo.addmm_sparse)
+_KERNELS["addmm"] = _KERNELS["_sparse_addmm"] = _via_coo(coo.addmm_sparse)
 
 
 @_kernel("add_.Tensor")

@@ -24,13 +24,14 @@ from ..._core.symint import SymInt
 from ..._tensor import Tensor
 from ...nn import Module, Parameter
 from ...utils import _pytree as pytree
-from ...utils._python_dispatch import TorchDispatchMode
+from ...utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 from .._symbolic_trace import Tracer
 from ..graph import Graph
 from ..graph_module import GraphModule
 from ..proxy import Proxy
 
-__all__ = ["make_fx", "ProxyTorchDispatchMode", "PythonKeyTracer", "get_isolated_graphmodule"]
+__all__ = ["make_fx", "ProxyTorchDispatchMode", "PythonKeyTracer", "get_isolated_graphmodule",
+           "get_proxy_mode"]
 
 
 class PythonKeyTracer(Tracer):
@@ -222,6 +223,14 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                             inner = item[j]
                             _set_meta(inner, oo, self.meta_mode)
                             tracer.track(oo, inner)
+
+
+def get_proxy_mode():
+    """The active :class:`ProxyTorchDispatchMode` (a ``make_fx`` trace in progress), or None."""
+    for mode in reversed(_get_current_dispatch_mode_stack()):
+        if isinstance(mode, ProxyTorchDispatchMode):
+            return mode
+    return None
 
 
 def _run_untraced_sym(func, args, kwargs):

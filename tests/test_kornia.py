@@ -1,0 +1,50 @@
+"""kornia on ember through ``ember.as_torch``: color conversions, filters (blurs, sobel, canny),
+geometric warps through grid_sample with gradients for images and matrices, homographies,
+``kornia.geometry.linalg`` and rotation conversions, SSIM/PSNR losses, augmentations with fixed
+parameters, and intensity enhancements computing PyTorch's numbers. Each case of
+tests/_kornia_ops.py runs in PyTorch here and in ember in one ``python -m ember.as_torch``
+subprocess."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(ROOT, "tests")
+
+NAMES = ["color", "filters", "warp", "homography", "linalg", "losses", "augmentation",
+         "enhance"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every case of tests/_kornia_ops.py: name -> (PyTorch's result, ember's)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("kornia")
+    import _kornia_ops
+    directory = tmp_path_factory.mktemp("kornia")
+    theirs = {name: _kornia_ops.run(torch, name) for name in NAMES}
+    p = subprocess.run([sys.executable, "-m", "ember.as_torch",
+                        os.path.join(TESTS, "_kornia_ops.py"), str(directory), ",".join(NAMES)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kornia_matches_pytorch(results, name):
+    """Every output and the gradient of a weighted sum of them for each input (images, angles,
+    scales, corner points, axis-angle vectors) equals PyTorch's; edge maps and the parameter
+    names of an augmentation exactly."""
+    theirs, mine = results[name]
+    assert sorted(mine) == sorted(theirs)
+    for key, ref in theirs.items():
+        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
+        if ref.dtype.kind in "biuUS":
+            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+        else:
+            scale = float(np.abs(ref[np.isfinite(ref)]).max(initial=0.0))
+            np.testing.assert_allclose(mine[key], ref, rtol=2e-4, atol=1e-5 * max(scale, 1.0),
+                                       err_msg=key)
