@@ -614,7 +614,11 @@ EXEMPT_PREFIXES = {
         "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",
         "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_stats",
         "batch_norm_update_stats", "hspmm", "native_norm", "native_norm.ScalarOpt_dim_dtype",
-        "sspaddmm")},
+        "sspaddmm", "_foreach_addcdiv.Tensor", "_foreach_addcmul.Tensor", "_foreach_copy",
+        "_foreach_powsum.Scalar", "_foreach_zero")},
+    # index conversions: integer outputs only
+    "aten::_convert_indices_from_coo_to_csr": "integer result",
+    "aten::_convert_indices_from_csr_to_coo": "integer result",
 }
 
 

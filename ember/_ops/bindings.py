@@ -78,6 +78,11 @@ def is_number(v):
 _INTEGRAL = D.INTEGRAL
 
 
+def scalar_tensor(v):
+    """A 0-dim tensor that needs no grad: what PyTorch's parser accepts for a Scalar."""
+    return hasattr(v, "_keyset") and v.dim() == 0 and not v.requires_grad
+
+
 def is_int(v):
     if v.__class__ is int:
         return True
@@ -299,7 +304,12 @@ def _convert_lines(a, var, fname, pos, strict):
                  "str": "isinstance({v}, str)",
                  "Layout": "isinstance({v}, _layout_cls)",
                  "MemoryFormat": "isinstance({v}, _mf_cls)"}.get(b)
-        if check and not a.is_list:
+        if b == "Scalar" and not a.is_list:
+            # PyTorch's parser takes a 0-dim tensor that needs no grad as a Scalar (its value)
+            lines.append(f"if {guard}not ({check.format(v=var)}):")
+            lines.append(f"    if not _scalar_tensor({var}): raise _NoMatch")
+            lines.append(f"    {var} = {var}.item()")
+        elif check and not a.is_list:
             lines.append(f"if {guard}not ({check.format(v=var)}): raise _NoMatch")
         elif b == "Scalar" and a.is_list:  # numbers in a sequence: a Tensor is another overload
             lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and "
@@ -615,7 +625,8 @@ def generate(tensor_cls):
         if pymod:
             module_of[base] = pymod
     functions = {}
-    common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number, "_is_int": is_int,
+    common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
+              "_scalar_tensor": scalar_tensor, "_is_int": is_int,
               "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
