@@ -615,7 +615,9 @@ def test_clip_grad_matches_torch(torch):
     nn.utils.clip_grad_value_(e.parameters(), 1e-3)
     torch.nn.utils.clip_grad_value_(t.parameters(), 1e-3)
     for pe, pt in zip(e.parameters(), t.parameters()):
-        np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-6)
+        # the clamped values are exact; the others carry the gradients' float32 rounding
+        # (products summed in another order), as compared above
+        np.testing.assert_allclose(to_np(pe.grad), pt.grad.numpy(), rtol=1e-5, atol=1e-8)
 
 
 @needs("cat")
