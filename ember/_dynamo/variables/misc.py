@@ -1,7 +1,10 @@
-"""Everything else the interpreter meets: ember functions captured as graph calls, the grad-mode
-and autocast context managers (their state is set during the trace and recorded in the graph),
-user classes and objects (and those that are graph values: an op's result holding tensors, or
-an argument rebuilt in the graph from lifted inputs), Python modules, ``super()``."""
+"""Everything else the interpreter meets: ember functions captured as graph calls, the grad-mode,
+autocast and profiler context managers (their state is set during the trace and recorded in
+the graph), user classes and objects (objects read from the frame, objects created in captured
+code, and those that are graph values: an op's result holding tensors, or an argument rebuilt
+in the graph from lifted inputs), Python modules, ``super()``, and the library calls traced by
+their meaning rather than their code: ``os.environ``, loggers, ``inspect.signature``,
+``copy.deepcopy``."""
 import collections.abc
 import contextlib
 import copy
