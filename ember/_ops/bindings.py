@@ -267,7 +267,7 @@ def _candidates(overloads, method):
     return cands
 
 
-def _convert_lines(a, var, fname, pos, strict):
+def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
     """Lines converting/checking one argument inside a generated function."""
     lines = []
     opt = a.optional
@@ -304,7 +304,7 @@ def _convert_lines(a, var, fname, pos, strict):
                  "str": "isinstance({v}, str)",
                  "Layout": "isinstance({v}, _layout_cls)",
                  "MemoryFormat": "isinstance({v}, _mf_cls)"}.get(b)
-        if b == "Scalar" and not a.is_list:
+        if b == "Scalar" and not a.is_list and scalar_tensors:
             # PyTorch's parser takes a 0-dim tensor that needs no grad as a Scalar (its value)
             lines.append(f"if {guard}not ({check.format(v=var)}):")
             lines.append(f"    if not _scalar_tensor({var}): raise _NoMatch")
@@ -400,7 +400,13 @@ def _gen(fname, cands, method):
     sigs = [_py_sig(c.ov._schema, method, c.out_ov is not None) for c in cands]
     ns["_SIGS"] = sigs
     body = []
-    for ci, c in enumerate(cands):
+    # overloads taking a Scalar are tried again after all the others, with a 0-dim tensor
+    # passing for the Scalar (PyTorch's parser accepts it where no overload takes the tensor)
+    second = [] if single else [ci for ci, c in enumerate(cands) if any(
+        a.base == "Scalar" and not a.is_list for a in c.ov._schema.arguments)]
+    for ci, c in [(ci, c) for ci, c in enumerate(cands)] + \
+            [(f"{ci}t", cands[ci]) for ci in second]:
+        scalar_tensors = isinstance(ci, str)
         sch = c.ov._schema
         varargs = _varargs_param(sch, method)
         params, call_args = _params(sch, method, c.out_ov, varargs)
@@ -427,7 +433,8 @@ def _gen(fname, cands, method):
             strict = True if not single else ("numbers" if c.allow_numbers and pos > 0 else False)
             if c.allow_numbers and not single and a.base == "Tensor" and pos > 0:
                 strict = "numbers"
-            conv.extend(_convert_lines(a, var, fname, pos + 1 - (1 if method else 0), strict))
+            conv.extend(_convert_lines(a, var, fname, pos + 1 - (1 if method else 0), strict,
+                                       scalar_tensors))
         alias_lines = [ln.replace("{fname}", fname)
                        for ln in _numpy_alias_lines(params, call_args, single)]
         params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
@@ -483,7 +490,7 @@ def _gen(fname, cands, method):
         tries = "\n".join(
             f"    try:\n        return _b{ci}({self_p}*args, **kwargs)\n"
             f"    except (_NoMatch, TypeError) as e:\n        if not _binding_error(e): raise"
-            for ci in range(len(cands)))
+            for ci in list(range(len(cands))) + [f"{ci}t" for ci in second])
         tf_args = "(self,) + args" if method else "args"
         src += (f"def {fname}({self_p}*args, **kwargs):\n"
                 f"    if _TF_ON and _tf_check({tf_args} + tuple(kwargs.values())):\n"
