@@ -1,6 +1,6 @@
 """ember on a GPU beside PyTorch, from one run (issue 16's figures). Run where a GPU is lent:
 
-    python benchmarks/gpu.py [--quick] [--json FILE]
+    python benchmarks/gpu.py [--quick] [--gpt-only] [--json FILE]
 
 (Not ``benchmarks/cuda.py``: a script's folder comes first on ``sys.path``, and a ``cuda.py``
 there would shadow the ``cuda`` package that CuPy and cuda-bindings import, for every script in
@@ -67,11 +67,18 @@ def _timed(out, name, fn, sync, **kw):
     return out[name]
 
 
-def cases(lib, quick):
+def cases(lib, quick, gpt_only=False):
     dev = "cuda"
     sync = lib.cuda.synchronize
-    n = 2048 if quick else 4096
     out = {}
+    if not gpt_only:
+        _op_cases(lib, quick, dev, sync, out)
+    _gpt_cases(lib, quick, dev, sync, out)
+    return out
+
+
+def _op_cases(lib, quick, dev, sync, out):
+    n = 2048 if quick else 4096
     for name, dtype, tf32 in (("mm fp32", lib.float32, False), ("mm tf32", lib.float32, True),
                               ("mm bf16", lib.bfloat16, False)):
         lib.backends.cuda.matmul.allow_tf32 = tf32
@@ -106,6 +113,9 @@ def cases(lib, quick):
             lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
         _timed(out, f"sdpa fwd+bwd {B}x{H}x{T}x64", attention, sync, queue=5)
         del q, k, v, g
+
+
+def _gpt_cases(lib, quick, dev, sync, out):
     import importlib.util
     spec = importlib.util.spec_from_file_location(
         "gpt", os.path.join(_HERE, "gpt.py"))
@@ -139,12 +149,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", default=None)
+    p.add_argument("--gpt-only", action="store_true", help="the GPT steps alone")
     args = p.parse_args(argv)
     import torch
     import ember
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
-    results["torch_cases"] = cases(torch, args.quick)
-    results["ember_cases"] = cases(ember, args.quick)
+    results["torch_cases"] = cases(torch, args.quick, args.gpt_only)
+    results["ember_cases"] = cases(ember, args.quick, args.gpt_only)
     print(f"{'case (ms per call)':38s} {'synced: ember':>13s} {'torch':>9s} {'ratio':>6s} "
           f"{'queued: ember':>14s} {'torch':>9s} {'ratio':>6s}")
     rows = [(k, k) for k in results["torch_cases"]]
@@ -163,9 +174,10 @@ def main(argv=None):
                   f"{theirs['queued s'] * 1e3:9.3f} {mine['queued s'] / theirs['queued s']:5.2f}x")
         else:
             print(f"{k:38s} {mine.get('error', '')[:70]} | {theirs.get('error', '')[:40]}")
-    add = results["ember_cases"]["add 256M"]
-    print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch add: "
-          f"{results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")
+    add = results["ember_cases"].get("add 256M", {})
+    if "fraction of copy bandwidth" in add:
+        print(f"ember add: {add['fraction of copy bandwidth']:.0%} of copy bandwidth; torch "
+              f"add: {results['torch_cases']['add 256M']['fraction of copy bandwidth']:.0%}")
     from ember._kernels.cuda import arrays
     results["ember_device_calls"] = arrays.stats["device"]
     results["ember_left_the_device"] = arrays.stats["host"]

@@ -64,7 +64,7 @@ def check(B, H, L, S, Dq, Dv, causal, gpt_layout=False, dtype="float32"):
     ty.backward(torch.tensor(g, dtype=torch.float64, device="cuda"))
     worst = 0.0
     for mine, ref in ((y, ty), (gq, tq.grad), (gk, tk.grad), (gv, tv.grad)):
-        m = mine.detach().cpu().numpy().astype(np.float64)
+        m = mine.detach().cpu().double().numpy()  # (NumPy has no bfloat16)
         r = ref.detach().cpu().numpy()
         err = np.linalg.norm(m - r) / max(np.linalg.norm(r), 1e-30)
         worst = max(worst, err if np.isfinite(err) else np.inf)

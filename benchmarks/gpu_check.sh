@@ -14,7 +14,7 @@ START=$SECONDS
 BUDGET=${1:-520}
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 LOGS=$OUT/logs; mkdir -p "$LOGS"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=$PWD/.gpucache/cupy EMBER_CACHE_DIR=$PWD/.gpucache/ember \
     TRITON_CACHE_DIR=$PWD/.gpucache/triton
 unset EMBER_CUDA_SIMULATE

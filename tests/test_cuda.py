@@ -311,6 +311,71 @@ def test_graph_of_device_copies():
     assert y.tolist() == [5.0, 6.0, 7.0, 8.0]
 
 
+def test_host_memory_a_capture_reads_lives_as_long_as_the_graph():
+    """A captured host-to-device copy reads its pinned source again at each replay (the
+    multi-tensor kernels' pointer tables): the graph keeps it until it is reset."""
+    import gc
+    import weakref
+    src = np.arange(3.0)
+    ref = weakref.ref(src)
+    g = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(g):
+        stream = ember.cuda.current_stream().cuda_stream
+        ember.cuda.graphs.keep_alive_while_captured(stream, src)
+    del src
+    gc.collect()
+    assert ref() is not None
+    g.reset()
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.cuda
+def test_products_and_multi_tensor_kernels_are_captured():
+    """cuBLAS products (called past CuPy's refusal during a capture), the multi-tensor kernels
+    (their tables copied from pinned memory) and a stack of many tensors are captured and replay
+    as eager."""
+    a, b = ember.randn(64, 32, device="cuda"), ember.randn(32, 16, device="cuda")
+    ps = [ember.randn(n, device="cuda") for n in (5, 100, 40000)] + \
+        [ember.randn(3, device="cuda") for _ in range(9)]  # (more than CuPy joins in copies)
+    gs = [ember.randn_like(p) for p in ps]
+    ember.mm(a, b), ember._foreach_norm(ps), ember._foreach_add_(ps, gs, alpha=0.5)  # warm up
+    start = [p.clone() for p in ps]
+    ember.cuda.synchronize()
+    g = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(g):
+        c = ember.mm(a, b)
+        norms = ember._foreach_norm(ps)
+        stacked = ember.stack(norms)  # (clip_grad_norm_'s)
+        ember._foreach_add_(ps, gs, alpha=0.5)
+    for p, s in zip(ps, start):
+        p.copy_(s)
+    a.mul_(2)
+    for _ in range(2):
+        g.replay()
+    ember.cuda.synchronize()
+    np.testing.assert_allclose(c.cpu().numpy(), (a.cpu() @ b.cpu()).numpy(), rtol=1e-4,
+                               atol=1e-4)
+    for p, s, gr, n in zip(ps, start, gs, norms):
+        np.testing.assert_allclose(p.cpu().numpy(), (s + gr).cpu().numpy(), rtol=1e-5,
+                                   atol=1e-5)
+        np.testing.assert_allclose(float(n), float((s + 0.5 * gr).norm()), rtol=1e-5)
+    np.testing.assert_array_equal(stacked.cpu().numpy(), [float(n) for n in norms])
+
+
+def test_device_joins_of_many_arrays_go_in_groups_of_copies():
+    """CuPy joins more than 8 arrays with a kernel whose address table a capture refuses to copy
+    from the host: ember's cat and stack on device arrays join groups of 8 (here on NumPy
+    arrays, the same code)."""
+    from ember._kernels.cpu import _util
+    arrays = [np.full((2, k + 1), k, np.float32) for k in range(19)]
+    np.testing.assert_array_equal(_util._grouped_concatenate(np, arrays, 1),
+                                  np.concatenate(arrays, 1))
+    rows = [np.arange(3.0) + k for k in range(11)]
+    np.testing.assert_array_equal(_util._grouped_concatenate(np, [r[None] for r in rows], 0),
+                                  np.stack(rows))
+
+
 def test_captured_random_ops_draw_new_numbers_at_each_replay():
     """As in PyTorch: the random ops of a graph take the generator's next offsets at each
     replay — eager's numbers from the same seed; a generator other than the device's default

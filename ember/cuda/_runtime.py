@@ -594,8 +594,10 @@ class CupyRuntime(Runtime):
                 _device_assert.raise_any_pending(self)
 
     def host_alloc(self, nbytes):
+        # (in relaxed capture mode, as malloc during a capture: pinning is no stream work)
         try:
-            return self.rt.hostAlloc(nbytes, 0)  # cudaHostAllocDefault
+            with self._capture_mode(True):
+                return self.rt.hostAlloc(nbytes, 0)  # cudaHostAllocDefault
         except self.rt.CUDARuntimeError as e:
             raise RuntimeError(f"CUDA error: {e}") from None
 

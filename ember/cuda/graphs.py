@@ -22,6 +22,17 @@ def graph_pool_handle():
     return _caching_allocator.next_user_pool_id()
 
 
+_capturing = {}  # stream handle -> the CUDAGraph capturing it (begun by capture_begin)
+_kept_forever = []  # what captures begun elsewhere (not by a CUDAGraph) read at replay
+
+
+def keep_alive_while_captured(stream, obj):
+    """Keep ``obj`` — host memory a captured copy reads at each replay — as long as the graph
+    that ``stream`` is capturing lives."""
+    g = _capturing.get(stream)
+    (g._keep if g is not None else _kept_forever).append(obj)
+
+
 def is_current_stream_capturing():
     """Whether the current stream of the current device is capturing a graph."""
     return _rt().stream_is_capturing(current_stream().cuda_stream)
@@ -39,6 +50,7 @@ class CUDAGraph:
         self._device = None
         self._generators = []  # registered before the capture began
         self._rng = []  # a GraphState per generator whose random ops the graph holds
+        self._keep = []  # host memory its captured copies read (keep_alive_while_captured)
 
     def register_generator_state(self, generator):
         """Let the graph hold random ops of ``generator`` (the capturing device's default
@@ -70,9 +82,11 @@ class CUDAGraph:
             self._pool, lambda stream: stream == handle)
         self._checks_before = _device_assert.launched
         rt.stream_begin_capture(handle, capture_error_mode)
+        _capturing[handle] = self
 
     def capture_end(self):
         rt = _rt()
+        _capturing.pop(self._stream.cuda_stream, None)
         try:
             self._exec = rt.stream_end_capture(self._stream.cuda_stream)
             # device-side index checks captured: each replay leaves their flag to be read
@@ -103,6 +117,7 @@ class CUDAGraph:
             _rt().graph_destroy(self._exec)
             self._exec = None
             self._rng = []
+            self._keep = []
             _caching_allocator.get_allocator(self._device).release_pool(self._pool)
 
     def pool(self):

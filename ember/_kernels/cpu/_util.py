@@ -24,6 +24,44 @@ def array_module(a):
     return sys.modules[root] if root == "cupy" else np
 
 
+# CuPy joins more than 8 arrays with one kernel that reads a table of their addresses copied
+# from the host, a copy CuPy refuses while a CUDA graph captures the stream (PyTorch's cat passes
+# the addresses as kernel arguments); up to 8 it copies each array with its own kernel. A device
+# join is therefore made of groups of 8, each written into its slice of the result.
+_CUPY_JOIN_GROUP = 8
+
+
+def concatenate_arrays(arrays, axis):
+    """``np.concatenate(arrays, axis)`` of arrays of one dtype; on device arrays, capturable."""
+    xp = array_module(arrays[0])
+    if xp is np or len(arrays) <= _CUPY_JOIN_GROUP:
+        return xp.concatenate(arrays, axis=axis)
+    return _grouped_concatenate(xp, arrays, axis)
+
+
+def stack_arrays(arrays, axis):
+    """``np.stack(arrays, axis)`` of arrays of one dtype; on device arrays, capturable."""
+    xp = array_module(arrays[0])
+    if xp is np or len(arrays) <= _CUPY_JOIN_GROUP:
+        return xp.stack(arrays, axis=axis)
+    return _grouped_concatenate(xp, [xp.expand_dims(a, axis) for a in arrays], axis)
+
+
+def _grouped_concatenate(xp, arrays, axis):
+    shape = list(arrays[0].shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = xp.empty(shape, arrays[0].dtype)
+    index = [slice(None)] * len(shape)
+    start = 0
+    for i in range(0, len(arrays), _CUPY_JOIN_GROUP):
+        group = arrays[i:i + _CUPY_JOIN_GROUP]
+        n = sum(a.shape[axis] for a in group)
+        index[axis] = slice(start, start + n)
+        xp.concatenate(group, axis=axis, out=out[tuple(index)])
+        start += n
+    return out
+
+
 def check_index_range(index, low, high, error, message):
     """Refuse an element of ``index`` outside ``[low, high)``: on the host, ``error(message)`` at
     once; on a GPU (CuPy arrays) a device-side check, reported at the next synchronisation as

@@ -17,6 +17,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
 from ..rules.reduction import check_float8
+from . import _util
 from ._util import add_rows_at, nd, own, wrap
 
 
@@ -60,14 +61,14 @@ def cat(tensors, dim=0):
     if not parts:
         return wrap(np.empty(shape, dtype._np))
     d = _st.wrap_dim(dim, parts[0].ndim)
-    return wrap(np.concatenate(parts, axis=d))
+    return wrap(_util.concatenate_arrays(parts, d))
 
 
 def stack(tensors, dim=0):
     R.check_stack(tensors)
     d = _st.wrap_dim(dim, tensors[0].dim() + 1)
     dtype = R.result_dtype(tensors)
-    return wrap(np.stack([_as(nd(t), dtype) for t in tensors], axis=d))
+    return wrap(_util.stack_arrays([_as(nd(t), dtype) for t in tensors], d))
 
 
 # -- reordering --------------------------------------------------------------------------------

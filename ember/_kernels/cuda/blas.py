@@ -116,17 +116,39 @@ def _host_scalar(scalar, value):
 
 
 def _set_stream(cublas, handle, stream):
-    """Point the cuBLAS handle at ``stream``. CuPy's ``setStream`` refuses a stream that is
-    capturing a CUDA graph (CuPy has not checked cuBLAS's conditions for graphs); PyTorch
-    captures cuBLAS calls, and cuBLAS takes them with the workspace it made with the handle. So
-    during a capture ember calls ``cublasSetStream`` itself, in the libcublas CuPy loaded."""
+    """Point the cuBLAS handle at ``stream``; returns the module whose ``gemmEx`` and
+    ``gemmStridedBatchedEx`` the product then calls. CuPy's bindings refuse a stream that is
+    capturing a CUDA graph — ``setStream`` and every BLAS call, which sets the stream again first
+    (CuPy has not checked cuBLAS's conditions for graphs). PyTorch captures cuBLAS calls, and
+    cuBLAS takes them with the workspace it made with the handle (host-mode alpha and beta are
+    captured by value). So during a capture ember calls ``cublasSetStream`` and the products
+    itself (``_CapturedCublas``), in the libcublas CuPy loaded."""
     try:
         cublas.setStream(handle, stream)
+        return cublas
     except NotImplementedError:
-        status = _libcublas().cublasSetStream_v2(handle, stream)
-        if status:
-            raise RuntimeError(f"CUDA error: cublasSetStream failed (status {status}) while "
-                               f"the stream was capturing") from None
+        lib = _libcublas()
+        _check(lib.cublasSetStream_v2(handle, stream), "cublasSetStream")
+        return _CapturedCublas
+
+
+def _check(status, name):
+    if status:
+        raise RuntimeError(f"CUDA error: {name} failed (cuBLAS status {status}) while the stream "
+                           f"was capturing a CUDA graph")
+
+
+class _CapturedCublas:
+    """CuPy's two product calls (same arguments), without CuPy's stream check: straight into
+    libcublas, on the stream ``_set_stream`` gave the handle."""
+
+    @staticmethod
+    def gemmEx(*args):
+        _check(_libcublas().cublasGemmEx(*args), "cublasGemmEx")
+
+    @staticmethod
+    def gemmStridedBatchedEx(*args):
+        _check(_libcublas().cublasGemmStridedBatchedEx(*args), "cublasGemmStridedBatchedEx")
 
 
 _libcublas_loaded = []
@@ -144,8 +166,16 @@ def _libcublas():
             raise RuntimeError("cuBLAS calls cannot be captured in a CUDA graph here: the "
                                "libcublas CuPy uses was not found among the loaded libraries")
         lib = ctypes.CDLL(paths[0])
-        lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        lib.cublasSetStream_v2.restype = ctypes.c_int
+        p, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+        lib.cublasSetStream_v2.argtypes = [p, p]
+        # (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+        # ldc, computeType, algo): cublas_api.h, the enums C ints
+        lib.cublasGemmEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i]
+        # the same with each matrix's batch stride after its leading dimension, then the count
+        lib.cublasGemmStridedBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i,
+                                                   ll, p, p, i, i, ll, i, i, i]
+        for f in (lib.cublasSetStream_v2, lib.cublasGemmEx, lib.cublasGemmStridedBatchedEx):
+            f.restype = i
         _libcublas_loaded.append(lib)
     return _libcublas_loaded[0]
 
@@ -172,7 +202,7 @@ def _gemm(xp, rt, a_t, b_t, c_t, beta, alpha):
     alpha_, beta_ = _host_scalar(scalar, alpha), _host_scalar(scalar, beta)
     alpha_ptr, beta_ptr = alpha_[1], beta_[1]
     handle = xp.cuda.device.get_cublas_handle()
-    _set_stream(cublas, handle, xp.cuda.get_current_stream().ptr)
+    cublas = _set_stream(cublas, handle, xp.cuda.get_current_stream().ptr)
     # row-major C = A @ B is column-major C^T = B^T A^T: cuBLAS computes (n x k)(k x m)
     if batch:
         cublas.gemmStridedBatchedEx(

@@ -51,9 +51,22 @@ def _eligible(*lists):
     return sfx
 
 
-def _table(xp, rows):
-    """The rows (tuples of _ROW's fields) in device memory."""
-    return xp.asarray(np.array(rows, dtype=_ROW).view(np.uint8))
+def _table(xp, rt, rows):
+    """The rows (tuples of _ROW's fields) in device memory. While the stream captures a CUDA
+    graph, the copy is captured too (CuPy refuses one from pageable memory then): from pinned
+    memory that the graph keeps, which each replay copies again — the same rows, since a replay
+    finds its tensors at the captured addresses."""
+    host = np.array(rows, dtype=_ROW).view(np.uint8)
+    stream = xp.cuda.get_current_stream().ptr
+    if not rt.stream_is_capturing(stream):
+        return xp.asarray(host)
+    from ...cuda import _host_allocator, graphs
+    pinned = _host_allocator.allocate(host.nbytes)
+    pinned[:] = host
+    table = xp.empty(host.nbytes, np.uint8)
+    rt.memcpy_htod(table.data.ptr, pinned, stream, pinned=True)
+    graphs.keep_alive_while_captured(stream, pinned)
+    return table
 
 
 def _addr(t):
@@ -77,7 +90,7 @@ def _apply(op, selves, others1=None, others2=None, outs=None, scalars=None, alph
     def body(xp, rt):
         _kernel("foreach.cu", f"foreach_apply_{sfx}")(
             (chunks, len(rows)), (_BLOCK,),
-            (_table(xp, rows), np.int32(op), np.float64(alpha), np.int64(_CHUNK)))
+            (_table(xp, rt, rows), np.int32(op), np.float64(alpha), np.int64(_CHUNK)))
     launch(selves[0]._device, body)
 
 
@@ -207,7 +220,7 @@ def _foreach_norm_Scalar(self, ord=2, dtype=None):  # noqa: A002 (PyTorch's name
             for i, t in enumerate(self)]
 
     def body(xp, rt):
-        table = _table(xp, rows)
+        table = _table(xp, rt, rows)
         _kernel("foreach.cu", f"foreach_sumsq_partials_{sfx}")(
             (max(counts), len(rows)), (_BLOCK,), (table, pointer(partial), np.int64(_CHUNK)))
         _kernel("foreach.cu", f"foreach_norm_finish_{sfx}")(

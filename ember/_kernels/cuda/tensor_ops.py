@@ -1,5 +1,5 @@
 """CUDA fills, constant factories and copies that convert: ``fill_``, ``zero_``, ``zeros``,
-``ones``, ``full``, ``arange`` (the CPU's formula on CuPy, no host buffer: a graph can capture
+``ones``, ``full``, ``scalar_tensor``, ``arange`` (the CPU's formula on CuPy, no host buffer: a graph can capture
 it) and the device-to-device ``copy_`` that casts, broadcasts or reorders; and the
 fused optimizer ops (``_fused_adam_``, ``_fused_adamw_``), the CPU's update on device arrays.
 
@@ -57,6 +57,14 @@ def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None
     dtype = dtype or scalar_dtype(fill_value)
     check_fits(fill_value, dtype)
     return _constant(size, dtype, device, _cast(fill_value, dtype))
+
+
+def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
+    """(Inductor's graphs make their constants with it: the CPU's, computed on the host and
+    copied, would be a host-to-device copy that a CUDA graph capture refuses.)"""
+    dtype = dtype or get_default_dtype()
+    check_fits(s, dtype)
+    return _constant((), dtype, device, _cast(s, dtype))
 
 
 def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None,
@@ -124,6 +132,6 @@ def _fused_adam(adamw):
 
 def kernels():
     return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
-            "full": full, "arange": arange, "arange.start": arange_start,
+            "full": full, "scalar_tensor": scalar_tensor, "arange": arange, "arange.start": arange_start,
             "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False),
             "_fused_adamw_": _fused_adam(True)}
