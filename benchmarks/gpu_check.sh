@@ -14,6 +14,12 @@ START=$SECONDS
 BUDGET=${1:-520}
 OUT=${OUT:-/tmp/gpu_out}; mkdir -p "$OUT"
 LOGS=$OUT/logs; mkdir -p "$LOGS"
+# wheels the machine lacks (bytecode, for Dynamo's resume functions), carried as .whl (carry it):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl bytecode
+if [ -d .whl ] && ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=$PWD/.gpucache/cupy EMBER_CACHE_DIR=$PWD/.gpucache/ember \
     TRITON_CACHE_DIR=$PWD/.gpucache/triton
@@ -38,10 +44,12 @@ wait
 for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-150)"; done
 stage attention 150 python3 benchmarks/gpu_attention_check.py  # (Triton compiles its kernels)
 stage gpu_bench 240 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
+stage capture 60 python3 benchmarks/gpu_capture_check.py  # the whole GPT step in one graph
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
 T=$(( $(left) - 25 ))
 if [ "$T" -gt 20 ]; then
-    stage tests "$T" python3 -m pytest -q -p no:cacheprovider -n 12 --dist load --maxfail=300 --timeout 150 \
+    # -v: each test's name and result as it ends (a stage cut short still names its failures)
+    stage tests "$T" python3 -m pytest -v -p no:cacheprovider -n 12 --dist load --maxfail=300 --timeout 90 --tb=short -rfE \
         tests/test_cuda.py tests/test_cuda_allocator.py tests/test_cuda_interop.py \
         tests/test_cuda_random.py tests/test_cuda_attention.py tests/test_cuda_multi_device.py \
         tests/test_cuda_autograd_threads.py tests/test_cuda_tunable.py tests/test_cuda_ops.py \
@@ -54,7 +62,8 @@ grep -hE "^FAIL" "$LOGS"/check_*.log | head -20
 grep -A40 "^case" "$LOGS/gpu_bench.log" | head -30
 grep -iE "error|Traceback" "$LOGS/gpu_bench.log" | head -5
 [ -f "$LOGS/cuda_host.log" ] && tail -14 "$LOGS/cuda_host.log"
-grep -hE "^(FAILED|ERROR)" "$LOGS/tests.log" | cut -c1-200 | head -30
+grep -E "(FAILED|ERROR) tests" "$LOGS/tests.log" | sed 's/^\[gw[0-9]*\] \[ *[0-9]*%\] //' | sort -u | cut -c1-200 | head -30
+grep -E "^E  " "$LOGS/tests.log" | cut -c1-200 | head -30
 tail -2 "$LOGS/tests.log"
 tar czf "$OUT/gpucache.tgz" .gpucache 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -r "$LOGS"
