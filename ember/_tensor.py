@@ -19,6 +19,7 @@ from ._core.device import (CPU, contiguous_format, device as _device, preserve_f
                            sparse_coo, sparse_csr, strided)
 from ._core.size import Size
 from ._core import tensor_impl as _impl
+from ._core import storage as _storage
 from ._core.storage import UntypedStorage
 from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and modules import them here)
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
@@ -237,6 +238,8 @@ class Tensor:
         a = self._np
         if a is None:
             a = self._np = _np_view(self)
+            if _storage._array_users:  # (a storage resized before: see _forget_cached_arrays)
+                _storage.note_array_user(self._storage_, self)
         return a
 
     # -- autograd-facing attributes (behaviour lives in ember.autograd) ---------------------------
@@ -334,6 +337,8 @@ class Tensor:
     def data(self, other):
         for s in ("_storage", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_np"):
             setattr(self, s, getattr(other, s))
+        if self._np is not None and _storage._array_users:
+            _storage.note_array_user(self._storage_, self)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from . import autograd  # imports Tensor from here: a true cycle

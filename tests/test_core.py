@@ -165,6 +165,35 @@ def test_tensors_follow_their_storage_through_a_resize():
                                         [3.0, 5.0, 3.0, 3.0])
 
 
+def test_a_storage_resized_again_finds_its_tensors_without_a_heap_walk(monkeypatch):
+    """A storage's first resize finds the tensors caching arrays over it in the garbage
+    collector (a walk of the heap); from then on they are noted as they cache one, so FSDP's
+    resize at every step walks nothing — and tensors made between resizes follow too."""
+    import gc
+    t = ember.zeros(6)
+    v = t[2:]
+    (t + 1, v + 1)
+    s = t.untyped_storage()
+    s.resize_(0)
+    s.resize_(24)
+
+    def no_walk(*objs):
+        raise AssertionError("a second resize walked the heap")
+    monkeypatch.setattr(gc, "get_referrers", no_walk)
+    w = t[:3]
+    (t + 1, v + 1, w + 1)  # (arrays cached over the new buffer, w's for the first time)
+    u = ember.empty(0)
+    u.data = t
+    for _ in range(2):
+        s.resize_(0)
+        s.resize_(24)
+        t.fill_(1.0)
+        w[0] = 4.0
+        v[-1] = 7.0
+        assert t.tolist() == u.tolist() == [4.0, 1.0, 1.0, 1.0, 1.0, 7.0]
+        assert v.tolist() == [1.0, 1.0, 1.0, 7.0] and w.tolist() == [4.0, 1.0, 1.0]
+
+
 def test_tensor_storage_metadata():
     t = ember.empty(2, 3)
     assert t.untyped_storage().nbytes() == 24

@@ -5,6 +5,7 @@ Kernels that produce a fresh NumPy array hand it to :func:`from_array`, which ad
 memory without copying.
 """
 import mmap
+import weakref
 
 import numpy as np
 
@@ -309,14 +310,38 @@ def meta_storage(nbytes):
     return s
 
 
+# CPU storages resized (or moved into shared memory) since the process started: id -> (a weak
+# reference to the storage, the tensors that cached a NumPy array over its buffer since).
+_array_users = {}
+
+
+def note_array_user(storage, t):
+    """Tensor ``t`` has just cached a NumPy array over ``storage``'s buffer (``Tensor._nd``): a
+    later resize of a storage resized before must clear it."""
+    entry = _array_users.get(id(storage))
+    if entry is not None and entry[0]() is storage:
+        entry[1].add(t)
+
+
 def _forget_cached_arrays(storage):
     """After ``storage``'s CPU buffer was replaced: the tensors viewing it drop the NumPy array
-    each caches over the old buffer (``Tensor._np``, read by every CPU kernel), so they read and
-    write the new one, as PyTorch's tensors see their storage's new data pointer. Found as the
-    storage's referrers in the garbage collector: a walk of the heap, paid by a resize only (a
-    per-tensor registry would cost every CPU op)."""
-    import gc
+    each caches over the old buffer (``Tensor._nd``, read by every CPU kernel), so they read and
+    write the new one, as PyTorch's tensors see their storage's new data pointer. At a storage's
+    first resize they are found as its referrers in the garbage collector, a walk of the heap
+    (a registry kept for every storage would cost every CPU op); from then on the tensors that
+    cache an array over it are noted (``note_array_user``), so resizing it again — FSDP frees
+    and refills its parameters' storages at each step — walks nothing."""
     from .._tensor import Tensor  # imports this module: a true cycle
-    for r in gc.get_referrers(storage):
-        if isinstance(r, Tensor) and r._storage_ is storage:
-            r._np = None
+    key = id(storage)
+    entry = _array_users.get(key)
+    if entry is not None and entry[0]() is storage:
+        users = list(entry[1])
+        entry[1].clear()
+    else:
+        import gc
+        users = [r for r in gc.get_referrers(storage) if isinstance(r, Tensor)]
+        ref = weakref.ref(storage, lambda _, key=key: _array_users.pop(key, None))
+        _array_users[key] = (ref, weakref.WeakSet())
+    for t in users:
+        if t._storage_ is storage:
+            t._np = None
