@@ -108,9 +108,15 @@ class GradScaler:
             raise ValueError("outputs must be a Tensor or an iterable of Tensors")
         return apply_scale(outputs)
 
+    # What a subclass changes (ShardedGradScaler): the per-device copies of the scale and of
+    # found_inf, found_inf's shape, whether float16 gradients may be unscaled
+    _replicator = _MultiDeviceReplicator
+    _found_inf_shape = ()
+    _allow_fp16 = False
+
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):
-        per_device_inv_scale = _MultiDeviceReplicator(inv_scale)
-        per_device_found_inf = _MultiDeviceReplicator(found_inf)
+        per_device_inv_scale = self._replicator(inv_scale)
+        per_device_found_inf = self._replicator(found_inf)
         # device -> dtype -> grads: the op takes one list per (device, dtype)
         grouped = defaultdict(lambda: defaultdict(list))
         with ember.no_grad():
@@ -143,10 +149,15 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # The reciprocal in float64, then float32, as PyTorch does for accuracy.
         inv_scale = self._scale.double().reciprocal().float()
-        found_inf = ember.full((), 0.0, dtype=ember.float32, device=self._scale.device)
+        found_inf = ember.full(self._found_inf_shape, 0.0, dtype=ember.float32,
+                               device=self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(
-            optimizer, inv_scale, found_inf, False)
+            optimizer, inv_scale, found_inf, self._allow_fp16)
         optimizer_state["stage"] = OptState.UNSCALED
+        self._agree_on_found_inf(optimizer_state["found_inf_per_device"])
+
+    def _agree_on_found_inf(self, found_inf_per_device):
+        """(ShardedGradScaler: all-reduces them, so every rank skips or takes the step.)"""
 
     def _maybe_opt_step(self, optimizer, optimizer_state, *args, **kwargs):
         if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):

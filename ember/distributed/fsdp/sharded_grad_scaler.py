@@ -72,44 +72,17 @@ class ShardedGradScaler(GradScaler):
 
         return apply_scale(outputs)
 
-    def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16=True):
-        per_device_inv_scale = _GeneralMultiDeviceReplicator(inv_scale)
-        per_device_found_inf = _GeneralMultiDeviceReplicator(found_inf)
-        per_device_and_dtype_grads = defaultdict(lambda: defaultdict(list))
-        with ember.no_grad():
-            for group in optimizer.param_groups:
-                for param in group["params"]:
-                    if param.grad is None:
-                        continue
-                    if not allow_fp16 and param.grad.dtype == ember.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
-                    per_device_and_dtype_grads[param.grad.device][param.grad.dtype].append(
-                        param.grad)
-            for device, per_dtype_grads in per_device_and_dtype_grads.items():
-                for grads in per_dtype_grads.values():
-                    ember._amp_foreach_non_finite_check_and_unscale_(
-                        grads, per_device_found_inf.get(device), per_device_inv_scale.get(device))
-        # a rank without gradients (all its shards empty) still takes part in the all-reduce
-        if not per_device_found_inf._per_device_tensors:
-            per_device_found_inf.get(self._scale.device)
-        return per_device_found_inf._per_device_tensors
+    _replicator = _GeneralMultiDeviceReplicator
+    _found_inf_shape = (1,)
+    _allow_fp16 = True
 
-    def unscale_(self, optimizer):
-        if not self._enabled:
-            return
-        self._check_scale_growth_tracker("unscale_")
-        optimizer_state = self._per_optimizer_states[id(optimizer)]
-        if optimizer_state["stage"] is OptState.UNSCALED:
-            raise RuntimeError("unscale_() has already been called on this optimizer since the "
-                               "last update().")
-        if optimizer_state["stage"] is OptState.STEPPED:
-            raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = self._scale.double().reciprocal().float()
-        found_inf = ember.full((1,), 0.0, dtype=ember.float32, device=self._scale.device)
-        optimizer_state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale,
-                                                                       found_inf, True)
-        optimizer_state["stage"] = OptState.UNSCALED
+    def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16=True):
+        found = super()._unscale_grads_(optimizer, inv_scale, found_inf, allow_fp16)
+        # a rank without gradients (all its shards empty) still takes part in the all-reduce
+        return found or {self._scale.device: found_inf.to(self._scale.device, copy=True)}
+
+    def _agree_on_found_inf(self, found_inf_per_device):
         works = [dist.all_reduce(f, async_op=True, group=self.process_group)
-                 for f in optimizer_state["found_inf_per_device"].values()]
+                 for f in found_inf_per_device.values()]
         for work in works:
             work.wait()
