@@ -243,14 +243,15 @@ def _prepare(name, operands, alpha, out=None):
     rule, check = _R.RULES[n][name]
     cdt, rdt = result_dtype(rule, operands)
     check_operands(name, operands, check, cdt, rdt, out)
-    if cdt in _REDUCED and name in _OPMATH_ROWS:
-        return fn, D.float32, rdt, _opmath_arrays(operands, cdt)
-    if cdt in _REDUCED and name in _ALPHA_ROWS and alpha is not None and \
-            not (alpha == 1 and alpha.__class__ is int):
-        check_alpha(cdt, alpha)
-        arrays = [as_array(x, cdt).astype(np.float32) for x in operands]
-        arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt).astype(np.float32))
-        return fn, D.float32, rdt, arrays
+    if cdt in _REDUCED:
+        if name in _OPMATH_ROWS:
+            return fn, D.float32, rdt, _opmath_arrays(operands, cdt)
+        if name in _ALPHA_ROWS and alpha is not None and \
+                not (alpha == 1 and alpha.__class__ is int):
+            check_alpha(cdt, alpha)
+            arrays = [as_array(x, cdt).astype(np.float32) for x in operands]
+            arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt).astype(np.float32))
+            return fn, D.float32, rdt, arrays
     arrays = _arrays(operands, cdt)
     if alpha is not None:
         check_alpha(cdt, alpha)
