@@ -381,3 +381,29 @@ def test_sources_spelled_alike_get_distinct_inputs():
             return self.layers[-1](self.layers[1](x))
     net, x = Net(), ember.ones(1, 2)
     np.testing.assert_allclose(_np(ember.compile(net, fullgraph=True)(x)), _np(net(x)))
+
+
+def test_a_compiled_optimizer_step_updates_the_optimizer_itself(torch):
+    """ember.optim's code is traced into as PyTorch's Dynamo inlines torch.optim: called as one
+    graph op, ``opt.step()`` ran on a copy of the optimizer the graph rebuilt, whose moments
+    were lost at every call (a silently wrong trajectory). The compiled step now follows eager
+    ember and PyTorch's compiled step, and the optimizer's state is the real one's."""
+    def run(lib, compiled):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(6, 8), lib.nn.ReLU(), lib.nn.Linear(8, 2))
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-2)
+        x = lib.randn(5, 6)
+
+        def step():
+            opt.step()
+        if compiled:
+            step = lib.compile(step, backend="eager")
+        for _ in range(4):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            step()
+        assert all(opt.state[p]["step"] == 4 for p in model.parameters())
+        return float(model(x).square().mean())
+    eager = run(ember, False)
+    assert run(ember, True) == pytest.approx(eager, rel=1e-6)
+    assert eager == pytest.approx(run(torch, True), rel=1e-4)  # (its traced step rounds apart)
