@@ -237,8 +237,12 @@ class VariableBuilder:
                 return GetAttrMethod(owner, value.__name__)
             obj = VariableBuilder(tx, None)(value.__self__)
             if isinstance(value.__func__, types.FunctionType):
+                from .. import output_graph  # imports this module: a true cycle
+                # (an object holding tensors would reach a graph op as a copy the graph
+                # rebuilds, which the method might change: its code is traced instead)
                 if _is_ember_callable(value.__func__) and not isinstance(
-                        value.__self__, (nn.Module, type)):
+                        value.__self__, (nn.Module, type)) and \
+                        not output_graph._holds_tensor(value.__self__):
                     return TorchInGraphFunctionVariable(value, src)
                 return UserMethodVariable(value.__func__, obj, src)
             unimplemented(f"bound method {value}")
