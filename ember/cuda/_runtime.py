@@ -274,7 +274,10 @@ class SimulatedRuntime(Runtime):
 
     def memcpy_htod(self, dst, src_array, stream, pinned=False):
         # Either way the host bytes are read at launch (the simulated device runs work when it is
-        # launched), so a pageable source may be a temporary, as with CUDA's staging copy.
+        # launched), so a pageable source may be a temporary, as with CUDA's staging copy. A GPU
+        # waits for a copy from pageable memory (a synchronisation a capture refuses).
+        if not pinned:
+            self._forbid_during_capture("a host-to-device copy from pageable memory", stream)
         src = np.ascontiguousarray(src_array).reshape(-1).view(np.uint8)
         self._launch(stream, lambda: np.copyto(self.host_view(dst, src.nbytes), src))
 
