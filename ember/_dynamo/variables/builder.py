@@ -59,17 +59,18 @@ def wrap_constant_like(tx, v):
     return VariableBuilder(tx, None)(v)
 
 
-# ember's Python code that Dynamo traces into as it does user code, as PyTorch's Dynamo inlines
-# these packages (trace_rules' MOD_INLINELIST): called as one graph op, an optimizer's step
-# would run on a copy of the optimizer that the graph rebuilds, and its state would be lost
-_INLINED = ("ember.optim.",)
+# ember's Python code that Dynamo traces into as it does user code (Dynamo's own, and what
+# PyTorch's Dynamo inlines too, trace_rules' MOD_INLINELIST): called as one graph op, an
+# optimizer's step would run on a copy of the optimizer that the graph rebuilds, and its state
+# would be lost
+_INLINED = ("ember._dynamo", "ember.optim")
 
 
 def _is_ember_callable(v):
     mod = getattr(v, "__module__", None) or ""
     if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
-        return (mod == "ember" or mod.startswith("ember.") and not mod.startswith(
-            "ember._dynamo")) and not mod.startswith(_INLINED)
+        return (mod == "ember" or mod.startswith("ember.")) and not any(
+            mod == p or mod.startswith(p + ".") for p in _INLINED)
     return type(v).__module__.startswith("ember._ops") and callable(v)
 
 

@@ -1,7 +1,7 @@
 """CUDA fills, constant factories and copies that convert: ``fill_``, ``zero_``, ``zeros``,
-``ones``, ``full``, ``scalar_tensor``, ``arange`` (the CPU's formula on CuPy, no host buffer: a graph can capture
-it) and the device-to-device ``copy_`` that casts, broadcasts or reorders; and the
-fused optimizer ops (``_fused_adam_``, ``_fused_adamw_``), the CPU's update on device arrays.
+``ones``, ``full``, ``scalar_tensor``, ``arange`` (the CPU's formula on CuPy, no host buffer: a
+graph can capture it) and the device-to-device ``copy_`` that casts, broadcasts or reorders; and
+the fused optimizer ops (``_fused_adam_``, ``_fused_adamw_``), the CPU's update on device arrays.
 
 A factory is ``empty`` on the device plus a fill there, so no host buffer is made or copied. The
 values written are the CPU's (``cpu/factory._cast``: truncation, wrap-around, real parts) and the
@@ -132,6 +132,6 @@ def _fused_adam(adamw):
 
 def kernels():
     return {"fill_.Scalar": fill_Scalar, "zero_": zero_, "zeros": zeros, "ones": ones,
-            "full": full, "scalar_tensor": scalar_tensor, "arange": arange, "arange.start": arange_start,
-            "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False),
+            "full": full, "scalar_tensor": scalar_tensor, "arange": arange,
+            "arange.start": arange_start, "arange.start_step": arange_start_step, "_fused_adam_": _fused_adam(False),
             "_fused_adamw_": _fused_adam(True)}
