@@ -311,7 +311,8 @@ def meta_storage(nbytes):
 
 
 # CPU storages resized (or moved into shared memory) since the process started: id -> (a weak
-# reference to the storage, the tensors that cached a NumPy array over its buffer since).
+# reference to the storage, {id: weak reference} of the tensors that cached a NumPy array over
+# its buffer since). (Not a WeakSet: it compares tensors with ==, which is elementwise.)
 _array_users = {}
 
 
@@ -320,7 +321,7 @@ def note_array_user(storage, t):
     later resize of a storage resized before must clear it."""
     entry = _array_users.get(id(storage))
     if entry is not None and entry[0]() is storage:
-        entry[1].add(t)
+        entry[1][id(t)] = weakref.ref(t)
 
 
 def _forget_cached_arrays(storage):
@@ -335,13 +336,13 @@ def _forget_cached_arrays(storage):
     key = id(storage)
     entry = _array_users.get(key)
     if entry is not None and entry[0]() is storage:
-        users = list(entry[1])
+        users = [r() for r in entry[1].values()]
         entry[1].clear()
     else:
         import gc
         users = [r for r in gc.get_referrers(storage) if isinstance(r, Tensor)]
         ref = weakref.ref(storage, lambda _, key=key: _array_users.pop(key, None))
-        _array_users[key] = (ref, weakref.WeakSet())
+        _array_users[key] = (ref, {})
     for t in users:
-        if t._storage_ is storage:
+        if t is not None and t._storage_ is storage:
             t._np = None
