@@ -263,6 +263,10 @@ class Tensor:
                                "InferenceMode is not allowed.")
         if self._grad_fn is None:
             self._requires_grad = bool(requires_grad)
+            m = self._autograd
+            if requires_grad and m is not None and m.views:  # its views made before follow
+                from .autograd.views import views_follow_base  # imports Tensor: a true cycle
+                views_follow_base(self)
         return self
 
     def detach_(self):

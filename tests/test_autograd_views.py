@@ -188,3 +188,40 @@ def test_as_strided_gradcheck():
     x = ember.randn(6, dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(lambda t: t.as_strided((3, 3), (1, 1), 1) ** 2, (x,))
     assert ember.autograd.gradgradcheck(lambda t: t.as_strided((2, 2), (1, 1)) ** 2, (x,))
+
+
+def _views_of_a_base_that_starts_requiring_grad(lib):
+    """Views made while their base required no grad, then the base starts requiring it: by an
+    in-place write through another view, through a view of a view, on the base itself, by
+    ``requires_grad_()``. As PyTorch's (``DifferentiableViewMeta::requires_grad``), they then
+    require grad, and their gradients reach the written values."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    out = []
+    base = lib.zeros(2, 4)
+    a, b = base[:, :2], base[:, 1:]
+    b[:, 0].add_(x * 3)  # writes base[:, 1], which a sees too
+    out.append((a.requires_grad, type(a.grad_fn).__name__, b.requires_grad))
+    (a.sum() * 2).backward()
+    out.append(x.grad.tolist())
+    base = lib.zeros(2, 4)
+    nested = base[:, :3][:, 1:]
+    base[:, 0].copy_(x)
+    out.append((nested.requires_grad, type(nested.grad_fn).__name__))
+    base = lib.zeros(3)
+    v = base[:2]
+    base.add_(lib.ones(3, requires_grad=True))
+    out.append((v.requires_grad, type(v.grad_fn).__name__))
+    base = lib.zeros(3)
+    v = base[:2]
+    base.requires_grad_()
+    out.append((v.requires_grad, v.grad_fn is None, v.is_leaf))
+    base = lib.zeros(3)
+    v = base.detach()[:2]
+    base[1:].add_(x)
+    out.append(v.requires_grad)
+    return out
+
+
+def test_views_follow_a_base_that_starts_requiring_grad(torch):
+    _same(torch, _views_of_a_base_that_starts_requiring_grad)
+    assert _views_of_a_base_that_starts_requiring_grad(ember)[1] == [6.0, 6.0]

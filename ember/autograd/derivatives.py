@@ -38,7 +38,7 @@ from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
 from .graph import (CUDA_STREAMS, Node, SavedTensor, _seq, autograd_meta, grad_accumulator,
                     gradient_edge)
-from .views import check_view_inplace, mark_no_grad_views, track_views
+from .views import check_view_inplace, mark_no_grad_views, note_view, track_views
 from .._core.codegen import compile_source
 
 YAML_PATH = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_ops", "derivatives.yaml")
@@ -863,7 +863,7 @@ def _requires_grad(a, is_list):
 
 def _rebase_history(t, node):
     """After an in-place op: ``t`` is now the output of ``node`` (CopySlices for a view)."""
-    from .views import copy_slices
+    from .views import copy_slices, views_follow_base
     node._out_meta = ((t._size, t._dtype, t._device),)
     if t._base_ is not None and _is_differentiable_dtype(t):
         copy_slices(t, node)
@@ -871,6 +871,8 @@ def _rebase_history(t, node):
     t._grad_fn = node
     t._output_nr = 0
     t._requires_grad = True
+    if t._autograd is not None and t._autograd.views:
+        views_follow_base(t)
 
 
 def _generate_kernel(entry, check_idx, args, record, post=None, post_always=False):
@@ -891,9 +893,9 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
         tail = f"    return k({params})\n"
     elif post_always:
         tail = f"    out = k({params})\n    _post(out, bool({cond}))\n    return out\n"
-    else:
+    else:  # a view made with grad mode on is noted on its base (views.note_view)
         tail = (f"    out = k({params})\n    if {cond}:\n        _post(out, True)\n"
-                f"    return out\n")
+                f"    elif _state.grad_enabled:\n        _note_view(out)\n    return out\n")
     fwconds = []
     for i in check_idx:
         if args[i].is_list:
@@ -931,7 +933,8 @@ def _generate_kernel(entry, check_idx, args, record, post=None, post_always=Fals
         f"    return autograd_kernel\n"
     )
     ns = {"_state": _state, "_record": record, "_cache": entry.rcache, "_resolve": entry.resolve,
-          "_any_rg": _any_rg, "_post": post, "_fwv": _fw.visible, "_any_fw": _any_fw}
+          "_any_rg": _any_rg, "_post": post, "_fwv": _fw.visible, "_any_fw": _any_fw,
+          "_note_view": note_view}
     compile_source(src, f"<ember autograd kernel {entry.qualname}>", ns)
     fn = ns["autograd_kernel"]
     fn._source = src

@@ -171,7 +171,7 @@ class Node:
 
 class AutogradMeta:
     __slots__ = ("grad_accumulator", "leaf_hooks", "retains_grad", "post_acc_hooks", "name",
-                 "view_version", "creation_meta")
+                 "view_version", "creation_meta", "views")
 
     def __init__(self):
         self.grad_accumulator = None  # weakref to AccumulateGrad
@@ -184,6 +184,9 @@ class AutogradMeta:
         # made when in-place writes to it are forbidden (PyTorch's CreationMeta)
         self.view_version = None
         self.creation_meta = None
+        # of a base that requires no grad: {id: weak reference} of its views made with grad mode
+        # on, which start requiring grad with it (views.py: note_views, views_follow_base)
+        self.views = None
 
 
 def autograd_meta(t):

@@ -14,13 +14,16 @@ of ``variable.cpp``).
   multi-output view ops (``unbind``, ``split``, ``split_with_sizes``) cannot be written in place
   while autograd records; :func:`check_view_inplace` raises PyTorch's errors.
 """
+from weakref import ref as _ref
+
 import ember
 
 from .._dispatch import tls
-from .graph import _BACKWARD_SUFFIX, Node, autograd_meta, gradient_edge
+from .graph import _BACKWARD_SUFFIX, AutogradMeta, Node, autograd_meta, gradient_edge
 
 __all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
-           "mark_no_grad_views", "check_view_inplace"]
+           "mark_no_grad_views", "note_view", "forget_view", "views_follow_base",
+           "check_view_inplace"]
 
 # CreationMeta values (PyTorch's enum names); the multi-output one carries the node's name and
 # the output index for the message: (MULTI_OUTPUT_NODE, "Unbind", 0).
@@ -112,6 +115,7 @@ def copy_slices(view, fn):
     base._output_nr = 0
     base._requires_grad = True
     _set_view_history(view, AsStridedBackward0(base, view))
+    views_follow_base(base)
 
 
 def regenerate_grad_fn(view, meta):
@@ -142,11 +146,10 @@ def track_views(outs, node, multi_output):
 def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
     """A view op that did not record: in no_grad mode with a base that requires grad the views
     require grad too (as leaves) and cannot be written in place once grad mode is back; with
-    grad mode on (nothing required grad) a multi-output op's outputs still cannot be."""
+    grad mode on (nothing required grad) the views are noted on their base (``note_views``), and
+    a multi-output op's outputs cannot be written in place."""
     outs = out if isinstance(out, (tuple, list)) else (out,)
     no_grad = not tls.state.grad_enabled
-    if not no_grad and not multi_output:
-        return
     for i, o in enumerate(outs):
         if o._base_ is None or not (o._dtype.is_floating_point or o._dtype.is_complex):
             continue
@@ -155,8 +158,61 @@ def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
                 continue
             o._requires_grad = True
             autograd_meta(o).creation_meta = (NO_GRAD_MODE,)
-        else:
+            continue
+        note_view(o)
+        if multi_output:
             autograd_meta(o).creation_meta = (MULTI_OUTPUT_NODE, _forward_name(node_name), i)
+
+
+def note_view(view):
+    """A view op's output made with grad mode on, from a base that requires no grad: remembered
+    on the base (PyTorch's differentiable view of such a base requires grad once the base does,
+    ``DifferentiableViewMeta::requires_grad``; see :func:`views_follow_base`). Runs after every
+    such view op, so it is lean; dead entries are swept each time the table reaches a power of
+    two (64 or more)."""
+    base = view._base_
+    if base is None or not (view._dtype.is_floating_point or view._dtype.is_complex):
+        return
+    m = base._autograd
+    if m is None:
+        m = base._autograd = AutogradMeta()
+    views = m.views
+    if views is None:
+        m.views = {id(view): _ref(view)}
+        return
+    n = len(views)
+    if n >= 64 and n & (n - 1) == 0:
+        for k in [k for k, r in views.items() if r() is None]:
+            del views[k]
+    views[id(view)] = _ref(view)
+
+
+def forget_view(view):
+    """Drop ``view`` from its base's table of :func:`note_view` (its weak reference goes)."""
+    base = view._base_
+    m = base._autograd if base is not None else None
+    if m is not None and m.views:
+        m.views.pop(id(view), None)
+
+
+def views_follow_base(base):
+    """``base`` now requires grad (an in-place op recorded on it or on one of its views, or
+    ``requires_grad_()``): its views made before, when it required none, follow — with a history
+    through the base where it has one (``AsStridedBackward0``, as PyTorch regenerates it), as
+    leaves that require grad where it is a leaf, as PyTorch's."""
+    m = base._autograd
+    views = m.views if m is not None else None
+    if not views:
+        return
+    m.views = None
+    for ref in views.values():
+        v = ref()
+        if v is None or v._base_ is not base or v._requires_grad or v._grad_fn is not None:
+            continue
+        if base._grad_fn is not None:
+            _set_view_history(v, AsStridedBackward0(base, v))
+        else:
+            v._requires_grad = True
 
 
 def _forward_name(node_name):

@@ -31,6 +31,9 @@ def swap_tensors(t1, t2):
     references or the two classes have different slots; a gradient accumulator already made
     for either tensor (a forward ran) is poisoned, so a backward through it raises."""
     from .._tensor import IMPL_SLOTS
+    from ..autograd.views import forget_view
+    for t in (t1, t2):  # (ember's own: a view noted on its base, which PyTorch keeps in C++)
+        forget_view(t)
     if weakref.getweakrefs(t1):
         raise RuntimeError("Cannot swap t1 because it has weakref associated with it")
     if weakref.getweakrefs(t2):
