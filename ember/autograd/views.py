@@ -10,6 +10,10 @@ of ``variable.cpp``).
   its ``grad_fn`` was set. Once an in-place write to the base (or to another view of it) moved
   the counter, its ``grad_fn`` is regenerated on next use as an ``AsStridedBackward0`` reading
   its slice out of the base's new history, as PyTorch does lazily in ``VariableHooks::grad_fn``.
+* Views of a base that requires no grad (made with grad mode on) are noted on the base, weakly;
+  when the base starts requiring grad (an in-place op recorded on it or through another view,
+  ``requires_grad_()``) they follow it (:func:`views_follow_base`), as PyTorch's
+  ``DifferentiableViewMeta::requires_grad`` reads the base's flag.
 * Creation meta: views made in no_grad mode (of a base that requires grad) and the outputs of
   multi-output view ops (``unbind``, ``split``, ``split_with_sizes``) cannot be written in place
   while autograd records; :func:`check_view_inplace` raises PyTorch's errors.
