@@ -359,9 +359,18 @@ def _mask_args(P):
     return (base, *strides)
 
 
+# Below this many multiply-adds (queries x keys x head widths, over every head) a call runs on
+# one thread, as PyTorch's parallel_for runs work under its grain size inline: starting a team
+# costs more than such a call (~4 us for a decoding step's row), and on a busy machine a
+# descheduled member kept a 2-thread call of that size waiting 1-2 ms.
+_PARALLEL_WORK = 1 << 16
+
+
 def _flags(P):
     """Causal in bit 0, the thread count above it (the last integer argument)."""
-    return int(P.is_causal) | generated._threads() << 1
+    work = P.q.shape[0] * P.L * P.S * (P.q.shape[-1] + P.v.shape[-1])
+    threads = generated._threads() if work >= _PARALLEL_WORK else 1
+    return int(P.is_causal) | threads << 1
 
 
 def _transposed(a):
