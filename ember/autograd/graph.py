@@ -185,7 +185,7 @@ class AutogradMeta:
         self.view_version = None
         self.creation_meta = None
         # of a base that requires no grad: {id: weak reference} of its views made with grad mode
-        # on, which start requiring grad with it (views.py: note_views, views_follow_base)
+        # on, which start requiring grad with it (views.py: note_view, views_follow_base)
         self.views = None
 
 

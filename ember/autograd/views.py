@@ -150,7 +150,7 @@ def track_views(outs, node, multi_output):
 def mark_no_grad_views(out, base_requires_grad, node_name, multi_output):
     """A view op that did not record: in no_grad mode with a base that requires grad the views
     require grad too (as leaves) and cannot be written in place once grad mode is back; with
-    grad mode on (nothing required grad) the views are noted on their base (``note_views``), and
+    grad mode on (nothing required grad) the views are noted on their base (``note_view``), and
     a multi-output op's outputs cannot be written in place."""
     outs = out if isinstance(out, (tuple, list)) else (out,)
     no_grad = not tls.state.grad_enabled
