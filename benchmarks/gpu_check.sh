@@ -8,7 +8,8 @@
 # compiles nothing again (~1 minute less on a fresh machine).
 #   run: bash benchmarks/gpu_check.sh [SECONDS for the whole script, default 520]
 # CHECKS (default "fused random blas foreach") names the correctness checks to run; HOST_TIME=0
-# leaves out benchmarks/cuda_host.py (for a second call in one lease).
+# leaves out benchmarks/cuda_host.py (for a second call in one lease); TUNE=1 adds
+# benchmarks/gpu_attention_tune.py.
 set -u
 START=$SECONDS
 BUDGET=${1:-520}
@@ -45,6 +46,8 @@ for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-1
 stage attention 150 python3 benchmarks/gpu_attention_check.py  # (Triton compiles its kernels)
 stage gpu_bench 240 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
 stage capture 60 python3 benchmarks/gpu_capture_check.py  # the whole GPT step in one graph
+# TUNE=1: the fused attention's precisions and block sizes (Triton compiles each: ~2 minutes)
+[ "${TUNE:-0}" = 1 ] && stage attention_tune 200 python3 benchmarks/gpu_attention_tune.py
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
 T=$(( $(left) - 25 ))
 if [ "$T" -gt 20 ]; then
@@ -62,6 +65,7 @@ grep -hE "^FAIL" "$LOGS"/check_*.log | head -20
 grep -A40 "^case" "$LOGS/gpu_bench.log" | head -30
 grep -iE "error|Traceback" "$LOGS/gpu_bench.log" | head -5
 [ -f "$LOGS/cuda_host.log" ] && tail -14 "$LOGS/cuda_host.log"
+[ -f "$LOGS/attention_tune.log" ] && cat "$LOGS/attention_tune.log"
 grep -E "(FAILED|ERROR) tests" "$LOGS/tests.log" | sed 's/^\[gw[0-9]*\] \[ *[0-9]*%\] //' | sort -u | cut -c1-200 | head -30
 grep -E "^E  " "$LOGS/tests.log" | cut -c1-200 | head -30
 tail -2 "$LOGS/tests.log"
