@@ -41,15 +41,15 @@ class _Problem:
     (B*Hk, S, E); the mask as (B, Hq, L, S), broadcast."""
 
     def __init__(self, query, key, value, attn_mask, is_causal, scale):
-        B, Hq, L, E = query.shape
-        Hk, S = key.size(1), key.size(2)
+        B, Hq, L, E = query._size
+        Hk, S = key._size[1], key._size[2]
         self.Hq, self.Hk, self.rep, self.L, self.S = Hq, Hk, Hq // Hk, L, S
         self.scale = 1.0 / math.sqrt(E) if scale is None else scale
         q = _work(query)
         self.dt = dt = q.dtype
         self.q = (q * dt.type(self.scale)).reshape(B * Hq, L, E)
         self.k = np.ascontiguousarray(_work(key)).reshape(B * Hk, S, E)
-        self.v = np.ascontiguousarray(_work(value)).reshape(B * Hk, S, value.size(-1))
+        self.v = np.ascontiguousarray(_work(value)).reshape(B * Hk, S, value._size[-1])
         self.is_causal = is_causal
         self.mask = None
         if attn_mask is not None:
