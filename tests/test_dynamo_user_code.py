@@ -407,3 +407,28 @@ def test_a_compiled_optimizer_step_updates_the_optimizer_itself(torch):
     eager = run(ember, False)
     assert run(ember, True) == pytest.approx(eager, rel=1e-6)
     assert eager == pytest.approx(run(torch, True), rel=1e-4)  # (its traced step rounds apart)
+
+
+def test_a_growing_tensor_of_an_object_becomes_dynamic_as_an_input_would(torch):
+    """A tensor read from an object's attribute (a KV cache's keys, growing by a row per
+    decoding step) takes automatic dynamic shapes as any input: one static graph, then one
+    dynamic graph for every later length, as PyTorch's (module attributes and buffers stay
+    static, ``force_nn_module_property_static_shapes``). It recompiled for each length until
+    the recompile limit, then ran eagerly."""
+    def counts(lib, counter):
+        class Cache:
+            keys = None
+        cache = Cache()
+
+        def f(c, x):
+            return (c.keys.sum(0) * x).sum()
+        f = lib.compile(f, backend=counter)
+        for n in range(2, 12):
+            cache.keys = lib.ones(n, 2)
+            assert float(f(cache, lib.ones(2))) == 2 * n
+    mine = CompileCounter()
+    counts(ember, mine)
+    from torch._dynamo.testing import CompileCounter as TorchCounter
+    theirs = TorchCounter()
+    counts(torch, theirs)
+    assert mine.frame_count == theirs.frame_count == 2

@@ -216,6 +216,9 @@ class OutputGraph:
         self.guards.global_state()
         self.side_effects = SideEffects(self)
         self.tensor_inputs = {}
+        # names of the sources of nn.Module attributes, parameters and buffers: tensors read
+        # there keep static shapes (PyTorch's force_nn_module_property_static_shapes)
+        self.module_attr_sources = set()
         self.attrs = {}
         self.real_inputs = []
         s = _tls.state
@@ -331,15 +334,15 @@ class OutputGraph:
         """Which dims of an input tensor are symbolic (None: all static). ``dynamic=True``:
         all; ``False``: none; ``None`` (automatic dynamic): a dim whose size differs from the
         one the previous capture of this frame saw, and dims ``mark_dynamic`` named.
-        Parameters and tensors read from attributes (buffers) stay static, as PyTorch's
-        ``force_parameter_static_shapes`` / ``force_nn_module_property_static_shapes``."""
+        Parameters and the tensors of nn.Modules' attributes and buffers stay static, as
+        PyTorch's ``force_parameter_static_shapes`` / ``force_nn_module_property_static_shapes``
+        (another object's attribute is an input like any: a KV cache's keys grow each step)."""
         from ..nn.parameter import Parameter
-        from .source import AttrSource
         mode = self.frame_state.dynamic
         if mode is None and not config.assume_static_by_default:
             mode = True  # PyTorch's spelling of "dynamic from the start" for dynamic=None
         if src is None or mode is False or not value._size or isinstance(value, Parameter) \
-                or isinstance(src, AttrSource):
+                or src.name() in self.module_attr_sources:
             return None
         sizes = list(value._size)
         marked = _eval_frame().marked_dynamic_dims(value)

@@ -43,8 +43,12 @@ class NNModuleVariable(VariableTracker):
                 # in the guards instead of Module.__getattr__
                 tsrc = GetItemSource(AttrSource(self.source, table), name) \
                     if self.source is not None else None
+                if tsrc is not None:
+                    tx.output.module_attr_sources.add(tsrc.name())
                 return VariableBuilder(tx, tsrc)(t[name])
         if name in d:
+            if src is not None:
+                tx.output.module_attr_sources.add(src.name())
             return VariableBuilder(tx, src)(d[name])
         cls_attr = None
         for klass in type(m).__mro__:
