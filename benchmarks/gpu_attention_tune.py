@@ -27,13 +27,11 @@ BLOCKS = ((64, 32), (64, 64), (128, 64), (32, 64))
 
 
 def _reference(q, k, v, g):
-    """PyTorch's math attention in float64 (the output and the three gradients), or NumPy's
-    where PyTorch is not installed."""
+    """PyTorch's math attention in float64 (the output and the three gradients), or None
+    where PyTorch is not installed (the errors then print as nan)."""
     try:
         import torch
     except ImportError:
-        torch = None
-    if torch is None:
         return None
     t = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (q, k, v)]
     out = torch.nn.functional.scaled_dot_product_attention(*t, is_causal=True)
@@ -48,13 +46,14 @@ def _error(mine, ref):
                for m, r in zip(mine, ref))
 
 
-def _time(fn, reps):
+def _time(fn, reps, sync=None):
+    sync = sync or ember.cuda.synchronize
     fn()
-    ember.cuda.synchronize()
+    sync()
     t = time.perf_counter()
     for _ in range(reps):
         fn()
-    ember.cuda.synchronize()
+    sync()
     return (time.perf_counter() - t) / reps * 1e3
 
 
@@ -99,13 +98,7 @@ def main(tiny=False):
                 def theirs():
                     torch.nn.functional.scaled_dot_product_attention(
                         tq, tk, tv, is_causal=True).backward(tg)
-                theirs()
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                for _ in range(reps):
-                    theirs()
-                torch.cuda.synchronize()
-                print(f"  PyTorch          {(time.perf_counter() - t) / reps * 1e3:8.3f} ms")
+                print(f"  PyTorch          {_time(theirs, reps, torch.cuda.synchronize):8.3f} ms")
             except (ImportError, RuntimeError, AssertionError) as e:
                 print(f"  PyTorch: not timed ({type(e).__name__}: {str(e)[:80]})")
     finally:
