@@ -321,7 +321,8 @@ def test_host_memory_a_capture_reads_lives_as_long_as_the_graph():
     g = ember.cuda.CUDAGraph()
     with ember.cuda.graph(g):
         stream = ember.cuda.current_stream().cuda_stream
-        ember.cuda.graphs.keep_alive_while_captured(stream, src)
+        ember.cuda.graphs.capturing_graph(stream).keep_alive(src)
+    assert ember.cuda.graphs.capturing_graph(stream) is None
     del src
     gc.collect()
     assert ref() is not None

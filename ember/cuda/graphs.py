@@ -23,14 +23,11 @@ def graph_pool_handle():
 
 
 _capturing = {}  # stream handle -> the CUDAGraph capturing it (begun by capture_begin)
-_kept_forever = []  # what captures begun elsewhere (not by a CUDAGraph) read at replay
 
 
-def keep_alive_while_captured(stream, obj):
-    """Keep ``obj`` — host memory a captured copy reads at each replay — as long as the graph
-    that ``stream`` is capturing lives."""
-    g = _capturing.get(stream)
-    (g._keep if g is not None else _kept_forever).append(obj)
+def capturing_graph(stream):
+    """The CUDAGraph capturing the stream with handle ``stream``, or None."""
+    return _capturing.get(stream)
 
 
 def is_current_stream_capturing():
@@ -50,7 +47,7 @@ class CUDAGraph:
         self._device = None
         self._generators = []  # registered before the capture began
         self._rng = []  # a GraphState per generator whose random ops the graph holds
-        self._keep = []  # host memory its captured copies read (keep_alive_while_captured)
+        self._keep = []  # host memory its captured copies read (keep_alive)
 
     def register_generator_state(self, generator):
         """Let the graph hold random ops of ``generator`` (the capturing device's default
@@ -97,6 +94,11 @@ class CUDAGraph:
                 st.generator._graph_state = None
             # only generators the graph drew from need their words written at each replay
             self._rng = [st for st in self._rng if st.increment]
+
+    def keep_alive(self, obj):
+        """Keep ``obj`` — host memory a captured copy reads at each replay — while the graph
+        lives (until reset)."""
+        self._keep.append(obj)
 
     def instantiate(self):
         """Graphs are instantiated at capture_end; kept for PyTorch's API."""

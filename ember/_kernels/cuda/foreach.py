@@ -56,16 +56,17 @@ def _table(xp, rt, rows):
     graph, the copy is captured too (CuPy refuses one from pageable memory then): from pinned
     memory that the graph keeps, which each replay copies again — the same rows, since a replay
     finds its tensors at the captured addresses."""
+    from ...cuda import _host_allocator, graphs
     host = np.array(rows, dtype=_ROW).view(np.uint8)
     stream = xp.cuda.get_current_stream().ptr
-    if not rt.stream_is_capturing(stream):
+    graph = graphs.capturing_graph(stream)
+    if graph is None:
         return xp.asarray(host)
-    from ...cuda import _host_allocator, graphs
     pinned = _host_allocator.allocate(host.nbytes)
     pinned[:] = host
     table = xp.empty(host.nbytes, np.uint8)
     rt.memcpy_htod(table.data.ptr, pinned, stream, pinned=True)
-    graphs.keep_alive_while_captured(stream, pinned)
+    graph.keep_alive(pinned)
     return table
 
 
