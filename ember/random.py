@@ -51,13 +51,9 @@ def _seed_value(seed, who="manual_seed"):
 
 
 def _mt19937_key(seed):
-    """mt19937's init_genrand recurrence from the low 32 bits of ``seed``: the 624-word state."""
-    key = [seed & 0xFFFFFFFF]
-    prev = key[0]
-    for j in range(1, _MT_N):
-        prev = (1812433253 * (prev ^ (prev >> 30)) + j) & 0xFFFFFFFF
-        key.append(prev)
-    return np.array(key, np.uint32)
+    """mt19937's init_genrand recurrence from the low 32 bits of ``seed``: the 624-word state
+    (NumPy's legacy seeding is that recurrence, in C)."""
+    return np.random.RandomState(seed & 0xFFFFFFFF).get_state()[1].astype(np.uint32)
 
 
 class Generator:

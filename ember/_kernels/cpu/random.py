@@ -165,9 +165,16 @@ def _direct(self):
     return None
 
 
-_libc_m = ctypes.CDLL(ctypes.util.find_library("m"))
-_log1pf = _libc_m.log1pf
-_log1pf.restype, _log1pf.argtypes = ctypes.c_float, [ctypes.c_float]
+_log1pf_fn = []  # glibc's log1pf (float binomial inversion), loaded at first use
+
+
+def _log1pf(x):
+    """libm's float ``log1pf`` (not NumPy's float32 log1p, whose SIMD path may round apart)."""
+    if not _log1pf_fn:
+        f = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").log1pf
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+        _log1pf_fn.append(f)
+    return _log1pf_fn[0](x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,12 +502,10 @@ def normal_Tensor_Tensor(mean, std, generator=None):
 # ---------------------------------------------------------------------------------------------
 # random_ and its ranges
 
-# random_()'s modulus for each dtype (transformation::uniform_int) and whether it takes 64 bits
-_RANDOM_DEFAULT = {D.bool_: (2, False), D.uint8: (1 << 8, False), D.int8: (1 << 7, False),
-                   D.int16: (1 << 15, False), D.int32: (1 << 31, False),
-                   D.int64: (1 << 63, True), D.float16: ((1 << 11) + 1, False),
-                   D.bfloat16: ((1 << 8) + 1, False), D.float32: ((1 << 24) + 1, False),
-                   D.float64: ((1 << 53) + 1, True)}
+# the dtypes random_() draws (transformation::uniform_int, modulo the default range's size),
+# with a 64-bit word for int64 and float64
+_RANDOM_DTYPES = frozenset((D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16,
+                            D.bfloat16, D.float32, D.float64))
 _FULL_RANGE_DTYPES = (D.int64, D.float64, D.float32, D.bfloat16)
 
 
@@ -513,12 +518,12 @@ def _write_ints(self, draw):
 
 
 def random_(self, generator=None):
-    random_default_bounds(self)  # its checks
-    if self._dtype not in _RANDOM_DEFAULT:
+    _, high = random_default_bounds(self)  # (with its checks)
+    if self._dtype not in _RANDOM_DTYPES:
         raise RuntimeError(f'"random_kernel_cpu" not implemented for '
                            f"'{self._dtype._short}'")
     gen = generator_of(generator)
-    modulus, wide = _RANDOM_DEFAULT[self._dtype]
+    modulus, wide = high + 1, self._dtype in (D.int64, D.float64)
     return _write_ints(self, lambda n: ((gen._random64(n) if wide else gen._random(n))
                                         % _U64(modulus)).astype(np.int64))
 
@@ -774,8 +779,8 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     cum /= total
     cum[:, -1] = 1
     u = _uniform53(gen, rows * num_samples).reshape(rows, num_samples)
-    idx = np.stack([np.searchsorted(cum[r].astype(np.float64), u[r], side="left")
-                    for r in range(rows)])
+    cum = cum.astype(np.float64, copy=False)  # (once: the rows are searched one by one)
+    idx = np.stack([np.searchsorted(cum[r], u[r], side="left") for r in range(rows)])
     return wrap(np.ascontiguousarray(idx, dtype=np.int64).reshape(shape))
 
 
