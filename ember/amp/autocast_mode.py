@@ -37,7 +37,7 @@ _DEFAULT_DTYPE = {"cpu": D.bfloat16, "cuda": D.float16, "xpu": D.float16,
 _AVAILABLE = ("cpu", "cuda")
 # PyTorch's other autocast device types: ember has no backend for them (no op runs there), so
 # their enabled flag is thread-local state only, not a dispatch key.
-_KEYLESS = ("mps", "ipu", "hpu", "xla", "mtia", "maia")
+_KEYLESS = tuple(t for t in _DEFAULT_DTYPE if t not in _AUTOCAST_KEY_BIT)
 
 
 class _AutocastState(threading.local):

@@ -21,6 +21,8 @@ __all__ = ["dim_or_all", "clamp_jvp", "gather_with_keepdimed_indices", "evenly_r
 
 import ember  # noqa: E402  (resolved when a formula runs: ember imports this package)
 
+from ._formulas_pointwise import _per_tensor  # noqa: E402
+
 
 def _dims(dim, ndim):
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
@@ -540,9 +542,8 @@ def householder_product_jvp(dV, dtau, prod, V, tau):
 
 def foreach_maximum_scalar_jvp(self_p, self_t, scalars, result, maximum):
     """PyTorch's forward formula of ``_foreach_maximum``/``_foreach_minimum`` of numbers."""
-    scalars = scalars if isinstance(scalars, (list, tuple)) else [scalars] * len(self_p)
     out = []
-    for p, t, s, r in zip(self_p, self_t, scalars, result):
+    for p, t, s, r in zip(self_p, self_t, _per_tensor(scalars, len(self_p)), result):
         kept = (p > s) if maximum else (p < s)
         half = ember.full((), 0.5, dtype=r.dtype, device=r.device)
         out.append(s + ember.where(p == s, half, kept.to(r.dtype)) * (t - s))

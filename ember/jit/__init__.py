@@ -31,7 +31,6 @@ interfaces), the C++ runtime (``torch::jit::load``), files written by PyTorch's
 ``torch.jit.save`` (and PyTorch cannot read ember's), ``freeze``/``optimize_for_inference`` (they
 rewrite TorchScript IR; no equivalent is provided), and tracing of methods other than forward.
 """
-from . import _internal
 from ._internal import (Attribute, Final, annotate, export, fork, ignore,  # noqa: F401
                         is_scripting, is_tracing, unused, wait)
 from ._script import (RecursiveScriptModule, ScriptFunction, ScriptModule,  # noqa: F401
@@ -45,4 +44,4 @@ __all__ = ["trace", "trace_module", "script", "save", "load", "ScriptModule", "S
            "is_tracing", "fork", "wait"]
 
 # typed-overload declarations (PyG's `from torch.jit import _overload as overload`)
-_overload, _overload_method = _internal._overload, _internal._overload_method
+from ._internal import _overload, _overload_method  # noqa: E402,F401

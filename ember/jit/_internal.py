@@ -149,10 +149,7 @@ def _overload(func):
     return func
 
 
-def _overload_method(func):
-    """:func:`_overload` for a method."""
-    _check_overload_body(func)
-    return func
+_overload_method = _overload  # (a method's declaration is checked the same way)
 
 
 def annotate(the_type, the_value):

@@ -3,17 +3,13 @@
 inf/NaN appeared is all-reduced over the process group in ``unscale_``, and every rank skips
 (or takes) the same optimizer step. CPU tensors are allowed, and scaled outputs keep their
 dtype (an FSDP model's bfloat16/float16 loss stays low precision)."""
-from collections import abc, defaultdict
+from collections import abc
 
 import ember
 import ember.distributed as dist
-from ...amp.grad_scaler import GradScaler, OptState, _MultiDeviceReplicator
+from ...amp.grad_scaler import GradScaler, _MultiDeviceReplicator
 
 __all__ = ["ShardedGradScaler"]
-
-
-def _refresh_per_optimizer_state():
-    return {"stage": OptState.READY, "found_inf_per_device": {}}
 
 
 def _is_supported_device(tensor):
@@ -41,7 +37,6 @@ class ShardedGradScaler(GradScaler):
                          enabled=enabled)
         if self._enabled:
             self.process_group = process_group
-            self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def scale(self, outputs):
         if not self._enabled:

@@ -483,6 +483,5 @@ def _fast_path_tensor_blocker(tensor_args, device_types, device_message):
 
 
 def _is_make_fx_tracing():
-    from ...fx.experimental.proxy_tensor import ProxyTorchDispatchMode
-    from ...utils._python_dispatch import _get_current_dispatch_mode_stack
-    return any(type(m) is ProxyTorchDispatchMode for m in _get_current_dispatch_mode_stack())
+    from ...fx.experimental.proxy_tensor import get_proxy_mode
+    return get_proxy_mode() is not None
