@@ -14,6 +14,8 @@ per overload names that op, and the kernels are generated from it. A list argume
   one node per tensor: ``inplace_reference`` is what ``ember/autograd/derivatives.py`` runs when a
   gradient is to be recorded.
 """
+import itertools
+
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from ..._ops.overload import ops
 from ..registration import register
@@ -109,9 +111,9 @@ def _calls(name, args):
         elif not s.is_list and s.base == "Tensor" and s.name == "scalars":
             check_packed_scalars(self, a)
             args[i] = a.tolist()
-    listed = [isinstance(a, (list, tuple)) for a in args]
-    return [tuple(a[i] if is_list else a for a, is_list in zip(args, listed))
-            for i in range(len(self))]
+    n = len(self)
+    return list(zip(*[a if isinstance(a, (list, tuple)) else itertools.repeat(a, n)
+                      for a in args]))
 
 
 def _functional(name, single):
