@@ -213,16 +213,16 @@ class ShardingPropagator:
         except TypeError:
             return self.propagate_op_sharding_non_cached(op_schema)
         found = self._cache.get(key)
+        mesh = op_schema.get_mesh_from_args()
         # equal meshes need not be the same: one made after the process groups were built again
         # compares equal to the old one, whose groups are gone, and the cached output specs
         # would hand the old mesh to the new tensors
-        if found is not None and found[0] == op_schema and \
-                found[0].get_mesh_from_args() is op_schema.get_mesh_from_args():
+        if found is not None and found[2] is mesh and found[0] == op_schema:
             return found[1]
         result = self.propagate_op_sharding_non_cached(op_schema)
         if len(self._cache) >= _CACHE_SIZE:  # calls with ever-new scalars (an LR schedule)
             self._cache.clear()
-        self._cache[key] = (op_schema, result)
+        self._cache[key] = (op_schema, result, mesh)
         return result
 
     def strategies_for(self, op_schema, out_meta):
