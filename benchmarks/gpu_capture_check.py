@@ -1,6 +1,6 @@
 """Which op breaks a CUDA graph capture? Run where a GPU is lent:
 
-    python benchmarks/gpu_capture_check.py [WIDTH N_LAYER N_HEAD BATCH CONTEXT]
+    python benchmarks/gpu_capture_check.py [--compiled] [WIDTH N_LAYER N_HEAD BATCH CONTEXT]
 
 CUDA reports a capture that an operation invalidated only when the capture ends (or at the next
 call that asks the stream). This captures ``benchmarks/gpt.py``'s whole training step
@@ -9,9 +9,14 @@ dispatch mode that asks the runtime after every op whether the capture still sta
 the first op after which it does not, with its arguments — backward ops included (the device
 worker thread runs them with the caller's modes). Exit status 0 when the step captures and
 replays.
+
+``--compiled``: the step with the model compiled (``mode="reduce-overhead"``), whose forward and
+backward graphs Inductor captures itself; a graph it leaves uncaptured is reported with its
+reason and, for a failed capture, the traceback — the op that broke it.
 """
 import os
 import sys
+import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,11 +53,34 @@ class CaptureWatch(TorchDispatchMode):
         return out
 
 
+def _compiled(sizes, batch, context, watch):
+    """Three compiled steps under ``watch``; True when every graph was captured and replayed."""
+    from ember._inductor import cudagraphs
+    log_skip = cudagraphs.log_skip
+
+    def loud_skip(reason):  # called in the except clause of a failed capture: its traceback
+        print(f"graph not captured: {reason}")
+        traceback.print_exc()
+        log_skip(reason)
+    cudagraphs.log_skip = loud_skip
+    with watch:
+        step = gpt.compiled_train_step(ember, batch=batch, context=context, **sizes)
+        for _ in range(3):
+            step()
+    ember.cuda.synchronize()
+    print(f"compiled: {watch.ops} ops watched, {dict(cudagraphs.counters)}")
+    return cudagraphs.counters["recordings"] > 0 and not cudagraphs.counters["skips"]
+
+
 def main(argv):
+    compiled = "--compiled" in argv
+    argv = [a for a in argv if a != "--compiled"]
     sizes = dict(zip(("width", "n_layer", "n_head", "batch", "context"),
                      map(int, argv or (512, 6, 8, 16, 256))))
     batch, context = sizes.pop("batch"), sizes.pop("context")
     watch = CaptureWatch()
+    if compiled:
+        return 0 if _compiled(sizes, batch, context, watch) else 1
     with watch:
         step = gpt.captured_train_step(ember, batch=batch, context=context, **sizes)
     step()
@@ -61,4 +89,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

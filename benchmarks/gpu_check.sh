@@ -7,8 +7,9 @@
 # repository as .gpucache.tgz, which git ignores) and starts with `tar xzf .gpucache.tgz`
 # compiles nothing again (~1 minute less on a fresh machine).
 #   run: bash benchmarks/gpu_check.sh [SECONDS for the whole script, default 520]
-# CHECKS (default "fused random blas foreach") names the correctness checks to run; HOST_TIME=0
-# leaves out benchmarks/cuda_host.py (for a second call in one lease); TUNE=1 adds
+# CHECKS (default "fused random blas foreach special_values") names the correctness checks to
+# run; HOST_TIME=0 leaves out benchmarks/cuda_host.py (for a second call in one lease),
+# ATTENTION=0 the fused attention's check (benchmarks/gpu_attention_check.py); TUNE=1 adds
 # benchmarks/gpu_attention_tune.py.
 set -u
 START=$SECONDS
@@ -37,15 +38,17 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,n
 python3 -c "import cupy, torch, xdist; print('cupy', cupy.__version__, 'torch', torch.__version__, 'xdist', xdist.__version__)" | tee -a "$LOGS/gpu.txt"
 stage smoke 60 python3 -c "import ember; x = ember.randn(64, 64, device='cuda'); print('smoke', float((x @ x).sum()), ember.cuda.get_device_name())"
 # correctness checks, four at once (no timing in them); then each timed part alone
-CHECKS=${CHECKS-fused random blas foreach}
+CHECKS=${CHECKS-fused random blas foreach special_values}
 for c in $CHECKS; do
     timeout 90 python3 benchmarks/gpu_${c}_check.py > "$LOGS/check_$c.log" 2>&1 &
 done
 wait
 for c in $CHECKS; do echo "[check_$c] $(tail -1 "$LOGS/check_$c.log" | cut -c1-150)"; done
-stage attention 150 python3 benchmarks/gpu_attention_check.py  # (Triton compiles its kernels)
-stage gpu_bench 240 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
+# ATTENTION=0 leaves out the fused attention's check against PyTorch (its tests still run)
+[ "${ATTENTION:-1}" = 1 ] && stage attention 150 python3 benchmarks/gpu_attention_check.py
+stage gpu_bench 260 python3 benchmarks/gpu.py --json "$OUT/gpu.json"
 stage capture 60 python3 benchmarks/gpu_capture_check.py  # the whole GPT step in one graph
+stage capture_compiled 90 python3 benchmarks/gpu_capture_check.py --compiled  # Inductor's graphs
 # TUNE=1: the fused attention's precisions and block sizes (Triton compiles each: ~2 minutes)
 [ "${TUNE:-0}" = 1 ] && stage attention_tune 200 python3 benchmarks/gpu_attention_tune.py
 [ "${HOST_TIME:-1}" = 1 ] && stage cuda_host 50 python3 benchmarks/cuda_host.py
@@ -60,8 +63,10 @@ if [ "$T" -gt 20 ]; then
         tests/test_distributed_nccl.py tests/test_cpp_extension.py::test_seed11_scale_on_the_gpu
 fi
 echo "==== summary ($((SECONDS - START)) s)"
-cat "$LOGS/attention.log" | grep -E "^FAIL|^time|failures"
+[ -f "$LOGS/attention.log" ] && grep -E "^FAIL|^time|failures" "$LOGS/attention.log"
 grep -hE "^FAIL" "$LOGS"/check_*.log | head -20
+[ -f "$LOGS/check_special_values.log" ] && grep -v "^    " "$LOGS/check_special_values.log" | head -40
+grep -vE "^  |^Traceback" "$LOGS/capture_compiled.log" | tail -8
 grep -A40 "^case" "$LOGS/gpu_bench.log" | head -30
 grep -iE "error|Traceback" "$LOGS/gpu_bench.log" | head -5
 [ -f "$LOGS/cuda_host.log" ] && tail -14 "$LOGS/cuda_host.log"

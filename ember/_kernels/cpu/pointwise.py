@@ -38,8 +38,9 @@ from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcd
                                floor_divide, fmod_values, frac_values, isneginf_values,
                                isposinf_values, left_shift, lerp_values, lgamma_values,
                                logaddexp_values, logit_values, nan_to_num_values,
-                               polygamma_values, power, relu, remainder, right_shift,
-                               round_decimals_values, rsqrt_values, sgn_values, sigmoid,
+                               polygamma_values, power, reciprocal_values, relu, remainder,
+                               right_shift, round_decimals_values, rsqrt_values, sgn_values,
+                               sigmoid,
                                sigmoid_backward_values, sign_values, signbit_values,
                                tanh_backward_values, trunc_divide, xlogy_values)
 
@@ -106,7 +107,7 @@ UNARY = {
     "cos": _ufunc(np.cos),
     "tanh": _ufunc(np.tanh),
     "sigmoid": sigmoid,
-    "reciprocal": _ufunc(np.reciprocal),
+    "reciprocal": reciprocal_values,
     "logical_not": _ufunc(np.logical_not),
     "bitwise_not": _ufunc(np.invert),
     "sign": sign_values,

@@ -8,7 +8,7 @@ from ..._core import dtype as D
 from ..rules.pointwise import check_complex, check_frexp
 from . import pointwise as _pw
 from .pointwise_values import _ufunc
-from ._util import nd, wrap
+from ._util import array_module, nd, wrap
 
 
 def heaviside_values(x, values, dt):
@@ -16,17 +16,32 @@ def heaviside_values(x, values, dt):
     return np.where(x == 0, values, (x > 0).astype(x.dtype))
 
 
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def nextafter_values(x, y, dt):
-    if dt is not D.bfloat16:
-        return np.nextafter(x, y)
-    # NumPy has no bfloat16 nextafter: step the bit pattern by one towards y
-    xf, yf = np.asarray(x, np.float32), np.asarray(y, np.float32)
-    bits = np.asarray(x).view(np.uint16).astype(np.int32)
-    toward = np.where((yf > xf) == (xf >= 0), 1, -1)
-    stepped = np.where(xf == 0, np.where(yf > 0, 1, 0x8001), bits + toward)
-    r = stepped.astype(np.uint16).view(np.asarray(x).dtype)
-    r = np.where(xf == yf, y, r)
-    return np.where(np.isnan(xf) | np.isnan(yf), np.asarray(xf + yf).astype(r.dtype), r)
+    """The float next to ``x`` towards ``y``, stepped on the bit patterns (musl's nextafter):
+    exact in every float dtype (bfloat16 included, which NumPy lacks) and on a device that
+    flushes subnormals to zero — CuPy's float32 nextafter(0, -1) gives -FLT_MIN on an H200, not
+    the smallest subnormal, and its float16 one NaN at ±inf. NumPy or CuPy arrays alike."""
+    xp = array_module(x)
+    xp = array_module(y) if xp is np else xp
+    u = _BITS[dt.itemsize]
+    sign, one = u(1 << (8 * dt.itemsize - 1)), u(1)
+    inf = np.asarray(np.inf, dt._np).view(u)[()]
+
+    def bits(a):  # a device array, or a NumPy scalar beside one (CuPy takes scalars as arguments)
+        if xp is not np and array_module(a) is np:
+            return np.asarray(a).view(u)[()]
+        return xp.asarray(a).view(u)
+
+    ux, uy = bits(x), bits(y)
+    ax, ay = ux & ~sign, uy & ~sign
+    with np.errstate(over="ignore"):  # ux - 1 wraps where ax == 0, replaced below
+        stepped = xp.where((ax > ay) | (((ux ^ uy) & sign) != 0), ux - one, ux + one)
+    stepped = xp.where(ax == 0, (uy & sign) | one, stepped)  # from ±0: the smallest subnormal
+    r = xp.where((ux == uy) | ((ax | ay) == 0), uy, stepped).view(dt._np)
+    return xp.where((ax > inf) | (ay > inf), x + y, r)  # NaN in, NaN out
 
 
 # Compute rows (their rules: rules/pointwise.py's BINARY_RULES; their overloads, with the

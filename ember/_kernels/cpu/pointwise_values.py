@@ -8,6 +8,7 @@ import numpy as np
 import scipy.special as _sp
 
 from ..._core import dtype as D
+from ._util import array_module
 
 
 def _check_int_divisor(b, dt):
@@ -115,7 +116,42 @@ def frac_values(x):
     return x - np.trunc(x)
 
 
+def from_parts(xp, re, im):
+    """The complex array with real parts ``re`` and imaginary parts ``im`` (not ``re + 1j * im``,
+    which makes NaN of an infinite part)."""
+    re, im = xp.broadcast_arrays(xp.asarray(re), xp.asarray(im))
+    out = xp.empty(re.shape, np.result_type(re.dtype, np.complex64))
+    out.real[...] = re
+    out.imag[...] = im
+    return out
+
+
+def complex_divide(a, b):
+    """a / b of complex arrays (NumPy's or CuPy's) by c10::complex's algorithm (Smith's; a
+    division by 0 gives an infinite or NaN part, part by part), as PyTorch's reciprocal and
+    rsqrt divide: reciprocal(0j) is inf + NaNj there, NaN + NaNj in NumPy's reciprocal and in
+    CuPy's division."""
+    xp = array_module(b)
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    with np.errstate(all="ignore"):
+        wide = xp.abs(br) >= xp.abs(bi)
+        rat = xp.where(wide, bi / br, br / bi)
+        scl = 1 / xp.where(wide, br + bi * rat, bi + br * rat)
+        re = xp.where(wide, (ar + ai * rat) * scl, (ar * rat + ai) * scl)
+        im = xp.where(wide, (ai - ar * rat) * scl, (ai * rat - ar) * scl)
+        zero = (br == 0) & (bi == 0)
+        re = xp.where(zero, ar / xp.abs(br), re)
+        im = xp.where(zero, ai / xp.abs(br), im)
+    return from_parts(xp, re, im)
+
+
+def reciprocal_values(x, dt):
+    return complex_divide(np.complex64(1), x) if dt.is_complex else np.reciprocal(x)
+
+
 def rsqrt_values(x):
+    if x.dtype.kind == "c":
+        return complex_divide(np.complex64(1), np.sqrt(x))
     return 1 / np.sqrt(x)
 
 

@@ -31,19 +31,32 @@ def _as(a, dtype):
     return a.astype(dtype._np)
 
 
+# On a GPU (device arrays) the index checks below are device-side assertions, as PyTorch's CUDA
+# kernels' "index out of bounds": looking on the host would wait for the device at every call
+# and make the op uncapturable in a CUDA graph (cpu/_util.check_index_range).
+_DEVICE_MESSAGE = "index out of bounds"
+
+
 def _check_bounds(idx, size, dim):
     """gather/scatter indices must lie in [0, size) (no negative indices, as in PyTorch)."""
-    if idx.size and (idx.min() < 0 or idx.max() >= size):
+    if _util.array_module(idx) is not np:
+        _util.check_index_range(idx, 0, size, RuntimeError, _DEVICE_MESSAGE)
+    elif idx.size and (idx.min() < 0 or idx.max() >= size):
         bad = idx[(idx < 0) | (idx >= size)].flat[0]
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
-def _wrap_index(idx, size, msg):
-    """Indices in [-size, size) made non-negative; for others ``msg(index)`` raises."""
-    if idx.size and (idx.min() < -size or idx.max() >= size):
-        bad = idx[(idx < -size) | (idx >= size)].flat[0]
+def _wrap_index(idx, size, msg, negative=True):
+    """Indices in [-size, size) made non-negative (in [0, size) where not ``negative``); for
+    others ``msg(index)`` raises."""
+    low = -size if negative else 0
+    xp = _util.array_module(idx)
+    if xp is not np:
+        _util.check_index_range(idx, low, size, IndexError, _DEVICE_MESSAGE)
+    elif idx.size and (idx.min() < low or idx.max() >= size):
+        bad = idx[(idx < low) | (idx >= size)].flat[0]
         msg(bad)
-    return np.where(idx < 0, idx + size, idx)
+    return xp.where(idx < 0, idx + size, idx) if negative else idx
 
 
 def _raise(exc, message):
@@ -124,7 +137,10 @@ def repeat_interleave_Tensor(repeats, output_size=None):
 
 def _coords(index_shape, d, idx):
     """The fancy-index tuple addressing element [i0, .., idx[i], .., in] for every position of
-    the index tensor: ``idx`` along dim d, broadcast aranges along the others."""
+    the index tensor: ``idx`` along dim d, broadcast aranges along the others (made by the
+    index's array module: a device index gets device aranges, not host ones that CuPy would
+    copy over, which a CUDA graph capture refuses)."""
+    xp = _util.array_module(idx)
     n = len(index_shape)
     out = []
     for k in range(n):
@@ -133,7 +149,7 @@ def _coords(index_shape, d, idx):
         else:
             shape = [1] * n
             shape[k] = index_shape[k]
-            out.append(np.arange(index_shape[k]).reshape(shape))
+            out.append(xp.arange(index_shape[k]).reshape(shape))
     return tuple(out)
 
 
@@ -168,7 +184,7 @@ def _scatter(self, dim, index, src, name, how=None, include_self=True):
     _check_bounds(idx, r.shape[d], d)
     pos = _coords(idx.shape, d, idx)
     v = _region(_as_nd(nd(src)), idx.shape) if hasattr(src, "_keyset") else \
-        np.full(idx.shape, src).astype(r.dtype)
+        _util.array_module(r).full(idx.shape, src).astype(r.dtype)
     if how is None:
         r[pos] = v
     else:
@@ -243,10 +259,7 @@ def _index_along(self, d, index, msg, negative=True):
     """index as a flat array of non-negative positions along dim d; negative positions count
     from the end only where the op allows them (index_fill); others raise ``msg``'s error."""
     size = self._size[d] if self.dim() else 1
-    idx = nd(index).reshape(-1)
-    if not negative and idx.size and idx.min() < 0:
-        msg(idx[idx < 0][0])
-    return _wrap_index(idx, size, msg)
+    return _wrap_index(nd(index).reshape(-1), size, msg, negative)
 
 
 def index_select(self, dim, index):

@@ -25,6 +25,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..._core.tensor_impl import empty_tensor
 from ..cpu import pointwise as _cpu
+from ..cpu.pointwise_values import from_parts
 from ..rules import pointwise as _R
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_rounding_mode,
                                clamp_operands, result_dtype)
@@ -33,9 +34,48 @@ from .fused import _kernel, pointer
 
 _TABLES = {1: _cpu.UNARY, 2: _cpu.BINARY, 3: _cpu.TERNARY}
 _HALF = (D.float16, D.bfloat16)
-# (row, computation dtype) that CuPy computes otherwise than the CPU rows (PyTorch's values):
-# float16 nextafter gives NaN for ±inf there (seen on an H200, CuPy 14.2)
-_HOST_ROWS = frozenset({("nextafter", D.float16)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows CuPy computes otherwise than PyTorch (and the CPU rows) at zeros and infinities: computed
+# here from CuPy's parts instead, by PyTorch's formulas (seen on an H200, CuPy 14.2, with
+# benchmarks/gpu_special_values_check.py). Each takes the module and the operand arrays.
+
+def _complex_log(base):
+    """log(z) divided by the real log(base), part by part, as c10::complex's log2/log10. CuPy
+    divides by a complex log(base): a NaN imaginary part where log(z) is infinite (z = 0)."""
+    def row(xp, z):
+        r = xp.log(z)
+        return from_parts(xp, r.real / math.log(base), r.imag / math.log(base))
+    return row
+
+
+def _floor_divide(xp, a, b):
+    """PyTorch's div_floor_floating (CPython's float floor division, as NumPy's): CuPy gives -0
+    for 1 // -1e30 where PyTorch gives -1. Half operands compute in float32, as PyTorch's."""
+    if a.dtype == np.float16:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    with np.errstate(all="ignore"):
+        mod = xp.fmod(a, b)
+        div = (a - mod) / b
+        div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+        floor = xp.floor(div)
+        floor = xp.where(div - floor > 0.5, floor + 1, floor)
+        floor = xp.where(div != 0, floor, xp.copysign(xp.zeros_like(div), a / b))
+        return xp.where(b == 0, a / b, floor)
+
+
+_COMPLEX_ROWS = {"log2": _complex_log(2), "log10": _complex_log(10)}
+_FLOAT_ROWS = {"floor_divide": _floor_divide, "div_floor": _floor_divide}
+
+
+def _device_row(name, cdt):
+    """This module's own computation of row ``name`` in ``cdt``, or None (the CPU's row)."""
+    if cdt is None:
+        return None
+    if cdt.is_complex:
+        return _COMPLEX_ROWS.get(name)
+    return _FLOAT_ROWS.get(name) if cdt.is_floating_point else None
 
 
 def _is_tensor(x):
@@ -190,8 +230,6 @@ def evaluate(name, operands, alpha=None, params=(), into=None):
     for x in tensors:
         if x._dtype in HOST_DTYPES:
             raise NeedsHost("float8/complex32 computation")
-    if (name, cdt) in _HOST_ROWS:
-        raise NeedsHost(f"{name} in {cdt}: CuPy's values differ")
     if alpha is not None:
         check_alpha(cdt, alpha)
     dev = device_of(*tensors)
@@ -209,7 +247,10 @@ def evaluate(name, operands, alpha=None, params=(), into=None):
             arrays[-1] = arrays[-1] * np.asarray(alpha).astype(cdt._np)[()]
         uf, in_float, row = _row_function(name, n, xp)
         out = device_array(dst, rt)
-        if uf is None:
+        own = _device_row(name, cdt)
+        if own is not None:
+            xp.copyto(out, own(xp, *arrays), casting="unsafe")
+        elif uf is None:
             xp.copyto(out, xp.asarray(row(*arrays, cdt, *params)), casting="unsafe")
         elif in_float and cdt in _HALF:
             xp.copyto(out, uf(*[a.astype(np.float32) for a in arrays]), casting="unsafe")

@@ -41,11 +41,10 @@ WRITES_ON_DEVICE = frozenset({
 
 # Ops whose CPU body computes other values on CuPy arrays: CuPy's special functions (its
 # scipy.special, sinc) differ from the CPU kernels, which give PyTorch's values, at ±inf and NaN
-# (seen on an H200, CuPy 14.2), as its float16 nextafter does (the pointwise kernel hands those
-# calls over: seen on an H100, CuPy 14.2); median's body calls ember ops on its arguments (they
+# (seen on an H200, CuPy 14.2); median's body calls ember ops on its arguments (they
 # need host memory). They stage through the host.
 HOST_BODIES = frozenset({
-    "i0", "sinc", "nextafter", "median", "nanmedian", "special_i0", "special_i0e", "special_i1",
+    "i0", "sinc", "median", "nanmedian", "special_i0", "special_i0e", "special_i1",
     "special_i1e", "special_sinc", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
     "special_bessel_y1", "special_modified_bessel_i0", "special_modified_bessel_i1",
     "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1"})
