@@ -40,7 +40,7 @@ from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcd
                                logaddexp_values, logit_values, nan_to_num_values,
                                polygamma_values, power, reciprocal_values, relu, remainder,
                                right_shift, round_decimals_values, rsqrt_values, sgn_values,
-                               sigmoid,
+                               sigmoid_values,
                                sigmoid_backward_values, sign_values, signbit_values,
                                tanh_backward_values, trunc_divide, xlogy_values)
 
@@ -106,7 +106,7 @@ UNARY = {
     "sin": _ufunc(np.sin),
     "cos": _ufunc(np.cos),
     "tanh": _ufunc(np.tanh),
-    "sigmoid": sigmoid,
+    "sigmoid": _half_as_float(sigmoid_values),
     "reciprocal": reciprocal_values,
     "logical_not": _ufunc(np.logical_not),
     "bitwise_not": _ufunc(np.invert),

@@ -48,7 +48,7 @@ def power(a, b, dt):
     return np.where(neg, small, r)
 
 
-def sigmoid(x, dt):
+def sigmoid_values(x):
     one = x.dtype.type(1)
     return one / (one + np.exp(-x))
 
@@ -67,12 +67,14 @@ def _ufunc(f):
 
 def _half_as_float(f):
     """Compute float16/bfloat16 in float32 (NumPy/SciPy lack half loops for many functions;
-    PyTorch computes half ops in float too); other dtypes go to ``f`` as they are."""
+    PyTorch computes half ops in float too); other dtypes go to ``f`` as they are. Device arrays
+    stay on their device (``astype``: CuPy refuses ``np.asarray``)."""
     def fn(*args):
         dt = args[-1]
         arrays = args[:-1]
         if dt is D.float16 or dt is D.bfloat16:
-            arrays = [np.asarray(a, np.float32) for a in arrays]
+            arrays = [a.astype(np.float32) if hasattr(a, "astype") else np.float32(a)
+                      for a in arrays]
         return f(*arrays)
     if isinstance(f, np.ufunc):
         fn.ufunc_in_float = f  # the CUDA kernels call the array module's ufunc of this name
@@ -295,8 +297,12 @@ def addcdiv_values(x, t1, t2, dt, value):
 
 
 def sigmoid_backward_values(grad, out, dt):
-    """grad * conj((1 - out) * out): sigmoid's derivative from its output."""
-    return _half_as_float(lambda g, y: g * np.conj((1 - y) * y))(grad, out, dt)
+    """grad * conj((1 - out) * out): sigmoid's derivative from its output, multiplied in
+    PyTorch's order for real dtypes (grad * (1 - out) * out: a zero gradient stays zero where
+    (1 - out) * out overflows)."""
+    if dt.is_complex:
+        return grad * np.conj((1 - out) * out)
+    return _half_as_float(lambda g, y: g * (1 - y) * y)(grad, out, dt)
 
 
 def tanh_backward_values(grad, out, dt):

@@ -121,6 +121,12 @@ def check_not_bool(message):
     return check
 
 
+def check_relu(name, operands, dt):
+    check_not_bool("Boolean inputs not supported for relu")(name, operands, dt)
+    if dt.is_complex:  # relu is clamp_min(self, 0) in PyTorch
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
 def check_abs(name, operands, dt):
     if dt is D.bool_:
         raise _not_implemented(name, dt)
@@ -453,7 +459,7 @@ UNARY_RULES = {
         "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
         "invert a mask, use the `~` or `logical_not()` operator instead.")),
     "abs": (TO_REAL, check_abs),
-    "relu": (SAME, check_not_bool("Boolean inputs not supported for relu")),
+    "relu": (SAME, check_relu),
     "exp": (INT_TO_FLOAT, None),
     "log": (INT_TO_FLOAT, None),
     "sqrt": (INT_TO_FLOAT, None),
