@@ -2,6 +2,8 @@
 import contextlib
 import gc
 import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -93,6 +95,29 @@ def assert_same(e, t, rtol=1e-5, atol=1e-6, check_stride=False):
         np.testing.assert_allclose(a.imag, b.imag, rtol=rtol, atol=atol, equal_nan=True)
         return
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+
+
+def run_as_torch(script, *args, timeout=600):
+    """Run ``tests/<script>`` under ``python -m ember.as_torch`` (its ``import torch`` imports
+    ember) with ``args``, from the repository's root; fail with the end of its stderr."""
+    p = subprocess.run([sys.executable, "-m", "ember.as_torch", os.path.join(TESTS, script),
+                        *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, p.stderr[-4000:]
+
+
+def results_beside_pytorch(script, directory, theirs, timeout=600):
+    """The library-program tests' comparison: ``theirs`` maps each case to PyTorch's result,
+    computed here (with the weights ember is to load saved in ``directory``); ``tests/<script>``
+    computes the same cases under ember.as_torch and saves ``<case>_ember.npz`` there.
+    Case -> (PyTorch's result, ember's)."""
+    run_as_torch(script, directory, ",".join(theirs), timeout=timeout)
+    return {n: (theirs[n], dict(np.load(os.path.join(directory, f"{n}_ember.npz"))))
+            for n in theirs}
 
 
 def report_line(request, line):

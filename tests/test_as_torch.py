@@ -8,11 +8,12 @@ import textwrap
 import numpy as np
 import pytest
 
+from helpers import results_beside_pytorch
+
 import ember
 import ember.as_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.join(ROOT, "tests")
 
 
 def _python(*args, check=True):
@@ -84,10 +85,8 @@ def hf_results(tmp_path_factory):
     for name in names:
         state, theirs[name] = _hf_models.run(torch, transformers, name)
         np.savez(directory / f"{name}_weights.npz", **state)
-    _python("-m", "ember.as_torch", os.path.join(TESTS, "_hf_models.py"), str(directory),
-            ",".join(names))
     assert transformers  # (imported for the skip above)
-    results = {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in names}
+    results = results_beside_pytorch("_hf_models.py", directory, theirs, timeout=300)
     for n in _hf_models.COMPILED:
         results[n + ":compiled"] = (
             {k: v for k, v in theirs[n].items() if k != "generated"},

@@ -2,15 +2,10 @@
 schedulers, a training step, a pipeline and save_pretrained/from_pretrained computing PyTorch's
 numbers. Each case of tests/_diffusers_models.py runs in PyTorch here and in ember in one
 ``python -m ember.as_torch`` subprocess with PyTorch's weights."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.join(ROOT, "tests")
+from helpers import results_beside_pytorch
 
 # PyTorch's own Tensor.__array__ (the oracle's, in diffusers' schedulers) predates NumPy 2's copy=
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -29,11 +24,7 @@ def results(tmp_path_factory):
         state, theirs[name] = _diffusers_models.run(torch, diffusers, name,
                                                     directory=str(directory))
         np.savez(directory / f"{name}_weights.npz", **state)
-    p = subprocess.run([sys.executable, "-m", "ember.as_torch",
-                        os.path.join(TESTS, "_diffusers_models.py"), str(directory),
-                        ",".join(names)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-4000:]
-    out = {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in names}
+    out = results_beside_pytorch("_diffusers_models.py", directory, theirs)
     # PyTorch reads the checkpoint ember's save_pretrained wrote, and the file holds the bytes
     # PyTorch's save_pretrained wrote for the same weights
     model = diffusers.UNet2DModel.from_pretrained(str(directory / "ember"))

@@ -4,15 +4,10 @@ geometric warps through grid_sample with gradients for images and matrices, homo
 parameters, and intensity enhancements computing PyTorch's numbers. Each case of
 tests/_kornia_ops.py runs in PyTorch here and in ember in one ``python -m ember.as_torch``
 subprocess."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.join(ROOT, "tests")
+from helpers import results_beside_pytorch
 
 NAMES = ["color", "filters", "warp", "homography", "linalg", "losses", "augmentation",
          "enhance"]
@@ -26,11 +21,7 @@ def results(tmp_path_factory):
     import _kornia_ops
     directory = tmp_path_factory.mktemp("kornia")
     theirs = {name: _kornia_ops.run(torch, name) for name in NAMES}
-    p = subprocess.run([sys.executable, "-m", "ember.as_torch",
-                        os.path.join(TESTS, "_kornia_ops.py"), str(directory), ",".join(NAMES)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-4000:]
-    return {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in NAMES}
+    return results_beside_pytorch("_kornia_ops.py", directory, theirs)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import _lightning_prog as prog
+from helpers import run_as_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,10 +26,7 @@ def results(tmp_path_factory):
     directory = tmp_path_factory.mktemp("lightning")
     theirs = prog.run(torch, L, torchmetrics, str(directory / "torch"),
                       str(directory / "torch" / "last.ckpt"))
-    p = subprocess.run([sys.executable, "-m", "ember.as_torch",
-                        os.path.join(ROOT, "tests", "_lightning_prog.py"), str(directory)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-4000:]
+    run_as_torch("_lightning_prog.py", directory, timeout=300)
     mine = dict(np.load(directory / "ember.npz"))
     from_ember = prog.resume(torch, L, torchmetrics, str(directory / "ember" / "last.ckpt"))
     return theirs, mine, from_ember, directory

@@ -4,15 +4,10 @@ GATv2, GraphSAGE, GIN) on edge lists and torch.sparse adjacencies, global poolin
 PyTorch's numbers. pyg-lib, torch-scatter and torch-sparse are not installed, so PyG's
 pure-PyTorch fallbacks run. Each case of tests/_pyg_models.py runs in PyTorch here and in ember
 in one ``python -m ember.as_torch`` subprocess with PyTorch's weights."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTS = os.path.join(ROOT, "tests")
+from helpers import results_beside_pytorch
 
 # PyTorch's own warnings about its sparse layouts (beta CSR, invariant checks), PyG's advice to
 # convert a COO adjacency to CSR
@@ -32,11 +27,7 @@ def results(tmp_path_factory):
     for name in NAMES:
         state, theirs[name] = _pyg_models.run(torch, name)
         np.savez(directory / f"{name}_weights.npz", **state)
-    p = subprocess.run([sys.executable, "-m", "ember.as_torch",
-                        os.path.join(TESTS, "_pyg_models.py"), str(directory), ",".join(NAMES)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-4000:]
-    return {n: (theirs[n], dict(np.load(directory / f"{n}_ember.npz"))) for n in NAMES}
+    return results_beside_pytorch("_pyg_models.py", directory, theirs)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -151,7 +151,7 @@ class AlgorithmSelectorCache:
             timings = self.benchmark(name, choices, inputs, out, dtype)
             chosen = min(timings, key=timings.get)
             codecache.write_atomic(path, json.dumps({
-                "op": name, "inputs": inputs, "dtype": str(dtype), "threads": threads,
+                "op": name, "inputs": inputs, "dtype": dtype.name, "threads": threads,
                 "choice": chosen, "timings": timings}))
         self.decisions[key] = chosen
         return by_name[chosen]
@@ -159,7 +159,7 @@ class AlgorithmSelectorCache:
     @staticmethod
     def _key(name, choices, inputs, out, dtype, threads):
         compiler = codecache.compiler_features()
-        parts = [name, inputs, out, str(dtype), threads, [c.name for c in choices],
+        parts = [name, inputs, out, dtype.name, threads, [c.name for c in choices],
                  _template_digest(), compiler["version"], compiler["cflags"], codecache._cpu()]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 

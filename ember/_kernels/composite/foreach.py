@@ -165,11 +165,11 @@ def _slow_path(reference, name):
 
 
 _REFERENCES = {}
-_NAMED = {"_foreach_add.List", "_foreach_sub.List", "_foreach_sqrt", "_foreach_neg"}  # (below)
+FUNCTIONAL = {}  # overload name -> its kernel here (the CUDA kernels' fallbacks call them)
 for _name, (_single, _single_) in SINGLE.items():
     _key = "CompositeExplicitAutograd" if _name in EXPLICIT else "CompositeImplicitAutograd"
-    if _name not in _NAMED:
-        register(_name, _key, _functional(_name, _single))
+    FUNCTIONAL[_name] = _functional(_name, _single)
+    register(_name, _key, FUNCTIONAL[_name])
     if _single_ is not None:
         _inplace = _inplace_name(_name)
         _ref = _reference(_inplace, _single_)
@@ -178,13 +178,6 @@ for _name, (_single, _single_) in SINGLE.items():
             _ref = _copy_reference(_inplace, _single)
         if _inplace not in NOT_DIFFERENTIABLE:
             _REFERENCES[_inplace] = _ref
-
-# the functional overloads native_functions.yaml names (cuda/foreach.py's fallbacks too)
-_foreach_add_List = _functional("_foreach_add.List", "add.Tensor")
-_foreach_sub_List = _functional("_foreach_sub.List", "sub.Tensor")
-_foreach_sqrt = _functional("_foreach_sqrt", "sqrt.default")
-_foreach_neg = _functional("_foreach_neg", "neg.default")
-
 
 def inplace_reference(name):
     """The single-op path of in-place foreach overload ``name`` ("_foreach_add_.Scalar"), or None

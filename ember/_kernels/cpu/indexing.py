@@ -7,7 +7,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..rules.indexing import check_index_put, index_shape
-from ._util import add_rows_at, nd, wrap
+from ._util import add_rows_at, array_module, check_index_range, nd, wrap
 
 
 def _mask_counts(indices):
@@ -35,7 +35,9 @@ def _numpy_index(self, indices):
             nth += a.ndim
             continue
         size = self._size[d]
-        if a.size and (a.min() < -size or a.max() >= size):
+        if array_module(a) is not np:  # on a GPU: a device-side assert, as PyTorch's kernel
+            check_index_range(a, -size, size, IndexError, "index out of bounds")
+        elif a.size and (a.min() < -size or a.max() >= size):
             bad = a[(a < -size) | (a >= size)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for dimension {nth} with size {size}")
         out.append(a)

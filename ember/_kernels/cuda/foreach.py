@@ -195,7 +195,7 @@ def _foreach_sqrt(self):
     try:
         _eligible(self)
     except NeedsHost:
-        return _composite._foreach_sqrt(self)
+        return _composite.FUNCTIONAL["_foreach_sqrt"](self)
     outs = [empty_tensor(t._size, t._dtype, t._device) for t in self]
     _apply(SQRT, self, outs=outs)
     return tuple(outs)

@@ -38,10 +38,8 @@ def _check_matrix(name, t):
 def to_coo(t):
     """The coalesced COO matrix with ``t``'s entries."""
     crow, col, values = _parts(t)
-    rows = _aten.arange.start_step._call(0, t._size[0], 1, D.int64, None, crow._device, None)
-    rows = rows.repeat_interleave(crow[1:] - crow[:-1])
-    return sparse_coo_tensor_impl(_aten.stack.default._call([rows, col], 0), values, t._size,
-                                  True)
+    indices = _aten._convert_indices_from_csr_to_coo.default._call(crow, col, False, False)
+    return sparse_coo_tensor_impl(indices, values, t._size, True)
 
 
 def from_coo(c):
@@ -51,8 +49,7 @@ def from_coo(c):
                                   "(no batch or dense dims)")
     c = coo._coalesced(c)
     indices, values = coo._parts(c)
-    counts = indices[0].bincount(minlength=c._size[0])
-    crow = _aten.cat.default._call([counts.new_zeros((1,)), counts.cumsum(0)], 0)
+    crow = _aten._convert_indices_from_coo_to_csr.default._call(indices[0], c._size[0], False)
     return sparse_csr_tensor_impl(crow, indices[1].clone(), values, c._size)
 
 
