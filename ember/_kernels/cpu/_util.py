@@ -1,5 +1,7 @@
 """Helpers every CPU kernel uses: NumPy views of tensors and adoption of result arrays."""
+import collections
 import sys
+import threading
 
 import numpy as np
 
@@ -60,6 +62,55 @@ def _grouped_concatenate(xp, arrays, axis):
         xp.concatenate(group, axis=axis, out=out[tuple(index)])
         start += n
     return out
+
+
+_DEVICE_TABLES = collections.OrderedDict()  # (device, dtype, shape, bytes) -> device copy
+_DEVICE_TABLES_KEPT = 256
+_tables_lock = threading.Lock()
+
+
+def like(a, table):
+    """``table``, a small array made on the host (an index table, a weight matrix), where array
+    ``a`` lies: itself beside a NumPy array, a device copy beside a device array (CuPy takes no
+    host arrays as operands; without the copy the op would leave the device altogether). Device
+    copies are kept (the last 256 tables), so the same call again copies nothing: a CUDA graph
+    capture, which refuses host-to-device copies, follows a warm-up call."""
+    xp = array_module(a)
+    if xp is np:
+        return table
+    table = np.ascontiguousarray(table)
+    key = (getattr(getattr(a, "device", None), "id", None), table.dtype.str, table.shape,
+           table.tobytes())
+    with _tables_lock:
+        found = _DEVICE_TABLES.get(key)
+        if found is not None:
+            _DEVICE_TABLES.move_to_end(key)
+            return found
+    found = xp.asarray(table)
+    with _tables_lock:
+        _DEVICE_TABLES[key] = found
+        if len(_DEVICE_TABLES) > _DEVICE_TABLES_KEPT:
+            _DEVICE_TABLES.popitem(last=False)
+    return found
+
+
+def contiguous(a):
+    """``np.ascontiguousarray(a)`` that leaves a device array on its device."""
+    return array_module(a).ascontiguousarray(a)
+
+
+def strided_view(a, shape, strides):
+    """``as_strided``: a view of ``a``'s memory with ``shape`` and byte ``strides`` (NumPy's,
+    or CuPy's for a device array: NumPy's reads the host interface a device array lacks)."""
+    xp = array_module(a)
+    return (np.lib.stride_tricks if xp is np else xp.lib.stride_tricks).as_strided(
+        a, shape, strides)
+
+
+def array_of(r):
+    """``np.asarray(r)`` that leaves a device array (a device reduction's 0-dim result) on its
+    device: CuPy refuses the implicit conversion."""
+    return array_module(r).asarray(r)
 
 
 def check_index_range(index, low, high, error, message):

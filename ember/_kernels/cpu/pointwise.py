@@ -32,7 +32,7 @@ from . import generated as _generated
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,
                                check_polygamma_order, check_rounding_mode, clamp_operands,
                                result_dtype)
-from ._util import nd, wrap
+from ._util import array_of, nd, wrap
 from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcdiv_values,
                                addcmul_values, angle_values, clamp_values, digamma_values,
                                floor_divide, fmod_values, frac_values, isneginf_values,
@@ -195,7 +195,7 @@ def _float8_result(r, rdt):
         return _float8.to_float8(r, rdt)
     if rdt is D.complex32:
         return _complex32.from_any(r)
-    return np.asarray(r).astype(rdt._np)
+    return array_of(r).astype(rdt._np)
 
 
 def _quiet():

@@ -11,10 +11,9 @@ import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..._core import dtype as D
-from ._util import nd, wrap
+from ._util import array_module, array_of, contiguous, like, nd, strided_view, wrap
 from ..rules.pool import (_float_or_long, _x, check_adaptive, check_avg_pool,
                           check_fractional_max_pool, check_fractional_max_pool_backward,
                           check_max_unpool, check_pool, check_pool_backward)
@@ -36,11 +35,11 @@ def _windows(x, k, kernel_size, stride, padding, dilation, out, fill):
     spatial = x.shape[-k:]
     hi = [max(0, (o - 1) * s + d * (kk - 1) + 1 - (n + p)) for o, s, d, kk, n, p in
           zip(out, stride, dilation, kernel_size, spatial, padding)]
-    xp = np.full((x.shape[0], *[n + p + h for n, p, h in zip(spatial, padding, hi)]), fill,
-                 x.dtype)
-    xp[(slice(None), *[slice(p, p + n) for p, n in zip(padding, spatial)])] = x
-    st = xp.strides
-    return as_strided(xp, (x.shape[0], *out, *kernel_size),
+    padded = array_module(x).full(
+        (x.shape[0], *[n + p + h for n, p, h in zip(spatial, padding, hi)]), fill, x.dtype)
+    padded[(slice(None), *[slice(p, p + n) for p, n in zip(padding, spatial)])] = x
+    st = padded.strides
+    return strided_view(padded, (x.shape[0], *out, *kernel_size),
                       (st[0], *[st[1 + i] * stride[i] for i in range(k)],
                        *[st[1 + i] * dilation[i] for i in range(k)]))
 
@@ -65,9 +64,9 @@ def _max_pool(name, k, self, kernel_size, stride, padding, dilation, ceil_mode):
     vals = np.take_along_axis(win, arg[..., None], -1)[..., 0]
     # window offset -> flat index into the input's spatial dims
     koffs = np.unravel_index(arg, kernel_size)
-    flat = np.zeros(arg.shape, np.int64)
+    flat = 0
     for i in range(k):
-        o = np.arange(out[i]).reshape([-1 if j == i else 1 for j in range(k)])
+        o = like(x, np.arange(out[i]).reshape([-1 if j == i else 1 for j in range(k)]))
         pos = o * stride[i] - padding[i] + koffs[i] * dilation[i]
         flat = flat * spatial[i] + pos
     return (wrap(vals.astype(x.dtype, copy=False).reshape(shape)), wrap(flat.reshape(shape)))
@@ -150,8 +149,10 @@ def _avg_pool(name, k, self, kernel_size, stride, padding, ceil_mode, count_incl
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     # integers divide truncating toward zero, as C++ does
+    if not np.isscalar(div):
+        div = like(s, div)
     res = np.sign(s) * (np.abs(s) // div) if x.dtype.kind in "iu" else s / div
-    return wrap(np.asarray(res).astype(x.dtype, copy=False).reshape(shape))
+    return wrap(array_of(res).astype(x.dtype, copy=False).reshape(shape))
 
 
 def avg_pool2d(self, kernel_size, stride=(), padding=(0,), ceil_mode=False,
@@ -221,6 +222,7 @@ def _avg_matrix(n, m, dtype):
 def _apply_axes(a, mats, k, transpose=False):
     for i, m in enumerate(mats):
         ax = a.ndim - k + i
+        m = like(a, m)
         a = np.moveaxis(np.moveaxis(a, ax, -1) @ (m if transpose else m.T), -1, ax)
     return a
 
@@ -233,7 +235,7 @@ def _adaptive_avg(name, k, self, output_size):
     cd = x.dtype if x.dtype == np.float64 else np.float32
     mats = [_avg_matrix(n, m, cd) for n, m in zip(x.shape[-k:], output_size)]
     res = _apply_axes(x.astype(cd, copy=False), mats, k)
-    return wrap(np.ascontiguousarray(res).astype(x.dtype, copy=False))
+    return wrap(contiguous(res).astype(x.dtype, copy=False))
 
 
 def adaptive_avg_pool2d_(self, output_size):

@@ -16,7 +16,7 @@ from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
-from ._util import own, wrap
+from ._util import array_module, array_of, own, wrap
 from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg, check_float8,
                                check_cum_extremum, check_moments, logsumexp_dims, logsumexp_dtype,
                                norm_dims, norm_dtype, reduce_dims, reduced_shape, reduction_dtype,
@@ -77,7 +77,7 @@ def _reduce(name, self, dim, keepdim, dtype=None):
     if r is None:
         with np.errstate(all="ignore"):
             r = reduce_values(np, a, name, dims, keepdim, rdt)
-    return wrap(own(np.asarray(r).astype(rdt._np, copy=False)))
+    return wrap(own(array_of(r).astype(rdt._np, copy=False)))
 
 
 # -- sum / prod / mean / amax / amin / all / any -----------------------------------------------
@@ -152,7 +152,7 @@ def _extremum_full(name, self):
     check_float8(name, self)
     if _st.numel(self._size) == 0:
         _empty_full(name)
-    return wrap(own(np.asarray(EXTREMA[name][0](_host(self)))))
+    return wrap(own(array_of(EXTREMA[name][0](_host(self)))))
 
 
 def _extremum_dim(name, self, dim, keepdim):
@@ -160,7 +160,7 @@ def _extremum_dim(name, self, dim, keepdim):
     (d,) = reduce_dims(name, self, dim, True) or (None,)
     a = _host(self)
     if d is None:  # a 0-dim tensor: its value, index 0
-        return wrap(own(np.array(a))), wrap(np.zeros((), np.int64))
+        return wrap(a.copy()), wrap(array_module(a).zeros((), np.int64))
     idx = EXTREMA[name][1](a, axis=d, keepdims=True)
     values = np.take_along_axis(a, idx, axis=d)
     if not keepdim:
@@ -175,9 +175,8 @@ def _arg(name, self, dim, keepdim):
         if _st.numel(self._size) == 0:
             _empty_full(name)
         r = EXTREMA[name[3:]][1](a.reshape(-1))
-        if keepdim:
-            return wrap(np.full((1,) * a.ndim, r, np.int64))
-        return wrap(np.asarray(r, np.int64))
+        r = array_of(r).astype(np.int64)
+        return wrap(r.reshape((1,) * a.ndim) if keepdim else r)
     (d,) = reduce_dims(name, self, dim, True) or (None,)
     if d is None:
         return wrap(np.zeros((), np.int64))
@@ -259,18 +258,18 @@ def _moments(name, self, dim, correction, keepdim):
         r = np.sum((dev * np.conj(dev)).real, axis=dims, keepdims=keepdim) / builtins.max(dof, 0)
         if root:
             r = np.sqrt(r)
-    out = wrap(own(np.asarray(r).astype(self._dtype.to_real()._np)))
+    out = wrap(own(array_of(r).astype(self._dtype.to_real()._np)))
     if not with_mean:
         return out
     if n and self._dtype.is_complex:  # each component on its own (1j * nan would spread)
-        mean = np.asarray(mean).copy()
+        mean = array_of(mean).copy()
         mean.real = _running_mean_nonfinite(a.real, mean.real, dims)
         mean.imag = _running_mean_nonfinite(a.imag, mean.imag, dims)
     elif n:
         mean = _running_mean_nonfinite(a, mean, dims)
     if not keepdim:
         mean = mean.reshape(reduced_shape(self._size, dims, False))
-    mean = np.asarray(mean)
+    mean = array_of(mean)
     return out, wrap(own(_complex32.from_any(mean) if self._dtype is D.complex32
                          else mean.astype(self._dtype._np)))
 
@@ -319,7 +318,7 @@ def _norm(self, p, dim, keepdim, dtype):
         a = a.astype(dtype._np)
     with np.errstate(all="ignore"):
         r = _p_norm(np.abs(a).astype(np.float64), p, dims, keepdim)
-    return wrap(own(np.asarray(r).astype(rdt._np)))
+    return wrap(own(array_of(r).astype(rdt._np)))
 
 
 def norm_Scalar(self, p=2):
@@ -354,7 +353,7 @@ def logsumexp(self, dim, keepdim=False):
         r = np.log(np.sum(np.exp(a - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         r = r.reshape(reduced_shape(self._size, dims, False))
-    return wrap(own(np.asarray(r).astype(rdt._np)))
+    return wrap(own(array_of(r).astype(rdt._np)))
 
 
 def count_nonzero(self, dim=None):

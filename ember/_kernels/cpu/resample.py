@@ -13,7 +13,7 @@ inputs)."""
 import numpy as np
 
 from ..registration import register
-from ._util import nd, wrap
+from ._util import contiguous, like, nd, wrap
 from ..rules.resample import (PAD_MODES, UPSAMPLE_OPS, _FLOAT_ONLY, _MODES, check_constant_pad,
                               check_pad, check_pixel_shuffle, check_upsample)
 
@@ -29,8 +29,9 @@ def _apply(a, mats, transpose=False):
     k = len(mats)
     for i, m in enumerate(mats):
         ax = a.ndim - k + i
+        m = like(a, m)
         a = np.moveaxis(np.moveaxis(a, ax, -1) @ (m if transpose else m.T), -1, ax)
-    return np.ascontiguousarray(a)
+    return contiguous(a)
 
 
 def _one_hot(idx, n, dtype):
@@ -193,7 +194,7 @@ def _upsample(name):
             return wrap(np.zeros(shape, x.dtype))
         if _MODES[name][1] in ("nearest", "exact"):
             idx = _tables(name, x.shape, output_size, None, scales, None)
-            return wrap(np.ascontiguousarray(x[(Ellipsis, *np.ix_(*idx))]))
+            return wrap(contiguous(x[(Ellipsis, *np.ix_(*[like(x, i) for i in idx]))]))
         if x.dtype == np.uint8:  # bilinear2d/bicubic2d, the only linear modes taking Byte
             return wrap(_upsample_uint8(x, output_size, align_corners, scales + [None] * 2,
                                         _MODES[name][1] == "cubic"))
@@ -274,7 +275,7 @@ def _pad(mode, k):
         if 0 in shape:
             return wrap(np.zeros(shape, x.dtype))
         idx = _pad_tables(mode, k, x.shape, padding)
-        return wrap(np.ascontiguousarray(x[(Ellipsis, *np.ix_(*idx))]))
+        return wrap(contiguous(x[(Ellipsis, *np.ix_(*[like(x, i) for i in idx]))]))
     kernel.__name__ = f"{mode}_pad{k}d"
     return kernel
 
@@ -314,7 +315,7 @@ def pixel_shuffle(self, upscale_factor):
     n = len(lead)
     a = x.reshape(*lead, c // (r * r), r, r, h, w)
     a = a.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return wrap(np.ascontiguousarray(a).reshape(shape))
+    return wrap(contiguous(a).reshape(shape))
 
 
 def pixel_unshuffle(self, downscale_factor):
@@ -325,4 +326,4 @@ def pixel_unshuffle(self, downscale_factor):
     n = len(lead)
     a = x.reshape(*lead, c, h // r, r, w // r, r)
     a = a.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return wrap(np.ascontiguousarray(a).reshape(shape))
+    return wrap(contiguous(a).reshape(shape))

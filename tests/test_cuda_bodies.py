@@ -1,0 +1,169 @@
+"""The CPU kernel bodies a GPU runs on device arrays, checked here without one.
+
+On a GPU, every functional op without a CUDA kernel of its own first runs its CPU kernel body
+on CuPy arrays (``ember/_kernels/cuda/shared.py``). A body that converts a device array to a
+NumPy one fails there and the op is staged through the host from then on (each call copies its
+inputs to the host and its results back); a body that takes host arrays as operands or reads
+values back cannot be captured in a CUDA graph, and waits for the device at every call. This
+runs each such op's samples of the op table on stand-in device arrays with CuPy's rules
+(``tests/device_arrays.py``), each sample twice as a capture follows a warm-up: the ops not in
+``STAGED`` must run clean — no conversion, and on the second call no host operand and no value
+read back — and give the CPU's values; the ops in ``STAGED`` must still fail the rules (an op
+that has been mended must leave the list)."""
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+
+import device_arrays
+import ember
+from ember._core.device import CPU
+from ember._core.tensor_impl import make_tensor
+from ember._dispatch.keys import K, bit
+from ember._kernels.cuda import shared
+from opinfo import OPS
+from test_ops import ember_args, overload
+
+_CPU = bit(K.CPU)
+
+# Ops whose bodies a GPU still stages through the host or cannot capture, by cause. PyTorch's
+# own CUDA kernels synchronise for the first group (their output sizes depend on the values).
+STAGED = {
+    "values decide the output's size (PyTorch synchronises too)": """
+        _unique2.default unique_consecutive.default unique_dim.default bincount.default
+        repeat_interleave.Tensor masked_scatter.default histc.default""",
+    "linear algebra through SciPy/LAPACK on the host": """
+        _linalg_det.default _linalg_slogdet.default cholesky.default cholesky_inverse.default
+        cholesky_solve.default linalg_householder_product.default linalg_inv_ex.default
+        linalg_lu.default linalg_lu_factor_ex.default linalg_matrix_exp.default ormqr.default""",
+    "special functions through SciPy on the host": """
+        polygamma.default mvlgamma.default special_chebyshev_polynomial_t.default
+        special_chebyshev_polynomial_t.n_scalar special_chebyshev_polynomial_u.default
+        special_chebyshev_polynomial_u.n_scalar special_chebyshev_polynomial_v.default
+        special_chebyshev_polynomial_v.n_scalar special_chebyshev_polynomial_w.default
+        special_chebyshev_polynomial_w.n_scalar special_hermite_polynomial_h.default
+        special_hermite_polynomial_h.n_scalar special_hermite_polynomial_he.default
+        special_hermite_polynomial_he.n_scalar special_laguerre_polynomial_l.default
+        special_laguerre_polynomial_l.n_scalar special_legendre_polynomial_p.default
+        special_legendre_polynomial_p.n_scalar special_shifted_chebyshev_polynomial_t.default
+        special_shifted_chebyshev_polynomial_t.n_scalar
+        special_shifted_chebyshev_polynomial_u.default
+        special_shifted_chebyshev_polynomial_u.n_scalar
+        special_shifted_chebyshev_polynomial_v.default
+        special_shifted_chebyshev_polynomial_v.n_scalar
+        special_shifted_chebyshev_polynomial_w.default
+        special_shifted_chebyshev_polynomial_w.n_scalar special_chebyshev_polynomial_t.x_scalar
+        special_chebyshev_polynomial_u.x_scalar special_chebyshev_polynomial_v.x_scalar
+        special_chebyshev_polynomial_w.x_scalar special_shifted_chebyshev_polynomial_t.x_scalar
+        special_shifted_chebyshev_polynomial_u.x_scalar
+        special_shifted_chebyshev_polynomial_v.x_scalar
+        special_shifted_chebyshev_polynomial_w.x_scalar special_hermite_polynomial_h.x_scalar
+        special_hermite_polynomial_he.x_scalar special_laguerre_polynomial_l.x_scalar
+        special_legendre_polynomial_p.x_scalar""",
+    "not yet written for device arrays": """
+        _fft_c2c.default addbmm.default addmv.default aminmax.default
+        binary_cross_entropy.default block_diag.default bucketize.Scalar bucketize.Tensor
+        col2im.default complex.default constant_pad_nd.default count_nonzero.default
+        count_nonzero.dim_IntList cummax.default cummin.default diag_embed.default dot.default
+        frexp.Tensor grid_sampler_2d.default grid_sampler_3d.default im2col.default
+        kthvalue.default max_unpool2d.default max_unpool3d.default mode.default mv.default
+        nan_to_num.default polar.default scatter_reduce.two searchsorted.Scalar
+        searchsorted.Tensor topk.default trace.default vdot.default adaptive_max_pool2d.default
+        adaptive_max_pool3d.default _upsample_bicubic2d_aa.default
+        _upsample_bilinear2d_aa.default _upsample_lanczos2d_aa.default""",
+}
+_STAGED = {name: cause for cause, names in STAGED.items() for name in names.split()}
+
+
+def _device_ops():
+    """The op table's overloads a GPU runs through their CPU bodies: name -> their entries."""
+    found = {}
+    for info in OPS:
+        op = overload(ember.ops, info.name)
+        keys = {str(k).split(".")[-1] for k in op._entry.kernels}
+        if "CPU" in keys and "CUDA" not in keys and shared.eligible(op):
+            found.setdefault(info.name, []).append(info)
+    return found
+
+
+_OPS = _device_ops()
+
+
+def _on_device(v):
+    """Argument ``v`` with each tensor a CPU tensor over a stand-in device array of its values,
+    as shared.run hands the CPU kernel device views."""
+    if isinstance(v, ember.Tensor):
+        t = make_tensor(v._storage, v._size, v._stride, v._offset, v._dtype, CPU)
+        t._np = device_arrays.DeviceArray(v._nd())
+        return t
+    if isinstance(v, (list, tuple)) and any(isinstance(x, ember.Tensor) for x in v):
+        return type(v)(_on_device(x) for x in v)
+    return v
+
+
+def _problems(name, monkeypatch):
+    """What breaks CuPy's rules in the samples of overload ``name`` (a set of descriptions),
+    after checking each clean sample's values against the CPU's."""
+    from ember.cuda import _device_assert
+    # device-side index checks are kernels on a GPU: nothing read back
+    monkeypatch.setattr(_device_assert, "check_range", lambda index, low, high, message: None)
+    op = overload(ember.ops, name)
+    found = set()
+    samples = [s for info in _OPS[name] for s in info.samples(info)]
+    with device_arrays.installed(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in samples:
+            args, kwargs = ember_args(s)
+            try:
+                expected = op._entry.redispatch(_CPU, *args, **kwargs)
+            except Exception:  # noqa: BLE001  (a sample the CPU refuses: nothing to run)
+                continue
+            on_device = ([_on_device(a) for a in args],
+                         {k: _on_device(v) for k, v in kwargs.items()})
+            try:
+                # twice: a CUDA graph captures a call after a warm-up call, so what the first
+                # call alone does (copying a table it then keeps) is no capture's concern
+                op._entry.redispatch(_CPU, *on_device[0], **on_device[1])
+                device_arrays.events.clear()
+                got = op._entry.redispatch(_CPU, *on_device[0], **on_device[1])
+            except Exception as e:  # noqa: BLE001  (the failure is the finding)
+                found.add(f"{type(e).__name__} at {_site(e)}: {str(e)[:60]}")
+                continue
+            found.update(f"{kind} ({what})" for kind, what in device_arrays.events)
+            if not device_arrays.events:
+                _same(got, expected, s.desc)
+    return found
+
+
+def _site(e):
+    """Where in ember ``e`` was raised: the innermost ember frame of its traceback."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "/ember/" in f.filename]
+    if not frames:
+        return "?"
+    f = frames[-1]
+    return f"{f.filename.rsplit('/ember/', 1)[1]}:{f.lineno}"
+
+
+def _same(got, expected, desc):
+    if isinstance(expected, (tuple, list)):
+        for g, e in zip(got, expected):
+            _same(g, e, desc)
+    elif isinstance(expected, ember.Tensor):
+        g = got._nd()
+        g = g._a if isinstance(g, device_arrays.DeviceArray) else g
+        np.testing.assert_allclose(np.asarray(g), expected._nd(), rtol=1e-6, atol=0,
+                                   equal_nan=True, err_msg=desc)
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_the_cpu_body_runs_on_device_arrays(name, monkeypatch):
+    found = _problems(name, monkeypatch)
+    if name in _STAGED:
+        assert found, f"{name} now runs clean on device arrays: take it out of STAGED"
+    else:
+        assert not found, f"{name} on device arrays: {sorted(found)}"
+
+
+def test_the_staged_list_names_ops_of_the_table():
+    assert set(_STAGED) <= set(_OPS)
