@@ -145,14 +145,14 @@ def _site(e):
     return f"{f.filename.rsplit('/ember/', 1)[1]}:{f.lineno}"
 
 
-def _same(got, expected, desc):
+def _same(got, expected, desc, rtol=1e-6, atol=0):
     if isinstance(expected, (tuple, list)):
         for g, e in zip(got, expected):
-            _same(g, e, desc)
+            _same(g, e, desc, rtol, atol)
     elif isinstance(expected, ember.Tensor):
         g = got._nd()
         g = g._a if isinstance(g, device_arrays.DeviceArray) else g
-        np.testing.assert_allclose(np.asarray(g), expected._nd(), rtol=1e-6, atol=0,
+        np.testing.assert_allclose(np.asarray(g), expected._nd(), rtol=rtol, atol=atol,
                                    equal_nan=True, err_msg=desc)
 
 
@@ -167,3 +167,22 @@ def test_the_cpu_body_runs_on_device_arrays(name, monkeypatch):
 
 def test_the_staged_list_names_ops_of_the_table():
     assert set(_STAGED) <= set(_OPS)
+
+
+@pytest.mark.parametrize("name,extra", [("threshold_backward.default", (0.0,)),
+                                        ("gelu_backward.default", ()), ("silu.default", ())])
+def test_large_calls_on_device_arrays_leave_the_generated_c_kernels_out(name, extra):
+    """The generated C kernels (cpu/generated.py) read host memory: from a call large enough
+    for them, a device array must go to NumPy's calls instead — a failure would stage the op
+    through the host from then on (ReLU's backward, threshold_backward, was staged so on a
+    GPU after its first large call)."""
+    from ember._kernels.cpu import generated
+    if not generated.enabled():
+        pytest.skip("no C compiler: no generated kernels to leave out")
+    op = overload(ember.ops, name)
+    x = ember.randn(2 * generated.MIN_NUMEL)
+    args = ([x, x] if "backward" in name else [x]) + list(extra)
+    expected = op._entry.redispatch(_CPU, *args)
+    with device_arrays.installed():
+        got = op._entry.redispatch(_CPU, *[_on_device(a) for a in args])
+    _same(got, expected, name, rtol=1e-5, atol=1e-6)  # (NumPy's calls beside C's)
