@@ -186,3 +186,60 @@ def test_large_calls_on_device_arrays_leave_the_generated_c_kernels_out(name, ex
     with device_arrays.installed():
         got = op._entry.redispatch(_CPU, *[_on_device(a) for a in args])
     _same(got, expected, name, rtol=1e-5, atol=1e-6)  # (NumPy's calls beside C's)
+
+
+def _inplace_device_ops():
+    """In-place overloads of the table a GPU runs through their CPU bodies (shared.py's
+    WRITES_ON_DEVICE): name -> their entries."""
+    found = {}
+    for info in OPS:
+        if info.inplace is None:
+            continue
+        op = overload(ember.ops, info.inplace)
+        keys = {str(k).split(".")[-1] for k in op._entry.kernels}
+        if "CPU" in keys and "CUDA" not in keys and shared.eligible(op):
+            found.setdefault(info.inplace, []).append(info)
+    return found
+
+
+_INPLACE = _inplace_device_ops()
+
+
+def _copied(v):
+    """``v`` with each tensor a copy of it (same sizes; contiguous)."""
+    if isinstance(v, ember.Tensor):
+        return v.clone()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_copied(x) for x in v)
+    return v
+
+
+@pytest.mark.parametrize("name", sorted(_INPLACE))
+def test_inplace_bodies_write_device_arrays(name, monkeypatch):
+    """Each sample applied twice (the warm-up and the captured call) to a copy on the CPU and
+    to stand-in device arrays: the same values in self, nothing converted, no host operand and
+    nothing read back on the second call."""
+    op = overload(ember.ops, name)
+    found = set()
+    with device_arrays.installed(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in _INPLACE[name]:
+            for s in info.samples(info):
+                args, kwargs = ember_args(s)
+                cpu = _copied(args)
+                try:
+                    op._entry.redispatch(_CPU, *cpu, **kwargs)
+                    op._entry.redispatch(_CPU, *cpu, **kwargs)
+                except Exception:  # noqa: BLE001  (a sample the CPU refuses: nothing to run)
+                    continue
+                dev = [_on_device(a) for a in _copied(args)]
+                try:
+                    op._entry.redispatch(_CPU, *dev, **kwargs)
+                    device_arrays.events.clear()
+                    op._entry.redispatch(_CPU, *dev, **kwargs)
+                except Exception as e:  # noqa: BLE001  (the failure is the finding)
+                    found.add(f"{type(e).__name__} at {_site(e)}: {str(e)[:60]}")
+                    continue
+                found.update(f"{kind} ({what})" for kind, what in device_arrays.events)
+                _same(dev[0], cpu[0], s.desc)
+    assert not found, f"{name} on device arrays: {sorted(found)}"

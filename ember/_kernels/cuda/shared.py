@@ -32,11 +32,14 @@ host_only = set()  # ops whose body needs the host
 # In-place ops whose CPU body is device-clean before its first write (it cannot fail half-way):
 # GradScaler's two ops and the optimizers' foreach updates (their fast paths; the slow paths
 # refuse device arrays before writing), whose CUDA calls would otherwise copy every gradient and
-# parameter to the host and back
+# parameter to the host and back; the in-place activations (``nn.ReLU6(inplace=True)``,
+# ``nn.SiLU(inplace=True)``, ...: the activation computed whole, then one copy into self)
 WRITES_ON_DEVICE = frozenset({
     "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
     "_foreach_add_", "_foreach_mul_", "_foreach_div_", "_foreach_lerp_", "_foreach_addcmul_",
-    "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_clamp_min_", "_foreach_clamp_max_"})
+    "_foreach_addcdiv_", "_foreach_maximum_", "_foreach_clamp_min_", "_foreach_clamp_max_",
+    "gelu_", "silu_", "mish_", "elu_", "celu_", "leaky_relu_", "hardtanh_", "hardsigmoid_",
+    "hardswish_", "threshold_"})
 
 
 # Ops whose CPU body computes other values on CuPy arrays: CuPy's special functions (its
