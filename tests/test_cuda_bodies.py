@@ -61,15 +61,14 @@ STAGED = {
         special_shifted_chebyshev_polynomial_w.x_scalar special_hermite_polynomial_h.x_scalar
         special_hermite_polynomial_he.x_scalar special_laguerre_polynomial_l.x_scalar
         special_legendre_polynomial_p.x_scalar""",
+    "ties ordered row by row on the host": """
+        topk.default kthvalue.default""",
     "not yet written for device arrays": """
-        _fft_c2c.default addbmm.default addmv.default aminmax.default
-        binary_cross_entropy.default block_diag.default bucketize.Scalar bucketize.Tensor
-        col2im.default complex.default constant_pad_nd.default count_nonzero.default
-        count_nonzero.dim_IntList cummax.default cummin.default diag_embed.default dot.default
+        _fft_c2c.default addbmm.default binary_cross_entropy.default block_diag.default
+        bucketize.Scalar bucketize.Tensor col2im.default complex.default diag_embed.default
         frexp.Tensor grid_sampler_2d.default grid_sampler_3d.default im2col.default
-        kthvalue.default max_unpool2d.default max_unpool3d.default mode.default mv.default
-        nan_to_num.default polar.default scatter_reduce.two searchsorted.Scalar
-        searchsorted.Tensor topk.default trace.default vdot.default adaptive_max_pool2d.default
+        max_unpool2d.default max_unpool3d.default mode.default polar.default scatter_reduce.two
+        searchsorted.Scalar searchsorted.Tensor adaptive_max_pool2d.default
         adaptive_max_pool3d.default _upsample_bicubic2d_aa.default
         _upsample_bilinear2d_aa.default _upsample_lanczos2d_aa.default""",
 }

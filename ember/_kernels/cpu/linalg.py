@@ -9,14 +9,14 @@ from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from . import gemm as _gemm
 from .gemm import matmul as _matmul
-from ._util import array_module, nd, wrap
+from ._util import array_module, array_of, nd, wrap
 
 # C++ type names PyTorch prints in mm's dtype-mismatch message
 
 
 def _product(a, b, dt):
     # NumPy returns float32 for bfloat16 products; PyTorch keeps the operand dtype
-    return wrap(np.asarray(_matmul(a, b)).astype(dt._np, copy=False))
+    return wrap(array_of(_matmul(a, b)).astype(dt._np, copy=False))
 
 
 def mm(self, mat2):
@@ -54,7 +54,7 @@ def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
     result takes alpha and beta converted to its type first (0.6 -> 0), as ATen's scalar_t does."""
     if dt._category <= D.INTEGRAL:
         alpha, beta = int(alpha), int(beta)
-    r = np.asarray(product if alpha == 1 else product * alpha)  # fresh: free to write into
+    r = array_of(product if alpha == 1 else product * alpha)  # fresh: free to write into
     if beta != 0:
         s = self_arr if beta == 1 else self_arr * beta
         if r.shape == shape and np.result_type(r, s) == r.dtype:

@@ -207,7 +207,7 @@ def nan_to_num_values(x, dt, nan, posinf, neginf):
     from ..._core.dtype import finfo
     info = finfo(dt)
     if dt is D.bfloat16:  # np.nan_to_num has no bfloat16 loop; float32 holds every bfloat16
-        x = np.asarray(x, np.float32)
+        x = x.astype(np.float32)
     real = x.real.dtype.type if dt.is_complex else x.dtype.type
     return np.nan_to_num(x, nan=real(0.0 if nan is None else nan),
                          posinf=real(info.max if posinf is None else posinf),

@@ -16,7 +16,7 @@ from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
-from ._util import array_module, array_of, own, wrap
+from ._util import array_module, array_of, like, own, wrap
 from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg, check_float8,
                                check_cum_extremum, check_moments, logsumexp_dims, logsumexp_dtype,
                                norm_dims, norm_dtype, reduce_dims, reduced_shape, reduction_dtype,
@@ -213,8 +213,8 @@ def argmin(self, dim=None, keepdim=False):
 def aminmax(self, dim=None, keepdim=False):
     dims = aminmax_dims(self, dim)
     a = _host(self)
-    return (wrap(own(np.asarray(np.min(a, axis=dims, keepdims=keepdim)))),
-            wrap(own(np.asarray(np.max(a, axis=dims, keepdims=keepdim)))))
+    return (wrap(own(array_of(np.min(a, axis=dims, keepdims=keepdim)))),
+            wrap(own(array_of(np.max(a, axis=dims, keepdims=keepdim)))))
 
 
 # -- std / var and their _mean twins ----------------------------------------------------------
@@ -360,7 +360,7 @@ def count_nonzero(self, dim=None):
     if dim is None:  # (ATen counts along dims with a sum, which float8 has, but not all at once)
         check_float8("nonzero", self)
     dims = reduce_dims("count_nonzero", self, dim, False)
-    return wrap(own(np.asarray(np.count_nonzero(_host(self), axis=dims), dtype=np.int64)))
+    return wrap(own(array_of(np.count_nonzero(_host(self), axis=dims)).astype(np.int64)))
 
 
 def count_nonzero_dim_IntList(self, dim):
@@ -414,7 +414,7 @@ def _cum_extremum(name, self, dim):
     sets = (a == values) | (a != a)
     shape = [1] * a.ndim
     shape[axis] = a.shape[axis]
-    pos = np.arange(a.shape[axis], dtype=np.int64).reshape(shape)
+    pos = like(a, np.arange(a.shape[axis], dtype=np.int64).reshape(shape))
     idx = np.maximum.accumulate(np.where(sets, pos, 0), axis=axis)
     return (wrap(own(values.reshape(self._size))),
             wrap(own(idx.reshape(self._size).astype(np.int64, copy=False))))

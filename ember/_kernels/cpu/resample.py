@@ -13,7 +13,7 @@ inputs)."""
 import numpy as np
 
 from ..registration import register
-from ._util import contiguous, like, nd, wrap
+from ._util import array_module, contiguous, like, nd, wrap
 from ..rules.resample import (PAD_MODES, UPSAMPLE_OPS, _FLOAT_ONLY, _MODES, check_constant_pad,
                               check_pad, check_pixel_shuffle, check_upsample)
 
@@ -241,8 +241,8 @@ for _op, _n in UPSAMPLE_OPS.items():
 def constant_pad_nd(self, pad, value=0):
     shape = check_constant_pad(self, pad)
     x = nd(self)
-    res = np.full(shape, value).astype(x.dtype) if x.dtype != np.bool_ else \
-        np.full(shape, bool(value))
+    full = array_module(x).full  # (the result where the input lies)
+    res = full(shape, value).astype(x.dtype) if x.dtype != np.bool_ else full(shape, bool(value))
     src, dst = [slice(None)] * x.ndim, [slice(None)] * x.ndim
     for i in range(len(pad) // 2):
         d = x.ndim - 1 - i

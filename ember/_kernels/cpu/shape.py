@@ -428,7 +428,7 @@ def trace(self):
     dtype = R.trace_dtype(self)
     a = nd(self)
     acc = np.float32 if dtype in (D.float16, D.bfloat16) else dtype._np
-    return wrap(np.asarray(np.trace(a, dtype=acc)).astype(dtype._np))
+    return wrap(_util.array_of(np.trace(a, dtype=acc)).astype(dtype._np))
 
 
 def linalg_cross(self, other, dim=-1):
