@@ -162,20 +162,31 @@ def _module():
     return cupy
 
 
+def _cupyx():
+    """The ``cupyx`` stand-in: its ``scatter_add`` (unbuffered ``a[slices] += value``)."""
+    cupyx = types.ModuleType("cupyx")
+
+    def scatter_add(a, slices, value):
+        np.add.at(a._a, _unwrap(slices, "cupyx.scatter_add"), _unwrap(value, "cupyx.scatter_add"))
+    cupyx.scatter_add = scatter_add
+    return cupyx
+
+
 @contextlib.contextmanager
 def installed():
-    """``cupy`` in ``sys.modules`` is the stand-in, and results the CPU kernels ``wrap`` from
-    device arrays come back as CPU tensors, for the block."""
+    """``cupy`` and ``cupyx`` in ``sys.modules`` are the stand-ins, and results the CPU kernels
+    ``wrap`` from device arrays come back as CPU tensors, for the block."""
     from ember._core.tensor_impl import DEVICE_ARRAY_ADOPTERS
     from ember import from_numpy
-    saved = sys.modules.get("cupy")
-    sys.modules["cupy"] = _module()
+    saved = {name: sys.modules.get(name) for name in ("cupy", "cupyx")}
+    sys.modules["cupy"], sys.modules["cupyx"] = _module(), _cupyx()
     DEVICE_ARRAY_ADOPTERS[DeviceArray] = lambda a: from_numpy(np.ascontiguousarray(a._a))
     try:
         yield
     finally:
         del DEVICE_ARRAY_ADOPTERS[DeviceArray]
-        if saved is None:
-            del sys.modules["cupy"]
-        else:
-            sys.modules["cupy"] = saved
+        for name, module in saved.items():
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module

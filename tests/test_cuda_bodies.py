@@ -242,3 +242,114 @@ def test_inplace_bodies_write_device_arrays(name, monkeypatch):
                 found.update(f"{kind} ({what})" for kind, what in device_arrays.events)
                 _same(dev[0], cpu[0], s.desc)
     assert not found, f"{name} on device arrays: {sorted(found)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Training steps: every op a forward and backward call on the way (backward ops included, which
+# the op table does not list), checked as a GPU would run it.
+
+# ops of the steps below that a GPU still stages through the host, with the cause
+TRAINING_STAGED = {
+    "aten._rnn_layer.default": "the recurrence is a generated C kernel over host memory",
+    "aten._rnn_layer_backward.default": "the recurrence is a generated C kernel over host memory",
+}
+
+
+class _Watch(ember.utils._python_dispatch.TorchDispatchMode):
+    """Runs, before each op, the op's CPU body on stand-in device arrays of copies of its
+    arguments where a GPU would (no CUDA kernel, shared.eligible), twice as a capture follows a
+    warm-up; records what breaks CuPy's rules and checks the values against the op's."""
+
+    def __init__(self):
+        super().__init__()
+        self.problems = {}
+        self.checked = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        values = func._normalize(*args, **(kwargs or {}))  # as its kernels take them
+        keys = {str(k).split(".")[-1] for k in func._entry.kernels}
+        if "CPU" not in keys or "CUDA" in keys or not shared.eligible(func):
+            return func(*args, **(kwargs or {}))
+        name = str(func)
+        self.checked.add(name)
+        got = None
+        with device_arrays.installed(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                func._entry.redispatch(_CPU, *[_on_device(_copied(v)) for v in values])
+                device_arrays.events.clear()
+                got = func._entry.redispatch(_CPU, *[_on_device(_copied(v)) for v in values])
+                for kind, what in device_arrays.events:
+                    self.problems.setdefault(name, set()).add(f"{kind} ({what})")
+            except Exception as e:  # noqa: BLE001  (the failure is the finding)
+                self.problems.setdefault(name, set()).add(f"{type(e).__name__} at {_site(e)}")
+        out = func(*args, **(kwargs or {}))
+        if name not in self.problems:
+            _same(got, out, name, rtol=1e-5, atol=1e-6)
+        return out
+
+
+def _cnn():
+    nn = ember.nn
+    m = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.GroupNorm(2, 8), nn.SiLU(), nn.AvgPool2d(2),
+        nn.Conv2d(8, 16, 1), nn.Hardswish(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(16, 10))
+    x, y = ember.randn(4, 3, 16, 16), ember.randint(10, (4,))
+    return lambda: ember.nn.functional.cross_entropy(m(x), y, label_smoothing=0.1).backward()
+
+
+def _unet():
+    nn, F = ember.nn, ember.nn.functional
+    down, up = nn.Conv2d(3, 4, 3, stride=2, padding=1), nn.ConvTranspose2d(4, 4, 2, stride=2)
+    x = ember.randn(2, 3, 16, 16, requires_grad=True)
+
+    def step():
+        h = F.leaky_relu(down(x), 0.2)
+        z = ember.cat([F.interpolate(h, scale_factor=2, mode="bilinear"),
+                       F.interpolate(h, scale_factor=2, mode="nearest"), up(h)], 1)
+        z = F.pad(F.pad(z, (1, 1, 1, 1), mode="reflect"), (1, 1, 1, 1))
+        (z.pow(2).mean() + F.mse_loss(z[:, :1, 2:-2, 2:-2], x[:, :1])).backward()
+    return step
+
+
+def _transformer():
+    nn, F = ember.nn, ember.nn.functional
+    emb, head = nn.Embedding(50, 32), nn.Linear(32, 50)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+                                       activation="gelu")
+    x, y = ember.randint(50, (2, 12)), ember.randint(50, (2, 12))
+
+    def step():
+        h = layer(emb(x))
+        logits = head(F.silu(h))
+        (F.cross_entropy(logits.view(-1, 50), y.view(-1)) + h.var(-1).mean()
+         + logits.logsumexp(-1).mean()).backward()
+    return step
+
+
+def _rnn():
+    nn, F = ember.nn, ember.nn.functional
+    lstm, gru = nn.LSTM(8, 16, batch_first=True), nn.GRU(16, 8, batch_first=True)
+    x = ember.randn(2, 5, 8)
+
+    def step():
+        g = gru(lstm(x)[0])[0]
+        (F.smooth_l1_loss(g, ember.zeros_like(g))
+         + F.binary_cross_entropy_with_logits(g, ember.ones_like(g))).backward()
+    return step
+
+
+def test_training_steps_run_their_cpu_bodies_on_device_arrays(monkeypatch):
+    from ember.cuda import _device_assert
+    monkeypatch.setattr(_device_assert, "check_range", lambda index, low, high, message: None)
+    ember.manual_seed(0)
+    watch = _Watch()
+    for make in (_cnn, _unet, _transformer, _rnn):
+        step = make()
+        with watch:
+            step()
+    assert {"aten.max_pool2d_with_indices_backward.default", "aten.threshold_backward.default",
+            "aten.upsample_bilinear2d_backward.default"} <= watch.checked
+    assert set(watch.problems) == set(TRAINING_STAGED), sorted(watch.problems.items())

@@ -91,10 +91,16 @@ def scatter_by_index(grad, indices, in_shape, k):
     cd = np.float32 if g.dtype.name in ("float16", "bfloat16") else g.dtype
     if g.size == 0 or b == 0:
         return wrap(np.zeros(in_shape, g.dtype))
-    base = (np.arange(b, dtype=np.int64) * spatial).reshape(b, 1)
+    base = like(g, (np.arange(b, dtype=np.int64) * spatial).reshape(b, 1))
     flat = (idx.reshape(b, -1) + base).ravel()
-    res = np.bincount(flat, weights=g.reshape(b, -1).ravel().astype(np.float64),
-                      minlength=b * spatial)
+    weights = g.reshape(b, -1).ravel().astype(np.float64)
+    xp = array_module(g)
+    if xp is np:
+        res = np.bincount(flat, weights=weights, minlength=b * spatial)
+    else:  # (CuPy's bincount reads the largest index back to size its result)
+        import cupyx  # CuPy's scatter-add: atomic adds, one kernel
+        res = xp.zeros(b * spatial, np.float64)
+        cupyx.scatter_add(res, flat, weights)
     return wrap(res.astype(cd).astype(g.dtype, copy=False).reshape(in_shape))
 
 
@@ -180,10 +186,10 @@ def _avg_pool_backward(name, k, grad_output, self, kernel_size, stride, padding,
         return wrap(np.zeros(self._size, g.dtype))
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
-    gd = g.reshape(b, *out).astype(cd) / div
+    gd = g.reshape(b, *out).astype(cd) / (div if np.isscalar(div) else like(g, div))
     hi = [max(0, (o - 1) * s + kk - (n + p)) for o, s, kk, n, p in
           zip(out, stride, kernel_size, spatial, padding)]
-    gp = np.zeros((b, *[n + p + h for n, p, h in zip(spatial, padding, hi)]), cd)
+    gp = array_module(g).zeros((b, *[n + p + h for n, p, h in zip(spatial, padding, hi)]), cd)
     for offs in itertools.product(*[range(kk) for kk in kernel_size]):
         gp[(slice(None), *[slice(f, f + s * (o - 1) + 1, s) for f, s, o in
                            zip(offs, stride, out)])] += gd
@@ -256,7 +262,7 @@ def _adaptive_avg_backward(name, k, grad_output, self):
     cd = g.dtype if g.dtype == np.float64 else np.float32
     mats = [_avg_matrix(n, m, cd) for n, m in zip(self._size[-k:], g.shape[-k:])]
     res = _apply_axes(g.astype(cd, copy=False), mats, k, transpose=True)
-    return wrap(np.ascontiguousarray(res).astype(g.dtype, copy=False))
+    return wrap(contiguous(res).astype(g.dtype, copy=False))
 
 
 def adaptive_avg_pool2d_backward_(grad_output, self):
