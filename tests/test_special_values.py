@@ -74,3 +74,11 @@ def test_relu_refuses_complex_as_clamp_does():
     for fn in (ember.relu, ember.nn.functional.relu, ember.relu_):
         with pytest.raises(NotImplementedError, match="clamp is not supported for complex types"):
             fn(z.clone())
+
+
+def test_binary_cross_entropy_refuses_nan_as_out_of_range():
+    """PyTorch's check is ``0 <= x <= 1``, which NaN fails (a min/max test lets it through)."""
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+            lib.nn.functional.binary_cross_entropy(lib.tensor([float("nan"), 0.5]),
+                                                   lib.tensor([1.0, 0.0]))

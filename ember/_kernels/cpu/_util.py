@@ -128,6 +128,16 @@ def check_index_range(index, low, high, error, message):
     _device_assert.check_range(index, low, high, message)
 
 
+def check_all(ok, error, message):
+    """Refuse a False element of boolean array ``ok``: ``error(message)`` at once on the host;
+    on a GPU a device-side check (:func:`check_index_range` of ``ok`` against ``[1, 2)``)."""
+    if array_module(ok) is np:
+        if not ok.all():
+            raise error(message)
+        return
+    check_index_range(ok.astype(np.int8), 1, 2, error, message)
+
+
 def own(a):
     """A result array that does not alias any input (copy only if NumPy returned a view)."""
     if a.__class__ is not np.ndarray:

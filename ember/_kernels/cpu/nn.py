@@ -20,7 +20,7 @@ from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..registration import register
 from . import generated as _generated
-from ._util import add_rows_at, array_module, check_index_range, nd, wrap
+from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
 from .random import bernoulli_mask
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
@@ -792,8 +792,8 @@ def binary_cross_entropy(self, target, weight=None, reduction=1):
     check_floating("binary_cross_entropy", self)
     check_bce(self, target, weight)
     x, y = _arr(self), _arr(target)
-    if x.size and (x.min() < 0 or x.max() > 1):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    # (NaN fails too, as in PyTorch's kernels)
+    check_all((x >= 0) & (x <= 1), RuntimeError, "all elements of input should be between 0 and 1")
     with _quiet():
         r = -(y * np.maximum(np.log(x), _BCE_CLAMP) + (1 - y) * np.maximum(np.log1p(-x),
                                                                            _BCE_CLAMP))
