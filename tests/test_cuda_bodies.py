@@ -353,3 +353,20 @@ def test_training_steps_run_their_cpu_bodies_on_device_arrays(monkeypatch):
     assert {"aten.max_pool2d_with_indices_backward.default", "aten.threshold_backward.default",
             "aten.upsample_bilinear2d_backward.default"} <= watch.checked
     assert set(watch.problems) == set(TRAINING_STAGED), sorted(watch.problems.items())
+
+
+def test_host_tables_are_copied_to_the_device_once():
+    """cpu/_util.like: a table a body makes on the host goes to the device on the first call
+    and is found there on the next (a capture after a warm-up copies nothing)."""
+    from ember._kernels.cpu import _util
+    with device_arrays.installed():
+        x = device_arrays.DeviceArray(np.zeros(3))
+        table = np.arange(7, dtype=np.int64)
+        device_arrays.events.clear()
+        first = _util.like(x, table)
+        assert device_arrays.events == [("h2d", "cupy.asarray")]
+        device_arrays.events.clear()
+        assert _util.like(x, np.arange(7, dtype=np.int64)) is first  # (an equal table)
+        assert device_arrays.events == []
+        assert _util.like(x, table.astype(np.int32)) is not first  # (another dtype)
+    assert _util.like(np.zeros(3), table) is table  # beside a host array: the table itself

@@ -65,7 +65,8 @@ def _grouped_concatenate(xp, arrays, axis):
 
 
 _DEVICE_TABLES = collections.OrderedDict()  # (device, dtype, shape, bytes) -> device copy
-_DEVICE_TABLES_KEPT = 256
+_DEVICE_TABLE_BYTES = 64 << 20  # kept in all (the least recently used go first)
+_device_table_bytes = 0
 _tables_lock = threading.Lock()
 
 
@@ -73,8 +74,9 @@ def like(a, table):
     """``table``, a small array made on the host (an index table, a weight matrix), where array
     ``a`` lies: itself beside a NumPy array, a device copy beside a device array (CuPy takes no
     host arrays as operands; without the copy the op would leave the device altogether). Device
-    copies are kept (the last 256 tables), so the same call again copies nothing: a CUDA graph
+    copies are kept (64 MiB of them), so the same call again copies nothing: a CUDA graph
     capture, which refuses host-to-device copies, follows a warm-up call."""
+    global _device_table_bytes
     xp = array_module(a)
     if xp is np:
         return table
@@ -87,10 +89,13 @@ def like(a, table):
             _DEVICE_TABLES.move_to_end(key)
             return found
     found = xp.asarray(table)
-    with _tables_lock:
-        _DEVICE_TABLES[key] = found
-        if len(_DEVICE_TABLES) > _DEVICE_TABLES_KEPT:
-            _DEVICE_TABLES.popitem(last=False)
+    if table.nbytes <= _DEVICE_TABLE_BYTES // 4:
+        with _tables_lock:
+            if key not in _DEVICE_TABLES:
+                _DEVICE_TABLES[key] = found
+                _device_table_bytes += table.nbytes
+            while _device_table_bytes > _DEVICE_TABLE_BYTES:
+                _device_table_bytes -= _DEVICE_TABLES.popitem(last=False)[1].nbytes
     return found
 
 
