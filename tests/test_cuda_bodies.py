@@ -64,8 +64,8 @@ STAGED = {
     "ties ordered row by row on the host": """
         topk.default kthvalue.default""",
     "not yet written for device arrays": """
-        _fft_c2c.default addbmm.default block_diag.default
-        bucketize.Scalar bucketize.Tensor col2im.default complex.default diag_embed.default
+        _fft_c2c.default addbmm.default
+        bucketize.Scalar bucketize.Tensor diag_embed.default
         frexp.Tensor grid_sampler_2d.default grid_sampler_3d.default im2col.default
         max_unpool2d.default max_unpool3d.default mode.default polar.default scatter_reduce.two
         searchsorted.Scalar searchsorted.Tensor adaptive_max_pool2d.default

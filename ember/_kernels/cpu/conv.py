@@ -40,7 +40,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..._core import strides as _st
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
-from ._util import array_module, nd, wrap
+from ._util import array_module, contiguous, nd, wrap
 from . import gemm, grid_copy
 from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
@@ -372,11 +372,12 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride):
     a3 = a if a.ndim == 3 else a[None]
     n, c = a3.shape[0], shape[-3]
     cols = a3.reshape(n, c, *kernel_size, *out)
-    res = np.zeros((n, c, *[o + 2 * p for o, p in zip(output_size, padding)]), a.dtype)
+    res = array_module(a).zeros((n, c, *[o + 2 * p for o, p in zip(output_size, padding)]),
+                                a.dtype)
     for i, j in itertools.product(range(kernel_size[0]), range(kernel_size[1])):
         res[:, :, i * dilation[0]: i * dilation[0] + stride[0] * (out[0] - 1) + 1: stride[0],
             j * dilation[1]: j * dilation[1] + stride[1] * (out[1] - 1) + 1: stride[1]] += \
             cols[:, :, i, j]
     res = res[:, :, padding[0]: padding[0] + output_size[0],
               padding[1]: padding[1] + output_size[1]]
-    return wrap(np.ascontiguousarray(res).reshape(shape))
+    return wrap(contiguous(res).reshape(shape))

@@ -68,7 +68,7 @@ def frexp_Tensor(self):
 def complex(real, imag):  # noqa: A001  (the op's name)
     dt = check_complex(real, imag)
     re, im = np.broadcast_arrays(nd(real), nd(imag))
-    out = np.empty(re.shape, dt._np)
+    out = array_module(re).empty(re.shape, dt._np)
     if dt is D.complex32:  # (two float16 fields)
         out["real"], out["imag"] = re, im
     else:

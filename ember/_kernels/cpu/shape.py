@@ -440,7 +440,7 @@ def linalg_cross(self, other, dim=-1):
 
 def block_diag(tensors):
     mats, shape, dtype = R.block_diag_shape(tensors)
-    r = np.zeros(shape, dtype._np)
+    r = _util.array_module(nd(tensors[0]) if tensors else None).zeros(shape, dtype._np)
     i = j = 0
     for t, (h, w) in zip(tensors, mats):
         r[i:i + h, j:j + w] = nd(t).reshape(h, w)
