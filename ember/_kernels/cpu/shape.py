@@ -214,7 +214,7 @@ def _reduce_at(r, pos, v, how, include_self):
     else:
         _UFUNC[how].at(r, pos, v)
     if how == "mean":
-        count = np.full(r.shape, 1 if include_self else 0, np.int64)
+        count = _util.array_module(r).full(r.shape, 1 if include_self else 0, np.int64)
         np.add.at(count, pos, 1)
         safe = np.maximum(count, 1)
         if r.dtype.kind in "iu":
@@ -415,13 +415,14 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
     shape, d1, d2 = R.diag_embed_shape(self, offset, dim1, dim2)
     a = _as_nd(nd(self))
     n = shape[d1]
-    z = np.zeros(a.shape[:-1] + (n, n), a.dtype)
-    k = np.arange(a.shape[-1])
+    xp = _util.array_module(a)
+    z = xp.zeros(a.shape[:-1] + (n, n), a.dtype)
+    k = xp.arange(a.shape[-1])
     z[..., k + max(-offset, 0), k + max(offset, 0)] = a
     # the two new dims sit last in z; move them to dim1, dim2 (in increasing order)
     order = sorted([(d1, -2), (d2, -1)])
     z = np.moveaxis(z, [s for _, s in order], [d for d, _ in order])
-    return wrap(np.ascontiguousarray(z))
+    return wrap(_util.contiguous(z))
 
 
 def trace(self):
