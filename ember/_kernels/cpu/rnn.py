@@ -24,7 +24,7 @@ from ..._core import dtype as D
 from .gemm import matmul as _matmul
 from ..._core.blas import products_of
 from ..rules.rnn import GRU, LSTM, RNN_TANH, rnn_layer_shapes
-from ._util import nd, wrap
+from ._util import array_module, contiguous, nd, wrap
 from . import rnn_cells
 
 
@@ -37,8 +37,14 @@ def _arr(t):
 
 
 def _res(a, dt):
-    a = np.ascontiguousarray(a)
+    a = contiguous(a)
     return wrap(a if a.dtype == dt._np else a.astype(dt._np))
+
+
+def _sigmoid(a, out):
+    """``expit(a, out=out)`` on device arrays (SciPy's ufunc is the host's)."""
+    xp = array_module(a)
+    return xp.divide(1, xp.exp(-a) + 1, out=out)
 
 
 def _steps(bs, reverse):
@@ -71,7 +77,7 @@ def _previous(seq, first, bs, reverse):
 def _final(seq, first, bs, reverse):
     """Each sequence's final state: its row at its last step in recurrence order (``first``
     when the sequence is empty)."""
-    fin = np.array(first)
+    fin = first.copy()
     if not bs:
         return fin
     steps = _steps(bs, reverse)
@@ -100,12 +106,15 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
     if b_hh is not None and mode != GRU:
         gi += b_hh
     w_hhT = w_hh.T
-    out = np.empty((x.shape[0], H), gi.dtype)
-    ws = np.empty((x.shape[0], ws_shape[-1]), gi.dtype)
+    xp = array_module(x)  # (a GPU runs this body on device arrays too)
+    out = xp.empty((x.shape[0], H), gi.dtype)
+    ws = xp.empty((x.shape[0], ws_shape[-1]), gi.dtype)
+    sigmoid = expit if xp is np else _sigmoid
     h0 = _arr(hx).astype(gi.dtype, copy=False)
     c0 = _arr(cx).astype(gi.dtype, copy=False) if mode == LSTM else None
     h, c = h0, c0  # the state of the rows the current step runs
-    cells = rnn_cells.module(gi.dtype) if mode == LSTM else None  # a step's gate math in C
+    # a step's gate math in C, on host memory
+    cells = rnn_cells.module(gi.dtype) if mode == LSTM and xp is np else None
     with np.errstate(all="ignore"), products_of(N * H * G):
         for t, o, b in _steps(bs, reverse):
             if h.shape[0] > b:  # sequences ended (packed input, forward direction)
@@ -122,9 +131,9 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
             elif mode == LSTM:
                 g = ws[rows, :G]  # i, f, g, o after their activations
                 np.add(gi[rows], gh, out=g)
-                expit(g[:, :2 * H], out=g[:, :2 * H])
+                sigmoid(g[:, :2 * H], out=g[:, :2 * H])
                 np.tanh(g[:, 2 * H:3 * H], out=g[:, 2 * H:3 * H])
-                expit(g[:, 3 * H:], out=g[:, 3 * H:])
+                sigmoid(g[:, 3 * H:], out=g[:, 3 * H:])
                 c_new = ws[rows, G:]
                 np.multiply(g[:, H:2 * H], c, out=c_new)
                 c_new += g[:, :H] * g[:, 2 * H:3 * H]
@@ -136,7 +145,7 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
                 w = ws[rows]  # r, z, n, W_hn h + b_hn
                 rz = w[:, :2 * H]
                 np.add(gi[rows, :2 * H], gh[:, :2 * H], out=rz)
-                expit(rz, out=rz)
+                sigmoid(rz, out=rz)
                 w[:, 3 * H:] = gh[:, 2 * H:]
                 n = w[:, 2 * H:3 * H]
                 np.multiply(w[:, :H], gh[:, 2 * H:], out=n)
@@ -154,7 +163,7 @@ def _rnn_layer(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, reverse, b
     # fresh arrays: a sequence's final state is a row of out/ws (or h0/c0 when T == 0)
     hy = _res(_final(out, h0, bs, reverse), dt)
     cy = _res(_final(ws[:, G:], c0, bs, reverse), dt) if mode == LSTM \
-        else wrap(np.empty((0,), dt._np))
+        else wrap(xp.empty((0,), dt._np))
     return _res(out.reshape(out_shape), dt), hy, cy, _res(ws.reshape(ws_shape), dt)
 
 
@@ -172,13 +181,14 @@ def _rnn_layer_backward(input, weight_ih, weight_hh, bias_ih, bias_hh, hx, cx, o
     go = _arr(grad_output).reshape(R, H)
     h_prev = _previous(out, _arr(hx), bs, reverse)  # (rows, H): the state each step started from
     dh = _arr(grad_hy).astype(out.dtype, copy=True)  # per sequence: the gradient of its state
-    dgi = np.empty((R, G), out.dtype)  # gradient of the pre-activations, input side
-    dgh = dgi if mode != GRU else np.empty((R, G), out.dtype)  # ... recurrent side
+    xp = array_module(out)
+    dgi = xp.empty((R, G), out.dtype)  # gradient of the pre-activations, input side
+    dgh = dgi if mode != GRU else xp.empty((R, G), out.dtype)  # ... recurrent side
     # the recurrence backwards: the forward's steps in reverse order
     steps = _steps(bs, not reverse)
     with np.errstate(all="ignore"), products_of(N * H * G):
-        cells = rnn_cells.module(out.dtype) if mode == LSTM else None
-        if cells is not None:  # a step's gate math in C
+        cells = rnn_cells.module(out.dtype) if mode == LSTM and xp is np else None
+        if cells is not None:  # a step's gate math in C (host memory)
             dc = _arr(grad_cy).astype(out.dtype, copy=True)
             c_prev = _previous(ws[:, G:], _arr(cx), bs, reverse)
             go, ws = np.ascontiguousarray(go), np.ascontiguousarray(ws)
