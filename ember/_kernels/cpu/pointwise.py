@@ -32,7 +32,7 @@ from . import generated as _generated
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,
                                check_polygamma_order, check_rounding_mode, clamp_operands,
                                result_dtype)
-from ._util import array_of, nd, wrap
+from ._util import array_module, array_of, nd, wrap
 from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcdiv_values,
                                addcmul_values, angle_values, clamp_values, digamma_values,
                                floor_divide, fmod_values, frac_values, isneginf_values,
@@ -562,7 +562,7 @@ def abs_(self):
 def polar(abs, angle):  # noqa: A002
     rdt = check_polar(abs, angle)
     r, t = nd(abs), nd(angle)
-    out = np.empty(np.broadcast_shapes(r.shape, t.shape), rdt._np)
+    out = array_module(r).empty(np.broadcast_shapes(r.shape, t.shape), rdt._np)
     with _quiet():
         np.multiply(r, np.cos(t), out=out.real)
         np.multiply(r, np.sin(t), out=out.imag)

@@ -289,17 +289,17 @@ def _adaptive_max(name, k, self, output_size):
         # positions past a window's end repeat its last element: max and first argmax unchanged
         tables.append(np.minimum(start[:, None] + np.arange(kmax), (end - 1)[:, None]))
     # gather (B, O1, K1, O2, K2, ...) with open-mesh index tables, then move K's last
-    idx = np.ix_(*[t.ravel() for t in tables])
+    idx = np.ix_(*[like(a, t.ravel()) for t in tables])
     win = a[(slice(None), *idx)].reshape(b, *[d for t in tables for d in t.shape])
     win = win.transpose(0, *range(1, 2 * k, 2), *range(2, 2 * k + 1, 2)).reshape(b, *output_size,
                                                                                 -1)
     arg = np.argmax(win, axis=-1)
     vals = np.take_along_axis(win, arg[..., None], -1)[..., 0]
     koffs = np.unravel_index(arg, [t.shape[1] for t in tables])
-    flat = np.zeros(arg.shape, np.int64)
+    flat = 0
     for i, t in enumerate(tables):
-        o = np.arange(output_size[i]).reshape([-1 if j == i else 1 for j in range(k)])
-        flat = flat * spatial[i] + t[o, koffs[i]]
+        o = like(a, np.arange(output_size[i]).reshape([-1 if j == i else 1 for j in range(k)]))
+        flat = flat * spatial[i] + like(a, t)[o, koffs[i]]
     return (wrap(vals.astype(x.dtype, copy=False).reshape(shape)), wrap(flat.reshape(shape)))
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..._core import dtype as D
 from ..._core import strides as _st
 from . import _stl
-from ._util import own, wrap
+from ._util import array_of, own, wrap
 from ..rules.sorting import (_not_implemented, check_bucketize, check_histc, check_searchsorted,
                              check_selection, check_sort, kthvalue_shape, selection_dim, topk_shape)
 
@@ -383,13 +383,15 @@ def _searchsorted(seq, values, self_shape, self_dtype, out_int32, right, side, s
     s = _keys(seq)
     if sorter is not None:
         s = np.take_along_axis(s, sorter._nd(), -1)
-    v = np.asarray(values, dtype=np.float64 if _KEY.get(self_dtype) else None)
+    v = array_of(values)
+    if _KEY.get(self_dtype):
+        v = v.astype(np.float64)
     if s.ndim == 1:
         r = np.searchsorted(s, v, np_side)
     else:  # one search per leading row (each row has its own boundaries)
         rows, vrows = s.reshape(-1, s.shape[-1]), v.reshape(-1, v.shape[-1])
         r = np.stack([np.searchsorted(b, x, np_side) for b, x in zip(rows, vrows)])
-    return wrap(own(np.asarray(r).reshape(self_shape).astype(rdt._np)))
+    return wrap(own(array_of(r).reshape(self_shape).astype(rdt._np)))
 
 
 def searchsorted_Tensor(sorted_sequence, self, out_int32=False, right=False, side=None,
