@@ -290,7 +290,7 @@ def _eligible(arrays, min_numel=MIN_NUMEL):
             size = a.size
         if a.dtype != dt:
             return None
-        if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray):
+        if a.__class__ is not np.ndarray and not isinstance(a, (np.ndarray, np.generic)):
             return None  # a device array (a CUDA op running its CPU body): NumPy's calls take it
     if size < min_numel or dt not in _FLOAT_DTYPES or not enabled():
         return None
