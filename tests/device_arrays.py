@@ -106,21 +106,12 @@ class DeviceArray(np.lib.mixins.NDArrayOperatorsMixin):
     def __setitem__(self, key, value):
         self._a[_unwrap(key, "indexing")] = _unwrap(value, "assignment")
 
-    @property
-    def real(self):
-        return _wrap(self._a.real)
-
-    @real.setter
-    def real(self, value):
-        self._a.real = _unwrap(value, "assignment")
-
-    @property
-    def imag(self):
-        return _wrap(self._a.imag)
-
-    @imag.setter
-    def imag(self, value):
-        self._a.imag = _unwrap(value, "assignment")
+    def _part(name):  # noqa: N805  (a property factory, called in the class body)
+        """The ``real``/``imag`` property, settable as CuPy's (``a.real = values``)."""
+        return property(lambda self: _wrap(getattr(self._a, name)),
+                        lambda self, value: setattr(self._a, name, _unwrap(value, "assignment")))
+    real, imag = _part("real"), _part("imag")
+    del _part
 
     def get(self):
         """The host copy (CuPy's explicit device-to-host copy)."""

@@ -97,6 +97,17 @@ def assert_same(e, t, rtol=1e-5, atol=1e-6, check_stride=False):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
 
 
+def assert_identical(got, want):
+    """NumPy arrays ``got`` and ``want`` hold the same values, signs of zero and NaN positions
+    (complex: part by part) — stricter than assert_same, for values at zeros and infinities."""
+    for x, y in ([(got.real, want.real), (got.imag, want.imag)] if np.iscomplexobj(want)
+                 else [(got, want)]):
+        assert np.array_equal(np.isnan(x), np.isnan(y)), (x, y)
+        ok = ~np.isnan(y)
+        assert np.array_equal(x[ok], y[ok]), (x[ok], y[ok])
+        assert np.array_equal(np.signbit(x[ok]), np.signbit(y[ok])), (x[ok], y[ok])
+
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 

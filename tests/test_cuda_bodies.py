@@ -72,18 +72,25 @@ STAGED = {
 _STAGED = {name: cause for cause, names in STAGED.items() for name in names.split()}
 
 
-def _device_ops():
-    """The op table's overloads a GPU runs through their CPU bodies: name -> their entries."""
+def _through_cpu_body(op):
+    """Whether a GPU runs ``op`` through its CPU body: a CPU kernel, no CUDA kernel, and
+    shared.eligible (in-place only where WRITES_ON_DEVICE lists it)."""
+    keys = {str(k).split(".")[-1] for k in op._entry.kernels}
+    return "CPU" in keys and "CUDA" not in keys and shared.eligible(op)
+
+
+def _device_ops(form):
+    """The op table's overloads of ``form`` ("name" or "inplace") a GPU runs through their CPU
+    bodies: overload name -> the table's entries for it."""
     found = {}
     for info in OPS:
-        op = overload(ember.ops, info.name)
-        keys = {str(k).split(".")[-1] for k in op._entry.kernels}
-        if "CPU" in keys and "CUDA" not in keys and shared.eligible(op):
-            found.setdefault(info.name, []).append(info)
+        name = getattr(info, form)
+        if name is not None and _through_cpu_body(overload(ember.ops, name)):
+            found.setdefault(name, []).append(info)
     return found
 
 
-_OPS = _device_ops()
+_OPS = _device_ops("name")
 
 
 def _on_device(v):
@@ -184,21 +191,7 @@ def test_large_calls_on_device_arrays_leave_the_generated_c_kernels_out(name, ex
     _same(got, expected, name, rtol=1e-5, atol=1e-6)  # (NumPy's calls beside C's)
 
 
-def _inplace_device_ops():
-    """In-place overloads of the table a GPU runs through their CPU bodies (shared.py's
-    WRITES_ON_DEVICE): name -> their entries."""
-    found = {}
-    for info in OPS:
-        if info.inplace is None:
-            continue
-        op = overload(ember.ops, info.inplace)
-        keys = {str(k).split(".")[-1] for k in op._entry.kernels}
-        if "CPU" in keys and "CUDA" not in keys and shared.eligible(op):
-            found.setdefault(info.inplace, []).append(info)
-    return found
-
-
-_INPLACE = _inplace_device_ops()
+_INPLACE = _device_ops("inplace")
 
 
 def _copied(v):
@@ -257,8 +250,7 @@ class _Watch(ember.utils._python_dispatch.TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         values = func._normalize(*args, **(kwargs or {}))  # as its kernels take them
-        keys = {str(k).split(".")[-1] for k in func._entry.kernels}
-        if "CPU" not in keys or "CUDA" in keys or not shared.eligible(func):
+        if not _through_cpu_body(func):
             return func(*args, **(kwargs or {}))
         name = str(func)
         self.checked.add(name)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from helpers import to_np
+from helpers import assert_identical, to_np
 
 torch = pytest.importorskip("torch")
 
@@ -30,13 +30,7 @@ def _numbers(t):
 
 
 def _identical(e, t):
-    """Equal values, signs of zero and NaN positions (complex: part by part)."""
-    a, b = _numbers(e), _numbers(t)
-    for x, y in ([(a.real, b.real), (a.imag, b.imag)] if np.iscomplexobj(b) else [(a, b)]):
-        assert np.array_equal(np.isnan(x), np.isnan(y)), (x, y)
-        ok = ~np.isnan(y)
-        assert np.array_equal(x[ok], y[ok]), (x[ok], y[ok])
-        assert np.array_equal(np.signbit(x[ok]), np.signbit(y[ok])), (x[ok], y[ok])
+    assert_identical(_numbers(e), _numbers(t))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])

@@ -20,7 +20,7 @@ def array_module(a):
     """The module computing on array ``a``: NumPy, or CuPy for a device array. The CUDA key runs
     some CPU kernel bodies on device arrays (``ember/_kernels/cuda/shared.py``); a body that
     makes new arrays asks this for the module that makes them."""
-    if a.__class__ is np.ndarray:
+    if a.__class__ is np.ndarray or isinstance(a, np.generic):
         return np
     root = type(a).__module__.partition(".")[0]
     return sys.modules[root] if root == "cupy" else np
