@@ -143,6 +143,17 @@ def test_nextafter_and_floor_divide_at_the_edges_as_on_the_cpu(dtype):
         _same_bits(getattr(ember, name)(x.cuda(), y.cuda()), cpu)
 
 
+def test_float32_subnormals_are_kept_as_on_the_cpu():
+    """CuPy compiles its kernels flushing float32 subnormals to zero unless ember's runtime
+    tells it otherwise (ember/cuda/_subnormals.py): ufuncs, a reduction and ember's raw binary
+    kernel, at and around the smallest subnormal."""
+    x = ember.tensor([1e-40, -1e-40, 1.4e-45, 0.0, 3.0] * 8, dtype=ember.float32)
+    for fn in (ember.sqrt, ember.sign, ember.log, ember.ceil, ember.logical_not,
+               lambda t: ember.atan2(t, ember.zeros_like(t)), lambda t: t * 1.0, lambda t: t + t,
+               lambda t: t[:3].sum(), lambda t: t[:2].amin()):
+        _same_bits(fn(x.cuda()), fn(x))
+
+
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_reciprocal_rsqrt_and_logs_at_zeros_as_on_the_cpu(dtype):
     parts = [0.0, -0.0, 1.0, -2.5]

@@ -16,10 +16,10 @@ from ember._kernels.cuda import fused
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (the test extra)")
 
 
-def _compile(text, name, arch=b"sm_90"):
+def _compile(text, name, arch=b"sm_90", options=()):
     err, prog = nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    opts = [b"--gpu-architecture=" + arch, b"-std=c++17"]
+    opts = [b"--gpu-architecture=" + arch, b"-std=c++17"] + [o.encode() for o in options]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     # a bytearray: NVRTC writes into the buffer, and b" " * 1 would be CPython's shared one-byte
@@ -101,6 +101,58 @@ def test_a_broken_source_is_reported():
                            "broken.cu")
     assert err != nvrtc.nvrtcResult.NVRTC_SUCCESS
     assert "undefined_name" in log
+
+
+# CuPy 14.2's compiler module as far as its compile options go (cupy/cuda/compiler.py): each
+# function finds the next through the module's globals, as there
+_CUPY_COMPILER = """
+def _compile_module_with_cache(source, options=(), *, arch=None, backend="nvrtc"):
+    return _compile_with_cache_cuda(source, options, arch, backend=backend)
+
+def _compile_with_cache_cuda(source, options, arch, extra_source=None, backend="nvrtc"):
+    options += ("-ftz=true",)
+    if backend == "nvcc":
+        return compile_using_nvcc(source, options, arch)
+    return _compile_using_nvrtc_no_warning(source, options, arch)
+
+def _compile_using_nvrtc_no_warning(source, options, arch, filename="kern.cu"):
+    return ptx(source, options)
+
+def compile_using_nvcc(source, options=(), arch=None, filename="kern.cu"):
+    return ptx(source, options)
+"""
+
+
+def _flushing_instructions(ptx):
+    return [line.strip() for line in ptx.splitlines() if ".ftz." in line]
+
+
+def test_cupy_kernels_keep_float32_subnormals():
+    """ember's CUDA runtime makes CuPy compile without flushing float32 subnormals (CuPy appends
+    -ftz=true to every compile; PyTorch's kernels keep them): the PTX NVRTC makes of a kernel
+    CuPy's compiler module is asked for has no .ftz instruction once ember has wrapped it, and
+    had before; a compile that does not come through _compile_module_with_cache still flushes."""
+    import types
+    from ember.cuda import _subnormals
+
+    def ptx(source, options):
+        err, log, out = _compile(source, "kern.cu", b"compute_90", options)
+        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log
+        return out
+
+    compiler = types.ModuleType("cupy.cuda.compiler")
+    compiler.ptx = ptx
+    exec(_CUPY_COMPILER, compiler.__dict__)
+    source = 'extern "C" __global__ void k(float* x) { x[0] = sqrtf(x[0]) * x[1]; }'
+    assert len(_flushing_instructions(compiler._compile_module_with_cache(source))) == 2
+    assert _subnormals.keep_subnormals(compiler)
+    assert _subnormals.keep_subnormals(compiler)  # once only
+    for options in ((), ("-std=c++17",), (_subnormals.KEEP,)):
+        assert _flushing_instructions(compiler._compile_module_with_cache(source, options)) == []
+    assert _flushing_instructions(compiler._compile_module_with_cache(source,
+                                                                      backend="nvcc")) == []
+    assert len(_flushing_instructions(compiler._compile_with_cache_cuda(source, (), None))) == 2
+    assert not _subnormals.keep_subnormals(types.ModuleType("cupy.cuda.compiler"))
 
 
 # sm_90's most shared memory a block may take (227 KiB): Triton checks it only when it loads a

@@ -23,11 +23,12 @@ import itertools
 import mmap
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import _device_assert
+from . import _device_assert, _subnormals
 
 __all__ = ["Runtime", "SimulatedRuntime", "CupyRuntime", "DeviceOutOfMemory", "DeviceProperties",
            "get_runtime", "simulated"]
@@ -502,6 +503,11 @@ class CupyRuntime(Runtime):
 
     def __init__(self):
         import cupy
+        import cupy.cuda.compiler
+        # before any kernel is compiled: CuPy's binaries are kept in memory and on disk
+        if not _subnormals.keep_subnormals(cupy.cuda.compiler):
+            warnings.warn(f"CuPy {cupy.__version__}'s compiler is not the one ember knows: "
+                          "its kernels flush float32 subnormals to zero (PyTorch's keep them)")
         self.cupy = cupy
         self.rt = cupy.cuda.runtime
         self._events = {}  # handle -> (device, timing)
