@@ -40,7 +40,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..._core import strides as _st
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
-from ._util import array_module, contiguous, nd, wrap
+from ._util import array_module, contiguous, nd, strided_view, wrap
 from . import gemm, grid_copy
 from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
@@ -80,10 +80,10 @@ def _windows(x, ksize, stride, padding, dilation, groups, out):
     n, c = x.shape[:2]
     k = len(ksize)
     st = xp.strides
-    return as_strided(xp, (n, *out, *ksize, groups, c // groups),
-                      (st[0], *[st[1 + i] * stride[i] for i in range(k)],
-                       *[st[1 + i] * dilation[i] for i in range(k)], st[-1] * (c // groups),
-                       st[-1]))
+    return strided_view(xp, (n, *out, *ksize, groups, c // groups),
+                        (st[0], *[st[1 + i] * stride[i] for i in range(k)],
+                         *[st[1 + i] * dilation[i] for i in range(k)], st[-1] * (c // groups),
+                         st[-1]))
 
 
 def _chunks(n, per_sample_bytes):
@@ -360,10 +360,9 @@ def im2col(self, kernel_size, dilation, padding, stride):
     x = nd(self)
     x4 = x if x.ndim == 4 else x[None]
     if x4.shape[0] == 0:
-        return wrap(np.zeros(shape, x.dtype))
+        return wrap(array_module(x).zeros(shape, x.dtype))
     view = _windows(x4, kernel_size, stride, padding, dilation, 1, out)  # (N,oh,ow,kh,kw,1,C)
-    return wrap(np.ascontiguousarray(view[:, :, :, :, :, 0].transpose(0, 5, 3, 4, 1, 2))
-                .reshape(shape))
+    return wrap(contiguous(view[:, :, :, :, :, 0].transpose(0, 5, 3, 4, 1, 2)).reshape(shape))
 
 
 def col2im(self, output_size, kernel_size, dilation, padding, stride):

@@ -36,7 +36,7 @@ def _fft_c2r(self, dim, normalization, last_dim_size):
     dims, shape, dtype = fft_c2r_rule(self, dim, last_dim_size)
     a = nd(self)
     if not dims:
-        return wrap(np.array(a.real, dtype=dtype._np))
+        return wrap(a.real.astype(dtype._np))
     sizes = [shape[d] for d in dims]
     out = np.fft.irfftn(a, s=sizes, axes=dims, norm="forward")
     return wrap(_normalize(out.astype(dtype._np, copy=False), normalization, math.prod(sizes)))
@@ -46,7 +46,7 @@ def _fft_c2c(self, dim, normalization, forward):
     dims, shape, dtype = fft_c2c_rule(self, dim)
     a = nd(self)
     if not dims:
-        return wrap(np.array(a, dtype=dtype._np))
+        return wrap(a.astype(dtype._np))
     out = np.fft.fftn(a, axes=dims) if forward else np.fft.ifftn(a, axes=dims, norm="forward")
     n = math.prod(self._size[d] for d in dims)
     return wrap(_normalize(out.astype(dtype._np, copy=False), normalization, n))

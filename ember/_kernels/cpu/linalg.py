@@ -74,8 +74,9 @@ def baddbmm(self, batch1, batch2, beta=1, alpha=1):
 
 def addbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_addbmm(self, batch1, batch2)
-    prod = _matmul(nd(batch1), nd(batch2)).sum(0) if batch1._size[0] else \
-        np.zeros(shape, batch1._dtype._np)
+    b1 = nd(batch1)
+    prod = _matmul(b1, nd(batch2)).sum(0) if batch1._size[0] else \
+        array_module(b1).zeros(shape, batch1._dtype._np)
     return _scaled_sum(prod, nd(self), beta, alpha, shape, batch1._dtype)
 
 

@@ -8,7 +8,7 @@ from ..._core import dtype as D
 from ..rules.pointwise import check_complex, check_frexp
 from . import pointwise as _pw
 from .pointwise_values import _ufunc
-from ._util import array_module, nd, wrap
+from ._util import array_module, array_of, nd, wrap
 
 
 def heaviside_values(x, values, dt):
@@ -61,8 +61,8 @@ _pw.BINARY.update(BINARY)
 def frexp_Tensor(self):
     check_frexp(self)
     a = nd(self)
-    m, e = np.frexp(np.asarray(a, np.float32) if self._dtype is D.bfloat16 else a)
-    return wrap(np.asarray(m).astype(self._dtype._np)), wrap(np.asarray(e).astype(np.int32))
+    m, e = np.frexp(a.astype(np.float32) if self._dtype is D.bfloat16 else a)
+    return wrap(array_of(m).astype(self._dtype._np)), wrap(array_of(e).astype(np.int32))
 
 
 def complex(real, imag):  # noqa: A001  (the op's name)

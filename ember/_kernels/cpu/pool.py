@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from ..._core import dtype as D
-from ._util import array_module, array_of, contiguous, like, nd, strided_view, wrap
+from ._util import (array_module, array_of, check_index_range, contiguous, like, nd, strided_view,
+                    wrap)
 from ..rules.pool import (_float_or_long, _x, check_adaptive, check_avg_pool,
                           check_fractional_max_pool, check_fractional_max_pool_backward,
                           check_max_unpool, check_pool, check_pool_backward)
@@ -328,10 +329,12 @@ def _max_unpool(name, k, self, indices, output_size):
     x, idx = nd(self), nd(indices)
     b = math.prod(shape[:-k])
     n = math.prod(output_size)
-    res = np.zeros((b, n), x.dtype)
+    res = array_module(x).zeros((b, n), x.dtype)
     if x.size:
         flat = idx.reshape(b, -1)
-        if flat.size and (flat.min() < 0 or flat.max() >= n):
+        if array_module(flat) is not np:  # a device-side check, as ATen's CUDA kernel asserts
+            check_index_range(flat, 0, n, RuntimeError, "max_unpool: found an invalid max index")
+        elif flat.size and (flat.min() < 0 or flat.max() >= n):
             bad = flat[(flat < 0) | (flat >= n)][0]
             raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                                f"{_x(output_size)}")
