@@ -35,6 +35,7 @@ from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_po
 from ._util import array_module, array_of, nd, wrap
 from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcdiv_values,
                                addcmul_values, angle_values, clamp_values, digamma_values,
+                               erfinv_values,
                                floor_divide, fmod_values, frac_values, isneginf_values,
                                isposinf_values, left_shift, lerp_values, lgamma_values,
                                logaddexp_values, logit_values, nan_to_num_values,
@@ -130,7 +131,7 @@ UNARY = {
     "logit": logit_values,
     "erf": _half_as_float(_sp.erf),
     "erfc": _half_as_float(_sp.erfc),
-    "erfinv": _half_as_float(_sp.erfinv),
+    "erfinv": _half_as_float(erfinv_values),
     "lgamma": _half_as_float(lgamma_values),
     "digamma": _half_as_float(digamma_values),
     "polygamma": polygamma_values,

@@ -54,7 +54,9 @@ def sigmoid_values(x):
 
 
 def relu(x, dt):
-    return np.maximum(x, x.dtype.type(0))
+    # x < 0 ? 0 : x, as ATen's clamp_min(x, 0) and the generated C kernel: relu(-0.0) is -0.0
+    # and NaN stays (np.maximum gives +0.0 at -0.0)
+    return np.where(x < 0, x.dtype.type(0), x)
 
 
 def _ufunc(f):
@@ -91,8 +93,12 @@ def sign_values(x, dt):
 def sgn_values(x, dt):
     if dt._category != D.COMPLEX:
         return sign_values(x, dt)
+    # each part divided by the real |x|, as ATen's z / std::abs(z): a complex division would
+    # lose the sign of a zero part (-0+1j) and make NaN of both parts of an infinite one
     a = np.abs(x)
-    return np.where(a == 0, x.dtype.type(0), x / np.where(a == 0, 1, a))
+    safe = np.where(a == 0, a.dtype.type(1), a)
+    return np.where(a == 0, x.dtype.type(0),
+                    from_parts(array_module(x), x.real / safe, x.imag / safe))
 
 
 def _integral_identity(f):
@@ -166,8 +172,19 @@ def logit_values(x, dt, eps):
 
 
 def lgamma_values(x):
-    # PyTorch: lgamma(-inf) = +inf (|Gamma| grows without bound); SciPy's gammaln gives -inf
-    return np.where(x == -np.inf, x.dtype.type(np.inf), _sp.gammaln(x))
+    # PyTorch: lgamma(-inf) = +inf (|Gamma| grows without bound); SciPy's gammaln gives -inf,
+    # and +inf for a float64 subnormal (its 1/x overflows) where lgamma(x) is -log|x| to
+    # double precision (std::lgamma's value)
+    r = np.where(x == -np.inf, x.dtype.type(np.inf), _sp.gammaln(x))
+    if x.dtype != np.float64:
+        return r
+    with np.errstate(divide="ignore"):
+        return np.where(np.abs(x) < np.finfo(np.float64).tiny, -np.log(np.abs(x)), r)
+
+
+def erfinv_values(x):
+    # SciPy's erfinv(-0.0) is +0.0; PyTorch's keeps the sign
+    return np.where(x == 0, x, _sp.erfinv(x))
 
 
 def digamma_values(x):

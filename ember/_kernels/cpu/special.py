@@ -75,11 +75,26 @@ def zeta_values(x, q):
 
 
 def igamma_values(a, x, dt):
-    return _in_float(_sp.gammainc)(a, x, dt)
+    return _at_boundaries(a, x, _in_float(_sp.gammainc)(a, x, dt), 1)
 
 
 def igammac_values(a, x, dt):
-    return _in_float(_sp.gammaincc)(a, x, dt)
+    return _at_boundaries(a, x, _in_float(_sp.gammaincc)(a, x, dt), 0)
+
+
+def _at_boundaries(a, x, r, at_infinite_x):
+    """``r`` with ATen's boundary values (calc_igamma/calc_igammac), the first case that holds
+    deciding: a NaN operand decides nothing before its turn, so igamma(NaN, 0) is 0 and
+    igamma(inf, NaN) is 0 where SciPy gives NaN. ``at_infinite_x``: the value at x = inf (1
+    for igamma, 0 for igammac), which the cases a = 0 and x = 0 mirror. (Applied last case
+    first, so that an earlier case overrides a later one.)"""
+    where, isinf = np.where, np.isinf
+    at_zero_x, nan = 1 - at_infinite_x, np.nan
+    r = where(isinf(x), at_infinite_x, r)
+    r = where(isinf(a), where(isinf(x), nan, at_zero_x), r)
+    r = where(x == 0, at_zero_x, r)
+    r = where(a == 0, where(x > 0, at_infinite_x, nan), r)
+    return where((x < 0) | (a < 0), nan, r).astype(r.dtype, copy=False)
 
 
 def _degree(n):
