@@ -87,6 +87,19 @@ def test_signed_zeros_and_subnormals_of_unary_ops(name, dtype):
                          rtol=1e-2 if dtype in ("float16", "bfloat16") else 1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_and_fmin_keep_the_first_operand_at_a_tie(name, dtype):
+    """fmax(0.0, -0.0) is 0.0 and fmax(-0.0, 0.0) -0.0 in PyTorch at every length; NumPy's and
+    libm's gave either. Also at a length that takes the generated C kernel. (PyTorch's bfloat16
+    kernel keeps the second; ember's keeps the first in every dtype.)"""
+    for n in (1, 64):
+        (ea, eb), (ta, tb) = _grid(dtype, 2, _EDGES * n if n == 1 else _EDGES)
+        if n > 1:
+            ea, eb, ta, tb = (x.repeat(n) for x in (ea, eb, ta, tb))
+        _identical(getattr(ember, name)(ea, eb), getattr(torch, name)(ta, tb))
+
+
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_sgn_divides_each_part_by_the_absolute_value(dtype):
     parts = [0.0, -0.0, 1.0, -2.5, 1e30, _INF, -_INF, _NAN]

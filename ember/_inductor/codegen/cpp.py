@@ -82,6 +82,10 @@ def prelude(vector_math, streaming=False):
         "/* NaN-propagating max/min (torch.maximum/minimum, clamp) */",
         "#define EMBER_MAX(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))",
         "#define EMBER_MIN(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))",
+        "/* fmax/fmin (torch.fmax/fmin): NaN only where both are; the first operand at a tie",
+        "   (fmax(0.0, -0.0) is 0.0), as ATen's, where libm's may give either */",
+        "#define EMBER_FMAX(a, b) (((b) != (b) || (a) >= (b)) ? (a) : (b))",
+        "#define EMBER_FMIN(a, b) (((b) != (b) || (a) <= (b)) ? (a) : (b))",
         "/* bfloat16 <-> float, rounding to nearest even; NaN stays NaN */",
         "static inline float ember_bf16_to_float(uint16_t h)",
         "{ uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }",
@@ -375,6 +379,12 @@ class CppOverrides:
     clamp_min = maximum
     clamp_max = minimum
 
+    def fmax(self, a, b):
+        return self._bin("EMBER_FMAX({a}, {b})", a, b)
+
+    def fmin(self, a, b):
+        return self._bin("EMBER_FMIN({a}, {b})", a, b)
+
     def where(self, c, a, b):
         return self.kernel.cse(f"{c} ? {a} : {b}", a.dtype)
 
@@ -439,8 +449,7 @@ class CppOverrides:
 # ops that are a libm call of the same name (sinf / sin by dtype)
 for _name in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos",
               "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-              "erf", "erfc", "floor", "ceil", "trunc", "atan2", "hypot", "copysign", "fmax",
-              "fmin"):
+              "erf", "erfc", "floor", "ceil", "trunc", "atan2", "hypot", "copysign"):
     def _libm(self, *args, _n=_name):
         if not _is_float(args[0].dtype):
             if _n in ("floor", "ceil", "trunc"):

@@ -53,6 +53,16 @@ def sigmoid_values(x):
     return one / (one + np.exp(-x))
 
 
+def fmax_values(a, b, dt):
+    # NaN only where both are, and the first operand at a tie (fmax(0.0, -0.0) is 0.0), as
+    # ATen's (NumPy's fmax gives either zero)
+    return np.where(np.isnan(b) | (a >= b), a, b)
+
+
+def fmin_values(a, b, dt):
+    return np.where(np.isnan(b) | (a <= b), a, b)
+
+
 def relu(x, dt):
     # x < 0 ? 0 : x, as ATen's clamp_min(x, 0) and the generated C kernel: relu(-0.0) is -0.0
     # and NaN stays (np.maximum gives +0.0 at -0.0)
