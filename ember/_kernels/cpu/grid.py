@@ -7,20 +7,22 @@ grid_sampler: each spatial axis of the grid gives, per output point, a few taps 
 validity, weight, d weight / d grid coordinate): one for nearest, two for bilinear, four for
 bicubic. The product of the axes' taps are the corners; the forward gathers each corner for all
 channels at once and sums weight * value; the backward scatters grad * weight into the input
-(one ``bincount``) and sums grad * value * d weight into the grid. The coordinate rules
-(unnormalize, border clipping, reflection, their gradients) follow ATen's GridSamplerKernel.cpp.
+(a ``bincount`` per corner; on device arrays a scatter-add) and sums grad * value * d weight
+into the grid. The coordinate rules (unnormalize, border clipping, reflection, their gradients)
+follow ATen's GridSamplerKernel.cpp.
 
 Antialiased upsampling is separable: an ``(out, in)`` weight matrix per axis, built by ATen's
 ``_compute_indices_min_size_weights_aa`` (PIL's filters, normalized per output); the backward
 multiplies by the transposes.
 """
+import functools
 import itertools
 import math
 
 import numpy as np
 
 from ..registration import register
-from ._util import nd, wrap
+from ._util import array_module, contiguous, like, nd, wrap
 from .resample import _apply, _scale
 from ..rules.grid import (BICUBIC, BORDER, NEAREST, REFLECTION, _AA, _FILTERS, _shape_str,
                           check_grid_sampler, check_upsample_aa)
@@ -121,7 +123,9 @@ def _axis_taps(coord, size, mode, padding_mode, align_corners, k):
         else:
             i0 = np.floor(src)
             t = src - i0
-            dt = np.broadcast_to(gpad * scale, t.shape)
+            dt = gpad * scale
+            if isinstance(dt, float):  # zeros padding (gpad 1): a float64 array on t's device
+                dt = array_module(t).full(t.shape, dt)
             taps = [(i0, 1 - t, -dt), (i0 + 1, t, dt)]
     out = []
     for pos, w, dw in taps:
@@ -139,7 +143,8 @@ def _corners(input_spatial, grid, mode, padding_mode, align_corners):
     strides = [math.prod(input_spatial[j + 1:]) for j in range(k)]
     for combo in itertools.product(*axes):
         flat = sum(idx * s for (idx, _, _, _), s in zip(combo, strides))
-        valid = np.logical_and.reduce([v for _, v, _, _ in combo])
+        # pairwise: a ufunc's reduce over a list first makes the list one (host) array
+        valid = functools.reduce(np.logical_and, [v for _, v, _, _ in combo])
         ws = [w for _, _, w, _ in combo]
         weight = math.prod(ws)
         dweights = [dw * math.prod(ws[:j] + ws[j + 1:]) for j, (_, _, _, dw) in enumerate(combo)]
@@ -166,7 +171,7 @@ def _grid_sampler(k):
     def kernel(input, grid, interpolation_mode, padding_mode, align_corners):
         shape = check_grid_sampler(k, input, grid, interpolation_mode, padding_mode)
         x, xf, gf = _flatten(input, grid)
-        out = np.zeros(xf.shape[:2] + gf.shape[1:2], xf.dtype)
+        out = array_module(xf).zeros(xf.shape[:2] + gf.shape[1:2], xf.dtype)
         # non-finite grid values flow through as ATen's (NaN weights, out-of-range taps)
         with np.errstate(invalid="ignore", over="ignore"):
             for flat, valid, w, _ in _corners(x.shape[2:], gf, interpolation_mode, padding_mode,
@@ -192,17 +197,22 @@ def _grid_sampler_backward(k):
             xf, gf = xf.astype(np.float32), gf.astype(np.float32)
         n, c, p = xf.shape
         go = nd(grad_output).reshape(n, c, gf.shape[1]).astype(xf.dtype, copy=False)
-        g_input = np.zeros(n * c * p, np.float64) if output_mask[0] else None
-        g_grid = np.zeros(gf.shape, xf.dtype)
-        # input index of every (batch, channel) row, for one bincount per corner
-        row = (np.arange(n * c).reshape(n, c, 1) * p)
+        xp = array_module(xf)
+        g_input = xp.zeros(n * c * p, np.float64) if output_mask[0] else None
+        g_grid = xp.zeros(gf.shape, xf.dtype)
+        # input index of every (batch, channel) row, for one scatter per corner
+        row = (xp.arange(n * c).reshape(n, c, 1) * p)
         with np.errstate(invalid="ignore", over="ignore"):
             for flat, valid, w, dws in _corners(x.shape[2:], gf, interpolation_mode,
                                                 padding_mode, align_corners) if go.size else ():
                 if g_input is not None:
-                    contrib = np.where(valid[:, None, :], go * w[:, None, :], 0)
-                    g_input += np.bincount((row + flat[:, None, :]).ravel(), contrib.ravel(),
-                                           minlength=n * c * p)
+                    contrib = np.where(valid[:, None, :], go * w[:, None, :], 0).ravel()
+                    idx = (row + flat[:, None, :]).ravel()
+                    if xp is np:
+                        g_input += np.bincount(idx, contrib, minlength=n * c * p)
+                    else:  # (CuPy's bincount reads the largest index back to size its result)
+                        import cupyx  # CuPy's scatter-add: atomic adds, one kernel
+                        cupyx.scatter_add(g_input, idx, contrib.astype(np.float64))
                 if interpolation_mode != NEAREST:
                     v = np.einsum("ncq,ncq->nq", go, _gather(xf, flat, valid))
                     for j, dw in enumerate(dws):
@@ -273,9 +283,9 @@ def _apply_uint8(x, mats):
         if m.shape[0] == m.shape[1]:
             continue
         w, bits = _fixed_point(m)
-        a = np.moveaxis(np.moveaxis(a, axis, -1) @ w.T, -1, axis)
+        a = np.moveaxis(np.moveaxis(a, axis, -1) @ like(a, w.T), -1, axis)
         a = np.clip((a + (1 << (bits - 1))) >> bits, 0, 255)
-    return np.ascontiguousarray(a.astype(np.uint8))
+    return contiguous(a.astype(np.uint8))
 
 
 def _upsample_aa(name):
@@ -283,7 +293,7 @@ def _upsample_aa(name):
         shape = check_upsample_aa(name, self._size, output_size, self._dtype)
         x = nd(self)
         if 0 in shape:
-            return wrap(np.zeros(shape, x.dtype))
+            return wrap(array_module(x).zeros(shape, x.dtype))
         ct = np.float64 if x.dtype == np.uint8 else x.dtype
         mats = _aa_mats(name, x.shape, output_size, align_corners, [scales_h, scales_w],
                         np.dtype(ct))
@@ -308,7 +318,7 @@ def _upsample_aa_backward(name):
                                f"{grad_output._size[i]}")
         g = nd(grad_output)
         if 0 in input_size or 0 in shape:
-            return wrap(np.zeros(tuple(input_size), g.dtype))
+            return wrap(array_module(g).zeros(tuple(input_size), g.dtype))
         mats = _aa_mats(name, input_size, output_size, align_corners, [scales_h, scales_w],
                         g.dtype)
         return wrap(_apply(g, mats, transpose=True))
