@@ -3,16 +3,19 @@ by dim, consecutive), bincount, histc, searchsorted and bucketize.
 
 Everything that selects by rank goes through one stable sort (:func:`stable_argsort`: NaN sorts
 last ascending and first descending, ties keep their input order), so the indices PyTorch's
-stable CPU sort returns are reproduced. The shape/dtype rules and errors (``check_*``,
-``*_shape``) are shared with the Meta kernels in ``meta/sorting.py``; the ops whose output size
-depends on the data (unique, bincount) have no Meta kernel, as in PyTorch.
+stable CPU sort returns are reproduced. Where ATen picks among ties with a C++ selection
+instead (topk, kthvalue), the rows with ties replay it on the host; on device arrays (a GPU,
+where finding those rows would read them back) the vectorised pick stands. The shape/dtype
+rules and errors (``check_*``, ``*_shape``) are shared with the Meta kernels in
+``meta/sorting.py``; the ops whose output size depends on the data (unique, bincount) have no
+Meta kernel, as in PyTorch.
 """
 import numpy as np
 
 from ..._core import dtype as D
 from ..._core import strides as _st
 from . import _stl
-from ._util import array_of, own, wrap
+from ._util import array_module, array_of, own, wrap
 from ..rules.sorting import (_not_implemented, check_bucketize, check_histc, check_searchsorted,
                              check_selection, check_sort, kthvalue_shape, selection_dim, topk_shape)
 
@@ -88,19 +91,22 @@ def _atens_topk_row(row, k, largest, sorted_):  # noqa: A002
 def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002  (schema name)
     d, shape = topk_shape(self, k, dim)
     a = self._nd()
+    xp = array_module(a)
     if a.ndim == 0:  # the value itself, whatever k (0 or 1)
-        return wrap(a.copy()), wrap(np.zeros((), np.int64))
+        return wrap(a.copy()), wrap(xp.zeros((), np.int64))
     keys = np.moveaxis(_keys(self), d, -1)
     n = keys.shape[-1]
     rows = keys.reshape(_st.numel(keys.shape[:-1]), n)
     order = stable_argsort(rows, 1, largest)
     idx = order[:, :k].copy()
-    if k:
+    if k and xp is np:
         # Where the first k + 1 values in order hold no tie, the answer is the sorted one
         # (ATen's partial sort for small k sorts them even when sorted=False); ties there
         # (which of equal values, in which order) and the order nth_element leaves for
         # sorted=False with a large k are whatever the C++ selection ATen runs leaves, so those
-        # rows replay it (in Python: ~1 ms per 1000-element row).
+        # rows replay it (in Python: ~1 ms per 1000-element row). On a GPU the sorted answer
+        # stands, ties in input order (PyTorch's CUDA topk, a radix select, does not follow
+        # the CPU's tie order either).
         head = np.take_along_axis(rows, order[:, :k + 1], 1)
         tied = ((head[:, 1:] == head[:, :-1]) | ((head[:, 1:] != head[:, 1:]) &
                                                  (head[:, :-1] != head[:, :-1]))).any(axis=1)
@@ -176,19 +182,20 @@ def _quick_select(row, k):
 
 
 def kthvalue(self, k, dim=-1, keepdim=False):
-    d, shape = kthvalue_shape(self, k, dim, keepdim)
+    d, shape = kthvalue_shape(self, k, dim, keepdim)  # (1 <= k <= n: no empty slice)
     keys = np.moveaxis(_keys(self), d, -1)
     n = keys.shape[-1]
-    if n == 0:
-        return _select_rank(self, d, shape, np.array(k - 1))
     rows = keys.reshape(-1, n)
     kth = np.sort(rows, axis=-1)[:, k - 1:k]  # NumPy sorts NaN last, as ATen's order does
     # where the k-th value occurs once its index is unambiguous; where it is tied, the index is
-    # the one ATen's quickselect ends on, so those rows replay it
+    # the one ATen's quickselect ends on, so those rows replay it. On a GPU the first of the
+    # tied indices stands (PyTorch's CUDA kthvalue, a radix select, does not follow the CPU's
+    # choice either).
     same = (rows == kth) | ((rows != rows) & (kth != kth))
     picks = np.argmax(same, axis=-1)
-    for r in np.nonzero(same.sum(axis=-1) > 1)[0]:
-        picks[r] = _quick_select(rows[r], k - 1)
+    if array_module(rows) is np:
+        for r in np.nonzero(same.sum(axis=-1) > 1)[0]:
+            picks[r] = _quick_select(rows[r], k - 1)
     a = self._nd()
     a = np.moveaxis(a.reshape(1) if a.ndim == 0 else a, d, -1)
     vals = np.take_along_axis(a.reshape(-1, n), picks[:, None], -1)
@@ -234,21 +241,31 @@ def nanmedian(self):
 def mode(self, dim=-1, keepdim=False):
     d, shape = selection_dim("mode", self, dim, keepdim)
     a = self._nd()
+    xp = array_module(a)
     if a.ndim == 0 or a.size == 0:  # one element (index 0) or no slices at all
-        return _result(self, a.copy(), np.zeros(a.shape, np.int64), shape)
+        return _result(self, a.copy(), xp.zeros(a.shape, np.int64), shape)
     keys = np.moveaxis(_keys(self), d, -1)
     n = keys.shape[-1]
     rows = keys.reshape(-1, n)
-    order = np.argsort(rows, axis=1, kind="stable")
-    s = np.take_along_axis(rows, order, 1)
-    # run length so far at each sorted position; its first maximum ends the longest run of the
-    # smallest value, whose last element (stable sort) has the largest input index, as PyTorch
-    new_run = np.ones(s.shape, bool)
+    s = np.sort(rows, axis=1)
+    # the runs of equal sorted values (NaN != NaN: each NaN a run of its own): a stable sort of
+    # the 'no run starts here' flags lists a row's run starts first, in order, then n stands
+    # for the runs it lacks; a run's length is the next start less its own (CuPy has no
+    # maximum.accumulate to carry each run's start along)
+    new_run = xp.ones(s.shape, bool)
     new_run[:, 1:] = s[:, 1:] != s[:, :-1]
-    pos = np.arange(n)
-    run_len = pos - np.maximum.accumulate(np.where(new_run, pos, 0), axis=1) + 1
-    j = np.argmax(run_len, axis=1)[:, None]
-    idx = np.take_along_axis(order, j, 1)
+    starts = np.where(xp.arange(n) < new_run.sum(axis=1, keepdims=True),
+                      np.argsort(~new_run, axis=1, kind="stable"), n)
+    length = xp.empty_like(starts)
+    length[:, :-1] = starts[:, 1:] - starts[:, :-1]
+    length[:, -1] = n - starts[:, -1]
+    # the first longest run holds the smallest most frequent value, reported at its last index
+    # (PyTorch's, where its std::sort keeps ties in order: rows of up to 16); a NaN mode (only
+    # an all-NaN row has one: each NaN is a run of one, sorted last) at index 0
+    first = np.take_along_axis(starts, np.argmax(length, axis=1)[:, None], 1)
+    value = np.take_along_axis(s, first, 1)
+    last = (n - 1) - np.argmax((rows == value)[:, ::-1], axis=1)[:, None]
+    idx = np.where(value == value, last, 0)
     values = np.take_along_axis(np.moveaxis(a, d, -1).reshape(-1, n), idx, 1)
     return _result(self, values, idx, shape)
 
@@ -378,6 +395,33 @@ def histc(self, bins=100, min=0, max=0):  # noqa: A002
 # -- searchsorted / bucketize ----------------------------------------------------------------
 
 
+def _search_rows(s, v, side):
+    """``np.searchsorted`` of each row of ``v`` (its last dim) in the same row of ``s``, in
+    NumPy's order (NaN last). NumPy's and CuPy's searchsorted take one row of boundaries; here
+    every value is searched at once, a branchless bisection whose steps depend on the row length
+    alone (no loop over the rows, nothing read back)."""
+    xp = array_module(s)
+    m = s.shape[-1]
+    v = v.reshape(_st.numel(s.shape[:-1]), v.shape[-1])
+    if m == 0:
+        return xp.zeros(v.shape, np.int64)
+    flat = s.reshape(-1)
+    v_nan = v != v if v.dtype.kind == "f" else None
+
+    def before(b):  # whether boundary b counts before the value
+        if side == "left":
+            return b < v if v_nan is None else (b < v) | (v_nan & (b == b))
+        return b <= v if v_nan is None else (b <= v) | v_nan
+
+    first = xp.arange(0, flat.size, m)[:, None]  # each row's first boundary in flat
+    base, n = first, m  # the position sought lies in [base, base + n] (less first)
+    while n > 1:
+        half = n // 2
+        base = base + half * before(flat[base + half])
+        n -= half
+    return base - first + before(flat[base])
+
+
 def _searchsorted(seq, values, self_shape, self_dtype, out_int32, right, side, sorter):
     np_side, rdt = check_searchsorted(seq, self_shape, self_dtype, out_int32, right, side, sorter)
     s = _keys(seq)
@@ -386,11 +430,8 @@ def _searchsorted(seq, values, self_shape, self_dtype, out_int32, right, side, s
     v = array_of(values)
     if _KEY.get(self_dtype):
         v = v.astype(np.float64)
-    if s.ndim == 1:
-        r = np.searchsorted(s, v, np_side)
-    else:  # one search per leading row (each row has its own boundaries)
-        rows, vrows = s.reshape(-1, s.shape[-1]), v.reshape(-1, v.shape[-1])
-        r = np.stack([np.searchsorted(b, x, np_side) for b, x in zip(rows, vrows)])
+    # N-d boundaries: each leading row has its own
+    r = np.searchsorted(s, v, np_side) if s.ndim == 1 else _search_rows(s, v, np_side)
     return wrap(own(array_of(r).reshape(self_shape).astype(rdt._np)))
 
 
