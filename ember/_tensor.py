@@ -253,7 +253,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad=True):
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if self._grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
@@ -752,6 +752,15 @@ class Tensor:
 # The slots that hold the TensorImpl's fields (what a new Python object over the same tensor
 # copies): not the weak references nor the attributes of one Python object.
 IMPL_SLOTS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
+def requires_grad_of_factory(t):
+    """``t.requires_grad_()`` for a factory's ``requires_grad=True`` (and ``nn.Parameter``):
+    PyTorch's factories refuse a dtype that cannot in other words than ``requires_grad_``."""
+    if not (t._dtype.is_floating_point or t._dtype.is_complex):
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    return t.requires_grad_()
 
 
 def _rewrap(src, cls):

@@ -20,6 +20,7 @@ from .._core import dtype as D
 from .._core.symint import SymInt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
+from .._tensor import requires_grad_of_factory
 from .overload import default_value, ops, py_name
 from .registry import FACTORY_CATEGORY
 from .._core.codegen import compile_source
@@ -471,7 +472,7 @@ def _gen(fname, cands, method):
             indent = "    "
         if factory:
             fn_lines.append(f"{indent}r = {call}")
-            fn_lines.append(f"{indent}return r.requires_grad_() if requires_grad else r")
+            fn_lines.append(f"{indent}return _factory_grad(r) if requires_grad else r")
         else:
             fn_lines.append(f"{indent}return {call}")
         if numbers:
@@ -639,7 +640,7 @@ def generate(tensor_cls):
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
-              "_NA": _NODEFAULT, "_missing": _missing,
+              "_NA": _NODEFAULT, "_missing": _missing, "_factory_grad": requires_grad_of_factory,
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
               "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
     for base, items in by_name.items():

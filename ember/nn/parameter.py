@@ -2,7 +2,7 @@
 uninitialized placeholders used by the Lazy* modules."""
 from collections import OrderedDict
 
-from .._tensor import Tensor, make_tensor
+from .._tensor import Tensor, make_tensor, requires_grad_of_factory
 from ..overrides import _disabled_torch_function_impl
 
 __all__ = ["Parameter", "UninitializedParameter", "is_lazy", "Buffer", "UninitializedBuffer",
@@ -16,7 +16,8 @@ def _make_subclass(cls, data, requires_grad):
                     data._device, cls=cls)
     t._vc = data._vc
     t._keyset = data._keyset
-    t.requires_grad_(requires_grad)
+    if requires_grad:
+        requires_grad_of_factory(t)
     return t
 
 

@@ -260,10 +260,8 @@ def einsum(equation, tensors, path=None):
     for i, (s, t) in enumerate(zip(subs, tensors)):
         for c, n in zip(s, t._size):
             if c in sizes and sizes[c] != n and 1 not in (sizes[c], n):
-                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
-                                   f"(original->remapped): subscript {c} has size {n} for operand "
-                                   f"{i} which does not broadcast with previously seen size "
-                                   f"{sizes[c]}")
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which "
+                                   f"does not broadcast with previously seen size {sizes[c]}")
             sizes[c] = max(sizes.get(c, n), n)
     operands = [_einsum_diagonals(t, list(s)) for s, t in zip(subs, tensors)]
     if len(operands) == 1:

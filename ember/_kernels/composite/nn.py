@@ -240,11 +240,10 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
     aten = _aten
     class_dim = 0 if self.dim() == 1 else 1
     n_classes = self._size[class_dim]
-    if target._dtype._category == D.FLOATING:   # class probabilities
-        if self._size != target._size:
-            raise RuntimeError(f"Expected input and target to have the same shape when target "
-                               f"holds probabilities, got {list(self._size)} and "
-                               f"{list(target._size)}")
+    if self._size == target._size:  # class probabilities (ATen decides by the shapes)
+        if target._dtype._category != D.FLOATING:
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {target._dtype._short}")
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:

@@ -131,7 +131,8 @@ def nll_loss_shapes(self, target, weight, reduction, ignore_index):
         raise RuntimeError(f"size mismatch (got input: {_fmt(self._size)}, target: "
                            f"{_fmt(target._size)})")
     if target._dtype is not D.int64 and target._dtype is not D.uint8:
-        raise RuntimeError(f"expected scalar type Long but found {target._dtype._short}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{target._dtype._short}")
     n_classes = self._size[-1]
     if weight is not None and weight.numel() != n_classes:
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes "

@@ -255,7 +255,7 @@ def check_masked_fill(self, mask, value=None, scalar=None):
     must fit self's dtype, as for ``fill_``."""
     if mask._dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask._dtype.name}")
+                           f"{mask._dtype._cpp}")
     if value is not None and value.dim() != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.dim()} dimension(s).")
@@ -276,7 +276,7 @@ def check_masked_select(self, mask):
 def check_masked_scatter(self, mask, source):
     if mask._dtype is not D.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{mask._dtype.name}")
+                           f"{mask._dtype._short}")
     if source._dtype is not self._dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got"
                            f"{self._dtype._short} and {source._dtype._short}")
