@@ -100,13 +100,6 @@ def test_fmax_and_fmin_keep_the_first_operand_at_a_tie(name, dtype):
         _identical(getattr(ember, name)(ea, eb), getattr(torch, name)(ta, tb))
 
 
-@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-def test_complex_sgn_divides_each_part_by_the_absolute_value(dtype):
-    parts = [0.0, -0.0, 1.0, -2.5, 1e30, _INF, -_INF, _NAN]
-    (ez,), (tz,) = _grid(dtype, 1, [complex(a, b) for a in parts for b in parts])
-    _edges_identical(ember.sgn(ez), torch.sgn(tz))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", ["igamma", "igammac"])
 def test_incomplete_gamma_boundaries_in_atens_order(name, dtype):

@@ -103,12 +103,10 @@ def sign_values(x, dt):
 def sgn_values(x, dt):
     if dt._category != D.COMPLEX:
         return sign_values(x, dt)
-    # each part divided by the real |x|, as ATen's z / std::abs(z): a complex division would
-    # lose the sign of a zero part (-0+1j) and make NaN of both parts of an infinite one
+    # x / |x| as a complex division, as ATen's scalar loop (its vectorised loop, for longer
+    # tensors, divides part by part: -0+1j keeps its -0 there, inf+0j gives NaN+0j)
     a = np.abs(x)
-    safe = np.where(a == 0, a.dtype.type(1), a)
-    return np.where(a == 0, x.dtype.type(0),
-                    from_parts(array_module(x), x.real / safe, x.imag / safe))
+    return np.where(a == 0, x.dtype.type(0), x / np.where(a == 0, 1, a))
 
 
 def _integral_identity(f):
