@@ -212,3 +212,10 @@ def test_return_types_module_names_the_namedtuples_and_pickles_them():
     assert type(r) is ember.return_types.sort and r._fields == ("values", "indices")
     back = pickle.loads(pickle.dumps(r))
     assert type(back) is ember.return_types.sort and back.indices.tolist() == [[1, 2, 0]]
+
+
+def test_return_types_print_as_pytorchs(torch):
+    """One field a line, under the module's name (``torch.return_types.max(\nvalues=...``)."""
+    got = repr(ember.tensor([[3.0, 1.0], [2.0, 4.0]]).max(0))
+    want = repr(torch.tensor([[3.0, 1.0], [2.0, 4.0]]).max(0))
+    assert got.replace("ember.", "torch.") == want

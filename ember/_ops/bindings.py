@@ -16,6 +16,7 @@ import importlib
 import numbers
 import operator
 
+from .._core import api_name as _api_name
 from .._core import dtype as D
 from .._core.symint import SymInt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
@@ -611,12 +612,19 @@ _return_types = {}
 _return_types_module = importlib.import_module("ember.return_types")
 
 
+def _return_type_repr(self):
+    # PyTorch's structseq form: one field a line
+    fields = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+    return f"{_api_name.name}.return_types.{type(self).__name__}(\n{fields})"
+
+
 def return_type(name, fields):
     key = (name, fields)
     t = _return_types.get(key)
     if t is None:
         t = collections.namedtuple(name, fields)
         t.__module__ = "ember.return_types"
+        t.__repr__ = _return_type_repr
         _return_types[key] = t
         setattr(_return_types_module, name, t)
     return t
