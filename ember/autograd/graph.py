@@ -149,7 +149,8 @@ class Node:
         self._seq_nr = n
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        # the Python class's name, as PyTorch's: AccumulateGrad, not torch::autograd::...
+        return f"<{self.name().rsplit('::', 1)[-1]} object at {hex(id(self))}>"
 
     # -- engine interface -----------------------------------------------------------------------
     def apply(self, grads):
