@@ -182,6 +182,11 @@ def ddp(torch, L, torchmetrics, path):
     out.update({"ddp/" + k: v for k, v in _state(model).items()})
     if trainer.global_rank == 0:
         np.savez(path, **out)
+    # both ranks leave together, through a torn-down process group: PyTorch's gloo group left
+    # to the interpreter's exit sometimes aborts a rank ("terminate called without an active
+    # exception"), and its launcher then kills the other, perhaps before the results are out
+    trainer.strategy.barrier()
+    torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -47,9 +47,13 @@ def ddp_results(tmp_path_factory):
                                str(directory)],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True) for lib in ("torch", "ember")]
-    for p in procs:
+    for lib, p in zip(("torch", "ember"), procs):
         out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0, out[-4000:]
+        # the oracle's own defect, after its results are written: gloo's threads abort a
+        # PyTorch rank at exit now and then (see _lightning_prog.ddp)
+        oracle_abort = (lib == "torch" and "terminate called without an active exception" in out
+                        and (directory / "ddp_torch.npz").exists())
+        assert p.returncode == 0 or oracle_abort, out[-4000:]
     return tuple(dict(np.load(directory / f"ddp_{lib}.npz")) for lib in ("torch", "ember"))
 
 
