@@ -227,7 +227,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         t = wrap_array(_data_to_array(data, dtype))
         if dev.type != "cpu" or pin_memory:
             t = _copy(t, None, dev, pin_memory)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 def _copy(t, dtype, dev, pin_memory=False):
@@ -306,9 +306,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
                       "program.", UserWarning, stacklevel=2)
     raw = np.frombuffer(view.cast("B"), dtype=np.uint8, count=count * size, offset=offset)
     t = _sharing(raw.view(dtype._np), dtype)
-    if requires_grad:
-        requires_grad_of_factory(t)
-    return t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 def deprecated_range(start, end, step=1, *, out=None, dtype=None, layout=None, device=None,
@@ -332,9 +330,7 @@ def deprecated_range(start, end, step=1, *, out=None, dtype=None, layout=None, d
     if out is not None:
         out.resize_(r.shape).copy_(r)
         r = out
-    if requires_grad:
-        requires_grad_of_factory(r)
-    return r
+    return requires_grad_of_factory(r, requires_grad)
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
@@ -366,7 +362,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                                                                     is_coalesced, None)
         t = ops.aten.sparse_coo_tensor.indices_size._call(indices, values, size, dtype, None,
                                                           dev, pin_memory, is_coalesced)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
@@ -396,7 +392,7 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
     if check_invariants:
         ops.aten._validate_sparse_csr_tensor_args.default._call(
             crow_indices, col_indices, values, tuple(t.shape), None)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -445,7 +441,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
             if t is not None else tensor(obj, dtype=dtype, device=device)
     else:
         t = as_tensor(obj, dtype=dtype, device=device)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,7 +582,7 @@ def reduce_tensor(t):
 
 def _rebuild_sparse(rebuild, args, requires_grad):
     t = rebuild(*args)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):
@@ -595,5 +591,5 @@ def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):
     else:
         storage = from_array(np.frombuffer(data, np.uint8).copy(), device)
     t = make_tensor(storage, size, stride, offset, dtype, device)
-    return requires_grad_of_factory(t) if requires_grad else t
+    return requires_grad_of_factory(t, requires_grad)
 

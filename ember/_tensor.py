@@ -754,9 +754,11 @@ class Tensor:
 IMPL_SLOTS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
 
 
-def requires_grad_of_factory(t):
-    """``t.requires_grad_()`` for a factory's ``requires_grad=True`` (and ``nn.Parameter``):
+def requires_grad_of_factory(t, requires_grad):
+    """``t``, set to require grad when a factory's (or ``nn.Parameter``'s) ``requires_grad`` asks:
     PyTorch's factories refuse a dtype that cannot in other words than ``requires_grad_``."""
+    if not requires_grad:
+        return t
     if not (t._dtype.is_floating_point or t._dtype.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")

@@ -473,7 +473,8 @@ def _gen(fname, cands, method):
             indent = "    "
         if factory:
             fn_lines.append(f"{indent}r = {call}")
-            fn_lines.append(f"{indent}return _factory_grad(r) if requires_grad else r")
+            # (the call only when asked: factories are on the hot path)
+            fn_lines.append(f"{indent}return _factory_grad(r, True) if requires_grad else r")
         else:
             fn_lines.append(f"{indent}return {call}")
         if numbers:

@@ -16,9 +16,7 @@ def _make_subclass(cls, data, requires_grad):
                     data._device, cls=cls)
     t._vc = data._vc
     t._keyset = data._keyset
-    if requires_grad:
-        requires_grad_of_factory(t)
-    return t
+    return requires_grad_of_factory(t, requires_grad)
 
 
 class _ParameterMeta(type):

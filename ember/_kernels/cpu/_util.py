@@ -75,10 +75,11 @@ def like(a, table):
     ``a`` lies: itself beside a NumPy array, a device copy beside a device array (CuPy takes no
     host arrays as operands; without the copy the op would leave the device altogether). Device
     copies are kept (64 MiB of them), so the same call again copies nothing: a CUDA graph
-    capture, which refuses host-to-device copies, follows a warm-up call."""
+    capture, which refuses host-to-device copies, follows a warm-up call. A scalar is an operand
+    CuPy takes as it is."""
     global _device_table_bytes
     xp = array_module(a)
-    if xp is np:
+    if xp is np or np.isscalar(table):
         return table
     table = np.ascontiguousarray(table)
     key = (getattr(getattr(a, "device", None), "id", None), table.dtype.str, table.shape,

@@ -156,8 +156,7 @@ def _avg_pool(name, k, self, kernel_size, stride, padding, ceil_mode, count_incl
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
     # integers divide truncating toward zero, as C++ does
-    if not np.isscalar(div):
-        div = like(s, div)
+    div = like(s, div)
     res = np.sign(s) * (np.abs(s) // div) if x.dtype.kind in "iu" else s / div
     return wrap(array_of(res).astype(x.dtype, copy=False).reshape(shape))
 
@@ -187,7 +186,7 @@ def _avg_pool_backward(name, k, grad_output, self, kernel_size, stride, padding,
         return wrap(np.zeros(self._size, g.dtype))
     div = _avg_divisor(spatial, out, kernel_size, stride, padding, count_include_pad,
                        divisor_override)
-    gd = g.reshape(b, *out).astype(cd) / (div if np.isscalar(div) else like(g, div))
+    gd = g.reshape(b, *out).astype(cd) / like(g, div)
     hi = [max(0, (o - 1) * s + kk - (n + p)) for o, s, kk, n, p in
           zip(out, stride, kernel_size, spatial, padding)]
     gp = array_module(g).zeros((b, *[n + p + h for n, p, h in zip(spatial, padding, hi)]), cd)
