@@ -11,7 +11,7 @@ import warnings
 import weakref
 
 from ._dispatch import dispatcher as _d
-from ._dispatch.keys import DEVICE_TO_BACKEND, DispatchKeySet, K, parse_key
+from ._dispatch.keys import DEVICE_TO_BACKEND, DispatchKeySet, K, below, parse_key
 from ._ops import overload as _ov
 
 fallthrough_kernel = _d.FALLTHROUGH
@@ -163,7 +163,7 @@ def _setup_entry(entry):
 
 from ._library.custom_ops import (CustomOpDef, OPDEFS, _fake_impls, backend_keys,  # noqa: E402
                                   fake_meta_kernel, make_autograd_kernel, python_kernel,
-                                  AutogradInfo)
+                                  AutogradInfo, autocast_kernel, vmap_kernel)
 from ._library.infer_schema import infer_schema  # noqa: E402,F401
 from ._library.opcheck import OpCheckError, opcheck  # noqa: E402,F401
 from ._library.triton import triton_op, wrap_triton  # noqa: E402,F401
@@ -236,6 +236,106 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1, allow_override=F
                                       "Meta", _debug=_caller_debug())
         return func
     return inner(func) if func is not None else inner
+
+
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """PyTorch 2.4 renamed this :func:`register_fake`; kept, with PyTorch's FutureWarning."""
+    warnings.warn("`torch.library.impl_abstract` was renamed to `torch.library.register_fake`. "
+                  "Please use that instead; we will remove `torch.library.impl_abstract` in a "
+                  "future version of PyTorch.", FutureWarning, stacklevel=2)
+    return register_fake(qualname, func, lib=lib, _stacklevel=_stacklevel + 1)
+
+
+def _resolve_for_registration(op, registration_name):
+    """The CustomOpDef behind ``op``, else its "ns::name[.overload]" (PyTorch's check)."""
+    if not isinstance(op, (str, _ov.OpOverload, CustomOpDef)):
+        raise ValueError(f"{registration_name}({op}): got unexpected type for op: {type(op)}")
+    opdef = _opdef(op)
+    if opdef is not None:
+        return opdef
+    return op._entry.qualname if isinstance(op, _ov.OpOverload) else op
+
+
+def register_vmap(op, func=None, /, *, lib=None):
+    """Give ``op`` a batching rule: ``func(info, in_dims, *args, **kwargs)`` returns
+    ``(output, out_dims)`` (see ember/_functorch/user_rules.py)."""
+    op = _resolve_for_registration(op, "register_vmap")
+    if isinstance(op, CustomOpDef):
+        return op.register_vmap(func)
+    entry = _to_overload(op)._entry
+    if any(a.kwarg_only and a.base == "Tensor" for a in entry.schema.arguments):
+        raise NotImplementedError(
+            f"register_vmap with kwarg-only Tensor args. In the original definition of the op, "
+            f"please make your tensors not kwarg-only. Got: {entry.schema}")
+
+    def register(func):
+        _lib_for(entry, lib).impl(entry.qualname, vmap_kernel(entry, lambda: func),
+                                  "FuncTorchBatched", _debug=_caller_debug())
+        return func
+    return register(func) if func is not None else register
+
+
+def register_autocast(op, device_type, cast_inputs, /, *, lib=None):
+    """In an autocast region of ``device_type``, run ``op`` with its floating-point inputs on
+    that device cast to ``cast_inputs`` (float64 excepted) and autocast off."""
+    op = _resolve_for_registration(op, "register_autocast")
+    if isinstance(op, CustomOpDef):
+        return op.register_autocast(device_type, cast_inputs)
+    if not isinstance(device_type, str):  # PyTorch's argument parser, before its own check
+        raise TypeError(f"_is_autocast_available(): argument 'device_type' (position 1) must be "
+                        f"str, not {type(device_type).__name__}")
+    entry = _to_overload(op)._entry
+    key, kernel = autocast_kernel(entry, device_type, cast_inputs)
+    _lib_for(entry, lib).impl(entry.qualname, kernel, key, _kind=_d.PLAIN,
+                              _debug=_caller_debug())
+
+
+class _SafeKernelFunction:
+    """One kernel of an operator's dispatch table, as :func:`get_kernel` returns it:
+    ``call_boxed(keyset, *args, **kwargs)`` runs that kernel alone (it may redispatch below)."""
+
+    def __init__(self, entry, key, kernel):
+        self._entry, self._key, self._kernel = entry, key, kernel
+        self.op_handle = entry.overload
+
+    def __repr__(self):
+        return f"SafeKernelFunction(debug='{self._kernel.debug}')"
+
+    def call_boxed(self, keyset, *args, **kwargs):
+        entry, k = self._entry, self._kernel
+        values = entry.overload._normalize(*args, **kwargs)
+        ks = getattr(keyset, "repr_", keyset)
+        if k.fn is fallthrough_kernel:
+            return entry.redispatch(ks & below(self._key), *values)
+        if k.kind == _d.PLAIN:
+            return k.fn(*values)
+        if k.kind == _d.KEYSET:
+            return k.fn(ks, *values)
+        extra = (ks,) if k.kind == _d.BOXED_KEYSET else ()
+        return _d._boxed(k.fn, entry, extra)(*values)
+
+
+def get_kernel(op, dispatch_key):
+    """The kernel ``op``'s dispatch table holds for ``dispatch_key`` (its own, a composite
+    one, or a fallback, as the dispatcher computes it)."""
+    if not isinstance(op, (str, _ov.OpOverload)):
+        raise ValueError(f"get_kernel({op}): got unexpected type for op: {type(op)}")
+    entry = _d._lookup(op._entry.qualname if isinstance(op, _ov.OpOverload) else op)
+    try:
+        key = parse_key(dispatch_key)
+    except ValueError:
+        raise ValueError(f"Invalid dispatch key: {dispatch_key}") from None
+    kernel, _ = entry._slot(key)
+    if kernel is None:
+        raise RuntimeError(f"no kernel for {key.name} for {entry.qualname}")
+    return _SafeKernelFunction(entry, key, kernel)
+
+
+def get_ctx():
+    """The context of the fake implementation now running (its ``new_dynamic_size()`` makes
+    a data-dependent size); None outside one. See ``ember._library.fake_impl``."""
+    from ._library import fake_impl
+    return fake_impl.global_ctx_getter()
 
 
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):

@@ -1,5 +1,10 @@
 """``ember.device``, ``ember.layout`` and the memory formats."""
+import re
+
 from . import api_name
+
+# PyTorch's device string: a type, then optionally ":" and an index without leading zeros
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9]\d*|0))?\Z")
 
 # (the arguments, index) -> device: the devices made so far, built once (kernels and factories
 # make one per call). Bounded: a program naming many indices or spellings still gets correct,
@@ -30,14 +35,14 @@ class device:
             raise TypeError(f"device() received an invalid combination of arguments - got "
                             f"({type.__class__.__name__}), but expected one of:\n"
                             " * (str type, int index = -1)\n * (int device)")
-        name = type
-        if ":" in name:
-            if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was "
-                                   f"passed explicitly: {name}")
-            name, _, idx = name.partition(":")
-            if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}'")
+        if ":" in type and index is not None:
+            raise RuntimeError(f"type (string) must not include an index because index was "
+                               f"passed explicitly: {type}")
+        m = _DEVICE_STRING.match(type)
+        if m is None:
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        name, idx = m.groups()
+        if idx is not None:
             index = int(idx)
         if name not in cls._types:
             raise RuntimeError(

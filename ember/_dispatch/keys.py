@@ -158,6 +158,11 @@ class DispatchKeySet:
             self.repr_ = bit(keys) if keys >= 0 else 0
         elif isinstance(keys, int):
             self.repr_ = keys
+        elif isinstance(keys, str):
+            try:
+                self.repr_ = bit(DispatchKey[keys])
+            except KeyError:
+                raise RuntimeError(f"could not parse dispatch key: {keys}") from None
         else:
             self.repr_ = 0
             for k in keys:

@@ -17,6 +17,7 @@ import functools
 from .._dispatch import dispatcher as _d
 from .._dispatch import tls as _tls
 from .._dispatch.keys import DEVICE_TO_BACKEND, K, below
+from .fake_impl import meta_ctx_error, set_ctx_getter
 
 # "ns::name.overload" -> fake implementation (register_fake / Library._register_fake)
 _fake_impls = {}
@@ -115,6 +116,33 @@ def _requires_grad(v):
 
 
 # ---------------------------------------------------------------------------------------------
+# vmap and autocast rules
+
+def vmap_kernel(entry, rule_ref):
+    """The FuncTorchBatched kernel of an op with a ``register_vmap`` rule (``rule_ref()``)."""
+    from .._functorch.user_rules import run_vmap_rule
+    args = entry.schema.arguments
+    npos = sum(1 for a in args if not a.kwarg_only)
+    kw_names = [a.name for a in args if a.kwarg_only]
+
+    def kernel(*values):
+        return run_vmap_rule(rule_ref(), values[:npos], dict(zip(kw_names, values[npos:])))
+    return kernel
+
+
+def autocast_kernel(entry, device_type, cast_inputs):
+    """(dispatch key name, kernel) of a ``register_autocast`` rule, after PyTorch's checks."""
+    from ..amp.autocast_mode import is_autocast_available
+    from ..amp.policies import _AUTOCAST_KEY_OF_DEVICE, cast_inputs_kernel
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if not is_autocast_available(device_type) or device_type not in _AUTOCAST_KEY_OF_DEVICE:
+        raise ValueError(f"Device type '{device_type}' does not support autocast.")
+    return (_AUTOCAST_KEY_OF_DEVICE[device_type].name,
+            cast_inputs_kernel(entry, device_type, cast_inputs))
+
+
+# ---------------------------------------------------------------------------------------------
 # CustomOpDef
 
 # qualname -> its CustomOpDef (PyTorch's OPDEFS): the module-level ``register_*`` functions,
@@ -138,6 +166,8 @@ class CustomOpDef:
         self._entry = _d.get_entry(qualname)
         self._opoverload = self._entry.overload
         self._autograd_info = None
+        self._vmap_fn = None
+        self._autocast_dtype = {}  # device type -> the cast_inputs registered for it
         self._lib.impl(name, fake_meta_kernel(self._entry, self), "Meta", _debug=_where(fn))
         self._lib.impl(name, make_autograd_kernel(self._entry, lambda: self._autograd_info),
                        "Autograd", _kind=_d.KEYSET, _debug=_where(fn))
@@ -172,6 +202,27 @@ class CustomOpDef:
         ``setup_context(ctx, inputs, output)`` saves what it needs."""
         self._autograd_info = AutogradInfo(backward, setup_context)
 
+    def register_vmap(self, fn=None, /):
+        """``fn(info, in_dims, *args, **kwargs)`` returns ``(output, out_dims)``: the op's
+        batching rule under ``vmap`` (ember/_functorch/user_rules.py)."""
+        def register(fn):
+            need_register = self._vmap_fn is None
+            self._vmap_fn = fn
+            if need_register:
+                self._lib.impl(self._name, vmap_kernel(self._entry, lambda: self._vmap_fn),
+                               "FuncTorchBatched", _debug=_where(fn))
+            return fn
+        return register(fn) if fn is not None else register
+
+    def register_autocast(self, device_type, cast_inputs):
+        """Under autocast on ``device_type``, cast floating-point inputs to ``cast_inputs`` and
+        run with autocast off; the first registration per device type stays."""
+        key, kernel = autocast_kernel(self._entry, device_type, cast_inputs)
+        if device_type not in self._autocast_dtype:
+            self._autocast_dtype[device_type] = cast_inputs
+            self._lib.impl(self._name, kernel, key, _debug="registered by register_autocast")
+        return kernel
+
     def register_torch_dispatch(self, torch_dispatch_class, fn=None, /):
         from ..library import register_torch_dispatch
         return register_torch_dispatch(self._opoverload, torch_dispatch_class, fn,
@@ -204,5 +255,8 @@ def fake_meta_kernel(entry, owner):
             raise RuntimeError(f"There was no fake impl registered for {owner}. This is "
                                f"necessary for torch.compile/export/fx tracing to work. Please "
                                f"use `{short}.register_fake` to add an fake impl.")
-        return fn(*values[:npos], **dict(zip(kw_names, values[npos:])))
+        code = getattr(fn, "__code__", None)
+        source = f"{code.co_filename}:{code.co_firstlineno}" if code else "Python"
+        with set_ctx_getter(meta_ctx_error(entry.qualname, source)):
+            return fn(*values[:npos], **dict(zip(kw_names, values[npos:])))
     return meta

@@ -234,7 +234,10 @@ class FakeTensorMode(TorchDispatchMode):
         from .._library.custom_ops import fake_impl_for
         fake_fn = fake_impl_for(func)
         if fake_fn is not None:
-            with self:  # factories inside the fake impl make FakeTensors too
+            from .._library.fake_impl import FakeImplCtx, set_ctx_getter
+            ctx = FakeImplCtx(self, func)
+            # factories inside the fake impl make FakeTensors too
+            with self, set_ctx_getter(lambda: ctx):
                 return fake_fn(*args, **kwargs)
         return self._run_on_meta(func, args, kwargs)
 

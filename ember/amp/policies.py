@@ -111,6 +111,9 @@ TABLES = {
                    banned=_CUDA_BANNED),
 }
 _AUTOCAST_KEY = {"cpu": K.AutocastCPU, "cuda": K.AutocastCUDA}
+# every device type with an Autocast key (custom ops may register for those without tables)
+_AUTOCAST_KEY_OF_DEVICE = {"cpu": K.AutocastCPU, "cuda": K.AutocastCUDA, "xpu": K.AutocastXPU,
+                           "privateuseone": K.AutocastPrivateUse1}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,6 +260,35 @@ def _make_kernel(entry, device_type, policy_name):
         finally:
             tls.excluded = saved
     autocast_kernel.__name__ = f"autocast_{device_type}_{policy_name}"
+    return autocast_kernel
+
+
+def _cast(value, device_type, dtype):
+    """``value`` with its eligible tensors (lists and tuples searched) cast to ``dtype``."""
+    if hasattr(value, "_dtype"):
+        return _to(value, dtype) if _is_eligible(value, device_type) and \
+            value._dtype is not dtype else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, device_type, dtype) for v in value)
+    return value
+
+
+def cast_inputs_kernel(entry, device_type, dtype):
+    """The Autocast kernel ``ember.library.register_autocast`` gives a custom op: eligible
+    inputs cast to ``dtype``, then the op called again from the top with this device's autocast
+    off (no weight cache: PyTorch's custom-op rule casts each call)."""
+    own_bit = bit(_AUTOCAST_KEY_OF_DEVICE[device_type])
+    tls = _tls.state
+    call = entry.overload._call
+
+    def autocast_kernel(*args):
+        saved = tls.excluded
+        tls.excluded = saved | own_bit
+        try:
+            return call(*_cast(args, device_type, dtype))
+        finally:
+            tls.excluded = saved
+    autocast_kernel.__name__ = f"autocast_{device_type}_cast_inputs"
     return autocast_kernel
 
 

@@ -21,6 +21,7 @@ What each entry point does here:
   the inputs recorded at trace time (or at a scripted object's first call), with a marker; the
   loaded ``RecursiveScriptModule`` runs that program. Like ``ember.export``, the saved program is
   specialised to those input shapes.
+* ``script_if_tracing`` returns the function (traced like any other: see its docstring).
 * ``ignore``, ``unused``, ``export``, ``Final``, ``annotate``, ``Attribute``, ``fork``/``wait``
   (run synchronously, a completed ``ember.futures.Future``) behave as in eager PyTorch; calling
   an ``@unused`` method through a script module raises, as in PyTorch.
@@ -32,7 +33,7 @@ interfaces), the C++ runtime (``torch::jit::load``), files written by PyTorch's
 rewrite TorchScript IR; no equivalent is provided), and tracing of methods other than forward.
 """
 from ._internal import (Attribute, Final, annotate, export, fork, ignore,  # noqa: F401
-                        is_scripting, is_tracing, unused, wait)
+                        is_scripting, is_tracing, script_if_tracing, unused, wait)
 from ._script import (RecursiveScriptModule, ScriptFunction, ScriptModule,  # noqa: F401
                       TracedModule, script)
 from ._serialization import load, save  # noqa: F401
@@ -41,7 +42,8 @@ from ._trace import TracerWarning, TracingCheckError, trace, trace_module  # noq
 __all__ = ["trace", "trace_module", "script", "save", "load", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TracedModule", "TracerWarning", "TracingCheckError",
            "ignore", "unused", "export", "Final", "annotate", "Attribute", "is_scripting",
-           "is_tracing", "fork", "wait"]
+           "is_tracing", "script_if_tracing", "fork", "wait"]
 
 # typed-overload declarations (PyG's `from torch.jit import _overload as overload`)
-from ._internal import _overload, _overload_method  # noqa: E402,F401
+from ._internal import _overload, _overload_method, _script_if_tracing  # noqa: E402,F401
+from . import annotations  # noqa: E402,F401

@@ -1,6 +1,7 @@
 """The decorators and markers of ``torch.jit`` (PyTorch's ``torch._jit_internal``): they tag
 functions with ``_torchscript_modifier`` exactly as PyTorch does, or are the identity where
 PyTorch's eager behaviour is the identity (``annotate``, ``Attribute``, ``Final``)."""
+import functools
 import typing
 
 from ..futures import Future
@@ -169,6 +170,22 @@ def is_scripting():
 
 
 _tracing_depth = 0
+
+
+def script_if_tracing(fn):
+    """``fn``, to be compiled as TorchScript only while a trace runs (PyTorch keeps its control
+    flow in the traced graph that way). ember's ``trace`` records the ATen ops ``fn`` runs, as
+    ember's ``script`` would: the wrapper calls ``fn`` in both cases, and a branch on tensor
+    values is frozen in the trace (with the TracerWarning a tensor-to-Python conversion gives)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    wrapper.__original_fn = fn  # the attributes PyTorch's wrapper carries
+    wrapper.__script_if_tracing_wrapper = True
+    return wrapper
+
+
+_script_if_tracing = script_if_tracing
 
 
 def is_tracing():

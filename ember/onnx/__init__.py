@@ -6,13 +6,38 @@ returns an :class:`ONNXProgram`, written to ``f`` when one is given, as PyTorch'
 exporter does. The ``onnx`` package is needed only when :func:`export` runs (``import ember``
 and ``ember.onnx.errors`` do without it).
 """
+import sys
+import types
 import warnings
 
-from . import errors
+from . import errors, symbolic_helper  # noqa: F401
 from ._program import ONNXProgram
+from ._symbolic import (TensorProtoDataType, register_custom_op_symbolic,  # noqa: F401
+                        unregister_custom_op_symbolic)
 from .errors import OnnxExporterError
 
 __all__ = ["errors", "export", "is_in_onnx_export", "OnnxExporterError", "ONNXProgram"]
+
+
+def _opset_module_getattr(version):
+    def __getattr__(name):
+        raise AttributeError(
+            f"torch.onnx.symbolic_opset{version}.{name}: ember has no TorchScript symbolic "
+            f"library (its exporter lowers aten ops itself); a custom symbolic function must "
+            f"emit its nodes with g.op")
+    return __getattr__
+
+
+# PyTorch's per-opset symbolic modules, importable because libraries import them beside their
+# custom symbolic functions (torchvision: ``from torch.onnx import symbolic_opset11``); what
+# such a module holds is TorchScript-specific and raises when used (see ``_symbolic``)
+for _v in range(7, 21):
+    _m = types.ModuleType(f"{__name__}.symbolic_opset{_v}", f"PyTorch's opset {_v} symbolic "
+                          f"functions: not provided by ember (see ember/onnx/_symbolic.py).")
+    _m.__getattr__ = _opset_module_getattr(_v)
+    sys.modules[_m.__name__] = _m
+    globals()[f"symbolic_opset{_v}"] = _m
+del _v, _m
 
 
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None,
@@ -46,6 +71,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     onnx = _exporter.import_onnx()
     program = _exporter.export(
         model, args, kwargs=kwargs, input_names=input_names, output_names=output_names,
+        custom_symbolics=not dynamo, opset_version=opset_version,
         dynamic_axes=dynamic_axes, dynamic_shapes=dynamic_shapes,
         do_constant_folding=do_constant_folding,
         keep_initializers_as_inputs=keep_initializers_as_inputs, verbose=verbose)

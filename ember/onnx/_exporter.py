@@ -81,8 +81,12 @@ def _axis_names(dynamic_axes, name):
 
 
 def export(model, args, *, kwargs, input_names, output_names, dynamic_axes, dynamic_shapes,
-           do_constant_folding, keep_initializers_as_inputs, verbose):
-    """The :class:`ONNXProgram` of ``model`` on ``args`` (see ``ember.onnx.export``)."""
+           do_constant_folding, keep_initializers_as_inputs, verbose, custom_symbolics=False,
+           opset_version=None):
+    """The :class:`ONNXProgram` of ``model`` on ``args`` (see ``ember.onnx.export``).
+    ``custom_symbolics``: write custom ops through the functions registered with
+    ``register_custom_op_symbolic`` for ``opset_version`` (the ``dynamo=False`` exporter's
+    way)."""
     onnx = import_onnx()
     from ..export import ExportedProgram, InputKind, OutputKind
     from ..export import _user_arg_names
@@ -167,7 +171,10 @@ def export(model, args, *, kwargs, input_names, output_names, dynamic_axes, dyna
                                            g.fresh(name))
 
     from ._lowering import LOWERINGS, SYM_OPS, bind, lower_sym_op
+    from ._symbolic import GraphContext, lower_custom_op
     import operator
+    symbolic_opset = opset_version or OPSET
+    symbolic_ctx = GraphContext(g, symbolic_opset)
     for node in gm.graph.nodes:
         if node.op != "call_function" or node in consts:
             continue
@@ -182,6 +189,9 @@ def export(model, args, *, kwargs, input_names, output_names, dynamic_axes, dyna
             g.values[node] = lower_sym_op(g, node)
         elif node.target in LOWERINGS:
             g.values[node] = LOWERINGS[node.target](g, node, bind(node.target, node))
+        elif custom_symbolics and _custom_symbolic(node.target, symbolic_opset) is not None:
+            g.values[node] = lower_custom_op(
+                g, node, _custom_symbolic(node.target, symbolic_opset), symbolic_ctx)
         else:
             t = node.target
             name = f"{t.namespace}::{t._opname}.{t._overloadname}" if hasattr(t, "_opname") \
@@ -227,9 +237,20 @@ def export(model, args, *, kwargs, input_names, output_names, dynamic_axes, dyna
     model = onnx.helper.make_model(graph, opset_imports=opset, producer_name="ember",
                                    producer_version=__version__,
                                    ir_version=onnx.helper.find_min_ir_version_for(opset))
+    for domain in sorted(symbolic_ctx.domains):  # custom symbolics' domains, at version 1
+        model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
     if verbose:
         print(onnx.printer.to_text(model.graph))
     return ONNXProgram(model, ep)
+
+
+def _custom_symbolic(target, opset):
+    """The registered symbolic function of a custom op ``target`` (an OpOverload), or None."""
+    from ._symbolic import lookup
+    ns = getattr(target, "namespace", None)
+    if ns is None or ns == "aten":
+        return None
+    return lookup(f"{ns}::{target._opname}", opset)
 
 
 def _sym_name(expr, sym_names):

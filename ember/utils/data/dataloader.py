@@ -10,12 +10,13 @@ import itertools
 import multiprocessing
 import queue
 import warnings
+from typing import Generic
 
 from . import _pin_memory
 from . import worker as _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, SequentialSampler, _T_co
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
 
@@ -30,7 +31,7 @@ class _InfiniteConstantSampler:
             yield None
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Iterates over ``dataset`` in batches; PyTorch's arguments and rules."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,

@@ -5,12 +5,19 @@ import bisect
 import itertools
 import math
 import warnings
+from collections.abc import Iterable
+from typing import Generic, TypeVar
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
 
+# the sample types, as PyTorch's classes are generic in them (``Dataset[int]`` in annotations
+# and subclass lists)
+_T_co = TypeVar("_T_co", covariant=True)
+_T_stack = TypeVar("_T_stack", tuple, dict)
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: ``__getitem__(index)`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -20,7 +27,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
     """A dataset that is a stream: ``__iter__`` yields samples."""
 
     def __iter__(self):
@@ -30,7 +37,7 @@ class IterableDataset(Dataset):
         return ChainDataset([self, other])
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple]):
     """Sample ``i`` is ``tuple(t[i] for t in tensors)``; tensors share their first dimension."""
 
     def __init__(self, *tensors):
@@ -45,7 +52,7 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_stack]):
     """Zips datasets of equal length: samples are tuples (positional) or dicts (keywords)."""
 
     def __init__(self, *args, **kwargs):
@@ -75,7 +82,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """The datasets one after another."""
 
     @staticmethod
@@ -131,7 +138,7 @@ class ChainDataset(IterableDataset):
         return total
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of ``dataset`` at ``indices``."""
 
     def __init__(self, dataset, indices):

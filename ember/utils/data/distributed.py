@@ -6,12 +6,12 @@ import math
 import ember
 import ember.distributed as dist
 
-from .sampler import Sampler
+from .sampler import Sampler, _T_co
 
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[_T_co]):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
         if num_replicas is None:

@@ -1,12 +1,16 @@
 """Samplers: the index streams a ``DataLoader`` draws from."""
+from typing import Generic, TypeVar
+
 from ... import as_tensor, double, int64, randint
 from ...random import Generator
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler",
            "SubsetRandomSampler", "WeightedRandomSampler"]
 
+_T_co = TypeVar("_T_co", covariant=True)
 
-class Sampler:
+
+class Sampler(Generic[_T_co]):
     """Base class: ``__iter__`` yields indices (or lists of indices)."""
 
     def __init__(self, data_source=None):
@@ -16,7 +20,7 @@ class Sampler:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     def __init__(self, data_source):
         self.data_source = data_source
 
@@ -34,7 +38,7 @@ def _fresh_generator():
     return Generator().manual_seed(seed)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
         self.replacement = replacement
@@ -69,7 +73,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     def __init__(self, indices, generator=None):
         self.indices = indices
         self.generator = generator
@@ -83,7 +87,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError("num_samples should be a positive integer value, but got "
@@ -109,7 +113,7 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list]):
     """Groups another sampler's indices into lists of ``batch_size``."""
 
     def __init__(self, sampler, batch_size, drop_last):
