@@ -224,7 +224,8 @@ class Tensor:
         if any(s < 0 for s in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
                                f"[{', '.join(map(str, shape))}]")
-        if memory_format is not None and memory_format._name == "channels_last":
+        if memory_format is not None and memory_format._name in ("channels_last",
+                                                                 "channels_last_3d"):
             stride = _st.channels_last_strides(shape)
         else:
             stride = _st.contiguous_strides(shape)
@@ -596,6 +597,8 @@ class Tensor:
 
     def __reduce_ex__(self, proto):
         from . import _factories  # imports Tensor from here: a true cycle
+        from .utils.hooks import warn_if_has_hooks
+        warn_if_has_hooks(self)  # hooks are never pickled (PyTorch's _reduce_ex_internal)
         return _factories.reduce_tensor(self)
 
     def dim_order(self, *, ambiguity_check=False):

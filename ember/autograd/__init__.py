@@ -13,17 +13,18 @@
 """
 from . import anomaly_mode, engine, graph, grad_mode  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
-from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .function import Function, FunctionCtx, NestedIOFunction, once_differentiable  # noqa: F401
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
-                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+                        is_inference_mode_enabled, is_multithreading_enabled, no_grad,
+                        set_grad_enabled, set_multithreading_enabled)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401
 from . import functional  # noqa: F401
 from . import forward_ad  # noqa: F401
 from .variable import Variable  # noqa: F401
 
-__all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "detect_anomaly", "set_detect_anomaly", "gradcheck", "gradgradcheck",
-           "functional", "graph"]
+__all__ = ["backward", "grad", "Function", "NestedIOFunction", "no_grad", "enable_grad",
+           "set_grad_enabled", "set_multithreading_enabled", "inference_mode", "detect_anomaly",
+           "set_detect_anomaly", "gradcheck", "gradgradcheck", "functional", "graph"]
 
 
 def _as_tuple(x):

@@ -17,7 +17,9 @@
 The calling thread runs the CPU nodes. Once the CUDA runtime has started, a node whose gradients
 are on a CUDA device runs on that device's worker thread instead (``run_with_device_threads``),
 with the caller's thread-local state and on the stream its forward op ran on; a backward called
-from a device thread runs entirely there (reentrant). Gradients are ember tensors computed with
+from a device thread runs entirely there (reentrant), and so does a backward called while
+``set_multithreading_enabled(False)`` is in force: every node on the calling thread, each CUDA
+node still on its forward op's stream (``run``). Gradients are ember tensors computed with
 ember ops, so with ``create_graph=True`` (grad mode on while nodes run) the backward pass is itself
 recorded.
 """
@@ -36,6 +38,7 @@ from .._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS
 from .._kernels.generic import copy_into
 from .._tensor import Tensor
 from . import anomaly_mode
+from .grad_mode import engine_modes
 from .graph import CUDA_STREAMS, AccumulateGrad, gradient_edge
 
 __all__ = ["run_backward", "accumulate_grad", "current_graph_task_id", "will_engine_execute_node"]
@@ -166,10 +169,10 @@ def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=None,
     ``accumulate_grad`` is False (``autograd.grad``), else None."""
     task = GraphTask(keep_graph, create_graph, accumulate_grad)
     task.prepare(tensors, grad_tensors, inputs)
-    if CUDA_STREAMS and _tasks.device is None:
+    if CUDA_STREAMS and _tasks.device is None and engine_modes.multithreading_enabled:
         task.run_with_device_threads()
-    else:  # no CUDA tensor can exist, or a backward called from a device thread (reentrant)
-        task.run()
+    else:  # no CUDA tensor can exist, a backward called from a device thread (reentrant), or
+        task.run()  # device threads switched off: this thread runs every node
     return task.finish(inputs, allow_unused)
 
 
@@ -242,10 +245,18 @@ class GraphTask:
         _tasks.stack.append(self)
         try:
             ready, buffers = self.ready, self.buffers
+            # with CUDA started, a node whose gradients are on a device runs on its forward
+            # op's stream here too (PyTorch's engine guards each node's stream on any thread)
+            streams = self.streams = set() if CUDA_STREAMS else None
             while ready:
                 node = heapq.heappop(ready)[2]
                 grads = buffers.pop(node, None) or [None] * _num_inputs(node)
-                if node_observers:
+                index = None if streams is None else _cuda_index(grads)
+                if index is not None:
+                    outputs = self._run_on_stream(node, grads, index)
+                    if outputs is not None:
+                        streams.add(node._stream)
+                elif node_observers:
                     outputs = self._run_observed(node, grads)
                 else:
                     outputs = self._run_node(node, grads)
@@ -254,6 +265,8 @@ class GraphTask:
                 # the buffers now own the gradients: dropping this list lets AccumulateGrad see
                 # a gradient nobody else holds and steal it instead of copying
                 outputs = None
+            if streams:
+                self._wait_for_device_streams()
             self._run_callbacks()
         finally:
             _tasks.stack.pop()
@@ -340,9 +353,18 @@ class GraphTask:
             grads = None
 
     def _run_on_device(self, node, grads, device):
-        """Run ``node`` on its forward stream, send its gradients (the consumers' streams wait
-        for this one first). ``device``: ``(index, snapshot)``."""
-        index = device[0]
+        """A device worker runs ``node`` on its forward stream and sends its gradients.
+        ``device``: ``(index, snapshot)``."""
+        outputs = self._run_on_stream(node, grads, device[0])
+        if outputs is not None:
+            with self.cond:
+                self.streams.add(node._stream)
+                self._send(node, outputs, device)
+
+    def _run_on_stream(self, node, grads, index):
+        """``_run_node`` with device ``index`` and the stream ``node`` was recorded on current;
+        the streams of the nodes its gradients go to wait for that stream before they use them.
+        Returns the gradients for ``node._next`` (None: skipped)."""
         streams = CUDA_STREAMS[0]
         saved_device, saved_stream = streams.device, streams.streams.get(index)
         streams.device = index
@@ -355,10 +377,7 @@ class GraphTask:
                        else self._run_node(node, grads))
             if outputs is not None:
                 _sync_consumer_streams(node, outputs)
-                with self.cond:
-                    self.streams.add(node._stream)
-                    self._send(node, outputs, device)
-            outputs = None
+            return outputs
         finally:
             streams.device = saved_device
             if saved_stream is None:

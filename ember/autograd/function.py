@@ -6,13 +6,19 @@ with grad mode off, then, if any tensor input requires grad, makes the subclass'
 (``<Name>Backward``, which is also the ``ctx`` object) the ``grad_fn`` of the outputs. Both the
 classic form ``forward(ctx, *args)`` and the ``forward(*args)`` + ``setup_context(ctx, inputs,
 output)`` form are supported.
+
+``InplaceFunction`` and ``NestedIOFunction`` are PyTorch's legacy bases, kept for old code: the
+first only records an ``inplace`` flag; the second flattens nested (list / tuple / dict)
+arguments and results around user ``forward_extended`` / ``backward_extended`` methods.
 """
 import functools
+import warnings
 
 from .._dispatch import tls as _tls
 from .graph import Node, SavedTensor, _FREED, gradient_edge
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "VmapInfo"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
+           "InplaceFunction", "NestedIOFunction"]
 
 _state = _tls.state
 
@@ -120,7 +126,10 @@ class Function(metaclass=FunctionMeta):
     """Base class of custom autograd functions; call them with ``MyFn.apply(*args)``."""
 
     def __init__(self, *args, **kwargs):
-        pass
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself. "
+                      "Instantiating an autograd function will raise an error in a future version "
+                      "of PyTorch.", DeprecationWarning, stacklevel=2)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
@@ -232,20 +241,12 @@ def _zeros_like(t):
     return ember.zeros_like(t)
 
 
-class VmapInfo:
-    """What a Function's ``vmap`` staticmethod gets as ``info``."""
-
-    def __init__(self, batch_size, randomness):
-        self.batch_size, self.randomness = batch_size, randomness
-
-
 def _apply_under_vmap(cls, args, kwargs):
     """A Function called on BatchedTensors: its ``vmap`` staticmethod gets the values and their
     batch dims at the innermost level (PyTorch's custom_function_call under vmap). With
     ``generate_vmap_rule=True`` forward and backward run on the batched tensors themselves.
     Returns (handled, output)."""
-    from .._functorch.batched_tensor import BatchedTensor, make_batched
-    from .._functorch.interpreter import find_vmap_layer
+    from .._functorch.user_rules import run_vmap_rule
     if cls.setup_context is Function.setup_context:
         raise RuntimeError("In order to use an autograd.Function with functorch transforms "
                            "(vmap, grad, jvp, jacrev, ...), it must override the setup_context "
@@ -264,30 +265,7 @@ def _apply_under_vmap(cls, args, kwargs):
                            f"support. Please override and implement the vmap staticmethod or "
                            f"set generate_vmap_rule=True. For more details, please see "
                            f"https://pytorch.org/docs/main/notes/extending.func.html")
-    level = max(a._level for a in args if a.__class__ is BatchedTensor)
-    layer = find_vmap_layer(level)
-    values, in_dims = [], []
-    for a in args:
-        if a.__class__ is BatchedTensor and a._level == level:
-            values.append(a._value)
-            in_dims.append(a._bdim)
-        else:
-            values.append(a)
-            in_dims.append(None)
-    from .._functorch.interpreter import hidden
-    with hidden(layer):
-        res = cls.vmap(VmapInfo(layer.batch_size, layer.randomness), tuple(in_dims), *values,
-                       **kwargs)
-    if not (isinstance(res, tuple) and len(res) == 2):
-        raise RuntimeError(f"Expected the vmap staticmethod to have two returns, an output and "
-                           f"out_dims with pytree structure compatible with the output. Got "
-                           f"{type(res)}")
-    out, out_dims = res
-    if isinstance(out, tuple):
-        dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(out)
-        return True, tuple(o if d is None else make_batched(o, d % o.dim(), level)
-                           for o, d in zip(out, dims))
-    return True, (out if out_dims is None else make_batched(out, out_dims % out.dim(), level))
+    return True, run_vmap_rule(cls.vmap, args, kwargs)
 
 
 def _record(ctx, args, is_tensor, outs):
@@ -335,6 +313,149 @@ def _import_lazily():
     from . import forward_ad
     from .derivatives import _check_inplace as check
     _BatchedTensor, _fw, _check_inplace = BatchedTensor, forward_ad, check
+
+
+class InplaceFunction(Function):
+    """Legacy base of Functions that may work in place; use :class:`Function` instead."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+def _nesting_error(obj, condition_msg):
+    from .._functional_ops import typename  # (ember's top level imports this package)
+    return ValueError("Auto nesting doesn't know how to process an input object of type "
+                      + typename(obj)
+                      + (". Accepted types: " + condition_msg + ", or lists/tuples of them"
+                         if condition_msg else ""))
+
+
+def _nested_map(condition, fn, condition_msg=None):
+    """``fn`` applied to every leaf meeting ``condition`` in a nest of lists, tuples
+    (namedtuples too) and dicts; None stays None, anything else is refused."""
+    def _map(obj):
+        if condition(obj):
+            return fn(obj)
+        if obj is None:
+            return None
+        if isinstance(obj, (list, tuple)):
+            mapped = (_map(x) for x in obj)
+            if hasattr(obj, "_fields"):
+                return type(obj)(*mapped)
+            return type(obj)(mapped)
+        if isinstance(obj, dict):
+            return {x: _map(obj[x]) for x in obj}
+        raise _nesting_error(obj, condition_msg)
+    return _map
+
+
+def _iter_filter(condition, condition_msg=None):
+    """The leaves meeting ``condition`` in a nest of lists, tuples and dicts (values), in
+    order; None is skipped, anything else refused."""
+    def _iter(obj):
+        if condition(obj):
+            yield obj
+        elif obj is None:
+            return
+        elif isinstance(obj, (list, tuple)):
+            for o in obj:
+                yield from _iter(o)
+        elif isinstance(obj, dict):
+            for o in obj.values():
+                yield from _iter(o)
+        else:
+            raise _nesting_error(obj, condition_msg)
+    return _iter
+
+
+def _unflatten(input, proto):
+    """The flat sequence ``input`` poured back into the nesting of lists / tuples of ``proto``
+    (a None in ``proto`` stays None and takes no element)."""
+    def unflatten_helper(input, proto):
+        if not isinstance(proto, (list, tuple)):
+            return input[0], input[1:]
+        res = []
+        for e in proto:
+            if e is None:
+                res.append(e)
+            else:
+                res_e, input = unflatten_helper(input, e)
+                res.append(res_e)
+        return type(proto)(res), input
+    return unflatten_helper(input, proto)[0]
+
+
+_iter_tensors = _iter_filter(_is_tensor, condition_msg="Tensors")
+_iter_None_tensors = _iter_filter(lambda o: o is None or _is_tensor(o),
+                                  condition_msg="Tensors or None")
+_map_tensor_data = _nested_map(_is_tensor, lambda o: o.data, condition_msg="Tensors")
+
+
+class NestedIOFunction(Function):
+    """Legacy base of Functions with nested inputs and outputs; use :class:`Function` instead.
+
+    Subclasses write ``forward_extended(*nested_inputs)`` and ``backward_extended(*nested_grads)``
+    as instance methods; ``forward`` and ``backward`` flatten around them."""
+
+    def _do_forward(self, *input):
+        self._nested_input = input
+        flat_input = tuple(_iter_tensors(input))
+        # The legacy engine's entry points (Function._do_forward / _do_backward) are gone, in
+        # PyTorch too: calling an instance raises AttributeError here, as it does there.
+        flat_output = super()._do_forward(*flat_input)
+        return _unflatten(flat_output, self._nested_output)
+
+    def _do_backward(self, gradients, retain_variables):
+        self.retain_variables = retain_variables
+        result = super()._do_backward(gradients, retain_variables)
+        if not retain_variables:
+            del self._nested_output
+            del self._to_save_nested
+        return result
+
+    __call__ = _do_forward
+
+    def forward(self, *args):
+        """``forward_extended`` on the data of the nested inputs set as ``_nested_input``; the
+        nested result is kept as ``_nested_output`` and returned flat."""
+        nested_tensors = _map_tensor_data(self._nested_input)
+        result = self.forward_extended(*nested_tensors)
+        del self._nested_input
+        self._nested_output = result
+        return tuple(_iter_tensors(result))
+
+    def backward(self, *gradients):
+        """``backward_extended`` on the gradients nested as the forward's result; returns its
+        gradients flat (None kept)."""
+        nested_gradients = _unflatten(gradients, self._nested_output)
+        result = self.backward_extended(*nested_gradients)
+        return tuple(_iter_None_tensors(result))
+
+    def save_for_backward(self, *args):
+        self.to_save = tuple(_iter_tensors(args))
+        self._to_save_nested = args
+
+    @property
+    def saved_tensors(self):
+        # PyTorch unflattens the tensors saved on the C node behind the object, which only a
+        # recorded graph node has; an instance never is one (apply records a separate ctx), so
+        # there are none to unflatten, there as here
+        return _unflatten((), self._to_save_nested)
+
+    def mark_dirty(self, *args, **kwargs):
+        self.dirty_tensors = tuple(_iter_tensors((args, kwargs)))
+
+    def mark_non_differentiable(self, *args, **kwargs):
+        self.non_differentiable = tuple(_iter_tensors((args, kwargs)))
+
+    def forward_extended(self, *input):
+        """User defined forward."""
+        raise NotImplementedError
+
+    def backward_extended(self, *grad_output):
+        """User defined backward."""
+        raise NotImplementedError
 
 
 def once_differentiable(fn):

@@ -6,18 +6,31 @@ PyTorch's ``GradMode``); the autograd kernels still run, they just skip recordin
 thread's included key set and excludes every Autograd key, so the dispatcher never enters the
 autograd layer, and it marks tensors created inside as inference tensors (no version counter, key
 set ``{CPU, AutocastCPU}``). All of them work as context managers and as decorators.
+
+``set_multithreading_enabled`` is the engine's thread-local switch (PyTorch's
+``AutogradState::multithreading_enabled``): off, a backward pass runs its CUDA nodes on the
+calling thread instead of the device worker threads (``ember.autograd.engine``).
 """
 import functools
 import inspect
+import threading
 
 from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, K, bit
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "set_multithreading_enabled", "is_multithreading_enabled"]
 
 _state = _tls.state
 _ADINPLACE = bit(K.ADInplaceOrView)
+
+
+class _EngineModes(threading.local):
+    def __init__(self):
+        self.multithreading_enabled = True  # every thread starts with it on, as in PyTorch
+
+
+engine_modes = _EngineModes()
 
 
 def is_grad_enabled():
@@ -26,6 +39,18 @@ def is_grad_enabled():
 
 def is_inference_mode_enabled():
     return _state.inference
+
+
+def is_multithreading_enabled():
+    """Whether backward passes started in this thread may use the device worker threads."""
+    return engine_modes.multithreading_enabled
+
+
+def _set_multithreading_enabled(mode):
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_multithreading_enabled(): argument 'enabled' (position 1) must be "
+                        f"bool, not {type(mode).__name__}")
+    engine_modes.multithreading_enabled = mode
 
 
 class _DecoratorContextManager:
@@ -39,21 +64,26 @@ class _DecoratorContextManager:
             @functools.wraps(func)
             def gen_wrapper(*args, **kwargs):
                 gen = func(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        with self.clone():
-                            gen.close()
-                        raise
-                    except BaseException as e:
-                        with self.clone():
-                            response = gen.throw(e)
-                    else:
-                        with self.clone():
-                            response = gen.send(request)
+                # the wrapped generator's end (StopIteration out of send / throw) ends this one
+                # with its return value; letting it escape a generator is a RuntimeError
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as e:
+                            with self.clone():
+                                response = gen.throw(e)
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as e:
+                    return e.value
             return gen_wrapper
 
         @functools.wraps(func)
@@ -124,6 +154,29 @@ class set_grad_enabled(_DecoratorContextManager):
     def __exit__(self, *exc):
         _state.grad_enabled = self.prev
         return False
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class set_multithreading_enabled(_DecoratorContextManager):
+    """Let backward passes of this thread run CUDA nodes on the device worker threads (True, the
+    default) or run every node on the calling thread (False).
+
+    As PyTorch's, it takes effect when constructed and the ``with`` block's exit restores the
+    previous setting; so decorating a function leaves the setting on ``mode`` in this thread,
+    and each call of the function sets it again."""
+
+    def __init__(self, mode):
+        self.prev = engine_modes.multithreading_enabled
+        _set_multithreading_enabled(mode)
+        self.mode = mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _set_multithreading_enabled(self.prev)
 
     def clone(self):
         return self.__class__(self.mode)

@@ -10,7 +10,8 @@ old one was collected), and which writes ``.grad``.
 Saved tensors (:class:`SavedTensor`) record the version counter at save time; unpacking after an
 in-place change, or after backward freed them, raises PyTorch's errors. ``saved_tensors_hooks``
 (and ``save_on_cpu``) let user code pack and unpack them. ``register_multi_grad_hook`` watches
-the gradients of several tensors within one backward pass.
+the gradients of several tensors within one backward pass. ``increment_version`` bumps version
+counters for writes autograd cannot see.
 """
 import itertools
 import re
@@ -22,7 +23,7 @@ from .._dispatch.keys import DispatchKey as _DispatchKey, bit as _bit
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_gradient_edge",
            "GradientEdge", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook"]
+           "register_multi_grad_hook", "increment_version"]
 
 _state = _tls.state
 _PYTHON_KEY = _bit(_DispatchKey.Python)
@@ -506,6 +507,15 @@ def register_tensor_hook(t, hook):
     return _add_hook(m.leaf_hooks, hook)
 
 
+def tensor_hooks(t):
+    """The hooks ``register_hook`` gave ``t`` (PyTorch's ``Tensor._backward_hooks``), by handle
+    id; None when it never had one."""
+    if t._grad_fn is not None:
+        hooks = t._grad_fn._tensor_pre_hooks
+        return None if hooks is None else hooks.get(t._output_nr)
+    return None if t._autograd is None else t._autograd.leaf_hooks
+
+
 def register_post_accumulate_grad_hook(t, hook):
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -538,6 +548,24 @@ def retain_grad(t):
     if fn._retains_grad_hooks is None:
         fn._retains_grad_hooks = {}
     fn._retains_grad_hooks[t._output_nr] = retains_grad_hook
+
+
+def increment_version(tensor):
+    """Mark ``tensor`` (or each tensor of an iterable) as modified in place, for writes autograd
+    cannot see (a kernel writing through ``data_ptr``): tensors saved for backward before then
+    refuse to unpack. Inference tensors have no version counter and are skipped."""
+    if hasattr(tensor, "_keyset"):
+        tensor = (tensor,)
+    try:
+        tensors = iter(tensor)
+    except TypeError:
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input") from None
+    for t in tensors:
+        if not hasattr(t, "_keyset"):
+            raise RuntimeError("increment_version expects each element of the iterable to be a "
+                               "tensor")
+        if t._vc is not None:
+            t._vc[0] += 1
 
 
 # ---------------------------------------------------------------------------------------------

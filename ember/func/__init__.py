@@ -1,7 +1,7 @@
 """``ember.func``: the function-transform API of ``torch.func`` (``grad``, ``grad_and_value``,
 ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
-``functional_call``, ``stack_module_state``). The forward-mode and Jacobian transforms live in
-:mod:`ember.func._forward`.
+``functional_call``, ``stack_module_state``, ``replace_all_batch_norm_modules_``,
+``debug_unwrap``). The forward-mode and Jacobian transforms live in :mod:`ember.func._forward`.
 
 ``vmap`` lives in :mod:`ember._functorch` (BatchedTensors on the FuncTorchBatched key). The
 reverse-mode transforms run over ember's autograd: each call runs the function on fresh copies
@@ -20,11 +20,13 @@ every sample's gradient at once because samples never interact under vmap.
 from .._functorch import batching as _batching
 from .._functorch import functional_wrapper as _functional_wrapper
 from .._functorch import randomness as _randomness
+from .._functorch.batch_norm_replacement import replace_all_batch_norm_modules_
 from .._functorch.batched_tensor import BatchedTensor, physical, wrap_like
 from .._functorch.functional_call import functional_call, stack_module_state
 from .._functorch.functionalize import functionalize
 from .._functorch.interpreter import push_grad, vmap_layers
 from .._functorch.vmap import vmap
+from .._functorch.wrapper_tensor import WrapperTensor
 from ..autograd import grad as _autograd_grad
 from ..autograd import forward_ad as _fw
 from ..autograd.graph import AccumulateGrad
@@ -33,7 +35,7 @@ from ..utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "vmap", "functional_call", "stack_module_state", "functionalize",
-           "batching_rule_coverage"]
+           "replace_all_batch_norm_modules_", "debug_unwrap", "batching_rule_coverage"]
 
 _batching.install()
 _functional_wrapper.install()
@@ -52,6 +54,24 @@ def batching_rule_coverage():
 
 def _is_tensor(x):
     return hasattr(x, "_keyset")
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """The tensor inside a functorch wrapper (a ``vmap``'s BatchedTensor, a ``functionalize``'s
+    FunctionalTensorWrapper), for looking at in a debugger; ``recurse`` peels every level.
+    Anything else comes back as it is: the tensors ``grad`` / ``vjp`` differentiate are plain
+    tensors in ember (autograd runs on them directly), and so are functional tensors made
+    outside a transform (level 0, PyTorch's level -1)."""
+    if not _is_tensor(tensor):
+        raise TypeError(f"is_functorch_wrapped_tensor(): incompatible function arguments. The "
+                        f"following argument types are supported:\n    1. (arg0: torch.Tensor) "
+                        f"-> bool\n\nInvoked with: {tensor!r}")
+    if not isinstance(tensor, WrapperTensor) or tensor._level <= 0:
+        return tensor
+    result = tensor._value
+    if recurse:
+        return debug_unwrap(result)
+    return result
 
 
 def _check_argnums(argnums, n_args):

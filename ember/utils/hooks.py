@@ -1,15 +1,18 @@
 """Hook bookkeeping shared by ``nn.Module``: ``RemovableHandle`` and ``BackwardHook``, the
-machinery behind ``register_full_backward_hook`` / ``register_full_backward_pre_hook``.
+machinery behind ``register_full_backward_hook`` / ``register_full_backward_pre_hook``; and
+``warn_if_has_hooks`` / ``unserializable_hook``, for pickling tensors (tensor hooks are never
+pickled, and a tensor that has some says so unless each hook is marked unserializable).
 
 ``BackwardHook`` works as PyTorch's does: the module's tensor inputs and outputs pass through an
 identity autograd Function, so the graph gets one node in front of the module (whose post-hook sees
 the gradients w.r.t. the inputs) and one behind it (whose pre-hook sees the gradients w.r.t. the
 outputs). The user's hooks run from those two node hooks.
 """
+import warnings
 import weakref
 from collections import OrderedDict
 
-__all__ = ["RemovableHandle", "BackwardHook"]
+__all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "BackwardHook"]
 
 
 class RemovableHandle:
@@ -53,6 +56,27 @@ class RemovableHandle:
 
     def __exit__(self, type, value, tb):
         self.remove()
+
+
+def unserializable_hook(f):
+    """Mark ``f`` as a hook that is not meant to be serialized: pickling a tensor that has it
+    then says nothing about it."""
+    f.__torch_unserializable__ = True
+    return f
+
+
+def warn_if_has_hooks(tensor):
+    """Warn about each hook of ``tensor`` (``register_hook``) that pickling it leaves behind,
+    except those marked with :func:`unserializable_hook`."""
+    from ..autograd.graph import tensor_hooks  # (ember.autograd may load after this module)
+    hooks = tensor_hooks(tensor)
+    if hooks:
+        for hook in hooks.values():
+            if not hasattr(hook, "__torch_unserializable__"):
+                warnings.warn(f"backward hook {repr(hook)} on tensor will not be serialized.  If "
+                              "this is expected, you can decorate the function with "
+                              "@torch.utils.hooks.unserializable_hook to suppress this warning",
+                              stacklevel=2)
 
 
 def _is_tensor(x):

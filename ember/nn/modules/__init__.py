@@ -1,7 +1,9 @@
 """Every layer class of ``ember.nn``, one file per family as in PyTorch."""
 from .module import Module  # noqa: F401
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .container import (Container, ModuleDict, ModuleList, ParameterDict,  # noqa: F401
+                        ParameterList, Sequential)
 from .linear import Bilinear, Identity, LazyLinear, Linear  # noqa: F401
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: F401
                          Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, MultiheadAttention,
@@ -15,7 +17,8 @@ from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LazyBatchNorm1d, 
                         LazyBatchNorm2d, LazyBatchNorm3d)
 from .instancenorm import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: F401
                            LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
-from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
+from .normalization import (CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm,  # noqa: F401
+                            RMSNorm)
 from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
                       FeatureAlphaDropout)
 from .sparse import Embedding, EmbeddingBag  # noqa: F401

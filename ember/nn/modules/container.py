@@ -1,8 +1,10 @@
-"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``.
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``,
+and the deprecated ``Container``.
 
 Children are registered under their index (``"0"``, ``"1"`` ...) or key, so they show up in
 ``state_dict`` keys and ``repr`` exactly as in PyTorch."""
 import operator
+import warnings
 from collections import OrderedDict, abc as container_abcs
 from itertools import chain, islice
 
@@ -10,7 +12,8 @@ from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent, _typename
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict"]
 
 
 def _abs_index(container, idx):
@@ -20,6 +23,33 @@ def _abs_index(container, idx):
     if idx < 0:
         idx += len(container)
     return str(idx)
+
+
+_CONTAINER_DEPRECATED = ("`nn.Container` is deprecated. All of its functionality is now "
+                         "implemented in `nn.Module`. Subclass that instead.")
+
+
+class Container(Module):
+    """Deprecated: a Module whose keyword arguments become its submodules.
+
+    PyTorch marks it with ``typing_extensions.deprecated(category=FutureWarning)``, which warns
+    when the class itself is instantiated (not a subclass) and when a subclass is defined."""
+
+    __deprecated__ = _CONTAINER_DEPRECATED
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Container:
+            warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs):
+        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):
