@@ -11,9 +11,11 @@ import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
+from .. import float32, float64, get_default_dtype, is_complex, view_as_real
 from .._tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..profiler._recorder import record_function
+from ..utils.backend_registration import _get_privateuse1_backend_name
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
@@ -60,8 +62,89 @@ def _use_grad(step):
     return wrapper
 
 
+def _use_grad_for_differentiable(step):
+    """Run ``step`` with autograd on only when the optimizer was built ``differentiable=True``
+    (PyTorch's decorator of the same name): the update is then recorded, so a loss computed
+    from the updated parameters differentiates through the step."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        with set_grad_enabled(self.defaults["differentiable"]):
+            return step(self, *args, **kwargs)
+    return wrapper
+
+
 def _get_value(x):
     return x.item() if isinstance(x, Tensor) else x
+
+
+def _to_scalar(x):
+    """A 1-element hyper-parameter tensor of any shape as a 0-dim one (so it broadcasts against
+    every parameter); anything else as it is."""
+    return x.squeeze() if isinstance(x, Tensor) and x.dim() != 0 else x
+
+
+def _get_scalar_dtype():
+    """The dtype of scalar optimizer state (step counts, ASGD's ``eta`` and ``mu``): float64
+    when that is the default dtype, else float32."""
+    return float64 if get_default_dtype() is float64 else float32
+
+
+def _get_capturable_supported_devices(supports_xla=True):
+    """The device types whose steps can be captured into a graph (PyTorch's list, which the
+    capturable optimizers name in their device errors)."""
+    devices = ["cuda", "xpu", "hpu", _get_privateuse1_backend_name()]
+    if supports_xla:
+        devices.append("xla")
+    return devices
+
+
+def _check_capturable(devices_of, message, supports_xla=True):
+    """PyTorch's capturable precondition: each row of tensors (a parameter and its state
+    scalars) sits on one device type, one that supports graph capture."""
+    supported = _get_capturable_supported_devices(supports_xla)
+    for row in devices_of:
+        types = {t.device.type for t in row}
+        if len(types) != 1 or row[0].device.type not in supported:
+            raise AssertionError(f"{message}: {supported}.")
+
+
+def _foreach_devices():
+    """The device types with foreach kernels PyTorch prefers by default
+    (``_get_foreach_kernels_supported_devices``): on the CPU the default is the loop."""
+    return ("cuda", "xpu", "mtia", _get_privateuse1_backend_name())
+
+
+def _default_to_foreach(params, differentiable):
+    """PyTorch's choice for ``foreach=None``: the multi-tensor path when the step is not
+    differentiable and every parameter is a plain tensor on a device with foreach kernels."""
+    from ..nn.parameter import Buffer, Parameter
+    if differentiable:
+        return False
+    return all(type(p) in (Tensor, Parameter, Buffer) and p.device.type in _foreach_devices()
+               for p in params)
+
+
+def _group_tensors_by_device_and_dtype(tensorlists):
+    """The columns of ``tensorlists`` (parallel lists, the first of parameters) split by the
+    parameter's (device, dtype), in first-seen order: the foreach paths run one group at a time
+    so that each ``_foreach_*`` call sees tensors of one device and dtype."""
+    groups = {}
+    for i, p in enumerate(tensorlists[0]):
+        lists = groups.setdefault((p.device, p.dtype), [[] for _ in tensorlists])
+        for out, column in zip(lists, tensorlists):
+            out.append(column[i])
+    return groups
+
+
+def _view_as_real(params, *state_and_grads):
+    """Replace, in the lists, each complex parameter and the entries at its index in
+    ``state_and_grads`` by their real views: the update treats real and imaginary parts as two
+    independent real numbers."""
+    for i, p in enumerate(params):
+        if is_complex(p):
+            params[i] = view_as_real(p)
+            for s in state_and_grads:
+                s[i] = view_as_real(s[i])
 
 
 class Optimizer:
@@ -76,8 +159,9 @@ class Optimizer:
         if capturing and not capturable:
             raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of "
                                f"{type(self).__name__} but param_groups' capturable is False.")
+        # as PyTorch, no warning on a machine without a CUDA device (asked last: it is slow)
         if capturable and not capturing and not getattr(
-                self, "_warned_capturable_if_run_uncaptured", False):
+                self, "_warned_capturable_if_run_uncaptured", False) and cuda.is_available():
             warnings.warn("This instance was constructed with capturable=True or some of all "
                           "the param_groups came with capturable=True, but step() is running "
                           "without CUDA graph capture. If you never intend to graph-capture "
@@ -202,8 +286,14 @@ class Optimizer:
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
         """State tensors follow their parameter's device, and its dtype when floating point;
-        ``step`` keeps its own dtype."""
+        ``step`` keeps its own dtype and device, except in a fused or capturable group, whose
+        step reads its counts on the parameter's device, as float32."""
         if key == "step":
+            for group in param_groups:
+                if param_id in group["params"]:
+                    if group.get("fused", False) or group.get("capturable", False):
+                        return value.to(dtype=float32, device=param.device)
+                    break
             return value
         if param.is_floating_point():
             return value.to(dtype=param.dtype, device=param.device)

@@ -4,6 +4,7 @@ scalar_tensor), in-place fills (fill_, zero_) and resize_.
 Dtype inference and argument checks come from the rules (``rules/factory.py``) so both
 devices agree on every result's dtype and on every error.
 """
+import math
 import numpy as np
 
 from ..._core import complex32 as _complex32
@@ -16,7 +17,7 @@ from ...backends._context import fill_uninitialized, fills_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
 from ..._core.tensor_impl import empty_tensor, make_tensor
-from ..rules.factory import check_fits, check_size, memory_format_strides, scalar_dtype
+from ..rules.factory import check_fill, check_size, memory_format_strides, scalar_dtype
 from ._util import nd, wrap
 from .copy import copy_
 
@@ -108,14 +109,14 @@ def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
 @honour_pin_memory
 def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or scalar_dtype(fill_value)
-    check_fits(fill_value, dtype)
+    check_fill(fill_value, dtype, math.prod(size))
     return _constant(size, dtype, lambda shape, npd: np.full(shape, _cast(fill_value, dtype), npd))
 
 
 @honour_pin_memory
 def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or get_default_dtype()
-    check_fits(s, dtype)
+    check_fill(s, dtype, 1)
     return wrap(np.array(_cast(s, dtype), dtype._np))
 
 
@@ -128,6 +129,8 @@ def _cast(value, dtype):
         return _float8.to_float8(np.asarray(float(value)), dtype)
     if dtype is D.complex32:  # a 0-dim float16 pair
         return _complex32.scalar(value)
+    if dtype is D.float16 or dtype is D.bfloat16:  # (c10's double -> float -> half; silent inf)
+        return D.as_numpy_values(float(value), dtype)
     if dtype.is_floating_point or dtype.is_complex or dtype._np.kind == "b":
         return value
     value = int(value)
@@ -137,7 +140,7 @@ def _cast(value, dtype):
 
 
 def fill_Scalar(self, value):
-    check_fits(value, self._dtype)
+    check_fill(value, self._dtype, self.numel())
     nd(self)[...] = _cast(value, self._dtype)
     return self
 

@@ -163,11 +163,11 @@ def as_array(x, dt):
             return a
         if x._dtype is D.complex32:  # (NumPy cannot cast the float16 pair)
             return _complex32.to_complex64(a).astype(dt._np)
-        return a.astype(dt._np)
+        return D.as_numpy_values(a, dt)
     # a wrapped number converts like PyTorch's scalar-to-dtype cast (ints wrap around)
     if dt is D.complex32:
         return _complex32.scalar(x)
-    return np.asarray(x).astype(dt._np)
+    return D.as_numpy_values(x, dt)
 
 
 def _arrays(operands, cdt):
@@ -248,6 +248,10 @@ def _prepare(name, operands, alpha, out=None):
     if cdt in _REDUCED:
         if name in _OPMATH_ROWS:
             return fn, D.float32, rdt, _opmath_arrays(operands, cdt)
+        if name == "lerp":  # ATen's lerp computes in float32 with a number weight kept as is
+            return fn, D.float32, rdt, [
+                as_array(x, cdt if hasattr(x, "_keyset") else D.float32).astype(np.float32)
+                for x in operands]
         if name in _ALPHA_ROWS and alpha is not None and \
                 not (alpha == 1 and alpha.__class__ is int):
             check_alpha(cdt, alpha)

@@ -305,12 +305,41 @@ def clamp_values(x, lo, hi, dt):
     return np.minimum(np.maximum(x, lo), hi)
 
 
+def _fma(a, b, c):
+    """a * b + c rounded once, as C's fma: float32 through float64 (the product is exact there,
+    the sum rounds twice only at a float32 tie, about once in 2**29); float64 by Dekker's exact
+    product and Knuth's two-sum (where those overflow, a * b + c rounded twice)."""
+    if a.dtype == np.float32:
+        return (a.astype(np.float64) * b + c.astype(np.float64)).astype(np.float32)
+    p = a * b
+    t = 134217729.0 * a  # Veltkamp's split into 26- and 27-bit halves (2**27 + 1)
+    ah = t - (t - a)
+    al = a - ah
+    t = 134217729.0 * b
+    bh = t - (t - b)
+    bl = b - bh
+    product_error = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b = p + product_error
+    total = p + c
+    back = total - p
+    sum_error = (p - (total - back)) + (c - back)  # p + c = total + sum_error
+    correction = sum_error + product_error
+    # (a zero correction is left out: it would turn a -0.0 total into +0.0)
+    return np.where(np.isfinite(correction) & (correction != 0), total + correction, total)
+
+
 def lerp_values(start, end, weight, dt):
-    # PyTorch's two-sided formula: exact at weight 0 and at weight 1
-    if dt in (D.float16, D.bfloat16):
-        start, end, weight = (np.asarray(v, np.float32) for v in (start, end, weight))
-    diff = end - start
-    return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+    # ATen's vectorised kernel: one fused multiply-add from the nearer end (exact at weight 0
+    # and 1): fma(weight, end - start, start) below |weight| 0.5, else fma(weight - 1, end -
+    # start, end). Reduced floats arrive in float32 (see pointwise._prepare); complex numbers
+    # take ATen's scalar formula.
+    if dt.is_complex:
+        diff = end - start
+        return np.where(np.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+    start, end, weight = np.asarray(start), np.asarray(end), np.asarray(weight, start.dtype)
+    small = np.abs(weight) < 0.5
+    coeff = np.where(small, weight, weight - weight.dtype.type(1))
+    base = np.where(small, start, end)
+    return _fma(coeff, end - start, base)
 
 
 def addcmul_values(x, t1, t2, dt, value):

@@ -7,6 +7,8 @@ A factory is ``empty`` on the device plus a fill there, so no host buffer is mad
 values written are the CPU's (``cpu/factory._cast``: truncation, wrap-around, real parts) and the
 checks are the rules' (``rules/factory.py``).
 """
+import math
+
 from ..._core import overlap as _overlap
 from ..._core.dtype import get_default_dtype
 from ..._core.tensor_impl import empty_tensor
@@ -14,7 +16,7 @@ from ..cpu.factory import _cast
 from ..cpu.optim import fused_adam
 from ..cpu.ranges import arange_values
 from ..rules.copy import check_copy
-from ..rules.factory import check_fits, scalar_dtype
+from ..rules.factory import check_fill, scalar_dtype
 from .arrays import HOST_DTYPES, NeedsHost, device_array, launch, to_tensor
 
 
@@ -30,7 +32,7 @@ def _fill(t, value):
 
 
 def fill_Scalar(self, value):
-    check_fits(value, self._dtype)
+    check_fill(value, self._dtype, self.numel())
     return _fill(self, _cast(value, self._dtype))
 
 
@@ -55,7 +57,7 @@ def ones(size, dtype=None, layout=None, device=None, pin_memory=None):
 
 def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = dtype or scalar_dtype(fill_value)
-    check_fits(fill_value, dtype)
+    check_fill(fill_value, dtype, math.prod(size))
     return _constant(size, dtype, device, _cast(fill_value, dtype))
 
 
@@ -63,7 +65,7 @@ def scalar_tensor(s, dtype=None, layout=None, device=None, pin_memory=None):
     """(Inductor's graphs make their constants with it: the CPU's, computed on the host and
     copied, would be a host-to-device copy that a CUDA graph capture refuses.)"""
     dtype = dtype or get_default_dtype()
-    check_fits(s, dtype)
+    check_fill(s, dtype, 1)
     return _constant((), dtype, device, _cast(s, dtype))
 
 

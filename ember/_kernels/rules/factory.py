@@ -71,6 +71,14 @@ def check_fits(value, dtype, names=C_TYPE_NAMES):
         raise RuntimeError(f"value cannot be converted to type {names[dtype]} without overflow")
 
 
+def check_fill(value, dtype, numel):
+    """``full``/``fill_``/``scalar_tensor``'s check, as ATen's fill: a one-element Half or
+    BFloat16 tensor takes the number unchecked (1e5 makes inf), every other fill checks it as
+    every Scalar conversion does."""
+    if numel != 1 or (dtype is not D.float16 and dtype is not D.bfloat16):
+        check_fits(value, dtype)
+
+
 def check_size(size):
     for s in size:
         if s < 0:

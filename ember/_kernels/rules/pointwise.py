@@ -140,6 +140,8 @@ def check_alpha(dt, alpha):
     if dt._category <= D.INTEGRAL and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
+    from .factory import check_fits
+    check_fits(alpha, dt)
 
 
 def not_for(categories, kernel=None, message=None, exc=NotImplementedError):
@@ -188,10 +190,12 @@ def _c_name(dt):
 
 
 def lerp_check(kernel):
-    """lerp computes in self's dtype: end (and a tensor weight) must share it."""
+    """lerp computes in self's dtype: end (and a tensor weight) must share it; a 0-dim weight
+    of another dtype is read in self's, as ATen's lerp reads it."""
     def check(name, operands, dt):
         for what, x in zip(("end", "weight"), operands[1:]):
-            if hasattr(x, "_keyset") and x._dtype is not dt:
+            if hasattr(x, "_keyset") and x._dtype is not dt and \
+                    not (what == "weight" and not x._size):
                 raise RuntimeError(f"expected dtype {_c_name(dt)} for `{what}` but got dtype "
                                    f"{_c_name(x._dtype)}")
         not_for(_NOT_REAL_FLOAT, kernel)(name, operands, dt)
