@@ -83,13 +83,17 @@ from . import distributions  # noqa: E402,F401  (torch.distributions)
 from . import quasirandom  # noqa: E402,F401  (torch.quasirandom: SobolEngine)
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=None,
             options=None, disable=False):
     """Capture ``model`` (a function or ``nn.Module``) into graphs with guards and run them
-    through ``backend`` (PyTorch's ``torch.compile``; see ``ember._dynamo``). Usable as a
-    decorator with or without arguments. ``dynamic``: None (automatic dynamic shapes), True
-    (symbolic sizes from the start) or False (always specialise)."""
+    through ``backend`` (PyTorch's ``torch.compile``; see ``ember._dynamo``; None:
+    ``ember.compiler.get_default_backend()``, "inductor" unless set). Usable as a decorator
+    with or without arguments. ``dynamic``: None (automatic dynamic shapes), True (symbolic
+    sizes from the start) or False (always specialise). ``options["guard_filter_fn"]`` filters
+    the guards of each capture (``ember.compiler.skip_guard_on_*_unsafe``)."""
     from . import _dynamo
+    if backend is None:
+        backend = _dynamo.backends.registry.get_default_backend()
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be "
                            "specified at the same time.")
@@ -104,12 +108,16 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             return compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                            mode=mode, options=options, disable=disable)
         return fn
+    guard_filter_fn = None
+    if options:
+        options = dict(options)
+        guard_filter_fn = options.pop("guard_filter_fn", None)
     if (mode not in (None, "default") and backend == "inductor") or options:
         # handed to the backend (Inductor reads the mode and its options)
         backend = _dynamo.backends.registry.with_options(
             backend, mode if backend == "inductor" else None, options)
     return _dynamo.optimize(backend, nopython=fullgraph, dynamic=dynamic,
-                            disable=disable)(model)
+                            disable=disable, guard_filter_fn=guard_filter_fn)(model)
 
 
 from ._core.symint import SymInt, SymBool, SymFloat, sym_max, sym_min  # noqa: E402,F401

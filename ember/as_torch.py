@@ -68,7 +68,26 @@ class _TorchDistribution(importlib.metadata.Distribution):
         raise FileNotFoundError(f"ember's torch alias has no file {path}")
 
 
+class _TorchvisionOps(importlib.abc.MetaPathFinder):
+    """torchvision's C++ operator library links PyTorch's own libraries, so it never loads into
+    ember (torchvision then runs without its detection ops, as it does where the library is
+    missing). Its Python code still registers fake kernels for ``nms`` and ``qnms`` when
+    imported, which needs the operators defined: their schemas are defined here just before
+    torchvision first imports. Calling them fails in ember's dispatcher (no kernel)."""
+
+    library = None
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "torchvision" and self.library is None:
+            from .library import Library
+            lib = _TorchvisionOps.library = Library("torchvision", "FRAGMENT")
+            for op in ("nms", "qnms"):
+                lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        return None  # the module itself is found by the next finder
+
+
 _finder = _TorchFinder()
+_torchvision_ops = _TorchvisionOps()
 _EMBER_VERSION = _version.__version__
 
 
@@ -86,6 +105,7 @@ def install():
         raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
+    sys.meta_path.insert(0, _torchvision_ops)
     sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
     api_name.name = "torch"
 
@@ -95,6 +115,7 @@ def uninstall():
     imported as ``torch.*`` stay ember's until removed from ``sys.modules``)."""
     if is_installed():
         sys.meta_path.remove(_finder)
+        sys.meta_path.remove(_torchvision_ops)
         sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
         api_name.name = "ember"
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:

@@ -196,6 +196,9 @@ if __name__ == "__main__":
     if sys.argv[1] != "ddp" or sys.argv[2] == "ember":
         import ember.as_torch
         ember.as_torch.install()  # (ember.distributed.run starts the ranks as plain scripts)
+    else:
+        import _torchvision_schemas
+        _torchvision_schemas.install()  # (torchmetrics imports torchvision)
     import lightning
     import torch
     import torchmetrics

@@ -3,9 +3,8 @@ tests/test_vision.py runs each case in PyTorch in its own process, and ``python 
 ember.as_torch tests/_vision_models.py DIR NAMES`` runs them in ember with PyTorch's weights
 (DIR/NAME_weights.npz), writing what each computed to DIR/NAME_ember.npz.
 
-torchvision's C++ operator library links against PyTorch's own libraries; the wheel beside the
-CPU oracle is a CUDA build that cannot load there either, so both sides define the two schemas
-torchvision's import registers fake kernels for (its detection ops are not exercised here)."""
+torchvision's C++ operator library cannot load on either side (ember.as_torch and tests/conftest.py
+define the schemas its import needs); its detection ops are not exercised here."""
 import os
 import sys
 
@@ -29,14 +28,6 @@ MODELS = {
     "tv_shufflenet_v2": ("torchvision", "shufflenet_v2_x0_5", {}, 64),
 }
 TRANSFORMS = ("tv_transforms",)
-
-
-def define_torchvision_ops(torch):
-    """The schemas torchvision registers fake kernels for at import (see the docstring)."""
-    lib = torch.library.Library("torchvision", "DEF")
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    return lib
 
 
 def build(torch, name, weights=None):
@@ -107,7 +98,6 @@ if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     import torch
     directory, names = sys.argv[1], sys.argv[2].split(",")
     assert torch.__name__ == "ember", torch.__name__
-    _lib = define_torchvision_ops(torch)
     for name in names:
         path = os.path.join(directory, f"{name}_weights.npz")
         weights = dict(np.load(path)) if name not in TRANSFORMS else None

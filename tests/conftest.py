@@ -7,6 +7,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import _torchvision_schemas  # noqa: E402
+
 
 def _no_gpu():
     try:
@@ -26,6 +28,9 @@ if _no_gpu():
 @pytest.fixture(scope="session")
 def torch():
     return pytest.importorskip("torch")
+
+
+_torchvision_schemas.install()  # (see tests/_torchvision_schemas.py)
 
 
 @pytest.fixture

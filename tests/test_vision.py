@@ -10,9 +10,8 @@ from helpers import results_beside_pytorch
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def results(torch, tmp_path_factory):
     """Every case of tests/_vision_models.py: name -> (PyTorch's result, ember's)."""
-    torch = pytest.importorskip("torch")
     pytest.importorskip("timm")
     pytest.importorskip("torchvision")
     import _vision_models
@@ -23,13 +22,6 @@ def results(tmp_path_factory):
         if state:
             np.savez(directory / f"{name}_weights.npz", **state)
     return results_beside_pytorch("_vision_models.py", directory, theirs)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _torchvision_ops(torch):
-    """PyTorch's side needs the schemas too (see tests/_vision_models.py); defined once."""
-    import _vision_models
-    return _vision_models.define_torchvision_ops(torch)
 
 
 @pytest.mark.parametrize("name", ["timm_resnet18", "timm_vit_tiny", "timm_convnext_atto",

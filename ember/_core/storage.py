@@ -185,6 +185,18 @@ class UntypedStorage:
             return self
         return self._as_byte_tensor().cpu().untyped_storage()
 
+    def to(self, *, device, non_blocking=False):
+        """This storage on ``device``: itself when it is there, else a copy (as PyTorch's)."""
+        dev = _device(device)
+        if dev == self.device:
+            return self
+        return self._as_byte_tensor().to(dev, non_blocking=non_blocking).untyped_storage()
+
+    def cuda(self, device=None, non_blocking=False):
+        """This storage on the current CUDA device, or on CUDA device index ``device``."""
+        dev = _device("cuda", device) if device else _device("cuda")
+        return self.to(device=dev, non_blocking=non_blocking)
+
     def resize_(self, nbytes):
         self._resize_buffer(nbytes)
         if self.device.type == "cpu":

@@ -8,11 +8,12 @@ into an fx graph handed to the backend (``backends.registry``), and graph breaks
 generated resume functions (``resume_execution``). ``explain`` reports graphs, breaks and
 guards.
 
-Layout (PyTorch's): ``eval_frame`` (entry points, ``disable``, ``OptimizedModule``),
-``convert_frame`` (the per-code cache, misses, recompiles), ``symbolic_convert`` (the
-interpreter), ``variables/`` (symbolic values), ``guards`` and ``source``, ``output_graph`` (graph,
-side effects, residual code), ``resume_execution``, ``backends/``, ``testing``, ``exc``,
-``config``.
+Layout (PyTorch's): ``eval_frame`` (entry points, ``disable``, ``OptimizedModule``, the
+stance), ``decorators`` (``set_stance``, ``run``, ``graph_break``, ``disallow_in_graph``,
+``substitute_in_graph``, ``mark_static``, ...), ``convert_frame`` (the per-code cache, misses,
+recompiles), ``symbolic_convert`` (the interpreter), ``variables/`` (symbolic values),
+``guards`` and ``source``, ``output_graph`` (graph, side effects, residual code),
+``resume_execution``, ``backends/``, ``testing``, ``exc``, ``config``.
 
 Dynamic shapes: ``ember.compile(dynamic=None)`` specialises sizes first and recompiles once with
 a dim symbolic when it sees a second size (automatic dynamic); ``dynamic=True`` makes input sizes
@@ -25,13 +26,18 @@ the frame) the frame runs eagerly, as PyTorch's "skip frame".
 """
 from . import config, exc  # noqa: F401
 from .backends.registry import list_backends, lookup_backend, register_backend  # noqa: F401
+from .decorators import (disallow_in_graph, error_on_graph_break, forbid_in_graph,  # noqa: F401
+                         graph_break, is_dynamo_disable_recursive, mark_static, run,
+                         set_stance, skip_frame, substitute_in_graph)
 from .eval_frame import (OptimizedModule, allow_in_graph, assume_constant_result,  # noqa: F401
-                         disable, is_compiling, optimize)
+                         disable, is_compiling, optimize, optimize_assert)
 
-__all__ = ["optimize", "disable", "allow_in_graph", "assume_constant_result", "reset", "explain", "list_backends",
-           "mark_dynamic", "maybe_mark_dynamic", "mark_static_address",
-           "register_backend", "lookup_backend", "is_compiling", "OptimizedModule", "config",
-           "exc"]
+__all__ = ["optimize", "optimize_assert", "disable", "allow_in_graph", "assume_constant_result",
+           "reset", "explain", "list_backends", "mark_dynamic", "maybe_mark_dynamic",
+           "mark_static", "mark_static_address", "register_backend", "lookup_backend",
+           "is_compiling", "OptimizedModule", "config", "exc", "run", "set_stance",
+           "graph_break", "skip_frame", "disallow_in_graph", "forbid_in_graph",
+           "substitute_in_graph", "error_on_graph_break", "is_dynamo_disable_recursive"]
 
 
 def reset():
@@ -107,6 +113,7 @@ def mark_dynamic(t, index, *, min=None, max=None):  # noqa: A002  (PyTorch's nam
     t._dynamo_dynamic_range.add(_DimRange(index, min, max))
 
 
+@forbid_in_graph
 def mark_static_address(t, guard=False):
     """Mark tensor ``t`` as staying at one address across calls (a persistent buffer, say):
     a compiled graph run as a CUDA graph (``mode="reduce-overhead"``) reads it where it lies

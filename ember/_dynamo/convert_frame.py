@@ -8,20 +8,26 @@ calls :meth:`FrameState.miss` when none matches. A miss interprets the code symb
 and the residual function, and appends the entry; after ``config.recompile_limit`` entries
 the code runs eagerly with PyTorch's warning. Python versions other than 3.11/3.12, and
 internal errors of the interpreter, run eagerly with a one-time warning.
+
+The compiler's stance (``eval_frame._stance``, set by ``torch.compiler.set_stance``) is read
+here: on a miss (eager_on_recompile, fail_on_recompile, eager_then_compile,
+aot_eager_then_compile), and on every call while ``_stance_flags.special`` is set (force_eager,
+a forced backend, skip_guard_eval_unsafe's "differentiating" guards).
 """
 import dis
 import logging
 import sys
+import textwrap
 import types
 import warnings
 
 from .._core.codegen import compile_source
 from . import config
-from .exc import RecompileError, RestartAnalysis, Unsupported, UserErrorDuringTrace
-from .guards import build_guard_fn, failure_reason
-from .source import local_expr
+from .exc import RecompileError, RestartAnalysis, SkipFrame, Unsupported, UserErrorDuringTrace
+from .guards import build_guard_fn, diff_key, failure_reason, filter_guards
+from .source import GetItemSource, LocalSource, local_expr
 
-__all__ = ["FrameState", "get_frame_state"]
+__all__ = ["FrameState", "get_frame_state", "run_cached"]
 
 log = logging.getLogger("ember._dynamo.convert_frame")
 recompiles_log = logging.getLogger("ember._dynamo.__recompiles")
@@ -41,12 +47,77 @@ def _warn_once(key, msg):
 
 
 def get_frame_state(code, f_globals, compiler_fn, fullgraph, owner=None, root=None,
-                    dynamic=None):
-    key = (code, id(compiler_fn), fullgraph, owner, dynamic)
+                    dynamic=None, guard_filter_fn=None):
+    key = (code, id(compiler_fn), fullgraph, owner, dynamic, guard_filter_fn)
     st = _states.get(key)
     if st is None:
-        st = _states[key] = FrameState(code, f_globals, compiler_fn, fullgraph, root, dynamic)
+        st = _states[key] = FrameState(code, f_globals, compiler_fn, fullgraph, root, dynamic,
+                                       owner, guard_filter_fn)
     return st
+
+
+def run_cached(code, f_globals):
+    """The dispatch function of ``torch._dynamo.run(fn)``: the cached entries of every capture
+    of ``code`` are tried (each is guarded), and the frame runs eagerly when none matches."""
+    def dispatch(*args):
+        for st in list(_states.values()):
+            if st.code is code:
+                for g, r in st.entries:
+                    if g(*args):
+                        return r(*args)
+        pos, kwonly = _eager_args(code, args[:-1])
+        return _eager_function(code, f_globals, args[-1])(*pos, **kwonly)
+    return dispatch
+
+
+def _eager_function(code, f_globals, closure):
+    return types.FunctionType(code, f_globals, code.co_name, None, closure)
+
+
+def _eager_args(code, args):
+    """The frame's arguments (one per parameter, ``*args`` and ``**kwargs`` as a tuple and a
+    dict) as a call's positional and keyword arguments: (args, kwargs)."""
+    pos = list(args[:code.co_argcount])
+    i = code.co_argcount
+    kwonly = dict(zip(code.co_varnames[i:i + code.co_kwonlyargcount],
+                      args[i:i + code.co_kwonlyargcount]))
+    i += code.co_kwonlyargcount
+    if code.co_flags & 0x04:
+        pos.extend(args[i])
+        i += 1
+    if code.co_flags & 0x08:
+        kwonly.update(args[i])
+    return pos, kwonly
+
+
+def has_tensor_in_frame(code, f_globals, args):
+    """PyTorch's test for the frames (other than the compiled function's own) a stance's
+    recompile check applies to: the code reads the ember module (or one of its modules) as a
+    global, or an argument holds a tensor or an nn.Module (through lists, tuples, dicts and
+    named tuples)."""
+    from .._tensor import Tensor
+    from ..nn.modules.module import Module
+    for name in code.co_names:
+        obj = f_globals.get(name)
+        if isinstance(obj, types.ModuleType) and (obj.__name__ == "ember" or
+                                                  obj.__name__.startswith("ember.")):
+            return True
+    seen = set()
+
+    def has_tensor(obj):
+        if id(obj) in seen:
+            return False
+        seen.add(id(obj))
+        if isinstance(obj, (Tensor, Module)) or (type(obj) is type and issubclass(obj, Module)):
+            return True
+        if type(obj) in (list, tuple):
+            return any(has_tensor(v) for v in obj)
+        if type(obj) is dict:
+            return any(has_tensor(v) for v in list(obj.values()))
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return any(has_tensor(getattr(obj, f)) for f in obj._fields)
+        return False
+    return any(has_tensor(a) for a in args)
 
 
 def supported_python():
@@ -66,8 +137,11 @@ def arg_names(code):
 
 
 class FrameState:
-    def __init__(self, code, f_globals, compiler_fn, fullgraph, root=None, dynamic=None):
+    def __init__(self, code, f_globals, compiler_fn, fullgraph, root=None, dynamic=None,
+                 owner=None, guard_filter_fn=None):
         self.code = code
+        self.owner = owner
+        self.guard_filter_fn = guard_filter_fn
         self.dynamic = dynamic  # ember.compile(dynamic=): None (automatic), True, False
         self.automatic = {}     # input source name -> sizes seen (None: a dim made dynamic)
         self.used_dynamic = False  # the capture under way made some input size symbolic
@@ -85,46 +159,139 @@ class FrameState:
         self.argnames = arg_names(code)
         self.compile_id = len(_states)
         self._eager_fns = {}
+        # skip_guard_eval_unsafe: the keys (guards.diff_key) of the guards that tell this
+        # frame's entries apart — the non-parameter tensors' and those a recompile saw fail —
+        # and the entries checked on those guards only (None: to be rebuilt)
+        self.diff_keys = set()
+        self._diff_entries = None
+        self.examples_seen = 0  # calls eager_then_compile has run eagerly to learn sizes
+        self.always_optimize = False  # the function given to ember.compile itself
         self.dispatch = self._make_dispatch()
 
     def _make_dispatch(self):
+        from .eval_frame import _stance_flags
         params = ", ".join([*map(local_expr, self.argnames), "___closure"])
         src = (f"def ___dispatch_{self.code.co_name.strip('<>')}({params}):\n"
+               f"    if ___stance.special:\n"
+               f"        return ___special({params})\n"
                f"    for ___g, ___r in ___entries:\n"
                f"        if ___g({params}):\n"
                f"            return ___r({params})\n"
                f"    return ___miss({params})\n")
-        ns = {"___entries": self.entries, "___miss": self.miss}
+        ns = {"___entries": self.entries, "___miss": self.miss, "___stance": _stance_flags,
+              "___special": self.dispatch_special}
         compile_source(src, f"<ember dynamo dispatch {self.code.co_name}:{self.compile_id}>", ns)
         return next(v for k, v in ns.items() if k.startswith("___dispatch_"))
+
+    def dispatch_special(self, *args):
+        """A call under a stance that changes how cached entries run."""
+        from . import eval_frame
+        from .backends.registry import lookup_backend
+        stance = eval_frame._stance
+        if stance.stance == "force_eager":
+            return self.run_eager(args[:-1], args[-1])
+        if stance.stance not in eval_frame.STANCES:
+            raise RuntimeError(f"invalid torch.compile stance '{stance}'")
+        if stance.backend is not None and self.root is self:
+            # the frame's captures with the forced backend: a cache of their own
+            other = get_frame_state(self.code, self.f_globals, lookup_backend(stance.backend),
+                                    self.fullgraph, self.owner, dynamic=self.dynamic,
+                                    guard_filter_fn=self.guard_filter_fn)
+            if other is not self:
+                return other.dispatch(*args)
+        entries = self.entries
+        if stance.skip_guard_eval_unsafe:
+            entries = self.diff_entries()
+        for g, r in entries:
+            if g(*args):
+                return r(*args)
+        return self.miss(*args)
+
+    def diff_entries(self):
+        """The entries with guard functions over the differentiating guards only
+        (PyTorch's diff guard managers): built again when an entry or a key is added."""
+        if self._diff_entries is None or len(self._diff_entries) != len(self.entries):
+            self._diff_entries = [
+                (build_guard_fn(g.guard_set, self.argnames, self.f_globals,
+                                f"{self.code.co_name}:{self.compile_id}/{i} diff",
+                                [x for x in g.guards if diff_key(x) in self.diff_keys]), r)
+                for i, (g, r) in enumerate(self.entries)]
+        return self._diff_entries
 
     # -- eager ---------------------------------------------------------------------------------
     def run_eager(self, args, closure):
         hit = self._eager_fns.get(id(closure))
         if hit is None or hit[0] is not closure:
-            hit = self._eager_fns[id(closure)] = (closure, types.FunctionType(
-                self.code, self.f_globals, self.code.co_name, None, closure))
-        fn = hit[1]
-        code = self.code
-        pos = list(args[:code.co_argcount])
-        i = code.co_argcount
-        kwonly = dict(zip(code.co_varnames[i:i + code.co_kwonlyargcount],
-                          args[i:i + code.co_kwonlyargcount]))
-        i += code.co_kwonlyargcount
-        if code.co_flags & 0x04:
-            pos.extend(args[i])
-            i += 1
-        if code.co_flags & 0x08:
-            kwonly.update(args[i])
-        return fn(*pos, **kwonly)
+            hit = self._eager_fns[id(closure)] = (closure, _eager_function(
+                self.code, self.f_globals, closure))
+        pos, kwonly = _eager_args(self.code, args)
+        return hit[1](*pos, **kwonly)
+
+    def _note_example(self, args):
+        """Record the sizes of the tensors among the frame's arguments as a capture would
+        (automatic dynamic shapes compares the next capture's sizes with them)."""
+        from .._tensor import Tensor
+
+        def note(src, v):
+            if isinstance(v, Tensor):
+                if config.automatic_dynamic_shapes and v._size:
+                    self.automatic.setdefault(src.name(), list(v._size))
+            elif type(v) in (list, tuple):
+                for i, x in enumerate(v):
+                    note(GetItemSource(src, i), x)
+            elif type(v) is dict:
+                for k, x in v.items():
+                    if isinstance(k, (str, int)):
+                        note(GetItemSource(src, k), x)
+        for name, v in zip(self.argnames, args):
+            note(LocalSource(name), v)
+        self.examples_seen += 1
+
+    def _stance_on_miss(self, stance, args, closure):
+        """How a miss runs under a non-default stance: a function making the call's result,
+        or None to capture as usual."""
+        st = stance.stance
+        if st == "eager_on_recompile":
+            return lambda: self.run_eager(args, closure)
+        if st == "fail_on_recompile" and (self.always_optimize or has_tensor_in_frame(
+                self.code, self.f_globals, args)):
+            msg = (f"Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                   f"filename: '{self.code.co_filename}', function name: "
+                   f"'{self.code.co_name}', line number: {self.code.co_firstlineno}")
+            reasons = []
+            for i, (g, _) in enumerate(self.entries):
+                r = failure_reason(g, list(args) + [closure])
+                if r is not None:
+                    reasons.append(f"{self.compile_id}/{i}: {r}")
+            if reasons:
+                details = ("triggered by the following guard failure(s):\n" +
+                           textwrap.indent("\n".join(reasons), "- "))
+                msg += "\n" + textwrap.indent(details, "    ")
+            raise RuntimeError(msg)
+        if st in ("eager_then_compile", "aot_eager_then_compile") and \
+                self.examples_seen == 0 and not self.entries:
+            self._note_example(args)
+            if st == "eager_then_compile":
+                return lambda: self.run_eager(args, closure)
+            from .backends.registry import lookup_backend
+            other = get_frame_state(self.code, self.f_globals, lookup_backend("aot_eager"),
+                                    self.fullgraph, self.owner, dynamic=self.dynamic,
+                                    guard_filter_fn=self.guard_filter_fn)
+            return lambda: other.dispatch(*args, closure)
+        return None
 
     # -- a miss --------------------------------------------------------------------------------
     def miss(self, *args):
         from . import eval_frame
         closure = args[-1]
         args = args[:-1]
-        if self.eager_forever or _compiling[0] or eval_frame._state.disabled:
+        if self.eager_forever or _compiling[0] or eval_frame._state.disabled or \
+                eval_frame._state.run_only:
             return self.run_eager(args, closure)
+        if eval_frame._stance.stance != "default":
+            other_way = self._stance_on_miss(eval_frame._stance, args, closure)
+            if other_way is not None:
+                return other_way()
         if not supported_python():
             _warn_once("version", f"ember.compile: Python {sys.version_info[0]}."
                        f"{sys.version_info[1]} bytecode is not supported (3.11 and 3.12 are); "
@@ -135,8 +302,13 @@ class FrameState:
         if self.entries:
             reasons = []
             for i, (g, _) in enumerate(self.entries):
-                r = failure_reason(g, list(args) + [closure])
+                frame = list(args) + [closure]
+                r = failure_reason(g, frame)
                 reasons.append(f"- {self.compile_id}/{i}: {r}")
+                failed = g.first_failure(*frame)
+                if failed >= 0 and diff_key(g.guards[failed]) not in self.diff_keys:
+                    self.diff_keys.add(diff_key(g.guards[failed]))
+                    self._diff_entries = None
             reason = reasons[-1][2:] if reasons else None
             msg = (f"Recompiling function {self.code.co_name} in {self.code.co_filename}:"
                    f"{self.code.co_firstlineno}\n    triggered by the following guard "
@@ -162,8 +334,18 @@ class FrameState:
             # Run this call eagerly, cache nothing: the user's error is raised as in eager
             # (with their frames); if eager succeeds, the next call tries to capture again.
             return self.run_eager(args, closure)
+        except SkipFrame as e:
+            if self.fullgraph:  # PyTorch's: the skip is an Unsupported like any
+                err = Unsupported(e.msg)
+                err.add_user_stack(e.real_stack)
+                raise err from None
+            self.eager_forever = True
+            self.skip_reason = e
+            eval_frame._record_skip(e)
+            dynamo_log.debug("skipping frame %s: %s", self.code.co_name, e)
+            return self.run_eager(args, closure)
         except Unsupported as e:
-            if self.fullgraph:
+            if self.fullgraph or e.error_on_graph_break:
                 raise
             # Nowhere to break (not at a call or a jump): the frame runs eagerly, as PyTorch's
             # "skip frame".
@@ -240,6 +422,13 @@ class FrameState:
         dynamo_log.info("Step 1: torchdynamo done tracing %s (%s)", code.co_name,
                         "graph break" if output.break_reasons else "RETURN_VALUE")
         output.install_shape_guards()
+        if self.guard_filter_fn is not None:
+            output.guards.guards = filter_guards(output.guards.guards, self.guard_filter_fn,
+                                                 self.argnames, list(args) + [closure],
+                                                 self.f_globals)
+        for g in output.guards.guards:
+            if g.create_fn == "TENSOR_MATCH" and not g.obj.is_param:
+                self.diff_keys.add(diff_key(g))
         guard_fn = build_guard_fn(output.guards, self.argnames, self.f_globals, label)
         residual = self._build_residual(tx.residual, label)
         eval_frame._record_guards(output.guards.guards)
@@ -272,7 +461,7 @@ class FrameState:
             name = f"__resume_at_{target}_{len(self.root.resumes)}"
             rcode = make_resume_code(code, target, nstack, set(nulls), names, name)
             st = FrameState(rcode, self.f_globals, self.compiler_fn, self.fullgraph, self.root,
-                            self.dynamic)
+                            self.dynamic, guard_filter_fn=self.guard_filter_fn)
             hit = self.root.resumes[key] = st.dispatch
             hit.__resume_name__ = name
         return hit
@@ -282,5 +471,6 @@ class FrameState:
         hit = self.root.callees.get(fn)
         if hit is None:
             hit = self.root.callees[fn] = _wrap_function(fn, self.compiler_fn, False,
-                                                         dynamic=self.dynamic)
+                                                         dynamic=self.dynamic,
+                                                         guard_filter_fn=self.guard_filter_fn)
         return hit

@@ -2,8 +2,9 @@
 or module; the wrapper owns the call, so no PEP 523 frame hook is needed. The wrapper is
 generated Python with the function's own signature; it passes the frame's arguments (defaults
 applied) and closure to the code object's dispatch function (``convert_frame.FrameState``).
-Also ``disable``, ``allow_in_graph``, ``OptimizedModule`` and the recording that ``explain``
-reads."""
+Also ``disable``, ``allow_in_graph``, ``OptimizedModule``, the compiler's stance
+(``set_stance``), ``optimize_assert`` and the recording that ``explain`` reads."""
+import dataclasses
 import functools
 import threading
 import types
@@ -14,20 +15,63 @@ from ..nn.modules.module import Module
 from .backends.registry import lookup_backend
 from .convert_frame import get_frame_state
 
-__all__ = ["optimize", "OptimizedModule", "disable", "allow_in_graph", "assume_constant_result",
-           "reset", "is_compiling"]
+__all__ = ["optimize", "optimize_assert", "OptimizedModule", "disable", "allow_in_graph",
+           "assume_constant_result", "reset", "is_compiling", "DynamoStance"]
 
 
 class _EvalState(threading.local):
     def __init__(self):
         self.disabled = 0
+        # inside torch._dynamo.run(fn): cached entries run, a miss runs eagerly
+        self.run_only = 0
+        # error_on_graph_break(True) entered outside a capture: graph breaks raise
+        self.error_on_graph_break = False
 
 
 _state = _EvalState()
 _disabled_fns = set()   # functions marked ember.compiler.disable: a graph break when called
 _allowed_fns = set()    # allow_in_graph: captured as one graph call, not inlined
+_disallowed_fns = set()  # disallow_in_graph (and graph_break): a graph break when called
 _constant_result_fns = set()  # assume_constant_result: called at capture, its value a constant
+_polyfills = {}         # substitute_in_graph: original (and its wrapper) -> traced stand-in
 _recorders = []         # explain's collectors
+
+
+@dataclasses.dataclass
+class DynamoStance:
+    """The compiler's stance (PyTorch's class of the same name), set by ``set_stance``."""
+    stance: str = "default"
+    skip_guard_eval_unsafe: bool = False
+    backend: typing.Any = None
+
+
+# The stances set_stance takes; another name is accepted there and refused at the next call
+# of compiled code, as PyTorch does.
+STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
+           "eager_then_compile", "aot_eager_then_compile")
+
+
+class _StanceFlags:
+    """What every dispatch reads: ``special`` is set while the stance changes how a call
+    with cached entries runs (force_eager, a forced backend, guards skipped, an unknown
+    stance); the other stances matter only on a cache miss."""
+    special = False
+
+
+_stance = DynamoStance()
+_stance_flags = _StanceFlags()
+
+
+def _set_stance(stance):
+    """Make ``stance`` the current stance; returns the one it replaces."""
+    global _stance
+    from .convert_frame import _compiling
+    if _compiling[0]:
+        raise RuntimeError("attempted to set_stance in a torch.compile region")
+    prior, _stance = _stance, stance
+    _stance_flags.special = (stance.stance == "force_eager" or stance.stance not in STANCES
+                             or stance.backend is not None or stance.skip_guard_eval_unsafe)
+    return prior
 
 
 class _DimRange(typing.NamedTuple):
@@ -119,19 +163,22 @@ def _eager_call_text(fn):
     return ", ".join(parts)
 
 
-def _wrap_function(fn, compiler_fn, fullgraph, owner=None, dynamic=None):
+def _wrap_function(fn, compiler_fn, fullgraph, owner=None, dynamic=None,
+                   guard_filter_fn=None):
     """A function with ``fn``'s signature that runs ``fn`` through the capture cache."""
     if isinstance(fn, types.MethodType):
         inner = _wrap_function(fn.__func__, compiler_fn, fullgraph, owner or id(fn.__self__),
-                               dynamic)
+                               dynamic, guard_filter_fn)
         return types.MethodType(inner, fn.__self__)
     if isinstance(fn, functools.partial):
         return functools.partial(_wrap_function(fn.func, compiler_fn, fullgraph, owner,
-                                                dynamic), *fn.args, **fn.keywords)
+                                                dynamic, guard_filter_fn),
+                                 *fn.args, **fn.keywords)
     call = getattr(type(fn), "__call__", None)
     if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
         # a callable object: its __call__, bound to it
-        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn), dynamic)
+        inner = _wrap_function(call, compiler_fn, fullgraph, owner or id(fn), dynamic,
+                               guard_filter_fn)
         return types.MethodType(inner, fn)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"ember.compile expects a Python function, callable object or "
@@ -139,9 +186,15 @@ def _wrap_function(fn, compiler_fn, fullgraph, owner=None, dynamic=None):
     if fn in _disabled_fns or fn.__code__.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
         return fn  # disabled, or a generator/coroutine function: runs eagerly (PyTorch skips)
     st = get_frame_state(fn.__code__, fn.__globals__, compiler_fn, fullgraph, owner,
-                         dynamic=dynamic)
+                         dynamic=dynamic, guard_filter_fn=guard_filter_fn)
+    return _entry_function(fn, st.dispatch, {"_frame_state": st})
+
+
+def _entry_function(fn, dispatch, attrs):
+    """The generated function with ``fn``'s signature that hands the frame's arguments and
+    closure to ``dispatch`` (and runs ``fn`` itself inside ``disable()``)."""
     params, fwd, ns = _signature_parts(fn)
-    ns.update(___dispatch=st.dispatch, ___fn=fn, ___closure=fn.__closure__, ___state=_state)
+    ns.update(___dispatch=dispatch, ___fn=fn, ___closure=fn.__closure__, ___state=_state)
     name = fn.__name__ if fn.__name__.isidentifier() else "compiled_fn"
     src = (f"def {name}({', '.join(params)}):\n"
            f"    if ___state.disabled:\n"
@@ -151,7 +204,7 @@ def _wrap_function(fn, compiler_fn, fullgraph, owner=None, dynamic=None):
     wrapper = ns[name]
     functools.update_wrapper(wrapper, fn)
     wrapper._torchdynamo_orig_callable = fn
-    wrapper._frame_state = st
+    wrapper.__dict__.update(attrs)
     return wrapper
 
 
@@ -161,12 +214,12 @@ class OptimizedModule(Module):
     submodule (state_dict keys start with ``_orig_mod.``, as PyTorch's); other attributes are
     read from the original module."""
 
-    def __init__(self, mod, compiler_fn, fullgraph, dynamic=None):
+    def __init__(self, mod, compiler_fn, fullgraph, dynamic=None, guard_filter_fn=None):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(self, "_compiled_call",
                            _wrap_function(mod._call_impl, compiler_fn, fullgraph, id(mod),
-                                          dynamic))
+                                          dynamic, guard_filter_fn))
 
     def __call__(self, *args, **kwargs):
         return self._compiled_call(*args, **kwargs)
@@ -182,11 +235,13 @@ class OptimizedModule(Module):
 
 
 def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None,
-             disable=False):
+             disable=False, guard_filter_fn=None):
     """PyTorch's ``torch._dynamo.optimize``: a decorator that compiles with ``backend``.
     ``dynamic``: None specialises sizes first and makes a dim symbolic when a second size of it
     is seen (automatic dynamic); True makes input sizes symbolic from the start; False always
-    specialises."""
+    specialises. ``guard_filter_fn`` (``ember.compile``'s ``options["guard_filter_fn"]``) is
+    given each capture's guards as ``GuardFilterEntry`` values and returns one bool per guard:
+    the guards it drops are not checked again (the ``torch.compiler.*_unsafe`` filters)."""
     compiler_fn = lookup_backend(backend)
     fg = bool(nopython or fullgraph)
 
@@ -195,9 +250,26 @@ def optimize(backend="inductor", *, nopython=False, fullgraph=None, dynamic=None
         if disable:
             return fn
         if isinstance(fn, Module):
-            return OptimizedModule(fn, compiler_fn, fg, dynamic)
-        return _wrap_function(fn, compiler_fn, fg, dynamic=dynamic)
+            wrapped = OptimizedModule(fn, compiler_fn, fg, dynamic, guard_filter_fn)
+            state = wrapped._compiled_call._frame_state
+        else:
+            wrapped = _wrap_function(fn, compiler_fn, fg, dynamic=dynamic,
+                                     guard_filter_fn=guard_filter_fn)
+            state = getattr(getattr(wrapped, "func", wrapped), "_frame_state", None)
+        if state is not None:
+            # what the user compiled (not a callee or a resume function): its frame holds
+            # tensors as far as the stance's recompile check goes, as PyTorch's
+            # always_optimize_code_objects
+            state.always_optimize = True
+        return wrapped
     return decorate
+
+
+def optimize_assert(backend, *, dynamic=None):
+    """PyTorch's ``torch._dynamo.optimize_assert``: :func:`optimize` that captures each frame
+    as one graph — a graph break raises ``Unsupported`` (``error_on_graph_break`` cannot turn
+    that off)."""
+    return optimize(backend, nopython=True, dynamic=dynamic)
 
 
 class disable:
@@ -216,6 +288,10 @@ class disable:
             return super().__new__(cls)
         orig = getattr(fn, "_torchdynamo_orig_callable", fn)
         _disabled_fns.add(orig)
+        try:  # what is_dynamo_disable_recursive reads
+            orig._torchdynamo_disable_recursive = recursive
+        except (AttributeError, TypeError):
+            pass  # a builtin: nothing to mark
         return orig
 
     def __init__(self, fn=None, recursive=True, *, reason=None):
@@ -237,6 +313,7 @@ def allow_in_graph(fn):
     of inlining it."""
     if isinstance(fn, (list, tuple)):
         return [allow_in_graph(f) for f in fn]
+    _disallowed_fns.discard(fn)
     _allowed_fns.add(fn)
     return fn
 

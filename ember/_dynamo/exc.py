@@ -3,7 +3,7 @@ from enum import Enum, auto
 
 __all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis", "BackendCompilerFailed",
            "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented",
-           "UserError", "UserErrorType"]
+           "UserError", "UserErrorType", "SkipFrame", "UncapturedHigherOrderOpError"]
 
 
 class TorchDynamoException(RuntimeError):
@@ -23,6 +23,9 @@ class Unsupported(TorchDynamoException):
         self.msg = msg
         self.real_stack = []
         self.case_name = case_name
+        # set when ``error_on_graph_break(True)`` was in effect where it was raised: it reaches
+        # the caller instead of becoming a graph break or a skipped frame
+        self.error_on_graph_break = False
 
     def add_user_stack(self, stack):
         if not self.real_stack:
@@ -36,6 +39,25 @@ class Unsupported(TorchDynamoException):
 class UserErrorDuringTrace(Unsupported):
     """An op raised on FakeTensors: most likely the user's program raises there. The call runs
     eagerly (nothing cached), so the user's exception surfaces as in eager, with their frames."""
+
+
+class UncapturedHigherOrderOpError(TorchDynamoException):
+    """A region that must be captured whole (``nested_compile_region``) met a graph break."""
+
+    def __init__(self, msg, real_stack=()):
+        super().__init__(msg)
+        self.msg = msg
+        self.real_stack = list(real_stack)
+
+
+class SkipFrame(TorchDynamoException):
+    """The frame being captured is run eagerly, without a graph (``torch._dynamo.skip_frame()``
+    raises it from captured code); ``real_stack`` holds the user's frames."""
+
+    def __init__(self, msg, real_stack=()):
+        super().__init__(msg)
+        self.msg = msg
+        self.real_stack = list(real_stack)
 
 
 class RestartAnalysis(TorchDynamoException):

@@ -8,15 +8,23 @@ mode). :func:`build_guard_fn` turns one cache entry's guards into ONE generated 
 (``<ember dynamo guards f:0>`` in tracebacks) taking the frame's arguments and its closure; the
 hot path is a single call of it. On a miss, :func:`first_failure` says which guard failed, in
 PyTorch's words, for ``TORCH_LOGS=recompiles``.
+
+A capture's guards can be filtered before they are built (``ember.compile``'s
+``options["guard_filter_fn"]``, given one :class:`GuardFilterEntry` per guard), and
+``set_stance(skip_guard_eval_unsafe=True)`` checks only the guards :func:`diff_key` names.
 """
 import builtins
+import dataclasses
+import re
 import types
+import typing
 
 from .._core.codegen import compile_source
 from .._dispatch import tls as _tls
 from .source import local_expr
 
-__all__ = ["Guard", "GuardSet", "build_guard_fn"]
+__all__ = ["Guard", "GuardSet", "GuardFilterEntry", "build_guard_fn", "filter_guards",
+           "diff_key"]
 
 
 class Guard:
@@ -104,9 +112,10 @@ class GuardSet:
                      if not isinstance(s, SymInt)]
         code += [f"{e}._requires_grad is {c}[5]", f"{e}._keyset == {c}[6]"]
         # a snapshot of the metadata, not the tensor: the entry must not keep inputs alive
+        from ..nn.parameter import Parameter
         snap = types.SimpleNamespace(_dtype=t._dtype, _device=t._device, _size=t._size,
                                      _stride=t._stride, _requires_grad=t._requires_grad,
-                                     dynamic=dynamic)
+                                     dynamic=dynamic, is_param=isinstance(t, Parameter))
         self._add(("T", source), source, "TENSOR_MATCH", code, obj=snap)
 
     def shape_guard(self, code, readable):
@@ -209,16 +218,18 @@ def _source_local(src, names, lines):
     return name
 
 
-def build_guard_fn(guard_set, argnames, f_globals, label):
+def build_guard_fn(guard_set, argnames, f_globals, label, guards=None):
     """One function ``guard(*argnames, ___closure) -> bool`` and one
-    ``first_failure(...) -> index or -1`` for the recompile log."""
+    ``first_failure(...) -> index or -1`` for the recompile log, over ``guards`` (by default
+    all of ``guard_set``'s)."""
+    guards = guard_set.guards if guards is None else guards
     ns = _base_namespace()
     ns.update(guard_set.namespace)
     ns["___G"] = f_globals
     params = ", ".join([*map(local_expr, argnames), "___closure"])
     names, assigns = {}, []
     body = []  # (assignment lines, condition, guard index)
-    for i, g in enumerate(guard_set.guards):
+    for i, g in enumerate(guards):
         before = len(assigns)
         local = _source_local(g.source, names, assigns) if g.source is not None else None
         cond = " and ".join(c.replace(E, local) if local else c for c in g.code)
@@ -244,8 +255,128 @@ def build_guard_fn(guard_set, argnames, f_globals, label):
     fn = ns["___guard"]
     fn.first_failure = ns["___first_failure"]
     fn.source = src
-    fn.guards = guard_set.guards
+    fn.guards = guards
+    fn.guard_set = guard_set
     return fn
+
+
+def diff_key(guard):
+    """What ``skip_guard_eval_unsafe`` selects a guard by: its source's name (every guard on
+    a source that told entries apart is kept, as PyTorch's diff guard managers keep a source's
+    whole subtree), or for a guard without a source its kind and code."""
+    if guard.source is not None:
+        return guard.source.name()
+    return (guard.create_fn, tuple(guard.code))
+
+
+# -- guard filters --------------------------------------------------------------------------------
+# ember's guards on the global state, each a part of what PyTorch checks as one GLOBAL_STATE guard
+_GLOBAL_STATE = {"GRAD_MODE", "GLOBAL_STATE", "DEFAULT_DTYPE", "DETERMINISTIC_ALGORITHMS",
+                 "AUTOCAST_STATE"}
+
+
+@dataclasses.dataclass
+class GuardFilterEntry:
+    """One guard as a ``guard_filter_fn`` sees it (PyTorch's class of the same name): ``name``
+    is its source's name with the frame's ``L[...]`` taken off, ``value`` the value there when
+    the capture was made (``has_value`` False for a guard without a source)."""
+    name: str
+    has_value: bool
+    value: object
+    guard_type: str
+    derived_guard_types: typing.Tuple[str, ...]
+    is_global: bool
+    orig_guard: object
+
+
+class _GuardSourceKind:
+    """``orig_guard.source`` of a filter entry: where the guarded value lives, with PyTorch's
+    ``GuardSource`` questions. A value read through an nn.Module (the module itself
+    included) is an "unspecialized nn module" source; a builtin one when the nearest module
+    on the way is one of ember.nn's own classes."""
+
+    def __init__(self, kind, module):
+        self.kind, self.module = kind, module
+
+    def is_unspecialized_nn_module(self):
+        return self.module is not None
+
+    def is_unspecialized_builtin_nn_module(self):
+        return self.module == "builtin"
+
+    def is_local(self):
+        return self.kind == "local"
+
+    def is_global(self):
+        return self.kind == "global"
+
+
+class _FilterGuard:
+    """``orig_guard`` of a filter entry: the ember Guard, with ``source`` answering PyTorch's
+    questions about where the value lives (the Guard's own source: ``originating_source``)."""
+
+    def __init__(self, guard, source_kind):
+        self._guard, self.source = guard, source_kind
+        self.originating_source = guard.source
+
+    def __getattr__(self, name):
+        return getattr(self._guard, name)
+
+
+def _strip_local_scope(name):
+    """``L['x'].w`` -> ``x.w`` (PyTorch's strip_local_scope)."""
+    return re.sub(r"^L\[['\"](.*?)['\"]\]", r"\1", name)
+
+
+def _chain(src):
+    """``src`` and the sources it is read through, innermost first."""
+    out = []
+    while src is not None:
+        out.append(src)
+        src = getattr(src, "base", None) or getattr(src, "fn_source", None)
+    return out
+
+
+def filter_guards(guards, guard_filter_fn, argnames, frame_args, f_globals):
+    """The guards ``guard_filter_fn`` keeps: it gets one :class:`GuardFilterEntry` per guard,
+    made from the values of the frame the capture was made for, and returns one bool each."""
+    from ..nn.modules.module import Module
+    ns = _base_namespace()
+    ns["___G"] = f_globals
+    local = dict(zip(map(local_expr, argnames), frame_args))
+    local["___closure"] = frame_args[-1]
+    missing = object()
+
+    def value_of(src):
+        try:
+            return eval(src.expr(), ns, local)  # noqa: S307 - the guards' own expressions
+        except Exception:  # noqa: BLE001 - PyTorch's has_value=False
+            return missing
+    entries = []
+    for g in guards:
+        module = None
+        if g.source is not None:
+            for s in _chain(g.source):
+                v = value_of(s)
+                if isinstance(v, Module):
+                    module = "builtin" if type(v).__module__.startswith("ember.nn.") else "user"
+                    break
+        value = value_of(g.source) if g.source is not None else missing
+        kind = "global" if g.source is None or g.source.guard_source == "global" else "local"
+        guard_type = "GLOBAL_STATE" if g.create_fn in _GLOBAL_STATE else g.create_fn
+        entries.append(GuardFilterEntry(
+            name=_strip_local_scope(g.name), has_value=value is not missing, value=value,
+            guard_type=guard_type,
+            derived_guard_types=() if g.create_fn in _GLOBAL_STATE else (g.create_fn,),
+            is_global=g.source is not None and g.source.guard_source == "global",
+            orig_guard=_FilterGuard(g, _GuardSourceKind(kind, module))))
+    keep = guard_filter_fn(entries)
+    if len(keep) != len(guards):
+        raise AssertionError(f"filter_results length ({len(keep)}) != sorted_guards length "
+                             f"({len(guards)})")
+    if not all(type(x) is bool for x in keep):
+        raise AssertionError("All filter_results entries must be bool")
+    return [g for g, k in zip(guards, keep) if k]
 
 
 def failure_reason(guard_fn, args):

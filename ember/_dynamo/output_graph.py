@@ -228,6 +228,12 @@ class OutputGraph:
         self.graphs = []  # (gm, compiled) compiled by this capture
         self.break_reasons = []
         self.residual_source = None
+        # a graph break raises instead (error_on_graph_break: entered around the call, or
+        # in captured code while its block is traced)
+        self.error_on_graph_break = _eval_frame()._state.error_on_graph_break
+        # nested_compile_region: function code -> {reuse key: (subgraph name, lifted outer
+        # nodes, result container type)}
+        self.subgraph_reuse = {}
 
     # -- global state during the trace ------------------------------------------------------
     def restore_global_state(self):
@@ -336,7 +342,8 @@ class OutputGraph:
         one the previous capture of this frame saw, and dims ``mark_dynamic`` named.
         Parameters and the tensors of nn.Modules' attributes and buffers stay static, as
         PyTorch's ``force_parameter_static_shapes`` / ``force_nn_module_property_static_shapes``
-        (another object's attribute is an input like any: a KV cache's keys grow each step)."""
+        (another object's attribute is an input like any: a KV cache's keys grow each step).
+        ``mark_static`` dims stay static."""
         from ..nn.parameter import Parameter
         mode = self.frame_state.dynamic
         if mode is None and not config.assume_static_by_default:
@@ -354,8 +361,10 @@ class OutputGraph:
             record = sizes
         if config.automatic_dynamic_shapes:
             seen[src.name()] = record
-        dims = [mode is True or i in marked or (record[i] is None and
-                                                config.automatic_dynamic_shapes)
+        # mark_static keeps a dim static; mark_dynamic wins over it
+        static = getattr(value, "_dynamo_static_indices", ())
+        dims = [i in marked or (i not in static and (
+                    mode is True or (record[i] is None and config.automatic_dynamic_shapes)))
                 for i in range(len(sizes))]
         if not any(dims) or self.frame_state.static_only:
             return None

@@ -9,6 +9,7 @@ translator restarts the analysis and, at that instruction, compiles the graph so
 the rest of the frame to residual code and a generated resume function (``_break_graph``).
 """
 import dis
+import inspect
 import operator
 import sys
 import traceback
@@ -151,6 +152,12 @@ class InstructionTranslatorBase:
         return obj.call_method(self, "__getitem__", [idx], {})
 
     def call(self, fn, args, kwargs):
+        target = getattr(fn, "fn", None)
+        if target is None:
+            target = getattr(fn, "cls", None)
+        if target is not None and callable(target) and \
+                inspect.getattr_static(target, "_dynamo_forbidden", False):
+            raise AssertionError(f"Attempt to trace forbidden callable {target}")
         return fn.call_function(self, list(args), dict(kwargs))
 
     def inline_call(self, code, f_globals, bound, cells, fn_vt):
@@ -797,6 +804,9 @@ class InstructionTranslator(InstructionTranslatorBase):
             if not e.real_stack:
                 e.add_user_stack(self.user_stack_at_error())
             if self.one_graph or isinstance(e, UserErrorDuringTrace):
+                raise
+            if self.output.error_on_graph_break:
+                e.error_on_graph_break = True
                 raise
             if inst.opname in _BREAKABLE and self.output.can_break(self):
                 self.break_at[inst.offset] = e

@@ -11,10 +11,11 @@ default backend.
 import functools
 
 __all__ = ["register_backend", "lookup_backend", "list_backends", "register_debug_backend",
-           "with_options"]
+           "with_options", "get_default_backend", "set_default_backend"]
 
 _BACKENDS = {}
 _TAGS = {}
+_default_backend = "inductor"  # what ember.compile uses when given no backend
 
 
 def register_backend(compiler_fn=None, name=None, tags=()):
@@ -66,6 +67,23 @@ def with_options(backend, mode=None, options=None):
         hit.__name__ = getattr(fn, "__name__", "backend")
         _WITH_OPTIONS[key] = hit
     return hit
+
+
+def set_default_backend(backend):
+    """Set the backend ``ember.compile`` uses when no ``backend`` is given; None restores
+    ``"inductor"``."""
+    global _default_backend
+    if backend is None:
+        _default_backend = "inductor"
+        return
+    if not isinstance(backend, str) and not callable(backend):
+        raise TypeError(f"backend must be a string or callable, got {type(backend)}")
+    _default_backend = backend
+
+
+def get_default_backend():
+    """The backend ``ember.compile`` uses when no ``backend`` is given."""
+    return _default_backend
 
 
 def list_backends(exclude_tags=("debug", "experimental")):

@@ -13,6 +13,7 @@ import types
 from .base import VariableTracker, unimplemented
 from .builtin import BuiltinVariable
 from .constant import ConstantVariable
+from .decorators import decorator_variable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, SizeVariable, TupleVariable
@@ -201,6 +202,9 @@ class VariableBuilder:
             if src is not None:
                 guards.type_match(src, value)
             return UserDefinedObjectVariable(value, src)
+        special = decorator_variable(tx, value, src)
+        if special is not None:
+            return special
         if value in eval_frame._disabled_fns:
             if src is not None:
                 guards.id_match(src, value)
