@@ -168,7 +168,7 @@ def _checked_astype(arr, target):
     if target is D.complex32:
         return _complex32.from_any(arr)
     with np.errstate(all="ignore"):
-        return D.as_numpy_values(arr, target)
+        return D.cast_values(arr, target)
 
 
 def _data_to_array(data, dtype):
@@ -176,7 +176,7 @@ def _data_to_array(data, dtype):
     if isinstance(data, np.ndarray):
         target = (dtype or _numpy_dtype(data.dtype))._np
         if target == np.float16 and data.dtype == np.float64:
-            data = D.as_numpy_values(data, D.float16)  # (c10's double -> float -> half)
+            data = D.cast_values(data, D.float16)  # (c10's double -> float -> half)
         if data.flags.c_contiguous:
             # the CPU allocator's memory, as every other new tensor's (large blocks start on a
             # cache line, and are reused)
@@ -185,7 +185,7 @@ def _data_to_array(data, dtype):
             return out
         return np.array(data, dtype=target, copy=True)  # its layout kept, as PyTorch keeps it
     if isinstance(data, np.generic):
-        return D.as_numpy_values(data, dtype or _numpy_dtype(data.dtype)).copy()
+        return D.cast_values(data, dtype or _numpy_dtype(data.dtype)).copy()
     if isinstance(data, str):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     sizes = _sizes(data)

@@ -73,7 +73,8 @@ class _TorchvisionOps(importlib.abc.MetaPathFinder):
     ember (torchvision then runs without its detection ops, as it does where the library is
     missing). Its Python code still registers fake kernels for ``nms`` and ``qnms`` when
     imported, which needs the operators defined: their schemas are defined here just before
-    torchvision first imports. Calling them fails in ember's dispatcher (no kernel)."""
+    torchvision first imports. torchvision's detection ops then raise its own "Couldn't load
+    custom C++ ops" error, as in a PyTorch install whose torchvision does not match."""
 
     library = None
 

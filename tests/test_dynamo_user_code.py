@@ -432,3 +432,48 @@ def test_a_growing_tensor_of_an_object_becomes_dynamic_as_an_input_would(torch):
     theirs = TorchCounter()
     counts(torch, theirs)
     assert mine.frame_count == theirs.frame_count == 2
+
+
+def test_an_inlined_closures_mutations_are_replayed():
+    """A helper defined in a factory mutates objects held in its closure (a list, a dict): the
+    compiled caller replays those mutations as eager code makes them, and a new helper with
+    other cells guards its way to a fresh capture."""
+    def make(scale):
+        state = {"n": 0}
+        hist = []
+
+        def helper(x):
+            state["n"] += 1
+            hist.append(x.sum())
+            return x * scale
+        return helper, state, hist
+
+    helper, state, hist = make(3.0)
+    cnt = CompileCounter()
+
+    @ember.compile(backend=cnt)
+    def f(x):
+        return helper(x) + 1
+
+    for i in range(3):
+        assert f(ember.ones(2) * i).tolist() == [3.0 * i + 1] * 2
+    assert state == {"n": 3} and [h.item() for h in hist] == [0.0, 2.0, 4.0]
+    helper, state, hist = make(5.0)
+    assert f(ember.ones(2)).tolist() == [6.0, 6.0]
+    assert state == {"n": 1} and [h.item() for h in hist] == [2.0]
+
+
+def test_reset_makes_compiled_functions_capture_again(torch):
+    """``_dynamo.reset()`` empties the caches that compiled functions already hold, as
+    PyTorch's does: the next call captures again."""
+    import torch._dynamo.testing
+    counts = []
+    for lib, counter in ((ember, CompileCounter()),
+                         (torch, torch._dynamo.testing.CompileCounter())):
+        f = lib.compile(lambda x: x + 1, backend=counter)
+        f(lib.ones(2))
+        f(lib.ones(2))
+        lib._dynamo.reset()
+        f(lib.ones(2))
+        counts.append(counter.frame_count)
+    assert counts == [2, 2]

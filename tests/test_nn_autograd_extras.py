@@ -569,3 +569,35 @@ def test_decorated_generator_returns_its_value(torch):
             yield result
         return list(outer())
     assert run(ember) == run(torch) == [False, "done"]
+
+
+def test_functional_module_names(torch):
+    """The names nn.functional carries beside its functions: grid_sample's mode tables, the
+    __torch_function__ helpers, BroadcastingList annotations, boolean_dispatch."""
+    import ember.nn.functional as F
+    TF = torch.nn.functional
+    assert F.GRID_SAMPLE_INTERPOLATION_MODES == TF.GRID_SAMPLE_INTERPOLATION_MODES
+    assert F.GRID_SAMPLE_PADDING_MODES == TF.GRID_SAMPLE_PADDING_MODES
+    assert F.has_torch_function is ember.overrides.has_torch_function
+    assert F.BroadcastingList2[int] is None and TF.BroadcastingList2[int] is None
+    for lib in (F, TF):
+        def on(x, flag=False):
+            """the docstring"""
+            return "on"
+
+        def off(x, flag=False):
+            return "off"
+        fn = lib.boolean_dispatch("flag", 1, False, on, off, "mod", "picked")
+        assert (fn(1), fn(1, True), fn(1, flag=True)) == ("off", "on", "on")
+        assert (fn.__doc__, off.__doc__, fn.__name__, fn.__module__) == (
+            "the docstring", "the docstring", "picked", "mod")
+        with pytest.raises(RuntimeError, match="only one function can have a docstring"):
+            lib.boolean_dispatch("flag", 1, False, on, off, None, None)
+        with pytest.raises(AssertionError, match="k must be"):
+            lib.assert_int_or_pair([1, 2, 3], "k", "{} must be an int or a pair")
+    x = ember.arange(8.0).reshape(2, 1, 4)
+    w = ember.ones(3, 4, 5)
+    b = ember.zeros(5)
+    tx = torch.arange(8.0).reshape(2, 1, 4)
+    assert F.conv_tbc(x, w, b, 1).tolist() == TF.conv_tbc(tx, torch.ones(3, 4, 5),
+                                                          torch.zeros(5), 1).tolist()

@@ -42,6 +42,20 @@ def test_lerp_rounds_as_atens_fused_multiply_add(torch, dtype, weight):
     _same_bits(inplace.double().numpy(), want.double().numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weight", [0.3, 0.7, -0.2])
+def test_lerp_of_large_tensors(torch, dtype, weight):
+    """Above 32768 elements the kernel is generated C (cpu/generated.py), whose compiler makes
+    the same fused multiply-adds."""
+    a, b, _ = _inputs(100000)
+    want = torch.lerp(torch.from_numpy(a).to(getattr(torch, dtype)),
+                      torch.from_numpy(b).to(getattr(torch, dtype)), weight)
+    ea = ember.from_numpy(a).to(getattr(ember, dtype))
+    eb = ember.from_numpy(b).to(getattr(ember, dtype))
+    _same_bits(ember.lerp(ea, eb, weight).numpy(), want.numpy())
+    _same_bits(ea.lerp_(eb, weight).numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_lerp_at_special_values(torch, dtype):
     v = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-40, 3e38, 0.3, 0.7]
@@ -85,6 +99,26 @@ def test_fill_overflow_checks(torch, dtype, shape, value):
                      lambda: lib.zeros(shape, dtype=d).add(1, alpha=value)):
             try:
                 results.append(make().double().flatten().tolist())
+            except RuntimeError as e:
+                results.append(str(e))
+        return results
+    assert outcome(ember) == outcome(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8", "bfloat16"])
+@pytest.mark.parametrize("value", [1e39, 7e4, 3e9, -1.0, 300, float("inf"), -300])
+def test_scalar_bounds_and_fill_values_are_checked_in_the_computation_dtype(torch, dtype, value):
+    """clamp's bounds are checked in its computation dtype (an int tensor clamped by a float is
+    computed in float), index_fill's value in the tensor's."""
+    def outcome(lib):
+        d = getattr(lib, dtype)
+        results = []
+        for make in (lambda: lib.zeros(3, dtype=d).clamp(min=value),
+                     lambda: lib.zeros(3, dtype=d).clamp(-abs(value), value),
+                     lambda: lib.zeros(3, dtype=d).index_fill(0, lib.tensor([0]), value)):
+            try:
+                r = make()
+                results.append((str(r.dtype).split(".")[1], r.double().tolist()))
             except RuntimeError as e:
                 results.append(str(e))
         return results

@@ -140,12 +140,13 @@ def from_numpy_dtype(np_dtype):
             "uint32, uint16, uint8, and bool.") from None
 
 
-def as_numpy_values(values, dt):
-    """``values`` (a NumPy array or scalar, or a Python number) as ``dt``'s NumPy type, rounded as
-    c10 rounds: a double becomes float16 through float (``c10::Half`` is built from a float, so
-    a double lands on the nearest float first). NumPy's own cast rounds a double to float16 once,
-    which differs at about one value in 10**4."""
-    values = np.asarray(values)
+def cast_values(values, dt):
+    """``values`` (an array of NumPy or of a device array module, a NumPy scalar or a Python
+    number) cast to ``dt``'s NumPy type as c10 rounds: a double becomes float16 through float
+    (``c10::Half`` is built from a float, so a double lands on the nearest float first), where
+    NumPy's own cast rounds once and differs at about one value in 10**4."""
+    if not hasattr(values, "astype"):  # a Python number (arrays of any module cast themselves)
+        values = np.asarray(values)
     with np.errstate(over="ignore"):  # (beyond the range is inf, silently)
         if dt is float16 and values.dtype == np.float64:
             return values.astype(np.float32).astype(np.float16)

@@ -126,6 +126,10 @@ def supported_python():
 
 
 def reset():
+    # compiled functions keep their FrameState (its dispatch is bound into them): each is
+    # emptied in place, so they capture afresh, as PyTorch's reset makes them
+    for st in _states.values():
+        st.forget()
     _states.clear()
     _warned.clear()
 
@@ -167,6 +171,20 @@ class FrameState:
         self.examples_seen = 0  # calls eager_then_compile has run eagerly to learn sizes
         self.always_optimize = False  # the function given to ember.compile itself
         self.dispatch = self._make_dispatch()
+
+    def forget(self):
+        """Drop what the frame learned: its entries, graphs, sizes seen and decisions."""
+        self.entries.clear()  # (the same list: the generated dispatch reads it)
+        self.all_graphs.clear()
+        self.automatic.clear()
+        self.resumes.clear()
+        self.callees.clear()
+        self._eager_fns.clear()
+        self.diff_keys.clear()
+        self._diff_entries = None
+        self.used_dynamic = self.static_only = self.eager_forever = False
+        self.skip_reason = None
+        self.examples_seen = 0
 
     def _make_dispatch(self):
         from .eval_frame import _stance_flags

@@ -7,7 +7,7 @@ import enum
 import keyword
 
 __all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
-           "ClosureSource", "DefaultsSource", "ModuleGlobalSource", "TensorProperty",
+           "ClosureSource", "CellContentsSource", "DefaultsSource", "ModuleGlobalSource", "TensorProperty",
            "TensorPropertySource", "EnvironSource"]
 
 
@@ -88,6 +88,21 @@ class ClosureSource(Source):
 
     def expr(self):
         return f"___closure[{self.index}].cell_contents"
+
+
+class CellContentsSource(Source):
+    """A free variable of an inlined function reached from ``fn_source``:
+    ``fn.__closure__[i].cell_contents``."""
+
+    def __init__(self, fn_source, index, var_name):
+        self.fn_source, self.index, self.var_name = fn_source, index, var_name
+        self.guard_source = fn_source.guard_source
+
+    def name(self):
+        return f"{self.fn_source.name()}.__closure__[{self.index}].cell_contents"
+
+    def expr(self):
+        return f"___getattr({self.fn_source.expr()}, '__closure__')[{self.index}].cell_contents"
 
 
 class AttrSource(Source):

@@ -15,7 +15,8 @@ import sys
 import traceback
 
 from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
-from .source import ClosureSource, GlobalSource, LocalSource, ModuleGlobalSource
+from .source import (CellContentsSource, ClosureSource, GlobalSource, LocalSource,
+                     ModuleGlobalSource)
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable,
                         NNModuleVariable, NullVariable, TensorVariable,
@@ -77,6 +78,8 @@ def offset_index(code):
 
 
 class InstructionTranslatorBase:
+    fn_source = None  # an inlined function's source (see _cell_source)
+
     def __init__(self, code, f_globals, symbolic_locals, cells, output, parent=None):
         self.code = code
         self.f_globals = f_globals
@@ -287,14 +290,21 @@ class InstructionTranslatorBase:
                 value = cell.cell_contents
             except ValueError:
                 unimplemented(f"free variable '{name}' referenced before assignment")
-            src = ClosureSource(idx, name) if self.parent is None else None
-            self.push(VariableBuilder(self, src)(value))
+            self.push(VariableBuilder(self, self._cell_source(idx, name))(value))
             return
         if c.value is None:
             unimplemented(f"cell variable '{inst.argval}' referenced before assignment")
         self.push(c.value)
 
     LOAD_CLASSDEREF = LOAD_DEREF
+
+    def _cell_source(self, idx, name):
+        """Where free variable ``idx`` is read from again: the compiled function's closure, or
+        the closure of the inlined function object (when it has a source). Without one,
+        mutations of the value (a list appended to) could not be replayed."""
+        if self.parent is None:
+            return ClosureSource(idx, name)
+        return None if self.fn_source is None else CellContentsSource(self.fn_source, idx, name)
 
     def STORE_DEREF(self, inst):
         c = self._cell(inst.argval)
@@ -311,9 +321,8 @@ class InstructionTranslatorBase:
         c = self._cell(inst.argval)
         if isinstance(c, tuple):  # read-only view of an outer real cell
             _, cell, idx, name = c
-            src = ClosureSource(idx, name) if self.parent is None else None
             try:
-                value = VariableBuilder(self, src)(cell.cell_contents)
+                value = VariableBuilder(self, self._cell_source(idx, name))(cell.cell_contents)
             except ValueError:
                 value = None
             c = CellVariable(value)
@@ -848,6 +857,7 @@ def inline_call(parent, code, f_globals, bound, cells, fn_vt):
         cellmap[name] = ("real", cell, idx, name) if kind == "real" else cell
     child = InliningInstructionTranslator(code, f_globals, dict(bound), cellmap,
                                           parent.output, parent)
+    child.fn_source = getattr(fn_vt, "source", None)
     try:
         return child.run()
     except Unsupported as e:

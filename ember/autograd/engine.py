@@ -23,6 +23,7 @@ node still on its forward op's stream (``run``). Gradients are ember tensors com
 ember ops, so with ``create_graph=True`` (grad mode on while nodes run) the backward pass is itself
 recorded.
 """
+import functools
 import heapq
 import itertools
 import queue
@@ -253,10 +254,10 @@ class GraphTask:
                 grads = buffers.pop(node, None) or [None] * _num_inputs(node)
                 index = None if streams is None else _cuda_index(grads)
                 if index is not None:
-                    outputs = self._run_on_stream(node, grads, index)
-                    if outputs is not None:
-                        streams.add(node._stream)
-                elif node_observers:
+                    self._run_on_stream(node, grads, index, functools.partial(
+                        self._send_on_this_thread, node))
+                    continue
+                if node_observers:
                     outputs = self._run_observed(node, grads)
                 else:
                     outputs = self._run_node(node, grads)
@@ -271,6 +272,10 @@ class GraphTask:
         finally:
             _tasks.stack.pop()
             _state.grad_enabled = prev_grad
+
+    def _send_on_this_thread(self, node, outputs):
+        self.streams.add(node._stream)
+        self._send(node, outputs)
 
     def run_with_device_threads(self):
         """``run`` when CUDA tensors may be in the graph (PyTorch's device threads): a node whose
@@ -355,16 +360,18 @@ class GraphTask:
     def _run_on_device(self, node, grads, device):
         """A device worker runs ``node`` on its forward stream and sends its gradients.
         ``device``: ``(index, snapshot)``."""
-        outputs = self._run_on_stream(node, grads, device[0])
-        if outputs is not None:
+        def send(outputs):
             with self.cond:
                 self.streams.add(node._stream)
                 self._send(node, outputs, device)
+        self._run_on_stream(node, grads, device[0], send)
 
-    def _run_on_stream(self, node, grads, index):
+    def _run_on_stream(self, node, grads, index, send):
         """``_run_node`` with device ``index`` and the stream ``node`` was recorded on current;
         the streams of the nodes its gradients go to wait for that stream before they use them.
-        Returns the gradients for ``node._next`` (None: skipped)."""
+        ``send(outputs)`` runs while that stream is still current: accumulating the gradients
+        into the buffers is kernels, which must land on it (and in a CUDA graph captured
+        there)."""
         streams = CUDA_STREAMS[0]
         saved_device, saved_stream = streams.device, streams.streams.get(index)
         streams.device = index
@@ -377,7 +384,7 @@ class GraphTask:
                        else self._run_node(node, grads))
             if outputs is not None:
                 _sync_consumer_streams(node, outputs)
-            return outputs
+                send(outputs)
         finally:
             streams.device = saved_device
             if saved_stream is None:

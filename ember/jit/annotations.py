@@ -7,19 +7,12 @@ import types
 import typing
 from typing import Any, Dict, List, Optional, Tuple, Union, get_args, get_origin
 
+from .._jit_internal import BroadcastingList1, BroadcastingList2, BroadcastingList3
 from ..futures import Future
 
 __all__ = ["Any", "List", "BroadcastingList1", "BroadcastingList2", "BroadcastingList3", "Tuple",
            "is_tuple", "is_list", "Dict", "is_dict", "is_optional", "is_union", "Optional",
            "Union", "Future"]
-
-
-class BroadcastingListCls:
-    def __getitem__(self, types):
-        return None
-
-
-BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = BroadcastingListCls()
 
 
 def _missing_parameter(target_type):

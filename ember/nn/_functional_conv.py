@@ -22,7 +22,8 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "fractional_max_pool2d", "fractional_max_pool3d",
            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "interpolate",
            "upsample", "upsample_nearest", "upsample_bilinear", "pad", "unfold", "fold",
-           "pixel_shuffle", "pixel_unshuffle", "grid_sample", "affine_grid"]
+           "pixel_shuffle", "pixel_unshuffle", "grid_sample", "affine_grid",
+           "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES"]
 
 
 def _tuple(v, n):
@@ -458,25 +459,25 @@ def pixel_unshuffle(input, downscale_factor):
 # ---------------------------------------------------------------------------------------------
 # Spatial transformers: grid_sample, affine_grid
 
-_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
-_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
                   "align_corners=False since 1.3.0. Please specify align_corners=True if the old "
                   "behavior is desired. See the documentation of grid_sample for details.")
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    if mode not in _GRID_MODES:
+    if mode not in GRID_SAMPLE_INTERPOLATION_MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
                          f"or 'bicubic', but got: '{mode}'")
-    if padding_mode not in _GRID_PADDING:
+    if padding_mode not in GRID_SAMPLE_PADDING_MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    return _aten.grid_sampler.default(input, grid, _GRID_MODES[mode],
-                                      _GRID_PADDING[padding_mode], align_corners)
+    return _aten.grid_sampler.default(input, grid, GRID_SAMPLE_INTERPOLATION_MODES[mode],
+                                      GRID_SAMPLE_PADDING_MODES[padding_mode], align_corners)
 
 
 def affine_grid(theta, size, align_corners=None):

@@ -1112,6 +1112,40 @@ def channel_shuffle(input, groups):
 def native_channel_shuffle(input, groups):
     return _aten.native_channel_shuffle.default(input, groups)
 
+# names PyTorch's functional module carries for code that reaches them there
+from .._jit_internal import (BroadcastingList1, BroadcastingList2,  # noqa: E402,F401
+                             BroadcastingList3)
+from ..overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401
+                         has_torch_function_unary, has_torch_function_variadic)
+conv_tbc = ember.conv_tbc
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """One function calling ``if_true`` or ``if_false`` by a boolean argument (given by name
+    or at ``arg_index``; ``default`` otherwise): how PyTorch spells ``max_pool2d``'s two return
+    forms. The docstring is the one of the two that has one."""
+    def fn(*args, **kwargs):
+        flag = kwargs[arg_name] if arg_name in kwargs else \
+            args[arg_index] if arg_index < len(args) else default
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+    docs = [f.__doc__ for f in (if_true, if_false) if f.__doc__ is not None]
+    if len(docs) == 2:
+        raise RuntimeError("only one function can have a docstring")
+    if docs:
+        if_true.__doc__ = if_false.__doc__ = docs[0]
+    fn.__doc__ = docs[0] if docs else None
+    if module_name is not None:
+        fn.__module__ = module_name
+    if func_name is not None:
+        fn.__name__ = func_name
+    return fn
+
+
 # convolution, pooling, resampling, padding, folding: the conv helper's module (when present)
 if importlib.util.find_spec(__name__.rpartition(".")[0] + "._functional_conv") is not None:
     from ._functional_conv import *  # noqa: F401,F403,E402

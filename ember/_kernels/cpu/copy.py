@@ -35,7 +35,7 @@ def copy_(self, src, non_blocking=False):
     elif (self._dtype in D.FLOAT8 or src._dtype in D.FLOAT8) and self._dtype is not src._dtype:
         s = _float8.cast(s, dst.dtype)  # c10's rounding, saturation and NaN bits
     elif self._dtype is D.float16 and src._dtype is D.float64:
-        s = D.as_numpy_values(s, D.float16)  # (c10's double -> float -> half)
+        s = D.cast_values(s, D.float16)  # (c10's double -> float -> half)
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(dst, s, casting="unsafe")
     return self

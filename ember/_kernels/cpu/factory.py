@@ -130,7 +130,7 @@ def _cast(value, dtype):
     if dtype is D.complex32:  # a 0-dim float16 pair
         return _complex32.scalar(value)
     if dtype is D.float16 or dtype is D.bfloat16:  # (c10's double -> float -> half; silent inf)
-        return D.as_numpy_values(float(value), dtype)
+        return D.cast_values(float(value), dtype)
     if dtype.is_floating_point or dtype.is_complex or dtype._np.kind == "b":
         return value
     value = int(value)

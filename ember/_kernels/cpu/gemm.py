@@ -32,7 +32,6 @@ when the CPU has AVX-512 (the capability
 generated kernels are built for), the generated kernels are enabled and the product is large
 enough; everything else goes to :func:`ember._core.blas.matmul`.
 """
-import math
 
 import numpy as np
 
@@ -491,11 +490,19 @@ def _takes(a, b):
     """Whether the C kernel multiplies these operands (NumPy arrays)."""
     if a.dtype != b.dtype or a.dtype.char not in _NARROW or a.ndim < 2 or b.ndim < 2:
         return False
-    n = b.shape[-1]
-    if n < _NARROW[a.dtype.char]:
+    if b.shape[-1] < _NARROW[a.dtype.char]:
         return False
-    work = a.size * n if a.ndim >= b.ndim else b.size * a.shape[-2]
-    return work >= MIN_WORK and usable(a.dtype)
+    return _product_work(a, b) >= MIN_WORK and usable(a.dtype)
+
+
+def _product_work(a, b):
+    """The multiply-adds of one product the kernel runs for ``a @ b``: a stack of matrices
+    times one matrix is one taller product; a batch of products is judged by one of them,
+    since the kernel runs them one after another (with a thread team's barriers each): 1024
+    products of 1 x 9 x 196 (a depthwise convolution) took 150 ms there, 0.3 ms in NumPy."""
+    if b.ndim == 2:
+        return a.size * b.shape[-1]
+    return a.shape[-2] * a.shape[-1] * b.shape[-1]
 
 
 def _threads(work):
@@ -541,8 +548,7 @@ def matmul(a, b, out=None):
     c = None if out is None else _target(out, shape3)
     target = c if c is not None else np.empty(shape3, a.dtype)
     try:
-        module().gemm(a3, b3, target, False, _threads(math.prod(shape3) * b3.shape[1]), None,
-                      None)
+        module().gemm(a3, b3, target, False, _threads(_product_work(a, b)), None, None)
     except ValueError:  # as above
         return np.matmul(a, b, out=out)
     if out is None:

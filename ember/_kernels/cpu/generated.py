@@ -125,6 +125,7 @@ def _pointwise_exprs():
     # third operand, one element. ATen's vectorised kernel computes it as one fused
     # multiply-add, which the compiler makes of this too.
     exprs["add_alpha"] = ("aten::add (alpha)", lambda a, b, alpha: ops.add(a, ops.mul(b, alpha)))
+    exprs["lerp"] = ("aten::lerp (a number weight, the third operand)", _lerp)
     exprs["clamp_min"] = ("aten::clamp_min", ops.maximum)
     exprs["clamp_max"] = ("aten::clamp_max", ops.minimum)
     exprs["sigmoid_backward"] = (
@@ -134,6 +135,15 @@ def _pointwise_exprs():
         "aten::tanh_backward: grad * (1 - out * out)",
         lambda g, y: ops.mul(g, ops.sub(_c(y, 1), ops.mul(y, y))))
     return exprs
+
+
+def _lerp(start, end, weight):
+    # ATen's vectorised kernel: one fused multiply-add from the nearer end, which the compiler
+    # makes of each a * b + c (as cpu/pointwise_values.lerp_values computes it in NumPy)
+    diff = ops.sub(end, start)
+    small = ops.lt(ops.abs(weight), _c(weight, 0.5))
+    return ops.where(small, ops.add(ops.mul(weight, diff), start),
+                     ops.add(ops.mul(ops.sub(weight, _c(weight, 1)), diff), end))
 
 
 _SQRT1_2 = 1 / math.sqrt(2.0)
@@ -299,7 +309,7 @@ def _eligible(arrays, min_numel=MIN_NUMEL):
 
 def _pointwise_module(name, dt, n):
     aten, fn = _tables()[0][name]
-    layouts = {1: ("v",), 2: ("vv", "vs", "sv"), 3: ("vvs",)}[n]
+    layouts = _LAYOUTS[n]
 
     def make_spec(eager):
         edt = _ember_dtype(dt)
@@ -329,7 +339,7 @@ def _plan(name, arrays):
         return None
     dt, size = found
     lay = _layout(arrays, size)
-    return None if lay is None else (dt, size, lay)
+    return None if lay is None or lay[0] not in _LAYOUTS[len(arrays)] else (dt, size, lay)
 
 
 def _pow_exponent(name, arrays):
@@ -399,8 +409,11 @@ _POINTWISE_NAMES = frozenset((
     "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
     "asinh", "acosh", "atanh", "sigmoid", "erf", "erfc", "floor", "ceil", "trunc", "round",
     "add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2", "hypot",
-    "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward", "add_alpha"))
-_ARITY = {"add_alpha": 3}  # rows of more than two operands
+    "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward", "add_alpha",
+    "lerp"))
+_ARITY = {"add_alpha": 3, "lerp": 3}  # rows of more than two operands
+# the operand layouts each arity's kernels are built for (v: the result's shape, s: one element)
+_LAYOUTS = {1: ("v",), 2: ("vv", "vs", "sv"), 3: ("vvs",)}
 
 
 def _mode(name, params):

@@ -163,11 +163,11 @@ def as_array(x, dt):
             return a
         if x._dtype is D.complex32:  # (NumPy cannot cast the float16 pair)
             return _complex32.to_complex64(a).astype(dt._np)
-        return D.as_numpy_values(a, dt)
+        return D.cast_values(a, dt)
     # a wrapped number converts like PyTorch's scalar-to-dtype cast (ints wrap around)
     if dt is D.complex32:
         return _complex32.scalar(x)
-    return D.as_numpy_values(x, dt)
+    return D.cast_values(x, dt)
 
 
 def _arrays(operands, cdt):

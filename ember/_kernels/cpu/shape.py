@@ -16,6 +16,7 @@ from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
+from ..rules.factory import check_fits
 from ..rules.reduction import check_float8
 from . import _util
 from ._util import add_rows_at, nd, own, wrap
@@ -318,6 +319,8 @@ def index_copy(self, dim, index, source):
 
 def _index_fill(self, dim, index, value):
     d = R.check_index_fill(self, dim, index, value if hasattr(value, "_keyset") else None)
+    if not hasattr(value, "_keyset"):
+        check_fits(value, self._dtype)
     r = _as_nd(nd(self)).copy()
     idx = _index_along(self, d, index, _raise(IndexError, lambda i: f"index {i} is out of bounds "
                                                                     f"for dimension {d} with size "
@@ -355,7 +358,6 @@ def masked_fill_Scalar(self, mask, value):
 def masked_fill_Tensor(self, mask, value):
     if value._dtype.is_complex and not self._dtype.is_complex and value.dim() == 0:
         # the value is read as a scalar of self's type: an imaginary part cannot fit
-        from ..rules.factory import check_fits
         check_fits(complex(nd(value)), self._dtype)
     return _masked_fill(self, mask, nd(value), value)
 

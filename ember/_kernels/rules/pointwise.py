@@ -204,8 +204,8 @@ def lerp_check(kernel):
 
 def clamp_check(scalar_kernel, tensor_kernel=None):
     """clamp rejects complex, and bool in its scalar kernels (and in two-sided clamp.Tensor);
-    Python-number bounds are converted to an integral dtype with c10's overflow check (unsigned
-    types accept -max..max)."""
+    Python-number bounds are converted to the computation dtype with c10's overflow check
+    (unsigned types accept -max..max, floating types inf and nan)."""
     def check(name, operands, dt):
         if dt.is_complex:
             raise NotImplementedError("clamp is not supported for complex types")
@@ -213,12 +213,9 @@ def clamp_check(scalar_kernel, tensor_kernel=None):
         kernel = scalar_kernel if numbers else tensor_kernel
         if dt is D.bool_ and kernel is not None:
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
-        if not numbers or dt._category > D.INTEGRAL:
-            return
-        info = np.iinfo(dt._np)
-        lo = -info.max if info.min == 0 else info.min
-        if any(not (lo <= b <= info.max) for b in numbers):
-            raise RuntimeError(f"value cannot be converted to type {_c_name(dt)} without overflow")
+        from .factory import check_fits
+        for b in numbers:
+            check_fits(b, dt)
     return check
 
 
