@@ -14,8 +14,9 @@ class _Finder(importlib.abc.MetaPathFinder):
     library = None  # the Library defining the schemas, kept for the process
 
     def find_spec(self, name, path=None, target=None):
-        if name == "torchvision":
-            sys.meta_path.remove(self)
+        # (it stays on sys.meta_path: removing itself while the import system iterates over
+        # the list would skip the finder after it)
+        if name == "torchvision" and self.library is None:
             torch = sys.modules.get("torch") or (
                 importlib.import_module("torch") if importlib.util.find_spec("torch") else None)
             if getattr(torch, "__name__", None) == "torch" and \

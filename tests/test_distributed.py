@@ -17,10 +17,10 @@ WORKER = os.path.join(ROOT, "tests", "_distributed_worker.py")
 needs_mpi = pytest.mark.skipif(not dist.is_available(), reason="mpi4py is not installed")
 
 
-def launch(nproc, end, timeout=120, env=None):
+def launch(nproc, end, timeout=120, env=None, worker=WORKER):
     t = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--standalone",
-                        "--nproc-per-node", str(nproc), WORKER, end], cwd=ROOT,
+                        "--nproc-per-node", str(nproc), worker, end], cwd=ROOT,
                        capture_output=True, text=True, timeout=timeout,
                        env=None if env is None else {**os.environ, **env})
     return p, time.monotonic() - t

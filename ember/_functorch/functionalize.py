@@ -126,6 +126,22 @@ def _val(n):
     return n.meta.get("val") if isinstance(n, Node) else None
 
 
+def _last_node(graph):
+    return next(iter(reversed(graph.nodes)), None)
+
+
+def _inherit_meta(graph, before, old):
+    """The nodes added to ``graph`` after ``before`` (what rewriting ``old`` emitted) get
+    ``old``'s module stack: ``ember.export.unflatten`` reads it from the functional graph."""
+    stack = old.meta.get("nn_module_stack")
+    if stack is None:
+        return
+    for new in reversed(graph.nodes):
+        if new is before:
+            break
+        new.meta.setdefault("nn_module_stack", stack)
+
+
 class _Functionalizer:
     def __init__(self, gm, remove):
         self.gm = gm
@@ -251,6 +267,7 @@ class _Functionalizer:
     def run(self):
         out = None
         for node in self.gm.graph.nodes:
+            before = _last_node(self.graph)
             if node.op == "placeholder":
                 new = self.graph.placeholder(node.target)
                 self.placeholders.append(node)
@@ -274,6 +291,7 @@ class _Functionalizer:
                 out = node
             else:
                 raise RuntimeError(f"functionalize: unsupported node {node.op} {node.target}")
+            _inherit_meta(self.graph, before, node)
         return out
 
     def call_function(self, node):

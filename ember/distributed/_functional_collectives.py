@@ -57,13 +57,13 @@ def _all_reduce(input, reduce_op, group_name):
 
 def _all_gather_into_tensor(input, group_size, group_name):
     out = input.new_empty(_rows(input, group_size))
-    c10d.all_gather_into_tensor(out, input.contiguous(), group=_group_by_name(group_name))
+    c10d.all_gather_single(out, input.contiguous(), group=_group_by_name(group_name))
     return out
 
 
 def _reduce_scatter_tensor(input, reduce_op, group_size, group_name):
     out = input.new_empty([input.shape[0] // group_size, *input.shape[1:]])
-    c10d.reduce_scatter_tensor(out, input.contiguous(), op=_reduce_op(reduce_op),
+    c10d.reduce_scatter_single(out, input.contiguous(), op=_reduce_op(reduce_op),
                                group=_group_by_name(group_name))
     return out
 

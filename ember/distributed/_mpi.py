@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from ._errors import DistBackendError, DistNetworkError
+
 _MPI = None
 
 
@@ -37,10 +39,6 @@ def available():
         return True
     import importlib.util
     return importlib.util.find_spec("mpi4py") is not None
-
-
-class DistBackendError(RuntimeError):
-    """PyTorch's ``torch.distributed.DistBackendError``: an error of the communication backend."""
 
 
 def _missing_message(store, world_size, global_ranks=None):
@@ -179,7 +177,9 @@ def connect(store, rank, world_size, timeout_s):
     keys = [f"ember/arrived/{r}" for r in range(world_size)]
     try:
         store.wait(keys, timeout=timeout_s)
-    except TimeoutError:
+    except DistNetworkError:
+        raise
+    except RuntimeError:  # a timeout: DistStoreError, or FileStore's plain RuntimeError
         missing = [r for r in range(world_size) if not store.check([f"ember/arrived/{r}"])]
         raise DistBackendError(f"[Rank {rank}] init_process_group timed out after "
                                f"{timeout_s:g}s: ranks {missing} of {world_size} did not "

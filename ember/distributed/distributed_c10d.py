@@ -6,6 +6,7 @@ CUDA tensors through NCCL instead (:mod:`._nccl`); its MPI communicator still ca
 host-side checks and the object collectives.
 """
 import enum
+import hashlib
 import io
 import os
 import pickle
@@ -18,19 +19,25 @@ import numpy as np
 import ember
 
 from . import _mpi, _nccl
-from ._mpi import CompletedWork, DistBackendError, Work
-from ._store import FileStore, HashStore, Store, TCPStore
+from ._errors import DistBackendError, DistNetworkError
+from ._mpi import CompletedWork, Work
+from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 
 __all__ = [
     "Backend", "ReduceOp", "GroupMember", "group", "ProcessGroup", "Work", "DistBackendError",
     "is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
-    "init_process_group", "destroy_process_group", "new_group", "get_rank", "get_world_size",
-    "get_backend", "get_global_rank", "get_group_rank", "get_process_group_ranks",
-    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather",
-    "scatter", "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single",
-    "send", "recv", "isend", "irecv", "batch_isend_irecv", "P2POp", "barrier",
-    "monitored_barrier", "broadcast_object_list", "all_gather_object", "gather_object",
-    "scatter_object_list", "Store", "TCPStore", "FileStore", "HashStore",
+    "is_ucc_available", "is_xccl_available", "is_backend_available",
+    "get_default_backend_for_device", "get_pg_count", "get_node_local_rank", "supports_complex",
+    "DebugLevel", "get_debug_level", "init_process_group", "destroy_process_group", "new_group",
+    "new_subgroups", "new_subgroups_by_enumeration", "split_group", "get_rank",
+    "get_world_size", "get_backend", "get_global_rank", "get_group_rank",
+    "get_process_group_ranks", "all_reduce", "broadcast", "reduce", "all_gather",
+    "all_gather_single", "all_gather_into_tensor", "gather", "scatter", "reduce_scatter",
+    "reduce_scatter_single", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "send",
+    "recv", "isend", "irecv", "batch_isend_irecv", "P2POp", "barrier", "monitored_barrier",
+    "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+    "send_object_list", "recv_object_list", "Store", "TCPStore", "FileStore", "HashStore",
+    "PrefixStore",
 ]
 
 default_pg_timeout = timedelta(minutes=30)
@@ -91,6 +98,14 @@ class ReduceOp:
         self.op = op if isinstance(op, ReduceOp.RedOpType) else ReduceOp.RedOpType(op)
 
 
+def supports_complex(reduceOp):  # noqa: N803 (PyTorch's name)
+    """Whether ``reduceOp`` has a meaning on complex tensors (those reduce as pairs of reals,
+    so an order or bitwise reduction does not)."""
+    op = reduceOp.op if isinstance(reduceOp, ReduceOp) else reduceOp
+    return op not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT, ReduceOp.BAND, ReduceOp.BOR,
+                      ReduceOp.BXOR)
+
+
 def _op_name(op):
     if isinstance(op, ReduceOp):
         op = op.op
@@ -113,6 +128,8 @@ class ProcessGroup:
         self.world_size = world[1]  # of the default group: for naming missing ranks
         self.global_rank = world[0]
         self.group_name = ""
+        self.group_desc = "undefined"
+        self.bound_device_id = None  # the device of init_process_group(device_id=...)
 
     def rank(self):
         return self._comm.Get_rank()
@@ -142,6 +159,8 @@ class group:  # noqa: N801 (PyTorch's name)
 class _World:
     default_pg = None
     groups = []
+    # groups named by number since the default group was made (PyTorch's _world.group_count)
+    group_count = 0
 
 
 def _set_world(pg):
@@ -167,6 +186,106 @@ def is_gloo_available():
 
 def is_nccl_available():
     return _nccl.available()
+
+
+def is_ucc_available():
+    """Whether the UCC backend is available: never in ember (MPI carries CPU tensors)."""
+    return False
+
+
+def is_xccl_available():
+    """Whether the XCCL backend (Intel GPUs) is available: never in ember."""
+    return False
+
+
+def _single_backend_available(name):
+    name = str(name).lower()
+    check = globals().get(f"is_{name}_available")
+    if check is not None:
+        return check()
+    return name in Backend.backend_list
+
+
+def is_backend_available(backend):
+    """Whether ``backend`` (a name, or ``"cpu:gloo,cuda:nccl"`` naming one per device) can
+    run here."""
+    return all(_single_backend_available(name)
+               for name in _device_backends(Backend(backend)).values())
+
+
+def get_default_backend_for_device(device):
+    """The backend a process group uses for ``device``'s type by default (lower case)."""
+    backend = Backend.default_device_backend_map.get(ember.device(device).type)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
+
+
+def get_pg_count():
+    """The number of process groups made since the default one (that one included), as
+    PyTorch counts them: groups made with ``use_local_synchronization=True`` or by
+    ``split_group`` are not counted, and destroying a group other than the default one does
+    not uncount it."""
+    return _World.group_count
+
+
+def get_node_local_rank(fallback_rank=None):
+    """This process's rank on its machine: ``LOCAL_RANK`` (the launcher sets it), else
+    ``fallback_rank``."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+        "and want the code to run locally instead.")
+
+
+# --- debug level (TORCH_DISTRIBUTED_DEBUG)
+
+class DebugLevel(enum.Enum):
+    """How much ``torch.distributed`` checks and reports: ``OFF``, ``INFO`` or ``DETAIL``
+    (DistributedDataParallel names the parameters that got no gradient from ``INFO`` on)."""
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+
+_debug_level = DebugLevel.OFF
+
+
+def get_debug_level():
+    """The debug level of the ``torch.distributed`` package."""
+    return _debug_level
+
+
+def set_debug_level(level):
+    """Set the debug level of the ``torch.distributed`` package (a ``DebugLevel``)."""
+    global _debug_level
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level(): incompatible function arguments. The following "
+                        f"argument types are supported:\n    1. (arg0: "
+                        f"ember.distributed.DebugLevel) -> None\n\nInvoked with: {level!r}")
+    _debug_level = level
+
+
+def set_debug_level_from_env():
+    """Set the debug level from the ``TORCH_DISTRIBUTED_DEBUG`` environment variable (``OFF``
+    when it is not set)."""
+    value = os.environ.get("TORCH_DISTRIBUTED_DEBUG")
+    if value is None:
+        set_debug_level(DebugLevel.OFF)
+        return
+    level = DebugLevel.__members__.get(value.upper())
+    if level is None:
+        raise ValueError("The value of TORCH_DISTRIBUTED_DEBUG must be OFF, INFO, or DETAIL.")
+    set_debug_level(level)
 
 
 def is_initialized():
@@ -253,6 +372,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError("trying to initialize the default process group twice!")
     if store is not None and init_method is not None:
         raise ValueError("Cannot specify both init_method and store.")
+    device_id = _check_device_id(device_id)
+    if backend is None and device_id is not None:
+        backend = Backend.default_device_backend_map.get(device_id.type)
     backend = Backend(backend or _default_backend())
     for name in _device_backends(backend).values():
         if name == "nccl":
@@ -279,9 +401,54 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise ValueError("rank and world_size must be given with a store")
     comm = _mpi.connect(store, rank, world_size, timeout.total_seconds())
     pg = ProcessGroup(comm, backend, range(world_size), store, timeout, (rank, world_size))
-    pg.group_name = group_name or "0"
+    pg.group_name = _next_group_name()
+    if group_name:
+        pg.group_name = group_name
+    pg.group_desc = "default_pg"
+    pg.bound_device_id = device_id
     _set_world(pg)
     _World.groups = [pg]
+
+
+def _check_device_id(device_id):
+    """``init_process_group``'s ``device_id`` as a device with an index on the accelerator
+    (an int is an index on it), or PyTorch's error."""
+    if device_id is None:
+        return None
+    acc = ember.accelerator.current_accelerator()
+    if isinstance(device_id, int):
+        if acc is None:
+            raise ValueError("device_id is an int, but no accelerator support is found from the "
+                             "current compilation. Please use a different compiled version that "
+                             "supports your accelerator.")
+        device_id = ember.device(acc.type, device_id)
+    if device_id.type == "cpu":
+        raise ValueError("init_process_group device_id parameter must be an accelerator with an "
+                         "index")
+    if acc is None or device_id.type != acc.type:
+        raise ValueError(f"device_id {device_id} does not match the current compilation's "
+                         f"accelerator support: {acc}. Please use a different compiled version "
+                         f"that supports your accelerator.")
+    if device_id.index is None:
+        raise ValueError("Please use a device_id with index.")
+    if device_id.index >= ember.accelerator.device_count():
+        raise ValueError(f"device_id {device_id} is out of range. Please use a device index less "
+                         f"than the number of accelerators available: "
+                         f"{ember.accelerator.device_count()}.")
+    return device_id
+
+
+def _next_group_name():
+    """The next numbered group name (PyTorch's unhashed names: "0" for the default group)."""
+    name = str(_World.group_count)
+    _World.group_count += 1
+    return name
+
+
+def _hashed_group_name(ranks):
+    """A group name from its ranks (PyTorch's names for groups made by their members alone)."""
+    text = "_".join(map(str, ranks)) + f"_{len(_World.groups)}"
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def _default_backend():
@@ -369,10 +536,11 @@ def destroy_process_group(group=None):
                            and time.monotonic() < deadline):
                         time.sleep(0.005)
                 pg.store.close()
-            except OSError:
+            except (OSError, DistNetworkError):
                 pass
         _set_world(None)
         _World.groups = []
+        _World.group_count = 0
     else:
         _nccl.destroy(group)
         if group._comm is not None:
@@ -383,21 +551,176 @@ def destroy_process_group(group=None):
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
-              use_local_synchronization=False, group_desc=None, device_id=None):
-    """A group over ``ranks`` (global ranks; every process of the world must call it)."""
+              use_local_synchronization=False, group_desc=None, device_id=None,
+              sort_ranks=True):
+    """A group over ``ranks`` (global ranks, in their order when not ``sort_ranks``). Every
+    process of the world must call it, except with ``use_local_synchronization``: then only
+    the members do, and the others get None."""
     world = _get_default_group()
-    ranks = sorted(range(world.size())) if ranks is None else sorted(int(r) for r in ranks)
-    for r in ranks:
-        if not 0 <= r < world.size():
-            raise ValueError(f"Invalid rank {r}: the world size is {world.size()}")
-    MPI = _mpi.mpi()
-    comm = world._comm.Create(world._comm.Get_group().Incl(ranks))
-    if comm == MPI.COMM_NULL:
+    if device_id is None:
+        device_id = world.bound_device_id
+    elif world.bound_device_id is not None and device_id != world.bound_device_id:
+        raise AssertionError("Mismatched bound device between new pg and the default pg.")
+    backend = Backend(backend or world._backend)
+    n = world.size()
+    if use_local_synchronization:
+        if backend == Backend.MPI:
+            raise ValueError("MPI backend doesn't support use_local_synchronization=True")
+        if ranks is not None and world.global_rank not in ranks:
+            return None
+    if ranks is None:
+        ranks = list(range(n))
+    else:
+        ranks = [int(r) for r in ranks]
+        if sort_ranks:
+            ranks.sort()
+        if len(set(ranks)) != len(ranks):
+            raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+        if len(ranks) > n:
+            raise ValueError("the new group's world size should be less or equal to the world "
+                             "size set by init_process_group")
+        for r in ranks:
+            if r < 0 or r >= n:
+                raise ValueError(f"Rank {r} is out of range. Valid ranks are 0 to {n - 1} "
+                                 f"(world_size={n})")
+    name = _hashed_group_name(ranks) if use_local_synchronization else _next_group_name()
+    everyone = world._comm.Get_group()
+    members = everyone.Incl(ranks)
+    if use_local_synchronization:
+        # collective over the members only (MPI_Comm_create_group)
+        comm = world._comm.Create_group(members)
+    else:
+        comm = world._comm.Create(members)
+    members.Free()
+    everyone.Free()
+    if comm == _mpi.mpi().COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
     t = timeout if timeout is not None else timedelta(seconds=world.timeout_s)
-    pg = ProcessGroup(comm, backend or world._backend, ranks, world.store, t,
+    pg = ProcessGroup(comm, backend, ranks, world.store, t,
                       (world.global_rank, world.world_size))
-    pg.group_name = str(len(_World.groups))
+    pg.group_name = name
+    pg.group_desc = group_desc or "undefined"
+    pg.bound_device_id = device_id
+    _World.groups.append(pg)
+    return pg
+
+
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                  group_desc=None):
+    """Split ``group`` (the world by default) into consecutive subgroups of ``group_size``
+    ranks (by default the CUDA devices of a machine); returns ``(this rank's subgroup, every
+    subgroup)``. Every process of the world must call it."""
+    if group_size is None:
+        if not ember.cuda.is_available():
+            raise ValueError("Default group size only takes effect when CUDA is available.If "
+                             "your subgroup using a backend that does not depend on CUDA,please "
+                             "pass in 'group_size' correctly.")
+        group_size = ember.cuda.device_count()
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group=group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size "
+                         f"({world_size})")
+    if world_size % group_size != 0:
+        raise ValueError(f"The world size ({world_size}) must be divisible by '{group_size=}'")
+    ranks = get_process_group_ranks(group)
+    return new_subgroups_by_enumeration(
+        [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)], timeout=timeout,
+        backend=backend, pg_options=pg_options, group_desc=group_desc)
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    """One group for each list of global ranks (the lists must not overlap; a rank may be in
+    none); returns ``(this rank's subgroup or None, every subgroup)``. Every process of the
+    world must call it."""
+    if ranks_per_subgroup_list is None or len(ranks_per_subgroup_list) == 0:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    subgroups = []
+    cur_subgroup = None
+    owner = {}  # rank -> the list that put it in a subgroup
+    my_rank = get_rank()
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks=ranks, timeout=timeout, backend=backend,
+                             pg_options=pg_options, group_desc=group_desc)
+        subgroups.append(subgroup)
+        for rank in ranks:
+            if rank in owner:
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {owner[rank]} and "
+                                 f"{ranks}")
+            owner[rank] = ranks
+            if rank == my_rank:
+                cur_subgroup = subgroup
+    return cur_subgroup, subgroups
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
+                group_desc=None, backend=None):
+    """Split ``parent_pg`` (the world by default) into the groups ``split_ranks`` lists (ranks
+    of the parent group, not overlapping); returns this rank's group, or None when it is in
+    none. As in PyTorch, it needs the default group bound to an accelerator device
+    (``init_process_group(device_id=...)``) and a parent backend for that device that can
+    split (gloo, nccl). Every rank of the parent group must call it."""
+    if split_ranks is None or len(split_ranks) == 0:
+        raise ValueError("split_ranks cannot be None or empty")
+    world = _get_default_group()
+    device_id = world.bound_device_id
+    if device_id is None:
+        raise RuntimeError("No device associated with the default pg, not safe to split any "
+                           "process groups")
+    parent = parent_pg or world
+    if parent not in _World.groups:
+        raise ValueError(f"Group {parent} is not registered")
+    if world.global_rank not in parent.global_ranks:
+        raise ValueError(f"Global rank {world.global_rank} is not part of the parent group "
+                         f"{parent}")
+    acc = ember.accelerator.current_accelerator()
+    if (not ember.accelerator.is_available()
+            or parent._device_backends.get(acc.type) not in ("gloo", "nccl")):
+        raise RuntimeError("No backend for the parent process group or its backend does not "
+                           "support splitting")
+    pg_backend = parent._backend
+    if backend is not None:
+        parent_backends = parent._device_backends
+        for device_type, name in _device_backends(Backend(backend)).items():
+            if device_type not in parent_backends:
+                raise ValueError(f"Requested backend for device '{device_type}' is not present "
+                                 f"in the parent process group (parent backends: "
+                                 f"{parent_backends})")
+            if parent_backends[device_type] != name:
+                raise ValueError(f"Backend mismatch for device '{device_type}': parent has "
+                                 f"'{parent_backends[device_type]}', requested '{name}'. "
+                                 f"Backend names must match exactly when filtering split_group "
+                                 f"backends.")
+        pg_backend = Backend(str(backend))
+    # the first list holding this rank is its group; the lists after it are not looked at
+    my_rank = parent.rank()
+    my_group, color = split_ranks[0], None
+    for i, ranks in enumerate(split_ranks):
+        if len(ranks) == 0:
+            raise ValueError("the split group cannot be empty")
+        if len(ranks) > world.size():
+            raise ValueError("the split group's size should be less or equal to the world_size "
+                             "set by init_process_group")
+        if len(ranks) != len(set(ranks)):
+            raise ValueError("the split group cannot have duplicate ranks")
+        ranks = sorted(ranks)
+        if my_rank in ranks:
+            my_group, color = ranks, i
+            break
+    name = _hashed_group_name(my_group)
+    MPI = _mpi.mpi()
+    comm = parent._comm.Split(MPI.UNDEFINED if color is None else color,
+                              my_group.index(my_rank) if color is not None else 0)
+    if comm == MPI.COMM_NULL:
+        return None
+    t = timeout if timeout is not None else timedelta(seconds=world.timeout_s)
+    pg = ProcessGroup(comm, pg_backend, [parent.global_ranks[r] for r in my_group], world.store,
+                      t, (world.global_rank, world.world_size))
+    pg.group_name = name
+    pg.group_desc = group_desc or "undefined"
+    pg.bound_device_id = device_id
     _World.groups.append(pg)
     return pg
 
@@ -500,13 +823,17 @@ def _avg_finish(arr, n, then):
     return finish
 
 
-def _group_rank(pg, global_rank, group_rank, what):
+def _group_rank(pg, global_rank, group_rank, default=0):
+    """The rank in ``pg`` that a global rank or a group rank (not both) names; neither names
+    the global rank ``default``, or is an error when ``default`` is None."""
     if group_rank is not None:
         if global_rank is not None:
-            raise ValueError(f"Can not specify both {what} and group_{what}")
+            raise ValueError("Can't specify both group_rank and global_rank")
         return group_rank
     if global_rank is None:
-        global_rank = 0
+        if default is None:
+            raise ValueError("Must specify global_rank or group_rank")
+        global_rank = default
     return get_group_rank(pg, global_rank) if pg is not _World.default_pg else global_rank
 
 
@@ -518,6 +845,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         return _warn_not_in_group("all_reduce")
     pg = _group(group)
     opn = _op_name(op)
+    if tensor.is_complex() and not supports_complex(op):
+        raise ValueError(f"all_reduce does not support {op} on complex tensors")
     _check_same(pg, "all_reduce", tensor.numel(), tensor.dtype)
     return _run(pg, _all_reduce_work(pg, tensor, opn), async_op)
 
@@ -544,7 +873,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     if _not_in_group(group):
         return _warn_not_in_group("broadcast")
     pg = _group(group)
-    root = _group_rank(pg, src, group_src, "src")
+    root = _group_rank(pg, src, group_src, None)
     _check_same(pg, "broadcast", tensor.numel(), tensor.dtype)
     if _on_nccl(pg, tensor):
         return _run(pg, _nccl.broadcast(pg, tensor, root), async_op)
@@ -559,7 +888,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     if _not_in_group(group):
         return _warn_not_in_group("reduce")
     pg = _group(group)
-    root = _group_rank(pg, dst, group_dst, "dst")
+    root = _group_rank(pg, dst, group_dst, None)
     opn = _op_name(op)
     _check_same(pg, "reduce", tensor.numel(), tensor.dtype)
     if _on_nccl(pg, tensor):
@@ -608,23 +937,36 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
                          keep=(src, flat), result=[list(tensor_list)]), async_op)
 
 
+def _deprecated(name, replacement):
+    warnings.warn(f"`torch.distributed.{name}` is deprecated. Please use "
+                  f"`torch.distributed.{replacement}` instead.", FutureWarning, stacklevel=3)
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Deprecated (PyTorch 2.13): :func:`all_gather_single`."""
+    _deprecated("all_gather_into_tensor", "all_gather_single")
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
+    """Gather every rank's ``input_tensor`` (the same size on each) into ``output_tensor``,
+    their concatenation or their stack along the first dimension."""
     _check_tensor(output_tensor, "output_tensor")
     _check_tensor(input_tensor, "input_tensor")
     if _not_in_group(group):
-        return _warn_not_in_group("all_gather_into_tensor")
+        return _warn_not_in_group("all_gather_single")
     pg = _group(group)
     if output_tensor.numel() != input_tensor.numel() * pg.size():
         raise ValueError(f"output tensor size must be equal to world_size times input tensor "
                          f"size (output {output_tensor.numel()}, input {input_tensor.numel()}, "
                          f"world_size {pg.size()})")
-    _check_same(pg, "all_gather_into_tensor", input_tensor.numel(), input_tensor.dtype)
+    _check_same(pg, "all_gather_single", input_tensor.numel(), input_tensor.dtype)
     if _on_nccl(pg, input_tensor):
         return _run(pg, _nccl.all_gather_into_tensor(pg, output_tensor, input_tensor), async_op)
     src = _input(input_tensor)
     out, writeback = _buffer(output_tensor)
     req = pg._comm.Iallgather(_mpi.mpi_array(src.reshape(-1)), _mpi.mpi_array(out))
-    return _run(pg, Work([req], pg, "all_gather_into_tensor", writeback, keep=(src, out),
+    return _run(pg, Work([req], pg, "all_gather_single", writeback, keep=(src, out),
                          result=[output_tensor]), async_op)
 
 
@@ -633,7 +975,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     if _not_in_group(group):
         return _warn_not_in_group("gather")
     pg = _group(group)
-    root = _group_rank(pg, dst, group_dst, "dst")
+    root = _group_rank(pg, dst, group_dst)
     if pg.rank() == root:
         if not gather_list:
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
@@ -664,7 +1006,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     if _not_in_group(group):
         return _warn_not_in_group("scatter")
     pg = _group(group)
-    root = _group_rank(pg, src, group_src, "src")
+    root = _group_rank(pg, src, group_src)
     _check_same(pg, "scatter", tensor.numel(), tensor.dtype)
     if pg.rank() == root:
         if not scatter_list:
@@ -713,20 +1055,28 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Deprecated (PyTorch 2.13): :func:`reduce_scatter_single`."""
+    _deprecated("reduce_scatter_tensor", "reduce_scatter_single")
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``input`` (the concatenation or the stack of one ``output``-sized chunk per
+    rank) over the ranks; rank ``i`` gets chunk ``i`` of the result in ``output``."""
     _check_tensor(output, "output")
     _check_tensor(input, "input")
     if _not_in_group(group):
-        return _warn_not_in_group("reduce_scatter_tensor")
+        return _warn_not_in_group("reduce_scatter_single")
     pg = _group(group)
     if input.numel() != output.numel() * pg.size():
         raise ValueError(f"input tensor must be the same size as output size times world size "
                          f"(input {input.numel()}, output {output.numel()}, world_size "
                          f"{pg.size()})")
     if _on_nccl(pg, output):
-        _check_same(pg, "reduce_scatter_tensor", output.numel(), output.dtype)
+        _check_same(pg, "reduce_scatter_single", output.numel(), output.dtype)
         return _run(pg, _nccl.reduce_scatter_tensor(pg, output, input, _op_name(op)), async_op)
     flat = _input(input).reshape(pg.size(), -1)
-    return _reduce_scatter(pg, output, list(flat), op, "reduce_scatter_tensor", async_op)
+    return _reduce_scatter(pg, output, list(flat), op, "reduce_scatter_single", async_op)
 
 
 def _reduce_scatter(pg, output, rows, op, name, async_op):
@@ -842,20 +1192,12 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 
 # --- point to point
 
-def _peer(pg, rank, group_rank, what):
-    if group_rank is not None:
-        return group_rank
-    if rank is None:
-        raise ValueError(f"{what} must be given")
-    return get_group_rank(pg, rank) if pg is not _World.default_pg else rank
-
-
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     _check_tensor(tensor)
     if _not_in_group(group):
         return _warn_not_in_group("isend")
     pg = _group(group)
-    peer = _peer(pg, dst, group_dst, "dst")
+    peer = _group_rank(pg, dst, group_dst, None)
     if peer == pg.rank():
         raise ValueError("Invalid destination rank: should not be the same as the rank of the "
                          "current process.")
@@ -876,12 +1218,12 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
         if src is None and group_src is None:
             raise RuntimeError("recv from any source is not supported by the nccl backend: "
                                "name src")
-        peer = _peer(pg, src, group_src, "src")
+        peer = _group_rank(pg, src, group_src, None)
         work = _nccl.recv(pg, tensor, peer)
         work._source = peer
         return work
-    peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src,
-                                                                          "src")
+    peer = (MPI.ANY_SOURCE if src is None and group_src is None
+            else _group_rank(pg, src, group_src, None))
     out, writeback = _buffer(tensor)
     req = pg._comm.Irecv(_mpi.mpi_array(out), source=peer, tag=tag)
     work = Work([req], pg, "recv", writeback, keep=(out,), result=[tensor])
@@ -889,7 +1231,16 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     return work
 
 
+def _check_not_self_rank(pg, rank, what):
+    if pg.rank() == rank:
+        raise ValueError(f"Invalid {what} rank: {what} rank should not be the same as the rank "
+                         f"of the current process.")
+
+
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    if not _not_in_group(group):
+        pg = _group(group)
+        _check_not_self_rank(pg, _group_rank(pg, dst, group_dst, None), "destination")
     w = isend(tensor, dst, group, tag, group_dst)
     if w is not None:
         w.wait()
@@ -944,7 +1295,12 @@ def barrier(group=None, async_op=False, device_ids=None):
         return _warn_not_in_group("barrier")
     pg = _group(group)
     if "cpu" not in pg._device_backends:  # nccl alone: PyTorch's barrier is an all-reduce on a GPU
-        index = device_ids[0] if device_ids else ember.cuda.current_device()
+        if device_ids:
+            index = device_ids[0]
+        elif pg.bound_device_id is not None:
+            index = pg.bound_device_id.index
+        else:
+            index = ember.cuda.current_device()
         return _run(pg, _nccl.barrier(pg, index), async_op)
     return _run(pg, Work([pg._comm.Ibarrier()], pg, "barrier"), async_op)
 
@@ -1025,7 +1381,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     if _not_in_group(group):
         return _warn_not_in_group("gather_object")
     pg = _group(group)
-    root = _group_rank(pg, dst, group_dst, "dst")
+    root = _group_rank(pg, dst, group_dst)
     if pg.rank() == root and object_gather_list is None:
         raise ValueError("Argument ``object_gather_list`` must be specified on destination "
                          "rank.")
@@ -1039,7 +1395,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     if _not_in_group(group):
         return _warn_not_in_group("broadcast_object_list")
     pg = _group(group)
-    root = _group_rank(pg, src, group_src, "src")
+    root = _group_rank(pg, src, group_src)
     size = np.zeros(1, dtype=np.int64)
     data = None
     if pg.rank() == root:
@@ -1060,9 +1416,72 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     if _not_in_group(group):
         return _warn_not_in_group("scatter_object_list")
     pg = _group(group)
-    root = _group_rank(pg, src, group_src, "src")
+    root = _group_rank(pg, src, group_src)
     objs = [None]
     if pg.rank() == root:
         objs = [list(scatter_object_input_list)]
     broadcast_object_list(objs, src=pg.global_ranks[root], group=group)
     scatter_object_output_list[0] = objs[0][pg.rank()]
+
+
+def _object_coll_device(pg):
+    """The device type the object tensors of ``pg`` live on (PyTorch's choice): that of its
+    one backend; among several, the CPU when one serves it, else the first."""
+    devices = list(pg._device_backends)
+    if len(devices) == 1:
+        return devices[0]
+    return "cpu" if "cpu" in devices or not devices else devices[0]
+
+
+def send_object_list(object_list, dst=None, group=None, device=None, group_dst=None,
+                     use_batch=False):
+    """Send the picklable objects of ``object_list`` to ``dst`` (a global rank) or
+    ``group_dst`` (a rank of ``group``): their pickled sizes, then their bytes, as tensors on
+    ``device`` (by default the group's object device: CUDA for an nccl group). The receiver's
+    list must be as long."""
+    if _not_in_group(group):
+        return _warn_not_in_group("send_object_list")
+    pg = _group(group)
+    peer = _group_rank(pg, dst, group_dst, None)
+    _check_not_self_rank(pg, peer, "destination")
+    device = device or _object_coll_device(pg)
+    pickled = [_pickle(obj) for obj in object_list]
+    sizes = ember.tensor([p.size for p in pickled], dtype=ember.int64, device=device)
+    data = ember.from_numpy(np.concatenate(pickled) if pickled
+                            else np.empty(0, np.uint8)).to(device)
+    for t in (sizes, data):
+        if use_batch:
+            batch_isend_irecv([P2POp(isend, t, group=group, group_peer=peer)]).pop().wait()
+        else:
+            send(t, group=group, group_dst=peer)
+
+
+def recv_object_list(object_list, src=None, group=None, device=None, group_src=None,
+                     use_batch=False):
+    """Receive ``len(object_list)`` picklable objects from ``src`` (a global rank) or
+    ``group_src`` (a rank of ``group``) into ``object_list``; returns the sender's global rank
+    (-1 when this rank is not in ``group``)."""
+    if _not_in_group(group):
+        _warn_not_in_group("recv_object_list")
+        return -1
+    pg = _group(group)
+    peer = _group_rank(pg, src, group_src, None)
+    _check_not_self_rank(pg, peer, "source")
+    device = device or _object_coll_device(pg)
+    sizes = ember.empty(len(object_list), dtype=ember.int64, device=device)
+
+    def receive(t):
+        if use_batch:
+            batch_isend_irecv([P2POp(irecv, t, group=group, group_peer=peer)]).pop().wait()
+            return pg.global_ranks[peer]
+        return recv(t, group=group, group_src=peer)
+
+    sender = receive(sizes)
+    data = ember.empty(int(sizes.sum().item()), dtype=ember.uint8, device=device)
+    receive(data)
+    buf = data.cpu().numpy().tobytes()
+    offset = 0
+    for i, size in enumerate(sizes.tolist()):
+        object_list[i] = pickle.loads(buf[offset:offset + size])
+        offset += size
+    return sender

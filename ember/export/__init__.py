@@ -15,9 +15,19 @@ dims of the user inputs symbolic: the trace runs on FakeTensors of one ShapeEnv,
 computes sizes from its inputs (``sym_size``) and runs for any size in
 ``ExportedProgram.range_constraints``; ``.module()`` checks each call's input sizes against
 them (PyTorch's ``Guard failed`` AssertionError), and a program that contradicts the spec
-fails to export with PyTorch's ``Constraints violated`` UserError.
+fails to export with PyTorch's ``Constraints violated`` UserError. ``ShapesCollection`` and
+``AdditionalInputs`` build such a spec from the input tensors or from more example inputs.
+
+User inputs may be nested (tuples, lists, dicts, dataclasses made pytree nodes by
+:func:`register_dataclass`): each leaf is a placeholder named by its path (``ys_0``,
+``x_feature``), ``module_call_graph`` records the ``(args, kwargs)`` and output pytree specs,
+and ``.module()`` takes and returns the same structures. Each node records the module calls
+it ran in (``meta["nn_module_stack"]``, kept through functionalization, decompositions and
+save/load), from which :func:`unflatten` rebuilds the module hierarchy.
 """
+import collections
 import contextlib
+import copy
 import dataclasses
 import io
 import json
@@ -30,11 +40,16 @@ from typing import Any, Dict, List, Optional
 from .._tensor import Tensor
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
+from ..fx.interpreter import Interpreter
 from ..fx.node import Node
-from .dynamic_shapes import Dim, dims
+from .decomp_utils import CustomDecompTable
+from .dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, dims
 
 __all__ = ["export", "Dim", "dims", "ExportedProgram", "ExportGraphSignature", "InputKind", "OutputKind",
-           "InputSpec", "OutputSpec", "TensorArgument", "save", "load"]
+           "InputSpec", "OutputSpec", "TensorArgument", "save", "load", "AdditionalInputs",
+           "CustomDecompTable", "default_decompositions", "FlatArgsAdapter", "ModuleCallEntry",
+           "ModuleCallSignature", "register_dataclass", "ShapesCollection", "unflatten",
+           "UnflattenedModule"]
 
 
 class InputKind(Enum):
@@ -109,15 +124,46 @@ class ExportGraphSignature:
                 if s.kind == OutputKind.BUFFER_MUTATION}
 
 
+@dataclasses.dataclass
+class ModuleCallSignature:
+    """How one module of the program is called: the graph values of its flat inputs and
+    outputs (argument specs; empty unless the call's signature was preserved), the pytree specs
+    of its ``(args, kwargs)`` and of its result, and (for the root) its argument names."""
+    inputs: List[Any]
+    outputs: List[Any]
+    in_spec: Any
+    out_spec: Any
+    forward_arg_names: Optional[List[str]] = None
+
+    def replace_all_uses_with(self, original_node, new_node):
+        for i in self.inputs:
+            if i.name == original_node.name:
+                i.name = new_node.name
+        for o in self.outputs:
+            if o.name == original_node.name:
+                o.name = new_node.name
+
+
+@dataclasses.dataclass
+class ModuleCallEntry:
+    """A module of the exported program by its path (``""`` for the root), with its calling
+    convention where the program keeps one."""
+    fqn: str
+    signature: Optional[ModuleCallSignature] = None
+
+
 class ExportedProgram:
     """The result of :func:`export`; see the module docstring."""
 
     def __init__(self, graph_module, graph_signature, state_dict, out_spec=None, *,
-                 range_constraints=None, _input_shapes=None, _shape_guards=None):
+                 range_constraints=None, module_call_graph=None, _input_shapes=None,
+                 _shape_guards=None):
         self._graph_module = graph_module
         self._graph_signature = graph_signature
         self._state_dict = state_dict
         self._out_spec = out_spec
+        # [] for a program not made by export (ember.jit's): no calling convention to check
+        self._module_call_graph = list(module_call_graph or [])
         self._range_constraints = dict(range_constraints or {})
         # [(user input name, [int | sympy expr per dim] or None)] when exported with
         # dynamic_shapes: .module() checks each call's inputs against it
@@ -128,6 +174,22 @@ class ExportedProgram:
     def range_constraints(self):
         """{size symbol: ValueRanges}: the sizes each symbolic dim may take."""
         return self._range_constraints
+
+    @property
+    def module_call_graph(self):
+        """[ModuleCallEntry]: the root's calling convention first, then every submodule."""
+        return self._module_call_graph
+
+    @module_call_graph.setter
+    def module_call_graph(self, value):
+        raise RuntimeError("Unable to set ExportedProgram's module_call_graph attribute.")
+
+    @property
+    def _in_spec(self):
+        """The pytree spec of the ``(args, kwargs)`` export traced (None: not known)."""
+        if not self._module_call_graph:
+            return None
+        return self._module_call_graph[0].signature.in_spec
 
     @property
     def graph_module(self):
@@ -160,17 +222,44 @@ class ExportedProgram:
         return _ExportedModule(self)
 
     def run_decompositions(self, decomp_table=None):
-        """The program lowered again through ``decomp_table`` (default: the core table)."""
-        from .._decomp import core_aten_decompositions
-        from .._functorch.aot_autograd import _retrace
-        table = core_aten_decompositions() if decomp_table is None else decomp_table
-        # a dynamic program is retraced on its symbolic placeholders (real ones specialise)
-        gm = _retrace(self._graph_module, table) if self._input_shapes is None else \
-            _retrace_symbolic(self._graph_module, table)
-        return ExportedProgram(gm, self._graph_signature, self._state_dict, self._out_spec,
+        """The program lowered again through ``decomp_table`` (a dict or
+        :class:`CustomDecompTable`; default :func:`default_decompositions`): each op the table
+        holds is replaced by its decomposition; nodes keep their module stacks."""
+        table = default_decompositions() if decomp_table is None else decomp_table
+        table = table.materialize() if isinstance(table, CustomDecompTable) else dict(table)
+        gm = _retrace(self._graph_module, table, symbolic=self._input_shapes is not None)
+        # the outputs as the new graph names them
+        outs = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+        sig = ExportGraphSignature(
+            [dataclasses.replace(s) for s in self._graph_signature.input_specs],
+            [OutputSpec(s.kind, TensorArgument(o.name) if isinstance(o, Node) else s.arg,
+                        s.target) for s, o in zip(self._graph_signature.output_specs, outs)])
+        return ExportedProgram(gm, sig, self._state_dict, self._out_spec,
                                range_constraints=self._range_constraints,
+                               module_call_graph=copy.deepcopy(self._module_call_graph),
                                _input_shapes=self._input_shapes,
                                _shape_guards=self._shape_guards)
+
+    def _flat_user_inputs(self, args, kwargs):
+        """The leaves of ``(args, kwargs)`` in the program's input order, with their key
+        paths; PyTorch's ValueError when they are not shaped as the inputs export traced."""
+        from ..utils import _pytree as pytree
+        in_spec = self._in_spec
+        kwargs_spec = in_spec.child(1)
+        if set(kwargs) != set(kwargs_spec.context):
+            raise ValueError(f"Ran into a kwarg keyword mismatch: Got the following keywords "
+                             f"{list(kwargs)} but expected {kwargs_spec.context}")
+        kwargs = {k: kwargs[k] for k in kwargs_spec.context}
+        flat, got = pytree.tree_flatten_with_path((tuple(args), kwargs))
+        if got != in_spec:
+            raise ValueError(
+                "Trying to flatten user inputs with exported input tree spec: \n"
+                f"{in_spec}\n"
+                "but actually got inputs with tree spec of: \n"
+                f"{got}.\n"
+                "Please check that the inputs have the same number and type of args and "
+                "kwargs as the ones you used when tracing.")
+        return flat
 
     def _check_inputs(self, user_args):
         """PyTorch's input guards of ``.module()``: static dims equal, symbolic dims inside
@@ -229,9 +318,16 @@ def _exported_module_cls():
                 _set_nested(self, name, ep.state_dict[name].clone(), "buffer")
 
         def forward(self, *args, **kwargs):
-            sig = self._ep.graph_signature
+            if self._ep._in_spec is not None:
+                return self._run_flat([v for _, v in self._ep._flat_user_inputs(args, kwargs)])
             # keyword inputs follow the positional ones, by their placeholder names
-            args = args + tuple(kwargs[n] for n in sig.user_inputs[len(args):] if n in kwargs)
+            names = self._ep.graph_signature.user_inputs
+            return self._run_flat(list(args) + [kwargs[n] for n in names[len(args):]
+                                                if n in kwargs])
+
+        def _run_flat(self, args):
+            """The program on its user inputs as the graph takes them (flat, in order)."""
+            sig = self._ep.graph_signature
             self._ep._check_inputs(args)
             flat = []
             it = iter(args)
@@ -281,6 +377,20 @@ def _get_nested(root, name):
     return obj
 
 
+def default_decompositions():
+    """A new :class:`CustomDecompTable`: the decompositions down to the Core ATen op set, for
+    :meth:`ExportedProgram.run_decompositions`."""
+    return CustomDecompTable()
+
+
+def register_dataclass(cls, *, serialized_type_name=None):
+    """Make dataclass ``cls`` a pytree node of its fields, so that export takes it as (part
+    of) an input and returns it as an output; ``serialized_type_name`` names it when a spec
+    holding it is saved."""
+    from ..utils import _pytree as pytree
+    pytree.register_dataclass(cls, serialized_type_name=serialized_type_name)
+
+
 @contextlib.contextmanager
 def _exporting():
     """``ember.compiler.is_exporting()`` is True within."""
@@ -294,25 +404,41 @@ def _exporting():
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
            preserve_module_call_signature=()):
-    """Trace ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (module docstring)."""
+    """Trace ``mod(*args, **kwargs)`` into an :class:`ExportedProgram` (module docstring).
+    ``dynamic_shapes`` may also be a :class:`ShapesCollection` or :class:`AdditionalInputs`
+    (the program is then checked against each additional input)."""
     from .. import no_grad
     from .._decomp import core_aten_decompositions
     from .._functorch.functionalize import functionalize_graph
-    from ..fx.experimental.proxy_tensor import make_fx
+    from ..fx.experimental.proxy_tensor import get_proxy_mode, make_fx
     from ..func import functional_call
     from ..utils import _pytree as pytree
+    if preserve_module_call_signature:
+        # PyTorch records each such call's inputs and outputs with tracepoint ops that survive
+        # functionalization and decomposition; ember's passes have no such op
+        raise NotImplementedError(
+            "ember.export does not support preserve_module_call_signature: unflatten gives "
+            "each submodule the inputs and outputs its graph needs, not its own signature")
     kwargs = kwargs or {}
+    verify = dynamic_shapes.verify if isinstance(dynamic_shapes, AdditionalInputs) else None
+    if isinstance(dynamic_shapes, (ShapesCollection, AdditionalInputs)):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     params = dict(mod.named_parameters())
     buffers = dict(mod.named_buffers())
     state_names = list(params) + list(buffers)
     user_leaves, in_spec = pytree.tree_flatten((tuple(args), kwargs))
     n_state = len(state_names)
-    arg_names = _user_arg_names(mod, len(args), kwargs)
+    leaf_names, leaf_sources = _user_input_names(mod, args, kwargs)
+    out_specs = []  # the structure of what forward returns; the graph returns its leaves
 
     def flat_fn(*flat):
         state = dict(zip(state_names, flat[:n_state]))
         a, k = pytree.tree_unflatten(list(flat[n_state:]), in_spec)
-        return functional_call(mod, state, a, k)
+        with _recording_module_stack(mod, get_proxy_mode().tracer):
+            out = functional_call(mod, state, a, k)
+        leaves, spec = pytree.tree_flatten(out)
+        out_specs.append(spec)
+        return tuple(leaves)
     state_values = [params[n].detach() for n in params] + [buffers[n] for n in buffers]
     traced_leaves, tracing_mode, shape_env, marked = user_leaves, "fake", None, []
     if dynamic_shapes is not None:
@@ -323,21 +449,17 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
         shape_env = _ExportShapeEnv({})
         fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
         state_values = [fake_mode.from_tensor(v, static_shapes=True) for v in state_values]
-        traced_leaves, marked = _fake_user_inputs(fake_mode, user_leaves, specs,
-                                                  arg_names[:len(user_leaves)])
+        traced_leaves, marked = _fake_user_inputs(fake_mode, user_leaves, specs, leaf_sources)
         tracing_mode = "symbolic"
     with no_grad(), _exporting():
         gm = make_fx(flat_fn, decomposition_table=core_aten_decompositions(),
                      tracing_mode=tracing_mode, _allow_non_fake_inputs=True)(*state_values,
                                                                             *traced_leaves)
-        out_node = next(n for n in gm.graph.nodes if n.op == "output")
-        _, out_spec = pytree.tree_flatten(out_node.args[0])
+        out_spec = out_specs[0]
         fgm, info = functionalize_graph(gm, epilogue=False)
-        from .._functorch.aot_autograd import _retrace
         if any(n.op == "call_function" and n.target in core_aten_decompositions()
                for n in fgm.graph.nodes):
-            fgm = _retrace(fgm, core_aten_decompositions()) if shape_env is None else \
-                _retrace_symbolic(fgm, core_aten_decompositions())
+            fgm = _retrace(fgm, core_aten_decompositions(), symbolic=shape_env is not None)
     range_constraints, shape_guards = {}, None
     if shape_env is not None:
         from .dynamic_shapes import _check_constraints, _range_constraints
@@ -345,7 +467,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
         range_constraints = _range_constraints(shape_env, marked, replacements)
     # PyTorch's placeholder names
     names = ["p_" + n.replace(".", "_") for n in params] + \
-        ["b_" + n.replace(".", "_") for n in buffers] + arg_names[:len(user_leaves)]
+        ["b_" + n.replace(".", "_") for n in buffers] + leaf_names
     placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
     for node, name in zip(placeholders, names):
         node.target = name
@@ -384,9 +506,97 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
         input_shapes = [(node.name, _shape_of(node.meta.get("val"), replacements))
                         for node, spec in zip(placeholders, input_specs)
                         if spec.kind == InputKind.USER_INPUT]
-    return ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
-                           out_spec, range_constraints=range_constraints,
-                           _input_shapes=input_shapes, _shape_guards=shape_guards)
+    _plain_module_stacks(fgm)
+    # PyTorch's module call graph: the root's calling convention, then every submodule
+    root = ModuleCallSignature([], [], in_spec, out_spec, _forward_arg_names(mod, args, kwargs))
+    call_graph = [ModuleCallEntry("", root)] + [
+        ModuleCallEntry(fqn) for fqn in dict(mod.named_modules(remove_duplicate=False)) if fqn]
+    ep = ExportedProgram(fgm, ExportGraphSignature(input_specs, output_specs), state_dict,
+                         out_spec, range_constraints=range_constraints,
+                         module_call_graph=call_graph, _input_shapes=input_shapes,
+                         _shape_guards=shape_guards)
+    if verify is not None:
+        verify(ep)
+    return ep
+
+
+@contextlib.contextmanager
+def _recording_module_stack(root, tracer):
+    """While ``root`` runs under ``tracer``, each node records the modules whose forward it
+    runs in (``nn_module_stack``, PyTorch's keys and values: ``{"L__self__a.l@1": ("a.l",
+    "pkg.Linear")}``, ``@n`` counting the earlier calls of that module)."""
+    from ..nn.modules.module import register_module_forward_hook, \
+        register_module_forward_pre_hook
+    # a module under several names goes by its first, as the state dict names its tensors
+    # (PyTorch follows the attribute a call went through; a hook sees the module only)
+    fqns = {id(m): fqn for fqn, m in root.named_modules()}
+    calls = collections.Counter()
+    pushed = []  # per module call in progress: the key it added, or None
+
+    def enter(module, args):
+        fqn = fqns.get(id(module))
+        key = None
+        if fqn is not None:  # a module outside the hierarchy leaves no frame (as PyTorch)
+            n = calls[fqn]
+            calls[fqn] += 1
+            key = "L__self__" + fqn + (f"@{n}" if n else "")
+            cls = type(module)
+            tracer.module_stack[key] = (fqn, f"{cls.__module__}.{cls.__qualname__}")
+        pushed.append(key)
+
+    def leave(module, args, output):
+        key = pushed.pop()
+        if key is not None:
+            tracer.module_stack.pop(key, None)
+    pre = register_module_forward_pre_hook(enter)
+    post = register_module_forward_hook(leave, always_call=True)
+    try:
+        yield
+    finally:
+        pre.remove()
+        post.remove()
+        tracer.module_stack.clear()
+
+
+class _StackKeepingInterpreter(Interpreter):
+    """Runs a graph under a retrace: the nodes each node becomes get its module stack."""
+
+    def __init__(self, gm, tracer):
+        super().__init__(gm)
+        self._tracer = tracer
+
+    def run_node(self, n):
+        self._tracer.module_stack = collections.OrderedDict(n.meta.get("nn_module_stack", {}))
+        return super().run_node(n)
+
+
+def _retrace(gm, decompositions, symbolic):
+    """``gm`` traced again through ``decompositions``: on its placeholders' symbolic
+    FakeTensors when ``symbolic`` (the ShapeEnv of the first trace; a real-tensor retrace would
+    specialise), else on tensors of their metadata."""
+    from .._functorch.aot_autograd import _placeholder_inputs
+    from ..fx.experimental.proxy_tensor import get_proxy_mode, make_fx
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+    def run(*a):
+        return _StackKeepingInterpreter(gm, get_proxy_mode().tracer).run(*a)
+    inputs = [n.meta["val"] for n in phs] if symbolic else _placeholder_inputs(gm)
+    new = make_fx(run, decomposition_table=decompositions,
+                  tracing_mode="symbolic" if symbolic else "fake",
+                  _allow_non_fake_inputs=True)(*inputs)
+    for n, old in zip([n for n in new.graph.nodes if n.op == "placeholder"], phs):
+        n.target = n.name = old.target
+    _plain_module_stacks(new)
+    new.recompile()
+    return new
+
+
+def _plain_module_stacks(gm):
+    """Each node's ``nn_module_stack`` as a plain dict, as PyTorch keeps it (the tracer
+    records an OrderedDict)."""
+    for n in gm.graph.nodes:
+        if "nn_module_stack" in n.meta:
+            n.meta["nn_module_stack"] = dict(n.meta["nn_module_stack"])
 
 
 def _shape_of(val, replacements):
@@ -399,23 +609,6 @@ def _shape_of(val, replacements):
             for s in val.shape]
 
 
-def _retrace_symbolic(gm, decompositions):
-    """``gm`` traced again through ``decompositions`` on its placeholders' symbolic
-    FakeTensors (the ShapeEnv of the first trace; a real-tensor retrace would specialise)."""
-    from ..fx.experimental.proxy_tensor import make_fx
-    from ..fx.interpreter import Interpreter
-    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-
-    def run(*a):
-        return Interpreter(gm).run(*a)
-    new = make_fx(run, decomposition_table=decompositions, tracing_mode="symbolic",
-                  _allow_non_fake_inputs=True)(*[n.meta["val"] for n in phs])
-    for n, old in zip([n for n in new.graph.nodes if n.op == "placeholder"], phs):
-        n.target = n.name = old.target
-    new.recompile()
-    return new
-
-
 def _user_arg_names(mod, n, kwargs):
     import inspect
     try:
@@ -423,6 +616,66 @@ def _user_arg_names(mod, n, kwargs):
     except (TypeError, ValueError):
         params = []
     names = [params[i] if i < len(params) else f"arg{i}" for i in range(n)]
+    return names + list(kwargs)
+
+
+def _bound_inputs(mod, args, kwargs):
+    """``{argument name: value}`` of forward's positional arguments (bound to its signature),
+    then the keyword arguments as given (PyTorch's ``_bind_signature_to_inputs``)."""
+    import inspect
+    try:
+        bound = inspect.signature(mod.forward).bind_partial(*args).arguments
+    except (TypeError, ValueError):
+        bound = {f"arg{i}": a for i, a in enumerate(args)}
+    return {**bound, **kwargs}
+
+
+def _user_input_names(mod, args, kwargs):
+    """Per leaf of ``(args, kwargs)``: its placeholder name (PyTorch's: the path from the
+    argument name, lower case, ``x_feature``, ``ys_0``) and the Source of its value
+    (``L['ys'][0]``, which names its symbolic sizes)."""
+    import re
+    from .._dynamo.source import AttrSource, GetItemSource, LocalSource
+    from ..utils import _pytree as pytree
+    names, sources, used = [], [], set()
+    for path, _ in pytree.tree_flatten_with_path(_bound_inputs(mod, args, kwargs))[0]:
+        parts, source = [], None
+        for k in path:
+            if isinstance(k, pytree.MappingKey):
+                parts.append(re.sub(r"[^a-zA-Z0-9]", "_", str(k.key)))
+                source = LocalSource(k.key) if source is None else GetItemSource(source, k.key)
+            elif isinstance(k, pytree.SequenceKey):
+                parts.append(str(k.idx))
+                source = GetItemSource(source, k.idx)
+            else:
+                parts.append(k.name)
+                source = AttrSource(source, k.name)
+        name = base = "_".join(parts).lower()
+        n = 0
+        while name in used:
+            n += 1
+            name = f"{base}_{n}"
+        used.add(name)
+        names.append(name)
+        sources.append(source)
+    return names, sources
+
+
+def _forward_arg_names(mod, args, kwargs):
+    """The names ``ModuleCallSignature.forward_arg_names`` records: forward's positional
+    parameters (``*args`` as ``args_0``, ``args_1`` ...), then the keyword arguments."""
+    import inspect
+    try:
+        sig = inspect.signature(mod.forward)
+        bound = sig.bind_partial(*args).arguments
+    except (TypeError, ValueError):
+        return [f"arg{i}" for i in range(len(args))] + list(kwargs)
+    names = []
+    for name, value in bound.items():
+        if sig.parameters[name].kind == inspect.Parameter.VAR_POSITIONAL:
+            names += [f"{name}_{i}" for i in range(len(value))]
+        else:
+            names.append(name)
     return names + list(kwargs)
 
 
@@ -518,12 +771,21 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=2):
             rec["target"] = n.target
         rec["args"] = _encode(tuple(n.args), consts)
         rec["kwargs"] = {k: _encode(v, consts) for k, v in n.kwargs.items()}
+        if "nn_module_stack" in n.meta:  # what unflatten cuts the graph by
+            rec["nn_module_stack"] = [[k, path, ty]
+                                      for k, (path, ty) in n.meta["nn_module_stack"].items()]
         nodes.append(rec)
     sig = ep.graph_signature
     meta = {
         "nodes": nodes,
         "inputs": [[s.kind.name, s.arg.name, s.target, s.persistent] for s in sig.input_specs],
         "outputs": [[s.kind.name, s.arg.name, s.target] for s in sig.output_specs],
+        "module_call_graph": [
+            [e.fqn, None if e.signature is None else {
+                "in_spec": pytree.treespec_dumps(e.signature.in_spec),
+                "out_spec": pytree.treespec_dumps(e.signature.out_spec),
+                "forward_arg_names": e.signature.forward_arg_names}]
+            for e in ep.module_call_graph],
         "out_spec": pytree.treespec_dumps(ep._out_spec) if ep._out_spec is not None and
         hasattr(pytree, "treespec_dumps") else None,
     }
@@ -589,7 +851,13 @@ def load(f, *, extra_files=None, expected_opset_version=None):
                                                kwargs, name=rec["name"])
         elif rec["op"] == "output":
             g.output(_decode(rec["args"], env)[0])
+        if "nn_module_stack" in rec:
+            env[rec["name"]].meta["nn_module_stack"] = {
+                k: (path, ty) for k, path, ty in rec["nn_module_stack"]}
     gm = GraphModule(root, g)
+    call_graph = [ModuleCallEntry(fqn, None if sig is None else ModuleCallSignature(
+        [], [], pytree.treespec_loads(sig["in_spec"]), pytree.treespec_loads(sig["out_spec"]),
+        sig["forward_arg_names"])) for fqn, sig in meta.get("module_call_graph", [])]
     sig = ExportGraphSignature(
         [InputSpec(InputKind[k], TensorArgument(a), t, p) for k, a, t, p in meta["inputs"]],
         [OutputSpec(OutputKind[k], TensorArgument(a), t) for k, a, t in meta["outputs"]])
@@ -606,7 +874,8 @@ def load(f, *, extra_files=None, expected_opset_version=None):
                   for name, shape in shapes]
     guards = [sympy.sympify(g) for g in meta.get("shape_guards", [])]
     ep = ExportedProgram(gm, sig, blob["state_dict"], out_spec, range_constraints=ranges,
-                         _input_shapes=shapes, _shape_guards=guards)
+                         module_call_graph=call_graph, _input_shapes=shapes,
+                         _shape_guards=guards)
     if shapes is not None:
         _restore_placeholder_vals(ep, meta.get("input_dtypes", {}))
     return ep
@@ -653,3 +922,6 @@ def _restore_placeholder_vals(ep, dtypes):
         elif spec.target in ep.state_dict:
             node.meta["val"] = mode.from_tensor(ep.state_dict[spec.target].detach(),
                                               static_shapes=True)
+
+
+from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten  # noqa: E402

@@ -16,7 +16,7 @@ import sympy
 from .._dynamo.exc import UserError, UserErrorType
 from ..fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-__all__ = ["Dim", "dims"]
+__all__ = ["AdditionalInputs", "Dim", "dims", "ShapesCollection"]
 
 
 class _DimHintType(Enum):
@@ -165,6 +165,137 @@ def dims(*names, min=None, max=None):
 
 
 # ---------------------------------------------------------------------------------------------
+# builders of a spec
+
+def _combine_args(f, args, kwargs):
+    """``{argument name: value}`` as ``f``'s forward binds ``(args, kwargs)``."""
+    from . import ExportedProgram
+    if isinstance(f, ExportedProgram):
+        f = f.module()
+    kwargs = kwargs if kwargs is not None else {}
+    return inspect.signature(getattr(f, "forward", f)).bind(*args, **kwargs).arguments
+
+
+def _tree_map_with_path(func, tree):
+    """``tree_map_with_path`` over the standard containers; an instance of another
+    registered pytree class (a dataclass) maps to the list of its children, as
+    ``dynamic_shapes`` specs such an input."""
+    from ..utils import _pytree as pytree
+
+    def is_leaf(t):
+        return pytree._get_node_type(t) not in pytree.BUILTIN_TYPES
+
+    def f(path, t):
+        typ = pytree._get_node_type(t)
+        if typ in pytree.SUPPORTED_NODES:
+            return pytree.tree_map_with_path(f, pytree.SUPPORTED_NODES[typ].flatten_fn(t)[0],
+                                             is_leaf=is_leaf)
+        return func(path, t)
+    return pytree.tree_map_with_path(f, tree, is_leaf=is_leaf)
+
+
+class ShapesCollection:
+    """Builder for ``dynamic_shapes``: shapes assigned to the input tensors themselves
+    (``shapes[x] = (batch, None)``, ``shapes[y] = {0: batch}``), wherever they sit in the
+    inputs; :meth:`dynamic_shapes` puts each where its tensor is."""
+
+    def __init__(self):
+        self._shapes = {}
+
+    def __setitem__(self, t, shape):
+        from .._tensor import Tensor
+        if not isinstance(t, Tensor):
+            raise AssertionError(
+                f"Cannot assign shape to non-tensor or non-_IntWrapper type {type(t)}")
+        t_id = id(t)
+        if t_id in self._shapes:
+            _shape = self._shapes[t_id]
+            if shape != _shape:
+                raise AssertionError(
+                    f"Shapes assigned to input do not match: expected {_shape}, got {shape}")
+        else:
+            self._shapes[t_id] = shape
+
+    def __getitem__(self, t):
+        return self._shapes.setdefault(id(t), {})
+
+    def __len__(self):
+        return len(self._shapes)
+
+    def dynamic_shapes(self, m, args, kwargs=None):
+        """The ``dynamic_shapes`` of ``m``'s inputs ``(args, kwargs)``: by argument name, each
+        tensor's assigned shape (None for the rest)."""
+        from .._tensor import Tensor
+        t_ids = set()
+
+        def find_shape(path, t):
+            if isinstance(t, Tensor) and id(t) in self._shapes:
+                t_ids.add(id(t))
+                return self._shapes[id(t)]
+            return None
+        dynamic_shapes = _tree_map_with_path(find_shape, _combine_args(m, args, kwargs))
+        if any(t_id not in t_ids for t_id in self._shapes):
+            raise ValueError(
+                "Some tensors that were assigned shapes were not found in args. Maybe such "
+                "tensors were copied when passing them as args? Maybe such tensors are "
+                "contained in classes that were not registered with pytree?")
+        return dynamic_shapes
+
+
+class AdditionalInputs:
+    """``dynamic_shapes`` inferred from more example inputs: a size that differs between
+    the examples is ``Dim.DYNAMIC``, one that does not is static; export then checks that
+    the program runs on each example."""
+
+    def __init__(self):
+        self._examples = []
+
+    def add(self, args, kwargs=None):
+        """Additional input ``args`` (a tuple) and ``kwargs`` (None or a dict)."""
+        if type(args) is not tuple:
+            raise AssertionError(f"Representative args {args} must be a tuple")
+        if kwargs is not None and type(kwargs) is not dict:
+            raise AssertionError(f"Representative kwargs {kwargs} must be None or a dict")
+        self._examples.append((args, kwargs))
+
+    def dynamic_shapes(self, m, args, kwargs=None):
+        """The ``dynamic_shapes`` merging the sizes of ``(args, kwargs)`` and of each
+        additional input."""
+        from .._tensor import Tensor
+        from ..utils import _pytree as pytree
+        dynamic_shapes, *other_dynamic_shapes = [
+            _tree_map_with_path(lambda path, t: tuple(t.shape) if isinstance(t, Tensor) else t,
+                                _combine_args(m, a, k))
+            for a, k in [(args, kwargs), *self._examples]]
+
+        def _mark_dynamism(v, *other_vs):
+            if not all(type(v) is type(other) for other in other_vs):
+                raise ValueError("The following inputs were found to have differing types, "
+                                 f"so they cannot be marked as dynamic: {(v,) + other_vs}.")
+            if isinstance(v, int) and not isinstance(v, bool):
+                return None if all(other_v == v for other_v in other_vs) else Dim.DYNAMIC
+            if not all(other_v == v for other_v in other_vs):
+                raise ValueError("The following inputs were found to have differing values, "
+                                 f"but they cannot be marked as dynamic: {(v,) + other_vs}.")
+            return None
+        return pytree.tree_map(_mark_dynamism, dynamic_shapes, *other_dynamic_shapes,
+                               is_leaf=lambda i: type(i) is int)
+
+    def verify(self, ep):
+        """Check that exported program ``ep`` takes each additional input: the same input
+        structure (ValueError), sizes and constants it allows (RuntimeError)."""
+        from . import InputKind
+        from .unflatten import _check_input_constraints, _input_expectations
+        placeholders = [n for n, s in zip(ep.graph.find_nodes(op="placeholder"),
+                                          ep.graph_signature.input_specs)
+                        if s.kind == InputKind.USER_INPUT]
+        expected = _input_expectations(ep, placeholders)
+        for args, kwargs in self._examples:
+            _check_input_constraints(expected, ep._flat_user_inputs(args, kwargs or {}),
+                                     ep.range_constraints)
+
+
+# ---------------------------------------------------------------------------------------------
 # the spec, per flat user input
 
 def _per_dim(spec, t, where):
@@ -244,6 +375,14 @@ def _leaf_specs(mod, args, kwargs, dynamic_shapes):
         if isinstance(value, dict) and isinstance(spec, dict) and set(spec) == set(value):
             return [s for k in value
                     for s in walk(value[k], spec[k], f"{where[:-1]}[{k!r}]`")]
+        node = pytree.SUPPORTED_NODES.get(pytree._get_node_type(value))
+        if node is not None and pytree._get_node_type(value) not in pytree.BUILTIN_TYPES and \
+                isinstance(spec, (list, tuple)):
+            # a registered class (a dataclass): its spec lists its children's
+            children = node.flatten_fn(value)[0]
+            if len(children) == len(spec):
+                return [s for i, (v, sp) in enumerate(zip(children, spec))
+                        for s in walk(v, sp, f"{where[:-1]}[{i}]`")]
         if not leaves:
             return []
         raise UserError(UserErrorType.INVALID_INPUT,
@@ -351,10 +490,11 @@ class _ExportShapeEnv(ShapeEnv):
 
 def _fake_user_inputs(fake_mode, leaves, specs, names, symbol_names=None):
     """FakeTensors for the user inputs: each spec'd dim symbolic (its Dim's range as its
-    constraint), the rest static; ``symbol_names`` (size source name -> symbol name) names
-    the symbols instead of PyTorch's hashing. Returns the fakes and [(Dim or hint, source name, example
-    size)] for each dynamic dim, which the checks after the trace read."""
-    from .._dynamo.source import LocalSource, TensorProperty, TensorPropertySource
+    constraint), the rest static; ``names`` gives each leaf's Source (or the name of a local);
+    ``symbol_names`` (size source name -> symbol name) names the symbols instead of PyTorch's
+    hashing. Returns the fakes and [(Dim or hint, source name, example size)] for each dynamic
+    dim, which the checks after the trace read."""
+    from .._dynamo.source import LocalSource, Source, TensorProperty, TensorPropertySource
     from .._tensor import Tensor
     from ..fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
     shape_env = fake_mode.shape_env
@@ -364,7 +504,7 @@ def _fake_user_inputs(fake_mode, leaves, specs, names, symbol_names=None):
             pending.append((leaf, None, None, None))
             continue
         spec, given, where = entry
-        source = LocalSource(name)
+        source = name if isinstance(name, Source) else LocalSource(name)
         dyn, ranges = [], []
         for i, (s, size) in enumerate(zip(spec, leaf.shape)):
             src = TensorPropertySource(source, TensorProperty.SIZE, i)
@@ -419,7 +559,8 @@ def _symbol_of(shape_env, source_name):
 
 def _check_constraints(shape_env, marked):
     """PyTorch's ``Constraints violated`` error when the trace specialised a named Dim (or
-    ``Dim.DYNAMIC``), narrowed a named Dim's range, or related two named Dims."""
+    ``Dim.DYNAMIC``), narrowed a named Dim's range, or related two named Dims (a
+    ``Dim.DYNAMIC`` size, like ``Dim.AUTO``, may follow the program's relations and ranges)."""
     from ..fx.experimental.symbolic_shapes import _PythonPrinter
     failing, msgs, fixes = [], [], []
     by_symbol = {}
@@ -441,6 +582,8 @@ def _check_constraints(shape_env, marked):
                 if isinstance(spec, Dim):
                     fixes.append(f"{name} = {lo}")
             continue
+        if not isinstance(spec, Dim):  # a Dim.DYNAMIC size must only not be specialised
+            continue
         by_symbol.setdefault(sym, (name, src, spec))
         want_lo = max(2, spec.min) if spec.min is not None else 2
         want_hi = sympy.oo if spec.max is None else spec.max
@@ -458,7 +601,7 @@ def _check_constraints(shape_env, marked):
             continue
         mine = [s for s in e.free_symbols if s in by_symbol]
         if len(mine) < len(e.free_symbols):
-            # a Dim.AUTO size is free to follow the program: an equality with another size
+            # an AUTO or DYNAMIC size is free to follow the program: an equality with another size
             # makes them one symbol (PyTorch's replacement); any other guard is checked
             # when the program runs
             if isinstance(e, sympy.Eq) and e.lhs.is_Symbol and e.rhs.is_Symbol:

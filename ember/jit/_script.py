@@ -169,8 +169,8 @@ class RecursiveScriptModule(ScriptModule):
     def forward(self, *args, **kwargs):
         capture = self.__dict__["_capture"]
         if capture is None:  # a loaded program: its inputs are the flattened user inputs
-            return self._original(*_program_inputs(self.__dict__["_program_loaded"], args,
-                                                   kwargs))
+            return self._original._run_flat(_program_inputs(self.__dict__["_program_loaded"],
+                                                            args, kwargs))
         out = capture(*args, **kwargs)
         if self.__dict__["_example_inputs"] is None:
             object.__setattr__(self, "_example_inputs", capture.example_inputs)

@@ -209,7 +209,7 @@ class FlatParamHandle:
                 self._full = ember.empty(numel, dtype=dtype, device=self.device)
             elif self._full.untyped_storage().nbytes() == 0:
                 self._full.untyped_storage().resize_(numel * self._full.element_size())
-            dist.all_gather_into_tensor(self._full, shard.contiguous(), group=self.process_group)
+            dist.all_gather_single(self._full, shard.contiguous(), group=self.process_group)
 
     def offload_full_to_cpu(self):
         self._full = self._full.cpu()
@@ -355,7 +355,7 @@ class FlatParamHandle:
                 grad.div_(self._gradient_predivide_factor)
             if self.uses_sharded_strategy:
                 out = ember.empty(fp._sharded_size, dtype=self._reduce_dtype, device=grad.device)
-                dist.reduce_scatter_tensor(out, grad, group=self.process_group)
+                dist.reduce_scatter_single(out, grad, group=self.process_group)
                 if self._inter_node_group is not None and self._inter_node_group.size() > 1:
                     dist.all_reduce(out, group=self._inter_node_group)
             else:
@@ -395,7 +395,7 @@ class FlatParamHandle:
             return local
         with ember.no_grad():
             full = ember.empty(fp._padded_unsharded_size, dtype=local.dtype, device=local.device)
-            dist.all_gather_into_tensor(full, local.contiguous(), group=self.process_group)
+            dist.all_gather_single(full, local.contiguous(), group=self.process_group)
         return full[:fp._unpadded_unsharded_size[0]]
 
     def shard_of_full(self, full):

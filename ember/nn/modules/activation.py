@@ -484,4 +484,4 @@ def _fast_path_tensor_blocker(tensor_args, device_types, device_message):
 
 def _is_make_fx_tracing():
     from ...fx.experimental.proxy_tensor import get_proxy_mode
-    return get_proxy_mode() is not None
+    return get_proxy_mode() is not None or ember.compiler.is_exporting()

@@ -9,7 +9,8 @@ import ember  # attributes read at call time: the package is initializing when t
 from ... import float32, full, triu
 from .. import functional as F
 from ..init import xavier_uniform_
-from .activation import GELU, MultiheadAttention, ReLU, _fast_path_tensor_blocker
+from .activation import (GELU, MultiheadAttention, ReLU, _fast_path_tensor_blocker,
+                         _is_make_fx_tracing)
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -311,11 +312,16 @@ class TransformerEncoderLayer(Module):
         if any(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in self.modules()):
             return "forward pre-/hooks are attached to the module"
         devices = ["cpu", "cuda", "xpu", _get_privateuse1_backend_name()]
-        return _fast_path_tensor_blocker(
+        why = _fast_path_tensor_blocker(
             (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
              attn.out_proj.bias, self.norm1.weight, self.norm1.bias, self.norm2.weight,
              self.norm2.bias, self.linear1.weight, self.linear1.bias, self.linear2.weight,
              self.linear2.bias), tuple(devices), str(devices))
+        # a traced graph keeps the layer's own ops (PyTorch's export tensors block the fused
+        # kernel as tensors with __torch_function__; ember's are plain, so ask the tracer)
+        if not why and _is_make_fx_tracing():
+            why = "we are running make_fx tracing"
+        return why
 
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))

@@ -406,17 +406,30 @@ class DistributedDataParallel(Module, Joinable):
 
     def _unfinished_reduction_error(self):
         missing = [i for i in range(len(self._params)) if not self._received[i]]
-        names = ", ".join(f"{self._names[i]} (index {i})" for i in missing)
+        rank = self.process_group.rank()
+        indices = (f"Parameter indices which did not receive grad for rank {rank}: "
+                   f"{' '.join(map(str, missing))}")
+        # PyTorch names the parameters only from debug level INFO on
+        if dist.get_debug_level() == dist.DebugLevel.OFF:
+            which = (f"{indices}\n In addition, you can set the environment variable "
+                     f"TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out information "
+                     f"about which particular parameters did not receive gradient on this rank "
+                     f"as part of this error")
+        else:
+            names = ", ".join(sorted(self._names[i] for i in missing))
+            which = f"Parameters which did not receive grad for rank {rank}: {names}\n{indices}"
         self._require_finalize = False
         raise RuntimeError(
             "Expected to have finished reduction in the prior iteration before starting a new "
             "one. This error indicates that your module has parameters that were not used in "
             "producing loss. You can enable unused parameter detection by passing the keyword "
             "argument `find_unused_parameters=True` to `torch.nn.parallel."
-            "DistributedDataParallel`, and by making sure all `forward` function outputs "
-            "participate in calculating loss.\n"
-            f"Parameters which did not receive grad for rank {self.process_group.rank()}: "
-            f"{names}")
+            "DistributedDataParallel`, and by \nmaking sure all `forward` function outputs "
+            "participate in calculating loss. \nIf you already have done the above, then the "
+            "distributed data parallel module wasn't able to locate the output tensors in the "
+            "return value of your module's `forward` function. Please include the loss "
+            "function and the structure of the return value of `forward` of your module when "
+            "reporting this issue (e.g. list, dict, iterable).\n" + which)
 
     # --- API
 

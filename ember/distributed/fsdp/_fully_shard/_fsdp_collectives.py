@@ -38,7 +38,7 @@ def foreach_all_gather(fsdp_params, group, async_op, device):
         return AllGatherResult(all_gather_input, None, dtypes, numels)
     output = ember.empty(all_gather_input.numel() * world_size, dtype=all_gather_input.dtype,
                          device=device)
-    work = dist.all_gather_into_tensor(output, all_gather_input, group=group, async_op=async_op)
+    work = dist.all_gather_single(output, all_gather_input, group=group, async_op=async_op)
     return AllGatherResult(output, work, dtypes, numels)
 
 
@@ -129,7 +129,7 @@ def foreach_reduce(fsdp_params, unsharded_grads, reduce_scatter_group, orig_dtyp
             op = ReduceOp.SUM
         reduce_output = ember.empty(reduce_scatter_input.numel() // world_size,
                                     dtype=reduce_dtype, device=device)
-        dist.reduce_scatter_tensor(reduce_output, reduce_scatter_input, op=op,
+        dist.reduce_scatter_single(reduce_output, reduce_scatter_input, op=op,
                                    group=reduce_scatter_group)
     elif gradient_divide_factor is not None:
         reduce_output = reduce_scatter_input / gradient_divide_factor
