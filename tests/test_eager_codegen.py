@@ -90,8 +90,9 @@ UNARY = ["neg", "abs", "relu", "exp", "exp2", "expm1", "log", "log2", "log10", "
 BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "pow", "atan2",
           "hypot", "copysign", "clamp_min", "clamp_max", "sigmoid_backward", "tanh_backward"]
 # rows of three operands, the last one element (add_alpha: tested against PyTorch's foreach add
-# in tests/test_foreach.py)
-TERNARY = ["add_alpha"]
+# in tests/test_foreach.py; lerp with a number weight: bit for bit against PyTorch in
+# tests/test_rounding_parity.py)
+TERNARY = ["add_alpha", "lerp"]
 # the rows with an overload taking a Python number
 SCALAR_FORMS = {"add", "sub", "mul", "div", "pow", "clamp_min", "clamp_max"}
 # float64 runs a few of each kind (every float32 kernel is built and compared)
