@@ -123,3 +123,29 @@ def test_scalar_bounds_and_fill_values_are_checked_in_the_computation_dtype(torc
                 results.append(str(e))
         return results
     assert outcome(ember) == outcome(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [37, 1000, 100000])
+@pytest.mark.parametrize("op", ["add", "add_", "sub", "sub_", "addcmul", "addcmul_", "addcdiv",
+                                "addcdiv_", "foreach_add_"])
+def test_alpha_and_value_forms_round_as_aten(torch, dtype, n, op):
+    """An optimizer's updates, bit for bit: add/sub with alpha are one fused multiply-add
+    (fma(alpha, other, self)), addcmul is fma(value * t1, t2, self), addcdiv is
+    self + (value * t1) / t2 -- in every size class (NumPy below 32768 elements, generated C
+    above)."""
+    rs = np.random.RandomState(n)
+    arrays = [rs.randn(n).astype(dtype), rs.randn(n).astype(dtype),
+              (rs.rand(n) + 0.5).astype(dtype)]
+
+    def run(lib):
+        a, b, c = (lib.from_numpy(x.copy()) for x in arrays)
+        if op == "foreach_add_":
+            lib._foreach_add_([a], [b], alpha=0.3)
+            return a
+        if op.startswith(("add_", "sub")) or op in ("add",):
+            r = getattr(a, op)(b, alpha=0.7 if op.startswith("sub") else 0.3)
+        else:
+            r = getattr(a, op)(b, c, value=-0.3 if "div" in op else 0.3)
+        return a if op.endswith("_") else r
+    _same_bits(run(ember).numpy(), run(torch).numpy())

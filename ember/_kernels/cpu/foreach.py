@@ -12,6 +12,7 @@ from ..._core import dtype as D
 from ..._dispatch.tls import ExcludeDispatchKeyGuard
 from . import generated as _generated
 from ._util import array_module, nd
+from .pointwise_values import add_alpha_values
 from ..._ops.overload import ops
 from ..rules.foreach import _check_lengths, check_scalar_list, check_scalar_tensor
 
@@ -80,9 +81,12 @@ def _foreach_add__List(self, other, alpha=1):
                 _generated.pointwise_into("add", a, [a, b]) if one else
                 _generated.pointwise_into("add_alpha", a, [a, b, scale])):
             continue  # one pass on the threads, alpha fused (as ATen's fmadd)
-        if not one:
-            b = np.multiply(b, a.dtype.type(alpha))  # alpha scales other in the result dtype
-        np.add(a, b, out=a)
+        if one:
+            np.add(a, b, out=a)
+        elif a.dtype.char in "fd":  # ATen's fused multiply-add
+            np.copyto(a, add_alpha_values(a, b, alpha))
+        else:
+            np.add(a, np.multiply(b, a.dtype.type(alpha)), out=a)  # alpha in the result dtype
     return None
 
 

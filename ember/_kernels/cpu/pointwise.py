@@ -33,7 +33,8 @@ from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_po
                                check_polygamma_order, check_rounding_mode, clamp_operands,
                                result_dtype)
 from ._util import array_module, array_of, nd, wrap
-from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, addcdiv_values,
+from .pointwise_values import (_half_as_float, _integral_identity, _ufunc, add_alpha_values,
+                               addcdiv_values,
                                addcmul_values, angle_values, clamp_values, digamma_values,
                                erfinv_values, fmax_values, fmin_values,
                                floor_divide, fmod_values, frac_values, isneginf_values,
@@ -212,6 +213,19 @@ _TABLES = {1: UNARY, 2: BINARY, 3: TERNARY}
 # original value converted to float, not rounded to the tensor's dtype first; add/sub round
 # the scalar (and alpha) to the dtype, then compute a + alpha * b in float, rounding once
 _OPMATH_ROWS = frozenset(("mul", "div"))
+
+
+def _add_alpha(a, b, alpha, dt):
+    """add/sub with an alpha in float32/float64: ATen's one fused multiply-add, by the generated
+    kernel where it takes the operands, else in NumPy."""
+    if a.__class__ is np.ndarray and b.__class__ is np.ndarray:
+        r = _generated.pointwise("add_alpha", [a, b, np.full(1, alpha, a.dtype)])
+        if r is not None:
+            return r
+    return add_alpha_values(a, b, alpha)
+
+
+_ALPHA_ROWS_FMA = {"add": _add_alpha, "sub": _add_alpha}
 _ALPHA_ROWS = frozenset(("add", "sub"))
 _REDUCED = (D.float16, D.bfloat16)
 
@@ -259,6 +273,11 @@ def _prepare(name, operands, alpha, out=None):
             arrays[-1] = np.multiply(arrays[-1], as_array(alpha, cdt).astype(np.float32))
             return fn, D.float32, rdt, arrays
     arrays = _arrays(operands, cdt)
+    if alpha is not None and cdt in _GENERATED and not (alpha == 1 and alpha.__class__ is int):
+        # ATen's vectorised loop fuses; with a number for other, its scalar loop over the last
+        # elements (fewer than a vector) does not, so a few of those may differ by an ulp
+        check_alpha(cdt, alpha)
+        return _ALPHA_ROWS_FMA[name], cdt, rdt, arrays + [-alpha if name == "sub" else alpha]
     if alpha is not None:
         check_alpha(cdt, alpha)
         if cdt is D.complex32 or cdt.is_complex and any(

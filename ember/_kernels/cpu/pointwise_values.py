@@ -343,11 +343,24 @@ def lerp_values(start, end, weight, dt):
 
 
 def addcmul_values(x, t1, t2, dt, value):
-    return x + x.dtype.type(value) * (t1 * t2)  # value in the computation dtype (0.5 -> 0 for ints)
+    v = x.dtype.type(value)  # value in the computation dtype (0.5 -> 0 for ints)
+    if dt in (D.float32, D.float64):  # ATen's vectorised kernel: fma(value * t1, t2, self)
+        return _fma(np.multiply(v, t1), np.asarray(t2), np.asarray(x))
+    return x + v * (t1 * t2)
 
 
 def addcdiv_values(x, t1, t2, dt, value):
+    if dt in (D.float32, D.float64):  # ATen's order: self + (value * t1) / t2
+        return x + np.multiply(x.dtype.type(value), t1) / t2
     return x + x.dtype.type(value) * (t1 / t2)
+
+
+def add_alpha_values(x, y, alpha):
+    """``x + alpha * y`` of float32/float64 arrays (``alpha`` a number) as ATen's add kernel
+    rounds it: one fused multiply-add (sub passes -alpha)."""
+    a = np.asarray(alpha, x.dtype)
+    return _fma(np.broadcast_to(a, np.broadcast_shapes(np.shape(x), np.shape(y))),
+                np.asarray(y), np.asarray(x))
 
 
 def sigmoid_backward_values(grad, out, dt):
