@@ -147,6 +147,8 @@ def cast_values(values, dt):
     NumPy's own cast rounds once and differs at about one value in 10**4."""
     if not hasattr(values, "astype"):  # a Python number (arrays of any module cast themselves)
         values = np.asarray(values)
+    if dt is not float16 and dt is not bfloat16:  # (the hot path: no errstate to enter)
+        return values.astype(dt._np)
     with np.errstate(over="ignore"):  # (beyond the range is inf, silently)
         if dt is float16 and values.dtype == np.float64:
             return values.astype(np.float32).astype(np.float16)
