@@ -1,7 +1,8 @@
 """The column-free convolution path (``cpu/conv.py``: stride 1, one group, the GEMM reading
 the padded input's shifted rows through row offsets) against the column path it replaces and
 against PyTorch: forward, input gradient and weight gradient, 1-3 spatial dims, padding,
-dilation, odd sizes, float32 and float64."""
+dilation, odd sizes, float32 and float64; and the pointwise path (1 x 1 kernels without
+padding, any stride: one product per sample)."""
 import numpy as np
 import pytest
 
@@ -64,3 +65,41 @@ def test_matches_torch_with_nan_and_inf():
     yt.backward(torch.tensor(g))
     np.testing.assert_allclose(we.grad.numpy(), wt.grad.numpy(), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+POINTWISE = [  # x shape, weight shape, stride, dilation
+    ((2, 72, 1, 1), (24, 72, 1, 1), (1, 1), (1, 1)),
+    ((2, 16, 9, 7), (8, 16, 1, 1), (2, 2), (1, 1)),
+    ((3, 5, 8, 6), (4, 5, 1, 1), (2, 1), (3, 2)),  # a dilation does nothing to a 1 x 1 kernel
+    ((2, 3, 11), (6, 3, 1), (3,), (1,)),
+    ((1, 4, 5, 6, 7), (2, 4, 1, 1, 1), (1, 2, 2), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("xs,ws,stride,dilation", POINTWISE)
+def test_pointwise_matches_torch(xs, ws, stride, dilation, transposed):
+    """Values and both gradients against PyTorch, regular and transposed (whose forward is the
+    input gradient's scatter into the strided positions); NaN and infinity reach exactly the
+    outputs of their positions, and the skipped positions get a zero input gradient."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(xs if not transposed else (xs[0], ws[0], *xs[2:])).astype(np.float32)
+    x.reshape(-1)[[0, 7]] = np.nan, np.inf
+    w = rng.standard_normal(ws if not transposed else (ws[0], ws[1], *ws[2:])).astype(np.float32)
+    k = len(stride)
+    name = ("conv_transpose" if transposed else "conv") + f"{k}d"
+    kw = dict(stride=stride, dilation=dilation)
+    xe, we = (ember.tensor(a, requires_grad=True) for a in (x, w))
+    xt, wt = (torch.tensor(a, requires_grad=True) for a in (x, w))
+    ye = getattr(ember.nn.functional, name)(xe, we, **kw)
+    yt = getattr(torch.nn.functional, name)(xt, wt, **kw)
+    assert ye.shape == yt.shape
+    np.testing.assert_array_equal(np.isnan(ye.detach().numpy()), np.isnan(yt.detach().numpy()))
+    np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    for a, b in ((xe.grad, xt.grad), (we.grad, wt.grad)):
+        np.testing.assert_array_equal(np.isnan(a.numpy()), np.isnan(b.numpy()))
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-4)

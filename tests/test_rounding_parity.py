@@ -1,7 +1,9 @@
 """Where ember must round as ATen rounds, bit for bit, compared with PyTorch on many values:
 lerp's fused multiply-add (ATen's vectorised kernel: one rounding, from the nearer end), a
 double becoming float16 through float (``c10::Half`` is built from a float), and the overflow
-check of fills (none for a one-element Half/BFloat16 fill, as ATen's fast path)."""
+check of fills (none for a one-element Half/BFloat16 fill, as ATen's fast path), and the batch
+norm's forward (statistics summed in double in ATen's order, one fused multiply-add per
+element)."""
 import numpy as np
 import pytest
 
@@ -149,3 +151,70 @@ def test_alpha_and_value_forms_round_as_aten(torch, dtype, n, op):
             r = getattr(a, op)(b, c, value=-0.3 if "div" in op else 0.3)
         return a if op.endswith("_") else r
     _same_bits(run(ember).numpy(), run(torch).numpy())
+
+
+def _batch_norm_module():
+    from ember._kernels.cpu import batch_norm, generated
+    return generated.enabled() and batch_norm._BUILT.get() is not None
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_forward_is_atens_bit_for_bit(torch, dtype, threads):
+    """Output, running mean and running variance, training and eval, on random shapes of 2-4
+    dims (2-d inputs take ATen's channels-last loop, whose order follows the thread count).
+    Needs the C loops (``cpu/batch_norm.py``): NumPy's sums take another order."""
+    if not _batch_norm_module():
+        pytest.skip("no C compiler or EMBER_EAGER_CODEGEN=0: the batch norm is NumPy's")
+    rng = np.random.default_rng(1)
+    torch_threads = torch.get_num_threads()
+    ember_threads = ember.get_num_threads()
+    torch.set_num_threads(threads)
+    ember.set_num_threads(threads)
+    try:
+        for _ in range(25):
+            shape = tuple(int(v) for v in rng.integers(1, 9, int(rng.integers(2, 5))))
+            shape = (shape[0] + 1,) + shape[1:]
+            c = shape[1]
+            x = (rng.standard_normal(shape) * 3 + rng.standard_normal()).astype(dtype)
+            w, b, m, v = (rng.standard_normal(c).astype(dtype) for _ in range(4))
+            v = np.abs(v)
+            momentum = float(rng.choice([0.1, 0.01, 0.3]))
+            for training in (True, False):
+                out = []
+                for lib in (torch, ember):
+                    rm, rv = lib.tensor(m), lib.tensor(v)
+                    y = lib.nn.functional.batch_norm(lib.tensor(x), rm, rv, lib.tensor(w),
+                                                     lib.tensor(b), training=training,
+                                                     momentum=momentum)
+                    out.append([t.numpy().ravel() for t in (y, rm, rv)])
+                for got, want in zip(out[1], out[0]):
+                    _same_bits(got, want)
+    finally:
+        torch.set_num_threads(torch_threads)
+        ember.set_num_threads(ember_threads)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (6, 4), (2, 3, 7)])
+def test_batch_norm_numpy_fallback_and_special_values(torch, monkeypatch, shape):
+    """Without the C loops NumPy computes the same values to rounding; a NaN or an infinity in
+    a channel makes that channel's statistics and outputs NaN in both, as in PyTorch."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[(1, 1) + (0,) * (len(shape) - 2)] = np.nan
+    x[(0, 2) + (1,) * (len(shape) - 2)] = np.inf
+    c = shape[1]
+    results = []
+    for codegen in ("1", "0"):
+        monkeypatch.setenv("EMBER_EAGER_CODEGEN", codegen)
+        rm, rv = ember.zeros(c), ember.ones(c)
+        y = ember.nn.functional.batch_norm(ember.tensor(x), rm, rv, ember.ones(c),
+                                           ember.zeros(c), training=True)
+        results.append([t.numpy() for t in (y, rm, rv)])
+    trm, trv = torch.zeros(c), torch.ones(c)
+    want = [t.numpy() for t in (torch.nn.functional.batch_norm(
+        torch.tensor(x), trm, trv, torch.ones(c), torch.zeros(c), training=True), trm, trv)]
+    for got in results:
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -19,6 +19,7 @@ from .gemm import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..registration import register
+from . import batch_norm as _batch_norm
 from . import generated as _generated
 from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
 from .random import bernoulli_mask
@@ -505,38 +506,67 @@ def _per_channel(a, ndim):
     return a.reshape((1, -1) + (1,) * (ndim - 2))
 
 
+def _fma(a, b, c):
+    """a * b + c rounded once, for float32 (through float64, where the product is exact); float64
+    rounds twice."""
+    if b.dtype == np.float32:
+        return (np.float64(a) * b.astype(np.float64) + c).astype(np.float32)
+    return a * b + c
+
+
+def _inv_std(var, eps):
+    """ATen's InvStd in double: 1 / sqrt(var + eps), and 0 where both are 0."""
+    v = var.astype(np.float64) + eps
+    return np.where(v == 0, 0.0, 1 / np.sqrt(v)).astype(var.dtype)
+
+
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """ATen's batch_norm_cpu: the statistics (a double sum per channel), then
+    y = x * alpha + beta per channel with alpha = invstd * weight, beta = bias - mean * alpha,
+    each a fused multiply-add (``batch_norm.py``)."""
     check_floating("batch_norm_cpu", input)
     c = batch_norm_shapes(input, weight, bias, running_mean, running_var)
     x = _arr(input)
-    axes = _bn_axes(x)
+    xp = array_module(x)
     dt = input._dtype
     with _quiet():
         if training:
             count = x.size // max(c, 1)
-            mean = x.mean(axis=axes)
-            var = x.var(axis=axes)
-            invstd = 1 / np.sqrt(var + eps)
+            found = _batch_norm.stats(x)
+            if found is None:
+                mean = x.mean(axis=_bn_axes(x))
+                d = x - _per_channel(mean, x.ndim)
+                var_sum = (d * d).sum(axis=_bn_axes(x))
+            else:
+                mean, var_sum = found
+            invstd = _inv_std(var_sum / count, eps)
+            m = x.dtype.type(momentum)
+            unbiased = var_sum / (count - 1) if count > 1 else var_sum * np.nan
+            # m * batch + (1 - m) * running, as ATen's compiled loop rounds it: the variance's
+            # first product fused into the sum
             if running_mean is not None:
-                rm = nd(running_mean)
-                np.copyto(rm, (1 - momentum) * rm + momentum * mean, casting="unsafe")
+                r = nd(running_mean)
+                xp.copyto(r, m * mean + (1 - m) * r.astype(x.dtype), casting="unsafe")
             if running_var is not None:
-                rv = nd(running_var)
-                unbiased = var * count / max(count - 1, 1) if count > 1 else var * np.nan
-                np.copyto(rv, (1 - momentum) * rv + momentum * unbiased, casting="unsafe")
+                r = nd(running_var)
+                xp.copyto(r, _fma(m, unbiased, (1 - m) * r.astype(x.dtype)), casting="unsafe")
             save_mean, save_invstd = _res(mean, dt), _res(invstd, dt)
         else:
             if running_mean is None or running_var is None:
                 raise RuntimeError("running_mean and running_var must be defined in evaluation "
                                    "mode")
             mean = _arr(running_mean).astype(x.dtype)
-            invstd = 1 / np.sqrt(_arr(running_var).astype(x.dtype) + eps)
-            save_mean, save_invstd = _res(np.zeros(0), dt), _res(np.zeros(0), dt)
-        y = (x - _per_channel(mean, x.ndim)) * _per_channel(invstd, x.ndim)
-        if weight is not None:
-            y *= _per_channel(_arr(weight), x.ndim)
-        if bias is not None:
-            y += _per_channel(_arr(bias), x.ndim)
+            invstd = 1 / xp.sqrt(_arr(running_var).astype(x.dtype) + x.dtype.type(eps))
+            save_mean, save_invstd = _res(xp.zeros(0), dt), _res(xp.zeros(0), dt)
+        alpha = invstd * _arr(weight) if weight is not None else invstd
+        bias_ = _arr(bias) if bias is not None else xp.zeros_like(alpha)
+        y = _batch_norm.transform(x, alpha, mean, bias_)
+        if y is None:  # ATen's fused multiply-adds, for float32 through float64 (where the
+            # products are exact)
+            wide = xp.float64 if x.dtype == xp.float32 else x.dtype
+            beta = bias_.astype(wide) - mean.astype(wide) * alpha.astype(wide)
+            y = (x.astype(wide) * _per_channel(alpha.astype(wide), x.ndim)
+                 + _per_channel(beta.astype(x.dtype).astype(wide), x.ndim)).astype(x.dtype)
     return _res(y, dt), save_mean, save_invstd
 
 
