@@ -1,5 +1,6 @@
 """The convolutions' grid copies in C (``ember._kernels.cpu.grid_copy``) against NumPy: zero
-padding of 1-3 spatial dims, strided copies, thread counts, and the cases left to NumPy."""
+padding of 1-3 spatial dims, strided copies, the tiled transpose of picked rows, thread counts,
+and the cases left to NumPy."""
 import numpy as np
 import pytest
 
@@ -119,3 +120,24 @@ def test_source_compiles_without_warnings(tmp_path, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="ember._inductor.codecache"):
         assert codecache.CppCodeCache.load(grid_copy._SOURCE, "ember_grid_copy") is not None
     assert not [r for r in caplog.records if "compiler output" in r.getMessage()]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("r,o,order", [
+    (9 * 5, 7, "ck"), (64, 70, "all"), (3, 1, "all"), (100, 33, "reversed"), (4, 0, "all")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transpose_rows_matches_numpy(dtype, r, o, order, threads):
+    src = RNG.standard_normal((r, o)).astype(dtype)
+    src.flat[::5] = np.nan
+    rows = {"all": np.arange(r), "reversed": np.arange(r)[::-1].copy(),
+            "ck": (np.arange(9)[None, :] * 5 + np.arange(5)[:, None]).reshape(-1)}[order]
+    got = np.full((o, len(rows)), 99, dtype)
+    _module().transpose_rows(got, src, rows.astype(np.int64), threads)
+    np.testing.assert_array_equal(got, src[rows].T)
+    np.testing.assert_array_equal(grid_copy.transpose_rows(src, rows), src[rows].T)
+
+
+def test_transpose_rows_refuses_rows_outside():
+    with pytest.raises(ValueError, match="rows inside src"):
+        _module().transpose_rows(np.empty((2, 1), np.float32), np.zeros((3, 2), np.float32),
+                                 np.array([3], np.int64), 1)

@@ -187,8 +187,10 @@ def _conv_grad_weight_grid(x, gy, w_shape, padding, dilation):
     gw = np.empty((1, len(rows), o), gy.dtype)  # transposed: the batch's sum of (K*C, O)
     xp = grid_copy.padded(x, padding).reshape(n, -1)
     gemm.rows_product(xp, gy_grid.transpose(0, 2, 1), gw, a_rows=rows)
-    gw = gw[0].T.reshape(o, *w_shape[2:], w_shape[1])
-    return np.ascontiguousarray(np.moveaxis(gw, -1, 1))
+    # gw's row k * C + c is weight[:, c, k]: transposed in the order (c, k)
+    c, k = w_shape[1], math.prod(w_shape[2:])
+    order = (np.arange(k)[None, :] * c + np.arange(c)[:, None]).reshape(-1)
+    return grid_copy.transpose_rows(gw[0], order).reshape(w_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,13 +220,26 @@ def _conv_forward_pointwise(x, w, stride):
 
 def _conv_grad_input_pointwise(gy, w, x_shape, stride):
     n, o, *out = gy.shape
-    gi = matmul(np.ascontiguousarray(w.reshape(o, -1).T), gy.reshape(n, o, -1))
+    gi = matmul(w.reshape(o, -1).T, gy.reshape(n, o, -1))
     gi = gi.reshape(n, -1, *out)
     if all(s == 1 for s in stride):
         return gi
     res = np.zeros(x_shape, gi.dtype)
     res[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)] = gi
     return res
+
+
+def _conv_grad_weight_pointwise(x, gy, w_shape, stride):
+    """The batch's sum of gy (O, positions) @ x (positions, C), made in the weight's layout."""
+    xs = _strided(x, stride)
+    n, c = xs.shape[:2]
+    o = gy.shape[1]
+    a, b = gy.reshape(n, o, -1), xs.reshape(n, c, -1).transpose(0, 2, 1)
+    if not (gemm.usable(x.dtype) and gy.dtype == x.dtype):
+        return matmul(a, b).sum(0).reshape(w_shape)
+    gw = np.empty((1, o, c), x.dtype)
+    gemm.rows_product(a, b, gw)
+    return gw.reshape(w_shape)
 
 
 def _conv_forward(x, w, stride, padding, dilation, groups):
@@ -298,13 +313,11 @@ def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
 
 def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     """gw (O, Cg, *K) = sum over column chunks of grad (G, Og, M) @ cols (G, M, K*Cg)."""
-    if _pointwise(w_shape, padding, groups):  # the grid of the strided positions, which is x's
-        x, stride = _strided(x, stride), [1] * len(stride)
+    if _pointwise(w_shape, padding, groups):
+        return _conv_grad_weight_pointwise(x, gy, w_shape, stride)
     # on the grid, the positions between output rows multiply input values by a zero gradient:
     # a NaN or infinity among them would reach the sums (0 * inf), so such inputs take columns
-    # (a kernel of extent 1 leaves no such positions)
-    if _gridded(x, gy, stride, groups) and (
-            all(d * (k - 1) == 0 for d, k in zip(dilation, w_shape[2:])) or np.isfinite(x).all()):
+    if _gridded(x, gy, stride, groups) and np.isfinite(x).all():
         return _conv_grad_weight_grid(x, gy, w_shape, padding, dilation)
     n, o, *out = gy.shape
     g = gy.reshape(n, groups, o // groups, -1)

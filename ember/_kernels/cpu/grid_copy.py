@@ -9,7 +9,9 @@ Here both copies run as OpenMP loops over rows, in the pool the GEMM uses.
 * :func:`padded` -- ``(N, C, *S)`` zero-padded to ``(N, C, *(before + S + after))``, each row of
   the result written once (zeros and the source row);
 * :func:`copy` -- ``dst[...] = src`` for arrays of one shape and float dtype whose last dims are
-  contiguous (the grid's output positions into the result).
+  contiguous (the grid's output positions into the result);
+* :func:`transpose_rows` -- the transpose of some of a matrix's rows (the weight gradient, which
+  the GEMM makes as (kernel offset x channel, output channel), into the weight's layout).
 
 Where the module is not built (no compiler, ``EMBER_EAGER_CODEGEN=0``), or for other dtypes and
 layouts, NumPy makes the copies.
@@ -95,6 +97,33 @@ static void copy(char* dst, const Py_ssize_t* dstrides, const char* src,
     }
 }
 
+/* dst (O, J) = src (R, O) transposed with its rows picked: dst[o][j] = src[rows[j]][o], in
+ * tiles of TILE x TILE (both sides then read and write whole cache lines), `size`-byte
+ * elements. */
+enum { TILE = 32 };
+
+static void transpose_rows(char* dst, const char* src, const int64_t* rows, int64_t o_count,
+                           int64_t j_count, size_t size, int nthreads)
+{
+    const int64_t tiles = (o_count + TILE - 1) / TILE;
+    #pragma omp parallel for schedule(static) num_threads(nthreads)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t o0 = t * TILE, o1 = o0 + TILE < o_count ? o0 + TILE : o_count;
+        for (int64_t j0 = 0; j0 < j_count; j0 += TILE) {
+            const int64_t j1 = j0 + TILE < j_count ? j0 + TILE : j_count;
+            for (int64_t j = j0; j < j1; j++) {
+                const char* in = src + ((size_t)rows[j] * o_count + o0) * size;
+                if (size == 4)
+                    for (int64_t o = o0; o < o1; o++)
+                        ((float*)dst)[o * j_count + j] = ((const float*)in)[o - o0];
+                else
+                    for (int64_t o = o0; o < o1; o++)
+                        ((double*)dst)[o * j_count + j] = ((const double*)in)[o - o0];
+            }
+        }
+    }
+}
+
 static int float_buffer(PyObject* obj, Py_buffer* view, int flags)
 {
     if (PyObject_GetBuffer(obj, view, flags | PyBUF_FORMAT) < 0) return -1;
@@ -167,7 +196,42 @@ static PyObject* py_copy(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* transpose_rows(dst, src, rows, nthreads) */
+static PyObject* py_transpose_rows(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "transpose_rows: 4 arguments");
+        return NULL;
+    }
+    const long nthreads = PyLong_AsLong(args[3]);
+    if (nthreads == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer d, s, r;
+    if (float_buffer(args[0], &d, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
+    if (float_buffer(args[1], &s, PyBUF_C_CONTIGUOUS) < 0) { PyBuffer_Release(&d); return NULL; }
+    if (PyObject_GetBuffer(args[2], &r, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&d); PyBuffer_Release(&s); return NULL;
+    }
+    const char* bad = NULL;
+    const int64_t* rows = r.buf;
+    if (d.ndim != 2 || s.ndim != 2 || s.itemsize != d.itemsize || r.itemsize != 8
+            || s.shape[1] != d.shape[0] || r.len / 8 != d.shape[1])
+        bad = "dst (O, J), src (R, O) of one dtype and J int64 rows";
+    for (int64_t j = 0; j < d.shape[1] && !bad; j++)
+        if (rows[j] < 0 || rows[j] >= s.shape[0]) bad = "rows inside src";
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        transpose_rows(d.buf, s.buf, rows, d.shape[0], d.shape[1], (size_t)d.itemsize,
+                       (int)nthreads);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&d); PyBuffer_Release(&s); PyBuffer_Release(&r);
+    if (bad) { PyErr_Format(PyExc_ValueError, "transpose_rows: needs %s", bad); return NULL; }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"transpose_rows", (PyCFunction)(void (*)(void))py_transpose_rows, METH_FASTCALL,
+     "dst[o][j] = src[rows[j]][o]"},
     {"pad", (PyCFunction)(void (*)(void))py_pad, METH_FASTCALL, "zero-padded copy"},
     {"copy", (PyCFunction)(void (*)(void))py_copy, METH_FASTCALL, "dst[...] = src"},
     {NULL, NULL, 0, NULL},
@@ -228,3 +292,19 @@ def copy(dst, src):
         except ValueError:  # a layout the C code does not take (unaligned, byte-swapped)
             pass
     np.copyto(dst, src)
+
+
+def transpose_rows(src, rows):
+    """``src[rows].T`` (src (R, O) C-contiguous, rows (J,) int64): the (O, J) transpose of the
+    picked rows, in tiles (NumPy's strided copy of a transpose reads a cache line per element:
+    30x a plain copy's time for 2048 x 512)."""
+    out = np.empty((src.shape[1], len(rows)), src.dtype)
+    m, threads = _module(out.nbytes, src.dtype)
+    if m is not None and src.flags.c_contiguous:
+        try:
+            m.transpose_rows(out, src, np.ascontiguousarray(rows, np.int64), threads)
+            return out
+        except ValueError:  # a layout the C code does not take (unaligned, byte-swapped)
+            pass
+    np.copyto(out, src[rows].T)
+    return out
