@@ -218,3 +218,31 @@ def test_batch_norm_numpy_fallback_and_special_values(torch, monkeypatch, shape)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_backward_with_and_without_the_c_loops(torch, monkeypatch, training, affine,
+                                                          dtype):
+    """The input, weight and bias gradients against PyTorch's, from the C loops and from NumPy
+    (ATen sums in float vectors whose lanes follow the CPU: equal to rounding)."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((3, 4, 5, 6)) * 2 + 1).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w, b = rng.standard_normal(4).astype(dtype), rng.standard_normal(4).astype(dtype)
+    rm, rv = rng.standard_normal(4).astype(dtype), (rng.random(4) + 0.5).astype(dtype)
+
+    def grads(lib):
+        xt = lib.tensor(x, requires_grad=True)
+        wt, bt = (lib.tensor(a, requires_grad=True) for a in (w, b)) if affine else (None, None)
+        y = lib.nn.functional.batch_norm(xt, lib.tensor(rm), lib.tensor(rv), wt, bt,
+                                         training=training)
+        y.backward(lib.tensor(g))
+        return [t.grad.numpy() for t in (xt, wt, bt) if t is not None]
+    want = grads(torch)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for codegen in ("1", "0"):
+        monkeypatch.setenv("EMBER_EAGER_CODEGEN", codegen)
+        for got, ref in zip(grads(ember), want):
+            np.testing.assert_allclose(got, ref, **tol)

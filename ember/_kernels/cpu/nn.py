@@ -581,18 +581,25 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
         else:
             mean = _arr(running_mean)
             invstd = 1 / np.sqrt(_arr(running_var) + eps)
-        xhat = (x - _per_channel(mean, nd_)) * _per_channel(invstd, nd_)
-        gsum = g.sum(axis=axes)
-        dotp = (g * xhat).sum(axis=axes)
         w = _arr(weight) if weight is not None else np.ones_like(mean)
+        found = _batch_norm.backward(x, g, mean, invstd, w, train, output_mask[0])
+        if found is not None:
+            r, gsum, dotp = found
+            dotp = dotp * invstd
+        else:
+            xhat = (x - _per_channel(mean, nd_)) * _per_channel(invstd, nd_)
+            gsum = g.sum(axis=axes)
+            dotp = (g * xhat).sum(axis=axes)
+            if output_mask[0]:
+                scale = _per_channel(invstd * w, nd_)
+                if train:
+                    n = x.size // max(x.shape[1], 1)
+                    r = (g - _per_channel(gsum / n, nd_)
+                         - xhat * _per_channel(dotp / n, nd_)) * scale
+                else:
+                    r = g * scale
         gi = gw = gb = None
         if output_mask[0]:
-            scale = _per_channel(invstd * w, nd_)
-            if train:
-                n = x.size // max(x.shape[1], 1)
-                r = (g - _per_channel(gsum / n, nd_) - xhat * _per_channel(dotp / n, nd_)) * scale
-            else:
-                r = g * scale
             gi = _res(r, input._dtype)
         if output_mask[1]:
             gw = _res(dotp, weight._dtype if weight is not None else input._dtype)
