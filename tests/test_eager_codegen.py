@@ -211,6 +211,12 @@ def test_activations(dtype, calls):
         lambda x, g: aten.gelu_backward(g, x, approximate="tanh"),
         lambda x, g: aten.threshold_backward(g, x, 0.5),
         lambda x, g: aten.threshold_backward(g, x, 0),
+        lambda x, g: ember.nn.functional.silu(x),
+        lambda x, g: aten.silu_backward(g, x),
+        lambda x, g: ember.nn.functional.hardswish(x),
+        lambda x, g: aten.hardswish_backward(g, x),
+        lambda x, g: ember.nn.functional.hardsigmoid(x),
+        lambda x, g: aten.hardsigmoid_backward(g, x),
     ]
     for case in cases:
         got = case(x, g)

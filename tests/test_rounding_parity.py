@@ -246,3 +246,29 @@ def test_batch_norm_backward_with_and_without_the_c_loops(torch, monkeypatch, tr
         monkeypatch.setenv("EMBER_EAGER_CODEGEN", codegen)
         for got, ref in zip(grads(ember), want):
             np.testing.assert_allclose(got, ref, **tol)
+
+
+@pytest.mark.parametrize("codegen", ["1", "0"])
+@pytest.mark.parametrize("name", ["hardswish", "hardsigmoid", "silu"])
+def test_mobilenet_activations_round_as_aten(torch, monkeypatch, codegen, name):
+    """hardswish and hardsigmoid (values and gradients) in ATen's order of operations are its
+    bits in both the generated C and NumPy; silu's value too where C computes it (its exp is
+    ATen's there: NumPy's is another)."""
+    monkeypatch.setenv("EMBER_EAGER_CODEGEN", codegen)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(40000) * 4).astype(np.float32)
+    x[:9] = [np.nan, np.inf, -np.inf, -3, 3, 0, -0.0, 1e-30, -1e-30]
+    g = rng.standard_normal(x.size).astype(np.float32)
+    out = []
+    for lib in (torch, ember):
+        xt = lib.tensor(x, requires_grad=True)
+        y = getattr(lib.nn.functional, name)(xt)
+        y.backward(lib.tensor(g))
+        out.append((y.detach().numpy(), xt.grad.numpy()))
+    if name == "silu" and codegen == "0":
+        for got, want in zip(out[1], out[0]):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        return
+    _same_bits(out[1][0], out[0][0])
+    if name != "silu":  # (silu's gradient: one ulp apart at a fifth of the values)
+        _same_bits(out[1][1], out[0][1])

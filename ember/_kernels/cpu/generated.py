@@ -205,6 +205,33 @@ def _threshold_backward(x, g, threshold):
     return ops.where(ops.le(x, threshold), _c(g, 0), g)
 
 
+# The MobileNet/EfficientNet activations in ATen's arithmetic (Activation.cpp's CPU kernels;
+# cpu/nn.py's NumPy rows compute the same expressions)
+def _silu(x):
+    return ops.truediv(x, ops.add(_c(x, 1), ops.exp(ops.neg(x))))
+
+
+def _silu_backward(x, g):
+    s = ops.truediv(_c(x, 1), ops.add(_c(x, 1), ops.exp(ops.neg(x))))
+    return ops.mul(ops.mul(g, s), ops.add(_c(x, 1), ops.mul(x, ops.sub(_c(x, 1), s))))
+
+
+def _relu6_of_shifted(x):
+    return ops.minimum(ops.maximum(ops.add(x, _c(x, 3)), _c(x, 0)), _c(x, 6))
+
+
+def _hardswish_backward(x, g):
+    # PyTorch 2.13 takes the outer pieces at the kinks: 0 at x = -3 and g at x = 3; a NaN takes
+    # the middle piece (NaN)
+    inner = ops.mul(g, ops.add(ops.truediv(x, _c(x, 3)), _c(x, 0.5)))
+    return ops.where(ops.le(x, _c(x, -3)), _c(x, 0), ops.where(ops.ge(x, _c(x, 3)), g, inner))
+
+
+def _hardsigmoid_backward(x, g):
+    inside = ops.logical_and(ops.gt(x, _c(x, -3)), ops.lt(x, _c(x, 3)))
+    return ops.where(inside, ops.mul(g, _c(x, 1 / 6)), _c(x, 0))
+
+
 # (activation, gelu's approximate or None) -> (spec name, aten text, inner function)
 def _activation_exprs():
     return {
@@ -212,6 +239,11 @@ def _activation_exprs():
                            lambda x: _gelu(x, "none")),
         ("gelu", "tanh"): ("gelu_tanh", "aten::gelu (approximate='tanh')",
                            lambda x: _gelu(x, "tanh")),
+        ("silu", None): ("silu", "aten::silu: x / (1 + exp(-x))", _silu),
+        ("hardswish", None): ("hardswish", "aten::hardswish: x * min(max(x + 3, 0), 6) / 6",
+                              lambda x: ops.truediv(ops.mul(x, _relu6_of_shifted(x)), _c(x, 6))),
+        ("hardsigmoid", None): ("hardsigmoid", "aten::hardsigmoid: min(max(x + 3, 0), 6) / 6",
+                                lambda x: ops.truediv(_relu6_of_shifted(x), _c(x, 6))),
     }
 
 
@@ -221,6 +253,11 @@ def _activation_backward_exprs():
                            lambda x, g: _gelu_backward(x, g, "none")),
         ("gelu", "tanh"): ("gelu_backward_tanh", "aten::gelu_backward (approximate='tanh')",
                            lambda x, g: _gelu_backward(x, g, "tanh")),
+        ("silu", None): ("silu_backward", "aten::silu_backward", _silu_backward),
+        ("hardswish", None): ("hardswish_backward", "aten::hardswish_backward",
+                              _hardswish_backward),
+        ("hardsigmoid", None): ("hardsigmoid_backward", "aten::hardsigmoid_backward",
+                                _hardsigmoid_backward),
         # threshold_backward(grad, self, threshold): the threshold is a broadcast operand
         ("threshold", None): ("threshold_backward", "aten::threshold_backward",
                               _threshold_backward),

@@ -119,9 +119,15 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+# silu, hardsigmoid, hardswish and their gradients in ATen's order of operations (its
+# Activation.cpp CPU kernels; generated.py's C rows compute the same expressions)
+def _silu(x):
+    return x / (1 + np.exp(-x))
+
+
 def _silu_grad(x, g):
     s = _sigmoid(x)
-    return g * (s * (1 + x * (1 - s)))
+    return g * s * (1 + x * (1 - s))
 
 
 def _softplus(x, beta=1, threshold=20):
@@ -172,21 +178,26 @@ def _hardtanh_grad(x, g, min_val=-1, max_val=1):
     return np.where((x <= min_val) | (x >= max_val), 0, g)
 
 
+def _relu6_of_shifted(x):
+    return np.minimum(np.maximum(x + 3, 0), 6)
+
+
 def _hardsigmoid(x):
-    return np.clip(x / 6 + 0.5, 0, 1)
+    return _relu6_of_shifted(x) / 6
 
 
 def _hardsigmoid_grad(x, g):
-    return np.where((x > -3) & (x < 3), g / 6, 0)
+    return np.where((x > -3) & (x < 3), g * x.dtype.type(1 / 6), 0)
 
 
 def _hardswish(x):
-    return x * np.clip(x + 3, 0, 6) / 6
+    return x * _relu6_of_shifted(x) / 6
 
 
 def _hardswish_grad(x, g):
     # PyTorch 2.13 takes the outer pieces at the kinks: 0 at x = -3 and g at x = 3
-    return np.where(x <= -3, 0, np.where(x < 3, g * (x / 3 + 0.5), g))
+    # (a NaN takes the middle piece: NaN)
+    return np.where(x <= -3, 0, np.where(x >= 3, g, g * (x / 3 + 0.5)))
 
 
 def _softshrink(x, lambd=0.5):
@@ -214,7 +225,7 @@ def _threshold_grad(x, g, threshold):
 # errors are rules.nn.ACTIVATION_RULES[name]
 _VALUES = {
     "gelu": (_gelu, _gelu_grad),
-    "silu": (lambda x: x * _sigmoid(x), _silu_grad),
+    "silu": (_silu, _silu_grad),
     "mish": (_mish, _mish_grad),
     "elu": (_elu, None),
     "celu": (_celu, _celu_grad),
