@@ -103,3 +103,18 @@ def test_pointwise_matches_torch(xs, ws, stride, dilation, transposed):
     for a, b in ((xe.grad, xt.grad), (we.grad, wt.grad)):
         np.testing.assert_array_equal(np.isnan(a.numpy()), np.isnan(b.numpy()))
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def test_pointwise_weight_gradient_without_the_gemm_kernel(monkeypatch):
+    """Where the GEMM kernel is not there, the pointwise weight gradient is NumPy's batched
+    product summed over the batch: the same values."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 6, 5, 4)).astype(np.float32)
+    gy = rng.standard_normal((3, 7, 3, 2)).astype(np.float32)
+    w_shape = (7, 6, 1, 1)
+    want = conv._conv_grad_weight(x, gy, w_shape, (2, 2), (0, 0), (1, 1), 1)
+    monkeypatch.setattr(gemm, "usable", lambda dtype: False)
+    got = conv._conv_grad_weight(x, gy, w_shape, (2, 2), (0, 0), (1, 1), 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    ref = np.einsum("nohw,nchw->oc", gy, x[:, :, ::2, ::2]).reshape(w_shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)

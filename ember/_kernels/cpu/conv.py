@@ -370,12 +370,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if 0 in shape:
         return wrap(np.zeros(shape, dt))
     x, w = _as_compute(input), _as_compute(weight)
-    if transposed:
-        y = _conv_grad_input(x, w, shape, stride, padding, dilation, groups)
-    else:
-        y = _conv_forward(x, w, stride, padding, dilation, groups)
-    if bias is not None:
-        y += _as_compute(bias).reshape(-1, *[1] * (len(shape) - 2))
+    with np.errstate(all="ignore"):  # (NaN and inf propagate without NumPy's warnings)
+        if transposed:
+            y = _conv_grad_input(x, w, shape, stride, padding, dilation, groups)
+        else:
+            y = _conv_forward(x, w, stride, padding, dilation, groups)
+        if bias is not None:
+            y += _as_compute(bias).reshape(-1, *[1] * (len(shape) - 2))
     return wrap(_laid_out(y.astype(dt, copy=False), _channels_last(input, weight)))
 
 
@@ -387,26 +388,27 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     gy, x, w = _as_compute(grad_output), _as_compute(input), _as_compute(weight)
     empty = 0 in gy.shape or 0 in x.shape
     cl = _channels_last(input, weight)
-    gi = gw = gb = None
-    if output_mask[0]:
-        if empty:
-            gi = np.zeros(x.shape, dt)
-        elif transposed:
-            gi = _conv_forward(gy, w, stride, padding, dilation, groups)
-        else:
-            gi = _conv_grad_input(gy, w, x.shape, stride, padding, dilation, groups)
-        gi = wrap(_laid_out(gi.astype(dt, copy=False), cl))
-    if output_mask[1]:
-        if empty:
-            gw = np.zeros(w.shape, dt)
-        elif transposed:
-            gw = _conv_grad_weight(gy, x, w.shape, stride, padding, dilation, groups)
-        else:
-            gw = _conv_grad_weight(x, gy, w.shape, stride, padding, dilation, groups)
-        gw = wrap(_laid_out(gw.astype(dt, copy=False), cl))
-    if output_mask[2]:
-        axes = (0,) + tuple(range(2, gy.ndim))
-        gb = wrap(np.asarray(gy.sum(axes), dtype=dt).reshape(bias_sizes or (gy.shape[1],)))
+    with np.errstate(all="ignore"):  # (as in convolution)
+        gi = gw = gb = None
+        if output_mask[0]:
+            if empty:
+                gi = np.zeros(x.shape, dt)
+            elif transposed:
+                gi = _conv_forward(gy, w, stride, padding, dilation, groups)
+            else:
+                gi = _conv_grad_input(gy, w, x.shape, stride, padding, dilation, groups)
+            gi = wrap(_laid_out(gi.astype(dt, copy=False), cl))
+        if output_mask[1]:
+            if empty:
+                gw = np.zeros(w.shape, dt)
+            elif transposed:
+                gw = _conv_grad_weight(gy, x, w.shape, stride, padding, dilation, groups)
+            else:
+                gw = _conv_grad_weight(x, gy, w.shape, stride, padding, dilation, groups)
+            gw = wrap(_laid_out(gw.astype(dt, copy=False), cl))
+        if output_mask[2]:
+            axes = (0,) + tuple(range(2, gy.ndim))
+            gb = wrap(np.asarray(gy.sum(axes), dtype=dt).reshape(bias_sizes or (gy.shape[1],)))
     return gi, gw, gb
 
 
