@@ -2,7 +2,8 @@
 the padded input's shifted rows through row offsets) against the column path it replaces and
 against PyTorch: forward, input gradient and weight gradient, 1-3 spatial dims, padding,
 dilation, odd sizes, float32 and float64; and the pointwise path (1 x 1 kernels without
-padding, any stride: one product per sample)."""
+padding, any stride: one product per sample) and the small-output path (the columns of many
+samples as one GEMM operand)."""
 import numpy as np
 import pytest
 
@@ -24,12 +25,14 @@ CASES = [  # x shape, weight shape, padding, dilation
 def _column_path(monkeypatch, fn, *args):
     with monkeypatch.context() as m:
         m.setattr(conv, "_gridded", lambda *a: False)
+        m.setattr(conv, "SMALL_POSITIONS", 0)
         return fn(*args)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("xs,ws,padding,dilation", CASES)
 def test_same_as_the_column_path(monkeypatch, dtype, xs, ws, padding, dilation):
+    monkeypatch.setattr(conv, "SMALL_POSITIONS", 0)  # (these sizes would take the small path)
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     stride = (1,) * len(padding)
@@ -118,3 +121,64 @@ def test_pointwise_weight_gradient_without_the_gemm_kernel(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     ref = np.einsum("nohw,nchw->oc", gy, x[:, :, ::2, ::2]).reshape(w_shape)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+SMALL = [  # x shape, weight shape, stride, padding, dilation
+    ((2, 8, 4, 4), (6, 8, 3, 3), (1, 1), (1, 1), (1, 1)),
+    ((3, 5, 9, 8), (4, 5, 3, 2), (2, 2), (1, 0), (1, 1)),
+    ((2, 4, 7, 7), (3, 4, 3, 3), (1, 2), (2, 1), (2, 1)),
+    ((2, 3, 11), (5, 3, 3), (2,), (1,), (1,)),
+    ((1, 2, 4, 5, 3), (3, 2, 2, 3, 2), (1, 1, 1), (1, 1, 0), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation", SMALL)
+def test_small_outputs_match_torch(xs, ws, stride, padding, dilation, transposed):
+    """The small-output path (taken for these sizes) against PyTorch: values and both
+    gradients, regular and transposed, with a NaN and an infinity in the input."""
+    torch = pytest.importorskip("torch")
+    assert conv._small(xs, ws, stride, padding, dilation, 1)
+    rng = np.random.default_rng(6)
+    k = len(stride)
+    if transposed:  # (the input has the weight's first dim of channels)
+        xs, ws = (xs[0], ws[0], *xs[2:]), ws
+    x = rng.standard_normal(xs).astype(np.float32)
+    if not transposed:
+        # (a transposed convolution's weight gradient multiplies a non-finite input by the
+        # padding's zeros where PyTorch skips those products: NaN in more entries than
+        # PyTorch's, on every path, known)
+        x.reshape(-1)[[1, 9]] = np.nan, np.inf
+    w = rng.standard_normal(ws).astype(np.float32)
+    name = ("conv_transpose" if transposed else "conv") + f"{k}d"
+    kw = dict(stride=stride, padding=padding, dilation=dilation)
+    xe, we = (ember.tensor(a, requires_grad=True) for a in (x, w))
+    xt, wt = (torch.tensor(a, requires_grad=True) for a in (x, w))
+    ye = getattr(ember.nn.functional, name)(xe, we, **kw)
+    yt = getattr(torch.nn.functional, name)(xt, wt, **kw)
+    assert ye.shape == yt.shape
+    g = rng.standard_normal(tuple(yt.shape)).astype(np.float32)
+    ye.backward(ember.tensor(g))
+    yt.backward(torch.tensor(g))
+    for a, b in ((ye.detach(), yt.detach()), (xe.grad, xt.grad), (we.grad, wt.grad)):
+        np.testing.assert_array_equal(np.isnan(a.numpy()), np.isnan(b.numpy()))
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_small_outputs_chunk_the_batch(monkeypatch):
+    """Columns above the size limit are made and multiplied a few samples at a time: the same
+    values."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 6, 6, 5))
+    w = rng.standard_normal((4, 6, 3, 3))
+    gy = rng.standard_normal((5, 4, 6, 5))
+    args = ((1, 1), (1, 1), (1, 1))
+    whole = (conv._conv_forward_small(x, w, *args),
+             conv._conv_grad_weight_small(x, gy, w.shape, *args),
+             conv._conv_grad_input_small(gy, w, x.shape, *args))
+    monkeypatch.setattr(conv, "_BATCH_COLS_BYTES", 1)  # one sample per GEMM
+    chunked = (conv._conv_forward_small(x, w, *args),
+               conv._conv_grad_weight_small(x, gy, w.shape, *args),
+               conv._conv_grad_input_small(gy, w, x.shape, *args))
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
