@@ -70,20 +70,53 @@ class _TorchDistribution(importlib.metadata.Distribution):
 
 class _TorchvisionOps(importlib.abc.MetaPathFinder):
     """torchvision's C++ operator library links PyTorch's own libraries, so it never loads into
-    ember (torchvision then runs without its detection ops, as it does where the library is
-    missing). Its Python code still registers fake kernels for ``nms`` and ``qnms`` when
-    imported, which needs the operators defined: their schemas are defined here just before
-    torchvision first imports. torchvision's detection ops then raise its own "Couldn't load
-    custom C++ ops" error, as in a PyTorch install whose torchvision does not match."""
+    ember. Just before torchvision first imports, its operators are defined here instead, with
+    torchvision's schemas and kernels written with ember's ops (ember/_torchvision_ops.py:
+    ``nms``, ``roi_align``, ``roi_pool``, ``ps_roi_align``, ``ps_roi_pool``, ``deform_conv2d``
+    and their backward ops; the quantized ``qnms`` and ``qroi_align`` as schemas only).
+    torchvision decides whether it has its ops by whether loading that library succeeded
+    (``torchvision.extension._has_ops``), so that module is told ``_has_ops() -> True`` once
+    it has run: torchvision's Python then registers its meta kernels, autograd formulas and
+    autocast wrappers and calls the ops, as in a PyTorch install."""
 
     library = None
 
+    class _ExtensionLoader(importlib.abc.Loader):
+        """Runs torchvision/extension.py (whose loading of the C++ library fails), then says
+        the ops are there and checks their CUDA version as it would have."""
+
+        def __init__(self, loader):
+            self.loader = loader
+
+        def __getattr__(self, name):  # get_source, get_code ... (inspect, linecache)
+            return getattr(self.loader, name)
+
+        def create_module(self, spec):
+            return self.loader.create_module(spec)
+
+        def exec_module(self, module):
+            self.loader.exec_module(module)
+            module._has_ops = lambda: True
+            module._HAS_OPS = True  # (older torchvision's flag)
+            module._check_cuda_version()
+
     def find_spec(self, name, path=None, target=None):
+        import importlib.machinery
+        import os
         if name == "torchvision" and self.library is None:
-            from .library import Library
-            lib = _TorchvisionOps.library = Library("torchvision", "FRAGMENT")
-            for op in ("nms", "qnms"):
-                lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            from ._torchvision_ops import register
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            # a torchvision whose Python gives its ops autograd (_autograd_registrations.py)
+            # registers it itself; an older one had it in the C++ library: it is given here
+            python_autograd = spec is not None and any(
+                os.path.exists(os.path.join(d, "_autograd_registrations.py"))
+                for d in spec.submodule_search_locations or ())
+            _TorchvisionOps.library = register(autograd=not python_autograd)
+        elif name == "torchvision.extension" and self.library is not None:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = self._ExtensionLoader(spec.loader)
+            return spec
         return None  # the module itself is found by the next finder
 
 

@@ -3,8 +3,9 @@ tests/test_vision.py runs each case in PyTorch in its own process, and ``python 
 ember.as_torch tests/_vision_models.py DIR NAMES`` runs them in ember with PyTorch's weights
 (DIR/NAME_weights.npz), writing what each computed to DIR/NAME_ember.npz.
 
-torchvision's C++ operator library cannot load on either side (ember.as_torch and tests/conftest.py
-define the schemas its import needs); its detection ops are not exercised here."""
+torchvision's C++ operator library cannot load on either side (ember.as_torch defines its ops
+with ember's, tests/conftest.py the schemas PyTorch's import needs); its detection ops are
+tested in tests/test_vision_detection.py, not here."""
 import os
 import sys
 
