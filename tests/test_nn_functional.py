@@ -462,3 +462,23 @@ def test_activation_backward_ops_broadcast_like_pytorch(torch, op, params):
         assert meta.shape == tuple(want.shape)
     with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match"):
         getattr(ember.ops.aten, op)(ember.ones(2, 3), ember.ones(4), *params)
+
+
+def test_bce_with_logits_result_has_the_targets_dtype():
+    """ATen builds the loss in place on 1 - target: a float64 input with a float32 target
+    gives float32 (Faster R-CNN's float64 training meets this), the gradients keep each
+    operand's dtype, and an integer target is refused with ATen's casting error."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        t = lib.tensor([1.0, 0.0, 0.5], requires_grad=True)
+        loss = lib.nn.functional.binary_cross_entropy_with_logits(x, t, pos_weight=lib.ones(3))
+        loss.backward()
+        assert str(loss.dtype).endswith("float32") and str(x.grad.dtype).endswith("float64")
+        assert str(t.grad.dtype).endswith("float32")
+        meta = lib.nn.functional.binary_cross_entropy_with_logits(
+            lib.zeros(2, dtype=lib.float64, device="meta"), lib.zeros(2, device="meta"))
+        assert str(meta.dtype).endswith("float32")
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                               "output type Long"):
+            lib.nn.functional.binary_cross_entropy_with_logits(lib.zeros(2), lib.ones(2).long())

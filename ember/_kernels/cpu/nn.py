@@ -24,7 +24,8 @@ from . import generated as _generated
 from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
 from .random import bernoulli_mask
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
-                        _check_lambd, batch_norm_shapes, check_bce, check_dropout, check_embedding,
+                        _check_lambd, batch_norm_shapes, bce_with_logits_dtype, check_bce,
+                        check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
                         check_softmax, check_softmax_backward, dropout_backward_dtype, glu_shape,
                         layer_norm_shapes, loss_shapes, nll_loss_shapes)
@@ -867,6 +868,7 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
 def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
     check_floating("binary_cross_entropy_with_logits", self)
     check_bce(self, target, weight)
+    dt = bce_with_logits_dtype(self, target)
     x, y = _arr(self), _arr(target)
     with _quiet():
         # log(1 + exp(-x)) computed stably as softplus(-x)
@@ -878,4 +880,4 @@ def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
             r = (1 - y) * x + sp
     if weight is not None:
         r = r * _arr(weight)
-    return _res(_reduce(r, reduction), self._dtype)
+    return _res(_reduce(r, reduction), dt)

@@ -187,7 +187,8 @@ def meta_mse_loss_backward(grad_output, self, target, reduction):
 def meta_binary_cross_entropy(self, target, weight=None, reduction=1):
     _nn.check_floating("binary_cross_entropy", self)
     _nn.check_bce(self, target, weight)
-    return empty_tensor(self._size if reduction == 0 else (), self._dtype, META)
+    return empty_tensor(self._size if reduction == 0 else (),
+                        _nn.bce_with_logits_dtype(self, target), META)
 
 
 def meta_binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
@@ -198,4 +199,5 @@ def meta_binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=
                                           reduction=1):
     _nn.check_floating("binary_cross_entropy_with_logits", self)
     _nn.check_bce(self, target, weight)
-    return empty_tensor(self._size if reduction == 0 else (), self._dtype, META)
+    return empty_tensor(self._size if reduction == 0 else (),
+                        _nn.bce_with_logits_dtype(self, target), META)

@@ -41,7 +41,7 @@ def activation_backward_shape(grad_output, self):
 
 def _check_approximate(approximate):
     if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
 
 
 def _check_lambd(lambd):
@@ -177,6 +177,17 @@ def check_bce(self, target, weight):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({self.shape}) is deprecated. Please ensure they have the same "
                          f"size.")
+
+
+def bce_with_logits_dtype(self, target):
+    """binary_cross_entropy_with_logits' result dtype: ATen builds the loss in place on
+    ``1 - target``, so it has the target's dtype (float32 for a float64 input and a float32
+    target), and an integer target cannot hold it."""
+    dt = result_type_of((self, target))
+    if not (target._dtype.is_floating_point or target._dtype.is_complex):
+        raise RuntimeError(f"result type {dt._short} can't be cast to the desired output type "
+                           f"{target._dtype._short}")
+    return target._dtype
 
 
 # ---------------------------------------------------------------------------------------------
