@@ -182,3 +182,41 @@ def test_small_outputs_chunk_the_batch(monkeypatch):
                conv._conv_grad_input_small(gy, w, x.shape, *args))
     for a, b in zip(whole, chunked):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_depthwise_convolutions_take_the_depthwise_loops(monkeypatch):
+    """One group per input channel goes to depthwise.py's loops (forward, both gradients, the
+    transposed forward too), with PyTorch's values; without them the column path gives the
+    same."""
+    torch = pytest.importorskip("torch")
+    from ember._kernels.cpu import depthwise
+    if depthwise.module() is None:
+        pytest.skip("no C compiler: the column path computes depthwise convolutions")
+    calls = []
+    for name in ("forward", "grad_input", "grad_weight"):
+        real = getattr(depthwise, name)
+        monkeypatch.setattr(depthwise, name,
+                            lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 6, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((12, 1, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((2, 12, 5, 4)).astype(np.float32)
+    results = []
+    for lib in (torch, ember, ember):
+        xl, wl = (lib.tensor(a, requires_grad=True) for a in (x, w))
+        y = lib.nn.functional.conv2d(xl, wl, stride=2, padding=1, groups=6)
+        y.backward(lib.tensor(g))
+        results.append([t.detach().numpy() for t in (y, xl.grad, wl.grad)])
+        if lib is ember and len(results) == 2:
+            assert sorted(calls) == ["forward", "grad_input", "grad_weight"]
+            monkeypatch.setattr(conv, "_depthwise", lambda *a: False)  # the column path next
+    for got in results[1:]:
+        for a, b in zip(got, results[0]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    calls.clear()
+    monkeypatch.undo()
+    yt = ember.nn.functional.conv_transpose2d(ember.tensor(g[:, :6]), ember.tensor(w[:6]),
+                                              groups=6)
+    want = torch.nn.functional.conv_transpose2d(torch.tensor(g[:, :6]), torch.tensor(w[:6]),
+                                                groups=6)
+    np.testing.assert_allclose(yt.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)

@@ -27,6 +27,12 @@ columns is a stretch of the flattened padded input, which the kernel reads throu
 (the "grid" functions below), one multithreaded GEMM for the whole batch. The padding and the
 copy of the outputs out of the grid are OpenMP loops too (``grid_copy.py``).
 
+Three shapes skip both: 1 x 1 kernels without padding are one product per sample (any stride:
+the strided positions are taken first); depthwise convolutions (one group per input channel:
+MobileNet's, EfficientNet's, ConvNeXt's) are C loops of their own (``depthwise.py``); and
+one-group convolutions with few output positions per sample (a ResNet's last stages) multiply
+the weight once by the columns of many samples.
+
 A transposed convolution is the input gradient of the regular convolution whose weight it
 shares, and its backward uses the forward/weight-gradient primitives, as in ATen.
 """
@@ -41,7 +47,7 @@ from ..._core import strides as _st
 from ..._core.allocator import cpu_cache as _cpu_cache
 from ..._core.parallel import num_threads, parallel_for
 from ._util import array_module, contiguous, nd, strided_view, wrap
-from . import gemm, grid_copy
+from . import depthwise, gemm, grid_copy
 from .gemm import matmul
 from ..rules.conv import check_col2im, check_convolution, check_im2col
 
@@ -315,10 +321,19 @@ def _conv_grad_weight_pointwise(x, gy, w_shape, stride):
     return gw.reshape(w_shape)
 
 
+def _depthwise(x_shape, groups):
+    """One group per input channel (more than one): ``depthwise.py``'s C loops, where built."""
+    return groups > 1 and groups == x_shape[1]
+
+
 def _conv_forward(x, w, stride, padding, dilation, groups):
     """y (N, O, *O_sp) = one batched GEMM per sample chunk: (G, Og, K) @ cols^T (G, K, M)."""
     if _pointwise(w.shape, padding, groups):
         return _conv_forward_pointwise(x, w, stride)
+    if _depthwise(x.shape, groups):
+        y = depthwise.forward(x, w, stride, padding, dilation)
+        if y is not None:
+            return y
     if _small(x.shape, w.shape, stride, padding, dilation, groups):
         return _conv_forward_small(x, w, stride, padding, dilation)
     if _gridded(x, w, stride, groups):
@@ -351,6 +366,10 @@ def _flipped_transposed(w, groups):
 def _conv_grad_input(gy, w, x_shape, stride, padding, dilation, groups):
     if _pointwise(w.shape, padding, groups):
         return _conv_grad_input_pointwise(gy, w, x_shape, stride)
+    if _depthwise(x_shape, groups):
+        gi = depthwise.grad_input(gy, w, x_shape, stride, padding, dilation)
+        if gi is not None:
+            return gi
     if _small(x_shape, w.shape, stride, padding, dilation, groups):
         return _conv_grad_input_small(gy, w, x_shape, stride, padding, dilation)
     n, o, *out = gy.shape
@@ -392,6 +411,10 @@ def _conv_grad_weight(x, gy, w_shape, stride, padding, dilation, groups):
     """gw (O, Cg, *K) = sum over column chunks of grad (G, Og, M) @ cols (G, M, K*Cg)."""
     if _pointwise(w_shape, padding, groups):
         return _conv_grad_weight_pointwise(x, gy, w_shape, stride)
+    if _depthwise(x.shape, groups):
+        gw = depthwise.grad_weight(x, gy, w_shape, stride, padding, dilation)
+        if gw is not None:
+            return gw
     if _small(x.shape, w_shape, stride, padding, dilation, groups):
         return _conv_grad_weight_small(x, gy, w_shape, stride, padding, dilation)
     # on the grid, the positions between output rows multiply input values by a zero gradient:
