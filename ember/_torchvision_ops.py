@@ -325,17 +325,23 @@ def _ps_channels(k, c_out, ph, pw, device):
     return c_in.reshape(1, c_out, ph, pw).expand(k, c_out, ph, pw).contiguous()
 
 
-def ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+def _ps_forward_start(name, input, rois, ph, pw):
+    """The position-sensitive forwards' checks, then (rois, input's shape, output channels,
+    the zero output, the channel mapping)."""
     _check(rois.size(1) == 5, "Tensor rois should have shape as Tensor[K, 5]")
-    _check_same_type(input, rois, ("input", "rois"), "ps_roi_align_forward_kernel")
-    _check_floating(input, "ps_roi_align_forward_kernel")
-    k, (n, c, h, w) = rois.size(0), input.shape
-    ph, pw = pooled_height, pooled_width
+    _check_same_type(input, rois, ("input", "rois"), f"{name}_forward_kernel")
+    _check_floating(input, f"{name}_forward_kernel")
+    k, c = rois.size(0), input.shape[1]
     _check(c % (ph * pw) == 0,
            "input channels must be a multiple of pooling height * pooling width")
     c_out = c // (ph * pw)
-    out = input.new_zeros(k, c_out, ph, pw)
-    mapping = _ps_channels(k, c_out, ph, pw, input.device)
+    return (k, input.shape, c_out, input.new_zeros(k, c_out, ph, pw),
+            _ps_channels(k, c_out, ph, pw, input.device))
+
+
+def ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+    ph, pw = pooled_height, pooled_width
+    k, (n, c, h, w), c_out, out, mapping = _ps_forward_start("ps_roi_align", input, rois, ph, pw)
     if out.numel() == 0:
         return out, mapping
     flat = ember.cat([input.reshape(-1), input.new_zeros(1)])
@@ -456,16 +462,8 @@ def _roi_pool_backward(grad, rois, argmax, spatial_scale, pooled_height, pooled_
 
 
 def ps_roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
-    _check(rois.size(1) == 5, "Tensor rois should have shape as Tensor[K, 5]")
-    _check_same_type(input, rois, ("input", "rois"), "ps_roi_pool_forward_kernel")
-    _check_floating(input, "ps_roi_pool_forward_kernel")
-    k, (n, c, h, w) = rois.size(0), input.shape
     ph, pw = pooled_height, pooled_width
-    _check(c % (ph * pw) == 0,
-           "input channels must be a multiple of pooling height * pooling width")
-    c_out = c // (ph * pw)
-    out = input.new_zeros(k, c_out, ph, pw)
-    mapping = _ps_channels(k, c_out, ph, pw, input.device)
+    k, (n, c, h, w), c_out, out, mapping = _ps_forward_start("ps_roi_pool", input, rois, ph, pw)
     if out.numel() == 0:
         return out, mapping
     # the forward kernel clips bins to [0, H - 1] (its backward to [0, H]: kept as written)
