@@ -65,6 +65,21 @@ def test_diffusers_matches_pytorch(results, name):
     for key, ref in theirs.items():
         if ref.dtype.kind in "iu":
             np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+        elif name == "ddpm_training" and key.startswith("param."):
+            _assert_adamw_close(mine[key], ref, key)
         else:
             np.testing.assert_allclose(mine[key], ref, rtol=2e-4,
                                        atol=_atol(name, key, theirs), err_msg=key)
+
+
+def _assert_adamw_close(got, want, key, lr=1e-3, steps=3):
+    """Parameters after AdamW steps: within a tenth of a step (see :func:`_atol`), except where
+    a gradient element is at the size of float32 rounding: AdamW divides it by its own running
+    magnitude, so a rounding difference can change that element's step by up to lr. Such
+    elements are rare (at most 1 in 10,000 of a parameter) and stay within the steps' total; an
+    attention key's bias, whose gradient is zero in exact arithmetic (softmax does not see a
+    shift of all its keys), is all such elements."""
+    np.testing.assert_allclose(got, want, rtol=0, atol=steps * lr, err_msg=key)
+    if not key.endswith("to_k.bias"):
+        off = np.abs(got - want) > 1e-4 + 2e-4 * np.abs(want)
+        assert np.count_nonzero(off) <= max(1, want.size // 10000), (key, np.argwhere(off)[:5])
