@@ -157,11 +157,15 @@ def add_rows_at(out, idx, src):
     """``out[idx[i]] += src[i]`` for every i, rows of 2-d ``out``/``src`` (a repeated index
     gets each of its rows), in the order PyTorch's CPU kernels add them: into each row, its
     current value first, then the source rows in index order — as ``np.add.at``, which goes one
-    element at a time. Here round r adds every index's r-th row at once (a fancy-index add:
-    no index repeats within a round), ~10x faster for rows of more than a few elements; when
-    an index repeats very often (many rounds), ``np.add.at`` is kept."""
+    element at a time. The C loop of ``add_rows.py`` does this where built (float32/float64);
+    otherwise round r adds every index's r-th row at once (a fancy-index add: no index repeats
+    within a round), ~10x faster for rows of more than a few elements; when an index repeats
+    very often (many rounds), ``np.add.at`` is kept."""
     n = idx.size
     if n == 0:
+        return
+    from . import add_rows  # (imported here: it imports this module's neighbours)
+    if add_rows.add_rows(out, idx, src):  # the C loop: ATen's order at any repeat count
         return
     if out.shape[1] < 8 or out.dtype.kind not in "fciu":  # short rows: add.at is as fast
         np.add.at(out, idx, src)

@@ -19,6 +19,7 @@ from .gemm import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
 from ..registration import register
+from . import add_rows as _add_rows
 from . import batch_norm as _batch_norm
 from . import generated as _generated
 from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
@@ -759,6 +760,8 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         if xp is not np:
             import cupyx  # CuPy's scatter-add: atomic adds, one kernel
             cupyx.scatter_add(out, idx, g)
+        elif _add_rows.add_rows(out, idx, g):  # ATen's order, in C
+            pass
         elif idx.size > 4 * num_weights:
             # many repeats: one matrix product with a one-hot count matrix beats add.at
             onehot = np.zeros((num_weights, idx.size), g.dtype)
