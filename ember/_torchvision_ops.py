@@ -300,22 +300,10 @@ def _roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, 
 
 def _add_rows(dest, idx, src):
     """``dest.index_add_(0, idx, src)`` for the rows whose index is not -1 (taps outside the
-    map or the roi's grid), in rounds in which no row of ``dest`` is hit more than 16 times:
-    ember's CPU index_add_ adds such a round with a few fancy-index adds but goes element by
-    element beyond, and the taps of overlapping rois hit one pixel hundreds of times."""
+    map or the roi's grid)."""
     keep = (idx >= 0).nonzero()[:, 0]
-    if keep.numel() == 0:
-        return
-    idx = idx[keep]
-    order = idx.argsort(stable=True)
-    run = idx[order]
-    pos = ember.arange(run.numel(), device=idx.device)
-    first = ember.cat([pos[:1] == 0, run[1:] != run[:-1]])
-    rank = pos - ember.where(first, pos, 0).cummax(0).values  # repeats before, in its run
-    rounds = rank // 16
-    for r in range(int(rounds.max()) + 1):
-        sel = rounds == r
-        dest.index_add_(0, run[sel], src[keep[order[sel]]])
+    if keep.numel():
+        dest.index_add_(0, idx[keep], src[keep])
 
 
 # -- ps_roi_align ---------------------------------------------------------------------------------
