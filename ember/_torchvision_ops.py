@@ -95,6 +95,21 @@ def _check_same_type(a, b, names, kernel):
            f"(while checking arguments for {kernel})")
 
 
+# the two wordings of the rois' shape check among torchvision's kernels
+_ROIS_MUST = "rois must have shape as Tensor[K, 5]"
+_ROIS_SHOULD = "Tensor rois should have shape as Tensor[K, 5]"
+
+
+def _check_kernel(kernel, t, rois, rois_shape=None):
+    """A roi kernel's checks of its tensor (``input``, or ``grad`` for a backward kernel) and
+    rois, in torchvision's order and words: the rois' shape where the kernel checks it
+    (``rois_shape``: its message), one dtype, a floating dtype."""
+    if rois_shape is not None:
+        _check(rois.size(1) == 5, rois_shape)
+    _check_same_type(t, rois, ("grad" if "backward" in kernel else "input", "rois"), kernel)
+    _check_floating(t, kernel)
+
+
 def _check_floating(t, kernel, half=True):
     # AT_DISPATCH_FLOATING_TYPES(_AND_HALF)'s refusal
     ok = (ember.float32, ember.float64) + ((ember.float16,) if half else ())
@@ -245,9 +260,7 @@ def _align_grid(rois, spatial_scale, ph, pw, sampling_ratio, offset, min_size):
 
 def roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
               aligned):
-    _check(rois.size(1) == 5, "rois must have shape as Tensor[K, 5]")
-    _check_same_type(input, rois, ("input", "rois"), "roi_align_forward_kernel")
-    _check_floating(input, "roi_align_forward_kernel")
+    _check_kernel("roi_align_forward_kernel", input, rois, _ROIS_MUST)
     k, (n, c, h, w) = rois.size(0), input.shape
     ph, pw = pooled_height, pooled_width
     out = input.new_zeros(k, c, ph, pw)
@@ -277,8 +290,7 @@ def _max_grid(rois, sampling_ratio, ph, pw):
 
 def _roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
                         channels, height, width, sampling_ratio, aligned):
-    _check_same_type(grad, rois, ("grad", "rois"), "roi_align_backward_kernel")
-    _check_floating(grad, "roi_align_backward_kernel")
+    _check_kernel("roi_align_backward_kernel", grad, rois)
     n, c, h, w = batch_size, channels, height, width
     ph, pw = pooled_height, pooled_width
     rows = grad.new_zeros(n * h * w, c)
@@ -316,9 +328,7 @@ def _ps_channels(k, c_out, ph, pw, device):
 def _ps_forward_start(name, input, rois, ph, pw):
     """The position-sensitive forwards' checks, then (rois, input's shape, output channels,
     the zero output, the channel mapping)."""
-    _check(rois.size(1) == 5, "Tensor rois should have shape as Tensor[K, 5]")
-    _check_same_type(input, rois, ("input", "rois"), f"{name}_forward_kernel")
-    _check_floating(input, f"{name}_forward_kernel")
+    _check_kernel(f"{name}_forward_kernel", input, rois, _ROIS_SHOULD)
     k, c = rois.size(0), input.shape[1]
     _check(c % (ph * pw) == 0,
            "input channels must be a multiple of pooling height * pooling width")
@@ -349,8 +359,7 @@ def ps_roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampli
 
 def _ps_roi_align_backward(grad, rois, channel_mapping, spatial_scale, pooled_height,
                            pooled_width, sampling_ratio, batch_size, channels, height, width):
-    _check_same_type(grad, rois, ("grad", "rois"), "ps_roi_align_backward_kernel")
-    _check_floating(grad, "ps_roi_align_backward_kernel")
+    _check_kernel("ps_roi_align_backward_kernel", grad, rois)
     n, c, h, w = batch_size, channels, height, width
     ph, pw = pooled_height, pooled_width
     flat = grad.new_zeros(n * c * h * w + 1)
@@ -406,9 +415,7 @@ def _bin_pixels(ys, ye, xs, xe, width):
 
 
 def roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
-    _check(rois.size(1) == 5, "rois must have shape as Tensor[K, 5]")
-    _check_same_type(input, rois, ("input", "rois"), "roi_pool_forward_kernel")
-    _check_floating(input, "roi_pool_forward_kernel")
+    _check_kernel("roi_pool_forward_kernel", input, rois, _ROIS_MUST)
     k, (n, c, h, w) = rois.size(0), input.shape
     ph, pw = pooled_height, pooled_width
     out = input.new_zeros(k, c, ph, pw)
@@ -436,9 +443,7 @@ def roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
 
 def _roi_pool_backward(grad, rois, argmax, spatial_scale, pooled_height, pooled_width,
                        batch_size, channels, height, width):
-    _check(rois.size(1) == 5, "Tensor rois should have shape as Tensor[K, 5]")
-    _check_same_type(grad, rois, ("grad", "rois"), "roi_pool_backward_kernel")
-    _check_floating(grad, "roi_pool_backward_kernel")
+    _check_kernel("roi_pool_backward_kernel", grad, rois, _ROIS_SHOULD)
     n, c, h, w = batch_size, channels, height, width
     flat = grad.new_zeros(n * c * h * w + 1)
     if grad.numel():
@@ -471,8 +476,7 @@ def ps_roi_pool(input, rois, spatial_scale, pooled_height, pooled_width):
 
 def _ps_roi_pool_backward(grad, rois, channel_mapping, spatial_scale, pooled_height,
                           pooled_width, batch_size, channels, height, width):
-    _check_same_type(grad, rois, ("grad", "rois"), "ps_roi_pool_backward_kernel")
-    _check_floating(grad, "ps_roi_pool_backward_kernel")
+    _check_kernel("ps_roi_pool_backward_kernel", grad, rois)
     n, c, h, w = batch_size, channels, height, width
     ph, pw = pooled_height, pooled_width
     flat = grad.new_zeros(n * c * h * w + 1)

@@ -6,6 +6,7 @@ import threading
 import numpy as np
 
 from ..._core.tensor_impl import wrap_array as wrap  # noqa: F401  (re-exported for kernels)
+from . import add_rows
 
 
 def nd(x):
@@ -164,7 +165,6 @@ def add_rows_at(out, idx, src):
     n = idx.size
     if n == 0:
         return
-    from . import add_rows  # (imported here: it imports this module's neighbours)
     if add_rows.add_rows(out, idx, src):  # the C loop: ATen's order at any repeat count
         return
     if out.shape[1] < 8 or out.dtype.kind not in "fciu":  # short rows: add.at is as fast

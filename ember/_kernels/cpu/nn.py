@@ -23,6 +23,7 @@ from . import add_rows as _add_rows
 from . import batch_norm as _batch_norm
 from . import generated as _generated
 from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
+from .pointwise_values import _fma
 from .random import bernoulli_mask
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, bce_with_logits_dtype, check_bce,
@@ -519,14 +520,6 @@ def _per_channel(a, ndim):
     return a.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-def _fma(a, b, c):
-    """a * b + c rounded once, for float32 (through float64, where the product is exact); float64
-    rounds twice."""
-    if b.dtype == np.float32:
-        return (np.float64(a) * b.astype(np.float64) + c).astype(np.float32)
-    return a * b + c
-
-
 def _inv_std(var, eps):
     """ATen's InvStd in double: 1 / sqrt(var + eps), and 0 where both are 0."""
     v = var.astype(np.float64) + eps
@@ -555,14 +548,16 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
             invstd = _inv_std(var_sum / count, eps)
             m = x.dtype.type(momentum)
             unbiased = var_sum / (count - 1) if count > 1 else var_sum * np.nan
-            # m * batch + (1 - m) * running, as ATen's compiled loop rounds it: the variance's
-            # first product fused into the sum
+            # m * batch + (1 - m) * running, as ATen's compiled loop rounds it (measured against
+            # its bits): for float32 the variance's first product is fused into the sum
             if running_mean is not None:
                 r = nd(running_mean)
                 xp.copyto(r, m * mean + (1 - m) * r.astype(x.dtype), casting="unsafe")
             if running_var is not None:
                 r = nd(running_var)
-                xp.copyto(r, _fma(m, unbiased, (1 - m) * r.astype(x.dtype)), casting="unsafe")
+                rest = (1 - m) * r.astype(x.dtype)
+                xp.copyto(r, _fma(m, unbiased, rest) if x.dtype == np.float32 else
+                          m * unbiased + rest, casting="unsafe")
             save_mean, save_invstd = _res(mean, dt), _res(invstd, dt)
         else:
             if running_mean is None or running_var is None:
@@ -763,7 +758,7 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         elif _add_rows.add_rows(out, idx, g):  # ATen's order, in C
             pass
         elif idx.size > 4 * num_weights:
-            # many repeats: one matrix product with a one-hot count matrix beats add.at
+            # NumPy, many repeats: one matrix product with a one-hot count matrix beats add.at
             onehot = np.zeros((num_weights, idx.size), g.dtype)
             onehot[idx, np.arange(idx.size)] = 1
             out = _matmul(onehot, g)
