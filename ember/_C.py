@@ -216,41 +216,44 @@ _fft = _python_module("fft")
 _special = _python_module("special")
 
 
-class _FunctorchModule:
-    """``ember._C._functorch``: the vmap switches PyTorch exposes from its C extension."""
+def _functorch_module():
+    """``ember._C._functorch``: the function-transform entry points PyTorch exposes from its C
+    extension (``torch/csrc/functorch/init.cpp``), which PyTorch's own ``torch._functorch.vmap``
+    is written with and libraries (tensordict) call directly."""
+    import types
 
-    @staticmethod
+    from ._functorch import batched_tensor, batching, interpreter, vmap
+    mod = types.ModuleType("ember._C._functorch")
+
     def _set_vmap_fallback_enabled(enabled):
         """Let ops without a batching rule loop over the batch (True) or raise (False)."""
-        from ._functorch import batching
         batching.set_fallback_enabled(enabled)
 
-    @staticmethod
-    def _is_vmap_fallback_enabled():
-        from ._functorch import batching
-        return batching.get_fallback_enabled()
-
-    @staticmethod
-    def is_batchedtensor(tensor):
-        from ._functorch.batched_tensor import BatchedTensor
-        return isinstance(tensor, BatchedTensor)
-
-    @staticmethod
     def maybe_get_level(tensor):
-        from ._functorch.batched_tensor import BatchedTensor
-        return tensor._level if isinstance(tensor, BatchedTensor) else -1
+        return batched_tensor.maybe_level(tensor) or -1
 
-    @staticmethod
     def maybe_get_bdim(tensor):
-        from ._functorch.batched_tensor import BatchedTensor
-        return tensor._bdim if isinstance(tensor, BatchedTensor) else -1
+        return tensor._bdim if batched_tensor.is_batchedtensor(tensor) else -1
 
-    @staticmethod
-    def get_unwrapped(tensor):
-        return tensor._value
+    def current_level():
+        """The innermost live transform's level, or -1 outside every transform."""
+        layers = interpreter.layers()
+        return layers[-1].level if layers else -1
+
+    mod.__dict__.update(
+        _set_vmap_fallback_enabled=_set_vmap_fallback_enabled,
+        _is_vmap_fallback_enabled=batching.get_fallback_enabled,
+        is_batchedtensor=batched_tensor.is_batchedtensor,
+        get_unwrapped=lambda tensor: tensor._value,
+        maybe_get_level=maybe_get_level, maybe_get_bdim=maybe_get_bdim,
+        current_level=current_level,
+        _add_batch_dim=vmap._add_batch_dim, _remove_batch_dim=vmap._remove_batch_dim,
+        _vmap_increment_nesting=interpreter.vmap_increment_nesting,
+        _vmap_decrement_nesting=interpreter.vmap_decrement_nesting)
+    return mod
 
 
-_functorch = _FunctorchModule()
+_functorch = _functorch_module()
 
 
 def _are_functorch_transforms_active():
@@ -285,3 +288,16 @@ def _log_api_usage_once(event):
     if os.environ.get("PYTORCH_API_USAGE_STDERR"):
         import sys
         print(f"PYTORCH_API_USAGE {event}", file=sys.stderr)
+
+
+def _register_submodules():
+    """``import ember._C._nn`` (and ``from torch._C._functorch import ...``) finds the
+    submodules, which PyTorch puts in ``sys.modules`` for the same reason."""
+    import sys
+    import types
+    for name, mod in list(globals().items()):
+        if isinstance(mod, types.ModuleType) and mod.__name__ == f"{__name__}.{name}":
+            sys.modules.setdefault(mod.__name__, mod)
+
+
+_register_submodules()

@@ -6,6 +6,7 @@ generated from ``native_functions.yaml`` (``ember._ops.bindings``) and enter the
 what is defined here is metadata access and the Python protocols (``len``, ``iter``, ``bool``,
 ``repr``, numbers) built on those operators.
 """
+import numbers
 import copy
 import warnings
 
@@ -427,8 +428,22 @@ class Tensor:
                                if n else "Boolean value of Tensor with no values is ambiguous")
         return bool(self.item())
 
+    __nonzero__ = __bool__
+
+    def __contains__(self, element):
+        """``element in t``: whether any entry equals it (not Python's row-by-row scan)."""
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
+
+    def __reversed__(self):
+        return self if self.dim() == 0 else self.flip(0)
+
     def __int__(self):
         return int(_conversion_value(self, "int64_t"))
+
+    __long__ = __int__
 
     def __float__(self):
         return float(_conversion_value(self, "double"))

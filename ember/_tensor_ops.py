@@ -30,6 +30,8 @@ BINARY = {
     "__imul__": ("mul_.Tensor", None, "self"),
     "__truediv__": ("div.Tensor", None, "self"),
     "__itruediv__": ("div_.Tensor", None, "self"),
+    "__div__": ("div.Tensor", None, "self"),  # (Python 2's names, which PyTorch keeps)
+    "__idiv__": ("div_.Tensor", None, "self"),
     "__floordiv__": ("floor_divide.default", None, "self"),
     "__rfloordiv__": ("floor_divide.default", None, "swap"),
     "__ifloordiv__": ("floor_divide_.Tensor", None, "self"),

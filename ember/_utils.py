@@ -4,6 +4,7 @@ device indices — and the checkpoint rebuild functions (``ember/serialization.p
 from collections import defaultdict
 
 import ember
+from ._toplevel import classproperty  # noqa: F401
 from .serialization import (_rebuild_parameter, _rebuild_parameter_with_state,  # noqa: F401
                             _rebuild_sparse_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3)
 
@@ -92,3 +93,59 @@ def _get_available_device_type():
         if getattr(ember, name).is_available():
             return name
     return None
+
+
+def _get_device_module(device_type):
+    """``ember.<device_type>`` (``ember.cuda`` ...), the module of a device type's runtime."""
+    module = getattr(ember, device_type, None)
+    if module is None:
+        raise RuntimeError(f"Device '{device_type}' does not have a corresponding module "
+                           f"registered as 'torch.{device_type}'.")
+    return module
+
+
+def _get_device_attr(get_member):
+    """``get_member(<the available accelerator's module>)``, or None without one."""
+    device_type = _get_available_device_type()
+    return None if device_type is None else get_member(_get_device_module(device_type))
+
+
+def _get_current_device_index():
+    return _get_device_attr(lambda m: m.current_device())
+
+
+def _get_all_device_indices():
+    return _get_device_attr(lambda m: list(range(m.device_count())))
+
+
+def _get_devices_properties(device_ids):
+    return [_get_device_attr(lambda m: m.get_device_properties(i)) for i in device_ids]
+
+
+def get_current_device_index():
+    """The current accelerator's index; -1 with none."""
+    return _get_current_device_index() if ember.accelerator.device_count() > 0 else -1
+
+
+def _element_size(dtype):
+    """Bytes per element of ``dtype``."""
+    if not isinstance(dtype, ember.dtype):
+        raise RuntimeError(f"expected torch.dtype, but got {type(dtype)}")
+    return dtype.itemsize
+
+
+def _handle_complex(tensor):
+    """A real view of a complex tensor (``view_as_real``); any other tensor as it is."""
+    if isinstance(tensor, ember.nn.UninitializedParameter) or not tensor.is_complex():
+        return tensor
+    return ember.view_as_real(tensor)
+
+
+def _import_dotted_name(name):
+    """The object a dotted path names: ``"ember.nn.Linear"`` -> the class."""
+    import importlib
+    module, *attrs = name.split(".")
+    obj = importlib.import_module(module)
+    for attr in attrs:
+        obj = getattr(obj, attr)
+    return obj

@@ -140,6 +140,9 @@ def install():
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
     sys.meta_path.insert(0, _torchvision_ops)
+    # ember._C is a module, not a package, so its submodules are found only in sys.modules
+    for name in [n for n in sys.modules if n.startswith("ember._C.")]:
+        sys.modules.setdefault("torch" + name[5:], sys.modules[name])
     sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
     api_name.name = "torch"
 

@@ -46,11 +46,11 @@ _QUANTIZATION = {
     "fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "int_repr",
     "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_symmetric",
     "per_tensor_affine", "per_tensor_symmetric", "q_per_channel_axis", "q_per_channel_scales",
-    "q_per_channel_zero_points", "q_scale", "q_zero_point", "qint32", "qint8", "qscheme",
+    "q_per_channel_zero_points", "q_scale", "q_zero_point", "qscheme",
     "quantize_per_channel", "quantize_per_tensor", "quantize_per_tensor_dynamic",
     "quantized_batch_norm", "quantized_gru", "quantized_gru_cell", "quantized_lstm",
     "quantized_lstm_cell", "quantized_max_pool1d", "quantized_max_pool2d", "quantized_max_pool3d",
-    "quantized_rnn_relu_cell", "quantized_rnn_tanh_cell", "quint2x4", "quint4x2", "quint8",
+    "quantized_rnn_relu_cell", "quantized_rnn_tanh_cell",
     "ao", "quantization",
 }
 # one vendor library's kernels (cuDNN, MIOpen, oneDNN, FBGEMM) and the XLA/IPU autocast switches
@@ -60,12 +60,6 @@ _XLA_IPU = {
     "is_autocast_xla_enabled", "set_autocast_ipu_dtype", "set_autocast_ipu_enabled",
     "set_autocast_xla_dtype", "set_autocast_xla_enabled",
     "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12",
-}
-# the low-bit shell dtypes: ember's dtypes are NumPy dtypes, and every kernel would compute on
-# these as on uint8 where PyTorch refuses all but empty/view/copy
-_LOWBIT_DTYPES = {
-    "bit", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "float4_e2m1fn_x2",
-    *(f"int{i}" for i in range(1, 8)), *(f"uint{i}" for i in range(1, 8)),
 }
 # modules torch/__init__.py imports for itself, its build switches, and submodules ember has not
 _IMPLEMENTATION = {
@@ -82,7 +76,7 @@ _NOT_BUILT = {
     "sparse_bsr_tensor", "sparse_compressed_tensor", "sparse_csc_tensor", "lobpcg",
     "resize_as_sparse_", "thread_safe_generator", "numa",
 }
-ALLOWED_MISSING = _JIT | _QUANTIZATION | _XLA_IPU | _LOWBIT_DTYPES | _IMPLEMENTATION | _NOT_BUILT
+ALLOWED_MISSING = _JIT | _QUANTIZATION | _XLA_IPU | _IMPLEMENTATION | _NOT_BUILT
 
 
 def test_missing_names_are_the_allowlist(torch):

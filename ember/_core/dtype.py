@@ -97,6 +97,45 @@ FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e
 complex32 = dtype("complex32", np.dtype([("real", np.float16), ("imag", np.float16)]), COMPLEX,
                   True, "ComplexHalf")
 
+
+class _ShellDtype(dtype):
+    """PyTorch's dtypes with no arithmetic: the quantized types (whose tensors carry a
+    quantizer ember does not have), the ``bits`` types, the sub-byte integers and float4
+    (storage for other libraries' kernels). Libraries list them in their tables of dtypes, so
+    ember names them; their tensors hold bytes only, as PyTorch's bits types: ``empty``, views
+    and copies between tensors of one dtype, no conversion and no arithmetic (NumPy's void
+    type refuses it). ``is_signed`` raises where c10's ``isSignedType`` does."""
+
+    __slots__ = ("_signed",)
+
+    def __init__(self, name, itemsize, signed, short, floating=False):  # pylint: disable=W0231
+        # (not dtype.__init__: ``is_signed`` is a property here, not the slot it sets)
+        self.name, self._short, self._signed = name, short, signed
+        self._np = np.dtype(f"V{itemsize}")  # (bytes NumPy will not compute with)
+        self.itemsize = itemsize
+        self._category = -1  # (below bool: no promotion category)
+        self.is_floating_point, self.is_complex = floating, False
+
+    @property
+    def is_signed(self):
+        if isinstance(self._signed, str):
+            raise RuntimeError(self._signed)
+        return self._signed
+
+
+_QUANTIZED = "isSignedType not supported for quantized types"
+SHELL_DTYPES = (
+    *(_ShellDtype(n, size, _QUANTIZED, short) for n, size, short in (
+        ("qint8", 1, "QInt8"), ("quint8", 1, "QUInt8"), ("qint32", 4, "QInt32"),
+        ("quint4x2", 1, "QUInt4x2"), ("quint2x4", 1, "QUInt2x4"))),
+    *(_ShellDtype(n, size, "Bits types are undefined", short) for n, size, short in (
+        ("bits1x8", 1, "Bits1x8"), ("bits2x4", 1, "Bits2x4"), ("bits4x2", 1, "Bits4x2"),
+        ("bits8", 1, "Bits8"), ("bits16", 2, "Bits16"))),
+    *(_ShellDtype(f"uint{b}", 1, False, f"UInt{b}") for b in range(1, 8)),
+    *(_ShellDtype(f"int{b}", 1, True, f"Int{b}") for b in range(1, 8)),
+    _ShellDtype("float4_e2m1fn_x2", 1, True, "Float4_e2m1fn_x2", floating=True))
+_SHELL_BY_NAME = {d.name: d for d in SHELL_DTYPES}
+
 # (the new types last: distributed's dtype codes are positions in this tuple)
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
               complex64, complex128, uint16, uint32, uint64) + FLOAT8 + (complex32,)
@@ -115,6 +154,7 @@ ALIASES = {
     "double": float64, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
     "cdouble": complex128, "uint16": uint16, "uint32": uint32, "uint64": uint64,
     **{d.name: d for d in FLOAT8}, "complex32": complex32, "chalf": complex32,
+    **_SHELL_BY_NAME, "bit": _SHELL_BY_NAME["uint1"],
 }
 
 _BY_NP = {d._np: d for d in ALL_DTYPES}
@@ -148,6 +188,8 @@ def cast_values(values, dt):
     if not hasattr(values, "astype"):  # a Python number (arrays of any module cast themselves)
         values = np.asarray(values)
     if dt is not float16 and dt is not bfloat16:  # (the hot path: no errstate to enter)
+        if dt._category < 0 and values.dtype != dt._np:
+            raise NotImplementedError(f'"copy_" not implemented for \'{dt._short}\'')
         return values.astype(dt._np)
     with np.errstate(over="ignore"):  # (beyond the range is inf, silently)
         if dt is float16 and values.dtype == np.float64:

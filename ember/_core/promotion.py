@@ -17,6 +17,12 @@ def promote_types(a, b):
     """The smallest dtype both ``a`` and ``b`` cast to safely (c10's promoteTypes table)."""
     if a is b:
         return a
+    if a in D.SHELL_DTYPES or b in D.SHELL_DTYPES:
+        if "quantized" in str(getattr(a, "_signed", "")) + str(getattr(b, "_signed", "")):
+            raise RuntimeError(f"promoteTypes with quantized numbers is not handled yet; figure "
+                               f"out what the correct rules should be, offending types: "
+                               f"{a._short} {b._short}")
+        raise RuntimeError(f"Promotion for {a._short} and {b._short} types is not supported")
     if a in D.FLOAT8 or b in D.FLOAT8:
         raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote "
                            f"{a._short} and {b._short}")

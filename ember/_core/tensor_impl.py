@@ -115,6 +115,10 @@ def wrap_array(a, device=CPU):
     if dtype is None:
         dtype = _NP_TO_DT.get(a.dtype)
         if dtype is None:
+            if a.dtype.kind == "V":  # the bytes of a dtype without arithmetic (_ShellDtype)
+                raise NotImplementedError("ember computes no values of the quantized, bits, "
+                                          "sub-byte integer or float4 dtypes: it holds their "
+                                          "bytes (empty tensors, views, copies) only")
             raise TypeError(f"kernel produced unsupported NumPy dtype {a.dtype}")
         if dtype is _dt.complex32:
             _complex32.warn_experimental()

@@ -82,6 +82,11 @@ def _set_value(t, value, bdim):
     t._vc = value._vc
 
 
+def is_batchedtensor(x):
+    """Whether ``x`` is batched at any level (``torch._C._functorch.is_batchedtensor``)."""
+    return x.__class__ is BatchedTensor
+
+
 def is_batched_at(x, level):
     return x.__class__ is BatchedTensor and x._level == level
 

@@ -71,16 +71,21 @@ def _sync_vmap_mode():
         _tls.state.included &= ~_VMAP_MODE
 
 
-@contextlib.contextmanager
-def push_vmap(batch_size, randomness):
+def vmap_increment_nesting(batch_size, randomness):
+    """Push a vmap layer; its level (``torch._C._functorch._vmap_increment_nesting``)."""
     layer = VmapLayer(len(_stack.layers) + 1, batch_size, randomness)
     _stack.layers.append(layer)
     _sync_vmap_mode()
-    try:
-        yield layer
-    finally:
-        _stack.layers.remove(layer)
-        _sync_vmap_mode()
+    return layer.level
+
+
+def vmap_decrement_nesting():
+    """Pop the innermost layer, a vmap layer; its level."""
+    if not _stack.layers or _stack.layers[-1].kind != "vmap":
+        raise RuntimeError("_vmap_decrement_nesting: the innermost transform is not a vmap")
+    level = _stack.layers.pop().level
+    _sync_vmap_mode()
+    return level
 
 
 @contextlib.contextmanager

@@ -11,11 +11,10 @@ as the argument it was unwrapped from (PyTorch's wrap_outputs_maintaining_identi
 """
 from typing import NamedTuple
 
-from ..utils._pytree import tree_flatten, tree_unflatten
+from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
 from .batched_tensor import BatchedTensor, make_batched
 from .batching import level_of
 from .interpreter import find_vmap_layer, hidden
-from .vmap import _broadcast_to
 
 
 class VmapInfo(NamedTuple):
@@ -58,7 +57,7 @@ def run_vmap_rule(rule, args, kwargs):
         raise RuntimeError(base + f"Got {len(result)} returns instead")
     out, out_dims = result
     flat, spec = tree_flatten(out)
-    dims = _broadcast_to(out_dims, spec)
+    dims = _broadcast_to_and_flatten(out_dims, spec)
     if dims is None:
         raise RuntimeError(
             f"The autograd.Function's vmap staticmethod returned an incompatible (output, "

@@ -4,12 +4,19 @@ The inputs named by ``in_dims`` (an int, or a pytree of ints/None matching the p
 arguments) are wrapped as BatchedTensors of a new level; the function runs once on them, and
 its outputs are unwrapped with the batch dim moved to ``out_dims``. ``chunk_size`` runs the
 batch in pieces and concatenates. Errors follow PyTorch's ``torch.func.vmap`` word for word.
+
+The steps are PyTorch's functions of ``torch._functorch.vmap`` under their names
+(``_process_batched_inputs``, ``_create_batched_inputs``, ``_unwrap_batched``,
+``_maybe_remove_batch_dim``), looked up in this module's globals when they run: libraries
+replace them to vmap over their own containers (tensordict's TensorDict does).
 """
+import contextlib
 import functools
 
-from ..utils._pytree import tree_flatten, tree_unflatten
-from .batched_tensor import BatchedTensor, make_batched
-from .interpreter import push_vmap
+from .._tensor import Tensor  # noqa: F401  (PyTorch's module has it; libraries import it here)
+from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
+from .batched_tensor import is_batchedtensor, make_batched
+from .interpreter import vmap_decrement_nesting, vmap_increment_nesting as _increment
 
 _RANDOMNESS = ("error", "different", "same")
 
@@ -18,11 +25,11 @@ def _is_tensor(x):
     return hasattr(x, "_keyset")
 
 
-def _fname(func):
+def _get_name(func):
     if hasattr(func, "__name__"):
         return func.__name__
     if isinstance(func, functools.partial):
-        return f"functools.partial({_fname(func.func)}, ...)"
+        return f"functools.partial({_get_name(func.func)}, ...)"
     return repr(func)
 
 
@@ -37,102 +44,189 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        return _vmap_impl(func, in_dims, out_dims, randomness, chunk_size, args, kwargs)
+        return vmap_impl(func, in_dims, out_dims, randomness, chunk_size, *args, **kwargs)
     return wrapped
 
 
-def _broadcast_dims(dims, spec, leaves_count, what, prefix):
-    """Flatten ``dims`` against the structure ``spec``: an int/None applies to a whole subtree."""
-    if dims is None or isinstance(dims, int):
-        return [dims] * leaves_count
-    out = _broadcast_to(dims, spec)
-    if out is None:
-        raise ValueError(f"{prefix}: {what}_dims is not compatible with the structure of "
-                         f"`{'inputs' if what == 'in' else 'outputs'}`. {what}_dims has "
-                         f"structure {tree_flatten(dims)[1]} but "
-                         f"{'inputs' if what == 'in' else 'outputs'} has structure {spec}.")
-    return out
+# -- the batching primitives (``torch._C._functorch``) -------------------------------------------
+
+def _add_batch_dim(tensor, batch_dim, level):
+    """``tensor`` seen without its dim ``batch_dim``, batched at ``level``."""
+    return make_batched(tensor, batch_dim, level)
 
 
-def _broadcast_to(dims, spec):
-    """Leaves of ``spec`` each paired with its dim, or None where the structures differ."""
-    from ..utils._pytree import LeafSpec
-    if dims is None or isinstance(dims, int) or not isinstance(dims, (tuple, list, dict)):
-        return [dims] * spec.num_leaves
-    if isinstance(spec, LeafSpec):
-        return None
-    dims_flat, dims_spec = tree_flatten(dims, is_leaf=lambda x: x is not dims)
-    if dims_spec.type is not spec.type or dims_spec.context != spec.context or \
-            dims_spec.num_children != spec.num_children:
-        return None
-    out = []
-    for d, child in zip(dims_flat, spec.children()):
-        sub = _broadcast_to(d, child)
-        if sub is None:
-            return None
-        out.extend(sub)
-    return out
+def _remove_batch_dim(tensor, level, batch_size, out_dim):
+    """The plain tensor of ``tensor``'s batch at ``level``, the batch at dim ``out_dim``; a
+    tensor not batched at that level is the same for every sample and is expanded."""
+    from .._core.strides import wrap_dim
+    if tensor.__class__.__name__ == "BatchedTensor" and tensor._level == level:
+        value, bdim = tensor._value, tensor._bdim
+        out_dim = wrap_dim(out_dim, value.dim())
+        return value if bdim == out_dim else value.movedim(bdim, out_dim)
+    out_dim = wrap_dim(out_dim, tensor.dim() + 1)
+    shape = list(tensor.shape)
+    shape.insert(out_dim, batch_size)
+    return tensor.unsqueeze(out_dim).expand(*shape)
 
 
-def _vmap_impl(func, in_dims, out_dims, randomness, chunk_size, args, kwargs):
-    name = _fname(func)
+@contextlib.contextmanager
+def vmap_increment_nesting(batch_size, randomness):
+    """A vmap layer for the body of the ``with``; its level."""
+    try:
+        yield _increment(batch_size, randomness)
+    finally:
+        vmap_decrement_nesting()
+
+
+# -- vmap's steps ----------------------------------------------------------------------------
+
+def _validate_and_get_batch_size(flat_in_dims, flat_args):
+    sizes = [a.size(d) for d, a in zip(flat_in_dims, flat_args) if d is not None]
+    if not sizes:
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
+    if any(s != sizes[0] for s in sizes):
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    return sizes[0]
+
+
+def _process_batched_inputs(in_dims, args, func):
+    """(batch size, in dim per flat argument (negative dims wrapped), flat arguments, their
+    spec), or PyTorch's ValueError for ``in_dims`` that do not fit ``args``."""
+    name = _get_name(func)
     prefix = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+    if not isinstance(in_dims, (int, tuple)):
+        raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) "
+                         f"tuple matching the structure of inputs, got: {type(in_dims)}.")
     if not args:
         raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add "
                          f"inputs, or you are trying to vmap over a function with no inputs. "
                          f"The latter is unsupported.")
-    if not isinstance(in_dims, (int, tuple)) or isinstance(in_dims, bool):
-        raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) "
-                         f"tuple matching the structure of inputs, got: {type(in_dims)}.")
-    if isinstance(in_dims, tuple) and len(in_dims) != len(args):
+    flat_args, args_spec = tree_flatten(args)
+    flat_in_dims = _broadcast_to_and_flatten(in_dims, args_spec)
+    if flat_in_dims is None:
         raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`. "
                          f"in_dims has structure {tree_flatten(in_dims)[1]} but inputs has "
-                         f"structure {tree_flatten(args)[1]}.")
-    flat_args, args_spec = tree_flatten(args)
-    flat_dims = _broadcast_dims(in_dims, args_spec, len(flat_args), "in", prefix)
-    sizes = []
-    for x, d in zip(flat_args, flat_dims):
+                         f"structure {args_spec}.")
+    for i, (arg, d) in enumerate(zip(flat_args, flat_in_dims)):
         if d is None:
             continue
-        if not isinstance(d, int) or isinstance(d, bool):
+        if not isinstance(d, int):
             raise ValueError(f"{prefix}: Got in_dim={d} for an input but in_dim must be either "
                              f"an integer dimension or None.")
-        if not _is_tensor(x):
+        if not _is_tensor(arg):
             raise ValueError(f"{prefix}: Got in_dim={d} for an input but the input is of type "
-                             f"{type(x)}. We cannot vmap over non-Tensor arguments, please use "
-                             f"None as the respective in_dim")
-        n = x.dim()
+                             f"{type(arg)}. We cannot vmap over non-Tensor arguments, please "
+                             f"use None as the respective in_dim")
+        n = arg.dim()
         if not -n <= d < n:
             raise ValueError(f"{prefix}: Got in_dim={d} for some input, but that input is a "
                              f"Tensor of dimensionality {n} so expected in_dim to satisfy "
                              f"-{n} <= in_dim < {n}.")
-        sizes.append(x.shape[d])
-    if not sizes:
-        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got all in_dims=None"
-                         f". We need at least one Tensor to vmap over")
-    if any(s != sizes[0] for s in sizes):
-        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
-                         f"dimension, got sizes {sizes} for the mapped dimension")
-    batch = sizes[0]
-    flat_dims = [None if d is None else d % flat_args[i].dim() for i, d in enumerate(flat_dims)]
-    if chunk_size is None or chunk_size >= batch:
-        return _flat_vmap(func, batch, flat_args, flat_dims, args_spec, out_dims, randomness,
-                          kwargs)
-    pieces = []
-    for start in range(0, batch, chunk_size):
-        n = min(chunk_size, batch - start)
-        chunk = [x if d is None else x.narrow(d, start, n) for x, d in zip(flat_args, flat_dims)]
-        pieces.append(_flat_vmap(func, n, chunk, flat_dims, args_spec, out_dims, randomness,
-                                 kwargs))
-    return _concat_chunks(pieces, out_dims)
+        flat_in_dims[i] = d % n
+    return (_validate_and_get_batch_size(flat_in_dims, flat_args), flat_in_dims, flat_args,
+            args_spec)
 
+
+def _create_batched_inputs(flat_in_dims, flat_args, vmap_level, args_spec):
+    """The positional arguments, each batched input wrapped at ``vmap_level``."""
+    batched = [a if d is None else _add_batch_dim(a, d, vmap_level)
+               for d, a in zip(flat_in_dims, flat_args)]
+    return tree_unflatten(batched, args_spec)
+
+
+def _maybe_remove_batch_dim(name, batched_output, vmap_level, batch_size, out_dim):
+    if out_dim is None:
+        if _is_tensor(batched_output) and is_batchedtensor(batched_output):
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                             f"when out_dim is None")
+        return batched_output
+    if not _is_tensor(batched_output):
+        raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                         f"{type(batched_output)}. Did you mean to set out_dims= to None for "
+                         f"output?")
+    return _remove_batch_dim(batched_output, vmap_level, batch_size, out_dim)
+
+
+def _unwrap_batched(batched_outputs, out_dims, vmap_level, batch_size, func):
+    """The outputs with ``vmap_level``'s batch moved to ``out_dims`` (a prefix of their
+    structure)."""
+    flat, spec = tree_flatten(batched_outputs)
+
+    def incompatible_error():
+        raise ValueError(f"vmap({_get_name(func)}, ..., out_dims={out_dims})(<inputs>): "
+                         f"out_dims is not compatible with the structure of `outputs`. "
+                         f"out_dims has structure {tree_flatten(out_dims)[1]} but outputs has "
+                         f"structure {spec}.")
+
+    if _is_tensor(batched_outputs):
+        # a lone tensor takes a one-element tuple of out_dims as well (PyTorch's
+        # test_out_dims_edge_case)
+        if out_dims is None or isinstance(out_dims, int):
+            flat_dims = [out_dims]
+        elif isinstance(out_dims, tuple) and len(out_dims) == 1:
+            flat_dims = list(out_dims)
+        else:
+            incompatible_error()
+    else:
+        flat_dims = _broadcast_to_and_flatten(out_dims, spec)
+        if flat_dims is None:
+            incompatible_error()
+    name = _get_name(func)
+    return tree_unflatten([_maybe_remove_batch_dim(name, o, vmap_level, batch_size, d)
+                           for o, d in zip(flat, flat_dims)], spec)
+
+
+def _check_out_dims_is_int_or_int_pytree(out_dims, func):
+    if isinstance(out_dims, int):
+        return
+    for d in tree_flatten(out_dims)[0]:
+        if not (d is None or isinstance(d, int)):
+            raise ValueError(f"vmap({_get_name(func)}, ..., out_dims={out_dims}): `out_dims` "
+                             f"must be an int, None or a python collection of ints representing "
+                             f"where in the outputs the vmapped dimension should appear.")
+
+
+def vmap_impl(func, in_dims, out_dims, randomness, chunk_size, *args, **kwargs):
+    _check_out_dims_is_int_or_int_pytree(out_dims, func)
+    batch_size, flat_in_dims, flat_args, args_spec = _process_batched_inputs(in_dims, args,
+                                                                             func)
+    if chunk_size is not None:
+        return _chunked_vmap(func, flat_in_dims, flat_args, batch_size, chunk_size, args_spec,
+                             out_dims, randomness, **kwargs)
+    return _flat_vmap(func, batch_size, flat_in_dims, flat_args, args_spec, out_dims,
+                      randomness, **kwargs)
+
+
+def _flat_vmap(func, batch_size, flat_in_dims, flat_args, args_spec, out_dims, randomness,
+               **kwargs):
+    with vmap_increment_nesting(batch_size, randomness) as vmap_level:
+        batched_inputs = _create_batched_inputs(flat_in_dims, flat_args, vmap_level, args_spec)
+        batched_outputs = func(*batched_inputs, **kwargs)
+        return _unwrap_batched(batched_outputs, out_dims, vmap_level, batch_size, func)
+
+
+def _chunked_vmap(func, flat_in_dims, flat_args, batch_size, chunk_size, args_spec, out_dims,
+                  randomness, **kwargs):
+    """vmap over pieces of at most ``chunk_size`` samples, the outputs concatenated; with
+    ``randomness="same"`` every piece draws from the same generator state, as one call would."""
+    from .. import get_rng_state, set_rng_state
+    state = get_rng_state() if randomness == "same" else None
+    pieces = []
+    for start in range(0, batch_size, chunk_size):
+        n = min(chunk_size, batch_size - start)
+        chunk = [a if d is None else a.narrow(d, start, n) for a, d in zip(flat_args, flat_in_dims)]
+        if state is not None:
+            set_rng_state(state)
+        pieces.append(_flat_vmap(func, n, flat_in_dims, chunk, args_spec, out_dims, randomness,
+                                 **kwargs))
+    return _concat_chunks(pieces, out_dims)
 
 def _concat_chunks(pieces, out_dims):
     from .. import cat
     flat0, spec = tree_flatten(pieces[0])
     flats = [tree_flatten(p)[0] for p in pieces]
-    dims = _broadcast_to(out_dims, spec) if not isinstance(out_dims, int) else \
-        [out_dims] * len(flat0)
+    dims = _broadcast_to_and_flatten(out_dims, spec)
     out = []
     for j in range(len(flat0)):
         d = dims[j]
@@ -142,46 +236,3 @@ def _concat_chunks(pieces, out_dims):
             out.append(cat([f[j] for f in flats], d))
     return tree_unflatten(out, spec)
 
-
-def _flat_vmap(func, batch, flat_args, flat_dims, args_spec, out_dims, randomness, kwargs):
-    name = _fname(func)
-    with push_vmap(batch, randomness) as layer:
-        wrapped = [x if d is None else make_batched(x, d, layer.level)
-                   for x, d in zip(flat_args, flat_dims)]
-        out = func(*tree_unflatten(wrapped, args_spec), **kwargs)
-        return _unwrap_outputs(out, out_dims, layer, name)
-
-
-def _unwrap_outputs(out, out_dims, layer, name):
-    flat, spec = tree_flatten(out)
-    for d in tree_flatten(out_dims)[0]:
-        if not (d is None or isinstance(d, int)):
-            raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an "
-                             f"int, None or a python collection of ints representing where in "
-                             f"the outputs the vmapped dimension should appear.")
-    dims = _broadcast_dims(out_dims, spec, len(flat), "out",
-                           f"vmap({name}, ..., out_dims={out_dims})(<inputs>)")
-    result = []
-    for o, d in zip(flat, dims):
-        batched = o.__class__ is BatchedTensor and o._level == layer.level
-        if d is None:
-            if batched:
-                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
-                                 f"when out_dim is None")
-            result.append(o)
-            continue
-        if not _is_tensor(o):
-            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
-                             f"{type(o)}. Did you mean to set out_dims= to None for output?")
-        if batched:
-            v, bd = o._value, o._bdim
-            from .._core import strides as _st
-            d = _st.wrap_dim(d, v.dim())
-            result.append(v if bd == d else v.movedim(bd, d))
-        else:
-            from .._core import strides as _st
-            d = _st.wrap_dim(d, o.dim() + 1)
-            shape = list(o.shape)
-            shape.insert(d, layer.batch_size)
-            result.append(o.unsqueeze(d).expand(*shape))
-    return tree_unflatten(result, spec)

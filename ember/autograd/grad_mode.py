@@ -11,12 +11,11 @@ set ``{CPU, AutocastCPU}``). All of them work as context managers and as decorat
 ``AutogradState::multithreading_enabled``): off, a backward pass runs its CUDA nodes on the
 calling thread instead of the device worker threads (``ember.autograd.engine``).
 """
-import functools
-import inspect
 import threading
 
 from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOGRAD_BITS, K, bit
+from ..utils._contextlib import _DecoratorContextManager, _NoParamDecoratorContextManager
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled", "set_multithreading_enabled", "is_multithreading_enabled"]
@@ -53,49 +52,6 @@ def _set_multithreading_enabled(mode):
     engine_modes.multithreading_enabled = mode
 
 
-class _DecoratorContextManager:
-    """A context manager that can also decorate a function (or generator function), entering a
-    fresh copy of itself around every call."""
-
-    def __call__(self, func):
-        if inspect.isclass(func):
-            raise RuntimeError("Decorating classes is not supported.")
-        if inspect.isgeneratorfunction(func):
-            @functools.wraps(func)
-            def gen_wrapper(*args, **kwargs):
-                gen = func(*args, **kwargs)
-                # the wrapped generator's end (StopIteration out of send / throw) ends this one
-                # with its return value; letting it escape a generator is a RuntimeError
-                try:
-                    with self.clone():
-                        response = gen.send(None)
-                    while True:
-                        try:
-                            request = yield response
-                        except GeneratorExit:
-                            with self.clone():
-                                gen.close()
-                            raise
-                        except BaseException as e:
-                            with self.clone():
-                                response = gen.throw(e)
-                        else:
-                            with self.clone():
-                                response = gen.send(request)
-                except StopIteration as e:
-                    return e.value
-            return gen_wrapper
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self.clone():
-                return func(*args, **kwargs)
-        return wrapper
-
-    def clone(self):
-        return self.__class__()
-
-
 class _GradModeSetter(_DecoratorContextManager):
     _mode = None
 
@@ -108,28 +64,17 @@ class _GradModeSetter(_DecoratorContextManager):
         return False
 
 
-class no_grad(_GradModeSetter):
+class no_grad(_GradModeSetter, _NoParamDecoratorContextManager):
     """Disable gradient recording in this thread (context manager or decorator)."""
     _mode = False
 
     def __init__(self, orig_func=None):
-        # PyTorch accepts ``@no_grad`` without parentheses too.
-        self._orig = orig_func
-
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
+        pass
 
 
-class enable_grad(_GradModeSetter):
+class enable_grad(_GradModeSetter, _NoParamDecoratorContextManager):
     """Enable gradient recording in this thread (context manager or decorator)."""
     _mode = True
-
-    def __new__(cls, orig_func=None):
-        if orig_func is None:
-            return super().__new__(cls)
-        return cls()(orig_func)
 
     def __init__(self, orig_func=None):
         pass

@@ -825,6 +825,7 @@ def tree_unflatten(leaves, treespec):
     return treespec.unflatten(leaves)
 
 
+
 def tree_iter(tree, is_leaf=None):
     """The leaves of ``tree``, lazily."""
     if tree_is_leaf(tree, is_leaf=is_leaf):

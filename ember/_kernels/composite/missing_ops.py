@@ -1,7 +1,8 @@
 """Decompositions added for issue 18, written in ember ops: the unsafe_split/unsafe_chunk family,
 addr (beta * self + alpha * outer(vec1, vec2)), addmv_, the functional fill, resolve_neg,
-is_neg, sum_to_size, nonzero_static, resize_as_, new_empty_strided, empty_permuted,
-_safe_softmax, index_reduce, _chunk_cat and the masked ``_unsafe_*`` indexing ops."""
+is_neg, sum_to_size, nonzero_static, resize_as_, fill_diagonal_, new_empty_strided,
+empty_permuted, _safe_softmax, index_reduce, _chunk_cat and the masked ``_unsafe_*`` indexing
+ops."""
 import builtins
 import math
 import warnings
@@ -88,6 +89,26 @@ def nonzero_static(self, size, fill_value=-1):
 
 def resize_as_(self, the_template, memory_format=None):
     return _aten.resize_.default._call(self, list(the_template._size), memory_format)
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """ATen's: the main diagonal (every dim's index equal) is one strided view filled; with
+    ``wrap``, a tall matrix's diagonal starts again every ``width + 1`` rows."""
+    n = self.dim()
+    if n < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = self._size[0], self._size[1]
+    if n > 2 and any(s != height for s in self._size[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    size, stride = min(height, width), sum(self._stride)
+    _aten.fill_.Scalar._call(_aten.as_strided.default._call(self, [size], [stride],
+                                                            self._offset), fill_value)
+    if wrap and n == 2 and height > width + 1:
+        step = width + 1
+        wrapped = (self.numel() + step - 1) // step - size
+        _aten.fill_.Scalar._call(_aten.as_strided.default._call(
+            self, [wrapped], [stride], self._offset + self._stride[0] * step), fill_value)
+    return self
 
 
 def new_empty_strided(self, size, stride, dtype=None, layout=None, device=None,

@@ -104,6 +104,14 @@ def swapdims(self, dim0, dim1):
     return ops.aten.transpose.int._call(self, dim0, dim1)
 
 
+def swapaxes_(self, axis0, axis1):
+    return ops.aten.transpose_.default._call(self, axis0, axis1)
+
+
+def swapdims_(self, dim0, dim1):
+    return ops.aten.transpose_.default._call(self, dim0, dim1)
+
+
 def _permutation(self, dims):
     n = len(self._size)
     if len(dims) != n:

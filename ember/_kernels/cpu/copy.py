@@ -19,6 +19,9 @@ def copy_(self, src, non_blocking=False):
         _overlap.check_write(self, (src,))
     dst = nd(self)
     s = nd(src) if src._device.type == "cpu" else src._to_host_array()
+    if (self._dtype._category < 0 or src._dtype._category < 0) and self._dtype is not src._dtype:
+        raise NotImplementedError(  # (bytes without a type to convert: D._ShellDtype)
+            f'"copy_" not implemented for \'{(src if src._dtype._category < 0 else self)._dtype._short}\'')
     if s.shape != dst.shape:
         check_copy(self, src)
         s = np.broadcast_to(s, dst.shape)

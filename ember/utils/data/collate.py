@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-__all__ = ["default_collate", "default_convert"]
+__all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
 np_str_obj_array_pattern = re.compile(r"[SaUO]")
 default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
@@ -57,35 +57,50 @@ def default_convert(data):
     return data
 
 
-def _collate_tensor(batch):
-    from ... import stack
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    from ... import sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, stack
+    elem = batch[0]
+    if elem.is_nested:
+        raise RuntimeError("Batches of nested tensors are not currently supported by the default "
+                           "collate_fn; please provide a custom collate_fn to handle them "
+                           "appropriately.")
+    if elem.layout in (sparse_coo, sparse_csr, sparse_bsr, sparse_csc, sparse_bsc):
+        raise RuntimeError("Batches of sparse tensors are not currently supported by the default "
+                           "collate_fn; please provide a custom collate_fn to handle them "
+                           "appropriately.")
     return stack(batch, 0)
 
 
-def _collate_numpy_array(batch):
+def collate_numpy_array_fn(batch, *, collate_fn_map=None):
     from ... import as_tensor
     if np_str_obj_array_pattern.search(batch[0].dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(batch[0].dtype))
-    return _collate_tensor([as_tensor(b) for b in batch])
+    return collate([as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 
-def _collate_numpy_scalar(batch):
+def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
     from ... import as_tensor
     return as_tensor(np.array(batch))
 
 
-def _collate_float(batch):
+def collate_float_fn(batch, *, collate_fn_map=None):
     from ... import float64, tensor
     return tensor(batch, dtype=float64)
 
 
-def _collate_int(batch):
+def collate_int_fn(batch, *, collate_fn_map=None):
     from ... import tensor
     return tensor(batch)
 
 
+def collate_str_fn(batch, *, collate_fn_map=None):
+    return batch
+
+
 def collate(batch, *, collate_fn_map=None):
-    """The general collate function: dispatch on the first element's type."""
+    """The general collate function: the element type's function in ``collate_fn_map`` (exact
+    type first, then the first entry it is an instance of), else containers collated
+    element-wise."""
     elem = batch[0]
     elem_type = type(elem)
     if collate_fn_map is not None:
@@ -94,18 +109,6 @@ def collate(batch, *, collate_fn_map=None):
         for collate_type in collate_fn_map:
             if isinstance(elem, collate_type):
                 return collate_fn_map[collate_type](batch, collate_fn_map=collate_fn_map)
-    if _is_tensor(elem):
-        return _collate_tensor(batch)
-    if isinstance(elem, np.ndarray) and elem_type.__module__ == "numpy":
-        return _collate_numpy_array(batch)
-    if isinstance(elem, np.generic):
-        return _collate_numpy_scalar(batch)
-    if isinstance(elem, float):
-        return _collate_float(batch)
-    if isinstance(elem, bool) or isinstance(elem, int):
-        return _collate_int(batch)
-    if isinstance(elem, (str, bytes)):
-        return batch
     if isinstance(elem, collections.abc.Mapping):
         try:
             if isinstance(elem, collections.abc.MutableMapping):
@@ -142,6 +145,19 @@ def collate(batch, *, collate_fn_map=None):
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
+def _default_collate_fn_map():
+    from ..._tensor import Tensor
+    return {Tensor: collate_tensor_fn,
+            np.ndarray: collate_numpy_array_fn,  # (np.memmap too)
+            (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,  # (not string scalars)
+            float: collate_float_fn, int: collate_int_fn, str: collate_str_fn,
+            bytes: collate_str_fn}
+
+
+# the types ``default_collate`` knows; programs and libraries add their own types here
+default_collate_fn_map = _default_collate_fn_map()
+
+
 def default_collate(batch):
     """Collate a list of samples into a batch with PyTorch's rules."""
-    return collate(batch)
+    return collate(batch, collate_fn_map=default_collate_fn_map)

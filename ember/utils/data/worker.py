@@ -84,17 +84,33 @@ def _fetch(dataset, auto_collation, collate_fn, drop_last, dataset_iter, index):
     return collate_fn(data)
 
 
+def _generate_state(base_seed, worker_id):
+    """NumPy's seed for worker ``worker_id``: four 32-bit words from a SeedSequence of the
+    worker id and the base seed's halves (PyTorch's words, its algorithm being SeedSequence's).
+    Forked workers would otherwise share the parent's NumPy stream, and a plain
+    ``base_seed + worker_id`` would repeat Python's ``random`` stream, which seeds the same
+    Mersenne Twister from the same number."""
+    import numpy as np
+    entropy = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]
+    return np.random.SeedSequence(entropy).generate_state(4).tolist()
+
+
 def _worker_loop(dataset_kind_iterable, dataset, index_queue, data_queue, done_event,
                  auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id,
                  num_workers):
     """Fetch the batches whose indices arrive on ``index_queue``; put ``(idx, data)`` on
-    ``data_queue``. Seeds ember's and Python's generators with ``base_seed + worker_id``."""
+    ``data_queue``. Seeds ember's and Python's generators with ``base_seed + worker_id``, and
+    NumPy's global one from :func:`_generate_state`."""
     global _worker_info
     import sys
+
+    import numpy as np
+
     from ... import manual_seed
     seed = base_seed + worker_id
     random.seed(seed)
     manual_seed(seed)
+    np.random.seed(_generate_state(base_seed, worker_id))
     _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                               dataset=dataset)
     init_exception = None

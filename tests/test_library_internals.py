@@ -1,0 +1,244 @@
+"""The PyTorch internals that libraries import by name (found running tensordict, functorch and
+peft on ember): ``torch._C`` submodules importable as modules, the functorch batching
+primitives and vmap's replaceable steps, ``functorch``'s ``make_functional``, the shell dtypes
+(quantized, bits, sub-byte), ``HigherOrderOperator``, ``_named_member_accessor``,
+``utils._contextlib``, ``_utils``' device helpers, the DataLoader's ``default_collate_fn_map`` and
+NumPy seeding of workers, and Tensor methods (``fill_diagonal_``, ``in``, ``reversed``)."""
+import importlib
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+
+def test_c_submodules_import_as_modules():
+    from ember._C._functorch import _add_batch_dim, is_batchedtensor
+    assert callable(_add_batch_dim) and callable(is_batchedtensor)
+    for name in ("_nn", "_fft", "_linalg", "_special", "_functorch"):
+        assert importlib.import_module(f"ember._C.{name}") is getattr(ember._C, name)
+    code = ("import ember.as_torch; ember.as_torch.install()\n"
+            "from torch._C._functorch import is_batchedtensor, _remove_batch_dim\n"
+            "import torch._C._nn as nn; print(nn.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ember._C._nn", out.stderr
+
+
+def test_batch_dim_primitives_match_pytorch():
+    """_vmap_increment_nesting / _add_batch_dim / _remove_batch_dim as PyTorch's vmap uses them:
+    a batched input comes back with its batch at out_dim, an unbatched one expanded."""
+    results = []
+    for lib in (torch, ember):
+        f = lib._C._functorch
+        x = lib.arange(12.).reshape(3, 4)
+        level = f._vmap_increment_nesting(3, "error")
+        try:
+            b = f._add_batch_dim(x, 0, level)
+            assert f.is_batchedtensor(b) and tuple(b.shape) == (4,)
+            assert f.maybe_get_level(b) == level and f.maybe_get_level(x) == -1
+            y = b * 2 + 1
+            out = [f._remove_batch_dim(y, level, 3, 1), f._remove_batch_dim(x[0], level, 3, 0)]
+        finally:
+            f._vmap_decrement_nesting()
+        assert not f.is_batchedtensor(out[0])
+        results.append([o.numpy() for o in out])
+    for mine, theirs in zip(results[1], results[0]):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_vmap_steps_are_looked_up_when_called():
+    """Libraries replace torch._functorch.vmap's steps (tensordict batches its containers
+    so); vmap calls whatever the module holds at the time."""
+    from ember._functorch import vmap as vmap_src
+    seen = []
+    original = vmap_src._create_batched_inputs
+
+    def spy(flat_in_dims, flat_args, vmap_level, args_spec):
+        seen.append((list(flat_in_dims), vmap_level))
+        return original(flat_in_dims, flat_args, vmap_level, args_spec)
+    vmap_src._create_batched_inputs = spy
+    try:
+        out = ember.vmap(lambda a, b: a * b, (0, None))(ember.ones(3, 2), ember.tensor(2.))
+    finally:
+        vmap_src._create_batched_inputs = original
+    assert seen == [([0, None], 1)]
+    np.testing.assert_array_equal(out.numpy(), np.full((3, 2), 2.0))
+
+
+def test_vmap_refuses_returning_an_outer_batched_tensor_with_out_dims_none():
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is "
+                                             "None"):
+            lib.vmap(lambda x: lib.vmap(lambda y: x * 2, out_dims=None)(lib.ones(3)))(
+                lib.ones(2, 4))
+
+
+def test_make_functional_matches_pytorch():
+    from ember._functorch.deprecated import make_functional as deprecated_make_functional
+    from ember._functorch.make_functional import make_functional, make_functional_with_buffers
+    from torch._functorch.deprecated import make_functional as t_make_functional
+    rs = np.random.RandomState(0)
+    x = rs.randn(5, 3).astype(np.float32)
+    outs = []
+    for lib, mf in ((torch, t_make_functional), (ember, deprecated_make_functional)):
+        lib.manual_seed(0)
+        lin = lib.nn.Linear(3, 2)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fmodel, params = mf(lin)
+        assert any("functorch.make_functional" in str(m.message) for m in w)
+        params = tuple(p.detach() * 3 for p in params)
+        g = lib.func.grad(lambda ps: fmodel(ps, lib.tensor(x)).square().sum())(params)
+        outs.append([fmodel(params, lib.tensor(x)).detach().numpy(),
+                     *[t.detach().numpy() for t in g]])
+        assert lin.weight.device.type == "cpu"  # the module given is untouched
+    for mine, theirs in zip(outs[1], outs[0]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+    bn = ember.nn.BatchNorm1d(3)
+    with pytest.raises(RuntimeError, match="has buffers"):
+        make_functional(bn)
+    fmodel, params, buffers = make_functional_with_buffers(bn.eval())
+    np.testing.assert_allclose(fmodel(params, buffers, ember.tensor(x)).detach().numpy(),
+                               bn(ember.tensor(x)).detach().numpy())
+
+
+def test_shell_dtypes():
+    """Quantized, bits, sub-byte and float4 dtypes exist with PyTorch's attributes; their
+    tensors hold bytes (empty, views, copies of one dtype) and refuse any conversion."""
+    for name in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits8", "bits16",
+                 "bits1x8", "int1", "int4", "uint7", "float4_e2m1fn_x2", "bit"):
+        d, ref = getattr(ember, name), getattr(torch, name)
+        assert repr(d).split(".")[1] == repr(ref).split(".")[1]
+        assert (d.itemsize, d.is_floating_point, d.is_complex) == \
+            (ref.itemsize, ref.is_floating_point, ref.is_complex), name
+        try:
+            expected = ref.is_signed
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e)):
+                d.is_signed
+        else:
+            assert d.is_signed == expected
+    raw = ember.arange(4, dtype=ember.uint8)
+    bits = raw.view(ember.bits8)
+    assert bits.dtype is ember.bits8 and bits.clone().view(ember.uint8).tolist() == [0, 1, 2, 3]
+    with pytest.raises(NotImplementedError, match="\"copy_\" not implemented for 'Int4'"):
+        ember.ones(2).to(ember.int4)
+    with pytest.raises(NotImplementedError, match="copy_"):
+        bits.to(ember.float32)
+    with pytest.raises(RuntimeError, match="promoteTypes with quantized numbers"):
+        ember.promote_types(ember.qint8, ember.float32)
+
+
+def test_fill_diagonal_matches_pytorch():
+    for shape, wrap in [((3, 3), False), ((7, 3), True), ((7, 3), False), ((3, 5), True),
+                        ((4, 4, 4), False)]:
+        a, b = ember.zeros(*shape), torch.zeros(*shape)
+        a.fill_diagonal_(2.5, wrap=wrap)
+        b.fill_diagonal_(2.5, wrap=wrap)
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=str((shape, wrap)))
+    x = ember.zeros(3, 3, requires_grad=True)
+    x.clone().fill_diagonal_(1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 1 - np.eye(3))
+    with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
+        ember.zeros(2, 3, 4).fill_diagonal_(1)
+
+
+def test_tensor_protocol_methods():
+    a = ember.tensor([[1, 2], [3, 4]])
+    assert 3 in a and 5 not in a and ember.tensor(4) in a
+    with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+        "x" in a  # noqa: B015
+    assert [r.tolist() for r in reversed(a)] == [[3, 4], [1, 2]]
+    np.testing.assert_array_equal(a.__div__(2).numpy(), [[0.5, 1.0], [1.5, 2.0]])
+    f = a.float()
+    f.__idiv__(2)
+    assert f.tolist() == [[0.5, 1.0], [1.5, 2.0]]
+    assert a[0, 0].__long__() == 1 and a[0, 0].__nonzero__()
+    t = ember.arange(6.).reshape(2, 3)
+    t.swapaxes_(0, 1)
+    assert tuple(t.shape) == (3, 2) and t.stride() == (1, 3)
+
+
+def test_worker_numpy_seed_is_pytorchs():
+    from ember.utils.data.worker import _generate_state
+    from torch.utils.data._utils.worker import _generate_state as reference
+    for base_seed, worker_id in [(0, 0), (12345, 3), (2 ** 63 - 1, 7), (987654321012, 31)]:
+        assert _generate_state(base_seed, worker_id) == reference(base_seed, worker_id)
+
+
+def test_collate_fn_map_is_the_extension_point():
+    from ember.utils.data import default_collate
+    from ember.utils.data._utils.collate import collate, default_collate_fn_map
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+    default_collate_fn_map[Box] = lambda batch, *, collate_fn_map=None: sum(b.v for b in batch)
+    try:
+        assert default_collate([{"b": Box(1), "x": 1.5}, {"b": Box(2), "x": 2.5}])["b"] == 3
+    finally:
+        del default_collate_fn_map[Box]
+    with pytest.raises(TypeError, match="default_collate: batch must contain"):
+        default_collate([Box(1)])
+    assert collate([1, 2], collate_fn_map={int: lambda b, **kw: tuple(b)}) == (1, 2)
+
+
+def test_higher_order_operator():
+    from ember._C import DispatchKey
+    from ember._ops import HigherOrderOperator
+    twice = HigherOrderOperator("twice")
+    calls = []
+
+    @twice.py_impl(DispatchKey.CompositeExplicitAutograd)
+    def _twice(f, x):
+        calls.append("composite")
+        return f(f(x))
+    x = ember.ones(2, requires_grad=True)
+    out = twice(lambda t: t * 3, x)
+    out.sum().backward()
+    assert calls == ["composite"] and x.grad.tolist() == [9.0, 9.0]
+    assert twice.name() == "twice" and twice.namespace == "higher_order"
+    with pytest.raises(NotImplementedError, match="could not find kernel"):
+        HigherOrderOperator("nothing")(ember.ones(1))
+
+
+def test_named_member_accessor():
+    from ember.nn.utils._named_member_accessor import NamedMemberAccessor
+    net = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.BatchNorm1d(2))
+    acc = NamedMemberAccessor(net)
+    w = ember.zeros(2, 2)
+    old = acc.swap_tensor("0.weight", w)
+    assert net[0].weight is w and old.shape == (2, 2)
+    orig, missing = acc.swap_tensors_dict({"1.running_mean": ember.ones(2)})
+    assert missing == [] and net[1].running_mean.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="Missing key"):
+        acc.swap_tensors_dict({"1.nope": ember.ones(2)})
+    assert not hasattr(net[1], "nope")  # (put back)
+    assert acc.check_keys(["0.weight"]) == (sorted(["0.bias", "1.weight", "1.bias",
+                                                    "1.running_mean", "1.running_var",
+                                                    "1.num_batches_tracked"]), [])
+
+
+def test_contextlib_and_utils_helpers():
+    from ember._utils import _element_size, _get_device_module, get_current_device_index
+    from ember.utils._contextlib import _DecoratorContextManager, context_decorator
+    assert isinstance(ember.no_grad(), _DecoratorContextManager)
+
+    @ember.no_grad
+    def gen():
+        yield ember.is_grad_enabled()
+        yield ember.is_grad_enabled()
+    assert list(gen()) == [False, False] and ember.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="Cannot decorate classes"):
+        context_decorator(lambda: ember.no_grad(), type("C", (), {}))
+    with pytest.raises(AssertionError, match="ambiguous"):  # (a class is both)
+        context_decorator(ember.no_grad, lambda: None)
+    assert _get_device_module("cuda") is ember.cuda and get_current_device_index() == -1
+    assert _element_size(ember.complex64) == 8
+    with pytest.raises(RuntimeError, match="does not have a corresponding module"):
+        _get_device_module("nonexistent")

@@ -1,0 +1,35 @@
+"""tensordict on ember through ``ember.as_torch``: TensorDicts and their modules, a module's
+parameters as a TensorDict vmapped over as an ensemble and differentiated with
+``torch.func.grad``, tensorclasses, vmap over TensorDicts and DataLoader batches of them, all
+computing PyTorch's numbers. Each case of tests/_tensordict_ops.py runs in PyTorch here and in
+ember in one ``python -m ember.as_torch`` subprocess."""
+import numpy as np
+import pytest
+
+from helpers import results_beside_pytorch
+
+NAMES = ["basics", "ensemble", "tensorclass"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every case of tests/_tensordict_ops.py: name -> (PyTorch's result, ember's)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tensordict")
+    import _tensordict_ops
+    directory = tmp_path_factory.mktemp("tensordict")
+    theirs = {name: _tensordict_ops.run(torch, name) for name in NAMES}
+    return results_beside_pytorch("_tensordict_ops.py", directory, theirs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tensordict_matches_pytorch(results, name):
+    """Every value equals PyTorch's (float32 to rounding), keys and batch sizes exactly."""
+    theirs, mine = results[name]
+    assert sorted(mine) == sorted(theirs)
+    for key, ref in theirs.items():
+        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
+        if ref.dtype.kind in "biuUS":
+            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+        else:
+            np.testing.assert_allclose(mine[key], ref, rtol=1e-5, atol=1e-6, err_msg=key)
