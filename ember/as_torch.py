@@ -135,7 +135,7 @@ def install():
     if is_installed():
         return
     torch = sys.modules.get("torch")
-    if torch is not None and not getattr(torch, "__name__", "").startswith("ember"):
+    if torch is not None and torch is not sys.modules["ember"]:
         raise RuntimeError("ember.as_torch.install(): PyTorch is already imported in this "
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
@@ -144,6 +144,9 @@ def install():
     for name in [n for n in sys.modules if n.startswith("ember._C.")]:
         sys.modules.setdefault("torch" + name[5:], sys.modules[name])
     sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
+    # libraries check the module's own name too (pyro patches "torch.distributions..." after
+    # asserting that the root module is named "torch")
+    sys.modules["ember"].__name__ = "torch"
     api_name.name = "torch"
 
 
@@ -154,9 +157,11 @@ def uninstall():
         sys.meta_path.remove(_finder)
         sys.meta_path.remove(_torchvision_ops)
         sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
+        sys.modules["ember"].__name__ = "ember"
         api_name.name = "ember"
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
-        if getattr(sys.modules[name], "__name__", "").startswith("ember"):
+        module = sys.modules[name]
+        if module is sys.modules["ember"] or getattr(module, "__name__", "").startswith("ember"):
             del sys.modules[name]
 
 

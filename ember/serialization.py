@@ -47,6 +47,7 @@ import zipfile
 import zlib
 from enum import Enum
 from types import SimpleNamespace
+from typing import Callable, TypeAlias, Union
 
 import numpy as np
 
@@ -59,6 +60,11 @@ from ._core.storage import UntypedStorage, from_array, meta_storage
 from ._tensor import Tensor, make_tensor
 from .types import FileLike, Storage
 from .utils.hooks import warn_if_has_hooks
+
+# what ``load``'s ``map_location`` accepts; libraries annotate their own loaders with it
+# (``from torch.serialization import MAP_LOCATION``)
+MAP_LOCATION: TypeAlias = Union[Callable[[Storage, str], Storage], _device, str, dict[str, str],
+                                None]
 
 IS_WINDOWS = sys.platform == "win32"
 if IS_WINDOWS:

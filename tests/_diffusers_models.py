@@ -147,7 +147,7 @@ def run(torch, diffusers, name, weights=None, directory=None):
                                 generator=torch.Generator().manual_seed(0)).images
         return state, result
     elif name == "pretrained":
-        mine = "ember" if torch.__name__ == "ember" else "torch"
+        mine = "ember" if torch is sys.modules.get("ember") else "torch"
         if mine == "ember":  # the checkpoint PyTorch's save_pretrained wrote
             model = diffusers.UNet2DModel.from_pretrained(os.path.join(directory, "torch"))
             state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
@@ -168,7 +168,7 @@ if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     import torch
     import diffusers
     directory, names = sys.argv[1], sys.argv[2].split(",")
-    assert torch.__name__ == "ember", torch.__name__
+    assert torch is sys.modules["ember"], torch
     for name in names:
         weights = dict(np.load(os.path.join(directory, f"{name}_weights.npz")))
         _, result = run(torch, diffusers, name, weights, directory)

@@ -193,6 +193,6 @@ def run(torch, name):
 if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     import torch
     directory, names = sys.argv[1], sys.argv[2].split(",")
-    assert torch.__name__ == "ember", torch.__name__
+    assert torch is sys.modules["ember"], torch
     for name in names:
         np.savez(os.path.join(directory, f"{name}_ember.npz"), **run(torch, name))

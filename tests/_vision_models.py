@@ -98,7 +98,7 @@ def run(torch, name, weights=None):
 if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     import torch
     directory, names = sys.argv[1], sys.argv[2].split(",")
-    assert torch.__name__ == "ember", torch.__name__
+    assert torch is sys.modules["ember"], torch
     for name in names:
         path = os.path.join(directory, f"{name}_weights.npz")
         weights = dict(np.load(path)) if name not in TRANSFORMS else None

@@ -53,15 +53,16 @@ def test_import_torch_gives_embers_modules(tmp_path):
 
 def test_command_line_runs_a_script_or_a_module(tmp_path):
     (tmp_path / "prog.py").write_text(
-        "import sys, torch\nprint(torch.__name__, torch.ones(2).sum().item(), sys.argv[1:])\n")
+        "import sys, torch\nprint(torch is sys.modules['ember'], torch.__name__, "
+        "torch.ones(2).sum().item(), sys.argv[1:])\n")
     out = _python("-m", "ember.as_torch", str(tmp_path / "prog.py"), "--lr", "3").stdout
-    assert out.split() == ["ember", "2.0", "['--lr',", "'3']"]
+    assert out.split() == ["True", "torch", "2.0", "['--lr',", "'3']"]
     env_path = os.environ.get("PYTHONPATH", "")
     p = subprocess.run([sys.executable, "-m", "ember.as_torch", "-m", "prog", "x"],
                        cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{env_path}"})
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["ember", "2.0", "['x']"]
+    assert p.stdout.split() == ["True", "torch", "2.0", "['x']"]
     assert _python("-m", "ember.as_torch", check=False).returncode == 2
 
 

@@ -11,6 +11,10 @@ from helpers import results_beside_pytorch
 
 NAMES = ["color", "filters", "warp", "homography", "linalg", "losses", "augmentation",
          "enhance"]
+# the DLT homography's float32 SVD and LU solves run in NumPy's LAPACK (OpenBLAS) and in
+# PyTorch's (MKL); their roundings differ by CPU model, and the system is ill-conditioned: one
+# gradient entry of 32 was 4.5e-4 apart on an AMD EPYC (2e-4 holds on the Intel machines)
+RTOL = {"homography": 1e-3}
 
 
 @pytest.fixture(scope="module")
@@ -37,5 +41,5 @@ def test_kornia_matches_pytorch(results, name):
             np.testing.assert_array_equal(mine[key], ref, err_msg=key)
         else:
             scale = float(np.abs(ref[np.isfinite(ref)]).max(initial=0.0))
-            np.testing.assert_allclose(mine[key], ref, rtol=2e-4, atol=1e-5 * max(scale, 1.0),
-                                       err_msg=key)
+            np.testing.assert_allclose(mine[key], ref, rtol=RTOL.get(name, 2e-4),
+                                       atol=1e-5 * max(scale, 1.0), err_msg=key)

@@ -65,13 +65,14 @@ def test_printed_names_under_as_torch(tmp_path):
     ``str(layout) == 'torch.sparse_coo'``); plain ember keeps its own name."""
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent("""
+        import sys
         import torch
-        assert torch.__name__ == "ember"
+        assert torch is sys.modules["ember"] and torch.__name__ == "torch"
         print(torch.float32, torch.sparse_coo, torch.channels_last, torch.ones(2).shape,
               repr(torch.ones(1, dtype=torch.int32)))
         import ember.as_torch
         ember.as_torch.uninstall()
-        print(torch.float32, torch.ones(2).shape)
+        print(torch.float32, torch.ones(2).shape, torch.__name__)
     """))
     p = subprocess.run([sys.executable, "-m", "ember.as_torch", str(script)], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
@@ -79,5 +80,5 @@ def test_printed_names_under_as_torch(tmp_path):
     assert p.stdout.splitlines() == [
         "torch.float32 torch.sparse_coo torch.channels_last torch.Size([2]) "
         "tensor([1], dtype=torch.int32)",
-        "ember.float32 ember.Size([2])"]
+        "ember.float32 ember.Size([2]) ember"]
     assert repr(ember.float32) == "ember.float32" and str(ember.Size([1])) == "ember.Size([1])"

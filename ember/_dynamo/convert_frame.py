@@ -99,7 +99,7 @@ def has_tensor_in_frame(code, f_globals, args):
     from ..nn.modules.module import Module
     for name in code.co_names:
         obj = f_globals.get(name)
-        if isinstance(obj, types.ModuleType) and (obj.__name__ == "ember" or
+        if isinstance(obj, types.ModuleType) and (obj is sys.modules["ember"] or
                                                   obj.__name__.startswith("ember.")):
             return True
     seen = set()

@@ -19,10 +19,6 @@ def set_params(dist, **params):
     return values[0].shape
 
 
-def standard_normal(shape, like):
-    return ember.randn(shape, dtype=like.dtype)
-
-
 def uniform(shape, like, low=0.0, high=1.0):
     return ember.empty(shape, dtype=like.dtype).uniform_(low, high)
 

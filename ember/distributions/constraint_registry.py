@@ -37,71 +37,112 @@ class ConstraintRegistry:
 biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
-C, T = constraints, transforms
+# The factories carry PyTorch's names (``_transform_to_positive``, ...): libraries reuse them.
+# Registered by class, so a later registration of a class replaces an earlier one: as in
+# PyTorch, ``positive`` (a ``_GreaterThan``) ends up with ``_transform_to_greater_than``.
 
 
-def _both(constraint_class, factory):
-    biject_to.register(constraint_class, factory)
-    transform_to.register(constraint_class, factory)
+@biject_to.register(constraints.real)
+@transform_to.register(constraints.real)
+def _transform_to_real(constraint):
+    return transforms.identity_transform
 
 
-_both(C._Real, lambda c: T.identity_transform)
+@biject_to.register(constraints.independent)
+def _biject_to_independent(constraint):
+    return transforms.IndependentTransform(biject_to(constraint.base_constraint),
+                                           constraint.reinterpreted_batch_ndims)
 
 
-def _independent(registry):
-    def factory(c):
-        inner = registry(c.base_constraint)
-        return T.IndependentTransform(inner, c.reinterpreted_batch_ndims)
-    return factory
+@transform_to.register(constraints.independent)
+def _transform_to_independent(constraint):
+    return transforms.IndependentTransform(transform_to(constraint.base_constraint),
+                                           constraint.reinterpreted_batch_ndims)
 
 
-biject_to.register(C._IndependentConstraint, _independent(biject_to))
-transform_to.register(C._IndependentConstraint, _independent(transform_to))
+@biject_to.register(constraints.positive)
+@biject_to.register(constraints.nonnegative)
+@transform_to.register(constraints.positive)
+@transform_to.register(constraints.nonnegative)
+def _transform_to_positive(constraint):
+    return transforms.ExpTransform()
 
 
-def _lower_bounded(c):
+@biject_to.register(constraints.greater_than)
+@biject_to.register(constraints.greater_than_eq)
+@transform_to.register(constraints.greater_than)
+@transform_to.register(constraints.greater_than_eq)
+def _transform_to_greater_than(constraint):
     # exp maps R onto (0, inf); shift it to start at the bound
-    if isinstance(c, C._GreaterThan) and type(c) in (C._GreaterThan, C._GreaterThanEq) and \
-            isinstance(c.lower_bound, numbers.Number) and c.lower_bound == 0:
-        return T.ExpTransform()
-    return T.ComposeTransform([T.ExpTransform(), T.AffineTransform(c.lower_bound, 1)])
+    return transforms.ComposeTransform([transforms.ExpTransform(),
+                                        transforms.AffineTransform(constraint.lower_bound, 1)])
 
 
-def _upper_bounded(c):
-    return T.ComposeTransform([T.ExpTransform(), T.AffineTransform(c.upper_bound, -1)])
+@biject_to.register(constraints.less_than)
+@transform_to.register(constraints.less_than)
+def _transform_to_less_than(constraint):
+    return transforms.ComposeTransform([transforms.ExpTransform(),
+                                        transforms.AffineTransform(constraint.upper_bound, -1)])
 
 
-def _interval(c):
-    lo, hi = c.lower_bound, c.upper_bound
+@biject_to.register(constraints.interval)
+@biject_to.register(constraints.half_open_interval)
+@transform_to.register(constraints.interval)
+@transform_to.register(constraints.half_open_interval)
+def _transform_to_interval(constraint):
+    lo, hi = constraint.lower_bound, constraint.upper_bound
     if isinstance(lo, numbers.Number) and isinstance(hi, numbers.Number) and lo == 0 and hi == 1:
-        return T.SigmoidTransform()
-    return T.ComposeTransform([T.SigmoidTransform(), T.AffineTransform(lo, hi - lo)])
+        return transforms.SigmoidTransform()
+    return transforms.ComposeTransform([transforms.SigmoidTransform(),
+                                        transforms.AffineTransform(lo, hi - lo)])
 
 
-for _cls in (C._GreaterThan, C._GreaterThanEq):
-    _both(_cls, _lower_bounded)
-_both(C._LessThan, _upper_bounded)
-for _cls in (C._Interval, C._HalfOpenInterval):
-    _both(_cls, _interval)
+@biject_to.register(constraints.simplex)
+def _biject_to_simplex(constraint):
+    return transforms.StickBreakingTransform()
 
-biject_to.register(C._Simplex, lambda c: T.StickBreakingTransform())
-transform_to.register(C._Simplex, lambda c: T.SoftmaxTransform())
+
+@transform_to.register(constraints.simplex)
+def _transform_to_simplex(constraint):
+    return transforms.SoftmaxTransform()
+
+
 # onto, not one-to-one on the whole space of square matrices: transform_to only
-transform_to.register(C._LowerCholesky, lambda c: T.LowerCholeskyTransform())
-transform_to.register(C._PositiveDefinite, lambda c: T.PositiveDefiniteTransform())
-transform_to.register(C._PositiveSemidefinite, lambda c: T.PositiveDefiniteTransform())
-_both(C._CorrCholesky, lambda c: T.CorrCholeskyTransform())
+@transform_to.register(constraints.lower_cholesky)
+def _transform_to_lower_cholesky(constraint):
+    return transforms.LowerCholeskyTransform()
 
 
-def _cat(registry):
-    return lambda c: T.CatTransform([registry(x) for x in c.cseq], c.dim, c.lengths)
+@transform_to.register(constraints.positive_definite)
+@transform_to.register(constraints.positive_semidefinite)
+def _transform_to_positive_definite(constraint):
+    return transforms.PositiveDefiniteTransform()
 
 
-def _stack(registry):
-    return lambda c: T.StackTransform([registry(x) for x in c.cseq], c.dim)
+@biject_to.register(constraints.corr_cholesky)
+@transform_to.register(constraints.corr_cholesky)
+def _transform_to_corr_cholesky(constraint):
+    return transforms.CorrCholeskyTransform()
 
 
-biject_to.register(C._Cat, _cat(biject_to))
-transform_to.register(C._Cat, _cat(transform_to))
-biject_to.register(C._Stack, _stack(biject_to))
-transform_to.register(C._Stack, _stack(transform_to))
+@biject_to.register(constraints.cat)
+def _biject_to_cat(constraint):
+    return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim,
+                                   constraint.lengths)
+
+
+@transform_to.register(constraints.cat)
+def _transform_to_cat(constraint):
+    return transforms.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim,
+                                   constraint.lengths)
+
+
+@biject_to.register(constraints.stack)
+def _biject_to_stack(constraint):
+    return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
+
+
+@transform_to.register(constraints.stack)
+def _transform_to_stack(constraint):
+    return transforms.StackTransform([transform_to(c) for c in constraint.cseq],
+                                     constraint.dim)

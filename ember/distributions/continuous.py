@@ -8,18 +8,17 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
-from ._family import ProbsOrLogits, TransformedFamily, is_number, set_params, standard_normal, \
-    uniform
+from ._family import ProbsOrLogits, TransformedFamily, is_number, set_params, uniform
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs
+from .utils import _standard_normal, broadcast_all, clamp_probs, euler_constant, lazy_property, \
+    logits_to_probs
 
 __all__ = ["Normal", "Laplace", "Cauchy", "Uniform", "Exponential", "Gamma", "Chi2", "Beta",
            "StudentT", "FisherSnedecor", "VonMises", "ContinuousBernoulli", "LogNormal",
            "HalfNormal", "HalfCauchy", "Gumbel", "Pareto", "Weibull", "Kumaraswamy"]
 
-euler_constant = 0.57721566490153286060
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -78,11 +77,12 @@ class _LocScale(Distribution):
 
 
 class Normal(_LocScale, ExponentialFamily):
+    """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
     _z_entropy, _z_variance = 0.5 + _LOG_SQRT_2PI, 1.0
     _mean_carrier_measure = 0
 
     def _z_noise(self, shape):
-        return standard_normal(shape, self.loc)
+        return _standard_normal(shape, self.loc.dtype, self.loc.device)
 
     def sample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
@@ -107,6 +107,7 @@ class Normal(_LocScale, ExponentialFamily):
 
 
 class Laplace(_LocScale):
+    """Laplace (double exponential) distribution with location ``loc`` and scale ``scale``."""
     _z_entropy, _z_variance = 1 + math.log(2), 2.0
 
     def _z_noise(self, shape):
@@ -126,6 +127,8 @@ class Laplace(_LocScale):
 
 
 class Cauchy(_LocScale):
+    """Cauchy (Lorentz) distribution with median ``loc`` and half width at half maximum
+    ``scale``."""
     _z_entropy = math.log(4 * math.pi)
 
     def _z_noise(self, shape):
@@ -154,6 +157,7 @@ class Cauchy(_LocScale):
 # ---- other scalar families ---------------------------------------------------------------
 
 class Uniform(Distribution):
+    """Uniform distribution on the half-open interval ``[low, high)``."""
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):
@@ -192,6 +196,7 @@ class Uniform(Distribution):
 
 
 class Exponential(ExponentialFamily):
+    """Exponential distribution with rate ``rate`` (mean ``1 / rate``)."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -228,6 +233,7 @@ class Exponential(ExponentialFamily):
 
 
 class Gamma(ExponentialFamily):
+    """Gamma distribution with shape ``concentration`` and rate ``rate``."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -268,6 +274,7 @@ class Gamma(ExponentialFamily):
 
 
 class Chi2(Gamma):
+    """Chi-squared distribution with ``df`` degrees of freedom: ``Gamma(df / 2, 1 / 2)``."""
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
@@ -281,6 +288,8 @@ class Chi2(Gamma):
 
 
 class Beta(ExponentialFamily):
+    """Beta distribution on (0, 1) with concentrations ``concentration1`` (alpha) and
+    ``concentration0`` (beta)."""
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
@@ -331,6 +340,8 @@ class Beta(ExponentialFamily):
 
 
 class StudentT(Distribution):
+    """Student's t distribution with ``df`` degrees of freedom, location ``loc`` and scale
+    ``scale``."""
     arg_constraints = {"df": constraints.positive, "loc": constraints.real,
                        "scale": constraints.positive}
     support = constraints.real
@@ -360,7 +371,7 @@ class StudentT(Distribution):
 
     def rsample(self, sample_shape=ember.Size()):
         # T = Z / sqrt(V / df) with Z standard normal and V chi-squared(df)
-        z = standard_normal(self._extended_shape(sample_shape), self.df)
+        z = _standard_normal(self._extended_shape(sample_shape), self.df.dtype, self.df.device)
         v = self._chi2.rsample(sample_shape)
         return self.loc + self.scale * z * ember.rsqrt(v / self.df)
 
@@ -380,6 +391,7 @@ class StudentT(Distribution):
 
 
 class FisherSnedecor(Distribution):
+    """Fisher-Snedecor (F) distribution with ``df1`` and ``df2`` degrees of freedom."""
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
     has_rsample = True
@@ -457,6 +469,8 @@ def _log_bessel(x, order):
 
 
 class VonMises(Distribution):
+    """von Mises distribution on the circle with mean direction ``loc`` (radians) and
+    ``concentration``."""
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
 
@@ -477,8 +491,9 @@ class VonMises(Distribution):
         return k * ember.cos(value - self.loc) - math.log(2 * math.pi) - _log_bessel(k, 0)
 
     def sample(self, sample_shape=ember.Size()):
-        """Best & Fisher's (1979) rejection sampler, in double precision, redrawing only the
-        places not yet accepted."""
+        """Best & Fisher's (1979) rejection sampler in double precision. Every round draws for
+        every place and a place accepted again takes the newer draw, as PyTorch's sampler does:
+        the same seed gives PyTorch's samples."""
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
             loc = self.loc.double().expand(shape)
@@ -493,7 +508,7 @@ class VonMises(Distribution):
                 z = ember.cos(math.pi * u1)
                 f = (1 + r * z) / (r + z)
                 c = k * (r - f)
-                accept = ((c * (2 - c) - u2 > 0) | ((c / u2).log() + 1 - c >= 0)) & ~done
+                accept = (c * (2 - c) - u2 > 0) | ((c / u2).log() + 1 - c >= 0)
                 x = ember.where(accept, (u3 - 0.5).sign() * f.acos(), x)
                 done = done | accept
             wrapped = (x + math.pi + loc) % (2 * math.pi) - math.pi
@@ -605,6 +620,7 @@ class ContinuousBernoulli(ProbsOrLogits, ExponentialFamily):
 # ---- families built by transforming a simpler one ----------------------------------------
 
 class LogNormal(TransformedFamily):
+    """Log-normal distribution: ``exp(X)`` for ``X ~ Normal(loc, scale)``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
@@ -658,12 +674,14 @@ class _Folded(TransformedFamily):
 
 
 class HalfNormal(_Folded):
+    """Half-normal distribution: ``|X|`` for ``X ~ Normal(0, scale)``."""
     _base_family = Normal
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
     variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
 
 
 class HalfCauchy(_Folded):
+    """Half-Cauchy distribution: ``|X|`` for ``X ~ Cauchy(0, scale)``."""
     _base_family = Cauchy
     mean = property(lambda self: ember.full(self._extended_shape(), math.inf,
                                             dtype=self.scale.dtype))
@@ -671,6 +689,7 @@ class HalfCauchy(_Folded):
 
 
 class Gumbel(TransformedFamily):
+    """Gumbel (type-I extreme value) distribution with location ``loc`` and scale ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     _ctor = ("loc", "scale")
@@ -700,6 +719,7 @@ class Gumbel(TransformedFamily):
 
 
 class Pareto(TransformedFamily):
+    """Pareto type-I distribution with minimum ``scale`` and tail index ``alpha``."""
     arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
     _ctor = ("scale", "alpha")
 
@@ -730,6 +750,7 @@ class Pareto(TransformedFamily):
 
 
 class Weibull(TransformedFamily):
+    """Weibull distribution with scale ``scale`` and shape ``concentration``."""
     arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
     support = constraints.positive
     _ctor = ("scale", "concentration")

@@ -27,6 +27,7 @@ def _column(values, n_batch):
 
 
 class Bernoulli(ProbsOrLogits, ExponentialFamily):
+    """Bernoulli distribution on {0, 1}, parameterised by ``probs`` or ``logits``."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -67,6 +68,8 @@ class Bernoulli(ProbsOrLogits, ExponentialFamily):
 
 
 class Categorical(ProbsOrLogits):
+    """Categorical distribution over ``{0, ..., K-1}``, parameterised by ``probs`` or
+    ``logits`` (the last dim indexes the categories)."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
     has_enumerate_support = True
@@ -110,6 +113,7 @@ class Categorical(ProbsOrLogits):
 
 
 class OneHotCategorical(Distribution):
+    """Categorical distribution whose samples are one-hot vectors of length K."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.real_vector}
     support = constraints.one_hot
@@ -211,6 +215,7 @@ class Geometric(ProbsOrLogits):
 
 
 class Poisson(ExponentialFamily):
+    """Poisson distribution with rate ``rate``."""
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -243,6 +248,8 @@ def _relu_half(x):
 
 
 class Binomial(ProbsOrLogits):
+    """Binomial distribution: successes in ``total_count`` Bernoulli trials of ``probs``
+    (or ``logits``)."""
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
@@ -323,6 +330,8 @@ class NegativeBinomial(ProbsOrLogits):
 
 
 class Multinomial(Distribution):
+    """Multinomial distribution: counts of ``total_count`` draws from a categorical
+    distribution given by ``probs`` or ``logits``."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
 
@@ -417,6 +426,8 @@ class LogitRelaxedBernoulli(ProbsOrLogits):
 
 
 class RelaxedBernoulli(TransformedDistribution):
+    """Relaxed Bernoulli (binary Concrete) distribution at temperature
+    ``temperature``: a reparameterisable relaxation of Bernoulli on (0, 1)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -480,6 +491,8 @@ class ExpRelaxedCategorical(Distribution):
 
 
 class RelaxedOneHotCategorical(TransformedDistribution):
+    """Relaxed one-hot categorical (Concrete / Gumbel-softmax) distribution at
+    temperature ``temperature``: a reparameterisable relaxation on the simplex."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.real_vector}
     support = constraints.simplex

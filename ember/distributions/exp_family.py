@@ -9,6 +9,10 @@ __all__ = ["ExponentialFamily"]
 
 
 class ExponentialFamily(Distribution):
+    """Base class of exponential families, densities
+    ``exp(<t(x), theta> - F(theta) + k(x))``: subclasses give the natural parameters theta
+    (``_natural_params``), the log normaliser F (``_log_normalizer``) and the carrier measure's
+    mean; entropy and Bregman KL divergences follow from them."""
     @property
     def _natural_params(self):
         raise NotImplementedError

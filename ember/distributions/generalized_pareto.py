@@ -13,6 +13,8 @@ __all__ = ["GeneralizedPareto"]
 
 
 class GeneralizedPareto(Distribution):
+    """Generalized Pareto distribution with location ``loc``, scale ``scale`` and
+    shape ``concentration``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
                        "concentration": constraints.real}
     has_rsample = True

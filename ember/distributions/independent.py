@@ -10,6 +10,8 @@ __all__ = ["Independent"]
 
 
 class Independent(Distribution):
+    """Reinterprets the rightmost ``reinterpreted_batch_ndims`` batch dims of
+    ``base_distribution`` as event dims (log-densities are summed over them)."""
     arg_constraints = {}
 
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
@@ -54,7 +56,9 @@ class Independent(Distribution):
     def rsample(self, sample_shape=ember.Size()):
         return self.base_dist.rsample(sample_shape)
 
-    def _log_prob(self, value):
+    def log_prob(self, value):
+        # no validation of its own (as PyTorch): the base distribution's log_prob validates,
+        # against its own shapes and support, which are this one's
         return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
 
     def entropy(self):

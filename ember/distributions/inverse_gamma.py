@@ -13,6 +13,7 @@ __all__ = ["InverseGamma"]
 
 
 class InverseGamma(TransformedDistribution):
+    """Inverse gamma distribution: ``1 / X`` for ``X ~ Gamma(concentration, rate)``."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive
     has_rsample = True

@@ -8,14 +8,14 @@ import ember
 import ember.nn.functional as F
 
 from .continuous import (Beta, Cauchy, ContinuousBernoulli, Exponential, Gamma, Gumbel,
-                         HalfNormal, Laplace, Normal, Pareto, Uniform, euler_constant)
+                         HalfNormal, Laplace, Normal, Pareto, Uniform)
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .exp_family import ExponentialFamily
 from .independent import Independent
 from .multivariate import Dirichlet, LowRankMultivariateNormal, MultivariateNormal, \
-    _half_log_det, _mahalanobis
+    _batch_lowrank_logdet, _batch_lowrank_mahalanobis, _batch_mahalanobis, _half_log_det
 from .transformed_distribution import TransformedDistribution
-from .utils import _sum_rightmost
+from .utils import _sum_rightmost, euler_constant
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -114,7 +114,7 @@ def _kl_categorical_categorical(p, q):
 
 
 @register_kl(OneHotCategorical, OneHotCategorical)
-def _kl_onehot_onehot(p, q):
+def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
 
 
@@ -220,6 +220,9 @@ def _kl_pareto_pareto(p, q):
 
 
 # ---- Gaussians ---------------------------------------------------------------------------
+# KL(p || q) = 1/2 [log det Sq - log det Sp + trace(Sq^-1 Sp) + (mq - mp)^T Sq^-1 (mq - mp) - n],
+# with each covariance used through its factor: Cholesky (L L^T) or low rank (W W^T + D, through
+# the capacitance matrix and Woodbury).
 
 def _event_shape_message(kind):
     # PyTorch's text, with the run of spaces its line continuation leaves inside the string
@@ -227,44 +230,10 @@ def _event_shape_message(kind):
             + "different event shapes cannot be computed")
 
 
-def _gaussian_kl(p, p_factor, p_log_det, q):
-    """KL(p || q) for Gaussians, q a MultivariateNormal, p's covariance = A A^T (A given)."""
-    if p.event_shape != q.event_shape:
-        raise ValueError(_event_shape_message(
-            "(Low Rank) " if isinstance(p, LowRankMultivariateNormal) else ""))
-    q_tril = q._unbroadcasted_scale_tril
-    n = p.event_shape[0]
-    batch = ember.broadcast_shapes(p_factor.shape[:-2], q_tril.shape[:-2])
-    q_full = q_tril.expand(batch + q_tril.shape[-2:])
-    trace = ember.linalg.solve(q_full, p_factor.expand(batch + p_factor.shape[-2:])).pow(2)
-    trace = trace.sum((-2, -1))
-    maha = _mahalanobis(q_tril, q.loc - p.loc)
-    return 0.5 * (2 * _half_log_det(q_tril) - p_log_det + trace + maha - n)
-
-
-@register_kl(MultivariateNormal, MultivariateNormal)
-def _kl_mvn_mvn(p, q):
-    low = p._unbroadcasted_scale_tril
-    return _gaussian_kl(p, low, 2 * _half_log_det(low), q)
-
-
-@register_kl(LowRankMultivariateNormal, MultivariateNormal)
-def _kl_lowrank_mvn(p, q):
-    a = ember.cat([p._unbroadcasted_cov_factor.expand(p.batch_shape + p.cov_factor.shape[-2:]),
-                   ember.diag_embed(p.cov_diag.sqrt())], -1)
-    return _gaussian_kl(p, a, p._log_det(), q)
-
-
-def _lowrank_logdet(q):
-    """log det(W W^T + D) through the capacitance factor (matrix determinant lemma)."""
-    return 2 * _half_log_det(q._capacitance_tril) + q._unbroadcasted_cov_diag.log().sum(-1)
-
-
-def _lowrank_mahalanobis(q, x):
-    """x^T (W W^T + D)^-1 x through Woodbury."""
-    w, d = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
-    wt_dinv_x = ((w.mT / d.unsqueeze(-2)) @ x.unsqueeze(-1)).squeeze(-1)
-    return (x.pow(2) / d).sum(-1) - _mahalanobis(q._capacitance_tril, wt_dinv_x)
+def _common_batch(q_tril, p_factor):
+    """q's Cholesky factor and p's covariance factor expanded to their common batch shape."""
+    batch = ember.broadcast_shapes(q_tril.shape[:-2], p_factor.shape[:-2])
+    return q_tril.expand(batch + q_tril.shape[-2:]), p_factor.expand(batch + p_factor.shape[-2:])
 
 
 def _lowrank_inverse_root(q):
@@ -273,12 +242,48 @@ def _lowrank_inverse_root(q):
     return ember.linalg.solve_triangular(q._capacitance_tril, qwt_qdinv, upper=False)
 
 
+def _lowrank_terms(q, p_loc):
+    """log det of q's covariance and q's Mahalanobis distance of ``p_loc`` from q's mean."""
+    w, d = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    return (_batch_lowrank_logdet(w, d, q._capacitance_tril),
+            _batch_lowrank_mahalanobis(w, d, q.loc - p_loc, q._capacitance_tril))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(_event_shape_message(""))
+    half_term1 = _half_log_det(q._unbroadcasted_scale_tril) - \
+        _half_log_det(p._unbroadcasted_scale_tril)
+    q_tril, p_tril = _common_batch(q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril)
+    term2 = _batch_trace_XXT(ember.linalg.solve_triangular(q_tril, p_tril, upper=False))
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(_event_shape_message("(Low Rank) "))
+    term1 = 2 * _half_log_det(q._unbroadcasted_scale_tril) - _batch_lowrank_logdet(
+        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    # trace(Sq^-1 (W W^T + D)) = |Lq^-1 W|^2 + |Lq^-1 D^1/2|^2
+    q_tril, p_w = _common_batch(q._unbroadcasted_scale_tril, p._unbroadcasted_cov_factor)
+    _, p_d = _common_batch(q._unbroadcasted_scale_tril,
+                           ember.diag_embed(p._unbroadcasted_cov_diag.sqrt()))
+    term2 = (_batch_trace_XXT(ember.linalg.solve_triangular(q_tril, p_w, upper=False))
+             + _batch_trace_XXT(ember.linalg.solve_triangular(q_tril, p_d, upper=False)))
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
-def _kl_lowrank_lowrank(p, q):
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError(_event_shape_message("Low Rank "))
-    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
-    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    q_logdet, term3 = _lowrank_terms(q, p.loc)
+    term1 = q_logdet - _batch_lowrank_logdet(p._unbroadcasted_cov_factor,
+                                             p._unbroadcasted_cov_diag, p._capacitance_tril)
     # trace(q_cov^-1 p_cov) = trace([qD^-1 - A^T A] (pD + pW pW^T))
     a = _lowrank_inverse_root(q)
     p_w, p_d = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
@@ -289,12 +294,12 @@ def _kl_lowrank_lowrank(p, q):
 
 
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
-def _kl_mvn_lowrank(p, q):
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError(_event_shape_message("(Low Rank) "))
     p_tril = p._unbroadcasted_scale_tril
-    term1 = _lowrank_logdet(q) - 2 * _half_log_det(p_tril)
-    term3 = _lowrank_mahalanobis(q, q.loc - p.loc)
+    q_logdet, term3 = _lowrank_terms(q, p.loc)
+    term1 = q_logdet - 2 * _half_log_det(p_tril)
     # trace(q_cov^-1 p_cov) = trace([qD^-1 - A^T A] p_tril p_tril^T)
     a = _lowrank_inverse_root(q)
     term2 = (_batch_trace_XXT(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
@@ -593,7 +598,7 @@ def _kl_uniform_continuous_bernoulli(p, q):
 
 
 @register_kl(Uniform, Exponential)
-def _kl_uniform_exponential(p, q):
+def _kl_uniform_exponetial(p, q):  # sic: PyTorch's name for it
     result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
     return _inf_where(result, p.low < q.support.lower_bound)
 

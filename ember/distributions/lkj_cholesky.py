@@ -13,6 +13,8 @@ __all__ = ["LKJCholesky"]
 
 
 class LKJCholesky(Distribution):
+    """LKJ distribution over Cholesky factors of ``dim`` x ``dim`` correlation matrices
+    with shape ``concentration``."""
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 

@@ -9,6 +9,8 @@ __all__ = ["LogisticNormal"]
 
 
 class LogisticNormal(TransformedDistribution):
+    """Logistic-normal distribution on the simplex: the stick-breaking image of
+    ``Normal(loc, scale)``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.simplex
     has_rsample = True

@@ -10,6 +10,8 @@ __all__ = ["MixtureSameFamily"]
 
 
 class MixtureSameFamily(Distribution):
+    """Mixture of components of one family: ``mixture_distribution`` (a
+    Categorical) picks among the rightmost batch dim of ``component_distribution``."""
     arg_constraints = {}
     has_rsample = False
 

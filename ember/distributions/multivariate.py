@@ -8,30 +8,85 @@ import ember
 from . import constraints
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .utils import lazy_property
+from .utils import _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "Dirichlet"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
+# The batched linear algebra below carries PyTorch's private names and semantics
+# (torch.distributions.multivariate_normal._batch_mv, ...): pyro and gpytorch import them.
 
-def _mv(mat, vec):
-    return (mat @ vec.unsqueeze(-1)).squeeze(-1)
+
+def _batch_mv(bmat, bvec):
+    """Matrix-vector products over broadcastable batch dims: ``bmat @ bvec``."""
+    return ember.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
 
 
-def _mahalanobis(tril, diff):
-    """|L^-1 diff|^2 for each batch element (L lower-triangular, broadcast over diff's
-    leading dims)."""
-    n = tril.shape[-1]
-    batch = ember.broadcast_shapes(tril.shape[:-2], diff.shape[:-1])
-    # only the lower triangle takes part (as a triangular solve would read it)
-    tril = tril.tril().expand(batch + (n, n))
-    sol = ember.linalg.solve(tril, diff.expand(batch + (n,)).unsqueeze(-1)).squeeze(-1)
-    return sol.pow(2).sum(-1)
+def _batch_mahalanobis(bL, bx):
+    """x^T (L L^T)^-1 x = |L^-1 x|^2 for lower-triangular ``bL`` (only its lower triangle is
+    read) and vectors ``bx`` whose batch dims ``bL``'s broadcast to; the result has their
+    common batch shape.
+
+    One triangular solve per distinct matrix: the vectors sharing a matrix become the columns
+    of one right-hand side, so a matrix is never copied per sample."""
+    n = bx.size(-1)
+    bx = bx.expand(ember.broadcast_shapes(bL.shape[:-2], bx.shape[:-1]) + (n,))
+    batch_shape = bx.shape[:-1]
+    l_dims = bL.dim() - 2
+    outer = bx.dim() - 1 - l_dims
+    # split each of x's dims that lines up with one of L's into (repeats, L's size), then move
+    # the repeats in front: x becomes (outer..., repeats..., L's batch..., n)
+    split = tuple(batch_shape[:outer])
+    for s_l, s_x in zip(bL.shape[:-2], batch_shape[outer:]):
+        split += (s_x // s_l, s_l)
+    bx = bx.reshape(split + (n,))
+    order = (list(range(outer)) + list(range(outer, outer + 2 * l_dims, 2))
+             + list(range(outer + 1, outer + 2 * l_dims, 2)) + [outer + 2 * l_dims])
+    bx = bx.permute(order)
+    flat_l = bL.reshape(-1, n, n)  # b x n x n
+    columns = bx.reshape(-1, flat_l.size(0), n).permute(1, 2, 0)  # b x n x c
+    m = ember.linalg.solve_triangular(flat_l, columns, upper=False).pow(2).sum(-2).t()  # c x b
+    # undo the permutation: back to x's batch order
+    m = m.reshape(bx.shape[:-1])
+    inverse = list(range(outer))
+    for i in range(l_dims):
+        inverse += [outer + i, outer + l_dims + i]
+    return m.permute(inverse).reshape(batch_shape)
+
+
+def _precision_to_scale_tril(P):
+    """The lower Cholesky factor L of P^-1 (L L^T = P^-1) without inverting P. The Cholesky
+    factor of P with rows and columns reversed, flipped back, is an upper-triangular U with
+    P = U U^T; then L = U^-T: one triangular solve."""
+    lf = ember.linalg.cholesky(ember.flip(P, (-2, -1)))
+    l_inv = ember.transpose(ember.flip(lf, (-2, -1)), -2, -1)
+    eye = ember.eye(P.shape[-1], dtype=P.dtype, device=P.device)
+    return ember.linalg.solve_triangular(l_inv, eye, upper=False)
 
 
 def _half_log_det(tril):
     return tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+def _batch_capacitance_tril(W, D):
+    """Cholesky factor of the capacitance matrix I + W^T D^-1 W (m x m) of the covariance
+    W W^T + diag(D)."""
+    m = W.size(-1)
+    k = ember.matmul(W.mT / D.unsqueeze(-2), W)
+    return ember.linalg.cholesky(k + ember.eye(m, dtype=W.dtype, device=W.device))
+
+
+def _batch_lowrank_logdet(W, D, capacitance_tril):
+    """log det(W W^T + diag(D)) = log det C + log det D (matrix determinant lemma)."""
+    return 2 * _half_log_det(capacitance_tril) + D.log().sum(-1)
+
+
+def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
+    """x^T (W W^T + diag(D))^-1 x through Woodbury:
+    x^T D^-1 x - |C^-1 W^T D^-1 x|^2 with C the capacitance factor."""
+    wt_dinv_x = _batch_mv(W.mT / D.unsqueeze(-2), x)
+    return (x.pow(2) / D).sum(-1) - _batch_mahalanobis(capacitance_tril, wt_dinv_x)
 
 
 def _check_matrix(name, m):
@@ -41,6 +96,9 @@ def _check_matrix(name, m):
 
 
 class MultivariateNormal(Distribution):
+    """Multivariate normal distribution with mean ``loc`` and a covariance given by
+    exactly one of ``covariance_matrix``, ``precision_matrix`` or ``scale_tril`` (its lower
+    Cholesky factor)."""
     arg_constraints = {"loc": constraints.real_vector,
                        "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite,
@@ -69,7 +127,7 @@ class MultivariateNormal(Distribution):
         elif name == "covariance_matrix":
             self._unbroadcasted_scale_tril = ember.linalg.cholesky(matrix)
         else:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(ember.linalg.inv(matrix))
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -98,8 +156,7 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def precision_matrix(self):
-        low = self._unbroadcasted_scale_tril
-        return self._full_matrix(ember.linalg.inv(low @ low.mT))
+        return self._full_matrix(ember.cholesky_inverse(self._unbroadcasted_scale_tril))
 
     mean = property(lambda self: self.loc)
     mode = property(lambda self: self.loc)
@@ -110,11 +167,12 @@ class MultivariateNormal(Distribution):
                                                                     + self._event_shape)
 
     def rsample(self, sample_shape=ember.Size()):
-        eps = ember.randn(self._extended_shape(sample_shape), dtype=self.loc.dtype)
-        return self.loc + _mv(self._unbroadcasted_scale_tril, eps)
+        eps = _standard_normal(self._extended_shape(sample_shape), self.loc.dtype,
+                               self.loc.device)
+        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
 
     def _log_prob(self, value):
-        m = _mahalanobis(self._unbroadcasted_scale_tril, value - self.loc)
+        m = _batch_mahalanobis(self._unbroadcasted_scale_tril, value - self.loc)
         n = self._event_shape[0]
         return -0.5 * (n * _LOG_2PI + m) - _half_log_det(self._unbroadcasted_scale_tril)
 
@@ -125,6 +183,8 @@ class MultivariateNormal(Distribution):
 
 
 class LowRankMultivariateNormal(Distribution):
+    """Multivariate normal distribution with covariance
+    ``cov_factor @ cov_factor.T + diag(cov_diag)``."""
     arg_constraints = {"loc": constraints.real_vector,
                        "cov_factor": constraints.independent(constraints.real, 2),
                        "cov_diag": constraints.independent(constraints.positive, 1)}
@@ -153,14 +213,7 @@ class LowRankMultivariateNormal(Distribution):
         super().__init__(loc_.shape[:-2], event_shape, validate_args=validate_args)
         self._unbroadcasted_cov_factor = cov_factor
         self._unbroadcasted_cov_diag = cov_diag
-        self._capacitance_tril = self._capacitance(cov_factor, cov_diag)
-
-    @staticmethod
-    def _capacitance(w, d):
-        """Cholesky factor of I + W^T D^-1 W (m x m)."""
-        m = w.shape[-1]
-        k = (w.mT / d.unsqueeze(-2)) @ w
-        return ember.linalg.cholesky(k + ember.eye(m, dtype=w.dtype))
+        self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
@@ -194,32 +247,37 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def scale_tril(self):
-        return ember.linalg.cholesky(self.covariance_matrix)
+        # W W^T + D = D^1/2 (I + D^-1/2 W W^T D^-1/2) D^1/2, and the middle matrix has every
+        # eigenvalue >= 1: its Cholesky factor is well conditioned where W W^T + D's may not be
+        n = self._event_shape[0]
+        d_sqrt = self._unbroadcasted_cov_diag.sqrt().unsqueeze(-1)
+        scaled_w = self._unbroadcasted_cov_factor / d_sqrt
+        k = scaled_w @ scaled_w.mT + ember.eye(n, dtype=d_sqrt.dtype, device=d_sqrt.device)
+        return self._full_matrix(d_sqrt * ember.linalg.cholesky(k))
 
     @lazy_property
     def precision_matrix(self):
         # Woodbury: D^-1 - D^-1 W C^-1 W^T D^-1 with C = I + W^T D^-1 W = L L^T
         w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        a = ember.linalg.solve(self._capacitance_tril, w.mT / d.unsqueeze(-2))
+        a = ember.linalg.solve_triangular(self._capacitance_tril, w.mT / d.unsqueeze(-2),
+                                          upper=False)
         return self._full_matrix(ember.diag_embed(d.reciprocal()) - a.mT @ a)
 
     def rsample(self, sample_shape=ember.Size()):
         shape = self._extended_shape(sample_shape)
         w = self._unbroadcasted_cov_factor
-        eps_w = ember.randn(shape[:-1] + w.shape[-1:], dtype=self.loc.dtype)
-        eps_d = ember.randn(shape, dtype=self.loc.dtype)
-        return self.loc + _mv(w, eps_w) + self._unbroadcasted_cov_diag.sqrt() * eps_d
+        eps_w = _standard_normal(shape[:-1] + w.shape[-1:], self.loc.dtype, self.loc.device)
+        eps_d = _standard_normal(shape, self.loc.dtype, self.loc.device)
+        return self.loc + _batch_mv(w, eps_w) + self._unbroadcasted_cov_diag.sqrt() * eps_d
 
     def _log_det(self):
-        return 2 * _half_log_det(self._capacitance_tril) + \
-            self._unbroadcasted_cov_diag.log().sum(-1)
+        return _batch_lowrank_logdet(self._unbroadcasted_cov_factor,
+                                     self._unbroadcasted_cov_diag, self._capacitance_tril)
 
     def _log_prob(self, value):
-        w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        diff = value - self.loc
-        # x^T (W W^T + D)^-1 x = x^T D^-1 x - |L^-1 W^T D^-1 x|^2  (Woodbury)
-        m = (diff.pow(2) / d).sum(-1) - _mahalanobis(self._capacitance_tril,
-                                                      _mv(w.mT / d.unsqueeze(-2), diff))
+        m = _batch_lowrank_mahalanobis(self._unbroadcasted_cov_factor,
+                                       self._unbroadcasted_cov_diag, value - self.loc,
+                                       self._capacitance_tril)
         n = self._event_shape[0]
         return -0.5 * (n * _LOG_2PI + self._log_det() + m)
 
@@ -230,6 +288,7 @@ class LowRankMultivariateNormal(Distribution):
 
 
 class Dirichlet(ExponentialFamily):
+    """Dirichlet distribution on the simplex with ``concentration`` (last dim)."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True

@@ -13,6 +13,8 @@ __all__ = ["TransformedDistribution"]
 
 
 class TransformedDistribution(Distribution):
+    """``base_distribution`` pushed through ``transforms`` (applied in order);
+    densities by the change-of-variables formula."""
     arg_constraints = {}
 
     def __init__(self, base_distribution, transforms, validate_args=None):

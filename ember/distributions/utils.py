@@ -1,9 +1,16 @@
 """Small helpers shared by the distribution families: parameter broadcasting, probability/logit
-conversion, cached properties and triangular-matrix packing."""
+conversion, standard-normal noise, cached properties and triangular-matrix packing.
+
+The private names here (``_standard_normal``, ``_sum_rightmost``, ``euler_constant``,
+``is_tensor_like``) are PyTorch's: libraries built on ``torch.distributions`` (pyro, gpytorch)
+import them from ``torch.distributions.utils``, so they keep PyTorch's signatures."""
 import numbers
 from functools import update_wrapper
 
 import ember
+from ember.overrides import is_tensor_like
+
+euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant
 
 __all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs", "lazy_property",
            "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -12,7 +19,7 @@ __all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
 def broadcast_all(*values):
     """Broadcast tensors and numbers together; numbers take the first tensor's dtype (or the
     default dtype when every value is a number)."""
-    if not all(isinstance(v, (ember.Tensor, numbers.Number)) for v in values):
+    if not all(is_tensor_like(v) or isinstance(v, numbers.Number) for v in values):
         raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
                          "objects implementing __torch_function__.")
     like = next((v for v in values if isinstance(v, ember.Tensor)), None)
@@ -21,7 +28,13 @@ def broadcast_all(*values):
     return ember.broadcast_tensors(*tensors)
 
 
+def _standard_normal(shape, dtype, device):
+    """Standard-normal noise of ``shape`` (``normal_``'s stream, as every family samples)."""
+    return ember.empty(shape, dtype=dtype, device=device).normal_()
+
+
 def _sum_rightmost(value, dim):
+    """Sum out the ``dim`` rightmost dims of ``value``."""
     return value.reshape(value.shape[:value.dim() - dim] + (-1,)).sum(-1) if dim > 0 else value
 
 
@@ -50,11 +63,20 @@ class lazy_property:
 
     def __get__(self, instance, owner=None):
         if instance is None:
-            return self
+            return _lazy_property_and_property(self.wrapped)
         with ember.enable_grad():
             value = self.wrapped(instance)
-        instance.__dict__[self.wrapped.__name__] = value
+        setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    """What a class hands out for its lazy property: still a ``lazy_property`` (argument
+    validation skips lazy parameters not yet computed) and also a ``property`` (documentation
+    tools and libraries looking for properties on the class see one)."""
+
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)
 
 
 def _tril_indices(n, diag):

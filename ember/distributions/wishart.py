@@ -38,6 +38,8 @@ def _precision_to_scale_tril(P):
 
 
 class Wishart(ExponentialFamily):
+    """Wishart distribution over positive-definite matrices with ``df`` degrees of
+    freedom and a scale given by ``covariance_matrix``, ``precision_matrix`` or ``scale_tril``."""
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0
