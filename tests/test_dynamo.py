@@ -1445,3 +1445,22 @@ def test_named_results_of_ops_are_traced_by_field():
     assert len(graphs) == 1
     assert ember.equal(values2, x.sort(1).values * 2) and ember.equal(indices, x.sort(1).indices)
     assert type(mx) is ember.return_types.max and ember.equal(mx.indices, x.max(1).indices)
+
+
+def test_compiled_function_called_from_compiled_code_compiles_once():
+    """A compiled function called by compiled code is inlined; the guard on it holds on later
+    calls (it was on the wrapped function, seen through a wrapper the guard never saw)."""
+    inner = ember.compile(lambda x: x * 2, backend="eager")
+    holder = type("Holder", (), {})()
+    holder.fn = inner
+    cnt = CompileCounter()
+
+    def outer(x):
+        return inner(x) + holder.fn(x)
+    opt = ember.compile(outer, backend=cnt)
+    x = t(3)
+    for _ in range(4):
+        assert same(opt(x), x * 2 + x * 2)
+    assert cnt.frame_count == 1
+    holder.fn = ember.compile(lambda x: x * 3, backend="eager")  # another function: recompiles
+    assert same(opt(x), x * 2 + x * 3) and cnt.frame_count == 2

@@ -196,8 +196,11 @@ class VariableBuilder:
                 tx, IterItemSource(src, i) if src else None)(v) for i, v in enumerate(rest)])
         # callables
         orig = getattr(value, "_torchdynamo_orig_callable", None)
-        if orig is not None:
+        if orig is not None:  # a compiled function called from compiled code: inlined whole
+            from ..source import AttrSource
             value = orig
+            # the identity guard is on the wrapped function, so it is read through the wrapper
+            src = AttrSource(src, "_torchdynamo_orig_callable") if src is not None else None
         if not _hashable(value):
             if src is not None:
                 guards.type_match(src, value)
