@@ -242,3 +242,32 @@ def test_contextlib_and_utils_helpers():
     assert _element_size(ember.complex64) == 8
     with pytest.raises(RuntimeError, match="does not have a corresponding module"):
         _get_device_module("nonexistent")
+
+
+def test_jit_interface_and_isinstance():
+    """``@jit.interface`` classes (MONAI defines some at import) and ``jit.isinstance`` with
+    container types, as in eager PyTorch."""
+    from typing import Dict, List, Optional, Tuple
+    with pytest.warns(DeprecationWarning):
+        @ember.jit.interface
+        class Runner:
+            def run(self, x):
+                pass
+    assert Runner.__torch_script_interface__.endswith("Runner")
+    with pytest.raises(RuntimeError, match="interface must be applied to a class"):
+        ember.jit.interface(lambda: None)
+    cases = [([1, 2], List[int]), ([1, "a"], List[int]), ({"a": [1]}, Dict[str, List[int]]),
+             ((1, "x"), Tuple[int, str]), ((1,), Tuple[int, str]), (None, Optional[int]),
+             ("s", Optional[int]), (3, (str, int))]
+    for obj, target in cases:
+        assert ember.jit.isinstance(obj, target) == torch.jit.isinstance(obj, target), target
+    with pytest.raises(RuntimeError, match="without a contained type"):
+        ember.jit.isinstance([1], List)
+
+
+def test_future_is_generic():
+    from ember.futures import Future
+    assert Future[ember.Tensor] is not None  # (captum annotates Union[Tensor, Future[Tensor]])
+    f = Future()
+    f.set_result(3)
+    assert f.wait() == 3

@@ -6,11 +6,14 @@ by the operation behind it: waiting on it (or on a future chained from it with `
 that operation progress, since MPI's non-blocking requests advance only when they are tested.
 """
 import threading
+from typing import Generic, TypeVar
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
+T = TypeVar("T")
 
-class Future:
+
+class Future(Generic[T]):  # (annotations say Future[Tensor], as with PyTorch's)
     def __init__(self, *, devices=None):
         self._done = False
         self._value = None

@@ -27,13 +27,15 @@ What each entry point does here:
   an ``@unused`` method through a script module raises, as in PyTorch.
 
 Out of scope: the TorchScript IR (``.graph`` is an ``ember.fx`` graph, not ``torch._C.Graph``),
-the TorchScript language (static typing of Python, TorchScript classes, ``@script_method``,
-interfaces), the C++ runtime (``torch::jit::load``), files written by PyTorch's
+the TorchScript language (static typing of Python, TorchScript classes, ``@script_method``;
+``@interface`` classes are checked and returned as they are, and ``isinstance`` checks container
+element types as in eager PyTorch), the C++ runtime (``torch::jit::load``), files written by PyTorch's
 ``torch.jit.save`` (and PyTorch cannot read ember's), ``freeze``/``optimize_for_inference`` (they
 rewrite TorchScript IR; no equivalent is provided), and tracing of methods other than forward.
 """
 from ._internal import (Attribute, Final, annotate, export, fork, ignore,  # noqa: F401
-                        is_scripting, is_tracing, script_if_tracing, unused, wait)
+                        interface, is_scripting, is_tracing, script_if_tracing, unused, wait)
+from ._internal import jit_isinstance as isinstance  # noqa: F401,A001  (PyTorch's name)
 from ._script import (RecursiveScriptModule, ScriptFunction, ScriptModule,  # noqa: F401
                       TracedModule, script)
 from ._serialization import load, save  # noqa: F401
@@ -42,7 +44,7 @@ from ._trace import TracerWarning, TracingCheckError, trace, trace_module  # noq
 __all__ = ["trace", "trace_module", "script", "save", "load", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TracedModule", "TracerWarning", "TracingCheckError",
            "ignore", "unused", "export", "Final", "annotate", "Attribute", "is_scripting",
-           "is_tracing", "script_if_tracing", "fork", "wait"]
+           "is_tracing", "script_if_tracing", "fork", "wait", "interface", "isinstance"]
 
 # typed-overload declarations (PyG's `from torch.jit import _overload as overload`)
 from ._internal import _overload, _overload_method, _script_if_tracing  # noqa: E402,F401

@@ -204,3 +204,60 @@ def fork(func, *args, **kwargs):
 def wait(future):
     """The value of a future returned by :func:`fork`."""
     return future.wait()
+
+
+def interface(obj):
+    """``@jit.interface``: marks a class as a TorchScript interface, a type for annotations
+    (``List[MyInterface]``). Nothing compiles TorchScript here, so after PyTorch's checks the
+    class is returned as it is, marked as PyTorch marks it."""
+    import inspect
+    import warnings
+
+    from ..nn import Module
+    warnings.warn("`torch.jit.interface` is deprecated. Please use `torch.compile` instead.",
+                  DeprecationWarning, stacklevel=2)
+    if not inspect.isclass(obj):
+        raise RuntimeError("interface must be applied to a class")
+    is_module_interface = issubclass(obj, Module) and len(obj.mro()) == 3
+    if not is_module_interface and len(obj.mro()) > 2:
+        raise RuntimeError("TorchScript interface does not support inheritance yet. Please "
+                           "directly inherit from 'object' or 'nn.Module'.")
+    obj.__torch_script_interface__ = f"__torch__.{obj.__module__}.{obj.__qualname__}"
+    return obj
+
+
+def jit_isinstance(obj, target_type):
+    """``jit.isinstance``: Python's isinstance that also checks the element types of
+    ``List[...]``, ``Dict[..., ...]``, ``Tuple[...]`` and ``Optional``/``Union`` targets."""
+    import collections.abc
+    import warnings
+    if isinstance(target_type, collections.abc.Container):
+        if not isinstance(target_type, tuple):
+            raise RuntimeError("The second argument to `torch.jit.isinstance` must be a type or "
+                               "a tuple of types")
+        return any(jit_isinstance(obj, t) for t in target_type)
+    origin = typing.get_origin(target_type)
+    if target_type in (list, dict, tuple, typing.List, typing.Dict, typing.Tuple,
+                       typing.Optional):
+        name = getattr(target_type, "_name", None) or target_type.__name__.capitalize()
+        raise RuntimeError(f"Attempted to use {name} without a contained type. Please add a "
+                           f"contained type, e.g. {name}[int]")
+    if origin is None:
+        return isinstance(obj, target_type)
+    args = typing.get_args(target_type)
+    if origin in (list, dict, tuple) and obj in ([], {}, ()):
+        warnings.warn("The inner type of a container is lost when calling torch.jit.isinstance "
+                      "in eager mode. For example, List[int] would become list and therefore "
+                      "falsely return True for List[float] or List[str].", stacklevel=2)
+    if origin is list:
+        return isinstance(obj, list) and all(jit_isinstance(e, args[0]) for e in obj)
+    if origin is dict:
+        return isinstance(obj, dict) and all(
+            jit_isinstance(k, args[0]) and jit_isinstance(v, args[1])
+            for k, v in obj.items())
+    if origin is tuple:
+        return (isinstance(obj, tuple) and len(obj) == len(args)
+                and all(jit_isinstance(e, t) for e, t in zip(obj, args)))
+    if origin is typing.Union or getattr(origin, "__name__", "") == "UnionType":
+        return obj is None and type(None) in args or any(jit_isinstance(obj, t) for t in args)
+    return False
