@@ -10,13 +10,18 @@ import itertools
 import multiprocessing
 import queue
 import warnings
-from typing import Generic
+from typing import Any, Callable, Generic, TypeVar
 
 from . import _pin_memory
 from . import worker as _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _T_co
+
+# PyTorch's type aliases, which libraries annotate with (opacus's DPDataLoader)
+T = TypeVar("T")
+_worker_init_fn_t = Callable[[int], None]
+_collate_fn_t = Callable[[list[T]], Any]
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
 
