@@ -178,7 +178,6 @@ def sym_fresh_size(expr):
 
 def get_device_module(device=None):
     """The ``ember.<type>`` module of ``device`` (default: the accelerator, else ``ember.cpu``)."""
-    import ember
     from ._core.device import device as _device
     if isinstance(device, _device):
         name = device.type
@@ -191,11 +190,8 @@ def get_device_module(device=None):
     else:
         raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
                            f"None")
-    module = getattr(ember, name, None)
-    if module is None:
-        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as "
-                           f"'torch.{name}'.")
-    return module
+    from ._utils import _get_device_module
+    return _get_device_module(name)
 
 
 def _stream_device(device):
