@@ -294,6 +294,33 @@ def test_backward_twice_error_and_retain_graph(torch):
     assert str(ei.value) == str(et.value)
 
 
+def test_list_ops_save_sizes_not_tensors(torch):
+    """cat, stack and block_diag save their inputs' sizes or dtypes, not the inputs (PyTorch's
+    to_arg_sizes_symint / to_args_scalartypes): a second backward through their node after the
+    first freed the graph works, as GradCache (sentence-transformers'
+    CachedMultipleNegativesRankingLoss) does once per mini-batch. Inputs changed in place
+    afterwards are no error either."""
+    grads = []
+    for L in (ember, torch):
+        a = L.arange(2.0).requires_grad_()
+        b = L.arange(3.0, 6.0).requires_grad_()
+        c = L.cat([a, b])
+        (c * 2).sum().backward()
+        (c * 3).sum().backward()
+        s = L.stack([a, b[:2]])
+        (s * 2).sum().backward()
+        (s * 4).sum().backward()
+        d = L.block_diag(a.view(1, 2), b.view(3, 1))
+        d.sum().backward()
+        (d * 2).sum().backward()
+        x, y = a + 0, b + 0  # (add saves no tensor)
+        e = L.cat([x, y])
+        x.mul_(2)
+        e.sum().backward()
+        grads.append((a.grad.tolist(), b.grad.tolist()))
+    assert grads[0] == grads[1] == ([15.0, 15.0], [15.0, 15.0, 9.0])
+
+
 def test_root_errors(torch):
     for L in (ember, torch):
         with pytest.raises(RuntimeError) as e1:

@@ -388,7 +388,9 @@ def cat_tensors_backward(grad, sizes_list, dim):
     return out
 
 
-def stack_tensors_backward(grad, dim, n):
+def stack_tensors_backward(grad, dim, dtypes):
+    """``dtypes``: the inputs' dtypes (what PyTorch's StackBackward saves instead of the inputs);
+    the engine casts each slice to its input's dtype."""
     return list(grad.unbind(dim % grad.dim()))
 
 

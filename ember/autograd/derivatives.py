@@ -65,10 +65,10 @@ DONT_REQUIRE_DERIVATIVE = {
     "quantize_per_channel", "record_stream",
 }
 
-# "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor: the
-# expression of tensor ``t`` that computes it (generated recorders inline it, the others call
-# the function made from it). Most are a slot of the tensor, as a tuple where marked (the C
-# recorder reads those slots itself).
+# "self.sym_sizes()" in a formula is saved as the value "self_sym_sizes", not the tensor (of a
+# Tensor[] argument, the list of each tensor's value): the expression of tensor ``t`` that
+# computes it (generated recorders inline it, the others call the function made from it). Most
+# are a slot of the tensor, as a tuple where marked (the C recorder reads those slots itself).
 _DERIVED_SLOTS = {
     "sym_sizes": ("_size", True),
     "sizes": ("_size", True),
@@ -538,7 +538,15 @@ def _save(node, plan, args, outputs, pre_saved):
             saved[name] = pre_saved[name]
             continue
         v = args[i]
-        saved[name] = _DERIVED[attr](v) if hasattr(v, "_keyset") else None
+        if hasattr(v, "_keyset"):
+            saved[name] = _DERIVED[attr](v)
+        elif isinstance(v, (list, tuple)):
+            # of a Tensor[] argument, one value per tensor (PyTorch's to_arg_sizes_symint):
+            # cat saves its inputs' sizes, not the inputs, so its node can run again after
+            # a backward freed the graph's saved tensors (GradCache re-enters through it)
+            saved[name] = [_DERIVED[attr](x) if hasattr(x, "_keyset") else None for x in v]
+        else:
+            saved[name] = None
     if results:
         node_name = node.name()
         for name, idx, guard in results:
