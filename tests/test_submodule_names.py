@@ -72,7 +72,7 @@ LACKING = {
     "random": {"thread_safe_generator"},
     # TorchScript's compiler, IR and fusers (see ember.jit's docstring)
     "jit": {"CompilationUnit", "Error", "Future", "enable_onednn_fusion", "export_opnames",
-            "freeze", "interface", "isinstance", "onednn_fusion_enabled",
+            "freeze", "onednn_fusion_enabled",
             "optimize_for_inference", "set_fusion_strategy", "strict_fusion"},
     "jit.annotations": {"AnyType", "ComplexType", "DictType", "FloatType", "IntType",
                         "ListType", "Module", "StringType", "TensorType", "TupleType",

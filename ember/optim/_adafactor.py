@@ -14,9 +14,8 @@ update-sized temporary per parameter, and Adafactor is for when memory is short)
 from .. import (Tensor, _foreach_add_, _foreach_clamp_min_, _foreach_div_, _foreach_lerp_,
                 _foreach_mul, _foreach_mul_, _foreach_neg, _foreach_rsqrt_, finfo, is_complex,
                 norm, tensor, zeros_like)
-from ._algorithms import _closure_loss
-from .optimizer import (Optimizer, _get_scalar_dtype, _group_tensors_by_device_and_dtype,
-                        _to_scalar, _use_grad)
+from .optimizer import (Optimizer, _closure_loss, _get_scalar_dtype,
+                        _group_tensors_by_device_and_dtype, _to_scalar, _use_grad)
 
 __all__ = ["Adafactor", "adafactor"]
 

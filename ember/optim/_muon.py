@@ -9,8 +9,7 @@ decoupled weight decay and a learning rate scaled by the matrix's shape. State p
 import math
 
 from .. import Tensor, addmm, is_complex, zeros_like
-from ._algorithms import _closure_loss
-from .optimizer import Optimizer, _to_scalar, _use_grad
+from .optimizer import Optimizer, _closure_loss, _to_scalar, _use_grad
 
 __all__ = ["Muon"]
 

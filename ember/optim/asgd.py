@@ -14,10 +14,9 @@ from .. import (Tensor, _foreach_add, _foreach_add_, _foreach_addcmul_, _foreach
                 _foreach_maximum_, _foreach_mul, _foreach_mul_, _foreach_neg, _foreach_pow_,
                 _foreach_reciprocal_, _foreach_sub, as_tensor, is_complex, maximum, ones,
                 ones_like, tensor, view_as_real, zeros, zeros_like)
-from ._algorithms import _closure_loss
-from .optimizer import (Optimizer, _check_capturable, _default_to_foreach, _get_scalar_dtype,
-                        _get_value, _group_tensors_by_device_and_dtype, _to_scalar,
-                        _use_grad_for_differentiable, _view_as_real)
+from .optimizer import (Optimizer, _check_capturable, _closure_loss, _default_to_foreach,
+                        _get_scalar_dtype, _get_value, _group_tensors_by_device_and_dtype,
+                        _to_scalar, _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["ASGD", "asgd"]
 

@@ -11,7 +11,8 @@ import warnings
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
-from .. import float32, float64, get_default_dtype, is_complex, view_as_real
+from .. import (float32, float64, get_default_dtype, is_complex, is_floating_point, tensor,
+                view_as_real)
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..profiler._recorder import record_function
@@ -71,6 +72,86 @@ def _use_grad_for_differentiable(step):
         with set_grad_enabled(self.defaults["differentiable"]):
             return step(self, *args, **kwargs)
     return wrapper
+
+
+def _closure_loss(closure):
+    """The loss ``closure`` returns, computed with grad mode on (the step itself runs without)."""
+    if closure is None:
+        return None
+    from ..autograd.grad_mode import enable_grad
+    with enable_grad():
+        return closure()
+
+
+# (test, message) per hyper-parameter, shared by the constructors' validation.
+_CHECKS = {
+    "lr": (lambda v: 0.0 <= v, "Invalid learning rate: {}"),
+    "eps": (lambda v: 0.0 <= v, "Invalid epsilon value: {}"),
+    "momentum": (lambda v: 0.0 <= v, "Invalid momentum value: {}"),
+    "weight_decay": (lambda v: 0.0 <= v, "Invalid weight_decay value: {}"),
+    "alpha": (lambda v: 0.0 <= v, "Invalid alpha value: {}"),
+    "lr_decay": (lambda v: 0.0 <= v, "Invalid lr_decay value: {}"),
+    "momentum_decay": (lambda v: 0.0 <= v, "Invalid momentum_decay value: {}"),
+    "rho": (lambda v: 0.0 <= v <= 1.0, "Invalid rho value: {}"),
+    "initial_accumulator_value": (lambda v: 0.0 <= v,
+                                  "Invalid initial_accumulator_value value: {}"),
+}
+
+
+def _validate(**kwargs):
+    """PyTorch's constructor checks of the hyper-parameters given, in PyTorch's order."""
+    lr = kwargs.get("lr")
+    if hasattr(lr, "numel") and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    for name, value in kwargs.items():
+        if name == "betas":
+            for i, b in enumerate(value):
+                if not 0.0 <= b < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+            continue
+        ok, message = _CHECKS[name]
+        if not ok(value):
+            raise ValueError(message.format(value))
+
+
+def _step_tensor(value=0.0, group=None, p=None):
+    """A scalar counter PyTorch keeps in optimizer state (``step``, NAdam's ``mu_product``), of
+    the default float dtype: on the CPU, or with ``capturable`` on the parameter's device (a
+    CUDA graph replaying the step then counts on the device)."""
+    device = p.device if group is not None and group.get("capturable") else None
+    return tensor(value, dtype=get_default_dtype(), device=device)
+
+
+def _check_state_steps(state_steps, what="state_steps"):
+    """The functional forms' refusal of the pre-1.12 API (plain numbers as step counts)."""
+    if not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError(f"API has changed, `{what}` argument must contain a list of "
+                           "singleton tensors")
+
+
+# PyTorch's torch.utils._foreach_utils._get_fused_kernels_supported_devices()
+_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _device_dtype_check_for_fused(p):
+    if not (p.device.type in _FUSED_DEVICES and is_floating_point(p)):
+        raise RuntimeError(f"`fused=True` requires all the params to be floating point Tensors "
+                           f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
+                           f"{p.device.type}")
+
+
+def _default_foreach_dense(params, grads, differentiable):
+    """ember's choice for ``foreach=None`` in SGD, Adam and AdamW. Their multi-tensor paths
+    are their loops' arithmetic op for op and make a fixed number of dispatcher calls per step
+    instead of ~12 per parameter, so ember takes them on the CPU too (PyTorch's default there is
+    the loop), wherever its foreach kernels serve: dense tensors of one dtype on one CPU or CUDA
+    device, a step that is not differentiable."""
+    if differentiable or not params:
+        return False
+    dtype, device = params[0].dtype, params[0].device
+    return device.type in ("cpu", "cuda") and all(
+        p.device == device and p.dtype is dtype and not g.is_sparse
+        for p, g in zip(params, grads))
 
 
 def _get_value(x):

@@ -10,9 +10,8 @@ pairs of independent reals (their step sizes start at ``lr + lr*j``).
 from .. import (Tensor, _foreach_add_, _foreach_addcmul_, _foreach_copy_, _foreach_mul,
                 _foreach_mul_, _foreach_neg_, _foreach_sign_, full_like, is_complex, tensor,
                 view_as_real, where, zeros, zeros_like)
-from ._algorithms import _closure_loss
-from .optimizer import (Optimizer, _check_capturable, _default_to_foreach, _get_scalar_dtype,
-                        _get_value, _group_tensors_by_device_and_dtype,
+from .optimizer import (Optimizer, _check_capturable, _closure_loss, _default_to_foreach,
+                        _get_scalar_dtype, _get_value, _group_tensors_by_device_and_dtype,
                         _use_grad_for_differentiable, _view_as_real)
 
 __all__ = ["Rprop", "rprop"]

@@ -1,9 +1,8 @@
 """``SparseAdam``: Adam for parameters with sparse gradients (``nn.Embedding(sparse=True)``),
 PyTorch's lazy variant: the moments and the parameter change only at the rows a step's gradient
 has."""
-import math
-
-from .. import sparse_coo_tensor, zeros_like
+from .. import zeros_like
+from . import _functional as F
 from .optimizer import Optimizer, _get_value, _use_grad
 
 __all__ = ["SparseAdam"]
@@ -52,30 +51,7 @@ class SparseAdam(Optimizer):
                     state["exp_avg"] = zeros_like(p)
                     state["exp_avg_sq"] = zeros_like(p)
                 state["step"] += 1
-                _sparse_adam(p, -p.grad if group.get("maximize", False) else p.grad,
-                             state["exp_avg"], state["exp_avg_sq"], state["step"], lr, beta1,
-                             beta2, eps)
+                F.sparse_adam([p], [p.grad], [state["exp_avg"]], [state["exp_avg_sq"]],
+                              [state["step"]], eps=eps, beta1=beta1, beta2=beta2, lr=lr,
+                              maximize=group.get("maximize", False))
         return loss
-
-
-def _sparse_adam(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps):
-    """PyTorch's ``optim._functional.sparse_adam`` for one parameter."""
-    grad = grad.coalesce()  # the update is not linear: one entry per index
-    indices, values = grad._indices(), grad._values()
-    if values.numel() == 0:
-        return
-    size = grad.shape
-
-    def make_sparse(v):
-        return sparse_coo_tensor(indices, v, size)
-
-    old_exp_avg = exp_avg.sparse_mask(grad)._values()
-    exp_avg_update = values.sub(old_exp_avg).mul_(1 - beta1)
-    exp_avg.add_(make_sparse(exp_avg_update))
-    old_exp_avg_sq = exp_avg_sq.sparse_mask(grad)._values()
-    exp_avg_sq_update = values.pow(2).sub_(old_exp_avg_sq).mul_(1 - beta2)
-    exp_avg_sq.add_(make_sparse(exp_avg_sq_update))
-    numer = exp_avg_update.add_(old_exp_avg)
-    denom = exp_avg_sq_update.add_(old_exp_avg_sq).sqrt_().add_(eps)
-    step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
-    param.add_(make_sparse(-step_size * numer.div_(denom)))
