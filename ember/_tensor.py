@@ -392,7 +392,8 @@ class Tensor:
         if self._device.type != "cpu":
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
-        if self._requires_grad:
+        # (c10's check: under no_grad a tensor that requires grad converts)
+        if self._requires_grad and _tls.state.grad_enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self._dtype in (_dt.bfloat16, _dt.complex32) or self._dtype in _dt.FLOAT8:

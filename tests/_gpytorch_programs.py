@@ -6,7 +6,7 @@ and each writes what every case computed to DIR/NAME_<library>.npz.
 
 The models are gpytorch's tutorials at small sizes: exact GP regression (Cholesky, and CG with
 Lanczos variances above ``max_cholesky_size``), a multitask GP, a batch of independent GPs and
-a variational GP. Each case seeds torch's generator itself, so data and the random probe
+a variational GP; and BoTorch's Bayesian optimisation loop on them. Each case seeds torch's generator itself, so data and the random probe
 vectors of CG/Lanczos are the same in both libraries."""
 import math
 import os
@@ -179,7 +179,32 @@ def variational(torch, gpytorch):
             **{f"grad:{n}": p.grad for n, p in model.named_parameters()}}
 
 
-CASES = {f.__name__: f for f in (exact, conjugate_gradients, multitask, batch, variational)}
+def botorch(torch, gpytorch):
+    """BoTorch on gpytorch: a SingleTaskGP (input and outcome transforms) fitted by
+    fit_gpytorch_mll (scipy's L-BFGS-B over the flattened parameters), LogExpectedImprovement
+    maximised by optimize_acqf from seeded raw samples, and qLogExpectedImprovement's Monte
+    Carlo value on fixed Sobol base samples."""
+    from botorch.acquisition import LogExpectedImprovement, qLogExpectedImprovement
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from botorch.optim import optimize_acqf
+    from botorch.sampling import SobolQMCNormalSampler
+    x = torch.rand(12, 2, dtype=torch.float64)
+    y = torch.sin(6 * x[:, :1]) + x[:, 1:] ** 2
+    gp = SingleTaskGP(x, y)
+    fit_gpytorch_mll(gpytorch.mlls.ExactMarginalLogLikelihood(gp.likelihood, gp))
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+    candidate, value = optimize_acqf(LogExpectedImprovement(gp, best_f=y.max()), bounds=bounds,
+                                     q=1, num_restarts=4, raw_samples=32)
+    qei = qLogExpectedImprovement(gp, best_f=y.max(),
+                                  sampler=SobolQMCNormalSampler(torch.Size([64]), seed=1))
+    return {"lengthscale": gp.covar_module.lengthscale, "noise": gp.likelihood.noise,
+            "candidate": candidate, "value": value,
+            "qlogei": qei(torch.rand(3, 2, 2, dtype=torch.float64))}
+
+
+CASES = {f.__name__: f for f in (exact, conjugate_gradients, multitask, batch, variational,
+                                  botorch)}
 
 
 def run(torch, name):

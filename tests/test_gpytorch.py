@@ -1,6 +1,7 @@
 """gpytorch (and linear_operator) on ember through ``ember.as_torch``: exact GP regression
 with Cholesky and, above ``max_cholesky_size``, with CG and Lanczos; a multitask GP; a batch of
-GPs; a variational GP with ``VariationalStrategy``, computing PyTorch's numbers. Each case of
+GPs; a variational GP with ``VariationalStrategy``; BoTorch fitting a SingleTaskGP and
+maximising an acquisition function, computing PyTorch's numbers. Each case of
 tests/_gpytorch_programs.py runs in PyTorch and in ember, in two subprocesses side by side,
 from the same seeds."""
 import importlib.util
@@ -27,8 +28,9 @@ def results(tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_gpytorch_matches_pytorch(results, name):
     """Every training loss (negative marginal log likelihood or ELBO), every parameter's
-    gradient at the last step, the learned hyperparameters and inducing points, and the
-    predictive means, variances and confidence bounds equal PyTorch's."""
+    gradient at the last step, the learned hyperparameters and inducing points, the
+    predictive means, variances and confidence bounds, and BoTorch's fitted hyperparameters,
+    candidate and acquisition values equal PyTorch's."""
     theirs, mine = results[name]
     assert sorted(mine) == sorted(theirs)
     for key, ref in theirs.items():

@@ -271,3 +271,15 @@ def test_future_is_generic():
     f = Future()
     f.set_result(3)
     assert f.wait() == 3
+
+
+def test_numpy_of_a_tensor_that_requires_grad_under_no_grad():
+    """c10 refuses numpy() on a tensor that requires grad only while grad mode is on (botorch
+    reads parameters so under no_grad)."""
+    for lib in (torch, ember):
+        p = lib.ones(2, requires_grad=True)
+        with lib.no_grad():
+            assert p.numpy().tolist() == [1.0, 1.0] and p.view(-1).numpy().shape == (2,)
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                               "grad"):
+            p.numpy()
