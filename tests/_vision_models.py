@@ -29,6 +29,13 @@ MODELS = {
     "tv_shufflenet_v2": ("torchvision", "shufflenet_v2_x0_5", {}, 64),
 }
 TRANSFORMS = ("tv_transforms",)
+OPTIMIZERS = ("timm_optimizers",)
+# timm's own optimizers, each three steps on a small MLP (Kron's preconditioner einsums set
+# ``torch.backends.opt_einsum.strategy = "auto-hq"``; Lamb, Lion, MADGRAD ... and
+# create_optimizer_v2's parameter groups)
+TIMM_OPTIMIZERS = ("lamb", "lion", "adamp", "sgdp", "adabelief", "radam", "nadamw",
+                   "adafactorbv", "lars", "madgrad", "novograd", "adan", "laprop", "mars", "kron",
+                   "muon", "adopt")
 
 
 def build(torch, name, weights=None):
@@ -68,11 +75,35 @@ def _transforms(torch):
     return out
 
 
+def _optimizers(torch):
+    """Every optimizer of TIMM_OPTIMIZERS from the same seeded MLP: the last loss and the
+    parameters after three steps."""
+    from timm.optim import create_optimizer_v2
+    rs = np.random.RandomState(0)
+    x = torch.from_numpy(rs.randn(16, 4).astype(np.float32))
+    out = {}
+    for name in TIMM_OPTIMIZERS:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                    torch.nn.Linear(8, 2))
+        opt = create_optimizer_v2(model, name, lr=1e-2, weight_decay=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+        out[f"{name}.loss"] = np.array(loss.item())
+        out.update({f"{name}.{k}": p.detach().numpy() for k, p in model.named_parameters()})
+    return out
+
+
 def run(torch, name, weights=None):
     """Build ``name`` (with ``weights`` if given), then an eval forward and a training forward
     and backward on a fixed batch. Returns (state dict as arrays, what was computed)."""
     if name in TRANSFORMS:
         return {}, _transforms(torch)
+    if name in OPTIMIZERS:
+        return {}, _optimizers(torch)
     model = build(torch, name, weights)
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     side = MODELS[name][3]
@@ -101,6 +132,6 @@ if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
     assert torch is sys.modules["ember"], torch
     for name in names:
         path = os.path.join(directory, f"{name}_weights.npz")
-        weights = dict(np.load(path)) if name not in TRANSFORMS else None
+        weights = dict(np.load(path)) if name in MODELS else None
         _, result = run(torch, name, weights)
         np.savez(os.path.join(directory, f"{name}_ember.npz"), **result)

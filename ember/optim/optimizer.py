@@ -8,6 +8,7 @@ replaced by integer ids numbered across groups), and step/state-dict hooks. Subc
 import copy
 import functools
 import warnings
+from typing import Any, Iterable, Union
 from collections import OrderedDict, defaultdict
 from itertools import chain
 
@@ -195,14 +196,33 @@ def _foreach_devices():
     return ("cuda", "xpu", "mtia", _get_privateuse1_backend_name())
 
 
+def _fused_devices():
+    """The device types with fused optimizer kernels in PyTorch
+    (``_get_fused_kernels_supported_devices``)."""
+    return ("mps", "cuda", "xpu", "hpu", "cpu", "mtia", _get_privateuse1_backend_name())
+
+
+def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
+    """PyTorch's defaults (fused, foreach) for ``params`` (None entries are passed over): fused
+    when asked for and every parameter is a plain floating tensor on a device with fused
+    kernels; else foreach when every parameter is a plain tensor on a device with foreach
+    kernels; neither for a differentiable step."""
+    from ..nn.parameter import Buffer, Parameter
+    if differentiable:
+        return False, False
+    plain = (Tensor, Parameter, Buffer)
+    fused = use_fused and all(p is None or (type(p) in plain and p.device.type in _fused_devices()
+                                            and is_floating_point(p)) for p in params)
+    foreach = not fused and all(p is None or (type(p) in plain
+                                              and p.device.type in _foreach_devices())
+                                for p in params)
+    return fused, foreach
+
+
 def _default_to_foreach(params, differentiable):
     """PyTorch's choice for ``foreach=None``: the multi-tensor path when the step is not
     differentiable and every parameter is a plain tensor on a device with foreach kernels."""
-    from ..nn.parameter import Buffer, Parameter
-    if differentiable:
-        return False
-    return all(type(p) in (Tensor, Parameter, Buffer) and p.device.type in _foreach_devices()
-               for p in params)
+    return _default_to_fused_or_foreach(params, differentiable)[1]
 
 
 def _group_tensors_by_device_and_dtype(tensorlists):
@@ -226,6 +246,10 @@ def _view_as_real(params, *state_and_grads):
             params[i] = view_as_real(p)
             for s in state_and_grads:
                 s[i] = view_as_real(s[i])
+
+
+# what optimizers take as ``params`` (PyTorch's alias; libraries annotate with it)
+ParamsT = Union[Iterable[Tensor], Iterable[dict[str, Any]], Iterable[tuple[str, Tensor]]]
 
 
 class Optimizer:

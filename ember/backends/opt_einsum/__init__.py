@@ -2,9 +2,10 @@
 
 With three or more operands, einsum asks opt_einsum for the cheapest pairwise contraction order
 when ``enabled`` is True and the package is installed, using ``strategy`` ("auto", "greedy" or
-"optimal", as ``opt_einsum.contract_path``'s ``optimize``); otherwise it contracts left to
-right. Assignments are validated as in PyTorch (``ContextProp`` setters), and ``flags(...)``
-scopes both settings."""
+"optimal", or another of opt_einsum's strategies, as ``opt_einsum.contract_path``'s
+``optimize``); otherwise it contracts left to right. Assignments are validated (``ContextProp``
+setters; PyTorch's own are never installed, so it takes any value), and ``flags(...)`` scopes
+both settings."""
 import importlib.util
 import sys
 from contextlib import contextmanager
@@ -56,11 +57,22 @@ def _set_strategy(_strategy):
             f"opt_einsum is not enabled, so setting a `strategy` to {_strategy} will not be "
             "meaningful. torch.einsum will bypass path calculation and simply contract from left "
             "to right. Please set `enabled` to `True` as well or unset `strategy`.")
-    if _strategy not in ["auto", "greedy", "optimal"]:
+    if _strategy not in ["auto", "greedy", "optimal"] and not _opt_einsum_knows(_strategy):
         raise ValueError(f"`strategy` must be one of the following: [auto, greedy, optimal] but "
                          f"is {_strategy}")
     global strategy
     strategy = _strategy
+
+
+def _opt_einsum_knows(name):
+    """Whether ``name`` is one of opt_einsum's own path strategies ("auto-hq", "dp" ...):
+    PyTorch's module stores an assigned strategy unchecked (its setter is never installed) and
+    hands it to ``contract_path``, so programs set these (timm's Kron sets "auto-hq")."""
+    try:
+        get_opt_einsum().paths.get_path_fn(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _get_strategy():
