@@ -28,8 +28,6 @@ MODELS = {
     # channel shuffle (a view, a transpose and a flatten)
     "tv_shufflenet_v2": ("torchvision", "shufflenet_v2_x0_5", {}, 64),
 }
-TRANSFORMS = ("tv_transforms",)
-OPTIMIZERS = ("timm_optimizers",)
 # timm's own optimizers, each three steps on a small MLP (Kron's preconditioner einsums set
 # ``torch.backends.opt_einsum.strategy = "auto-hq"``; Lamb, Lion, MADGRAD ... and
 # create_optimizer_v2's parameter groups)
@@ -97,13 +95,35 @@ def _optimizers(torch):
     return out
 
 
+def _features(torch):
+    """torchvision's feature extractor (an fx trace of resnet18 in train and eval mode, the
+    requested nodes returned), its deep copy, and get_graph_node_names."""
+    import copy
+
+    from torchvision.models import resnet18
+    from torchvision.models.feature_extraction import (create_feature_extractor,
+                                                       get_graph_node_names)
+    torch.manual_seed(0)
+    model = resnet18().eval()
+    train_nodes, eval_nodes = get_graph_node_names(model)
+    extractor = create_feature_extractor(
+        model, return_nodes={"layer1": "l1", "layer4.1.relu_1": "l4", "avgpool": "pool"})
+    x = torch.from_numpy(np.random.RandomState(0).randn(1, 3, 64, 64).astype(np.float32))
+    out = {k: v.detach().numpy() for k, v in copy.deepcopy(extractor)(x).items()}
+    out["nodes"] = np.array(train_nodes + ["|"] + eval_nodes)
+    return out
+
+
+# the cases other than MODELS: name -> function of torch computing them
+OTHER = {"tv_transforms": _transforms, "timm_optimizers": _optimizers,
+         "tv_features": _features}
+
+
 def run(torch, name, weights=None):
     """Build ``name`` (with ``weights`` if given), then an eval forward and a training forward
     and backward on a fixed batch. Returns (state dict as arrays, what was computed)."""
-    if name in TRANSFORMS:
-        return {}, _transforms(torch)
-    if name in OPTIMIZERS:
-        return {}, _optimizers(torch)
+    if name in OTHER:
+        return {}, OTHER[name](torch)
     model = build(torch, name, weights)
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     side = MODELS[name][3]

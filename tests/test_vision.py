@@ -1,7 +1,7 @@
 """timm and torchvision on ember through ``ember.as_torch``: image classifiers of both libraries
 (convolutions, batch norm, attention, squeeze-excitation, channel shuffle) computing PyTorch's
-outputs and gradients, torchvision.transforms.v2 computing PyTorch's images, and timm's
-optimizers computing PyTorch's updates. Each case of
+outputs and gradients, torchvision.transforms.v2 computing PyTorch's images, timm's
+optimizers computing PyTorch's updates, and torchvision's fx feature extractor. Each case of
 tests/_vision_models.py runs in PyTorch here and in ember in one ``python -m ember.as_torch``
 subprocess with PyTorch's weights."""
 import numpy as np
@@ -18,8 +18,7 @@ def results(torch, tmp_path_factory):
     import _vision_models
     directory = tmp_path_factory.mktemp("vision")
     theirs = {}
-    for name in (list(_vision_models.MODELS) + list(_vision_models.TRANSFORMS)
-                 + list(_vision_models.OPTIMIZERS)):
+    for name in list(_vision_models.MODELS) + list(_vision_models.OTHER):
         state, theirs[name] = _vision_models.run(torch, name)
         if state:
             np.savez(directory / f"{name}_weights.npz", **state)
@@ -68,3 +67,13 @@ def test_timm_optimizers_match_pytorch(results):
     assert sorted(mine) == sorted(theirs)
     for key, ref in theirs.items():
         np.testing.assert_allclose(mine[key], ref, rtol=1e-5, atol=2e-6, err_msg=key)
+
+
+def test_feature_extractor_matches_pytorch(results):
+    """The traced node names exactly; the features of a deep copy of the extractor to float32
+    rounding."""
+    theirs, mine = results["tv_features"]
+    assert sorted(mine) == sorted(theirs)
+    np.testing.assert_array_equal(mine["nodes"], theirs["nodes"])
+    for key in ("l1", "l4", "pool"):
+        np.testing.assert_allclose(mine[key], theirs[key], rtol=1e-4, atol=1e-4, err_msg=key)

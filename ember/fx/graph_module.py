@@ -20,6 +20,17 @@ from .graph import Graph, _custom_builtins
 __all__ = ["GraphModule"]
 
 _next_id = itertools.count()
+# attributes a GraphModule's copies take back from ``meta[_USER_PRESERVED_ATTRIBUTES_KEY]``
+_USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
+class _CodeOnlyModule(Module):
+    """A module that is only the given ``__dict__`` (a GraphModule's, while it is copied or
+    rebuilt; torchvision's feature extractor copies itself through it)."""
+
+    def __init__(self, body):
+        super().__init__()
+        self.__dict__ = body
 
 
 def _exec_with_source(src, globals_):
@@ -282,9 +293,8 @@ class GraphModule(Module):
     def __deepcopy__(self, memo):
         res = type(self).__new__(type(self))  # a class of its own, as every GraphModule
         memo[id(self)] = res
-        fake_mod = Module()
-        fake_mod.__dict__ = copy.deepcopy(
-            {k: v for k, v in self.__dict__.items() if k not in ("_graph",)}, memo)
+        fake_mod = _CodeOnlyModule(copy.deepcopy(
+            {k: v for k, v in self.__dict__.items() if k not in ("_graph",)}, memo))
         GraphModule.__init__(res, fake_mod, copy.deepcopy(self._graph, memo),
                              self.__class__.__name__)
         for attr in ("meta", "_tracer_extras"):
@@ -293,6 +303,9 @@ class GraphModule(Module):
         for k, v in fake_mod.__dict__.items():
             if k not in res.__dict__:
                 res.__dict__[k] = v
+        for name, value in getattr(res, "meta", {}).get(_USER_PRESERVED_ATTRIBUTES_KEY,
+                                                         {}).items():
+            setattr(res, name, value)
         return res
 
     def __copy__(self):
@@ -342,10 +355,8 @@ def reduce_graph_module(body, import_block, class_name="GraphModule"):
 def _deserialize_graph_module(forward, body, class_name):
     from ._symbolic_trace import Tracer
 
-    class CodeOnlyModule(Module):
-        def __init__(self, body):
-            super().__init__()
-            self.__dict__ = body
+    class CodeOnlyModule(_CodeOnlyModule):
+        pass
 
     CodeOnlyModule.forward = forward
 
