@@ -283,3 +283,25 @@ def test_numpy_of_a_tensor_that_requires_grad_under_no_grad():
         with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
                                                "grad"):
             p.numpy()
+
+
+def test_small_internals_libraries_import():
+    """pyro's ``torch._jit_internal._copy_to_script_wrapper``, Lightning's
+    ``torch._dynamo.eval_frame.is_dynamo_supported``, kornia's
+    ``torch._dynamo.exc.TensorifyScalarRestartAnalysis``, timm's ``ParamsT`` and
+    ``_default_to_fused_or_foreach``, as PyTorch's."""
+    from ember._dynamo.eval_frame import is_dynamo_supported
+    from ember._dynamo.exc import RestartAnalysis, TensorifyScalarRestartAnalysis
+    from ember._jit_internal import FunctionModifiers, _copy_to_script_wrapper
+    from ember.optim.optimizer import ParamsT, _default_to_fused_or_foreach  # noqa: F401
+    from torch._jit_internal import _copy_to_script_wrapper as reference
+    fn = _copy_to_script_wrapper(lambda: None)
+    assert fn._torchscript_modifier == FunctionModifiers.COPY_TO_SCRIPT_WRAPPER == \
+        reference(lambda: None)._torchscript_modifier
+    assert is_dynamo_supported() is (sys.version_info[:2] in ((3, 11), (3, 12)))
+    assert issubclass(TensorifyScalarRestartAnalysis, RestartAnalysis)
+    from torch.optim.optimizer import _default_to_fused_or_foreach as t_default
+    for use_fused in (False, True):
+        assert _default_to_fused_or_foreach([ember.ones(2), None], False, use_fused) == \
+            t_default([torch.ones(2), None], False, use_fused)
+    assert _default_to_fused_or_foreach([ember.ones(2)], True, True) == (False, False)

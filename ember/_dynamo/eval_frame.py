@@ -107,6 +107,25 @@ def _record_guards(guards):
         r.guards.extend(guards)
 
 
+def check_if_dynamo_supported():
+    """RuntimeError on a Python whose bytecode the capture does not read (3.11 and 3.12 it
+    does)."""
+    import sys
+
+    from .convert_frame import supported_python
+    if not supported_python():
+        raise RuntimeError(f"Python {sys.version_info.major}.{sys.version_info.minor}+ is not "
+                           f"supported for torch.compile")
+
+
+def is_dynamo_supported():
+    try:
+        check_if_dynamo_supported()
+    except RuntimeError:
+        return False
+    return True
+
+
 def is_compiling():
     from .convert_frame import _compiling
     return bool(_compiling[0])

@@ -1,7 +1,8 @@
 """Dynamo's exceptions (PyTorch's ``torch._dynamo.exc``): what a capture raises and why."""
 from enum import Enum, auto
 
-__all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis", "BackendCompilerFailed",
+__all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis",
+           "TensorifyScalarRestartAnalysis", "BackendCompilerFailed",
            "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented",
            "UserError", "UserErrorType", "SkipFrame", "UncapturedHigherOrderOpError"]
 
@@ -62,6 +63,12 @@ class SkipFrame(TorchDynamoException):
 
 class RestartAnalysis(TorchDynamoException):
     """Internal: the frame is analysed again with more knowledge (where to break)."""
+
+
+class TensorifyScalarRestartAnalysis(RestartAnalysis):
+    """PyTorch's restart when a float scalar becomes a tensor input of the graph. ember
+    specialises on float scalars instead and never raises it; code that catches it (kornia's
+    RANSAC) imports it."""
 
 
 class BackendCompilerFailed(TorchDynamoException):

@@ -32,6 +32,13 @@ def get_torchscript_modifier(fn):
     return getattr(fn, "_torchscript_modifier", FunctionModifiers.DEFAULT)
 
 
+def _copy_to_script_wrapper(fn):
+    """Mark a method that a script wrapper of its module copies over as Python (container
+    modules' methods; pyro marks its own)."""
+    fn._torchscript_modifier = FunctionModifiers.COPY_TO_SCRIPT_WRAPPER
+    return fn
+
+
 def export(fn):
     """Mark a method as an entry point of the scripted module (it stays callable on it)."""
     fn._torchscript_modifier = FunctionModifiers.EXPORT
