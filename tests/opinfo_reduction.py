@@ -5,8 +5,9 @@ unique (_unique2, unique_dim, unique_consecutive), bincount, histc, searchsorted
 Loaded by tests/opinfo.py.
 
 Ops that pick by rank get samples with distinct values where PyTorch's choice among ties is an
-implementation detail (topk, median, kthvalue: nth_element/partial sort); sort (stable) and mode
-(documented: the last index of the smallest most frequent value) get ties too."""
+implementation detail (topk, median, kthvalue: nth_element/partial sort); sort (stable, and the
+unstable sort's std::sort order over rows of 40) and mode (documented: the last index of the
+smallest most frequent value) get ties too."""
 import math
 
 import numpy as np
@@ -327,7 +328,7 @@ def sort_samples(op):
     stable = op.name.endswith("stable")
     for dt in op.dtypes:
         for shape in SHAPES:
-            x = tensor(shape, dt)  # ties included: the CPU sort is stable
+            x = tensor(shape, dt)  # (rows of at most 16 are insertion-sorted: stable)
             for d in range(-max(len(shape), 1), max(len(shape), 1)):
                 for desc in (False, True):
                     if stable:
@@ -340,9 +341,20 @@ def sort_samples(op):
         for lay in LAYOUTS:
             yield Sample((tensor((3, 4), dt, lay),), {"stable": False} if stable else {},
                          desc=f"{dt} {lay}")
+        # rows of 40 from three values: the unstable sort's order among ties is std::sort's
+        ties = T(np.random.RandomState(0).randint(0, 3, (3, 40)).astype(np.float64), dt)
+        for desc in (False, True):
+            for d in (0, 1):
+                kw = {"stable": False, "dim": d, "descending": desc} if stable else \
+                    {"dim": d, "descending": desc}
+                yield Sample((ties,), kw, desc=f"{dt} ties dim={d} desc={desc}")
     for desc in (False, True):
         kw = {"stable": True, "descending": desc} if stable else {"descending": desc}
         yield Sample((with_nan(),), kw, desc=f"NaN desc={desc}")
+        wide_nan = T(np.where(np.arange(60) % 7 == 0, NAN, np.arange(60) % 4).reshape(2, 30),
+                     "float32")
+        yield Sample((wide_nan,), {"stable": False, "descending": desc} if stable else
+                     {"descending": desc}, desc=f"NaN among ties desc={desc}")
         yield Sample((T(np.array([0.0, -0.0, 1.0, -0.0]), "float32"),), kw, desc="signed zeros")
 
 

@@ -1,10 +1,13 @@
 """CPU kernels that order values: sort, topk, kthvalue, median/nanmedian, mode, unique (sorted,
 by dim, consecutive), bincount, histc, searchsorted and bucketize.
 
-Everything that selects by rank goes through one stable sort (:func:`stable_argsort`: NaN sorts
-last ascending and first descending, ties keep their input order), so the indices PyTorch's
-stable CPU sort returns are reproduced. Where ATen picks among ties with a C++ selection
-instead (topk, kthvalue), the rows with ties replay it on the host; on device arrays (a GPU,
+``sort``/``argsort`` with ``stable=False`` (their default) order equal values as ATen's
+``std::sort`` does (``introsort.py``), except where ATen's own sort is stable: a dimension of
+stride 0, and the radix sort of a 1-d integer tensor of at least 32768 elements ascending.
+Everything else that selects by rank goes through one stable sort (:func:`stable_argsort`:
+NaN sorts last ascending and first descending, ties keep their input order), so the indices
+PyTorch's stable CPU sort returns are reproduced. Where ATen picks among ties with a C++
+selection instead (topk, kthvalue), the rows with ties replay it on the host; on device arrays (a GPU,
 where finding those rows would read them back) the vectorised pick stands. The shape/dtype
 rules and errors (``check_*``, ``*_shape``) are shared with the Meta kernels in
 ``meta/sorting.py``; the ops whose output size depends on the data (unique, bincount) have no
@@ -15,6 +18,7 @@ import numpy as np
 from ..._core import dtype as D
 from ..._core import strides as _st
 from . import _stl
+from .introsort import unstable_argsort
 from ._util import array_module, array_of, own, wrap
 from ..rules.sorting import (_not_implemented, check_bucketize, check_histc, check_searchsorted,
                              check_selection, check_sort, kthvalue_shape, selection_dim, topk_shape)
@@ -49,20 +53,37 @@ def _result(self, values, idx, shape):
 # -- sort / topk -------------------------------------------------------------------------------
 
 
-def _sort(self, dim, descending):
+# ATen's radix sort (stable) takes 1-d integer tensors of at least GRAIN_SIZE elements
+_RADIX_NUMEL = 32768
+
+
+def _atens_sort_is_stable(self, d, descending):
+    """Where ATen's unstable sort gives the stable order: a dimension of stride 0 (the indices
+    are left as filled) and its radix sort (1-d, integer, ascending, large)."""
+    return (self._stride[d] == 0 if self._size else True) or (
+        len(self._size) == 1 and not descending and self._dtype._category == D.INTEGRAL
+        and self._size[0] >= _RADIX_NUMEL)
+
+
+def _sort(self, dim, descending, stable):
     d = check_sort("sort", self, dim)
     a = self._nd()
     a1 = a.reshape(1) if a.ndim == 0 else a
-    idx = stable_argsort(_keys(self), d, descending)
+    keys = _keys(self)
+    idx = None
+    if not stable and not _atens_sort_is_stable(self, d, descending):
+        idx = unstable_argsort(keys, d, descending)
+    if idx is None:
+        idx = stable_argsort(keys, d, descending)
     return _result(self, np.take_along_axis(a1, idx, d), idx, self._size)
 
 
 def sort(self, dim=-1, descending=False):
-    return _sort(self, dim, descending)
+    return _sort(self, dim, descending, False)
 
 
 def sort_stable(self, stable, dim=-1, descending=False):
-    return _sort(self, dim, descending)  # the CPU sort is always stable
+    return _sort(self, dim, descending, bool(stable))
 
 
 def _nan_first_gt(x, y):
