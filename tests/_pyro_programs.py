@@ -1,39 +1,18 @@
 """Pyro programs run the same way in PyTorch and in ember (through ``ember.as_torch``):
 tests/test_pyro.py runs ``python tests/_pyro_programs.py torch DIR NAMES`` and
 ``python -m ember.as_torch tests/_pyro_programs.py ember DIR NAMES`` side by side
-(:func:`pytorch_beside_ember`, which tests/test_gpytorch.py uses too), and each writes what
-every case computed to DIR/NAME_<library>.npz.
+(``helpers.pytorch_beside_ember``), and each writes what every case computed to
+DIR/NAME_<library>.npz.
 
 Both sides run in subprocesses because importing pyro (gpytorch imports it too) patches the
 ``torch.distributions`` it imports (``pyro.distributions.torch_patch``): done inside pytest,
-that would change the PyTorch the other tests compare with. Every case seeds pyro's (that is, torch's) generator itself, so
-its data, initial values and Monte Carlo draws are the same in both libraries."""
+that would change the PyTorch the other tests compare with. Every case seeds pyro's (that is,
+torch's) generator itself, so its data, initial values and Monte Carlo draws are the same in
+both libraries."""
 import os
-import subprocess
 import sys
 
 import numpy as np
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
-
-
-def pytorch_beside_ember(script, directory, names, timeout=600):
-    """Run the cases ``names`` of ``tests/<script>`` in PyTorch (``python <script> torch``) and
-    in ember (``python -m ember.as_torch <script> ember``) at the same time, each process
-    saving DIR/<case>_<library>.npz; fail with the end of a failing side's stderr.
-    Case -> (PyTorch's result, ember's)."""
-    path = os.path.join(TESTS, script)
-    sides = {"torch": [sys.executable, path],
-             "ember": [sys.executable, "-m", "ember.as_torch", path]}
-    procs = {lib: subprocess.Popen([*cmd, lib, str(directory), ",".join(names)],
-                                   cwd=os.path.dirname(TESTS), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
-             for lib, cmd in sides.items()}
-    for lib, proc in procs.items():
-        _, err = proc.communicate(timeout=timeout)
-        assert proc.returncode == 0, f"{lib}:\n{err[-4000:]}"
-    return {n: tuple(dict(np.load(os.path.join(directory, f"{n}_{lib}.npz")))
-                     for lib in ("torch", "ember")) for n in names}
 
 
 def _arrays(values):

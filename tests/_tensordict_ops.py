@@ -1,7 +1,9 @@
 """tensordict (PyTorch's library of tensor dictionaries, which TorchRL is built on) runs the same
-way in PyTorch and in ember (through ``ember.as_torch``): tests/test_tensordict.py runs each case
-in PyTorch in its own process, and ``python -m ember.as_torch tests/_tensordict_ops.py DIR
-NAMES`` runs them in ember, writing what each computed to DIR/NAME_ember.npz.
+way in PyTorch and in ember (through ``ember.as_torch``): tests/test_tensordict.py runs
+``python tests/_tensordict_ops.py torch DIR NAMES`` and ``python -m ember.as_torch
+tests/_tensordict_ops.py ember DIR NAMES`` side by side, each writing what every case computed
+to DIR/NAME_<library>.npz (in subprocesses both: importing tensordict replaces steps of the
+``torch._functorch.vmap`` it imports).
 
 tensordict reaches into PyTorch's internals: ``torch._C._functorch``, the vmap steps it replaces
 in ``torch._functorch.vmap``, ``torch.nn.utils._named_member_accessor``, the DataLoader's
@@ -85,9 +87,9 @@ def run(torch, name):
     return result
 
 
-if __name__ == "__main__":  # the ember side, under python -m ember.as_torch
+if __name__ == "__main__":  # each side, as helpers.pytorch_beside_ember runs it
+    library, directory, names = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
     import torch
-    directory, names = sys.argv[1], sys.argv[2].split(",")
-    assert torch is sys.modules["ember"], torch
+    assert (sys.modules.get("ember") is torch) == (library == "ember"), library
     for name in names:
-        np.savez(os.path.join(directory, f"{name}_ember.npz"), **run(torch, name))
+        np.savez(os.path.join(directory, f"{name}_{library}.npz"), **run(torch, name))

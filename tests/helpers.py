@@ -131,6 +131,26 @@ def results_beside_pytorch(script, directory, theirs, timeout=600):
             for n in theirs}
 
 
+def pytorch_beside_ember(script, directory, names, timeout=600):
+    """Run the cases ``names`` of ``tests/<script>`` in PyTorch (``python <script> torch``) and
+    in ember (``python -m ember.as_torch <script> ember``) at the same time, each process
+    saving DIR/<case>_<library>.npz; fail with the end of a failing side's stderr.
+    Case -> (PyTorch's result, ember's). For libraries that patch the ``torch`` they import
+    (pyro, tensordict's vmap steps, ultralytics' ``torch.save``): their PyTorch side must not
+    run in the test process, whose PyTorch the other tests compare against."""
+    path = os.path.join(TESTS, script)
+    sides = {"torch": [sys.executable, path],
+             "ember": [sys.executable, "-m", "ember.as_torch", path]}
+    procs = {lib: subprocess.Popen([*cmd, lib, str(directory), ",".join(names)],
+                                   cwd=os.path.dirname(TESTS), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+             for lib, cmd in sides.items()}
+    for lib, proc in procs.items():
+        _, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, f"{lib}:\n{err[-4000:]}"
+    return {n: tuple(dict(np.load(os.path.join(directory, f"{n}_{lib}.npz")))
+                     for lib in ("torch", "ember")) for n in names}
+
 def report_line(request, line):
     """Print a module's summary line under pytest's output, with or without -s."""
     plugins = request.config.pluginmanager

@@ -464,6 +464,9 @@ _ELSEWHERE = {
         squeeze_.dim squeeze_.dims swapaxes.default swapdims.default t.default t_.default
         transpose.int transpose_.default unbind.int unflatten.int unfold.default
         unsqueeze.default unsqueeze_.default detach.default""",
+    "fill_diagonal_ (wrap, N-d, gradient, errors) and the in-place transposes under their numpy "
+    "names: against PyTorch in tests/test_library_internals.py":
+        """fill_diagonal_.default swapaxes_.default swapdims_.default""",
     "copy/conversion: checked by tests/test_conversions.py": """
         copy_.default _to_copy.default clone.default contiguous.default fill_.Scalar
         fill_.Tensor zero_.default resize_.default""",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from _gpytorch_programs import CASES
-from _pyro_programs import pytorch_beside_ember
+from helpers import pytorch_beside_ember
 
 NAMES = list(CASES)
 

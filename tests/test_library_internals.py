@@ -159,9 +159,12 @@ def test_tensor_protocol_methods():
     f.__idiv__(2)
     assert f.tolist() == [[0.5, 1.0], [1.5, 2.0]]
     assert a[0, 0].__long__() == 1 and a[0, 0].__nonzero__()
-    t = ember.arange(6.).reshape(2, 3)
-    t.swapaxes_(0, 1)
-    assert tuple(t.shape) == (3, 2) and t.stride() == (1, 3)
+    for lib in (ember, torch):
+        t = lib.arange(6.).reshape(2, 3)
+        t.swapaxes_(0, 1)
+        assert tuple(t.shape) == (3, 2) and t.stride() == (1, 3)
+        t.swapdims_(1, 0)
+        assert tuple(t.shape) == (2, 3) and t.stride() == (3, 1)
 
 
 def test_worker_numpy_seed_is_pytorchs():

@@ -9,7 +9,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from _pyro_programs import CASES, pytorch_beside_ember
+from _pyro_programs import CASES
+from helpers import pytorch_beside_ember
 
 NAMES = list(CASES)
 

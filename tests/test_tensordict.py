@@ -1,12 +1,14 @@
 """tensordict on ember through ``ember.as_torch``: TensorDicts and their modules, a module's
 parameters as a TensorDict vmapped over as an ensemble and differentiated with
 ``torch.func.grad``, tensorclasses, vmap over TensorDicts and DataLoader batches of them, all
-computing PyTorch's numbers. Each case of tests/_tensordict_ops.py runs in PyTorch here and in
-ember in one ``python -m ember.as_torch`` subprocess."""
+computing PyTorch's numbers. The cases of tests/_tensordict_ops.py run in PyTorch and in ember
+in two subprocesses side by side."""
+import importlib.util
+
 import numpy as np
 import pytest
 
-from helpers import results_beside_pytorch
+from helpers import pytorch_beside_ember
 
 NAMES = ["basics", "ensemble", "tensorclass"]
 
@@ -14,12 +16,11 @@ NAMES = ["basics", "ensemble", "tensorclass"]
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every case of tests/_tensordict_ops.py: name -> (PyTorch's result, ember's)."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("tensordict")
-    import _tensordict_ops
-    directory = tmp_path_factory.mktemp("tensordict")
-    theirs = {name: _tensordict_ops.run(torch, name) for name in NAMES}
-    return results_beside_pytorch("_tensordict_ops.py", directory, theirs)
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("tensordict") is None:  # (not imported here: it patches
+        pytest.skip("tensordict is not installed")       # torch._functorch.vmap)
+    return pytorch_beside_ember("_tensordict_ops.py", tmp_path_factory.mktemp("tensordict"),
+                                NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
