@@ -108,7 +108,7 @@ class _ShellDtype(dtype):
 
     __slots__ = ("_signed",)
 
-    def __init__(self, name, itemsize, signed, short, floating=False):  # pylint: disable=W0231
+    def __init__(self, name, itemsize, signed, short, floating=False):
         # (not dtype.__init__: ``is_signed`` is a property here, not the slot it sets)
         self.name, self._short, self._signed = name, short, signed
         self._np = np.dtype(f"V{itemsize}")  # (bytes NumPy will not compute with)
