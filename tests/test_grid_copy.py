@@ -73,7 +73,7 @@ def test_copy_takes_any_strides_with_contiguous_rows(threads):
 def test_copy_falls_back_for_other_layouts():
     src = RNG.standard_normal((4, 6)).astype(np.float32)
     dst = np.empty((6, 4), np.float32)
-    grid_copy.copy(dst, src.T)  # a transposed source: rows not contiguous
+    grid_copy.copy(dst, src.T)  # a transposed source: strided rows (the C loop reads them)
     np.testing.assert_array_equal(dst, src.T)
     raw = np.arange(4 * 6 + 1, dtype=np.uint8)[1:].view(np.float32).reshape(2, 3)  # unaligned
     dst = np.empty((2, 3), np.float32)
@@ -82,8 +82,8 @@ def test_copy_falls_back_for_other_layouts():
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda m: m.copy(np.empty((2, 3), np.float32), np.empty((3, 2), np.float32).T, 1),
-     "contiguous last dims"),
+    (lambda m: m.copy(np.empty((3, 2), np.float32).T, np.empty((2, 3), np.float32), 1),
+     "a contiguous last dim in dst"),
     (lambda m: m.copy(np.empty((2, 3), np.float32), np.empty((2, 4), np.float32), 1),
      "one shape"),
     (lambda m: m.copy(np.empty(3, np.int32), np.empty(3, np.int32), 1), "float32/float64"),

@@ -8,8 +8,9 @@ Here both copies run as OpenMP loops over rows, in the pool the GEMM uses.
 
 * :func:`padded` -- ``(N, C, *S)`` zero-padded to ``(N, C, *(before + S + after))``, each row of
   the result written once (zeros and the source row);
-* :func:`copy` -- ``dst[...] = src`` for arrays of one shape and float dtype whose last dims are
-  contiguous (the grid's output positions into the result);
+* :func:`copy` -- ``dst[...] = src`` for arrays of one shape and float dtype, dst's last dim
+  contiguous (the grid's output positions into the result; the column matrices of strided
+  convolutions, whose source rows are strided);
 * :func:`transpose_rows` -- the transpose of some of a matrix's rows (the weight gradient, which
   the GEMM makes as (kernel offset x channel, output channel), into the weight's layout).
 
@@ -32,7 +33,7 @@ _SOURCE = r"""
 #include <stdint.h>
 #include <string.h>
 
-enum { MAX_DIMS = 8 };
+enum { MAX_DIMS = 10 };
 
 /* The element offsets of row r of an array of `nd` dims (rows: every index but the last):
  * index[d] for d < nd - 1, most significant first. */
@@ -75,25 +76,47 @@ static void pad(char* dst, const Py_ssize_t* pshape, const char* src, const Py_s
     }
 }
 
-/* dst = src, elementwise; one shape, `size`-byte elements, byte strides, last dims of
- * both contiguous. */
+/* dst = src, elementwise; one shape, `size`-byte elements (4 or 8), byte strides, dst's last
+ * dim contiguous; src's last dim contiguous (a row is one memcpy) or strided (the columns of a
+ * strided convolution: every stride-th input element). Each thread takes a run of rows and
+ * steps through their offsets (rows can be a few elements: a division per dim per row cost as
+ * much as the copy). */
 static void copy(char* dst, const Py_ssize_t* dstrides, const char* src,
                  const Py_ssize_t* sstrides, const Py_ssize_t* shape, int nd, size_t size,
                  int nthreads)
 {
     int64_t rows = 1;
     for (int d = 0; d < nd - 1; d++) rows *= shape[d];
-    const size_t row = (size_t)shape[nd - 1] * size;
+    const int64_t n = shape[nd - 1], step = sstrides[nd - 1];
+    const int contiguous = n <= 1 || step == (Py_ssize_t)size;
     #pragma omp parallel for schedule(static) num_threads(nthreads)
-    for (int64_t r = 0; r < rows; r++) {
+    for (int t = 0; t < nthreads; t++) {
+        const int64_t r0 = rows * t / nthreads, r1 = rows * (t + 1) / nthreads;
         int64_t index[MAX_DIMS];
-        row_index(r, nd, shape, index);
+        row_index(r0, nd, shape, index);
         int64_t d_off = 0, s_off = 0;
         for (int d = 0; d < nd - 1; d++) {
             d_off += index[d] * dstrides[d];
             s_off += index[d] * sstrides[d];
         }
-        memcpy(dst + d_off, src + s_off, row);
+        for (int64_t r = r0; r < r1; r++) {
+            char* out = dst + d_off;
+            const char* in = src + s_off;
+            if (contiguous)
+                memcpy(out, in, (size_t)n * size);
+            else if (size == 4)
+                for (int64_t j = 0; j < n; j++) ((float*)out)[j] = *(const float*)(in + j * step);
+            else
+                for (int64_t j = 0; j < n; j++) ((double*)out)[j] = *(const double*)(in + j * step);
+            for (int d = nd - 2; d >= 0; d--) {  /* the next row's index and offsets */
+                d_off += dstrides[d];
+                s_off += sstrides[d];
+                if (++index[d] < shape[d]) break;
+                d_off -= shape[d] * dstrides[d];
+                s_off -= shape[d] * sstrides[d];
+                index[d] = 0;
+            }
+        }
     }
 }
 
@@ -130,7 +153,7 @@ static int float_buffer(PyObject* obj, Py_buffer* view, int flags)
     if ((strcmp(view->format, "f") && strcmp(view->format, "d")) || view->ndim < 1
             || view->ndim > MAX_DIMS) {
         PyBuffer_Release(view);
-        PyErr_SetString(PyExc_ValueError, "grid_copy: float32/float64 arrays of 1-8 dims");
+        PyErr_SetString(PyExc_ValueError, "grid_copy: float32/float64 arrays of 1-10 dims");
         return -1;
     }
     return 0;
@@ -183,9 +206,8 @@ static PyObject* py_copy(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     if (s.ndim != nd || s.itemsize != d.itemsize) bad = "arrays of one shape and dtype";
     for (int i = 0; i < nd && !bad; i++)
         if (s.shape[i] != d.shape[i]) bad = "arrays of one shape and dtype";
-    if (!bad && d.shape[nd - 1] > 1
-            && (d.strides[nd - 1] != d.itemsize || s.strides[nd - 1] != s.itemsize))
-        bad = "contiguous last dims";
+    if (!bad && d.shape[nd - 1] > 1 && d.strides[nd - 1] != d.itemsize)
+        bad = "a contiguous last dim in dst";
     if (!bad) {
         Py_BEGIN_ALLOW_THREADS
         copy(d.buf, d.strides, s.buf, s.strides, d.shape, nd, (size_t)d.itemsize, (int)nthreads);
@@ -285,7 +307,7 @@ def copy(dst, src):
     """``dst[...] = src`` (one shape and dtype)."""
     m, threads = _module(dst.nbytes, dst.dtype)
     if (m is not None and src.dtype == dst.dtype and src.shape == dst.shape
-            and dst.ndim and dst.strides[-1] == src.strides[-1] == dst.itemsize):
+            and dst.ndim and dst.strides[-1] == dst.itemsize):
         try:
             m.copy(dst, src, threads)
             return

@@ -6,13 +6,15 @@ Windows are taken without copying: fixed-size windows by one ``as_strided`` view
 input, adaptive (variable-size) windows by separable per-axis structure: adaptive average
 pooling is a product of per-axis averaging matrices, adaptive max pooling gathers each box
 through per-axis index tables. Gradients are scattered with ``np.bincount`` (max) or one
-strided add per kernel offset (average)."""
+strided add per kernel offset (average). Max pooling of float32/float64 and the scatter of its
+gradient are C loops where built (``max_pool.py``, PyTorch's order and bits)."""
 import itertools
 import math
 
 import numpy as np
 
 from ..._core import dtype as D
+from . import max_pool
 from ._util import (array_module, array_of, check_index_range, contiguous, like, nd, strided_view,
                     wrap)
 from ..rules.pool import (_float_or_long, _x, check_adaptive, check_avg_pool,
@@ -55,6 +57,9 @@ def _max_pool(name, k, self, kernel_size, stride, padding, dilation, ceil_mode):
     out = shape[-k:]
     if b == 0:
         return wrap(np.zeros(shape, x.dtype)), wrap(np.zeros(shape, np.int64))
+    res = max_pool.forward(x.reshape(b, *spatial), kernel_size, stride, padding, dilation, out)
+    if res is not None:
+        return wrap(res[0].reshape(shape)), wrap(res[1].reshape(shape))
     # integers widen to int64 so that the padding value is below every real value
     cd = np.float32 if x.dtype.name in ("float16", "bfloat16") else \
         np.int64 if x.dtype.kind in "iu" else x.dtype
@@ -62,13 +67,25 @@ def _max_pool(name, k, self, kernel_size, stride, padding, dilation, ceil_mode):
                    padding, dilation, out, _lowest(np.dtype(cd)))
     win = win.reshape(b, *out, -1)
     arg = np.argmax(win, axis=-1)
+    # ATen keeps a value when it is greater or NaN: the first maximum, or the last NaN
+    if win.dtype.kind == "f":
+        nan = np.isnan(win)
+        last_nan = win.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        arg = np.where(nan.any(axis=-1), last_nan, arg)
     vals = np.take_along_axis(win, arg[..., None], -1)[..., 0]
-    # window offset -> flat index into the input's spatial dims
+    # window offset -> flat index into the input's spatial dims; a window of nothing above the
+    # dtype's lowest value keeps ATen's first value and index: that value, and the window's
+    # first position inside the input (not argmax's, which may be padding)
+    lowest = _lowest(x.dtype if x.dtype.kind in "iu" else np.dtype(cd))
+    low = vals <= lowest
+    vals = np.where(low, lowest, vals)
     koffs = np.unravel_index(arg, kernel_size)
     flat = 0
     for i in range(k):
         o = like(x, np.arange(out[i]).reshape([-1 if j == i else 1 for j in range(k)]))
-        pos = o * stride[i] - padding[i] + koffs[i] * dilation[i]
+        start = o * stride[i] - padding[i]
+        first = np.where(start < 0, start + -(start // dilation[i]) * dilation[i], start)
+        pos = np.where(low, first, start + koffs[i] * dilation[i])
         flat = flat * spatial[i] + pos
     return (wrap(vals.astype(x.dtype, copy=False).reshape(shape)), wrap(flat.reshape(shape)))
 
@@ -92,9 +109,16 @@ def scatter_by_index(grad, indices, in_shape, k):
     cd = np.float32 if g.dtype.name in ("float16", "bfloat16") else g.dtype
     if g.size == 0 or b == 0:
         return wrap(np.zeros(in_shape, g.dtype))
+    res = max_pool.backward(g, idx, b, spatial)
+    if res is not None:
+        return wrap(res.reshape(in_shape))
     base = like(g, (np.arange(b, dtype=np.int64) * spatial).reshape(b, 1))
-    flat = (idx.reshape(b, -1) + base).ravel()
-    weights = g.reshape(b, -1).ravel().astype(np.float64)
+    idx = idx.reshape(b, -1)
+    # an index outside its plane (ATen's -1, or the first position of a max pooling window with
+    # none inside the input) adds nothing, where ATen writes wherever it points
+    inside = (idx >= 0) & (idx < spatial)
+    flat = (np.where(inside, idx, 0) + base).ravel()
+    weights = np.where(inside, g.reshape(b, -1), 0).ravel().astype(np.float64)
     xp = array_module(g)
     if xp is np:
         res = np.bincount(flat, weights=weights, minlength=b * spatial)
