@@ -21,7 +21,8 @@ class _Finder(importlib.abc.MetaPathFinder):
         if name == "torchvision" and self.library is None:
             torch = sys.modules.get("torch") or (
                 importlib.import_module("torch") if importlib.util.find_spec("torch") else None)
-            if getattr(torch, "__name__", None) == "torch" and \
+            # (PyTorch only: ember under as_torch is named torch too, and defines the ops)
+            if torch is not None and torch is not sys.modules.get("ember") and \
                     not hasattr(torch.ops.torchvision, "nms"):
                 lib = _Finder.library = torch.library.Library("torchvision", "FRAGMENT")
                 for op in ("nms", "qnms"):

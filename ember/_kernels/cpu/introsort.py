@@ -250,8 +250,10 @@ _BUILT = HandWrittenModule("ember_introsort", lambda: _SOURCE,
 
 def unstable_argsort(keys, axis, descending):
     """The indices that sort ``keys`` (a NumPy array of any real dtype) along ``axis`` as
-    ATen's unstable CPU sort orders them, ties included; None where the module is not built."""
-    if not generated.enabled():
+    ATen's unstable CPU sort orders them, ties included; None where the module is not built,
+    and for a device array (the CPU body run on the simulated CUDA device: PyTorch's CUDA sort
+    is no std::sort either)."""
+    if type(keys) is not np.ndarray or not generated.enabled():
         return None
     m = _BUILT.get()
     if m is None:
