@@ -15,7 +15,7 @@ import functools
 
 from .._tensor import Tensor  # noqa: F401  (PyTorch's module has it; libraries import it here)
 from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_unflatten
-from .batched_tensor import is_batchedtensor, make_batched
+from .batched_tensor import is_batched_at, is_batchedtensor, make_batched
 from .interpreter import vmap_decrement_nesting, vmap_increment_nesting as _increment
 
 _RANDOMNESS = ("error", "different", "same")
@@ -59,7 +59,7 @@ def _remove_batch_dim(tensor, level, batch_size, out_dim):
     """The plain tensor of ``tensor``'s batch at ``level``, the batch at dim ``out_dim``; a
     tensor not batched at that level is the same for every sample and is expanded."""
     from .._core.strides import wrap_dim
-    if tensor.__class__.__name__ == "BatchedTensor" and tensor._level == level:
+    if is_batched_at(tensor, level):
         value, bdim = tensor._value, tensor._bdim
         out_dim = wrap_dim(out_dim, value.dim())
         return value if bdim == out_dim else value.movedim(bdim, out_dim)
@@ -208,8 +208,9 @@ def _flat_vmap(func, batch_size, flat_in_dims, flat_args, args_spec, out_dims, r
 
 def _chunked_vmap(func, flat_in_dims, flat_args, batch_size, chunk_size, args_spec, out_dims,
                   randomness, **kwargs):
-    """vmap over pieces of at most ``chunk_size`` samples, the outputs concatenated; with
-    ``randomness="same"`` every piece draws from the same generator state, as one call would."""
+    """vmap over pieces of at most ``chunk_size`` samples, the outputs concatenated along
+    ``out_dims``; with ``randomness="same"`` every piece draws from the same generator state,
+    as one call would."""
     from .. import get_rng_state, set_rng_state
     state = get_rng_state() if randomness == "same" else None
     pieces = []
@@ -222,17 +223,12 @@ def _chunked_vmap(func, flat_in_dims, flat_args, batch_size, chunk_size, args_sp
                                  **kwargs))
     return _concat_chunks(pieces, out_dims)
 
+
 def _concat_chunks(pieces, out_dims):
     from .. import cat
-    flat0, spec = tree_flatten(pieces[0])
+    spec = tree_flatten(pieces[0])[1]
     flats = [tree_flatten(p)[0] for p in pieces]
-    dims = _broadcast_to_and_flatten(out_dims, spec)
-    out = []
-    for j in range(len(flat0)):
-        d = dims[j]
-        if d is None:
-            out.append(flats[0][j])
-        else:
-            out.append(cat([f[j] for f in flats], d))
+    out = [flats[0][j] if d is None else cat([f[j] for f in flats], d)
+           for j, d in enumerate(_broadcast_to_and_flatten(out_dims, spec))]
     return tree_unflatten(out, spec)
 
