@@ -5,10 +5,10 @@ rounded once more); the multi-tensor ("foreach") path is PyTorch's op for op. ``
 picks the path PyTorch would (the multi-tensor one on CUDA, the loop on the CPU).
 """
 from .. import (_foreach_add, _foreach_add_, _foreach_addcmul_, _foreach_div_, _foreach_mul_,
-                _foreach_neg, _foreach_sqrt_, is_complex, view_as_real, zeros_like)
+                _foreach_neg, _foreach_sqrt_, is_complex, view_as_real)
 from .optimizer import (Optimizer, _check_capturable, _check_state_steps, _closure_loss,
                         _default_to_foreach, _get_value, _group_tensors_by_device_and_dtype,
-                        _step_tensor, _use_grad, _validate, _view_as_real)
+                        _fill_group, _use_grad, _validate, _view_as_real)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -32,24 +32,8 @@ class Adadelta(Optimizer):
             group.setdefault("capturable", False)
 
     def _init_group(self, group, params, grads, square_avgs, acc_deltas, state_steps):
-        has_complex = False
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            has_complex |= is_complex(p)
-            params.append(p)
-            if p.grad.is_sparse:
-                raise RuntimeError("Adadelta does not support sparse gradients")
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _step_tensor(0.0, group, p)
-                state["square_avg"] = zeros_like(p)
-                state["acc_delta"] = zeros_like(p)
-            square_avgs.append(state["square_avg"])
-            acc_deltas.append(state["acc_delta"])
-            state_steps.append(state["step"])
-        return has_complex
+        return _fill_group(self, "Adadelta", group, params, grads, state_steps,
+                           {"square_avg": square_avgs, "acc_delta": acc_deltas})
 
     @_use_grad
     def step(self, closure=None):

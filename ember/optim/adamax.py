@@ -7,11 +7,10 @@ picks the path PyTorch would (the multi-tensor one on CUDA, the loop on the CPU)
 """
 from .. import (_foreach_abs, _foreach_abs_, _foreach_add, _foreach_add_, _foreach_addcdiv_,
                 _foreach_div_, _foreach_lerp_, _foreach_maximum_, _foreach_mul, _foreach_mul_,
-                _foreach_neg, _foreach_pow, _foreach_sub_, is_complex, maximum, view_as_real,
-                zeros_like)
+                _foreach_neg, _foreach_pow, _foreach_sub_, is_complex, maximum, view_as_real)
 from .optimizer import (Optimizer, _check_capturable, _check_state_steps, _closure_loss,
                         _default_to_foreach, _get_value, _group_tensors_by_device_and_dtype,
-                        _step_tensor, _use_grad, _validate, _view_as_real)
+                        _fill_group, _use_grad, _validate, _view_as_real)
 
 __all__ = ["Adamax", "adamax"]
 
@@ -35,24 +34,8 @@ class Adamax(Optimizer):
             group.setdefault("capturable", False)
 
     def _init_group(self, group, params, grads, exp_avgs, exp_infs, state_steps):
-        has_complex = False
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            has_complex |= is_complex(p)
-            params.append(p)
-            if p.grad.is_sparse:
-                raise RuntimeError("Adamax does not support sparse gradients")
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _step_tensor(0.0, group, p)
-                state["exp_avg"] = zeros_like(p)
-                state["exp_inf"] = zeros_like(p)
-            exp_avgs.append(state["exp_avg"])
-            exp_infs.append(state["exp_inf"])
-            state_steps.append(state["step"])
-        return has_complex
+        return _fill_group(self, "Adamax", group, params, grads, state_steps,
+                           {"exp_avg": exp_avgs, "exp_inf": exp_infs})
 
     @_use_grad
     def step(self, closure=None):

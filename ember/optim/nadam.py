@@ -7,13 +7,13 @@ State per parameter: ``step``, ``mu_product`` (the product of the momentum sched
 multi-tensor ("foreach") path is PyTorch's op for op. ``foreach=None`` picks the path PyTorch
 would (the multi-tensor one on CUDA, the loop on the CPU).
 """
-from .. import (_foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_,
-                _foreach_div_, _foreach_lerp_, _foreach_mul, _foreach_mul_, _foreach_neg,
-                _foreach_neg_, _foreach_pow, _foreach_sqrt, _foreach_sqrt_, _foreach_sub,
-                _foreach_sub_, is_complex, view_as_real, zeros_like)
+from .. import (_foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul_, _foreach_div_,
+                _foreach_lerp_, _foreach_mul, _foreach_mul_, _foreach_neg, _foreach_neg_,
+                _foreach_pow, _foreach_sqrt, _foreach_sqrt_, _foreach_sub, _foreach_sub_,
+                is_complex, view_as_real)
 from .optimizer import (Optimizer, _check_capturable, _check_state_steps, _closure_loss,
                         _default_to_foreach, _get_value, _group_tensors_by_device_and_dtype,
-                        _step_tensor, _use_grad, _validate, _view_as_real)
+                        _fill_group, _use_grad, _validate, _view_as_real)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -41,26 +41,9 @@ class NAdam(Optimizer):
 
     def _init_group(self, group, params, grads, exp_avgs, exp_avg_sqs, mu_products,
                     state_steps):
-        has_complex = False
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            has_complex |= is_complex(p)
-            params.append(p)
-            if p.grad.is_sparse:
-                raise RuntimeError("NAdam does not support sparse gradients")
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _step_tensor(0.0, group, p)
-                state["mu_product"] = _step_tensor(1.0, group, p)
-                state["exp_avg"] = zeros_like(p)
-                state["exp_avg_sq"] = zeros_like(p)
-            exp_avgs.append(state["exp_avg"])
-            exp_avg_sqs.append(state["exp_avg_sq"])
-            mu_products.append(state["mu_product"])
-            state_steps.append(state["step"])
-        return has_complex
+        return _fill_group(self, "NAdam", group, params, grads, state_steps,
+                           {"exp_avg": exp_avgs, "exp_avg_sq": exp_avg_sqs},
+                           {"mu_product": (1.0, mu_products)})
 
     @_use_grad
     def step(self, closure=None):

@@ -13,7 +13,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 
 from .. import (float32, float64, get_default_dtype, is_complex, is_floating_point, tensor,
-                view_as_real)
+                view_as_real, zeros_like)
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..profiler._recorder import record_function
@@ -122,6 +122,38 @@ def _step_tensor(value=0.0, group=None, p=None):
     device = p.device if group is not None and group.get("capturable") else None
     return tensor(value, dtype=get_default_dtype(), device=device)
 
+
+
+def _fill_group(optimizer, name, group, params, grads, state_steps, buffers, counters=()):
+    """The body of the optimizers' ``_init_group`` (PyTorch's, one per optimizer): for each of
+    the group's params with a gradient, its initial state the first time it is seen (``step``,
+    then the scalar ``counters``, then a zero tensor per name of ``buffers``: PyTorch's key
+    order), and the param, its gradient, each state entry and its step appended to the lists.
+    ``buffers`` and ``counters`` map state names to the lists they go to. Refuses sparse
+    gradients with PyTorch's message naming the optimizer ``name`` (a subclass's too); returns
+    whether any param is complex."""
+    has_complex = False
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        has_complex |= is_complex(p)
+        params.append(p)
+        if p.grad.is_sparse:
+            raise RuntimeError(f"{name} does not support sparse gradients")
+        grads.append(p.grad)
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = _step_tensor(0.0, group, p)
+            for key, (value, _) in dict(counters).items():
+                state[key] = _step_tensor(value, group, p)
+            for key in buffers:
+                state[key] = zeros_like(p)
+        for key, out in buffers.items():
+            out.append(state[key])
+        for key, (_, out) in dict(counters).items():
+            out.append(state[key])
+        state_steps.append(state["step"])
+    return has_complex
 
 def _check_state_steps(state_steps, what="state_steps"):
     """The functional forms' refusal of the pre-1.12 API (plain numbers as step counts)."""

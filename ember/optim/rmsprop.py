@@ -6,12 +6,12 @@ The per-tensor loop writes PyTorch's ``addcmul_``/``addcdiv_`` with ``mul_``/``a
 op. ``foreach=None`` picks the path PyTorch would (the multi-tensor one on CUDA, the loop on the
 CPU).
 """
-from .. import (_foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul,
-                _foreach_addcmul_, _foreach_lerp_, _foreach_mul_, _foreach_neg, _foreach_sqrt,
-                _foreach_sqrt_, is_complex, view_as_real, zeros_like)
+from .. import (_foreach_add, _foreach_add_, _foreach_addcdiv_, _foreach_addcmul, _foreach_addcmul_,
+                _foreach_lerp_, _foreach_mul_, _foreach_neg, _foreach_sqrt, _foreach_sqrt_,
+                is_complex, view_as_real)
 from .optimizer import (Optimizer, _check_capturable, _check_state_steps, _closure_loss,
                         _default_to_foreach, _get_value, _group_tensors_by_device_and_dtype,
-                        _step_tensor, _use_grad, _validate, _view_as_real)
+                        _fill_group, _use_grad, _validate, _view_as_real)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -40,30 +40,12 @@ class RMSprop(Optimizer):
 
     def _init_group(self, group, params, grads, square_avgs, momentum_buffer_list, grad_avgs,
                     state_steps):
-        has_complex = False
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            has_complex |= is_complex(p)
-            params.append(p)
-            if p.grad.is_sparse:
-                raise RuntimeError("RMSprop does not support sparse gradients")
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = _step_tensor(0.0, group, p)
-                state["square_avg"] = zeros_like(p)
-                if group["momentum"] > 0:
-                    state["momentum_buffer"] = zeros_like(p)
-                if group["centered"]:
-                    state["grad_avg"] = zeros_like(p)
-            square_avgs.append(state["square_avg"])
-            state_steps.append(state["step"])
-            if group["momentum"] > 0:
-                momentum_buffer_list.append(state["momentum_buffer"])
-            if group["centered"]:
-                grad_avgs.append(state["grad_avg"])
-        return has_complex
+        buffers = {"square_avg": square_avgs}
+        if group["momentum"] > 0:
+            buffers["momentum_buffer"] = momentum_buffer_list
+        if group["centered"]:
+            buffers["grad_avg"] = grad_avgs
+        return _fill_group(self, "RMSprop", group, params, grads, state_steps, buffers)
 
     @_use_grad
     def step(self, closure=None):
