@@ -142,6 +142,12 @@ from .jit import fork, wait  # noqa: E402,F401  (torch.fork, torch.wait: torch.j
 from .jit import ScriptFunction  # noqa: E402,F401  (torch.ScriptFunction: torch.jit's)
 from .utils.dlpack import to_dlpack  # noqa: E402,F401
 legacy_contiguous_format = contiguous_format
+# the classes PyTorch defines in C and names by the package (torch.dtype.__module__ == "torch":
+# MONAI tells a torch dtype from a NumPy one by it)
+for _cls in (Tensor, dtype, device, Size, layout, memory_format, finfo, iinfo,  # noqa: F821
+             SymInt, SymBool, SymFloat, Stream, Event, DispatchKey, DispatchKeySet):  # noqa: F821
+    _cls.__module__ = "ember"
+del _cls
 has_openmp = backends.openmp.is_available()
 has_mkl = backends.mkl.is_available()
 has_lapack = True  # (NumPy's LAPACK runs ember.linalg)

@@ -259,7 +259,8 @@ def _grad_fn_name(t):
 def _is_plain(t):
     from ._tensor import Tensor
     cls = type(t)
-    return cls is Tensor or (cls.__name__ == "Parameter" and cls.__module__.startswith("ember"))
+    from .nn.parameter import Parameter
+    return cls is Tensor or cls is Parameter
 
 
 def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):

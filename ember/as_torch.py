@@ -22,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import runpy
 import sys
+import types
 
 from . import version as _version
 from ._core import api_name
@@ -120,7 +121,83 @@ class _TorchvisionOps(importlib.abc.MetaPathFinder):
         return None  # the module itself is found by the next finder
 
 
+class _Retagger(importlib.abc.MetaPathFinder):
+    """While installed, ember's classes and functions carry the module names PyTorch's have
+    (``torch.nn.modules.linear.Linear``), since libraries write ``__module__`` into configs and
+    files and trust only ``torch.`` paths on the way back (sentence-transformers' activations,
+    Lightning's check for ``torch.nn.init`` functions, MONAI's ``dtype.__module__ == "torch"``),
+    and print them. A module of ember's is also in ``sys.modules`` under its torch name, where
+    ``inspect`` and pickle look ``__module__`` up. Modules imported later are retagged as they
+    finish loading (this finder wraps their loader). ember's own checks of ``__module__`` read
+    it through ``_core.api_name.as_ember``."""
+
+    def __init__(self):
+        self.retagged = {}  # id -> (object, its ember module name), restored by uninstall
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "ember" and not name.startswith("ember."):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _RetaggingLoader(spec.loader, self)
+                return spec
+        return None
+
+    def retag_module(self, ember_name, module):
+        sys.modules.setdefault("torch" + ember_name[5:], module)
+        for obj in list(vars(module).values()):
+            self.retag(obj)
+
+    def retag(self, obj):
+        if not isinstance(obj, (type, types.FunctionType)) or id(obj) in self.retagged:
+            return
+        module = obj.__dict__.get("__module__") if isinstance(obj, type) else obj.__module__
+        if not isinstance(module, str) or not (module == "ember" or module.startswith("ember.")):
+            return
+        try:
+            obj.__module__ = "torch" + module[5:]
+        except (TypeError, AttributeError):  # a class defined in C
+            return
+        self.retagged[id(obj)] = (obj, module)
+        if isinstance(obj, type):
+            for member in list(vars(obj).values()):
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                elif isinstance(member, property):
+                    for f in (member.fget, member.fset, member.fdel):
+                        self.retag(f)
+                    continue
+                self.retag(member)
+
+    def restore(self):
+        for obj, module in self.retagged.values():
+            obj.__module__ = module
+        self.retagged.clear()
+
+
+class _RetaggingLoader(importlib.abc.Loader):
+    """Runs an ember module, then retags what it defined."""
+
+    def __init__(self, loader, retagger):
+        self.loader, self.retagger = loader, retagger
+
+    def __getattr__(self, name):  # get_source, get_code ... (inspect, linecache)
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.retagger.retag_module(module.__spec__.name, module)
+
+
 _finder = _TorchFinder()
+_retagger = _Retagger()
 _torchvision_ops = _TorchvisionOps()
 _EMBER_VERSION = _version.__version__
 
@@ -140,6 +217,7 @@ def install():
                            "process; install the alias before the first `import torch`")
     sys.meta_path.insert(0, _finder)
     sys.meta_path.insert(0, _torchvision_ops)
+    sys.meta_path.insert(0, _retagger)
     # ember._C is a module, not a package, so its submodules are found only in sys.modules
     for name in [n for n in sys.modules if n.startswith("ember._C.")]:
         sys.modules.setdefault("torch" + name[5:], sys.modules[name])
@@ -148,6 +226,9 @@ def install():
     # asserting that the root module is named "torch")
     sys.modules["ember"].__name__ = "torch"
     api_name.name = "torch"
+    for name, module in list(sys.modules.items()):
+        if (name == "ember" or name.startswith("ember.")) and module is not None:
+            _retagger.retag_module(name, module)
 
 
 def uninstall():
@@ -156,6 +237,8 @@ def uninstall():
     if is_installed():
         sys.meta_path.remove(_finder)
         sys.meta_path.remove(_torchvision_ops)
+        sys.meta_path.remove(_retagger)
+        _retagger.restore()
         sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
         sys.modules["ember"].__name__ = "ember"
         api_name.name = "ember"

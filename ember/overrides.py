@@ -22,6 +22,7 @@ is defined or a mode is entered, so a plain ``a + b`` pays one global lookup and
 import contextlib
 import functools
 import threading
+from ._core.api_name import as_ember
 
 __all__ = ["get_ignored_functions", "get_overridable_functions", "get_testing_overrides",
            "handle_torch_function", "has_torch_function", "has_torch_function_unary",
@@ -171,8 +172,7 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 
 
 def _public_name(func, name):
-    mod = getattr(func, "__module__", None)
-    if mod == "ember":
+    if as_ember(getattr(func, "__module__", None)) == "ember":
         return f"ember.{name}"
     return f"ember.Tensor.{name}" if "." not in str(name) else str(name)
 

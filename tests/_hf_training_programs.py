@@ -325,6 +325,10 @@ def _sentence_transformers(torch, result):
                epochs=2, warmup_steps=1, optimizer_params={"lr": 1e-2}, show_progress_bar=False)
     result["words:trained"] = st.encode(SENTENCES)
     result.update(_weights(st, "words:w:"))
+    # the saved Dense names its activation by __module__ and reloads only torch.* paths
+    with tempfile.TemporaryDirectory() as d:
+        st.save(d)
+        result["words:reloaded"] = SentenceTransformer(d, device="cpu").encode(SENTENCES)
 
 
 def _einops(torch, result):

@@ -66,6 +66,46 @@ def test_command_line_runs_a_script_or_a_module(tmp_path):
     assert _python("-m", "ember.as_torch", check=False).returncode == 2
 
 
+# objects whose module PyTorch names the same way ember's layout does, once spelled torch.*
+NAMED = ["Tensor", "float32", "device", "Size", "nn.Linear", "nn.Tanh", "nn.Module",
+         "nn.init.normal_", "nn.functional.relu", "nn.parameter.Parameter", "optim.Adam",
+         "optim.lr_scheduler.StepLR", "utils.data.DataLoader", "autograd.Function",
+         "no_grad", "amp.GradScaler", "nn.Linear.forward", "nn.Module.state_dict"]
+
+
+def _module_names(torch):
+    import functools
+    return {n: functools.reduce(getattr, n.split("."), torch).__module__ for n in NAMED}
+
+
+def test_objects_carry_pytorchs_module_names(torch, tmp_path):
+    """While installed, ember's classes and functions say ``torch.<module>`` (libraries save
+    ``__module__`` and trust only torch paths on reload); inspect and pickle still find them,
+    and uninstall gives the ember names back."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent("""
+        import inspect, json, pickle, sys
+        sys.path.insert(0, sys.argv[1])
+        import ember, ember.as_torch
+        from test_as_torch import _module_names
+        ember.as_torch.install()
+        import torch
+        names = _module_names(torch)
+        assert inspect.getsourcefile(torch.nn.Linear).endswith("linear.py")
+        assert b"torch.nn.modules.linear" in pickle.dumps(torch.nn.Linear(2, 2))
+        assert isinstance(pickle.loads(pickle.dumps(torch.nn.Linear(2, 2))), ember.nn.Linear)
+        import torch.distributions.constraints  # imported after install: retagged as it loads
+        assert torch.distributions.constraints.Constraint.__module__.startswith("torch.")
+        ember.as_torch.uninstall()
+        assert ember.nn.Linear.__module__ == "ember.nn.modules.linear"
+        assert ember.float32.__module__ == "ember"
+        print(json.dumps(names))
+    """))
+    import json
+    mine = json.loads(_python(str(script), os.path.join(ROOT, "tests")).stdout)
+    assert mine == _module_names(torch)
+
+
 def test_refuses_when_pytorch_is_already_imported(torch):
     assert sys.modules["torch"] is torch
     with pytest.raises(RuntimeError, match="already imported"):

@@ -19,6 +19,7 @@ import re
 import types
 import typing
 
+from .._core.api_name import as_ember
 from .._core.codegen import compile_source
 from .._dispatch import tls as _tls
 from .source import local_expr
@@ -359,7 +360,8 @@ def filter_guards(guards, guard_filter_fn, argnames, frame_args, f_globals):
             for s in _chain(g.source):
                 v = value_of(s)
                 if isinstance(v, Module):
-                    module = "builtin" if type(v).__module__.startswith("ember.nn.") else "user"
+                    module = "builtin" if as_ember(type(v).__module__).startswith("ember.nn.") \
+                        else "user"
                     break
         value = value_of(g.source) if g.source is not None else missing
         kind = "global" if g.source is None or g.source.guard_source == "global" else "local"

@@ -11,6 +11,7 @@ import operator
 import traceback
 from collections.abc import Hashable
 
+from .._core.api_name import as_ember
 from .. import _C
 from .._core.symint import SymInt
 from .._dispatch import tls as _tls
@@ -992,7 +993,7 @@ def _holds_tensor(value, seen=None, depth=0):
     elif isinstance(value, dict):
         parts = value.values()
     elif isinstance(value, types.FunctionType):
-        mod = value.__module__ or ""
+        mod = as_ember(value.__module__) or ""
         if mod == "ember" or mod.startswith("ember."):
             return False  # ember's own functions and module state are fixed
         parts = [c.cell_contents for c in value.__closure__ or () if _cell_full(c)]

@@ -16,6 +16,7 @@ import math
 import types
 import warnings
 
+from .._core.api_name import as_ember
 from ..nn import Module, Parameter, Sequential
 from ..utils import _pytree as pytree
 from .graph import Graph
@@ -212,7 +213,7 @@ def _functional_functions():
     from ..nn import functional as F
     return F, {name: fn for name, fn in vars(F).items()
                if not name.startswith("_") and isinstance(fn, types.FunctionType)
-               and fn.__module__ == F.__name__}
+               and as_ember(fn.__module__) == F.__name__}
 
 
 class Tracer(TracerBase):
@@ -282,7 +283,7 @@ class Tracer(TracerBase):
     def is_leaf_module(self, m, module_qualified_name):
         """Built-in ``ember.nn`` layers are leaves (recorded as ``call_module``) except
         ``Sequential``; user modules are traced through."""
-        return m.__module__.startswith("ember.nn") and not isinstance(m, Sequential)
+        return as_ember(m.__module__).startswith("ember.nn") and not isinstance(m, Sequential)
 
     def path_of_module(self, mod):
         if self.submodule_paths:

@@ -10,6 +10,7 @@ import builtins
 import operator
 import types
 
+from .._core.api_name import as_ember
 from .immutable_collections import immutable_dict, immutable_list
 
 __all__ = ["Node", "map_arg", "map_aggregate", "has_side_effect", "Argument", "Target"]
@@ -43,7 +44,7 @@ def _qualified_name(func):
         return f"builtins.{func.__name__}"
     if isinstance(func, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
             func is getattr(getattr(func, "__objclass__", None), func.__name__, None):
-        return f"{func.__objclass__.__module__}.{func.__objclass__.__name__}.{func.__name__}"
+        return f"{as_ember(func.__objclass__.__module__)}.{func.__objclass__.__name__}.{func.__name__}"
     name = func.__name__
     if name == "<lambda>":
         # a lambda has no importable name: the source names it (or the object id)
@@ -53,7 +54,7 @@ def _qualified_name(func):
 
 
 def _find_module_of(func):
-    module = getattr(func, "__module__", None)
+    module = as_ember(getattr(func, "__module__", None))
     if module is None:
         self_ = getattr(func, "__self__", None)
         module = getattr(self_, "__name__", None) if isinstance(self_, types.ModuleType) else None
@@ -68,7 +69,7 @@ def _type_repr(obj):
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return obj.__qualname__
-        return f"{obj.__module__}.{obj.__qualname__}"
+        return f"{as_ember(obj.__module__)}.{obj.__qualname__}"
     if obj is ...:
         return "..."
     if isinstance(obj, types.FunctionType):

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 import ember
+from .._core.api_name import as_ember
 from .. import overrides as _overrides
 from .._ops.overload import ops
 from ..overrides import _TF_ON
@@ -1169,7 +1170,7 @@ def _dispatching_torch_function(fn):
 def _wrap_public_functions(namespace):
     for name, fn in list(namespace.items()):
         if (not name.startswith("_") and isinstance(fn, types.FunctionType)
-                and fn.__module__.startswith("ember.nn.")):
+                and as_ember(fn.__module__).startswith("ember.nn.")):
             namespace[name] = _dispatching_torch_function(fn)
 
 

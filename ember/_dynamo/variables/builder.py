@@ -10,6 +10,7 @@ import logging
 import os
 import types
 
+from ..._core.api_name import as_ember
 from .base import VariableTracker, unimplemented
 from .builtin import BuiltinVariable
 from .constant import ConstantVariable
@@ -37,7 +38,8 @@ def is_constant_value(v):
     if isinstance(v, slice):
         return all(is_constant_value(x) for x in (v.start, v.stop, v.step))
     t = type(v)
-    return t.__module__.startswith("ember._core") and t.__name__ in (
+    mod = as_ember(t.__module__)
+    return (mod == "ember" or mod.startswith("ember._core")) and t.__name__ in (
         "memory_format", "layout", "finfo", "iinfo", "qscheme")
 
 
@@ -68,11 +70,11 @@ _INLINED = ("ember._dynamo", "ember.optim")
 
 
 def _is_ember_callable(v):
-    mod = getattr(v, "__module__", None) or ""
+    mod = as_ember(getattr(v, "__module__", None)) or ""
     if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
         return (mod == "ember" or mod.startswith("ember.")) and not any(
             mod == p or mod.startswith(p + ".") for p in _INLINED)
-    return type(v).__module__.startswith("ember._ops") and callable(v)
+    return as_ember(type(v).__module__).startswith("ember._ops") and callable(v)
 
 
 # Builtin types the interpreter models as functions (BuiltinVariable), not as classes.
@@ -266,7 +268,7 @@ class VariableBuilder:
             return UserDefinedClassVariable(value, src)
         if _is_ember_callable(value):
             return TorchInGraphFunctionVariable(value, src)
-        if type(value).__module__.startswith("ember._ops"):
+        if as_ember(type(value).__module__).startswith("ember._ops"):
             return PythonModuleVariable(value, src)  # ember.ops / ember.ops.aten namespaces
         if isinstance(value, (types.GeneratorType, types.CoroutineType, set, frozenset)):
             unimplemented(f"{type(value).__name__} value in captured code")
