@@ -288,8 +288,80 @@ WORKER = textwrap.dedent("""
     ok = (back["w"].tolist() == sd["w"].tolist() and back["b"].tolist() == [1.0] * 64
           and back["step"] == 3 and back["nested"]["v"].tolist() == [5, 6])
     print(f"RANK {rank} OK {ok} KEYS {sorted(meta.state_dict_metadata)}", flush=True)
+    # a torch.save file read on rank 0 and broadcast (format_utils)
+    from ember.distributed.checkpoint.format_utils import (BroadcastingTorchSaveReader,
+                                                           DynamicMetaLoadPlanner)
+    if rank == 0:
+        ember.save({"w": ember.arange(12.0).reshape(3, 4) * 2,
+                    "nested": {"v": ember.tensor([7, 8])}}, path + ".pt")
+    got = {"w": ember.zeros(3, 4), "nested": {"v": ember.zeros(2, dtype=ember.int64)}}
+    dcp.load(got, checkpoint_id=path + ".pt", storage_reader=BroadcastingTorchSaveReader(),
+             planner=DynamicMetaLoadPlanner())
+    print(f"RANK {rank} BROADCAST {got['w'].sum().item()} {got['nested']['v'].tolist()}",
+          flush=True)
     dist.destroy_process_group()
 """)
+
+
+def test_format_utils_convert_as_pytorch(tmp_path, torch):
+    """dcp_to_torch_save / torch_save_to_dcp, each direction read by the other library, the
+    model-free load Lightning uses (_EmptyStateDictLoadPlanner, with ``keys`` too) and the
+    command line."""
+    from ember.distributed.checkpoint import format_utils as fu
+    from ember.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
+    from ember.distributed.checkpoint.state_dict_loader import _load_state_dict
+    import torch.distributed.checkpoint.format_utils as tfu
+    model = ember_model()
+    opt = ember.optim.Adam(model.parameters(), lr=0.01)
+    train(ember, model, opt, 2)
+    msd, osd = get_state_dict(model, opt)
+    dcp.save({"model": msd, "optim": osd, "epoch": 3}, checkpoint_id=tmp_path / "dcp")
+
+    def same(a, b):  # nested dicts/lists of tensors and plain values, compared as numbers
+        if isinstance(a, dict):
+            assert sorted(a) == sorted(b)
+            for k in a:
+                same(a[k], b[k])
+        elif isinstance(a, (list, tuple)):
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                same(x, y)
+        elif hasattr(a, "shape"):
+            assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1]
+            np.testing.assert_array_equal(np_of(a), np_of(b))
+        else:
+            assert a == b
+
+    fu.dcp_to_torch_save(tmp_path / "dcp", tmp_path / "mine.pt")
+    tfu.dcp_to_torch_save(tmp_path / "dcp", tmp_path / "theirs.pt")
+    mine = torch.load(tmp_path / "mine.pt")
+    same(mine, torch.load(tmp_path / "theirs.pt"))
+    same(mine["model"], dict(msd))
+    assert mine["epoch"] == 3
+    # a PyTorch torch.save file to a DCP directory, read back by both
+    t_sd = {"w": torch.arange(6.0).reshape(2, 3), "n": {"i": torch.tensor([1, 2])}, "s": "x"}
+    torch.save(t_sd, tmp_path / "t.pt")
+    fu.torch_save_to_dcp(tmp_path / "t.pt", tmp_path / "dcp2")
+    back = {}
+    tdcp_sd = {"w": torch.zeros(2, 3), "n": {"i": torch.zeros(2, dtype=torch.int64)}, "s": ""}
+    import torch.distributed.checkpoint as tdcp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tdcp.load(tdcp_sd, checkpoint_id=tmp_path / "dcp2")
+    same(tdcp_sd, t_sd)
+    _load_state_dict(back, storage_reader=dcp.FileSystemReader(tmp_path / "dcp2"),
+                     planner=_EmptyStateDictLoadPlanner(keys=["n"]), no_dist=True)
+    assert sorted(back) == ["n"] and back["n"]["i"].tolist() == [1, 2]
+    # the command line, and PyTorch's for a missing source
+    subprocess.run([sys.executable, "-m", "ember.distributed.checkpoint.format_utils",
+                    "dcp_to_torch", str(tmp_path / "dcp2"), str(tmp_path / "cli.pt")],
+                   cwd=ROOT, check=True, capture_output=True)
+    same(torch.load(tmp_path / "cli.pt"), t_sd)
+    out = subprocess.run([sys.executable, "-m", "ember.distributed.checkpoint.format_utils",
+                          "torch_to_dcp", str(tmp_path / "none.pt"), str(tmp_path / "x")],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    assert out.splitlines()[-1] == f"No checkpoint found at {tmp_path / 'none.pt'}. Skipping " \
+                                   f"conversion."
 
 
 @pytest.mark.skipif(not dist.is_available(), reason="mpi4py is not installed")
@@ -305,6 +377,7 @@ def test_two_ranks_save_and_load(tmp_path, torch):
     for r in range(2):
         assert f"RANK {r} OK True KEYS ['b', 'nested.v', 'step', 'w']" in out, out
         assert f"RANK {r} FQNS ['weight', 'bias'] ['weight', 'bias']" in out, out
+        assert f"RANK {r} BROADCAST 132.0 [7, 8]" in out, out
     # rank 0 wrote the metadata; the replicated values were split between the ranks' files
     assert sorted(os.listdir(ckpt)) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
     import torch.distributed.checkpoint as tdcp

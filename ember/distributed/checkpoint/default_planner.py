@@ -161,6 +161,45 @@ class DefaultLoadPlanner(LoadPlanner):
         return narrow_tensor_by_index(tensor, read_item.dest_offsets, read_item.lengths)
 
 
+class _EmptyStateDictLoadPlanner(DefaultLoadPlanner):
+    """Rebuilds the state dict from the checkpoint's metadata into an empty dict (an empty
+    tensor per saved tensor, nested back by the saved key paths), then loads into it: a
+    checkpoint read without a model (``format_utils.dcp_to_torch_save``, Lightning's
+    ``_load_distributed_checkpoint``). ``keys`` keeps only those keys (or their parents)."""
+
+    def __init__(self, keys=None, *args, **kwargs):
+        self.keys = keys
+        super().__init__(*args, **kwargs)
+
+    def _should_include_key(self, key, metadata):
+        if self.keys is None or key in self.keys:
+            return True
+        # "a.b.c" is kept when "a" or "a.b" is asked for
+        prefix = None
+        for part in metadata.planner_data.get(key):
+            prefix = part if prefix is None else f"{prefix}.{part}"
+            if prefix in self.keys:
+                return True
+        return False
+
+    def set_up_planner(self, state_dict, metadata=None, is_coordinator=False):
+        if state_dict:
+            raise AssertionError("not state_dict")
+        if metadata is None:
+            raise AssertionError("metadata is not None")
+        from ... import empty
+        for key, value in metadata.state_dict_metadata.items():
+            if not self._should_include_key(key, metadata):
+                continue
+            if isinstance(value, TensorStorageMetadata):
+                value = empty(value.size, dtype=value.properties.dtype)
+            if metadata.planner_data is not None and key in metadata.planner_data:
+                set_element(state_dict, metadata.planner_data[key], value)
+            else:
+                state_dict[key] = value
+        super().set_up_planner(state_dict, metadata, is_coordinator)
+
+
 def narrow_tensor_by_index(tensor, offsets, sizes):
     """The view of ``tensor`` at ``offsets`` with ``sizes``."""
     narrowed = tensor

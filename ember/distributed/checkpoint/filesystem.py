@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from ..._core.api_name import as_ember
 from .metadata import StorageMeta
 from .planner import LoadItemType, WriteItemType
 from .storage import StorageReader, StorageWriter, WriteResult
@@ -64,7 +65,7 @@ def _metadata_pickler(f):
 
     class _MetadataPickler(_Pickler):
         def save_global(self, obj, name=None):
-            module = getattr(obj, "__module__", None) or ""
+            module = as_ember(getattr(obj, "__module__", None)) or ""
             if module.startswith("ember.distributed.checkpoint"):
                 return self._save_global_ref(_Global("torch" + module[len("ember"):],
                                                      name or obj.__qualname__))
