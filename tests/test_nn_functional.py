@@ -482,3 +482,100 @@ def test_bce_with_logits_result_has_the_targets_dtype():
         with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
                                                "output type Long"):
             lib.nn.functional.binary_cross_entropy_with_logits(lib.zeros(2), lib.ones(2).long())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("mixed", [True, False], ids=["float32_params", "same_dtype_params"])
+def test_layer_norm_16_bit_as_aten(dtype, mixed):
+    """bfloat16/float16 layer_norm as ATen's CPU kernel: float32 statistics when the parameters
+    are float32 (autocast's LayerNorm), else the input's dtype; the weight and bias gradients
+    summed in the input's dtype per thread, bit for bit (a float sum differs by several ulps
+    after a few hundred rows); the input gradient and output within one 16-bit ulp."""
+    torch = pytest.importorskip("torch")
+    threads = ember.get_num_threads()
+    ember.set_num_threads(torch.get_num_threads())  # ATen's sums follow its thread split
+    try:
+        for m, n in ((1, 16), (37, 70), (600, 96)):
+            rng = np.random.default_rng(m)
+            arrays = [rng.standard_normal(s).astype(np.float32) * 2 + 1
+                      for s in ((m, n), (n,), (n,), (m, n))]
+            pdt = "float32" if mixed else dtype
+            ins = {}
+            for lib in (torch, ember):
+                x, w, b, dy = (lib.from_numpy(a.copy()) for a in arrays)
+                x, dy = x.to(getattr(lib, dtype)), dy.to(getattr(lib, dtype))
+                w, b = w.to(getattr(lib, pdt)), b.to(getattr(lib, pdt))
+                y, mean, rstd = lib.native_layer_norm(x, [n], w, b, 1e-5)
+                ins[lib] = (y, mean, rstd, lib.ops.aten.native_layer_norm_backward(
+                    dy, x, [n], mean, rstd, w, b, [True, True, True]))
+            (ty, tm, tr, tg), (ey, em, er, eg) = ins[torch], ins[ember]
+            assert str(em.dtype).split(".")[1] == str(tm.dtype).split(".")[1] == \
+                ("float32" if mixed else dtype)
+            ulp = {"bfloat16": 2 ** -7, "float16": 2 ** -10}[dtype]
+            for got, want in ((ey, ty), (eg[0], tg[0])):
+                got, want = got.float().numpy(), want.float().numpy()
+                np.testing.assert_allclose(got, want, rtol=ulp, atol=ulp * np.abs(want).max())
+            np.testing.assert_allclose(em.float().numpy(), tm.float().numpy(), rtol=1e-5)
+            # the weight and bias gradients from PyTorch's own statistics: exact
+            e = [ember.from_numpy(t.float().numpy()).to(getattr(ember, str(t.dtype)[6:]))
+                 for t in (tm, tr)]
+            x, dy = (ember.from_numpy(a.copy()).to(getattr(ember, dtype))
+                     for a in (arrays[0], arrays[3]))
+            w, b = (ember.from_numpy(a.copy()).to(getattr(ember, pdt)) for a in arrays[1:3])
+            _, dw, db = ember.ops.aten.native_layer_norm_backward(dy, x, [n], *e, w, b,
+                                                                  [False, True, True])
+            for got, want in ((dw, tg[1]), (db, tg[2])):
+                assert str(got.dtype)[6:] == str(want.dtype)[6:] == pdt
+                np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    finally:
+        ember.set_num_threads(threads)
+
+
+def test_layer_norm_mixed_dtype_errors_as_aten():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, ember):
+        x16 = lib.ones(2, 3, dtype=lib.bfloat16)
+        for x, w, b, msg in (
+                (x16, lib.ones(3), lib.ones(3, dtype=lib.bfloat16), "parameter to have scalar "
+                                                                     "type of Float"),
+                (x16, lib.ones(3, dtype=lib.float64), None, "parameter to have scalar type"),
+                (lib.ones(2, 3), lib.ones(3, dtype=lib.bfloat16), None, "parameter to have"),
+                (lib.ones(2, 3), lib.ones(3, dtype=lib.float64), None, "parameter to have")):
+            with pytest.raises(RuntimeError, match=f"mixed dtype \\(CPU\\): expect {msg}"):
+                lib.native_layer_norm(x, [3], w, b, 1e-5)
+        meta = lib.native_layer_norm(lib.ones(2, 3, dtype=lib.bfloat16, device="meta"), [3],
+                                     lib.ones(3, device="meta"), None, 1e-5)
+        assert str(meta[1].dtype).endswith("float32")
+
+
+def test_bfloat16_autocast_training_follows_pytorch():
+    """20 AdamW steps of a Linear-GELU-LayerNorm-Linear model under CPU autocast(bfloat16):
+    the losses and the LayerNorm's weights stay on PyTorch's (they drifted by 3e-4 while the
+    LayerNorm's weight gradient was summed in float)."""
+    torch = pytest.importorskip("torch")
+    threads = ember.get_num_threads()
+    ember.set_num_threads(torch.get_num_threads())
+    rs = np.random.RandomState(0)
+    X, Y = rs.randn(256, 8).astype(np.float32), rs.randn(256, 1).astype(np.float32)
+    runs = []
+    try:
+        for lib in (torch, ember):
+            lib.manual_seed(0)
+            m = lib.nn.Sequential(lib.nn.Linear(8, 64), lib.nn.GELU(), lib.nn.LayerNorm(64),
+                                  lib.nn.Linear(64, 1))
+            opt = lib.optim.AdamW(m.parameters(), lr=1e-2)
+            x, y = lib.from_numpy(X), lib.from_numpy(Y)
+            losses = []
+            for _ in range(20):
+                with lib.autocast("cpu", dtype=lib.bfloat16):
+                    loss = lib.nn.functional.mse_loss(m(x).float(), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            runs.append((np.array(losses), m[2].weight.detach().numpy().copy()))
+    finally:
+        ember.set_num_threads(threads)
+    (tl, tw), (el, ew) = runs
+    np.testing.assert_allclose(el, tl, rtol=1e-5)
+    np.testing.assert_allclose(ew, tw, rtol=0, atol=1e-6)

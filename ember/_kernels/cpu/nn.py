@@ -30,7 +30,8 @@ from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_gene
                         check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
                         check_softmax, check_softmax_backward, dropout_backward_dtype, glu_shape,
-                        layer_norm_shapes, loss_shapes, nll_loss_shapes)
+                        layer_norm_shapes, layer_norm_stats_dtype, loss_shapes,
+                        nll_loss_shapes)
 
 _HALF = (D.float16, D.bfloat16)
 
@@ -445,14 +446,15 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     check_floating("LayerNormKernelImpl", input)
     m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
+    stat_dt = layer_norm_stats_dtype(input, weight, bias)
     x = _arr(input).reshape(m, n)
     dt = input._dtype
     r = _generated.layer_norm(x, _arr(weight).reshape(1, n) if weight is not None else None,
                               _arr(bias).reshape(1, n) if bias is not None else None, eps)
     if r is not None:
         out, mean, rstd = r
-        return (_res(out.reshape(input._size), dt), _res(mean.reshape(stat_shape), dt),
-                _res(rstd.reshape(stat_shape), dt))
+        return (_res(out.reshape(input._size), dt), _res(mean.reshape(stat_shape), stat_dt),
+                _res(rstd.reshape(stat_shape), stat_dt))
     with _quiet():
         mean = x.mean(axis=1, keepdims=True) if n else array_module(x).zeros((m, 1), x.dtype)
         xc = x - mean
@@ -463,13 +465,16 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
             xc *= _arr(weight).reshape(1, n)
         if bias is not None:
             xc += _arr(bias).reshape(1, n)
-    return (_res(xc.reshape(input._size), dt), _res(mean.reshape(stat_shape), dt),
-            _res(rstd.reshape(stat_shape), dt))
+    return (_res(xc.reshape(input._size), dt), _res(mean.reshape(stat_shape), stat_dt),
+            _res(rstd.reshape(stat_shape), stat_dt))
 
 
 def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,
                                output_mask):
     m, n, _ = layer_norm_shapes(input, normalized_shape, weight, bias)
+    if input._dtype in _HALF:
+        return _layer_norm_backward_reduced(grad_out, input, m, n, mean, rstd, weight, bias,
+                                            output_mask)
     x = _arr(input).reshape(m, n)
     g = _arr(grad_out).reshape(m, n)
     mu, rs = _arr(mean).reshape(m, 1), _arr(rstd).reshape(m, 1)
@@ -509,6 +514,44 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     if want_b:
         gb = _res((sums[1] if sums is not None else g.sum(axis=0)).reshape(bias._size),
                   bias._dtype)
+    return gi, gw, gb
+
+
+def _layer_norm_backward_reduced(grad_out, input, m, n, mean, rstd, weight, bias, output_mask):
+    """ATen's backward for bfloat16/float16 inputs: the input gradient in float from the
+    row sums ``ds = sum(dy * x * w)`` and ``db = sum(dy * w)``, rounded once; the weight and
+    bias gradients summed in the input's dtype per thread (``layer_norm_reduced``)."""
+    layer_norm_stats_dtype(input, weight, bias)
+    x = nd(input).reshape(m, n)
+    g = np.ascontiguousarray(nd(grad_out)).reshape(m, n)
+    mu = _arr(mean).reshape(m)
+    rs = _arr(rstd).reshape(m)
+    gi = gw = gb = None
+    if output_mask[0]:
+        x32, g32 = x.astype(np.float32), g.astype(np.float32)
+        w = _arr(weight).reshape(1, n) if weight is not None else None
+        gw32 = g32 * w if w is not None else g32
+        ds = np.einsum("ij,ij->i", gw32, x32)
+        db = gw32.sum(axis=1)
+        scale = np.float32(1 / max(n, 1))
+        b = (db * mu - ds) * rs * rs * rs * scale
+        c = -b * mu - db * rs * scale
+        # dx = rstd * dy * w + b * x + c, in ATen's order
+        r = g32 * rs[:, None]
+        if w is not None:
+            r *= w
+        r += b[:, None] * x32
+        r += c[:, None]
+        gi = _res(r.reshape(input._size), input._dtype)
+    want_w, want_b = output_mask[1] and weight is not None, output_mask[2] and bias is not None
+    if want_w or want_b:
+        from ..._functional_ops import get_num_threads
+        from .layer_norm_reduced import weight_bias_grads
+        dw, dbias = weight_bias_grads(g, x, mu, rs, x.dtype, get_num_threads())
+        if want_w:
+            gw = _res(dw.reshape(weight._size), weight._dtype)
+        if want_b:
+            gb = _res(dbias.reshape(bias._size), bias._dtype)
     return gi, gw, gb
 
 

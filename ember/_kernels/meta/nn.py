@@ -97,8 +97,8 @@ meta__log_softmax_backward_data = meta__softmax_backward_data
 def meta_native_layer_norm(input, normalized_shape, weight, bias, eps):
     _nn.check_floating("LayerNormKernelImpl", input)
     _, _, stat = _nn.layer_norm_shapes(input, normalized_shape, weight, bias)
-    return _like(input), empty_tensor(stat, input._dtype, META), \
-        empty_tensor(stat, input._dtype, META)
+    dt = _nn.layer_norm_stats_dtype(input, weight, bias)
+    return _like(input), empty_tensor(stat, dt, META), empty_tensor(stat, dt, META)
 
 
 def meta_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias,

@@ -98,6 +98,22 @@ def layer_norm_shapes(input, normalized_shape, weight, bias):
     return m, n, input._size[:axis] + (1,) * k
 
 
+def layer_norm_stats_dtype(input, weight, bias):
+    """The dtype of native_layer_norm's mean and rstd (and of the weight and bias gradients'
+    sums): float32 for a bfloat16/float16 input with float32 parameters (ATen's "mixed type",
+    autocast's LayerNorm), else the input's. Parameters of another dtype than the input's must
+    be that case (ATen's check_mixed_data_type)."""
+    params = [p for p in (weight, bias) if p is not None]
+    if all(p._dtype is input._dtype for p in params):
+        return input._dtype
+    if any(p._dtype is not D.float32 for p in params):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input._dtype is D.float32:
+        raise RuntimeError("mixed dtype (CPU): expect input to have scalar type of BFloat16 or "
+                           "Half")
+    return D.float32
+
+
 def batch_norm_shapes(input, weight, bias, running_mean, running_var):
     c = input._size[_st.wrap_dim(1, input.dim())]  # PyTorch's IndexError for a 1-d input
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
