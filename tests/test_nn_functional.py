@@ -579,3 +579,40 @@ def test_bfloat16_autocast_training_follows_pytorch():
     (tl, tw), (el, ew) = runs
     np.testing.assert_allclose(el, tl, rtol=1e-5)
     np.testing.assert_allclose(ew, tw, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("norm", ["batch_norm_train", "batch_norm_eval", "group_norm"])
+def test_norms_over_bfloat16_with_float32_parameters_as_aten(norm):
+    """Autocast's batch and group norms (a bfloat16 input, float32 weights and running stats):
+    ATen keeps the statistics in float32 ("mixed type"); rounding them to bfloat16 cost the
+    weight gradient four digits. With bfloat16 parameters the statistics are bfloat16."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x, dy = (rng.standard_normal((4, 8, 6, 6)).astype(np.float32) * 2 + 1 for _ in range(2))
+    w, b = (rng.standard_normal(8).astype(np.float32) for _ in range(2))
+    rm, rv = rng.random(8).astype(np.float32), rng.random(8).astype(np.float32) + 0.5
+    for pdt in ("float32", "bfloat16"):
+        out = {}
+        for lib in (torch, ember):
+            xx, g = (lib.from_numpy(a.copy()).to(lib.bfloat16) for a in (x, dy))
+            ww, bb, r1, r2 = (lib.from_numpy(a.copy()).to(getattr(lib, pdt))
+                              for a in (w, b, rm, rv))
+            xx.requires_grad_(), ww.requires_grad_(), bb.requires_grad_()
+            if norm == "group_norm":
+                stats = lib.native_group_norm(xx, ww, bb, 4, 8, 36, 2, 1e-5)[1:]
+                y = lib.nn.functional.group_norm(xx, 2, ww, bb)
+            else:
+                train = norm == "batch_norm_train"
+                stats = lib.native_batch_norm(xx, ww, bb, r1.clone(), r2.clone(), train, 0.1,
+                                              1e-5)[1:]
+                y = lib.nn.functional.batch_norm(xx, r1, r2, ww, bb, training=train)
+            y.backward(g)
+            out[lib] = [str(s.dtype)[6:] for s in stats], [
+                t.detach().float().numpy() for t in (y, xx.grad, ww.grad, bb.grad, r1, r2)]
+        (tdt, tv), (edt, ev) = out[torch], out[ember]
+        assert edt == tdt == [pdt] * 2
+        if pdt == "float32":
+            for got, want in zip(ev, tv):
+                scale = np.abs(want).max()
+                np.testing.assert_allclose(got, want, rtol=2 ** -7, atol=2 ** -8 * scale)
+            np.testing.assert_allclose(ev[2], tv[2], rtol=1e-4, atol=1e-4 * np.abs(tv[2]).max())

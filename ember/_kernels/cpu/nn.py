@@ -30,7 +30,7 @@ from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_gene
                         check_dropout, check_embedding,
                         activation_backward_shape, check_floating, check_group_norm, check_prelu,
                         check_softmax, check_softmax_backward, dropout_backward_dtype, glu_shape,
-                        layer_norm_shapes, layer_norm_stats_dtype, loss_shapes,
+                        layer_norm_shapes, norm_stats_dtype, loss_shapes,
                         nll_loss_shapes)
 
 _HALF = (D.float16, D.bfloat16)
@@ -446,7 +446,7 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     check_floating("LayerNormKernelImpl", input)
     m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
-    stat_dt = layer_norm_stats_dtype(input, weight, bias)
+    stat_dt = norm_stats_dtype(input, weight, bias)
     x = _arr(input).reshape(m, n)
     dt = input._dtype
     r = _generated.layer_norm(x, _arr(weight).reshape(1, n) if weight is not None else None,
@@ -521,7 +521,7 @@ def _layer_norm_backward_reduced(grad_out, input, m, n, mean, rstd, weight, bias
     """ATen's backward for bfloat16/float16 inputs: the input gradient in float from the
     row sums ``ds = sum(dy * x * w)`` and ``db = sum(dy * w)``, rounded once; the weight and
     bias gradients summed in the input's dtype per thread (``layer_norm_reduced``)."""
-    layer_norm_stats_dtype(input, weight, bias)
+    norm_stats_dtype(input, weight, bias)
     x = nd(input).reshape(m, n)
     g = np.ascontiguousarray(nd(grad_out)).reshape(m, n)
     mu = _arr(mean).reshape(m)
@@ -578,6 +578,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     x = _arr(input)
     xp = array_module(x)
     dt = input._dtype
+    stat_dt = norm_stats_dtype(input, weight, bias, running_mean, running_var)
     with _quiet():
         if training:
             count = x.size // max(c, 1)
@@ -588,6 +589,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                 var_sum = (d * d).sum(axis=_bn_axes(x))
             else:
                 mean, var_sum = found
+            if stat_dt in _HALF:  # ATen keeps both sums in the parameters' 16-bit dtype
+                mean, var_sum = (a.astype(stat_dt._np).astype(x.dtype) for a in (mean, var_sum))
             invstd = _inv_std(var_sum / count, eps)
             m = x.dtype.type(momentum)
             unbiased = var_sum / (count - 1) if count > 1 else var_sum * np.nan
@@ -601,14 +604,16 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                 rest = (1 - m) * r.astype(x.dtype)
                 xp.copyto(r, _fma(m, unbiased, rest) if x.dtype == np.float32 else
                           m * unbiased + rest, casting="unsafe")
-            save_mean, save_invstd = _res(mean, dt), _res(invstd, dt)
+            save_mean, save_invstd = _res(mean, stat_dt), _res(invstd, stat_dt)
+            if stat_dt in _HALF:  # ATen normalizes with the statistics as it saved them
+                invstd = _arr(save_invstd)
         else:
             if running_mean is None or running_var is None:
                 raise RuntimeError("running_mean and running_var must be defined in evaluation "
                                    "mode")
             mean = _arr(running_mean).astype(x.dtype)
             invstd = 1 / xp.sqrt(_arr(running_var).astype(x.dtype) + x.dtype.type(eps))
-            save_mean, save_invstd = _res(xp.zeros(0), dt), _res(xp.zeros(0), dt)
+            save_mean, save_invstd = _res(xp.zeros(0), stat_dt), _res(xp.zeros(0), stat_dt)
         alpha = invstd * _arr(weight) if weight is not None else invstd
         bias_ = _arr(bias) if bias is not None else xp.zeros_like(alpha)
         y = _batch_norm.transform(x, alpha, mean, bias_)
@@ -662,6 +667,7 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     check_floating("GroupNormKernelImpl", input)
     check_group_norm(input, weight, bias, N, C, HxW, group)
+    stat_dt = norm_stats_dtype(input, weight, bias)
     x = _arr(input).reshape(N, group, -1)
     with _quiet():
         mean = x.mean(axis=2, keepdims=True)
@@ -674,8 +680,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         if bias is not None:
             y += _arr(bias).reshape(1, C, 1)
     dt = input._dtype
-    return (_res(y.reshape(input._size), dt), _res(mean.reshape(N, group), dt),
-            _res(rstd.reshape(N, group), dt))
+    return (_res(y.reshape(input._size), dt), _res(mean.reshape(N, group), stat_dt),
+            _res(rstd.reshape(N, group), stat_dt))
 
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group,

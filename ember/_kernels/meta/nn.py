@@ -97,7 +97,7 @@ meta__log_softmax_backward_data = meta__softmax_backward_data
 def meta_native_layer_norm(input, normalized_shape, weight, bias, eps):
     _nn.check_floating("LayerNormKernelImpl", input)
     _, _, stat = _nn.layer_norm_shapes(input, normalized_shape, weight, bias)
-    dt = _nn.layer_norm_stats_dtype(input, weight, bias)
+    dt = _nn.norm_stats_dtype(input, weight, bias)
     return _like(input), empty_tensor(stat, dt, META), empty_tensor(stat, dt, META)
 
 
@@ -114,8 +114,8 @@ def meta_native_batch_norm(input, weight, bias, running_mean, running_var, train
     _nn.check_floating("batch_norm_cpu", input)
     c = _nn.batch_norm_shapes(input, weight, bias, running_mean, running_var)
     stat = (c,) if training else (0,)
-    return _like(input), empty_tensor(stat, input._dtype, META), \
-        empty_tensor(stat, input._dtype, META)
+    dt = _nn.norm_stats_dtype(input, weight, bias, running_mean, running_var)
+    return _like(input), empty_tensor(stat, dt, META), empty_tensor(stat, dt, META)
 
 
 def meta_native_batch_norm_backward(grad_out, input, weight, running_mean, running_var,
@@ -130,8 +130,8 @@ def meta_native_batch_norm_backward(grad_out, input, weight, running_mean, runni
 def meta_native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     _nn.check_floating("GroupNormKernelImpl", input)
     _nn.check_group_norm(input, weight, bias, N, C, HxW, group)
-    return _like(input), empty_tensor((N, group), input._dtype, META), \
-        empty_tensor((N, group), input._dtype, META)
+    dt = _nn.norm_stats_dtype(input, weight, bias)
+    return _like(input), empty_tensor((N, group), dt, META), empty_tensor((N, group), dt, META)
 
 
 def meta_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group,

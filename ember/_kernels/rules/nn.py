@@ -98,12 +98,13 @@ def layer_norm_shapes(input, normalized_shape, weight, bias):
     return m, n, input._size[:axis] + (1,) * k
 
 
-def layer_norm_stats_dtype(input, weight, bias):
-    """The dtype of native_layer_norm's mean and rstd (and of the weight and bias gradients'
-    sums): float32 for a bfloat16/float16 input with float32 parameters (ATen's "mixed type",
-    autocast's LayerNorm), else the input's. Parameters of another dtype than the input's must
-    be that case (ATen's check_mixed_data_type)."""
-    params = [p for p in (weight, bias) if p is not None]
+def norm_stats_dtype(input, *params):
+    """The dtype of the saved statistics of layer, group and batch norm (mean and rstd or
+    invstd): float32 for a bfloat16/float16 input with float32 parameters (ATen's "mixed type":
+    autocast's norms, whose inputs come from bfloat16 layers), else the input's. Parameters
+    (weight, bias, running stats) of another dtype than the input's must be that case (ATen's
+    check_mixed_data_type)."""
+    params = [p for p in params if p is not None]
     if all(p._dtype is input._dtype for p in params):
         return input._dtype
     if any(p._dtype is not D.float32 for p in params):
