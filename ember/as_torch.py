@@ -202,6 +202,47 @@ _torchvision_ops = _TorchvisionOps()
 _EMBER_VERSION = _version.__version__
 
 
+class _Children:
+    """Processes started by spawn or forkserver (Python 3.14's default start method, and what
+    DataLoader workers get with ``multiprocessing_context="spawn"``) are new interpreters that
+    import the program's main module again: there ``import torch`` would find PyTorch (or
+    nothing), and the objects sent to them would name modules PyTorch lacks. While the alias is
+    installed, a spawned child's command line installs it first, and a forkserver imports
+    ``ember._as_torch_child`` (which installs it) instead of preloading the main module, which
+    each child then imports with the alias in place."""
+
+    saved = None
+
+    def install(self):
+        import multiprocessing.forkserver as forkserver
+        import multiprocessing.spawn as spawn
+        if self.saved is not None:
+            return
+        command_line = spawn.get_command_line
+        preload = list(getattr(forkserver._forkserver, "_preload_modules", ["__main__"]))
+        self.saved = command_line, preload
+
+        def get_command_line(**kwds):
+            argv = command_line(**kwds)
+            if "-c" in argv:  # (a frozen executable has no program text to extend)
+                i = argv.index("-c") + 1
+                argv[i] = "import ember.as_torch; ember.as_torch.install(); " + argv[i]
+            return argv
+        spawn.get_command_line = get_command_line
+        forkserver._forkserver._preload_modules = ["ember._as_torch_child"] + [
+            m for m in preload if m != "__main__"]
+
+    def uninstall(self):
+        import multiprocessing.forkserver as forkserver
+        import multiprocessing.spawn as spawn
+        if self.saved is not None:
+            spawn.get_command_line, forkserver._forkserver._preload_modules = self.saved
+            self.saved = None
+
+
+_children = _Children()
+
+
 def is_installed():
     return _finder in sys.meta_path
 
@@ -229,6 +270,7 @@ def install():
     for name, module in list(sys.modules.items()):
         if (name == "ember" or name.startswith("ember.")) and module is not None:
             _retagger.retag_module(name, module)
+    _children.install()
 
 
 def uninstall():
@@ -239,6 +281,7 @@ def uninstall():
         sys.meta_path.remove(_torchvision_ops)
         sys.meta_path.remove(_retagger)
         _retagger.restore()
+        _children.uninstall()
         sys.modules["ember"].__version__ = _version.__version__ = _EMBER_VERSION
         sys.modules["ember"].__name__ = "ember"
         api_name.name = "ember"

@@ -106,6 +106,40 @@ def test_objects_carry_pytorchs_module_names(torch, tmp_path):
     assert mine == _module_names(torch)
 
 
+def test_spawned_children_import_ember(tmp_path):
+    """spawn and forkserver children (Python 3.14's default) run the main module again: its
+    ``import torch`` gives ember there too, for a Pool and for DataLoader workers."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import sys
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Rows(Dataset):
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return torch.tensor([float(i), float(sys.modules.get("ember") is torch)])
+
+        def which(_):
+            import torch
+            return sys.modules.get("ember") is torch
+
+        if __name__ == "__main__":
+            import multiprocessing as mp
+            for method in ("spawn", "forkserver"):
+                with mp.get_context(method).Pool(1) as p:
+                    print(method, p.map(which, [0]))
+                dl = DataLoader(Rows(), batch_size=2, num_workers=1,
+                                multiprocessing_context=method)
+                print(method, [b.tolist() for b in dl])
+    """))
+    out = _python("-m", "ember.as_torch", str(tmp_path / "prog.py")).stdout.splitlines()
+    for i, method in enumerate(("spawn", "forkserver")):
+        assert out[2 * i] == f"{method} [True]"
+        assert out[2 * i + 1] == f"{method} [[[0.0, 1.0], [1.0, 1.0]], [[2.0, 1.0], [3.0, 1.0]]]"
+
+
 def test_refuses_when_pytorch_is_already_imported(torch):
     assert sys.modules["torch"] is torch
     with pytest.raises(RuntimeError, match="already imported"):
