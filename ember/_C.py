@@ -101,6 +101,14 @@ def _set_flush_denormal(mode):
     return False if module is None else module.set_flush_denormal(bool(mode))
 
 
+def _get_accelerator():
+    """The device type of the accelerator ember was built with, else the CPU's (PyTorch's
+    ``at::getAccelerator`` with the CPU fallback)."""
+    from .accelerator import current_accelerator
+    from ._core.device import device
+    return current_accelerator() or device("cpu")
+
+
 def _dispatch_dump(name):
     """Registrations of an operator: schema, then each kernel with where it was registered."""
     return _d.dump(name)

@@ -17,9 +17,7 @@ from ._core import dtype as D
 from ._core import factory_defaults
 from ._core import complex32 as _complex32
 from ._core import float8 as _float8
-from ._core import strides as _st
-from ._core.device import (CPU, channels_last, channels_last_3d, contiguous_format,
-                           device as _device, preserve_format)
+from ._core.device import CPU, device as _device
 from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
 from ._core.storage import UntypedStorage, from_array, meta_storage
@@ -533,23 +531,9 @@ def tensor_to(self, *args, **kwargs):
     except TypeError:
         from ._ops.bindings import invalid_combination
         raise invalid_combination("to", _TO_SIGNATURES, args, kwargs) from None
-    if memory_format is None:
-        memory_format = preserve_format
-    if (not copy and (dtype is None or dtype is self._dtype)
-            and (device is None or device == self._device)
-            and memory_format in (preserve_format, _suggest_memory_format(self))):
-        return self
     from ._ops.overload import ops
-    return ops.aten._to_copy.default._call(self, dtype, None, device, None, non_blocking,
-                                           memory_format)
-
-
-def _suggest_memory_format(t):
-    """PyTorch's suggest_memory_format: channels_last(_3d) for tensors strided that way, else
-    contiguous_format (whatever the actual strides: a transposed matrix suggests contiguous)."""
-    if _st.suggests_channels_last(t._size, t._stride):
-        return channels_last if len(t._size) == 4 else channels_last_3d
-    return contiguous_format
+    return ops.aten.to.dtype_layout._call(self, dtype, None, device, None, non_blocking, copy,
+                                          memory_format)
 
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None,

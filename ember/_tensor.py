@@ -645,6 +645,12 @@ class Tensor:
         return storage.TypedStorage(wrap_storage=self.untyped_storage(), dtype=self._dtype,
                                     _internal=True)
 
+    def _typed_storage(self):
+        """``storage()`` without its deprecation warning (what PyTorch's own code calls)."""
+        from . import storage
+        return storage.TypedStorage(wrap_storage=self.untyped_storage(), dtype=self._dtype,
+                                    _internal=True)
+
     def apply_(self, callable):
         """Replace each element by ``callable(element)`` (CPU tensors only, as in PyTorch; a
         Python call per element)."""
@@ -771,6 +777,34 @@ class Tensor:
 # The slots that hold the TensorImpl's fields (what a new Python object over the same tensor
 # copies): not the weak references nor the attributes of one Python object.
 IMPL_SLOTS = tuple(n for n in Tensor.__slots__ if n not in ("__weakref__", "__dict__"))
+
+
+def _set_obj_state(obj, state):
+    """Set the attributes a pickled tensor carried (``torch._utils._set_obj_state``): a dict,
+    or a ``(dict, slots)`` pair; Python 3.11+ pickles an unused ``__dict__`` as None."""
+    if isinstance(state, tuple):
+        if len(state) != 2:
+            raise RuntimeError(f"Invalid serialized state: {state}")
+        dict_state, slots_state = state
+    else:
+        dict_state, slots_state = state, None
+    for part in (dict_state, slots_state):
+        for k, v in (part or {}).items():
+            setattr(obj, k, v)
+    return obj
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """A tensor with Python state (``torch._tensor._rebuild_from_type_v2``): ``func(*args)``
+    as ``new_type``, then its state through the class's ``__setstate__`` or as attributes.
+    Under ``weights_only`` the unpickler has already refused a ``new_type`` not allowed."""
+    ret = func(*args)
+    if type(ret) is not new_type:
+        ret = ret.as_subclass(new_type)
+    if getattr(ret.__class__, "__setstate__", None) is not None:
+        ret.__setstate__(state)
+        return ret
+    return _set_obj_state(ret, state)
 
 
 def requires_grad_of_factory(t, requires_grad):

@@ -5,6 +5,7 @@ from collections import defaultdict
 
 import ember
 from ._toplevel import classproperty  # noqa: F401
+from ._tensor import _set_obj_state  # noqa: F401
 from .serialization import (_rebuild_parameter, _rebuild_parameter_with_state,  # noqa: F401
                             _rebuild_sparse_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3)
 

@@ -57,7 +57,7 @@ from ._core import device as _device_module
 from ._core.device import device as _device, layout, sparse_coo, sparse_csr
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, meta_storage
-from ._tensor import Tensor, make_tensor
+from ._tensor import Tensor, _rebuild_from_type_v2, make_tensor
 from .types import FileLike, Storage
 from .utils.hooks import warn_if_has_hooks
 
@@ -895,6 +895,12 @@ class PyTorchFileReader:
         """Where the record's bytes start in the file (after its local header)."""
         return _data_offset(self._zf.fp, self._info(name))
 
+    def get_storage_from_record(self, name, numel, dtype):
+        """The record's first ``numel`` bytes as a uint8 tensor over a storage of its own
+        (``dtype`` is ``UntypedStorage`` in PyTorch's callers: bytes, whatever they hold)."""
+        data = np.frombuffer(bytearray(self.get_record(name)[:numel]), np.uint8)
+        return make_tensor(from_array(data), (data.size,), (1,), 0, D.uint8, _device("cpu"))
+
     def serialization_id(self):
         return (self.get_record(".data/serialization_id").decode()
                 if self.has_record(".data/serialization_id") else "")
@@ -905,6 +911,16 @@ class PyTorchFileReader:
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                        metadata=None):
+    from .storage import TypedStorage
+    if isinstance(storage, TypedStorage):
+        # called as torch._utils._rebuild_tensor_v2 by a library's own unpickler (Lightning's
+        # lazy loading, on meta storages): PyTorch's set_ onto the storage, which may grow it
+        import ember
+        t = ember.empty((0,), dtype=storage.dtype, device=storage._untyped_storage.device)
+        t.set_(storage._untyped_storage, storage_offset, tuple(size), tuple(stride))
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
     untyped, dtype, *view_offset = storage  # a legacy storage view adds its element offset
     if view_offset:
         storage_offset += view_offset[0]
@@ -969,21 +985,6 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
     for k, v in state.items():
         setattr(param, k, v)
     return param
-
-
-def _rebuild_from_type_v2(func, new_type, args, state):
-    """PyTorch's rebuild of a tensor with Python state: the tensor, then its attributes (a
-    dict, or a (dict, slots) pair)."""
-    t = func(*args)
-    if new_type is not Tensor:
-        raise pickle.UnpicklingError(f"a tensor of type {new_type!r} cannot be loaded")
-    if isinstance(state, tuple):
-        state, slots = state
-        for k, v in (slots or {}).items():
-            setattr(t, k, v)
-    for k, v in (state or {}).items():
-        setattr(t, k, v)
-    return t
 
 
 def _torch_globals():

@@ -469,7 +469,8 @@ _ELSEWHERE = {
         """fill_diagonal_.default swapaxes_.default swapdims_.default""",
     "copy/conversion: checked by tests/test_conversions.py": """
         copy_.default _to_copy.default clone.default contiguous.default fill_.Scalar
-        fill_.Tensor zero_.default resize_.default""",
+        fill_.Tensor zero_.default resize_.default to.dtype to.device to.dtype_layout to.other
+        _shape_as_tensor.default""",
     "scalar extraction: checked by tests/test_protocols.py": """
         _local_scalar_dense.default item.default""",
     "indexing: checked by tests/test_indexing.py": """

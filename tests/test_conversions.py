@@ -306,3 +306,36 @@ def test_new_tensor(torch):
     assert_same(e.new_tensor([1, 2]), t.new_tensor([1, 2]))
     assert_same(e.new_tensor([1, 2], dtype=ember.int32), t.new_tensor([1, 2], dtype=torch.int32))
     assert ember.ones(1, device="meta").new_tensor([1.0]).device.type == "meta"
+
+
+def test_aten_to_overloads_as_pytorch(torch):
+    """aten::to's overloads (what exported graphs name: aten.to.dtype ...): the same schemas,
+    the tensor itself when nothing changes, else a copy; a Device argument given by name."""
+    assert sorted(o for o in ember.ops.aten.to.overloads()) == sorted(
+        o for o in torch.ops.aten.to.overloads() if not o.startswith("prim_"))
+    for o in ember.ops.aten.to.overloads():
+        assert str(getattr(ember.ops.aten.to, o)._schema) == \
+            str(getattr(torch.ops.aten.to, o)._schema)
+    for lib in (ember, torch):
+        t = lib.ones(2, 3)
+        to = lib.ops.aten.to
+        assert to.dtype(t, lib.float32) is t and to.dtype(t, lib.float32, copy=True) is not t
+        assert to.dtype(t, lib.bool).dtype == lib.bool
+        assert to.other(t, lib.zeros(1, dtype=lib.int64)).dtype == lib.int64
+        assert to.other(t, lib.zeros(1)) is t
+        m = to.device(t, "meta", lib.float16)
+        assert m.device.type == "meta" and m.dtype == lib.float16
+        assert to.dtype_layout(t, dtype=lib.float64).dtype == lib.float64
+        assert to.dtype_layout(t) is t
+        x = lib.ones(2, 3, 4, 5)
+        cl = to.dtype_layout(x, memory_format=lib.channels_last)
+        assert cl.stride() == (60, 1, 15, 3)
+        assert to.dtype_layout(cl, memory_format=lib.channels_last) is cl
+
+
+def test_shape_as_tensor(torch):
+    for shape in ((2, 3), (), (0, 4, 1)):
+        for lib in (ember, torch):
+            r = lib._shape_as_tensor(lib.ones(shape, device="meta"))
+            assert r.tolist() == list(shape) and str(r.dtype)[6:] == "int64"
+            assert r.device.type == "cpu"

@@ -124,3 +124,30 @@ def test_ddp_two_cpu_processes_match_pytorch(ddp_results):
     theirs, mine = ddp_results
     assert theirs["ddp/world_size"] == 2 and theirs["ddp/global_step"] == 12
     _compare(theirs, mine, "ddp/")
+
+
+def test_lazy_load_reads_pytorchs_checkpoint(torch, tmp_path):
+    """Lightning's lazy loading (``Fabric.load(..., lazy)``, LitGPT's checkpoints): its own
+    unpickler over ``torch.PyTorchFileReader`` rebuilding meta tensors through
+    ``torch._utils._rebuild_tensor_v2`` and ``torch._tensor._rebuild_from_type_v2``, then
+    reading each storage with ``get_storage_from_record``."""
+    pytest.importorskip("lightning_fabric")
+    t = torch.arange(6.0).reshape(2, 3).t()
+    t.tag = "x"
+    torch.save({"t": t, "p": torch.nn.Parameter(torch.ones(2)), "i": torch.arange(3), "n": 5},
+               tmp_path / "c.pt")
+    (tmp_path / "prog.py").write_text(
+        "import json, sys, torch\n"
+        "from lightning_fabric.utilities.load import _lazy_load, _materialize_tensors\n"
+        "ck = _lazy_load(sys.argv[1])\n"
+        "lazy = type(ck['t']).__name__\n"
+        "m = _materialize_tensors(ck)\n"
+        "print(json.dumps([lazy, m['t'].tolist(), m['t'].stride(), m['t'].tag,\n"
+        "                  type(m['p']).__name__, m['p'].tolist(), m['i'].tolist(), m['n']]))\n")
+    p = subprocess.run([sys.executable, "-m", "ember.as_torch", str(tmp_path / "prog.py"),
+                        str(tmp_path / "c.pt")], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+    assert json.loads(p.stdout.splitlines()[-1]) == [
+        "_NotYetLoadedTensor", t.tolist(), [1, 3], "x", "Parameter", [1.0, 1.0], [0, 1, 2], 5]

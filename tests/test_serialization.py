@@ -94,6 +94,18 @@ def test_torch_reads_checkpoint_written_by_ember(torch, tmp_path):
     assert ck["i"].tolist() == [1, 2, 3, 4] and ck["dt"] is torch.float64
 
 
+def test_whole_model_checkpoint_from_pytorch_with_sync_batch_norm(torch, tmp_path):
+    """A pickled model names each layer's class where PyTorch defines it
+    (torch.nn.modules.batchnorm.SyncBatchNorm): ember's class is found there too."""
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3), torch.nn.SyncBatchNorm(4))
+    torch.save(tm, tmp_path / "m.pt")
+    em = ember.load(tmp_path / "m.pt", weights_only=False)
+    assert type(em[1]) is nn.SyncBatchNorm and type(em[0]) is nn.Conv2d
+    for k, v in tm.state_dict().items():
+        np.testing.assert_array_equal(to_np(em.state_dict()[k]), v.numpy())
+
+
 class Evil:
     def __reduce__(self):
         return (os.system, ("echo should-not-run > /dev/null",))

@@ -141,10 +141,12 @@ def test_storage_cpu_copy_and_set_(cuda_device):
     assert d.cpu().tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 5.0]
     whole = ember.empty(0, dtype=ember.float32).set_(ember.ones(3).untyped_storage())
     assert whole.tolist() == [1.0, 1.0, 1.0]
-    with pytest.raises(RuntimeError, match=r"setStorage: sizes \[4\], strides \[1\], storage "
-                                           r"offset 0, and itemsize 4 requiring a storage size "
-                                           r"of 16 are out of bounds for storage of size 12"):
-        ember.empty(0).set_(ember.ones(3).untyped_storage(), 0, (4,), (1,))
+    # a view past the storage's end grows it, as ATen's set_ does (a NumPy array's is fixed)
+    grown = ember.ones(3).untyped_storage()
+    assert ember.empty(0).set_(grown, 0, (4,), (1,)).shape == (4,) and grown.nbytes() == 16
+    with pytest.raises(RuntimeError, match="Trying to resize storage that is not resizable"):
+        ember.empty(0).set_(ember.from_numpy(np.ones(3, np.float32)).untyped_storage(), 0,
+                            (4,), (1,))
     with pytest.raises(RuntimeError, match="Attempted to set the storage of a tensor on device "
                                            "\"cpu\" to a storage on different device \"cuda:0\""):
         ember.empty(0).set_(d.untyped_storage(), 0, (1,))

@@ -272,9 +272,14 @@ def _make_normalizer(schema, qualname):
     expand = [f"    if {n}.__class__ is int: {n} = ({n},) * {a.list_size}\n"
               for n, a in zip(names, schema.arguments)
               if a.is_list and a.list_size and a.base in ("int", "SymInt")]
+    # a Device argument may be given by name ("cuda:0"), as PyTorch's op calls take it
+    expand += [f"    if {n}.__class__ is str: {n} = _device({n})\n"
+               for n, a in zip(names, schema.arguments) if a.base == "Device" and not a.is_list]
     ret = ", ".join(names) + ("," if len(names) == 1 else "")
     src = f"def normalize({', '.join(params)}):\n{''.join(expand)}    return ({ret})\n"
     ns = dict(consts)
+    from .._core.device import device
+    ns["_device"] = device
     compile_source(src, f"<ember normalizer {qualname}>", ns)
     inner = ns["normalize"]
     renamed = {a.name: py_name(a.name) for a in schema.arguments if py_name(a.name) != a.name}

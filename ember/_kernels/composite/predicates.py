@@ -1,5 +1,6 @@
 """Tensor predicates and metadata (``numel``, ``is_floating_point``, ``is_nonzero``,
 ``result_type`` ...): CompositeImplicitAutograd kernels, as in PyTorch."""
+from ..._core import dtype as D
 from ..._ops.overload import ops
 
 _aten = ops.aten
@@ -19,6 +20,11 @@ def sym_stride_int(self, dim):
 
 def sym_numel(self):
     return self.numel()
+
+
+def _shape_as_tensor(self):
+    from ..._factories import tensor
+    return tensor(tuple(self.shape), dtype=D.int64)
 
 
 def is_floating_point(self):

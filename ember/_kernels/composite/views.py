@@ -498,11 +498,8 @@ def set__source_Storage_storage_offset(self, source, storage_offset, size, strid
     itemsize = self._dtype.itemsize
     need = 0 if 0 in size else (storage_offset + 1 + sum((n - 1) * st for n, st in
                                                          zip(size, stride))) * itemsize
-    if need > storage.nbytes():
-        raise RuntimeError(f"setStorage: sizes {_fmt(size)}, strides {_fmt(stride)}, storage "
-                           f"offset {storage_offset}, and itemsize {itemsize} requiring a "
-                           f"storage size of {need} are out of bounds for storage of size "
-                           f"{storage.nbytes()}")
+    if need > storage.nbytes():  # grown as ATen's resize_impl grows it (or refused)
+        storage.resize_(need)
     self._storage = storage
     return _restride(self, size, stride, storage_offset)
 

@@ -9,7 +9,7 @@ from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["BatchNorm1d", "LazyBatchNorm1d", "BatchNorm2d", "LazyBatchNorm2d", "BatchNorm3d",
-           "LazyBatchNorm3d"]
+           "LazyBatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -163,3 +163,8 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     _check_input_dim = BatchNorm3d._check_input_dim
 
 
+# PyTorch defines SyncBatchNorm here: checkpoints of whole models name
+# torch.nn.modules.batchnorm.SyncBatchNorm
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+
+SyncBatchNorm.__module__ = __name__
