@@ -66,7 +66,11 @@ def _as_tuple(index):
     tensors or sequences is a tuple of indices (with a deprecation warning); other lists are one
     advanced index."""
     if isinstance(index, tuple):
+        if any(i.__class__ is np.ndarray for i in index):
+            return tuple(_sequence_index(i) if i.__class__ is np.ndarray else i for i in index)
         return index
+    if index.__class__ is np.ndarray:  # an array index is a tensor index, as a list is
+        return (_sequence_index(index),)
     if isinstance(index, list) and 0 < len(index) < 32 and any(
             isinstance(i, (Tensor, list, tuple, slice)) or i is Ellipsis or i is None
             for i in index):

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dlpack, _tensor_str, overrides
 from ._core import complex32 as _complex32
+from ._core.api_name import as_ember
 from ._core import dtype as _dt
 from ._core import strides as _st
 from ._core.device import (CPU, contiguous_format, device as _device, preserve_format,
@@ -132,7 +133,7 @@ class Tensor:
     def layout(self):
         if self._storage_ is not None:
             return strided
-        return sparse_coo if self._keyset & SPARSE_BITS else sparse_csr
+        return sparse_coo if self._keyset & SPARSE_BITS else self._sparse.layout
 
     @property
     def is_cpu(self):
@@ -155,7 +156,9 @@ class Tensor:
     is_xla = property(lambda self: self._device.type == "xla", doc="Is on an XLA device.")
     is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Is a Vulkan tensor.")
     is_mkldnn = property(lambda self: False, doc="Is an MKL-DNN (opaque) tensor: never.")
-    is_sparse_csr = property(lambda self: bool(self._keyset & SPARSE_CSR_BITS),
+    # (PyTorch's is_sparse_csr is the CSR layout's alone, not CSC/BSR/BSC's)
+    is_sparse_csr = property(lambda self: bool(self._keyset & SPARSE_CSR_BITS)
+                             and self._sparse.layout is sparse_csr,
                              doc="Has the sparse CSR layout.")
     is_nested = property(lambda self: False, doc="Is a nested tensor: never.")
 
@@ -386,7 +389,8 @@ class Tensor:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
         if self._storage_ is None:
-            kind = "Sparse" if self._keyset & SPARSE_BITS else "SparseCsr"
+            kind = "Sparse" if self._keyset & SPARSE_BITS else \
+                "Sparse" + self._sparse.layout._name[7:].capitalize()
             raise TypeError(f"can't convert {kind} layout tensor to numpy. Use "
                             f"Tensor.to_dense() first.")
         if self._device.type != "cpu":
@@ -411,6 +415,21 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)
+
+    # NumPy's binary operators defer to a higher priority: np.float64(2) * t is t.__rmul__
+    # (a tensor, on the autograd graph), not an array made through __array__
+    __array_priority__ = 1000
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A ufunc's result on a tensor (``np.sin(t)``) as a tensor sharing it, as PyTorch's;
+        PyTorch turns a bool result into uint8, a workaround from before bool tensors, kept."""
+        if overrides.has_torch_function_unary(self):
+            return overrides.handle_torch_function(Tensor.__array_wrap__, (self,), self,
+                                                   array=array)
+        if array.dtype == bool:
+            array = array.astype("uint8")
+        from ._factories import from_numpy
+        return from_numpy(array)
 
     def __len__(self):
         if not self._size:
@@ -718,7 +737,7 @@ class Tensor:
         overrides._overrides_cache.clear()
         # From now on bindings check their arguments' types. ember's own subclasses opt out of
         # __torch_function__ (Parameter, Buffer) or turn the check on when instantiated.
-        if not cls.__module__.startswith("ember.") and overrides._type_overrides(cls):
+        if not as_ember(cls.__module__).startswith("ember.") and overrides._type_overrides(cls):
             overrides._TF_ON.append(cls)
 
     def as_subclass(self, cls):
@@ -742,7 +761,9 @@ class Tensor:
         src = _alias(data, data._size, data._stride, data._offset)
         src._base_ = data._base_
         t = _rewrap(src, cls)
-        t.requires_grad_(require_grad)
+        # (PyTorch sets the flag in C++, out of the new subclass's __torch_function__'s reach)
+        with overrides.DisableTorchFunction():
+            t.requires_grad_(require_grad)
         return t
 
     @staticmethod

@@ -7,9 +7,12 @@ Where PyTorch picks a different overload for a Python-number operand (``a == 1``
 """
 import numbers
 
+import numpy as np
+
 from . import overrides as _overrides
 from ._dispatch import tls as _tls
 from ._dispatch.keys import BACKEND_BITS
+from ._ops.bindings import NUMPY_SCALARS
 from ._ops.overload import default_value, ops
 from ._tensor import Tensor
 from ._core.codegen import compile_source
@@ -79,7 +82,8 @@ def _overload(qualname):
 
 
 def _is_number(x):
-    return x.__class__ in _NUMBERS or (isinstance(x, numbers.Number) and not isinstance(x, Tensor))
+    return x.__class__ in _NUMBERS or x.__class__ is np.bool_ or (
+        isinstance(x, numbers.Number) and not isinstance(x, Tensor))
 
 
 def _args(qualname, prefix, first, second):
@@ -97,7 +101,7 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
     first, second = ("self", "other") if order == "self" else ("other", "self")
     t_args, ns = _args(tensor_qualname, "_t", first, second)
     ns.update(_on_tensor=_overload(tensor_qualname)._call, Tensor=Tensor, _is_number=_is_number,
-              _NUMBERS=_NUMBERS, _TF_ON=_overrides._TF_ON, _tf_check=_overrides._check,
+              _NUMBERS=_NUMBERS, _np_scalars=NUMPY_SCALARS, _TF_ON=_overrides._TF_ON, _tf_check=_overrides._check,
               _tf_op=_overrides._dispatch_operator, _state=_tls.state,
               _cache=_overload(tensor_qualname)._entry.cache)
     method = tensor_qualname.partition(".")[0]
@@ -123,7 +127,10 @@ def _binary(tensor_qualname, number_qualname, order, dunder=None):
         n_qualname = number_qualname or tensor_qualname
         n_args, n_ns = _args(n_qualname, "_n", first, second)
         ns.update(n_ns, _on_number=_overload(n_qualname)._call)
-        src += ["    if other.__class__ in _NUMBERS or _is_number(other):",
+        src += ["    if other.__class__ in _NUMBERS:",
+                f"        return _on_number({n_args})",
+                "    if _is_number(other):",
+                "        if other.__class__ in _np_scalars: other = other.item()",
                 f"        return _on_number({n_args})"]
     src.append("    return NotImplemented")
     compile_source("\n".join(src), f"<ember operator Tensor.{dunder}>", ns)

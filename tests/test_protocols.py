@@ -340,3 +340,60 @@ def test_type_string(torch, dtype):
 def test_type_string_meta(torch):
     e, t = ember.empty(2, device="meta"), torch.empty(2, device="meta")
     assert e.type().replace("ember.", "torch.") == t.type()
+
+
+# NumPy values meeting tensors: each expression, given a library (ember or torch) and a float32
+# tensor of ones, must give the same type, dtype and values (or the same exception type)
+NUMPY_MEETS_TENSOR = {
+    "f64_times_tensor": lambda L, t: np.float64(2.0) * t,
+    "f32_times_tensor": lambda L, t: np.float32(2.0) * t,
+    "tensor_times_f32": lambda L, t: t * np.float32(2.0),
+    "i64_times_tensor": lambda L, t: np.int64(3) * t,
+    "tensor_plus_f16": lambda L, t: t + np.float16(1),
+    "f64_minus_tensor": lambda L, t: np.float64(1) - t,
+    "f64_over_tensor": lambda L, t: np.float64(1) / t,
+    "f64_pow_tensor": lambda L, t: np.float64(2) ** t,
+    "f64_less_tensor": lambda L, t: np.float64(1) < t,
+    "bool_times_tensor": lambda L, t: np.bool_(True) * t,
+    "int_tensor_times_i64": lambda L, t: t.int() * np.int64(3),
+    "int_tensor_times_f32": lambda L, t: t.int() * np.float32(1.5),
+    "uint8_plus_i64_wraps": lambda L, t: t.to(L.uint8) + np.int64(300),
+    "mul_f32": lambda L, t: L.mul(t, np.float32(2)),
+    "clamp_numpy_bounds": lambda L, t: L.clamp(t * 3, np.float32(0), np.int64(2)),
+    "add_alpha_f32": lambda L, t: L.add(t, t, alpha=np.float32(2)),
+    "full_f32": lambda L, t: L.full((2,), np.float32(1.5)),
+    "where_f32": lambda L, t: L.where(t > 0, t, np.float32(0)),
+    "array_plus_tensor": lambda L, t: np.ones(3) + t,
+    "0d_array_times_tensor": lambda L, t: np.array(2.0) * t,
+    "ufunc_sin": lambda L, t: np.sin(t),
+    "ufunc_add": lambda L, t: np.add(t, 1),
+    "ufunc_greater": lambda L, t: np.greater(t, 0),
+    "index_int_array": lambda L, t: L.arange(12).reshape(3, 4)[np.array([0, 2])],
+    "index_0d_array": lambda L, t: L.arange(12).reshape(3, 4)[np.array(1)],
+    "index_bool_array": lambda L, t: L.arange(12).reshape(3, 4)[np.array([True, False, True])],
+    "index_float_array": lambda L, t: L.arange(12).reshape(3, 4)[np.array([1.0, 2.0])],
+    "index_tuple_array": lambda L, t: L.arange(12).reshape(3, 4)[:, np.array([1, 3])],
+}
+
+
+@pytest.mark.parametrize("case", NUMPY_MEETS_TENSOR)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_numpy_values_meet_tensors_as_in_pytorch(torch, case):
+    """NumPy's scalars are numbers (``np.float32(2) * t`` is a float32 tensor on the graph, not
+    an array made through ``__array__``: ``__array_priority__``), ufuncs of tensors give tensors
+    (``__array_wrap__``), and arrays index as tensors."""
+    results = []
+    for lib in (torch, ember):
+        try:
+            r = NUMPY_MEETS_TENSOR[case](lib, lib.ones(3))
+            results.append((type(r).__name__, str(r.dtype).split(".")[-1], r.tolist()))
+        except Exception as e:
+            results.append((type(e).__name__,))
+    assert results[1] == results[0]
+
+
+def test_numpy_scalar_keeps_the_graph(torch):
+    for lib in (torch, ember):
+        g = lib.ones(3, requires_grad=True)
+        (np.float32(3.0) * g).sum().backward()
+        assert g.grad.tolist() == [3.0, 3.0, 3.0]

@@ -16,6 +16,8 @@ import importlib
 import numbers
 import operator
 
+import numpy as np
+
 from .._core import api_name as _api_name
 from .._core import dtype as D
 from .._core.symint import SymInt
@@ -29,6 +31,10 @@ from .._core.codegen import compile_source
 _declared = []  # (qualname-without-ns, variants)
 _sources = {}
 NUMBER_TYPES = (int, float, bool, complex)
+# NumPy's scalar types: PyTorch's argument parser takes them as the Python number of their kind
+# (np.float32(2) * t is a float32 tensor, np.bool_ a bool), so bindings pass on ``.item()``
+NUMPY_SCALARS = frozenset(t for t in set(np.sctypeDict.values())
+                          if issubclass(t, (np.number, np.bool_)))
 
 
 class NoMatch(Exception):
@@ -74,7 +80,7 @@ def to_device(v):
 
 def is_number(v):
     return v.__class__ in NUMBER_TYPES or v.__class__ is SymInt or \
-        (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
+        v.__class__ is np.bool_ or (isinstance(v, numbers.Number) and not hasattr(v, "_keyset"))
 
 
 _INTEGRAL = D.INTEGRAL
@@ -280,6 +286,7 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
             lines.append(f"if {var} is not None and not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
         elif strict == "numbers":
             lines.append(f"if not isinstance({var}, Tensor) and not _is_number({var}): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+            lines.append(f"if {var}.__class__ in _np_scalars: {var} = {var}.item()")
         else:
             lines.append(f"if not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
     elif b == "Tensor":
@@ -311,8 +318,11 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
             lines.append(f"if {guard}not ({check.format(v=var)}):")
             lines.append(f"    if not _scalar_tensor({var}): raise _NoMatch")
             lines.append(f"    {var} = {var}.item()")
+            lines.append(f"elif {var}.__class__ in _np_scalars: {var} = {var}.item()")
         elif check and not a.is_list:
             lines.append(f"if {guard}not ({check.format(v=var)}): raise _NoMatch")
+            if b in ("Scalar", "float"):
+                lines.append(f"if {var}.__class__ in _np_scalars: {var} = {var}.item()")
         elif b == "Scalar" and a.is_list:  # numbers in a sequence: a Tensor is another overload
             lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and "
                          f"all(_is_number(x) for x in {var})): raise _NoMatch")
@@ -644,7 +654,7 @@ def generate(tensor_cls):
     functions = {}
     common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
               "_scalar_tensor": scalar_tensor, "_is_int": is_int,
-              "_int_list": int_list, "_to_dtype": to_dtype, "_to_device": to_device,
+              "_int_list": int_list, "_np_scalars": NUMPY_SCALARS, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
