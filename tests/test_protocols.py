@@ -397,3 +397,11 @@ def test_numpy_scalar_keeps_the_graph(torch):
         g = lib.ones(3, requires_grad=True)
         (np.float32(3.0) * g).sum().backward()
         assert g.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_device_equals_devices_only(torch):
+    for lib in (torch, ember):
+        d = lib.device("cpu")
+        assert (d == "cpu", "cpu" == d, d != "cpu", d == lib.device("cpu:0")) == \
+            (False, False, True, False)
+        assert d == lib.device("cpu") and d.type == "cpu" and str(d) == "cpu"

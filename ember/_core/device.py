@@ -62,11 +62,7 @@ class device:
         raise AttributeError("device objects are immutable")
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except RuntimeError:
-                return False
+        # a device equals devices only: PyTorch's device("cpu") == "cpu" is False
         return isinstance(other, device) and self.type == other.type and self.index == other.index
 
     def __hash__(self):
@@ -115,8 +111,8 @@ class _Named:
 
 
 class layout(_Named):
-    """Tensor layout: ``strided``, ``sparse_coo``, ``sparse_csr`` and ``jagged`` (nested
-    tensors) have tensors; the others exist so code can name them."""
+    """Tensor layout: ``strided``, ``sparse_coo``, the compressed ``sparse_csr``,
+    ``sparse_csc``, ``sparse_bsr``, ``sparse_bsc`` and ``jagged`` (nested tensors)."""
 
 
 class memory_format(_Named):
@@ -127,7 +123,6 @@ strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 jagged = layout("jagged")  # ember.nested's jagged nested tensors
 sparse_csr = layout("sparse_csr")
-# the compressed layouts ember names but has no tensors of (conversions to them raise)
 sparse_csc = layout("sparse_csc")
 sparse_bsr = layout("sparse_bsr")
 sparse_bsc = layout("sparse_bsc")
