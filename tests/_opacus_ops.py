@@ -15,6 +15,8 @@ CASES = {
     "hooks": "opacus.GradSampleModule with hooks",
     # per-sample gradients from torch.func (vmap of grad over the batch)
     "functorch": "opacus.GradSampleModule with torch.func",
+    # per-sample gradients from ExpandedWeights (torch.nn.utils._per_sample_grad)
+    "ew": "opacus.GradSampleModule with ExpandedWeights",
 }
 
 

@@ -1,16 +1,14 @@
-"""Opacus on ember through ``ember.as_torch``: DP-SGD (per-sample gradients from module hooks
-and from torch.func, per-sample clipping, seeded Gaussian noise, Poisson-sampled batches) and
-the RDP accountant's epsilon, computing PyTorch's numbers. Each case of tests/_opacus_ops.py
-runs in PyTorch here and in ember in one ``python -m ember.as_torch`` subprocess.
-
-Not covered: opacus's "ew" mode (PyTorch's ExpandedWeights, ``torch.nn.utils._per_sample_grad``),
-which ember does not have."""
+"""Opacus on ember through ``ember.as_torch``: DP-SGD (per-sample gradients from module hooks,
+from torch.func and from ExpandedWeights — opacus's "ew" mode, ``torch.nn.utils._per_sample_grad``
+—, per-sample clipping, seeded Gaussian noise, Poisson-sampled batches) and the RDP accountant's
+epsilon, computing PyTorch's numbers. Each case of tests/_opacus_ops.py runs in PyTorch here and
+in ember in one ``python -m ember.as_torch`` subprocess."""
 import numpy as np
 import pytest
 
 from helpers import results_beside_pytorch
 
-NAMES = ["hooks", "functorch"]
+NAMES = ["hooks", "functorch", "ew"]
 
 
 @pytest.fixture(scope="module")

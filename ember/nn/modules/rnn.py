@@ -11,6 +11,7 @@ import math
 import numbers
 
 from ... import empty, zeros
+from ... import gru as _gru, lstm as _lstm, rnn_relu as _rnn_relu, rnn_tanh as _rnn_tanh
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -22,6 +23,9 @@ _aten = _ops.aten
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+# The stack's op is called through its public function, as PyTorch's _VF.lstm ...: a tensor
+# subclass's __torch_function__ (ExpandedWeight's) sees ember.lstm, not the aten overload.
+_VF = {"LSTM": _lstm, "GRU": _gru, "RNN_TANH": _rnn_tanh, "RNN_RELU": _rnn_relu}
 
 
 class RNNBase(Module):
@@ -146,11 +150,11 @@ class RNNBase(Module):
         args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
                 self.bidirectional)
         if is_lstm:
-            out_data, h_n, c_n = _aten.lstm.data(data, packed.batch_sizes, list(hx), *args)
+            # (hx a tuple, as PyTorch's: a list third argument marks the input variant)
+            out_data, h_n, c_n = _VF[self.mode](data, packed.batch_sizes, tuple(hx), *args)
             hidden = (h_n, c_n)
         else:
-            out_data, hidden = getattr(_aten, self.mode.lower()).data(
-                data, packed.batch_sizes, hx, *args)
+            out_data, hidden = _VF[self.mode](data, packed.batch_sizes, hx, *args)
         output = PackedSequence(out_data, packed.batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             hidden = tuple(h.index_select(1, unsorted_indices) for h in hidden) if is_lstm \
@@ -216,11 +220,10 @@ class RNNBase(Module):
         args = (self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
                 self.bidirectional, self.batch_first)
         if is_lstm:
-            output, h_n, c_n = _aten.lstm.input(input, list(hx), *args)
+            output, h_n, c_n = _VF[self.mode](input, list(hx), *args)
             hidden = (h_n, c_n)
         else:
-            # aten::gru, rnn_tanh, rnn_relu: the mode's name in lower case
-            output, hidden = getattr(_aten, self.mode.lower()).input(input, hx, *args)
+            output, hidden = _VF[self.mode](input, hx, *args)
         if not batched:
             output = output.squeeze(batch_dim)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm \
