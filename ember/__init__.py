@@ -141,6 +141,7 @@ from .futures import Future  # noqa: E402,F401  (torch.Future)
 from .jit import fork, wait  # noqa: E402,F401  (torch.fork, torch.wait: torch.jit's)
 from .jit import ScriptFunction  # noqa: E402,F401  (torch.ScriptFunction: torch.jit's)
 from .utils.dlpack import to_dlpack  # noqa: E402,F401
+from . import functional  # noqa: E402,F401  (torch.functional)
 legacy_contiguous_format = contiguous_format
 # the classes PyTorch defines in C and names by the package (torch.dtype.__module__ == "torch":
 # MONAI tells a torch dtype from a NumPy one by it)

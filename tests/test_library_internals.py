@@ -308,3 +308,61 @@ def test_small_internals_libraries_import():
         assert _default_to_fused_or_foreach([ember.ones(2), None], False, use_fused) == \
             t_default([torch.ones(2), None], False, use_fused)
     assert _default_to_fused_or_foreach([ember.ones(2)], True, True) == (False, False)
+
+
+def test_torch_functional_common_types_and_nn_grad(torch):
+    """torch.functional (the top-level functions' home), torch.nn.common_types (annotation
+    aliases) and torch.nn.grad (a convolution's input or weight gradient alone) as PyTorch's."""
+    import ember.functional as EFn
+    assert sorted(EFn.__all__) == sorted(torch.functional.__all__)
+    for name in EFn.__all__:
+        assert getattr(EFn, name) is getattr(ember, name), name
+    from ember.nn import common_types as ect
+    assert {n for n in dir(torch.nn.common_types) if n.startswith("_") and not
+            n.startswith("__")} <= set(dir(ect))
+    assert str(ect._size_2_t) == str(torch.nn.common_types._size_2_t)
+    rng = np.random.default_rng(0)
+    for dim, (xs, ws, kw) in {1: ((2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+                              2: ((2, 4, 7, 6), (6, 4, 3, 2), dict(stride=(2, 1), padding=1,
+                                                                   dilation=(1, 2))),
+                              3: ((1, 2, 5, 5, 4), (3, 2, 2, 2, 2), {})}.items():
+        x, w = (rng.standard_normal(s).astype(np.float32) for s in (xs, ws))
+        got = []
+        for lib in (torch, ember):
+            X, W = lib.from_numpy(x), lib.from_numpy(w)
+            g = lib.ones_like(getattr(lib.nn.functional, f"conv{dim}d")(X, W, **kw))
+            got.append([getattr(lib.nn.grad, f"conv{dim}d_input")(X.shape, W, g, **kw).numpy(),
+                        getattr(lib.nn.functional.grad, f"conv{dim}d_weight")(
+                            X, W.shape, g, **kw).numpy()])
+        for e, t in zip(got[1], got[0]):
+            np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
+
+
+def test_reduction_enum_and_legacy_flags(torch):
+    """F._Reduction (torch.nn._reduction), and "elementwise_mean" where PyTorch's losses take it
+    (a deprecated "mean") or refuse it (the losses that check the string themselves)."""
+    import warnings
+    for lib in (torch, ember):
+        R = lib.nn.functional._Reduction
+        assert [R.get_enum(r) for r in ("none", "mean", "sum")] == [0, 1, 2]
+        assert R.legacy_get_string(False, True, emit_warning=False) == "sum"
+        assert R.legacy_get_enum(None, False, emit_warning=False) == 0
+        with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
+            R.get_enum("bad")
+    x, y = np.full((2, 3), 0.4, np.float32), np.full((2, 3), 0.7, np.float32)
+    for name in ("l1_loss", "mse_loss", "smooth_l1_loss", "kl_div", "soft_margin_loss",
+                 "poisson_nll_loss", "multilabel_soft_margin_loss", "binary_cross_entropy"):
+        out = []
+        for lib in (torch, ember):
+            f = getattr(lib.nn.functional, name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    out.append(float(f(lib.from_numpy(x), lib.from_numpy(y),
+                                       reduction="elementwise_mean")))
+                except ValueError as e:
+                    out.append(str(e))
+        if isinstance(out[0], float):
+            assert out[1] == pytest.approx(out[0], rel=1e-5), name
+        else:
+            assert out[1] == out[0], name

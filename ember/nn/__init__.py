@@ -4,3 +4,6 @@ from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from . import parallel  # noqa: F401,E402  (DistributedDataParallel; mpi4py loads lazily)
 from .parallel import DataParallel  # noqa: F401,E402
+from . import common_types, grad  # noqa: F401,E402  (torch.nn.common_types, torch.nn.grad)
+
+functional.grad = grad  # (F.grad, as in PyTorch)

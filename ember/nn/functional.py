@@ -21,6 +21,7 @@ from .._core.api_name import as_ember
 from .. import overrides as _overrides
 from .._ops.overload import ops
 from ..overrides import _TF_ON
+from . import _reduction as _Reduction
 
 
 class _ScalingType(enum.IntEnum):
@@ -48,48 +49,20 @@ _aten = ops.aten
 # ---------------------------------------------------------------------------------------------
 # reduction= handling (torch.nn._reduction)
 
-_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
-
-
-def _reduction_enum(reduction):
-    try:
-        return _REDUCTION[reduction]
-    except (KeyError, TypeError):
-        raise ValueError(f"{reduction} is not a valid value for reduction") from None
+_reduction_enum = _Reduction.get_enum
+_check_reduction = _Reduction.get_enum  # (for losses that check before computing)
 
 
 def _legacy_reduction(size_average, reduce, reduction, emit_warning=True):
-    """PyTorch's legacy_get_string: size_average/reduce override reduction= (with a warning)."""
+    """``reduction``, unless the legacy size_average/reduce are given: they override it."""
     if size_average is None and reduce is None:
         return reduction
-    if emit_warning:
-        warnings.warn("size_average and reduce args will be deprecated, please use "
-                      "reduction='mean' instead." if (size_average is None or size_average) and
-                      (reduce is None or reduce) else
-                      "size_average and reduce args will be deprecated, please use "
-                      f"reduction='{'sum' if reduce is None or reduce else 'none'}' instead.",
-                      stacklevel=3)
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
-
-
-def _check_reduction(reduction):
-    """PyTorch's _Reduction.get_enum, for losses that check before computing."""
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _Reduction.legacy_get_string(size_average, reduce, emit_warning)
 
 
 def _reduce(loss, reduction):
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    r = _Reduction.get_enum(reduction)
+    return loss if r == 0 else loss.mean() if r == 1 else loss.sum()
 
 
 def _check_same_size(name, input, target):
@@ -731,6 +704,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):  # (no "elementwise_mean" here in PyTorch)
+        raise ValueError(reduction + " is not a valid value for reduction")
     return ember.poisson_nll_loss(input, target, log_input, full, eps, _reduction_enum(reduction))
 
 
@@ -746,7 +721,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             pass
         else:
             raise ValueError("var is of incorrect size")
-    if reduction not in _REDUCTION:
+    if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
@@ -843,6 +818,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     if weight is not None:
         loss = loss * weight
     loss = loss.sum(input.dim() - 1) / input.size(-1)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)
 
 
