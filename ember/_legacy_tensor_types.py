@@ -30,16 +30,22 @@ class tensortype(type):  # noqa: N801 (PyTorch's name)
                 and obj.device.type == cls._device_type and not obj.is_sparse)
 
     def __call__(cls, *args, device=None):
-        from ._factories import legacy_new
-        from ._tensor import Tensor
-        if len(args) == 1 and isinstance(args[0], Tensor) and (
-                args[0].dtype is not cls.dtype or args[0].device.type != cls._device_type):
-            raise TypeError(f"expected {_options(cls.dtype, cls._device_type)} (got "
-                            f"{_options(args[0].dtype, args[0].device.type)})")
-        return legacy_new(None, args, device, dtype=cls.dtype, device_type=cls._device_type)
+        return construct(cls.dtype, cls._device_type, args, device)
 
     def __repr__(cls):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
+
+
+def construct(dtype, device_type, args, device=None):
+    """The legacy constructor of a tensor type (``torch.FloatTensor(...)``, ``t.new(...)``):
+    a tensor argument must already have the type, as it is aliased."""
+    from ._factories import legacy_new
+    from ._tensor import Tensor
+    if len(args) == 1 and isinstance(args[0], Tensor) and (
+            args[0].dtype is not dtype or args[0].device.type != device_type):
+        raise TypeError(f"expected {_options(dtype, device_type)} (got "
+                        f"{_options(args[0].dtype, args[0].device.type)})")
+    return legacy_new(None, args, device, dtype=dtype, device_type=device_type)
 
 
 def _make(name, dtype, device_type, module):

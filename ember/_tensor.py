@@ -653,6 +653,46 @@ class Tensor:
             return other.detach()
         return self.copy_(other).detach()
 
+    def new(self, *args, device=None):
+        """The legacy constructor of this tensor's type, on its device: ``x.new(2, 3)``
+        uninitialized, ``x.new([1, 2])`` from data, ``x.new()`` empty, ``x.new(y)`` an alias of
+        a tensor of the same type (see ``_legacy_tensor_types``)."""
+        from ._legacy_tensor_types import construct
+        return construct(self._dtype, self._device.type, args,
+                         self._device if device is None else device)
+
+    def resize(self, *sizes):
+        """Deprecated: a tensor of ``sizes`` holding this tensor's elements (their number must
+        not change), on the autograd graph."""
+        if overrides.has_torch_function_unary(self):
+            return overrides.handle_torch_function(Tensor.resize, (self,), self, *sizes)
+        warnings.warn("non-inplace resize is deprecated")
+        from .autograd._functions import Resize
+        return Resize.apply(self, sizes)
+
+    def resize_as(self, tensor):
+        """Deprecated: :meth:`resize` to ``tensor``'s size."""
+        if overrides.has_torch_function_variadic(self, tensor):
+            return overrides.handle_torch_function(Tensor.resize_as, (self, tensor), self,
+                                                   tensor)
+        warnings.warn("non-inplace resize_as is deprecated")
+        from .autograd._functions import Resize
+        return Resize.apply(self, tensor.size())
+
+    def const_data_ptr(self):
+        return self.data_ptr()
+
+    def is_set_to(self, tensor):
+        """Whether both tensors view the same storage with the same offset, sizes and strides."""
+        return (self.untyped_storage() is tensor.untyped_storage()
+                and self._offset == tensor._offset and self._size == tensor._size
+                and self._stride == tensor._stride)
+
+    def storage_type(self):
+        """The legacy storage class of this tensor's dtype (``ember.FloatStorage``)."""
+        from .storage import _STORAGE_NAMES, LEGACY_STORAGES
+        return LEGACY_STORAGES[_STORAGE_NAMES[self._dtype]]
+
     def storage(self):
         """The deprecated ``TypedStorage`` view of this tensor's storage (see
         ``ember/storage.py``); ``untyped_storage()`` is the storage itself."""

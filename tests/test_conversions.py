@@ -339,3 +339,30 @@ def test_shape_as_tensor(torch):
             r = lib._shape_as_tensor(lib.ones(shape, device="meta"))
             assert r.tolist() == list(shape) and str(r.dtype)[6:] == "int64"
             assert r.device.type == "cpu"
+
+
+def test_legacy_new_resize_and_storage_queries(torch):
+    """Tensor.new (the legacy constructor of the tensor's type, on its device), the deprecated
+    non-inplace resize/resize_as (a reshape on the graph), is_set_to, const_data_ptr and
+    storage_type, as PyTorch's."""
+    def run(lib):
+        x = lib.ones(2, dtype=lib.float64)
+        out = [tuple(x.new(2, 3).shape), x.new([1, 2]).tolist(), str(x.new([1, 2]).dtype)[6:],
+               tuple(x.new().shape), tuple(x.new(lib.Size([2, 2])).shape), x.new((1, 2)).tolist(),
+               x.new(x).data_ptr() == x.data_ptr(), x.const_data_ptr() == x.data_ptr(),
+               x.is_set_to(x), x.is_set_to(x.clone()), x.is_set_to(x.view(2)),
+               x.storage_type().__name__]
+        for bad in (lambda: x.new(lib.tensor([1, 2])), lambda: x.new(3.5),
+                    lambda: x.new(2, 3, device="meta"), lambda: lib.arange(6.0).resize(4)):
+            with pytest.raises(Exception) as e:
+                bad()
+            out.append((type(e.value).__name__, str(e.value)[:60]))
+        g = lib.arange(6.0, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = g.resize(2, 3)
+            s = lib.ones(3).resize_as(lib.ones(1, 3))
+        r.sum().backward()
+        out += [r.tolist(), tuple(s.shape), g.grad.tolist(), [str(m.message) for m in w]]
+        return out
+    assert run(ember) == run(torch)
