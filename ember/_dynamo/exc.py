@@ -4,7 +4,8 @@ from enum import Enum, auto
 __all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis",
            "TensorifyScalarRestartAnalysis", "BackendCompilerFailed",
            "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented",
-           "UserError", "UserErrorType", "SkipFrame", "UncapturedHigherOrderOpError"]
+           "UserError", "UserErrorType", "SkipFrame", "UncapturedHigherOrderOpError",
+           "TorchRuntimeError"]
 
 
 class TorchDynamoException(RuntimeError):
@@ -13,6 +14,11 @@ class TorchDynamoException(RuntimeError):
 
 class InternalTorchDynamoError(TorchDynamoException):
     pass
+
+
+class TorchRuntimeError(TorchDynamoException):
+    """An op failed on the FakeTensors of a capture (an eager ``scan`` is a capture in
+    PyTorch, so it raises this for a body whose outputs cannot be stacked)."""
 
 
 class Unsupported(TorchDynamoException):

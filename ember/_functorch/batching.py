@@ -248,7 +248,11 @@ def _full_reduction_rules():
 
 
 def _flat(v, level_size):
-    return aten.reshape.default._call(v, (level_size, -1))
+    # the size of a sample spelled out: with an empty batch, -1 would be ambiguous
+    n = 1
+    for s in v._size[1:]:
+        n *= s
+    return aten.reshape.default._call(v, (level_size, n))
 
 
 def full_reduction_rule(qualname, how):

@@ -170,8 +170,9 @@ class _Functionalizer:
             # the op on the inputs' fake values, as tracing would have recorded it
             vals = pytree.tree_map(lambda a: _val(a) if isinstance(a, Node) else a,
                                    (tuple(args), dict(kwargs)))
-            if all(v is not None for v in pytree.tree_leaves(vals[0])
-                   if not isinstance(v, (int, float, bool, str))):
+            # (a None argument, such as a slice's open end, is no missing value)
+            if all(_val(a) is not None for a in pytree.tree_leaves((tuple(args), dict(kwargs)))
+                   if isinstance(a, Node)):
                 with _disable_current_modes():  # not recorded by a trace running around us
                     node.meta["val"] = func(*vals[0], **vals[1])
         return node
