@@ -71,6 +71,28 @@ def test_launcher_exit_code_and_environment(tmp_path):
     assert "exitcode  : 3" in p.stderr and "rank      : 1" in p.stderr
 
 
+@needs_mpi
+def test_legacy_launch_module(tmp_path):
+    """torch.distributed.launch: torchrun's launcher that also passes --local-rank=N before
+    the script's arguments (unless --use-env), with PyTorch's deprecation warning."""
+    script = tmp_path / "s.py"
+    script.write_text("import os, sys\nprint('ARGS', os.environ['LOCAL_RANK'], sys.argv[1:])\n")
+    run = [sys.executable, "-m", "ember.distributed.launch", "--nproc-per-node", "2"]
+    p = subprocess.run(run + [str(script), "--x", "1"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert sorted(line for line in p.stdout.splitlines() if line.startswith("ARGS")) == [
+        "ARGS 0 ['--local-rank=0', '--x', '1']", "ARGS 1 ['--local-rank=1', '--x', '1']"]
+    assert "FutureWarning: The module torch.distributed.launch is deprecated" in p.stderr
+    p = subprocess.run(run[:4] + ["1", "--use-env", str(script)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["ARGS", "0", "[]"], p.stderr
+    p = subprocess.run(run + ["--no-python", str(script)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1 and "ValueError: When using the '--no-python' flag, you must " \
+                                  "also set the '--use-env' flag." in p.stderr
+
+
 def test_errors_before_init():
     assert not dist.is_initialized()
     msg = "Default process group has not been initialized, please make sure to call " \

@@ -150,6 +150,8 @@ class _Ranks:
                 cmd = [sys.executable, "-m", args.training_script]
             else:
                 cmd = [sys.executable, args.training_script]
+            if not getattr(args, "use_env", True):  # (torch.distributed.launch's legacy way)
+                cmd.append(f"--local-rank={local_rank}")
             cmd += args.training_script_args
             if mpiexec is not None:
                 cmd = [mpiexec, "-n", "1"] + cmd
@@ -208,7 +210,16 @@ class _Signal(Exception):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    return run(_parser().parse_args(argv))
+
+
+def get_args_parser():
+    """torchrun's argument parser (``torch.distributed.launch`` adds ``--use-env`` to it)."""
+    return _parser()
+
+
+def run(args):
+    """Start and watch the ranks the parsed command line ``args`` describe; the exit status."""
     if args.training_script_args and args.training_script_args[0] == "--":
         args.training_script_args = args.training_script_args[1:]
     nnodes = _nnodes(args.nnodes)
