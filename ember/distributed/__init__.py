@@ -10,6 +10,9 @@ from ._errors import (DistBackendError, DistError, DistNetworkError,  # noqa: F4
 from .distributed_c10d import *  # noqa: F401,F403
 from .distributed_c10d import (_get_default_group, default_pg_timeout,  # noqa: F401
                                is_torchelastic_launched, set_debug_level, set_debug_level_from_env)
+from .distributed_c10d import (_all_gather_base, _broadcast_coalesced,  # noqa: F401
+                               _rank_not_in_group, _reduce_scatter_base,
+                               _verify_params_across_processes)
 from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401
 
 set_debug_level_from_env()

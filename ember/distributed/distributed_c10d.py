@@ -1485,3 +1485,74 @@ def recv_object_list(object_list, src=None, group=None, device=None, group_src=N
         object_list[i] = pickle.loads(buf[offset:offset + size])
         offset += size
     return sender
+
+
+# --- private entry points libraries call (PyTorch's c10d bindings and deprecated aliases)
+
+def _rank_not_in_group(group):
+    """Whether this process is outside ``group`` (None, the default group, holds every rank)."""
+    if group is None:
+        return False
+    return _not_in_group(group)
+
+
+def _all_gather_base(output_tensor, input_tensor, group=None, async_op=False):
+    """PyTorch's private name of :func:`all_gather_single`."""
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def _reduce_scatter_base(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """PyTorch's private name of :func:`reduce_scatter_single`."""
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _broadcast_coalesced(process_group, tensors, buffer_size, src=0):
+    """Rank ``src`` (of ``process_group``)'s values of ``tensors`` on every rank: the tensors
+    are packed, per dtype and device, into flat chunks of about ``buffer_size`` bytes, one
+    broadcast each, and copied back (PyTorch's C++ ``broadcast_coalesced``)."""
+    chunks, open_ = [], {}
+    for t in tensors:
+        key = (t.dtype, t.device)
+        chunk = open_.setdefault(key, [[], 0])
+        chunk[0].append(t)
+        chunk[1] += t.numel() * t.element_size()
+        if chunk[1] >= buffer_size:
+            chunks.append(open_.pop(key)[0])
+    chunks.extend(c[0] for c in open_.values())
+    with ember.no_grad():
+        for ts in chunks:
+            flat = ember.cat([t.detach().reshape(-1) for t in ts])
+            broadcast(flat, group=process_group, group_src=src)
+            offset = 0
+            for t in ts:
+                t.copy_(flat[offset:offset + t.numel()].view(t.shape))
+                offset += t.numel()
+
+
+def _verify_params_across_processes(process_group, params, logger=None):
+    """Every rank holds as many parameters as every other, with rank 0's sizes and strides, or
+    PyTorch's error (its C++ ``verify_params_across_processes``: a count per rank, then rank
+    0's sizes and strides, compared in the same order)."""
+    pg = _group(process_group)
+    meta = []
+    for p, t in enumerate(params):
+        meta.extend(("size", p, s) for s in t.shape)
+        meta.extend(("stride", p, s) for s in t.stride())
+    every = [None] * pg.size()
+    all_gather_object(every, (len(params), meta), group=process_group)
+    rank = pg.rank()
+    for r, (count, _) in enumerate(every):
+        if count != len(params):
+            raise RuntimeError(f"DDP expects same model across all ranks, but Rank {rank} has "
+                               f"{len(params)} params, while rank {r} has inconsistent {count} "
+                               f"params.")
+    control = every[0][1]
+    for i, (kind, p, value) in enumerate(meta):
+        if i < len(control) and control[i][2] == value:
+            continue
+        sizes = list(params[p].shape)
+        if kind == "size":
+            raise RuntimeError(f"[{rank}]: params[{p}] in this process with sizes {sizes} "
+                               f"appears not to match sizes of the same param in process 0.")
+        raise RuntimeError(f"params[{p}] in this process with sizes {sizes} appears not to "
+                           f"match strides of the same param in process 0.")

@@ -9,6 +9,7 @@ from functools import wraps
 
 from ... import nn
 from .._composable_state import _State
+from ..utils import _get_root_modules  # noqa: F401 (fully_shard's import)
 
 __all__ = ["contract"]
 
@@ -23,17 +24,6 @@ REGISTRY_KEY = generate_state_key()
 
 class RegistryItem:
     pass
-
-
-def _get_root_modules(modules):
-    """The modules of ``modules`` that are not a submodule of another one in the list."""
-    module_to_modules = {module: set(module.modules()) for module in modules}
-    roots = []
-    for candidate in modules:
-        if not any(candidate is not module and candidate in submodules
-                   for module, submodules in module_to_modules.items()):
-            roots.append(candidate)
-    return roots
 
 
 def _check_fqn(orig_fqns, new_fqns, check_key):

@@ -46,7 +46,8 @@ import ember.distributed as dist
 from ... import nn
 from ..algorithms._checkpoint.checkpoint_wrapper import (_CHECKPOINT_PREFIX,
                                                          _CHECKPOINT_WRAPPED_MODULE,
-                                                         ActivationWrapper, _replace_by_prefix)
+                                                         ActivationWrapper)
+from ..utils import _apply_to_tensors, _replace_by_prefix, _sync_params_and_buffers
 from ._flat_param import FLAT_PARAM, FlatParamHandle, _named_modules_of_unit
 from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
                   LocalOptimStateDictConfig, LocalStateDictConfig, MixedPrecision,
@@ -74,6 +75,8 @@ __all__ = [
     "StateDictType",
 ]
 
+# module states reach every rank in broadcasts of this size (PyTorch's _init_utils)
+PARAM_BROADCAST_BUCKET_SIZE = 250 * 1024 * 1024
 FSDP_WRAPPED_MODULE = "_fsdp_wrapped_module"
 FSDP_PREFIX = FSDP_WRAPPED_MODULE + "."
 
@@ -95,18 +98,6 @@ class TrainingState(Enum):
 def clean_tensor_name(tensor_name):
     """A name without FSDP's and the checkpoint wrapper's prefixes."""
     return tensor_name.replace(FSDP_PREFIX, "").replace(_CHECKPOINT_PREFIX, "")
-
-
-def _apply_to_tensors(fn, obj):
-    if isinstance(obj, ember.Tensor):
-        return fn(obj)
-    if isinstance(obj, dict):
-        return {k: _apply_to_tensors(fn, v) for k, v in obj.items()}
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
-        return type(obj)(*(_apply_to_tensors(fn, v) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_apply_to_tensors(fn, v) for v in obj)
-    return obj
 
 
 def _cast_floating(dtype, obj):
@@ -390,21 +381,11 @@ class FullyShardedDataParallel(nn.Module):
                 m.reset_parameters()
 
     def _sync_module_states(self, module, params):
-        """Rank 0's parameters and buffers on every rank, one flat broadcast per dtype."""
+        """Rank 0's parameters and buffers on every rank, in coalesced broadcasts."""
         bufs = [b for _, m in _named_modules_of_unit(module) if m not in self._ignored_modules
                 for b in m._buffers.values() if b is not None]
-        by_dtype = {}
-        for t in params + bufs:
-            by_dtype.setdefault(t.dtype, []).append(t)
-        src = dist.get_global_rank(self.process_group, 0)
-        with ember.no_grad():
-            for ts in by_dtype.values():
-                flat = ember.cat([t.detach().reshape(-1) for t in ts])
-                dist.broadcast(flat, src=src, group=self.process_group)
-                o = 0
-                for t in ts:
-                    t.copy_(flat[o:o + t.numel()].view(t.shape))
-                    o += t.numel()
+        _sync_params_and_buffers(self.process_group, [t.detach() for t in params + bufs],
+                                 PARAM_BROADCAST_BUCKET_SIZE, 0)
 
     def _init_buffer_state(self, module):
         self._buffer_names = []

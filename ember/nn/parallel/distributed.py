@@ -25,12 +25,15 @@ from contextlib import contextmanager
 import ember
 import ember.distributed as dist
 from ember.distributed.algorithms.join import Join, Joinable, JoinHook
+from ember.distributed.utils import _sync_params_and_buffers, _verify_param_shape_across_processes
 
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
 
 _MiB = 1024 * 1024
+# parameters and buffers are broadcast in chunks of this size (PyTorch's broadcast_bucket_size)
+_DEFAULT_BROADCAST_BUCKET_BYTES = 250 * _MiB
 
 
 def _bucket_assignment(params, order, limits):
@@ -178,36 +181,12 @@ class DistributedDataParallel(Module, Joinable):
     # --- construction
 
     def _verify_param_shapes(self):
-        shapes = [tuple(p.shape) for p in self._params]
-        every = [None] * self.process_group.size()
-        dist.all_gather_object(every, shapes, group=self.process_group)
-        for r, s in enumerate(every):
-            if len(s) != len(shapes):
-                raise RuntimeError(f"DDP expects same model across all ranks, but Rank "
-                                   f"{self.process_group.rank()} has {len(shapes)} params, while "
-                                   f"rank {r} has inconsistent {len(s)} params.")
-            for i, (a, b) in enumerate(zip(shapes, s)):
-                if a != b:
-                    raise RuntimeError(f"DDP expects same model across all ranks, but Rank "
-                                       f"{self.process_group.rank()} has parameter "
-                                       f"{self._names[i]} of shape {list(a)} while rank {r} has "
-                                       f"shape {list(b)}.")
+        _verify_param_shape_across_processes(self.process_group, self._params)
 
     def _broadcast_coalesced(self, tensors, src=0):
-        """Rank ``src``'s values of ``tensors``: one flat broadcast per dtype."""
-        by_dtype = {}
-        for t in tensors:
-            by_dtype.setdefault(t.dtype, []).append(t)
-        with ember.no_grad():
-            for ts in by_dtype.values():
-                flat = ember.cat([t.detach().reshape(-1) for t in ts])
-                dist.broadcast(flat, src=self.process_group.global_ranks[src],
-                               group=self.process_group)
-                o = 0
-                for t in ts:
-                    n = t.numel()
-                    t.copy_(flat[o:o + n].view(t.shape))
-                    o += n
+        """Rank ``src`` (of the group)'s values of ``tensors``, in coalesced broadcasts."""
+        _sync_params_and_buffers(self.process_group, tensors, _DEFAULT_BROADCAST_BUCKET_BYTES,
+                                 src)
 
     def _build_buckets(self, order):
         groups = _bucket_assignment(self._params, order,

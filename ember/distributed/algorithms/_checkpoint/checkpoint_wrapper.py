@@ -10,46 +10,13 @@ from functools import partial
 from .... import nn
 from ....autograd.graph import save_on_cpu
 from ....utils.checkpoint import checkpoint as torch_utils_checkpoint
+from ...utils import _pack_kwargs, _replace_by_prefix, _unpack_kwargs
 
 __all__ = ["CheckpointImpl", "ActivationWrapper", "OffloadWrapper", "CheckpointWrapper",
            "offload_wrapper", "checkpoint_wrapper", "apply_activation_checkpointing"]
 
 _CHECKPOINT_WRAPPED_MODULE = "_checkpoint_wrapped_module"
 _CHECKPOINT_PREFIX = _CHECKPOINT_WRAPPED_MODULE + "."
-
-
-def _replace_by_prefix(state_dict, old_prefix, new_prefix):
-    """Rename the keys of ``state_dict`` that start with ``old_prefix`` (in place, keeping
-    their relative order; PyTorch's ``torch.distributed.utils._replace_by_prefix``)."""
-    if old_prefix == new_prefix:
-        raise ValueError("old_prefix and new_prefix must be distinct")
-    for key in list(state_dict.keys()):
-        if not key.startswith(old_prefix):
-            continue
-        new_key = new_prefix + key[len(old_prefix):]
-        state_dict[new_key] = state_dict[key]
-        del state_dict[key]
-
-
-def _pack_kwargs(*args, **kwargs):
-    """``(args + kwarg values, kwarg keys)``: keyword arguments as positional ones for a
-    reentrant checkpoint, which takes positional inputs only."""
-    kwarg_keys = []
-    flat_args = list(args)
-    for k, v in kwargs.items():
-        kwarg_keys.append(k)
-        flat_args.append(v)
-    return tuple(flat_args), tuple(kwarg_keys)
-
-
-def _unpack_kwargs(flat_args, kwarg_keys):
-    if len(kwarg_keys) > len(flat_args):
-        raise AssertionError(f"too many keys {len(kwarg_keys)} vs. {len(flat_args)}")
-    if len(kwarg_keys) == 0:
-        return flat_args, {}
-    args = flat_args[:-len(kwarg_keys)]
-    kwargs = dict(zip(kwarg_keys, flat_args[-len(kwarg_keys):]))
-    return args, kwargs
 
 
 class CheckpointImpl(Enum):

@@ -4,7 +4,6 @@ dim-0 shards with their padding, the dtype casts, and the walks over nested forw
 and outputs."""
 import dataclasses
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from enum import Enum, auto
 
@@ -13,6 +12,8 @@ import ember
 from ...tensor import DTensor
 from ..._composable.contract import _get_registry
 from ....autograd import engine as _engine
+from ....nn.parallel.scatter_gather import _is_namedtuple
+from ...utils import _apply_to_tensors  # noqa: F401 (the FSDP modules' name)
 
 
 @dataclass
@@ -112,35 +113,6 @@ def _cast_fp_tensor(dtype, x):
 def is_bw():
     """Whether a backward pass is running in this thread."""
     return _engine.current_graph_task_id() != -1
-
-
-def _is_namedtuple(obj):
-    return isinstance(obj, tuple) and hasattr(obj, "_asdict") and hasattr(obj, "_fields")
-
-
-def _apply_to_tensors(fn, container):
-    """``container`` with ``fn`` applied to each tensor in it (dataclasses, dicts, named
-    tuples, lists, tuples and sets are walked)."""
-    def apply(x):
-        if isinstance(x, ember.Tensor):
-            return fn(x)
-        if hasattr(x, "__dataclass_fields__"):
-            dc = dataclasses.replace(x)
-            return dataclasses.replace(dc, **{f.name: apply(getattr(dc, f.name))
-                                              for f in dataclasses.fields(dc)})
-        if isinstance(x, OrderedDict):
-            od = x.__class__()
-            for key, value in x.items():
-                od[key] = apply(value)
-            return od
-        if isinstance(x, dict):
-            return {key: apply(value) for key, value in x.items()}
-        if _is_namedtuple(x):
-            return type(x)(*(apply(el) for el in x))
-        if isinstance(x, (list, tuple, set)):
-            return type(x)(apply(el) for el in x)
-        return x
-    return apply(container)
 
 
 def collect_grad_tensors(output):
