@@ -299,12 +299,12 @@ def test_as_torch_imports_optimizers_by_module_path(tmp_path):
         q = torch.ones(2)
         sgd([q], [torch.ones(2)], [None], weight_decay=0.0, momentum=0.0, lr=0.5,
             dampening=0.0, nesterov=False, maximize=False)
-        # ember's classes keep ember's module names (as every class does under as_torch)
-        assert F.sgd is sgd and F.adam is adam and Adam.__module__ == "ember.optim.adam"
+        # under as_torch ember's classes carry PyTorch's module names
+        assert F.sgd is sgd and F.adam is adam and Adam.__module__ == "torch.optim.adam"
         print(SGD.__module__, p.tolist(), q.tolist())
     """)
     (tmp_path / "prog.py").write_text(script)
     p = subprocess.run([sys.executable, "-m", "ember.as_torch", str(tmp_path / "prog.py")],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.split() == ["ember.optim.sgd", "[0.5,", "0.5]", "[0.5,", "0.5]"]
+    assert p.stdout.split() == ["torch.optim.sgd", "[0.5,", "0.5]", "[0.5,", "0.5]"]
