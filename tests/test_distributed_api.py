@@ -258,3 +258,19 @@ def test_two_ranks():
                   env={} if real_gpu() else {"EMBER_CUDA_SIMULATE": "1"})
     out = p.stdout + p.stderr
     assert p.returncode == 0 and "PASS 0" in out and "PASS 1" in out, out
+
+
+def test_deprecated_reduce_op_as_pytorch(worlds):
+    td = worlds.distributed
+    for mod in (dist, td):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            assert mod.reduce_op.SUM == mod.ReduceOp.SUM
+        assert [(x.category, str(x.message)) for x in w] == [
+            (FutureWarning, "`torch.distributed.reduce_op` is deprecated, please use "
+                            "`torch.distributed.ReduceOp` instead")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert list(dist.reduce_op.__members__) == list(td.reduce_op.__members__)
+        assert list(dist.ReduceOp.RedOpType.__members__) == list(
+            td.ReduceOp.RedOpType.__members__)

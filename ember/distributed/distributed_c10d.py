@@ -24,7 +24,7 @@ from ._mpi import CompletedWork, Work
 from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 
 __all__ = [
-    "Backend", "ReduceOp", "GroupMember", "group", "ProcessGroup", "Work", "DistBackendError",
+    "Backend", "ReduceOp", "reduce_op", "GroupMember", "group", "ProcessGroup", "Work", "DistBackendError",
     "is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
     "is_ucc_available", "is_xccl_available", "is_backend_available",
     "get_default_backend_for_device", "get_pg_count", "get_node_local_rank", "supports_complex",
@@ -78,7 +78,6 @@ class ReduceOp:
         BOR = 6
         BXOR = 7
         PREMUL_SUM = 8
-        UNUSED = 9
 
         def __repr__(self):
             return f"<RedOpType.{self.name}: {self.value}>"
@@ -92,10 +91,27 @@ class ReduceOp:
     BOR = RedOpType.BOR
     BXOR = RedOpType.BXOR
     PREMUL_SUM = RedOpType.PREMUL_SUM
-    UNUSED = RedOpType.UNUSED
 
     def __init__(self, op):
         self.op = op if isinstance(op, ReduceOp.RedOpType) else ReduceOp.RedOpType(op)
+
+
+class _reduce_op:  # noqa: N801 (PyTorch's name)
+    """The deprecated enum-like ``reduce_op`` (``reduce_op.SUM`` ...): every attribute read
+    warns, pointing at ``ReduceOp``."""
+
+    def __init__(self):
+        for k, v in ReduceOp.RedOpType.__members__.items():
+            setattr(self, k, v)
+        self.__members__ = ReduceOp.RedOpType.__members__
+
+    def __getattribute__(self, key):
+        warnings.warn("`torch.distributed.reduce_op` is deprecated, please use "
+                      "`torch.distributed.ReduceOp` instead", FutureWarning, stacklevel=2)
+        return object.__getattribute__(self, key)
+
+
+reduce_op = _reduce_op()
 
 
 def supports_complex(reduceOp):  # noqa: N803 (PyTorch's name)
@@ -109,7 +125,7 @@ def supports_complex(reduceOp):  # noqa: N803 (PyTorch's name)
 def _op_name(op):
     if isinstance(op, ReduceOp):
         op = op.op
-    if not isinstance(op, ReduceOp.RedOpType) or op.name in ("PREMUL_SUM", "UNUSED"):
+    if not isinstance(op, ReduceOp.RedOpType) or op.name == "PREMUL_SUM":
         raise ValueError(f"Unsupported ReduceOp {op}")
     return op.name
 
