@@ -32,7 +32,10 @@ from ._ops.overload import ops  # noqa: E402,F401
 _aten_lib = _registry.install()
 from ._kernels import cuda as _cuda_kernels  # noqa: E402
 _cuda_kernels.register()  # the CUDA key: the runtime's kernels and the host-kernel fallback
-globals().update(_bindings.generate(Tensor))
+# the generated bindings of the op table (PyTorch's torch._C._VariableFunctions, which torch._VF
+# names); some are replaced below by Python-level functions of the same name (einsum, split ...)
+_variable_functions = _bindings.generate(Tensor)
+globals().update(_variable_functions)
 _segment_reduce = segment_reduce  # noqa: F821  (PyTorch's private name; the public one stays too)
 
 from . import _C  # noqa: E402,F401
@@ -142,6 +145,7 @@ from .jit import fork, wait  # noqa: E402,F401  (torch.fork, torch.wait: torch.j
 from .jit import ScriptFunction  # noqa: E402,F401  (torch.ScriptFunction: torch.jit's)
 from .utils.dlpack import to_dlpack  # noqa: E402,F401
 from . import functional  # noqa: E402,F401  (torch.functional)
+from . import _VF  # noqa: E402,F401  (torch._VF)
 legacy_contiguous_format = contiguous_format
 # the classes PyTorch defines in C and names by the package (torch.dtype.__module__ == "torch":
 # MONAI tells a torch dtype from a NumPy one by it)

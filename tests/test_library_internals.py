@@ -366,3 +366,17 @@ def test_reduction_enum_and_legacy_flags(torch):
             assert out[1] == pytest.approx(out[0], rel=1e-5), name
         else:
             assert out[1] == out[0], name
+
+
+def test_vf_calls_the_bindings(torch):
+    """torch._VF (older code's and PyTorch's own modules' handle on the C++ bindings): the
+    binding where a Python-level function of the same name exists (``einsum`` takes a list)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(
+        np.float32)
+    out = []
+    for lib in (torch, ember):
+        r = lib._VF.einsum("ij,jk->ik", [lib.from_numpy(a), lib.from_numpy(b)])
+        out.append((r.numpy(), [t.shape[0] for t in lib._VF.split(lib.arange(5), 2)]))
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-6)
+    assert out[1][1:] == out[0][1:]
