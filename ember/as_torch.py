@@ -153,9 +153,12 @@ class _Retagger(importlib.abc.MetaPathFinder):
             self.retag(obj)
 
     def retag(self, obj):
-        if not isinstance(obj, (type, types.FunctionType)) or id(obj) in self.retagged:
+        # (by type(), not isinstance: that reads __class__, which deprecated objects such as
+        # distributed.reduce_op answer with a FutureWarning on every run)
+        kind = type(obj)
+        if not issubclass(kind, (type, types.FunctionType)) or id(obj) in self.retagged:
             return
-        module = obj.__dict__.get("__module__") if isinstance(obj, type) else obj.__module__
+        module = obj.__dict__.get("__module__") if issubclass(kind, type) else obj.__module__
         if not isinstance(module, str) or not (module == "ember" or module.startswith("ember.")):
             return
         try:
@@ -163,7 +166,7 @@ class _Retagger(importlib.abc.MetaPathFinder):
         except (TypeError, AttributeError):  # a class defined in C
             return
         self.retagged[id(obj)] = (obj, module)
-        if isinstance(obj, type):
+        if issubclass(kind, type):
             for member in list(vars(obj).values()):
                 if isinstance(member, (staticmethod, classmethod)):
                     member = member.__func__
