@@ -285,8 +285,10 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
         if opt:
             lines.append(f"if {var} is not None and not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
         elif strict == "numbers":
-            lines.append(f"if not isinstance({var}, Tensor) and not _is_number({var}): raise _bad({pos}, {var!r}, 'Tensor', {var})")
-            lines.append(f"if {var}.__class__ in _np_scalars: {var} = {var}.item()")
+            # (a NumPy scalar is taken as the Python number of its kind, off the tensor path)
+            lines.append(f"if not isinstance({var}, Tensor):")
+            lines.append(f"    if not _is_number({var}): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+            lines.append(f"    if {var}.__class__ in _np_scalars: {var} = {var}.item()")
         else:
             lines.append(f"if not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
     elif b == "Tensor":

@@ -9,18 +9,22 @@ __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "co
            "conv3d_weight"]
 
 
-def _input_grad(expand, input_size, weight, grad_output, stride, padding, dilation, groups):
-    input = grad_output.new_empty(1).expand(input_size)
+def _grad(which, expand, input, weight, grad_output, stride, padding, dilation, groups):
+    """``convolution_backward``'s gradient number ``which`` (0 input, 1 weight); the other
+    operand is given by its shape only."""
     return ops.aten.convolution_backward.default(
         grad_output, input, weight, None, expand(stride), expand(padding), expand(dilation),
-        False, [0], groups, (True, False, False))[0]
+        False, [0], groups, (which == 0, which == 1, False))[which]
+
+
+def _input_grad(expand, input_size, weight, grad_output, stride, padding, dilation, groups):
+    input = grad_output.new_empty(1).expand(input_size)
+    return _grad(0, expand, input, weight, grad_output, stride, padding, dilation, groups)
 
 
 def _weight_grad(expand, input, weight_size, grad_output, stride, padding, dilation, groups):
     weight = grad_output.new_empty(1).expand(weight_size)
-    return ops.aten.convolution_backward.default(
-        grad_output, input, weight, None, expand(stride), expand(padding), expand(dilation),
-        False, [0], groups, (False, True, False))[1]
+    return _grad(1, expand, input, weight, grad_output, stride, padding, dilation, groups)
 
 
 def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):

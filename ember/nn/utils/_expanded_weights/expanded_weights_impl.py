@@ -29,47 +29,23 @@ expanded_weights_rnn_decomps = {
 
 
 @contextlib.contextmanager
-def batch_second(args, kwargs):
-    """The RNN decompositions run their linear layers with the batch second, even when the
-    module is batch first."""
-    def set_batch_second(ew):
-        ew.set_batch_first(False)
-
-    def reset_batch_first(ew):
-        ew.set_batch_first(True)
-
-    tree_map_only(ExpandedWeight, set_batch_second, args)
-    tree_map_only(ExpandedWeight, set_batch_second, kwargs)
-    try:
-        yield
-    finally:
-        tree_map_only(ExpandedWeight, reset_batch_first, args)
-        tree_map_only(ExpandedWeight, reset_batch_first, kwargs)
-
-
-@contextlib.contextmanager
-def allow_smaller_batches(args, kwargs):
-    """A packed sequence's later steps have fewer samples than the batch the ExpandedWeight
-    stands for (it represents the largest)."""
-    def allow(ew):
-        ew.set_allow_smaller_batches(True)
-
-    def reset(ew):
-        ew.set_allow_smaller_batches(False)
-
-    tree_map_only(ExpandedWeight, allow, args)
-    tree_map_only(ExpandedWeight, allow, kwargs)
-    try:
-        yield
-    finally:
-        tree_map_only(ExpandedWeight, reset, args)
-        tree_map_only(ExpandedWeight, reset, kwargs)
-
-
-@contextlib.contextmanager
 def setup_rnn(use_input_variant, args, kwargs):
-    with batch_second(args, kwargs) if use_input_variant else allow_smaller_batches(args, kwargs):
+    """While an RNN decomposition runs: the padded (input) variant's linear layers see the
+    batch second, even when the module is batch first; the packed (data) variant's later steps
+    have fewer samples than the batch an ExpandedWeight stands for (the largest)."""
+    if use_input_variant:
+        def setting(ew, on):
+            ew.set_batch_first(not on)
+    else:
+        def setting(ew, on):
+            ew.set_allow_smaller_batches(on)
+    for tree in (args, kwargs):
+        tree_map_only(ExpandedWeight, lambda ew: setting(ew, True), tree)
+    try:
         yield
+    finally:
+        for tree in (args, kwargs):
+            tree_map_only(ExpandedWeight, lambda ew: setting(ew, False), tree)
 
 
 def implements_per_sample_grads(torch_function):
