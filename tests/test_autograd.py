@@ -232,6 +232,39 @@ def test_double_backward(torch):
     assert_same(xe.grad, xt.grad)  # d/dx sum(3x^2) = 6x
 
 
+_ACTIVATIONS = {
+    "elu": lambda L, a: L.nn.functional.elu(a, alpha=1.3),
+    "elu_result": lambda L, a: L.nn.functional.elu_(a * 1.0, alpha=0.7),  # (is_result)
+    "selu": lambda L, a: L.nn.functional.selu(a),
+    "celu": lambda L, a: L.nn.functional.celu(a, alpha=0.5),
+    "gelu": lambda L, a: L.nn.functional.gelu(a),
+    "gelu_tanh": lambda L, a: L.nn.functional.gelu(a, approximate="tanh"),
+    "silu": lambda L, a: L.nn.functional.silu(a),
+    "mish": lambda L, a: L.nn.functional.mish(a),
+    "softplus": lambda L, a: L.nn.functional.softplus(a, beta=2.0, threshold=5.0),
+    "logsigmoid": lambda L, a: L.nn.functional.logsigmoid(a),
+    "hardswish": lambda L, a: L.nn.functional.hardswish(a),
+}
+
+
+@pytest.mark.parametrize("name", list(_ACTIVATIONS))
+def test_activation_double_backward(torch, name):
+    """Second derivatives of the activations whose backward is its own op (elu_backward,
+    softplus_backward ...): a neural ODE's divergence or a gradient penalty differentiates the
+    backward again (zuko's CNF with ELU needs it). Both the input's and the incoming gradient's
+    second-order gradients equal PyTorch's, at kinks, zero and the softplus threshold too."""
+    x = np.array([-25.0, -3.5, -3.0, -0.7, -1e-3, 0.0, 0.4, 2.5, 2.9, 3.0, 25.0])
+    gy = np.linspace(0.3, 1.7, x.size)
+    outs = {}
+    for L in (ember, torch):
+        a = L.tensor(x, requires_grad=True)
+        g = L.tensor(gy, requires_grad=True)
+        (d,) = L.autograd.grad(_ACTIVATIONS[name](L, a), a, g, create_graph=True)
+        outs[L] = (d, *L.autograd.grad((d * d).sum(), [a, g]))
+    for mine, theirs in zip(outs[ember], outs[torch]):
+        assert_same(mine, theirs, rtol=1e-12, atol=1e-14)
+
+
 def test_gradcheck_and_gradgradcheck():
     x = ember.randn(3, dtype=ember.float64, requires_grad=True)
     w = ember.randn(3, 3, dtype=ember.float64, requires_grad=True)
@@ -265,6 +298,38 @@ def test_autograd_grad_api(torch):
         assert float(g[1].sum()) == 0.0
         assert x.grad is None  # autograd.grad never writes .grad
     assert "appears to not have been used in the graph" in str(ei.value)
+
+
+def test_autograd_grad_dict_inputs_batched_grads_and_errors(torch):
+    """PyTorch 2.13's autograd.grad: a dict of inputs gives a dict of gradients (torchopt's
+    FuncOptimizer passes its parameter dict); is_grads_batched runs one backward per row of
+    the grad_outputs; materialize_grads' zeros require grad under create_graph; an empty or
+    non-dict Mapping of inputs is refused with PyTorch's messages."""
+    from collections import OrderedDict
+    xe, xt = _pair(torch, 3)
+    ue, ut = _pair(torch, 2)
+    eye = np.eye(3)
+    out = {}
+    for L, x, u in ((ember, xe, ue), (torch, xt, ut)):
+        y = x * x.detach().exp()
+        g = L.autograd.grad(y.sum(), {"x": x, "u": u}, allow_unused=True, retain_graph=True)
+        assert list(g) == ["x", "u"] and g["u"] is None
+        batched = L.autograd.grad(y, x, L.tensor(eye), is_grads_batched=True,
+                                  retain_graph=True)
+        zeros = L.autograd.grad(y.sum(), [x, u], materialize_grads=True, create_graph=True)
+        assert zeros[1].requires_grad and not zeros[0].requires_grad
+        errors = []
+        for bad in ([], {}, OrderedDict(x=x)):
+            with pytest.raises((RuntimeError, TypeError)) as ei:
+                L.autograd.grad(y.sum(), bad, retain_graph=True)
+            errors.append((ei.type, str(ei.value)))
+        with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+            L.autograd.grad(y.sum(), x, only_inputs=False)
+        out[L] = g["x"], batched[0], errors
+    assert_same(out[ember][0], out[torch][0])
+    assert_same(out[ember][1], out[torch][1])
+    assert [(t.__name__, m) for t, m in out[ember][2]] == \
+        [(t.__name__, m) for t, m in out[torch][2]]
 
 
 def test_backward_inputs_and_non_leaf():

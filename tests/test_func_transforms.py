@@ -162,6 +162,39 @@ def test_nested_transforms_match_torch():
         close(ce(E(X), E(V)), ct(T(X), T(V)), 1e-6)
 
 
+def _pullback_program(lib, f):
+    """What torchopt's implicit differentiation does with ``vjp``: a pullback called inside
+    another ``vjp`` (its cotangent is that vjp's input: A^T A y), pullbacks under ``no_grad``
+    (as in a custom Function's backward) and with ``create_graph``; and whether each result
+    requires grad through the closed-over ``lam``."""
+    a = lib.tensor(np.array([[2.0, 1.0], [0.0, 3.0]]))
+    lam = lib.tensor(0.5, dtype=lib.float64, requires_grad=True)
+    y = lib.tensor(np.array([1.0, -2.0]))
+    _, pullback = f.vjp(lambda w: a @ w * lam, y)
+    matvec = lambda u: pullback(u)[0]  # noqa: E731
+    out, pullback2 = f.vjp(matvec, y)
+    normal = pullback2(out)[0]
+    ct_leaf = lib.ones(2, dtype=lib.float64, requires_grad=True)
+    results = [normal, pullback(ct_leaf)[0], pullback(y, create_graph=False)[0]]
+    with lib.no_grad():
+        out, pullback3 = f.vjp(lambda w: a @ w * lam, y)
+        results += [out, pullback3(y)[0], pullback(ct_leaf)[0],
+                    f.grad(lambda w: (a @ w * lam).sum())(y), f.jacrev(lambda w: a @ w * lam)(y)]
+    return results
+
+
+def test_pullbacks_nest_and_obey_grad_mode_like_torch():
+    """A pullback's cotangent can be another transform's input (it used to count as the
+    pullback's own input, so the nested vjp saw no dependence and returned zeros); results
+    keep a graph only under create_graph (default: the grad mode at the call), and vjp/grad/
+    jacrev called under no_grad record nothing outside, as PyTorch's levels do."""
+    mine, theirs = _pullback_program(ember, ef), _pullback_program(torch, tf)
+    assert [m.requires_grad for m in mine] == [t.requires_grad for t in theirs]
+    assert [t.requires_grad for t in theirs] == [True, True, False, False, False, False, False,
+                                                 False]
+    close(mine, theirs, 1e-12)
+
+
 def test_hvp_forward_over_reverse():
     se, st = (lambda x: scalar(ember, x)), (lambda x: scalar(torch, x))
     he = ef.jvp(ef.grad(se), (E(X),), (E(V),))[1]

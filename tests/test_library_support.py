@@ -1,6 +1,6 @@
 """The small parts of PyTorch's surface that libraries (PyTorch Geometric, kornia) check before
 they compute, against PyTorch: ``torch.torch``, ``torch.distributed.rpc.is_available``,
-``torch.SymFloat``, ``torch._C._are_functorch_transforms_active``,
+``torch.distributed.autograd`` (torchopt), ``torch.SymFloat``, ``torch._C._are_functorch_transforms_active``,
 ``torch._subclasses.fake_tensor.is_fake``, ``torch.fx.experimental.proxy_tensor.get_proxy_mode``,
 and the printed forms of dtypes, layouts and sizes under ``ember.as_torch``."""
 import os
@@ -8,7 +8,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import ember
+import ember.distributed.autograd
 import ember.distributed.rpc
 from ember._subclasses.fake_tensor import FakeTensorMode, is_fake
 from ember.fx.experimental.proxy_tensor import get_proxy_mode, make_fx
@@ -20,6 +23,12 @@ def test_module_attributes(torch):
     assert torch.torch is torch and ember.torch is ember
     assert isinstance(ember.distributed.rpc.is_available(), bool)
     assert ember.distributed.rpc.is_available() is False  # ember has no RPC framework
+    # and so no distributed autograd: its context cannot open (in a PyTorch build without RPC
+    # it fails too, on the missing _new_context)
+    assert ember.distributed.autograd.is_available() is False
+    with pytest.raises(RuntimeError, match="no RPC framework"):
+        with ember.distributed.autograd.context():
+            pass
     for lib in (ember, torch):
         assert not isinstance(1.5, lib.SymFloat) and not isinstance(3, lib.SymFloat)
 

@@ -11,6 +11,9 @@
 * :mod:`.forward_ad` forward-mode AD (dual levels and tensors; tangents propagate through the
   same generated kernels, :mod:`._forward`).
 """
+import warnings
+from collections.abc import Mapping
+
 from . import anomaly_mode, engine, graph, grad_mode  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .function import Function, FunctionCtx, NestedIOFunction, once_differentiable  # noqa: F401
@@ -62,21 +65,56 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is untouched)."""
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is untouched):
+    a tuple, or a dict with the keys of ``inputs`` when that is a dict (PyTorch 2.13)."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
+    keys = None
+    if type(inputs) is dict:
+        keys, inputs = tuple(inputs), tuple(inputs.values())
+    elif isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
+                        f"Other Mapping types are not supported.")
     inputs = _as_tuple(inputs)
+    if len(inputs) == 0:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    result = engine.run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
-                                 allow_unused=allow_unused, accumulate_grad=False)
+    if is_grads_batched:
+        result = _batched_grad(outputs, grads, retain_graph, create_graph, inputs, allow_unused)
+    else:
+        result = engine.run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
+                                     allow_unused=allow_unused, accumulate_grad=False)
     if materialize_grads:
         import ember
-        result = [g if g is not None else ember.zeros_like(t) for g, t in zip(result, inputs)]
+        result = [g if g is not None else ember.zeros_like(t, requires_grad=create_graph)
+                  for g, t in zip(result, inputs)]
+    if keys is not None:
+        return dict(zip(keys, result))
     return tuple(result)
 
+
+def _batched_grad(outputs, grads, retain_graph, create_graph, inputs, allow_unused):
+    """``is_grads_batched``: one backward pass per slice of the grad_outputs' first dim, run at
+    once under vmap (the grads given as None stay unbatched); unused inputs stay None."""
+    from ..func import vmap
+    unused = []
+
+    def vjp(*gs):
+        result = engine.run_backward(outputs, list(gs), retain_graph, create_graph,
+                                     inputs=inputs, allow_unused=allow_unused,
+                                     accumulate_grad=False)
+        unused[:] = [g is None for g in result]
+        return tuple(g for g in result if g is not None)
+    in_dims = tuple(None if g is None else 0 for g in grads)
+    found = iter(vmap(vjp, in_dims=in_dims)(*grads))
+    return [None if u else next(found) for u in unused]

@@ -103,10 +103,65 @@ def log_softmax_double_backward(grad, grad_output, dim, output):
     return -grad_output.sum(dim, keepdim=True) * ember.exp(output) * grad
 
 
+def elu_double_backward(grad, grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    """d elu_backward / d self_or_result: only the negative branch depends on it (its
+    backward is negcoef * input_scale * exp(x * input_scale), or input_scale * (y + negcoef)
+    in terms of the result)."""
+    negative = (self_or_result < 0).to(grad.dtype)
+    if is_result:
+        return grad * grad_output * input_scale * negative
+    return elu_backward(grad * grad_output * input_scale, alpha, scale, input_scale, False,
+                        self_or_result) * negative
+
+
+def gelu_double_backward(grad, grad_output, self, approximate):
+    """gelu'' times ``grad * grad_output``: phi(x) (2 - x^2) exactly; for the tanh form,
+    (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2) with u = k (x + c x^3), t = tanh(u)."""
+    x = self
+    if approximate == "tanh":
+        k, c = 0.7978845608028654, 0.044715
+        t = ember.tanh(k * (x + c * x * x * x))
+        du = k * (1 + 3 * c * x * x)
+        second = (1 - t * t) * (du + 0.5 * x * (6 * k * c * x - 2 * t * du * du))
+    else:
+        second = ember.exp(-0.5 * x * x) * 0.3989422804014327 * (2 - x * x)
+    return grad * grad_output * second
+
+
+def silu_double_backward(grad, grad_output, self):
+    """silu'' = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x) (PyTorch differentiates its
+    composite silu_backward)."""
+    s = ember.sigmoid(self)
+    return grad * grad_output * s * (1 - s) * (2 + self * (1 - 2 * s))
+
+
+def mish_double_backward(grad, grad_output, self):
+    """mish'' = s (1 - t^2) (2 + x (1 - s) - 2 x s t), s = sigmoid(x), t = tanh(softplus(x))
+    (PyTorch differentiates its composite mish_backward)."""
+    s = ember.sigmoid(self)
+    t = ember.tanh(ember.nn.functional.softplus(self))
+    return grad * grad_output * s * (1 - t * t) * (2 + self * (1 - s) - 2 * self * s * t)
+
+
+def softplus_double_backward(grad, self, beta, threshold):
+    """softplus'' = beta s (1 - s), s = sigmoid(beta x), below the linear threshold."""
+    x = self * beta
+    s = ember.sigmoid(x)
+    return grad * s * (1 - s) * (x < threshold).to(grad.dtype) * beta
+
+
+def log_sigmoid_double_backward(grad, self):
+    """logsigmoid'' = -s (1 - s), s = sigmoid(x)."""
+    s = ember.sigmoid(self)
+    return grad * (s - 1) * s
+
+
 __all__ = [*_HELPERS, "not_implemented", "dropout_scale",
            "binary_cross_entropy_target_backward", "binary_cross_entropy_with_logits_backward",
            "binary_cross_entropy_with_logits_target_backward", "embedding_dense_double_backward",
            "softmax_double_backward", "log_softmax_double_backward", "group_norm_backward_all",
+           "elu_double_backward", "gelu_double_backward", "silu_double_backward",
+           "mish_double_backward", "softplus_double_backward", "log_sigmoid_double_backward",
            "rnn_layer_backward", "rnn_layer_jvp"]
 
 

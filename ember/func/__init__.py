@@ -30,7 +30,7 @@ from .._functorch.wrapper_tensor import WrapperTensor
 from ..autograd import grad as _autograd_grad
 from ..autograd import forward_ad as _fw
 from ..autograd.graph import AccumulateGrad
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
@@ -220,9 +220,11 @@ def _depends_on_outer(tensors, own):
     return False
 
 
-def _finish(tensors, own):
-    """Detach results that only depend on this call's inputs."""
-    keep = _depends_on_outer(tensors, own)
+def _finish(tensors, own, record=True):
+    """Detach results that only depend on this call's inputs, and all of them when the
+    caller's grad mode does not ``record`` (PyTorch's transforms ignore an outer ``no_grad``
+    inside the function but obey it outside: the levels below the transform record nothing)."""
+    keep = record and _depends_on_outer(tensors, own)
     return [t if t is None or keep else _detach(t) for t in tensors]
 
 
@@ -242,6 +244,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     ``(scalar, aux)`` with ``has_aux``)."""
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
+        record = is_grad_enabled()
         with enable_grad(), push_grad():
             args = list(args)
             flat, phys, specs = {}, {}, {}
@@ -270,8 +273,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
             else:
                 gs = (None,) * len(inputs)
         gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, inputs)]
-        gs = [wrap_like(x, g) for x, g in zip(logical, _finish(gs, inputs))]
-        value = wrap_like(out, _finish([out_phys], inputs)[0])
+        gs = [wrap_like(x, g) for x, g in zip(logical, _finish(gs, inputs, record))]
+        value = wrap_like(out, _finish([out_phys], inputs, record)[0])
         grads, k = [], 0
         for a in nums:
             n = len(flat[a])
@@ -296,7 +299,10 @@ def grad(func, argnums=0, has_aux=False):
 
 def vjp(func, *primals, has_aux=False):
     """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` returns one gradient per primal
-    (a tuple), and can be called any number of times."""
+    (a tuple), and can be called any number of times. As in PyTorch, ``vjp_fn``'s results
+    keep a graph (to tensors from outside, cotangents included) only under ``create_graph``,
+    which defaults to the grad mode ``vjp_fn`` is called in."""
+    record = is_grad_enabled()
     with enable_grad(), push_grad():
         flat, phys, spec = _wrap_inputs(tuple(primals))
         out = func(*tree_unflatten(flat, spec))
@@ -312,7 +318,9 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
                                f"non-empty output, and each element is a Tensor, got {type(o)}")
 
-    def vjp_fn(cotangents):
+    def vjp_fn(cotangents, retain_graph=True, create_graph=None):
+        if create_graph is None:
+            create_graph = is_grad_enabled()
         cts, ct_spec = tree_flatten(cotangents)
         if len(cts) != len(outs):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
@@ -321,15 +329,19 @@ def vjp(func, *primals, has_aux=False):
         with enable_grad():
             if pairs:
                 gs = _autograd_grad(tuple(o for o, _ in pairs), phys, tuple(c for _, c in pairs),
-                                    retain_graph=True, create_graph=True, allow_unused=True)
+                                    retain_graph=retain_graph, create_graph=True,
+                                    allow_unused=True)
             else:
                 gs = (None,) * len(phys)
         gs = [g if g is not None else x.detach().new_zeros(x.shape) for g, x in zip(gs, phys)]
-        gs = _finish(gs, phys + [physical(c) for c in cts])
+        # (the graph is always built: a vjp_fn inside another transform — a cotangent that is
+        # its input, a jvp tangent — needs it; detaching drops it when not asked for)
+        gs = _finish(gs, phys, create_graph)
         return tree_unflatten([_wrap_result(x, g) for x, g in zip(flat, gs)], spec)
 
     result = tree_unflatten([wrap_like(o, p) for o, p in
-                             zip(outs, _finish([physical(o) for o in outs], phys))], out_spec)
+                             zip(outs, _finish([physical(o) for o in outs], phys, record))],
+                            out_spec)
     if has_aux:
         return result, vjp_fn, aux
     return result, vjp_fn
