@@ -164,10 +164,10 @@ saddmm = sspaddmm  # noqa: F821
 
 
 def __getattr__(name):
-    # ember.export, ember.multiprocessing, ember.hub and ember.onnx after `import ember`, as
-    # torch's after `import torch`: imported on first use (export's symbolic shapes bring sympy,
-    # ~0.3 s)
-    if name in ("export", "multiprocessing", "hub", "onnx", "__future__"):
+    # ember.export, ember.multiprocessing, ember.hub, ember.onnx and ember._prims_common after
+    # `import ember`, as torch's after `import torch`: imported on first use (export's symbolic
+    # shapes bring sympy, ~0.3 s)
+    if name in ("export", "multiprocessing", "hub", "onnx", "__future__", "_prims_common"):
         import importlib
         return importlib.import_module("." + name, __name__)
     if name == "Storage":  # follows the default dtype, as torch.Storage

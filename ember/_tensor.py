@@ -184,7 +184,9 @@ class Tensor:
         if memory_format is contiguous_format:
             return _st.is_contiguous(self._size, self._stride)
         if memory_format.__class__.__name__ == "memory_format" and memory_format._name.startswith("channels_last"):
-            return _st.is_channels_last(self._size, self._stride)
+            if memory_format._name == "channels_last":
+                return _st.is_channels_last_contiguous_2d(self._size, self._stride)
+            return _st.is_channels_last_contiguous_3d(self._size, self._stride)
         raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format}")
 
     def is_non_overlapping_and_dense(self):

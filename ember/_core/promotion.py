@@ -1,4 +1,5 @@
-"""PyTorch's type promotion: ``promote_types``, ``result_type`` and ``can_cast``.
+"""PyTorch's type promotion: ``promote_types``, ``result_type``, ``can_cast`` and the
+computation ("op math") dtype of a result dtype.
 
 Tensors with dimensions outrank 0-dim tensors, which outrank Python scalars ("wrapped numbers"):
 a lower-priority operand only changes the result when it belongs to a higher category
@@ -67,6 +68,16 @@ def can_cast(from_, to):
     if from_ is not D.bool_ and to is D.bool_:
         return False
     return True
+
+
+# the dtype elementwise math runs in for a result dtype: low-precision floats compute in float32
+# (torch._prims_common's get_computation_dtype)
+_COMPUTATION = {D.float16: D.float32, D.bfloat16: D.float32, D.complex32: D.complex64}
+
+
+def computation_dtype(dt):
+    """The dtype an elementwise op of result dtype ``dt`` computes in."""
+    return _COMPUTATION.get(dt, dt)
 
 
 def scalar_dtype(x):

@@ -1,7 +1,9 @@
 """Stride arithmetic: the one module that knows how sizes, strides and offsets relate.
 
-Every device shares it: view ops, ``is_contiguous``, ``reshape``'s view-or-copy decision,
-broadcasting and dimension wrapping all live here. Strides are in elements, as in PyTorch.
+Every device shares it: view ops, ``is_contiguous`` and the channels-last layouts,
+``reshape``'s view-or-copy decision, broadcasting, dimension wrapping and the layout of a
+preserve_format or elementwise output all live here (``torch._prims_common`` calls them).
+Strides are in elements, as in PyTorch.
 """
 from functools import lru_cache
 
@@ -26,13 +28,23 @@ def _contiguous_strides(size):
 
 
 def channels_last_strides(size):
-    if len(size) == 4:
-        n, c, h, w = size
-        return (h * w * c, 1, w * c, c)
-    if len(size) == 5:
-        n, c, d, h, w = size
-        return (d * h * w * c, 1, h * w * c, w * c, c)
-    raise RuntimeError(f"required rank 4 tensor to use channels_last format, got rank {len(size)}")
+    if len(size) not in (4, 5):
+        raise RuntimeError(f"required rank 4 tensor to use channels_last format, got rank "
+                           f"{len(size)}")
+    return channels_last_order_strides(size)
+
+
+def channels_last_order_strides(size):
+    """Dense strides with C innermost, then the spatial dims from the last, then N (c10's
+    get_channels_last_strides_2d/3d, and the rank-3 "channels_last_1d" layout of
+    ``_prims_common``). Sizes are not clamped to 1, as in c10."""
+    rank = len(size)
+    strides = [0] * rank
+    acc = 1
+    for d in (1, *range(rank - 1, 1, -1), 0):
+        strides[d] = acc
+        acc *= size[d]
+    return tuple(strides)
 
 
 def numel(size):
@@ -58,19 +70,31 @@ def is_contiguous(size, stride):
 
 
 def is_channels_last(size, stride):
-    if len(size) not in (4, 5):
-        return False
-    order = [1] + list(range(len(size) - 1, 1, -1)) + [0]  # C, W, H, (D), N: innermost first
+    """Channels-last contiguity of its rank: NHWC for 4 dims, NDHWC for 5, else False."""
+    if len(size) == 4:
+        return is_channels_last_contiguous_2d(size, stride)
+    return is_channels_last_contiguous_3d(size, stride)
+
+
+def _dense_in_order(size, stride, order):
+    # dims of size 1 may have any stride; unlike contiguity, an empty dim does not end the walk
+    # (TensorImpl's compute_channels_last_contiguous_2d/3d)
     expected = 1
     for d in order:
         sz = size[d]
-        if sz == 0:
-            return True
         if sz != 1:
             if stride[d] != expected:
                 return False
             expected *= sz
     return True
+
+
+def is_channels_last_contiguous_2d(size, stride):
+    return len(size) == 4 and _dense_in_order(size, stride, (1, 3, 2, 0))
+
+
+def is_channels_last_contiguous_3d(size, stride):
+    return len(size) == 5 and _dense_in_order(size, stride, (1, 4, 3, 2, 0))
 
 
 def suggests_channels_last(size, stride):
@@ -131,8 +155,9 @@ def wrap_dim(dim, ndim, scalar_ok=True):
     return dim + ndim if dim < 0 else dim
 
 
-def broadcast_shapes(*shapes):
-    """The broadcast of several shapes, with PyTorch's error naming the first mismatch."""
+def broadcast_shapes(*shapes, _kind="non-singleton"):
+    """The broadcast of several shapes, with PyTorch's error naming the first mismatch
+    (``_prims_common.infer_size_shapes`` words it a "non-jagged" dimension)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -146,12 +171,14 @@ def broadcast_shapes(*shapes):
                 out[j] = sz
                 continue
             raise RuntimeError(f"The size of tensor a ({cur}) must match the size of tensor b "
-                               f"({sz}) at non-singleton dimension {j}")
+                               f"({sz}) at {_kind} dimension {j}")
     return tuple(out)
 
 
-def infer_size(shape, numel_):
-    """Resolve one -1 in a view/reshape shape; PyTorch's errors for bad shapes."""
+def infer_size(shape, numel_, invalid_dim=None):
+    """Resolve one -1 in a view/reshape shape; PyTorch's errors for bad shapes (ATen's
+    infer_size_impl). ``invalid_dim(d, i)`` words the error for a negative size ``d`` at index
+    ``i`` (``_prims_common.infer_size`` has its own)."""
     newsize = 1
     infer = None
     for i, s in enumerate(shape):
@@ -162,17 +189,19 @@ def infer_size(shape, numel_):
         elif s >= 0:
             newsize *= s
         else:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(invalid_dim(s, i) if invalid_dim is not None else
+                               f"invalid shape dimension {s} at index {i} of shape "
+                               f"{_fmt_list(shape)}")
     if infer is None:
         if newsize != numel_:
-            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel_}")
+            raise RuntimeError(f"shape '{_fmt_list(shape)}' is invalid for input of size {numel_}")
         return tuple(shape)
     if newsize == 0 or numel_ % newsize:
-        if newsize == 0:
+        if newsize == 0 and numel_ == 0:
             raise RuntimeError(f"cannot reshape tensor of 0 elements into shape "
-                               f"[{', '.join(map(str, shape))}] because the unspecified dimension "
+                               f"{_fmt_list(shape)} because the unspecified dimension "
                                f"size -1 can be any value and is ambiguous")
-        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel_}")
+        raise RuntimeError(f"shape '{_fmt_list(shape)}' is invalid for input of size {numel_}")
     out = list(shape)
     out[infer] = numel_ // newsize
     return tuple(out)
@@ -222,12 +251,139 @@ def _view_stride_walk(oldshape, oldstride, newshape):
 
 
 def suggest_memory_format_strides(size, stride):
-    """Strides for a dense output laid out like the input (PyTorch's preserve_format rule)."""
+    """Strides for a dense output laid out like the input (PyTorch's preserve_format rule, as
+    empty_like, clone and _to_copy apply it): the input's own when it is dense, else dense
+    strides in the order of the input's (``infer_dense_strides``)."""
     if is_non_overlapping_and_dense(size, stride):
         return tuple(stride)
-    if is_channels_last(size, stride) and len(size) == 4:
-        return channels_last_strides(size)
-    return contiguous_strides(tuple(size))
+    return infer_dense_strides(size, stride)
+
+
+def infer_dense_strides(size, stride):
+    """Dense strides that keep the order of ``stride`` (ATen's infer_dense_strides): an
+    insertion sort of the dims by stride, smaller size first among equal strides, dims of
+    stride 0 left where they are (TensorIterator's order)."""
+    ndim = len(size)
+    if ndim == 0:
+        return ()
+    if ndim == 1:
+        return (1,)
+
+    def should_swap(d0, d1):  # 1: d0 goes after d1, -1: before, 0: ambiguous
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 < s1:
+            return -1
+        if s0 > s1:
+            return 1
+        return 1 if size[d0] > size[d1] else 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(size[d], 1)
+    return tuple(out)
+
+
+def is_expandable_to(shape, desired):
+    """Whether ``shape`` broadcasts to ``desired`` without changing it (ATen's
+    is_expandable_to)."""
+    if len(shape) > len(desired):
+        return False
+    for i in range(1, len(shape) + 1):
+        if shape[-i] != desired[-i] and shape[-i] != 1:
+            return False
+    return True
+
+
+# ---- the layout of an elementwise op's output (TensorIterator's permutation) -----------------
+
+def elementwise_output_perm(shape, strides_list, ambiguity_check=False):
+    """(perm, ambiguous): the logical-to-physical permutation of an elementwise output over
+    operands of one ``shape`` with the given strides (outermost dim first) — contiguous when
+    all are, NHWC when all are channels-last, else an insertion sort of the dims by the
+    operands' strides, the first operand deciding, ties and zero strides passed over
+    (TensorIterator's reorder_dimensions as ``_prims_common`` states it) — and, with
+    ``ambiguity_check``, whether the sort left two neighbouring dims unordered."""
+    ndim = len(shape)
+    if ndim == 0:
+        return [], False
+    if ndim == 1:
+        return [0], False
+    contiguous = all(is_contiguous(shape, st) for st in strides_list)
+    channels_last = all(is_channels_last_contiguous_2d(shape, st) for st in strides_list)
+    if contiguous and not channels_last:
+        return list(range(ndim)), False
+    if channels_last and not contiguous:
+        return [0, *range(2, ndim), 1], False
+
+    def ge(a, b):  # a >= b for sizes/strides (both >= 0)
+        if b == 0:
+            return True
+        if a == 0:
+            return False
+        return a >= b or a % b == 0
+
+    def should_swap(da, db):
+        for st in strides_list:
+            sa, sb = st[da], st[db]
+            if sa == 0 or sb == 0:
+                continue
+            if sa == sb:
+                if ge(shape[db], shape[da]):
+                    continue
+                return 1
+            if ge(sb, sa):
+                return -1
+            if ge(sa, sb):
+                return 1
+        return 0
+
+    # sorted back to front, then reversed: the natural order of a permutation is front to back
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in reversed(range(i)):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1
+                                        for i in range(ndim - 1))
+    return list(reversed(perm)), ambiguous
+
+
+def elementwise_output_strides(shape, strides_list):
+    """Dense strides of an elementwise output over operands of one ``shape``: a single
+    operand's own when it is dense (else preserve_format's), otherwise contiguous strides in
+    the order ``elementwise_output_perm`` gives."""
+    ndim = len(shape)
+    if ndim == 0:
+        return ()
+    if ndim == 1:
+        return (1,)
+    if len(strides_list) == 1:
+        return suggest_memory_format_strides(shape, strides_list[0])
+    perm, _ = elementwise_output_perm(shape, strides_list)
+    physical = contiguous_strides(tuple(shape[d] for d in perm))
+    out = [0] * ndim
+    for i, d in enumerate(perm):
+        out[d] = physical[i]
+    return tuple(out)
 
 
 # ---- view geometry: (sizes, strides) of a view of (size, stride), PyTorch's rules -------------

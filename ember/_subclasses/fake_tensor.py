@@ -31,6 +31,10 @@ class UnsupportedFakeTensorException(RuntimeError):
         self.reason = reason
 
 
+class MetadataMismatchError(RuntimeError):
+    """Two tensors' metadata differ (``torch._prims_common.compare_tensor_meta``)."""
+
+
 class DynamicOutputShapeException(RuntimeError):
     """The op's output shape depends on the values (``nonzero``, boolean masks)."""
 

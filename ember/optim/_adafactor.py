@@ -152,7 +152,7 @@ def _group_by_device_dtype_and_is_multidim(tensorlists):
     """The foreach groups, each further split into the factored (multi-dimensional gradient)
     and the unfactored (vector) parameters, so each group updates one kind of state."""
     groups = {}
-    for (device, dtype), lists in _group_tensors_by_device_and_dtype(tensorlists).items():
+    for (device, dtype), (lists, _) in _group_tensors_by_device_and_dtype(tensorlists).items():
         for j, grad in enumerate(lists[1]):
             out = groups.setdefault((device, dtype, grad.dim() > 1), [[] for _ in lists])
             for column, values in zip(out, lists):

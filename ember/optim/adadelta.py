@@ -85,7 +85,7 @@ def _multi_tensor_adadelta(params, grads, square_avgs, acc_deltas, state_steps, 
     lr = _get_value(lr)
     grouped = _group_tensors_by_device_and_dtype([params, grads, square_avgs, acc_deltas,
                                                   state_steps])
-    for g_params, g_grads, g_square_avgs, g_acc_deltas, g_steps in grouped.values():
+    for (g_params, g_grads, g_square_avgs, g_acc_deltas, g_steps), _ in grouped.values():
         if has_complex:
             _view_as_real(g_params, g_grads, g_square_avgs, g_acc_deltas)
         _foreach_add_(g_steps, 1)

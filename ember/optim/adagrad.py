@@ -136,7 +136,7 @@ def _multi_tensor_adagrad(params, grads, state_sums, state_steps, grad_scale, fo
         return
     lr = _get_value(lr)
     grouped = _group_tensors_by_device_and_dtype([params, grads, state_sums, state_steps])
-    for g_params, g_grads, g_sums, g_steps in grouped.values():
+    for (g_params, g_grads, g_sums, g_steps), _ in grouped.values():
         if has_sparse_grad and any(g.is_sparse for g in g_grads):
             _single_tensor_adagrad(g_params, g_grads, g_sums, g_steps, None, None, lr=lr,
                                    weight_decay=weight_decay, lr_decay=lr_decay, eps=eps,

@@ -176,7 +176,7 @@ def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, st
         [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs or [None] * len(params),
          state_steps])
     for (device_params, device_grads, device_exp_avgs, device_exp_avg_sqs,
-         device_max_exp_avg_sqs, device_steps) in grouped.values():
+         device_max_exp_avg_sqs, device_steps), _ in grouped.values():
         if has_complex:
             _view_as_real(device_params, device_grads, device_exp_avgs, device_exp_avg_sqs,
                           *([device_max_exp_avg_sqs] if amsgrad else []))
@@ -237,8 +237,8 @@ def _fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
     grouped = _group_tensors_by_device_and_dtype(
         [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs or [None] * len(params),
          state_steps])
-    for (device, _), (device_params, device_grads, device_exp_avgs, device_exp_avg_sqs,
-                      device_max_exp_avg_sqs, device_steps) in grouped.items():
+    for (device, _), ((device_params, device_grads, device_exp_avgs, device_exp_avg_sqs,
+                       device_max_exp_avg_sqs, device_steps), _) in grouped.items():
         device_scale = grad_scale.to(device) if grad_scale is not None else None
         device_inf = found_inf.to(device) if found_inf is not None else None
         _foreach_add_(device_steps, 1)

@@ -89,7 +89,7 @@ def _multi_tensor_adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps,
     lr = _get_value(lr)
     grouped = _group_tensors_by_device_and_dtype([params, grads, exp_avgs, exp_infs,
                                                   state_steps])
-    for g_params, g_grads, g_exp_avgs, g_exp_infs, g_steps in grouped.values():
+    for (g_params, g_grads, g_exp_avgs, g_exp_infs, g_steps), _ in grouped.values():
         if has_complex:
             _view_as_real(g_params, g_grads, g_exp_avgs, g_exp_infs)
         if maximize:

@@ -136,7 +136,8 @@ def _multi_tensor_asgd(params, grads, axs, mus, etas, state_steps, *, lambd, lr,
                           supports_xla=False)
     lr = _to_scalar(lr)
     grouped = _group_tensors_by_device_and_dtype([params, grads, axs, mus, etas, state_steps])
-    for (device, _), (g_params, g_grads, g_axs, g_mus, g_etas, g_steps) in grouped.items():
+    for (device, _), ((g_params, g_grads, g_axs, g_mus, g_etas, g_steps), _) in \
+            grouped.items():
         if has_complex:
             _view_as_real(g_params, g_grads, g_axs)
         if maximize:

@@ -120,7 +120,7 @@ def _multi_tensor_nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state
     lr = _get_value(lr)
     grouped = _group_tensors_by_device_and_dtype(
         [params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps])
-    for g_params, g_grads, g_exp_avgs, g_exp_avg_sqs, g_mu_products, g_steps in \
+    for (g_params, g_grads, g_exp_avgs, g_exp_avg_sqs, g_mu_products, g_steps), _ in \
             grouped.values():
         if has_complex:
             _view_as_real(g_params, g_grads, g_exp_avgs, g_exp_avg_sqs)

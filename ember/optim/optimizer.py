@@ -17,6 +17,9 @@ from .. import (float32, float64, get_default_dtype, is_complex, is_floating_poi
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..profiler._recorder import record_function
+from ..utils._foreach_utils import (_get_foreach_kernels_supported_devices,
+                                    _get_fused_kernels_supported_devices,
+                                    _group_tensors_by_device_and_dtype)
 from ..utils.backend_registration import _get_privateuse1_backend_name
 from ..utils.hooks import RemovableHandle
 
@@ -162,14 +165,13 @@ def _check_state_steps(state_steps, what="state_steps"):
                            "singleton tensors")
 
 
-# PyTorch's torch.utils._foreach_utils._get_fused_kernels_supported_devices()
-_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
-
-
-def _device_dtype_check_for_fused(p):
-    if not (p.device.type in _FUSED_DEVICES and is_floating_point(p)):
+def _device_dtype_check_for_fused(p, cuda_unsupported=False):
+    supported = _get_fused_kernels_supported_devices()
+    if cuda_unsupported:
+        supported.remove("cuda")
+    if not (p.device.type in supported and is_floating_point(p)):
         raise RuntimeError(f"`fused=True` requires all the params to be floating point Tensors "
-                           f"of supported devices: {_FUSED_DEVICES} but {p.dtype} and "
+                           f"of supported devices: {supported} but {p.dtype} and "
                            f"{p.device.type}")
 
 
@@ -222,18 +224,6 @@ def _check_capturable(devices_of, message, supports_xla=True):
             raise AssertionError(f"{message}: {supported}.")
 
 
-def _foreach_devices():
-    """The device types with foreach kernels PyTorch prefers by default
-    (``_get_foreach_kernels_supported_devices``): on the CPU the default is the loop."""
-    return ("cuda", "xpu", "mtia", _get_privateuse1_backend_name())
-
-
-def _fused_devices():
-    """The device types with fused optimizer kernels in PyTorch
-    (``_get_fused_kernels_supported_devices``)."""
-    return ("mps", "cuda", "xpu", "hpu", "cpu", "mtia", _get_privateuse1_backend_name())
-
-
 def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
     """PyTorch's defaults (fused, foreach) for ``params`` (None entries are passed over): fused
     when asked for and every parameter is a plain floating tensor on a device with fused
@@ -243,10 +233,13 @@ def _default_to_fused_or_foreach(params, differentiable, use_fused=False):
     if differentiable:
         return False, False
     plain = (Tensor, Parameter, Buffer)
-    fused = use_fused and all(p is None or (type(p) in plain and p.device.type in _fused_devices()
+    # (on the CPU PyTorch's default is the loop: "cpu" has fused kernels, not default foreach)
+    fused_devices = _get_fused_kernels_supported_devices()
+    foreach_devices = _get_foreach_kernels_supported_devices()
+    fused = use_fused and all(p is None or (type(p) in plain and p.device.type in fused_devices
                                             and is_floating_point(p)) for p in params)
     foreach = not fused and all(p is None or (type(p) in plain
-                                              and p.device.type in _foreach_devices())
+                                              and p.device.type in foreach_devices)
                                 for p in params)
     return fused, foreach
 
@@ -255,18 +248,6 @@ def _default_to_foreach(params, differentiable):
     """PyTorch's choice for ``foreach=None``: the multi-tensor path when the step is not
     differentiable and every parameter is a plain tensor on a device with foreach kernels."""
     return _default_to_fused_or_foreach(params, differentiable)[1]
-
-
-def _group_tensors_by_device_and_dtype(tensorlists):
-    """The columns of ``tensorlists`` (parallel lists, the first of parameters) split by the
-    parameter's (device, dtype), in first-seen order: the foreach paths run one group at a time
-    so that each ``_foreach_*`` call sees tensors of one device and dtype."""
-    groups = {}
-    for i, p in enumerate(tensorlists[0]):
-        lists = groups.setdefault((p.device, p.dtype), [[] for _ in tensorlists])
-        for out, column in zip(lists, tensorlists):
-            out.append(column[i])
-    return groups
 
 
 def _view_as_real(params, *state_and_grads):
@@ -419,6 +400,16 @@ class Optimizer:
             if result is not None:
                 state_dict = result
         return state_dict
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        """``tensorlistlist``'s columns grouped by device and dtype
+        (``torch.utils._foreach_utils``); while compiling, one group of everything, as
+        PyTorch leaves the split to the compiler."""
+        from .. import compiler
+        if compiler.is_compiling():
+            return {(None, None): (tensorlistlist, list(range(len(tensorlistlist[0]))))}
+        return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):

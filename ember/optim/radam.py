@@ -115,7 +115,7 @@ def _multi_tensor_radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, be
     lr = _get_value(lr)
     grouped = _group_tensors_by_device_and_dtype([params, grads, exp_avgs, exp_avg_sqs,
                                                   state_steps])
-    for g_params, g_grads, g_exp_avgs, g_exp_avg_sqs, g_steps in grouped.values():
+    for (g_params, g_grads, g_exp_avgs, g_exp_avg_sqs, g_steps), _ in grouped.values():
         _foreach_add_(g_steps, 1)
         if has_complex:
             _view_as_real(g_params, g_grads, g_exp_avgs, g_exp_avg_sqs)

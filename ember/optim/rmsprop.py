@@ -112,7 +112,8 @@ def _multi_tensor_rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer
     grouped = _group_tensors_by_device_and_dtype(
         [params, grads, square_avgs, grad_avgs or [None] * n,
          momentum_buffer_list or [None] * n, state_steps])
-    for g_params, g_grads, g_square_avgs, g_grad_avgs, g_bufs, g_steps in grouped.values():
+    for (g_params, g_grads, g_square_avgs, g_grad_avgs, g_bufs, g_steps), _ in \
+            grouped.values():
         if has_complex:
             state_and_grads = [g_grads, g_square_avgs]
             if momentum > 0:

@@ -141,7 +141,7 @@ def _multi_tensor_rprop(params, grads, prevs, step_sizes, state_steps, *, step_s
     if capturable:
         _check_capturable(zip(params, state_steps), _CAPTURABLE_MESSAGE)
     grouped = _group_tensors_by_device_and_dtype([params, grads, prevs, step_sizes, state_steps])
-    for g_params, g_grads, g_prevs, g_step_sizes, g_steps in grouped.values():
+    for (g_params, g_grads, g_prevs, g_step_sizes, g_steps), _ in grouped.values():
         _foreach_add_(g_steps, 1)
         if has_complex:
             _view_as_real(g_params, g_grads, g_prevs, g_step_sizes)

@@ -100,10 +100,9 @@ def _multi_tensor_sgd(params, grads, momentum_buffer_list, grad_scale, found_inf
     if len(params) == 0:
         return
     lr = _get_value(lr)
-    indices = list(range(len(params)))
     grouped = _group_tensors_by_device_and_dtype(
-        [params, grads, momentum_buffer_list or [None] * len(params), indices])
-    for device_params, device_grads, device_bufs, device_indices in grouped.values():
+        [params, grads, momentum_buffer_list or [None] * len(params)], with_indices=True)
+    for (device_params, device_grads, device_bufs), device_indices in grouped.values():
         if has_sparse_grad and any(g.is_sparse for g in device_grads):
             # ember's foreach kernels are dense: these parameters take the loop
             _single_tensor_sgd(device_params, device_grads, device_bufs, None, None,

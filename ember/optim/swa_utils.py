@@ -11,15 +11,12 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
+from ..utils._foreach_utils import (_get_foreach_kernels_supported_devices,
+                                    _group_tensors_by_device_and_dtype)
 from .lr_scheduler import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]
-
-# The device types whose foreach kernels PyTorch prefers over a loop of single-tensor ops
-# (``_get_foreach_kernels_supported_devices``); on the CPU the default average is the loop.
-_FOREACH_DEVICE_TYPES = ("cuda",)
-
 
 def _check_decay(decay):
     if decay < 0.0 or decay > 1.0:
@@ -88,17 +85,6 @@ def get_swa_avg_fn():
     return swa_update
 
 
-def _group_by_device_and_dtype(self_params, model_params):
-    """Pairs of lists by the averaged tensor's (device, dtype), in first-seen order (PyTorch's
-    ``_group_tensors_by_device_and_dtype``): one multi-tensor call serves one group."""
-    groups = {}
-    for p_averaged, p_model in zip(self_params, model_params):
-        lists = groups.setdefault((p_averaged.device, p_averaged.dtype), ([], []))
-        lists[0].append(p_averaged)
-        lists[1].append(p_model)
-    return groups
-
-
 class AveragedModel(Module):
     """A copy of ``model`` whose parameters (and, with ``use_buffers``, buffers) are running
     averages of ``model``'s, updated by ``update_parameters``: equal weights (SWA) unless
@@ -138,12 +124,14 @@ class AveragedModel(Module):
 
         if self.n_averaged > 0:
             if self.multi_avg_fn is not None or self.avg_fn is None:
-                groups = _group_by_device_and_dtype(self_param_detached, model_param_detached)
-                for (device, _), (self_params, model_params) in groups.items():
+                groups = _group_tensors_by_device_and_dtype([self_param_detached,
+                                                             model_param_detached])
+                for (device, _), ([self_params, model_params], _) in groups.items():
                     n_averaged = self.n_averaged.to(device)
                     if self.multi_avg_fn:
                         self.multi_avg_fn(self_params, model_params, n_averaged)
-                    elif device.type in _FOREACH_DEVICE_TYPES:
+                    # (PyTorch's default on the CPU is the loop below)
+                    elif device.type in _get_foreach_kernels_supported_devices():
                         get_swa_multi_avg_fn()(self_params, model_params, n_averaged)
                     else:
                         avg_fn = get_swa_avg_fn()

@@ -3,6 +3,8 @@
 import ember  # resolved when clipping runs: ember imports this package
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...utils._foreach_utils import (_device_has_foreach_support,
+                                     _group_tensors_by_device_and_dtype, _has_foreach_support)
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]
@@ -12,24 +14,16 @@ def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
-def _grouped(tensors):
-    """``tensors`` by (device, dtype), in first-seen order (PyTorch's
-    ``_group_tensors_by_device_and_dtype``): one foreach call serves one group."""
-    groups = {}
-    for t in tensors:
-        groups.setdefault((t.device, t.dtype), []).append(t)
-    return groups
-
-
-def _use_foreach(foreach, device):
-    """PyTorch's choice: the foreach ops by default on the GPU only; ``foreach=True`` asks for
-    them on the CPU too and is an error where there are none."""
-    if foreach is None:
-        return device.type == "cuda"
-    if foreach and device.type not in ("cpu", "cuda"):
+def _use_foreach(foreach, tensors, device):
+    """PyTorch's choice: the foreach ops by default where the device has them (CPU and CUDA)
+    for plain tensors; ``foreach=True`` asks for them and is an error where there are none."""
+    if (foreach is None and _has_foreach_support(tensors, device)) or (
+            foreach and _device_has_foreach_support(device)):
+        return True
+    if foreach:
         raise RuntimeError(f"foreach=True was passed, but can't use the foreach API on "
                            f"{device.type} tensors")
-    return bool(foreach)
+    return False
 
 
 @no_grad()
@@ -40,8 +34,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if len(tensors) == 0:
         return ember.tensor(0.0)
     norms = []
-    for (device, _), group in _grouped(tensors).items():
-        if _use_foreach(foreach, device):
+    for (device, _), ([group], _) in _group_tensors_by_device_and_dtype([tensors]).items():
+        if _use_foreach(foreach, group, device):
             norms.extend(ember._foreach_norm(group, norm_type))
         else:
             norms.extend(ember.linalg.vector_norm(g, norm_type) for g in group)
@@ -63,9 +57,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if not grads:
         return
     clip_coef_clamped = ember.clamp(max_norm / (total_norm + 1e-6), max=1.0)
-    for (device, _), group in _grouped(grads).items():
+    for (device, _), ([group], _) in _group_tensors_by_device_and_dtype([grads]).items():
         coef = clip_coef_clamped.to(device)
-        if _use_foreach(foreach, device):
+        if _use_foreach(foreach, group, device):
             ember._foreach_mul_(group, coef)
         else:
             for g in group:
@@ -95,8 +89,9 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
-    for (device, _), group in _grouped(grads).items():
-        if _use_foreach(foreach, device):
+    # (no gradients at all: the grouping's error, as in PyTorch)
+    for (device, _), ([group], _) in _group_tensors_by_device_and_dtype([grads]).items():
+        if _use_foreach(foreach, group, device):
             ember._foreach_clamp_min_(group, -clip_value)
             ember._foreach_clamp_max_(group, clip_value)
         else:
