@@ -25,11 +25,6 @@ LACKING = {
                      "restore_flash_attention_impl"},
     # the 300-line optimizer-parameter swapping utility of PyTorch's FSDP2 offload
     "optim": {"swap_in_optimizer_params_and_state"},
-    # the deprecated DataPipes (torchdata's predecessor, deprecated in PyTorch 2.x)
-    "utils.data": {"DFIterDataPipe", "DataChunk", "IterDataPipe", "MapDataPipe", "_DatasetKind",
-                   "argument_validation", "functional_datapipe",
-                   "guaranteed_datapipes_determinism", "non_deterministic", "runtime_validation",
-                   "runtime_validation_disabled"},
     # checkpointing's device-type holder and CUDA-graph execution groups
     "utils.checkpoint": {"DefaultDeviceType", "GraphExecGroup"},
     # SYCL extensions and PyTorch's compiler-ABI probing of its own build
@@ -107,7 +102,9 @@ COMPLETE = ["library", "autograd.function", "autograd.forward_ad", "autograd.fun
             "distributions", "distributions.constraints", "distributions.transforms",
             "distributions.kl", "fx", "amp", "special", "nested", "serialization", "types",
             "hub", "multiprocessing", "distributed.tensor", "signal.windows", "storage",
-            "futures"]
+            "futures", "utils.data", "utils.data.graph", "utils.data.graph_settings",
+            "utils.data.datapipes.iter", "utils.data.datapipes.map",
+            "utils.data.datapipes.utils.common", "utils.data.datapipes.utils.decoder"]
 
 
 def _lacking(torch, name):

@@ -5,17 +5,25 @@ available) with its own index queue; the main process hands out up to
 ``prefetch_factor * num_workers`` batches of indices round-robin and yields results in order.
 Worker ``i`` is seeded with ``base_seed + i`` (``base_seed`` drawn from the loader's generator),
 as in PyTorch, and ``worker_init_fn(i)`` runs first in it.
+
+A DataPipe dataset is wrapped for pickling (dill where pickle fails), its shufflers follow
+``shuffle``, and, as in PyTorch, each iterator seeds its random datapipes from a shared seed
+drawn from the loader's generator (broadcast from rank 0 under torch.distributed) and shards
+its ``sharding_filter``s over ranks and workers.
 """
+import functools
 import itertools
 import multiprocessing
 import queue
 import warnings
 from typing import Any, Callable, Generic, TypeVar
 
-from . import _pin_memory
+from . import _pin_memory, graph_settings
 from . import worker as _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
+from .datapipes.datapipe import (IterDataPipe, MapDataPipe, _IterDataPipeSerializationWrapper,
+                                 _MapDataPipeSerializationWrapper)
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _T_co
 
 # PyTorch's type aliases, which libraries annotate with (opacus's DPDataLoader)
@@ -26,6 +34,88 @@ _collate_fn_t = Callable[[list[T]], Any]
 __all__ = ["DataLoader", "get_worker_info", "default_collate", "default_convert"]
 
 get_worker_info = _worker.get_worker_info
+
+
+class _DatasetKind:
+    """Map-style or iterable-style; ``create_fetcher`` makes the object that turns (batches
+    of) indices into collated samples."""
+
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+        return _DatasetFetcher(dataset, auto_collation, collate_fn, drop_last,
+                               iter(dataset) if kind == _DatasetKind.Iterable else None)
+
+
+class _DatasetFetcher:
+    """``fetch(index)``: the collated sample(s) at ``index`` (map-style), or the next
+    ``len(index)`` of the stream (iterable-style; ``StopIteration`` once it ran dry)."""
+
+    def __init__(self, dataset, auto_collation, collate_fn, drop_last, dataset_iter=None):
+        self.dataset = dataset
+        self.auto_collation = auto_collation
+        self.collate_fn = collate_fn
+        self.drop_last = drop_last
+        self.dataset_iter = dataset_iter
+        self.ended = False
+
+    def fetch(self, possibly_batched_index):
+        if self.ended:
+            raise StopIteration
+        try:
+            return _worker._fetch(self.dataset, self.auto_collation, self.collate_fn,
+                                  self.drop_last, self.dataset_iter, possibly_batched_index)
+        except StopIteration:
+            if self.dataset_iter is not None:
+                self.ended = True
+            raise
+
+
+def _get_distributed_settings():
+    """``(world_size, rank)`` of the default process group, ``(1, 0)`` without one."""
+    from ... import distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
+
+
+def _sharding_worker_init_fn(worker_init_fn, world_size, rank_id, worker_id):
+    """A DataPipe's workers' init: shard over ranks first, then workers (so every rank gets
+    an even share), then the user's ``worker_init_fn``."""
+    info = get_worker_info()
+    if info is None:
+        raise AssertionError("Worker info is None in sharding worker init function")
+    datapipe = info.dataset
+    if not isinstance(datapipe, (IterDataPipe, MapDataPipe)):
+        raise AssertionError("datapipe must be an instance of IterDataPipe or MapDataPipe")
+    total_workers = info.num_workers * world_size
+    global_worker_id = worker_id * world_size + rank_id
+    graph_settings.apply_sharding(datapipe, total_workers, global_worker_id)
+    if worker_init_fn is not None:
+        worker_init_fn(worker_id)
+
+
+def _share_dist_seed(generator, pg):
+    """A seed drawn from ``generator``; under torch.distributed rank 0's, so that every rank
+    shuffles its datapipes alike."""
+    from ... import distributed as dist
+    from ... import empty, int64
+    _shared_seed = empty((), dtype=int64).random_(generator=generator)
+    if isinstance(pg, dist.ProcessGroup):
+        dist.broadcast(_shared_seed, src=0, group=pg)
+    return _shared_seed.item()
+
+
+def _seed_datapipe(iterator, loader):
+    """A new shared seed for ``iterator``'s DataPipe, and its random datapipes reseeded from
+    it (PyTorch does this at each iterator and epoch, before anything else is drawn)."""
+    from ...random import Generator
+    iterator._shared_seed = _share_dist_seed(loader.generator, iterator._pg)
+    shared_rng = Generator()
+    shared_rng.manual_seed(iterator._shared_seed)
+    iterator._dataset = graph_settings.apply_random_seed(iterator._dataset, shared_rng)
 
 
 class _InfiniteConstantSampler:
@@ -70,9 +160,19 @@ class DataLoader(Generic[_T_co]):
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
 
+        # the worker processes get a DataPipe pickled by its wrapper (with dill if need be)
+        if isinstance(self.dataset, IterDataPipe):
+            self.dataset = _IterDataPipeSerializationWrapper(self.dataset)
+        elif isinstance(self.dataset, MapDataPipe):
+            self.dataset = _MapDataPipeSerializationWrapper(self.dataset)
+
         if isinstance(dataset, IterableDataset):
             self._dataset_kind_iterable = True
-            if shuffle not in {False, None}:
+            if isinstance(dataset, IterDataPipe):
+                # (a Shuffler appended here does not reach self.dataset: PyTorch's behaviour)
+                if shuffle is not None:
+                    dataset = graph_settings.apply_shuffle_settings(dataset, shuffle=shuffle)
+            elif shuffle not in {False, None}:
                 raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
                                  f"option, but got shuffle={shuffle}")
             if sampler is not None:
@@ -117,6 +217,10 @@ class DataLoader(Generic[_T_co]):
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator = None
+
+    @property
+    def _dataset_kind(self):
+        return _DatasetKind.Iterable if self._dataset_kind_iterable else _DatasetKind.Map
 
     @property
     def _auto_collation(self):
@@ -170,6 +274,14 @@ def _pin_memory_enabled(loader):
 class _BaseDataLoaderIter:
     def __init__(self, loader):
         self._dataset = loader.dataset
+        self._shared_seed = None
+        self._pg = None
+        if isinstance(self._dataset, IterDataPipe):
+            from ... import distributed as dist
+            if dist.is_available() and dist.is_initialized():
+                self._pg = dist.new_group(backend="gloo")
+            _seed_datapipe(self, loader)
+        self._world_size, self._rank = _get_distributed_settings()
         self._iterable = loader._dataset_kind_iterable
         self._auto_collation = loader._auto_collation
         self._drop_last = loader.drop_last
@@ -183,6 +295,8 @@ class _BaseDataLoaderIter:
     def _reset(self, loader):
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        if isinstance(self._dataset, IterDataPipe):
+            _seed_datapipe(self, loader)
 
     def __iter__(self):
         return self
@@ -197,6 +311,9 @@ class _BaseDataLoaderIter:
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
+        if isinstance(self._dataset, (IterDataPipe, MapDataPipe)):
+            # shard over the distributed ranks (workers do their own share)
+            graph_settings.apply_sharding(self._dataset, self._world_size, self._rank)
         self._dataset_iter = iter(self._dataset) if self._iterable else None
 
     def __next__(self):
@@ -223,6 +340,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         elif isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
+        worker_init_fn = loader.worker_init_fn
+        if isinstance(self._dataset, (IterDataPipe, MapDataPipe)):
+            worker_init_fn = functools.partial(_sharding_worker_init_fn, worker_init_fn,
+                                               self._world_size, self._rank)
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
         self._index_queues = []
@@ -234,12 +355,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                             args=(self._iterable, self._dataset, index_queue,
                                   self._worker_result_queue, self._workers_done_event,
                                   self._auto_collation, self._collate_fn, self._drop_last,
-                                  self._base_seed, loader.worker_init_fn, i, self._num_workers))
+                                  self._base_seed, worker_init_fn, i, self._num_workers,
+                                  self._shared_seed))
             w.daemon = True
             w.start()
             self._index_queues.append(index_queue)
             self._workers.append(w)
         self._shutdown = False
+        if isinstance(self._dataset, IterDataPipe):
+            # PyTorch's first reset draws a second shared seed (the workers have the first)
+            _seed_datapipe(self, loader)
         self._start_epoch(first=True)
 
     def _start_epoch(self, first=False):
@@ -251,7 +376,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first:
             # Persistent workers: wait for each to acknowledge the new epoch.
-            resume = _worker._ResumeIteration()
+            resume = _worker._ResumeIteration(self._shared_seed)
             for q in self._index_queues:
                 q.put(resume)
             pending = self._num_workers

@@ -39,7 +39,11 @@ class _IterableDatasetStopIteration:
 
 
 class _ResumeIteration:
-    """Sent to persistent workers at the start of a new epoch."""
+    """Sent to persistent workers at the start of a new epoch (with the epoch's shared seed
+    for a DataPipe dataset)."""
+
+    def __init__(self, seed=None):
+        self.seed = seed
 
 
 class _ExceptionWrapper:
@@ -97,10 +101,11 @@ def _generate_state(base_seed, worker_id):
 
 def _worker_loop(dataset_kind_iterable, dataset, index_queue, data_queue, done_event,
                  auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id,
-                 num_workers):
+                 num_workers, shared_seed=None):
     """Fetch the batches whose indices arrive on ``index_queue``; put ``(idx, data)`` on
     ``data_queue``. Seeds ember's and Python's generators with ``base_seed + worker_id``, and
-    NumPy's global one from :func:`_generate_state`."""
+    NumPy's global one from :func:`_generate_state`. A DataPipe's random datapipes are seeded
+    from ``shared_seed`` (the same in every worker, so all shuffle alike before sharding)."""
     global _worker_info
     import sys
 
@@ -111,16 +116,26 @@ def _worker_loop(dataset_kind_iterable, dataset, index_queue, data_queue, done_e
     random.seed(seed)
     manual_seed(seed)
     np.random.seed(_generate_state(base_seed, worker_id))
+    from ...random import Generator
+    from .datapipes.datapipe import IterDataPipe
+    from .graph_settings import apply_random_seed
+    shared_rng = Generator()
+    if isinstance(dataset, IterDataPipe):
+        if shared_seed is None:
+            raise AssertionError("shared_seed must be provided for IterDataPipe workers")
+        shared_rng.manual_seed(shared_seed)
+        dataset = apply_random_seed(dataset, shared_rng)
     _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                               dataset=dataset)
     init_exception = None
+    dataset_iter = None
     try:
         if init_fn is not None:
             init_fn(worker_id)
+        dataset_iter = iter(dataset) if dataset_kind_iterable else None
     except Exception:
         init_exception = _ExceptionWrapper(sys.exc_info(), f"in DataLoader worker process "
                                                            f"{worker_id}")
-    dataset_iter = iter(dataset) if dataset_kind_iterable else None
     iteration_end = False
     while not done_event.is_set():
         try:
@@ -130,6 +145,11 @@ def _worker_loop(dataset_kind_iterable, dataset, index_queue, data_queue, done_e
         if isinstance(r, _ResumeIteration):
             data_queue.put((r, None))
             iteration_end = False
+            if isinstance(dataset, IterDataPipe):
+                if r.seed is None:
+                    raise AssertionError("resume iteration seed is None for IterDataPipe")
+                shared_rng.manual_seed(r.seed)
+                dataset = apply_random_seed(dataset, shared_rng)
             if dataset_kind_iterable:
                 dataset_iter = iter(dataset)
             continue
