@@ -17,6 +17,7 @@ from ._core import dtype as D
 from ._core import factory_defaults
 from ._core import complex32 as _complex32
 from ._core import float8 as _float8
+from ._core import device as _L
 from ._core.device import CPU, device as _device
 from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
@@ -25,7 +26,8 @@ from .storage import TypedStorage
 from ._tensor import Tensor, _alias, make_tensor, requires_grad_of_factory, wrap_array
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "sparse_coo_tensor",
-           "sparse_csr_tensor"]
+           "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+           "sparse_bsr_tensor", "sparse_bsc_tensor"]
 
 _PY_SCALARS = (bool, int, float, complex)
 _NUMBER_TYPES = (numbers.Number, np.generic)
@@ -364,34 +366,104 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     return requires_grad_of_factory(t, requires_grad)
 
 
-def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
-                      device=None, pin_memory=False, requires_grad=False,
-                      check_invariants=None):
-    """A sparse CSR matrix: row i's elements are ``values[crow_indices[i]:crow_indices[i+1]]``
-    in columns ``col_indices[...]`` of the same positions. The parts may be nested sequences;
-    the size is inferred when not given. ``check_invariants`` as for ``sparse_coo_tensor``."""
+def _sparse_compressed(fname, layout, compressed_indices, plain_indices, values, size, dtype,
+                       device, pin_memory, requires_grad, check_invariants):
+    """The compressed factories' common work (PyTorch's ``sparse_compressed_tensor_ctor``): the
+    parts as tensors (indices given as data are int64, tensors keep their dtype), the layout's
+    constructor, then, with ``check_invariants`` (default: ``ember.sparse.
+    check_sparse_tensor_invariants.is_enabled()``), PyTorch's invariants."""
     from . import sparse
     from ._ops.overload import ops
-    dtype = _to_dtype(dtype, "sparse_csr_tensor")
+    dtype = _to_dtype(dtype, fname)
     if not isinstance(values, Tensor):
         values = tensor(values, dtype=dtype)
     dev = values.device if device is None else _device(device)
-    index_dtype = crow_indices.dtype if isinstance(crow_indices, Tensor) else D.int64
-    crow_indices, col_indices = (
-        t.detach().to(dtype=index_dtype, device=dev) if isinstance(t, Tensor)
-        else tensor(t, dtype=index_dtype, device=dev) for t in (crow_indices, col_indices))
+    compressed_indices, plain_indices = (
+        t.detach().to(device=dev) if isinstance(t, Tensor) else tensor(t, dtype=D.int64,
+                                                                       device=dev)
+        for t in (compressed_indices, plain_indices))
     if check_invariants is None:
         check_invariants = sparse.check_sparse_tensor_invariants.is_enabled()
     if size is None:
-        t = ops.aten.sparse_csr_tensor.crow_col_value._call(crow_indices, col_indices, values,
-                                                            dtype, None, dev, pin_memory)
+        t = ops.aten.sparse_compressed_tensor.comp_plain_value._call(
+            compressed_indices, plain_indices, values, dtype, layout, dev, pin_memory)
     else:
-        t = ops.aten.sparse_csr_tensor.crow_col_value_size._call(
-            crow_indices, col_indices, values, tuple(size), dtype, None, dev, pin_memory)
+        t = ops.aten.sparse_compressed_tensor.comp_plain_value_size._call(
+            compressed_indices, plain_indices, values, tuple(size), dtype, layout, dev,
+            pin_memory)
     if check_invariants:
-        ops.aten._validate_sparse_csr_tensor_args.default._call(
-            crow_indices, col_indices, values, tuple(t.shape), None)
+        ops.aten._validate_sparse_compressed_tensor_args.default._call(
+            compressed_indices, plain_indices, values, tuple(t.shape), layout, None)
     return requires_grad_of_factory(t, requires_grad)
+
+
+def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=None, *,
+                             dtype=None, layout=None, device=None, pin_memory=False,
+                             requires_grad=False, check_invariants=None):
+    """A sparse tensor of a compressed ``layout`` (sparse_csr, sparse_csc, sparse_bsr or
+    sparse_bsc): run i of the entries (elements or blocks) is positions
+    ``compressed_indices[i]:compressed_indices[i + 1]`` of ``plain_indices`` and ``values``,
+    one run per row (CSR, BSR) or column (CSC, BSC). The parts may be nested sequences; the
+    size is inferred when not given."""
+    from ._kernels.rules import sparse as _rules
+    _rules.check_compressed_layout("sparse_compressed_tensor", layout)
+    return _sparse_compressed("sparse_compressed_tensor", layout, compressed_indices,
+                              plain_indices, values, size, dtype, device, pin_memory,
+                              requires_grad, check_invariants)
+
+
+def _check_factory_layout(fname, layout, required):
+    if layout is not None and layout is not required:
+        from ._kernels.rules.sparse import layout_name
+        raise RuntimeError(f"{fname}: layout must be {layout_name(required)} but got "
+                           f"{layout_name(layout)}")
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory=False, requires_grad=False,
+                      check_invariants=None):
+    """A sparse CSR matrix: row i's elements are ``values[crow_indices[i]:crow_indices[i+1]]``
+    in columns ``col_indices[...]`` of the same positions (``sparse_compressed_tensor`` of the
+    CSR layout)."""
+    _check_factory_layout("sparse_csr_tensor", layout, _L.sparse_csr)
+    return _sparse_compressed("sparse_csr_tensor", _L.sparse_csr, crow_indices, col_indices,
+                              values, size, dtype, device, pin_memory, requires_grad,
+                              check_invariants)
+
+
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory=False, requires_grad=False,
+                      check_invariants=None):
+    """A sparse CSC matrix: column j's elements are ``values[ccol_indices[j]:ccol_indices[j+1]]``
+    in rows ``row_indices[...]`` of the same positions."""
+    _check_factory_layout("sparse_csc_tensor", layout, _L.sparse_csc)
+    return _sparse_compressed("sparse_csc_tensor", _L.sparse_csc, ccol_indices, row_indices,
+                              values, size, dtype, device, pin_memory, requires_grad,
+                              check_invariants)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory=False, requires_grad=False,
+                      check_invariants=None):
+    """A sparse BSR matrix: ``values`` (nnz, block rows, block cols) holds dense blocks, block
+    row i's at positions ``crow_indices[i]:crow_indices[i+1]``, in the block columns
+    ``col_indices[...]``."""
+    _check_factory_layout("sparse_bsr_tensor", layout, _L.sparse_bsr)
+    return _sparse_compressed("sparse_bsr_tensor", _L.sparse_bsr, crow_indices, col_indices,
+                              values, size, dtype, device, pin_memory, requires_grad,
+                              check_invariants)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory=False, requires_grad=False,
+                      check_invariants=None):
+    """A sparse BSC matrix: ``values`` (nnz, block rows, block cols) holds dense blocks, block
+    column j's at positions ``ccol_indices[j]:ccol_indices[j+1]``, in the block rows
+    ``row_indices[...]``."""
+    _check_factory_layout("sparse_bsc_tensor", layout, _L.sparse_bsc)
+    return _sparse_compressed("sparse_bsc_tensor", _L.sparse_bsc, ccol_indices, row_indices,
+                              values, size, dtype, device, pin_memory, requires_grad,
+                              check_invariants)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -554,8 +626,9 @@ def reduce_tensor(t):
     and the attributes set on it (pickle puts them back in the new tensor's ``__dict__``)."""
     if t._storage_ is None:  # a sparse tensor: its parts, pickled as tensors
         from .serialization import _rebuild_sparse_tensor
-        parts = (t.crow_indices(), t.col_indices(), t.values(), tuple(t._size)) \
-            if t.is_sparse_csr else (t._indices(), t._values(), tuple(t._size), t.is_coalesced())
+        parts = (t._sparse.compressed_indices, t._sparse.plain_indices, t.values(),
+                 tuple(t._size)) if not t.is_sparse else (t._indices(), t._values(),
+                                                           tuple(t._size), t.is_coalesced())
         args = (_rebuild_sparse_tensor, (t.layout, parts), t._requires_grad)
         return (_rebuild_sparse, args, t.__dict__) if t.__dict__ else (_rebuild_sparse, args)
     s = t._storage

@@ -133,7 +133,7 @@ class Tensor:
     def layout(self):
         if self._storage_ is not None:
             return strided
-        return sparse_coo if self._keyset & SPARSE_BITS else sparse_csr
+        return sparse_coo if self._keyset & SPARSE_BITS else self._sparse.layout
 
     @property
     def is_cpu(self):
@@ -156,13 +156,19 @@ class Tensor:
     is_xla = property(lambda self: self._device.type == "xla", doc="Is on an XLA device.")
     is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Is a Vulkan tensor.")
     is_mkldnn = property(lambda self: False, doc="Is an MKL-DNN (opaque) tensor: never.")
-    is_sparse_csr = property(lambda self: bool(self._keyset & SPARSE_CSR_BITS),
+    # (PyTorch's is_sparse_csr is the CSR layout's alone, not CSC/BSR/BSC's)
+    is_sparse_csr = property(lambda self: bool(self._keyset & SPARSE_CSR_BITS)
+                             and self._sparse.layout is sparse_csr,
                              doc="Has the sparse CSR layout.")
     is_nested = property(lambda self: False, doc="Is a nested tensor: never.")
 
     @property
     def is_sparse(self):
         return bool(self._keyset & SPARSE_BITS)
+
+    def to_sparse_coo(self):
+        """This tensor in the sparse COO layout (PyTorch's Python method: ``to_sparse()``)."""
+        return self.to_sparse()
 
     @property
     def is_quantized(self):
@@ -389,7 +395,8 @@ class Tensor:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
         if self._storage_ is None:
-            kind = "Sparse" if self._keyset & SPARSE_BITS else "SparseCsr"
+            kind = "Sparse" if self._keyset & SPARSE_BITS else \
+                "Sparse" + self._sparse.layout._name[7:].capitalize()
             raise TypeError(f"can't convert {kind} layout tensor to numpy. Use "
                             f"Tensor.to_dense() first.")
         if self._device.type != "cpu":

@@ -265,26 +265,31 @@ def _is_plain(t):
 
 def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):
     """A sparse tensor's parts, ``indices=tensor(...), values=tensor(...)`` for COO and
-    ``crow_indices=..., col_indices=..., values=...`` for CSR (its size, nnz and dtype go to
-    ``suffixes``), as PyTorch prints them."""
+    ``crow_indices=..., col_indices=..., values=...`` (``ccol_indices``, ``row_indices`` for
+    CSC and BSC) for the compressed layouts (its size, nnz and dtype go to ``suffixes``), as
+    PyTorch prints them."""
     suffixes.append(f"size={tuple(self._size)}")
     suffixes.append(f"nnz={self._nnz()}")
     if self._dtype not in (default_dtype, D.default_complex_dtype(), D.int64, D.bool_):
         suffixes.append(f"dtype={self._dtype}")
     if tensor_contents is not None:
         return tensor_contents
-    parts = []
-    names = ("crow_indices", "col_indices", "values") if self.is_sparse_csr else (
-        "indices", "values")
-    for name in names:
-        part = getattr(self, "_" + name if name in ("indices", "values") else name)()
+    texts = []
+    if self.is_sparse:
+        parts = (("indices", self._indices()), ("values", self._values()))
+    else:  # a compressed layout: crow/col_indices (CSR, BSR) or ccol/row_indices (CSC, BSC)
+        row = self.layout._name in ("sparse_csr", "sparse_bsr")
+        names = ("crow_indices", "col_indices") if row else ("ccol_indices", "row_indices")
+        parts = ((names[0], getattr(self, names[0])()), (names[1], getattr(self, names[1])()),
+                 ("values", self.values()))
+    for name, part in parts:
         prefix = f"{name}=tensor("
         if part.numel():
             text = _tensor_str(part.detach(), indent + len(prefix))
         else:
             text = f"[], size={tuple(part._size)}"
-        parts.append(prefix + text + ")")
-    return (",\n" + " " * indent).join(parts)
+        texts.append(prefix + text + ")")
+    return (",\n" + " " * indent).join(texts)
 
 
 def _str(self, *, tensor_contents=None):

@@ -55,6 +55,7 @@ from ._core import dtype as D
 from ._core import strides as _st
 from ._core import device as _device_module
 from ._core.device import device as _device, layout, sparse_coo, sparse_csr
+from ._core.device import sparse_bsc, sparse_bsr, sparse_csc
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, meta_storage
 from ._tensor import Tensor, _rebuild_from_type_v2, make_tensor
@@ -481,6 +482,7 @@ _REBUILD_FROM_TYPE = _Global("torch._tensor", "_rebuild_from_type_v2")
 _REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 _TENSOR_TYPE = _Global("torch", "Tensor")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
+_COMPRESSED = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
 _REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
 
 
@@ -553,9 +555,11 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, Tensor) and obj.is_sparse:  # its parts, pickled as tensors
             return (_REBUILD_SPARSE, (obj.layout, (
                 obj._indices(), obj._values(), Size(obj.shape), obj.is_coalesced())))
-        if isinstance(obj, Tensor) and obj.is_sparse_csr:
+        if isinstance(obj, Tensor) and obj._storage_ is None and obj.layout in _COMPRESSED:
+            # (crow_indices and col_indices for CSR/BSR, ccol_indices and row_indices otherwise)
             return (_REBUILD_SPARSE, (obj.layout, (
-                obj.crow_indices(), obj.col_indices(), obj.values(), Size(obj.shape))))
+                obj._sparse.compressed_indices, obj._sparse.plain_indices, obj.values(),
+                Size(obj.shape))))
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
         if isinstance(obj, Size):
@@ -959,16 +963,15 @@ def _get_layout(name):
 
 
 def _rebuild_sparse_tensor(layout, data):
-    """A sparse COO tensor from its pickled parts (PyTorch's; older files have no
+    """A sparse COO or compressed tensor from its pickled parts (PyTorch's; older files have no
     ``is_coalesced``)."""
     from ._ops.overload import ops
-    if layout is sparse_csr:
-        crow_indices, col_indices, values, size = data
-        return ops.aten._sparse_csr_tensor_unsafe.default._call(
-            crow_indices, col_indices, values, size, None, None, None, None)
+    if layout in _COMPRESSED:
+        compressed_indices, plain_indices, values, size = data
+        return ops.aten._sparse_compressed_tensor_unsafe.default._call(
+            compressed_indices, plain_indices, values, size, None, layout, None, None)
     if layout is not sparse_coo:
-        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}: ember has "
-                                  f"sparse COO and CSR tensors only")
+        raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}")
     indices, values, size = data[:3]
     is_coalesced = data[3] if len(data) > 3 else None
     return ops.aten._sparse_coo_tensor_unsafe.default._call(indices, values, size, None, None,

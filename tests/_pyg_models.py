@@ -48,6 +48,9 @@ MODELS = {
     "batching": lambda nn: nn.GCNConv(3, 4),
     # a 2-layer GCN node classifier: five Adam steps of cross entropy on a train mask
     "gcn_training": lambda nn: _TwoLayerGCN(),
+    # CSC adjacencies (to_torch_csc_tensor, EdgeIndex.to_sparse_csc) and a GCN on the CSR
+    # transpose of one
+    "csc": lambda nn: nn.GCNConv(F_IN, 8),
 }
 
 
@@ -201,6 +204,32 @@ def run(torch, name, weights=None):
             result[f"loader{i}.y"] = b.y.numpy()
             outs.append(global_mean_pool(model(b.x, b.edge_index), b.batch))
         _loss(outs, rs, torch).backward()
+    elif name == "csc":
+        # CSC adjacencies: utils.to_torch_csc_tensor (the values' gradient through the
+        # constructor) and EdgeIndex.to_sparse_csc, products with the features, and a GCN
+        # layer run on an unweighted CSC adjacency's transpose (a CSR matrix)
+        from torch_geometric import EdgeIndex
+        w = torch.from_numpy(rs.rand(ei.shape[1]).astype(np.float32)).requires_grad_()
+        csc = U.to_torch_csc_tensor(ei, w, size=N)
+        # (an EdgeIndex's CSC form keeps repeated edges, and its rows need not be sorted within
+        # a column, where PyTorch's gradient of to_dense is wrong: no gradient through it)
+        ei_c, w_c = U.coalesce(ei, w.detach(), N)
+        csc2 = EdgeIndex(ei_c, sparse_size=(N, N), sort_order="row").to_sparse_csc(w_c)
+        result.update(ccol_indices=csc.ccol_indices().numpy(),
+                      row_indices=csc.row_indices().numpy(),
+                      edge_index_ccol=csc2.ccol_indices().numpy(),
+                      edge_index_row=csc2.row_indices().numpy(),
+                      is_csc=np.array(csc.layout == torch.sparse_csc and
+                                      csc2.layout == torch.sparse_csc),
+                      is_sparse_csr=np.array(csc.is_sparse_csr))
+        outs = [csc.values(), csc.to_dense(), csc2.to_dense(), csc @ x, csc.t() @ x,
+                csc.to_sparse_csr().to_dense(), model(x, U.to_torch_csc_tensor(ei, size=N).t())]
+        # one backward per output: PyTorch cannot sum a CSC gradient with a dense one
+        for o in outs:
+            loss = _loss([o], rs, torch)
+            if loss.requires_grad:
+                loss.backward(retain_graph=True)
+        result["grad_edge_weight"] = w.grad.numpy()
     elif name == "gcn_training":
         import torch.nn.functional as F
         y = torch.from_numpy(rs.randint(0, 3, N))

@@ -563,6 +563,20 @@ _ELSEWHERE = {
         _to_sparse_csr.default to_sparse_csr.default _convert_indices_from_coo_to_csr.default
         _convert_indices_from_coo_to_csr.out _convert_indices_from_csr_to_coo.default
         _convert_indices_from_csr_to_coo.out""",
+    "sparse compressed (CSC, BSR, BSC) constructors, invariant checks, accessors and "
+    "conversions: against PyTorch in tests/test_sparse_compressed.py": """
+        sparse_compressed_tensor.comp_plain_value sparse_compressed_tensor.comp_plain_value_size
+        sparse_csc_tensor.ccol_row_value sparse_csc_tensor.ccol_row_value_size
+        sparse_bsr_tensor.crow_col_value sparse_bsr_tensor.crow_col_value_size
+        sparse_bsc_tensor.ccol_row_value sparse_bsc_tensor.ccol_row_value_size
+        _sparse_compressed_tensor_unsafe.default _sparse_csc_tensor_unsafe.default
+        _sparse_bsr_tensor_unsafe.default _sparse_bsc_tensor_unsafe.default
+        _validate_sparse_compressed_tensor_args.default _validate_sparse_csc_tensor_args.default
+        _validate_sparse_bsr_tensor_args.default _validate_sparse_bsc_tensor_args.default
+        ccol_indices.default row_indices.default ccol_indices_copy.default
+        row_indices_copy.default _to_sparse_csc.default _to_sparse_bsr.default
+        _to_sparse_bsc.default to_sparse_csc.default to_sparse_bsr.default
+        to_sparse_bsc.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

@@ -1,5 +1,5 @@
 """PyTorch Geometric on ember through ``ember.as_torch``: message-passing layers (GCN, GAT,
-GATv2, GraphSAGE, GIN) on edge lists and torch.sparse adjacencies, global pooling,
+GATv2, GraphSAGE, GIN) on edge lists and torch.sparse adjacencies (COO, CSR, CSC), global pooling,
 ``torch_geometric.utils``, Data/Batch/DataLoader batching and a GCN training loop computing
 PyTorch's numbers. pyg-lib, torch-scatter and torch-sparse are not installed, so PyG's
 pure-PyTorch fallbacks run. Each case of tests/_pyg_models.py runs in PyTorch here and in ember
@@ -13,7 +13,8 @@ from helpers import results_beside_pytorch
 # convert a COO adjacency to CSR
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning")]
 
-NAMES = ["gcn", "gat", "gatv2", "sage", "gin", "pooling", "utils", "batching", "gcn_training"]
+NAMES = ["gcn", "gat", "gatv2", "sage", "gin", "pooling", "utils", "batching", "gcn_training",
+         "csc"]
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from .._dispatch.keys import K as _K, bit as _bit, sparse_keyset, tensor_keyset
 from . import complex32 as _complex32
 from . import dtype as _dt
 from . import strides as _st
-from .device import CPU
+from .device import CPU, sparse_csr
 from .storage import UntypedStorage, _alloc_observers, _notify_alloc, from_array, get_allocator
 from .storage import meta_storage
 
@@ -237,24 +237,36 @@ def _untracked(t):
     return a
 
 
-class SparseCSR:
-    """What a sparse CSR tensor holds (PyTorch's ``SparseCsrTensorImpl``): for a (rows, cols)
-    matrix, ``crow_indices`` (rows + 1,) — row i's entries are positions
-    crow_indices[i]:crow_indices[i + 1] — and their ``col_indices`` and ``values``."""
-    __slots__ = ("crow_indices", "col_indices", "values")
+class SparseCompressed:
+    """What a sparse compressed tensor holds (PyTorch's ``SparseCsrTensorImpl``, which serves
+    the four compressed layouts): its ``layout`` (sparse_csr, sparse_csc, sparse_bsr or
+    sparse_bsc), ``compressed_indices`` — entry (or block) run i is positions
+    compressed_indices[i]:compressed_indices[i + 1] of the others, one run per row (CSR, BSR)
+    or column (CSC, BSC) of elements or blocks — and those entries' ``plain_indices`` (their
+    columns, or rows) and ``values`` ((nnz,) or, for blocks, (nnz, block rows, block cols))."""
+    __slots__ = ("layout", "compressed_indices", "plain_indices", "values")
 
-    def __init__(self, crow_indices, col_indices, values):
-        self.crow_indices, self.col_indices, self.values = crow_indices, col_indices, values
+    def __init__(self, layout, compressed_indices, plain_indices, values):
+        self.layout = layout
+        self.compressed_indices, self.plain_indices = compressed_indices, plain_indices
+        self.values = values
 
 
-def sparse_csr_tensor_impl(crow_indices, col_indices, values, size):
-    """A sparse CSR tensor of ``size`` over its three parts (no checks: see
-    ``ember/_kernels/rules/sparse.py``). Its dtype and device are the values'."""
+def sparse_compressed_tensor_impl(compressed_indices, plain_indices, values, size, layout):
+    """A sparse compressed tensor of ``size`` and ``layout`` over its three parts (no checks:
+    see ``ember/_kernels/rules/sparse.py``). Its dtype and device are the values'; every
+    compressed layout has PyTorch's SparseCsrCPU/SparseCsrCUDA key."""
     size = tuple(size)
     t = make_tensor(None, size, (0,) * len(size), 0, values._dtype, values._device)
     t._keyset = sparse_keyset(values._device.type, _tls.state.inference, csr=True)
-    t._sparse = SparseCSR(_untracked(crow_indices), _untracked(col_indices), _untracked(values))
+    t._sparse = SparseCompressed(layout, _untracked(compressed_indices),
+                                 _untracked(plain_indices), _untracked(values))
     return t
+
+
+def sparse_csr_tensor_impl(crow_indices, col_indices, values, size):
+    """A sparse CSR tensor (``sparse_compressed_tensor_impl`` of the CSR layout)."""
+    return sparse_compressed_tensor_impl(crow_indices, col_indices, values, size, sparse_csr)
 
 
 def sparse_coo_tensor_impl(indices, values, size, coalesced=False):

@@ -107,7 +107,8 @@ def _backend_select_kernel(entry, dev_idx):
 
 
 def _sparse_backend(backend, layout):
-    table = {"sparse_coo": SPARSE_OF, "sparse_csr": SPARSE_CSR_OF}.get(layout._name)
+    table = {"sparse_coo": SPARSE_OF, "sparse_csr": SPARSE_CSR_OF, "sparse_csc": SPARSE_CSR_OF,
+             "sparse_bsr": SPARSE_CSR_OF, "sparse_bsc": SPARSE_CSR_OF}.get(layout._name)
     if table is None or backend not in table:
         raise NotImplementedError(f"ember has no {layout} tensors on this device")
     return table[backend]

@@ -169,8 +169,6 @@ def mm_mat1_backward(grad, mat2, alpha=1, sizes=None, strides=None):
 
 
 def mm_mat2_backward(grad, mat1, alpha=1, sizes=None, strides=None):
-    if mat1.layout == ember.sparse_csr:  # its transpose would be CSC: the COO form's is COO
-        mat1 = mat1.to_sparse()
     if _column_major(sizes, strides):
         return maybe_multiply(grad.t().mm(mat1.conj()).t(), alpha)
     return maybe_multiply(mat1.t().conj().mm(grad), alpha)

@@ -1,16 +1,26 @@
-"""Derivative helpers of sparse COO ops (PyTorch's FunctionsManual names): gradients that keep a
-sparse input's layout, found at its entries."""
+"""Derivative helpers of sparse ops (PyTorch's FunctionsManual names): gradients that keep a
+sparse (COO or compressed) input's layout, found at its entries."""
 import ember
 
 __all__ = ["values_backward", "sparse_constructor_values_backward", "sparse_mask_backward",
-           "mm_mat1_sparse_backward", "sparse_csr_constructor_values_backward"]
+           "mm_mat1_sparse_backward", "sparse_csr_constructor_values_backward",
+           "sparse_compressed_constructor_values_backward", "sparse_conversion_backward"]
+
+_COMPRESSED = (ember.sparse_csr, ember.sparse_csc, ember.sparse_bsr, ember.sparse_bsc)
+
+
+def _compressed_indices(t):
+    """(compressed, plain) indices of a compressed tensor, by its orientation."""
+    if t.layout in (ember.sparse_csr, ember.sparse_bsr):
+        return t.crow_indices(), t.col_indices()
+    return t.ccol_indices(), t.row_indices()
 
 
 def values_backward(grad, self):
     """``values()``'s gradient: a sparse tensor at ``self``'s (coalesced) indices."""
-    if self.layout == ember.sparse_csr:
-        return ember._sparse_csr_tensor_unsafe(self.crow_indices(), self.col_indices(), grad,
-                                               self.shape)
+    if self.layout in _COMPRESSED:
+        return ember._sparse_compressed_tensor_unsafe(*_compressed_indices(self), grad,
+                                                      self.shape, layout=self.layout)
     return ember._sparse_coo_tensor_unsafe(self.indices(), grad, self.shape, is_coalesced=True)
 
 
@@ -31,7 +41,13 @@ def sparse_mask_backward(grad, mask, self_layout):
 
 
 def mm_mat1_sparse_backward(grad, mat1, mat2, alpha):
-    """The sparse factor's gradient of ``addmm(self, sparse, dense)``: only at its entries."""
+    """The sparse factor's gradient of ``addmm(self, sparse, dense)``: only at its entries
+    (PyTorch has none for the CSC, BSR and BSC layouts)."""
+    if mat1.layout in _COMPRESSED and mat1.layout != ember.sparse_csr:
+        from .._kernels.rules.sparse import layout_name
+        raise RuntimeError(f"sparse_addmm_sparse_backward: unsupported combination of layouts, "
+                           f"grad: {layout_name(grad.layout)}, mat1: {layout_name(mat1.layout)}, "
+                           f"mat2: {layout_name(mat2.layout)}")
     dense = grad.mm(mat2.t().conj())
     if alpha != 1:
         dense = dense * alpha
@@ -46,3 +62,22 @@ def sparse_csr_constructor_values_backward(grad, crow_indices, col_indices):
     indices = ember.stack([rows, col_indices])
     return sparse_constructor_values_backward(grad.to_sparse() if grad.layout ==
                                               ember.sparse_csr else grad, indices)
+
+
+def sparse_compressed_constructor_values_backward(grad, compressed_indices, plain_indices,
+                                                  values, layout):
+    """The gradient of a compressed tensor's values: ``grad`` at each of its entries (every
+    element of a block), in the values' shape."""
+    mask = ember._sparse_compressed_tensor_unsafe(compressed_indices, plain_indices,
+                                                  values.detach(), grad.shape, layout=layout)
+    dense = grad if grad.layout == ember.strided else grad.to_dense()
+    return dense.sparse_mask(mask).values()
+
+
+def sparse_conversion_backward(grad, self):
+    """The gradient of a conversion to a sparse layout: dense for a dense input, else at the
+    input's entries in its layout."""
+    dense = grad if grad.layout == ember.strided else grad.to_dense()
+    if self.layout == ember.strided:
+        return dense
+    return dense.sparse_mask(self if self.layout in _COMPRESSED else self.coalesce())

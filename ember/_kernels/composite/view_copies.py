@@ -91,7 +91,7 @@ register("narrow_copy", "CompositeImplicitAutograd", narrow_copy)
 # The copies of a sparse tensor's parts: PyTorch's CompositeExplicitAutogradNonFunctional
 # kernels, which its dispatcher runs for dense and CSR tensors but not for COO ones (so
 # values_copy of a COO tensor is "Could not run ... 'SparseCPU' backend" there too).
-for _part in ("values", "indices", "crow_indices", "col_indices"):
+for _part in ("values", "indices", "crow_indices", "col_indices", "ccol_indices", "row_indices"):
     for _key in ("CompositeExplicitAutogradNonFunctional", "SparseCsrCPU", "SparseCsrCUDA"):
         register(f"{_part}_copy", _key, _view_copy(f"{_part}.default"))
 

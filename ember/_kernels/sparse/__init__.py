@@ -1,6 +1,7 @@
-"""Kernels of sparse COO tensors (the SparseCPU and SparseCUDA dispatch keys): written in ember
-ops on a sparse tensor's indices and values, which are dense tensors on its device, so one kernel
-serves both keys (``coo.py``)."""
+"""Kernels of sparse tensors: COO (the SparseCPU and SparseCUDA dispatch keys, ``coo.py``) and
+the compressed layouts CSR, CSC, BSR, BSC (SparseCsrCPU and SparseCsrCUDA, ``compressed.py``),
+written in ember ops on a sparse tensor's parts, which are dense tensors on its device, so one
+kernel serves both keys of a layout."""
 
 
 def kernel_table():

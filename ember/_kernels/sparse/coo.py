@@ -18,7 +18,7 @@ kernels record nothing; a dense operand that requires grad is read through an un
 import math
 
 from ..._core import strides as _st
-from ..._core.device import sparse_coo, sparse_csr
+from ..._core.device import sparse_coo
 from ..._core.promotion import promote_types
 from ..._core.tensor_impl import _alias, _untracked, sparse_coo_tensor_impl
 from ..._dispatch.keys import SPARSE_BITS
@@ -176,11 +176,9 @@ def _to_sparse_sparse_dim_sparse(self, sparse_dim):
 
 
 def _to_sparse_sparse(self, layout=None, blocksize=None, dense_dim=None):
-    if layout is sparse_csr:
-        return _aten._to_sparse_csr.default._call(self, dense_dim)
+    _R.check_to_sparse_arguments("sparse_coo_to_sparse", sparse_coo, layout, blocksize)
     if layout is not None and layout is not sparse_coo:
-        raise NotImplementedError(f"to_sparse: ember has sparse COO and CSR tensors only, not "
-                                  f"{layout}")
+        return _R.to_compressed_op(_aten, layout)(self, blocksize, dense_dim)
     return clone_sparse(self)
 
 
