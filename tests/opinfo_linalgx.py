@@ -1,5 +1,5 @@
 """OpInfo entries of issue 18's linear-algebra additions (LU, triangular and Cholesky solves,
-Householder products, matrix_exp, cond, vander, vecdot): values, strided layouts, batches, out=
+Householder products, matrix_exp, cond, vander, vecdot, linalg.matmul): values, strided layouts, batches, out=
 and errors against torch.ops.aten, plus the Meta kernels. Gradients, the Python-level functions
 and the ops listed in NOT_IN_TABLE below are covered by tests/test_linalg_extras.py."""
 import numpy as np
@@ -144,6 +144,13 @@ def vecdot_samples(op):
     yield Sample((tensor((3,), "float32"), tensor((3,), "float64")), desc="dtype error")
 
 
+def matmul_samples(op):
+    for dt in op.dtypes:
+        yield Sample((tensor((2, 3), dt, "transposed"), tensor((3, 4), dt)), desc=f"{dt} 2d")
+        yield Sample((tensor((2, 2, 3), dt), tensor((3,), dt, "sliced")), desc=f"{dt} batch @ vec")
+    yield Sample((tensor((2, 3), "float32"), tensor((4, 2), "float32")), desc="size error")
+
+
 _add("linalg_solve_triangular.default", solve_triangular_samples, "linalg_solve_triangular.out")
 _add("linalg_lu_factor_ex.default", lu_factor_samples, "linalg_lu_factor_ex.out")
 _add("linalg_lu.default", lu_factor_samples, "linalg_lu.out")
@@ -158,6 +165,7 @@ _add("linalg_cond.default", cond_samples, "linalg_cond.out", rtol=1e-3, atol=1e-
 _add("linalg_cond.p_str", cond_samples, "linalg_cond.p_str_out", rtol=1e-3, atol=1e-4)
 _add("linalg_vander.default", vander_samples)
 _add("linalg_vecdot.default", vecdot_samples, "linalg_vecdot.out")
+_add("linalg_matmul.default", matmul_samples, "linalg_matmul.out")
 
 _ELSEWHERE = "checked against PyTorch (values, batches, errors, gradients) by tests/test_linalg_extras.py"
 NOT_IN_TABLE.update({name: _ELSEWHERE for name in """

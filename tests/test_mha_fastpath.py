@@ -211,19 +211,31 @@ def test_encoder_stack_matches_pytorch_padding(torch, norm_first):
         close(*outs, atol=1e-5)
 
 
-def test_transformer_fast_path_off_gives_the_same_numbers():
-    ember.manual_seed(3)
-    layer = ember.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
-    x = ember.tensor(X)
-    with ember.no_grad():
-        fused = layer(x, src_key_padding_mask=ember.tensor(KPM[:, ::-1].copy()))
-        ember.backends.mha.set_fastpath_enabled(False)
-        try:
-            assert fused_ops(lambda: layer(x)) == []
-            general = layer(x, src_key_padding_mask=ember.tensor(KPM[:, ::-1].copy()))
-        finally:
-            ember.backends.mha.set_fastpath_enabled(True)
-    np.testing.assert_allclose(fused.numpy(), general.numpy(), rtol=1e-5, atol=1e-6)
+def test_transformer_fast_path_off_gives_pytorchs_numbers(torch):
+    """With the fast path off, the general path runs (no fused op) and computes what
+    PyTorch's does; the two paths agree except on a sequence whose keys are all padded, which
+    the fused kernel makes NaN and the general path (scaled_dot_product_attention) zeros, in
+    PyTorch as here."""
+    outs = {}
+    for lib in (ember, torch):
+        lib.manual_seed(3)
+        layer = lib.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True).eval()
+        x, mask = lib.tensor(X), lib.tensor(KPM[:, ::-1].copy())
+        with lib.no_grad():
+            fused = layer(x, src_key_padding_mask=mask)
+            lib.backends.mha.set_fastpath_enabled(False)
+            try:
+                if lib is ember:
+                    assert fused_ops(lambda: layer(x)) == []
+                general = layer(x, src_key_padding_mask=mask)
+            finally:
+                lib.backends.mha.set_fastpath_enabled(True)
+        outs[lib] = fused.numpy(), general.numpy()
+    for mine, theirs in zip(outs[ember], outs[torch]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    fused, general = outs[ember]
+    assert np.isnan(fused[2]).all() and not np.isnan(general).any()
+    np.testing.assert_allclose(fused[:2], general[:2], rtol=1e-5, atol=1e-6)
 
 
 def test_out_variants_write_the_functional_results():

@@ -371,6 +371,137 @@ def test_multi_head_attention_forward(torch):
     np.testing.assert_allclose(e_w.numpy(), t_w.numpy(), rtol=1e-6, atol=1e-8)
 
 
+_MHA_CONFIGS = {
+    "cross": {}, "self": {"self": True}, "self-sdpa": {"self": True, "need_weights": False},
+    "encoder-decoder-sdpa": {"kv": True, "need_weights": False},
+    "bool-mask": {"mask": "bool"}, "float-mask-and-padding": {"mask": "float", "kpm": True},
+    "padding-sdpa": {"kpm": True, "need_weights": False},
+    "bias-kv-zero-attn": {"bias_kv": True, "zero_attn": True, "kpm": True},
+    "separate-weights": {"separate": True}, "unbatched-3d-mask": {"unbatched": True, "mask3": True},
+    "causal-sdpa": {"self": True, "causal": True, "need_weights": False},
+    "heads-not-averaged": {"average": False},
+}
+
+
+def _mha(F, T, cfg):
+    """multi_head_attention_forward on one set of inputs in either library: output, weights
+    and the gradients of the query and the packed (or separate) projection weights."""
+    rng = np.random.default_rng(7)
+    L, S, N, E, H = 4, 5, 2, 12, 3
+    def leaf(*shape):  # noqa: E306
+        t = T((rng.standard_normal(shape) * 0.3).astype(np.float32))
+        t.requires_grad_(True)
+        return t
+    unbatched = cfg.get("unbatched")
+    shape = lambda n: (n, E) if unbatched else (n, N, E)  # noqa: E731
+    q = leaf(*shape(L))
+    k = q if cfg.get("self") else leaf(*shape(S))
+    v = q if cfg.get("self") else k if cfg.get("kv") else leaf(*shape(S))
+    src = L if cfg.get("self") else S
+    w_in, b_in, w_out, b_out = leaf(3 * E, E), leaf(3 * E), leaf(E, E), leaf(E)
+    kw = {}
+    if cfg.get("separate"):
+        kw.update(use_separate_proj_weight=True, q_proj_weight=leaf(E, E),
+                  k_proj_weight=leaf(E, E), v_proj_weight=leaf(E, E))
+    mask = rng.standard_normal((L, src))
+    if cfg.get("mask") == "bool" or cfg.get("causal"):
+        kw["attn_mask"] = T(np.triu(np.ones((L, src), bool), 1) if cfg.get("causal") else mask > 1)
+    elif cfg.get("mask") == "float":
+        kw["attn_mask"] = T(mask.astype(np.float32))
+    elif cfg.get("mask3"):
+        kw["attn_mask"] = T(rng.standard_normal((H, L, src)).astype(np.float32))
+    if cfg.get("kpm"):
+        kw["key_padding_mask"] = T(np.arange(src)[None, :] >= np.array([[src], [src - 2]]))
+    bias_k, bias_v = (leaf(1, 1, E), leaf(1, 1, E)) if cfg.get("bias_kv") else (None, None)
+    out, weights = F.multi_head_attention_forward(
+        q, k, v, E, H, w_in, b_in, bias_k, bias_v, cfg.get("zero_attn", False), 0.0, w_out,
+        b_out, need_weights=cfg.get("need_weights", True), is_causal=cfg.get("causal", False),
+        average_attn_weights=cfg.get("average", True), **kw)
+    out.square().sum().backward()
+    w = kw["q_proj_weight"] if cfg.get("separate") else w_in
+    return [out, weights, q.grad, w.grad, w_out.grad]
+
+
+@pytest.mark.parametrize("cfg", list(_MHA_CONFIGS))
+def test_multi_head_attention_forward_configurations(torch, cfg):
+    """PyTorch's steps: packed projections (one product for self-attention, two for
+    encoder-decoder), additive merged masks, baddbmm of the scaled query when the weights are
+    returned and scaled_dot_product_attention over the heads when not (is_causal included),
+    bias_k/bias_v and zero attention padded onto the masks."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the mixed bool/float masks' deprecation warning)
+        mine = _mha(EF, ember.from_numpy, _MHA_CONFIGS[cfg])
+        theirs = _mha(torch.nn.functional, torch.from_numpy, _MHA_CONFIGS[cfg])
+    for a, b in zip(mine, theirs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert tuple(a.shape) == tuple(b.shape)
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=2e-5,
+                                       atol=2e-5)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(key=(5, 2)), dict(query=(2, 3, 4, 12)), dict(key_padding_mask=(2,)),
+    dict(attn_mask=(4,)), dict(attn_mask=(4, 6)), dict(attn_mask=(5, 4, 5)),
+    dict(key_padding_mask=(3, 5)), dict(value=(6, 2, 12)), dict(bias_k=True),
+    dict(embed=13), dict(heads=5), dict(query=(4, 12), key=(5, 12), value=(5, 12),
+                                        attn_mask=(2, 4, 5)),
+])
+def test_multi_head_attention_forward_errors_match_torch(torch, bad):
+    """Each shape check raises PyTorch's exception type with PyTorch's message."""
+    def call(F, T):
+        shapes = {"query": (4, 2, 12), "key": (5, 2, 12), "value": (5, 2, 12)}
+        shapes.update({n: bad[n] for n in ("query", "key", "value") if n in bad})
+        x = {n: T(np.ones(s, np.float32)) for n, s in shapes.items()}
+        kw = {n: T(np.zeros(bad[n], bool)) for n in ("key_padding_mask", "attn_mask")
+              if n in bad}
+        bias_k = T(np.ones((1, 1, 12), np.float32)) if bad.get("bias_k") else None
+        w_in, w_out = T(np.ones((36, 12), np.float32)), T(np.ones((12, 12), np.float32))
+        return F.multi_head_attention_forward(
+            x["query"], x["key"], x["value"], bad.get("embed", 12), bad.get("heads", 3), w_in,
+            None, bias_k, None, False, 0.0, w_out, None, **kw)
+    with pytest.raises(Exception) as t_exc:
+        call(torch.nn.functional, torch.from_numpy)
+    with pytest.raises(Exception) as e_exc:
+        call(EF, ember.from_numpy)
+    assert (type(e_exc.value), str(e_exc.value).replace("ember.", "torch.")) == \
+        (type(t_exc.value), str(t_exc.value))
+
+
+def test_private_functional_helpers_libraries_import(torch):
+    """The private names of torch.nn.functional that code imports from it: the in-projection
+    helpers, the pooling forms without indices, _pair and friends, _threshold, _is_integer,
+    _no_grad_embedding_renorm_, _unpool_output_size."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    q, k = rng.standard_normal((2, 4, 6)).astype(np.float32), rng.standard_normal((3, 4, 6))
+    w, b = rng.standard_normal((18, 6)).astype(np.float32), rng.standard_normal(18)
+    table = rng.standard_normal((5, 3)).astype(np.float32) * 3
+    results = {}
+    for F, T in ((EF, ember.from_numpy), (torch.nn.functional, torch.from_numpy)):
+        t = T(x)
+        qq, kk = T(q), T(k.astype(np.float32))
+        ww, bb = T(w), T(b.astype(np.float32))
+        weight = T(table.copy())
+        F._no_grad_embedding_renorm_(weight, T(np.array([0, 2])), 1.0, 2.0)
+        results[F] = [*F._in_projection_packed(qq, qq, qq, ww, bb),
+                      *F._in_projection_packed(qq, kk, kk, ww, None),
+                      *F._in_projection(qq, kk, kk, *ww.chunk(3), *bb.chunk(3)),
+                      F._max_pool2d(t, 2, return_indices=True), F._max_pool1d(t[0], 3, 1),
+                      F._adaptive_max_pool2d(t, 3), F._threshold(t, 0.1, -1.0), weight,
+                      F._fractional_max_pool2d(t, 2, output_size=3,
+                                               _random_samples=T(np.full((2, 3, 2), 0.5,
+                                                                         np.float32)))]
+        assert (F._pair(3), F._single([1]), F._triple(2)) == ((3, 3), (1,), (2, 2, 2))
+        assert [F._is_integer(v) for v in (3, np.int64(2), 2.0, T(np.array([1])), t)] == \
+            [True, True, False, True, False]
+        assert F._unpool_output_size(t, [2, 2], [2, 2], [0, 0], None) == [12, 12]
+    for a, b in zip(results[EF], results[torch.nn.functional]):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
 @pytest.mark.parametrize("call", [
     lambda F, T: F.cross_entropy(T(_randn(3, 4)), T(np.array([0, 4, 1]))),
     lambda F, T: F.nll_loss(T(_randn(3, 4)), T(np.array([0, 1]))),

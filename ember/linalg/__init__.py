@@ -16,7 +16,7 @@ __all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "solve", "solve_ex"
            "matrix_power", "cross", "multi_dot", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "solve_triangular", "cond", "diagonal", "householder_product", "ldl_factor",
            "ldl_factor_ex", "ldl_solve", "tensorinv", "tensorsolve", "vander", "vecdot",
-           "matrix_exp"]
+           "matrix_exp", "matmul"]
 
 
 def _out(out):
@@ -172,6 +172,7 @@ lu, lu_factor, lu_factor_ex = (_bindings.linalg_lu, _bindings.linalg_lu_factor,
                                _bindings.linalg_lu_factor_ex)
 lu_solve, solve_triangular = _bindings.linalg_lu_solve, _bindings.linalg_solve_triangular
 cond, diagonal = _bindings.linalg_cond, _bindings.linalg_diagonal
+matmul = _bindings.linalg_matmul
 householder_product = _bindings.linalg_householder_product
 ldl_factor, ldl_factor_ex, ldl_solve = (_bindings.linalg_ldl_factor, _bindings.linalg_ldl_factor_ex,
                                         _bindings.linalg_ldl_solve)

@@ -159,6 +159,24 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                                                            dilation), ceil_mode)
 
 
+# The forms without indices that PyTorch's boolean_dispatch picks when return_indices is False
+# (code calls them by these names; return_indices is accepted and ignored, as there)
+
+def _max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                return_indices=False):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                return_indices=False):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
 def _unpool_output_size(input, kernel_size, stride, padding, output_size):
     """torch.nn.functional._unpool_output_size: the default size, or a checked explicit one."""
     k = len(kernel_size)
@@ -275,6 +293,18 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return res if return_indices else res[0]
 
 
+def _adaptive_max_pool1d(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size)
+
+
+def _adaptive_max_pool2d(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size)
+
+
+def _adaptive_max_pool3d(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size)
+
+
 # ---------------------------------------------------------------------------------------------
 # Fractional max pooling (torch.nn.functional.fractional_max_pool{2,3}d[_with_indices])
 
@@ -322,6 +352,18 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
     res = fractional_max_pool3d_with_indices(input, kernel_size, output_size, output_ratio,
                                              return_indices, _random_samples)
     return res if return_indices else res[0]
+
+
+def _fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                           return_indices=False, _random_samples=None):
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, False,
+                                 _random_samples)
+
+
+def _fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                           return_indices=False, _random_samples=None):
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, False,
+                                 _random_samples)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -98,13 +98,18 @@ def _padding_idx(padding_idx, weight):
     return padding_idx
 
 
+def _no_grad_embedding_renorm_(weight, input, max_norm, norm_type):
+    """Rescale, in place and outside autograd, the rows of ``weight`` that ``input`` looks up
+    to norms of at most ``max_norm``."""
+    _aten.embedding_renorm_.default(weight.detach(), input, max_norm, norm_type)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     padding_idx = _padding_idx(padding_idx, weight)
     if max_norm is not None:
         input = input.contiguous()
-        with ember.no_grad():
-            _aten.embedding_renorm_.default(weight, input, max_norm, norm_type)
+        _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
     return _aten.embedding.default(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
@@ -985,10 +990,91 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype != other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
-                      f"same type for both instead.")
+                      f"same type for both instead.", stacklevel=2)
     if not mask.is_floating_point():
         mask = ember.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
     return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether multi-head attention's inputs are batched (a 3-d query) or not (2-d), after
+    PyTorch's checks of the other inputs' ranks against it."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be "
+                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
+                                 f"instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be `None`, "
+                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key` and `value` to be "
+                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
+                                 f"respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(f"For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.dim()}-D tensor "
+                                 f"instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(f"For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
+                                     f"instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and attn_mask.shape != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.dim()}-D query tensor")
+
+
+def _check_key_padding_mask(key_padding_mask, src_len, bsz):
+    if key_padding_mask.shape[0] != bsz:
+        raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                             f"{key_padding_mask.shape[0]}")
+    if key_padding_mask.shape[1] != src_len:
+        raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                             f"{key_padding_mask.shape[1]}")
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """The query, key and value projections by one packed (3E, E) weight: one product for
+    self-attention (q is k is v), two for encoder-decoder attention (k is v), else three."""
+    E = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = linear(q, w, b)
+            # (3, E) rather than (E, 3): each projection contiguous, in chunk()'s order
+            proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2) \
+                .contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([E, E * 2])
+        b_q, b_kv = (None, None) if b is None else b.split([E, E * 2])
+        kv = linear(k, w_kv, b_kv).unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2) \
+            .squeeze(-2).contiguous()
+        return linear(q, w_q, b_q), kv[0], kv[1]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """The query, key and value projections by separate weights (kdim/vdim may differ from
+    the embedding dim), with PyTorch's shape checks."""
+    Eq, Ek, Ev = q.size(-1), k.size(-1), v.size(-1)
+    for name, t, shape in (("query weights", w_q, (Eq, Eq)), ("key weights", w_k, (Eq, Ek)),
+                           ("value weights", w_v, (Eq, Ev)), ("query bias", b_q, (Eq,)),
+                           ("key bias", b_k, (Eq,)), ("value bias", b_v, (Eq,))):
+        if t is not None and t.shape != shape:
+            raise AssertionError(f"expecting {name} shape of {shape}, but got {t.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
@@ -998,89 +1084,149 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  use_separate_proj_weight=False, q_proj_weight=None,
                                  k_proj_weight=None, v_proj_weight=None, static_k=None,
                                  static_v=None, average_attn_weights=True, is_causal=False):
-    """nn.MultiheadAttention's computation for (L, N, E) inputs (or unbatched (L, E))."""
-    batched = query.dim() == 3
-    if not batched:
+    """nn.MultiheadAttention's computation for (L, N, E) inputs (or unbatched (L, E)), step for
+    step PyTorch's: masks made additive and merged, the weights by ``baddbmm`` of the scaled
+    query when they are returned, otherwise ``scaled_dot_product_attention`` over the heads."""
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        # the mask is the causal one SDPA builds itself
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
     if embed_dim != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
                              f"got {embed_dim}")
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                           "Transformer module method `generate_square_subsequent_mask` to "
-                           "create this mask.")
     if use_separate_proj_weight:
-        bq = bk = bv = None
-        if in_proj_bias is not None:
-            bq, bk, bv = in_proj_bias.chunk(3)
-        q = linear(query, q_proj_weight, bq)
-        k = linear(key, k_proj_weight, bk)
-        v = linear(value, v_proj_weight, bv)
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     f"is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight,
+                                 b_q, b_k, b_v)
     else:
-        wq, wk, wv = in_proj_weight.chunk(3)
-        bq, bk, bv = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
-    if attn_mask is not None and attn_mask.dim() == 2:
-        attn_mask = attn_mask.unsqueeze(0)
-    if bias_k is not None and bias_v is not None:
-        k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
-        v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
-        if attn_mask is not None:
-            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
-                                                  dtype=attn_mask.dtype)], -1)
-        if key_padding_mask is not None:
-            key_padding_mask = ember.cat([key_padding_mask,
-                                      ember.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
-    # (L, N, E) -> (N * heads, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = (static_k if static_k is not None else
-         k.reshape(k.size(0), bsz * num_heads, head_dim).transpose(0, 1))
-    v = (static_v if static_v is not None else
-         v.reshape(v.size(0), bsz * num_heads, head_dim).transpose(0, 1))
-    if add_zero_attn:
-        k = ember.cat([k, ember.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
-        v = ember.cat([v, ember.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
-        if attn_mask is not None:
-            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
-                                                  dtype=attn_mask.dtype)], -1)
-        if key_padding_mask is not None:
-            key_padding_mask = ember.cat([key_padding_mask,
-                                      ember.zeros((bsz, 1), dtype=key_padding_mask.dtype)], -1)
-    src_len = k.size(1)
-    scores = ember.bmm(q * (1.0 / math.sqrt(head_dim)), k.transpose(1, 2))
-    neg_inf = ember.full((), -math.inf, dtype=scores.dtype)
+        if key.shape != value.shape:
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+
     if attn_mask is not None:
-        if attn_mask.dtype == ember.bool:
-            scores = ember.where(attn_mask, neg_inf, scores)
+        if attn_mask.dim() == 2:
+            if attn_mask.shape != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if attn_mask.shape != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(bsz * num_heads, tgt_len, src_len)}.")
         else:
-            scores = scores + attn_mask
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    # (L, N, E) -> (N * heads, L, head_dim)
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads(v, static_v, "static_v", bsz * num_heads, head_dim)
+    if add_zero_attn:
+        zeros = (bsz * num_heads, 1, head_dim)
+        k = ember.cat([k, ember.zeros(zeros, dtype=k.dtype, device=k.device)], dim=1)
+        v = ember.cat([v, ember.zeros(zeros, dtype=v.dtype, device=v.device)], dim=1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.size(1)
     if key_padding_mask is not None:
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        scores = scores.reshape(bsz, num_heads, tgt_len, src_len)
-        if kpm.dtype == ember.bool:
-            scores = ember.where(kpm, neg_inf, scores)
+        _check_key_padding_mask(key_padding_mask, src_len, bsz)
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len) \
+            .expand(-1, num_heads, -1, -1).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        if attn_mask is not None:
+            weights = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
-            scores = scores + kpm
-        scores = scores.reshape(bsz * num_heads, tgt_len, src_len)
-    weights = _aten._softmax.default(scores, -1, False)
-    if dropout_p > 0.0 and training:
-        weights = ember.dropout(weights, dropout_p, True)
-    out = ember.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
-    if not need_weights:
-        return (out if batched else out.squeeze(1)), None
-    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
-    if average_attn_weights:
-        weights = weights.mean(1)
-    if not batched:
-        return out.squeeze(1), weights.squeeze(0)
-    return out, weights
+            weights = ember.bmm(q_scaled, k.transpose(-2, -1))
+        weights = softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = ember.bmm(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not is_batched:
+            return out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, -1)
+    return (out if is_batched else out.squeeze(1)), None
+
+
+def _heads(t, static, name, batch_heads, head_dim):
+    """Keys or values as (N * heads, S, head_dim): ``t`` split into heads, or the given
+    ``static_k``/``static_v``, whose shape is checked."""
+    if static is None:
+        return t.view(t.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.size(0) != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got "
+                             f"{static.size(0)}")
+    if static.size(2) != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.size(2)}")
+    return static
 
 
 def channel_shuffle(input, groups):
@@ -1096,6 +1242,16 @@ from .._jit_internal import (BroadcastingList1, BroadcastingList2,  # noqa: E402
 from ..overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401
                          has_torch_function_unary, has_torch_function_variadic)
 conv_tbc = ember.conv_tbc
+_threshold = threshold
+from .modules.utils import _list_with_default, _pair, _single, _triple  # noqa: E402,F401
+
+
+def _is_integer(x):
+    """Whether ``x`` is an integer: a Python or NumPy integer, a SymInt, or a tensor of an
+    integer (or bool) dtype."""
+    if isinstance(x, (int, ember.SymInt, np.integer)):
+        return True
+    return isinstance(x, ember.Tensor) and not x.is_floating_point()
 
 
 def assert_int_or_pair(arg, arg_name, message):
@@ -1127,6 +1283,10 @@ def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_nam
 # convolution, pooling, resampling, padding, folding: the conv helper's module (when present)
 if importlib.util.find_spec(__name__.rpartition(".")[0] + "._functional_conv") is not None:
     from ._functional_conv import *  # noqa: F401,F403,E402
+    from ._functional_conv import (_adaptive_max_pool1d, _adaptive_max_pool2d,  # noqa: F401,E402
+                                   _adaptive_max_pool3d, _fractional_max_pool2d,
+                                   _fractional_max_pool3d, _max_pool1d, _max_pool2d,
+                                   _max_pool3d, _unpool_output_size)
 
 
 # Every function here first asks, as PyTorch's do, whether an argument's type or a

@@ -621,6 +621,10 @@ def linalg_diagonal(A_, offset=0, dim1=-2, dim2=-1):
     return A.diagonal.default._call(A_, offset, dim1, dim2)
 
 
+def linalg_matmul(self, other):
+    return A.matmul.default._call(self, other)
+
+
 def linalg_vecdot(x, y, dim=-1):
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
