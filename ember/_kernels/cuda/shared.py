@@ -52,13 +52,18 @@ HOST_BODIES = frozenset({
     "special_bessel_y1", "special_modified_bessel_i0", "special_modified_bessel_i1",
     "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1"})
 
+# PyTorch's CPU-only ops: SDPA's blockwise CPU kernel and its backward (on a GPU SDPA picks its
+# CUDA kernels; a direct call with device tensors stages through the host)
+CPU_ONLY = frozenset({"_scaled_dot_product_flash_attention_for_cpu",
+                      "_scaled_dot_product_flash_attention_for_cpu_backward"})
+
 # Element types CuPy has no arrays of: a call with a tensor of one stages through the host.
 _NO_CUPY_DTYPES = HOST_DTYPES | {D.bfloat16}
 
 
 def eligible(op):
     schema = op._schema
-    return op not in host_only and schema.name not in HOST_BODIES and not any(
+    return op not in host_only and schema.name not in HOST_BODIES | CPU_ONLY and not any(
         a.base == "Generator" or a.is_write and schema.name not in WRITES_ON_DEVICE
         for a in schema.arguments)
 
