@@ -75,6 +75,15 @@ LACKING = {
                         "get_type_line", "parse_type_line", "split_type_line",
                         "try_ann_to_type", "try_real_annotations"},
     "distributed.fsdp": {"DataParallelMeshDims", "share_comm_ctx"},
+    # pipelining: the tracing front end that cuts a model with torch.export at pipe_split
+    # markers (stages are built by hand), and the schedules that split each backward into its
+    # input and weight halves (zero-bubble, DualPipeV)
+    "distributed.pipelining": {"Pipe", "SplitPoint", "build_stage", "pipe_split", "pipeline",
+                               "ScheduleDualPipeV", "ScheduleInterleavedZeroBubble",
+                               "ScheduleZBVZeroBubble"},
+    "distributed.pipelining.schedules": {"ScheduleDualPipeV", "ScheduleInterleavedZeroBubble",
+                                         "ScheduleZBVZeroBubble"},
+    "distributed.pipelining.stage": {"build_stage"},
     # compile caches across processes (ember's compiled code holds live objects) and guard
     # collectives
     "compiler": {"load_cache_artifacts", "load_compiled_function", "save_cache_artifacts",
@@ -104,7 +113,8 @@ COMPLETE = ["library", "autograd.function", "autograd.forward_ad", "autograd.fun
             "hub", "multiprocessing", "distributed.tensor", "signal.windows", "storage",
             "futures", "utils.data", "utils.data.graph", "utils.data.graph_settings",
             "utils.data.datapipes.iter", "utils.data.datapipes.map",
-            "utils.data.datapipes.utils.common", "utils.data.datapipes.utils.decoder"]
+            "utils.data.datapipes.utils.common", "utils.data.datapipes.utils.decoder",
+            "distributed.pipelining.microbatch"]
 
 
 def _lacking(torch, name):
