@@ -86,3 +86,60 @@ def test_ops_with_repeated_indices_are_pytorchs_bits(torch, threads):
     finally:
         torch.set_num_threads(torch_threads)
         ember.set_num_threads(ember_threads)
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_reduced_float_scatter_adds_round_as_aten(torch, dtype):
+    """How ATen's CPU kernels round repeated adds into one element. Embedding's backward adds
+    one index's row at a time, rounding a half or bfloat16 row at every add (scale_grad_by_freq:
+    alpha 1 / count, rounded to the dtype, in one multiply-add); index_put_(accumulate=True)
+    and index_add_ other than alpha 1 with an int64 index along the first or last dim do too;
+    that index_add_ goes to scatter_add, and scatter_add_, scatter_reduce_ (sum, prod, mean)
+    and scatter_(reduce=...) accumulate in float and round once (the mean divides the rounded
+    sum). float32 checks the order of the adds."""
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 10, 300)
+    rows = rng.standard_normal((300, 64)).astype(np.float32)
+    base = rng.standard_normal((10, 64)).astype(np.float32)
+    index2d = rng.integers(0, 10, (60, 16))
+    src2d = (rng.random((60, 16)) + 0.5).astype(np.float32)
+
+    def embedding(lib, scale):
+        w = lib.zeros(10, 64, dtype=getattr(lib, dtype), requires_grad=True)
+        lib.nn.functional.embedding(lib.tensor(idx), w, padding_idx=3,
+                                    scale_grad_by_freq=scale).backward(
+            lib.tensor(rows).to(w.dtype))
+        return w.grad
+    cases = {
+        "embedding": lambda lib, t: embedding(lib, False),
+        "embedding_freq": lambda lib, t: embedding(lib, True),
+        "index_add_dim0": lambda lib, t: t.index_add_(0, lib.tensor(idx), lib.tensor(rows)
+                                                     .to(t.dtype)),
+        "index_add_last": lambda lib, t: t.T.contiguous().index_add_(
+            1, lib.tensor(idx), lib.tensor(rows).to(t.dtype).T.contiguous()),
+        "index_add_middle": lambda lib, t: t.reshape(2, 5, 64).index_add_(
+            1, lib.tensor(idx[:150] % 5), lib.tensor(rows).to(t.dtype).reshape(2, 150, 64)),
+        "index_add_alpha": lambda lib, t: t.index_add_(0, lib.tensor(idx), lib.tensor(rows)
+                                                      .to(t.dtype), alpha=2),
+        "index_add_int32": lambda lib, t: t.index_add_(0, lib.tensor(idx).int(),
+                                                      lib.tensor(rows).to(t.dtype)),
+        "index_add_1d": lambda lib, t: t[:, 0].contiguous().index_add_(
+            0, lib.tensor(idx), lib.tensor(rows[:, 0]).to(t.dtype)),
+        "index_put_accumulate": lambda lib, t: t.index_put_(
+            (lib.tensor(idx),), lib.tensor(rows).to(t.dtype), accumulate=True),
+        "scatter_add": lambda lib, t: t[:, :16].contiguous().scatter_add_(
+            0, lib.tensor(index2d), lib.tensor(src2d).to(t.dtype)),
+        "scatter_reduce_prod": lambda lib, t: t[:, :16].contiguous().scatter_reduce_(
+            0, lib.tensor(index2d), lib.tensor(src2d).to(t.dtype), "prod",
+            include_self=False),
+        "scatter_reduce_mean": lambda lib, t: t[:, :16].contiguous().scatter_reduce_(
+            0, lib.tensor(index2d), lib.tensor(src2d).to(t.dtype), "mean"),
+        "scatter_reduce_add": lambda lib, t: t[:, :16].contiguous().scatter_(
+            1, lib.tensor(index2d[:10] % 16), lib.tensor(src2d[:10]).to(t.dtype),
+            reduce="add"),
+    }
+    for name, case in cases.items():
+        got, want = (case(lib, lib.tensor(base).to(getattr(lib, dtype))).float().numpy()
+                     for lib in (ember, torch))
+        np.testing.assert_array_equal(got, want, err_msg=name)

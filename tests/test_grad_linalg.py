@@ -87,6 +87,27 @@ def test_gradient_matches_pytorch(torch, name):
         assert_same(e, t, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("ord", [0.5, 1.5, 2.0, 3.0, float("inf")])
+def test_vector_norm_gradient_is_pytorchs_norm_backward(torch, ord):
+    """norm_backward operation for operation: zero elements (p < 1: |x|^(p-1) masked to 0, not
+    inf * 0) and zero or NaN vectors as PyTorch's, and in bfloat16 the same roundings
+    (``grad * (self / norm)`` for p=2, grad / norm^(p-1) before the product)."""
+    x = np.array([[0.0, 0.0, 0.0, 0.0], [1.5, 0.0, -2.0, 0.25], [3.0, -3.0, 0.5, np.nan]])
+    x = np.concatenate([x, _rng.standard_normal((21, 4)) * 3])
+    g = _rng.standard_normal(24)
+    dtypes = {"float64": lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12)}
+    if ord != 0.5:  # (ATen's bfloat16 x ** -0.5 rounds differently in its vector and scalar loops)
+        dtypes["bfloat16"] = np.testing.assert_array_equal
+    for dtype, check in dtypes.items():
+        grads = []
+        for lib in (torch, ember):
+            t = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+            n = lib.linalg.vector_norm(t, ord, dim=1)
+            n.backward(lib.tensor(g).to(n.dtype))
+            grads.append(t.grad.float().numpy())
+        check(grads[1], grads[0])
+
+
 @pytest.mark.parametrize("name", ["baddbmm", "einsum", "inv", "det", "solve", "cholesky",
                                   "vector_norm_3_dim"])
 def test_gradcheck(name):

@@ -747,3 +747,58 @@ def test_norms_over_bfloat16_with_float32_parameters_as_aten(norm):
                 scale = np.abs(want).max()
                 np.testing.assert_allclose(got, want, rtol=2 ** -7, atol=2 ** -8 * scale)
             np.testing.assert_allclose(ev[2], tv[2], rtol=1e-4, atol=1e-4 * np.abs(tv[2]).max())
+
+
+def _nll(lib, x, reduction):
+    n, c = x.shape
+    target = lib.from_numpy(np.arange(n) * 7 % c)
+    target[::5] = -100
+    weight = lib.from_numpy(np.linspace(0.5, 1.5, c, dtype=np.float32)).to(x.dtype)
+    return lib.nn.functional.nll_loss(x.log_softmax(-1), target, weight, reduction=reduction)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_float_normalize_log_softmax_nll_are_pytorchs_bits(torch, dtype):
+    """Half and bfloat16 as ATen's CPU kernels round them (x-transformers' RMSNorm and a
+    bfloat16 model's loss): F.normalize divides by Tensor.norm (accumulated in float, rounded
+    once) and its backward is norm_backward's ``grad * (self / norm)``; log_softmax over the
+    last dim rounds each row's sum of exponentials and its log to the dtype before subtracting
+    (over another dim, or a last dim of size 1 behind it, ATen keeps them in float); nll_loss
+    sums in the dtype by ATen's cascade and its backward divides by the total weight first."""
+    rng = np.random.default_rng(0)
+    cases = [
+        (lambda lib, x: lib.nn.functional.normalize(x, dim=-1), (24, 32)),
+        (lambda lib, x: lib.nn.functional.normalize(x, p=3.0, dim=1) * 5.656, (4, 6, 5)),
+        (lambda lib, x: x.log_softmax(dim=-1), (40, 33)),
+        (lambda lib, x: x.log_softmax(dim=1), (40, 1000)),
+        (lambda lib, x: x.log_softmax(dim=0), (40, 33)),
+        (lambda lib, x: x.log_softmax(dim=1), (40, 33, 1)),
+        (lambda lib, x: lib.nn.functional.cross_entropy(x, x.argmin(-1)), (16, 50)),
+        (lambda lib, x: _nll(lib, x, "mean"), (1000, 7)),
+        (lambda lib, x: _nll(lib, x, "sum"), (300, 7)),
+    ]
+    for i, (fn, shape) in enumerate(cases):
+        x = (rng.standard_normal(shape) * 3).astype(np.float32)
+        outs = []
+        for lib in (torch, ember):
+            t = lib.from_numpy(x.copy()).to(getattr(lib, dtype)).requires_grad_()
+            y = fn(lib, t)
+            g = lib.from_numpy(np.linspace(-1, 1, y.numel(), dtype=np.float32)).reshape(y.shape)
+            y.backward(g.to(y.dtype))
+            outs.append([y.detach().float().numpy(), t.grad.float().numpy()])
+        for got, want in zip(outs[1], outs[0]):
+            np.testing.assert_array_equal(got, want, err_msg=f"case {i}")
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 0.5, float("inf")])
+def test_normalize_gradient_at_a_zero_vector_is_pytorchs(torch, p):
+    """A zero vector divides by eps and its gradient is grad / eps as in PyTorch (the norm's
+    backward masks the zero norm), not NaN."""
+    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 2.0], [0.0, 3.0, 0.0]])
+    grads = []
+    for lib in (torch, ember):
+        t = lib.tensor(x, requires_grad=True)
+        lib.nn.functional.normalize(t, p=p, dim=1).backward(lib.tensor([[1.0, 2.0, 3.0]] * 3))
+        grads.append(t.grad.numpy())
+    assert np.isfinite(grads[0]).all()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=1e-12)

@@ -212,3 +212,18 @@ def test_reduced_float_scalar_ops_round_as_aten(torch, dtype):
     t = theirs[0].add(theirs[1], alpha=0.3).float().numpy()
     assert (e != t).sum() <= 8
     np.testing.assert_allclose(e, t, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_float_pow_by_small_integers_rounds_as_aten(torch, dtype):
+    # ATen's CPU pow of a bfloat16 tensor by the number 3 or -2 is x * x * x or 1 / (x * x)
+    # on bfloat16 vectors, rounding after each operation; a tensor exponent, other numbers
+    # and float16 compute in float and round once
+    x = np.random.RandomState(0).uniform(-5, 5, 4000).astype(np.float32)
+    mine, theirs = (lib.tensor(x).to(getattr(lib, dtype)) for lib in (ember, torch))
+    cases = [lambda t, lib: t.pow(3), lambda t, lib: t ** -2, lambda t, lib: lib.pow(t, 3.0),
+             lambda t, lib: t.clone().pow_(3), lambda t, lib: t.pow(2), lambda t, lib: t.pow(-1),
+             lambda t, lib: t.pow(lib.tensor(3.0)), lambda t, lib: t.pow(1.5)]
+    for i, case in enumerate(cases):
+        np.testing.assert_array_equal(case(mine, ember).float().numpy(),
+                                      case(theirs, torch).float().numpy(), err_msg=f"case {i}")

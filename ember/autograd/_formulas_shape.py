@@ -291,19 +291,29 @@ def linalg_vector_norm_backward(grad, self, ord, result, dim, keepdim):
         grad = grad.reshape([1] * self.dim())
         result = result.reshape([1] * self.dim())
     ord = float(ord)
+    # PyTorch's norm_backward, operation for operation (the order of the products is what a
+    # half or bfloat16 gradient rounds)
     if ord == 0.0:
         return ember.zeros_like(self)
     if ord == 1.0:
         return self.sgn() * grad
     if ord == 2.0:
-        return self * (grad / result).masked_fill(result == 0, 0)
+        return grad * (self / result).masked_fill(result == 0, 0)
     if math.isinf(ord):
-        mask = (self.abs() == result).to(self.dtype)
+        # amax(abs(self))'s: the maxima (and NaNs) share the gradient
+        self_abs = self.abs()
+        mask = self_abs.eq(result).logical_or(self_abs.isnan())
         n = mask.sum(dim if dim is not None else list(range(self.dim())), keepdim=True) \
             if self.dim() else mask
-        return self.sgn() * grad * mask / n
-    scale = self.abs().pow(ord - 2) * self * (grad / result.pow(ord - 1))
-    return scale.masked_fill(result == 0, 0)
+        return self.sgn() * ((grad / n) * mask)
+    if ord < 1.0:
+        self_scaled = self.sgn() * self.abs().pow(ord - 1).masked_fill(self == 0, 0)
+        return self_scaled * grad * result.pow(1 - ord)
+    if ord < 2.0:
+        self_scaled = self.sgn() * self.abs().pow(ord - 1)
+    else:
+        self_scaled = self * self.abs().pow(ord - 2)
+    return self_scaled * (grad / result.pow(ord - 1)).masked_fill(result == 0, 0)
 
 
 def linalg_solve_backward(grad, result, A, left):

@@ -267,16 +267,13 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    denom = _vector_norm(input, p, dim, keepdim=True)
-    denom = ember.maximum(denom, ember.full((), eps, dtype=denom.dtype)).expand_as(input)
+    # Tensor.norm, as PyTorch: a reduced-precision input's norm is accumulated in float and
+    # rounded once, and its gradient at a zero vector is zero (a square root's would be NaN)
     if out is None:
+        denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
         return input / denom
+    denom = input.norm(p, dim, keepdim=True).clamp_min_(eps).expand_as(input)
     return ember.div(input, denom, out=out)
-
-
-def _vector_norm(x, p, dim, keepdim=False):
-    from .._kernels.composite.distance import p_norm  # the distance kernels' norm, one home
-    return p_norm(x, p, dim, keepdim)
 
 
 # ---------------------------------------------------------------------------------------------

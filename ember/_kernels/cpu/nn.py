@@ -405,12 +405,22 @@ def _log_softmax(self, dim, half_to_float):
     x = _rows(_arr(self))
     if x.size == 0:
         return _res(x.copy(), self._dtype)
-    r = _generated.softmax(x, d, log=True)
+    # PyTorch's CPU last-dim kernel keeps a half or bfloat16 row's sum of exponentials and its
+    # log in the input's dtype: both are rounded to it before the subtraction (its CUDA kernel,
+    # whose host fallback this body also is, keeps them in float)
+    rounded = self._dtype in _HALF and d == x.ndim - 1 and self._device.type == "cpu"
+    r = None if rounded else _generated.softmax(x, d, log=True)
     if r is not None:
         return _res(r.reshape(self._size), self._dtype)
     with _quiet():
         r = x - x.max(axis=d, keepdims=True)
-        r -= np.log(np.exp(r).sum(axis=d, keepdims=True))
+        total = np.exp(r).sum(axis=d, keepdims=True)
+        if rounded:
+            total = np.log(total.astype(self._dtype._np).astype(r.dtype))
+            total = total.astype(self._dtype._np).astype(r.dtype)
+        else:
+            total = np.log(total)
+        r -= total
     return _res(r.reshape(self._size), self._dtype)
 
 
@@ -738,13 +748,15 @@ def _nll_parts(self, target, weight, ignore_index):
 def nll_loss_forward(self, target, weight, reduction, ignore_index):
     check_floating("nll_loss_out_frame", self)
     nll_loss_shapes(self, target, weight, reduction, ignore_index)
-    x, t, w, _ = _nll_parts(self, target, weight, ignore_index)
+    x, t, w, valid = _nll_parts(self, target, weight, ignore_index)
     xp = array_module(x)
     picked = -x[xp.arange(t.shape[0]), t] * w
     dt = self._dtype
     if reduction == 0:
         out = picked.reshape(nll_loss_shapes(self, target, weight, 0, ignore_index))
         return _res(out, dt), _res(xp.zeros((), x.dtype), dt)
+    if dt in _HALF and xp is np and t.shape[0]:
+        return _nll_reduced_float(x, t, w, valid, weight is not None, reduction, dt)
     total = w.sum()
     loss = picked.sum()
     if reduction == 1:
@@ -753,16 +765,68 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
     return _res(loss, dt), _res(total, dt)
 
 
+def _nll_reduced_float(x, t, w, counted, weighted, reduction, dt):
+    """nll_loss's sum (and total weight) of a half or bfloat16 input as ATen's CPU kernel adds
+    them, in the input's dtype: see :func:`_cascade_sum`."""
+    def rounded(a):
+        return a.astype(dt._np).astype(np.float32)
+    with _quiet():
+        picked = x[np.arange(t.shape[0]), t]
+        picked = -rounded(picked * w) if weighted else -picked
+        picked[~counted] = 0
+        loss = _cascade_sum(picked, counted, rounded)
+        total = _cascade_sum(np.where(counted, w, 0).astype(np.float32), counted, rounded) \
+            if weighted else np.float32(counted.sum())
+        total = rounded(np.float32(total))
+        if reduction == 1:
+            loss = rounded(np.float32(loss) / total)
+    return _res(np.asarray(loss), dt), _res(np.asarray(total), dt)
+
+
+def _cascade_sum(values, counted, rounded):
+    """ATen's cascade summation (nll_loss_out_frame) of ``values``, float32 holding numbers of
+    a dtype that ``rounded`` rounds every sum to: eight partial sums, the first adding one
+    counted sample at a time; at a counted sample whose index has its low level_power bits
+    zero, level 0 goes into level 1, and on up while the next level_power bits are zero too;
+    at the end the partial sums are added in order. Level 0 runs for all its stretches at once
+    (a stretch ends at such a sample), the flushes one stretch at a time."""
+    n = values.shape[0]
+    power = max(4, (n - 1).bit_length() // 8)
+    flush = counted & (np.arange(n) & ((1 << power) - 1) == 0)
+    ends = np.flatnonzero(flush)
+    stretch = np.searchsorted(ends, np.arange(n))  # the flush that closes each sample's stretch
+    starts = np.concatenate(([0], ends + 1))
+    rank = np.arange(n) - starts[stretch]
+    sums = np.zeros(len(ends) + 1, np.float32)  # the last: what level 0 holds at the end
+    for r in range(int(rank.max()) + 1):
+        pick = rank == r
+        sums[stretch[pick]] = rounded(sums[stretch[pick]] + values[pick])
+    levels = [np.float32(0)] * 8
+    for b, level0 in zip(ends, sums):
+        levels[1] = rounded(levels[1] + level0)
+        for j in range(1, 7):
+            if b & (((1 << power) - 1) << (j * power)):
+                break
+            levels[j + 1], levels[j] = rounded(levels[j + 1] + levels[j]), np.float32(0)
+    levels[0] = sums[-1]
+    total = np.float32(0)
+    for level in levels:
+        total = rounded(np.float32(total + level))
+    return total
+
+
 def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     x, t, w, _ = _nll_parts(self, target, weight, ignore_index)
     g = _arr(grad_output)
     if reduction == 0:
         coef = -w * g.reshape(-1)
     else:
-        coef = -w * g.reshape(())
+        # ATen's order: -(grad / total_weight), a tensor of the input's dtype, times the weight
+        g = g.reshape(())
         if reduction == 1:
             with _quiet():
-                coef = coef / _arr(total_weight).reshape(())
+                g = (g / _arr(total_weight).reshape(())).astype(self._dtype._np).astype(g.dtype)
+        coef = w * -g
     xp = array_module(x)
     gi = xp.zeros(x.shape, x.dtype)
     gi[xp.arange(t.shape[0]), t] = coef
@@ -796,6 +860,12 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         idx, rows = xp.where(keep, idx, num_weights), num_weights + 1
     elif not keep.all():
         idx, g = idx[keep], g[keep]
+    if xp is np and idx.size and (scale_grad_by_freq or grad_output._dtype in _HALF):
+        out = np.zeros((rows, d), grad_output._dtype._np)
+        scale = 1.0 / np.maximum(np.bincount(idx, minlength=rows), 1) if scale_grad_by_freq \
+            else None
+        _add_rows_rounded(out, idx, g, scale)
+        return _res(out, grad_output._dtype)
     if scale_grad_by_freq:
         counts = xp.bincount(idx, minlength=rows)
         g = g / counts[idx][:, None]
@@ -814,6 +884,30 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx,
         else:
             add_rows_at(out, idx, g)
     return _res(out if rows == num_weights else out[:num_weights], grad_output._dtype)
+
+
+def _add_rows_rounded(out, idx, g, scale):
+    """``out[idx[i]] += scale[idx[i]] * g[i]`` (``scale`` None: 1), into each row in index order,
+    every add rounded to ``out``'s dtype: ATen's embedding_dense_backward adds one index's row at
+    a time (add_stub with alpha ``1 / count``, which a half or bfloat16 add rounds to its dtype:
+    a fused multiply-add in float, so such a row rounds at every add). Round r adds each index's
+    r-th row at once."""
+    order = np.argsort(idx, kind="stable")
+    sorted_idx = idx[order]
+    new_run = np.concatenate(([True], sorted_idx[1:] != sorted_idx[:-1]))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(idx.size) - np.maximum.accumulate(
+        np.where(new_run, np.arange(idx.size), 0))
+    work = np.float64 if out.dtype == np.float64 else np.float32
+    for r in range(int(rank.max()) + 1):
+        pick = rank == r
+        k = idx[pick]
+        row, src = out[k].astype(work), g[pick].astype(work)
+        if scale is None:
+            row += src
+        else:
+            row = _fma(src, scale[k].astype(out.dtype).astype(work)[:, None], row)
+        out[k] = row.astype(out.dtype)
 
 
 def embedding_renorm_(self, indices, max_norm, norm_type):

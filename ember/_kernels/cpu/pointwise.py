@@ -238,6 +238,17 @@ def _mul__Scalar(self, other):
     return evaluate_into("mul", self, self, other)
 
 
+def _bfloat16_rounded(x):
+    return x.astype(D.bfloat16._np).astype(np.float32)
+
+
+# ATen's bfloat16 pow by 3 or -2 is a vector expression on bfloat16 vectors, each of whose
+# operations rounds to bfloat16 (x * x * x, 1 / (x * x)); other exponents, a tensor's exponent
+# and float16 compute in float and round once
+_BFLOAT16_POW = {3: lambda x, dt: _bfloat16_rounded(x * x) * x,
+                 -2: lambda x, dt: 1 / _bfloat16_rounded(x * x)}
+
+
 def _opmath_arrays(operands, cdt):
     """The operands of a reduced-float add/sub/mul/div as float32 arrays (see _OPMATH_ROWS)."""
     first, other = operands
@@ -262,6 +273,10 @@ def _prepare(name, operands, alpha, out=None):
     if cdt in _REDUCED:
         if name in _OPMATH_ROWS:
             return fn, D.float32, rdt, _opmath_arrays(operands, cdt)
+        if name == "pow" and cdt is D.bfloat16 and not hasattr(operands[1], "_keyset") and \
+                operands[1] in _BFLOAT16_POW:
+            return (_BFLOAT16_POW[operands[1]], D.float32, rdt,
+                    [as_array(operands[0], cdt).astype(np.float32)])
         if name == "lerp":  # ATen's lerp computes in float32 with a number weight kept as is
             return fn, D.float32, rdt, [
                 as_array(x, cdt if hasattr(x, "_keyset") else D.float32).astype(np.float32)

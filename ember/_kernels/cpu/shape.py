@@ -188,6 +188,12 @@ def _scatter(self, dim, index, src, name, how=None, include_self=True):
         _util.array_module(r).full(idx.shape, src).astype(r.dtype)
     if how is None:
         r[pos] = v
+    elif self._dtype in _REDUCED_FLOAT and how in ("sum", "mean", "prod") and \
+            self._device.type == "cpu":
+        # ATen's CPU scatter reductions of half and bfloat16 accumulate in float and round once
+        acc = r.astype(np.float32)
+        _reduce_at(acc, pos, v.astype(np.float32), how, include_self, round_to=r.dtype)
+        r[...] = acc
     else:
         _reduce_at(r, pos, v, how, include_self)
     return wrap(r.reshape(self._size))
@@ -202,10 +208,14 @@ _UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum
           "amin": np.minimum}
 
 
-def _reduce_at(r, pos, v, how, include_self):
+_REDUCED_FLOAT = (D.float16, D.bfloat16)
+
+
+def _reduce_at(r, pos, v, how, include_self, round_to=None):
     """scatter_reduce in place on r: positions scattered to start from the reduction's identity
     when include_self is False; mean divides by the number of contributions (floor division
-    for integers, as PyTorch)."""
+    for integers, as PyTorch) — the sum rounded to ``round_to`` first where r accumulates a
+    half or bfloat16 tensor in float."""
     if not include_self:
         r[pos] = _IDENTITY[how](r.dtype)
     if r.dtype == np.bool_ and how in ("sum", "mean"):
@@ -221,7 +231,8 @@ def _reduce_at(r, pos, v, how, include_self):
         if r.dtype.kind in "iu":
             r[...] = np.floor_divide(r, safe)
         elif r.dtype.kind != "b":
-            r[...] = (r / safe).astype(r.dtype)
+            total = r if round_to is None else r.astype(round_to).astype(r.dtype)
+            r[...] = (total / safe).astype(r.dtype)
 
 
 def scatter_src(self, dim, index, src):
@@ -295,6 +306,13 @@ def _index_write(name, self, dim, index, source, how):
 
 
 def index_add(self, dim, index, source, alpha=1):
+    # ATen's CPU index_add_ hands alpha 1 with an int64 index along the first or last dim to
+    # scatter_add, which accumulates half and bfloat16 in float and rounds once; its other
+    # paths add one index's slice at a time, rounding at every add
+    opmath = self._dtype in _REDUCED_FLOAT and alpha == 1 and index._dtype is D.int64 and \
+        self.dim() > 1 and (dim % self.dim() in (0, self.dim() - 1)) and \
+        self._device.type == "cpu"
+
     def add(r, pos, src):
         if r.dtype == np.bool_:
             np.logical_or.at(r, pos, src)
@@ -303,11 +321,15 @@ def index_add(self, dim, index, source, alpha=1):
             np.add.at(acc, pos, _complex32.to_complex64(src) * np.complex64(alpha))
             r[...] = _complex32.from_any(acc)
         else:
-            src = src if alpha == 1 else (src * alpha).astype(r.dtype)
+            acc = r.astype(np.float32) if opmath else r
+            src = src.astype(acc.dtype, copy=False) if alpha == 1 else \
+                (src * alpha).astype(acc.dtype)
             if len(pos) == 1 and r.ndim >= 2 and r.size and src.size:  # dim 0: whole rows
-                add_rows_at(r.reshape(r.shape[0], -1), pos[0], src.reshape(src.shape[0], -1))
+                add_rows_at(acc.reshape(r.shape[0], -1), pos[0], src.reshape(src.shape[0], -1))
             else:
-                np.add.at(r, pos, src)
+                np.add.at(acc, pos, src)
+            if opmath:
+                r[...] = acc
     return _index_write("index_add_", self, dim, index, source, add)
 
 
