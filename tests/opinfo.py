@@ -532,6 +532,8 @@ _ELSEWHERE = {
         rnn_relu_cell.default _rnn_layer.default _rnn_layer_backward.default""",
     "float8 scaled matmuls: values, out=, Meta and errors against PyTorch in tests/test_float8.py":
         """_scaled_mm.default _scaled_mm.out _scaled_mm_v2.default _scaled_mm_v2.out""",
+    "grouped matmul: values, gradients, Meta shapes and errors against PyTorch in "
+    "tests/test_grouped_mm.py": "_grouped_mm.default",
     "complex32 conversion: bits, gradients and the op_db chalf entry in tests/test_complex32.py":
         """chalf.default""",
     "symbolic size reads (the graph nodes of symbolic tracing): tests/test_dynamic_shapes.py":

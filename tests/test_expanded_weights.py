@@ -143,6 +143,9 @@ CASES = {
     "lstm": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True), [_x(3, 5, 3)], {}),
     "lstm proj batch second": (lambda nn: nn.LSTM(3, 4, proj_size=2), [_x(5, 3, 3)],
                                {"batch_first": False}),
+    # training with dropout between layers: PyTorch's decompositions drop nothing
+    "gru dropout": (lambda nn: nn.GRU(3, 4, num_layers=3, dropout=0.5), [_x(5, 3, 3)],
+                    {"batch_first": False}),
 }
 
 

@@ -198,6 +198,42 @@ def test_solve_triangular_errors_out():
     np.testing.assert_allclose(to_np(out), np.linalg.solve(a, b), rtol=1e-10)
 
 
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_zero_diagonal_gives_infinities(left):
+    # BLAS trsm's division by the zero, as PyTorch's (LAPACK's trtrs refuses the matrix)
+    a = np.array([[[1.0, 0, 0], [2, 0, 0], [1, 3, 2]], [[0, 0, 0], [1, 1, 0], [0, 0, 1]]])
+    b = arr(2, 3, 2) if left else arr(2, 2, 3)
+    for dtype in ("float64", "float32"):
+        e, t = [L.linalg.solve_triangular(_mk(L, a, dtype), _mk(L, b, dtype), upper=False,
+                                          left=left) for L in (ember, torch)]
+        assert np.isinf(to_np(t)).any()
+        np.testing.assert_allclose(to_np(e), to_np(t), rtol=1e-5)
+
+
+def _unrelated_warning():
+    warnings.warn("an unrelated warning", UserWarning)
+
+
+def test_linalg_kernels_leave_the_warnings_registry_alone():
+    """A warning shown "once" (or once per place, "default") is not shown again after a linalg
+    kernel ran: the kernels change no warning filter, which would reset the registries."""
+    singular = ember.tensor([[1.0, 2.0], [2.0, 4.0]])
+    ops = [lambda: ember.linalg.inv_ex(singular),
+           lambda: ember.linalg.solve_ex(singular, ember.ones(2, 1)),
+           lambda: ember.linalg.solve_triangular(singular.tril() - ember.eye(2),
+                                                 ember.ones(2, 1), upper=False),
+           lambda: ember.cholesky_solve(ember.ones(2, 1), singular.tril()),
+           lambda: ember.linalg.det(singular)]
+    for action in ("once", "default"):
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter(action)
+            _unrelated_warning()
+            for op in ops:
+                op()
+                _unrelated_warning()
+        assert [str(w.message) for w in shown] == ["an unrelated warning"], action
+
+
 @pytest.mark.parametrize("upper,transpose,unit", [(True, False, False), (False, True, False),
                                                   (True, True, True)])
 def test_triangular_solve(upper, transpose, unit):

@@ -11,6 +11,7 @@ import math
 import ember
 
 from .._core import strides as _st
+from .._kernels.rules import linalg as _linalg_rules
 from .._ops.bindings import python_modules
 from .._ops.overload import ops
 from .engine import sum_to
@@ -172,6 +173,21 @@ def mm_mat2_backward(grad, mat1, alpha=1, sizes=None, strides=None):
     if _column_major(sizes, strides):
         return maybe_multiply(grad.t().mm(mat1.conj()).t(), alpha)
     return maybe_multiply(mat1.t().conj().mm(grad), alpha)
+
+
+def grouped_mm_mat1_backward(grad, mat2, sizes, strides, offs):
+    # the gradient of each group is a grouped product too; a column-major input gets its
+    # gradient column-major (as mm_mat1_backward), which also keeps it within the product's
+    # stride rules
+    if _linalg_rules.grouped_mm_is_transposed(sizes, strides):
+        return ember._grouped_mm(mat2, grad.transpose(-2, -1), offs=offs).transpose(-2, -1)
+    return ember._grouped_mm(grad, mat2.transpose(-2, -1), offs=offs)
+
+
+def grouped_mm_mat2_backward(grad, mat1, sizes, strides, offs):
+    if _linalg_rules.grouped_mm_is_transposed(sizes, strides):
+        return ember._grouped_mm(grad.transpose(-2, -1), mat1, offs=offs).transpose(-2, -1)
+    return ember._grouped_mm(mat1.transpose(-2, -1), grad, offs=offs)
 
 
 def restore_reduced_dims(t, dims, keepdim):

@@ -84,6 +84,12 @@ def bilinear(input1, input2, weight, bias=None):
     return _aten.bilinear.default(input1, input2, weight, bias)
 
 
+def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """One product per group, the groups of a 2-D operand delimited by the int32 ``offs``
+    (the experts of a mixture-of-experts layer): ``ember._grouped_mm``."""
+    return _aten._grouped_mm.default(mat_a, mat_b, offs, bias, out_dtype)
+
+
 def _padding_idx(padding_idx, weight):
     if padding_idx is None:
         return -1

@@ -9,7 +9,13 @@ directions (dropout between layers while training, the two directions' outputs c
 Also here: PyTorch's cell ops (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``)
 and the step-by-step recurrence over them (:func:`layer_steps`), which runs LSTM projections
 (``weight_hr``, which ``_rnn_layer`` does not take) and which ``_rnn_layer``'s double backward
-and forward derivative differentiate."""
+and forward derivative differentiate.
+
+The stack's kernels take a keyword ``linear`` that the dispatcher never passes: with it, every
+layer runs step by step with the cells' products computed by ``linear(x, weight, bias)``. That
+is the seam of per-sample gradients (``nn/utils/_expanded_weights``, PyTorch's use of its RNN
+decompositions there): given ``F.linear``, each product of an ExpandedWeight reaches its
+per-sample rule, one (batch, features) step at a time."""
 from ..._ops.overload import ops
 from ..rules.rnn import GRU, LSTM, RNN_RELU, RNN_TANH
 
@@ -17,9 +23,9 @@ _aten = ops.aten  # ops resolve when called: the op table is built after the ker
 
 
 def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional,
-            batch_first, batch_sizes=()):
+            batch_first, batch_sizes=(), linear=None):
     """Runs the stack; returns (output, h_n, c_n or None). ``batch_sizes`` (a list) non-empty:
-    ``input`` is packed data."""
+    ``input`` is packed data; ``linear`` given: every layer step by step with it."""
     aten = _aten
     directions = 2 if bidirectional else 1
     per = 4 if has_biases else 2
@@ -41,10 +47,11 @@ def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train,
             w = params[idx * per:(idx + 1) * per]
             b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
             cx = c0[idx] if mode == LSTM else None
-            if proj:
-                # projections: the step-by-step recurrence over lstm_cell
+            if proj or linear is not None:
+                # projections, or a caller's linear: the step-by-step recurrence
                 out, hy, cy = layer_steps(x, w[0], w[1], b_ih, b_hh, h0[idx], cx,
-                                          direction == 1, batch_sizes, mode, w[-1])
+                                          direction == 1, batch_sizes, mode,
+                                          w[-1] if proj else None, linear)
             else:
                 out, hy, cy, _ = aten._rnn_layer.default(x, w[0], w[1], b_ih, b_hh, h0[idx], cx,
                                                          direction == 1, batch_sizes, mode)
@@ -61,29 +68,29 @@ def _layers(mode, input, h0, c0, params, has_biases, num_layers, dropout, train,
 
 
 def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-               batch_first):
+               batch_first, *, linear=None):
     if len(hx) != 2:
         raise RuntimeError("lstm expects two hidden states")
     return _layers(LSTM, input, hx[0], hx[1], params, has_biases, num_layers, dropout, train,
-                   bidirectional, batch_first)
+                   bidirectional, batch_first, linear=linear)
 
 
 def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-              batch_first):
+              batch_first, *, linear=None):
     return _layers(GRU, input, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, batch_first)[:2]
+                   bidirectional, batch_first, linear=linear)[:2]
 
 
 def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                   batch_first):
+                   batch_first, *, linear=None):
     return _layers(RNN_TANH, input, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, batch_first)[:2]
+                   bidirectional, batch_first, linear=linear)[:2]
 
 
 def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-                   batch_first):
+                   batch_first, *, linear=None):
     return _layers(RNN_RELU, input, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, batch_first)[:2]
+                   bidirectional, batch_first, linear=linear)[:2]
 
 
 def _sizes(batch_sizes):
@@ -91,29 +98,29 @@ def _sizes(batch_sizes):
 
 
 def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-              bidirectional):
+              bidirectional, *, linear=None):
     if len(hx) != 2:
         raise RuntimeError("lstm expects two hidden states")
     return _layers(LSTM, data, hx[0], hx[1], params, has_biases, num_layers, dropout, train,
-                   bidirectional, False, _sizes(batch_sizes))
+                   bidirectional, False, _sizes(batch_sizes), linear)
 
 
 def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-             bidirectional):
+             bidirectional, *, linear=None):
     return _layers(GRU, data, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, False, _sizes(batch_sizes))[:2]
+                   bidirectional, False, _sizes(batch_sizes), linear)[:2]
 
 
 def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-                  bidirectional):
+                  bidirectional, *, linear=None):
     return _layers(RNN_TANH, data, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, False, _sizes(batch_sizes))[:2]
+                   bidirectional, False, _sizes(batch_sizes), linear)[:2]
 
 
 def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-                  bidirectional):
+                  bidirectional, *, linear=None):
     return _layers(RNN_RELU, data, hx, None, params, has_biases, num_layers, dropout, train,
-                   bidirectional, False, _sizes(batch_sizes))[:2]
+                   bidirectional, False, _sizes(batch_sizes), linear)[:2]
 
 
 # -- cells and the step-by-step recurrence ----------------------------------------------------
@@ -132,16 +139,29 @@ def _check_cell(input, hx, w_ih, w_hh, labels):
                                f"expected {w_hh.size(1)}")
 
 
-def _gates(input, hx, w_ih, w_hh, b_ih, b_hh):
-    aten = _aten
-    return aten.add.Tensor(aten.linear.default(input, w_ih, b_ih),
-                           aten.linear.default(hx, w_hh, b_hh))
+# The cells' arithmetic, shared by the cell ops and the stack's ``linear=`` path.
+
+def _aten_linear(x, weight, bias):
+    return _aten.linear.default(x, weight, bias)
 
 
-def _lstm_step(input, h, c, w_ih, w_hh, b_ih, b_hh):
-    i, f, g, o = _gates(input, h, w_ih, w_hh, b_ih, b_hh).chunk(4, 1)
+def _gates(input, hx, w_ih, w_hh, b_ih, b_hh, linear=_aten_linear):
+    return _aten.add.Tensor(linear(input, w_ih, b_ih), linear(hx, w_hh, b_hh))
+
+
+def _lstm_step(input, h, c, w_ih, w_hh, b_ih, b_hh, linear=_aten_linear):
+    i, f, g, o = _gates(input, h, w_ih, w_hh, b_ih, b_hh, linear).chunk(4, 1)
     cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * cy.tanh(), cy
+
+
+def _gru_step(input, hx, w_ih, w_hh, b_ih, b_hh, linear=_aten_linear):
+    i_r, i_z, i_n = linear(input, w_ih, b_ih).chunk(3, 1)
+    h_r, h_z, h_n = linear(hx, w_hh, b_hh).chunk(3, 1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return n + z * (hx - n)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -153,13 +173,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     _check_cell(input, [hx], w_ih, w_hh, ["0"])
-    aten = _aten
-    i_r, i_z, i_n = aten.linear.default(input, w_ih, b_ih).chunk(3, 1)
-    h_r, h_z, h_n = aten.linear.default(hx, w_hh, b_hh).chunk(3, 1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return n + z * (hx - n)
+    return _gru_step(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -175,10 +189,19 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 _CELLS = {RNN_RELU: "rnn_relu_cell", RNN_TANH: "rnn_tanh_cell", GRU: "gru_cell"}
 
 
-def _step(x, state, weights, mode):
-    """One time step on a (h,) or (h, c) state; weights (w_ih, w_hh, b_ih, b_hh, w_hr)."""
+def _step(x, state, weights, mode, linear=None):
+    """One time step on a (h,) or (h, c) state; weights (w_ih, w_hh, b_ih, b_hh, w_hr). The
+    cell ops, or with ``linear`` their arithmetic with its products."""
     aten = _aten
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if linear is not None:
+        if mode == LSTM:
+            h, c = _lstm_step(x, state[0], state[1], w_ih, w_hh, b_ih, b_hh, linear)
+            return (h if w_hr is None else linear(h, w_hr, None)), c
+        if mode == GRU:
+            return (_gru_step(x, state[0], w_ih, w_hh, b_ih, b_hh, linear),)
+        gates = _gates(x, state[0], w_ih, w_hh, b_ih, b_hh, linear)
+        return (gates.tanh() if mode == RNN_TANH else gates.relu(),)
     if mode == LSTM:
         if w_hr is None:
             return aten.lstm_cell.default(x, list(state), w_ih, w_hh, b_ih, b_hh)
@@ -188,7 +211,7 @@ def _step(x, state, weights, mode):
     return (getattr(aten, _CELLS[mode]).default(x, state[0], w_ih, w_hh, b_ih, b_hh),)
 
 
-def _steps_run(steps, init, weights, mode, reverse, batch_sizes):
+def _steps_run(steps, init, weights, mode, reverse, batch_sizes, linear=None):
     """The recurrence over ``steps`` (per-step inputs, rows = batch) from the state tuple
     ``init``; ``batch_sizes`` (non-increasing) gives each step's rows. Returns the per-step
     outputs and the final state tuple (rows in batch order)."""
@@ -204,7 +227,7 @@ def _steps_run(steps, init, weights, mode, reverse, batch_sizes):
             if b < rows:
                 done.append(take(state, b, rows))
                 state, rows = take(state, 0, b), b
-            state = _step(steps[t], state, weights, mode)
+            state = _step(steps[t], state, weights, mode, linear)
             out_t[t] = state[0]
         final = tuple(aten.cat.default([s, *(d[i] for d in reversed(done))], 0) if done else s
                       for i, s in enumerate(state))
@@ -217,15 +240,17 @@ def _steps_run(steps, init, weights, mode, reverse, batch_sizes):
             if b > rows:
                 state = tuple(aten.cat.default([s, i[rows:b]], 0) for s, i in zip(state, init))
                 rows = b
-            state = _step(steps[t], state, weights, mode)
+            state = _step(steps[t], state, weights, mode, linear)
             out_t[t] = state[0]
         final = state
     return out_t, final
 
 
-def layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode, w_hr=None):
+def layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode, w_hr=None,
+                linear=None):
     """One layer and direction with ``_rnn_layer``'s arguments (plus an LSTM projection
-    ``w_hr``), step by step over the cell ops. Returns (output, h_n, c_n or None)."""
+    ``w_hr``), step by step over the cell ops (their arithmetic with ``linear``'s products, if
+    given). Returns (output, h_n, c_n or None)."""
     aten = _aten
     packed = len(batch_sizes) > 0
     if packed:
@@ -237,7 +262,8 @@ def layer_steps(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mod
         steps = list(input.unbind(0))
         bs = [input.size(1)] * len(steps)
     state = (hx, cx) if mode == LSTM else (hx,)
-    outs, final = _steps_run(steps, state, (w_ih, w_hh, b_ih, b_hh, w_hr), mode, reverse, bs)
+    outs, final = _steps_run(steps, state, (w_ih, w_hh, b_ih, b_hh, w_hr), mode, reverse, bs,
+                             linear)
     if outs:
         out = aten.cat.default(outs, 0) if packed else aten.stack.default(outs, 0)
     else:

@@ -132,18 +132,9 @@ def _lu(a):
     lu = np.empty_like(m)
     piv = np.empty((m.shape[0], k), np.int32)
     info = np.zeros(m.shape[0], np.int32)
-    for i in range(m.shape[0]):  # SciPy's LU is per matrix
-        if m[i].size == 0:
-            lu[i] = m[i]
-            continue
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # PyTorch's LU tensor holds LAPACK's column-major factors: those of A^T row-major
-            f, p = _sla().lu_factor(m[i].T, check_finite=False)
-        lu[i], piv[i] = f, p[:k] + 1
-        zero = np.flatnonzero(np.diagonal(f) == 0)
-        info[i] = zero[0] + 1 if zero.size else 0
+    for i in range(m.shape[0]):  # LAPACK's LU is per matrix
+        # PyTorch's LU tensor holds LAPACK's column-major factors: those of A^T row-major
+        lu[i], piv[i], info[i] = _getrf(m[i].T)
     return (lu.reshape(a.shape), piv.reshape(a.shape[:-2] + (k,)),
             info.reshape(a.shape[:-2]))
 
@@ -565,19 +556,13 @@ def linalg_lu_solve(LU, pivots, B, left=True, adjoint=False):
 
 
 def _trsm(a, b, upper, left, unit, trans=0):
-    """One triangular solve: op(A) X = B (left) or X op(A) = B; trans 0 / 1 (T) / 2 (H)."""
+    """One triangular solve: op(A) X = B (left) or X op(A) = B; trans 0 / 1 (T) / 2 (H). BLAS
+    trsm, as PyTorch's: a zero on the diagonal gives inf/nan, where LAPACK's trtrs (SciPy's
+    solve_triangular) refuses the matrix."""
     if a.size == 0 or b.size == 0:
         return np.zeros(b.shape, a.dtype)
-    st = _sla().solve_triangular
-    if left:
-        return st(a, b, trans=trans, lower=not upper, unit_diagonal=unit, check_finite=False)
-    # X op(A) = B  <=>  op(A)^T X^T = B^T
-    if trans == 2:  # X A^H = B  <=>  A conj(X^T) = conj(B^T)
-        return np.conj(st(a, np.conj(b.T), trans=0, lower=not upper, unit_diagonal=unit,
-                          check_finite=False)).T
-    if trans == 1:
-        return st(a, b.T, trans=0, lower=not upper, unit_diagonal=unit, check_finite=False).T
-    return st(a, b.T, trans=1, lower=not upper, unit_diagonal=unit, check_finite=False).T
+    trsm, = _sla().blas.get_blas_funcs(("trsm",), (a, b))
+    return trsm(1, a, b, side=0 if left else 1, lower=not upper, trans_a=trans, diag=unit)
 
 
 def _solve_triangular(a, b, shape, upper, left, unit, trans=0):
@@ -585,10 +570,8 @@ def _solve_triangular(a, b, shape, upper, left, unit, trans=0):
     a_b = np.broadcast_to(a, batch + a.shape[-2:])
     b_b = np.broadcast_to(b, shape)
     x = np.empty(shape, a.dtype)
-    with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-        __import__("warnings").simplefilter("ignore")  # a zero on the diagonal gives inf/nan
-        for idx in np.ndindex(*batch):
-            x[idx] = _trsm(a_b[idx], b_b[idx], upper, left, unit, trans)
+    for idx in np.ndindex(*batch):
+        x[idx] = _trsm(a_b[idx], b_b[idx], upper, left, unit, trans)
     return x
 
 

@@ -12,6 +12,11 @@ def meta_bmm(self, mat2):
     return empty_tensor(_la.check_bmm(self, mat2), self._dtype, META)
 
 
+def meta_grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None):
+    size, stride, dtype = _la.check_grouped_mm(self, mat2, offs, bias, out_dtype)
+    return empty_tensor(size, dtype, META, stride)
+
+
 def meta_mv(self, vec):
     return empty_tensor(_la.check_mv(self, vec), self._dtype, META)
 

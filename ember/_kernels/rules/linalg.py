@@ -128,6 +128,86 @@ def check_baddbmm_batches(batch1, batch2):
     return check_bmm(batch1, batch2)
 
 
+_GROUPED_MM_DTYPES = (D.float32, D.bfloat16, D.float16)
+
+
+def grouped_mm_is_transposed(sizes, strides):
+    """Whether a grouped-product operand of ``sizes``/``strides`` is column-major in its last
+    two dims (its gradient is then computed transposed, to come out column-major too)."""
+    end = len(sizes) - 1
+    return strides[end - 1] == 1 and strides[end] >= max(1, sizes[end - 1])
+
+
+def _check_grouped_mm_strides(mat):
+    """ATen's check_valid_strides_and_return_transposed: the last two dims are row- or
+    column-major with the leading stride a multiple of 16 bytes (the grouped GEMM kernels' TMA
+    alignment, which the CPU fallback checks too)."""
+    size, stride, end = mat._size, mat._stride, len(mat._size) - 1
+    if grouped_mm_is_transposed(size, stride):
+        lead = stride[end]
+    elif stride[end] == 1 and stride[end - 1] >= max(1, size[end]):
+        lead = stride[end - 1]
+    else:
+        raise RuntimeError(f"Invalid strides/sizes, got {_fmt(stride)} for strides and "
+                           f"{_fmt(size)} for sizes")
+    if lead % (16 // mat._dtype.itemsize):
+        raise RuntimeError("strides should be multiple of 16 bytes")
+
+
+def check_grouped_mm(mat_a, mat_b, offs=None, bias=None, out_dtype=None):
+    """_grouped_mm's checks in ATen's order (_grouped_mm_validate_inputs, the output dtype, the
+    batch sizes of create_grouped_gemm_output_tensor, then mm_out's / bmm_out's dtype check);
+    returns the result's size, stride and dtype. The result's last dim is padded to 16 bytes,
+    as ATen allocates it (outside ROCm)."""
+    for name, m in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if m._dtype not in _GROUPED_MM_DTYPES:
+            raise RuntimeError(f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got "
+                               f"{m._dtype._short}")
+    for name, m in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if len(m._size) not in (2, 3):
+            raise RuntimeError(f"{name} has to be 2 or 3d")
+    a_2d, b_2d = len(mat_a._size) == 2, len(mat_b._size) == 2
+    if (not a_2d or not b_2d) and mat_a._size[-1] != mat_b._size[-2]:
+        raise RuntimeError("contraction dimension of mat_a and mat_b must match")
+    _check_grouped_mm_strides(mat_a)
+    _check_grouped_mm_strides(mat_b)
+    if (offs is not None) != (a_2d or b_2d):
+        raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if "
+                           "both matrices are 3d")
+    if offs is not None:
+        if len(offs._size) != 1:
+            raise RuntimeError("offs has to be 1D")
+        if offs._dtype is not D.int32:
+            raise RuntimeError("Offsets have to be int32")
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    dtype = out_dtype if out_dtype is not None else mat_a._dtype
+    if dtype is not mat_a._dtype:
+        raise RuntimeError("Grouped gemm output dtype must match `mat_a` dtype")
+    if a_2d and b_2d:
+        size = (offs._size[0], mat_a._size[0], mat_b._size[1])
+    elif a_2d or b_2d:
+        if offs._size[0] != (mat_b if a_2d else mat_a)._size[0]:
+            raise RuntimeError("matrix batch sizes have to match")
+        size = (mat_a._size[0], mat_b._size[-1]) if a_2d else (mat_a._size[1], mat_b._size[1])
+    else:
+        if mat_a._size[0] != mat_b._size[0]:
+            raise RuntimeError("batched dimension has to match")
+        size = (mat_a._size[0], mat_a._size[1], mat_b._size[-1])
+    # each group is one mm_out (bmm_out for 3d x 3d) into the result, whose dtype is mat_a's
+    if mat_a._dtype is not mat_b._dtype:
+        if not (a_2d or b_2d):
+            raise RuntimeError(f"Expected out tensor to have dtype {mat_b._dtype._cpp}, but got "
+                               f"{mat_a._dtype._cpp} instead")
+        if offs._size[0]:
+            raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                               f"{mat_a._dtype._cpp} != {mat_b._dtype._cpp}")
+    alignment = 16 // dtype.itemsize
+    padded = -(-size[-1] // alignment) * alignment
+    stride = (padded, 1) if len(size) == 2 else (size[1] * padded, padded, 1)
+    return size, stride, dtype
+
+
 def check_addmv(self, mat, vec):
     shape = check_mv(mat, vec)
     if self._dtype is not mat._dtype:

@@ -5,47 +5,55 @@ per-sample rule (registered with :func:`implements_per_sample_grads`) runs the r
 ``autograd.Function``, whose backward stores each sample's gradient in the parameter's
 ``grad_sample``; every other op is refused, since which dimension of a plain tensor argument is the
 batch cannot be known. The recurrent ops (``rnn_tanh``, ``rnn_relu``, ``lstm``, ``gru``) run
-their decompositions instead, so that their linear layers reach the linear rule.
+their composite kernels step by step with ``F.linear`` as the cells' product
+(``ember/_kernels/composite/rnn.py``), so that each product reaches the linear rule.
 """
 import contextlib
 import functools
+import inspect
 
 import ember
+from ...._kernels.composite import rnn as _rnn
 from ....utils._pytree import tree_map_only
-from . import _rnn_decomps
+from ... import functional as F
 
 __all__ = ["ExpandedWeight", "implements_per_sample_grads"]
 
 HANDLED_FUNCTIONS = {}
 
-# __torch_function__ runs before the dispatcher, so the recurrent ops' decompositions are keyed by
-# the public functions the RNN modules call: func -> (input variant, data variant)
+# __torch_function__ runs before the dispatcher, so the recurrent ops' kernels are keyed by the
+# public functions the RNN modules call: func -> (input variant, data variant)
 expanded_weights_rnn_decomps = {
-    ember.rnn_relu: (_rnn_decomps.rnn_relu_input, _rnn_decomps.rnn_relu_data),
-    ember.rnn_tanh: (_rnn_decomps.rnn_tanh_input, _rnn_decomps.rnn_tanh_data),
-    ember.lstm: (_rnn_decomps.lstm_impl, _rnn_decomps.lstm_data_impl),
-    ember.gru: (_rnn_decomps.gru_impl, _rnn_decomps.gru_impl_data),
+    ember.rnn_relu: (_rnn.rnn_relu_input, _rnn.rnn_relu_data),
+    ember.rnn_tanh: (_rnn.rnn_tanh_input, _rnn.rnn_tanh_data),
+    ember.lstm: (_rnn.lstm_input, _rnn.lstm_data),
+    ember.gru: (_rnn.gru_input, _rnn.gru_data),
 }
+
+
+def _run_rnn_decomp(kernel, args, kwargs):
+    """``kernel`` step by step with ``F.linear`` products. PyTorch's decompositions drop no units
+    between layers (their dropout condition never holds), so neither does this."""
+    bound = inspect.signature(kernel).bind(*args, **kwargs)
+    bound.arguments["dropout"] = 0.0
+    return kernel(*bound.args, **bound.kwargs, linear=F.linear)
 
 
 @contextlib.contextmanager
 def setup_rnn(use_input_variant, args, kwargs):
-    """While an RNN decomposition runs: the padded (input) variant's linear layers see the
-    batch second, even when the module is batch first; the packed (data) variant's later steps
-    have fewer samples than the batch an ExpandedWeight stands for (the largest)."""
+    """While an RNN runs step by step, each product sees one step's (batch, features) rows; the
+    packed (data) variant's later steps have fewer samples than the batch an ExpandedWeight
+    stands for (the largest), which its ExpandedWeights allow meanwhile."""
     if use_input_variant:
-        def setting(ew, on):
-            ew.set_batch_first(not on)
-    else:
-        def setting(ew, on):
-            ew.set_allow_smaller_batches(on)
+        yield
+        return
     for tree in (args, kwargs):
-        tree_map_only(ExpandedWeight, lambda ew: setting(ew, True), tree)
+        tree_map_only(ExpandedWeight, lambda ew: ew.set_allow_smaller_batches(True), tree)
     try:
         yield
     finally:
         for tree in (args, kwargs):
-            tree_map_only(ExpandedWeight, lambda ew: setting(ew, False), tree)
+            tree_map_only(ExpandedWeight, lambda ew: ew.set_allow_smaller_batches(False), tree)
 
 
 def implements_per_sample_grads(torch_function):
@@ -90,9 +98,8 @@ class ExpandedWeight(ember.Tensor):
             decomp_opts = expanded_weights_rnn_decomps[func]
             use_input_variant = isinstance(args[2], list)
             decomp = decomp_opts[0] if use_input_variant else decomp_opts[1]
-            if decomp is not None:
-                with setup_rnn(use_input_variant, args, kwargs):
-                    return decomp(*args, **kwargs)
+            with setup_rnn(use_input_variant, args, kwargs):
+                return _run_rnn_decomp(decomp, args, kwargs)
         # (PyTorch also answers torch._cudnn_rnn_flatten_weight with None here: ember has no
         # such function and its RNNs call none)
         if func in cls.handled_functions:
