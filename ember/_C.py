@@ -4,6 +4,7 @@ import enum
 from ._dispatch import dispatcher as _d
 from ._dispatch import tls as _tls
 from ._dispatch.keys import DispatchKey, DispatchKeySet  # noqa: F401
+from ._dispatch.schema import Argument, FunctionSchema, parse_schema  # noqa: F401
 from ._dispatch.tls import (ExcludeDispatchKeyGuard as _ExcludeDispatchKeyGuard,  # noqa: F401
                             ForceDispatchKeyGuard as _ForceDispatchKeyGuard,
                             IncludeDispatchKeyGuard as _IncludeDispatchKeyGuard,

@@ -134,8 +134,8 @@ from ._toplevel import (  # noqa: E402,F401  (the Python-level names of torch/__
     get_device_module, init_num_threads, is_distributed, is_vulkan_available,
     is_warn_always_enabled, lstsq, matrix_rank, set_flush_denormal, set_warn_always, solve,
     sym_float, sym_fresh_size, sym_int, sym_ite, sym_not, sym_sqrt, sym_sum)
-from ._C import (DisableTorchFunction, DisableTorchFunctionSubclass, DispatchKey,  # noqa: E402,F401
-                 DispatchKeySet, ScriptModule, Tag,
+from ._C import (Argument, DisableTorchFunction, DisableTorchFunctionSubclass,  # noqa: E402,F401
+                 DispatchKey, DispatchKeySet, FunctionSchema, ScriptModule, Tag, parse_schema,
                  _ExcludeDispatchKeyGuard as ExcludeDispatchKeyGuard)
 from .storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
 globals().update(_LEGACY_STORAGES)  # torch.FloatStorage, torch.LongStorage, ...
@@ -150,7 +150,8 @@ legacy_contiguous_format = contiguous_format
 # the classes PyTorch defines in C and names by the package (torch.dtype.__module__ == "torch":
 # MONAI tells a torch dtype from a NumPy one by it)
 for _cls in (Tensor, dtype, device, Size, layout, memory_format, finfo, iinfo,  # noqa: F821
-             SymInt, SymBool, SymFloat, Stream, Event, DispatchKey, DispatchKeySet):  # noqa: F821
+             SymInt, SymBool, SymFloat, Stream, Event, DispatchKey, DispatchKeySet,  # noqa: F821
+             FunctionSchema, Argument):
     _cls.__module__ = "ember"
 del _cls
 has_openmp = backends.openmp.is_available()

@@ -259,6 +259,28 @@ def test_op_overload_objects(torch):
         ember.ops.aten.add.nope
 
 
+def test_function_schema_and_parse_schema_like_pytorch(torch):
+    """``_schema.name`` is the qualified name, as PyTorch's; ``torch._C.parse_schema`` parses
+    with or without a namespace, and refuses a bare operator name with PyTorch's message.
+    (Argument types stay schema strings: PyTorch's are TorchScript type objects.)"""
+    def facts(schema):
+        return (schema.name, schema.overload_name, str(schema),
+                [(a.name, a.default_value, a.kwarg_only, a.N) for a in schema.arguments],
+                len(schema.returns))
+    for op in ("add.Tensor", "sum.dim_IntList", "max_pool2d.default", "native_layer_norm.default"):
+        packet, ov = op.split(".")
+        assert facts(getattr(getattr(ember.ops.aten, packet), ov)._schema) == \
+            facts(getattr(getattr(torch.ops.aten, packet), ov)._schema)
+    for text in ("aten::foo.out(Tensor self, *, int[2] k=[1, 2], Tensor(a!) out) -> Tensor(a!)",
+                 "bar(Tensor x, float y=0.5, bool z=False) -> (Tensor, Tensor)"):
+        assert facts(ember._C.parse_schema(text)) == facts(torch._C.parse_schema(text))
+        assert facts(ember.parse_schema(text)) == facts(torch.parse_schema(text))
+    assert isinstance(ember.ops.aten.add.Tensor._schema, ember.FunctionSchema)
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="only the operator name was given"):
+            lib._C.parse_schema("aten::foo")
+
+
 # ember's own ops in the aten namespace, with why PyTorch has none
 EMBER_ONLY = {
     "_rnn_layer": "one recurrent layer over a whole sequence (PyTorch's CPU runs LSTM through "

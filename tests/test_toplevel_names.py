@@ -20,12 +20,12 @@ from helpers import assert_same, real_gpu, simulated_cuda
 # TorchScript's C++ classes and IR (ember.jit compiles through Dynamo/FX instead), and the JIT's
 # profiling/serialisation helpers
 _JIT = {
-    "AliasDb", "AnyType", "Argument", "ArgumentSpec", "AwaitType", "BenchmarkConfig",
+    "AliasDb", "AnyType", "ArgumentSpec", "AwaitType", "BenchmarkConfig",
     "BenchmarkExecutionStats", "Block", "BoolType", "BufferDict", "CallStack", "Capsule",
     "ClassType", "Code", "CompilationUnit", "CompleteArgumentSpec", "ComplexType",
     "ConcreteModuleType", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
     "DeserializationStorageContext", "DeviceObjType", "DictType", "EnumType", "ErrorReport",
-    "ExecutionPlan", "FileCheck", "FloatType", "FunctionSchema", "FutureType", "Gradient", "Graph",
+    "ExecutionPlan", "FileCheck", "FloatType", "FutureType", "Gradient", "Graph",
     "GraphExecutorState", "IODescriptor", "InferredType", "IntType", "InterfaceType",
     "JITException", "ListType", "LiteScriptModule", "LockingLogger", "LoggerBase", "ModuleDict",
     "Node", "NoneType", "NoopLogger", "NumberType", "OperatorInfo", "OptionalType",
@@ -36,7 +36,7 @@ _JIT = {
     "SerializationStorageContext", "StaticModule", "StreamObjType", "StringType", "SymBoolType",
     "SymIntType", "TensorType", "ThroughputBenchmark", "TracingState", "TupleType", "Type",
     "UnionType", "Use", "Value", "import_ir_module", "import_ir_module_from_buffer",
-    "merge_type_from_type_comment", "parse_ir", "parse_schema", "parse_type_comment",
+    "merge_type_from_type_comment", "parse_ir", "parse_type_comment",
     "unify_type_list", "AVG", "SUM", "AggregationType", "FatalError",
 }
 # quantized tensors (deprecated in PyTorch)

@@ -52,6 +52,24 @@ class Argument:
     def is_tensor_like(self):
         return self.base == "Tensor"
 
+    @property
+    def default_value(self):
+        """The parsed default, None when there is none (PyTorch's ``Argument.default_value``:
+        a list default as a list, a number given for ``int[2]`` repeated)."""
+        d = self.default
+        if d is NO_DEFAULT:
+            return None
+        if self.is_list and isinstance(d, tuple):
+            return list(d)
+        if self.is_list and self.list_size and d is not None:
+            return [d] * self.list_size
+        return d
+
+    @property
+    def N(self):
+        """A fixed-size list's length (``int[2]``), else None."""
+        return self.list_size
+
     def has_default(self):
         return self.default is not NO_DEFAULT
 
@@ -66,15 +84,21 @@ class Argument:
 
 
 class FunctionSchema:
-    __slots__ = ("name", "overload_name", "arguments", "returns", "namespace", "_str")
+    __slots__ = ("base_name", "overload_name", "arguments", "returns", "namespace", "_str")
 
     def __init__(self, name, overload_name, arguments, returns, namespace=None):
         self.namespace = namespace  # "aten"; printed as "aten::name", as PyTorch prints _schema
-        self.name = name
+        self.base_name = name  # "add": the name without its namespace
         self.overload_name = overload_name
         self.arguments = arguments
         self.returns = returns
         self._str = None
+
+    @property
+    def name(self):
+        """The qualified name, ``aten::add``, as PyTorch's ``FunctionSchema.name`` (ember's own
+        code uses ``base_name``, ``add``)."""
+        return f"{self.namespace}::{self.base_name}" if self.namespace else self.base_name
 
     @property
     def is_mutable(self):
@@ -96,7 +120,7 @@ class FunctionSchema:
                     args.append("*")
                     star = True
                 args.append(str(a))
-            name = self.name + (f".{self.overload_name}" if self.overload_name else "")
+            name = self.base_name + (f".{self.overload_name}" if self.overload_name else "")
             if self.namespace:
                 name = f"{self.namespace}::{name}"
             if len(self.returns) == 1:  # named or not, as PyTorch prints "-> Tensor[] self_out"
@@ -209,6 +233,9 @@ def _parse_return(text):
 def parse_schema(text):
     """Parse ``[ns::]name[.overload](args) -> returns``."""
     text = text.strip()
+    if "(" not in text:
+        raise RuntimeError("Tried to parse a function schema but only the operator name was "
+                           "given")
     namespace = None
     head = text[: text.index("(")]
     if "::" in head:

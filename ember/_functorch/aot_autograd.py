@@ -255,7 +255,7 @@ def _ban_recompute(n):
         return False
     if not hasattr(t, "_schema"):
         return True
-    name = t._schema.name
+    name = t._schema.base_name
     if name in _RANDOM or "nondeterministic_seeded" in t.tags:
         return True
     if t.namespace != "aten":

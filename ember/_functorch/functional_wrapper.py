@@ -294,7 +294,7 @@ def _copy_variant(func):
     memo = _copy_variant.memo
     if func in memo:
         return memo[func]
-    name = func._schema.name
+    name = func._schema.base_name
     packet = getattr(aten, f"{name}_copy", None) if name != "_unsafe_view" else aten.view_copy
     found = None
     if packet is not None:
@@ -314,7 +314,7 @@ def _v(op, reapply):
 
 
 def _inverse(meta, base, mv, reapply):
-    name = meta.func._schema.name
+    name = meta.func._schema.base_name
     args = meta.args
     if meta.out_index is not None:
         return _inverse_multi(meta, base, mv)
@@ -389,7 +389,7 @@ def _sum_to(t, size):
 
 def _inverse_multi(meta, base, mv):
     """The inverse of one piece of split / split_with_sizes / unbind / chunk."""
-    name, args, k = meta.func._schema.name, meta.args, meta.out_index
+    name, args, k = meta.func._schema.base_name, meta.args, meta.out_index
     if name in ("unbind", "unbind_copy"):
         dim = args[0] if args else 0
         return aten.select_scatter.default._call(base, mv, dim, k)
@@ -416,7 +416,7 @@ def _functional_overload(op):
     memo = _functional_overload.memo
     if op in memo:
         return memo[op]
-    name = op._schema.name
+    name = op._schema.base_name
     if name == "copy_":
         found = aten.copy.default
     elif name == "zero_":
@@ -441,7 +441,7 @@ def _inplace_view_target(op):
     if op in memo:
         return memo[op]
     found = None
-    packet = getattr(aten, op._schema.name[:-1], None)
+    packet = getattr(aten, op._schema.base_name[:-1], None)
     if packet is not None:
         want = [(a.name, a.type) for a in op._schema.arguments[1:]]
         for ov in packet.overloads():
@@ -525,7 +525,7 @@ def _kernel(op, *args, **kwargs):
         if op.is_view and values and values[0].__class__ is FunctionalTensorWrapper \
                 and values[0]._level == level:
             return _view(op, values, level, reapply)
-        if schema.name == "native_batch_norm" and len(values) >= 6 and values[5] \
+        if schema.base_name == "native_batch_norm" and len(values) >= 6 and values[5] \
                 and values[3] is not None and values[4] is not None:
             return _batch_norm(values, level)
         out = op._call(*[_unwrap(v, level) for v in values])

@@ -81,7 +81,7 @@ def _functional_overload(func):
     aten_ns = __import__("ember").ops
     ns = getattr(aten_ns, func.namespace)
     schema = func._schema
-    name = schema.name
+    name = schema.base_name
     if schema.kind_is_out:
         want = [(a.name, a.type) for a in schema.arguments if not (a.is_write and a.kwarg_only)]
         for cand_name in ([name] + ([name[:-1]] if name.endswith("_") else [])):
@@ -108,7 +108,7 @@ def _copy_variant(func):
     """``view.default`` -> ``view_copy.default`` (None when ember has no copy form)."""
     if func in _copy_variant.memo:
         return _copy_variant.memo[func]
-    name = func._schema.name
+    name = func._schema.base_name
     target = {"_unsafe_view": None, "alias": "alias_copy"}.get(name, f"{name}_copy")
     found = None
     if target is not None:
@@ -229,7 +229,7 @@ class _Functionalizer:
 
     def _scatter(self, step, base, src, base_val):
         """``base`` with the view ``step`` of it replaced by ``src``."""
-        name, args = step.func._schema.name, step.args
+        name, args = step.func._schema.base_name, step.args
         kw = step.kwargs
         if step.index is not None:  # split / unbind / chunk: the index-th piece
             if name == "unbind":
@@ -323,7 +323,7 @@ class _Functionalizer:
             self._result(node, new)
             return
         schema = func._schema
-        if func._schema.name == "native_batch_norm" and self._batch_norm(node):
+        if func._schema.base_name == "native_batch_norm" and self._batch_norm(node):
             return
         if schema.is_mutable:
             self._mutation(node)
@@ -366,7 +366,7 @@ class _Functionalizer:
                 return node.args[i]
             return node.kwargs.get(a.name, default)
         written = [i for i, a in enumerate(schema.arguments) if a.is_write]
-        if schema.name == "copy_":
+        if schema.base_name == "copy_":
             dst, src = node.args[0], node.args[1]
             new_src = self.get(src) if isinstance(src, Node) else src
             dval, sval = _val(dst), _val(src)
@@ -384,7 +384,7 @@ class _Functionalizer:
             self.write(dst, value)
             self.alias[node] = self.alias[dst]
             return
-        if schema.name == "zero_":  # PyTorch's functional form is zero(); fill is core
+        if schema.base_name == "zero_":  # PyTorch's functional form is zero(); fill is core
             dst = node.args[0]
             new = self._emit(aten.fill.Scalar, (self.get(dst), 0), {}, like=node)
             self.write(dst, new)
@@ -484,7 +484,7 @@ class _Functionalizer:
 
 
 def _piece_len(step, k, base_val, dim):
-    name, args = step.func._schema.name, step.args
+    name, args = step.func._schema.base_name, step.args
     size = base_val.shape[dim]
     if name == "split_with_sizes":
         return args[0][k]

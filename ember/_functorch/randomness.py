@@ -133,7 +133,7 @@ def tensor_input_kernel(entry):
     call = entry.overload._call
     tpos = [i for i, a in enumerate(entry.schema.arguments)
             if a.base == "Tensor" and not a.is_list]
-    multinomial = entry.schema.name == "multinomial"
+    multinomial = entry.schema.base_name == "multinomial"
 
     def random_with_inputs(*args):
         layer = _layer()

@@ -122,7 +122,7 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     left at their defaults. A pointwise op's ``out`` may not overlap its inputs."""
     op = _overload(functional_qualname)
     nout = len(op._schema.returns)
-    opname = op._schema.name
+    opname = op._schema.base_name
     fargs = op._schema.arguments
     late = opname in _OUT_OVERLAP_AFTER_RESIZE
     exact_dtype = _OUT_RESULT_DTYPE.get(opname)
@@ -177,7 +177,7 @@ _EXPANDED_WRITE_DEPRECATED = {
 
 def inplace_wrapper(functional_qualname, pointwise=False):
     op = _overload(functional_qualname)
-    opname = op._schema.name
+    opname = op._schema.base_name
 
     deprecated = _EXPANDED_WRITE_DEPRECATED.get(opname + "_")
 

@@ -251,7 +251,7 @@ def fake_meta_kernel(entry, owner):
     def meta(*values):
         fn = _fake_impls.get(entry.qualname)
         if fn is None:
-            short = getattr(getattr(owner, "_init_fn", None), "__name__", entry.schema.name)
+            short = getattr(getattr(owner, "_init_fn", None), "__name__", entry.schema.base_name)
             raise RuntimeError(f"There was no fake impl registered for {owner}. This is "
                                f"necessary for torch.compile/export/fx tracing to work. Please "
                                f"use `{short}.register_fake` to add an fake impl.")

@@ -249,7 +249,7 @@ ALLOW_NUMBERS_AS_TENSORS = {"add", "add_", "div", "div_", "divide", "divide_", "
 
 def _candidates(overloads, method):
     funcs = [o for o in overloads if not _is_out(o._schema)
-             and f"{o._schema.name}.{o._schema.overload_name}" not in SKIP_PYTHON_BINDINGS]
+             and f"{o._schema.base_name}.{o._schema.overload_name}" not in SKIP_PYTHON_BINDINGS]
     outs = [o for o in overloads if _is_out(o._schema)]
     cands = []
     for o in funcs:
@@ -266,7 +266,7 @@ def _candidates(overloads, method):
                     and onames == [n for n in names if n in onames]:
                 # a factory's out= form drops the TensorOptions (zeros.out(size, *, out))
                 out_ov, out_idx = oo, [names.index(n) for n in onames]
-        c = _Cand(o, out_ov, o._schema.name in ALLOW_NUMBERS_AS_TENSORS)
+        c = _Cand(o, out_ov, o._schema.base_name in ALLOW_NUMBERS_AS_TENSORS)
         c.out_idx = out_idx
         cands.append(c)
     # A number matches a Scalar parameter only: keep Tensor overloads first so a tensor argument
@@ -431,13 +431,13 @@ def _gen(fname, cands, method):
         # factories take requires_grad= (PyTorch's Python binding adds it), *_like and new_* too
         factory = _FACTORY_ARGS <= {a.name for a in sch.arguments} and (
             not any(a.base == "Tensor" for a in sch.arguments)
-            or sch.name.endswith("_like") or sch.name.startswith("new_")
-            or f"aten::{sch.name}.{sch.overload_name}" in FACTORY_CATEGORY)
+            or sch.base_name.endswith("_like") or sch.base_name.startswith("new_")
+            or f"aten::{sch.base_name}.{sch.overload_name}" in FACTORY_CATEGORY)
         if factory:
             params.append("requires_grad=False")
         named = [r.name for r in sch.returns]
         if len(sch.returns) > 1 and all(named):
-            tname = sch.name.rstrip("_")
+            tname = sch.base_name.rstrip("_")
             ns[f"_rt{ci}"] = return_type(tname, tuple(named))
         conv = []
         for pos, a in enumerate(sch.arguments):

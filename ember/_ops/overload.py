@@ -19,7 +19,7 @@ class OpOverload:
         entry.overload = self
         self._schema = entry.schema
         self._ns = entry.namespace
-        self._opname = entry.schema.name
+        self._opname = entry.schema.base_name
         self._overloadname = entry.schema.overload_name or "default"
         self.__name__ = f"{self._opname}.{self._overloadname}"
         self.__qualname__ = self.__name__
@@ -210,7 +210,7 @@ def _uncache_attr(obj, name):
 def add_overload(entry):
     """Create the OpOverload for a freshly defined entry and hang it under ember.ops."""
     ns = ops.namespace(entry.namespace)
-    name = entry.schema.name
+    name = entry.schema.base_name
     packet = ns._packets.get(name)
     if packet is None:
         packet = ns._packets[name] = OpOverloadPacket(entry.namespace, name)
@@ -223,14 +223,14 @@ def add_overload(entry):
 
 def remove_overload(entry):
     ns = ops.namespace(entry.namespace)
-    packet = ns._packets.get(entry.schema.name)
+    packet = ns._packets.get(entry.schema.base_name)
     if packet is not None:
         overload = entry.schema.overload_name or "default"
         packet._overloads.pop(overload, None)
         _uncache_attr(packet, overload)
         if not packet._overloads:
-            del ns._packets[entry.schema.name]
-            _uncache_attr(ns, entry.schema.name)
+            del ns._packets[entry.schema.base_name]
+            _uncache_attr(ns, entry.schema.base_name)
 
 
 # ---------------------------------------------------------------------------------------------

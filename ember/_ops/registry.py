@@ -136,7 +136,7 @@ def _generated_kernels(entry):
     schema = entry.schema
     names = [a.name for a in schema.arguments]
     has_tensor = any(a.base == "Tensor" for a in schema.arguments)
-    name = schema.name
+    name = schema.base_name
     # a factory: a Device argument named device (an `int device` of a custom op is not one)
     if ("device" in names and schema.arguments[names.index("device")].base == "Device"
             and not has_tensor and not name.endswith("_like") and not name.startswith("new_")):
@@ -155,7 +155,7 @@ def out_schema(functional_schema_text, overload="out"):
     """The out= schema PyTorch's autogen derives from a functional schema."""
     fs = parse_schema(functional_schema_text)
     head, _, rest = functional_schema_text.rpartition(" -> ")[0].partition("(")
-    base = fs.name
+    base = fs.base_name
     args_text = rest[: rest.rindex(")")]
     star = "" if any(a.kwarg_only for a in fs.arguments) else "*, "
     if len(fs.returns) == 1:

@@ -131,7 +131,7 @@ def _auto_linear(info, entry, env, args, inplace):
     from .._ops.overload import ops
     op = entry.schema
     ns = getattr(ops, op.namespace or "aten")
-    fn = getattr(getattr(ns, op.name), op.overload_name or "default")
+    fn = getattr(getattr(ns, op.base_name), op.overload_name or "default")
     return fn._call(*call)
 
 
@@ -141,7 +141,7 @@ def _auto_element_wise(info, env, args, level):
     total = None
     for arg_idx, code, _text in info.formulas:
         if len(arg_idx) != 1:
-            raise NotImplementedError(NOT_SUPPORTED.format(info.schema.name))
+            raise NotImplementedError(NOT_SUPPORTED.format(info.schema.base_name))
         i = arg_idx[0]
         a = args[i]
         if not _is_tensor(a) or _fw.get_tangent(a, level) is None:
@@ -239,4 +239,4 @@ def _call_same(entry, call):
     from .._ops.overload import ops
     op = entry.schema
     ns = getattr(ops, op.namespace or "aten")
-    return getattr(getattr(ns, op.name), op.overload_name or "default")._call(*call)
+    return getattr(getattr(ns, op.base_name), op.overload_name or "default")._call(*call)

@@ -168,7 +168,7 @@ class DerivativeInfo:
         ops with at least two differentiable inputs, none of them a list, that are not
         ``*backward*`` ops; only tensors (``Tensor`` arguments, tensor results) are guarded."""
         args = self.schema.arguments
-        if (len(self.diff_args) <= 1 or "backward" in self.schema.name or
+        if (len(self.diff_args) <= 1 or "backward" in self.schema.base_name or
                 any(args[i].is_list for i in self.diff_args)):
             return {}
         tensors = [a.name for a in args if a.type == "Tensor"]
@@ -227,7 +227,7 @@ def _load_yaml():
 
 
 def _qualname(schema):
-    return f"aten::{schema.name}" + (f".{schema.overload_name}" if schema.overload_name else "")
+    return f"aten::{schema.base_name}" + (f".{schema.overload_name}" if schema.overload_name else "")
 
 
 def _sig(schema):
@@ -608,7 +608,7 @@ class _KernelPlan:
     def __init__(self, entry, info, inplace):
         schema = entry.schema
         nret = len(schema.returns)
-        self.entry, self.info, self.inplace, self.name = entry, info, inplace, schema.name
+        self.entry, self.info, self.inplace, self.name = entry, info, inplace, schema.base_name
         self.is_list_arg = {i: a.is_list for i, a in enumerate(schema.arguments)}
         if getattr(info, "node_cls", None) is None:
             info.node_cls = _make_node_class(info)
@@ -1005,7 +1005,7 @@ def _fallback_forward_ad(op, ks, args):
     """An op without a formula met a dual input: PyTorch's NotImplementedError when a
     differentiable output would need a tangent (an in-place op: before writing)."""
     schema = op._schema
-    name = schema.name
+    name = schema.base_name
     if any(s.is_write for s in schema.arguments):
         raise NotImplementedError(_forward.NOT_SUPPORTED.format(name))
     with _fw._set_fwd_grad_enabled(False):
@@ -1029,15 +1029,15 @@ def _tensors_in(args):
 def _record_not_implemented(op, ks, args, req):
     schema = op._schema
     if schema.kind_is_out:
-        raise RuntimeError(f"{schema.name}(): functions with out=... arguments don't support "
+        raise RuntimeError(f"{schema.base_name}(): functions with out=... arguments don't support "
                            f"automatic differentiation, but one of the arguments requires grad.")
     written = [t for a, s in zip(args, schema.arguments) if s.is_write
                for t in (a if isinstance(a, (list, tuple)) else (a,)) if hasattr(t, "_keyset")]
     for t in written:
-        _check_inplace(t, schema.name)
+        _check_inplace(t, schema.base_name)
     out = _forward_below(op._entry, ks, args)
     ns = schema.namespace or "aten"
-    node = NotImplementedNode(schema.name if ns == "aten" else f"{ns}::{schema.name}")
+    node = NotImplementedNode(schema.base_name if ns == "aten" else f"{ns}::{schema.base_name}")
     tensors = list(_tensors_in(args))
     node._next = tuple(gradient_edge(t) for t in tensors)
     node._edge_meta = tuple((t._size, t._dtype) for t in tensors)
@@ -1064,8 +1064,8 @@ def install(lib):
         schema = parse_schema(e["name"])
         raw[_qualname(schema)] = e
         # PyTorch numbers nodes per op name with the in-place "_" dropped (fill_ -> FillBackward2)
-        base = schema.name[:-1] if schema.name.endswith("_") and not \
-            schema.name.endswith("__") else schema.name
+        base = schema.base_name[:-1] if schema.base_name.endswith("_") and not \
+            schema.base_name.endswith("__") else schema.base_name
         n = counters.get(base, 0)
         counters[base] = n + 1
         qual = _qualname(schema)
@@ -1088,7 +1088,7 @@ def install(lib):
     # In-place variants reuse the functional entry (mul_.Tensor -> mul.Tensor).
     for qual, entry in list(_d._operators.items()):
         s = entry.schema
-        if not qual.startswith("aten::") or not s.name.endswith("_") or qual in derivatives \
+        if not qual.startswith("aten::") or not s.base_name.endswith("_") or qual in derivatives \
                 or s.arguments[0].is_list:  # (in-place foreach ops: below)
             continue
         info = _functional_info(s, infos)
@@ -1111,13 +1111,13 @@ def install(lib):
     # the arguments have the same names, so the formulas apply unchanged.
     for qual, entry in list(_d._operators.items()):
         s = entry.schema
-        if "view_copy" not in entry.tags or qual in derivatives or not s.name.endswith("_copy"):
+        if "view_copy" not in entry.tags or qual in derivatives or not s.base_name.endswith("_copy"):
             continue
         ov = f".{s.overload_name}" if s.overload_name else ""
-        view_qual = f"aten::{s.name[:-len('_copy')]}{ov}"
+        view_qual = f"aten::{s.base_name[:-len('_copy')]}{ov}"
         if view_qual not in infos or view_qual == "aten::detach":
             continue  # PyTorch derives none for detach_copy either: its backward raises
-        info = DerivativeInfo(raw[view_qual], s, f"{_camel(s.name)}Backward0")
+        info = DerivativeInfo(raw[view_qual], s, f"{_camel(s.base_name)}Backward0")
         derivatives[qual] = info
         kernel = make_autograd_kernel(entry, info, inplace=False)
         lib.impl(qual, kernel, "Autograd", _kind=_d.KEYSET,
@@ -1128,7 +1128,7 @@ def install(lib):
     from .._ops.registry import FACTORY_CATEGORY
     for qual, entry in list(_d._operators.items()):
         if qual.startswith("aten::") and qual not in derivatives and \
-                (entry.schema.name in DONT_REQUIRE_DERIVATIVE or qual in FACTORY_CATEGORY):
+                (entry.schema.base_name in DONT_REQUIRE_DERIVATIVE or qual in FACTORY_CATEGORY):
             lib.impl(qual, _generate_kernel(entry, (), entry.schema.arguments, None), "Autograd",
                      _kind=_d.KEYSET, _debug="autograd kernel: never records (no derivative)")
             never_recorded.add(qual)
@@ -1144,7 +1144,7 @@ def install(lib):
 
 
 def _foreach_inplace_kernel(entry, reference):
-    name = entry.schema.name
+    name = entry.schema.base_name
 
     def foreach_inplace(ks, *args):
         tensors = list(_tensors_in(args))
@@ -1175,8 +1175,8 @@ def _functional_info(inplace_schema, infos):
     """The entry of the functional op an in-place op belongs to: same base name without the
     trailing underscore and the same arguments (PyTorch matches by signature, not overload)."""
     sig = _arg_sig(inplace_schema)
-    base = inplace_schema.name[:-1]
+    base = inplace_schema.base_name[:-1]
     for info in infos.values():
-        if info.schema.name == base and _arg_sig(info.schema) == sig:
+        if info.schema.base_name == base and _arg_sig(info.schema) == sig:
             return info
     return None

@@ -216,7 +216,7 @@ class Recorder:
     def enter(self, entry, key, label, args):
         name = self._names.get(entry)
         if name is None:
-            name = self._names[entry] = f"{entry.namespace}::{entry.schema.name}"
+            name = self._names[entry] = f"{entry.namespace}::{entry.schema.base_name}"
         return self.open(name, "cpu_op", args)
 
     def exit(self, token):

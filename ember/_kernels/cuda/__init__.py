@@ -329,7 +329,7 @@ def _host_kernel(op, *args, **kwargs):
         raise RuntimeError(f"CUDA error: operation not permitted when stream is capturing "
                            f"({op} has no CUDA kernel yet and runs on the host)")
     first_values, first_staging = host_values, staging
-    with arrays.timed(rt, dev.index, stream, f"ember::cuda::host::{schema.name}"):
+    with arrays.timed(rt, dev.index, stream, f"ember::cuda::host::{schema.base_name}"):
         if rt.simulated and not capturing:
             box = []
             rt.launch(stream, lambda: box.append(run()))

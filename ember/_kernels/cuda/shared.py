@@ -63,8 +63,8 @@ _NO_CUPY_DTYPES = HOST_DTYPES | {D.bfloat16}
 
 def eligible(op):
     schema = op._schema
-    return op not in host_only and schema.name not in HOST_BODIES | CPU_ONLY and not any(
-        a.base == "Generator" or a.is_write and schema.name not in WRITES_ON_DEVICE
+    return op not in host_only and schema.base_name not in HOST_BODIES | CPU_ONLY and not any(
+        a.base == "Generator" or a.is_write and schema.base_name not in WRITES_ON_DEVICE
         for a in schema.arguments)
 
 

@@ -60,7 +60,7 @@ class OpSchema:
         return {k: _to_meta(v) for k, v in self.kwargs_schema.items()}
 
     def is_inplace_op(self):
-        name = self.op._schema.name
+        name = self.op._schema.base_name
         return name.endswith("_") and not name.endswith("__") and not self.op._schema.kind_is_out
 
     def get_mesh_from_args(self):

@@ -16,7 +16,7 @@ def elementwise_op(op):
     """The single-tensor op one position of ``op`` runs (None if there is none with a
     strategy)."""
     from .utils import _propagator
-    base = op._schema.name[len("_foreach_"):]
+    base = op._schema.base_name[len("_foreach_"):]
     overload = op._overloadname
     for name in (base, base.rstrip("_")):
         packet = getattr(ember.ops.aten, name, None)
@@ -36,7 +36,7 @@ def dispatch_foreach(dispatcher, op_call, args, kwargs):
                                   f"registered.")
     schema, local_args, local_kwargs, mesh = dispatcher.unwrap(op_call, args, kwargs)
     n = next(len(a) for a in schema.args_schema if isinstance(a, (list, tuple)))
-    inplace = op_call._schema.name.endswith("_")
+    inplace = op_call._schema.base_name.endswith("_")
     out_specs = []
     # the foreach op's trailing positional scalars are keyword-only in the single-tensor op
     npos = sum(1 for a in elem_op._schema.arguments if not a.kwarg_only)

@@ -36,7 +36,7 @@ def new_factory_strategy(op_schema):
     mesh = spec.mesh
     strategies = [OpSpec(DTensorSpec(mesh, (Replicate(),) * mesh.ndim), [spec], [0.0])]
     # an uninitialized output may also take a Partial input's layout (it is written next)
-    uninitialized = op_schema.op._schema.name in ("new_empty", "new_empty_strided")
+    uninitialized = op_schema.op._schema.base_name in ("new_empty", "new_empty_strided")
     if tuple(spec.shape) == tuple(size) and (spec.is_sharded() or uninitialized):
         strategies.append(OpSpec(DTensorSpec(mesh, spec.placements), [spec], [-0.1]))
     return strategies
