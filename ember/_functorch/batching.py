@@ -270,8 +270,6 @@ def reduction_rule(entry):
     ki = names.index("keepdim") if "keepdim" in names else None
     dim_arg = schema.arguments[di]
     call = entry.overload._call
-    # ops whose dim=None means "the flattened tensor" rather than "every dim"
-    flatten_none = schema.base_name in ("argmax", "argmin", "aminmax", "count_nonzero")
     empty_means_all = dim_arg.is_list
 
     def reduction_batch_rule(*args):

@@ -356,8 +356,6 @@ class _Functionalizer:
     def _mutation(self, node):
         func = node.target
         schema = func._schema
-        names = [a.name for a in schema.arguments]
-
         _missing = object()
 
         def arg(i, default=None):
