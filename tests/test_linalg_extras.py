@@ -469,3 +469,28 @@ def test_meta():
                                                upper=True).shape) == (5, 3, 2)
     assert tuple(ember.linalg.matrix_exp(b).shape) == (3, 3)
     assert tuple(ember.geqrf(a)[1].shape) == (2, 3)
+
+
+def test_singular_systems_hold_pytorchs_inf_and_nan(torch):
+    """A singular matrix in a batch: its inverse / solution is LU's division by the zero pivot
+    (inf, nan) as PyTorch's, and the other matrices' are exact (the whole batch used to fall
+    back to a pseudo-inverse); solve's shape checks word PyTorch's messages."""
+    A = np.stack([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]], np.zeros((2, 2))])
+    B = np.array([[1.0, 1.0], [2.0, 3.0], [0.5, 1.0]])
+    out = {}
+    for lib in (ember, torch):
+        a, b = lib.tensor(A), lib.tensor(B)
+        inv, info = lib.linalg.inv_ex(a)
+        x = lib.linalg.solve_ex(a, b).result
+        xr = lib.linalg.solve_ex(a, b[:, None, :], left=False).result
+        errors = []
+        for sa, sb, left in (((2, 2, 2), (2, 2), False), ((3, 3), (2, 3), True),
+                             ((1, 1), (1,), False)):
+            with pytest.raises(RuntimeError) as e:
+                lib.linalg.solve(lib.ones(sa, dtype=lib.float64), lib.ones(sb, dtype=lib.float64),
+                                 left=left)
+            errors.append(str(e.value))
+        out[lib] = [inv.numpy(), info.numpy(), x.numpy(), xr.numpy()], errors
+    for mine, theirs in zip(out[ember][0], out[torch][0]):
+        np.testing.assert_array_equal(mine, theirs)
+    assert out[ember][1] == out[torch][1]

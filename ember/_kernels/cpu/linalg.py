@@ -144,14 +144,28 @@ def linalg_inv_ex(A, check_errors=False):
     check_float("linalg.inv", A)
     a = nd(A)
     _, _, info = _lu(a)
-    with np.errstate(all="ignore"):
-        try:
-            inv = np.linalg.inv(a) if a.size else a.copy()
-        except np.linalg.LinAlgError:
-            inv = np.linalg.pinv(a)  # values are unspecified where info > 0
+    try:
+        inv = np.linalg.inv(a) if a.size else a.copy()
+    except np.linalg.LinAlgError:  # a singular matrix in the batch: each matrix on its own
+        inv = np.empty_like(a)
+        flat, out = a.reshape((-1,) + a.shape[-2:]), inv.reshape((-1,) + a.shape[-2:])
+        for i, m in enumerate(flat):
+            out[i] = np.linalg.inv(m) if info.reshape(-1)[i] == 0 else \
+                _singular_solve(m, np.eye(m.shape[0], dtype=m.dtype))
     if check_errors:
         raise_for_info("linalg.inv", info, A.dim() == 2)
     return wrap(np.ascontiguousarray(inv).astype(a.dtype)), wrap(info)
+
+
+def _singular_solve(m, rhs, trans=0):
+    """What PyTorch's solve (or inverse: ``rhs`` the identity) of a singular matrix holds:
+    LAPACK's getrf of ``m``, then getrs (of ``m``'s transpose with ``trans`` 1), dividing by
+    the zero pivot (inf and nan)."""
+    getrf, getrs = _sla().lapack.get_lapack_funcs(("getrf", "getrs"), (m,))
+    lu, piv, _ = getrf(m)
+    with np.errstate(all="ignore"):
+        x, _ = getrs(lu, piv, rhs, trans=trans)
+    return x
 
 
 def raise_for_info(name, info, single):
@@ -193,26 +207,37 @@ def _linalg_solve_ex(A, B, left=True, check_errors=False):
                            f"A of type {A._dtype._short} and B of type {B._dtype._short} instead")
     a, b = nd(A), nd(B)
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        a = np.swapaxes(a, -1, -2)
-        b = np.swapaxes(b, -1, -2) if not vector else b
-    bb = b[..., None] if vector else b
-    if bb.shape[-2] != a.shape[-1]:
+    b_ = b.shape + (1,) if vector else b.shape  # (a vector is a column, in either equation)
+    if a.shape[-1] != (b_[-2] if left else b_[-1]):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({_x(A._size)} and {_x(B._size)})")
-    batch = _st.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
+                           f"{'AX = B' if left else 'XA = B'} ({_x(a.shape[-2:])} and "
+                           f"{_x(b_[-2:])})")
+    if vector and not left:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                           "supported for left=False. In this case linalg.solve is equivalent "
+                           "to B / A.squeeze(-1)")
     lu, piv, info = _lu(a)  # of A itself: its batch is not broadcast (as PyTorch's)
+    a_given = a
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        a, b = np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)
+    bb = b[..., None] if vector else b
+    batch = _st.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
+    a_given = np.broadcast_to(a_given, batch + a.shape[-2:])
     a = np.broadcast_to(a, batch + a.shape[-2:])
     bb = np.broadcast_to(bb, batch + bb.shape[-2:])
-    with np.errstate(all="ignore"):
-        try:
-            x = np.linalg.solve(a, bb) if a.size and bb.size else np.zeros(bb.shape, a.dtype)
-        except np.linalg.LinAlgError:
-            x = np.matmul(np.linalg.pinv(a), bb)
+    try:
+        x = np.linalg.solve(a, bb) if a.size and bb.size else np.zeros(bb.shape, a.dtype)
+    except np.linalg.LinAlgError:  # a singular matrix in the batch: each system on its own
+        x = np.empty(bb.shape, np.result_type(a, bb))
+        for idx in np.ndindex(*batch):
+            try:
+                x[idx] = np.linalg.solve(a[idx], bb[idx])
+            except np.linalg.LinAlgError:  # (PyTorch factors A, and solves with A^T)
+                x[idx] = _singular_solve(a_given[idx], bb[idx], trans=0 if left else 1)
     if check_errors:
         raise_for_info("linalg.solve", info, A.dim() == 2)
     x = x[..., 0] if vector else x
-    if not left and not vector:
+    if not left:
         x = np.swapaxes(x, -1, -2)
     return (wrap(np.ascontiguousarray(x).astype(a.dtype)), wrap(lu), wrap(piv),
             wrap(info))
