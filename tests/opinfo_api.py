@@ -1,6 +1,8 @@
 """OpInfo entries of the PyTorch API-surface ops (issue 3 follow-up): the aliases (absolute,
 arccos, divide, greater, concat, ...), sampled lightly since their base ops are covered in full
 elsewhere, and the ops added with them. Loaded by tests/opinfo.py."""
+import numpy as np
+
 from opinfo import (DT, NOT_IN_TABLE, OPS, OpInfo, Sample, T, binary_samples, tensor,  # noqa: F401
                     unary_samples, values)
 from opinfo_shape import cat_samples
@@ -251,6 +253,84 @@ def pdist_samples(op):
     yield Sample((tensor((4,), "float32"),), desc="1-d error")
 
 
+def _shared_rows(x1, x2, n=2):
+    """x2 with x1's first ``n`` rows in front: zero distances, whose gradient is the special
+    case of the backward ops."""
+    return T(np.concatenate([x1.values[..., :n, :], x2.values], -2), x2.dtype)
+
+
+def euclidean_dist_samples(op):
+    for dt in op.dtypes:
+        x1 = tensor((4, 3), dt)
+        yield Sample((x1, _shared_rows(x1, tensor((3, 3), dt))), desc=f"{dt} shared rows")
+        yield Sample((tensor((2, 4, 3), dt, "transposed"), tensor((2, 5, 3), dt)),
+                     desc=f"{dt} batched")
+    yield Sample((tensor((4, 3), "float32"), tensor((5, 2), "float32")), desc="columns error")
+    yield Sample((tensor((4, 3), "float32"), tensor((5, 3), "float64")), desc="dtype error")
+
+
+def cdist_forward_samples(op):
+    for dt in op.dtypes:
+        x1 = tensor((4, 3), dt)
+        for p in (2.0, 1.0, 0.5, 3.0, float("inf"), 0.0):
+            yield Sample((x1, _shared_rows(x1, tensor((3, 3), dt)), p, None), desc=f"{dt} p={p}")
+        for mode in (1, 2):
+            yield Sample((tensor((2, 4, 3), dt), tensor((1, 5, 3), dt, "transposed"), 2.0, mode),
+                         desc=f"{dt} broadcast batch, mode {mode}")
+        yield Sample((tensor((0, 3), dt), tensor((5, 3), dt), 2.0, None), desc=f"{dt} no rows")
+        yield Sample((tensor((4, 0), dt), tensor((5, 0), dt), 1.0, None), desc=f"{dt} no columns")
+    f = tensor((4, 3), "float32")
+    yield Sample((f, f, 2.0, 5), desc="mode error")
+    yield Sample((f, f, -1.0, None), desc="negative p error")
+    yield Sample((tensor((4, 3), "int64"), tensor((4, 3), "int64"), 2.0, None), desc="int error")
+    yield Sample((f, tensor((4, 3), "float64"), 1.0, None), desc="dtype error")
+    yield Sample((tensor((3,), "float32"), f, 2.0, None), desc="1-d error")
+    yield Sample((f, tensor((5, 2), "float32"), 2.0, None), desc="columns error")
+
+
+def _norms(diff, p):
+    """The p-norms of ``diff`` over its last dim (the distances the backward ops are given)."""
+    diff = np.abs(diff)
+    if p == 0:
+        return (diff != 0).sum(-1).astype(float)
+    if p == float("inf"):
+        return diff.max(-1)
+    return (diff ** p).sum(-1) ** (1 / p)
+
+
+def cdist_backward_samples(op):
+    for dt in op.dtypes:
+        x1 = tensor((2, 4, 3), dt)
+        x2 = _shared_rows(T(x1.values[0], dt), tensor((3, 3), dt))
+        for p in (2.0, 1.0, 0.5, 1.5, 3.0, float("inf"), 0.0):
+            d = T(_norms(x1.values[..., :, None, :] - x2.values[None, :, :], p), dt)
+            yield Sample((tensor((2, 4, 5), dt, "transposed"), x1, x2, p, d), desc=f"{dt} p={p}")
+
+
+def pdist_forward_samples(op):
+    for dt in op.dtypes:
+        x = tensor((3, 3), dt)
+        x = T(np.concatenate([x.values, x.values[:2]]), dt)
+        for p in (2.0, 1.0, 0.5, 3.0, float("inf"), 0.0):
+            yield Sample((x, p), desc=f"{dt} p={p}")
+        yield Sample((tensor((1, 3), dt),), desc=f"{dt} one row")
+        yield Sample((tensor((3, 0), dt),), desc=f"{dt} no columns")
+    yield Sample((tensor((4, 3), "float32", "sliced"),), desc="non-contiguous error")
+    yield Sample((tensor((4, 3), "int64"),), desc="int error")
+
+
+def pdist_backward_samples(op):
+    for dt in op.dtypes:
+        x = tensor((3, 3), dt)
+        x = T(np.concatenate([x.values, x.values[:2]]), dt)
+        i, j = np.triu_indices(5, 1)
+        for p in (2.0, 1.0, 0.5, 3.0, float("inf"), 0.0):
+            d = T(_norms(x.values[i] - x.values[j], p), dt)
+            yield Sample((tensor((10,), dt), x, p, d), desc=f"{dt} p={p}")
+    yield Sample((tensor((10,), "float32"), tensor((5, 3), "float32", "sliced"), 2.0,
+                  tensor((10,), "float32", positive=True)), desc="non-contiguous error")
+
+
 def similarity_samples(op):
     for dt in op.dtypes:
         yield Sample((tensor((4, 3), dt), tensor((4, 3), dt, "transposed")), desc=dt)
@@ -283,6 +363,16 @@ def dist_samples(op):
 
 _add("cdist.default", cdist_samples, _F, rtol=1e-4, atol=1e-4)
 _add("pdist.default", pdist_samples, _F, rtol=1e-4, atol=1e-5)
+_add("_euclidean_dist.default", euclidean_dist_samples, _F, None, "_euclidean_dist.out",
+     rtol=1e-4, atol=1e-4)
+_add("_cdist_forward.default", cdist_forward_samples, _F, None, "_cdist_forward.out", rtol=1e-4,
+     atol=1e-5)
+_add("_cdist_backward.default", cdist_backward_samples, _F, None, "_cdist_backward.out",
+     rtol=1e-4, atol=1e-5)
+_add("_pdist_forward.default", pdist_forward_samples, _F, None, "_pdist_forward.out", rtol=1e-4,
+     atol=1e-5)
+_add("_pdist_backward.default", pdist_backward_samples, _F, None, "_pdist_backward.out",
+     rtol=1e-4, atol=1e-5)
 _add("cosine_similarity.default", similarity_samples, _F, rtol=1e-4, atol=1e-5)
 _add("pairwise_distance.default", similarity_samples, _F, rtol=1e-4, atol=1e-5)
 _add("kl_div.default", kl_div_samples, _F, rtol=1e-4, atol=1e-5)

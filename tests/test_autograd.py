@@ -497,6 +497,51 @@ def test_non_leaf_grad_warning_and_retain_grad(torch):
     np.testing.assert_allclose(y.grad._nd(), [4, 4])
 
 
+def _retained_after_inplace(L):
+    """The .grad of tensors that retain grad and are then written in place (directly, by
+    in-place dropout's mask, through a view, as the base of a view), and a hook registered
+    before the write."""
+    out, log = [], []
+    a = L.ones(3, requires_grad=True)
+    x = a * 1
+    x.retain_grad()
+    x.register_hook(lambda g: log.append(g.tolist()))
+    x.mul_(2)
+    (x * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+    out += [x.grad, a.grad]
+    L.manual_seed(0)
+    a = L.ones(1, 4, 2, 2, requires_grad=True)
+    x = a * 1
+    x.retain_grad()
+    (L.nn.Dropout2d(p=0.5, inplace=True)(x) * L.arange(16.0).view(1, 4, 2, 2)).sum().backward()
+    out += [x.grad, a.grad]
+    a = L.arange(6.0).requires_grad_()
+    b = a * 1
+    b.retain_grad()
+    v = b[2:4]
+    v.mul_(3)
+    (b * L.arange(6.0)).sum().backward()
+    out += [b.grad, a.grad]
+    a = L.arange(6.0).requires_grad_()
+    b = a * 1
+    v = b[2:4]
+    v.retain_grad()
+    b.mul_(2)
+    (v * L.tensor([5.0, 7.0])).sum().backward()
+    out += [v.grad, a.grad]
+    return out, log
+
+
+def test_retain_grad_follows_inplace_writes(torch):
+    """PyTorch moves a tensor's retains_grad hook to the grad_fn an in-place op gives it:
+    .grad is the gradient of the value after the write (it was the value's before)."""
+    mine, log = _retained_after_inplace(ember)
+    theirs, their_log = _retained_after_inplace(torch)
+    assert log == their_log
+    for e, t in zip(mine, theirs):
+        assert_same(e, t)
+
+
 def test_hooks_order(torch):
     logs = []
     for L in (ember, torch):

@@ -59,6 +59,17 @@ CASES = {
     "cdist": (lambda L, a, b: L.cdist(a, b), [_arr(4, 3), _arr(5, 3)]),
     "cdist_p1": (lambda L, a, b: L.cdist(a, b, 1.0), [_arr(4, 3), _arr(5, 3)]),
     "pdist": (lambda L, a: L.pdist(a), [_arr(4, 3)]),
+    # rows shared by both sides (zero distances, whose subgradient PyTorch's backward ops make
+    # zero: a composite through sqrt or pow gave NaN), every p of cdist's backward, the
+    # matrix-product path (26 rows, _euclidean_dist) and broadcast batches
+    **{f"cdist_zero_p{p}": (lambda L, a, b, p=p: L.cdist(a, L.cat([a[0, :2], b]), p),
+                            [_arr(2, 4, 3), _arr(5, 3)])
+       for p in (2.0, 1.0, 0.5, 1.5, 3.0, float("inf"), 0.0)},
+    "cdist_mm_zero": (lambda L, a: L.cdist(a, a[:3], compute_mode="use_mm_for_euclid_dist")
+                      .triu(1), [_arr(26, 3)]),
+    "cdist_mm_batched": (lambda L, a, b: L.cdist(a, b), [_arr(2, 26, 3), _arr(1, 4, 3)]),
+    **{f"pdist_zero_p{p}": (lambda L, a, p=p: L.pdist(L.cat([a, a[1:3]]), p), [_arr(4, 3)])
+       for p in (2.0, 1.0, 0.5, 3.0, float("inf"))},
     "cosine_similarity": (lambda L, a, b: L.cosine_similarity(a, b), [_arr(4, 3), _arr(3)]),
     "pairwise_distance": (lambda L, a, b: L.pairwise_distance(a, b), [_arr(4, 3), _arr(4, 3)]),
     "kl_div": (lambda L, a, b: L.kl_div(a, b, 1), [_arr(3, 4), _arr(3, 4, positive=True)]),

@@ -386,6 +386,11 @@ _OPS = [
     ("nll_backward", lambda x, y: ember.ops.aten.nll_loss_backward(
         y.sum(), x, (y[:, 0].abs() * 3).long().clamp(0, 3), None, 1, -100, x[0, 0] * 0 + 3)),
     ("detach_clone", lambda x, y: x.detach().clone()), ("to", lambda x, y: x.to(ember.float64)),
+    # cdist's ops pair the samples through broadcast batch dims (either side of lower rank)
+    ("cdist", lambda x, y: ember.cdist(x, y[:2], 1.0)),
+    ("cdist_ranks", lambda x, y: ember.cdist(x[None].expand(2, 3, 4), y)
+     + ember.cdist(x, y[None].expand(2, 3, 4))),
+    ("cdist_mm", lambda x, y: ember.cdist(x, y, compute_mode="use_mm_for_euclid_dist")),
 ]
 
 

@@ -1185,6 +1185,17 @@ def var_dim(self, dim=None, unbiased=True, keepdim=False):
     return aten.var.correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
+@register_decomposition(aten._euclidean_dist.default)
+def _euclidean_dist(x1, x2):
+    # PyTorch's: the p=2 distances of one product, [-2a, |a|^2, 1] . [b, 1, |b|^2]
+    n1 = aten.sum.dim_IntList(aten.pow.Tensor_Scalar(x1, 2), [-1], True)
+    n2 = aten.sum.dim_IntList(aten.pow.Tensor_Scalar(x2, 2), [-1], True)
+    m1 = aten.cat.default([aten.mul.Tensor(x1, -2), n1, aten.ones_like.default(n1)], -1)
+    m2 = aten.cat.default([x2, aten.ones_like.default(n2), n2], -1)
+    d2 = aten.matmul.default(m1, aten.transpose.int(m2, -1, -2))
+    return aten.sqrt.default(aten.clamp_min.default(d2, 1e-30))
+
+
 @register_decomposition(aten.index_select.default)
 def index_select(self, dim, index):
     if index.dim() > 1:

@@ -566,7 +566,7 @@ _TRAILING_KEEP = {
     "aten::reflection_pad1d": 2, "aten::reflection_pad2d": 3, "aten::reflection_pad3d": 4,
     "aten::replication_pad1d": 2, "aten::replication_pad2d": 3,
     "aten::replication_pad3d": 4, "aten::constant_pad_nd": None,
-    "aten::im2col": 3, "aten::col2im": 2, "aten::_pdist_forward": None,
+    "aten::im2col": 3, "aten::col2im": 2,
 }
 
 _generated = [False]

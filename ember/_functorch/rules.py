@@ -1,14 +1,15 @@
 """Batching rules written by hand, for ops no family rule serves.
 
 Views and reshapes (the size argument gains the batch size), in-place view ops (the
-BatchedTensor is re-pointed at the new view of its value), the matmul family (batch dims
-folded into matmul's broadcasting), convolution (batched weights through ``groups``), layer
-and batch normalization, embedding, ``nll_loss`` and its backward (written over logical ops,
-which are batched in turn), ``index``/``index_select`` with batched indices, ``copy_`` and the
-``new_*`` factories. Each rule is registered on the overloads it names.
+BatchedTensor is re-pointed at the new view of its value), the matmul family and cdist's ops
+(batch dims folded into their broadcasting), convolution (batched weights through
+``groups``), layer and batch normalization, embedding, ``nll_loss`` and its backward (written
+over logical ops, which are batched in turn), ``index``/``index_select`` with batched indices,
+``copy_`` and the ``new_*`` factories. Each rule is registered on the overloads it names.
 """
 from .._core import strides as _st
 from .._core.device import contiguous_format
+from .._kernels.composite.distance import _cdist_checks
 from .batched_tensor import BatchedTensor, _set_value, make_batched
 from .batching import (aten, batch_size, front, inplace_error, level_of, loop_fallback,
                        materialize, pad, rule, wrap, wrap_dim)
@@ -357,6 +358,29 @@ def matmul_rule(self, other):
     if ra == 1:
         out = aten.squeeze.dim._call(out, -2 if rb != 1 else -1)
     return out
+
+
+def _paired_samples(x1, x2, level):
+    """Physical x1 and x2 whose broadcast batch dims pair the samples (as matmul's do)."""
+    v1, b1 = front(x1, level)
+    v2, b2 = front(x2, level)
+    rank = max(x1.dim(), x2.dim())
+    return (pad(v1, x1.dim(), rank) if b1 else v1), (pad(v2, x2.dim(), rank) if b2 else v2)
+
+
+@rule("aten::_cdist_forward", origin="matmul")
+def cdist_forward_rule(x1, x2, p, compute_mode):
+    _cdist_checks(x1, x2)
+    level = level_of((x1, x2))
+    v1, v2 = _paired_samples(x1, x2, level)
+    return make_batched(aten._cdist_forward.default._call(v1, v2, p, compute_mode), 0, level)
+
+
+@rule("aten::_euclidean_dist", origin="matmul")
+def euclidean_dist_rule(x1, x2):
+    level = level_of((x1, x2))
+    return make_batched(aten._euclidean_dist.default._call(*_paired_samples(x1, x2, level)), 0,
+                        level)
 
 
 @rule("aten::mv", origin="matmul")

@@ -29,7 +29,7 @@ _BACKWARD_OPS = [
     "nll_loss", "embedding", "_softmax_backward_data", "_log_softmax_backward_data",
     "_scaled_dot_product_flash_attention_for_cpu_backward", "batch_norm_backward",
     "_scaled_dot_product_efficient_attention_backward",
-    "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_flash_attention_backward", "_cdist_backward", "_pdist_backward",
 ]
 # (a leading underscore would hide a helper from formulas: _prelu_kernel_backward is spelled
 # prelu_kernel_backward there)

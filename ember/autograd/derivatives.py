@@ -37,7 +37,7 @@ from .._dispatch.keys import AUTOGRAD_BITS, AUTOGRAD_KEYS, K, below
 from . import anomaly_mode, _formulas, _forward
 from . import forward_ad as _fw
 from .graph import (CUDA_STREAMS, Node, SavedTensor, _seq, autograd_meta, grad_accumulator,
-                    gradient_edge)
+                    gradient_edge, move_retains_grad_hook)
 from .views import check_view_inplace, mark_no_grad_views, note_view, track_views
 from .._core.codegen import compile_source
 
@@ -876,9 +876,11 @@ def _rebase_history(t, node):
     if t._base_ is not None and _is_differentiable_dtype(t):
         copy_slices(t, node)
         return
+    old_fn, old_nr = t._grad_fn, t._output_nr
     t._grad_fn = node
     t._output_nr = 0
     t._requires_grad = True
+    move_retains_grad_hook(t, old_fn, old_nr)
     if t._autograd is not None and t._autograd.views:
         views_follow_base(t)
 

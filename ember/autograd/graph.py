@@ -550,6 +550,23 @@ def retain_grad(t):
     fn._retains_grad_hooks[t._output_nr] = retains_grad_hook
 
 
+def move_retains_grad_hook(t, old_fn, old_nr):
+    """``t``'s history was rebased (an in-place op, or a view's grad_fn regenerated after one)
+    from output ``old_nr`` of ``old_fn``: its retains_grad hook moves to the new grad_fn, so
+    ``.grad`` is the gradient of its current value (PyTorch's
+    update_tensor_hooks_on_new_gradfn). Other hooks stay with the version they were registered
+    on."""
+    if old_fn is None or t._autograd is None or not t._autograd.retains_grad:
+        return
+    hook = old_fn._retains_grad_hooks.pop(old_nr, None) if old_fn._retains_grad_hooks else None
+    if hook is None:
+        return
+    fn = t._grad_fn
+    if fn._retains_grad_hooks is None:
+        fn._retains_grad_hooks = {}
+    fn._retains_grad_hooks[t._output_nr] = hook
+
+
 def increment_version(tensor):
     """Mark ``tensor`` (or each tensor of an iterable) as modified in place, for writes autograd
     cannot see (a kernel writing through ``data_ptr``): tensors saved for backward before then

@@ -23,7 +23,8 @@ from weakref import ref as _ref
 import ember
 
 from .._dispatch import tls
-from .graph import _BACKWARD_SUFFIX, AutogradMeta, Node, autograd_meta, gradient_edge
+from .graph import (_BACKWARD_SUFFIX, AutogradMeta, Node, autograd_meta, gradient_edge,
+                    move_retains_grad_hook)
 
 __all__ = ["CopySlices", "copy_slices", "regenerate_grad_fn", "track_views",
            "mark_no_grad_views", "note_view", "forget_view", "views_follow_base",
@@ -102,10 +103,12 @@ class AsStridedBackward0(Node):
 
 
 def _set_view_history(view, fn):
+    old_fn, old_nr = view._grad_fn, view._output_nr
     view._grad_fn = fn
     view._output_nr = 0
     view._requires_grad = True
     autograd_meta(view).view_version = view._vc[0]
+    move_retains_grad_hook(view, old_fn, old_nr)
 
 
 def copy_slices(view, fn):
@@ -115,9 +118,11 @@ def copy_slices(view, fn):
         raise RuntimeError("ember: in-place operation on a view of a base with overlapping or "
                            "non-dense memory is not supported by autograd")
     cs = CopySlices(base, view, fn)
+    old_fn, old_nr = base._grad_fn, base._output_nr
     base._grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
+    move_retains_grad_hook(base, old_fn, old_nr)
     _set_view_history(view, AsStridedBackward0(base, view))
     views_follow_base(base)
 
