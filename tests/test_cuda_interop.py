@@ -54,6 +54,23 @@ def test_pin_memory_copies_into_pinned_memory_keeping_layout():
     assert type(y.grad_fn).__name__ == "PinMemoryBackward0" and g.grad.tolist() == [1.0, 1.0]
 
 
+def test_pin_memory_leaves_the_warnings_registry_alone():
+    """pin_memory runs per batch (DataLoader(pin_memory=True)): it must not reset warning
+    filters' state, so a "once" warning raised between calls is shown once; passing the
+    deprecated device warns once per call, as PyTorch's."""
+    t = ember.ones(3)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("once")
+        for _ in range(3):
+            warnings.warn("unrelated", UserWarning)
+            t.pin_memory()
+    assert [str(w.message) for w in seen] == ["unrelated"]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        t.pin_memory("cuda")
+    assert [w.category for w in seen] == [DeprecationWarning]
+
+
 def test_factories_honour_pin_memory():
     made = [ember.empty(3, pin_memory=True), ember.zeros(3, pin_memory=True),
             ember.ones(2, 2, pin_memory=True), ember.full((2,), 7, pin_memory=True),

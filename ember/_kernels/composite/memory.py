@@ -37,11 +37,8 @@ def _pin_memory(self, device=None):
 
 def pin_memory(self, device=None):
     """``self`` if it is pinned already, else a pinned copy."""
-    with warnings.catch_warnings():
-        # one deprecation warning per call, from _pin_memory (PyTorch warns in both)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pinned = ops.aten.is_pinned.default._call(self, device)
-    if pinned:
+    # (the device only draws is_pinned's deprecation warning: one per call, from _pin_memory)
+    if ops.aten.is_pinned.default._call(self, None):
         _warn_device(device, "pin_memory")
         return self
     return ops.aten._pin_memory.default._call(self, device)
