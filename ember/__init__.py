@@ -16,6 +16,9 @@ from ._core.device import (channels_last, channels_last_3d, contiguous_format, d
                            jagged, layout, memory_format, preserve_format, sparse_bsc,
                            sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided)
 from ._core.promotion import can_cast, promote_types  # noqa: F401
+from ._core.quantizer import (per_channel_affine, per_channel_affine_float_qparams,  # noqa: F401
+                              per_channel_symmetric, per_tensor_affine, per_tensor_symmetric,
+                              qscheme)
 from ._core.size import Size  # noqa: F401
 from ._core.storage import UntypedStorage  # noqa: F401
 from ._tensor import Tensor  # noqa: F401
@@ -165,10 +168,10 @@ saddmm = sspaddmm  # noqa: F821
 
 
 def __getattr__(name):
-    # ember.export, ember.multiprocessing, ember.hub, ember.onnx and ember._prims_common after
-    # `import ember`, as torch's after `import torch`: imported on first use (export's symbolic
-    # shapes bring sympy, ~0.3 s)
-    if name in ("export", "multiprocessing", "hub", "onnx", "__future__", "_prims_common"):
+    # ember.export, ember.multiprocessing, ember.hub, ember.onnx, ember.ao and
+    # ember._prims_common after `import ember`, as torch's after `import torch`: imported on
+    # first use (export's symbolic shapes bring sympy, ~0.3 s)
+    if name in ("export", "multiprocessing", "hub", "onnx", "__future__", "_prims_common", "ao"):
         import importlib
         return importlib.import_module("." + name, __name__)
     if name == "Storage":  # follows the default dtype, as torch.Storage

@@ -6,6 +6,7 @@ generated from ``native_functions.yaml`` (``ember._ops.bindings``) and enter the
 what is defined here is metadata access and the Python protocols (``len``, ``iter``, ``bool``,
 ``repr``, numbers) built on those operators.
 """
+import collections
 import numbers
 import copy
 import warnings
@@ -27,7 +28,7 @@ from ._core.tensor_impl import (  # noqa: F401  (re-exported: kernels and module
     _PYTHON_KEYS, _adopt, _alias, _keyset_for, _new, empty_tensor, make_tensor, wrap_array)
 from ._core.tensor_impl import data_ptr as _data_ptr
 from ._dispatch import tls as _tls
-from ._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS, DispatchKeySet
+from ._dispatch.keys import QUANTIZED_BITS, SPARSE_BITS, SPARSE_CSR_BITS, DispatchKeySet
 from ._ops.overload import ops
 
 # Methods import ember.autograd, _factories and _indexing when called: those modules import
@@ -41,7 +42,7 @@ class Tensor:
     # PyTorch's, created on the first such assignment)
     __slots__ = ("_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc",
                  "_base_", "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_autograd", "_fw_grad", "_sparse", "__weakref__", "__dict__")
+                 "_autograd", "_fw_grad", "_sparse", "_quantizer", "__weakref__", "__dict__")
 
     # ember.Tensor(...) is PyTorch's legacy constructor: sizes or data, default dtype; a
     # subclass's constructor makes an instance of the subclass (whose __init__ then runs).
@@ -172,7 +173,7 @@ class Tensor:
 
     @property
     def is_quantized(self):
-        return False
+        return bool(self._keyset & QUANTIZED_BITS)
 
     def get_device(self):
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
@@ -381,6 +382,8 @@ class Tensor:
         return ops.aten.item.default._call(self)
 
     def tolist(self):
+        if self.is_quantized:  # (its elements are no numbers PyTorch's tolist knows)
+            raise RuntimeError("load_scalar: invalid type")
         if self._device.type != "cpu":
             return self.cpu().tolist()
         a = self._nd()
@@ -394,6 +397,8 @@ class Tensor:
         if force:
             t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
             return t._nd()
+        if self.is_quantized:
+            raise TypeError(f"Got unsupported ScalarType {self._dtype._short}")
         if self._storage_ is None:
             kind = "Sparse" if self._keyset & SPARSE_BITS else \
                 "Sparse" + self._sparse.layout._name[7:].capitalize()
@@ -640,6 +645,12 @@ class Tensor:
         from . import _factories  # imports Tensor from here: a true cycle
         from .utils.hooks import warn_if_has_hooks
         warn_if_has_hooks(self)  # hooks are never pickled (PyTorch's _reduce_ex_internal)
+        if self.is_quantized:  # its storage and quantizer, rebuilt as torch.load rebuilds it
+            from .serialization import _quantizer_params, _rebuild_qtensor
+            return (_rebuild_qtensor, ((self._storage, self._dtype), self._offset,
+                                       tuple(self._size), tuple(self._stride),
+                                       _quantizer_params(self), self._requires_grad,
+                                       collections.OrderedDict()))
         return _factories.reduce_tensor(self)
 
     def dim_order(self, *, ambiguity_check=False):
@@ -893,7 +904,7 @@ def _rewrap(src, cls):
     t = _new(cls)
     src._storage  # noqa: B018  (materialize it: both tensors must share one storage object)
     for name in IMPL_SLOTS:
-        if name not in ("_fw_grad", "_sparse") or hasattr(src, name):
+        if name not in ("_fw_grad", "_sparse", "_quantizer") or hasattr(src, name):
             setattr(t, name, getattr(src, name))
     if cls.__torch_dispatch__ is not Tensor.__torch_dispatch__:
         t._keyset |= _PYTHON_KEYS

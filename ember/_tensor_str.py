@@ -292,6 +292,25 @@ def _sparse_str(self, indent, suffixes, tensor_contents, default_dtype):
     return (",\n" + " " * indent).join(texts)
 
 
+def _quantized_str(self, indent, suffixes):
+    """A quantized tensor's dequantized values; its size, dtype and quantization parameters go
+    to ``suffixes`` (always: no dtype is implied), as PyTorch prints them."""
+    from ._core import quantizer as Q
+    suffixes.append(f"size={tuple(self._size)}")
+    suffixes.append(f"dtype={self._dtype}")
+    scheme = self.qscheme()
+    suffixes.append(f"quantization_scheme={scheme}")
+    if scheme in (Q.per_tensor_affine, Q.per_tensor_symmetric):
+        suffixes.append(f"scale={self.q_scale()}")
+        suffixes.append(f"zero_point={self.q_zero_point()}")
+    else:
+        suffixes.append(f"scale={self.q_per_channel_scales()}")
+        suffixes.append(f"zero_point={self.q_per_channel_zero_points()}")
+        suffixes.append(f"axis={self.q_per_channel_axis()}")
+    values = self.dequantize()
+    return _tensor_str(values, indent) if values.numel() else "[]"
+
+
 def _str(self, *, tensor_contents=None):
     prefix = "tensor(" if _is_plain(self) else f"{type(self).__name__}("
     indent = len(prefix)
@@ -303,6 +322,8 @@ def _str(self, *, tensor_contents=None):
 
     if self._storage_ is None:
         tensor_str = _sparse_str(self, indent, suffixes, tensor_contents, default_dtype)
+    elif self.is_quantized:
+        tensor_str = _quantized_str(self, indent, suffixes)
     elif self._device.type == "meta":
         suffixes.append(f"size={tuple(self._size)}")
         if self._dtype is not default_dtype:

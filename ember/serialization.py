@@ -58,6 +58,9 @@ from ._core.device import device as _device, layout, sparse_coo, sparse_csr
 from ._core.device import sparse_bsc, sparse_bsr, sparse_csc
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, meta_storage
+from ._core.quantizer import (per_channel_affine, per_channel_affine_float_qparams,
+                              per_channel_symmetric, per_tensor_affine, per_tensor_symmetric,
+                              qscheme)
 from ._tensor import Tensor, _rebuild_from_type_v2, make_tensor
 from .types import FileLike, Storage
 from .utils.hooks import warn_if_has_hooks
@@ -92,6 +95,7 @@ _STORAGE_NAMES = {
     "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage",
     "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
     "complex128": "ComplexDoubleStorage",
+    "quint8": "QUInt8Storage", "qint8": "QInt8Storage", "qint32": "QInt32Storage",
 }
 _STORAGE_DTYPES = {v: D.ALIASES[k] for k, v in _STORAGE_NAMES.items()}
 
@@ -484,6 +488,7 @@ _TENSOR_TYPE = _Global("torch", "Tensor")
 _REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
 _COMPRESSED = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
 _REBUILD_META = _Global("torch._utils", "_rebuild_meta_tensor_no_storage")
+_REBUILD_QTENSOR = _Global("torch._utils", "_rebuild_qtensor")
 
 
 def _is_fake_tensor(t):
@@ -560,6 +565,12 @@ class _Pickler(pickle._Pickler):
             return (_REBUILD_SPARSE, (obj.layout, (
                 obj._sparse.compressed_indices, obj._sparse.plain_indices, obj.values(),
                 Size(obj.shape))))
+        if isinstance(obj, Tensor) and obj.is_quantized:  # its integers and its quantizer
+            storage = obj._storage
+            args = (_StorageRef(storage, obj.dtype, location_tag(storage)), obj.storage_offset(),
+                    tuple(obj.shape), tuple(obj.stride()), _quantizer_params(obj),
+                    obj.requires_grad, collections.OrderedDict())
+            return (_REBUILD_QTENSOR, args)
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
         if isinstance(obj, Size):
@@ -600,8 +611,8 @@ class _Pickler(pickle._Pickler):
         return (rebuild, args)
 
     def save(self, obj, save_persistent_id=True):
-        # dtypes reduce to a bare GLOBAL: emit it directly.
-        if isinstance(obj, D.dtype):
+        # dtypes and qschemes reduce to a bare GLOBAL: emit it directly.
+        if isinstance(obj, (D.dtype, qscheme)):
             return self._save_global_ref(_Global("torch", obj.name))
         return super().save(obj, save_persistent_id)
 
@@ -978,6 +989,57 @@ def _rebuild_sparse_tensor(layout, data):
                                                             None, None, is_coalesced)
 
 
+def _quantizer_params(t):
+    """What PyTorch pickles of a quantized tensor's quantizer (``Tensor._reduce_ex_internal``):
+    ``(per_tensor_affine, scale, zero_point)`` or ``(per_channel_affine, scales, zero_points,
+    axis)``."""
+    if t.qscheme() is per_tensor_affine:
+        return (per_tensor_affine, t.q_scale(), t.q_zero_point())
+    return (per_channel_affine, t.q_per_channel_scales(), t.q_per_channel_zero_points(),
+            t.q_per_channel_axis())
+
+
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad,
+                     backward_hooks):
+    """A quantized tensor over a loaded storage (``torch._utils._rebuild_qtensor``, with its
+    checks of a per-channel quantizer against the size)."""
+    from ._core.quantizer import PerChannelAffineQuantizer, PerTensorAffineQuantizer
+    from ._core.tensor_impl import quantized_tensor_impl
+    untyped, dtype, *view_offset = storage
+    if view_offset:
+        storage_offset += view_offset[0]
+    size, stride = tuple(size), tuple(stride)
+    scheme = quantizer_params[0]
+    if scheme is per_tensor_affine:
+        _, scale, zero_point = quantizer_params
+        quantizer = PerTensorAffineQuantizer(dtype, scale, zero_point)
+    elif scheme is per_channel_affine:
+        _, scales, zero_points, axis = quantizer_params
+        if not 0 <= axis < len(size):
+            raise ValueError(f"_rebuild_qtensor: per_channel axis {axis} out of range for size "
+                             f"{size}")
+        expected = int(size[axis])
+        n_scales = len(scales) if isinstance(scales, list) else scales.numel()
+        n_zps = len(zero_points) if isinstance(zero_points, list) else zero_points.numel()
+        if n_scales != expected or n_zps != expected:
+            raise ValueError(f"_rebuild_qtensor: per_channel scales/zero_points length must "
+                             f"equal size[axis]={expected}, got scales={n_scales}, "
+                             f"zero_points={n_zps}")
+        import ember
+        scales = ember.as_tensor(scales, dtype=D.float64).contiguous()
+        zero_points = ember.as_tensor(zero_points, dtype=D.int64).contiguous()
+        quantizer = PerChannelAffineQuantizer(dtype, scales, zero_points, axis)
+    else:
+        raise RuntimeError(f"Can't deserialize quantized tensor with qscheme {scheme}")
+    needed = _st.storage_extent(size, stride, storage_offset) * dtype.itemsize
+    if _st.numel(size) and needed > untyped.nbytes():
+        raise RuntimeError("Trying to resize storage that is not resizable")
+    t = quantized_tensor_impl(untyped, size, stride, storage_offset, quantizer, untyped.device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad)
@@ -1000,6 +1062,7 @@ def _torch_globals():
                  _rebuild_meta_tensor_no_storage,
              ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
              ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
+             ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
              ("torch.serialization", "_get_layout"): _get_layout,
              ("torch", "Tensor"): Tensor,
              ("torch", "Size"): Size,
@@ -1012,6 +1075,9 @@ def _torch_globals():
         table[("torch", name)] = StorageType(name)
     for name in D.ALIASES:
         table[("torch", name)] = D.ALIASES[name]
+    for scheme in (per_tensor_affine, per_channel_affine, per_tensor_symmetric,
+                   per_channel_symmetric, per_channel_affine_float_qparams):
+        table[("torch", scheme.name)] = scheme
     return table
 
 

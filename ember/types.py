@@ -4,8 +4,6 @@
 storage class offers to serialization. Programs import them to annotate their own code
 (``from torch.types import Number``), so they are the same kinds of objects as PyTorch's: type
 aliases, and the tuples ``_Number`` and ``py_sym_types`` for ``isinstance`` checks.
-
-PyTorch's ``_qscheme`` (``torch.qscheme``) is absent: ember has no quantized tensors.
 """
 # The underscore names let signatures use these builtins where a module attribute of the same
 # name (``torch.int``, ``torch.float``, ``torch.bool`` are dtypes) shadows them.
@@ -23,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Self, TypeAlias, Union
 
 from ._C import DispatchKey
 from ._core.device import device as _device, layout as _layout  # noqa: F401
+from ._core.quantizer import qscheme as _qscheme  # noqa: F401
 from ._core.dtype import dtype as _dtype
 from ._core.size import Size
 from ._core.symint import SymBool, SymFloat, SymInt

@@ -579,6 +579,17 @@ _ELSEWHERE = {
         row_indices_copy.default _to_sparse_csc.default _to_sparse_bsr.default
         _to_sparse_bsc.default to_sparse_csc.default to_sparse_bsr.default
         to_sparse_bsc.default""",
+    "quantized tensors (quantized inputs the table cannot make): integers bit for bit, "
+    "qparams, views, copies, printing, errors and save/load against PyTorch in "
+    "tests/test_quantized.py": """
+        quantize_per_tensor.default quantize_per_tensor.tensor_qparams
+        quantize_per_tensor.tensors quantize_per_channel.default
+        quantize_per_tensor_dynamic.default dequantize.self dequantize.tensors q_scale.default
+        q_zero_point.default q_per_channel_scales.default q_per_channel_zero_points.default
+        q_per_channel_axis.default int_repr.default _make_per_tensor_quantized_tensor.default
+        _make_per_channel_quantized_tensor.default qscheme.default
+        _empty_affine_quantized.default _empty_per_channel_affine_quantized.default
+        empty_quantized.default""",
 }
 NOT_IN_TABLE = {name: reason for reason, names in _ELSEWHERE.items() for name in names.split()}
 

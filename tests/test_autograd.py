@@ -726,6 +726,14 @@ EXEMPT_PREFIXES = {
     "aten::bitwise_right_shift": "integral only", "aten::bitwise_right_shift_": "integral only",
     "aten::logical_and_": "bool result", "aten::logical_or_": "bool result",
     "aten::logical_xor_": "bool result", "aten::logical_not_": "bool result",
+    # quantized tensors: integer or quantized inputs and outputs, nothing to differentiate
+    # (PyTorch has no formula; dequantize of a float that requires grad records a node whose
+    # backward raises, as here)
+    "aten::_empty_per_channel_affine_quantized": "quantized", "aten::empty_quantized": "quantized",
+    "aten::_make_per_channel_quantized_tensor": "quantized", "aten::int_repr": "quantized",
+    "aten::_make_per_tensor_quantized_tensor": "quantized", "aten::dequantize": "quantized",
+    "aten::q_per_channel_scales": "quantized", "aten::q_per_channel_zero_points": "quantized",
+    "aten::quantize_per_tensor_dynamic": "quantized",
     # PyTorch has no formula either: backward raises "the derivative for ... is not implemented"
     "aten::floor_divide": "no formula in PyTorch", "aten::floor_divide_": "no formula in PyTorch",
     "aten::remainder.Scalar_Tensor": "no formula in PyTorch",

@@ -100,9 +100,13 @@ LACKING = {
     # the new exporter's input-recording helpers and onnx.ops (ONNX ops as torch ops)
     "onnx": {"ExportableModule", "InputObserver", "ops"},
 }
-# quantization is out of scope (no quantized tensors): of torch.ao.quantization only the float
-# modules a model definition places exist
-AO_QUANTIZATION_HAS = {"QuantStub", "DeQuantStub", "QuantWrapper"}
+# of torch.ao.quantization: the float modules a model definition places, and eager dynamic
+# quantization (static quantization is out of scope)
+AO_QUANTIZATION_HAS = {"QuantStub", "DeQuantStub", "QuantWrapper", "ObserverBase",
+                       "MinMaxObserver", "PlaceholderObserver", "default_weight_observer",
+                       "default_dynamic_quant_observer", "QConfig", "QConfigDynamic",
+                       "default_dynamic_qconfig", "quantize_dynamic", "propagate_qconfig_",
+                       "convert", "swap_module", "get_default_dynamic_quant_module_mappings"}
 # submodules whose __all__ ember matches completely
 COMPLETE = ["library", "autograd.function", "autograd.forward_ad", "autograd.functional",
             "nn.init", "nn.utils", "nn.utils.parametrize", "nn.utils.rnn", "nn.modules",
@@ -132,7 +136,7 @@ def test_lacking_names_are_the_list(torch, name):
         f"ember.{name} has {sorted(expected - lacking)} now: take them off the list"
 
 
-def test_ao_quantization_is_the_float_stubs(torch):
+def test_ao_quantization_is_the_stubs_and_dynamic_quantization(torch):
     theirs = set(importlib.import_module("torch.ao.quantization").__all__)
     assert _lacking(torch, "ao.quantization") == theirs - AO_QUANTIZATION_HAS
     stub = ember.ao.quantization.QuantWrapper(ember.nn.Linear(2, 2))

@@ -42,16 +42,11 @@ _JIT = {
 # quantized tensors (deprecated in PyTorch)
 _QUANTIZATION = {
     "QInt32Storage", "QInt8Storage", "QUInt2x4Storage", "QUInt4x2Storage", "QUInt8Storage",
-    "choose_qparams_optimized", "dequantize", "empty_quantized", "fake_quantize_per_channel_affine",
-    "fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "int_repr",
-    "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_symmetric",
-    "per_tensor_affine", "per_tensor_symmetric", "q_per_channel_axis", "q_per_channel_scales",
-    "q_per_channel_zero_points", "q_scale", "q_zero_point", "qscheme",
-    "quantize_per_channel", "quantize_per_tensor", "quantize_per_tensor_dynamic",
-    "quantized_batch_norm", "quantized_gru", "quantized_gru_cell", "quantized_lstm",
-    "quantized_lstm_cell", "quantized_max_pool1d", "quantized_max_pool2d", "quantized_max_pool3d",
+    "choose_qparams_optimized", "fake_quantize_per_channel_affine",
+    "fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "quantized_batch_norm",
+    "quantized_gru", "quantized_gru_cell", "quantized_lstm", "quantized_lstm_cell", "quantized_max_pool1d", "quantized_max_pool2d", "quantized_max_pool3d",
     "quantized_rnn_relu_cell", "quantized_rnn_tanh_cell",
-    "ao", "quantization",
+    "quantization",
 }
 # one vendor library's kernels (cuDNN, MIOpen, oneDNN, FBGEMM) and the XLA/IPU autocast switches
 _BACKEND_PREFIXES = ("cudnn_", "miopen_", "mkldnn_", "fbgemm_")

@@ -20,12 +20,13 @@
 #include <numpy/arrayobject.h>
 
 /* Tensor.__slots__ in the order of the tables below (__weakref__ and _fw_grad are never set
- * by a constructor: an unset _fw_grad reads as absent, as in the Python code). */
+ * by a constructor: an unset _fw_grad reads as absent, as in the Python code; _quantizer is set
+ * on quantized tensors only, whose views the Python _alias makes). */
 enum { STORAGE, SIZE, STRIDE, OFFSET, DTYPE, DEVICE, KEYSET, VC, BASE, NP, REQUIRES_GRAD, GRAD,
-       GRAD_FN, OUTPUT_NR, AUTOGRAD, NSLOTS };
+       GRAD_FN, OUTPUT_NR, AUTOGRAD, QUANTIZER, NSLOTS };
 static const char *slot_names[NSLOTS] = {
     "_storage_", "_size", "_stride", "_offset", "_dtype", "_device", "_keyset", "_vc", "_base_",
-    "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_autograd"};
+    "_np", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_autograd", "_quantizer"};
 
 #define NUM_TYPES 64 /* NumPy's builtin type numbers are below this */
 
@@ -168,6 +169,8 @@ static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     for (int i = STORAGE; i <= BASE; i++)
         if (SLOT(base, i) == NULL)
             goto python;
+    if (SLOT(base, QUANTIZER) != NULL) /* a quantized tensor: its view keeps the quantizer */
+        goto python;
     /* A result's storage is still its kernel's array: Tensor._storage (a property) makes it an
      * UntypedStorage, once, for the base and all its views. */
     PyObject *storage = PyArray_CheckExact(SLOT(base, STORAGE))

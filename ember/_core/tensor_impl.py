@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from .._dispatch import tls as _tls
-from .._dispatch.keys import K as _K, bit as _bit, sparse_keyset, tensor_keyset
+from .._dispatch.keys import K as _K, bit as _bit, quantized_keyset, sparse_keyset, tensor_keyset
 from . import complex32 as _complex32
 from . import dtype as _dt
 from . import strides as _st
@@ -212,6 +212,24 @@ def _alias(base, size, stride, offset, dtype=None):
     t._grad_fn = None
     t._output_nr = 0
     t._autograd = None
+    if base._keyset & _QUANTIZED:  # a view of a quantized tensor keeps its quantizer
+        t._quantizer = base._quantizer
+    return t
+
+
+_QUANTIZED = _bit(_K.QuantizedCPU) | _bit(_K.QuantizedCUDA)
+
+
+def quantized_tensor_impl(storage, size, stride, offset, quantizer, device=CPU, base=None):
+    """A quantized tensor (PyTorch's ``QTensorImpl``): ``storage`` holds the integers of
+    ``quantizer.dtype`` (its ``_dtype``), ``quantizer`` says what they mean. With ``base`` it
+    is a view of that tensor (its storage and version counter)."""
+    t = make_tensor(storage, tuple(size), tuple(stride), offset, quantizer.dtype, device)
+    t._keyset = quantized_keyset(device.type, _tls.state.inference)
+    if base is not None:
+        t._vc = base._vc
+        t._base_ = base._base_ if base._base_ is not None else base
+    t._quantizer = quantizer
     return t
 
 

@@ -98,6 +98,21 @@ def sparse_keyset(device_type, inference=False, csr=False):
     return (tensor_keyset(device_type, inference) & ~bit(backend)) | bit(table[backend])
 
 
+# A quantized tensor's backend key likewise replaces its device's (PyTorch's QuantizedCPU): its
+# kernels (``ember/_kernels/quantized/``) know that its integers mean scale * (q - zero_point).
+QUANTIZED_OF = {K.CPU: K.QuantizedCPU}
+QUANTIZED_BITS = bit(K.QuantizedCPU) | bit(K.QuantizedCUDA)
+
+
+def quantized_keyset(device_type, inference=False):
+    """The key set of a quantized tensor on ``device_type`` (PyTorch's: QuantizedCPU,
+    ADInplaceOrView, AutogradCPU, AutocastCPU on the CPU)."""
+    backend = DEVICE_TO_BACKEND[device_type]
+    if backend not in QUANTIZED_OF:
+        raise NotImplementedError(f"ember has no quantized tensors on {device_type}")
+    return (tensor_keyset(device_type, inference) & ~bit(backend)) | bit(QUANTIZED_OF[backend])
+
+
 def below(key):
     """Mask of the keys strictly below ``key``: what a kernel at ``key`` redispatches to."""
     return bit(key) - 1

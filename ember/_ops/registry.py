@@ -32,6 +32,7 @@ _KERNEL_PACKAGES = {
     K.CUDA: "ember._kernels.cuda",
     K.SparseCPU: "ember._kernels.sparse",
     K.SparseCUDA: "ember._kernels.sparse",
+    K.QuantizedCPU: "ember._kernels.quantized",
     K.CompositeExplicitAutograd: "ember._kernels.composite",
     K.CompositeExplicitAutogradNonFunctional: "ember._kernels.composite",
     K.CompositeImplicitAutograd: "ember._kernels.composite",

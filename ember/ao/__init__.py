@@ -1,4 +1,5 @@
-"""``torch.ao``: PyTorch's architecture-optimization namespace. ember has no quantized tensors
-(see tests/test_toplevel_names.py's list of what ember leaves out), so of it only the float
-modules that model code builds before any quantization step exist: ``ao.quantization``'s stubs."""
+"""``torch.ao``: PyTorch's architecture-optimization namespace. ember has eager-mode dynamic
+quantization: ``ao.quantization``'s stubs, observers, ``QConfig`` and ``quantize_dynamic``, and
+the dynamic quantized Linear of ``ao.nn.quantized.dynamic``."""
 from . import quantization  # noqa: F401
+from . import nn  # noqa: F401

@@ -24,13 +24,13 @@ def empty_like(self, dtype=None, layout=None, device=None, pin_memory=None, memo
 
 
 def zeros_like(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    r = empty_like(self, dtype, layout, device, pin_memory, memory_format)
+    r = ops.aten.empty_like.default._call(self, dtype, layout, device, pin_memory, memory_format)
     return ops.aten.zero_.default._call(r)
 
 
 def full_like(self, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
               memory_format=None):
-    r = empty_like(self, dtype, layout, device, pin_memory, memory_format)
+    r = ops.aten.empty_like.default._call(self, dtype, layout, device, pin_memory, memory_format)
     return ops.aten.fill_.Scalar._call(r, fill_value)
 
 

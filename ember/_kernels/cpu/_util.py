@@ -183,3 +183,24 @@ def add_rows_at(out, idx, src):
     for r in range(rounds):
         pick = order[rank == r]
         out[idx[pick]] += src[pick]
+
+
+def fma_float32(a, b, c):
+    """float32 ``a * b + c`` rounded once, as a fused multiply-add instruction rounds it
+    (PyTorch's vectorized kernels, FBGEMM's quantization): the product is exact in double; the
+    double sum differs from the exact one's float32 rounding only when it lands on a float32
+    midpoint, and then the sum's rounding error says which way the exact value lies."""
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    c = np.asarray(c, np.float64)
+    s = p + c
+    with np.errstate(over="ignore", invalid="ignore"):  # (beyond float32: inf, as the FMA)
+        r = np.asarray(s.astype(np.float32))
+    tie = (s.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+    if tie.any():
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        up = tie & (err > 0) & (r.astype(np.float64) < s)
+        down = tie & (err < 0) & (r.astype(np.float64) > s)
+        r = np.where(up, np.nextafter(r, np.float32(np.inf)),
+                     np.where(down, np.nextafter(r, np.float32(-np.inf)), r))
+    return r

@@ -16,7 +16,7 @@ takes:
   stride, :func:`_iteration_order`), so a transposed tensor gets its values in memory order;
 * the rounding: the kernels built for AVX2 contract ``a * b + c`` into a fused multiply-add
   (``uniform_``'s ``x * (to - from) + from``, the vectorised Box-Muller), emulated exactly here
-  (:func:`_fma32`, :func:`_fma64`); ``normal_`` of float tensors of 16 or more contiguous
+  (``_util.fma_float32``, :func:`_fma64`); ``normal_`` of float tensors of 16 or more contiguous
   elements is ATen's AVX2 Box-Muller (``avx_mathfun.h``'s ``log256_ps``/``sincos256_ps``),
   reproduced operation by operation in float32 (:func:`_box_muller_f32`);
 * the libm: ATen calls the C library's ``log``/``log1p``/``exp``/``tan`` per element, which
@@ -53,7 +53,7 @@ from ..rules.random import (binomial_shape, check_bernoulli_float, check_bernoul
                             check_poisson, check_randperm, check_standard_gamma,
                             multinomial_shape)
 from . import _random_c
-from ._util import nd, wrap
+from ._util import fma_float32, nd, wrap
 
 _U64 = np.uint64
 _F32 = np.float32
@@ -73,25 +73,6 @@ def _uniform24(gen, n):
 def _uniform53(gen, n):
     """uniform_real_distribution<double>(0, 1): 53 bits of a 64-bit draw, times 2**-53."""
     return (gen._random64(n) & _MASK53).astype(np.float64) * 2.0 ** -53
-
-
-def _fma32(a, b, c):
-    """float32 ``a * b + c`` rounded once: the product is exact in double; the double sum
-    differs from the exact one's float32 rounding only when it lands on a float32 midpoint,
-    and then the sum's rounding error says which way the exact value lies."""
-    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
-    c = np.asarray(c, np.float64)
-    s = p + c
-    r = np.asarray(s.astype(_F32))
-    tie = (s.view(_U64) & _U64(0x1FFFFFFF)) == _U64(0x10000000)
-    if tie.any():
-        bb = s - p
-        err = (p - (s - bb)) + (c - bb)
-        up = tie & (err > 0) & (r.astype(np.float64) < s)
-        down = tie & (err < 0) & (r.astype(np.float64) > s)
-        r = np.where(up, np.nextafter(r, _F32(np.inf)), np.where(down, np.nextafter(
-            r, _F32(-np.inf)), r))
-    return r
 
 
 def _two_sum(a, b):
@@ -272,7 +253,7 @@ def _uniform_values(gen, n, from_, to, double, out=None):
     else:
         from_, to = _F32(from_), _F32(to)
         x = _uniform24(gen, n)
-        x = x if (from_, to) == (0.0, 1.0) else _fma32(x, to - from_, from_)
+        x = x if (from_, to) == (0.0, 1.0) else fma_float32(x, to - from_, from_)
     x[x == to] = from_
     return x
 
@@ -343,10 +324,10 @@ def _log256_ps(x):
     y = np.full_like(x, _F32(7.0376836292e-2))
     for c in (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
               -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1):
-        y = _fma32(y, x, _F32(c))
-    y = _fma32(y * x, z, e * _F32(-2.12194440e-4))
-    y = _fma32(z, _F32(-0.5), y)
-    return _fma32(e, _F32(0.693359375), x + y)
+        y = fma_float32(y, x, _F32(c))
+    y = fma_float32(y * x, z, e * _F32(-2.12194440e-4))
+    y = fma_float32(z, _F32(-0.5), y)
+    return fma_float32(e, _F32(0.693359375), x + y)
 
 
 def _sincos256_ps(x):
@@ -359,14 +340,14 @@ def _sincos256_ps(x):
     sign_cos = (~(j - 2) & 4) << 29
     poly = (j & 2) == 0
     for c in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
-        x = _fma32(y, _F32(c), x)
+        x = fma_float32(y, _F32(c), x)
     z = x * x
-    c1 = _fma32(np.full_like(z, _F32(2.443315711809948e-005)), z, _F32(-1.388731625493765e-003))
-    c1 = _fma32(c1, z, _F32(4.166664568298827e-002))
-    c1 = _fma32(c1 * z, z, -(z * _F32(0.5))) + _F32(1)
-    s1 = _fma32(np.full_like(z, _F32(-1.9515295891e-4)), z, _F32(8.3321608736e-3))
-    s1 = _fma32(s1, z, _F32(-1.6666654611e-1))
-    s1 = _fma32(s1 * z, x, x)
+    c1 = fma_float32(np.full_like(z, _F32(2.443315711809948e-005)), z, _F32(-1.388731625493765e-003))
+    c1 = fma_float32(c1, z, _F32(4.166664568298827e-002))
+    c1 = fma_float32(c1 * z, z, -(z * _F32(0.5))) + _F32(1)
+    s1 = fma_float32(np.full_like(z, _F32(-1.9515295891e-4)), z, _F32(8.3321608736e-3))
+    s1 = fma_float32(s1, z, _F32(-1.6666654611e-1))
+    s1 = fma_float32(s1 * z, x, x)
     ysin2 = np.where(poly, s1, _F32(0))
     ysin1 = np.where(poly, _F32(0), c1)
     s = (ysin1 + ysin2).view(np.int32) ^ sign_sin
@@ -380,7 +361,7 @@ def _box_muller_f32(u, mean, std):
     radius = np.sqrt(_F32(-2) * _log256_ps(u1))
     s, c = _sincos256_ps(_F32(_TWO_PI) * u2)
     m, sd = _F32(mean), _F32(std)
-    return np.concatenate([_fma32(radius * c, sd, m), _fma32(radius * s, sd, m)], axis=1)
+    return np.concatenate([fma_float32(radius * c, sd, m), fma_float32(radius * s, sd, m)], axis=1)
 
 
 def _box_muller_f64(u, mean, std):

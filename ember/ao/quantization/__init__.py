@@ -1,11 +1,24 @@
-"""``torch.ao.quantization``, as far as a float model uses it: ``QuantStub``, ``DeQuantStub`` and
-``QuantWrapper``. Model definitions (torchvision's quantizable models) place these modules
-where quantization will later happen; until ``convert`` swaps them they are identities, which is
-all they do here. ``prepare``/``convert``, observers and ``QConfig`` are not provided: ember has
-no quantized tensors or kernels."""
+"""``torch.ao.quantization``, as far as ember quantizes: the stubs a float model places
+(``QuantStub``, ``DeQuantStub``, ``QuantWrapper``: identities until ``convert`` swaps them), and
+eager dynamic quantization (``quantize_dynamic`` with its observers and ``QConfig``). Static
+quantization (``prepare``, calibration, quantized kernels for quantized activations) is not
+provided."""
 from ... import nn
+from .observer import (MinMaxObserver, ObserverBase, PlaceholderObserver,  # noqa: F401
+                       default_dynamic_quant_observer, default_weight_observer)
+from .qconfig import QConfig, QConfigDynamic, default_dynamic_qconfig  # noqa: F401
+from .quantize import (convert, get_default_dynamic_quant_module_mappings,  # noqa: F401
+                       propagate_qconfig_, quantize_dynamic, swap_module)
 
-__all__ = ["QuantStub", "DeQuantStub", "QuantWrapper"]
+# torch.ao.quantization.quantize is PyTorch's static-quantization function, which ember lacks,
+# not the submodule of that name
+globals().pop("quantize")
+
+__all__ = ["QuantStub", "DeQuantStub", "QuantWrapper", "ObserverBase", "MinMaxObserver",
+           "PlaceholderObserver", "default_weight_observer", "default_dynamic_quant_observer",
+           "QConfig", "QConfigDynamic", "default_dynamic_qconfig", "quantize_dynamic",
+           "propagate_qconfig_", "convert", "swap_module",
+           "get_default_dynamic_quant_module_mappings"]
 
 
 class QuantStub(nn.Module):
