@@ -259,6 +259,23 @@ def suggest_memory_format_strides(size, stride):
     return infer_dense_strides(size, stride)
 
 
+def reorder_dims(ndim, should_swap):
+    """TensorIterator's reorder_dimensions: the dims, innermost first, insertion-sorted from
+    the reversed order; ``should_swap(d0, d1)`` is 1 when d0 belongs outside d1, -1 when inside,
+    0 when the operands do not tell (the dims then keep their order)."""
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    return perm
+
+
 def infer_dense_strides(size, stride):
     """Dense strides that keep the order of ``stride`` (ATen's infer_dense_strides): an
     insertion sort of the dims by stride, smaller size first among equal strides, dims of
@@ -279,16 +296,7 @@ def infer_dense_strides(size, stride):
             return 1
         return 1 if size[d0] > size[d1] else 0
 
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            c = should_swap(perm[dim0], perm[dim1])
-            if c > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif c < 0:
-                break
+    perm = reorder_dims(ndim, should_swap)
     out = [0] * ndim
     acc = 1
     for d in perm:
@@ -351,17 +359,8 @@ def elementwise_output_perm(shape, strides_list, ambiguity_check=False):
                 return 1
         return 0
 
-    # sorted back to front, then reversed: the natural order of a permutation is front to back
-    perm = list(reversed(range(ndim)))
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in reversed(range(i)):
-            c = should_swap(perm[dim0], perm[dim1])
-            if c > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif c < 0:
-                break
+    # sorted innermost first, then reversed: the natural order of a permutation is front to back
+    perm = reorder_dims(ndim, should_swap)
     ambiguous = ambiguity_check and any(should_swap(perm[i], perm[i + 1]) != -1
                                         for i in range(ndim - 1))
     return list(reversed(perm)), ambiguous

@@ -166,8 +166,6 @@ def _iteration_order(shape, *strides):
     tensors of ``shape`` with these strides (the output's first): reorder_dimensions' insertion
     sort by ascending stride of the first operand that tells two dimensions apart (broadcast
     zero strides tell nothing; of equal strides the smaller size goes inside)."""
-    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
-
     def should_swap(d0, d1):
         for st in strides:
             s0, s1 = st[d0], st[d1]
@@ -179,16 +177,7 @@ def _iteration_order(shape, *strides):
                 return 1
         return 0
 
-    for i in range(1, len(shape)):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            c = should_swap(perm[dim0], perm[dim1])
-            if c > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif c < 0:
-                break
-    return perm[::-1]
+    return _st.reorder_dims(len(shape), should_swap)[::-1]
 
 
 def _arrange(values, shape, order):
