@@ -95,6 +95,14 @@ _OUT_SAME_DTYPE = {"gather"}
 _OUT_RESULT_DTYPE = {
     "multinomial": "multinomial expects Long tensor out, got: {out._short}",
     "aminmax": "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead",
+    # structured kernels outside TensorIterator (the codegen's resize_out check)
+    **dict.fromkeys([
+        "mm", "bmm", "addmm", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
+        "norm", "sort", "topk", "max", "min", "linalg_inv_ex", "linalg_cross", "diag",
+        "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_linear1d",
+        "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d",
+        "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"],
+        "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead"),
     # complex_out/polar_out check their out's dtype exactly (TensorFactories.cpp)
     "complex": "Expected object of scalar type {result._short} but got scalar type {out._short} "
                "for argument 'out'",
