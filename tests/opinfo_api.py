@@ -260,9 +260,11 @@ def _shared_rows(x1, x2, n=2):
 
 
 def euclidean_dist_samples(op):
+    # (no shared rows: at a zero distance the product path's squared distance is rounding
+    # noise, clamped and divided by, and PyTorch's gradient there is that noise too; cdist's
+    # direct path gives those pairs the zero gradient, tested in its samples)
     for dt in op.dtypes:
-        x1 = tensor((4, 3), dt)
-        yield Sample((x1, _shared_rows(x1, tensor((3, 3), dt))), desc=f"{dt} shared rows")
+        yield Sample((tensor((4, 3), dt), tensor((3, 3), dt)), desc=f"{dt}")
         yield Sample((tensor((2, 4, 3), dt, "transposed"), tensor((2, 5, 3), dt)),
                      desc=f"{dt} batched")
     yield Sample((tensor((4, 3), "float32"), tensor((5, 2), "float32")), desc="columns error")
