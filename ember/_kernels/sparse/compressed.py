@@ -557,15 +557,7 @@ def mv_sparse_compressed(self, vec):
 
 @_kernel("addmm", "_sparse_addmm")
 def addmm_sparse_compressed(self, mat1, mat2, beta=1, alpha=1):
-    if _is_compressed(self):
-        raise RuntimeError("addmm: the added tensor must be dense")
-    product = _mm(mat1, mat2)
-    if alpha != 1:
-        product = product * alpha
-    if beta == 0:  # self is ignored, NaN and all (BLAS's rule)
-        return product
-    self = _untracked(self)
-    return product + (self if beta == 1 else self * beta)
+    return coo.addmm_with(_mm, _is_compressed, self, mat1, mat2, beta, alpha)
 
 
 # -- shape -----------------------------------------------------------------------------------------

@@ -683,17 +683,23 @@ def mm_sparse(self, mat2):
     return _spmm(transpose_sparse(mat2, 0, 1), _untracked(self).t()).t()
 
 
-@_kernel("addmm", "_sparse_addmm")
-def addmm_sparse(self, mat1, mat2, beta=1, alpha=1):
-    if _is_sparse(self):
+def addmm_with(mm, is_sparse, self, mat1, mat2, beta, alpha):
+    """``beta * self + alpha * mm(mat1, mat2)`` for a dense ``self``: addmm of a sparse layout
+    (COO here, the compressed ones in ``compressed.py``) given its product."""
+    if is_sparse(self):
         raise RuntimeError("addmm: the added tensor must be dense")
-    product = mm_sparse(mat1, mat2)
+    product = mm(mat1, mat2)
     if alpha != 1:
         product = product * alpha
     if beta == 0:  # self is ignored, NaN and all (BLAS's rule)
         return product
     self = _untracked(self)
     return product + (self if beta == 1 else self * beta)
+
+
+@_kernel("addmm", "_sparse_addmm")
+def addmm_sparse(self, mat1, mat2, beta=1, alpha=1):
+    return addmm_with(mm_sparse, _is_sparse, self, mat1, mat2, beta, alpha)
 
 
 # -- shape ----------------------------------------------------------------------------------------
