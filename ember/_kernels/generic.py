@@ -9,6 +9,7 @@ from .._core import overlap as _overlap
 from .._core.promotion import can_cast
 from .._dispatch.keys import DEVICE_TO_BACKEND, bit
 from .._core.tensor_impl import _alias
+from .rules.out_dtype import OUT_GIVES_DTYPE, check_out_dtypes, out_rules
 
 
 def _overload(qualname):
@@ -47,8 +48,8 @@ def _last_written(dst, src):
 
 def check_out(opname, result, out):
     if not can_cast(result._dtype, out._dtype):
-        raise RuntimeError(f"{opname}: result type {result._dtype._short} can't be cast to the "
-                           f"desired output type {out._dtype._short}")
+        raise RuntimeError(f"result type {result._dtype._short} can't be cast to the desired "
+                           f"output type {out._dtype._short}")
     if out._device != result._device:
         raise RuntimeError(f"{opname}: Expected out tensor to have device {result._device}, but "
                            f"got {out._device} instead")
@@ -68,11 +69,20 @@ def resize_output(opname, out, shape):
     out._resize_metadata(tuple(shape))
 
 
-def write_out(opname, results, outs):
+def write_out(opname, results, outs, rules=(), warn=True):
+    """Resize each out to its result and copy the result in, once every out is checked: the
+    device, and the dtype by TensorIterator's can_cast unless the op has its own rule. ``warn``:
+    resize as at::native::resize_output does (a non-empty out warns), else as resize_ (silently),
+    as the older ATen kernels do."""
+    rules = tuple(rules) + (None,) * (len(outs) - len(rules))
+    for r, o, rule in zip(results, outs, rules):
+        if rule is None or o._device != r._device:
+            check_out(opname, r, o)
     for r, o in zip(results, outs):
-        check_out(opname, r, o)
-    for r, o in zip(results, outs):
-        resize_output(opname, o, r._size)
+        if warn:
+            resize_output(opname, o, r._size)
+        elif tuple(o._size) != tuple(r._size):
+            o._resize_metadata(tuple(r._size))
         copy_into(o, r)
 
 
@@ -88,27 +98,21 @@ _OUT_NO_OVERLAP = {"gather", "index_select", "take", "masked_select", "kthvalue"
 # ... of which these check after resizing out (ATen's gather meta function): an out that only
 # overlaps an input once grown is refused too
 _OUT_OVERLAP_AFTER_RESIZE = {"gather"}
+# Ops whose ATen out= kernel resizes out with resize_ (no warning) instead of resize_output
+_OUT_RESIZE_SILENTLY = {"addbmm", "col2im", "im2col", "max_unpool2d", "max_unpool3d",
+                        "narrow_copy", "reflection_pad2d"}
 # Ops whose out= must have self's dtype exactly (ATen checks it before anything else)
 _OUT_SAME_DTYPE = {"gather"}
-# Ops whose out= must have the result's dtype exactly, checked after the op's own argument
-# checks: ATen's multinomial_out, and structured kernels' set_output (aminmax)
-_OUT_RESULT_DTYPE = {
-    "multinomial": "multinomial expects Long tensor out, got: {out._short}",
-    "aminmax": "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead",
-    # structured kernels outside TensorIterator (the codegen's resize_out check)
-    **dict.fromkeys([
-        "mm", "bmm", "addmm", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
-        "norm", "sort", "topk", "max", "min", "linalg_inv_ex", "linalg_cross", "diag",
-        "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_linear1d",
-        "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d",
-        "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"],
-        "Expected out tensor to have dtype {result._cpp}, but got {out._cpp} instead"),
-    # complex_out/polar_out check their out's dtype exactly (TensorFactories.cpp)
-    "complex": "Expected object of scalar type {result._short} but got scalar type {out._short} "
-               "for argument 'out'",
-    "polar": "Expected object of scalar type {result._short} but got scalar type {out._short} "
-             "for argument 'out'",
-}
+
+
+def write_checked(functional_qualname, args, results, outs, out_qualname=None):
+    """write_out for a hand-written out= kernel: the out= dtype rules of ``functional_qualname``
+    (applied to its arguments ``args``) or of ``out_qualname`` in place of TensorIterator's
+    can_cast."""
+    base = functional_qualname.partition(".")[0]
+    rules = check_out_dtypes(out_rules(functional_qualname, out_qualname, base, len(outs)),
+                              results, outs, args)
+    write_out(base, results, outs, rules, warn=base not in _OUT_RESIZE_SILENTLY)
 
 
 def _check_same_dtype(outs, inputs):
@@ -133,7 +137,9 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
     opname = op._schema.base_name
     fargs = op._schema.arguments
     late = opname in _OUT_OVERLAP_AFTER_RESIZE
-    exact_dtype = _OUT_RESULT_DTYPE.get(opname)
+    rules = out_rules(functional_qualname, out_qualname, opname, nout)
+    dtype_at = [a.name for a in fargs].index("dtype") \
+        if functional_qualname in OUT_GIVES_DTYPE else None
     checks = [_check_overlap] if pointwise else \
         [_check_same_dtype] * (opname in _OUT_SAME_DTYPE) + \
         [_check_no_overlap] * (opname in _OUT_NO_OVERLAP and not late)
@@ -145,18 +151,19 @@ def out_wrapper(functional_qualname, out_qualname=None, pointwise=False):
             outs = args[-nout:]
             for check in checks:
                 check(outs, args[:-nout])
-            result = op._call(*args[:-nout])
+            fargs_given = args[:-nout]
+            if dtype_at is not None and fargs_given[dtype_at] is None:
+                fargs_given = fargs_given[:dtype_at] + (outs[0]._dtype,) + \
+                    fargs_given[dtype_at + 1:]
+            result = op._call(*fargs_given)
             results = (result,) if nout == 1 else tuple(result)
-            if exact_dtype is not None:
-                for r, o in zip(results, outs):
-                    if o._dtype is not r._dtype:
-                        raise RuntimeError(exact_dtype.format(out=o._dtype, result=r._dtype))
+            checked = check_out_dtypes(rules, results, outs, fargs_given)
             if late:
                 for r, o in zip(results, outs):
                     check_out(opname, r, o)
                     resize_output(opname, o, r._size)
                 _check_no_overlap(outs, args[:-nout])
-            write_out(opname, results, outs)
+            write_out(opname, results, outs, checked, warn=opname not in _OUT_RESIZE_SILENTLY)
             return outs[0] if nout == 1 else tuple(outs)
         return out_kernel
 

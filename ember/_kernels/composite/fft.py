@@ -12,7 +12,7 @@ import math
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
-from ..generic import write_out
+from ..generic import write_checked, write_out
 
 
 # fft_norm_mode
@@ -65,8 +65,8 @@ def _fft_r2c_out(self, dim, normalization, onesided, out):
     if not onesided and not out._dtype.is_complex:
         raise NotImplementedError(f'"_fft_fill_with_conjugate_symmetry" not implemented for '
                                   f"'{out._dtype._short}'")
-    write_out("_fft_r2c", (ops.aten._fft_r2c.default._call(self, dim, normalization, onesided),),
-              (out,))
+    write_checked("_fft_r2c", (self, dim, normalization, onesided),
+                  (ops.aten._fft_r2c.default._call(self, dim, normalization, onesided),), (out,))
     return out
 
 

@@ -56,12 +56,14 @@ def positive(self):
 # -- out= forms whose out names differ from the returns' (PyTorch's max.dim_max quirk) ----------
 
 def max_dim_max(self, dim, keepdim, max, max_values):  # noqa: A002  (schema names)
-    _generic.write_out("max", _aten.max.dim._call(self, dim, keepdim), (max, max_values))
+    _generic.write_checked("max.dim", (self, dim, keepdim), _aten.max.dim._call(self, dim, keepdim),
+                           (max, max_values))
     return max, max_values
 
 
 def min_dim_min(self, dim, keepdim, min, min_indices):  # noqa: A002
-    _generic.write_out("min", _aten.min.dim._call(self, dim, keepdim), (min, min_indices))
+    _generic.write_checked("min.dim", (self, dim, keepdim), _aten.min.dim._call(self, dim, keepdim),
+                           (min, min_indices))
     return min, min_indices
 
 

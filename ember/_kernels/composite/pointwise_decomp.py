@@ -53,7 +53,12 @@ def ldexp_(self, other):
 
 
 def ldexp_out(self, other, out):
-    return _aten.mul.out._call(self, _aten.exp2.default._call(other), out)
+    """mul_out's checks, with ldexp's message for a result out cannot hold."""
+    from .. import generic
+    generic._check_overlap((out,), (self, other))
+    result = ldexp_Tensor(self, other)
+    generic.write_checked("ldexp", (self, other), (result,), (out,))
+    return out
 
 
 def renorm(self, p, dim, maxnorm):

@@ -5,7 +5,7 @@ device, because the ops they call have a kernel per device.
 """
 from ..._core import dtype as D
 from ..._ops.overload import ops
-from ..generic import write_out
+from ..generic import write_checked, write_out
 from .factory import empty_like
 
 
@@ -38,7 +38,8 @@ def bernoulli_Tensor(self, p, generator=None):
 
 
 def bernoulli_float_out(self, p=0.5, generator=None, out=None):
-    write_out("bernoulli", (bernoulli_p(self, p, generator),), (out,))
+    write_checked("bernoulli.p", (self, p, generator), (bernoulli_p(self, p, generator),), (out,),
+                  "bernoulli.float_out")
     return out
 
 
@@ -64,23 +65,27 @@ def randint_like_Tensor(self, high, dtype=None, layout=None, device=None, pin_me
                                   memory_format)
 
 
+# randint_like's out= forms draw in out's dtype, as PyTorch's do (any out dtype is taken)
+
 def randint_like_out(self, high, memory_format=None, out=None):
-    write_out("randint_like", (randint_like(self, high, memory_format=memory_format),), (out,))
+    r = randint_like(self, high, out._dtype, memory_format=memory_format)
+    write_out("randint_like", (r,), (out,))
     return out
 
 
 def randint_like_low_dtype_out(self, low, high, memory_format=None, out=None):
-    r = randint_like_low_dtype(self, low, high, memory_format=memory_format)
+    r = randint_like_low_dtype(self, low, high, out._dtype, memory_format=memory_format)
     write_out("randint_like", (r,), (out,))
     return out
 
 
 def randint_like_Tensor_out(self, high, memory_format=None, out=None):
-    r = randint_like_Tensor(self, high, memory_format=memory_format)
+    r = randint_like_Tensor(self, high, out._dtype, memory_format=memory_format)
     write_out("randint_like", (r,), (out,))
     return out
 
 
 def poisson_out(self, generator=None, out=None):
-    write_out("poisson", (ops.aten.poisson.default._call(self, generator),), (out,))
+    write_checked("poisson", (self, generator), (ops.aten.poisson.default._call(self, generator),),
+                  (out,), "poisson.out")
     return out

@@ -184,7 +184,9 @@ def nanquantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear")
 # -- nansum/nanmean out= forms: a floating input reduces in the out dtype, which must be floating --
 
 def _check_nan_out(self, dtype, out):
-    if self._dtype.is_floating_point and dtype is None and out._dtype._category < D.FLOATING \
+    # the sum runs in out's dtype (ATen's infer_dtype_from_optional), which has no integral,
+    # bool or complex kernel for a floating input
+    if self._dtype.is_floating_point and dtype is None and not out._dtype.is_floating_point \
             and self.numel():  # an empty input runs no kernel
         raise NotImplementedError(f'"nansum_cpu" not implemented for \'{out._dtype._short}\'')
 

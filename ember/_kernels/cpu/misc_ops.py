@@ -4,7 +4,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._core.promotion import result_type_of
-from ..rules.factory import linspace_dtype
+from ..rules.factory import check_range_kernel, linspace_dtype
 from .factory import honour_pin_memory
 from .ranges import linspace
 from .pointwise import as_array
@@ -18,6 +18,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
     """base ** linspace(start, end, steps): the exponents laid out as linspace lays out its
     points (in double for integral dtypes), then raised and cast to the result dtype."""
     dtype = linspace_dtype(start, end, dtype)
+    check_range_kernel("logspace_cpu", dtype)
     work = dtype if (dtype.is_floating_point or dtype.is_complex) else D.float64
     exps = nd(linspace(start, end, steps, work))
     with np.errstate(all="ignore"):

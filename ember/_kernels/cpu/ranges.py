@@ -7,7 +7,8 @@ exactly ``end``.
 import numpy as np
 
 from ..._core.dtype import get_default_dtype
-from ..rules.factory import arange_dtype, arange_params, check_eye, check_steps, linspace_dtype
+from ..rules.factory import (arange_dtype, arange_params, check_eye, check_range_kernel,
+                             check_steps, linspace_dtype)
 from ._util import wrap
 from .factory import honour_pin_memory
 
@@ -26,6 +27,7 @@ def arange_values(xp, start, end, step, dtype):
 
 @honour_pin_memory
 def arange_start_step(start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+    check_range_kernel("arange_cpu", arange_dtype(start, end, step, dtype))
     return wrap(arange_values(np, start, end, step, dtype)[1])
 
 
@@ -43,6 +45,7 @@ def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=No
 def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
     check_steps(steps)
     dtype = linspace_dtype(start, end, dtype)
+    check_range_kernel("linspace_cpu", dtype)
     # step in the result type for floating dtypes, in double for integral ones (as ATen does)
     if dtype.is_complex:
         work = dtype._np

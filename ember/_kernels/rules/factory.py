@@ -208,6 +208,13 @@ def _not_implemented(kernel, dtype):
     raise NotImplementedError(f'"{kernel}" not implemented for \'{dtype._short}\'')
 
 
+def check_range_kernel(kernel, dtype):
+    """The dtypes ATen's CPU range kernels have no loop for: bool (arange_cpu, linspace_cpu,
+    logspace_cpu) and complex (arange_cpu). The Meta kernels, which run no loop, take them."""
+    if dtype is D.bool_ or (kernel == "arange_cpu" and dtype.is_complex):
+        _not_implemented(kernel, dtype)
+
+
 def check_uniform(self, from_, to):
     d = self._dtype
     if d._category < D.FLOATING or d in D.FLOAT8:  # (no float8 random kernels in ATen)
