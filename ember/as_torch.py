@@ -26,6 +26,7 @@ import types
 
 from . import version as _version
 from ._core import api_name
+from .torch_version import TorchVersion
 from .version import pytorch_api
 
 __all__ = ["install", "uninstall", "is_installed"]
@@ -265,7 +266,7 @@ def install():
     # ember._C is a module, not a package, so its submodules are found only in sys.modules
     for name in [n for n in sys.modules if n.startswith("ember._C.")]:
         sys.modules.setdefault("torch" + name[5:], sys.modules[name])
-    sys.modules["ember"].__version__ = _version.__version__ = pytorch_api
+    sys.modules["ember"].__version__ = _version.__version__ = TorchVersion(pytorch_api)
     # libraries check the module's own name too (pyro patches "torch.distributions..." after
     # asserting that the root module is named "torch")
     sys.modules["ember"].__name__ = "torch"

@@ -1,5 +1,7 @@
 """``ember.version``, as ``torch.version``: the release this tree is (``pyproject.toml``'s)."""
-__version__ = "0.1.0"
+from .torch_version import TorchVersion
+
+__version__ = TorchVersion("0.1.0")
 # The PyTorch release whose API and behaviour ember follows (its tests' oracle): the version
 # ``ember.as_torch`` reports for the ``torch`` distribution, which libraries check.
 pytorch_api = "2.13.0"

@@ -3,14 +3,18 @@ process launcher (``spawn``, ``start_processes``: :mod:`.spawn`), as ``torch.mul
 
 Tensors reach other processes two ways. Across a fork, a tensor whose storage was moved into
 shared memory (``Tensor.share_memory_``, ``Module.share_memory``: Hogwild training) is the same
-memory in both processes. Pickled (a ``Queue``, a ``spawn``'s arguments), a tensor arrives as a
-copy: ember has no shared-memory handles to send, where PyTorch sends its shared storages by
+memory in both processes. Pickled (a ``Queue``, a ``Pool``'s tasks, a ``spawn``'s arguments), a
+tensor is sent by the reducers of :mod:`.reductions` (registered on import, as PyTorch's): its
+storage once per message, so views sent together share memory on arrival, but as a copy of its
+bytes: ember has no shared-memory handles to send, where PyTorch sends its shared storages by
 file descriptor or file name. The sharing strategies name those two ways of PyTorch's; ember
-records the choice and reports it, and copies either way."""
+records the choice and reports it, and copies either way. :mod:`.queue` and :mod:`.pool` are
+PyTorch's ``Queue``/``SimpleQueue``/``Pool`` over ``ForkingPickler``."""
 import multiprocessing
 import sys
 from multiprocessing import *  # noqa: F401,F403  (Python's, under this name)
 
+from .reductions import init_reductions
 from .spawn import (ProcessContext, ProcessException, ProcessExitedException,  # noqa: F401
                     ProcessRaisedException, SpawnContext, spawn, start_processes)
 
@@ -42,3 +46,6 @@ def get_sharing_strategy():
 def get_all_sharing_strategies():
     """The sharing strategies this platform has (PyTorch's)."""
     return _all_sharing_strategies
+
+
+init_reductions()

@@ -74,6 +74,10 @@ def _poisoned(grad_outputs):
 
 
 def __getattr__(name):
-    if name in __all__:
+    # (backcompat and collect_env are attributes of torch.utils too, not in its list)
+    if name in __all__ or name in ("backcompat", "collect_env"):
         return importlib.import_module(f".{name}", __name__)
+    if name == "ThroughputBenchmark":
+        from .throughput_benchmark import ThroughputBenchmark
+        return ThroughputBenchmark
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
