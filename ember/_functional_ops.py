@@ -1,10 +1,25 @@
 """Python-level functions whose behaviour PyTorch defines in Python rather than in one aten
 schema (``torch/functional.py``, ``torch/_tensor.py``): they pick an aten overload from their
 arguments and shape the result. Exported from ``ember`` (and the matching ``Tensor`` methods)."""
+import functools
+
+from . import overrides as _overrides
 from ._ops.overload import ops as _ops
 from ._tensor import Tensor as _Tensor
 
 __all__ = ["unique", "unique_consecutive", "norm"]
+
+
+def _overridable(fn):
+    """torch/functional.py's has_torch_function check: an argument whose type defines
+    ``__torch_function__`` (an fx Proxy, a tensor subclass), or a TorchFunctionMode, gets the
+    call, which symbolic tracing then records as this function."""
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        if _overrides._TF_ON and _overrides.has_torch_function(args):
+            return _overrides.handle_torch_function(public, args, *args, **kwargs)
+        return fn(*args, **kwargs)
+    return public
 
 
 def _unique_result(output, inverse, counts, return_inverse, return_counts):
@@ -18,6 +33,7 @@ def _unique_result(output, inverse, counts, return_inverse, return_counts):
     return output
 
 
+@_overridable
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """torch.unique: aten ``_unique2`` over all elements, ``unique_dim`` over slices."""
     if dim is None:
@@ -27,11 +43,13 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return _unique_result(*out, return_inverse, return_counts)
 
 
+@_overridable
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     out = _ops.aten.unique_consecutive.default(input, return_inverse, return_counts, dim)
     return _unique_result(*out, return_inverse, return_counts)
 
 
+@_overridable
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
     """torch.norm: 'fro' (over at most two dims) and numeric p are vector norms over ``dim``
     (every dim when None); 'nuc' and 'fro' over other dims are matrix norms."""
@@ -89,6 +107,7 @@ def _tensors(args):
     return list(args)
 
 
+@_overridable
 def meshgrid(*tensors, indexing=None):
     """torch.meshgrid: ``indexing`` 'ij' (the default, with PyTorch's warning) or 'xy'."""
     ts = _tensors(tensors)
@@ -119,30 +138,39 @@ def einsum(*args):
         raise ValueError("einsum(): must specify the equation string and at least one operand, "
                          "or at least one operand and its subscripts list")
     if isinstance(args[0], str):
-        equation, operands = args[0], _tensors(args[1:])
+        equation, operands = args[0], args[1:]
     else:  # sublist format
-        operands = list(args[0::2][:len(args) // 2])
+        operands = args[0::2][:len(args) // 2]
         subs = [_sublist_letters(s) for s in args[1::2][:len(operands)]]
         equation = ",".join(subs)
         if len(args) % 2 == 1:
             equation += "->" + _sublist_letters(args[-1])
-    return _ops.aten.einsum.default(equation, operands)
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])  # the old form: one sequence of operands
+    if _overrides._TF_ON and _overrides.has_torch_function(operands):
+        # (recorded by a trace in the (equation, *operands) form, as PyTorch's)
+        return _overrides.handle_torch_function(einsum, operands, equation, *operands)
+    return _ops.aten.einsum.default(equation, list(operands))
 
 
+@_overridable
 def block_diag(*tensors):
     return _ops.aten.block_diag.default(list(tensors))
 
 
+@_overridable
 def cartesian_prod(*tensors):
     return _ops.aten.cartesian_prod.default(list(tensors))
 
 
+@_overridable
 def chain_matmul(*matrices, out=None):
     if out is not None:
         return _ops.aten.chain_matmul.out(list(matrices), out=out)
     return _ops.aten.chain_matmul.default(list(matrices))
 
 
+@_overridable
 def tensordot(a, b, dims=2, out=None):
     """torch.tensordot: ``dims`` an int (the last dims of a with the first of b), a pair of lists,
     or a 2-element tensor/list of ints."""
@@ -194,6 +222,7 @@ __all__ += ["broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
             "get_float32_matmul_precision"]
 
 
+@_overridable
 def broadcast_tensors(*tensors):
     """torch.broadcast_tensors: varargs over aten ``broadcast_tensors``."""
     return tuple(_ops.aten.broadcast_tensors.default(list(tensors)))
@@ -227,6 +256,7 @@ def broadcast_shapes(*shapes):
 
 
 def _atleast(op):
+    @_overridable
     def fn(*tensors):
         # one tensor -> a tensor; several (or one sequence) -> a tuple, as torch/functional.py
         if len(tensors) == 1:
@@ -247,6 +277,7 @@ _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_
                 "donot_use_mm_for_euclid_dist": 2}
 
 
+@_overridable
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """torch.cdist: the compute_mode string picks aten ``cdist``'s integer mode."""
     if compute_mode not in _CDIST_MODES:
@@ -254,6 +285,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return _ops.aten.cdist.default(x1, x2, p, _CDIST_MODES[compute_mode])
 
 
+@_overridable
 def unravel_index(indices, shape):
     """torch.unravel_index: the coordinates of flat ``indices`` in ``shape``, one tensor per
     dimension (torch/functional.py's ``_unravel_index``)."""

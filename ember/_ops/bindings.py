@@ -12,14 +12,17 @@ Overloads that only differ from another by ``Scalar`` in place of ``Tensor`` (``
 get no Python binding: as in PyTorch, numbers passed to the Tensor form become wrapped numbers.
 """
 import collections
+import functools
 import importlib
 import numbers
 import operator
+import warnings
 
 import numpy as np
 
 from .._core import api_name as _api_name
 from .._core import dtype as D
+from .._core import promotion as _promotion
 from .._core.symint import SymInt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
@@ -89,6 +92,16 @@ _INTEGRAL = D.INTEGRAL
 def scalar_tensor(v):
     """A 0-dim tensor that needs no grad: what PyTorch's parser accepts for a Scalar."""
     return hasattr(v, "_keyset") and v.dim() == 0 and not v.requires_grad
+
+
+def wrapped_number(v, others):
+    """The tensor PyTorch's parser makes of a number passed as a Tensor (for the ops that allow
+    it): 0-dim, on the CPU, of the dtype the op gives it beside the tensors ``others``, so that
+    type promotion ranks it as the wrapped number it stands for, below 0-dim tensors."""
+    from .. import tensor
+    if v.__class__ in NUMPY_SCALARS:
+        v = v.item()
+    return tensor(v, dtype=_promotion.result_type_of((*others, v)))
 
 
 def is_int(v):
@@ -245,6 +258,61 @@ ALLOW_NUMBERS_AS_TENSORS = {"add", "add_", "div", "div_", "divide", "divide_", "
                             "multiply", "multiply_", "sub", "sub_", "subtract", "subtract_",
                             "true_divide", "true_divide_", "to", "_to_copy", "copy_",
                             "floor_divide", "floor_divide_", "_conj"}
+# PyTorch's deprecated Python signatures (tools/autograd/deprecated.yaml), which take the
+# scalar multipliers positionally, before the tensors they scale: base name -> the parameter
+# orders accepted besides the current one (alpha, beta and value are Numbers, the rest Tensors,
+# in the current signature's order). They warn once per process, as TORCH_WARN_ONCE does.
+DEPRECATED_SIGNATURES = {
+    "add": [("self", "alpha", "other")], "sub": [("self", "alpha", "other")],
+    "addcmul": [("self", "value", "tensor1", "tensor2")],
+    "addcdiv": [("self", "value", "tensor1", "tensor2")],
+    **{name: [("beta", "self", "alpha", a, b), ("beta", "self", a, b)]
+       for name, a, b in [("addmm", "mat1", "mat2"), ("addmv", "mat", "vec"),
+                          ("addr", "vec1", "vec2"), ("addbmm", "batch1", "batch2"),
+                          ("baddbmm", "batch1", "batch2")]}}
+_SCALAR_PARAMS = {"alpha", "beta", "value"}
+_deprecated_warned = False
+
+
+def _deprecated_call(binding, fname, method, args, kwargs, sigs, has_out, positional):
+    """Call ``binding`` for ``args`` given in one of ``fname``'s deprecated parameter orders;
+    a TypeError when they fit none (``binding`` takes ``positional`` arguments)."""
+    global _deprecated_warned
+    numbers = fname.rstrip("_") in ALLOW_NUMBERS_AS_TENSORS
+    n = positional - (1 if method else 0)
+    too_many = TypeError(f"{fname}() takes {n} positional argument{'s' if n != 1 else ''} but "
+                         f"{len(args) - (1 if method else 0)} were given")
+    # the keyword scalars (all default to 1) have no place beside a deprecated order
+    if any(kwargs.pop(name, 1) != 1 for name in _SCALAR_PARAMS):
+        raise too_many
+    for form in DEPRECATED_SIGNATURES[fname.rstrip("_")]:
+        params = [n for n in form if not (method and n == "self")]
+        given = args[1:] if method else args
+        if len(given) != len(params):
+            continue
+        tensors = [args[0]] if method else []
+        scalars = {}
+        for name, value in zip(params, given):
+            if name in _SCALAR_PARAMS:
+                if not (is_number(value) or scalar_tensor(value)):
+                    break
+                scalars[name] = value
+            elif hasattr(value, "_keyset") or numbers and name != "self" \
+                    and is_number(value):
+                tensors.append(value)
+            else:
+                break
+        else:
+            if not _deprecated_warned:
+                _deprecated_warned = True
+                sig = ", ".join(f"Number {n}" if n in _SCALAR_PARAMS else
+                                f"Tensor {'input' if n == 'self' else n}" for n in params)
+                sig += ", *, Tensor out = None" if has_out else ""
+                warnings.warn(f"This overload of {fname} is deprecated:\n\t{fname}({sig})\n"
+                              "Consider using one of the following signatures instead:"
+                              + "".join(f"\n\t{fname}{s}" for s in sigs), stacklevel=4)
+            return binding(*tensors, **scalars, **kwargs)
+    raise too_many
 
 
 def _candidates(overloads, method):
@@ -444,6 +512,15 @@ def _gen(fname, cands, method):
             if method and a.name == "self":
                 continue
             var = call_args[pos]
+            if c.allow_numbers and not method and pos == 0 and a.base == "Tensor" \
+                    and not a.is_list and not a.optional:
+                # torch.div(1.0, t): PyTorch's parser wraps a number given as ``input`` too
+                others = "".join(f"{call_args[i]}, " for i, o in enumerate(sch.arguments)
+                                 if i and o.base == "Tensor" and not o.is_list)
+                conv += [f"if not isinstance({var}, Tensor):",
+                         f"    if not _is_number({var}): raise _bad(1, {var!r}, 'Tensor', {var})",
+                         f"    {var} = _wrapped_number({var}, ({others}))"]
+                continue
             strict = True if not single else ("numbers" if c.allow_numbers and pos > 0 else False)
             if c.allow_numbers and not single and a.base == "Tensor" and pos > 0:
                 strict = "numbers"
@@ -451,6 +528,17 @@ def _gen(fname, cands, method):
                                        scalar_tensors))
         alias_lines = [ln.replace("{fname}", fname)
                        for ln in _numpy_alias_lines(params, call_args, single)]
+        if single and fname.rstrip("_") in DEPRECATED_SIGNATURES:
+            # extra positionals: one of the deprecated orders (scalars first)
+            positional = [p.partition("=")[0] for p in params[:params.index("*")]]
+            params[params.index("*")] = "*_dep"
+            # (the keyword scalars too: given beside a deprecated order, PyTorch refuses them)
+            kw = "{" + "".join(f"{n!r}: {n}, " for n in ("alpha", "beta", "value", "out")
+                               if any(p.partition("=")[0] == n for p in params)) + "}"
+            fn_dep = (f"if _dep: return _deprecated(_b{ci}, {fname!r}, {method}, "
+                      f"({''.join(p + ', ' for p in positional)}*_dep), {kw})")
+        else:
+            fn_dep = None
         params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
         if varargs is not None:
             v = call_args[sch.arguments.index(varargs)]
@@ -470,6 +558,11 @@ def _gen(fname, cands, method):
         elif len(sch.returns) == 1 and sch.returns[0].is_list:
             call = f"tuple({call})"  # PyTorch returns a Tensor[] as a tuple
         fn_lines = [f"def _b{ci}({params_src}):"] + ["    " + ln for ln in alias_lines]
+        if fn_dep:
+            fn_lines.append("    " + fn_dep)
+            ns["_deprecated"] = functools.partial(_deprecated_call, sigs=sigs,
+                                                  has_out=c.out_ov is not None,
+                                                  positional=len(positional))
         if single:
             fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
                                                           c.out_ov is not None, factory, ns))
@@ -655,7 +748,7 @@ def generate(tensor_cls):
             module_of[base] = pymod
     functions = {}
     common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
-              "_scalar_tensor": scalar_tensor, "_is_int": is_int,
+              "_scalar_tensor": scalar_tensor, "_is_int": is_int, "_wrapped_number": wrapped_number,
               "_int_list": int_list, "_np_scalars": NUMPY_SCALARS, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,

@@ -14,6 +14,7 @@ import keyword
 import math
 import operator
 import re
+import typing
 from collections import defaultdict
 
 import ember
@@ -23,6 +24,10 @@ from .immutable_collections import immutable_dict, immutable_list
 from .node import Node, _qualified_name, _type_repr, map_arg
 
 __all__ = ["Graph", "CodeGen", "PythonCode"]
+
+# a pre-PEP 585 generic's origin is the builtin (tuple): name it by its typing alias, as written
+_ORIGIN_TYPES = {list: typing.List, dict: typing.Dict, set: typing.Set,
+                 frozenset: typing.FrozenSet, tuple: typing.Tuple}
 
 # Names always defined in generated code (PyTorch's _custom_builtins, with ember for torch).
 _CUSTOM_BUILTINS = {"inf": math.inf, "nan": math.nan, "NoneType": type(None)}
@@ -198,6 +203,18 @@ class CodeGen:
         def type_repr(o):
             if o is type(None):
                 return "None"
+            if o == ():  # Tuple[()]
+                return "()"
+            origin = getattr(o, "__origin__", None)
+            if origin is not None:
+                # typing.Tuple[Tensor, Tensor], list[int]: the generic itself is a global too
+                if isinstance(o, typing._GenericAlias):
+                    origin = _ORIGIN_TYPES.get(origin, origin)
+                name = origin.__qualname__ if isinstance(origin, type) \
+                    and origin.__module__ == "builtins" else \
+                    add_global(_type_repr(origin).replace(".", "_"), origin)
+                args = typing.get_args(o)
+                return f"{name}[{','.join(type_repr(a) for a in args)}]" if args else name
             if isinstance(o, type):
                 if o.__module__ == "builtins":
                     return o.__qualname__

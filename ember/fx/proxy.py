@@ -158,12 +158,22 @@ def _user_stack_trace():
     return "".join(traceback.format_list(frames[-1:])) if frames else ""
 
 
+_BARE_PROXY_REGISTERED = []
+
+
 class GraphAppendingTracer(TracerBase):
     """A tracer that appends to an existing graph (for Proxies built by hand)."""
 
     def __init__(self, graph):
         super().__init__()
         self.graph = graph
+        # Proxies built by hand (code generators such as e3nn's) live outside any trace, which
+        # is what keeps Proxy in overrides._TF_ON otherwise: from now on ember functions
+        # called on them must consult __torch_function__, as for a Tensor subclass defining it
+        if Proxy not in _BARE_PROXY_REGISTERED:
+            from .. import overrides
+            overrides._TF_ON.append(Proxy)
+            _BARE_PROXY_REGISTERED.append(Proxy)
         self.scope = Scope("", None)
         self.module_stack = collections.OrderedDict()
         self.node_name_to_scope = {}
