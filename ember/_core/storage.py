@@ -5,10 +5,12 @@ Kernels that produce a fresh NumPy array hand it to :func:`from_array`, which ad
 memory without copying.
 """
 import mmap
+import os
 import weakref
 
 import numpy as np
 
+from . import shared_memory as _shm
 from .allocator import cpu_cache as _cpu_cache
 from .device import CPU, META, device as _device
 from .dtype import uint8
@@ -253,30 +255,114 @@ class UntypedStorage:
             raise TypeError("cannot pin 'torch.storage.UntypedStorage' only CPU memory can be pinned")
         return self._as_byte_tensor().pin_memory(device).untyped_storage()
 
-    # -- shared memory (what crosses a fork: ember.multiprocessing) ----------------------------
+    # -- shared memory (ember.multiprocessing: what other processes map) ----------------------
     def share_memory_(self):
-        """Move a CPU storage's bytes into memory shared with the processes this one forks
-        (an anonymous shared mapping), in place: the tensors viewing it follow. As PyTorch's, a
-        shared storage can no longer be resized, and device storages (shared already) and meta
-        ones are left as they are. A storage pickled to another process is still sent as a copy
-        (ember has no shared-memory handles to send)."""
+        """Move a CPU storage's bytes into shared memory, in place: the tensors viewing it
+        follow. Under the ``file_descriptor`` sharing strategy the memory is an anonymous file
+        (``memfd_create``) whose descriptor the storage keeps; under ``file_system`` a file of
+        ``/dev/shm`` known by its name (:mod:`ember.multiprocessing`). Either is mapped
+        ``MAP_SHARED``, so a forked child shares it, and a pickled storage is sent as its handle
+        (:mod:`ember.multiprocessing.reductions`), which the receiver maps. As PyTorch's, a
+        shared storage can no longer be resized; a storage in shared memory already, device
+        storages (shared already) and meta ones are left as they are."""
         if self.device.type != "cpu" or self.is_shared():
             return self
-        n = self._nbytes
-        buf = np.frombuffer(mmap.mmap(-1, max(n, 1)), np.uint8, count=n)
-        buf[:] = self._data()[:n]
-        self._buf = self._bytes = buf
-        self._resizable = False
-        _forget_cached_arrays(self)
+        from ..multiprocessing import get_sharing_strategy  # (imports this module)
+        if get_sharing_strategy() == "file_system":
+            self._share_filename_cpu_()
+        else:
+            self._share_fd_cpu_()
         return self
 
     def is_shared(self):
-        """Whether the storage is in shared memory (device storages always are, as PyTorch's
-        CUDA tensors)."""
+        """Whether the storage is in shared memory (a mapped file, as PyTorch's; device
+        storages always are, as PyTorch's CUDA tensors)."""
         if self.device.type == "cpu":
-            base = getattr(self._buf, "base", None)  # (share_memory_'s: a view of the mapping)
-            return isinstance(getattr(base, "obj", None), mmap.mmap)
+            return isinstance(_shm.mapping_of(self._buf), mmap.mmap)
         return self.device.type == "cuda"
+
+    def _shared_mapping(self, kind, only_user=None):
+        """The shared mapping of this storage's memory whose handle is a ``kind`` ("fd" or
+        "name"), moving the bytes into a new one first when they are elsewhere (as PyTorch's
+        ``_share_fd_cpu_``/``_share_filename_cpu_``: a storage shared the other way moves).
+        ``only_user``: the one tensor that holds this storage, when the caller knows there is
+        no other, spares the heap walk that finds the tensors caching an array over it."""
+        if self.device.type != "cpu":
+            raise RuntimeError(f"_share_{'fd' if kind == 'fd' else 'filename'}_: only available "
+                               f"on CPU")
+        with _shm.share_lock:
+            mapping = _shm.mapping_of(self._buf)
+            if (not isinstance(mapping, _shm.SharedMapping) or getattr(mapping, kind) is None
+                    or mapping.address != self.data_ptr()):
+                n = self._nbytes
+                mapping = _shm.new_fd_mapping(n) if kind == "fd" else _shm.new_named_mapping(n)
+                buf = np.frombuffer(mapping, np.uint8, count=n)
+                buf[:] = self._data()[:n]
+                self._buf = self._bytes = buf
+                self._resizable = False
+                if only_user is None:
+                    _forget_cached_arrays(self)
+                else:
+                    only_user._np = None
+            return mapping
+
+    def _share_fd_cpu_(self):
+        """``(fd, nbytes)``: the descriptor of this storage's shared memory (moved there first
+        if needed), which the file_descriptor strategy sends."""
+        return self._shared_mapping("fd").fd, self._nbytes
+
+    def _share_filename_cpu_(self):
+        """``(manager, name, nbytes)``: the ``/dev/shm`` name of this storage's shared memory
+        (moved there first if needed), which the file_system strategy sends. ember runs no
+        shared-memory manager process (the file counts its own users), so ``manager`` is
+        ``None``."""
+        return None, self._shared_mapping("name").name.encode(), self._nbytes
+
+    def _shared_incref(self):
+        """One more user of this storage's ``/dev/shm`` file (a message in flight holds one)."""
+        mapping = _shm.mapping_of(self._buf)
+        if isinstance(mapping, _shm.SharedMapping) and mapping.name is not None:
+            _shm.add_file_ref(mapping.name, mapping.refcount_offset, 1)
+        return self
+
+    def _shared_decref(self):
+        """One user fewer of this storage's ``/dev/shm`` file (the message that brought it)."""
+        mapping = _shm.mapping_of(self._buf)
+        if isinstance(mapping, _shm.SharedMapping) and mapping.name is not None:
+            _shm.add_file_ref(mapping.name, mapping.refcount_offset, -1)
+        return self
+
+    @classmethod
+    def _new_shared(cls, size, *, device="cpu"):
+        """A new storage of ``size`` bytes in shared memory (the current strategy's)."""
+        from ..multiprocessing import get_sharing_strategy  # (imports this module)
+        if _device(device).type != "cpu":
+            return cls(size, device=device)
+        if get_sharing_strategy() == "file_system":
+            return cls._new_using_filename_cpu(size)
+        return cls._new_using_fd_cpu(size)
+
+    @classmethod
+    def _new_using_fd_cpu(cls, size):
+        """A new storage of ``size`` bytes in shared memory known by a descriptor."""
+        return _wrap_mapping(_shm.new_fd_mapping(size), size)
+
+    @classmethod
+    def _new_using_filename_cpu(cls, size):
+        """A new storage of ``size`` bytes in a ``/dev/shm`` file."""
+        return _wrap_mapping(_shm.new_named_mapping(size), size)
+
+    @classmethod
+    def _new_shared_fd_cpu(cls, fd, size):
+        """The storage of ``size`` bytes of the shared memory behind descriptor ``fd`` (which
+        the caller keeps: the storage holds a duplicate)."""
+        return _wrap_mapping(_shm.fd_mapping(os.dup(fd), size), size)
+
+    @classmethod
+    def _new_shared_filename_cpu(cls, manager, handle, size):
+        """The storage of ``size`` bytes of the ``/dev/shm`` file named ``handle``."""
+        name = handle.decode() if isinstance(handle, bytes) else handle
+        return _wrap_mapping(_shm.open_named_mapping(name, size), size)
 
     def __repr__(self):
         if self.device.type == "meta":
@@ -307,6 +393,12 @@ def from_array(arr, dev=CPU):
     s._allocator = _allocators[dev.type]
     if _alloc_observers:
         _notify_alloc(s)
+    return s
+
+
+def _wrap_mapping(mapping, nbytes):
+    s = from_array(np.frombuffer(mapping, np.uint8, count=nbytes))
+    s._resizable = False
     return s
 
 

@@ -1,15 +1,16 @@
 """``ember.multiprocessing``: Python's ``multiprocessing`` under PyTorch's name, with PyTorch's
 process launcher (``spawn``, ``start_processes``: :mod:`.spawn`), as ``torch.multiprocessing``.
 
-Tensors reach other processes two ways. Across a fork, a tensor whose storage was moved into
-shared memory (``Tensor.share_memory_``, ``Module.share_memory``: Hogwild training) is the same
-memory in both processes. Pickled (a ``Queue``, a ``Pool``'s tasks, a ``spawn``'s arguments), a
-tensor is sent by the reducers of :mod:`.reductions` (registered on import, as PyTorch's): its
-storage once per message, so views sent together share memory on arrival, but as a copy of its
-bytes: ember has no shared-memory handles to send, where PyTorch sends its shared storages by
-file descriptor or file name. The sharing strategies name those two ways of PyTorch's; ember
-records the choice and reports it, and copies either way. :mod:`.queue` and :mod:`.pool` are
-PyTorch's ``Queue``/``SimpleQueue``/``Pool`` over ``ForkingPickler``."""
+CPU tensors reach other processes in shared memory. Across a fork, a tensor whose storage was
+moved there (``Tensor.share_memory_``, ``Module.share_memory``: Hogwild training) is the same
+memory in both processes. Pickled (a ``Queue``, a ``Pool``'s tasks, the arguments of a spawned
+``Process``), a tensor is sent by the reducers of :mod:`.reductions` (registered on import, as
+PyTorch's), which move its storage into shared memory and send the handle the receiver maps, so
+the processes read and write one memory under any start method. The sharing strategy says
+which handle, as PyTorch's: ``file_descriptor`` (Linux's default) keeps a descriptor of an
+anonymous file per shared storage and sends it; ``file_system`` keeps no descriptor and sends the
+name of a ``/dev/shm`` file, which is unlinked when its last user is gone. :mod:`.queue` and
+:mod:`.pool` are PyTorch's ``Queue``/``SimpleQueue``/``Pool`` over ``ForkingPickler``."""
 import multiprocessing
 import sys
 from multiprocessing import *  # noqa: F401,F403  (Python's, under this name)
@@ -29,9 +30,9 @@ _sharing_strategy = "file_descriptor" if sys.platform != "darwin" else "file_sys
 
 
 def set_sharing_strategy(new_strategy):
-    """Set PyTorch's strategy for sharing CPU tensors (one of
-    :func:`get_all_sharing_strategies`). ember sends pickled tensors as copies under either (see
-    the module docstring); the choice is kept for :func:`get_sharing_strategy`."""
+    """Set the strategy for sharing CPU tensors (one of :func:`get_all_sharing_strategies`):
+    how storages moved into shared memory from now on are made and sent (see the module
+    docstring)."""
     global _sharing_strategy
     if new_strategy not in _all_sharing_strategies:
         raise AssertionError(f"Invalid sharing strategy: {new_strategy}")

@@ -10,6 +10,9 @@ A DataPipe dataset is wrapped for pickling (dill where pickle fails), its shuffl
 ``shuffle``, and, as in PyTorch, each iterator seeds its random datapipes from a shared seed
 drawn from the loader's generator (broadcast from rank 0 under torch.distributed) and shards
 its ``sharding_filter``s over ranks and workers.
+
+A worker's batches reach the main process in shared memory, as PyTorch's: importing
+``ember.multiprocessing`` registers its tensor reducers with ``multiprocessing``'s pickler.
 """
 import functools
 import itertools
@@ -18,6 +21,7 @@ import queue
 import warnings
 from typing import Any, Callable, Generic, TypeVar
 
+from ... import multiprocessing as _multiprocessing  # noqa: F401  (the reducers)
 from . import _pin_memory, graph_settings
 from . import worker as _worker
 from .collate import default_collate, default_convert
