@@ -168,11 +168,11 @@ saddmm = sspaddmm  # noqa: F821
 
 
 def __getattr__(name):
-    # ember.export, ember.multiprocessing, ember.hub, ember.onnx, ember.ao, ember.package,
-    # ember.monitor and ember._prims_common after `import ember`, as torch's after `import
-    # torch`: imported on first use (export's symbolic shapes bring sympy, ~0.3 s)
+    # ember.export, ember.multiprocessing, ember.hub, ember.onnx, ember.ao, ember.quantization,
+    # ember.package, ember.monitor and ember._prims_common after `import ember`, as torch's after
+    # `import torch`: imported on first use (export's symbolic shapes bring sympy, ~0.3 s)
     if name in ("export", "multiprocessing", "hub", "onnx", "__future__", "_prims_common", "ao",
-                "package", "monitor"):
+                "quantization", "package", "monitor"):
         import importlib
         return importlib.import_module("." + name, __name__)
     if name == "Storage":  # follows the default dtype, as torch.Storage

@@ -42,11 +42,9 @@ _JIT = {
 # quantized tensors (deprecated in PyTorch)
 _QUANTIZATION = {
     "QInt32Storage", "QInt8Storage", "QUInt2x4Storage", "QUInt4x2Storage", "QUInt8Storage",
-    "choose_qparams_optimized", "fake_quantize_per_channel_affine",
-    "fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "quantized_batch_norm",
+    "choose_qparams_optimized", "quantized_batch_norm",
     "quantized_gru", "quantized_gru_cell", "quantized_lstm", "quantized_lstm_cell", "quantized_max_pool1d", "quantized_max_pool2d", "quantized_max_pool3d",
     "quantized_rnn_relu_cell", "quantized_rnn_tanh_cell",
-    "quantization",
 }
 # one vendor library's kernels (cuDNN, MIOpen, oneDNN, FBGEMM) and the XLA/IPU autocast switches
 _BACKEND_PREFIXES = ("cudnn_", "miopen_", "mkldnn_", "fbgemm_")

@@ -252,10 +252,21 @@ class finfo:
                 f"dtype={self.dtype})")
 
 
+# the quantized types' limits (their underlying integers'); PyTorch's iinfo has no dtype name
+# for them (reading it raises)
+_QUANTIZED_LIMITS = {"qint8": (-128, 127, 8), "quint8": (0, 255, 8),
+                     "qint32": (-2 ** 31, 2 ** 31 - 1, 32), "quint4x2": (0, 255, 8),
+                     "quint2x4": (0, 255, 8)}
+
+
 class iinfo:
     """Machine limits of an integer dtype, with PyTorch's field names."""
 
     def __init__(self, type):
+        if isinstance(type, _ShellDtype) and type.name in _QUANTIZED_LIMITS:
+            self.min, self.max, self.bits = _QUANTIZED_LIMITS[type.name]
+            self._dtype, self._short = None, type._short
+            return
         if not isinstance(type, dtype) or type._category != INTEGRAL:
             raise TypeError("torch.iinfo() requires an integer input type. "
                             "Use torch.finfo to handle 'torch.iinfo'")
@@ -263,7 +274,13 @@ class iinfo:
         self.bits = info.bits
         self.max = int(info.max)
         self.min = int(info.min)
-        self.dtype = type.name
+        self._dtype = type.name
+
+    @property
+    def dtype(self):
+        if self._dtype is None:
+            raise NotImplementedError(f'"dtype" not implemented for \'{self._short}\'')
+        return self._dtype
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -226,15 +226,24 @@ def quantize_per_channel(self, scales, zero_points, axis, dtype):
     return quantize_tensor(self, _per_channel_quantizer(scales, zero_points, axis, dtype))
 
 
-def choose_qparams(x_min, x_max, qmin, qmax, reduce_range):
-    """ATen's ``quant_utils::ChooseQuantizationParams`` (without symmetric or power-of-two
-    scales): (scale, zero_point) covering [min, max] and 0."""
+def choose_qparams(x_min, x_max, qmin, qmax, reduce_range, preserve_sparsity=False):
+    """ATen's ``quant_utils::ChooseQuantizationParams`` (without power-of-two scales; FBGEMM's,
+    which the fused observer calls, computes the same): (scale, zero_point) covering [min, max]
+    and 0. ``preserve_sparsity`` makes a range around 0 symmetric, its zero point the middle."""
     x_min, x_max = np.float32(x_min), np.float32(x_max)
     if not x_min <= x_max:
         raise RuntimeError("In ChooseQuantizationParams, min should be less than or equal to "
                            "max")
     if reduce_range:
         qmin, qmax = int(qmin / 2), int(qmax / 2)
+    if x_min < 0 and x_max > 0 and preserve_sparsity:
+        symmetric_qmin = -((qmax - qmin) // 2 + 1)
+        symmetric_qmax = (qmax - qmin) // 2
+        # (float quotients, their larger one widened to double)
+        max_scale = float(max(abs(x_min / np.float32(symmetric_qmin)),
+                              abs(x_max / np.float32(symmetric_qmax))))
+        x_min = np.float32(max_scale * symmetric_qmin)
+        x_max = np.float32(max_scale * symmetric_qmax)
     x_min, x_max = min(x_min, np.float32(0)), max(x_max, np.float32(0))
     scale = (float(x_max) - float(x_min)) / (qmax - qmin)
     f = np.float32(scale)
@@ -257,6 +266,8 @@ def choose_qparams(x_min, x_max, qmin, qmax, reduce_range):
     from_min_error = abs(qmin) - abs(float(x_min) / scale)
     from_max_error = abs(qmax) - abs(float(x_max) / scale)
     initial = from_min if from_min_error < from_max_error else from_max
+    if x_min < 0 and x_max > 0 and preserve_sparsity:
+        initial = (qmin + qmax) / 2
     if initial < qmin:
         zero_point = qmin
     elif initial > qmax:

@@ -255,7 +255,10 @@ OUT_GIVES_DTYPE = {"sum.dim_IntList", "prod.dim_int"}
 _OUT_COPY_ARG = set("""
     _adaptive_avg_pool2d.out _adaptive_avg_pool2d_backward.out _adaptive_avg_pool3d.out
     _adaptive_avg_pool3d_backward.out _batch_norm_no_update.out _cdist_backward.out
-    _cdist_forward.out _conj_physical.out _euclidean_dist.out _masked_softmax.out
+    _cdist_forward.out _conj_physical.out _euclidean_dist.out
+    _fake_quantize_learnable_per_channel_affine.out _fake_quantize_learnable_per_tensor_affine.out
+    _fake_quantize_per_tensor_affine_cachemask_tensor_qparams.out
+    fake_quantize_per_channel_affine_cachemask.out fake_quantize_per_tensor_affine_cachemask.out _masked_softmax.out
     _masked_softmax_backward.out _native_batch_norm_legit_no_training.out
     _native_multi_head_attention.out _pdist_backward.out _pdist_forward.out _pin_memory.out
     _segment_reduce_backward.out _transform_bias_rescale_qkv.out

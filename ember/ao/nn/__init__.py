@@ -1,3 +1,6 @@
-"""``torch.ao.nn``: quantized counterparts of ``torch.nn`` modules (ember has the dynamic
-quantized Linear, ``ao.nn.quantized.dynamic``)."""
+"""``torch.ao.nn``: the modules of quantization: ``intrinsic`` (fused sequences and their QAT
+modules), ``qat`` (QAT Linear and convolutions) and ``quantized`` (the dynamic quantized
+Linear)."""
+from . import intrinsic  # noqa: F401
+from . import qat  # noqa: F401
 from . import quantized  # noqa: F401

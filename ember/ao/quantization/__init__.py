@@ -1,60 +1,88 @@
-"""``torch.ao.quantization``, as far as ember quantizes: the stubs a float model places
-(``QuantStub``, ``DeQuantStub``, ``QuantWrapper``: identities until ``convert`` swaps them), and
-eager dynamic quantization (``quantize_dynamic`` with its observers and ``QConfig``). Static
-quantization (``prepare``, calibration, quantized kernels for quantized activations) is not
-provided."""
-from ... import nn
-from .observer import (MinMaxObserver, ObserverBase, PlaceholderObserver,  # noqa: F401
-                       default_dynamic_quant_observer, default_weight_observer)
-from .qconfig import QConfig, QConfigDynamic, default_dynamic_qconfig  # noqa: F401
-from .quantize import (convert, get_default_dynamic_quant_module_mappings,  # noqa: F401
-                       propagate_qconfig_, quantize_dynamic, swap_module)
+"""``torch.ao.quantization``, eager mode, as far as ember quantizes: the stubs a float model
+places (``QuantStub``, ``DeQuantStub``, ``QuantWrapper``), observers and fake quantizers,
+``QConfig`` and the default qconfigs, module fusion (``fuse_modules``, ``fuse_modules_qat``),
+quantization-aware training (``prepare_qat``: QAT modules whose weights and activations are
+fake-quantized, ``quantize_qat``), ``prepare`` and dynamic quantization (``quantize_dynamic``).
+Static quantized modules (what ``convert`` makes of a calibrated or QAT model) are not
+provided: ``convert`` swaps to the dynamic quantized Linear only."""
+from .fake_quantize import (FakeQuantize, FakeQuantizeBase,  # noqa: F401
+                            FixedQParamsFakeQuantize, FusedMovingAvgObsFakeQuantize,
+                            default_affine_fixed_qparams_fake_quant, default_dynamic_fake_quant,
+                            default_embedding_fake_quant, default_fake_quant,
+                            default_fixed_qparams_range_0to1_fake_quant,
+                            default_fixed_qparams_range_neg1to1_fake_quant,
+                            default_fused_act_fake_quant, default_fused_per_channel_wt_fake_quant,
+                            default_fused_wt_fake_quant, default_per_channel_weight_fake_quant,
+                            default_symmetric_fixed_qparams_fake_quant,
+                            default_weight_fake_quant, disable_fake_quant, disable_observer,
+                            enable_fake_quant, enable_observer,
+                            fused_per_channel_wt_fake_quant_range_neg_127_to_127,
+                            fused_wt_fake_quant_range_neg_127_to_127)
+from .fuse_modules import (fuse_conv_bn, fuse_conv_bn_relu,  # noqa: F401
+                           fuse_convtranspose_bn, fuse_linear_bn, fuse_modules, fuse_modules_qat,
+                           get_fuser_method)
+from .observer import (FixedQParamsObserver, MinMaxObserver,  # noqa: F401
+                       MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
+                       NoopObserver, ObserverBase, PerChannelMinMaxObserver,
+                       PlaceholderObserver, UniformQuantizationObserverBase,
+                       default_affine_fixed_qparams_observer, default_dynamic_quant_observer,
+                       default_fixed_qparams_range_0to1_observer,
+                       default_fixed_qparams_range_neg1to1_observer, default_observer,
+                       default_per_channel_weight_observer, default_placeholder_observer,
+                       default_symmetric_fixed_qparams_observer, default_weight_observer,
+                       get_observer_state_dict, load_observer_state_dict,
+                       per_channel_weight_observer_range_neg_127_to_127,
+                       weight_observer_range_neg_127_to_127)
+from .qconfig import (QConfig, QConfigDynamic,  # noqa: F401
+                      default_activation_only_qconfig, default_dynamic_qconfig,
+                      default_per_channel_qconfig, default_qat_qconfig, default_qat_qconfig_v2,
+                      default_qconfig, default_weight_only_qconfig, get_default_qat_qconfig,
+                      qconfig_equals)
+from .quantization_mappings import (get_default_dynamic_quant_module_mappings,  # noqa: F401
+                                    get_default_qat_module_mappings,
+                                    get_default_qconfig_propagation_list, no_observer_set)
+from .quantize import (add_quant_dequant, convert, prepare, prepare_qat,  # noqa: F401
+                       propagate_qconfig_, quantize_dynamic, quantize_qat, swap_module)
+from .stubs import DeQuantStub, QuantStub, QuantWrapper  # noqa: F401
 
-# torch.ao.quantization.quantize is PyTorch's static-quantization function, which ember lacks,
-# not the submodule of that name
+
+
+def default_eval_fn(model, calib_data):
+    """Run ``model`` on each (input, target) of ``calib_data`` (calibration)."""
+    for data, _target in calib_data:
+        model(data)
+
+
+# torch.ao.quantization.quantize is PyTorch's static-quantization function (calibrate, then
+# convert to static quantized modules), which ember lacks, not the submodule of that name
 globals().pop("quantize")
 
-__all__ = ["QuantStub", "DeQuantStub", "QuantWrapper", "ObserverBase", "MinMaxObserver",
-           "PlaceholderObserver", "default_weight_observer", "default_dynamic_quant_observer",
-           "QConfig", "QConfigDynamic", "default_dynamic_qconfig", "quantize_dynamic",
-           "propagate_qconfig_", "convert", "swap_module",
-           "get_default_dynamic_quant_module_mappings"]
-
-
-class QuantStub(nn.Module):
-    """Where a tensor will be quantized; the identity in a float model."""
-
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(nn.Module):
-    """Where a tensor will be dequantized; the identity in a float model."""
-
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
-
-
-class QuantWrapper(nn.Module):
-    """``module`` between a QuantStub and a DeQuantStub (sharing its ``qconfig``)."""
-
-    def __init__(self, module):
-        super().__init__()
-        qconfig = getattr(module, "qconfig", None)
-        self.add_module("quant", QuantStub(qconfig))
-        self.add_module("dequant", DeQuantStub(qconfig))
-        self.add_module("module", module)
-        self.train(module.training)
-
-    def forward(self, X):
-        return self.dequant(self.module(self.quant(X)))
+__all__ = [
+    "QuantStub", "DeQuantStub", "QuantWrapper", "ObserverBase",
+    "UniformQuantizationObserverBase", "MinMaxObserver", "MovingAverageMinMaxObserver",
+    "PerChannelMinMaxObserver", "MovingAveragePerChannelMinMaxObserver",
+    "FixedQParamsObserver", "PlaceholderObserver", "NoopObserver", "default_observer",
+    "default_weight_observer", "default_per_channel_weight_observer",
+    "default_dynamic_quant_observer", "default_placeholder_observer",
+    "weight_observer_range_neg_127_to_127", "per_channel_weight_observer_range_neg_127_to_127",
+    "default_fixed_qparams_range_neg1to1_observer", "default_fixed_qparams_range_0to1_observer",
+    "default_symmetric_fixed_qparams_observer", "default_affine_fixed_qparams_observer",
+    "get_observer_state_dict", "load_observer_state_dict",
+    "FakeQuantizeBase", "FakeQuantize", "FixedQParamsFakeQuantize",
+    "FusedMovingAvgObsFakeQuantize", "default_fake_quant", "default_weight_fake_quant",
+    "default_dynamic_fake_quant", "default_per_channel_weight_fake_quant",
+    "default_embedding_fake_quant", "default_fixed_qparams_range_neg1to1_fake_quant",
+    "default_fixed_qparams_range_0to1_fake_quant", "default_symmetric_fixed_qparams_fake_quant",
+    "default_affine_fixed_qparams_fake_quant", "default_fused_act_fake_quant",
+    "default_fused_wt_fake_quant", "default_fused_per_channel_wt_fake_quant",
+    "fused_wt_fake_quant_range_neg_127_to_127",
+    "fused_per_channel_wt_fake_quant_range_neg_127_to_127", "disable_fake_quant",
+    "disable_observer", "enable_fake_quant", "enable_observer",
+    "QConfig", "QConfigDynamic", "default_dynamic_qconfig", "default_qconfig",
+    "default_per_channel_qconfig", "default_qat_qconfig", "default_qat_qconfig_v2",
+    "default_weight_only_qconfig", "default_activation_only_qconfig", "get_default_qat_qconfig",
+    "qconfig_equals", "fuse_modules", "fuse_modules_qat", "fuse_conv_bn", "fuse_conv_bn_relu",
+    "fuse_linear_bn", "fuse_convtranspose_bn", "get_fuser_method", "default_eval_fn", "get_default_qat_module_mappings",
+    "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
+    "no_observer_set", "propagate_qconfig_", "prepare", "prepare_qat", "quantize_qat",
+    "quantize_dynamic", "convert", "swap_module", "add_quant_dequant"]

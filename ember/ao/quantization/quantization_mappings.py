@@ -1,0 +1,90 @@
+"""``torch.ao.quantization.quantization_mappings``: which module class each eager-mode step swaps
+a float module for (QAT: ``prepare_qat``; dynamic: ``quantize_dynamic``), which modules a
+qconfig propagates to and gets an observer on, and the activations whose outputs have fixed
+quantization parameters in training."""
+import copy
+
+from ... import nn
+from ...nn.utils.parametrize import type_before_parametrizations
+from ..nn import intrinsic as nni
+from ..nn import qat as nnqat
+from ..nn.intrinsic import qat as nniqat
+from .fake_quantize import (default_fixed_qparams_range_0to1_fake_quant,
+                            default_fixed_qparams_range_neg1to1_fake_quant)
+
+__all__ = ["DEFAULT_QAT_MODULE_MAPPINGS", "DEFAULT_MODULE_TO_ACT_POST_PROCESS",
+           "get_default_qat_module_mappings", "get_default_dynamic_quant_module_mappings",
+           "get_default_qconfig_propagation_list", "no_observer_set"]
+
+DEFAULT_QAT_MODULE_MAPPINGS = {
+    nn.Conv2d: nnqat.Conv2d,
+    nn.Conv3d: nnqat.Conv3d,
+    nn.Linear: nnqat.Linear,
+    nn.modules.linear.NonDynamicallyQuantizableLinear: nnqat.Linear,
+    nni.ConvBn1d: nniqat.ConvBn1d,
+    nni.ConvBn2d: nniqat.ConvBn2d,
+    nni.ConvBn3d: nniqat.ConvBn3d,
+    nni.ConvBnReLU1d: nniqat.ConvBnReLU1d,
+    nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
+    nni.ConvBnReLU3d: nniqat.ConvBnReLU3d,
+    nni.ConvReLU2d: nniqat.ConvReLU2d,
+    nni.ConvReLU3d: nniqat.ConvReLU3d,
+    nni.LinearReLU: nniqat.LinearReLU,
+}
+
+# the float modules PyTorch's static quantization maps (ember has no static quantized modules,
+# but the qconfig still propagates to them and prepare observes their outputs)
+_STATIC_QUANT_FLOAT_MODULES = {
+    nn.BatchNorm2d, nn.BatchNorm3d, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
+    nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Dropout, nn.ELU, nn.Embedding, nn.EmbeddingBag,
+    nn.GroupNorm, nn.Hardswish, nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d,
+    nn.LayerNorm, nn.LeakyReLU, nn.modules.linear.NonDynamicallyQuantizableLinear, nn.Linear,
+    nn.ReLU6, nn.PReLU, nni.BNReLU2d, nni.BNReLU3d, nni.ConvReLU1d, nni.ConvReLU2d,
+    nni.ConvReLU3d, nni.LinearReLU, nni.ConvBn1d, nni.ConvBn2d, nni.ConvBn3d, nni.ConvBnReLU1d,
+    nni.ConvBnReLU2d, nni.ConvBnReLU3d, nni.LinearBn1d, nniqat.ConvBn1d, nniqat.ConvBn2d,
+    nniqat.ConvBn3d, nniqat.ConvBnReLU1d, nniqat.ConvBnReLU2d, nniqat.ConvBnReLU3d,
+    nniqat.ConvReLU2d, nniqat.ConvReLU3d, nniqat.LinearReLU, nnqat.Linear, nnqat.Conv2d,
+    nnqat.Conv3d,
+}
+_DYNAMIC_QUANT_FLOAT_MODULES = {nn.GRUCell, nn.Linear,
+                                nn.modules.linear.NonDynamicallyQuantizableLinear, nn.LSTMCell,
+                                nn.RNNCell, nn.LSTM, nn.GRU}
+
+DEFAULT_MODULE_TO_ACT_POST_PROCESS = {
+    nn.Hardsigmoid: default_fixed_qparams_range_0to1_fake_quant,
+    nn.Sigmoid: default_fixed_qparams_range_0to1_fake_quant,
+    nn.Softmax: default_fixed_qparams_range_0to1_fake_quant,
+    nn.Tanh: default_fixed_qparams_range_neg1to1_fake_quant,
+}
+
+
+def get_default_qat_module_mappings():
+    return copy.deepcopy(DEFAULT_QAT_MODULE_MAPPINGS)
+
+
+def get_default_dynamic_quant_module_mappings():
+    """Float module class -> its dynamic quantized class (ember has Linear's)."""
+    from ..nn.quantized import dynamic as nnqd
+    return {nn.Linear: nnqd.Linear,
+            nn.modules.linear.NonDynamicallyQuantizableLinear: nnqd.Linear}
+
+
+def get_default_qconfig_propagation_list():
+    """The module classes ``prepare`` gives an output observer (when they have a qconfig)."""
+    from .stubs import DeQuantStub, QuantStub
+    return (_STATIC_QUANT_FLOAT_MODULES | set(DEFAULT_QAT_MODULE_MAPPINGS)
+            | _DYNAMIC_QUANT_FLOAT_MODULES | {QuantStub, DeQuantStub, nn.Sequential})
+
+
+def no_observer_set():
+    """Custom modules that observe themselves (ember has none of PyTorch's: quantizable LSTM
+    and MultiheadAttention)."""
+    return set()
+
+
+def _get_special_act_post_process(module):
+    return DEFAULT_MODULE_TO_ACT_POST_PROCESS.get(type_before_parametrizations(module))
+
+
+def _has_special_act_post_process(module):
+    return module.training and type(module) in DEFAULT_MODULE_TO_ACT_POST_PROCESS
