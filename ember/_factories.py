@@ -22,6 +22,8 @@ from ._core.device import CPU, device as _device
 from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
 from ._core.storage import UntypedStorage, from_array, meta_storage
+from ._dispatch import dispatcher as _dispatcher
+from ._dispatch.tls import DEFAULT_INCLUDED as _DEFAULT_INCLUDED, state as _tls_state
 from .storage import TypedStorage
 from ._tensor import Tensor, _alias, make_tensor, requires_grad_of_factory, wrap_array
 
@@ -224,10 +226,24 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
         t = _copy(data.data, dtype, dev, pin_memory)
-    else:
+    elif isinstance(data, np.ndarray):
+        # (PyTorch copies an array with a dispatched .to(), no lift_fresh)
         t = wrap_array(_data_to_array(data, dtype))
         if dev.type != "cpu" or pin_memory:
             t = _copy(t, None, dev, pin_memory)
+    else:
+        # as PyTorch's internal_new_from_data: built (and moved) below the modes, then handed
+        # to them through lift_fresh, so that FakeTensorMode makes it a FakeTensor
+        from ._ops.overload import ops
+        t = wrap_array(_data_to_array(data, dtype))
+        if dev.type != "cpu" or pin_memory:
+            from .utils._python_dispatch import _DisableTorchDispatch
+            with _DisableTorchDispatch():
+                t = _copy(t, None, dev, pin_memory)
+        if _tls_state.included != _DEFAULT_INCLUDED or _dispatcher._observers:
+            # (without a mode, functionalization or transform on, and no profiler or trace
+            # watching, lift_fresh of a new plain tensor is the identity: the call is skipped)
+            t = ops.aten.lift_fresh.default._call(t)
     return requires_grad_of_factory(t, requires_grad)
 
 

@@ -49,10 +49,13 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _unique_result(*out, return_inverse, return_counts)
 
 
-@_overridable
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
     """torch.norm: 'fro' (over at most two dims) and numeric p are vector norms over ``dim``
     (every dim when None); 'nuc' and 'fro' over other dims are matrix norms."""
+    if _overrides._TF_ON and _overrides.has_torch_function_unary(input):
+        # (every argument passed on, as torch/functional.py's norm does)
+        return _overrides.handle_torch_function(norm, (input,), input, p=p, dim=dim,
+                                                keepdim=keepdim, out=out, dtype=dtype)
     dims = [dim] if isinstance(dim, int) else dim
     if isinstance(p, str):
         if p != "fro" or (dims is not None and len(dims) > 2):
@@ -86,6 +89,9 @@ def _tensor_unique_consecutive(self, return_inverse=False, return_counts=False, 
 
 
 def _tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    if _overrides._TF_ON and _overrides.has_torch_function_unary(self):
+        return _overrides.handle_torch_function(_Tensor.norm, (self,), self, p=p, dim=dim,
+                                                keepdim=keepdim, dtype=dtype)
     return norm(self, p, dim, keepdim, dtype=dtype)
 
 

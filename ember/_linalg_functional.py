@@ -1,11 +1,11 @@
 """Linear-algebra functions PyTorch defines in Python rather than as one aten op: ``torch.lu``
 and ``Tensor.lu`` (torch/functional.py, torch/_tensor.py, over aten ``_lu_with_info``) and the
 randomized ``svd_lowrank`` / ``pca_lowrank`` (re-exported from ``ember._lowrank``, PyTorch's
-``torch/_lowrank.py``). Exported from ``ember``."""
+``torch/_lowrank.py``) and ``lobpcg`` (from ``ember._lobpcg``). Exported from ``ember``."""
 from ._ops.overload import ops as _ops
 from ._tensor import Tensor as _Tensor
 
-__all__ = ["lu", "svd_lowrank", "pca_lowrank"]
+__all__ = ["lu", "svd_lowrank", "pca_lowrank", "lobpcg"]
 
 
 def _check_list_size(out_len, get_infos, out):
@@ -37,3 +37,4 @@ _Tensor.lu = _tensor_lu
 
 
 from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402  (torch._lowrank's home)
+from ._lobpcg import lobpcg  # noqa: E402  (torch._lobpcg's home)

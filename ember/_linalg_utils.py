@@ -1,5 +1,7 @@
 """PyTorch's ``torch._linalg_utils``: the small dense/sparse-agnostic linear-algebra helpers the
-randomized algorithms (``ember._lowrank``) are written with."""
+randomized algorithms (``ember._lowrank``, ``ember._lobpcg``) are written with, and the functions
+removed in PyTorch 1.9 (``Tensor.eig``, ``lstsq``, ``solve``, ``symeig``), which raise saying
+what replaced them."""
 import ember
 
 
@@ -50,3 +52,9 @@ def symeig(A, largest=False):
         E = ember.flip(E, dims=(-1,))
         Z = ember.flip(Z, dims=(-1,))
     return E, Z
+
+
+
+# torch._linalg_utils' home of the functions removed in 1.9 (ember keeps them in _toplevel,
+# which ember's namespace exports)
+from ._toplevel import _symeig, eig, lstsq, matrix_rank, solve  # noqa: E402,F401

@@ -377,6 +377,63 @@ class Tensor:
         return self._grad_fn is not None and self._autograd is not None and \
             self._autograd.retains_grad
 
+    @property
+    def _backward_hooks(self):
+        """The live dict of ``register_hook``'s hooks by handle id (None before the first)."""
+        from .autograd import graph  # imports Tensor from here: a true cycle
+        return graph.tensor_hooks(self)
+
+    @_backward_hooks.setter
+    def _backward_hooks(self, hooks):
+        # PyTorch's setter: the tensor's hooks become exactly ``hooks`` (None: none)
+        from .autograd import graph  # imports Tensor from here: a true cycle
+        if self._grad_fn is not None:
+            fn = self._grad_fn
+            if fn._tensor_pre_hooks is None:
+                fn._tensor_pre_hooks = {}
+            fn._tensor_pre_hooks[self._output_nr] = hooks
+        elif hooks is not None or self._autograd is not None:
+            graph.autograd_meta(self).leaf_hooks = hooks
+
+    @property
+    def _post_accumulate_grad_hooks(self):
+        """The live dict of ``register_post_accumulate_grad_hook``'s hooks (None before one)."""
+        return None if self._autograd is None else self._autograd.post_acc_hooks
+
+    @_post_accumulate_grad_hooks.setter
+    def _post_accumulate_grad_hooks(self, hooks):
+        from .autograd import graph  # imports Tensor from here: a true cycle
+        if hooks is not None or self._autograd is not None:
+            graph.autograd_meta(self).post_acc_hooks = hooks
+
+    @property
+    def name(self):
+        """The autograd variable's name: None unless one was given (PyTorch's Variable name)."""
+        return None if self._autograd is None else self._autograd.name
+
+    def _is_zerotensor(self):
+        return False  # ember has no ZeroTensor (PyTorch's lazily-zero gradients)
+
+    def is_distributed(self):
+        return False  # (PyTorch's THPVariable_is_distributed: always False too)
+
+    # removed from PyTorch in 1.9; the methods stay to say what replaced them
+    def eig(self, eigenvectors=False):
+        from ._linalg_utils import eig
+        return eig(self, eigenvectors=eigenvectors)
+
+    def lstsq(self, other):
+        from ._linalg_utils import lstsq
+        return lstsq(self, other)
+
+    def solve(self, other):
+        from ._linalg_utils import solve
+        return solve(self, other)
+
+    def symeig(self, eigenvectors=False):
+        from ._linalg_utils import _symeig
+        return _symeig(self, eigenvectors=eigenvectors)
+
     # -- conversions to Python and NumPy --------------------------------------------------------
     def item(self):
         return ops.aten.item.default._call(self)

@@ -68,7 +68,8 @@ def to_np(t):
         if t.dtype.name == "bfloat16":
             a = a.astype(np.float32)
         return np.array(a)
-    t = t.detach().cpu().resolve_conj()  # torch.conj is a lazy view; numpy() refuses it
+    # torch.conj and _neg_view are lazy views; numpy() refuses them
+    t = t.detach().cpu().resolve_conj().resolve_neg()
     if str(t.dtype) == "torch.bfloat16":
         t = t.float()
     return t.numpy()

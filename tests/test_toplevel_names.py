@@ -63,9 +63,9 @@ _IMPLEMENTATION = {
     "prepare_multiprocessing_environment", "PRIVATE_OPS",
 }
 # not built yet: CUDA errors are plain RuntimeErrors,
-# no LOBPCG, no sparse resize_as_, no thread workers in DataLoader
+# no sparse resize_as_, no thread workers in DataLoader
 _NOT_BUILT = {
-    "AcceleratorError", "lobpcg",
+    "AcceleratorError",
     "resize_as_sparse_", "thread_safe_generator", "numa",
 }
 ALLOWED_MISSING = _JIT | _QUANTIZATION | _XLA_IPU | _IMPLEMENTATION | _NOT_BUILT

@@ -221,6 +221,9 @@ class FakeTensorMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._opname
+        if name == "lift_fresh":
+            # torch.tensor's new constant (PyTorch's lift_fns): its FakeTensor
+            return self.from_tensor(args[0])
         if name in _DATA_DEPENDENT or "data_dependent_output" in func.tags:
             raise DataDependentOutputException(func)
         if name in _DYNAMIC_SHAPE or f"{name}.{func._overloadname}" in _DYNAMIC_SHAPE or \

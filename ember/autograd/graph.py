@@ -13,6 +13,7 @@ in-place change, or after backward freed them, raises PyTorch's errors. ``saved_
 the gradients of several tensors within one backward pass. ``increment_version`` bumps version
 counters for writes autograd cannot see.
 """
+import collections
 import itertools
 import re
 import threading
@@ -62,9 +63,9 @@ class RemovableHandle:
         self.remove()
 
 
-class _HookDict(dict):
-    """A dict that can be weakly referenced (handles point at it weakly)."""
-    __slots__ = ("__weakref__",)
+# The hooks' dict: weakly referenceable (handles point at it weakly), and an OrderedDict as
+# PyTorch's are, since Tensor._backward_hooks hands it out
+_HookDict = collections.OrderedDict
 
 
 def _add_hook(d, fn):

@@ -2,14 +2,14 @@
 
 ``profile(use_cuda=..., record_shapes=..., profile_memory=..., with_stack=...)`` is the
 ``ember.profiler.profile`` recorder under its older constructor; ``record_function`` and the
-event classes are the same objects as in :mod:`ember.profiler`.
+event classes (``ember.autograd.profiler_util``) are the same objects as in :mod:`ember.profiler`.
 """
 from ..profiler import profiler as _profiler
 from ..profiler._recorder import record_function  # noqa: F401
-from ..profiler.events import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
+from .profiler_util import EventList, FunctionEvent, FunctionEventAvg, MemRecordsAcc  # noqa: F401
 
 __all__ = ["profile", "record_function", "emit_nvtx", "EventList", "FunctionEvent",
-           "FunctionEventAvg"]
+           "FunctionEventAvg", "MemRecordsAcc"]
 
 
 class profile(_profiler.profile):

@@ -13,6 +13,7 @@ from .proxy import Proxy, TraceError, Attribute  # noqa: F401
 from ._symbolic_trace import Tracer, symbolic_trace, wrap, PH, ProxyableClassMeta  # noqa: F401
 from .interpreter import Interpreter, Transformer  # noqa: F401
 from . import immutable_collections, passes, subgraph_rewriter  # noqa: F401
+from . import traceback  # noqa: F401  (loaded by the tracer, so an attribute as in torch.fx)
 from .subgraph_rewriter import replace_pattern  # noqa: F401
 
 __all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter",

@@ -7,6 +7,7 @@ methods produce a new graph: a rewritten GraphModule.
 """
 import inspect
 
+from . import traceback as fx_traceback
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate, map_arg
@@ -83,10 +84,12 @@ class Interpreter:
         return self.run(initial_env=env)
 
     def run_node(self, n):
-        args, kwargs = self.fetch_args_kwargs_from_env(n)
-        assert isinstance(args, tuple)
-        assert isinstance(kwargs, dict)
-        return getattr(self, n.op)(n.target, args, kwargs)
+        # while fx.traceback preserves node meta, what runs here is traced with n's metadata
+        with fx_traceback.set_current_meta(n):
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            assert isinstance(args, tuple)
+            assert isinstance(kwargs, dict)
+            return getattr(self, n.op)(n.target, args, kwargs)
 
     # -- one method per op ------------------------------------------------------------------
     def placeholder(self, target, args, kwargs):

@@ -6,12 +6,14 @@ for its result. What cannot be recorded raises :class:`TraceError`: using a Prox
 bool (control flow on a traced value) or iterating one of unknown length.
 """
 import collections
+import copy
 import dis
 import inspect
 import operator
 import sys
 import traceback
 
+from . import traceback as fx_traceback
 from .graph import _MAGIC, _REFLECTABLE, Graph
 from .node import Node, map_aggregate
 
@@ -48,6 +50,13 @@ class ScopeContextManager:
 
 _FX_FILES = ("ember/fx/", "ember\\fx\\")
 
+# The node meta fields a tracer copies from fx.traceback's current meta (PyTorch's list)
+_COPY_META_FIELDS = [
+    "nn_module_stack", "torch_fn", "source_fn_stack", "original_aten", "recompute",
+    "ac_graph_id", "has_backward_hook", "from_node", "quantization_tag",
+    "_numeric_debug_handle", "custom", "partitioner_tag",
+]
+
 
 class TracerBase:
     graph: Graph
@@ -63,9 +72,34 @@ class TracerBase:
         self.node_name_to_scope = {}
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        if kind == "call_function" and self.check_mutable_operations:
+            from .operator_schemas import check_for_mutable_operation
+            check_for_mutable_operation(target, args, kwargs)
         node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         self.node_name_to_scope[node.name] = (self.scope.module_path, self.scope.module_type)
-        if self.module_stack:
+        if fx_traceback.has_preserved_node_meta():
+            # the metadata the context holds (a stack trace set, annotations, the node an
+            # Interpreter is replaying) wins over the tracer's own module stack
+            current_meta = fx_traceback.get_current_meta()
+            stack_trace = current_meta.get("stack_trace")
+            if stack_trace:
+                node.stack_trace = stack_trace
+                if fx_traceback.GRADIENT_ACC_SPECIAL_STACK in stack_trace:
+                    node.meta["is_gradient_acc"] = True
+                    node.meta["autograd_backward"] = True
+            for field in _COPY_META_FIELDS:
+                if field in current_meta:
+                    node.meta[field] = copy.copy(current_meta[field])
+            replay_node = fx_traceback.get_current_replay_node()
+            if replay_node is not None:
+                node.meta["is_functional_regenerated"] = True
+                if "custom" in replay_node.meta:
+                    node.meta["custom"] = replay_node.meta.get("custom")
+                if "stack_trace" in replay_node.meta:
+                    node.stack_trace = replay_node.meta.get("stack_trace")
+            if current_meta.get("autograd_backward", False):
+                node.meta["autograd_backward"] = True
+        elif self.module_stack:
             node.meta["nn_module_stack"] = collections.OrderedDict(self.module_stack)
         return node
 

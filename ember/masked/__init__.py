@@ -4,14 +4,16 @@ Each function takes ``mask=`` (a boolean tensor broadcast to the input's shape; 
 element counts). Masked-out elements are replaced by the operation's identity (0 for sum, 1 for
 prod, -inf for amax / logsumexp / softmax, NaN for median, ...) before the ordinary ember op
 runs, exactly as torch/masked/_ops.py composes them, so values and gradients are PyTorch's:
-masked-out elements get a zero gradient. Sparse layouts and MaskedTensor are not supported."""
+masked-out elements get a zero gradient. A MaskedTensor input (``maskedtensor``) brings its own
+mask, and its gradient comes back as a MaskedTensor. Sparse layouts are not supported."""
 import builtins as _builtins
 
 import ember as _E
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod",
            "softmax", "log_softmax", "softmin", "logsumexp", "logaddexp", "norm", "normalize",
-           "std", "var", "median"]
+           "std", "var", "median", "MaskedTensor", "masked_tensor", "as_masked_tensor",
+           "is_masked_tensor"]
 
 _SMALL_INTS = None
 
@@ -100,11 +102,32 @@ def _input_mask(input, mask):
 
 
 def _combine_input_and_mask(op_name, input, mask, *args):
-    """The input with masked-out elements replaced by ``op_name``'s identity."""
-    if mask is None:
-        return input
-    fill = _reduction_identity(op_name, input, *args)
-    return _E.where(_input_mask(input, mask), input, fill)
+    """The input with masked-out elements replaced by ``op_name``'s identity; a MaskedTensor's
+    own data and mask, its gradient handed back as a MaskedTensor of that mask."""
+    def helper(input, mask):
+        if mask is None:
+            return input
+        fill = _reduction_identity(op_name, input, *args)
+        return _E.where(_input_mask(input, mask), input, fill)
+
+    if not is_masked_tensor(input):
+        return helper(input, mask)
+
+    class Combine(_E.autograd.Function):
+        @staticmethod
+        def forward(ctx, input, mask):
+            ctx.save_for_backward(mask)
+            if mask is not None:
+                ctx.mark_non_differentiable(mask)
+            return helper(input, mask)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (mask,) = ctx.saved_tensors
+            grad_data = grad_output.get_data() if is_masked_tensor(grad_output) else grad_output
+            return as_masked_tensor(grad_data, mask), None
+
+    return Combine.apply(input.get_data(), input.get_mask())
 
 
 def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A001
@@ -330,3 +353,7 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     nrm_ = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
     denom = _E.maximum(nrm_, nrm_.new_full([], eps))
     return _E.divide(mask_input, denom)
+
+
+from .maskedtensor.core import is_masked_tensor, MaskedTensor  # noqa: E402  (torch.masked's)
+from .maskedtensor.creation import as_masked_tensor, masked_tensor  # noqa: E402
