@@ -839,7 +839,10 @@ class OutputGraph:
 
         def locals_for(target_offset):
             names = live_locals(code, target_offset)
-            return [n for n in code.co_varnames + code.co_cellvars if n in names and
+            # (an argument a closure captures is in both co_varnames and co_cellvars: it is
+            # passed once, and the resume function's MAKE_CELL puts it in its cell)
+            return [n for n in dict.fromkeys(code.co_varnames + code.co_cellvars)
+                    if n in names and
                     (n in tx.symbolic_locals or
                      (n in tx.cells and not isinstance(tx.cells[n], tuple) and
                       tx.cells[n].value is not None))]

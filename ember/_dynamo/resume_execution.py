@@ -7,7 +7,7 @@ free variables, so the caller passes the same closure. The resume function is it
 through the same cache as any compiled function."""
 import dis
 
-__all__ = ["make_resume_code", "live_locals", "resume_target"]
+__all__ = ["make_resume_code", "live_locals", "reachable", "resume_target"]
 
 _UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE",
                   "JUMP"}
@@ -29,13 +29,13 @@ def resume_target(code, offset):
     raise KeyError(offset)
 
 
-def live_locals(code, start_offset):
-    """Names possibly read at or after ``start_offset`` (all paths; conservative)."""
+def reachable(code, start_offset):
+    """The instructions that may run at or after ``start_offset`` (all paths)."""
     from .symbolic_convert import offset_index
     insts = _instructions(code)
     index = offset_index(code)
     jumps = set(dis.hasjrel) | set(dis.hasjabs)
-    seen, live = set(), set()
+    seen = set()
     work = [index[start_offset]]
     while work:
         i = work.pop()
@@ -43,8 +43,6 @@ def live_locals(code, start_offset):
             continue
         seen.add(i)
         inst = insts[i]
-        if inst.opname in _LOADS:
-            live.add(inst.argval)
         if inst.opname in _TERMINAL:
             continue
         if inst.opcode in jumps:
@@ -52,7 +50,12 @@ def live_locals(code, start_offset):
             if inst.opname in _UNCONDITIONAL:
                 continue
         work.append(i + 1)
-    return live
+    return [insts[i] for i in sorted(seen)]
+
+
+def live_locals(code, start_offset):
+    """Names possibly read at or after ``start_offset`` (all paths; conservative)."""
+    return {inst.argval for inst in reachable(code, start_offset) if inst.opname in _LOADS}
 
 
 def make_resume_code(code, target_offset, nstack, null_positions, local_names, name):

@@ -25,6 +25,7 @@ from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
 from .variables.tensor import constant_or_specialized
 from .variables.lists import BaseListVariable
+from .variables.nn_module import ModuleDictVariable
 from .variables.misc import (ContextManagerVariable, EnvironVariable, NewObjectVariable,
                              ObjectDictVariable, SuperVariable)
 
@@ -342,7 +343,8 @@ class InstructionTranslatorBase:
 
     def getattr_for_call(self, obj, name):
         if isinstance(obj, (TensorVariable, BaseListVariable, ConstDictVariable,
-                            ListIteratorVariable, EnvironVariable, ObjectDictVariable)) or (
+                            ListIteratorVariable, EnvironVariable, ObjectDictVariable,
+                            ModuleDictVariable)) or (
                 isinstance(obj, ConstantVariable) and not isinstance(obj.value, type)):
             return _BoundMethod(obj, name)
         if isinstance(obj, NNModuleVariable) and name in ("__getitem__", "__len__", "keys",
@@ -694,7 +696,8 @@ class InstructionTranslatorBase:
         kwdefaults = self.pop() if flags & 0x02 else None
         defaults = self.pop() if flags & 0x01 else None
         self.push(NestedUserFunctionVariable(code.as_python_constant(), self.f_globals, name,
-                                             defaults, kwdefaults, closure))
+                                             defaults, kwdefaults, closure,
+                                             made_at=(self.code, inst.offset)))
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()

@@ -5,6 +5,7 @@ classes an identity guard, containers a length or keys guard."""
 import collections
 import copy
 import enum
+import functools
 import inspect
 import logging
 import os
@@ -16,11 +17,13 @@ from .builtin import BuiltinVariable
 from .constant import ConstantVariable
 from .decorators import decorator_variable
 from .dicts import ConstDictVariable
-from .functions import UserFunctionVariable, UserMethodVariable
+from .functions import (FunctoolsPartialVariable, FunctoolsWrapsVariable,
+                        LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable)
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .misc import (DeepCopyVariable, EnvironVariable, InspectSignatureVariable, LoggerVariable,
-                   PythonModuleVariable, SkippedFunctionVariable, TorchInGraphFunctionVariable,
-                   UserDefinedClassVariable, UserDefinedObjectVariable)
+from .misc import (AutocastVariable, DeepCopyVariable, EnvironVariable, InspectSignatureVariable,
+                   LoggerVariable, PythonModuleVariable, SkippedFunctionVariable,
+                   TorchInGraphFunctionVariable, UserDefinedClassVariable,
+                   UserDefinedObjectVariable)
 from .nn_module import NNModuleVariable
 
 __all__ = ["VariableBuilder", "wrap_constant_like", "is_constant_value"]
@@ -157,10 +160,30 @@ class VariableBuilder:
             return InspectSignatureVariable()
         if value is copy.deepcopy:
             return DeepCopyVariable()
+        if value is functools.wraps:
+            return FunctoolsWrapsVariable()
         if type(value) is types.MappingProxyType and all(is_constant_value(k) for k in value):
             # read-only: no guard on later changes is needed beyond its owner's
             return ConstDictVariable({k: VariableBuilder(tx, None)(v) for k, v in value.items()},
                                      user_cls=types.MappingProxyType)
+        if type(value) is functools.partial:
+            from ..source import AttrSource
+            if src is not None:
+                guards.type_match(src, value)
+            part = [VariableBuilder(tx, AttrSource(src, a) if src is not None else None)(
+                getattr(value, a)) for a in ("func", "args", "keywords")]
+            return FunctoolsPartialVariable(part[0], part[1].items, part[2].items, src)
+        from ...amp.autocast_mode import autocast
+        if isinstance(value, autocast):
+            # an autocast object made outside (``@autocast(...)`` decorating a method, whose
+            # wrapper enters it): its settings, guarded as read
+            from ..source import AttrSource
+            names = ("device", "fast_dtype", "_enabled", "_cache_enabled")
+            if src is not None:
+                guards.type_match(src, value)
+                for n in names:
+                    guards.constant_match(AttrSource(src, n), getattr(value, n))
+            return AutocastVariable([getattr(value, n) for n in names])
         if isinstance(value, logging.Logger):
             return LoggerVariable(value, src)
         from ..._core.size import Size
@@ -203,6 +226,11 @@ class VariableBuilder:
             value = orig
             # the identity guard is on the wrapped function, so it is read through the wrapper
             src = AttrSource(src, "_torchdynamo_orig_callable") if src is not None else None
+        if isinstance(value, functools._lru_cache_wrapper) and \
+                isinstance(getattr(value, "__wrapped__", None), types.FunctionType):
+            if src is not None:
+                guards.id_match(src, value)
+            return LruCacheWrapperVariable(value, src)
         if not _hashable(value):
             if src is not None:
                 guards.type_match(src, value)

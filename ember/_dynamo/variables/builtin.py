@@ -302,7 +302,7 @@ class BuiltinVariable(VariableTracker):
         if fn in (int, float) and args and isinstance(args[0], TensorVariable):
             unimplemented(f"{name}() of a tensor: reading tensor data into Python")
         if fn is callable:
-            return ConstantVariable(True)
+            return ConstantVariable(_is_callable(args[0]))
         if fn is super:
             if args:
                 return _super(tx, args[0].as_python_constant(), args[1])
@@ -323,6 +323,25 @@ class BuiltinVariable(VariableTracker):
 
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _is_callable(v):
+    """``callable(v)``: the real object's answer where capture holds one (a user object, new
+    ones included, answers for its class), else its type's; a value without either here is a
+    function or method made during capture."""
+    from ..exc import Unsupported
+    from .misc import UserDefinedObjectVariable
+    if isinstance(v, UserDefinedObjectVariable):
+        return callable(v.obj)
+    try:
+        return callable(v.as_python_constant())
+    except Unsupported:
+        pass
+    try:
+        t = v.python_type()
+    except Unsupported:
+        return True
+    return any("__call__" in k.__dict__ for k in t.__mro__)
 
 
 def _super(tx, cls, obj):

@@ -1,13 +1,18 @@
 """User functions during capture: called functions are inlined (their bytecode interpreted in
 a child frame of the same trace), so one graph spans many Python frames. A function made inside
-the captured code (a closure, a lambda, a comprehension) keeps its cells as variables."""
+the captured code (a closure, a lambda, a comprehension) keeps its cells as variables.
+``functools.partial`` objects are modelled, so a partial made or read in captured code is
+called like the function it wraps, and so is ``functools.wraps`` on a function made in it;
+an ``lru_cache`` function is its wrapped function."""
+import functools
 import types
 
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
 __all__ = ["UserFunctionVariable", "UserMethodVariable", "NestedUserFunctionVariable",
-           "CellVariable", "bind_args"]
+           "CellVariable", "FunctoolsPartialVariable", "FunctoolsWrapsVariable",
+           "LruCacheWrapperVariable", "bind_args"]
 
 
 class CellVariable(VariableTracker):
@@ -137,13 +142,25 @@ class UserMethodVariable(VariableTracker):
 class NestedUserFunctionVariable(VariableTracker):
     """A function created by MAKE_FUNCTION inside the trace (lambda, closure, comprehension)."""
 
-    def __init__(self, code, f_globals, name, defaults=None, kwdefaults=None, closure=None):
+    def __init__(self, code, f_globals, name, defaults=None, kwdefaults=None, closure=None,
+                 made_at=None):
         super().__init__()
         self.code, self.f_globals, self.name = code, f_globals, name
         self.defaults, self.kwdefaults, self.closure = defaults, kwdefaults, closure
+        self.made_at = made_at  # (code, offset) of its MAKE_FUNCTION: may it be rebuilt
+        self.wrapped = None  # functools.wraps' target: names and __wrapped__ read from it
 
     def python_type(self):
         return types.FunctionType
+
+    def var_getattr(self, tx, name):
+        if self.wrapped is not None and name in functools.WRAPPER_ASSIGNMENTS:
+            return tx.getattr(self.wrapped, name)
+        if self.wrapped is not None and name == "__wrapped__":
+            return self.wrapped
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(self.code.co_name if name == "__name__" else self.name)
+        return super().var_getattr(tx, name)
 
     def get_code(self):
         return self.code
@@ -159,5 +176,155 @@ class NestedUserFunctionVariable(VariableTracker):
             cells.append(("var", self.closure.items[i], i, name))
         return tx.inline_call(self.code, self.f_globals, bound, cells, self)
 
+    def reconstruct(self, cg):
+        """Residual code that makes the function again: its code, globals, defaults and new
+        cells holding the captured values (where no one can tell them from the frame's: see
+        :meth:`_why_not_rebuilt`), then ``functools.wraps``' attributes."""
+        hit = cg.cache.get(id(self))
+        if hit is not None:
+            return hit
+        why = self._why_not_rebuilt()
+        if why is not None:
+            unimplemented(f"cannot rebuild {self} in residual code ({why})")
+        cell = cg.const(types.CellType, "CellType")
+        cells = [f"{cell}()" if c.value is None else f"{cell}({cg.reconstruct(c.value)})"
+                 for c in (self.closure.items if self.closure is not None else ())]
+        closure = f"({', '.join(cells)},)" if cells else "None"
+        defaults = "None" if self.defaults is None else cg.reconstruct(self.defaults)
+        t = cg.cache[id(self)] = cg.temp()
+        cg.lines.append(f"{t} = {cg.const(types.FunctionType, 'FunctionType')}("
+                        f"{cg.const(self.code, 'code')}, {cg.const(self.f_globals, 'globals')}, "
+                        f"{self.code.co_name!r}, {defaults}, {closure})")
+        cg.lines.append(f"{t}.__qualname__ = {self.name!r}")
+        if self.kwdefaults is not None:
+            cg.lines.append(f"{t}.__kwdefaults__ = {cg.reconstruct(self.kwdefaults)}")
+        if self.wrapped is not None:
+            cg.lines.append(f"{cg.const(functools.update_wrapper)}({t}, "
+                            f"{cg.reconstruct(self.wrapped)})")
+        return t
+
+    def _why_not_rebuilt(self):
+        """Why new cells would differ from the frame's (the resumed frame makes cells of its
+        own from the values passed to it): the function assigns a captured variable, or its
+        frame may assign one again after making it. None when neither can happen."""
+        import dis
+        from ..resume_execution import reachable
+        writes = ("STORE_DEREF", "DELETE_DEREF")
+        if any(i.opname in writes and i.argval in self.code.co_freevars
+               for i in dis.get_instructions(self.code)):
+            return "it assigns a nonlocal variable"
+        if self.made_at is None:
+            return "its frame is unknown"
+        owner, offset = self.made_at
+        for i in reachable(owner, offset):
+            if i.opname in writes and i.argval in self.code.co_freevars:
+                return f"its frame may assign the captured variable {i.argval!r} again"
+        return None
+
     def __repr__(self):
         return f"NestedUserFunctionVariable({self.name})"
+
+
+class FunctoolsPartialVariable(VariableTracker):
+    """``functools.partial(func, *args, **keywords)`` (PyTorch's FunctoolsPartialVariable):
+    a call passes the bound arguments first and the call's keywords over the bound ones, and
+    calls ``func`` in the trace; residual code builds a real partial where one leaves the
+    graph. As ``functools.partial`` does, a partial of a partial is flattened."""
+
+    def __init__(self, func, args, keywords, source=None):
+        super().__init__(source)
+        if isinstance(func, FunctoolsPartialVariable):
+            args, keywords = func.args + list(args), {**func.keywords, **keywords}
+            func = func.func
+        self.func, self.args, self.keywords = func, list(args), dict(keywords)
+
+    def python_type(self):
+        return functools.partial
+
+    def as_python_constant(self):
+        return functools.partial(self.func.as_python_constant(),
+                                 *[a.as_python_constant() for a in self.args],
+                                 **{k: v.as_python_constant() for k, v in self.keywords.items()})
+
+    def call_function(self, tx, args, kwargs):
+        return tx.call(self.func, self.args + list(args), {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx, name):
+        from .lists import TupleVariable
+        from .dicts import ConstDictVariable
+        if name == "func":
+            return self.func
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return ConstDictVariable(dict(self.keywords))
+        unimplemented(f"functools.partial attribute {name!r} in captured code")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return cg.source_expr(self.source)
+        parts = [cg.reconstruct(self.func)] + [cg.reconstruct(a) for a in self.args]
+        parts += [f"**{{{k!r}: {cg.reconstruct(v)}}}" for k, v in self.keywords.items()]
+        return f"{cg.const(functools.partial)}({', '.join(parts)})"
+
+    def __repr__(self):
+        return f"FunctoolsPartialVariable({self.func})"
+
+
+class FunctoolsWrapsVariable(VariableTracker):
+    """``functools.wraps`` (PyTorch's FunctoolsWrapsVariable): ``wraps(wrapped)(fn)`` on a
+    function made in captured code is that function, its ``__wrapped__`` and the names it
+    copies taken from ``wrapped`` (what ``update_wrapper`` writes on it), not traced."""
+
+    def call_function(self, tx, args, kwargs):
+        if len(args) != 1 or kwargs:
+            unimplemented("functools.wraps with assigned= or updated= in captured code")
+        return _WrapsDecorator(args[0])
+
+
+class _WrapsDecorator(VariableTracker):
+    """``functools.wraps(wrapped)``, the decorator it returns."""
+
+    def __init__(self, wrapped):
+        super().__init__()
+        self.wrapped = wrapped
+
+    def call_function(self, tx, args, kwargs):
+        fn = args[0] if len(args) == 1 and not kwargs else None
+        if not isinstance(fn, NestedUserFunctionVariable):
+            unimplemented(f"functools.wraps(...)({fn}) in captured code")
+        fn.wrapped = self.wrapped
+        return fn
+
+
+class LruCacheWrapperVariable(VariableTracker):
+    """A ``functools.lru_cache`` function (einops' pattern parsers). Its cache is ignored, as
+    PyTorch's Dynamo ignores it, since what it returns is the wrapped function's result: on
+    constant arguments the call is made now and its result is a constant of the capture (the
+    function is read as pure, as the cache already reads it); otherwise the wrapped function
+    is traced."""
+
+    def __init__(self, wrapper, source=None):
+        super().__init__(source)
+        self.wrapper = wrapper
+
+    def as_python_constant(self):
+        return self.wrapper
+
+    def python_type(self):
+        return type(self.wrapper)
+
+    def call_function(self, tx, args, kwargs):
+        from .builder import wrap_constant_like
+        if all(a.is_python_constant() for a in list(args) + list(kwargs.values())):
+            try:
+                result = self.wrapper(*[a.as_python_constant() for a in args],
+                                      **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception:  # noqa: BLE001 - traced instead, which raises it as eager does
+                pass
+            else:
+                return wrap_constant_like(tx, result)
+        return UserFunctionVariable(self.wrapper.__wrapped__).call_function(tx, args, kwargs)
+
+    def __repr__(self):
+        return f"LruCacheWrapperVariable({self.wrapper.__wrapped__.__qualname__})"

@@ -8,6 +8,7 @@ their meaning rather than their code: ``os.environ``, loggers, ``inspect.signatu
 import collections.abc
 import contextlib
 import copy
+import functools
 import inspect
 import itertools
 import os
@@ -123,6 +124,37 @@ class TorchInGraphFunctionVariable(VariableTracker):
 
     def __repr__(self):
         return f"TorchInGraphFunctionVariable({getattr(self.fn, '__qualname__', self.fn)})"
+
+
+class AutogradFunctionApplyVariable(TorchInGraphFunctionVariable):
+    """``MyFunction.apply`` of a custom ``autograd.Function``: the call is one graph op, which
+    AOTAutograd's ``make_fx`` traces into aten ops, the forward directly and the backward
+    inside the joint graph's ``autograd.grad`` (ember's engine runs the ctx protocol, as it
+    does eagerly). Its backward is run once on the fake outputs here, so that one the graph
+    cannot trace (data-dependent shapes) breaks the graph at the call instead of failing in
+    the backend."""
+
+    def call_function(self, tx, args, kwargs):
+        from ... import autograd
+        from ..._dispatch import tls
+        from .lists import BaseListVariable
+        from .tensor import TensorVariable
+        out = super().call_function(tx, args, kwargs)
+        if not tls.state.grad_enabled:
+            return out
+        leaves = [a.example for a in list(args) + list(kwargs.values())
+                  if isinstance(a, TensorVariable) and a.example.requires_grad]
+        outs = [v.example for v in (out.items if isinstance(out, BaseListVariable) else [out])
+                if isinstance(v, TensorVariable) and v.example.grad_fn is not None]
+        if leaves and outs:
+            try:
+                with tx.output.fake_mode:
+                    autograd.grad(outs, leaves, [o.new_ones(o.shape) for o in outs],
+                                  allow_unused=True)
+            except Exception as e:  # noqa: BLE001 - the call then runs eagerly
+                unimplemented(f"the backward of {self.fn.__self__.__qualname__} cannot be traced "
+                              f"({type(e).__name__}: {e})")
+        return out
 
 
 class SkippedFunctionVariable(VariableTracker):
@@ -287,6 +319,10 @@ class UserDefinedClassVariable(VariableTracker):
             if name in k.__dict__:
                 raw = k.__dict__[name]
                 break
+        from ...autograd.function import Function
+        if name == "apply" and issubclass(self.cls, Function) and \
+                _mro_lookup(self.cls, "apply")[1] is Function:
+            return AutogradFunctionApplyVariable(v)
         if isinstance(raw, classmethod):
             from .functions import UserMethodVariable
             return UserMethodVariable(raw.__func__, self)
@@ -309,6 +345,9 @@ class UserDefinedClassVariable(VariableTracker):
         from ...profiler import profile, record_function
         if issubclass(cls, (record_function, profile)):
             return ProfilerContextVariable()
+        if cls is functools.partial and args:
+            from .functions import FunctoolsPartialVariable
+            return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if cls is itertools.chain and not kwargs:
             from .lists import ListIteratorVariable
             return ListIteratorVariable([v for a in args for v in tx.unpack(a)])

@@ -3,6 +3,8 @@ their parameter, buffer, submodule and ``__dict__`` tables (each read guarded: p
 buffers become graph inputs with tensor guards, constants like ``training`` are guarded by
 value), their ``forward`` inlined when called (hooks present: a graph break). Attribute writes
 are side effects replayed after the graph."""
+import types
+
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
@@ -35,6 +37,8 @@ class NNModuleVariable(VariableTracker):
         if pending is not None:
             return pending
         src = AttrSource(self.source, name) if self.source is not None else None
+        if name == "__dict__":  # (PyTorch's get_dict_vt) read key by key, not copied whole
+            return ModuleDictVariable(self)
         d = m.__dict__
         for table in ("_parameters", "_buffers", "_modules"):
             t = d.get(table)
@@ -65,6 +69,14 @@ class NNModuleVariable(VariableTracker):
         if isinstance(cls_attr, classmethod):
             from .misc import UserDefinedClassVariable
             return UserMethodVariable(cls_attr.__func__, UserDefinedClassVariable(type(m)))
+        if isinstance(cls_attr, (types.GetSetDescriptorType, types.MemberDescriptorType)):
+            # a C type's attribute or a __slots__ entry: its __get__ is C that runs no user
+            # code, so the value it gives now is the attribute's (guarded as read)
+            try:
+                value = cls_attr.__get__(m, type(m))
+            except AttributeError:
+                unimplemented(f"'{type(m).__name__}' object has no attribute '{name}'")
+            return VariableBuilder(tx, src)(value)
         if callable(cls_attr) and hasattr(cls_attr, "__code__"):
             return UserMethodVariable(cls_attr, self)
         return VariableBuilder(tx, None)(cls_attr)
@@ -145,6 +157,47 @@ class NNModuleVariable(VariableTracker):
         return f"NNModuleVariable({type(self.module).__name__})"
 
 
+class ModuleDictVariable(VariableTracker):
+    """``module.__dict__`` read by captured code (``Module.__call__`` asks it for a compiled
+    ``_call_impl``): each key is looked up as the attribute it holds, with the module's
+    attribute guards, and a missing key is guarded to stay missing."""
+
+    def __init__(self, owner):
+        super().__init__()
+        self.owner = owner
+
+    def python_type(self):
+        return dict
+
+    def _has(self, tx, key):
+        m = self.owner.module
+        if tx.output.side_effects.pending_attr(self.owner, key) is not None:
+            return True
+        present = key in m.__dict__
+        if self.owner.source is not None:
+            tx.output.guards.constant_match(_ContainsSource(self.owner.source, key), present)
+        return present
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("get", "__getitem__", "__contains__") and not kwargs and args and \
+                args[0].is_python_constant() and len(args) <= (1 if name != "get" else 2):
+            key = args[0].as_python_constant()
+            if not isinstance(key, str):
+                unimplemented(f"module.__dict__.{name} with a {type(key).__name__} key")
+            if self._has(tx, key):
+                return ConstantVariable(True) if name == "__contains__" else \
+                    self.owner.var_getattr(tx, key)
+            if name == "__contains__":
+                return ConstantVariable(False)
+            if name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            unimplemented(f"KeyError: {key!r} (module.__dict__[{key!r}] in captured code)")
+        unimplemented(f"module.__dict__.{name} in captured code")
+
+    def __repr__(self):
+        return f"ModuleDictVariable({type(self.owner.module).__name__})"
+
+
 class ModuleSliceVariable(VariableTracker):
     """``container[a:b]`` of a ModuleList/Sequential: eager builds a new container of the same
     submodules; capture keeps the submodules (``items``, each with its source) and residual
@@ -200,3 +253,26 @@ class _LenSource:
 
     def __eq__(self, other):
         return isinstance(other, _LenSource) and other.name() == self.name()
+
+
+class _ContainsSource:
+    """``key in <module>.__dict__`` as a guarded value."""
+
+    def __init__(self, base, key):
+        self.base, self.key = base, key
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"{self.key!r} in {self.base.name()}.__dict__"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"({self.key!r} in ___getattr({b}, '__dict__'))"
+
+    def __hash__(self):
+        return hash(self.name())
+
+    def __eq__(self, other):
+        return isinstance(other, _ContainsSource) and other.name() == self.name()

@@ -71,11 +71,18 @@ def index_shape(self, indices, mask_counts=None):
 
 
 def check_index_put(self, indices, values, mask_counts=None):
-    """PyTorch's checks of ``index_put_``: same dtypes, values broadcastable to the result."""
+    """PyTorch's checks of ``index_put_``: same dtypes, values broadcastable to the result;
+    the result's shape (None for a meta tensor indexed by a mask: that shape is data)."""
     if values._dtype is not self._dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{self._dtype._short} for the destination and {values._dtype._short} "
                            f"for the source.")
+    if mask_counts is None and any(t is not None and t._dtype in _MASK_DTYPES
+                                   for t in indices):
+        # meta tensors: a mask's count is data, so the values' broadcast cannot be checked
+        # (PyTorch's meta kernel checks no shape); the indices' shapes are (any count will do)
+        index_shape(self, indices, [1] * len(indices))
+        return None
     shape = index_shape(self, indices, mask_counts)
     try:
         ok = len(values._size) <= len(shape) and _st.broadcast_shapes(values._size, shape) == shape
