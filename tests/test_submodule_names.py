@@ -61,8 +61,6 @@ LACKING = {
     "sparse": {"SparseSemiStructuredTensor", "SparseSemiStructuredTensorCUSPARSELT",
                "SparseSemiStructuredTensorCUTLASS", "as_sparse_gradcheck", "solve",
                "to_sparse_semi_structured"},
-    # the MaskedTensor prototype subclass (ember has the masked reductions)
-    "masked": {"MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor"},
     "overrides": {"redispatch_function", "resolve_name", "wrap_torch_function"},
     "random": {"thread_safe_generator"},
     # TorchScript's compiler, IR and fusers (see ember.jit's docstring)
@@ -101,8 +99,8 @@ LACKING = {
     "onnx": {"ExportableModule", "InputObserver", "ops"},
 }
 # of torch.ao.quantization: eager mode's stubs, observers, fake quantizers, qconfigs, fusion,
-# prepare/prepare_qat and dynamic quantization (static quantized modules, histogram observers,
-# QConfigMapping, TorchScript and pt2e quantization are out of scope)
+# prepare/prepare_qat, static quantization (convert, quantize) and dynamic quantization
+# (histogram observers, QConfigMapping, TorchScript and pt2e quantization are out of scope)
 AO_QUANTIZATION_HAS = {
     "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FixedQParamsFakeQuantize",
     "FixedQParamsObserver", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
@@ -125,9 +123,10 @@ AO_QUANTIZATION_HAS = {
     "fused_per_channel_wt_fake_quant_range_neg_127_to_127",
     "fused_wt_fake_quant_range_neg_127_to_127", "get_default_dynamic_quant_module_mappings",
     "get_default_qat_module_mappings", "get_default_qat_qconfig",
-    "get_default_qconfig_propagation_list", "get_fuser_method", "get_observer_state_dict",
+    "get_default_qconfig_propagation_list", "get_default_static_quant_module_mappings",
+    "get_fuser_method", "get_static_quant_module_class", "get_observer_state_dict",
     "load_observer_state_dict", "no_observer_set",
-    "per_channel_weight_observer_range_neg_127_to_127", "prepare", "prepare_qat", "propagate_qconfig_", "qconfig_equals", "quantize_dynamic",
+    "per_channel_weight_observer_range_neg_127_to_127", "prepare", "prepare_qat", "propagate_qconfig_", "qconfig_equals", "quantize", "quantize_dynamic",
     "quantize_qat", "swap_module", "weight_observer_range_neg_127_to_127"}
 # submodules whose __all__ ember matches completely
 COMPLETE = ["library", "autograd.function", "autograd.forward_ad", "autograd.functional",

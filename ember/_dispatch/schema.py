@@ -16,7 +16,9 @@ class _NoDefault:
 NO_DEFAULT = _NoDefault()
 
 _TYPE_RE = re.compile(
-    r"^(?P<base>[A-Za-z_][A-Za-z0-9_]*)"
+    # (a dotted base names a custom class: __torch__.torch.classes.quantized.LinearPackedParamsBase
+    # is quantized::linear's prepacked weight)
+    r"^(?P<base>[A-Za-z_][A-Za-z0-9_.]*)"
     r"(?:\((?P<alias>[a-z0-9_]+)(?P<write>!)?(?:\s*->\s*\*)?\))?"
     r"(?P<opt1>\?)?"
     r"(?:\[(?P<n>\d*)\])?"

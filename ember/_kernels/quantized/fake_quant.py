@@ -305,7 +305,8 @@ def _moving_average(x, running_min, running_max, averaging_const, per_row_fake_q
     for cur, running in ((_float_data(x_min), running_min), (_float_data(x_max), running_max)):
         n = cur.size
         old = _float_data(running)[:n]
-        new = np.where(np.isinf(old), cur, old + c * (cur - old)).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # (the infinite starts take ``cur`` instead)
+            new = np.where(np.isinf(old), cur, old + c * (cur - old)).astype(np.float32)
         _aten.copy_.default(_aten.slice.Tensor(running.view(-1), 0, 0, n), wrap_array(new))
 
 

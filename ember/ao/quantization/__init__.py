@@ -2,9 +2,9 @@
 places (``QuantStub``, ``DeQuantStub``, ``QuantWrapper``), observers and fake quantizers,
 ``QConfig`` and the default qconfigs, module fusion (``fuse_modules``, ``fuse_modules_qat``),
 quantization-aware training (``prepare_qat``: QAT modules whose weights and activations are
-fake-quantized, ``quantize_qat``), ``prepare`` and dynamic quantization (``quantize_dynamic``).
-Static quantized modules (what ``convert`` makes of a calibrated or QAT model) are not
-provided: ``convert`` swaps to the dynamic quantized Linear only."""
+fake-quantized, ``quantize_qat``), ``prepare``, static quantization (``convert`` of a calibrated
+or QAT model to the static quantized modules ember has: the stubs' ``Quantize``/``DeQuantize``,
+``Linear``, ``LinearReLU``; ``quantize``) and dynamic quantization (``quantize_dynamic``)."""
 from .fake_quantize import (FakeQuantize, FakeQuantizeBase,  # noqa: F401
                             FixedQParamsFakeQuantize, FusedMovingAvgObsFakeQuantize,
                             default_affine_fixed_qparams_fake_quant, default_dynamic_fake_quant,
@@ -40,9 +40,12 @@ from .qconfig import (QConfig, QConfigDynamic,  # noqa: F401
                       qconfig_equals)
 from .quantization_mappings import (get_default_dynamic_quant_module_mappings,  # noqa: F401
                                     get_default_qat_module_mappings,
-                                    get_default_qconfig_propagation_list, no_observer_set)
+                                    get_default_qconfig_propagation_list,
+                                    get_default_static_quant_module_mappings,
+                                    get_static_quant_module_class, no_observer_set)
 from .quantize import (add_quant_dequant, convert, prepare, prepare_qat,  # noqa: F401
-                       propagate_qconfig_, quantize_dynamic, quantize_qat, swap_module)
+                       propagate_qconfig_, quantize, quantize_dynamic, quantize_qat,
+                       swap_module)
 from .stubs import DeQuantStub, QuantStub, QuantWrapper  # noqa: F401
 
 
@@ -52,10 +55,6 @@ def default_eval_fn(model, calib_data):
     for data, _target in calib_data:
         model(data)
 
-
-# torch.ao.quantization.quantize is PyTorch's static-quantization function (calibrate, then
-# convert to static quantized modules), which ember lacks, not the submodule of that name
-globals().pop("quantize")
 
 __all__ = [
     "QuantStub", "DeQuantStub", "QuantWrapper", "ObserverBase",
@@ -84,5 +83,6 @@ __all__ = [
     "qconfig_equals", "fuse_modules", "fuse_modules_qat", "fuse_conv_bn", "fuse_conv_bn_relu",
     "fuse_linear_bn", "fuse_convtranspose_bn", "get_fuser_method", "default_eval_fn", "get_default_qat_module_mappings",
     "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
-    "no_observer_set", "propagate_qconfig_", "prepare", "prepare_qat", "quantize_qat",
+    "get_default_static_quant_module_mappings", "get_static_quant_module_class",
+    "no_observer_set", "propagate_qconfig_", "prepare", "prepare_qat", "quantize", "quantize_qat",
     "quantize_dynamic", "convert", "swap_module", "add_quant_dequant"]

@@ -1,5 +1,6 @@
 """``torch.ao.quantization.quantization_mappings``: which module class each eager-mode step swaps
-a float module for (QAT: ``prepare_qat``; dynamic: ``quantize_dynamic``), which modules a
+a float module for (QAT: ``prepare_qat``; static: ``convert``; dynamic: ``quantize_dynamic``),
+which modules a
 qconfig propagates to and gets an observer on, and the activations whose outputs have fixed
 quantization parameters in training."""
 import copy
@@ -8,12 +9,17 @@ from ... import nn
 from ...nn.utils.parametrize import type_before_parametrizations
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
+from ..nn import quantized as nnq
 from ..nn.intrinsic import qat as nniqat
+from ..nn.intrinsic import quantized as nniq
+from .stubs import DeQuantStub, QuantStub
 from .fake_quantize import (default_fixed_qparams_range_0to1_fake_quant,
                             default_fixed_qparams_range_neg1to1_fake_quant)
 
-__all__ = ["DEFAULT_QAT_MODULE_MAPPINGS", "DEFAULT_MODULE_TO_ACT_POST_PROCESS",
-           "get_default_qat_module_mappings", "get_default_dynamic_quant_module_mappings",
+__all__ = ["DEFAULT_STATIC_QUANT_MODULE_MAPPINGS", "DEFAULT_QAT_MODULE_MAPPINGS",
+           "DEFAULT_MODULE_TO_ACT_POST_PROCESS", "get_default_static_quant_module_mappings",
+           "get_static_quant_module_class", "get_default_qat_module_mappings",
+           "get_default_dynamic_quant_module_mappings",
            "get_default_qconfig_propagation_list", "no_observer_set"]
 
 DEFAULT_QAT_MODULE_MAPPINGS = {
@@ -32,8 +38,19 @@ DEFAULT_QAT_MODULE_MAPPINGS = {
     nni.LinearReLU: nniqat.LinearReLU,
 }
 
-# the float modules PyTorch's static quantization maps (ember has no static quantized modules,
-# but the qconfig still propagates to them and prepare observes their outputs)
+# PyTorch's table, for the static quantized modules ember has (the stubs, Linear, LinearReLU)
+DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
+    QuantStub: nnq.Quantize,
+    DeQuantStub: nnq.DeQuantize,
+    nn.modules.linear.NonDynamicallyQuantizableLinear: nnq.Linear,
+    nn.Linear: nnq.Linear,
+    nni.LinearReLU: nniq.LinearReLU,
+    nniqat.LinearReLU: nniq.LinearReLU,
+    nnqat.Linear: nnq.Linear,
+}
+
+# the float modules PyTorch's static quantization maps (ember has quantized modules for the
+# table's above only, but the qconfig propagates to all and prepare observes their outputs)
 _STATIC_QUANT_FLOAT_MODULES = {
     nn.BatchNorm2d, nn.BatchNorm3d, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
     nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Dropout, nn.ELU, nn.Embedding, nn.EmbeddingBag,
@@ -56,6 +73,26 @@ DEFAULT_MODULE_TO_ACT_POST_PROCESS = {
     nn.Softmax: default_fixed_qparams_range_0to1_fake_quant,
     nn.Tanh: default_fixed_qparams_range_neg1to1_fake_quant,
 }
+
+
+def get_default_static_quant_module_mappings():
+    """Float (observed or QAT) module class -> its static quantized class."""
+    return copy.deepcopy(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_static_quant_module_class(float_module_class, additional_static_quant_mapping=None,
+                                  is_reference=False):
+    """The static quantized class of ``float_module_class`` (ember has no reference
+    modules)."""
+    if is_reference:
+        raise NotImplementedError("ember has no reference quantized modules (is_reference=True)")
+    all_mappings = {**DEFAULT_STATIC_QUANT_MODULE_MAPPINGS,
+                    **(additional_static_quant_mapping or {})}
+    static_quant_module_class = all_mappings.get(float_module_class, None)
+    if static_quant_module_class is None:
+        raise AssertionError(f"Floating point module class {str(float_module_class)}"
+                             + " does not have a corresponding quantized module class")
+    return copy.deepcopy(static_quant_module_class)
 
 
 def get_default_qat_module_mappings():
@@ -88,3 +125,4 @@ def _get_special_act_post_process(module):
 
 def _has_special_act_post_process(module):
     return module.training and type(module) in DEFAULT_MODULE_TO_ACT_POST_PROCESS
+

@@ -3,9 +3,10 @@ qconfig names (by type or by qualified name) their qconfig; ``convert``/``swap_m
 each one with a counterpart in a mapping for it (its ``from_float``); ``prepare`` attaches an
 observer or fake quantizer (``activation_post_process``, run by a forward hook) to the leaves
 that will be quantized; ``prepare_qat`` swaps in the QAT modules, then prepares;
-``quantize_dynamic`` and ``quantize_qat`` run the whole flow."""
+``quantize``, ``quantize_dynamic`` and ``quantize_qat`` run the whole flow."""
 import copy
 import functools
+import inspect
 import warnings
 
 import ember
@@ -19,11 +20,12 @@ from .quantization_mappings import (_get_special_act_post_process,
                                     _has_special_act_post_process,
                                     get_default_dynamic_quant_module_mappings,
                                     get_default_qat_module_mappings,
-                                    get_default_qconfig_propagation_list)
+                                    get_default_qconfig_propagation_list,
+                                    get_default_static_quant_module_mappings)
 from .stubs import DeQuantStub, QuantWrapper
 
-__all__ = ["quantize_dynamic", "propagate_qconfig_", "convert", "swap_module", "prepare",
-           "prepare_qat", "quantize_qat", "add_quant_dequant",
+__all__ = ["quantize", "quantize_dynamic", "propagate_qconfig_", "convert", "swap_module",
+           "prepare", "prepare_qat", "quantize_qat", "add_quant_dequant",
            "get_default_dynamic_quant_module_mappings"]
 
 
@@ -70,7 +72,7 @@ def _propagate(module, qconfig_dict, parent_qconfig, prefix):
 def swap_module(mod, mapping, custom_module_class_mapping=None,
                 use_precomputed_fake_quant=False):
     """``mod``'s counterpart when it has a qconfig and ``mapping`` names its type, else
-    ``mod``; the counterpart keeps ``mod``'s hooks (not the observer's)."""
+    ``mod``; the counterpart keeps ``mod``'s hooks (not the observer's) and its device."""
     if getattr(mod, "qconfig", None) is None:
         return mod
     custom = custom_module_class_mapping or {}
@@ -78,42 +80,55 @@ def swap_module(mod, mapping, custom_module_class_mapping=None,
     if mod_type in custom:
         new_mod = custom[mod_type].from_observed(mod)
     elif mod_type in mapping:
-        new_mod = mapping[mod_type].from_float(mod)
+        qmod = mapping[mod_type]
+        if "use_precomputed_fake_quant" in inspect.signature(qmod.from_float).parameters:
+            new_mod = qmod.from_float(mod, use_precomputed_fake_quant=use_precomputed_fake_quant)
+        else:
+            new_mod = qmod.from_float(mod)
     else:
         return mod
+    # (pre-hooks stay: they will see quantized inputs)
     for hook in mod._forward_pre_hooks.values():
         new_mod.register_forward_pre_hook(hook)
     for hook in mod._forward_hooks.values():
         if hook is not _observer_forward_hook:
             new_mod.register_forward_hook(hook)
+    devices = _get_unique_devices_(mod)
+    if len(devices) > 1:
+        raise AssertionError(f"swap_module only works with cpu or single-device CUDA modules, "
+                             f"but got devices {devices}")
+    if devices:
+        new_mod.to(next(iter(devices)))
     return new_mod
 
 
 @_deprecated
 def convert(module, mapping=None, inplace=False, remove_qconfig=True,
             is_reference=False, convert_custom_config_dict=None, use_precomputed_fake_quant=False):
-    """Swap every module that has a counterpart in ``mapping`` (default: the dynamic quantized
-    ones, the only quantized modules ember has)."""
+    """Swap every module that has a counterpart in ``mapping`` (default: the static quantized
+    ones) for it, made by its ``from_float`` from the observed (or QAT) module."""
+    if is_reference:
+        raise NotImplementedError("ember has no reference quantized modules (is_reference=True)")
     if mapping is None:
-        mapping = get_default_dynamic_quant_module_mappings()
+        mapping = get_default_static_quant_module_mappings()
     if not inplace:
         module = copy.deepcopy(module)
     custom = (convert_custom_config_dict or {}).get("observed_to_quantized_custom_module_class",
                                                     {})
-    _convert(module, mapping, custom)
+    _convert(module, mapping, custom, use_precomputed_fake_quant)
     if remove_qconfig:
         _remove_qconfig(module)
     return module
 
 
-def _convert(module, mapping, custom):
+def _convert(module, mapping, custom, use_precomputed_fake_quant):
     # (a fused module is swapped whole: its parts are not converted on their own)
     reassign = {}
     for name, child in module.named_children():
         if not isinstance(child, _FusedModule) and \
                 type_before_parametrizations(child) not in custom:
-            _convert(child, mapping, custom)
-        reassign[name] = swap_module(child, mapping, custom)
+            _convert(child, mapping, custom, use_precomputed_fake_quant)
+        reassign[name] = swap_module(child, mapping, custom, use_precomputed_fake_quant)
     for name, child in reassign.items():
         module._modules[name] = child
 
@@ -260,6 +275,21 @@ def prepare_qat(model, mapping=None, inplace=False):
     propagate_qconfig_(model, qconfig_dict=None)
     convert(model, mapping=mapping, inplace=True, remove_qconfig=False)
     prepare(model, observer_non_leaf_module_list=set(mapping.values()), inplace=True)
+    return model
+
+
+@_deprecated
+def quantize(model, run_fn, run_args, mapping=None, inplace=False):
+    """Post-training static quantization: ``prepare``, ``run_fn(model, *run_args)`` (the
+    calibration), then ``convert`` to the static quantized modules."""
+    if mapping is None:
+        mapping = get_default_static_quant_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    prepare(model, inplace=True)
+    run_fn(model, *run_args)
+    convert(model, mapping, inplace=True)
     return model
 
 

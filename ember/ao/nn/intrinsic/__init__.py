@@ -1,6 +1,7 @@
 """``torch.ao.nn.intrinsic``: the sequences ``fuse_modules`` makes (conv, batch norm, ReLU;
 linear, ReLU), plain ``nn.Sequential`` subclasses whose types tell quantization which fused
-counterpart replaces them (``intrinsic.qat`` for training)."""
+counterpart replaces them (``intrinsic.qat`` for training, ``intrinsic.quantized`` once
+converted)."""
 from .... import nn
 from ....nn.utils.parametrize import type_before_parametrizations
 
@@ -47,3 +48,4 @@ BNReLU2d = _fused("BNReLU2d", nn.BatchNorm2d, nn.ReLU, doc="BatchNorm2d then ReL
 BNReLU3d = _fused("BNReLU3d", nn.BatchNorm3d, nn.ReLU, doc="BatchNorm3d then ReLU.")
 
 from . import qat  # noqa: E402,F401
+from . import quantized  # noqa: E402,F401

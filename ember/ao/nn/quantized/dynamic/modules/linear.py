@@ -7,14 +7,18 @@ with ``reduce_range`` (``quantize_per_tensor_dynamic``), the products accumulate
 int32, the zero points come off through the row and column sums, and each output element is
 ``float(acc) * float(x_scale * w_scale) + bias`` rounded once (FBGEMM's fused multiply-add).
 
-The weight is kept as the quantized tensor itself (PyTorch keeps FBGEMM's packed form behind
-``_packed_params``); state dicts have PyTorch's keys and values (``_packed_params._packed_params``
-is the ``(weight, bias)`` pair), so they load in either library.
+The module is the static quantized Linear's subclass, as in PyTorch: the weight is held
+prepacked (``quantized::linear_prepack``, whose ``unpack()`` gives it back with its scale
+rounded to float, as FBGEMM keeps it) by ``LinearPackedParams``; state dicts have PyTorch's keys
+and values (``_packed_params._packed_params`` is the ``(weight, bias)`` pair), so they load in
+either library.
 """
 import numpy as np
 
 import ember
 from ...... import nn
+from ... import modules as nnq
+from ...modules.utils import _quantize_weight
 
 __all__ = ["Linear"]
 
@@ -60,78 +64,12 @@ def _fma_float32(a, b, c):
     return ember.where(fix, toward, r)
 
 
-class LinearPackedParams(nn.Module):
-    """Holds a quantized Linear's weight and bias (``torch.ao.nn.quantized.modules.linear.
-    LinearPackedParams``; PyTorch packs them for FBGEMM, ember keeps them as they are)."""
-    _version = 3
-
-    def __init__(self, dtype=ember.qint8):
-        super().__init__()
-        self.dtype = dtype
-        if dtype is not ember.qint8:
-            raise NotImplementedError(f"ember's quantized Linear supports dtype=torch.qint8 only, "
-                                      f"got {dtype}")
-        wq = ember._empty_affine_quantized([1, 1], scale=1.0, zero_point=0, dtype=ember.qint8)
-        self.set_weight_bias(wq, None)
-
-    def set_weight_bias(self, weight, bias):
-        if self.dtype is not ember.qint8:
-            raise RuntimeError("Unsupported dtype on dynamic quantized linear!")
-        self._packed_params = (weight, bias)
-
-    def _weight_bias(self):
-        return self._packed_params
-
-    def forward(self, x):
-        return x
-
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "dtype"] = self.dtype
-        destination[prefix + "_packed_params"] = self._weight_bias()
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        version = local_metadata.get("version", None)
-        if version is None or version < 2:
-            self.dtype = ember.qint8
-        else:
-            self.dtype = state_dict.pop(prefix + "dtype")
-        if version is None or version < 3:
-            self.set_weight_bias(state_dict.pop(prefix + "weight"),
-                                 state_dict.pop(prefix + "bias"))
-        if version == 3:
-            weight, bias = state_dict.pop(prefix + "_packed_params")
-            self.set_weight_bias(weight, bias)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
-                                      unexpected_keys, error_msgs)
-
-    def __repr__(self):
-        return self._weight_bias().__repr__()
-
-
-class Linear(nn.Module):
+class Linear(nnq.Linear):
     """A Linear with an int8 weight whose float inputs are quantized at each call."""
     _version = 4
-    _FLOAT_MODULE = (nn.Linear, nn.modules.linear.NonDynamicallyQuantizableLinear)
 
     def __init__(self, in_features, out_features, bias_=True, dtype=ember.qint8):
-        super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
-        bias = ember.zeros(out_features, dtype=ember.float) if bias_ else None
-        if dtype is ember.qint8:
-            qweight = ember._empty_affine_quantized([out_features, in_features], scale=1,
-                                                    zero_point=0, dtype=ember.qint8)
-        elif dtype is ember.float16:
-            raise NotImplementedError("ember's dynamic quantized Linear supports dtype="
-                                      "torch.qint8 only (no float16 packed weights)")
-        else:
-            raise RuntimeError("Unsupported dtype specified for quantized Linear!")
-        self._packed_params = LinearPackedParams(dtype)
-        self._packed_params.set_weight_bias(qweight, bias)
-        self.scale = 1.0
-        self.zero_point = 0
+        super().__init__(in_features, out_features, bias_, dtype=dtype)
         self.version = 4
 
     def forward(self, x):
@@ -152,35 +90,9 @@ class Linear(nn.Module):
             text += f", qscheme={self.weight().qscheme()}"
         return text
 
-    def __repr__(self):
-        # (as nn.quantized's modules print: the packed parameters are no child to show)
-        return f"{self._get_name()}({self.extra_repr()})"
-
-    def _weight_bias(self):
-        return self._packed_params._weight_bias()
-
-    def weight(self):
-        return self._weight_bias()[0]
-
-    def bias(self):
-        return self._weight_bias()[1]
-
-    def set_weight_bias(self, w, b):
-        self._packed_params.set_weight_bias(w, b)
-
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = ember.tensor(self.scale)
-        destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
-
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         self.version = local_metadata.get("version", None)
-        self.scale = float(state_dict.pop(prefix + "scale"))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
-        if self.version is None or self.version == 1:  # the parameters moved into a submodule
-            state_dict[prefix + "_packed_params.weight"] = state_dict.pop(prefix + "weight")
-            state_dict[prefix + "_packed_params.bias"] = state_dict.pop(prefix + "bias")
         super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
                                       unexpected_keys, error_msgs)
 
@@ -204,16 +116,18 @@ class Linear(nn.Module):
         if dtype is not ember.qint8:
             raise NotImplementedError(f"ember's dynamic quantized Linear supports qint8 weights "
                                       f"only, got: {dtype}")
+        if weight_observer.qscheme not in (ember.per_tensor_affine, ember.per_tensor_symmetric):
+            raise NotImplementedError(f"ember's dynamic quantized Linear supports per-tensor "
+                                      f"weights only, got: {weight_observer.qscheme}")
         weight_observer(mod.weight)
         qweight = _quantize_weight(mod.weight.float(), weight_observer)
         qlinear = cls(mod.in_features, mod.out_features, dtype=dtype)
         qlinear.set_weight_bias(qweight, mod.bias)
         return qlinear
 
-
-def _quantize_weight(float_wt, observer):
-    """``torch.ao.nn.quantized.modules.utils._quantize_weight`` for per-tensor observers."""
-    wt_scale, wt_zp = observer.calculate_qparams()
-    if observer.qscheme not in (ember.per_tensor_symmetric, ember.per_tensor_affine):
-        raise ValueError(f"Unexpected qscheme {observer.qscheme}")
-    return ember.quantize_per_tensor(float_wt, float(wt_scale), int(wt_zp), ember.qint8)
+    @classmethod
+    def from_reference(cls, ref_qlinear):
+        """The dynamic quantized Linear of a reference quantized Linear."""
+        qlinear = cls(ref_qlinear.in_features, ref_qlinear.out_features)
+        qlinear.set_weight_bias(ref_qlinear.get_quantized_weight(), ref_qlinear.bias)
+        return qlinear

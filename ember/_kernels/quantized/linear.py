@@ -1,0 +1,171 @@
+"""The static quantized Linear's operators, ``quantized::linear_prepack``, ``linear_unpack``,
+``linear`` and ``linear_relu``, as PyTorch's x86 engine runs them (FBGEMM's
+``PackedLinearWeight``, ATen's ``quantized/cpu/qlinear.cpp``), bit for bit.
+
+A prepacked weight is a :class:`LinearPackedParamsBase` (PyTorch's
+``torch.classes.quantized.LinearPackedParamsBase`` script object): the int8 weight, its scales
+rounded to float as FBGEMM keeps them, its zero points, the column sums FBGEMM precomputes, and
+the float bias. ``linear`` multiplies quint8 rows by it with FBGEMM's arithmetic:
+
+* the products of the integers accumulate exactly (AVX-512 VNNI does not saturate), and the
+  zero points come off through the column and row sums, all in wrapping int32;
+* with a bias, each accumulator becomes ``float(acc) + bias * float(1 / act_times_w_scale)``
+  (per tensor; per channel ``bias / act_times_w_scale``) in float, ``act_times_w_scale`` being
+  ``input_scale * weight_scale`` in float;
+* that float times ``act_times_w_scale / output_scale`` (float) is rounded to the nearest
+  integer, ties to even (``CVTPS2DQ``: out of the int32 range, or NaN, it is the int32
+  minimum), saturated to int16, plus the output zero point (saturating int16), saturated to
+  uint8, and with ReLU fused raised to the zero point.
+"""
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..._core.quantizer import PerTensorAffineQuantizer, per_channel_affine, per_tensor_affine
+from ..._core.device import contiguous_format as _contiguous
+from ..._ops.overload import ops
+from ...library import Library
+from .affine import int_alias, new_qtensor
+
+_aten = ops.aten
+_qint8, _quint8 = _dt.ALIASES["qint8"], _dt.ALIASES["quint8"]
+
+_PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+
+
+class LinearPackedParamsBase:
+    """A prepacked quantized Linear weight and bias (what ``quantized::linear_prepack``
+    returns; ``unpack()`` gives them back as FBGEMM does, the weight's scales rounded to
+    float)."""
+
+    def __init__(self, weight, bias):
+        self._set(weight, bias)
+
+    def _set(self, weight, bias):
+        self._weight, self._bias = weight, bias
+        ints = int_alias(weight)._nd().astype(np.int64)
+        quantizer = weight._quantizer
+        n, k = ints.shape
+        if quantizer.qscheme is per_tensor_affine:
+            self._w_scale = np.full(1, quantizer.scale, np.float32)
+            self._w_zp = np.full(n, quantizer.zero_point, np.int64)
+        else:
+            self._w_scale = quantizer.scales._nd().astype(np.float32)
+            self._w_zp = quantizer.zero_points._nd().astype(np.int64)
+        self._per_channel = quantizer.qscheme is per_channel_affine
+        self._w_ints = ints.astype(np.float64)  # (exact: a product of rows stays below 2**53)
+        self._col_offsets = ints.sum(1) - self._w_zp * k
+        self._bias_f32 = None if bias is None else bias.detach()._nd().astype(np.float32)
+
+    def unpack(self):
+        return self._weight, self._bias
+
+    def bias(self):
+        return self._bias
+
+    def __getstate__(self):
+        return self._weight, self._bias
+
+    def __setstate__(self, state):
+        self._set(*state)
+
+
+def linear_prepack(W, B=None):
+    """``quantized::linear_prepack`` (FBGEMM's ``PackedLinearWeight::prepack``)."""
+    if W.dim() != 2:
+        raise RuntimeError("The weight tensor for quantized::linear_prepack (fbgemm) should be "
+                           "2-dimensional.")
+    if W.dtype is not _qint8:
+        raise RuntimeError(f"expected scalar type QInt8 but found {W.dtype._short}")
+    quantizer = W._quantizer
+    n = W.shape[0]
+    if quantizer.qscheme is per_tensor_affine:
+        # FBGEMM keeps the scale as a float: unpack() hands back that rounded scale
+        weight = _aten.clone(W, memory_format=_contiguous)
+        weight = _aten._make_per_tensor_quantized_tensor(
+            int_alias(weight), float(np.float32(quantizer.scale)), quantizer.zero_point)
+    else:
+        scales = quantizer.scales.to(_dt.float32).to(_dt.float64)
+        weight = _aten._make_per_channel_quantized_tensor(
+            int_alias(_aten.clone(W, memory_format=_contiguous)), scales,
+            quantizer.zero_points, quantizer.axis)
+    if B is not None:
+        if B.dim() != 1:
+            raise RuntimeError("bias should be a vector (1D Tensor)")
+        if B.shape[0] != n:
+            raise RuntimeError(f"bias should have N elements: {n}")
+        B = B.contiguous()
+    return LinearPackedParamsBase(weight, B)
+
+
+def linear_unpack(W_prepack):
+    return W_prepack.unpack()
+
+
+def _linear(X, packed, Y_scale_i, Y_zero_point_i, relu):
+    if X.dtype is not _quint8:
+        raise RuntimeError(f"Expected input data type QUInt8 but got {X.dtype._short}")
+    if X.dim() < 2:
+        raise RuntimeError("The dimension of input tensor should be larger than or equal to 2")
+    k = X.shape[-1]
+    n, k_w = packed._w_ints.shape
+    if k != k_w:
+        raise RuntimeError(f"The number of rows in the packB should be equal to K: {k}")
+    bias = packed._bias_f32
+    if bias is not None and packed._bias.dtype is not _dt.float32:
+        raise RuntimeError(f"expected scalar type Float but found "
+                           f"{packed._bias.dtype._short}")
+    x_ints = np.asarray(int_alias(X)._nd(), np.int64).reshape(-1, k)
+    x_zp = X.q_zero_point()
+    acc = np.matmul(x_ints.astype(np.float64), packed._w_ints.T).astype(np.int64)
+    acc -= x_zp * packed._col_offsets
+    acc -= x_ints.sum(1, keepdims=True) * packed._w_zp
+    acc = acc.astype(np.int32)  # (FBGEMM's int32 arithmetic wraps)
+
+    act_times_w_scale = np.float32(X.q_scale()) * packed._w_scale  # float32 products
+    multiplier = act_times_w_scale / np.float32(Y_scale_i)
+    xf = acc.astype(np.float32)
+    if bias is not None:
+        if packed._per_channel:
+            xf = xf + bias / act_times_w_scale
+        else:
+            # (the reciprocal is a double quotient rounded to float)
+            reciprocal = np.float32(1.0 / float(act_times_w_scale[0]))
+            xf = xf + bias * reciprocal
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = xf * multiplier
+        in_range = np.abs(scaled) < np.float32(2 ** 31)
+        rounded = np.where(in_range, np.rint(scaled), -2 ** 31).astype(np.int64)
+    zp = int(Y_zero_point_i)
+    out = np.clip(np.clip(rounded, -32768, 32767) + zp, -32768, 32767)
+    out = np.clip(out, 0, 255)
+    if relu:
+        out = np.maximum(out, zp & 0xFF)  # (the zero point as a byte)
+    q, view = new_qtensor((*X.shape[:-1], n),
+                          PerTensorAffineQuantizer(_quint8, Y_scale_i, zp))
+    view[...] = out.reshape(view.shape)
+    return q
+
+
+def linear(X, W_prepack, Y_scale_i, Y_zero_point_i):
+    """``quantized::linear`` on FBGEMM (see the module docstring)."""
+    return _linear(X, W_prepack, Y_scale_i, Y_zero_point_i, False)
+
+
+def linear_relu(X, W_prepack, Y_scale_i, Y_zero_point_i):
+    """``quantized::linear_relu``: ``quantized::linear`` whose outputs stop at the zero point."""
+    return _linear(X, W_prepack, Y_scale_i, Y_zero_point_i, True)
+
+
+# PyTorch's TORCH_LIBRARY(quantized, ...) schemas; the kernels take quantized tensors
+# (QuantizedCPU), unpacking takes none (CatchAll, here CompositeExplicitAutograd)
+_lib = Library("quantized", "DEF")
+_lib.define(f"linear_prepack(Tensor W, Tensor? B=None) -> {_PACKED} W_prepack")
+_lib.define(f"linear_unpack({_PACKED} W_prepack) -> (Tensor W_origin, Tensor? B_origin)")
+_lib.define(f"linear(Tensor X, {_PACKED} W_prepack, float Y_scale_i, int Y_zero_point_i) "
+            f"-> Tensor Y")
+_lib.define(f"linear_relu(Tensor X, {_PACKED} W_prepack, float Y_scale_i, int Y_zero_point_i) "
+            f"-> Tensor Y")
+_lib.impl("linear_prepack", linear_prepack, "QuantizedCPU")
+_lib.impl("linear_unpack", linear_unpack, "CompositeExplicitAutograd")
+_lib.impl("linear", linear, "QuantizedCPU")
+_lib.impl("linear_relu", linear_relu, "QuantizedCPU")
