@@ -99,8 +99,9 @@ LACKING = {
     "onnx": {"ExportableModule", "InputObserver", "ops"},
 }
 # of torch.ao.quantization: eager mode's stubs, observers, fake quantizers, qconfigs, fusion,
-# prepare/prepare_qat, static quantization (convert, quantize) and dynamic quantization
-# (histogram observers, QConfigMapping, TorchScript and pt2e quantization are out of scope)
+# prepare/prepare_qat, static quantization (convert, quantize), dynamic quantization,
+# histogram observers and QConfigMapping (the FX flow, TorchScript and pt2e quantization
+# are out of scope)
 AO_QUANTIZATION_HAS = {
     "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FixedQParamsFakeQuantize",
     "FixedQParamsObserver", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
@@ -127,7 +128,13 @@ AO_QUANTIZATION_HAS = {
     "get_fuser_method", "get_static_quant_module_class", "get_observer_state_dict",
     "load_observer_state_dict", "no_observer_set",
     "per_channel_weight_observer_range_neg_127_to_127", "prepare", "prepare_qat", "propagate_qconfig_", "qconfig_equals", "quantize", "quantize_dynamic",
-    "quantize_qat", "swap_module", "weight_observer_range_neg_127_to_127"}
+    "quantize_qat", "swap_module", "weight_observer_range_neg_127_to_127",
+    "HistogramObserver", "RecordingObserver", "ReuseInputObserver", "default_debug_observer",
+    "default_float_qparams_observer", "default_float_qparams_observer_4bit",
+    "default_histogram_observer", "default_reuse_input_observer",
+    "default_embedding_fake_quant_4bit", "default_histogram_fake_quant", "QConfigAny",
+    "get_default_qconfig", "get_default_qconfig_dict", "get_default_qat_qconfig_dict",
+    "QConfigMapping", "get_default_qconfig_mapping", "get_default_qat_qconfig_mapping"}
 # submodules whose __all__ ember matches completely
 COMPLETE = ["library", "autograd.function", "autograd.forward_ad", "autograd.functional",
             "nn.init", "nn.utils", "nn.utils.parametrize", "nn.utils.rnn", "nn.modules",

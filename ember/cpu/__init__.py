@@ -39,3 +39,9 @@ def reset_peak_memory_stats():
 def empty_cache():
     """Give the cached blocks that no tensor uses back to the system."""
     _cache.empty_cache()
+
+
+def _is_vnni_supported():
+    """Whether the CPU has AVX512-VNNI (PyTorch checks only that one, not AVX-VNNI)."""
+    from ..backends.cpu import _cpu_flags
+    return "avx512_vnni" in _cpu_flags()

@@ -2,7 +2,7 @@
 
 Values are computed as PyTorch's CPU kernels compute them: arange as ``start + i * step`` in the
 accumulation type (int64 or double), linspace symmetrically from both ends so the last value is
-exactly ``end``.
+exactly ``end`` (in float32 with one rounding per value, as ATen's fused multiply-add).
 """
 import numpy as np
 
@@ -61,9 +61,31 @@ def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory
     idx = np.arange(steps)
     half = steps // 2
     out = np.empty(steps, work)
-    out[:half] = a + step * idx[:half].astype(work)
-    out[half:] = b - step * (steps - idx[half:] - 1).astype(work)
+    if dtype._np == np.float32 and steps <= 2 ** 29:
+        # ATen's float loop compiles to one fused multiply-add per value
+        out[:half] = _fma_float32(step, idx[:half], a)
+        out[half:] = _fma_float32(-step, steps - idx[half:] - 1, b)
+    else:
+        out[:half] = a + step * idx[:half].astype(work)
+        out[half:] = b - step * (steps - idx[half:] - 1).astype(work)
     return wrap(out.astype(dtype._np, copy=False))
+
+
+def _fma_float32(x, n, z):
+    """``x * n + z`` rounded once to float32, as an FMA instruction computes it, for float32
+    ``x`` and ``z`` and integers ``0 <= n < 2**29``: the product is exact in double; the sum
+    there is rounded to odd (an inexact sum takes the odd one of the two doubles around it), which
+    makes its rounding to float32 the correctly rounded one."""
+    with np.errstate(invalid="ignore"):
+        p = np.float64(x) * n
+        z = np.float64(z)
+        s = p + z
+        t = s - p
+        err = (p - (s - t)) + (z - t)  # Knuth's two-sum: p + z == s + err exactly
+        even = (s.view(np.int64) & 1) == 0
+        toward = np.where(err > 0, np.inf, -np.inf)
+        s = np.where(np.isfinite(err) & (err != 0) & even, np.nextafter(s, toward), s)
+    return s.astype(np.float32)
 
 
 @honour_pin_memory

@@ -378,10 +378,17 @@ def _scan_axis(self, dim):
     return (a.reshape(1), 0) if a.ndim == 0 else (a, d)
 
 
+# ATen's CPU scans carry the running value in acc_type<T, false>: double for float (and
+# complex<double> for complex<float>), unlike its reductions; its CUDA scans stay in float
+_HOST_SCAN_ACC = {D.float32: D.float64, D.complex64: D.complex128}
+
+
 def _scan(name, self, dim, dtype=None):
     rdt = scan_dtype(name, self, dim, dtype)
     a, axis = _scan_axis(self, dim)
     acc = _ACC.get(rdt, rdt)
+    if array_module(a) is np:
+        acc = _HOST_SCAN_ACC.get(acc, acc)
     with np.errstate(all="ignore"):
         r = SCANS[name][0].accumulate(a.astype(acc._np, copy=False), axis=axis)
     return wrap(own(r.reshape(self._size).astype(rdt._np, copy=False)))

@@ -379,14 +379,19 @@ def bincount(self, weights=None, minlength=0):
     rdt = D.int64 if weights is None else (D.float32 if weights._dtype is D.float32
                                            else D.float64)
     a = self._nd()
-    if a.ndim == 1 and a.size == 0:
-        return wrap(np.zeros((minlength,), rdt._np))
+    if a.ndim == 1 and a.size == 0:  # (int64 counts even with weights, as ATen)
+        return wrap(np.zeros((minlength,), np.int64))
     if a.ndim != 1 or a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     w = None
     if weights is not None:
         if len(weights._size) != 1 or weights._size[0] != self._size[0]:
             raise RuntimeError("weights should be 1-d and have the same length as input")
+        if rdt is D.float32:
+            # ATen adds float weights one by one in float (np.bincount would add in double)
+            out = np.zeros(max(minlength, int(a.max()) + 1), np.float32)
+            np.add.at(out, a, weights._nd())
+            return wrap(out)
         w = weights._nd().astype(np.float64)
     return wrap(own(np.bincount(a.astype(np.int64), w, minlength).astype(rdt._np, copy=False)))
 

@@ -118,7 +118,7 @@ _OUT_DTYPE_RULES = {
     "multinomial": _exact("multinomial expects Long tensor out, got: {out._short}"),
     # structured kernels outside TensorIterator (the codegen's resize_out check)
     **dict.fromkeys([
-        "mm", "bmm", "addmm", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
+        "mm", "bmm", "addmm", "_addmm_activation", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
         "norm", "sort", "topk", "max.dim", "min.dim", "aminmax", "linalg_cross", "cross",
         "diag", "argmax", "argmin", "argsort", "msort", "avg_pool2d", "avg_pool3d", "index_add",
         "index_copy", "isin", "linalg_det", "linalg_eigvalsh", "linalg_lu",

@@ -1,6 +1,8 @@
 """``torch.ao.quantization``, eager mode, as far as ember quantizes: the stubs a float model
 places (``QuantStub``, ``DeQuantStub``, ``QuantWrapper``), observers and fake quantizers,
-``QConfig`` and the default qconfigs, module fusion (``fuse_modules``, ``fuse_modules_qat``),
+``QConfig`` and the default qconfigs (``get_default_qconfig``'s histogram observers included),
+``QConfigMapping`` and the default mappings (the FX graph mode that consumes them is not
+provided), module fusion (``fuse_modules``, ``fuse_modules_qat``),
 quantization-aware training (``prepare_qat``: QAT modules whose weights and activations are
 fake-quantized, ``quantize_qat``), ``prepare``, static quantization (``convert`` of a calibrated
 or QAT model to the static quantized modules ember has: the stubs' ``Quantize``/``DeQuantize``,
@@ -47,6 +49,26 @@ from .quantize import (add_quant_dequant, convert, prepare, prepare_qat,  # noqa
                        propagate_qconfig_, quantize, quantize_dynamic, quantize_qat,
                        swap_module)
 from .stubs import DeQuantStub, QuantStub, QuantWrapper  # noqa: F401
+# post-training quantization's histogram observer, qconfigs and qconfig mappings
+from .fake_quantize import (default_embedding_fake_quant_4bit,  # noqa: F401
+                            default_histogram_fake_quant)
+from .observer import (HistogramObserver, RecordingObserver, ReuseInputObserver,  # noqa: F401
+                       default_debug_observer, default_float_qparams_observer,
+                       default_float_qparams_observer_4bit, default_histogram_observer,
+                       default_reuse_input_observer)
+from .qconfig import (QConfigAny, default_debug_qconfig,  # noqa: F401
+                      default_dynamic_qat_qconfig, default_embedding_qat_qconfig,
+                      default_embedding_qat_qconfig_4bit,
+                      default_per_channel_symmetric_qnnpack_qat_qconfig,
+                      default_per_channel_symmetric_qnnpack_qconfig,
+                      default_quint8_weight_qconfig, default_reuse_input_qconfig,
+                      default_symmetric_qnnpack_qat_qconfig, default_symmetric_qnnpack_qconfig,
+                      float16_dynamic_qconfig, float16_static_qconfig,
+                      float_qparams_weight_only_qconfig, float_qparams_weight_only_qconfig_4bit,
+                      get_default_qat_qconfig_dict, get_default_qconfig,
+                      get_default_qconfig_dict, per_channel_dynamic_qconfig)
+from .qconfig_mapping import (QConfigMapping, get_default_qat_qconfig_mapping,  # noqa: F401
+                              get_default_qconfig_mapping)
 
 
 
@@ -85,4 +107,17 @@ __all__ = [
     "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings", "get_static_quant_module_class",
     "no_observer_set", "propagate_qconfig_", "prepare", "prepare_qat", "quantize", "quantize_qat",
-    "quantize_dynamic", "convert", "swap_module", "add_quant_dequant"]
+    "quantize_dynamic", "convert", "swap_module", "add_quant_dequant",
+    "HistogramObserver", "RecordingObserver", "ReuseInputObserver", "default_debug_observer",
+    "default_float_qparams_observer", "default_float_qparams_observer_4bit",
+    "default_histogram_observer", "default_reuse_input_observer",
+    "default_embedding_fake_quant_4bit", "default_histogram_fake_quant", "QConfigAny",
+    "get_default_qconfig", "get_default_qconfig_dict", "get_default_qat_qconfig_dict",
+    "QConfigMapping", "get_default_qconfig_mapping", "get_default_qat_qconfig_mapping",
+    "default_debug_qconfig", "float16_dynamic_qconfig", "float16_static_qconfig",
+    "per_channel_dynamic_qconfig", "float_qparams_weight_only_qconfig",
+    "float_qparams_weight_only_qconfig_4bit", "default_quint8_weight_qconfig",
+    "default_dynamic_qat_qconfig", "default_reuse_input_qconfig",
+    "default_symmetric_qnnpack_qconfig", "default_per_channel_symmetric_qnnpack_qconfig",
+    "default_symmetric_qnnpack_qat_qconfig", "default_per_channel_symmetric_qnnpack_qat_qconfig",
+    "default_embedding_qat_qconfig", "default_embedding_qat_qconfig_4bit"]

@@ -7,7 +7,7 @@ keeps fixed parameters. With the default fake quantizers PyTorch's qconfigs name
 ``enable_*``/``disable_*`` switches for ``Module.apply``."""
 import ember
 from ... import nn
-from .observer import (FixedQParamsObserver, MovingAverageMinMaxObserver,
+from .observer import (FixedQParamsObserver, HistogramObserver, MovingAverageMinMaxObserver,
                        MovingAveragePerChannelMinMaxObserver, _with_args,
                        default_fixed_qparams_range_0to1_observer,
                        default_fixed_qparams_range_neg1to1_observer)
@@ -20,6 +20,7 @@ __all__ = ["FakeQuantizeBase", "FakeQuantize", "FixedQParamsFakeQuantize",
            "default_fixed_qparams_range_0to1_fake_quant",
            "default_symmetric_fixed_qparams_fake_quant", "default_affine_fixed_qparams_fake_quant",
            "default_per_channel_weight_fake_quant", "default_embedding_fake_quant",
+           "default_embedding_fake_quant_4bit", "default_histogram_fake_quant",
            "default_fused_act_fake_quant", "default_fused_wt_fake_quant",
            "default_fused_per_channel_wt_fake_quant", "fused_wt_fake_quant_range_neg_127_to_127",
            "fused_per_channel_wt_fake_quant_range_neg_127_to_127"]
@@ -240,6 +241,13 @@ default_embedding_fake_quant = FakeQuantize.with_args(
     observer=MovingAveragePerChannelMinMaxObserver,
     qscheme=ember.per_channel_affine_float_qparams, dtype=ember.quint8, quant_min=0,
     quant_max=255, ch_axis=0, averaging_constant=1)
+default_embedding_fake_quant_4bit = FakeQuantize.with_args(
+    observer=MovingAveragePerChannelMinMaxObserver,
+    qscheme=ember.per_channel_affine_float_qparams, ch_axis=0, dtype=ember.quint4x2,
+    averaging_constant=1)
+default_histogram_fake_quant = FakeQuantize.with_args(
+    observer=HistogramObserver, quant_min=0, quant_max=255, dtype=ember.quint8,
+    qscheme=ember.per_tensor_affine, reduce_range=True)
 default_fused_act_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
     observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype=ember.quint8)
 default_fused_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(

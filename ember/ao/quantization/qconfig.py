@@ -1,20 +1,41 @@
 """``torch.ao.quantization.qconfig``: ``QConfig``, the pair of observer or fake-quantizer
 factories (activation, weight) a module is quantized with, the default ones (dynamic, static,
-quantization-aware training) and ``get_default_qat_qconfig`` for a backend."""
+quantization-aware training, float16, symmetric qnnpack, embeddings) and
+``get_default_qconfig``/``get_default_qat_qconfig`` for a backend."""
+import warnings
 from collections import namedtuple
 
+import ember
 from .fake_quantize import (FakeQuantize, FakeQuantizeBase, FusedMovingAvgObsFakeQuantize,
-                            default_fake_quant, default_fused_act_fake_quant,
+                            default_dynamic_fake_quant, default_embedding_fake_quant,
+                            default_embedding_fake_quant_4bit, default_fake_quant,
+                            default_fused_act_fake_quant,
                             default_fused_per_channel_wt_fake_quant, default_fused_wt_fake_quant,
-                            default_per_channel_weight_fake_quant, default_weight_fake_quant)
-from .observer import (MovingAverageMinMaxObserver, default_dynamic_quant_observer,
-                       default_observer, default_per_channel_weight_observer,
-                       default_weight_observer)
+                            default_per_channel_weight_fake_quant, default_weight_fake_quant,
+                            fused_per_channel_wt_fake_quant_range_neg_127_to_127,
+                            fused_wt_fake_quant_range_neg_127_to_127)
+from .observer import (HistogramObserver, MinMaxObserver, MovingAverageMinMaxObserver,
+                       NoopObserver, PlaceholderObserver, default_debug_observer,
+                       default_dynamic_quant_observer, default_float_qparams_observer,
+                       default_float_qparams_observer_4bit, default_observer,
+                       default_per_channel_weight_observer, default_placeholder_observer,
+                       default_reuse_input_observer, default_weight_observer,
+                       per_channel_weight_observer_range_neg_127_to_127,
+                       weight_observer_range_neg_127_to_127)
 
-__all__ = ["QConfig", "QConfigDynamic", "default_dynamic_qconfig", "default_qconfig",
-           "default_per_channel_qconfig", "default_qat_qconfig", "default_qat_qconfig_v2",
+__all__ = ["QConfig", "QConfigDynamic", "default_qconfig", "default_debug_qconfig",
+           "default_per_channel_qconfig", "default_dynamic_qconfig", "float16_dynamic_qconfig",
+           "float16_static_qconfig", "per_channel_dynamic_qconfig",
+           "float_qparams_weight_only_qconfig", "float_qparams_weight_only_qconfig_4bit",
+           "default_quint8_weight_qconfig", "default_qat_qconfig", "default_dynamic_qat_qconfig",
            "default_weight_only_qconfig", "default_activation_only_qconfig",
-           "get_default_qat_qconfig", "qconfig_equals"]
+           "default_qat_qconfig_v2", "default_reuse_input_qconfig",
+           "default_symmetric_qnnpack_qconfig", "default_per_channel_symmetric_qnnpack_qconfig",
+           "default_symmetric_qnnpack_qat_qconfig",
+           "default_per_channel_symmetric_qnnpack_qat_qconfig", "default_embedding_qat_qconfig",
+           "default_embedding_qat_qconfig_4bit", "get_default_qconfig", "get_default_qat_qconfig",
+           "get_default_qconfig_dict", "get_default_qat_qconfig_dict", "QConfigAny",
+           "qconfig_equals"]
 
 
 class QConfig(namedtuple("QConfig", ["activation", "weight"])):
@@ -39,16 +60,73 @@ def _identity():
     return nn.Identity
 
 
-default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
-                                  weight=default_weight_observer)
+# a module's qconfig, None where it stays in float (PyTorch's is a TypeAliasType of this union)
+QConfigAny = QConfig | None
+
 default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
+default_debug_qconfig = QConfig(weight=default_weight_observer, activation=default_debug_observer)
 default_per_channel_qconfig = QConfig(activation=default_observer,
                                       weight=default_per_channel_weight_observer)
+default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                  weight=default_weight_observer)
+float16_dynamic_qconfig = QConfig(
+    activation=PlaceholderObserver.with_args(dtype=ember.float16, is_dynamic=True),
+    weight=PlaceholderObserver.with_args(dtype=ember.float16))
+float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=ember.float16),
+                                 weight=PlaceholderObserver.with_args(dtype=ember.float16))
+per_channel_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                      weight=default_per_channel_weight_observer)
+float_qparams_weight_only_qconfig = QConfig(activation=default_placeholder_observer,
+                                            weight=default_float_qparams_observer)
+float_qparams_weight_only_qconfig_4bit = QConfig(activation=default_placeholder_observer,
+                                                 weight=default_float_qparams_observer_4bit)
 default_qat_qconfig = QConfig(activation=default_fake_quant, weight=default_weight_fake_quant)
+default_dynamic_qat_qconfig = QConfig(activation=default_dynamic_fake_quant,
+                                      weight=default_weight_fake_quant)
 default_weight_only_qconfig = QConfig(activation=_identity(), weight=default_weight_fake_quant)
 default_activation_only_qconfig = QConfig(activation=default_fake_quant, weight=_identity())
 default_qat_qconfig_v2 = QConfig(activation=default_fused_act_fake_quant,
                                  weight=default_fused_wt_fake_quant)
+default_reuse_input_qconfig = QConfig(activation=default_reuse_input_observer,
+                                      weight=NoopObserver)
+
+
+def get_default_qconfig(backend="x86", version=0):
+    """PyTorch's default post-training qconfig of ``backend``: histogram-observed activations
+    (their range halved for fbgemm and x86), per-channel weights except for qnnpack."""
+    supported_backends = ["fbgemm", "x86", "qnnpack", "onednn"]
+    if backend not in supported_backends:
+        raise AssertionError("backend: " + str(backend)
+                             + f" not supported. backend must be one of {supported_backends}")
+    if version != 0:
+        raise AssertionError("Version number: " + str(version) + " in get_default_qconfig is "
+                             "not supported. Version number must be 0")
+    if backend == "onednn" and not ember.cpu._is_vnni_supported():
+        warnings.warn("Default qconfig of oneDNN backend with reduce_range of false may have "
+                      "accuracy issues on CPU without Vector Neural Network Instruction "
+                      "support.", stacklevel=2)
+    weight = (default_weight_observer if backend == "qnnpack"
+              else default_per_channel_weight_observer)
+    return QConfig(
+        activation=HistogramObserver.with_args(reduce_range=backend in ("fbgemm", "x86")),
+        weight=weight)
+
+
+# Symmetric qnnpack qconfigs: signed 8-bit activations, weights restricted to [-127, 127], and an
+# eps keeping XNNPACK's requantization scale (input scale * weight scale / output scale) at or
+# above its 2**-32 floor
+default_symmetric_qnnpack_qconfig = QConfig(
+    activation=HistogramObserver.with_args(dtype=ember.qint8, reduce_range=False, eps=2 ** -12),
+    weight=weight_observer_range_neg_127_to_127)
+default_per_channel_symmetric_qnnpack_qconfig = QConfig(
+    activation=HistogramObserver.with_args(dtype=ember.qint8, reduce_range=False, eps=2 ** -12),
+    weight=per_channel_weight_observer_range_neg_127_to_127)
+default_embedding_qat_qconfig = QConfig(activation=NoopObserver.with_args(dtype=ember.float32),
+                                        weight=default_embedding_fake_quant)
+default_embedding_qat_qconfig_4bit = QConfig(
+    activation=NoopObserver.with_args(dtype=ember.float32),
+    weight=default_embedding_fake_quant_4bit)
+default_quint8_weight_qconfig = QConfig(activation=HistogramObserver, weight=MinMaxObserver)
 
 
 def get_default_qat_qconfig(backend="x86", version=1):
@@ -75,6 +153,36 @@ def get_default_qat_qconfig(backend="x86", version=1):
         weight = (default_fused_wt_fake_quant if backend == "qnnpack"
                   else default_fused_per_channel_wt_fake_quant)
     return QConfig(activation=fake_quant.with_args(**act_args), weight=weight)
+
+
+default_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=FusedMovingAvgObsFakeQuantize.with_args(
+        observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=ember.qint8,
+        reduce_range=False, eps=2 ** -12),
+    weight=fused_wt_fake_quant_range_neg_127_to_127)
+default_per_channel_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=FusedMovingAvgObsFakeQuantize.with_args(
+        observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=ember.qint8,
+        reduce_range=False, eps=2 ** -12),
+    weight=fused_per_channel_wt_fake_quant_range_neg_127_to_127)
+
+
+def get_default_qconfig_dict(backend="x86", version=0):
+    warnings.warn("`torch.ao.quantization.get_default_qconfig_dict` is deprecated and will be "
+                  "removed in a future version. Please use "
+                  "`torch.ao.quantization.get_default_qconfig_mapping` instead.",
+                  FutureWarning, stacklevel=2)
+    from .qconfig_mapping import get_default_qconfig_mapping
+    return get_default_qconfig_mapping(backend, version).to_dict()
+
+
+def get_default_qat_qconfig_dict(backend="x86", version=1):
+    warnings.warn("`torch.ao.quantization.get_default_qat_qconfig_dict` is deprecated and will "
+                  "be removed in a future version. Please use "
+                  "`torch.ao.quantization.get_default_qat_qconfig_mapping` instead.",
+                  FutureWarning, stacklevel=2)
+    from .qconfig_mapping import get_default_qat_qconfig_mapping
+    return get_default_qat_qconfig_mapping(backend, version).to_dict()
 
 
 def _partial_wrapper_equals(a, b):
