@@ -532,6 +532,25 @@ _ELSEWHERE = {
         rnn_relu_cell.default _rnn_layer.default _rnn_layer_backward.default""",
     "float8 scaled matmuls: values, out=, Meta and errors against PyTorch in tests/test_float8.py":
         """_scaled_mm.default _scaled_mm.out _scaled_mm_v2.default _scaled_mm_v2.out""",
+    "fake quantization: values, masks, gradients, out=, Meta and errors bit for bit against "
+    "PyTorch in tests/test_fake_quant.py": """
+        _fake_quantize_learnable_per_channel_affine.default
+        _fake_quantize_learnable_per_channel_affine.out
+        _fake_quantize_learnable_per_channel_affine_backward.default
+        _fake_quantize_learnable_per_tensor_affine.default
+        _fake_quantize_learnable_per_tensor_affine.out
+        _fake_quantize_learnable_per_tensor_affine_backward.default
+        _fake_quantize_per_tensor_affine_cachemask_tensor_qparams.default
+        _fake_quantize_per_tensor_affine_cachemask_tensor_qparams.out
+        _fused_moving_avg_obs_fq_helper.default fake_quantize_per_channel_affine.default
+        fake_quantize_per_channel_affine_cachemask.default
+        fake_quantize_per_channel_affine_cachemask.out
+        fake_quantize_per_channel_affine_cachemask_backward.default
+        fake_quantize_per_tensor_affine.default fake_quantize_per_tensor_affine.tensor_qparams
+        fake_quantize_per_tensor_affine_cachemask.default
+        fake_quantize_per_tensor_affine_cachemask.out
+        fake_quantize_per_tensor_affine_cachemask_backward.default
+        fused_moving_avg_obs_fake_quant.default""",
     "grouped matmul: values, gradients, Meta shapes and errors against PyTorch in "
     "tests/test_grouped_mm.py": "_grouped_mm.default",
     "complex32 conversion: bits, gradients and the op_db chalf entry in tests/test_complex32.py":
