@@ -13,6 +13,7 @@ from ._dispatch.tls import (ExcludeDispatchKeyGuard as _ExcludeDispatchKeyGuard,
                             _dispatch_tls_local_exclude_set, _dispatch_tls_local_include_set,
                             _dispatch_tls_set_dispatch_key_excluded,
                             _dispatch_tls_set_dispatch_key_included)
+from ._jit_types import *  # noqa: F401,F403  (TorchScript's type objects: torch._C.TensorType ...)
 
 
 # ---------------------------------------------------------------------------------------------

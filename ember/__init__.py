@@ -140,6 +140,7 @@ from ._toplevel import (  # noqa: E402,F401  (the Python-level names of torch/__
 from ._C import (Argument, DisableTorchFunction, DisableTorchFunctionSubclass,  # noqa: E402,F401
                  DispatchKey, DispatchKeySet, FunctionSchema, ScriptModule, Tag, parse_schema,
                  _ExcludeDispatchKeyGuard as ExcludeDispatchKeyGuard)
+from ._jit_types import *  # noqa: E402,F401,F403  (torch.TensorType, torch.ListType ...)
 from .storage import LEGACY_STORAGES as _LEGACY_STORAGES  # noqa: E402
 globals().update(_LEGACY_STORAGES)  # torch.FloatStorage, torch.LongStorage, ...
 StorageBase = UntypedStorage  # (torch's C base class of UntypedStorage: ember's has none)

@@ -17,27 +17,22 @@ from helpers import assert_same, real_gpu, simulated_cuda
 
 # -- what ember deliberately lacks ----------------------------------------------------------------
 
-# TorchScript's C++ classes and IR (ember.jit compiles through Dynamo/FX instead), and the JIT's
-# profiling/serialisation helpers
+# TorchScript's C++ classes and IR (ember.jit compiles through Dynamo/FX instead; it has the type
+# objects, ember/_jit_types.py), and the JIT's profiling/serialisation helpers
 _JIT = {
-    "AliasDb", "AnyType", "ArgumentSpec", "AwaitType", "BenchmarkConfig",
-    "BenchmarkExecutionStats", "Block", "BoolType", "BufferDict", "CallStack", "Capsule",
-    "ClassType", "Code", "CompilationUnit", "CompleteArgumentSpec", "ComplexType",
+    "AliasDb", "ArgumentSpec", "BenchmarkConfig", "BenchmarkExecutionStats", "Block", "BufferDict",
+    "CallStack", "Capsule", "ClassType", "Code", "CompilationUnit", "CompleteArgumentSpec",
     "ConcreteModuleType", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
-    "DeserializationStorageContext", "DeviceObjType", "DictType", "EnumType", "ErrorReport",
-    "ExecutionPlan", "FileCheck", "FloatType", "FutureType", "Gradient", "Graph",
-    "GraphExecutorState", "IODescriptor", "InferredType", "IntType", "InterfaceType",
-    "JITException", "ListType", "LiteScriptModule", "LockingLogger", "LoggerBase", "ModuleDict",
-    "Node", "NoneType", "NoopLogger", "NumberType", "OperatorInfo", "OptionalType",
-    "ParameterDict", "PyObjectType", "PyTorchFileWriter", "RRefType",
-    "ScriptClass", "ScriptClassFunction", "ScriptDict", "ScriptDictIterator",
-    "ScriptDictKeyIterator", "ScriptList", "ScriptListIterator", "ScriptMethod",
-    "ScriptModuleSerializer", "ScriptObject", "ScriptObjectProperty",
-    "SerializationStorageContext", "StaticModule", "StreamObjType", "StringType", "SymBoolType",
-    "SymIntType", "TensorType", "ThroughputBenchmark", "TracingState", "TupleType", "Type",
-    "UnionType", "Use", "Value", "import_ir_module", "import_ir_module_from_buffer",
-    "merge_type_from_type_comment", "parse_ir", "parse_type_comment",
-    "unify_type_list", "AVG", "SUM", "AggregationType", "FatalError",
+    "DeserializationStorageContext", "EnumType", "ErrorReport", "ExecutionPlan", "FileCheck",
+    "Gradient", "Graph", "GraphExecutorState", "IODescriptor", "InferredType", "InterfaceType",
+    "JITException", "LiteScriptModule", "LockingLogger", "LoggerBase", "ModuleDict", "Node",
+    "NoopLogger", "OperatorInfo", "ParameterDict", "PyTorchFileWriter", "RRefType", "ScriptClass",
+    "ScriptClassFunction", "ScriptDict", "ScriptDictIterator", "ScriptDictKeyIterator",
+    "ScriptList", "ScriptListIterator", "ScriptMethod", "ScriptModuleSerializer", "ScriptObject",
+    "ScriptObjectProperty", "SerializationStorageContext", "StaticModule", "ThroughputBenchmark",
+    "TracingState", "Use", "Value", "import_ir_module", "import_ir_module_from_buffer",
+    "merge_type_from_type_comment", "parse_ir", "parse_type_comment", "unify_type_list", "AVG",
+    "SUM", "AggregationType", "FatalError",
 }
 # quantized tensors (deprecated in PyTorch)
 _QUANTIZATION = {

@@ -130,11 +130,14 @@ def accumulate_grad(var, new):
             var._grad = new if steal else new.clone()
             return
         # PyTorch's rule: grad mode off, nobody else holds the gradient, and its strides obey
-        # the parameter's layout (a view is fine: it keeps its storage alive)
+        # the parameter's layout
         if (not _state.grad_enabled and new._grad_fn is None
                 and sys.getrefcount(new) <= _STEAL_REFS
                 and tuple(new._stride) == tuple(var._stride)):
-            var._grad = new  # steal: nobody else holds it
+            # steal: nobody else holds it. PyTorch stores ``new.detach()``, which is no view:
+            # a view (an mm's transposed product) must not become .grad, whose detach_() fastai's
+            # zero_grad calls
+            var._grad = new if new._base_ is None else new.detach()
         else:
             g = new.clone() if _state.grad_enabled else _detached_clone(new, var)
             var._grad = g

@@ -1,8 +1,7 @@
 """``torch.jit.annotations``: the typing names TorchScript signatures use, and the predicates that
 read them. ``BroadcastingList2[int]`` annotates an argument given as an int or a list of two
 (``nn.functional``'s ``kernel_size``); in Python, subscripting it gives None, as in PyTorch.
-TorchScript's own type objects (``TensorType``, ``IntType`` ...) are not here: ember has no
-TorchScript IR (see ``ember.jit``)."""
+TorchScript's own type objects (``TensorType``, ``IntType`` ...) live in ``ember._jit_types``."""
 import types
 import typing
 from typing import Any, Dict, List, Optional, Tuple, Union, get_args, get_origin

@@ -101,12 +101,17 @@ def _sharding_worker_init_fn(worker_init_fn, world_size, rank_id, worker_id):
         worker_init_fn(worker_id)
 
 
+def _draw_seed(generator):
+    """A seed drawn from ``generator`` (or the default generator): the workers' base seed."""
+    from ... import empty, int64
+    return empty((), dtype=int64).random_(generator=generator)
+
+
 def _share_dist_seed(generator, pg):
     """A seed drawn from ``generator``; under torch.distributed rank 0's, so that every rank
     shuffles its datapipes alike."""
     from ... import distributed as dist
-    from ... import empty, int64
-    _shared_seed = empty((), dtype=int64).random_(generator=generator)
+    _shared_seed = _draw_seed(generator)
     if isinstance(pg, dist.ProcessGroup):
         dist.broadcast(_shared_seed, src=0, group=pg)
     return _shared_seed.item()
@@ -255,11 +260,6 @@ class DataLoader(Generic[_T_co]):
             return length
         return len(self._index_sampler)
 
-    def _shared_seed(self):
-        """The base seed for workers, drawn from the loader's generator (or the default)."""
-        from ... import empty, int64
-        return int(empty((), dtype=int64).random_(generator=self.generator).item())
-
 
 def _pin_memory_enabled(loader):
     """PyTorch's rule: pin batches when asked and an accelerator is there; warn otherwise."""
@@ -286,14 +286,16 @@ class _BaseDataLoaderIter:
                 self._pg = dist.new_group(backend="gloo")
             _seed_datapipe(self, loader)
         self._world_size, self._rank = _get_distributed_settings()
-        self._iterable = loader._dataset_kind_iterable
+        # (only what PyTorch's iterator reads from its loader: fastai hands in a stand-in with
+        # those attributes alone)
+        self._iterable = loader._dataset_kind == _DatasetKind.Iterable
         self._auto_collation = loader._auto_collation
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._collate_fn = loader.collate_fn
         self._num_yielded = 0
         self._sampler_iter = iter(self._index_sampler)
-        self._base_seed = loader._shared_seed()
+        self._base_seed = _draw_seed(loader.generator).item()
         self._pin_memory = _pin_memory_enabled(loader)
 
     def _reset(self, loader):
