@@ -44,6 +44,9 @@ def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
 
 
 def max_pool2d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    if self.is_quantized:  # (ATen's max_pool2d sends quantized inputs to their own kernel)
+        return _aten.quantized_max_pool2d.default._call(self, kernel_size, stride, padding,
+                                                        dilation, ceil_mode)
     return _aten.max_pool2d_with_indices.default._call(self, kernel_size, stride, padding,
                                                          dilation, ceil_mode)[0]
 

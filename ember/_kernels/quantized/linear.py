@@ -101,6 +101,32 @@ def linear_unpack(W_prepack):
     return W_prepack.unpack()
 
 
+def requantize(acc, x_scale, w_scale, per_channel, bias, y_scale, y_zero_point, relu):
+    """FBGEMM's requantization of int32 accumulators ``acc`` (rows by output channels) to
+    quint8 integers (see the module docstring); ``w_scale`` holds float scales, one per channel
+    when ``per_channel``, ``bias`` is a float array or None."""
+    act_times_w_scale = np.float32(x_scale) * w_scale  # float32 products
+    multiplier = act_times_w_scale / np.float32(y_scale)
+    xf = acc.astype(np.float32)
+    if bias is not None:
+        if per_channel:
+            xf = xf + bias / act_times_w_scale
+        else:
+            # (the reciprocal is a double quotient rounded to float)
+            reciprocal = np.float32(1.0 / float(act_times_w_scale[0]))
+            xf = xf + bias * reciprocal
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = xf * multiplier
+        in_range = np.abs(scaled) < np.float32(2 ** 31)
+        rounded = np.where(in_range, np.rint(scaled), -2 ** 31).astype(np.int64)
+    zp = int(y_zero_point)
+    out = np.clip(np.clip(rounded, -32768, 32767) + zp, -32768, 32767)
+    out = np.clip(out, 0, 255)
+    if relu:
+        out = np.maximum(out, zp & 0xFF)  # (the zero point as a byte)
+    return out
+
+
 def _linear(X, packed, Y_scale_i, Y_zero_point_i, relu):
     if X.dtype is not _quint8:
         raise RuntimeError(f"Expected input data type QUInt8 but got {X.dtype._short}")
@@ -121,27 +147,10 @@ def _linear(X, packed, Y_scale_i, Y_zero_point_i, relu):
     acc -= x_ints.sum(1, keepdims=True) * packed._w_zp
     acc = acc.astype(np.int32)  # (FBGEMM's int32 arithmetic wraps)
 
-    act_times_w_scale = np.float32(X.q_scale()) * packed._w_scale  # float32 products
-    multiplier = act_times_w_scale / np.float32(Y_scale_i)
-    xf = acc.astype(np.float32)
-    if bias is not None:
-        if packed._per_channel:
-            xf = xf + bias / act_times_w_scale
-        else:
-            # (the reciprocal is a double quotient rounded to float)
-            reciprocal = np.float32(1.0 / float(act_times_w_scale[0]))
-            xf = xf + bias * reciprocal
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = xf * multiplier
-        in_range = np.abs(scaled) < np.float32(2 ** 31)
-        rounded = np.where(in_range, np.rint(scaled), -2 ** 31).astype(np.int64)
-    zp = int(Y_zero_point_i)
-    out = np.clip(np.clip(rounded, -32768, 32767) + zp, -32768, 32767)
-    out = np.clip(out, 0, 255)
-    if relu:
-        out = np.maximum(out, zp & 0xFF)  # (the zero point as a byte)
+    out = requantize(acc, X.q_scale(), packed._w_scale, packed._per_channel, bias, Y_scale_i,
+                     Y_zero_point_i, relu)
     q, view = new_qtensor((*X.shape[:-1], n),
-                          PerTensorAffineQuantizer(_quint8, Y_scale_i, zp))
+                          PerTensorAffineQuantizer(_quint8, Y_scale_i, int(Y_zero_point_i)))
     view[...] = out.reshape(view.shape)
     return q
 

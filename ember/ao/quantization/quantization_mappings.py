@@ -38,10 +38,17 @@ DEFAULT_QAT_MODULE_MAPPINGS = {
     nni.LinearReLU: nniqat.LinearReLU,
 }
 
-# PyTorch's table, for the static quantized modules ember has (the stubs, Linear, LinearReLU)
+# PyTorch's table, for the static quantized modules ember has (the stubs, Linear, LinearReLU,
+# Conv2d, ConvReLU2d)
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     QuantStub: nnq.Quantize,
     DeQuantStub: nnq.DeQuantize,
+    nn.Conv2d: nnq.Conv2d,
+    nni.ConvReLU2d: nniq.ConvReLU2d,
+    nniqat.ConvBn2d: nnq.Conv2d,
+    nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
+    nniqat.ConvReLU2d: nniq.ConvReLU2d,
+    nnqat.Conv2d: nnq.Conv2d,
     nn.modules.linear.NonDynamicallyQuantizableLinear: nnq.Linear,
     nn.Linear: nnq.Linear,
     nni.LinearReLU: nniq.LinearReLU,

@@ -1,10 +1,11 @@
 """The static quantized modules (``torch.ao.nn.quantized.modules``): ``Quantize`` and
-``DeQuantize`` (what ``convert`` makes of the stubs) and ``Linear``."""
+``DeQuantize`` (what ``convert`` makes of the stubs), ``Linear`` and ``Conv2d``."""
 import ember
 from ..... import nn
+from .conv import Conv2d
 from .linear import Linear
 
-__all__ = ["DeQuantize", "Linear", "Quantize"]
+__all__ = ["Conv2d", "DeQuantize", "Linear", "Quantize"]
 
 
 class Quantize(nn.Module):

@@ -1,0 +1,222 @@
+"""The static quantized Conv2d (``torch.ao.nn.quantized.Conv2d``): a quint8 NCHW input, an int8
+weight (per tensor or per output channel) and a float bias held prepacked by
+``quantized::conv2d_prepack``, each call one ``quantized::conv2d``.
+
+State dicts have PyTorch's keys (``weight``, ``bias``, ``scale``, ``zero_point``: the packed
+weight unpacked), so they load in either library.
+"""
+import ember
+from ..... import nn
+from .....nn import functional as F
+from .....nn.modules.utils import _pair
+from .....nn.utils.fusion import fuse_conv_bn_weights
+from ... import intrinsic as nni  # (ao.nn imports intrinsic, and its qat, first)
+from ...intrinsic import qat as nniqat
+from .utils import WeightedQuantizedModule, _quantize_weight
+
+__all__ = ["Conv2d"]
+
+_SUPPORTED_PADDING = {"zeros", "reflect"}
+
+
+def _reverse_repeat_padding(padding):
+    return [p for p in reversed(padding) for _ in range(2)]
+
+
+class _ConvNd(WeightedQuantizedModule):
+    """What the quantized convolutions share: geometry, the packed weight's serialization and
+    the conversion from observed (or QAT) float modules."""
+
+    def _init(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+              transposed, output_padding, groups, bias, padding_mode="zeros", device=None,
+              dtype=None):
+        super().__init__()
+        if out_channels <= 0:
+            raise ValueError(f"out_channels must be greater than 0, got {out_channels}")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.transposed = transposed
+        self.output_padding = output_padding
+        self.groups = groups
+        if padding_mode not in _SUPPORTED_PADDING:
+            raise ValueError(f"'padding_mode' {padding_mode} is not supported by quantized "
+                             f"convolution")
+        self.padding_mode = padding_mode
+        weight_shape = [out_channels, in_channels // self.groups]
+        qweight = ember._empty_affine_quantized(weight_shape + list(kernel_size), scale=1,
+                                                zero_point=0, dtype=ember.qint8, device=device)
+        bias_float = (ember.zeros(out_channels, dtype=ember.float, device=device) if bias
+                      else None)
+        self.set_weight_bias(qweight, bias_float)
+        self.scale = 1.0
+        self.zero_point = 0
+
+    def extra_repr(self):
+        s = ("{in_channels}, {out_channels}, kernel_size={kernel_size}"
+             ", stride={stride}, scale={scale}, zero_point={zero_point}")
+        if self.padding != (0,) * len(self.padding):
+            s += ", padding={padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias() is None:
+            s += ", bias=False"
+        return s.format(**self.__dict__)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        w, b = self._weight_bias()
+        destination[prefix + "weight"] = w
+        destination[prefix + "bias"] = b
+        destination[prefix + "scale"] = ember.tensor(self.scale)
+        destination[prefix + "zero_point"] = ember.tensor(self.zero_point)
+
+    def __getstate__(self):
+        w, b = self._weight_bias()
+        return (self.in_channels, self.out_channels, self.kernel_size, self.stride,
+                self.padding, self.dilation, self.transposed, self.output_padding, self.groups,
+                self.padding_mode, w, b, self.scale, self.zero_point, self.training)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        self.set_weight_bias(state_dict.pop(prefix + "weight"), state_dict.pop(prefix + "bias"))
+        self.scale = float(state_dict.pop(prefix + "scale"))
+        self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def __setstate__(self, state):
+        (self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
+         self.dilation, self.transposed, self.output_padding, self.groups,
+         self.padding_mode) = state[:10]
+        self.set_weight_bias(state[10], state[11])
+        self.scale, self.zero_point, self.training = state[12], state[13], state[14]
+
+    def __deepcopy__(self, memo):
+        new_instance = type(self).__new__(type(self))
+        nn.Module.__init__(new_instance)
+        new_instance.__setstate__(self.__getstate__())
+        return new_instance
+
+    def __copy__(self):
+        return self.__deepcopy__({})
+
+    @classmethod
+    def get_qconv(cls, mod, activation_post_process, weight_post_process=None):
+        """The quantized twin of float convolution ``mod``: its weight quantized with
+        ``weight_post_process``'s parameters, its output with the activation observer's."""
+        if weight_post_process is None:
+            weight_post_process = mod.qconfig.weight()
+        weight_post_process(mod.weight)
+        if weight_post_process.dtype != ember.qint8:
+            raise AssertionError(f"Weight observer must have a dtype of qint8, got "
+                                 f"{weight_post_process.dtype}")
+        qweight = _quantize_weight(mod.weight.float(), weight_post_process)
+        qconv = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride,
+                    mod.padding, mod.dilation, mod.groups, mod.bias is not None,
+                    mod.padding_mode)
+        qconv.set_weight_bias(qweight, mod.bias)
+        if activation_post_process is None or activation_post_process.dtype == ember.float:
+            return qconv  # (dynamic quantization needs no output parameters)
+        act_scale, act_zp = activation_post_process.calculate_qparams()
+        qconv.scale = float(act_scale)
+        qconv.zero_point = int(act_zp)
+        return qconv
+
+    @staticmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        if hasattr(mod, "weight_fake_quant"):
+            if type(mod) is cls._NNIQAT_CONV_BN_MODULE:  # (the batch norm folds in)
+                mod.weight, mod.bias = fuse_conv_bn_weights(
+                    mod.weight, mod.bias, mod.bn.running_mean, mod.bn.running_var, mod.bn.eps,
+                    mod.bn.weight, mod.bn.bias)
+            if not hasattr(mod, "activation_post_process"):
+                raise AssertionError("Input QAT module must have observer attached")
+            weight_post_process = mod.weight_fake_quant
+            activation_post_process = mod.activation_post_process
+        else:
+            if type(mod) is not cls._FLOAT_MODULE:
+                raise AssertionError(f"nnq.{cls.__name__}.from_float only works for "
+                                     f"{cls._FLOAT_MODULE.__name__} but got: "
+                                     f"{type(mod).__name__}")
+            if not hasattr(mod, "qconfig"):
+                raise AssertionError("Input float module must have qconfig defined.")
+            activation_post_process = getattr(mod, "activation_post_process", None)
+            if type(mod) is cls._NNI_CONV_RELU_MODULE:
+                mod = mod[0]
+            weight_post_process = mod.qconfig.weight()
+        return cls.get_qconv(mod, activation_post_process, weight_post_process)
+
+    @classmethod
+    def from_reference(cls, ref_qconv, output_scale, output_zero_point):
+        """The quantized convolution of a reference one (whose ``get_quantized_weight()``
+        gives its int8 weight) and the output's parameters."""
+        qconv = cls(ref_qconv.in_channels, ref_qconv.out_channels, ref_qconv.kernel_size,
+                    ref_qconv.stride, ref_qconv.padding, ref_qconv.dilation, ref_qconv.groups,
+                    ref_qconv.bias is not None, ref_qconv.padding_mode,
+                    device=ref_qconv.weight.device, dtype=ref_qconv.weight.dtype)
+        qconv.set_weight_bias(ref_qconv.get_quantized_weight(), ref_qconv.bias)
+        qconv.scale = float(output_scale)
+        qconv.zero_point = int(output_zero_point)
+        return qconv
+
+
+class Conv2d(_ConvNd):
+    """A Conv2d whose input, weight and output are quantized (output ``scale`` and
+    ``zero_point`` are the module's)."""
+    _FLOAT_MODULE = nn.Conv2d
+    _NNIQAT_CONV_BN_MODULE = nniqat.ConvBn2d
+    _NNI_CONV_RELU_MODULE = nni.ConvReLU2d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        self._init(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                   _pair(padding), _pair(dilation), False, _pair(0), groups, bias,
+                   padding_mode, device=device, dtype=dtype)
+
+    def _get_name(self):
+        return "QuantizedConv2d"
+
+    def set_weight_bias(self, w, b):
+        padding = self.padding if self.padding_mode == "zeros" else _pair(0)
+        self._packed_params = ember.ops.quantized.conv2d_prepack(
+            w, b, self.stride, padding, self.dilation, self.groups)
+
+    def _weight_bias(self):
+        return self._packed_params.unpack()
+
+    def weight(self):
+        return self._weight_bias()[0]
+
+    def bias(self):
+        return self._weight_bias()[1]
+
+    def _padded(self, input):
+        if len(input.shape) != 4:
+            raise ValueError("Input shape must be `(N, C, H, W)`!")
+        if self.padding_mode != "zeros":
+            input = F.pad(input, _reverse_repeat_padding(self.padding), mode=self.padding_mode)
+        return input
+
+    def forward(self, input):
+        return ember.ops.quantized.conv2d(self._padded(input), self._packed_params, self.scale,
+                                          self.zero_point)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized Conv2d of an observed Conv2d (or fused ConvReLU2d) or QAT Conv2d,
+        ConvBn2d (folded), ConvReLU2d."""
+        return _ConvNd.from_float(cls, mod, use_precomputed_fake_quant)
+
