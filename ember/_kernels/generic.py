@@ -190,11 +190,23 @@ _EXPANDED_WRITE_DEPRECATED = {
 }
 
 
+# In-place ops whose ATen kernel refuses a self with internal overlap (an expanded self): its
+# meta function or kernel calls assert_no_internal_overlap on self
+_INPLACE_NO_INTERNAL_OVERLAP = {"cumsum", "cumprod", "index_add", "index_copy", "put", "scatter",
+                                "scatter_add", "scatter_reduce", "masked_scatter", "addmm",
+                                "addbmm", "addr", "renorm"}
+# In-place ops that ATen implements as their out= kernel with self as out: a self of another
+# shape is resized (silently, by resize_) instead of refused
+_INPLACE_AS_OUT = {"addbmm"}
+
+
 def inplace_wrapper(functional_qualname, pointwise=False):
     op = _overload(functional_qualname)
     opname = op._schema.base_name
 
     deprecated = _EXPANDED_WRITE_DEPRECATED.get(opname + "_")
+    no_internal_overlap = opname in _INPLACE_NO_INTERNAL_OVERLAP
+    as_out = opname in _INPLACE_AS_OUT
 
     def inplace_kernel(self, *args):
         if deprecated and _overlap.has_internal_overlap(self) == _overlap.YES:
@@ -204,17 +216,111 @@ def inplace_wrapper(functional_qualname, pointwise=False):
                     _overlap.assert_no_partial_overlap(self, t)
         elif pointwise:
             _overlap.check_write(self, args)
+        elif no_internal_overlap:
+            _overlap.assert_no_internal_overlap(self)
         result = op._call(self, *args)
-        check_inplace(opname, self, result)
-        copy_into(self, result)
+        if as_out:
+            write_out(opname, (result,), (self,), warn=False)
+            return self
+        check_inplace(opname, self, result, args)
+        if opname in _WRITE_WHERE and 0 in self._stride:
+            _write_where(opname, self, args)
+        elif opname == "baddbmm" and _shared_dim0(self):
+            from .._ops.overload import ops
+            acc = accumulate_shared(self, ops.aten.bmm.default._call(args[0], args[1]), *args[2:])
+            copy_into(_alias(self, acc._size, self._stride, self._offset), acc)
+        else:
+            copy_into(self, result)
         return self
     return inplace_kernel
 
 
-def check_inplace(opname, self, result):
+# In-place ops that write only some elements of self (the masked ones, those off the kept
+# triangle), which ATen lets write an expanded self: a location is overwritten when any of the
+# elements that share it is written, whatever the element order
+_WRITE_WHERE = {"masked_fill", "tril", "triu"}
+
+
+def _shared_dim0(self):
+    """Whether self's first dim, and only it, repeats one location (an expanded self)."""
+    return self.dim() >= 1 and self._size[0] > 1 and self._stride[0] == 0 and \
+        all(st or n <= 1 for n, st in zip(self._size[1:], self._stride[1:]))
+
+
+def accumulate_shared(self, products, beta, alpha):
+    """What ATen's addmv_/baddbmm_ kernels leave in the one location of an expanded self (all
+    slices along dim 0 one location): BLAS's ``self = beta * self + alpha * product`` for each
+    slice in turn, each reading what the previous one wrote (beta 0: self is not read). The
+    value of self's first slice, in self's dtype."""
+    from .._ops.overload import ops
+    a = ops.aten
+    acc = a.narrow.default._call(self, 0, 0, 1)
+    for i in range(self._size[0]):
+        term = a.mul.Scalar._call(a.narrow.default._call(products, 0, i, 1), alpha)
+        acc = term if beta == 0 else a.add.Tensor._call(a.mul.Scalar._call(acc, beta), term, 1)
+    return a._to_copy.default._call(acc, self._dtype, None, None, None, False, None)
+
+
+def _write_where(opname, self, args):
+    from .._core import dtype as D
+    from .._ops.overload import ops
+    a = ops.aten
+    if opname == "masked_fill":
+        written, value = a.expand.default._call(args[0], self._size, False), args[1]
+    else:
+        ones = a.ones_like.default._call(self, D.bool_, None, None, None, None)
+        kept = getattr(a, opname).default._call(ones, *args)
+        written, value = a.logical_not.default._call(kept), 0
+    size, shared = list(self._size), []
+    for d, (n, st) in enumerate(zip(self._size, self._stride)):
+        if st == 0 and n > 1:
+            size[d] = 1
+            shared.append(d)
+    if shared:
+        written = a.any.dims._call(written, shared, True)
+    dst = _alias(self, tuple(size), self._stride, self._offset)
+    copy_into(dst, a.masked_fill.Scalar._call(dst, written, value) if not hasattr(value, "_keyset")
+              else a.masked_fill.Tensor._call(dst, written, value))
+
+
+def _bad_inplace_call(self, result, args):
+    return (f"Bad in-place call: input tensor size {_fmt(self._size)} and output tensor size "
+            f"{_fmt(result._size)} should match")
+
+
+def _expand_mask_error(self, result, args):
+    """masked_scatter_ expands its mask to self's shape: expand's error for the first size
+    (from the last) the mask cannot take."""
+    mask = args[0]
+    if mask.dim() > self.dim():
+        return None
+    for i in range(self.dim() - 1, -1, -1):
+        j = mask.dim() - self.dim() + i
+        size = mask._size[j] if j >= 0 else 1
+        if size != self._size[i] and size != 1:
+            return (f"The expanded size of the tensor ({self._size[i]}) must match the existing "
+                    f"size ({size}) at non-singleton dimension {i}.  Target sizes: "
+                    f"{_fmt(self._size)}.  Tensor sizes: {_fmt(mask._size)}")
+    return None
+
+
+# In-place ops whose ATen kernel refuses a self of another shape than the result with its own
+# message: op -> (self, result, the other arguments) -> the message (None: the usual one)
+_INPLACE_SHAPE_ERRORS = {
+    "addmm": _bad_inplace_call,
+    "baddbmm": _bad_inplace_call,
+    "addr": lambda self, result, args: (f"size mismatch, input: {_fmt(self._size)}, v1: "
+                                        f"{_fmt(args[0]._size)}, v2: {_fmt(args[1]._size)}"),
+    "masked_scatter": _expand_mask_error,
+}
+
+
+def check_inplace(opname, self, result, args=()):
     if tuple(result._size) != tuple(self._size):
-        raise RuntimeError(f"output with shape {_fmt(self._size)} doesn't match the broadcast shape "
-                           f"{_fmt(result._size)}")
+        own = _INPLACE_SHAPE_ERRORS.get(opname)
+        raise RuntimeError((own and own(self, result, args)) or
+                           f"output with shape {_fmt(self._size)} doesn't match the broadcast "
+                           f"shape {_fmt(result._size)}")
     if not can_cast(result._dtype, self._dtype):
         raise RuntimeError(f"result type {result._dtype._short} can't be cast to the desired output "
                            f"type {self._dtype._short}")

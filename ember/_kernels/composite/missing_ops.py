@@ -55,6 +55,12 @@ def addmv_(self, mat, vec, beta=1, alpha=1):
     if tuple(result._size) != tuple(self._size):
         raise RuntimeError(f"Bad in-place call: input tensor size {list(self._size)} and "
                            f"output tensor size {list(result._size)} should match")
+    if self.dim() == 1 and self._stride[0] == 0 and self._size[0] > 1:
+        # ATen's addmv_ hands an expanded self to gemv as y with increment 0 (no overlap check)
+        from .. import generic
+        acc = generic.accumulate_shared(self, _aten.mv.default._call(mat, vec), beta, alpha)
+        _aten.copy_.default._call(_aten.narrow.default._call(self, 0, 0, 1), acc, False)
+        return self
     return _aten.copy_.default._call(self, result, False)
 
 

@@ -5,6 +5,7 @@ import math as _math
 
 from ..._core import dtype as D
 from ..._core import strides as _st
+from ..._core.promotion import can_cast, result_type_of
 from ..._ops.overload import ops
 
 _aten = ops.aten
@@ -49,7 +50,12 @@ def ldexp_Tensor(self, other):
 
 
 def ldexp_(self, other):
-    return _aten.mul_.Tensor._call(self, _aten.exp2.default._call(other))
+    """mul_ by 2 ** other, with ldexp_out's message for a result self cannot hold (ATen's
+    ldexp_ is ldexp_out into self)."""
+    scale = _aten.exp2.default._call(other)
+    if not can_cast(result_type_of((self, scale)), self._dtype):
+        raise RuntimeError(f"ldexp can't be cast to the desired output type {self._dtype._short}")
+    return _aten.mul_.Tensor._call(self, scale)
 
 
 def ldexp_out(self, other, out):
@@ -64,8 +70,6 @@ def ldexp_out(self, other, out):
 def renorm(self, p, dim, maxnorm):
     """Each slice along ``dim`` scaled down to norm ``maxnorm`` where its p-norm exceeds it
     (factor maxnorm / (norm + 1e-7), as ATen's renorm)."""
-    if self.dtype.is_complex:
-        raise RuntimeError("renorm: Norm of complex type is not supported")
     if not p > 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

@@ -3,6 +3,7 @@
 quantile/nanquantile (sort, rank, pick, interpolate: ``aten/src/ATen/native/Sorting.cpp``),
 argsort and msort (-> sort). Autograd records the ops they call, so they need no formula."""
 from ..._core import dtype as D
+from ..._core import overlap as _overlap
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -230,8 +231,10 @@ def cumprod_out(self, dim, dtype=None, out=None):
 
 
 def cumsum_(self, dim, dtype=None):
+    _overlap.assert_no_internal_overlap(self)
     return _scan_into("cumsum", self, dim, dtype, self)
 
 
 def cumprod_(self, dim, dtype=None):
+    _overlap.assert_no_internal_overlap(self)
     return _scan_into("cumprod", self, dim, dtype, self)

@@ -141,6 +141,7 @@ UNARY = {
     "trunc": _integral_identity(np.trunc),
     "round": _integral_identity(np.rint),
     "round_decimals": round_decimals_values,
+    "round_zero_decimals": round_decimals_values,
     "frac": _half_as_float(frac_values),
     "nan_to_num": nan_to_num_values,
     "isnan": _ufunc(np.isnan),
@@ -559,11 +560,13 @@ def addcdiv_(self, tensor1, tensor2, value=1):
 
 
 def round_decimals(self, decimals):
-    return wrap(evaluate("round_decimals", self, params=(decimals,))[0])
+    return wrap(evaluate(_R.params_row("round_decimals", (decimals,)), self,
+                         params=(decimals,))[0])
 
 
 def round__decimals(self, decimals):
-    return evaluate_into("round_decimals", self, self, params=(decimals,))
+    return evaluate_into(_R.params_row("round_decimals", (decimals,)), self, self,
+                         params=(decimals,))
 
 
 def logit(self, eps=None):

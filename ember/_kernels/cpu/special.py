@@ -16,7 +16,7 @@ import scipy.special as _sp
 
 from ..._core import dtype as D
 from ..rules import special as _RS
-from ..rules.special import check_mvlgamma
+from ..rules.special import check_mvlgamma, check_mvlgamma_
 from . import pointwise as _pw
 from .pointwise_values import _half_as_float, _ufunc
 from ._util import wrap
@@ -284,7 +284,7 @@ def mvlgamma(self, p):
 
 
 def mvlgamma_(self, p):
-    check_mvlgamma(self, p)
+    check_mvlgamma_(self, p)
     return _pw.evaluate_into("mvlgamma", self, self, params=(p,))
 
 

@@ -58,13 +58,13 @@ def _inplace_binary(name):
 
 def _unary_params(name):
     def k(self, *params):
-        return _meta(name, self)
+        return _meta(_R.params_row(name, params), self)
     return k
 
 
 def _inplace_unary_params(name):
     def k(self, *params):
-        return _meta_into(name, self, self)
+        return _meta_into(_R.params_row(name, params), self, self)
     return k
 
 

@@ -3,7 +3,7 @@ pointwise rules and operand checks as the CPU kernels (``rules/special.py``), so
 alike. mvlgamma is written out (it takes p); every other overload gets the kernel of its calling
 form (``meta/pointwise.py``)."""
 from ..rules import special as _RS
-from ..rules.special import check_mvlgamma
+from ..rules.special import check_mvlgamma, check_mvlgamma_
 from .pointwise import _meta, _meta_into, register_overloads
 
 
@@ -13,7 +13,7 @@ def meta_mvlgamma(self, p):
 
 
 def meta_mvlgamma_(self, p):
-    check_mvlgamma(self, p)
+    check_mvlgamma_(self, p)
     return _meta_into("mvlgamma", self, self)
 
 

@@ -109,8 +109,8 @@ def check_dot(self, tensor):
 def check_baddbmm(self, batch1, batch2):
     shape = check_bmm(batch1, batch2)
     if self._dtype is not batch1._dtype:
-        raise RuntimeError(f"Input dtypes must be the same, got: input {self._dtype._short}, "
-                           f"batch1: {batch1._dtype._short}, batch2: {batch2._dtype._short}")
+        raise RuntimeError(f"Input dtypes must be the same, got: input {self._dtype._cpp}, "
+                           f"batch1: {batch1._dtype._cpp}, batch2: {batch2._dtype._cpp}")
     _check_expandable(self._size, shape)
     return shape
 
@@ -118,8 +118,9 @@ def check_baddbmm(self, batch1, batch2):
 def check_addbmm(self, batch1, batch2):
     b, n, p = check_baddbmm_batches(batch1, batch2)
     if self._dtype is not batch1._dtype:
-        raise RuntimeError(f"expected scalar type {batch1._dtype._short} but found "
-                           f"{self._dtype._short}")
+        # (ATen's addbmm is addmm_ over the batches: addmm's wording)
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {self._dtype._short} "
+                           f"and {batch2._dtype._short}")
     _check_expandable(self._size, (n, p))
     return (n, p)
 

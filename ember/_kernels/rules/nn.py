@@ -20,6 +20,13 @@ def check_floating(kernel, *tensors):
             raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
 
 
+def check_inexact(kernel, *tensors):
+    """PyTorch's dtype dispatch of a floating-or-complex kernel."""
+    for t in tensors:
+        if t is not None and t._dtype._category not in (D.FLOATING, D.COMPLEX):
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
+
+
 def check_numeric(kernel, *tensors):
     for t in tensors:
         if t is not None and (t._dtype is D.bool_ or t._dtype._category > D.FLOATING):
@@ -213,7 +220,7 @@ def bce_with_logits_dtype(self, target):
 ACTIVATION_RULES = {
     # name: (dtype check, PyTorch's kernel name for dtype errors)
     "gelu": (check_floating, "GeluKernelImpl"),
-    "silu": (check_floating, "silu_cpu"),
+    "silu": (check_inexact, "silu_cpu"),
     "mish": (check_floating, "mish_cpu"),
     "elu": (check_floating, "elu_cpu"),
     "celu": (check_floating, "elu_cpu"),
@@ -242,6 +249,11 @@ def has_generated_backward(name):
 
 def check_activation(name, self, params):
     check, kernel = ACTIVATION_RULES[name]
+    if name == "hardtanh":  # ATen's hardtanh checks bool itself, then is clamp
+        if self._dtype is D.bool_:
+            raise RuntimeError("Bool inputs not supported for hardtanh")
+        if self._dtype.is_complex:
+            raise NotImplementedError("clamp is not supported for complex types")
     check(kernel, self)
     if name == "gelu":
         _check_approximate(*params)

@@ -113,12 +113,34 @@ def _std_var(args, outs):
     return (_real_out, '"std_cpu" not implemented for \'{out._short}\'', NotImplementedError)
 
 
+def _mvlgamma(args, outs):
+    """(sic) ATen's mvlgamma_out names self's dtype the result type and the result's the
+    desired output type."""
+    return _castable("mvlgamma: result type " + args[0]._dtype._short + " can't be cast to the "
+                     "desired output type {result._short}")
+
+
 # Keyed by the functional overload ("max.dim") or, for all its overloads, the op's name ("mm").
 _OUT_DTYPE_RULES = {
     "multinomial": _exact("multinomial expects Long tensor out, got: {out._short}"),
+    "nonzero_static": _exact("nonzero_static: Expected out tensor to have scalar type Long but "
+                             "got scalar type{out._short}"),
+    # batch norm's CPU kernel checks each output's scalar type; its reserve may be any
+    "_native_batch_norm_legit": _SCALAR_TYPE,
+    "_batch_norm_with_update": (_SCALAR_TYPE,) * 3 + ((_any_out, ""),),
+    # bernoulli.out is bernoulli_ on out (drawn in out's dtype); bernoulli.p's out= is
+    # TensorIterator's
+    "bernoulli": (_real_out, '"bernoulli_tensor_cpu_self_" not implemented for \'{out._short}\'',
+                  NotImplementedError),
+    "bernoulli.p": None,
+    "hash_tensor": _exact("Expected result to be of dtype uint64, but got {out._short}"),
+    "fractional_max_pool3d_backward": _SCALAR_TYPE,  # (not structured, unlike the 2d one)
     # structured kernels outside TensorIterator (the codegen's resize_out check)
     **dict.fromkeys([
         "mm", "bmm", "addmm", "_addmm_activation", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
+        "fractional_max_pool2d", "fractional_max_pool2d_backward", "fractional_max_pool3d",
+        "_convert_indices_from_coo_to_csr",
+        "_convert_indices_from_csr_to_coo",
         "norm", "sort", "topk", "max.dim", "min.dim", "aminmax", "linalg_cross", "cross",
         "diag", "argmax", "argmin", "argsort", "msort", "avg_pool2d", "avg_pool3d", "index_add",
         "index_copy", "isin", "linalg_det", "linalg_eigvalsh", "linalg_lu",
@@ -214,9 +236,7 @@ _OUT_DTYPE_RULES = {
                           "operation's result requires dtype {result._short}"),
     "mean": _castable("mean.dtype_out(): input types can't be cast to the desired output type "
                       "{out._short}"),
-    **dict.fromkeys(["mvlgamma", "special_multigammaln"], _castable(  # (sic: result twice)
-        "mvlgamma: result type {result._short} can't be cast to the desired output type "
-        "{result._short}")),
+    **dict.fromkeys(["mvlgamma", "special_multigammaln"], _mvlgamma),
     **dict.fromkeys(["std", "var"], _std_var),
     "ldexp": _castable("ldexp can't be cast to the desired output type {out._short}"),
     # overloads of the ops above that follow TensorIterator's rule

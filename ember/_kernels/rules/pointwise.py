@@ -12,12 +12,9 @@ Operands may be Python numbers ("wrapped numbers"): they take part in type promo
 """
 import enum
 
-import numpy as np
-
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.promotion import can_cast, result_type_of
-from .factory import C_TYPE_NAMES
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,6 +77,14 @@ def _is_bool(x):
     return getattr(x, "_dtype", None) is D.bool_ or x.__class__ is bool
 
 
+def in_meta(check):
+    """Mark an operand check that ATen runs in the op's meta function, before TensorIterator
+    is built: ahead of the broadcast and in-place checks."""
+    check.in_meta = True
+    return check
+
+
+@in_meta
 def check_sub(name, operands, dt):
     self, other = operands[0], operands[1]
     if _is_bool(self) and _is_bool(other):
@@ -184,11 +189,6 @@ def check_addcdiv(name, operands, dt):
     not_for((D.BOOL,), "addcdiv_cpu_out")(name, operands, dt)
 
 
-def _c_name(dt):
-    from ..rules.factory import C_TYPE_NAMES
-    return C_TYPE_NAMES[dt]
-
-
 def lerp_check(kernel):
     """lerp computes in self's dtype: end (and a tensor weight) must share it; a 0-dim weight
     of another dtype is read in self's, as ATen's lerp reads it."""
@@ -196,20 +196,25 @@ def lerp_check(kernel):
         for what, x in zip(("end", "weight"), operands[1:]):
             if hasattr(x, "_keyset") and x._dtype is not dt and \
                     not (what == "weight" and not x._size):
-                raise RuntimeError(f"expected dtype {_c_name(dt)} for `{what}` but got dtype "
-                                   f"{_c_name(x._dtype)}")
+                # (self.dtype(), a TypeMeta: "long int", "c10::Half")
+                raise RuntimeError(f"expected dtype {dt._cpp} for `{what}` but got dtype "
+                                   f"{x._dtype._cpp}")
         not_for(_NOT_REAL_FLOAT, kernel)(name, operands, dt)
     return check
 
 
-def clamp_check(scalar_kernel, tensor_kernel=None):
-    """clamp rejects complex, and bool in its scalar kernels (and in two-sided clamp.Tensor);
+def clamp_check(scalar_kernel, tensor_kernel=None, complex_tensor_kernel=None):
+    """clamp rejects complex (one-sided clamp with a tensor bound in the dtype dispatch of its
+    maximum/minimum kernel), and bool in its scalar kernels (and in two-sided clamp.Tensor);
     Python-number bounds are converted to the computation dtype with c10's overflow check
     (unsigned types accept -max..max, floating types inf and nan)."""
     def check(name, operands, dt):
+        numbers = [b for b in operands[1:] if not hasattr(b, "_keyset")]
+        if dt.is_complex and complex_tensor_kernel is not None and not numbers:
+            raise NotImplementedError(f'"{complex_tensor_kernel}" not implemented for '
+                                      f'\'{dt._short}\'')
         if dt.is_complex:
             raise NotImplementedError("clamp is not supported for complex types")
-        numbers = [b for b in operands[1:] if not hasattr(b, "_keyset")]
         kernel = scalar_kernel if numbers else tensor_kernel
         if dt is D.bool_ and kernel is not None:
             raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
@@ -217,6 +222,13 @@ def clamp_check(scalar_kernel, tensor_kernel=None):
         for b in numbers:
             check_fits(b, dt)
     return check
+
+
+def params_row(name, params):
+    """The row a params overload runs: round.decimals with decimals=0 is round_zero_decimals."""
+    if name == "round_decimals" and params and params[0] == 0:
+        return "round_zero_decimals"
+    return name
 
 
 ROUNDING_MODES = (None, "trunc", "floor")
@@ -228,6 +240,7 @@ def check_rounding_mode(mode):
                            f"but found '{mode}'")
 
 
+@in_meta
 def check_heaviside(name, operands, dt):
     a, b = operands
     if a._dtype.is_complex or b._dtype.is_complex:
@@ -251,6 +264,10 @@ def check_where_condition(condition):
 def clamp_operands(opname, self, min, max):  # noqa: A002  (schema names)
     if min is None and max is None:
         raise RuntimeError(f"torch.{opname}: At least one of 'min' or 'max' must not be None")
+    # (clamp's own meta check: a one-sided clamp is not clamp_min/clamp_max here, whose tensor
+    # overloads fail in maximum's/minimum's dtype dispatch instead)
+    if result_type_of([x for x in (self, min, max) if x is not None]).is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
     if max is None:
         return "clamp_min", (self, min)
     if min is None:
@@ -309,7 +326,11 @@ def broadcast_shape(*operands):
 
 def check_operands(name, operands, check, cdt, rdt, out=None):
     """PyTorch's order: broadcast errors, then (in-place) the output's shape and castability,
-    then the op's own dtype check (which runs when the kernel dispatches on dtype)."""
+    then the op's own dtype check (which runs when the kernel dispatches on dtype), unless ATen
+    runs it in the op's meta function (``in_meta``): then first."""
+    early = getattr(check, "in_meta", False)
+    if early:
+        check(name, operands, cdt if cdt is not None else rdt)
     if len(operands) > 1:
         sizes = [x._size for x in operands if hasattr(x, "_keyset")]
         # lengths first: tuples of different lengths compare their elements, and a
@@ -317,14 +338,14 @@ def check_operands(name, operands, check, cdt, rdt, out=None):
         if any(len(sz) != len(sizes[0]) or sz != sizes[0] for sz in sizes):
             _st.broadcast_shapes(*sizes)
     if out is not None:
-        check_inplace(out, operands, rdt)
+        check_inplace(out, operands, rdt, name)
     if cdt in D.FLOAT8:
         check_float8(name, operands, cdt)
     elif cdt is None:  # logical ops read any dtype, but have no float8 kernels
         for x in operands:
             if getattr(x, "_dtype", None) in D.FLOAT8:
                 check_float8(name, operands, x._dtype)
-    if check is not None:
+    if check is not None and not early:
         check(name, operands, cdt if cdt is not None else rdt)
     if cdt is D.complex32 or cdt is None and any(
             getattr(x, "_dtype", None) is D.complex32 for x in operands):
@@ -385,15 +406,22 @@ def _fmt(shape):
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
-def check_inplace(self, operands, rdt):
+# Ops whose Python-number-bound overloads check the cast in their own meta function, printing
+# self's dtype as a TypeMeta ("long int", "bool")
+_TYPEMETA_CAST_CHECK = frozenset(("clamp", "clamp_min", "clamp_max"))
+
+
+def check_inplace(self, operands, rdt, name=None):
     """PyTorch's in-place checks: the broadcast must keep self's shape; the result must cast."""
     shape = _st.broadcast_shapes(*[getattr(x, "_size", ()) for x in operands])
     if shape != self._size:
         raise RuntimeError(f"output with shape {_fmt(self._size)} doesn't match the broadcast "
                            f"shape {_fmt(shape)}")
     if not can_cast(rdt, self._dtype):
+        typemeta = name in _TYPEMETA_CAST_CHECK and \
+            any(not hasattr(b, "_keyset") for b in operands[1:])
         raise RuntimeError(f"result type {rdt._short} can't be cast to the desired output type "
-                           f"{self._dtype._short}")
+                           f"{self._dtype._cpp if typemeta else self._dtype._short}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,17 +433,18 @@ BINARY_RULES = {
     "sub": (PROMOTE, check_sub),
     "mul": (PROMOTE, None),
     "div": (INT_TO_FLOAT, None),
-    "div_trunc": (PROMOTE, no_bool("div_trunc_cpu")),
-    "div_floor": (PROMOTE, no_bool("div_floor_cpu")),
-    "floor_divide": (PROMOTE, no_bool("div_floor_cpu")),
-    "remainder": (PROMOTE, no_bool("remainder_cpu")),
+    "div_trunc": (PROMOTE, not_for(_BOOL_COMPLEX, "div_trunc_cpu")),
+    "div_floor": (PROMOTE, not_for(_BOOL_COMPLEX, "div_floor_cpu")),
+    "floor_divide": (PROMOTE, not_for(_BOOL_COMPLEX, "div_floor_cpu")),
+    "remainder": (PROMOTE, not_for(_BOOL_COMPLEX, "remainder_cpu")),
     "pow": (PROMOTE, check_pow),
     "eq": (COMPARE, None),
     "ne": (COMPARE, None),
-    "lt": (COMPARE, None),
-    "le": (COMPARE, None),
-    "gt": (COMPARE, None),
-    "ge": (COMPARE, None),
+    # (complex numbers have no order: ATen's comparison kernels do not dispatch on them)
+    "lt": (COMPARE, not_for((D.COMPLEX,), "lt_cpu")),
+    "le": (COMPARE, not_for((D.COMPLEX,), "le_cpu")),
+    "gt": (COMPARE, not_for((D.COMPLEX,), "gt_cpu")),
+    "ge": (COMPARE, not_for((D.COMPLEX,), "ge_cpu")),
     "logical_and": (LOGICAL, None),
     "logical_or": (LOGICAL, None),
     "logical_xor": (LOGICAL, None),
@@ -441,8 +470,10 @@ BINARY_RULES = {
     "xlogy": (INT_TO_FLOAT, not_for((D.COMPLEX,), "xlogy_cpu")),
     "bitwise_left_shift": (PROMOTE, not_for(_NOT_INTEGRAL, "lshift_cpu")),
     "bitwise_right_shift": (PROMOTE, not_for(_NOT_INTEGRAL, "rshift_cpu")),
-    "clamp_min": (PROMOTE, clamp_check("clamp_min_scalar_cpu")),
-    "clamp_max": (PROMOTE, clamp_check("clamp_max_scalar_cpu")),
+    "clamp_min": (PROMOTE, clamp_check("clamp_min_scalar_cpu",
+                                       complex_tensor_kernel="maximum_cpu")),
+    "clamp_max": (PROMOTE, clamp_check("clamp_max_scalar_cpu",
+                                       complex_tensor_kernel="minimum_cpu")),
     "heaviside": (PROMOTE, check_heaviside),
     "gcd": (PROMOTE, not_for(_NOT_INT, "gcd_cpu")),
     "lcm": (PROMOTE, not_for(_NOT_INT, "lcm_cpu")),
@@ -504,6 +535,8 @@ UNARY_RULES = {
     "round": (SAME, not_for(_BOOL_COMPLEX, "round_vml_cpu")),
     "round_decimals": (SAME, not_for(_NOT_REAL_FLOAT + (D.COMPLEX,),
                                                             "round_cpu")),
+    # round.decimals with decimals=0: ATen runs round's own kernel, without its integral copy
+    "round_zero_decimals": (SAME, not_for(_NOT_REAL_FLOAT + (D.COMPLEX,), "round_vml_cpu")),
     "frac": (SAME, not_for(_NOT_FLOAT, "frac_cpu")),
     "nan_to_num": (SAME, None),
     "isnan": (COMPARE, None),

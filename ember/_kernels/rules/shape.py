@@ -142,7 +142,8 @@ def check_scatter(name, self, dim, index, src=None):
     _check_index_long(name, index)
     d = _st.wrap_dim(dim, self.dim())
     if src is not None and src._dtype is not self._dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+        # (scatter_meta_impl checks as "scatter" for scatter_add and scatter_reduce too)
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if index.numel() == 0:
         return d
     if max(self.dim(), 1) != max(index.dim(), 1):
@@ -204,6 +205,10 @@ def check_index_source(name, self, dim, index, source):
                                f"{index._dtype._short}")
     elif index._dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if source._dtype is not self._dtype and name == "index_add_":
+        # (index_func_meta_impl's own wording; index_copy's meta function has another)
+        raise RuntimeError(f"index_add_(): self ({self._dtype._short}) and source "
+                           f"({source._dtype._short}) must have the same scalar type")
     if source._dtype is not self._dtype:
         raise RuntimeError(f"{name}(): self and source expected to have the same dtype, but got "
                            f"(self) {self._dtype._short} and (source) {source._dtype._short}")
@@ -232,9 +237,12 @@ def check_index_source(name, self, dim, index, source):
                          f"({source.dim()}), destination dimensionality ({self.dim()})")
     for k in range(source.dim()):
         if k != d and source._size[k] != self._size[k]:
+            # (ATen prints each slice's sizes, dim ``d`` left out, as an IntArrayRef's elements)
+            def sl(t):
+                return " ".join(str(n) for j, n in enumerate(t._size) if j != d)
             raise RuntimeError(f"{name}(): Source/destination tensor must have same slice shapes. "
-                               f"Destination slice shape: {_fmt(self._size)} at dimension {d} "
-                               f"and source slice shape: {_fmt(source._size)} at dimension 0.")
+                               f"Destination slice shape: {sl(self)} at dimension {d} "
+                               f"and source slice shape: {sl(source)} at dimension 0.")
     return d
 
 
@@ -269,7 +277,7 @@ def check_masked_fill(self, mask, value=None, scalar=None):
 
 def check_masked_select(self, mask):
     if mask._dtype is not D.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     return _st.broadcast_shapes(self._size, mask._size)
 
 
@@ -278,7 +286,7 @@ def check_masked_scatter(self, mask, source):
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{mask._dtype._short}")
     if source._dtype is not self._dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got"
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
                            f"{self._dtype._short} and {source._dtype._short}")
     _no_complex32(self, "masked_scatter")
     return _st.broadcast_shapes(self._size, mask._size)
@@ -326,7 +334,7 @@ def trace_dtype(self):
 
 def cross_shape(self, other, dim):
     if self.dim() != other.dim():
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     shape = _st.broadcast_shapes(self._size, other._size)
     d = _st.wrap_dim(dim, len(shape))
     if self._size[d] != 3 or other._size[d] != 3:

@@ -3,6 +3,7 @@ mvlgamma), for every backend: each is a pointwise row, so its type-promotion kin
 check join ``rules/pointwise.py``'s rule tables here, and ``OVERLOADS`` says which row and
 calling form each aten overload is. CPU values: ``cpu/special.py``; Meta: ``meta/special.py``."""
 from ..._core import dtype as D
+from ..._core.promotion import can_cast
 from . import pointwise as _pw
 from .pointwise import BINARY, INPLACE_BINARY, INPLACE_UNARY, INT_TO_FLOAT as _F, PROMOTE, UNARY
 
@@ -30,6 +31,16 @@ def check_mvlgamma(self, p):
         raise RuntimeError("p has to be greater than or equal to 1")
     if self._dtype.is_complex:
         raise NotImplementedError(f'"arange_cpu" not implemented for \'{self._dtype._short}\'')
+
+
+def check_mvlgamma_(self, p):
+    """mvlgamma_'s checks: mvlgamma's, then (ATen's mvlgamma_ copies the out-of-place result
+    into self) the cast of the result into self, with mvlgamma_out's wording."""
+    check_mvlgamma(self, p)
+    rdt = _pw.result_dtype(_F, (self,))[1]
+    if not can_cast(rdt, self._dtype):
+        raise RuntimeError(f"mvlgamma: result type {self._dtype._short} can't be cast to the "
+                           f"desired output type {rdt._short}")
 
 
 UNARY_RULES = {
