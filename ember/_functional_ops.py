@@ -132,8 +132,8 @@ def _sublist_letters(sublist):
         elif isinstance(s, int) and 0 <= s < len(letters):
             out.append(letters[s])
         else:
-            raise ValueError(f"einsum(): subscript in subscript list is not within the valid range "
-                             f"[0, 52)")
+            raise ValueError("einsum(): subscript in subscript list is not within the valid range "
+                             "[0, 52)")
     return "".join(out)
 
 

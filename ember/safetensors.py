@@ -139,7 +139,7 @@ def _parse(buf):
             shape = [int(s) for s in info["shape"]]
             begin, end = (int(x) for x in info["data_offsets"])
         except (KeyError, TypeError, ValueError):
-            raise _deserializing(f"invalid JSON in header") from None
+            raise _deserializing("invalid JSON in header") from None
         entries.append((begin, end, name, dtype, shape))
     entries.sort(key=lambda e: (e[0], e[1]))
     expected = 0

@@ -321,9 +321,9 @@ def _mm_like(a, b, level):
 
 def _check_2d(name, a, b):
     if a.dim() != 2:
-        raise RuntimeError(f"self must be a matrix")
+        raise RuntimeError("self must be a matrix")
     if b.dim() != 2:
-        raise RuntimeError(f"mat2 must be a matrix")
+        raise RuntimeError("mat2 must be a matrix")
     if a._size[1] != b._size[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._size[0]}x"
                            f"{a._size[1]} and {b._size[0]}x{b._size[1]})")

@@ -72,8 +72,8 @@ def pad(self, pad, mode="constant", value=None):
         return aten._pad_circular.default._call(self, pad)
     k = len(pad) // 2
     if k > 3 or dim not in (k + 1, k + 2):
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are "
-                                  f"supported for now")
+        raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are "
+                                  "supported for now")
     op = {"reflect": "reflection_pad", "replicate": "replication_pad"}[mode] + f"{k}d"
     return getattr(aten, op).default._call(self, list(pad))
 

@@ -367,14 +367,14 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
                            f"{b._dtype._short}")
     driver = driver or "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, "
-                           f"gelsy, gelsd, gelss)")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           "gelsy, gelsd, gelss)")
     a, bb = nd(self), nd(b)
     vector = bb.ndim == a.ndim - 1
     if vector:
         bb = bb[..., None]
     if bb.shape[-2] != a.shape[-2]:
-        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     batch = _st.broadcast_shapes(a.shape[:-2], bb.shape[:-2])
     am = _matrices(np.broadcast_to(a, batch + a.shape[-2:]))
     bm = _matrices(np.broadcast_to(bb, batch + bb.shape[-2:]))
