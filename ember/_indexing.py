@@ -143,7 +143,9 @@ def _apply_slicing(self, indices):
                     result = _select(result, dim, int(i.item()), pos)
             else:
                 record(i)
-        elif isinstance(i, (list, tuple)):
+        elif isinstance(i, (list, tuple, range)):
+            # (PyTorch takes any Python sequence here, as torch.tensor(seq): sbi indexes the
+            # diagonal with ``[..., range(d), range(d)]``)
             record(_sequence_index(i))
         else:
             try:

@@ -1,0 +1,74 @@
+"""sbi, performer-pytorch, linear-attention-transformer, rtdl_revisiting_models and torchmetrics'
+less-used domains on ember through ``ember.as_torch``: neural posterior estimation (a
+conditional MAF and a mixture density network) trained and sampled, Performer language models
+with FAVOR+ and generalized attention trained and generating, linear-attention language models
+(reversible, local heads, product-key memory, Linformer) trained, the FT-Transformer, ResNet and
+MLP of tabular deep learning trained, and torchmetrics' retrieval, audio, pairwise and
+rank-correlation metrics, each computing PyTorch's numbers. Each case of
+tests/_more_libs3_programs.py runs in PyTorch and in ember, in two subprocesses side by side,
+from the same seeds. Also the ember gap these libraries met, checked directly: a ``range`` as a
+tensor index."""
+import importlib.util
+
+import numpy as np
+import pytest
+
+from _more_libs3_programs import CASES
+from helpers import pytorch_beside_ember
+
+# the libraries each case needs (import names)
+LIBRARIES = {"sbi": ["sbi", "nflows", "zuko"], "performer": ["performer_pytorch"],
+             "rtdl": ["rtdl_revisiting_models"], "torchmetrics": ["torchmetrics", "torchvision"],
+             "linear_attention": ["linear_attention_transformer"]}
+NAMES = list(CASES)
+
+
+def _installed(name):
+    return all(importlib.util.find_spec(lib) is not None for lib in LIBRARIES[name])
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every case of tests/_more_libs3_programs.py whose libraries are installed:
+    name -> (PyTorch's result, ember's)."""
+    pytest.importorskip("torch")
+    names = [n for n in NAMES if _installed(n)]
+    if not names:
+        pytest.skip("none of the libraries is installed")
+    return pytorch_beside_ember("_more_libs3_programs.py", tmp_path_factory.mktemp("more_libs3"),
+                                names)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_library_program_matches_pytorch(results, name):
+    """Losses, metrics, predictions, samples, log-probabilities, generated tokens, gradients and
+    the parameters after the optimizer steps equal PyTorch's."""
+    if not _installed(name):
+        pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
+    theirs, mine = results[name]
+    assert sorted(mine) == sorted(theirs)
+    for key, ref in theirs.items():
+        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
+        if ref.dtype.kind in "biuUS":
+            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+        else:
+            # float32 programs of a few steps: the same draws and steps, rounding apart
+            scale = max(float(np.abs(ref).max(initial=0.0)), 1.0)
+            np.testing.assert_allclose(mine[key], ref, rtol=1e-4, atol=5e-5 * scale, err_msg=key)
+
+
+def test_range_index():
+    """A ``range`` is an index sequence, as ``torch.tensor(range(...))`` (sbi's mixture density
+    network writes a matrix diagonal with ``[..., range(d), range(d)] = ...``): reads, writes
+    and gradients are PyTorch's."""
+    torch = pytest.importorskip("torch")
+    import ember
+    got = []
+    for lib in (torch, ember):
+        t = lib.arange(24.0).reshape(2, 3, 4).requires_grad_()
+        u = t * 1
+        u[..., range(3), range(3)] = lib.tensor([-1.0, -2.0, -3.0])
+        picked = [t[range(1)], t[:, range(0, 3, 2)], t[range(2), 1, range(1, 3)], u]
+        sum(p.sum() * (i + 1) for i, p in enumerate(picked)).backward()
+        got.append([(tuple(p.shape), p.tolist()) for p in picked] + [t.grad.tolist()])
+    assert got[1] == got[0]
