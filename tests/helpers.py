@@ -152,6 +152,25 @@ def pytorch_beside_ember(script, directory, names, timeout=600):
     return {n: tuple(dict(np.load(os.path.join(directory, f"{n}_{lib}.npz")))
                      for lib in ("torch", "ember")) for n in names}
 
+
+def assert_saved_arrays_match(mine, theirs, rtol, atol, finite_scale=False):
+    """The library-program tests' verdict on ember's saved arrays (``mine``) beside PyTorch's
+    (``theirs``): the same keys, dtypes and shapes; integers, bools and strings equal; floats
+    within ``rtol`` and ``atol`` (a number, or a function of the key) times the reference's
+    largest magnitude, at least 1 (of its finite values with ``finite_scale``). Programs of a
+    few float32 steps: the same draws and steps, rounding apart."""
+    assert sorted(mine) == sorted(theirs)
+    for key, ref in theirs.items():
+        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
+        if ref.dtype.kind in "biuUS":
+            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
+            continue
+        values = ref[np.isfinite(ref)] if finite_scale else ref
+        scale = max(float(np.abs(values).max(initial=0.0)), 1.0)
+        tol = atol(key) if callable(atol) else atol
+        np.testing.assert_allclose(mine[key], ref, rtol=rtol, atol=tol * scale, err_msg=key)
+
+
 def report_line(request, line):
     """Print a module's summary line under pytest's output, with or without -s."""
     plugins = request.config.pluginmanager

@@ -4,10 +4,9 @@ geometric warps through grid_sample with gradients for images and matrices, homo
 parameters, and intensity enhancements computing PyTorch's numbers. Each case of
 tests/_kornia_ops.py runs in PyTorch here and in ember in one ``python -m ember.as_torch``
 subprocess."""
-import numpy as np
 import pytest
 
-from helpers import results_beside_pytorch
+from helpers import assert_saved_arrays_match, results_beside_pytorch
 
 NAMES = ["color", "filters", "warp", "homography", "linalg", "losses", "augmentation",
          "enhance"]
@@ -34,12 +33,5 @@ def test_kornia_matches_pytorch(results, name):
     scales, corner points, axis-angle vectors) equals PyTorch's; edge maps and the parameter
     names of an augmentation exactly."""
     theirs, mine = results[name]
-    assert sorted(mine) == sorted(theirs)
-    for key, ref in theirs.items():
-        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
-        if ref.dtype.kind in "biuUS":
-            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
-        else:
-            scale = float(np.abs(ref[np.isfinite(ref)]).max(initial=0.0))
-            np.testing.assert_allclose(mine[key], ref, rtol=RTOL.get(name, 2e-4),
-                                       atol=1e-5 * max(scale, 1.0), err_msg=key)
+    assert_saved_arrays_match(mine, theirs, rtol=RTOL.get(name, 2e-4), atol=1e-5,
+                              finite_scale=True)

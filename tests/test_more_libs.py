@@ -9,11 +9,10 @@ subprocesses side by side, from the same seeds."""
 import importlib.util
 import typing
 
-import numpy as np
 import pytest
 
 from _more_libs_programs import CASES
-from helpers import pytorch_beside_ember
+from helpers import assert_saved_arrays_match, pytorch_beside_ember
 
 # the libraries each case needs (import names)
 LIBRARIES = {"torch_optimizer_adaptive": ["torch_optimizer"],
@@ -47,16 +46,7 @@ def test_library_program_matches_pytorch(results, name):
         # import replaces the torch.select the other tests compare with)
         pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
     theirs, mine = results[name]
-    assert sorted(mine) == sorted(theirs)
-    for key, ref in theirs.items():
-        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
-        if ref.dtype.kind in "biuUS":
-            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
-        else:
-            # float32 programs of a few steps: the same draws and steps, rounding apart
-            scale = max(float(np.abs(ref).max(initial=0.0)), 1.0)
-            np.testing.assert_allclose(mine[key], ref, rtol=1e-4, atol=2e-5 * scale,
-                                       err_msg=key)
+    assert_saved_arrays_match(mine, theirs, rtol=1e-4, atol=2e-5)
 
 
 def test_deprecated_signatures_and_numbers_as_input():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from _more_libs2_programs import CASES
-from helpers import pytorch_beside_ember
+from helpers import assert_saved_arrays_match, pytorch_beside_ember
 
 # the libraries each case needs (import names)
 LIBRARIES = {"nflows": ["nflows"], "tabnet": ["pytorch_tabnet", "scipy", "sklearn"],
@@ -51,16 +51,8 @@ def test_library_program_matches_pytorch(results, name):
     if not _installed(name):  # (not imported here: fastai and open_clip import torchvision)
         pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
     theirs, mine = results[name]
-    assert sorted(mine) == sorted(theirs)
-    for key, ref in theirs.items():
-        assert mine[key].dtype == ref.dtype and mine[key].shape == ref.shape, key
-        if ref.dtype.kind in "biuUS":
-            np.testing.assert_array_equal(mine[key], ref, err_msg=key)
-        else:
-            # float32 programs of a few steps: the same draws and steps, rounding apart
-            scale = max(float(np.abs(ref).max(initial=0.0)), 1.0)
-            atol = (1e-3 if key.startswith(LOOSE) else 5e-5) * scale
-            np.testing.assert_allclose(mine[key], ref, rtol=1e-4, atol=atol, err_msg=key)
+    assert_saved_arrays_match(mine, theirs, rtol=1e-4,
+                              atol=lambda key: 1e-3 if key.startswith(LOOSE) else 5e-5)
 
 
 _TYPES_PROGRAM = """
