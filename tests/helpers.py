@@ -1,6 +1,7 @@
 """Helpers for comparing ember with PyTorch."""
 import contextlib
 import gc
+import importlib.util
 import os
 import subprocess
 import sys
@@ -151,6 +152,23 @@ def pytorch_beside_ember(script, directory, names, timeout=600):
         assert proc.returncode == 0, f"{lib}:\n{err[-4000:]}"
     return {n: tuple(dict(np.load(os.path.join(directory, f"{n}_{lib}.npz")))
                      for lib in ("torch", "ember")) for n in names}
+
+
+def libraries_installed(names):
+    """Whether every module of ``names`` is installed, found without importing it (some patch
+    the torch that the tests compare against on import)."""
+    return all(importlib.util.find_spec(n) is not None for n in names)
+
+
+def installed_cases_beside_ember(script, directory, libraries):
+    """:func:`pytorch_beside_ember` for the cases of ``tests/<script>`` whose libraries
+    (``libraries``: case -> module names) are installed; the test is skipped when none is."""
+    import pytest
+    pytest.importorskip("torch")
+    names = [n for n, mods in libraries.items() if libraries_installed(mods)]
+    if not names:
+        pytest.skip("none of the libraries is installed")
+    return pytorch_beside_ember(script, directory, names)
 
 
 def assert_saved_arrays_match(mine, theirs, rtol, atol, finite_scale=False):

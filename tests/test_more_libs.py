@@ -6,13 +6,13 @@ scikit-learn estimators (a Pipeline, partial_fit, GridSearchCV), an e3nn equivar
 (tensor products generated with torch.fx on hand-built Proxies and optimised by opt_einsum_fx)
 and a neural CDE on splines through torchdiffeq's solvers, each computing PyTorch's numbers. Each case of tests/_more_libs_programs.py runs in PyTorch and in ember, in two
 subprocesses side by side, from the same seeds."""
-import importlib.util
 import typing
 
 import pytest
 
 from _more_libs_programs import CASES
-from helpers import assert_saved_arrays_match, pytorch_beside_ember
+from helpers import (assert_saved_arrays_match, installed_cases_beside_ember,
+                     libraries_installed)
 
 # the libraries each case needs (import names)
 LIBRARIES = {"torch_optimizer_adaptive": ["torch_optimizer"],
@@ -22,27 +22,19 @@ LIBRARIES = {"torch_optimizer_adaptive": ["torch_optimizer"],
 NAMES = list(CASES)
 
 
-def _installed(name):
-    return all(importlib.util.find_spec(lib) is not None for lib in LIBRARIES[name])
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every case of tests/_more_libs_programs.py whose libraries are installed:
     name -> (PyTorch's result, ember's)."""
-    pytest.importorskip("torch")
-    names = [n for n in NAMES if _installed(n)]
-    if not names:
-        pytest.skip("none of the libraries is installed")
-    return pytorch_beside_ember("_more_libs_programs.py", tmp_path_factory.mktemp("more_libs"),
-                                names)
+    directory = tmp_path_factory.mktemp("more_libs")
+    return installed_cases_beside_ember("_more_libs_programs.py", directory, LIBRARIES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_library_program_matches_pytorch(results, name):
     """Losses, outputs, probabilities, scores, every gradient and the parameters after the
     optimizer steps equal PyTorch's."""
-    if not _installed(name):  # (not imported here: skorch imports torch_geometric, whose
+    if not libraries_installed(LIBRARIES[name]):  # (not imported here: skorch imports torch_geometric, whose
         # import replaces the torch.select the other tests compare with)
         pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
     theirs, mine = results[name]

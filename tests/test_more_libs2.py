@@ -6,7 +6,6 @@ entmax attention, each computing PyTorch's numbers. Each case of tests/_more_lib
 runs in PyTorch and in ember, in two subprocesses side by side, from the same seeds. Also the
 two ember gaps these libraries met, checked directly: TorchScript's type objects
 (``torch.TensorType`` ...) and what AccumulateGrad stores as ``.grad``."""
-import importlib.util
 import subprocess
 import sys
 
@@ -14,7 +13,8 @@ import numpy as np
 import pytest
 
 from _more_libs2_programs import CASES
-from helpers import assert_saved_arrays_match, pytorch_beside_ember
+from helpers import (assert_saved_arrays_match, installed_cases_beside_ember,
+                     libraries_installed)
 
 # the libraries each case needs (import names)
 LIBRARIES = {"nflows": ["nflows"], "tabnet": ["pytorch_tabnet", "scipy", "sklearn"],
@@ -28,27 +28,19 @@ NAMES = list(CASES)
 LOOSE = ("clf.mask", "clf.explain", "clf.importances")
 
 
-def _installed(name):
-    return all(importlib.util.find_spec(lib) is not None for lib in LIBRARIES[name])
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every case of tests/_more_libs2_programs.py whose libraries are installed:
     name -> (PyTorch's result, ember's)."""
-    pytest.importorskip("torch")
-    names = [n for n in NAMES if _installed(n)]
-    if not names:
-        pytest.skip("none of the libraries is installed")
-    return pytorch_beside_ember("_more_libs2_programs.py", tmp_path_factory.mktemp("more_libs2"),
-                                names)
+    directory = tmp_path_factory.mktemp("more_libs2")
+    return installed_cases_beside_ember("_more_libs2_programs.py", directory, LIBRARIES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_library_program_matches_pytorch(results, name):
     """Losses, metrics, predictions, samples, densities, gradients and the parameters after
     the optimizer steps equal PyTorch's."""
-    if not _installed(name):  # (not imported here: fastai and open_clip import torchvision)
+    if not libraries_installed(LIBRARIES[name]):  # (not imported here: fastai and open_clip import torchvision)
         pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
     theirs, mine = results[name]
     assert_saved_arrays_match(mine, theirs, rtol=1e-4,

@@ -8,12 +8,12 @@ rank-correlation metrics, each computing PyTorch's numbers. Each case of
 tests/_more_libs3_programs.py runs in PyTorch and in ember, in two subprocesses side by side,
 from the same seeds. Also the ember gap these libraries met, checked directly: a ``range`` as a
 tensor index."""
-import importlib.util
 
 import pytest
 
 from _more_libs3_programs import CASES
-from helpers import assert_saved_arrays_match, pytorch_beside_ember
+from helpers import (assert_saved_arrays_match, installed_cases_beside_ember,
+                     libraries_installed)
 
 # the libraries each case needs (import names)
 LIBRARIES = {"sbi": ["sbi", "nflows", "zuko"], "performer": ["performer_pytorch"],
@@ -22,27 +22,19 @@ LIBRARIES = {"sbi": ["sbi", "nflows", "zuko"], "performer": ["performer_pytorch"
 NAMES = list(CASES)
 
 
-def _installed(name):
-    return all(importlib.util.find_spec(lib) is not None for lib in LIBRARIES[name])
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every case of tests/_more_libs3_programs.py whose libraries are installed:
     name -> (PyTorch's result, ember's)."""
-    pytest.importorskip("torch")
-    names = [n for n in NAMES if _installed(n)]
-    if not names:
-        pytest.skip("none of the libraries is installed")
-    return pytorch_beside_ember("_more_libs3_programs.py", tmp_path_factory.mktemp("more_libs3"),
-                                names)
+    directory = tmp_path_factory.mktemp("more_libs3")
+    return installed_cases_beside_ember("_more_libs3_programs.py", directory, LIBRARIES)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_library_program_matches_pytorch(results, name):
     """Losses, metrics, predictions, samples, log-probabilities, generated tokens, gradients and
     the parameters after the optimizer steps equal PyTorch's."""
-    if not _installed(name):
+    if not libraries_installed(LIBRARIES[name]):
         pytest.skip(f"{', '.join(LIBRARIES[name])} not installed")
     theirs, mine = results[name]
     assert_saved_arrays_match(mine, theirs, rtol=1e-4, atol=5e-5)
