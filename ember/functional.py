@@ -15,6 +15,14 @@ __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadc
            "unique", "unique_consecutive", "unravel_index"]
 
 
+# PyTorch defines these in torch/functional.py: their __module__ names them so (in
+# __torch_function__'s errors, in FX code, in pickles)
+for _name in __all__:
+    if _name not in ("split", "istft", "pca_lowrank", "svd_lowrank"):
+        globals()[_name].__module__ = __name__
+del _name
+
+
 def __getattr__(name):
     # split and istft are bound at ember's top level after this package's modules load
     if name in ("split", "istft"):

@@ -22,6 +22,7 @@ is defined or a mode is entered, so a plain ``a + b`` pays one global lookup and
 import contextlib
 import functools
 import threading
+from ._core import api_name
 from ._core.api_name import as_ember
 
 __all__ = ["get_ignored_functions", "get_overridable_functions", "get_testing_overrides",
@@ -149,8 +150,16 @@ def is_tensor_like(inp):
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     """Call the active mode's, then the overloaded arguments', ``__torch_function__``."""
+    return _handle(public_api, relevant_args, args, kwargs, None)
+
+
+def _handle(public_api, relevant_args, args, kwargs, c_name):
+    """handle_torch_function for a Python function (``c_name`` None) or for what PyTorch
+    implements in C++ (bindings, ``torch.ops``), named ``c_name`` in the error when no
+    handler takes the call: the two raise different messages in PyTorch."""
     overloaded = [] if _tls.disabled_subclass or _tls.disabled_all else _relevant(relevant_args)
     types = tuple(type(a) for a in overloaded)
+    mode = None
     if _tls.modes and not _tls.disabled_all:
         with _pop_mode_temporarily() as mode:
             ret = mode.__torch_function__(public_api, types, args, kwargs)
@@ -166,21 +175,30 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
         ret = method(public_api, types, args, kwargs)
         if ret is not NotImplemented:
             return ret
-    name = getattr(public_api, "__qualname__", None) or getattr(public_api, "__name__", public_api)
-    raise TypeError(f"no implementation found for '{_public_name(public_api, name)}' on types "
-                    f"that implement __torch_function__: {[type(a) for a in overloaded]}")
+    if c_name is not None:
+        raise TypeError(f"Multiple dispatch failed for '{c_name}'; all __torch_function__ "
+                        "handlers returned NotImplemented:\n\n"
+                        + (f"  - mode object {mode!r}\n" if mode is not None else "")
+                        + "".join(f"  - tensor subclass {t!r}\n" for t in types)
+                        + "\nFor more information, try re-running with TORCH_LOGS=not_implemented")
+    name = f"{getattr(public_api, '__module__', None)}.{getattr(public_api, '__name__', public_api)}"
+    raise TypeError(f"no implementation found for '{name}' on types that implement "
+                    f"__torch_function__: {[type(a) for a in overloaded]}"
+                    + (f" nor in mode {mode!r}" if mode is not None else ""))
 
 
-def _public_name(func, name):
+def _public_name(func):
+    """How PyTorch's C++ names a binding in its errors: ``torch.add``, ``torch.Tensor.add``."""
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", func)
     if as_ember(getattr(func, "__module__", None)) == "ember":
-        return f"ember.{name}"
-    return f"ember.Tensor.{name}" if "." not in str(name) else str(name)
+        return f"{api_name.name}.{name}"
+    return f"{api_name.name}.Tensor.{name}" if "." not in str(name) else str(name)
 
 
 def _dispatch_bound(public_api, args, kwargs):
     """The generated bindings' slow path: ``args``/``kwargs`` as the caller passed them."""
-    return handle_torch_function(public_api, tuple(args) + tuple(kwargs.values()), *args,
-                                 **kwargs)
+    return _handle(public_api, tuple(args) + tuple(kwargs.values()), args, kwargs,
+                   _public_name(public_api))
 
 
 def _dispatch_named(public_api, positional, pos_defaults, keywords, kw_defaults):
@@ -192,7 +210,8 @@ def _dispatch_named(public_api, positional, pos_defaults, keywords, kw_defaults)
         n -= 1
     args = positional[:n]
     kwargs = {k: v for k, v, d in zip(keywords[0], keywords[1], kw_defaults) if v is not d}
-    return handle_torch_function(public_api, args + tuple(kwargs.values()), *args, **kwargs)
+    return _handle(public_api, args + tuple(kwargs.values()), args, kwargs,
+                   _public_name(public_api))
 
 
 def _convert(ret, cls):

@@ -205,3 +205,38 @@ def test_sparse_coo_construction_and_printing():
     t = torch.masked.masked_tensor(torch.tensor(d).to_sparse(), torch.tensor(m).to_sparse())
     assert repr(e) == repr(t)
     assert e.layout == ember.sparse_coo and e.is_sparse and e.is_sparse_coo()
+
+
+_SPARSE_OPS = {
+    "add": lambda lib, mt: mt + mt, "mul": lambda lib, mt: mt * mt, "div": lambda lib, mt: mt / 2,
+    "pow": lambda lib, mt: mt ** 2, "ne": lambda lib, mt: mt != mt, "neg": lambda lib, mt: -mt,
+    "sin": lambda lib, mt: lib.sin(mt), "exp": lambda lib, mt: mt.exp(),
+    "sum": lambda lib, mt: mt.sum(), "sum_dim": lambda lib, mt: mt.sum(1),
+    "amax": lambda lib, mt: mt.amax(), "mean": lambda lib, mt: mt.mean(),
+    "to_dense": lambda lib, mt: mt.to_dense(), "clone_add_": lambda lib, mt: mt.clone().add_(mt),
+    "where": lambda lib, mt: lib.where(mt.get_mask(), mt, mt * 2),
+    "values": lambda lib, mt: mt.values(), "layout": lambda lib, mt: (mt.layout, mt.is_sparse),
+}
+
+
+def _sparse_outcome(lib, layout, name):
+    d = [[3.0, 0.0, 0.0], [0.0, 4.0, 5.0]]
+    m = [[True, False, False], [False, True, True]]
+    conv = {"coo": lambda t: t.to_sparse(), "csr": lambda t: t.to_sparse_csr()}[layout]
+    mt = lib.masked.masked_tensor(conv(lib.tensor(d)), conv(lib.tensor(m)))
+    try:
+        out = _SPARSE_OPS[name](lib, mt)
+    except Exception as e:  # noqa: BLE001  (compared with PyTorch's)
+        # the first line; PyTorch's 'Could not run' text goes on about custom builds
+        return type(e).__name__, str(e).split("\n")[0].split(" This could")[0] \
+            .replace(lib.__name__ + ".", "torch.")
+    return repr(out).replace(lib.__name__ + ".", "torch.")
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+@pytest.mark.parametrize("name", sorted(_SPARSE_OPS))
+def test_sparse_ops(layout, name):
+    """Ops on a MaskedTensor of sparse COO or CSR data: PyTorch's printed results, or its
+    exception type and message where it has no kernel (where on sparse, values through
+    __torch_dispatch__)."""
+    assert _sparse_outcome(ember, layout, name) == _sparse_outcome(torch, layout, name)

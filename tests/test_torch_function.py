@@ -1,5 +1,7 @@
 """``__torch_function__``: subclasses and TorchFunctionMode at the Python API layer, compared with
 PyTorch (which functions are reported, what types the results get, priority, guards)."""
+import contextlib
+
 import pytest
 
 import ember
@@ -106,7 +108,7 @@ def test_priority_subclass_before_superclass_and_not_implemented():
             return "handled by C"
 
     a, b, c = (ember.ones(1).as_subclass(k) for k in (A, B, C))
-    with pytest.raises(TypeError, match="no implementation found for"):
+    with pytest.raises(TypeError, match="Multiple dispatch failed for 'ember.add'"):
         ember.add(a, b)
     assert order == ["B", "A"]  # the subclass B first, though it is the second argument
     order.clear()
@@ -221,3 +223,71 @@ def test_functional_calls_take_torch_function_as_torch():
         return seen
     assert seen_by(ember) == seen_by(torch)
     assert seen_by(ember)[-1] == "mode:gelu"
+
+
+def _ops_seen_by_torch_function(lib):
+    seen = []
+
+    class Logged(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class Mode(lib.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    x = lib.ones(2).as_subclass(Logged)
+    kinds = [type(r).__name__ for r in (lib.ops.aten.add(x, x), lib.ops.aten.add.Tensor(x, x),
+                                        lib.ops.aten.sum.default(x))]
+    with Mode():
+        lib.ops.aten.mul.Tensor(lib.ones(2), 2)
+    return seen, kinds
+
+
+def test_ops_calls_go_through_torch_function():
+    """torch.ops.aten packets and overloads check their arguments for __torch_function__ as a
+    binding does (PyTorch's C++ does it for them): subclasses and modes see the op itself."""
+    torch = pytest.importorskip("torch")
+    assert _ops_seen_by_torch_function(ember) == _ops_seen_by_torch_function(torch)
+
+
+def _unhandled_messages(lib):
+    class A(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+    class B(A):
+        pass
+
+    class Mode(lib.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+        def __repr__(self):
+            return "Mode()"
+
+    x, y = lib.ones(2).as_subclass(A), lib.ones(2).as_subclass(B)
+    calls = [lambda: lib.ops.aten.add.Tensor(x, y), lambda: lib.ops.aten.add(x, y),
+             lambda: lib.add(x, y), lambda: x.sum(0), lambda: lib.cat([x, y]),
+             lambda: lib.nn.functional.relu(x), lambda: lib.einsum("i,i->", x, y)]
+    messages = []
+    for mode in (False, True):
+        with Mode() if mode else contextlib.nullcontext():
+            for call in calls:
+                with pytest.raises(TypeError) as info:
+                    call()
+                messages.append(str(info.value).replace(lib.__name__, "torch")
+                                .replace(".<locals>", "").replace("_unhandled_messages.", ""))
+    return messages
+
+
+def test_unhandled_torch_function_messages():
+    """No handler takes the call: PyTorch's C++ bindings and torch.ops say 'Multiple dispatch
+    failed' and list the mode and subclasses; its Python functions say 'no implementation
+    found', naming the function by module, and add the mode."""
+    torch = pytest.importorskip("torch")
+    assert _unhandled_messages(ember) == _unhandled_messages(torch)

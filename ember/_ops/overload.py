@@ -8,6 +8,8 @@ import functools
 import keyword
 import os
 
+from .. import overrides as _overrides
+from .._core import api_name
 from .._dispatch import dispatcher as _d
 from .._dispatch.keys import parse_key
 from .._core.codegen import compile_source
@@ -34,6 +36,8 @@ class OpOverload:
         return _make_normalizer(self._schema, self._entry.qualname)
 
     def __call__(self, *args, **kwargs):
+        if _overrides._TF_ON and _overrides._check(args + tuple(kwargs.values())):
+            return _torch_function(self, args, kwargs)
         return self._call(*self._normalize(*args, **kwargs))
 
     def redispatch(self, keyset, *args, **kwargs):
@@ -118,6 +122,8 @@ class OpOverloadPacket:
         return f"{self._ns}.{self.__name__}"
 
     def __call__(self, *args, **kwargs):
+        if _overrides._TF_ON and _overrides._check(args + tuple(kwargs.values())):
+            return _torch_function(self, args, kwargs)
         errors = []
         for ov in self._overloads.values():
             try:
@@ -129,6 +135,13 @@ class OpOverloadPacket:
                 return ov._call(*norm)
         raise TypeError(f"{self}() received an invalid combination of arguments; tried:\n  "
                         + "\n  ".join(str(o._schema) for o in self._overloads.values()))
+
+
+def _torch_function(op, args, kwargs):
+    """A call of an op packet or overload handed to ``__torch_function__`` (PyTorch's C++
+    checks its arguments as it does a binding's; its error names the op oddly, as here)."""
+    name = f"{api_name.name}.ops{op._ns}.{op.__name__.split('.')[0]}"
+    return _overrides._handle(op, args + tuple(kwargs.values()), args, kwargs, name)
 
 
 def _types_match(schema, values):

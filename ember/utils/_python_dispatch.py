@@ -184,7 +184,8 @@ def _call_handlers(op, overloaded, args, kwargs):
             ret = cls.__torch_dispatch__(op, types, args, kwargs)
         if ret is not NotImplemented:
             return ret
-    raise TypeError(f"Multiple dispatch failed for '{op}'; all __torch_dispatch__ handlers "
+    raise TypeError(f"Multiple dispatch failed for '{op.__module__}.{getattr(op, '__name__', op)}'; all "
+                    f"__torch_dispatch__ handlers "
                     f"returned NotImplemented:\n\n"
                     + "".join(f"  - tensor subclass {t}\n" for t in types)
                     + "\nFor more information, try re-running with TORCH_LOGS=not_implemented")

@@ -151,7 +151,10 @@ def _coalesce_sparse(self):
     return _new(_unravel(unique, self._size, indices._size[0]), summed, self._size, True)
 
 
+@_kernel("coalesce")
 def _coalesced(t):
+    """coalesce below autograd (inside ``__torch_dispatch__``, say): PyTorch's composite
+    kernel serves the sparse keys too, ember's composites read strides, so this one does."""
     return t if t._sparse.coalesced else _coalesce_sparse(t)
 
 
