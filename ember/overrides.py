@@ -490,6 +490,15 @@ def install(tensor_cls):
 
 
 def _dispatch_operator(dunder, method_name, *args):
-    """The slow path of a Python operator (``a + b`` on a subclass, or under a mode)."""
+    """The slow path of a Python operator (``a + b`` on a subclass, or under a mode). A binary
+    operator's TypeError becomes NotImplemented, so Python tries the other operand, as
+    PyTorch's do (TypeError_to_NotImplemented_, _wrap_type_error_to_not_implemented)."""
     from ._tensor import Tensor
-    return handle_torch_function(operator_public(Tensor, dunder, method_name), args, *args)
+    public = operator_public(Tensor, dunder, method_name)
+    name = f"{api_name.name}.Tensor.{method_name or dunder}"
+    if len(args) == 1:
+        return _handle(public, args, args, {}, name)
+    try:
+        return _handle(public, args, args, {}, name)
+    except TypeError:
+        return NotImplemented

@@ -291,3 +291,27 @@ def test_unhandled_torch_function_messages():
     found', naming the function by module, and add the mode."""
     torch = pytest.importorskip("torch")
     assert _unhandled_messages(ember) == _unhandled_messages(torch)
+
+
+def _operator_outcomes(lib):
+    class A(lib.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+    x = lib.ones(2).as_subclass(A)
+    outcomes = []
+    for call in (lambda: x + 1, lambda: 1 - x, lambda: 2 / x, lambda: x @ x, lambda: x == 1,
+                 lambda: -x, lambda: abs(x)):
+        try:
+            outcomes.append(repr(call()))
+        except TypeError as e:
+            outcomes.append(str(e).replace(lib.__name__ + ".", "torch."))
+    return outcomes
+
+
+def test_operator_type_error_becomes_not_implemented():
+    """A binary operator whose __torch_function__ handlers all decline returns NotImplemented,
+    so Python reports the unsupported operand types; a unary one raises the binding's error."""
+    torch = pytest.importorskip("torch")
+    assert _operator_outcomes(ember) == _operator_outcomes(torch)
