@@ -1,5 +1,6 @@
 """Generated Python bindings: argument binding, varargs sizes, out= routing and PyTorch's resize
 rules, argument errors quoting the schemas, and the untouched-on-failure guarantee."""
+import re
 import warnings
 
 import numpy as np
@@ -164,3 +165,15 @@ def test_numpy_names_for_dim_and_keepdim_as_pytorch(torch):
     for m in (ember, torch):  # the parameter is still required
         with pytest.raises(TypeError):
             m.cumsum(m.tensor(a))
+
+
+def test_unexpected_keyword_names_the_function(torch):
+    """PyTorch's parser names the function in front of Python's own message."""
+    calls = [lambda lib: lib.zeros(2, foo=1), lambda lib: lib.ones(2, 3, bar=1),
+             lambda lib: lib.empty((2,), foo=1), lambda lib: lib.ones(2).permute(0, foo=3),
+             lambda lib: lib.ones(2).repeat(2, foo=1), lambda lib: lib.add(lib.ones(1), 1, foo=2)]
+    for call in calls:
+        with pytest.raises(TypeError) as expected:
+            call(torch)
+        with pytest.raises(TypeError, match=re.escape(str(expected.value))):
+            call(ember)

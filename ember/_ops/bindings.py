@@ -682,7 +682,7 @@ def _varargs(v, kw, name, single=True, fname="op"):
         elif not single:  # another overload may take this keyword (rand(2, generator=g))
             raise NoMatch
         else:
-            raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
+            raise TypeError(f"{fname}() got an unexpected keyword argument '{next(iter(kw))}'")
     try:
         if len(v) == 1 and not is_int(v[0]):
             return int_list(v[0])
