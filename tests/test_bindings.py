@@ -177,3 +177,35 @@ def test_unexpected_keyword_names_the_function(torch):
             call(torch)
         with pytest.raises(TypeError, match=re.escape(str(expected.value))):
             call(ember)
+
+
+_INT_LIST_CASES = [
+    lambda m: m.zeros("a"), lambda m: m.zeros(2, "a"), lambda m: m.zeros((2, "a")),
+    lambda m: m.zeros(2.0), lambda m: m.zeros([2.0]), lambda m: m.zeros(2.0, 3),
+    lambda m: m.zeros(size=(2, "a")), lambda m: m.zeros(size="a"), lambda m: m.zeros(2, None),
+    lambda m: m.zeros([2, m.tensor(1.5)]), lambda m: m.zeros([np.int64(2), np.float32(2)]),
+    lambda m: m.ones(2, 2).permute(0, "a"), lambda m: m.ones(2, 2).permute("a"),
+    lambda m: m.ones(2, 2).permute(0.0, 1), lambda m: m.ones(3).sum(dim=(0, "a")),
+    lambda m: m.ones(3).sum(("a",)), lambda m: m.ones(3).amax(["a"]),
+    lambda m: m.ones(3).roll((1, "a"), (0, 0)), lambda m: m.ones(3).roll(1.5),
+    lambda m: m.ones(3).view(3, 1.0), lambda m: m.ones(3).unflatten(0, (3, 1.0)),
+    lambda m: m.ones(3).unflatten(0, "a"), lambda m: m.ones(3).split_with_sizes("a"),
+    lambda m: m.split_with_sizes(m.ones(3), 2.0), lambda m: m.ones(3).as_strided("a", (1,)),
+    lambda m: m.ones(3).as_strided((3,), (1, "a")), lambda m: m.empty_strided("a", (1,)),
+    lambda m: m.ones(3).new_empty_strided((3,), "a"), lambda m: m.ones(2, 2).mean(dim=(0, "a")),
+    lambda m: m.randint(5, (2, "a")), lambda m: m.full((2, "a"), 1.0),
+    lambda m: m.ones(2).max([1]), lambda m: m.ones(2).sum(foo=1),
+    lambda m: m.randn(2, aa=1, cc=2, bb=3), lambda m: m.where(m.ones(2) > 0, [1], "a"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_INT_LIST_CASES)))
+def test_int_list_argument_errors(torch, case):
+    """int[] arguments as PyTorch's parser takes them: only the first element decides whether
+    a signature matches; a later element that is no int fails to unpack; a keyword-free
+    'got (...)' lists type names as CPython spells them."""
+    def outcome(m):
+        with pytest.raises(TypeError) as info:
+            _INT_LIST_CASES[case](m)
+        return str(info.value).split("\n")[0].replace(m.__name__, "torch")
+    assert outcome(ember) == outcome(torch)

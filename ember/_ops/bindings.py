@@ -120,18 +120,64 @@ def is_int(v):
 
 
 def int_list(v, n=None):
+    """An int[]/SymInt[] argument as a tuple: NoMatch when PyTorch's parser would not take it
+    (it checks only the first element), _Unpack when a later element is no int."""
     if v.__class__ is tuple and all(x.__class__ is int for x in v):  # the usual case
         return v
     if v.__class__ is int or (n is not None and is_int(v) and not isinstance(v, (list, tuple))):
         if n is None:
             raise NoMatch
         return (int(operator.index(v)),) * n
-    if not isinstance(v, (list, tuple)):
+    if not isinstance(v, (list, tuple)) or v and not is_int(v[0]):
         raise NoMatch
+    out = []
+    for i, x in enumerate(v):
+        try:
+            x = _index(x)
+        except TypeError:
+            raise _Unpack(i + 1, f"type must be tuple of ints,but got {tp_name(x)}") from None
+        if x.__class__ is int and not -2 ** 63 <= x < 2 ** 63:
+            raise _Unpack(i + 1, "Overflow when unpacking long long")
+        out.append(x)
+    return tuple(out)
+
+
+class _Unpack(Exception):
+    """An int-list element that is no int (pos counted from 1, as PyTorch's message does)."""
+
+    def __init__(self, pos, error):
+        super().__init__(pos, error)
+        self.pos, self.error = pos, error
+
+    def type_error(self, fname, name):
+        return TypeError(f"{fname}(): argument '{name}' failed to unpack the object at pos "
+                         f"{self.pos} with error \"{self.error}\"")
+
+
+def tp_name(v):
+    """The type's name as CPython's tp_name spells it in PyTorch's messages: a class defined
+    in Python by its name, a C type with its module (numpy.float32)."""
+    t = type(v)
+    if t.__flags__ & (1 << 9) or t.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE
+        return t.__name__
+    return f"{t.__module__}.{t.__name__}"
+
+
+def int_list_arg(v, n, fname, name, pos, single):
+    """A generated binding's int[] argument: the tuple, NoMatch for the next overload, or
+    PyTorch's TypeError for it."""
     try:
-        return tuple(_index(x) for x in v)
-    except TypeError:
-        raise NoMatch from None
+        return int_list(v, n)
+    except _Unpack as e:
+        raise e.type_error(fname, name) from None
+    except NoMatch:
+        if not single:
+            raise
+    if isinstance(v, (list, tuple)) and v:
+        raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be tuple of ints, "
+                        f"but found element of type {tp_name(v[0])} at pos 0")
+    raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be tuple of ints, "
+                    f"not {tp_name(v)}")
 
 
 def _index(v):
@@ -139,30 +185,24 @@ def _index(v):
     return v if v.__class__ is SymInt else operator.index(v)
 
 
-def _type_name(v):
-    if hasattr(v, "_keyset"):
-        return "Tensor"
-    if isinstance(v, (list, tuple)):
-        inner = ", ".join(sorted({_type_name(x) for x in v}))
-        return f"{type(v).__name__} of [{inner}]" if v else type(v).__name__
-    return type(v).__name__
-
-
 def got(args, kwargs):
-    parts = [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
-    return "(" + ", ".join(parts) + ")"
+    """PyTorch's "got (...)": the arguments' type names, the keywords last and in reverse
+    order, and a trailing ", " kept when there are keywords only."""
+    text = "".join(f"{tp_name(a)}, " for a in args) \
+        + "".join(f"{k}={tp_name(v)}, " for k, v in reversed(kwargs.items()))
+    return f"({text[:-2] if args else text})"
 
 
 def invalid_combination(fname, sigs, args, kwargs):
     return TypeError(f"{fname}() received an invalid combination of arguments - got "
                      f"{got(args, kwargs)}, but expected one of:\n"
-                     + "\n".join(f" * {s}" for s in sigs))
+                     + "".join(f" * {s}\n" for s in sigs))
 
 
 def arg_error(fname, pname, pos, expected, v):
     where = "" if pos is None else f" (position {pos})"
     return TypeError(f"{fname}(): argument '{pname}'{where} must be {expected}, "
-                     f"not {_type_name(v)}")
+                     f"not {tp_name(v)}")
 
 
 def tensor_list(v, pos, single):
@@ -173,7 +213,7 @@ def tensor_list(v, pos, single):
             if not single:
                 raise NoMatch
             raise TypeError(f"expected Tensor as element {i} in argument {pos - 1}, "
-                            f"but got {_type_name(t)}")
+                            f"but got {tp_name(t)}")
     return v
 
 
@@ -366,7 +406,8 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
         if not a.elem_optional:
             lines.append(f"_tensor_list({var}, {pos}, {strict is not True})")
     elif b in ("int", "SymInt") and a.is_list:
-        lines.append(f"if {guard}{var}.__class__ is not tuple: {var} = _int_list({var}, {a.list_size})")
+        lines.append(f"if {guard}True: {var} = _int_list_arg({var}, {a.list_size}, {fname!r}, "
+                     f"{a.name!r}, {pos}, {strict is not True})")
     elif b in ("int", "SymInt"):
         if strict is True:
             lines.append(f"if {guard}not _is_int({var}): raise _NoMatch")
@@ -687,13 +728,20 @@ def _varargs(v, kw, name, single=True, fname="op"):
         if len(v) == 1 and not is_int(v[0]):
             return int_list(v[0])
         return int_list(v)
+    except _Unpack as e:
+        raise e.type_error(fname, name) from None
     except NoMatch:
         if not single:
             raise
-        bad = v[0] if len(v) == 1 else v
-        where = "" if kw else " (position 1)"  # PyTorch names the position only if positional
-        raise TypeError(f"{fname}(): argument '{name}'{where} must be tuple of ints, "
-                        f"not {_type_name(bad)}") from None
+    if len(v) > 1:  # sizes given one by one only when the first is an int
+        raise TypeError(f"{fname}() takes 1 positional argument but {len(v)} were given")
+    bad = v[0]
+    where = "" if kw else " (position 1)"  # PyTorch names the position only if positional
+    if isinstance(bad, (list, tuple)) and bad and not kw:
+        raise TypeError(f"{fname}(): argument '{name}'{where} must be tuple of ints, but found "
+                        f"element of type {tp_name(bad[0])} at pos 0")
+    raise TypeError(f"{fname}(): argument '{name}'{where} must be tuple of ints, "
+                    f"not {tp_name(bad)}")
 
 
 _TENSOR_OPTIONS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
@@ -749,7 +797,7 @@ def generate(tensor_cls):
     functions = {}
     common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
               "_scalar_tensor": scalar_tensor, "_is_int": is_int, "_wrapped_number": wrapped_number,
-              "_int_list": int_list, "_np_scalars": NUMPY_SCALARS, "_to_dtype": to_dtype, "_to_device": to_device,
+              "_int_list_arg": int_list_arg, "_np_scalars": NUMPY_SCALARS, "_to_dtype": to_dtype, "_to_device": to_device,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
