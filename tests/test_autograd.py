@@ -752,6 +752,7 @@ EXEMPT_PREFIXES = {
     "aten::normal_functional": "no formula in PyTorch (functionalization's form of normal_)",
     "aten::detach_copy": "no formula in PyTorch (grad_fn NotImplemented)",
     "aten::_addmm_activation": "no formula in PyTorch (grad_fn NotImplemented)",
+    "aten::quantized_max_pool1d": "no formula in PyTorch (quantized inputs only)",
     "aten::quantized_max_pool2d": "no formula in PyTorch (quantized inputs only)",
     "aten::_fake_quantize_learnable_per_tensor_affine_backward": "no formula in PyTorch",
     "aten::_fake_quantize_learnable_per_channel_affine_backward": "no formula in PyTorch",

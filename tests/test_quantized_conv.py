@@ -1,34 +1,35 @@
-"""Static quantized Conv2d against PyTorch (x86 engine: oneDNN for weights without zero points,
-FBGEMM otherwise): ``quantized::conv2d`` / ``conv2d_relu`` on the same quantized inputs bit for
-bit (groups, stride, padding, dilation, per-tensor and per-channel weights, ties in the
-requantization), the packed weight's ``unpack()`` and accessors, schemas and errors; quantized
-``max_pool2d``; the modules (``Conv2d``, ``ConvReLU2d``: repr, state dicts loaded across the
-libraries); and small CNNs through fuse -> prepare -> calibrate -> convert and
+"""Static quantized convolutions against PyTorch (x86 engine: oneDNN for weights without zero
+points, FBGEMM otherwise): ``quantized::conv{1,2,3}d`` / ``conv{1,2,3}d_relu`` on the same
+quantized inputs bit for bit (groups, stride, padding, dilation, per-tensor and per-channel
+weights, ties in the requantization, more than 100 groups), the packed weights' ``unpack()``
+and accessors, schemas and errors; quantized ``max_pool1d``/``2d``; the modules (``Conv1d``,
+``Conv2d``, ``Conv3d``, ``ConvReLU1d``/``2d``/``3d``: repr, state dicts loaded across the
+libraries); and small CNNs (1-d, 2-d, 3-d) through fuse -> prepare -> calibrate -> convert and
 prepare_qat -> train -> convert, whose quantized outputs match PyTorch's integer for integer."""
 
 import numpy as np
 import pytest
 
 import ember
+import test_quantized_static
+from test_quantized_static import _assert_converted_same as _assert_converted_same_as
 from test_quantized_static import _assert_same_q, _eighths, _error, _qtensor, _same_start
 
-pytestmark = [pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated"),
-              pytest.mark.filterwarnings("ignore:.*quantized tensor creation functions"),
-              pytest.mark.filterwarnings("ignore:Please use quant_min and quant_max")]
+pytestmark = test_quantized_static.pytestmark  # (its warning filters)
 
 
-def _case(seed):
-    """Random operands and geometry of one conv call; every third case has power-of-two scales
-    and a bias of eighths (many requantized values are ties), some weights have zero points
-    (FBGEMM's path), the others none (oneDNN's)."""
+def _case(seed, n=2):
+    """Random operands and geometry of one ``n``-d conv call; every third case has
+    power-of-two scales and a bias of eighths (many requantized values are ties), some weights
+    have zero points (FBGEMM's path), the others none (oneDNN's)."""
     rng = np.random.default_rng(seed)
     g = int(rng.choice([1, 2, 3]))
     cg, ocg = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
-    padding = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
-    dilation = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
-    h, w = int(rng.integers(kh * dilation[0], 9)), int(rng.integers(kw * dilation[1], 9))
+    kernel = [int(rng.integers(1, 4)) for _ in range(n)]
+    stride = [int(rng.integers(1, 3)) for _ in range(n)]
+    padding = [int(rng.integers(0, 3)) for _ in range(n)]
+    dilation = [int(rng.integers(1, 3)) for _ in range(n)]
+    size = [int(rng.integers(k * d, 9 if n < 3 else 7)) for k, d in zip(kernel, dilation)]
     oc = g * ocg
     ties, per_channel = seed % 3 == 0, seed % 4 == 1
     if per_channel:
@@ -38,10 +39,10 @@ def _case(seed):
         w_scale = 0.25 if ties else float(rng.uniform(1e-3, 0.05))
         w_zp = int(rng.integers(-10, 10)) if seed % 5 == 3 else 0
     return dict(
-        x=rng.integers(0, 256, (int(rng.integers(1, 3)), g * cg, h, w)).astype(np.uint8),
+        x=rng.integers(0, 256, (int(rng.integers(1, 3)), g * cg, *size)).astype(np.uint8),
         x_scale=0.5 if ties else float(rng.uniform(1e-3, 0.1)),
         x_zp=int(rng.integers(0, 256)) if seed % 2 else 0,
-        w=rng.integers(-128, 128, (oc, cg, kh, kw)).astype(np.int8), w_scale=w_scale,
+        w=rng.integers(-128, 128, (oc, cg, *kernel)).astype(np.int8), w_scale=w_scale,
         w_zp=w_zp, axis=0 if per_channel else None,
         bias=None if seed % 5 == 0 else
         (rng.integers(-64, 64, oc) * 0.125 if ties else rng.normal(0, 3, oc)).astype(np.float32),
@@ -51,7 +52,8 @@ def _case(seed):
 
 
 def _prepack(lib, c):
-    return lib.ops.quantized.conv2d_prepack(
+    n = c["w"].ndim - 2
+    return getattr(lib.ops.quantized, f"conv{n}d_prepack")(
         _qtensor(lib, c["w"], c["w_scale"], c["w_zp"], c["axis"]),
         None if c["bias"] is None else lib.tensor(c["bias"]), c["stride"], c["padding"],
         c["dilation"], c["groups"])
@@ -60,23 +62,28 @@ def _prepack(lib, c):
 def _run_conv(lib, c, relu):
     # (a fresh packed weight per op: PyTorch's oneDNN weight caches its first call's primitive,
     # ReLU or not, and reuses it for the other op)
-    op = lib.ops.quantized.conv2d_relu if relu else lib.ops.quantized.conv2d
+    op = getattr(lib.ops.quantized, f"conv{c['w'].ndim - 2}d{'_relu' if relu else ''}")
     return op(_qtensor(lib, c["x"], c["x_scale"], c["x_zp"]), _prepack(lib, c), c["y_scale"],
               c["y_zp"])
 
 
-@pytest.mark.parametrize("relu", [False, True])
-def test_conv_ops_bit_exact(torch, relu):
-    for seed in range(48):
-        c = _case(seed)
+@pytest.mark.parametrize("n,relu", [(2, False), (2, True), (1, False), (1, True), (3, False),
+                                    (3, True)])
+def test_conv_ops_bit_exact(torch, n, relu):
+    for seed in range(48 if n == 2 else 24):
+        c = _case(seed, n)
         got, want = _run_conv(ember, c, relu), _run_conv(torch, c, relu)
         _assert_same_q(got, want)
         assert got.stride() == want.stride()  # (channels-last)
 
 
-def test_prepack_unpack_accessors_and_schemas(torch):
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_prepack_unpack_accessors_and_schemas(torch, n):
+    """A 1-d weight packs as a 2-d one of height one (its accessors are ``conv2d_*``, its
+    unpacking ``conv1d_unpack`` drops the height again)."""
+    packed_n = 2 if n == 1 else n
     for seed in (1, 2, 3, 5, 9, 13):  # oneDNN and FBGEMM, per tensor and per channel
-        c = _case(seed)
+        c = _case(seed, n)
         got, want = _prepack(ember, c), _prepack(torch, c)
         (gw, gb), (ww, wb) = got.unpack(), want.unpack()
         _assert_same_q(gw, ww)  # (FBGEMM's scales rounded to float, oneDNN's not)
@@ -86,21 +93,43 @@ def test_prepack_unpack_accessors_and_schemas(torch):
             np.testing.assert_array_equal(gb.numpy(), wb.numpy())
         for name in ("stride", "padding", "output_padding", "dilation", "groups"):
             assert getattr(got, name)() == getattr(want, name)()
-            assert getattr(ember.ops.quantized, f"conv2d_{name}")(got) == \
-                getattr(torch.ops.quantized, f"conv2d_{name}")(want)
+            assert getattr(ember.ops.quantized, f"conv{packed_n}d_{name}")(got) == \
+                getattr(torch.ops.quantized, f"conv{packed_n}d_{name}")(want)
         assert got.transpose() == want.transpose()
-        assert ember.ops.quantized.conv2d_transpose(got) == \
-            torch.ops.quantized.conv2d_transpose(want)
-        unpacked = ember.ops.quantized.conv2d_unpack(got)
-        _assert_same_q(unpacked[0], ww)
-    for name in ("conv2d_prepack", "conv2d_unpack", "conv2d_stride", "conv2d_padding",
-                 "conv2d_output_padding", "conv2d_dilation", "conv2d_groups",
-                 "conv2d_transpose"):
-        assert str(getattr(ember.ops.quantized, name).default._schema) == \
-            str(getattr(torch.ops.quantized, name).default._schema)
-    for name in ("conv2d", "conv2d_relu"):
-        assert str(getattr(ember.ops.quantized, name).new._schema) == \
-            str(getattr(torch.ops.quantized, name).new._schema)
+        assert getattr(ember.ops.quantized, f"conv{packed_n}d_transpose")(got) == \
+            getattr(torch.ops.quantized, f"conv{packed_n}d_transpose")(want)
+        unpacked = getattr(ember.ops.quantized, f"conv{n}d_unpack")(got)
+        want_unpacked = getattr(torch.ops.quantized, f"conv{n}d_unpack")(want)
+        _assert_same_q(unpacked[0], want_unpacked[0])
+        assert unpacked[0].stride() == want_unpacked[0].stride()
+    names = [f"conv{n}d_prepack", f"conv{n}d_unpack"]
+    if n > 1:
+        names += [f"conv{n}d_{name}" for name in ("stride", "padding", "output_padding",
+                                                  "dilation", "groups", "transpose")]
+    ops = [(name, "default") for name in names] + [
+        (f"conv{n}d{relu}", "default" if n == 1 else "new") for relu in ("", "_relu")]
+    for name, overload in ops:
+        assert str(getattr(getattr(ember.ops.quantized, name), overload)._schema) == \
+            str(getattr(getattr(torch.ops.quantized, name), overload)._schema)
+
+
+def test_conv1d_arguments_and_many_groups(torch):
+    """``conv1d_prepack`` takes one-element geometry as the width's (two elements as given);
+    more than 100 groups take FBGEMM's path even with symmetric weights."""
+    rng = np.random.default_rng(6)
+    for lib_args in (([2], [1], [1]), ([1, 2], [0, 1], [1, 1])):
+        got, want = (lib.ops.quantized.conv1d_prepack(
+            _qtensor(lib, np.ones((4, 2, 3), np.int8), 0.1, 0), None, *lib_args, 1)
+            for lib in (ember, torch))
+        assert (got.stride(), got.padding(), got.dilation()) == \
+            (want.stride(), want.padding(), want.dilation())
+    c = dict(x=rng.integers(0, 256, (1, 101, 3, 3)).astype(np.uint8), x_scale=0.05, x_zp=3,
+             w=rng.integers(-128, 128, (101, 1, 2, 2)).astype(np.int8), w_scale=0.01, w_zp=0,
+             axis=None, bias=rng.normal(size=101).astype(np.float32), stride=[1, 1],
+             padding=[1, 1], dilation=[1, 1], groups=101, y_scale=0.3, y_zp=100)
+    got, want = _run_conv(ember, c, False), _run_conv(torch, c, False)
+    _assert_same_q(got, want)
+    assert _prepack(ember, c).unpack()[0].stride() == _prepack(torch, c).unpack()[0].stride()
 
 
 def _same_errors(results, torch):
@@ -168,6 +197,59 @@ def test_errors(torch):
     _same_errors(results, torch)
 
 
+def test_errors_1d_3d(torch):
+    """The 3-d ops' messages are the 2-d ones' with their rank; the 1-d ops run the 2-d ones,
+    whose messages they give."""
+    results = {}
+    for lib in (ember, torch):
+        q, nnq = lib.ops.quantized, lib.ao.nn.quantized
+        cases = []
+        for zp in (0, 2):  # (oneDNN's and FBGEMM's messages)
+            w3 = _qtensor(lib, np.ones((4, 2, 3, 3, 3), np.int8), 0.1, zp)
+            w1 = _qtensor(lib, np.ones((4, 2, 3), np.int8), 0.1, zp)
+            p3 = q.conv3d_prepack(w3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)
+            p1 = q.conv1d_prepack(w1, None, [1], [0], [1], 1)
+            x3 = _qtensor(lib, np.ones((1, 2, 5, 5, 5), np.uint8), 0.1, 0)
+            x1 = _qtensor(lib, np.ones((2, 2, 7), np.uint8), 0.1, 0)
+            for op3, op1 in ((q.conv3d, q.conv1d), (q.conv3d_relu, q.conv1d_relu)):
+                cases += [
+                    lambda op=op3, p=p3: op(_qtensor(lib, np.ones((1, 3, 5, 5, 5), np.uint8),
+                                                     0.1, 0), p, 0.1, 0),
+                    lambda op=op3, p=p3, x=x3: op(x[0], p, 0.1, 0),
+                    lambda op=op3, p=p3: op(_qtensor(lib, np.ones((1, 2, 5, 5, 5), np.int8),
+                                                     0.1, 0), p, 0.1, 0),
+                    lambda op=op3, p=p3, x=x3: op(x[:, :, :1], p, 0.1, 0),
+                    lambda op=op3, p=p3, x=x3: op(x[:, :, :2], p, 0.1, 0).shape,
+                    lambda op=op1, p=p1, x=x1: op(x[0], p, 0.1, 0),
+                    lambda op=op1, p=p1: op(_qtensor(lib, np.ones((2, 3, 7), np.uint8), 0.1, 0),
+                                            p, 0.1, 0),
+                    lambda op=op1, p=p1, x=x1: op(x[..., :1], p, 0.1, 0).shape,
+                ]
+        w3 = _qtensor(lib, np.ones((4, 2, 3, 3, 3), np.int8), 0.1, 2)
+        w1 = _qtensor(lib, np.ones((4, 2, 3), np.int8), 0.1, 0)
+        cases += [
+            lambda: q.conv3d_prepack(w3[:, :, 0], None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),
+            lambda: q.conv3d_prepack(w3, None, [1, 1], [0, 0, 0], [1, 1, 1], 1),
+            lambda: q.conv3d_prepack(w3, None, [1, 1, 1], [0, 0], [1, 1, 1], 1),
+            lambda: q.conv3d_prepack(w3, None, [1, 1, 1], [0, 0, 0], [1, 1], 1),
+            lambda: q.conv3d_prepack(w3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 3),
+            lambda: q.conv3d_prepack(w3, lib.zeros(5), [1, 1, 1], [0, 0, 0], [1, 1, 1], 1),
+            lambda: q.conv1d_prepack(w1, None, [], [0], [1], 1),
+            lambda: q.conv1d_prepack(w1[0], None, [1], [0], [1], 1),
+            lambda: q.conv1d_prepack(w3, None, [1], [0], [1], 1),
+            lambda: nnq.Conv1d(2, 4, 3, padding_mode="circular"),
+            lambda: nnq.Conv3d(2, 4, 3, padding_mode="reflect"),
+            lambda: lib.ao.nn.intrinsic.quantized.ConvReLU3d(2, 4, 3, padding_mode="reflect"),
+            lambda: nnq.Conv1d(2, 4, 3)(_qtensor(lib, np.ones((1, 2, 5, 5, 5), np.uint8), 0.1,
+                                                 0)),
+            lambda: nnq.Conv3d(2, 4, 3)(_qtensor(lib, np.ones((2, 2, 7), np.uint8), 0.1, 0)),
+            lambda: nnq.Conv1d.from_float(lib.nn.Conv2d(1, 1, 1)),
+            lambda: nnq.Conv3d.from_float(lib.nn.Conv3d(1, 1, 1)),
+        ]
+        results[lib] = [_error(fn) for fn in cases]
+    _same_errors(results, torch)
+
+
 def test_quantized_max_pool2d(torch):
     rng = np.random.default_rng(4)
     ints = rng.integers(0, 256, (2, 3, 9, 8)).astype(np.uint8)
@@ -186,6 +268,31 @@ def test_quantized_max_pool2d(torch):
             for got, want in zip(*out):
                 _assert_same_q(got, want)
                 assert got.stride() == want.stride()
+
+
+def test_quantized_max_pool1d(torch):
+    """``max_pool1d`` of a quantized input: the 2-d kernel on a height of one, after ATen's 1-d
+    checks (their messages, and the 2-d op's beyond them)."""
+    rng = np.random.default_rng(4)
+    ints = rng.integers(0, 256, (2, 3, 11)).astype(np.uint8)
+    results = {}
+    for lib in (ember, torch):
+        x = _qtensor(lib, ints, 0.05, 17)
+        F, q = lib.nn.functional, lib.ops.aten.quantized_max_pool1d
+        out = [lib.nn.MaxPool1d(2)(x), lib.nn.MaxPool1d(3, 2, 1, ceil_mode=True)(x),
+               F.max_pool1d(x[0], 3, 1, 1, 2), F.max_pool1d(x.transpose(1, 2), 2),
+               q(x, [3], [2], [1], [1], True)]
+        results[lib] = out, [_error(fn) for fn in (
+            lambda: q(x, [2, 2]), lambda: q(x, [2], [1, 1]), lambda: q(x, [2], [1], [0, 0]),
+            lambda: q(x, [2], [1], [0], [1, 1]), lambda: q(x[0, 0], [3]),
+            lambda: q(x, [0]), lambda: q(x, [2], [0]), lambda: q(x, [3], [1], [2]),
+            lambda: q(x, [3], [1], [-1]), lambda: q(x, [2], [1], [0], [0]), lambda: q(x, [12]),
+            lambda: F.max_pool1d(x[0, 0], 3), lambda: F.max_pool1d(x[:, :0], 3),
+            lambda: F.max_pool1d(x, 3, return_indices=True))]
+    for got, want in zip(results[ember][0], results[torch][0]):
+        _assert_same_q(got, want)
+        assert got.stride() == want.stride()
+    _same_errors({lib: results[lib][1] for lib in results}, torch)
 
 
 def test_modules_repr_state_dict(torch):
@@ -229,26 +336,65 @@ def test_modules_repr_state_dict(torch):
                    mods[torch][3](_qtensor(torch, x[:, :2], 0.1, 10)))
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.ao.nn.quantized.Conv1d(4, 6, 3, stride=2, padding=1, groups=2),
+    lambda lib: lib.ao.nn.quantized.Conv1d(2, 4, 3, padding=2, padding_mode="reflect",
+                                           bias=False),
+    lambda lib: lib.ao.nn.intrinsic.quantized.ConvReLU1d(3, 4, 2, dilation=2),
+    lambda lib: lib.ao.nn.quantized.Conv3d(4, 4, (1, 2, 3), padding=(0, 1, 1), groups=4),
+    lambda lib: lib.ao.nn.intrinsic.quantized.ConvReLU3d(2, 3, 2, stride=(1, 2, 1),
+                                                         bias=False)])
+def test_modules_1d_3d(torch, make):
+    """repr, state dict keys, PyTorch's state dict loaded into ember's module, then the same
+    integers out (a reflect-padded 1-d one pads its quantized input first)."""
+    rng = np.random.default_rng(7)
+    mods = {lib: make(lib) for lib in (ember, torch)}
+    e, t = mods[ember], mods[torch]
+    assert repr(e) == repr(t).replace("torch.", "ember.")
+    w = rng.integers(-128, 128, tuple(t.weight().shape)).astype(np.int8)
+    bias = None if t.bias() is None else torch.tensor(rng.normal(size=t.out_channels),
+                                                      dtype=torch.float)
+    t.set_weight_bias(_qtensor(torch, w, 0.02, 0), bias)
+    t.scale, t.zero_point = 0.05, 60
+    sd = t.state_dict()
+    assert list(e.state_dict()) == list(sd) == ["weight", "bias", "scale", "zero_point"]
+    e.load_state_dict({
+        "weight": _qtensor(ember, sd["weight"].int_repr().numpy(), sd["weight"].q_scale(),
+                           sd["weight"].q_zero_point()),
+        "bias": None if sd["bias"] is None else ember.tensor(sd["bias"].numpy()),
+        "scale": ember.tensor(sd["scale"].numpy()),
+        "zero_point": ember.tensor(sd["zero_point"].numpy())})
+    t.load_state_dict(sd)
+    assert repr(e) == repr(t).replace("torch.", "ember.")
+    x = rng.integers(0, 256, (2, t.in_channels) + (6,) * len(t.kernel_size)).astype(np.uint8)
+    got, want = e(_qtensor(ember, x, 0.1, 10)), t(_qtensor(torch, x, 0.1, 10))
+    _assert_same_q(got, want)
+    assert got.stride() == want.stride()
+    _assert_same_q(e.state_dict()["weight"], sd["weight"])
+
+
 class _CNN:
-    """QuantStub, Conv2d+ReLU (fused), MaxPool2d, Conv2d+BatchNorm2d(+ReLU), flatten, Linear,
-    DeQuantStub in ``lib``."""
+    """QuantStub, Conv+ReLU (fused), a pool (MaxPool2d; AvgPool1d in 1-d, none in 3-d),
+    Conv+BatchNorm(+ReLU), flatten, Linear, DeQuantStub in ``lib``, ``n``-d."""
 
     @staticmethod
-    def make(lib):
+    def make(lib, n=2):
         q = lib.ao.quantization
+        conv, bn = getattr(lib.nn, f"Conv{n}d"), getattr(lib.nn, f"BatchNorm{n}d")
 
         class CNN(lib.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.quant = q.QuantStub()
-                self.conv1 = lib.nn.Conv2d(2, 4, 3, padding=1)
+                self.conv1 = conv(2, 4, 3, padding=1)
                 self.relu1 = lib.nn.ReLU()
-                self.pool = lib.nn.MaxPool2d(2)
-                self.conv2 = lib.nn.Conv2d(4, 6, 3, stride=2, groups=2)
-                self.bn2 = lib.nn.BatchNorm2d(6)
+                self.pool = {1: lib.nn.AvgPool1d(2), 2: lib.nn.MaxPool2d(2),
+                             3: lib.nn.Identity()}[n]
+                self.conv2 = conv(4, 6, 3, stride=2, groups=2)
+                self.bn2 = bn(6)
                 self.relu2 = lib.nn.ReLU()
-                self.conv3 = lib.nn.Conv2d(6, 4, 1, bias=False)
-                self.bn3 = lib.nn.BatchNorm2d(4)
+                self.conv3 = conv(6, 4, 1, bias=False)
+                self.bn3 = bn(4)
                 self.fc = lib.nn.Linear(4 * 1 * 1, 3)
                 self.dequant = q.DeQuantStub()
 
@@ -259,49 +405,30 @@ class _CNN:
         return CNN()
 
 
+def _input_shape(batch, n):
+    """(the convolutions bring it down to one element per channel)"""
+    return (batch, 2) + (8 if n < 3 else 4,) * n
+
+
 _FUSE = [["conv1", "relu1"], ["conv2", "bn2", "relu2"], ["conv3", "bn3"]]
 
 
 def _assert_converted_same(models, torch, x):
-    names = {lib: [(n, type(c).__name__) for n, c in m.named_modules()]
-             for lib, m in models.items()}
-    assert names[ember] == names[torch]
-    assert repr(models[ember]) == repr(models[torch]).replace("torch.", "ember.")
-    outs = {}
-    for lib, m in models.items():
-        quantized = {}
-        for name, mod in m.named_children():
-            if name != "dequant":
-                mod.register_forward_hook(lambda mod, i, o, name=name: quantized.update({name: o}))
-        outs[lib] = (m(lib.tensor(x)), quantized)
-    np.testing.assert_array_equal(outs[ember][0].numpy(), outs[torch][0].numpy())
-    assert sorted(outs[ember][1]) == sorted(outs[torch][1])
-    assert {"conv1", "conv2", "conv3", "pool", "fc"} <= set(outs[torch][1])
-    for name, t in outs[torch][1].items():
-        if t.is_quantized:
-            _assert_same_q(outs[ember][1][name], t)
-    sd = {lib: m.state_dict() for lib, m in models.items()}
-    assert list(sd[ember]) == list(sd[torch])
-    for k, want in sd[torch].items():
-        got = sd[ember][k]
-        pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
-        for g, w in pairs:
-            if w is None or not hasattr(w, "is_quantized"):
-                assert str(g).replace("ember", "torch") == str(w), k
-            elif w.is_quantized:
-                _assert_same_q(g, w)
-            else:
-                np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy(), err_msg=k)
+    """(every child's output but the dequantized one)"""
+    _assert_converted_same_as(models, torch, x, lambda name, mod: "." not in name and
+                              name != "dequant", {"conv1", "conv2", "conv3", "pool", "fc"})
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_static_cnn_fuse_prepare_calibrate_convert(torch, per_channel):
+@pytest.mark.parametrize("n,per_channel", [(2, False), (2, True), (1, False), (3, True)])
+def test_static_cnn_fuse_prepare_calibrate_convert(torch, n, per_channel):
     """Per-tensor weights: oneDNN's path; per-channel (``default_per_channel_qconfig``'s
-    symmetric weights): oneDNN's too. The batch norms fold in at fusion."""
+    symmetric weights): oneDNN's too. The batch norms fold in at fusion. The folded weights'
+    float convolutions of 1-d and 3-d inputs add in another order than PyTorch's, so there the
+    observers' ranges are compared closely and ember's then takes PyTorch's before convert."""
     rng = np.random.default_rng(21)
-    models = {lib: _CNN.make(lib) for lib in (ember, torch)}
+    models = {lib: _CNN.make(lib, n) for lib in (ember, torch)}
     _same_start(models, torch, exact=True)
-    calib = [_eighths(rng, (4, 2, 8, 8)) * (i + 1) for i in range(2)]
+    calib = [_eighths(rng, _input_shape(4, n)) * (i + 1) for i in range(2)]
     for lib, m in models.items():
         q = lib.ao.quantization
         m.eval()
@@ -310,9 +437,17 @@ def test_static_cnn_fuse_prepare_calibrate_convert(torch, per_channel):
         q.prepare(m, inplace=True)
         for x in calib:
             m(lib.tensor(x))
-        q.convert(m, inplace=True)
-    assert models[ember].conv1._get_name() == "QuantizedConvReLU2d"
-    _assert_converted_same(models, torch, rng.standard_normal((3, 2, 8, 8)).astype(np.float32))
+    observed = {k: v.numpy().copy() for k, v in models[torch].state_dict().items()}
+    ours = models[ember].state_dict()
+    for k, v in observed.items():
+        np.testing.assert_allclose(ours[k].numpy(), v, rtol=1e-6, atol=1e-7, err_msg=k)
+    if n != 2:
+        models[ember].load_state_dict({k: ember.tensor(v) for k, v in observed.items()})
+    for lib, m in models.items():
+        lib.ao.quantization.convert(m, inplace=True)
+    assert models[ember].conv1._get_name() == f"QuantizedConvReLU{n}d"
+    _assert_converted_same(models, torch,
+                           rng.standard_normal(_input_shape(3, n)).astype(np.float32))
 
 
 def test_static_cnn_affine_weights(torch):
@@ -340,13 +475,14 @@ def test_static_cnn_affine_weights(torch):
     _assert_converted_same(models, torch, rng.standard_normal((3, 2, 8, 8)).astype(np.float32))
 
 
-def test_qat_cnn_train_convert(torch):
-    """prepare_qat (ConvReLU2d, ConvBnReLU2d, ConvBn2d), two SGD steps, convert (the batch
-    norms fold into the weights). Training's float sums round differently in the two
-    libraries, so after checking the trained states agree closely, ember's model takes
-    PyTorch's trained state and both convert: then they agree integer for integer."""
+@pytest.mark.parametrize("n", [2, 3])
+def test_qat_cnn_train_convert(torch, n):
+    """prepare_qat (ConvReLU, ConvBnReLU, ConvBn), two SGD steps, convert (the batch norms
+    fold into the weights). Training's float sums round differently in the two libraries, so
+    after checking the trained states agree closely, ember's model takes PyTorch's trained
+    state and both convert: then they agree integer for integer."""
     rng = np.random.default_rng(23)
-    models = {lib: _CNN.make(lib) for lib in (ember, torch)}
+    models = {lib: _CNN.make(lib, n) for lib in (ember, torch)}
     _same_start(models, torch)
     for lib, m in models.items():
         q = lib.ao.quantization
@@ -357,7 +493,7 @@ def test_qat_cnn_train_convert(torch):
         opt = lib.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
         step_rng = np.random.default_rng(24)
         for _ in range(2):
-            x = step_rng.standard_normal((8, 2, 8, 8)).astype(np.float32)
+            x = step_rng.standard_normal(_input_shape(8, n)).astype(np.float32)
             y = step_rng.integers(0, 3, 8)
             loss = lib.nn.functional.cross_entropy(m(lib.tensor(x)), lib.tensor(y))
             opt.zero_grad()
@@ -373,9 +509,10 @@ def test_qat_cnn_train_convert(torch):
         m.eval()
         lib.ao.quantization.convert(m, inplace=True)
     assert [models[ember].conv1._get_name(), models[ember].conv2._get_name(),
-            models[ember].conv3._get_name()] == ["QuantizedConvReLU2d", "QuantizedConvReLU2d",
-                                                 "QuantizedConv2d"]
-    _assert_converted_same(models, torch, rng.standard_normal((3, 2, 8, 8)).astype(np.float32))
+            models[ember].conv3._get_name()] == [f"QuantizedConvReLU{n}d",
+                                                 f"QuantizedConvReLU{n}d", f"QuantizedConv{n}d"]
+    _assert_converted_same(models, torch,
+                           rng.standard_normal(_input_shape(3, n)).astype(np.float32))
 
 
 def test_from_reference(torch):

@@ -240,7 +240,14 @@ def _eighths(rng, shape):
     return (rng.integers(-40, 41, shape) / 8.0).astype(np.float32)
 
 
-def _assert_converted_same(models, torch, x):
+def _quantized_linears(name, mod):
+    return mod._get_name() in ("QuantizedLinear", "QuantizedLinearReLU", "Quantize")
+
+
+def _assert_converted_same(models, torch, x, watch=_quantized_linears, expect=()):
+    """Two converted models alike: module types and reprs, the float output of ``x``, the
+    quantized outputs of the modules ``watch(name, module)`` picks (``expect`` among them)
+    integer for integer, and the state dicts."""
     names = {lib: [(n, type(c).__name__) for n, c in m.named_modules()]
              for lib, m in models.items()}
     assert names[ember] == names[torch]
@@ -249,13 +256,16 @@ def _assert_converted_same(models, torch, x):
     for lib, m in models.items():
         quantized = {}
         for name, mod in m.named_modules():
-            if mod._get_name() in ("QuantizedLinear", "QuantizedLinearReLU", "Quantize"):
+            if name and watch(name, mod):
                 mod.register_forward_hook(lambda mod, i, o, name=name: quantized.update({name: o}))
         outs[lib] = (m(lib.tensor(x)), quantized)
     np.testing.assert_array_equal(outs[ember][0].numpy(), outs[torch][0].numpy())
     assert sorted(outs[ember][1]) == sorted(outs[torch][1]) and outs[torch][1]
+    assert set(expect) <= set(outs[torch][1])
     for name, t in outs[torch][1].items():
-        _assert_same_q(outs[ember][1][name], t)
+        if t.is_quantized:
+            _assert_same_q(outs[ember][1][name], t)
+            assert outs[ember][1][name].stride() == t.stride()
     sd = {lib: m.state_dict() for lib, m in models.items()}
     assert list(sd[ember]) == list(sd[torch])
     for k, want in sd[torch].items():

@@ -38,7 +38,7 @@ _JIT = {
 _QUANTIZATION = {
     "QInt32Storage", "QInt8Storage", "QUInt2x4Storage", "QUInt4x2Storage", "QUInt8Storage",
     "choose_qparams_optimized", "quantized_batch_norm",
-    "quantized_gru", "quantized_gru_cell", "quantized_lstm", "quantized_lstm_cell", "quantized_max_pool1d", "quantized_max_pool3d",
+    "quantized_gru", "quantized_gru_cell", "quantized_lstm", "quantized_lstm_cell", "quantized_max_pool3d",
     "quantized_rnn_relu_cell", "quantized_rnn_tanh_cell",
 }
 # one vendor library's kernels (cuDNN, MIOpen, oneDNN, FBGEMM) and the XLA/IPU autocast switches

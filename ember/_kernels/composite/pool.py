@@ -2,6 +2,8 @@
 max_pool1d/2d/3d and max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d/2d/3d and
 adaptive_max_pool1d, each expressed through the 2-D/3-D pooling ops (1-D ops pool a
 ``(..., 1, L)`` view)."""
+from ..._core import strides as _st
+from ..._core.device import channels_last_3d
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -36,6 +38,14 @@ def max_pool1d_with_indices(self, kernel_size, stride=(), padding=(0,), dilation
 
 
 def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    if self.is_quantized:  # (ATen's max_pool1d sends quantized inputs to their own kernel)
+        size = self._size
+        if not ((len(size) == 2 and size[0] and size[1]) or (len(size) == 3 and size[1]
+                                                              and size[2])):
+            raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional "
+                               f"0 dim batch size for input, but got:[{', '.join(map(str, size))}]")
+        return _aten.quantized_max_pool1d.default._call(self, kernel_size, stride, padding,
+                                                        dilation, ceil_mode)
     # ATen's max_pool1d (without indices) is a kernel of its own, with its own words
     p = _one("max_pool1d", "padding", padding)
     if p[0] < 0:
@@ -92,6 +102,12 @@ def adaptive_avg_pool2d(self, output_size):
 
 
 def adaptive_avg_pool3d(self, output_size):
+    if self.is_quantized and list(output_size) == [1, 1, 1]:
+        # (ATen's global pooling is the mean over D, H and W, channels-last when the input is)
+        out = _aten.mean.dim._call(self, [-1, -2, -3], True, None)
+        if len(self._size) == 5 and _st.suggests_channels_last(self._size, self._stride):
+            out = _aten.clone.default._call(out, channels_last_3d)
+        return out
     return _aten._adaptive_avg_pool3d.default._call(self, output_size)
 
 

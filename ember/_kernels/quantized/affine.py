@@ -60,6 +60,10 @@ def new_qtensor(size, quantizer, channels_last=False):
         _warned.append(True)
         warnings.warn(_DEPRECATED, UserWarning, stacklevel=2)
     size = tuple(size)
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"[{', '.join(map(str, size))}]")
     stride = _st.channels_last_order_strides(size) if channels_last else \
         _st.contiguous_strides(size)
     np_dt = UNDERLYING[quantizer.dtype]._np

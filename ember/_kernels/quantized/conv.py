@@ -1,11 +1,13 @@
-"""The static quantized Conv2d's operators, ``quantized::conv2d_prepack``, ``conv2d_unpack``,
-``conv2d.new``, ``conv2d_relu.new`` and the packed weight's accessors (``conv2d_stride`` ...), as
-PyTorch's x86 engine runs them (ATen's ``quantized/cpu/qconv.cpp``), bit for bit.
+"""The static quantized convolutions' operators, ``quantized::conv{2,3}d_prepack``,
+``conv{2,3}d_unpack``, ``conv{2,3}d.new``, ``conv{2,3}d_relu.new`` and the packed weights'
+accessors (``conv2d_stride`` ...), as PyTorch's x86 engine runs them (ATen's
+``quantized/cpu/qconv.cpp``), bit for bit; one implementation for any number of spatial dims.
+``quantized::conv1d*`` are ATen's too: the 2-d ops on a height-1 input and weight.
 
-The x86 engine packs a weight whose zero points are all zero for oneDNN and any other for
-FBGEMM. Both accumulate every window's products of ``(x - x_zp)`` and ``(w - w_zp)`` exactly in
-int32 (the input padded with its zero point, i.e. zero after the subtraction); the output is
-channels-last. They differ in
+The x86 engine packs a weight whose zero points are all zero for oneDNN (on Linux, a CPU with
+AVX-512 VNNI, at most 100 groups) and any other for FBGEMM. Both accumulate every window's
+products of ``(x - x_zp)`` and ``(w - w_zp)`` exactly in int32 (the input padded with its zero
+point, i.e. zero after the subtraction); the output is channels-last. They differ in
 
 * the requantization: FBGEMM's is ``quantized::linear``'s (``linear.requantize``, the output
   channels as columns: rounded, then the zero point added); oneDNN's scales the accumulator by
@@ -19,58 +21,42 @@ channels-last. They differ in
 (PyTorch's oneDNN weight also caches the primitive of its first call, ReLU or not, for later
 calls of the other op; ember computes the op that is called.)
 """
+import itertools
+import sys
+
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..._core.quantizer import PerTensorAffineQuantizer, per_channel_affine, per_tensor_affine
-from ..._core.device import channels_last as _channels_last, contiguous_format as _contiguous
+from ..._core.quantizer import PerTensorAffineQuantizer, per_tensor_affine
+from ..._core.device import (channels_last as _channels_last, channels_last_3d,
+                             contiguous_format as _contiguous, preserve_format as _preserve)
 from ..._ops.overload import ops
 from ...library import Library
 from .affine import int_alias, new_qtensor
 from .linear import requantize
+from .packed import PackedParams, check_bias, check_weight_dtype, packed_weight
 
 _aten = ops.aten
-_qint8, _quint8 = _dt.ALIASES["qint8"], _dt.ALIASES["quint8"]
-
-_PACKED = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
+_quint8 = _dt.ALIASES["quint8"]
 
 
-class Conv2dPackedParamsBase:
-    """A prepacked quantized Conv2d weight and bias with the convolution's geometry (what
-    ``quantized::conv2d_prepack`` returns, PyTorch's ``Conv2dPackedParamsBase`` script
-    object)."""
+class ConvPackedParamsBase(PackedParams):
+    """A prepacked quantized convolution weight and bias with the convolution's geometry (what
+    ``quantized::conv{2,3}d_prepack`` returns, PyTorch's ``Conv{2,3}dPackedParamsBase`` script
+    objects)."""
 
-    def __init__(self, weight, bias, stride, padding, dilation, groups):
-        self._set(weight, bias, stride, padding, dilation, groups)
-
-    def _set(self, weight, bias, stride, padding, dilation, groups):
-        self._weight, self._bias = weight, bias
+    def _pack(self, ints, stride, padding, dilation, groups):
         self._stride, self._padding = list(stride), list(padding)
         self._dilation, self._groups = list(dilation), int(groups)
-        quantizer = weight._quantizer
-        oc = weight.shape[0]
-        if quantizer.qscheme is per_tensor_affine:
-            self._w_scale = np.full(1, quantizer.scale, np.float32)
-            w_zp = np.full(oc, quantizer.zero_point, np.int64)
-        else:
-            self._w_scale = quantizer.scales._nd().astype(np.float32)
-            w_zp = quantizer.zero_points._nd().astype(np.int64)
-        self._per_channel = quantizer.qscheme is per_channel_affine
-        self._onednn = not w_zp.any()
-        ints = int_alias(weight)._nd().astype(np.int64) - w_zp.reshape(-1, 1, 1, 1)
-        # (groups, K = C/g*kh*kw, OC/g) in float64: products of windows stay exact below 2**53
-        g = self._groups
+        self._onednn = _uses_onednn(self._w_zp, self._groups)
+        ints = ints - self._w_zp.reshape((-1,) + (1,) * (ints.ndim - 1))
+        # (groups, K = C/g * kernel elements, OC/g) in float64: products of windows stay exact
+        # below 2**53
+        g, oc = self._groups, ints.shape[0]
         self._w_cols = ints.reshape(g, oc // g, -1).transpose(0, 2, 1).astype(np.float64)
-        self._bias_f32 = None if bias is None else bias.detach()._nd().astype(np.float32)
 
-    def unpack(self):
-        return self._weight, self._bias
-
-    def weight(self):
-        return self._weight
-
-    def bias(self):
-        return self._bias
+    def _state(self):
+        return self._stride, self._padding, self._dilation, self._groups
 
     def stride(self):
         return list(self._stride)
@@ -79,7 +65,7 @@ class Conv2dPackedParamsBase:
         return list(self._padding)
 
     def output_padding(self):
-        return [0, 0]
+        return [0] * len(self._stride)
 
     def dilation(self):
         return list(self._dilation)
@@ -90,27 +76,38 @@ class Conv2dPackedParamsBase:
     def transpose(self):
         return False
 
-    def __getstate__(self):
-        return (self._weight, self._bias, self._stride, self._padding, self._dilation,
-                self._groups)
 
-    def __setstate__(self, state):
-        self._set(*state)
+class Conv2dPackedParamsBase(ConvPackedParamsBase):
+    """``quantized::conv2d_prepack``'s (and ``conv1d_prepack``'s) packed weight."""
 
 
-def conv2d_prepack(weight, bias, stride, padding, dilation, groups):
-    """``quantized::conv2d_prepack`` (x86: oneDNN for zero-point-free weights, else FBGEMM)."""
-    if weight.dim() != 4:
-        raise RuntimeError("Weights are expected to have 4 dimensions")
-    if len(stride) != 2:
-        raise RuntimeError("stride should contain 2 elements for 2D convolution.")
-    if len(padding) != 2:
+class Conv3dPackedParamsBase(ConvPackedParamsBase):
+    """``quantized::conv3d_prepack``'s packed weight."""
+
+
+_PACKED = {2: Conv2dPackedParamsBase, 3: Conv3dPackedParamsBase}
+
+
+def _uses_onednn(w_zp, groups):
+    """ATen's ``should_use_onednn_quant`` (x86 engine): symmetric weights, at most 100 groups,
+    Linux on a CPU with AVX-512 VNNI."""
+    from ...backends.cpu import _cpu_flags
+    return (not w_zp.any() and groups <= 100 and sys.platform.startswith("linux")
+            and "avx512_vnni" in _cpu_flags())
+
+
+def _prepack(n, weight, bias, stride, padding, dilation, groups):
+    """``quantized::conv{n}d_prepack``'s checks and packing."""
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"Weights are expected to have {n + 2} dimensions")
+    if len(stride) != n:
+        raise RuntimeError(f"stride should contain {n} elements for {n}D convolution.")
+    if len(padding) != n:
         raise RuntimeError("Specify front/top/left padding only. end/bottom/right padding "
                            "assumed to be equal to front/top/left")
-    if len(dilation) != 2:
-        raise RuntimeError("dilation should contain 2 elements for 2D convolution.")
-    if weight.dtype is not _qint8:
-        raise RuntimeError(f"expected scalar type QInt8 but found {weight.dtype._short}")
+    if len(dilation) != n:
+        raise RuntimeError(f"dilation should contain {n} elements for {n}D convolution.")
+    check_weight_dtype(weight)
     oc = weight.shape[0]
     if groups <= 0 or oc % groups:
         # (FBGEMM's check; oneDNN's prepack takes such groups and computes nonsense)
@@ -119,56 +116,52 @@ def conv2d_prepack(weight, bias, stride, padding, dilation, groups):
     quantizer = weight._quantizer
     per_tensor = quantizer.qscheme is per_tensor_affine
     if not per_tensor and quantizer.axis != 0:
-        raise RuntimeError("Only per-channel quantization along the output channels "
-                           "(axis 0) is supported by quantized::conv2d_prepack")
-    fbgemm = (quantizer.zero_point != 0 if per_tensor
-              else bool(_aten.any(quantizer.zero_points != 0)))
+        raise RuntimeError(f"Only per-channel quantization along the output channels "
+                           f"(axis 0) is supported by quantized::conv{n}d_prepack")
+    zero_points = (np.full(1, quantizer.zero_point) if per_tensor
+                   else quantizer.zero_points._nd())
     # FBGEMM keeps the weight channels-last and its scales as floats; oneDNN as given
-    ints = int_alias(_aten.clone(weight, memory_format=_channels_last if fbgemm
-                                 else _contiguous))
-    if per_tensor:
-        scale = float(np.float32(quantizer.scale)) if fbgemm else quantizer.scale
-        packed = _aten._make_per_tensor_quantized_tensor(ints, scale, quantizer.zero_point)
-    else:
-        scales = quantizer.scales.to(_dt.float32).to(_dt.float64) if fbgemm else \
-            quantizer.scales
-        packed = _aten._make_per_channel_quantized_tensor(ints, scales, quantizer.zero_points,
-                                                          quantizer.axis)
-    if bias is not None:
-        if bias.dim() != 1:
-            raise RuntimeError("bias should be a vector (1D Tensor)")
-        if bias.shape[0] != oc:
-            raise RuntimeError(f"bias should have K elements: {oc}")
-        bias = bias.contiguous()
-    return Conv2dPackedParamsBase(packed, bias, stride, padding, dilation, groups)
+    fbgemm = not _uses_onednn(zero_points, groups)
+    layout = (_channels_last if n == 2 else channels_last_3d) if fbgemm else _contiguous
+    return _PACKED[n](packed_weight(weight, layout, fbgemm), check_bias(bias, oc, "K"), stride,
+                      padding, dilation, groups)
 
 
-def conv2d_unpack(packed_weights):
+def conv2d_prepack(weight, bias, stride, padding, dilation, groups):
+    """``quantized::conv2d_prepack`` (x86: oneDNN for zero-point-free weights, else FBGEMM)."""
+    return _prepack(2, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d_prepack(weight, bias, stride, padding, dilation, groups):
+    """``quantized::conv3d_prepack``."""
+    return _prepack(3, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv1d_arg(arg, base):
+    """ATen's ``MakeArgForConv1d``: a one-element argument goes to the width, the height
+    getting ``base``."""
+    if not arg:
+        raise RuntimeError("Argument must have elements.")
+    return [base, arg[0]] if len(arg) == 1 else list(arg)
+
+
+def conv1d_prepack(weight, bias, stride, padding, dilation, groups):
+    """``quantized::conv1d_prepack``: the 2-d packing of the weight with a height of one."""
+    if weight.dim() == 3:
+        weight = _aten.unsqueeze(weight, 2)
+    return ops.quantized.conv2d_prepack(weight, bias, _conv1d_arg(stride, 1),
+                                        _conv1d_arg(padding, 0), _conv1d_arg(dilation, 1),
+                                        groups)
+
+
+def conv_unpack(packed_weights):
     return packed_weights.unpack()
 
 
-def conv2d_stride(packed_weights):
-    return packed_weights.stride()
-
-
-def conv2d_padding(packed_weights):
-    return packed_weights.padding()
-
-
-def conv2d_output_padding(packed_weights):
-    return packed_weights.output_padding()
-
-
-def conv2d_dilation(packed_weights):
-    return packed_weights.dilation()
-
-
-def conv2d_groups(packed_weights):
-    return packed_weights.groups()
-
-
-def conv2d_transpose(packed_weights):
-    return int(packed_weights.transpose())
+def conv1d_unpack(packed_weights):
+    """The 2-d weight without its height of one (a copy in its layout)."""
+    weight, bias = packed_weights.unpack()
+    return _aten.squeeze.dim(_aten.clone(weight, memory_format=_preserve), 2), bias
 
 
 def _requantize_onednn(acc, x_scale, w_scale, bias, y_scale, y_zero_point, relu):
@@ -186,52 +179,54 @@ def _requantize_onednn(acc, x_scale, w_scale, bias, y_scale, y_zero_point, relu)
     return np.clip(rounded, 0, 255)
 
 
+_LAYOUT_NAMES = {2: "NCHW", 3: "NCDHW"}
+
+
 def _check_input(qx, packed, relu):
     """The input checks of the engine that packed the weight, with its messages; the output's
-    height and width."""
-    name = "quantized::conv2d_relu" if relu else "quantized::conv2d"
+    spatial sizes."""
+    w = packed._weight
+    n = w.dim() - 2
+    name = f"quantized::conv{n}d_relu" if relu else f"quantized::conv{n}d"
     onednn = packed._onednn
-    if qx.dim() != 4:
-        raise RuntimeError(f"{name + '2d' if onednn else 'quantized::conv2d'}(): Expected "
-                           f"activation tensor to have 4 dimensions, got {qx.dim()}")
+    if qx.dim() != n + 2:
+        raise RuntimeError(f"{name + f'{n}d' if onednn else f'quantized::conv{n}d'}(): "
+                           f"Expected activation tensor to have {n + 2} dimensions, got "
+                           f"{qx.dim()}")
     if qx.dtype is not _quint8:
         raise RuntimeError(f"{name} (ONEDNN): data type of input should be QUint8." if onednn
                            else f"quantized::conv(FBGEMM): Expected activation data type "
                                 f"QUInt8 but got {qx.dtype._short}")
     g = packed._groups
-    oc, c_g, kh, kw = packed._weight.shape
-    n, c, h, w = qx.shape
+    oc, c_g, *kernel = w.shape
+    batch, c, *size = qx.shape
     if c != c_g * g:
         raise RuntimeError(
             "could not create a primitive descriptor for the convolution forward propagation "
             "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get "
             "additional diagnostic information." if onednn else
-            f"[QConv2D] Given groups={g}, weight of size {oc}, {kh}, {kw}, {c_g}, expected "
-            f"input (NCHW) {n}, {c}, {h}, {w} to have {c_g * g} channels, but got {c} channels "
-            f"instead")
-    (sh, sw), (ph, pw), (dh, dw) = packed._stride, packed._padding, packed._dilation
+            f"[QConv{n}D] Given groups={g}, weight of size "
+            f"{', '.join(map(str, [oc, *kernel, c_g]))}, expected input ({_LAYOUT_NAMES[n]}) "
+            f"{', '.join(map(str, qx.shape))} to have {c_g * g} channels, but got {c} "
+            f"channels instead")
     # (C's division, which truncates: oneDNN makes an empty output of a window just too big)
-    oh = int((h + 2 * ph - dh * (kh - 1) - 1) / sh) + 1
-    ow = int((w + 2 * pw - dw * (kw - 1) - 1) / sw) + 1
-    if not onednn and (oh <= 0 or ow <= 0):
-        raise RuntimeError("[QConv2D] each dimension of output tensor should be greater than 0")
-    if oh < 0 or ow < 0:
-        bad = oh if oh < 0 else ow
-        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: "
-                           f"[{n}, {oc}, {oh}, {ow}]")
-    return oh, ow
+    out = [int((i + 2 * p - d * (k - 1) - 1) / s) + 1 for i, k, s, p, d in
+           zip(size, kernel, packed._stride, packed._padding, packed._dilation)]
+    if not onednn and min(out) <= 0:
+        raise RuntimeError(f"[QConv{n}D] each dimension of output tensor should be greater "
+                           f"than 0")
+    return out
 
 
-def _conv2d(qx, packed, output_scale, output_zero_point, relu):
-    oh, ow = _check_input(qx, packed, relu)
+def _conv(qx, packed, output_scale, output_zero_point, relu):
+    out = _check_input(qx, packed, relu)
     g = packed._groups
-    oc, _, kh, kw = packed._weight.shape
-    n, c = qx.shape[:2]
-    (sh, sw), (ph, pw), (dh, dw) = packed._stride, packed._padding, packed._dilation
+    oc, _, *kernel = packed._weight.shape
+    batch, c = qx.shape[:2]
     bias = packed._bias_f32
     if bias is not None and packed._bias.dtype is not _dt.float32:
         raise RuntimeError(f"expected scalar type Float but found {packed._bias.dtype._short}")
-    q, view = new_qtensor((n, oc, oh, ow),
+    q, view = new_qtensor((batch, oc, *out),
                           PerTensorAffineQuantizer(_quint8, output_scale,
                                                    int(output_zero_point)),
                           channels_last=True)
@@ -240,56 +235,90 @@ def _conv2d(qx, packed, output_scale, output_zero_point, relu):
     # the input less its zero point, padded with zeros: FBGEMM's and oneDNN's padding with the
     # zero point
     x = np.asarray(int_alias(qx)._nd(), np.float64) - qx.q_zero_point()
-    x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    # columns (n, oh, ow, groups, C/g, kh, kw): each window's inputs by group
-    cols = np.empty((n, oh, ow, c, kh, kw))
-    for i in range(kh):
-        for j in range(kw):
-            window = x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                       j * dw:j * dw + sw * (ow - 1) + 1:sw]
-            cols[..., i, j] = window.transpose(0, 2, 3, 1)
-    cols = cols.reshape(n * oh * ow, g, -1).transpose(1, 0, 2)
+    x = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in packed._padding))
+    # columns (batch, *out, C, *kernel): each window's inputs, channels then kernel offsets
+    spatial = len(out)
+    cols = np.empty((batch, *out, c, *kernel))
+    to_last = (0, *range(2, 2 + spatial), 1)
+    for offset in itertools.product(*map(range, kernel)):
+        window = x[(slice(None), slice(None)) + tuple(
+            slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in
+            zip(offset, packed._dilation, packed._stride, out))]
+        cols[(Ellipsis,) + offset] = window.transpose(to_last)
+    rows = int(np.prod([batch, *out]))
+    cols = cols.reshape(rows, g, -1).transpose(1, 0, 2)
     acc = np.matmul(cols, packed._w_cols)  # (groups, rows, OC/g)
-    acc = acc.transpose(1, 0, 2).reshape(n * oh * ow, oc).astype(np.int64).astype(np.int32)
+    acc = acc.transpose(1, 0, 2).reshape(rows, oc).astype(np.int64).astype(np.int32)
     if packed._onednn:
-        out = _requantize_onednn(acc, qx.q_scale(), packed._w_scale, bias, output_scale,
-                                 output_zero_point, relu)
+        y = _requantize_onednn(acc, qx.q_scale(), packed._w_scale, bias, output_scale,
+                               output_zero_point, relu)
     else:
-        out = requantize(acc, qx.q_scale(), packed._w_scale, packed._per_channel, bias,
-                         output_scale, output_zero_point, relu)
-    view[...] = out.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2)
+        y = requantize(acc, qx.q_scale(), packed._w_scale, packed._per_channel, bias,
+                       output_scale, output_zero_point, relu)
+    view[...] = y.reshape(batch, *out, oc).transpose(0, spatial + 1, *range(1, spatial + 1))
     return q
 
 
-def conv2d(qx, packed_weight, output_scale, output_zero_point):
-    """``quantized::conv2d.new`` (see the module docstring)."""
-    return _conv2d(qx, packed_weight, output_scale, output_zero_point, False)
+def conv(qx, packed_weight, output_scale, output_zero_point):
+    """``quantized::conv{2,3}d.new`` (see the module docstring)."""
+    return _conv(qx, packed_weight, output_scale, output_zero_point, False)
 
 
-def conv2d_relu(qx, packed_weight, output_scale, output_zero_point):
-    """``quantized::conv2d_relu.new``: ``conv2d`` whose outputs stop at the zero point."""
-    return _conv2d(qx, packed_weight, output_scale, output_zero_point, True)
+def conv_relu(qx, packed_weight, output_scale, output_zero_point):
+    """``quantized::conv{2,3}d_relu.new``: the convolution whose outputs stop at the zero
+    point."""
+    return _conv(qx, packed_weight, output_scale, output_zero_point, True)
 
 
-# PyTorch's TORCH_LIBRARY(quantized, ...) schemas (the namespace is linear.py's library)
+def _conv1d(name):
+    """``quantized::conv1d`` / ``conv1d_relu``: the 2-d op on the input with a height of one,
+    which the output loses again."""
+    def kernel(qx, packed_weight, output_scale, output_zero_point):
+        op = getattr(ops.quantized, name.replace("1d", "2d")).new
+        y = op(_aten.unsqueeze(qx, 2), packed_weight, output_scale, output_zero_point)
+        return _aten.squeeze.dim(y, 2)
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
+def _accessor(name):
+    def accessor(packed_weights):
+        return int(packed_weights.transpose()) if name == "transpose" else \
+            getattr(packed_weights, name)()
+    accessor.__name__ = accessor.__qualname__ = f"conv_{name}"
+    return accessor
+
+
+# PyTorch's TORCH_LIBRARY(quantized, ...) schemas (the namespace is linear.py's library); the
+# kernels take quantized tensors (QuantizedCPU), unpacking and the accessors take none
+# (CatchAll, here CompositeExplicitAutograd)
 _lib = Library("quantized", "FRAGMENT")
-_lib.define(f"conv2d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-            f"int[] dilation, int groups) -> {_PACKED}")
-_lib.define(f"conv2d_unpack({_PACKED} packed_weights) -> (Tensor unpacked_weights, "
+for _n, _prepack_fn in ((2, conv2d_prepack), (3, conv3d_prepack)):
+    _packed = f"__torch__.torch.classes.quantized.Conv{_n}dPackedParamsBase"
+    _lib.define(f"conv{_n}d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+                f"int[] dilation, int groups) -> {_packed}")
+    _lib.define(f"conv{_n}d_unpack({_packed} packed_weights) -> (Tensor unpacked_weights, "
+                f"Tensor? B_origin)")
+    for _op, _fn in (("conv", conv), ("conv_relu", conv_relu)):
+        _name = _op.replace("conv", f"conv{_n}d")
+        _lib.define(f"{_name}.new(Tensor qx, {_packed} packed_weight, float output_scale, "
+                    f"int output_zero_point) -> Tensor")
+        _lib.impl(f"{_name}.new", _fn, "QuantizedCPU")
+    _lib.impl(f"conv{_n}d_prepack", _prepack_fn, "QuantizedCPU")
+    _lib.impl(f"conv{_n}d_unpack", conv_unpack, "CompositeExplicitAutograd")
+    for _name, _returns in (("stride", "int[]"), ("padding", "int[]"),
+                            ("output_padding", "int[]"), ("dilation", "int[]"),
+                            ("groups", "int"), ("transpose", "int")):
+        _lib.define(f"conv{_n}d_{_name}({_packed} packed_weights) -> {_returns}")
+        _lib.impl(f"conv{_n}d_{_name}", _accessor(_name), "CompositeExplicitAutograd")
+_packed = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
+_lib.define(f"conv1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+            f"int[] dilation, int groups) -> {_packed}")
+_lib.define(f"conv1d_unpack({_packed} packed_weights) -> (Tensor unpacked_weights, "
             f"Tensor? B_origin)")
-_lib.define(f"conv2d.new(Tensor qx, {_PACKED} packed_weight, float output_scale, "
-            f"int output_zero_point) -> Tensor")
-_lib.define(f"conv2d_relu.new(Tensor qx, {_PACKED} packed_weight, float output_scale, "
-            f"int output_zero_point) -> Tensor")
-_lib.impl("conv2d_prepack", conv2d_prepack, "QuantizedCPU")
-_lib.impl("conv2d_unpack", conv2d_unpack, "CompositeExplicitAutograd")
-_lib.impl("conv2d.new", conv2d, "QuantizedCPU")
-_lib.impl("conv2d_relu.new", conv2d_relu, "QuantizedCPU")
-for _name, _fn, _returns in (("stride", conv2d_stride, "int[]"),
-                             ("padding", conv2d_padding, "int[]"),
-                             ("output_padding", conv2d_output_padding, "int[]"),
-                             ("dilation", conv2d_dilation, "int[]"),
-                             ("groups", conv2d_groups, "int"),
-                             ("transpose", conv2d_transpose, "int")):
-    _lib.define(f"conv2d_{_name}({_PACKED} packed_weights) -> {_returns}")
-    _lib.impl(f"conv2d_{_name}", _fn, "CompositeExplicitAutograd")
+_lib.impl("conv1d_prepack", conv1d_prepack, "QuantizedCPU")
+_lib.impl("conv1d_unpack", conv1d_unpack, "CompositeExplicitAutograd")
+for _name in ("conv1d", "conv1d_relu"):
+    _lib.define(f"{_name}(Tensor qx, {_packed} packed_weight, float output_scale, "
+                f"int output_zero_point) -> Tensor")
+    _lib.impl(_name, _conv1d(_name), "QuantizedCPU")

@@ -20,53 +20,26 @@ the float bias. ``linear`` multiplies quint8 rows by it with FBGEMM's arithmetic
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..._core.quantizer import PerTensorAffineQuantizer, per_channel_affine, per_tensor_affine
+from ..._core.quantizer import PerTensorAffineQuantizer
 from ..._core.device import contiguous_format as _contiguous
-from ..._ops.overload import ops
 from ...library import Library
 from .affine import int_alias, new_qtensor
+from .packed import PackedParams, check_bias, check_weight_dtype, packed_weight
 
-_aten = ops.aten
-_qint8, _quint8 = _dt.ALIASES["qint8"], _dt.ALIASES["quint8"]
+_quint8 = _dt.ALIASES["quint8"]
 
 _PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
 
 
-class LinearPackedParamsBase:
+class LinearPackedParamsBase(PackedParams):
     """A prepacked quantized Linear weight and bias (what ``quantized::linear_prepack``
     returns; ``unpack()`` gives them back as FBGEMM does, the weight's scales rounded to
     float)."""
 
-    def __init__(self, weight, bias):
-        self._set(weight, bias)
-
-    def _set(self, weight, bias):
-        self._weight, self._bias = weight, bias
-        ints = int_alias(weight)._nd().astype(np.int64)
-        quantizer = weight._quantizer
+    def _pack(self, ints):
         n, k = ints.shape
-        if quantizer.qscheme is per_tensor_affine:
-            self._w_scale = np.full(1, quantizer.scale, np.float32)
-            self._w_zp = np.full(n, quantizer.zero_point, np.int64)
-        else:
-            self._w_scale = quantizer.scales._nd().astype(np.float32)
-            self._w_zp = quantizer.zero_points._nd().astype(np.int64)
-        self._per_channel = quantizer.qscheme is per_channel_affine
         self._w_ints = ints.astype(np.float64)  # (exact: a product of rows stays below 2**53)
         self._col_offsets = ints.sum(1) - self._w_zp * k
-        self._bias_f32 = None if bias is None else bias.detach()._nd().astype(np.float32)
-
-    def unpack(self):
-        return self._weight, self._bias
-
-    def bias(self):
-        return self._bias
-
-    def __getstate__(self):
-        return self._weight, self._bias
-
-    def __setstate__(self, state):
-        self._set(*state)
 
 
 def linear_prepack(W, B=None):
@@ -74,27 +47,9 @@ def linear_prepack(W, B=None):
     if W.dim() != 2:
         raise RuntimeError("The weight tensor for quantized::linear_prepack (fbgemm) should be "
                            "2-dimensional.")
-    if W.dtype is not _qint8:
-        raise RuntimeError(f"expected scalar type QInt8 but found {W.dtype._short}")
-    quantizer = W._quantizer
-    n = W.shape[0]
-    if quantizer.qscheme is per_tensor_affine:
-        # FBGEMM keeps the scale as a float: unpack() hands back that rounded scale
-        weight = _aten.clone(W, memory_format=_contiguous)
-        weight = _aten._make_per_tensor_quantized_tensor(
-            int_alias(weight), float(np.float32(quantizer.scale)), quantizer.zero_point)
-    else:
-        scales = quantizer.scales.to(_dt.float32).to(_dt.float64)
-        weight = _aten._make_per_channel_quantized_tensor(
-            int_alias(_aten.clone(W, memory_format=_contiguous)), scales,
-            quantizer.zero_points, quantizer.axis)
-    if B is not None:
-        if B.dim() != 1:
-            raise RuntimeError("bias should be a vector (1D Tensor)")
-        if B.shape[0] != n:
-            raise RuntimeError(f"bias should have N elements: {n}")
-        B = B.contiguous()
-    return LinearPackedParamsBase(weight, B)
+    check_weight_dtype(W)
+    return LinearPackedParamsBase(packed_weight(W, _contiguous, fbgemm=True),
+                                  check_bias(B, W.shape[0], "N"))
 
 
 def linear_unpack(W_prepack):

@@ -1,15 +1,19 @@
 """``torch.ao.nn.intrinsic.quantized``: fused quantized modules (ember has ``LinearReLU`` and
-``ConvReLU2d``: the static quantized Linear and Conv2d whose outputs stop at the zero point,
-``quantized::linear_relu`` and ``quantized::conv2d_relu``)."""
+``ConvReLU1d``/``2d``/``3d``: the static quantized Linear and convolutions whose outputs stop at
+the zero point, ``quantized::linear_relu`` and ``quantized::conv{1,2,3}d_relu``)."""
 import ember
 from .....nn.utils.fusion import fuse_conv_bn_weights
+from ...quantized import Conv1d as _QuantizedConv1d
 from ...quantized import Conv2d as _QuantizedConv2d
+from ...quantized import Conv3d as _QuantizedConv3d
 from ...quantized import Linear as _QuantizedLinear
+from .. import ConvReLU1d as _FusedConvReLU1d
 from .. import ConvReLU2d as _FusedConvReLU2d
+from .. import ConvReLU3d as _FusedConvReLU3d
 from .. import LinearReLU as _FusedLinearReLU
 from .. import qat as _nniqat
 
-__all__ = ["ConvReLU2d", "LinearReLU"]
+__all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU"]
 
 
 class LinearReLU(_QuantizedLinear):
@@ -35,28 +39,15 @@ class LinearReLU(_QuantizedLinear):
         return super().from_reference(ref_linear_relu[0], output_scale, output_zero_point)
 
 
-class ConvReLU2d(_QuantizedConv2d):
-    """A quantized Conv2d then ReLU, in one op."""
-    _FLOAT_MODULE = _FusedConvReLU2d
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride=stride,
-                         padding=padding, dilation=dilation, groups=groups, bias=bias,
-                         padding_mode=padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input):
-        return ember.ops.quantized.conv2d_relu(self._padded(input), self._packed_params,
-                                               self.scale, self.zero_point)
-
-    def _get_name(self):
-        return "QuantizedConvReLU2d"
+class _ConvReLUNd:
+    """A quantized convolution then ReLU, in one op (``quantized::conv{n}d_relu``)."""
+    _RELU = True
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        """From an observed ConvReLU2d or a QAT ConvReLU2d or ConvBnReLU2d (whose batch norm
-        folds into the weight and bias)."""
-        if type(mod) is _nniqat.ConvBnReLU2d:
+        """From an observed ConvReLU or a QAT ConvReLU or ConvBnReLU (whose batch norm folds
+        into the weight and bias)."""
+        if type(mod) is getattr(_nniqat, f"ConvBnReLU{cls._N}d"):
             if mod.bn.running_var is None or mod.bn.running_mean is None:
                 raise AssertionError("mod.bn.running_var and mod.bn.running_mean must not be "
                                      "None")
@@ -68,3 +59,18 @@ class ConvReLU2d(_QuantizedConv2d):
     @classmethod
     def from_reference(cls, ref_qconv, output_scale, output_zero_point):
         return super().from_reference(ref_qconv[0], output_scale, output_zero_point)
+
+
+class ConvReLU1d(_ConvReLUNd, _QuantizedConv1d):
+    __doc__ = _ConvReLUNd.__doc__
+    _FLOAT_MODULE = _FusedConvReLU1d
+
+
+class ConvReLU2d(_ConvReLUNd, _QuantizedConv2d):
+    __doc__ = _ConvReLUNd.__doc__
+    _FLOAT_MODULE = _FusedConvReLU2d
+
+
+class ConvReLU3d(_ConvReLUNd, _QuantizedConv3d):
+    __doc__ = _ConvReLUNd.__doc__
+    _FLOAT_MODULE = _FusedConvReLU3d

@@ -1,11 +1,11 @@
 """The static quantized modules (``torch.ao.nn.quantized.modules``): ``Quantize`` and
-``DeQuantize`` (what ``convert`` makes of the stubs), ``Linear`` and ``Conv2d``."""
+``DeQuantize`` (what ``convert`` makes of the stubs), ``Linear`` and ``Conv1d``/``2d``/``3d``."""
 import ember
 from ..... import nn
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d
 from .linear import Linear
 
-__all__ = ["Conv2d", "DeQuantize", "Linear", "Quantize"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Linear", "Quantize"]
 
 
 class Quantize(nn.Module):

@@ -1,6 +1,6 @@
-"""The static quantized Conv2d (``torch.ao.nn.quantized.Conv2d``): a quint8 NCHW input, an int8
-weight (per tensor or per output channel) and a float bias held prepacked by
-``quantized::conv2d_prepack``, each call one ``quantized::conv2d``.
+"""The static quantized convolutions (``torch.ao.nn.quantized.Conv1d``, ``Conv2d``,
+``Conv3d``): a quint8 input, an int8 weight (per tensor or per output channel) and a float bias
+held prepacked by ``quantized::conv{1,2,3}d_prepack``, each call one ``quantized::conv{1,2,3}d``.
 
 State dicts have PyTorch's keys (``weight``, ``bias``, ``scale``, ``zero_point``: the packed
 weight unpacked), so they load in either library.
@@ -8,13 +8,13 @@ weight unpacked), so they load in either library.
 import ember
 from ..... import nn
 from .....nn import functional as F
-from .....nn.modules.utils import _pair
+from .....nn.modules.utils import _pair, _single, _triple
 from .....nn.utils.fusion import fuse_conv_bn_weights
 from ... import intrinsic as nni  # (ao.nn imports intrinsic, and its qat, first)
 from ...intrinsic import qat as nniqat
 from .utils import WeightedQuantizedModule, _quantize_weight
 
-__all__ = ["Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d"]
 
 _SUPPORTED_PADDING = {"zeros", "reflect"}
 
@@ -172,9 +172,69 @@ class _ConvNd(WeightedQuantizedModule):
         return qconv
 
 
-class Conv2d(_ConvNd):
+class _ConvNdOps(_ConvNd):
+    """The packed weight and the call of the ``quantized::conv{n}d`` ops (``_N`` spatial dims,
+    ``_RELU`` for the fused ReLU); reflect padding pads the input first."""
+    _RELU = False
+    _SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+    def set_weight_bias(self, w, b):
+        padding = self.padding if self.padding_mode == "zeros" else _pair(0)
+        prepack = getattr(ember.ops.quantized, f"conv{self._N}d_prepack")
+        self._packed_params = prepack(w, b, self.stride, padding, self.dilation, self.groups)
+
+    def _weight_bias(self):
+        return getattr(ember.ops.quantized, f"conv{self._N}d_unpack")(self._packed_params)
+
+    def weight(self):
+        return self._weight_bias()[0]
+
+    def bias(self):
+        return self._weight_bias()[1]
+
+    def _padded(self, input):
+        if len(input.shape) != self._N + 2:
+            raise ValueError(f"Input shape must be `{self._SHAPES[self._N]}`!")
+        if self.padding_mode != "zeros":
+            input = F.pad(input, _reverse_repeat_padding(self.padding[:self._N]),
+                          mode=self.padding_mode)
+        return input
+
+    def forward(self, input):
+        op = getattr(ember.ops.quantized, f"conv{self._N}d{'_relu' if self._RELU else ''}")
+        return op(self._padded(input), self._packed_params, self.scale, self.zero_point)
+
+    def _get_name(self):
+        return f"QuantizedConv{'ReLU' if self._RELU else ''}{self._N}d"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized convolution of an observed float one (or fused ConvReLU) or of a QAT
+        one: Conv, ConvBn (folded), ConvReLU."""
+        return _ConvNd.from_float(cls, mod, use_precomputed_fake_quant)
+
+
+class Conv1d(_ConvNdOps):
+    """A Conv1d whose input, weight and output are quantized (output ``scale`` and
+    ``zero_point`` are the module's)."""
+    _N = 1
+    _FLOAT_MODULE = nn.Conv1d
+    _NNIQAT_CONV_BN_MODULE = nniqat.ConvBn1d
+    _NNI_CONV_RELU_MODULE = nni.ConvReLU1d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        self._init(in_channels, out_channels, _single(kernel_size), _single(stride),
+                   padding if isinstance(padding, str) else _single(padding),
+                   _single(dilation), False, _single(0), groups, bias, padding_mode,
+                   device=device, dtype=dtype)
+
+
+class Conv2d(_ConvNdOps):
     """A Conv2d whose input, weight and output are quantized (output ``scale`` and
     ``zero_point`` are the module's)."""
+    _N = 2
     _FLOAT_MODULE = nn.Conv2d
     _NNIQAT_CONV_BN_MODULE = nniqat.ConvBn2d
     _NNI_CONV_RELU_MODULE = nni.ConvReLU2d
@@ -186,37 +246,20 @@ class Conv2d(_ConvNd):
                    _pair(padding), _pair(dilation), False, _pair(0), groups, bias,
                    padding_mode, device=device, dtype=dtype)
 
-    def _get_name(self):
-        return "QuantizedConv2d"
 
-    def set_weight_bias(self, w, b):
-        padding = self.padding if self.padding_mode == "zeros" else _pair(0)
-        self._packed_params = ember.ops.quantized.conv2d_prepack(
-            w, b, self.stride, padding, self.dilation, self.groups)
+class Conv3d(_ConvNdOps):
+    """A Conv3d whose input, weight and output are quantized (output ``scale`` and
+    ``zero_point`` are the module's; no reflect padding)."""
+    _N = 3
+    _FLOAT_MODULE = nn.Conv3d
+    _NNIQAT_CONV_BN_MODULE = nniqat.ConvBn3d
+    _NNI_CONV_RELU_MODULE = nni.ConvReLU3d
 
-    def _weight_bias(self):
-        return self._packed_params.unpack()
-
-    def weight(self):
-        return self._weight_bias()[0]
-
-    def bias(self):
-        return self._weight_bias()[1]
-
-    def _padded(self, input):
-        if len(input.shape) != 4:
-            raise ValueError("Input shape must be `(N, C, H, W)`!")
-        if self.padding_mode != "zeros":
-            input = F.pad(input, _reverse_repeat_padding(self.padding), mode=self.padding_mode)
-        return input
-
-    def forward(self, input):
-        return ember.ops.quantized.conv2d(self._padded(input), self._packed_params, self.scale,
-                                          self.zero_point)
-
-    @classmethod
-    def from_float(cls, mod, use_precomputed_fake_quant=False):
-        """The quantized Conv2d of an observed Conv2d (or fused ConvReLU2d) or QAT Conv2d,
-        ConvBn2d (folded), ConvReLU2d."""
-        return _ConvNd.from_float(cls, mod, use_precomputed_fake_quant)
-
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        if padding_mode == "reflect":
+            raise AssertionError("Conv3d does not support reflection padding")
+        self._init(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                   _triple(padding), _triple(dilation), False, _triple(0), groups, bias,
+                   padding_mode, device=device, dtype=dtype)
