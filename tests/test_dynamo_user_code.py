@@ -4,7 +4,10 @@ dict subclasses such as ``ModelOutput``, with ``super()`` calls and custom ``__s
 dict-subclass registries, sliced ModuleLists, ``os.environ`` reads, logging, ``inspect.signature``,
 loss modules built in ``forward``, classes computing their attributes, ``Sequence`` objects,
 failed imports and ``is_exporting``. Each case runs with ``fullgraph=True`` (no graph break) and
-is compared with eager ember and with PyTorch's ``torch.compile`` of the same code."""
+is compared with eager ember and with PyTorch's ``torch.compile`` of the same code. Then programs
+as users write them (configs, properties, ``super().forward``, module-tree walks, decorators,
+container and ordering builtins, ``.grad`` reads), compared with PyTorch on outputs, gradients
+and graph counts, and exceptions raised by a call that breaks the graph."""
 import collections
 import copy
 import dataclasses
@@ -477,3 +480,335 @@ def test_reset_makes_compiled_functions_capture_again(torch):
         f(lib.ones(2))
         counts.append(counter.frame_count)
     assert counts == [2, 2]
+
+
+# -- programs as users write them ---------------------------------------------------------------
+# Each ``make(lib)`` returns (function, module or None). The function runs compiled in ember and
+# in PyTorch (after the same seed, so modules hold the same weights) and eagerly in ember: the
+# outputs, the gradients of the inputs and of the module's parameters (from the sum of the
+# outputs), and the graph counts of ``explain`` must agree.
+
+_R = np.random.RandomState(0).randn(4, 8).astype(np.float32)
+
+
+@dataclasses.dataclass
+class _BlockConfig:
+    hidden: int = 8
+    act: str = "gelu"
+    scale: float = 0.5
+
+
+def _prog_config_property_super(lib):
+    nn = lib.nn
+
+    class Base(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.cfg = cfg
+            self.fc = nn.Linear(cfg.hidden, cfg.hidden)
+
+        @property
+        def act(self):
+            return getattr(nn.functional, self.cfg.act)
+
+        def forward(self, x):
+            return self.act(self.fc(x)) * self.cfg.scale
+
+    class Block(Base):
+        def forward(self, x):
+            scale = getattr(self, "extra_scale", 2.0)
+            return super().forward(x) + Base.forward(self, x * scale)
+    m = Block(_BlockConfig())
+    return m, m
+
+
+def _prog_module_lists_and_walks(lib):
+    nn = lib.nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+            self.norms = nn.ModuleList([nn.LayerNorm(8) for _ in range(2)])
+            self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 2)})
+
+        def forward(self, x):
+            n_linear = sum(1 for _, m in self.named_modules() if isinstance(m, nn.Linear))
+            decay = sum(p.pow(2).sum() for n, p in self.named_parameters() if "weight" in n)
+            for i, (layer, norm) in enumerate(zip(self.layers, self.norms)):
+                x = norm(layer(x)) + i
+            outs = {k: head(x) * n_linear for k, head in self.heads.items()}
+            return outs, decay * 1e-3, len(list(self.children()))
+    m = M()
+    return m, m
+
+
+def _prog_no_grad_try_kwargs(lib):
+    nn = lib.nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        @lib.no_grad()
+        def stats(self, x):
+            return x.mean(), x.std()
+
+        def forward(self, x, **kwargs):
+            m, s = self.stats(x)
+            with lib.no_grad():
+                t = self.lin(x).detach() * 2
+            try:
+                y = self.lin(x)
+            except RuntimeError:
+                y = x
+            scale = kwargs.get("scale", 1.0)
+            bias = kwargs.pop("bias", None)
+            y = y * scale
+            return (x - m) / s + t + (y if bias is None else y + bias)
+    m = M()
+    return (lambda x: (m(x, scale=2.0), m(x, bias=x))), m
+
+
+_Out = collections.namedtuple("_Out", ["logits", "loss"])
+
+
+def _prog_namedtuple_and_shapes(lib):
+    nn = lib.nn
+    import math
+    import operator
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, target=None):
+            b, n = x.shape
+            *lead, last = x.size()
+            h = int(math.sqrt(n)) * 2
+            k = operator.mul(b, n) // math.gcd(b, n)
+            y = self.lin(x).reshape(b, h, n // h) * k + math.floor(math.log2(last))
+            y = y.view(lib.Size([b]) + (n,)) + x.new_zeros(x.size()[1:]) + len(lead)
+            loss = nn.functional.mse_loss(y, target) if target is not None else None
+            out = _Out(y, loss)
+            return out._replace(logits=out.logits * 2)
+    m = M()
+    return (lambda x: m(x, x * 0.5)), m
+
+
+def _prog_containers(lib):
+    import functools
+    import itertools
+    import operator
+
+    def tree_map(f, obj):
+        if isinstance(obj, dict):
+            return {k: tree_map(f, v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(tree_map(f, v) for v in obj)
+        return f(obj)
+
+    def fn(x, y):
+        ts = [x, x * 2]
+        ts.append(y + 1)
+        ts.extend([x - 1, y / 2])
+        last = ts.pop()
+        ts.insert(1, last)
+        del ts[0]
+        ts *= 2
+        d = {f"k{i}": t.sum(0) for i, t in enumerate(ts)}
+        stats = {}
+        stats.setdefault("m", []).append(x.mean())
+        total = functools.reduce(operator.add, ts)
+        pairs = [a * b for a, b in itertools.product([1, 2], [3])]
+        mapped = tree_map(lambda t: t.relu(), {"a": x, "b": [y, (x, y)]})
+        for v in (x, 3, None):
+            if isinstance(v, (int, float)):
+                total = total * v
+            elif v is None:
+                total = total - 1
+        return d, total + sum(pairs), mapped, stats
+    return fn, None
+
+
+def _prog_early_return_and_generators(lib):
+    def gen(ts):
+        for t in ts:
+            yield t * 2
+
+    def fn(x, y):
+        out = x * 0
+        for t in gen([x, y]):
+            out = out + t
+        for i, t in enumerate([x, y, x * 2]):
+            if i >= 2:
+                return out, i
+            out = out + t
+        return out, -1
+    return fn, None
+
+
+def _prog_optimizer_reads_grads(lib):
+    m = lib.nn.Linear(8, 8)
+    m(lib.ones(2, 8)).sum().backward()
+
+    def fn(x):
+        norms = [p.grad.norm() for p in m.parameters() if p.grad is not None]
+        return x * lib.stack(norms).norm()
+    return fn, None
+
+
+def _prog_ordering_builtins(lib):
+    def fn(x, y):
+        names = ["a", "bb", "c", "dd"]
+        ts = {n: x * len(n) for n in names}
+        order = sorted(ts.items(), key=lambda kv: len(kv[0]), reverse=True)
+        rows = [y, x, y * 2]
+        rows.sort(key=lambda t: t.shape[0])
+        names.sort(key=len)
+        pairs = list(zip(names, rows + [x], strict=True))
+        return (ts[max(names, key=len)], ts[min(names, key=lambda n: -len(n))],
+                [v for _, v in order], rows, names, sum([x, y], start=x * 0.5),
+                max(len(n) for n in names), [p[1] for p in pairs])
+    return fn, None
+
+
+def _prog_dict_views(lib):
+    def fn(x, y):
+        d = {"a": x, "b": y * 2}
+        items, keys, values = d.items(), d.keys(), d.values()
+        first = [v for _, v in items]
+        d["c"] = x + y  # a view sees later writes, and iterates again
+        second = [v for _, v in items]
+        return first, second, len(keys), "c" in keys, sum(values), list(keys)
+    return fn, None
+
+
+def _prog_forward_hooks(lib):
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+    features = {}
+
+    def keep(mod, args, out):  # a feature extractor's hook: the result is kept, and scaled
+        features["first"] = out
+        return out * 2
+
+    model[0].register_forward_hook(keep)
+    model[0].register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+    model[2].register_forward_pre_hook(lambda mod, args, kwargs: (args, kwargs),
+                                       with_kwargs=True)
+    model[2].register_forward_hook(lambda mod, args, kwargs, out: None, with_kwargs=True)
+    return (lambda x: (model(x), features["first"])), model
+
+
+_PROGRAMS = {
+    "dataclass config, property, super().forward, getattr default":
+        (_prog_config_property_super, 1),
+    "ModuleList zip, ModuleDict items, named_modules/named_parameters walks":
+        (_prog_module_lists_and_walks, 1),
+    "no_grad decorator and block, try/except, **kwargs get/pop":
+        (_prog_no_grad_try_kwargs, 1),
+    "namedtuple output, shape unpacking, math/operator, Size arithmetic":
+        (_prog_namedtuple_and_shapes, 1),
+    "list mutation, comprehensions, reduce, product, tree_map, isinstance tuples":
+        (_prog_containers, 1),
+    "generator helper, early return in a loop": (_prog_early_return_and_generators, 1),
+    "parameters' .grad read": (_prog_optimizer_reads_grads, 1),
+    "min/max/sorted/list.sort with key=, sum start=, zip strict=":
+        (_prog_ordering_builtins, 1),
+    "forward hooks and pre-hooks, with and without kwargs": (_prog_forward_hooks, 1),
+    "dict views iterated twice, len and in": (_prog_dict_views, 1),
+}
+
+
+def _flat_values(r):
+    if hasattr(r, "detach"):
+        return [r]
+    if isinstance(r, dict):
+        return [v for k in r for v in _flat_values(r[k])]
+    if isinstance(r, (list, tuple)):
+        return [v for x in r for v in _flat_values(x)]
+    return [r]
+
+
+def _run_program(lib, make, compiled):
+    lib.manual_seed(0)
+    fn, mod = make(lib)
+    args = [lib.tensor(_R, requires_grad=True), lib.tensor(_R[::-1].copy(), requires_grad=True)]
+    args = args[:fn.__code__.co_argcount] if hasattr(fn, "__code__") else args[:1]
+    if compiled:
+        fn = lib.compile(fn, backend="eager")
+    values = _flat_values(fn(*args))
+    tensors = [v for v in values if hasattr(v, "detach") and v.requires_grad]
+    if tensors:
+        sum(t.sum() for t in tensors).backward()
+    grads = [a.grad for a in args] + [p.grad for p in (mod.parameters() if mod else ())]
+    return ([v.detach().numpy() if hasattr(v, "detach") else v for v in values],
+            [None if g is None else g.numpy() for g in grads])
+
+
+@pytest.mark.parametrize("name", list(_PROGRAMS))
+def test_user_programs_match_pytorch(torch, name):
+    make, graphs = _PROGRAMS[name]
+    mine, theirs, eager = (_run_program(ember, make, True), _run_program(torch, make, True),
+                           _run_program(ember, make, False))
+    for other in (theirs, eager):
+        assert len(mine[0]) == len(other[0]) and len(mine[1]) == len(other[1])
+        for a, b in zip(mine[0] + mine[1], other[0] + other[1]):
+            if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            else:
+                assert a == b
+    counts = []
+    for lib in (ember, torch):
+        lib._dynamo.reset()
+        lib.manual_seed(0)
+        fn, _ = make(lib)
+        n = fn.__code__.co_argcount if hasattr(fn, "__code__") else 1
+        counts.append(lib._dynamo.explain(fn)(*[lib.tensor(_R)] * n).graph_count)
+    assert counts == [graphs, graphs]
+
+
+def test_an_exception_from_a_broken_call(torch):
+    """A call that breaks the graph runs in residual code. Raising there inside a ``with
+    no_grad()`` block leaves the block (grad mode restored) as eager does; inside a try
+    block the frame runs eagerly, as PyTorch's (its handler could not take the exception from
+    residual code), and the handler runs."""
+    def make(lib):
+        @lib._dynamo.disable
+        def check(x):
+            if x.sum() > 100:
+                raise ValueError("too large")
+            return x
+
+        def in_block(x):
+            with lib.no_grad():
+                y = check(x * 2)
+            return y + 1
+
+        def in_try(x):
+            y = x + 1
+            try:
+                with lib.no_grad():
+                    y = check(y)
+            except ValueError:
+                y = y - 10
+            return y * 2
+        return in_block, in_try
+
+    in_block, in_try = make(ember)
+    compiled = ember.compile(in_block, backend="eager")
+    assert compiled(ember.ones(2)).tolist() == [3.0, 3.0]
+    with pytest.raises(ValueError, match="too large"):
+        compiled(ember.ones(200))
+    assert ember.is_grad_enabled()
+    for lib in (ember, torch):
+        lib._dynamo.reset()
+        _, fn = make(lib)
+        for n in (2, 200):
+            assert lib.compile(fn, backend="eager")(lib.ones(n)).tolist() == \
+                fn(lib.ones(n)).tolist()
+        lib._dynamo.reset()
+        assert lib._dynamo.explain(fn)(lib.ones(200)).graph_count == 0

@@ -484,6 +484,18 @@ class FrameState:
             hit.__resume_name__ = name
         return hit
 
+    def wrap_code(self, code, f_globals, ndefaults, kwdefault_names):
+        """The entry factory (``eval_frame._nested_entry_factory``) of ``code``, for residual
+        code that calls a function of it made anew at each call (by the frame, or by its
+        caller: a closure guarded on its code)."""
+        from .eval_frame import _nested_entry_factory
+        hit = self.root.callees.get(code)
+        if hit is None:
+            hit = self.root.callees[code] = _nested_entry_factory(
+                code, f_globals, ndefaults, kwdefault_names, self.compiler_fn,
+                dynamic=self.dynamic, guard_filter_fn=self.guard_filter_fn)
+        return hit
+
     def wrap_callee(self, fn):
         from .eval_frame import _wrap_function
         hit = self.root.callees.get(fn)

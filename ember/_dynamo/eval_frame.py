@@ -227,6 +227,32 @@ def _entry_function(fn, dispatch, attrs):
     return wrapper
 
 
+def _nested_entry_factory(code, f_globals, ndefaults, kwdefault_names, compiler_fn,
+                          dynamic=None, guard_filter_fn=None):
+    """For functions of ``code`` that are new objects at each call (a closure the captured
+    frame made, or was given, whose call broke the graph): a function of such a function
+    returning its entry, which runs it through the capture cache of ``code`` with its own
+    defaults and closure."""
+    st = get_frame_state(code, f_globals, compiler_fn, False, dynamic=dynamic,
+                         guard_filter_fn=guard_filter_fn)
+    shape = types.SimpleNamespace(__code__=code, __defaults__=(None,) * ndefaults,
+                                  __kwdefaults__=dict.fromkeys(kwdefault_names))
+    params, fwd, _ = _signature_parts(shape)
+    name = code.co_name if code.co_name.isidentifier() else "compiled_fn"
+    src = (f"def ___make(___fn):\n"
+           f"    ___d = ___fn.__defaults__ or ()\n"
+           f"    ___kwd = ___fn.__kwdefaults__ or {{}}\n"
+           f"    ___closure = ___fn.__closure__\n"
+           f"    def {name}({', '.join(params)}):\n"
+           f"        if ___state.disabled:\n"
+           f"            return ___fn({_eager_call_text(shape)})\n"
+           f"        return ___dispatch({', '.join(fwd + ['___closure'])})\n"
+           f"    return {name}\n")
+    ns = {"___dispatch": st.dispatch, "___state": _state}
+    compile_source(src, f"<ember dynamo nested entry {code.co_qualname}>", ns)
+    return ns["___make"]
+
+
 class OptimizedModule(Module):
     """Created by ``ember.compile(module)``: an ``nn.Module`` whose call runs the original
     module's ``_call_impl`` (hooks included) through the capture cache. ``_orig_mod`` is a

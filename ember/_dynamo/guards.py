@@ -128,6 +128,15 @@ class GuardSet:
         c = self.const(obj)  # held, so the id cannot be reused while the entry lives
         self._add(("ID", source), source, "ID_MATCH", [f"{E} is {c}"], obj=obj)
 
+    def closure_match(self, source, fn):
+        """A function with a closure: its code, not its identity (PyTorch's CLOSURE_MATCH),
+        so a closure made anew for each call (by the caller, or by the residual code of a
+        graph break) does not recompile; the cells and defaults the trace reads are guarded
+        through their own sources."""
+        c = self.const((type(fn), fn.__code__))
+        self._add(("ID", source), source, "CLOSURE_MATCH",
+                  [f"___type({E}) is {c}[0]", f"{E}.__code__ is {c}[1]"], obj=fn.__code__)
+
     def type_match(self, source, obj):
         c = self.const(type(obj))
         self._add(("TY", source), source, "TYPE_MATCH", [f"___type({E}) is {c}"])
@@ -163,6 +172,16 @@ class GuardSet:
             c = self.const(list(d.keys()))
             code = [f"___type({e}) is {t}", f"___list({e}.keys()) == {c}"]
         self._add(("DK", source), source, "DICT_KEYS", code)
+
+    def identity(self, source, other, same):
+        """Whether two sources hold one object (``same``) or two."""
+        self._add(("IS", source, other), source, "OBJECT_ALIASING",
+                  [f"({E} is {other.expr()}) is {same!r}"])
+
+    def same_object(self, expr, other):
+        """Two expressions over the frame's arguments (residual code's spelling) reach one
+        object: a cell reached through two closures."""
+        self._add(("SAME", expr, other), None, "OBJECT_ALIASING", [f"{expr} is {other}"])
 
     def alias(self, source, other):
         self._add(("A", source, other), source, "DUPLICATE_INPUT",

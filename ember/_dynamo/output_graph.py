@@ -4,10 +4,12 @@ residual Python function that calls the compiled graph, replays the side effects
 break's instruction eagerly and calls the resume function (``<ember dynamo residual ...>`` in
 tracebacks; ``TORCH_LOGS=bytecode`` prints it: the residual code is readable Python)."""
 import dataclasses
+import dis
 import functools
 import itertools
 import logging
 import operator
+import sys
 import traceback
 from collections.abc import Hashable
 
@@ -51,7 +53,8 @@ class SideEffects:
         self.mutated = {}      # id(vt) -> vt, containers from the frame that were mutated
         self.attrs = {}        # id(obj vt) -> (obj vt, {name: vt})
         self.globals = {}      # (id(globals), name) -> (globals, name, vt)
-        self.cells = {}        # id(cell) -> (cell, vt)
+        self.cells = {}        # id(cell) -> (cell, vt, expr written)
+        self.cell_exprs = {}   # id(cell) -> (cell, first expression it was reached by)
         self.calls = []        # (function, args vts, kwargs vts): logging, run after the graph
 
     def track_list(self, vt, real):
@@ -84,6 +87,16 @@ class SideEffects:
     def pending_global(self, g, name):
         hit = self.globals.get((id(g), name))
         return hit[2] if hit is not None else None
+
+    def cell_reached(self, cell, expr):
+        """A real cell read or written through ``expr`` (None: the cell itself, a constant).
+        Reached through two expressions (the frame's closure and a closure it was given,
+        which is guarded on its code only), the trace takes them for one cell: guarded."""
+        first = self.cell_exprs.setdefault(id(cell), (cell, expr))[1]
+        if first != expr:
+            g = self.output.guards
+            g.same_object(first if first is not None else g.const(cell),
+                          expr if expr is not None else g.const(cell))
 
     def store_cell(self, cell, value, expr=None):
         self.cells[id(cell)] = (cell, value, expr)
@@ -638,10 +651,11 @@ class OutputGraph:
             kwd = dict(v.kwdefaults.items) if v.kwdefaults is not None else {}
             cells = []
             for name, cell in zip(code.co_freevars, v.closure.items if v.closure else ()):
-                if cell.value is None:
+                contents = cell.contents(tx)
+                if contents is None:
                     unimplemented(f"free variable '{name}' of {v.name} referenced before "
                                   f"assignment")
-                cells.append(cell.value)
+                cells.append(contents)
             template = types.FunctionType(code, v.f_globals, code.co_name, None,
                                           tuple(types.CellType() for _ in code.co_freevars))
             template.__qualname__ = v.name
@@ -743,7 +757,10 @@ class OutputGraph:
         for v in tx.stack:
             if isinstance(v, WithExitVariable) and not hasattr(v.ctx, "reconstruct_entered"):
                 return False
-        return not (tx.code.co_flags & (0x20 | 0x80 | 0x100 | 0x200))
+        # (as PyTorch: a break in a try block skips the frame; the residual code that runs
+        # the instruction could not hand its exception to the block's handler)
+        return not (tx.code.co_flags & (0x20 | 0x80 | 0x100 | 0x200)) and \
+            not _in_try_block(tx.code, tx.current.offset) and not _remakes_cells(tx.code)
 
     def count_ops(self):
         return sum(1 for n in self.root_graph.nodes if n.op in ("call_function", "call_method",
@@ -838,31 +855,45 @@ class OutputGraph:
             return exprs, tuple(nulls)
 
         def locals_for(target_offset):
+            # (the frame's cells are not locals of the resume function: see closure_expr)
             names = live_locals(code, target_offset)
-            # (an argument a closure captures is in both co_varnames and co_cellvars: it is
-            # passed once, and the resume function's MAKE_CELL puts it in its cell)
-            return [n for n in dict.fromkeys(code.co_varnames + code.co_cellvars)
-                    if n in names and
-                    (n in tx.symbolic_locals or
-                     (n in tx.cells and not isinstance(tx.cells[n], tuple) and
-                      tx.cells[n].value is not None))]
+            return [n for n in code.co_varnames
+                    if n in names and n in tx.symbolic_locals and n not in code.co_cellvars]
 
-        def local_value(n):
-            if n in tx.symbolic_locals:
-                return tx.symbolic_locals[n]
-            return tx.cells[n].value
+        def closure_expr(cg):
+            # The resume function's free variables are the frame's cellvars, then its
+            # freevars (make_resume_code): its closure is the real cells of the frame, one
+            # per cell, shared with every function rebuilt over them, so an assignment on
+            # either side of the break is seen on the other.
+            if not code.co_cellvars:
+                return "___closure"
+            cells = [tx._cell(n).reconstruct(cg) for n in code.co_cellvars]
+            return f"({', '.join(cells)},) + (___closure or ())"
 
         def resume_call(cg, target_offset, items, extra=None):
             exprs, nulls = pass_stack(cg, items)
             if extra is not None:
-                exprs.append(extra)
-                nulls = nulls  # the result is the last stack item
+                exprs.append(extra)  # the result is the last stack item
             names = locals_for(target_offset)
-            lexprs = [cg.reconstruct(local_value(n)) for n in names]
+            lexprs = [cg.reconstruct(tx.symbolic_locals[n]) for n in names]
             nstack = len(items) + (1 if extra is not None else 0)
             resume = state.resume_for(code, target_offset, nstack, nulls, tuple(names))
             rname = cg.const(resume, resume.__resume_name__)
-            return f"{rname}({', '.join(exprs + lexprs + ['___closure'])})"
+            return f"{rname}({', '.join(exprs + lexprs + [closure_expr(cg)])})"
+
+        def in_blocks(cg, line, items):
+            # The instruction runs in residual code, inside the `with` blocks open at the break
+            # (entered again there by rebuilding their exits): if it raises, the blocks are
+            # left as eager leaves them, with the exception, before it propagates.
+            exits = [cg.reconstruct(v) for v in items if isinstance(v, WithExitVariable)]
+            if not exits:
+                cg.lines.append(line)
+                return
+            exc = cg.temp()
+            cg.lines += ["try:", f"    {line}", "except BaseException:",
+                         f"    {exc} = {cg.const(sys.exc_info)}()"]
+            cg.lines += [f"    {e}(*{exc})" for e in reversed(exits)]
+            cg.lines.append("    raise")
 
         if op in ("CALL", "CALL_FUNCTION_EX"):
             if op == "CALL":
@@ -903,7 +934,7 @@ class OutputGraph:
                     parts += [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
                     a = ", ".join(parts)
                 res = cg.temp()
-                cg.lines.append(f"{res} = {fexpr}({a})")
+                in_blocks(cg, f"{res} = {fexpr}({a})", below)
                 cg.lines.append(f"return {resume_call(cg, target, below, extra=res)}")
         else:  # a conditional jump on a tensor
             cond = stack[-1]
@@ -921,7 +952,9 @@ class OutputGraph:
                 c = cg.reconstruct(cond)
                 t_call = resume_call(cg, t_target, t_stack)
                 f_call = resume_call(cg, f_target, f_stack)
-                cg.lines.append(f"if {c}:")
+                truth = cg.temp()  # (Tensor.__bool__ may raise: inside the blocks)
+                in_blocks(cg, f"{truth} = {cg.const(bool)}({c})", below)
+                cg.lines.append(f"if {truth}:")
                 cg.lines.append(f"    return {t_call}")
                 cg.lines.append(f"return {f_call}")
         tx.residual = self.finish(tx, tail, reason)
@@ -929,14 +962,29 @@ class OutputGraph:
     def callable_expr(self, cg, fn):
         """The expression the residual code calls for a broken call: user functions go
         through the compiler again (their bodies are captured on their own)."""
-        from .variables import (BuiltinVariable, SkippedFunctionVariable,
-                                TorchInGraphFunctionVariable, UserFunctionVariable,
-                                UserMethodVariable)
+        from .variables import (BuiltinVariable, NestedUserFunctionVariable,
+                                SkippedFunctionVariable, TorchInGraphFunctionVariable,
+                                UserFunctionVariable, UserMethodVariable)
         from .variables.tensor import GetAttrMethod
         from .symbolic_convert import _BoundMethod
         state = self.frame_state
         if isinstance(fn, UserFunctionVariable):
-            return cg.const(state.wrap_callee(fn.fn))
+            f = fn.fn
+            if f.__closure__ and fn.source is not None:
+                # guarded on its code only: the closure the call reads is the one called,
+                # through the capture cache of its code, with its own cells and defaults
+                if not _has_entry(f.__code__):
+                    return cg.source_expr(fn.source)
+                entry = state.wrap_code(f.__code__, f.__globals__, len(f.__defaults__ or ()),
+                                        list(f.__kwdefaults__ or ()))
+                return f"{cg.const(entry, 'entry_of')}({cg.source_expr(fn.source)})"
+            return cg.const(state.wrap_callee(f))
+        if isinstance(fn, NestedUserFunctionVariable) and _has_entry(fn.code):
+            # made by the frame: made again, and run through the capture cache of its code
+            entry = state.wrap_code(
+                fn.code, fn.f_globals, len(fn.defaults.items) if fn.defaults else 0,
+                list(fn.kwdefaults.items) if fn.kwdefaults is not None else [])
+            return f"{cg.const(entry, 'entry_of')}({cg.reconstruct(fn)})"
         if isinstance(fn, UserMethodVariable):
             obj = cg.reconstruct(fn.obj)
             return f"{cg.const(state.wrap_callee(fn.fn))}.__get__({obj})"
@@ -954,6 +1002,44 @@ class OutputGraph:
             cg.lines.append(f"return {cg.reconstruct(value)}")
         tx.residual = self.finish(tx, tail, GraphCompileReason(
             "return_value", [tx.frame_summary()], graph_break=False))
+
+
+def _has_entry(code):
+    """Whether calls of ``code``'s functions can run through a generated entry: not a
+    generator or coroutine (they run eagerly), and parameters spelled as Python names (3.11's
+    comprehensions take `.0`: they run as they are)."""
+    return not code.co_flags & (0x20 | 0x80 | 0x100 | 0x200) and \
+        all(n.isidentifier() for n in code.co_varnames[:code.co_argcount])
+
+
+def _remakes_cells(code):
+    """Whether ``code`` makes a cell again after its prologue (3.12's inlined comprehension
+    whose variable a closure captures): its resume function, which takes the frame's cells
+    as free variables, could not run that MAKE_CELL."""
+    body = itertools.dropwhile(lambda i: i.opname in ("MAKE_CELL", "COPY_FREE_VARS", "RESUME"),
+                               dis.get_instructions(code))
+    return any(i.opname == "MAKE_CELL" for i in body)
+
+
+def _in_try_block(code, offset):
+    """Whether an exception raised at ``offset`` reaches a try statement's handler (one that
+    starts PUSH_EXC_INFO without WITH_EXCEPT_START): the exception table gives the innermost
+    handler only, so a ``with`` block's handler (and the cleanup after it, or 3.12's inlined
+    comprehensions') is followed to the handler its re-raise reaches."""
+    entries = dis.Bytecode(code).exception_entries
+    by_offset = {i.offset: i for i in dis.get_instructions(code)}
+    seen = set()
+    while offset not in seen:
+        seen.add(offset)
+        entry = next((e for e in entries if e.start <= offset < e.end), None)
+        if entry is None:
+            return False
+        first, nxt = by_offset.get(entry.target), by_offset.get(entry.target + 2)
+        if first is not None and first.opname == "PUSH_EXC_INFO" and \
+                (nxt is None or nxt.opname != "WITH_EXCEPT_START"):
+            return True
+        offset = entry.target
+    return False
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,7 +3,8 @@
 Its code is the original code object with a prologue that pushes those stack items (and NULLs)
 and jumps to the instruction after the break, built with the ``bytecode`` package (exception
 table, line table and stack size computed for CPython 3.11 and 3.12). It has the original's
-free variables, so the caller passes the same closure. The resume function is itself captured
+free variables, and the original's cell variables as free variables too: the caller passes
+the frame's cells ahead of its closure. The resume function is itself captured
 through the same cache as any compiled function."""
 import dis
 
@@ -61,7 +62,7 @@ def live_locals(code, start_offset):
 def make_resume_code(code, target_offset, nstack, null_positions, local_names, name):
     """A code object taking ``(stack items that are not NULL..., *local_names)`` that continues
     ``code`` at ``target_offset``."""
-    from bytecode import Bytecode, ConcreteBytecode, Instr, Label
+    from bytecode import Bytecode, CellVar, ConcreteBytecode, FreeVar, Instr, Label
     concrete = ConcreteBytecode.from_code(code)
     # The k-th real instruction of the abstract bytecode is the k-th (non-cache) instruction
     # that dis lists.
@@ -80,14 +81,18 @@ def make_resume_code(code, target_offset, nstack, null_positions, local_names, n
         raise RuntimeError(f"resume target {target_offset} not found in {code.co_name}")
     label = Label()
     bc.insert(insert_at, label)
+    # The frame's cells are the resume function's free variables (as in PyTorch): its
+    # caller hands it the frame's cells themselves, which closures made before the break
+    # may hold, so a cell assigned on one side of the break is read on the other.
+    freevars = list(code.co_cellvars) + list(code.co_freevars)
+    for ins in bc:
+        if isinstance(ins, Instr) and isinstance(ins.arg, CellVar):
+            ins.arg = FreeVar(ins.arg.name)
     stack_args = [f"___stack{i}" for i in range(nstack) if i not in null_positions]
     prologue = []
     lineno = code.co_firstlineno
-    if code.co_freevars:
-        prologue.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))
-    for cv in code.co_cellvars:
-        from bytecode import CellVar
-        prologue.append(Instr("MAKE_CELL", CellVar(cv), lineno=lineno))
+    if freevars:
+        prologue.append(Instr("COPY_FREE_VARS", len(freevars), lineno=lineno))
     prologue.append(Instr("RESUME", 0, lineno=lineno))
     j = 0
     for i in range(nstack):
@@ -117,7 +122,7 @@ def make_resume_code(code, target_offset, nstack, null_positions, local_names, n
     new.qualname = name
     new.filename = code.co_filename
     new.docstring = None
-    new.cellvars = list(bc.cellvars)
-    new.freevars = list(bc.freevars)
+    new.cellvars = []
+    new.freevars = freevars
     new.flags = bc.flags & ~(0x04 | 0x08)
     return new.to_code()

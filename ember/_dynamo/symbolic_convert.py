@@ -15,7 +15,7 @@ import sys
 import traceback
 
 from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
-from .source import (CellContentsSource, ClosureSource, GlobalSource, LocalSource,
+from .source import (ClosureSource, GlobalSource, LocalSource,
                      ModuleGlobalSource)
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
                         ListIteratorVariable, ListVariable, NestedUserFunctionVariable,
@@ -23,9 +23,10 @@ from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDi
                         TupleVariable, VariableBuilder, WithExitVariable)
 from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
+from .variables.dicts import DictViewVariable
 from .variables.tensor import constant_or_specialized
 from .variables.lists import BaseListVariable
-from .variables.nn_module import ModuleDictVariable
+from .variables.nn_module import _STRUCTURE_METHODS, ModuleDictVariable
 from .variables.misc import (ContextManagerVariable, EnvironVariable, NewObjectVariable,
                              ObjectDictVariable, SuperVariable)
 
@@ -79,8 +80,6 @@ def offset_index(code):
 
 
 class InstructionTranslatorBase:
-    fn_source = None  # an inlined function's source (see _cell_source)
-
     def __init__(self, code, f_globals, symbolic_locals, cells, output, parent=None):
         self.code = code
         self.f_globals = f_globals
@@ -95,8 +94,7 @@ class InstructionTranslatorBase:
         self.kw_names = None
         self.done = False
         self.return_value = None
-        # cells: name -> CellVariable (cellvars and freevars of traced closures) or
-        # ("real", cell, index) for the compiled function's own free variables
+        # cells: name -> CellVariable, for the frame's cellvars and freevars
         self.cells = cells
 
     # -- helpers ----------------------------------------------------------------------------
@@ -164,8 +162,8 @@ class InstructionTranslatorBase:
             raise AssertionError(f"Attempt to trace forbidden callable {target}")
         return fn.call_function(self, list(args), dict(kwargs))
 
-    def inline_call(self, code, f_globals, bound, cells, fn_vt):
-        return inline_call(self, code, f_globals, bound, cells, fn_vt)
+    def inline_call(self, code, f_globals, bound, cells):
+        return inline_call(self, code, f_globals, bound, cells)
 
     def load_global(self, name):
         pending = self.output.side_effects.pending_global(self.f_globals, name)
@@ -280,54 +278,19 @@ class InstructionTranslatorBase:
         return c
 
     def LOAD_DEREF(self, inst):
-        c = self._cell(inst.argval)
-        if isinstance(c, tuple):  # a real cell of a function defined outside the trace
-            _, cell, idx, name = c
-            pending = self.output.side_effects.pending_cell(cell)
-            if pending is not None:
-                self.push(pending)
-                return
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                unimplemented(f"free variable '{name}' referenced before assignment")
-            self.push(VariableBuilder(self, self._cell_source(idx, name))(value))
-            return
-        if c.value is None:
-            unimplemented(f"cell variable '{inst.argval}' referenced before assignment")
-        self.push(c.value)
+        value = self._cell(inst.argval).contents(self)
+        if value is None:
+            unimplemented(f"NameError: cannot access free variable '{inst.argval}' where it "
+                          f"is not associated with a value")
+        self.push(value)
 
     LOAD_CLASSDEREF = LOAD_DEREF
 
-    def _cell_source(self, idx, name):
-        """Where free variable ``idx`` is read from again: the compiled function's closure, or
-        the closure of the inlined function object (when it has a source). Without one,
-        mutations of the value (a list appended to) could not be replayed."""
-        if self.parent is None:
-            return ClosureSource(idx, name)
-        return None if self.fn_source is None else CellContentsSource(self.fn_source, idx, name)
-
     def STORE_DEREF(self, inst):
-        c = self._cell(inst.argval)
-        v = self.pop()
-        if isinstance(c, tuple):
-            # the compiled function's own cell is read through the call's closure (the entry is
-            # shared by every function object of this code); an inlined function's is fixed
-            self.output.side_effects.store_cell(
-                c[1], v, f"___closure[{c[2]}]" if self.parent is None else None)
-            return
-        c.value = v
+        self._cell(inst.argval).store(self, self.pop())
 
     def LOAD_CLOSURE(self, inst):
-        c = self._cell(inst.argval)
-        if isinstance(c, tuple):  # read-only view of an outer real cell
-            _, cell, idx, name = c
-            try:
-                value = VariableBuilder(self, self._cell_source(idx, name))(cell.cell_contents)
-            except ValueError:
-                value = None
-            c = CellVariable(value)
-        self.push(c)
+        self.push(self._cell(inst.argval))
 
     # -- attributes and items --------------------------------------------------------------
     def LOAD_ATTR(self, inst):
@@ -343,12 +306,13 @@ class InstructionTranslatorBase:
 
     def getattr_for_call(self, obj, name):
         if isinstance(obj, (TensorVariable, BaseListVariable, ConstDictVariable,
-                            ListIteratorVariable, EnvironVariable, ObjectDictVariable,
-                            ModuleDictVariable)) or (
+                            DictViewVariable, ListIteratorVariable, EnvironVariable,
+                            ObjectDictVariable, ModuleDictVariable)) or (
                 isinstance(obj, ConstantVariable) and not isinstance(obj.value, type)):
             return _BoundMethod(obj, name)
-        if isinstance(obj, NNModuleVariable) and name in ("__getitem__", "__len__", "keys",
-                                                          "values", "items"):
+        if isinstance(obj, NNModuleVariable) and (
+                name in ("__getitem__", "__len__", "keys", "values", "items") or
+                name in _STRUCTURE_METHODS):
             return _BoundMethod(obj, name)
         return self.getattr(obj, name)
 
@@ -696,8 +660,7 @@ class InstructionTranslatorBase:
         kwdefaults = self.pop() if flags & 0x02 else None
         defaults = self.pop() if flags & 0x01 else None
         self.push(NestedUserFunctionVariable(code.as_python_constant(), self.f_globals, name,
-                                             defaults, kwdefaults, closure,
-                                             made_at=(self.code, inst.offset)))
+                                             defaults, kwdefaults, closure))
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
@@ -734,10 +697,10 @@ class InstructionTranslatorBase:
         cls_cell = self.cells.get("__class__")
         if cls_cell is None:
             unimplemented("super() without __class__ cell")
-        if isinstance(cls_cell, tuple):
-            cls = cls_cell[1].cell_contents
-        else:
-            cls = cls_cell.value.as_python_constant()
+        cls = cls_cell.contents(self)
+        if cls is None:
+            unimplemented("super(): empty __class__ cell")
+        cls = cls.as_python_constant()
         first = self.code.co_varnames[0]
         return SuperVariable(cls, self.symbolic_locals[first])
 
@@ -791,9 +754,11 @@ class InstructionTranslator(InstructionTranslatorBase):
     def __init__(self, code, f_globals, args, closure, output, break_at, one_graph):
         symbolic_locals = {}
         self.arg_names = _arg_names(code)
-        cells = {}
-        for i, name in enumerate(code.co_freevars):
-            cells[name] = ("real", closure[i], i, name)
+        # the call's closure: its cells are read (and written) through ___closure, which a
+        # resume function's caller also fills with the cells of the frame it resumes
+        cells = {name: CellVariable(real=closure[i], contents_source=ClosureSource(i, name),
+                                    write_expr=f"___closure[{i}]")
+                 for i, name in enumerate(code.co_freevars)}
         super().__init__(code, f_globals, symbolic_locals, cells, output)
         for name, value in zip(self.arg_names, args):
             symbolic_locals[name] = VariableBuilder(self, LocalSource(name))(value)
@@ -844,8 +809,9 @@ def _arg_names(code):
 _MAX_INLINE_DEPTH = 64
 
 
-def inline_call(parent, code, f_globals, bound, cells, fn_vt):
-    """Interpret ``code`` with ``bound`` arguments as a child of ``parent``."""
+def inline_call(parent, code, f_globals, bound, cells):
+    """Interpret ``code`` with ``bound`` arguments (and ``cells``: name -> CellVariable) as a
+    child of ``parent``."""
     if code.co_flags & (0x80 | 0x100 | 0x200):
         unimplemented(f"inlining coroutine function {code.co_name}")
     depth = 0
@@ -855,12 +821,8 @@ def inline_call(parent, code, f_globals, bound, cells, fn_vt):
         tx = tx.parent
     if depth > _MAX_INLINE_DEPTH:
         unimplemented("recursion too deep while inlining")
-    cellmap = {}
-    for kind, cell, idx, name in cells:
-        cellmap[name] = ("real", cell, idx, name) if kind == "real" else cell
-    child = InliningInstructionTranslator(code, f_globals, dict(bound), cellmap,
+    child = InliningInstructionTranslator(code, f_globals, dict(bound), dict(cells),
                                           parent.output, parent)
-    child.fn_source = getattr(fn_vt, "source", None)
     try:
         return child.run()
     except Unsupported as e:

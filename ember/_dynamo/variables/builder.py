@@ -20,7 +20,8 @@ from .dicts import ConstDictVariable
 from .functions import (FunctoolsPartialVariable, FunctoolsWrapsVariable,
                         LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable)
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .misc import (AutocastVariable, DeepCopyVariable, EnvironVariable, InspectSignatureVariable,
+from .misc import (AutocastVariable, DeepCopyVariable, EnvironVariable, GradModeVariable,
+                   InferenceModeVariable, InspectSignatureVariable,
                    LoggerVariable, PythonModuleVariable, SkippedFunctionVariable,
                    TorchInGraphFunctionVariable, UserDefinedClassVariable,
                    UserDefinedObjectVariable)
@@ -89,7 +90,7 @@ def _grad_mode_exit(tx, value, src):
     """The ``__exit__`` of an entered grad-mode block, passed to a resume function by a graph
     break inside ``with no_grad():``: the block's exit restores the mode it saved."""
     from ...autograd import grad_mode as gm
-    from .misc import GradModeVariable, WithExitVariable
+    from .misc import WithExitVariable
     from ..source import AttrSource
     obj = value.__self__
     if value.__func__.__name__ != "__exit__" or not isinstance(
@@ -184,6 +185,18 @@ class VariableBuilder:
                 for n in names:
                     guards.constant_match(AttrSource(src, n), getattr(value, n))
             return AutocastVariable([getattr(value, n) for n in names])
+        from ...autograd import grad_mode as gm
+        if isinstance(value, (gm._GradModeSetter, gm.inference_mode)):
+            # a grad-mode object made outside the trace, or by a call folded in it (the
+            # ``clone()`` that a ``@no_grad()`` function's wrapper enters at each call)
+            from ..source import AttrSource
+            if src is not None:
+                guards.type_match(src, value)
+            if isinstance(value, gm.inference_mode):
+                if src is not None:
+                    guards.constant_match(AttrSource(src, "mode"), value.mode)
+                return InferenceModeVariable(value.mode)
+            return GradModeVariable(type(value)._mode, type(value))
         if isinstance(value, logging.Logger):
             return LoggerVariable(value, src)
         from ..._core.size import Size
@@ -247,10 +260,15 @@ class VariableBuilder:
         if value in eval_frame._allowed_fns:
             return TorchInGraphFunctionVariable(value, src)
         if isinstance(value, types.FunctionType):
-            if src is not None:
-                guards.id_match(src, value)
             if _is_ember_callable(value):
+                if src is not None:
+                    guards.id_match(src, value)
                 return TorchInGraphFunctionVariable(value, src)
+            if src is not None:
+                if value.__closure__:
+                    guards.closure_match(src, value)
+                else:
+                    guards.id_match(src, value)
             return UserFunctionVariable(value, src)
         if isinstance(value, types.BuiltinFunctionType):
             if _is_ember_callable(value):

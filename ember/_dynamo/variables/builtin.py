@@ -1,6 +1,7 @@
 """Python builtins and operators during capture: folded on constants, recorded as graph calls on
 tensors (``operator.add``), modelled on containers (``len``, ``zip``, ``enumerate``, ...), and a
 graph break where the builtin has effects Dynamo does not model (``print``)."""
+import functools
 import operator
 
 from .base import VariableTracker, unimplemented
@@ -84,11 +85,14 @@ def binary_op(tx, op, args):
             return _const(tx, op(a.as_python_constant(), b.as_python_constant()))
         except Exception as e:  # noqa: BLE001 - the user's error happens again eagerly
             unimplemented(f"{op.__name__} raised {type(e).__name__} in captured code")
-    if isinstance(a, BaseListVariable) and op in (operator.add, operator.iadd, operator.mul):
-        if op is operator.iadd and a.python_type() is list:
-            return a.call_method(tx, "__iadd__", [b], {})
-        return a.call_method(tx, "__add__" if op is not operator.mul else "__mul__", [b], {})
-    if isinstance(b, BaseListVariable) and op is operator.mul:
+    if isinstance(a, BaseListVariable) and op in (operator.add, operator.iadd, operator.mul,
+                                                  operator.imul):
+        if op in (operator.iadd, operator.imul) and a.python_type() is list:
+            return a.call_method(tx, "__iadd__" if op is operator.iadd else "__imul__", [b],
+                                 {})
+        return a.call_method(tx, "__add__" if op in (operator.add, operator.iadd) else
+                             "__mul__", [b], {})
+    if isinstance(b, BaseListVariable) and op in (operator.mul, operator.imul):
         return b.call_method(tx, "__mul__", [a], {})
     unimplemented(f"{op.__name__}({a}, {b})")
 
@@ -117,10 +121,13 @@ def compare_op(tx, op, a, b):
     if op in (operator.is_, operator.is_not):
         if a.is_python_constant() and b.is_python_constant():
             r = a.as_python_constant() is b.as_python_constant()
+            _guard_identity(tx, a, b, r)
         else:
             r = a is b
         return ConstantVariable(r if op is operator.is_ else not r)
     if a.is_python_constant() and b.is_python_constant():
+        if op in (operator.eq, operator.ne):  # (a function's equality is its identity)
+            _guard_identity(tx, a, b, a.as_python_constant() is b.as_python_constant())
         return _const(tx, op(a.as_python_constant(), b.as_python_constant()))
     from .lists import BaseListVariable
     if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and \
@@ -132,6 +139,16 @@ def compare_op(tx, op, a, b):
         eq = a is b
         return ConstantVariable(eq if op is operator.eq else not eq)
     unimplemented(f"comparison {op.__name__} of {a} and {b}")
+
+
+def _guard_identity(tx, a, b, same):
+    """Two closures guarded on their code only (``guards.closure_match``) may be one object
+    at this call and two at the next: an identity the trace decided is guarded."""
+    from .functions import UserFunctionVariable
+    if isinstance(a, UserFunctionVariable) and isinstance(b, UserFunctionVariable) and \
+            a.source is not None and b.source is not None and \
+            (a.fn.__closure__ or b.fn.__closure__):
+        tx.output.guards.identity(a.source, b.source, same)
 
 
 class BuiltinVariable(VariableTracker):
@@ -147,8 +164,7 @@ class BuiltinVariable(VariableTracker):
 
     def call_function(self, tx, args, kwargs):
         from .tensor import TensorVariable
-        from .lists import (BaseListVariable, ListIteratorVariable, ListVariable,
-                            TupleVariable)
+        from .lists import ListIteratorVariable, ListVariable, TupleVariable
         from .dicts import ConstDictVariable
         fn = self.fn
         name = getattr(fn, "__name__", str(fn))
@@ -242,8 +258,12 @@ class BuiltinVariable(VariableTracker):
                 kwargs["start"].as_python_constant() if "start" in kwargs else 0
             return ListIteratorVariable([TupleVariable([ConstantVariable(i + start), v])
                                          for i, v in enumerate(tx.unpack(args[0]))])
-        if fn is zip:
+        if fn is zip and set(kwargs) <= {"strict"}:
             seqs = [tx.unpack(a) for a in args]
+            if kwargs and kwargs["strict"].as_python_constant() and \
+                    len({len(q) for q in seqs}) > 1:
+                unimplemented("ValueError: zip() arguments of different lengths with "
+                              "strict=True")
             return ListIteratorVariable([TupleVariable(list(t)) for t in zip(*seqs)])
         if fn is map:
             f = args[0]
@@ -277,23 +297,23 @@ class BuiltinVariable(VariableTracker):
                         d[k.as_python_constant()] = v
             d.update(kwargs)
             return ConstDictVariable(d)
+        if fn is functools.reduce and not kwargs and len(args) in (2, 3):
+            items = tx.unpack(args[1])
+            if len(args) == 2 and not items:
+                unimplemented("TypeError: reduce() of empty iterable with no initial value")
+            acc, rest = (args[2], items) if len(args) == 3 else (items[0], items[1:])
+            for v in rest:
+                acc = tx.call(args[0], [acc, v], {})
+            return acc
         if fn is sum:
             items = tx.unpack(args[0])
-            acc = args[1] if len(args) > 1 else ConstantVariable(0)
+            acc = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
             for v in items:
                 acc = binary_op(tx, operator.add, [acc, v])
             return acc
-        if fn in (min, max) and (len(args) > 1 or isinstance(args[0], BaseListVariable)):
-            items = args if len(args) > 1 else tx.unpack(args[0])
-            if all(i.is_python_constant() for i in items):
-                return _const(tx, fn(i.as_python_constant() for i in items))
-            unimplemented(f"{name}() of tensors (Tensor.__bool__)")
-        if fn is sorted:
-            items = tx.unpack(args[0])
-            if all(i.is_python_constant() for i in items):
-                ckw = {k: v.as_python_constant() for k, v in kwargs.items()}
-                return _const(tx, sorted((i.as_python_constant() for i in items), **ckw))
-            unimplemented("sorted() of non-constants")
+        if fn in (min, max, sorted) and args and \
+                set(kwargs) <= ({"key", "reverse"} if fn is sorted else {"key", "default"}):
+            return _order(tx, fn, args, kwargs)
         if fn in (all, any):
             vals = [v.truth(tx) for v in tx.unpack(args[0])]
             return ConstantVariable(fn(vals))
@@ -326,13 +346,17 @@ class BuiltinVariable(VariableTracker):
 
 
 def _is_callable(v):
-    """``callable(v)``: the real object's answer where capture holds one (a user object, new
-    ones included, answers for its class), else its type's; a value without either here is a
-    function or method made during capture."""
+    """``callable(v)`` as CPython answers it (its type has ``__call__``): the real object's
+    answer where capture holds one (a user object, new ones included, answers for its class),
+    else its type's. Iterators (of every kind the capture models as a list of items) are not
+    callable; what remains without a type here is a function or method made during capture."""
     from ..exc import Unsupported
+    from .lists import ListIteratorVariable
     from .misc import UserDefinedObjectVariable
     if isinstance(v, UserDefinedObjectVariable):
         return callable(v.obj)
+    if isinstance(v, ListIteratorVariable):
+        return False
     try:
         return callable(v.as_python_constant())
     except Unsupported:
@@ -342,6 +366,33 @@ def _is_callable(v):
     except Unsupported:
         return True
     return any("__call__" in k.__dict__ for k in t.__mro__)
+
+
+def _order(tx, fn, args, kwargs):
+    """``min``, ``max`` and ``sorted`` over items whose keys (the items, or what ``key`` maps
+    them to) are constants of the capture: the items themselves are returned, in Python's
+    order (a stable sort; the first of equal extremes)."""
+    items = list(args) if fn is not sorted and len(args) > 1 else tx.unpack(args[0])
+    key = kwargs.get("key")
+    if key is not None and key.is_python_constant() and key.as_python_constant() is None:
+        key = None
+    keys = items if key is None else [tx.call(key, [i], {}) for i in items]
+    if not all(k.is_python_constant() for k in keys):
+        unimplemented(f"{fn.__name__}() of tensors (Tensor.__bool__)")
+    kv = [k.as_python_constant() for k in keys]
+    if fn is not sorted and not items:
+        if "default" in kwargs:
+            return kwargs["default"]
+        unimplemented(f"ValueError: {fn.__name__}() iterable argument is empty")
+    try:
+        if fn is sorted:
+            from .lists import ListVariable
+            reverse = kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False
+            return ListVariable([items[i] for i in sorted(range(len(items)),
+                                                          key=kv.__getitem__, reverse=reverse)])
+        return items[fn(range(len(items)), key=kv.__getitem__)]
+    except TypeError as e:  # keys Python cannot compare: raised again eagerly
+        unimplemented(f"{fn.__name__}() raised TypeError: {e}")
 
 
 def _super(tx, cls, obj):

@@ -7,7 +7,7 @@ import types
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
-__all__ = ["ConstDictVariable"]
+__all__ = ["ConstDictVariable", "DictViewVariable"]
 
 
 class ConstDictVariable(VariableTracker):
@@ -54,8 +54,6 @@ class ConstDictVariable(VariableTracker):
 
     def call_dict_method(self, tx, name, args, kwargs):
         """``dict.<name>(self, ...)``: what ``super().<name>`` reaches in a subclass."""
-        from .builder import wrap_constant_like
-        from .lists import TupleVariable, ListIteratorVariable
         key = lambda: args[0].as_python_constant()  # noqa: E731
         if name == "__getitem__":
             k = key()
@@ -69,13 +67,8 @@ class ConstDictVariable(VariableTracker):
             return ConstantVariable(key() in self.items)
         if name == "__len__":
             return ConstantVariable(len(self.items))
-        if name == "keys":
-            return ListIteratorVariable([wrap_constant_like(tx, k) for k in self.items])
-        if name == "values":
-            return ListIteratorVariable(list(self.items.values()))
-        if name == "items":
-            return ListIteratorVariable([TupleVariable([wrap_constant_like(tx, k), v])
-                                         for k, v in self.items.items()])
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewVariable(self, name)
         if name == "__setitem__":
             self._mutate(tx)
             self.items[key()] = args[1]
@@ -118,3 +111,57 @@ class ConstDictVariable(VariableTracker):
         if self.user_cls is dict:
             return "{" + inner + "}"
         return f"{cg.const(self.user_cls)}({{{inner}}})"
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()``, ``d.items()``: views, not iterators. Each iteration,
+    ``len`` and ``in`` reads the dict as it is then (a view sees later writes, and can be
+    iterated again); residual code asks the rebuilt dict for the view."""
+
+    def __init__(self, dict_vt, kind):
+        super().__init__()
+        self.dict_vt, self.kind = dict_vt, kind
+
+    def python_type(self):
+        return type(getattr({}, self.kind)())
+
+    def as_python_constant(self):
+        if self.kind != "keys":
+            return super().as_python_constant()
+        return dict.fromkeys(self.dict_vt.items).keys()
+
+    def truth(self, tx):
+        return bool(self.dict_vt.items)
+
+    def has_unpack_var_sequence(self, tx):
+        return True
+
+    def unpack_var_sequence(self, tx):
+        from .builder import wrap_constant_like
+        from .lists import TupleVariable
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [wrap_constant_like(tx, k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([wrap_constant_like(tx, k), v]) for k, v in items.items()]
+
+    def call_method(self, tx, name, args, kwargs):
+        from .lists import ListIteratorVariable
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__iter__":
+            return ListIteratorVariable(self.unpack_var_sequence(tx))
+        if name == "__contains__" and self.kind == "keys" and args[0].is_python_constant():
+            return ConstantVariable(args[0].as_python_constant() in self.dict_vt.items)
+        if name == "__contains__" and self.kind == "values":
+            from .builtin import compare_eq
+            return ConstantVariable(any(compare_eq(tx, v, args[0])
+                                        for v in self.dict_vt.items.values()))
+        unimplemented(f"dict_{self.kind}.{name} in captured code")
+
+    def reconstruct(self, cg):
+        return f"{cg.reconstruct(self.dict_vt)}.{self.kind}()"
+
+    def __repr__(self):
+        return f"DictViewVariable({self.kind})"

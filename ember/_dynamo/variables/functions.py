@@ -16,11 +16,54 @@ __all__ = ["UserFunctionVariable", "UserMethodVariable", "NestedUserFunctionVari
 
 
 class CellVariable(VariableTracker):
-    """A cell of the captured frame: ``value`` is a VariableTracker (None: empty)."""
+    """A cell during capture. A cell made in the trace (MAKE_CELL, or a cell of an inlined
+    frame) holds ``value``, a VariableTracker (None: empty). A cell that exists outside the
+    trace (``real``: a closure's cell, or one a resume function was handed) is read through
+    ``contents_source`` (None: read as a constant), and a write to it is a side effect
+    replayed on ``write_expr`` (None: the cell object itself, as a constant). Every function
+    made in the trace over a cell shares this one variable, so ``nonlocal`` writes are seen
+    by every reader, and residual code rebuilds such functions over one real cell."""
 
-    def __init__(self, value=None, source=None):
-        super().__init__(source)
+    def __init__(self, value=None, real=None, contents_source=None, write_expr=None):
+        super().__init__()
         self.value = value
+        self.real, self.contents_source, self.write_expr = real, contents_source, write_expr
+
+    def contents(self, tx):
+        """The cell's current contents, or None when it is empty."""
+        if self.real is None:
+            return self.value
+        tx.output.side_effects.cell_reached(self.real, self.write_expr)
+        pending = tx.output.side_effects.pending_cell(self.real)
+        if pending is not None:
+            return pending
+        try:
+            value = self.real.cell_contents
+        except ValueError:
+            return None
+        from .builder import VariableBuilder
+        return VariableBuilder(tx, self.contents_source)(value)
+
+    def store(self, tx, value):
+        if self.real is None:
+            self.value = value
+        else:
+            tx.output.side_effects.cell_reached(self.real, self.write_expr)
+            tx.output.side_effects.store_cell(self.real, value, self.write_expr)
+
+    def reconstruct(self, cg):
+        """The real cell: the existing one, or (made in the trace) one new cell per capture,
+        filled with the contents the trace left in it."""
+        if self.real is not None:
+            return self.write_expr or cg.const(self.real, "cell")
+        hit = cg.cache.get(id(self))
+        if hit is None:
+            hit = cg.cache[id(self)] = cg.temp()
+            cg.lines.append(f"{hit} = {cg.const(types.CellType, 'CellType')}()")
+            if self.value is not None:  # (after caching: the contents may be a function
+                # over this very cell)
+                cg.lines.append(f"{hit}.cell_contents = {cg.reconstruct(self.value)}")
+        return hit
 
 
 def bind_args(tx, code, defaults, kwdefaults, args, kwargs, fn_name):
@@ -116,10 +159,15 @@ class UserFunctionVariable(VariableTracker):
             kwd = {k: VariableBuilder(tx, DefaultsSource(src, k, True) if src else None)(d)
                    for k, d in fn.__kwdefaults__.items()}
         bound = bind_args(tx, fn.__code__, defaults, kwd, args, kwargs, fn.__name__)
-        cells = []
-        for i, name in enumerate(fn.__code__.co_freevars):
-            cells.append(("real", fn.__closure__[i], i, name))
-        return tx.inline_call(fn.__code__, fn.__globals__, bound, cells, self)
+        from ..source import CellContentsSource
+        # read with a source, the function is guarded on its code only (a closure made for
+        # each call): its cells are found, and written, through that source as well
+        cells = {name: CellVariable(real=cell, contents_source=CellContentsSource(
+                     src, i, name) if src else None,
+                     write_expr=f"___getattr({src.expr()}, '__closure__')[{i}]" if src else None)
+                 for i, (name, cell) in enumerate(zip(fn.__code__.co_freevars,
+                                                      fn.__closure__ or ()))}
+        return tx.inline_call(fn.__code__, fn.__globals__, bound, cells)
 
     def __repr__(self):
         return f"UserFunctionVariable({getattr(self.fn, '__qualname__', self.fn)})"
@@ -142,12 +190,10 @@ class UserMethodVariable(VariableTracker):
 class NestedUserFunctionVariable(VariableTracker):
     """A function created by MAKE_FUNCTION inside the trace (lambda, closure, comprehension)."""
 
-    def __init__(self, code, f_globals, name, defaults=None, kwdefaults=None, closure=None,
-                 made_at=None):
+    def __init__(self, code, f_globals, name, defaults=None, kwdefaults=None, closure=None):
         super().__init__()
         self.code, self.f_globals, self.name = code, f_globals, name
         self.defaults, self.kwdefaults, self.closure = defaults, kwdefaults, closure
-        self.made_at = made_at  # (code, offset) of its MAKE_FUNCTION: may it be rebuilt
         self.wrapped = None  # functools.wraps' target: names and __wrapped__ read from it
 
     def python_type(self):
@@ -171,24 +217,20 @@ class NestedUserFunctionVariable(VariableTracker):
         if self.kwdefaults is not None:
             kwd = self.kwdefaults.items
         bound = bind_args(tx, self.code, d, kwd, args, kwargs, self.name)
-        cells = []
-        for i, name in enumerate(self.code.co_freevars):
-            cells.append(("var", self.closure.items[i], i, name))
-        return tx.inline_call(self.code, self.f_globals, bound, cells, self)
+        cells = dict(zip(self.code.co_freevars, self.closure.items if self.closure else ()))
+        return tx.inline_call(self.code, self.f_globals, bound, cells)
 
     def reconstruct(self, cg):
-        """Residual code that makes the function again: its code, globals, defaults and new
-        cells holding the captured values (where no one can tell them from the frame's: see
-        :meth:`_why_not_rebuilt`), then ``functools.wraps``' attributes."""
+        """Residual code that makes the function again: its code, globals, defaults and its
+        cells (the real ones: shared with the frame and every other function over them, see
+        CellVariable.reconstruct), then ``functools.wraps``' attributes."""
         hit = cg.cache.get(id(self))
         if hit is not None:
             return hit
-        why = self._why_not_rebuilt()
-        if why is not None:
-            unimplemented(f"cannot rebuild {self} in residual code ({why})")
-        cell = cg.const(types.CellType, "CellType")
-        cells = [f"{cell}()" if c.value is None else f"{cell}({cg.reconstruct(c.value)})"
-                 for c in (self.closure.items if self.closure is not None else ())]
+        cells = [c.reconstruct(cg) for c in (self.closure.items if self.closure else ())]
+        hit = cg.cache.get(id(self))
+        if hit is not None:  # a cell's contents was this function: made while filling it
+            return hit
         closure = f"({', '.join(cells)},)" if cells else "None"
         defaults = "None" if self.defaults is None else cg.reconstruct(self.defaults)
         t = cg.cache[id(self)] = cg.temp()
@@ -202,24 +244,6 @@ class NestedUserFunctionVariable(VariableTracker):
             cg.lines.append(f"{cg.const(functools.update_wrapper)}({t}, "
                             f"{cg.reconstruct(self.wrapped)})")
         return t
-
-    def _why_not_rebuilt(self):
-        """Why new cells would differ from the frame's (the resumed frame makes cells of its
-        own from the values passed to it): the function assigns a captured variable, or its
-        frame may assign one again after making it. None when neither can happen."""
-        import dis
-        from ..resume_execution import reachable
-        writes = ("STORE_DEREF", "DELETE_DEREF")
-        if any(i.opname in writes and i.argval in self.code.co_freevars
-               for i in dis.get_instructions(self.code)):
-            return "it assigns a nonlocal variable"
-        if self.made_at is None:
-            return "its frame is unknown"
-        owner, offset = self.made_at
-        for i in reachable(owner, offset):
-            if i.opname in writes and i.argval in self.code.co_freevars:
-                return f"its frame may assign the captured variable {i.argval!r} again"
-        return None
 
     def __repr__(self):
         return f"NestedUserFunctionVariable({self.name})"

@@ -193,6 +193,16 @@ class ListVariable(BaseListVariable):
             self._mutate(tx)
             self.items.extend(args[0].unpack_var_sequence(tx))
             return self
+        if name == "sort" and not args and set(kwargs) <= {"key", "reverse"}:
+            from .builtin import _order
+            ordered = _order(tx, sorted, [ListVariable(self.items)], kwargs)
+            self._mutate(tx)
+            self.items[:] = ordered.items
+            return ConstantVariable(None)
+        if name == "__imul__":
+            self._mutate(tx)
+            self.items[:] = self.items * args[0].as_python_constant()
+            return self
         return super().call_method(tx, name, args, kwargs)
 
 

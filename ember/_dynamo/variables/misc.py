@@ -203,6 +203,9 @@ class GradModeVariable(ContextManagerVariable):
         super().__init__()
         self.target, self.cls, self.initial = target, cls, initial
 
+    def python_type(self):
+        return self.cls
+
     def enter(self, tx):
         from ..._dispatch import tls
         self.initial = tls.state.grad_enabled
@@ -231,6 +234,13 @@ class ProfilerContextVariable(ContextManagerVariable):
     """``record_function(...)`` and the profilers' context managers in captured code: no-ops
     (as PyTorch's ProfilerContextVariable: the ranges of a compiled region are not recorded,
     the graph's kernels are what a profile shows)."""
+
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
 
     def enter(self, tx):
         return ConstantVariable(None)
@@ -268,6 +278,10 @@ class InferenceModeVariable(ContextManagerVariable):
         super().__init__()
         self.mode = mode
 
+    def python_type(self):
+        from ...autograd.grad_mode import inference_mode
+        return inference_mode
+
     def enter(self, tx):
         from ...autograd.grad_mode import _enter_inference_mode, inference_mode
         self.node, self.real = tx.output.enter_autocast(tx, _enter_inference_mode, [self.mode],
@@ -291,9 +305,9 @@ class WithExitVariable(VariableTracker):
         return ConstantVariable(None)
 
     def reconstruct(self, cg):
-        if isinstance(self.ctx, GradModeVariable):
+        if hasattr(self.ctx, "reconstruct_entered"):
             return self.ctx.reconstruct_entered(cg)
-        unimplemented("graph break inside an autocast block")
+        unimplemented(f"graph break inside a {type(self.ctx).__name__} block")
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -344,13 +358,18 @@ class UserDefinedClassVariable(VariableTracker):
             return InferenceModeVariable(bool(mode))
         from ...profiler import profile, record_function
         if issubclass(cls, (record_function, profile)):
-            return ProfilerContextVariable()
+            return ProfilerContextVariable(cls)
         if cls is functools.partial and args:
             from .functions import FunctoolsPartialVariable
             return FunctoolsPartialVariable(args[0], args[1:], kwargs)
         if cls is itertools.chain and not kwargs:
             from .lists import ListIteratorVariable
             return ListIteratorVariable([v for a in args for v in tx.unpack(a)])
+        if cls is itertools.product and set(kwargs) <= {"repeat"}:
+            from .lists import ListIteratorVariable, TupleVariable
+            repeat = kwargs["repeat"].as_python_constant() if kwargs else 1
+            return ListIteratorVariable([TupleVariable(list(t)) for t in itertools.product(
+                *[tx.unpack(a) for a in args], repeat=repeat)])
         if issubclass(cls, autocast):
             vals = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -874,6 +893,9 @@ class SuperVariable(VariableTracker):
     def __init__(self, cls, obj):
         super().__init__()
         self.cls, self.obj = cls, obj
+
+    def python_type(self):
+        return super
 
     def var_getattr(self, tx, name):
         from .functions import UserMethodVariable

@@ -1,8 +1,8 @@
 """``nn.Module`` objects during capture: guarded by identity, their attributes read through
 their parameter, buffer, submodule and ``__dict__`` tables (each read guarded: parameters and
 buffers become graph inputs with tensor guards, constants like ``training`` are guarded by
-value), their ``forward`` inlined when called (hooks present: a graph break). Attribute writes
-are side effects replayed after the graph."""
+value), their ``forward`` inlined when called, with their forward (pre-)hooks around it
+(backward hooks: a graph break). Attribute writes are side effects replayed after the graph."""
 import types
 
 from .base import VariableTracker, unimplemented
@@ -10,7 +10,14 @@ from .constant import ConstantVariable
 
 __all__ = ["NNModuleVariable"]
 
+# the tree walks modelled on the real module, with the tables besides ``_modules`` each reads
+_STRUCTURE_METHODS = {"parameters": ("_parameters",), "named_parameters": ("_parameters",),
+                      "buffers": ("_buffers",), "named_buffers": ("_buffers",),
+                      "children": (), "named_children": (), "modules": (),
+                      "named_modules": ()}
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+# which forward (pre-)hooks take keyword arguments: read by the trace, guarded as the hooks
+_HOOK_FLAG_DICTS = ("_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs")
 
 
 class NNModuleVariable(VariableTracker):
@@ -81,15 +88,19 @@ class NNModuleVariable(VariableTracker):
             return UserMethodVariable(cls_attr, self)
         return VariableBuilder(tx, None)(cls_attr)
 
-    def _guard_no_hooks(self, tx):
+    def _guard_hooks(self, tx):
+        """The module's hook tables, guarded by their keys. Forward (pre-)hooks are traced
+        around ``forward`` (:meth:`call_function`); backward hooks, hooks on a module read
+        without a source and global hooks are not captured."""
         from ..source import AttrSource
         from ...nn.modules import module as _mod
         m = self.module
-        for h in _HOOK_DICTS:
-            if getattr(m, h, None):
+        for h in _HOOK_DICTS + _HOOK_FLAG_DICTS:
+            table = getattr(m, h, None)
+            if table and ("backward" in h or self.source is None):
                 unimplemented(f"nn.Module hooks ({h}) on {type(m).__name__}")
-            if self.source is not None:
-                tx.output.guards.dict_keys(AttrSource(self.source, h), getattr(m, h))
+            if self.source is not None and table is not None:
+                tx.output.guards.dict_keys(AttrSource(self.source, h), table)
         for g in ("_global_forward_hooks", "_global_forward_pre_hooks",
                   "_global_backward_hooks", "_global_backward_pre_hooks"):
             if getattr(_mod, g, None):
@@ -102,12 +113,55 @@ class NNModuleVariable(VariableTracker):
         call = type(m).__call__
         if call is not Module.__call__:
             return UserFunctionVariable(call).call_function(tx, [self] + list(args), kwargs)
-        self._guard_no_hooks(tx)
+        self._guard_hooks(tx)
         fwd = self.var_getattr(tx, "forward")
-        return fwd.call_function(tx, args, kwargs)
+        if not (m._forward_pre_hooks or m._forward_hooks):
+            return fwd.call_function(tx, args, kwargs)
+        return self._call_with_hooks(tx, fwd, list(args), dict(kwargs))
+
+    def _call_with_hooks(self, tx, fwd, args, kwargs):
+        """``Module._call_impl`` with forward pre-hooks and forward hooks, in its order: each
+        pre-hook may replace the arguments, each hook the result."""
+        from .builder import VariableBuilder
+        from .dicts import ConstDictVariable
+        from .lists import TupleVariable
+        from ..source import AttrSource, GetItemSource
+        m = self.module
+
+        def hooks(table):
+            src = AttrSource(self.source, table)
+            return [(hid, VariableBuilder(tx, GetItemSource(src, hid))(hook))
+                    for hid, hook in getattr(m, table).items()]
+
+        def is_none(v):
+            return isinstance(v, ConstantVariable) and v.value is None
+        for hid, hook in hooks("_forward_pre_hooks"):
+            if hid in m._forward_pre_hooks_with_kwargs:
+                r = tx.call(hook, [self, TupleVariable(args), ConstDictVariable(kwargs)], {})
+                if not is_none(r):
+                    parts = tx.unpack(r) if isinstance(r, TupleVariable) else ()
+                    if len(parts) != 2 or not isinstance(parts[1], ConstDictVariable):
+                        unimplemented("forward pre-hook must return None or a tuple of "
+                                      "(new_args, new_kwargs)")
+                    args, kwargs = tx.unpack(parts[0]), dict(parts[1].items)
+            else:
+                r = tx.call(hook, [self, TupleVariable(args)], {})
+                if not is_none(r):
+                    args = tx.unpack(r) if isinstance(r, TupleVariable) else [r]
+        result = fwd.call_function(tx, args, kwargs)
+        for hid, hook in hooks("_forward_hooks"):
+            if hid in m._forward_hooks_with_kwargs:
+                r = tx.call(hook, [self, TupleVariable(args), ConstDictVariable(kwargs),
+                                   result], {})
+            else:
+                r = tx.call(hook, [self, TupleVariable(args), result], {})
+            if not is_none(r):
+                result = r
+        return result
 
     def call_method(self, tx, name, args, kwargs):
         from ...nn.modules.container import ModuleDict, ModuleList, Sequential
+        from ...nn.modules.module import Module
         from .lists import ListIteratorVariable, TupleVariable
         from .builder import VariableBuilder
         from ..source import GetItemSource
@@ -131,10 +185,56 @@ class NNModuleVariable(VariableTracker):
                 return ListIteratorVariable(vals)
             return ListIteratorVariable([TupleVariable([ConstantVariable(k), v])
                                          for k, v in zip(keys, vals)])
-        if name in ("parameters", "named_parameters", "buffers", "children", "modules",
-                    "named_children", "named_modules", "named_buffers"):
-            unimplemented(f"nn.Module.{name}() in captured code")
+        if name in _STRUCTURE_METHODS and getattr(type(m), name, None) is getattr(Module, name):
+            return self._structure(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _structure(self, tx, name, args, kwargs):
+        """``parameters()``, ``named_modules()`` and the other walks of the module tree: run
+        on the real module now (the tree is fixed for the capture: the key lists of the tables
+        walked are guarded), each module, parameter and buffer it yields read through the
+        table entries that lead to it (PyTorch's sources), as an iterator over them."""
+        from .builder import VariableBuilder
+        from .lists import ListIteratorVariable, TupleVariable
+        from ..source import AttrSource, GetItemSource
+        if self.source is None or not all(
+                v.is_python_constant() for v in list(args) + list(kwargs.values())):
+            unimplemented(f"nn.Module.{name}() in captured code")
+        tables = ("_modules",) + _STRUCTURE_METHODS[name]
+        sources = {}  # id(object) -> source: the first path to it, as the walk finds them
+
+        def walk(mod, src):
+            for table in tables:
+                t = mod.__dict__.get(table)
+                if t is None:
+                    continue
+                tsrc = AttrSource(src, table)
+                tx.output.guards.dict_keys(tsrc, t)
+                for k, v in t.items():
+                    if v is None:  # (skipped by the walk: guarded to stay so)
+                        tx.output.guards.constant_match(GetItemSource(tsrc, k), None)
+                    elif id(v) not in sources:
+                        sources[id(v)] = GetItemSource(tsrc, k)
+                        if table == "_modules":
+                            walk(v, sources[id(v)])
+        sources[id(self.module)] = self.source
+        walk(self.module, self.source)
+        result = getattr(self.module, name)(*[a.as_python_constant() for a in args],
+                                            **{k: v.as_python_constant()
+                                               for k, v in kwargs.items()})
+
+        def wrap(obj):
+            if id(obj) not in sources:  # (reached some other way: an overridden walk)
+                unimplemented(f"nn.Module.{name}() yielded an object outside the module tree")
+            src = sources[id(obj)]
+            if src.name() != self.source.name():
+                tx.output.module_attr_sources.add(src.name())
+            return VariableBuilder(tx, src)(obj)
+        if name.startswith("named_"):
+            items = [TupleVariable([ConstantVariable(n), wrap(o)]) for n, o in result]
+        else:
+            items = [wrap(o) for o in result]
+        return ListIteratorVariable(items)
 
     def has_unpack_var_sequence(self, tx):
         from ...nn.modules.container import ModuleDict, ModuleList, Sequential

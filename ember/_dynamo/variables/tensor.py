@@ -62,6 +62,13 @@ class TensorVariable(VariableTracker):
             return wrap_constant_like(tx, v)
         if name in ("T", "mT", "H", "mH", "real", "imag"):
             return tx.output.call_graph(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name == "grad" and self.source is not None and self.node.op == "placeholder":
+            # an input's gradient (an optimizer's or a clipping step's): read through its own
+            # source, so it is a graph input (or None) guarded as any other
+            from .builder import VariableBuilder
+            from ..source import AttrSource
+            real = next(v for n, v in tx.output.real_inputs if n is self.node)
+            return VariableBuilder(tx, AttrSource(self.source, "grad"))(real.grad)
         if name in ("grad", "data", "grad_fn", "_base", "_version"):
             unimplemented(f"Tensor.{name} read in a captured region")
         if not hasattr(self.python_type(), name):
