@@ -230,8 +230,11 @@ class Tensor:
                                "details.")
 
     def _resize_metadata(self, shape, memory_format=None):
-        """Give this tensor a new contiguous shape, growing its storage if needed (resize_)."""
+        """Give this tensor a new contiguous shape, growing its storage if needed (resize_); the
+        same shape without a memory format keeps its strides, as ATen's resize_impl."""
         shape = tuple(int(s) for s in shape)
+        if memory_format is None and shape == self._size:
+            return
         if any(s < 0 for s in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
                                f"[{', '.join(map(str, shape))}]")

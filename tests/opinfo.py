@@ -505,6 +505,9 @@ _ELSEWHERE = {
         _transformer_encoder_layer_fwd.out""",
     "set_ onto a storage (what Triton's interpreter uses): tests/test_triton_op.py": """
         set_.source_Storage set_.source_Storage_storage_offset""",
+    "set_ onto another tensor or a new storage: aliasing, versions and errors against PyTorch in "
+    "tests/test_alias_sweep.py": """
+        set_.default set_.source_Tensor set_.source_Tensor_storage_offset""",
     "values, gradients, out= and errors against PyTorch in tests/test_missing_ops_r3.py": """
         _batch_norm_no_update.default _batch_norm_no_update.out _batch_norm_with_update.default
         _batch_norm_with_update.out _batch_norm_with_update_functional.default

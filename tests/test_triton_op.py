@@ -150,5 +150,5 @@ def test_storage_cpu_copy_and_set_(cuda_device):
     with pytest.raises(RuntimeError, match="Attempted to set the storage of a tensor on device "
                                            "\"cpu\" to a storage on different device \"cuda:0\""):
         ember.empty(0).set_(d.untyped_storage(), 0, (1,))
-    with pytest.raises(TypeError, match="argument 'source' must be Storage, not Tensor"):
-        ember.empty(0).set_(ember.ones(3), 0, (1,))
+    # a Tensor source is set_.source_Tensor_storage_offset, as in PyTorch: its storage
+    assert ember.empty(0).set_(ember.arange(3.0), 1, (1,)).tolist() == [1.0]

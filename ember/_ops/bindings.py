@@ -423,7 +423,9 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
                  "bool": "isinstance({v}, bool)",
                  "str": "isinstance({v}, str)",
                  "Layout": "isinstance({v}, _layout_cls)",
-                 "MemoryFormat": "isinstance({v}, _mf_cls)"}.get(b)
+                 "MemoryFormat": "isinstance({v}, _mf_cls)",
+                 # (a Tensor goes to the Tensor-source overload: set_(source))
+                 "Storage": "not isinstance({v}, Tensor)"}.get(b)
         if b == "Scalar" and not a.is_list and scalar_tensors:
             # PyTorch's parser takes a 0-dim tensor that needs no grad as a Scalar (its value)
             lines.append(f"if {guard}not ({check.format(v=var)}):")

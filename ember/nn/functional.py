@@ -312,7 +312,16 @@ def _feature_dropout(name, input, p, training, inplace, dims):
                       f"{dims[1] - 2} spatial dimensions, a channel dimension, and an "
                       f"optional batch dimension (i.e. {dims[0]}D or {dims[1]}D inputs).",
                       stacklevel=3)
-    batched = nd != dims[0]
+    if name == "dropout2d" and nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+                      "to using dropout1d instead.", stacklevel=3)
+    # PyTorch's dropout2d takes every input as batched (a 3-D one as (N, C, L)), so its result
+    # is feature_dropout's own (the input itself when not training); the others add a batch dim
+    batched = name == "dropout2d" or nd == dims[1]
     x = input if batched else input.unsqueeze(0)
     if inplace:  # (an unbatched input is written through its unsqueezed view)
         ember.feature_dropout_(x, p, training)
@@ -625,7 +634,8 @@ def _chunked_linear_cross_entropy(input, linear_weight, target, linear_bias, wei
         out = ChunkedLinearCrossEntropy.apply(
             input, linear_weight, target, linear_bias, weight, reduction, ignore_index,
             opts.batch_chunk_size, acc, opts.allow_retain_graph)
-    return out if batched or reduction != "none" else out.squeeze(0)
+    # (squeezed whatever the reduction, as PyTorch's: a reduced loss is then a view of itself)
+    return out if batched else out.squeeze(0)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):

@@ -59,11 +59,13 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         return _aten._cdist_forward.default._call(x1, x2, p, compute_mode)
     mode = 0 if compute_mode is None else compute_mode
     if _uses_mm(p, mode, x1.size(-2), x2.size(-2)):
-        return _cdist_impl(x1, x2, p, compute_mode)
+        return _cdist_impl(x1, x2, p, compute_mode, _aten.view.default)
     return _aten._cdist_forward.default._call(x1, x2, p, compute_mode)
 
 
-def _cdist_impl(x1, x2, p, compute_mode):
+def _cdist_impl(x1, x2, p, compute_mode, view):
+    """The distances, shaped by ``view``: ``aten.view`` in cdist's own matrix-product path
+    (ATen's result is a view there), ``_unsafe_view`` inside _cdist_forward (a fresh tensor)."""
     a = _aten
     for name, x in (("X1", x1), ("X2", x2)):
         if not x._dtype.is_floating_point:
@@ -89,18 +91,18 @@ def _cdist_impl(x1, x2, p, compute_mode):
     if _uses_mm(p, mode, r1, r2):
         d = (a._euclidean_dist.default._call(x1, x2) if n == 1
              else a._euclidean_dist.default._call(e1, e2))
-        return a.view.default._call(d, out_shape)
+        return view._call(d, out_shape)
     if x2._dtype != x1._dtype:  # (ATen's distance loop reads both as x1's type)
         raise RuntimeError(f"expected scalar type {x1._dtype._short} but found "
                            f"{x2._dtype._short}")
     diff = a.sub.Tensor._call(a.unsqueeze.default._call(e1, -2),
                               a.unsqueeze.default._call(e2, -3), 1)
-    return a.view.default._call(p_norm(diff, p, -1), out_shape)
+    return a._unsafe_view.default._call(p_norm(diff, p, -1), out_shape)
 
 
 def _cdist_forward(x1, x2, p, compute_mode):
     _cdist_checks(x1, x2)
-    return _cdist_impl(x1, x2, p, compute_mode)
+    return _cdist_impl(x1, x2, p, compute_mode, _aten._unsafe_view.default)
 
 
 def _euclidean_dist(x1, x2):

@@ -78,7 +78,11 @@ def kron(self, other):
     sb = (1,) * (n - other.dim()) + tuple(other._size)
     a = _reshape(self, [x for s in sa for x in (s, 1)])
     b = _reshape(other, [x for s in sb for x in (1, s)])
-    return _reshape(A.mul.Tensor._call(a, b), [x * y for x, y in zip(sa, sb)])
+    product, shape = A.mul.Tensor._call(a, b), [x * y for x, y in zip(sa, sb)]
+    # ATen's _unsafe_view of the fresh product: the result is not a view
+    if _st.compute_view_stride(product._size, product._stride, shape) is None:
+        return _reshape(product, shape)
+    return A._unsafe_view.default._call(product, shape)
 
 
 def _chain_order(dims):
@@ -127,7 +131,7 @@ def linalg_multi_dot(tensors):
 
     r = _chain_product(mats, split, 0, n - 1)
     shape = ([] if first.dim() == 1 else [r._size[0]]) + ([] if last.dim() == 1 else [r._size[1]])
-    return _reshape(r, shape) if len(shape) != 2 else r
+    return A.view.default._call(r, shape)  # (a view even of the same shape, as ATen's)
 
 
 def _chain_product(mats, split, i, j):
@@ -218,15 +222,29 @@ def _sum_labels(t, labels, drop):
     return t, [c for c in labels if c not in drop]
 
 
-def _contract(a, la, b, lb, keep, sizes):
+def _align(t, labels, target):
+    """A view of ``t`` (dims ``labels``) with one dim per label of ``target``, in its order:
+    size 1 where ``t`` lacks the label."""
+    t = A.permute.default._call(t, [labels.index(c) for c in target if c in labels])
+    sizes = iter(t._size)
+    return _reshape(t, [next(sizes) if c in labels else 1 for c in target])
+
+
+def _contract(a, la, b, lb, keep, sizes, out):
     """One pairwise contraction as a bmm: batch (shared, kept), a-only, b-only, and contracted
-    (shared, not kept) labels."""
+    (shared, not kept) labels; as a product when nothing is contracted."""
     a, la = _sum_labels(a, la, {c for c in la if c not in lb and c not in keep})
     b, lb = _sum_labels(b, lb, {c for c in lb if c not in la and c not in keep})
     batch = [c for c in la if c in lb and c in keep]
     con = [c for c in la if c in lb and c not in keep]
     ao = [c for c in la if c not in lb]
     bo = [c for c in lb if c not in la]
+    if not con:
+        # nothing summed: ATen's sumproduct_pair multiplies, its operands laid out in the
+        # output's label order first, so the product (a new tensor) needs no permuting after
+        labels = [c for c in out if c in la or c in lb]
+        labels += [c for c in batch + ao + bo if c not in labels]
+        return A.mul.Tensor._call(_align(a, la, labels), _align(b, lb, labels)), labels
     pa = A.permute.default._call(a, [la.index(c) for c in batch + ao + con])
     pb = A.permute.default._call(b, [lb.index(c) for c in batch + con + bo])
     pa = A.expand.default._call(pa, tuple(sizes[c] for c in batch + ao + con), False)
@@ -277,10 +295,14 @@ def einsum(equation, tensors, path=None):
             keep = set(out)
             for _, lab in operands:
                 keep.update(lab)
-            operands.append(_contract(a, la, b, lb, keep, sizes))
+            operands.append(_contract(a, la, b, lb, keep, sizes, out))
         t, labels = operands[0]
         t, labels = _sum_labels(t, labels, {c for c in labels if c not in out})
-    t = A.permute.default._call(t, [labels.index(c) for c in out])
+    order = [labels.index(c) for c in out]
+    # an operand's labels put in the output's order are a view of it (ATen's permute); a
+    # computed result already in that order is returned as it is, not as a view of itself
+    if order != list(range(len(order))) or any(t is x for x in tensors):
+        t = A.permute.default._call(t, order)
     shape = tuple(sizes[c] for c in out)
     return t if tuple(t._size) == shape else A.expand.default._call(t, shape, False)
 

@@ -94,6 +94,11 @@ def nonzero_static(self, size, fill_value=-1):
 
 
 def resize_as_(self, the_template, memory_format=None):
+    """resize_ to the template's sizes in ``memory_format``, preserve_format meaning the
+    template's suggested one (ATen's resize_ then restride)."""
+    if memory_format is not None and memory_format._name == "preserve_format":
+        from .conversions import _suggest_memory_format
+        memory_format = _suggest_memory_format(the_template)
     return _aten.resize_.default._call(self, list(the_template._size), memory_format)
 
 
@@ -227,7 +232,7 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
         one = _aten.index_reduce.default._call(
             _aten.reshape.default._call(self, [1]), 0, index,
             _aten.reshape.default._call(source, [1]), reduce, include_self)
-        return _aten.reshape.default._call(one, [])
+        return _aten._unsafe_view.default._call(one, [])  # (a new tensor, as ATen's)
     if self._dtype in D.FLOAT8:
         # ATen's index_reduce kernel multiplies float8 (as float, rounding back), but its
         # mean/amax/amin reach add/maximum/minimum, which have no float8 kernel; scatter_reduce
@@ -584,7 +589,9 @@ def _histogramdd_counts(x, edges, weight, density):
             lin = lin * shape[d] + pos
         values = flat_w[keep] if flat_w is not None else \
             ember.ones(int(keep.sum()), dtype=x.dtype, device=x.device)
-        hist = hist.reshape(-1).index_add(0, lin[keep], values).reshape(shape)
+        # (ATen fills a new histogram: an _unsafe_view of the flat sum, not a view of it)
+        hist = _aten._unsafe_view.default._call(hist.reshape(-1).index_add(0, lin[keep], values),
+                                                shape)
     if density:
         hist = hist / hist.sum().item()
         for d, e in enumerate(edges):

@@ -73,10 +73,10 @@ def prelu(self, weight):
 # -- linear layers -----------------------------------------------------------------------------
 
 def linear(input, weight, bias=None):
-    """ATen's linear: one addmm when the bias can be fused (2-D input, or contiguous N-D input
-    folded to 2-D), else matmul and an add."""
+    """ATen's linear: one addmm when the bias can be fused (2-D input, or a contiguous 1-D or
+    N-D input folded to 2-D, the result a view), else matmul and an add."""
     aten = _aten
-    if bias is not None and input.dim() >= 2 and weight.dim() == 2:
+    if bias is not None and input.dim() >= 1 and weight.dim() == 2:
         if input.dim() == 2:
             return aten.addmm.default._call(bias, input, weight.t(), 1, 1)
         if input.is_contiguous():
@@ -176,7 +176,12 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
                 n = math.prod(input._size[2:])
                 v = flat.var(dims, correction=1 if n > 1 else 0).mean(0)
                 running_var.mul_(1 - momentum).add_(v * momentum)
-    return group_norm(input, input._size[1], weight, bias, eps)
+    # as ATen's: the (N, C, ...) input normalized as one sample of N*C channels (one group
+    # each, weight and bias repeated per sample), the result a view back to the input's shape
+    n, c = input._size[:2]
+    x = aten.reshape.default._call(input, [1, n * c, *input._size[2:]])
+    w, b = (None if t is None else aten.repeat.default._call(t, [n]) for t in (weight, bias))
+    return aten.view.default._call(group_norm(x, n * c, w, b, eps), list(input._size))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

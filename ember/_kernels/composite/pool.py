@@ -4,6 +4,7 @@ adaptive_max_pool1d, each expressed through the 2-D/3-D pooling ops (1-D ops poo
 ``(..., 1, L)`` view)."""
 from ..._core import strides as _st
 from ..._core.device import channels_last_3d
+from ..._dispatch import tls as _tls
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -50,7 +51,12 @@ def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
     p = _one("max_pool1d", "padding", padding)
     if p[0] < 0:
         raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p[0]}")
-    return max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+    out = max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+    if (self.requires_grad and _tls.state.grad_enabled) or getattr(self, "_fw_grad", None) \
+            or self._device.type != "cpu":
+        return out  # ATen's path through max_pool1d_with_indices: a view of the pooled tensor
+    # ATen's own CPU kernel when no gradient is needed: a new tensor, not a view
+    return _aten._unsafe_view.default._call(out, out._size)
 
 
 def max_pool2d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):

@@ -67,5 +67,7 @@ result_type_Scalar_Scalar = _result_type
 
 def broadcast_tensors(tensors):
     from ..._core.strides import broadcast_shapes
-    shape = list(broadcast_shapes(*[tuple(t.shape) for t in tensors]))
-    return [_aten.expand.default._call(t, shape, False) for t in tensors]
+    shape = tuple(broadcast_shapes(*[tuple(t.shape) for t in tensors]))
+    # (ATen's expand_outplace: a tensor already of the shape is returned itself)
+    return [t if tuple(t._size) == shape else _aten.expand.default._call(t, list(shape), False)
+            for t in tensors]

@@ -157,6 +157,10 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
             result = aten.unsqueeze.default._call(result, (dim % ndim) + 1)
     if len(q._size) == 0:
         result = aten.squeeze.dim._call(result, 0)
+    # ATen writes the quantiles into a new tensor of their (..., Q) layout moved to (Q, ...): a
+    # copy in the same layout, not a view of the steps' results
+    if result._is_view():
+        result = aten.clone.default._call(result, None)
     return result
 
 

@@ -7,6 +7,7 @@ import warnings
 from ..._core import dtype as D
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
+from ..._core.device import contiguous_format
 from ..._ops.overload import ops
 from ..._core.tensor_impl import _alias
 
@@ -136,11 +137,12 @@ def rot90(self, k=1, dims=(0, 1)):
     k %= 4
     d0, d1 = dims
     if k == 1:
-        return A.transpose.int._call(A.flip.default._call(self, [d1]), d0, d1)
+        # (transposed in place: ATen's result is the flip's, not a view of it)
+        return A.transpose_.default._call(A.flip.default._call(self, [d1]), d0, d1)
     if k == 2:
         return A.flip.default._call(self, list(dims))
     if k == 3:
-        return A.transpose.int._call(A.flip.default._call(self, [d0]), d0, d1)
+        return A.transpose_.default._call(A.flip.default._call(self, [d0]), d0, d1)
     return A.clone.default._call(self, None)
 
 
@@ -157,7 +159,8 @@ def repeat_interleave_self_int(self, repeats, dim=None, output_size=None):
     u = A.unsqueeze.default._call(t, d + 1)
     e = A.expand.default._call(u, tuple(shape[:d + 1] + [repeats] + shape[d + 1:]), False)
     shape[d] *= repeats
-    return _reshape(e, shape)
+    # ATen's clone of the expansion, then a view of it: never the input's memory (repeats=1)
+    return A.view.default._call(A.clone.default._call(e, contiguous_format), shape)
 
 
 def repeat_interleave_self_Tensor(self, repeats, dim=None, output_size=None):

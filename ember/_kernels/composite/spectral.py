@@ -92,9 +92,10 @@ def stft(self, n_fft, hop_length=None, win_length=None, window=None, normalized=
         out = A._fft_c2c.default._call(frames, [2], norm, True)
     else:
         out = A._fft_r2c.default._call(frames, [2], norm, onesided_)
-    out = A.transpose.int._call(out, 1, 2)
+    # (in place, as ATen's: the result is the transform's own tensor, not a view of it)
+    A.transpose_.default._call(out, 1, 2)
     if self.dim() == 1:
-        out = A.squeeze.dim._call(out, 0)
+        A.squeeze_.dim._call(out, 0)
     return out if return_complex_ else A.view_as_real.default._call(out)
 
 

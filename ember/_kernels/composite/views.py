@@ -50,14 +50,15 @@ def view_dtype(self, dtype):
 
 
 def reshape(self, shape):
-    """A view when the strides allow one, else a contiguous copy viewed as ``shape``."""
+    """A view when the strides allow one, else a contiguous copy of shape ``shape`` (ATen's
+    ``_unsafe_view`` of the clone: not a view, its own version counter)."""
     if self._storage_ is None:
         raise RuntimeError("reshape is not implemented for sparse tensors")
     shape = _st.infer_size(tuple(shape), _st.numel(self._size))
     if _st.compute_view_stride(self._size, self._stride, shape) is not None:
         return ops.aten.view.default._call(self, shape)
     copy = ops.aten.clone.default._call(self, contiguous_format)
-    return ops.aten.view.default._call(copy, shape)
+    return ops.aten._unsafe_view.default._call(copy, shape)
 
 
 def as_strided(self, size, stride, storage_offset=None):
@@ -502,6 +503,37 @@ def set__source_Storage_storage_offset(self, source, storage_offset, size, strid
         storage.resize_(need)
     self._storage = storage
     return _restride(self, size, stride, storage_offset)
+
+
+def set__source_Tensor(self, source):
+    """``self`` takes ``source``'s storage and geometry (a no-op on itself)."""
+    if source is self:
+        return self
+    _check_set_dtype(self, source)
+    return set__source_Storage_storage_offset(self, source._storage, source._offset,
+                                              source._size, source._stride)
+
+
+def set__source_Tensor_storage_offset(self, source, storage_offset, size, stride=()):
+    """``source``'s storage read as ``self``'s dtype (ATen checks no dtype here), the offset
+    counted from the source's own."""
+    if not source.is_contiguous():
+        raise RuntimeError("passed in tensor to be used as storage must be contiguous")
+    return set__source_Storage_storage_offset(self, source._storage,
+                                              storage_offset + source._offset, size, stride)
+
+
+def set_(self):
+    """``self`` becomes an empty tensor on a new empty storage of its device."""
+    from ..._core.storage import UntypedStorage
+    return set__source_Storage_storage_offset(self, UntypedStorage(0, device=self._device), 0,
+                                              (0,), ())
+
+
+def _check_set_dtype(self, source):
+    if source._dtype != self._dtype:
+        raise RuntimeError(f"Could not set tensor of type {source._dtype._cpp} to a tensor of "
+                           f"type {self._dtype._cpp}")
 
 
 def _storage_of(source):

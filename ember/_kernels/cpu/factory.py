@@ -17,7 +17,8 @@ from ...backends._context import fill_uninitialized, fills_uninitialized
 from ..._core.dtype import get_default_dtype
 from ..._core.storage import from_array
 from ..._core.tensor_impl import empty_tensor, make_tensor
-from ..rules.factory import check_fill, check_size, memory_format_strides, scalar_dtype
+from ..rules.factory import (check_fill, check_resize_memory_format, check_size,
+                             memory_format_strides, scalar_dtype)
 from ._util import nd, wrap
 from .copy import copy_
 
@@ -160,8 +161,7 @@ def zero_(self):
 
 
 def resize_(self, size, memory_format=None):
-    if memory_format is not None:
-        memory_format_strides(size, memory_format)  # PyTorch's rank check for channels_last
+    check_resize_memory_format(size, memory_format)
     old_nbytes = self._storage.nbytes()
     self._resize_metadata(size, memory_format)
     if self._storage.nbytes() > old_nbytes:

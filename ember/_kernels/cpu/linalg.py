@@ -631,7 +631,8 @@ def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
     sx, sa = check_triangular_solve(self, A)
     a = nd(A)
     x = _solve_triangular(a, nd(self), sx, upper, True, unitriangular, 1 if transpose else 0)
-    return wrap(x), wrap(np.ascontiguousarray(np.broadcast_to(a, sa)))
+    # (a copy even when A needs no broadcasting: cloned_coefficient never aliases A)
+    return wrap(x), wrap(np.broadcast_to(a, sa).copy())
 
 
 def cholesky_solve(self, input2, upper=False):

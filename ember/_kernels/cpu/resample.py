@@ -304,7 +304,8 @@ for _m in PAD_MODES:
 
 
 # ---------------------------------------------------------------------------------------------
-# pixel_shuffle / pixel_unshuffle: reshape + transpose
+# pixel_shuffle / pixel_unshuffle: reshape + transpose, always into a new array (a factor of 1
+# would leave NumPy's transpose contiguous: ATen's result never aliases the input)
 
 
 def pixel_shuffle(self, upscale_factor):
@@ -315,7 +316,7 @@ def pixel_shuffle(self, upscale_factor):
     n = len(lead)
     a = x.reshape(*lead, c // (r * r), r, r, h, w)
     a = a.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return wrap(contiguous(a).reshape(shape))
+    return wrap(a.copy(order="C").reshape(shape))
 
 
 def pixel_unshuffle(self, downscale_factor):
@@ -326,4 +327,4 @@ def pixel_unshuffle(self, downscale_factor):
     n = len(lead)
     a = x.reshape(*lead, c, h // r, r, w // r, r)
     a = a.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return wrap(contiguous(a).reshape(shape))
+    return wrap(a.copy(order="C").reshape(shape))

@@ -38,6 +38,7 @@ from ..._core.dtype import get_default_dtype
 from ..._dispatch.keys import K, bit
 from ..._ops.overload import ops
 from ..._core.tensor_impl import empty_tensor, make_tensor
+from ..rules.factory import check_resize_memory_format
 from ..._tensor import Tensor  # the frontend class itself: isinstance checks on op arguments
 from . import (arrays, attention, blas, conv, foreach, fused, pointwise, random, reduction,
                shared, tensor_ops)
@@ -143,6 +144,7 @@ def _host_allocator():
 def resize_(self, size, memory_format=None):
     """Grow or shrink the tensor's view of its storage; a larger one moves to a new block
     (the old bytes copied on the device), as PyTorch's resize_ on CUDA."""
+    check_resize_memory_format(size, memory_format)
     with _cuda().device(self._device.index):
         self._resize_metadata(size, memory_format)
     return self

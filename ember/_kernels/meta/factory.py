@@ -10,8 +10,9 @@ from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.dtype import get_default_dtype
 from ..._core.tensor_impl import empty_tensor
-from ..rules.factory import (arange_dtype, arange_params, check_eye, check_size, check_steps,
-                             linspace_dtype, memory_format_strides, normal_tensor_dtype, scalar_dtype)
+from ..rules.factory import (arange_dtype, arange_params, check_eye, check_resize_memory_format,
+                             check_size, check_steps, linspace_dtype, normal_tensor_dtype,
+                             scalar_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,8 +85,7 @@ def meta_zero_(self):
 
 
 def meta_resize_(self, size, memory_format=None):
-    if memory_format is not None:
-        memory_format_strides(size, memory_format)  # PyTorch's rank check for channels_last
+    check_resize_memory_format(size, memory_format)
     self._resize_metadata(size, memory_format)
     return self
 

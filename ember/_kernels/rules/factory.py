@@ -98,6 +98,15 @@ def scalar_dtype(value):
     return get_default_dtype()
 
 
+def check_resize_memory_format(size, memory_format):
+    """resize_'s memory_format: preserve_format is refused (ATen's message), channels_last needs
+    its rank."""
+    if memory_format is not None:
+        if getattr(memory_format, "_name", None) == "preserve_format":
+            raise RuntimeError("Unsupported memory formatPreserve")
+        memory_format_strides(size, memory_format)
+
+
 def memory_format_strides(size, memory_format):
     """Strides of a fresh tensor in ``memory_format`` (None or contiguous_format: row-major)."""
     name = getattr(memory_format, "_name", "contiguous_format")
