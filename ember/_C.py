@@ -159,6 +159,15 @@ class ScriptModule:
                         "script module to build; use ember.jit.script or ember.jit.trace")
 
 
+class ScriptMethod:
+    """``torch._C.ScriptMethod``: a compiled TorchScript method of a ``ScriptModule``. ember
+    compiles no TorchScript (a script module's methods are Python), so nothing is an instance
+    of it; code names it in ``isinstance`` checks (torchview's recorder)."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("torch._C.ScriptMethod: No constructor defined!")
+
+
 # the metaclass of the tensor classes (``type(torch.Tensor)``): PyTorch's is a C type under its
 # TensorBase; ember's Tensor is a Python class, so it is ``type``
 _TensorMeta = type(_Tensor)

@@ -133,6 +133,9 @@ class TypedStorage:
     def nbytes(self):
         return self._untyped_storage.nbytes()
 
+    def __sizeof__(self):
+        return super().__sizeof__() + self.nbytes()
+
     def element_size(self):
         return self.dtype.itemsize
 

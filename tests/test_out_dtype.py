@@ -150,6 +150,9 @@ def _internal_calls(L, a, m, p, spd):
             [(f32, (4, 3))]),
         "conv_tbc.out": (lambda o: aa.conv_tbc.out(L.rand(4, 1, 2), L.rand(3, 2, 2), b[:2], 1,
                                                    out=o[0]), [(f32, (4, 1, 2))]),
+        "_convolution.out": (lambda o: aa._convolution.out(
+            x4, L.rand(2, 1, 3, 3), b[:2], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, False,
+            False, True, True, out=o[0]), [(f32, (1, 2, 4, 4))]),
         "nuclear_norm.dim_out": (lambda o: aa.nuclear_norm.dim_out(m, [0, 1], False, out=o[0]),
                                  [(f32, ())]),
         "nonzero_static.out": (lambda o: aa.nonzero_static.out(mask, size=4, fill_value=-1,

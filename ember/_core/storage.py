@@ -105,6 +105,10 @@ class UntypedStorage:
     def __len__(self):
         return self._nbytes
 
+    def __sizeof__(self):
+        # (sys.getsizeof counts the bytes held, as PyTorch's: torchinfo's "Input size (MB)")
+        return super().__sizeof__() + self._nbytes
+
     def element_size(self):
         return 1
 

@@ -85,6 +85,10 @@ class OpOverload:
     def __hash__(self):
         return id(self)
 
+    # an op is unique: copying a table keyed by ops keeps its keys (ptflops' aten counter)
+    def __deepcopy__(self, memo=None):
+        return self
+
     def __reduce__(self):
         return (_resolve_overload, (self._ns, self._opname, self._overloadname))
 
@@ -114,6 +118,9 @@ class OpOverloadPacket:
 
     def overloads(self):
         return list(self._overloads)
+
+    def __deepcopy__(self, memo=None):
+        return self
 
     def __repr__(self):
         return f"<OpOverloadPacket(op='{self._ns}.{self.__name__}')>"

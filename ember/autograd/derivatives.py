@@ -846,6 +846,12 @@ def _recorder(plan, rev_record, post):
         levels = _forward.levels_of(a, diff_args, is_list_arg) if _fw.visible else ()
         if not levels:
             return rev_record(ks, a)
+        if not info.fw_formulas and any(diff_mask):
+            # PyTorch's VariableType runs the op's decomposition for forward AD instead: its
+            # ops carry the tangents and record the backward graph
+            decomposition = _jvp_decomposition(entry)
+            if decomposition is not None:
+                return decomposition(*a)
         _forward.check_supported(info, name, levels, diff_mask)
         original = None
         if inplace and info.fw_uses_self:
@@ -861,6 +867,14 @@ def _recorder(plan, rev_record, post):
         _forward.propagate(info, entry, levels, a, out, original, inplace, diff_mask, multi)
         return out
     return record
+
+
+def _jvp_decomposition(entry):
+    from .._decomp.decompositions_for_jvp import jvp_decomposition
+    from .._ops.overload import _resolve_overload
+    ns, _, rest = entry.qualname.partition("::")
+    name, _, overload = rest.partition(".")
+    return jvp_decomposition(_resolve_overload(ns, name, overload or "default"))
 
 
 def _requires_grad(a, is_list):
@@ -1065,11 +1079,12 @@ def install(lib):
     for e in _load_yaml():
         schema = parse_schema(e["name"])
         raw[_qualname(schema)] = e
-        # PyTorch numbers nodes per op name with the in-place "_" dropped (fill_ -> FillBackward2)
+        # PyTorch numbers nodes per CamelCase name, the in-place "_" and leading underscores
+        # dropped (fill_ -> FillBackward2, _convolution -> ConvolutionBackward1)
         base = schema.base_name[:-1] if schema.base_name.endswith("_") and not \
             schema.base_name.endswith("__") else schema.base_name
-        n = counters.get(base, 0)
-        counters[base] = n + 1
+        n = counters.get(_camel(base), 0)
+        counters[_camel(base)] = n + 1
         qual = _qualname(schema)
         entry = _d.get_entry(qual)
         if entry is None:

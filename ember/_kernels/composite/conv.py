@@ -1,6 +1,7 @@
-"""CompositeImplicitAutograd convolution entry points (ATen's Convolution.cpp front ends):
+"""The convolution entry points of ATen's Convolution.cpp above ``aten::convolution``:
 conv1d/2d/3d (with int or 'same'/'valid' padding) and conv_transpose1d/2d/3d, which add the
-unbatched case and string padding on top of ``aten::convolution``."""
+unbatched case and string padding, and ``_convolution``, its older signature with the backend
+flags."""
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -24,6 +25,13 @@ def _conv(k, name, input, weight, bias, stride, padding, dilation, groups, trans
     y = aten.convolution.default._call(x, weight, bias, list(stride), list(padding),
                                        list(dilation), transposed, list(output_padding), groups)
     return aten.squeeze.dim._call(y, 0) if unbatched else y
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                 benchmark, deterministic, cudnn_enabled, allow_tf32):
+    # (the flags choose among cuDNN's algorithms in PyTorch: ember has one implementation)
+    return _aten.convolution.default._call(input, weight, bias, stride, padding, dilation,
+                                           transposed, output_padding, groups)
 
 
 def _conv_padding_str(k, name, input, weight, bias, stride, padding, dilation, groups):

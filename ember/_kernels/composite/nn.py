@@ -6,6 +6,7 @@ call."""
 import math
 
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._ops.overload import ops
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
@@ -306,16 +307,17 @@ def _check_p(p):
 
 
 def _noise(input, p, feature):
-    """Keep-mask of 0/1 values in input's dtype, one per element or per (sample, channel):
-    ``bernoulli(1 - p)`` of a new contiguous tensor, as ATen's ``bernoulli_`` (the functional
-    op, so that functionalized graphs need no in-place one)."""
+    """Keep-mask of 0/1 values in input's dtype, as ATen's: ``bernoulli_(1 - p)`` of
+    ``empty_like(input)``, whose draws fill it in the input's memory order (a transposed or
+    channels-last input keeps its strides there), or, for feature dropout, of a new contiguous
+    tensor with one element per (sample, channel)."""
     if feature:
         if input.dim() < 2:
             raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-        shape = input._size[:2] + (1,) * (input.dim() - 2)
+        noise = input.new_empty(input._size[:2] + (1,) * (input.dim() - 2))
     else:
-        shape = input._size
-    return _aten.bernoulli.p._call(input.new_empty(shape), 1 - p, None)
+        noise = _aten.empty_like.default._call(input, None, None, None, None, None)
+    return _aten.bernoulli_.float._call(noise, 1 - p, None)
 
 
 def _dropout_impl(input, p, train, feature, alpha, inplace=False):
@@ -338,10 +340,12 @@ def dropout(input, p, train):
     if train and 0 < p < 1 and input.numel():
         if input._device.type != "cpu":  # ATen's is_fused_kernel_acceptable
             return _aten.native_dropout.default._call(input, p, True)[0]
-        # ATen's CPU dropout multiplies by noise.div_(1 - p), the noise bernoulli_(1 - p) of a
-        # contiguous tensor: native_dropout's mask of a contiguous input is those draws, and
-        # one op the graph passes know as random
-        x = input if input.is_contiguous() else input.contiguous()
+        # ATen's CPU dropout multiplies by noise.div_(1 - p), the noise bernoulli_(1 - p) of
+        # empty_like(input): native_dropout's mask of the input laid out as empty_like lays it
+        # out (its own strides when dense) is those draws, and one op the graph passes know as
+        # random
+        x = input if _st.is_non_overlapping_and_dense(input._size, input._stride) \
+            else _aten.clone.default._call(input, None)
         keep = _aten.native_dropout.default._call(x, p, True)[1]
         return input.mul(keep.to(input._dtype).div_(1 - p))
     return _dropout_impl(input, p, train, False, False)

@@ -4,6 +4,7 @@ randperm.generator_out), bernoulli's functional forms (empty_like + bernoulli_),
 device, because the ops they call have a kernel per device.
 """
 from ..._core import dtype as D
+from ..._core.device import contiguous_format
 from ..._ops.overload import ops
 from ..generic import write_checked, write_out
 from .factory import empty_like
@@ -25,12 +26,18 @@ def randperm_out(n, out):
 
 
 def bernoulli(self, generator=None):
-    """Each element is 1 with probability ``self`` at that place."""
-    return ops.aten.bernoulli_.Tensor._call(empty_like(self), self, generator)
+    """Each element is 1 with probability ``self`` at that place. As ATen's, the result is
+    contiguous whatever ``self``'s strides (LEGACY_CONTIGUOUS_MEMORY_FORMAT), so the draws fill
+    it in logical order."""
+    return ops.aten.bernoulli_.Tensor._call(_contiguous_like(self), self, generator)
 
 
 def bernoulli_p(self, p, generator=None):
-    return ops.aten.bernoulli_.float._call(empty_like(self), p, generator)
+    return ops.aten.bernoulli_.float._call(_contiguous_like(self), p, generator)
+
+
+def _contiguous_like(self):
+    return empty_like(self, memory_format=contiguous_format)
 
 
 def bernoulli_Tensor(self, p, generator=None):

@@ -22,7 +22,8 @@ from ..registration import register
 from . import add_rows as _add_rows
 from . import batch_norm as _batch_norm
 from . import generated as _generated
-from ._util import add_rows_at, array_module, check_all, check_index_range, nd, wrap
+from ._util import (add_rows_at, array_module, check_all, check_index_range, contiguous, nd,
+                    wrap)
 from .pointwise_values import _fma
 from .random import bernoulli_mask
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
@@ -386,6 +387,13 @@ def _rows(x):
     return x.reshape(1) if x.ndim == 0 else x
 
 
+def _row_result(r, like, dt):
+    """The softmax kernels' result ``r`` shaped as ``like``, contiguous whatever the inputs'
+    strides (ATen's structured kernels set it so; NumPy would keep a transposed input's
+    order), as a tensor of dtype ``dt``."""
+    return _res(contiguous(r).reshape(like._size), dt)
+
+
 def _softmax(self, dim, half_to_float):
     d = check_softmax(self, dim, half_to_float)
     x = _rows(_arr(self))
@@ -393,12 +401,12 @@ def _softmax(self, dim, half_to_float):
         return _res(x.copy(), self._dtype)
     e = _generated.softmax(x, d)
     if e is not None:
-        return _res(e.reshape(self._size), self._dtype)
+        return _row_result(e, self, self._dtype)
     with _quiet():
         e = x - x.max(axis=d, keepdims=True)
         np.exp(e, out=e)
         e /= e.sum(axis=d, keepdims=True)
-    return _res(e.reshape(self._size), self._dtype)
+    return _row_result(e, self, self._dtype)
 
 
 def _log_softmax(self, dim, half_to_float):
@@ -412,7 +420,7 @@ def _log_softmax(self, dim, half_to_float):
     rounded = self._dtype in _HALF and d == x.ndim - 1 and self._device.type == "cpu"
     r = None if rounded else _generated.softmax(x, d, log=True)
     if r is not None:
-        return _res(r.reshape(self._size), self._dtype)
+        return _row_result(r, self, self._dtype)
     with _quiet():
         r = x - x.max(axis=d, keepdims=True)
         total = np.exp(r).sum(axis=d, keepdims=True)
@@ -422,7 +430,7 @@ def _log_softmax(self, dim, half_to_float):
         else:
             total = np.log(total)
         r -= total
-    return _res(r.reshape(self._size), self._dtype)
+    return _row_result(r, self, self._dtype)
 
 
 def _softmax_backward_data(grad_output, output, dim, input_dtype):
@@ -430,10 +438,10 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
     gy = _generated.softmax_backward(g, y, d)
     if gy is not None:
-        return _res(gy.reshape(output._size), input_dtype)
+        return _row_result(gy, output, input_dtype)
     gy = g * y
     gy -= y * gy.sum(axis=d, keepdims=True)
-    return _res(gy.reshape(output._size), input_dtype)
+    return _row_result(gy, output, input_dtype)
 
 
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
@@ -441,12 +449,12 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
     r = _generated.softmax_backward(g, y, d, log=True)
     if r is not None:
-        return _res(r.reshape(output._size), input_dtype)
+        return _row_result(r, output, input_dtype)
     with _quiet():
         r = np.exp(y)
         r *= -g.sum(axis=d, keepdims=True)
         r += g
-    return _res(r.reshape(output._size), input_dtype)
+    return _row_result(r, output, input_dtype)
 
 
 # ---------------------------------------------------------------------------------------------

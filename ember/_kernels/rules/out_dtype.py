@@ -275,7 +275,7 @@ OUT_GIVES_DTYPE = {"sum.dim_IntList", "prod.dim_int"}
 _OUT_COPY_ARG = set("""
     _adaptive_avg_pool2d.out _adaptive_avg_pool2d_backward.out _adaptive_avg_pool3d.out
     _adaptive_avg_pool3d_backward.out _batch_norm_no_update.out _cdist_backward.out
-    _cdist_forward.out _conj_physical.out _euclidean_dist.out
+    _cdist_forward.out _conj_physical.out _convolution.out _euclidean_dist.out
     _fake_quantize_learnable_per_channel_affine.out _fake_quantize_learnable_per_tensor_affine.out
     _fake_quantize_per_tensor_affine_cachemask_tensor_qparams.out
     fake_quantize_per_channel_affine_cachemask.out fake_quantize_per_tensor_affine_cachemask.out _masked_softmax.out
