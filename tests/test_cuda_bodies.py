@@ -141,7 +141,9 @@ def _site(e):
     return f"{f.filename.rsplit('/ember/', 1)[1]}:{f.lineno}"
 
 
-def _same(got, expected, desc, rtol=1e-6, atol=0):
+def _same(got, expected, desc, rtol=1e-6, atol=1e-12):
+    # (atol: a value that cancels to zero on one side may be a rounding step off it on the
+    # other, 1.5e-16 beside 0.0 in native_batch_norm's centred input)
     if isinstance(expected, (tuple, list)):
         for g, e in zip(got, expected):
             _same(g, e, desc, rtol, atol)
