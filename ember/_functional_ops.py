@@ -4,6 +4,7 @@ arguments and shape the result. Exported from ``ember`` (and the matching ``Tens
 import functools
 
 from . import overrides as _overrides
+from ._core.device import strided as _strided
 from ._ops.overload import ops as _ops
 from ._tensor import Tensor as _Tensor
 
@@ -65,6 +66,10 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa
             return linalg.matrix_norm(input, p, mdims, keepdim, dtype=dtype, **kw)
         p = 2
     p = 2.0 if p is None else p
+    if input.layout == _strided:  # PyTorch's dense tensors take linalg.vector_norm (its checks)
+        from . import linalg
+        kw = {} if out is None else {"out": out}
+        return linalg.vector_norm(input, p, dims, keepdim, dtype=dtype, **kw)
     dims = [] if dims is None else list(dims)  # [] reduces every dim
     aten = _ops.aten
     if dtype is None:

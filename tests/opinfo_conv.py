@@ -62,6 +62,10 @@ _CONV = [
 ]
 _add("convolution.default", _gen(_CONV), _F + ("int64",), "convolution.out", rtol=1e-4)
 _add("convolution.default", _gen(_CONV[:2]), ("float16", "bfloat16"), rtol=2e-2, atol=1.0)
+# _convolution: convolution's arguments and four backend flags, which change nothing on the CPU
+_add("_convolution.default",
+     _gen([(lambda d, build=build: build(d) + (False, True, True, True), desc)
+           for build, desc in _CONV]), _F, "_convolution.out", rtol=1e-4)
 
 
 def _conv_front(k, transposed=False):

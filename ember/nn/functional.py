@@ -22,6 +22,7 @@ from .. import overrides as _overrides
 from .._ops.overload import ops
 from ..overrides import _TF_ON
 from . import _reduction as _Reduction
+from .._kernels.rules.nn import check_loss_dtype as _check_loss_dtype
 
 
 class _ScalingType(enum.IntEnum):
@@ -523,7 +524,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
-    return _aten.softmax.int(-input if dtype is None else -input.to(dtype), dim, None)
+    return _aten.softmax.int(-input, dim, dtype)  # (negated before the conversion, as PyTorch)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
@@ -660,6 +661,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_loss_dtype("smooth_l1_loss", input, target)
     d = ember.abs(input - target)
     if beta == 0:
         return _reduce(d, reduction)
@@ -671,6 +673,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size("huber_loss", input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_loss_dtype("huber_loss", input, target)
     d = ember.abs(input - target)
     loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
@@ -708,15 +711,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", stacklevel=2)
-    if log_target:
-        loss = ember.exp(target) * (target - input)
-    else:
-        loss = ember.xlogy(target, target) - target * input if hasattr(ember, "xlogy") else \
-            ember.where(target > 0, target * ember.log(target), ember.zeros((), dtype=target.dtype)) - \
-            target * input
-    if reduction == "batchmean":
-        return loss.sum() / input.size(0) if input.dim() else loss.sum()
-    return _reduce(loss, reduction)
+    # aten::kl_div (its dtype checks included), batchmean as its sum over the batch size
+    reduced = _aten.kl_div.default(input, target,
+                                   _reduction_enum("sum" if reduction == "batchmean" else
+                                                   reduction), log_target=log_target)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size(0)
+    return reduced
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
@@ -732,20 +733,21 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = ember.full(input.shape, float(var), dtype=input.dtype)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if var.size() != input.size():
         if input.size()[:-1] == var.size():
             var = var.unsqueeze(-1)
-        elif input.size()[:-1] == var.size()[:-1] and var.size(-1) == 1:
-            pass
-        else:
+        elif not (input.dim() == var.dim() and
+                  sum(v for i, v in zip(input.size(), var.size()) if i != v) == 1):
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
+    # a clamp outside the graph: var's gradient passes unclamped, as PyTorch's; and in place,
+    # so an integer var is refused as PyTorch refuses it ("result type Float can't be cast")
+    var = var.clone()
     with ember.no_grad():
-        clamped = ember.maximum(var, ember.full((), eps, dtype=var.dtype))
-    var = var + (clamped - var).detach()  # clamp without blocking var's gradient
+        var.clamp_(min=eps)
     loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -826,7 +828,10 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(-logsigmoid(target * input), reduction)
+    # ATen's arithmetic, in place on a copy of the input's dtype: log(1 + exp(-input * target))
+    # (so an integer input is refused at exp_, as PyTorch refuses it)
+    # (log1p out of place: exp_'s gradient reads its result)
+    return _reduce(ember.neg(input).mul_(target).exp_().log1p(), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -863,6 +868,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _multilabel_margin_shape_check(input, target)
+    _check_loss_dtype("multilabel_margin_loss", input)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(x.shape).numpy()
     n, c = x.shape
@@ -887,6 +893,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    _check_loss_dtype("multi_margin_loss", input)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target.reshape(-1)
     c = x.size(1)

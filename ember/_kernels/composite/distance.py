@@ -9,6 +9,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import contiguous_format
 from ..._ops.overload import ops
+from ..rules.nn import check_cosine_similarity, check_kl_div
 from .predicates import broadcast_tensors
 
 _aten = ops.aten
@@ -20,6 +21,8 @@ def p_norm(x, p, dim, keepdim=False):
     gradient)."""
     a = _aten
     dim = [dim] if isinstance(dim, int) else list(dim)
+    if x._dtype.is_complex:  # the norm of the moduli: a real result
+        x = a.abs.default._call(x)
     if p == 2:
         return a.sqrt.default._call(a.sum.dim_IntList._call(a.mul.Tensor._call(x, x), dim,
                                                             keepdim, None))
@@ -92,6 +95,8 @@ def _cdist_impl(x1, x2, p, compute_mode, view):
         d = (a._euclidean_dist.default._call(x1, x2) if n == 1
              else a._euclidean_dist.default._call(e1, e2))
         return view._call(d, out_shape)
+    if x1._dtype not in (D.float32, D.float64):  # (ATen's distance loop: float, double)
+        raise NotImplementedError(f"\"cdist\" not implemented for '{x1._dtype._short}'")
     if x2._dtype != x1._dtype:  # (ATen's distance loop reads both as x1's type)
         raise RuntimeError(f"expected scalar type {x1._dtype._short} but found "
                            f"{x2._dtype._short}")
@@ -221,6 +226,7 @@ def _pdist_backward(grad, self, p, pdist):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    check_cosine_similarity(x1, x2)
     x1, x2 = broadcast_tensors([x1, x2])  # ATen broadcasts before reducing over dim
     a = _aten
     epst = a.full.default._call([], eps, x1._dtype, None, x1._device, None)
@@ -241,6 +247,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
 def kl_div(self, target, reduction=1, log_target=False):
     """aten::kl_div (Loss.cpp): pointwise target * (log target - input), reduced by the
     integer ``reduction`` (0 none, 1 mean, 2 sum)."""
+    check_kl_div(self, target)
     a = _aten
     if log_target:
         loss = a.mul.Tensor._call(a.exp.default._call(target),

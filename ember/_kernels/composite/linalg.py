@@ -11,6 +11,8 @@ import warnings
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from ..rules.linalg import (check_float, check_lstsq_matrix_rank_dtype, check_pinv_dtype,
+                            check_square)
 
 
 A = ops.aten
@@ -21,7 +23,8 @@ def _reshape(t, shape):
 
 
 def _mH(t):
-    return A.transpose.int._call(t, -2, -1)
+    """The conjugate transpose (PyTorch's ``mH``: a lazy conjugate of the transpose)."""
+    return A.conj.default._call(A.transpose.int._call(t, -2, -1))
 
 
 def _check_errors(info, api_name, is_matrix):
@@ -58,6 +61,8 @@ def inner(self, other):
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
                            f"got shapes {_st._fmt_list(self._size)} and "
                            f"{_st._fmt_list(other._size)}")
+    if self.dim() == 1 and other.dim() == 1:  # (ATen's tensordot of two vectors: a view of dot)
+        return A.view.default._call(A.dot.default._call(self, other), ())
     return tensordot(self, other, [-1], [-1])
 
 
@@ -337,7 +342,11 @@ def slogdet(self):
 
 
 def logdet(self):
+    check_square("logdet", self)
+    check_float("logdet", self)
     sign, logabsdet = linalg_slogdet(self)
+    if self._dtype.is_complex:  # log(sign) + log|det|: complex, with its phase
+        return A.add.Tensor._call(A.log.default._call(sign), logabsdet, 1)
     nan = A.full_like.default._call(logabsdet, math.nan, None, None, None, None, None)
     return A.where.self._call(A.eq.Scalar._call(sign, -1), nan, logabsdet)
 
@@ -404,6 +413,8 @@ def linalg_matrix_norm(self, ord, dim=(-2, -1), keepdim=False, dtype=None):
     if self.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
+    # (the spectral norms' SVD has no low-precision kernel)
+    check_float("linalg.matrix_norm", self, low_precision=abs(float(ord)) != 2)
     d0, d1 = (_st.wrap_dim(d, self.dim()) for d in dim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
@@ -438,6 +449,7 @@ def linalg_matrix_norm_str_ord(self, ord="fro", dim=(-2, -1), keepdim=False, dty
     if self.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
+    check_float("linalg.matrix_norm", self, low_precision=ord != "nuc")
     if ord == "fro":
         return _vector_norm(self, 2, list(dim), keepdim, dtype)
     if ord == "nuc":
@@ -496,6 +508,7 @@ def _tolerance(S, atol, rtol, m, n):
 
 
 def linalg_pinv_atol_rtol_float(self, atol=None, rtol=None, hermitian=False):
+    check_pinv_dtype(self)
     m, n = self._size[-2:]
     if hermitian:
         L, V = linalg_eigh(self)
@@ -521,6 +534,7 @@ def linalg_matrix_rank_atol_rtol_float(self, atol=None, rtol=None, hermitian=Fal
     if self.dim() < 2:
         raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 "
                            "dimensions.")
+    check_lstsq_matrix_rank_dtype(self)  # (its default tolerance's epsilon)
     m, n = self._size[-2:]
     if hermitian:
         S = A.abs.default._call(A._linalg_eigh.default._call(self, "L", False)[0])

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..._core import dtype as D
 from ..._ops.overload import ops
+from ..rules.nn import check_loss_dtype
 
 _aten = ops.aten
 _EPSILON = 1e-12  # Loss.cpp's EPSILON
@@ -50,14 +51,17 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
 
 def hinge_embedding_loss(self, target, margin=1.0, reduction=_MEAN):
     zeros = _zero(self)
-    margin_clamp = (margin - self).clamp_min(0)
+    # ATen's `margin - self` is a tensor of self's dtype filled with margin, minus self
+    margin_clamp = _aten.full_like.default._call(self, margin, None, None, None, None,
+                                                 None).sub_(self).clamp_min(0)
     output = _aten.where.self._call(target != 1, margin_clamp, zeros) + \
         _aten.where.self._call(target != -1, self, zeros)
     return _apply_reduction(output, reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
-    return _apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    diff = input1 - input2  # (before -target, as ATen's compiled order has it)
+    return _apply_reduction((-target * diff + margin).clamp_min(0), reduction)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
@@ -100,6 +104,7 @@ def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0,
                      zero_infinity=False):
     """Connectionist Temporal Classification: the forward (alpha) recursion over time in log
     space, vectorized over the batch and the extended label sequence (one step per frame)."""
+    check_loss_dtype("ctc_loss", log_probs)  # (ATen's kernel dispatches before its checks)
     batched = log_probs.dim() == 3
     if not batched:
         log_probs = log_probs.unsqueeze(1)
@@ -185,11 +190,19 @@ _BAG_WEIGHT_DTYPES = (D.float16, D.bfloat16, D.float32, D.float64)
 _FAST_SUM_DTYPES = (D.float16, D.bfloat16, D.float32)
 
 
+_LEGACY_CLASS_DTYPES = (D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.float32,
+                        D.float64)
+
+
 def _check_bag_type(t, name, allowed):
     if t.dtype not in allowed:
         names = ", ".join(d._short for d in allowed)
+        # ATen names a tensor's type by its legacy Python class where the dtype has one
+        # (torch.LongTensor), else as its legacy Type (backend + scalar type: CPUBoolType)
+        kind = t.type() if t._dtype in _LEGACY_CLASS_DTYPES else \
+            f"{t._device.type.upper()}{t._dtype._short}Type"
         raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following "
-                           f"scalar types: {names}; but got {t.type()} instead (while checking "
+                           f"scalar types: {names}; but got {kind} instead (while checking "
                            f"arguments for embedding_bag)")
 
 

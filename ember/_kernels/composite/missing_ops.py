@@ -11,6 +11,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
 from ..._core.tensor_impl import make_tensor
+from ..rules.shape import check_index_reduce_dtype
 
 _aten = ops.aten
 
@@ -228,6 +229,7 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
                            f"specified dimension. Got self.shape = "
                            f"[{', '.join(map(str, self._size))}] source.shape = "
                            f"[{', '.join(map(str, source._size))}]")
+    check_index_reduce_dtype(self)
     if self.dim() == 0:  # a scalar is a 1-element vector here
         one = _aten.index_reduce.default._call(
             _aten.reshape.default._call(self, [1]), 0, index,

@@ -8,6 +8,7 @@ import math
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from ..rules.nn import check_floating, check_inexact
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -165,6 +166,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
+    check_floating("batch_norm", input)  # (ATen's instance_norm is a batch_norm)
     if running_mean is not None or running_var is not None:
         from ...autograd.grad_mode import no_grad
         with no_grad():
@@ -195,6 +197,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input._size)}")
+    check_inexact("rms_norm", input)
     x = input.to(D.float32) if input._dtype in (D.float16, D.bfloat16) else input
     if eps is None:
         eps = {D.float64: 2.220446049250313e-16}.get(x._dtype, 1.1920928955078125e-07)

@@ -496,6 +496,8 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
         input, weight, None, stride, padding, dilation, transposed, output_padding, groups)
     dt = input._dtype._np
     gy, x, w = _as_compute(grad_output), _as_compute(input), _as_compute(weight)
+    if input._dtype.is_complex:  # (gradients are taken against the conjugates, as PyTorch's)
+        x, w = np.conj(x), np.conj(w)
     empty = 0 in gy.shape or 0 in x.shape
     cl = _channels_last(input, weight)
     with np.errstate(all="ignore"):  # (as in convolution)

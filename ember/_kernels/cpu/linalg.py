@@ -103,13 +103,15 @@ def _sla():
 
 from ..._core import strides as _st  # noqa: E402
 from ..rules.linalg import (_check_matrix, _x, check_addbmm, check_addmm, check_addmv,
-                            check_baddbmm, check_bmm, check_cholesky_inverse, check_cholesky_solve,
-                            check_dot, check_float, check_geqrf, check_householder_product,
-                            check_ldl_factor, check_ldl_solve, check_linalg_lu, check_lu_factor,
-                            check_lu_solve, check_lu_unpack, check_matrix_exp, check_mm, check_mv,
-                            check_ormqr, check_solve_triangular, check_square,
-                            check_triangular_solve, check_vdot, vector_norm_check,
-                            vector_norm_shape)
+                            check_baddbmm, check_bmm, check_cholesky_inverse,
+                            check_cholesky_solve, check_dot, check_eig_dtype, check_eigh_dtype,
+                            check_float, check_geqrf, check_householder_product,
+                            check_lapack_dtype,
+                            check_ldl_factor, check_ldl_solve, check_linalg_lu,
+                            check_lstsq_matrix_rank_dtype, check_lu_factor, check_lu_solve,
+                            check_lu_unpack, check_matrix_exp, check_mm, check_mv, check_ormqr,
+                            check_solve_triangular, check_square, check_triangular_solve,
+                            check_vdot, vector_norm_check, vector_norm_shape)
 
 
 class LinAlgError(RuntimeError):
@@ -181,7 +183,7 @@ def raise_for_info(name, info, single):
 
 def _linalg_det(A):
     check_square("linalg.det", A)
-    check_float("linalg.det", A)
+    check_float("linalg.det", A, kernel="lu_cpu")
     a = nd(A)
     lu, piv, _ = _lu(a)
     det = np.linalg.det(a) if a.size else np.ones(a.shape[:-2], a.dtype)
@@ -192,16 +194,17 @@ def _linalg_slogdet(A):
     check_square("linalg.slogdet", A)
     check_float("linalg.slogdet", A)
     a = nd(A)
+    real = np.dtype(a.dtype).type(0).real.dtype  # (log|det| is real for complex inputs too)
     lu, piv, _ = _lu(a)
     sign, logabs = np.linalg.slogdet(a) if a.size else (np.ones(a.shape[:-2], a.dtype),
-                                                        np.zeros(a.shape[:-2], a.dtype))
-    return (wrap(np.asarray(sign).astype(a.dtype)), wrap(np.asarray(logabs).astype(a.dtype)),
+                                                        np.zeros(a.shape[:-2], real))
+    return (wrap(np.asarray(sign).astype(a.dtype)), wrap(np.asarray(logabs).astype(real)),
             wrap(lu), wrap(piv))
 
 
 def _linalg_solve_ex(A, B, left=True, check_errors=False):
     check_square("linalg.solve", A)
-    check_float("linalg.solve", A)
+    check_float("linalg.solve", A, kernel="lu_cpu")
     if A._dtype is not B._dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A._dtype._short} and B of type {B._dtype._short} instead")
@@ -245,7 +248,7 @@ def _linalg_solve_ex(A, B, left=True, check_errors=False):
 
 def linalg_cholesky_ex(self, upper=False, check_errors=False):
     check_square("linalg.cholesky", self)
-    check_float("linalg.cholesky", self)
+    check_float("linalg.cholesky", self, kernel="cholesky_cpu")
     a = nd(self)
     m = _matrices(a)
     L = np.zeros_like(m)
@@ -280,6 +283,7 @@ def cholesky(self, upper=False):
     import warnings
     warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    check_lapack_dtype("cholesky_cpu", self)  # (no checkFloatingOrComplex first)
     L, info = linalg_cholesky_ex(self, upper, False)
     bad = np.flatnonzero(nd(info).reshape(-1) > 0)
     if bad.size:
@@ -290,7 +294,8 @@ def cholesky(self, upper=False):
 
 
 def linalg_qr(A, mode="reduced"):
-    _check_matrix("linalg.qr", A)
+    _check_matrix("linalg.qr", A, low_precision=True)
+    check_lapack_dtype("geqrf_cpu", A)  # (run on empty inputs too)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -308,7 +313,7 @@ def linalg_qr(A, mode="reduced"):
 
 
 def _linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
-    _check_matrix("linalg.svd", A)
+    _check_matrix("linalg.svd", A, "linalg_svd_cpu")
     a = nd(A)
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -335,7 +340,7 @@ def _complex_of(dt):
 
 def linalg_eig(self):
     check_square("linalg.eig", self, "input")
-    check_float("linalg.eig", self, "input")
+    check_eig_dtype(self)
     a = nd(self)
     w, v = np.linalg.eig(a) if a.size else (np.zeros(a.shape[:-1], a.dtype),
                                             np.zeros(a.shape, a.dtype))
@@ -345,7 +350,7 @@ def linalg_eig(self):
 
 def _linalg_eigh(A, UPLO="L", compute_v=True):
     check_square("linalg.eigh", A)
-    check_float("linalg.eigh", A)
+    check_eigh_dtype(A)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     a = nd(A)
@@ -360,11 +365,14 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
 
 
 def linalg_lstsq(self, b, rcond=None, driver=None):
-    _check_matrix("torch.linalg.lstsq", self)
+    if self.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: The input tensor A must have at least 2 "
+                           "dimensions.")
     if self._dtype is not b._dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, "
                            f"but got input's dtype {self._dtype._short} and other's dtype "
                            f"{b._dtype._short}")
+    check_lstsq_matrix_rank_dtype(self)
     driver = driver or "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
@@ -396,14 +404,15 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
     # residuals: only for full-rank tall problems with a driver other than gelsy (as PyTorch)
     full = m > n and driver != "gelsy" and all(int(r) == n for r in ranks)
     fit = np.matmul(am, np.stack(sols)) - bm
-    residuals = ((fit * fit).sum(-2).reshape(batch + (bm.shape[-1],)).astype(a.dtype)
-                 if full else np.empty((0,), a.dtype))
+    real = np.dtype(a.dtype).type(0).real.dtype  # (residuals and singular values are real)
+    residuals = ((fit * fit.conj()).real.sum(-2).reshape(batch + (bm.shape[-1],)).astype(real)
+                 if full else np.empty((0,), real))
     if vector and full:
         residuals = residuals[..., 0]
     rank = (np.asarray(ranks, np.int64).reshape(batch) if driver != "gels"
             else np.empty((0,), np.int64))
-    sv = (np.stack(svals).reshape(batch + (min(m, n),)).astype(a.dtype)
-          if driver in ("gelsd", "gelss") else np.empty((0,), a.dtype))
+    sv = (np.stack(svals).reshape(batch + (min(m, n),)).astype(real)
+          if driver in ("gelsd", "gelss") else np.empty((0,), real))
     return wrap(np.ascontiguousarray(sol)), wrap(residuals), wrap(rank), wrap(sv)
 
 

@@ -18,7 +18,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None,
     """base ** linspace(start, end, steps): the exponents laid out as linspace lays out its
     points (in double for integral dtypes), then raised and cast to the result dtype."""
     dtype = linspace_dtype(start, end, dtype)
-    check_range_kernel("logspace_cpu", dtype)
+    check_range_kernel("logspace_cpu", dtype, steps)
     work = dtype if (dtype.is_floating_point or dtype.is_complex) else D.float64
     exps = nd(linspace(start, end, steps, work))
     with np.errstate(all="ignore"):

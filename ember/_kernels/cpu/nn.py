@@ -316,7 +316,7 @@ def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
 
 
 def log_sigmoid_forward(self):
-    check_floating("log_sigmoid_forward_cpu", self)
+    check_floating("log_sigmoid_cpu", self)
     x = _arr(self)
     with _quiet():
         z = np.exp(-np.abs(x))
@@ -445,7 +445,7 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 
 
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
-    d = check_softmax_backward(grad_output, output, dim, input_dtype)
+    d = check_softmax_backward(grad_output, output, dim, input_dtype, "log_softmax")
     g, y = _rows(_arr(grad_output)), _rows(_arr(output))
     r = _generated.softmax_backward(g, y, d, log=True)
     if r is not None:
@@ -592,7 +592,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     """ATen's batch_norm_cpu: the statistics (a double sum per channel), then
     y = x * alpha + beta per channel with alpha = invstd * weight, beta = bias - mean * alpha,
     each a fused multiply-add (``batch_norm.py``)."""
-    check_floating("batch_norm_cpu", input)
+    check_floating("batch_norm", input)
     c = batch_norm_shapes(input, weight, bias, running_mean, running_var)
     x = _arr(input)
     xp = array_module(x)
@@ -1016,7 +1016,7 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
 
 
 def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
-    check_floating("binary_cross_entropy_with_logits", self)
+    check_floating("log_sigmoid_cpu", self)  # (ATen's composite: log_sigmoid first)
     check_bce(self, target, weight)
     dt = bce_with_logits_dtype(self, target)
     x, y = _arr(self), _arr(target)

@@ -578,12 +578,12 @@ def logit_(self, eps=None):
 
 
 def polygamma(n, self):
-    check_polygamma_order(n)
+    check_polygamma_order(n, self)
     return wrap(evaluate("polygamma", self, params=(n,))[0])
 
 
 def polygamma_(self, n):  # the in-place form takes (self, n)
-    check_polygamma_order(n)
+    check_polygamma_order(n, self)
     return evaluate_into("polygamma", self, self, params=(n,))
 
 

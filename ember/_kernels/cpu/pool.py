@@ -134,6 +134,7 @@ def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, pad
     shape = check_pool("max_pool2d", self, 2, kernel_size, stride, padding, dilation,
                        ceil_mode)[0]
     check_pool_backward("max_pool2d", grad_output, self, indices, shape)
+    _float_or_long("max_pool2d_backward", grad_output._dtype, ())  # (floating types only)
     return scatter_by_index(grad_output, indices, self._size, 2)
 
 
@@ -200,7 +201,7 @@ def avg_pool3d(self, kernel_size, stride=(), padding=(0,), ceil_mode=False,
 def _avg_pool_backward(name, k, grad_output, self, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override):
     shape, kernel_size, stride, padding, _ = check_avg_pool(
-        name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override)
+        name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override, backward=True)
     check_pool_backward(name, grad_output, self, None, shape)
     g = nd(grad_output)
     spatial, out = self._size[-k:], shape[-k:]

@@ -723,8 +723,6 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     k = self._size[-1]
     gen = generator_of(generator)
     if not replacement or num_samples == 1:
-        if self._dtype is D.float16:
-            raise RuntimeError("multinomial is not implemented for half on CPU")
         probs = nd(self)
         if not (probs.max() < np.inf and probs.min() >= 0):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")

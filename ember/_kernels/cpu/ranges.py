@@ -45,7 +45,7 @@ def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=No
 def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
     check_steps(steps)
     dtype = linspace_dtype(start, end, dtype)
-    check_range_kernel("linspace_cpu", dtype)
+    check_range_kernel("linspace_cpu", dtype, steps)
     # step in the result type for floating dtypes, in double for integral ones (as ATen does)
     if dtype.is_complex:
         work = dtype._np

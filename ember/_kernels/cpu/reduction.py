@@ -17,10 +17,10 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
 from ._util import array_module, array_of, like, own, wrap
-from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg, check_float8,
-                               check_cum_extremum, check_moments, logsumexp_dims, logsumexp_dtype,
-                               norm_dims, norm_dtype, reduce_dims, reduced_shape, reduction_dtype,
-                               scan_dtype)
+from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg,
+                               check_cum_extremum, check_extremum, check_float8, check_moments,
+                               logsumexp_dims, logsumexp_dtype, norm_dims, norm_dtype,
+                               reduce_dims, reduced_shape, reduction_dtype, scan_dtype)
 
 
 # op -> the array module's function computing it; its dtype rule, whether an empty reduction
@@ -152,6 +152,7 @@ def _extremum_full(name, self):
     check_float8(name, self)
     if _st.numel(self._size) == 0:
         _empty_full(name)
+    check_extremum(name, self, False)
     return wrap(own(array_of(EXTREMA[name][0](_host(self)))))
 
 
@@ -403,7 +404,29 @@ def cumprod(self, dim, dtype=None):
 
 
 def logcumsumexp(self, dim):
-    return _scan("logcumsumexp", self, dim)
+    if not self._dtype.is_complex:
+        return _scan("logcumsumexp", self, dim)
+    scan_dtype("logcumsumexp", self, dim)
+    a, axis = _scan_axis(self, dim)
+    r = np.moveaxis(a.astype(a.dtype), axis, 0)  # (a copy, scanned in place step by step)
+    with np.errstate(all="ignore"):
+        for i in range(1, r.shape[0]):
+            r[i] = _log_add_exp_complex(r[i - 1], r[i])
+    return wrap(own(np.moveaxis(r, 0, axis).reshape(self._size)))
+
+
+def _log_add_exp_complex(x, y):
+    """ATen's complex log(exp(x) + exp(y)): log1p(exp(min - max)) + max, the operands ordered
+    by real part; NaN if either is NaN, and two equal infinite real parts kept as they are
+    (-inf) or summed directly (+inf)."""
+    xp = array_module(x)
+    first = x.real >= y.real
+    big, small = xp.where(first, x, y), xp.where(first, y, x)
+    r = xp.log1p(xp.exp(small - big)) + big
+    inf = ~xp.isfinite(small.real) & (small.real == big.real)
+    r = xp.where(inf, xp.where(small.real < 0, small, xp.log(xp.exp(small) + xp.exp(big))), r)
+    nan = xp.isnan(small.real) | xp.isnan(small.imag)
+    return xp.where(nan, xp.asarray(complex(np.nan, np.nan), r.dtype), r)
 
 
 # op -> (running extremum ufunc); the index is the last position that set the running value

@@ -177,6 +177,8 @@ def _scatter(self, dim, index, src, name, how=None, include_self=True):
     """self with src (array or scalar) written at the scattered positions, combined by ``how``
     (None: assignment; else a scatter_reduce name)."""
     d = R.check_scatter(name, self, dim, index, src if hasattr(src, "_keyset") else None)
+    if name == "scatter_reduce":
+        R.check_scatter_reduce_dtype(self, how)
     r = _as_nd(nd(self)).copy()
     idx = nd(index)
     if idx.size == 0:
@@ -199,10 +201,14 @@ def _scatter(self, dim, index, src, name, how=None, include_self=True):
     return wrap(r.reshape(self._size))
 
 
+def _floating(dt):
+    return dt.kind == "f" or dt.name == "bfloat16"  # (ml_dtypes' bfloat16 is of kind "V")
+
+
 _IDENTITY = {"sum": lambda dt: 0, "mean": lambda dt: 0, "prod": lambda dt: 1,
-             "amax": lambda dt: (-np.inf if dt.kind == "f" else
+             "amax": lambda dt: (-np.inf if _floating(dt) else
                                  (False if dt.kind == "b" else np.iinfo(dt).min)),
-             "amin": lambda dt: (np.inf if dt.kind == "f" else
+             "amin": lambda dt: (np.inf if _floating(dt) else
                                  (True if dt.kind == "b" else np.iinfo(dt).max))}
 _UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
           "amin": np.minimum}
@@ -322,8 +328,10 @@ def index_add(self, dim, index, source, alpha=1):
             r[...] = _complex32.from_any(acc)
         else:
             acc = r.astype(np.float32) if opmath else r
+            # (an integer alpha wraps in the integer type, as ATen's scalar_t cast does)
+            a = np.asarray(alpha).astype(src.dtype) if src.dtype.kind in "ui" else alpha
             src = src.astype(acc.dtype, copy=False) if alpha == 1 else \
-                (src * alpha).astype(acc.dtype)
+                (src * a).astype(acc.dtype)
             if len(pos) == 1 and r.ndim >= 2 and r.size and src.size:  # dim 0: whole rows
                 add_rows_at(acc.reshape(r.shape[0], -1), pos[0], src.reshape(src.shape[0], -1))
             else:

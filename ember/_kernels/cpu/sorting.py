@@ -334,6 +334,8 @@ def _unique_slices(self, dim, name):
     if _st.numel(self._size) == 0 and self._size[d] != 0:
         raise RuntimeError(f"There are 0 sized dimensions, and they aren't selected, so "
                            f"{name} cannot be applied")
+    if self._dtype.is_complex:  # (ATen's kernels have no complex types)
+        _not_implemented("unique_dim", self._dtype)
     keys = np.moveaxis(_keys(self), d, 0)
     return d, keys.reshape(keys.shape[0], _st.numel(keys.shape[1:]))
 
@@ -357,6 +359,8 @@ def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False
 
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
     if dim is None or (dim == 0 and len(self._size) == 1):  # PyTorch's test, literally dim == 0
+        if self._dtype.is_complex:  # (ATen's kernels have no complex types)
+            _not_implemented("unique", self._dtype)
         flat = _keys(self).reshape(-1)
         group, counts, starts = _runs(flat[1:] == flat[:-1], flat.size)
         values = self._nd().reshape(-1)[starts]

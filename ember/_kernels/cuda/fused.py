@@ -213,7 +213,8 @@ def _softmax_forward(self, dim, half_to_float, log):
 
 
 def _softmax_backward(grad_output, output, dim, input_dtype, log):
-    d = check_softmax_backward(grad_output, output, dim, input_dtype)
+    d = check_softmax_backward(grad_output, output, dim, input_dtype,
+                               "log_softmax" if log else "softmax")
     sfx = _fusable(grad_output, output)
     if d != output.dim() - 1 or input_dtype is not output._dtype:
         raise NeedsHost("softmax backward over an inner dimension or to another dtype")

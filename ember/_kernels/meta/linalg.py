@@ -63,7 +63,7 @@ def meta_linalg_inv_ex(A, check_errors=False):
 
 def meta__linalg_det(A):
     _la.check_square("linalg.det", A)
-    _la.check_float("linalg.det", A)
+    _la.check_float("linalg.det", A, kernel="lu_cpu")
     return _e(A._size[:-2], A._dtype), _e(A._size, A._dtype), _e(A._size[:-1], _la.D.int32)
 
 
@@ -77,7 +77,7 @@ def meta__linalg_slogdet(A):
 
 def meta__linalg_solve_ex(A, B, left=True, check_errors=False):
     _la.check_square("linalg.solve", A)
-    _la.check_float("linalg.solve", A)
+    _la.check_float("linalg.solve", A, kernel="lu_cpu")
     if A._dtype is not B._dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A._dtype._short} and B of type {B._dtype._short} instead")
@@ -96,7 +96,7 @@ def meta__linalg_solve_ex(A, B, left=True, check_errors=False):
 
 def meta_linalg_cholesky_ex(self, upper=False, check_errors=False):
     _la.check_square("linalg.cholesky", self)
-    _la.check_float("linalg.cholesky", self)
+    _la.check_float("linalg.cholesky", self, kernel="cholesky_cpu")
     return _e(self._size, self._dtype), _e(self._size[:-2], _la.D.int32)
 
 
@@ -105,7 +105,8 @@ def meta_cholesky(self, upper=False):
 
 
 def meta_linalg_qr(A, mode="reduced"):
-    _la._check_matrix("linalg.qr", A)
+    _la._check_matrix("linalg.qr", A, low_precision=True)
+    _la.check_lapack_dtype("geqrf_cpu", A)  # (run on empty inputs too)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -116,7 +117,7 @@ def meta_linalg_qr(A, mode="reduced"):
 
 
 def meta__linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
-    _la._check_matrix("linalg.svd", A)
+    _la._check_matrix("linalg.svd", A, "linalg_svd_cpu")
     m, n = A._size[-2:]
     k = min(m, n)
     b = A._size[:-2]
@@ -127,14 +128,14 @@ def meta__linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
 
 def meta_linalg_eig(self):
     _la.check_square("linalg.eig", self, "input")
-    _la.check_float("linalg.eig", self, "input")
+    _la.check_eig_dtype(self)
     c = self._dtype if self._dtype.is_complex else self._dtype.to_complex()
     return _e(self._size[:-1], c), _e(self._size, c)
 
 
 def meta__linalg_eigh(A, UPLO="L", compute_v=True):
     _la.check_square("linalg.eigh", A)
-    _la.check_float("linalg.eigh", A)
+    _la.check_eigh_dtype(A)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     return _e(A._size[:-1], _real(A._dtype)), _e(A._size if compute_v else (0,), A._dtype)

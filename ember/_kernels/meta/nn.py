@@ -47,7 +47,7 @@ def meta_leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
 
 
 def meta_log_sigmoid_forward(self):
-    _nn.check_floating("log_sigmoid_forward_cpu", self)
+    _nn.check_floating("log_sigmoid_cpu", self)
     return _like(self), _like(self)
 
 
@@ -91,7 +91,9 @@ def meta__softmax_backward_data(grad_output, output, dim, input_dtype):
     return _like(output, input_dtype)
 
 
-meta__log_softmax_backward_data = meta__softmax_backward_data
+def meta__log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    _nn.check_softmax_backward(grad_output, output, dim, input_dtype, "log_softmax")
+    return _like(output, input_dtype)
 
 
 def meta_native_layer_norm(input, normalized_shape, weight, bias, eps):
@@ -111,7 +113,7 @@ def meta_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rst
 
 def meta_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                            eps):
-    _nn.check_floating("batch_norm_cpu", input)
+    _nn.check_floating("batch_norm", input)
     c = _nn.batch_norm_shapes(input, weight, bias, running_mean, running_var)
     stat = (c,) if training else (0,)
     dt = _nn.norm_stats_dtype(input, weight, bias, running_mean, running_var)
@@ -197,7 +199,7 @@ def meta_binary_cross_entropy_backward(grad_output, self, target, weight=None, r
 
 def meta_binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None,
                                           reduction=1):
-    _nn.check_floating("binary_cross_entropy_with_logits", self)
+    _nn.check_floating("log_sigmoid_cpu", self)  # (ATen's composite: log_sigmoid first)
     _nn.check_bce(self, target, weight)
     return empty_tensor(self._size if reduction == 0 else (),
                         _nn.bce_with_logits_dtype(self, target), META)

@@ -165,12 +165,12 @@ meta_clamp__Tensor = meta_clamp_
 
 
 def meta_polygamma(n, self):
-    _R.check_polygamma_order(n)
+    _R.check_polygamma_order(n, self)
     return _meta("polygamma", self)
 
 
 def meta_polygamma_(self, n):
-    _R.check_polygamma_order(n)
+    _R.check_polygamma_order(n, self)
     return _meta_into("polygamma", self, self)
 
 

@@ -39,7 +39,7 @@ def _avg_pool_backward(name, k):
     def kernel(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                divisor_override):
         shape = _p.check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode,
-                                  divisor_override)[0]
+                                  divisor_override, backward=True)[0]
         _p.check_pool_backward(name, grad_output, self, None, shape)
         return empty_tensor(self._size, grad_output._dtype, META)
     return kernel

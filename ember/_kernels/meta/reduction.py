@@ -30,6 +30,7 @@ def _extremum_full(name):
     def k(self):
         if self.numel() == 0:
             _r._empty_full(name)
+        _r.check_extremum(name, self, False)
         return empty_tensor((), self._dtype, META)
     return k
 

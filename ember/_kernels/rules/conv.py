@@ -94,12 +94,21 @@ def check_convolution(input, weight, bias, stride, padding, dilation, transposed
         raise RuntimeError(f"Given weight of size {_shape(weight._size)}, expected bias to be "
                            f"1-dimensional with {out_c} elements, but got bias of size "
                            f"{_shape(bias._size)} instead")
-    if input._dtype.is_complex:
-        raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for "
-                                  f"'{input._dtype._short}'")
-    if input._dtype is D.bool_:
-        raise RuntimeError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
+    _check_conv_dtype(input._dtype, transposed, k)
     return (n, out_c, *out), stride, padding, dilation, output_padding
+
+
+def _check_conv_dtype(dt, transposed, k):
+    """The dtypes of ATen's CPU convolution kernels (complex convolutions are three real ones):
+    the slow transposed kernels have no bool, nor integers but long; the others no bool."""
+    if transposed:
+        if dt is D.bool_ or (dt._category == D.INTEGRAL and dt is not D.int64):
+            kernel = "slow_conv_transpose3d_out_cpu" if k == 3 else \
+                "slow_conv_transpose2d_out_cpu"
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._short}'")
+    elif dt is D.bool_:
+        kernel = "slow_conv3d_cpu" if k == 3 else "slow_conv2d_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def _pair_checks(name, kernel_size, dilation, padding, stride):

@@ -217,9 +217,12 @@ def _not_implemented(kernel, dtype):
     raise NotImplementedError(f'"{kernel}" not implemented for \'{dtype._short}\'')
 
 
-def check_range_kernel(kernel, dtype):
+def check_range_kernel(kernel, dtype, steps=None):
     """The dtypes ATen's CPU range kernels have no loop for: bool (arange_cpu, linspace_cpu,
-    logspace_cpu) and complex (arange_cpu). The Meta kernels, which run no loop, take them."""
+    logspace_cpu) and complex (arange_cpu). The Meta kernels, which run no loop, take them, and
+    so does linspace/logspace of no ``steps`` (ATen returns before its loop)."""
+    if steps == 0:
+        return
     if dtype is D.bool_ or (kernel == "arange_cpu" and dtype.is_complex):
         _not_implemented(kernel, dtype)
 

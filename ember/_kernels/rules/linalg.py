@@ -12,10 +12,8 @@ def _x(shape):
 
 def _no_bool(dt, kernel="addmm_impl_cpu_"):
     """ATen's CPU products have no bool kernel, nor a ComplexHalf one (named ``kernel``)."""
-    if dt is D.bool_:
-        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
-    if dt is D.complex32:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
+    if dt is D.bool_ or dt is D.complex32:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._short}'")
 
 
 def check_mm(self, mat2, first="self"):
@@ -30,11 +28,16 @@ def check_mm(self, mat2, first="self"):
     if self._dtype is not mat2._dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{self._dtype._cpp} != {mat2._dtype._cpp}")
-    _no_bool(self._dtype)
+    # (ATen's mm returns a product with nothing to multiply before its dtype dispatch)
+    if not (self._dtype is D.bool_ and 0 in (self._size[0], self._size[1], mat2._size[1]) and
+            first == "self"):
+        _no_bool(self._dtype)
     return (self._size[0], mat2._size[1])
 
 
-def check_bmm(self, mat2):
+def check_bmm(self, mat2, kernel="bmm"):
+    """bmm's checks (``kernel``: the dtype dispatch that follows them, None for a caller that
+    checks more first); returns the result shape."""
     if len(self._size) != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if len(mat2._size) != 3:
@@ -46,8 +49,19 @@ def check_bmm(self, mat2):
     if self._dtype is not mat2._dtype:
         raise RuntimeError(f"expected scalar type {self._dtype._short} but found "
                            f"{mat2._dtype._short}")
-    _no_bool(self._dtype, "bmm")
+    if kernel:
+        _no_bool(self._dtype, bmm_kernel(kernel, self, mat2))
     return (b, n, mat2._size[2])
+
+
+def bmm_kernel(kernel, batch1, batch2):
+    """ATen's CPU bmm/baddbmm loop takes small products (under 400 multiply-adds a matrix, its
+    kernel named ``kernel``); larger ones go to its batched GEMM, which dispatches ComplexHalf
+    batches itself and the rest matrix by matrix through addmm."""
+    b, n, m = batch1._size
+    if m * n * batch2._size[2] < 400:
+        return kernel
+    return "baddbmm_with_gemm" if batch1._dtype is D.complex32 and b > 1 else "addmm_impl_cpu_"
 
 
 def check_addmm(self, mat1, mat2):
@@ -107,11 +121,12 @@ def check_dot(self, tensor):
 
 
 def check_baddbmm(self, batch1, batch2):
-    shape = check_bmm(batch1, batch2)
+    shape = check_bmm(batch1, batch2, None)
     if self._dtype is not batch1._dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input {self._dtype._cpp}, "
                            f"batch1: {batch1._dtype._cpp}, batch2: {batch2._dtype._cpp}")
     _check_expandable(self._size, shape)
+    _no_bool(self._dtype, bmm_kernel("baddbmm", batch1, batch2))
     return shape
 
 
@@ -122,11 +137,12 @@ def check_addbmm(self, batch1, batch2):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {self._dtype._short} "
                            f"and {batch2._dtype._short}")
     _check_expandable(self._size, (n, p))
+    _no_bool(self._dtype)  # (addmm_ over the batches)
     return (n, p)
 
 
 def check_baddbmm_batches(batch1, batch2):
-    return check_bmm(batch1, batch2)
+    return check_bmm(batch1, batch2, None)
 
 
 _GROUPED_MM_DTYPES = (D.float32, D.bfloat16, D.float16)
@@ -231,7 +247,7 @@ def check_vdot(self, other):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{self._size[0]}] and src "
                            f"[{other._size[0]}] to have the same number of elements, but got "
                            f"{self._size[0]} and {other._size[0]} elements respectively")
-    _no_bool(self._dtype)
+    _no_bool(self._dtype, "dot" if self._dtype is D.bool_ else "vdot")
     return ()
 
 
@@ -243,16 +259,54 @@ def check_square(name, A, arg="A"):
                            f"{A._size[-2]} by {A._size[-1]} matrices")
 
 
-def check_float(name, A, arg="A"):
-    if not (A._dtype in (D.float32, D.float64) or A._dtype.is_complex):
+def check_float(name, A, arg="A", kernel=None, low_precision=False):
+    """ATen's checkFloatingOrComplex, then its LAPACK kernel's dtype dispatch: a tensor neither
+    floating nor complex is refused by ``name``; a low-precision floating one passes the check
+    (and is computed where ``low_precision``) and is refused by the dispatch of ``kernel``
+    (float, double and the complex types), or, for an op that disallows low precision
+    (``kernel`` None), by ``name``."""
+    dt = A._dtype
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{A._dtype._short}")
+                           f"{dt._short}")
+    if dt.is_floating_point and dt not in (D.float32, D.float64) and not low_precision:
+        if kernel is None:
+            raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {dt._short}")
+        if _st.numel(A._size):  # (an empty input never reaches the kernel)
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._short}'")
 
 
-def _check_matrix(name, A):
+def _check_matrix(name, A, kernel=None, low_precision=False):
     if A.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    check_float(name, A)
+    check_float(name, A, kernel=kernel, low_precision=low_precision)
+
+
+def check_eigh_dtype(A):
+    """linalg.eigh checks no dtype itself: its kernel's dispatch does, for a non-empty input."""
+    if _st.numel(A._size):
+        check_lapack_dtype("linalg_eigh_cpu", A)
+
+
+def check_eig_dtype(A):
+    """linalg.eig's dtype checks: its complex result type first (none for a non-floating
+    input), then its kernel's dispatch."""
+    dt = A._dtype
+    if not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {dt._short}")
+    check_lapack_dtype("linalg_eig_out_cpu", A)
+
+
+def check_lstsq_matrix_rank_dtype(t):
+    """linalg.lstsq's and matrix_rank's dtype check (a LAPACK one, named for float and double)."""
+    if t._dtype not in _LAPACK_DTYPES:
+        raise RuntimeError("This function doesn't handle types other than float and double")
+
+
+def check_pinv_dtype(A):
+    if A._dtype not in _LAPACK_DTYPES or A.dim() < 2:
+        raise RuntimeError(f"linalg.pinv({A._dtype._short}{{{_fmt(A._size)}}}): expected a tensor "
+                           f"with 2 or more dimensions of float, double, cfloat or cdouble types")
 
 
 _NORM_DTYPES = (D.float32, D.float64, D.float16, D.bfloat16)
@@ -380,7 +434,7 @@ def check_lu_solve(LU, pivots, B, left=True, adjoint=False):
     if tuple(pivots._size[-1:]) != (n,) or pivots.dim() != LU.dim() - 1:
         raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the "
                            "dimension of the matrix")
-    check_lapack_dtype("linalg_lu_solve_cpu", LU)
+    check_float("torch.linalg.lu_solve", LU, kernel="linalg.lu_solve_cpu")
     batch = _st.broadcast_shapes(LU._size[:-2], B._size[:-2])
     return batch + tuple(B._size[-2:])
 
@@ -530,9 +584,7 @@ def check_ldl_factor(self, hermitian=False):
     if self.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     _square(name, self)
-    if not (self._dtype in (D.float32, D.float64) or self._dtype.is_complex):
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{self._dtype._short}")
+    check_float(name, self, kernel="ldl_factor_kernel_cpu")
     return tuple(self._size), tuple(self._size[:-1]), tuple(self._size[:-2])
 
 
@@ -548,4 +600,5 @@ def check_ldl_solve(LD, pivots, B, hermitian=False):
                            f"got pivots with shape {_fmt(pivots._size)} instead")
     if pivots._dtype.is_floating_point or pivots._dtype.is_complex or pivots._dtype is D.bool_:
         raise RuntimeError(f"{name}: Expected pivots to be integers. Got {pivots._dtype._short}")
-    return check_linear_solve_args(B, LD, "torch.linalg.ldl_solve", "ldl_solve_cpu")[0]
+    check_float(name, LD, "LD", kernel="ldl_solve_kernel_cpu")
+    return check_linear_solve_args(B, LD, "torch.linalg.ldl_solve", "ldl_solve_kernel_cpu")[0]

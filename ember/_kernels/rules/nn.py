@@ -33,6 +33,39 @@ def check_numeric(kernel, *tensors):
             raise NotImplementedError(f'"{kernel}" not implemented for \'{t._dtype._short}\'')
 
 
+# Losses that nn.functional writes in ember ops where ATen has one kernel each: the kernel whose
+# dtype dispatch (on the operands' common dtype) PyTorch's error names, and the dtypes it has
+LOSS_KERNELS = {
+    "smooth_l1_loss": ("smooth_l1_cpu", (D.float16, D.bfloat16, D.float32, D.float64)),
+    "huber_loss": ("huber_cpu", (D.float16, D.bfloat16, D.float32, D.float64)),
+    "multi_margin_loss": ("multi_margin_loss_cpu_kernel", (D.float32, D.float64)),
+    "multilabel_margin_loss": ("multilabel_margin_loss_forward_out_frame",
+                               (D.float32, D.float64)),
+    "ctc_loss": ("ctc_loss_cpu", (D.float32, D.float64)),
+}
+
+
+def check_loss_dtype(name, *operands):
+    kernel, dtypes = LOSS_KERNELS[name]
+    dt = result_type_of(operands)
+    if dt not in dtypes:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._short}\'')
+
+
+def check_cosine_similarity(x1, x2):
+    dt = result_type_of((x1, x2))
+    if not dt.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{dt._short}")
+
+
+def check_kl_div(self, target):
+    if self._dtype.is_complex or target._dtype.is_complex:
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if self._dtype._category <= D.INTEGRAL or target._dtype._category <= D.INTEGRAL:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+
+
 def check_same_shape(name, a, b):
     if a._size != b._size:
         raise RuntimeError(f"{name}: expected {_fmt(a._size)} and {_fmt(b._size)} to have the "
@@ -71,17 +104,26 @@ def check_prelu(self, weight):
     _st.broadcast_shapes(self._size, weight._size)
 
 
+def _softmax_kernel(name, t, dim):
+    """ATen's CPU softmax kernel for ``dim``: one over the last dim, another over inner ones."""
+    nd = t.dim()
+    return f"{name}_lastdim_kernel_impl" if nd == 0 or dim % nd == nd - 1 else \
+        f"{name}_kernel_impl"
+
+
 def check_softmax(self, dim, half_to_float, name="softmax"):
     if half_to_float:
         raise RuntimeError(f"{name} with half to float conversion is not supported on CPU")
-    check_floating(f"{name}_lastdim_kernel_impl", self)
-    return _st.wrap_dim(dim, self.dim())
+    d = _st.wrap_dim(dim, self.dim())
+    check_floating(_softmax_kernel(name, self, d), self)
+    return d
 
 
-def check_softmax_backward(grad_output, output, dim, input_dtype):
+def check_softmax_backward(grad_output, output, dim, input_dtype, name="softmax"):
     check_same_shape("softmax_backward", grad_output, output)
-    check_floating("softmax_backward_data", grad_output)
-    return _st.wrap_dim(dim, output.dim())
+    d = _st.wrap_dim(dim, output.dim())
+    check_floating(_softmax_kernel(f"{name}_backward", output, d), grad_output)
+    return d
 
 
 def layer_norm_shapes(input, normalized_shape, weight, bias):
@@ -229,7 +271,7 @@ ACTIVATION_RULES = {
     "hardsigmoid": (check_floating, "hardsigmoid_cpu"),
     "hardswish": (check_floating, "hardswish_cpu"),
     "softplus": (check_floating, "softplus_cpu"),
-    "softshrink": (check_floating, "softshrink_cpu"),
+    "softshrink": (check_floating, "softshrink_check"),  # (ATen checks lambd per dtype first)
     "hardshrink": (check_floating, "hardshrink_cpu"),
     "threshold": (check_numeric, "threshold_cpu"),
 }

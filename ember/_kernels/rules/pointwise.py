@@ -278,9 +278,12 @@ def clamp_operands(opname, self, min, max):  # noqa: A002  (schema names)
 _DIV_MODES = {None: "div", "trunc": "div_trunc", "floor": "div_floor"}  # rounding_mode -> row
 
 
-def check_polygamma_order(n):
+def check_polygamma_order(n, self):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if self._dtype.is_complex and n in (0, 1):  # ATen's polygamma is digamma/trigamma there
+        raise NotImplementedError(f"\"{('digamma', 'trigamma')[n]}\" not implemented for "
+                                  f"'{self._dtype._short}'")
 
 
 def check_polar(abs, angle):  # noqa: A002  (schema names)

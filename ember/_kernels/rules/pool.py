@@ -88,7 +88,8 @@ def check_pool_backward(name, grad_output, self, indices, shape):
                            f"{list(grad_output._size)}")
 
 
-def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override):
+def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override,
+                   backward=False):
     nd_ = len(self._size)
     if k == 2 and nd_ < 3:  # ATen reads input.size(-3) before any check
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd_, 1)}, "
@@ -96,10 +97,12 @@ def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divis
     res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    if k == 3 and self._dtype in (D.float16, D.bfloat16):
-        raise NotImplementedError(f"\"avg_pool3d_out_frame\" not implemented for "
-                                  f"'{self._dtype._short}'")
-    _float_or_long(name, self._dtype)
+    # ATen's avg_pool3d (and its backward) has a kernel for float, double and long only,
+    # named for its frame
+    if k == 3 and self._dtype not in (D.float32, D.float64, D.int64):
+        frame = "avg_pool3d_backward_out_frame" if backward else "avg_pool3d_out_frame"
+        raise NotImplementedError(f"\"{frame}\" not implemented for '{self._dtype._short}'")
+    _float_or_long(f"{name}_backward" if backward else name, self._dtype)
     return res
 
 
@@ -125,7 +128,8 @@ def check_adaptive(name, self, k, output_size, ints=()):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{', '.join(map(str, output_size))}}}")
     if name != "adaptive_avg_pool2d" or 0 not in self._size:  # 2d avg: only in its loop
-        _float_or_long(name, self._dtype, ints)
+        # (ATen's 3-d kernels are named for the CPU)
+        _float_or_long(name + "_cpu" if k == 3 else name, self._dtype, ints)
     return (*self._size[:-k], *output_size)
 
 

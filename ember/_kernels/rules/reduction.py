@@ -44,16 +44,32 @@ _COMPLEX32_MISSING = frozenset(("sum", "mean", "prod", "amax", "amin", "max", "m
                                 "max_dim", "min_dim", "aminmax", "cumsum", "cumprod"))
 
 
+# the extrema, which complex numbers (having no order) lack at every precision
+_COMPLEX_MISSING = frozenset(("amax", "amin", "max", "min", "aminmax"))
+
+
 def check_float8(name, self, dtype=None):
     """The float8 (and complex32) reductions ATen has no kernel for: its NotImplementedError."""
     if (self._dtype is D.complex32 and name in _COMPLEX32_MISSING
             and dtype in (None, D.complex32)):
         kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
+
     if self._dtype in D.FLOAT8 and (dtype is None or dtype in D.FLOAT8):
         kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
         named = dtype if dtype is not None else self._dtype
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{named._short}'")
+
+
+def check_extremum(name, self, along_dim):
+    """Complex numbers have no order: ATen's extrema refuse them once the dims are checked
+    (max/min along a dim in their meta function, the others in their dtype dispatch)."""
+    if not self._dtype.is_complex or self._dtype is D.complex32 or name not in _COMPLEX_MISSING:
+        return
+    if along_dim and name in ("max", "min"):
+        raise RuntimeError(f"{name}(): does not support complex input")
+    raise NotImplementedError(f"\"{_FLOAT8_KERNELS[name]}\" not implemented for "
+                              f"'{self._dtype._short}'")
 
 
 def reduction_dtype(name, rule, self, dtype=None):
@@ -86,6 +102,7 @@ def reduce_dims(name, self, dim, empty_error, empty_list_is_all=True):
     if dim is None or (empty_list_is_all and isinstance(dim, (tuple, list)) and len(dim) == 0):
         if empty_error and _st.numel(self._size) == 0:
             _empty_full(name)
+        check_extremum(name, self, False)
         return tuple(range(ndim))
     if ndim > 64:  # ATen's dim_list_to_bitset
         raise RuntimeError("only tensors with up to 64 dims are supported")
@@ -97,6 +114,7 @@ def reduce_dims(name, self, dim, empty_error, empty_list_is_all=True):
     for i, w in enumerate(dims):
         if w in dims[:i]:
             raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+    check_extremum(name, self, True)
     return tuple(d for d in dims if d < ndim)
 
 
@@ -129,6 +147,7 @@ def aminmax_dims(self, dim):
         if _st.numel(self._size) == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
+        check_extremum("aminmax", self, False)
         return tuple(range(len(self._size)))
     return reduce_dims("aminmax", self, dim, True)
 
@@ -207,7 +226,7 @@ def logsumexp_dims(self, dim, keepdim):
     return reduce_dims("logsumexp", self, dim, False)
 
 
-FLOAT_ONLY = "float_only"  # logcumsumexp: floating inputs only, dtype kept
+FLOAT_ONLY = "float_only"  # logcumsumexp: floating and complex inputs only, dtype kept
 
 
 # op -> (NumPy ufunc whose .accumulate is the scan, dtype rule)
@@ -222,14 +241,22 @@ def scan_dtype(name, self, dim, dtype=None):
     """The result dtype of a scan (after checking ``dim``, as PyTorch does first)."""
     _st.wrap_dim(dim, len(self._size))
     rule = SCANS[name][1] if name in SCANS else SAME
-    if rule == FLOAT_ONLY and self._dtype._category != D.FLOATING:
+    if rule == FLOAT_ONLY and (self._dtype._category not in (D.FLOATING, D.COMPLEX) or
+                               self._dtype is D.complex32):
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'{self._dtype._short}\'')
-    return reduction_dtype(name, rule, self, dtype)
+    result = reduction_dtype(name, rule, self, dtype)
+    # ATen's scans have no bool loop; a 0-dim or empty input is copied before it
+    if result is D.bool_ and name in ("cumsum", "cumprod") and self._size and \
+            _st.numel(self._size):
+        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
+    return result
 
 
 def check_cum_extremum(name, self, dim):
-    """An empty input returns at once in PyTorch, before its dim is checked."""
-    if self._dtype.is_complex:
-        raise RuntimeError(f"{name} does not support complex inputs")
+    """An empty input returns at once in PyTorch, before its dim is checked, and a 0-dim one
+    is copied before the dtype dispatch (which has no complex kernel)."""
     if _st.numel(self._size):
         _st.wrap_dim(dim, len(self._size))
+        if self._dtype.is_complex and self._size:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{self._dtype._short}'")

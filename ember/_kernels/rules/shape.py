@@ -137,6 +137,21 @@ def check_gather(self, dim, index):
     return d
 
 
+def check_scatter_reduce_dtype(self, reduce):
+    """The reductions ATen's CPU scatter_reduce kernels lack: mean of bools, extrema of complex
+    numbers."""
+    if (reduce == "mean" and self._dtype is D.bool_) or \
+            (reduce in ("amax", "amin") and self._dtype.is_complex):
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{reduce}\" not "
+                                  f"implemented for '{self._dtype._short}'")
+
+
+def check_index_reduce_dtype(self):
+    """ATen's index_reduce kernel has no bool or complex types."""
+    if self._dtype is D.bool_ or self._dtype.is_complex:
+        raise NotImplementedError(f"\"index_func_\" not implemented for '{self._dtype._short}'")
+
+
 def check_scatter(name, self, dim, index, src=None):
     """scatter's checks (src is None for the value overloads); returns the wrapped dim."""
     _check_index_long(name, index)
@@ -329,6 +344,8 @@ def diag_embed_shape(self, offset, dim1, dim2):
 def trace_dtype(self):
     if self.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.dim()}")
+    if self._dtype is D.bool_:  # (ATen's trace kernel has no bool)
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return D.int64 if self._dtype._category <= D.INTEGRAL else self._dtype
 
 
@@ -340,7 +357,10 @@ def cross_shape(self, other, dim):
     if self._size[d] != 3 or other._size[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{self._size[d]} and {other._size[d]}")
-    return shape, d, promote_types(self._dtype, other._dtype)
+    dtype = promote_types(self._dtype, other._dtype)
+    if dtype is D.bool_:  # (ATen's cross kernel has no bool)
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    return shape, d, dtype
 
 
 def check_block_diag(tensors):

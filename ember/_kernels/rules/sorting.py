@@ -38,19 +38,19 @@ def topk_shape(self, k, dim):
     return d, tuple(shape)
 
 
-# op -> (the kernel name PyTorch's dtype error names, whether bool is supported)
+# op -> (the kernel name PyTorch's dtype error names, whether bool is supported); median and
+# nanmedian share ATen's median kernels: median_cpu for the whole tensor, median_out along a dim
 SELECTIONS = {"kthvalue": ("kthvalue_cpu", False), "median": ("median_cpu", False),
-              "nanmedian": ("nanmedian_cpu", False), "mode": ("mode", True)}
+              "nanmedian": ("median_cpu", False), "mode": ("mode_cpu", True)}
 
 
 def check_selection(name, self, along_dim=False):
     kernel, bool_ok = SELECTIONS[name]
-    if self._dtype in D.FLOAT8:  # (float8 reaches other dtype dispatches than bool does)
-        if along_dim and name in ("median", "nanmedian"):  # median.dim's kernel: median_out
-            _not_implemented("median_out", self._dtype)
-        _not_implemented({"nanmedian": "median_cpu", "mode": "mode_cpu"}.get(name, kernel),
-                         self._dtype)
-    if (self._dtype is D.bool_ and not bool_ok) or self._dtype.is_complex:
+    if along_dim and name in ("median", "nanmedian"):
+        kernel = "median_out"
+    # (float8 reaches other dtype dispatches than bool does)
+    if self._dtype in D.FLOAT8 or (self._dtype is D.bool_ and not bool_ok) or \
+            self._dtype.is_complex:
         _not_implemented(kernel, self._dtype)
 
 
@@ -74,6 +74,12 @@ def kthvalue_shape(self, k, dim, keepdim):
 
 
 def check_histc(self, bins, min, max):  # noqa: A002  (schema names)
+    # the bin edges come first (linspace, which has no bool kernel), and without a range
+    # the input's aminmax before them
+    if self._dtype is D.bool_:
+        _not_implemented("linspace_cpu", self._dtype)
+    if self._dtype.is_complex and min == max:
+        _not_implemented("aminmax_cpu", self._dtype)
     if self._dtype._category != D.FLOATING:
         _not_implemented("histogram_cpu", self._dtype)
     if bins <= 0:
@@ -85,9 +91,6 @@ def check_histc(self, bins, min, max):  # noqa: A002  (schema names)
 
 def check_searchsorted(seq, self_shape, self_dtype, out_int32, right, side, sorter):
     """PyTorch's checks; returns (NumPy side, result dtype)."""
-    for dt in (seq._dtype, self_dtype):
-        if dt is D.bool_ or dt.is_complex:
-            _not_implemented("searchsorted_out_cpu", dt)
     if side is not None and side not in ("left", "right"):
         raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got "
                            f"{side}")
@@ -111,6 +114,10 @@ def check_searchsorted(seq, self_shape, self_dtype, out_int32, right, side, sort
         if sorter._dtype is not D.int64:
             raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
                                f"got dtype {sorter._dtype._short}")
+    if _st.numel(self_shape):  # (no values: ATen returns before its dtype dispatch)
+        for dt in (seq._dtype, self_dtype):
+            if dt is D.bool_ or dt.is_complex:
+                _not_implemented("searchsorted_out_cpu", dt)
     return ("right" if right or side == "right" else "left"), (D.int32 if out_int32 else D.int64)
 
 
