@@ -233,12 +233,20 @@ def empty_tensor_list(fname):
     return exc(msg)
 
 
+_CHECKS = {"int": is_int, "str": lambda v: isinstance(v, str),
+           "bool": lambda v: isinstance(v, (bool, np.bool_))}
+
+
 def check_numbers(fname, args):
-    """After a failed call: a Scalar/float argument that is no number is PyTorch's TypeError,
-    not whatever the kernel raised converting it. ``args`` holds (position or None, name, value)."""
-    for pos, name, v in args:
-        if v is not None and not is_number(v) and not hasattr(v, "_keyset"):
-            raise arg_error(fname, name, pos, "Number", v) from None
+    """After a failed call: a Scalar/float/int/str/bool argument of another type is PyTorch's
+    TypeError, not whatever the kernel raised using it. ``args`` holds (position or None, name,
+    value, the type's name in PyTorch's messages: int, float, Number, str or bool)."""
+    for pos, name, v, expected in args:
+        if v is None:
+            continue
+        fits = _CHECKS.get(expected)
+        if not (fits(v) if fits else is_number(v) or hasattr(v, "_keyset")):
+            raise arg_error(fname, name, pos, expected, v) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,6 +414,10 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
         if not a.elem_optional:
             lines.append(f"_tensor_list({var}, {pos}, {strict is not True})")
     elif b in ("int", "SymInt") and a.is_list:
+        if not opt and a.has_default() and isinstance(a.default, (list, tuple)) and not a.default:
+            # PyTorch's Python signature shows an empty default as None and takes None for it
+            # (avg_pool2d(x, 2, None): the stride defaults to the kernel size)
+            lines.append(f"if {var} is None: {var} = ()")
         lines.append(f"if {guard}True: {var} = _int_list_arg({var}, {a.list_size}, {fname!r}, "
                      f"{a.name!r}, {pos}, {strict is not True})")
     elif b in ("int", "SymInt"):
@@ -436,6 +448,10 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
             lines.append(f"if {guard}not ({check.format(v=var)}): raise _NoMatch")
             if b in ("Scalar", "float"):
                 lines.append(f"if {var}.__class__ in _np_scalars: {var} = {var}.item()")
+        elif b == "float" and a.is_list:  # (upsample_nearest2d(x, None, ['a']) fits no overload)
+            lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and all("
+                         f"_is_number(x) and not isinstance(x, complex) for x in {var})): "
+                         f"raise _NoMatch")
         elif b == "Scalar" and a.is_list:  # numbers in a sequence: a Tensor is another overload
             lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and "
                          f"all(_is_number(x) for x in {var})): raise _NoMatch")
@@ -610,9 +626,11 @@ def _gen(fname, cands, method):
             fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
                                                           c.out_ov is not None, factory, ns))
         fn_lines += ["    " + ln for ln in conv]
-        numbers = [(None if a.kwarg_only else pos + 1 - (1 if method else 0), a.name, var)
+        numbers = [(None if a.kwarg_only else pos + 1 - (1 if method else 0), a.name, var,
+                    _PY_TYPE_NAMES[a.base])
                    for pos, (a, var) in enumerate(zip(sch.arguments, call_args))
-                   if single and a.base in ("Scalar", "float") and not a.is_list]
+                   if single and a.base in ("Scalar", "float", "int", "SymInt", "str", "bool")
+                   and not a.is_list]
         if numbers:
             # a try block costs nothing until it catches: the check runs on failure only
             fn_lines.append("    try:")
@@ -626,8 +644,9 @@ def _gen(fname, cands, method):
         else:
             fn_lines.append(f"{indent}return {call}")
         if numbers:
-            items = ", ".join(f"({p}, {n!r}, {v})" for p, n, v in numbers)
-            fn_lines.append("    except (TypeError, ValueError):")
+            items = ", ".join(f"({p}, {n!r}, {v}, {t!r})" for p, n, v, t in numbers)
+            # (any exception: an int of another type fails wherever the kernel uses it)
+            fn_lines.append("    except Exception:")
             fn_lines.append(f"        _check_numbers({fname!r}, ({items},))")
             fn_lines.append("        raise")
         body.append("\n".join(fn_lines))

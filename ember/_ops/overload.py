@@ -2,11 +2,15 @@
 
 ``ember.ops.aten.add`` is a packet; ``ember.ops.aten.add.Tensor`` is an overload, callable with
 any mix of positional and keyword arguments (it normalizes them against its schema and enters
-the dispatcher). Generated bindings skip normalization and call ``overload._call`` directly.
+the dispatcher; a call that fails with an argument of another type than the schema's raises
+PyTorch's RuntimeError for it). Generated bindings skip normalization and call
+``overload._call`` directly.
 """
 import functools
 import keyword
 import os
+
+import numpy as np
 
 from .. import overrides as _overrides
 from .._core import api_name
@@ -38,7 +42,14 @@ class OpOverload:
     def __call__(self, *args, **kwargs):
         if _overrides._TF_ON and _overrides._check(args + tuple(kwargs.values())):
             return _torch_function(self, args, kwargs)
-        return self._call(*self._normalize(*args, **kwargs))
+        args = self._normalize(*args, **kwargs)
+        try:
+            return self._call(*args)
+        except Exception:
+            # the schema's type check runs only once the call has failed (a try costs nothing
+            # until it catches): a wrong-typed argument is then PyTorch's RuntimeError
+            self._normalize.check_types(args)
+            raise
 
     def redispatch(self, keyset, *args, **kwargs):
         return self._entry.redispatch(keyset, *self._normalize(*args, **kwargs))
@@ -311,4 +322,49 @@ def _make_normalizer(schema, qualname):
             return inner(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{qualname}() {str(e).partition(') ')[2] or e}; schema: {schema}") from None
+    normalize.check_types = functools.partial(_check_types, schema, qualname)
     return normalize
+
+
+# The TorchScript type names PyTorch's op calls print for schema types
+_JIT_TYPES = {"Tensor": "Tensor", "int": "int", "SymInt": "int", "float": "float",
+              "Scalar": "number", "bool": "bool", "str": "str"}
+
+
+def _fits(base, v):
+    """Whether PyTorch's op call takes ``v`` for a (non-list) value of schema type ``base``:
+    a bool passes for an int and an int for a bool, a tensor is no number."""
+    from .bindings import is_int, is_number
+    from .._core.symint import SymBool, SymFloat
+    if base == "Tensor":
+        return hasattr(v, "_keyset")
+    if base in ("int", "SymInt", "bool"):
+        return is_int(v) or isinstance(v, (bool, np.bool_, SymBool))
+    if base == "str":
+        return isinstance(v, str)
+    return (is_number(v) or isinstance(v, (SymFloat, SymBool))) and not (
+        base == "float" and isinstance(v, complex))
+
+
+def _check_types(schema, qualname, values):
+    """PyTorch's check of an op call's arguments against the schema (the types in
+    ``_JIT_TYPES``; others pass): its RuntimeError for the first that does not fit."""
+    for i, (a, v) in enumerate(zip(schema.arguments, values)):
+        t = _JIT_TYPES.get(a.base)
+        if t is None or v is None and a.optional:
+            continue
+        if not a.is_list:
+            fits = _fits(a.base, v)
+        elif isinstance(v, (list, tuple)):
+            fits = all(_fits(a.base, x) or x is None and a.elem_optional for x in v)
+        else:  # an int for int[N] means N copies
+            fits = a.list_size is not None and a.base in ("int", "SymInt") and _fits(a.base, v)
+        if not fits:
+            if a.is_list:
+                t = f"List[{t}]"
+            if a.optional:
+                t = f"Optional[{t}]"
+            raise RuntimeError(f"{qualname.partition('.')[0]}() Expected a value of type '{t}' "
+                               f"for argument '{a.name}' but instead found type "
+                               f"'{type(v).__name__}'.\nPosition: {i}\nValue: {v!r}\n"
+                               f"Declaration: {schema}") from None

@@ -1,13 +1,18 @@
 """``ember.nn.functional``'s convolution, pooling, resampling, padding and folding functions, with
-PyTorch's signatures and argument handling (``torch/nn/functional.py`` and the C++ front ends
-``torch.conv2d``, ``torch._C._nn.avg_pool2d``...): they normalize ints/tuples/None and call
-the aten op PyTorch calls. Re-exported by ``ember.nn.functional``."""
+PyTorch's signatures and argument handling (``torch/nn/functional.py``): where PyTorch's
+function is a binding (``torch.conv2d``, ``torch._C._nn.avg_pool2d``...) ember's is the same
+generated binding, and where it is Python ember's does what it does and calls the binding it
+calls, so that a bad argument raises that binding's TypeError. Re-exported by
+``ember.nn.functional``."""
 import math
 import warnings
 
 import ember
 
 from .._ops.overload import ops
+from .modules.utils import _list_with_default, _pair, _single, _triple
+# (ember.nn.functional imports this module once it has defined _is_integer)
+from .functional import _is_integer
 
 _aten = ops.aten
 
@@ -34,129 +39,64 @@ def _tuple(v, n):
 
 
 # ---------------------------------------------------------------------------------------------
-# Convolutions (torch.conv*d: ints or tuples; padding may be 'same' / 'valid')
+# Convolutions: PyTorch's F.conv*d and F.conv_transpose*d are the bindings torch.conv*d
+# themselves (ints or tuples; padding may be 'same' / 'valid'), with their argument errors
 
-def _conv(k, input, weight, bias, stride, padding, dilation, groups):
-    name = f"conv{k}d"
-    op = getattr(_aten, name)
-    if isinstance(padding, str):
-        return op.padding(input, weight, bias, _tuple(stride, k), padding, _tuple(dilation, k),
-                          groups)
-    return op.default(input, weight, bias, _tuple(stride, k), _tuple(padding, k),
-                      _tuple(dilation, k), groups)
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
-
-
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    return _conv(3, input, weight, bias, stride, padding, dilation, groups)
-
-
-def _conv_transpose(k, input, weight, bias, stride, padding, output_padding, groups, dilation):
-    if isinstance(padding, str):
-        raise TypeError(f"conv_transpose{k}d(): argument 'padding' must be tuple of ints, not str")
-    op = getattr(_aten, f"conv_transpose{k}d")
-    op = op.default if k == 1 else op.input
-    return op(input, weight, bias, _tuple(stride, k), _tuple(padding, k),
-              _tuple(output_padding, k), groups, _tuple(dilation, k))
-
-
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups,
-                           dilation)
-
-
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
-                           dilation)
-
-
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
-                           dilation)
+conv1d, conv2d, conv3d = ember.conv1d, ember.conv2d, ember.conv3d
+conv_transpose1d = ember.conv_transpose1d
+conv_transpose2d = ember.conv_transpose2d
+conv_transpose3d = ember.conv_transpose3d
 
 
 # ---------------------------------------------------------------------------------------------
 # Pooling
 
-def _stride(stride, kernel_size, k):
-    return [] if stride is None else _tuple(stride, k)
+# avg_pool*d and adaptive_avg_pool1d are bindings in PyTorch too (torch.avg_pool1d,
+# torch._C._nn.avg_pool2d); the max pools are Python there, calling the bindings with the
+# arguments as given, so that a bad one gets the binding's TypeError
 
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
-    return _aten.avg_pool1d.default(input, _tuple(kernel_size, 1), _stride(stride, kernel_size, 1),
-                                    _tuple(padding, 1), ceil_mode, count_include_pad)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    return _aten.avg_pool2d.default(input, _tuple(kernel_size, 2), _stride(stride, kernel_size, 2),
-                                    _tuple(padding, 2), ceil_mode, count_include_pad,
-                                    divisor_override)
-
-
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    return _aten.avg_pool3d.default(input, _tuple(kernel_size, 3), _stride(stride, kernel_size, 3),
-                                    _tuple(padding, 3), ceil_mode, count_include_pad,
-                                    divisor_override)
-
-
-def _max_pool_args(k, kernel_size, stride, padding, dilation):
-    return (_tuple(kernel_size, k), _stride(stride, kernel_size, k), _tuple(padding, k),
-            _tuple(dilation, k))
+avg_pool1d = ember.avg_pool1d
+avg_pool2d = ember._C._nn.avg_pool2d
+avg_pool3d = ember._C._nn.avg_pool3d
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    return _aten.max_pool1d_with_indices.default(
-        input, *_max_pool_args(1, kernel_size, stride, padding, dilation), ceil_mode)
+    return ember.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation,
+                                         ceil_mode)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    return _aten.max_pool2d_with_indices.default(
-        input, *_max_pool_args(2, kernel_size, stride, padding, dilation), ceil_mode)
+    return ember._C._nn.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
+                                                ceil_mode)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    return _aten.max_pool3d_with_indices.default(
-        input, *_max_pool_args(3, kernel_size, stride, padding, dilation), ceil_mode)
+    return ember._C._nn.max_pool3d_with_indices(input, kernel_size, stride, padding, dilation,
+                                                ceil_mode)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     if return_indices:
         return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _aten.max_pool1d.default(input, *_max_pool_args(1, kernel_size, stride, padding,
-                                                           dilation), ceil_mode)
+    return ember.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     if return_indices:
         return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _aten.max_pool2d.default(input, *_max_pool_args(2, kernel_size, stride, padding,
-                                                           dilation), ceil_mode)
+    return ember.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     if return_indices:
         return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _aten.max_pool3d.default(input, *_max_pool_args(3, kernel_size, stride, padding,
-                                                           dilation), ceil_mode)
+    return ember.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 # The forms without indices that PyTorch's boolean_dispatch picks when return_indices is False
@@ -224,58 +164,51 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _aten.max_unpool3d.default(input, indices, size, stride, padding)
 
 
-def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
+def _lp_pool(pool, input, norm_type, kernel_size, stride, ceil_mode, window):
     """PyTorch's lp_pool: (sum over the window of x^p)^(1/p), from an average pool."""
-    ks = _tuple(kernel_size, k)
-    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[k]
-    out = pool(input.pow(norm_type), ks, stride, 0, ceil_mode)
+    out = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     # relu, as PyTorch: its gradient at an all-zero window is 0 where clamp_min would pass NaN
-    return (ember.sign(out) * ember.relu(ember.abs(out))).mul(math.prod(ks)).pow(1.0 / norm_type)
+    return (ember.sign(out) * ember.relu(ember.abs(out))).mul(window).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+    return _lp_pool(avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode,
+                    math.prod(_single(kernel_size)))
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+    kw, kh = _pair(kernel_size)  # (as PyTorch: a size that is no pair fails to unpack here)
+    return _lp_pool(avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode, kw * kh)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+    kd, kw, kh = _triple(kernel_size)
+    return _lp_pool(avg_pool3d, input, norm_type, kernel_size, stride, ceil_mode, kd * kw * kh)
 
 
-def _adaptive_size(input, output_size, k):
-    """Output sizes with None meaning "the input's size along that dim"; a sequence of sizes
-    needs an input with more dims than it has (torch.nn.modules.utils._list_with_default)."""
-    if not isinstance(output_size, int) and input.dim() <= len(output_size):
-        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
-    sizes = _tuple(output_size, k)
-    return [input.shape[-k + i] if s is None else s for i, s in enumerate(sizes)]
+# adaptive pools: None in a size means the input's size there (_list_with_default, as PyTorch)
 
-
-def adaptive_avg_pool1d(input, output_size):
-    return _aten.adaptive_avg_pool1d.default(input, _tuple(output_size, 1))
+adaptive_avg_pool1d = ember.adaptive_avg_pool1d
 
 
 def adaptive_avg_pool2d(input, output_size):
-    return _aten.adaptive_avg_pool2d.default(input, _adaptive_size(input, output_size, 2))
+    return ember._C._nn.adaptive_avg_pool2d(input, _list_with_default(output_size, input.size()))
 
 
 def adaptive_avg_pool3d(input, output_size):
-    return _aten.adaptive_avg_pool3d.default(input, _adaptive_size(input, output_size, 3))
+    return ember._C._nn.adaptive_avg_pool3d(input, _list_with_default(output_size, input.size()))
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    return _aten.adaptive_max_pool1d.default(input, _tuple(output_size, 1))
+    return ember.adaptive_max_pool1d(input, output_size)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    return _aten.adaptive_max_pool2d.default(input, _adaptive_size(input, output_size, 2))
+    return ember._C._nn.adaptive_max_pool2d(input, _list_with_default(output_size, input.size()))
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
-    return _aten.adaptive_max_pool3d.default(input, _adaptive_size(input, output_size, 3))
+    return ember._C._nn.adaptive_max_pool3d(input, _list_with_default(output_size, input.size()))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -322,8 +255,7 @@ def _fractional_max_pool(k, input, kernel_size, output_size, output_ratio, _rand
         n_batch = 1 if input.dim() == k + 1 else input.size(0)
         _random_samples = ember.rand(n_batch, input.size(-k - 1), k, dtype=input.dtype,
                                      device=input.device)
-    return getattr(_aten, name).default(input, _tuple(kernel_size, k), _tuple(output_size, k),
-                                        _random_samples)
+    return getattr(ember._C._nn, name)(input, kernel_size, output_size, _random_samples)
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
@@ -403,7 +335,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                  f"{list(input.shape[2:])} and output size of {size}. Please "
                                  f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
                                  f"output size in (o1, o2, ...,oK) format.")
-            output_size = list(size)
+            if not all(_is_integer(x) for x in size):
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] "
+                                f"or Tuple[int, int, int], but got size with types "
+                                f"{[type(x) for x in size]}")
+            output_size = size
         else:
             output_size = [size] * dim
         scale_factors = None
@@ -415,9 +351,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                  f"{list(input.shape[2:])} and scale_factor of shape "
                                  f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, "
                                  f"...,dK) format and scale_factor in (s1, s2, ...,sK) format.")
-            scale_factors = [float(s) for s in scale_factor]
+            scale_factors = scale_factor
         else:
-            scale_factors = [float(scale_factor)] * dim
+            scale_factors = [scale_factor] * dim
         output_size = None
     else:
         raise ValueError("either size or scale_factor should be defined")
@@ -449,7 +385,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                   f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
                                   f"bicubic | trilinear | lanczos | area | nearest-exact (got "
                                   f"{mode})")
-    vec = getattr(_aten, op).vec
+    # the bindings, as PyTorch calls them: a size or scale of another type is their TypeError
+    vec = getattr(ember._C._nn, op)
     if mode in _ALIGNED:
         return vec(input, output_size, align_corners, scale_factors)
     return vec(input, output_size, scale_factors)
@@ -477,25 +414,21 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # Padding, folding, pixel shuffle
 
 def pad(input, pad, mode="constant", value=None):
-    return _aten.pad.default(input, list(pad), mode, value)
+    return ember._C._nn.pad(input, pad, mode, value)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    return _aten.im2col.default(input, _tuple(kernel_size, 2), _tuple(dilation, 2),
-                                _tuple(padding, 2), _tuple(stride, 2))
+    return ember._C._nn.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding),
+                               _pair(stride))
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    return _aten.col2im.default(input, _tuple(output_size, 2), _tuple(kernel_size, 2),
-                                _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2))
+    return ember._C._nn.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation),
+                               _pair(padding), _pair(stride))
 
 
-def pixel_shuffle(input, upscale_factor):
-    return _aten.pixel_shuffle.default(input, upscale_factor)
-
-
-def pixel_unshuffle(input, downscale_factor):
-    return _aten.pixel_unshuffle.default(input, downscale_factor)
+pixel_shuffle = ember.pixel_shuffle
+pixel_unshuffle = ember.pixel_unshuffle
 
 
 # ---------------------------------------------------------------------------------------------

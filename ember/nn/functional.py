@@ -19,6 +19,7 @@ import numpy as np
 import ember
 from .._core.api_name import as_ember
 from .. import overrides as _overrides
+from .._ops.bindings import _index, check_numbers as _check_numbers
 from .._ops.overload import ops
 from ..overrides import _TF_ON
 from . import _reduction as _Reduction
@@ -52,6 +53,13 @@ _aten = ops.aten
 
 _reduction_enum = _Reduction.get_enum
 _check_reduction = _Reduction.get_enum  # (for losses that check before computing)
+
+
+def _int_arg(fname, pos, name, v):
+    """An int argument of the binding PyTorch's function calls (ember calls the op): that
+    binding's TypeError for another type, the Python int for an integral 0-dim tensor."""
+    _check_numbers(fname, ((pos, name, v, "int"),))
+    return _index(v)
 
 
 def _legacy_reduction(size_average, reduce, reduction, emit_warning=True):
@@ -117,7 +125,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         input = input.contiguous()
         _no_grad_embedding_renorm_(weight, input, max_norm, norm_type)
-    return _aten.embedding.default(weight, input, padding_idx, scale_grad_by_freq, sparse)
+    return ember.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
@@ -179,6 +187,8 @@ _BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
 def one_hot(tensor, num_classes=-1):
+    if num_classes.__class__ is not int:
+        num_classes = _int_arg("one_hot", 2, "num_classes", num_classes)
     if tensor.dtype != ember.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
@@ -235,7 +245,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    return _aten.native_layer_norm.default(input, list(normalized_shape), weight, bias, eps)[0]
+    # (the binding, as PyTorch's torch.layer_norm: its TypeError for a bad shape or eps)
+    return ember.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -512,13 +523,13 @@ def _get_softmax_dim(name, ndim, stacklevel):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
-    return _aten.softmax.int(input, dim, dtype)
+    return input.softmax(dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
-    return _aten.log_softmax.int(input, dim, dtype)
+    return input.log_softmax(dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -549,6 +560,8 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if ignore_index.__class__ is not int:
+        ignore_index = _int_arg("nll_loss_nd", 5, "ignore_index", ignore_index)
     return _aten.nll_loss_nd.default(input, target, weight, _reduction_enum(reduction),
                                      ignore_index)
 
@@ -556,6 +569,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if ignore_index.__class__ is not int:
+        ignore_index = _int_arg("cross_entropy_loss", 5, "ignore_index", ignore_index)
     return _aten.cross_entropy_loss.default(input, target, weight, _reduction_enum(reduction),
                                             ignore_index, label_smoothing)
 

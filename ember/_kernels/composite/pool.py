@@ -48,9 +48,16 @@ def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
         return _aten.quantized_max_pool1d.default._call(self, kernel_size, stride, padding,
                                                         dilation, ceil_mode)
     # ATen's max_pool1d (without indices) is a kernel of its own, with its own words
+    k = _one("max_pool1d", "kernel_size", kernel_size)
+    s = _one("max_pool1d", "stride", stride, allow_empty=True) or k
     p = _one("max_pool1d", "padding", padding)
-    if p[0] < 0:
-        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p[0]}")
+    d = _one("max_pool1d", "dilation", dilation)
+    for what, v, least in (("kernel_size", k, 1), ("stride", s, 1), ("padding", p, 0),
+                           ("dilation", d, 1)):
+        if v[0] < least:
+            raise RuntimeError(f"max_pool1d() {what} must be "
+                               f"{'non-negative' if least == 0 else 'greater than zero'}, "
+                               f"but got {v[0]}")
     out = max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
     if (self.requires_grad and _tls.state.grad_enabled) or getattr(self, "_fw_grad", None) \
             or self._device.type != "cpu":

@@ -174,7 +174,9 @@ def batch_norm_shapes(input, weight, bias, running_mean, running_var):
 
 
 def check_group_norm(input, weight, bias, N, C, HxW, group):
-    if group <= 0 or C % group:
+    if group <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {group}")
+    if C % group:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {_fmt(input._size)} and num_groups={group}")
     for name, t in (("weight", weight), ("bias", bias)):

@@ -53,7 +53,7 @@ def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode,
         raise RuntimeError("stride should not be zero")
     if any(kk <= 0 for kk in kernel_size):
         raise RuntimeError(f"kernel size should be greater than zero, but got "
-                           f"{' '.join(f'k{c}: {v}' for c, v in zip('TWH'[-k:], kernel_size))}")
+                           f"{' '.join(f'k{c}: {v}' for c, v in zip('THW'[-k:], kernel_size))}")
     if any(d <= 0 for d in dilation):
         raise RuntimeError(f"dilation should be greater than zero, but got "
                            f"{' '.join(f'dilation{c}: {v}' for c, v in zip('THW'[-k:], dilation))}")
