@@ -11,7 +11,6 @@ draws PyTorch's numbers, so initial weights, shuffled batches, random features a
 samples are the same on both sides. Inputs are fixed NumPy arrays; nothing is downloaded."""
 import contextlib
 import os
-import random
 import sys
 import tempfile
 import warnings
@@ -20,23 +19,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _torchvision_schemas  # noqa: E402
+from _program_helpers import params as _params, seed as _seed, x as _x  # noqa: E402
 
 # (torchmetrics imports torchvision when it is installed, whose wheel needs its schemas defined
 # in PyTorch)
 _torchvision_schemas.install()
-
-def _x(rs, *shape):
-    return rs.randn(*shape).astype(np.float32)
-
-
-def _seed(torch, seed=0):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _params(model, prefix):
-    return {prefix + k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
 def _grads(model, prefix):

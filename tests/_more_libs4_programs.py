@@ -14,7 +14,6 @@ must be PyTorch's text exactly. Inputs are fixed NumPy arrays; nothing is downlo
 import contextlib
 import io
 import os
-import random
 import sys
 import tempfile
 import warnings
@@ -23,24 +22,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _torchvision_schemas  # noqa: E402
+from _program_helpers import params as _params, seed as _seed, x as _x  # noqa: E402
 
 # (ptflops and pytorch-grad-cam import torchvision, whose wheel needs its schemas defined in
 # PyTorch)
 _torchvision_schemas.install()
 
-
-def _x(rs, *shape):
-    return rs.randn(*shape).astype(np.float32)
-
-
-def _seed(torch, seed=0):
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _params(model, prefix):
-    return {prefix + k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
 def _printed(fn, *args, **kwargs):
