@@ -16,6 +16,8 @@ import functools
 import importlib
 import numbers
 import operator
+import os
+import re
 import warnings
 
 import numpy as np
@@ -194,9 +196,62 @@ def got(args, kwargs):
 
 
 def invalid_combination(fname, sigs, args, kwargs):
+    """PyTorch's format_invalid_args (torch/csrc/utils/invalid_arguments.cpp) for several
+    signatures: each one, and under those whose parameter count fits the call, why it did not
+    match."""
+    lines = []
+    for s in sigs:
+        lines.append(f" * {s}\n")
+        # the C++ splits the text back on ", ": "*" counts as a parameter, and a parameter's
+        # name is its last word (a default's value where it has one), as there
+        params = s[1:-1].split(", ")
+        if len(args) + len(kwargs) != len(params):
+            continue
+        names = [p.rpartition(" ")[2] for p in params]
+        start = max(len(params) - len(kwargs), 0)
+        unmatched = [k for k in reversed(kwargs) if k not in names[start:]]
+        if unmatched:
+            lines.append("      didn't match because some of the keywords were incorrect: "
+                         + ", ".join(unmatched) + "\n")
+        else:
+            lines.append("      didn't match because some of the arguments have invalid types: "
+                         + _formatted_arg_desc(params, names, args, kwargs) + "\n")
     return TypeError(f"{fname}() received an invalid combination of arguments - got "
-                     f"{got(args, kwargs)}, but expected one of:\n"
-                     + "".join(f" * {s}\n" for s in sigs))
+                     f"{got(args, kwargs)}, but expected one of:\n" + "".join(lines))
+
+
+# invalid_arguments.cpp's type test: a parameter's type is the text before its last space
+# ("bool keepdim =" for one with a default, which then matches nothing), matched against the
+# argument's type name; float and int also take these.
+_ACCEPTED_TYPE_NAMES = {"float": ("float", "int", "long"), "int": ("int", "long")}
+
+
+def _formatted_arg_desc(params, names, args, kwargs):
+    """The arguments' type names with the mismatched ones marked: red on a terminal, else
+    between "!"s (invalid_arguments.cpp's _formattedArgDesc)."""
+    if os.isatty(1) and os.isatty(2):
+        red, reset_red, green, reset_green = "\33[31;1m", "\33[0m", "\33[32;1m", "\33[0m"
+    else:
+        red, reset_red, green, reset_green = "!", "!", "", ""
+    out = "("
+    for i in range(len(args) + len(kwargs)):
+        is_kwarg = i >= len(args)
+        v = kwargs[names[i]] if is_kwarg else args[i]
+        type_name = params[i].rpartition(" ")[0] or params[i]
+        matching = tp_name(v) in _ACCEPTED_TYPE_NAMES.get(type_name, (type_name,))
+        out += green if matching else red
+        if is_kwarg:
+            out += names[i] + "="
+        if isinstance(v, (tuple, list)):
+            elems = ", ".join(tp_name(x) for x in v)
+            out += f"{tp_name(v)} of " + (f"({elems}{',' if len(v) == 1 else ''})"
+                                          if isinstance(v, tuple) else f"[{elems}]")
+        else:
+            out += tp_name(v)
+        out += (reset_green if matching else reset_red) + ", "
+    if args:
+        out = out[:-2]
+    return out + ")"
 
 
 def arg_error(fname, pname, pos, expected, v):
@@ -258,30 +313,265 @@ _PY_TYPE_NAMES = {"Tensor": "Tensor", "int": "int", "SymInt": "int", "float": "f
                   "Generator": "Generator", "Dimname": "name"}
 
 
-def _py_sig(schema, method, out_arg):
-    parts = []
-    star = False
-    for a in schema.arguments:
-        if method and a.name == "self":
-            continue
-        if a.kwarg_only and not star:
-            parts.append("*")
-            star = True
-        t = _PY_TYPE_NAMES.get(a.base, a.base)
-        if a.is_list:
-            t = f"tuple of {t}s" if a.base != "Tensor" else "tuple of Tensors"
-        if a.optional:
-            t += "?"
-        name = "input" if (a.name == "self" and not method) else a.name
-        s = f"{t} {name}"
-        if a.has_default():
-            s += f" = {a.default}"
-        parts.append(s)
-    if out_arg:
-        if not star:
-            parts.append("*")
-        parts.append("Tensor out = None")
-    return "(" + ", ".join(parts) + ")"
+# The Python signatures PyTorch's argument parser prints in "invalid combination" errors, as
+# tools/autograd's gen_python_functions.py writes them (torchgen/api/python.py) and
+# python_arg_parser.cpp's FunctionSignature::toString prints them back. Built on the first
+# error an op raises, never at import.
+
+_TENSOR_OPTION_NAMES = ("dtype", "layout", "device", "pin_memory")
+# a factory's TensorOptions as its Python signature has them (type, name, default)
+_PY_TENSOR_OPTIONS = (("ScalarType?", "dtype", "None"), ("Layout?", "layout", "None"),
+                      ("Device?", "device", "None"), ("bool?", "pin_memory", "False"),
+                      ("bool?", "requires_grad", "False"))
+# python.py's argument_type_str: the C++ type names the signature strings carry (and sort by)
+_CPP_TYPES = {"int": "int64_t", "float": "double", "str": "c10::string_view"}
+_CPP_LIST_TYPES = {"int": "IntArrayRef", "SymInt": "SymIntArrayRef", "Tensor": "TensorList",
+                   "Scalar": "ScalarList", "Dimname": "DimnameList"}
+# FunctionParameter::type_name, from the C++ type (python_arg_parser.cpp's type_map)
+_PRINTED_TYPES = {
+    "Tensor": "Tensor", "Scalar": "Number", "int64_t": "int", "SymInt": "int",
+    "DeviceIndex": "int", "double": "float", "complex": "complex", "bool": "bool",
+    "TensorList": "tuple of Tensors", "c10::List<::std::optional<Tensor>>": "tuple of Tensors",
+    "IntArrayRef": "tuple of ints", "SymIntArrayRef": "tuple of ints",
+    "ArrayRef<double>": "tuple of floats", "Generator": "torch.Generator",
+    "Storage": "torch.Storage", "ScalarType": "torch.dtype", "Layout": "torch.layout",
+    "MemoryFormat": "torch.memory_format", "QScheme": "torch.qscheme", "Device": "torch.device",
+    "c10::string_view": "str", "Dimname": "name", "DimnameList": "tuple of names",
+    "ScalarList": "tuple of Scalars", "DispatchKeySet": "DispatchKeySet", "Stream": "Stream"}
+# cpp.default_expr's JIT_TO_CPP_DEFAULT, for the identifiers the schemas use as defaults
+_CPP_DEFAULTS = {"False": "false", "True": "true", "None": "::std::nullopt",
+                 "Mean": "at::Reduction::Mean", "contiguous_format": "MemoryFormat::Contiguous",
+                 "long": "at::kLong"}
+_raw_defaults = None
+
+
+def _yaml_defaults():
+    """{"name.overload": {argument: default as written}} from native_functions.yaml: the text
+    PyTorch's signatures print (``2.``, ``1e-08``, ``[-2,-1]``), which the parsed schema's
+    values no longer spell."""
+    global _raw_defaults
+    if _raw_defaults is None:
+        _raw_defaults = {}
+        path = os.path.join(os.path.dirname(__file__), "native_functions.yaml")
+        with open(path) as f:
+            for m in re.finditer(r"^- func: ([\w.]+)\((.*)\) ->", f.read(), re.M):
+                name = m[1] if "." in m[1] else m[1] + "."
+                defaults = {}
+                for arg in _split_params(m[2]):
+                    decl, eq, default = arg.partition("=")
+                    if eq:
+                        defaults[decl.split()[-1]] = default.strip()
+                _raw_defaults[name] = defaults
+    return _raw_defaults
+
+
+def _split_params(text):
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch in "([") - (ch in ")]")
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur.strip()] if cur.strip() else parts
+
+
+def _schema_default_text(a):
+    """A default as the schema would spell it, from its parsed value (for an op that is not in
+    native_functions.yaml)."""
+    d = a.default
+    if d is None or d is True or d is False:
+        return str(d)
+    if isinstance(d, tuple):
+        return "[" + ",".join(_schema_default_text_of(x) for x in d) + "]"
+    if isinstance(d, str) and a.base == "str":
+        return "'" + d.replace("'", "\\'") + "'"
+    return _schema_default_text_of(d)
+
+
+def _schema_default_text_of(v):
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _normalize_default(a, text):
+    """ember's yaml spells some defaults as PyTorch prints a schema (``stride=[1, 1]``,
+    ``eps=1.0000000000000001e-05``, ``p=2.``), not as PyTorch's native_functions.yaml writes
+    them, which is what its signatures show (``1``, ``1e-05``, ``2``)."""
+    if a.is_list and a.list_size and text.startswith("[") and text.endswith("]"):
+        items = [x.strip() for x in text[1:-1].split(",")]
+        if len(items) == a.list_size and len(set(items)) == 1:
+            return items[0]  # (int[2] dilation=1: one number for every element)
+    elif a.base in ("float", "Scalar") and not a.is_list:
+        if text.endswith(".") and text[:-1].lstrip("-").isdigit():
+            return text[:-1]
+        if sum(ch.isdigit() for ch in text.partition("e")[0]) >= 16:
+            return repr(float(text))  # c10's 17 significant digits back to the short form
+    return text
+
+
+def _cpp_default(a, text):
+    """cpp.default_expr then python.py's argument_str: the default as the signature prints it."""
+    text = _normalize_default(a, text)
+    if a.name == "reduction" and a.base == "int" and text == "1":
+        text = "Mean"  # (ember's yaml spells at::Reduction::Mean as its value)
+    if a.base == "str" and not a.is_list and len(text) >= 2 and text[0] == text[-1] == "'":
+        out, i = "", 1
+        while i + 1 < len(text):
+            if text[i] != "\\":
+                out += '\\"' if text[i] == '"' else text[i]
+                i += 1
+            else:
+                out += "'" if text[i + 1] == "'" else text[i:i + 2]
+                i += 2
+        text = f'"{out}"'
+    elif a.is_list and text.startswith("[") and text.endswith("]"):
+        text = "{" + text[1:-1] + "}"
+    else:
+        text = _CPP_DEFAULTS.get(text, text)
+    text = {"true": "True", "false": "False"}.get(text, text)  # pythonify_default
+    return "None" if text in ("::std::nullopt", "{}") else text
+
+
+def _cpp_type(a):
+    if not a.is_list:
+        t = _CPP_TYPES.get(a.base, a.base)
+    elif a.elem_optional and a.base == "Tensor":
+        t = "c10::List<::std::optional<Tensor>>"
+    elif a.base == "bool":
+        t = f"::std::array<bool,{a.list_size}>"
+    else:
+        t = _CPP_LIST_TYPES.get(a.base)
+        t = f"ArrayRef<{_CPP_TYPES.get(a.base, a.base)}>" if t is None else t
+        if a.list_size:
+            t += f"[{a.list_size}]"
+    return t + "?" if a.optional else t
+
+
+def _schema_type(a):
+    """The argument's type as torchgen's str(Type) writes it (what sort_overloads compares)."""
+    t = a.base + ("?" if a.elem_optional else "")
+    if a.is_list:
+        t += f"[{a.list_size}]" if a.list_size else "[]"
+    return t + "?" if a.optional else t
+
+
+class _PySignature:
+    """One Python signature: its formals (C++ type, name, default or None), how many are
+    positional, and the schema types that order it among its op's others."""
+
+    def __init__(self, fname, schema, out_schema, method, factory):
+        # (out= shown where the binding takes it: PyTorch pairs an overload only with the out=
+        # one repeating its inputs exactly, ember's bindings sometimes more widely, linspace's
+        # Tensor overloads with linspace.out, so the text says what ember accepts)
+        formals, types, self.positional = self._inputs(schema, method, factory)
+        if out_schema is not None:
+            outs = [a for a in out_schema.arguments if a.is_write and a.kwarg_only]
+            if len(outs) == 1:
+                formals.append((_cpp_type(outs[0]).rstrip("?"), outs[0].name, "None"))
+            else:
+                formals.append((f"TensorList[{len(outs)}]", "out", "None"))
+        if factory:
+            formals.extend(_PY_TENSOR_OPTIONS)
+            types.extend(t for t, _, _ in _PY_TENSOR_OPTIONS)
+        self.formals, self.types = formals, types
+        parts = [f"{t} {n}" + ("" if d is None else f"={d}") for t, n, d in formals]
+        if len(parts) > self.positional:
+            parts.insert(self.positional, "*")
+        self.key = f"{fname}({', '.join(parts)})"  # signature_str: the first sort's key
+
+    @staticmethod
+    def _inputs(schema, method, factory):
+        raw = _yaml_defaults().get(f"{schema.base_name}.{schema.overload_name}")
+        names = {a.name for a in schema.arguments}
+        grouped = factory or all(n in names for n in _TENSOR_OPTION_NAMES)
+        formals, types, positional = [], [], 0
+        for a in schema.arguments:
+            if a.is_write and a.kwarg_only or method and a.name == "self" \
+                    or grouped and a.name in _TENSOR_OPTION_NAMES:
+                continue  # (TensorOptions are the factory's own five, or none at all)
+            t = _cpp_type(a)
+            default = None
+            if a.has_default():
+                text = raw.get(a.name) if raw else None
+                default = _cpp_default(a, _schema_default_text(a) if text is None else text)
+            name = "input" if a.name == "self" and t == "Tensor" else a.name
+            formals.append((t, name, default))
+            types.append(_schema_type(a))
+            positional += not a.kwarg_only
+        return formals, types, positional
+
+    def __str__(self):
+        parts = []
+        for i, (t, n, d) in enumerate(self.formals):
+            base = t.rstrip("?")
+            base = base[:base.index("[")] if base.endswith("]") and "[" in base \
+                and not base.startswith("::") else base
+            text = f"{_PRINTED_TYPES.get(base, base)} {n}" + ("" if d is None else f" = {d}")
+            parts.append(("*, " if i == self.positional else "") + text)
+        return "(" + ", ".join(parts) + ")"
+
+
+def _is_arg_smaller(t1, t2):
+    """gen_python_functions.py's sort_overloads: the parameter type that yields to another."""
+    return (t1 == "Scalar" and t2 == "Tensor" or t1 == "Scalar?" and t2 == "Tensor?"
+            or "Dimname" in t1 and "Dimname" not in t2
+            or t1 == "int[]" and t2 in ("int", "int?")
+            or t1 == "Tensor[]" and "[]" in t2
+            or t1 == "SymInt[]" and t2 == "int[]"
+            or t1 in ("SymInt", "int") and t2 == "Tensor")
+
+
+def _is_smaller(s1, s2):
+    if len(s1.types) != len(s2.types):
+        return False
+    return s1.types != s2.types and all(
+        a == b or _is_arg_smaller(a, b) for a, b in zip(s1.types, s2.types))
+
+
+def sort_signatures(sigs):
+    """PyTorch's order: by signature text, then topologically so that a signature comes after
+    the ones it yields to (a Scalar parameter after the same one taking a Tensor)."""
+    sigs = sorted(sigs, key=lambda s: s.key)
+    larger_than = {}
+    for i1, s1 in enumerate(sigs):
+        for i2, s2 in enumerate(sigs):
+            if _is_smaller(s1, s2):
+                larger_than.setdefault(i1, set()).add(i2)
+    if not larger_than:
+        return sigs
+    order = [i for i in range(len(sigs)) if i not in larger_than]
+    for idx in range(len(sigs)):
+        i = order[idx]
+        for j in sorted(larger_than):
+            larger_than[j].discard(i)
+            if not larger_than[j]:
+                del larger_than[j]
+                order.append(j)
+    return [sigs[i] for i in order]
+
+
+class Signatures:
+    """An op's signature lines, made on first use: an error path, so the bindings' import
+    builds none of them."""
+
+    def __init__(self, fname, cands, method):
+        self._args = (fname, cands, method)
+        self._lines = None
+
+    def _make(self):
+        if self._lines is None:
+            fname, cands, method = self._args
+            self._lines = [str(s) for s in sort_signatures(
+                [_PySignature(fname, c.ov._schema, c.out_ov._schema if c.out_ov else None,
+                              method, _is_factory(c.ov._schema)) for c in cands])]
+        return self._lines
+
+    def __iter__(self):
+        return iter(self._make())
+
+    def __len__(self):
+        return len(self._make())
 
 
 class _Cand:
@@ -370,13 +660,15 @@ def _candidates(overloads, method):
     cands = []
     for o in funcs:
         names = [a.name for a in o._schema.arguments]
-        bases = [a.base for a in o._schema.arguments]
+        # whole types, list-ness too: all.dim's out= is all.out, not all.dims_out
+        types = [_schema_type(a) for a in o._schema.arguments]
         out_ov = out_idx = None
         for oo in outs:
             oargs = [a for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)]
             onames = [a.name for a in oargs]
             # same names and argument types (linalg_cond.out, not .p_str_out, for p: Scalar?)
-            if onames == names and (out_ov is None or [a.base for a in oargs] == bases):
+            if onames == names and (out_ov is None
+                                    or [_schema_type(a) for a in oargs] == types):
                 out_ov, out_idx = oo, None
             elif out_ov is None and set(names) - set(onames) <= _TENSOR_OPTIONS \
                     and onames == [n for n in names if n in onames]:
@@ -534,11 +826,19 @@ def _varargs_param(schema, method):
 _FACTORY_ARGS = {"dtype", "layout", "device", "pin_memory"}
 
 
+def _is_factory(sch):
+    """Whether PyTorch's Python binding takes TensorOptions (and requires_grad=) for it."""
+    return _FACTORY_ARGS <= {a.name for a in sch.arguments} and (
+        not any(a.base == "Tensor" for a in sch.arguments)
+        or sch.base_name.endswith("_like") or sch.base_name.startswith("new_")
+        or f"aten::{sch.base_name}.{sch.overload_name}" in FACTORY_CATEGORY)
+
+
 def _gen(fname, cands, method):
     """Source of one binding function plus the namespace it needs."""
     ns = {}
     single = len(cands) == 1
-    sigs = [_py_sig(c.ov._schema, method, c.out_ov is not None) for c in cands]
+    sigs = Signatures(fname, cands, method)
     ns["_SIGS"] = sigs
     body = []
     # overloads taking a Scalar are tried again after all the others, with a 0-dim tensor
@@ -556,10 +856,7 @@ def _gen(fname, cands, method):
         if c.out_ov is not None:
             ns[f"_o{ci}"] = c.out_ov._call
         # factories take requires_grad= (PyTorch's Python binding adds it), *_like and new_* too
-        factory = _FACTORY_ARGS <= {a.name for a in sch.arguments} and (
-            not any(a.base == "Tensor" for a in sch.arguments)
-            or sch.base_name.endswith("_like") or sch.base_name.startswith("new_")
-            or f"aten::{sch.base_name}.{sch.overload_name}" in FACTORY_CATEGORY)
+        factory = _is_factory(sch)
         if factory:
             params.append("requires_grad=False")
         named = [r.name for r in sch.returns]

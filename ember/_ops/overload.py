@@ -333,11 +333,12 @@ _JIT_TYPES = {"Tensor": "Tensor", "int": "int", "SymInt": "int", "float": "float
 
 def _fits(base, v):
     """Whether PyTorch's op call takes ``v`` for a (non-list) value of schema type ``base``:
-    a bool passes for an int and an int for a bool, a tensor is no number."""
+    a bool passes for an int and an int for a bool, a number for a Tensor, a tensor is no
+    number."""
     from .bindings import is_int, is_number
     from .._core.symint import SymBool, SymFloat
-    if base == "Tensor":
-        return hasattr(v, "_keyset")
+    if base == "Tensor":  # (a number becomes a wrapped-number tensor)
+        return hasattr(v, "_keyset") or is_number(v)
     if base in ("int", "SymInt", "bool"):
         return is_int(v) or isinstance(v, (bool, np.bool_, SymBool))
     if base == "str":
@@ -351,7 +352,8 @@ def _check_types(schema, qualname, values):
     ``_JIT_TYPES``; others pass): its RuntimeError for the first that does not fit."""
     for i, (a, v) in enumerate(zip(schema.arguments, values)):
         t = _JIT_TYPES.get(a.base)
-        if t is None or v is None and a.optional:
+        # (PyTorch's op calls take None for a bool; argsort.stable's samples pass it)
+        if t is None or v is None and (a.optional or a.base == "bool"):
             continue
         if not a.is_list:
             fits = _fits(a.base, v)
