@@ -62,3 +62,35 @@ EXPECTED = {
     "linalg.eigh:complex64": _SIGNS,
     "linalg.eigh:complex128": _SIGNS,
 }
+
+# The barebones unsigned types (ember/_kernels/rules/unsigned.py refuses them kernel by kernel, as
+# ATen): where ember's composite for an op reaches another kernel than ATen's native one does, the
+# refusal names that kernel; the composites live outside the dtype rules.
+_UNSIGNED = {
+    "addr": "ember's addr composite reaches add (\"add_stub\") before any product; ATen's native "
+            "addr kernel refuses in its own dispatch, \"addr_cpu\"",
+    "combinations": "ember's combinations selects with index_select; ATen's with masked_select, "
+                    "whose dispatch is the one named",
+    "nn.functional.bilinear": "ember's bilinear contracts with a matrix product (addmm's "
+                              "dispatch, \"addmm_impl_cpu_\") where ATen's _trilinear uses bmm",
+    "nn.functional.scaled_dot_product_attention":
+        "PyTorch refuses with 'expected scalar type Float but found UInt16' (its CPU attention "
+        "kernel's check) before any product; ember's math path reaches bmm's dtype dispatch "
+        "first and raises NotImplementedError",
+    "renorm": "PyTorch fails an internal assert (AccumulateType has no accumulate type for the "
+              "barebones unsigned types); ember refuses in linalg.vector_norm's dtype check, "
+              "which is the error a supported build would give",
+    "to_sparse": "PyTorch's dense-to-COO conversion counts nonzeros first (\"nonzero_count_cpu\" "
+                 "refuses); ember's composite to_sparse finds them another way and computes",
+    "nonzero_static": "the sample is 0-dim with size=0: ATen returns the empty result before any "
+                      "dtype dispatch, ember's composite calls nonzero first, which refuses",
+    "nn.functional.channel_shuffle": "ATen's native CPU channel_shuffle kernel dispatches on dtype "
+                                     "and refuses; ember's composite is views and a copy, which "
+                                     "take every dtype",
+    "linalg.matrix_power": "the sample's power is 0: ATen builds the identity with eye, whose "
+                           "dispatch refuses; ember's composite makes it without eye and computes",
+    "linalg.pinv.singular": "PyTorch refuses in pinv's own floating-dtype check; ember's "
+                            "composite reaches a matrix product (addmm's dispatch) before it",
+}
+EXPECTED.update({f"{entry}:{dtype}": why for entry, why in _UNSIGNED.items()
+                 for dtype in ("uint16", "uint32", "uint64")})

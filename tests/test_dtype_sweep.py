@@ -3,7 +3,8 @@
 test_op_db drives each CPU entry of ``op_db`` through ember in float32, float64 and two
 integer/bool dtypes the entry supports. This sweep takes each resolvable entry and each other
 dtype of bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-complex64, complex128, and runs the entry's first sample of that dtype in PyTorch and in ember:
+complex64, complex128, and each entry on PyTorch's "barebones" unsigned types uint16, uint32,
+uint64, and runs the entry's first sample of that dtype in PyTorch and in ember:
 
 * where PyTorch computes (the dtype is supported, or the entry accepts it anyway), ember must
   compute the same result (values within the dtype's tolerance, dtype, shape; random ops by
@@ -14,9 +15,11 @@ complex64, complex128, and runs the entry's first sample of that dtype in PyTorc
 
 For a dtype the entry does not support, its sample function usually still builds a sample; where
 it fails or builds none, the float32 sample's float32 tensors are converted with ``.to(dtype)``.
-The machinery (twins, sample conversion, comparison) is test_op_db's. What still fails is listed
-in ``dtype_sweep_expected.py`` with a reason each, as strict xfails. A summary line gives the
-counts.
+op_db lists the barebones unsigned types for no entry (ATen has few kernels for them: copies,
+views, fills, ``cat``, ``eq``, ``mul`` ... and refuses the rest), so their samples are always the
+converted float32 sample. The machinery (twins, sample conversion, comparison) is test_op_db's.
+What still fails is listed in ``dtype_sweep_expected.py`` with a reason each, as strict xfails. A
+summary line gives the counts.
 """
 import concurrent.futures
 import re
@@ -36,6 +39,8 @@ from dtype_sweep_expected import EXPECTED  # noqa: E402
 DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
           torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
           torch.complex128]
+# uint16/32/64: never among an entry's dtypes; mostly refused, by ember's rules/unsigned.py table
+BAREBONES = [torch.uint16, torch.uint32, torch.uint64]
 
 
 def _resolvable(op):
@@ -50,7 +55,7 @@ def _resolvable(op):
 # expected table says why; they are counted in the summary, not swept
 _UNRESOLVED = [opdb.entry_id(op) for op in opdb.ENTRIES if not _resolvable(op)]
 CASES = [(op, dt) for op in opdb.ENTRIES if opdb.entry_id(op) not in _UNRESOLVED
-         for dt in DTYPES if dt not in opdb._dtypes(op)]
+         for dt in DTYPES + BAREBONES if dt not in opdb._dtypes(op)]
 
 
 def _short(dtype):
@@ -90,22 +95,34 @@ def _sample(op, dtype):
 
 def _make_sample(op, dtype):
     torch.manual_seed(0)
-    try:
-        sample = next(iter(op.sample_inputs("cpu", dtype, requires_grad=False)), None)
-    except Exception:  # noqa: BLE001  (the sample function refuses an unsupported dtype)
-        sample = None
+    sample = None
+    # (a sample function asked for a barebones unsigned type makes its tensors with ops PyTorch
+    # refuses on them, or through a dtype no entry was written for: the converted float32
+    # sample is the one defined sample)
+    if dtype not in BAREBONES:
+        try:
+            sample = next(iter(op.sample_inputs("cpu", dtype, requires_grad=False)), None)
+        except Exception:  # noqa: BLE001  (the sample function refuses an unsupported dtype)
+            sample = None
     if sample is not None:
         return sample, False
     torch.manual_seed(0)
     sample = next(iter(op.sample_inputs("cpu", torch.float32, requires_grad=False)))
-    return sample.transform(lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and
-                            t.dtype == torch.float32 else t), True
+    # a negative float has no defined conversion to a barebones unsigned type (C++'s float to
+    # unsigned conversion of it is undefined; PyTorch's result wraps to near 2**64 or saturates
+    # by compiler), so those samples take magnitudes: small values, as every other dtype's
+    # sample holds (uint8's conversion is defined by PyTorch and kept as it is)
+    unsigned = dtype in BAREBONES
+    return sample.transform(lambda t: (t.abs() if unsigned else t).to(dtype)
+                            if isinstance(t, torch.Tensor) and t.dtype == torch.float32
+                            else t), True
 
 
 # A dtype in a message is printed by its module: PyTorch's "torch.int64" is ember's "ember.int64"
 # (both messages are read so, which also equates a "torch.float16" that ember's message copies
 # as text from PyTorch's, as linear_cross_entropy's acc_dtype error does).
-_DTYPE_REPR = re.compile(r"\btorch\.(" + "|".join(_short(d) for d in DTYPES) + r")\b")
+_DTYPE_REPR = re.compile(r"\btorch\.(" + "|".join(_short(d) for d in DTYPES + BAREBONES) +
+                         r")\b")
 
 
 def _message(exc):
@@ -219,6 +236,31 @@ _BRANCHES = [
     ("T.unique(T.ones(3, 1, dtype=T.complex64), dim=0)", "complex unique along a dim"),
     ("T.nn.functional.adaptive_max_pool3d(T.ones(1, 1, 4, 4, 4, dtype=T.int32), 2)",
      "int adaptive_max_pool3d"),
+    # the barebones unsigned types: rules/unsigned.py's argument-dependent rows
+    ("T.ones(2, 3, dtype=T.uint16).flip(0)", "uint16 flip of an outer dim"),
+    ("T.ones(2, 3, dtype=T.uint16).flip(1)", "uint16 flip of the last dim"),
+    ("T.ones(2, 3, dtype=T.uint32).sum(0)", "uint32 sum to int64"),
+    ("T.ones(2, 3, dtype=T.uint32).sum(0, dtype=T.uint16)", "sum to uint16"),
+    ("T.ones(3, dtype=T.uint16).cumsum(0, dtype=T.uint64)", "cumsum to uint64"),
+    ("T.ones(3, dtype=T.uint16) + 1.5", "uint16 plus a float"),
+    ("T.ones(3, dtype=T.uint16) + 1", "uint16 plus an int"),
+    ("T.ones(3, dtype=T.uint16).add_(T.ones(3, dtype=T.uint16))", "uint16 in-place add"),
+    ("T.ones(3, dtype=T.uint16) < 2.5", "uint16 below a float"),
+    ("T.ones(3, dtype=T.uint64) * T.ones(3, dtype=T.uint64)", "uint64 mul"),
+    ("T.ones(3, dtype=T.uint16) == T.ones(3, dtype=T.uint16)", "uint16 eq"),
+    ("T.cat([T.ones(3, dtype=T.uint32), T.ones(2, dtype=T.uint32)])", "uint32 cat"),
+    ("T.ones(3, dtype=T.uint16) + T.ones(3, dtype=T.int64)", "uint16 promoted with int64"),
+    ("T.round(T.ones(3, dtype=T.uint16), decimals=2)", "uint16 round with decimals"),
+    ("T.div(T.ones(3, dtype=T.uint16), T.ones(3, dtype=T.uint16), rounding_mode='floor')",
+     "uint16 floor division"),
+    ("T.nn.functional.adaptive_avg_pool2d(T.ones(0, 2, 4, 4, dtype=T.uint16), 2)",
+     "empty uint16 adaptive_avg_pool2d"),
+    ("T.nn.functional.adaptive_avg_pool2d(T.ones(1, 2, 4, 4, dtype=T.uint16), 2)",
+     "uint16 adaptive_avg_pool2d"),
+    ("T.zeros(3, dtype=T.uint16).random_(-1, 5)", "uint16 random_ out of bounds"),
+    ("T.zeros(3, dtype=T.uint32).cauchy_()", "uint32 cauchy_"),
+    ("T.full((2,), 1e30, dtype=T.uint64)", "uint64 full overflowing"),
+    ("T.zeros(3, dtype=T.uint16).fill_(7)", "uint16 fill_"),
 ]
 
 
@@ -232,6 +274,14 @@ def test_dtype_rule_branches(expr):
         assert _message(info.value) == _message(e)
     else:
         opdb._compare(eval(expr, {"T": ember}), expected)
+
+
+def test_unsigned_table_rows_all_gate_a_kernel():
+    """Each row of the barebones unsigned table gates a registered CPU kernel (a row for an op
+    whose CPU kernel is composite, or misspelled, would refuse nothing)."""
+    from ember._kernels.rules import unsigned
+    assert set(unsigned.NO_CPU_KERNEL) == unsigned.GATED, \
+        sorted(set(unsigned.NO_CPU_KERNEL) ^ unsigned.GATED)
 
 
 @pytest.mark.parametrize("name", ["conv1d", "conv2d", "conv3d", "conv_transpose2d"])

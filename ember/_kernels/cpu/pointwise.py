@@ -28,6 +28,8 @@ from ..._core.promotion import result_type_of
 from ..._tensor import Tensor  # the frontend class itself: an exact-class test on the hot path
 from ..registration import register
 from ..rules import pointwise as _R
+from ..rules import unsigned as _unsigned
+from ..rules.unsigned import BAREBONES as _BAREBONES
 from . import generated as _generated
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,
                                check_polygamma_order, check_rounding_mode, clamp_operands,
@@ -406,7 +408,9 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
     dtype (not bool unless ``bool_ok``, never float8) or a Python number NumPy converts exactly,
     and alpha is 1, one ufunc call; otherwise the general path. (A closure, not a helper the
     kernels call: a Python call is a measurable part of a 1-element ``a + b``.)"""
-    slow = frozenset(D.FLOAT8 + (D.complex32,) + (() if bool_ok else (D.bool_,)))
+    slow = frozenset(D.FLOAT8 + (D.complex32,) + (() if bool_ok else (D.bool_,))) | _BAREBONES
+    row = f"{name}.Tensor"
+    unsigned_row = row if row in _unsigned.IN_KERNEL else None
 
     def kernel(self, other, alpha=1):
         if alpha.__class__ is int and alpha == 1:
@@ -428,6 +432,9 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
                 _broadcast_error((self, other), e)
             except RuntimeWarning:  # see _FP_WARNING
                 pass
+        if unsigned_row and (self._dtype in _BAREBONES or
+                             getattr(other, "_dtype", None) in _BAREBONES):
+            _unsigned.check(unsigned_row, (self, other, alpha), {})
         return wrap(evaluate(name, self, other, alpha=alpha if with_alpha else None)[0])
     kernel.__name__ = kernel.__qualname__ = f"{name}_Tensor"
     return kernel
@@ -478,7 +485,7 @@ def _inplace_kernel(name, nargs):
 
 # add_'s NumPy fast path skips the rules: not for these (bool's or, complex32's pairs, float8's
 # missing kernel)
-_ADD_SLOW_DTYPES = frozenset((D.bool_, D.complex32) + tuple(D.FLOAT8))
+_ADD_SLOW_DTYPES = frozenset((D.bool_, D.complex32) + tuple(D.FLOAT8)) | _BAREBONES
 
 
 def add__Tensor(self, other, alpha=1):
@@ -495,11 +502,19 @@ def add__Tensor(self, other, alpha=1):
         except RuntimeWarning:  # see _FP_WARNING: the sum is written before NumPy checks flags
             pass
         return self
+    _check_unsigned("add.Tensor", self, other, alpha)
     return evaluate_into("add", self, self, other, alpha=alpha)
 
 
 def sub__Tensor(self, other, alpha=1):
+    _check_unsigned("sub_.Tensor", self, other, alpha)
     return evaluate_into("sub", self, self, other, alpha=alpha)
+
+
+def _check_unsigned(row, self, other, alpha):
+    """The barebones unsigned types' refusal of an IN_KERNEL row (``rules/unsigned.py``)."""
+    if self._dtype in _BAREBONES or getattr(other, "_dtype", None) in _BAREBONES:
+        _unsigned.check(row, (self, other, alpha), {})
 
 
 def div__Tensor_mode(self, other, rounding_mode):

@@ -21,9 +21,13 @@ C_TYPE_NAMES = {
     D.complex128: "c10::complex<double>",
 }
 C_TYPE_NAMES.update({d: d._cpp for d in D.FLOAT8 + (D.complex32,)})  # c10::Float8_e4m3fn ...
+C_TYPE_NAMES.update({D.uint16: "uint16_t", D.uint32: "uint32_t", D.uint64: "uint64_t"})
 # "unsigned char", as PyTorch's random_ messages name uint8
 RANDOM_TYPE_NAMES = {**C_TYPE_NAMES, D.uint8: "unsigned char", D.int8: "signed char",
-                     D.int16: "short", D.int64: "long"}
+                     D.int16: "short", D.int64: "long",
+                     # (the barebones unsigned types by their typeid names, as random_ prints them)
+                     D.uint16: "short unsigned int", D.uint32: "unsigned int",
+                     D.uint64: "long unsigned int"}
 
 
 def _limits(d):

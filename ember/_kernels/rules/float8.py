@@ -13,6 +13,7 @@ and factories, ``eq``/``ne``/``isnan``, ``abs``, ``mul`` of two tensors, ``mm``/
 import functools
 
 from ..._core import dtype as D
+from . import unsigned as _unsigned
 
 
 def _softmax(args):
@@ -142,9 +143,13 @@ GATED = set()
 
 
 def gate(op, fn):
-    """CPU kernel ``fn`` of ``op``, behind :func:`check` when ``op`` is listed."""
+    """CPU kernel ``fn`` of ``op``, behind :func:`check` when ``op`` is listed, and behind the
+    barebones unsigned types' check (``rules/unsigned.py``) when that table lists it: every CPU
+    kernel registration passes here, so both dtype tables gate through this one call. The
+    wrapper's ``__wrapped__`` is ``fn`` itself either way (registration compares it)."""
+    inner = _unsigned.gate(op, fn)
     if op not in NO_CPU_KERNEL:
-        return fn
+        return inner
     GATED.add(op)
 
     @functools.wraps(fn)
@@ -153,5 +158,5 @@ def gate(op, fn):
             if getattr(a, "_dtype", None) in _FLOAT8:
                 check(op, args)
                 break
-        return fn(*args, **kwargs)
+        return inner(*args, **kwargs)
     return kernel

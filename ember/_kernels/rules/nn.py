@@ -230,6 +230,9 @@ def dropout_backward_dtype(grad_output, mask, scale):
     float scale is a float tensor."""
     if mask._dtype is not D.bool_:
         raise RuntimeError(f"Mask should be Bool Scalar Type{mask._dtype._short}")
+    # grad * mask promotes first: the identity for every dtype but the barebones unsigned
+    # types, whose promotion with bool PyTorch refuses
+    result_type_of((grad_output, mask))
     return result_type_of((grad_output, float(scale)))
 
 

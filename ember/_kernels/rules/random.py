@@ -4,6 +4,7 @@ dtypes, with PyTorch's errors. The CPU kernels (``cpu/random.py``) and the Meta 
 from ..._core import dtype as D
 from ..._core import strides as _st
 from .factory import C_TYPE_NAMES, _g, _not_implemented, check_fits
+from .unsigned import BAREBONES
 
 
 # randperm into a floating dtype: the largest n whose values [0, n) are all exact (bfloat16 is
@@ -14,7 +15,8 @@ _RANDPERM_FLOAT_MAX = {D.float16: ("2049", 2049), D.float32: ("2^24+1", 2 ** 24 
 
 # the C++ names cauchy_'s dtype message prints (typeid names, not ATen's)
 _CAUCHY_TYPE_NAMES = {**C_TYPE_NAMES, D.int8: "signed char", D.uint8: "unsigned char",
-                      D.int16: "short int", D.int64: "long int"}
+                      D.int16: "short int", D.int64: "long int", D.uint16: "short unsigned int",
+                      D.uint32: "unsigned int", D.uint64: "long unsigned int"}
 
 
 def check_randperm(n, dtype):
@@ -38,8 +40,9 @@ def check_bernoulli_float(self, p):
 
 
 def check_bernoulli_tensor(self, p):
-    """bernoulli_(p): p (floating) broadcasts to self's shape, as ``p.expand_as(self)``."""
-    if self._dtype.is_complex:
+    """bernoulli_(p): p (floating) broadcasts to self's shape, as ``p.expand_as(self)``; self's
+    dtype is dispatched first (no complex or barebones unsigned kernel)."""
+    if self._dtype.is_complex or self._dtype in BAREBONES:
         _not_implemented("bernoulli_tensor_cpu_self_", self._dtype)
     if not p._dtype.is_floating_point:
         _not_implemented("bernoulli_tensor_cpu_p_", p._dtype)

@@ -7,6 +7,7 @@ from functools import reduce
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.promotion import promote_types
+from .unsigned import BAREBONES
 
 
 _fmt = _st._fmt_list
@@ -147,8 +148,8 @@ def check_scatter_reduce_dtype(self, reduce):
 
 
 def check_index_reduce_dtype(self):
-    """ATen's index_reduce kernel has no bool or complex types."""
-    if self._dtype is D.bool_ or self._dtype.is_complex:
+    """ATen's index_reduce kernel has no bool, complex or barebones unsigned types."""
+    if self._dtype is D.bool_ or self._dtype.is_complex or self._dtype in BAREBONES:
         raise NotImplementedError(f"\"index_func_\" not implemented for '{self._dtype._short}'")
 
 
