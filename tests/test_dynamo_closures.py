@@ -66,8 +66,9 @@ def _check(torch, make, *arrays, graphs, breaks, call=lambda r: r, calls=3):
     e = ember._dynamo.explain(make(ember))(*[ember.tensor(a) for a in arrays])
     t = torch._dynamo.explain(make(torch))(*[torch.tensor(a) for a in arrays])
     assert e.graph_count == t.graph_count == graphs, (e, t.graph_count)
-    # (PyTorch's graph_break_count is graph_count - 1; ember's counts the breaks made)
-    assert e.graph_break_count == breaks, e
+    # graph_break_count is PyTorch's graph_count - 1; the breaks made are ember's reasons
+    assert e.graph_break_count == t.graph_break_count == graphs - 1, e
+    assert len(e.break_reasons) == breaks, e
 
 
 def test_cells_read_and_written_in_one_graph(torch):

@@ -72,7 +72,9 @@ def explain(f, *extra_args, **extra_kwargs):
         ops_per_graph = [[n.target for n in gm.graph.nodes
                           if n.op in ("call_function", "call_method", "call_module")]
                          for gm in rec.graphs]
-        return ExplainOutput(rec.graphs, len(rec.graphs), len(rec.break_reasons),
+        # PyTorch's explain counts graph breaks as graph_count - 1 (-1 when nothing compiled),
+        # whatever the breaks' count: a break before any op makes no graph of its own
+        return ExplainOutput(rec.graphs, len(rec.graphs), len(rec.graphs) - 1,
                              rec.break_reasons, sum(len(o) for o in ops_per_graph),
                              ops_per_graph, rec.guards)
 

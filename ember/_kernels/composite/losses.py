@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as D
+from ..._core.promotion import promote_types
 from ..._ops.overload import ops
 from ..rules.nn import check_loss_dtype
 
@@ -259,6 +260,13 @@ def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode
         padding_idx %= n
     else:
         padding_idx = -1
+    # ATen's promoteIndicesAndOffsets: both become promoteTypes(offsets, indices) before the
+    # checks (int8 indices with int64 offsets are int64 indices; float ones stay refused)
+    common = promote_types(offsets._dtype, indices._dtype)
+    if indices._dtype is not common:
+        indices = indices.to(common)
+    if offsets._dtype is not common:
+        offsets = offsets.to(common)
     _check_bag_arguments(weight, indices, offsets, mode, per_sample_weights, include_last_offset)
     if indices.dim() != 1:
         raise RuntimeError(f"input has to be a 1D Tensor, but got Tensor of dimension "

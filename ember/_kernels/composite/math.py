@@ -89,7 +89,8 @@ def matmul(self, other):
         return aten.mm.default._call(self, other)
     if d1 >= 3 and d2 <= 2:
         # fold the batch dims of self into its rows: one mm (or mv) instead of a bmm
-        folded = aten.reshape.default._call(self, (-1, self._size[-1]))
+        # (the row count spelled out, as ATen's folded_dim1: -1 is ambiguous for an empty self)
+        folded = aten.reshape.default._call(self, (_st.numel(self._size[:-1]), self._size[-1]))
         if d2 == 1:
             r = aten.mv.default._call(folded, other)
             return aten._unsafe_view.default._call(r, self._size[:-1])

@@ -14,24 +14,36 @@ from ._util import array_module, array_of, nd, wrap
 # C++ type names PyTorch prints in mm's dtype-mismatch message
 
 
+def _operand(t):
+    """``t``'s array; a ComplexHalf one (the checks let only products with nothing to multiply
+    through) as complex64, which NumPy can multiply and sum."""
+    a = nd(t)
+    return _complex32.to_complex64(a) if t._dtype is D.complex32 else a
+
+
+def _as_result(r, dt):
+    """``r`` in dtype ``dt`` (complex32: the float16 pair of each element)."""
+    return _complex32.from_any(r) if dt is D.complex32 else r.astype(dt._np, copy=False)
+
+
 def _product(a, b, dt):
     # NumPy returns float32 for bfloat16 products; PyTorch keeps the operand dtype
-    return wrap(array_of(_matmul(a, b)).astype(dt._np, copy=False))
+    return wrap(_as_result(array_of(_matmul(a, b)), dt))
 
 
 def mm(self, mat2):
     check_mm(self, mat2)
-    return _product(nd(self), nd(mat2), self._dtype)
+    return _product(_operand(self), _operand(mat2), self._dtype)
 
 
 def bmm(self, mat2):
     check_bmm(self, mat2)
-    return _product(nd(self), nd(mat2), self._dtype)
+    return _product(_operand(self), _operand(mat2), self._dtype)
 
 
 def mv(self, vec):
     check_mv(self, vec)
-    return _product(nd(self), nd(vec), self._dtype)
+    return _product(_operand(self), _operand(vec), self._dtype)
 
 
 def dot(self, tensor):
@@ -45,7 +57,8 @@ def addmm(self, mat1, mat2, beta=1, alpha=1):
         fused = _gemm.add_product(nd(self), nd(mat1), nd(mat2))
         if fused is not None:
             return wrap(fused)
-    return _scaled_sum(_matmul(nd(mat1), nd(mat2)), nd(self), beta, alpha, shape, mat1._dtype)
+    return _scaled_sum(_matmul(_operand(mat1), _operand(mat2)), _operand(self), beta, alpha,
+                       shape, mat1._dtype)
 
 
 def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
@@ -62,27 +75,30 @@ def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
         else:
             r = r + s
     if r.shape != shape or r.dtype != dt._np:
-        r = np.broadcast_to(r, shape).astype(dt._np)
+        r = _as_result(np.broadcast_to(r, shape), dt)
+        if r.shape != shape or not r.flags.writeable:  # (astype without a copy kept a view)
+            r = r.copy()
     return wrap(r)
 
 
 def baddbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_baddbmm(self, batch1, batch2)
-    return _scaled_sum(_matmul(nd(batch1), nd(batch2)), nd(self), beta, alpha, shape,
-                       batch1._dtype)
+    return _scaled_sum(_matmul(_operand(batch1), _operand(batch2)), _operand(self), beta, alpha,
+                       shape, batch1._dtype)
 
 
 def addbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_addbmm(self, batch1, batch2)
-    b1 = nd(batch1)
-    prod = _matmul(b1, nd(batch2)).sum(0) if batch1._size[0] else \
-        array_module(b1).zeros(shape, batch1._dtype._np)
-    return _scaled_sum(prod, nd(self), beta, alpha, shape, batch1._dtype)
+    b1 = _operand(batch1)
+    prod = _matmul(b1, _operand(batch2)).sum(0) if batch1._size[0] else \
+        array_module(b1).zeros(shape, b1.dtype)
+    return _scaled_sum(prod, _operand(self), beta, alpha, shape, batch1._dtype)
 
 
 def addmv(self, mat, vec, beta=1, alpha=1):
     shape = check_addmv(self, mat, vec)
-    return _scaled_sum(_matmul(nd(mat), nd(vec)), nd(self), beta, alpha, shape, mat._dtype)
+    return _scaled_sum(_matmul(_operand(mat), _operand(vec)), _operand(self), beta, alpha, shape,
+                       mat._dtype)
 
 
 def vdot(self, other):

@@ -18,6 +18,7 @@ from ..._core import dtype as D
 from .gemm import matmul as _matmul
 from ..._core import overlap as _overlap
 from ..._core import strides as _st
+from ..._core.tensor_impl import empty_tensor
 from ..registration import register
 from . import add_rows as _add_rows
 from . import batch_norm as _batch_norm
@@ -935,17 +936,39 @@ def embedding_renorm_(self, indices, max_norm, norm_type):
 # then ``input.mul(mask).mul_(scale)``, each product rounded to input's dtype.
 
 
+def _laid_out(r, like, stride, dt):
+    """``r`` (fresh, logical order) as a tensor of dtype ``dt`` shaped as ``like`` with
+    ``stride`` (dense)."""
+    if stride == _st.contiguous_strides(like._size):
+        return _res(r, dt)
+    out = empty_tensor(like._size, dt, like._device, stride)
+    np.copyto(nd(out), r, casting="unsafe")
+    return out
+
+
 def native_dropout(input, p, train):
     check_dropout(input, p)
+    # ATen's mask is empty_like(input), laid out as input (preserve_format), and its output
+    # is input.mul(mask) (TensorIterator's layout over both) or, in eval, input.clone()
+    size = input._size
+    mask_stride = _st.suggest_memory_format_strides(size, input._stride)
+    if input.numel() == 0:
+        # ATen returns the input itself (no values to alias: a fresh tensor with its strides)
+        # and empty_like(input) of input's dtype, which its Meta kernel and ember keep bool
+        return (empty_tensor(size, input._dtype, input._device, input._stride),
+                empty_tensor(size, D.bool_, input._device, mask_stride))
     if train is False:  # None means training, as in ATen
-        return wrap(nd(input).copy()), wrap(np.ones(input._size, np.bool_))
+        return (_laid_out(nd(input).copy(), input, mask_stride, input._dtype),
+                _laid_out(np.ones(size, np.bool_), input, mask_stride, D.bool_))
     x = nd(input)
     keep = 1.0 - p
     scale = 0.0 if keep == 0 else 1.0 / keep
     mask = bernoulli_mask(input, keep)
     w = _arr(input)
     r = (w * mask).astype(x.dtype, copy=False).astype(w.dtype, copy=False)
-    return _res(r * w.dtype.type(scale), input._dtype), wrap(mask)
+    out_stride = _st.elementwise_output_strides(size, [input._stride, mask_stride])
+    return (_laid_out(r * w.dtype.type(scale), input, out_stride, input._dtype),
+            _laid_out(mask, input, mask_stride, D.bool_))
 
 
 def native_dropout_backward(grad_output, mask, scale):

@@ -141,7 +141,7 @@ def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, pad
 def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
                                      ceil_mode, indices):
     shape = check_pool("max_pool3d", self, 3, kernel_size, stride, padding, dilation,
-                       ceil_mode)[0]
+                       ceil_mode, backward=True)[0]
     check_pool_backward("max_pool3d", grad_output, self, indices, shape)
     return scatter_by_index(grad_output, indices, self._size, 3)
 

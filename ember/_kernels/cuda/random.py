@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._core.tensor_impl import empty_tensor
 from ..rules.factory import check_normal, check_uniform, random_bounds, random_default_bounds
 from ..rules.nn import check_dropout
@@ -193,11 +194,17 @@ def native_dropout(input, p, train):  # noqa: A002  (the schema's name)
         raise NeedsHost("dropout of this dtype")
     u = _draw(input, None, D.float32, "uniform", (0.0, 1.0))
     mask = u.ge(p)
+    # ATen's mask and output are empty_like(input): both keep input's layout
+    stride = _st.suggest_memory_format_strides(input._size, input._stride)
+    if mask._stride != stride:
+        mask = empty_tensor(input._size, D.bool_, input._device, stride).copy_(mask)
     scale = 1.0 / (1.0 - p)
     if input._dtype in (D.float16, D.bfloat16):  # scaled in float32, rounded once
         out = input.to(D.float32).mul(mask).mul_(scale).to(input._dtype)
     else:
         out = input.mul(mask).mul_(scale)
+    if out._stride != stride:  # (where TensorIterator would lay the product out otherwise)
+        out = empty_tensor(input._size, input._dtype, input._device, stride).copy_(out)
     return out, mask
 
 

@@ -1,6 +1,7 @@
 """Meta kernels of the ``nn.functional`` native ops: the CPU kernels' checks and shape rules
 (``cpu/nn.py``), applied without touching data."""
 from ..._core import dtype as D
+from ..._core import strides as _st
 from ..._core.device import META
 from ..._core.tensor_impl import empty_tensor
 from ..rules import nn as _nn
@@ -170,7 +171,17 @@ def meta_embedding_renorm_(self, indices, max_norm, norm_type):
 
 def meta_native_dropout(input, p, train):
     _nn.check_dropout(input, p)
-    return _like(input), _like(input, D.bool_)
+    # laid out as the CPU kernel lays them out (cpu/nn.py: ATen's CPU kernel's layouts)
+    size = input._size
+    mask_stride = _st.suggest_memory_format_strides(size, input._stride)
+    if input.numel() == 0:  # the input's own (ATen's CPU kernel returns it)
+        out_stride = input._stride
+    elif train is False:
+        out_stride = mask_stride
+    else:
+        out_stride = _st.elementwise_output_strides(size, [input._stride, mask_stride])
+    return (empty_tensor(size, input._dtype, META, out_stride),
+            empty_tensor(size, D.bool_, META, mask_stride))
 
 
 def meta_native_dropout_backward(grad_output, mask, scale):

@@ -20,7 +20,7 @@ def _max_pool(name, k):
 def _max_pool_backward(name, k):
     def kernel(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
         shape = _p.check_pool(name, self, k, kernel_size, stride, padding, dilation,
-                              ceil_mode)[0]
+                              ceil_mode, backward=True)[0]
         _p.check_pool_backward(name, grad_output, self, indices, shape)
         return empty_tensor(self._size, grad_output._dtype, META)
     return kernel

@@ -16,6 +16,14 @@ def _no_bool(dt, kernel="addmm_impl_cpu_"):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._short}'")
 
 
+def _nothing_to_multiply(dt, *sizes):
+    """Whether a ComplexHalf product returns before ATen's dtype dispatch: its result is empty,
+    or the summed dim is (addmm_impl_cpu_, bmm/baddbmm and addmv zero the result or scale
+    self by beta first). A size of 0 among ``sizes`` (the result's dims and the summed one)
+    says so."""
+    return dt is D.complex32 and 0 in sizes
+
+
 def check_mm(self, mat2, first="self"):
     """mm's checks; returns the result shape."""
     if len(self._size) != 2:
@@ -30,7 +38,8 @@ def check_mm(self, mat2, first="self"):
                            f"{self._dtype._cpp} != {mat2._dtype._cpp}")
     # (ATen's mm returns a product with nothing to multiply before its dtype dispatch)
     if not (self._dtype is D.bool_ and 0 in (self._size[0], self._size[1], mat2._size[1]) and
-            first == "self"):
+            first == "self") and \
+            not _nothing_to_multiply(self._dtype, self._size[0], self._size[1], mat2._size[1]):
         _no_bool(self._dtype)
     return (self._size[0], mat2._size[1])
 
@@ -49,7 +58,7 @@ def check_bmm(self, mat2, kernel="bmm"):
     if self._dtype is not mat2._dtype:
         raise RuntimeError(f"expected scalar type {self._dtype._short} but found "
                            f"{mat2._dtype._short}")
-    if kernel:
+    if kernel and not _nothing_to_multiply(self._dtype, b, n, m, mat2._size[2]):
         _no_bool(self._dtype, bmm_kernel(kernel, self, mat2))
     return (b, n, mat2._size[2])
 
@@ -98,7 +107,8 @@ def check_mv(self, vec):
         v, m = vec._dtype._short, self._dtype._short
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, "
                            f"and {v}")
-    _no_bool(self._dtype, "addmv_impl_cpu")
+    if not _nothing_to_multiply(self._dtype, *self._size):
+        _no_bool(self._dtype, "addmv_impl_cpu")
     return (self._size[0],)
 
 
@@ -126,7 +136,8 @@ def check_baddbmm(self, batch1, batch2):
         raise RuntimeError(f"Input dtypes must be the same, got: input {self._dtype._cpp}, "
                            f"batch1: {batch1._dtype._cpp}, batch2: {batch2._dtype._cpp}")
     _check_expandable(self._size, shape)
-    _no_bool(self._dtype, bmm_kernel("baddbmm", batch1, batch2))
+    if not _nothing_to_multiply(batch1._dtype, *shape, batch1._size[2]):
+        _no_bool(self._dtype, bmm_kernel("baddbmm", batch1, batch2))
     return shape
 
 
@@ -137,7 +148,9 @@ def check_addbmm(self, batch1, batch2):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {self._dtype._short} "
                            f"and {batch2._dtype._short}")
     _check_expandable(self._size, (n, p))
-    _no_bool(self._dtype)  # (addmm_ over the batches)
+    # (addmm_ over the batches: none, or each with nothing to multiply, dispatches nothing)
+    if not _nothing_to_multiply(batch1._dtype, b, n, p, batch1._size[2]):
+        _no_bool(self._dtype)
     return (n, p)
 
 

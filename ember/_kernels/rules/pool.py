@@ -41,14 +41,79 @@ def pooling_output_size(size, k, pad, stride, dilation, ceil_mode):
     return out
 
 
-def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode, dilated=True):
-    """Parameter and shape checks of max/avg pooling; returns (output shape, expanded params)."""
+def _half(v):
+    """``v / 2`` as C++ divides ints (toward zero): a negative kernel's effective half is 0."""
+    return -(-v // 2) if v < 0 else v // 2
+
+
+def _check_pool3d(self, kernel_size, stride, padding, dilation, ceil_mode, avg,
+                  divisor_override, backward):
+    """ATen's 3-d pools in their order: the input's dims, (avg) the divisor, each dim's
+    pooling_output_shape checks (T, then H, then W), then pool3d_shape_check (kernel, stride,
+    dilation signs, non-empty non-batch dims, (avg) input at least the kernel, pad at most
+    half the kernel, output size)."""
+    size = self._size
+    nd_ = len(size)
+    if nd_ not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if avg and divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    spatial = size[-3:]
+    out = []
+    for n, kk, p, st, d in zip(spatial, kernel_size, padding, stride, dilation):
+        if st == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > _half((kk - 1) * d + 1):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={kk} and dilation={d}")
+        out.append(pooling_output_size(n, kk, p, st, d, ceil_mode))
+    kt, kh, kw = kernel_size
+    if min(kernel_size) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {kt} kH: {kh} "
+                           f"kW: {kw}")
+    if min(stride) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dT: {stride[0]} dH: "
+                           f"{stride[1]} dW: {stride[2]}")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: "
+                           f"{dilation[0]} dilationH: {dilation[1]} dilationW: {dilation[2]}")
+    for i in range(nd_ == 5, nd_):  # (a batch of none is fine)
+        if size[i] == 0:
+            fn = ("avg_pool3d_backward()" if backward else "avg_pool3d()") if avg else \
+                f"max_pool3d_with_indices{'_backward' if backward else ''}_out_cpu_template()"
+            raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive "
+                               f"length, but input has a shape of [{', '.join(map(str, size))}] "
+                               f"and non-batch dimension {size[i]} has length zero!")
+    if avg and any(n < kk for n, kk in zip(spatial, kernel_size)):
+        raise RuntimeError(f"input image (T: {spatial[0]} H: {spatial[1]} W: {spatial[2]}) "
+                           f"smaller than kernel size (kT: {kt} kH: {kh} kW: {kw})")
+    if any(p > kk // 2 for p, kk in zip(padding, kernel_size)):
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"kT: {kt} kW: {kw} kH: {kh} padT: {padding[0]} padW: {padding[2]} "
+                           f"padH: {padding[1]}")
+    if any(o < 1 for o in out):
+        lead = size[-4]
+        raise RuntimeError(f"Given input size: ({_x((lead, *spatial))}). Calculated output size: "
+                           f"({_x((lead, *out))}). Output size is too small")
+    return (*size[:-3], *out), kernel_size, stride, padding, dilation
+
+
+def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode, dilated=True,
+               divisor_override=None, backward=False):
+    """Parameter and shape checks of max/avg pooling; returns (output shape, expanded params).
+    ``dilated`` False: average pooling (no dilation; for 3-d its divisor is checked in order);
+    ``backward``: the checks of the op's backward (3-d messages name it)."""
     kernel_size = _expand(name, kernel_size, k, "kernel_size")
     if not stride:
         stride = kernel_size
     stride = _expand(name, stride, k, "stride")
     padding = _expand(name, padding, k, "padding")
     dilation = _expand(name, dilation, k, "dilation") if dilated else [1] * k
+    if k == 3:  # ATen's 3-d pools check in another order than its 1-d and 2-d ones
+        return _check_pool3d(self, kernel_size, stride, padding, dilation, ceil_mode,
+                             not dilated, divisor_override, backward)
     if any(s == 0 for s in stride):
         raise RuntimeError("stride should not be zero")
     if any(kk <= 0 for kk in kernel_size):
@@ -94,8 +159,9 @@ def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divis
     if k == 2 and nd_ < 3:  # ATen reads input.size(-3) before any check
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd_, 1)}, "
                          f"{max(nd_, 1) - 1}], but got -3)")
-    res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False)
-    if divisor_override is not None and divisor_override == 0:
+    res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False,
+                     divisor_override=divisor_override, backward=backward)
+    if divisor_override is not None and divisor_override == 0:  # (3-d: checked in order above)
         raise RuntimeError("divisor must be not zero")
     # ATen's avg_pool3d (and its backward) has a kernel for float, double and long only,
     # named for its frame
