@@ -241,6 +241,16 @@ def gate(op, fn):
 
     @functools.wraps(fn)
     def kernel(*args, **kwargs):
-        check(row, args, kwargs)
+        # (the common case, tensors of other dtypes, decided here: two calls less per op)
+        for a in args:
+            if a.__class__ in _SEQUENCES or getattr(a, "_dtype", None) in BAREBONES:
+                check(row, args, kwargs)
+                break
+        else:
+            if kwargs:
+                check(row, args, kwargs)
         return fn(*args, **kwargs)
     return kernel
+
+
+_SEQUENCES = frozenset((list, tuple))
