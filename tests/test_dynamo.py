@@ -695,7 +695,9 @@ def test_seed_002_explain(capsys):
     s = str(e)
     assert s.startswith("Graph Count: 2\nGraph Break Count: 1\n")
     assert "Break Reason 1:" in s and f"line {fs.lineno} in seed_example" in s
-    assert e.ops_per_graph == [["sin"], ["cos"]]
+    # (PyTorch's explain counts call_function nodes: the method calls are not ops)
+    assert e.ops_per_graph == [[], []] and e.op_count == 0
+    assert e.compile_times.startswith("TorchDynamo compilation metrics:\nFunction")
     assert any(g.create_fn == "TENSOR_MATCH" for g in e.out_guards)
     assert "hi" in capsys.readouterr().out
 
@@ -727,7 +729,7 @@ def f_tensor_if(x):
 def test_data_dependent_jump_breaks():
     e = ember._dynamo.explain(f_tensor_if)(ember.ones(3))
     assert e.graph_break_count == 1
-    assert "data-dependent control flow" in e.break_reasons[0].reason
+    assert e.break_reasons[0].reason == "generic_jump TensorVariable()"  # PyTorch's
     run_both(f_tensor_if, (ember.ones(3),), graphs=2)
     run_both(f_tensor_if, (-ember.ones(3),), graphs=2)
 
@@ -738,8 +740,9 @@ def f_tolist(x):
 
 
 def test_tolist_breaks():
+    # the break comes before any op: one graph, and no reason reported (as PyTorch's)
     e = ember._dynamo.explain(f_tolist)(t(3))
-    assert "Tensor.tolist" in e.break_reasons[0].reason
+    assert e.graph_count == 1 and e.break_reasons == []
     run_both(f_tolist, (t(3),))
 
 
@@ -1302,8 +1305,7 @@ def f_break_in_autocast(x):
 def test_break_inside_autocast_runs_frame_eagerly():
     # a break inside an autocast block is not resumable here: the frame runs eagerly
     e = ember._dynamo.explain(f_break_in_autocast)(t(2, 2))
-    assert e.graph_count == 0
-    assert any("print" in r.reason for r in e.break_reasons)
+    assert e.graph_count == 0 and e.break_reasons == []  # (no graph, so no reason)
     run_both(f_break_in_autocast, (t(2, 2),), graphs=0)
 
 
@@ -1327,7 +1329,7 @@ def test_residual_is_readable_python(caplog):
         ember._logging.set_logs()
     text = caplog.text
     line = seed_example.__code__.co_firstlineno + 2
-    assert f"# graph break ({__file__}:{line}): builtin: print" in text
+    assert f"# graph break ({__file__}:{line}): Failed to trace builtin operator" in text
     assert "___out = __compiled_fn_0(x)" in text
     assert "return __resume_at_" in text
 
@@ -1380,7 +1382,8 @@ def f_tensor_and(x):
 def test_break_on_and_or_of_tensors():
     for fn in (f_tensor_or, f_tensor_and):
         e = ember._dynamo.explain(fn)(t(3))
-        assert e.graph_break_count == 1 and "data-dependent" in e.break_reasons[0].reason
+        assert e.graph_break_count == 1
+        assert e.break_reasons[0].reason == "generic_jump TensorVariable()"
         run_both(fn, (t(3),))
         run_both(fn, (ember.zeros(3),))
 

@@ -4,7 +4,14 @@ DICT_UPDATE), unary plus (CALL_INTRINSIC_1 UNARY_POSITIVE), super() (LOAD_SUPER_
 comprehensions (inlined in 3.12: LOAD_FAST_AND_CLEAR / SWAP / END_FOR), `del`, local imports,
 RETURN_CONST, and graph breaks inside loops and comprehensions. Each function must be captured
 with the same number of graphs on both versions (a silent eager fallback fails the count) and give
-eager's results exactly."""
+eager's results exactly.
+
+Then, against PyTorch run on the same program: ``del`` of cell variables (DELETE_DEREF), class
+statements (LOAD_BUILD_CLASS, a graph break as in PyTorch), exceptions raised and caught in
+captured code (the exception table: try/except/finally, re-raise, ``raise ... from``, errors
+of builtins and containers), ``explain``'s fields, and a sweep of everyday code compiled with
+the eager and the default (Inductor) backends: eager's results, PyTorch's graph and
+break-reason counts."""
 import sys
 import warnings
 
@@ -540,3 +547,962 @@ def test_parity(fn, args, kwargs, graphs, capsys):
     assert same(opt(*_clone(args), **kwargs), fn(*_clone(args), **kwargs))
     assert same(opt(*_clone(args), **kwargs), fn(*_clone(args), **kwargs))
     assert cnt.frame_count == graphs
+
+
+# == against PyTorch: `del` of cells, class statements, raise / try, explain's fields, and a ==
+# == sweep of everyday code. Each program is written over `lib` (ember or torch) and runs    ==
+# == compiled in both: eager's result, and PyTorch's graph and break-reason counts.          ==
+import collections as _collections  # noqa: E402
+import contextlib as _contextlib  # noqa: E402
+import dataclasses as _dataclasses  # noqa: E402
+import functools as _functools  # noqa: E402
+import math as _math  # noqa: E402
+import operator as _operator  # noqa: E402
+import typing as _typing  # noqa: E402
+
+import numpy as _np  # noqa: E402
+
+_Point = _collections.namedtuple("_Point", ["x", "y"], defaults=[None])
+
+
+class _Scaled(_typing.NamedTuple):
+    a: object
+    k: int = 3
+
+    def total(self):
+        return self.a * self.k
+
+
+@_dataclasses.dataclass
+class _Cfg:
+    scale: float = 2.0
+    shift: float = 1.0
+
+
+class _MyError(Exception):
+    pass
+
+
+def _plain(v):
+    """A result as plain values, the same for ember and torch: tensors as arrays, types of
+    containers by name, dtypes by their name."""
+    if hasattr(v, "detach"):
+        return ("tensor", v.detach().numpy(), v.requires_grad)
+    if isinstance(v, dict):
+        return (type(v).__name__, [i for k, x in v.items() for i in (k, _plain(x))])
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, [_plain(x) for x in v])
+    if type(v).__name__ == "dtype":
+        return ("dtype", str(v).split(".")[-1])
+    return v
+
+
+def _close(a, b):
+    return _close_plain(_plain(a), _plain(b))
+
+
+def _close_plain(a, b):
+    if isinstance(a, tuple) and a and a[0] == "tensor":
+        return isinstance(b, tuple) and b[0] == "tensor" and a[2] == b[2] and \
+            a[1].shape == b[1].shape and _np.allclose(a[1], b[1], rtol=1e-5, atol=1e-6,
+                                                      equal_nan=True)
+    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[1], list):
+        return isinstance(b, tuple) and len(b) == 2 and a[0] == b[0] and \
+            len(a[1]) == len(b[1]) and all(_close_plain(x, y) for x, y in zip(a[1], b[1]))
+    return type(a) is type(b) and a == b
+
+
+def _rng_args(lib, spec):
+    """Arguments from a spec: a shape tuple is a tensor of seeded normals, a list of specs a
+    list, anything else itself."""
+    g = _np.random.default_rng(7)
+
+    def make(s):
+        if isinstance(s, tuple):
+            return lib.tensor(g.standard_normal(s).astype(_np.float32))
+        if isinstance(s, list):
+            return [make(i) for i in s]
+        return s
+    return [make(s) for s in spec]
+
+
+def _against_pytorch(torch, make, spec, kwargs=None, backends=("eager",), graphs=None,
+                     reasons=None, compare_torch=True, capsys=None):
+    """``make(lib)`` -> a function of the arguments ``spec`` describes. Compiled ember (each
+    backend, twice) gives eager ember's result; eager PyTorch the same (``compare_torch``);
+    ember's graph and break-reason counts are PyTorch's (``graphs``/``reasons`` where ember
+    differs on purpose). Returns ember's ExplainOutput."""
+    kwargs = kwargs or {}
+    want = make(ember)(*_rng_args(ember, spec), **kwargs)
+    if compare_torch:
+        assert _close(want, make(torch)(*_rng_args(torch, spec), **kwargs))
+    for backend in backends:
+        ember._dynamo.reset()
+        fn = ember.compile(make(ember), backend=backend)
+        for _ in range(2):
+            got = fn(*_rng_args(ember, spec), **kwargs)
+            assert _close(got, want), (backend, got, want)
+    ember._dynamo.reset()
+    e = ember._dynamo.explain(make(ember))(*_rng_args(ember, spec), **kwargs)
+    ember._dynamo.reset()
+    torch._dynamo.reset()
+    t = torch._dynamo.explain(make(torch))(*_rng_args(torch, spec), **kwargs)
+    torch._dynamo.reset()
+    assert e.graph_count == (t.graph_count if graphs is None else graphs), (e, t)
+    assert e.graph_break_count == e.graph_count - 1
+    n = len(t.break_reasons) if reasons is None else reasons
+    assert len(e.break_reasons) == n, (e, t.break_reasons)
+    if capsys is not None:
+        capsys.readouterr()
+    return e
+
+
+# -- del of a cell variable (DELETE_DEREF) -----------------------------------------------------
+def _del_cell(lib):
+    def f(x):
+        y = x + 1
+
+        def g():
+            return y * 2
+        a = g()
+        del y
+        return a + 1
+    return f
+
+
+def _del_cell_then_read(lib):
+    def f(x):
+        y = x + 1
+
+        def g():
+            return y
+        del y
+        try:
+            return g()
+        except NameError as e:   # CPython's error, caught in the compiled code
+            return x - 1, str(e)
+    return f
+
+
+def _del_own_cell_then_read(lib):
+    def f(x):
+        y = x + 1
+
+        def g():
+            return y * 2
+        a = g()
+        del y
+        try:
+            return y
+        except UnboundLocalError as e:
+            return a, str(e)
+    return f
+
+
+def _del_cell_after_break(lib):
+    def f(x):
+        y = x + 1
+
+        def g():
+            return y * 2
+        a = g()
+        print("break")
+        del y              # in the resume function: the frame's real cell is emptied
+        try:
+            g()
+        except NameError:
+            a = a + 10
+        return a
+    return f
+
+
+@pytest.mark.parametrize("make,graphs,reasons", [
+    (_del_cell, None, 0),             # PyTorch breaks at DELETE_DEREF ("step_unsupported")
+    (_del_cell_then_read, 1, None),   # PyTorch runs it eagerly (no graph)
+    (_del_own_cell_then_read, None, 0),
+    (_del_cell_after_break, 2, None),  # PyTorch runs the resumed part eagerly
+], ids=["del", "read_after_del", "own_cell", "after_break"])
+def test_del_of_a_cell(torch, make, graphs, reasons, capsys):
+    _against_pytorch(torch, make, [(3,)], graphs=graphs, reasons=reasons, capsys=capsys)
+
+
+def test_del_of_a_nonlocal_raises_eagers_error():
+    # (PyTorch 2.13's compiled code raises NameError here where eager raises
+    # UnboundLocalError; ember's raises eager's)
+    def f(x):
+        y = x * 2
+
+        def g():
+            nonlocal y
+            del y
+        g()
+        try:
+            return y
+        except NameError as e:
+            return x, type(e).__name__
+    run_both(f, (t(3),), graphs=1)
+    assert ember.compile(f, backend="eager")(t(3))[1] == "UnboundLocalError"
+
+
+# -- class statements (LOAD_BUILD_CLASS) ---------------------------------------------------------
+def _class_first(lib):
+    def f(x):
+        class A:
+            def __init__(self, v):
+                self.v = v
+        return A(x + 1).v * 2
+    return f
+
+
+def _class_after_ops(lib):
+    def f(x):
+        y = x + 1
+        k = 3
+
+        class A:
+            scale = k       # the class body reads the function's locals
+
+            def __init__(self, v):
+                self.v = v
+
+            def get(self):
+                return self.v * self.scale
+        return A(y).get() * 2, A.__name__
+    return f
+
+
+def _module_class(lib):
+    def f(x):
+        y = x.sin()
+
+        class Twice(lib.nn.Module):
+            def forward(self, t):
+                return t * 2
+        return Twice()(y)
+    return f
+
+
+@pytest.mark.parametrize("make", [_class_first, _class_after_ops, _module_class])
+def test_class_statement_breaks_as_pytorch(torch, make):
+    e = _against_pytorch(torch, make, [(3,)])
+    for r in e.break_reasons:
+        assert r.reason.splitlines()[0] == "Invalid call to __build_class__"
+
+
+def test_class_statement_recompiles_as_pytorch(torch):
+    # each call makes a new class, so the resume function's guard on it fails each call:
+    # PyTorch's count of captures over twelve calls (the recompile limit, then eager)
+    counts = []
+    for lib in (ember, torch):
+        import importlib
+        testing = importlib.import_module(f"{lib.__name__}._dynamo.testing")
+        lib._dynamo.reset()
+        cnt = testing.CompileCounter()
+        fn = lib.compile(_class_first(lib), backend=cnt)
+        outs = [fn(lib.ones(2)) for _ in range(12)]
+        assert all(o.tolist() == [4.0, 4.0] for o in outs)
+        counts.append(cnt.frame_count)
+        lib._dynamo.reset()
+    assert counts[0] == counts[1] == 8
+
+
+# -- raise, try / except / finally ---------------------------------------------------------------
+def _raise_caught(lib):
+    def f(x):
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            x = x + 1
+        return x * 2
+    return f
+
+
+def _raise_in_callee(lib):
+    def helper(x):
+        if x.shape[0] > 1:
+            raise KeyError("k")
+        return x
+
+    def f(x):
+        try:
+            y = helper(x) + 1
+        except KeyError:
+            y = x - 1
+        return y * 2
+    return f
+
+
+def _finally_with_return(lib):
+    def f(x):
+        try:
+            return x + 1
+        finally:
+            x.add_(1)
+    return f
+
+
+def _bare_reraise(lib):
+    def f(x):
+        try:
+            try:
+                raise KeyError("k")
+            except KeyError:
+                x = x + 1
+                raise
+        except KeyError:
+            x = x * 3
+        return x
+    return f
+
+
+def _raise_from(lib):
+    def f(x):
+        try:
+            try:
+                raise KeyError("k")
+            except KeyError as e:
+                raise ValueError("v") from e
+        except ValueError as e:
+            x = x + (1 if isinstance(e.__cause__, KeyError) else 2)
+            x = x + (10 if isinstance(e.__context__, KeyError) else 20)
+            x = x + (100 if e.__suppress_context__ else 200)
+        return x
+    return f
+
+
+def _exception_args(lib):
+    def f(x):
+        try:
+            raise RuntimeError("a", 2)
+        except Exception as e:
+            return x * len(e.args) + e.args[1], str(e), repr(e)
+    return f
+
+
+def _raise_in_no_grad(lib):
+    def f(x):
+        try:
+            with lib.no_grad():
+                y = x * 2
+                raise ValueError
+        except ValueError:
+            z = x * 3
+        return y + z, y.requires_grad, z.requires_grad
+    return f
+
+
+def _raise_in_loop(lib):
+    def f(x):
+        for i in range(3):
+            try:
+                if i == 1:
+                    raise ValueError
+                x = x + i
+            except ValueError:
+                x = x * 2
+                continue
+            x = x - 1
+        return x
+    return f
+
+
+def _user_exception(lib):
+    def f(x):
+        try:
+            raise _MyError("m")
+        except (KeyError, _MyError) as e:
+            return x + 1, str(e), type(e).__name__
+    return f
+
+
+def _tensor_in_exception(lib):
+    def f(x):
+        try:
+            raise ValueError(x * 2)
+        except ValueError as e:
+            return e.args[0] + 1
+    return f
+
+
+def _else_finally(lib):
+    def f(x):
+        out = []
+        try:
+            x = x + 1
+        except ValueError:
+            out.append(0)
+        else:
+            out.append(1)
+            x = x * 2
+        finally:
+            out.append(2)
+        return x, out
+    return f
+
+
+def _missing_key(lib):
+    def f(x):
+        cache = {"a": x}
+        try:
+            y = cache["b"]
+        except KeyError as e:
+            y = cache.setdefault("b", x.exp() * len(e.args))
+        try:
+            z = [x][3]
+        except IndexError:
+            z = x
+        try:
+            n = int("abc")
+        except ValueError:
+            n = 7
+        return y + z * n
+    return f
+
+
+def _finally_in_callee(lib):
+    def inner(x):
+        try:
+            raise ValueError
+        finally:
+            x = x + 100
+
+    def f(x):
+        try:
+            inner(x)
+        except ValueError:
+            x = x + 1
+        return x
+    return f
+
+
+# (compiled here: pytest rewrites the assert statements of a test module into its own calls)
+_ASSERT_SRC = """
+def f(x):
+    try:
+        assert x.shape[0] == 5, "bad shape"
+    except AssertionError as e:
+        return x + len(str(e))
+    return x
+"""
+
+
+def _caught_assert(lib):
+    ns = {}
+    exec(compile(_ASSERT_SRC, "<caught assert>", "exec"), ns)
+    return ns["f"]
+
+
+@pytest.mark.parametrize("make", [
+    _raise_caught, _raise_in_callee, _finally_with_return, _bare_reraise, _raise_from,
+    _exception_args, _raise_in_no_grad, _raise_in_loop, _user_exception, _tensor_in_exception,
+    _else_finally, _missing_key, _finally_in_callee])
+def test_exceptions_traced_as_pytorch(torch, make):
+    e = _against_pytorch(torch, make, [(3,)], backends=("eager", "inductor"))
+    assert e.graph_count == 1 and e.break_reasons == []
+
+
+def test_caught_assert_is_one_graph(torch):
+    # (PyTorch 2.13 runs this frame eagerly; ember captures it whole)
+    _against_pytorch(torch, _caught_assert, [(3,)], graphs=1)
+
+
+def _escapes(lib):
+    def f(x):
+        y = x + 1
+        raise ValueError(f"escape {y.shape[0]}")
+    return f
+
+
+def _escapes_callee(lib):
+    def helper(y):
+        raise KeyError(f"from helper {y.shape[0]}")
+
+    def f(x):
+        y = x + 1
+        helper(y)
+        return y
+    return f
+
+
+@pytest.mark.parametrize("make", [_escapes, _escapes_callee])
+def test_uncaught_exception_surfaces_like_eager(torch, make):
+    def raised(fn, *args):
+        with pytest.raises(Exception) as info:
+            fn(*args)
+        return type(info.value), str(info.value)
+    want = raised(make(ember), ember.ones(3))
+    assert raised(make(torch), torch.ones(3)) == (
+        {ValueError: ValueError, KeyError: KeyError}[want[0]], want[1])
+    for backend in ("eager", "inductor"):
+        ember._dynamo.reset()
+        fn = ember.compile(make(ember), backend=backend)
+        assert raised(fn, ember.ones(3)) == want
+        assert raised(fn, ember.ones(3)) == want
+
+
+def _raises_on_size(lib):
+    def f(x):
+        y = x + 1
+        if y.shape[0] == 3:
+            raise ValueError(f"bad size {y.shape[0]}")
+        return y
+    return f
+
+
+@pytest.mark.parametrize("make,lines", [(_raises_on_size, None), (_class_first, 4)])
+def test_fullgraph_errors_are_pytorchs(torch, make, lines):
+    # an exception leaving the compiled frame, a class statement: PyTorch's Unsupported and
+    # message (all of it before the user's frames; a class's debug context names trackers)
+    got, want = [], []
+    for lib, out in ((ember, got), (torch, want)):
+        with pytest.raises(Exception) as info:
+            lib.compile(make(lib), fullgraph=True, backend="eager")(lib.ones(3))
+        assert type(info.value).__name__ == "Unsupported"
+        out.extend(str(info.value).split("\n\nfrom user code")[0].splitlines()[:lines])
+    assert got == want
+
+
+def test_break_inside_an_except_block_runs_the_frame_eagerly(capsys):
+    # a resume function could not start inside the handler (it would not be handling the
+    # exception: a bare `raise` there would fail): the frame runs eagerly, as PyTorch's
+    def f(x):
+        try:
+            try:
+                raise ValueError("a")
+            except ValueError:
+                x = x * 2
+                print("in handler")
+                raise
+        except ValueError as e:
+            x = x + len(e.args)
+        return x
+    run_both(f, (t(3),), graphs=0, breaks=0)
+
+
+# -- explain(): its fields beside PyTorch's ------------------------------------------------------
+def _explain_print(lib):
+    def f(x):
+        y = x + 1
+        print("hi")
+        return y * 2
+    return f
+
+
+def _explain_item(lib):
+    def f(x):
+        return x * x.sum().item()
+    return f
+
+
+def _explain_branch(lib):
+    def f(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+    return f
+
+
+def _explain_skipped_builtin(lib):
+    import sys as _sys
+
+    def f(x):
+        y = x.sin()
+        z = lib.cos(y)
+        _sys.getrefcount(x)
+        return z + 1
+    return f
+
+
+@pytest.mark.filterwarnings("ignore:Dynamo does not know how to trace the builtin")
+@pytest.mark.parametrize("make,first_line", [
+    (_explain_print, "Failed to trace builtin operator"),
+    (_explain_item, "Unsupported Tensor.item() call with capture_scalar_outputs=False"),
+    (_explain_branch, "generic_jump TensorVariable()"),
+    (_explain_skipped_builtin, "Attempted to call function marked as skipped")])
+def test_explain_fields_match_pytorch(torch, make, first_line, capsys):
+    e = ember._dynamo.explain(make(ember))(ember.ones(3))
+    w = torch._dynamo.explain(make(torch))(torch.ones(3))
+    assert (e.graph_count, e.graph_break_count, e.op_count) == \
+        (w.graph_count, w.graph_break_count, w.op_count)
+    # ops are the call_function nodes, by name (a method call is not counted)
+    names = [[getattr(op, "__name__", str(op)) for op in ops] for ops in e.ops_per_graph]
+    assert names == [[getattr(op, "__name__", str(op)) for op in ops]
+                     for ops in w.ops_per_graph]
+    assert len(e.break_reasons) == len(w.break_reasons) == 1
+    mine, theirs = e.break_reasons[0], w.break_reasons[0]
+    assert mine.reason.splitlines()[0] == theirs.reason.splitlines()[0] == first_line
+    # PyTorch's shape: the type, then "  Explanation: ..." and hints (not for generic_jump)
+    assert [line.split(":")[0] for line in mine.reason.splitlines()[1:3]] == \
+        [line.split(":")[0] for line in theirs.reason.splitlines()[1:3]]
+    assert [(fs.name, fs.lineno - make.__code__.co_firstlineno) for fs in mine.user_stack] == \
+        [(fs.name, fs.lineno - make.__code__.co_firstlineno) for fs in theirs.user_stack]
+    assert mine.graph_break is theirs.graph_break is True
+    # the tensors guarded, by PyTorch's names (the other guards are each one's global state)
+    assert {g.name for g in e.out_guards if g.create_fn_name() == "TENSOR_MATCH"} == \
+        {g.name for g in w.out_guards if g.create_fn_name() == "TENSOR_MATCH"}
+    assert all(g.guard_types == [g.create_fn_name()] for g in e.out_guards)
+    for out in (e, w):
+        assert out.compile_times.startswith("TorchDynamo compilation metrics:\nFunction")
+        assert "_compile.compile_inner" in out.compile_times
+    assert str(e).splitlines()[:3] == str(w).splitlines()[:3]
+    assert "Compile Times: TorchDynamo compilation metrics:" in str(e)
+    capsys.readouterr()
+
+
+def test_compile_times_table(torch):
+    from ember._dynamo.utils import compile_times
+    ember._dynamo.reset()
+    assert compile_times(repr="csv") == ([], []) == torch._dynamo.utils.compile_times(
+        repr="csv")
+    ember.compile(_explain_branch(ember), backend="eager")(ember.ones(3))
+    headers, values = compile_times(repr="csv")
+    assert headers[0] == "_compile.compile_inner" and "bytecode_tracing" in headers
+    assert len(values[0].split(", ")) == 2  # the frame and its resume function
+    agg = compile_times(repr="str", aggregate=True).splitlines()
+    assert agg[1].split() == ["Function", "Runtimes", "(s)"] and set(agg[2]) == {"-", " "}
+    assert all(len(line.split()) == 2 for line in agg[3:])
+    ember._dynamo.reset()
+
+
+# -- a sweep of everyday code: one graph each, as in PyTorch -------------------------------------
+def _sweep(lib):
+    nn = lib.nn
+    F = nn.functional
+
+    def loop_over_list(xs):
+        out = []
+        for t in xs:
+            out.append(t * 2 + 1)
+        return out
+
+    def dict_comprehension(xs):
+        d = {f"k{i}": t.relu() for i, t in enumerate(xs)}
+        return sum(d.values()), sorted(d)
+
+    def no_grad_block(x, w):
+        with lib.no_grad():
+            y = x @ w
+        return y + 1, y.requires_grad
+
+    def fstring_keys(x):
+        names = [f"layer_{i:02d}" for i in range(3)]
+        return {n: x * (i + 1) for i, n in enumerate(names)}
+
+    def isinstance_dispatch(x, extra):
+        if isinstance(extra, (int, float)):
+            return x * extra
+        if isinstance(extra, lib.Tensor):
+            return x + extra
+        return x
+
+    def enumerate_zip(xs, ws):
+        acc = 0
+        for i, (a, b) in enumerate(zip(xs, ws)):
+            acc = acc + i * (a * b).sum()
+        return acc
+
+    def star_args_kwargs(x):
+        def combine(*args, **kwargs):
+            s = sum(args)
+            for v in kwargs.values():
+                s = s * v
+            return s
+        return combine(*[x, x + 1], **{"a": 2, "b": 3})
+
+    def nested_functions(x):
+        def act(t):
+            return F.gelu(t) * 0.5
+
+        def block(t):
+            return act(t) + t
+        return block(block(x))
+
+    def functools_partial(x):
+        clip = _functools.partial(lib.clamp, min=-0.5, max=0.5)
+        return _functools.partial(F.softmax, dim=-1)(clip(x))
+
+    def dataclass_config(x):
+        cfg = _Cfg(scale=3.0)
+        return x * cfg.scale + cfg.shift
+
+    def namedtuples(x):
+        p = _Point(x.sin(), x.cos())
+        q = p._replace(y=p.y * 2)
+        s = _Scaled(x)
+        return q.x + q.y, _Point(*q), _Point(x), s.total(), s._replace(k=4).total(), \
+            q._asdict(), q._fields
+
+    def generator_into_sum(xs):
+        return sum(t.square() for t in xs) / len(xs)
+
+    def generators_into_stack(xs):
+        return lib.stack([t.mean(0) for t in xs]), lib.cat(tuple(t * 2 for t in xs), dim=0)
+
+    def kwargs_options(x, **kw):
+        y = x * kw.get("scale", 1.0)
+        bias = kw.pop("bias", None)
+        return y if bias is None else y + bias
+
+    def tuple_unpacking(x):
+        a, *rest = x.chunk(3, dim=-1)
+        return a, rest[-1], len(rest)
+
+    def shape_arithmetic(x):
+        b, n = x.shape
+        y = x.view(b, n // 2, 2) if n % 2 == 0 else x.unsqueeze(-1)
+        return y.sum(-1) / _math.sqrt(n), x.size(0) * 2
+
+    def string_modes(x, mode):
+        if mode.lower() == "mean":
+            return x.mean(dim=-1)
+        return x.sum(dim=-1)
+
+    def dict_update_and_items(x):
+        state = {"a": x, "b": x * 2}
+        state.update(c=x * 3)
+        total = 0
+        for _, v in state.items():
+            total = total + v
+        return total, list(state.keys())
+
+    def counting_with_get(x):
+        counts = {}
+        for name in ["w", "b", "w"]:
+            counts[name] = counts.get(name, 0) + 1
+        return x * counts["w"]
+
+    def defaultdict_grouping(xs):
+        groups = _collections.defaultdict(list)
+        for i, t in enumerate(xs):
+            groups[i % 2].append(t)
+        return {k: lib.stack(v).sum() for k, v in groups.items()}
+
+    def all_any(xs):
+        if all(t.dim() == 2 for t in xs) and not any(t.shape[0] == 0 for t in xs):
+            return lib.cat(xs, 0)
+        return xs[0]
+
+    def reduce_and_map(xs):
+        total = _functools.reduce(_operator.add, xs)
+        return total, list(map(lambda t: t.tanh(), xs))
+
+    def no_grad_decorated_inner(x):
+        @lib.no_grad()
+        def stats(t):
+            return t.mean(), t.std()
+        m, s = stats(x)
+        return (x - m) / s, m.requires_grad
+
+    def inplace_on_views(x):
+        y = x.clone()
+        y[:, 0] = 0
+        y[1] += 5
+        y[:, 1].zero_()
+        return y
+
+    def walrus_and_ternary(x):
+        return (y := x * 2) + 1 if x.shape[0] > 1 else y
+
+    def size_comparisons(x):
+        return x * 2 if x.shape == (3, 4) else x, x.shape[-2:] == lib.Size([3, 4])
+
+    def nullcontext_when_no_amp(x, w, amp=False):
+        ctx = lib.autocast("cpu", dtype=lib.bfloat16) if amp else _contextlib.nullcontext()
+        with ctx:
+            y = x @ w
+        return y
+
+    def untaken_raise(x):
+        if x.dim() != 2:
+            raise ValueError(f"Expected 2D input, got {x.dim()}D")
+        return x.t()
+
+    def del_locals_and_items(x):
+        y = x * 2
+        z = y + 1
+        del y
+        lst = [x, z]
+        del lst[0]
+        return lst[0]
+
+    def zip_strict(xs, ws):
+        return [a.sum(0) * b for a, b in zip(xs, ws, strict=True)]
+
+    def lambdas_with_defaults(xs):
+        fs = [lambda t, i=i: t * i for i in range(3)]
+        return [f(t) for f, t in zip(fs, xs)]
+
+    def dataclass_replace(x):
+        cfg = _dataclasses.replace(_Cfg(), shift=x * 2)
+        return x * cfg.scale + cfg.shift
+
+    def print_break(x):
+        y = x * 2
+        print("step", y.shape)
+        return y + 1
+
+    def item_break(x):
+        return x / x.abs().max().item()
+
+    return {k: v for k, v in locals().items() if k not in ("lib", "nn", "F")}
+
+
+_SWEEP_ARGS = {
+    "loop_over_list": [[(3, 4)] * 3], "dict_comprehension": [[(3, 4)] * 3],
+    "no_grad_block": [(3, 4), (4, 2)], "fstring_keys": [(3,)],
+    "isinstance_dispatch": [(3,), 2.5], "enumerate_zip": [[(3, 4)] * 3, [(3, 4)] * 3],
+    "star_args_kwargs": [(3,)], "nested_functions": [(3, 4)], "functools_partial": [(3, 4)],
+    "dataclass_config": [(3,)], "namedtuples": [(3,)], "generator_into_sum": [[(3, 4)] * 3],
+    "generators_into_stack": [[(3, 4)] * 3], "kwargs_options": [(3,)],
+    "tuple_unpacking": [(2, 6)], "shape_arithmetic": [(3, 4)], "string_modes": [(3, 4), "Mean"],
+    "dict_update_and_items": [(3,)], "counting_with_get": [(3,)],
+    "defaultdict_grouping": [[(3, 4)] * 3], "all_any": [[(3, 4)] * 3],
+    "reduce_and_map": [[(3, 4)] * 3], "no_grad_decorated_inner": [(3, 4)],
+    "inplace_on_views": [(3, 4)], "walrus_and_ternary": [(3,)], "print_break": [(3,)],
+    "item_break": [(3,)], "size_comparisons": [(3, 4)],
+    "nullcontext_when_no_amp": [(3, 4), (4, 2)], "untaken_raise": [(3, 4)],
+    "del_locals_and_items": [(3,)], "zip_strict": [[(3, 4)] * 3, [(2, 4), (1, 4), (3, 4)]],
+    "lambdas_with_defaults": [[(3, 4)] * 3], "dataclass_replace": [(3,)],
+}
+_SWEEP_KWARGS = {"kwargs_options": {"scale": 2.0, "bias": 1.0}}
+
+
+@pytest.mark.parametrize("name", sorted(_SWEEP_ARGS))
+def test_everyday_code_against_pytorch(torch, name, capsys):
+    # (the default inductor backend too: these are the programs people compile)
+    _against_pytorch(torch, lambda lib: _sweep(lib)[name], _SWEEP_ARGS[name],
+                     _SWEEP_KWARGS.get(name), backends=("eager", "inductor"), capsys=capsys)
+
+
+def test_break_inside_nullcontext_block(torch, capsys):
+    def make(lib):
+        def f(x):
+            with _contextlib.nullcontext():
+                y = x * 2
+                print("break")
+            return y + 1
+        return f
+    _against_pytorch(torch, make, [(3,)], capsys=capsys)
+
+
+def test_break_inside_a_no_grad_decorated_inner_function(torch, capsys):
+    # the decorated function is captured on its own (its graphs around the break), under
+    # the mode, as PyTorch captures it
+    def make(lib):
+        def f(x):
+            @lib.no_grad()
+            def inner(t):
+                u = t * 2
+                print("break")
+                return u + 1
+            y = inner(x)
+            return y, y.requires_grad, (x * 3).requires_grad
+        return f
+    results = []
+    for lib in (ember, torch):
+        x = lib.ones(3, requires_grad=True)
+        lib._dynamo.reset()
+        e = lib._dynamo.explain(make(lib))(x)
+        lib._dynamo.reset()
+        got = lib.compile(make(lib), backend="eager")(x)
+        assert _close(got, make(lib)(x))
+        results.append((e.graph_count, len(e.break_reasons),
+                        [[op.__name__ for op in ops] for ops in e.ops_per_graph], _plain(got)))
+    assert results[0][:3] == results[1][:3] and _close_plain(results[0][3], results[1][3])
+    capsys.readouterr()
+
+
+def test_inplace_ops_keep_their_input_dtype_and_layout():
+    # functionalized in-place ops: the functional result is cast back to the input's dtype
+    # and keeps its own layout (a fill of a strided column is a contiguous tensor)
+    def f(x, y):
+        z = x.clone()
+        z.add_(y)
+        z[0].mul_(y[0])
+        z[:, 1].zero_()
+        z[:, 2] = 7
+        return z
+    x = ember.arange(12.).reshape(3, 4)
+    for y in (ember.arange(12, dtype=ember.float64).reshape(3, 4),
+              ember.arange(12).reshape(3, 4)):
+        want = f(x, y)
+        for backend in ("aot_eager", "inductor"):
+            ember._dynamo.reset()
+            assert same(ember.compile(f, backend=backend)(x, y), want), backend
+
+
+def test_sweep_covers_every_program():
+    assert set(_sweep(ember)) == set(_SWEEP_ARGS)
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+class _Residual(_Block):
+    def forward(self, x):
+        return super().forward(x) + x
+
+
+class _Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([_Residual(), _Residual()])
+        self.norm = nn.LayerNorm(4)
+
+    def forward(self, x, *, scale=1.0):
+        for b in self.blocks:
+            x = b(x) * scale
+        return self.norm(x)
+
+
+def test_module_with_super_forward_and_keyword(torch):
+    ember.manual_seed(0)
+    m = _Stack()
+    x = t(2, 4)
+    want = m(x, scale=0.5)
+    for backend in ("eager", "inductor"):
+        ember._dynamo.reset()
+        assert _close(ember.compile(m, backend=backend)(x, scale=0.5), want)
+    e = ember._dynamo.explain(m)(x, scale=0.5)
+    assert (e.graph_count, e.break_reasons) == (1, [])
+
+
+class _Inner(nn.Module):
+    def forward(self, x):
+        if x.shape[-1] != 5:
+            raise RuntimeError("wrong width")
+        return x * 2
+
+
+class _Catching(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Inner()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        try:
+            return self.inner(x)
+        except RuntimeError as e:
+            with ember.autocast("cpu", dtype=ember.bfloat16):
+                y = self.lin(x)
+            return y.float() + len(str(e))
+
+
+def test_forward_catches_a_submodules_error():
+    # raised in an inlined forward, caught in the caller's, handled inside an autocast block
+    ember.manual_seed(0)
+    m = _Catching()
+    x = t(2, 4)
+    want = m(x)
+    for backend in ("eager", "inductor"):
+        ember._dynamo.reset()
+        assert _close(ember.compile(m, backend=backend)(x), want)
+    e = ember._dynamo.explain(m)(x)
+    assert (e.graph_count, e.break_reasons) == (1, [])

@@ -51,6 +51,7 @@ def explain(f, *extra_args, **extra_kwargs):
     graphs, graph breaks with their reasons and user stacks, ops per graph, guards."""
     from .backends.debugging import ExplainOutput
     from . import eval_frame
+    from .utils import compile_times
 
     def inner(*args, **kwargs):
         reset()
@@ -66,17 +67,18 @@ def explain(f, *extra_args, **extra_kwargs):
         try:
             opt = optimize(backend)(f)
             opt(*args, **kwargs)
+            times = compile_times(repr="str")
         finally:
             eval_frame._recorders.remove(rec)
             reset()
-        ops_per_graph = [[n.target for n in gm.graph.nodes
-                          if n.op in ("call_function", "call_method", "call_module")]
+        # (as PyTorch's: ops are the call_function nodes; a method call is not counted)
+        ops_per_graph = [[n.target for n in gm.graph.nodes if n.op == "call_function"]
                          for gm in rec.graphs]
         # PyTorch's explain counts graph breaks as graph_count - 1 (-1 when nothing compiled),
         # whatever the breaks' count: a break before any op makes no graph of its own
         return ExplainOutput(rec.graphs, len(rec.graphs), len(rec.graphs) - 1,
                              rec.break_reasons, sum(len(o) for o in ops_per_graph),
-                             ops_per_graph, rec.guards)
+                             ops_per_graph, rec.guards, times)
 
     if extra_args or extra_kwargs:
         import warnings

@@ -25,6 +25,7 @@ from .._core.codegen import compile_source
 from . import config
 from .exc import RecompileError, RestartAnalysis, SkipFrame, Unsupported, UserErrorDuringTrace
 from .guards import build_guard_fn, diff_key, failure_reason, filter_guards
+from .utils import compilation_time_metrics, dynamo_timed
 from .source import GetItemSource, LocalSource, local_expr
 
 __all__ = ["FrameState", "get_frame_state", "run_cached"]
@@ -132,6 +133,7 @@ def reset():
         st.forget()
     _states.clear()
     _warned.clear()
+    compilation_time_metrics.clear()
 
 
 def arg_names(code):
@@ -359,7 +361,6 @@ class FrameState:
                 raise err from None
             self.eager_forever = True
             self.skip_reason = e
-            eval_frame._record_skip(e)
             dynamo_log.debug("skipping frame %s: %s", self.code.co_name, e)
             return self.run_eager(args, closure)
         except Unsupported as e:
@@ -369,7 +370,6 @@ class FrameState:
             # "skip frame".
             self.eager_forever = True
             self.skip_reason = e
-            eval_frame._record_skip(e)
             dynamo_log.debug("skipping frame %s: %s", self.code.co_name, e)
             return self.run_eager(args, closure)
         except Exception as e:  # noqa: BLE001 - never fail where eager works
@@ -410,6 +410,10 @@ class FrameState:
                 self.static_only = False
 
     def _compile(self, args, closure):
+        with dynamo_timed("_compile.compile_inner"):
+            return self._compile_inner(args, closure)
+
+    def _compile_inner(self, args, closure):
         from .output_graph import OutputGraph
         from .symbolic_convert import InstructionTranslator
         from . import eval_frame
@@ -420,14 +424,16 @@ class FrameState:
         break_at = {}
         _compiling[0] += 1
         try:
-            for _ in range(32):
+            for attempt in range(32):
                 output = OutputGraph(code, self.f_globals, self.compiler_fn, label, self)
                 try:
-                    tx = InstructionTranslator(code, self.f_globals, args, closure, output,
-                                               break_at, self.fullgraph)
-                    tx.run()
-                    if tx.residual is None:
-                        output.finish_return(tx, tx.return_value)
+                    with dynamo_timed(f"compile_attempt_{attempt}"):
+                        tx = InstructionTranslator(code, self.f_globals, args, closure, output,
+                                                   break_at, self.fullgraph)
+                        with dynamo_timed("bytecode_tracing"):
+                            tx.run()
+                        if tx.residual is None:
+                            output.finish_return(tx, tx.return_value)
                     break
                 except RestartAnalysis:
                     continue
@@ -447,7 +453,8 @@ class FrameState:
         for g in output.guards.guards:
             if g.create_fn == "TENSOR_MATCH" and not g.obj.is_param:
                 self.diff_keys.add(diff_key(g))
-        guard_fn = build_guard_fn(output.guards, self.argnames, self.f_globals, label)
+        with dynamo_timed("build_guards"):
+            guard_fn = build_guard_fn(output.guards, self.argnames, self.f_globals, label)
         residual = self._build_residual(tx.residual, label)
         eval_frame._record_guards(output.guards.guards)
         if guards_log.isEnabledFor(logging.DEBUG):

@@ -87,19 +87,12 @@ def marked_dynamic_dims(t):
 
 
 def _record_graph(gm, reason):
+    # as PyTorch's explain: a break's reason is the reason its graph was compiled (a break
+    # before any op, or a skipped frame, compiles no graph and reports none)
     for r in _recorders:
         r.graphs.append(gm)
-
-
-def _record_break(reason):
-    for r in _recorders:
-        r.break_reasons.append(reason)
-
-
-def _record_skip(exc):
-    from .output_graph import GraphCompileReason
-    for r in _recorders:
-        r.break_reasons.append(GraphCompileReason(exc.msg, list(exc.real_stack)))
+        if reason.graph_break:
+            r.break_reasons.append(reason)
 
 
 def _record_guards(guards):

@@ -1,11 +1,12 @@
 """Dynamo's exceptions (PyTorch's ``torch._dynamo.exc``): what a capture raises and why."""
+import textwrap
 from enum import Enum, auto
 
 __all__ = ["TorchDynamoException", "Unsupported", "RestartAnalysis",
            "TensorifyScalarRestartAnalysis", "BackendCompilerFailed",
            "InternalTorchDynamoError", "RecompileError", "InvalidBackend", "unimplemented",
            "UserError", "UserErrorType", "SkipFrame", "UncapturedHigherOrderOpError",
-           "TorchRuntimeError"]
+           "TorchRuntimeError", "ObservedException", "format_graph_break_message"]
 
 
 class TorchDynamoException(RuntimeError):
@@ -48,6 +49,17 @@ class UserErrorDuringTrace(Unsupported):
     eagerly (nothing cached), so the user's exception surfaces as in eager, with their frames."""
 
 
+class ObservedException(Unsupported):
+    """Captured code raised ``exc`` (an ExceptionVariable). Each interpreter frame it passes
+    through sends it to the handler its exception table names, or passes it on to its
+    caller; out of the compiled frame it is an ``Unsupported`` like any (a graph break at the
+    call it came from, whose residual call raises it for real; else the frame runs eagerly)."""
+
+    def __init__(self, exc):
+        super().__init__(f"{exc.cls.__name__} raised in captured code and not caught there")
+        self.exc = exc
+
+
 class UncapturedHigherOrderOpError(TorchDynamoException):
     """A region that must be captured whole (``nested_compile_region``) met a graph break."""
 
@@ -88,6 +100,40 @@ class BackendCompilerFailed(TorchDynamoException):
 
 def unimplemented(msg):
     raise Unsupported(msg)
+
+
+# PyTorch's graph-break registry ids of the breaks ember reports in PyTorch's words
+_GB_IDS = {"Attempted to call function marked as skipped": "0007",
+           "Failed to trace builtin operator": "0059",
+           "Invalid call to __build_class__": "8977",
+           "Observed exception": "0088",
+           "Unsupported Tensor.item() call with capture_scalar_outputs=False": "0124",
+           "Data-dependent branching": "0170"}
+FUNDAMENTAL_HINT = ("This graph break is fundamental - it is unlikely that Dynamo will ever be "
+                    "able to trace through your code. Consider finding a workaround.")
+SUPPORTABLE_HINT = ("It may be possible to write Dynamo tracing rules for this code. Please report "
+                    "an issue to PyTorch if you encounter this graph break often and it is "
+                    "causing performance issues.")
+USER_ERROR_HINT = ("Your code may result in an error when running in eager. Please double check "
+                   "that your code doesn't contain a similar error when actually running "
+                   "eager/uncompiled. You can do this by removing the `torch.compile` call, or "
+                   "by using `torch.compiler.set_stance(\"force_eager\")`. ")
+
+
+def format_graph_break_message(gb_type, context, explanation, hints):
+    """A graph break's message as PyTorch writes it: its type on the first line (what
+    ``explain`` shows first), then the explanation, hints, the developer context and the
+    type's page on PyTorch's graph-break site."""
+    def indent(text):
+        return textwrap.indent(text, "    ").lstrip()
+    hints_str = "\n".join("  Hint: " + indent(h) for h in hints)
+    msg = (f"{gb_type}\n  Explanation: {indent(explanation)}\n{hints_str}\n\n"
+           f"  Developer debug context: {indent(context)}")
+    if gb_type in _GB_IDS:
+        msg += ("\n\n For more details about this graph break, please visit: "
+                f"https://meta-pytorch.github.io/compile-graph-break-site/gb/"
+                f"gb{_GB_IDS[gb_type]}.html")
+    return msg
 
 
 class RecompileError(TorchDynamoException):

@@ -43,6 +43,17 @@ class Guard:
     def name(self):
         return self.source.name() if self.source is not None else ""
 
+    @property
+    def originating_source(self):
+        return self.source
+
+    @property
+    def guard_types(self):
+        return [self.create_fn]
+
+    def create_fn_name(self):
+        return self.create_fn
+
     def __repr__(self):
         src = self.source.guard_source if self.source is not None else "global"
         return (f"Name: {self.name!r}\n    Source: {src}\n    Create Function: {self.create_fn}\n"

@@ -21,6 +21,7 @@ from ..fx import Graph, GraphModule
 from . import config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet
+from .utils import dynamo_timed
 from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
                         NamedTupleVariable, NullVariable, TensorVariable, TupleVariable,
                         WithExitVariable)
@@ -42,6 +43,9 @@ class GraphCompileReason:
     reason: str
     user_stack: list
     graph_break: bool = True
+
+
+_EMPTY_CELL = VariableTracker()  # a real cell's pending contents after ``del`` of it
 
 
 class SideEffects:
@@ -101,7 +105,11 @@ class SideEffects:
     def store_cell(self, cell, value, expr=None):
         self.cells[id(cell)] = (cell, value, expr)
 
+    def delete_cell(self, cell, expr=None):
+        self.cells[id(cell)] = (cell, _EMPTY_CELL, expr)
+
     def pending_cell(self, cell):
+        """What the trace last stored in ``cell`` (None: nothing; ``_EMPTY_CELL``: deleted)."""
         hit = self.cells.get(id(cell))
         return hit[1] if hit is not None else None  # (cell, value, expr)
 
@@ -126,7 +134,10 @@ class SideEffects:
             cg.lines.append(f"{gexpr}[{name!r}] = {cg.reconstruct(v)}")
         for cell, v, expr in self.cells.values():
             target = expr or cg.const(cell)
-            cg.lines.append(f"{target}.cell_contents = {cg.reconstruct(v)}")
+            if v is _EMPTY_CELL:
+                cg.lines.append(f"del {target}.cell_contents")
+            else:
+                cg.lines.append(f"{target}.cell_contents = {cg.reconstruct(v)}")
         for fn, args, kwargs in self.calls:
             parts = [cg.reconstruct(a) for a in args] + \
                 [f"{k}={cg.reconstruct(v)}" for k, v in kwargs.items()]
@@ -758,9 +769,11 @@ class OutputGraph:
             if isinstance(v, WithExitVariable) and not hasattr(v.ctx, "reconstruct_entered"):
                 return False
         # (as PyTorch: a break in a try block skips the frame; the residual code that runs
-        # the instruction could not hand its exception to the block's handler)
+        # the instruction could not hand its exception to the block's handler. Nor can a
+        # resume function start in an except block: it would not be handling the exception)
         return not (tx.code.co_flags & (0x20 | 0x80 | 0x100 | 0x200)) and \
-            not _in_try_block(tx.code, tx.current.offset) and not _remakes_cells(tx.code)
+            not _in_try_block(tx.code, tx.current.offset) and not _remakes_cells(tx.code) \
+            and not tx.exn_stack
 
     def count_ops(self):
         return sum(1 for n in self.root_graph.nodes if n.op in ("call_function", "call_method",
@@ -813,7 +826,8 @@ class OutputGraph:
             graph_code_log.debug("TRACED GRAPH\n ===== __compiled_fn_%d =====\n%s", idx,
                                  gm.print_readable(print_output=False))
         try:
-            compiled = self.compiler_fn(gm, example_inputs)
+            with dynamo_timed("OutputGraph.call_user_compiler"):
+                compiled = self.compiler_fn(gm, example_inputs)
         except Exception as e:
             raise BackendCompilerFailed(self.compiler_fn, e,
                                         f"__compiled_fn_{idx} of {self.code.co_name}") from e
@@ -828,11 +842,12 @@ class OutputGraph:
         """Compile what was captured before ``inst``, run ``inst`` in residual code and
         resume after it in a generated (and itself captured) resume function."""
         from .resume_execution import live_locals, resume_target
-        reason = GraphCompileReason(exc.msg if isinstance(exc, Unsupported) else str(exc),
-                                    list(exc.real_stack or tx.user_stack()))
+        msg = exc.msg if isinstance(exc, Unsupported) else str(exc)
+        if inst.opname not in ("CALL", "CALL_FUNCTION_EX"):
+            # (PyTorch's reason for a jump on a tensor names the jump, not the error)
+            msg = f"generic_jump {type(tx.stack[-1]).__name__}()"
+        reason = GraphCompileReason(msg, list(exc.real_stack or tx.user_stack()))
         self.break_reasons.append(reason)
-        eval_frame_mod = _eval_frame()
-        eval_frame_mod._record_break(reason)
         if graph_breaks_log.isEnabledFor(logging.DEBUG):
             fs = reason.user_stack[-1] if reason.user_stack else None
             graph_breaks_log.debug("Graph break in user code at %s:%s\nGraph Break Reason: %s\n"
@@ -965,6 +980,7 @@ class OutputGraph:
         from .variables import (BuiltinVariable, NestedUserFunctionVariable,
                                 SkippedFunctionVariable, TorchInGraphFunctionVariable,
                                 UserFunctionVariable, UserMethodVariable)
+        from .variables.misc import GradModeWrappedVariable
         from .variables.tensor import GetAttrMethod
         from .symbolic_convert import _BoundMethod
         state = self.frame_state
@@ -985,6 +1001,9 @@ class OutputGraph:
                 fn.code, fn.f_globals, len(fn.defaults.items) if fn.defaults else 0,
                 list(fn.kwdefaults.items) if fn.kwdefaults is not None else [])
             return f"{cg.const(entry, 'entry_of')}({cg.reconstruct(fn)})"
+        if isinstance(fn, GradModeWrappedVariable):  # the function itself is captured
+            mode = fn.mode
+            return f"{cg.const(mode.cls)}({mode.arg_repr()})({self.callable_expr(cg, fn.fn)})"
         if isinstance(fn, UserMethodVariable):
             obj = cg.reconstruct(fn.obj)
             return f"{cg.const(state.wrap_callee(fn.fn))}.__get__({obj})"

@@ -4,9 +4,12 @@ An :class:`InstructionTranslator` runs a frame's bytecode (CPython 3.11 or 3.12)
 VariableTrackers instead of values: tensor ops go into the OutputGraph's fx graph, Python values
 are folded, and calls to user functions, methods and ``nn.Module.forward`` are inlined by an
 :class:`InliningInstructionTranslator` (a child interpreter sharing the graph), so one graph spans
-many Python frames. When an instruction cannot be captured (``Unsupported``), the root
-translator restarts the analysis and, at that instruction, compiles the graph so far and hands
-the rest of the frame to residual code and a generated resume function (``_break_graph``).
+many Python frames. An exception raised in captured code (``raise``, or a builtin's or a
+container's error) unwinds as CPython's does, to the handler the code's exception table names,
+through inlined callers (``ObservedException``). When an instruction cannot be captured
+(``Unsupported``), the root translator restarts the analysis and, at that instruction, compiles
+the graph so far and hands the rest of the frame to residual code and a generated resume
+function (``_break_graph``).
 """
 import dis
 import inspect
@@ -14,7 +17,8 @@ import operator
 import sys
 import traceback
 
-from .exc import RestartAnalysis, Unsupported, UserErrorDuringTrace
+from .exc import (SUPPORTABLE_HINT, USER_ERROR_HINT, ObservedException, RestartAnalysis,
+                  Unsupported, UserErrorDuringTrace, format_graph_break_message)
 from .source import (ClosureSource, GlobalSource, LocalSource,
                      ModuleGlobalSource)
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
@@ -24,11 +28,12 @@ from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDi
 from .variables.base import unimplemented
 from .variables.builtin import binary_op, compare_op
 from .variables.dicts import DictViewVariable
-from .variables.tensor import constant_or_specialized
+from .variables.tensor import constant_or_specialized, data_dependent_branching
 from .variables.lists import BaseListVariable
 from .variables.nn_module import _STRUCTURE_METHODS, ModuleDictVariable
-from .variables.misc import (ContextManagerVariable, EnvironVariable, NewObjectVariable,
-                             ObjectDictVariable, SuperVariable)
+from .variables.misc import (ContextManagerVariable, EnvironVariable, ExceptionVariable,
+                             NewObjectVariable, ObjectDictVariable, SuperVariable,
+                             UserDefinedClassVariable, raise_observed)
 
 __all__ = ["InstructionTranslator", "InliningInstructionTranslator", "SUPPORTED_VERSIONS"]
 
@@ -96,6 +101,8 @@ class InstructionTranslatorBase:
         self.return_value = None
         # cells: name -> CellVariable, for the frame's cellvars and freevars
         self.cells = cells
+        # the exceptions being handled (PUSH_EXC_INFO .. POP_EXCEPT), innermost last
+        self.exn_stack = []
 
     # -- helpers ----------------------------------------------------------------------------
     def frame_summary(self):
@@ -196,7 +203,33 @@ class InstructionTranslatorBase:
         handler = getattr(self, inst.opname, None)
         if handler is None:
             unimplemented(f"missing bytecode handler: {inst.opname}")
-        handler(inst)
+        try:
+            handler(inst)
+        except ObservedException as e:
+            self.handle_exception(e.exc)
+
+    def handle_exception(self, exc):
+        """Unwind to the handler the exception table names for the current instruction, as
+        CPython does: the stack cut to the entry's depth, the offset pushed if the entry says
+        ``lasti``, then the exception; with no handler here, the caller's frame gets it."""
+        offset = self.current.offset
+        entry = next((e for e in dis.Bytecode(self.code).exception_entries
+                      if e.start <= offset < e.end), None)
+        if entry is None and self.parent is None:
+            # out of the compiled frame: a graph break at a call (its residual call raises
+            # it), else the frame runs eagerly; PyTorch's words
+            unimplemented(format_graph_break_message(
+                "Observed exception", f"raised exception {exc.debug_repr()}",
+                "Dynamo found no exception handler at the top-level compiled function when "
+                "encountering an exception. Exception will propagate outside the compiled "
+                "region.", [USER_ERROR_HINT, SUPPORTABLE_HINT]))
+        if entry is None:
+            raise ObservedException(exc)
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(offset))
+        self.push(exc)
+        self.ip = self.index_of[entry.target]
 
     def jump(self, inst):
         self.ip = self.index_of[inst.argval]
@@ -277,17 +310,31 @@ class InstructionTranslatorBase:
             c = self.cells[name] = CellVariable(None)
         return c
 
+    def _unbound_cell(self, name):
+        """CPython's error for reading an empty cell (a ``del``-ed or unassigned variable)."""
+        if name in self.code.co_cellvars:
+            raise_observed(UnboundLocalError(
+                f"cannot access local variable '{name}' where it is not associated with a "
+                f"value"))
+        raise_observed(NameError(f"cannot access free variable '{name}' where it is not "
+                                 f"associated with a value in enclosing scope"))
+
     def LOAD_DEREF(self, inst):
         value = self._cell(inst.argval).contents(self)
         if value is None:
-            unimplemented(f"NameError: cannot access free variable '{inst.argval}' where it "
-                          f"is not associated with a value")
+            self._unbound_cell(inst.argval)
         self.push(value)
 
     LOAD_CLASSDEREF = LOAD_DEREF
 
     def STORE_DEREF(self, inst):
         self._cell(inst.argval).store(self, self.pop())
+
+    def DELETE_DEREF(self, inst):
+        cell = self._cell(inst.argval)
+        if cell.contents(self) is None:
+            self._unbound_cell(inst.argval)
+        cell.delete(self)
 
     def LOAD_CLOSURE(self, inst):
         self.push(self._cell(inst.argval))
@@ -578,8 +625,7 @@ class InstructionTranslatorBase:
     def _cond_jump(self, inst, jump_if, pop_always=True):
         v = self.stack[-1]
         if isinstance(v, TensorVariable):
-            unimplemented("generic_jump: data-dependent control flow on a tensor "
-                          "(Tensor.__bool__); use ember.where or ember.cond")
+            unimplemented(data_dependent_branching(v))
         truth = v.truth(self)
         if pop_always:
             self.pop()
@@ -674,10 +720,72 @@ class InstructionTranslatorBase:
         self.push(WithExitVariable(ctx))
         self.push(ctx.enter(self))
 
-    # -- unsupported --------------------------------------------------------------------------
-    def RAISE_VARARGS(self, inst):
-        unimplemented("raise in captured code")
+    # -- exceptions ---------------------------------------------------------------------------
+    def handled_exception(self):
+        """The exception an ``except`` block running now handles (``sys.exc_info()``), in this
+        frame or a caller's; None outside any."""
+        tx = self
+        while tx is not None:
+            if tx.exn_stack:
+                return tx.exn_stack[-1]
+            tx = tx.parent
+        return None
 
+    def _as_exception(self, v):
+        if isinstance(v, UserDefinedClassVariable) and issubclass(v.cls, BaseException):
+            v = v.call_function(self, [], {})  # `raise ValueError` makes ValueError()
+        if not isinstance(v, ExceptionVariable):
+            unimplemented(f"raise of {v} (exceptions are modelled when made in captured code "
+                          f"from a class without Python __new__/__init__)")
+        return v
+
+    def RAISE_VARARGS(self, inst):
+        if inst.arg == 0:  # bare `raise`: the exception being handled, unchanged
+            exc = self.handled_exception()
+            if exc is None:
+                unimplemented("RuntimeError: No active exception to reraise")
+            raise ObservedException(exc)
+        cause = self.pop() if inst.arg == 2 else None
+        exc = self._as_exception(self.pop())
+        if cause is not None:
+            none = isinstance(cause, ConstantVariable) and cause.value is None
+            exc.set_cause(cause if none else self._as_exception(cause))
+        context = self.handled_exception()
+        if context is not None and context is not exc:
+            exc.attrs["__context__"] = context
+        raise ObservedException(exc)
+
+    def RERAISE(self, inst):
+        raise ObservedException(self.pop())
+
+    def PUSH_EXC_INFO(self, inst):
+        exc = self.pop()
+        self.push(self.handled_exception() or ConstantVariable(None))
+        self.push(exc)
+        self.exn_stack.append(exc)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+        self.exn_stack.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        typ = self.pop().as_python_constant()
+        self.push(ConstantVariable(issubclass(self.stack[-1].python_type(), typ)))
+
+    def WITH_EXCEPT_START(self, inst):
+        # stack: __exit__, lasti, the previous exception, the exception
+        exc = self.stack[-1]
+        self.push(self.stack[-4].call_function(
+            self, [ConstantVariable(exc.cls), exc, ConstantVariable(None)], {}))
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        self.push(UserDefinedClassVariable(AssertionError))
+
+    def LOAD_BUILD_CLASS(self, inst):
+        # its call is a graph break (BuiltinVariable): residual code runs the class body
+        self.push(BuiltinVariable(_BUILTINS["__build_class__"]))
+
+    # -- imports --------------------------------------------------------------------------------
     def IMPORT_NAME(self, inst):
         fromlist, level = self.pop(), self.pop()
         try:
@@ -689,9 +797,6 @@ class InstructionTranslatorBase:
 
     def IMPORT_FROM(self, inst):
         self.push(self.getattr(self.stack[-1], inst.argval))
-
-    def LOAD_ASSERTION_ERROR(self, inst):
-        unimplemented("assert that fails in captured code")
 
     def zero_arg_super(self):
         cls_cell = self.cells.get("__class__")

@@ -177,6 +177,16 @@ class _Functionalizer:
                     node.meta["val"] = func(*vals[0], **vals[1])
         return node
 
+    def _emit_functional(self, func, args, kwargs, inplace):
+        """The functional form of the in-place node ``inplace``, its metadata from running it
+        (``inplace``'s when the inputs have none): an in-place op's result is its input, whose
+        strides and dtype the functional op's new tensor need not have (fill.Tensor of a
+        strided view returns a contiguous tensor)."""
+        node = self._emit(func, args, kwargs)
+        if "val" not in node.meta and "val" in inplace.meta:
+            node.meta["val"] = inplace.meta["val"]
+        return node
+
     def _view_call(self, step, base):
         func = step.func
         if self.remove == "mutations_and_views":
@@ -384,7 +394,7 @@ class _Functionalizer:
             return
         if schema.base_name == "zero_":  # PyTorch's functional form is zero(); fill is core
             dst = node.args[0]
-            new = self._emit(aten.fill.Scalar, (self.get(dst), 0), {}, like=node)
+            new = self._emit_functional(aten.fill.Scalar, (self.get(dst), 0), {}, node)
             self.write(dst, new)
             self.alias[node] = self.alias[dst]
             return
@@ -408,12 +418,17 @@ class _Functionalizer:
                     pos.append(bound[a.name])
             elif not a.has_default():
                 raise RuntimeError(f"functionalize: cannot call {functional} for {func}")
-        new = self._emit(functional, pos, kw, like=node)
+        new = self._emit_functional(functional, pos, kw, node)
         targets = [arg(i) for i in written]
         if len(targets) == 1 and not isinstance(targets[0], (list, tuple)):
             t = targets[0]
             if not isinstance(_val(node), Tensor):
                 new.meta["val"] = _val(t)
+            elif isinstance(_val(t), Tensor) and isinstance(_val(new), Tensor) and \
+                    _val(new).dtype != _val(t).dtype:
+                # an in-place op keeps its input's dtype where the functional one promotes
+                # (x.add_(float64) of a float32 x): PyTorch's replace_ casts the result back
+                new = self._emit(aten._to_copy.default, (new,), {"dtype": _val(t).dtype})
             self.write(t, new)
             if isinstance(_val(node), Tensor):
                 self.alias[node] = self.alias[t]

@@ -19,7 +19,8 @@ from .decorators import decorator_variable
 from .dicts import ConstDictVariable
 from .functions import (FunctoolsPartialVariable, FunctoolsWrapsVariable,
                         LruCacheWrapperVariable, UserFunctionVariable, UserMethodVariable)
-from .lists import ListVariable, SizeVariable, TupleVariable
+from .lists import (ListVariable, NamedTupleVariable, SizeVariable, TupleVariable,
+                    is_namedtuple_class)
 from .misc import (AutocastVariable, DeepCopyVariable, EnvironVariable, GradModeVariable,
                    InferenceModeVariable, InspectSignatureVariable,
                    LoggerVariable, PythonModuleVariable, SkippedFunctionVariable,
@@ -213,6 +214,13 @@ class VariableBuilder:
             if type(value) is list:
                 return tx.output.side_effects.track_list(ListVariable(items, src), value)
             return TupleVariable(items, src)
+        if isinstance(value, tuple) and is_namedtuple_class(type(value)):
+            if src is not None:  # (the type fixes the length)
+                guards.type_match(src, value)
+            from ..source import GetItemSource
+            return NamedTupleVariable([VariableBuilder(tx, GetItemSource(src, i) if src else
+                                                       None)(v) for i, v in enumerate(value)],
+                                      type(value), src)
         if _traceable_dict(value):
             if src is not None:
                 guards.dict_keys(src, value)

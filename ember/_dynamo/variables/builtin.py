@@ -1,9 +1,11 @@
 """Python builtins and operators during capture: folded on constants, recorded as graph calls on
 tensors (``operator.add``), modelled on containers (``len``, ``zip``, ``enumerate``, ...), and a
 graph break where the builtin has effects Dynamo does not model (``print``)."""
+import builtins
 import functools
 import operator
 
+from ..exc import SUPPORTABLE_HINT, format_graph_break_message
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
@@ -30,6 +32,15 @@ def contains_tensor(args, kwargs=None):
             return any(has(i) for i in v.items.values())
         return False
     return any(has(a) for a in args) or any(has(v) for v in (kwargs or {}).values())
+
+
+def _type_name(v):
+    """The name of the Python type ``v`` stands for (its tracker's when that is unknown)."""
+    from ..exc import Unsupported
+    try:
+        return v.python_type().__name__
+    except Unsupported:
+        return type(v).__name__
 
 
 def _const(tx, v):
@@ -192,8 +203,17 @@ class BuiltinVariable(VariableTracker):
         if fn is operator.contains:
             return args[0].call_method(tx, "__contains__", [args[1]], {})
         if fn is print:
-            unimplemented(f"builtin: print {[type(a).__name__ for a in args]} "
-                          f"{bool(kwargs)}: `print` has side effects Dynamo does not model")
+            types = [_type_name(a) for a in args]
+            unimplemented(format_graph_break_message(
+                "Failed to trace builtin operator",
+                f"builtin print {[type(a).__name__ for a in args]} {bool(kwargs)}",
+                f"Dynamo does not know how to trace builtin operator `print` with argument "
+                f"types {types} (has_kwargs {bool(kwargs)})",
+                [f"Avoid calling builtin `print` with argument types {types}. Consider using "
+                 f"an equivalent alternative function/method to `print`.",
+                 "If you are attempting to call a logging function (e.g. `print`), you can "
+                 "try adding it to `torch._dynamo.config.reorderable_logging_functions`.",
+                 "Please report an issue to PyTorch."]))
         if fn is len:
             a = args[0]
             if isinstance(a, TensorVariable):
@@ -335,11 +355,37 @@ class BuiltinVariable(VariableTracker):
                 ckw = {k: constant_or_specialized(v) for k, v in kwargs.items()}
             except Exception:  # noqa: BLE001
                 unimplemented(f"builtin {name} with non-constant arguments {args}")
-            return _const(tx, fn(*cargs, **ckw))
+            try:
+                result = fn(*cargs, **ckw)
+            except Exception as e:  # noqa: BLE001 - raised in the captured code, as eager does
+                from .misc import raise_observed
+                raise_observed(e)
+            return _const(tx, result)
         if getattr(fn, "__module__", None) == "math" and any(isinstance(a, TensorVariable)
                                                             for a in args):
             unimplemented(f"math.{name} of a tensor")
-        unimplemented(f"builtin {name}: calling into C code Dynamo does not model")
+        if fn is builtins.__build_class__:
+            # a class statement: residual code runs it (PyTorch's default,
+            # enable_trace_load_build_class=False), and the class made is a constant after it
+            unimplemented(format_graph_break_message(
+                "Invalid call to __build_class__",
+                f"Non-constant args to __build_class__: {args} {kwargs}",
+                "Cannot trace class definition: the class body function is unsupported or the "
+                "base class argument are not compile-time constants",
+                [SUPPORTABLE_HINT]))
+        module = getattr(fn, "__module__", None) or "builtins"
+        unimplemented(format_graph_break_message(
+            "Attempted to call function marked as skipped",
+            f"module: {module}, qualname: {name}, skip reason: C code Dynamo does not model",
+            f"Dynamo does not know how to trace the builtin `{module}.{name}.` This function "
+            f"is either a Python builtin (e.g. _warnings.warn) or a third-party C/C++ Python "
+            f"extension (perhaps created with pybind).",
+            ["If it is a Python builtin, please file an issue on GitHub so the PyTorch team "
+             "can add support for it and see the next case for a workaround.",
+             "If it is a third-party C/C++ Python extension, please either wrap it into a "
+             "PyTorch-understood custom operator (see https://pytorch.org/tutorials/advanced/"
+             "custom_ops_landing_page.html for more details) or, if it is traceable, use "
+             "`torch.compiler.allow_in_graph`."]))
 
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"

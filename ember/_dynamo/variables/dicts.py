@@ -1,13 +1,15 @@
 """Dicts with constant keys during capture; mutation of a dict read from the frame is written
 back after the graph (``d.clear(); d.update(...)``). A subclass of ``dict`` is the same
 variable with its class kept: the methods it defines in Python are inlined, the rest are
-``dict``'s (as PyTorch's UserDefinedDictVariable)."""
+``dict``'s (as PyTorch's UserDefinedDictVariable). A ``defaultdict`` made in captured code
+calls its factory for a missing key."""
+import collections
 import types
 
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
-__all__ = ["ConstDictVariable", "DictViewVariable"]
+__all__ = ["ConstDictVariable", "DefaultDictVariable", "DictViewVariable"]
 
 
 class ConstDictVariable(VariableTracker):
@@ -58,7 +60,8 @@ class ConstDictVariable(VariableTracker):
         if name == "__getitem__":
             k = key()
             if k not in self.items:
-                unimplemented(f"KeyError {k!r} in captured code")
+                from .misc import raise_observed
+                raise_observed(KeyError(k))
             return self.items[k]
         if name == "get":
             d = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -111,6 +114,41 @@ class ConstDictVariable(VariableTracker):
         if self.user_cls is dict:
             return "{" + inner + "}"
         return f"{cg.const(self.user_cls)}({{{inner}}})"
+
+
+class DefaultDictVariable(ConstDictVariable):
+    """A ``collections.defaultdict`` made in captured code: a missing key read with ``d[k]``
+    gets ``default_factory()`` (the factory called in the trace) and keeps it."""
+
+    def __init__(self, items, default_factory, source=None):
+        super().__init__(items, source, user_cls=collections.defaultdict)
+        self.default_factory = default_factory
+
+    def call_dict_method(self, tx, name, args, kwargs):
+        if name == "__getitem__":
+            k = args[0].as_python_constant()
+            if k not in self.items:
+                factory = self.default_factory
+                if isinstance(factory, ConstantVariable) and factory.value is None:
+                    from .misc import raise_observed
+                    raise_observed(KeyError(k))
+                self._mutate(tx)
+                self.items[k] = factory.call_function(tx, [], {})
+            return self.items[k]
+        if name == "copy":
+            return DefaultDictVariable(self.items, self.default_factory)
+        return super().call_dict_method(tx, name, args, kwargs)
+
+    def var_getattr(self, tx, name):
+        if name == "default_factory":
+            return self.default_factory
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, cg):
+        inner = ", ".join(f"{cg.reconstruct(ConstantVariable(k))}: {cg.reconstruct(v)}"
+                          for k, v in self.items.items())
+        return (f"{cg.const(collections.defaultdict)}({cg.reconstruct(self.default_factory)}, "
+                f"{{{inner}}})")
 
 
 class DictViewVariable(VariableTracker):

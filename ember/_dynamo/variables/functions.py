@@ -36,7 +36,8 @@ class CellVariable(VariableTracker):
         tx.output.side_effects.cell_reached(self.real, self.write_expr)
         pending = tx.output.side_effects.pending_cell(self.real)
         if pending is not None:
-            return pending
+            from ..output_graph import _EMPTY_CELL
+            return None if pending is _EMPTY_CELL else pending
         try:
             value = self.real.cell_contents
         except ValueError:
@@ -50,6 +51,14 @@ class CellVariable(VariableTracker):
         else:
             tx.output.side_effects.cell_reached(self.real, self.write_expr)
             tx.output.side_effects.store_cell(self.real, value, self.write_expr)
+
+    def delete(self, tx):
+        """``del`` of the cell's variable: the cell is empty after it."""
+        if self.real is None:
+            self.value = None
+        else:
+            tx.output.side_effects.cell_reached(self.real, self.write_expr)
+            tx.output.side_effects.delete_cell(self.real, self.write_expr)
 
     def reconstruct(self, cg):
         """The real cell: the existing one, or (made in the trace) one new cell per capture,

@@ -1,11 +1,20 @@
-"""Lists, tuples, ``ember.Size``, ranges and iterators during capture. Lists are mutable: a
-list that came from the frame (it has a source) and is mutated is recorded as a side effect and
-written back after the graph (``L['xs'][:] = [...]``)."""
+"""Lists, tuples, named tuples, ``ember.Size``, ranges and iterators during capture. Lists are
+mutable: a list that came from the frame (it has a source) and is mutated is recorded as a side
+effect and written back after the graph (``L['xs'][:] = [...]``)."""
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
 __all__ = ["ListVariable", "TupleVariable", "NamedTupleVariable", "SizeVariable",
-           "ListIteratorVariable"]
+           "ListIteratorVariable", "is_namedtuple_class"]
+
+
+def is_namedtuple_class(cls):
+    """Whether ``cls`` is a ``collections.namedtuple`` (or ``typing.NamedTuple``) class, or a
+    subclass that keeps its ``__new__``: its instances are made from their fields alone."""
+    if not (isinstance(cls, type) and issubclass(cls, tuple)):
+        return False
+    owner = next((k for k in cls.__mro__ if "__new__" in k.__dict__), None)
+    return owner is not None and "_fields" in owner.__dict__ and "_make" in owner.__dict__
 
 
 class BaseListVariable(VariableTracker):
@@ -36,8 +45,9 @@ class BaseListVariable(VariableTracker):
                 ListVariable(self.items[idx])
         try:
             return self.items[idx]
-        except IndexError:
-            unimplemented(f"{self.py_type.__name__} index out of range in captured code")
+        except IndexError as e:
+            from .misc import raise_observed
+            raise_observed(e)
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__getitem__":
@@ -61,11 +71,15 @@ class BaseListVariable(VariableTracker):
             if not isinstance(other, BaseListVariable):
                 unimplemented(f"{self.py_type.__name__} + {other}")
             items = self.items + other.items if name == "__add__" else other.items + self.items
-            return type(self)(items) if self.py_type is not list else ListVariable(items)
+            return self._like(items)
         if name == "__mul__":
-            return (type(self) if self.py_type is not list else ListVariable)(
-                self.items * args[0].as_python_constant())
+            return self._like(self.items * args[0].as_python_constant())
         unimplemented(f"{self.py_type.__name__}.{name}")
+
+    def _like(self, items):
+        """What ``+`` and ``*`` make of this sequence's type: a list, a tuple, or a Size."""
+        return ListVariable(items) if self.py_type is list else \
+            SizeVariable(items) if isinstance(self, SizeVariable) else TupleVariable(items)
 
     def reconstruct(self, cg):
         inner = ", ".join(cg.reconstruct(i) for i in self.items)
@@ -96,11 +110,72 @@ class NamedTupleVariable(TupleVariable):
     def as_python_constant(self):
         return self.tuple_cls(*[i.as_python_constant() for i in self.items])
 
+    @classmethod
+    def construct(cls, tx, tuple_cls, args, kwargs):
+        """``tuple_cls(*args, **kwargs)``: the fields bound as the generated ``__new__`` binds
+        them, defaults filled in."""
+        fields = tuple_cls._fields
+        name = tuple_cls.__name__
+        if len(args) > len(fields):
+            unimplemented(f"TypeError: {name}.__new__() takes {len(fields) + 1} positional "
+                          f"arguments but {len(args) + 1} were given")
+        bound = dict(zip(fields, args))
+        for k, v in kwargs.items():
+            if k not in fields or k in bound:
+                unimplemented(f"TypeError: {name}.__new__() got an unexpected or repeated "
+                              f"argument '{k}'")
+            bound[k] = v
+        defaults = getattr(tuple_cls, "_field_defaults", {})
+        missing = [f for f in fields if f not in bound and f not in defaults]
+        if missing:
+            unimplemented(f"TypeError: {name}.__new__() missing required arguments {missing}")
+        from .builder import wrap_constant_like
+        return cls([bound[f] if f in bound else wrap_constant_like(tx, defaults[f])
+                    for f in fields], tuple_cls)
+
     def var_getattr(self, tx, name):
+        from .functions import UserFunctionVariable, UserMethodVariable
         fields = self.tuple_cls._fields
         if name in fields:
             return self.items[fields.index(name)]
+        if name == "_fields":
+            return ConstantVariable(fields)
+        raw = self._user_attr(name)
+        if isinstance(raw, property):
+            return UserFunctionVariable(raw.fget).call_function(tx, [self], {})
+        if raw is not None:
+            return UserMethodVariable(raw, self)
         return super().var_getattr(tx, name)
+
+    def _user_attr(self, name):
+        """The Python function or property the class defines as ``name`` (a
+        ``typing.NamedTuple`` body's), or None."""
+        import types
+        for k in self.tuple_cls.__mro__:
+            if k is tuple:
+                return None
+            raw = k.__dict__.get(name)
+            if isinstance(raw, types.FunctionType) or (
+                    isinstance(raw, property) and isinstance(raw.fget, types.FunctionType)):
+                return raw
+        return None
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "_replace" and not args:
+            fields = self.tuple_cls._fields
+            if not set(kwargs) <= set(fields):
+                unimplemented(f"ValueError: Got unexpected field names: "
+                              f"{sorted(set(kwargs) - set(fields))!r}")
+            return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)],
+                                      self.tuple_cls)
+        if name == "_asdict" and not args and not kwargs:
+            from .dicts import ConstDictVariable
+            return ConstDictVariable(dict(zip(self.tuple_cls._fields, self.items)))
+        raw = self._user_attr(name)
+        if raw is not None and not isinstance(raw, property):
+            from .functions import UserMethodVariable
+            return UserMethodVariable(raw, self).call_function(tx, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg):
         return f"{cg.const(self.tuple_cls)}({', '.join(cg.reconstruct(i) for i in self.items)})"

@@ -1,6 +1,7 @@
 """Everything else the interpreter meets: ember functions captured as graph calls, the grad-mode,
 autocast and profiler context managers (their state is set during the trace and recorded in
-the graph), user classes and objects (objects read from the frame, objects created in captured
+the graph) and ``nullcontext``, exceptions made and raised in captured code, user classes and
+objects (objects read from the frame, objects created in captured
 code, and those that are graph values: an op's result holding tensors, or an argument rebuilt
 in the graph from lifted inputs), Python modules, ``super()``, and the library calls traced by
 their meaning rather than their code: ``os.environ``, loggers, ``inspect.signature``,
@@ -18,11 +19,11 @@ from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 
-__all__ = ["TorchInGraphFunctionVariable", "GradModeVariable", "AutocastVariable",
-           "WithExitVariable", "UserDefinedClassVariable", "UserDefinedObjectVariable",
-           "PythonModuleVariable", "SuperVariable", "SkippedFunctionVariable",
-           "TracedObjectVariable", "TracedFunctionVariable", "rebuild_object",
-           "rebuild_function"]
+__all__ = ["TorchInGraphFunctionVariable", "GradModeVariable", "GradModeWrappedVariable",
+           "AutocastVariable", "NullContextVariable", "WithExitVariable", "ExceptionVariable",
+           "UserDefinedClassVariable", "UserDefinedObjectVariable", "PythonModuleVariable",
+           "SuperVariable", "SkippedFunctionVariable", "TracedObjectVariable",
+           "TracedFunctionVariable", "rebuild_object", "rebuild_function", "raise_observed"]
 
 
 def rebuild_object(cls, state):
@@ -216,18 +217,42 @@ class GradModeVariable(ContextManagerVariable):
         tx.output.set_grad_mode(tx, self.initial)
 
     def call_function(self, tx, args, kwargs):
-        # no_grad used as a decorator inside captured code
-        unimplemented("grad-mode object used as a decorator inside captured code")
+        # `@no_grad()` on a function made in captured code
+        if len(args) != 1 or kwargs or self.cls.__name__ == "set_grad_enabled":
+            unimplemented(f"{self.cls.__name__} object called with {args} {kwargs}")
+        return GradModeWrappedVariable(self, args[0])
+
+    def arg_repr(self):
+        """The constructor's argument that makes this mode (set_grad_enabled's flag)."""
+        return repr(self.target) if self.cls.__name__ == "set_grad_enabled" else ""
 
     def reconstruct_entered(self, cg):
         """Residual code that enters the real context manager (a break inside the block)."""
         t = cg.temp()
-        ctor = cg.const(self.cls)
-        arg = repr(self.target) if self.cls.__name__ == "set_grad_enabled" else ""
-        cg.lines.append(f"{t} = {ctor}({arg})")
+        cg.lines.append(f"{t} = {cg.const(self.cls)}({self.arg_repr()})")
         cg.lines.append(f"{t}.__enter__()")
         cg.lines.append(f"{t}.prev = {self.initial!r}")  # the mode before the block
         return f"{t}.__exit__"
+
+
+class GradModeWrappedVariable(VariableTracker):
+    """A function decorated with a grad-mode object in captured code: each call runs it
+    inlined between the mode's enter and exit."""
+
+    def __init__(self, mode, fn):
+        super().__init__()
+        self.mode, self.fn = mode, fn
+
+    def call_function(self, tx, args, kwargs):
+        mode = GradModeVariable(self.mode.target, self.mode.cls)
+        mode.enter(tx)
+        try:
+            return self.fn.call_function(tx, args, kwargs)
+        finally:  # (an exception raised in the function leaves the mode too, as eager)
+            mode.exit(tx)
+
+    def reconstruct(self, cg):
+        return f"{cg.const(self.mode.cls)}({self.mode.arg_repr()})({cg.reconstruct(self.fn)})"
 
 
 class ProfilerContextVariable(ContextManagerVariable):
@@ -291,6 +316,29 @@ class InferenceModeVariable(ContextManagerVariable):
     def exit(self, tx):
         from ...autograd.grad_mode import _exit_inference_mode
         tx.output.exit_autocast(tx, _exit_inference_mode, self.node, self.real)
+
+
+class NullContextVariable(ContextManagerVariable):
+    """``contextlib.nullcontext(enter_result)``: the context manager that does nothing (the
+    usual other arm of ``autocast(...) if amp else nullcontext()``)."""
+
+    def __init__(self, enter_result):
+        super().__init__()
+        self.enter_result = enter_result
+
+    def python_type(self):
+        return contextlib.nullcontext
+
+    def enter(self, tx):
+        return self.enter_result
+
+    def exit(self, tx):
+        pass
+
+    def reconstruct_entered(self, cg):
+        t = cg.temp()
+        cg.lines.append(f"{t} = {cg.const(contextlib.nullcontext)}()")
+        return f"{t}.__exit__"
 
 
 class WithExitVariable(VariableTracker):
@@ -394,6 +442,21 @@ class UserDefinedClassVariable(VariableTracker):
             return VariableBuilder(tx, None)(cls(*[a.as_python_constant() for a in args]))
         if issubclass(cls, nn.Module) and constant_args:
             return _stateless_module(tx, cls, args, kwargs)
+        if issubclass(cls, BaseException) and ExceptionVariable.modelled(cls) and not kwargs:
+            return ExceptionVariable(cls, args)
+        if cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1:
+            return NullContextVariable(args[0] if args else kwargs.get(
+                "enter_result", ConstantVariable(None)))
+        from ..._core.size import Size
+        if cls is Size and len(args) <= 1 and not kwargs:
+            from .lists import SizeVariable
+            return SizeVariable(tx.unpack(args[0]) if args else [])
+        if cls is collections.defaultdict and len(args) <= 1 and not kwargs:
+            from .dicts import DefaultDictVariable
+            return DefaultDictVariable({}, args[0] if args else ConstantVariable(None))
+        from .lists import NamedTupleVariable, is_namedtuple_class
+        if is_namedtuple_class(cls) and type(cls).__call__ is type.__call__:
+            return NamedTupleVariable.construct(tx, cls, args, kwargs)
         why = _why_not_constructible(cls)
         if why is None:
             return NewObjectVariable.construct(tx, cls, args, kwargs)
@@ -404,6 +467,83 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 _GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+class ExceptionVariable(VariableTracker):
+    """An exception made in captured code (PyTorch's ExceptionVariable), to be raised and caught
+    there: its class, its ``args`` and the attributes ``raise`` sets (``__cause__``,
+    ``__context__``, ``__suppress_context__``). Only classes whose construction is
+    ``BaseException``'s own (no Python ``__new__``/``__init__``) are modelled: then the
+    exception is exactly ``cls(*args)``."""
+
+    def __init__(self, cls, args):
+        super().__init__()
+        self.cls = cls
+        self.args = list(args)
+        self.attrs = {"__cause__": ConstantVariable(None), "__context__": ConstantVariable(None),
+                      "__suppress_context__": ConstantVariable(False),
+                      "__traceback__": ConstantVariable(None)}
+
+    @staticmethod
+    def modelled(cls):
+        if type(cls).__call__ is not type.__call__:
+            return False
+        python = (types.FunctionType, staticmethod, classmethod)
+        return not any(isinstance(k.__dict__.get(name), python) for k in cls.__mro__
+                       for name in ("__new__", "__init__"))
+
+    def python_type(self):
+        return self.cls
+
+    def as_python_constant(self):
+        exc = self.cls(*[a.as_python_constant() for a in self.args])
+        for name, v in self.attrs.items():
+            if name != "__traceback__":
+                setattr(exc, name, v.as_python_constant())
+        return exc
+
+    def var_getattr(self, tx, name):
+        from .lists import TupleVariable
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name in self.attrs:
+            return self.attrs[name]
+        unimplemented(f"attribute {name!r} of a {self.cls.__name__} raised in captured code")
+
+    def set_cause(self, cause):
+        """``raise self from cause`` (``cause`` None: ``from None``)."""
+        self.attrs["__cause__"] = cause
+        self.attrs["__suppress_context__"] = ConstantVariable(True)
+
+    def reconstruct(self, cg):
+        hit = cg.cache.get(id(self))
+        if hit is None:
+            hit = cg.cache[id(self)] = cg.temp()
+            args = "".join(f"{cg.reconstruct(a)}, " for a in self.args)
+            cg.lines.append(f"{hit} = {cg.const(self.cls)}({args})")
+            for name, v in self.attrs.items():
+                if name != "__traceback__":
+                    cg.lines.append(f"{hit}.{name} = {cg.reconstruct(v)}")
+        return hit
+
+    def debug_repr(self):
+        """``cls(args)`` as PyTorch's messages show the exception."""
+        args = ", ".join(repr(a.value) if isinstance(a, ConstantVariable) else repr(a)
+                         for a in self.args)
+        return f"{self.cls.__name__}({args})"
+
+    def __repr__(self):
+        return f"ExceptionVariable({self.cls.__name__})"
+
+
+def raise_observed(exc):
+    """Raise a real exception ``exc`` (a builtin's, run on constants at capture time) in the
+    captured code, where its handlers can catch it."""
+    from ..exc import ObservedException
+    if not ExceptionVariable.modelled(type(exc)):
+        unimplemented(f"{type(exc).__name__} raised in captured code: {exc}")
+    raise ObservedException(ExceptionVariable(type(exc), [ConstantVariable(a)
+                                                          for a in exc.args]))
 
 
 class UserDefinedObjectVariable(VariableTracker):

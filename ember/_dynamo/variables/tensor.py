@@ -5,13 +5,14 @@ tensor guard pins them); ops become graph nodes; reading the data (``item``, ``t
 import operator
 
 from ..._core.symint import SymInt
+from ..exc import FUNDAMENTAL_HINT, format_graph_break_message
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
 __all__ = ["TensorVariable", "SymNodeVariable", "constant_or_specialized"]
 
 # Methods that read tensor data into Python: a graph break, with PyTorch's reasons.
-_DATA_METHODS = {"item": "Tensor.item", "tolist": "Tensor.tolist", "numpy": "Tensor.numpy",
+_DATA_METHODS = {"tolist": "Tensor.tolist", "numpy": "Tensor.numpy",
                  "__bool__": "Tensor.__bool__", "__int__": "Tensor.__int__",
                  "__float__": "Tensor.__float__", "data_ptr": "Tensor.data_ptr",
                  "backward": "Tensor.backward", "__index__": "Tensor.__index__",
@@ -46,8 +47,7 @@ class TensorVariable(VariableTracker):
         return self.node
 
     def truth(self, tx):
-        unimplemented("generic_jump: data-dependent control flow on a tensor "
-                      "(Tensor.__bool__); use ember.where or ember.cond")
+        unimplemented(data_dependent_branching(self))
 
     def var_getattr(self, tx, name):
         from .builder import wrap_constant_like
@@ -82,6 +82,15 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in ("backward", "register_hook"):
             unimplemented(f"Tensor.{name}: autograd's backward pass and hooks are not captured")
+        if name == "item":
+            unimplemented(format_graph_break_message(
+                "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+                f"call_method {self} item {tuple(args)} {kwargs}",
+                "Dynamo does not support tracing `Tensor.item()` with "
+                "config.capture_scalar_outputs=False.",
+                ["ember does not capture scalar outputs (it has no "
+                 "`capture_scalar_outputs = True`): keep the value a tensor (a 0-dim tensor "
+                 "broadcasts in ops) to stay in one graph."]))
         if name in _DATA_METHODS:
             unimplemented(f"{_DATA_METHODS[name]}: reading tensor data into Python "
                           f"(graph break: data-dependent output)")
@@ -187,6 +196,15 @@ class SymNodeVariable(VariableTracker):
 
     def __repr__(self):
         return f"SymNodeVariable({self.node.name}, {self.example})"
+
+
+def data_dependent_branching(value):
+    """PyTorch's message for a jump on a tensor's value."""
+    return format_graph_break_message(
+        "Data-dependent branching", f"attempted to jump with {value}",
+        "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). Dynamo does not "
+        "support tracing dynamic control flow.",
+        [FUNDAMENTAL_HINT, "Use `torch.cond` to express dynamic control flow."])
 
 
 def constant_or_specialized(v):
