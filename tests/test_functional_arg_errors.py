@@ -152,18 +152,8 @@ CASES = {
     "aten_clone_self_str": lambda m: m.ops.aten.clone.default("a"),
 }
 
-_KEYWORD = ("ember's generated bindings bind arguments with Python's own machinery, so their "
-            "messages name the position of an argument PyTorch's parser saw as a keyword")
-_UNCHECKED = ("ember's single-signature bindings check this type only after the call failed "
-              "(to keep the check off the hot path); here the kernel succeeds")
 # name -> why ember's error still differs from PyTorch's
 XFAIL = {
-    "avg_pool2d_divisor_str": _KEYWORD,
-    "conv_transpose1d_stride_str": _KEYWORD,
-    "conv_transpose2d_padding_same": _KEYWORD,
-    "conv_transpose3d_groups_str": _KEYWORD,
-    "max_pool2d_ceil_str": _UNCHECKED,
-    "softmax_dim_float": _UNCHECKED,
     "normalize_p_str": ("PyTorch's Tensor.norm sends a str p to linalg.matrix_norm with dim "
                         "[1] and checks p first; ember's checks dim first"),
 }

@@ -1,12 +1,20 @@
 """Python bindings generated from the schemas: ``ember.add``, ``Tensor.add``, ``Tensor.add_``.
 
 For each op name the generator writes a small Python function (see :func:`source`) that binds the
-caller's arguments with Python's own machinery, converts the few argument types that need it
-(devices, dtypes, ``int[N]``), routes ``out=`` to the out overload, and calls the overload's
-dispatcher entry with every argument positional. When an op name has several overloads
-(``max(input)``, ``max(input, dim)``, ``max(input, other)``) the candidates are tried in order,
-each checking its argument types, and a call that fits none raises PyTorch's
-"received an invalid combination of arguments" TypeError quoting the signatures tried.
+caller's arguments with Python's own machinery, checks their types as PyTorch's argument parser
+does before anything runs, converts the few that need it (devices, dtypes, ``int[N]``, a 0-dim
+tensor for a number), routes ``out=`` to the out overload, and calls the overload's dispatcher
+entry with every argument positional. A single signature's function takes its parameters
+positionally only, with keywords collected apart, so that its TypeErrors say what the parser's
+say: the position of an argument given positionally only, its own wording for a missing, extra
+or unexpected one (:func:`rebind`). When an op name has several overloads (``max(input)``,
+``max(input, dim)``, ``max(input, other)``) the candidates are tried in order, each checking
+its argument types, and a call that fits none raises PyTorch's "received an invalid combination
+of arguments" TypeError quoting the signatures tried (or, when the number of arguments fits one
+signature only, that signature's own TypeError).
+
+Out= overloads pair with the overload whose Python signature they repeat, and those PyTorch's
+codegen autogenerates (``generated:`` in native_functions.yaml) have no binding, as there.
 
 Overloads that only differ from another by ``Scalar`` in place of ``Tensor`` (``add.Scalar``)
 get no Python binding: as in PyTorch, numbers passed to the Tensor form become wrapped numbers.
@@ -25,7 +33,7 @@ import numpy as np
 from .._core import api_name as _api_name
 from .._core import dtype as D
 from .._core import promotion as _promotion
-from .._core.symint import SymInt
+from .._core.symint import SymFloat, SymInt
 from .._core.device import device as _device, layout as _layout, memory_format as _memory_format
 from .. import overrides as _overrides
 from .._tensor import requires_grad_of_factory
@@ -35,6 +43,7 @@ from .._core.codegen import compile_source
 
 _declared = []  # (qualname-without-ns, variants)
 _sources = {}
+_bound = {}
 NUMBER_TYPES = (int, float, bool, complex)
 # NumPy's scalar types: PyTorch's argument parser takes them as the Python number of their kind
 # (np.float32(2) * t is a float32 tensor, np.bool_ a bool), so bindings pass on ``.item()``
@@ -46,10 +55,12 @@ class NoMatch(Exception):
     pass
 
 
-def declare(name, variants, python=True, python_module=None):
+def declare(name, variants, python=True, python_module=None, tags=()):
     """Record an overload for binding. ``python_module`` (PyTorch's field: nn, linalg, fft,
-    special) puts its function in ``ember._C._<module>`` instead of the ``ember`` namespace."""
-    if python:
+    special) puts its function in ``ember._C._<module>`` instead of the ``ember`` namespace.
+    An overload tagged ``generated`` (autogen'd) gets none, view copies aside, as in
+    gen_python_functions.py's should_generate_py_binding."""
+    if python and ("generated" not in tags or "view_copy" in tags):
         _declared.append((name, tuple(variants), python_module))
 
 
@@ -70,17 +81,6 @@ def to_dtype(v, arg="dtype", fname="op"):
     if d is not None:
         return d
     raise TypeError(f"{fname}(): argument '{arg}' must be torch.dtype, not {type(v).__name__}")
-
-
-def to_device(v):
-    if v is None or v.__class__ is _device:
-        return v
-    try:
-        return _device(v)
-    except RuntimeError:
-        raise
-    except TypeError:
-        raise TypeError(f"expected a device (str, int or ember.device), got {type(v).__name__}") from None
 
 
 def is_number(v):
@@ -165,9 +165,10 @@ def tp_name(v):
     return f"{t.__module__}.{t.__name__}"
 
 
-def int_list_arg(v, n, fname, name, pos, single):
+def int_list_arg(v, n, fname, name, pos, single, kw=()):
     """A generated binding's int[] argument: the tuple, NoMatch for the next overload, or
-    PyTorch's TypeError for it."""
+    PyTorch's TypeError for it (naming the position of a positional argument only, and the bad
+    element's type only there too, as FunctionSignature::parse does)."""
     try:
         return int_list(v, n)
     except _Unpack as e:
@@ -175,6 +176,8 @@ def int_list_arg(v, n, fname, name, pos, single):
     except NoMatch:
         if not single:
             raise
+    if pos is None or _by_keyword(name, kw):
+        raise TypeError(f"{fname}(): argument '{name}' must be tuple of ints, not {tp_name(v)}")
     if isinstance(v, (list, tuple)) and v:
         raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be tuple of ints, "
                         f"but found element of type {tp_name(v[0])} at pos 0")
@@ -260,6 +263,118 @@ def arg_error(fname, pname, pos, expected, v):
                      f"not {tp_name(v)}")
 
 
+def _by_keyword(name, kw):
+    """Whether a single-signature binding's argument ``name`` came by keyword (its name, or
+    its NumPy alias, is among the keywords the binding collected in ``kw``)."""
+    return bool(kw) and (name in kw or NUMPY_ALIASES.get(name) in kw)
+
+
+# The argument types PythonArgParser checks before the call (FunctionParameter::check), for
+# the values that are not already of the usual class. Each returns the value the kernel gets
+# (an int for an integral 0-dim tensor, a Python number for a NumPy scalar) or raises
+# ``bad(...)``: a TypeError for a single signature, NoMatch for one of several.
+
+def int_arg(v, bad, pos, name, kw):
+    """int: an int (not a bool), an integral 0-dim tensor that needs no grad, a NumPy int."""
+    if v.__class__ is SymInt:
+        return v
+    if hasattr(v, "_keyset"):
+        if v.dim() == 0 and not v.requires_grad and v._dtype._category == _INTEGRAL:
+            return operator.index(v)
+    elif v.__class__ is not bool:
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise bad(pos, name, "int", v, kw)
+
+
+def float_arg(v, bad, pos, name, kw):
+    """float: a Python or NumPy real number (bools and ints too), a 0-dim tensor that needs no
+    grad."""
+    if v.__class__ in (int, float, bool, SymFloat, SymInt):
+        return v
+    if hasattr(v, "_keyset"):
+        if v.dim() == 0 and not v.requires_grad:
+            return v.item()
+    elif v.__class__ in NUMPY_SCALARS:
+        return v.item()
+    raise bad(pos, name, "float", v, kw)
+
+
+def scalar_arg(v, bad, pos, name, kw):
+    """Number: any number, a 0-dim tensor that needs no grad (its value)."""
+    if hasattr(v, "_keyset"):
+        if v.dim() == 0 and not v.requires_grad:
+            return v.item()
+    elif is_number(v):
+        return v.item() if v.__class__ in NUMPY_SCALARS else v
+    raise bad(pos, name, "Number", v, kw)
+
+
+def dtype_arg(v, bad, pos, name, kw):
+    """torch.dtype: a dtype (the quantized and bits ones are of a subclass), or a Python
+    number type standing for one."""
+    if isinstance(v, D.dtype):
+        return v
+    d = _PY_TYPE_DTYPES.get(v) if v.__class__ is type else None
+    if d is None:
+        raise bad(pos, name, "torch.dtype", v, kw)
+    return d
+
+
+def device_arg(v, bad, pos, name, kw):
+    """torch.device: a device, its string, or a CUDA device's index."""
+    if isinstance(v, str) or v.__class__ is not bool and isinstance(v, int):
+        return _device(v)  # (a bad string is its RuntimeError)
+    raise bad(pos, name, "torch.device", v, kw)
+
+
+def rebind(fname, names, required, kwonly_required):
+    """The slow path of a single-signature binding, taken when a positional-or-keyword
+    argument came by keyword (the binding's parameters are positional-only, so such keywords
+    land in ``kw``), came not at all, or too many came: a function of (values, extra, kw)
+    giving ``values`` with the keywords in their places, or raising PyTorch's TypeError for the
+    call (FunctionSignature::parse's extra_args, missing_args and extra_kwargs). ``names`` are
+    the positional parameters' names, ``required`` whether each has no default."""
+    index = {n: i for i, n in enumerate(names)}
+    index.update((alias, index[n]) for n, alias in NUMPY_ALIASES.items() if n in index)
+    n_pos, low = len(names), sum(required)
+    required_at = [i for i, r in enumerate(required) if r]
+
+    def fill(values, extra, kw):
+        if extra:
+            given = n_pos + len(extra)
+            if low != n_pos:
+                raise TypeError(f"{fname}() takes from {low} to {n_pos} positional arguments "
+                                f"but {given} were given")
+            raise TypeError(f"{fname}() takes {n_pos} positional argument"
+                            f"{'' if n_pos == 1 else 's'} but {given} "
+                            f"{'was' if given == 1 else 'were'} given")
+        values = list(values)
+        leftover = None  # (the first keyword fitting no free parameter: reported last, there)
+        for key in kw:
+            i = index.get(key)
+            if i is None:
+                leftover = leftover or f"got an unexpected keyword argument '{key}'"
+            elif required[i] and values[i] is not _NODEFAULT:
+                leftover = leftover or f"got multiple values for argument '{names[i]}'"
+            else:
+                values[i] = kw[key]
+        for i in required_at:
+            if values[i] is _NODEFAULT:
+                # (every parameter without a default from the first missing one, as PyTorch
+                # lists them)
+                missing = [n for n, r in zip(names[i:], required[i:]) if r] + kwonly_required
+                s = "s" if len(missing) == 1 else ""  # (sic: PyTorch's plural)
+                raise TypeError(f"{fname}() missing {len(missing)} required positional "
+                                f"argument{s}: " + ", ".join(f'"{n}"' for n in missing))
+        if leftover:
+            raise TypeError(f"{fname}() {leftover}")
+        return values
+    return fill
+
+
 def tensor_list(v, pos, single):
     """Check a ``Tensor[]`` argument's elements with PythonArgParser's message (the argument
     index counted from 0, as PyTorch prints it)."""
@@ -306,12 +421,6 @@ def check_numbers(fname, args):
 
 # ---------------------------------------------------------------------------------------------
 # Code generation.
-
-_PY_TYPE_NAMES = {"Tensor": "Tensor", "int": "int", "SymInt": "int", "float": "float",
-                  "Scalar": "Number", "bool": "bool", "str": "str", "ScalarType": "dtype",
-                  "Device": "Device", "Layout": "layout", "MemoryFormat": "memory_format",
-                  "Generator": "Generator", "Dimname": "name"}
-
 
 # The Python signatures PyTorch's argument parser prints in "invalid combination" errors, as
 # tools/autograd's gen_python_functions.py writes them (torchgen/api/python.py) and
@@ -659,21 +768,24 @@ def _candidates(overloads, method):
     outs = [o for o in overloads if _is_out(o._schema)]
     cands = []
     for o in funcs:
-        names = [a.name for a in o._schema.arguments]
-        # whole types, list-ness too: all.dim's out= is all.out, not all.dims_out
-        types = [_schema_type(a) for a in o._schema.arguments]
+        # gen_python_functions.py's group_overloads: an out= overload serves the one whose
+        # Python signature it repeats, names and whole types (list-ness too: all.dim's out= is
+        # all.out, not all.dims_out; bitwise_and.Scalar_Tensor's is none, its autogen'd
+        # Scalar_Tensor_out having no binding)
+        args = [(a.name, _schema_type(a)) for a in o._schema.arguments]
         out_ov = out_idx = None
         for oo in outs:
-            oargs = [a for a in oo._schema.arguments if not (a.is_write and a.kwarg_only)]
-            onames = [a.name for a in oargs]
-            # same names and argument types (linalg_cond.out, not .p_str_out, for p: Scalar?)
-            if onames == names and (out_ov is None
-                                    or [_schema_type(a) for a in oargs] == types):
+            oargs = [(a.name, _schema_type(a)) for a in oo._schema.arguments
+                     if not (a.is_write and a.kwarg_only)]
+            if oargs == args:
                 out_ov, out_idx = oo, None
-            elif out_ov is None and set(names) - set(onames) <= _TENSOR_OPTIONS \
-                    and onames == [n for n in names if n in onames]:
-                # a factory's out= form drops the TensorOptions (zeros.out(size, *, out))
-                out_ov, out_idx = oo, [names.index(n) for n in onames]
+                break
+            if _is_factory(o._schema) and oargs == [a for a in args if a in oargs] \
+                    and {n for n, _ in args} - {n for n, _ in oargs} <= _TENSOR_OPTIONS:
+                # a factory's out= form drops the TensorOptions (zeros.out(size, *, out)),
+                # which its Python signature has again
+                out_ov, out_idx = oo, [args.index(a) for a in oargs]
+                break
         c = _Cand(o, out_ov, o._schema.base_name in ALLOW_NUMBERS_AS_TENSORS)
         c.out_idx = out_idx
         cands.append(c)
@@ -683,44 +795,62 @@ def _candidates(overloads, method):
     return cands
 
 
-def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
-    """Lines converting/checking one argument inside a generated function."""
+def _py_arg_name(a):
+    """An argument's name in PyTorch's Python signature (and messages): ``self`` is ``input``
+    where it is a Tensor (python.py's argument_str), ``self`` where it is a Tensor[] or a
+    number (``_foreach_abs(self)``)."""
+    return "input" if a.name == "self" and a.base == "Tensor" and not a.is_list \
+        and not a.optional else a.name
+
+
+def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False, kw="()"):
+    """Lines converting/checking one argument inside a generated function. ``strict`` is True
+    for one of several signatures (a misfit is NoMatch), else False or "numbers" (a Tensor
+    parameter that takes numbers); ``kw`` the expression of the keywords a single-signature
+    binding collected (its TypeErrors name the position of a positional argument only)."""
     lines = []
+    name = _py_arg_name(a)
     opt = a.optional
     guard = f"{var} is not None and " if opt else ""
     b = a.base
+    tpos = pos  # (_tensor_list counts Tensor[] arguments by position, keyword-only ones too)
+    pos = None if a.kwarg_only else pos  # (a keyword-only argument's message has no position)
+    bad = f"_bad({pos}, {name!r}, {{}}, {var}, {kw})"
     if b == "Tensor" and not a.is_list:
         if opt:
-            lines.append(f"if {var} is not None and not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+            lines.append(f"if {var} is not None and not isinstance({var}, Tensor): raise {bad.format(repr('Tensor'))}")
         elif strict == "numbers":
             # (a NumPy scalar is taken as the Python number of its kind, off the tensor path)
             lines.append(f"if not isinstance({var}, Tensor):")
-            lines.append(f"    if not _is_number({var}): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+            lines.append(f"    if not _is_number({var}): raise {bad.format(repr('Tensor'))}")
             lines.append(f"    if {var}.__class__ in _np_scalars: {var} = {var}.item()")
         else:
-            lines.append(f"if not isinstance({var}, Tensor): raise _bad({pos}, {var!r}, 'Tensor', {var})")
+            lines.append(f"if not isinstance({var}, Tensor): raise {bad.format(repr('Tensor'))}")
     elif b == "Tensor":
-        lines.append(f"if not isinstance({var}, (list, tuple)): raise _bad({pos}, {var!r}, 'tuple of Tensors', {var})")
+        lines.append(f"if not isinstance({var}, (list, tuple)): raise {bad.format(repr('tuple of Tensors'))}")
         if fname in EMPTY_TENSOR_LIST:
             lines.append(f"if not {var}: raise _empty_list({fname!r})")
         if not a.elem_optional:
-            lines.append(f"_tensor_list({var}, {pos}, {strict is not True})")
+            lines.append(f"_tensor_list({var}, {tpos}, {strict is not True})")
     elif b in ("int", "SymInt") and a.is_list:
         if not opt and a.has_default() and isinstance(a.default, (list, tuple)) and not a.default:
             # PyTorch's Python signature shows an empty default as None and takes None for it
             # (avg_pool2d(x, 2, None): the stride defaults to the kernel size)
             lines.append(f"if {var} is None: {var} = ()")
         lines.append(f"if {guard}True: {var} = _int_list_arg({var}, {a.list_size}, {fname!r}, "
-                     f"{a.name!r}, {pos}, {strict is not True})")
+                     f"{a.name!r}, {pos}, {strict is not True}, {kw})")
     elif b in ("int", "SymInt"):
         if strict is True:
             lines.append(f"if {guard}not _is_int({var}): raise _NoMatch")
             # a 0-d integer tensor passes as an int: the kernel gets the Python int
             lines.append(f"if {guard}{var}.__class__ is not int: {var} = _index({var})")
-    elif b == "ScalarType":
-        lines.append(f"if {guard}{var}.__class__ is not _dtype_cls: {var} = _to_dtype({var}, {var!r}, {fname!r})")
-    elif b == "Device":
-        lines.append(f"if {guard}{var}.__class__ is not _device_cls: {var} = _to_device({var})")
+        else:
+            lines.append(f"if {guard}{var}.__class__ is not int: "
+                         f"{var} = _int_arg({var}, _bad, {pos}, {name!r}, {kw})")
+    elif b in ("ScalarType", "Device"):
+        cls, conv = ("_dtype_cls", "_dtype_arg") if b == "ScalarType" else ("_device_cls", "_device_arg")
+        lines.append(f"if {guard}{var}.__class__ is not {cls}: "
+                     f"{var} = {conv}({var}, _bad, {pos}, {name!r}, {kw})")
     elif strict is True:
         check = {"float": "isinstance({v}, (int, float)) and not isinstance({v}, bool) or _is_number({v}) and not isinstance({v}, complex)",
                  "Scalar": "_is_number({v})",
@@ -747,7 +877,31 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
         elif b == "Scalar" and a.is_list:  # numbers in a sequence: a Tensor is another overload
             lines.append(f"if {guard}not (isinstance({var}, (list, tuple)) and "
                          f"all(_is_number(x) for x in {var})): raise _NoMatch")
+    elif not a.is_list:
+        # a single signature: the type checks PyTorch's parser makes before the call, a
+        # class test first (the usual value passes with no call)
+        if b == "float":
+            lines.append(f"if {guard}{var}.__class__ is not float: "
+                         f"{var} = _float_arg({var}, _bad, {pos}, {name!r}, {kw})")
+        elif b == "Scalar":
+            # (an int first: the usual default, alpha=1)
+            lines.append(f"if {guard}{var}.__class__ is not int and {var}.__class__ not in "
+                         f"_py_numbers: {var} = _scalar_arg({var}, _bad, {pos}, {name!r}, {kw})")
+        else:
+            check = {"bool": "{v}.__class__ is not bool",
+                     "str": "not isinstance({v}, str)",
+                     "Layout": "not isinstance({v}, _layout_cls)",
+                     "MemoryFormat": "not isinstance({v}, _mf_cls)",
+                     "Generator": "not isinstance({v}, _generator_cls)"}.get(b)
+            if check:
+                lines.append(f"if {guard}{check.format(v=var)}: "
+                             f"raise {bad.format(repr(_PY_TYPE_NAMES_CHECKED[b]))}")
     return lines
+
+
+# FunctionParameter::type_name of the types a single signature's bindings check
+_PY_TYPE_NAMES_CHECKED = {"bool": "bool", "str": "str", "Layout": "torch.layout",
+                          "MemoryFormat": "torch.memory_format", "Generator": "torch.Generator"}
 
 
 # NumPy's names that PyTorch's argument parser also accepts for these parameters
@@ -757,16 +911,16 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False):
 NUMPY_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
 
-def _numpy_alias_lines(params, call_args, single):
+def _numpy_alias_lines(params, call_args):
     """Keyword-only parameters for the NumPy names of ``call_args`` (added to ``params``) and
-    the lines that move an alias's value to its parameter. A required parameter with an alias
+    the lines that move an alias's value to its parameter, for one of several signatures (a
+    single signature's rebind takes the names). A required parameter with an alias
     (``all(input, dim)``) may then be missing, and so may the required ones after it: they
     default to ``_NA`` and a line checks that they were given."""
     aliased = [v for v in call_args if v in NUMPY_ALIASES and NUMPY_ALIASES[v] not in call_args]
     if not aliased:
         return []
     lines = [f"if {NUMPY_ALIASES[v]} is not _NA: {v} = {NUMPY_ALIASES[v]}" for v in aliased]
-    missing = "raise _NoMatch" if not single else "raise _missing({fname!r}, {var!r})"
     optional_from = None
     for i, p in enumerate(params):
         if p == "*" or p.startswith("*"):
@@ -774,15 +928,11 @@ def _numpy_alias_lines(params, call_args, single):
         if "=" not in p and p != "self" and (p in aliased or optional_from is not None):
             optional_from = i if optional_from is None else optional_from
             params[i] = f"{p}=_NA"
-            lines.append(f"if {p} is _NA: " + missing.format(fname="{fname}", var=p))
+            lines.append(f"if {p} is _NA: raise _NoMatch")
     if not any(p == "*" or p.startswith("*") for p in params):
         params.append("*")
     params.extend(f"{NUMPY_ALIASES[v]}=_NA" for v in aliased)
     return lines
-
-
-def _missing(fname, name):
-    return TypeError(f"{fname}() missing 1 required positional argument: '{name}'")
 
 
 def _params(schema, method, out_overload, varargs):
@@ -811,8 +961,15 @@ def _params(schema, method, out_overload, varargs):
     if out_overload is not None:
         if not star:
             params.append("*")
-        params.append("out=None")
+        params.append(f"{out_name(out_overload._schema)}=None")
     return params, call_args
+
+
+def out_name(out_schema):
+    """The keyword of an out= overload's outputs in Python (PythonOutArgument): the output's
+    own name where there is one (``grad_input=``), ``out`` for several."""
+    outs = [a.name for a in out_schema.arguments if a.is_write and a.kwarg_only]
+    return outs[0] if len(outs) == 1 else "out"
 
 
 def _varargs_param(schema, method):
@@ -851,6 +1008,12 @@ def _gen(fname, cands, method):
         sch = c.ov._schema
         varargs = _varargs_param(sch, method)
         params, call_args = _params(sch, method, c.out_ov, varargs)
+        # A single signature's binding takes its positional-or-keyword parameters positionally
+        # only and collects keywords in **_kw, so that its TypeErrors know how an argument came
+        # (and PyTorch's messages for a missing or extra one); with varargs (zeros(*size)) it
+        # takes keywords as they are.
+        posonly = single and varargs is None
+        kwv = "_kw" if single else "()"
         ns[f"_D{ci}"] = {i: default_value(a) for i, a in enumerate(sch.arguments) if a.has_default()}
         ns[f"_c{ci}"] = c.ov._call
         if c.out_ov is not None:
@@ -874,27 +1037,39 @@ def _gen(fname, cands, method):
                 others = "".join(f"{call_args[i]}, " for i, o in enumerate(sch.arguments)
                                  if i and o.base == "Tensor" and not o.is_list)
                 conv += [f"if not isinstance({var}, Tensor):",
-                         f"    if not _is_number({var}): raise _bad(1, {var!r}, 'Tensor', {var})",
+                         f"    if not _is_number({var}): raise _bad(1, {var!r}, 'Tensor', {var}, {kwv})",
                          f"    {var} = _wrapped_number({var}, ({others}))"]
                 continue
             strict = True if not single else ("numbers" if c.allow_numbers and pos > 0 else False)
             if c.allow_numbers and not single and a.base == "Tensor" and pos > 0:
                 strict = "numbers"
             conv.extend(_convert_lines(a, var, fname, pos + 1 - (1 if method else 0), strict,
-                                       scalar_tensors))
-        alias_lines = [ln.replace("{fname}", fname)
-                       for ln in _numpy_alias_lines(params, call_args, single)]
+                                       scalar_tensors, kwv))
+        if c.out_ov is not None:
+            oname = out_name(c.out_ov._schema)
+            if oname != "out":
+                conv.insert(0, f"out = {oname}")
+            n_out = sum(a.is_write and a.kwarg_only for a in c.out_ov._schema.arguments)
+            if n_out == 1:
+                conv.append(f"if out is not None and not isinstance(out, Tensor): "
+                            f"raise _bad(None, {oname!r}, 'Tensor', out, {kwv})")
+            else:  # (its index among the Python signature's parameters, for the message)
+                index = len(c.out_ov._schema.arguments) - n_out - (1 if method else 0)
+                conv.append(f"if out is not None: _out_tensors(out, {n_out}, {index}, _bad, {kwv})")
+        alias_lines = [] if single else _numpy_alias_lines(params, call_args)
         if single and fname.rstrip("_") in DEPRECATED_SIGNATURES:
             # extra positionals: one of the deprecated orders (scalars first)
             positional = [p.partition("=")[0] for p in params[:params.index("*")]]
-            params[params.index("*")] = "*_dep"
+            params[params.index("*")] = "*_extra"
             # (the keyword scalars too: given beside a deprecated order, PyTorch refuses them)
             kw = "{" + "".join(f"{n!r}: {n}, " for n in ("alpha", "beta", "value", "out")
                                if any(p.partition("=")[0] == n for p in params)) + "}"
-            fn_dep = (f"if _dep: return _deprecated(_b{ci}, {fname!r}, {method}, "
-                      f"({''.join(p + ', ' for p in positional)}*_dep), {kw})")
+            fn_dep = (f"if _extra: return _deprecated(_b{ci}, {fname!r}, {method}, "
+                      f"({''.join(p + ', ' for p in positional)}*_extra), {kw})")
         else:
             fn_dep = None
+        rebind_line = _posonly(params, sch, method, call_args, fname, ci, ns,
+                               extra=fn_dep is None) if posonly else None
         params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
         if varargs is not None:
             v = call_args[sch.arguments.index(varargs)]
@@ -919,38 +1094,24 @@ def _gen(fname, cands, method):
             ns["_deprecated"] = functools.partial(_deprecated_call, sigs=sigs,
                                                   has_out=c.out_ov is not None,
                                                   positional=len(positional))
+        if rebind_line:
+            fn_lines.append("    " + rebind_line)
         if single:
-            fn_lines.append("    " + _torch_function_line(sch, method, call_args, varargs, ci,
-                                                          c.out_ov is not None, factory, ns))
+            fn_lines.append("    " + _torch_function_line(
+                sch, method, call_args, varargs, ci,
+                out_name(c.out_ov._schema) if c.out_ov else None, factory, ns))
         fn_lines += ["    " + ln for ln in conv]
-        numbers = [(None if a.kwarg_only else pos + 1 - (1 if method else 0), a.name, var,
-                    _PY_TYPE_NAMES[a.base])
-                   for pos, (a, var) in enumerate(zip(sch.arguments, call_args))
-                   if single and a.base in ("Scalar", "float", "int", "SymInt", "str", "bool")
-                   and not a.is_list]
-        if numbers:
-            # a try block costs nothing until it catches: the check runs on failure only
-            fn_lines.append("    try:")
-            indent = "        "
-        else:
-            indent = "    "
         if factory:
-            fn_lines.append(f"{indent}r = {call}")
+            fn_lines.append(f"    r = {call}")
             # (the call only when asked: factories are on the hot path)
-            fn_lines.append(f"{indent}return _factory_grad(r, True) if requires_grad else r")
+            fn_lines.append("    return _factory_grad(r, True) if requires_grad else r")
         else:
-            fn_lines.append(f"{indent}return {call}")
-        if numbers:
-            items = ", ".join(f"({p}, {n!r}, {v}, {t!r})" for p, n, v, t in numbers)
-            # (any exception: an int of another type fails wherever the kernel uses it)
-            fn_lines.append("    except Exception:")
-            fn_lines.append(f"        _check_numbers({fname!r}, ({items},))")
-            fn_lines.append("        raise")
+            fn_lines.append(f"    return {call}")
         body.append("\n".join(fn_lines))
     src = "\n\n".join(body) + "\n\n"
     if single:
         src += f"{fname} = _b0\n"
-        ns["_bad"] = _bad_factory(fname, sigs, method)
+        ns["_bad"] = _bad_factory(fname)
     else:
         ns["_bad"] = lambda *a: NoMatch()
         self_p = "self, " if method else ""
@@ -962,14 +1123,100 @@ def _gen(fname, cands, method):
         src += (f"def {fname}({self_p}*args, **kwargs):\n"
                 f"    if _TF_ON and _tf_check({tf_args} + tuple(kwargs.values())):\n"
                 f"        return _tf_bound({fname}, {tf_args}, kwargs)\n{tries}\n"
+                f"    _plausible({'self' if method else 'None'}, args, kwargs)\n"
                 f"    raise _invalid({fname!r}, _SIGS, args, kwargs)\n")
+        ns["_plausible"] = functools.partial(plausible_error, fname, cands, method)
     return src, ns
 
 
 _NODEFAULT = object()
 
 
-def _torch_function_line(sch, method, call_args, varargs, ci, has_out, factory, ns):
+class _Parsed(Exception):
+    pass
+
+
+def _parsed(*args):
+    raise _Parsed
+
+
+def plausible_error(fname, cands, method, self, args, kwargs):
+    """PythonArgParser::print_error's first step, for a call no signature took: when the
+    number of arguments fits just one signature, that signature's own TypeError (arange("a"):
+    "argument 'end' (position 1) must be Number"). Its single-signature binding parses the
+    call again, compiled now, with a stub in place of the op that ends a call it takes."""
+    n = len(args) + len(kwargs)
+    fitting = []
+    for c in cands:
+        sig = _PySignature(fname, c.ov._schema, c.out_ov._schema if c.out_ov else None,
+                           method, _is_factory(c.ov._schema))
+        if sum(d is None for _, _, d in sig.formals) <= n <= len(sig.formals):
+            fitting.append(c)
+    if len(fitting) != 1:
+        return
+    src, ns = _gen(fname, fitting, method)
+    ns.update(_common, _c0=_parsed, _o0=_parsed, _TF_ON=[])
+    compile_source(src, f"<ember binding check {fname}>", ns)
+    try:
+        ns[fname](*((self,) if method else ()), *args, **kwargs)
+    except _Parsed:
+        pass
+
+
+def _first_rebind(ns, key, fname, names, required, kwonly_required):
+    """``rebind`` for a binding, compiled on its first call into straight-line code for the
+    usual case (every keyword names a free parameter, none missing) in front of ``rebind``
+    itself: a call with keywords costs little more than Python's own binding of them, and no
+    binding pays for it at import."""
+    def first(values, extra, kw):
+        lines = [f"def {key}(values, extra, kw):", "    if not extra:",
+                 f"        {''.join(f'_v{i}, ' for i in range(len(names)))}= values",
+                 "        n = len(kw)"]
+        for i, (name, req) in enumerate(zip(names, required)):
+            free = f" and _v{i} is _NA" if req else ""
+            lines += [f"        if {name!r} in kw{free}:",
+                      f"            _v{i} = kw[{name!r}]", "            n -= 1"]
+        given = "".join(f" and _v{i} is not _NA" for i, r in enumerate(required) if r)
+        lines += [f"        if not n{given}:",
+                  f"            return {''.join(f'_v{i}, ' for i in range(len(names)))}",
+                  "    return _fill(values, extra, kw)"]
+        code = {"_NA": _NODEFAULT, "_fill": rebind(fname, names, required, kwonly_required)}
+        compile_source("\n".join(lines), f"<ember binding rebind {fname}>", code)
+        ns[key] = code[key]
+        return ns[key](values, extra, kw)
+    return first
+
+
+def _posonly(params, sch, method, call_args, fname, ci, ns, extra=True):
+    """Make ``params`` (a single signature's) positional-only up to the keyword-only ones,
+    ``*_extra`` and ``**_kw`` added, and return the line that sends a call with keywords for
+    them, too few or too many positional arguments (unless ``extra`` is False: a deprecated
+    signature's line before it took those) to ``rebind``."""
+    star = next((i for i, p in enumerate(params) if p in ("*", "*_extra")), len(params))
+    params[star:star + (star < len(params))] = ["/", "*_extra"]
+    params.append("**_kw")
+    names, variables, required = [], [], []
+    for a, var in zip(sch.arguments, call_args):
+        if a.kwarg_only or method and a.name == "self":
+            continue
+        names.append(_py_arg_name(a))
+        variables.append(var)
+        required.append(not a.has_default())
+    for i, p in enumerate(params):  # (a required one is missing when still _NA)
+        if p in variables and required[variables.index(p)]:
+            params[i] = f"{p}=_NA"
+    kwonly_required = [a.name for a in sch.arguments
+                       if a.kwarg_only and not a.has_default() and not a.is_write]
+    ns[f"_rebind{ci}"] = _first_rebind(ns, f"_rebind{ci}", fname, names, required,
+                                       kwonly_required)
+    last = [v for v, r in zip(variables, required) if r][-1:]
+    cond = "_kw" + (" or _extra" if extra else "") + "".join(f" or {v} is _NA" for v in last)
+    values = "".join(f"{v}, " for v in variables)
+    target = f"{values} = " if variables else ""
+    return f"if {cond}: {target}_rebind{ci}(({values}), _extra, _kw)"
+
+
+def _torch_function_line(sch, method, call_args, varargs, ci, out_kw, factory, ns):
     """The first line of a binding: hand the call to ``__torch_function__`` when a Tensor
     subclass or a TorchFunctionMode asks for it. With neither in the process, ``_TF_ON`` is an
     empty list and this line costs one global lookup."""
@@ -988,13 +1235,13 @@ def _torch_function_line(sch, method, call_args, varargs, ci, has_out, factory, 
         else:
             pos.append(var)
             pos_defaults.append(default)
-    for extra, default in (("out", "None"), ("requires_grad", "False")):
-        if extra == "out" and has_out or extra == "requires_grad" and factory:
+    for extra, default in ((out_kw, "None"), ("requires_grad", "False")):
+        if extra == out_kw and out_kw or extra == "requires_grad" and factory:
             kw_names.append(repr(extra))
             kw_vals.append(extra)
             kw_defaults.append(default)
-            if extra == "out":
-                tensors.append("out")
+            if extra == out_kw:
+                tensors.append(out_kw)
     if varargs is not None:
         pos_defaults = ["_NODEF"] * len(pos)  # keep every vararg
         kw_names.append("*_kw")
@@ -1015,9 +1262,9 @@ def _torch_function_line(sch, method, call_args, varargs, ci, has_out, factory, 
             f"{pos_defaults_src}, ({tup(kw_names)}, {tup(kw_vals)}), {tup(kw_defaults)})")
 
 
-def _bad_factory(fname, sigs, method):
-    def bad(pos, pname, expected, v):
-        return arg_error(fname, "input" if pname == "input" else pname, pos, expected, v)
+def _bad_factory(fname):
+    def bad(pos, pname, expected, v, kw=()):
+        return arg_error(fname, pname, None if _by_keyword(pname, kw) else pos, expected, v)
     return bad
 
 
@@ -1074,12 +1321,27 @@ def _factory_out(call, args, out, dtype, fname):
     return call(*args, out)
 
 
+def _out_tensors(out, n, index, bad, kw):
+    """Check the out= of an op with ``n`` outputs, PythonArgParser's TensorList[n]: PyTorch's
+    TypeError for a wrong length or element whichever the signatures, ``bad``'s otherwise."""
+    if not isinstance(out, (list, tuple)):
+        raise bad(None, "out", "tuple of Tensors", out, kw)
+    if len(out) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(out)}")
+    for i, t in enumerate(out):
+        if not hasattr(t, "_keyset"):
+            raise TypeError(f"expected Tensor as element {i} in argument {index}, "
+                            f"but got {tp_name(t)}")
+
+
 def _out(call, args, out):
     if isinstance(out, (list, tuple)):
         return call(*args, *out)
     return call(*args, out)
 
 
+# the names every generated binding's code refers to (filled by generate)
+_common = {}
 _return_types = {}
 _return_types_module = importlib.import_module("ember.return_types")
 
@@ -1113,16 +1375,21 @@ def generate(tensor_cls):
         if pymod:
             module_of[base] = pymod
     functions = {}
-    common = {"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
+    from ..random import Generator
+    common = _common
+    common.update({"Tensor": tensor_cls, "_NoMatch": NoMatch, "_is_number": is_number,
               "_scalar_tensor": scalar_tensor, "_is_int": is_int, "_wrapped_number": wrapped_number,
-              "_int_list_arg": int_list_arg, "_np_scalars": NUMPY_SCALARS, "_to_dtype": to_dtype, "_to_device": to_device,
+              "_int_list_arg": int_list_arg, "_np_scalars": NUMPY_SCALARS,
               "_dtype_cls": D.dtype, "_device_cls": _device, "_layout_cls": _layout,
               "_mf_cls": _memory_format, "_invalid": invalid_combination, "_out": _out,
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
-              "_check_numbers": check_numbers, "_binding_error": _binding_error, "_factory_out": _factory_out,
-              "_NA": _NODEFAULT, "_missing": _missing, "_factory_grad": requires_grad_of_factory,
+              "_binding_error": _binding_error, "_factory_out": _factory_out,
+              "_NA": _NODEFAULT, "_factory_grad": requires_grad_of_factory,
+              "_out_tensors": _out_tensors, "_int_arg": int_arg, "_generator_cls": Generator, "_float_arg": float_arg, "_scalar_arg": scalar_arg,
+              "_dtype_arg": dtype_arg, "_device_arg": device_arg,
+              "_py_numbers": frozenset(NUMBER_TYPES),
               "_TF_ON": _overrides._TF_ON, "_tf_check": _overrides._check,
-              "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named}
+              "_tf_bound": _overrides._dispatch_bound, "_tf_named": _overrides._dispatch_named})
     for base, items in by_name.items():
         packet = getattr(ops.aten, base)
         all_ovs = [getattr(packet, ov) for ov, _ in items]
@@ -1142,6 +1409,7 @@ def generate(tensor_cls):
             fn.__name__ = fn.__qualname__ = base
             fn.__doc__ = "\n".join(str(c.ov._schema) for c in cands)
             _sources[("method" if method else "function", base)] = src
+            _bound[("method" if method else "function", base)] = [(c.ov, c.out_ov) for c in cands]
             if method:
                 setattr(tensor_cls, base, fn)
             else:
@@ -1158,3 +1426,9 @@ def generate(tensor_cls):
 def source(name, method=False):
     """The generated source of ``ember.<name>`` (or ``Tensor.<name>`` with method=True)."""
     return _sources[("method" if method else "function", name)]
+
+
+def bound_overloads(name, method=False):
+    """(overload, its out= overload or None) for each signature ``ember.<name>`` (or
+    ``Tensor.<name>``) binds, in the order tried."""
+    return _bound[("method" if method else "function", name)]

@@ -4,8 +4,9 @@ For each entry: ``func`` is defined; it gets the kernels that registered themsel
 reference (``ember/_kernels/registration.py``: table rows register what they generate), and each
 ``dispatch`` key gets the named kernel, looked up in the kernel package of that key
 (``ember._kernels.cpu``, ``.meta``, ``.composite``); an entry with neither is
-CompositeImplicitAutograd with the kernel named after the op; ``autogen`` adds out= (and
-in-place) variants whose kernels wrap the functional op. Two kernels every operator
+CompositeImplicitAutograd with the kernel named after the op; ``autogen`` and ``generated`` add
+out= (and in-place) variants whose kernels wrap the functional op (``generated`` ones are tagged
+so, and get no Python binding, as PyTorch's own autogen'd variants). Two kernels every operator
 gets without writing them (PyTorch generates the same):
 
 * BackendSelect, for factory ops (a ``Device?`` argument and no Tensor argument): routes the call
@@ -198,32 +199,35 @@ def load(lib):
         name = lib.define(func, tags=tags, _debug=_YAML_DEBUG)
         variants = [v.strip() for v in e.get("variants", "function").split(",")]
         pymod = e.get("python_module")
-        bindings.declare(name, variants, e.get("python", True), pymod)
+        bindings.declare(name, variants, e.get("python", True), pymod, tags)
         if e.get("device_check") == "NoCheck":  # the op moves data between devices itself
             _d.get_entry(f"{lib.ns}::{name}").device_check = False
         kernels.append((name, e.get("dispatch")))
         if e.get("category_override") == "factory":
             FACTORY_CATEGORY.add(f"{lib.ns}::{name}")
-        for auto in _as_list(e.get("autogen")):
+        generated = _as_list(e.get("generated"))
+        for auto in _as_list(e.get("autogen")) + generated:
             # "name.overload", or a whole out= schema where PyTorch names the out argument
             # otherwise ("... *, Tensor(a!) grad_input) -> Tensor(a!)")
+            auto_tags = list(tags) + ["generated"] if auto in generated else tags
             explicit = "(" in auto
             base, _, overload = auto[: auto.index("(")].partition(".") if explicit else auto.partition(".")
             if explicit or overload.lower().startswith("out") or "_out" in overload \
                     or "values" in overload:  # xlogy.OutTensor, sort.values
                 sch = auto if explicit else out_schema(func, overload)
-                oname = lib.define(sch, tags=tags, _debug=_YAML_DEBUG + f" (autogen from {name})")
-                bindings.declare(oname, [], e.get("python", True), pymod)
+                oname = lib.define(sch, tags=auto_tags,
+                                   _debug=_YAML_DEBUG + f" (autogen from {name})")
+                bindings.declare(oname, [], e.get("python", True), pymod, auto_tags)
                 lib_impl(oname, generic.out_wrapper(name, oname, "pointwise" in tags),
                          "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
-                iname = lib.define(sch, tags=list(tags) + ["inplace"],
+                iname = lib.define(sch, tags=list(auto_tags) + ["inplace"],
                                    _debug=_YAML_DEBUG + f" (autogen from {name})")
                 # autogen'd in-place variants are methods, as PyTorch declares them
                 bindings.declare(iname, [v for v in variants if v == "method"], e.get("python", True),
-                                 pymod)
+                                 pymod, auto_tags)
                 lib_impl(iname, generic.inplace_wrapper(name, "pointwise" in tags),
                          "CompositeExplicitAutograd",
                          _kind=_d.PLAIN, _debug=f"autogen in-place wrapper of {name}")
