@@ -23,6 +23,7 @@ import numpy as np
 
 from ._core import dtype as D
 from ._core.device import CPU, device as _device
+from ._core.tensor_impl import CONJUGATE
 
 
 class DLDeviceType(enum.IntEnum):
@@ -352,6 +353,8 @@ def tensor_dlpack(t, stream=-1, max_version=None, dl_device=None, copy=None):
     """``Tensor.__dlpack__`` (PyTorch's checks and stream rules; see there)."""
     if t._requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    if t._keyset & CONJUGATE:  # (PyTorch exports a negative view's memory as it is)
+        raise BufferError("Can't export tensors with the conjugate bit set")
     if t._device.type == "cuda":
         import ember.cuda
         current = ember.cuda.current_device()

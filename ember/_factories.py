@@ -18,6 +18,7 @@ from ._core import factory_defaults
 from ._core import complex32 as _complex32
 from ._core import float8 as _float8
 from ._core import device as _L
+from ._core import tensor_impl as _ti
 from ._core.device import CPU, device as _device
 from ._core.allocator import cpu_cache
 from ._core.promotion import promote_types
@@ -651,6 +652,9 @@ def reduce_tensor(t):
     data = s.nbytes() if t._device.type == "meta" else bytes(s._data())
     args = (data, t._dtype, tuple(t._size), tuple(t._stride), t._offset, t._device,
             t._requires_grad)
+    metadata = _ti.tensor_metadata(t)
+    if metadata:  # (the conjugate and negative bits, as torch.save writes them)
+        args += (metadata,)
     return (_rebuild_tensor, args, t.__dict__) if t.__dict__ else (_rebuild_tensor, args)
 
 
@@ -659,11 +663,12 @@ def _rebuild_sparse(rebuild, args, requires_grad):
     return requires_grad_of_factory(t, requires_grad)
 
 
-def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad):
+def _rebuild_tensor(data, dtype, size, stride, offset, device, requires_grad, metadata=None):
     if device.type == "meta":
         storage = meta_storage(data)
     else:
         storage = from_array(np.frombuffer(data, np.uint8).copy(), device)
     t = make_tensor(storage, size, stride, offset, dtype, device)
+    _ti.set_tensor_metadata(t, metadata)
     return requires_grad_of_factory(t, requires_grad)
 

@@ -446,6 +446,8 @@ class Tensor:
             raise RuntimeError("load_scalar: invalid type")
         if self._device.type != "cpu":
             return self.cpu().tolist()
+        if self._keyset & (_impl.CONJUGATE | _impl.NEGATIVE):  # the values, not the memory
+            return self.detach().resolve_conj().resolve_neg().tolist()
         a = self._nd()
         if self._dtype is _dt.bfloat16 or self._dtype in _dt.FLOAT8:
             a = a.astype(np.float32)
@@ -455,8 +457,7 @@ class Tensor:
 
     def numpy(self, *, force=False):
         if force:
-            t = self.detach().cpu().resolve_conj() if hasattr(self, "resolve_conj") else self.detach().cpu()
-            return t._nd()
+            return self.detach().cpu().resolve_conj().resolve_neg()._nd()
         if self.is_quantized:
             raise TypeError(f"Got unsupported ScalarType {self._dtype._short}")
         if self._storage_ is None:
@@ -471,6 +472,12 @@ class Tensor:
         if self._requires_grad and _tls.state.grad_enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._keyset & _impl.CONJUGATE:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use "
+                               "tensor.resolve_conj().numpy() instead.")
+        if self._keyset & _impl.NEGATIVE:
+            raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. Use "
+                               "tensor.resolve_neg().numpy() instead.")
         if self._dtype in (_dt.bfloat16, _dt.complex32) or self._dtype in _dt.FLOAT8:
             raise TypeError(f"Got unsupported ScalarType {self._dtype._short}")
         return self._nd()

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._core import complex32 as _complex32
 from ._core import dtype as D
+from ._core.tensor_impl import CONJUGATE, NEGATIVE
 
 
 @dataclasses.dataclass
@@ -67,10 +68,16 @@ def printoptions(**kwargs):
 # ---------------------------------------------------------------------------------------------
 # Reading values
 
+_MATH_BITS = CONJUGATE | NEGATIVE
+
+
 def _host_array(t):
     """``t``'s values as a NumPy array that Python can format (bfloat16 and float8 widened to
-    float32, exactly)."""
-    a = (t if t._device.type == "cpu" else t.cpu())._nd()
+    float32, exactly; a conjugate or negative view's bit applied)."""
+    t = t if t._device.type == "cpu" else t.cpu()
+    if t._keyset & _MATH_BITS:
+        t = t.detach().resolve_conj().resolve_neg()
+    a = t._nd()
     if t._dtype is D.bfloat16 or t._dtype in D.FLOAT8:
         a = a.astype(np.float32)
     return a

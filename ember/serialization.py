@@ -58,6 +58,7 @@ from ._core.device import device as _device, layout, sparse_coo, sparse_csr
 from ._core.device import sparse_bsc, sparse_bsr, sparse_csc
 from ._core.size import Size
 from ._core.storage import UntypedStorage, from_array, meta_storage
+from ._core.tensor_impl import set_tensor_metadata, tensor_metadata
 from ._core.quantizer import (per_channel_affine, per_channel_affine_float_qparams,
                               per_channel_symmetric, per_tensor_affine, per_tensor_symmetric,
                               qscheme)
@@ -606,6 +607,9 @@ class _Pickler(pickle._Pickler):
             rebuild = _REBUILD_TENSOR
             if obj.dtype.name not in _STORAGE_NAMES:
                 rebuild, args = _REBUILD_TENSOR_V3, args + (obj.dtype,)
+            metadata = tensor_metadata(obj)
+            if metadata:  # the conjugate or negative bit, as PyTorch records it
+                args = args + (metadata,)
         if obj.__dict__ and not fake:
             return (_REBUILD_FROM_TYPE, (rebuild, _TENSOR_TYPE, args, obj.__dict__))
         return (rebuild, args)
@@ -933,6 +937,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
         import ember
         t = ember.empty((0,), dtype=storage.dtype, device=storage._untyped_storage.device)
         t.set_(storage._untyped_storage, storage_offset, tuple(size), tuple(stride))
+        set_tensor_metadata(t, metadata)
         if requires_grad:
             t.requires_grad_(True)
         return t
@@ -946,6 +951,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
         # file cannot make a tensor read memory outside its own bytes
         raise RuntimeError("Trying to resize storage that is not resizable")
     t = make_tensor(untyped, size, stride, storage_offset, dtype, untyped.device)
+    set_tensor_metadata(t, metadata)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -65,6 +65,8 @@ def from_np(a):
 def to_np(t):
     """An ember or torch tensor's values as a NumPy array (bfloat16 as float32)."""
     if hasattr(t, "_keyset"):
+        if t.is_conj() or t.is_neg():  # (a lazy view's memory is not its values)
+            t = t.resolve_conj().resolve_neg()
         a = t._nd()
         if t.dtype.name == "bfloat16":
             a = a.astype(np.float32)

@@ -36,23 +36,8 @@ import test_op_db as opdb  # noqa: E402
 SAMPLES = 2      # first float32 samples per entry, beside the non-contiguous/expanded ones
 SCANNED = 40     # samples looked through for a non-contiguous or an expanded input
 
-_NO_CONJ_BIT = ("ember has no conjugate bit: PyTorch's conj() of a complex tensor is a lazy view "
-                "sharing its memory (is_conj()), ember's conj() computes the conjugated values "
-                "into a new tensor, so a write to either is not seen by the other")
-_IFFT_CONJ = ("PyTorch returns a real input's inverse transform as the lazily conjugated view "
-              "(_conj) of its forward r2c transform; ember has no conjugate bit and returns the "
-              "conjugated values as a new tensor (neither shares the input's memory: only "
-              "_is_view() differs)")
-
 # "<entry id>", "<entry id>:inplace" or "method:<case>" -> why ember still differs
-EXPECTED = {
-    "fft.ifft": _IFFT_CONJ,
-    "fft.ihfft": _IFFT_CONJ,
-    "method:conj_complex": _NO_CONJ_BIT,
-    "method:H_complex": _NO_CONJ_BIT + " (H of a complex matrix is conj().t())",
-    "method:mH_complex": _NO_CONJ_BIT + " (mH of a complex matrix is conj().mT)",
-    "method:adjoint_complex": _NO_CONJ_BIT + " (adjoint() of a complex matrix is conj().mT)",
-}
+EXPECTED = {}
 
 
 # ---------------------------------------------------------------------------------------------

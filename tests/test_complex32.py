@@ -184,8 +184,7 @@ def _result(r):
     if isinstance(r, tuple):
         return [_result(v) for v in r]
     if isinstance(r, (torch.Tensor, ember.Tensor)):
-        if isinstance(r, torch.Tensor):
-            r = r.resolve_conj()  # (ember materializes conjugates)
+        r = r.resolve_conj()  # (conj() is a lazy view in both)
         name = str(r.dtype).split(".")[1]
         return name, bits(r) if name == "complex32" else r.tolist()
     return str(r).replace("torch.", "").replace("ember.", "")

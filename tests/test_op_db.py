@@ -287,7 +287,7 @@ def _as_numpy(x):
             x = x.cfloat()
         return x.cpu().numpy()
     if isinstance(x, ember.Tensor):
-        x = x.detach()
+        x = x.detach().resolve_conj().resolve_neg()
         if x.dtype == ember.bfloat16:
             x = x.float()
         elif x.dtype == ember.complex32:

@@ -171,8 +171,8 @@ def ember_grads(op, sample, n_outs, gos):
 def _values(g, like_shape):
     if g is None or getattr(g, "_is_zerotensor", lambda: False)():  # PyTorch's ZeroTensor
         return np.zeros(like_shape)
-    a = g.detach()
-    return a._nd() if hasattr(a, "_nd") else a.resolve_conj().resolve_neg().numpy()
+    a = g.detach().resolve_conj().resolve_neg()  # (lazy conjugate/negative views)
+    return a._nd() if hasattr(a, "_nd") else a.numpy()
 
 
 def check_parity(torch, op, sample, rng):

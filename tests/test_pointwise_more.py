@@ -93,13 +93,14 @@ def test_real_imag_properties_are_views_and_assignable(torch):
         x.imag
 
 
-def test_conj_is_materialized():
-    """ember has no conjugate bit: conj copies, is_conj is False, resolve_conj is identity."""
+def test_conj_is_a_lazy_view():
+    """conj() of a complex tensor is a view with the conjugate bit (tests/test_conj_bit.py has
+    the rest); resolve_conj of a tensor without it is the tensor itself."""
     z = ember.tensor([1 + 2j, 3 - 4j])
     c = ember.conj(z)
     assert to_np(c).tolist() == [1 - 2j, 3 + 4j]
-    assert not c.is_conj() and not ember.is_conj(z)
-    assert ember.resolve_conj(z) is z
+    assert c.is_conj() and not ember.is_conj(z) and c._base is z
+    assert ember.resolve_conj(z) is z and not ember.resolve_conj(c).is_conj()
     r = ember.ones(2)
     assert ember.conj(r) is r and ember.conj_physical(r) is r
     z.conj_physical_()

@@ -191,7 +191,7 @@ static PyObject *alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     SLOT(t, OFFSET) = Py_NewRef(args[3]);
     SLOT(t, DTYPE) = Py_NewRef(dtype);
     SLOT(t, DEVICE) = Py_NewRef(SLOT(base, DEVICE));
-    SLOT(t, KEYSET) = Py_NewRef(SLOT(base, KEYSET));
+    SLOT(t, KEYSET) = Py_NewRef(SLOT(base, KEYSET)); /* with the conjugate and negative bits */
     SLOT(t, VC) = Py_NewRef(SLOT(base, VC));
     SLOT(t, NP) = Py_NewRef(Py_None);
     set_autograd_defaults(t);

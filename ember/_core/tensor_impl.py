@@ -2,11 +2,13 @@
 array adopted as its storage (PyTorch's ``TensorImpl`` constructors and ``at::empty``).
 
 A tensor is (storage, sizes, strides, storage_offset, dtype, device) plus its dispatch key set
-and a version counter shared with its views. Kernels build their results here, so they need
-not import the frontend (``ember/_tensor.py``, which defines the methods). The Python class a
-TensorImpl is an instance of is the frontend's ``Tensor``; it registers itself with
-:func:`set_tensor_class` when it is defined, as PyTorch's ``THPVariableClass`` is set once
-``torch._C`` has the Python class.
+and a version counter shared with its views. As in PyTorch, the key set also carries the
+conjugate and negative bits (the ``Conjugate``/``Negative`` keys, :func:`_set_conj` and
+:func:`_set_neg`): a view copies its base's key set, so it keeps them. Kernels build their
+results here, so they need not import the frontend (``ember/_tensor.py``, which defines the
+methods). The Python class a TensorImpl is an instance of is the frontend's ``Tensor``; it
+registers itself with :func:`set_tensor_class` when it is defined, as PyTorch's
+``THPVariableClass`` is set once ``torch._C`` has the Python class.
 
 The key set comes from ``ember/_dispatch/keys.py`` and the thread's inference mode from
 ``ember/_dispatch/tls.py``: both are c10-level leaves (in PyTorch, ``c10/core``) that import
@@ -203,7 +205,7 @@ def _alias(base, size, stride, offset, dtype=None):
     t._offset = offset
     t._dtype = base._dtype if dtype is None else dtype
     t._device = base._device
-    t._keyset = base._keyset
+    t._keyset = base._keyset  # (with the conjugate and negative bits: a view keeps them)
     t._vc = base._vc
     t._base_ = base._base_ if base._base_ is not None else base
     t._np = None
@@ -218,6 +220,33 @@ def _alias(base, size, stride, offset, dtype=None):
 
 
 _QUANTIZED = _bit(_K.QuantizedCPU) | _bit(_K.QuantizedCUDA)
+CONJUGATE = _bit(_K.Conjugate)
+NEGATIVE = _bit(_K.Negative)
+
+
+def _set_conj(t, flag):
+    """Set or clear ``t``'s conjugate bit (PyTorch's ``TensorImpl::_set_conj``): its memory then
+    holds the conjugates of its values."""
+    t._keyset = t._keyset | CONJUGATE if flag else t._keyset & ~CONJUGATE
+
+
+def _set_neg(t, flag):
+    """Set or clear ``t``'s negative bit (``TensorImpl::_set_neg``): its memory holds the
+    negatives of its values."""
+    t._keyset = t._keyset | NEGATIVE if flag else t._keyset & ~NEGATIVE
+
+
+def tensor_metadata(t):
+    """The bits as a checkpoint records them (PyTorch's ``torch._utils.get_tensor_metadata``):
+    ``{"conj": True}``, ``{"neg": True}``, both or neither."""
+    return {name: True for name, b in (("conj", CONJUGATE), ("neg", NEGATIVE)) if t._keyset & b}
+
+
+def set_tensor_metadata(t, metadata):
+    """Set the bits :func:`tensor_metadata` recorded (``torch._utils.set_tensor_metadata``)."""
+    if metadata:
+        _set_conj(t, metadata.get("conj", False))
+        _set_neg(t, metadata.get("neg", False))
 
 
 def quantized_tensor_impl(storage, size, stride, offset, quantizer, device=CPU, base=None):

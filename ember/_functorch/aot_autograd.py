@@ -29,6 +29,7 @@ import time
 
 from .. import autograd as _autograd
 from .._core import strides as _st
+from .._core.tensor_impl import CONJUGATE, NEGATIVE
 from .._dispatch import tls as _tls
 from .._dispatch.keys import AUTOCAST_BITS
 from ..amp import autocast_mode as _autocast_mode
@@ -432,7 +433,10 @@ class _Compiled:
         self.out_requires_grad = [isinstance(v, Tensor) and v.requires_grad for v in out_vals]
         self.out_is_tensor = [isinstance(v, Tensor) for v in out_vals]
         # per call, only the outputs that are regenerated as views of an input are looked at
-        self.alias_outputs = [(k, src) for k, src in enumerate(self.output_aliases)
+        # (with the conjugate and negative bits the traced view flipped: the compiled graph's
+        # buffers hold values, so its output has none)
+        self.alias_outputs = [(k, src, (out_vals[k]._keyset ^ inputs[src]._keyset) & _MATH_BITS)
+                              for k, src in enumerate(self.output_aliases)
                               if src is not None and self.out_is_tensor[k]
                               and not self.out_requires_grad[k]]
         self.unflatten = _unflattener(self.out_spec)
@@ -522,12 +526,20 @@ class _Compiled:
                 else:
                     with no_grad():
                         inputs[i].copy_(v)
-        for k, src in self.alias_outputs:
+        for k, src, flips in self.alias_outputs:
             # an output that is a view of an input is regenerated as a view of the input
             if isinstance(user[k], Tensor):
                 o = user[k]
-                user[k] = inputs[src].as_strided(o.size(), o.stride(), o.storage_offset())
+                v = inputs[src].as_strided(o.size(), o.stride(), o.storage_offset())
+                if flips & CONJUGATE:
+                    v = v._conj()
+                if flips & NEGATIVE:
+                    v = v._neg_view()
+                user[k] = v
         return self.unflatten(user)
+
+
+_MATH_BITS = CONJUGATE | NEGATIVE
 
 
 def _unflattener(spec):

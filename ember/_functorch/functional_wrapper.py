@@ -54,13 +54,15 @@ __all__ = ["FunctionalTensorWrapper", "to_functional", "from_functional", "sync"
 
 aten = ops.aten  # ops resolve when called
 _FUNC = bit(K.Functionalize)
-# A wrapper keeps its value's keys at and below Functionalize (backends) and ADInplaceOrView;
-# the Python keys, the functorch keys and autograd stay on the value. Autograd records on the
-# values (as under torch.func.functionalize, whose outputs carry the inner graph): while a layer
-# is active the autograd keys are excluded at the top, so an op mixing a wrapper with a plain
-# tensor that requires grad does not record on the wrapper, and the kernel switches them back
-# on for the ops it runs on the values.
-_KEEP = (below(K.Functionalize) & ~_PYTHON_KEYS) | bit(K.ADInplaceOrView)
+# A wrapper keeps its value's keys at and below Functionalize (backends), ADInplaceOrView and
+# the conjugate and negative bits (as PyTorch's wrapper does: ops on it resolve them above the
+# Functionalize kernel); the Python keys, the functorch keys and autograd stay on the value.
+# Autograd records on the values (as under torch.func.functionalize, whose outputs carry the
+# inner graph): while a layer is active the autograd keys are excluded at the top, so an op
+# mixing a wrapper with a plain tensor that requires grad does not record on the wrapper, and
+# the kernel switches them back on for the ops it runs on the values.
+_KEEP = ((below(K.Functionalize) & ~_PYTHON_KEYS) | bit(K.ADInplaceOrView) | bit(K.Conjugate)
+         | bit(K.Negative))
 _OUTER_KEYS = AUTOGRAD_BITS | bit(K.FuncTorchVmapMode)
 
 
@@ -354,6 +356,8 @@ def _inverse(meta, base, mv, reapply):
     if name == "expand":
         return aten.sum_to_size.default._call(mv, list(base._size)) \
             if hasattr(aten, "sum_to_size") else _sum_to(mv, base._size)
+    if name in ("_conj", "_neg_view"):  # (each its own inverse)
+        return _v(meta.func, reapply)._call(mv)
     if name == "view_as_real":
         return _v(aten.view_as_complex.default, reapply)._call(mv)
     if name == "view_as_complex":

@@ -267,8 +267,12 @@ class _Functionalizer:
             for i, d in enumerate(dims):
                 inv[d % len(dims)] = i
             return self._emit(aten.permute.default, (src, inv), {})
-        elif name in ("transpose", "t"):
+        elif name in ("transpose", "t", "_conj", "_neg_view"):  # (each its own inverse)
             return self._emit(step.func, (src,) + tuple(args), kw)
+        elif name == "view_as_real":
+            return self._emit(aten.view_as_complex.default, (src,), {})
+        elif name == "view_as_complex":
+            return self._emit(aten.view_as_real.default, (src,), {})
         # any other view: write through its strides
         return self._emit(aten.as_strided_scatter.default,
                           (base, src, list(step.val.shape), list(step.val.stride()),

@@ -232,12 +232,16 @@ class GraphLowering:
         self.fallbacks[str(node.target)] += 1
         record_missing_op(node.target)
         args, kwargs = self._realize_all(args), self._realize_all(kwargs)
+        # (a negative view of a complex value as its values: a real view of it must read them)
+        target = node.target
+        if target is ember.ops.aten._neg_view.default:
+            target = ember.ops.aten.neg.default
         val = node.meta.get("val")
         if isinstance(val, ember.Tensor):
             layout = ir.Layout(val.shape, val.stride(), val.dtype, val.storage_offset())
-            return self.register_buffer(ir.FallbackKernel(self.new_name(), layout, node.target,
+            return self.register_buffer(ir.FallbackKernel(self.new_name(), layout, target,
                                                           args, kwargs, (node,)))
-        kernel = self.register_buffer(ir.FallbackKernel(self.new_name(), None, node.target,
+        kernel = self.register_buffer(ir.FallbackKernel(self.new_name(), None, target,
                                                         args, kwargs, (node,)))
         return self._multi_outputs(kernel, val, ())
 

@@ -156,6 +156,11 @@ def _add_sub(a, b, alpha=1):
     return pointwise(lambda x, y: op(x, ops.mul(y, ops.constant(alpha, y.dtype))), a, b)
 
 
+# the negative bit's lazy view as the values it stands for (PyTorch's lowering): a buffer holds
+# values, which kernels and reinterpreting views read as they are
+register_lowering(aten._neg_view.default)(_unary("neg"))
+
+
 @register_lowering(aten.pow.Tensor_Scalar)
 def _pow_scalar(x, exponent):
     # PyTorch's pow specialisations: squares and square roots are exact and much cheaper

@@ -1,6 +1,7 @@
 """Backend kernels, one package per dispatch key: ``cpu`` (NumPy), ``meta`` (shapes and dtypes
-only), ``composite`` (device-independent kernels written in ember ops or pure metadata), and
-``generic`` (the out=/in-place wrappers that ``autogen`` derives from a functional op). The
+only), ``composite`` (device-independent kernels written in ember ops or pure metadata),
+``generic`` (the out=/in-place wrappers that ``autogen`` derives from a functional op), and
+``math_bits`` (the Conjugate and Negative keys: lazy conjugate and negative views). The
 shape/dtype/argument rules every backend applies are ``rules`` (which imports no backend);
 kernels generated from table rows reach the dispatcher through ``registration``."""
 

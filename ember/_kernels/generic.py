@@ -8,7 +8,7 @@ import warnings
 from .._core import overlap as _overlap
 from .._core.promotion import can_cast
 from .._dispatch.keys import DEVICE_TO_BACKEND, bit
-from .._core.tensor_impl import _alias
+from .._core.tensor_impl import CONJUGATE, NEGATIVE, _alias
 from .rules.out_dtype import OUT_GIVES_DTYPE, check_out_dtypes, out_rules
 
 
@@ -33,6 +33,8 @@ def copy_into(dst, src):
     if 0 in dst._stride and dst._size == src._size:
         dst, src = _last_written(dst, src)
     ks = bit(DEVICE_TO_BACKEND[dst._device.type]) | bit(DEVICE_TO_BACKEND[src._device.type])
+    # a conjugate or negative bit on either side: copy_'s kernel on that key applies it
+    ks |= (dst._keyset | src._keyset) & (CONJUGATE | NEGATIVE)
     ops.aten.copy_.default._entry.redispatch(ks, dst, src, False)
 
 

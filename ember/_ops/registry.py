@@ -295,7 +295,8 @@ DEFAULT_FALLTHROUGH_KEYS = [K.BackendSelect, K.ADInplaceOrView, K.AutocastCPU, K
 
 
 def install():
-    """Called once at import: default fallthroughs, the generated-kernel hook, then the yaml."""
+    """Called once at import: default fallthroughs, the generated-kernel hook, the yaml, then
+    the autograd kernels and the math bits' (conjugate, negative) kernels."""
     from ..library import Library, _entry_setup_hooks, fallthrough_kernel
     _entry_setup_hooks.append(_generated_kernels)
     lib = Library("aten", "DEF")
@@ -304,4 +305,6 @@ def install():
     load(lib)
     from ..autograd import derivatives
     derivatives.install(lib)
+    from .._kernels import math_bits
+    math_bits.install(lib)  # the Conjugate and Negative keys
     return lib

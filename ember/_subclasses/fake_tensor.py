@@ -16,6 +16,7 @@ of a Meta kernel. Compile capture and ``opcheck`` run on this.
 import weakref
 
 from .._core.device import META, device as _device
+from .._core.tensor_impl import CONJUGATE, NEGATIVE
 from .._tensor import Tensor, _keyset_for, _PYTHON_KEYS, _rewrap
 from ..overrides import _disabled_torch_function_impl
 from ..utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
@@ -138,11 +139,15 @@ def _claimed(dev):
     return dev
 
 
+_MATH_BITS = CONJUGATE | NEGATIVE
+
+
 def _wrap(mode, meta, dev):
     """A FakeTensor sharing ``meta``'s storage and metadata, claiming device ``dev``."""
     t = _rewrap(meta, FakeTensor)
     t._device = dev
-    t._keyset = _keyset_for(dev, meta._vc is None) | _PYTHON_KEYS
+    # (with the conjugate and negative bits, which the meta kernels' views keep)
+    t._keyset = _keyset_for(dev, meta._vc is None) | _PYTHON_KEYS | (meta._keyset & _MATH_BITS)
     t.fake_mode = mode
     return t
 
@@ -151,7 +156,7 @@ def _meta_mirror(fake):
     """A plain meta tensor over the fake's storage (same TensorImpl fields, device meta)."""
     m = _plain_copy(fake)
     m._device = META
-    m._keyset = _keyset_for(META, fake._vc is None)
+    m._keyset = _keyset_for(META, fake._vc is None) | (fake._keyset & _MATH_BITS)
     m._base_ = fake._base_ if fake._base_ is not None else fake
     return m
 

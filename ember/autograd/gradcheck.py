@@ -27,8 +27,9 @@ def _outputs(func, inputs):
     import ember
     with ember.no_grad():
         out = _as_tuple(func(*inputs))
-    return [np.array(o.detach()._nd(), dtype=np.float64, copy=True) if _is_tensor(o) else None
-            for o in out]
+    # (resolved: a conjugate or negative view's memory is not its values)
+    return [np.array(o.detach().resolve_conj().resolve_neg()._nd(), dtype=np.float64, copy=True)
+            if _is_tensor(o) else None for o in out]
 
 
 def _numerical_jacobian(func, inputs, idx, eps):
@@ -72,7 +73,8 @@ def _analytical_jacobian(func, inputs, diff_idx):
             grads = autograd_grad((o,), diff_inputs, (g,), retain_graph=True, allow_unused=True)
             for i, gi in zip(diff_idx, grads):
                 if gi is not None:
-                    cols[i][:, k] = np.array(gi.detach()._nd(), dtype=np.float64).reshape(-1)
+                    cols[i][:, k] = np.array(gi.detach().resolve_conj().resolve_neg()._nd(),
+                                              dtype=np.float64).reshape(-1)
         for i in diff_idx:
             jacs[(j, i)] = cols[i]
     return jacs, diff_outputs

@@ -10,6 +10,10 @@ of ``variable.cpp``).
   its ``grad_fn`` was set. Once an in-place write to the base (or to another view of it) moved
   the counter, its ``grad_fn`` is regenerated on next use as an ``AsStridedBackward0`` reading
   its slice out of the base's new history, as PyTorch does lazily in ``VariableHooks::grad_fn``.
+* A view whose conjugate or negative bit differs from its base's (``_conj``, ``_neg_view``:
+  PyTorch's views with metadata change, which record a ``view_fn``) is its slice of the base
+  with those bits flipped: CopySlices flips them on the gradient's slice, and its regenerated
+  ``grad_fn`` replays the slice and the flips on the base (``ConjBackward0`` ...).
 * Views of a base that requires no grad (made with grad mode on) are noted on the base, weakly;
   when the base starts requiring grad (an in-place op recorded on it or through another view,
   ``requires_grad_()``) they follow it (:func:`views_follow_base`), as PyTorch's
@@ -22,6 +26,7 @@ from weakref import ref as _ref
 
 import ember
 
+from .._core.tensor_impl import CONJUGATE, NEGATIVE
 from .._dispatch import tls
 from .graph import (_BACKWARD_SUFFIX, AutogradMeta, Node, autograd_meta, gradient_edge,
                     move_retains_grad_hook)
@@ -50,12 +55,60 @@ def _geom(t):
     return (tuple(t._size), tuple(t._stride), t._offset)
 
 
+def _replays(base, view):
+    """Whether ``view`` is more than a slice of its base's memory: its math bits differ, or it
+    reads a complex base as real pairs (``view_as_real``, ``.real``/``.imag``)."""
+    return (base._keyset ^ view._keyset) & (CONJUGATE | NEGATIVE) or (
+        view._dtype is not base._dtype and base._dtype.is_complex and not view._dtype.is_complex)
+
+
+def _replay(t, base, view):
+    """``view`` replayed on ``t``, a tensor laid out like ``base`` (PyTorch's ``view_fn``): the
+    view's slice, read as real pairs if it is, with the math bits it flipped flipped."""
+    flips = base._keyset ^ view._keyset
+    if view._dtype is not t._dtype and t._dtype.is_complex:
+        if t._keyset & CONJUGATE:  # (view_as_real needs the memory as it is)
+            t = t._conj()
+        t = ember.view_as_real(t)
+        offset = view._offset - 2 * base._offset + t._offset
+    else:
+        offset = view._offset - base._offset + t._offset
+    # the flips before the slice (as_strided keeps them), so that a replayed slice's grad_fn is
+    # PyTorch's AsStridedBackward0 and a whole-base one's ConjBackward0 or NegViewBackward0
+    if flips & CONJUGATE and t._dtype.is_complex:
+        t = t._conj()
+    if flips & NEGATIVE:
+        t = t._neg_view()
+    if _geom(t) != (tuple(view._size), tuple(view._stride), offset):
+        t = t.as_strided(view._size, view._stride, offset)
+    return t
+
+
+class _Layout:
+    """What :func:`_replay` reads of a base or view (CopySlices keeps no storage alive)."""
+    __slots__ = ("_size", "_stride", "_offset", "_dtype", "_keyset")
+
+    def __init__(self, t):
+        self._size, self._stride, self._offset = t._size, t._stride, t._offset
+        self._dtype, self._keyset = t._dtype, t._keyset
+
+
+def _view_grad_fn(base, view):
+    """The ``grad_fn`` of ``view`` through ``base``'s current history: a slice of the base
+    (``AsStridedBackward0``), or the view replayed on the base."""
+    if not _replays(base, view):
+        return AsStridedBackward0(base, view)
+    with ember.enable_grad():
+        return _replay(base, base, view)._grad_fn
+
+
 class CopySlices(Node):
     def __init__(self, base, view, fn):
         super().__init__()
         self.fn = fn
         self.base_geom = _geom(base)
         self.view_geom = _geom(view)
+        self.replay = (_Layout(base), _Layout(view)) if _replays(base, view) else None
         self._next = (gradient_edge(base),) + tuple(fn._next[1:])
         self._edge_meta = ((base._size, base._dtype),) + tuple(fn._edge_meta[1:])
         self._out_meta = ((base._size, base._dtype, base._device),)
@@ -70,7 +123,12 @@ class CopySlices(Node):
         # result: the base's gradient laid out like the base, so the view's geometry applies
         result = ember.empty_strided(bsize, bstride, dtype=grad._dtype, device=grad._device)
         result.copy_(grad)
-        grad_slice = result.as_strided(vsize, vstride, voff - boff + result._offset)
+        if self.replay is None:
+            grad_slice = result.as_strided(vsize, vstride, voff - boff + result._offset)
+        else:
+            # e.g. a conjugate view: its gradient is the conjugate of the slice, and writing the
+            # gradient for the view's old values through it conjugates it back into the base's
+            grad_slice = _replay(result, *self.replay)
         res = self.fn.apply([grad_slice.clone()])
         if res[0] is not None:
             grad_slice.copy_(res[0])
@@ -123,7 +181,7 @@ def copy_slices(view, fn):
     base._output_nr = 0
     base._requires_grad = True
     move_retains_grad_hook(base, old_fn, old_nr)
-    _set_view_history(view, AsStridedBackward0(base, view))
+    _set_view_history(view, _view_grad_fn(base, view))
     views_follow_base(base)
 
 
@@ -131,7 +189,7 @@ def regenerate_grad_fn(view, meta):
     """The view's grad_fn after its base was written in place since it was last set."""
     base = view._base_
     if base._requires_grad:
-        _set_view_history(view, AsStridedBackward0(base, view))
+        _set_view_history(view, _view_grad_fn(base, view))
     else:
         meta.view_version = view._vc[0]
     return view._grad_fn
@@ -219,7 +277,7 @@ def views_follow_base(base):
         if v is None or v._base_ is not base or v._requires_grad or v._grad_fn is not None:
             continue
         if base._grad_fn is not None:
-            _set_view_history(v, AsStridedBackward0(base, v))
+            _set_view_history(v, _view_grad_fn(base, v))
         else:
             v._requires_grad = True
 

@@ -70,7 +70,7 @@ def _fft_r2c_out(self, dim, normalization, onesided, out):
     return out
 
 
-def _conj(x):
+def _conjugate(x):
     return ops.aten.conj_physical.default._call(x)
 
 
@@ -103,7 +103,8 @@ def _r2c(name, x, n, dim, norm, forward, onesided):
     if n is not None:
         x = _resize(x, [dim], [n])
     r = ops.aten._fft_r2c.default._call(x, [dim], _norm_mode(norm, forward), onesided)
-    return r if forward else _conj(r)  # the inverse real transform is the conjugate forward one
+    # the inverse real transform is the conjugate forward one: PyTorch returns the lazy view
+    return r if forward else ops.aten.conj.default._call(r)
 
 
 def _c2r(x, n, dim, norm, forward):
@@ -115,7 +116,7 @@ def _c2r(x, n, dim, norm, forward):
     if n is not None:
         x = _resize(x, [dim], [n // 2 + 1])
     if forward:  # hfft: a C2R transform of the conjugate
-        x = _conj(x)
+        x = _conjugate(x)
     return ops.aten._fft_c2r.default._call(x, [dim], _norm_mode(norm, forward), n_)
 
 
@@ -226,7 +227,7 @@ def fft_hfftn(self, s=None, dim=None, norm=None):
     mode = _norm_mode(norm, True)
     if len(dims) > 1:
         x = ops.aten._fft_c2c.default._call(x, dims[:-1], mode, True)
-    return ops.aten._fft_c2r.default._call(_conj(x), dims[-1:], mode, last)
+    return ops.aten._fft_c2r.default._call(_conjugate(x), dims[-1:], mode, last)
 
 
 def fft_ihfftn(self, s=None, dim=None, norm=None):
@@ -235,10 +236,10 @@ def fft_ihfftn(self, s=None, dim=None, norm=None):
         raise RuntimeError("ihfftn must transform at least one axis")
     x = _resize(_promote(self), dims, shape)
     mode = _norm_mode(norm, False)
-    r = _conj(ops.aten._fft_r2c.default._call(x, dims[-1:], mode, True))
+    r = ops.aten._fft_r2c.default._call(x, dims[-1:], mode, True)
     if len(dims) == 1:
-        return r
-    return ops.aten._fft_c2c.default._call(r, dims[:-1], mode, False)
+        return ops.aten.conj.default._call(r)  # (the lazy view, as PyTorch's)
+    return ops.aten._fft_c2c.default._call(_conjugate(r), dims[:-1], mode, False)
 
 
 def fft_fft2(self, s=None, dim=(-2, -1), norm=None):

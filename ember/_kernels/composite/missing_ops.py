@@ -10,7 +10,7 @@ import warnings
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
-from ..._core.tensor_impl import make_tensor
+from ..._core.tensor_impl import NEGATIVE, make_tensor
 from ..rules.shape import check_index_reduce_dtype
 
 _aten = ops.aten
@@ -42,12 +42,13 @@ def fill_Tensor(self, value):
 
 
 def resolve_neg(self):
-    # ember has no negative bit: every tensor is already resolved (PyTorch returns self then)
-    return self
+    if not self._keyset & NEGATIVE:
+        return self
+    return _aten.clone.default._call(self, None)  # (clone writes the values: copy_ resolves)
 
 
 def is_neg(self):
-    return False  # (no negative bit, as above)
+    return bool(self._keyset & NEGATIVE)
 
 
 def addmv_(self, mat, vec, beta=1, alpha=1):

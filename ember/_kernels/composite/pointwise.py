@@ -8,14 +8,18 @@ the dispatcher), and the complex views.
   which reinterpret a complex element as two real ones (sizes, strides and offset doubled or
   halved; the storage and version counter are shared).
 
-ember has no conjugate bit: ``conj`` of a complex tensor materializes the conjugate (a new
-tensor, not a view), so ``is_conj`` is always False and ``resolve_conj`` returns its input.
+``conj`` of a dense complex tensor is PyTorch's lazy view ``_conj`` (the conjugate bit, resolved
+by the Conjugate key's kernels, ``ember/_kernels/math_bits.py``); ``conj_physical`` computes.
+The imaginary part of a conjugate view is a view of its memory with the negative bit set.
 """
 import math
 
 from ..._core import dtype as D
-from ..._core.tensor_impl import _alias
+from ..._core import overlap as _overlap
+from ..._core.tensor_impl import CONJUGATE, _alias
+from ..._dispatch.keys import SPARSE_BITS, SPARSE_CSR_BITS
 from ..._ops.overload import ops
+from ..generic import copy_into
 
 
 _aten = ops.aten
@@ -149,6 +153,11 @@ def float_power__Scalar(self, exponent):
 # ---- complex views -----------------------------------------------------------------------------
 
 def view_as_real(self):
+    if self._keyset & CONJUGATE:
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj(); however, be warned that the resulting tensor "
+                           "will NOT alias the original.")
     if not self._dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
     size = tuple(self._size) + (2,)
@@ -181,16 +190,23 @@ def view_as_complex(self):
 def real(self):
     if not self._dtype.is_complex:
         return self
+    if self._keyset & CONJUGATE:  # conjugation leaves the real parts alone
+        self = _aten._conj.default._call(self)
     return _aten.select.int._call(_aten.view_as_real.default._call(self), -1, 0)
 
 
 def imag(self):
     if not self._dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return _aten.select.int._call(_aten.view_as_real.default._call(self), -1, 1)
+    if self._keyset & CONJUGATE:  # the memory holds the negated imaginary parts
+        pairs = _aten._neg_view.default._call(
+            _aten.view_as_real.default._call(_aten._conj.default._call(self)))
+    else:
+        pairs = _aten.view_as_real.default._call(self)
+    return _aten.select.int._call(pairs, -1, 1)
 
 
-# ---- conjugation (materialized: ember has no conjugate bit) --------------------------------------
+# ---- conjugation ---------------------------------------------------------------------------------
 
 def conj_physical(self):
     if not self._dtype.is_complex:
@@ -199,18 +215,27 @@ def conj_physical(self):
 
 
 def conj(self):
-    return conj_physical(self)
+    if not self._dtype.is_complex:
+        return self
+    if self._keyset & (SPARSE_BITS | SPARSE_CSR_BITS):  # (no bit on a sparse tensor's parts)
+        return _aten.conj_physical.default._call(self)
+    return _aten._conj.default._call(self)
 
 
 def conj_physical_(self):
     if not self._dtype.is_complex:
         return self
-    return _aten.copy_.default._call(self, _aten._conj_physical.default._call(self), False)
-
-
-def resolve_conj(self):
+    _overlap.assert_no_internal_overlap(self)  # (TensorIterator's check on the written self)
+    # (the backend copy: this op's own ADInplaceOrView kernel has bumped the version once)
+    copy_into(self, _aten._conj_physical.default._call(self))
     return self
 
 
+def resolve_conj(self):
+    if not self._keyset & CONJUGATE:
+        return self
+    return _aten.clone.default._call(self, None)  # (clone writes the values: copy_ resolves)
+
+
 def is_conj(self):
-    return False
+    return bool(self._keyset & CONJUGATE)

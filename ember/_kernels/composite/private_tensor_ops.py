@@ -1,21 +1,10 @@
-"""Kernels of PyTorch's private Tensor ops that user code meets (``_conj``, ``_neg_view``,
-``_lazy_clone``, ``_is_all_true``/``_is_any_true``, ``_addmm_activation``, and ``lift_fresh``,
-through which ``torch.tensor`` hands a mode its new constant), written in ember ops."""
+"""Kernels of PyTorch's private Tensor ops that user code meets (``_lazy_clone``,
+``_is_all_true``/``_is_any_true``, ``_addmm_activation``, and ``lift_fresh``, through which
+``torch.tensor`` hands a mode its new constant), written in ember ops."""
 from ..._core import dtype as D
 from ..._ops.overload import ops
 
 _aten = ops.aten
-
-
-def lazy_conj(self):
-    if not self._dtype.is_complex:
-        # PyTorch sets the conjugate bit, which only complex tensors may carry
-        raise RuntimeError("isComplexType(typeMetaToScalarType(dtype())) INTERNAL ASSERT FAILED")
-    return _aten.conj.default._call(self)
-
-
-def lazy_neg(self):
-    return _aten.neg.default._call(self)
 
 
 def _lazy_clone(self):

@@ -9,11 +9,14 @@ Three groups, as in PyTorch:
   into the views above through the dispatcher, so traces show the ops PyTorch's show;
 * in-place metadata ops (``t_``, ``unsqueeze_``...): change the tensor's own geometry (the
   generated ADInplaceOrView kernel bumps its version, as PyTorch does).
+
+``_conj`` and ``_neg_view`` are views too: same geometry, the conjugate or negative bit flipped
+(the Conjugate/Negative keys then resolve it where values are needed, ``_kernels/math_bits.py``).
 """
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.device import contiguous_format
-from ..._core.tensor_impl import _alias
+from ..._core.tensor_impl import CONJUGATE, NEGATIVE, _alias, _set_conj, _set_neg
 from ..._ops.overload import ops
 
 
@@ -33,9 +36,30 @@ def view(self, size):
     return _alias(self, shape, stride, self._offset)
 
 
+def _conj(self):
+    if not self._dtype.is_complex:
+        # PyTorch's _set_conj asserts this (conj() returns a real tensor itself before)
+        raise RuntimeError("isComplexType(typeMetaToScalarType(dtype())) INTERNAL ASSERT FAILED")
+    t = _alias(self, self._size, self._stride, self._offset)
+    _set_conj(t, not self._keyset & CONJUGATE)
+    return t
+
+
+def _neg_view(self):
+    t = _alias(self, self._size, self._stride, self._offset)
+    _set_neg(t, not self._keyset & NEGATIVE)
+    return t
+
+
 def view_dtype(self, dtype):
     """Reinterpret the bytes as ``dtype``. Like PyTorch, the result shares storage and version
     counter but is not tracked as a view (``_base`` is None): autograd cannot see through it."""
+    if self._keyset & CONJUGATE:
+        raise RuntimeError("torch.Tensor.view is not supported for conjugate view tensors when "
+                           "converting to a different dtype.")
+    if self._keyset & NEGATIVE:
+        raise RuntimeError("torch.Tensor.view is not supported for tensors with negative bit set "
+                           "when converting to a different dtype.")
     old, new = self._dtype.itemsize, dtype.itemsize
     if old == new:
         size, stride, offset = self._size, self._stride, self._offset
