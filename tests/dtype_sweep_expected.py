@@ -67,8 +67,6 @@ EXPECTED = {
 # ATen): where ember's composite for an op reaches another kernel than ATen's native one does, the
 # refusal names that kernel; the composites live outside the dtype rules.
 _UNSIGNED = {
-    "addr": "ember's addr composite reaches add (\"add_stub\") before any product; ATen's native "
-            "addr kernel refuses in its own dispatch, \"addr_cpu\"",
     "combinations": "ember's combinations selects with index_select; ATen's with masked_select, "
                     "whose dispatch is the one named",
     "nn.functional.bilinear": "ember's bilinear contracts with a matrix product (addmm's "
@@ -87,8 +85,6 @@ _UNSIGNED = {
     "nn.functional.channel_shuffle": "ATen's native CPU channel_shuffle kernel dispatches on dtype "
                                      "and refuses; ember's composite is views and a copy, which "
                                      "take every dtype",
-    "linalg.matrix_power": "the sample's power is 0: ATen builds the identity with eye, whose "
-                           "dispatch refuses; ember's composite makes it without eye and computes",
     "linalg.pinv.singular": "PyTorch refuses in pinv's own floating-dtype check; ember's "
                             "composite reaches a matrix product (addmm's dispatch) before it",
 }

@@ -32,6 +32,7 @@ from helpers import report_line
 torch = pytest.importorskip("torch")
 
 import test_op_db as opdb  # noqa: E402
+from test_op_db import _tensors  # noqa: E402
 
 SAMPLES = 2      # first float32 samples per entry, beside the non-contiguous/expanded ones
 SCANNED = 40     # samples looked through for a non-contiguous or an expanded input
@@ -92,17 +93,6 @@ class Inputs:
     def pairs(self):
         """(PyTorch tensor, ember tensor) of every input (bases included)."""
         return list(self.tensors.values())
-
-
-def _tensors(x):
-    """The tensors of a result (or of arguments), in order."""
-    if isinstance(x, (torch.Tensor, ember.Tensor)):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
-    return []
 
 
 def _span(t):

@@ -31,6 +31,7 @@ import ember
 from helpers import report_line
 
 import test_op_db as opdb
+from test_op_db import _tensors
 
 torch = opdb.torch
 
@@ -139,16 +140,6 @@ def _widened(result):
     leaves = opdb._leaves(result)
     return [widen(x) for x in leaves], [str(x.dtype).split(".")[1] for x in leaves
                                          if isinstance(x, (torch.Tensor, ember.Tensor))]
-
-
-def _tensors(x):
-    if isinstance(x, ember.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
-    return []
 
 
 def _snapshot(tensors):

@@ -18,11 +18,9 @@ the database is rebuilt with ``torch`` bound to ember. What still fails is liste
 ``op_db_expected.py`` with a reason each; those tests are strict xfails, so a fix must also
 delete its line, and the list only shrinks. A summary line gives the counts.
 """
-import collections
 import dataclasses
 import functools
 import itertools
-import math
 import types
 
 import numpy as np
@@ -271,6 +269,17 @@ def _leaves(x):
         return [leaf for v in x for leaf in _leaves(v)]
     if isinstance(x, (bool, int, float, complex)):
         return [x]
+    return []
+
+
+def _tensors(x):
+    """The tensors of a result (or of arguments: lists, tuples and dicts), in order."""
+    if isinstance(x, (torch.Tensor, ember.Tensor)):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
     return []
 
 

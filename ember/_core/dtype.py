@@ -52,8 +52,9 @@ class dtype:
 
 
 _CPP_NAMES = {"Bool": "bool", "Byte": "unsigned char", "Char": "signed char", "Short": "short int",
-              "Int": "int", "Long": "long int", "UInt16": "unsigned short", "UInt32": "unsigned int",
-              "UInt64": "unsigned long", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
+              "Int": "int", "Long": "long int", "UInt16": "short unsigned int",
+              "UInt32": "unsigned int", "UInt64": "long unsigned int", "Half": "c10::Half",
+              "BFloat16": "c10::BFloat16",
               "Float": "float", "Double": "double", "ComplexFloat": "c10::complex<float>",
               "ComplexDouble": "c10::complex<double>",
               "ComplexHalf": "c10::complex<c10::Half>", "Float8_e4m3fn": "c10::Float8_e4m3fn",

@@ -11,16 +11,36 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
 from ..._core.tensor_impl import NEGATIVE, make_tensor
+from ..._core.promotion import result_type_of
 from ..rules.shape import check_index_reduce_dtype
+from ..rules.unsigned import BAREBONES as _BAREBONES
 
 _aten = ops.aten
 
 
 def addr(self, vec1, vec2, beta=1, alpha=1):
+    """ATen's CPU addr: the 1-d checks, self expanded to the outer product's shape, the three
+    tensors promoted to their common dtype (whose dispatch, "addr_cpu", lacks complex32, float8
+    and the barebones unsigned types), beta and alpha checked against it; bool computes
+    ``(beta and self) or (alpha and vec1 and vec2)``."""
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v.dim() != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
+    self = _aten.expand.default._call(self, [vec1._size[0], vec2._size[0]], False)
+    dt = result_type_of((self, vec1, vec2))
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        if scalar.__class__ is bool and dt is not D.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if dt._category <= D.INTEGRAL and not isinstance(scalar, int):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               f"floating point number.")
+    if self._device.type == "cpu" and (dt is D.complex32 or dt in D.FLOAT8 or dt in _BAREBONES):
+        raise NotImplementedError(f'"addr_cpu" not implemented for \'{dt._short}\'')
     outer = _aten.outer.default._call(vec1, vec2)
+    if dt is D.bool_:
+        if not alpha:
+            outer = _aten.zeros_like.default._call(outer, None, None, None, None, None)
+        return _aten.logical_or.default._call(self, outer) if beta else outer
     if not (alpha == 1 and alpha.__class__ is int):
         outer = _aten.mul.Tensor._call(outer, alpha)
     if beta == 0:  # self is ignored (NaN and inf in it do not propagate), but still broadcast

@@ -6,6 +6,7 @@ from ..._core import strides as _st
 from ..._core.device import channels_last_3d
 from ..._dispatch import tls as _tls
 from ..._ops.overload import ops
+from ..rules.pool import check_max_pool1d
 
 _aten = ops.aten  # ops resolve when called: the op table is built after the kernels load
 
@@ -47,17 +48,8 @@ def max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
                                f"0 dim batch size for input, but got:[{', '.join(map(str, size))}]")
         return _aten.quantized_max_pool1d.default._call(self, kernel_size, stride, padding,
                                                         dilation, ceil_mode)
-    # ATen's max_pool1d (without indices) is a kernel of its own, with its own words
-    k = _one("max_pool1d", "kernel_size", kernel_size)
-    s = _one("max_pool1d", "stride", stride, allow_empty=True) or k
-    p = _one("max_pool1d", "padding", padding)
-    d = _one("max_pool1d", "dilation", dilation)
-    for what, v, least in (("kernel_size", k, 1), ("stride", s, 1), ("padding", p, 0),
-                           ("dilation", d, 1)):
-        if v[0] < least:
-            raise RuntimeError(f"max_pool1d() {what} must be "
-                               f"{'non-negative' if least == 0 else 'greater than zero'}, "
-                               f"but got {v[0]}")
+    # ATen's max_pool1d (without indices) is a kernel of its own, with its own words and order
+    check_max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode)
     out = max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)[0]
     if (self.requires_grad and _tls.state.grad_enabled) or getattr(self, "_fw_grad", None) \
             or self._device.type != "cpu":
@@ -82,11 +74,14 @@ def max_pool3d(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_m
 def avg_pool1d(self, kernel_size, stride=(), padding=(0,), ceil_mode=False,
                count_include_pad=True):
     aten = _aten
+    if len(self._size) not in (2, 3):  # (ATen's checkDimRange, before the arguments' lengths)
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {len(self._size)}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"avg_pool1d)")
     for arg, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
         if len(v) != 1 and not (arg == "stride" and not v):
             raise RuntimeError(f"avg_pool1d() argument '{arg}' should contain one int (got "
                                f"{len(v)})")
-    _check_1d_input("avg_pool1d", self)
     s = list(stride) or list(kernel_size)
     x = aten.unsqueeze.default._call(self, -2)
     out = aten.avg_pool2d.default._call(x, [1, kernel_size[0]], [1, s[0]], [0, padding[0]],

@@ -9,9 +9,11 @@ from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from . import gemm as _gemm
 from .gemm import matmul as _matmul
+from ..rules.float8 import REFUSED as _REFUSED, refuse as _refuse
 from ._util import array_module, array_of, nd, wrap
 
-# C++ type names PyTorch prints in mm's dtype-mismatch message
+# mm, addmm, bmm, baddbmm, mv and dot test for the dtypes ATen has no kernel for themselves, before
+# anything else (rules/float8.py's IN_KERNEL: cheaper than the gate's wrapper on these hot ops)
 
 
 def _operand(t):
@@ -32,26 +34,36 @@ def _product(a, b, dt):
 
 
 def mm(self, mat2):
+    if self._dtype in _REFUSED or mat2._dtype in _REFUSED:
+        _refuse("mm", (self, mat2))
     check_mm(self, mat2)
     return _product(_operand(self), _operand(mat2), self._dtype)
 
 
 def bmm(self, mat2):
+    if self._dtype in _REFUSED or mat2._dtype in _REFUSED:
+        _refuse("bmm", (self, mat2))
     check_bmm(self, mat2)
     return _product(_operand(self), _operand(mat2), self._dtype)
 
 
 def mv(self, vec):
+    if self._dtype in _REFUSED or vec._dtype in _REFUSED:
+        _refuse("mv", (self, vec))
     check_mv(self, vec)
     return _product(_operand(self), _operand(vec), self._dtype)
 
 
 def dot(self, tensor):
+    if self._dtype in _REFUSED or tensor._dtype in _REFUSED:
+        _refuse("dot", (self, tensor))
     check_dot(self, tensor)
     return _product(nd(self), nd(tensor), self._dtype)
 
 
 def addmm(self, mat1, mat2, beta=1, alpha=1):
+    if self._dtype in _REFUSED or mat1._dtype in _REFUSED or mat2._dtype in _REFUSED:
+        _refuse("addmm", (self, mat1, mat2, beta, alpha))
     shape = check_addmm(self, mat1, mat2)
     if beta == 1 and alpha == 1:
         fused = _gemm.add_product(nd(self), nd(mat1), nd(mat2))
@@ -82,6 +94,8 @@ def _scaled_sum(product, self_arr, beta, alpha, shape, dt):
 
 
 def baddbmm(self, batch1, batch2, beta=1, alpha=1):
+    if (self._dtype in _REFUSED or batch1._dtype in _REFUSED or batch2._dtype in _REFUSED):
+        _refuse("baddbmm", (self, batch1, batch2, beta, alpha))
     shape = check_baddbmm(self, batch1, batch2)
     return _scaled_sum(_matmul(_operand(batch1), _operand(batch2)), _operand(self), beta, alpha,
                        shape, batch1._dtype)

@@ -27,6 +27,7 @@ from ._util import (add_rows_at, array_module, check_all, check_index_range, con
                     wrap)
 from .pointwise_values import _fma
 from .random import bernoulli_mask
+from ..rules.float8 import REFUSED as _REFUSED, refuse as _refuse
 from ..rules.nn import (ACTIVATION_RULES, NO_INPLACE, check_activation, has_generated_backward,
                         _check_lambd, batch_norm_shapes, bce_with_logits_dtype, check_bce,
                         check_dropout, check_embedding,
@@ -248,6 +249,8 @@ ACTIVATIONS = {name: (*fg, *ACTIVATION_RULES[name]) for name, fg in _VALUES.item
 
 
 def _activation(name, self, params):
+    if self._dtype in _REFUSED:  # (rules/float8.py's IN_KERNEL: every activation and its twin)
+        _refuse(name, (self, *params))
     check_activation(name, self, params)
     x = _arr(self)
     r = _generated.activation(name, x, params)
@@ -396,6 +399,8 @@ def _row_result(r, like, dt):
 
 
 def _softmax(self, dim, half_to_float):
+    if self._dtype in _REFUSED:  # (IN_KERNEL, as the other hot kernels here)
+        _refuse("_softmax", (self, dim, half_to_float))
     d = check_softmax(self, dim, half_to_float)
     x = _rows(_arr(self))
     if x.size == 0:
@@ -411,6 +416,8 @@ def _softmax(self, dim, half_to_float):
 
 
 def _log_softmax(self, dim, half_to_float):
+    if self._dtype in _REFUSED:
+        _refuse("_log_softmax", (self, dim, half_to_float))
     d = check_softmax(self, dim, half_to_float, "log_softmax")
     x = _rows(_arr(self))
     if x.size == 0:
@@ -464,6 +471,9 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    if input._dtype in _REFUSED or getattr(weight, "_dtype", None) in _REFUSED or \
+            getattr(bias, "_dtype", None) in _REFUSED:
+        _refuse("native_layer_norm", (input, normalized_shape, weight, bias, eps))
     check_floating("LayerNormKernelImpl", input)
     m, n, stat_shape = layer_norm_shapes(input, normalized_shape, weight, bias)
     stat_dt = norm_stats_dtype(input, weight, bias)
@@ -593,6 +603,10 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     """ATen's batch_norm_cpu: the statistics (a double sum per channel), then
     y = x * alpha + beta per channel with alpha = invstd * weight, beta = bias - mean * alpha,
     each a fused multiply-add (``batch_norm.py``)."""
+    args = (input, weight, bias, running_mean, running_var, training, momentum, eps)
+    for t in args[:5]:
+        if getattr(t, "_dtype", None) in _REFUSED:
+            _refuse("native_batch_norm", args)
     check_floating("batch_norm", input)
     c = batch_norm_shapes(input, weight, bias, running_mean, running_var)
     x = _arr(input)
@@ -756,6 +770,9 @@ def _nll_parts(self, target, weight, ignore_index):
 
 
 def nll_loss_forward(self, target, weight, reduction, ignore_index):
+    if self._dtype in _REFUSED or target._dtype in _REFUSED or \
+            getattr(weight, "_dtype", None) in _REFUSED:
+        _refuse("nll_loss_forward", (self, target, weight, reduction, ignore_index))
     check_floating("nll_loss_out_frame", self)
     nll_loss_shapes(self, target, weight, reduction, ignore_index)
     x, t, w, valid = _nll_parts(self, target, weight, ignore_index)

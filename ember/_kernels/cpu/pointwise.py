@@ -28,7 +28,8 @@ from ..._core.promotion import result_type_of
 from ..._tensor import Tensor  # the frontend class itself: an exact-class test on the hot path
 from ..registration import register
 from ..rules import pointwise as _R
-from ..rules import unsigned as _unsigned
+from ..rules import float8 as _gates
+from ..rules.float8 import REFUSED as _REFUSED
 from ..rules.unsigned import BAREBONES as _BAREBONES
 from . import generated as _generated
 from ..rules.pointwise import (_DIV_MODES, check_alpha, check_operands, check_polar,
@@ -410,7 +411,7 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
     kernels call: a Python call is a measurable part of a 1-element ``a + b``.)"""
     slow = frozenset(D.FLOAT8 + (D.complex32,) + (() if bool_ok else (D.bool_,))) | _BAREBONES
     row = f"{name}.Tensor"
-    unsigned_row = row if row in _unsigned.IN_KERNEL else None
+    checked = row in _gates.IN_KERNEL  # (add's and sub's: mul has a kernel for every dtype)
 
     def kernel(self, other, alpha=1):
         if alpha.__class__ is int and alpha == 1:
@@ -432,9 +433,8 @@ def _add_sub_mul_kernel(name, ufunc, with_alpha=True, bool_ok=True):
                 _broadcast_error((self, other), e)
             except RuntimeWarning:  # see _FP_WARNING
                 pass
-        if unsigned_row and (self._dtype in _BAREBONES or
-                             getattr(other, "_dtype", None) in _BAREBONES):
-            _unsigned.check(unsigned_row, (self, other, alpha), {})
+        if checked and (self._dtype in _REFUSED or getattr(other, "_dtype", None) in _REFUSED):
+            _gates.refuse(row, (self, other, alpha))
         return wrap(evaluate(name, self, other, alpha=alpha if with_alpha else None)[0])
     kernel.__name__ = kernel.__qualname__ = f"{name}_Tensor"
     return kernel
@@ -465,15 +465,28 @@ def _binary_kernel(name):
     return kernel
 
 
-def _unary_kernel(name):
-    def kernel(self):
-        return wrap(evaluate(name, self)[0])
+def _unary_kernel(name, op=None):
+    """The kernel of a unary row; of ``op``, when that is an ``IN_KERNEL`` op (rules/float8.py),
+    with the dtype gates' check."""
+    if op is None:
+        def kernel(self):
+            return wrap(evaluate(name, self)[0])
+    else:
+        def kernel(self):
+            if self._dtype in _REFUSED:
+                _gates.refuse(op, (self,))
+            return wrap(evaluate(name, self)[0])
     kernel.__name__ = name
     return kernel
 
 
-def _inplace_kernel(name, nargs):
-    if nargs == 1:
+def _inplace_kernel(name, nargs, op=None):
+    if op is not None:  # (see _unary_kernel)
+        def kernel(self):
+            if self._dtype in _REFUSED:
+                _gates.refuse(op, (self,))
+            return evaluate_into(name, self, self)
+    elif nargs == 1:
         def kernel(self):
             return evaluate_into(name, self, self)
     else:
@@ -502,19 +515,15 @@ def add__Tensor(self, other, alpha=1):
         except RuntimeWarning:  # see _FP_WARNING: the sum is written before NumPy checks flags
             pass
         return self
-    _check_unsigned("add.Tensor", self, other, alpha)
+    if self._dtype in _REFUSED or getattr(other, "_dtype", None) in _REFUSED:
+        _gates.refuse("add_.Tensor", (self, other, alpha))
     return evaluate_into("add", self, self, other, alpha=alpha)
 
 
 def sub__Tensor(self, other, alpha=1):
-    _check_unsigned("sub_.Tensor", self, other, alpha)
+    if self._dtype in _REFUSED or getattr(other, "_dtype", None) in _REFUSED:
+        _gates.refuse("sub_.Tensor", (self, other, alpha))
     return evaluate_into("sub", self, self, other, alpha=alpha)
-
-
-def _check_unsigned(row, self, other, alpha):
-    """The barebones unsigned types' refusal of an IN_KERNEL row (``rules/unsigned.py``)."""
-    if self._dtype in _BAREBONES or getattr(other, "_dtype", None) in _BAREBONES:
-        _unsigned.check(row, (self, other, alpha), {})
 
 
 def div__Tensor_mode(self, other, rounding_mode):
@@ -664,9 +673,9 @@ HAND_WRITTEN = {
 
 _FORMS = {
     _R.UNARY: _unary_kernel,
-    _R.BINARY: _binary_kernel,
-    _R.INPLACE_UNARY: lambda name: _inplace_kernel(name, 1),
-    _R.INPLACE_BINARY: lambda name: _inplace_kernel(name, 2),
+    _R.BINARY: lambda name, op: _binary_kernel(name),
+    _R.INPLACE_UNARY: lambda name, op: _inplace_kernel(name, 1, op),
+    _R.INPLACE_BINARY: lambda name, op: _inplace_kernel(name, 2),
 }
 
 
@@ -674,7 +683,8 @@ def register_overloads(overloads, hand_written=HAND_WRITTEN):
     """Register a CPU kernel for each ``op overload -> (row, calling form)`` of ``overloads``."""
     for op, (name, form) in overloads.items():
         fn = hand_written.get(op)
-        register(op, "CPU", fn if fn is not None else _FORMS[form](name))
+        register(op, "CPU", fn if fn is not None else
+                 _FORMS[form](name, op if op in _gates.IN_KERNEL else None))
 
 
 register_overloads(_R.OVERLOADS)

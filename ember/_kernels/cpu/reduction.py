@@ -15,6 +15,7 @@ import numpy as np
 from ..._core import complex32 as _complex32
 from ..._core import dtype as D
 from ..._core import strides as _st
+from ..rules.float8 import REFUSED as _REFUSED, refuse as _refuse
 from ..rules.reduction import LOGICAL, REDUCTION_RULES, SAME
 from ._util import array_module, array_of, like, own, wrap
 from ..rules.reduction import (MOMENTS, SCANS, _empty_full, aminmax_dims, check_arg,
@@ -83,10 +84,14 @@ def _reduce(name, self, dim, keepdim, dtype=None):
 # -- sum / prod / mean / amax / amin / all / any -----------------------------------------------
 
 def sum(self, dtype=None):  # noqa: A001  (PyTorch's name)
+    if dtype in _REFUSED:  # (rules/float8.py's IN_KERNEL; a float8 self: the reduction rule's)
+        _refuse("sum", (self, dtype))
     return _reduce("sum", self, None, False, dtype)
 
 
 def sum_dim_IntList(self, dim, keepdim=False, dtype=None):
+    if self._dtype in _REFUSED or dtype in _REFUSED:  # (rules/float8.py's IN_KERNEL)
+        _refuse("sum.dim_IntList", (self, dim, keepdim, dtype))
     return _reduce("sum", self, dim, keepdim, dtype)
 
 
@@ -193,6 +198,8 @@ def min(self):  # noqa: A001
 
 
 def max_dim(self, dim, keepdim=False):
+    if self._dtype in _REFUSED:
+        _refuse("max.dim", (self, dim, keepdim))
     return _extremum_dim("max", self, dim, keepdim)
 
 
@@ -201,6 +208,8 @@ def min_dim(self, dim, keepdim=False):
 
 
 def argmax(self, dim=None, keepdim=False):
+    if self._dtype in _REFUSED:
+        _refuse("argmax", (self, dim, keepdim))
     return _arg("argmax", self, dim, keepdim)
 
 

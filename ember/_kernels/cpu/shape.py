@@ -17,6 +17,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..rules import shape as R
 from ..rules.factory import check_fits
+from ..rules.float8 import REFUSED as _REFUSED, refuse as _refuse
 from ..rules.reduction import check_float8
 from . import _util
 from ._util import add_rows_at, nd, own, wrap
@@ -281,6 +282,8 @@ def _index_along(self, d, index, msg, negative=True):
 
 
 def index_select(self, dim, index):
+    if self._dtype in _REFUSED or index._dtype in _REFUSED:  # (rules/float8.py's IN_KERNEL)
+        _refuse("index_select", (self, dim, index))
     d, shape = R.check_index_select(self, dim, index)
     size = self._size[d] if self.dim() else 1
     if d == 1 and _st.is_contiguous(self._size, self._stride):

@@ -12,6 +12,7 @@ from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._core.dtype import get_default_dtype
 from ..._core.symint import SymInt, is_symbolic
+from .unsigned import BAREBONES as _BAREBONES
 
 # The C++ type names PyTorch's messages use ("value cannot be converted to type uint8_t ...").
 C_TYPE_NAMES = {
@@ -222,12 +223,13 @@ def _not_implemented(kernel, dtype):
 
 
 def check_range_kernel(kernel, dtype, steps=None):
-    """The dtypes ATen's CPU range kernels have no loop for: bool (arange_cpu, linspace_cpu,
-    logspace_cpu) and complex (arange_cpu). The Meta kernels, which run no loop, take them, and
-    so does linspace/logspace of no ``steps`` (ATen returns before its loop)."""
-    if steps == 0:
+    """The dtypes ATen's CPU range kernels have no loop for: bool and the barebones unsigned
+    types (arange_cpu, linspace_cpu, logspace_cpu) and complex (arange_cpu). The Meta kernels,
+    which run no loop, take them, and so does linspace/logspace of no ``steps`` or one (ATen
+    returns before its loop, or fills the one value)."""
+    if steps is not None and steps <= 1:
         return
-    if dtype is D.bool_ or (kernel == "arange_cpu" and dtype.is_complex):
+    if dtype is D.bool_ or dtype in _BAREBONES or (kernel == "arange_cpu" and dtype.is_complex):
         _not_implemented(kernel, dtype)
 
 

@@ -3,8 +3,10 @@ sorting and random ones whose rules check it themselves: the dtype dispatch of A
 (``AT_DISPATCH_*`` without the float8 types) raises ``NotImplementedError: "<name>" not
 implemented for 'Float8_e4m3fn'``, naming the dispatch. Each CPU kernel of an op listed here is
 installed behind :func:`gate` (by ``registration.register`` and, for the kernels
-native_functions.yaml names, ``ember/_ops/registry.py``), so the check is written once, here. The
-meta kernels take float8, as PyTorch's meta functions do.
+native_functions.yaml names, ``ember/_ops/registry.py``), so the check is written once, here;
+the hot ops of :data:`IN_KERNEL` call :func:`refuse` first thing in their kernels instead, which
+costs a dtype test where the wrapper cost a call. The meta kernels take float8, as PyTorch's meta
+functions do.
 
 What PyTorch does run on float8 (and ember with it, tests/test_float8.py): copies and casts,
 views, ``index_select``/``index_put``/``embedding``, ``cat``/``stack`` of one float8 dtype, fills
@@ -95,7 +97,7 @@ NO_CPU_KERNEL = {
     "vdot": "dot", "trace": "trace", "linalg_cross": "cross",
     # reductions and scans not in rules/reduction.py
     "logsumexp": "max_values_cpu", "cummax": "cummax_cpu", "cummin": "cummin_cpu",
-    "histc": "aminmax_cpu",
+    "histc": lambda args: _unsigned._histc(args, None, None),
     "_unique2": "unique", "unique_consecutive": _unique_consecutive, "unique_dim": "unique_dim",
     "isin.Tensor_Tensor": "isin_default_cpu", "isin.Scalar_Tensor": "isin_default_cpu",
     "searchsorted.Tensor": _searchsorted, "searchsorted.Scalar": _searchsorted,
@@ -119,6 +121,30 @@ NO_CPU_KERNEL = {
     "index_fill.int_Scalar": "index_fill_cpu", "index_fill.int_Tensor": "index_fill_cpu",
     "masked_scatter": "masked_scatter", "take": "take_cpu", "put": "take_put_cpu",
     "tril": "tril", "triu": "triu",
+    # kernels whose dtype dispatch is the barebones unsigned types' too (rules/unsigned.py)
+    "convolution": lambda args: _unsigned._convolution(args, None, None),
+    "im2col": "im2col_out_cpu", "col2im": "col2im_out_cpu",
+    "_adaptive_avg_pool2d": lambda args: _unsigned.NO_CPU_KERNEL["_adaptive_avg_pool2d"](
+        args, None, None),
+    "_adaptive_avg_pool3d": lambda args: _unsigned.NO_CPU_KERNEL["_adaptive_avg_pool3d"](
+        args, None, None),
+    "max_unpool2d": "max_unpool2d", "max_unpool3d": "max_unpool3d",
+    "upsample_nearest1d": "compute_indices_weights_nearest",
+    "_upsample_nearest_exact1d": "compute_indices_weights_nearest",
+    "upsample_linear1d": "compute_indices_weights_linear",
+    "upsample_bilinear2d": "upsample_bilinear2d_channels_last",
+    "upsample_bicubic2d": "compute_indices_weights_cubic",
+    "upsample_trilinear3d": "compute_indices_weights_linear",
+    "reflection_pad1d": "reflection_pad1d", "replication_pad1d": "replication_pad1d",
+    "replication_pad2d": "replication_pad2d", "pixel_shuffle": "pixel_shuffle",
+    "pixel_unshuffle": "pixel_unshuffle", "grid_sampler_2d": "grid_sampler_2d_cpu_kernel_impl",
+    "grid_sampler_3d": "grid_sampler3d_cpu", "celu": "elu_cpu", "softshrink": "softshrink_check",
+    "hardshrink": "hardshrink_cpu", "binary_cross_entropy_with_logits": "log_sigmoid_cpu",
+    "nll_loss_forward": "nll_loss_out_frame", "count_nonzero.dim_IntList": "nonzero_count_cpu",
+    "bucketize.Scalar": "searchsorted_out_cpu",
+    "round.decimals": lambda args: _unsigned._round_decimals(args, {}, None),
+    "clamp.Tensor": "clamp_cpu", "clamp_min.Tensor": "maximum_cpu",
+    "clamp_max.Tensor": "minimum_cpu", "lerp.Tensor": "lerp_kernel_tensor",
 }
 
 
@@ -138,23 +164,62 @@ def check(op, args):
             return
 
 
-# the listed ops whose CPU kernel :func:`gate` wrapped (a test checks that it is every one)
+# the listed ops whose CPU kernel :func:`gate` wrapped, or which check in their kernel (a test
+# checks that it is every one)
 GATED = set()
+
+# The hot ops whose CPU kernels test their operands' dtypes against :data:`REFUSED` themselves
+# and call :func:`refuse` on a hit, first thing (where the gate's wrapper would have checked):
+# the wrapper costs a call, ~0.4 us of a 3x3 ``mm`` kernel's 3.1 us, up to ~1 us where a list or
+# None argument sent it to the full check (``sum(x, [0])``, ``layer_norm``). Every overload is
+# named, in-place twins too (tests/test_dtype_gates.py calls each on every refused dtype beside
+# PyTorch).
+IN_KERNEL = frozenset((
+    "add.Tensor", "add_.Tensor", "sub.Tensor", "sub_.Tensor",
+    "mm", "addmm", "bmm", "baddbmm", "mv", "dot",
+    "relu", "relu_", "_softmax", "_log_softmax", "native_layer_norm", "native_batch_norm",
+    "nll_loss_forward", "sum", "sum.dim_IntList", "max.dim", "argmax", "index_select",
+    # the activations of cpu/nn.py (the in-place twins ATen has)
+    "gelu", "gelu_", "silu", "silu_", "mish", "mish_", "elu", "elu_", "celu", "celu_",
+    "leaky_relu", "leaky_relu_", "hardtanh", "hardtanh_", "hardsigmoid", "hardsigmoid_",
+    "hardswish", "hardswish_", "softplus", "softshrink", "hardshrink", "threshold", "threshold_",
+))
+
+# the dtypes some CPU kernels lack: float8 (this table) and the barebones unsigned types
+# (rules/unsigned.py)
+REFUSED = _FLOAT8 | _unsigned.BAREBONES
+
+
+def refuse(op, args):
+    """What the gates' wrappers check, for a kernel of :data:`IN_KERNEL` that found a dtype of
+    :data:`REFUSED` among ``args`` (its positional arguments): float8 first, then the barebones
+    unsigned types. An in-place overload is refused as its functional row."""
+    row = op if op in NO_CPU_KERNEL else _unsigned.twin(op)
+    if row in NO_CPU_KERNEL:
+        check(row, args)
+    row = _unsigned._listed(op)
+    if row is not None:
+        _unsigned.check(row, args, {})
 
 
 def gate(op, fn):
     """CPU kernel ``fn`` of ``op``, behind :func:`check` when ``op`` is listed, and behind the
     barebones unsigned types' check (``rules/unsigned.py``) when that table lists it: every CPU
     kernel registration passes here, so both dtype tables gate through this one call. The
-    wrapper's ``__wrapped__`` is ``fn`` itself either way (registration compares it)."""
-    inner = _unsigned.gate(op, fn)
-    if op not in NO_CPU_KERNEL:
+    wrapper's ``__wrapped__`` is ``fn`` itself either way (registration compares it). A kernel
+    of :data:`IN_KERNEL` is returned as it is."""
+    in_kernel = op in IN_KERNEL
+    inner = _unsigned.gate(op, fn, in_kernel)
+    row = op if op in NO_CPU_KERNEL else _unsigned.twin(op) if in_kernel else None
+    if row not in NO_CPU_KERNEL:
         return inner
-    GATED.add(op)
+    GATED.add(row)
+    if in_kernel:
+        return inner
 
     @functools.wraps(fn)
     def kernel(*args, **kwargs):
-        for a in args:  # (inlined: these kernels are hot, mm's and gather's among them)
+        for a in args:  # (inlined: these kernels are hot, gather's among them)
             if getattr(a, "_dtype", None) in _FLOAT8:
                 check(op, args)
                 break

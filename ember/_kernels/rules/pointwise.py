@@ -402,6 +402,8 @@ def check_float8(name, operands, dt):
     kernel = _FLOAT8_KERNELS.get(name, name + "_cpu")
     if name == "div" and not scalar:
         kernel = "div_cpu"
+    elif name in ("div_floor", "div_trunc", "floor_divide") and scalar:
+        kernel += "_reduced_float"  # (by a CPU scalar: the reduced-float kernel, named so)
     raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._short}\'')
 
 

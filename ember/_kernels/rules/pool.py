@@ -103,7 +103,7 @@ def _check_pool3d(self, kernel_size, stride, padding, dilation, ceil_mode, avg,
 def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode, dilated=True,
                divisor_override=None, backward=False):
     """Parameter and shape checks of max/avg pooling; returns (output shape, expanded params).
-    ``dilated`` False: average pooling (no dilation; for 3-d its divisor is checked in order);
+    ``dilated`` False: average pooling (no dilation; its divisor checked in ATen's order);
     ``backward``: the checks of the op's backward (3-d messages name it)."""
     kernel_size = _expand(name, kernel_size, k, "kernel_size")
     if not stride:
@@ -111,43 +111,119 @@ def check_pool(name, self, k, kernel_size, stride, padding, dilation, ceil_mode,
     stride = _expand(name, stride, k, "stride")
     padding = _expand(name, padding, k, "padding")
     dilation = _expand(name, dilation, k, "dilation") if dilated else [1] * k
-    if k == 3:  # ATen's 3-d pools check in another order than its 1-d and 2-d ones
+    if k == 3:
         return _check_pool3d(self, kernel_size, stride, padding, dilation, ceil_mode,
                              not dilated, divisor_override, backward)
-    if any(s == 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
-    if any(kk <= 0 for kk in kernel_size):
-        raise RuntimeError(f"kernel size should be greater than zero, but got "
-                           f"{' '.join(f'k{c}: {v}' for c, v in zip('THW'[-k:], kernel_size))}")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError(f"dilation should be greater than zero, but got "
-                           f"{' '.join(f'dilation{c}: {v}' for c, v in zip('THW'[-k:], dilation))}")
-    for p, kk, d in zip(padding, kernel_size, dilation):
+    return _check_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode, not dilated,
+                         divisor_override)
+
+
+def _check_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode, avg,
+                  divisor_override):
+    """ATen's 2-d pools (the 1-d ones pool a height of one) in their order: (max) the input's
+    dims, (avg) the divisor and the input's size(-3), each dim's pooling_output_shape checks (H,
+    then W), then pool2d_shape_check (kernel, stride, dilation signs, 3-d or 4-d with non-empty
+    non-batch dims, pad at most half the kernel, output size)."""
+    size = self._size
+    nd_ = len(size)
+    if avg:
+        if divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        if nd_ < 3:  # (ATen reads input.size(-3) here)
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(nd_, 1)}, {max(nd_, 1) - 1}], but got -3)")
+    elif nd_ not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    spatial = size[-2:]
+    out = []
+    for n, kk, p, st, d in zip(spatial, kernel_size, padding, stride, dilation):
+        if st == 0:
+            raise RuntimeError("stride should not be zero")
         if p < 0:
             raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
-        if p > (d * (kk - 1) + 1) // 2:
-            if dilated:
-                raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                                   f"pad={p}, kernel_size={kk} and dilation={d}")
-            raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and "
-                               f"kernel_size={kk}")
-    nd_ = len(self._size)
-    if nd_ not in (k + 1, k + 2) or any(s == 0 for s in self._size[nd_ - k - 1 + (nd_ == k + 2):]):
-        if k == 2:
-            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-        raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for "
-                           f"input")
-    spatial = self._size[-k:]
-    out = [pooling_output_size(s, kk, p, st, d, ceil_mode) for s, kk, p, st, d in
-           zip(spatial, kernel_size, padding, stride, dilation)]
+        if p > _half((kk - 1) * d + 1):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={kk} and dilation={d}")
+        out.append(pooling_output_size(n, kk, p, st, d, ceil_mode))
+    (kh, kw), (dh, dw), (dilh, dilw), (ph, pw) = kernel_size, stride, dilation, padding
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {dh} dW: {dw}")
+    if dilh <= 0 or dilw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dilh} "
+                           f"dilationW: {dilw}")
+    if nd_ not in (3, 4) or 0 in size[nd_ - 3:]:  # (a batch of none is fine)
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
+                           f"size for input, but got:[{', '.join(map(str, size))}]")
+    if pw > kw // 2 or ph > kh // 2:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"padW = {pw}, padH = {ph}, kW = {kw}, kH = {kh}")
     if any(o < 1 for o in out):
-        lead = self._size[-k - 1]
+        lead = size[-3]
         raise RuntimeError(f"Given input size: ({_x((lead, *spatial))}). Calculated output size: "
                            f"({_x((lead, *out))}). Output size is too small")
-    return (*self._size[:-k], *out), kernel_size, stride, padding, dilation
+    return (*size[:-2], *out), kernel_size, stride, padding, dilation
+
+
+def check_max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode):
+    """ATen's max_pool1d (its own kernel, without indices): the input's dims and non-batch
+    sizes, then check_max_pool1d's argument checks in its order and words; returns
+    (kernel, stride, padding, dilation) as ints."""
+    size = self._size
+    if not ((len(size) == 2 and size[0] and size[1]) or (len(size) == 3 and size[1] and size[2])):
+        raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                           f"dim batch size for input, but got:[{', '.join(map(str, size))}]")
+    for arg, v, forms in (("kernel_size", kernel_size, "an int, list of ints or tuple of ints"),
+                          ("stride", stride, "None, an int, list of ints, or tuple of ints"),
+                          ("padding", padding, "an int, list of ints, or tuple of ints"),
+                          ("dilation", dilation, "an int, list of ints or tuple of ints")):
+        if len(v) != 1 and not (arg == "stride" and not v):
+            raise RuntimeError(f"max_pool1d() {arg} must be {forms} of size 1 but got size "
+                               f"{len(v)}")
+    (k,), (p,), (d,) = kernel_size, padding, dilation
+    s = stride[0] if stride else k
+    for arg, v in (("kernel_size", k), ("stride", s)):
+        if v <= 0:
+            raise RuntimeError(f"max_pool1d() {arg} must be greater than zero, but got {v}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={p} and kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    out = pooling_output_size(size[-1], k, p, s, d, ceil_mode)
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    return k, s, p, d
+
+
+def _check_dim_size(t, dim, dim_size, size):
+    """ATen's check_dim_size."""
+    if len(t._size) != dim or t._size[dim_size] != size:
+        raise RuntimeError(f"Expected a tensor of dimension {dim} and tensor.size[{dim_size}] == "
+                           f"{size} but got: dimension {len(t._size)} and tensor.size[{dim_size}] "
+                           f"= {t._size[dim_size]}")
 
 
 def check_pool_backward(name, grad_output, self, indices, shape):
+    """ATen's backward shape checks, after the forward's: grad_output's, then (max) indices',
+    planes and output sizes, then for a 2-d max pool of a batch their batch sizes. ATen checks
+    no batch size otherwise (nor, for the 3-d max pool, grad_output's output sizes); ember
+    refuses a grad_output of another shape than the output's still (its kernels read it so)."""
+    k = 3 if "3d" in name else 2
+    nd_ = len(self._size)
+    if k == 3 and indices is not None and len(grad_output._size) >= 3:
+        # (ATen's 3-d max pool backward takes the output's sizes from grad_output)
+        shape = (*shape[:-3], *grad_output._size[-3:])
+    for t in (grad_output, indices):
+        if t is not None:
+            for d in range(nd_ - k - 1, nd_):
+                _check_dim_size(t, nd_, d, shape[d])
+    if k == 2 and indices is not None and nd_ == 4:
+        for t in (grad_output, indices):
+            _check_dim_size(t, nd_, 0, shape[0])
     if tuple(grad_output._size) != tuple(shape):
         raise RuntimeError(f"Expected grad_output of size {list(shape)}, but got "
                            f"{list(grad_output._size)}")
@@ -155,14 +231,8 @@ def check_pool_backward(name, grad_output, self, indices, shape):
 
 def check_avg_pool(name, self, k, kernel_size, stride, padding, ceil_mode, divisor_override,
                    backward=False):
-    nd_ = len(self._size)
-    if k == 2 and nd_ < 3:  # ATen reads input.size(-3) before any check
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd_, 1)}, "
-                         f"{max(nd_, 1) - 1}], but got -3)")
     res = check_pool(name, self, k, kernel_size, stride, padding, (1,), ceil_mode, dilated=False,
                      divisor_override=divisor_override, backward=backward)
-    if divisor_override is not None and divisor_override == 0:  # (3-d: checked in order above)
-        raise RuntimeError("divisor must be not zero")
     # ATen's avg_pool3d (and its backward) has a kernel for float, double and long only,
     # named for its frame
     if k == 3 and self._dtype not in (D.float32, D.float64, D.int64):

@@ -55,9 +55,9 @@ def check_float8(name, self, dtype=None):
         kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'ComplexHalf'")
 
-    if self._dtype in D.FLOAT8 and (dtype is None or dtype in D.FLOAT8):
+    named = dtype if dtype is not None else self._dtype  # (the dtype it computes in)
+    if named in D.FLOAT8:
         kernel = _FLOAT8_KERNELS.get(name, f"{name}_cpu")
-        named = dtype if dtype is not None else self._dtype
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{named._short}'")
 
 

@@ -5,7 +5,8 @@ them only where a kernel lists ``AT_BAREBONES_UNSIGNED_TYPES`` (copies and casts
 implemented for 'UInt16'``, naming the dispatch. ember's NumPy kernels would compute on any of
 them, so the refusals are written once, here: each CPU kernel of an op listed in
 :data:`NO_CPU_KERNEL` is installed behind :func:`gate` (through ``float8.gate``, which every CPU
-kernel registration passes), and raises before it reads anything.
+kernel registration passes), and raises before it reads anything; the hot ops of
+``float8.IN_KERNEL`` make the same check first thing in their kernels instead.
 
 The table was read off PyTorch 2.13 (the op each refusing call of op_db's samples reached under a
 dispatch mode, and the name its error printed); tests/test_dtype_sweep.py checks every op_db
@@ -86,6 +87,29 @@ def _log_softmax(args, kwargs, dt):
     return _log_softmax(args)
 
 
+def _index_select(args, kwargs, dt):
+    """ATen's index_select moves whole elements by their size, except from a 0-d or 1-d self."""
+    return "index_select" if len(args[0]._size) <= 1 else None
+
+
+def _histc(args, kwargs, dt):
+    """histc finds the range itself (aminmax) when min equals max, then spaces the bins."""
+    lo = args[2] if len(args) > 2 else 0
+    hi = args[3] if len(args) > 3 else 0
+    return "aminmax_cpu" if lo == hi else "linspace_cpu"
+
+
+def _index_add(args, kwargs, dt):
+    from .float8 import _index_add
+    return _index_add(args)
+
+
+def _scatter_reduce(args, kwargs, dt):
+    from .float8 import _scatter_reduce
+    include_self = args[5] if len(args) > 5 else True
+    return _scatter_reduce(args) if include_self else "scatter_reduce_exclude_input_init"
+
+
 def _nonempty(kernel):
     """A kernel that returns an empty input's (empty) result before its dtype dispatch."""
     def spec(args, kwargs, dt):
@@ -127,11 +151,11 @@ NO_CPU_KERNEL = {
     "grid_sampler_3d": "grid_sampler3d_cpu", "gt.Tensor": _promoted("gt_cpu"),
     "hardshrink": "hardshrink_cpu", "hardsigmoid": "hardsigmoid_cpu",
     "hardswish": "hardswish_cpu", "hardtanh": "clamp_scalar_cpu", "hash_tensor": "xor_sum_cpu",
-    "heaviside": _promoted("heaviside_cpu"), "histc": "linspace_cpu",
+    "heaviside": _promoted("heaviside_cpu"), "histc": _histc,
     "hypot": _promoted("hypot_cpu"), "igamma": _promoted("igamma_cpu"),
-    "igammac": _promoted("igammac_cpu"), "im2col": "im2col_out_cpu", "index_add": "index_add_",
+    "igammac": _promoted("igammac_cpu"), "im2col": "im2col_out_cpu", "index_add": _index_add,
     "index_copy": "index_copy_cpu", "index_fill.int_Scalar": "index_fill_cpu",
-    "index_select": "index_select", "isin.Tensor_Tensor": "isin_default_cpu",
+    "index_select": _index_select, "isin.Tensor_Tensor": "isin_default_cpu",
     "kthvalue": "kthvalue_cpu", "lcm": _promoted("lcm_cpu"), "le.Scalar": _promoted("le_cpu"),
     "le.Tensor": _promoted("le_cpu"), "leaky_relu": "leaky_relu_cpu",
     "lerp.Scalar": _promoted("lerp_kernel_scalar"), "linalg_cross": "cross",
@@ -161,11 +185,12 @@ NO_CPU_KERNEL = {
     "replication_pad2d": "replication_pad2d", "round.decimals": _round_decimals,
     "rsub.Tensor": _promoted("add_stub"), "scatter.src": "scatter_gather_tensor_cpu",
     "scatter_add": "scatter_gather_tensor_cpu",
-    "scatter_reduce.two": "scatter_reduce_exclude_input_init",
+    "scatter_reduce.two": _scatter_reduce,
     "segment_reduce": "_segment_reduce_cpu", "sgn": "sign_cpu", "sign": "sign_cpu",
     "silu": "silu_cpu", "softplus": "softplus_cpu", "softshrink": "softshrink_check",
     "sub.Tensor": _promoted("add_stub"), "sub_.Tensor": "add_stub",
-    "sum.dim_IntList": _to_dtype("sum_cpu", 3), "take": "take_cpu", "threshold": "threshold_cpu",
+    "sum": _to_dtype("sum_cpu", 1), "sum.dim_IntList": _to_dtype("sum_cpu", 3),
+    "take": "take_cpu", "threshold": "threshold_cpu",
     "topk": "topk_cpu", "trace": "trace", "triangular_solve": "triangular_solve_cpu",
     "tril": "tril", "tril_indices": "tril_indices", "triu": "triu",
     "triu_indices": "triu_indices", "uniform_": "check_uniform_bounds",
@@ -174,13 +199,25 @@ NO_CPU_KERNEL = {
     "upsample_linear1d": "compute_indices_weights_linear",
     "upsample_nearest1d": "compute_indices_weights_nearest",
     "upsample_trilinear3d": "compute_indices_weights_linear", "vdot": "dot",
+    # the other overloads of listed ops (their out= forms reach them too)
+    "bucketize.Scalar": "searchsorted_out_cpu", "clamp": "clamp_scalar_cpu",
+    "clamp_max": "clamp_max_scalar_cpu", "clamp_min": "clamp_min_scalar_cpu",
+    "count_nonzero.dim_IntList": "nonzero_count_cpu", "index_fill.int_Tensor": "index_fill_cpu",
+    "lerp.Tensor": _promoted("lerp_kernel_tensor"), "masked_fill.Tensor": "masked_fill",
+    "median.dim": "median_out", "nanmedian.dim": "median_out",
+    "scatter.reduce": "scatter_gather_tensor_cpu", "scatter.value": "scatter_gather_scalar_cpu",
+    "scatter.value_reduce": "scatter_gather_scalar_cpu",
+    "searchsorted.Scalar": "searchsorted_out_cpu",
+    "searchsorted.Tensor": lambda args, kwargs, dt: (  # (no values: returns before its dispatch)
+        "searchsorted_out_cpu" if 0 not in args[1]._size else None),
 }
 
 
 def _barebones(args, kwargs):
-    """The first barebones unsigned dtype among the tensors (in lists too) or ``dtype=``."""
+    """The first barebones unsigned dtype among the tensors (in lists too) and the dtypes asked
+    for (``sum(..., dtype=)``, a factory's ``dtype=``)."""
     for a in args:
-        dt = getattr(a, "_dtype", None)
+        dt = a if a.__class__ is D.dtype else getattr(a, "_dtype", None)
         if dt in BAREBONES:
             return dt
         if isinstance(a, (list, tuple)):
@@ -211,39 +248,39 @@ def check(op, args, kwargs):
 GATED = set()
 
 
-def _listed(op):
-    """The row of ``op``: its own, or its functional twin's for an in-place overload, which
-    shares the dispatch ("sub_.Tensor" as "sub.Tensor")."""
-    if op in NO_CPU_KERNEL:
-        return op
+def twin(op):
+    """The functional overload of an in-place one ("sub_.Tensor": "sub.Tensor"), else None."""
     base, dot, overload = op.partition(".")
     if base.endswith("_") and not base.startswith("_"):
-        twin = base[:-1] + dot + overload
-        if twin in NO_CPU_KERNEL:
-            return twin
+        return base[:-1] + dot + overload
     return None
 
 
-# Rows whose CPU kernels call :func:`check` themselves, on their slow path
-# (``cpu/pointwise.py``): a wrapper costs ~0.4 us a call, a third of a 1-element ``a + b``.
-IN_KERNEL = frozenset(("add.Tensor", "sub.Tensor", "sub_.Tensor"))
+def _listed(op):
+    """The row of ``op``: its own, or its functional twin's for an in-place overload, which
+    shares the dispatch."""
+    if op in NO_CPU_KERNEL:
+        return op
+    functional = twin(op)
+    return functional if functional in NO_CPU_KERNEL else None
 
 
-def gate(op, fn):
+def gate(op, fn, in_kernel=False):
     """CPU kernel ``fn`` of ``op``, behind :func:`check` when ``op`` (or its functional twin) is
-    listed."""
+    listed; ``in_kernel``: ``fn`` checks itself (``float8.IN_KERNEL``), only recorded."""
     row = _listed(op)
     if row is None:
         return fn
     GATED.add(row)
-    if row in IN_KERNEL:
+    if in_kernel:
         return fn
 
     @functools.wraps(fn)
     def kernel(*args, **kwargs):
         # (the common case, tensors of other dtypes, decided here: two calls less per op)
         for a in args:
-            if a.__class__ in _SEQUENCES or getattr(a, "_dtype", None) in BAREBONES:
+            if a.__class__ in _SEQUENCES or getattr(a, "_dtype", None) in BAREBONES or \
+                    a.__class__ is D.dtype and a in BAREBONES:
                 check(row, args, kwargs)
                 break
         else:
