@@ -18,7 +18,7 @@ from ..._core.quantizer import PerTensorAffineQuantizer, per_tensor_affine, qran
 from ..._ops.overload import ops
 from ..cpu._util import fma_float32
 from ..registration import register
-from ..rules.pool import pooling_output_size
+from ..rules.pool import check_max_pool1d_args, pooling_output_size
 from .affine import _IMPROVE, _suggest_channels_last, int_alias, new_qtensor
 
 _aten = ops.aten
@@ -80,32 +80,13 @@ def quantized_max_pool1d(self, kernel_size, stride=(), padding=(0,), dilation=(1
     if self.dim() not in (2, 3):
         raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got "
                            f"{list(self.shape)}")
-    for arg, v, forms in (("kernel_size", kernel_size, "an int, list of ints or tuple of ints"),
-                          ("stride", stride, "None, an int, list of ints, or tuple of ints"),
-                          ("padding", padding, "an int, list of ints, or tuple of ints"),
-                          ("dilation", dilation, "an int, list of ints or tuple of ints")):
-        if len(v) != 1 and not (arg == "stride" and not v):
-            raise RuntimeError(f"max_pool1d() {arg} must be {forms} of size 1 but got size "
-                               f"{len(v)}")
-    (k,), (p,), (d,) = kernel_size, padding, dilation
-    s = stride[0] if stride else k
-    for arg, v in (("kernel_size", k), ("stride", s)):
-        if v <= 0:
-            raise RuntimeError(f"max_pool1d() {arg} must be greater than zero, but got {v}")
-    if p < 0:
-        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
-    if p > k // 2:
-        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
-                           f"got padding={p} and kernel_size={k}")
-    if d <= 0:
-        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
-    out = pooling_output_size(self.shape[-1], k, p, s, d, ceil_mode)
-    if out <= 0:
-        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    k, s, p, d = check_max_pool1d_args(self.shape[-1], kernel_size, stride, padding, dilation,
+                                       ceil_mode)
     squeeze = self.dim() - 1
     y = _aten.quantized_max_pool2d.default(_aten.unsqueeze.default(self, squeeze), [1, k],
                                            [1, s], [0, p], [1, d], ceil_mode)
     return _aten.squeeze.dim(y, squeeze)
+
 
 def _per_tensor(self):
     """The input's quantizer, which must be per tensor (ATen reads ``q_scale()``)."""

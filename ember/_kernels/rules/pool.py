@@ -168,12 +168,18 @@ def _check_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode, avg,
 
 def check_max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode):
     """ATen's max_pool1d (its own kernel, without indices): the input's dims and non-batch
-    sizes, then check_max_pool1d's argument checks in its order and words; returns
-    (kernel, stride, padding, dilation) as ints."""
+    sizes, then :func:`check_max_pool1d_args`; returns (kernel, stride, padding, dilation) as
+    ints."""
     size = self._size
     if not ((len(size) == 2 and size[0] and size[1]) or (len(size) == 3 and size[1] and size[2])):
         raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:[{', '.join(map(str, size))}]")
+    return check_max_pool1d_args(size[-1], kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def check_max_pool1d_args(width, kernel_size, stride, padding, dilation, ceil_mode):
+    """ATen's check_max_pool1d, in its order and words (the quantized max_pool1d runs it too);
+    returns (kernel, stride, padding, dilation) as ints."""
     for arg, v, forms in (("kernel_size", kernel_size, "an int, list of ints or tuple of ints"),
                           ("stride", stride, "None, an int, list of ints, or tuple of ints"),
                           ("padding", padding, "an int, list of ints, or tuple of ints"),
@@ -193,7 +199,7 @@ def check_max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode):
                            f"got padding={p} and kernel_size={k}")
     if d <= 0:
         raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
-    out = pooling_output_size(size[-1], k, p, s, d, ceil_mode)
+    out = pooling_output_size(width, k, p, s, d, ceil_mode)
     if out <= 0:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
     return k, s, p, d
