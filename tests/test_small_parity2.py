@@ -265,3 +265,20 @@ def test_pool1d_pool2d_checks_in_atens_order(torch, case, device):
     if device == "meta" and want[0] == "ok":
         want, got = want[:3], got[:3]  # (no values on the meta device)
     assert got == want
+
+
+# ---------------------------------------------------------------------------------------------
+# addbmm on 16- and 8-bit floats: ATen adds one batch's product at a time into the result, which
+# is rounded to its dtype each time (a single rounding of the whole sum differs by whole steps)
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("beta", [0.5, 0])
+def test_addbmm_rounds_per_batch(torch, dtype, beta):
+    g = torch.Generator().manual_seed(1)
+    s, b1, b2 = (torch.randn(*shape, generator=g) * 3 for shape in ((3, 5), (4, 3, 6), (4, 6, 5)))
+
+    def make(L):
+        dt = getattr(L, dtype)
+        args = [L.tensor(x.numpy()).to(dt) for x in (s, b1, b2)]
+        return L.addbmm(*args, beta=beta, alpha=1.5).float()
+    _same(torch, make)

@@ -103,10 +103,19 @@ def baddbmm(self, batch1, batch2, beta=1, alpha=1):
 
 def addbmm(self, batch1, batch2, beta=1, alpha=1):
     shape = check_addbmm(self, batch1, batch2)
-    b1 = _operand(batch1)
+    b1, dt = _operand(batch1), batch1._dtype
+    if dt.is_floating_point and dt.itemsize <= 2 and batch1._size[0] > 1:
+        # ATen's addbmm is one addmm_ per batch into the result, so a 16- or 8-bit result is
+        # rounded after each batch's product, accumulated in float32 (its opmath), is added
+        # (float8 sums differ by whole steps)
+        prods = _matmul(b1.astype(np.float32), _operand(batch2).astype(np.float32))
+        r = _scaled_sum(prods[0], _operand(self), beta, alpha, shape, dt)
+        for p in prods[1:]:
+            r = _scaled_sum(p, nd(r), 1, alpha, shape, dt)
+        return r
     prod = _matmul(b1, _operand(batch2)).sum(0) if batch1._size[0] else \
         array_module(b1).zeros(shape, b1.dtype)
-    return _scaled_sum(prod, _operand(self), beta, alpha, shape, batch1._dtype)
+    return _scaled_sum(prod, _operand(self), beta, alpha, shape, dt)
 
 
 def addmv(self, mat, vec, beta=1, alpha=1):
