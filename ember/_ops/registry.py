@@ -221,6 +221,9 @@ def load(lib):
                 lib_impl(oname, generic.out_wrapper(name, oname, "pointwise" in tags),
                          "CompositeExplicitAutograd", _kind=_d.PLAIN,
                          _debug=f"autogen out= wrapper of {name}")
+                # (a backend whose kernel ATen writes by hand, as QuantizedCPU's
+                # leaky_relu.out, registers it by reference)
+                kernels.append((oname, {}))
             elif base.endswith("_"):
                 sch = inplace_schema(func, auto)
                 iname = lib.define(sch, tags=list(auto_tags) + ["inplace"],

@@ -1,8 +1,11 @@
 """The static quantized convolutions' operators, ``quantized::conv{2,3}d_prepack``,
-``conv{2,3}d_unpack``, ``conv{2,3}d.new``, ``conv{2,3}d_relu.new`` and the packed weights'
-accessors (``conv2d_stride`` ...), as PyTorch's x86 engine runs them (ATen's
+``conv{2,3}d_unpack``, ``conv{2,3}d.new``, ``conv{2,3}d_relu.new``, the transposed
+``conv_transpose{1,2,3}d_prepack``/``_unpack``/``conv_transpose{1,2,3}d`` and the packed
+weights' accessors (``conv2d_stride`` ...), as PyTorch's x86 engine runs them (ATen's
 ``quantized/cpu/qconv.cpp``), bit for bit; one implementation for any number of spatial dims.
-``quantized::conv1d*`` are ATen's too: the 2-d ops on a height-1 input and weight.
+``quantized::conv1d*`` are ATen's too: the 2-d ops on a height-1 input and weight. Transposed
+convolutions take per-tensor weights only (as ATen) and go to oneDNN only without output
+padding.
 
 The x86 engine packs a weight whose zero points are all zero for oneDNN (on Linux, a CPU with
 AVX-512 VNNI, at most 100 groups) and any other for FBGEMM. Both accumulate every window's
@@ -45,17 +48,27 @@ class ConvPackedParamsBase(PackedParams):
     ``quantized::conv{2,3}d_prepack`` returns, PyTorch's ``Conv{2,3}dPackedParamsBase`` script
     objects)."""
 
-    def _pack(self, ints, stride, padding, dilation, groups):
+    def _pack(self, ints, stride, padding, dilation, groups, output_padding=None,
+              transpose=False):
         self._stride, self._padding = list(stride), list(padding)
         self._dilation, self._groups = list(dilation), int(groups)
-        self._onednn = _uses_onednn(self._w_zp, self._groups)
+        self._output_padding = list(output_padding or [0] * len(self._stride))
+        self._transpose = bool(transpose)
+        self._onednn = _uses_onednn(self._w_zp, self._groups, self._output_padding)
         ints = ints - self._w_zp.reshape((-1,) + (1,) * (ints.ndim - 1))
+        g, oc = self._groups, ints.shape[0]
+        if self._transpose:
+            # (groups, C/g, OC/g, *kernel): a transposed weight's first dim is its input's
+            self._w_groups = ints.reshape(g, oc // g, *ints.shape[1:]).astype(np.float64)
+            return
         # (groups, K = C/g * kernel elements, OC/g) in float64: products of windows stay exact
         # below 2**53
-        g, oc = self._groups, ints.shape[0]
         self._w_cols = ints.reshape(g, oc // g, -1).transpose(0, 2, 1).astype(np.float64)
 
     def _state(self):
+        if self._transpose:
+            return (self._stride, self._padding, self._dilation, self._groups,
+                    self._output_padding, True)
         return self._stride, self._padding, self._dilation, self._groups
 
     def stride(self):
@@ -65,7 +78,7 @@ class ConvPackedParamsBase(PackedParams):
         return list(self._padding)
 
     def output_padding(self):
-        return [0] * len(self._stride)
+        return list(self._output_padding)
 
     def dilation(self):
         return list(self._dilation)
@@ -74,7 +87,7 @@ class ConvPackedParamsBase(PackedParams):
         return self._groups
 
     def transpose(self):
-        return False
+        return self._transpose
 
 
 class Conv2dPackedParamsBase(ConvPackedParamsBase):
@@ -88,12 +101,12 @@ class Conv3dPackedParamsBase(ConvPackedParamsBase):
 _PACKED = {2: Conv2dPackedParamsBase, 3: Conv3dPackedParamsBase}
 
 
-def _uses_onednn(w_zp, groups):
+def _uses_onednn(w_zp, groups, output_padding=()):
     """ATen's ``should_use_onednn_quant`` (x86 engine): symmetric weights, at most 100 groups,
-    Linux on a CPU with AVX-512 VNNI."""
+    no output padding (transposed convolutions), Linux on a CPU with AVX-512 VNNI."""
     from ...backends.cpu import _cpu_flags
-    return (not w_zp.any() and groups <= 100 and sys.platform.startswith("linux")
-            and "avx512_vnni" in _cpu_flags())
+    return (not w_zp.any() and groups <= 100 and not any(output_padding)
+            and sys.platform.startswith("linux") and "avx512_vnni" in _cpu_flags())
 
 
 def _prepack(n, weight, bias, stride, padding, dilation, groups):
@@ -138,11 +151,11 @@ def conv3d_prepack(weight, bias, stride, padding, dilation, groups):
 
 
 def _conv1d_arg(arg, base):
-    """ATen's ``MakeArgForConv1d``: a one-element argument goes to the width, the height
-    getting ``base``."""
+    """ATen's ``MakeArgForConv1d``: the width takes the argument's only or second element,
+    the height ``base`` whatever was given for it."""
     if not arg:
         raise RuntimeError("Argument must have elements.")
-    return [base, arg[0]] if len(arg) == 1 else list(arg)
+    return [base, arg[0] if len(arg) == 1 else arg[1]]
 
 
 def conv1d_prepack(weight, bias, stride, padding, dilation, groups):
@@ -154,6 +167,65 @@ def conv1d_prepack(weight, bias, stride, padding, dilation, groups):
                                         groups)
 
 
+def _prepack_transpose(n, weight, bias, stride, padding, output_padding, dilation, groups):
+    """``quantized::conv_transpose{n}d_prepack``'s checks and packing: per-tensor weights
+    (in_channels, out_channels / groups, *kernel); FBGEMM keeps them in (out, *kernel, in)
+    memory order."""
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"Weights are expected to have {n + 2} dimensions")
+    if len(stride) != n:
+        raise RuntimeError(f"stride should contain {n} elements for {n}D convolution.")
+    if len(padding) != n:
+        raise RuntimeError("Specify front/top/left padding only. end/bottom/right padding "
+                           "assumed to be equal to front/top/left")
+    if len(output_padding) != n:
+        raise RuntimeError("quantized::conv_prepack: Specify top/left output padding only. "
+                           "bottom/right padding assumed to be equal to top/left")
+    if len(dilation) != n:
+        raise RuntimeError(f"dilation should contain {n} elements for {n}D convolution.")
+    check_weight_dtype(weight)
+    quantizer = weight._quantizer
+    if quantizer.qscheme is not per_tensor_affine:
+        raise RuntimeError("Per Channel Quantization is currently disabled for transposed conv")
+    ic = weight.shape[0]
+    if groups <= 0 or ic % groups:
+        raise RuntimeError(f"groups = {groups} does not divide number of input channels = "
+                           f"{ic}")
+    oc = weight.shape[1] * groups
+    fbgemm = not _uses_onednn(np.full(1, quantizer.zero_point), groups, output_padding)
+    packed = packed_weight(weight, _contiguous, fbgemm)
+    if fbgemm:
+        order = [*range(1, n + 2), 0]
+        inverse = [n + 1, *range(n + 1)]
+        packed = _aten.permute(_aten.clone(_aten.permute(packed, order),
+                                           memory_format=_contiguous), inverse)
+    return _PACKED[n](packed, check_bias(bias, oc, "K"), stride, padding, dilation, groups,
+                      output_padding, True)
+
+
+def conv_transpose2d_prepack(weight, bias, stride, padding, output_padding, dilation, groups):
+    """``quantized::conv_transpose2d_prepack`` (x86: oneDNN for zero-point-free weights
+    without output padding, else FBGEMM)."""
+    return _prepack_transpose(2, weight, bias, stride, padding, output_padding, dilation,
+                              groups)
+
+
+def conv_transpose3d_prepack(weight, bias, stride, padding, output_padding, dilation, groups):
+    """``quantized::conv_transpose3d_prepack``."""
+    return _prepack_transpose(3, weight, bias, stride, padding, output_padding, dilation,
+                              groups)
+
+
+def conv_transpose1d_prepack(weight, bias, stride, padding, output_padding, dilation, groups):
+    """``quantized::conv_transpose1d_prepack``: the 2-d packing of the weight with a height of
+    one."""
+    if weight.dim() == 3:
+        weight = _aten.unsqueeze(weight, 2)
+    return ops.quantized.conv_transpose2d_prepack(
+        weight, bias, _conv1d_arg(stride, 1), _conv1d_arg(padding, 0),
+        _conv1d_arg(output_padding, 0), _conv1d_arg(dilation, 1), groups)
+
+
 def conv_unpack(packed_weights):
     return packed_weights.unpack()
 
@@ -162,6 +234,12 @@ def conv1d_unpack(packed_weights):
     """The 2-d weight without its height of one (a copy in its layout)."""
     weight, bias = packed_weights.unpack()
     return _aten.squeeze.dim(_aten.clone(weight, memory_format=_preserve), 2), bias
+
+
+def conv_transpose1d_unpack(packed_weights):
+    """The 2-d weight without its height of one (a view)."""
+    weight, bias = packed_weights.unpack()
+    return _aten.squeeze.dim(weight, 2), bias
 
 
 def _requantize_onednn(acc, x_scale, w_scale, bias, y_scale, y_zero_point, relu):
@@ -259,6 +337,84 @@ def _conv(qx, packed, output_scale, output_zero_point, relu):
     return q
 
 
+def _conv_transpose(qx, packed, output_scale, output_zero_point):
+    """The transposed convolution: every input element times every kernel offset added at
+    ``input position * stride + offset * dilation`` less the padding, exactly (products less
+    the zero points, in float64), requantized by the packing engine; channels-last out."""
+    w = packed._weight
+    n = w.dim() - 2
+    name, onednn = f"quantized::conv_transpose{n}d", packed._onednn
+    if qx.dim() != n + 2:
+        raise RuntimeError(f"{name}{f'{n}d' if onednn else ''}(): Expected activation tensor "
+                           f"to have {n + 2} dimensions, got {qx.dim()}")
+    if qx.dtype is not _quint8:
+        raise RuntimeError(f"{name} (ONEDNN): data type of input should be QUint8." if onednn
+                           else f"quantized::conv_transpose(FBGEMM): Expected activation data "
+                                f"type QUInt8 but got {qx.dtype._short}")
+    g = packed._groups
+    ic, oc_g, *kernel = w.shape
+    batch, c, *size = qx.shape
+    if c != ic:
+        raise RuntimeError(
+            f"{name} (ONEDNN): input channel number should be {ic}, but got {c}" if onednn
+            else f"[QConv{n}D] Given groups={g}, weight of size "
+                 f"{', '.join(map(str, [oc_g * g, *kernel, ic // g]))}, expected input "
+                 f"({_LAYOUT_NAMES[n]}) {', '.join(map(str, qx.shape))} to have {ic} "
+                 f"channels, but got {c} channels instead")
+    stride, padding, dilation = packed._stride, packed._padding, packed._dilation
+    full = [(i - 1) * s + d * (k - 1) + 1 + op for i, k, s, d, op in
+            zip(size, kernel, stride, dilation, packed._output_padding)]
+    out = [f - 2 * p for f, p in zip(full, padding)]
+    for axis, o in enumerate(out):
+        if o <= 0:
+            raise RuntimeError(
+                f"Output dimension is zero for {axis} axis; kernel: {kernel[axis]}, stride: "
+                f"{stride[axis]}, input padding: {padding[axis]}, output padding: "
+                f"{packed._output_padding[axis]}, dilation: {dilation[axis]}")
+    oc = oc_g * g
+    bias = packed._bias_f32
+    if bias is not None and packed._bias.dtype is not _dt.float32:
+        raise RuntimeError(f"expected scalar type Float but found {packed._bias.dtype._short}")
+    q, view = new_qtensor((batch, oc, *out),
+                          PerTensorAffineQuantizer(_quint8, output_scale,
+                                                   int(output_zero_point)),
+                          channels_last=True)
+    if view.size == 0:
+        return q
+    x = np.asarray(int_alias(qx)._nd(), np.float64) - qx.q_zero_point()
+    x = x.reshape(batch, g, ic // g, *size)
+    acc = np.zeros((batch, g, oc_g, *full))
+    for offset in itertools.product(*map(range, kernel)):
+        w_at = packed._w_groups[(Ellipsis,) + offset]  # (groups, C/g, OC/g)
+        contribution = np.einsum("ngc...,gco->ngo...", x, w_at)
+        acc[(Ellipsis,) + tuple(slice(o * d, o * d + s * (i - 1) + 1, s) for o, d, s, i in
+                                zip(offset, dilation, stride, size))] += contribution
+    acc = acc[(Ellipsis,) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
+    spatial = len(out)
+    acc = acc.reshape(batch, oc, *out).transpose(0, *range(2, 2 + spatial), 1).reshape(-1, oc)
+    acc = acc.astype(np.int64).astype(np.int32)
+    if packed._onednn:
+        y = _requantize_onednn(acc, qx.q_scale(), packed._w_scale, bias, output_scale,
+                               output_zero_point, False)
+    else:
+        y = requantize(acc, qx.q_scale(), packed._w_scale, packed._per_channel, bias,
+                       output_scale, output_zero_point, False)
+    view[...] = y.reshape(batch, *out, oc).transpose(0, spatial + 1, *range(1, spatial + 1))
+    return q
+
+
+def conv_transpose(qx, packed_weight, output_scale, output_zero_point):
+    """``quantized::conv_transpose{2,3}d``."""
+    return _conv_transpose(qx, packed_weight, output_scale, output_zero_point)
+
+
+def conv_transpose1d(qx, packed_weight, output_scale, output_zero_point):
+    """``quantized::conv_transpose1d``: the 2-d op on the input with a height of one."""
+    y = ops.quantized.conv_transpose2d(_aten.unsqueeze(qx, 2), packed_weight, output_scale,
+                                       output_zero_point)
+    return _aten.squeeze.dim(y, 2)
+
+
 def conv(qx, packed_weight, output_scale, output_zero_point):
     """``quantized::conv{2,3}d.new`` (see the module docstring)."""
     return _conv(qx, packed_weight, output_scale, output_zero_point, False)
@@ -317,6 +473,22 @@ _lib.define(f"conv1d_prepack(Tensor weight, Tensor? bias, int[] stride, int[] pa
 _lib.define(f"conv1d_unpack({_packed} packed_weights) -> (Tensor unpacked_weights, "
             f"Tensor? B_origin)")
 _lib.impl("conv1d_prepack", conv1d_prepack, "QuantizedCPU")
+for _n, _prepack_fn in ((1, conv_transpose1d_prepack), (2, conv_transpose2d_prepack),
+                        (3, conv_transpose3d_prepack)):
+    _packed = f"__torch__.torch.classes.quantized.Conv{max(_n, 2)}dPackedParamsBase"
+    _lib.define(f"conv_transpose{_n}d_prepack(Tensor weight, Tensor? bias, int[] stride, "
+                f"int[] padding, int[] output_padding, int[] dilation, int groups) -> "
+                f"{_packed}")
+    _lib.define(f"conv_transpose{_n}d_unpack({_packed} packed_weights) -> (Tensor "
+                f"unpacked_weights, Tensor? B_origin)")
+    _lib.define(f"conv_transpose{_n}d(Tensor qx, {_packed} packed_weight, float output_scale, "
+                f"int output_zero_point) -> Tensor")
+    _lib.impl(f"conv_transpose{_n}d_prepack", _prepack_fn, "QuantizedCPU")
+    _lib.impl(f"conv_transpose{_n}d_unpack",
+              conv_transpose1d_unpack if _n == 1 else conv_unpack, "CompositeExplicitAutograd")
+    _lib.impl(f"conv_transpose{_n}d", conv_transpose1d if _n == 1 else conv_transpose,
+              "QuantizedCPU")
+_packed = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
 _lib.impl("conv1d_unpack", conv1d_unpack, "CompositeExplicitAutograd")
 for _name in ("conv1d", "conv1d_relu"):
     _lib.define(f"{_name}(Tensor qx, {_packed} packed_weight, float output_scale, "

@@ -221,3 +221,19 @@ def _activation_is_memoryless(qconfig):
     if isinstance(act, FakeQuantizeBase) and hasattr(act, "activation_post_process"):
         return memoryless(act.activation_post_process)
     return memoryless(act)
+
+
+def _assert_valid_qconfig(qconfig, mod):
+    """A qconfig's check against its module: transposed convolutions take no per-channel
+    weight observer."""
+    if qconfig is None:
+        return
+    if isinstance(mod, (ember.nn.ConvTranspose1d, ember.nn.ConvTranspose2d,
+                        ember.nn.ConvTranspose3d)):
+        if qconfig.weight is None:
+            return
+        from .observer import MovingAveragePerChannelMinMaxObserver, PerChannelMinMaxObserver
+        if isinstance(qconfig.weight(), (PerChannelMinMaxObserver,
+                                         MovingAveragePerChannelMinMaxObserver)):
+            raise AssertionError("Per channel weight observer is not supported yet for "
+                                 "ConvTranspose{n}d.")

@@ -39,13 +39,16 @@ DEFAULT_QAT_MODULE_MAPPINGS = {
 }
 
 # PyTorch's table, for the static quantized modules ember has (the stubs, Linear, LinearReLU,
-# the convolutions and their ReLU fusions; no transposed convolutions)
+# the convolutions, transposed or not, and their ReLU fusions)
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     QuantStub: nnq.Quantize,
     DeQuantStub: nnq.DeQuantize,
     nn.Conv1d: nnq.Conv1d,
     nn.Conv2d: nnq.Conv2d,
     nn.Conv3d: nnq.Conv3d,
+    nn.ConvTranspose1d: nnq.ConvTranspose1d,
+    nn.ConvTranspose2d: nnq.ConvTranspose2d,
+    nn.ConvTranspose3d: nnq.ConvTranspose3d,
     nni.ConvReLU1d: nniq.ConvReLU1d,
     nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d,

@@ -15,7 +15,8 @@ from ...nn.utils.parametrize import type_before_parametrizations
 from ..nn.intrinsic import _FusedModule
 from .fake_quantize import FakeQuantizeBase
 from .observer import ObserverBase
-from .qconfig import _activation_is_memoryless, default_dynamic_qconfig
+from .qconfig import (_activation_is_memoryless, _assert_valid_qconfig,
+                      default_dynamic_qconfig)
 from .quantization_mappings import (_get_special_act_post_process,
                                     _has_special_act_post_process,
                                     get_default_dynamic_quant_module_mappings,
@@ -64,6 +65,7 @@ def _propagate(module, qconfig_dict, parent_qconfig, prefix):
     qconfig = qconfig_dict.get(type(module), parent_qconfig)
     qconfig = qconfig_dict.get(prefix, qconfig)
     qconfig = getattr(module, "qconfig", qconfig)
+    _assert_valid_qconfig(qconfig, module)
     module.qconfig = qconfig
     for name, child in module.named_children():
         _propagate(child, qconfig_dict, qconfig, prefix + "." + name if prefix else name)

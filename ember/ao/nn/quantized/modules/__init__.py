@@ -1,11 +1,13 @@
 """The static quantized modules (``torch.ao.nn.quantized.modules``): ``Quantize`` and
-``DeQuantize`` (what ``convert`` makes of the stubs), ``Linear`` and ``Conv1d``/``2d``/``3d``."""
+``DeQuantize`` (what ``convert`` makes of the stubs), ``Linear``, ``Conv1d``/``2d``/``3d`` and
+``ConvTranspose1d``/``2d``/``3d``."""
 import ember
 from ..... import nn
-from .conv import Conv1d, Conv2d, Conv3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Linear", "Quantize"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "DeQuantize", "Linear", "Quantize"]
 
 
 class Quantize(nn.Module):

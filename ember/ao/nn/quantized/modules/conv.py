@@ -1,6 +1,8 @@
 """The static quantized convolutions (``torch.ao.nn.quantized.Conv1d``, ``Conv2d``,
 ``Conv3d``): a quint8 input, an int8 weight (per tensor or per output channel) and a float bias
-held prepacked by ``quantized::conv{1,2,3}d_prepack``, each call one ``quantized::conv{1,2,3}d``.
+held prepacked by ``quantized::conv{1,2,3}d_prepack``, each call one ``quantized::conv{1,2,3}d``;
+and the transposed ones (``ConvTranspose1d``/``2d``/``3d``: per-tensor weights,
+``quantized::conv_transpose{1,2,3}d``).
 
 State dicts have PyTorch's keys (``weight``, ``bias``, ``scale``, ``zero_point``: the packed
 weight unpacked), so they load in either library.
@@ -14,7 +16,8 @@ from ... import intrinsic as nni  # (ao.nn imports intrinsic, and its qat, first
 from ...intrinsic import qat as nniqat
 from .utils import WeightedQuantizedModule, _quantize_weight
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _SUPPORTED_PADDING = {"zeros", "reflect"}
 
@@ -50,7 +53,8 @@ class _ConvNd(WeightedQuantizedModule):
             raise ValueError(f"'padding_mode' {padding_mode} is not supported by quantized "
                              f"convolution")
         self.padding_mode = padding_mode
-        weight_shape = [out_channels, in_channels // self.groups]
+        weight_shape = ([in_channels, out_channels // self.groups] if transposed
+                        else [out_channels, in_channels // self.groups])
         qweight = ember._empty_affine_quantized(weight_shape + list(kernel_size), scale=1,
                                                 zero_point=0, dtype=ember.qint8, device=device)
         bias_float = (ember.zeros(out_channels, dtype=ember.float, device=device) if bias
@@ -263,3 +267,129 @@ class Conv3d(_ConvNdOps):
         self._init(in_channels, out_channels, _triple(kernel_size), _triple(stride),
                    _triple(padding), _triple(dilation), False, _triple(0), groups, bias,
                    padding_mode, device=device, dtype=dtype)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """What the quantized transposed convolutions share: zero padding only, the packed weight
+    of ``quantized::conv_transpose{n}d_prepack`` (per tensor) and the conversion from observed
+    float modules."""
+    _SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                 transposed, output_padding, groups, bias, padding_mode, device=None,
+                 dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{self.__class__.__name__}')
+        self._init(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                   transposed, output_padding, groups, bias, padding_mode, device=device,
+                   dtype=dtype)
+
+    def _input_padding(self, kernel_size, dilation, padding):
+        return [dilation[k] * (kernel_size[k] - 1) - padding[k] for k in range(len(kernel_size))]
+
+    def set_weight_bias(self, w, b):
+        prepack = getattr(ember.ops.quantized, f"conv_transpose{self._N}d_prepack")
+        self._packed_params = prepack(w, b, self.stride, self.padding, self.output_padding,
+                                      self.dilation, self.groups)
+
+    def _weight_bias(self):
+        # (PyTorch unpacks the 2-d and 3-d weights with the plain convolutions' ops)
+        name = "conv_transpose1d_unpack" if self._N == 1 else f"conv{self._N}d_unpack"
+        return getattr(ember.ops.quantized, name)(self._packed_params)
+
+    def weight(self):
+        return self._weight_bias()[0]
+
+    def bias(self):
+        return self._weight_bias()[1]
+
+    def forward(self, input):
+        if len(input.shape) != self._N + 2:
+            raise ValueError(f"Input shape must be `{self._SHAPES[self._N]}`!")
+        return getattr(ember.ops.quantized, f"conv_transpose{self._N}d")(
+            input, self._packed_params, self.scale, self.zero_point)
+
+    def _get_name(self):
+        return f"QuantizedConvTranspose{self._N}d"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized transposed convolution of an observed float one: its weight quantized
+        with a fresh weight observer of its qconfig, its output with the activation
+        observer's parameters."""
+        if type(mod) is not cls._FLOAT_MODULE:
+            raise AssertionError(f" nnq.{cls.__name__}.from_float only works for "
+                                 f"{cls._FLOAT_MODULE.__name__}")
+        if not hasattr(mod, "qconfig"):
+            raise AssertionError("Input float module must have qconfig defined.")
+        weight_post_process = mod.qconfig.weight()
+        weight_post_process(mod.weight)
+        if weight_post_process.dtype != ember.qint8:
+            raise AssertionError(f"Weight observer must have a dtype of qint8, got "
+                                 f"{weight_post_process.dtype}")
+        qweight = _quantize_weight(mod.weight.float(), weight_post_process)
+        qconv = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride,
+                    mod.padding, mod.output_padding, mod.groups, mod.bias is not None,
+                    mod.dilation, mod.padding_mode)
+        qconv.set_weight_bias(qweight, mod.bias)
+        if (not hasattr(mod, "activation_post_process")
+                or mod.activation_post_process.dtype == ember.float):
+            return qconv  # (dynamic quantization needs no output parameters)
+        act_scale, act_zp = mod.activation_post_process.calculate_qparams()
+        qconv.scale = float(act_scale)
+        qconv.zero_point = int(act_zp)
+        return qconv
+
+    @classmethod
+    def from_reference(cls, ref_qconvt, output_scale, output_zero_point):
+        """The quantized transposed convolution of a reference one and the output's
+        parameters."""
+        qconv = cls(ref_qconvt.in_channels, ref_qconvt.out_channels, ref_qconvt.kernel_size,
+                    ref_qconvt.stride, ref_qconvt.padding, ref_qconvt.output_padding,
+                    ref_qconvt.groups, ref_qconvt.bias is not None, ref_qconvt.dilation,
+                    ref_qconvt.padding_mode, device=ref_qconvt.weight.device,
+                    dtype=ref_qconvt.weight.dtype)
+        qconv.set_weight_bias(ref_qconvt.get_quantized_weight(), ref_qconvt.bias)
+        qconv.scale = float(output_scale)
+        qconv.zero_point = int(output_zero_point)
+        return qconv
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """A ConvTranspose1d whose input, weight (per tensor) and output are quantized."""
+    _N = 1
+    _FLOAT_MODULE = nn.ConvTranspose1d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
+                         _single(padding), _single(dilation), True, _single(output_padding),
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """A ConvTranspose2d whose input, weight (per tensor) and output are quantized."""
+    _N = 2
+    _FLOAT_MODULE = nn.ConvTranspose2d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                         _pair(padding), _pair(dilation), True, _pair(output_padding), groups,
+                         bias, padding_mode, device=device, dtype=dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """A ConvTranspose3d whose input, weight (per tensor) and output are quantized."""
+    _N = 3
+    _FLOAT_MODULE = nn.ConvTranspose3d
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         _triple(padding), _triple(dilation), True, _triple(output_padding),
+                         groups, bias, padding_mode, device=device, dtype=dtype)

@@ -1,7 +1,10 @@
 """Helpers of the quantized modules (``torch.ao.nn.quantized.modules.utils``): quantizing a float
 weight with its observer's parameters (clamped to the observer's range), the base class of
-modules made from reference modules, and the repr that hides packed parameters."""
+modules made from reference modules, the argument parser of the quantized ``conv1d``
+(``_pair_from_first``) and the repr that hides packed parameters."""
 import abc
+import collections.abc
+import itertools
 
 from ..... import nn
 from .....nn.modules.module import _addindent
@@ -71,6 +74,20 @@ def _quantize_weight(float_wt, observer):
     else:
         raise ValueError("Unexpected qscheme " + observer.qscheme)
     return _clamp_weights(qweight, observer, wt_scale, wt_zp)
+
+
+def _ntuple_from_first(n):
+    """A parser making an ``n``-tuple of the first element of (nested sequences of) ``x``."""
+    def parse(x):
+        while isinstance(x, collections.abc.Sequence):
+            if len(x) == n:
+                break
+            x = x[0]
+        return tuple(itertools.repeat(x, n))
+    return parse
+
+
+_pair_from_first = _ntuple_from_first(2)
 
 
 def _hide_packed_params_repr(self, params):
