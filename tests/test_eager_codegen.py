@@ -444,6 +444,24 @@ def test_no_compiler_falls_back_quietly(tmp_path):
     assert r.stdout.strip() == "ok" and r.stderr == ""
 
 
+def test_small_activations_do_not_load_the_compiler():
+    # the size gate comes before the kernels' expression tables, which import the compiler
+    # layer (sympy): a small model's first backward must not pay that
+    script = textwrap.dedent("""
+        import sys
+        import ember
+        nn = ember.nn
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4), nn.GELU())
+        model(ember.randn(4, 8)).sum().backward()
+        ember.nn.functional.silu(ember.randn(4, 8, requires_grad=True)).sum().backward()
+        print("sympy" in sys.modules)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=REPO),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_after_parallel_kernel():
     """libgomp's thread pool does not survive fork: a child that enters OpenMP after its parent

@@ -137,6 +137,12 @@ CASES = {
     "adaptive_avg_pool2d_negative": lambda m: F(m).adaptive_avg_pool2d(x4(m), -1),
     "group_norm_groups_negative": lambda m: F(m).group_norm(m.ones(2, 4), -2),
     "layer_norm_shape_negative": lambda m: F(m).layer_norm(m.ones(2, 3), (-3,)),
+    # linear: the generated binding itself, as PyTorch's F.linear is torch._C._nn.linear
+    "linear_input_int": lambda m: F(m).linear(1, m.ones(3, 4)),
+    "linear_bias_str": lambda m: F(m).linear(m.ones(2, 4), m.ones(3, 4), "a"),
+    "linear_missing_weight": lambda m: F(m).linear(m.ones(2, 4)),
+    "linear_out_dtype": lambda m: F(m).linear(m.ones(2, 4), m.ones(3, 4), m.ones(3),
+                                              out=m.empty(2, 3, dtype=m.int64)),
     # aten overloads
     "aten_amax_dim_str": lambda m: m.ops.aten.amax.default(m.ones(2, 3), "a"),
     "aten_sum_dim_str": lambda m: m.ops.aten.sum.dim_IntList(m.ones(2, 3), "a"),

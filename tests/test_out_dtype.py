@@ -69,6 +69,8 @@ def _more_calls(L):
         "poisson.out": (lambda o: aa.poisson.out(a, out=o[0]), [("float32", (2, 3))]),
         "randint_like.out": (lambda o: aa.randint_like.out(a, 5, out=o[0]),
                              [("float32", (2, 3))]),
+        "linear.out": (lambda o: L.nn.functional.linear(a, m, m[0], out=o[0]),
+                       [("float32", (2, 3))]),
         "randint_like.low_dtype_out": (lambda o: aa.randint_like.low_dtype_out(a, 1, 5, out=o[0]),
                                        [("float32", (2, 3))]),
         "multinomial.out": (lambda o: aa.multinomial.out(p, 2, out=o[0]), [("int64", (2, 2))]),

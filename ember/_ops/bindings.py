@@ -26,6 +26,7 @@ import numbers
 import operator
 import os
 import re
+import textwrap
 import warnings
 
 import numpy as np
@@ -1002,6 +1003,7 @@ def _gen(fname, cands, method):
     # passing for the Scalar (PyTorch's parser accepts it where no overload takes the tensor)
     second = [] if single else [ci for ci, c in enumerate(cands) if any(
         a.base == "Scalar" and not a.is_list for a in c.ov._schema.arguments)]
+    capacity = {}  # candidate -> how many positional arguments it takes (None: any number)
     for ci, c in [(ci, c) for ci, c in enumerate(cands)] + \
             [(f"{ci}t", cands[ci]) for ci in second]:
         scalar_tensors = isinstance(ci, str)
@@ -1028,7 +1030,7 @@ def _gen(fname, cands, method):
             ns[f"_rt{ci}"] = return_type(tname, tuple(named))
         conv = []
         for pos, a in enumerate(sch.arguments):
-            if method and a.name == "self":
+            if method and a.name == "self" or a is varargs:  # (_varargs converts that one)
                 continue
             var = call_args[pos]
             if c.allow_numbers and not method and pos == 0 and a.base == "Tensor" \
@@ -1071,6 +1073,7 @@ def _gen(fname, cands, method):
         rebind_line = _posonly(params, sch, method, call_args, fname, ci, ns,
                                extra=fn_dep is None) if posonly else None
         params_src = ", ".join(p.replace("_D[", f"_D{ci}[") for p in params)
+        capacity[ci] = _positional_capacity(params, method)
         if varargs is not None:
             v = call_args[sch.arguments.index(varargs)]
             params_src += ", **_kw"
@@ -1115,10 +1118,16 @@ def _gen(fname, cands, method):
     else:
         ns["_bad"] = lambda *a: NoMatch()
         self_p = "self, " if method else ""
-        tries = "\n".join(
-            f"    try:\n        return _b{ci}({self_p}*args, **kwargs)\n"
-            f"    except (_NoMatch, TypeError) as e:\n        if not _binding_error(e): raise"
-            for ci in list(range(len(cands))) + [f"{ci}t" for ci in second])
+        # a candidate that cannot take so many positional arguments is skipped before its call
+        # raises Python's TypeError for them (PyTorch's parser compares the counts too)
+        tries = []
+        for ci in list(range(len(cands))) + [f"{ci}t" for ci in second]:
+            attempt = (f"try:\n    return _b{ci}({self_p}*args, **kwargs)\n"
+                       f"except (_NoMatch, TypeError) as e:\n    if not _binding_error(e): raise")
+            if capacity[ci] is not None:
+                attempt = f"if len(args) <= {capacity[ci]}:\n" + textwrap.indent(attempt, "    ")
+            tries.append(textwrap.indent(attempt, "    "))
+        tries = "\n".join(tries)
         tf_args = "(self,) + args" if method else "args"
         src += (f"def {fname}({self_p}*args, **kwargs):\n"
                 f"    if _TF_ON and _tf_check({tf_args} + tuple(kwargs.values())):\n"
@@ -1127,6 +1136,18 @@ def _gen(fname, cands, method):
                 f"    raise _invalid({fname!r}, _SIGS, args, kwargs)\n")
         ns["_plausible"] = functools.partial(plausible_error, fname, cands, method)
     return src, ns
+
+
+def _positional_capacity(params, method):
+    """How many positional arguments (after ``self`` for a method) a generated function with
+    ``params`` takes; None for any number (a ``*size`` or ``*_extra`` parameter)."""
+    n = 0
+    for p in params:
+        if p.startswith("*"):
+            return n if p == "*" else None
+        if p != "/" and not (method and p == "self"):
+            n += 1
+    return n
 
 
 _NODEFAULT = object()

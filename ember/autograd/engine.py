@@ -568,6 +568,9 @@ def _exec_needed(all_nodes, target_nodes):
 
 def _call_pre_hooks(node, grads):
     """Tensor pre-hooks, then retains_grad hooks, then Node pre-hooks; returns the grads."""
+    if node._tensor_pre_hooks is None and node._retains_grad_hooks is None and \
+            node._pre_hooks is None and not isinstance(node, AccumulateGrad):
+        return grads  # no hook anywhere (a leaf's AccumulateGrad finds its hooks on the leaf)
     for i in range(len(grads)):
         for h in node._tensor_hooks_for(i):
             if grads[i] is None:
@@ -591,8 +594,12 @@ def _apply(node, grads):
     """The node's backward on its input buffer, validated; a node with no gradient to work on
     (other than AccumulateGrad) sends None on every edge without running."""
     is_acc = isinstance(node, AccumulateGrad)
-    if not is_acc and all(g is None for g in grads):
-        return [None] * len(node._next)
+    if not is_acc:
+        for g in grads:  # (a loop: a generator costs more than most nodes' bookkeeping)
+            if g is not None:
+                break
+        else:
+            return [None] * len(node._next)
     if anomaly_mode._state.enabled:
         outputs = anomaly_mode.run_with_anomaly(node, grads)
     else:

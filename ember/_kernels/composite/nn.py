@@ -78,15 +78,17 @@ def linear(input, weight, bias=None):
     """ATen's linear: one addmm when the bias can be fused (2-D input, or a contiguous 1-D or
     N-D input folded to 2-D, the result a view), else matmul and an add."""
     aten = _aten
-    if bias is not None and input.dim() >= 1 and weight.dim() == 2:
-        if input.dim() == 2:
-            return aten.addmm.default._call(bias, input, weight.t(), 1, 1)
+    # (the ops' entries, not the Tensor methods: a layer's every call comes here)
+    ndim = len(input._size)
+    if bias is not None and ndim >= 1 and len(weight._size) == 2:
+        if ndim == 2:
+            return aten.addmm.default._call(bias, input, aten.t.default._call(weight), 1, 1)
         if input.is_contiguous():
             lead = input._size[:-1]
             out = aten.addmm.default._call(bias, input.reshape(-1, input._size[-1]),
-                                           weight.t(), 1, 1)
+                                           aten.t.default._call(weight), 1, 1)
             return out.view(lead + (weight._size[0],))
-    out = aten.matmul.default._call(input, weight.t())
+    out = aten.matmul.default._call(input, aten.t.default._call(weight))
     if bias is not None:
         out = aten.add.Tensor._call(out, bias, 1)
     return out

@@ -461,8 +461,12 @@ def _mode(name, params):
 
 def activation(name, x, params):
     """The forward activation ``name`` of ``x`` (its computation-dtype array), or None."""
+    # the size gate first: the tables import the compiler layer (sympy), which a small
+    # tensor's activation never needs
+    if _eligible([x]) is None:
+        return None
     entry = _tables()[1].get((name, _mode(name, params)))
-    if entry is None or _eligible([x]) is None or _layout([x], x.size) is None:
+    if entry is None or _layout([x], x.size) is None:
         return None
     spec_name, aten, fn = entry
     dt = x.dtype
@@ -480,6 +484,8 @@ def activation(name, x, params):
 def activation_backward(name, x, g, params):
     """The input gradient of activation ``name`` from ``x`` and ``grad`` (computation-dtype
     arrays of one shape), or None."""
+    if _eligible([x, g]) is None or x.shape != g.shape:  # (before the tables: see activation)
+        return None
     entry = _tables()[2].get((name, _mode(name, params)))
     if entry is None:
         return None
@@ -487,9 +493,6 @@ def activation_backward(name, x, g, params):
     operands = [x, g]
     if name == "threshold":
         operands.append(np.asarray(params[0]).astype(x.dtype))
-    found = _eligible([x, g])
-    if found is None or x.shape != g.shape:
-        return None
     lay = _layout(operands, x.size)
     if lay is None or "s" in lay[0][:2]:
         return None

@@ -137,7 +137,7 @@ _OUT_DTYPE_RULES = {
     "fractional_max_pool3d_backward": _SCALAR_TYPE,  # (not structured, unlike the 2d one)
     # structured kernels outside TensorIterator (the codegen's resize_out check)
     **dict.fromkeys([
-        "mm", "bmm", "addmm", "_addmm_activation", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
+        "mm", "bmm", "addmm", "linear", "_addmm_activation", "baddbmm", "addmv", "_softmax", "_log_softmax", "tril", "triu",
         "fractional_max_pool2d", "fractional_max_pool2d_backward", "fractional_max_pool3d",
         "_convert_indices_from_coo_to_csr",
         "_convert_indices_from_csr_to_coo",
