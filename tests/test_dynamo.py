@@ -808,12 +808,34 @@ def f_break_in_loop(xs):
     return acc
 
 
+def _step(acc, v):
+    acc = acc + v
+    print("step")
+    return acc * 2
+
+
+def f_break_in_callee_in_loop(xs):
+    acc = xs[0] * 0
+    for v in xs:
+        acc = _step(acc, v)
+    return acc
+
+
 def test_break_in_loop():
-    # each iteration breaks; the resume functions receive the loop's iterator
+    # PyTorch's "graph break in loop": the frame runs eagerly, no graph
     e = ember._dynamo.explain(f_break_in_loop)([t(2), t(2), t(2)])
-    # three breaks made (the reasons); PyTorch's graph_break_count is graph_count - 1
-    assert e.graph_count == 3 and e.graph_break_count == 2 and len(e.break_reasons) == 3
-    run_both(f_break_in_loop, ([t(2), t(2), t(2)],), graphs=3)
+    assert e.graph_count == 0 and e.break_reasons == []
+    run_both(f_break_in_loop, ([t(2), t(2), t(2)],), graphs=0)
+
+
+def test_break_in_callee_in_loop():
+    # the break is at the call: the callee is captured on its own (two graphs around its
+    # print, reused each iteration) and the resume functions receive the loop's iterator.
+    # (PyTorch skips this frame and its frame hook captures the callee: 2 graphs; ember also
+    # keeps the frame's graph before the loop)
+    e = ember._dynamo.explain(f_break_in_callee_in_loop)([t(2), t(2), t(2)])
+    assert e.graph_count == 3 and len(e.break_reasons) == 2
+    run_both(f_break_in_callee_in_loop, ([t(2), t(2), t(2)],), graphs=3)
 
 
 def f_break_keeps_stack(x):

@@ -48,12 +48,13 @@ def _same(a, b):
 
 
 def _check(torch, make, *arrays, graphs, breaks, call=lambda r: r, calls=3,
-           torch_breaks=None):
+           torch_breaks=None, torch_graphs=None):
     """``make(lib)`` -> a function of ``arrays`` (made anew for each run: it may keep state
     in its cells). Compiled and called ``calls`` times in ember and PyTorch, ``call`` applied
     to each result (to call a returned closure), each result is compared with PyTorch's and
     with eager ember's; the graph count and the break reasons' (``breaks``) with PyTorch's
-    (``torch_breaks`` where PyTorch breaks elsewhere)."""
+    (``torch_breaks`` where PyTorch breaks elsewhere, ``torch_graphs`` where it captures
+    another number of graphs)."""
     def results(lib, compiled):
         fn = make(lib)
         if compiled:
@@ -67,10 +68,11 @@ def _check(torch, make, *arrays, graphs, breaks, call=lambda r: r, calls=3,
     ember._dynamo.reset()
     e = ember._dynamo.explain(make(ember))(*[ember.tensor(a) for a in arrays])
     t = torch._dynamo.explain(make(torch))(*[torch.tensor(a) for a in arrays])
-    assert e.graph_count == t.graph_count == graphs, (e, t.graph_count)
+    assert e.graph_count == graphs, (e, t.graph_count)
+    assert t.graph_count == (graphs if torch_graphs is None else torch_graphs)
     # graph_break_count is PyTorch's graph_count - 1; the reasons are those of the graphs
     # compiled at a break (a break before any op compiles none)
-    assert e.graph_break_count == t.graph_break_count == graphs - 1, e
+    assert e.graph_break_count == graphs - 1, e
     assert len(e.break_reasons) == breaks, e
     assert len(t.break_reasons) == (breaks if torch_breaks is None else torch_breaks)
 
@@ -319,8 +321,8 @@ def test_closures_made_in_loops_and_comprehensions(torch):
 
 
 def test_a_closure_made_in_a_loop_that_breaks(torch):
-    """Each iteration makes a new ``step`` over the frame's cell; the break in the loop
-    resumes with the loop's iterator and the cell."""
+    """Each iteration makes a new ``step`` over the frame's cell; the frame, whose loop
+    breaks, runs eagerly with the ``step``s it calls captured (each over the real cell)."""
     def make(lib):
         def fn(x):
             total = x
@@ -333,8 +335,10 @@ def test_a_closure_made_in_a_loop_that_breaks(torch):
                     print("break")
             return total
         return fn
-    # (PyTorch skips a frame whose loop breaks, and compiles the two `step`s' frames)
-    _check(torch, make, X, graphs=2, breaks=1, torch_breaks=0)
+    # PyTorch skips a frame whose loop breaks, as ember does, and captures the `step`s it
+    # calls: one graph for each value of the closure's `i` (PyTorch's second makes `i`
+    # dynamic, so it has two graphs)
+    _check(torch, make, X, graphs=3, breaks=0, torch_graphs=2)
 
 
 def test_a_closure_whose_call_breaks_is_compiled_on_its_own(torch):

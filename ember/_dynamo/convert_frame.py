@@ -15,6 +15,7 @@ aot_eager_then_compile), and on every call while ``_stance_flags.special`` is se
 a forced backend, skip_guard_eval_unsafe's "differentiating" guards).
 """
 import dis
+import functools
 import logging
 import sys
 import textwrap
@@ -121,6 +122,34 @@ def has_tensor_in_frame(code, f_globals, args):
     return any(has_tensor(a) for a in args)
 
 
+def _library_dirs():
+    import os
+    import sysconfig
+    paths = sysconfig.get_paths()
+    dirs = {os.path.dirname(os.path.abspath(__file__)).rsplit(os.sep, 1)[0]}  # ember itself
+    dirs.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+@functools.lru_cache(maxsize=None)
+def _is_user_code(filename):
+    """Not ember's, the standard library's or an installed package's: the functions a skipped
+    frame's calls capture."""
+    import os
+    return not filename.startswith("<") and \
+        not os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+
+
+def _has_hooks(m, mod):
+    return bool(m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or
+                m._forward_pre_hooks or mod._global_backward_pre_hooks or
+                mod._global_backward_hooks or mod._global_forward_hooks or
+                mod._global_forward_pre_hooks)
+
+
 def supported_python():
     """The bytecode versions the interpreter knows: CPython 3.11 and 3.12."""
     return sys.version_info[:2] in ((3, 11), (3, 12))
@@ -160,6 +189,7 @@ class FrameState:
         self.all_graphs = []
         self.eager_forever = False
         self.skip_reason = None
+        self.eager_code = None  # a skipped frame's code, its calls routed through callee()
         self.resumes = {}
         self.callees = {}
         self.argnames = arg_names(code)
@@ -185,7 +215,7 @@ class FrameState:
         self.diff_keys.clear()
         self._diff_entries = None
         self.used_dynamic = self.static_only = self.eager_forever = False
-        self.skip_reason = None
+        self.skip_reason = self.eager_code = None
         self.examples_seen = 0
 
     def _make_dispatch(self):
@@ -243,9 +273,57 @@ class FrameState:
         hit = self._eager_fns.get(id(closure))
         if hit is None or hit[0] is not closure:
             hit = self._eager_fns[id(closure)] = (closure, _eager_function(
-                self.code, self.f_globals, closure))
+                self.eager_code or self.code, self.f_globals, closure))
         pos, kwonly = _eager_args(self.code, args)
         return hit[1](*pos, **kwonly)
+
+    def callee(self, fn):
+        """What a skipped frame (``eager_code``) calls for ``fn``: a function, method or
+        module forward of user code runs through the capture cache of its code, as PyTorch's
+        frame hook captures the frames a skipped frame calls; anything else as it is."""
+        from . import eval_frame
+        from ..nn.modules import module as _mod
+        if eval_frame._state.disabled:
+            return fn
+        if isinstance(fn, types.FunctionType):
+            return self._entry(fn) or fn
+        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+            entry = self._entry(fn.__func__)
+            return fn if entry is None else types.MethodType(entry, fn.__self__)
+        if isinstance(fn, _mod.Module) and type(fn).__call__ is _mod.Module.__call__ and \
+                type(fn)._call_impl is _mod.Module._call_impl and \
+                not {"forward", "_compiled_call_impl"} & fn.__dict__.keys() and \
+                not _has_hooks(fn, _mod):
+            fwd = getattr(type(fn), "forward", None)
+            if not isinstance(fwd, types.FunctionType) or self._entry(fwd, make=False) is None:
+                return fn
+            # each instance its own cache (as a compiled module's): the capture guards its
+            # module, and a model's many layers would otherwise exhaust one recompile limit
+            key = ("module", id(fn))
+            hit = self.root.callees.get(key)
+            if hit is None or hit[0] is not fn:
+                from .eval_frame import _wrap_function
+                hit = self.root.callees[key] = (fn, _wrap_function(
+                    types.MethodType(fwd, fn), self.compiler_fn, False, dynamic=self.dynamic,
+                    guard_filter_fn=self.guard_filter_fn))
+            return hit[1]
+        return fn
+
+    def _map_call(self, fn, args):
+        return (*reversed(args), self.callee(fn))
+
+    def _entry(self, fn, make=True):
+        """``fn`` run through the capture cache of its code, when it is user code that has
+        one (``make=False``: only whether it has)."""
+        from .eval_frame import _disabled_fns
+        from .output_graph import _has_entry
+        code = fn.__code__
+        if fn in _disabled_fns or not _has_entry(code) or not _is_user_code(code.co_filename):
+            return None
+        if not make:
+            return True
+        return self.wrap_code(code, fn.__globals__, len(fn.__defaults__ or ()),
+                              list(fn.__kwdefaults__ or ()))(fn)
 
     def _note_example(self, args):
         """Record the sizes of the tensors among the frame's arguments as a capture would
@@ -361,6 +439,10 @@ class FrameState:
                 raise err from None
             self.eager_forever = True
             self.skip_reason = e
+            if e.compile_callees:
+                from .resume_execution import route_calls
+                self.eager_code = route_calls(self.code, self._map_call, self.callee)
+                self._eager_fns.clear()
             dynamo_log.debug("skipping frame %s: %s", self.code.co_name, e)
             return self.run_eager(args, closure)
         except Unsupported as e:

@@ -73,10 +73,12 @@ class SkipFrame(TorchDynamoException):
     """The frame being captured is run eagerly, without a graph (``torch._dynamo.skip_frame()``
     raises it from captured code); ``real_stack`` holds the user's frames."""
 
-    def __init__(self, msg, real_stack=()):
+    def __init__(self, msg, real_stack=(), compile_callees=False):
         super().__init__(msg)
         self.msg = msg
         self.real_stack = list(real_stack)
+        # a graph break in a loop: the frame's calls of user code are still captured
+        self.compile_callees = compile_callees
 
 
 class RestartAnalysis(TorchDynamoException):

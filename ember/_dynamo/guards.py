@@ -224,7 +224,7 @@ def _base_namespace():
     from .source import iter_rest
     import sys
     return {"___sys_modules": sys.modules, "___iter_rest": iter_rest, "___type": builtins.type, "___len": builtins.len, "___list": builtins.list,
-            "___getattr": builtins.getattr, "___tls": _tls.state,
+            "___getattr": builtins.getattr, "___hasattr": builtins.hasattr, "___tls": _tls.state,
             "___default_dtype": _dt.get_default_dtype, "___det": ctx, "___ac": _am.state}
 
 

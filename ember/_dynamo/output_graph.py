@@ -11,6 +11,7 @@ import logging
 import operator
 import sys
 import traceback
+import warnings
 from collections.abc import Hashable
 
 from .._core.api_name import as_ember
@@ -21,7 +22,7 @@ from ..fx import Graph, GraphModule
 from . import config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet
-from .utils import dynamo_timed
+from .utils import dynamo_timed, warn_from
 from .variables import (ConstantVariable, ConstDictVariable, ListVariable, NNModuleVariable,
                         NamedTupleVariable, NullVariable, TensorVariable, TupleVariable,
                         WithExitVariable)
@@ -940,6 +941,12 @@ class OutputGraph:
                     if not isinstance(v, NullVariable):
                         cg.reconstruct(v)
                 fexpr = self.callable_expr(cg, fn)
+                if getattr(fn, "fn", None) is warnings.warn:
+                    # warned from the user's line, as eager (the residual is not their code)
+                    line = inst.positions.lineno if inst.positions and \
+                        inst.positions.lineno is not None else tx.lineno
+                    fexpr = cg.const(functools.partial(warn_from, code.co_filename, line,
+                                                       tx.f_globals), "warn_from")
                 if star:
                     a = f"*{cg.reconstruct(args)}"
                     if kwargs is not None:
@@ -1008,7 +1015,8 @@ class OutputGraph:
             obj = cg.reconstruct(fn.obj)
             return f"{cg.const(state.wrap_callee(fn.fn))}.__get__({obj})"
         if isinstance(fn, NNModuleVariable):
-            return cg.reconstruct(fn)
+            # its forward (of user code, without hooks) through the capture cache
+            return f"{cg.const(state.callee, 'module_entry')}({cg.reconstruct(fn)})"
         if isinstance(fn, (_BoundMethod, GetAttrMethod)):
             return f"{cg.reconstruct(fn.obj)}.{fn.name}"
         if isinstance(fn, (BuiltinVariable, SkippedFunctionVariable,

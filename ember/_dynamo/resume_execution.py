@@ -8,7 +8,7 @@ the frame's cells ahead of its closure. The resume function is itself captured
 through the same cache as any compiled function."""
 import dis
 
-__all__ = ["make_resume_code", "live_locals", "reachable", "resume_target"]
+__all__ = ["make_resume_code", "live_locals", "reachable", "resume_target", "route_calls"]
 
 _UNCONDITIONAL = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE",
                   "JUMP"}
@@ -125,4 +125,78 @@ def make_resume_code(code, target_offset, nstack, null_positions, local_names, n
     new.cellvars = []
     new.freevars = freevars
     new.flags = bc.flags & ~(0x04 | 0x08)
+    return new.to_code()
+
+
+# frame-sensitive builtins: called through anything but the frame itself they see another
+# frame (zero-argument super(), locals(), sys._getframe() ...)
+_FRAME_NAMES = {"super", "locals", "vars", "globals", "dir", "eval", "exec", "breakpoint",
+                "_getframe", "currentframe", "stack"}
+
+
+def route_calls(code, map_call, map_fn):
+    """``code`` with each call's callable first passed through Python: for ``f(a, ...)``,
+    ``map_call(f, (a, ...))`` returns the arguments reversed followed by the callable to call,
+    which the code unpacks back onto the stack and calls as the original did (no frame of
+    ours between the caller and the callee); for ``f(*a, **k)``, ``map_fn(f)`` gives it. None
+    when the code uses what this cannot keep (a frame-sensitive builtin, a bytecode it does
+    not know). A skipped frame runs this way, so that the functions it calls are captured,
+    as PyTorch's frame hook captures them."""
+    from bytecode import Bytecode, Instr
+    import sys
+    if _FRAME_NAMES & set(code.co_names) or code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):
+        return None
+    py311 = sys.version_info[:2] == (3, 11)
+    bc = Bytecode.from_code(code)
+    out, kw = [], None
+
+    def emit(loc, *items):
+        out.extend(Instr(*item, location=loc) for item in items)
+
+    def call(loc, n):
+        if py311:
+            emit(loc, ("PRECALL", n))
+        emit(loc, ("CALL", n))
+
+    for ins in bc:
+        if not isinstance(ins, Instr):
+            out.append(ins)
+            continue
+        loc = ins.location
+        if ins.name == "LOAD_METHOD":  # [method, self] becomes [NULL, bound method]
+            emit(loc, ("LOAD_ATTR", ins.arg), ("PUSH_NULL",), ("SWAP", 2))
+        elif ins.name == "LOAD_ATTR" and isinstance(ins.arg, tuple):  # 3.12
+            if ins.arg[0]:
+                emit(loc, ("LOAD_ATTR", (False, ins.arg[1])), ("PUSH_NULL",), ("SWAP", 2))
+            else:
+                out.append(ins)
+        elif ins.name == "LOAD_SUPER_ATTR":
+            return None
+        elif ins.name == "KW_NAMES":  # moved to just before its call
+            kw = ins
+        elif ins.name == "PRECALL":
+            continue
+        elif ins.name == "CALL":
+            n = ins.arg
+            # [NULL, f, args] -> [NULL, map_call, f, (args)] -> [(args reversed, f')]
+            emit(loc, ("BUILD_TUPLE", n), ("LOAD_CONST", map_call), ("SWAP", 3), ("SWAP", 2))
+            call(loc, 2)
+            emit(loc, ("PUSH_NULL",), ("SWAP", 2), ("UNPACK_SEQUENCE", n + 1))
+            if kw is not None:
+                out.append(kw)
+                kw = None
+            call(loc, n)
+        elif ins.name == "CALL_FUNCTION_EX":
+            depth = 3 if ins.arg & 1 else 2   # f below its args (and kwargs)
+            emit(loc, ("SWAP", depth), ("PUSH_NULL",), ("SWAP", 2), ("LOAD_CONST", map_fn),
+                 ("SWAP", 2))
+            call(loc, 1)
+            emit(loc, ("SWAP", depth))
+            out.append(ins)
+        else:
+            out.append(ins)
+    new = Bytecode(out)
+    for attr in ("argnames", "argcount", "posonlyargcount", "kwonlyargcount", "first_lineno",
+                 "name", "qualname", "filename", "docstring", "cellvars", "freevars", "flags"):
+        setattr(new, attr, getattr(bc, attr))
     return new.to_code()

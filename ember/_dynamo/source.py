@@ -6,9 +6,9 @@ in the generated guard and residual functions, whose parameters are the frame's 
 import enum
 import keyword
 
-__all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "GetItemSource",
-           "ClosureSource", "CellContentsSource", "DefaultsSource", "ModuleGlobalSource", "TensorProperty",
-           "TensorPropertySource", "EnvironSource"]
+__all__ = ["local_expr", "Source", "LocalSource", "GlobalSource", "AttrSource", "HasAttrSource",
+           "GetItemSource", "ClosureSource", "CellContentsSource", "DefaultsSource",
+           "ModuleGlobalSource", "TensorProperty", "TensorPropertySource", "EnvironSource"]
 
 
 def local_expr(name):
@@ -122,6 +122,24 @@ class AttrSource(Source):
         if self.member.isidentifier() and not self.member.startswith("__"):
             return f"{b}.{self.member}"
         return f"___getattr({b}, {self.member!r})"
+
+
+class HasAttrSource(Source):
+    """``hasattr(base, member)``: guarded where captured code found an attribute missing
+    (an AttributeError it caught, ``getattr``'s default, ``hasattr``)."""
+
+    def __init__(self, base, member):
+        self.base, self.member = base, member
+        self.guard_source = base.guard_source
+
+    def name(self):
+        return f"hasattr({self.base.name()}, {self.member!r})"
+
+    def expr(self):
+        return self.expr_with_base(self.base.expr())
+
+    def expr_with_base(self, b):
+        return f"___hasattr({b}, {self.member!r})"
 
 
 class GetItemSource(Source):

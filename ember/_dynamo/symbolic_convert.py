@@ -9,7 +9,9 @@ container's error) unwinds as CPython's does, to the handler the code's exceptio
 through inlined callers (``ObservedException``). When an instruction cannot be captured
 (``Unsupported``), the root translator restarts the analysis and, at that instruction, compiles
 the graph so far and hands the rest of the frame to residual code and a generated resume
-function (``_break_graph``).
+function (``_break_graph``). A break inside a loop of the frame itself skips the frame, as
+PyTorch's does: it runs eagerly, the user functions it calls captured on their own
+(``FrameState.callee``).
 """
 import dis
 import inspect
@@ -18,7 +20,8 @@ import sys
 import traceback
 
 from .exc import (SUPPORTABLE_HINT, USER_ERROR_HINT, ObservedException, RestartAnalysis,
-                  Unsupported, UserErrorDuringTrace, format_graph_break_message)
+                  SkipFrame, Unsupported, UserErrorDuringTrace,
+                  format_graph_break_message)
 from .source import (ClosureSource, GlobalSource, LocalSource,
                      ModuleGlobalSource)
 from .variables import (BuiltinVariable, CellVariable, ConstantVariable, ConstDictVariable,
@@ -377,7 +380,7 @@ class InstructionTranslatorBase:
         obj, value = self.pop(), self.pop()
         if isinstance(obj, TensorVariable):
             unimplemented(f"setting attribute {inst.argval} on a tensor")
-        if isinstance(obj, NewObjectVariable):
+        if isinstance(obj, (NewObjectVariable, ExceptionVariable)):
             obj.store_attr(self, inst.argval, value)
         else:
             self.output.side_effects.store_attr(obj, inst.argval, value)
@@ -883,6 +886,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         try:
             super().step()
         except Unsupported as e:
+            in_callee = bool(e.real_stack)
             if not e.real_stack:
                 e.add_user_stack(self.user_stack_at_error())
             if self.one_graph or isinstance(e, UserErrorDuringTrace):
@@ -890,6 +894,19 @@ class InstructionTranslator(InstructionTranslatorBase):
             if self.output.error_on_graph_break:
                 e.error_on_graph_break = True
                 raise
+            if not in_callee and self.maybe_has_backedge():
+                # PyTorch's "graph break in loop": the frame runs eagerly. Resuming inside
+                # the loop would capture one resume function per iteration, each nested in
+                # the last (a long loop compiles for minutes and outgrows the stack). A break
+                # inside a function called in the loop still breaks at that call: the
+                # callee is captured on its own, as PyTorch's frame hook captures it.
+                raise SkipFrame(format_graph_break_message(
+                    "graph break in loop",
+                    f"frame skipped: {self.code.co_name} ({self.code.co_filename} line "
+                    f"{self.code.co_firstlineno})",
+                    "torch.compile detected a graph break in a for/while loop. Skipping the "
+                    "frame and falling back to eager, as graph breaks in loops are not "
+                    "supported.", []), e.real_stack, compile_callees=True) from e
             if inst.opname in _BREAKABLE and self.output.can_break(self):
                 self.break_at[inst.offset] = e
                 raise RestartAnalysis() from e
@@ -897,6 +914,16 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def user_stack_at_error(self):
         return self.user_stack()
+
+    def maybe_has_backedge(self):
+        """PyTorch's heuristic for a break inside a loop: a jump back to before the current
+        instruction, before the next return."""
+        for inst in self.instructions[self.ip:]:
+            if inst.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                return False
+            if inst.opcode in dis.hasjabs + dis.hasjrel and inst.argval < self.current.offset:
+                return True
+        return False
 
 
 _BREAKABLE = {"CALL", "CALL_FUNCTION_EX", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE",

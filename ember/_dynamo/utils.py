@@ -2,7 +2,10 @@
 ``explain`` call: whether a device compiles, and the compile-time metrics (``dynamo_timed``
 phases, reported by ``compile_times``)."""
 import contextlib
+import os
+import sys
 import time
+import warnings
 
 from .._core.device import device as _device
 
@@ -43,3 +46,41 @@ def compile_times(repr="str", aggregate=False):  # noqa: A002  (PyTorch's name)
         return (list(compilation_time_metrics),
                 [fmt(v, lambda x: f"{x:.6f}") for v in compilation_time_metrics.values()])
     return None
+
+
+_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+
+
+def _machinery(frame):
+    """A frame of the capture's own code (a residual, a dispatch, an entry wrapper)."""
+    name = frame.f_code.co_filename
+    return name.startswith(("<ember dynamo", _HERE))
+
+
+def warn_from(filename, lineno, f_globals, message, category=None, stacklevel=1,
+              source=None, **kwargs):
+    """``warnings.warn`` called by residual code for the user's line ``filename:lineno``: the
+    warning is attributed, filtered and registered as eager's call there would be; a
+    ``stacklevel`` above 1 counts the user's frames above, not the capture's own."""
+    if kwargs:  # (3.12's skip_file_prefixes): as called
+        return warnings.warn(message, category, stacklevel + 1, source, **kwargs)
+    if isinstance(message, Warning):
+        category = message.__class__
+    elif category is None:
+        category = UserWarning
+    if stacklevel > 1:
+        frame, n = sys._getframe(1), stacklevel - 1
+        while frame is not None:
+            if not _machinery(frame):
+                n -= 1
+                if n == 0:
+                    break
+            frame = frame.f_back
+        if frame is None:
+            filename, lineno, f_globals = "sys", 1, sys.__dict__
+        else:
+            filename, lineno, f_globals = \
+                frame.f_code.co_filename, frame.f_lineno, frame.f_globals
+    registry = f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, category, filename, lineno,
+                           f_globals.get("__name__", "<string>"), registry, f_globals, source)

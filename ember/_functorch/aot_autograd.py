@@ -527,10 +527,14 @@ class _Compiled:
                     with no_grad():
                         inputs[i].copy_(v)
         for k, src, flips in self.alias_outputs:
-            # an output that is a view of an input is regenerated as a view of the input
+            # an output that is a view of an input is regenerated as a view of the input,
+            # detached when the input requires grad (these outputs do not: `x.detach()`), as
+            # PyTorch's gen_alias_from_base
             if isinstance(user[k], Tensor):
                 o = user[k]
                 v = inputs[src].as_strided(o.size(), o.stride(), o.storage_offset())
+                if v.requires_grad:
+                    v = v.detach()
                 if flips & CONJUGATE:
                     v = v._conj()
                 if flips & NEGATIVE:

@@ -5,7 +5,7 @@ import builtins
 import functools
 import operator
 
-from ..exc import SUPPORTABLE_HINT, format_graph_break_message
+from ..exc import SUPPORTABLE_HINT, ObservedException, format_graph_break_message
 from .base import VariableTracker, unimplemented
 from .constant import ConstantVariable
 
@@ -231,12 +231,14 @@ class BuiltinVariable(VariableTracker):
             return VariableBuilder(tx, None)(args[0].python_type())
         if fn is getattr:
             n = args[1].as_python_constant()
+            if len(args) < 3:
+                return tx.getattr(args[0], n)
             try:
                 return tx.getattr(args[0], n)
-            except Exception:
-                if len(args) > 2:
-                    return args[2]
-                raise
+            except ObservedException as e:  # only an AttributeError gives the default
+                if not issubclass(e.exc.python_type(), AttributeError):
+                    raise
+                return args[2]
         if fn in (setattr, delattr) and not kwargs:
             from .misc import NewObjectVariable
             obj, name = args[0], args[1].as_python_constant()
@@ -256,7 +258,9 @@ class BuiltinVariable(VariableTracker):
             try:
                 tx.getattr(args[0], args[1].as_python_constant())
                 return ConstantVariable(True)
-            except Exception:  # noqa: BLE001
+            except ObservedException as e:  # as CPython's: other errors propagate
+                if not issubclass(e.exc.python_type(), AttributeError):
+                    raise
                 return ConstantVariable(False)
         if fn is range:
             return ConstantVariable(range(*[constant_or_specialized(a) for a in args]))

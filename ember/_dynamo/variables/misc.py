@@ -23,7 +23,8 @@ __all__ = ["TorchInGraphFunctionVariable", "GradModeVariable", "GradModeWrappedV
            "AutocastVariable", "NullContextVariable", "WithExitVariable", "ExceptionVariable",
            "UserDefinedClassVariable", "UserDefinedObjectVariable", "PythonModuleVariable",
            "SuperVariable", "SkippedFunctionVariable", "TracedObjectVariable",
-           "TracedFunctionVariable", "rebuild_object", "rebuild_function", "raise_observed"]
+           "TracedFunctionVariable", "rebuild_object", "rebuild_function", "raise_observed",
+           "raise_attribute_error"]
 
 
 def rebuild_object(cls, state):
@@ -374,8 +375,8 @@ class UserDefinedClassVariable(VariableTracker):
         from ..source import AttrSource
         try:
             v = getattr(self.cls, name)
-        except AttributeError:
-            unimplemented(f"type object '{self.cls.__name__}' has no attribute '{name}'")
+        except AttributeError as e:
+            raise_attribute_error(tx, self, name, str(e))
         raw = None
         for k in self.cls.__mro__:
             if name in k.__dict__:
@@ -444,6 +445,8 @@ class UserDefinedClassVariable(VariableTracker):
             return _stateless_module(tx, cls, args, kwargs)
         if issubclass(cls, BaseException) and ExceptionVariable.modelled(cls) and not kwargs:
             return ExceptionVariable(cls, args)
+        if issubclass(cls, BaseException) and ExceptionVariable.python_init(cls):
+            return ExceptionVariable.construct(tx, cls, args, kwargs)
         if cls is contextlib.nullcontext and len(args) + len(kwargs) <= 1:
             return NullContextVariable(args[0] if args else kwargs.get(
                 "enter_result", ConstantVariable(None)))
@@ -472,9 +475,11 @@ _GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENE
 class ExceptionVariable(VariableTracker):
     """An exception made in captured code (PyTorch's ExceptionVariable), to be raised and caught
     there: its class, its ``args`` and the attributes ``raise`` sets (``__cause__``,
-    ``__context__``, ``__suppress_context__``). Only classes whose construction is
-    ``BaseException``'s own (no Python ``__new__``/``__init__``) are modelled: then the
-    exception is exactly ``cls(*args)``."""
+    ``__context__``, ``__suppress_context__``). A class whose construction is
+    ``BaseException``'s own (no Python ``__new__``/``__init__``) is exactly ``cls(*args)``; one
+    with a Python ``__init__`` over such a base (``python_init``) is made as CPython makes it:
+    ``BaseException.__new__`` sets ``args``, then its ``__init__`` is inlined, and the
+    attributes it sets are ``attrs`` too (rebuilt without running ``__init__`` again)."""
 
     def __init__(self, cls, args):
         super().__init__()
@@ -483,6 +488,7 @@ class ExceptionVariable(VariableTracker):
         self.attrs = {"__cause__": ConstantVariable(None), "__context__": ConstantVariable(None),
                       "__suppress_context__": ConstantVariable(False),
                       "__traceback__": ConstantVariable(None)}
+        self.init_in_python = False
 
     @staticmethod
     def modelled(cls):
@@ -492,22 +498,67 @@ class ExceptionVariable(VariableTracker):
         return not any(isinstance(k.__dict__.get(name), python) for k in cls.__mro__
                        for name in ("__new__", "__init__"))
 
+    @staticmethod
+    def python_init(cls):
+        """Whether ``cls`` adds only a Python ``__init__`` (and methods) to a builtin exception
+        whose ``__new__`` and ``__init__`` are ``BaseException``'s."""
+        if type(cls).__call__ is not type.__call__:
+            return False
+        base = next(k for k in cls.__mro__ if k.__module__ == "builtins")
+        if base not in _PLAIN_EXCEPTIONS or "__slots__" in vars(cls):
+            return False
+        python = (types.FunctionType, staticmethod, classmethod)
+        return not any(isinstance(k.__dict__.get("__new__"), python) for k in cls.__mro__) \
+            and isinstance(_mro_lookup(cls, "__init__")[0], types.FunctionType)
+
+    @classmethod
+    def construct(cls, tx, exc_cls, args, kwargs):
+        from .functions import UserMethodVariable
+        vt = cls(exc_cls, args)
+        vt.init_in_python = True
+        UserMethodVariable(_mro_lookup(exc_cls, "__init__")[0], vt).call_function(
+            tx, list(args), dict(kwargs))
+        return vt
+
     def python_type(self):
         return self.cls
 
     def as_python_constant(self):
-        exc = self.cls(*[a.as_python_constant() for a in self.args])
+        args = [a.as_python_constant() for a in self.args]
+        exc = BaseException.__new__(self.cls, *args) if self.init_in_python else \
+            self.cls(*args)
         for name, v in self.attrs.items():
             if name != "__traceback__":
                 setattr(exc, name, v.as_python_constant())
         return exc
 
+    def store_attr(self, tx, name, value):
+        """``self.name = value`` in the exception's ``__init__`` (or on a caught one)."""
+        if name == "args":
+            self.args = tx.unpack(value)
+        elif name == "__traceback__" or (name.startswith("__") and name not in self.attrs):
+            unimplemented(f"setting {name} on an exception in captured code")
+        else:
+            self.attrs[name] = value
+
     def var_getattr(self, tx, name):
+        from .builder import VariableBuilder
+        from .functions import UserFunctionVariable, UserMethodVariable
         from .lists import TupleVariable
         if name == "args":
             return TupleVariable(list(self.args))
         if name in self.attrs:
             return self.attrs[name]
+        raw, owner = _mro_lookup(self.cls, name)
+        if raw is None:
+            raise_attribute_error(tx, None, name, f"'{self.cls.__name__}' object has no "
+                                                  f"attribute '{name}'")
+        if isinstance(raw, types.FunctionType):
+            return UserMethodVariable(raw, self)
+        if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
+            return UserFunctionVariable(raw.fget).call_function(tx, [self], {})
+        if owner.__module__ != "builtins" and not hasattr(raw, "__get__"):
+            return VariableBuilder(tx, None)(raw)  # a class attribute
         unimplemented(f"attribute {name!r} of a {self.cls.__name__} raised in captured code")
 
     def set_cause(self, cause):
@@ -520,7 +571,11 @@ class ExceptionVariable(VariableTracker):
         if hit is None:
             hit = cg.cache[id(self)] = cg.temp()
             args = "".join(f"{cg.reconstruct(a)}, " for a in self.args)
-            cg.lines.append(f"{hit} = {cg.const(self.cls)}({args})")
+            if self.init_in_python:  # __init__ ran in the capture: its effects are attrs
+                cg.lines.append(f"{hit} = {cg.const(BaseException)}.__new__("
+                                f"{cg.const(self.cls)}, {args})")
+            else:
+                cg.lines.append(f"{hit} = {cg.const(self.cls)}({args})")
             for name, v in self.attrs.items():
                 if name != "__traceback__":
                     cg.lines.append(f"{hit}.{name} = {cg.reconstruct(v)}")
@@ -536,6 +591,15 @@ class ExceptionVariable(VariableTracker):
         return f"ExceptionVariable({self.cls.__name__})"
 
 
+# the builtin exceptions made by BaseException's own __new__ and __init__ (args = the
+# positional arguments): a Python __init__ over them is inlined
+_PLAIN_EXCEPTIONS = frozenset({
+    BaseException, Exception, ValueError, TypeError, RuntimeError, KeyError, IndexError,
+    LookupError, ArithmeticError, ZeroDivisionError, OverflowError, NotImplementedError,
+    AssertionError, RecursionError, Warning, UserWarning, DeprecationWarning, FutureWarning,
+    RuntimeWarning})
+
+
 def raise_observed(exc):
     """Raise a real exception ``exc`` (a builtin's, run on constants at capture time) in the
     captured code, where its handlers can catch it."""
@@ -544,6 +608,16 @@ def raise_observed(exc):
         unimplemented(f"{type(exc).__name__} raised in captured code: {exc}")
     raise ObservedException(ExceptionVariable(type(exc), [ConstantVariable(a)
                                                           for a in exc.args]))
+
+
+def raise_attribute_error(tx, obj, name, msg):
+    """CPython's AttributeError for reading ``name`` from ``obj``, raised in the captured code
+    (``except AttributeError``, ``getattr``'s default and ``hasattr`` see it, as PyTorch
+    traces them); an object read from the frame is guarded on the attribute's absence."""
+    from ..source import HasAttrSource
+    if obj is not None and obj.source is not None:
+        tx.output.guards.constant_match(HasAttrSource(obj.source, name), False)
+    raise_observed(AttributeError(msg))
 
 
 class UserDefinedObjectVariable(VariableTracker):
@@ -590,8 +664,8 @@ class UserDefinedObjectVariable(VariableTracker):
             # the value read through it now, guarded as read
             try:
                 value = getattr(self.obj, name)
-            except AttributeError:
-                unimplemented(f"'{t.__name__}' object has no attribute '{name}'")
+            except AttributeError as e:
+                raise_attribute_error(tx, self, name, str(e))
             if isinstance(value, types.MethodType) and value.__self__ is self.obj and \
                     isinstance(value.__func__, types.FunctionType):
                 return UserMethodVariable(value.__func__, self)
@@ -608,7 +682,8 @@ class UserDefinedObjectVariable(VariableTracker):
             if isinstance(fallback, types.FunctionType):
                 return UserMethodVariable(fallback, self).call_function(
                     tx, [ConstantVariable(name)], {})
-            unimplemented(f"'{t.__name__}' object has no attribute '{name}'")
+            raise_attribute_error(tx, self, name, f"'{t.__name__}' object has no attribute "
+                                                  f"'{name}'")
         if isinstance(raw, property):
             from .functions import UserFunctionVariable
             return UserFunctionVariable(raw.fget).call_function(tx, [self], {})
@@ -619,8 +694,8 @@ class UserDefinedObjectVariable(VariableTracker):
         if isinstance(raw, types.MemberDescriptorType):  # a __slots__ entry: its value
             try:
                 value = raw.__get__(self.obj)
-            except AttributeError:
-                unimplemented(f"'{type(self.obj).__name__}' object has no attribute '{name}'")
+            except AttributeError as e:
+                raise_attribute_error(tx, self, name, str(e))
             return VariableBuilder(tx, src)(value)
         if hasattr(raw, "__get__") and not isinstance(raw, (int, float, str, tuple)):
             unimplemented(f"descriptor {name} of {type(self.obj).__name__}")
@@ -1020,8 +1095,8 @@ class PythonModuleVariable(VariableTracker):
         from .builder import VariableBuilder
         try:
             v = getattr(self.module, name)
-        except AttributeError:
-            unimplemented(f"module '{self.module.__name__}' has no attribute '{name}'")
+        except AttributeError as e:
+            raise_observed(AttributeError(str(e)))
         # a module's attributes are taken as fixed (as PyTorch does): no guard
         return VariableBuilder(tx, None)(v)
 
@@ -1049,6 +1124,9 @@ class SuperVariable(VariableTracker):
                     return UserMethodVariable(raw, self.obj)
                 if k in _DICT_BASES and isinstance(self.obj, ConstDictVariable):
                     return _DictMethod(self.obj, name)
+                if isinstance(self.obj, ExceptionVariable) and k in _PLAIN_EXCEPTIONS and \
+                        name == "__init__":
+                    return _ExceptionInit(self.obj)
                 if isinstance(self.obj, NewObjectVariable):
                     if k is object:
                         return _ObjectMethod(self.obj, name)
@@ -1056,6 +1134,21 @@ class SuperVariable(VariableTracker):
                         return _DictMethod(self.obj.dict_vt, name)
                 return VariableBuilder(tx, None)(raw)
         unimplemented(f"super().{name}")
+
+
+class _ExceptionInit(VariableTracker):
+    """``BaseException.__init__`` (``super().__init__(...)`` in an exception's ``__init__``):
+    ``args`` becomes the positional arguments."""
+
+    def __init__(self, exc):
+        super().__init__()
+        self.exc = exc
+
+    def call_function(self, tx, args, kwargs):
+        if kwargs:
+            raise_observed(TypeError(f"{self.exc.cls.__name__}() takes no keyword arguments"))
+        self.exc.args = list(args)
+        return ConstantVariable(None)
 
 
 class _DictMethod(VariableTracker):

@@ -67,7 +67,9 @@ class NNModuleVariable(VariableTracker):
                 cls_attr = klass.__dict__[name]
                 break
         else:
-            unimplemented(f"'{type(m).__name__}' object has no attribute '{name}'")
+            from .misc import raise_attribute_error
+            raise_attribute_error(tx, self, name, f"'{type(m).__name__}' object has no "
+                                                  f"attribute '{name}'")
         if isinstance(cls_attr, property):
             from .functions import UserFunctionVariable
             return UserFunctionVariable(cls_attr.fget).call_function(tx, [self], {})

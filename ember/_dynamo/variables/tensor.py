@@ -73,10 +73,20 @@ class TensorVariable(VariableTracker):
             unimplemented(f"Tensor.{name} read in a captured region")
         if not hasattr(self.python_type(), name):
             real = self.node.meta.get("real")  # a module's parameter or buffer
-            if real is None or not hasattr(real, name):
-                # what eager raises; hasattr() in captured code answers False from it
-                unimplemented(f"'{self.python_type().__name__}' object has no attribute "
-                              f"'{name}'")
+            if real is None:
+                if self.source is not None and self.node.op == "placeholder":
+                    real = next((v for n, v in tx.output.real_inputs if n is self.node), None)
+                    if real is not None and hasattr(real, name):
+                        unimplemented(f"attribute {name!r} set on an input tensor")
+                # what eager raises, in the captured code (guarded absent on an input)
+                from .misc import raise_attribute_error
+                raise_attribute_error(tx, self if real is not None else None, name,
+                                      f"'{self.python_type().__name__}' object has no "
+                                      f"attribute '{name}'")
+            if not hasattr(real, name):
+                from .misc import raise_attribute_error
+                raise_attribute_error(tx, None, name, f"'{self.python_type().__name__}' "
+                                                      f"object has no attribute '{name}'")
         return GetAttrMethod(self, name)
 
     def call_method(self, tx, name, args, kwargs):
