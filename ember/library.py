@@ -83,6 +83,11 @@ class Library:
         if self.kind == "IMPL" and self.dispatch_key and key != parse_key(self.dispatch_key):
             raise RuntimeError(f"Library for key {self.dispatch_key} cannot register a kernel for {key}")
         kind = _kind or (_d.KEYSET if with_keyset else _d.PLAIN)
+        if _kind is None and not with_keyset and fn is not fallthrough_kernel and \
+                takes_positional_call(fn, len(entry.schema.arguments)) is False:
+            # a kernel that cannot take every argument positionally (`def f(x, *, k=1)`) is
+            # called as PyTorch calls Python kernels: keyword-only arguments by keyword
+            fn = boxed_python_kernel(entry, fn)
         if with_keyset and _kind is None:
             user_fn = fn
             fn = lambda ks, *args, _f=user_fn: _f(DispatchKeySet(ks), *args)  # noqa: E731
@@ -163,7 +168,8 @@ def _setup_entry(entry):
 
 from ._library.custom_ops import (CustomOpDef, OPDEFS, _fake_impls, backend_keys,  # noqa: E402
                                   fake_meta_kernel, make_autograd_kernel, python_kernel,
-                                  AutogradInfo, autocast_kernel, vmap_kernel)
+                                  AutogradInfo, autocast_kernel, vmap_kernel,
+                                  boxed_python_kernel, takes_positional_call)
 from ._library.infer_schema import infer_schema  # noqa: E402,F401
 from ._library.opcheck import OpCheckError, opcheck  # noqa: E402,F401
 from ._library.triton import triton_op, wrap_triton  # noqa: E402,F401

@@ -312,27 +312,29 @@ _add("kron.default", kron_samples, _P, None, "kron.out")
 _add("linalg_multi_dot.default", multi_dot_samples, _P, None, "linalg_multi_dot.out")
 _add("chain_matmul.default", multi_dot_samples, _P, None, "chain_matmul.out")
 _add("einsum.default", einsum_samples, _F)
-_add("linalg_inv_ex.default", square_samples)
+_add("linalg_inv_ex.default", square_samples, _F, None, "linalg_inv_ex.inverse")
 _add("linalg_inv.default", singular_samples, _F, None, "linalg_inv.out")
 _add("inverse.default", singular_samples, _F, None, "inverse.out")
 # The LU/pivots outputs of the underscore ops are LAPACK's working storage, whose contents follow
 # the input's memory layout in PyTorch: compared on contiguous inputs only.
 _LU_ONLY = ("contiguous",)
-_add("_linalg_det.default", lambda op: square_samples(op, layouts=_LU_ONLY))
+_add("_linalg_det.default", lambda op: square_samples(op, layouts=_LU_ONLY), _F, None,
+     "_linalg_det.result")
 _add("linalg_det.default", singular_samples, _F, None, "linalg_det.out")
 _add("det.default", singular_samples)
-_add("_linalg_slogdet.default", lambda op: square_samples(op, layouts=_LU_ONLY))
-_add("linalg_slogdet.default", singular_samples)
-_add("slogdet.default", singular_samples)
+_add("_linalg_slogdet.default", lambda op: square_samples(op, layouts=_LU_ONLY), _F, None,
+     "_linalg_slogdet.sign")
+_add("linalg_slogdet.default", singular_samples, _F, None, "linalg_slogdet.out")
+_add("slogdet.default", singular_samples, _F, None, "slogdet.out")
 _add("logdet.default", lambda op: square_samples(op, spd))
-_add("linalg_solve_ex.default", solve_samples)
+_add("linalg_solve_ex.default", solve_samples, _F, None, "linalg_solve_ex.out")
 _add("linalg_solve.default", solve_samples, _F, None, "linalg_solve.out")
-_add("linalg_cholesky_ex.default", cholesky_samples)
+_add("linalg_cholesky_ex.default", cholesky_samples, _F, None, "linalg_cholesky_ex.L")
 _add("linalg_cholesky.default", cholesky_samples, _F, None, "linalg_cholesky.out")
 _add("cholesky.default", cholesky_legacy_samples, _F, None, "cholesky.out")
 _add("linalg_svdvals.default", svd_samples, _F, None, "linalg_svdvals.out")
 _add("linalg_eigvalsh.default", eigh_samples, _F, None, "linalg_eigvalsh.out")
-_add("linalg_lstsq.default", lstsq_samples, _F, None, None, 1e-3, 1e-4,
+_add("linalg_lstsq.default", lstsq_samples, _F, None, "linalg_lstsq.out", 1e-3, 1e-4,
      meta_tags=("dynamic_output_shape",))
 _add("linalg_vector_norm.default", vector_norm_samples, ("float32", "float64", "float16"), None,
      "linalg_vector_norm.out", 1e-4, 1e-5)
@@ -363,6 +365,15 @@ NOT_IN_TABLE.update({
                           "reconstruction in tests/test_grad_linalg.py",
     "linalg_eigvals.default": "complex eigenvalues in LAPACK's order: checked sorted in "
                               "tests/test_grad_linalg.py",
+    # their out= forms, for the same reasons: out= semantics in tests/test_out_overloads.py
+    "svd.U": _SIGNS, "linalg_svd.U": _SIGNS,
+    "linalg_qr.out": _SIGNS.replace("singular vectors", "Q's columns"),
+    "linalg_eigh.eigvals": _SIGNS.replace("singular vectors", "eigenvectors"),
+    "linalg_eig.out": "eigenvectors are defined up to a complex phase",
+    "linalg_eigvals.out": "complex eigenvalues in LAPACK's order",
+    "_linalg_svd.U": _SIGNS,
+    "_linalg_eigh.eigenvalues": _SIGNS.replace("singular vectors", "eigenvectors"),
+    "_linalg_solve_ex.result": "its LU output follows the memory layout LAPACK worked in",
     "_linalg_check_errors.default": "raises LinAlgError from info: checked through linalg_inv, "
                                     "linalg_solve and linalg_cholesky's singular samples",
     "_unsafe_view.default": "internal to matmul: checked by matmul's entry and "

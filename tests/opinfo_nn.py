@@ -85,7 +85,7 @@ def _softmax_int_samples(op):
 for _s in ("_softmax", "_log_softmax"):
     _add(f"{_s}.default", _softmax_samples, out=f"{_s}.out", rtol=1e-4)
 for _s in ("softmax", "log_softmax"):
-    _add(f"{_s}.int", _softmax_int_samples, rtol=1e-4)
+    _add(f"{_s}.int", _softmax_int_samples, out=f"{_s}.int_out", rtol=1e-4)
 
 
 def _layer_norm_samples(op):
@@ -250,7 +250,7 @@ _add("linear.default", lambda op: iter([
     Sample((tensor((2, 3, 4), "float64"), tensor((5, 4), "float64"), tensor((5,), "float64"))),
     Sample((tensor((4,), "float32"), tensor((5, 4), "float32"))),
     Sample((tensor((3, 4), "float32"), tensor((5, 3), "float32")), desc="shape error")]),
-    rtol=1e-4)
+    out="linear.out", rtol=1e-4)
 _add("bilinear.default", lambda op: iter([
     Sample((tensor((3, 4), "float64"), tensor((3, 2), "float64"), tensor((5, 4, 2), "float64"),
             tensor((5,), "float64")))]), rtol=1e-4)

@@ -116,16 +116,13 @@ def _out_sweep():
 # Python signatures pair with these: "name overload" of the functional one
 _NO_OUT_OVERLOAD = {
     "__lshift__ Scalar", "__lshift__ Tensor", "__rshift__ Scalar", "__rshift__ Tensor",
-    "_chunk_cat ", "_linalg_det ", "_linalg_eigh ", "_linalg_slogdet ", "_linalg_solve_ex ",
-    "_linalg_svd ", "adaptive_avg_pool2d ", "adaptive_avg_pool3d ", "adaptive_max_pool2d ",
+    "_chunk_cat ", "adaptive_avg_pool2d ", "adaptive_avg_pool3d ", "adaptive_max_pool2d ",
     "adaptive_max_pool3d ", "batch_norm_elemt ", "ccol_indices_copy ", "col_indices_copy ",
     "crow_indices_copy ", "empty memory_format", "histogram bin_ct", "histogram bins_tensor",
-    "hspmm ", "index_reduce ", "indices_copy ", "linalg_cholesky_ex ", "linalg_eig ",
-    "linalg_eigh ", "linalg_eigvals ", "linalg_inv_ex ", "linalg_lstsq ", "linalg_qr ",
-    "linalg_slogdet ", "linalg_solve_ex ", "linalg_svd ", "log_softmax int",
-    "max_pool2d_with_indices ", "max_pool3d_with_indices ", "native_batch_norm ",
-    "normal Tensor_Tensor", "normal Tensor_float", "normal float_Tensor", "normal float_float",
-    "row_indices_copy ", "slogdet ", "softmax int", "sspaddmm ", "svd ", "values_copy "}
+    "hspmm ", "index_reduce ", "indices_copy ", "max_pool2d_with_indices ",
+    "max_pool3d_with_indices ", "native_batch_norm ", "normal Tensor_Tensor",
+    "normal Tensor_float", "normal float_Tensor", "normal float_float", "row_indices_copy ",
+    "sspaddmm ", "values_copy "}
 
 
 def test_out_is_taken_where_pytorch_takes_it():

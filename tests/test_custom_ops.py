@@ -260,3 +260,41 @@ def test_library_register_fake_and_module_functions():
     with FakeTensorMode():
         assert op(ember.ones(4, 2)).shape == (4, 2)
     assert set(library.opcheck(op, (ember.randn(3),)).values()) == {"SUCCESS"}
+
+
+def _keyword_only_ops(lib_mod, ns):
+    """A Library op and a custom_op with keyword-only arguments, each called as PyTorch allows,
+    with the keyword-only values a kernel received and the gradient through setup_context's
+    keyword_only_inputs."""
+    T = lib_mod
+    lib = T.library.Library(ns, "DEF")
+    lib.define("f(Tensor x, int a=1, *, int k=1, float s=1.0) -> Tensor")
+    seen = []
+
+    def f(x, a=1, *, k=1, s=1.0):  # PyTorch passes only the arguments that differ from defaults
+        seen.append((a, k, s))
+        return x * a * k * s
+    lib.impl("f", f, "CPU")
+    op = getattr(T.ops, ns).f
+    x = T.ones(2)
+    out = [op(x).tolist(), op(x, k=2).tolist(), op.default(x, 3, s=0.5).tolist(),
+           op(x, a=2, k=3).tolist()]
+
+    @T.library.custom_op(f"{ns}::h", mutates_args=())
+    def h(x: T.Tensor, n: int = 1, *, k: int = 1) -> T.Tensor:
+        return x * n * k
+
+    def setup(ctx, inputs, keyword_only_inputs, output):
+        ctx.scale = inputs[1] * keyword_only_inputs["k"]
+
+    h.register_autograd(lambda ctx, g: (g * ctx.scale, None), setup_context=setup)
+    xr = T.ones(2, requires_grad=True)
+    out += [h(x, k=3).tolist(), getattr(T.ops, ns).h(x, 2, k=2).tolist(),
+            T.autograd.grad(h(xr, 2, k=3).sum(), xr)[0].tolist()]
+    return out, seen
+
+
+def test_keyword_only_arguments_reach_python_kernels(torch):
+    mine = _keyword_only_ops(ember, _ns())
+    theirs = _keyword_only_ops(torch, _ns())
+    assert mine == theirs

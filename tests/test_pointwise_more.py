@@ -228,3 +228,17 @@ def test_reduced_float_pow_by_small_integers_rounds_as_aten(torch, dtype):
     for i, case in enumerate(cases):
         np.testing.assert_array_equal(case(mine, ember).float().numpy(),
                                       case(theirs, torch).float().numpy(), err_msg=f"case {i}")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_pow_of_zero_base(torch, dtype):
+    """PyTorch's complex pow is exp(b log a): at a zero base inf+nanj where the exponent's real
+    part is negative, 0 where it is positive (NumPy's power gives nan+nanj there)."""
+    exps = [complex(r, i) for r in (-1.5, 0.0, 0.5, 2.0) for i in (-0.7, 0.0, 0.5)]
+    base = [0j, 1 + 1j, -2 + 0.5j] * len(exps)
+    e = [x for x in exps for _ in range(3)]
+    mine = ember.pow(ember.tensor(base, dtype=getattr(ember, dtype)),
+                     ember.tensor(e, dtype=getattr(ember, dtype)))
+    theirs = torch.pow(torch.tensor(base, dtype=getattr(torch, dtype)),
+                       torch.tensor(e, dtype=getattr(torch, dtype)))
+    np.testing.assert_allclose(to_np(mine), theirs.numpy(), rtol=1e-5, equal_nan=True)

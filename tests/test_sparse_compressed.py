@@ -389,3 +389,27 @@ def test_save_load_across_libraries(torch, tmp_path):
         same(ember.load(tmp_path / "t.pt")["m"], t)
         same(pickle.loads(pickle.dumps(e)), t)
         same(copy.deepcopy(e), t)
+
+
+@pytest.mark.parametrize("layout", ("coo",) + _LAYOUTS)
+def test_complex_conj_matches_pytorch(torch, layout):
+    """conj() of a sparse tensor is its conj_physical (the parts carry no conjugate bit); an
+    uncoalesced COO stays uncoalesced; conj_physical_ writes CSR-like values in place and, as
+    ATen's TensorIterator, refuses a complex COO tensor."""
+    def run(lib):
+        d = lib.tensor(_D, dtype=lib.complex64) * (1 - 2j)
+        out = []
+        for f in (lambda s: s.conj(), lambda s: s.conj_physical(), lambda s: lib.conj_physical(s),
+                  lambda s: lib.ops.aten._conj_physical.default(s)):
+            r = f(convert(lib, layout, d))
+            out.append((r.is_conj(), parts(r)))
+        s = convert(lib, layout, d)
+        try:
+            out.append((s.conj_physical_() is s, parts(s)))
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+    assert run(ember) == run(torch)
+    u = [[0, 0], [1, 1]], [1 + 1j, 2 + 2j]
+    assert parts(ember.sparse_coo_tensor(*u, (2, 2)).conj()) == \
+        parts(torch.sparse_coo_tensor(*u, (2, 2)).conj())

@@ -13,6 +13,7 @@ the profiler, dispatch modes). What gets registered, as in PyTorch:
   function, or an error if none was registered.
 """
 import functools
+import inspect
 
 from .._dispatch import dispatcher as _d
 from .._dispatch import tls as _tls
@@ -45,6 +46,44 @@ def python_kernel(entry, fn):
     return kernel
 
 
+def takes_positional_call(fn, nargs):
+    """Whether ``fn`` accepts ``nargs`` positional arguments (ember's calling convention for
+    kernels); None when its signature cannot be read."""
+    try:
+        params = inspect.signature(fn, follow_wrapped=False).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= nargs
+
+
+def boxed_python_kernel(entry, fn):
+    """Adapt a Python kernel written for PyTorch's convention (parseIValuesToPyArgsKwargs: the
+    positional arguments up to the last one that differs from its default, the keyword-only
+    ones that differ from their defaults by keyword) to the dispatcher's positional calls."""
+    from .._ops.overload import default_value
+    args = entry.schema.arguments
+    npos = sum(1 for a in args if not a.kwarg_only)
+    names = [a.name for a in args]
+    missing = object()
+    defaults = [default_value(a) if a.has_default() else missing for a in args]
+
+    def is_default(i, v):
+        d = defaults[i]
+        return d is not missing and type(v) is type(d) and v == d
+
+    @functools.wraps(fn)
+    def kernel(*values):
+        end = npos
+        while end and is_default(end - 1, values[end - 1]):
+            end -= 1
+        kwargs = {names[i]: values[i] for i in range(npos, len(values))
+                  if not is_default(i, values[i])}
+        return fn(*values[:end], **kwargs)
+    return kernel
+
+
 def backend_keys(device_types):
     if device_types is None:
         return ["CompositeExplicitAutograd"]
@@ -74,6 +113,8 @@ def make_autograd_kernel(entry, info_ref):
     op = entry.overload
     name = f"GeneratedBackwardFor_{op._ns}_{op._opname}_{op._overloadname}"
     schema_args = entry.schema.arguments
+    npos = sum(1 for a in schema_args if not a.kwarg_only)
+    kw_names = [a.name for a in schema_args if a.kwarg_only]
 
     def forward(below_ks, *values):
         return entry.redispatch(below_ks, *values)
@@ -81,7 +122,15 @@ def make_autograd_kernel(entry, info_ref):
     def setup_context(ctx, inputs, output):
         info = info_ref()
         if info is not None and info.setup_context is not None:
-            info.setup_context(ctx, tuple(inputs[1:]), output)
+            # as PyTorch calls it: by keyword, the keyword-only arguments apart when the schema
+            # has any (and then the backward returns gradients for the others only)
+            values = tuple(inputs[1:])
+            if kw_names:
+                info.setup_context(ctx=ctx, inputs=values[:npos],
+                                   keyword_only_inputs=dict(zip(kw_names, values[npos:])),
+                                   output=output)
+            else:
+                info.setup_context(ctx=ctx, inputs=values, output=output)
 
     def backward(ctx, *grads):
         info = info_ref()
@@ -91,11 +140,11 @@ def make_autograd_kernel(entry, info_ref):
         result = info.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        if len(result) != len(schema_args):
-            raise RuntimeError(f"{op}: expected the backward function to return {len(schema_args)} "
+        if len(result) != npos:
+            raise RuntimeError(f"{op}: expected the backward function to return {npos} "
                                f"gradients (one per input, None for non-Tensor inputs), got "
                                f"{len(result)}")
-        return (None,) + result
+        return (None,) + result + (None,) * len(kw_names)
 
     fn_cls = type(name, (Function,), {"forward": staticmethod(forward),
                                       "setup_context": staticmethod(setup_context),

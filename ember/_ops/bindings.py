@@ -41,6 +41,8 @@ from .._tensor import requires_grad_of_factory
 from .overload import default_value, ops, py_name
 from .registry import FACTORY_CATEGORY
 from .._core.codegen import compile_source
+from .._dispatch.keys import AUTOGRAD_BITS, K, bit
+from .._dispatch.tls import state as _tls_state
 
 _declared = []  # (qualname-without-ns, variants)
 _sources = {}
@@ -1105,9 +1107,17 @@ def _gen(fname, cands, method):
                 out_name(c.out_ov._schema) if c.out_ov else None, factory, ns))
         fn_lines += ["    " + ln for ln in conv]
         if factory:
-            fn_lines.append(f"    r = {call}")
-            # (the call only when asked: factories are on the hot path)
-            fn_lines.append("    return _factory_grad(r, True) if requires_grad else r")
+            # PyTorch's Python factories are its torch:: variable factories, which run below
+            # Autograd and ADInplaceOrView: the fill or sampler inside (randn's normal_) leaves
+            # the new tensor at version 0
+            fn_lines += ["    _ex = _tls.excluded",
+                         "    _tls.excluded = _ex | _BELOW_AD_VIEW",
+                         "    try:",
+                         f"        r = {call}",
+                         "    finally:",
+                         "        _tls.excluded = _ex",
+                         # (the call only when asked: factories are on the hot path)
+                         "    return _factory_grad(r, True) if requires_grad else r"]
         else:
             fn_lines.append(f"    return {call}")
         body.append("\n".join(fn_lines))
@@ -1406,6 +1416,7 @@ def generate(tensor_cls):
               "_varargs": _varargs, "_index": _index, "_tensor_list": tensor_list, "_empty_list": empty_tensor_list,
               "_binding_error": _binding_error, "_factory_out": _factory_out,
               "_NA": _NODEFAULT, "_factory_grad": requires_grad_of_factory,
+              "_tls": _tls_state, "_BELOW_AD_VIEW": AUTOGRAD_BITS | bit(K.ADInplaceOrView),
               "_out_tensors": _out_tensors, "_int_arg": int_arg, "_generator_cls": Generator, "_float_arg": float_arg, "_scalar_arg": scalar_arg,
               "_dtype_arg": dtype_arg, "_device_arg": device_arg,
               "_py_numbers": frozenset(NUMBER_TYPES),

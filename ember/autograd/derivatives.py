@@ -323,7 +323,11 @@ def _make_node_class(info):
     attrs["_saved_names"] = tuple(saved)
     if not any(info.schema.arguments[i].is_list for i in info.diff_args):
         attrs["apply"] = _first_apply  # one edge per differentiable input: straight-line apply
-    return type(info.node_name, (GeneratedNode,), attrs)
+    # a hand-written node of PyTorch's (torch::autograd::CopyBackwards) is named in full by
+    # name(), its class by the last part
+    if "::" in info.node_name:
+        attrs["name"] = lambda self, _n=info.node_name: _n
+    return type(info.node_name.rpartition("::")[2], (GeneratedNode,), attrs)
 
 
 def _first_apply(node, grads):
@@ -655,6 +659,12 @@ def _reverse_recorder(plan):
                for i, k, attr in save_plan[1]}
         if need_clone_self:
             pre["self"] = SavedTensor(a[0].clone(), False, None)
+        # the other saved inputs too, at their versions before the write, as PyTorch's
+        # VariableType does: y.mul_(y.detach()) saves `other`, which the write then modifies
+        edges = node._next
+        for i, k, guard in save_plan[0]:
+            if k not in pre and (guard is None or edges[guard][0] is not None):
+                pre[k] = _save_value(a[i], False, None)
         return node, pre
 
     def rev_record(ks, a):

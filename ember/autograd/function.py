@@ -227,6 +227,8 @@ class Function(metaclass=FunctionMeta):
                 out = cls.forward(ctx, *args, **kwargs)
         finally:
             _state.grad_enabled = prev
+        for t in ctx.dirty_tensors:  # PyTorch's _mark_dirty bumps each one's version
+            t._bump_version()
         is_tuple = isinstance(out, tuple)
         outs = list(out) if is_tuple else [out]
         if requires:

@@ -28,7 +28,9 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "get_grad
 
 _state = _tls.state
 _PYTHON_KEY = _bit(_DispatchKey.Python)
-_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+# PyTorch 2.13's messages name a node's forward op: MulBackward0 -> Mul, TransposeBackward1 ->
+# Transpose1, MyFnBackward -> MyFn; other names (CopyBackwards) stay whole
+_BACKWARD_SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")
 
 
 # [ember.cuda.streams' per-thread state] once the CUDA runtime has started, else empty
@@ -377,10 +379,12 @@ class SavedTensor:
     def _version_error(self, d):
         from . import anomaly_mode
         what = f"[{d.type()} [{', '.join(map(str, d._size))}]]"
-        fn = d._grad_fn
+        # an input's grad_fn as ``d.grad_fn`` reads now: a view whose base was written since
+        # has its regenerated AsStridedBackward0 (or, of a multi-output view, raises)
+        fn = None if self.is_output else current_grad_fn(d)
         creator = self.grad_fn_name if self.is_output else fn.name() if fn is not None else None
         # PyTorch 2.13 names the forward op: "output 0 of Sigmoid" for SigmoidBackward0
-        name = _BACKWARD_SUFFIX.sub("", creator or "")
+        name = _BACKWARD_SUFFIX.sub(r"\1", creator or "")
         out = f", which is output {self.output_nr} of {name}," if name else ""
         hint = ("Hint: the backtrace further above shows the operation that failed to compute its "
                 "gradient. The variable in question was changed in there or anywhere later. Good "

@@ -45,10 +45,14 @@ _NO_GRAD_MSG = ("A view was created in no_grad mode and is being modified inplac
                 "You can clarify your code by moving both the view and the inplace either both "
                 "inside the no_grad block (if you don't want the inplace to be tracked) or both "
                 "outside (if you want the inplace to be tracked).")
+_NO_GRAD_INDIRECT_MSG = _NO_GRAD_MSG.replace(
+    "is being modified inplace", "its base or another view of its base has been modified inplace")
 _MULTI_MSG = ("Output {nr} of {name} is a view and is being modified inplace. This view is the "
               "output of a function that returns multiple views. Such functions do not allow "
               "the output views to be modified inplace. You should replace the inplace "
               "operation by an out-of-place one.")
+_MULTI_INDIRECT_MSG = _MULTI_MSG.replace(
+    "is being modified inplace", "its base or another view of its base has been modified inplace")
 
 
 def _geom(t):
@@ -186,7 +190,13 @@ def copy_slices(view, fn):
 
 
 def regenerate_grad_fn(view, meta):
-    """The view's grad_fn after its base was written in place since it was last set."""
+    """The view's grad_fn after its base was written in place since it was last set; a view
+    that may not be written in place has none to regenerate (PyTorch's handle_view_on_rebase,
+    indirect)."""
+    cm = meta.creation_meta
+    if cm is not None:
+        raise RuntimeError(_NO_GRAD_INDIRECT_MSG if cm[0] == NO_GRAD_MODE else
+                           _MULTI_INDIRECT_MSG.format(nr=cm[2], name=cm[1]))
     base = view._base_
     if base._requires_grad:
         _set_view_history(view, _view_grad_fn(base, view))
@@ -283,7 +293,7 @@ def views_follow_base(base):
 
 
 def _forward_name(node_name):
-    return _BACKWARD_SUFFIX.sub("", node_name)
+    return _BACKWARD_SUFFIX.sub(r"\1", node_name)
 
 
 def check_view_inplace(t):

@@ -28,9 +28,7 @@ def inv(A, *, out=None):
 
 
 def inv_ex(A, *, check_errors=False, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.inv_ex: out= is not supported yet")
-    return _bindings.linalg_inv_ex(A, check_errors=check_errors)
+    return _bindings.linalg_inv_ex(A, check_errors=check_errors, **_out(out))
 
 
 def det(A, *, out=None):
@@ -38,9 +36,7 @@ def det(A, *, out=None):
 
 
 def slogdet(A, *, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.slogdet: out= is not supported yet")
-    return _bindings.linalg_slogdet(A)
+    return _bindings.linalg_slogdet(A, **_out(out))
 
 
 def solve(A, B, *, left=True, out=None):
@@ -48,13 +44,11 @@ def solve(A, B, *, left=True, out=None):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.solve_ex: out= is not supported yet")
-    return _bindings.linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+    return _bindings.linalg_solve_ex(A, B, left=left, check_errors=check_errors, **_out(out))
 
 
-def lstsq(A, B, rcond=None, *, driver=None):
-    return _bindings.linalg_lstsq(A, B, rcond, driver=driver)
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    return _bindings.linalg_lstsq(A, B, rcond, driver=driver, **_out(out))
 
 
 def cholesky(A, *, upper=False, out=None):
@@ -62,21 +56,15 @@ def cholesky(A, *, upper=False, out=None):
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.cholesky_ex: out= is not supported yet")
-    return _bindings.linalg_cholesky_ex(A, upper=upper, check_errors=check_errors)
+    return _bindings.linalg_cholesky_ex(A, upper=upper, check_errors=check_errors, **_out(out))
 
 
 def qr(A, mode="reduced", *, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.qr: out= is not supported yet")
-    return _bindings.linalg_qr(A, mode)
+    return _bindings.linalg_qr(A, mode, **_out(out))
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.svd: out= is not supported yet")
-    return _bindings.linalg_svd(A, full_matrices, driver=driver)
+    return _bindings.linalg_svd(A, full_matrices, driver=driver, **_out(out))
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -84,21 +72,15 @@ def svdvals(A, *, driver=None, out=None):
 
 
 def eig(A, *, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.eig: out= is not supported yet")
-    return _bindings.linalg_eig(A)
+    return _bindings.linalg_eig(A, **_out(out))
 
 
 def eigvals(A, *, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.eigvals: out= is not supported yet")
-    return _bindings.linalg_eigvals(A)
+    return _bindings.linalg_eigvals(A, **_out(out))
 
 
 def eigh(A, UPLO="L", *, out=None):
-    if out is not None:
-        raise NotImplementedError("ember.linalg.eigh: out= is not supported yet")
-    return _bindings.linalg_eigh(A, UPLO)
+    return _bindings.linalg_eigh(A, UPLO, **_out(out))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

@@ -3,12 +3,12 @@ and ``contiguous``. Each allocates with ``empty``/``empty_strided`` on the targe
 fills with ``copy_``, so one definition serves every pair of devices."""
 from ..._core import strides as _st
 from ..._ops.overload import ops
-from .factory import empty_like
+from .factory import empty_like, fill_new
 
 
 def clone(self, memory_format=None):
     r = empty_like(self, None, None, None, None, memory_format)
-    return ops.aten.copy_.default._call(r, self, False)
+    return fill_new(ops.aten.copy_.default._call, r, self, False)
 
 
 def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
@@ -24,7 +24,7 @@ def _to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_bl
     else:
         r = ops.aten.empty.memory_format._call(self._size, dtype, layout, device, pin_memory,
                                                memory_format)
-    return ops.aten.copy_.default._call(r, self, non_blocking)
+    return fill_new(ops.aten.copy_.default._call, r, self, non_blocking)
 
 
 def to_dtype_layout(self, dtype=None, layout=None, device=None, pin_memory=None,

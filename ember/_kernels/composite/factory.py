@@ -5,7 +5,23 @@ kernel for each.
 """
 from ..._core import strides as _st
 from ..._core.dtype import int64
+from ..._dispatch.keys import K, bit
+from ..._dispatch.tls import state as _tls
 from ..._ops.overload import ops
+
+_AD_INPLACE_OR_VIEW = bit(K.ADInplaceOrView)
+
+
+def fill_new(op, *args):
+    """``op(*args)``: an in-place op writing a tensor this kernel has just allocated, run below
+    ADInplaceOrView as ATen's kernels are (under their autograd layer's
+    AutoDispatchBelowADInplaceOrView guard), so that the new tensor starts at version 0."""
+    ex = _tls.excluded
+    _tls.excluded = ex | _AD_INPLACE_OR_VIEW
+    try:
+        return op(*args)
+    finally:
+        _tls.excluded = ex
 
 
 def _empty(size, dtype, layout, device, pin_memory, memory_format=None):

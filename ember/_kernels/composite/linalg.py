@@ -11,6 +11,7 @@ import warnings
 from ..._core import dtype as D
 from ..._core import strides as _st
 from ..._ops.overload import ops
+from ..generic import resize_output
 from ..rules.linalg import (check_float, check_lstsq_matrix_rank_dtype, check_pinv_dtype,
                             check_square)
 
@@ -386,6 +387,32 @@ def svd(self, some=True, compute_uv=True):
     m, n = self._size[-2:]
     return (A.new_zeros.default._call(self, self._size[:-2] + (m, m), None, None, None, None), S,
             A.new_zeros.default._call(self, self._size[:-2] + (n, n), None, None, None, None))
+
+
+def svd_out(self, some, compute_uv, U, S, V):
+    """PyTorch's svd_out: linalg_svd's out= form writing Vh into V transposed (so a V of the
+    wrong shape is resized, and warned about, as that transpose), then V turned back and
+    conjugated; without compute_uv, S from linalg_svdvals and U, V zeros of the full square
+    shapes in the input's dtype."""
+    if compute_uv:
+        if V.dim() >= 2:
+            A.transpose_.default._call(V, -2, -1)
+        A.linalg_svd.U._call(self, not some, None, U, S, V)
+        A.transpose_.default._call(V, -2, -1)
+        if V._dtype.is_complex:
+            A.conj_physical_.default._call(V)
+        return U, S, V
+    for t in (U, V):
+        if t._dtype is not self._dtype:
+            raise RuntimeError(f"torch.svd: Expected out tensor to have dtype "
+                               f"{self._dtype._short} but got {t._dtype._short} instead")
+    A.linalg_svdvals.out._call(self, None, S)
+    batch, (m, n) = tuple(self._size[:-2]), self._size[-2:]
+    resize_output("svd", U, batch + (m, m))
+    A.zero_.default._call(U)
+    resize_output("svd", V, batch + (n, n))
+    A.zero_.default._call(V)
+    return U, S, V
 
 
 def linalg_eigvals(self):

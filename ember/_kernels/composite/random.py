@@ -7,7 +7,7 @@ from ..._core import dtype as D
 from ..._core.device import contiguous_format
 from ..._ops.overload import ops
 from ..generic import write_checked, write_out
-from .factory import empty_like
+from .factory import empty_like, fill_new
 
 
 def randperm_generator(n, generator, dtype=D.int64, layout=None, device=None,
@@ -29,11 +29,11 @@ def bernoulli(self, generator=None):
     """Each element is 1 with probability ``self`` at that place. As ATen's, the result is
     contiguous whatever ``self``'s strides (LEGACY_CONTIGUOUS_MEMORY_FORMAT), so the draws fill
     it in logical order."""
-    return ops.aten.bernoulli_.Tensor._call(_contiguous_like(self), self, generator)
+    return fill_new(ops.aten.bernoulli_.Tensor._call, _contiguous_like(self), self, generator)
 
 
 def bernoulli_p(self, p, generator=None):
-    return ops.aten.bernoulli_.float._call(_contiguous_like(self), p, generator)
+    return fill_new(ops.aten.bernoulli_.float._call, _contiguous_like(self), p, generator)
 
 
 def _contiguous_like(self):

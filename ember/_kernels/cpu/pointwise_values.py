@@ -37,6 +37,11 @@ def trunc_divide(a, b, dt):
 
 
 def power(a, b, dt):
+    if dt.is_complex:
+        # at a zero base PyTorch's std::pow is exp(b * log(a)) (inf+nanj for a negative real
+        # part), where NumPy's power gives nan+nanj
+        with np.errstate(all="ignore"):
+            return np.where(a == 0, np.exp(b * np.log(a)), np.power(a, b))
     if dt._category > D.INTEGRAL or np.all(np.asarray(b) >= 0):
         return np.power(a, b)
     # integer ** negative integer: 1 for base 1, +-1 for base -1, 0 otherwise (C integer pow)

@@ -155,7 +155,10 @@ _OUT_DTYPE_RULES = {
         "_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa", "_upsample_lanczos2d_aa",
         "_softmax_backward_data", "_log_softmax_backward_data", "linalg_lu_factor",
         "linalg_ldl_factor", "linalg_ldl_factor_ex", "linalg_ldl_solve", "frobenius_norm",
-        "triangular_solve", "qr", "lu_unpack", "lu_solve"],
+        "triangular_solve", "qr", "lu_unpack", "lu_solve", "softmax", "log_softmax",
+        "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "linalg_slogdet", "slogdet",
+        "linalg_svd", "linalg_qr", "linalg_eigh", "_linalg_svd", "_linalg_eigh",
+        "_linalg_solve_ex", "_linalg_det", "_linalg_slogdet"],
         _RESIZE_OUT),
     **dict.fromkeys([
         "ceil", "floor", "trunc", "fix", "frac", "round", "special_round", "neg",
@@ -197,6 +200,17 @@ _OUT_DTYPE_RULES = {
     "linalg_matrix_rank": _linalg("torch.linalg.matrix_rank"),
     "linalg_pinv": _linalg("linalg.pinv"), "linalg_tensorinv": _linalg("tensorinv"),
     "linalg_tensorsolve": _linalg("tensorsolve"),
+    # (PyTorch's lstsq names the residuals "solution" in its message too)
+    "linalg_lstsq": tuple(_castable(f"torch.linalg.lstsq: Expected {n} to be safely castable "
+                                    f"from {{result._short}} dtype, but got {n} with dtype "
+                                    f"{{out._short}}")
+                          for n in ("solution", "solution", "rank", "singular_values")),
+    "linalg_eig": tuple(_castable(f"torch.linalg.eig: Expected {n} to be safely castable from "
+                                  f"{{result._short}} dtype, but got {n} with dtype {{out._short}}")
+                        for n in ("eigenvalues", "eigenvectors")),
+    "linalg_eigvals": _castable("torch.linalg.eigvals: Expected eigenvalues to be safely castable "
+                                "from {result._short} dtype, but got eigenvalues with dtype "
+                                "{out._short}"),
     "geqrf": tuple(_castable(f"torch.geqrf: Expected {n} to be safely castable from "
                              f"{{result._short}} dtype, but got {n} with dtype {{out._short}}")
                    for n in ("a", "tau")),

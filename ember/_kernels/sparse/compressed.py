@@ -456,6 +456,17 @@ def neg_sparse_compressed(self):
     return _same_pattern(self, self._sparse.values.neg())
 
 
+@_kernel("_conj_physical")
+def conj_physical_sparse_compressed(self):
+    return _same_pattern(self, _aten.conj_physical.default._call(self._sparse.values))
+
+
+@_kernel("conj_physical_")
+def conj_physical_sparse_compressed_(self):
+    _aten.conj_physical_.default._call(self._sparse.values)
+    return self
+
+
 def _unary(name):
     packet = getattr(_aten, name)
 

@@ -469,6 +469,22 @@ def neg_sparse_(self):
     return _set_parts(self, *_parts(self), self._sparse.coalesced)
 
 
+@_kernel("_conj_physical")
+def conj_physical_sparse(self):
+    """PyTorch's conj_physical_out_sparse: the values conjugated, the pattern (coalesced or not)
+    kept; ``conj()`` of a sparse tensor is this (its parts carry no conjugate bit)."""
+    indices, values = _parts(self)
+    return _new(indices, _aten.conj_physical.default._call(values), self._size,
+                self._sparse.coalesced)
+
+
+@_kernel("conj_physical_")
+def conj_physical_sparse_(self):
+    if self._dtype.is_complex:  # ATen writes it with a TensorIterator, which refuses COO
+        raise RuntimeError("unsupported tensor layout: Sparse")
+    return self
+
+
 # Ops that map zero to zero, computed on the coalesced values (PyTorch's coalesced unary ufuncs;
 # its deg2rad, rad2deg and conj_physical are ember composites of the ops here)
 _UNARY = ["abs", "sgn", "sign", "sqrt", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan",
