@@ -109,8 +109,8 @@ def _uses_onednn(w_zp, groups, output_padding=()):
             and sys.platform.startswith("linux") and "avx512_vnni" in _cpu_flags())
 
 
-def _prepack(n, weight, bias, stride, padding, dilation, groups):
-    """``quantized::conv{n}d_prepack``'s checks and packing."""
+def _check_prepack_args(n, weight, stride, padding, dilation, output_padding=None):
+    """The prepack ops' argument checks, in ATen's order (``output_padding``: transposed)."""
     if weight.dim() != n + 2:
         raise RuntimeError(f"Weights are expected to have {n + 2} dimensions")
     if len(stride) != n:
@@ -118,9 +118,17 @@ def _prepack(n, weight, bias, stride, padding, dilation, groups):
     if len(padding) != n:
         raise RuntimeError("Specify front/top/left padding only. end/bottom/right padding "
                            "assumed to be equal to front/top/left")
+    if output_padding is not None and len(output_padding) != n:
+        raise RuntimeError("quantized::conv_prepack: Specify top/left output padding only. "
+                           "bottom/right padding assumed to be equal to top/left")
     if len(dilation) != n:
         raise RuntimeError(f"dilation should contain {n} elements for {n}D convolution.")
     check_weight_dtype(weight)
+
+
+def _prepack(n, weight, bias, stride, padding, dilation, groups):
+    """``quantized::conv{n}d_prepack``'s checks and packing."""
+    _check_prepack_args(n, weight, stride, padding, dilation)
     oc = weight.shape[0]
     if groups <= 0 or oc % groups:
         # (FBGEMM's check; oneDNN's prepack takes such groups and computes nonsense)
@@ -171,19 +179,7 @@ def _prepack_transpose(n, weight, bias, stride, padding, output_padding, dilatio
     """``quantized::conv_transpose{n}d_prepack``'s checks and packing: per-tensor weights
     (in_channels, out_channels / groups, *kernel); FBGEMM keeps them in (out, *kernel, in)
     memory order."""
-    if weight.dim() != n + 2:
-        raise RuntimeError(f"Weights are expected to have {n + 2} dimensions")
-    if len(stride) != n:
-        raise RuntimeError(f"stride should contain {n} elements for {n}D convolution.")
-    if len(padding) != n:
-        raise RuntimeError("Specify front/top/left padding only. end/bottom/right padding "
-                           "assumed to be equal to front/top/left")
-    if len(output_padding) != n:
-        raise RuntimeError("quantized::conv_prepack: Specify top/left output padding only. "
-                           "bottom/right padding assumed to be equal to top/left")
-    if len(dilation) != n:
-        raise RuntimeError(f"dilation should contain {n} elements for {n}D convolution.")
-    check_weight_dtype(weight)
+    _check_prepack_args(n, weight, stride, padding, dilation, output_padding)
     quantizer = weight._quantizer
     if quantizer.qscheme is not per_tensor_affine:
         raise RuntimeError("Per Channel Quantization is currently disabled for transposed conv")
