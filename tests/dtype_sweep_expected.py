@@ -11,12 +11,6 @@ _SIGNS = ("the singular/eigen vectors are unique only up to a unit phase per col
           "float entries are listed in op_db_expected.py for the same reason")
 
 EXPECTED = {
-    "addbmm:float16": _HALF_ROUNDING.format(
-        dtype="float16", how="ember's addbmm sums the batch's float16 products, ATen's "
-        "accumulates the whole batch in one float GEMM and rounds once"),
-    "addbmm:bfloat16": _HALF_ROUNDING.format(
-        dtype="bfloat16", how="ember's addbmm sums the batch's bfloat16 products, ATen's "
-        "accumulates the whole batch in one float GEMM and rounds once"),
     "matrix_exp:float16":
         "PyTorch's float16 result is NaN on this sample (its matrix polynomial, evaluated in "
         "float16, overflows); ember evaluates in float32 and rounds a finite result",
