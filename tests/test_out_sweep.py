@@ -11,12 +11,14 @@ dtypes and shapes, and gives the resize warning exactly where PyTorch does."""
 import os
 import tempfile
 import warnings
+import zlib
 
 import numpy as np
 import pytest
 
 import ember
 from helpers import assert_same, to_np
+import opinfo
 from opinfo import OPS
 from test_ops import _out_names, _same_type, _tol, ember_args, overload, torch_args
 
@@ -119,6 +121,10 @@ def _state(t):
 
 
 def _mismatches(torch, out):
+    # the samples' values drawn from a generator seeded by the overload's name, not from where
+    # the shared one stands after the tests before: a bool out of a computed float (fft's) is
+    # False exactly where the value is 0, which one library may round to and the other not
+    opinfo._rng = np.random.default_rng(zlib.crc32(out.encode()))
     e_out, t_out = overload(ember.ops, out), overload(torch.ops, out)
     names = _out_names(out)
     samples = _valid_samples(torch, out)

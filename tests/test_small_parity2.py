@@ -282,3 +282,15 @@ def test_addbmm_rounds_per_batch(torch, dtype, beta):
         args = [L.tensor(x.numpy()).to(dt) for x in (s, b1, b2)]
         return L.addbmm(*args, beta=beta, alpha=1.5).float()
     _same(torch, make)
+
+
+# ---------------------------------------------------------------------------------------------
+# complex -> bool is c10's ``real || imag``: a purely imaginary value is True
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_to_bool_reads_both_parts(torch, dtype):
+    def make(L):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (the discarded-imaginary warning, once in PyTorch)
+            return L.tensor([0.5 + 0j, 0.5j, 0j, -0j], dtype=getattr(L, dtype)).to(L.bool)
+    assert _outcome(ember, make)[0] == _outcome(torch, make)[0]

@@ -28,7 +28,9 @@ def copy_(self, src, non_blocking=False):
     if src._dtype.is_complex and not self._dtype.is_complex:
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
                       stacklevel=2)
-        if src._dtype is not D.complex32:
+        if self._dtype is D.bool_ and src._dtype is not D.complex32:
+            s = s != 0  # (c10's complex -> bool is real || imag, not the real part's)
+        elif src._dtype is not D.complex32:
             s = s.real
     if np.may_share_memory(dst, s):  # e.g. x[1:].copy_(x[:-1]): read everything before writing
         s = s.copy()
