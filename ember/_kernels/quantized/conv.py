@@ -323,18 +323,28 @@ def _conv(qx, packed, output_scale, output_zero_point, relu):
     cols = cols.reshape(rows, g, -1).transpose(1, 0, 2)
     acc = np.matmul(cols, packed._w_cols)  # (groups, rows, OC/g)
     acc = acc.transpose(1, 0, 2).reshape(rows, oc).astype(np.int64).astype(np.int32)
+    _write_requantized(view, acc, qx, packed, bias, output_scale, output_zero_point, relu,
+                       batch, out)
+    return q
+
+
+def _write_requantized(view, acc, qx, packed, bias, output_scale, output_zero_point, relu,
+                       batch, out):
+    """The int32 accumulators ``acc`` (rows of output channels, channels-last) requantized by
+    the packing engine's arithmetic into the output's integers ``view``."""
     if packed._onednn:
         y = _requantize_onednn(acc, qx.q_scale(), packed._w_scale, bias, output_scale,
                                output_zero_point, relu)
     else:
         y = requantize(acc, qx.q_scale(), packed._w_scale, packed._per_channel, bias,
                        output_scale, output_zero_point, relu)
-    view[...] = y.reshape(batch, *out, oc).transpose(0, spatial + 1, *range(1, spatial + 1))
-    return q
+    spatial = len(out)
+    view[...] = y.reshape(batch, *out, acc.shape[1]).transpose(0, spatial + 1,
+                                                               *range(1, spatial + 1))
 
 
-def _conv_transpose(qx, packed, output_scale, output_zero_point):
-    """The transposed convolution: every input element times every kernel offset added at
+def conv_transpose(qx, packed, output_scale, output_zero_point):
+    """``quantized::conv_transpose{2,3}d``, the transposed convolution: every input element times every kernel offset added at
     ``input position * stride + offset * dilation`` less the padding, exactly (products less
     the zero points, in float64), requantized by the packing engine; channels-last out."""
     w = packed._weight
@@ -389,19 +399,9 @@ def _conv_transpose(qx, packed, output_scale, output_zero_point):
     spatial = len(out)
     acc = acc.reshape(batch, oc, *out).transpose(0, *range(2, 2 + spatial), 1).reshape(-1, oc)
     acc = acc.astype(np.int64).astype(np.int32)
-    if packed._onednn:
-        y = _requantize_onednn(acc, qx.q_scale(), packed._w_scale, bias, output_scale,
-                               output_zero_point, False)
-    else:
-        y = requantize(acc, qx.q_scale(), packed._w_scale, packed._per_channel, bias,
-                       output_scale, output_zero_point, False)
-    view[...] = y.reshape(batch, *out, oc).transpose(0, spatial + 1, *range(1, spatial + 1))
+    _write_requantized(view, acc, qx, packed, bias, output_scale, output_zero_point, False,
+                       batch, out)
     return q
-
-
-def conv_transpose(qx, packed_weight, output_scale, output_zero_point):
-    """``quantized::conv_transpose{2,3}d``."""
-    return _conv_transpose(qx, packed_weight, output_scale, output_zero_point)
 
 
 def conv_transpose1d(qx, packed_weight, output_scale, output_zero_point):
