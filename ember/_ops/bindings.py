@@ -840,8 +840,9 @@ def _convert_lines(a, var, fname, pos, strict, scalar_tensors=False, kw="()"):
             # PyTorch's Python signature shows an empty default as None and takes None for it
             # (avg_pool2d(x, 2, None): the stride defaults to the kernel size)
             lines.append(f"if {var} is None: {var} = ()")
-        lines.append(f"if {guard}True: {var} = _int_list_arg({var}, {a.list_size}, {fname!r}, "
-                     f"{a.name!r}, {pos}, {strict is not True}, {kw})")
+        convert = (f"{var} = _int_list_arg({var}, {a.list_size}, {fname!r}, {a.name!r}, {pos}, "
+                   f"{strict is not True}, {kw})")
+        lines.append(f"if {var} is not None: {convert}" if opt else convert)
     elif b in ("int", "SymInt"):
         if strict is True:
             lines.append(f"if {guard}not _is_int({var}): raise _NoMatch")
